@@ -1,0 +1,149 @@
+"""convy: test conversational AI agents by playing scenarios and judging what they say.
+
+The public API is the names below and the module ``convy.fakes``; everything else may change.
+A run from Python::
+
+    import asyncio
+    from pathlib import Path
+    from convy import Bench, Models, Plan, RunJournal, Scenarios
+    from convy.fakes import FakeJudge
+
+    scenarios = Scenarios(Path("scenarios")).every()
+    bench = Bench(my_agent, Models(judge=FakeJudge()))
+    asyncio.run(bench.run(Plan(scenarios, attempts=3), RunJournal(Path("results/mine/first"))))
+"""
+
+from convy.agent import (
+    Agent,
+    AgentFailure,
+    Answer,
+    Call,
+    Conversation,
+    Message,
+    NotReported,
+    NoUsage,
+    OutOfTime,
+    QueuedAgent,
+    Reported,
+    Thought,
+    TimeLimited,
+    Usage,
+)
+from convy.bench import (
+    Bench,
+    Complete,
+    Fingerprints,
+    Interrupted,
+    Journal,
+    Limits,
+    ModelNames,
+    Plan,
+    Planned,
+    RunFile,
+    RunInUse,
+    RunJournal,
+    RunSpec,
+    Running,
+    Skipped,
+)
+from convy.busy import Places
+from convy.dialog import (
+    ChatJudge,
+    Checked,
+    Claim,
+    Confidence,
+    Failed,
+    Finished,
+    Grade,
+    Graded,
+    Judge,
+    NoConfidence,
+    NoGrade,
+    NoVerdict,
+    PatientJudge,
+    Prompt,
+    Ruling,
+    SimulatedUser,
+    Transcript,
+    Turn,
+    Verdict,
+)
+from convy.env import Env, Settings
+from convy.model import Absent, Contained, Model, ModelFailure, Models, PatientModel, Reply, Said
+from convy.problems import ConfigurationError, ScenarioError
+from convy.project import Project, ProjectAgent
+from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Absent",
+    "Agent",
+    "AgentFailure",
+    "Answer",
+    "Bench",
+    "Call",
+    "ChatJudge",
+    "Check",
+    "Checked",
+    "Claim",
+    "Complete",
+    "ConfigurationError",
+    "Confidence",
+    "Contained",
+    "Conversation",
+    "Env",
+    "Failed",
+    "Fingerprints",
+    "Finished",
+    "Grade",
+    "Graded",
+    "Interrupted",
+    "Journal",
+    "Judge",
+    "Limits",
+    "Matching",
+    "Message",
+    "Model",
+    "ModelFailure",
+    "ModelNames",
+    "Models",
+    "NoConfidence",
+    "NoGrade",
+    "NoUsage",
+    "NoVerdict",
+    "NotReported",
+    "OutOfTime",
+    "Outcome",
+    "PatientJudge",
+    "PatientModel",
+    "Places",
+    "Plan",
+    "Planned",
+    "Project",
+    "ProjectAgent",
+    "Prompt",
+    "QueuedAgent",
+    "Reply",
+    "Reported",
+    "Rule",
+    "RunFile",
+    "RunInUse",
+    "RunJournal",
+    "RunSpec",
+    "Running",
+    "Ruling",
+    "Said",
+    "Scenario",
+    "ScenarioError",
+    "Scenarios",
+    "Settings",
+    "SimulatedUser",
+    "Skipped",
+    "Thought",
+    "TimeLimited",
+    "Transcript",
+    "Turn",
+    "Usage",
+    "Verdict",
+]

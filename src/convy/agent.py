@@ -1,0 +1,197 @@
+"""The agent under test, as convy sees it: something that opens conversations and answers turns.
+
+An agent is any object with ``conversation()``, an async context manager that yields a
+``Conversation``; a conversation answers a ``Message`` with an ``Answer``. Everything convy learns
+about a turn travels in the answer: the text, the tokens it cost (``Usage`` or ``NoUsage``) and the
+steps the agent took on the way (``Thought`` and ``Call``).
+
+Wrappers add behaviour without flags: ``TimeLimited`` bounds how long an agent may take, and
+``QueuedAgent`` keeps a conversation within the agent's places.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
+
+import msgspec
+
+from convy.busy import Places
+
+
+class NotReported(msgspec.Struct, frozen=True, tag="not_reported"):
+    """A value the agent did not give: a tool call's result, a token count, a duration."""
+
+
+class Usage(msgspec.Struct, frozen=True, tag="usage"):
+    """Tokens one answer or one model request took, by kind.
+
+    ``cached`` is the part of ``input`` served from a prompt cache and ``reasoning`` the part of
+    ``output`` spent thinking; either is ``NotReported`` when the service does not say.
+    """
+
+    input: int = 0
+    output: int = 0
+    cached: int | NotReported = NotReported()
+    reasoning: int | NotReported = NotReported()
+
+    def __post_init__(self) -> None:
+        if self.input < 0 or self.output < 0:
+            raise ValueError("token counts cannot be negative")
+
+    def __add__(self, other: Usage | NoUsage) -> Usage:
+        match other:
+            case NoUsage():
+                return self
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cached=self._sum(self.cached, other.cached),
+            reasoning=self._sum(self.reasoning, other.reasoning),
+        )
+
+    def _sum(self, one: int | NotReported, two: int | NotReported) -> int | NotReported:
+        match one, two:
+            case int(), int():
+                return one + two
+            case int(), NotReported():
+                return one
+            case NotReported(), int():
+                return two
+            case _:
+                return NotReported()
+
+
+class NoUsage(msgspec.Struct, frozen=True, tag="no_usage"):
+    """An answer or request whose tokens nobody reported."""
+
+    def __add__(self, other: Usage | NoUsage) -> Usage | NoUsage:
+        return other
+
+
+class Reported(msgspec.Struct, frozen=True, tag="reported"):
+    """A tool call's result as the agent reported it: any JSON value."""
+
+    value: Any
+
+
+class Thought(msgspec.Struct, frozen=True, tag="thought"):
+    """Something the agent thought on its way to an answer."""
+
+    text: str
+
+
+class Call(msgspec.Struct, frozen=True, tag="call"):
+    """A tool the agent called while answering, with what it got back and how long it took."""
+
+    name: str
+    arguments: dict[str, Any] = {}
+    result: Reported | NotReported = NotReported()
+    seconds: float | NotReported = NotReported()
+
+
+class Message(msgspec.Struct, frozen=True):
+    """What the user says to the agent in one turn."""
+
+    text: str
+
+
+class Answer(msgspec.Struct, frozen=True):
+    """The agent's answer to one message: its text, its tokens and the steps it took."""
+
+    text: str
+    usage: Usage | NoUsage = NoUsage()
+    steps: tuple[Thought | Call, ...] = ()
+
+
+class AgentFailure(Exception):
+    """The agent could not take part: it raised, gave an answer convy cannot read, or broke off.
+
+    The attempt ends as failed without asking the judge, so a broken agent cannot pass on what it
+    said before it broke.
+    """
+
+
+class OutOfTime(AgentFailure):
+    """The agent took longer than its time limit to open, answer or close."""
+
+
+class Conversation(Protocol):
+    """One open conversation with the agent."""
+
+    async def turn(self, message: Message) -> Answer: ...
+
+
+class Agent(Protocol):
+    """The agent under test: anything that opens conversations."""
+
+    def conversation(self) -> AbstractAsyncContextManager[Conversation]: ...
+
+
+class _Limited(msgspec.Struct, frozen=True):
+    """A conversation whose every turn has a time limit."""
+
+    origin: Any
+    seconds: float
+
+    async def turn(self, message: Message) -> Answer:
+        try:
+            async with asyncio.timeout(self.seconds):
+                return await self.origin.turn(message)
+        except TimeoutError as error:
+            raise OutOfTime(f"the agent did not answer within {self.seconds:g} s") from error
+
+
+class TimeLimited(msgspec.Struct, frozen=True):
+    """The same agent, with time limits in seconds on opening a conversation, each turn and closing."""
+
+    agent: Any
+    open: float = 60.0
+    turn: float = 120.0
+    close: float = 60.0
+
+    def __post_init__(self) -> None:
+        if min(self.open, self.turn, self.close) <= 0:
+            raise ValueError("time limits must be positive")
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Conversation]:
+        manager = self.agent.conversation()
+        try:
+            async with asyncio.timeout(self.open):
+                opened = await manager.__aenter__()
+        except TimeoutError as error:
+            raise OutOfTime(f"the agent did not open a conversation within {self.open:g} s") from error
+        failed: BaseException | None = None
+        try:
+            yield _Limited(opened, self.turn)
+        except BaseException as error:
+            failed = error
+            raise
+        finally:
+            await self._closed(manager, failed)
+
+    async def _closed(self, manager: AbstractAsyncContextManager[Any], failed: BaseException | None) -> None:
+        try:
+            async with asyncio.timeout(self.close):
+                if failed is None:
+                    await manager.__aexit__(None, None, None)
+                else:
+                    await manager.__aexit__(type(failed), failed, failed.__traceback__)
+        except TimeoutError as error:
+            raise OutOfTime(f"the agent did not close its conversation within {self.close:g} s") from error
+
+
+class QueuedAgent(msgspec.Struct, frozen=True):
+    """The same agent, holding one of its places for as long as a conversation is open."""
+
+    agent: Any
+    places: Places
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Conversation]:
+        async with self.places.one():
+            async with self.agent.conversation() as opened:
+                yield opened

@@ -1,0 +1,328 @@
+"""Playing a run: the bench that plays attempts at once, and the folder that keeps them.
+
+``Bench`` plays attempts concurrently against one agent, each participant (the agent, the
+simulated user's model, the judge) within its own places. ``Journal`` is what receives each attempt
+as it ends; ``RunJournal`` is the one that keeps a run's folder::
+
+    results/<agent>/<run-id>/
+        run.json        the RunSpec and the run's status, rewritten whole and atomically
+        attempts.jsonl  one Outcome per line, appended the moment an attempt ends
+        run.lock        held while a process plays the run
+
+A process killed mid-write leaves at most a torn last line, which is cut off when the folder is
+read again, and ``RunJournal.play`` plays only the attempts the folder lacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import secrets
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from convy.agent import QueuedAgent, TimeLimited
+from convy.busy import Places
+from convy.dialog import Checked, PatientJudge, Prompt
+from convy.model import Absent, Contained, Models, PatientModel
+from convy.problems import ConfigurationError
+from convy.scenario import Outcome, Scenario
+
+
+class RunInUse(ConfigurationError):
+    """Another process is playing this run."""
+
+
+class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How much each participant does at once, how long a dialogue may go, and time limits in seconds."""
+
+    agent_places: int = 4
+    user_places: int = 8
+    judge_places: int = 8
+    max_turns: int = 10
+    open_seconds: float = 60.0
+    turn_seconds: float = 120.0
+    close_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("agent_places", "user_places", "judge_places", "max_turns"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: must be at least 1")
+        for name in ("open_seconds", "turn_seconds", "close_seconds"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}: must be more than 0")
+
+
+class Journal(Protocol):
+    """Receives each attempt the moment it ends."""
+
+    def record(self, outcome: Outcome) -> None: ...
+
+
+class Planned(msgspec.Struct, frozen=True):
+    """One attempt a run plays: a scenario and the attempt's number, from 1."""
+
+    scenario: Scenario
+    attempt: int
+
+
+class Plan(msgspec.Struct, frozen=True):
+    """Every scenario, played ``attempts`` times: the attempts of a run, in order."""
+
+    scenarios: tuple[Scenario, ...]
+    attempts: int = 1
+
+    def __iter__(self) -> Iterator[Planned]:
+        for scenario in self.scenarios:
+            for attempt in range(1, self.attempts + 1):
+                yield Planned(scenario, attempt)
+
+
+class Bench(msgspec.Struct, frozen=True):
+    """Plays attempts against an agent, with the project's models, within the limits.
+
+    ``prompt`` is the simulator prompt a scenario's user is told with.
+    """
+
+    agent: Any
+    models: Models
+    limits: Limits = Limits()
+    prompt: Prompt | None = None
+
+    async def run(self, planned: Iterable[Planned], journal: Journal) -> None:
+        """Play every planned attempt, each recorded in ``journal`` as it ends."""
+        planned = tuple(planned)
+        from convy.dialog import DefaultPrompts
+
+        prompt = self.prompt or Prompt(DefaultPrompts().user())
+        places = {name: Places(getattr(self.limits, f"{name}_places")) for name in ("agent", "user", "judge")}
+        agent = QueuedAgent(
+            TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds),
+            places["agent"],
+        )
+        user = Contained(PatientModel(self.models.user, places["user"]))
+        judge = Checked(PatientJudge(self.models.judge, places["judge"]))
+        queue = iter(planned)
+
+        async def worker() -> None:
+            for one in queue:
+                simulated = one.scenario.simulated(user, prompt) if one.scenario.user.strip() else Absent()
+                outcome = await one.scenario.outcome(one.attempt, agent, simulated, judge, self.limits.max_turns)
+                journal.record(outcome)
+
+        workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+
+
+class Fingerprints(msgspec.Struct, frozen=True):
+    """SHA-256 of the files a run started with: the scenario files, the agent's file, models.py."""
+
+    scenarios: str = ""
+    agent: str = ""
+    models: str = ""
+
+
+class ModelNames(msgspec.Struct, frozen=True):
+    """The models of a run, by name only: an object would carry its keys."""
+
+    user: str = "absent"
+    judge: str = "absent"
+
+
+class Skipped(msgspec.Struct, frozen=True):
+    """A scenario the run did not play, and why."""
+
+    scenario: str
+    reason: str
+
+
+class RunSpec(msgspec.Struct, frozen=True):
+    """What a run plays: enough to play the rest of it later, and to tell two runs apart."""
+
+    id: str
+    agent: str
+    scenarios: tuple[Scenario, ...]
+    attempts: int
+    limits: Limits
+    trust: float = 0.0
+    models: ModelNames = ModelNames()
+    fingerprints: Fingerprints = Fingerprints()
+    skipped: tuple[Skipped, ...] = ()
+    convy: str = ""
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("attempts: must be at least 1")
+        if not 0.0 <= self.trust <= 1.0:
+            raise ValueError("trust: must be between 0 and 1")
+
+    def planned(self) -> Plan:
+        return Plan(self.scenarios, self.attempts)
+
+
+class RunId(msgspec.Struct, frozen=True):
+    """A new run's id: when it started, and a few random letters so two runs never share one."""
+
+    moment: datetime
+
+    def text(self) -> str:
+        return f"{self.moment.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+class Running(msgspec.Struct, frozen=True, tag="running"):
+    """A run being played, or whose process died without a word (its lock is then free)."""
+
+    started: str
+
+
+class Complete(msgspec.Struct, frozen=True, tag="finished"):
+    """A run whose every planned attempt is kept."""
+
+    started: str
+    ended: str
+
+
+class Interrupted(msgspec.Struct, frozen=True, tag="interrupted"):
+    """A run stopped before its end, by Ctrl+C or an error; ``convy resume`` plays the rest."""
+
+    started: str
+    ended: str
+
+
+class RunFile(msgspec.Struct, frozen=True):
+    """``run.json``: the run's spec and status."""
+
+    spec: RunSpec
+    status: Running | Complete | Interrupted
+    format: int = 1
+
+
+class Kept(msgspec.Struct, frozen=True):
+    """What a run's ``attempts.jsonl`` holds: the attempts read, and how many lines were not."""
+
+    outcomes: tuple[Outcome, ...]
+    broken: int = 0
+
+
+_RUN = msgspec.json.Decoder(RunFile)
+_OUTCOME = msgspec.json.Decoder(Outcome)
+_ENCODER = msgspec.json.Encoder()
+
+
+class RunJournal(msgspec.Struct, frozen=True):
+    """A run's folder: it keeps each attempt as it ends, and the run's status."""
+
+    folder: Path
+
+    def record(self, outcome: Outcome) -> None:
+        line = _ENCODER.encode(outcome) + b"\n"
+        descriptor = os.open(self.folder / "attempts.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        finally:
+            os.close(descriptor)
+
+    def run(self) -> RunFile:
+        """The run's ``run.json``; a missing or unreadable one is a ``ConfigurationError``."""
+        try:
+            return _RUN.decode((self.folder / "run.json").read_bytes())
+        except FileNotFoundError:
+            raise ConfigurationError(f"{self.folder}: not a run folder (no run.json)") from None
+        except (OSError, msgspec.MsgspecError) as error:
+            raise ConfigurationError(f"{self.folder}/run.json: cannot be read: {error}") from None
+
+    def kept(self) -> Kept:
+        """The attempts kept so far; a line that cannot be read is skipped and counted."""
+        try:
+            data = (self.folder / "attempts.jsonl").read_bytes()
+        except FileNotFoundError:
+            return Kept(())
+        outcomes: list[Outcome] = []
+        broken = 0
+        for line in data.splitlines():
+            if not line.strip():
+                continue
+            try:
+                outcomes.append(_OUTCOME.decode(line))
+            except msgspec.MsgspecError:
+                broken += 1
+        return Kept(tuple(outcomes), broken)
+
+    async def play(self, spec: RunSpec, bench: Bench, journal: Journal | None = None) -> Kept:
+        """Play the attempts of ``spec`` this folder lacks, holding the folder while it plays.
+
+        Each attempt goes to ``journal`` (this folder itself, or a journal that passes it on here).
+        The run is marked finished when every attempt is played, and interrupted when anything,
+        Ctrl+C included, stops it; that error is raised on.
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self._held():
+            self._repaired()
+            done = {(outcome.scenario, outcome.attempt) for outcome in self.kept().outcomes}
+            missing = tuple(one for one in spec.planned() if (one.scenario.id, one.attempt) not in done)
+            started = self._started()
+            self._written(RunFile(spec, Running(started)))
+            try:
+                await bench.run(missing, journal or self)
+            except BaseException:
+                self._written(RunFile(spec, Interrupted(started, self._now())))
+                raise
+            self._written(RunFile(spec, Complete(started, self._now())))
+        return self.kept()
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        descriptor = os.open(self.folder / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunInUse(f"run {self.folder.name} is in use by another convy process") from None
+            yield
+        finally:
+            os.close(descriptor)
+
+    def in_use(self) -> bool:
+        """Whether a process is playing this run now."""
+        try:
+            with self._held():
+                return False
+        except RunInUse:
+            return True
+        except OSError:
+            return False
+
+    def _repaired(self) -> None:
+        # A process killed mid-append leaves a last line without its newline: cut it off, so the
+        # next line starts clean and that attempt is played again.
+        path = self.folder / "attempts.jsonl"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        if data and not data.endswith(b"\n"):
+            os.truncate(path, data.rfind(b"\n") + 1)
+
+    def _written(self, run: RunFile) -> None:
+        temporary = self.folder / "run.json.tmp"
+        temporary.write_bytes(msgspec.json.format(_ENCODER.encode(run), indent=2) + b"\n")
+        os.replace(temporary, self.folder / "run.json")
+
+    def _started(self) -> str:
+        # A resumed run keeps the moment it first started.
+        if (self.folder / "run.json").exists():
+            return self.run().status.started
+        return self._now()
+
+    def _now(self) -> str:
+        return datetime.now(UTC).isoformat(timespec="seconds")

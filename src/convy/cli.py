@@ -1,0 +1,385 @@
+"""The ``convy`` command. The only module that prints, and the one that picks the exit code.
+
+    0    every attempt judged and, with --fail-under, the pass rate at or above it
+    1    some attempt failed by the agent (it raised, broke off or ran out of time) or not judged
+    2    a configuration error: nothing was sent
+    3    every attempt judged, but the pass rate is below --fail-under
+    130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from convy.bench import Bench, Journal, RunJournal, RunSpec
+from convy.dialog import Failed, NoVerdict, Verdict
+from convy.problems import ConfigurationError
+from convy.project import VERSION, Project
+from convy.scenario import Matching, Outcome
+
+MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
+
+
+class Shown:
+    """Where the command writes: standard output that a closed pipe (``| head``) cannot break."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self.closed = False
+
+    def line(self, text: str = "") -> None:
+        if self.closed:
+            return
+        try:
+            self._out.write(text + "\n")
+            self._out.flush()
+        except BrokenPipeError:
+            # The reader has gone; the run goes on and keeps every attempt. Point the descriptor at
+            # /dev/null so the interpreter's last flush does not fail either.
+            self.closed = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._out.fileno())
+            os.close(devnull)
+
+
+class Printed:
+    """A journal that passes each attempt on and shows it: one line, and the progress so far."""
+
+    def __init__(self, journal: Journal, shown: Shown, progress: Progress, task: Any, trust: float) -> None:
+        self._journal = journal
+        self._shown = shown
+        self._progress = progress
+        self._task = task
+        self._trust = trust
+        self.counts = {"passed": 0, "failed": 0, "not_judged": 0}
+
+    def record(self, outcome: Outcome) -> None:
+        self._journal.record(outcome)
+        status = outcome.status(self._trust)
+        self.counts[status] += 1
+        self._progress.update(
+            self._task,
+            advance=1,
+            passed=self.counts["passed"],
+            failed=self.counts["failed"],
+            not_judged=self.counts["not_judged"],
+        )
+        self._shown.line(f"{MARKS[status]} {outcome.scenario} #{outcome.attempt}  {Said(outcome, self._trust).text()}")
+
+
+class Said(msgspec.Struct, frozen=True):
+    """The few words a finished attempt gets on its line."""
+
+    outcome: Outcome
+    trust: float
+
+    def text(self) -> str:
+        turns = len(self.outcome.transcript.turns)
+        when = f"{turns} turn{'s' if turns != 1 else ''}, {self.outcome.seconds:.1f} s"
+        match self.outcome.result:
+            case Failed(reason=reason):
+                return f"{when} · agent failed ({self.outcome.stop}): {reason}"
+            case NoVerdict(who=who, reason=reason):
+                return f"{when} · not judged, {who} failed: {reason}"
+            case Verdict(claims=claims):
+                wrong = [claim for claim in claims if not claim.held and claim.trusted(self.trust)]
+                doubtful = [claim for claim in claims if not claim.trusted(self.trust)]
+                if wrong:
+                    return f"{when} · {wrong[0].claim}: {wrong[0].reason}" + (
+                        f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else ""
+                    )
+                if doubtful:
+                    return f"{when} · not trusted: {doubtful[0].claim}"
+                return f"{when} · {len(claims)} claim{'s' if len(claims) != 1 else ''} held"
+
+
+class Recorded(msgspec.Struct, frozen=True):
+    """A run played as the command shows it: progress while it plays, a summary, the exit code."""
+
+    project: Project
+    spec: RunSpec
+    bench: Bench
+    shown: Any
+    errors: Any
+    fail_under: float | None = None
+
+    def played(self) -> int:
+        journal = self.project.journal(self.spec)
+        where = journal.folder.relative_to(self.project.folder) if journal.folder.is_relative_to(self.project.folder) else journal.folder
+        for skipped in self.spec.skipped:
+            self.shown.line(f"- skipped {skipped.scenario}: {skipped.reason}")
+        planned = len(self.spec.scenarios) * self.spec.attempts
+        self.shown.line(
+            f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {where}"
+        )
+        with self._progress() as progress:
+            done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
+            task = progress.add_task(self.spec.agent, total=planned, completed=done, passed=0, failed=0, not_judged=0)
+            printed = Printed(journal, self.shown, progress, task, self.spec.trust)
+            try:
+                asyncio.run(journal.play(self.spec, self.bench, printed))
+            except KeyboardInterrupt:
+                interrupted = True
+            else:
+                interrupted = False
+        if interrupted:
+            kept = len(journal.kept().outcomes)
+            self.errors.line(f"interrupted: run {self.spec.id} keeps {kept} of {planned} attempts")
+            self.errors.line(f"resume with: convy resume {self.spec.id}")
+            return 130
+        return self._summed(journal)
+
+    def _summed(self, journal: RunJournal) -> int:
+        outcomes = journal.kept().outcomes
+        statuses = [outcome.status(self.spec.trust) for outcome in outcomes]
+        agent_failed = sum(1 for outcome in outcomes if self._failed_by_agent(outcome))
+        passed, failed, unjudged = (statuses.count(name) for name in ("passed", "failed", "not_judged"))
+        rate = Rate(tuple(outcomes), self.spec.trust).value()
+        rate_text = "n/a" if rate is None else f"{rate:.1%}"
+        self.shown.line(
+            f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
+            f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
+        )
+        self.shown.line(f"run: {journal.folder}")
+        if self.spec.skipped:
+            self.shown.line(
+                f"{len(self.spec.skipped)} scenario(s) skipped: they need a model; "
+                "configure models.py (see .env.example) to play them"
+            )
+        if agent_failed or unjudged:
+            return 1
+        if self.fail_under is not None and (rate is None or rate < self.fail_under):
+            self.shown.line(f"pass rate {rate_text} is below --fail-under {self.fail_under:.1%}")
+            return 3
+        return 0
+
+    def _failed_by_agent(self, outcome: Outcome) -> bool:
+        match outcome.result:
+            case Failed():
+                return True
+            case _:
+                return False
+
+    @contextmanager
+    def _progress(self) -> Iterator[Progress]:
+        live = sys.stderr.isatty()
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("✓ {task.fields[passed]}  ✗ {task.fields[failed]}  ? {task.fields[not_judged]}"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            disable=not live,
+            redirect_stdout=live and sys.stdout.isatty(),
+            redirect_stderr=False,
+        )
+        with progress:
+            yield progress
+
+
+class Rate(msgspec.Struct, frozen=True):
+    """The pass rate of a run: the mean over scenarios of passed out of judged attempts."""
+
+    outcomes: tuple[Outcome, ...]
+    trust: float
+
+    def value(self) -> float | None:
+        judged: dict[str, list[int]] = {}
+        for outcome in self.outcomes:
+            status = outcome.status(self.trust)
+            if status == "not_judged":
+                continue
+            judged.setdefault(outcome.scenario, []).append(1 if status == "passed" else 0)
+        if not judged:
+            return None
+        return sum(sum(marks) / len(marks) for marks in judged.values()) / len(judged)
+
+
+class InitCommand(msgspec.Struct, frozen=True):
+    """``convy init [DIR]``: a new project from the template, never overwriting a file."""
+
+    folder: Path
+
+    def run(self, shown: Shown) -> int:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        written, kept = Project(self.folder).created()
+        for name in written:
+            shown.line(f"+ {name}")
+        for name in kept:
+            shown.line(f"= {name} (exists, left as it is)")
+        shown.line(f"project ready in {self.folder}; next: cd {self.folder} && convy run")
+        return 0
+
+
+class RunCommand(msgspec.Struct, frozen=True):
+    """``convy run``: a new run of each agent named (all, when none is)."""
+
+    project: Project
+    agents: tuple[str, ...]
+    attempts: int | None
+    patterns: tuple[str, ...]
+    tags: tuple[str, ...]
+    trust: float | None
+    fail_under: float | None
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        settings = self.project.settings()
+        changes: dict[str, Any] = {}
+        if self.attempts is not None:
+            changes["attempts"] = self.attempts
+        if self.trust is not None:
+            changes["trust"] = self.trust
+        try:
+            settings = msgspec.structs.replace(settings, **changes)
+        except ValueError as error:
+            raise ConfigurationError(f"--{error}") from None
+        self.project.scenarios()  # every scenario file must be sound before anything is played
+        codes: list[int] = []
+        for name in self.agents or self.project.agent_names():
+            agent, models = Loaded(self.project, name).parts()
+            spec = self.project.spec(name, models, settings, Matching(self.patterns, self.tags))
+            bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
+            codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under).played())
+            if codes[-1] == 130:
+                break
+        return Worst(tuple(codes)).code()
+
+
+class ResumeCommand(msgspec.Struct, frozen=True):
+    """``convy resume RUN``: play the attempts a run's folder lacks, as the run was specified."""
+
+    project: Project
+    run_id: str
+    fail_under: float | None
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        journal = self.project.found(self.run_id)
+        spec = self.project.resumable(journal)
+        agent, models = Loaded(self.project, spec.agent).parts()
+        if (models.user.name, models.judge.name) != (spec.models.user, spec.models.judge):
+            raise ConfigurationError(
+                f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
+                f"the run was started with {spec.models.user} and {spec.models.judge}"
+            )
+        bench = Bench(agent, models, spec.limits, self.project.prompt(self.project.settings()))
+        return Recorded(self.project, spec, bench, shown, errors, self.fail_under).played()
+
+
+class Loaded(msgspec.Struct, frozen=True):
+    """An agent of the project and the models made for it; any error loading them is a configuration error."""
+
+    project: Project
+    name: str
+
+    def parts(self) -> tuple[Any, Any]:
+        try:
+            return self.project.agent(self.name).agent, self.project.models()
+        except ConfigurationError:
+            raise
+        except Exception as error:  # the project's own code failed while loading
+            raise ConfigurationError(
+                f"loading agents/{self.name}.py or models.py failed: {type(error).__name__}: {error}"
+            ) from None
+
+
+class Worst(msgspec.Struct, frozen=True):
+    """The exit code of several runs: the most serious of theirs."""
+
+    codes: tuple[int, ...]
+
+    def code(self) -> int:
+        for code in (130, 2, 1, 3):
+            if code in self.codes:
+                return code
+        return 0
+
+
+class Fraction(msgspec.Struct, frozen=True):
+    """A rate given on the command line: ``0.8`` or ``80%``."""
+
+    text: str
+
+    def value(self) -> float:
+        text = self.text.strip()
+        try:
+            number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{self.text!r} is not a number from 0 to 1 (or a percentage)") from None
+        if not 0.0 <= number <= 1.0:
+            raise argparse.ArgumentTypeError(f"{self.text!r} is not between 0 and 1 (or 0% and 100%)")
+        return number
+
+
+class Arguments(msgspec.Struct, frozen=True):
+    """The command line, parsed."""
+
+    def parser(self) -> argparse.ArgumentParser:
+        rate = lambda text: Fraction(text).value()  # noqa: E731
+        parser = argparse.ArgumentParser(prog="convy", description="Test conversational AI agents with scenarios.")
+        parser.add_argument("--version", action="version", version=f"convy {VERSION}")
+        parser.add_argument("-C", "--project", type=Path, default=Path("."), help="the project folder (default: here)")
+        commands = parser.add_subparsers(dest="command", required=True)
+        init = commands.add_parser("init", help="create a project from the template")
+        init.add_argument("folder", nargs="?", type=Path, default=Path("."))
+        run = commands.add_parser("run", help="play the scenarios against agents")
+        run.add_argument("agents", nargs="*", help="agents to run (default: every file in agents/)")
+        run.add_argument("-k", "--attempts", type=int, help="attempts per scenario")
+        run.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to play")
+        run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
+        run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
+        run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        resume = commands.add_parser("resume", help="play what an interrupted run lacks")
+        resume.add_argument("run", help="the run's id, or a unique part of it")
+        resume.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the convy command; returns (and, from the console script, exits with) its code."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8", errors="replace")
+    shown = Shown(sys.stdout)
+    errors = Shown(sys.stderr)
+    parsed = Arguments().parser().parse_args(argv)
+    project = Project(parsed.project.resolve())
+    started = time.monotonic()
+    try:
+        match parsed.command:
+            case "init":
+                return InitCommand(parsed.project / parsed.folder).run(shown)
+            case "run":
+                return RunCommand(
+                    project,
+                    tuple(parsed.agents),
+                    parsed.attempts,
+                    tuple(parsed.scenarios),
+                    tuple(parsed.tag),
+                    parsed.trust,
+                    parsed.fail_under,
+                ).run(shown, errors)
+            case "resume":
+                return ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
+    except ConfigurationError as error:
+        errors.line(f"convy: {error}")
+        return 2
+    except KeyboardInterrupt:
+        errors.line(f"interrupted after {time.monotonic() - started:.0f} s, before any run began")
+        return 130
+    return 0
+

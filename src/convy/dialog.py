@@ -1,0 +1,371 @@
+"""The dialogue and its judgement: the simulated user, the judge and what they decide.
+
+``SimulatedUser`` speaks to the agent on a model, guided by a simulator prompt whose ``{{ slots }}``
+are filled from the scenario. ``Judge`` decides a scenario's claims from a ``Transcript``;
+``ChatJudge`` asks a model one claim at a time, the reason before the decision. ``Checked`` stands
+between any judge and the run: it hands the judge only what was said and turns an error, or an
+answer that does not fit the claims, into ``ModelFailure``.
+
+An attempt ends in one of three results: ``Verdict`` (every claim decided), ``Failed`` (the agent
+failed, so nothing was judged) or ``NoVerdict`` (a model failed, so nothing can be said).
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from convy.agent import Answer, Message, NoUsage, Usage
+from convy.busy import Places
+from convy.model import ModelFailure, Reply, Said
+
+STOP = "###STOP###"
+
+
+class Graded(msgspec.Struct, frozen=True):
+    """A claim decided on a scale of grades, worst first; ``pass_`` is the worst that passes."""
+
+    claim: str
+    grades: tuple[str, ...]
+    pass_: str = msgspec.field(name="pass")
+
+
+class Confidence(msgspec.Struct, frozen=True, tag="confidence"):
+    """How sure the judge was of a decision, from 0 to 1."""
+
+    value: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.value <= 1.0:
+            raise ValueError("confidence must be between 0 and 1")
+
+
+class NoConfidence(msgspec.Struct, frozen=True, tag="no_confidence"):
+    """A decision with no confidence given: decided by code, or by a judge that does not say."""
+
+
+class Grade(msgspec.Struct, frozen=True, tag="grade"):
+    """The grade a judge gave a graded claim."""
+
+    name: str
+
+
+class NoGrade(msgspec.Struct, frozen=True, tag="no_grade"):
+    """The decision of a claim that has no grades."""
+
+
+class Claim(msgspec.Struct, frozen=True):
+    """One claim decided: whether it held, why, and how sure the decider was."""
+
+    claim: str
+    held: bool
+    reason: str
+    confidence: Confidence | NoConfidence = NoConfidence()
+    grade: Grade | NoGrade = NoGrade()
+    by: Literal["judge", "code"] = "judge"
+
+    def trusted(self, trust: float) -> bool:
+        match self.confidence:
+            case Confidence(value=value):
+                return value >= trust
+            case NoConfidence():
+                return True
+
+
+class Verdict(msgspec.Struct, frozen=True, tag="verdict"):
+    """Every claim of the scenario decided, in the scenario's order."""
+
+    claims: tuple[Claim, ...]
+
+    def status(self, trust: float) -> Literal["passed", "failed", "not_trusted"]:
+        """Failed when a trusted claim failed; passed only when every claim is trusted and held."""
+        if any(not claim.held and claim.trusted(trust) for claim in self.claims):
+            return "failed"
+        if all(claim.held and claim.trusted(trust) for claim in self.claims):
+            return "passed"
+        return "not_trusted"
+
+
+class Failed(msgspec.Struct, frozen=True, tag="failed"):
+    """The agent failed: the attempt counts as failed and the judge was not asked.
+
+    ``message`` is what the user had just said when the agent failed ("" while opening).
+    """
+
+    reason: str
+    message: str = ""
+
+
+class NoVerdict(msgspec.Struct, frozen=True, tag="no_verdict"):
+    """Nothing could be decided, for a reason that is not the agent's: out of the pass rate."""
+
+    who: Literal["user", "judge", "busy"]
+    reason: str
+
+
+class Finished(msgspec.Struct, frozen=True):
+    """The simulated user's goal is met, or clearly out of reach: the dialogue ends."""
+
+
+class Turn(msgspec.Struct, frozen=True):
+    """One exchange: the user's message and the agent's answer, with when each was made.
+
+    Times are seconds from the attempt's start. A scripted message took no model request:
+    ``user_seconds`` is 0 and ``user_usage`` is ``NoUsage``.
+    """
+
+    message: str
+    answer: Answer
+    scripted: bool
+    user_start: float
+    user_seconds: float
+    user_usage: Usage | NoUsage
+    agent_start: float
+    agent_seconds: float
+
+
+class Transcript(msgspec.Struct, frozen=True):
+    """The dialogue so far."""
+
+    turns: tuple[Turn, ...] = ()
+
+    def __add__(self, turn: Turn) -> Transcript:
+        return Transcript(self.turns + (turn,))
+
+    def said(self) -> Transcript:
+        """Only what was said: the same turns without the agent's thoughts and tool calls."""
+        return Transcript(
+            tuple(
+                msgspec.structs.replace(turn, answer=Answer(turn.answer.text, turn.answer.usage))
+                for turn in self.turns
+            )
+        )
+
+    def text(self) -> str:
+        """The dialogue as plain text, one line per speaker, for a model to read."""
+        lines: list[str] = []
+        for turn in self.turns:
+            lines.append(f"USER: {turn.message}")
+            lines.append(f"AGENT: {turn.answer.text}")
+        return "\n\n".join(lines)
+
+
+class Prompt(msgspec.Struct, frozen=True):
+    """A prompt with ``{{ name }}`` slots, filled from a scenario's values."""
+
+    text: str
+
+    def slots(self) -> frozenset[str]:
+        return frozenset(re.findall(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", self.text))
+
+    def filled(self, values: dict[str, Any]) -> str:
+        """The text with every slot filled; a slot with no value is a ``ValueError`` naming it."""
+        missing = sorted(self.slots() - set(values))
+        if missing:
+            raise ValueError(f"no value for {', '.join('{{ ' + name + ' }}' for name in missing)}")
+        return re.sub(
+            r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}",
+            lambda found: str(values[found.group(1)]),
+            self.text,
+        )
+
+
+class Spoken(msgspec.Struct, frozen=True):
+    """What the simulated user did in its turn, and the tokens its request took."""
+
+    move: Any  # Message | Finished
+    usage: Usage | NoUsage = NoUsage()
+
+
+class SimulatedUser(msgspec.Struct, frozen=True):
+    """A model that plays the user, told who it is by the filled simulator prompt."""
+
+    model: Any
+    prompt: str
+
+    async def spoken(self, transcript: Transcript) -> Spoken:
+        """The user's next message, or ``Finished``; an empty message is a ``ModelFailure``."""
+        reply: Reply = await self.model.reply(self._messages(transcript))
+        text = reply.text.strip()
+        if STOP in text:
+            return Spoken(Finished(), reply.usage)
+        if not text:
+            raise ModelFailure(f"the simulated user's model {self.model.name} sent an empty message")
+        return Spoken(Message(text), reply.usage)
+
+    def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
+        # The model plays the user, so the roles are turned round: what it said before is
+        # "assistant", what the agent said is "user".
+        said: list[Said] = [Said("system", self.prompt)]
+        said.append(Said("user", "[The agent is ready. Write your first message to it.]"))
+        for turn in transcript.turns:
+            said.append(Said("assistant", turn.message))
+            said.append(Said("user", turn.answer.text or "[the agent said nothing]"))
+        return tuple(said)
+
+
+class DefaultPrompts(msgspec.Struct, frozen=True):
+    """The prompts convy ships, read from the package."""
+
+    def user(self) -> str:
+        return resources.files("convy").joinpath("prompts", "user.md").read_text(encoding="utf-8")
+
+    def judge(self) -> str:
+        return resources.files("convy").joinpath("prompts", "judge.md").read_text(encoding="utf-8")
+
+
+class Ruling(msgspec.Struct, frozen=True):
+    """A judge's answer: one decided ``Claim`` per claim asked, and the tokens it took."""
+
+    claims: tuple[Claim, ...]
+    usage: Usage | NoUsage = NoUsage()
+
+
+class Judge(Protocol):
+    """Decides a scenario's claims about a dialogue."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling: ...
+
+
+class _Passed(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
+    """A judge model's decision of a plain claim, as it writes it."""
+
+    reason: str
+    pass_: bool = msgspec.field(name="pass")
+    confidence: float
+
+
+class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
+    """A judge model's decision of a graded claim, as it writes it."""
+
+    reason: str
+    grade: str
+    confidence: float
+
+
+class ChatJudge(msgspec.Struct, frozen=True):
+    """A judge on a chat model: one request per claim, the reason first, then pass or grade."""
+
+    model: Any
+    instructions: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        decided: list[Claim] = []
+        usage: Usage | NoUsage = NoUsage()
+        for claim in claims:
+            one, spent = await self._claim(claim, transcript)
+            decided.append(one)
+            usage = usage + spent
+        return Ruling(tuple(decided), usage)
+
+    async def _claim(self, claim: str | Graded, transcript: Transcript) -> tuple[Claim, Usage | NoUsage]:
+        system = self.instructions or DefaultPrompts().judge()
+        match claim:
+            case str(text):
+                ask = (
+                    f"The claim: {text}\n\nAnswer with one JSON object and nothing else: "
+                    '{"reason": "...", "pass": true or false, "confidence": 0.0 to 1.0}'
+                )
+            case Graded(claim=text, grades=grades):
+                ask = (
+                    f"The claim: {text}\nThe grades, worst first: {', '.join(grades)}\n\n"
+                    "Answer with one JSON object and nothing else: "
+                    '{"reason": "...", "grade": "one of the grades", "confidence": 0.0 to 1.0}'
+                )
+        reply: Reply = await self.model.reply(
+            (Said("system", system), Said("user", f"The dialogue:\n\n{transcript.text()}\n\n{ask}"))
+        )
+        found = re.search(r"\{.*\}", reply.text, re.DOTALL)
+        if found is None:
+            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object")
+        try:
+            match claim:
+                case str(text):
+                    said = msgspec.json.decode(found.group(0), type=_Passed)
+                    return (
+                        Claim(text, said.pass_, said.reason, Confidence(said.confidence)),
+                        reply.usage,
+                    )
+                case Graded(claim=text, grades=grades, pass_=bar):
+                    graded = msgspec.json.decode(found.group(0), type=_Graded)
+                    if graded.grade not in grades:
+                        raise ModelFailure(
+                            f"the judge gave the grade {graded.grade!r}, not one of {', '.join(grades)}"
+                        )
+                    held = grades.index(graded.grade) >= grades.index(bar)
+                    return (
+                        Claim(text, held, graded.reason, Confidence(graded.confidence), Grade(graded.grade)),
+                        reply.usage,
+                    )
+        except (msgspec.ValidationError, msgspec.DecodeError) as error:
+            raise ModelFailure(f"the judge's model {self.model.name} answered in the wrong shape: {error}") from error
+
+
+class PatientJudge(msgspec.Struct, frozen=True):
+    """The same judge, deciding within its participant's places."""
+
+    judge: Any
+    places: Places
+
+    @property
+    def name(self) -> str:
+        return self.judge.name
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        async with self.places.one():
+            return await self.judge.ruling(claims, transcript)
+
+
+class Checked(msgspec.Struct, frozen=True):
+    """The same judge, given only what was said, whose every failure is a ``ModelFailure``.
+
+    Its answer is encoded and decoded as the run folder will keep it, and must hold one claim per
+    claim asked, in order, a graded claim with one of its grades and the pass that grade earns.
+    """
+
+    judge: Any
+
+    @property
+    def name(self) -> str:
+        return self.judge.name
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        try:
+            ruling = await self.judge.ruling(claims, transcript.said())
+            ruling = msgspec.json.decode(msgspec.json.encode(ruling), type=Ruling)
+        except ModelFailure:
+            raise
+        except Exception as error:  # a judge's bug is the judge's failure, never the run's
+            raise ModelFailure(f"the judge {self.judge.name} failed: {type(error).__name__}: {error}") from error
+        if len(ruling.claims) != len(claims):
+            raise ModelFailure(f"the judge decided {len(ruling.claims)} claims of {len(claims)}")
+        for asked, decided in zip(claims, ruling.claims, strict=True):
+            self._fits(asked, decided)
+        return ruling
+
+    def _fits(self, asked: str | Graded, decided: Claim) -> None:
+        match asked, decided.grade:
+            case str(text), NoGrade():
+                if decided.claim != text:
+                    raise ModelFailure(f"the judge answered {decided.claim!r} for the claim {text!r}")
+            case Graded(claim=text, grades=grades, pass_=bar), Grade(name=name):
+                if decided.claim != text:
+                    raise ModelFailure(f"the judge answered {decided.claim!r} for the claim {text!r}")
+                if name not in grades:
+                    raise ModelFailure(f"the judge gave the grade {name!r}, not one of {', '.join(grades)}")
+                if decided.held != (grades.index(name) >= grades.index(bar)):
+                    raise ModelFailure(f"the judge's pass for grade {name!r} does not match the scenario's")
+            case Graded(claim=text), NoGrade():
+                raise ModelFailure(f"the judge gave no grade for the graded claim {text!r}")
+            case str(text), Grade():
+                raise ModelFailure(f"the judge gave a grade for the plain claim {text!r}")

@@ -1,0 +1,155 @@
+"""Small working stand-ins for convy's interfaces, for tests and offline runs.
+
+Each is a real object that does the simplest thing right, not a mock: ``FakeAgent`` answers with
+a function of the user's text, ``Echo`` says back what it heard, ``FakeModel`` replays replies,
+``FakeJudge`` decides each claim with a function, ``MemoryJournal`` keeps outcomes in a list.
+They count what they did in public fields, so a test can ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+
+from convy.agent import Answer, Message
+from convy.dialog import Claim, Confidence, Grade, Graded, Ruling, Transcript
+from convy.model import Reply, Said
+from convy.scenario import Outcome
+
+
+class _FakeConversation:
+    def __init__(self, agent: FakeAgent) -> None:
+        self._agent = agent
+
+    async def turn(self, message: Message) -> Answer:
+        self._agent.messages.append(message.text)
+        answered = self._agent.answer(message.text)
+        match answered:
+            case str(text):
+                return Answer(text)
+            case _:
+                return answered
+
+
+class FakeAgent:
+    """An agent that answers every message with ``answer(text)``: an ``Answer`` or just its text.
+
+    ``opened`` and ``closed`` count conversations, ``messages`` holds every text it received.
+    """
+
+    def __init__(self, answer: Callable[[str], Answer | str]) -> None:
+        self.answer = answer
+        self.opened = 0
+        self.closed = 0
+        self.messages: list[str] = []
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[_FakeConversation]:
+        self.opened += 1
+        try:
+            yield _FakeConversation(self)
+        finally:
+            self.closed += 1
+
+
+class Echo(FakeAgent):
+    """An agent that answers with the very text it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda text: text)
+
+
+class FakeModel:
+    """A model that replays ``replies`` in order, or answers with ``replies(messages)``.
+
+    Once a list of replies runs out the last one is repeated. ``requests`` holds every list of
+    messages it was sent.
+    """
+
+    def __init__(
+        self,
+        replies: Sequence[str | Reply] | Callable[[tuple[Said, ...]], str | Reply],
+        name: str = "fake",
+    ) -> None:
+        self._replies = replies
+        self._name = name
+        self.requests: list[tuple[Said, ...]] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def reply(self, messages: tuple[Said, ...]) -> Reply:
+        self.requests.append(messages)
+        match self._replies:
+            case list() | tuple() as replies:
+                if not replies:
+                    raise ValueError("FakeModel was given no replies")
+                given = replies[min(len(self.requests), len(replies)) - 1]
+            case _:
+                given = self._replies(messages)
+        match given:
+            case str(text):
+                return Reply(text)
+            case _:
+                return given
+
+
+class FakeJudge:
+    """A judge that decides each claim with ``held(claim, transcript)`` (by default: it held).
+
+    A graded claim gets its best grade when it held and its worst when not. ``rulings`` counts the
+    times it was asked.
+    """
+
+    def __init__(
+        self,
+        held: Callable[[str, Transcript], bool] = lambda claim, transcript: True,
+        confidence: float = 1.0,
+        name: str = "fake-judge",
+    ) -> None:
+        self._held = held
+        self._confidence = confidence
+        self._name = name
+        self.rulings = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        self.rulings += 1
+        decided: list[Claim] = []
+        for claim in claims:
+            match claim:
+                case str(text):
+                    held = self._held(text, transcript)
+                    decided.append(Claim(text, held, "decided by FakeJudge", Confidence(self._confidence)))
+                case Graded(claim=text, grades=grades, pass_=bar):
+                    held = self._held(text, transcript)
+                    grade = grades[-1] if held else grades[0]
+                    decided.append(
+                        Claim(
+                            text,
+                            grades.index(grade) >= grades.index(bar),
+                            "decided by FakeJudge",
+                            Confidence(self._confidence),
+                            Grade(grade),
+                        )
+                    )
+        return Ruling(tuple(decided))
+
+
+class MemoryJournal:
+    """A journal that keeps every outcome in ``outcomes``, in the order they ended."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[Outcome] = []
+
+    def record(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+
+
+__all__ = ["Echo", "FakeAgent", "FakeJudge", "FakeModel", "MemoryJournal"]
+

@@ -1,0 +1,229 @@
+"""A user's project, as convy finds it on disk.
+
+    models.py          defines ``models``: the simulated user's model and the judge
+    agents/<name>.py   each defines ``agent``, the agent under test
+    scenarios/**.yaml  one scenario per file
+    prompts/user.md    optional: the simulator prompt, replacing convy's
+    pyproject.toml     [tool.convy]: attempts, trust, places, time limits
+    .env               keys and settings, never copied anywhere
+    results/           what convy writes: results/<agent>/<run-id>/
+
+``Project`` loads these, with the project folder on ``sys.path`` so they can import each other,
+and runs ``models.py`` anew for each agent so every agent gets fresh models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+import sys
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from convy.bench import Fingerprints, ModelNames, RunId, RunJournal, RunSpec, Skipped
+from convy.dialog import STOP, DefaultPrompts, Prompt
+from convy.env import ProjectSettings, Settings
+from convy.model import Absent, Models
+from convy.problems import ConfigurationError
+from convy.scenario import Matching, Scenario, Scenarios
+
+VERSION = "0.1.0"
+
+
+class ProjectAgent(msgspec.Struct, frozen=True):
+    """One of the project's agents: its name (the file's stem) and the object its file defines."""
+
+    name: str
+    agent: Any
+
+
+class Project(msgspec.Struct, frozen=True):
+    """The project in ``folder``."""
+
+    folder: Path
+
+    def settings(self) -> Settings:
+        return ProjectSettings(self.folder).settings()
+
+    def scenarios(self) -> tuple[Scenario, ...]:
+        return Scenarios(self.folder / "scenarios").every()
+
+    def agent_names(self) -> tuple[str, ...]:
+        """The agents in ``agents/``, by name, in order."""
+        found = sorted(path.stem for path in (self.folder / "agents").glob("*.py") if not path.stem.startswith("_"))
+        if not found:
+            raise ConfigurationError("agents/: no agent files (agents/<name>.py, each defining `agent`)")
+        return tuple(found)
+
+    def agent(self, name: str) -> ProjectAgent:
+        """The agent ``agents/<name>.py`` defines, loaded anew."""
+        path = self.folder / "agents" / f"{name}.py"
+        if not path.is_file():
+            raise ConfigurationError(
+                f"agents/{name}.py: no such agent; the project has {', '.join(self.agent_names())}"
+            )
+        module = self._loaded(path, f"agents.{name}")
+        if not hasattr(module, "agent"):
+            raise ConfigurationError(f"agents/{name}.py: defines no `agent`")
+        return ProjectAgent(name, module.agent)
+
+    def models(self) -> Models:
+        """The models ``models.py`` defines, made anew: absent both when there is no such file."""
+        path = self.folder / "models.py"
+        if not path.is_file():
+            return Models(Absent("the project has no models.py"), Absent("the project has no models.py"))
+        module = self._loaded(path, "models")
+        models = getattr(module, "models", None)
+        if not isinstance(models, Models):  # outside data, checked where it enters
+            raise ConfigurationError("models.py: must define `models = Models(user=..., judge=...)`")
+        return models
+
+    def prompt(self, settings: Settings) -> Prompt:
+        """The simulator prompt: the project's own file, or convy's."""
+        if not settings.user_prompt:
+            return Prompt(DefaultPrompts().user())
+        path = self.folder / settings.user_prompt
+        try:
+            return Prompt(path.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ConfigurationError(f"{settings.user_prompt}: cannot be read: {error.strerror}") from None
+
+    def spec(
+        self,
+        agent: str,
+        models: Models,
+        settings: Settings,
+        matching: Matching = Matching(),
+    ) -> RunSpec:
+        """A new run of ``agent``: the matching scenarios it can play with these models, the rest skipped."""
+        chosen = matching.chosen(self.scenarios())
+        if not chosen:
+            raise ConfigurationError("no scenario matches the --scenarios and --tag given")
+        prompt = self.prompt(settings)
+        playable: list[Scenario] = []
+        skipped: list[Skipped] = []
+        for scenario in chosen:
+            missing = [
+                f"needs a model for the {'simulated user' if need == 'user' else 'judge'}: {reason}"
+                for need, reason in (("user", self._absence(models.user)), ("judge", self._absence(models.judge)))
+                if need in scenario.needs() and reason
+            ]
+            if missing:
+                skipped.append(Skipped(scenario.id, "; ".join(missing)))
+                continue
+            if scenario.user.strip():
+                try:
+                    prompt.filled({**scenario.vars, "instructions": "", "stop": STOP})
+                except ValueError as error:
+                    shown = settings.user_prompt or "the simulator prompt"
+                    raise ConfigurationError(f"{shown}: {error} for scenario {scenario.id}") from None
+            playable.append(scenario)
+        return RunSpec(
+            id=RunId(datetime.now(UTC)).text(),
+            agent=agent,
+            scenarios=tuple(playable),
+            attempts=settings.attempts,
+            limits=settings.limits(),
+            trust=settings.trust,
+            models=ModelNames(self._named(models.user), self._named(models.judge)),
+            fingerprints=self.fingerprints(agent),
+            skipped=tuple(skipped),
+            convy=VERSION,
+        )
+
+    def fingerprints(self, agent: str) -> Fingerprints:
+        """SHA-256 of the scenario files, the agent's file and ``models.py``, as they are now."""
+        scenarios = hashlib.sha256()
+        for path in sorted((self.folder / "scenarios").rglob("*.yaml")):
+            scenarios.update(path.relative_to(self.folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        return Fingerprints(
+            scenarios=scenarios.hexdigest(),
+            agent=self._digest(self.folder / "agents" / f"{agent}.py"),
+            models=self._digest(self.folder / "models.py"),
+        )
+
+    def results(self) -> Path:
+        return self.folder / "results"
+
+    def journal(self, spec: RunSpec) -> RunJournal:
+        return RunJournal(self.results() / spec.agent / spec.id)
+
+    def found(self, wanted: str) -> RunJournal:
+        """The run whose id is ``wanted``, or the only one whose id contains it."""
+        folders = [path.parent for path in self.results().glob("*/*/run.json")]
+        exact = [folder for folder in folders if folder.name == wanted]
+        if exact:
+            return RunJournal(exact[0])
+        near = sorted(folder for folder in folders if wanted in folder.name)
+        if not near:
+            raise ConfigurationError(f"no run matches {wanted!r} in results/")
+        if len(near) > 1:
+            names = ", ".join(folder.name for folder in near[:5])
+            raise ConfigurationError(f"{wanted!r} matches {len(near)} runs ({names}): give more of the id")
+        return RunJournal(near[0])
+
+    def resumable(self, journal: RunJournal) -> RunSpec:
+        """The spec of a run to resume; refused when its agent's file or ``models.py`` changed since."""
+        spec = journal.run().spec
+        now = self.fingerprints(spec.agent)
+        if now.agent != spec.fingerprints.agent:
+            raise ConfigurationError(
+                f"cannot resume {spec.id}: agents/{spec.agent}.py changed since the run started; start a new run"
+            )
+        if now.models != spec.fingerprints.models:
+            raise ConfigurationError(
+                f"cannot resume {spec.id}: models.py changed since the run started; start a new run"
+            )
+        return spec
+
+    def created(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Copy the template project here: the files written, and those left as they were."""
+        template = resources.files("convy").joinpath("template")
+        written: list[str] = []
+        kept: list[str] = []
+        with resources.as_file(template) as source:
+            for path in sorted(source.rglob("*")):
+                if path.is_dir() or "__pycache__" in path.parts:
+                    continue
+                relative = path.relative_to(source)
+                target = self.folder / relative
+                if target.exists():
+                    kept.append(relative.as_posix())
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+                written.append(relative.as_posix())
+        return tuple(written), tuple(kept)
+
+    def _absence(self, model: Any) -> str:
+        match model:
+            case Absent(reason=reason):
+                return reason
+            case _:
+                return ""
+
+    def _named(self, model: Any) -> str:
+        return model.name
+
+    def _digest(self, path: Path) -> str:
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            return ""
+
+    def _loaded(self, path: Path, name: str) -> Any:
+        folder = str(self.folder.resolve())
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        unique = f"convy_project_{hashlib.sha256(folder.encode()).hexdigest()[:8]}.{name}"
+        spec = importlib.util.spec_from_file_location(unique, path)
+        if spec is None or spec.loader is None:
+            raise ConfigurationError(f"{path.relative_to(self.folder)}: cannot be loaded as Python")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module

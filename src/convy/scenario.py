@@ -1,0 +1,448 @@
+"""Scenarios, read from YAML, and the attempts they play.
+
+A scenario file becomes a ``Scenario`` where it enters: the strict YAML loader, then
+``msgspec.convert``, whose checks (and each record's ``__post_init__``) name the field at fault.
+``Scenarios`` reads a project's folder of them, reporting every broken file at once; ``Matching``
+picks some by path, id or tag.
+
+``Scenario.outcome`` plays one attempt: the script, then the simulated user, against the agent,
+then the judge and the checks. It returns an ``Outcome``, the record the run folder keeps.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from convy.agent import AgentFailure, Answer, Message, NoUsage, OutOfTime, Usage
+from convy.dialog import (
+    STOP,
+    Claim,
+    Failed,
+    Finished,
+    Graded,
+    NoVerdict,
+    Prompt,
+    Ruling,
+    SimulatedUser,
+    Transcript,
+    Turn,
+    Verdict,
+)
+from convy.model import ModelFailure
+from convy.problems import ConfigurationError, ScenarioError
+from convy.yamlfile import YamlFile
+
+Scalar = str | int | float | bool
+
+
+class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """A claim decided by code from the transcript: a tool called or not, a pattern said or not."""
+
+    called: str = ""
+    with_: dict[str, Any] = msgspec.field(default_factory=dict, name="with")
+    not_called: str = ""
+    said: str = ""
+    not_said: str = ""
+
+    def __post_init__(self) -> None:
+        given = [name for name in ("called", "not_called", "said", "not_said") if getattr(self, name)]
+        if len(given) != 1:
+            raise ValueError("check: give exactly one of called, not_called, said, not_said")
+        if self.with_ and not self.called:
+            raise ValueError("with: goes only with called")
+        for field in ("said", "not_said"):
+            pattern = getattr(self, field)
+            if pattern:
+                try:
+                    re.compile(pattern)
+                except re.error as error:
+                    raise ValueError(f"{field}: not a valid regular expression: {error}") from None
+
+    def text(self) -> str:
+        """The check as a claim, as reports show it."""
+        if self.called:
+            arguments = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
+            return f"called {self.called}" + (f" with {arguments}" if arguments else "")
+        if self.not_called:
+            return f"never called {self.not_called}"
+        if self.said:
+            return f"said /{self.said}/"
+        return f"never said /{self.not_said}/"
+
+    def claim(self, transcript: Transcript) -> Claim:
+        """This check decided on the transcript, with the turn that decided it as the reason."""
+        if self.called or self.not_called:
+            return self._tool(transcript)
+        return self._said(transcript)
+
+    def _tool(self, transcript: Transcript) -> Claim:
+        name = self.called or self.not_called
+        named = [
+            (number, step)
+            for number, turn in enumerate(transcript.turns, start=1)
+            for step in turn.answer.steps
+            if getattr(step, "name", None) == name
+        ]
+        fitting = [
+            (number, step)
+            for number, step in named
+            if all(key in step.arguments and step.arguments[key] == value for key, value in self.with_.items())
+        ]
+        if self.not_called:
+            if named:
+                return Claim(self.text(), False, f"agent called {name} in turn {named[0][0]}", by="code")
+            return Claim(self.text(), True, f"agent never called {name}", by="code")
+        if fitting:
+            return Claim(self.text(), True, f"agent called {name} in turn {fitting[0][0]}", by="code")
+        if named:
+            wanted = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
+            return Claim(
+                self.text(), False, f"agent called {name} {len(named)} time(s), never with {wanted}", by="code"
+            )
+        return Claim(self.text(), False, f"agent never called {name}", by="code")
+
+    def _said(self, transcript: Transcript) -> Claim:
+        pattern = re.compile(self.said or self.not_said)
+        for number, turn in enumerate(transcript.turns, start=1):
+            found = pattern.search(turn.answer.text)
+            if found:
+                reason = f"agent said {found.group(0)!r} in turn {number}"
+                return Claim(self.text(), bool(self.said), reason, by="code")
+        reason = f"agent never said anything matching /{pattern.pattern}/"
+        return Claim(self.text(), not self.said, reason, by="code")
+
+
+class Rule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """A judge entry written as a mapping: a claim, a graded claim, or a check."""
+
+    claim: str = ""
+    grades: tuple[str, ...] = ()
+    pass_: str = msgspec.field(default="", name="pass")
+    check: Check | None = None
+
+    def __post_init__(self) -> None:
+        if self.check is not None:
+            if self.claim or self.grades or self.pass_:
+                raise ValueError("check: a check stands alone, with no claim, grades or pass beside it")
+            return
+        if not self.claim.strip():
+            raise ValueError("claim: give the claim, or a check")
+        if self.grades:
+            if len(self.grades) < 2:
+                raise ValueError("grades: give at least two, worst first")
+            twice = sorted({grade for grade in self.grades if self.grades.count(grade) > 1})
+            if twice:
+                raise ValueError(f"grades: {', '.join(map(repr, twice))} given twice")
+            if not self.pass_:
+                raise ValueError("pass: give the worst grade that still passes")
+            if self.pass_ not in self.grades:
+                raise ValueError("pass: must be one of the grades")
+        elif self.pass_:
+            raise ValueError("pass: goes only with grades")
+
+
+class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """One scenario: who the simulated user is, what it says first, and the claims to decide."""
+
+    id: str
+    judge: tuple[str | Rule, ...]
+    user: str = ""
+    vars: dict[str, Scalar] = {}
+    script: tuple[str, ...] = ()
+    max_turns: int | None = None
+    tags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.id.strip():
+            raise ValueError("id: must not be empty")
+        if not self.judge:
+            raise ValueError("judge: give at least one claim")
+        for number, entry in enumerate(self.judge):
+            match entry:
+                case str(text) if not text.strip():
+                    raise ValueError(f"judge[{number}]: an empty claim")
+        if not self.user.strip() and not self.script:
+            raise ValueError("user: a scenario needs a user, a script, or both")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError("max_turns: must be at least 1")
+        if self.max_turns is not None and len(self.script) > self.max_turns:
+            raise ValueError(f"script: {len(self.script)} messages, more than max_turns ({self.max_turns})")
+        for number, line in enumerate(self.script):
+            if not line.strip():
+                raise ValueError(f"script[{number}]: an empty message")
+        if self.user:
+            try:
+                Prompt(self.user).filled(self.vars)
+            except ValueError as error:
+                raise ValueError(f"user: {error} in vars") from None
+
+    def claims(self) -> tuple[str | Graded, ...]:
+        """The claims a judge decides, in order: the entries that are not checks."""
+        asked: list[str | Graded] = []
+        for entry in self.judge:
+            match entry:
+                case str(text):
+                    asked.append(text)
+                case Rule(check=None, claim=text, grades=()):
+                    asked.append(text)
+                case Rule(check=None, claim=text, grades=grades, pass_=bar):
+                    asked.append(Graded(text, grades, bar))
+        return tuple(asked)
+
+    def needs(self) -> tuple[Literal["user", "judge"], ...]:
+        """The models this scenario cannot be played without."""
+        return (("user",) if self.user.strip() else ()) + (("judge",) if self.claims() else ())
+
+    def verdict(self, ruling: Ruling, transcript: Transcript) -> Verdict:
+        """The judge's decisions and the checks, together in the scenario's order."""
+        judged = iter(ruling.claims)
+        decided: list[Claim] = []
+        for entry in self.judge:
+            match entry:
+                case Rule(check=Check() as check):
+                    decided.append(check.claim(transcript))
+                case _:
+                    decided.append(next(judged))
+        return Verdict(tuple(decided))
+
+    def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
+        """The simulated user of this scenario: ``prompt`` filled with its instructions and vars."""
+        values: dict[str, Any] = {**self.vars, "instructions": Prompt(self.user).filled(self.vars), "stop": STOP}
+        return SimulatedUser(model, prompt.filled(values))
+
+    async def outcome(self, attempt: int, agent: Any, user: Any, judge: Any, max_turns: int) -> Outcome:
+        """Play one attempt: the dialogue with the agent, then the judge and the checks.
+
+        ``user`` is this scenario's ``SimulatedUser`` (unused when it is fully scripted); ``judge``
+        decides the claims (unused when there are only checks). The agent's errors fail the
+        attempt, the models' errors leave it without a verdict; neither reaches the caller.
+        """
+        limit = self.max_turns or max_turns
+        started = datetime.now(UTC).isoformat(timespec="milliseconds")
+        clock = time.monotonic()
+        transcript = Transcript()
+        stop: Stop = "finished"
+        result: Verdict | Failed | NoVerdict | None = None
+        pending = ""
+        opened = closed = 0.0
+        try:
+            mark = time.monotonic()
+            async with agent.conversation() as conversation:
+                opened = time.monotonic() - mark
+                while True:
+                    user_start = time.monotonic() - clock
+                    scripted = len(transcript.turns) < len(self.script)
+                    if len(transcript.turns) >= limit and (scripted or self.user.strip()):
+                        stop = "max_turns"
+                        break
+                    if scripted:
+                        spoken_text, usage = self.script[len(transcript.turns)], NoUsage()
+                    elif not self.user.strip():
+                        break
+                    else:
+                        try:
+                            spoken = await user.spoken(transcript)
+                        except ModelFailure as failure:
+                            stop, result = "model_failed", NoVerdict("user", str(failure))
+                            break
+                        match spoken.move:
+                            case Finished():
+                                break
+                            case Message(text=said):
+                                spoken_text, usage = said, spoken.usage
+                    user_seconds = time.monotonic() - clock - user_start
+                    pending = spoken_text
+                    agent_start = time.monotonic() - clock
+                    answer = await conversation.turn(Message(spoken_text))
+                    try:
+                        answer = msgspec.json.decode(msgspec.json.encode(answer), type=Answer)
+                    except (TypeError, ValueError, msgspec.MsgspecError) as error:
+                        raise AgentFailure(f"the agent's answer cannot be kept: {error}") from error
+                    agent_seconds = time.monotonic() - clock - agent_start
+                    pending = ""
+                    transcript = transcript + Turn(
+                        spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds
+                    )
+                mark = time.monotonic()
+            closed = time.monotonic() - mark
+        except OutOfTime as failure:
+            stop, result = "time_limit", Failed(str(failure), pending)
+        except AgentFailure as failure:
+            stop, result = "agent_failed", Failed(str(failure), pending)
+        except Exception as failure:  # the agent's code is not ours: any error of it fails the attempt
+            stop, result = "agent_failed", Failed(f"{type(failure).__name__}: {failure}", pending)
+        judge_start = time.monotonic() - clock
+        judge_usage: Usage | NoUsage = NoUsage()
+        if result is None:
+            asked = self.claims()
+            try:
+                ruling = await judge.ruling(asked, transcript) if asked else Ruling(())
+                judge_usage = ruling.usage
+                result = self.verdict(ruling, transcript)
+            except ModelFailure as failure:
+                result = NoVerdict("judge", str(failure))
+        judge_seconds = time.monotonic() - clock - judge_start
+        return Outcome(
+            scenario=self.id,
+            attempt=attempt,
+            started=started,
+            seconds=time.monotonic() - clock,
+            transcript=transcript,
+            stop=stop,
+            result=result,
+            open_seconds=opened,
+            close_seconds=closed,
+            judge_start=judge_start,
+            judge_seconds=judge_seconds,
+            judge_usage=judge_usage,
+        )
+
+
+Stop = Literal["finished", "max_turns", "agent_failed", "time_limit", "model_failed", "agent_busy"]
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    """One attempt as it ended: the dialogue, why it stopped, its result, and the judge's part.
+
+    Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times.
+    """
+
+    scenario: str
+    attempt: int
+    started: str
+    seconds: float
+    transcript: Transcript
+    stop: Stop
+    result: Verdict | Failed | NoVerdict
+    open_seconds: float = 0.0
+    close_seconds: float = 0.0
+    judge_start: float = 0.0
+    judge_seconds: float = 0.0
+    judge_usage: Usage | NoUsage = NoUsage()
+
+    def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
+        """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted)."""
+        match self.result:
+            case Verdict() as verdict:
+                match verdict.status(trust):
+                    case "passed":
+                        return "passed"
+                    case "failed":
+                        return "failed"
+                    case "not_trusted":
+                        return "not_judged"
+            case Failed():
+                return "failed"
+            case NoVerdict():
+                return "not_judged"
+
+
+class Scenarios(msgspec.Struct, frozen=True):
+    """The scenario files under a project's ``scenarios/`` folder."""
+
+    folder: Path
+
+    def every(self) -> tuple[Scenario, ...]:
+        """Every scenario, by id; any broken file is a ``ScenarioError`` listing all problems."""
+        problems: list[str] = []
+        found: dict[str, tuple[Scenario, str]] = {}
+        if not self.folder.is_dir():
+            raise ScenarioError((f"{self.folder.name}/: no such folder of scenarios",))
+        for path in sorted(self.folder.rglob("*.yaml")):
+            shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
+            try:
+                scenario = ScenarioFile(path, shown, path.relative_to(self.folder).with_suffix("").as_posix()).scenario()
+            except ScenarioError as error:
+                problems.extend(error.problems)
+                continue
+            if scenario.id in found:
+                problems.append(f"{shown}: id: {scenario.id!r} is also the id of {found[scenario.id][1]}")
+                continue
+            found[scenario.id] = (scenario, shown)
+        if problems:
+            raise ScenarioError(tuple(problems))
+        return tuple(scenario for scenario, _ in found.values())
+
+
+class ScenarioFile(msgspec.Struct, frozen=True):
+    """One scenario file; ``default_id`` is its path under ``scenarios/`` without ``.yaml``."""
+
+    path: Path
+    shown: str
+    default_id: str
+
+    def scenario(self) -> Scenario:
+        try:
+            data = YamlFile(self.path, self.shown).data()
+        except ConfigurationError as error:
+            raise ScenarioError((str(error),)) from None
+        match data:
+            case dict():
+                pass
+            case None:
+                raise ScenarioError((f"{self.shown}: empty: a scenario needs at least a judge and a user or a script",))
+            case _:
+                raise ScenarioError((f"{self.shown}: must be a mapping of fields (id, user, script, judge, ...)",))
+        try:
+            return msgspec.convert({"id": self.default_id, **data}, Scenario)
+        except msgspec.ValidationError as error:
+            raise ScenarioError((f"{self.shown}: {FieldProblem(str(error)).text()}",)) from None
+
+
+class FieldProblem(msgspec.Struct, frozen=True):
+    """A msgspec validation message, said as ``field.path: what is wrong``."""
+
+    message: str
+
+    def text(self) -> str:
+        what, _, where = self.message.partition(" - at `$")
+        path = where.rstrip("`").lstrip(".")
+        found = re.fullmatch(r"Object contains unknown field `(.+)`", what)
+        if found:
+            return f"{self._joined(path, found.group(1))}: unknown field"
+        found = re.fullmatch(r"Object missing required field `(.+)`", what)
+        if found:
+            return f"{self._joined(path, found.group(1))}: required"
+        found = re.fullmatch(r"([a-z_]+(?:\[\d+\])?): (.+)", what, re.DOTALL)
+        if found:
+            return f"{self._joined(path, found.group(1))}: {found.group(2)}"
+        found = re.fullmatch(r"Expected `(.+)`, got `(.+)`", what)
+        if found:
+            return f"{path or 'the file'}: expected {self._kind(found.group(1))}, got {found.group(2)}"
+        return f"{path}: {what}" if path else what
+
+    def _joined(self, path: str, field: str) -> str:
+        return f"{path}.{field}" if path else field
+
+    def _kind(self, expected: str) -> str:
+        return (
+            expected.replace("object", "a mapping")
+            .replace("array", "a list")
+            .replace("str", "text")
+            .replace(" | null", "")
+        )
+
+
+class Matching(msgspec.Struct, frozen=True):
+    """The scenarios a run plays: those whose id or path fits a pattern, and that carry a tag."""
+
+    patterns: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    def chosen(self, scenarios: tuple[Scenario, ...]) -> tuple[Scenario, ...]:
+        return tuple(scenario for scenario in scenarios if self._fits(scenario))
+
+    def _fits(self, scenario: Scenario) -> bool:
+        names = (scenario.id, f"scenarios/{scenario.id}.yaml", f"{scenario.id}.yaml")
+        by_pattern = not self.patterns or any(
+            fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns for name in names
+        )
+        by_tag = not self.tags or any(tag in scenario.tags for tag in self.tags)
+        return by_pattern and by_tag
