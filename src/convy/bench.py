@@ -138,10 +138,10 @@ class ModelNames(msgspec.Struct, frozen=True):
 
 
 class Skipped(msgspec.Struct, frozen=True):
-    """A scenario the run did not play, and why."""
+    """A scenario the run did not play, and why: one reason per model it needs and lacks."""
 
     scenario: str
-    reason: str
+    reasons: tuple[str, ...]
 
 
 class RunSpec(msgspec.Struct, frozen=True):

@@ -119,8 +119,6 @@ class Recorded(msgspec.Struct, frozen=True):
     def played(self) -> int:
         journal = self.project.journal(self.spec)
         where = journal.folder.relative_to(self.project.folder) if journal.folder.is_relative_to(self.project.folder) else journal.folder
-        for skipped in self.spec.skipped:
-            self.shown.line(f"- skipped {skipped.scenario}: {skipped.reason}")
         planned = len(self.spec.scenarios) * self.spec.attempts
         self.shown.line(
             f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {where}"
@@ -153,12 +151,16 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
             f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
         )
-        self.shown.line(f"run: {journal.folder}")
         if self.spec.skipped:
-            self.shown.line(
-                f"{len(self.spec.skipped)} scenario(s) skipped: they need a model; "
-                "configure models.py (see .env.example) to play them"
-            )
+            self.shown.line(f"skipped {len(self.spec.skipped)} scenario(s) that need a model:")
+            grouped: dict[str, list[str]] = {}
+            for skipped in self.spec.skipped:
+                for reason in skipped.reasons:
+                    grouped.setdefault(reason, []).append(skipped.scenario)
+            for reason, names in grouped.items():
+                self.shown.line(f"  {', '.join(names)}: {reason}")
+        where = journal.folder.relative_to(self.project.folder) if journal.folder.is_relative_to(self.project.folder) else journal.folder
+        self.shown.line(f"run kept in {where}")
         if agent_failed or unjudged:
             return 1
         if self.fail_under is not None and (rate is None or rate < self.fail_under):

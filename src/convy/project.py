@@ -114,7 +114,7 @@ class Project(msgspec.Struct, frozen=True):
                 if need in scenario.needs() and reason
             ]
             if missing:
-                skipped.append(Skipped(scenario.id, "; ".join(missing)))
+                skipped.append(Skipped(scenario.id, tuple(missing)))
                 continue
             if scenario.user.strip():
                 try:

@@ -182,14 +182,14 @@ class ShopConversation:
             if self.asked_reason:
                 self.wants_refund = False
                 return (
-                    f"I'm sorry, I can only refund items that arrived damaged or faulty. If you changed "
-                    f"your mind about the {order.item}, you can return it within 30 days for a refund."
+                    "I'm sorry, I can only refund items that arrived damaged or faulty. If you changed "
+                    f"your mind, you can send the {order.item} back within 30 days for a refund."
                 )
             self.asked_reason = True
             steps.append(Thought(f"{order.id} was delivered with no damage reported: ask what is wrong."))
             return (
-                f"Your {order.item} (order {order.id}) was delivered on {order.date} and we have no report "
-                f"of a problem. What is wrong with it?"
+                f"Order {order.id}, your {order.item}, was delivered on {order.date} and we have no report "
+                f"of a problem. What is wrong with the {order.item}?"
             )
         reason = "arrived damaged (courier report)" if order.damaged else "customer reports the item is damaged"
         steps.append(Thought(f"{order.id} was delivered and is damaged: it qualifies for a refund."))
@@ -197,7 +197,7 @@ class ShopConversation:
         self.refunded.add(order.id)
         self.wants_refund = False
         return (
-            f"I'm sorry your {order.item} arrived damaged. I've issued a full refund of ${result['amount']:.2f} "
+            f"I'm sorry about your {order.item}. I've issued a full refund of ${result['amount']:.2f} "
             f"for order {order.id} (reference {result['reference']}); it reaches your card within "
             f"5 business days. There is no need to send the {order.item} back."
         )

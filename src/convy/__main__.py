@@ -1,0 +1,5 @@
+"""``python -m convy``: the same as the ``convy`` command."""
+
+from convy.cli import main
+
+raise SystemExit(main())
