@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 import msgspec
 
@@ -233,12 +233,16 @@ class Judge(Protocol):
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling: ...
 
 
+# A confidence out of range is the judge model's wrong shape, caught where its answer is read.
+Between0And1 = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
 class _Passed(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     """A judge model's decision of a plain claim, as it writes it."""
 
     reason: str
     pass_: bool = msgspec.field(name="pass")
-    confidence: float
+    confidence: Between0And1
 
 
 class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
@@ -246,7 +250,7 @@ class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
 
     reason: str
     grade: str
-    confidence: float
+    confidence: Between0And1
 
 
 class ChatJudge(msgspec.Struct, frozen=True):

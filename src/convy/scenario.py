@@ -16,7 +16,7 @@ import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -38,8 +38,6 @@ from convy.dialog import (
 from convy.model import ModelFailure
 from convy.problems import ConfigurationError, ScenarioError
 from convy.yamlfile import YamlFile
-
-Scalar = str | int | float | bool
 
 
 class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -154,7 +152,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     id: str
     judge: tuple[str | Rule, ...]
     user: str = ""
-    vars: dict[str, Scalar] = {}
+    vars: dict[str, Any] = {}  # text, numbers or true/false: checked below, naming the key
     script: tuple[str, ...] = ()
     max_turns: int | None = None
     tags: tuple[str, ...] = ()
@@ -168,6 +166,14 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             match entry:
                 case str(text) if not text.strip():
                     raise ValueError(f"judge[{number}]: an empty claim")
+        for name, value in self.vars.items():
+            match value:
+                case str() | bool() | int() | float():
+                    pass
+                case _:
+                    raise ValueError(
+                        f"vars.{name}: expected text, a number or true/false, got {FieldProblem.kind_of(value)}"
+                    )
         if not self.user.strip() and not self.script:
             raise ValueError("user: a scenario needs a user, a script, or both")
         if self.max_turns is not None and self.max_turns < 1:
@@ -401,9 +407,20 @@ class FieldProblem(msgspec.Struct, frozen=True):
 
     message: str
 
+    KINDS: ClassVar[dict[str, str]] = {
+        "str": "text",
+        "int": "a whole number",
+        "float": "a number",
+        "bool": "true or false",
+        "object": "a mapping",
+        "array": "a list",
+        "null": "nothing",
+    }
+
     def text(self) -> str:
-        what, _, where = self.message.partition(" - at `$")
-        path = where.rstrip("`").lstrip(".")
+        what, _, where = self.message.partition(" - at `")
+        keyed = where.startswith("key` in `")
+        path = where.removeprefix("key` in `").removeprefix("$").rstrip("`").lstrip(".")
         found = re.fullmatch(r"Object contains unknown field `(.+)`", what)
         if found:
             return f"{self._joined(path, found.group(1))}: unknown field"
@@ -412,22 +429,39 @@ class FieldProblem(msgspec.Struct, frozen=True):
             return f"{self._joined(path, found.group(1))}: required"
         found = re.fullmatch(r"([a-z_]+(?:\[\d+\])?): (.+)", what, re.DOTALL)
         if found:
-            return f"{self._joined(path, found.group(1))}: {found.group(2)}"
+            # A record's own check names the field within the record; when the record is itself
+            # that field (a check's ``check:``), the path already names it.
+            field = found.group(1)
+            named = path if path == field or path.endswith(f".{field}") else self._joined(path, field)
+            return f"{named}: {found.group(2)}"
         found = re.fullmatch(r"Expected `(.+)`, got `(.+)`", what)
         if found:
-            return f"{path or 'the file'}: expected {self._kind(found.group(1))}, got {found.group(2)}"
+            expected, got = self._kind(found.group(1)), self._kind(found.group(2))
+            if keyed:
+                return f"{path or 'the file'}: expected {expected} as a key, got {got}"
+            return f"{path or 'the file'}: expected {expected}, got {got}"
         return f"{path}: {what}" if path else what
+
+    @classmethod
+    def kind_of(cls, value: Any) -> str:
+        """What a value read from YAML is, in the words these messages use."""
+        match value:
+            case None:
+                return cls.KINDS["null"]
+            case dict():
+                return cls.KINDS["object"]
+            case list() | tuple():
+                return cls.KINDS["array"]
+            case _:
+                return cls.KINDS.get(type(value).__name__, type(value).__name__)
 
     def _joined(self, path: str, field: str) -> str:
         return f"{path}.{field}" if path else field
 
-    def _kind(self, expected: str) -> str:
-        return (
-            expected.replace("object", "a mapping")
-            .replace("array", "a list")
-            .replace("str", "text")
-            .replace(" | null", "")
-        )
+    def _kind(self, kinds: str) -> str:
+        named = [self.KINDS.get(kind, kind) for kind in kinds.split(" | ")]
+        shown = [kind for kind in named if kind != "nothing"] or named
+        return " or ".join(shown)
 
 
 class Matching(msgspec.Struct, frozen=True):

@@ -1,0 +1,399 @@
+"""Playing attempts: how a dialogue runs and stops, what each failure leaves, and the bench's places."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from convy.agent import AgentFailure, Answer, Call, Message
+from convy.bench import Bench, Limits, Plan
+from convy.dialog import STOP, Failed, Graded, NoVerdict, Ruling, Transcript, Verdict
+from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
+from convy.model import Models
+from convy.scenario import Check, Outcome, Rule, Scenario
+
+
+def scenario(id: str = "s", **fields: Any) -> Scenario:
+    fields.setdefault("judge", ("the agent helped",))
+    return Scenario(id=id, **fields)
+
+
+def played(bench: Bench, *scenarios: Scenario, attempts: int = 1) -> list[Outcome]:
+    journal = MemoryJournal()
+    asyncio.run(bench.run(Plan(scenarios, attempts), journal))
+    return sorted(journal.outcomes, key=lambda outcome: (outcome.scenario, outcome.attempt))
+
+
+def heard(text: str) -> str:
+    return f"heard: {text}"
+
+
+def refused(message: str) -> Any:
+    def broken(messages: Any) -> str:
+        raise ConnectionError(message)
+
+    return broken
+
+
+# --- how a dialogue runs and stops -----------------------------------------------------------
+
+
+def test_scripted_scenario_plays_the_script_then_finishes() -> None:
+    """A scenario with only a script sends exactly its messages, then stops "finished" and is judged."""
+    agent, judge = FakeAgent(heard), FakeJudge()
+    (outcome,) = played(Bench(agent, Models(judge=judge)), scenario(script=("hello", "my order is late", "thanks")))
+    assert agent.messages == ["hello", "my order is late", "thanks"]
+    assert [(turn.message, turn.answer.text, turn.scripted) for turn in outcome.transcript.turns] == [
+        ("hello", "heard: hello", True),
+        ("my order is late", "heard: my order is late", True),
+        ("thanks", "heard: thanks", True),
+    ]
+    assert outcome.stop == "finished"
+    assert (agent.opened, agent.closed, judge.rulings) == (1, 1, 1)
+    assert outcome.status(1.0) == "passed"
+
+
+def test_scripted_scenario_at_its_limit_still_finishes() -> None:
+    """A script exactly as long as max_turns is played whole and ends "finished", not "max_turns"."""
+    (outcome,) = played(Bench(FakeAgent(heard), Models(judge=FakeJudge())), scenario(script=("a", "b"), max_turns=2))
+    assert (len(outcome.transcript.turns), outcome.stop) == (2, "finished")
+
+
+def test_max_turns_stops_the_simulated_user() -> None:
+    """A user that never stops is cut off after max_turns messages, with stop "max_turns"."""
+    agent, user = FakeAgent(heard), FakeModel(["Again, where is it?"])
+    (outcome,) = played(Bench(agent, Models(user, FakeJudge())), scenario(user="You want your parcel.", max_turns=3))
+    assert outcome.stop == "max_turns"
+    assert len(outcome.transcript.turns) == 3
+    assert agent.messages == ["Again, where is it?"] * 3
+    assert len(user.requests) == 3
+
+
+def test_max_turns_counts_scripted_messages_too() -> None:
+    """The limit counts every user message, scripted or simulated; the bench's limit serves if the scenario has none."""
+    user = FakeModel(["more"])
+    bench = Bench(FakeAgent(heard), Models(user, FakeJudge()), Limits(max_turns=4))
+    (outcome,) = played(bench, scenario(script=("one", "two"), user="You keep talking."))
+    assert [turn.scripted for turn in outcome.transcript.turns] == [True, True, False, False]
+    assert (outcome.stop, len(user.requests)) == ("max_turns", 2)
+
+
+def test_scenario_max_turns_wins_over_the_bench() -> None:
+    """A scenario's own max_turns replaces the bench's."""
+    bench = Bench(FakeAgent(heard), Models(FakeModel(["more"]), FakeJudge()), Limits(max_turns=9))
+    (outcome,) = played(bench, scenario(user="You keep talking.", max_turns=2))
+    assert (len(outcome.transcript.turns), outcome.stop) == (2, "max_turns")
+
+
+def test_simulated_user_speaks_after_the_script() -> None:
+    """After the script the simulated user takes over, told its instructions, until it says stop."""
+    user = FakeModel(["It came broken.", f"Thanks. {STOP}"])
+    agent = FakeAgent(heard)
+    chosen = scenario(script=("Hello",), user="Your order {{ order }} came broken.", vars={"order": "A1"})
+    (outcome,) = played(Bench(agent, Models(user, FakeJudge())), chosen)
+    assert [(turn.message, turn.scripted) for turn in outcome.transcript.turns] == [
+        ("Hello", True),
+        ("It came broken.", False),
+    ]
+    assert outcome.stop == "finished"
+    assert agent.messages == ["Hello", "It came broken."]
+    first = user.requests[0]
+    assert "Your order A1 came broken." in first[0].content
+    assert [(said.role, said.content) for said in first[-2:]] == [("assistant", "Hello"), ("user", "heard: Hello")]
+
+
+def test_checks_only_scenario_needs_no_judge() -> None:
+    """A scenario whose claims are all checks is decided by code; the absent judge is never asked."""
+    chosen = scenario(script=("I want a refund",), judge=(Rule(check=Check(said="refund")),))
+    (outcome,) = played(Bench(FakeAgent(heard), Models()), chosen)
+    assert outcome.result == Verdict((Check(said="refund").claim(outcome.transcript),))
+    assert outcome.status(1.0) == "passed"
+
+
+def test_judge_and_checks_keep_the_scenario_order() -> None:
+    """The verdict lists judged claims and checks in the order the scenario gives them."""
+    polite = Rule(claim="polite", grades=("rude", "warm"), pass_="warm")
+    chosen = scenario(script=("hi",), judge=("helped", Rule(check=Check(not_said="sorry")), polite))
+    judge = FakeJudge(held=lambda claim, transcript: claim == "helped")
+    (outcome,) = played(Bench(FakeAgent(heard), Models(judge=judge)), chosen)
+    match outcome.result:
+        case Verdict(claims=claims):
+            assert [(claim.claim, claim.held, claim.by) for claim in claims] == [
+                ("helped", True, "judge"),
+                ("never said /sorry/", True, "code"),
+                ("polite", False, "judge"),
+            ]
+        case other:
+            pytest.fail(f"expected a verdict, got {other}")
+    assert outcome.status(1.0) == "failed"
+
+
+# --- the agent failing -----------------------------------------------------------------------
+
+
+def breaks_on(word: str, error: Exception) -> Any:
+    def answer(text: str) -> str:
+        if text == word:
+            raise error
+        return heard(text)
+
+    return answer
+
+
+def test_agent_raising_fails_the_attempt_without_the_judge() -> None:
+    """An agent's exception fails the attempt: stop "agent_failed", the message recorded, the judge not asked."""
+    agent, judge = FakeAgent(breaks_on("two", RuntimeError("boom"))), FakeJudge()
+    (outcome,) = played(Bench(agent, Models(judge=judge)), scenario(script=("one", "two", "three")))
+    assert outcome.result == Failed("RuntimeError: boom", "two")
+    assert outcome.stop == "agent_failed"
+    assert [turn.message for turn in outcome.transcript.turns] == ["one"]
+    assert judge.rulings == 0
+    assert agent.closed == 1
+    assert outcome.status(0.0) == "failed"
+
+
+def test_agent_failure_keeps_its_own_words() -> None:
+    """An AgentFailure's text is the reason as it is, without the exception's name."""
+    agent = FakeAgent(breaks_on("one", AgentFailure("the backend is down")))
+    (outcome,) = played(Bench(agent, Models(judge=FakeJudge())), scenario(script=("one",)))
+    assert outcome.result == Failed("the backend is down", "one")
+
+
+class BrokenOpen:
+    """An agent that cannot open a conversation."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Any]:
+        raise OSError("no connection")
+        yield  # pragma: no cover
+
+
+def test_agent_failing_to_open() -> None:
+    """An agent that fails while opening fails the attempt with no message and no turn."""
+    judge = FakeJudge()
+    (outcome,) = played(Bench(BrokenOpen(), Models(judge=judge)), scenario(script=("hello",)))
+    assert outcome.result == Failed("OSError: no connection", "")
+    assert (outcome.stop, outcome.transcript, judge.rulings) == ("agent_failed", Transcript(), 0)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Answer(text=object()),  # type: ignore[arg-type]
+        Answer(text=5),  # type: ignore[arg-type]
+        Answer("done", steps=(Call("refund", {"amount": complex(1, 2)}),)),
+        Answer("done", steps=("a step",)),  # type: ignore[arg-type]
+        42,
+        None,
+    ],
+    ids=["text-object", "text-number", "call-argument-complex", "step-text", "number", "none"],
+)
+def test_malformed_answer_fails_that_attempt_only(answer: Any) -> None:
+    """An answer convy cannot keep fails its attempt; the run goes on and plays the next scenario."""
+    agent = FakeAgent(lambda text: answer if text == "bad" else heard(text))
+    judge = FakeJudge()
+    bad, good = played(Bench(agent, Models(judge=judge)), scenario("a", script=("bad",)), scenario("b", script=("ok",)))
+    assert bad.stop == "agent_failed"
+    match bad.result:
+        case Failed(reason=reason, message=message):
+            assert reason.startswith("the agent's answer cannot be kept: ")
+            assert message == "bad"
+        case other:
+            pytest.fail(f"expected Failed, got {other}")
+    assert good.status(1.0) == "passed"
+    assert judge.rulings == 1
+
+
+def test_set_in_call_arguments_is_kept_as_a_list() -> None:
+    """A set in a call's arguments is written as a JSON list, so the attempt keeps it as a list."""
+    agent = FakeAgent(lambda text: Answer("tagged", steps=(Call("tag", {"ids": {3}}),)))
+    chosen = scenario(script=("tag it",), judge=(Rule(check=Check(called="tag", with_={"ids": [3]})),))
+    (outcome,) = played(Bench(agent, Models()), chosen)
+    (call,) = outcome.transcript.turns[0].answer.steps
+    assert call == Call("tag", {"ids": [3]})
+    assert outcome.status(1.0) == "passed"
+
+
+class Slow:
+    """An agent that opens, or answers, only after ``seconds``."""
+
+    def __init__(self, open_seconds: float = 0.0, turn_seconds: float = 0.0) -> None:
+        self.open_seconds = open_seconds
+        self.turn_seconds = turn_seconds
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Slow]:
+        await asyncio.sleep(self.open_seconds)
+        yield self
+
+    async def turn(self, message: Message) -> Answer:
+        await asyncio.sleep(self.turn_seconds)
+        return Answer("late")
+
+
+def test_turn_time_limit() -> None:
+    """An agent slower than the turn limit fails the attempt with stop "time_limit", the judge not asked."""
+    judge = FakeJudge()
+    bench = Bench(Slow(turn_seconds=30), Models(judge=judge), Limits(turn_seconds=0.05))
+    (outcome,) = played(bench, scenario(script=("hello", "again")))
+    assert outcome.stop == "time_limit"
+    assert outcome.result == Failed("the agent did not answer within 0.05 s", "hello")
+    assert (outcome.transcript, judge.rulings) == (Transcript(), 0)
+    assert outcome.status(0.0) == "failed"
+
+
+def test_open_time_limit() -> None:
+    """An agent slower than the open limit fails the attempt with stop "time_limit" before any message."""
+    bench = Bench(Slow(open_seconds=30), Models(judge=FakeJudge()), Limits(open_seconds=0.05))
+    (outcome,) = played(bench, scenario(script=("hello",)))
+    assert outcome.stop == "time_limit"
+    assert outcome.result == Failed("the agent did not open a conversation within 0.05 s", "")
+
+
+# --- the models failing ----------------------------------------------------------------------
+
+
+def test_user_model_failing_gives_no_verdict() -> None:
+    """A failing user model leaves the attempt without a verdict (who="user"), the scripted turns kept."""
+    judge = FakeJudge()
+    bench = Bench(FakeAgent(heard), Models(FakeModel(refused("refused"), name="flaky"), judge))
+    (outcome,) = played(bench, scenario(script=("hello",), user="You want a refund."))
+    assert outcome.result == NoVerdict("user", "model flaky failed: ConnectionError: refused")
+    assert outcome.stop == "model_failed"
+    assert [turn.message for turn in outcome.transcript.turns] == ["hello"]
+    assert judge.rulings == 0
+    assert outcome.status(0.0) == "not_judged"
+
+
+def test_user_model_empty_reply_gives_no_verdict() -> None:
+    """An empty reply of the user model is the model's failure, not a message to the agent."""
+    agent = FakeAgent(heard)
+    (outcome,) = played(Bench(agent, Models(FakeModel([" "], name="quiet"), FakeJudge())), scenario(user="You wait."))
+    assert outcome.result == NoVerdict("user", "model quiet gave an empty reply")
+    assert (outcome.stop, agent.messages) == ("model_failed", [])
+
+
+def test_judge_failing_gives_no_verdict() -> None:
+    """A judge that fails leaves a finished dialogue without a verdict (who="judge")."""
+
+    def broken(claim: str, transcript: Transcript) -> bool:
+        raise RuntimeError("judge crashed")
+
+    (outcome,) = played(Bench(FakeAgent(heard), Models(judge=FakeJudge(broken))), scenario(script=("hello",)))
+    match outcome.result:
+        case NoVerdict(who=who, reason=reason):
+            assert who == "judge"
+            assert "RuntimeError: judge crashed" in reason
+        case other:
+            pytest.fail(f"expected NoVerdict, got {other}")
+    assert (outcome.stop, len(outcome.transcript.turns)) == ("finished", 1)
+    assert outcome.status(0.0) == "not_judged"
+
+
+def test_untrusted_verdict_is_not_judged() -> None:
+    """A verdict whose claims are less confident than the trust counts as not judged."""
+    (outcome,) = played(Bench(FakeAgent(heard), Models(judge=FakeJudge(confidence=0.6))), scenario(script=("hi",)))
+    assert (outcome.status(0.5), outcome.status(0.7)) == ("passed", "not_judged")
+
+
+# --- many attempts at once -------------------------------------------------------------------
+
+
+class Counting:
+    """An agent that numbers its conversations and counts how many are open at once."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.open = 0
+        self.peak = 0
+        self.closed: set[int] = set()
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Numbered]:
+        self.opened += 1
+        number = self.opened
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+        try:
+            yield Numbered(number)
+        finally:
+            self.open -= 1
+            self.closed.add(number)
+
+
+class Numbered:
+    """A conversation that says its number in every answer."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    async def turn(self, message: Message) -> Answer:
+        await asyncio.sleep(0.01)
+        return Answer(f"conversation {self.number}: {message.text}")
+
+
+class Watching:
+    """A judge that notes, for the conversation it judges, whether the agent had closed it."""
+
+    name = "watching"
+
+    def __init__(self, agent: Counting) -> None:
+        self.agent = agent
+        self.seen: dict[int, bool] = {}
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        number = int(transcript.turns[0].answer.text.split(":")[0].removeprefix("conversation "))
+        self.seen[number] = number in self.agent.closed
+        return await FakeJudge().ruling(claims, transcript)
+
+
+@pytest.mark.parametrize("places", [1, 2, 3])
+def test_open_conversations_stay_within_agent_places(places: int) -> None:
+    """However many attempts, no more conversations are open at once than the agent has places, and that many are."""
+    agent = Counting()
+    bench = Bench(agent, Models(judge=Watching(agent)), Limits(agent_places=places, judge_places=4))
+    scenarios = [scenario(f"s{number}", script=("hello", "bye")) for number in range(4)]
+    outcomes = played(bench, *scenarios, attempts=3)
+    assert len(outcomes) == 12
+    assert agent.peak == places
+    assert agent.open == 0
+
+
+def test_judge_asked_only_after_the_conversation_closed() -> None:
+    """Every attempt's judge is asked once its conversation with the agent has closed."""
+    agent = Counting()
+    judge = Watching(agent)
+    outcomes = played(
+        Bench(agent, Models(judge=judge), Limits(agent_places=2, judge_places=2)),
+        *[scenario(f"s{number}", script=("hello",)) for number in range(3)],
+        attempts=2,
+    )
+    assert sorted(judge.seen) == list(range(1, 7))
+    assert all(judge.seen.values())
+    assert all(outcome.status(1.0) == "passed" for outcome in outcomes)
+
+
+def test_broken_attempts_do_not_stop_the_others() -> None:
+    """An agent failing in one scenario leaves every other planned attempt played and recorded."""
+    agent = FakeAgent(breaks_on("explode", ValueError("kaboom")))
+    bench = Bench(agent, Models(judge=FakeJudge()), Limits(agent_places=2))
+    outcomes = played(
+        bench,
+        scenario("a", script=("hello",)),
+        scenario("b", script=("hi", "explode")),
+        scenario("c", script=("good day",)),
+        attempts=2,
+    )
+    assert [(outcome.scenario, outcome.attempt, outcome.status(1.0)) for outcome in outcomes] == [
+        ("a", 1, "passed"),
+        ("a", 2, "passed"),
+        ("b", 1, "failed"),
+        ("b", 2, "failed"),
+        ("c", 1, "passed"),
+        ("c", 2, "passed"),
+    ]
+    assert (agent.opened, agent.closed) == (6, 6)

@@ -1,0 +1,458 @@
+"""Deciding claims: the checks, the verdict's status, the chat judge, Checked and the simulated user."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from convy.agent import Answer, Call, Message, NoUsage, Reported, Thought, Usage
+from convy.dialog import (
+    STOP,
+    ChatJudge,
+    Checked,
+    Claim,
+    Confidence,
+    Finished,
+    Grade,
+    Graded,
+    NoConfidence,
+    NoGrade,
+    Prompt,
+    Ruling,
+    SimulatedUser,
+    Transcript,
+    Turn,
+    Verdict,
+)
+from convy.fakes import FakeModel
+from convy.model import Contained, ModelFailure, Reply
+from convy.scenario import Check
+
+
+def turn(message: str, answer: Answer | str) -> Turn:
+    said = Answer(answer) if isinstance(answer, str) else answer
+    return Turn(message, said, True, 0.0, 0.0, NoUsage(), 0.0, 0.0)
+
+
+def transcript(*turns: Turn) -> Transcript:
+    return Transcript(turns)
+
+
+SHOP = transcript(
+    turn("Hi, my parcel came broken", Answer("Sorry to hear that.", steps=(Thought("look up the order"),))),
+    turn(
+        "The order is A1",
+        Answer(
+            "Let me check.",
+            steps=(Call("lookup_order", {"order": "A1"}, Reported({"status": "delivered"})),),
+        ),
+    ),
+    turn(
+        "Can I get my money back?",
+        Answer("A refund is on its way.", steps=(Call("refund", {"order": "A1", "amount": 20}),)),
+    ),
+)
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+
+def test_called_holds_with_the_turn() -> None:
+    """`called` holds when the agent called the tool, naming the first turn it did."""
+    claim = Check(called="refund").claim(SHOP)
+    assert claim == Claim("called refund", True, "agent called refund in turn 3", by="code")
+
+
+def test_called_fails_when_never_called() -> None:
+    """`called` fails when no turn called the tool; a thought with the name does not count."""
+    claim = Check(called="look up the order").claim(SHOP)
+    assert (claim.held, claim.reason) == (False, "agent never called look up the order")
+
+
+def test_called_with_matching_arguments() -> None:
+    """`called` with arguments holds when a call has those arguments, whatever others it has."""
+    claim = Check(called="refund", with_={"order": "A1"}).claim(SHOP)
+    assert claim.claim == "called refund with order='A1'"
+    assert (claim.held, claim.reason) == (True, "agent called refund in turn 3")
+
+
+def test_called_with_other_arguments_fails() -> None:
+    """`called` with arguments fails when the tool was called only with other values, saying how often."""
+    claim = Check(called="refund", with_={"order": "B7"}).claim(SHOP)
+    assert (claim.held, claim.reason) == (False, "agent called refund 1 time(s), never with order='B7'")
+
+
+def test_called_with_an_argument_the_call_lacks_fails() -> None:
+    """`called` with an argument the call does not have fails."""
+    claim = Check(called="lookup_order", with_={"order": "A1", "email": "a@b.c"}).claim(SHOP)
+    assert claim.held is False
+
+
+def test_called_with_picks_the_fitting_call() -> None:
+    """Among several calls of a tool, the turn named is the first whose arguments fit."""
+    dialogue = transcript(
+        turn("one", Answer("a", steps=(Call("refund", {"order": "X"}),))),
+        turn("two", Answer("b", steps=(Call("refund", {"order": "Y"}),))),
+    )
+    claim = Check(called="refund", with_={"order": "Y"}).claim(dialogue)
+    assert (claim.held, claim.reason) == (True, "agent called refund in turn 2")
+
+
+def test_not_called_fails_naming_the_turn() -> None:
+    """`not_called` fails when the agent called the tool, naming the turn."""
+    claim = Check(not_called="lookup_order").claim(SHOP)
+    assert claim == Claim("never called lookup_order", False, "agent called lookup_order in turn 2", by="code")
+
+
+def test_not_called_holds() -> None:
+    """`not_called` holds when no turn called the tool."""
+    claim = Check(not_called="delete_account").claim(SHOP)
+    assert (claim.held, claim.reason) == (True, "agent never called delete_account")
+
+
+def test_said_holds_naming_what_and_where() -> None:
+    """`said` holds on the first answer matching the pattern, quoting the match and its turn."""
+    claim = Check(said=r"refund|money back").claim(SHOP)
+    assert claim == Claim("said /refund|money back/", True, "agent said 'refund' in turn 3", by="code")
+
+
+def test_said_reads_only_the_agent() -> None:
+    """`said` does not match what the user said, nor the agent's thoughts."""
+    claim = Check(said="money back|look up").claim(SHOP)
+    assert (claim.held, claim.reason) == (False, "agent never said anything matching /money back|look up/")
+
+
+def test_not_said_fails_naming_what_and_where() -> None:
+    """`not_said` fails when an answer matches, quoting the match and its turn."""
+    claim = Check(not_said="refund").claim(SHOP)
+    assert claim == Claim("never said /refund/", False, "agent said 'refund' in turn 3", by="code")
+
+
+def test_not_said_holds() -> None:
+    """`not_said` holds when no answer matches."""
+    claim = Check(not_said="(?i)guarantee").claim(SHOP)
+    assert (claim.held, claim.reason) == (True, "agent never said anything matching /(?i)guarantee/")
+
+
+def test_checks_on_an_empty_dialogue() -> None:
+    """With no turns, `called` and `said` fail and `not_called` and `not_said` hold."""
+    empty = Transcript()
+    assert [Check(called="x").claim(empty).held, Check(said="x").claim(empty).held] == [False, False]
+    assert [Check(not_called="x").claim(empty).held, Check(not_said="x").claim(empty).held] == [True, True]
+
+
+# --- Verdict.status --------------------------------------------------------------------------
+
+
+def decided(held: bool, confidence: float | None = None) -> Claim:
+    return Claim("c", held, "r", NoConfidence() if confidence is None else Confidence(confidence))
+
+
+@pytest.mark.parametrize(
+    ("claims", "trust", "status"),
+    [
+        ((decided(True, 0.9), decided(True, 0.8)), 0.8, "passed"),
+        ((decided(True, 0.9), decided(False, 0.9)), 0.8, "failed"),
+        ((decided(True, 0.9), decided(False, 0.5)), 0.8, "not_trusted"),
+        ((decided(True, 0.5), decided(True, 0.9)), 0.8, "not_trusted"),
+        ((decided(True, 0.5), decided(False, 0.9)), 0.8, "failed"),
+        ((decided(False, 0.5), decided(False, 0.9)), 0.8, "failed"),
+        ((decided(True), decided(True)), 1.0, "passed"),
+        ((decided(True), decided(False)), 1.0, "failed"),
+        ((decided(True), decided(True, 0.99)), 1.0, "not_trusted"),
+        ((decided(False, 0.1),), 0.0, "failed"),
+    ],
+    ids=[
+        "all-trusted-held",
+        "trusted-failure",
+        "untrusted-failure",
+        "untrusted-held",
+        "trusted-failure-beats-doubt",
+        "any-trusted-failure",
+        "no-confidence-held",
+        "no-confidence-failed",
+        "below-full-trust",
+        "trust-zero-trusts-all",
+    ],
+)
+def test_verdict_status(claims: tuple[Claim, ...], trust: float, status: str) -> None:
+    """Failed if a trusted claim failed; passed only if every claim is trusted and held; else not trusted."""
+    assert Verdict(claims).status(trust) == status
+
+
+def test_confidence_out_of_range() -> None:
+    """A confidence outside 0..1 cannot be made."""
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        Confidence(1.2)
+
+
+# --- ChatJudge -------------------------------------------------------------------------------
+
+POLITE = Graded("the agent was polite", ("rude", "neutral", "warm"), "neutral")
+
+
+def ruled(judge: Any, claims: tuple[str | Graded, ...], dialogue: Transcript = SHOP) -> Ruling:
+    return asyncio.run(judge.ruling(claims, dialogue))
+
+
+def test_chat_judge_plain_claim() -> None:
+    """A plain claim takes the model's pass, reason and confidence, in one request showing the dialogue."""
+    model = FakeModel(['{"reason": "it offered a refund", "pass": true, "confidence": 0.9}'])
+    ruling = ruled(ChatJudge(model, "judge well"), ("the agent offered a refund",))
+    assert ruling.claims == (
+        Claim("the agent offered a refund", True, "it offered a refund", Confidence(0.9), NoGrade()),
+    )
+    (request,) = model.requests
+    assert [said.role for said in request] == ["system", "user"]
+    assert request[0].content == "judge well"
+    assert "USER: Can I get my money back?\n\nAGENT: A refund is on its way." in request[1].content
+    assert "The claim: the agent offered a refund" in request[1].content
+
+
+@pytest.mark.parametrize(("grade", "held"), [("rude", False), ("neutral", True), ("warm", True)])
+def test_chat_judge_graded_claim(grade: str, held: bool) -> None:
+    """A graded claim holds when the model's grade is at or above the scenario's pass."""
+    model = FakeModel([f'{{"reason": "tone", "grade": "{grade}", "confidence": 0.7}}'])
+    (claim,) = ruled(ChatJudge(model), (POLITE,)).claims
+    assert claim == Claim("the agent was polite", held, "tone", Confidence(0.7), Grade(grade))
+    assert "rude, neutral, warm" in model.requests[0][1].content
+
+
+def test_chat_judge_one_request_per_claim_and_usage_summed() -> None:
+    """Each claim is one request, and the ruling's usage is the sum of theirs."""
+    model = FakeModel(
+        [
+            Reply('{"reason": "a", "pass": false, "confidence": 1}', Usage(10, 2)),
+            Reply('{"reason": "b", "grade": "warm", "confidence": 0.5}', Usage(7, 3)),
+        ]
+    )
+    ruling = ruled(ChatJudge(model), ("helped", POLITE))
+    assert len(model.requests) == 2
+    assert [claim.held for claim in ruling.claims] == [False, True]
+    assert ruling.usage == Usage(17, 5)
+
+
+def test_chat_judge_reads_json_amid_text() -> None:
+    """Text around the JSON object is ignored."""
+    model = FakeModel(['Here is my decision:\n```json\n{"reason": "ok", "pass": false, "confidence": 0.3}\n```\nDone.'])
+    (claim,) = ruled(ChatJudge(model), ("helped",)).claims
+    assert (claim.held, claim.reason, claim.confidence) == (False, "ok", Confidence(0.3))
+
+
+@pytest.mark.parametrize(
+    ("claim", "reply", "words"),
+    [
+        ("helped", "The agent helped, so it passes.", "without a JSON object"),
+        ("helped", '{"reason": "x", "pass": "yes", "confidence": 0.5}', "wrong shape"),
+        ("helped", '{"reason": "x", "confidence": 0.5}', "wrong shape"),
+        ("helped", '{"reason": "x", "pass": true, "confidence": 1.5}', "wrong shape"),
+        ("helped", '{"reason": "x", "pass": true, "confidence": -0.1}', "wrong shape"),
+        ("helped", '{"reason": "x", "pass": true, "confidence": 0.5', "without a JSON object"),
+        (POLITE, '{"reason": "x", "grade": "excellent", "confidence": 0.5}', "'excellent', not one of"),
+        (POLITE, '{"reason": "x", "grade": "warm", "confidence": 2}', "wrong shape"),
+        (POLITE, '{"reason": "x", "pass": true, "confidence": 0.5}', "wrong shape"),
+    ],
+    ids=[
+        "no-json",
+        "pass-not-bool",
+        "pass-missing",
+        "confidence-above-1",
+        "confidence-below-0",
+        "unclosed-json",
+        "wrong-grade",
+        "graded-confidence-above-1",
+        "pass-for-graded",
+    ],
+)
+def test_chat_judge_unusable_reply(claim: str | Graded, reply: str, words: str) -> None:
+    """A reply the judge cannot use is a ModelFailure, never another error."""
+    with pytest.raises(ModelFailure, match=words):
+        ruled(ChatJudge(FakeModel([reply])), (claim,))
+
+
+# --- Checked ---------------------------------------------------------------------------------
+
+
+class Scripted:
+    """A judge that returns a given ruling (or raises a given error) and keeps what it was shown."""
+
+    name = "scripted"
+
+    def __init__(self, ruling: Any = None, error: Exception | None = None) -> None:
+        self._ruling = ruling
+        self._error = error
+        self.shown: list[Transcript] = []
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Any:
+        self.shown.append(transcript)
+        if self._error is not None:
+            raise self._error
+        return self._ruling
+
+
+def test_checked_passes_a_fitting_ruling() -> None:
+    """A ruling that fits the claims comes through unchanged."""
+    ruling = Ruling(
+        (
+            Claim("helped", True, "yes", Confidence(0.8)),
+            Claim(POLITE.claim, False, "curt", Confidence(0.6), Grade("rude")),
+        ),
+        Usage(3, 1),
+    )
+    assert ruled(Checked(Scripted(ruling)), ("helped", POLITE)) == ruling
+
+
+def test_checked_shows_only_what_was_said() -> None:
+    """The judge gets the same turns without thoughts and tool calls."""
+    judge = Scripted(Ruling((Claim("helped", True, "yes"),)))
+    ruled(Checked(judge), ("helped",))
+    (shown,) = judge.shown
+    assert [(one.message, one.answer.text) for one in shown.turns] == [
+        (one.message, one.answer.text) for one in SHOP.turns
+    ]
+    assert all(one.answer.steps == () for one in shown.turns)
+    assert any(one.answer.steps for one in SHOP.turns)
+
+
+@pytest.mark.parametrize(
+    ("judge", "words"),
+    [
+        (Scripted(error=RuntimeError("socket closed")), "failed: RuntimeError: socket closed"),
+        (Scripted(error=KeyError("pass")), "failed: KeyError"),
+        (Scripted(None), "failed: ValidationError"),
+        (Scripted({"claims": "all good"}), "failed: ValidationError"),
+    ],
+    ids=["runtime-error", "key-error", "returns-none", "returns-wrong-shape"],
+)
+def test_checked_turns_a_judge_error_into_model_failure(judge: Scripted, words: str) -> None:
+    """Any error of the judge, or an answer that is no ruling, is a ModelFailure naming it."""
+    with pytest.raises(ModelFailure, match=words):
+        ruled(Checked(judge), ("helped",))
+
+
+def test_checked_lets_model_failure_through() -> None:
+    """A ModelFailure from the judge comes through as it was."""
+    failure = ModelFailure("rate limited")
+    with pytest.raises(ModelFailure) as raised:
+        ruled(Checked(Scripted(error=failure)), ("helped",))
+    assert raised.value is failure
+
+
+@pytest.mark.parametrize(
+    ("claims", "words"),
+    [
+        ((), "decided 0 claims of 2"),
+        ((Claim("helped", True, "r"),), "decided 1 claims of 2"),
+        (
+            (
+                Claim("helped", True, "r"),
+                Claim(POLITE.claim, True, "r", grade=Grade("rude")),
+                Claim("extra", True, "r"),
+            ),
+            "decided 3 claims of 2",
+        ),
+        ((Claim("helped", True, "r"), Claim(POLITE.claim, True, "r", grade=Grade("superb"))), "'superb', not one of"),
+        ((Claim("helped", True, "r"), Claim(POLITE.claim, True, "r", grade=Grade("rude"))), "does not match"),
+        ((Claim("helped", True, "r"), Claim(POLITE.claim, False, "r", grade=Grade("warm"))), "does not match"),
+        ((Claim("helped", True, "r"), Claim(POLITE.claim, True, "r")), "no grade for the graded claim"),
+        (
+            (Claim("helped", True, "r", grade=Grade("rude")), Claim(POLITE.claim, True, "r", grade=Grade("warm"))),
+            "a grade for the plain claim",
+        ),
+        (
+            (Claim("other", True, "r"), Claim(POLITE.claim, True, "r", grade=Grade("warm"))),
+            "answered 'other' for the claim 'helped'",
+        ),
+    ],
+    ids=[
+        "none",
+        "too-few",
+        "too-many",
+        "unknown-grade",
+        "held-below-pass",
+        "failed-above-pass",
+        "graded-without-grade",
+        "plain-with-grade",
+        "other-claim",
+    ],
+)
+def test_checked_refuses_a_ruling_that_does_not_fit(claims: tuple[Claim, ...], words: str) -> None:
+    """A ruling with the wrong number of claims, or a claim unlike the one asked, is a ModelFailure."""
+    with pytest.raises(ModelFailure, match=words):
+        ruled(Checked(Scripted(Ruling(claims))), ("helped", POLITE))
+
+
+# --- SimulatedUser ---------------------------------------------------------------------------
+
+
+def spoken(model: Any, dialogue: Transcript = Transcript()) -> Any:
+    return asyncio.run(SimulatedUser(model, "You are a customer.").spoken(dialogue))
+
+
+def test_simulated_user_speaks() -> None:
+    """The model's reply, stripped, is the user's message, with the request's usage."""
+    said = spoken(FakeModel([Reply("  Where is my parcel?\n", Usage(5, 4))]))
+    assert said.move == Message("Where is my parcel?")
+    assert said.usage == Usage(5, 4)
+
+
+def test_simulated_user_stop_is_finished() -> None:
+    """A reply containing the stop mark ends the dialogue, whatever is around it."""
+    said = spoken(FakeModel([f"Thanks, that is all. {STOP}"]))
+    assert said.move == Finished()
+
+
+@pytest.mark.parametrize("reply", ["", "   \n"])
+def test_simulated_user_empty_message(reply: str) -> None:
+    """An empty reply is a ModelFailure, not a message sent to the agent."""
+    with pytest.raises(ModelFailure, match="empty"):
+        spoken(FakeModel([reply]))
+
+
+def test_simulated_user_empty_message_through_contained() -> None:
+    """Through Contained, an empty reply is a ModelFailure naming the model."""
+    with pytest.raises(ModelFailure, match="model quiet gave an empty reply"):
+        spoken(Contained(FakeModel([""], name="quiet")))
+
+
+def test_simulated_user_model_error_through_contained() -> None:
+    """Through Contained, any error of the model is a ModelFailure naming the model and the error."""
+
+    def broken(messages: Any) -> str:
+        raise ConnectionError("refused")
+
+    with pytest.raises(ModelFailure, match="model flaky failed: ConnectionError: refused"):
+        spoken(Contained(FakeModel(broken, name="flaky")))
+
+
+def test_simulated_user_roles_turned_round() -> None:
+    """The model sees its own earlier messages as "assistant" and the agent's answers as "user"."""
+    model = FakeModel(["And when?"])
+    dialogue = transcript(turn("Hi", "Hello, how can I help?"), turn("My parcel is late", ""))
+    spoken(model, dialogue)
+    (request,) = model.requests
+    assert [(said.role, said.content) for said in request] == [
+        ("system", "You are a customer."),
+        ("user", "[The agent is ready. Write your first message to it.]"),
+        ("assistant", "Hi"),
+        ("user", "Hello, how can I help?"),
+        ("assistant", "My parcel is late"),
+        ("user", "[the agent said nothing]"),
+    ]
+
+
+# --- Prompt ----------------------------------------------------------------------------------
+
+
+def test_prompt_filled() -> None:
+    """Every slot, spaced or not, takes its value as text; values for no slot are ignored."""
+    prompt = Prompt("Order {{ order }} of {{name}}, {{  order  }}.")
+    assert prompt.filled({"order": 12, "name": "Ann", "unused": True}) == "Order 12 of Ann, 12."
+
+
+def test_prompt_missing_slot_names_it() -> None:
+    """A slot with no value is a ValueError naming every missing slot."""
+    with pytest.raises(ValueError, match=r"^no value for \{\{ name \}\}, \{\{ order \}\}$"):
+        Prompt("{{ order }} for {{ name }} on {{ day }}").filled({"day": "Monday"})

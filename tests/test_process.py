@@ -1,0 +1,407 @@
+"""The real ``convy`` command, run as a user runs it: killed, interrupted, piped, run twice at once.
+
+Each test makes a project in ``tmp_path`` and starts ``.venv/bin/convy`` as a subprocess. The
+project's agent ``slow`` pauses a little on every turn, so a run of 5 scenarios × 20 attempts
+takes a couple of seconds and there is time to kill it part way. Nothing here measures time:
+waits poll the run folder with a generous deadline and only fail when it passes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from convy.scenario import Outcome
+
+CONVY = Path(sys.executable).with_name("convy")
+DEADLINE = 90.0  # seconds a wait may take before the test gives up: far more than any run needs
+
+SLOW_AGENT = '''\
+"""An agent that answers like FakeAgent after a short pause, and waits while the file ``hold`` exists."""
+
+import asyncio
+import random
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from convy.fakes import FakeAgent
+
+HOLD = Path(__file__).resolve().parent.parent / "hold"
+
+
+class Paused:
+    def __init__(self, origin):
+        self._origin = origin
+
+    async def turn(self, message):
+        await asyncio.sleep(random.uniform(0.01, 0.05))
+        while HOLD.exists():
+            await asyncio.sleep(0.01)
+        return await self._origin.turn(message)
+
+
+class Slow(FakeAgent):
+    @asynccontextmanager
+    async def conversation(self):
+        async with super().conversation() as conversation:
+            yield Paused(conversation)
+
+
+def answered(text):
+    if "boom" in text:
+        raise RuntimeError("the agent broke on purpose")
+    return f"you said: {text}"
+
+
+agent = Slow(answered)
+'''
+
+SCENARIO = """\
+script:
+  - hello {number}
+  - how are you {number}
+judge:
+  - check:
+      said: "{said}"
+"""
+
+
+class Folder(msgspec.Struct, frozen=True):
+    """A run's folder as the tests read it: its lines, attempts and status."""
+
+    path: Path
+
+    def data(self) -> bytes:
+        try:
+            return (self.path / "attempts.jsonl").read_bytes()
+        except FileNotFoundError:
+            return b""
+
+    def lines(self) -> int:
+        return self.data().count(b"\n")
+
+    def outcomes(self) -> list[Outcome]:
+        """Every line, each of which must be a whole attempt, newline included."""
+        data = self.data()
+        assert data.endswith(b"\n"), "attempts.jsonl ends with a torn line"
+        return [msgspec.json.decode(line, type=Outcome) for line in data.splitlines()]
+
+    def pairs(self) -> Counter[tuple[str, int]]:
+        return Counter((outcome.scenario, outcome.attempt) for outcome in self.outcomes())
+
+    def status(self) -> str:
+        return msgspec.json.decode((self.path / "run.json").read_bytes())["status"]["type"]
+
+
+class Made(msgspec.Struct, frozen=True):
+    """A project on disk, how to run ``convy`` in it, and the processes started there."""
+
+    folder: Path
+    processes: list[subprocess.Popen] = msgspec.field(default_factory=list)
+
+    def scenarios(self, said: tuple[str, ...]) -> None:
+        """Fully scripted scenarios s1, s2, ... in place of the project's, each checking its pattern of ``said``."""
+        for old in (self.folder / "scenarios").glob("*.yaml"):
+            old.unlink()
+        for number, pattern in enumerate(said, start=1):
+            text = SCENARIO.format(number=number, said=pattern.format(number=number))
+            (self.folder / "scenarios" / f"s{number}.yaml").write_text(text)
+
+    def environment(self) -> dict[str, str]:
+        # The user's CONVY_* settings must not change the project's own.
+        return {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+
+    def started(self, *arguments: str, name: str, **options) -> tuple[subprocess.Popen, Path, Path]:
+        """``convy`` started with its output going to files named after ``name``."""
+        out, err = self.folder / f"{name}.out", self.folder / f"{name}.err"
+        with out.open("wb") as shown, err.open("wb") as errors:
+            process = subprocess.Popen(
+                [str(CONVY), *arguments],
+                cwd=self.folder,
+                env=self.environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=options.pop("stdout", shown),
+                stderr=errors,
+                **options,
+            )
+        self.processes.append(process)
+        return process, out, err
+
+    def ran(self, *arguments: str) -> subprocess.CompletedProcess[str]:
+        """``convy`` run to its end."""
+        return subprocess.run(
+            [str(CONVY), *arguments],
+            cwd=self.folder,
+            env=self.environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+        )
+
+    def run(self, process: subprocess.Popen | None = None) -> Folder:
+        """The folder of the project's only run, once its run.json is written (by ``process``, if given)."""
+        found = Waited(lambda: list((self.folder / "results").glob("*/*/run.json"))).value(
+            "a run folder with run.json", process
+        )
+        assert found, f"convy ended ({process and process.returncode}) before it wrote run.json"
+        assert len(found) == 1
+        return Folder(found[0].parent)
+
+
+class Waited(msgspec.Struct, frozen=True):
+    """A condition polled until it gives something true, failing the test past the deadline."""
+
+    probe: Callable[[], object]
+
+    def value(self, what: str, process: subprocess.Popen | None = None) -> object:
+        ends = time.monotonic() + DEADLINE
+        while time.monotonic() < ends:
+            given = self.probe()
+            if given:
+                return given
+            if process is not None and process.poll() is not None:
+                return None
+            time.sleep(0.005)
+        pytest.fail(f"waited {DEADLINE:.0f} s for {what}")
+
+
+@pytest.fixture
+def made(tmp_path: Path) -> Iterator[Made]:
+    """A project in tmp_path: the slow agent, five scenarios that pass, attempts = 2, agent_places = 4."""
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "agents" / "slow.py").write_text(SLOW_AGENT)
+    (tmp_path / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\nagent_places = 4\n")
+    made = Made(tmp_path)
+    made.scenarios(("hello {number}",) * 5)
+    yield made
+    for process in made.processes:  # a failed test leaves no convy behind
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def planned(scenarios: int, attempts: int) -> Counter[tuple[str, int]]:
+    """Each (scenario, attempt) pair of a run of the project, once."""
+    return Counter((f"s{number}", attempt) for number in range(1, scenarios + 1) for attempt in range(1, attempts + 1))
+
+
+def clean(errors: str) -> None:
+    """Standard error shows no traceback and no exception's name."""
+    assert "Traceback" not in errors, errors
+    assert "Error" not in errors, errors
+
+
+def killed(process: subprocess.Popen, folder: Folder, target: int, jitter: float) -> str:
+    """SIGKILL ``process`` once ``target`` attempts are kept (and ``jitter`` s more): what happened, said."""
+    Waited(lambda: folder.lines() >= target).value(f"{target} attempts", process)
+    time.sleep(jitter)  # lands the kill anywhere within an attempt, mid-write included
+    process.send_signal(signal.SIGKILL)  # does nothing when the process has already ended
+    code = process.wait(timeout=DEADLINE)
+    if code != -signal.SIGKILL:
+        assert code == 0, f"convy ended with {code} before it was killed"
+        return f"ended by itself before the kill at {target}"
+    return f"killed at {folder.lines()} kept (target {target}, +{jitter * 1000:.0f} ms)"
+
+
+@pytest.mark.parametrize("seed", [11, 29])
+def test_kill_9_at_random_moments_then_resume_keeps_every_attempt_exactly_once(made: Made, seed: int) -> None:
+    """However often run and resume are SIGKILLed, the resumed run keeps each planned attempt exactly once."""
+    chance = random.Random(seed)
+    process, _, _ = made.started("run", "slow", "-k", "20", name="run")
+    folder = made.run(process)
+    said = [killed(process, folder, chance.randint(1, 70), chance.uniform(0.0, 0.03))]
+    for turn in range(2):
+        missing = 100 - folder.lines()
+        if missing < 4:
+            break
+        process, _, _ = made.started("resume", folder.path.name, name=f"resume{turn}")
+        said.append(killed(process, folder, folder.lines() + chance.randint(1, missing - 2), chance.uniform(0, 0.03)))
+    finished = made.ran("resume", folder.path.name)
+    print(f"seed {seed}: " + "; ".join(said))
+    assert finished.returncode == 0, finished.stderr
+    clean(finished.stderr)
+    assert folder.pairs() == planned(5, 20)
+    assert folder.status() == "finished"
+    again = made.ran("resume", folder.path.name[-6:])  # a unique part of the id will do
+    assert again.returncode == 0, again.stderr
+    assert "✓" not in again.stdout, "a finished run plays nothing again"
+    assert folder.pairs() == planned(5, 20)
+
+
+def test_resume_cuts_a_torn_last_line_and_plays_that_attempt_again(made: Made) -> None:
+    """A half-written last line (a kill mid-append) is cut off by resume, and that attempt is played once more."""
+    first = made.ran("run", "slow", "-k", "2")
+    assert first.returncode == 0, first.stderr
+    folder = made.run()
+    lines = folder.data().splitlines(keepends=True)
+    torn = msgspec.json.decode(lines[-1], type=Outcome)
+    (folder.path / "attempts.jsonl").write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+
+    resumed = made.ran("resume", folder.path.name)
+
+    assert resumed.returncode == 0, resumed.stderr
+    clean(resumed.stderr)
+    played = [line for line in resumed.stdout.splitlines() if line.startswith("✓")]
+    assert len(played) == 1 and played[0].startswith(f"✓ {torn.scenario} #{torn.attempt} "), resumed.stdout
+    assert folder.pairs() == planned(5, 2)
+    assert folder.outcomes()[-1].started != torn.started
+    assert folder.status() == "finished"
+
+
+def test_ctrl_c_exits_130_says_how_to_resume_and_resume_finishes(made: Made) -> None:
+    """SIGINT stops the run with code 130, status interrupted and a resume hint; resume then plays the rest once."""
+    process, _, err = made.started(
+        "run", "slow", "-k", "20", name="run",
+        # a shell without job control may have left SIGINT ignored; a user's terminal never does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    folder = made.run(process)
+    Waited(lambda: folder.lines() >= 5).value("5 attempts", process)
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=DEADLINE)
+    errors = err.read_text()
+
+    assert code == 130, errors
+    clean(errors)
+    assert f"convy resume {folder.path.name}" in errors
+    assert f"keeps {len(folder.outcomes())} of 100 attempts" in errors
+    assert folder.status() == "interrupted"
+    assert max(folder.pairs().values()) == 1
+    resumed = made.ran("resume", folder.path.name)
+    assert resumed.returncode == 0, resumed.stderr
+    assert folder.pairs() == planned(5, 20)
+    assert folder.status() == "finished"
+
+
+def test_resume_of_a_run_another_process_plays_exits_2_in_use(made: Made) -> None:
+    """While one convy plays a run, ``convy resume`` of it exits 2 saying the run is in use, and changes nothing."""
+    hold = made.folder / "hold"
+    hold.write_text("the agent waits while this file exists\n")
+    try:
+        process, _, err = made.started("run", "slow", "-k", "2", name="run")
+        folder = made.run(process)
+        assert folder.status() == "running"
+
+        second = made.ran("resume", folder.path.name)
+    finally:
+        hold.unlink()
+    assert second.returncode == 2, second.stderr
+    assert f"run {folder.path.name} is in use by another convy process" in second.stderr
+    clean(second.stderr)
+    assert process.wait(timeout=DEADLINE) == 0, err.read_text()
+    assert folder.pairs() == planned(5, 2)
+    assert folder.status() == "finished"
+
+
+def test_resume_while_the_run_lock_is_held_exits_2_and_works_once_it_is_free(made: Made) -> None:
+    """A held run.lock makes resume exit 2 with an in-use message; once released, resume succeeds."""
+    process, _, _ = made.started("run", "slow", "-k", "20", name="run")
+    folder = made.run(process)
+    killed(process, folder, 3, 0.0)
+    descriptor = os.open(folder.path / "run.lock", os.O_RDWR)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        refused = made.ran("resume", folder.path.name)
+    finally:
+        os.close(descriptor)
+    assert refused.returncode == 2, refused.stderr
+    assert "in use" in refused.stderr
+    clean(refused.stderr)
+    assert refused.stdout.count("✓") == 0
+
+    resumed = made.ran("resume", folder.path.name)
+    assert resumed.returncode == 0, resumed.stderr
+    assert folder.pairs() == planned(5, 20)
+
+
+def test_closing_the_pipe_after_two_lines_does_not_stop_the_run(made: Made) -> None:
+    """When the reader of stdout goes away (``| head -n 2``) the run still plays to its end and exits 0, quietly."""
+    process, _, err = made.started("run", "slow", "-k", "20", name="run", stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    first = [process.stdout.readline(), process.stdout.readline()]
+    process.stdout.close()
+    code = process.wait(timeout=DEADLINE)
+    folder = made.run(process)
+
+    assert first[0].startswith(b"slow: 5 scenarios"), first
+    assert code == 0, err.read_text()
+    clean(err.read_text())
+    assert "BrokenPipe" not in err.read_text()
+    assert folder.pairs() == planned(5, 20)
+    assert folder.status() == "finished"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_piping_into_head_in_a_shell_keeps_the_exit_code(made: Made) -> None:
+    """``convy run | head -n 2`` in bash: convy itself exits 0 and says nothing on stderr."""
+    shell = subprocess.run(
+        ["bash", "-c", f'"{CONVY}" run slow -k 4 2>run.err | head -n 2; exit "${{PIPESTATUS[0]}}"'],
+        cwd=made.folder,
+        env=made.environment(),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert shell.returncode == 0, (made.folder / "run.err").read_text()
+    assert len(shell.stdout.splitlines()) == 2
+    assert (made.folder / "run.err").read_text() == ""
+    assert made.run().pairs() == planned(5, 4)
+
+
+def test_an_agent_that_raises_makes_the_exit_code_1(made: Made) -> None:
+    """An attempt failed by the agent (it raised) gives exit code 1, and the run is still finished."""
+    (made.folder / "scenarios" / "s2.yaml").write_text("script:\n  - boom\njudge:\n  - check:\n      said: x\n")
+    ran = made.ran("run", "slow", "-k", "1")
+    assert ran.returncode == 1, ran.stderr
+    clean(ran.stderr)
+    assert "agent failed" in ran.stdout
+    assert made.run().status() == "finished"
+
+
+@pytest.mark.parametrize(("fail_under", "code"), [(None, 0), ("0.99", 3), ("0.1", 0), ("60%", 3)])
+def test_fail_under_decides_between_exit_0_and_3(made: Made, fail_under: str | None, code: int) -> None:
+    """With claims failing but no agent failure, the pass rate (here 50%) against --fail-under gives 0 or 3."""
+    made.scenarios(("hello {number}", "never said"))
+    ran = made.ran("run", "slow", "-k", "2", *(("--fail-under", fail_under) if fail_under else ()))
+    assert ran.returncode == code, ran.stdout + ran.stderr
+    clean(ran.stderr)
+    assert "pass rate 50.0%" in ran.stdout
+
+
+def test_an_unknown_agent_exits_2_naming_it(made: Made) -> None:
+    """Naming an agent the project lacks is a configuration error: exit 2, a one-line message, no run folder."""
+    ran = made.ran("run", "nope")
+    assert ran.returncode == 2
+    assert ran.stderr.strip() == "convy: agents/nope.py: no such agent; the project has slow"
+    assert not (made.folder / "results").exists()
+
+
+def test_resume_refuses_when_the_agent_file_changed(made: Made) -> None:
+    """``convy resume`` exits 2, naming agents/slow.py, when that file changed after the run started."""
+    process, _, _ = made.started("run", "slow", "-k", "20", name="run")
+    folder = made.run(process)
+    killed(process, folder, 3, 0.0)
+    kept = folder.data()
+    with (made.folder / "agents" / "slow.py").open("a") as agent:
+        agent.write("# changed after the run started\n")
+
+    refused = made.ran("resume", folder.path.name)
+
+    assert refused.returncode == 2, refused.stderr
+    assert "agents/slow.py changed since the run started" in refused.stderr
+    clean(refused.stderr)
+    assert folder.data() == kept
