@@ -46,7 +46,7 @@ from convy.bench import (
     Running,
     Skipped,
 )
-from convy.busy import Places
+from convy.busy import Busy, Patience, Places, Wait
 from convy.dialog import (
     ChatJudge,
     Checked,
@@ -69,7 +69,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.env import Env, Settings
-from convy.model import Absent, Contained, Model, ModelFailure, Models, PatientModel, Reply, Said
+from convy.model import Absent, Contained, Model, ModelFailure, Models, PatientModel, Reply, Said, StillBusy
 from convy.problems import ConfigurationError, ScenarioError
 from convy.project import Project, ProjectAgent
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
@@ -82,6 +82,7 @@ __all__ = [
     "AgentFailure",
     "Answer",
     "Bench",
+    "Busy",
     "Call",
     "ChatJudge",
     "Check",
@@ -115,6 +116,7 @@ __all__ = [
     "NotReported",
     "OutOfTime",
     "Outcome",
+    "Patience",
     "PatientJudge",
     "PatientModel",
     "Places",
@@ -140,10 +142,12 @@ __all__ = [
     "Settings",
     "SimulatedUser",
     "Skipped",
+    "StillBusy",
     "Thought",
     "TimeLimited",
     "Transcript",
     "Turn",
     "Usage",
     "Verdict",
+    "Wait",
 ]

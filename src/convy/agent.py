@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
 
 import msgspec
@@ -184,14 +184,28 @@ class TimeLimited(msgspec.Struct, frozen=True):
             raise OutOfTime(f"the agent did not close its conversation within {self.close:g} s") from error
 
 
+class _Retried(msgspec.Struct, frozen=True):
+    """A conversation whose turns a busy agent refused are sent again, as its places allow."""
+
+    origin: Any
+    places: Places
+
+    async def turn(self, message: Message) -> Answer:
+        return await self.places.retried(lambda: self.origin.turn(message))
+
+
 class QueuedAgent(msgspec.Struct, frozen=True):
-    """The same agent, holding one of its places for as long as a conversation is open."""
+    """The same agent, holding one of its places for as long as a conversation is open.
+
+    Opening a conversation and each turn that the agent's service refused unprocessed (``Busy``)
+    are tried again at the agent's pace while its patience lasts; nothing else is ever resent.
+    """
 
     agent: Any
     places: Places
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[Conversation]:
-        async with self.places.one():
-            async with self.agent.conversation() as opened:
-                yield opened
+        async with self.places.one(), AsyncExitStack() as stack:
+            opened = await self.places.retried(lambda: stack.enter_async_context(self.agent.conversation()))
+            yield _Retried(opened, self.places)

@@ -28,8 +28,8 @@ from typing import Any, Protocol
 import msgspec
 
 from convy.agent import QueuedAgent, TimeLimited
-from convy.busy import Places
-from convy.dialog import Checked, PatientJudge, Prompt
+from convy.busy import Patience, Places, Who
+from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
 from convy.problems import ConfigurationError
 from convy.scenario import Outcome, Scenario
@@ -40,11 +40,19 @@ class RunInUse(ConfigurationError):
 
 
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How much each participant does at once, how long a dialogue may go, and time limits in seconds."""
+    """How much each participant does at once and per minute (0: no limit), how long it waits for
+    a busy service (``*_patience``, seconds per request), how long a dialogue may go, and the
+    agent's time limits in seconds."""
 
     agent_places: int = 4
     user_places: int = 8
     judge_places: int = 8
+    agent_per_minute: int = 0
+    user_per_minute: int = 0
+    judge_per_minute: int = 0
+    agent_patience: float = 300.0
+    user_patience: float = 300.0
+    judge_patience: float = 300.0
     max_turns: int = 10
     open_seconds: float = 60.0
     turn_seconds: float = 120.0
@@ -54,9 +62,24 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         for name in ("agent_places", "user_places", "judge_places", "max_turns"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be at least 1")
+        for name in ("agent_per_minute", "user_per_minute", "judge_per_minute"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be 0 (no limit) or more")
+        for name in ("agent_patience", "user_patience", "judge_patience"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be 0 or more")
         for name in ("open_seconds", "turn_seconds", "close_seconds"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be more than 0")
+
+    def places(self, who: Who) -> Places:
+        """New places for one participant of a run, made in the event loop that will use them."""
+        return Places(
+            getattr(self, f"{who}_places"),
+            who,
+            getattr(self, f"{who}_per_minute"),
+            Patience(getattr(self, f"{who}_patience")),
+        )
 
 
 class Journal(Protocol):
@@ -101,13 +124,13 @@ class Bench(msgspec.Struct, frozen=True):
         from convy.dialog import DefaultPrompts
 
         prompt = self.prompt or Prompt(DefaultPrompts().user())
-        places = {name: Places(getattr(self.limits, f"{name}_places")) for name in ("agent", "user", "judge")}
+        places = {who: self.limits.places(who) for who in ("agent", "user", "judge")}
         agent = QueuedAgent(
             TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds),
             places["agent"],
         )
         user = Contained(PatientModel(self.models.user, places["user"]))
-        judge = Checked(PatientJudge(self.models.judge, places["judge"]))
+        judge = Checked(self._patient(self.models.judge, places["judge"]))
         queue = iter(planned)
 
         async def worker() -> None:
@@ -120,6 +143,17 @@ class Bench(msgspec.Struct, frozen=True):
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
+
+
+    def _patient(self, judge: Any, places: Places) -> Any:
+        # A ChatJudge sends one request per claim: it waits for a busy service request by
+        # request, so a refusal never sends again the claims already decided. Any other judge
+        # is tried again whole.
+        match judge:
+            case ChatJudge(model=model):
+                return msgspec.structs.replace(judge, model=PatientModel(model, places))
+            case _:
+                return PatientJudge(judge, places)
 
 
 class Fingerprints(msgspec.Struct, frozen=True):

@@ -24,7 +24,7 @@ import msgspec
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from convy.bench import Bench, Journal, RunJournal, RunSpec
+from convy.bench import Bench, Journal, RunInUse, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.problems import ConfigurationError
 from convy.project import VERSION, Project
@@ -119,6 +119,8 @@ class Recorded(msgspec.Struct, frozen=True):
     def played(self) -> int:
         journal = self.project.journal(self.spec)
         where = journal.folder.relative_to(self.project.folder) if journal.folder.is_relative_to(self.project.folder) else journal.folder
+        if journal.in_use():
+            raise RunInUse(f"run {self.spec.id} is in use by another convy process")
         planned = len(self.spec.scenarios) * self.spec.attempts
         self.shown.line(
             f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {where}"
@@ -381,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         errors.line(f"convy: {error}")
         return 2
     except KeyboardInterrupt:
-        errors.line(f"interrupted after {time.monotonic() - started:.0f} s, before any run began")
+        errors.line(f"interrupted after {time.monotonic() - started:.0f} s")
         return 130
     return 0
 

@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal, Protocol
 import msgspec
 
 from convy.agent import Answer, Message, NoUsage, Usage
-from convy.busy import Places
-from convy.model import ModelFailure, Reply, Said
+from convy.busy import Busy, Places
+from convy.model import ModelFailure, Reply, Said, StillBusy
 
 STOP = "###STOP###"
 
@@ -316,7 +316,9 @@ class ChatJudge(msgspec.Struct, frozen=True):
 
 
 class PatientJudge(msgspec.Struct, frozen=True):
-    """The same judge, deciding within its participant's places."""
+    """The same judge, deciding within its participant's places, and again while its service is
+    busy and the participant's patience lasts. (A ``ChatJudge`` is made patient request by request
+    instead, through its model: see ``Bench``.)"""
 
     judge: Any
     places: Places
@@ -326,8 +328,7 @@ class PatientJudge(msgspec.Struct, frozen=True):
         return self.judge.name
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
-        async with self.places.one():
-            return await self.judge.ruling(claims, transcript)
+        return await self.places.sent(lambda: self.judge.ruling(claims, transcript))
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -349,6 +350,8 @@ class Checked(msgspec.Struct, frozen=True):
             ruling = msgspec.json.decode(msgspec.json.encode(ruling), type=Ruling)
         except ModelFailure:
             raise
+        except Busy as busy:
+            raise StillBusy(f"the judge {self.judge.name}: {busy}") from busy
         except Exception as error:  # a judge's bug is the judge's failure, never the run's
             raise ModelFailure(f"the judge {self.judge.name} failed: {type(error).__name__}: {error}") from error
         if len(ruling.claims) != len(claims):

@@ -40,6 +40,12 @@ class Variables(Env):
     agent_places: str | None = None
     user_places: str | None = None
     judge_places: str | None = None
+    agent_per_minute: str | None = None
+    user_per_minute: str | None = None
+    judge_per_minute: str | None = None
+    agent_patience: str | None = None
+    user_patience: str | None = None
+    judge_patience: str | None = None
     open_seconds: str | None = None
     turn_seconds: str | None = None
     close_seconds: str | None = None
@@ -54,6 +60,12 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     agent_places: int = 4
     user_places: int = 8
     judge_places: int = 8
+    agent_per_minute: int = 0
+    user_per_minute: int = 0
+    judge_per_minute: int = 0
+    agent_patience: float = 300.0
+    user_patience: float = 300.0
+    judge_patience: float = 300.0
     open_seconds: float = 60.0
     turn_seconds: float = 120.0
     close_seconds: float = 60.0
@@ -64,17 +76,11 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValueError("attempts: must be at least 1")
         if not 0.0 <= self.trust <= 1.0:
             raise ValueError("trust: must be between 0 and 1")
+        self.limits()  # the limits' own checks, named by field
 
     def limits(self) -> Limits:
-        return Limits(
-            agent_places=self.agent_places,
-            user_places=self.user_places,
-            judge_places=self.judge_places,
-            max_turns=self.max_turns,
-            open_seconds=self.open_seconds,
-            turn_seconds=self.turn_seconds,
-            close_seconds=self.close_seconds,
-        )
+        """The run's limits: every field of these settings that ``Limits`` has."""
+        return Limits(**{name: getattr(self, name) for name in Limits.__struct_fields__})
 
 
 class _Tool(msgspec.Struct, frozen=True):

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from convy.agent import NoUsage, Usage
-from convy.busy import Places
+from convy.busy import Busy, Places
 
 
 class ModelFailure(Exception):
@@ -23,6 +23,10 @@ class ModelFailure(Exception):
 
     The attempt gets no verdict and stays out of the pass rate: it says nothing about the agent.
     """
+
+
+class StillBusy(ModelFailure):
+    """The model's service stayed busy for longer than the participant's patience."""
 
 
 class Said(msgspec.Struct, frozen=True):
@@ -76,6 +80,8 @@ class Contained(msgspec.Struct, frozen=True):
             reply = await self.model.reply(messages)
         except ModelFailure:
             raise
+        except Busy as busy:
+            raise StillBusy(f"model {self.model.name}: {busy}") from busy
         except Exception as error:  # a bug in the model's code must not stop the run
             raise ModelFailure(f"model {self.model.name} failed: {type(error).__name__}: {error}") from error
         if not reply.text.strip():
@@ -84,7 +90,8 @@ class Contained(msgspec.Struct, frozen=True):
 
 
 class PatientModel(msgspec.Struct, frozen=True):
-    """The same model, sending each request within its participant's places."""
+    """The same model, sending each request within its participant's places, and again while
+    its service is busy and the participant's patience lasts."""
 
     model: Any
     places: Places
@@ -94,5 +101,4 @@ class PatientModel(msgspec.Struct, frozen=True):
         return self.model.name
 
     async def reply(self, messages: tuple[Said, ...]) -> Reply:
-        async with self.places.one():
-            return await self.model.reply(messages)
+        return await self.places.sent(lambda: self.model.reply(messages))

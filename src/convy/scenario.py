@@ -11,6 +11,7 @@ then the judge and the checks. It returns an ``Outcome``, the record the run fol
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import re
 import time
@@ -35,7 +36,8 @@ from convy.dialog import (
     Turn,
     Verdict,
 )
-from convy.model import ModelFailure
+from convy.busy import WAITS, Busy, Wait, Waits
+from convy.model import ModelFailure, StillBusy
 from convy.problems import ConfigurationError, ScenarioError
 from convy.yamlfile import YamlFile
 
@@ -233,6 +235,16 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         limit = self.max_turns or max_turns
         started = datetime.now(UTC).isoformat(timespec="milliseconds")
         clock = time.monotonic()
+        waits = Waits(asyncio.get_running_loop().time())
+        noting = WAITS.set(waits)
+        try:
+            return await self._played(attempt, agent, user, judge, limit, started, clock, waits)
+        finally:
+            WAITS.reset(noting)
+
+    async def _played(
+        self, attempt: int, agent: Any, user: Any, judge: Any, limit: int, started: str, clock: float, waits: Waits
+    ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"
         result: Verdict | Failed | NoVerdict | None = None
@@ -255,6 +267,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     else:
                         try:
                             spoken = await user.spoken(transcript)
+                        except StillBusy as failure:
+                            stop, result = "model_failed", NoVerdict("busy", str(failure))
+                            break
                         except ModelFailure as failure:
                             stop, result = "model_failed", NoVerdict("user", str(failure))
                             break
@@ -280,6 +295,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             closed = time.monotonic() - mark
         except OutOfTime as failure:
             stop, result = "time_limit", Failed(str(failure), pending)
+        except Busy as busy:
+            stop, result = "agent_busy", NoVerdict("busy", f"the agent stayed busy: {busy}")
         except AgentFailure as failure:
             stop, result = "agent_failed", Failed(str(failure), pending)
         except Exception as failure:  # the agent's code is not ours: any error of it fails the attempt
@@ -292,6 +309,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 ruling = await judge.ruling(asked, transcript) if asked else Ruling(())
                 judge_usage = ruling.usage
                 result = self.verdict(ruling, transcript)
+            except StillBusy as failure:
+                result = NoVerdict("busy", str(failure))
             except ModelFailure as failure:
                 result = NoVerdict("judge", str(failure))
         judge_seconds = time.monotonic() - clock - judge_start
@@ -308,6 +327,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             judge_start=judge_start,
             judge_seconds=judge_seconds,
             judge_usage=judge_usage,
+            waits=tuple(waits.noted),
         )
 
 
@@ -317,7 +337,8 @@ Stop = Literal["finished", "max_turns", "agent_failed", "time_limit", "model_fai
 class Outcome(msgspec.Struct, frozen=True):
     """One attempt as it ended: the dialogue, why it stopped, its result, and the judge's part.
 
-    Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times.
+    Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times, and
+    so does each of ``waits``, the stretches spent waiting for a busy service or a pace.
     """
 
     scenario: str
@@ -332,6 +353,7 @@ class Outcome(msgspec.Struct, frozen=True):
     judge_start: float = 0.0
     judge_seconds: float = 0.0
     judge_usage: Usage | NoUsage = NoUsage()
+    waits: tuple[Wait, ...] = ()
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted)."""
