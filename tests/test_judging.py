@@ -231,7 +231,7 @@ def test_chat_judge_one_request_per_claim_and_usage_summed() -> None:
     ruling = ruled(ChatJudge(model), ("helped", POLITE))
     assert len(model.requests) == 2
     assert [claim.held for claim in ruling.claims] == [False, True]
-    assert ruling.usage == Usage(17, 5)
+    assert ruling.requests == (Usage(10, 2), Usage(7, 3))
 
 
 def test_chat_judge_reads_json_amid_text() -> None:
@@ -299,7 +299,7 @@ def test_checked_passes_a_fitting_ruling() -> None:
             Claim("helped", True, "yes", Confidence(0.8)),
             Claim(POLITE.claim, False, "curt", Confidence(0.6), Grade("rude")),
         ),
-        Usage(3, 1),
+        (Usage(3, 1), Usage(2, 1)),
     )
     assert ruled(Checked(Scripted(ruling)), ("helped", POLITE)) == ruling
 

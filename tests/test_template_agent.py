@@ -15,6 +15,7 @@ from convy.agent import Answer, Call, Message, Thought, Usage
 from convy.bench import Bench, Plan
 from convy.dialog import Failed, Verdict
 from convy.fakes import MemoryJournal
+from convy.project import Project
 from convy.model import Absent, Models
 from convy.scenario import Scenario, Scenarios
 
@@ -159,8 +160,13 @@ def test_every_template_scenario_loads() -> None:
     )
 
 
-def test_the_template_models_are_absent_with_a_reason() -> None:
-    models = loaded(TEMPLATE / "models.py", "template_models").models
+def test_the_template_models_are_absent_with_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no gateway set, the template's models are absent and say which settings to fill in."""
+    for name in ("GATEWAY_URL", "GATEWAY_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env here
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    models = Project(TEMPLATE).models()
     assert isinstance(models, Models)
     for model in (models.user, models.judge):
         assert isinstance(model, Absent) and ".env" in model.reason

@@ -15,6 +15,8 @@ A run from Python::
 
 from convy.agent import (
     Agent,
+    Cost,
+    Unpriced,
     AgentFailure,
     Answer,
     Call,
@@ -47,6 +49,8 @@ from convy.bench import (
     Skipped,
 )
 from convy.busy import Busy, Patience, Places, Wait
+from convy.chat import Completion, Price, Prices
+from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonConnection, JsonEndpoint, TokenPaths, Tls
 from convy.dialog import (
     ChatJudge,
     Checked,
@@ -69,7 +73,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.env import Env, Settings
-from convy.model import Absent, Contained, Model, ModelFailure, Models, PatientModel, Reply, Said, StillBusy
+from convy.model import Absent, Contained, Model, ModelFailure, Models, OpenAiModel, PatientModel, Reply, Said, StillBusy
 from convy.problems import ConfigurationError, ScenarioError
 from convy.project import Project, ProjectAgent
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
@@ -84,23 +88,30 @@ __all__ = [
     "Bench",
     "Busy",
     "Call",
+    "ChatAgent",
     "ChatJudge",
     "Check",
     "Checked",
     "Claim",
     "Complete",
+    "Completion",
     "Confidence",
     "ConfigurationError",
     "Contained",
     "Conversation",
+    "Cost",
     "Env",
     "Failed",
     "Fingerprints",
     "Finished",
     "Grade",
     "Graded",
+    "HttpFailure",
     "Interrupted",
     "Journal",
+    "JsonAgent",
+    "JsonConnection",
+    "JsonEndpoint",
     "Judge",
     "Limits",
     "Matching",
@@ -114,6 +125,7 @@ __all__ = [
     "NoUsage",
     "NoVerdict",
     "NotReported",
+    "OpenAiModel",
     "OutOfTime",
     "Outcome",
     "Patience",
@@ -122,6 +134,8 @@ __all__ = [
     "Places",
     "Plan",
     "Planned",
+    "Price",
+    "Prices",
     "Project",
     "ProjectAgent",
     "Prompt",
@@ -145,8 +159,11 @@ __all__ = [
     "StillBusy",
     "Thought",
     "TimeLimited",
+    "Tls",
+    "TokenPaths",
     "Transcript",
     "Turn",
+    "Unpriced",
     "Usage",
     "Verdict",
     "Wait",

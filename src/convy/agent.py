@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Protocol
+from decimal import Decimal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -25,8 +26,24 @@ class NotReported(msgspec.Struct, frozen=True, tag="not_reported"):
     """A value the agent did not give: a tool call's result, a token count, a duration."""
 
 
+class Cost(msgspec.Struct, frozen=True, tag="cost"):
+    """What a request cost, in US dollars, and where the figure comes from: reported by the
+    provider with its answer, or computed from the project's price table."""
+
+    amount: Decimal
+    source: Literal["provider", "computed"]
+
+    def __post_init__(self) -> None:
+        if self.amount < 0:
+            raise ValueError("a cost cannot be negative")
+
+
+class Unpriced(msgspec.Struct, frozen=True, tag="unpriced"):
+    """A request whose cost nobody knows: counted as unpriced, never as free."""
+
+
 class Usage(msgspec.Struct, frozen=True, tag="usage"):
-    """Tokens one answer or one model request took, by kind.
+    """What one answer or one model request took: tokens by kind, and its cost.
 
     ``cached`` is the part of ``input`` served from a prompt cache and ``reasoning`` the part of
     ``output`` spent thinking; either is ``NotReported`` when the service does not say.
@@ -36,39 +53,15 @@ class Usage(msgspec.Struct, frozen=True, tag="usage"):
     output: int = 0
     cached: int | NotReported = NotReported()
     reasoning: int | NotReported = NotReported()
+    cost: Cost | Unpriced = Unpriced()
 
     def __post_init__(self) -> None:
         if self.input < 0 or self.output < 0:
             raise ValueError("token counts cannot be negative")
 
-    def __add__(self, other: Usage | NoUsage) -> Usage:
-        match other:
-            case NoUsage():
-                return self
-        return Usage(
-            input=self.input + other.input,
-            output=self.output + other.output,
-            cached=self._sum(self.cached, other.cached),
-            reasoning=self._sum(self.reasoning, other.reasoning),
-        )
-
-    def _sum(self, one: int | NotReported, two: int | NotReported) -> int | NotReported:
-        match one, two:
-            case int(), int():
-                return one + two
-            case int(), NotReported():
-                return one
-            case NotReported(), int():
-                return two
-            case _:
-                return NotReported()
-
 
 class NoUsage(msgspec.Struct, frozen=True, tag="no_usage"):
-    """An answer or request whose tokens nobody reported."""
-
-    def __add__(self, other: Usage | NoUsage) -> Usage | NoUsage:
-        return other
+    """An answer or request whose tokens and cost nobody reported."""
 
 
 class Reported(msgspec.Struct, frozen=True, tag="reported"):

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 import msgspec
 from rich.console import Console
@@ -28,7 +28,9 @@ from convy.bench import Bench, Journal, RunInUse, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.problems import ConfigurationError
 from convy.project import VERSION, Project
-from convy.scenario import Matching, Outcome
+from convy.agent import NoUsage, TimeLimited, Usage
+from convy.model import Absent
+from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 
@@ -256,12 +258,71 @@ class RunCommand(msgspec.Struct, frozen=True):
         codes: list[int] = []
         for name in self.agents or self.project.agent_names():
             agent, models = Loaded(self.project, name).parts()
+            match agent:
+                case Absent(reason=reason) if self.agents:
+                    raise ConfigurationError(f"agents/{name}.py: the agent is absent: {reason}")
+                case Absent(reason=reason):
+                    shown.line(f"- skipped agent {name}: {reason}")
+                    continue
             spec = self.project.spec(name, models, settings, Matching(self.patterns, self.tags))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
             codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under).played())
             if codes[-1] == 130:
                 break
         return Worst(tuple(codes)).code()
+
+
+class SmokeCommand(msgspec.Struct, frozen=True):
+    """``convy run AGENT --smoke``: a short scripted dialogue with the agent, for real, to see
+    that the connection works. No model is called and nothing is written."""
+
+    project: Project
+    agents: tuple[str, ...]
+
+    SCRIPT: ClassVar[tuple[str, ...]] = (
+        "Hello!",
+        "What can you help me with?",
+        "Thank you, that is all for now.",
+    )
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        limits = self.project.settings().limits()
+        smoke = Scenario(id="smoke", script=self.SCRIPT, judge=(Rule(check=Check(said=r"\S")),))
+        codes: list[int] = []
+        for name in self.agents or self.project.agent_names():
+            agent, _ = Loaded(self.project, name).parts()
+            match agent:
+                case Absent(reason=reason):
+                    errors.line(f"✗ {name}: the agent is absent: {reason}")
+                    codes.append(1)
+                    continue
+            limited = TimeLimited(agent, limits.open_seconds, limits.turn_seconds, limits.close_seconds)
+            shown.line(f"{name}: smoke test, {len(self.SCRIPT)} scripted messages, no model, nothing written")
+            outcome = asyncio.run(smoke.outcome(1, limited, Absent(), Absent(), len(self.SCRIPT)))
+            for number, turn in enumerate(outcome.transcript.turns, start=1):
+                lines = turn.answer.text.strip().splitlines() or ["(an empty answer)"]
+                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.usage).text():>16}  {lines[0][:100]}")
+            match outcome.result:
+                case Failed(reason=reason) | NoVerdict(reason=reason):
+                    errors.line(f"✗ {name}: {reason}")
+                    codes.append(1)
+                case _:
+                    shown.line(f"✓ {name}: connection works")
+                    codes.append(0)
+        return Worst(tuple(codes)).code()
+
+
+class Tokens(msgspec.Struct, frozen=True):
+    """An answer's tokens in a few characters: ``in → out``."""
+
+    usage: Usage | NoUsage
+
+    def text(self) -> str:
+        match self.usage:
+            case Usage(input=given, output=taken):
+                return f"{given} → {taken} tokens"
+            case NoUsage():
+                return "tokens not given"
 
 
 class ResumeCommand(msgspec.Struct, frozen=True):
@@ -347,6 +408,9 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
         run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        run.add_argument(
+            "--smoke", action="store_true", help="only check the connection: a short scripted dialogue, no model, no run"
+        )
         resume = commands.add_parser("resume", help="play what an interrupted run lacks")
         resume.add_argument("run", help="the run's id, or a unique part of it")
         resume.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
@@ -362,11 +426,19 @@ def main(argv: list[str] | None = None) -> int:
     errors = Shown(sys.stderr)
     parsed = Arguments().parser().parse_args(argv)
     project = Project(parsed.project.resolve())
+    if parsed.command != "init":
+        try:
+            os.chdir(project.folder)  # a project's .env and relative paths are read from its folder
+        except OSError as error:
+            errors.line(f"convy: {parsed.project}: {error.strerror}")
+            return 2
     started = time.monotonic()
     try:
         match parsed.command:
             case "init":
                 return InitCommand(parsed.project / parsed.folder).run(shown)
+            case "run" if parsed.smoke:
+                return SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
             case "run":
                 return RunCommand(
                     project,

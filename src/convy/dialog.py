@@ -218,10 +218,11 @@ class DefaultPrompts(msgspec.Struct, frozen=True):
 
 
 class Ruling(msgspec.Struct, frozen=True):
-    """A judge's answer: one decided ``Claim`` per claim asked, and the tokens it took."""
+    """A judge's answer: one decided ``Claim`` per claim asked, and what each of its model
+    requests took."""
 
     claims: tuple[Claim, ...]
-    usage: Usage | NoUsage = NoUsage()
+    requests: tuple[Usage | NoUsage, ...] = ()
 
 
 class Judge(Protocol):
@@ -265,12 +266,12 @@ class ChatJudge(msgspec.Struct, frozen=True):
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
         decided: list[Claim] = []
-        usage: Usage | NoUsage = NoUsage()
+        requests: list[Usage | NoUsage] = []
         for claim in claims:
             one, spent = await self._claim(claim, transcript)
             decided.append(one)
-            usage = usage + spent
-        return Ruling(tuple(decided), usage)
+            requests.append(spent)
+        return Ruling(tuple(decided), tuple(requests))
 
     async def _claim(self, claim: str | Graded, transcript: Transcript) -> tuple[Claim, Usage | NoUsage]:
         system = self.instructions or DefaultPrompts().judge()

@@ -1,8 +1,12 @@
 """The models that play the simulated user and the judge.
 
-A ``Model`` answers a list of chat messages with a ``Reply``. ``Models`` is what a project's
-``models.py`` defines: the simulated user's model and the judge's, either of which may be
-``Absent`` with the reason, so a run without a key still plays what needs no model.
+A ``Model`` answers a list of chat messages with a ``Reply``. ``OpenAiModel`` is one on any Chat
+Completions server (OpenAI, OpenRouter, vLLM, SGLang, Ollama, a LiteLLM proxy) by its base URL;
+``Completion`` reads such a server's reply into convy's types where it enters, with the cost the
+provider reports or one computed from the project's ``Prices``, and a request with no known price
+counted as unpriced, never as free. ``Models`` is what a project's ``models.py`` defines: the
+simulated user's model and the judge, either of which may be ``Absent`` with the reason, so a run
+without a key still plays what needs no model.
 
 ``Contained`` turns any error of a model into ``ModelFailure``; ``PatientModel`` sends each request
 within the participant's places.
@@ -10,23 +14,20 @@ within the participant's places.
 
 from __future__ import annotations
 
+import asyncio
+import weakref
+from decimal import Decimal
 from typing import Any, Literal, Protocol
 
+import httpx2
 import msgspec
+
 
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
-
-
-class ModelFailure(Exception):
-    """The simulated user's or the judge's model failed, or said something convy cannot use.
-
-    The attempt gets no verdict and stays out of the pass rate: it says nothing about the agent.
-    """
-
-
-class StillBusy(ModelFailure):
-    """The model's service stayed busy for longer than the participant's patience."""
+from convy.chat import Chunks, Completion, Price, Prices
+from convy.http import JsonConnection, JsonEndpoint
+from convy.problems import ModelFailure, StillBusy
 
 
 class Said(msgspec.Struct, frozen=True):
@@ -102,3 +103,107 @@ class PatientModel(msgspec.Struct, frozen=True):
 
     async def reply(self, messages: tuple[Said, ...]) -> Reply:
         return await self.places.sent(lambda: self.model.reply(messages))
+
+
+Provider = Literal["openai", "openrouter", "compatible"]
+
+
+class _Clients:
+    """One HTTP client per event loop for a model: reused across its requests."""
+
+    def __init__(self) -> None:
+        self.by_loop: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+class OpenAiModel(msgspec.Struct, frozen=True):
+    """A model on a Chat Completions server, known by ``name`` on that server.
+
+    ``key`` is the API key, best given as pydantic's ``SecretStr`` from an ``Env``; it goes into
+    the request's header and nowhere else. ``effort`` is the reasoning effort, sent in the field
+    each provider reads (``reasoning.effort`` on OpenRouter, ``reasoning_effort`` elsewhere).
+    ``extra`` fields are added to every request's body. With ``stream`` the reply comes as
+    server-sent events and is put together, usage included.
+    """
+
+    name: str
+    base_url: str
+    key: Any = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    extra: dict[str, Any] = {}
+    stream: bool = False
+    prices: Prices = Prices()
+    timeout: float = 120.0
+    provider: Provider | None = None
+    clients: _Clients = msgspec.field(default_factory=_Clients)
+
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise ValueError("name: the model's name on the server is needed")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError("base_url: must start with http:// or https://")
+
+    def kind(self) -> Provider:
+        """The provider, as given or as the base URL tells."""
+        if self.provider is not None:
+            return self.provider
+        if "openrouter.ai" in self.base_url:
+            return "openrouter"
+        if "api.openai.com" in self.base_url:
+            return "openai"
+        return "compatible"
+
+    def body(self, messages: tuple[Said, ...]) -> dict[str, Any]:
+        """The request's body for these messages."""
+        body: dict[str, Any] = {"model": self.name, "messages": [{"role": said.role, "content": said.content} for said in messages]}
+        kind = self.kind()
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            body["max_completion_tokens" if kind == "openai" else "max_tokens"] = self.max_tokens
+        if self.effort is not None:
+            match kind:
+                case "openrouter":
+                    body["reasoning"] = {"enabled": False} if self.effort == "none" else {"effort": self.effort}
+                case _:
+                    body["reasoning_effort"] = self.effort
+        if kind == "openrouter":
+            body["usage"] = {"include": True}
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return {**body, **self.extra}
+
+    async def reply(self, messages: tuple[Said, ...]) -> Reply:
+        connection = await self._connection()
+        if self.stream:
+            events = [event async for event in connection.events(self.body(messages), "/chat/completions")]
+            answer: Any = Chunks(tuple(events)).completion()
+        else:
+            answer = await connection.posted(self.body(messages), "/chat/completions")
+        completion = Completion(answer, self.name, self.prices)
+        return Reply(completion.text(), completion.usage())
+
+    async def _connection(self) -> JsonConnection:
+        loop = asyncio.get_running_loop()
+        found = self.clients.by_loop.get(loop)
+        if found is None:
+            headers = {"authorization": f"Bearer {self._secret()}"} if self.key else {}
+            endpoint = JsonEndpoint(self.base_url.rstrip("/"), headers, timeout=self.timeout)
+            client = httpx2.AsyncClient(
+                headers=headers,
+                timeout=httpx2.Timeout(self.timeout),
+                limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64),
+                trust_env=False,
+            )
+            found = JsonConnection(endpoint, client)
+            self.clients.by_loop[loop] = found
+        return found
+
+    def _secret(self) -> str:
+        match self.key:
+            case str(text):
+                return text
+            case _:
+                return self.key.get_secret_value()

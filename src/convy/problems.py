@@ -3,8 +3,13 @@
     Exception
     ├── AgentFailure (agent.py)       the agent failed: that attempt is Failed, the judge is not asked
     │   └── OutOfTime                 ... by passing a time limit: stop reason "time_limit"
-    ├── ModelFailure (model.py)       the simulated user's or the judge's model failed:
-    │                                 that attempt has NoVerdict and stays out of the pass rate
+    ├── Busy (busy.py)                a service refused a request unprocessed: sent again
+    │                                 while the participant's patience lasts, then raised on
+    ├── HttpFailure (http.py)         a request failed after it may have reached the service:
+    │                                 never sent again; the agent's attempt fails, a model fails
+    ├── ModelFailure (here)           the simulated user's or the judge's model failed:
+    │   │                             that attempt has NoVerdict and stays out of the pass rate
+    │   └── StillBusy                 ... because its service stayed busy past its patience
     └── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
         ├── ScenarioError             the command says why and exits with code 2
         └── RunInUse (bench.py)       another process is playing that run
@@ -13,6 +18,17 @@ A failure of one attempt never stops the run; a configuration error stops it bef
 """
 
 from __future__ import annotations
+
+
+class ModelFailure(Exception):
+    """The simulated user's or the judge's model failed, or said something convy cannot use.
+
+    The attempt gets no verdict and stays out of the pass rate: it says nothing about the agent.
+    """
+
+
+class StillBusy(ModelFailure):
+    """The model's service stayed busy for longer than the participant's patience."""
 
 
 class ConfigurationError(Exception):

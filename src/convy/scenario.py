@@ -302,12 +302,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         except Exception as failure:  # the agent's code is not ours: any error of it fails the attempt
             stop, result = "agent_failed", Failed(f"{type(failure).__name__}: {failure}", pending)
         judge_start = time.monotonic() - clock
-        judge_usage: Usage | NoUsage = NoUsage()
+        judge_requests: tuple[Usage | NoUsage, ...] = ()
         if result is None:
             asked = self.claims()
             try:
                 ruling = await judge.ruling(asked, transcript) if asked else Ruling(())
-                judge_usage = ruling.usage
+                judge_requests = ruling.requests
                 result = self.verdict(ruling, transcript)
             except StillBusy as failure:
                 result = NoVerdict("busy", str(failure))
@@ -326,7 +326,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             close_seconds=closed,
             judge_start=judge_start,
             judge_seconds=judge_seconds,
-            judge_usage=judge_usage,
+            judge_requests=judge_requests,
             waits=tuple(waits.noted),
         )
 
@@ -352,7 +352,7 @@ class Outcome(msgspec.Struct, frozen=True):
     close_seconds: float = 0.0
     judge_start: float = 0.0
     judge_seconds: float = 0.0
-    judge_usage: Usage | NoUsage = NoUsage()
+    judge_requests: tuple[Usage | NoUsage, ...] = ()
     waits: tuple[Wait, ...] = ()
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:

@@ -1,15 +1,21 @@
 """The models that play the simulated user and judge the claims of this project's scenarios.
 
 A scenario with a ``user:`` needs the user's model; a claim in ``judge:`` that is not a ``check:``
-needs the judge's. While a model is ``Absent``, ``convy run`` skips the scenarios that need it,
-says why, and still plays the fully scripted scenarios judged by checks alone.
+needs the judge. While one is ``Absent``, ``convy run`` skips the scenarios that need it, says
+why, and still plays the fully scripted scenarios judged by checks alone. Fill in .env (copy
+.env.example) to play them all.
 """
 
-from convy.model import Absent, Models
+from gateway import Gateway
 
-# The next version of this file wires a real OpenAI-compatible gateway (OpenRouter, OpenAI, a
-# local server...) from the settings in .env: copy .env.example to .env and fill it in.
-models = Models(
-    user=Absent(reason="set GATEWAY_URL, GATEWAY_KEY and USER_MODEL in .env"),
-    judge=Absent(reason="set GATEWAY_URL, GATEWAY_KEY and JUDGE_MODEL in .env"),
-)
+from convy import ChatJudge, Models, OpenAiModel
+
+gateway = Gateway()
+user = gateway.model(gateway.user_model, "USER_MODEL")
+judge = gateway.model(gateway.judge_model, "JUDGE_MODEL")
+
+match judge:
+    case OpenAiModel():
+        models = Models(user=user, judge=ChatJudge(judge))
+    case _:
+        models = Models(user=user, judge=judge)

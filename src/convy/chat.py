@@ -1,0 +1,190 @@
+"""The Chat Completions format, read where it enters.
+
+``Completion`` reads a server's reply — its text, its reasoning, its tool calls and its usage —
+into convy's types, with the cost the provider reported (OpenRouter's ``usage.cost``) or one
+computed from the project's ``Prices``; a request with no known price is ``Unpriced``, never free.
+``Chunks`` puts the server-sent chunks of a streamed reply together into one reply.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+from convy.agent import Call, Cost, NotReported, NoUsage, Thought, Unpriced, Usage
+from convy.problems import ModelFailure
+
+
+class Price(msgspec.Struct, frozen=True):
+    """A model's prices in US dollars per million tokens; ``cached`` input costs ``input`` when not given."""
+
+    input: Decimal
+    output: Decimal
+    cached: Decimal | None = None
+
+    def cost(self, input: int, output: int, cached: int) -> Cost:
+        million = Decimal(1_000_000)
+        rate = self.input if self.cached is None else self.cached
+        amount = (Decimal(input - cached) * self.input + Decimal(cached) * rate + Decimal(output) * self.output) / million
+        return Cost(amount, "computed")
+
+
+class Prices(msgspec.Struct, frozen=True):
+    """The project's price table, by model name as the server knows it."""
+
+    table: dict[str, Price] = {}
+
+    def cost(self, model: str, input: int, output: int, cached: int) -> Cost | Unpriced:
+        price = self.table.get(model)
+        if price is None:
+            return Unpriced()
+        return price.cost(input, output, cached)
+
+
+class _Function(msgspec.Struct, frozen=True):
+    name: str = ""
+    arguments: str | None = None
+
+
+class _ToolCall(msgspec.Struct, frozen=True):
+    function: _Function = _Function()
+
+
+class _Message(msgspec.Struct, frozen=True):
+    content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+    reasoning: str | None = None
+    reasoning_content: str | None = None
+
+
+class _Choice(msgspec.Struct, frozen=True):
+    message: _Message = _Message()
+    finish_reason: str | None = None
+
+
+class _PromptDetails(msgspec.Struct, frozen=True):
+    cached_tokens: int | None = None
+
+
+class _OutputDetails(msgspec.Struct, frozen=True):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, frozen=True):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _OutputDetails | None = None
+    cost: float | None = None
+
+
+class _Completion(msgspec.Struct, frozen=True):
+    """A chat completion as the server writes it; ``None`` stands for its ``null``s."""
+
+    choices: list[_Choice]
+    usage: _Usage | None = None
+    model: str | None = None
+
+
+class Completion(msgspec.Struct, frozen=True):
+    """A Chat Completions reply, read into convy's types: text, usage with cost, tool calls."""
+
+    reply: Any
+    model: str = ""
+    prices: Prices = Prices()
+
+    def _read(self) -> _Completion:
+        try:
+            completion = msgspec.convert(self.reply, _Completion)
+        except msgspec.ValidationError as error:
+            raise ModelFailure(f"the reply is not a chat completion: {error}") from None
+        if not completion.choices:
+            raise ModelFailure("the reply is a chat completion with no choices")
+        return completion
+
+    def text(self) -> str:
+        return self._read().choices[0].message.content or ""
+
+    def thought(self) -> str:
+        message = self._read().choices[0].message
+        return message.reasoning or message.reasoning_content or ""
+
+    def usage(self) -> Usage | NoUsage:
+        completion = self._read()
+        counted = completion.usage
+        if counted is None:
+            return NoUsage()
+        cached = counted.prompt_tokens_details.cached_tokens if counted.prompt_tokens_details else None
+        reasoning = counted.completion_tokens_details.reasoning_tokens if counted.completion_tokens_details else None
+        if counted.cost is not None:
+            cost: Cost | Unpriced = Cost(Decimal(str(counted.cost)), "provider")
+        else:
+            cost = self.prices.cost(self.model or completion.model or "", counted.prompt_tokens, counted.completion_tokens, cached or 0)
+        return Usage(
+            input=counted.prompt_tokens,
+            output=counted.completion_tokens,
+            cached=NotReported() if cached is None else cached,
+            reasoning=NotReported() if reasoning is None else reasoning,
+            cost=cost,
+        )
+
+    def calls(self) -> tuple[Thought | Call, ...]:
+        """The thought and the tool calls of the reply, as an agent's steps."""
+        message = self._read().choices[0].message
+        steps: list[Thought | Call] = [Thought(self.thought())] if self.thought() else []
+        for call in message.tool_calls or []:
+            try:
+                arguments = msgspec.json.decode(call.function.arguments or "{}")
+            except msgspec.DecodeError:
+                arguments = {"raw": call.function.arguments}
+            match arguments:
+                case dict():
+                    pass
+                case _:
+                    arguments = {"value": arguments}
+            steps.append(Call(call.function.name, arguments))
+        return tuple(steps)
+
+
+class Chunks(msgspec.Struct, frozen=True):
+    """Server-sent chunks of a streamed chat completion, put together into one completion."""
+
+    events: tuple[Any, ...]
+
+    def completion(self) -> dict[str, Any]:
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage: Any = None
+        finish: Any = None
+        for event in self.events:
+            match event:
+                case {"choices": [{"delta": dict(delta), **choice}, *_], **rest}:
+                    text.append(delta.get("content") or "")
+                    reasoning.append(delta.get("reasoning") or delta.get("reasoning_content") or "")
+                    for piece in delta.get("tool_calls") or []:
+                        self._joined(calls, piece)
+                    finish = choice.get("finish_reason") or finish
+                    usage = rest.get("usage") or usage
+                case {"usage": dict(counted)}:
+                    usage = counted
+                case _:
+                    pass
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+        if any(reasoning):
+            message["reasoning"] = "".join(reasoning)
+        if calls:
+            message["tool_calls"] = [calls[index] for index in sorted(calls)]
+        return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
+
+    def _joined(self, calls: dict[int, dict[str, Any]], piece: Any) -> None:
+        match piece:
+            case {"index": int(index), **rest}:
+                call = calls.setdefault(index, {"type": "function", "function": {"name": "", "arguments": ""}})
+                function = rest.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+            case _:
+                pass

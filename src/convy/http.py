@@ -1,0 +1,420 @@
+"""JSON over HTTP: the one place where httpx2 meets convy.
+
+``JsonEndpoint`` says where and how to post (URL, headers, TLS, timeout); ``JsonConnection`` is an
+open client that posts JSON and reads JSON or server-sent events back. Every error of the
+transport is translated here, once:
+
+- 429 and 503 — the service refused the request before acting on it — raise ``Busy`` with the
+  wait it asked for (``Retry-After`` in seconds or as an HTTP date, or ``retry-after-ms``);
+- any other status, a read timeout, a connection that could not be made or broke, or a body that
+  is not JSON raise ``HttpFailure``: the service may have acted on the request, so it is never
+  sent again.
+
+Errors show the URL without its query string (which may hold a key) and never a header value.
+
+``JsonAgent`` is an agent behind such an endpoint, described by a body template and paths into
+its reply; ``ChatAgent`` is an agent that itself speaks Chat Completions.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import ssl
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import msgspec
+
+from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
+from convy.busy import Busy
+from convy.chat import Completion
+from convy.problems import ModelFailure
+
+
+class HttpFailure(Exception):
+    """A request failed in a way that may have reached the service: never sent again."""
+
+
+class Tls(msgspec.Struct, frozen=True):
+    """TLS settings: a CA bundle to trust, and a client certificate with its key."""
+
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
+
+    def context(self) -> ssl.SSLContext | bool:
+        """The SSL context these settings make (``True``: the system's trust, no client certificate)."""
+        if not (self.ca or self.cert):
+            return True
+        for name in ("ca", "cert", "key"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise HttpFailure(f"TLS {name} file not found: {path}")
+        context = ssl.create_default_context(cafile=self.ca or None)
+        if self.cert:
+            context.load_cert_chain(self.cert, self.key or None)
+        return context
+
+
+class RetryAfter(msgspec.Struct, frozen=True):
+    """How long a refusing service asked to wait, read from its response headers."""
+
+    headers: Any
+
+    def seconds(self) -> float | None:
+        milliseconds = self.headers.get("retry-after-ms")
+        if milliseconds:
+            try:
+                return max(0.0, float(milliseconds) / 1000)
+            except ValueError:
+                pass
+        given = self.headers.get("retry-after")
+        if not given:
+            return None
+        try:
+            return max(0.0, float(given))
+        except ValueError:
+            pass
+        try:
+            moment = email.utils.parsedate_to_datetime(given)
+        except (TypeError, ValueError):
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return max(0.0, (moment - datetime.now(UTC)).total_seconds())
+
+
+class JsonEndpoint(msgspec.Struct, frozen=True):
+    """Where JSON is posted: the URL, headers (which may hold keys: never shown), TLS, a timeout."""
+
+    url: str
+    headers: dict[str, str] = {}
+    tls: Tls = Tls()
+    timeout: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}")
+        if self.timeout <= 0:
+            raise ValueError("timeout: must be more than 0")
+
+    def shown(self) -> str:
+        """The URL as errors show it: without its query, which may hold a key."""
+        return self.url.split("?", 1)[0].split("#", 1)[0]
+
+    @asynccontextmanager
+    async def connection(self, connections: int = 1) -> AsyncIterator[JsonConnection]:
+        """An open client for this endpoint, kept for as long as the block runs."""
+        client = httpx2.AsyncClient(
+            headers=self.headers,
+            verify=self.tls.context(),
+            timeout=httpx2.Timeout(self.timeout),
+            limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=connections),
+            trust_env=False,
+        )
+        async with client:
+            yield JsonConnection(self, client)
+
+
+class JsonConnection(msgspec.Struct, frozen=True):
+    """An open connection to a JSON endpoint."""
+
+    endpoint: JsonEndpoint
+    client: Any
+
+    async def posted(self, body: Any, path: str = "") -> Any:
+        """The JSON the endpoint answers ``body`` with (posted to the URL, plus ``path``)."""
+        url = self.endpoint.url + path
+        try:
+            response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json())
+            self._checked(response, path)
+            return msgspec.json.decode(response.content)
+        except msgspec.DecodeError as error:
+            raise HttpFailure(f"POST {self._shown(path)}: the reply is not JSON: {error}") from None
+        except httpx2.HTTPError as error:
+            raise self._failure(error, path) from None
+
+    async def events(self, body: Any, path: str = "") -> AsyncIterator[Any]:
+        """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``."""
+        url = self.endpoint.url + path
+        try:
+            async with self.client.stream("POST", url, content=msgspec.json.encode(body), headers=self._json()) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                self._checked(response, path)
+                async for event in httpx2.EventSource(response).__aiter__():
+                    if event.data.strip() == "[DONE]":
+                        return
+                    if event.data.strip():
+                        yield msgspec.json.decode(event.data)
+        except msgspec.DecodeError as error:
+            raise HttpFailure(f"POST {self._shown(path)}: an event is not JSON: {error}") from None
+        except httpx2.HTTPError as error:
+            raise self._failure(error, path) from None
+
+    def _json(self) -> dict[str, str]:
+        return {"content-type": "application/json"}
+
+    def _shown(self, path: str) -> str:
+        return JsonEndpoint(self.endpoint.url + path).shown() if path else self.endpoint.shown()
+
+    def _checked(self, response: Any, path: str) -> None:
+        status = response.status_code
+        if status in (429, 503):
+            raise Busy(f"POST {self._shown(path)}: {status} {response.reason_phrase}", RetryAfter(response.headers).seconds())
+        if status >= 400:
+            raise HttpFailure(f"POST {self._shown(path)}: {status} {response.reason_phrase}{self._said(response)}")
+
+    def _said(self, response: Any) -> str:
+        try:
+            text = response.text.strip()
+        except (httpx2.HTTPError, UnicodeDecodeError):
+            return ""
+        return f": {text[:300]}" if text else ""
+
+    def _failure(self, error: Exception, path: str) -> HttpFailure:
+        where = f"POST {self._shown(path)}"
+        match error:
+            case httpx2.ConnectTimeout() | httpx2.ConnectError():
+                return HttpFailure(f"{where}: could not connect ({type(error).__name__})")
+            case httpx2.ReadTimeout():
+                return HttpFailure(
+                    f"{where}: no answer within {self.endpoint.timeout:g} s; the service may have acted, so it is not sent again"
+                )
+            case httpx2.RemoteProtocolError() | httpx2.ReadError():
+                return HttpFailure(f"{where}: the connection broke before the whole answer came ({type(error).__name__})")
+            case _:
+                return HttpFailure(f"{where}: {type(error).__name__}")
+
+
+class JsonPath(msgspec.Struct, frozen=True):
+    """A dotted path into JSON, such as ``choices.0.message.content``; ``""`` is the whole value."""
+
+    text: str
+
+    def found(self, value: Any) -> Any:
+        """The value at this path; a missing step is a ``KeyError`` that names it."""
+        here = value
+        walked: list[str] = []
+        for step in [part for part in self.text.split(".") if part]:
+            match here:
+                case dict() if step in here:
+                    here = here[step]
+                case list() if step.lstrip("-").isdigit() and -len(here) <= int(step) < len(here):
+                    here = here[int(step)]
+                case _:
+                    at = ".".join(walked) or "the reply"
+                    raise KeyError(f"{self.text}: no {step!r} in {at}")
+            walked.append(step)
+        return here
+
+    def optional(self, value: Any) -> Any:
+        """The value at this path, or ``None`` when the path is empty or not there."""
+        if not self.text:
+            return None
+        try:
+            return self.found(value)
+        except KeyError:
+            return None
+
+
+class TokenPaths(msgspec.Struct, frozen=True):
+    """Where an agent's reply gives its tokens; an empty path is a count the agent does not give."""
+
+    input: str = ""
+    output: str = ""
+    cached: str = ""
+    reasoning: str = ""
+
+    def usage(self, reply: Any) -> Usage | NoUsage:
+        given, taken = self._count(self.input, reply), self._count(self.output, reply)
+        match given, taken:
+            case NotReported(), NotReported():
+                return NoUsage()
+        return Usage(
+            input=self._whole(given),
+            output=self._whole(taken),
+            cached=self._count(self.cached, reply),
+            reasoning=self._count(self.reasoning, reply),
+        )
+
+    def _count(self, path: str, reply: Any) -> int | NotReported:
+        match JsonPath(path).optional(reply):
+            case bool():
+                return NotReported()
+            case int(count) if count >= 0:
+                return count
+            case _:
+                return NotReported()
+
+    def _whole(self, count: int | NotReported) -> int:
+        match count:
+            case int():
+                return count
+            case NotReported():
+                return 0
+
+
+class BodyTemplate(msgspec.Struct, frozen=True):
+    """A JSON body template: ``"{{ text }}"``, ``"{{ session }}"`` and ``"{{ history }}"`` are
+    replaced by the user's message, the conversation's id and its messages so far."""
+
+    body: Any
+
+    def filled(self, text: str, session: str, history: list[dict[str, str]]) -> Any:
+        return self._walked(self.body, text, session, history)
+
+    def _walked(self, value: Any, text: str, session: str, history: list[dict[str, str]]) -> Any:
+        match value:
+            case dict():
+                return {key: self._walked(item, text, session, history) for key, item in value.items()}
+            case list():
+                return [self._walked(item, text, session, history) for item in value]
+            case str() if value.replace(" ", "") == "{{history}}":
+                return history
+            case str():
+                return value.replace("{{ text }}", text).replace("{{text}}", text).replace(
+                    "{{ session }}", session
+                ).replace("{{session}}", session)
+            case _:
+                return value
+
+
+class _JsonConversation:
+    """An open conversation with a ``JsonAgent``: its session id and what was said so far."""
+
+    def __init__(self, agent: JsonAgent, connection: JsonConnection) -> None:
+        self._agent = agent
+        self._connection = connection
+        self._session = uuid.uuid4().hex
+        self._history: list[dict[str, str]] = []
+
+    async def turn(self, message: Message) -> Answer:
+        history = [*self._history, {"role": "user", "content": message.text}]
+        body = BodyTemplate(self._agent.body).filled(message.text, self._session, history)
+        reply = await self._connection.posted(body)
+        answer = self._agent.answer(reply)
+        self._history = [*history, {"role": "assistant", "content": answer.text}]
+        return answer
+
+
+class JsonAgent(msgspec.Struct, frozen=True):
+    """An agent behind a JSON endpoint, described by where things are.
+
+    ``body`` is the request's template; ``reply`` the path of the answer's text; ``tokens`` where
+    its tokens are; ``thoughts`` the path of a text or a list of texts; ``calls`` the path of a list
+    of tool calls, each with ``name``, ``arguments`` and optionally ``result`` and ``seconds``.
+    A conversation keeps one connection open for all its turns.
+    """
+
+    endpoint: JsonEndpoint
+    body: Any = msgspec.field(default_factory=lambda: {"message": "{{ text }}", "session": "{{ session }}"})
+    reply: str = "reply"
+    tokens: TokenPaths = TokenPaths()
+    thoughts: str = ""
+    calls: str = ""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[_JsonConversation]:
+        async with self.endpoint.connection() as connection:
+            yield _JsonConversation(self, connection)
+
+    def answer(self, reply: Any) -> Answer:
+        """The answer in an endpoint's reply; a reply of the wrong shape is an ``AgentFailure``."""
+        try:
+            text = JsonPath(self.reply).found(reply)
+        except KeyError as error:
+            raise AgentFailure(f"{self.endpoint.shown()}: reply path {error.args[0]}") from None
+        match text:
+            case str():
+                pass
+            case _:
+                raise AgentFailure(f"{self.endpoint.shown()}: reply path {self.reply}: not text")
+        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply))
+
+    def _thoughts(self, reply: Any) -> tuple[Thought | Call, ...]:
+        match JsonPath(self.thoughts).optional(reply):
+            case str(text) if text:
+                return (Thought(text),)
+            case list(texts):
+                return tuple(Thought(text) for text in texts if text and type(text) is str)
+            case _:
+                return ()
+
+    def _calls(self, reply: Any) -> tuple[Thought | Call, ...]:
+        match JsonPath(self.calls).optional(reply):
+            case list(calls):
+                return tuple(self._call(call) for call in calls)
+            case _:
+                return ()
+
+    def _call(self, call: Any) -> Call:
+        match call:
+            case {"name": str(name), **rest}:
+                arguments = rest.get("arguments", {})
+                match arguments:
+                    case str():
+                        try:
+                            arguments = json.loads(arguments)
+                        except ValueError:
+                            arguments = {"raw": arguments}
+                    case dict():
+                        pass
+                    case _:
+                        arguments = {"value": arguments}
+                result = Reported(rest["result"]) if "result" in rest else NotReported()
+                took: float | NotReported = NotReported()
+                match rest.get("seconds"):
+                    case bool():
+                        pass
+                    case int() | float() as seconds:
+                        took = float(seconds)
+                return Call(name, arguments, result, took)
+            case _:
+                raise AgentFailure(f"{self.endpoint.shown()}: calls path {self.calls}: a call without a name")
+
+
+class _ChatConversation:
+    """An open conversation with a ``ChatAgent``: the messages sent so far."""
+
+    def __init__(self, agent: ChatAgent, connection: JsonConnection) -> None:
+        self._agent = agent
+        self._connection = connection
+        self._messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": agent.system}] if agent.system else []
+        )
+
+    async def turn(self, message: Message) -> Answer:
+        messages = [*self._messages, {"role": "user", "content": message.text}]
+        reply = await self._connection.posted({"model": self._agent.model, "messages": messages, **self._agent.extra})
+        answer = self._agent.answer(reply)
+        self._messages = [*messages, {"role": "assistant", "content": answer.text}]
+        return answer
+
+
+class ChatAgent(msgspec.Struct, frozen=True):
+    """An agent that itself speaks Chat Completions: the whole history is sent each turn, and the
+    tool calls it reports (``tool_calls``) become the answer's steps."""
+
+    endpoint: JsonEndpoint
+    model: str
+    system: str = ""
+    extra: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[_ChatConversation]:
+        async with self.endpoint.connection() as connection:
+            yield _ChatConversation(self, connection)
+
+    def answer(self, reply: Any) -> Answer:
+        try:
+            completion = Completion(reply)
+            return Answer(completion.text(), completion.usage(), completion.calls())
+        except ModelFailure as failure:
+            raise AgentFailure(f"{self.endpoint.shown()}: {failure}") from None
