@@ -104,6 +104,9 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         if self.timeout <= 0:
             raise ValueError("timeout: must be more than 0")
 
+    def __repr__(self) -> str:
+        return f"JsonEndpoint({self.shown()!r}, headers=<{len(self.headers)} hidden>, timeout={self.timeout:g})"
+
     def shown(self) -> str:
         """The URL as errors show it: without its query, which may hold a key."""
         return self.url.split("?", 1)[0].split("#", 1)[0]

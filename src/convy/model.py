@@ -144,6 +144,9 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError("base_url: must start with http:// or https://")
 
+    def __repr__(self) -> str:
+        return f"OpenAiModel({self.name!r}, {self.base_url.split('?', 1)[0]!r}, key=<hidden>)"
+
     def kind(self) -> Provider:
         """The provider, as given or as the base URL tells."""
         if self.provider is not None:
