@@ -1,0 +1,1110 @@
+"""The stand-in: a real HTTP/1.1 server on 127.0.0.1 that convy's HTTP clients are tested against.
+
+Standard library only (plus `trustme` for TLS). An asyncio server with hand-written HTTP/1.1 parsing runs
+in a background thread with its own event loop, so that faults can act on the raw socket.
+
+    with StandIn() as server:
+        server.url                      # "http://127.0.0.1:PORT" ("https://..." with tls=TLS())
+        server.faults(Status(429, retry_after="2"), Drop())
+        ...                             # point the client at server.url
+        server.received                 # every request, recorded before any fault was applied
+        server.counts()                 # Counter of (conversation, newest user message) -> times
+
+Endpoints
+    POST  <anything>/chat/completions   OpenAI Chat Completions (e.g. /v1/chat/completions), with "stream"
+    POST  /agent  (and /agent/...)      a JSON agent: {"message" | "history", "session"} -> {"output": ...}
+    GET   /health                       200 {"ok": true}
+
+Order of work for a request: read it -> record it in `received` -> api key check (401) -> rate limit (429)
+-> take the first queued fault that matches -> wait `latency` -> answer (normally, or as the fault says).
+/health is never rate limited, delayed or faulted, unless a fault names path="/health".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import inspect
+import itertools
+import json
+import math
+import re
+import socket
+import ssl
+import struct
+import threading
+import time
+import traceback
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = [
+    "Drop",
+    "Fault",
+    "Invalid",
+    "Received",
+    "SlowBody",
+    "Stall",
+    "StandIn",
+    "Status",
+    "TLS",
+    "TLSFiles",
+    "Truncated",
+    "WrongShape",
+    "http_date",
+]
+
+REDACTED = "<redacted>"
+
+_REASONS = {
+    100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 413: "Payload Too Large",
+    422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
+    503: "Service Unavailable", 504: "Gateway Timeout", 529: "Overloaded",
+}
+_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+    429: "rate_limit_exceeded", 500: "server_error", 502: "bad_gateway", 503: "service_unavailable",
+    504: "gateway_timeout", 529: "overloaded_error",
+}
+
+
+def http_date(seconds_from_now: float) -> str:
+    """An HTTP date (for Retry-After) `seconds_from_now` seconds in the future, e.g. 'Wed, 21 Oct 2026 07:28:00 GMT'."""
+    return email.utils.formatdate(time.time() + seconds_from_now, usegmt=True)
+
+
+# --------------------------------------------------------------------------------------------------- faults
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault for one coming request. `path` / `conversation` (keyword only) limit which request takes it."""
+
+    path: str | None = field(default=None, kw_only=True)
+    conversation: str | None = field(default=None, kw_only=True)
+
+    def matches(self, path: str, conversation: str) -> bool:
+        """Whether a request to `path` in `conversation` may take this fault."""
+        if self.path is not None and self.path != path:
+            return False
+        return self.conversation is None or self.conversation == conversation
+
+
+@dataclass(frozen=True)
+class Status(Fault):
+    """Answer `code` with a JSON error body (OpenAI shape unless `body` is given).
+
+    retry_after: value of the Retry-After header as given (seconds, or an HTTP date: see http_date()).
+    retry_after_ms: value of the retry-after-ms header. headers: more headers to send.
+    body: a dict/list (sent as JSON), str or bytes (sent as is).
+    """
+
+    code: int = 500
+    retry_after: str | int | float | None = None
+    retry_after_ms: str | int | float | None = None
+    body: Any = None
+    headers: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Truncated(Fault):
+    """200 whose Content-Length is larger than the body sent (half of the real body), then close.
+
+    On a streamed request: the first half of the events, then close without ending the chunked body."""
+
+
+@dataclass(frozen=True)
+class Invalid(Fault):
+    """200 (Content-Type: application/json) with a body that is not JSON. Streamed: an event whose data is not JSON."""
+
+    body: bytes = b'{"id": "chatcmpl-broken", "choices": [ this is not json'
+
+
+@dataclass(frozen=True)
+class WrongShape(Fault):
+    """200 with valid JSON that is not the expected shape (default {"hello": 1}). Streamed: one such event, then [DONE]."""
+
+    body: Any = None
+
+
+@dataclass(frozen=True)
+class SlowBody(Fault):
+    """Send the headers at once, then the body in `pieces` pieces, waiting seconds/pieces before each piece."""
+
+    seconds: float = 1.0
+    pieces: int = 4
+
+
+@dataclass(frozen=True)
+class Drop(Fault):
+    """Read the request, then close the socket without any response. reset=True closes with a TCP RST."""
+
+    reset: bool = False
+
+
+@dataclass(frozen=True)
+class Stall(Fault):
+    """Read the request, then send nothing for `seconds` (to trip read timeouts); then answer normally."""
+
+    seconds: float = 1.0
+
+
+# ------------------------------------------------------------------------------------------------- records
+
+
+@dataclass
+class Received:
+    """One request as the stand-in read it.
+
+    headers: lowercased names; the value of `authorization` is replaced by "<redacted>"; repeated headers are
+    joined with ", ". json: the parsed body, or None. connection: id of the TCP connection (1, 2, ...).
+    conversation: x-conversation header, else body session / session_id / user / metadata.conversation, else "".
+    message: text of the newest user message (chat: last role=user message; agent: "message" or last history item).
+    kind: "chat", "agent", "health" or "other". time: time.monotonic() when recorded.
+    Filled in while answering: fault (the Fault applied, or None), refused ("unauthorized" / "rate-limited" / None),
+    status (status code sent, None if nothing was sent), client_cert (client certificate identity under mTLS).
+    """
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any
+    connection: int
+    conversation: str
+    message: str | None
+    kind: str
+    time: float
+    query: str = ""
+    client_cert: str | None = None
+    fault: Fault | None = None
+    refused: str | None = None
+    status: int | None = None
+
+    @property
+    def stream(self) -> bool:
+        """Whether the request asked for a streamed answer."""
+        return isinstance(self.json, dict) and self.json.get("stream") is True
+
+
+# ----------------------------------------------------------------------------------------------------- TLS
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """PEM files written by TLS.write(): ca (bundle to trust), cert + key (client certificate), cert_and_key (both)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    cert_and_key: Path
+
+
+class TLS:
+    """A test CA (trustme) with a server certificate for 127.0.0.1 / localhost and a client certificate.
+
+    client_cert_required=True: the server requires a client certificate issued by the same CA.
+    A second TLS() has a different CA: use it to play an untrusted server or client.
+    """
+
+    def __init__(self, *, client_cert_required: bool = False, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")):
+        import trustme
+
+        self.client_cert_required = client_cert_required
+        self.ca = trustme.CA()
+        self.server_cert = self.ca.issue_cert(*hosts)
+        self.client_identity = "client@convy.test"
+        self.client_cert = self.ca.issue_cert(self.client_identity)
+        self._server_context: ssl.SSLContext | None = None
+
+    def server_context(self) -> ssl.SSLContext:
+        """The server side context (made once)."""
+        if self._server_context is None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.server_cert.configure_cert(ctx)
+            if self.client_cert_required:
+                ctx.verify_mode = ssl.CERT_REQUIRED
+                self.ca.configure_trust(ctx)
+            ctx.set_alpn_protocols(["http/1.1"])
+            self._server_context = ctx
+        return self._server_context
+
+    def client_context(self, *, with_cert: bool = True) -> ssl.SSLContext:
+        """A standard library client context trusting this CA, presenting the client certificate if with_cert."""
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        self.ca.configure_trust(ctx)
+        if with_cert:
+            self.client_cert.configure_cert(ctx)
+        return ctx
+
+    def write(self, folder: str | Path) -> TLSFiles:
+        """Write ca.pem, client.pem (certificate chain), client.key and client-with-key.pem into `folder`."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = TLSFiles(
+            ca=folder / "ca.pem",
+            cert=folder / "client.pem",
+            key=folder / "client.key",
+            cert_and_key=folder / "client-with-key.pem",
+        )
+        self.ca.cert_pem.write_to_path(str(files.ca))
+        files.cert.write_bytes(b"".join(blob.bytes() for blob in self.client_cert.cert_chain_pems))
+        self.client_cert.private_key_pem.write_to_path(str(files.key))
+        self.client_cert.private_key_and_cert_chain_pem.write_to_path(str(files.cert_and_key))
+        return files
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+
+
+class _BadRequest(Exception):
+    pass
+
+
+@dataclass
+class _Request:
+    method: str
+    target: str
+    version: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class _Answer:
+    """A prepared answer: a plain body, or (events not None) a list of SSE events sent with chunked encoding."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    events: list[bytes] | None = None
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _text_of(content: Any) -> str:
+    """Text of a message content: a string, or a list of parts ({"type": "text", "text": ...}) joined by newlines."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        return "\n".join(texts)
+    if isinstance(content, dict):
+        for key in ("content", "text"):
+            if key in content:
+                return _text_of(content[key])
+    return str(content)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _conversation(headers: dict[str, str], data: Any) -> str:
+    if "x-conversation" in headers:
+        return headers["x-conversation"]
+    if isinstance(data, dict):
+        for key in ("session", "session_id", "user"):
+            if data.get(key) is not None:
+                return str(data[key])
+        metadata = data.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("conversation") is not None:
+            return str(metadata["conversation"])
+    return ""
+
+
+def _kind(method: str, path: str) -> str:
+    if path == "/health":
+        return "health"
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path == "/agent" or path.startswith("/agent/"):
+        return "agent"
+    return "other"
+
+
+def _newest_user_message(kind: str, data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    if kind == "chat":
+        messages = data.get("messages")
+        if isinstance(messages, list):
+            for message in reversed(messages):
+                if isinstance(message, dict) and message.get("role") == "user":
+                    return _text_of(message.get("content"))
+        return None
+    if kind == "agent":
+        if data.get("message") is not None:
+            return _text_of(data["message"])
+        history = data.get("history")
+        if isinstance(history, list) and history:
+            for item in reversed(history):
+                if not isinstance(item, dict) or item.get("role") in (None, "user"):
+                    return _text_of(item)
+            return _text_of(history[-1])
+    return None
+
+
+def _error_body(code: int, message: str) -> bytes:
+    kind = _ERROR_TYPES.get(code, "error")
+    return _dumps({"error": {"message": message, "type": kind, "param": None, "code": kind}})
+
+
+def _pieces(text: str, count: int = 3) -> list[str]:
+    """Split text into up to `count` pieces at word boundaries; the pieces join back to the text."""
+    tokens = re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+    if not tokens:
+        return []
+    size = max(1, math.ceil(len(tokens) / count))
+    return ["".join(tokens[i : i + size]) for i in range(0, len(tokens), size)]
+
+
+def _sse(value: Any) -> bytes:
+    data = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f"data: {data}\n\n".encode()
+
+
+def _default_reply(request: dict[str, Any]) -> str:
+    return f"You said: {_newest_user_message('chat', request) or ''}"
+
+
+# ---------------------------------------------------------------------------------------------- the server
+
+
+class StandIn:
+    """A real HTTP/1.1 server on 127.0.0.1 (port chosen by the OS), in a background thread. See the module doc.
+
+    reply(request_json) -> str | dict: the chat responder. A dict may give "content" (str or None),
+        "tool_calls" (list of {"name", "arguments": dict | str, "id"?} or OpenAI-shaped tool calls),
+        "usage" ({"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", ...}), "cost",
+        "finish_reason", "reasoning" (text, sent as message.reasoning). Default: "You said: <last user message>".
+        It may also be an async function. An exception in it answers 500 and is kept in `errors`.
+    agent_reply(request_json) -> dict | list | str: the /agent responder; a dict/list is the whole JSON reply,
+        a str is the text put into the default shape.
+    latency: seconds each request waits before it is answered (not /health, not refused ones).
+    per_minute / window: at most `per_minute` requests admitted in any sliding `window` seconds; beyond, 429.
+    cost: if not None, sent as usage.cost (as OpenRouter does) unless the responder gives its own.
+    api_key: if set, chat and agent requests need "Authorization: Bearer <api_key>", else 401.
+    tls: a TLS() config; the url is then https.
+    All of reply, agent_reply, latency, per_minute, window, cost and api_key may be changed while running.
+    """
+
+    def __init__(
+        self,
+        *,
+        reply: Callable[[dict[str, Any]], Any] | None = None,
+        agent_reply: Callable[[dict[str, Any]], Any] | None = None,
+        latency: float = 0.0,
+        per_minute: int | None = None,
+        window: float = 60.0,
+        cost: float | None = None,
+        api_key: str | None = None,
+        tls: TLS | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self._lock = threading.RLock()
+        self._reply = reply
+        self._agent_reply = agent_reply
+        self._latency = latency
+        self._per_minute = per_minute
+        self._window = window
+        self._cost = cost
+        self._api_key = api_key
+        self.tls = tls
+        self.host = host
+        self.port: int = 0
+        self._faults: deque[Fault] = deque()
+        self._received: list[Received] = []
+        self._admitted: deque[float] = deque()
+        self._refused = 0
+        self._connections = 0
+        self._in_flight = 0
+        self._peak_in_flight = 0
+        self._errors: list[str] = []
+        self._tls_errors: list[str] = []
+        self._ids = itertools.count(1)
+        self._completion_ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._start_error: BaseException | None = None
+
+    # ----------------------------------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> StandIn:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> StandIn:
+        """Start the server thread and wait until it listens."""
+        if self._thread is not None:
+            raise RuntimeError("the stand-in is already started")
+        if self.tls is not None:
+            self.tls.server_context()  # made here, so that a bad config fails in the caller's thread
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, args=(ready,), name="standin", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the stand-in did not start")
+        if self._start_error is not None:
+            raise RuntimeError("the stand-in did not start") from self._start_error
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and every open connection (cancelling stalls and latencies), then end the thread."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or not thread.is_alive():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+        loop.set_exception_handler(self._loop_exception)
+        try:
+            self._server = loop.run_until_complete(
+                asyncio.start_server(self._serve, self.host, 0, limit=1 << 20, reuse_address=True)
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+        except BaseException as error:  # noqa: BLE001 - handed to the starting thread
+            self._start_error = error
+            ready.set()
+            loop.close()
+            return
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exception = context.get("exception")
+        with self._lock:
+            self._errors.append(f"{context.get('message')}: {exception!r}" if exception else str(context.get("message")))
+
+    # --------------------------------------------------------------------------------------- public state
+
+    @property
+    def running(self) -> bool:
+        """Whether the server thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def url(self) -> str:
+        """Base url, e.g. "http://127.0.0.1:54321" (https with tls). Add /v1 for an OpenAI base_url."""
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+
+    def faults(self, *faults: Fault) -> None:
+        """Queue faults (FIFO). Each coming request takes the first queued fault that matches it."""
+        for fault in faults:
+            if not isinstance(fault, Fault):
+                raise TypeError(f"not a fault: {fault!r}")
+        with self._lock:
+            self._faults.extend(faults)
+
+    @property
+    def pending(self) -> list[Fault]:
+        """Faults queued and not yet taken."""
+        with self._lock:
+            return list(self._faults)
+
+    @property
+    def received(self) -> list[Received]:
+        """Every request read so far (a copy of the list), in order."""
+        with self._lock:
+            return list(self._received)
+
+    def counts(self) -> Counter[tuple[str, str | None]]:
+        """(conversation key, text of the newest user message) -> times received, over chat and agent requests
+        (refused and faulted ones included: it counts what reached the server)."""
+        with self._lock:
+            return Counter((r.conversation, r.message) for r in self._received if r.kind in ("chat", "agent"))
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted so far (TLS handshake failures included)."""
+        with self._lock:
+            return self._connections
+
+    @property
+    def refused(self) -> int:
+        """Requests answered 429 by the rate limit (not by a Status fault)."""
+        with self._lock:
+            return self._refused
+
+    @property
+    def peak_in_flight(self) -> int:
+        """Most requests being handled at the same time."""
+        with self._lock:
+            return self._peak_in_flight
+
+    @property
+    def errors(self) -> list[str]:
+        """Responder exceptions and unexpected server errors (tracebacks). Should stay empty in a good test."""
+        with self._lock:
+            return list(self._errors)
+
+    @property
+    def tls_errors(self) -> list[str]:
+        """Failed TLS handshakes (e.g. a client without a certificate when one is required)."""
+        with self._lock:
+            return list(self._tls_errors)
+
+    def reset(self) -> None:
+        """Forget received requests, queued faults, the rate window, refused and errors (not connections)."""
+        with self._lock:
+            self._received.clear()
+            self._faults.clear()
+            self._admitted.clear()
+            self._refused = 0
+            self._errors.clear()
+            self._tls_errors.clear()
+
+    def configure(self, **knobs: Any) -> None:
+        """Change several knobs at once: reply, agent_reply, latency, per_minute, window, cost, api_key."""
+        allowed = {"reply", "agent_reply", "latency", "per_minute", "window", "cost", "api_key"}
+        unknown = set(knobs) - allowed
+        if unknown:
+            raise TypeError(f"unknown knobs: {sorted(unknown)}")
+        with self._lock:
+            for name, value in knobs.items():
+                setattr(self, f"_{name}", value)
+
+    def _knob(name: str, doc: str) -> property:  # noqa: N805 - a property factory used in the class body
+        def get(self: StandIn) -> Any:
+            with self._lock:
+                return getattr(self, f"_{name}")
+
+        def set_(self: StandIn, value: Any) -> None:
+            with self._lock:
+                setattr(self, f"_{name}", value)
+
+        return property(get, set_, doc=doc)
+
+    reply = _knob("reply", "The chat responder (None: the default echo).")
+    agent_reply = _knob("agent_reply", "The /agent responder (None: the default echo).")
+    latency = _knob("latency", "Seconds each request waits before being answered.")
+    per_minute = _knob("per_minute", "Requests admitted per window (None: no limit).")
+    window = _knob("window", "Length in seconds of the rate limit's sliding window.")
+    cost = _knob("cost", "usage.cost to report (None: not reported).")
+    api_key = _knob("api_key", "Bearer token required on chat and agent requests (None: none required).")
+    del _knob
+
+    # ------------------------------------------------------------------------------------- connections
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        with self._lock:
+            self._connections += 1
+            connection = self._connections
+        client_cert: str | None = None
+        try:
+            if self.tls is not None:
+                try:
+                    await writer.start_tls(self.tls.server_context(), ssl_handshake_timeout=5.0)
+                except (ssl.SSLError, OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as error:
+                    with self._lock:
+                        self._tls_errors.append(repr(error))
+                    return
+                client_cert = _identity(writer.get_extra_info("peercert"))
+            while True:
+                try:
+                    request = await _read_request(reader, writer)
+                except _BadRequest as error:
+                    await self._write(writer, None, 400, _error_body(400, str(error)), keep=False)
+                    return
+                if request is None:
+                    return
+                if not await self._handle(request, writer, connection, client_cert):
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError, TimeoutError):
+            pass
+        except Exception:  # noqa: BLE001 - kept for the test to see
+            with self._lock:
+                self._errors.append(traceback.format_exc())
+        finally:
+            self._tasks.discard(task)
+            if not writer.transport.is_closing():
+                writer.close()
+
+    async def _handle(self, request: _Request, writer: asyncio.StreamWriter, connection: int, client_cert: str | None) -> bool:
+        """Answer one request; return whether the connection stays open."""
+        path, _, query = request.target.partition("?")
+        headers = request.headers
+        connection_header = headers.get("connection", "").lower()
+        if request.version == "HTTP/1.0":
+            keep = "keep-alive" in connection_header
+        else:
+            keep = "close" not in connection_header
+        try:
+            data = json.loads(request.body) if request.body else None
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        kind = _kind(request.method, path)
+        shown = {name: (REDACTED if name == "authorization" else value) for name, value in headers.items()}
+        record = Received(
+            method=request.method,
+            path=path,
+            query=query,
+            headers=shown,
+            body=request.body,
+            json=data,
+            connection=connection,
+            conversation=_conversation(headers, data),
+            message=_newest_user_message(kind, data),
+            kind=kind,
+            time=time.monotonic(),
+            client_cert=client_cert,
+        )
+        with self._lock:
+            self._received.append(record)
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
+        try:
+            return await self._answer(request, record, writer, keep)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    async def _answer(self, request: _Request, record: Received, writer: asyncio.StreamWriter, keep: bool) -> bool:
+        guarded = record.kind in ("chat", "agent")
+        with self._lock:
+            api_key, latency = self._api_key, self._latency
+        if guarded and api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
+            record.refused = "unauthorized"
+            return await self._write(writer, record, 401, _error_body(401, "Incorrect API key provided."), keep=keep)
+        if record.kind != "health":
+            retry_after = self._admit()
+            if retry_after is not None:
+                record.refused = "rate-limited"
+                with self._lock:
+                    limit = self._per_minute
+                extra = {
+                    "retry-after": str(retry_after),
+                    "x-ratelimit-limit-requests": str(limit),
+                    "x-ratelimit-remaining-requests": "0",
+                }
+                body = _error_body(429, "Rate limit reached for requests (stand-in).")
+                return await self._write(writer, record, 429, body, headers=extra, keep=keep)
+        fault = self._take_fault(record)
+        record.fault = fault
+        if record.kind != "health" and latency > 0:
+            await asyncio.sleep(latency)
+
+        if isinstance(fault, Status):
+            return await self._write_status(writer, record, fault, keep)
+        if isinstance(fault, Drop):
+            _drop(writer, fault.reset)
+            return False
+        if isinstance(fault, Invalid):
+            if record.stream:
+                events = [b": keep-alive\n\n", b"data: " + fault.body + b"\n\n", b"data: [DONE]\n\n"]
+                return await self._write_events(writer, record, _Answer(200, events=events), keep)
+            return await self._write(writer, record, 200, fault.body, keep=keep)
+        if isinstance(fault, WrongShape):
+            shape = {"hello": 1} if fault.body is None else fault.body
+            if record.stream:
+                events = [_sse(shape), b"data: [DONE]\n\n"]
+                return await self._write_events(writer, record, _Answer(200, events=events), keep)
+            return await self._write(writer, record, 200, _dumps(shape), keep=keep)
+        if isinstance(fault, Stall):
+            await asyncio.sleep(fault.seconds)
+
+        answer = await self._normal(request, record)
+        if answer.events is not None:
+            if isinstance(fault, Truncated):
+                events = answer.events[: max(1, len(answer.events) // 2)]
+                await self._write_events(writer, record, _Answer(200, events=events), keep, finish=False)
+                _drop(writer, reset=False)
+                return False
+            slow = fault if isinstance(fault, SlowBody) else None
+            return await self._write_events(writer, record, answer, keep, slow=slow)
+        if isinstance(fault, Truncated):
+            half = answer.body[: len(answer.body) // 2]
+            await self._write(writer, record, answer.status, half, headers=answer.headers, keep=False,
+                              length=len(answer.body), content_type=answer.content_type)
+            _drop(writer, reset=False)
+            return False
+        slow = fault if isinstance(fault, SlowBody) else None
+        return await self._write(writer, record, answer.status, answer.body, headers=answer.headers, keep=keep,
+                                 content_type=answer.content_type, slow=slow)
+
+    def _admit(self) -> int | None:
+        """Admit a request under the rate limit (None), or return the whole seconds to wait (>= 1)."""
+        now = time.monotonic()
+        with self._lock:
+            limit, window = self._per_minute, self._window
+            if limit is None:
+                return None
+            while self._admitted and self._admitted[0] <= now - window:
+                self._admitted.popleft()
+            if len(self._admitted) < limit:
+                self._admitted.append(now)
+                return None
+            self._refused += 1
+            wait = self._admitted[0] + window - now if self._admitted else window
+            return max(1, math.ceil(wait))
+
+    def _take_fault(self, record: Received) -> Fault | None:
+        with self._lock:
+            for index, fault in enumerate(self._faults):
+                if record.kind == "health" and fault.path != "/health":
+                    continue
+                if fault.matches(record.path, record.conversation):
+                    del self._faults[index]
+                    return fault
+        return None
+
+    # ----------------------------------------------------------------------------------------- answers
+
+    async def _normal(self, request: _Request, record: Received) -> _Answer:
+        """The answer the stand-in gives when nothing goes wrong."""
+        if record.kind == "health":
+            if request.method not in ("GET", "HEAD"):
+                return _Answer(405, _error_body(405, "use GET"), headers={"allow": "GET, HEAD"})
+            return _Answer(200, _dumps({"ok": True}))
+        if record.kind == "other":
+            return _Answer(404, _error_body(404, f"no such path: {record.path}"))
+        if request.method != "POST":
+            return _Answer(405, _error_body(405, "use POST"), headers={"allow": "POST"})
+        data = record.json
+        if not isinstance(data, dict):
+            return _Answer(400, _error_body(400, "the body must be a JSON object"))
+        try:
+            if record.kind == "chat":
+                return await self._chat(data)
+            return await self._agent(data)
+        except Exception:  # noqa: BLE001 - a responder failed: the test should see it
+            text = traceback.format_exc()
+            with self._lock:
+                self._errors.append(text)
+            return _Answer(500, _error_body(500, f"the responder failed: {text.strip().splitlines()[-1]}"))
+
+    async def _call(self, responder: Callable[[dict[str, Any]], Any], data: dict[str, Any]) -> Any:
+        out = responder(data)
+        if inspect.isawaitable(out):
+            out = await out
+        return out
+
+    async def _chat(self, data: dict[str, Any]) -> _Answer:
+        messages = data.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return _Answer(400, _error_body(400, "'messages' must be a non-empty list"))
+        if not isinstance(data.get("model"), str):
+            return _Answer(400, _error_body(400, "you must provide a model parameter"))
+        with self._lock:
+            responder, cost = self._reply or _default_reply, self._cost
+        out = await self._call(responder, data)
+        if isinstance(out, str):
+            out = {"content": out}
+        if not isinstance(out, dict):
+            raise TypeError(f"the chat responder must return str or dict, not {type(out).__name__}")
+
+        content = out.get("content", "")
+        tool_calls = [_tool_call(call, n) for n, call in enumerate(out.get("tool_calls") or [])]
+        finish_reason = out.get("finish_reason") or ("tool_calls" if tool_calls else "stop")
+        prompt_words = sum(_words(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
+        completion_words = _words(content or "") + sum(_words(c["function"]["arguments"]) for c in tool_calls)
+        usage = _usage(out.get("usage") or {}, prompt_words, completion_words)
+        cost = out.get("cost", cost)
+        if cost is not None:
+            usage["cost"] = cost
+
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if out.get("reasoning") is not None:
+            message["reasoning"] = out["reasoning"]
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        ident = f"chatcmpl-standin{next(self._completion_ids)}"
+        created = int(time.time())
+        model = data["model"]
+        if data.get("stream") is not True:
+            completion = {
+                "id": ident,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
+                "usage": usage,
+            }
+            return _Answer(200, _dumps(completion))
+
+        options = data.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            value: dict[str, Any] = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            }
+            if include_usage:
+                value["usage"] = None
+            return _sse(value)
+
+        events = [b": keep-alive\n\n", chunk({"role": "assistant", "content": ""})]
+        if out.get("reasoning"):
+            events += [chunk({"reasoning": piece}) for piece in _pieces(str(out["reasoning"]), 2)]
+        events += [chunk({"content": piece}) for piece in _pieces(content or "")]
+        for index, call in enumerate(tool_calls):
+            head = {"index": index, "id": call["id"], "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            events.append(chunk({"tool_calls": [head]}))
+            for piece in _pieces(call["function"]["arguments"], 2):
+                events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+        events.append(chunk({}, finish_reason))
+        if include_usage:
+            events.append(_sse({"id": ident, "object": "chat.completion.chunk", "created": created,
+                                "model": model, "choices": [], "usage": usage}))
+        events.append(b"data: [DONE]\n\n")
+        return _Answer(200, events=events, content_type="text/event-stream")
+
+    async def _agent(self, data: dict[str, Any]) -> _Answer:
+        with self._lock:
+            responder = self._agent_reply
+        message = _newest_user_message("agent", data) or ""
+        text = f"You said: {message}"
+        if responder is not None:
+            out = await self._call(responder, data)
+            if not isinstance(out, str):
+                return _Answer(200, _dumps(out))
+            text = out
+        history = data.get("history") if isinstance(data.get("history"), list) else []
+        words_in = sum(_words(_text_of(item)) for item in history)
+        if data.get("message") is not None:
+            words_in += _words(message)
+        reply = {"output": {"text": text}, "usage": {"in": words_in, "out": _words(text)}, "session": data.get("session")}
+        return _Answer(200, _dumps(reply))
+
+    # ------------------------------------------------------------------------------------------ writing
+
+    async def _write_status(self, writer: asyncio.StreamWriter, record: Received, fault: Status, keep: bool) -> bool:
+        extra = dict(fault.headers or {})
+        if fault.retry_after is not None:
+            extra["retry-after"] = str(fault.retry_after)
+        if fault.retry_after_ms is not None:
+            extra["retry-after-ms"] = str(fault.retry_after_ms)
+        if fault.body is None:
+            body = _error_body(fault.code, f"stand-in fault: status {fault.code}")
+        elif isinstance(fault.body, bytes):
+            body = fault.body
+        elif isinstance(fault.body, str):
+            body = fault.body.encode()
+        else:
+            body = _dumps(fault.body)
+        return await self._write(writer, record, fault.code, body, headers=extra, keep=keep)
+
+    async def _write(
+        self,
+        writer: asyncio.StreamWriter,
+        record: Received | None,
+        status: int,
+        body: bytes,
+        *,
+        headers: dict[str, str] | None = None,
+        keep: bool,
+        content_type: str = "application/json",
+        length: int | None = None,
+        slow: SlowBody | None = None,
+    ) -> bool:
+        head = _head(status, content_type, headers, keep, length=len(body) if length is None else length)
+        if record is not None:
+            record.status = status
+        if record is not None and record.method == "HEAD":
+            body = b""
+        if slow is None:
+            writer.write(head + body)
+            await writer.drain()
+            return keep
+        writer.write(head)
+        await writer.drain()
+        pieces = max(1, slow.pieces)
+        size = math.ceil(len(body) / pieces) if body else 0
+        for n in range(pieces):
+            await asyncio.sleep(slow.seconds / pieces)
+            piece = body[n * size : (n + 1) * size]
+            if piece:
+                writer.write(piece)
+                await writer.drain()
+        return keep
+
+    async def _write_events(
+        self,
+        writer: asyncio.StreamWriter,
+        record: Received,
+        answer: _Answer,
+        keep: bool,
+        *,
+        finish: bool = True,
+        slow: SlowBody | None = None,
+    ) -> bool:
+        """Send SSE events with chunked transfer encoding, one HTTP chunk per event."""
+        extra = {"cache-control": "no-cache", "transfer-encoding": "chunked", **answer.headers}
+        writer.write(_head(answer.status, "text/event-stream", extra, keep, length=None))
+        record.status = answer.status
+        await writer.drain()
+        events = answer.events or []
+        for event in events:
+            if slow is not None:
+                await asyncio.sleep(slow.seconds / max(1, len(events)))
+            writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+            await writer.drain()
+        if finish:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        return keep
+
+
+def _head(status: int, content_type: str, headers: dict[str, str] | None, keep: bool, *, length: int | None) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "server: convy-stand-in",
+             f"content-type: {content_type}"]
+    if length is not None:
+        lines.append(f"content-length: {length}")
+    lines.append(f"connection: {'keep-alive' if keep else 'close'}")
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _drop(writer: asyncio.StreamWriter, reset: bool) -> None:
+    if reset:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+        writer.transport.abort()
+    else:
+        writer.close()
+
+
+def _identity(peercert: Any) -> str | None:
+    if not peercert:
+        return None
+    for _kind_name, value in peercert.get("subjectAltName", ()):
+        return str(value)
+    for rdn in peercert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
+def _tool_call(call: Any, n: int) -> dict[str, Any]:
+    """A tool call in OpenAI shape, from {"name", "arguments", "id"?} or from an OpenAI-shaped one."""
+    if not isinstance(call, dict):
+        raise TypeError(f"a tool call must be a dict, not {type(call).__name__}")
+    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    arguments = function.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return {"id": call.get("id") or f"call_standin{n + 1}", "type": "function",
+            "function": {"name": function["name"], "arguments": arguments}}
+
+
+def _usage(given: dict[str, Any], prompt_words: int, completion_words: int) -> dict[str, Any]:
+    prompt = int(given.get("prompt_tokens", prompt_words))
+    completion = int(given.get("completion_tokens", completion_words))
+    cached = given.get("cached_tokens", (given.get("prompt_tokens_details") or {}).get("cached_tokens", 0))
+    reasoning = given.get("reasoning_tokens", (given.get("completion_tokens_details") or {}).get("reasoning_tokens", 0))
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": int(given.get("total_tokens", prompt + completion)),
+        "prompt_tokens_details": {"cached_tokens": cached},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+    if "cost" in given:
+        usage["cost"] = given["cost"]
+    return usage
+
+
+async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _Request | None:
+    """Read one HTTP/1.1 request; None at a clean end of the connection."""
+    line = await reader.readline()
+    while line in (b"\r\n", b"\n"):
+        line = await reader.readline()
+    if not line:
+        return None
+    if not line.endswith(b"\n"):
+        raise asyncio.IncompleteReadError(line, None)
+    parts = line.decode("latin-1").rstrip("\r\n").split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest(f"bad request line: {line[:100]!r}")
+    method, target, version = parts
+    headers: dict[str, str] = {}
+    while True:
+        raw = await reader.readline()
+        if not raw.endswith(b"\n"):
+            raise asyncio.IncompleteReadError(raw, None)
+        if raw in (b"\r\n", b"\n"):
+            break
+        name, colon, value = raw.decode("latin-1").partition(":")
+        if not colon or not name.strip():
+            raise _BadRequest(f"bad header line: {raw[:100]!r}")
+        name, value = name.strip().lower(), value.strip()
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    if headers.get("expect", "").lower() == "100-continue":
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await writer.drain()
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = bytearray()
+        while True:
+            size_line = await reader.readline()
+            try:
+                size = int(size_line.split(b";")[0].strip(), 16)
+            except ValueError:
+                raise _BadRequest(f"bad chunk size: {size_line[:40]!r}") from None
+            if size == 0:
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                break
+            body += await reader.readexactly(size)
+            await reader.readexactly(2)
+        return _Request(method, target, version, headers, bytes(body))
+    length = headers.get("content-length")
+    if length is None:
+        return _Request(method, target, version, headers, b"")
+    try:
+        size = int(length)
+    except ValueError:
+        raise _BadRequest(f"bad content-length: {length!r}") from None
+    return _Request(method, target, version, headers, await reader.readexactly(size))
+
