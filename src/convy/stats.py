@@ -1,0 +1,531 @@
+"""The statistics of convy's reports, with the standard library only.
+
+Attempts are clustered by scenario — two attempts of one scenario are not independent evidence —
+so every interval and test here respects that (see docs/statistics.md for the formulas and the
+tests for their cross-checks against scipy and statsmodels).
+
+One run: ``Wilson`` (a proportion's interval), ``Headline`` (the mean of scenario rates with a
+clustered t interval, or a scenario bootstrap when there are few scenarios), ``Consistency``
+(pass^k and pass@k), ``Noise`` (within and between scenario variance, ICC, and advice).
+
+Two runs: ``Stratified`` (the exact conditional test across scenario strata, with the
+Cochran–Mantel–Haenszel χ² past a stated size), ``Paired`` (the mean of per-scenario differences
+with its t interval and the exact sign-flip test), ``Fisher`` (one scenario), ``Adjusted``
+(Benjamini–Hochberg), ``Detectable`` (the minimum detectable effect).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from itertools import accumulate, repeat
+from operator import add, mul
+from statistics import NormalDist, fmean
+from typing import Literal
+
+import msgspec
+
+Z95 = 1.959963984540054
+TOLERANCE = 1e-7
+
+
+class Interval(msgspec.Struct, frozen=True):
+    """An estimate with its 95% interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+class Tally(msgspec.Struct, frozen=True):
+    """Held out of judged: ``passed`` of ``judged`` attempts (or claims)."""
+
+    passed: int
+    judged: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.passed <= self.judged:
+            raise ValueError("passed must be between 0 and judged")
+
+    def rate(self) -> float | None:
+        return self.passed / self.judged if self.judged else None
+
+
+class Wilson(msgspec.Struct, frozen=True):
+    """Wilson's score interval of a proportion."""
+
+    tally: Tally
+    z: float = Z95
+
+    def interval(self) -> Interval | None:
+        n = self.tally.judged
+        if n == 0:
+            return None
+        p = self.tally.passed / n
+        z2 = self.z * self.z
+        centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+        half = self.z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+        return Interval(p, max(0.0, centre - half), min(1.0, centre + half))
+
+
+class StudentT(msgspec.Struct, frozen=True):
+    """Student's t distribution with ``df`` degrees of freedom."""
+
+    df: float
+
+    def cdf(self, t: float) -> float:
+        x = self.df / (self.df + t * t)
+        tail = 0.5 * IncompleteBeta(self.df / 2, 0.5).regularized(x)
+        return 1 - tail if t > 0 else tail
+
+    def quantile(self, probability: float) -> float:
+        """The t with ``cdf(t) == probability``, by bisection (the cdf is monotone)."""
+        if probability == 0.5:
+            return 0.0
+        low, high = -1.0, 1.0
+        while self.cdf(low) > probability:
+            low *= 2
+        while self.cdf(high) < probability:
+            high *= 2
+        for _ in range(200):
+            middle = (low + high) / 2
+            if self.cdf(middle) < probability:
+                low = middle
+            else:
+                high = middle
+            if high - low < 1e-12:
+                break
+        return (low + high) / 2
+
+
+class IncompleteBeta(msgspec.Struct, frozen=True):
+    """The regularized incomplete beta function I_x(a, b), by Lentz's continued fraction."""
+
+    a: float
+    b: float
+
+    def regularized(self, x: float) -> float:
+        if x <= 0:
+            return 0.0
+        if x >= 1:
+            return 1.0
+        a, b = self.a, self.b
+        front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+        if x < (a + 1) / (a + b + 2):
+            return front * self._fraction(a, b, x) / a
+        return 1 - front * self._fraction(b, a, 1 - x) / b
+
+    def _fraction(self, a: float, b: float, x: float) -> float:
+        tiny = 1e-300
+        c, d = 1.0, 1 - (a + b) * x / (a + 1)
+        d = 1 / (d if abs(d) > tiny else tiny)
+        result = d
+        for m in range(1, 500):
+            for numerator in (
+                m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+            ):
+                d = 1 + numerator * d
+                d = 1 / (d if abs(d) > tiny else tiny)
+                c = 1 + numerator / c
+                c = c if abs(c) > tiny else tiny
+                result *= c * d
+            if abs(c * d - 1) < 1e-15:
+                break
+        return result
+
+
+class Headline(msgspec.Struct, frozen=True):
+    """A run's pass rate: the mean of its scenarios' rates, with a scenario-clustered interval.
+
+    With 30 scenarios or more and a mean away from 0 and 1, a t interval on S−1 degrees of freedom
+    around the clustered standard error; otherwise a bootstrap over scenarios (10,000 draws, a fixed
+    seed). One scenario alone gets its Wilson interval.
+    """
+
+    rates: tuple[float, ...]
+    tallies: tuple[Tally, ...] = ()
+    draws: int = 10_000
+    seed: int = 20_241_129
+
+    def method(self) -> Literal["t", "bootstrap", "wilson", "none"]:
+        count = len(self.rates)
+        if count == 0:
+            return "none"
+        if count == 1:
+            return "wilson"
+        mean = fmean(self.rates)
+        if count < 30 or mean < 0.1 or mean > 0.9:
+            return "bootstrap"
+        return "t"
+
+    def interval(self) -> Interval | None:
+        match self.method():
+            case "none":
+                return None
+            case "wilson":
+                return Wilson(self.tallies[0]).interval() if self.tallies else Interval(self.rates[0], self.rates[0], self.rates[0])
+            case "t":
+                return self.t_interval()
+            case "bootstrap":
+                return self.bootstrap()
+
+    def standard_error(self) -> float:
+        count = len(self.rates)
+        if count < 2:
+            return 0.0
+        mean = fmean(self.rates)
+        return math.sqrt(sum((rate - mean) ** 2 for rate in self.rates) / (count * (count - 1)))
+
+    def t_interval(self) -> Interval:
+        mean = fmean(self.rates)
+        half = StudentT(len(self.rates) - 1).quantile(0.975) * self.standard_error()
+        return Interval(mean, max(0.0, mean - half), min(1.0, mean + half))
+
+    def bootstrap(self) -> Interval:
+        mean = fmean(self.rates)
+        chooser = random.Random(self.seed)
+        count = len(self.rates)
+        means = sorted(fmean(chooser.choices(self.rates, k=count)) for _ in range(self.draws))
+        return Interval(mean, means[int(0.025 * (self.draws - 1))], means[int(math.ceil(0.975 * (self.draws - 1)))])
+
+
+class Consistency(msgspec.Struct, frozen=True):
+    """How reliably scenarios pass: pass^k, pass@k, and the always/flaky/never counts."""
+
+    tallies: tuple[Tally, ...]
+
+    def ks(self) -> range:
+        judged = [tally.judged for tally in self.tallies if tally.judged]
+        return range(1, min(judged) + 1) if judged else range(0)
+
+    def pass_hat(self, k: int) -> float:
+        """pass^k: the chance that k attempts in a row all pass, averaged over scenarios."""
+        counted = [tally for tally in self.tallies if tally.judged >= k]
+        return fmean(math.comb(tally.passed, k) / math.comb(tally.judged, k) for tally in counted)
+
+    def pass_at(self, k: int) -> float:
+        """pass@k: the chance that at least one of k attempts passes, averaged over scenarios."""
+        counted = [tally for tally in self.tallies if tally.judged >= k]
+        return fmean(1 - math.comb(tally.judged - tally.passed, k) / math.comb(tally.judged, k) for tally in counted)
+
+    def always(self) -> int:
+        return sum(1 for tally in self.tallies if tally.judged and tally.passed == tally.judged)
+
+    def never(self) -> int:
+        return sum(1 for tally in self.tallies if tally.judged and tally.passed == 0)
+
+    def flaky(self) -> int:
+        return sum(1 for tally in self.tallies if 0 < tally.passed < tally.judged)
+
+
+class Noise(msgspec.Struct, frozen=True):
+    """Where a run's uncertainty comes from: attempts within scenarios, or the scenarios chosen."""
+
+    tallies: tuple[Tally, ...]
+
+    def _judged(self) -> list[Tally]:
+        return [tally for tally in self.tallies if tally.judged >= 2]
+
+    def within(self) -> float | None:
+        judged = self._judged()
+        if not judged:
+            return None
+        return fmean(
+            (tally.passed / tally.judged) * (1 - tally.passed / tally.judged) * tally.judged / (tally.judged - 1)
+            for tally in judged
+        )
+
+    def between(self) -> float | None:
+        judged = self._judged()
+        within = self.within()
+        if len(judged) < 2 or within is None:
+            return None
+        rates = [tally.passed / tally.judged for tally in judged]
+        mean = fmean(rates)
+        variance = sum((rate - mean) ** 2 for rate in rates) / (len(rates) - 1)
+        attempts = fmean(tally.judged for tally in judged)
+        return max(0.0, variance - within / attempts)
+
+    def icc(self) -> float | None:
+        within, between = self.within(), self.between()
+        if within is None or between is None or within + between == 0:
+            return None
+        return between / (between + within)
+
+    def advice(self) -> Literal["more scenarios", "more attempts", "either"] | None:
+        """Which would narrow the interval more: the larger share of the variance of the mean."""
+        within, between = self.within(), self.between()
+        if within is None or between is None:
+            return None
+        attempts = fmean(tally.judged for tally in self._judged())
+        if between > within / attempts * 1.1:
+            return "more scenarios"
+        if within / attempts > between * 1.1:
+            return "more attempts"
+        return "either"
+
+
+class Hypergeometric(msgspec.Struct, frozen=True):
+    """Passes among ``draws`` attempts drawn from ``population`` attempts of which ``successes`` passed."""
+
+    population: int
+    successes: int
+    draws: int
+
+    def support(self) -> range:
+        return range(max(0, self.draws - (self.population - self.successes)), min(self.draws, self.successes) + 1)
+
+    def probabilities(self) -> list[float]:
+        """The probability of each count of the support, in order, computed in logs."""
+        whole = self._log_comb(self.population, self.draws)
+        return [
+            math.exp(
+                self._log_comb(self.successes, count)
+                + self._log_comb(self.population - self.successes, self.draws - count)
+                - whole
+            )
+            for count in self.support()
+        ]
+
+    def mean(self) -> float:
+        return self.draws * self.successes / self.population
+
+    def variance(self) -> float:
+        n, k, draws = self.population, self.successes, self.draws
+        if n < 2:
+            return 0.0
+        return draws * (k / n) * (1 - k / n) * (n - draws) / (n - 1)
+
+    def _log_comb(self, n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+class Stratum(msgspec.Struct, frozen=True):
+    """One scenario in both runs: passes and judged attempts in A (base) and in B (candidate)."""
+
+    passed_a: int
+    judged_a: int
+    passed_b: int
+    judged_b: int
+
+    def informative(self) -> bool:
+        pooled = self.passed_a + self.passed_b
+        return self.judged_a > 0 and self.judged_b > 0 and 0 < pooled < self.judged_a + self.judged_b
+
+    def law(self) -> Hypergeometric:
+        """The law of B's passes when nothing changed."""
+        return Hypergeometric(self.judged_a + self.judged_b, self.passed_a + self.passed_b, self.judged_b)
+
+
+class Tested(msgspec.Struct, frozen=True):
+    """A two-sided test's result: the p-value, the direction of the change, and how it was computed."""
+
+    p: float
+    direction: Literal["better", "worse", "same"]
+    method: Literal["exact", "cmh", "none"]
+
+
+class Stratified(msgspec.Struct, frozen=True):
+    """The exact conditional test of "no change" across scenario strata.
+
+    With no change, B's passes in each stratum are hypergeometric; their total has the
+    convolution of those laws. The two-sided p is the probability of every total no more likely
+    than the one observed. Strata that all pass or all fail in both runs carry no information and
+    drop out. Probabilities below 1e-17 of the largest are pruned from the convolution (they
+    cannot change p at the precision reported; a total observed out there has a p too small to
+    matter, and gets the χ² below). Past ``limit`` operations the Cochran–Mantel–
+    Haenszel χ² with continuity correction is used instead.
+    """
+
+    strata: tuple[Stratum, ...]
+    limit: int = 60_000_000
+
+    def test(self) -> Tested:
+        used = [stratum for stratum in self.strata if stratum.informative()]
+        if not used:
+            return Tested(1.0, "same", "none")
+        observed = sum(stratum.passed_b for stratum in used)
+        expected = sum(stratum.law().mean() for stratum in used)
+        direction: Literal["better", "worse", "same"] = (
+            "better" if observed > expected + 1e-9 else "worse" if observed < expected - 1e-9 else "same"
+        )
+        if self._cost(used) > self.limit:
+            return Tested(self._cmh(used, observed, expected), direction, "cmh")
+        start, law = self._convolved(used)
+        index = observed - start
+        if not 0 <= index < len(law):
+            return Tested(self._cmh(used, observed, expected), direction, "cmh")
+        bar = law[index] * (1 + TOLERANCE)
+        p = min(1.0, sum(probability for probability in law if probability <= bar))
+        return Tested(p, direction, "exact")
+
+    def _cost(self, used: list[Stratum]) -> int:
+        widths = [len(stratum.law().support()) for stratum in used]
+        return sum(width * total for width, total in zip(widths, accumulate(widths), strict=True))
+
+    def _convolved(self, used: list[Stratum]) -> tuple[int, list[float]]:
+        start, law = 0, [1.0]
+        for stratum in used:
+            one = stratum.law()
+            probabilities = one.probabilities()
+            combined = [0.0] * (len(law) + len(probabilities) - 1)
+            width = len(law)
+            for shift, weight in enumerate(probabilities):
+                if weight == 0.0:
+                    continue
+                # One shifted, scaled copy of the law added at a time: the loops run in C.
+                combined[shift : shift + width] = map(add, combined[shift : shift + width], map(mul, law, repeat(weight)))
+            start += one.support().start
+            floor = max(combined) * 1e-17
+            first = next(index for index, value in enumerate(combined) if value > floor)
+            last = len(combined) - next(index for index, value in enumerate(reversed(combined)) if value > floor)
+            start += first
+            law = combined[first:last]
+        return start, law
+
+    def _cmh(self, used: list[Stratum], observed: int, expected: float) -> float:
+        variance = sum(stratum.law().variance() for stratum in used)
+        if variance == 0:
+            return 1.0
+        chi = max(0.0, abs(observed - expected) - 0.5) ** 2 / variance
+        return min(1.0, 2 * (1 - NormalDist().cdf(math.sqrt(chi))))
+
+
+class Fisher(msgspec.Struct, frozen=True):
+    """Fisher's exact test of one scenario, before and after: two-sided."""
+
+    stratum: Stratum
+
+    def test(self) -> Tested:
+        return Stratified((self.stratum,)).test()
+
+
+class Adjusted(msgspec.Struct, frozen=True):
+    """Benjamini–Hochberg adjusted p-values, in the order given."""
+
+    p: tuple[float, ...]
+
+    def values(self) -> tuple[float, ...]:
+        count = len(self.p)
+        if count == 0:
+            return ()
+        order = sorted(range(count), key=lambda index: self.p[index])
+        adjusted = [0.0] * count
+        running = 1.0
+        for rank in range(count, 0, -1):
+            index = order[rank - 1]
+            running = min(running, self.p[index] * count / rank)
+            adjusted[index] = min(1.0, running)
+        return tuple(adjusted)
+
+
+class Paired(msgspec.Struct, frozen=True):
+    """Per-scenario differences of pass rate, B − A: their mean, t interval and sign-flip test."""
+
+    differences: tuple[float, ...]
+    draws: int = 10_000
+    seed: int = 20_241_129
+
+    def interval(self) -> Interval | None:
+        count = len(self.differences)
+        if count == 0:
+            return None
+        mean = fmean(self.differences)
+        if count < 2:
+            return Interval(mean, mean, mean)
+        error = math.sqrt(sum((one - mean) ** 2 for one in self.differences) / (count * (count - 1)))
+        half = StudentT(count - 1).quantile(0.975) * error
+        return Interval(mean, mean - half, mean + half)
+
+    def sign_flip(self) -> float:
+        """The two-sided p of the mean difference under random signs: exact up to 20 scenarios."""
+        values = [abs(one) for one in self.differences]
+        count = len(values)
+        if count == 0:
+            return 1.0
+        observed = abs(sum(self.differences)) - 1e-12
+        if count <= 20:
+            return self._enumerated(values, observed)
+        chooser = random.Random(self.seed)
+        hits = sum(
+            1
+            for _ in range(self.draws)
+            if abs(sum(value if chooser.random() < 0.5 else -value for value in values)) >= observed
+        )
+        return (hits + 1) / (self.draws + 1)
+
+    def _enumerated(self, values: list[float], observed: float) -> float:
+        # Walk every sign pattern in Gray-code order, so each step flips one sign and updates the
+        # sum in constant time.
+        count = len(values)
+        total = sum(values)
+        signs = [1] * count
+        hits = 1 if abs(total) >= observed else 0
+        for step in range(1, 2**count):
+            flip = (step & -step).bit_length() - 1
+            signs[flip] = -signs[flip]
+            total += 2 * signs[flip] * values[flip]
+            if abs(total) >= observed:
+                hits += 1
+        return hits / 2**count
+
+
+class Detectable(msgspec.Struct, frozen=True):
+    """The minimum detectable effect of a comparison (α = 0.05, power 0.8), and what would reach Δ.
+
+    MDE = 2.80·√((ω² + σ²_A/k_A + σ²_B/k_B)/S), with ω² the variance of the true per-scenario
+    difference (estimated from the observed differences less their sampling noise).
+    """
+
+    a: tuple[Tally, ...]
+    b: tuple[Tally, ...]
+
+    def _parts(self) -> tuple[float, float, float, int] | None:
+        pairs = [(one, two) for one, two in zip(self.a, self.b, strict=True) if one.judged and two.judged]
+        if not pairs:
+            return None
+        noise_a = fmean((one.passed / one.judged) * (1 - one.passed / one.judged) for one, _ in pairs)
+        noise_b = fmean((two.passed / two.judged) * (1 - two.passed / two.judged) for _, two in pairs)
+        attempts_a = fmean(one.judged for one, _ in pairs)
+        attempts_b = fmean(two.judged for _, two in pairs)
+        differences = [two.passed / two.judged - one.passed / one.judged for one, two in pairs]
+        sampling = noise_a / attempts_a + noise_b / attempts_b
+        spread = 0.0
+        if len(differences) > 1:
+            mean = fmean(differences)
+            spread = max(0.0, sum((one - mean) ** 2 for one in differences) / (len(differences) - 1) - sampling)
+        return spread, noise_a / attempts_a, noise_b / attempts_b, len(pairs)
+
+    def effect(self) -> float | None:
+        parts = self._parts()
+        if parts is None:
+            return None
+        spread, from_a, from_b, scenarios = parts
+        return 2.80 * math.sqrt((spread + from_a + from_b) / scenarios)
+
+    def scenarios_for(self, delta: float) -> int | None:
+        """Scenarios needed (at these attempts) for a difference of ``delta`` to be detectable."""
+        parts = self._parts()
+        if parts is None or delta == 0:
+            return None
+        spread, from_a, from_b, _ = parts
+        return math.ceil(2.80**2 * (spread + from_a + from_b) / delta**2)
+
+    def attempts_for(self, delta: float) -> int | None:
+        """Attempts per scenario in each run needed (with these scenarios), or ``None`` when more
+        attempts alone cannot get there (the scenarios' own spread is too large)."""
+        parts = self._parts()
+        if parts is None or delta == 0:
+            return None
+        spread, from_a, from_b, scenarios = parts
+        room = delta**2 * scenarios / 2.80**2 - spread
+        if room <= 0:
+            return None
+        pairs = [(one, two) for one, two in zip(self.a, self.b, strict=True) if one.judged and two.judged]
+        noise = fmean(
+            (one.passed / one.judged) * (1 - one.passed / one.judged)
+            + (two.passed / two.judged) * (1 - two.passed / two.judged)
+            for one, two in pairs
+        )
+        return max(1, math.ceil(noise / room))
