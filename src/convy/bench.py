@@ -359,4 +359,4 @@ class RunJournal(msgspec.Struct, frozen=True):
         return self._now()
 
     def _now(self) -> str:
-        return datetime.now(UTC).isoformat(timespec="seconds")
+        return datetime.now(UTC).isoformat(timespec="milliseconds")

@@ -1,0 +1,337 @@
+"""The view records: what the pages draw, computed in Python and embedded in each page as JSON.
+
+They are data for the browser, not domain objects: a number nobody reported is ``None`` (``null``),
+and they have no version — one convy writes the template and the data into one file together.
+Every number and decision a page shows is made before it gets here (``report.py``,
+``comparison.py``); the page's script only draws, filters and navigates.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+
+class View(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of the view records."""
+
+
+class IntervalView(View):
+    estimate: float
+    low: float
+    high: float
+
+
+class SpreadView(View):
+    """min, p50, p95 and max of some values (seconds or tokens), and how many there were."""
+
+    count: int = 0
+    min: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    max: float | None = None
+
+
+class TokensView(View):
+    """Tokens by kind, over some requests; ``cached``/``reasoning`` are ``None`` when nobody said."""
+
+    requests: int = 0
+    reported: int = 0
+    input: int = 0
+    output: int = 0
+    cached: int | None = None
+    reasoning: int | None = None
+
+
+class CostView(View):
+    """A total cost in US dollars (as text, exact), where it came from, and whether it is complete.
+
+    ``unpriced`` requests had no known price: the total leaves them out and says so.
+    """
+
+    amount: str | None = None
+    source: Literal["provider", "computed", "mixed"] | None = None
+    priced: int = 0
+    unpriced: int = 0
+    complete: bool = True
+
+
+class TimeView(View):
+    """Seconds summed over attempts, split by who spent them; ``unaccounted`` is the rest, not clamped."""
+
+    wall: float = 0.0
+    agent: float = 0.0
+    user: float = 0.0
+    judge: float = 0.0
+    waiting: float = 0.0
+    unaccounted: float = 0.0
+
+
+class SpendView(View):
+    """What one participant took: tokens, cost, and the spreads of its request times and tokens."""
+
+    tokens: TokensView = TokensView()
+    cost: CostView = CostView()
+    seconds: SpreadView = SpreadView()
+    per_request: SpreadView = SpreadView()
+
+
+class ClaimRow(View):
+    """One claim of a scenario over its attempts."""
+
+    text: str
+    by: Literal["judge", "code"]
+    held: int
+    decided: int
+    rate: IntervalView | None = None
+
+
+class AttemptRow(View):
+    """One attempt as the scenario's table and matrix show it."""
+
+    attempt: int
+    status: Literal["passed", "failed", "not_judged"]
+    why: str
+    stop: str
+    turns: int
+    seconds: float
+    marks: list[Literal["held", "failed", "none"]]
+
+
+class ScenarioView(View):
+    """One scenario of a run: its result, its claims, and its attempts in short."""
+
+    index: int
+    id: str
+    group: str
+    tags: list[str]
+    passed: int
+    judged: int
+    not_judged: int
+    rate: IntervalView | None
+    status: Literal["always", "flaky", "never", "not_judged"]
+    claims: list[ClaimRow]
+    attempts: list[AttemptRow]
+    turns: SpreadView
+    agent: SpendView
+    cost: CostView
+    stops: dict[str, int]
+
+
+class Dimension(View):
+    k: int
+    pass_hat: float
+    pass_at: float
+
+
+class NoiseView(View):
+    within: float | None = None
+    between: float | None = None
+    icc: float | None = None
+    advice: str | None = None
+
+
+class HeaderView(View):
+    agent: str
+    run: str
+    started: str
+    ended: str | None
+    seconds: float | None
+    status: Literal["finished", "interrupted", "running"]
+    convy: str
+    user_model: str
+    judge_model: str
+    fingerprint: str
+    trust: float
+    attempts: int
+    planned: int
+    kept: int
+    broken: int
+    skipped: list[str]
+
+
+class RunView(View):
+    """A run report's data."""
+
+    header: HeaderView
+    rate: IntervalView | None
+    method: str
+    passed: int
+    judged: int
+    always: int
+    flaky: int
+    never: int
+    not_judged: dict[str, int]
+    stops: dict[str, int]
+    consistency: list[Dimension]
+    noise: NoiseView
+    agent: SpendView
+    user: SpendView
+    judge: SpendView
+    cost: CostView
+    time: TimeView
+    scenarios: list[ScenarioView]
+    tags: list[str]
+    groups: list[str]
+
+
+class StepView(View):
+    kind: Literal["thought", "call"]
+    text: str = ""
+    name: str = ""
+    arguments: str = ""
+    result: str | None = None
+    seconds: float | None = None
+
+
+class TurnView(View):
+    user: str
+    scripted: bool
+    agent: str
+    steps: list[StepView]
+    agent_start: float
+    agent_seconds: float
+    user_start: float
+    user_seconds: float
+    agent_tokens: TokensView
+    user_tokens: TokensView
+    cost: CostView
+
+
+class DecisionView(View):
+    claim: str
+    by: str
+    held: bool
+    reason: str
+    confidence: float | None
+    grade: str | None
+    trusted: bool
+
+
+class SpanView(View):
+    lane: Literal["agent", "user", "judge", "waiting"]
+    start: float
+    seconds: float
+    label: str
+
+
+class DialogueView(View):
+    """One attempt in full, for the scenario window: loaded only when the window opens."""
+
+    scenario: str
+    attempt: int
+    status: str
+    why: str
+    stop: str
+    started: str
+    seconds: float
+    turns: list[TurnView]
+    failed_on: str | None
+    decisions: list[DecisionView]
+    spans: list[SpanView]
+    tokens: TokensView
+    cost: CostView
+
+
+class RunRow(View):
+    """One run on the index."""
+
+    agent: str
+    run: str
+    href: str
+    started: str
+    status: str
+    rate: IntervalView | None
+    passed: int
+    judged: int
+    scenarios: int
+    attempts: int
+    tokens: int
+    cost: CostView
+    seconds: float | None
+
+
+class TrendPoint(View):
+    run: str
+    started: str
+    rate: float | None
+
+
+class ComparisonLink(View):
+    base: str
+    candidate: str
+    href: str
+
+
+class IndexView(View):
+    runs: list[RunRow]
+    trends: dict[str, list[TrendPoint]]
+    comparisons: list[ComparisonLink]
+    skipped: list[str]
+    agents: list[str]
+
+
+class SideView(View):
+    """One run's side of a comparison."""
+
+    agent: str
+    run: str
+    started: str
+    status: str
+    rate: IntervalView | None
+    passed: int
+    judged: int
+    tokens: int
+    cost: CostView
+    seconds: float
+
+
+class ScenarioChange(View):
+    id: str
+    before_passed: int
+    before_judged: int
+    after_passed: int
+    after_judged: int
+    p: float
+    adjusted: float
+    change: Literal["worse", "better", "same"]
+
+
+class ClaimFlip(View):
+    scenario: str
+    claim: str
+    before: float | None
+    after: float | None
+    flipped: bool
+
+
+class Pair(View):
+    """One attempt of each run for a scenario, to be lined up turn by turn."""
+
+    scenario: str
+    before: DialogueView | None
+    after: DialogueView | None
+
+
+class ComparisonView(View):
+    base: SideView
+    candidate: SideView
+    banner: list[str]
+    only_base: list[str]
+    only_candidate: list[str]
+    changed: list[str]
+    delta: IntervalView | None
+    p: float
+    method: str
+    verdict: Literal["worse", "better", "same"]
+    real: bool
+    sign_flip_p: float
+    mde: float | None
+    needed: str | None
+    cost_ratio: float | None
+    token_ratio: float | None
+    time_ratio: float | None
+    scenarios: list[ScenarioChange]
+    claims: list[ClaimFlip]
+    pairs: list[Pair]
