@@ -159,9 +159,11 @@ class Chunks(msgspec.Struct, frozen=True):
         calls: dict[int, dict[str, Any]] = {}
         usage: Any = None
         finish: Any = None
+        chunks = 0
         for event in self.events:
             match event:
                 case {"choices": [{"delta": dict(delta), **choice}, *_], **rest}:
+                    chunks += 1
                     text.append(delta.get("content") or "")
                     reasoning.append(delta.get("reasoning") or delta.get("reasoning_content") or "")
                     for piece in delta.get("tool_calls") or []:
@@ -172,6 +174,9 @@ class Chunks(msgspec.Struct, frozen=True):
                     usage = counted
                 case _:
                     pass
+        if not chunks:
+            # A stream of something else is the wrong shape, not an empty reply.
+            raise ModelFailure(f"the streamed reply has no chat completion chunk among its {len(self.events)} event(s)")
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
         if any(reasoning):
             message["reasoning"] = "".join(reasoning)

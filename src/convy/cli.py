@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 import msgspec
+import pydantic
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -356,6 +357,14 @@ class Loaded(msgspec.Struct, frozen=True):
             return self.project.agent(self.name).agent, self.project.models()
         except ConfigurationError:
             raise
+        except pydantic.ValidationError as error:  # its settings: pydantic's message may repeat a value, a key say
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in problem['loc']) or 'settings'}: {problem['msg']}"
+                for problem in error.errors(include_url=False, include_input=False)
+            )
+            raise ConfigurationError(
+                f"loading agents/{self.name}.py or models.py failed: {error.title}: {problems}"
+            ) from None
         except Exception as error:  # the project's own code failed while loading
             raise ConfigurationError(
                 f"loading agents/{self.name}.py or models.py failed: {type(error).__name__}: {error}"

@@ -56,9 +56,15 @@ class Tls(msgspec.Struct, frozen=True):
             path = getattr(self, name)
             if path and not Path(path).is_file():
                 raise HttpFailure(f"TLS {name} file not found: {path}")
-        context = ssl.create_default_context(cafile=self.ca or None)
+        try:
+            context = ssl.create_default_context(cafile=self.ca or None)
+        except (ssl.SSLError, OSError) as error:
+            raise HttpFailure(f"TLS ca file cannot be used: {self.ca}: {error}") from None
         if self.cert:
-            context.load_cert_chain(self.cert, self.key or None)
+            try:
+                context.load_cert_chain(self.cert, self.key or None)
+            except (ssl.SSLError, OSError) as error:
+                raise HttpFailure(f"TLS cert or key file cannot be used: {self.cert}: {error}") from None
         return context
 
 
@@ -111,6 +117,13 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         """The URL as errors show it: without its query, which may hold a key."""
         return self.url.split("?", 1)[0].split("#", 1)[0]
 
+    def at(self, path: str) -> str:
+        """The URL with ``path`` added to its path, before its query."""
+        if not path:
+            return self.url
+        base, mark, query = self.url.partition("?")
+        return base.rstrip("/") + path + mark + query
+
     @asynccontextmanager
     async def connection(self, connections: int = 1) -> AsyncIterator[JsonConnection]:
         """An open client for this endpoint, kept for as long as the block runs."""
@@ -133,7 +146,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     async def posted(self, body: Any, path: str = "") -> Any:
         """The JSON the endpoint answers ``body`` with (posted to the URL, plus ``path``)."""
-        url = self.endpoint.url + path
+        url = self.endpoint.at(path)
         try:
             response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json())
             self._checked(response, path)
@@ -145,16 +158,19 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     async def events(self, body: Any, path: str = "") -> AsyncIterator[Any]:
         """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``."""
-        url = self.endpoint.url + path
+        url = self.endpoint.at(path)
         try:
             async with self.client.stream("POST", url, content=msgspec.json.encode(body), headers=self._json()) as response:
                 if response.status_code >= 400:
                     await response.aread()
                 self._checked(response, path)
+                done = False
+                # Read on past "[DONE]" to the end of the body, so the connection goes back to the
+                # pool instead of being closed half-read.
                 async for event in httpx2.EventSource(response).__aiter__():
-                    if event.data.strip() == "[DONE]":
-                        return
-                    if event.data.strip():
+                    if done or event.data.strip() == "[DONE]":
+                        done = True
+                    elif event.data.strip():
                         yield msgspec.json.decode(event.data)
         except msgspec.DecodeError as error:
             raise HttpFailure(f"POST {self._shown(path)}: an event is not JSON: {error}") from None
@@ -165,7 +181,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         return {"content-type": "application/json"}
 
     def _shown(self, path: str) -> str:
-        return JsonEndpoint(self.endpoint.url + path).shown() if path else self.endpoint.shown()
+        return JsonEndpoint(self.endpoint.at(path)).shown()
 
     def _checked(self, response: Any, path: str) -> None:
         status = response.status_code
@@ -185,15 +201,26 @@ class JsonConnection(msgspec.Struct, frozen=True):
         where = f"POST {self._shown(path)}"
         match error:
             case httpx2.ConnectTimeout() | httpx2.ConnectError():
-                return HttpFailure(f"{where}: could not connect ({type(error).__name__})")
+                return HttpFailure(f"{where}: could not connect ({self._why(error)})")
             case httpx2.ReadTimeout():
                 return HttpFailure(
                     f"{where}: no answer within {self.endpoint.timeout:g} s; the service may have acted, so it is not sent again"
                 )
             case httpx2.RemoteProtocolError() | httpx2.ReadError():
-                return HttpFailure(f"{where}: the connection broke before the whole answer came ({type(error).__name__})")
+                tls = (
+                    "; over TLS, a server that requires a client certificate breaks off like this when it gets none it trusts"
+                    if self.endpoint.url.startswith("https://")
+                    else ""
+                )
+                return HttpFailure(f"{where}: the connection broke before the whole answer came ({self._why(error)}){tls}")
             case _:
                 return HttpFailure(f"{where}: {type(error).__name__}")
+
+    def _why(self, error: Exception) -> str:
+        # The text of a failed connection or read comes from the OS or the TLS library (such as
+        # "certificate verify failed"), never from the request: it holds no header value.
+        text = str(error).strip()
+        return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
 
 
 class JsonPath(msgspec.Struct, frozen=True):

@@ -180,13 +180,18 @@ class OpenAiModel(msgspec.Struct, frozen=True):
 
     async def reply(self, messages: tuple[Said, ...]) -> Reply:
         connection = await self._connection()
-        if self.stream:
-            events = [event async for event in connection.events(self.body(messages), "/chat/completions")]
-            answer: Any = Chunks(tuple(events)).completion()
-        else:
-            answer = await connection.posted(self.body(messages), "/chat/completions")
-        completion = Completion(answer, self.name, self.prices)
-        return Reply(completion.text(), completion.usage())
+        try:
+            if self.stream:
+                events = [event async for event in connection.events(self.body(messages), "/chat/completions")]
+                answer: Any = Chunks(tuple(events)).completion()
+            else:
+                answer = await connection.posted(self.body(messages), "/chat/completions")
+            completion = Completion(answer, self.name, self.prices)
+            return Reply(completion.text(), completion.usage())
+        except ModelFailure as failure:
+            # A reply of the wrong shape names the model and where it came from.
+            shown = JsonEndpoint(connection.endpoint.at("/chat/completions")).shown()
+            raise ModelFailure(f"model {self.name}: POST {shown}: {failure}") from None
 
     async def _connection(self) -> JsonConnection:
         loop = asyncio.get_running_loop()

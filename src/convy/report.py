@@ -27,6 +27,9 @@ from convy.stats import Consistency, Headline, Noise, Tally, Wilson
 from convy.views import (
     AttemptRow,
     ClaimRow,
+    ComparisonLink,
+    IndexView,
+    TrendPoint,
     CostView,
     DecisionView,
     DialogueView,
@@ -552,3 +555,37 @@ class Summary(msgspec.Struct, frozen=True):
             )
         return rows
 
+
+
+class Index(msgspec.Struct, frozen=True):
+    """Every run on one page: a row each, a pass-rate trend per agent, and the comparisons made.
+
+    ``comparisons`` are the comparison pages' names (``<base>--<candidate>``); hrefs are relative
+    to ``results/``, where the index is written.
+    """
+
+    runs: tuple[Read, ...]
+    unread: tuple[Unread, ...] = ()
+    comparisons: tuple[str, ...] = ()
+
+    def view(self) -> IndexView:
+        rows = [
+            Summary(run).row(f"{run.file.spec.agent}/{run.file.spec.id}/report.html") for run in self.runs
+        ]
+        rows.sort(key=lambda row: row.started, reverse=True)
+        trends: dict[str, list[TrendPoint]] = {}
+        for row in sorted(rows, key=lambda row: row.started):
+            trends.setdefault(row.agent, []).append(
+                TrendPoint(run=row.run, started=row.started, rate=None if row.rate is None else row.rate.estimate)
+            )
+        links = []
+        for name in self.comparisons:
+            base, _, candidate = name.partition("--")
+            links.append(ComparisonLink(base=base, candidate=candidate, href=f"compare/{name}.html"))
+        return IndexView(
+            runs=rows,
+            trends=trends,
+            comparisons=links,
+            skipped=[f"{unread.folder.name}: {unread.reason}" for unread in self.unread],
+            agents=sorted(trends),
+        )

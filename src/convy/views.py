@@ -282,6 +282,7 @@ class SideView(View):
     rate: IntervalView | None
     passed: int
     judged: int
+    attempts: int
     tokens: int
     cost: CostView
     seconds: float

@@ -1,0 +1,204 @@
+"""Two runs compared: did the pass rate change on these scenarios beyond attempt-to-attempt noise?
+
+``Comparison`` makes the comparison page's view records (statistics.md, "Comparing two runs"):
+the exact stratified test that decides "real" or "within noise", the paired difference with its
+interval and the sign-flip test across scenarios, per-scenario Fisher tests adjusted by
+Benjamini–Hochberg, the claims that flipped, the minimum detectable effect, tokens, cost and time
+before and after, and what makes the two runs not comparable. Scenarios in one run only, or whose
+content changed, are listed apart and left out of every test: missing is not passing.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import msgspec
+
+from convy.report import Attempt, Read, Spent, Summary
+from convy.stats import Adjusted, Detectable, Fisher, Paired, Stratified, Stratum, Tally
+from convy.views import ClaimFlip, ComparisonView, DialogueView, IntervalView, Pair, ScenarioChange, SideView
+
+ALPHA = 0.05
+
+
+class Comparison(msgspec.Struct, frozen=True):
+    """Run ``base`` (before) against run ``candidate`` (after)."""
+
+    base: Read
+    candidate: Read
+
+    def common(self) -> list[str]:
+        """Scenarios in both runs with the same content, in the candidate's order."""
+        before = {scenario.id: scenario for scenario in self.base.file.spec.scenarios}
+        return [
+            scenario.id
+            for scenario in self.candidate.file.spec.scenarios
+            if scenario.id in before and before[scenario.id] == scenario
+        ]
+
+    def strata(self) -> list[tuple[str, Tally, Tally]]:
+        before, after = Summary(self.base).tallies(), Summary(self.candidate).tallies()
+        return [(scenario, before[scenario], after[scenario]) for scenario in self.common() if scenario in before and scenario in after]
+
+    def banner(self) -> list[str]:
+        """What differs between the runs beyond the agent: each line a reason to doubt the comparison."""
+        a, b = self.base.file.spec, self.candidate.file.spec
+        said: list[str] = []
+        if a.models.user != b.models.user:
+            said.append(f"the simulated user's model differs: {a.models.user} → {b.models.user}")
+        if a.models.judge != b.models.judge:
+            said.append(f"the judge differs: {a.models.judge} → {b.models.judge}")
+        if a.attempts != b.attempts:
+            said.append(f"attempts per scenario differ: {a.attempts} → {b.attempts}")
+        if a.trust != b.trust:
+            said.append(f"the trust threshold differs: {a.trust:g} → {b.trust:g}")
+        if (a.limits.max_turns, a.limits.open_seconds, a.limits.turn_seconds, a.limits.close_seconds) != (
+            b.limits.max_turns,
+            b.limits.open_seconds,
+            b.limits.turn_seconds,
+            b.limits.close_seconds,
+        ):
+            said.append("the turn or time limits differ")
+        if a.fingerprints.scenarios != b.fingerprints.scenarios:
+            said.append("the scenario files differ")
+        for run, name in ((self.base, "base"), (self.candidate, "candidate")):
+            status = run.status()
+            if status != "finished":
+                said.append(f"the {name} run is {status}: it lacks attempts")
+        return said
+
+    def view(self) -> ComparisonView:
+        before_ids = {scenario.id: scenario for scenario in self.base.file.spec.scenarios}
+        after_ids = {scenario.id: scenario for scenario in self.candidate.file.spec.scenarios}
+        strata = self.strata()
+        tested = Stratified(tuple(Stratum(a.passed, a.judged, b.passed, b.judged) for _, a, b in strata)).test()
+        paired_rows = [(scenario, a, b) for scenario, a, b in strata if a.judged and b.judged]
+        paired = Paired(tuple(b.passed / b.judged - a.passed / a.judged for _, a, b in paired_rows))
+        delta = paired.interval()
+        detectable = Detectable(tuple(a for _, a, _ in paired_rows), tuple(b for _, _, b in paired_rows))
+        mde = detectable.effect()
+        base, candidate = self._side(self.base), self._side(self.candidate)
+        return ComparisonView(
+            base=base,
+            candidate=candidate,
+            banner=self.banner(),
+            only_base=sorted(set(before_ids) - set(after_ids)),
+            only_candidate=sorted(set(after_ids) - set(before_ids)),
+            changed=sorted(key for key in set(before_ids) & set(after_ids) if before_ids[key] != after_ids[key]),
+            delta=None if delta is None else IntervalView(estimate=delta.estimate, low=delta.low, high=delta.high),
+            p=tested.p,
+            method=tested.method,
+            verdict=tested.direction if tested.p < ALPHA else "same",
+            real=tested.p < ALPHA,
+            sign_flip_p=paired.sign_flip(),
+            mde=mde,
+            needed=self._needed(detectable, delta.estimate if delta else None, mde),
+            cost_ratio=self._ratio(self._cost(base), self._cost(candidate)),
+            token_ratio=self._ratio(self._per(base.tokens, base), self._per(candidate.tokens, candidate)),
+            time_ratio=self._ratio(self._per(base.seconds, base), self._per(candidate.seconds, candidate)),
+            scenarios=self._changes(strata),
+            claims=self._flips(),
+            pairs=self._pairs(),
+        )
+
+    def _side(self, run: Read) -> SideView:
+        summary = Summary(run)
+        header = summary.header()
+        attempts = summary.attempts()
+        usages = tuple(usage for attempt in attempts for usage in attempt.agent_usage() + attempt.user_usage() + attempt.outcome.judge_requests)
+        judged = [tally for tally in summary.tallies().values() if tally.judged]
+        return SideView(
+            agent=header.agent,
+            run=header.run,
+            started=header.started,
+            status=header.status,
+            rate=summary.rate(),
+            passed=sum(tally.passed for tally in judged),
+            judged=sum(tally.judged for tally in judged),
+            attempts=len(attempts),
+            tokens=Spent(usages).total(),
+            cost=Spent(usages).cost(),
+            seconds=sum(attempt.outcome.seconds for attempt in attempts),
+        )
+
+    def _changes(self, strata: list[tuple[str, Tally, Tally]]) -> list[ScenarioChange]:
+        tests = [Fisher(Stratum(a.passed, a.judged, b.passed, b.judged)).test() for _, a, b in strata]
+        adjusted = Adjusted(tuple(test.p for test in tests)).values()
+        changes = [
+            ScenarioChange(
+                id=scenario,
+                before_passed=a.passed,
+                before_judged=a.judged,
+                after_passed=b.passed,
+                after_judged=b.judged,
+                p=test.p,
+                adjusted=fixed,
+                change=test.direction if fixed < ALPHA else "same",
+            )
+            for (scenario, a, b), test, fixed in zip(strata, tests, adjusted, strict=True)
+        ]
+        order = {"worse": 0, "better": 1, "same": 2}
+        return sorted(changes, key=lambda change: (order[change.change], change.adjusted, change.id))
+
+    def _flips(self) -> list[ClaimFlip]:
+        """Claims whose held rate changed between the runs, the largest changes first."""
+        before, after = self._held(self.base), self._held(self.candidate)
+        flips: list[ClaimFlip] = []
+        for key in sorted(set(before) | set(after)):
+            was, now = before.get(key), after.get(key)
+            if was == now:
+                continue
+            crossed = was is not None and now is not None and (was >= 0.5) != (now >= 0.5)
+            flips.append(ClaimFlip(scenario=key[0], claim=key[1], before=was, after=now, flipped=crossed))
+        return sorted(flips, key=lambda flip: (not flip.flipped, -abs((flip.after or 0) - (flip.before or 0))))
+
+    def _held(self, run: Read) -> dict[tuple[str, str], float]:
+        common = set(self.common())
+        rates: dict[tuple[str, str], float] = {}
+        for scenario in Summary(run).view().scenarios:
+            if scenario.id not in common:
+                continue
+            for claim in scenario.claims:
+                if claim.decided:
+                    rates[(scenario.id, claim.text)] = claim.held / claim.decided
+        return rates
+
+    def _pairs(self) -> list[Pair]:
+        """For each common scenario, one attempt of each run: a failing one where there is one."""
+        before, after = Summary(self.base).by_scenario(), Summary(self.candidate).by_scenario()
+        return [
+            Pair(scenario=scenario, before=self._shown(before.get(scenario, [])), after=self._shown(after.get(scenario, [])))
+            for scenario in self.common()
+        ]
+
+    def _shown(self, attempts: list[Attempt]) -> DialogueView | None:
+        if not attempts:
+            return None
+        failing = [attempt for attempt in attempts if attempt.status() == "failed"]
+        return (failing or attempts)[0].dialogue()
+
+    def _needed(self, detectable: Detectable, delta: float | None, mde: float | None) -> str | None:
+        if delta is None or mde is None or abs(delta) >= mde:
+            return None
+        if delta == 0:
+            return "no difference was seen: no number of scenarios or attempts makes it detectable"
+        scenarios = detectable.scenarios_for(abs(delta))
+        attempts = detectable.attempts_for(abs(delta))
+        said = f"a change of {abs(delta):.1%} needs about {scenarios} scenarios at these attempts"
+        if attempts is None:
+            return said + "; more attempts alone cannot get there"
+        return said + f", or about {attempts} attempts per scenario with these scenarios"
+
+    def _cost(self, side: SideView) -> float | None:
+        """Cost per attempt, when every request had a price."""
+        if side.cost.amount is None or not side.cost.complete:
+            return None
+        return self._per(float(Decimal(side.cost.amount)), side)
+
+    def _per(self, total: float, side: SideView) -> float | None:
+        return total / side.attempts if side.attempts else None
+
+    def _ratio(self, before: float | None, after: float | None) -> float | None:
+        if before is None or after is None or before == 0:
+            return None
+        return after / before
