@@ -19,6 +19,7 @@ its reply; ``ChatAgent`` is an agent that itself speaks Chat Completions.
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import ssl
 import uuid
@@ -48,10 +49,10 @@ class Tls(msgspec.Struct, frozen=True):
     cert: str = ""
     key: str = ""
 
-    def context(self) -> ssl.SSLContext | bool:
-        """The SSL context these settings make (``True``: the system's trust, no client certificate)."""
+    def context(self) -> ssl.SSLContext:
+        """The SSL context these settings make; without a CA or a certificate, the system's trust."""
         if not (self.ca or self.cert):
-            return True
+            return _system_trust()
         for name in ("ca", "cert", "key"):
             path = getattr(self, name)
             if path and not Path(path).is_file():
@@ -66,6 +67,13 @@ class Tls(msgspec.Struct, frozen=True):
             except (ssl.SSLError, OSError) as error:
                 raise HttpFailure(f"TLS cert or key file cannot be used: {self.cert}: {error}") from None
         return context
+
+
+@functools.cache
+def _system_trust() -> ssl.SSLContext:
+    # The context httpx2 itself makes for ``verify=True``, made once: loading the system's CA
+    # store takes tens of milliseconds of CPU, and a JsonAgent opens a client per conversation.
+    return httpx2.create_ssl_context(verify=True, trust_env=False)
 
 
 class RetryAfter(msgspec.Struct, frozen=True):
@@ -206,7 +214,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
                 return HttpFailure(
                     f"{where}: no answer within {self.endpoint.timeout:g} s; the service may have acted, so it is not sent again"
                 )
-            case httpx2.RemoteProtocolError() | httpx2.ReadError():
+            case httpx2.RemoteProtocolError() | httpx2.ReadError() | httpx2.WriteError():
                 tls = (
                     "; over TLS, a server that requires a client certificate breaks off like this when it gets none it trusts"
                     if self.endpoint.url.startswith("https://")
@@ -373,7 +381,12 @@ class JsonAgent(msgspec.Struct, frozen=True):
             case str(text) if text:
                 return (Thought(text),)
             case list(texts):
-                return tuple(Thought(text) for text in texts if text and type(text) is str)
+                found: list[Thought | Call] = []
+                for text in texts:
+                    match text:
+                        case str() if text:
+                            found.append(Thought(text))
+                return tuple(found)
             case _:
                 return ()
 

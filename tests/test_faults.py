@@ -1,0 +1,298 @@
+"""The fault table: what convy records when a service misbehaves, and that it never sends twice.
+
+Each fault of the stand-in is played through a real bench, once against a ``JsonAgent`` (the agent
+under test) and once against an ``OpenAiModel`` playing the simulated user. A service that refused
+a request unprocessed (``Busy``: 429, 503) is asked again and the attempt goes on; any other fault
+may have reached the service, so the request is never sent again: the agent's attempt is
+``Failed``, the user model's has ``NoVerdict``. Every reason names the URL without its query and
+shows no header value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import pytest
+from standin import Drop, Fault, Invalid, SlowBody, Stall, StandIn, Status, Truncated, WrongShape, http_date
+
+from convy.bench import Bench, Limits, Plan
+from convy.dialog import Failed, NoVerdict, Verdict
+from convy.fakes import FakeAgent, MemoryJournal
+from convy.http import JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
+from convy.model import Models, OpenAiModel
+from convy.scenario import Outcome, Scenario
+
+SECRET = "secret-in-query"  # in the agent's URL query: never shown
+HEADER = "hunter2-header-value"  # in a header: never shown
+KEY = "sk-user-model-key"  # the user model's key: never shown
+TIMEOUT = 0.5  # the read timeout of every endpoint here
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the fault table: the fault, and whether the service refused it unprocessed."""
+
+    name: str
+    fault: Callable[[], Fault]
+    busy: bool = False
+    fine: bool = False  # a fault convy rides out without a retry (a body slow within the timeout)
+    agent_says: str = ""  # a piece of the agent's Failed reason
+    model_says: str = ""  # a piece of the user model's NoVerdict reason (plain, not streamed)
+    streamed_says: str = ""  # ... when streamed, if it differs
+
+
+BROKE = "the connection broke before the whole answer came"
+LATE = f"no answer within {TIMEOUT:g} s; the service may have acted, so it is not sent again"
+
+CASES = [
+    Case("429 Retry-After: 1", lambda: Status(429, retry_after="1"), busy=True),
+    Case("429 Retry-After: <HTTP date>", lambda: Status(429, retry_after=http_date(1)), busy=True),
+    Case("503 retry-after-ms: 200", lambda: Status(503, retry_after_ms="200"), busy=True),
+    Case("500", lambda: Status(500), agent_says="500 Internal Server Error", model_says="500 Internal Server Error"),
+    Case("502", lambda: Status(502), agent_says="502 Bad Gateway", model_says="502 Bad Gateway"),
+    Case("504", lambda: Status(504), agent_says="504 Gateway Timeout", model_says="504 Gateway Timeout"),
+    Case("Truncated", Truncated, agent_says=f"{BROKE} (RemoteProtocolError", model_says=f"{BROKE} (RemoteProtocolError"),
+    Case(
+        "Invalid",
+        Invalid,
+        agent_says="the reply is not JSON",
+        model_says="the reply is not JSON",
+        streamed_says="an event is not JSON",
+    ),
+    Case(
+        "WrongShape",
+        WrongShape,
+        agent_says="reply path output.text: no 'output' in the reply",
+        model_says="the reply is not a chat completion",
+        streamed_says="the streamed reply has no chat completion chunk",
+    ),
+    Case("SlowBody within the timeout", lambda: SlowBody(0.2, pieces=2), fine=True),
+    Case("SlowBody beyond the timeout", lambda: SlowBody(4, pieces=2), agent_says=LATE, model_says=LATE),
+    Case("Stall beyond the timeout", lambda: Stall(4), agent_says=LATE, model_says=LATE),
+    Case("Drop", Drop, agent_says=f"{BROKE} (RemoteProtocolError", model_says=f"{BROKE} (RemoteProtocolError"),
+    Case("Drop(reset=True)", lambda: Drop(reset=True), agent_says=f"{BROKE} (ReadError", model_says=f"{BROKE} (ReadError"),
+]
+
+
+def scenario(**fields: Any) -> Scenario:
+    return msgspec.convert({"id": "fault", "judge": [{"check": {"said": "."}}], **fields}, Scenario)
+
+
+def played(bench: Bench, scenario: Scenario) -> Outcome:
+    journal = MemoryJournal()
+    asyncio.run(bench.run(Plan((scenario,)), journal))
+    (outcome,) = journal.outcomes
+    return outcome
+
+
+def shows_nothing_secret(outcome: Outcome) -> None:
+    kept = msgspec.json.encode(outcome).decode()
+    for secret in (SECRET, HEADER, KEY):
+        assert secret not in kept
+
+
+@pytest.fixture
+def server() -> Iterator[StandIn]:
+    with StandIn(api_key=KEY) as server:
+        yield server
+        assert server.errors == []
+
+
+@contextmanager
+def unused_port() -> Iterator[int]:
+    """A port bound but not listening: connecting to it is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+# --- the agent under test --------------------------------------------------------------------
+
+
+def json_agent(url: str, **endpoint: Any) -> JsonAgent:
+    headers = {"authorization": f"Bearer {KEY}", "x-team-secret": HEADER}
+    return JsonAgent(
+        JsonEndpoint(url + f"/agent?key={SECRET}", headers, timeout=TIMEOUT, **endpoint),
+        reply="output.text",
+        tokens=TokenPaths("usage.in", "usage.out"),
+    )
+
+
+def faulted_agent_turn(server: StandIn, fault: Fault) -> None:
+    """The agent answers "one" and queues ``fault`` for the next request: the turn "two"."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if request["message"] == "one":
+            server.faults(fault)
+        return f"You said: {request['message']}"
+
+    server.agent_reply = reply
+
+
+def agent_bench(server_url: str, **limits: Any) -> Bench:
+    return Bench(json_agent(server_url), Models(), Limits(**{"agent_patience": 5, **limits}))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_agent_fault(case: Case, server: StandIn) -> None:
+    """A fault on the agent's second turn is retried when Busy, else fails the attempt once, naming the URL."""
+    faulted_agent_turn(server, case.fault())
+    outcome = played(agent_bench(server.url), scenario(script=["one", "two"]))
+    (session,) = {record.conversation for record in server.received}
+    statuses = [record.status for record in server.received if record.message == "two"]
+    if case.busy or case.fine:
+        assert (outcome.stop, outcome.status(1.0)) == ("finished", "passed")
+        assert isinstance(outcome.result, Verdict)
+        assert [turn.answer.text for turn in outcome.transcript.turns] == ["You said: one", "You said: two"]
+    if case.busy:
+        assert server.counts() == {(session, "one"): 1, (session, "two"): 2}
+        assert statuses[0] in (429, 503) and statuses[1] == 200
+        assert any(wait.who == "agent" for wait in outcome.waits)
+    else:
+        assert server.counts() == {(session, "one"): 1, (session, "two"): 1}
+    if not (case.busy or case.fine):
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed)
+        assert outcome.result.message == "two"
+        assert f"{server.url}/agent: " in outcome.result.reason
+        assert case.agent_says in outcome.result.reason
+        assert [turn.message for turn in outcome.transcript.turns] == ["one"]
+    shows_nothing_secret(outcome)
+
+
+def test_agent_connection_refused() -> None:
+    """An agent nothing listens for fails the attempt with "could not connect", naming the URL without its query."""
+    with unused_port() as port:
+        outcome = played(agent_bench(f"http://127.0.0.1:{port}"), scenario(script=["one", "two"]))
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed)
+        assert outcome.result.reason.startswith(f"HttpFailure: POST http://127.0.0.1:{port}/agent: could not connect")
+        assert outcome.result.message == "one"
+        assert outcome.transcript.turns == ()
+        shows_nothing_secret(outcome)
+
+
+def test_agent_that_stays_busy_past_its_patience_has_no_verdict(server: StandIn) -> None:
+    """An agent refusing longer than its patience leaves the attempt without a verdict, the turn not sent again."""
+    server.faults(Status(429, retry_after="1"), Status(429, retry_after="1"))
+    outcome = played(agent_bench(server.url, agent_patience=0.5), scenario(script=["one"]))
+    assert outcome.stop == "agent_busy"
+    assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "busy"
+    assert "patience 0.5 s" in outcome.result.reason
+    assert [record.status for record in server.received] == [429]
+    shows_nothing_secret(outcome)
+
+
+def test_a_missing_reply_path_names_the_path(server: StandIn) -> None:
+    """A reply without the reply path fails that turn with a reason naming the step that is missing."""
+    server.faults(WrongShape(body={"output": {"txt": "hello"}}))
+    outcome = played(agent_bench(server.url), scenario(script=["one", "two"]))
+    assert isinstance(outcome.result, Failed)
+    assert outcome.result == Failed(f"{server.url}/agent: reply path output.text: no 'text' in output", "one")
+    assert len(server.received) == 1
+
+
+def test_a_refused_key_shows_no_header_value(server: StandIn) -> None:
+    """A 401 for a wrong key fails the attempt; neither the key nor any other header value is in the reason."""
+    server.api_key = "the-right-one"
+    outcome = played(agent_bench(server.url), scenario(script=["one"]))
+    assert isinstance(outcome.result, Failed)
+    assert outcome.result.reason.startswith(f"HttpFailure: POST {server.url}/agent: 401 Unauthorized")
+    shows_nothing_secret(outcome)
+
+
+# --- the simulated user's model --------------------------------------------------------------
+
+
+def user_model(url: str, stream: bool) -> OpenAiModel:
+    return OpenAiModel("user-model", url + "/v1", key=KEY, stream=stream, timeout=TIMEOUT)
+
+
+FIRST = "[The agent is ready. Write your first message to it.]"
+ANSWER = "Noted: Hello, I need help."
+
+
+def faulted_user_turn(server: StandIn, fault: Fault | None) -> None:
+    """The user model opens with a request, queues ``fault`` for its next request, then stops."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if len(request["messages"]) > 2:
+            return "###STOP###"
+        if fault is not None:
+            server.faults(fault)
+        return "Hello, I need help."
+
+    server.reply = reply
+
+
+def user_bench(model: OpenAiModel, **limits: Any) -> Bench:
+    return Bench(FakeAgent(lambda text: f"Noted: {text}"), Models(user=model), Limits(**{"user_patience": 5, **limits}))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_user_model_fault(case: Case, stream: bool, server: StandIn) -> None:
+    """A fault on the user model's second request is retried when Busy, else leaves NoVerdict(user), never resent."""
+    faulted_user_turn(server, case.fault())
+    outcome = played(user_bench(user_model(server.url, stream)), scenario(user="You need help."))
+    statuses = [record.status for record in server.received if record.message == ANSWER]
+    assert [turn.message for turn in outcome.transcript.turns] == ["Hello, I need help."]
+    if case.busy or case.fine:
+        assert (outcome.stop, outcome.status(1.0)) == ("finished", "passed")
+    if case.busy:
+        assert server.counts() == {("", FIRST): 1, ("", ANSWER): 2}
+        assert statuses[0] in (429, 503) and statuses[1] == 200
+        assert any(wait.who == "user" for wait in outcome.waits)
+    else:
+        assert server.counts() == {("", FIRST): 1, ("", ANSWER): 1}
+    if not (case.busy or case.fine):
+        assert outcome.stop == "model_failed"
+        assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "user"
+        assert f"POST {server.url}/v1/chat/completions: " in outcome.result.reason
+        assert outcome.result.reason.startswith("model user-model")
+        assert (case.streamed_says if stream and case.streamed_says else case.model_says) in outcome.result.reason
+    shows_nothing_secret(outcome)
+
+
+def test_user_model_connection_refused() -> None:
+    """A user model nothing listens for leaves NoVerdict(user) with "could not connect"."""
+    with unused_port() as port:
+        outcome = played(user_bench(user_model(f"http://127.0.0.1:{port}", False)), scenario(user="You need help."))
+        assert outcome.stop == "model_failed"
+        assert outcome.result == NoVerdict(
+            "user",
+            f"model user-model failed: HttpFailure: POST http://127.0.0.1:{port}/v1/chat/completions: "
+            "could not connect (ConnectError: All connection attempts failed)",
+        )
+        shows_nothing_secret(outcome)
+
+
+def test_user_model_busy_past_its_patience_has_no_verdict_busy(server: StandIn) -> None:
+    """A user model refusing longer than its patience leaves NoVerdict(busy); the agent is never spoken to."""
+    faulted_user_turn(server, None)
+    server.faults(*[Status(429, retry_after="1")] * 3)
+    bench = user_bench(user_model(server.url, False), user_patience=0.5)
+    outcome = played(bench, scenario(user="You need help."))
+    assert outcome.stop == "model_failed"
+    assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "busy"
+    assert "patience 0.5 s" in outcome.result.reason
+    assert outcome.transcript.turns == ()
+    assert [record.status for record in server.received] == [429]
+    assert bench.agent.messages == []
+    shows_nothing_secret(outcome)
+
+
+def test_retry_after_is_read_in_each_form() -> None:
+    """Retry-After in seconds or as an HTTP date, and retry-after-ms, are read as seconds; nonsense as not given."""
+    assert RetryAfter({"retry-after": "1"}).seconds() == 1.0
+    assert RetryAfter({"retry-after-ms": "200", "retry-after": "7"}).seconds() == 0.2
+    assert 0.0 < RetryAfter({"retry-after": http_date(30)}).seconds() <= 30.0
+    assert RetryAfter({"retry-after": http_date(-30)}).seconds() == 0.0
+    assert RetryAfter({"retry-after": "soon"}).seconds() is None
+    assert RetryAfter({}).seconds() is None
