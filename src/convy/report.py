@@ -17,7 +17,7 @@ from typing import Literal
 
 import msgspec
 
-from convy.agent import Call, Cost, NoUsage, Reported, Thought, Unpriced, Usage
+from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
 from convy.bench import Complete, Interrupted, RunFile, RunJournal, Running
 from convy.busy import Wait
 from convy.dialog import Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Verdict
@@ -145,9 +145,9 @@ class Spent(msgspec.Struct, frozen=True):
     usages: tuple[Usage | NoUsage, ...]
 
     def tokens(self) -> TokensView:
-        reported = [usage for usage in self.usages if type(usage) is Usage]
-        cached = [usage.cached for usage in reported if type(usage.cached) is int]
-        reasoning = [usage.reasoning for usage in reported if type(usage.reasoning) is int]
+        reported = self.reported()
+        cached = [count for usage in reported for count in Counted(usage.cached).found()]
+        reasoning = [count for usage in reported for count in Counted(usage.reasoning).found()]
         return TokensView(
             requests=len(self.usages),
             reported=len(reported),
@@ -176,7 +176,44 @@ class Spent(msgspec.Struct, frozen=True):
         )
 
     def total(self) -> int:
-        return sum(usage.input + usage.output for usage in self.usages if type(usage) is Usage)
+        return sum(usage.input + usage.output for usage in self.reported())
+
+    def reported(self) -> list[Usage]:
+        """The usages somebody reported (``NoUsage`` left out)."""
+        found: list[Usage] = []
+        for usage in self.usages:
+            match usage:
+                case Usage():
+                    found.append(usage)
+                case NoUsage():
+                    pass
+        return found
+
+
+class Counted(msgspec.Struct, frozen=True):
+    """A token count that may not have been reported."""
+
+    count: int | NotReported
+
+    def found(self) -> tuple[int, ...]:
+        match self.count:
+            case int():
+                return (self.count,)
+            case NotReported():
+                return ()
+
+
+class Took(msgspec.Struct, frozen=True):
+    """A duration that may not have been reported, as the pages show it (``None``: not given)."""
+
+    seconds: float | NotReported
+
+    def value(self) -> float | None:
+        match self.seconds:
+            case NotReported():
+                return None
+            case _:
+                return float(self.seconds)
 
 
 class Attempt(msgspec.Struct, frozen=True):
@@ -218,17 +255,18 @@ class Attempt(msgspec.Struct, frozen=True):
         return tuple(turn.answer.usage for turn in self.outcome.transcript.turns)
 
     def user_usage(self) -> tuple[Usage | NoUsage, ...]:
-        return tuple(turn.user_usage for turn in self.outcome.transcript.turns if not turn.scripted)
+        """Every request of the simulated user's model: one per turn it wrote, and the one that ended it."""
+        return tuple(turn.user_usage for turn in self.outcome.transcript.turns if not turn.scripted) + self.outcome.user_ending
 
     def waited(self, who: str) -> float:
-        return sum(wait.seconds for wait in self.outcome.waits if wait.who == who)
+        return math.fsum(wait.seconds for wait in self.outcome.waits if wait.who == who)
 
     def time(self) -> TimeView:
         outcome = self.outcome
         turns = outcome.transcript.turns
-        waiting = sum(wait.seconds for wait in outcome.waits)
+        waiting = math.fsum(wait.seconds for wait in outcome.waits)
         agent = outcome.open_seconds + outcome.close_seconds + sum(turn.agent_seconds for turn in turns) - self.waited("agent")
-        user = sum(turn.user_seconds for turn in turns if not turn.scripted) - self.waited("user")
+        user = math.fsum(turn.user_seconds for turn in turns if not turn.scripted) + outcome.user_ending_seconds - self.waited("user")
         judge = outcome.judge_seconds - self.waited("judge")
         return TimeView(
             wall=outcome.seconds,
@@ -324,7 +362,7 @@ class Attempt(msgspec.Struct, frozen=True):
                     name=name,
                     arguments=msgspec.json.encode(arguments).decode(),
                     result=shown,
-                    seconds=seconds if type(seconds) is float else None,
+                    seconds=Took(seconds).value(),
                 )
 
     def _spans(self) -> list[SpanView]:
@@ -483,7 +521,7 @@ class Summary(msgspec.Struct, frozen=True):
             tokens=Spent(usages).tokens(),
             cost=Spent(usages).cost(),
             seconds=Spread(tuple(seconds)).view(),
-            per_request=Spread(tuple(float(usage.input + usage.output) for usage in usages if type(usage) is Usage)).view(),
+            per_request=Spread(tuple(float(usage.input + usage.output) for usage in Spent(usages).reported())).view(),
         )
 
     def _scenario(self, index: int, scenario: str, attempts: list[Attempt]) -> ScenarioView:

@@ -250,6 +250,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         result: Verdict | Failed | NoVerdict | None = None
         pending = ""
         opened = closed = 0.0
+        ending: tuple[Usage | NoUsage, float] | None = None
         try:
             mark = time.monotonic()
             async with agent.conversation() as conversation:
@@ -275,6 +276,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             break
                         match spoken.move:
                             case Finished():
+                                ending = (spoken.usage, time.monotonic() - clock - user_start)
                                 break
                             case Message(text=said):
                                 spoken_text, usage = said, spoken.usage
@@ -328,6 +330,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             judge_seconds=judge_seconds,
             judge_requests=judge_requests,
             waits=tuple(waits.noted),
+            user_ending=() if ending is None else (ending[0],),
+            user_ending_seconds=0.0 if ending is None else ending[1],
         )
 
 
@@ -339,6 +343,8 @@ class Outcome(msgspec.Struct, frozen=True):
 
     Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times, and
     so does each of ``waits``, the stretches spent waiting for a busy service or a pace.
+    ``user_ending`` is the simulated user's last request, the one that ended the dialogue (no
+    turn holds it), with its time in ``user_ending_seconds``.
     """
 
     scenario: str
@@ -354,6 +360,8 @@ class Outcome(msgspec.Struct, frozen=True):
     judge_seconds: float = 0.0
     judge_requests: tuple[Usage | NoUsage, ...] = ()
     waits: tuple[Wait, ...] = ()
+    user_ending: tuple[Usage | NoUsage, ...] = ()
+    user_ending_seconds: float = 0.0
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted)."""

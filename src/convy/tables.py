@@ -1,0 +1,731 @@
+"""Runs as tables for a notebook: seven tables, each a ``Table`` of flat rows.
+
+``Tables`` is a consumer of runs read back (``Runs.read``), like the report: it gives one table per
+kind of thing a run holds — ``runs``, ``scenarios``, ``attempts``, ``turns``, ``claims``,
+``tool_calls`` and ``model_requests`` — each a ``Table`` with its columns in a fixed order and its
+rows as records, CSV or JSON Lines (docs/tables.md describes every column).
+
+Rows are not domain objects but data for outside: a value nobody gave, or one that does not apply
+to the row, is ``None`` — an empty field in CSV, ``null`` in JSON Lines, a missing value in pandas
+and polars. A cost is kept exact as a ``Decimal`` in the row and written as its exact digits, a
+number in both files; a notebook reads it as a float.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from decimal import Decimal
+from typing import Any, Literal, get_args
+
+import msgspec
+
+from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
+from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
+from convy.report import Attempt, Read, Summary
+from convy.stats import Consistency, Tally, Wilson
+
+TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "tool_calls", "model_requests"]
+
+# Costs become JSON numbers with their exact digits; records() reads them back as floats.
+_JSON = msgspec.json.Encoder(decimal_format="number")
+
+
+class Row(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of the tables' rows: flat records of text, numbers, booleans and ``None``; the
+    fields, in order, are the table's columns."""
+
+
+class RunsRow(Row):
+    agent: str
+    run: str
+    started: str
+    ended: str | None
+    seconds: float | None
+    status: Literal["finished", "interrupted", "running"]
+    convy_version: str | None
+    user_model: str
+    judge_model: str
+    scenarios_fingerprint: str | None
+    trust: float
+    attempts_per_scenario: int
+    scenarios: int
+    skipped: int
+    planned: int
+    attempts: int
+    broken: int
+    passed: int
+    failed: int
+    not_judged: int
+    pass_rate: float | None
+    pass_rate_low: float | None
+    pass_rate_high: float | None
+    pass_rate_method: Literal["t", "bootstrap", "wilson"] | None
+    scenarios_always: int
+    scenarios_flaky: int
+    scenarios_never: int
+    scenarios_not_judged: int
+    turns: int
+    requests: int
+    tokens_in: int | None
+    tokens_out: int | None
+    tokens_cached: int | None
+    tokens_reasoning: int | None
+    cost_usd: Decimal | None
+    cost_source: Literal["provider", "computed", "mixed"] | None
+    priced_requests: int
+    unpriced_requests: int
+    attempt_seconds: float
+    agent_seconds: float
+    user_seconds: float
+    judge_seconds: float
+    waiting_seconds: float
+
+
+class ScenariosRow(Row):
+    agent: str
+    run: str
+    scenario: str
+    group: str | None
+    tags: str | None
+    claims: int | None
+    attempts: int
+    passed: int
+    failed: int
+    not_judged: int
+    judged: int
+    pass_rate: float | None
+    pass_rate_low: float | None
+    pass_rate_high: float | None
+    status: Literal["always", "flaky", "never", "not_judged"]
+    turns: int
+    seconds: float
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: Decimal | None
+    unpriced_requests: int
+
+
+class AttemptsRow(Row):
+    agent: str
+    run: str
+    scenario: str
+    attempt: int
+    started: str
+    seconds: float
+    status: Literal["passed", "failed", "not_judged"]
+    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted"] | None
+    stop: str
+    turns: int
+    claims: int | None
+    claims_held: int | None
+    failure: str | None
+    failed_on: str | None
+    agent_seconds: float
+    user_seconds: float
+    judge_seconds: float
+    waiting_seconds: float
+    agent_tokens_in: int | None
+    agent_tokens_out: int | None
+    agent_cost_usd: Decimal | None
+    user_tokens_in: int | None
+    user_tokens_out: int | None
+    user_cost_usd: Decimal | None
+    judge_tokens_in: int | None
+    judge_tokens_out: int | None
+    judge_cost_usd: Decimal | None
+    requests: int
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: Decimal | None
+    unpriced_requests: int
+    tool_calls: int
+
+
+class TurnsRow(Row):
+    agent: str
+    run: str
+    scenario: str
+    attempt: int
+    turn: int
+    user_text: str
+    scripted: bool
+    agent_text: str
+    user_start: float
+    user_seconds: float
+    agent_start: float
+    agent_seconds: float
+    agent_tokens_in: int | None
+    agent_tokens_out: int | None
+    agent_tokens_cached: int | None
+    agent_tokens_reasoning: int | None
+    agent_cost_usd: Decimal | None
+    user_tokens_in: int | None
+    user_tokens_out: int | None
+    user_cost_usd: Decimal | None
+    thoughts: int
+    tool_calls: int
+
+
+class ClaimsRow(Row):
+    agent: str
+    run: str
+    scenario: str
+    attempt: int
+    claim: int
+    text: str
+    by: Literal["judge", "code"]
+    held: bool
+    trusted: bool
+    reason: str
+    confidence: float | None
+    grade: str | None
+
+
+class ToolCallsRow(Row):
+    agent: str
+    run: str
+    scenario: str
+    attempt: int
+    turn: int
+    call: int
+    step: int
+    name: str
+    arguments: str
+    result_reported: bool
+    result: str | None
+    seconds: float | None
+
+
+class ModelRequestsRow(Row):
+    agent: str
+    run: str
+    scenario: str
+    attempt: int
+    participant: Literal["agent", "user", "judge"]
+    request: int
+    turn: int | None
+    seconds: float | None
+    reported: bool
+    tokens_in: int | None
+    tokens_out: int | None
+    tokens_cached: int | None
+    tokens_reasoning: int | None
+    cost_usd: Decimal | None
+    cost_source: Literal["provider", "computed"] | None
+    priced: bool
+
+
+class Table(msgspec.Struct, frozen=True):
+    """One table: its name, its columns in order, and its rows, each with every column."""
+
+    name: TableName
+    columns: tuple[str, ...]
+    rows: tuple[Row, ...]
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if row.__struct_fields__ != self.columns:
+                raise ValueError(f"a row of {type(row).__name__} does not have the columns of the table {self.name}")
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as dicts of plain values, as the JSON Lines hold them: a cost is a float here."""
+        return msgspec.json.decode(_JSON.encode(self.rows))
+
+    def jsonl(self) -> str:
+        """One JSON object per row and line, every column in every object, ``null`` for a missing
+        value, a cost as a JSON number with its exact digits."""
+        return _JSON.encode_lines(self.rows).decode()
+
+    def csv(self) -> str:
+        """A header row, then one line per row: an empty field for a missing value, ``true`` and
+        ``false`` for booleans, a cost with its exact digits, never in exponent notation."""
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(self.columns)
+        writer.writerows([self._field(value) for value in msgspec.structs.astuple(row)] for row in self.rows)
+        return text.getvalue()
+
+    def _field(self, value: Any) -> str:
+        match value:
+            case None:
+                return ""
+            case bool(flag):
+                return "true" if flag else "false"
+            case Decimal() as amount:
+                return format(amount, "f")
+            case float() as number:
+                return _JSON.encode(number).decode()
+            case _:
+                return str(value)
+
+
+class Usages(msgspec.Struct, frozen=True):
+    """The usage of some requests summed for a row: tokens over the requests that reported them,
+    cost over those priced; ``None`` when none did."""
+
+    usages: tuple[Usage | NoUsage, ...]
+
+    def reported(self) -> tuple[Usage, ...]:
+        found: list[Usage] = []
+        for usage in self.usages:
+            match usage:
+                case Usage():
+                    found.append(usage)
+                case NoUsage():
+                    pass
+        return tuple(found)
+
+    def tokens_in(self) -> int | None:
+        reported = self.reported()
+        return sum(usage.input for usage in reported) if reported else None
+
+    def tokens_out(self) -> int | None:
+        reported = self.reported()
+        return sum(usage.output for usage in reported) if reported else None
+
+    def tokens_cached(self) -> int | None:
+        return self._counted([usage.cached for usage in self.reported()])
+
+    def tokens_reasoning(self) -> int | None:
+        return self._counted([usage.reasoning for usage in self.reported()])
+
+    def costs(self) -> tuple[Cost, ...]:
+        found: list[Cost] = []
+        for usage in self.usages:
+            match usage:
+                case Usage(cost=Cost() as cost):
+                    found.append(cost)
+                case Usage(cost=Unpriced()) | NoUsage():
+                    pass
+        return tuple(found)
+
+    def cost(self) -> Decimal | None:
+        """The priced requests' cost in US dollars, exact, with at least one decimal place so the
+        column reads as a float even when the amount is whole."""
+        costs = self.costs()
+        if not costs:
+            return None
+        amount = sum((cost.amount for cost in costs), Decimal(0))
+        return amount if amount.as_tuple().exponent < 0 else amount.quantize(Decimal("0.0"))  # type: ignore[operator]
+
+    def source(self) -> Literal["provider", "computed", "mixed"] | None:
+        sources = {cost.source for cost in self.costs()}
+        match sorted(sources):
+            case []:
+                return None
+            case [one]:
+                return one
+            case _:
+                return "mixed"
+
+    def unpriced(self) -> int:
+        return len(self.usages) - len(self.costs())
+
+    def _counted(self, counts: list[int | NotReported]) -> int | None:
+        found: list[int] = []
+        for count in counts:
+            match count:
+                case int(number):
+                    found.append(number)
+                case NotReported():
+                    pass
+        return sum(found) if found else None
+
+
+class AttemptRows(msgspec.Struct, frozen=True):
+    """The rows one attempt gives the tables of attempts, turns, claims, tool calls and requests."""
+
+    agent: str
+    run: str
+    attempt: Attempt
+
+    def every_usage(self) -> tuple[Usage | NoUsage, ...]:
+        return self.attempt.agent_usage() + self.attempt.user_usage() + self.attempt.outcome.judge_requests
+
+    def calls(self) -> int:
+        return len(self.tool_calls())
+
+    def row(self) -> AttemptsRow:
+        outcome = self.attempt.outcome
+        time = self.attempt.time()
+        agent = Usages(self.attempt.agent_usage())
+        user = Usages(self.attempt.user_usage())
+        judge = Usages(outcome.judge_requests)
+        every = Usages(self.every_usage())
+        claims: int | None = None
+        held: int | None = None
+        failure: str | None = None
+        failed_on: str | None = None
+        match outcome.result:
+            case Verdict(claims=decided):
+                claims = len(decided)
+                held = sum(1 for claim in decided if claim.held)
+            case Failed(reason=reason, message=message):
+                failure = reason
+                failed_on = message or None
+            case NoVerdict(reason=reason):
+                failure = reason
+        return AttemptsRow(
+            agent=self.agent,
+            run=self.run,
+            scenario=outcome.scenario,
+            attempt=outcome.attempt,
+            started=outcome.started,
+            seconds=outcome.seconds,
+            status=self.attempt.status(),
+            why=self.attempt.why() or None,  # type: ignore[arg-type]
+            stop=outcome.stop,
+            turns=len(outcome.transcript.turns),
+            claims=claims,
+            claims_held=held,
+            failure=failure,
+            failed_on=failed_on,
+            agent_seconds=float(time.agent),
+            user_seconds=float(time.user),
+            judge_seconds=float(time.judge),
+            waiting_seconds=float(time.waiting),
+            agent_tokens_in=agent.tokens_in(),
+            agent_tokens_out=agent.tokens_out(),
+            agent_cost_usd=agent.cost(),
+            user_tokens_in=user.tokens_in(),
+            user_tokens_out=user.tokens_out(),
+            user_cost_usd=user.cost(),
+            judge_tokens_in=judge.tokens_in(),
+            judge_tokens_out=judge.tokens_out(),
+            judge_cost_usd=judge.cost(),
+            requests=len(every.usages),
+            tokens_in=every.tokens_in(),
+            tokens_out=every.tokens_out(),
+            cost_usd=every.cost(),
+            unpriced_requests=every.unpriced(),
+            tool_calls=self.calls(),
+        )
+
+    def turns(self) -> tuple[TurnsRow, ...]:
+        rows: list[TurnsRow] = []
+        for number, turn in enumerate(self.attempt.outcome.transcript.turns, start=1):
+            agent = Usages((turn.answer.usage,))
+            user = Usages(self._user_usage(turn))
+            kinds = [self._kind(step) for step in turn.answer.steps]
+            rows.append(
+                TurnsRow(
+                    **self._keys(),
+                    turn=number,
+                    user_text=turn.message,
+                    scripted=turn.scripted,
+                    agent_text=turn.answer.text,
+                    user_start=turn.user_start,
+                    user_seconds=turn.user_seconds,
+                    agent_start=turn.agent_start,
+                    agent_seconds=turn.agent_seconds,
+                    agent_tokens_in=agent.tokens_in(),
+                    agent_tokens_out=agent.tokens_out(),
+                    agent_tokens_cached=agent.tokens_cached(),
+                    agent_tokens_reasoning=agent.tokens_reasoning(),
+                    agent_cost_usd=agent.cost(),
+                    user_tokens_in=user.tokens_in(),
+                    user_tokens_out=user.tokens_out(),
+                    user_cost_usd=user.cost(),
+                    thoughts=kinds.count("thought"),
+                    tool_calls=kinds.count("call"),
+                )
+            )
+        return tuple(rows)
+
+    def claims(self) -> tuple[ClaimsRow, ...]:
+        """The decided claims of a verdict; an attempt that failed or was not judged has none."""
+        match self.attempt.outcome.result:
+            case Verdict(claims=decided):
+                return tuple(self._claim(number, claim) for number, claim in enumerate(decided, start=1))
+            case Failed() | NoVerdict():
+                return ()
+
+    def tool_calls(self) -> tuple[ToolCallsRow, ...]:
+        rows: list[ToolCallsRow] = []
+        for number, turn in enumerate(self.attempt.outcome.transcript.turns, start=1):
+            calls = 0
+            for step_number, step in enumerate(turn.answer.steps, start=1):
+                match step:
+                    case Call(name=name, arguments=arguments, result=result, seconds=seconds):
+                        calls += 1
+                        rows.append(
+                            ToolCallsRow(
+                                **self._keys(),
+                                turn=number,
+                                call=calls,
+                                step=step_number,
+                                name=name,
+                                arguments=_JSON.encode(arguments).decode(),
+                                result_reported=self._reported(result),
+                                result=self._result(result),
+                                seconds=self._seconds(seconds),
+                            )
+                        )
+                    case Thought():
+                        pass
+        return tuple(rows)
+
+    def model_requests(self) -> tuple[ModelRequestsRow, ...]:
+        """Every request that took tokens: the agent's answer of each turn, the simulated user's
+        request of each turn it spoke and the one that ended the dialogue, and the judge's requests."""
+        rows: list[ModelRequestsRow] = []
+        turns = self.attempt.outcome.transcript.turns
+        for number, turn in enumerate(turns, start=1):
+            rows.append(self._request("agent", number, number, turn.agent_seconds, turn.answer.usage))
+        spoken = [(number, turn) for number, turn in enumerate(turns, start=1) if not turn.scripted]
+        for request, (number, turn) in enumerate(spoken, start=1):
+            rows.append(self._request("user", request, number, turn.user_seconds, turn.user_usage))
+        # The simulated user's last request, that ended the dialogue, belongs to no turn.
+        for usage in self.attempt.outcome.user_ending:
+            rows.append(self._request("user", len(spoken) + 1, None, self.attempt.outcome.user_ending_seconds, usage))
+        for request, usage in enumerate(self.attempt.outcome.judge_requests, start=1):
+            rows.append(self._request("judge", request, None, None, usage))
+        return tuple(rows)
+
+    def _keys(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "run": self.run,
+            "scenario": self.attempt.outcome.scenario,
+            "attempt": self.attempt.outcome.attempt,
+        }
+
+    def _user_usage(self, turn: Turn) -> tuple[Usage | NoUsage, ...]:
+        return () if turn.scripted else (turn.user_usage,)
+
+    def _kind(self, step: Thought | Call) -> Literal["thought", "call"]:
+        match step:
+            case Thought():
+                return "thought"
+            case Call():
+                return "call"
+
+    def _claim(self, number: int, claim: Claim) -> ClaimsRow:
+        confidence: float | None = None
+        grade: str | None = None
+        match claim.confidence:
+            case Confidence(value=value):
+                confidence = value
+            case NoConfidence():
+                pass
+        match claim.grade:
+            case Grade(name=name):
+                grade = name
+            case NoGrade():
+                pass
+        return ClaimsRow(
+            **self._keys(),
+            claim=number,
+            text=claim.claim,
+            by=claim.by,
+            held=claim.held,
+            trusted=claim.trusted(self.attempt.trust),
+            reason=claim.reason,
+            confidence=confidence,
+            grade=grade,
+        )
+
+    def _reported(self, result: Reported | NotReported) -> bool:
+        match result:
+            case Reported():
+                return True
+            case NotReported():
+                return False
+
+    def _result(self, result: Reported | NotReported) -> str | None:
+        match result:
+            case Reported(value=value):
+                return _JSON.encode(value).decode()
+            case NotReported():
+                return None
+
+    def _seconds(self, seconds: float | NotReported) -> float | None:
+        match seconds:
+            case float(value):
+                return value
+            case NotReported():
+                return None
+
+    def _request(
+        self,
+        participant: Literal["agent", "user", "judge"],
+        request: int,
+        turn: int | None,
+        seconds: float | None,
+        usage: Usage | NoUsage,
+    ) -> ModelRequestsRow:
+        spent = Usages((usage,))
+        source: Literal["provider", "computed"] | None = None
+        match usage:
+            case Usage(cost=Cost(source=given)):
+                source = given
+            case Usage(cost=Unpriced()) | NoUsage():
+                pass
+        return ModelRequestsRow(
+            **self._keys(),
+            participant=participant,
+            request=request,
+            turn=turn,
+            seconds=seconds,
+            reported=bool(spent.reported()),
+            tokens_in=spent.tokens_in(),
+            tokens_out=spent.tokens_out(),
+            tokens_cached=spent.tokens_cached(),
+            tokens_reasoning=spent.tokens_reasoning(),
+            cost_usd=spent.cost(),
+            cost_source=source,
+            priced=source is not None,
+        )
+
+
+class RunRows(msgspec.Struct, frozen=True):
+    """The rows one run gives each table."""
+
+    run: Read
+
+    def attempts(self) -> tuple[AttemptRows, ...]:
+        spec = self.run.file.spec
+        return tuple(
+            AttemptRows(spec.agent, spec.id, attempt)
+            for attempts in Summary(self.run).by_scenario().values()
+            for attempt in attempts
+        )
+
+    def row(self) -> RunsRow:
+        summary = Summary(self.run)
+        header = summary.header()
+        attempts = summary.attempts()
+        statuses = [attempt.status() for attempt in attempts]
+        tallies = tuple(summary.tallies().values())
+        consistency = Consistency(tuple(tally for tally in tallies if tally.judged))
+        headline = summary.headline()
+        interval = headline.interval()
+        every = Usages(tuple(usage for one in self.attempts() for usage in one.every_usage()))
+        times = [attempt.time() for attempt in attempts]
+        method = headline.method()
+        return RunsRow(
+            agent=header.agent,
+            run=header.run,
+            started=header.started,
+            ended=header.ended,
+            seconds=header.seconds,
+            status=header.status,
+            convy_version=header.convy or None,
+            user_model=header.user_model,
+            judge_model=header.judge_model,
+            scenarios_fingerprint=self.run.file.spec.fingerprints.scenarios or None,
+            trust=header.trust,
+            attempts_per_scenario=header.attempts,
+            scenarios=len(self.run.file.spec.scenarios),
+            skipped=len(self.run.file.spec.skipped),
+            planned=header.planned,
+            attempts=header.kept,
+            broken=header.broken,
+            passed=statuses.count("passed"),
+            failed=statuses.count("failed"),
+            not_judged=statuses.count("not_judged"),
+            pass_rate=None if interval is None else interval.estimate,
+            pass_rate_low=None if interval is None else interval.low,
+            pass_rate_high=None if interval is None else interval.high,
+            pass_rate_method=None if method == "none" else method,
+            scenarios_always=consistency.always(),
+            scenarios_flaky=consistency.flaky(),
+            scenarios_never=consistency.never(),
+            scenarios_not_judged=sum(1 for tally in tallies if not tally.judged),
+            turns=sum(len(attempt.outcome.transcript.turns) for attempt in attempts),
+            requests=len(every.usages),
+            tokens_in=every.tokens_in(),
+            tokens_out=every.tokens_out(),
+            tokens_cached=every.tokens_cached(),
+            tokens_reasoning=every.tokens_reasoning(),
+            cost_usd=every.cost(),
+            cost_source=every.source(),
+            priced_requests=len(every.costs()),
+            unpriced_requests=every.unpriced(),
+            attempt_seconds=math.fsum(time.wall for time in times),
+            agent_seconds=math.fsum(time.agent for time in times),
+            user_seconds=math.fsum(time.user for time in times),
+            judge_seconds=math.fsum(time.judge for time in times),
+            waiting_seconds=math.fsum(time.waiting for time in times),
+        )
+
+    def scenarios(self) -> tuple[ScenariosRow, ...]:
+        spec = self.run.file.spec
+        known = {scenario.id: scenario for scenario in spec.scenarios}
+        rows: list[ScenariosRow] = []
+        for scenario, attempts in Summary(self.run).by_scenario().items():
+            statuses = [attempt.status() for attempt in attempts]
+            tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
+            interval = Wilson(tally).interval()
+            every = Usages(
+                tuple(usage for one in attempts for usage in AttemptRows(spec.agent, spec.id, one).every_usage())
+            )
+            found = known.get(scenario)
+            rows.append(
+                ScenariosRow(
+                    agent=spec.agent,
+                    run=spec.id,
+                    scenario=scenario,
+                    group=scenario.rsplit("/", 1)[0] if "/" in scenario else None,
+                    tags=(",".join(found.tags) or None) if found else None,
+                    claims=len(found.judge) if found else None,
+                    attempts=len(attempts),
+                    passed=tally.passed,
+                    failed=tally.judged - tally.passed,
+                    not_judged=statuses.count("not_judged"),
+                    judged=tally.judged,
+                    pass_rate=None if interval is None else interval.estimate,
+                    pass_rate_low=None if interval is None else interval.low,
+                    pass_rate_high=None if interval is None else interval.high,
+                    status=(
+                        "not_judged"
+                        if tally.judged == 0
+                        else "always"
+                        if tally.passed == tally.judged
+                        else "never"
+                        if tally.passed == 0
+                        else "flaky"
+                    ),
+                    turns=sum(len(attempt.outcome.transcript.turns) for attempt in attempts),
+                    seconds=math.fsum(attempt.outcome.seconds for attempt in attempts),
+                    tokens_in=every.tokens_in(),
+                    tokens_out=every.tokens_out(),
+                    cost_usd=every.cost(),
+                    unpriced_requests=every.unpriced(),
+                )
+            )
+        return tuple(rows)
+
+
+class Tables(msgspec.Struct, frozen=True):
+    """Some runs as seven tables, in the order ``every`` gives them; rows follow the runs' order,
+    then the scenarios' order in each run, attempts, turns and steps."""
+
+    runs: tuple[Read, ...]
+
+    def every(self) -> tuple[Table, ...]:
+        return tuple(self.named(name) for name in get_args(TableName))
+
+    def named(self, name: TableName) -> Table:
+        """One table by its name."""
+        played = [RunRows(run) for run in self.runs]
+        attempts = [one for run in played for one in run.attempts()]
+        match name:
+            case "runs":
+                return Table(name, RunsRow.__struct_fields__, tuple(run.row() for run in played))
+            case "scenarios":
+                return Table(name, ScenariosRow.__struct_fields__, tuple(row for run in played for row in run.scenarios()))
+            case "attempts":
+                return Table(name, AttemptsRow.__struct_fields__, tuple(one.row() for one in attempts))
+            case "turns":
+                return Table(name, TurnsRow.__struct_fields__, tuple(row for one in attempts for row in one.turns()))
+            case "claims":
+                return Table(name, ClaimsRow.__struct_fields__, tuple(row for one in attempts for row in one.claims()))
+            case "tool_calls":
+                return Table(name, ToolCallsRow.__struct_fields__, tuple(row for one in attempts for row in one.tool_calls()))
+            case "model_requests":
+                return Table(
+                    name, ModelRequestsRow.__struct_fields__, tuple(row for one in attempts for row in one.model_requests())
+                )
