@@ -526,7 +526,7 @@ class Summary(msgspec.Struct, frozen=True):
 
     def _scenario(self, index: int, scenario: str, attempts: list[Attempt]) -> ScenarioView:
         spec = {one.id: one for one in self.run.file.spec.scenarios}.get(scenario)
-        claims = self._claims(attempts)
+        claims = self.claims(attempts)
         statuses = [attempt.status() for attempt in attempts]
         tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
         interval = Wilson(tally).interval()
@@ -565,7 +565,8 @@ class Summary(msgspec.Struct, frozen=True):
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
         )
 
-    def _claims(self, attempts: list[Attempt]) -> list[ClaimRow]:
+    def claims(self, attempts: list[Attempt]) -> list[ClaimRow]:
+        """Each claim of a scenario over these attempts: held out of decided (trusted) ones."""
         order: dict[str, str] = {}
         held: Counter[str] = Counter()
         decided: Counter[str] = Counter()

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left, bisect_right
 from itertools import accumulate, repeat
 from operator import add, mul
-from statistics import NormalDist, fmean
+from statistics import fmean
 from typing import Literal
 
 import msgspec
@@ -332,14 +333,15 @@ class Stratified(msgspec.Struct, frozen=True):
     With no change, B's passes in each stratum are hypergeometric; their total has the
     convolution of those laws. The two-sided p is the probability of every total no more likely
     than the one observed. Strata that all pass or all fail in both runs carry no information and
-    drop out. Probabilities below 1e-17 of the largest are pruned from the convolution (they
+    drop out. Probabilities below ``floor`` times the largest are pruned from the convolution (they
     cannot change p at the precision reported; a total observed out there has a p too small to
-    matter, and gets the χ² below). Past ``limit`` operations the Cochran–Mantel–
-    Haenszel χ² with continuity correction is used instead.
+    matter, and gets the χ² below); ``Fisher``, one stratum, prunes nothing. Past ``limit``
+    operations the Cochran–Mantel–Haenszel χ² with continuity correction is used instead.
     """
 
     strata: tuple[Stratum, ...]
     limit: int = 60_000_000
+    floor: float = 1e-17
 
     def test(self) -> Tested:
         used = [stratum for stratum in self.strata if stratum.informative()]
@@ -377,7 +379,7 @@ class Stratified(msgspec.Struct, frozen=True):
                 # One shifted, scaled copy of the law added at a time: the loops run in C.
                 combined[shift : shift + width] = map(add, combined[shift : shift + width], map(mul, law, repeat(weight)))
             start += one.support().start
-            floor = max(combined) * 1e-17
+            floor = max(combined) * self.floor
             first = next(index for index, value in enumerate(combined) if value > floor)
             last = len(combined) - next(index for index, value in enumerate(reversed(combined)) if value > floor)
             start += first
@@ -389,7 +391,8 @@ class Stratified(msgspec.Struct, frozen=True):
         if variance == 0:
             return 1.0
         chi = max(0.0, abs(observed - expected) - 0.5) ** 2 / variance
-        return min(1.0, 2 * (1 - NormalDist().cdf(math.sqrt(chi))))
+        # 2·(1 − Φ(√χ²)), as erfc so that a small p is not lost to cancellation.
+        return min(1.0, math.erfc(math.sqrt(chi / 2)))
 
 
 class Fisher(msgspec.Struct, frozen=True):
@@ -398,7 +401,7 @@ class Fisher(msgspec.Struct, frozen=True):
     stratum: Stratum
 
     def test(self) -> Tested:
-        return Stratified((self.stratum,)).test()
+        return Stratified((self.stratum,), floor=0.0).test()
 
 
 class Adjusted(msgspec.Struct, frozen=True):
@@ -456,19 +459,26 @@ class Paired(msgspec.Struct, frozen=True):
         return (hits + 1) / (self.draws + 1)
 
     def _enumerated(self, values: list[float], observed: float) -> float:
-        # Walk every sign pattern in Gray-code order, so each step flips one sign and updates the
-        # sum in constant time.
-        count = len(values)
-        total = sum(values)
-        signs = [1] * count
-        hits = 1 if abs(total) >= observed else 0
-        for step in range(1, 2**count):
-            flip = (step & -step).bit_length() - 1
-            signs[flip] = -signs[flip]
-            total += 2 * signs[flip] * values[flip]
-            if abs(total) >= observed:
-                hits += 1
-        return hits / 2**count
+        # Every sign pattern, in two halves: each half's signed sums, then for each sum x of the
+        # first half the sums y of the second with |x + y| >= observed, found by bisection. Every
+        # sum is made afresh from at most 10 values, so rounding cannot pile up as it would in one
+        # running total over the 2^S patterns (it broke ties between patterns of equal sums).
+        if observed <= 0:
+            return 1.0
+        middle = len(values) // 2
+        second = sorted(self._sums(values[middle:]))
+        hits = sum(
+            len(second) - bisect_left(second, observed - x) + bisect_right(second, -observed - x)
+            for x in self._sums(values[:middle])
+        )
+        return hits / 2 ** len(values)
+
+    def _sums(self, values: list[float]) -> list[float]:
+        """The signed sums of ``values`` under every sign pattern."""
+        sums = [0.0]
+        for value in values:
+            sums = [total + value for total in sums] + [total - value for total in sums]
+        return sums
 
 
 class Detectable(msgspec.Struct, frozen=True):
