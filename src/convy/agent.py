@@ -22,11 +22,11 @@ import msgspec
 from convy.busy import Places
 
 
-class NotReported(msgspec.Struct, frozen=True, tag="not_reported"):
+class NotReported(msgspec.Struct, frozen=True, gc=False, tag="not_reported"):
     """A value the agent did not give: a tool call's result, a token count, a duration."""
 
 
-class Cost(msgspec.Struct, frozen=True, tag="cost"):
+class Cost(msgspec.Struct, frozen=True, gc=False, tag="cost"):
     """What a request cost, in US dollars, and where the figure comes from: reported by the
     provider with its answer, or computed from the project's price table."""
 
@@ -38,11 +38,11 @@ class Cost(msgspec.Struct, frozen=True, tag="cost"):
             raise ValueError("a cost cannot be negative")
 
 
-class Unpriced(msgspec.Struct, frozen=True, tag="unpriced"):
+class Unpriced(msgspec.Struct, frozen=True, gc=False, tag="unpriced"):
     """A request whose cost nobody knows: counted as unpriced, never as free."""
 
 
-class Usage(msgspec.Struct, frozen=True, tag="usage"):
+class Usage(msgspec.Struct, frozen=True, gc=False, tag="usage"):
     """What one answer or one model request took: tokens by kind, and its cost.
 
     ``cached`` is the part of ``input`` served from a prompt cache and ``reasoning`` the part of
@@ -60,23 +60,23 @@ class Usage(msgspec.Struct, frozen=True, tag="usage"):
             raise ValueError("token counts cannot be negative")
 
 
-class NoUsage(msgspec.Struct, frozen=True, tag="no_usage"):
+class NoUsage(msgspec.Struct, frozen=True, gc=False, tag="no_usage"):
     """An answer or request whose tokens and cost nobody reported."""
 
 
-class Reported(msgspec.Struct, frozen=True, tag="reported"):
+class Reported(msgspec.Struct, frozen=True, gc=False, tag="reported"):
     """A tool call's result as the agent reported it: any JSON value."""
 
     value: Any
 
 
-class Thought(msgspec.Struct, frozen=True, tag="thought"):
+class Thought(msgspec.Struct, frozen=True, gc=False, tag="thought"):
     """Something the agent thought on its way to an answer."""
 
     text: str
 
 
-class Call(msgspec.Struct, frozen=True, tag="call"):
+class Call(msgspec.Struct, frozen=True, gc=False, tag="call"):
     """A tool the agent called while answering, with what it got back and how long it took."""
 
     name: str
@@ -85,13 +85,13 @@ class Call(msgspec.Struct, frozen=True, tag="call"):
     seconds: float | NotReported = NotReported()
 
 
-class Message(msgspec.Struct, frozen=True):
+class Message(msgspec.Struct, frozen=True, gc=False):
     """What the user says to the agent in one turn."""
 
     text: str
 
 
-class Answer(msgspec.Struct, frozen=True):
+class Answer(msgspec.Struct, frozen=True, gc=False):
     """The agent's answer to one message: its text, its tokens and the steps it took."""
 
     text: str
@@ -192,6 +192,8 @@ class QueuedAgent(msgspec.Struct, frozen=True):
 
     Opening a conversation and each turn that the agent's service refused unprocessed (``Busy``)
     are tried again at the agent's pace while its patience lasts; nothing else is ever resent.
+    The agent's ``per_minute`` counts turns: opening waits for a pause the service asked for, but
+    takes no slot of the minute.
     """
 
     agent: Any
@@ -200,5 +202,7 @@ class QueuedAgent(msgspec.Struct, frozen=True):
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[Conversation]:
         async with self.places.one(), AsyncExitStack() as stack:
-            opened = await self.places.retried(lambda: stack.enter_async_context(self.agent.conversation()))
+            opened = await self.places.retried(
+                lambda: stack.enter_async_context(self.agent.conversation()), paced=False
+            )
             yield _Retried(opened, self.places)

@@ -33,7 +33,7 @@ class Graded(msgspec.Struct, frozen=True):
     pass_: str = msgspec.field(name="pass")
 
 
-class Confidence(msgspec.Struct, frozen=True, tag="confidence"):
+class Confidence(msgspec.Struct, frozen=True, gc=False, tag="confidence"):
     """How sure the judge was of a decision, from 0 to 1."""
 
     value: float
@@ -43,21 +43,21 @@ class Confidence(msgspec.Struct, frozen=True, tag="confidence"):
             raise ValueError("confidence must be between 0 and 1")
 
 
-class NoConfidence(msgspec.Struct, frozen=True, tag="no_confidence"):
+class NoConfidence(msgspec.Struct, frozen=True, gc=False, tag="no_confidence"):
     """A decision with no confidence given: decided by code, or by a judge that does not say."""
 
 
-class Grade(msgspec.Struct, frozen=True, tag="grade"):
+class Grade(msgspec.Struct, frozen=True, gc=False, tag="grade"):
     """The grade a judge gave a graded claim."""
 
     name: str
 
 
-class NoGrade(msgspec.Struct, frozen=True, tag="no_grade"):
+class NoGrade(msgspec.Struct, frozen=True, gc=False, tag="no_grade"):
     """The decision of a claim that has no grades."""
 
 
-class Claim(msgspec.Struct, frozen=True):
+class Claim(msgspec.Struct, frozen=True, gc=False):
     """One claim decided: whether it held, why, and how sure the decider was."""
 
     claim: str
@@ -75,7 +75,7 @@ class Claim(msgspec.Struct, frozen=True):
                 return True
 
 
-class Verdict(msgspec.Struct, frozen=True, tag="verdict"):
+class Verdict(msgspec.Struct, frozen=True, gc=False, tag="verdict"):
     """Every claim of the scenario decided, in the scenario's order."""
 
     claims: tuple[Claim, ...]
@@ -89,7 +89,7 @@ class Verdict(msgspec.Struct, frozen=True, tag="verdict"):
         return "not_trusted"
 
 
-class Failed(msgspec.Struct, frozen=True, tag="failed"):
+class Failed(msgspec.Struct, frozen=True, gc=False, tag="failed"):
     """The agent failed: the attempt counts as failed and the judge was not asked.
 
     ``message`` is what the user had just said when the agent failed ("" while opening).
@@ -99,7 +99,7 @@ class Failed(msgspec.Struct, frozen=True, tag="failed"):
     message: str = ""
 
 
-class NoVerdict(msgspec.Struct, frozen=True, tag="no_verdict"):
+class NoVerdict(msgspec.Struct, frozen=True, gc=False, tag="no_verdict"):
     """Nothing could be decided, for a reason that is not the agent's: out of the pass rate."""
 
     who: Literal["user", "judge", "busy"]
@@ -110,7 +110,7 @@ class Finished(msgspec.Struct, frozen=True):
     """The simulated user's goal is met, or clearly out of reach: the dialogue ends."""
 
 
-class Turn(msgspec.Struct, frozen=True):
+class Turn(msgspec.Struct, frozen=True, gc=False):
     """One exchange: the user's message and the agent's answer, with when each was made.
 
     Times are seconds from the attempt's start. A scripted message took no model request:
@@ -127,7 +127,7 @@ class Turn(msgspec.Struct, frozen=True):
     agent_seconds: float
 
 
-class Transcript(msgspec.Struct, frozen=True):
+class Transcript(msgspec.Struct, frozen=True, gc=False):
     """The dialogue so far."""
 
     turns: tuple[Turn, ...] = ()
