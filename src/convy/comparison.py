@@ -105,7 +105,7 @@ class Comparison(msgspec.Struct, frozen=True):
         summary = Summary(run)
         header = summary.header()
         attempts = summary.attempts()
-        usages = tuple(usage for attempt in attempts for usage in attempt.agent_usage() + attempt.user_usage() + attempt.outcome.judge_requests)
+        usages = tuple(usage for attempt in attempts for usage in attempt.requests())
         judged = [tally for tally in summary.tallies().values() if tally.judged]
         return SideView(
             agent=header.agent,

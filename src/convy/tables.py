@@ -23,7 +23,7 @@ import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
 from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
-from convy.report import Attempt, Read, Summary
+from convy.report import Attempt, Read, Spent, Summary
 from convy.stats import Consistency, Tally, Wilson
 
 TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "tool_calls", "model_requests"]
@@ -268,14 +268,7 @@ class Usages(msgspec.Struct, frozen=True):
     usages: tuple[Usage | NoUsage, ...]
 
     def reported(self) -> tuple[Usage, ...]:
-        found: list[Usage] = []
-        for usage in self.usages:
-            match usage:
-                case Usage():
-                    found.append(usage)
-                case NoUsage():
-                    pass
-        return tuple(found)
+        return tuple(Spent(self.usages).reported())
 
     def tokens_in(self) -> int | None:
         reported = self.reported()
@@ -342,7 +335,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
     attempt: Attempt
 
     def every_usage(self) -> tuple[Usage | NoUsage, ...]:
-        return self.attempt.agent_usage() + self.attempt.user_usage() + self.attempt.outcome.judge_requests
+        return self.attempt.requests()
 
     def calls(self) -> int:
         return len(self.tool_calls())
