@@ -251,6 +251,10 @@ class Attempt(msgspec.Struct, frozen=True):
                 pass
         return ["none" if claim not in decided else "held" if decided[claim] else "failed" for claim in claims]
 
+    def requests(self) -> tuple[Usage | NoUsage, ...]:
+        """What every request of the attempt took: the agent's answers, the user model's, the judge's."""
+        return self.agent_usage() + self.user_usage() + self.outcome.judge_requests
+
     def agent_usage(self) -> tuple[Usage | NoUsage, ...]:
         return tuple(turn.answer.usage for turn in self.outcome.transcript.turns)
 
@@ -317,7 +321,7 @@ class Attempt(msgspec.Struct, frozen=True):
                 decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
             case NoVerdict(who=who, reason=reason):
                 decisions = [DecisionView(claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False)]
-        usages = self.agent_usage() + self.user_usage() + outcome.judge_requests
+        usages = self.requests()
         return DialogueView(
             scenario=outcome.scenario,
             attempt=outcome.attempt,
@@ -419,7 +423,7 @@ class Summary(msgspec.Struct, frozen=True):
         consistency = Consistency(tuple(judged))
         noise = Noise(tuple(judged))
         scenarios = [self._scenario(index, scenario, found) for index, (scenario, found) in enumerate(self.by_scenario().items())]
-        every_usage = tuple(usage for attempt in attempts for usage in attempt.agent_usage() + attempt.user_usage() + attempt.outcome.judge_requests)
+        every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
         times = [attempt.time() for attempt in attempts]
         return RunView(
             header=self.header(),
@@ -485,7 +489,7 @@ class Summary(msgspec.Struct, frozen=True):
         """The run as one row of the index."""
         header = self.header()
         attempts = self.attempts()
-        usages = tuple(usage for attempt in attempts for usage in attempt.agent_usage() + attempt.user_usage() + attempt.outcome.judge_requests)
+        usages = tuple(usage for attempt in attempts for usage in attempt.requests())
         judged = [tally for tally in self.tallies().values() if tally.judged]
         return RunRow(
             agent=header.agent,
@@ -535,7 +539,7 @@ class Summary(msgspec.Struct, frozen=True):
         )
         names = [row.text for row in claims]
         agent_usage = tuple(usage for attempt in attempts for usage in attempt.agent_usage())
-        every_usage = tuple(usage for attempt in attempts for usage in attempt.agent_usage() + attempt.user_usage() + attempt.outcome.judge_requests)
+        every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
         return ScenarioView(
             index=index,
             id=scenario,
