@@ -7,20 +7,35 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO := demo
 
-.PHONY: demo test clean
+.PHONY: demo test clean browser
 
-$(BIN)/convy: pyproject.toml
+# convy alone, for the demo.
+$(VENV)/.convy: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# convy with what the tests use (pytest, scipy, statsmodels, pandas, polars, playwright, trustme).
+$(VENV)/.dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $@
+	touch $(VENV)/.convy $@
 
-demo: $(BIN)/convy
+demo: $(VENV)/.convy
 	$(BIN)/convy init $(DEMO)
 	cd $(DEMO) && ../$(BIN)/convy run
 
-test: $(BIN)/convy
+test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest
+
+# The pages are tested in a real headless Chromium: Debian's package, driven by Playwright
+# (never a browser downloaded by Playwright itself).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 clean:
 	rm -rf $(VENV) $(DEMO)

@@ -3,7 +3,8 @@
     0    every attempt judged and, with --fail-under, the pass rate at or above it
     1    some attempt failed by the agent (it raised, broke off or ran out of time) or not judged
     2    a configuration error: nothing was sent
-    3    every attempt judged, but the pass rate is below --fail-under
+    3    every attempt judged, but the pass rate is below --fail-under; or, for ``convy compare
+         --fail-on-regression``, the candidate's pass rate really dropped
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
 """
 
@@ -29,6 +30,7 @@ from convy.bench import Bench, Journal, RunInUse, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.problems import ConfigurationError
 from convy.project import VERSION, Project
+from convy.report import Read, Summary
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.model import Absent
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
@@ -133,25 +135,34 @@ class Recorded(msgspec.Struct, frozen=True):
             task = progress.add_task(self.spec.agent, total=planned, completed=done, passed=0, failed=0, not_judged=0)
             printed = Printed(journal, self.shown, progress, task, self.spec.trust)
             try:
-                asyncio.run(journal.play(self.spec, self.bench, printed))
+                kept = asyncio.run(journal.play(self.spec, self.bench, printed))
             except KeyboardInterrupt:
                 interrupted = True
             else:
                 interrupted = False
         if interrupted:
-            kept = len(journal.kept().outcomes)
-            self.errors.line(f"interrupted: run {self.spec.id} keeps {kept} of {planned} attempts")
+            kept = journal.kept()
+            self.errors.line(f"interrupted: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
+            self._reported(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
             self.errors.line(f"resume with: convy resume {self.spec.id}")
             return 130
-        return self._summed(journal)
+        read = Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)
+        code = self._summed(read)
+        self._reported(read)
+        return code
 
-    def _summed(self, journal: RunJournal) -> int:
-        outcomes = journal.kept().outcomes
+    def _reported(self, read: Read) -> None:
+        report = self.project.reported(read)
+        self.project.indexed()
+        self.shown.line(f"report: {report.relative_to(self.project.folder)}")
+
+    def _summed(self, read: Read) -> int:
+        outcomes = read.outcomes
         statuses = [outcome.status(self.spec.trust) for outcome in outcomes]
         agent_failed = sum(1 for outcome in outcomes if self._failed_by_agent(outcome))
         passed, failed, unjudged = (statuses.count(name) for name in ("passed", "failed", "not_judged"))
-        rate = Rate(tuple(outcomes), self.spec.trust).value()
-        rate_text = "n/a" if rate is None else f"{rate:.1%}"
+        rate = Summary(read).rate()
+        rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         self.shown.line(
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
             f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
@@ -164,11 +175,11 @@ class Recorded(msgspec.Struct, frozen=True):
                     grouped.setdefault(reason, []).append(skipped.scenario)
             for reason, names in grouped.items():
                 self.shown.line(f"  {', '.join(names)}: {reason}")
-        where = journal.folder.relative_to(self.project.folder) if journal.folder.is_relative_to(self.project.folder) else journal.folder
+        where = read.folder.relative_to(self.project.folder) if read.folder.is_relative_to(self.project.folder) else read.folder
         self.shown.line(f"run kept in {where}")
         if agent_failed or unjudged:
             return 1
-        if self.fail_under is not None and (rate is None or rate < self.fail_under):
+        if self.fail_under is not None and (rate is None or rate.estimate < self.fail_under):
             self.shown.line(f"pass rate {rate_text} is below --fail-under {self.fail_under:.1%}")
             return 3
         return 0
@@ -197,24 +208,6 @@ class Recorded(msgspec.Struct, frozen=True):
         )
         with progress:
             yield progress
-
-
-class Rate(msgspec.Struct, frozen=True):
-    """The pass rate of a run: the mean over scenarios of passed out of judged attempts."""
-
-    outcomes: tuple[Outcome, ...]
-    trust: float
-
-    def value(self) -> float | None:
-        judged: dict[str, list[int]] = {}
-        for outcome in self.outcomes:
-            status = outcome.status(self.trust)
-            if status == "not_judged":
-                continue
-            judged.setdefault(outcome.scenario, []).append(1 if status == "passed" else 0)
-        if not judged:
-            return None
-        return sum(sum(marks) / len(marks) for marks in judged.values()) / len(judged)
 
 
 class InitCommand(msgspec.Struct, frozen=True):
@@ -346,6 +339,78 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         return Recorded(self.project, spec, bench, shown, errors, self.fail_under).played()
 
 
+class ReportCommand(msgspec.Struct, frozen=True):
+    """``convy report [RUN…]``: the reports of these runs (all, when none is named) and the index."""
+
+    project: Project
+    wanted: tuple[str, ...]
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        runs, unread = self.project.runs()
+        if self.wanted:
+            runs = tuple(self.project.read(name) for name in self.wanted)
+        for run in runs:
+            shown.line(f"report: {self.project.reported(run).relative_to(self.project.folder)}")
+        shown.line(f"index: {self.project.indexed().relative_to(self.project.folder)}")
+        for one in unread:
+            errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
+        return 0
+
+
+class CompareCommand(msgspec.Struct, frozen=True):
+    """``convy compare BASE CANDIDATE``: is the change of pass rate real, or within noise?"""
+
+    project: Project
+    base: str
+    candidate: str
+    fail_on_regression: bool
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        base, candidate = self.project.read(self.base), self.project.read(self.candidate)
+        path, view = self.project.compared(base, candidate)
+        self.project.indexed()
+        for line in view.banner:
+            errors.line(f"! not comparable: {line}")
+        before = "n/a" if view.base.rate is None else f"{view.base.rate.estimate:.1%}"
+        after = "n/a" if view.candidate.rate is None else f"{view.candidate.rate.estimate:.1%}"
+        change = "n/a"
+        if view.delta is not None:
+            change = f"{view.delta.estimate:+.1%} [{view.delta.low:+.1%}, {view.delta.high:+.1%}]"
+        verdict = f"real ({view.verdict})" if view.real else "within noise"
+        counts = {name: sum(1 for one in view.scenarios if one.change == name) for name in ("worse", "better", "same")}
+        shown.line(f"pass rate {before} → {after}, Δ {change}, p = {view.p:.3g}: {verdict}")
+        shown.line(f"scenarios: {counts['worse']} worse, {counts['better']} better, {counts['same']} same")
+        if view.only_base or view.only_candidate or view.changed:
+            shown.line(
+                f"left out: {len(view.only_base)} only in base, {len(view.only_candidate)} only in candidate, "
+                f"{len(view.changed)} changed"
+            )
+        if view.needed:
+            shown.line(f"note: {view.needed}")
+        shown.line(f"page: {path.relative_to(self.project.folder)}")
+        if self.fail_on_regression and view.real and view.verdict == "worse":
+            return 3
+        return 0
+
+
+class ExportCommand(msgspec.Struct, frozen=True):
+    """``convy export [RUN…]``: the runs' tables for pandas, polars or a spreadsheet."""
+
+    project: Project
+    wanted: tuple[str, ...]
+    form: str
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        runs, unread = self.project.runs()
+        if self.wanted:
+            runs = tuple(self.project.read(name) for name in self.wanted)
+        for path in self.project.exported(runs, self.form):
+            shown.line(f"table: {path.relative_to(self.project.folder)}")
+        for one in unread:
+            errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
+        return 0
+
+
 class Loaded(msgspec.Struct, frozen=True):
     """An agent of the project and the models made for it; any error loading them is a configuration error."""
 
@@ -420,6 +485,15 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument(
             "--smoke", action="store_true", help="only check the connection: a short scripted dialogue, no model, no run"
         )
+        report = commands.add_parser("report", help="rebuild the reports of runs and the index")
+        report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
+        compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
+        compare.add_argument("base", help="the run before (id or a unique part)")
+        compare.add_argument("candidate", help="the run after (id or a unique part)")
+        compare.add_argument("--fail-on-regression", action="store_true", help="exit 3 when the pass rate really dropped")
+        export = commands.add_parser("export", help="write the runs' tables to results/export/")
+        export.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
+        export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
         resume = commands.add_parser("resume", help="play what an interrupted run lacks")
         resume.add_argument("run", help="the run's id, or a unique part of it")
         resume.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
@@ -458,6 +532,12 @@ def main(argv: list[str] | None = None) -> int:
                     parsed.trust,
                     parsed.fail_under,
                 ).run(shown, errors)
+            case "report":
+                return ReportCommand(project, tuple(parsed.runs)).run(shown, errors)
+            case "compare":
+                return CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression).run(shown, errors)
+            case "export":
+                return ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
             case "resume":
                 return ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
     except ConfigurationError as error:

@@ -6,7 +6,8 @@
     prompts/user.md    optional: the simulator prompt, replacing convy's
     pyproject.toml     [tool.convy]: attempts, trust, places, time limits
     .env               keys and settings, never copied anywhere
-    results/           what convy writes: results/<agent>/<run-id>/
+    results/           what convy writes: results/<agent>/<run-id>/ (with its report.html),
+                       results/index.html, results/compare/*.html, results/export/
 
 ``Project`` loads these, with the project folder on ``sys.path`` so they can import each other,
 and runs ``models.py`` anew for each agent so every agent gets fresh models.
@@ -29,7 +30,10 @@ from convy.bench import Fingerprints, ModelNames, RunId, RunJournal, RunSpec, Sk
 from convy.dialog import STOP, DefaultPrompts, Prompt
 from convy.env import ProjectSettings, Settings
 from convy.model import Absent, Models
+from convy.comparison import Comparison
 from convy.problems import ConfigurationError
+from convy.report import Index, Read, Runs, Summary, Unread
+from convy.views import ComparisonView
 from convy.scenario import Matching, Scenario, Scenarios
 
 VERSION = "0.1.0"
@@ -180,6 +184,63 @@ class Project(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: models.py changed since the run started; start a new run"
             )
         return spec
+
+    def runs(self) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
+        return Runs(self.results()).read()
+
+    def read(self, wanted: str) -> Read:
+        """A run by its id or a unique part of it; one that cannot be read is a configuration error."""
+        found = Runs(self.results()).one(self.found(wanted).folder)
+        match found:
+            case Read():
+                return found
+            case Unread(reason=reason):
+                raise ConfigurationError(reason)
+
+    def reported(self, run: Read) -> Path:
+        """Write the run's report next to its folder's files."""
+        from convy.page import ReportPage
+
+        path = run.folder / "report.html"
+        self._written(path, ReportPage(Summary(run)).html())
+        return path
+
+    def indexed(self) -> Path:
+        """Write ``results/index.html``: every run, and the comparisons made so far."""
+        from convy.page import IndexPage
+
+        runs, unread = self.runs()
+        names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
+        path = self.results() / "index.html"
+        self._written(path, IndexPage(Index(runs, unread, names).view()).html())
+        return path
+
+    def compared(self, base: Read, candidate: Read) -> tuple[Path, ComparisonView]:
+        """Write ``results/compare/<base>--<candidate>.html`` and return its view."""
+        from convy.page import ComparisonPage
+
+        view = Comparison(base, candidate).view()
+        path = self.results() / "compare" / f"{base.file.spec.id}--{candidate.file.spec.id}.html"
+        self._written(path, ComparisonPage(view).html())
+        return path, view
+
+    def exported(self, runs: tuple[Read, ...], form: str) -> tuple[Path, ...]:
+        """Write the runs' tables to ``results/export/<table>.<csv|jsonl>``."""
+        from convy.tables import Tables
+
+        folder = self.results() / "export"
+        written: list[Path] = []
+        for table in Tables(runs).every():
+            path = folder / f"{table.name}.{form}"
+            self._written(path, table.csv() if form == "csv" else table.jsonl())
+            written.append(path)
+        return tuple(written)
+
+    def _written(self, path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)
 
     def created(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Copy the template project here: the files written, and those left as they were."""

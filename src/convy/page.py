@@ -1,0 +1,147 @@
+"""The three pages as standalone HTML files: a run's report, a comparison of two runs, the index.
+
+A page is one file that works opened from disk: its styles, scripts and icon are inlined from the
+assets in ``convy/pages/``, and its data is the view record embedded as JSON in
+``<script type="application/json">`` with every ``<`` written ``\\u003c``, so no text an agent said
+can close the tag. The page's Content-Security-Policy allows only the one inline script, by its
+hash, and no request anywhere: what the data holds is drawn as text and can run nothing.
+
+A run report keeps its dialogues apart from the tables: each scenario's attempts, gzipped and in
+base64, are decoded by the page only when that scenario's window opens, so a run of thousands of
+attempts opens as fast as its tables draw.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import html
+from importlib import resources
+
+import msgspec
+
+from convy.report import Summary
+from convy.views import ComparisonView, IndexView
+
+_ENCODER = msgspec.json.Encoder()
+
+
+class Block(msgspec.Struct, frozen=True):
+    """One JSON block of a page: its element id and its encoded JSON."""
+
+    id: str
+    json: bytes
+
+    def html(self) -> str:
+        text = self.json.decode("utf-8").replace("<", "\\u003c")
+        return f'<script type="application/json" id="{self.id}">{text}</script>'
+
+
+class Template(msgspec.Struct, frozen=True):
+    """A page's frame: the shared parts, the scenario window where the page uses it, its own script.
+
+    ``script`` names the page's own script in ``convy/pages``; a stylesheet of the same stem is
+    inlined too when there is one.
+    """
+
+    script: str
+    window: bool = False
+
+    def part(self, name: str) -> str:
+        return resources.files("convy").joinpath("pages", name).read_text(encoding="utf-8")
+
+    def has(self, name: str) -> bool:
+        return resources.files("convy").joinpath("pages", name).is_file()
+
+    def style(self) -> str:
+        names = ["base.css"] + (["window.css"] if self.window else [])
+        own = self.script.rsplit(".", 1)[0] + ".css"
+        if self.has(own):
+            names.append(own)
+        return "\n".join(self.part(name) for name in names)
+
+    def code(self) -> str:
+        names = ["base.js"] + (["window.js"] if self.window else []) + [self.script]
+        return "\n".join(self.part(name) for name in names)
+
+    def icon(self) -> str:
+        return "data:image/svg+xml;base64," + base64.b64encode(self.part("icon.svg").encode("utf-8")).decode("ascii")
+
+    def html(self, title: str, blocks: tuple[Block, ...]) -> str:
+        """The whole page: ``title`` as text, the data ``blocks``, the inlined parts."""
+        style, code = self.style(), self.code()
+        if "</style" in style.lower() or "</script" in code.lower():
+            raise ValueError("a page part must not close its own tag")
+        digest = base64.b64encode(hashlib.sha256(code.encode("utf-8")).digest()).decode("ascii")
+        policy = (
+            "default-src 'none'; "
+            f"script-src 'sha256-{digest}'; "
+            "style-src 'unsafe-inline'; "
+            "img-src data:; "
+            "base-uri 'none'; form-action 'none'"
+        )
+        return "\n".join(
+            [
+                "<!doctype html>",
+                '<html lang="en">',
+                "<head>",
+                '<meta charset="utf-8">',
+                f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+                '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                '<meta name="color-scheme" content="light dark">',
+                f"<title>{html.escape(title)}</title>",
+                f'<link rel="icon" href="{self.icon()}">',
+                f"<style>\n{style}\n</style>",
+                "</head>",
+                "<body>",
+                '<noscript><p class="noscript">This page draws its data with JavaScript: allow scripts to see it.</p></noscript>',
+                '<div id="app"></div>',
+                *(block.html() for block in blocks),
+                f"<script>{code}</script>",
+                "</body>",
+                "</html>",
+                "",
+            ]
+        )
+
+
+class ReportPage(msgspec.Struct, frozen=True):
+    """A run's report: its tables embedded whole, its dialogues compressed per scenario."""
+
+    summary: Summary
+
+    def dialogues(self) -> dict[str, str]:
+        """Each scenario's attempts in full, as gzipped JSON in base64, by scenario id."""
+        return {
+            scenario: base64.b64encode(gzip.compress(_ENCODER.encode(found), mtime=0)).decode("ascii")
+            for scenario, found in self.summary.dialogues().items()
+        }
+
+    def html(self) -> str:
+        view = self.summary.view()
+        return Template("report.js", window=True).html(
+            f"{view.header.agent} · {view.header.run} · convy",
+            (Block("data", _ENCODER.encode(view)), Block("dialogues", _ENCODER.encode(self.dialogues()))),
+        )
+
+
+class ComparisonPage(msgspec.Struct, frozen=True):
+    """Two runs compared."""
+
+    view: ComparisonView
+
+    def html(self) -> str:
+        base, candidate = self.view.base, self.view.candidate
+        return Template("comparison.js", window=True).html(
+            f"{base.run} → {candidate.run} · convy", (Block("data", _ENCODER.encode(self.view)),)
+        )
+
+
+class IndexPage(msgspec.Struct, frozen=True):
+    """Every run, its trend per agent, and the comparisons made."""
+
+    view: IndexView
+
+    def html(self) -> str:
+        return Template("index.js").html("runs · convy", (Block("data", _ENCODER.encode(self.view)),))

@@ -1,0 +1,380 @@
+"use strict";
+/* convy pages: shared helpers. Every text from the data goes in as a text node; nothing here
+   ever parses a string as HTML. Python computed every number: these only format and draw. */
+
+const Convy = (() => {
+  const SVG = "http://www.w3.org/2000/svg";
+
+  /* Nodes. */
+
+  function add(node, kids) {
+    for (const kid of kids.flat(Infinity)) {
+      if (kid === null || kid === undefined || kid === false) continue;
+      node.appendChild(typeof kid === "object" ? kid : document.createTextNode(String(kid)));
+    }
+    return node;
+  }
+
+  function set(node, props) {
+    if (!props) return node;
+    for (const [key, value] of Object.entries(props)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.setAttribute("class", value);
+      else if (key === "text") node.textContent = String(value);
+      else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+      else if (key === "href") node.setAttribute("href", safeHref(value));
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    return node;
+  }
+
+  /* Empty a node and put kids in it: strings as text nodes, null and false left out. */
+  function fill(node, ...kids) {
+    node.replaceChildren();
+    return add(node, kids);
+  }
+
+  /* h("div", {class: "x"}, "text", child...): an element with text nodes for strings. */
+  function h(tag, props, ...kids) {
+    return add(set(document.createElement(tag), props), kids);
+  }
+
+  function s(tag, props, ...kids) {
+    return add(set(document.createElementNS(SVG, tag), props), kids);
+  }
+
+  /* Only relative links and page anchors: never a script URL, never the network. */
+  function safeHref(value) {
+    const text = String(value);
+    return /^\s*[a-z][a-z0-9+.-]*:/i.test(text) || text.startsWith("//") ? "#" : text;
+  }
+
+  function json(id) {
+    const node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  /* Formats: numbers as Python gave them, written for people. */
+
+  const fmt = {
+    int(value) {
+      if (value === null || value === undefined) return "—";
+      const text = String(Math.round(Number(value)));
+      return text.length < 5 ? text : text.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    },
+    pct(value, digits) {
+      if (value === null || value === undefined) return "—";
+      const places = digits === undefined ? (value === 0 || value === 1 ? 0 : 1) : digits;
+      return (value * 100).toFixed(places) + "%";
+    },
+    points(value) {
+      if (value === null || value === undefined) return "—";
+      const text = (Math.abs(value) * 100).toFixed(1);
+      return (value > 0 ? "+" : value < 0 ? "−" : "±") + text + " pts";
+    },
+    interval(rate) {
+      return rate ? "95% CI " + fmt.pct(rate.low) + "–" + fmt.pct(rate.high) : "no interval";
+    },
+    span(rate) {
+      return rate ? "[" + fmt.pct(rate.low) + ", " + fmt.pct(rate.high) + "]" : "";
+    },
+    seconds(value) {
+      if (value === null || value === undefined) return "—";
+      const v = Number(value);
+      if (v === 0) return "0 s";
+      if (Math.abs(v) < 0.001) return (v * 1e6).toFixed(0) + " µs";
+      if (Math.abs(v) < 1) return (v * 1000).toFixed(Math.abs(v) < 0.01 ? 1 : 0) + " ms";
+      if (Math.abs(v) < 60) return v.toFixed(Math.abs(v) < 10 ? 2 : 1) + " s";
+      const minutes = Math.floor(v / 60);
+      if (minutes < 60) return minutes + "m " + Math.round(v - minutes * 60) + "s";
+      return Math.floor(minutes / 60) + "h " + (minutes % 60) + "m";
+    },
+    cost(cost) {
+      if (!cost) return "—";
+      if (cost.amount === null) return cost.unpriced ? "unpriced" : "—";
+      const amount = Number(cost.amount);
+      const text = amount === 0 ? "0" : amount >= 1 ? amount.toFixed(2) : amount >= 0.0001 ? amount.toFixed(4) : amount.toPrecision(2);
+      return (cost.complete ? "$" : "≥ $") + text;
+    },
+    costNote(cost) {
+      if (!cost) return "";
+      if (cost.amount === null && !cost.unpriced) return "no requests";
+      if (cost.complete) return "complete" + (cost.source ? ", " + cost.source : "");
+      return "incomplete: " + fmt.int(cost.unpriced) + " of " + fmt.int(cost.priced + cost.unpriced) + " requests unpriced";
+    },
+    tokens(tokens) {
+      if (!tokens || !tokens.reported) return tokens && tokens.requests ? "not reported" : "—";
+      let text = fmt.int(tokens.input) + " in · " + fmt.int(tokens.output) + " out";
+      return text;
+    },
+    tokenNote(tokens) {
+      if (!tokens) return "";
+      const parts = [];
+      if (tokens.cached !== null && tokens.cached !== undefined) parts.push(fmt.int(tokens.cached) + " cached");
+      if (tokens.reasoning !== null && tokens.reasoning !== undefined) parts.push(fmt.int(tokens.reasoning) + " reasoning");
+      if (tokens.requests) parts.push(fmt.int(tokens.reported) + " of " + fmt.int(tokens.requests) + " requests reported");
+      return parts.join(" · ");
+    },
+    date(iso) {
+      if (!iso) return "—";
+      return String(iso).slice(0, 19).replace("T", " ");
+    },
+    p(value) {
+      if (value === null || value === undefined) return "—";
+      if (value < 0.001) return "< 0.001";
+      return Number(value).toPrecision(2);
+    },
+    ratio(value) {
+      return value === null || value === undefined ? "—" : "×" + Number(value).toFixed(2);
+    },
+  };
+
+  /* Words for codes, so status never rests on colour. */
+
+  const words = {
+    run: { finished: ["✓", "finished"], interrupted: ["✗", "interrupted"], running: ["…", "running"] },
+    attempt: { passed: ["✓", "passed"], failed: ["✗", "failed"], not_judged: ["–", "not judged"] },
+    scenario: { always: ["✓", "always passes"], flaky: ["~", "flaky"], never: ["✗", "never passes"], not_judged: ["–", "not judged"] },
+    mark: { held: "✓", failed: "✗", none: "–" },
+    markWord: { held: "held", failed: "failed", none: "not decided" },
+    why: {
+      user: "user model failed",
+      judge: "judge failed",
+      busy: "service stayed busy",
+      not_trusted: "judge not confident enough",
+      agent: "agent failed",
+      claim: "a claim failed",
+      "": "",
+    },
+    stop: {
+      finished: "user finished",
+      max_turns: "turn limit reached",
+      agent_failed: "the agent failed",
+      time_limit: "time limit",
+      model_failed: "user model failed",
+      agent_busy: "agent stayed busy",
+    },
+  };
+
+  function status(kind, code, asBadge) {
+    const pair = (words[kind] && words[kind][code]) || ["?", String(code)];
+    return h("span", { class: (asBadge ? "badge " : "") + "st st-" + code }, pair[0] + " " + pair[1]);
+  }
+
+  function word(kind, code) {
+    return (words[kind] && words[kind][code]) || String(code);
+  }
+
+  /* A subset of Markdown drawn as nodes: paragraphs, **bold**, *italic*, `code`, fenced code,
+     bullet and numbered lists; a link is shown as its text and its URL, never followed. */
+
+  const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|((?<![\w*])\*[^*\s][^*\n]*(?<!\s)\*(?![\w*]))|(\[[^\]\n]+\]\([^)\s]+\))/;
+
+  function inline(text) {
+    const out = [];
+    let rest = text;
+    for (let guard = 0; rest && guard < 10000; guard++) {
+      const found = INLINE.exec(rest);
+      if (!found) { out.push(rest); break; }
+      if (found.index) out.push(rest.slice(0, found.index));
+      const token = found[0];
+      if (found[1]) out.push(h("code", null, token.slice(1, -1)));
+      else if (found[2]) out.push(h("strong", null, inline(token.slice(2, -2))));
+      else if (found[3]) out.push(h("em", null, inline(token.slice(1, -1))));
+      else {
+        const split = token.indexOf("](");
+        out.push(h("span", { class: "link" }, token.slice(1, split)), h("span", { class: "url" }, " (" + token.slice(split + 2, -1) + ")"));
+      }
+      rest = rest.slice(found.index + token.length);
+    }
+    return out;
+  }
+
+  function markdown(text) {
+    const box = h("div", { class: "md" });
+    const lines = String(text === null || text === undefined ? "" : text).replace(/\r\n?/g, "\n").split("\n");
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      const fence = /^\s*(```|~~~)/.exec(line);
+      if (fence) {
+        const body = [];
+        i++;
+        while (i < lines.length && !lines[i].trim().startsWith(fence[1])) body.push(lines[i++]);
+        i++;
+        box.appendChild(h("pre", null, h("code", null, body.join("\n"))));
+        continue;
+      }
+      if (/^\s*[-*+]\s+/.test(line)) {
+        const list = h("ul");
+        while (i < lines.length && /^\s*[-*+]\s+/.test(lines[i])) list.appendChild(h("li", null, inline(lines[i++].replace(/^\s*[-*+]\s+/, ""))));
+        box.appendChild(list);
+        continue;
+      }
+      if (/^\s*\d+[.)]\s+/.test(line)) {
+        const list = h("ol");
+        while (i < lines.length && /^\s*\d+[.)]\s+/.test(lines[i])) list.appendChild(h("li", null, inline(lines[i++].replace(/^\s*\d+[.)]\s+/, ""))));
+        box.appendChild(list);
+        continue;
+      }
+      if (!line.trim()) { i++; continue; }
+      const para = [];
+      while (i < lines.length && lines[i].trim() && !/^\s*(```|~~~|[-*+]\s+|\d+[.)]\s+)/.test(lines[i])) para.push(lines[i++].replace(/^#{1,6}\s+/, ""));
+      box.appendChild(h("p", null, inline(para.join("\n"))));
+    }
+    return box;
+  }
+
+  /* The view in the URL's hash: #key=value&key=value, so a link reopens it. */
+
+  const hash = {
+    read() {
+      const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+      const out = {};
+      for (const [key, value] of params) out[key] = value;
+      return out;
+    },
+    write(state) {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(state)) {
+        if (value !== null && value !== undefined && value !== "") params.set(key, String(value));
+      }
+      const text = params.toString();
+      const url = location.pathname + location.search + (text ? "#" + text : "");
+      try {
+        history.replaceState(null, "", url);
+      } catch (error) {
+        location.hash = text;
+      }
+    },
+  };
+
+  /* Theme: the system's unless the reader chose; the choice kept where the browser allows. */
+
+  const theme = {
+    key: "convy-theme",
+    stored() {
+      try {
+        return localStorage.getItem(theme.key);
+      } catch (error) {
+        return null;
+      }
+    },
+    current() {
+      const chosen = document.documentElement.dataset.theme;
+      if (chosen) return chosen;
+      return window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+    },
+    apply(name) {
+      if (name === "light" || name === "dark") document.documentElement.dataset.theme = name;
+      else delete document.documentElement.dataset.theme;
+    },
+    button() {
+      const button = h("button", { type: "button", class: "theme", title: "Switch the theme (t)" });
+      const label = () => {
+        const dark = theme.current() === "dark";
+        button.textContent = dark ? "☀ Light theme" : "☾ Dark theme";
+        button.setAttribute("aria-label", dark ? "Switch to the light theme" : "Switch to the dark theme");
+      };
+      button.addEventListener("click", () => {
+        const next = theme.current() === "dark" ? "light" : "dark";
+        theme.apply(next);
+        try {
+          localStorage.setItem(theme.key, next);
+        } catch (error) {
+          /* file:// may refuse storage: the choice lasts for this page only */
+        }
+        label();
+      });
+      if (window.matchMedia) {
+        const query = matchMedia("(prefers-color-scheme: dark)");
+        if (query.addEventListener) query.addEventListener("change", label);
+      }
+      label();
+      return button;
+    },
+  };
+  theme.apply(theme.stored());
+
+  /* A header with its facts: [label, value] pairs. */
+  function facts(pairs) {
+    return h("dl", { class: "facts" }, pairs.filter(Boolean).map(([label, value]) => h("div", null, h("dt", null, label), h("dd", null, value))));
+  }
+
+  function tile(title, big, ...lines) {
+    return h("div", { class: "tile" }, h("h2", null, title), h("div", { class: "big" }, big), lines.filter(Boolean).map((line) => h("div", { class: "line" }, line)));
+  }
+
+  /* A sortable header: a button that says where it sorts. */
+  function sortHeader(label, key, state, onSort, numeric) {
+    const active = state.sort === key;
+    const th = h("th", { scope: "col", class: numeric ? "num" : null, "aria-sort": active ? (state.dir === "asc" ? "ascending" : "descending") : "none" });
+    const arrow = active ? (state.dir === "asc" ? " ▲" : " ▼") : "";
+    th.appendChild(h("button", { type: "button", title: "Sort by " + label, onclick: () => onSort(key) }, label + arrow));
+    return th;
+  }
+
+  /* Compare for sorting: nulls last whatever the direction. */
+  function compare(a, b, dir) {
+    const none = (v) => v === null || v === undefined || (typeof v === "number" && Number.isNaN(v));
+    if (none(a) && none(b)) return 0;
+    if (none(a)) return 1;
+    if (none(b)) return -1;
+    const order = typeof a === "string" ? a.localeCompare(b) : a < b ? -1 : a > b ? 1 : 0;
+    return dir === "asc" ? order : -order;
+  }
+
+  /* Keys: / to search, j/k or arrows between rows, Enter to open, t for the theme. */
+  function typing(event) {
+    const target = event.target;
+    return target && (target.tagName === "INPUT" || target.tagName === "SELECT" || target.tagName === "TEXTAREA" || target.isContentEditable);
+  }
+
+  function keys(handlers) {
+    document.addEventListener("keydown", (event) => {
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      if (typing(event)) {
+        if (event.key === "Escape" && event.target.tagName === "INPUT") {
+          event.target.blur();
+        }
+        if (event.key === "ArrowDown" && event.target.type === "search" && handlers.move) {
+          event.preventDefault();
+          event.target.blur();
+          handlers.move(1);
+        }
+        return;
+      }
+      const key = event.key;
+      const run = (name, ...args) => {
+        if (handlers[name]) {
+          event.preventDefault();
+          handlers[name](...args);
+        }
+      };
+      if (key === "/") run("search");
+      else if (key === "j" || key === "ArrowDown") run("move", 1);
+      else if (key === "k" || key === "ArrowUp") run("move", -1);
+      else if (key === "Enter") {
+        if (event.target && event.target.tagName === "BUTTON") return;
+        if (event.target && event.target.tagName === "A") return;
+        run("open");
+      } else if (key === "ArrowRight") run("side", 1);
+      else if (key === "ArrowLeft") run("side", -1);
+      else if (key === "t") {
+        const button = document.querySelector("button.theme");
+        if (button) { event.preventDefault(); button.click(); }
+      }
+    });
+  }
+
+  function keyHelp(pairs) {
+    return h("p", { class: "keys" }, pairs.map(([key, text], i) => [i ? " · " : "", h("kbd", null, key), " ", text]));
+  }
+
+  function icon() {
+    const link = document.querySelector("link[rel=icon]");
+    return h("img", { src: link ? link.getAttribute("href") : "", alt: "", width: 22, height: 22, class: "logo" });
+  }
+
+  return { h, s, add, fill, json, fmt, words, status, word, markdown, hash, theme, facts, tile, sortHeader, compare, keys, keyHelp, icon, safeHref };
+})();

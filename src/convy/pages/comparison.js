@@ -1,0 +1,309 @@
+/* convy: two runs compared. Draws the ComparisonView embedded in #data: whether the change is
+   real or within noise, scenarios worse / better / same, claims that flipped, and one attempt of
+   each run side by side, turn by turn, in the window. Search and the open scenario live in the
+   URL's hash. */
+
+(() => {
+  const { h, fmt, tile, facts, hash } = Convy;
+  const view = Convy.json("data");
+  const app = document.getElementById("app");
+  const base = view.base;
+  const candidate = view.candidate;
+  const pairs = new Map(view.pairs.map((pair) => [pair.scenario, pair]));
+  const changes = new Map(view.scenarios.map((one) => [one.id, one]));
+
+  const CHANGE = {
+    worse: ["▼", "worse"],
+    better: ["▲", "better"],
+    same: ["=", "same"],
+  };
+  const state = { q: "", s: "", all: "" };
+
+  function change(code, asBadge) {
+    const pair = CHANGE[code] || ["?", code];
+    return h("span", { class: (asBadge ? "badge " : "") + "st st-" + code }, pair[0] + " " + pair[1]);
+  }
+
+  /* Lower is better: a ratio above one is more (worse), below one less (better). */
+  function ratio(value) {
+    if (value === null || value === undefined) return h("span", { class: "muted" }, "no ratio per attempt");
+    const code = value > 1 ? "worse" : value < 1 ? "better" : "same";
+    const said = value > 1 ? "▲ higher" : value < 1 ? "▼ lower" : "= same";
+    return h("span", { class: "st st-" + code }, said + " " + fmt.ratio(value) + " per attempt");
+  }
+
+  function versus(before, after) {
+    return h("span", null, h("span", { class: "value" }, before), h("span", { class: "muted" }, " → "), h("span", { class: "value" }, after));
+  }
+
+  function report(side) {
+    return "../" + encodeURIComponent(side.agent) + "/" + encodeURIComponent(side.run) + "/report.html";
+  }
+
+  function header() {
+    const sideFacts = (label, side) => h("div", { class: "side" },
+      h("div", { class: "side-label" }, label),
+      h("div", { class: "side-name" }, h("a", { href: report(side) }, side.agent + " · " + side.run)),
+      facts([
+        ["status", Convy.status("run", side.status, true)],
+        ["started", fmt.date(side.started)],
+        ["attempts", fmt.int(side.attempts)],
+      ]));
+    const top = h("header", { class: "top" },
+      h("div", null,
+        h("h1", null, h("span", { class: "brand" }, "convy · compare · "), base.run + " → " + candidate.run),
+        h("div", { class: "sides" }, sideFacts("before (base)", base), h("div", { class: "arrow", "aria-hidden": "true" }, "→"), sideFacts("after (candidate)", candidate))),
+      h("div", { class: "top-actions" }, Convy.theme.button()));
+    const notes = [];
+    if (view.banner.length) {
+      notes.push(h("div", { class: "notice bad", role: "alert", id: "banner" },
+        h("strong", null, "⚠ These runs are not comparable as they stand"),
+        h("ul", null, view.banner.map((line) => h("li", null, line)))));
+    }
+    const apart = [
+      ["only in the base run", view.only_base],
+      ["only in the candidate run", view.only_candidate],
+      ["changed between the runs", view.changed],
+    ].filter(([, list]) => list.length);
+    if (apart.length) {
+      notes.push(h("div", { class: "notice", id: "apart" },
+        h("strong", null, "Scenarios left out of every test"),
+        h("ul", null, apart.map(([label, list]) => h("li", null, label + ": ", list.map((id, i) => [i ? ", " : "", h("code", null, id)]))))));
+    }
+    return [top, notes];
+  }
+
+  function tiles() {
+    const verdict = view.real
+      ? change(view.verdict, true)
+      : h("span", { class: "badge st st-noise" }, "~ within noise");
+    return h("section", { class: "tiles versus", "aria-label": "Summary" },
+      tile("Pass rate", versus(base.rate ? fmt.pct(base.rate.estimate) : "—", candidate.rate ? fmt.pct(candidate.rate.estimate) : "—"),
+        h("span", { class: "muted" }, "before " + fmt.span(base.rate) + " · " + fmt.int(base.passed) + "/" + fmt.int(base.judged)),
+        h("span", { class: "muted" }, "after " + fmt.span(candidate.rate) + " · " + fmt.int(candidate.passed) + "/" + fmt.int(candidate.judged))),
+      h("div", { class: "tile verdict " + (view.real ? "real" : "noise") },
+        h("h2", null, "Change"),
+        h("div", { class: "big " + (view.real ? "st-" + view.verdict : "st-noise") }, (view.real ? "" : "~ ") + fmt.points(view.delta ? view.delta.estimate : null)),
+        h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
+        h("div", { class: "line muted" }, view.delta ? "95% CI " + fmt.points(view.delta.low) + " to " + fmt.points(view.delta.high) : "no interval"),
+        h("div", { class: "line muted" }, "p = " + fmt.p(view.p) + " (" + view.method + ") · sign-flip p = " + fmt.p(view.sign_flip_p))),
+      tile("Smallest detectable change", view.mde === null ? "—" : fmt.points(view.mde).replace(/^[+±]/, ""),
+        view.needed ? h("span", null, view.needed) : h("span", { class: "muted" }, view.mde === null ? "not enough judged attempts" : "the change seen is at least this large"),
+        h("span", { class: "muted" }, "α = 0.05, power 0.8, on these scenarios and attempts")),
+      tile("Tokens", versus(fmt.int(base.tokens), fmt.int(candidate.tokens)), ratio(view.token_ratio), h("span", { class: "muted" }, "agent, user model and judge · lower is better")),
+      tile("Cost", versus(fmt.cost(base.cost), fmt.cost(candidate.cost)), ratio(view.cost_ratio),
+        h("span", { class: "muted" }, base.cost.complete && candidate.cost.complete ? "lower is better" : "incomplete: some requests unpriced")),
+      tile("Time", versus(fmt.seconds(base.seconds), fmt.seconds(candidate.seconds)), ratio(view.time_ratio), h("span", { class: "muted" }, "summed over attempts · lower is better")));
+  }
+
+  /* Scenarios, grouped by their change. */
+
+  const search = h("input", { type: "search", id: "search", placeholder: "Search scenarios and claims  ( / )", "aria-label": "Search scenarios" });
+  const groupsBox = h("div", { class: "groups" });
+  const claimsBox = h("div", { class: "claims-box" });
+  let visible = [];
+  let cursor = -1;
+
+  function rowFor(one) {
+    const tr = h("tr", { class: "row", tabindex: "-1", "data-id": one.id },
+      h("td", null, h("span", { class: "id" }, one.id), pairs.has(one.id) ? null : h("span", { class: "muted small" }, " (no attempts to show)")),
+      h("td", { class: "num" }, fmt.int(one.before_passed) + "/" + fmt.int(one.before_judged)),
+      h("td", { class: "num" }, fmt.int(one.after_passed) + "/" + fmt.int(one.after_judged)),
+      h("td", { class: "num" }, fmt.p(one.p)),
+      h("td", { class: "num" }, fmt.p(one.adjusted)),
+      h("td", null, change(one.change, true)));
+    tr.addEventListener("click", () => open(one.id));
+    tr.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        event.stopPropagation();
+        open(one.id);
+      }
+    });
+    return tr;
+  }
+  const rows = new Map(view.scenarios.map((one) => [one.id, rowFor(one)]));
+
+  function matches(text) {
+    const words = state.q.toLowerCase().split(/\s+/).filter(Boolean);
+    return words.every((part) => text.toLowerCase().includes(part));
+  }
+
+  function drawGroups() {
+    visible = [];
+    const sections = ["worse", "better", "same"].map((code) => {
+      const members = view.scenarios.filter((one) => one.change === code && matches(one.id));
+      const total = view.scenarios.filter((one) => one.change === code).length;
+      const label = { worse: "Worse", better: "Better", same: "Same" }[code];
+      const body = h("tbody", null, members.map((one) => rows.get(one.id)));
+      visible.push(...members.map((one) => rows.get(one.id)));
+      return h("section", { class: "group-" + code, id: "group-" + code },
+        h("h2", null, h("span", { class: "st st-" + code }, CHANGE[code][0] + " " + label), " ", h("span", { class: "muted" }, "· " + (members.length === total ? total : members.length + " of " + total) + (total === 1 ? " scenario" : " scenarios"))),
+        members.length
+          ? h("div", { class: "table-wrap" }, h("table", { class: "grid" },
+            h("thead", null, h("tr", null,
+              h("th", { scope: "col" }, "Scenario"),
+              h("th", { scope: "col", class: "num" }, "Before"),
+              h("th", { scope: "col", class: "num" }, "After"),
+              h("th", { scope: "col", class: "num" }, "p"),
+              h("th", { scope: "col", class: "num" }, "adjusted p"),
+              h("th", { scope: "col" }, "Change"))),
+            body))
+          : h("p", { class: "muted" }, total ? "None matches the search." : "None."));
+    });
+    Convy.fill(groupsBox, ...sections);
+    if (visible.length && !visible.some((tr) => tr.tabIndex === 0)) visible[0].tabIndex = 0;
+    mark();
+  }
+
+  function drawClaims() {
+    const shown = view.claims.filter((one) => (state.all || one.flipped) && matches(one.scenario + " " + one.claim));
+    const flipped = view.claims.filter((one) => one.flipped).length;
+    const toggle = h("button", { type: "button", "aria-pressed": state.all ? "true" : "false", onclick: () => { state.all = state.all ? "" : "1"; save(); drawClaims(); } },
+      state.all ? "Show flipped claims only" : "Show every changed claim (" + view.claims.length + ")");
+    const rate = (value) => (value === null || value === undefined ? "—" : fmt.pct(value, 0));
+    const arrow = (one) => {
+      if (one.before === null || one.after === null) return h("span", { class: "st st-same" }, "– only one run decided it");
+      const code = one.after > one.before ? "better" : one.after < one.before ? "worse" : "same";
+      return h("span", { class: "st st-" + code }, CHANGE[code][0] + " " + (one.flipped ? "flipped, " : "") + (code === "better" ? "holds more" : code === "worse" ? "holds less" : "same"));
+    };
+    Convy.fill(claimsBox,
+      h("h2", null, "Claims that flipped ", h("span", { class: "muted" }, "· " + flipped + " crossed half their attempts")),
+      h("div", { class: "controls" }, toggle),
+      shown.length
+        ? h("div", { class: "table-wrap" }, h("table", { class: "grid", id: "claims" },
+          h("thead", null, h("tr", null,
+            h("th", { scope: "col" }, "Scenario"), h("th", { scope: "col" }, "Claim"),
+            h("th", { scope: "col", class: "num" }, "Held before"), h("th", { scope: "col", class: "num" }, "Held after"), h("th", { scope: "col" }, "Change"))),
+          h("tbody", null, shown.map((one) => {
+            const tr = h("tr", { class: pairs.has(one.scenario) ? "row" : null },
+              h("td", null, h("span", { class: "id" }, one.scenario)), h("td", null, one.claim),
+              h("td", { class: "num" }, rate(one.before)), h("td", { class: "num" }, rate(one.after)), h("td", null, arrow(one)));
+            if (pairs.has(one.scenario)) tr.addEventListener("click", () => open(one.scenario));
+            return tr;
+          }))))
+        : h("p", { class: "muted" }, view.claims.length ? "No claim flipped" + (state.q ? " that matches the search." : ".") : "No claim changed."));
+  }
+
+  function mark() {
+    for (const tr of visible) tr.classList.toggle("current", tr.dataset.id === state.s);
+  }
+
+  /* The window: one attempt of each run, lined up turn by turn. */
+
+  const win = Scene.frame(() => {
+    const id = state.s;
+    state.s = "";
+    save();
+    mark();
+    const tr = rows.get(id);
+    if (tr && visible.includes(tr)) {
+      cursor = visible.indexOf(tr);
+      tr.tabIndex = 0;
+      tr.focus();
+    }
+  });
+
+  function sideHead(label, side, d) {
+    return h("div", { class: "side-head" }, label + ": " + side.run,
+      d ? h("span", { class: "small" }, " · attempt " + d.attempt + " ", Convy.status("attempt", d.status, true)) : null);
+  }
+
+  function open(id) {
+    const pair = pairs.get(id);
+    const one = changes.get(id);
+    if (!pair && !one) return;
+    state.s = id;
+    save();
+    mark();
+    Convy.fill(win.title, h("span", null, id), one ? change(one.change, true) : null,
+      one ? h("span", { class: "small muted" }, fmt.int(one.before_passed) + "/" + fmt.int(one.before_judged) + " → " + fmt.int(one.after_passed) + "/" + fmt.int(one.after_judged) + " · adjusted p " + fmt.p(one.adjusted)) : null);
+    const ids = visible.map((tr) => tr.dataset.id);
+    const at = ids.indexOf(id);
+    Convy.fill(win.tools,
+      h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
+      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next"));
+    const before = pair ? pair.before : null;
+    const after = pair ? pair.after : null;
+    const grid = h("div", { class: "pair", id: "pair" },
+      sideHead("Before", base, before), sideHead("After", candidate, after));
+    const cell = (node) => h("div", { class: "cell" }, node);
+    const nothing = (text) => h("p", { class: "nothing" }, text);
+    grid.appendChild(h("div", { class: "row-label" }, "Decisions"));
+    grid.appendChild(cell(before ? Scene.decisions(before.decisions) : nothing("No attempt in this run.")));
+    grid.appendChild(cell(after ? Scene.decisions(after.decisions) : nothing("No attempt in this run.")));
+    const stop = (d) => (d ? h("p", { class: "small muted" }, "stop: " + Convy.word("stop", d.stop) + " · took " + fmt.seconds(d.seconds) + " · tokens " + fmt.tokens(d.tokens) + " · cost " + fmt.cost(d.cost)) : null);
+    grid.appendChild(cell(stop(before)));
+    grid.appendChild(cell(stop(after)));
+    const turns = Math.max(before ? before.turns.length : 0, after ? after.turns.length : 0);
+    for (let i = 0; i < turns; i++) {
+      grid.appendChild(h("div", { class: "row-label" }, "Turn " + (i + 1)));
+      for (const d of [before, after]) {
+        grid.appendChild(cell(d && d.turns[i] ? Scene.turn(d.turns[i], i + 1) : nothing(d ? "No turn " + (i + 1) + " in this attempt." : "")));
+      }
+    }
+    Convy.fill(win.body,
+      pair ? null : h("p", { class: "muted" }, "No attempts of this scenario to show."),
+      grid,
+      pair ? h("details", { class: "timelines" }, h("summary", null, "Timelines"),
+        h("div", { class: "pair" },
+          cell(before ? Scene.timeline(before) : nothing("—")), cell(after ? Scene.timeline(after) : nothing("—")))) : null);
+    for (const node of win.body.querySelectorAll("article.turn .turn-number")) node.remove();
+    win.show();
+  }
+
+  function neighbour(step) {
+    const ids = visible.map((tr) => tr.dataset.id);
+    const next = ids[ids.indexOf(state.s) + step];
+    if (next !== undefined) open(next);
+  }
+
+  function move(step) {
+    if (win.isOpen()) {
+      neighbour(step);
+      return;
+    }
+    if (!visible.length) return;
+    const at = visible.indexOf(document.activeElement);
+    const from = at >= 0 ? at : cursor;
+    cursor = Math.max(0, Math.min(visible.length - 1, from < 0 ? 0 : from + step));
+    for (const tr of visible) tr.tabIndex = -1;
+    visible[cursor].tabIndex = 0;
+    visible[cursor].focus();
+  }
+
+  function save() {
+    hash.write({ q: state.q, all: state.all, s: state.s });
+  }
+
+  function load() {
+    const read = hash.read();
+    state.q = read.q || "";
+    state.all = read.all ? "1" : "";
+    search.value = state.q;
+    drawGroups();
+    drawClaims();
+    if (read.s && (pairs.has(read.s) || changes.has(read.s))) open(read.s);
+    else if (win.isOpen()) win.close();
+  }
+
+  search.addEventListener("input", () => {
+    state.q = search.value;
+    save();
+    drawGroups();
+    drawClaims();
+  });
+
+  Convy.fill(app,
+    ...header().flat(),
+    tiles(),
+    h("div", { class: "controls" }, search, h("span", { class: "count muted" }, fmt.int(view.scenarios.length) + " scenarios compared")),
+    Convy.keyHelp([["/", "search"], ["j k ↑ ↓", "move"], ["Enter", "open side by side"], ["Esc", "close"], ["t", "theme"]]),
+    groupsBox,
+    h("section", { class: "claims-section" }, claimsBox),
+    h("footer", { class: "foot" }, "Made by convy. Everything on this page is in this one file; it asks nothing of the network."));
+
+  Convy.keys({ search: () => { win.close(); search.focus(); search.select(); }, move, open: () => { if (!win.isOpen() && visible[cursor]) open(visible[cursor].dataset.id); } });
+  window.addEventListener("hashchange", load);
+  load();
+})();

@@ -1,0 +1,248 @@
+/* convy: every run. Draws the IndexView embedded in #data: a table of runs (sortable,
+   searchable, filtered by agent), a pass-rate trend per agent, the comparisons made, and the
+   command that compares two runs. The view lives in the URL's hash. */
+
+(() => {
+  const { h, s, fmt, facts, hash } = Convy;
+  const view = Convy.json("data");
+  const app = document.getElementById("app");
+  const runs = view.runs.map((row, index) => Object.assign({ index }, row));
+  const state = { q: "", agent: "", sort: "", dir: "" };
+
+  /* The trend of one agent: its pass rate over its runs, oldest on the left. */
+  function trend(agent, points) {
+    const width = 260, height = 64, left = 36, right = 8, top = 6, bottom = 8;
+    const x = (i) => left + (points.length === 1 ? (width - left - right) / 2 : (i / (points.length - 1)) * (width - left - right));
+    const y = (rate) => top + (1 - rate) * (height - top - bottom);
+    const svg = s("svg", { class: "trend", viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "Pass rate of " + agent + " over " + points.length + (points.length === 1 ? " run" : " runs") });
+    for (const level of [0, 0.5, 1]) {
+      svg.appendChild(s("line", { class: "grid-line", x1: left, x2: width - right, y1: y(level), y2: y(level) }));
+      svg.appendChild(s("text", { class: "axis", x: left - 4, y: y(level) + 4, "text-anchor": "end" }, fmt.pct(level, 0)));
+    }
+    let path = "";
+    let pen = false;
+    points.forEach((point, i) => {
+      if (point.rate === null) { pen = false; return; }
+      path += (pen ? "L" : "M") + x(i).toFixed(1) + " " + y(point.rate).toFixed(1) + " ";
+      pen = true;
+    });
+    if (path) svg.appendChild(s("path", { class: "trend-line", d: path.trim() }));
+    points.forEach((point, i) => {
+      if (point.rate === null) {
+        svg.appendChild(s("text", { class: "axis", x: x(i), y: height - 2, "text-anchor": "middle" }, "–", s("title", null, point.run + " · nothing judged")));
+        return;
+      }
+      svg.appendChild(s("circle", { class: "trend-dot", cx: x(i), cy: y(point.rate), r: 3.5 },
+        s("title", null, point.run + " · " + fmt.date(point.started) + " · " + fmt.pct(point.rate))));
+    });
+    const last = points.length ? points[points.length - 1] : null;
+    return h("div", { class: "tile trend-tile", "data-agent": agent },
+      h("h2", null, agent),
+      svg,
+      h("div", { class: "line" }, last ? "latest " + last.run + ": " + (last.rate === null ? "nothing judged" : fmt.pct(last.rate)) : "no runs"),
+      h("div", { class: "line muted" }, points.length + (points.length === 1 ? " run" : " runs") + ", oldest on the left"));
+  }
+
+  /* The command that compares two runs, made from two choices. */
+  function compareHelp() {
+    const label = (row) => row.agent + " · " + row.run + " · " + fmt.date(row.started);
+    const baseSelect = h("select", { id: "compare-base", "aria-label": "Base run" }, runs.map((row) => h("option", { value: row.run }, label(row))));
+    const candidateSelect = h("select", { id: "compare-candidate", "aria-label": "Candidate run" }, runs.map((row) => h("option", { value: row.run }, label(row))));
+    const command = h("code", { id: "compare-command", class: "command" });
+    const copy = h("button", { type: "button", title: "Copy the command" }, "Copy");
+    if (runs.length) {
+      /* The newest run that has an earlier one of the same agent, against that earlier one. */
+      const later = runs.find((row) => runs.some((other) => other.agent === row.agent && other.index > row.index)) || runs[0];
+      const earlier = runs.find((row) => row.agent === later.agent && row.index > later.index) || runs[runs.length - 1];
+      candidateSelect.value = later.run;
+      baseSelect.value = earlier.run;
+    }
+    const write = () => {
+      command.textContent = runs.length ? "convy compare " + baseSelect.value + " " + candidateSelect.value : "convy compare BASE CANDIDATE";
+    };
+    baseSelect.addEventListener("change", write);
+    candidateSelect.addEventListener("change", write);
+    copy.addEventListener("click", () => {
+      const done = () => { copy.textContent = "Copied"; setTimeout(() => { copy.textContent = "Copy"; }, 1500); };
+      try {
+        navigator.clipboard.writeText(command.textContent).then(done, () => { copy.textContent = "Select and copy it"; });
+      } catch (error) {
+        copy.textContent = "Select and copy it";
+      }
+    });
+    write();
+    return h("div", { class: "tile compare-tile" },
+      h("h2", null, "Compare two runs"),
+      runs.length > 1
+        ? h("div", { class: "line compare-pick" }, h("label", { class: "field" }, "base", baseSelect), h("label", { class: "field" }, "candidate", candidateSelect))
+        : null,
+      h("div", { class: "line command-line" }, command, runs.length ? copy : null),
+      h("div", { class: "line muted" }, "writes results/compare/BASE--CANDIDATE.html and says whether the change is real"));
+  }
+
+  function comparisons() {
+    return h("section", { class: "comparisons", id: "comparisons" },
+      h("h2", null, "Comparisons ", h("span", { class: "muted" }, "· " + view.comparisons.length)),
+      view.comparisons.length
+        ? h("ul", { class: "links" }, view.comparisons.map((one) => h("li", null, h("a", { href: one.href }, one.base + " → " + one.candidate))))
+        : h("p", { class: "muted" }, "None yet: run the command above."));
+  }
+
+  /* The table of runs. */
+
+  const search = h("input", { type: "search", id: "search", placeholder: "Search runs  ( / )", "aria-label": "Search runs" });
+  const agentSelect = h("select", { id: "filter-agent", "aria-label": "Filter by agent" }, h("option", { value: "" }, "every agent"), view.agents.map((agent) => h("option", { value: agent }, agent)));
+  const count = h("span", { class: "count", "aria-live": "polite" });
+  const thead = h("thead");
+  const tbody = h("tbody");
+  const table = h("table", { class: "grid runs", id: "runs" }, thead, tbody);
+  let visible = [];
+  let cursor = -1;
+
+  const COLUMNS = [
+    ["Agent", "agent", false],
+    ["Run", "run", false],
+    ["Started", "started", false],
+    ["Status", "status", false],
+    ["Pass rate", "rate", true],
+    ["Passed", "passed", true],
+    ["Scenarios", "scenarios", true],
+    ["Attempts", "attempts", true],
+    ["Tokens", "tokens", true],
+    ["Cost", "cost", true],
+    ["Time", "seconds", true],
+  ];
+  const SORT = {
+    agent: (row) => row.agent,
+    run: (row) => row.run,
+    started: (row) => row.started,
+    status: (row) => row.status,
+    rate: (row) => (row.rate ? row.rate.estimate : null),
+    passed: (row) => row.passed,
+    scenarios: (row) => row.scenarios,
+    attempts: (row) => row.attempts,
+    tokens: (row) => row.tokens,
+    cost: (row) => (row.cost.amount === null ? null : Number(row.cost.amount)),
+    seconds: (row) => row.seconds,
+  };
+
+  const rows = runs.map((row) => {
+    const link = h("a", { href: row.href, class: "id" }, row.run);
+    const tr = h("tr", { class: "row", tabindex: "-1", "data-run": row.run },
+      h("td", null, row.agent),
+      h("td", null, link),
+      h("td", { class: "nowrap" }, fmt.date(row.started)),
+      h("td", null, Convy.status("run", row.status, true)),
+      h("td", { class: "num" }, h("div", { class: "rate" }, row.rate ? fmt.pct(row.rate.estimate) : "—"), row.rate ? h("div", { class: "interval" }, fmt.span(row.rate)) : null),
+      h("td", { class: "num" }, fmt.int(row.passed) + "/" + fmt.int(row.judged)),
+      h("td", { class: "num" }, fmt.int(row.scenarios)),
+      h("td", { class: "num" }, fmt.int(row.attempts)),
+      h("td", { class: "num" }, fmt.int(row.tokens)),
+      h("td", { class: "num" }, fmt.cost(row.cost)),
+      h("td", { class: "num" }, fmt.seconds(row.seconds)));
+    tr.addEventListener("click", (event) => {
+      if (event.target.closest("a")) return;
+      link.click();
+    });
+    tr.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target === tr) {
+        event.preventDefault();
+        event.stopPropagation();
+        link.click();
+      }
+    });
+    return { row, tr };
+  });
+
+  function sortBy(key) {
+    if (state.sort === key) state.dir = state.dir === "asc" ? "desc" : "asc";
+    else {
+      state.sort = key;
+      state.dir = ["agent", "run", "status"].includes(key) ? "asc" : "desc";
+    }
+    update();
+  }
+
+  function draw() {
+    Convy.fill(thead, h("tr", null, COLUMNS.map(([label, key, numeric]) => Convy.sortHeader(label, key, state, sortBy, numeric))));
+    const words = state.q.toLowerCase().split(/\s+/).filter(Boolean);
+    let list = rows.filter(({ row }) => {
+      if (state.agent && row.agent !== state.agent) return false;
+      const text = (row.agent + " " + row.run + " " + row.status + " " + row.started).toLowerCase();
+      return words.every((part) => text.includes(part));
+    });
+    if (state.sort && SORT[state.sort]) {
+      const get = SORT[state.sort];
+      list = list.slice().sort((a, b) => Convy.compare(get(a.row), get(b.row), state.dir) || a.row.index - b.row.index);
+    }
+    visible = list.map(({ tr }) => tr);
+    if (visible.length && !visible.some((tr) => tr.tabIndex === 0)) visible[0].tabIndex = 0;
+    Convy.fill(tbody, ...visible);
+    if (!list.length) tbody.appendChild(h("tr", null, h("td", { colspan: COLUMNS.length, class: "empty" }, runs.length ? "No run matches." : "No runs yet: `convy run AGENT` makes one.")));
+    count.textContent = list.length === runs.length ? fmt.int(runs.length) + " runs" : fmt.int(list.length) + " of " + fmt.int(runs.length) + " runs";
+    for (const card of document.querySelectorAll(".trend-tile")) card.hidden = Boolean(state.agent) && card.dataset.agent !== state.agent;
+  }
+
+  function move(step) {
+    if (!visible.length) return;
+    const at = visible.indexOf(document.activeElement);
+    const from = at >= 0 ? at : cursor;
+    cursor = Math.max(0, Math.min(visible.length - 1, from < 0 ? 0 : from + step));
+    for (const tr of visible) tr.tabIndex = -1;
+    visible[cursor].tabIndex = 0;
+    visible[cursor].focus();
+  }
+
+  function save() {
+    hash.write({ q: state.q, agent: state.agent, sort: state.sort, dir: state.sort ? state.dir : "" });
+  }
+
+  function update() {
+    save();
+    draw();
+  }
+
+  function load() {
+    const read = hash.read();
+    state.q = read.q || "";
+    state.agent = view.agents.includes(read.agent) ? read.agent : "";
+    state.sort = SORT[read.sort] ? read.sort : "";
+    state.dir = read.dir === "asc" ? "asc" : "desc";
+    search.value = state.q;
+    agentSelect.value = state.agent;
+    draw();
+  }
+
+  search.addEventListener("input", () => { state.q = search.value; update(); });
+  agentSelect.addEventListener("change", () => { state.agent = agentSelect.value; update(); });
+
+  const agentsCount = view.agents.length;
+  Convy.fill(app,
+    h("header", { class: "top" },
+      h("div", null,
+        h("h1", null, h("span", { class: "brand" }, "convy · "), "runs"),
+        facts([
+          ["runs", fmt.int(runs.length)],
+          ["agents", fmt.int(agentsCount)],
+          ["comparisons", fmt.int(view.comparisons.length)],
+          ["latest", runs.length ? fmt.date(runs[0].started) : "—"],
+        ])),
+      h("div", { class: "top-actions" }, Convy.theme.button())),
+    view.skipped.length
+      ? h("div", { class: "notice", id: "skipped" }, h("strong", null, "Folders that could not be read as runs"), h("ul", null, view.skipped.map((line) => h("li", null, line))))
+      : null,
+    h("section", { class: "tiles trends", "aria-label": "Pass rate per agent" },
+      Object.entries(view.trends).map(([agent, points]) => trend(agent, points)),
+      compareHelp()),
+    h("section", null,
+      h("h2", null, "Runs ", h("span", { class: "muted" }, "— newest first; a run opens its report")),
+      h("div", { class: "controls" }, search, h("label", { class: "field" }, "agent", agentSelect), count),
+      Convy.keyHelp([["/", "search"], ["j k ↑ ↓", "move"], ["Enter", "open the report"], ["t", "theme"]]),
+      h("div", { class: "table-wrap" }, table)),
+    comparisons(),
+    h("footer", { class: "foot" }, "Made by convy. Each run's detail stays in its own report; this page holds the summary only."));
+
+  Convy.keys({ search: () => { search.focus(); search.select(); }, move, open: () => { if (visible[cursor]) visible[cursor].querySelector("a").click(); } });
+  window.addEventListener("hashchange", load);
+  load();
+})();

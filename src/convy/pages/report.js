@@ -1,0 +1,495 @@
+/* convy: a run's report. Draws the RunView embedded in #data; the dialogues in #dialogues are
+   inflated per scenario only when its window opens. Filters, sort and the open scenario and
+   attempt live in the URL's hash. */
+
+(() => {
+  const { h, fmt, status, word, tile, facts, hash } = Convy;
+  const view = Convy.json("data");
+  const packed = Convy.json("dialogues") || {};
+  const app = document.getElementById("app");
+  const scenarios = view.scenarios;
+  const byId = new Map(scenarios.map((one) => [one.id, one]));
+
+  const METHOD = {
+    t: "t interval across scenarios",
+    bootstrap: "bootstrap across scenarios",
+    wilson: "Wilson interval, one scenario",
+    none: "nothing judged",
+  };
+  const ORDER = { always: 0, flaky: 1, never: 2, not_judged: 3 };
+
+  const state = { q: "", status: "", tag: "", claim: "", group: "", sort: "", dir: "", s: "", a: "" };
+
+  /* Header. */
+
+  function header() {
+    const head = view.header;
+    const top = h("header", { class: "top" },
+      h("div", null,
+        h("h1", null, h("span", { class: "brand" }, "convy · "), head.agent + " · " + head.run),
+        facts([
+          ["status", status("run", head.status, true)],
+          ["started", fmt.date(head.started)],
+          ["duration", fmt.seconds(head.seconds)],
+          ["attempts per scenario", fmt.int(head.attempts)],
+          ["kept", fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned"],
+          ["user model", head.user_model],
+          ["judge", head.judge_model],
+          ["judge trusted from confidence", head.trust ? fmt.pct(head.trust, 0) : "any"],
+          ["scenario files", head.fingerprint || "—"],
+          ["convy", head.convy || "—"],
+        ])),
+      h("div", { class: "top-actions" }, Convy.theme.button()));
+    const notes = [];
+    if (head.status === "running") notes.push(h("div", { class: "notice" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far."));
+    if (head.status === "interrupted") notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ This run was interrupted"), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` plays the rest."));
+    if (head.broken) notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ Unreadable attempts"), fmt.int(head.broken) + " lines of attempts.jsonl could not be read and are left out."));
+    if (head.skipped.length) notes.push(h("div", { class: "notice" }, h("strong", null, "Scenarios not played"), h("ul", null, head.skipped.map((line) => h("li", null, line)))));
+    return [top, notes];
+  }
+
+  /* Tiles. */
+
+  function tiles() {
+    const notJudged = Object.entries(view.not_judged);
+    const total = notJudged.reduce((sum, [, count]) => sum + count, 0);
+    const last = view.consistency.length ? view.consistency[view.consistency.length - 1] : null;
+    const spend = (name, one) => h("li", null, h("strong", null, name + ": "), one.tokens.requests
+      ? [fmt.tokens(one.tokens), h("span", { class: "muted" }, " · " + fmt.int(one.tokens.requests) + " requests · " + fmt.cost(one.cost))]
+      : h("span", { class: "muted" }, "no requests reported"));
+    const compact = (node) => { node.classList.add("compact"); return node; };
+    return h("section", { class: "tiles", "aria-label": "Summary" },
+      tile("Pass rate", view.rate ? fmt.pct(view.rate.estimate) : "—",
+        h("span", null, fmt.interval(view.rate)),
+        h("span", { class: "muted" }, METHOD[view.method] || view.method),
+        h("span", null, fmt.int(view.passed) + " passed of " + fmt.int(view.judged) + " judged")),
+      tile("Scenarios", fmt.int(scenarios.length),
+        h("ul", null,
+          h("li", null, h("span", { class: "st st-always" }, "✓ " + fmt.int(view.always) + " always pass")),
+          h("li", null, h("span", { class: "st st-flaky" }, "~ " + fmt.int(view.flaky) + " flaky")),
+          h("li", null, h("span", { class: "st st-never" }, "✗ " + fmt.int(view.never) + " never pass")))),
+      tile("Not judged", fmt.int(total),
+        notJudged.length
+          ? h("ul", null, notJudged.map(([why, count]) => h("li", null, "– " + fmt.int(count) + " " + word("why", why))))
+          : h("span", { class: "muted" }, "every attempt was judged"),
+        h("span", { class: "muted" }, "left out of the pass rate")),
+      compact(tile("Agent tokens", view.agent.tokens.reported
+        ? [h("span", { class: "value" }, fmt.int(view.agent.tokens.input) + " in"), " · ", h("span", { class: "value" }, fmt.int(view.agent.tokens.output) + " out")]
+        : fmt.tokens(view.agent.tokens),
+        h("span", { class: "muted" }, fmt.tokenNote(view.agent.tokens)),
+        view.agent.per_request.count ? h("span", null, "per answer p50 " + fmt.int(view.agent.per_request.p50) + " · p95 " + fmt.int(view.agent.per_request.p95)) : null)),
+      tile("Total cost", fmt.cost(view.cost),
+        h("span", { class: view.cost.complete ? "st st-passed" : "st st-flaky" }, (view.cost.complete ? "✓ " : "! ") + fmt.costNote(view.cost)),
+        h("span", { class: "muted" }, "agent " + fmt.cost(view.agent.cost) + " · user " + fmt.cost(view.user.cost) + " · judge " + fmt.cost(view.judge.cost))),
+      tile("Answer time", "p50 " + fmt.seconds(view.agent.seconds.p50),
+        h("span", null, "p95 " + fmt.seconds(view.agent.seconds.p95) + " · max " + fmt.seconds(view.agent.seconds.max)),
+        h("span", { class: "muted" }, "time spent: agent " + fmt.seconds(view.time.agent) + " · user " + fmt.seconds(view.time.user) + " · judge " + fmt.seconds(view.time.judge) + " · waiting " + fmt.seconds(view.time.waiting))),
+      h("div", { class: "tile" },
+        h("h2", null, "User model and judge"),
+        h("ul", null, spend("user model", view.user), spend("judge", view.judge)),
+        h("div", { class: "line muted" }, "apart from the agent's tokens")),
+      h("div", { class: "tile compact" },
+        h("h2", null, "Consistency"),
+        last ? h("div", { class: "big" }, "pass^" + last.k + " " + fmt.pct(last.pass_hat)) : h("div", { class: "big" }, "—"),
+        last ? h("div", { class: "line" }, "pass@" + last.k + " " + fmt.pct(last.pass_at)) : null,
+        last ? h("div", { class: "line muted" }, "pass^k: all k attempts pass; pass@k: at least one does") : null,
+        view.noise.advice ? h("div", { class: "line muted" }, "to narrow the interval: " + view.noise.advice) : null,
+        view.noise.icc !== null ? h("div", { class: "line muted" }, "ICC " + view.noise.icc.toFixed(2)) : null),
+      h("div", { class: "tile" },
+        h("h2", null, "Stop reasons"),
+        h("ul", null, Object.entries(view.stops).map(([stop, count]) => h("li", null, word("stop", stop) + ": " + fmt.int(count))))));
+  }
+
+  /* Controls. */
+
+  const search = h("input", { type: "search", id: "search", placeholder: "Search scenarios, tags, claims  ( / )", "aria-label": "Search scenarios" });
+  const statusSelect = h("select", { id: "filter-status", "aria-label": "Filter by status" },
+    h("option", { value: "" }, "every status"),
+    h("option", { value: "always" }, "✓ always passes"),
+    h("option", { value: "flaky" }, "~ flaky"),
+    h("option", { value: "never" }, "✗ never passes"),
+    h("option", { value: "not_judged" }, "– not judged"));
+  const tagSelect = h("select", { id: "filter-tag", "aria-label": "Filter by tag" },
+    h("option", { value: "" }, "every tag"), view.tags.map((tag) => h("option", { value: tag }, tag)));
+  const claimTexts = [...new Set(scenarios.flatMap((one) => one.claims.map((claim) => claim.text)))].sort();
+  const claimSelect = h("select", { id: "filter-claim", "aria-label": "Filter by claim", class: "claim-select" },
+    h("option", { value: "" }, "every claim"), claimTexts.map((text) => h("option", { value: text }, text.length > 70 ? text.slice(0, 69) + "…" : text)));
+  const groupSelect = h("select", { id: "group", "aria-label": "Group by" },
+    h("option", { value: "" }, "no groups"), h("option", { value: "folder" }, "by folder"), h("option", { value: "tag" }, "by tag"));
+  const count = h("span", { class: "count", "aria-live": "polite" });
+
+  function controls() {
+    search.addEventListener("input", () => { state.q = search.value; update(); });
+    statusSelect.addEventListener("change", () => { state.status = statusSelect.value; update(); });
+    tagSelect.addEventListener("change", () => { state.tag = tagSelect.value; update(); });
+    claimSelect.addEventListener("change", () => { state.claim = claimSelect.value; update(); });
+    groupSelect.addEventListener("change", () => { state.group = groupSelect.value; update(); });
+    return h("div", { class: "controls" },
+      search,
+      h("label", { class: "field" }, "status", statusSelect),
+      h("label", { class: "field" }, "tag", tagSelect),
+      h("label", { class: "field" }, "claim", claimSelect),
+      h("label", { class: "field" }, "group", groupSelect),
+      count);
+  }
+
+  /* The scenario table: rows made once, then filtered, sorted and grouped. */
+
+  const COLUMNS = [
+    ["Scenario", "id", false],
+    ["Status", "status", false],
+    ["Passed", "rate", true],
+    ["Attempts", null, false],
+    ["Claims held", null, false],
+    ["Turns", "turns", true],
+    ["Agent tokens", "tokens", true],
+    ["Cost", "cost", true],
+    ["Answer p50", "time", true],
+  ];
+  const SORT = {
+    id: (one) => one.id,
+    status: (one) => ORDER[one.status],
+    rate: (one) => (one.rate ? one.rate.estimate : null),
+    turns: (one) => one.turns.p50,
+    tokens: (one) => (one.agent.tokens.reported ? one.agent.tokens.input + one.agent.tokens.output : null),
+    cost: (one) => (one.cost.amount === null ? null : Number(one.cost.amount)),
+    time: (one) => one.agent.seconds.p50,
+  };
+
+  const thead = h("thead");
+  const tbody = h("tbody");
+  const table = h("table", { class: "grid scenarios", id: "scenarios" }, thead, tbody);
+  const rows = new Map();
+
+  /* The attempts' marks in a row, runs of the same mark in one node. */
+  function strip(one) {
+    if (!one.attempts.length) return h("span", { class: "muted" }, "none kept");
+    const shown = one.attempts.slice(0, 40);
+    const box = h("span", { class: "marks", title: shown.map((a) => "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1]).join("\n") });
+    let from = 0;
+    for (let i = 1; i <= shown.length; i++) {
+      if (i === shown.length || shown[i].status !== shown[from].status) {
+        box.appendChild(h("span", { class: "mark-" + shown[from].status }, Convy.words.attempt[shown[from].status][0].repeat(i - from)));
+        from = i;
+      }
+    }
+    if (one.attempts.length > 40) box.appendChild(h("span", { class: "muted" }, " +" + (one.attempts.length - 40)));
+    return box;
+  }
+
+  function claimsCell(one) {
+    if (!one.claims.length) return h("span", { class: "muted" }, "—");
+    const chosen = state.claim ? one.claims.filter((claim) => claim.text === state.claim) : one.claims;
+    const shown = chosen.slice(0, 4);
+    return h("span", { class: "claims", title: one.claims.map((claim) => claim.held + "/" + claim.decided + "  " + claim.text).join("\n") },
+      shown.map((claim, i) => [i ? " · " : "", h("span", { class: claim.decided && claim.held === claim.decided ? "mark-held" : claim.held === 0 && claim.decided ? "mark-failed" : "" }, claim.held + "/" + claim.decided)]),
+      chosen.length > 4 ? h("span", { class: "muted" }, " +" + (chosen.length - 4)) : null);
+  }
+
+  function row(one, key) {
+    if (rows.has(key)) return rows.get(key);
+    const turns = one.turns.count ? (one.turns.min === one.turns.max ? fmt.int(one.turns.min) : fmt.int(one.turns.min) + "–" + fmt.int(one.turns.max)) : "—";
+    const tr = h("tr", { class: "row", tabindex: "-1", "data-id": one.id },
+      h("td", null, h("div", { class: "id" }, one.id), one.tags.map((tag) => h("span", { class: "tag" }, tag))),
+      h("td", null, status("scenario", one.status, true)),
+      h("td", { class: "num" },
+        h("div", null, h("span", { class: "rate" }, fmt.int(one.passed) + "/" + fmt.int(one.judged)), one.rate ? " " + fmt.pct(one.rate.estimate, 0) : ""),
+        one.rate ? h("div", { class: "interval" }, fmt.span(one.rate)) : null,
+        one.not_judged ? h("div", { class: "interval" }, "– " + fmt.int(one.not_judged) + " not judged") : null),
+      h("td", null, strip(one)),
+      h("td", { class: "claims-cell" }, claimsCell(one)),
+      h("td", { class: "num" }, turns),
+      h("td", { class: "num" }, fmt.tokens(one.agent.tokens)),
+      h("td", { class: "num" }, fmt.cost(one.cost)),
+      h("td", { class: "num" }, fmt.seconds(one.agent.seconds.p50)));
+    tr.addEventListener("click", () => open(one.id, ""));
+    tr.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.ctrlKey && !event.metaKey) {
+        event.preventDefault();
+        event.stopPropagation();
+        open(one.id, "");
+      }
+    });
+    rows.set(key, tr);
+    return tr;
+  }
+
+  function matches(one) {
+    if (state.status && one.status !== state.status) return false;
+    if (state.tag && !one.tags.includes(state.tag)) return false;
+    if (state.claim && !one.claims.some((claim) => claim.text === state.claim)) return false;
+    if (state.q) {
+      const words = state.q.toLowerCase().split(/\s+/).filter(Boolean);
+      const text = (one.id + " " + one.tags.join(" ") + " " + one.claims.map((claim) => claim.text).join(" ")).toLowerCase();
+      if (!words.every((part) => text.includes(part))) return false;
+    }
+    return true;
+  }
+
+  function sortBy(key) {
+    if (state.sort === key) state.dir = state.dir === "asc" ? "desc" : "asc";
+    else {
+      state.sort = key;
+      state.dir = key === "id" || key === "status" ? "asc" : "desc";
+    }
+    update();
+  }
+
+  let visible = [];
+  let order = [];
+  let lastClaim = null;
+  let items = [];
+  let shown = 0;
+  const PAGE = 200;
+  const moreRow = h("tr", { class: "more" });
+  const watcher = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) showMore(PAGE);
+  }, { rootMargin: "400px" });
+
+  function draw() {
+    Convy.fill(thead, h("tr", null, COLUMNS.map(([label, key, numeric]) =>
+      key ? Convy.sortHeader(label, key, state, sortBy, numeric) : h("th", { scope: "col" }, label))));
+    let list = scenarios.filter(matches);
+    if (state.sort && SORT[state.sort]) {
+      const get = SORT[state.sort];
+      list = list.slice().sort((a, b) => Convy.compare(get(a), get(b), state.dir) || a.index - b.index);
+    }
+    if (lastClaim !== state.claim) {
+      for (const tr of rows.values()) {
+        const one = byId.get(tr.dataset.id);
+        if (one) Convy.fill(tr.querySelector(".claims-cell"), claimsCell(one));
+      }
+      lastClaim = state.claim;
+    }
+    items = [];
+    if (state.group) {
+      const groups = new Map();
+      for (const one of list) {
+        const names = state.group === "tag" ? (one.tags.length ? one.tags : [""]) : [one.group];
+        for (const name of names) {
+          if (!groups.has(name)) groups.set(name, []);
+          groups.get(name).push(one);
+        }
+      }
+      const names = [...groups.keys()].sort((a, b) => (a === "" ? 1 : b === "" ? -1 : a.localeCompare(b)));
+      for (const name of names) {
+        const members = groups.get(name);
+        const label = name || (state.group === "tag" ? "no tag" : "top folder");
+        items.push([(state.group === "tag" ? "tag " : "folder ") + label + " · " + members.length + (members.length === 1 ? " scenario" : " scenarios"), null]);
+        for (const one of members) items.push([one, one.index + "|" + state.group + "|" + name]);
+      }
+    } else {
+      for (const one of list) items.push([one, String(one.index)]);
+    }
+    order = [...new Set(items.filter(([, key]) => key !== null).map(([one]) => one.id))];
+    visible = [];
+    shown = 0;
+    Convy.fill(tbody);
+    if (!list.length) tbody.appendChild(h("tr", null, h("td", { colspan: COLUMNS.length, class: "empty" }, scenarios.length ? "No scenario matches these filters." : "This run has no scenarios.")));
+    showMore(PAGE);
+    count.textContent = list.length === scenarios.length ? fmt.int(scenarios.length) + " scenarios" : fmt.int(list.length) + " of " + fmt.int(scenarios.length) + " scenarios";
+  }
+
+  /* A page of rows at a time: a run of thousands of scenarios opens with its first rows, and
+     the next come as the reader scrolls near the end, or asks. */
+  function showMore(how) {
+    const to = Math.min(items.length, shown + how);
+    const fragment = document.createDocumentFragment();
+    for (let i = shown; i < to; i++) {
+      const [one, key] = items[i];
+      if (key === null) {
+        fragment.appendChild(h("tr", { class: "group" }, h("th", { colspan: COLUMNS.length, scope: "rowgroup" }, one)));
+        continue;
+      }
+      const tr = row(one, key);
+      fragment.appendChild(tr);
+      visible.push(tr);
+    }
+    shown = to;
+    if (visible.length && !visible.some((tr) => tr.tabIndex === 0)) visible[0].tabIndex = 0;
+    if (moreRow.parentNode) moreRow.remove();
+    tbody.appendChild(fragment);
+    if (watcher) watcher.unobserve(moreRow);
+    if (shown < items.length) {
+      const left = items.length - shown;
+      Convy.fill(moreRow, h("td", { colspan: COLUMNS.length, class: "empty" },
+        "Showing the first " + fmt.int(visible.length) + " rows. ",
+        h("button", { type: "button", onclick: () => showMore(PAGE) }, "Show " + fmt.int(Math.min(PAGE, left)) + " more"), " ",
+        h("button", { type: "button", onclick: () => showMore(items.length) }, "Show all " + fmt.int(left))));
+      tbody.appendChild(moreRow);
+      if (watcher) watcher.observe(moreRow);
+    }
+    mark();
+  }
+
+  function mark() {
+    for (const tr of tbody.querySelectorAll("tr.current")) tr.classList.remove("current");
+    if (state.s) for (const tr of visible) if (tr.dataset.id === state.s) tr.classList.add("current");
+  }
+
+  /* Moving between rows with the keys. */
+
+  let cursor = -1;
+  function move(step) {
+    if (win.isOpen()) {
+      neighbour(step);
+      return;
+    }
+    if (!visible.length) return;
+    const at = visible.indexOf(document.activeElement);
+    const from = at >= 0 ? at : cursor;
+    if (from + step >= visible.length && shown < items.length) showMore(PAGE);
+    cursor = Math.max(0, Math.min(visible.length - 1, from < 0 ? 0 : from + step));
+    for (const tr of visible) tr.tabIndex = -1;
+    const tr = visible[cursor];
+    tr.tabIndex = 0;
+    tr.focus();
+  }
+
+  function neighbour(step) {
+    const next = order[order.indexOf(state.s) + step];
+    if (next !== undefined) open(next, "");
+  }
+
+  /* The scenario window. */
+
+  const win = Scene.frame(() => {
+    const id = state.s;
+    state.s = "";
+    state.a = "";
+    save();
+    mark();
+    const tr = visible.find((one) => one.dataset.id === id);
+    if (tr) {
+      for (const other of visible) other.tabIndex = -1;
+      tr.tabIndex = 0;
+      cursor = visible.indexOf(tr);
+      tr.focus();
+    }
+  });
+
+  function matrix(one, current) {
+    if (!one.attempts.length) return h("p", { class: "muted" }, "No attempt of this scenario was kept.");
+    const picked = (number) => String(number) === String(current) ? "current" : null;
+    return h("div", { class: "matrix-wrap" },
+      h("table", { class: "matrix", id: "matrix" },
+        h("thead", null, h("tr", null,
+          h("th", { class: "claim-name", scope: "col" }, "Claim"),
+          h("th", { scope: "col" }, "held"),
+          one.attempts.map((a) => h("th", { scope: "col", class: picked(a.attempt) },
+            h("button", { type: "button", "aria-pressed": picked(a.attempt) ? "true" : "false", title: "Open attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1], onclick: () => open(one.id, String(a.attempt)) }, "#" + a.attempt))))),
+        h("tbody", null,
+          h("tr", null,
+            h("th", { class: "claim-name", scope: "row" }, "Attempt result"),
+            h("td", null, fmt.int(one.passed) + "/" + fmt.int(one.judged)),
+            one.attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
+          one.claims.map((claim, i) => h("tr", null,
+            h("th", { class: "claim-name", scope: "row" }, claim.text, " ", h("span", { class: "by" }, "by " + claim.by)),
+            h("td", { class: "nowrap", title: claim.rate ? fmt.interval(claim.rate) : "" }, claim.held + "/" + claim.decided),
+            one.attempts.map((a) => h("td", { class: "mark mark-" + a.marks[i] + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.markWord[a.marks[i]] }, Convy.words.mark[a.marks[i]])))))));
+  }
+
+  function open(id, attempt) {
+    const one = byId.get(id);
+    if (!one) return;
+    const chosen = attempt && one.attempts.some((a) => String(a.attempt) === String(attempt))
+      ? String(attempt)
+      : one.attempts.length
+        ? String((one.attempts.find((a) => a.status === "failed") || one.attempts[0]).attempt)
+        : "";
+    state.s = id;
+    state.a = chosen;
+    save();
+    mark();
+    Convy.fill(win.title,
+      h("span", null, one.id),
+      status("scenario", one.status, true),
+      h("span", { class: "small muted" }, fmt.int(one.passed) + "/" + fmt.int(one.judged) + " passed" + (one.rate ? " · " + fmt.pct(one.rate.estimate, 0) + " " + fmt.span(one.rate) : "")));
+    const ids = order;
+    const at = ids.indexOf(id);
+    Convy.fill(win.tools,
+      h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
+      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next"));
+    const detail = h("div", { class: "attempt-detail", "aria-live": "polite" });
+    const tabs = h("div", { class: "attempt-tabs", role: "toolbar", "aria-label": "Attempts (← →)" },
+      one.attempts.map((a) => h("button", { type: "button", "aria-pressed": String(a.attempt) === chosen ? "true" : "false", onclick: () => open(one.id, String(a.attempt)) },
+        h("span", { class: "mark-" + a.status }, Convy.words.attempt[a.status][0]), " attempt " + a.attempt)));
+    Convy.fill(win.body,
+      h("h3", null, "Claims × attempts"),
+      matrix(one, chosen),
+      h("p", { class: "small muted" },
+        "stops: " + Object.entries(one.stops).map(([stop, n]) => word("stop", stop) + " ×" + n).join(", "),
+        " · tokens " + fmt.tokens(one.agent.tokens),
+        " · cost " + fmt.cost(one.cost),
+        " · answer p50 " + fmt.seconds(one.agent.seconds.p50) + ", p95 " + fmt.seconds(one.agent.seconds.p95)),
+      tabs,
+      detail);
+    win.show();
+    if (!chosen) return;
+    Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
+    if (!(id in packed)) {
+      Convy.fill(detail, h("p", { class: "muted" }, "This report holds no dialogue for this scenario."));
+      return;
+    }
+    Scene.inflate(id, packed[id]).then((list) => {
+      if (state.s !== id || state.a !== chosen) return;
+      const d = list.find((x) => String(x.attempt) === chosen);
+      Convy.fill(detail, d ? Scene.attempt(d) : h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
+    }, (error) => {
+      Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
+    });
+  }
+
+  function side(step) {
+    if (!win.isOpen()) return;
+    const one = byId.get(state.s);
+    if (!one) return;
+    const numbers = one.attempts.map((a) => String(a.attempt));
+    const next = numbers[numbers.indexOf(state.a) + step];
+    if (next !== undefined) open(one.id, next);
+  }
+
+  /* The hash: written on every change, read on load and when it changes. */
+
+  function save() {
+    hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+  }
+
+  function update() {
+    save();
+    draw();
+  }
+
+  function load() {
+    const read = hash.read();
+    state.q = read.q || "";
+    state.status = ORDER[read.status] !== undefined ? read.status : "";
+    state.tag = view.tags.includes(read.tag) ? read.tag : "";
+    state.claim = claimTexts.includes(read.claim) ? read.claim : "";
+    state.group = read.group === "folder" || read.group === "tag" ? read.group : "";
+    state.sort = SORT[read.sort] ? read.sort : "";
+    state.dir = read.dir === "asc" ? "asc" : "desc";
+    search.value = state.q;
+    statusSelect.value = state.status;
+    tagSelect.value = state.tag;
+    claimSelect.value = state.claim;
+    groupSelect.value = state.group;
+    draw();
+    if (read.s && byId.has(read.s)) open(read.s, read.a || "");
+    else if (win.isOpen()) win.close();
+  }
+
+  Convy.fill(app,
+    ...header().flat(),
+    tiles(),
+    h("section", { class: "scenario-table" },
+      h("h2", null, "Scenarios ", h("span", { class: "muted" }, "— click a row or press Enter for its attempts")),
+      controls(),
+      Convy.keyHelp([["/", "search"], ["j k ↑ ↓", "move"], ["Enter", "open"], ["← →", "attempts"], ["Esc", "close"], ["t", "theme"]]),
+      h("div", { class: "table-wrap" }, table)),
+    h("footer", { class: "foot" }, "Made by convy" + (view.header.convy ? " " + view.header.convy : "") + ". Everything on this page is in this one file; it asks nothing of the network."));
+
+  Convy.keys({ search: () => { win.close(); search.focus(); search.select(); }, move, open: () => { if (!win.isOpen() && visible[cursor]) visible[cursor].click(); }, side });
+  window.addEventListener("hashchange", load);
+  load();
+})();

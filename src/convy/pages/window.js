@@ -1,0 +1,203 @@
+/* convy pages: the scenario window, and an attempt drawn in full: its dialogue (user, agent, the
+   agent's thoughts and tool calls), each claim's decision, its timeline, tokens and cost. Every
+   text is a text node, or Markdown drawn as nodes. */
+
+const Scene = (() => {
+  const { h, s, fmt, status, word, markdown } = Convy;
+
+  /* The window: one <dialog>, opened modal; Esc or the close button shut it. */
+  function frame(onClose) {
+    const title = h("h2", { id: "window-title", class: "window-title" });
+    const tools = h("div", { class: "window-tools" });
+    const close = h("button", { type: "button", class: "close", title: "Close (Esc)", "aria-label": "Close the window" }, "✕ Close");
+    const body = h("div", { class: "window-body", tabindex: "-1" });
+    const dialog = h("dialog", { id: "window", class: "window", "aria-labelledby": "window-title" },
+      h("header", { class: "window-head" }, title, tools, close), body);
+    close.addEventListener("click", () => dialog.close());
+    dialog.addEventListener("close", () => onClose());
+    dialog.addEventListener("click", (event) => {
+      if (event.target === dialog) dialog.close();
+    });
+    document.body.appendChild(dialog);
+    return {
+      dialog,
+      title,
+      tools,
+      body,
+      isOpen() {
+        return dialog.open;
+      },
+      show() {
+        if (!dialog.open) {
+          dialog.showModal();
+          body.focus();
+        }
+      },
+      close() {
+        if (dialog.open) dialog.close();
+      },
+    };
+  }
+
+  /* Each scenario's attempts arrive gzipped in base64; inflated once, when first asked for. */
+  const inflated = new Map();
+  function inflate(key, encoded) {
+    if (!inflated.has(key)) {
+      inflated.set(key, (async () => {
+        if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot decompress the dialogues (no DecompressionStream): open the report in a recent browser");
+        const raw = atob(encoded);
+        const bytes = new Uint8Array(raw.length);
+        for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+        const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+        return JSON.parse(await new Response(stream).text());
+      })());
+    }
+    return inflated.get(key);
+  }
+
+  function pretty(text) {
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch (error) {
+      return String(text);
+    }
+  }
+
+  function short(text, length) {
+    const one = String(text).replace(/\s+/g, " ");
+    return one.length > length ? one.slice(0, length - 1) + "…" : one;
+  }
+
+  function step(one) {
+    if (one.kind === "thought") {
+      return h("details", { class: "step thought" },
+        h("summary", null, h("span", { class: "step-kind" }, "✎ thought"), " ", h("span", { class: "muted preview" }, short(one.text, 90))),
+        markdown(one.text));
+    }
+    const result = one.result === null || one.result === undefined ? null : one.result;
+    return h("details", { class: "step call" },
+      h("summary", null,
+        h("span", { class: "step-kind" }, "⚙ call"), " ",
+        h("code", null, one.name + "(" + short(one.arguments === "{}" ? "" : one.arguments, 70) + ")"),
+        result === null ? h("span", { class: "muted" }, " → result not reported") : h("span", { class: "muted" }, " → " + short(result, 50)),
+        one.seconds === null || one.seconds === undefined ? null : h("span", { class: "muted" }, " · " + fmt.seconds(one.seconds))),
+      h("div", { class: "call-body" },
+        h("div", { class: "label" }, "arguments"), h("pre", null, pretty(one.arguments)),
+        h("div", { class: "label" }, "result"), result === null ? h("p", { class: "muted" }, "not reported by the agent") : h("pre", null, pretty(result))));
+  }
+
+  function steps(list, open) {
+    if (!list.length) return null;
+    const thoughts = list.filter((one) => one.kind === "thought").length;
+    const calls = list.length - thoughts;
+    const said = [thoughts ? thoughts + (thoughts === 1 ? " thought" : " thoughts") : "", calls ? calls + (calls === 1 ? " tool call" : " tool calls") : ""].filter(Boolean).join(", ");
+    return h("details", { class: "steps", open: open || null },
+      h("summary", null, "Agent's steps: " + said),
+      h("div", { class: "step-list" }, list.map(step)));
+  }
+
+  function message(who, label, text, meta) {
+    return h("div", { class: "msg msg-" + who },
+      h("div", { class: "who" }, label),
+      markdown(text),
+      meta ? h("div", { class: "meta" }, meta) : null);
+  }
+
+  function turn(one, number, open) {
+    const userMeta = one.scripted
+      ? "scripted"
+      : ["simulated", fmt.seconds(one.user_seconds), fmt.tokens(one.user_tokens)].filter((x) => x && x !== "—").join(" · ");
+    const agentMeta = ["answered in " + fmt.seconds(one.agent_seconds), fmt.tokens(one.agent_tokens), "cost " + fmt.cost(one.cost)].filter((x) => x && x !== "—").join(" · ");
+    return h("article", { class: "turn", "data-turn": number },
+      h("div", { class: "turn-number" }, "Turn " + number),
+      message("user", "User", one.user, userMeta),
+      steps(one.steps, open),
+      message("agent", "Agent", one.agent, agentMeta));
+  }
+
+  function decisions(list) {
+    if (!list.length) return h("p", { class: "muted" }, "No claims were decided.");
+    return h("ul", { class: "decisions" }, list.map((one) => {
+      const mark = one.held ? ["✓", "held", "held"] : ["✗", "failed", "failed"];
+      const untrusted = !one.trusted;
+      return h("li", { class: "decision" + (untrusted ? " untrusted" : "") },
+        h("div", { class: "decision-head" },
+          h("span", { class: "st st-" + (untrusted ? "none" : mark[2]) }, (untrusted ? "– " : mark[0] + " ") + mark[1] + (untrusted ? ", not counted" : "")),
+          h("span", { class: "claim" }, one.claim),
+          h("span", { class: "tag" }, "by " + one.by),
+          one.grade === null || one.grade === undefined ? null : h("span", { class: "tag" }, "grade: " + one.grade),
+          one.confidence === null || one.confidence === undefined ? null : h("span", { class: "tag" }, "confidence " + fmt.pct(one.confidence, 0))),
+        one.reason ? h("div", { class: "reason" }, markdown(one.reason)) : null);
+    }));
+  }
+
+  const LANES = ["agent", "user", "judge", "waiting"];
+
+  /* The attempt's time drawn: one lane each for the agent, the user model, the judge and the
+     waits on busy services. */
+  function timeline(d) {
+    const spans = d.spans || [];
+    let end = d.seconds || 0;
+    for (const one of spans) end = Math.max(end, one.start + one.seconds);
+    if (!(end > 0)) return h("p", { class: "muted" }, "No time was recorded.");
+    const width = 1000, left = 78, right = 12, lane = 20, top = 4;
+    const height = top + LANES.length * lane + 18;
+    const x = (t) => left + (t / end) * (width - left - right);
+    const svg = s("svg", { class: "timeline", viewBox: "0 0 " + width + " " + height, preserveAspectRatio: "none", role: "img", "aria-label": "Timeline of attempt " + d.attempt + ": " + spans.length + " spans over " + fmt.seconds(end) });
+    LANES.forEach((name, i) => {
+      const y = top + i * lane;
+      svg.appendChild(s("rect", { class: "lane-bg", x: left, y: y + 2, width: width - left - right, height: lane - 4 }));
+      svg.appendChild(s("text", { class: "lane-name", x: 4, y: y + lane / 2 + 4 }, name));
+    });
+    for (const one of spans) {
+      const i = LANES.indexOf(one.lane);
+      if (i < 0) continue;
+      const y = top + i * lane;
+      const rect = s("rect", { class: "span span-" + one.lane, x: x(one.start), y: y + 3, width: Math.max(2, x(one.start + one.seconds) - x(one.start)), height: lane - 6, rx: 2 });
+      rect.appendChild(s("title", null, one.label + " · starts at " + fmt.seconds(one.start) + " · " + fmt.seconds(one.seconds)));
+      svg.appendChild(rect);
+    }
+    const axis = top + LANES.length * lane + 13;
+    svg.appendChild(s("text", { class: "axis", x: left, y: axis }, "0"));
+    svg.appendChild(s("text", { class: "axis", x: width - right, y: axis, "text-anchor": "end" }, fmt.seconds(end)));
+    const list = h("details", { class: "span-list" },
+      h("summary", null, "Timeline as a list"),
+      h("table", { class: "grid small" },
+        h("thead", null, h("tr", null, h("th", null, "lane"), h("th", null, "what"), h("th", { class: "num" }, "starts at"), h("th", { class: "num" }, "took"))),
+        h("tbody", null, spans.map((one) => h("tr", null, h("td", null, one.lane), h("td", null, one.label), h("td", { class: "num" }, fmt.seconds(one.start)), h("td", { class: "num" }, fmt.seconds(one.seconds)))))));
+    const legend = h("div", { class: "legend small" }, LANES.map((name) => h("span", null, h("i", { class: "swatch span-" + name }), name === "waiting" ? "waiting on a busy service" : name === "user" ? "user model" : name)));
+    return h("div", { class: "timeline-box" }, svg, legend, list);
+  }
+
+  /* One attempt in full. */
+  function attempt(d, options) {
+    const open = options && options.open;
+    const head = h("div", { class: "attempt-head" },
+      status("attempt", d.status, true),
+      d.why ? h("span", null, word("why", d.why)) : null,
+      h("span", { class: "muted" }, "stop: " + word("stop", d.stop)),
+      h("span", { class: "muted" }, "started " + fmt.date(d.started)),
+      h("span", { class: "muted" }, "took " + fmt.seconds(d.seconds)),
+      h("span", { class: "muted" }, "tokens " + fmt.tokens(d.tokens)),
+      h("span", { class: "muted" }, "cost " + fmt.cost(d.cost) + (d.cost && !d.cost.complete ? " (" + fmt.costNote(d.cost) + ")" : "")));
+    const failed = d.failed_on ? h("div", { class: "notice bad" }, h("strong", null, "✗ The agent failed on this message"), markdown(d.failed_on)) : null;
+    const expand = h("button", { type: "button", class: "expand", onclick: (event) => {
+      const box = event.target.closest(".attempt");
+      const all = box.querySelectorAll("details.steps, details.step");
+      const opening = [...all].some((one) => !one.open);
+      all.forEach((one) => { one.open = opening; });
+      event.target.textContent = opening ? "Collapse the steps" : "Expand the steps";
+    } }, "Expand the steps");
+    return h("div", { class: "attempt", "data-attempt": d.attempt },
+      head,
+      failed,
+      h("h3", null, "Decisions"),
+      decisions(d.decisions),
+      h("h3", null, "Timeline"),
+      timeline(d),
+      h("h3", null, "Dialogue ", d.turns.some((t) => t.steps.length) ? expand : null),
+      d.turns.length ? d.turns.map((one, i) => turn(one, i + 1, open)) : h("p", { class: "muted" }, "No turn was played."));
+  }
+
+  return { frame, inflate, attempt, turn, decisions, timeline, steps, message };
+})();

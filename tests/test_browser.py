@@ -1,0 +1,528 @@
+"""The pages in a real headless Chromium, opened from file:// as a reader opens them.
+
+The runs are played by convy's bench with its fakes (``test_pages.Played``). Each test opens a
+page in a fresh browser context that records every request and every script error: a test fails
+if any request goes anywhere but file:// or data:, or if a script throws. Screenshots of each
+page, light and dark, go to /tmp/convy-shots/.
+
+Chromium is the system's (Debian's ``chromium`` package at /usr/bin/chromium), driven by
+Playwright's Python client; Playwright's own browsers are never downloaded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SHOTS = Path("/tmp/convy-shots")
+
+if not CHROMIUM.exists():
+    pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium package to run the browser tests", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python client is not installed (pip install playwright)")
+
+from test_pages import Played  # noqa: E402
+
+from convy import Answer, Bench, Call, Limits, Models, Reported, RunJournal, RunSpec, Scenarios, Thought, Usage  # noqa: E402
+from convy.fakes import FakeAgent, FakeJudge  # noqa: E402
+from convy.page import ComparisonPage, ReportPage  # noqa: E402
+from convy.report import Runs, Summary  # noqa: E402
+
+CONTRAST = """() => {
+  const parse = (text) => {
+    const found = /rgba?\\(([^)]+)\\)/.exec(text);
+    if (!found) return null;
+    const parts = found[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+    return [parts[0], parts[1], parts[2], parts.length > 3 ? parts[3] : 1];
+  };
+  const luminance = (rgb) => {
+    const f = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(rgb[0]) + 0.7152 * f(rgb[1]) + 0.0722 * f(rgb[2]);
+  };
+  const background = (node) => {
+    const layers = [];
+    for (let at = node; at; at = at.parentElement) {
+      const colour = parse(getComputedStyle(at).backgroundColor);
+      if (colour && colour[3] > 0) {
+        layers.push(colour);
+        if (colour[3] >= 0.99) break;
+      }
+    }
+    let rgb = [255, 255, 255];
+    for (const layer of layers.reverse()) rgb = rgb.map((c, i) => c * (1 - layer[3]) + layer[i] * layer[3]);
+    return rgb;
+  };
+  const low = [];
+  let checked = 0;
+  const root = document.querySelector("dialog[open]") || document.body;
+  for (const node of root.querySelectorAll("*")) {
+    if (node.closest("svg, option, :disabled, noscript")) continue;
+    const own = [...node.childNodes].some((kid) => kid.nodeType === 3 && kid.textContent.trim());
+    if (!own || !node.getClientRects().length) continue;
+    const style = getComputedStyle(node);
+    if (style.visibility === "hidden") continue;
+    const fg = parse(style.color);
+    const bg = background(node);
+    const a = luminance(fg.slice(0, 3)), b = luminance(bg);
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    checked++;
+    if (ratio < 4.5) low.push(node.tagName + "." + node.className + " '" + node.textContent.trim().slice(0, 30) + "' " + ratio.toFixed(2));
+  }
+  return { checked, low };
+}"""
+
+
+class Visit:
+    """One page in a fresh context: the requests it made and the errors its scripts threw."""
+
+    def __init__(self, browser: Any, scheme: str = "light", policy: bool = True) -> None:
+        self.context = browser.new_context(viewport={"width": 1320, "height": 900}, color_scheme=scheme, bypass_csp=not policy)
+        self.page = self.context.new_page()
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("console", lambda message: self.errors.append(message.text) if message.type == "error" else None)
+
+    def open(self, path: Path, fragment: str = "") -> Any:
+        self.page.goto(path.as_uri() + (f"#{fragment}" if fragment else ""))
+        self.page.wait_for_selector("#app > *")
+        return self.page
+
+    def close(self) -> None:
+        self.context.close()
+
+    def offsite(self) -> list[str]:
+        return [url for url in self.requests if not (url.startswith("file://") or url.startswith("data:"))]
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return Played(tmp_path_factory.mktemp("browser")).made().pages()
+
+
+@pytest.fixture(scope="module")
+def browser(pages: dict[str, Path]) -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def visit(browser: Any) -> Iterator[Callable[..., Visit]]:
+    """Fresh visits; each one must have asked nothing of the network and thrown nothing."""
+    made: list[Visit] = []
+
+    def new(scheme: str = "light", policy: bool = True) -> Visit:
+        made.append(Visit(browser, scheme, policy))
+        return made[-1]
+
+    yield new
+    for one in made:
+        one.close()
+        assert one.offsite() == [], one.offsite()
+        assert one.errors == []
+
+
+def rows(page: Any) -> list[str]:
+    return page.eval_on_selector_all("#scenarios tbody tr.row", "rows => rows.map(row => row.dataset.id)")
+
+
+def test_report_shows_header_tiles_and_table(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """The report draws its header, every tile and one row per scenario with its status in words."""
+    page = visit().open(pages["2026-01-05-before"])
+    header = page.inner_text("header.top")
+    for said in ("shop · 2026-01-05-before", "✓ finished", "fake-user", "fake-judge", "9f2c4e1ab37d", "0.1.0", "30 of 30 planned"):
+        assert said in header
+    assert "billing/invoice" in page.inner_text(".notice")
+    tiles = page.inner_text(".tiles")
+    for said in ("PASS RATE", "95% CI", "bootstrap across scenarios", "passed of", "✓ 2 always pass", "~ 1 flaky", "✗ 1 never pass",
+                 "NOT JUDGED", "6 judge failed", "AGENT TOKENS", "cached", "TOTAL COST", "incomplete", "unpriced", "ANSWER TIME", "p95",
+                 "USER MODEL AND JUDGE", "user model:", "judge:", "CONSISTENCY", "pass^6"):
+        assert said in tiles, said
+    assert rows(page) == ["hostile", "orders/crash", "orders/unsure", "refunds/damaged", "refunds/late"]
+    table = page.inner_text("#scenarios")
+    for said in ("✓ always passes", "~ flaky", "✗ never passes", "– not judged", "6/6", "3/6", "0/6", "– 6 not judged"):
+        assert said in table, said
+
+
+def test_report_filters_sorts_searches_and_groups(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """Status, tag and claim filters, the search, sorting by pass rate and grouping by folder or
+    tag each change the rows, and each is written to the hash."""
+    page = visit().open(pages["2026-01-05-before"])
+    page.select_option("#filter-status", "flaky")
+    assert rows(page) == ["refunds/late"]
+    assert "status=flaky" in page.evaluate("location.hash")
+    page.select_option("#filter-status", "")
+    page.select_option("#filter-tag", "orders")
+    assert rows(page) == ["orders/crash", "orders/unsure"]
+    page.select_option("#filter-tag", "")
+    page.select_option("#filter-claim", "The agent gives a date.")
+    assert rows(page) == ["refunds/late"]
+    assert page.inner_text("#scenarios tbody tr.row .claims-cell").strip() == "3/6"
+    page.select_option("#filter-claim", "")
+    page.fill("#search", "kettle")
+    assert rows(page) == []
+    assert "No scenario matches" in page.inner_text("#scenarios tbody")
+    page.fill("#search", "refund")
+    assert rows(page) == ["refunds/damaged", "refunds/late"]
+    page.fill("#search", "")
+    page.click("#scenarios thead button:has-text('Passed')")
+    assert rows(page)[:2] == ["hostile", "refunds/damaged"]
+    assert rows(page)[-1] == "orders/unsure"
+    page.click("#scenarios thead button:has-text('Passed')")
+    assert rows(page)[:2] == ["orders/crash", "refunds/late"]
+    assert "sort=rate" in page.evaluate("location.hash") and "dir=asc" in page.evaluate("location.hash")
+    page.select_option("#group", "folder")
+    groups = page.eval_on_selector_all("#scenarios tbody tr.group", "rows => rows.map(row => row.textContent)")
+    assert groups == ["folder orders · 2 scenarios", "folder refunds · 2 scenarios", "folder top folder · 1 scenario"]
+    page.select_option("#group", "tag")
+    groups = page.eval_on_selector_all("#scenarios tbody tr.group", "rows => rows.map(row => row.textContent)")
+    assert groups == ["tag orders · 2 scenarios", "tag refunds · 2 scenarios", "tag smoke · 1 scenario", "tag no tag · 1 scenario"]
+
+
+def test_scenario_window_shows_dialogue_steps_decisions_and_timeline(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """A row opens the window: the claim × attempt matrix with marks, then the attempt's
+    decisions with reasons and confidence, its timeline lanes, and the dialogue with the agent's
+    thoughts and tool calls, arguments and results, collapsed until asked."""
+    page = visit().open(pages["2026-01-05-before"])
+    page.click("#scenarios tr[data-id='refunds/damaged']")
+    page.wait_for_selector("dialog#window[open] .attempt")
+    matrix = page.inner_text("#matrix")
+    assert "The agent offers a refund." in matrix and "called issue_refund with order='A-1043'" in matrix
+    assert matrix.count("✓") >= 18 and "6/6" in matrix
+    attempt = page.locator(".attempt")
+    text = attempt.inner_text()
+    for said in ("✓ passed", "stop: user finished", "✓ held", "decided by FakeJudge", "confidence 90%", "by code",
+                 "agent called issue_refund in turn 2", "Hi, my kettle arrived broken.", "refund of $39.90",
+                 "Agent's steps: 1 thought, 2 tool calls"):
+        assert said in text, said
+    assert page.locator(".attempt strong:has-text('refund of $39.90')").count() == 1
+    assert "(https://example.com/refunds)" in text and page.locator(".attempt a").count() == 0
+    assert page.locator("svg.timeline rect.span-agent").count() == 2
+    assert page.locator("svg.timeline rect.span-judge").count() == 1
+    call = page.locator("details.step.call").first
+    assert not call.evaluate("node => node.open")
+    assert not page.locator("pre:has-text('\"paid\": 39.9')").first.is_visible()
+    page.click("button.expand")
+    assert page.locator("pre:has-text('\"paid\": 39.9')").first.is_visible()
+    assert page.locator("pre:has-text('\"amount\": 39.9')").first.is_visible()
+    page.click("#window .attempt-tabs button:has-text('attempt 3')")
+    page.wait_for_selector(".attempt[data-attempt='3']")
+    assert "a=3" in page.evaluate("location.hash")
+    page.click("#window button.close")
+    assert page.locator("dialog#window[open]").count() == 0
+    assert "s=" not in page.evaluate("location.hash")
+
+
+def test_failed_and_unjudged_attempts_say_why(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """A crashed attempt shows the agent's failure and its stop; one the judge could not decide
+    says so, and an unreported tool result says it was not reported."""
+    page = visit().open(pages["2026-01-05-before"], "s=orders/crash")
+    page.wait_for_selector(".attempt")
+    text = page.inner_text(".attempt")
+    assert "✗ failed" in text and "agent failed" in text and "the shop's database is down" in text
+    page.goto(pages["2026-01-05-before"].as_uri() + "#s=orders/unsure")
+    page.wait_for_selector(".attempt")
+    text = page.inner_text(".attempt")
+    assert "– not judged" in text and "judge failed" in text and "not judged (judge)" in text
+    page.goto(pages["2026-01-06-after"].as_uri() + "#s=refunds/damaged")
+    page.wait_for_selector(".attempt")
+    page.click("button.expand")
+    assert "not reported by the agent" in page.inner_text(".attempt")
+
+
+def test_keyboard_moves_opens_and_closes(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """/ focuses the search, j and k move between rows, Enter opens the window, arrows change the
+    attempt, j moves to the next scenario inside it, and Esc closes it, leaving the row focused."""
+    page = visit().open(pages["2026-01-05-before"])
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "search"
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.dataset.id") == "orders/crash"
+    page.keyboard.press("Enter")
+    page.wait_for_selector("dialog#window[open] .attempt[data-attempt='1']")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector(".attempt[data-attempt='2']")
+    page.keyboard.press("j")
+    page.wait_for_selector("dialog#window[open] .attempt")
+    assert "s=orders%2Funsure" in page.evaluate("location.hash")
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => !location.hash.includes('s=')")
+    assert page.locator("dialog#window[open]").count() == 0
+    assert page.evaluate("document.activeElement.dataset.id") == "orders/unsure"
+
+
+def test_hash_link_reopens_the_same_view(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """A link with filters, sort, an open scenario and attempt reopens exactly that view, in a new
+    page and when only the hash changes."""
+    page = visit().open(pages["2026-01-05-before"])
+    page.select_option("#filter-tag", "refunds")
+    page.click("#scenarios thead button:has-text('Scenario')")
+    page.click("#scenarios tr[data-id='refunds/late']")
+    page.click("#window .attempt-tabs button:has-text('attempt 4')")
+    page.wait_for_selector(".attempt[data-attempt='4']")
+    link = page.url
+    other = visit().open(pages["2026-01-05-before"], link.split("#", 1)[1])
+    other.wait_for_selector("dialog#window[open] .attempt[data-attempt='4']")
+    assert other.input_value("#filter-tag") == "refunds"
+    assert rows(other) == ["refunds/damaged", "refunds/late"]
+    assert other.get_attribute("#scenarios th[aria-sort='ascending']", "aria-sort") == "ascending"
+    assert other.locator("#window .attempt-tabs button[aria-pressed='true']").inner_text().endswith("attempt 4")
+    other.goto(pages["2026-01-05-before"].as_uri() + "#status=never&s=orders/crash&a=2")
+    other.wait_for_selector(".attempt[data-attempt='2']")
+    assert rows(other) == ["orders/crash"]
+    assert other.input_value("#filter-status") == "never"
+    other.goto(pages["2026-01-05-before"].as_uri() + "#status=never")
+    other.wait_for_function("() => !document.querySelector('dialog#window[open]')")
+
+
+@pytest.mark.parametrize("policy", [True, False], ids=["with-csp", "csp-bypassed"])
+def test_hostile_text_is_shown_as_text_and_runs_nothing(pages: dict[str, Path], visit: Callable[..., Visit], policy: bool) -> None:
+    """An answer carrying <script> and <img onerror> is shown as its characters; no script runs,
+    no image is made, and a claim carrying </script> shows as text too. With the page's
+    Content-Security-Policy bypassed too: the text is safe because it is text, not because the
+    policy would stop it."""
+    page = visit(policy=policy).open(pages["2026-01-05-before"], "s=hostile")
+    page.wait_for_selector(".attempt")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    text = page.inner_text(".attempt")
+    assert "<script>window.__pwned=1</script>" in text
+    assert '<img src=x onerror="window.__pwned=1">' in text
+    assert "The agent stays calm </script><b>bold</b>." in page.inner_text("#matrix")
+    assert "Say something </script><script>window.__pwned=1</script> nasty." in text
+    assert page.locator(".attempt img, .attempt script, #matrix b").count() == 0
+    assert page.locator(".msg-agent strong:has-text('still text')").count() == 1
+
+
+def test_themes_follow_the_system_and_the_toggle_with_enough_contrast(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """The page takes the system's light or dark scheme, the toggle switches it and is remembered,
+    and every text has a contrast of 4.5:1 or more in both themes, in the window too."""
+    for scheme, background in (("light", "rgb(255, 255, 255)"), ("dark", "rgb(17, 20, 24)")):
+        one = visit(scheme)
+        page = one.open(pages["2026-01-05-before"])
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == background
+        for path in (pages["2026-01-05-before"], pages["comparison"], pages["index"]):
+            page.goto(path.as_uri())
+            page.wait_for_selector("#app > *")
+            found = page.evaluate(CONTRAST)
+            assert found["checked"] > 40 and found["low"] == [], (scheme, path.name, found["low"])
+        page.goto(pages["2026-01-05-before"].as_uri() + "#s=refunds/damaged")
+        page.wait_for_selector(".attempt")
+        page.click("button.expand")
+        found = page.evaluate(CONTRAST)
+        assert found["checked"] > 40 and found["low"] == [], (scheme, "window", found["low"])
+    page = visit("light").open(pages["2026-01-05-before"])
+    page.click("button.theme")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(17, 20, 24)"
+    page.reload()
+    page.wait_for_selector("#app > *")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert "Light theme" in page.inner_text("button.theme")
+
+
+def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """The comparison shows both runs, the pass rate before → after, Δ with its interval and p and
+    whether it is real, the scenarios worse / better / same with marks and words, the flipped
+    claims, and one attempt of each run side by side, turn by turn."""
+    page = visit().open(pages["comparison"])
+    header = page.inner_text("header.top").lower()
+    assert "2026-01-05-before → 2026-01-06-after" in header and "before (base)" in header and "after (candidate)" in header
+    assert page.locator("#banner").count() == 0
+    tiles = page.inner_text(".tiles")
+    for said in ("PASS RATE", "→", "CHANGE", "pts", "95% CI", "p =", "SMALLEST DETECTABLE CHANGE", "TOKENS", "COST", "TIME", "per attempt"):
+        assert said in tiles, said
+    assert page.locator(".tile.verdict .badge").inner_text() in ("~ within noise", "▼ worse")
+    worse = page.inner_text("#group-worse")
+    assert "▼ Worse" in worse and "refunds/damaged" in worse and "6/6" in worse and "0/6" in worse and "▼ worse" in worse
+    assert "= Same" in page.inner_text("#group-same")
+    claims = page.inner_text("#claims")
+    assert "The agent offers a refund." in claims and "100%" in claims and "0%" in claims and "▼ flipped, holds less" in claims
+    page.fill("#search", "late")
+    assert page.locator("#group-worse tr.row").count() == 0
+    assert "s=" not in page.evaluate("location.hash") and "q=late" in page.evaluate("location.hash")
+    page.fill("#search", "")
+    page.click("#group-worse tr[data-id='refunds/damaged']")
+    page.wait_for_selector("dialog#window[open] #pair")
+    pair = page.locator("#pair")
+    labels = page.eval_on_selector_all("#pair .row-label", "nodes => nodes.map(node => node.textContent)")
+    assert labels == ["Decisions", "Turn 1", "Turn 2"]
+    cells = page.eval_on_selector_all("#pair > .cell", "nodes => nodes.map(node => node.innerText)")
+    assert "refund of $39.90" in cells[6] and "passed this to a colleague" in cells[7]
+    assert "Before: 2026-01-05-before" in pair.inner_text() and "After: 2026-01-06-after" in pair.inner_text()
+    assert "s=refunds%2Fdamaged" in page.evaluate("location.hash")
+    page.reload()
+    page.wait_for_selector("dialog#window[open] #pair")
+    page.keyboard.press("Escape")
+    assert page.locator("dialog#window[open]").count() == 0
+
+
+def test_comparison_banner_and_scenarios_apart(pages: dict[str, Path], tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """Runs that are not comparable get a banner with each reason; scenarios in one run only or
+    changed are listed apart."""
+    runs, _ = Runs(pages["index"].parent).read()
+    by_id = {run.file.spec.id: run for run in runs}
+    from convy.comparison import Comparison
+
+    view = Comparison(by_id["2026-01-05-before"], by_id["2026-01-07-first"]).view()
+    view = msgspec.structs.replace(view, only_base=["billing/old"], only_candidate=["billing/new"], changed=["refunds/late"])
+    path = tmp_path / "compare.html"
+    path.write_text(ComparisonPage(view).html(), encoding="utf-8")
+    page = visit().open(path)
+    banner = page.inner_text("#banner")
+    assert "not comparable" in banner and "the judge differs: fake-judge → other-judge" in banner
+    apart = page.inner_text("#apart")
+    assert "only in the base run: billing/old" in apart and "only in the candidate run: billing/new" in apart and "changed between the runs: refunds/late" in apart
+
+
+def test_index_page(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """The index lists every run newest first with its numbers, filters by agent, searches, sorts,
+    draws a trend per agent, links each report and comparison, and gives the compare command."""
+    page = visit().open(pages["index"])
+    runs = lambda: page.eval_on_selector_all("#runs tbody tr.row", "rows => rows.map(row => row.dataset.run)")  # noqa: E731
+    assert runs() == ["2026-01-07-first", "2026-01-06-after", "2026-01-05-before"]
+    table = page.inner_text("#runs")
+    for said in ("shop", "echo", "✓ finished", "%", "[", "30"):
+        assert said in table
+    page.select_option("#filter-agent", "shop")
+    assert runs() == ["2026-01-06-after", "2026-01-05-before"]
+    assert page.locator(".trend-tile[data-agent='echo']").is_hidden()
+    page.select_option("#filter-agent", "")
+    page.fill("#search", "before")
+    assert runs() == ["2026-01-05-before"]
+    page.fill("#search", "")
+    page.click("#runs thead button:has-text('Pass rate')")
+    rates = page.eval_on_selector_all("#runs tbody tr.row td:nth-child(5) .rate", "nodes => nodes.map(node => parseFloat(node.textContent))")
+    assert rates == sorted(rates, reverse=True)
+    assert "sort=rate" in page.evaluate("location.hash")
+    assert page.locator(".trend-tile[data-agent='shop'] svg.trend circle").count() == 2
+    assert page.locator(".trend-tile[data-agent='echo'] svg.trend circle").count() == 1
+    assert page.inner_text("#compare-command") == "convy compare 2026-01-05-before 2026-01-06-after"
+    page.select_option("#compare-base", "2026-01-06-after")
+    page.select_option("#compare-candidate", "2026-01-07-first")
+    assert page.inner_text("#compare-command") == "convy compare 2026-01-06-after 2026-01-07-first"
+    hrefs = page.eval_on_selector_all("a[href]", "links => links.map(link => link.href)")
+    assert hrefs and all(href.startswith("file://") and Path(href.removeprefix("file://")).is_file() for href in hrefs)
+    assert any(href.endswith("compare/2026-01-05-before--2026-01-06-after.html") for href in hrefs)
+    page.click("#runs a:has-text('2026-01-06-after')")
+    page.wait_for_selector(".tiles")
+    assert "shop · 2026-01-06-after" in page.inner_text("h1")
+
+
+def test_no_page_asks_the_network_for_anything(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """Opening every page, a window, a comparison pair and switching theme requests only the
+    page's own file:// URL and data: URIs."""
+    one = visit()
+    page = one.open(pages["2026-01-05-before"], "s=refunds/damaged")
+    page.wait_for_selector(".attempt")
+    page.click("button.expand")
+    page.keyboard.press("Escape")
+    page.click("button.theme")
+    page.goto(pages["comparison"].as_uri() + "#s=refunds/damaged")
+    page.wait_for_selector("#pair")
+    page.goto(pages["index"].as_uri())
+    page.wait_for_selector("#runs tbody tr.row")
+    assert one.requests and all(url.startswith(("file://", "data:")) for url in one.requests)
+    assert one.offsite() == []
+
+
+def test_screenshots_of_each_page_in_both_themes(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """Screenshots of the report, the scenario window, the comparison and its pair, and the index,
+    light and dark, for people to look at."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    views = {
+        "report": (pages["2026-01-05-before"], "", None),
+        "window": (pages["2026-01-05-before"], "s=refunds/damaged", ".attempt"),
+        "window-steps": (pages["2026-01-05-before"], "s=refunds/damaged&a=2", ".attempt"),
+        "comparison": (pages["comparison"], "", None),
+        "pair": (pages["comparison"], "s=refunds/damaged", "#pair"),
+        "index": (pages["index"], "", None),
+    }
+    for scheme in ("light", "dark"):
+        one = visit(scheme)
+        for name, (path, fragment, ready) in views.items():
+            page = one.open(path, fragment)
+            if ready:
+                page.wait_for_selector(ready)
+            if name == "window-steps":
+                page.click("button.expand")
+                page.evaluate("document.querySelector('.window-body').scrollTop = 720")
+            shot = SHOTS / f"{name}-{scheme}.png"
+            page.screenshot(path=str(shot), full_page=not ready)
+            assert shot.stat().st_size > 10_000
+
+
+class Large:
+    """A run of 10,000 attempts: 500 scenarios of 20 attempts, with tool calls and thoughts."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def made(self) -> Path:
+        scenarios = self.folder / "scenarios"
+        scenarios.mkdir(parents=True)
+        for number in range(500):
+            (scenarios / f"s{number:03}.yaml").write_text(
+                f"tags: [t{number % 7}]\nscript: [Hello {number}, More please]\njudge: [The agent helps., {{check: {{called: look}}}}]\n",
+                encoding="utf-8",
+            )
+        agent = FakeAgent(lambda text: Answer("Sure, here you go. " * 5, Usage(30, 12), (Thought("think"), Call("look", {"q": text}, Reported({"n": 1}), 0.01))))
+        judge = FakeJudge(lambda claim, transcript: sum(map(ord, transcript.turns[0].message)) % 3 != 0)
+        bench = Bench(agent, Models(judge=judge), Limits(agent_places=32, judge_places=32))
+        spec = RunSpec(id="large", agent="fake", scenarios=Scenarios(scenarios).every(), attempts=20, limits=bench.limits)
+        import asyncio
+
+        asyncio.run(RunJournal(self.folder / "results" / "fake" / "large").play(spec, bench))
+        (run,), _ = Runs(self.folder / "results").read()
+        path = self.folder / "large.html"
+        path.write_text(ReportPage(Summary(run)).html(), encoding="utf-8")
+        return path
+
+
+def test_a_report_of_ten_thousand_attempts_opens_fast(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """A report of 10,000 attempts has its tiles and first rows drawn in under 2 s, and a
+    scenario's dialogues are inflated only when its window opens."""
+    with ThreadPoolExecutor(1) as pool:
+        path = pool.submit(Large(tmp_path).made).result()
+    one = visit()
+    timings = []
+    for _ in range(2):
+        started = time.monotonic()
+        page = one.open(path)
+        page.wait_for_selector("#scenarios tbody tr.row")
+        timings.append(time.monotonic() - started)
+    assert min(timings) < 2.0, timings
+    assert page.locator("#scenarios tbody tr.row").count() == 200
+    assert "500 scenarios" in page.inner_text(".count")
+    assert page.locator(".msg").count() == 0
+    page.fill("#search", "s499")
+    assert page.locator("#scenarios tbody tr.row").count() == 1
+    page.click("#scenarios tbody tr.row")
+    page.wait_for_selector(".attempt")
+    assert page.locator("#matrix thead button").count() == 20
+    page.keyboard.press("Escape")
+    page.fill("#search", "")
+    page.evaluate("document.querySelector('#scenarios tbody tr.more').scrollIntoView()")
+    page.wait_for_function("() => document.querySelectorAll('#scenarios tbody tr.row').length > 200")
