@@ -46,14 +46,14 @@ class Patience(msgspec.Struct, frozen=True):
     """How long one request may wait for a busy service, in all its tries, in seconds."""
 
     seconds: float = 300.0
-    first: float = 1.0  # the wait after a refusal that gave no Retry-After, doubled each time
+    first: float = 1.0  # the wait after a refusal that gave no Retry-After (or 0), doubled each time
 
     def __post_init__(self) -> None:
         if self.seconds < 0 or self.first <= 0:
             raise ValueError("patience must be at least 0 s, and its first wait more than 0 s")
 
 
-class Wait(msgspec.Struct, frozen=True):
+class Wait(msgspec.Struct, frozen=True, gc=False):
     """A stretch of an attempt spent waiting for a busy service: who waited, from when (seconds
     from the attempt's start), and how long."""
 
@@ -122,12 +122,14 @@ class Places:
         service is busy and the participant's patience lasts."""
         return await self._tried(request, held=True)
 
-    async def retried(self, request: Callable[[], Awaitable[T]]) -> T:
+    async def retried(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> T:
         """``request`` sent at the participant's pace and tried again while busy, in a place the
-        caller already holds (a turn of an open conversation)."""
-        return await self._tried(request, held=False)
+        caller already holds (a turn of an open conversation). Unless ``paced``, it waits for a
+        pause a service asked for but takes no slot of the minute: opening a conversation, which
+        sends nothing for convy's own agents."""
+        return await self._tried(request, held=False, paced=paced)
 
-    async def _tried(self, request: Callable[[], Awaitable[T]], held: bool) -> T:
+    async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
         loop = asyncio.get_running_loop()
         waited = 0.0
         delay = self.patience.first
@@ -135,13 +137,15 @@ class Places:
             try:
                 if held:
                     async with self.one():
-                        await self._paced()
+                        await self._paced(paced)
                         answer = await request()
                 else:
-                    await self._paced()
+                    await self._paced(paced)
                     answer = await request()
             except Busy as busy:
-                pause = busy.retry_after if busy.retry_after is not None else delay
+                # A Retry-After of 0 (or a date gone by) says nothing of how long the service
+                # stays busy: taken at its word, it would be asked again at once, without end.
+                pause = busy.retry_after if busy.retry_after else delay
                 delay = min(delay * 2, 60.0)
                 await self._busy(pause)
                 if waited + pause > self.patience.seconds:
@@ -158,13 +162,13 @@ class Places:
             await self._answered_once()
             return answer
 
-    async def _paced(self) -> None:
+    async def _paced(self, slotted: bool = True) -> None:
         """Wait for a pause a service asked for, then for this request's slot in the minute."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         while loop.time() < self._paused_until:
             await asyncio.sleep(self._paused_until - loop.time())
-        if self.per_minute:
+        if self.per_minute and slotted:
             slot = max(loop.time(), self._next)
             self._next = slot + 60.0 / self.per_minute
             if slot > loop.time():

@@ -1,0 +1,577 @@
+"""Busy services: which requests Places sends again, how long it waits, how much it has under way
+at once and per minute, and how a refusing service's Retry-After is read."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+from convy.busy import WAITS, Busy, Patience, Places, Waits
+from convy.http import HttpFailure, JsonEndpoint, RetryAfter
+from standin import StandIn, http_date
+
+# A Retry-After short enough for tests: the services below ask to wait this long.
+SHORT = 0.05
+
+
+def run(coroutine: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(coroutine())
+
+
+class Refusing:
+    """A request the service refuses ``times`` times (``Busy`` with ``retry_after``), then
+    answers; it counts how often it was sent."""
+
+    def __init__(self, times: int, retry_after: float | None = SHORT, answer: str = "answer") -> None:
+        self.times = times
+        self.retry_after = retry_after
+        self.answer = answer
+        self.sent = 0
+
+    async def __call__(self) -> str:
+        self.sent += 1
+        if self.sent <= self.times:
+            raise Busy(f"refused ({self.sent})", self.retry_after)
+        return self.answer
+
+
+class Failing:
+    """A request that fails with ``error`` every time it is sent; it counts how often."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.sent = 0
+
+    async def __call__(self) -> str:
+        self.sent += 1
+        raise self.error
+
+
+class Gated:
+    """Requests that wait at a gate once inside: ``inside`` is how many are under way now,
+    ``most`` the most there ever were at once."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.inside = 0
+        self.most = 0
+
+    async def __call__(self) -> str:
+        self.inside += 1
+        self.most = max(self.most, self.inside)
+        try:
+            await self.gate.wait()
+        finally:
+            self.inside -= 1
+        return "answer"
+
+
+async def settled() -> None:
+    """Let every task that can move on do so (a few turns of the loop, no waiting on time)."""
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
+async def let_in(places: Places, how_many: int) -> int:
+    """How many of ``how_many`` gated requests the places let under way at once (then all end)."""
+    gated = Gated()
+    tasks = [asyncio.create_task(places.sent(gated)) for _ in range(how_many)]
+    await settled()
+    inside = gated.inside
+    gated.gate.set()
+    await asyncio.gather(*tasks)
+    return inside
+
+
+def send_through(places: Places, request: Callable[[], Awaitable[Any]], how: str) -> Awaitable[Any]:
+    """``request`` sent by ``places`` the way a participant does: in its own place, or in one the
+    caller holds (a turn of an open conversation)."""
+    return places.sent(request) if how == "sent" else places.retried(request)
+
+
+HOW = pytest.mark.parametrize("how", ["sent", "retried"])
+
+
+# --- what is sent again ---------------------------------------------------------------------
+
+
+@HOW
+@pytest.mark.parametrize("refusals", [0, 1, 3])
+def test_a_request_refused_n_times_is_sent_n_plus_one_times(how: str, refusals: int) -> None:
+    """A request the service refuses N times, then answers, is sent N+1 times and its answer returned."""
+    request = Refusing(refusals)
+
+    async def main() -> tuple[str, Places]:
+        places = Places(2)
+        return await send_through(places, request, how), places
+
+    answer, places = run(main)
+    assert answer == "answer"
+    assert request.sent == refusals + 1
+    assert (places.refused, places.given_up) == (refusals, 0)
+
+
+@HOW
+@pytest.mark.parametrize(
+    "error",
+    [ValueError("bad"), ConnectionError("reset"), TimeoutError("slow"), HttpFailure("POST x: 500 Internal Server Error")],
+    ids=["ValueError", "ConnectionError", "TimeoutError", "HttpFailure"],
+)
+def test_any_other_error_goes_straight_through_sent_once(how: str, error: Exception) -> None:
+    """Any error but Busy is raised as it is after a single send: only a refusal is sent again."""
+    request = Failing(error)
+
+    async def main() -> Places:
+        places = Places(2)
+        with pytest.raises(type(error)) as raised:
+            await send_through(places, request, how)
+        assert raised.value is error
+        return places
+
+    places = run(main)
+    assert request.sent == 1
+    assert (places.refused, places.given_up) == (0, 0)
+
+
+def test_an_error_after_a_refusal_is_not_sent_again() -> None:
+    """A request refused once and then failing otherwise is sent twice, and that failure raised."""
+    sends: list[str] = []
+
+    async def request() -> str:
+        sends.append("sent")
+        if len(sends) == 1:
+            raise Busy("refused", SHORT)
+        raise ConnectionError("broke after the service may have acted")
+
+    async def main() -> None:
+        with pytest.raises(ConnectionError):
+            await Places(1).sent(request)
+
+    run(main)
+    assert len(sends) == 2
+
+
+def test_retried_uses_the_place_its_caller_holds() -> None:
+    """``retried`` takes no place of its own, so a turn in a conversation holding the only place goes through."""
+    request = Refusing(1)
+
+    async def main() -> str:
+        places = Places(1)
+        async with places.one(), asyncio.timeout(5):
+            return await places.retried(request)
+
+    assert run(main) == "answer"
+    assert request.sent == 2
+
+
+# --- patience ---------------------------------------------------------------------------------
+
+
+def test_patience_exhausted_raises_busy_saying_it_gave_up() -> None:
+    """Once the waits a refusal asks for would pass the patience, Busy is raised saying so, and counted."""
+    request = Refusing(times=100, retry_after=SHORT)  # waits 0.05, 0.10, then 0.15 > 0.12
+
+    async def main() -> tuple[Busy, Places]:
+        places = Places(2, patience=Patience(seconds=0.12))
+        with pytest.raises(Busy) as raised:
+            await places.sent(request)
+        return raised.value, places
+
+    busy, places = run(main)
+    assert request.sent == 3
+    assert "refused (3)" in str(busy)
+    assert "still busy after waiting 0.1 s" in str(busy)
+    assert "patience 0.12 s" in str(busy)
+    assert busy.retry_after == SHORT
+    assert isinstance(busy.__cause__, Busy)
+    assert (places.refused, places.given_up) == (3, 1)
+
+
+def test_no_patience_gives_up_at_the_first_refusal() -> None:
+    """With a patience of 0 a refused request is sent once and given up at once."""
+    request = Refusing(times=1)
+
+    async def main() -> Places:
+        places = Places(1, patience=Patience(seconds=0))
+        with pytest.raises(Busy, match="still busy after waiting 0.0 s"):
+            await places.sent(request)
+        return places
+
+    places = run(main)
+    assert request.sent == 1
+    assert places.given_up == 1
+
+
+def test_without_retry_after_the_wait_starts_at_first_and_doubles() -> None:
+    """Without a Retry-After the waits are first, 2 x first, 4 x first...: the sends patience allows prove it."""
+    # first = 1/64 s, patience 1/2 s: waits of 1, 2, 4, 8, 16 sixty-fourths (31/64 in all) fit,
+    # the sixth refusal's 32/64 does not. Equal waits would allow 33 sends, waits of 1 s only one.
+    request = Refusing(times=100, retry_after=None)
+    waits = None
+
+    async def main() -> Places:
+        nonlocal waits
+        waits = Waits(asyncio.get_running_loop().time())
+        WAITS.set(waits)
+        places = Places(1, "judge", patience=Patience(seconds=0.5, first=1 / 64))
+        with pytest.raises(Busy):
+            await places.sent(request)
+        return places
+
+    places = run(main)
+    assert request.sent == 6
+    assert places.given_up == 1
+    assert waits is not None and len(waits.noted) == 5
+
+
+def test_a_retry_after_of_zero_still_waits_and_gives_up() -> None:
+    """A service that keeps refusing with Retry-After 0 is waited for as if it gave none, so patience ends it."""
+    request = Refusing(times=10**9, retry_after=0.0)  # waits 0.02, 0.04, then 0.08: 0.14 > 0.1
+
+    async def main() -> Places:
+        places = Places(1, patience=Patience(seconds=0.1, first=0.02))
+        async with asyncio.timeout(10):
+            with pytest.raises(Busy):
+                await places.sent(request)
+        return places
+
+    places = run(main)
+    assert request.sent == 3
+    assert places.given_up == 1
+
+
+def test_patience_and_places_refuse_nonsense() -> None:
+    """A negative patience, a first wait of 0, no places or a negative pace are refused when made."""
+    with pytest.raises(ValueError):
+        Patience(seconds=-1)
+    with pytest.raises(ValueError):
+        Patience(first=0)
+    with pytest.raises(ValueError):
+        Places(0)
+    with pytest.raises(ValueError):
+        Places(1, per_minute=-1)
+
+
+# --- the pause a refusal asks for ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["sent", "retried", "opened"])
+def test_retry_after_pauses_the_other_requests_of_the_same_places(how: str) -> None:
+    """A request started while another's Retry-After runs is not sent before the pause ends; other places are not paused."""
+    events: list[str] = []
+    pause = 0.4
+
+    async def main() -> None:
+        places, elsewhere = Places(4), Places(4)
+        refused_once = Refusing(1, retry_after=pause)
+
+        async def first() -> str:
+            events.append(f"first sent ({refused_once.sent + 1})")
+            return await refused_once()
+
+        async def second() -> str:
+            events.append("second sent")
+            return "answer"
+
+        async def other() -> str:
+            events.append("other places sent")
+            return "answer"
+
+        async def halfway() -> None:
+            await asyncio.sleep(pause / 2)
+            events.append("half the pause")
+
+        refusing = asyncio.create_task(places.sent(first))
+        while places.refused == 0:
+            await asyncio.sleep(0)
+        marker = asyncio.create_task(halfway())
+        held = places.retried(second, paced=False) if how == "opened" else send_through(places, second, how)
+        await asyncio.gather(held, elsewhere.sent(other), refusing, marker)
+
+    run(main)
+    assert events.index("first sent (1)") == 0
+    assert events.index("other places sent") < events.index("half the pause")
+    assert events.index("second sent") > events.index("half the pause")
+    assert events.index("first sent (2)") > events.index("half the pause")
+
+
+def test_a_request_held_by_a_pause_notes_its_wait() -> None:
+    """The wait of a request held back by another's Retry-After is noted in its attempt's Waits."""
+
+    async def main() -> tuple[Waits, Waits]:
+        places = Places(4, "user")
+        refusing = Refusing(1, retry_after=0.2)
+
+        async def attempt(request: Callable[[], Awaitable[str]]) -> Waits:
+            waits = Waits(asyncio.get_running_loop().time())
+            WAITS.set(waits)
+            await places.sent(request)
+            return waits
+
+        first = asyncio.create_task(attempt(refusing))
+        while places.refused == 0:
+            await asyncio.sleep(0)
+        held = await attempt(Refusing(0))
+        return await first, held
+
+    refused_attempt, held_attempt = run(main)
+    assert [wait.who for wait in refused_attempt.noted] == ["user"]
+    assert [wait.who for wait in held_attempt.noted] == ["user"]
+    assert all(wait.seconds > 0 and wait.start >= 0 for wait in refused_attempt.noted + held_attempt.noted)
+
+
+# --- places at once ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_at_most_size_requests_are_under_way_at_once(size: int) -> None:
+    """However many requests are waiting, no more than ``size`` are under way at once, and ``peak`` says so."""
+
+    async def main() -> tuple[int, int]:
+        places = Places(size)
+        gated = Gated()
+        tasks = [asyncio.create_task(places.sent(gated)) for _ in range(10)]
+        await settled()
+        inside = gated.inside
+        gated.gate.set()
+        await asyncio.gather(*tasks)
+        return inside, places.peak
+
+    inside, peak = run(main)
+    assert inside == size
+    assert peak == size
+
+
+def test_conversations_hold_places_too() -> None:
+    """``one()`` holds a place while its block runs: a third conversation waits for one of two to end."""
+    entered: list[int] = []
+
+    async def main() -> None:
+        places = Places(2)
+        gate = asyncio.Event()
+
+        async def conversation(number: int) -> None:
+            async with places.one():
+                entered.append(number)
+                await gate.wait()
+
+        tasks = [asyncio.create_task(conversation(number)) for number in range(3)]
+        await settled()
+        assert len(entered) == 2
+        gate.set()
+        await asyncio.gather(*tasks)
+
+    run(main)
+    assert sorted(entered) == [0, 1, 2]
+
+
+def test_a_refusal_halves_the_places_and_answers_grow_them_back() -> None:
+    """After a refusal half the places are let in at once; after enough answers all of them again, never more."""
+
+    async def main() -> tuple[int, int, int]:
+        places = Places(8, patience=Patience(10))
+        before = await let_in(places, 10)
+        await places.sent(Refusing(1, retry_after=0.01))
+        after_refusal = await let_in(places, 10)
+        for _ in range(40):  # 4 -> 8 takes 4 + 5 + 6 + 7 answers in a row
+            await places.sent(Refusing(0))
+        recovered = await let_in(places, 10)
+        return before, after_refusal, recovered
+
+    before, after_refusal, recovered = run(main)
+    assert before == 8
+    assert after_refusal == 4
+    assert recovered == 8
+
+
+def test_many_refusals_at_once_halve_the_places_once() -> None:
+    """Eight requests refused together are one sign of one overload: the places halve once, not three times."""
+
+    async def main() -> int:
+        places = Places(8, patience=Patience(10))
+        gate = asyncio.Event()
+
+        async def refused_together() -> str:
+            await gate.wait()
+            raise Busy("refused", 0.05)
+
+        tasks = [asyncio.create_task(places.retried(refused_together)) for _ in range(8)]
+        await settled()
+        gate.set()
+        await settled()
+        assert places.refused == 8
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0.06)  # past the pause the refusals asked for
+        return await let_in(places, 10)
+
+    assert run(main) == 4
+
+
+# --- per minute ------------------------------------------------------------------------------------
+
+
+def test_per_minute_spaces_the_sends_evenly() -> None:
+    """With per_minute=1200 the k-th send goes no sooner than k x 50 ms after the first, however many wait."""
+    stamps: list[float] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        places = Places(20, per_minute=1200)
+
+        async def request() -> str:
+            stamps.append(loop.time())
+            return "answer"
+
+        await asyncio.gather(*(places.sent(request) for _ in range(20)))
+
+    run(main)
+    assert len(stamps) == 20
+    first = stamps[0]
+    for number, stamp in enumerate(stamps):
+        assert stamp - first >= number * 0.05 - 0.002, f"send {number} came {stamp - first:.3f} s after the first"
+
+
+def test_without_per_minute_nothing_is_spaced() -> None:
+    """With no per-minute limit every request a place allows is under way at once."""
+
+    async def main() -> int:
+        return await let_in(Places(20), 20)
+
+    assert run(main) == 20
+
+
+def test_turns_are_paced_but_opening_a_conversation_takes_no_slot() -> None:
+    """A turn waiting for its slot of the minute is overtaken by an opening (``paced=False``), which takes none."""
+    sends: list[str] = []
+
+    async def main() -> None:
+        places = Places(4, per_minute=300)  # one slot every 0.2 s
+
+        def request(name: str) -> Callable[[], Awaitable[str]]:
+            async def sent() -> str:
+                sends.append(name)
+                return name
+
+            return sent
+
+        await places.retried(request("turn 1"))
+        second = asyncio.create_task(places.retried(request("turn 2")))  # waits for the next slot
+        await settled()
+        opening = asyncio.create_task(places.retried(request("open"), paced=False))
+        third = asyncio.create_task(places.retried(request("turn 3")))  # the slot after turn 2's
+        await asyncio.gather(second, opening, third)
+
+    run(main)
+    assert sends == ["turn 1", "open", "turn 2", "turn 3"]
+
+
+# --- waits -----------------------------------------------------------------------------------------
+
+
+def test_waits_after_refusals_are_noted_in_the_attempts_waits() -> None:
+    """Each wait after a refusal is noted, by who waited, in the Waits of the attempt it belongs to."""
+
+    async def main() -> tuple[Waits, Waits]:
+        async def attempt(places: Places, refusals: int) -> Waits:
+            waits = Waits(asyncio.get_running_loop().time())
+            WAITS.set(waits)
+            await places.sent(Refusing(refusals, retry_after=0.02))
+            return waits
+
+        twice, never = await asyncio.gather(attempt(Places(2, "judge"), 2), attempt(Places(2, "user"), 0))
+        return twice, never
+
+    twice, never = run(main)
+    assert [wait.who for wait in twice.noted] == ["judge", "judge"]
+    assert all(wait.start >= 0 and wait.seconds > 0 for wait in twice.noted)
+    assert twice.noted[0].start < twice.noted[1].start
+    assert never.noted == []
+
+
+def test_a_request_outside_any_attempt_notes_nothing_and_works() -> None:
+    """Without Waits in the context a refused request is still sent again and answered."""
+    request = Refusing(1)
+
+    async def main() -> str:
+        assert WAITS.get() is None
+        return await Places(1, per_minute=6000).sent(request)
+
+    assert run(main) == "answer"
+    assert request.sent == 2
+
+
+# --- Retry-After, as read from a response ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "2"}, 2.0),
+        ({"retry-after": "1.5"}, 1.5),
+        ({"retry-after": "0"}, 0.0),
+        ({"retry-after": "-3"}, 0.0),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after-ms": "soon", "retry-after": "2"}, 2.0),
+        ({"retry-after": "soon"}, None),
+        ({"retry-after": ""}, None),
+        ({"retry-after": "Wed, 99 Foo 2026 25:61:00 GMT"}, None),
+        ({}, None),
+    ],
+    ids=["seconds", "fraction", "zero", "negative", "ms", "ms-first", "bad-ms", "garbage", "empty", "bad-date", "none"],
+)
+def test_retry_after_is_read_in_seconds(headers: dict[str, str], seconds: float | None) -> None:
+    """Retry-After in seconds, retry-after-ms (preferred), and anything unreadable as None."""
+    assert RetryAfter(headers).seconds() == seconds
+
+
+def test_retry_after_as_an_http_date() -> None:
+    """A Retry-After HTTP date is the seconds from now until then; a date gone by is 0."""
+    ahead = RetryAfter({"retry-after": http_date(120)}).seconds()
+    assert ahead is not None and 115 <= ahead <= 121
+    assert RetryAfter({"retry-after": http_date(-120)}).seconds() == 0.0
+
+
+def test_retry_after_headers_are_read_whatever_their_case() -> None:
+    """httpx2's headers, as a response has them, are read whatever the case of their names."""
+    assert RetryAfter(httpx2.Headers({"Retry-After": "3"})).seconds() == 3.0
+    assert RetryAfter(httpx2.Headers({"Retry-After-Ms": "40"})).seconds() == 0.04
+
+
+def test_a_rate_limited_service_raises_busy_with_its_retry_after() -> None:
+    """A real 429 beyond the stand-in's limit raises Busy carrying the Retry-After it sent (whole seconds)."""
+
+    async def main(url: str) -> tuple[Any, Busy]:
+        async with JsonEndpoint(url + "/agent").connection() as connection:
+            first = await connection.posted({"message": "hello", "session": "s"})
+            with pytest.raises(Busy) as raised:
+                await connection.posted({"message": "again", "session": "s"})
+            return first, raised.value
+
+    with StandIn(per_minute=1, window=30.0) as server:
+        first, busy = asyncio.run(main(server.url))
+        assert server.refused == 1
+    assert first["output"]["text"] == "You said: hello"
+    assert "429" in str(busy)
+    assert busy.retry_after is not None and 1 <= busy.retry_after <= 30
+
+
+# --- what a conversation costs (found by bench/busy.py) ---------------------------------------------
+
+
+def test_conversations_share_one_context_of_the_systems_trust() -> None:
+    """Every client without a CA or certificate of its own gets the same verifying SSL context, made once."""
+    import ssl
+
+    from convy.http import Tls
+
+    context = Tls().context()
+    assert context is Tls().context()
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname is True
