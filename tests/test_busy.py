@@ -321,7 +321,8 @@ def test_a_request_held_by_a_pause_notes_its_wait() -> None:
     refused_attempt, held_attempt = run(main)
     assert [wait.who for wait in refused_attempt.noted] == ["user"]
     assert [wait.who for wait in held_attempt.noted] == ["user"]
-    assert all(wait.seconds > 0 and wait.start >= 0 for wait in refused_attempt.noted + held_attempt.noted)
+    lasting = all(wait.seconds > 0 and wait.start >= 0 for wait in refused_attempt.noted + held_attempt.noted)
+    assert lasting, "every noted wait has a length and starts within its attempt"
 
 
 # --- places at once ------------------------------------------------------------------------------
@@ -489,7 +490,8 @@ def test_waits_after_refusals_are_noted_in_the_attempts_waits() -> None:
 
     twice, never = run(main)
     assert [wait.who for wait in twice.noted] == ["judge", "judge"]
-    assert all(wait.start >= 0 and wait.seconds > 0 for wait in twice.noted)
+    lasting = all(wait.start >= 0 and wait.seconds > 0 for wait in twice.noted)
+    assert lasting, "every noted wait has a length and starts within its attempt"
     assert twice.noted[0].start < twice.noted[1].start
     assert never.noted == []
 

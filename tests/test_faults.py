@@ -292,7 +292,8 @@ def test_retry_after_is_read_in_each_form() -> None:
     """Retry-After in seconds or as an HTTP date, and retry-after-ms, are read as seconds; nonsense as not given."""
     assert RetryAfter({"retry-after": "1"}).seconds() == 1.0
     assert RetryAfter({"retry-after-ms": "200", "retry-after": "7"}).seconds() == 0.2
-    assert 0.0 < RetryAfter({"retry-after": http_date(30)}).seconds() <= 30.0
+    asked = RetryAfter({"retry-after": http_date(30)}).seconds()
+    assert asked is not None and 0.0 < asked <= 30.0
     assert RetryAfter({"retry-after": http_date(-30)}).seconds() == 0.0
     assert RetryAfter({"retry-after": "soon"}).seconds() is None
     assert RetryAfter({}).seconds() is None
