@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import pytest
 
 from convy.agent import AgentFailure, Answer, Call, Message
@@ -397,3 +398,25 @@ def test_broken_attempts_do_not_stop_the_others() -> None:
         ("c", 2, "passed"),
     ]
     assert (agent.opened, agent.closed) == (6, 6)
+
+
+def test_the_agents_own_timeout_is_its_failure_not_convys_time_limit() -> None:
+    """A TimeoutError raised by the agent's own code fails the attempt as agent_failed, not time_limit."""
+    from contextlib import asynccontextmanager
+
+    class Impatient:
+        @asynccontextmanager
+        async def conversation(self):  # type: ignore[no-untyped-def]
+            yield self
+
+        async def turn(self, message: Message) -> Answer:
+            async with asyncio.timeout(0.001):
+                await asyncio.sleep(1)
+            return Answer("never")
+
+    journal = MemoryJournal()
+    scenario = msgspec.convert({"id": "s", "script": ["hello"], "judge": [{"check": {"said": "."}}]}, Scenario)
+    asyncio.run(Bench(Impatient(), Models(), Limits(turn_seconds=30)).run(Plan((scenario,), 1), journal))
+    (outcome,) = journal.outcomes
+    assert outcome.stop == "agent_failed"
+    assert isinstance(outcome.result, Failed)

@@ -577,3 +577,49 @@ def test_conversations_share_one_context_of_the_systems_trust() -> None:
     assert context is Tls().context()
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname is True
+
+
+def test_a_pause_longer_than_patience_is_not_imposed_on_other_requests() -> None:
+    """A refusal asking for an hour gives up that request at once and leaves the others free to go."""
+
+    async def played() -> tuple[str, str]:
+        places = Places(4, "user", patience=Patience(1.0))
+        calls = 0
+
+        async def refused_for_an_hour() -> str:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise Busy("429", 3600.0)
+            return "answered"
+
+        try:
+            await places.sent(refused_for_an_hour)
+            first = "answered"
+        except Busy:
+            first = "gave up"
+        second = await asyncio.wait_for(places.sent(refused_for_an_hour), timeout=5.0)
+        return first, second
+
+    assert asyncio.run(played()) == ("gave up", "answered")
+
+
+def test_waiting_for_a_free_place_is_noted_apart_from_the_work() -> None:
+    """A request that waited for one of its participant's places has that wait noted as a place wait."""
+
+    async def played() -> list[str]:
+        places = Places(1, "judge")
+        waits = Waits(asyncio.get_running_loop().time())
+        token = WAITS.set(waits)
+        try:
+
+            async def slow() -> str:
+                await asyncio.sleep(0.05)
+                return "done"
+
+            await asyncio.gather(places.sent(slow), places.sent(slow))
+        finally:
+            WAITS.reset(token)
+        return [wait.why for wait in waits.noted]
+
+    assert "place" in asyncio.run(played())

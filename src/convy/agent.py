@@ -130,10 +130,13 @@ class _Limited(msgspec.Struct, frozen=True):
     seconds: float
 
     async def turn(self, message: Message) -> Answer:
+        scope = asyncio.timeout(self.seconds)
         try:
-            async with asyncio.timeout(self.seconds):
+            async with scope:
                 return await self.origin.turn(message)
         except TimeoutError as error:
+            if not scope.expired():
+                raise  # the agent's own timeout: its failure, not convy's time limit
             raise OutOfTime(f"the agent did not answer within {self.seconds:g} s") from error
 
 
@@ -152,10 +155,13 @@ class TimeLimited(msgspec.Struct, frozen=True):
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[Conversation]:
         manager = self.agent.conversation()
+        scope = asyncio.timeout(self.open)
         try:
-            async with asyncio.timeout(self.open):
+            async with scope:
                 opened = await manager.__aenter__()
         except TimeoutError as error:
+            if not scope.expired():
+                raise
             raise OutOfTime(f"the agent did not open a conversation within {self.open:g} s") from error
         failed: BaseException | None = None
         try:
@@ -167,14 +173,25 @@ class TimeLimited(msgspec.Struct, frozen=True):
             await self._closed(manager, failed)
 
     async def _closed(self, manager: AbstractAsyncContextManager[Any], failed: BaseException | None) -> None:
+        """Close the agent's conversation within the limit. When the conversation is already
+        ending on an error (Ctrl+C's cancellation included), that error goes on, whatever the
+        closing does."""
+        scope = asyncio.timeout(self.close)
         try:
-            async with asyncio.timeout(self.close):
+            async with scope:
                 if failed is None:
                     await manager.__aexit__(None, None, None)
                 else:
                     await manager.__aexit__(type(failed), failed, failed.__traceback__)
         except TimeoutError as error:
+            if failed is not None:
+                return
+            if not scope.expired():
+                raise
             raise OutOfTime(f"the agent did not close its conversation within {self.close:g} s") from error
+        except Exception:
+            if failed is None:
+                raise
 
 
 class _Retried(msgspec.Struct, frozen=True):

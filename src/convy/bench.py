@@ -157,11 +157,13 @@ class Bench(msgspec.Struct, frozen=True):
 
 
 class Fingerprints(msgspec.Struct, frozen=True):
-    """SHA-256 of the files a run started with: the scenario files, the agent's file, models.py."""
+    """SHA-256 of what a run started with: the scenario files, the agent's file, models.py, and
+    the simulator prompt's text."""
 
     scenarios: str = ""
     agent: str = ""
     models: str = ""
+    prompt: str = ""
 
 
 class ModelNames(msgspec.Struct, frozen=True):

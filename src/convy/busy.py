@@ -54,12 +54,14 @@ class Patience(msgspec.Struct, frozen=True):
 
 
 class Wait(msgspec.Struct, frozen=True, gc=False):
-    """A stretch of an attempt spent waiting for a busy service: who waited, from when (seconds
-    from the attempt's start), and how long."""
+    """A stretch of an attempt spent waiting: who waited, from when (seconds from the attempt's
+    start), how long, and why — a ``busy`` service's pause, the participant's per-minute ``pace``,
+    or a free ``place`` among the participant's places."""
 
     who: Who
     start: float
     seconds: float
+    why: Literal["busy", "pace", "place"] = "busy"
 
 
 class Waits:
@@ -106,10 +108,13 @@ class Places:
     @asynccontextmanager
     async def one(self) -> AsyncIterator[None]:
         """Hold one place while the block runs: a conversation, or one try of a request."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
         async with self._changed:
             await self._changed.wait_for(lambda: self._taken < self._allowed)
             self._taken += 1
             self.peak = max(self.peak, self._taken)
+        self._noted(start, loop.time() - start, "place")
         try:
             yield
         finally:
@@ -137,44 +142,56 @@ class Places:
             try:
                 if held:
                     async with self.one():
-                        await self._paced(paced)
+                        await self._paced(paced, waited)
                         answer = await request()
                 else:
-                    await self._paced(paced)
+                    await self._paced(paced, waited)
                     answer = await request()
             except Busy as busy:
                 # A Retry-After of 0 (or a date gone by) says nothing of how long the service
                 # stays busy: taken at its word, it would be asked again at once, without end.
                 pause = busy.retry_after if busy.retry_after else delay
                 delay = min(delay * 2, 60.0)
-                await self._busy(pause)
                 if waited + pause > self.patience.seconds:
+                    # A pause longer than anyone's patience is not imposed on the others: their
+                    # own refusals will tell them.
+                    self.refused += 1
                     self.given_up += 1
                     raise Busy(
                         f"{busy} — still busy after waiting {waited:.1f} s (patience {self.patience.seconds:g} s)",
                         busy.retry_after,
                     ) from busy
+                await self._busy(pause)
                 start = loop.time()
                 await asyncio.sleep(pause)
                 waited += pause
-                self._noted(start, loop.time() - start)
+                self._noted(start, loop.time() - start, "busy")
                 continue
             await self._answered_once()
             return answer
 
-    async def _paced(self, slotted: bool = True) -> None:
-        """Wait for a pause a service asked for, then for this request's slot in the minute."""
+    async def _paced(self, slotted: bool, waited: float) -> None:
+        """Wait for a pause a service asked for, then for this request's slot in the minute; a
+        pause longer than what is left of the request's patience gives up at once."""
         loop = asyncio.get_running_loop()
         start = loop.time()
+        left = self.patience.seconds - waited
+        if self._paused_until - start > left:
+            self.given_up += 1
+            raise Busy(
+                f"the service asked to wait {self._paused_until - start:.1f} s more, past the patience of "
+                f"{self.patience.seconds:g} s"
+            )
         while loop.time() < self._paused_until:
             await asyncio.sleep(self._paused_until - loop.time())
+        self._noted(start, loop.time() - start, "busy")
         if self.per_minute and slotted:
-            slot = max(loop.time(), self._next)
+            start = loop.time()
+            slot = max(start, self._next)
             self._next = slot + 60.0 / self.per_minute
-            if slot > loop.time():
-                await asyncio.sleep(slot - loop.time())
-        if loop.time() - start > 0.001:
-            self._noted(start, loop.time() - start)
+            if slot > start:
+                await asyncio.sleep(slot - start)
+            self._noted(start, loop.time() - start, "pace")
 
     async def _busy(self, pause: float) -> None:
         loop = asyncio.get_running_loop()
@@ -197,7 +214,7 @@ class Places:
                 self._allowed += 1
                 self._changed.notify_all()
 
-    def _noted(self, start: float, seconds: float) -> None:
+    def _noted(self, start: float, seconds: float, why: Literal["busy", "pace", "place"]) -> None:
         waits = WAITS.get()
-        if waits is not None:
-            waits.noted.append(Wait(self.who, start - waits.origin, seconds))
+        if waits is not None and seconds > 0.001:
+            waits.noted.append(Wait(self.who, start - waits.origin, seconds, why))

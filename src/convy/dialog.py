@@ -12,6 +12,7 @@ failed, so nothing was judged) or ``NoVerdict`` (a model failed, so nothing can 
 
 from __future__ import annotations
 
+import functools
 import re
 from importlib import resources
 from typing import Annotated, Any, Literal, Protocol
@@ -176,7 +177,7 @@ class Prompt(msgspec.Struct, frozen=True):
 class Spoken(msgspec.Struct, frozen=True):
     """What the simulated user did in its turn, and the tokens its request took."""
 
-    move: Any  # Message | Finished
+    move: Message | Finished
     usage: Usage | NoUsage = NoUsage()
 
 
@@ -208,11 +209,13 @@ class SimulatedUser(msgspec.Struct, frozen=True):
 
 
 class DefaultPrompts(msgspec.Struct, frozen=True):
-    """The prompts convy ships, read from the package."""
+    """The prompts convy ships, read from the package once."""
 
+    @functools.cache  # noqa: B019 - no fields: every DefaultPrompts is the same key
     def user(self) -> str:
         return resources.files("convy").joinpath("prompts", "user.md").read_text(encoding="utf-8")
 
+    @functools.cache  # noqa: B019
     def judge(self) -> str:
         return resources.files("convy").joinpath("prompts", "judge.md").read_text(encoding="utf-8")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import json
+import re
 import ssl
 import uuid
 from collections.abc import AsyncIterator
@@ -49,10 +50,13 @@ class Tls(msgspec.Struct, frozen=True):
     cert: str = ""
     key: str = ""
 
+    @functools.cache  # noqa: B019 - a frozen Tls is its own key; the files are read once per Tls
     def context(self) -> ssl.SSLContext:
-        """The SSL context these settings make; without a CA or a certificate, the system's trust."""
+        """The SSL context these settings make, made once per settings (loading a CA store costs
+        tens of milliseconds, and a JsonAgent opens a client per conversation); without a CA or a
+        certificate, the system's trust, as httpx2 makes it."""
         if not (self.ca or self.cert):
-            return _system_trust()
+            return httpx2.create_ssl_context(verify=True, trust_env=False)
         for name in ("ca", "cert", "key"):
             path = getattr(self, name)
             if path and not Path(path).is_file():
@@ -67,13 +71,6 @@ class Tls(msgspec.Struct, frozen=True):
             except (ssl.SSLError, OSError) as error:
                 raise HttpFailure(f"TLS cert or key file cannot be used: {self.cert}: {error}") from None
         return context
-
-
-@functools.cache
-def _system_trust() -> ssl.SSLContext:
-    # The context httpx2 itself makes for ``verify=True``, made once: loading the system's CA
-    # store takes tens of milliseconds of CPU, and a JsonAgent opens a client per conversation.
-    return httpx2.create_ssl_context(verify=True, trust_env=False)
 
 
 class RetryAfter(msgspec.Struct, frozen=True):
@@ -122,8 +119,11 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         return f"JsonEndpoint({self.shown()!r}, headers=<{len(self.headers)} hidden>, timeout={self.timeout:g})"
 
     def shown(self) -> str:
-        """The URL as errors show it: without its query, which may hold a key."""
-        return self.url.split("?", 1)[0].split("#", 1)[0]
+        """The URL as errors show it: without its query or a user and password, which may hold a key."""
+        bare = self.url.split("?", 1)[0].split("#", 1)[0]
+        scheme, _, rest = bare.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
 
     def at(self, path: str) -> str:
         """The URL with ``path`` added to its path, before its query."""
@@ -199,11 +199,19 @@ class JsonConnection(msgspec.Struct, frozen=True):
             raise HttpFailure(f"POST {self._shown(path)}: {status} {response.reason_phrase}{self._said(response)}")
 
     def _said(self, response: Any) -> str:
+        """The start of an error's body, which usually says what was wrong; a proxy may echo the
+        request, so the endpoint's own header values and anything shaped like a key are blotted."""
         try:
-            text = response.text.strip()
+            text = response.text.strip()[:300]
         except (httpx2.HTTPError, UnicodeDecodeError):
             return ""
-        return f": {text[:300]}" if text else ""
+        for value in self.endpoint.headers.values():
+            for part in [value, *value.split()]:
+                if len(part) >= 8:
+                    text = text.replace(part, "<hidden>")
+        text = re.sub(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+", r"\1 <hidden>", text)
+        text = re.sub(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}", "<hidden>", text)
+        return f": {text}" if text else ""
 
     def _failure(self, error: Exception, path: str) -> HttpFailure:
         where = f"POST {self._shown(path)}"

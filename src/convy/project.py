@@ -62,6 +62,11 @@ class Project(msgspec.Struct, frozen=True):
         found = sorted(path.stem for path in (self.folder / "agents").glob("*.py") if not path.stem.startswith("_"))
         if not found:
             raise ConfigurationError("agents/: no agent files (agents/<name>.py, each defining `agent`)")
+        for name in found:
+            if name in ("compare", "export"):
+                raise ConfigurationError(
+                    f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent"
+                )
         return tuple(found)
 
     def agent(self, name: str) -> ProjectAgent:
@@ -120,13 +125,8 @@ class Project(msgspec.Struct, frozen=True):
             if missing:
                 skipped.append(Skipped(scenario.id, tuple(missing)))
                 continue
-            if scenario.user.strip():
-                try:
-                    prompt.filled({**scenario.vars, "instructions": "", "stop": STOP})
-                except ValueError as error:
-                    shown = settings.user_prompt or "the simulator prompt"
-                    raise ConfigurationError(f"{shown}: {error} for scenario {scenario.id}") from None
             playable.append(scenario)
+        self.fitting(prompt, settings, tuple(playable))
         return RunSpec(
             id=RunId(datetime.now(UTC)).text(),
             agent=agent,
@@ -140,8 +140,20 @@ class Project(msgspec.Struct, frozen=True):
             convy=VERSION,
         )
 
+    def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
+        """Check that every scenario with a simulated user fills every slot of the simulator
+        prompt, before any request: a slot left empty is a configuration error."""
+        for scenario in scenarios:
+            if scenario.user.strip():
+                try:
+                    prompt.filled({**scenario.vars, "instructions": "", "stop": STOP})
+                except ValueError as error:
+                    shown = settings.user_prompt or "the simulator prompt"
+                    raise ConfigurationError(f"{shown}: {error} for scenario {scenario.id}") from None
+
     def fingerprints(self, agent: str) -> Fingerprints:
-        """SHA-256 of the scenario files, the agent's file and ``models.py``, as they are now."""
+        """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator
+        prompt, as they are now."""
         scenarios = hashlib.sha256()
         for path in sorted((self.folder / "scenarios").rglob("*.yaml")):
             scenarios.update(path.relative_to(self.folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -149,6 +161,7 @@ class Project(msgspec.Struct, frozen=True):
             scenarios=scenarios.hexdigest(),
             agent=self._digest(self.folder / "agents" / f"{agent}.py"),
             models=self._digest(self.folder / "models.py"),
+            prompt=hashlib.sha256(self.prompt(self.settings()).text.encode()).hexdigest(),
         )
 
     def results(self) -> Path:
@@ -182,6 +195,10 @@ class Project(msgspec.Struct, frozen=True):
         if now.models != spec.fingerprints.models:
             raise ConfigurationError(
                 f"cannot resume {spec.id}: models.py changed since the run started; start a new run"
+            )
+        if spec.fingerprints.prompt and now.prompt != spec.fingerprints.prompt:
+            raise ConfigurationError(
+                f"cannot resume {spec.id}: the simulator prompt changed since the run started; start a new run"
             )
         return spec
 

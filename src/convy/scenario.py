@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import AgentFailure, Answer, Message, NoUsage, OutOfTime, Usage
+from convy.agent import AgentFailure, Answer, Call, Message, NoUsage, OutOfTime, Usage
 from convy.dialog import (
     STOP,
     Claim,
@@ -84,12 +84,14 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
 
     def _tool(self, transcript: Transcript) -> Claim:
         name = self.called or self.not_called
-        named = [
-            (number, step)
-            for number, turn in enumerate(transcript.turns, start=1)
-            for step in turn.answer.steps
-            if getattr(step, "name", None) == name
-        ]
+        named: list[tuple[int, Call]] = []
+        for number, turn in enumerate(transcript.turns, start=1):
+            for step in turn.answer.steps:
+                match step:
+                    case Call(name=called) if called == name:
+                        named.append((number, step))
+                    case _:
+                        pass
         fitting = [
             (number, step)
             for number, step in named
@@ -174,7 +176,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pass
                 case _:
                     raise ValueError(
-                        f"vars.{name}: expected text, a number or true/false, got {FieldProblem.kind_of(value)}"
+                        f"vars.{name}: expected text, a number or true/false, got {FieldProblem('').kind_of(value)}"
                     )
         if not self.user.strip() and not self.script:
             raise ValueError("user: a scenario needs a user, a script, or both")
@@ -472,18 +474,25 @@ class FieldProblem(msgspec.Struct, frozen=True):
             return f"{path or 'the file'}: expected {expected}, got {got}"
         return f"{path}: {what}" if path else what
 
-    @classmethod
-    def kind_of(cls, value: Any) -> str:
+    def kind_of(self, value: Any) -> str:
         """What a value read from YAML is, in the words these messages use."""
         match value:
             case None:
-                return cls.KINDS["null"]
+                return self.KINDS["null"]
             case dict():
-                return cls.KINDS["object"]
+                return self.KINDS["object"]
             case list() | tuple():
-                return cls.KINDS["array"]
+                return self.KINDS["array"]
+            case bool():
+                return self.KINDS["bool"]
+            case int():
+                return self.KINDS["int"]
+            case float():
+                return self.KINDS["float"]
+            case str():
+                return self.KINDS["str"]
             case _:
-                return cls.KINDS.get(type(value).__name__, type(value).__name__)
+                return "something else"
 
     def _joined(self, path: str, field: str) -> str:
         return f"{path}.{field}" if path else field
