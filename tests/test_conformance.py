@@ -419,3 +419,17 @@ def test_two_conversations_do_not_share_their_history(kind: str, server: StandIn
         mine = record.message[0]
         said = [message["content"] for message in history if message["role"] == "user"]
         assert said and all(text.startswith(mine) for text in said)
+
+
+def test_a_copy_of_a_model_with_another_url_and_key_uses_its_own_client() -> None:
+    """msgspec.structs.replace on an OpenAiModel never sends the copy's requests to the old URL or with the old key."""
+    with StandIn(api_key="first-key") as first, StandIn(api_key="second-key") as second:
+        model = OpenAiModel("m", first.url + "/v1", "first-key")
+        copy = msgspec.structs.replace(model, base_url=second.url + "/v1", key="second-key")
+
+        async def both() -> tuple[str, str]:
+            said = (Said("user", "hello"),)
+            return (await model.reply(said)).text, (await copy.reply(said)).text
+
+        assert asyncio.run(both()) == ("You said: hello", "You said: hello")
+        assert len(first.received) == 1 and len(second.received) == 1

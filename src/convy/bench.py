@@ -271,11 +271,14 @@ class RunJournal(msgspec.Struct, frozen=True):
     def run(self) -> RunFile:
         """The run's ``run.json``; a missing or unreadable one is a ``ConfigurationError``."""
         try:
-            return _RUN.decode((self.folder / "run.json").read_bytes())
+            run = _RUN.decode((self.folder / "run.json").read_bytes())
         except FileNotFoundError:
             raise ConfigurationError(f"{self.folder}: not a run folder (no run.json)") from None
         except (OSError, msgspec.MsgspecError) as error:
             raise ConfigurationError(f"{self.folder}/run.json: cannot be read: {error}") from None
+        if run.format > 1:
+            raise ConfigurationError(f"{self.folder}/run.json: written by a newer convy (format {run.format}); upgrade convy")
+        return run
 
     def kept(self) -> Kept:
         """The attempts kept so far; a line that cannot be read is skipped and counted."""

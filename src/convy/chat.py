@@ -88,31 +88,60 @@ class _Completion(msgspec.Struct, frozen=True):
     model: str | None = None
 
 
+class ReplyParts(msgspec.Struct, frozen=True):
+    """What a chat completion said, in convy's types: the text, the usage with its cost, and
+    the thought and tool calls as an agent's steps."""
+
+    text: str
+    usage: Usage | NoUsage
+    steps: tuple[Thought | Call, ...]
+
+
+class Arguments(msgspec.Struct, frozen=True):
+    """A tool call's arguments as a service gives them: a JSON object, as text or already
+    decoded; anything else is kept under ``raw`` or ``value`` so it is never lost."""
+
+    given: Any
+
+    def value(self) -> dict[str, Any]:
+        decoded = self.given
+        match self.given:
+            case str(text):
+                try:
+                    decoded = msgspec.json.decode(text or "{}")
+                except msgspec.DecodeError:
+                    return {"raw": text}
+            case None:
+                return {}
+        match decoded:
+            case dict():
+                return decoded
+            case _:
+                return {"value": decoded}
+
+
 class Completion(msgspec.Struct, frozen=True):
-    """A Chat Completions reply, read into convy's types: text, usage with cost, tool calls."""
+    """A Chat Completions reply, read into convy's types where it enters."""
 
     reply: Any
     model: str = ""
     prices: Prices = Prices()
 
-    def _read(self) -> _Completion:
+    def read(self) -> ReplyParts:
+        """The reply's text, usage and steps; a reply of another shape is a ``ModelFailure``."""
         try:
             completion = msgspec.convert(self.reply, _Completion)
         except msgspec.ValidationError as error:
             raise ModelFailure(f"the reply is not a chat completion: {error}") from None
         if not completion.choices:
             raise ModelFailure("the reply is a chat completion with no choices")
-        return completion
+        message = completion.choices[0].message
+        thought = message.reasoning or message.reasoning_content or ""
+        steps: list[Thought | Call] = [Thought(thought)] if thought else []
+        steps.extend(Call(call.function.name, Arguments(call.function.arguments).value()) for call in message.tool_calls or [])
+        return ReplyParts(message.content or "", self._usage(completion), tuple(steps))
 
-    def text(self) -> str:
-        return self._read().choices[0].message.content or ""
-
-    def thought(self) -> str:
-        message = self._read().choices[0].message
-        return message.reasoning or message.reasoning_content or ""
-
-    def usage(self) -> Usage | NoUsage:
-        completion = self._read()
+    def _usage(self, completion: _Completion) -> Usage | NoUsage:
         counted = completion.usage
         if counted is None:
             return NoUsage()
@@ -129,23 +158,6 @@ class Completion(msgspec.Struct, frozen=True):
             reasoning=NotReported() if reasoning is None else reasoning,
             cost=cost,
         )
-
-    def calls(self) -> tuple[Thought | Call, ...]:
-        """The thought and the tool calls of the reply, as an agent's steps."""
-        message = self._read().choices[0].message
-        steps: list[Thought | Call] = [Thought(self.thought())] if self.thought() else []
-        for call in message.tool_calls or []:
-            try:
-                arguments = msgspec.json.decode(call.function.arguments or "{}")
-            except msgspec.DecodeError:
-                arguments = {"raw": call.function.arguments}
-            match arguments:
-                case dict():
-                    pass
-                case _:
-                    arguments = {"value": arguments}
-            steps.append(Call(call.function.name, arguments))
-        return tuple(steps)
 
 
 class Chunks(msgspec.Struct, frozen=True):

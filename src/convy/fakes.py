@@ -9,7 +9,7 @@ They count what they did in public fields, so a test can ask.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 
 from convy.agent import Answer, Message
@@ -53,11 +53,15 @@ class FakeAgent:
             self.closed += 1
 
 
-class Echo(FakeAgent):
-    """An agent that answers with the very text it was sent."""
+class Echo:
+    """An agent that answers with the very text it was sent; ``messages`` holds what it got."""
 
     def __init__(self) -> None:
-        super().__init__(lambda text: text)
+        self._agent = FakeAgent(lambda text: text)
+        self.messages = self._agent.messages
+
+    def conversation(self) -> AbstractAsyncContextManager[_FakeConversation]:
+        return self._agent.conversation()
 
 
 class FakeModel:

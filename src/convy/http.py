@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import email.utils
 import functools
-import json
 import re
 import ssl
 import uuid
@@ -35,7 +34,7 @@ import msgspec
 
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
 from convy.busy import Busy
-from convy.chat import Completion
+from convy.chat import Arguments, Completion
 from convy.problems import ModelFailure
 
 
@@ -135,15 +134,21 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
     @asynccontextmanager
     async def connection(self, connections: int = 1) -> AsyncIterator[JsonConnection]:
         """An open client for this endpoint, kept for as long as the block runs."""
+        opened = self.opened(connections)
+        async with opened.client:
+            yield opened
+
+    def opened(self, connections: int) -> JsonConnection:
+        """An open client for this endpoint with up to ``connections`` connections, for its owner
+        to keep (a model keeps one for all its requests in an event loop)."""
         client = httpx2.AsyncClient(
             headers=self.headers,
             verify=self.tls.context(),
             timeout=httpx2.Timeout(self.timeout),
-            limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=connections),
+            limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=min(connections, 64)),
             trust_env=False,
         )
-        async with client:
-            yield JsonConnection(self, client)
+        return JsonConnection(self, client)
 
 
 class JsonConnection(msgspec.Struct, frozen=True):
@@ -408,17 +413,7 @@ class JsonAgent(msgspec.Struct, frozen=True):
     def _call(self, call: Any) -> Call:
         match call:
             case {"name": str(name), **rest}:
-                arguments = rest.get("arguments", {})
-                match arguments:
-                    case str():
-                        try:
-                            arguments = json.loads(arguments)
-                        except ValueError:
-                            arguments = {"raw": arguments}
-                    case dict():
-                        pass
-                    case _:
-                        arguments = {"value": arguments}
+                arguments = Arguments(rest.get("arguments")).value()
                 result = Reported(rest["result"]) if "result" in rest else NotReported()
                 took: float | NotReported = NotReported()
                 match rest.get("seconds"):
@@ -465,7 +460,7 @@ class ChatAgent(msgspec.Struct, frozen=True):
 
     def answer(self, reply: Any) -> Answer:
         try:
-            completion = Completion(reply)
-            return Answer(completion.text(), completion.usage(), completion.calls())
+            read = Completion(reply).read()
+            return Answer(read.text, read.usage, read.steps)
         except ModelFailure as failure:
             raise AgentFailure(f"{self.endpoint.shown()}: {failure}") from None

@@ -19,7 +19,6 @@ import weakref
 from decimal import Decimal
 from typing import Any, Literal, Protocol
 
-import httpx2
 import msgspec
 
 
@@ -186,26 +185,25 @@ class OpenAiModel(msgspec.Struct, frozen=True):
                 answer: Any = Chunks(tuple(events)).completion()
             else:
                 answer = await connection.posted(self.body(messages), "/chat/completions")
-            completion = Completion(answer, self.name, self.prices)
-            return Reply(completion.text(), completion.usage())
+            read = Completion(answer, self.name, self.prices).read()
+            return Reply(read.text, read.usage)
         except ModelFailure as failure:
             # A reply of the wrong shape names the model and where it came from.
             shown = JsonEndpoint(connection.endpoint.at("/chat/completions")).shown()
             raise ModelFailure(f"model {self.name}: POST {shown}: {failure}") from None
 
     async def _connection(self) -> JsonConnection:
+        """This model's open client in the running event loop, made on its first request there.
+
+        The client is kept with the URL and key it was made for, so a copy of this model with
+        another URL or key (``msgspec.structs.replace``) never borrows it.
+        """
         loop = asyncio.get_running_loop()
+        headers = {"authorization": f"Bearer {self._secret()}"} if self.key else {}
+        endpoint = JsonEndpoint(self.base_url.rstrip("/"), headers, timeout=self.timeout)
         found = self.clients.by_loop.get(loop)
-        if found is None:
-            headers = {"authorization": f"Bearer {self._secret()}"} if self.key else {}
-            endpoint = JsonEndpoint(self.base_url.rstrip("/"), headers, timeout=self.timeout)
-            client = httpx2.AsyncClient(
-                headers=headers,
-                timeout=httpx2.Timeout(self.timeout),
-                limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64),
-                trust_env=False,
-            )
-            found = JsonConnection(endpoint, client)
+        if found is None or found.endpoint != endpoint:
+            found = endpoint.opened(256)
             self.clients.by_loop[loop] = found
         return found
 

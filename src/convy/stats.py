@@ -48,9 +48,6 @@ class Tally(msgspec.Struct, frozen=True):
         if not 0 <= self.passed <= self.judged:
             raise ValueError("passed must be between 0 and judged")
 
-    def rate(self) -> float | None:
-        return self.passed / self.judged if self.judged else None
-
 
 class Wilson(msgspec.Struct, frozen=True):
     """Wilson's score interval of a proportion."""

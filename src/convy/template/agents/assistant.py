@@ -20,8 +20,7 @@ from typing import Any
 
 from gateway import Gateway
 
-from convy import Absent, Answer, Call, Cost, JsonEndpoint, Message, NotReported, OpenAiModel, Reported, Unpriced, Usage
-from convy.chat import Completion
+from convy import Absent, Answer, Call, Completion, Cost, JsonEndpoint, Message, NotReported, OpenAiModel, Reported, Unpriced, Usage
 
 SYSTEM = """You are the support assistant of Example Shop. You help with orders and refunds only.
 Ask for the order number (a letter, a dash and four digits) before you look anything up.
@@ -65,8 +64,7 @@ class AssistantConversation:
         for _ in range(3):
             body = {"model": self._model.name, "messages": self._messages, "tools": TOOLS, "temperature": 0.2}
             reply = await self._connection.posted(body, "/chat/completions")
-            completion = Completion(reply, self._model.name, self._model.prices)
-            usage = completion.usage()
+            usage = Completion(reply, self._model.name, self._model.prices).read().usage
             match usage:
                 case Usage():
                     spent.append(usage)
@@ -84,13 +82,18 @@ class AssistantConversation:
         return Answer("Sorry, I could not finish looking that up.", self._total(spent), tuple(steps))
 
     def _total(self, spent: list[Usage]) -> Usage:
-        costs = [usage.cost for usage in spent]
-        priced = [cost for cost in costs if isinstance(cost, Cost)]
-        cost: Cost | Unpriced = (
-            Cost(sum((one.amount for one in priced), Decimal(0)), priced[0].source)
-            if priced and len(priced) == len(costs)
-            else Unpriced()
-        )
+        """The turn's requests as one usage; its cost is known only if every request's was."""
+        amount, source = Decimal(0), "provider"
+        cost: Cost | Unpriced = Unpriced()
+        for usage in spent:
+            match usage.cost:
+                case Cost(amount=more, source=given):
+                    amount, source = amount + more, given
+                case Unpriced():
+                    break
+        else:
+            if spent:
+                cost = Cost(amount, source)
         return Usage(
             input=sum(usage.input for usage in spent),
             output=sum(usage.output for usage in spent),
