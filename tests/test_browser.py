@@ -161,6 +161,13 @@ def test_report_shows_header_tiles_and_table(pages: dict[str, Path], visit: Call
     table = page.inner_text("#scenarios")
     for said in ("✓ always passes", "~ flaky", "✗ never passes", "– not judged", "6/6", "3/6", "0/6", "– 6 not judged"):
         assert said in table, said
+    not_judged = page.locator(".tile", has=page.locator("h2", has_text="Not judged"))
+    assert not_judged.locator(".big").inner_text() == "6"
+    claims = lambda scenario: page.inner_text(f"#scenarios tr[data-id='{scenario}'] .claims-cell").strip()  # noqa: E731
+    assert claims("refunds/late") == "9/12 75%"
+    assert claims("refunds/damaged") == "12/12 100%"
+    assert claims("orders/crash") == "—"
+    assert page.locator("#scenarios tr[data-id='refunds/damaged'] .claims-cell .mark-held").count() == 1
 
 
 def test_report_filters_sorts_searches_and_groups(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
@@ -190,6 +197,9 @@ def test_report_filters_sorts_searches_and_groups(pages: dict[str, Path], visit:
     page.click("#scenarios thead button:has-text('Passed')")
     assert rows(page)[:2] == ["orders/crash", "refunds/late"]
     assert "sort=rate" in page.evaluate("location.hash") and "dir=asc" in page.evaluate("location.hash")
+    page.click("#scenarios thead button:has-text('Claims held')")
+    assert rows(page)[2:] == ["refunds/late", "orders/crash", "orders/unsure"]
+    assert "sort=claims" in page.evaluate("location.hash")
     page.select_option("#group", "folder")
     groups = page.eval_on_selector_all("#scenarios tbody tr.group", "rows => rows.map(row => row.textContent)")
     assert groups == ["folder orders · 2 scenarios", "folder refunds · 2 scenarios", "folder top folder · 1 scenario"]
@@ -354,6 +364,13 @@ def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) ->
     tiles = page.inner_text(".tiles")
     for said in ("PASS RATE", "→", "CHANGE", "pts", "95% CI", "p =", "SMALLEST DETECTABLE CHANGE", "TOKENS", "COST", "TIME", "per attempt"):
         assert said in tiles, said
+    assert "95% CI −100.0 pts to +54.6 pts" in tiles  # clamped: the t interval reaches −104.6
+    tile = lambda title: page.locator(".tile", has=page.locator("h2", has_text=title))  # noqa: E731
+    assert "= same ×1.00 per attempt" in tile("Tokens").inner_text()
+    timed = page.evaluate("JSON.parse(document.getElementById('data').textContent).time_direction")  # the fakes' times vary
+    assert {"lower": "▼ lower", "higher": "▲ higher", "same": "= same"}[timed] in tile("Time").inner_text()
+    assert "no ratio per attempt" in tile("Cost").inner_text()
+    assert tile("Tokens").locator(".st-same").get_attribute("title") == "“same” within ±5%"
     assert page.locator(".tile.verdict .badge").inner_text() in ("~ within noise", "▼ worse")
     worse = page.inner_text("#group-worse")
     assert "▼ Worse" in worse and "refunds/damaged" in worse and "6/6" in worse and "0/6" in worse and "▼ worse" in worse

@@ -43,9 +43,9 @@ from convy import (
 )
 from convy.comparison import Comparison
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
-from convy.page import Block, ComparisonPage, IndexPage, ReportPage, Template
+from convy.page import Block, Chunks, ComparisonPage, IndexPage, Packed, ReportPage, Template, Where
 from convy.report import Index, Read, Runs, Summary
-from convy.views import ComparisonView, DialogueView, IndexView, RunView
+from convy.views import ComparisonView, DialogueView, IndexView, Pair, RunView
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMAGE = '<img src=x onerror="window.__pwned=1">'
@@ -233,7 +233,7 @@ class Page:
         return found.group(1)
 
     def outside_data(self) -> str:
-        return re.sub(r'<script type="application/json" id="\w+">.*?</script>', "", self.text, flags=re.S)
+        return re.sub(r'<script type="application/json" id="[\w-]+">.*?</script>', "", self.text, flags=re.S)
 
     def script(self) -> str:
         found = re.findall(r"<script>(.*?)</script>", self.text, re.S)
@@ -273,11 +273,22 @@ def test_data_escapes_every_less_than_sign(played: Played) -> None:
     """No ``<`` survives inside an embedded JSON block, so ``</script>`` said by anyone cannot close
     it; the claim that carries markup is there as ``\\u003c``."""
     page = Page(ReportPage(Summary(played.runs()["2026-01-05-before"])).html())
-    for name in ("data", "dialogues"):
+    for name in ("data", "dialogues", "dialogues-0"):
         assert "<" not in page.block(name)
     assert "\\u003c/script>\\u003cb>bold\\u003c/b>" in page.block("data")
     scenarios = {one["id"]: one for one in json.loads(page.block("data"))["scenarios"]}
     assert scenarios["hostile"]["claims"][0]["text"] == "The agent stays calm </script><b>bold</b>."
+
+
+def unpacked(page: Page, name: str, kind: type) -> dict[str, object]:
+    """Packed blocks read back: the index, every chunk gunzipped, and each key found in the chunk
+    the index says."""
+    index = msgspec.json.decode(page.block(name), type=Where)
+    texts = [msgspec.json.decode(page.block(f"{name}-{number}"), type=str) for number in range(index.count)]
+    chunks = [msgspec.json.decode(gzip.decompress(base64.b64decode(text)), type=dict[str, kind]) for text in texts]  # type: ignore[valid-type]
+    assert sorted(key for chunk in chunks for key in chunk) == sorted(index.where)
+    assert f'id="{name}-{index.count}"' not in page.text
+    return {key: chunks[at][key] for key, at in index.where.items()}
 
 
 def test_run_report_data_round_trips(played: Played) -> None:
@@ -286,20 +297,33 @@ def test_run_report_data_round_trips(played: Played) -> None:
     summary = Summary(played.runs()["2026-01-05-before"])
     page = Page(ReportPage(summary).html())
     assert msgspec.json.decode(page.block("data"), type=RunView) == summary.view()
-    packed = msgspec.json.decode(page.block("dialogues"), type=dict[str, str])
-    unpacked = {
-        scenario: msgspec.json.decode(gzip.decompress(base64.b64decode(text)), type=list[DialogueView])
-        for scenario, text in packed.items()
-    }
-    assert unpacked == summary.dialogues()
-    hostile = [turn.agent for dialogue in unpacked["hostile"] for turn in dialogue.turns]
+    dialogues = unpacked(page, "dialogues", list[DialogueView])
+    assert dialogues == summary.dialogues()
+    assert list(dialogues) == list(summary.dialogues())
+    hostile = [turn.agent for dialogue in dialogues["hostile"] for turn in dialogue.turns]  # type: ignore[attr-defined]
     assert hostile and all(answer == HOSTILE for answer in hostile)
 
 
+def test_packed_chunks_hold_consecutive_scenarios_up_to_their_limit() -> None:
+    """Scenarios go into a chunk in order until its JSON reaches the limit; one larger than the
+    limit is a chunk of its own; every key is found in the chunk named for it."""
+    values = {f"s{number}": "x" * size for number, size in enumerate([10, 10, 10, 500, 10, 10])}
+    packed = Packed(values, limit=100).chunks()
+    assert packed.where == {"s0": 0, "s1": 0, "s2": 0, "s3": 0, "s4": 1, "s5": 1}
+    assert len(packed.chunks) == 2
+    assert unpacked(Page("\n".join(block.html() for block in packed.blocks("values"))), "values", str) == values
+    assert Packed({}).chunks() == Chunks(chunks=[], where={})
+    assert len(Packed(values).chunks().chunks) == 1
+
+
 def test_comparison_and_index_data_round_trip(played: Played) -> None:
-    """The comparison page holds its ComparisonView, the index its IndexView, exactly."""
+    """The comparison page holds its ComparisonView, its pairs packed apart (not in the data), and
+    the index its IndexView, exactly."""
     view = played.comparison()
-    assert msgspec.json.decode(Page(ComparisonPage(view).html()).block("data"), type=ComparisonView) == view
+    page = Page(ComparisonPage(view).html())
+    assert msgspec.json.decode(page.block("data"), type=ComparisonView) == msgspec.structs.replace(view, pairs=[])
+    assert unpacked(page, "pairs", Pair) == {pair.scenario: pair for pair in view.pairs}
+    assert "passed this to a colleague" not in page.text
     index = played.index()
     assert msgspec.json.decode(Page(IndexPage(index).html()).block("data"), type=IndexView) == index
 

@@ -6,11 +6,22 @@ interval and the sign-flip test across scenarios, per-scenario Fisher tests adju
 Benjamini–Hochberg, the claims that flipped, the minimum detectable effect, tokens, cost and time
 before and after, and what makes the two runs not comparable. Scenarios in one run only, or whose
 content changed, are listed apart and left out of every test: missing is not passing.
+
+Two things are decided here for the page to draw:
+
+- the Δ interval is clamped to [−1, +1]: a difference of two pass rates cannot leave it, though
+  the t interval of a few paired differences can (it once showed −104.6 points);
+- tokens, cost and time per attempt are "lower", "higher" or "same" after: "same" when the ratio
+  after / before is within ``TOLERANCE`` (5%) of 1, i.e. from 0.95 to 1.05 inclusive. Run-to-run
+  jitter of a few percent in tokens or seconds is ordinary, and calling a 2% change "higher" would
+  colour it as a regression.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Literal
+from urllib.parse import quote
 
 import msgspec
 
@@ -19,6 +30,7 @@ from convy.stats import Adjusted, Detectable, Fisher, Paired, Stratified, Stratu
 from convy.views import ClaimFlip, ComparisonView, DialogueView, IntervalView, Pair, ScenarioChange, SideView
 
 ALPHA = 0.05
+TOLERANCE = 0.05  # a ratio within 1 ± TOLERANCE is "same"
 
 
 class Comparison(msgspec.Struct, frozen=True):
@@ -78,6 +90,11 @@ class Comparison(msgspec.Struct, frozen=True):
         detectable = Detectable(tuple(a for _, a, _ in paired_rows), tuple(b for _, _, b in paired_rows))
         mde = detectable.effect()
         base, candidate = self._side(self.base), self._side(self.candidate)
+        cost = self._ratio(self._cost(base), self._cost(candidate))
+        tokens = self._ratio(self._per(base.tokens, base), self._per(candidate.tokens, candidate))
+        seconds = self._ratio(self._per(base.seconds, base), self._per(candidate.seconds, candidate))
+        changes = self._changes(strata)
+        flips = self._flips()
         return ComparisonView(
             base=base,
             candidate=candidate,
@@ -85,7 +102,7 @@ class Comparison(msgspec.Struct, frozen=True):
             only_base=sorted(set(before_ids) - set(after_ids)),
             only_candidate=sorted(set(after_ids) - set(before_ids)),
             changed=sorted(key for key in set(before_ids) & set(after_ids) if before_ids[key] != after_ids[key]),
-            delta=None if delta is None else IntervalView(estimate=delta.estimate, low=delta.low, high=delta.high),
+            delta=None if delta is None else Bounded(delta.estimate, delta.low, delta.high).view(),
             p=tested.p,
             method=tested.method,
             verdict=tested.direction if tested.p < ALPHA else "same",
@@ -93,11 +110,17 @@ class Comparison(msgspec.Struct, frozen=True):
             sign_flip_p=paired.sign_flip(),
             mde=mde,
             needed=self._needed(detectable, delta.estimate if delta else None, mde),
-            cost_ratio=self._ratio(self._cost(base), self._cost(candidate)),
-            token_ratio=self._ratio(self._per(base.tokens, base), self._per(candidate.tokens, candidate)),
-            time_ratio=self._ratio(self._per(base.seconds, base), self._per(candidate.seconds, candidate)),
-            scenarios=self._changes(strata),
-            claims=self._flips(),
+            cost_ratio=cost,
+            token_ratio=tokens,
+            time_ratio=seconds,
+            cost_direction=Ratio(cost).direction(),
+            token_direction=Ratio(tokens).direction(),
+            time_direction=Ratio(seconds).direction(),
+            tolerance=TOLERANCE,
+            scenarios=changes,
+            counts={name: sum(1 for change in changes if change.change == name) for name in ("worse", "better", "same")},
+            claims=flips,
+            flipped=sum(1 for flip in flips if flip.flipped),
             pairs=self._pairs(),
         )
 
@@ -110,6 +133,7 @@ class Comparison(msgspec.Struct, frozen=True):
         return SideView(
             agent=header.agent,
             run=header.run,
+            href=f"../{quote(header.agent, safe='')}/{quote(header.run, safe='')}/report.html",
             started=header.started,
             status=header.status,
             rate=summary.rate(),
@@ -149,7 +173,10 @@ class Comparison(msgspec.Struct, frozen=True):
             if was == now:
                 continue
             crossed = was is not None and now is not None and (was >= 0.5) != (now >= 0.5)
-            flips.append(ClaimFlip(scenario=key[0], claim=key[1], before=was, after=now, flipped=crossed))
+            change: Literal["better", "worse", "one_run"] = (
+                "one_run" if was is None or now is None else "better" if now > was else "worse"
+            )
+            flips.append(ClaimFlip(scenario=key[0], claim=key[1], before=was, after=now, change=change, flipped=crossed))
         return sorted(flips, key=lambda flip: (not flip.flipped, -abs((flip.after or 0) - (flip.before or 0))))
 
     def _held(self, run: Read) -> dict[tuple[str, str], float]:
@@ -205,3 +232,29 @@ class Comparison(msgspec.Struct, frozen=True):
         if before is None or after is None or before == 0:
             return None
         return after / before
+
+
+class Bounded(msgspec.Struct, frozen=True):
+    """A difference of two rates with its interval, clamped to [−1, +1], where such a difference lies."""
+
+    estimate: float
+    low: float
+    high: float
+
+    def view(self) -> IntervalView:
+        clamp = lambda value: min(1.0, max(-1.0, value))  # noqa: E731
+        return IntervalView(estimate=clamp(self.estimate), low=clamp(self.low), high=clamp(self.high))
+
+
+class Ratio(msgspec.Struct, frozen=True):
+    """After over before (per attempt); ``None`` when there is none."""
+
+    value: float | None
+
+    def direction(self) -> Literal["lower", "higher", "same"] | None:
+        """``same`` within 1 ± ``TOLERANCE`` (inclusive), else ``lower`` or ``higher``."""
+        if self.value is None:
+            return None
+        if abs(self.value - 1.0) <= TOLERANCE + 1e-12:
+            return "same"
+        return "lower" if self.value < 1.0 else "higher"

@@ -6,9 +6,14 @@ assets in ``convy/pages/``, and its data is the view record embedded as JSON in
 can close the tag. The page's Content-Security-Policy allows only the one inline script, by its
 hash, and no request anywhere: what the data holds is drawn as text and can run nothing.
 
-A run report keeps its dialogues apart from the tables: each scenario's attempts, gzipped and in
-base64, are decoded by the page only when that scenario's window opens, so a run of thousands of
-attempts opens as fast as its tables draw.
+A run report keeps its dialogues apart from the tables, and a comparison its pairs of attempts:
+they are ``Packed``, gzipped in chunks of consecutive scenarios and written in base64, one JSON
+block each, and the page reads and inflates a chunk (``DecompressionStream``) only when a window
+needs one of its scenarios, so a run of thousands of attempts opens as fast as its tables draw.
+A chunk holds scenarios until its JSON reaches ``Packed.limit`` bytes (256 KiB; a larger scenario
+is a chunk of its own). One gzip per scenario compressed each alone: 10,000 scenarios of one
+attempt each carried 10,000 gzip headers and lost what consecutive dialogues share (the window
+of gzip is 32 KiB). A chunk this size inflates and parses in a few milliseconds.
 """
 
 from __future__ import annotations
@@ -106,35 +111,85 @@ class Template(msgspec.Struct, frozen=True):
         )
 
 
+class Where(msgspec.Struct, frozen=True):
+    """The index block of packed data: how many chunks, and the chunk that holds each key."""
+
+    count: int
+    where: dict[str, int]
+
+
+class Chunks(msgspec.Struct, frozen=True):
+    """``Packed`` data: ``chunks``, each a JSON object ``{key: value}`` gzipped and in base64,
+    and ``where``, the chunk that holds each key."""
+
+    chunks: list[str]
+    where: dict[str, int]
+
+    def blocks(self, name: str) -> tuple[Block, ...]:
+        """Block ``name`` holds the index (``Where``), and block ``name-i`` chunk ``i`` as a JSON
+        string: the page reads only the chunk it needs, never the whole of them."""
+        return (Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where))),) + tuple(
+            Block(f"{name}-{number}", _ENCODER.encode(chunk)) for number, chunk in enumerate(self.chunks)
+        )
+
+
+class Packed(msgspec.Struct, frozen=True):
+    """Values by key (a scenario id), packed in gzipped chunks of consecutive keys."""
+
+    values: dict[str, object]
+    limit: int = 256 * 1024
+
+    def chunks(self) -> Chunks:
+        chunks: list[str] = []
+        where: dict[str, int] = {}
+        members: list[bytes] = []
+        size = 0
+        for key, value in self.values.items():
+            member = _ENCODER.encode(key) + b":" + _ENCODER.encode(value)
+            members.append(member)
+            size += len(member)
+            where[key] = len(chunks)
+            if size >= self.limit:
+                chunks.append(self._packed(members))
+                members, size = [], 0
+        if members:
+            chunks.append(self._packed(members))
+        return Chunks(chunks=chunks, where=where)
+
+    def _packed(self, members: list[bytes]) -> str:
+        return base64.b64encode(gzip.compress(b"{" + b",".join(members) + b"}", mtime=0)).decode("ascii")
+
+
 class ReportPage(msgspec.Struct, frozen=True):
-    """A run's report: its tables embedded whole, its dialogues compressed per scenario."""
+    """A run's report: its tables embedded whole, its dialogues packed in chunks."""
 
     summary: Summary
 
-    def dialogues(self) -> dict[str, str]:
-        """Each scenario's attempts in full, as gzipped JSON in base64, by scenario id."""
-        return {
-            scenario: base64.b64encode(gzip.compress(_ENCODER.encode(found), mtime=0)).decode("ascii")
-            for scenario, found in self.summary.dialogues().items()
-        }
+    def dialogues(self) -> Chunks:
+        """Each scenario's attempts in full (a list of ``DialogueView``), packed by scenario id."""
+        return Packed(dict(self.summary.dialogues())).chunks()
 
     def html(self) -> str:
         view = self.summary.view()
         return Template("report.js", window=True).html(
             f"{view.header.agent} · {view.header.run} · convy",
-            (Block("data", _ENCODER.encode(view)), Block("dialogues", _ENCODER.encode(self.dialogues()))),
+            (Block("data", _ENCODER.encode(view)), *self.dialogues().blocks("dialogues")),
         )
 
 
 class ComparisonPage(msgspec.Struct, frozen=True):
-    """Two runs compared."""
+    """Two runs compared: the view without its pairs, and the pairs packed by scenario id."""
 
     view: ComparisonView
+
+    def pairs(self) -> Chunks:
+        return Packed({pair.scenario: pair for pair in self.view.pairs}).chunks()
 
     def html(self) -> str:
         base, candidate = self.view.base, self.view.candidate
         return Template("comparison.js", window=True).html(
-            f"{base.run} → {candidate.run} · convy", (Block("data", _ENCODER.encode(self.view)),)
+            f"{base.run} → {candidate.run} · convy",
+            (Block("data", _ENCODER.encode(msgspec.structs.replace(self.view, pairs=[]))), *self.pairs().blocks("pairs")),
         )
 
 

@@ -20,15 +20,17 @@ import msgspec
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
 from convy.bench import Complete, Interrupted, RunFile, RunJournal, Running
 from convy.busy import Wait
-from convy.dialog import Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Verdict
+from convy.dialog import Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
 from convy.problems import ConfigurationError
-from convy.scenario import Outcome
+from convy.scenario import Outcome, Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
 from convy.views import (
     AttemptRow,
     ClaimRow,
     ComparisonLink,
+    HeldView,
     IndexView,
+    Suggestion,
     TrendPoint,
     CostView,
     DecisionView,
@@ -148,13 +150,16 @@ class Spent(msgspec.Struct, frozen=True):
         reported = self.reported()
         cached = [count for usage in reported for count in Counted(usage.cached).found()]
         reasoning = [count for usage in reported for count in Counted(usage.reasoning).found()]
+        given = sum(usage.input for usage in reported)
+        taken = sum(usage.output for usage in reported)
         return TokensView(
             requests=len(self.usages),
             reported=len(reported),
-            input=sum(usage.input for usage in reported),
-            output=sum(usage.output for usage in reported),
+            input=given,
+            output=taken,
             cached=sum(cached) if cached else None,
             reasoning=sum(reasoning) if reasoning else None,
+            total=given + taken if reported else None,
         )
 
     def cost(self) -> CostView:
@@ -284,22 +289,7 @@ class Attempt(msgspec.Struct, frozen=True):
     def dialogue(self) -> DialogueView:
         """The attempt in full, for the scenario window."""
         outcome = self.outcome
-        turns = [
-            TurnView(
-                user=turn.message,
-                scripted=turn.scripted,
-                agent=turn.answer.text,
-                steps=[self._step(step) for step in turn.answer.steps],
-                agent_start=turn.agent_start,
-                agent_seconds=turn.agent_seconds,
-                user_start=turn.user_start,
-                user_seconds=turn.user_seconds,
-                agent_tokens=Spent((turn.answer.usage,)).tokens(),
-                user_tokens=Spent(() if turn.scripted else (turn.user_usage,)).tokens(),
-                cost=Spent((turn.answer.usage,) + (() if turn.scripted else (turn.user_usage,))).cost(),
-            )
-            for turn in outcome.transcript.turns
-        ]
+        turns = [self._turn(turn) for turn in outcome.transcript.turns]
         decisions: list[DecisionView] = []
         failed_on: str | None = None
         match outcome.result:
@@ -336,6 +326,25 @@ class Attempt(msgspec.Struct, frozen=True):
             spans=self._spans(),
             tokens=Spent(usages).tokens(),
             cost=Spent(usages).cost(),
+        )
+
+    def _turn(self, turn: Turn) -> TurnView:
+        steps = [self._step(step) for step in turn.answer.steps]
+        thoughts = sum(1 for step in steps if step.kind == "thought")
+        return TurnView(
+            user=turn.message,
+            scripted=turn.scripted,
+            agent=turn.answer.text,
+            steps=steps,
+            thoughts=thoughts,
+            calls=len(steps) - thoughts,
+            agent_start=turn.agent_start,
+            agent_seconds=turn.agent_seconds,
+            user_start=turn.user_start,
+            user_seconds=turn.user_seconds,
+            agent_tokens=Spent((turn.answer.usage,)).tokens(),
+            user_tokens=Spent(() if turn.scripted else (turn.user_usage,)).tokens(),
+            cost=Spent((turn.answer.usage,) + (() if turn.scripted else (turn.user_usage,))).cost(),
         )
 
     def _confidence(self, confidence: Confidence | NoConfidence) -> float | None:
@@ -382,7 +391,8 @@ class Attempt(msgspec.Struct, frozen=True):
         return spans
 
     def _wait(self, wait: Wait) -> SpanView:
-        return SpanView(lane="waiting", start=wait.start, seconds=wait.seconds, label=f"{wait.who} waiting for a busy service")
+        why = {"busy": "for a busy service", "pace": "for its per-minute pace", "place": "for a free place"}[wait.why]
+        return SpanView(lane="waiting", start=wait.start, seconds=wait.seconds, label=f"{wait.who} waiting {why}")
 
 
 class Summary(msgspec.Struct, frozen=True):
@@ -422,7 +432,11 @@ class Summary(msgspec.Struct, frozen=True):
         judged = [tally for tally in tallies.values() if tally.judged]
         consistency = Consistency(tuple(judged))
         noise = Noise(tuple(judged))
-        scenarios = [self._scenario(index, scenario, found) for index, (scenario, found) in enumerate(self.by_scenario().items())]
+        specs = {one.id: one for one in spec.scenarios}
+        scenarios = [
+            self._scenario(index, scenario, found, specs.get(scenario)) for index, (scenario, found) in enumerate(self.by_scenario().items())
+        ]
+        not_judged = Counter(attempt.why() for attempt in attempts if attempt.status() == "not_judged")
         every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
         times = [attempt.time() for attempt in attempts]
         return RunView(
@@ -434,7 +448,8 @@ class Summary(msgspec.Struct, frozen=True):
             always=consistency.always(),
             flaky=consistency.flaky(),
             never=consistency.never(),
-            not_judged=dict(Counter(attempt.why() for attempt in attempts if attempt.status() == "not_judged")),
+            not_judged=dict(not_judged),
+            not_judged_total=sum(not_judged.values()),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
             consistency=[Dimension(k=k, pass_hat=consistency.pass_hat(k), pass_at=consistency.pass_at(k)) for k in consistency.ks()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
@@ -462,6 +477,7 @@ class Summary(msgspec.Struct, frozen=True):
             scenarios=scenarios,
             tags=sorted({tag for scenario in spec.scenarios for tag in scenario.tags}),
             groups=sorted({view.group for view in scenarios}),
+            claims=sorted({claim.text for view in scenarios for claim in view.claims}),
         )
 
     def header(self) -> HeaderView:
@@ -528,8 +544,7 @@ class Summary(msgspec.Struct, frozen=True):
             per_request=Spread(tuple(float(usage.input + usage.output) for usage in Spent(usages).reported())).view(),
         )
 
-    def _scenario(self, index: int, scenario: str, attempts: list[Attempt]) -> ScenarioView:
-        spec = {one.id: one for one in self.run.file.spec.scenarios}.get(scenario)
+    def _scenario(self, index: int, scenario: str, attempts: list[Attempt], spec: Scenario | None) -> ScenarioView:
         claims = self.claims(attempts)
         statuses = [attempt.status() for attempt in attempts]
         tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
@@ -540,6 +555,8 @@ class Summary(msgspec.Struct, frozen=True):
         names = [row.text for row in claims]
         agent_usage = tuple(usage for attempt in attempts for usage in attempt.agent_usage())
         every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
+        agent = self._spend(agent_usage, [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns])
+        failing = [attempt for attempt in attempts if attempt.status() == "failed"]
         return ScenarioView(
             index=index,
             id=scenario,
@@ -551,6 +568,7 @@ class Summary(msgspec.Struct, frozen=True):
             rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
             status=status,
             claims=claims,
+            claims_held=Held(sum(row.held for row in claims), sum(row.decided for row in claims)).view(),
             attempts=[
                 AttemptRow(
                     attempt=attempt.outcome.attempt,
@@ -563,8 +581,10 @@ class Summary(msgspec.Struct, frozen=True):
                 )
                 for attempt in attempts
             ],
+            first=(failing or attempts)[0].outcome.attempt if attempts else None,
             turns=Spread(tuple(float(len(attempt.outcome.transcript.turns)) for attempt in attempts)).view(),
-            agent=self._spend(agent_usage, [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns]),
+            agent=agent,
+            answer_p50=agent.seconds.p50,
             cost=Spent(every_usage).cost(),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
         )
@@ -593,11 +613,31 @@ class Summary(msgspec.Struct, frozen=True):
                     by=by,  # type: ignore[arg-type]
                     held=held[text],
                     decided=decided[text],
+                    holds=Held(held[text], decided[text]).holds(),
                     rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
                 )
             )
         return rows
 
+
+class Held(msgspec.Struct, frozen=True):
+    """Claims held out of claims decided."""
+
+    held: int
+    decided: int
+
+    def holds(self) -> Literal["always", "sometimes", "never", "undecided"]:
+        if self.decided == 0:
+            return "undecided"
+        return "always" if self.held == self.decided else "never" if self.held == 0 else "sometimes"
+
+    def view(self) -> HeldView:
+        return HeldView(
+            held=self.held,
+            decided=self.decided,
+            share=self.held / self.decided if self.decided else None,
+            holds=self.holds(),
+        )
 
 
 class Index(msgspec.Struct, frozen=True):
@@ -631,4 +671,17 @@ class Index(msgspec.Struct, frozen=True):
             comparisons=links,
             skipped=[f"{unread.folder.name}: {unread.reason}" for unread in self.unread],
             agents=sorted(trends),
+            suggested=self.suggested(rows),
         )
+
+    def suggested(self, rows: list[RunRow]) -> Suggestion | None:
+        """The pair the index offers to compare (``rows`` newest first): the newest run that has an
+        earlier one of the same agent, against the latest of those; with no such pair, the newest
+        run against the oldest."""
+        if not rows:
+            return None
+        for at, later in enumerate(rows):
+            for earlier in rows[at + 1 :]:
+                if earlier.agent == later.agent:
+                    return Suggestion(base=earlier.run, candidate=later.run)
+        return Suggestion(base=rows[-1].run, candidate=rows[0].run)

@@ -34,7 +34,11 @@ class SpreadView(View):
 
 
 class TokensView(View):
-    """Tokens by kind, over some requests; ``cached``/``reasoning`` are ``None`` when nobody said."""
+    """Tokens by kind, over some requests; ``cached``/``reasoning`` are ``None`` when nobody said.
+
+    ``total`` is ``input + output``, or ``None`` when no request reported its tokens (a table sorts
+    by it, unreported last).
+    """
 
     requests: int = 0
     reported: int = 0
@@ -42,6 +46,7 @@ class TokensView(View):
     output: int = 0
     cached: int | None = None
     reasoning: int | None = None
+    total: int | None = None
 
 
 class CostView(View):
@@ -77,13 +82,24 @@ class SpendView(View):
     per_request: SpreadView = SpreadView()
 
 
+class HeldView(View):
+    """Claims held out of claims decided (trusted decisions only), their share, and in one word:
+    ``always`` (every decided one held), ``never`` (none did), ``sometimes``, or ``undecided``."""
+
+    held: int
+    decided: int
+    share: float | None
+    holds: Literal["always", "sometimes", "never", "undecided"]
+
+
 class ClaimRow(View):
-    """One claim of a scenario over its attempts."""
+    """One claim of a scenario over its attempts; ``holds`` as in ``HeldView``."""
 
     text: str
     by: Literal["judge", "code"]
     held: int
     decided: int
+    holds: Literal["always", "sometimes", "never", "undecided"]
     rate: IntervalView | None = None
 
 
@@ -100,7 +116,14 @@ class AttemptRow(View):
 
 
 class ScenarioView(View):
-    """One scenario of a run: its result, its claims, and its attempts in short."""
+    """One scenario of a run: its result, its claims, and its attempts in short.
+
+    ``claims_held`` sums every claim over every attempt: claims held out of claims decided. It
+    has no interval: the claims of one attempt are not independent of each other. ``answer_p50``
+    is the scenario's time in one number: the median of its agent's answer times, over every turn
+    of every attempt (``agent.seconds.p50``). ``first`` is the attempt its window opens on: the
+    first that failed, else the first kept (``None`` when none was kept).
+    """
 
     index: int
     id: str
@@ -112,9 +135,12 @@ class ScenarioView(View):
     rate: IntervalView | None
     status: Literal["always", "flaky", "never", "not_judged"]
     claims: list[ClaimRow]
+    claims_held: HeldView
     attempts: list[AttemptRow]
+    first: int | None
     turns: SpreadView
     agent: SpendView
+    answer_p50: float | None
     cost: CostView
     stops: dict[str, int]
 
@@ -152,7 +178,9 @@ class HeaderView(View):
 
 
 class RunView(View):
-    """A run report's data."""
+    """A run report's data. ``not_judged`` counts the attempts left out of the pass rate by
+    reason, ``not_judged_total`` all of them; ``claims`` is every claim's text, sorted, for the
+    claim filter."""
 
     header: HeaderView
     rate: IntervalView | None
@@ -163,6 +191,7 @@ class RunView(View):
     flaky: int
     never: int
     not_judged: dict[str, int]
+    not_judged_total: int
     stops: dict[str, int]
     consistency: list[Dimension]
     noise: NoiseView
@@ -174,6 +203,7 @@ class RunView(View):
     scenarios: list[ScenarioView]
     tags: list[str]
     groups: list[str]
+    claims: list[str]
 
 
 class StepView(View):
@@ -186,10 +216,14 @@ class StepView(View):
 
 
 class TurnView(View):
+    """One turn of a dialogue; ``thoughts`` and ``calls`` count its agent's steps of each kind."""
+
     user: str
     scripted: bool
     agent: str
     steps: list[StepView]
+    thoughts: int
+    calls: int
     agent_start: float
     agent_seconds: float
     user_start: float
@@ -264,19 +298,29 @@ class ComparisonLink(View):
     href: str
 
 
+class Suggestion(View):
+    """Two runs the index offers to compare: the newest run that has an earlier one of the same
+    agent, against the latest of those earlier ones."""
+
+    base: str
+    candidate: str
+
+
 class IndexView(View):
     runs: list[RunRow]
     trends: dict[str, list[TrendPoint]]
     comparisons: list[ComparisonLink]
     skipped: list[str]
     agents: list[str]
+    suggested: Suggestion | None
 
 
 class SideView(View):
-    """One run's side of a comparison."""
+    """One run's side of a comparison; ``href`` is its report, relative to the comparison page."""
 
     agent: str
     run: str
+    href: str
     started: str
     status: str
     rate: IntervalView | None
@@ -300,10 +344,14 @@ class ScenarioChange(View):
 
 
 class ClaimFlip(View):
+    """A claim whose held rate changed: ``better`` it holds more often now, ``worse`` less often,
+    ``one_run`` only one of the runs decided it. ``flipped``: it crossed half its attempts."""
+
     scenario: str
     claim: str
     before: float | None
     after: float | None
+    change: Literal["better", "worse", "one_run"]
     flipped: bool
 
 
@@ -316,6 +364,18 @@ class Pair(View):
 
 
 class ComparisonView(View):
+    """Two runs compared (``comparison.py``).
+
+    ``delta`` is the paired difference of pass rates with its interval, clamped to [−1, +1].
+    ``token_ratio``, ``cost_ratio`` and ``time_ratio`` are the candidate's per attempt over the
+    base's; each ``*_direction`` says ``lower``, ``higher``, or ``same`` when the ratio is within
+    ``tolerance`` of 1 (``None`` with no ratio). ``counts`` is the scenarios per change,
+    ``flipped`` the claims that crossed half their attempts.
+
+    ``pairs`` is one attempt of each run per scenario; the page does not embed them with the rest
+    but compressed, read when the side-by-side window opens (``page.py``).
+    """
+
     base: SideView
     candidate: SideView
     banner: list[str]
@@ -333,6 +393,12 @@ class ComparisonView(View):
     cost_ratio: float | None
     token_ratio: float | None
     time_ratio: float | None
+    cost_direction: Literal["lower", "higher", "same"] | None
+    token_direction: Literal["lower", "higher", "same"] | None
+    time_direction: Literal["lower", "higher", "same"] | None
+    tolerance: float
     scenarios: list[ScenarioChange]
+    counts: dict[str, int]
     claims: list[ClaimFlip]
+    flipped: int
     pairs: list[Pair]

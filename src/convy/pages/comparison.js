@@ -1,7 +1,7 @@
 /* convy: two runs compared. Draws the ComparisonView embedded in #data: whether the change is
    real or within noise, scenarios worse / better / same, claims that flipped, and one attempt of
-   each run side by side, turn by turn, in the window. Search and the open scenario live in the
-   URL's hash. */
+   each run side by side, turn by turn, in the window (the pairs in #pairs are read and inflated
+   only when the window opens). Search and the open scenario live in the URL's hash. */
 
 (() => {
   const { h, fmt, tile, facts, hash } = Convy;
@@ -9,7 +9,7 @@
   const app = document.getElementById("app");
   const base = view.base;
   const candidate = view.candidate;
-  const pairs = new Map(view.pairs.map((pair) => [pair.scenario, pair]));
+  const pairs = Scene.packed("pairs");
   const changes = new Map(view.scenarios.map((one) => [one.id, one]));
 
   const CHANGE = {
@@ -24,26 +24,27 @@
     return h("span", { class: (asBadge ? "badge " : "") + "st st-" + code }, pair[0] + " " + pair[1]);
   }
 
-  /* Lower is better: a ratio above one is more (worse), below one less (better). */
-  function ratio(value) {
-    if (value === null || value === undefined) return h("span", { class: "muted" }, "no ratio per attempt");
-    const code = value > 1 ? "worse" : value < 1 ? "better" : "same";
-    const said = value > 1 ? "▲ higher" : value < 1 ? "▼ lower" : "= same";
-    return h("span", { class: "st st-" + code }, said + " " + fmt.ratio(value) + " per attempt");
+  /* Lower is better: Python says lower, higher or same (within its tolerance); drawn as better,
+     worse or same. */
+  const DIRECTION = {
+    lower: ["better", "▼ lower"],
+    higher: ["worse", "▲ higher"],
+    same: ["same", "= same"],
+  };
+  function ratio(value, direction) {
+    if (value === null || value === undefined || !DIRECTION[direction]) return h("span", { class: "muted" }, "no ratio per attempt");
+    const [code, said] = DIRECTION[direction];
+    return h("span", { class: "st st-" + code, title: "“same” within ±" + fmt.pct(view.tolerance, 0) }, said + " " + fmt.ratio(value) + " per attempt");
   }
 
   function versus(before, after) {
     return h("span", null, h("span", { class: "value" }, before), h("span", { class: "muted" }, " → "), h("span", { class: "value" }, after));
   }
 
-  function report(side) {
-    return "../" + encodeURIComponent(side.agent) + "/" + encodeURIComponent(side.run) + "/report.html";
-  }
-
   function header() {
     const sideFacts = (label, side) => h("div", { class: "side" },
       h("div", { class: "side-label" }, label),
-      h("div", { class: "side-name" }, h("a", { href: report(side) }, side.agent + " · " + side.run)),
+      h("div", { class: "side-name" }, h("a", { href: side.href }, side.agent + " · " + side.run)),
       facts([
         ["status", Convy.status("run", side.status, true)],
         ["started", fmt.date(side.started)],
@@ -90,10 +91,10 @@
       tile("Smallest detectable change", view.mde === null ? "—" : fmt.points(view.mde).replace(/^[+±]/, ""),
         view.needed ? h("span", null, view.needed) : h("span", { class: "muted" }, view.mde === null ? "not enough judged attempts" : "the change seen is at least this large"),
         h("span", { class: "muted" }, "α = 0.05, power 0.8, on these scenarios and attempts")),
-      tile("Tokens", versus(fmt.int(base.tokens), fmt.int(candidate.tokens)), ratio(view.token_ratio), h("span", { class: "muted" }, "agent, user model and judge · lower is better")),
-      tile("Cost", versus(fmt.cost(base.cost), fmt.cost(candidate.cost)), ratio(view.cost_ratio),
+      tile("Tokens", versus(fmt.int(base.tokens), fmt.int(candidate.tokens)), ratio(view.token_ratio, view.token_direction), h("span", { class: "muted" }, "agent, user model and judge · lower is better")),
+      tile("Cost", versus(fmt.cost(base.cost), fmt.cost(candidate.cost)), ratio(view.cost_ratio, view.cost_direction),
         h("span", { class: "muted" }, base.cost.complete && candidate.cost.complete ? "lower is better" : "incomplete: some requests unpriced")),
-      tile("Time", versus(fmt.seconds(base.seconds), fmt.seconds(candidate.seconds)), ratio(view.time_ratio), h("span", { class: "muted" }, "summed over attempts · lower is better")));
+      tile("Time", versus(fmt.seconds(base.seconds), fmt.seconds(candidate.seconds)), ratio(view.time_ratio, view.time_direction), h("span", { class: "muted" }, "summed over attempts · lower is better")));
   }
 
   /* Scenarios, grouped by their change. */
@@ -133,7 +134,7 @@
     visible = [];
     const sections = ["worse", "better", "same"].map((code) => {
       const members = view.scenarios.filter((one) => one.change === code && matches(one.id));
-      const total = view.scenarios.filter((one) => one.change === code).length;
+      const total = view.counts[code] || 0;
       const label = { worse: "Worse", better: "Better", same: "Same" }[code];
       const body = h("tbody", null, members.map((one) => rows.get(one.id)));
       visible.push(...members.map((one) => rows.get(one.id)));
@@ -158,14 +159,13 @@
 
   function drawClaims() {
     const shown = view.claims.filter((one) => (state.all || one.flipped) && matches(one.scenario + " " + one.claim));
-    const flipped = view.claims.filter((one) => one.flipped).length;
+    const flipped = view.flipped;
     const toggle = h("button", { type: "button", "aria-pressed": state.all ? "true" : "false", onclick: () => { state.all = state.all ? "" : "1"; save(); drawClaims(); } },
       state.all ? "Show flipped claims only" : "Show every changed claim (" + view.claims.length + ")");
     const rate = (value) => (value === null || value === undefined ? "—" : fmt.pct(value, 0));
     const arrow = (one) => {
-      if (one.before === null || one.after === null) return h("span", { class: "st st-same" }, "– only one run decided it");
-      const code = one.after > one.before ? "better" : one.after < one.before ? "worse" : "same";
-      return h("span", { class: "st st-" + code }, CHANGE[code][0] + " " + (one.flipped ? "flipped, " : "") + (code === "better" ? "holds more" : code === "worse" ? "holds less" : "same"));
+      if (one.change === "one_run") return h("span", { class: "st st-same" }, "– only one run decided it");
+      return h("span", { class: "st st-" + one.change }, CHANGE[one.change][0] + " " + (one.flipped ? "flipped, " : "") + (one.change === "better" ? "holds more" : "holds less"));
     };
     Convy.fill(claimsBox,
       h("h2", null, "Claims that flipped ", h("span", { class: "muted" }, "· " + flipped + " crossed half their attempts")),
@@ -210,9 +210,8 @@
   }
 
   function open(id) {
-    const pair = pairs.get(id);
     const one = changes.get(id);
-    if (!pair && !one) return;
+    if (!pairs.has(id) && !one) return;
     state.s = id;
     save();
     mark();
@@ -223,6 +222,19 @@
     Convy.fill(win.tools,
       h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
       h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next"));
+    Convy.fill(win.body, h("p", { class: "loading" }, "Loading the attempts…"));
+    win.show();
+    pairs.get(id).then((pair) => {
+      if (state.s !== id) return;
+      Convy.fill(win.body, ...lined(pair || null));
+      for (const node of win.body.querySelectorAll("article.turn .turn-number")) node.remove();
+    }, (error) => {
+      Convy.fill(win.body, h("div", { class: "notice bad" }, h("strong", null, "The attempts could not be read"), String(error && error.message ? error.message : error)));
+    });
+  }
+
+  /* One attempt of each run, lined up: decisions, then turn by turn, then the timelines. */
+  function lined(pair) {
     const before = pair ? pair.before : null;
     const after = pair ? pair.after : null;
     const grid = h("div", { class: "pair", id: "pair" },
@@ -242,14 +254,13 @@
         grid.appendChild(cell(d && d.turns[i] ? Scene.turn(d.turns[i], i + 1) : nothing(d ? "No turn " + (i + 1) + " in this attempt." : "")));
       }
     }
-    Convy.fill(win.body,
+    return [
       pair ? null : h("p", { class: "muted" }, "No attempts of this scenario to show."),
       grid,
       pair ? h("details", { class: "timelines" }, h("summary", null, "Timelines"),
         h("div", { class: "pair" },
-          cell(before ? Scene.timeline(before) : nothing("—")), cell(after ? Scene.timeline(after) : nothing("—")))) : null);
-    for (const node of win.body.querySelectorAll("article.turn .turn-number")) node.remove();
-    win.show();
+          cell(before ? Scene.timeline(before) : nothing("—")), cell(after ? Scene.timeline(after) : nothing("—")))) : null,
+    ];
   }
 
   function neighbour(step) {

@@ -50,12 +50,9 @@
     const candidateSelect = h("select", { id: "compare-candidate", "aria-label": "Candidate run" }, runs.map((row) => h("option", { value: row.run }, label(row))));
     const command = h("code", { id: "compare-command", class: "command" });
     const copy = h("button", { type: "button", title: "Copy the command" }, "Copy");
-    if (runs.length) {
-      /* The newest run that has an earlier one of the same agent, against that earlier one. */
-      const later = runs.find((row) => runs.some((other) => other.agent === row.agent && other.index > row.index)) || runs[0];
-      const earlier = runs.find((row) => row.agent === later.agent && row.index > later.index) || runs[runs.length - 1];
-      candidateSelect.value = later.run;
-      baseSelect.value = earlier.run;
+    if (view.suggested) {
+      candidateSelect.value = view.suggested.candidate;
+      baseSelect.value = view.suggested.base;
     }
     const write = () => {
       command.textContent = runs.length ? "convy compare " + baseSelect.value + " " + candidateSelect.value : "convy compare BASE CANDIDATE";

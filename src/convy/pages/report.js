@@ -1,11 +1,11 @@
-/* convy: a run's report. Draws the RunView embedded in #data; the dialogues in #dialogues are
-   inflated per scenario only when its window opens. Filters, sort and the open scenario and
-   attempt live in the URL's hash. */
+/* convy: a run's report. Draws the RunView embedded in #data; the dialogues (#dialogues says
+   which chunk holds each scenario) are read only when a window opens, a chunk of scenarios at a
+   time. Filters, sort and the open scenario and attempt live in the URL's hash. */
 
 (() => {
   const { h, fmt, status, word, tile, facts, hash } = Convy;
   const view = Convy.json("data");
-  const packed = Convy.json("dialogues") || {};
+  const packed = Scene.packed("dialogues");
   const app = document.getElementById("app");
   const scenarios = view.scenarios;
   const byId = new Map(scenarios.map((one) => [one.id, one]));
@@ -52,7 +52,6 @@
 
   function tiles() {
     const notJudged = Object.entries(view.not_judged);
-    const total = notJudged.reduce((sum, [, count]) => sum + count, 0);
     const last = view.consistency.length ? view.consistency[view.consistency.length - 1] : null;
     const spend = (name, one) => h("li", null, h("strong", null, name + ": "), one.tokens.requests
       ? [fmt.tokens(one.tokens), h("span", { class: "muted" }, " · " + fmt.int(one.tokens.requests) + " requests · " + fmt.cost(one.cost))]
@@ -68,7 +67,7 @@
           h("li", null, h("span", { class: "st st-always" }, "✓ " + fmt.int(view.always) + " always pass")),
           h("li", null, h("span", { class: "st st-flaky" }, "~ " + fmt.int(view.flaky) + " flaky")),
           h("li", null, h("span", { class: "st st-never" }, "✗ " + fmt.int(view.never) + " never pass")))),
-      tile("Not judged", fmt.int(total),
+      tile("Not judged", fmt.int(view.not_judged_total),
         notJudged.length
           ? h("ul", null, notJudged.map(([why, count]) => h("li", null, "– " + fmt.int(count) + " " + word("why", why))))
           : h("span", { class: "muted" }, "every attempt was judged"),
@@ -111,7 +110,7 @@
     h("option", { value: "not_judged" }, "– not judged"));
   const tagSelect = h("select", { id: "filter-tag", "aria-label": "Filter by tag" },
     h("option", { value: "" }, "every tag"), view.tags.map((tag) => h("option", { value: tag }, tag)));
-  const claimTexts = [...new Set(scenarios.flatMap((one) => one.claims.map((claim) => claim.text)))].sort();
+  const claimTexts = view.claims;
   const claimSelect = h("select", { id: "filter-claim", "aria-label": "Filter by claim", class: "claim-select" },
     h("option", { value: "" }, "every claim"), claimTexts.map((text) => h("option", { value: text }, text.length > 70 ? text.slice(0, 69) + "…" : text)));
   const groupSelect = h("select", { id: "group", "aria-label": "Group by" },
@@ -140,7 +139,7 @@
     ["Status", "status", false],
     ["Passed", "rate", true],
     ["Attempts", null, false],
-    ["Claims held", null, false],
+    ["Claims held", "claims", true],
     ["Turns", "turns", true],
     ["Agent tokens", "tokens", true],
     ["Cost", "cost", true],
@@ -151,9 +150,10 @@
     status: (one) => ORDER[one.status],
     rate: (one) => (one.rate ? one.rate.estimate : null),
     turns: (one) => one.turns.p50,
-    tokens: (one) => (one.agent.tokens.reported ? one.agent.tokens.input + one.agent.tokens.output : null),
+    claims: (one) => one.claims_held.share,
+    tokens: (one) => one.agent.tokens.total,
     cost: (one) => (one.cost.amount === null ? null : Number(one.cost.amount)),
-    time: (one) => one.agent.seconds.p50,
+    time: (one) => one.answer_p50,
   };
 
   const thead = h("thead");
@@ -177,13 +177,18 @@
     return box;
   }
 
+  const HOLDS = { always: "mark-held", never: "mark-failed", sometimes: null, undecided: null };
+
+  /* Claims held out of decided, over every claim and attempt; with a claim filter, that claim's. */
   function claimsCell(one) {
     if (!one.claims.length) return h("span", { class: "muted" }, "—");
-    const chosen = state.claim ? one.claims.filter((claim) => claim.text === state.claim) : one.claims;
-    const shown = chosen.slice(0, 4);
-    return h("span", { class: "claims", title: one.claims.map((claim) => claim.held + "/" + claim.decided + "  " + claim.text).join("\n") },
-      shown.map((claim, i) => [i ? " · " : "", h("span", { class: claim.decided && claim.held === claim.decided ? "mark-held" : claim.held === 0 && claim.decided ? "mark-failed" : "" }, claim.held + "/" + claim.decided)]),
-      chosen.length > 4 ? h("span", { class: "muted" }, " +" + (chosen.length - 4)) : null);
+    const title = one.claims.map((claim) => claim.held + "/" + claim.decided + "  " + claim.text).join("\n");
+    const chosen = state.claim ? one.claims.find((claim) => claim.text === state.claim) : null;
+    if (chosen) return h("span", { class: "claims", title }, h("span", { class: HOLDS[chosen.holds] }, chosen.held + "/" + chosen.decided));
+    const held = one.claims_held;
+    return h("span", { class: "claims", title },
+      h("span", { class: HOLDS[held.holds] }, fmt.int(held.held) + "/" + fmt.int(held.decided)),
+      held.share === null ? null : h("span", { class: "muted" }, " " + fmt.pct(held.share, 0)));
   }
 
   function row(one, key) {
@@ -197,11 +202,11 @@
         one.rate ? h("div", { class: "interval" }, fmt.span(one.rate)) : null,
         one.not_judged ? h("div", { class: "interval" }, "– " + fmt.int(one.not_judged) + " not judged") : null),
       h("td", null, strip(one)),
-      h("td", { class: "claims-cell" }, claimsCell(one)),
+      h("td", { class: "num claims-cell" }, claimsCell(one)),
       h("td", { class: "num" }, turns),
       h("td", { class: "num" }, fmt.tokens(one.agent.tokens)),
       h("td", { class: "num" }, fmt.cost(one.cost)),
-      h("td", { class: "num" }, fmt.seconds(one.agent.seconds.p50)));
+      h("td", { class: "num" }, fmt.seconds(one.answer_p50)));
     tr.addEventListener("click", () => open(one.id, ""));
     tr.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.ctrlKey && !event.metaKey) {
@@ -394,9 +399,7 @@
     if (!one) return;
     const chosen = attempt && one.attempts.some((a) => String(a.attempt) === String(attempt))
       ? String(attempt)
-      : one.attempts.length
-        ? String((one.attempts.find((a) => a.status === "failed") || one.attempts[0]).attempt)
-        : "";
+      : one.first === null ? "" : String(one.first);
     state.s = id;
     state.a = chosen;
     save();
@@ -427,11 +430,11 @@
     win.show();
     if (!chosen) return;
     Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
-    if (!(id in packed)) {
+    if (!packed.has(id)) {
       Convy.fill(detail, h("p", { class: "muted" }, "This report holds no dialogue for this scenario."));
       return;
     }
-    Scene.inflate(id, packed[id]).then((list) => {
+    packed.get(id).then((list) => {
       if (state.s !== id || state.a !== chosen) return;
       const d = list.find((x) => String(x.attempt) === chosen);
       Convy.fill(detail, d ? Scene.attempt(d) : h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));

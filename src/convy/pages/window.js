@@ -39,20 +39,38 @@ const Scene = (() => {
     };
   }
 
-  /* Each scenario's attempts arrive gzipped in base64; inflated once, when first asked for. */
-  const inflated = new Map();
-  function inflate(key, encoded) {
-    if (!inflated.has(key)) {
-      inflated.set(key, (async () => {
-        if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot decompress the dialogues (no DecompressionStream): open the report in a recent browser");
-        const raw = atob(encoded);
-        const bytes = new Uint8Array(raw.length);
-        for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-        const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-        return JSON.parse(await new Response(stream).text());
-      })());
-    }
-    return inflated.get(key);
+  /* Packed data (page.py's Chunks): the JSON block #id says which chunk holds each scenario,
+     and block #id-i holds chunk i, gzipped, in base64. The index is read when first asked
+     about, and each chunk read and inflated once, when one of its scenarios is first asked for. */
+  function packed(id) {
+    let data = null;
+    const inflated = new Map();
+    const read = () => {
+      if (data === null) data = Convy.json(id) || { count: 0, where: {} };
+      return data;
+    };
+    const has = (key) => Object.prototype.hasOwnProperty.call(read().where, key);
+    const chunk = (at) => {
+      if (!inflated.has(at)) {
+        inflated.set(at, (async () => {
+          if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot decompress the dialogues (no DecompressionStream): open the page in a recent browser");
+          const raw = atob(Convy.json(id + "-" + at));
+          const bytes = new Uint8Array(raw.length);
+          for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+          const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+          return JSON.parse(await new Response(stream).text());
+        })());
+      }
+      return inflated.get(at);
+    };
+    return {
+      has,
+      /* A promise of the value kept for key, or of undefined when there is none. */
+      get(key) {
+        if (!has(key)) return Promise.resolve(undefined);
+        return chunk(read().where[key]).then((found) => (Object.prototype.hasOwnProperty.call(found, key) ? found[key] : undefined));
+      },
+    };
   }
 
   function pretty(text) {
@@ -86,14 +104,14 @@ const Scene = (() => {
         h("div", { class: "label" }, "result"), result === null ? h("p", { class: "muted" }, "not reported by the agent") : h("pre", null, pretty(result))));
   }
 
-  function steps(list, open) {
-    if (!list.length) return null;
-    const thoughts = list.filter((one) => one.kind === "thought").length;
-    const calls = list.length - thoughts;
+  /* A turn's steps, collapsed, under a line that says how many of each kind. */
+  function steps(one, open) {
+    if (!one.steps.length) return null;
+    const { thoughts, calls } = one;
     const said = [thoughts ? thoughts + (thoughts === 1 ? " thought" : " thoughts") : "", calls ? calls + (calls === 1 ? " tool call" : " tool calls") : ""].filter(Boolean).join(", ");
     return h("details", { class: "steps", open: open || null },
       h("summary", null, "Agent's steps: " + said),
-      h("div", { class: "step-list" }, list.map(step)));
+      h("div", { class: "step-list" }, one.steps.map(step)));
   }
 
   function message(who, label, text, meta) {
@@ -111,7 +129,7 @@ const Scene = (() => {
     return h("article", { class: "turn", "data-turn": number },
       h("div", { class: "turn-number" }, "Turn " + number),
       message("user", "User", one.user, userMeta),
-      steps(one.steps, open),
+      steps(one, open),
       message("agent", "Agent", one.agent, agentMeta));
   }
 
@@ -199,5 +217,5 @@ const Scene = (() => {
       d.turns.length ? d.turns.map((one, i) => turn(one, i + 1, open)) : h("p", { class: "muted" }, "No turn was played."));
   }
 
-  return { frame, inflate, attempt, turn, decisions, timeline, steps, message };
+  return { frame, packed, attempt, turn, decisions, timeline, steps, message };
 })();

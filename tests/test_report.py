@@ -1,0 +1,142 @@
+"""The numbers and decisions the pages draw, made in Python: totals, summaries per scenario, the
+attempt a window opens on, the comparison's clamped Δ interval, the directions of its ratios with
+their tolerance, the change of each flipped claim, and the pair of runs the index suggests.
+
+The runs are test_pages' ``Played``: played by convy's bench with its fakes into ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+from test_pages import Played
+
+from convy import NoUsage, Usage
+from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio
+from convy.report import Held, Index, Spent, Summary
+from convy.views import HeldView, IntervalView, RunView, Suggestion, TokensView
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
+    return Played(tmp_path_factory.mktemp("report")).made()
+
+
+@pytest.fixture(scope="module")
+def before(played: Played) -> RunView:
+    return Summary(played.runs()["2026-01-05-before"]).view()
+
+
+def test_token_total_is_input_plus_output_or_none_when_nobody_reported() -> None:
+    """``total`` sums input and output over the reported requests; with none reported it is
+    ``None``, so a table sorts the scenario last rather than as zero."""
+    tokens = Spent((Usage(40, 11), NoUsage(), Usage(120, 45, cached=80))).tokens()
+    assert (tokens.input, tokens.output, tokens.total, tokens.reported, tokens.requests) == (160, 56, 216, 2, 3)
+    assert Spent((NoUsage(),)).tokens().total is None
+    assert Spent(()).tokens().total is None
+    assert TokensView().total is None
+    assert Spent((Usage(0, 0),)).tokens().total == 0
+
+
+def test_run_totals_and_claim_list(before: RunView) -> None:
+    """The not-judged tile's total is the sum of its reasons; every token total is input + output;
+    the claim filter's list is every claim, once, sorted."""
+    assert before.not_judged == {"judge": 6}
+    assert before.not_judged_total == 6
+    for spend in (before.agent, before.user):
+        assert spend.tokens.reported and spend.tokens.total == spend.tokens.input + spend.tokens.output
+    assert before.judge.tokens.requests == 0 and before.judge.tokens.total is None  # the fake judge makes no request
+    assert before.claims == sorted({claim.text for scenario in before.scenarios for claim in scenario.claims})
+    assert "The agent stays calm </script><b>bold</b>." in before.claims
+
+
+def test_scenario_summaries_of_claims_time_and_first_attempt(before: RunView) -> None:
+    """Each scenario sums its claims over every attempt into held out of decided, its share and a
+    word; gives its answer p50 as its time; and names the attempt its window opens on: the first
+    that failed, else the first."""
+    scenarios = {scenario.id: scenario for scenario in before.scenarios}
+    assert scenarios["refunds/late"].claims_held == HeldView(held=9, decided=12, share=0.75, holds="sometimes")
+    assert scenarios["refunds/damaged"].claims_held == HeldView(held=12, decided=12, share=1.0, holds="always")
+    assert scenarios["orders/unsure"].claims_held == HeldView(held=0, decided=0, share=None, holds="undecided")
+    assert [claim.holds for claim in scenarios["refunds/late"].claims] == ["sometimes", "always"]
+    for scenario in before.scenarios:
+        assert scenario.claims_held.held == sum(claim.held for claim in scenario.claims)
+        assert scenario.claims_held.decided == sum(claim.decided for claim in scenario.claims)
+        assert scenario.answer_p50 == scenario.agent.seconds.p50
+        failed = [attempt.attempt for attempt in scenario.attempts if attempt.status == "failed"]
+        assert scenario.first == (failed or [attempt.attempt for attempt in scenario.attempts])[0]
+    assert scenarios["orders/crash"].answer_p50 is None
+    assert Held(0, 3).view() == HeldView(held=0, decided=3, share=0.0, holds="never")
+
+
+def test_turns_count_their_steps(played: Played) -> None:
+    """A turn says how many thoughts and tool calls its agent took."""
+    dialogue = Summary(played.runs()["2026-01-05-before"]).dialogues()["refunds/damaged"][0]
+    assert [(turn.thoughts, turn.calls) for turn in dialogue.turns] == [(1, 0), (1, 2)]
+
+
+def test_delta_interval_is_clamped_to_plus_minus_one(played: Played) -> None:
+    """The t interval of four paired differences (one of −1) reaches below −1; the view clamps
+    it to −1, a difference of two rates being no lower."""
+    view = played.comparison()
+    assert view.delta is not None
+    assert view.delta.estimate == pytest.approx(-0.25)
+    assert view.delta.low == -1.0
+    assert 0 < view.delta.high < 1
+    assert Bounded(0.2, -0.3, 1.7).view() == IntervalView(estimate=0.2, low=-0.3, high=1.0)
+    assert Bounded(-1.2, -3.0, 2.0).view() == IntervalView(estimate=-1.0, low=-1.0, high=1.0)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "direction"),
+    [
+        (None, None),
+        (1.0, "same"),
+        (1.05, "same"),
+        (0.95, "same"),
+        (1.0 + TOLERANCE * 1.01, "higher"),
+        (1.0 - TOLERANCE * 1.01, "lower"),
+        (0.2, "lower"),
+        (3.0, "higher"),
+    ],
+)
+def test_ratio_directions_are_same_within_the_tolerance(ratio: float | None, direction: str | None) -> None:
+    """Within ±5% (inclusive) a ratio is "same"; outside it "lower" or "higher"; none, none."""
+    assert TOLERANCE == 0.05
+    assert Ratio(ratio).direction() == direction
+
+
+def test_comparison_directions_counts_flips_and_links(played: Played) -> None:
+    """The comparison gives each ratio's direction and its tolerance, the scenarios per change,
+    each changed claim's change, the flipped count, and each run's report relative to its page."""
+    view = played.comparison()
+    assert view.tolerance == TOLERANCE
+    for ratio, direction in ((view.token_ratio, view.token_direction), (view.cost_ratio, view.cost_direction), (view.time_ratio, view.time_direction)):
+        assert direction == Ratio(ratio).direction()
+    assert view.token_direction == "same"  # the same answers, as many tokens
+    assert view.cost_direction is None  # neither run's cost is complete: no ratio
+    assert view.counts == {"worse": 1, "better": 0, "same": 4}
+    assert view.counts["worse"] + view.counts["better"] + view.counts["same"] == len(view.scenarios)
+    assert {(flip.claim, flip.change, flip.flipped) for flip in view.claims} == {
+        ("The agent offers a refund.", "worse", True),
+        ("called issue_refund with order='A-1043'", "worse", True),
+    }
+    assert view.flipped == 2
+    assert view.base.href == "../shop/2026-01-05-before/report.html"
+    assert view.candidate.href == "../shop/2026-01-06-after/report.html"
+    turned = Comparison(played.runs()["2026-01-06-after"], played.runs()["2026-01-05-before"]).view()
+    assert {flip.change for flip in turned.claims} == {"better"}
+
+
+def test_index_suggests_the_newest_run_against_the_one_before_it(played: Played, tmp_path: Path) -> None:
+    """The index offers the newest run that has an earlier run of its agent, against the latest of
+    those; with one run, that run against itself; with none, nothing."""
+    runs = played.runs()
+    assert played.index().suggested == Suggestion(base="2026-01-05-before", candidate="2026-01-06-after")
+    assert Index((runs["2026-01-07-first"],)).view().suggested == Suggestion(base="2026-01-07-first", candidate="2026-01-07-first")
+    assert Index(()).view().suggested is None
+    mixed = Index((runs["2026-01-05-before"], runs["2026-01-07-first"])).view()
+    assert mixed.suggested == Suggestion(base="2026-01-05-before", candidate="2026-01-07-first")
+    assert msgspec.json.decode(msgspec.json.encode(mixed.suggested), type=Suggestion) == mixed.suggested
