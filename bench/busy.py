@@ -57,7 +57,6 @@ import convy
 from convy import Absent, Bench, JsonAgent, JsonEndpoint, Limits, Models, OpenAiModel, Plan, Scenario
 from convy.fakes import MemoryJournal
 
-
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 
 

@@ -66,11 +66,26 @@ from typing import Any
 import msgspec
 
 import convy
-from convy import Answer, Bench, Call, Cost, Limits, Models, Reported, Reply, RunJournal, RunSpec, Scenario, Thought, Usage
+from convy import (
+    Answer,
+    Bench,
+    Call,
+    Cost,
+    Limits,
+    Models,
+    Reply,
+    Reported,
+    RunJournal,
+    RunSpec,
+    Scenario,
+    Thought,
+    Usage,
+)
 from convy.comparison import Comparison
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
 from convy.page import ComparisonPage, ReportPage
-from convy.report import Read, Runs, Summary
+from convy.report import Summary
+from convy.runs import Read, Runs
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -452,7 +467,7 @@ def show_browser(reports: dict[str, Path], folder: Path, repeat: int) -> None:
 
 def show_compare(project: Path, base: str, candidate: str, repeat: int) -> None:
     command = [sys.executable, "-m", "convy", "-C", str(project), "compare", base, candidate]
-    reading = [sys.executable, "-c", "import sys; from pathlib import Path; from convy.report import Runs; Runs(Path(sys.argv[1])).read()", str(project / "results")]
+    reading = [sys.executable, "-c", "import sys; from pathlib import Path; from convy.runs import Runs; Runs(Path(sys.argv[1])).read()", str(project / "results")]
     environment = dict(os.environ, PYTHONPATH=str(Path(convy.__file__).resolve().parent.parent))
 
     def ran(argv: list[str]) -> Callable[[], None]:

@@ -59,7 +59,8 @@ from convy.agent import Answer, Usage
 from convy.bench import Complete, Limits, RunFile, RunSpec
 from convy.comparison import Comparison
 from convy.dialog import Claim, NoVerdict, Transcript, Turn, Verdict
-from convy.report import Read, Summary
+from convy.report import Summary
+from convy.runs import Read
 from convy.scenario import Outcome, Scenario
 from convy.stats import Adjusted, Fisher, Paired, Stratified, Stratum
 

@@ -42,7 +42,8 @@ from test_pages import Played  # noqa: E402
 from convy import Answer, Bench, Call, Limits, Models, Reported, RunJournal, RunSpec, Scenarios, Thought, Usage  # noqa: E402
 from convy.fakes import FakeAgent, FakeJudge  # noqa: E402
 from convy.page import ComparisonPage, ReportPage  # noqa: E402
-from convy.report import Runs, Summary  # noqa: E402
+from convy.report import Summary  # noqa: E402
+from convy.runs import Runs  # noqa: E402
 
 CONTRAST = """() => {
   const parse = (text) => {

@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx2
 import pytest
+from standin import StandIn, http_date
 
 from convy.busy import WAITS, Busy, Patience, Places, Waits
 from convy.http import HttpFailure, JsonEndpoint, RetryAfter
-from standin import StandIn, http_date
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
 SHORT = 0.05

@@ -29,12 +29,12 @@ from convy import (
     Call,
     Cost,
     Fingerprints,
-    Models,
     ModelNames,
+    Models,
     NotReported,
+    Reply,
     Reported,
     RunJournal,
-    Reply,
     RunSpec,
     Scenarios,
     Skipped,
@@ -44,7 +44,8 @@ from convy import (
 from convy.comparison import Comparison
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
 from convy.page import Block, Chunks, ComparisonPage, IndexPage, Packed, ReportPage, Template, Where
-from convy.report import Index, Read, Runs, Summary
+from convy.report import Index, Summary
+from convy.runs import Read, Runs
 from convy.views import ComparisonView, DialogueView, IndexView, Pair, RunView
 
 SCRIPT = "<script>window.__pwned=1</script>"

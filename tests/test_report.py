@@ -14,8 +14,9 @@ import pytest
 from test_pages import Played
 
 from convy import NoUsage, Usage
+from convy.attempt import Spent
 from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio
-from convy.report import Held, Index, Spent, Summary
+from convy.report import Held, Index, Summary
 from convy.views import HeldView, IntervalView, RunView, Suggestion, TokensView
 
 

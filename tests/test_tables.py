@@ -19,13 +19,14 @@ import polars
 import pytest
 
 from convy.agent import Answer, Call, Cost, NoUsage, Reported, Thought, Usage
-from convy.bench import Bench, Fingerprints, Limits, ModelNames, RunFile, RunJournal, RunSpec, Running
+from convy.bench import Bench, Fingerprints, Limits, ModelNames, RunFile, RunJournal, Running, RunSpec
 from convy.dialog import ChatJudge, Verdict
 from convy.fakes import Echo, FakeAgent, FakeJudge, FakeModel
 from convy.model import Models, Reply, Said
-from convy.report import Read, Runs
+from convy.rows import Table
+from convy.runs import Read, Runs
 from convy.scenario import Check, Rule, Scenario
-from convy.tables import Table, Tables, Usages
+from convy.tables import Tables, Usages
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
 FINGERPRINT = hashlib.sha256(b"the scenarios").hexdigest()

@@ -15,8 +15,8 @@ from convy.agent import Answer, Call, Message, Thought, Usage
 from convy.bench import Bench, Plan
 from convy.dialog import Failed, Verdict
 from convy.fakes import MemoryJournal
-from convy.project import Project
 from convy.model import Absent, Models
+from convy.project import Project
 from convy.scenario import Scenario, Scenarios
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "src" / "convy" / "template"

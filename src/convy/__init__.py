@@ -15,12 +15,11 @@ A run from Python::
 
 from convy.agent import (
     Agent,
-    Cost,
-    Unpriced,
     AgentFailure,
     Answer,
     Call,
     Conversation,
+    Cost,
     Message,
     NotReported,
     NoUsage,
@@ -29,6 +28,7 @@ from convy.agent import (
     Reported,
     Thought,
     TimeLimited,
+    Unpriced,
     Usage,
 )
 from convy.bench import (
@@ -44,13 +44,12 @@ from convy.bench import (
     RunFile,
     RunInUse,
     RunJournal,
-    RunSpec,
     Running,
+    RunSpec,
     Skipped,
 )
 from convy.busy import Busy, Patience, Places, Wait
 from convy.chat import Completion, Price, Prices
-from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonConnection, JsonEndpoint, TokenPaths, Tls
 from convy.dialog import (
     ChatJudge,
     Checked,
@@ -73,7 +72,19 @@ from convy.dialog import (
     Verdict,
 )
 from convy.env import Env, Settings
-from convy.model import Absent, Contained, Model, ModelFailure, Models, OpenAiModel, PatientModel, Reply, Said, StillBusy
+from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonConnection, JsonEndpoint, Tls, TokenPaths
+from convy.model import (
+    Absent,
+    Contained,
+    Model,
+    ModelFailure,
+    Models,
+    OpenAiModel,
+    PatientModel,
+    Reply,
+    Said,
+    StillBusy,
+)
 from convy.problems import ConfigurationError, ScenarioError
 from convy.project import Project, ProjectAgent
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios

@@ -26,13 +26,14 @@ import pydantic
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from convy.bench import Bench, Journal, RunInUse, RunJournal, RunSpec
+from convy.agent import NoUsage, TimeLimited, Usage
+from convy.bench import Bench, Journal, RunInUse, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
+from convy.model import Absent
 from convy.problems import ConfigurationError
 from convy.project import VERSION, Project
-from convy.report import Read, Summary
-from convy.agent import NoUsage, TimeLimited, Usage
-from convy.model import Absent
+from convy.report import Summary
+from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}

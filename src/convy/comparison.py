@@ -25,7 +25,9 @@ from urllib.parse import quote
 
 import msgspec
 
-from convy.report import Attempt, Read, Spent, Summary
+from convy.attempt import Attempt, Spent
+from convy.report import Summary
+from convy.runs import Read
 from convy.stats import Adjusted, Detectable, Fisher, Paired, Stratified, Stratum, Tally
 from convy.views import ClaimFlip, ComparisonView, DialogueView, IntervalView, Pair, ScenarioChange, SideView
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-
 from convy.agent import Answer, Message
 from convy.dialog import Claim, Confidence, Grade, Graded, Ruling, Transcript
 from convy.model import Reply, Said

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from decimal import Decimal
 from typing import Any, Literal, Protocol
 
 import msgspec
 
-
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
-from convy.chat import Chunks, Completion, Price, Prices
+from convy.chat import Chunks, Completion, Prices
 from convy.http import JsonConnection, JsonEndpoint
 from convy.problems import ModelFailure, StillBusy
 

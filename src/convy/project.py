@@ -27,14 +27,15 @@ from typing import Any
 import msgspec
 
 from convy.bench import Fingerprints, ModelNames, RunId, RunJournal, RunSpec, Skipped
+from convy.comparison import Comparison
 from convy.dialog import STOP, DefaultPrompts, Prompt
 from convy.env import ProjectSettings, Settings
 from convy.model import Absent, Models
-from convy.comparison import Comparison
 from convy.problems import ConfigurationError
-from convy.report import Index, Read, Runs, Summary, Unread
-from convy.views import ComparisonView
+from convy.report import Index, Summary
+from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
+from convy.views import ComparisonView
 
 VERSION = "0.1.0"
 

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from convy.agent import AgentFailure, Answer, Call, Message, NoUsage, OutOfTime, Usage
+from convy.busy import WAITS, Busy, Wait, Waits
 from convy.dialog import (
     STOP,
     Claim,
@@ -36,7 +37,6 @@ from convy.dialog import (
     Turn,
     Verdict,
 )
-from convy.busy import WAITS, Busy, Wait, Waits
 from convy.model import ModelFailure, StillBusy
 from convy.problems import ConfigurationError, ScenarioError
 from convy.yamlfile import YamlFile

@@ -3,7 +3,7 @@
 ``Tables`` is a consumer of runs read back (``Runs.read``), like the report: it gives one table per
 kind of thing a run holds — ``runs``, ``scenarios``, ``attempts``, ``turns``, ``claims``,
 ``tool_calls`` and ``model_requests`` — each a ``Table`` with its columns in a fixed order and its
-rows as records, CSV or JSON Lines (docs/tables.md describes every column).
+rows as records, CSV or JSON Lines (docs/tables.md describes every column; the row types and ``Table`` are in rows.py).
 
 Rows are not domain objects but data for outside: a value nobody gave, or one that does not apply
 to the row, is ``None`` — an empty field in CSV, ``null`` in JSON Lines, a missing value in pandas
@@ -13,8 +13,6 @@ number in both files; a notebook reads it as a float.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from decimal import Decimal
 from typing import Any, Literal, get_args
@@ -22,243 +20,23 @@ from typing import Any, Literal, get_args
 import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
+from convy.attempt import Attempt, Spent
 from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
-from convy.report import Attempt, Read, Spent, Summary
+from convy.report import Summary
+from convy.rows import (
+    EXACT_JSON,
+    AttemptsRow,
+    ClaimsRow,
+    ModelRequestsRow,
+    RunsRow,
+    ScenariosRow,
+    Table,
+    TableName,
+    ToolCallsRow,
+    TurnsRow,
+)
+from convy.runs import Read
 from convy.stats import Consistency, Tally, Wilson
-
-TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "tool_calls", "model_requests"]
-
-# Costs become JSON numbers with their exact digits; records() reads them back as floats.
-_JSON = msgspec.json.Encoder(decimal_format="number")
-
-
-class Row(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of the tables' rows: flat records of text, numbers, booleans and ``None``; the
-    fields, in order, are the table's columns."""
-
-
-class RunsRow(Row):
-    agent: str
-    run: str
-    started: str
-    ended: str | None
-    seconds: float | None
-    status: Literal["finished", "interrupted", "running"]
-    convy_version: str | None
-    user_model: str
-    judge_model: str
-    scenarios_fingerprint: str | None
-    trust: float
-    attempts_per_scenario: int
-    scenarios: int
-    skipped: int
-    planned: int
-    attempts: int
-    broken: int
-    passed: int
-    failed: int
-    not_judged: int
-    pass_rate: float | None
-    pass_rate_low: float | None
-    pass_rate_high: float | None
-    pass_rate_method: Literal["t", "bootstrap", "wilson"] | None
-    scenarios_always: int
-    scenarios_flaky: int
-    scenarios_never: int
-    scenarios_not_judged: int
-    turns: int
-    requests: int
-    tokens_in: int | None
-    tokens_out: int | None
-    tokens_cached: int | None
-    tokens_reasoning: int | None
-    cost_usd: Decimal | None
-    cost_source: Literal["provider", "computed", "mixed"] | None
-    priced_requests: int
-    unpriced_requests: int
-    attempt_seconds: float
-    agent_seconds: float
-    user_seconds: float
-    judge_seconds: float
-    waiting_seconds: float
-
-
-class ScenariosRow(Row):
-    agent: str
-    run: str
-    scenario: str
-    group: str | None
-    tags: str | None
-    claims: int | None
-    attempts: int
-    passed: int
-    failed: int
-    not_judged: int
-    judged: int
-    pass_rate: float | None
-    pass_rate_low: float | None
-    pass_rate_high: float | None
-    status: Literal["always", "flaky", "never", "not_judged"]
-    turns: int
-    seconds: float
-    tokens_in: int | None
-    tokens_out: int | None
-    cost_usd: Decimal | None
-    unpriced_requests: int
-
-
-class AttemptsRow(Row):
-    agent: str
-    run: str
-    scenario: str
-    attempt: int
-    started: str
-    seconds: float
-    status: Literal["passed", "failed", "not_judged"]
-    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted"] | None
-    stop: str
-    turns: int
-    claims: int | None
-    claims_held: int | None
-    failure: str | None
-    failed_on: str | None
-    agent_seconds: float
-    user_seconds: float
-    judge_seconds: float
-    waiting_seconds: float
-    agent_tokens_in: int | None
-    agent_tokens_out: int | None
-    agent_cost_usd: Decimal | None
-    user_tokens_in: int | None
-    user_tokens_out: int | None
-    user_cost_usd: Decimal | None
-    judge_tokens_in: int | None
-    judge_tokens_out: int | None
-    judge_cost_usd: Decimal | None
-    requests: int
-    tokens_in: int | None
-    tokens_out: int | None
-    cost_usd: Decimal | None
-    unpriced_requests: int
-    tool_calls: int
-
-
-class TurnsRow(Row):
-    agent: str
-    run: str
-    scenario: str
-    attempt: int
-    turn: int
-    user_text: str
-    scripted: bool
-    agent_text: str
-    user_start: float
-    user_seconds: float
-    agent_start: float
-    agent_seconds: float
-    agent_tokens_in: int | None
-    agent_tokens_out: int | None
-    agent_tokens_cached: int | None
-    agent_tokens_reasoning: int | None
-    agent_cost_usd: Decimal | None
-    user_tokens_in: int | None
-    user_tokens_out: int | None
-    user_cost_usd: Decimal | None
-    thoughts: int
-    tool_calls: int
-
-
-class ClaimsRow(Row):
-    agent: str
-    run: str
-    scenario: str
-    attempt: int
-    claim: int
-    text: str
-    by: Literal["judge", "code"]
-    held: bool
-    trusted: bool
-    reason: str
-    confidence: float | None
-    grade: str | None
-
-
-class ToolCallsRow(Row):
-    agent: str
-    run: str
-    scenario: str
-    attempt: int
-    turn: int
-    call: int
-    step: int
-    name: str
-    arguments: str
-    result_reported: bool
-    result: str | None
-    seconds: float | None
-
-
-class ModelRequestsRow(Row):
-    agent: str
-    run: str
-    scenario: str
-    attempt: int
-    participant: Literal["agent", "user", "judge"]
-    request: int
-    turn: int | None
-    seconds: float | None
-    reported: bool
-    tokens_in: int | None
-    tokens_out: int | None
-    tokens_cached: int | None
-    tokens_reasoning: int | None
-    cost_usd: Decimal | None
-    cost_source: Literal["provider", "computed"] | None
-    priced: bool
-
-
-class Table(msgspec.Struct, frozen=True):
-    """One table: its name, its columns in order, and its rows, each with every column."""
-
-    name: TableName
-    columns: tuple[str, ...]
-    rows: tuple[Row, ...]
-
-    def __post_init__(self) -> None:
-        for row in self.rows:
-            if row.__struct_fields__ != self.columns:
-                raise ValueError(f"a row of {type(row).__name__} does not have the columns of the table {self.name}")
-
-    def records(self) -> list[dict[str, Any]]:
-        """The rows as dicts of plain values, as the JSON Lines hold them: a cost is a float here."""
-        return msgspec.json.decode(_JSON.encode(self.rows))
-
-    def jsonl(self) -> str:
-        """One JSON object per row and line, every column in every object, ``null`` for a missing
-        value, a cost as a JSON number with its exact digits."""
-        return _JSON.encode_lines(self.rows).decode()
-
-    def csv(self) -> str:
-        """A header row, then one line per row: an empty field for a missing value, ``true`` and
-        ``false`` for booleans, a cost with its exact digits, never in exponent notation."""
-        text = io.StringIO()
-        writer = csv.writer(text, lineterminator="\n")
-        writer.writerow(self.columns)
-        writer.writerows([self._field(value) for value in msgspec.structs.astuple(row)] for row in self.rows)
-        return text.getvalue()
-
-    def _field(self, value: Any) -> str:
-        match value:
-            case None:
-                return ""
-            case bool(flag):
-                return "true" if flag else "false"
-            case Decimal() as amount:
-                return format(amount, "f")
-            case float() as number:
-                return _JSON.encode(number).decode()
-            case _:
-                return str(value)
 
 
 class Usages(msgspec.Struct, frozen=True):
@@ -450,7 +228,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
                                 call=calls,
                                 step=step_number,
                                 name=name,
-                                arguments=_JSON.encode(arguments).decode(),
+                                arguments=EXACT_JSON.encode(arguments).decode(),
                                 result_reported=self._reported(result),
                                 result=self._result(result),
                                 seconds=self._seconds(seconds),
@@ -530,7 +308,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
     def _result(self, result: Reported | NotReported) -> str | None:
         match result:
             case Reported(value=value):
-                return _JSON.encode(value).decode()
+                return EXACT_JSON.encode(value).decode()
             case NotReported():
                 return None
 

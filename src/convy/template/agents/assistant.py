@@ -20,7 +20,20 @@ from typing import Any
 
 from gateway import Gateway
 
-from convy import Absent, Answer, Call, Completion, Cost, JsonEndpoint, Message, NotReported, OpenAiModel, Reported, Unpriced, Usage
+from convy import (
+    Absent,
+    Answer,
+    Call,
+    Completion,
+    Cost,
+    JsonEndpoint,
+    Message,
+    NotReported,
+    OpenAiModel,
+    Reported,
+    Unpriced,
+    Usage,
+)
 
 SYSTEM = """You are the support assistant of Example Shop. You help with orders and refunds only.
 Ask for the order number (a letter, a dash and four digits) before you look anything up.

@@ -1,0 +1,306 @@
+"""One kept attempt seen through its run's trust threshold, and the honest sums of what it took.
+
+``Attempt`` says whether an attempt passed, failed or was not judged and why, splits its time by
+participant, and gives its dialogue in full for the scenario window. ``Spent`` sums the usage of
+some requests — tokens by kind, cost with its source, unpriced requests counted apart, never as
+free; ``Spread`` is min, p50, p95 and max of some values.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Literal
+
+import msgspec
+
+from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
+from convy.busy import Wait
+from convy.dialog import Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
+from convy.scenario import Outcome
+from convy.views import (
+    CostView,
+    DecisionView,
+    DialogueView,
+    SpanView,
+    SpreadView,
+    StepView,
+    TimeView,
+    TokensView,
+    TurnView,
+)
+
+
+class Spread(msgspec.Struct, frozen=True):
+    """Some values summed up: min, p50, p95, max (percentiles by linear interpolation)."""
+
+    values: tuple[float, ...]
+
+    def view(self) -> SpreadView:
+        ordered = sorted(self.values)
+        if not ordered:
+            return SpreadView()
+        return SpreadView(
+            count=len(ordered), min=ordered[0], p50=self._at(ordered, 0.5), p95=self._at(ordered, 0.95), max=ordered[-1]
+        )
+
+    def _at(self, ordered: list[float], share: float) -> float:
+        position = share * (len(ordered) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+class Spent(msgspec.Struct, frozen=True):
+    """The usage of some requests summed honestly: tokens by kind, cost with its source, and the
+    requests nobody priced counted apart."""
+
+    usages: tuple[Usage | NoUsage, ...]
+
+    def tokens(self) -> TokensView:
+        reported = self.reported()
+        cached = [count for usage in reported for count in Counted(usage.cached).found()]
+        reasoning = [count for usage in reported for count in Counted(usage.reasoning).found()]
+        given = sum(usage.input for usage in reported)
+        taken = sum(usage.output for usage in reported)
+        return TokensView(
+            requests=len(self.usages),
+            reported=len(reported),
+            input=given,
+            output=taken,
+            cached=sum(cached) if cached else None,
+            reasoning=sum(reasoning) if reasoning else None,
+            total=given + taken if reported else None,
+        )
+
+    def cost(self) -> CostView:
+        amounts: list[Decimal] = []
+        sources: set[str] = set()
+        unpriced = 0
+        for usage in self.usages:
+            match usage:
+                case Usage(cost=Cost(amount=amount, source=source)):
+                    amounts.append(amount)
+                    sources.add(source)
+                case Usage(cost=Unpriced()) | NoUsage():
+                    unpriced += 1
+        if not amounts:
+            return CostView(priced=0, unpriced=unpriced, complete=unpriced == 0)
+        source: Literal["provider", "computed", "mixed"] = "mixed" if len(sources) > 1 else sources.pop()  # type: ignore[assignment]
+        return CostView(
+            amount=str(sum(amounts, Decimal(0))), source=source, priced=len(amounts), unpriced=unpriced, complete=unpriced == 0
+        )
+
+    def total(self) -> int:
+        return sum(usage.input + usage.output for usage in self.reported())
+
+    def reported(self) -> list[Usage]:
+        """The usages somebody reported (``NoUsage`` left out)."""
+        found: list[Usage] = []
+        for usage in self.usages:
+            match usage:
+                case Usage():
+                    found.append(usage)
+                case NoUsage():
+                    pass
+        return found
+
+
+class Counted(msgspec.Struct, frozen=True):
+    """A token count that may not have been reported."""
+
+    count: int | NotReported
+
+    def found(self) -> tuple[int, ...]:
+        match self.count:
+            case int():
+                return (self.count,)
+            case NotReported():
+                return ()
+
+
+class Took(msgspec.Struct, frozen=True):
+    """A duration that may not have been reported, as the pages show it (``None``: not given)."""
+
+    seconds: float | NotReported
+
+    def value(self) -> float | None:
+        match self.seconds:
+            case NotReported():
+                return None
+            case _:
+                return float(self.seconds)
+
+
+class Attempt(msgspec.Struct, frozen=True):
+    """One kept attempt seen through the run's trust threshold."""
+
+    outcome: Outcome
+    trust: float
+
+    def status(self) -> Literal["passed", "failed", "not_judged"]:
+        return self.outcome.status(self.trust)
+
+    def why(self) -> str:
+        """Why it is not judged (``user``, ``judge``, ``busy``, ``not_trusted``), failed
+        (``agent`` or ``claim``), or passed (``""``)."""
+        match self.outcome.result:
+            case NoVerdict(who=who):
+                return who
+            case Failed():
+                return "agent"
+            case Verdict() as verdict:
+                match verdict.status(self.trust):
+                    case "not_trusted":
+                        return "not_trusted"
+                    case "failed":
+                        return "claim"
+                    case "passed":
+                        return ""
+
+    def marks(self, claims: list[str]) -> list[Literal["held", "failed", "none"]]:
+        decided: dict[str, bool] = {}
+        match self.outcome.result:
+            case Verdict(claims=decisions):
+                decided = {decision.claim: decision.held for decision in decisions if decision.trusted(self.trust)}
+            case _:
+                pass
+        return ["none" if claim not in decided else "held" if decided[claim] else "failed" for claim in claims]
+
+    def requests(self) -> tuple[Usage | NoUsage, ...]:
+        """What every request of the attempt took: the agent's answers, the user model's, the judge's."""
+        return self.agent_usage() + self.user_usage() + self.outcome.judge_requests
+
+    def agent_usage(self) -> tuple[Usage | NoUsage, ...]:
+        return tuple(turn.answer.usage for turn in self.outcome.transcript.turns)
+
+    def user_usage(self) -> tuple[Usage | NoUsage, ...]:
+        """Every request of the simulated user's model: one per turn it wrote, and the one that ended it."""
+        return tuple(turn.user_usage for turn in self.outcome.transcript.turns if not turn.scripted) + self.outcome.user_ending
+
+    def waited(self, who: str) -> float:
+        return math.fsum(wait.seconds for wait in self.outcome.waits if wait.who == who)
+
+    def time(self) -> TimeView:
+        outcome = self.outcome
+        turns = outcome.transcript.turns
+        waiting = math.fsum(wait.seconds for wait in outcome.waits)
+        agent = outcome.open_seconds + outcome.close_seconds + sum(turn.agent_seconds for turn in turns) - self.waited("agent")
+        user = math.fsum(turn.user_seconds for turn in turns if not turn.scripted) + outcome.user_ending_seconds - self.waited("user")
+        judge = outcome.judge_seconds - self.waited("judge")
+        return TimeView(
+            wall=outcome.seconds,
+            agent=agent,
+            user=user,
+            judge=judge,
+            waiting=waiting,
+            unaccounted=outcome.seconds - agent - user - judge - waiting,
+        )
+
+    def dialogue(self) -> DialogueView:
+        """The attempt in full, for the scenario window."""
+        outcome = self.outcome
+        turns = [self._turn(turn) for turn in outcome.transcript.turns]
+        decisions: list[DecisionView] = []
+        failed_on: str | None = None
+        match outcome.result:
+            case Verdict(claims=claims):
+                decisions = [
+                    DecisionView(
+                        claim=claim.claim,
+                        by=claim.by,
+                        held=claim.held,
+                        reason=claim.reason,
+                        confidence=self._confidence(claim.confidence),
+                        grade=self._grade(claim.grade),
+                        trusted=claim.trusted(self.trust),
+                    )
+                    for claim in claims
+                ]
+            case Failed(reason=reason, message=message):
+                failed_on = message or None
+                decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
+            case NoVerdict(who=who, reason=reason):
+                decisions = [DecisionView(claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False)]
+        usages = self.requests()
+        return DialogueView(
+            scenario=outcome.scenario,
+            attempt=outcome.attempt,
+            status=self.status(),
+            why=self.why(),
+            stop=outcome.stop,
+            started=outcome.started,
+            seconds=outcome.seconds,
+            turns=turns,
+            failed_on=failed_on,
+            decisions=decisions,
+            spans=self._spans(),
+            tokens=Spent(usages).tokens(),
+            cost=Spent(usages).cost(),
+        )
+
+    def _turn(self, turn: Turn) -> TurnView:
+        steps = [self._step(step) for step in turn.answer.steps]
+        thoughts = sum(1 for step in steps if step.kind == "thought")
+        return TurnView(
+            user=turn.message,
+            scripted=turn.scripted,
+            agent=turn.answer.text,
+            steps=steps,
+            thoughts=thoughts,
+            calls=len(steps) - thoughts,
+            agent_start=turn.agent_start,
+            agent_seconds=turn.agent_seconds,
+            user_start=turn.user_start,
+            user_seconds=turn.user_seconds,
+            agent_tokens=Spent((turn.answer.usage,)).tokens(),
+            user_tokens=Spent(() if turn.scripted else (turn.user_usage,)).tokens(),
+            cost=Spent((turn.answer.usage,) + (() if turn.scripted else (turn.user_usage,))).cost(),
+        )
+
+    def _confidence(self, confidence: Confidence | NoConfidence) -> float | None:
+        match confidence:
+            case Confidence(value=value):
+                return value
+            case NoConfidence():
+                return None
+
+    def _grade(self, grade: Grade | NoGrade) -> str | None:
+        match grade:
+            case Grade(name=name):
+                return name
+            case NoGrade():
+                return None
+
+    def _step(self, step: Thought | Call) -> StepView:
+        match step:
+            case Thought(text=text):
+                return StepView(kind="thought", text=text)
+            case Call(name=name, arguments=arguments, result=result, seconds=seconds):
+                shown: str | None = None
+                match result:
+                    case Reported(value=value):
+                        shown = msgspec.json.encode(value).decode()
+                return StepView(
+                    kind="call",
+                    name=name,
+                    arguments=msgspec.json.encode(arguments).decode(),
+                    result=shown,
+                    seconds=Took(seconds).value(),
+                )
+
+    def _spans(self) -> list[SpanView]:
+        outcome = self.outcome
+        spans: list[SpanView] = []
+        for number, turn in enumerate(outcome.transcript.turns, start=1):
+            if not turn.scripted:
+                spans.append(SpanView(lane="user", start=turn.user_start, seconds=turn.user_seconds, label=f"user model, turn {number}"))
+            spans.append(SpanView(lane="agent", start=turn.agent_start, seconds=turn.agent_seconds, label=f"agent, turn {number}"))
+        if outcome.judge_seconds > 0:
+            spans.append(SpanView(lane="judge", start=outcome.judge_start, seconds=outcome.judge_seconds, label="judge"))
+        spans.extend(self._wait(wait) for wait in outcome.waits)
+        return spans
+
+    def _wait(self, wait: Wait) -> SpanView:
+        why = {"busy": "for a busy service", "pace": "for its per-minute pace", "place": "for a free place"}[wait.why]
+        return SpanView(lane="waiting", start=wait.start, seconds=wait.seconds, label=f"{wait.who} waiting {why}")
