@@ -141,3 +141,12 @@ def test_index_suggests_the_newest_run_against_the_one_before_it(played: Played,
     mixed = Index((runs["2026-01-05-before"], runs["2026-01-07-first"])).view()
     assert mixed.suggested == Suggestion(base="2026-01-05-before", candidate="2026-01-07-first")
     assert msgspec.json.decode(msgspec.json.encode(mixed.suggested), type=Suggestion) == mixed.suggested
+
+
+def test_a_real_change_on_these_scenarios_says_whether_it_would_hold_for_new_ones(played: Played) -> None:
+    """One scenario dropping from 6/6 to 0/6 is real on these scenarios, yet with its interval across
+    scenarios spanning zero the reading says new scenarios are needed to know more."""
+    view = played.comparison()
+    assert view.real and view.verdict == "worse"
+    assert view.delta is not None and view.delta.low < 0 < view.delta.high
+    assert view.reading.startswith("real (worse) on these scenarios; whether it holds for new scenarios is not shown")

@@ -378,8 +378,9 @@ class CompareCommand(msgspec.Struct, frozen=True):
         if view.delta is not None:
             change = f"{view.delta.estimate:+.1%} [{view.delta.low:+.1%}, {view.delta.high:+.1%}]"
         verdict = f"real ({view.verdict})" if view.real else "within noise"
-        counts = {name: sum(1 for one in view.scenarios if one.change == name) for name in ("worse", "better", "same")}
+        counts = view.counts
         shown.line(f"pass rate {before} → {after}, Δ {change}, p = {view.p:.3g}: {verdict}")
+        shown.line(view.reading)
         shown.line(f"scenarios: {counts['worse']} worse, {counts['better']} better, {counts['same']} same")
         if view.only_base or view.only_candidate or view.changed:
             shown.line(

@@ -28,7 +28,7 @@ import msgspec
 from convy.attempt import Attempt, Spent
 from convy.report import Summary
 from convy.runs import Read
-from convy.stats import Adjusted, Detectable, Fisher, Paired, Stratified, Stratum, Tally
+from convy.stats import Adjusted, Detectable, Fisher, Interval, Paired, Stratified, Stratum, Tally
 from convy.views import ClaimFlip, ComparisonView, DialogueView, IntervalView, Pair, ScenarioChange, SideView
 
 ALPHA = 0.05
@@ -89,6 +89,7 @@ class Comparison(msgspec.Struct, frozen=True):
         paired_rows = [(scenario, a, b) for scenario, a, b in strata if a.judged and b.judged]
         paired = Paired(tuple(b.passed / b.judged - a.passed / a.judged for _, a, b in paired_rows))
         delta = paired.interval()
+        across = paired.sign_flip()
         detectable = Detectable(tuple(a for _, a, _ in paired_rows), tuple(b for _, _, b in paired_rows))
         mde = detectable.effect()
         base, candidate = self._side(self.base), self._side(self.candidate)
@@ -109,7 +110,8 @@ class Comparison(msgspec.Struct, frozen=True):
             method=tested.method,
             verdict=tested.direction if tested.p < ALPHA else "same",
             real=tested.p < ALPHA,
-            sign_flip_p=paired.sign_flip(),
+            sign_flip_p=across,
+            reading=self._reading(tested.p, tested.direction, across, delta),
             mde=mde,
             needed=self._needed(detectable, delta.estimate if delta else None, mde),
             cost_ratio=cost,
@@ -208,6 +210,20 @@ class Comparison(msgspec.Struct, frozen=True):
             return None
         failing = [attempt for attempt in attempts if attempt.status() == "failed"]
         return (failing or attempts)[0].dialogue()
+
+    def _reading(self, p: float, direction: str, across: float, delta: Interval | None) -> str:
+        """What the two tests say together, in a sentence: the exact test speaks of these
+        scenarios, the interval and the sign flips of scenarios like them."""
+        if p >= ALPHA:
+            return "within noise: a change this size is likely from attempt-to-attempt variation on these scenarios"
+        spans = delta is not None and delta.low <= 0 <= delta.high
+        if across < ALPHA and not spans:
+            return f"real ({direction}) on these scenarios, and likely to hold for scenarios like them"
+        return (
+            f"real ({direction}) on these scenarios; whether it holds for new scenarios is not shown "
+            "(the interval across scenarios spans zero" + ("" if spans else ", or the sign flips do not reach 0.05")
+            + "): add scenarios to know"
+        )
 
     def _needed(self, detectable: Detectable, delta: float | None, mde: float | None) -> str | None:
         if delta is None or mde is None or abs(delta) >= mde:

@@ -388,6 +388,7 @@ class ComparisonView(View):
     verdict: Literal["worse", "better", "same"]
     real: bool
     sign_flip_p: float
+    reading: str
     mde: float | None
     needed: str | None
     cost_ratio: float | None
