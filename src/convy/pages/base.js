@@ -367,6 +367,20 @@ const Convy = (() => {
     });
   }
 
+  /* Moving between a table's rows with the keys: the row `step` on from the focused one (or from
+     the last cursor), kept within the rows, made the one that takes the focus. */
+  function stepped(rows, cursor, step) {
+    const at = rows.indexOf(document.activeElement);
+    const from = at >= 0 ? at : cursor;
+    return Math.max(0, Math.min(rows.length - 1, from < 0 ? 0 : from + step));
+  }
+
+  function focusRow(rows, index) {
+    for (const tr of rows) tr.tabIndex = -1;
+    rows[index].tabIndex = 0;
+    rows[index].focus();
+  }
+
   function keyHelp(pairs) {
     return h("p", { class: "keys" }, pairs.map(([key, text], i) => [i ? " · " : "", h("kbd", null, key), " ", text]));
   }
@@ -376,5 +390,5 @@ const Convy = (() => {
     return h("img", { src: link ? link.getAttribute("href") : "", alt: "", width: 22, height: 22, class: "logo" });
   }
 
-  return { h, s, add, fill, json, fmt, words, status, word, markdown, hash, theme, facts, tile, sortHeader, compare, keys, keyHelp, icon, safeHref };
+  return { h, s, add, fill, json, fmt, words, status, word, markdown, hash, theme, facts, tile, sortHeader, compare, keys, keyHelp, icon, safeHref, stepped, focusRow };
 })();

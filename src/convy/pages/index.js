@@ -182,12 +182,8 @@
 
   function move(step) {
     if (!visible.length) return;
-    const at = visible.indexOf(document.activeElement);
-    const from = at >= 0 ? at : cursor;
-    cursor = Math.max(0, Math.min(visible.length - 1, from < 0 ? 0 : from + step));
-    for (const tr of visible) tr.tabIndex = -1;
-    visible[cursor].tabIndex = 0;
-    visible[cursor].focus();
+    cursor = Convy.stepped(visible, cursor, step);
+    Convy.focusRow(visible, cursor);
   }
 
   function save() {

@@ -341,14 +341,9 @@
       return;
     }
     if (!visible.length) return;
-    const at = visible.indexOf(document.activeElement);
-    const from = at >= 0 ? at : cursor;
-    if (from + step >= visible.length && shown < items.length) showMore(PAGE);
-    cursor = Math.max(0, Math.min(visible.length - 1, from < 0 ? 0 : from + step));
-    for (const tr of visible) tr.tabIndex = -1;
-    const tr = visible[cursor];
-    tr.tabIndex = 0;
-    tr.focus();
+    if (Convy.stepped(visible, cursor, step) === visible.length - 1 && step > 0 && shown < items.length) showMore(PAGE);
+    cursor = Convy.stepped(visible, cursor, step);
+    Convy.focusRow(visible, cursor);
   }
 
   function neighbour(step) {
