@@ -420,3 +420,37 @@ def test_the_agents_own_timeout_is_its_failure_not_convys_time_limit() -> None:
     (outcome,) = journal.outcomes
     assert outcome.stop == "agent_failed"
     assert isinstance(outcome.result, Failed)
+
+
+def test_a_judge_answer_convy_cannot_use_still_counts_its_tokens() -> None:
+    """When the judge's second claim gets an unusable answer, the attempt is not judged and both
+    requests' usage is kept: the one decided before, and the unusable one."""
+    from convy.agent import Usage
+    from convy.dialog import ChatJudge
+    from convy.model import Reply
+
+    replies = [
+        Reply('{"reason": "yes", "pass": true, "confidence": 0.9}', Usage(100, 10)),
+        Reply("I think it was fine.", Usage(120, 7)),
+    ]
+    judge = ChatJudge(FakeModel(replies, "judge-model"))
+    scenario = msgspec.convert({"id": "s", "script": ["hello"], "judge": ["one", "two"]}, Scenario)
+    journal = MemoryJournal()
+    asyncio.run(Bench(FakeAgent(lambda text: "hi"), Models(judge=judge)).run(Plan((scenario,), 1), journal))
+    (outcome,) = journal.outcomes
+    assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "judge"
+    assert outcome.judge_requests == (Usage(100, 10), Usage(120, 7))
+
+
+def test_an_empty_message_of_the_simulated_user_still_counts_its_tokens() -> None:
+    """A simulated user's reply that is empty fails the attempt's dialogue but keeps its usage."""
+    from convy.agent import Usage
+    from convy.model import Reply
+
+    scenario = msgspec.convert({"id": "s", "user": "You are Dana.", "judge": [{"check": {"said": "."}}]}, Scenario)
+    journal = MemoryJournal()
+    user = FakeModel([Reply("   ", Usage(50, 0))], "user-model")
+    asyncio.run(Bench(FakeAgent(lambda text: "hi"), Models(user=user)).run(Plan((scenario,), 1), journal))
+    (outcome,) = journal.outcomes
+    assert outcome.stop == "model_failed"
+    assert outcome.user_ending == (Usage(50, 0),)

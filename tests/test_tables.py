@@ -223,7 +223,8 @@ def test_the_attempts_table(tables: dict[str, Table]) -> None:
     assert (crash["status"], crash["why"], crash["stop"], crash["failed_on"], crash["claims"]) == ("failed", "agent", "agent_failed", "please crash", None)
     assert crash["failure"] == "RuntimeError: the shop is closed"
     trips = rows[("aaaa", "judge-trips", 1)]
-    assert (trips["status"], trips["why"], trips["judge_tokens_in"], trips["judge_cost_usd"]) == ("not_judged", "judge", None, None)
+    # The judge's unusable answer still took its tokens: they are counted, with no cost (unpriced).
+    assert (trips["status"], trips["why"], trips["judge_tokens_in"], trips["judge_cost_usd"]) == ("not_judged", "judge", 90, None)
     greeting = rows[("aaaa", "greeting", 2)]
     assert (greeting["status"], greeting["why"], greeting["failure"], greeting["claims"], greeting["claims_held"]) == ("passed", None, None, 1, 1)
     assert (greeting["agent_tokens_in"], greeting["agent_cost_usd"], greeting["unpriced_requests"]) == (7, None, 2)

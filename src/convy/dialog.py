@@ -194,7 +194,7 @@ class SimulatedUser(msgspec.Struct, frozen=True):
         if STOP in text:
             return Spoken(Finished(), reply.usage)
         if not text:
-            raise ModelFailure(f"the simulated user's model {self.model.name} sent an empty message")
+            raise ModelFailure(f"the simulated user's model {self.model.name} sent an empty message", (reply.usage,))
         return Spoken(Message(text), reply.usage)
 
     def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
@@ -271,7 +271,11 @@ class ChatJudge(msgspec.Struct, frozen=True):
         decided: list[Claim] = []
         requests: list[Usage | NoUsage] = []
         for claim in claims:
-            one, spent = await self._claim(claim, transcript)
+            try:
+                one, spent = await self._claim(claim, transcript)
+            except ModelFailure as failure:
+                failure.requests = (*requests, *failure.requests)  # the claims decided before it took tokens too
+                raise
             decided.append(one)
             requests.append(spent)
         return Ruling(tuple(decided), tuple(requests))
@@ -295,7 +299,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
         )
         found = re.search(r"\{.*\}", reply.text, re.DOTALL)
         if found is None:
-            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object")
+            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object", (reply.usage,))
         try:
             match claim:
                 case str(text):
@@ -308,7 +312,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
                     graded = msgspec.json.decode(found.group(0), type=_Graded)
                     if graded.grade not in grades:
                         raise ModelFailure(
-                            f"the judge gave the grade {graded.grade!r}, not one of {', '.join(grades)}"
+                            f"the judge gave the grade {graded.grade!r}, not one of {', '.join(grades)}", (reply.usage,)
                         )
                     held = grades.index(graded.grade) >= grades.index(bar)
                     return (
@@ -316,7 +320,9 @@ class ChatJudge(msgspec.Struct, frozen=True):
                         reply.usage,
                     )
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
-            raise ModelFailure(f"the judge's model {self.model.name} answered in the wrong shape: {error}") from error
+            raise ModelFailure(
+                f"the judge's model {self.model.name} answered in the wrong shape: {error}", (reply.usage,)
+            ) from error
 
 
 class PatientJudge(msgspec.Struct, frozen=True):
@@ -358,10 +364,14 @@ class Checked(msgspec.Struct, frozen=True):
             raise StillBusy(f"the judge {self.judge.name}: {busy}") from busy
         except Exception as error:  # a judge's bug is the judge's failure, never the run's
             raise ModelFailure(f"the judge {self.judge.name} failed: {type(error).__name__}: {error}") from error
-        if len(ruling.claims) != len(claims):
-            raise ModelFailure(f"the judge decided {len(ruling.claims)} claims of {len(claims)}")
-        for asked, decided in zip(claims, ruling.claims, strict=True):
-            self._fits(asked, decided)
+        try:
+            if len(ruling.claims) != len(claims):
+                raise ModelFailure(f"the judge decided {len(ruling.claims)} claims of {len(claims)}")
+            for asked, decided in zip(claims, ruling.claims, strict=True):
+                self._fits(asked, decided)
+        except ModelFailure as failure:
+            failure.requests = ruling.requests  # an unusable ruling still took its tokens
+            raise
         return ruling
 
     def _fits(self, asked: str | Graded, decided: Claim) -> None:

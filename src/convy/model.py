@@ -83,7 +83,7 @@ class Contained(msgspec.Struct, frozen=True):
         except Exception as error:  # a bug in the model's code must not stop the run
             raise ModelFailure(f"model {self.model.name} failed: {type(error).__name__}: {error}") from error
         if not reply.text.strip():
-            raise ModelFailure(f"model {self.model.name} gave an empty reply")
+            raise ModelFailure(f"model {self.model.name} gave an empty reply", (reply.usage,))
         return reply
 
 

@@ -19,12 +19,20 @@ A failure of one attempt never stops the run; a configuration error stops it bef
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ModelFailure(Exception):
     """The simulated user's or the judge's model failed, or said something convy cannot use.
 
     The attempt gets no verdict and stays out of the pass rate: it says nothing about the agent.
+    ``requests`` holds the usage of the requests that were answered before it failed (an answer
+    convy could not use still took its tokens), so the run's totals stay honest.
     """
+
+    def __init__(self, message: str, requests: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        self.requests = requests
 
 
 class StillBusy(ModelFailure):

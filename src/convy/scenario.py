@@ -252,7 +252,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         result: Verdict | Failed | NoVerdict | None = None
         pending = ""
         opened = closed = 0.0
-        ending: tuple[Usage | NoUsage, float] | None = None
+        ending: tuple[tuple[Usage | NoUsage, ...], float] | None = None
         try:
             mark = time.monotonic()
             async with agent.conversation() as conversation:
@@ -272,13 +272,15 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             spoken = await user.spoken(transcript)
                         except StillBusy as failure:
                             stop, result = "model_failed", NoVerdict("busy", str(failure))
+                            ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
                         except ModelFailure as failure:
                             stop, result = "model_failed", NoVerdict("user", str(failure))
+                            ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
                         match spoken.move:
                             case Finished():
-                                ending = (spoken.usage, time.monotonic() - clock - user_start)
+                                ending = ((spoken.usage,), time.monotonic() - clock - user_start)
                                 break
                             case Message(text=said):
                                 spoken_text, usage = said, spoken.usage
@@ -314,9 +316,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 judge_requests = ruling.requests
                 result = self.verdict(ruling, transcript)
             except StillBusy as failure:
-                result = NoVerdict("busy", str(failure))
+                result, judge_requests = NoVerdict("busy", str(failure)), failure.requests
             except ModelFailure as failure:
-                result = NoVerdict("judge", str(failure))
+                result, judge_requests = NoVerdict("judge", str(failure)), failure.requests
         judge_seconds = time.monotonic() - clock - judge_start
         return Outcome(
             scenario=self.id,
@@ -332,7 +334,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             judge_seconds=judge_seconds,
             judge_requests=judge_requests,
             waits=tuple(waits.noted),
-            user_ending=() if ending is None else (ending[0],),
+            user_ending=() if ending is None else ending[0],
             user_ending_seconds=0.0 if ending is None else ending[1],
         )
 
@@ -345,8 +347,10 @@ class Outcome(msgspec.Struct, frozen=True, gc=False):
 
     Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times, and
     so does each of ``waits``, the stretches spent waiting for a busy service or a pace.
-    ``user_ending`` is the simulated user's last request, the one that ended the dialogue (no
-    turn holds it), with its time in ``user_ending_seconds``.
+    ``user_ending`` is the simulated user's last request, the one that ended the dialogue — by
+    saying it was done, or by failing after it was answered (no turn holds it) — with its time in
+    ``user_ending_seconds``; ``judge_requests`` holds the judge's requests, those of a judgement
+    that failed included.
     """
 
     scenario: str
