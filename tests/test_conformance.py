@@ -433,3 +433,16 @@ def test_a_copy_of_a_model_with_another_url_and_key_uses_its_own_client() -> Non
 
         assert asyncio.run(both()) == ("You said: hello", "You said: hello")
         assert len(first.received) == 1 and len(second.received) == 1
+
+
+def test_a_models_client_is_closed_when_its_event_loop_ends() -> None:
+    """The HTTP client an OpenAiModel opened in an asyncio.run is closed when that run ends."""
+    with StandIn() as server:
+        model = OpenAiModel("m", server.url + "/v1")
+
+        async def asked() -> Any:
+            await model.reply((Said("user", "hello"),))
+            return next(iter(model.clients.by_loop.values())).client
+
+        client = asyncio.run(asked())
+        assert client.is_closed

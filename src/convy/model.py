@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -106,10 +107,31 @@ Provider = Literal["openai", "openrouter", "compatible"]
 
 
 class _Clients:
-    """One HTTP client per event loop for a model: reused across its requests."""
+    """One HTTP client per event loop for a model: reused across its requests, and closed when
+    the loop ends.
+
+    The closing rides on asyncio's own shutdown: each client is held open by an async generator
+    paused at its ``yield``, and ``asyncio.run`` closes every unfinished async generator before it
+    closes the loop, which runs the generator's ``finally``.
+    """
 
     def __init__(self) -> None:
         self.by_loop: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._keepers: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+
+    async def kept(self, loop: Any, connection: JsonConnection) -> JsonConnection:
+        """``connection`` as this loop's client, to be closed when the loop shuts down."""
+        keeper = self._held(connection)
+        await keeper.__anext__()
+        self._keepers.setdefault(loop, []).append(keeper)
+        self.by_loop[loop] = connection
+        return connection
+
+    async def _held(self, connection: JsonConnection) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await connection.client.aclose()
 
 
 class OpenAiModel(msgspec.Struct, frozen=True):
@@ -201,8 +223,7 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         endpoint = JsonEndpoint(self.base_url.rstrip("/"), headers, timeout=self.timeout)
         found = self.clients.by_loop.get(loop)
         if found is None or found.endpoint != endpoint:
-            found = endpoint.opened(256)
-            self.clients.by_loop[loop] = found
+            found = await self.clients.kept(loop, endpoint.opened(256))
         return found
 
     def _secret(self) -> str:
