@@ -16,7 +16,7 @@ import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
 from convy.busy import Wait
-from convy.dialog import Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
+from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
 from convy.scenario import Outcome
 from convy.views import (
     CostView,
@@ -132,6 +132,26 @@ class Took(msgspec.Struct, frozen=True):
                 return float(self.seconds)
 
 
+class Decided(msgspec.Struct, frozen=True):
+    """A decided claim as pages and tables show it: its confidence and grade, ``None`` when none."""
+
+    claim: Claim
+
+    def confidence(self) -> float | None:
+        match self.claim.confidence:
+            case Confidence(value=value):
+                return value
+            case NoConfidence():
+                return None
+
+    def grade(self) -> str | None:
+        match self.claim.grade:
+            case Grade(name=name):
+                return name
+            case NoGrade():
+                return None
+
+
 class Attempt(msgspec.Struct, frozen=True):
     """One kept attempt seen through the run's trust threshold."""
 
@@ -211,8 +231,8 @@ class Attempt(msgspec.Struct, frozen=True):
                         by=claim.by,
                         held=claim.held,
                         reason=claim.reason,
-                        confidence=self._confidence(claim.confidence),
-                        grade=self._grade(claim.grade),
+                        confidence=Decided(claim).confidence(),
+                        grade=Decided(claim).grade(),
                         trusted=claim.trusted(self.trust),
                     )
                     for claim in claims
@@ -257,20 +277,6 @@ class Attempt(msgspec.Struct, frozen=True):
             user_tokens=Spent(() if turn.scripted else (turn.user_usage,)).tokens(),
             cost=Spent((turn.answer.usage,) + (() if turn.scripted else (turn.user_usage,))).cost(),
         )
-
-    def _confidence(self, confidence: Confidence | NoConfidence) -> float | None:
-        match confidence:
-            case Confidence(value=value):
-                return value
-            case NoConfidence():
-                return None
-
-    def _grade(self, grade: Grade | NoGrade) -> str | None:
-        match grade:
-            case Grade(name=name):
-                return name
-            case NoGrade():
-                return None
 
     def _step(self, step: Thought | Call) -> StepView:
         match step:

@@ -347,12 +347,11 @@ class ReportCommand(msgspec.Struct, frozen=True):
     wanted: tuple[str, ...]
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        runs, unread = self.project.runs()
-        if self.wanted:
-            runs = tuple(self.project.read(name) for name in self.wanted)
+        runs, unread = self.project.runs(self.wanted)
         for run in runs:
             shown.line(f"report: {self.project.reported(run).relative_to(self.project.folder)}")
-        shown.line(f"index: {self.project.indexed().relative_to(self.project.folder)}")
+        index = self.project.indexed(None if self.wanted else (runs, unread))
+        shown.line(f"index: {index.relative_to(self.project.folder)}")
         for one in unread:
             errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
         return 0
@@ -403,9 +402,7 @@ class ExportCommand(msgspec.Struct, frozen=True):
     form: str
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        runs, unread = self.project.runs()
-        if self.wanted:
-            runs = tuple(self.project.read(name) for name in self.wanted)
+        runs, unread = self.project.runs(self.wanted)
         for path in self.project.exported(runs, self.form):
             shown.line(f"table: {path.relative_to(self.project.folder)}")
         for one in unread:

@@ -19,13 +19,14 @@ Two things are decided here for the page to draw:
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Literal
 from urllib.parse import quote
 
 import msgspec
 
-from convy.attempt import Attempt, Spent
+from convy.attempt import Attempt
 from convy.report import Summary
 from convy.runs import Read
 from convy.stats import Adjusted, Detectable, Fisher, Interval, Paired, Stratified, Stratum, Tally
@@ -129,24 +130,13 @@ class Comparison(msgspec.Struct, frozen=True):
         )
 
     def _side(self, run: Read) -> SideView:
+        """One run's side: its index row (the same numbers the index shows), linked from the
+        comparison page, with the time its attempts took rather than the run's wall time."""
         summary = Summary(run)
-        header = summary.header()
-        attempts = summary.attempts()
-        usages = tuple(usage for attempt in attempts for usage in attempt.requests())
-        judged = [tally for tally in summary.tallies().values() if tally.judged]
+        row = summary.row(f"../{quote(run.file.spec.agent, safe='')}/{quote(run.file.spec.id, safe='')}/report.html")
         return SideView(
-            agent=header.agent,
-            run=header.run,
-            href=f"../{quote(header.agent, safe='')}/{quote(header.run, safe='')}/report.html",
-            started=header.started,
-            status=header.status,
-            rate=summary.rate(),
-            passed=sum(tally.passed for tally in judged),
-            judged=sum(tally.judged for tally in judged),
-            attempts=len(attempts),
-            tokens=Spent(usages).total(),
-            cost=Spent(usages).cost(),
-            seconds=sum(attempt.outcome.seconds for attempt in attempts),
+            **{name: getattr(row, name) for name in SideView.__struct_fields__ if name != "seconds"},
+            seconds=math.fsum(attempt.outcome.seconds for attempt in summary.attempts()),
         )
 
     def _changes(self, strata: list[tuple[str, Tally, Tally]]) -> list[ScenarioChange]:

@@ -203,7 +203,10 @@ class Project(msgspec.Struct, frozen=True):
             )
         return spec
 
-    def runs(self) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
+    def runs(self, wanted: tuple[str, ...] = ()) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
+        """The runs named (by id or a unique part), or every run and the folders that could not be read."""
+        if wanted:
+            return tuple(self.read(name) for name in wanted), ()
         return Runs(self.results()).read()
 
     def read(self, wanted: str) -> Read:
@@ -223,11 +226,12 @@ class Project(msgspec.Struct, frozen=True):
         self._written(path, ReportPage(Summary(run)).html())
         return path
 
-    def indexed(self) -> Path:
-        """Write ``results/index.html``: every run, and the comparisons made so far."""
+    def indexed(self, every: tuple[tuple[Read, ...], tuple[Unread, ...]] | None = None) -> Path:
+        """Write ``results/index.html``: every run (``every``, when the caller has read them all
+        already), and the comparisons made so far."""
         from convy.page import IndexPage
 
-        runs, unread = self.runs()
+        runs, unread = every if every is not None else self.runs()
         names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
         path = self.results() / "index.html"
         self._written(path, IndexPage(Index(runs, unread, names).view()).html())

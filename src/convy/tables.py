@@ -20,8 +20,8 @@ from typing import Any, Literal, get_args
 import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
-from convy.attempt import Attempt, Spent
-from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
+from convy.attempt import Attempt, Decided, Spent, Took
+from convy.dialog import Claim, Failed, NoVerdict, Turn, Verdict
 from convy.report import Summary
 from convy.rows import (
     EXACT_JSON,
@@ -231,7 +231,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
                                 arguments=EXACT_JSON.encode(arguments).decode(),
                                 result_reported=self._reported(result),
                                 result=self._result(result),
-                                seconds=self._seconds(seconds),
+                                seconds=Took(seconds).value(),
                             )
                         )
                     case Thought():
@@ -274,18 +274,6 @@ class AttemptRows(msgspec.Struct, frozen=True):
                 return "call"
 
     def _claim(self, number: int, claim: Claim) -> ClaimsRow:
-        confidence: float | None = None
-        grade: str | None = None
-        match claim.confidence:
-            case Confidence(value=value):
-                confidence = value
-            case NoConfidence():
-                pass
-        match claim.grade:
-            case Grade(name=name):
-                grade = name
-            case NoGrade():
-                pass
         return ClaimsRow(
             **self._keys(),
             claim=number,
@@ -294,8 +282,8 @@ class AttemptRows(msgspec.Struct, frozen=True):
             held=claim.held,
             trusted=claim.trusted(self.attempt.trust),
             reason=claim.reason,
-            confidence=confidence,
-            grade=grade,
+            confidence=Decided(claim).confidence(),
+            grade=Decided(claim).grade(),
         )
 
     def _reported(self, result: Reported | NotReported) -> bool:
@@ -309,13 +297,6 @@ class AttemptRows(msgspec.Struct, frozen=True):
         match result:
             case Reported(value=value):
                 return EXACT_JSON.encode(value).decode()
-            case NotReported():
-                return None
-
-    def _seconds(self, seconds: float | NotReported) -> float | None:
-        match seconds:
-            case float(value):
-                return value
             case NotReported():
                 return None
 
