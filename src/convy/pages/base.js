@@ -260,14 +260,16 @@ const Convy = (() => {
         return null;
       }
     },
-    current() {
-      const chosen = document.documentElement.dataset.theme;
-      if (chosen) return chosen;
+    system() {
       return window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
     },
+    current() {
+      return document.documentElement.dataset.theme || theme.system();
+    },
+    /* The theme is always set on the page: the one chosen, or else the system's. The CSS then
+       holds the dark colours once, under [data-theme="dark"]. */
     apply(name) {
-      if (name === "light" || name === "dark") document.documentElement.dataset.theme = name;
-      else delete document.documentElement.dataset.theme;
+      document.documentElement.dataset.theme = name === "light" || name === "dark" ? name : theme.system();
     },
     button() {
       const button = h("button", { type: "button", class: "theme", title: "Switch the theme (t)" });
@@ -288,7 +290,7 @@ const Convy = (() => {
       });
       if (window.matchMedia) {
         const query = matchMedia("(prefers-color-scheme: dark)");
-        if (query.addEventListener) query.addEventListener("change", label);
+        if (query.addEventListener) query.addEventListener("change", () => { theme.apply(theme.stored()); label(); });
       }
       label();
       return button;
