@@ -132,11 +132,16 @@ class Bench(msgspec.Struct, frozen=True):
         user = Contained(PatientModel(self.models.user, places["user"]))
         judge = Checked(self._patient(self.models.judge, places["judge"]))
         queue = iter(planned)
+        # A scenario's simulated user is the same for all its attempts: its prompt is filled once.
+        scenarios = {one.scenario.id: one.scenario for one in planned}
+        users = {
+            key: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
+            for key, scenario in scenarios.items()
+        }
 
         async def worker() -> None:
             for one in queue:
-                simulated = one.scenario.simulated(user, prompt) if one.scenario.user.strip() else Absent()
-                outcome = await one.scenario.outcome(one.attempt, agent, simulated, judge, self.limits.max_turns)
+                outcome = await one.scenario.outcome(one.attempt, agent, users[one.scenario.id], judge, self.limits.max_turns)
                 journal.record(outcome)
 
         workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
