@@ -12,7 +12,7 @@ import pytest
 
 from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench, Limits, Plan
-from convy.dialog import STOP, Failed, Graded, NoVerdict, Ruling, Transcript, Verdict
+from convy.dialog import STOP, Claim, Failed, Graded, NoVerdict, Ruling, Transcript, Verdict
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 from convy.model import Models
 from convy.scenario import Check, Outcome, Rule, Scenario
@@ -454,3 +454,179 @@ def test_an_empty_message_of_the_simulated_user_still_counts_its_tokens() -> Non
     (outcome,) = journal.outcomes
     assert outcome.stop == "model_failed"
     assert outcome.user_ending == (Usage(50, 0),)
+
+
+# --- checks decided by code count whatever the models do ---------------------------------------
+
+
+def refunding(text: str) -> Answer:
+    return Answer("Sorry, refunded.", steps=(Call("refund", {"order": "A1"}),))
+
+
+def crashing_judge(claim: str, transcript: Transcript) -> bool:
+    raise RuntimeError("judge crashed")
+
+
+FORBIDDEN = Rule(check=Check(not_called="refund"))
+
+
+def test_a_failed_check_fails_the_attempt_when_the_judge_fails() -> None:
+    """A check that failed makes the attempt failed though the judge then failed, and the outcome names that check."""
+    chosen = scenario(script=("refund me",), judge=("the agent was polite", FORBIDDEN))
+    (outcome,) = played(Bench(FakeAgent(refunding), Models(judge=FakeJudge(crashing_judge))), chosen)
+    assert outcome.status(1.0) == "failed"
+    assert outcome.stop == "finished"
+    match outcome.result:
+        case NoVerdict(who="judge", checks=checks):
+            assert checks == (Claim("never called refund", False, "agent called refund in turn 1", by="code"),)
+        case other:
+            pytest.fail(f"expected the judge's NoVerdict with its checks, got {other}")
+
+
+def test_checks_that_held_leave_the_attempt_not_judged_when_the_judge_fails() -> None:
+    """When the judge fails and every check held, the attempt is not judged, its checks kept in the outcome."""
+    chosen = scenario(script=("hello",), judge=("the agent was polite", Rule(check=Check(said="heard"))))
+    (outcome,) = played(Bench(FakeAgent(heard), Models(judge=FakeJudge(crashing_judge))), chosen)
+    assert outcome.status(1.0) == "not_judged"
+    match outcome.result:
+        case NoVerdict(who="judge", checks=(Claim(held=True, by="code"),)):
+            pass
+        case other:
+            pytest.fail(f"expected the judge's NoVerdict with one held check, got {other}")
+
+
+def test_a_failed_check_fails_the_attempt_when_the_user_model_fails() -> None:
+    """When the user's model fails mid-dialogue, a check already broken fails the attempt; one not yet met is undecided."""
+    chosen = scenario(
+        script=("refund me",),
+        user="You want more.",
+        judge=(
+            FORBIDDEN,
+            Rule(check=Check(called="lookup_order")),
+            Rule(check=Check(said="Sorry")),
+            Rule(check=Check(not_said="goodbye")),
+        ),
+    )
+    bench = Bench(FakeAgent(refunding), Models(FakeModel(refused("refused"), name="flaky"), FakeJudge()))
+    (outcome,) = played(bench, chosen)
+    assert (outcome.stop, outcome.status(1.0)) == ("model_failed", "failed")
+    match outcome.result:
+        case NoVerdict(who="user", checks=checks):
+            assert [(claim.claim, claim.held) for claim in checks] == [
+                ("never called refund", False),
+                ("said /Sorry/", True),
+            ]
+        case other:
+            pytest.fail(f"expected the user's NoVerdict with its checks, got {other}")
+
+
+def test_a_check_not_yet_met_is_not_failed_when_the_dialogue_is_cut_short() -> None:
+    """A called/said check that has not held when the user's model fails leaves the attempt not judged, not failed."""
+    chosen = scenario(script=("hello",), user="You want more.", judge=(Rule(check=Check(called="refund")),))
+    bench = Bench(FakeAgent(heard), Models(FakeModel(refused("refused"), name="flaky"), FakeJudge()))
+    (outcome,) = played(bench, chosen)
+    assert outcome.status(1.0) == "not_judged"
+    assert outcome.result == NoVerdict("user", "model flaky failed: ConnectionError: refused")
+
+
+def test_a_failed_check_fails_the_attempt_when_the_agent_stays_busy() -> None:
+    """A check already broken before the agent's service stayed busy fails the attempt."""
+    from convy.busy import Busy
+
+    def answer(text: str) -> Answer:
+        if text == "again":
+            raise Busy("429", 3600.0)
+        return refunding(text)
+
+    chosen = scenario(script=("refund me", "again"), judge=(FORBIDDEN,))
+    (outcome,) = played(Bench(FakeAgent(answer), Models(), Limits(agent_patience=0)), chosen)
+    assert (outcome.stop, outcome.status(1.0)) == ("agent_busy", "failed")
+
+
+def test_an_older_not_judged_line_reads_with_no_checks() -> None:
+    """An attempt kept before checks were recorded with a NoVerdict reads back with no checks and stays not judged."""
+    line = (
+        b'{"scenario":"s","attempt":1,"started":"2026-01-01T00:00:00.000+00:00","seconds":1.0,'
+        b'"transcript":{"turns":[]},"stop":"model_failed",'
+        b'"result":{"type":"no_verdict","who":"user","reason":"model flaky failed"}}'
+    )
+    outcome = msgspec.json.decode(line, type=Outcome)
+    assert outcome.result == NoVerdict("user", "model flaky failed", ())
+    assert outcome.status(0.0) == "not_judged"
+
+
+# --- each participant answers for its own errors ---------------------------------------------
+
+
+class Wrong:
+    """A model that answers with something that is not a ``Reply``."""
+
+    name = "wrong"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    async def reply(self, messages: Any) -> Any:
+        return self.answer
+
+
+@pytest.mark.parametrize("answer", ["a bare string", None, {"text": 5}], ids=["str", "none", "text-number"])
+def test_a_user_model_returning_no_reply_is_the_users_failure(answer: Any) -> None:
+    """A user model that returns something that is not a reply leaves the attempt without a verdict (who="user")."""
+    agent = FakeAgent(heard)
+    (outcome,) = played(Bench(agent, Models(Wrong(answer), FakeJudge())), scenario(user="You want a refund."))
+    assert outcome.stop == "model_failed"
+    match outcome.result:
+        case NoVerdict(who="user", reason=reason):
+            assert reason.startswith("model wrong failed: ")
+        case other:
+            pytest.fail(f"expected the user's NoVerdict, got {other}")
+    assert agent.messages == []
+
+
+def test_a_bug_in_convys_own_loop_is_not_the_agents_failure() -> None:
+    """An error of convy's own code during a dialogue propagates, instead of being recorded as the agent's failure."""
+    from convy.agent import TimeLimited
+
+    class Buggy:
+        async def spoken(self, transcript: Transcript) -> Any:
+            raise RuntimeError("a bug in convy")
+
+    chosen = scenario(user="You want a refund.")
+    with pytest.raises(RuntimeError, match="a bug in convy"):
+        asyncio.run(chosen.outcome(1, TimeLimited(FakeAgent(heard)), Buggy(), FakeJudge(), 3))
+
+
+def test_an_agent_raising_a_model_failure_is_the_agents_failure() -> None:
+    """A ModelFailure raised by the agent's own code (an agent built on a model) fails the attempt as the agent's."""
+    from convy.model import ModelFailure
+
+    agent = FakeAgent(breaks_on("hello", ModelFailure("the agent's own model broke")))
+    (outcome,) = played(Bench(agent, Models(FakeModel(["more"]), FakeJudge())), scenario(script=("hello",), user="u"))
+    assert outcome.stop == "agent_failed"
+    assert outcome.result == Failed("ModelFailure: the agent's own model broke", "hello")
+
+
+def test_a_chat_judges_model_returning_no_reply_keeps_the_usage_before_it() -> None:
+    """A judge model that returns a bare string on the second claim is the judge's failure, the first claim's usage kept."""
+    from convy.agent import Usage
+    from convy.dialog import ChatJudge
+    from convy.model import Reply
+
+    answers = iter([Reply('{"reason": "yes", "pass": true, "confidence": 0.9}', Usage(100, 10)), "not a reply"])
+
+    class Flaky:
+        name = "flaky-judge"
+
+        async def reply(self, messages: Any) -> Any:
+            return next(answers)
+
+    chosen = scenario(script=("hello",), judge=("one", "two"))
+    (outcome,) = played(Bench(FakeAgent(heard), Models(judge=ChatJudge(Flaky()))), chosen)
+    assert outcome.stop == "finished"
+    match outcome.result:
+        case NoVerdict(who="judge"):
+            pass
+        case other:
+            pytest.fail(f"expected the judge's NoVerdict, got {other}")
+    assert outcome.judge_requests == (Usage(100, 10),)

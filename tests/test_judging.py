@@ -456,3 +456,75 @@ def test_prompt_missing_slot_names_it() -> None:
     """A slot with no value is a ValueError naming every missing slot."""
     with pytest.raises(ValueError, match=r"^no value for \{\{ name \}\}, \{\{ order \}\}$"):
         Prompt("{{ order }} for {{ name }} on {{ day }}").filled({"day": "Monday"})
+
+
+# --- failures carry their usage as made ---------------------------------------------------------
+
+
+def test_a_model_failures_usage_is_given_when_made_and_never_changes() -> None:
+    """A ModelFailure's requests cannot be reassigned; ``after`` makes a new failure of the same kind, earlier usage first."""
+    from convy.model import StillBusy
+
+    failure = StillBusy("busy", (Usage(2, 1),))
+    with pytest.raises(AttributeError):
+        failure.requests = ()  # type: ignore[misc]
+    later = failure.after((Usage(5, 5),))
+    assert (type(later), str(later), later.requests) == (StillBusy, "busy", (Usage(5, 5), Usage(2, 1)))
+    assert failure.requests == (Usage(2, 1),)
+
+
+def test_checked_refusing_a_ruling_keeps_its_usage() -> None:
+    """A ruling that does not fit its claims is a ModelFailure that still carries the ruling's usage."""
+    with pytest.raises(ModelFailure) as raised:
+        ruled(Checked(Scripted(Ruling((), (Usage(3, 1), Usage(4, 2))))), ("helped",))
+    assert raised.value.requests == (Usage(3, 1), Usage(4, 2))
+
+
+def test_chat_judge_busy_on_a_later_claim_keeps_the_usage_before_it() -> None:
+    """A judge model whose service stays busy on the second claim is StillBusy carrying the first claim's usage."""
+    from convy.busy import Busy
+    from convy.model import StillBusy
+
+    def answer(messages: Any) -> Reply:
+        if "The claim: second" in messages[1].content:
+            raise Busy("429")
+        return Reply('{"reason": "a", "pass": true, "confidence": 1}', Usage(10, 2))
+
+    with pytest.raises(StillBusy) as raised:
+        ruled(ChatJudge(FakeModel(answer)), ("first", "second"))
+    assert raised.value.requests == (Usage(10, 2),)
+
+
+class Returning:
+    """A model whose reply is whatever it was given, a ``Reply`` or not."""
+
+    name = "odd"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    async def reply(self, messages: Any) -> Any:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["a bare string", None, {"text": 5}, Reply("hi", usage="lots")],  # type: ignore[arg-type]
+    ids=["str", "none", "text-number", "usage-text"],
+)
+def test_contained_turns_an_answer_that_is_no_reply_into_model_failure(answer: Any) -> None:
+    """A model returning something that is not a Reply is a ModelFailure naming the model, never another error."""
+    with pytest.raises(ModelFailure, match="^model odd failed: "):
+        asyncio.run(Contained(Returning(answer)).reply(()))
+
+
+def test_a_simulated_user_contains_its_model_however_it_was_given() -> None:
+    """A SimulatedUser whose model was not wrapped still fails as a ModelFailure when the model raises or returns no reply."""
+    with pytest.raises(ModelFailure, match="^model odd failed: "):
+        spoken(Returning("a bare string"))
+
+    def broken(messages: Any) -> str:
+        raise KeyError("choices")
+
+    with pytest.raises(ModelFailure, match="^model flaky failed: KeyError"):
+        spoken(FakeModel(broken, name="flaky"))

@@ -14,6 +14,7 @@ A run from Python::
 """
 
 from convy.agent import (
+    Accountable,
     Agent,
     AgentFailure,
     Answer,
@@ -93,6 +94,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Absent",
+    "Accountable",
     "Agent",
     "AgentFailure",
     "Answer",

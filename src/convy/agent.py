@@ -5,7 +5,8 @@ An agent is any object with ``conversation()``, an async context manager that yi
 about a turn travels in the answer: the text, the tokens it cost (``Usage`` or ``NoUsage``) and the
 steps the agent took on the way (``Thought`` and ``Call``).
 
-Wrappers add behaviour without flags: ``TimeLimited`` bounds how long an agent may take, and
+Wrappers add behaviour without flags: ``Accountable`` makes every error of the agent's own code
+its failure, ``TimeLimited`` bounds how long an agent may take (and holds it accountable), and
 ``QueuedAgent`` keeps a conversation within the agent's places.
 """
 
@@ -19,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from convy.busy import Places
+from convy.busy import Busy, Places
 
 
 class NotReported(msgspec.Struct, frozen=True, gc=False, tag="not_reported"):
@@ -123,6 +124,77 @@ class Agent(Protocol):
     def conversation(self) -> AbstractAsyncContextManager[Conversation]: ...
 
 
+def _blamed(error: Exception) -> AgentFailure:
+    """An error the agent's code raised, as the agent's failure, named by its kind."""
+    return AgentFailure(f"{type(error).__name__}: {error}")
+
+
+class _Answering(msgspec.Struct, frozen=True):
+    """An open conversation whose every error is the agent's failure, and whose answers are
+    converted where they enter."""
+
+    origin: Any
+
+    async def turn(self, message: Message) -> Answer:
+        try:
+            answer = await self.origin.turn(message)
+        except (AgentFailure, Busy):
+            raise
+        except Exception as error:  # the agent's code is not ours: any error of it is its failure
+            raise _blamed(error) from error
+        try:
+            # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
+            # type, holding anything, even a cycle) fails its turn here rather than the run later.
+            return msgspec.json.decode(msgspec.json.encode(answer), type=Answer)
+        except Exception as error:
+            raise AgentFailure(f"the agent's answer cannot be kept: {error}") from error
+
+
+class Accountable(msgspec.Struct, frozen=True):
+    """The same agent, answering for its own code and nothing else.
+
+    Any error raised while the agent opens a conversation, answers a turn or closes it is an
+    ``AgentFailure`` (an ``AgentFailure`` as it is; ``Busy`` as it is, to be sent again), and so
+    is an answer convy cannot keep. Only the agent's own calls are inside: an error of convy's
+    code between them goes on as it is, to be seen, never recorded as the agent's failure.
+    """
+
+    agent: Any
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Conversation]:
+        try:
+            manager = self.agent.conversation()
+            opened = await manager.__aenter__()
+        except (AgentFailure, Busy):
+            raise
+        except Exception as error:  # the agent's code is not ours: any error of it is its failure
+            raise _blamed(error) from error
+        failed: BaseException | None = None
+        try:
+            yield _Answering(opened)
+        except BaseException as error:
+            failed = error
+            raise
+        finally:
+            await self._closed(manager, failed)
+
+    async def _closed(self, manager: AbstractAsyncContextManager[Any], failed: BaseException | None) -> None:
+        """Close the agent's conversation. When the conversation is already ending on an error,
+        that error goes on, whatever the closing raises (but a cancellation)."""
+        try:
+            if failed is None:
+                await manager.__aexit__(None, None, None)
+            else:
+                await manager.__aexit__(type(failed), failed, failed.__traceback__)
+        except (AgentFailure, Busy):
+            if failed is None:
+                raise
+        except Exception as error:  # the agent's code is not ours: any error of it is its failure
+            if failed is None:
+                raise _blamed(error) from error
+
+
 class _Limited(msgspec.Struct, frozen=True):
     """A conversation whose every turn has a time limit."""
 
@@ -141,7 +213,12 @@ class _Limited(msgspec.Struct, frozen=True):
 
 
 class TimeLimited(msgspec.Struct, frozen=True):
-    """The same agent, with time limits in seconds on opening a conversation, each turn and closing."""
+    """The same agent, with time limits in seconds on opening a conversation, each turn and closing.
+
+    The agent inside is made ``Accountable``: this is where an agent enters a run (the bench and
+    ``--smoke`` both wrap it so), and the time limits then tell the agent's own ``TimeoutError``,
+    already its failure, from convy's limit.
+    """
 
     agent: Any
     open: float = 60.0
@@ -154,7 +231,7 @@ class TimeLimited(msgspec.Struct, frozen=True):
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[Conversation]:
-        manager = self.agent.conversation()
+        manager = Accountable(self.agent).conversation()
         scope = asyncio.timeout(self.open)
         try:
             async with scope:
@@ -189,9 +266,6 @@ class TimeLimited(msgspec.Struct, frozen=True):
             if not scope.expired():
                 raise
             raise OutOfTime(f"the agent did not close its conversation within {self.close:g} s") from error
-        except Exception:
-            if failed is None:
-                raise
 
 
 class _Retried(msgspec.Struct, frozen=True):

@@ -7,7 +7,8 @@ between any judge and the run: it hands the judge only what was said and turns a
 answer that does not fit the claims, into ``ModelFailure``.
 
 An attempt ends in one of three results: ``Verdict`` (every claim decided), ``Failed`` (the agent
-failed, so nothing was judged) or ``NoVerdict`` (a model failed, so nothing can be said).
+failed, so nothing was judged) or ``NoVerdict`` (a model failed, so the judge's claims cannot be
+decided; the checks decided by code still are, and one that failed fails the attempt).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import msgspec
 
 from convy.agent import Answer, Message, NoUsage, Usage
 from convy.busy import Busy, Places
-from convy.model import ModelFailure, Reply, Said, StillBusy
+from convy.model import Contained, ModelFailure, Said, StillBusy
 
 STOP = "###STOP###"
 
@@ -100,11 +101,24 @@ class Failed(msgspec.Struct, frozen=True, gc=False, tag="failed"):
     message: str = ""
 
 
-class NoVerdict(msgspec.Struct, frozen=True, gc=False, tag="no_verdict"):
-    """Nothing could be decided, for a reason that is not the agent's: out of the pass rate."""
+class NoVerdict(msgspec.Struct, frozen=True, gc=False, tag="no_verdict", omit_defaults=True):
+    """No verdict, for a reason that is not the agent's: a model failed, or a service stayed busy.
+
+    ``checks`` are the scenario's checks that code could still decide, in the scenario's order:
+    all of them on the whole dialogue when only the judge failed, and when the dialogue was cut
+    short only those more turns could not change (a tool called that must not be, a pattern said
+    that must not be; a tool called or a pattern said that must be). A check that failed is a
+    certain failure, whatever the models did: the attempt is then failed, not left out of the pass
+    rate. (Attempts kept before checks were recorded here read back with none.)
+    """
 
     who: Literal["user", "judge", "busy"]
     reason: str
+    checks: tuple[Claim, ...] = ()
+
+    def status(self) -> Literal["failed", "not_judged"]:
+        """Failed when a check decided by code failed; otherwise not judged."""
+        return "failed" if any(not claim.held for claim in self.checks) else "not_judged"
 
 
 class Finished(msgspec.Struct, frozen=True):
@@ -188,13 +202,16 @@ class SimulatedUser(msgspec.Struct, frozen=True):
     prompt: str
 
     async def spoken(self, transcript: Transcript) -> Spoken:
-        """The user's next message, or ``Finished``; an empty message is a ``ModelFailure``."""
-        reply: Reply = await self.model.reply(self._messages(transcript))
+        """The user's next message, or ``Finished``.
+
+        Its model is ``Contained`` whatever it was given as: any error of it, an answer that is not
+        a ``Reply`` and an empty message are a ``ModelFailure``, the user's failure and never the
+        agent's.
+        """
+        reply = await Contained(self.model).reply(self._messages(transcript))
         text = reply.text.strip()
         if STOP in text:
             return Spoken(Finished(), reply.usage)
-        if not text:
-            raise ModelFailure(f"the simulated user's model {self.model.name} sent an empty message", (reply.usage,))
         return Spoken(Message(text), reply.usage)
 
     def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
@@ -274,8 +291,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
             try:
                 one, spent = await self._claim(claim, transcript)
             except ModelFailure as failure:
-                failure.requests = (*requests, *failure.requests)  # the claims decided before it took tokens too
-                raise
+                raise failure.after(tuple(requests)) from failure  # the claims decided before it took tokens too
             decided.append(one)
             requests.append(spent)
         return Ruling(tuple(decided), tuple(requests))
@@ -294,7 +310,9 @@ class ChatJudge(msgspec.Struct, frozen=True):
                     "Answer with one JSON object and nothing else: "
                     '{"reason": "...", "grade": "one of the grades", "confidence": 0.0 to 1.0}'
                 )
-        reply: Reply = await self.model.reply(
+        # Contained: the model's own error or wrong answer fails this claim as a ModelFailure, so
+        # the usage of the claims decided before it is kept.
+        reply = await Contained(self.model).reply(
             (Said("system", system), Said("user", f"The dialogue:\n\n{transcript.text()}\n\n{ask}"))
         )
         found = re.search(r"\{.*\}", reply.text, re.DOTALL)
@@ -364,29 +382,27 @@ class Checked(msgspec.Struct, frozen=True):
             raise StillBusy(f"the judge {self.judge.name}: {busy}") from busy
         except Exception as error:  # a judge's bug is the judge's failure, never the run's
             raise ModelFailure(f"the judge {self.judge.name} failed: {type(error).__name__}: {error}") from error
-        try:
-            if len(ruling.claims) != len(claims):
-                raise ModelFailure(f"the judge decided {len(ruling.claims)} claims of {len(claims)}")
-            for asked, decided in zip(claims, ruling.claims, strict=True):
-                self._fits(asked, decided)
-        except ModelFailure as failure:
-            failure.requests = ruling.requests  # an unusable ruling still took its tokens
-            raise
+        # An unusable ruling still took its tokens: each failure below carries them.
+        spent = ruling.requests
+        if len(ruling.claims) != len(claims):
+            raise ModelFailure(f"the judge decided {len(ruling.claims)} claims of {len(claims)}", spent)
+        for asked, decided in zip(claims, ruling.claims, strict=True):
+            self._fits(asked, decided, spent)
         return ruling
 
-    def _fits(self, asked: str | Graded, decided: Claim) -> None:
+    def _fits(self, asked: str | Graded, decided: Claim, spent: tuple[Usage | NoUsage, ...]) -> None:
         match asked, decided.grade:
             case str(text), NoGrade():
                 if decided.claim != text:
-                    raise ModelFailure(f"the judge answered {decided.claim!r} for the claim {text!r}")
+                    raise ModelFailure(f"the judge answered {decided.claim!r} for the claim {text!r}", spent)
             case Graded(claim=text, grades=grades, pass_=bar), Grade(name=name):
                 if decided.claim != text:
-                    raise ModelFailure(f"the judge answered {decided.claim!r} for the claim {text!r}")
+                    raise ModelFailure(f"the judge answered {decided.claim!r} for the claim {text!r}", spent)
                 if name not in grades:
-                    raise ModelFailure(f"the judge gave the grade {name!r}, not one of {', '.join(grades)}")
+                    raise ModelFailure(f"the judge gave the grade {name!r}, not one of {', '.join(grades)}", spent)
                 if decided.held != (grades.index(name) >= grades.index(bar)):
-                    raise ModelFailure(f"the judge's pass for grade {name!r} does not match the scenario's")
+                    raise ModelFailure(f"the judge's pass for grade {name!r} does not match the scenario's", spent)
             case Graded(claim=text), NoGrade():
-                raise ModelFailure(f"the judge gave no grade for the graded claim {text!r}")
+                raise ModelFailure(f"the judge gave no grade for the graded claim {text!r}", spent)
             case str(text), Grade():
-                raise ModelFailure(f"the judge gave a grade for the plain claim {text!r}")
+                raise ModelFailure(f"the judge gave a grade for the plain claim {text!r}", spent)

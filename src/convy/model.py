@@ -8,8 +8,8 @@ counted as unpriced, never as free. ``Models`` is what a project's ``models.py``
 simulated user's model and the judge, either of which may be ``Absent`` with the reason, so a run
 without a key still plays what needs no model.
 
-``Contained`` turns any error of a model into ``ModelFailure``; ``PatientModel`` sends each request
-within the participant's places.
+``Contained`` turns any error of a model, or an answer that is not a ``Reply``, into
+``ModelFailure``; ``PatientModel`` sends each request within the participant's places.
 """
 
 from __future__ import annotations
@@ -66,7 +66,13 @@ class Models(msgspec.Struct, frozen=True):
 
 
 class Contained(msgspec.Struct, frozen=True):
-    """The same model, whose every error, and every empty reply, is a ``ModelFailure``."""
+    """The same model, whose every error, every answer that is not a ``Reply``, and every empty
+    reply, is a ``ModelFailure`` (a busy service past its patience a ``StillBusy``).
+
+    The reply is outside data: it is encoded and decoded as a ``Reply`` where it enters, so a model
+    that returns a string, or a reply whose fields have the wrong types, fails here as itself and
+    never later in convy's code, where its error would be taken for someone else's.
+    """
 
     model: Any
 
@@ -76,12 +82,13 @@ class Contained(msgspec.Struct, frozen=True):
 
     async def reply(self, messages: tuple[Said, ...]) -> Reply:
         try:
-            reply = await self.model.reply(messages)
+            answered = await self.model.reply(messages)
+            reply = msgspec.json.decode(msgspec.json.encode(answered), type=Reply)
         except ModelFailure:
             raise
         except Busy as busy:
             raise StillBusy(f"model {self.model.name}: {busy}") from busy
-        except Exception as error:  # a bug in the model's code must not stop the run
+        except Exception as error:  # a bug in the model's code, or its wrong answer, must not stop the run
             raise ModelFailure(f"model {self.model.name} failed: {type(error).__name__}: {error}") from error
         if not reply.text.strip():
             raise ModelFailure(f"model {self.model.name} gave an empty reply", (reply.usage,))

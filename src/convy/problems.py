@@ -25,14 +25,24 @@ from typing import Any
 class ModelFailure(Exception):
     """The simulated user's or the judge's model failed, or said something convy cannot use.
 
-    The attempt gets no verdict and stays out of the pass rate: it says nothing about the agent.
-    ``requests`` holds the usage of the requests that were answered before it failed (an answer
-    convy could not use still took its tokens), so the run's totals stay honest.
+    The attempt gets no verdict (unless a check decided by code failed) and stays out of the pass
+    rate: it says nothing about the agent. ``requests`` holds the usage of the requests that were
+    answered before it failed (an answer convy could not use still took its tokens), so the run's
+    totals stay honest. It is given when the failure is made and never changes: a caller that knows
+    of earlier requests raises a new failure with them, ``after``.
     """
 
     def __init__(self, message: str, requests: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
-        self.requests = requests
+        self._requests = requests
+
+    @property
+    def requests(self) -> tuple[Any, ...]:
+        return self._requests
+
+    def after(self, earlier: tuple[Any, ...]) -> ModelFailure:
+        """The same failure, of the same kind, with ``earlier`` requests counted before its own."""
+        return type(self)(str(self), (*earlier, *self._requests))
 
 
 class StillBusy(ModelFailure):

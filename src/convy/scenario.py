@@ -6,7 +6,10 @@ A scenario file becomes a ``Scenario`` where it enters: the strict YAML loader, 
 picks some by path, id or tag.
 
 ``Scenario.outcome`` plays one attempt: the script, then the simulated user, against the agent,
-then the judge and the checks. It returns an ``Outcome``, the record the run folder keeps.
+then the judge and the checks. It returns an ``Outcome``, the record the run folder keeps. Each
+participant answers for its own errors only: the agent's fail the attempt, the models' leave it
+without a verdict (but for a check that code decided failed), and an error of convy's own code
+goes on to the caller.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import AgentFailure, Answer, Call, Message, NoUsage, OutOfTime, Usage
+from convy.agent import AgentFailure, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import WAITS, Busy, Wait, Waits
 from convy.dialog import (
     STOP,
+    Checked,
     Claim,
     Failed,
     Finished,
@@ -81,6 +85,13 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         if self.called or self.not_called:
             return self._tool(transcript)
         return self._said(transcript)
+
+    def settled(self, transcript: Transcript) -> tuple[Claim, ...]:
+        """This check decided on a dialogue that was cut short, if more turns could not change it
+        (one claim), or nothing: ``called`` and ``said`` are settled once they hold, ``not_called``
+        and ``not_said`` once they fail."""
+        claim = self.claim(transcript)
+        return (claim,) if claim.held == bool(self.called or self.said) else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
         name = self.called or self.not_called
@@ -210,6 +221,24 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         """The models this scenario cannot be played without."""
         return (("user",) if self.user.strip() else ()) + (("judge",) if self.claims() else ())
 
+    def checks(self, transcript: Transcript) -> tuple[Claim, ...]:
+        """Every check decided on the whole dialogue, in the scenario's order."""
+        return tuple(check.claim(transcript) for check in self._checks())
+
+    def settled(self, transcript: Transcript) -> tuple[Claim, ...]:
+        """The checks that more turns could not change, decided on a dialogue cut short."""
+        return tuple(claim for check in self._checks() for claim in check.settled(transcript))
+
+    def _checks(self) -> tuple[Check, ...]:
+        found: list[Check] = []
+        for entry in self.judge:
+            match entry:
+                case Rule(check=Check() as check):
+                    found.append(check)
+                case _:
+                    pass
+        return tuple(found)
+
     def verdict(self, ruling: Ruling, transcript: Transcript) -> Verdict:
         """The judge's decisions and the checks, together in the scenario's order."""
         judged = iter(ruling.claims)
@@ -230,9 +259,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     async def outcome(self, attempt: int, agent: Any, user: Any, judge: Any, max_turns: int) -> Outcome:
         """Play one attempt: the dialogue with the agent, then the judge and the checks.
 
-        ``user`` is this scenario's ``SimulatedUser`` (unused when it is fully scripted); ``judge``
-        decides the claims (unused when there are only checks). The agent's errors fail the
-        attempt, the models' errors leave it without a verdict; neither reaches the caller.
+        ``agent`` is the agent as a run holds it (``TimeLimited``, which makes it ``Accountable``):
+        its errors arrive as ``AgentFailure`` or ``Busy`` and fail the attempt or leave it without
+        a verdict. ``user`` is this scenario's ``SimulatedUser`` (unused when it is fully scripted),
+        whose model's errors are ``ModelFailure``; ``judge`` decides the claims (unused when there
+        are only checks), made ``Checked`` here so its errors are too. A model's failure leaves the
+        attempt without a verdict, but with the checks code could decide, and failed if one of
+        them failed. Any other error is convy's own and goes on to the caller.
         """
         limit = self.max_turns or max_turns
         started = datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -240,7 +273,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         waits = Waits(asyncio.get_running_loop().time())
         noting = WAITS.set(waits)
         try:
-            return await self._played(attempt, agent, user, judge, limit, started, clock, waits)
+            return await self._played(attempt, agent, user, Checked(judge), limit, started, clock, waits)
         finally:
             WAITS.reset(noting)
 
@@ -253,6 +286,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         pending = ""
         opened = closed = 0.0
         ending: tuple[tuple[Usage | NoUsage, ...], float] | None = None
+        # Only AgentFailure and Busy are caught around the dialogue: the agent raises nothing else
+        # (``Accountable``), the user's model raises ModelFailure, caught where it speaks, and any
+        # other error is a bug of convy's, which must be seen rather than blamed on the agent.
         try:
             mark = time.monotonic()
             async with agent.conversation() as conversation:
@@ -288,10 +324,6 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pending = spoken_text
                     agent_start = time.monotonic() - clock
                     answer = await conversation.turn(Message(spoken_text))
-                    try:
-                        answer = msgspec.json.decode(msgspec.json.encode(answer), type=Answer)
-                    except (TypeError, ValueError, msgspec.MsgspecError) as error:
-                        raise AgentFailure(f"the agent's answer cannot be kept: {error}") from error
                     agent_seconds = time.monotonic() - clock - agent_start
                     pending = ""
                     transcript = transcript + Turn(
@@ -305,20 +337,27 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             stop, result = "agent_busy", NoVerdict("busy", f"the agent stayed busy: {busy}")
         except AgentFailure as failure:
             stop, result = "agent_failed", Failed(str(failure), pending)
-        except Exception as failure:  # the agent's code is not ours: any error of it fails the attempt
-            stop, result = "agent_failed", Failed(f"{type(failure).__name__}: {failure}", pending)
         judge_start = time.monotonic() - clock
         judge_requests: tuple[Usage | NoUsage, ...] = ()
-        if result is None:
-            asked = self.claims()
-            try:
-                ruling = await judge.ruling(asked, transcript) if asked else Ruling(())
-                judge_requests = ruling.requests
-                result = self.verdict(ruling, transcript)
-            except StillBusy as failure:
-                result, judge_requests = NoVerdict("busy", str(failure)), failure.requests
-            except ModelFailure as failure:
-                result, judge_requests = NoVerdict("judge", str(failure)), failure.requests
+        match result:
+            case None:
+                # The dialogue is whole: the judge decides its claims, and code every check.
+                asked = self.claims()
+                try:
+                    ruling = await judge.ruling(asked, transcript) if asked else Ruling(())
+                    judge_requests = ruling.requests
+                    result = self.verdict(ruling, transcript)
+                except StillBusy as failure:
+                    result = NoVerdict("busy", str(failure), self.checks(transcript))
+                    judge_requests = failure.requests
+                except ModelFailure as failure:
+                    result = NoVerdict("judge", str(failure), self.checks(transcript))
+                    judge_requests = failure.requests
+            case NoVerdict() as cut:
+                # The dialogue was cut short: only the checks more turns could not change count.
+                result = msgspec.structs.replace(cut, checks=self.settled(transcript))
+            case Failed():
+                pass
         judge_seconds = time.monotonic() - clock - judge_start
         return Outcome(
             scenario=self.id,
@@ -370,7 +409,9 @@ class Outcome(msgspec.Struct, frozen=True, gc=False):
     user_ending_seconds: float = 0.0
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
-        """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted)."""
+        """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).
+
+        An attempt without a verdict is failed still when a check decided by code failed."""
         match self.result:
             case Verdict() as verdict:
                 match verdict.status(trust):
@@ -382,8 +423,8 @@ class Outcome(msgspec.Struct, frozen=True, gc=False):
                         return "not_judged"
             case Failed():
                 return "failed"
-            case NoVerdict():
-                return "not_judged"
+            case NoVerdict() as none:
+                return none.status()
 
 
 class Scenarios(msgspec.Struct, frozen=True):
