@@ -163,10 +163,11 @@ class Attempt(msgspec.Struct, frozen=True):
 
     def why(self) -> str:
         """Why it is not judged (``user``, ``judge``, ``busy``, ``not_trusted``), failed
-        (``agent`` or ``claim``), or passed (``""``)."""
+        (``agent`` or ``claim``, a check decided by code included when a model failed), or passed
+        (``""``)."""
         match self.outcome.result:
-            case NoVerdict(who=who):
-                return who
+            case NoVerdict(who=who) as none:
+                return "claim" if none.status() == "failed" else who
             case Failed():
                 return "agent"
             case Verdict() as verdict:
@@ -181,9 +182,9 @@ class Attempt(msgspec.Struct, frozen=True):
     def marks(self, claims: list[str]) -> list[Literal["held", "failed", "none"]]:
         decided: dict[str, bool] = {}
         match self.outcome.result:
-            case Verdict(claims=decisions):
+            case Verdict(claims=decisions) | NoVerdict(checks=decisions):
                 decided = {decision.claim: decision.held for decision in decisions if decision.trusted(self.trust)}
-            case _:
+            case Failed():
                 pass
         return ["none" if claim not in decided else "held" if decided[claim] else "failed" for claim in claims]
 
@@ -240,8 +241,15 @@ class Attempt(msgspec.Struct, frozen=True):
             case Failed(reason=reason, message=message):
                 failed_on = message or None
                 decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
-            case NoVerdict(who=who, reason=reason):
-                decisions = [DecisionView(claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False)]
+            case NoVerdict(who=who, reason=reason, checks=checks):
+                # The checks code could still decide come first: one that failed is why the attempt failed.
+                decisions = [
+                    DecisionView(claim=claim.claim, by=claim.by, held=claim.held, reason=claim.reason, confidence=None, grade=None, trusted=True)
+                    for claim in checks
+                ]
+                decisions.append(
+                    DecisionView(claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False)
+                )
         usages = self.requests()
         return DialogueView(
             scenario=outcome.scenario,

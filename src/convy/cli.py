@@ -98,7 +98,11 @@ class Said(msgspec.Struct, frozen=True):
         match self.outcome.result:
             case Failed(reason=reason):
                 return f"{when} · agent failed ({self.outcome.stop}): {reason}"
-            case NoVerdict(who=who, reason=reason):
+            case NoVerdict(who=who, reason=reason, checks=checks):
+                broken = [claim for claim in checks if not claim.held]
+                if broken:
+                    # A check decided by code failed: the attempt failed, whatever the model did.
+                    return f"{when} · {broken[0].claim}: {broken[0].reason} (then {who} failed: {reason})"
                 return f"{when} · not judged, {who} failed: {reason}"
             case Verdict(claims=claims):
                 wrong = [claim for claim in claims if not claim.held and claim.trusted(self.trust)]

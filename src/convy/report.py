@@ -14,7 +14,7 @@ import msgspec
 
 from convy.agent import NoUsage, Usage
 from convy.attempt import Attempt, Spent, Spread
-from convy.dialog import Verdict
+from convy.dialog import Failed, NoVerdict, Verdict
 from convy.runs import Read, Unread
 from convy.scenario import Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
@@ -236,6 +236,7 @@ class Summary(msgspec.Struct, frozen=True):
     def claims(self, attempts: list[Attempt]) -> list[ClaimRow]:
         """Each claim of a scenario over these attempts: held out of decided (trusted) ones."""
         order: dict[str, str] = {}
+        later: dict[str, str] = {}
         held: Counter[str] = Counter()
         decided: Counter[str] = Counter()
         for attempt in attempts:
@@ -246,8 +247,16 @@ class Summary(msgspec.Struct, frozen=True):
                         if claim.trusted(attempt.trust):
                             decided[claim.claim] += 1
                             held[claim.claim] += claim.held
-                case _:
+                case NoVerdict(checks=checks):
+                    # Checks decided by code though a model failed count too; a verdict gives the order.
+                    for claim in checks:
+                        later.setdefault(claim.claim, claim.by)
+                        decided[claim.claim] += 1
+                        held[claim.claim] += claim.held
+                case Failed():
                     pass
+        for text, by in later.items():
+            order.setdefault(text, by)
         rows: list[ClaimRow] = []
         for text, by in order.items():
             interval = Wilson(Tally(held[text], decided[text])).interval()
