@@ -1,20 +1,23 @@
 """The errors convy raises, and what each means for a run.
 
     Exception
-    ├── AgentFailure (agent.py)       the agent failed: that attempt is Failed, the judge is not asked
+    ├── AgentFailure (agent.py)       the agent failed (Accountable makes any error of its code one):
+    │   │                             that attempt is Failed, the judge is not asked
     │   └── OutOfTime                 ... by passing a time limit: stop reason "time_limit"
     ├── Busy (busy.py)                a service refused a request unprocessed: sent again
     │                                 while the participant's patience lasts, then raised on
     ├── HttpFailure (http.py)         a request failed after it may have reached the service:
     │                                 never sent again; the agent's attempt fails, a model fails
     ├── ModelFailure (here)           the simulated user's or the judge's model failed:
-    │   │                             that attempt has NoVerdict and stays out of the pass rate
+    │   │                             that attempt has NoVerdict and stays out of the pass rate,
+    │   │                             unless a check decided by code failed: then it is failed
     │   └── StillBusy                 ... because its service stayed busy past its patience
     └── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
         ├── ScenarioError             the command says why and exits with code 2
         └── RunInUse (bench.py)       another process is playing that run
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
+Any other error is convy's own: it is never recorded as a participant's failure, and stops the run.
 """
 
 from __future__ import annotations
