@@ -8,13 +8,14 @@ the command's line show that check.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from convy.agent import Answer, Call
+from convy.agent import Answer, Call, Message
 from convy.bench import Bench, Limits, Plan, RunJournal, RunSpec
 from convy.busy import Busy
 from convy.cli import Said
@@ -176,3 +177,105 @@ def test_the_report_and_the_line_show_the_check_that_failed(tmp_path: Path) -> N
     line = Said(kept.outcomes[0], 1.0).text()
     assert "never called refund: agent called refund in turn 1 (then judge failed: " in line
 
+
+
+# --- Accountable: the agent's own code, and nothing else ----------------------------------------
+
+
+class Closing:
+    """An agent whose conversation answers ``answer`` and raises ``error`` when it closes."""
+
+    def __init__(self, error: Exception, answer: Any = Answer("fine")) -> None:
+        self.error = error
+        self.answer = answer
+        self.closed = 0
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Closing]:
+        try:
+            yield self
+        finally:
+            self.closed += 1
+            raise self.error
+
+    async def turn(self, message: Message) -> Any:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def scripted_only(*script: str) -> Scenario:
+    return Scenario(id="s", script=script, judge=(Rule(check=Check(said=".")),))
+
+
+def one(agent: Any, chosen: Scenario) -> Outcome:
+    journal = MemoryJournal()
+    asyncio.run(Bench(agent, Models()).run(Plan((chosen,)), journal))
+    (outcome,) = journal.outcomes
+    return outcome
+
+
+def test_an_agent_failing_to_close_fails_the_attempt() -> None:
+    """An error the agent raises while closing its conversation is its failure, with the dialogue kept."""
+    agent = Closing(OSError("socket gone"))
+    outcome = one(agent, scripted_only("hello"))
+    assert (outcome.stop, outcome.result) == ("agent_failed", Failed("OSError: socket gone", ""))
+    assert len(outcome.transcript.turns) == 1
+    assert agent.closed == 1
+
+
+def test_an_agent_failing_in_a_turn_keeps_that_failure_when_closing_fails_too() -> None:
+    """When a turn failed, an error of the closing that follows does not hide the turn's failure."""
+    agent = Closing(OSError("socket gone"), answer=ValueError("bad turn"))
+    outcome = one(agent, scripted_only("hello"))
+    assert (outcome.stop, outcome.result) == ("agent_failed", Failed("ValueError: bad turn", "hello"))
+    assert agent.closed == 1
+
+
+def test_an_answer_holding_a_cycle_fails_its_attempt_not_the_run() -> None:
+    """An answer that cannot be encoded at all (it holds itself) is the agent's failure, and the run goes on."""
+    looped: list[Any] = []
+    looped.append(looped)
+    agent = FakeAgent(lambda text: Answer("x", steps=(Call("refund", {"items": looped}),)) if text == "bad" else "ok")
+    journal = MemoryJournal()
+    asyncio.run(Bench(agent, Models()).run(Plan((scripted_only("bad"), Scenario(id="t", script=("ok",), judge=(Rule(check=Check(said=".")),)))), journal))
+    bad, good = sorted(journal.outcomes, key=lambda outcome: outcome.scenario)
+    assert bad.stop == "agent_failed"
+    match bad.result:
+        case Failed(reason=reason):
+            assert reason.startswith("the agent's answer cannot be kept: ")
+        case other:
+            pytest.fail(f"expected Failed, got {other}")
+    assert good.status(1.0) == "passed"
+
+
+def test_a_bug_of_convys_wrappers_between_agent_calls_is_not_the_agents() -> None:
+    """Accountable blames only what the agent's own calls raise: an error in the block it guards goes on as it is."""
+    from convy.agent import Accountable
+
+    async def played() -> None:
+        async with Accountable(FakeAgent(lambda text: "hi")).conversation() as conversation:
+            await conversation.turn(Message("hello"))
+            raise KeyError("a bug in convy")
+
+    with pytest.raises(KeyError, match="a bug in convy"):
+        asyncio.run(played())
+
+
+def test_a_bug_in_convys_loop_stops_the_run_marked_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error of convy's own loop is not recorded as an attempt at all: the run stops with it, marked interrupted."""
+    from convy.dialog import SimulatedUser
+
+    async def broken(self: Any, transcript: Transcript) -> Any:
+        raise RuntimeError("a bug in convy")
+
+    monkeypatch.setattr(SimulatedUser, "spoken", broken)
+    chosen = Scenario(id="s", user="You want a refund.", judge=(Rule(check=Check(said=".")),))
+    bench = Bench(FakeAgent(lambda text: "hi"), Models(user=FakeModel(["hello"])))
+    spec = RunSpec(id="one", agent="fake", scenarios=(chosen,), attempts=1, limits=bench.limits)
+    journal = RunJournal(tmp_path / "results" / "fake" / "one")
+    with pytest.raises(ExceptionGroup) as raised:
+        asyncio.run(journal.play(spec, bench))
+    assert raised.group_contains(RuntimeError, match="a bug in convy")
+    assert journal.kept().outcomes == ()
+    assert journal.run().status.__struct_config__.tag == "interrupted"
