@@ -578,7 +578,7 @@ def test_a_user_model_returning_no_reply_is_the_users_failure(answer: Any) -> No
     assert outcome.stop == "model_failed"
     match outcome.result:
         case NoVerdict(who="user", reason=reason):
-            assert reason.startswith("model wrong failed: ")
+            assert reason.startswith("model wrong answered with something that is not a reply: ")
         case other:
             pytest.fail(f"expected the user's NoVerdict, got {other}")
     assert agent.messages == []

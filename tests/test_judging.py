@@ -514,13 +514,13 @@ class Returning:
 )
 def test_contained_turns_an_answer_that_is_no_reply_into_model_failure(answer: Any) -> None:
     """A model returning something that is not a Reply is a ModelFailure naming the model, never another error."""
-    with pytest.raises(ModelFailure, match="^model odd failed: "):
+    with pytest.raises(ModelFailure, match="^model odd answered with something that is not a reply: "):
         asyncio.run(Contained(Returning(answer)).reply(()))
 
 
 def test_a_simulated_user_contains_its_model_however_it_was_given() -> None:
     """A SimulatedUser whose model was not wrapped still fails as a ModelFailure when the model raises or returns no reply."""
-    with pytest.raises(ModelFailure, match="^model odd failed: "):
+    with pytest.raises(ModelFailure, match="^model odd answered with something that is not a reply: "):
         spoken(Returning("a bare string"))
 
     def broken(messages: Any) -> str:

@@ -83,13 +83,16 @@ class Contained(msgspec.Struct, frozen=True):
     async def reply(self, messages: tuple[Said, ...]) -> Reply:
         try:
             answered = await self.model.reply(messages)
-            reply = msgspec.json.decode(msgspec.json.encode(answered), type=Reply)
         except ModelFailure:
             raise
         except Busy as busy:
             raise StillBusy(f"model {self.model.name}: {busy}") from busy
-        except Exception as error:  # a bug in the model's code, or its wrong answer, must not stop the run
+        except Exception as error:  # a bug in the model's code must not stop the run
             raise ModelFailure(f"model {self.model.name} failed: {type(error).__name__}: {error}") from error
+        try:
+            reply = msgspec.json.decode(msgspec.json.encode(answered), type=Reply)
+        except Exception as error:  # whatever it returned, of any type, holding anything
+            raise ModelFailure(f"model {self.model.name} answered with something that is not a reply: {error}") from error
         if not reply.text.strip():
             raise ModelFailure(f"model {self.model.name} gave an empty reply", (reply.usage,))
         return reply
