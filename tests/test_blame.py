@@ -13,7 +13,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import strategies
 
 from convy.agent import Answer, Call, Message
 from convy.bench import Bench, Limits, Plan, RunJournal, RunSpec
@@ -279,3 +281,44 @@ def test_a_bug_in_convys_loop_stops_the_run_marked_interrupted(tmp_path: Path, m
     assert raised.group_contains(RuntimeError, match="a bug in convy")
     assert journal.kept().outcomes == ()
     assert journal.run().status.__struct_config__.tag == "interrupted"
+
+
+# --- a settled check never changes with more turns ------------------------------------------------
+
+TOOLS = ("refund", "lookup")
+WORDS = ("sorry", "refund", "bye", "")
+
+
+def dialogue_turn(text: str, called: tuple[str, ...]) -> Any:
+    from convy.agent import NoUsage
+    from convy.dialog import Turn
+
+    return Turn("u", Answer(text, steps=tuple(Call(name) for name in called)), True, 0.0, 0.0, NoUsage(), 0.0, 0.0)
+
+
+@hypothesis.settings(max_examples=300, derandomize=True, deadline=None)
+@hypothesis.given(
+    turns=strategies.lists(
+        strategies.tuples(
+            strategies.lists(strategies.sampled_from(WORDS), max_size=3).map(" ".join),
+            strategies.lists(strategies.sampled_from(TOOLS), max_size=2).map(tuple),
+        ),
+        max_size=5,
+    ),
+    cut=strategies.integers(min_value=0, max_value=5),
+    kind=strategies.sampled_from(("called", "not_called", "said", "not_said")),
+    target=strategies.sampled_from(TOOLS + WORDS[:3]),
+)
+def test_a_settled_check_is_decided_as_on_every_longer_dialogue(
+    turns: list[tuple[str, tuple[str, ...]]], cut: int, kind: str, target: str
+) -> None:
+    """A check settled on a dialogue cut short has the decision it has on the whole dialogue, whatever came after."""
+    check = Check(**{kind: target})
+    whole = Transcript(tuple(dialogue_turn(text, called) for text, called in turns))
+    short = Transcript(whole.turns[:cut])
+    for claim in check.settled(short):
+        assert check.claim(whole).held == claim.held
+    if not check.settled(short):
+        # Unsettled means not yet decided either way: a called/said check not yet held, a
+        # not_called/not_said one not yet broken.
+        assert check.claim(short).held == bool(check.not_called or check.not_said)
