@@ -27,6 +27,7 @@ from convy.model import Models, Reply
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Check, Outcome, Rule, Scenario
+from convy.tables import RunRows
 
 PARTICIPANTS = ("agent", "user", "judge", "judge_model")
 KINDS = ("raises", "wrong_type", "unusable", "busy")
@@ -152,7 +153,8 @@ def test_a_model_failure_shows_the_check_that_failed(participant: str) -> None:
 
 def test_the_report_and_the_line_show_the_check_that_failed(tmp_path: Path) -> None:
     """A run whose judge failed after a check failed counts the attempt failed "by a claim", marks the
-    check failed, tallies it, shows it in the scenario window, and names it on the command's line."""
+    check failed, tallies it, shows it in the scenario window, names it on the command's line, and
+    exports it as a row of the claims table at its place in the scenario."""
 
     def broken(claim: str, transcript: Transcript) -> bool:
         raise RuntimeError("judge crashed")
@@ -178,6 +180,11 @@ def test_the_report_and_the_line_show_the_check_that_failed(tmp_path: Path) -> N
     ]
     line = Said(kept.outcomes[0], 1.0).text()
     assert "never called refund: agent called refund in turn 1 (then judge failed: " in line
+    rows = [row for attempt in RunRows(read).attempts() for row in attempt.claims()]
+    assert [(row.attempt, row.claim, row.text, row.by, row.held) for row in rows] == [
+        (1, 2, "never called refund", "code", False),
+        (2, 2, "never called refund", "code", False),
+    ]
 
 
 

@@ -528,3 +528,15 @@ def test_a_simulated_user_contains_its_model_however_it_was_given() -> None:
 
     with pytest.raises(ModelFailure, match="^model flaky failed: KeyError"):
         spoken(FakeModel(broken, name="flaky"))
+
+
+def test_checks_decided_without_a_verdict_are_placed_in_the_judge_list() -> None:
+    """Each check a NoVerdict kept gets its place among the scenario's judge entries, twins told apart by order."""
+    from convy.scenario import Rule, Scenario
+
+    twice = Rule(check=Check(not_called="refund"))
+    scenario = Scenario(id="s", script=("hi",), judge=("polite", twice, Rule(check=Check(said="hi")), twice))
+    first, second = Check(not_called="refund").claim(SHOP), Check(not_called="refund").claim(SHOP)
+    assert scenario.placed((first, second)) == ((2, first), (4, second))
+    said = Check(said="hi").claim(SHOP)
+    assert scenario.placed((said,)) == ((3, said),)

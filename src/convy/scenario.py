@@ -229,6 +229,19 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         """The checks that more turns could not change, decided on a dialogue cut short."""
         return tuple(claim for check in self._checks() for claim in check.settled(transcript))
 
+    def placed(self, checks: tuple[Claim, ...]) -> tuple[tuple[int, Claim], ...]:
+        """Checks decided without a verdict (some of this scenario's, in its order), each with
+        its place in the ``judge:`` list, from 1."""
+        left = list(checks)
+        found: list[tuple[int, Claim]] = []
+        for number, entry in enumerate(self.judge, start=1):
+            match entry:
+                case Rule(check=Check() as check) if left and check.text() == left[0].claim:
+                    found.append((number, left.pop(0)))
+                case _:
+                    pass
+        return tuple(found)
+
     def _checks(self) -> tuple[Check, ...]:
         found: list[Check] = []
         for entry in self.judge:

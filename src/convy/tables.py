@@ -36,6 +36,7 @@ from convy.rows import (
     TurnsRow,
 )
 from convy.runs import Read
+from convy.scenario import Scenario
 from convy.stats import Consistency, Tally, Wilson
 
 
@@ -106,11 +107,15 @@ class Usages(msgspec.Struct, frozen=True):
 
 
 class AttemptRows(msgspec.Struct, frozen=True):
-    """The rows one attempt gives the tables of attempts, turns, claims, tool calls and requests."""
+    """The rows one attempt gives the tables of attempts, turns, claims, tool calls and requests.
+
+    ``scenario``, the attempt's scenario as the run holds it, places the checks of an attempt
+    left without a verdict in its ``judge:`` list."""
 
     agent: str
     run: str
     attempt: Attempt
+    scenario: Scenario | None = None
 
     def every_usage(self) -> tuple[Usage | NoUsage, ...]:
         return self.attempt.requests()
@@ -206,11 +211,14 @@ class AttemptRows(msgspec.Struct, frozen=True):
         return tuple(rows)
 
     def claims(self) -> tuple[ClaimsRow, ...]:
-        """The decided claims of a verdict; an attempt that failed or was not judged has none."""
-        match self.attempt.outcome.result:
-            case Verdict(claims=decided):
+        """The decided claims of a verdict; of an attempt left without one, the checks code
+        still decided; an attempt the agent failed has none."""
+        match self.attempt.outcome.result, self.scenario:
+            case Verdict(claims=decided), _:
                 return tuple(self._claim(number, claim) for number, claim in enumerate(decided, start=1))
-            case Failed() | NoVerdict():
+            case NoVerdict(checks=checks), Scenario() as scenario:
+                return tuple(self._claim(number, claim) for number, claim in scenario.placed(checks))
+            case _:
                 return ()
 
     def tool_calls(self) -> tuple[ToolCallsRow, ...]:
@@ -339,8 +347,9 @@ class RunRows(msgspec.Struct, frozen=True):
 
     def attempts(self) -> tuple[AttemptRows, ...]:
         spec = self.run.file.spec
+        known = {scenario.id: scenario for scenario in spec.scenarios}
         return tuple(
-            AttemptRows(spec.agent, spec.id, attempt)
+            AttemptRows(spec.agent, spec.id, attempt, known.get(attempt.outcome.scenario))
             for attempts in Summary(self.run).by_scenario().values()
             for attempt in attempts
         )
