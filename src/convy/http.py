@@ -248,7 +248,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
             text = response.text.strip()
         except (httpx2.HTTPError, UnicodeDecodeError):
             return ""
-        text = self._hidden(text)[:300].strip()
+        text = self.endpoint.secrets().opening(text, 300).strip()
         return f": {text}" if text else ""
 
     def _failure(self, error: Exception, path: str) -> HttpFailure:

@@ -77,7 +77,7 @@ class Secrets(msgspec.Struct, frozen=True):
         for form in forms:
             if form in text:
                 text = text.replace(form, HIDDEN)
-        return self._pieces_hidden(text, forms)
+        return self._pieces_hidden(text)
 
     def blotted(self, text: str) -> str:
         """``text`` hidden as ``hidden`` does, and anything shaped like a key or a credential too,
@@ -86,6 +86,15 @@ class Secrets(msgspec.Struct, frozen=True):
         for shape, replacement in _SHAPES:
             text = shape.sub(replacement, text)
         return text
+
+    def opening(self, text: str, length: int) -> str:
+        """At most the first ``length`` characters of a service's text once blotted, reading only
+        what can reach them: a window a little longer, blotted, without its last characters, where
+        a secret the window cut through may have left fewer than eight."""
+        window = length + 1024 + sum(len(form) for form in self._forms()[:1])
+        if len(text) <= window:
+            return self.blotted(text)[:length]
+        return self.blotted(text[:window])[: -(PIECE - 1)][:length]
 
     def kept(self, value: T) -> T:
         """``value`` (a record, such as an attempt) with every secret hidden from each text in it,
@@ -139,17 +148,19 @@ class Secrets(msgspec.Struct, frozen=True):
             forms |= {value, *encoded, *escaped}
         return tuple(sorted(forms, key=lambda form: (-len(form), form)))
 
-    def _pieces_hidden(self, text: str, forms: tuple[str, ...]) -> str:
+    @functools.cache  # noqa: B019 - as _forms
+    def _pieces(self) -> tuple[str, ...]:
+        """Every eight characters of every form of a secret, each once."""
+        found = {form[start : start + PIECE] for form in self._forms() for start in range(len(form) - PIECE + 1)}
+        return tuple(sorted(found - {HIDDEN}))
+
+    def _pieces_hidden(self, text: str) -> str:
         spans: list[tuple[int, int]] = []
-        for form in forms:
-            for start in range(len(form) - PIECE + 1):
-                piece = form[start : start + PIECE]
-                if piece == HIDDEN:
-                    continue
-                found = text.find(piece)
-                while found != -1:
-                    spans.append((found, found + PIECE))
-                    found = text.find(piece, found + 1)
+        for piece in self._pieces():
+            found = text.find(piece)
+            while found != -1:
+                spans.append((found, found + PIECE))
+                found = text.find(piece, found + 1)
         if not spans:
             return text
         merged: list[list[int]] = []
