@@ -242,6 +242,10 @@ def test_no_canary_reaches_any_output_file_page_or_export(project: Project, gate
     assert project.ran("run", "validated", "--smoke").returncode == 2
     (project.folder / "agents" / "validated.py").unlink()
 
+    service.faults(Echo(403, 290), Echo(403, 10, as_json=True))
+    assert project.ran("run", "echo", "--scenarios", "canary/scripted", "-k", "2").returncode == 1
+    echo_runs = sorted(path.name for path in (project.folder / "results" / "echo").iterdir())
+    assert project.ran("compare", *echo_runs).returncode == 0
     assert project.ran("report").returncode == 0
     assert project.ran("export", "--format", "csv").returncode == 0
     assert project.ran("export", "--format", "jsonl").returncode == 0
@@ -252,6 +256,7 @@ def test_no_canary_reaches_any_output_file_page_or_export(project: Project, gate
     kept = project.kept()
     assert any(name.endswith("attempts.jsonl") for name in kept)
     assert any(" chunk " in name for name in kept), "the pages' dialogues were inflated and scanned"
+    assert any(name.startswith("results/compare/") for name in kept)
     assert any(name.endswith(".csv") for name in kept) and any(name.endswith(".jsonl") and "export" in name for name in kept)
     every = "\n".join(project.said)
     assert "<hidden>" in "".join(kept.values())

@@ -43,6 +43,8 @@ from convy.secrets import Secrets
 
 # Headers whose values are never secret: hiding them would blot ordinary words.
 _PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type", "user-agent"})
+# Query fields whose values are never secret, such as Azure's api-version=2024-02-15-preview.
+_PLAIN_QUERY = frozenset({"api-version", "api_version", "version", "v", "model", "format", "lang", "locale"})
 
 
 class HttpFailure(Exception):
@@ -133,16 +135,17 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
 
     def secrets(self) -> Secrets:
         """What this endpoint holds that is never shown: each header's value and each word of it
-        (the key of ``Bearer <key>``), each value of its URL's query as written and decoded, and the
-        password in its URL."""
+        (the key of ``Bearer <key>``) but a content type's and the like, each value of its URL's
+        query as written and decoded but a version's or a model's, and the password in its URL."""
         values: list[str] = []
         for name, value in self.headers.items():
             if name.lower() not in _PLAIN_HEADERS:
                 values.extend([value.strip(), *value.split()])
         query = self.url.partition("?")[2].partition("#")[0]
         for pair in query.split("&"):
-            given = pair.partition("=")[2]
-            values.extend([given, urllib.parse.unquote_plus(given)])
+            name, _, given = pair.partition("=")
+            if urllib.parse.unquote_plus(name).lower() not in _PLAIN_QUERY:
+                values.extend([given, urllib.parse.unquote_plus(given)])
         authority = self.url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
         if "@" in authority:
             credentials = authority.rpartition("@")[0]

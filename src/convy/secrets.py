@@ -271,8 +271,11 @@ class Holders(msgspec.Struct, frozen=True):
                 case JsonEndpoint():
                     found.extend(here.secrets().values)
                     continue
-                case OpenAiModel(key=str(key)):
-                    found.append(key)
+                case OpenAiModel(key=key, base_url=url):
+                    found.extend(JsonEndpoint(url).secrets().values)
+                    match key:
+                        case str():
+                            found.append(key)
             if level >= self.depth:
                 continue
             waiting.extend((child, level + 1) for child in self._children(here))
