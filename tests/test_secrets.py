@@ -265,12 +265,13 @@ def test_an_http_error_body_never_drives_the_terminal(tmp_path: Path) -> None:
 
 
 def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_path: Path) -> None:
-    """On a terminal (a pty, with rich's progress bar live) the agent's escape sequences never arrive as such and
-    ``[bold]`` prints literally."""
+    """On a terminal (a pty, with rich's progress bar live) the agent's escape sequences never arrive as such,
+    ``[bold]`` prints literally, and markup in an agent's name is not read by the progress bar."""
     folder = project(tmp_path, "raise")
+    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink].py")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [str(CONVY), "run", "hostile", "--scenarios", "off-topic", "-k", "1"],
+        [str(CONVY), "run", "hostile[blink]", "--scenarios", "off-topic", "-k", "1"],
         cwd=folder, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**os.environ, "TERM": "xterm"},
     )
     os.close(follower)
@@ -286,6 +287,8 @@ def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_p
     os.close(leader)
     assert process.wait(timeout=120) == 1
     said = received.decode("utf-8", "replace")
-    for sequence in ("\x1b]0;pwned", "\x1b[2J", "\x1b[6n", "\x9b31m", "\u202e"):
+    for sequence in ("\x1b]0;pwned", "\x1b[2J", "\x1b[6n", "\x9b31m", "\u202e", "\x1b[5m"):
         assert sequence not in said, repr(said)
     assert "[bold]loud[/bold]" in said and "\\x1b]0;pwned\\x07" in said
+    progress = [line for line in said.split("\r") if "━" in line]
+    assert progress and all("hostile[blink]" in line for line in progress), progress
