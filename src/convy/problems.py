@@ -10,9 +10,11 @@
     ├── ModelFailure (here)           the simulated user's or the judge's model failed:
     │   │                             that attempt has NoVerdict and stays out of the pass rate
     │   └── StillBusy                 ... because its service stayed busy past its patience
-    └── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
-        ├── ScenarioError             the command says why and exits with code 2
-        └── RunInUse (bench.py)       another process is playing that run
+    ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
+    │   ├── ScenarioError             the command says why and exits with code 2
+    │   └── RunInUse (bench.py)       another process is playing that run
+    └── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
+                                      error whose text held a secret, with its trace
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 """
