@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import pty
@@ -111,15 +112,19 @@ def test_secrets_never_show_in_their_own_repr() -> None:
 
 
 def test_an_endpoint_holds_its_header_values_query_values_and_password() -> None:
-    """A JSON endpoint's secrets are each header's value and words, each query value (decoded too) and the URL's
-    password; a content type and an API version are not secrets."""
+    """A JSON endpoint's secrets are each header's value and words (a Basic one's user and password decoded),
+    each query value (decoded too) and the URL's password (and the Basic header httpx2 makes of it); a content
+    type and an API version are not secrets."""
     endpoint = JsonEndpoint(
         "https://user:pa%24%24word-1234@host/agent?key=sk-query%2B12345678&api-version=2024-02-15-preview",
         {"authorization": f"Bearer {PLAIN}", "content-type": "application/json"},
     )
     values = set(endpoint.secrets().values)
-    assert {f"Bearer {PLAIN}", PLAIN, "sk-query%2B12345678", "sk-query+12345678", "pa$$word-1234"} <= values
+    sent = base64.b64encode(b"user:pa$$word-1234").decode()
+    assert {f"Bearer {PLAIN}", PLAIN, "sk-query%2B12345678", "sk-query+12345678", "pa$$word-1234", sent} <= values
     assert not {"application/json", "2024-02-15-preview"} & values
+    basic = JsonEndpoint("http://host/", {"authorization": "Basic " + base64.b64encode(b"me:open-sesame-42").decode()})
+    assert {"me:open-sesame-42", "open-sesame-42"} <= set(basic.secrets().values)
 
 
 class _Holder:

@@ -21,6 +21,8 @@ its reply; ``ChatAgent`` is an agent that itself speaks Chat Completions.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import email.utils
 import functools
 import ssl
@@ -140,7 +142,7 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         values: list[str] = []
         for name, value in self.headers.items():
             if name.lower() not in _PLAIN_HEADERS:
-                values.extend([value.strip(), *value.split()])
+                values.extend([value.strip(), *value.split(), *self._basic(value)])
         query = self.url.partition("?")[2].partition("#")[0]
         for pair in query.split("&"):
             name, _, given = pair.partition("=")
@@ -150,8 +152,22 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         if "@" in authority:
             credentials = authority.rpartition("@")[0]
             password = credentials.partition(":")[2]
-            values.extend([credentials, password, urllib.parse.unquote(password)])
+            plain = urllib.parse.unquote(credentials)
+            # httpx2 sends a URL's user and password as a Basic authorization header.
+            sent = base64.b64encode(plain.encode()).decode("ascii")
+            values.extend([credentials, password, urllib.parse.unquote(password), plain, sent])
         return Secrets(tuple(dict.fromkeys(value for value in values if value)))
+
+    def _basic(self, value: str) -> list[str]:
+        """The user and password of a Basic authorization header, which a service may echo decoded."""
+        scheme, _, given = value.strip().partition(" ")
+        if scheme.lower() != "basic":
+            return []
+        try:
+            plain = base64.b64decode(given.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return []
+        return [plain, plain.partition(":")[2]]
 
     def at(self, path: str) -> str:
         """The URL with ``path`` added to its path, before its query."""
