@@ -91,7 +91,7 @@ class Secrets(msgspec.Struct, frozen=True):
         """At most the first ``length`` characters of a service's text once blotted, reading only
         what can reach them: a window a little longer, blotted, without its last characters, where
         a secret the window cut through may have left fewer than eight."""
-        window = length + 1024 + sum(len(form) for form in self._forms()[:1])
+        window = length + 1024 + max((len(form) for form in self._forms()), default=0)
         if len(text) <= window:
             return self.blotted(text)[:length]
         return self.blotted(text[:window])[: -(PIECE - 1)][:length]
