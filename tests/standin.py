@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 __all__ = [
     "Drop",
+    "Echo",
     "Fault",
     "Invalid",
     "Received",
@@ -107,6 +108,19 @@ class Status(Fault):
     retry_after_ms: str | int | float | None = None
     body: Any = None
     headers: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Echo(Fault):
+    """Answer `code` with a body that echoes the request, as a proxy's error page or a verbose server does:
+    `pad` filler characters, then the request line (its query included), every header as it came (the
+    authorization too) and the request's body. as_json=True sends it as the message of an OpenAI-shaped error
+    (so JSON-escaped); `cut` (if given) cuts the body to that many characters, as a server that shortens it."""
+
+    code: int = 400
+    pad: int = 0
+    as_json: bool = False
+    cut: int | None = None
 
 
 @dataclass(frozen=True)
@@ -728,6 +742,16 @@ class StandIn:
 
         if isinstance(fault, Status):
             return await self._write_status(writer, record, fault, keep)
+        if isinstance(fault, Echo):
+            heard = "\n".join(
+                [f"{request.method} {request.target} {request.version}"]
+                + [f"{name}: {value}" for name, value in request.headers.items()]
+                + ["", request.body.decode("utf-8", "replace")]
+            )
+            text = ("." * fault.pad + heard)[: fault.cut]
+            body = _error_body(fault.code, text) if fault.as_json else text.encode()
+            return await self._write(writer, record, fault.code, body, keep=keep,
+                                     content_type="application/json" if fault.as_json else "text/plain")
         if isinstance(fault, Drop):
             _drop(writer, fault.reset)
             return False

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TextIO
 import msgspec
 import pydantic
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from convy.agent import NoUsage, TimeLimited, Usage
@@ -35,12 +36,15 @@ from convy.project import VERSION, Project
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
+from convy.secrets import Environment, Holders, Redacted, Secrets
+from convy.terminal import Inert
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 
 
 class Shown:
-    """Where the command writes: standard output that a closed pipe (``| head``) cannot break."""
+    """Where the command writes: standard output that a closed pipe (``| head``) cannot break, and
+    on which no text drives the terminal: every control character is written out (``Inert``)."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
@@ -50,7 +54,7 @@ class Shown:
         if self.closed:
             return
         try:
-            self._out.write(text + "\n")
+            self._out.write(Inert(text).lines() + "\n")
             self._out.flush()
         except BrokenPipeError:
             # The reader has gone; the run goes on and keeps every attempt. Point the descriptor at
@@ -83,7 +87,8 @@ class Printed:
             failed=self.counts["failed"],
             not_judged=self.counts["not_judged"],
         )
-        self._shown.line(f"{MARKS[status]} {outcome.scenario} #{outcome.attempt}  {Said(outcome, self._trust).text()}")
+        said = Inert(f"{outcome.scenario} #{outcome.attempt}  {Said(outcome, self._trust).text()}").line()
+        self._shown.line(f"{MARKS[status]} {said}")
 
 
 class Said(msgspec.Struct, frozen=True):
@@ -125,6 +130,7 @@ class Recorded(msgspec.Struct, frozen=True):
     shown: Any
     errors: Any
     fail_under: float | None = None
+    secrets: Secrets = Secrets()
 
     def played(self) -> int:
         journal = self.project.journal(self.spec)
@@ -137,10 +143,10 @@ class Recorded(msgspec.Struct, frozen=True):
         )
         with self._progress() as progress:
             done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
-            task = progress.add_task(self.spec.agent, total=planned, completed=done, passed=0, failed=0, not_judged=0)
+            task = progress.add_task(escape(self.spec.agent), total=planned, completed=done, passed=0, failed=0, not_judged=0)
             printed = Printed(journal, self.shown, progress, task, self.spec.trust)
             try:
-                kept = asyncio.run(journal.play(self.spec, self.bench, printed))
+                kept = asyncio.run(journal.play(self.spec, self.bench, Redacted(printed, self.secrets)))
             except KeyboardInterrupt:
                 interrupted = True
             else:
@@ -256,16 +262,18 @@ class RunCommand(msgspec.Struct, frozen=True):
         self.project.scenarios()  # every scenario file must be sound before anything is played
         codes: list[int] = []
         for name in self.agents or self.project.agent_names():
-            agent, models = Loaded(self.project, name).parts()
+            loaded = Loaded(self.project, name)
+            agent, models = loaded.parts()
+            secrets = loaded.secrets(agent, models)
             match agent:
                 case Absent(reason=reason) if self.agents:
-                    raise ConfigurationError(f"agents/{name}.py: the agent is absent: {reason}")
+                    raise ConfigurationError(f"agents/{name}.py: the agent is absent: {secrets.hidden(reason)}")
                 case Absent(reason=reason):
-                    shown.line(f"- skipped agent {name}: {reason}")
+                    shown.line(f"- skipped agent {name}: {secrets.hidden(reason)}")
                     continue
-            spec = self.project.spec(name, models, settings, Matching(self.patterns, self.tags))
+            spec = secrets.kept(self.project.spec(name, models, settings, Matching(self.patterns, self.tags)))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
-            codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under).played())
+            codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under, secrets).played())
             if codes[-1] == 130:
                 break
         return Worst(tuple(codes)).code()
@@ -289,21 +297,24 @@ class SmokeCommand(msgspec.Struct, frozen=True):
         smoke = Scenario(id="smoke", script=self.SCRIPT, judge=(Rule(check=Check(said=r"\S")),))
         codes: list[int] = []
         for name in self.agents or self.project.agent_names():
-            agent, _ = Loaded(self.project, name).parts()
+            loaded = Loaded(self.project, name)
+            agent, models = loaded.parts()
+            secrets = loaded.secrets(agent, models)
             match agent:
                 case Absent(reason=reason):
-                    errors.line(f"✗ {name}: the agent is absent: {reason}")
+                    errors.line(f"✗ {name}: the agent is absent: {Inert(secrets.hidden(reason)).line()}")
                     codes.append(1)
                     continue
             limited = TimeLimited(agent, limits.open_seconds, limits.turn_seconds, limits.close_seconds)
             shown.line(f"{name}: smoke test, {len(self.SCRIPT)} scripted messages, no model, nothing written")
-            outcome = asyncio.run(smoke.outcome(1, limited, Absent(), Absent(), len(self.SCRIPT)))
+            outcome = secrets.kept(asyncio.run(smoke.outcome(1, limited, Absent(), Absent(), len(self.SCRIPT))))
             for number, turn in enumerate(outcome.transcript.turns, start=1):
                 lines = turn.answer.text.strip().splitlines() or ["(an empty answer)"]
-                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.usage).text():>16}  {lines[0][:100]}")
+                said = Inert(lines[0][:100]).line()
+                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.usage).text():>16}  {said}")
             match outcome.result:
                 case Failed(reason=reason) | NoVerdict(reason=reason):
-                    errors.line(f"✗ {name}: {reason}")
+                    errors.line(f"✗ {name}: {Inert(reason).line()}")
                     codes.append(1)
                 case _:
                     shown.line(f"✓ {name}: connection works")
@@ -334,14 +345,15 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
         spec = self.project.resumable(journal)
-        agent, models = Loaded(self.project, spec.agent).parts()
+        loaded = Loaded(self.project, spec.agent)
+        agent, models = loaded.parts()
         if (models.user.name, models.judge.name) != (spec.models.user, spec.models.judge):
             raise ConfigurationError(
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
         bench = Bench(agent, models, spec.limits, self.project.prompt(self.project.settings()))
-        return Recorded(self.project, spec, bench, shown, errors, self.fail_under).played()
+        return Recorded(self.project, spec, bench, shown, errors, self.fail_under, loaded.secrets(agent, models)).played()
 
 
 class ReportCommand(msgspec.Struct, frozen=True):
@@ -431,12 +443,16 @@ class Loaded(msgspec.Struct, frozen=True):
                 for problem in error.errors(include_url=False, include_input=False)
             )
             raise ConfigurationError(
-                f"loading agents/{self.name}.py or models.py failed: {error.title}: {problems}"
+                f"loading agents/{self.name}.py or models.py failed: {error.title}: {self.secrets().hidden(problems)}"
             ) from None
         except Exception as error:  # the project's own code failed while loading
-            raise ConfigurationError(
-                f"loading agents/{self.name}.py or models.py failed: {type(error).__name__}: {error}"
-            ) from None
+            said = Environment(self.project.folder).everything().hidden(f"{type(error).__name__}: {error}")
+            raise ConfigurationError(f"loading agents/{self.name}.py or models.py failed: {said}") from None
+
+    def secrets(self, *parts: Any) -> Secrets:
+        """Every secret the project runs with: its environment's, and those its loaded agent and
+        models hold."""
+        return Environment(self.project.folder).secrets() + Holders(parts).secrets()
 
 
 class Worst(msgspec.Struct, frozen=True):
@@ -544,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             case "resume":
                 return ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
     except ConfigurationError as error:
-        errors.line(f"convy: {error}")
+        errors.line(f"convy: {Environment(project.folder).secrets().hidden(str(error))}")
         return 2
     except KeyboardInterrupt:
         errors.line(f"interrupted after {time.monotonic() - started:.0f} s")

@@ -10,7 +10,10 @@ transport is translated here, once:
   is not JSON raise ``HttpFailure``: the service may have acted on the request, so it is never
   sent again.
 
-Errors show the URL without its query string (which may hold a key) and never a header value.
+Errors show the URL without its query string (which may hold a key) and never a header value:
+an error's text, and that of its cause, has every secret of the endpoint hidden (``Secrets``) —
+its header values, its query values, the password in its URL — in full and before it is cut, as
+a service that failed may echo the request.
 
 ``JsonAgent`` is an agent behind such an endpoint, described by a body template and paths into
 its reply; ``ChatAgent`` is an agent that itself speaks Chat Completions.
@@ -18,10 +21,12 @@ its reply; ``ChatAgent`` is an agent that itself speaks Chat Completions.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import email.utils
 import functools
-import re
 import ssl
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,6 +41,12 @@ from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsag
 from convy.busy import Busy
 from convy.chat import Arguments, Completion
 from convy.problems import ModelFailure
+from convy.secrets import Secrets
+
+# Headers whose values are never secret: hiding them would blot ordinary words.
+_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type", "user-agent"})
+# Query fields whose values are never secret, such as Azure's api-version=2024-02-15-preview.
+_PLAIN_QUERY = frozenset({"api-version", "api_version", "version", "v", "model", "format", "lang", "locale"})
 
 
 class HttpFailure(Exception):
@@ -63,12 +74,12 @@ class Tls(msgspec.Struct, frozen=True):
         try:
             context = ssl.create_default_context(cafile=self.ca or None)
         except (ssl.SSLError, OSError) as error:
-            raise HttpFailure(f"TLS ca file cannot be used: {self.ca}: {error}") from None
+            raise HttpFailure(f"TLS ca file cannot be used: {self.ca}: {error}") from error
         if self.cert:
             try:
                 context.load_cert_chain(self.cert, self.key or None)
             except (ssl.SSLError, OSError) as error:
-                raise HttpFailure(f"TLS cert or key file cannot be used: {self.cert}: {error}") from None
+                raise HttpFailure(f"TLS cert or key file cannot be used: {self.cert}: {error}") from error
         return context
 
 
@@ -124,6 +135,40 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         host, slash, path = rest.partition("/")
         return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
 
+    def secrets(self) -> Secrets:
+        """What this endpoint holds that is never shown: each header's value and each word of it
+        (the key of ``Bearer <key>``) but a content type's and the like, each value of its URL's
+        query as written and decoded but a version's or a model's, and the password in its URL."""
+        values: list[str] = []
+        for name, value in self.headers.items():
+            if name.lower() not in _PLAIN_HEADERS:
+                values.extend([value.strip(), *value.split(), *self._basic(value)])
+        query = self.url.partition("?")[2].partition("#")[0]
+        for pair in query.split("&"):
+            name, _, given = pair.partition("=")
+            if urllib.parse.unquote_plus(name).lower() not in _PLAIN_QUERY:
+                values.extend([given, urllib.parse.unquote_plus(given)])
+        authority = self.url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
+        if "@" in authority:
+            credentials = authority.rpartition("@")[0]
+            password = credentials.partition(":")[2]
+            plain = urllib.parse.unquote(credentials)
+            # httpx2 sends a URL's user and password as a Basic authorization header.
+            sent = base64.b64encode(plain.encode()).decode("ascii")
+            values.extend([credentials, password, urllib.parse.unquote(password), plain, sent])
+        return Secrets(tuple(dict.fromkeys(value for value in values if value)))
+
+    def _basic(self, value: str) -> list[str]:
+        """The user and password of a Basic authorization header, which a service may echo decoded."""
+        scheme, _, given = value.strip().partition(" ")
+        if scheme.lower() != "basic":
+            return []
+        try:
+            plain = base64.b64decode(given.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return []
+        return [plain, plain.partition(":")[2]]
+
     def at(self, path: str) -> str:
         """The URL with ``path`` added to its path, before its query."""
         if not path:
@@ -165,9 +210,9 @@ class JsonConnection(msgspec.Struct, frozen=True):
             self._checked(response, path)
             return msgspec.json.decode(response.content)
         except msgspec.DecodeError as error:
-            raise HttpFailure(f"POST {self._shown(path)}: the reply is not JSON: {error}") from None
+            raise HttpFailure(f"POST {self._shown(path)}: the reply is not JSON: {self._hidden(str(error))}") from self._cause(error)
         except httpx2.HTTPError as error:
-            raise self._failure(error, path) from None
+            raise self._failure(error, path) from self._cause(error)
 
     async def events(self, body: Any, path: str = "") -> AsyncIterator[Any]:
         """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``."""
@@ -186,36 +231,43 @@ class JsonConnection(msgspec.Struct, frozen=True):
                     elif event.data.strip():
                         yield msgspec.json.decode(event.data)
         except msgspec.DecodeError as error:
-            raise HttpFailure(f"POST {self._shown(path)}: an event is not JSON: {error}") from None
+            raise HttpFailure(f"POST {self._shown(path)}: an event is not JSON: {self._hidden(str(error))}") from self._cause(error)
         except httpx2.HTTPError as error:
-            raise self._failure(error, path) from None
+            raise self._failure(error, path) from self._cause(error)
 
     def _json(self) -> dict[str, str]:
         return {"content-type": "application/json"}
 
     def _shown(self, path: str) -> str:
-        return JsonEndpoint(self.endpoint.at(path)).shown()
+        return self._hidden(JsonEndpoint(self.endpoint.at(path)).shown())
+
+    def _hidden(self, text: str) -> str:
+        """Text from the service, or about it, with this endpoint's secrets and anything shaped
+        like a key hidden."""
+        return self.endpoint.secrets().blotted(text)
+
+    def _cause(self, error: Exception) -> BaseException:
+        return self.endpoint.secrets().cause(error)
 
     def _checked(self, response: Any, path: str) -> None:
         status = response.status_code
         if status in (429, 503):
-            raise Busy(f"POST {self._shown(path)}: {status} {response.reason_phrase}", RetryAfter(response.headers).seconds())
+            raise Busy(
+                f"POST {self._shown(path)}: {status} {self._hidden(response.reason_phrase)}",
+                RetryAfter(response.headers).seconds(),
+            )
         if status >= 400:
-            raise HttpFailure(f"POST {self._shown(path)}: {status} {response.reason_phrase}{self._said(response)}")
+            raise HttpFailure(f"POST {self._shown(path)}: {status} {self._hidden(response.reason_phrase)}{self._said(response)}")
 
     def _said(self, response: Any) -> str:
-        """The start of an error's body, which usually says what was wrong; a proxy may echo the
-        request, so the endpoint's own header values and anything shaped like a key are blotted."""
+        """The start of an error's body, which usually says what was wrong. A proxy may echo the
+        request, so the whole body is hidden first (the endpoint's secrets, anything shaped like a
+        key), and only then cut: a key across the cut leaves no part of it."""
         try:
-            text = response.text.strip()[:300]
+            text = response.text.strip()
         except (httpx2.HTTPError, UnicodeDecodeError):
             return ""
-        for value in self.endpoint.headers.values():
-            for part in [value, *value.split()]:
-                if len(part) >= 8:
-                    text = text.replace(part, "<hidden>")
-        text = re.sub(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+", r"\1 <hidden>", text)
-        text = re.sub(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}", "<hidden>", text)
+        text = self.endpoint.secrets().opening(text, 300).strip()
         return f": {text}" if text else ""
 
     def _failure(self, error: Exception, path: str) -> HttpFailure:
@@ -240,7 +292,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
     def _why(self, error: Exception) -> str:
         # The text of a failed connection or read comes from the OS or the TLS library (such as
         # "certificate verify failed"), never from the request: it holds no header value.
-        text = str(error).strip()
+        text = self._hidden(str(error).strip())
         return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
 
 
@@ -381,7 +433,7 @@ class JsonAgent(msgspec.Struct, frozen=True):
         try:
             text = JsonPath(self.reply).found(reply)
         except KeyError as error:
-            raise AgentFailure(f"{self.endpoint.shown()}: reply path {error.args[0]}") from None
+            raise AgentFailure(f"{self.endpoint.shown()}: reply path {error.args[0]}") from error
         match text:
             case str():
                 pass
@@ -463,4 +515,4 @@ class ChatAgent(msgspec.Struct, frozen=True):
             read = Completion(reply).read()
             return Answer(read.text, read.usage, read.steps)
         except ModelFailure as failure:
-            raise AgentFailure(f"{self.endpoint.shown()}: {failure}") from None
+            raise AgentFailure(f"{self.endpoint.shown()}: {failure}") from failure

@@ -12,9 +12,11 @@
     │   │                             that attempt has NoVerdict and stays out of the pass rate,
     │   │                             unless a check decided by code failed: then it is failed
     │   └── StillBusy                 ... because its service stayed busy past its patience
-    └── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
-        ├── ScenarioError             the command says why and exits with code 2
-        └── RunInUse (bench.py)       another process is playing that run
+    ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
+    │   ├── ScenarioError             the command says why and exits with code 2
+    │   └── RunInUse (bench.py)       another process is playing that run
+    └── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
+                                      error whose text held a secret, with its trace
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 Any other error is convy's own: it is never recorded as a participant's failure, and stops the run.
