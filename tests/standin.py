@@ -44,7 +44,10 @@ __all__ = [
     "Drop",
     "Fault",
     "Invalid",
+    "NoDone",
+    "NoFinish",
     "Received",
+    "SseError",
     "SlowBody",
     "Stall",
     "StandIn",
@@ -128,6 +131,27 @@ class WrongShape(Fault):
     """200 with valid JSON that is not the expected shape (default {"hello": 1}). Streamed: one such event, then [DONE]."""
 
     body: Any = None
+
+
+@dataclass(frozen=True)
+class SseError(Fault):
+    """A streamed request: the first half of the events, then an error, then [DONE]. The error is an event whose
+    JSON holds "error" (as OpenRouter sends it, with finish_reason "error"), or with event=True an SSE event of type
+    "error". Not streamed: 200 with an OpenAI error object as the whole body."""
+
+    event: bool = False
+    message: str = "upstream provider disconnected"
+
+
+@dataclass(frozen=True)
+class NoDone(Fault):
+    """A streamed request: every event but the closing data: [DONE]; the body ends cleanly. Not streamed: no fault."""
+
+
+@dataclass(frozen=True)
+class NoFinish(Fault):
+    """A streamed request: every chunk's finish_reason is null (the rest as usual, [DONE] included). Not streamed:
+    the choice's finish_reason is null."""
 
 
 @dataclass(frozen=True)
@@ -746,6 +770,8 @@ class StandIn:
             await asyncio.sleep(fault.seconds)
 
         answer = await self._normal(request, record)
+        if isinstance(fault, (SseError, NoDone, NoFinish)) and answer.status == 200:
+            answer = _spoiled(answer, fault)
         if answer.events is not None:
             if isinstance(fault, Truncated):
                 events = answer.events[: max(1, len(answer.events) // 2)]
@@ -990,6 +1016,40 @@ class StandIn:
             writer.write(b"0\r\n\r\n")
             await writer.drain()
         return keep
+
+
+def _spoiled(answer: _Answer, fault: Fault) -> _Answer:
+    """A normal 200 answer changed as an SseError, NoDone or NoFinish fault says."""
+    if isinstance(fault, SseError):
+        error = {"message": fault.message, "type": "server_error", "code": 502}
+        if answer.events is None:
+            return _Answer(200, _dumps({"error": error}))
+        kept = answer.events[: max(2, len(answer.events) // 2)]
+        if fault.event:
+            broken = b"event: error\ndata: " + _dumps({"error": error}) + b"\n\n"
+        else:
+            broken = _sse({"object": "chat.completion.chunk", "error": error,
+                           "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})
+        return _Answer(200, events=[*kept, broken, b"data: [DONE]\n\n"], content_type="text/event-stream")
+    if isinstance(fault, NoDone):
+        if answer.events is None:
+            return answer
+        return _Answer(200, events=[event for event in answer.events if event != b"data: [DONE]\n\n"],
+                       content_type="text/event-stream")
+    if answer.events is None:
+        completion = json.loads(answer.body)
+        for choice in completion.get("choices") or []:
+            choice["finish_reason"] = None
+        return _Answer(200, _dumps(completion))
+    events = []
+    for event in answer.events:
+        if event.startswith(b"data: {"):
+            chunk = json.loads(event[len(b"data: "):])
+            for choice in chunk.get("choices") or []:
+                choice["finish_reason"] = None
+            event = _sse(chunk)
+        events.append(event)
+    return _Answer(200, events=events, content_type="text/event-stream")
 
 
 def _head(status: int, content_type: str, headers: dict[str, str] | None, keep: bool, *, length: int | None) -> bytes:

@@ -19,12 +19,27 @@ from typing import Any
 
 import msgspec
 import pytest
-from standin import Drop, Fault, Invalid, SlowBody, Stall, StandIn, Status, Truncated, WrongShape, http_date
+from standin import (
+    Drop,
+    Fault,
+    Invalid,
+    NoDone,
+    NoFinish,
+    SlowBody,
+    SseError,
+    Stall,
+    StandIn,
+    Status,
+    Truncated,
+    WrongShape,
+    http_date,
+)
 
+from convy.agent import Usage
 from convy.bench import Bench, Limits, Plan
-from convy.dialog import Failed, NoVerdict, Verdict
+from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.fakes import FakeAgent, MemoryJournal
-from convy.http import JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
+from convy.http import ChatAgent, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
 from convy.model import Models, OpenAiModel
 from convy.scenario import Outcome, Scenario
 
@@ -297,3 +312,153 @@ def test_retry_after_is_read_in_each_form() -> None:
     assert RetryAfter({"retry-after": http_date(-30)}).seconds() == 0.0
     assert RetryAfter({"retry-after": "soon"}).seconds() is None
     assert RetryAfter({}).seconds() is None
+
+
+# --- replies in the Chat Completions shape: the chat agent, the user model and the judge ------
+#
+# Each row is a reply a Chat Completions server may really send. It is played against a
+# ``ChatAgent`` (the agent under test, not streamed), the simulated user's model and the judge's
+# model (``OpenAiModel``, plain and streamed). A reply that is whole is kept — its text exactly,
+# its usage as far as reported — and one that may be cut short fails that request, never sent again.
+
+BIG = "word " * 2_000_000  # a 10 MB answer
+
+
+def completion(stream: bool, content: Any, usage: Any) -> dict[str, Any]:
+    """One whole completion (plain) or one chunk holding all of it (streamed), exactly as given."""
+    if stream:
+        return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": "stop"}], "usage": usage}
+    return {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}], "usage": usage}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One row of the table of replies: the fault, and what must come of it, plain and streamed.
+
+    ``fails`` / ``streamed_fails`` is a piece of the failure's reason, "" when the reply is kept;
+    ``text`` is the kept reply's text, ``None`` for the usual one.
+    """
+
+    name: str
+    fault: Callable[[bool, str], Fault | None]
+    fails: str = ""
+    streamed_fails: str = ""
+    text: str | None = None
+    reported: bool = True
+
+
+NULL_USAGE = {"prompt_tokens": None, "completion_tokens": 7, "prompt_tokens_details": None}
+PARTS = [{"type": "text", "text": "In two "}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "parts."}]
+
+READINGS = [
+    Reading("an error in place of a reply", lambda stream, text: SseError(), fails="the reply is an error object",
+            streamed_fails="the stream broke off with an error: {"),
+    Reading("an SSE error event", lambda stream, text: SseError(event=True), fails="the reply is an error object",
+            streamed_fails="the stream broke off with an error: {"),
+    Reading("a stream without [DONE]", lambda stream, text: NoDone(), streamed_fails="the stream ended without [DONE]"),
+    Reading("no finish reason", lambda stream, text: NoFinish(), streamed_fails="ended without a finish reason"),
+    Reading("null usage fields", lambda stream, text: WrongShape(body=completion(stream, text, NULL_USAGE)), reported=False),
+    Reading("usage of the wrong type", lambda stream, text: WrongShape(body=completion(stream, text, "lots")), reported=False),
+    Reading("content as a list of parts", lambda stream, text: WrongShape(body=completion(stream, PARTS, {"prompt_tokens": 3, "completion_tokens": 3})),
+            text="In two parts."),
+    Reading("a 10 MB answer", lambda stream, text: WrongShape(body=completion(stream, BIG, {"prompt_tokens": 3, "completion_tokens": 2_000_000})),
+            text=BIG),
+    Reading("invalid UTF-8", lambda stream, text: Invalid(body=b'{"choices": [{"message": {"content": "caf\xe9"}, "delta": {"content": "caf\xe9"}, "finish_reason": "stop"}]}'),
+            fails="the reply is not JSON", streamed_fails="not UTF-8"),
+]
+
+
+def chat_agent(url: str) -> ChatAgent:
+    return ChatAgent(JsonEndpoint(url + "/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, timeout=5), model="agent-model")
+
+
+def chat_faulted(server: StandIn, reading: Reading, stream: bool, text: str) -> None:
+    """The stand-in answers ``text``, the first request with the row's fault, if it has one for it."""
+    server.reply = lambda request: text
+    fault = reading.fault(stream, text)
+    if fault is not None:
+        server.faults(fault)
+
+
+def newest(request: dict[str, Any]) -> str:
+    return next(message["content"] for message in reversed(request["messages"]) if message["role"] == "user")
+
+
+def kept_text(reading: Reading, usual: str) -> str:
+    return usual if reading.text is None else reading.text
+
+
+@pytest.mark.parametrize("reading", READINGS, ids=[reading.name for reading in READINGS])
+def test_a_chat_agents_reply(reading: Reading, server: StandIn) -> None:
+    """A ChatAgent keeps a whole reply on its second turn, text and usage as reported, and fails on one cut short, never resending."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if newest(request) == "one":
+            fault = reading.fault(False, "Fine.")
+            if fault is not None:
+                server.faults(fault)
+        return "Fine."
+
+    server.reply = reply
+    outcome = played(Bench(chat_agent(server.url), Models(), Limits()), scenario(script=["one", "two"]))
+    assert server.counts() == {("", "one"): 1, ("", "two"): 1}
+    if reading.fails:
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed) and outcome.result.message == "two"
+        assert reading.fails in outcome.result.reason
+        assert [turn.message for turn in outcome.transcript.turns] == ["one"]
+    else:
+        assert (outcome.stop, outcome.status(1.0)) == ("finished", "passed")
+        (_, two) = outcome.transcript.turns
+        assert two.answer.text == kept_text(reading, "Fine.")
+        assert isinstance(two.answer.usage, Usage) == reading.reported
+    shows_nothing_secret(outcome)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("reading", READINGS, ids=[reading.name for reading in READINGS])
+def test_a_user_models_reply(reading: Reading, stream: bool, server: StandIn) -> None:
+    """The user model's first reply is kept when whole, its usage as reported, and leaves NoVerdict(user) when cut short, never resent."""
+    said = kept_text(reading, "Hello, I need help.")
+    chat_faulted(server, reading, stream, "Hello, I need help.")
+    agent = FakeAgent(lambda text: "Noted.")
+    outcome = played(Bench(agent, Models(user=user_model(server.url, stream)), Limits(max_turns=1)), scenario(user="You need help."))
+    first = [record for record in server.received if len(record.json["messages"]) == 2]
+    assert len(first) == 1
+    failed = reading.streamed_fails if stream else reading.fails
+    if failed:
+        assert outcome.stop == "model_failed"
+        assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "user"
+        assert failed in outcome.result.reason
+        assert outcome.transcript.turns == () and agent.messages == []
+    else:
+        (turn,) = outcome.transcript.turns
+        assert turn.message == said.strip()
+        assert isinstance(turn.user_usage, Usage) == reading.reported
+        assert agent.messages == [said.strip()]
+    shows_nothing_secret(outcome)
+
+
+# A judge's reply is one JSON decision: the rows of other text are the agent's and the user's.
+JUDGED = [reading for reading in READINGS if reading.text is None]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("reading", JUDGED, ids=[reading.name for reading in JUDGED])
+def test_a_judges_reply(reading: Reading, stream: bool, server: StandIn) -> None:
+    """The judge's reply is kept when whole and read as its decision, and leaves NoVerdict(judge) when cut short, never resent."""
+    decision = '{"reason": "it answered", "pass": true, "confidence": 0.9}'
+    chat_faulted(server, reading, stream, decision)
+    judge = ChatJudge(OpenAiModel("judge-model", server.url + "/v1", key=KEY, stream=stream, timeout=5))
+    outcome = played(Bench(FakeAgent(lambda text: "Noted."), Models(judge=judge), Limits()), scenario(script=["one"], judge=["It answered."]))
+    assert len(server.received) == 1
+    failed = reading.streamed_fails if stream else reading.fails
+    if failed:
+        assert outcome.stop == "finished"
+        assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "judge"
+        assert failed in outcome.result.reason
+    else:
+        assert isinstance(outcome.result, Verdict)
+        assert [claim.held for claim in outcome.result.claims] == [True]
+        assert isinstance(outcome.judge_requests[0], Usage) == reading.reported
+    shows_nothing_secret(outcome)

@@ -18,6 +18,7 @@ its reply; ``ChatAgent`` is an agent that itself speaks Chat Completions.
 
 from __future__ import annotations
 
+import codecs
 import email.utils
 import functools
 import re
@@ -151,6 +152,55 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         return JsonConnection(self, client)
 
 
+class EventStream(msgspec.Struct, frozen=True):
+    """A response's body read as server-sent events: each event's type and data, its data
+    stripped. The body must be UTF-8, as JSON must: a byte that is not raises
+    ``UnicodeDecodeError`` rather than becoming a replacement character, as it would in a
+    plain reply's JSON too. An event may be as long as a whole reply."""
+
+    response: Any
+
+    async def events(self) -> AsyncIterator[tuple[str, str]]:
+        kind, data = "message", list[str]()
+        async for line in self._lines():
+            field, _, value = line.partition(":")
+            if not line:
+                if data:
+                    yield kind, "\n".join(data).strip()
+                kind, data = "message", []
+            elif field == "data":
+                data.append(value.removeprefix(" "))
+            elif field == "event":
+                kind = value.strip()
+        if data:
+            yield kind, "\n".join(data).strip()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        """The body's lines, ended by CR, LF or CRLF (and by nothing else, unlike ``splitlines``);
+        a long line is joined once, not again for every piece of it that comes."""
+        decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        pending: list[str] = []
+        after_cr = False  # the last piece ended with CR: an LF first in the next one ends nothing
+        async for piece in self.response.aiter_bytes():
+            text = decoder.decode(piece)
+            if not text:
+                continue
+            if after_cr:
+                text = text.removeprefix("\n")
+            after_cr = text.endswith("\r")
+            *ended, last = _LINE_END.split(text)
+            for line in ended:
+                yield "".join([*pending, line])
+                pending = []
+            pending.append(last)
+        decoder.decode(b"", final=True)
+        if "".join(pending):
+            yield "".join(pending)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 class JsonConnection(msgspec.Struct, frozen=True):
     """An open connection to a JSON endpoint."""
 
@@ -170,7 +220,12 @@ class JsonConnection(msgspec.Struct, frozen=True):
             raise self._failure(error, path) from None
 
     async def events(self, body: Any, path: str = "") -> AsyncIterator[Any]:
-        """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``."""
+        """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``.
+
+        A stream is whole only with its ``[DONE]``: one that ends without it, or that sends an
+        error (an ``error`` event, or an event whose JSON holds an ``error``), is an
+        ``HttpFailure``, as the reply may be cut short and the service may have acted.
+        """
         url = self.endpoint.at(path)
         try:
             async with self.client.stream("POST", url, content=msgspec.json.encode(body), headers=self._json()) as response:
@@ -180,15 +235,29 @@ class JsonConnection(msgspec.Struct, frozen=True):
                 done = False
                 # Read on past "[DONE]" to the end of the body, so the connection goes back to the
                 # pool instead of being closed half-read.
-                async for event in httpx2.EventSource(response).__aiter__():
-                    if done or event.data.strip() == "[DONE]":
+                async for kind, data in EventStream(response).events():
+                    if done or data == "[DONE]":
                         done = True
-                    elif event.data.strip():
-                        yield msgspec.json.decode(event.data)
+                    elif kind == "error":
+                        raise self._broken(data, path)
+                    elif data:
+                        decoded = msgspec.json.decode(data)
+                        match decoded:
+                            case {"error": error} if error:
+                                raise self._broken(msgspec.json.encode(error).decode(), path)
+                        yield decoded
+                if not done:
+                    raise HttpFailure(f"POST {self._shown(path)}: the stream ended without [DONE]: the reply may be cut short")
         except msgspec.DecodeError as error:
             raise HttpFailure(f"POST {self._shown(path)}: an event is not JSON: {error}") from None
+        except UnicodeDecodeError:
+            raise HttpFailure(f"POST {self._shown(path)}: the stream is not UTF-8") from None
         except httpx2.HTTPError as error:
             raise self._failure(error, path) from None
+
+    def _broken(self, said: str, path: str) -> HttpFailure:
+        """A stream that broke off with an error, with the start of what the service said."""
+        return HttpFailure(f"POST {self._shown(path)}: the stream broke off with an error: {self._blotted(said)[:300]}")
 
     def _json(self) -> dict[str, str]:
         return {"content-type": "application/json"}
@@ -204,19 +273,23 @@ class JsonConnection(msgspec.Struct, frozen=True):
             raise HttpFailure(f"POST {self._shown(path)}: {status} {response.reason_phrase}{self._said(response)}")
 
     def _said(self, response: Any) -> str:
-        """The start of an error's body, which usually says what was wrong; a proxy may echo the
-        request, so the endpoint's own header values and anything shaped like a key are blotted."""
+        """The start of an error's body, which usually says what was wrong."""
         try:
             text = response.text.strip()[:300]
         except (httpx2.HTTPError, UnicodeDecodeError):
             return ""
+        text = self._blotted(text)
+        return f": {text}" if text else ""
+
+    def _blotted(self, text: str) -> str:
+        """Text from the service with the endpoint's own header values and anything shaped like a
+        key blotted, as a proxy may echo the request."""
         for value in self.endpoint.headers.values():
             for part in [value, *value.split()]:
                 if len(part) >= 8:
                     text = text.replace(part, "<hidden>")
         text = re.sub(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+", r"\1 <hidden>", text)
-        text = re.sub(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}", "<hidden>", text)
-        return f": {text}" if text else ""
+        return re.sub(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}", "<hidden>", text)
 
     def _failure(self, error: Exception, path: str) -> HttpFailure:
         where = f"POST {self._shown(path)}"
