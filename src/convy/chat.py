@@ -68,14 +68,14 @@ class _Choice(msgspec.Struct, frozen=True):
 
 class _Completion(msgspec.Struct, frozen=True):
     """A chat completion as the server writes it; ``None`` stands for its ``null``s. Its usage is
-    read field by field (``Counts``), so one bad field loses only itself, never the reply."""
+    read field by field, so one bad field loses only itself, never the reply."""
 
     choices: list[_Choice]
     usage: Any = None
     model: str | None = None
 
 
-class Count(msgspec.Struct, frozen=True):
+class _Count(msgspec.Struct, frozen=True):
     """A token count as a service gives it: a whole number of 0 or more, or else not reported."""
 
     given: Any
@@ -92,7 +92,7 @@ class Count(msgspec.Struct, frozen=True):
                 return NotReported()
 
 
-class Content(msgspec.Struct, frozen=True):
+class _Content(msgspec.Struct, frozen=True):
     """A message's content as a server gives it: text, ``null``, or a list of parts whose text
     parts (``{"type": "text", "text": ...}``) are the text, in order."""
 
@@ -179,7 +179,7 @@ class Completion(msgspec.Struct, frozen=True):
         steps.extend(
             Call(call.function.name or "", Arguments(call.function.arguments).value()) for call in message.tool_calls or []
         )
-        text = Content(message.content).text() or Content(message.refusal).text()
+        text = _Content(message.content).text() or _Content(message.refusal).text()
         return ReplyParts(text, self._usage(completion), tuple(steps))
 
     def _usage(self, completion: _Completion) -> Usage | NoUsage:
@@ -189,13 +189,13 @@ class Completion(msgspec.Struct, frozen=True):
                 pass
             case _:
                 return NoUsage()
-        match Count(counted.get("prompt_tokens")).value(), Count(counted.get("completion_tokens")).value():
+        match _Count(counted.get("prompt_tokens")).value(), _Count(counted.get("completion_tokens")).value():
             case int(given), int(taken):
                 pass
             case _:
                 return NoUsage()
-        cached = Count(self._detail(counted, "prompt_tokens_details", "cached_tokens")).value()
-        reasoning = Count(self._detail(counted, "completion_tokens_details", "reasoning_tokens")).value()
+        cached = _Count(self._detail(counted, "prompt_tokens_details", "cached_tokens")).value()
+        reasoning = _Count(self._detail(counted, "completion_tokens_details", "reasoning_tokens")).value()
         cost: Cost | Unpriced
         match counted.get("cost"):
             case bool():
@@ -242,7 +242,7 @@ class Chunks(msgspec.Struct, frozen=True):
             match event:
                 case {"choices": [{"delta": dict(delta), **choice}, *_], **rest}:
                     chunks += 1
-                    text.append(Content(delta.get("content")).text())
+                    text.append(_Content(delta.get("content")).text())
                     reasoning.append(delta.get("reasoning") or delta.get("reasoning_content") or "")
                     for piece in delta.get("tool_calls") or []:
                         self._joined(calls, piece)

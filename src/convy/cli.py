@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from convy.agent import NoUsage, TimeLimited, Usage
+from convy.attempt import Spent
 from convy.bench import Bench, Journal, RunInUse, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent
@@ -296,7 +297,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
             outcome = asyncio.run(smoke.outcome(1, limited, Absent(), Absent(), len(self.SCRIPT)))
             for number, turn in enumerate(outcome.transcript.turns, start=1):
                 lines = turn.answer.text.strip().splitlines() or ["(an empty answer)"]
-                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.usage).text():>16}  {lines[0][:100]}")
+                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.requests()).text():>16}  {lines[0][:100]}")
             match outcome.result:
                 case Failed(reason=reason) | NoVerdict(reason=reason):
                     errors.line(f"✗ {name}: {reason}")
@@ -308,16 +309,19 @@ class SmokeCommand(msgspec.Struct, frozen=True):
 
 
 class Tokens(msgspec.Struct, frozen=True):
-    """An answer's tokens in a few characters: ``in → out``."""
+    """An answer's tokens in a few characters: ``in → out``, over the requests that reported
+    them, and how many did when not all."""
 
-    usage: Usage | NoUsage
+    requests: tuple[Usage | NoUsage, ...]
 
     def text(self) -> str:
-        match self.usage:
-            case Usage(input=given, output=taken):
-                return f"{given} → {taken} tokens"
-            case NoUsage():
-                return "tokens not given"
+        reported = Spent(self.requests).reported()
+        if not reported:
+            return "tokens not given"
+        counted = f"{sum(usage.input for usage in reported)} → {sum(usage.output for usage in reported)} tokens"
+        if len(reported) < len(self.requests):
+            return f"{counted} ({len(reported)} of {len(self.requests)} requests reported)"
+        return counted
 
 
 class ResumeCommand(msgspec.Struct, frozen=True):

@@ -152,7 +152,7 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         return JsonConnection(self, client)
 
 
-class EventStream(msgspec.Struct, frozen=True):
+class _EventStream(msgspec.Struct, frozen=True):
     """A response's body read as server-sent events: each event's type and data, its data
     stripped. The body must be UTF-8, as JSON must: a byte that is not raises
     ``UnicodeDecodeError`` rather than becoming a replacement character, as it would in a
@@ -235,7 +235,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
                 done = False
                 # Read on past "[DONE]" to the end of the body, so the connection goes back to the
                 # pool instead of being closed half-read.
-                async for kind, data in EventStream(response).events():
+                async for kind, data in _EventStream(response).events():
                     if done or data == "[DONE]":
                         done = True
                     elif kind == "error":

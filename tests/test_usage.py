@@ -1,0 +1,140 @@
+"""An agent's usage reaches the attempt whole: every request's tokens by kind and its cost.
+
+The template's LLM agent (``agents/assistant.py``) makes several requests in one turn when its
+model calls a tool. Played against the stand-in, whose replies carry usage chosen here, each of
+those requests must reach the attempt as the server sent it — cached and reasoning tokens, the
+provider's cost — and a request the server sent no usage for makes the turn partly reported,
+which the turn's tokens, its cost and the tables say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from standin import StandIn, WrongShape
+
+from convy.agent import Cost, Message, NotReported, NoUsage, Requests, Unpriced, Usage
+from convy.attempt import Attempt, Spent
+from convy.bench import Bench, Plan
+from convy.fakes import MemoryJournal
+from convy.model import Models
+from convy.project import Project
+from convy.scenario import Scenario
+from convy.tables import AttemptRows
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "src" / "convy" / "template"
+KEY = "sk-usage-test-key"
+
+# What the stand-in answers the assistant's three requests of a turn: a tool call, another,
+# and the answer. The second reply carries no usage at all.
+FIRST = {"prompt_tokens": 120, "completion_tokens": 15, "cached_tokens": 64, "reasoning_tokens": 7}
+SECOND = {
+    "object": "chat.completion",
+    "choices": [{
+        "index": 0,
+        "message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_2", "type": "function", "function": {"name": "lookup_order", "arguments": '{"order": "A-2001"}'}}
+        ]},
+        "finish_reason": "tool_calls",
+    }],
+}
+THIRD = {"prompt_tokens": 180, "completion_tokens": 22, "cached_tokens": 128, "reasoning_tokens": 0}
+
+
+@pytest.fixture
+def server() -> Iterator[StandIn]:
+    with StandIn(api_key=KEY) as server:
+        yield server
+        assert server.errors == []
+
+
+def assistant(server: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """The template's assistant, its gateway the stand-in."""
+    monkeypatch.chdir(tmp_path)  # no .env here: the environment says it all
+    for name, value in {"GATEWAY_URL": server.url + "/v1", "GATEWAY_KEY": KEY, "AGENT_MODEL": "agent-model"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    return Project(TEMPLATE).agent("assistant").agent
+
+
+def three_requests(server: StandIn) -> None:
+    """Each user message makes the model call the tool twice, then answer; the middle reply has no usage."""
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        tools = sum(1 for message in request["messages"] if message["role"] == "tool")
+        asked = sum(1 for message in request["messages"] if message["role"] == "user")
+        if tools == 2 * (asked - 1):  # the turn's first request: its second is answered without usage
+            server.faults(WrongShape(body=SECOND))
+            return {"content": None, "tool_calls": [{"name": "lookup_order", "arguments": {"order": "A-1043"}}], "usage": FIRST, "cost": 0.000042}
+        return {"content": "Your kettle was delivered; the headphones too.", "usage": THIRD, "cost": 0.000058}
+
+    server.reply = reply
+
+
+def test_every_request_of_a_turn_reaches_the_answer_as_the_server_sent_it(
+    server: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A turn of three requests answers with each request's usage: cached, reasoning and cost kept, the unreported one NoUsage."""
+    agent = assistant(server, monkeypatch, tmp_path)
+    three_requests(server)
+
+    async def talked() -> Any:
+        async with agent.conversation() as conversation:
+            return await conversation.turn(Message("Where are A-1043 and A-2001?"))
+
+    answer = asyncio.run(talked())
+    assert answer.text == "Your kettle was delivered; the headphones too."
+    assert answer.usage == Requests((
+        Usage(120, 15, 64, 7, Cost(Decimal("0.000042"), "provider")),
+        NoUsage(),
+        Usage(180, 22, 128, 0, Cost(Decimal("0.000058"), "provider")),
+    ))
+    assert [step.name for step in answer.steps] == ["lookup_order", "lookup_order"]
+    assert len(server.received) == 3
+
+
+def test_an_attempt_counts_every_request_and_says_when_a_turn_is_partly_reported(
+    server: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The attempt's agent tokens and cost are the sums of what the server sent, over 2 of 3 requests, and the tables show each request."""
+    agent = assistant(server, monkeypatch, tmp_path)
+    three_requests(server)
+    scenario = msgspec.convert({"id": "usage", "script": ["Where are A-1043 and A-2001?"], "judge": [{"check": {"said": "."}}]}, Scenario)
+    journal = MemoryJournal()
+    asyncio.run(Bench(agent, Models()).run(Plan((scenario,)), journal))
+    (outcome,) = journal.outcomes
+    attempt = Attempt(outcome, 0.0)
+
+    (turn,) = attempt.dialogue().turns
+    assert (turn.agent_tokens.requests, turn.agent_tokens.reported) == (3, 2)
+    assert (turn.agent_tokens.input, turn.agent_tokens.output) == (120 + 180, 15 + 22)
+    assert (turn.agent_tokens.cached, turn.agent_tokens.reasoning) == (64 + 128, 7 + 0)
+    assert (turn.cost.amount, turn.cost.source, turn.cost.priced, turn.cost.unpriced, turn.cost.complete) == (
+        "0.000100", "provider", 2, 1, False,
+    )
+    assert Spent(attempt.agent_usage()).tokens().total == 120 + 15 + 180 + 22
+
+    rows = [row for row in AttemptRows("assistant", "run", attempt).model_requests() if row.participant == "agent"]
+    assert [(row.request, row.turn, row.reported, row.tokens_in, row.tokens_cached, row.cost_usd) for row in rows] == [
+        (1, 1, True, 120, 64, Decimal("0.000042")),
+        (2, 1, False, None, None, None),
+        (3, 1, True, 180, 128, Decimal("0.000058")),
+    ]
+    assert all(row.seconds is None for row in rows), "no request of a turn of three has the turn's time as its own"
+
+
+def test_an_answer_of_one_request_keeps_its_usage_as_before() -> None:
+    """An answer whose usage is a single Usage or NoUsage counts as one request, and an old answer decodes unchanged."""
+    from convy.agent import Answer
+
+    assert Answer("a", Usage(1, 2)).requests() == (Usage(1, 2),)
+    assert Answer("a").requests() == (NoUsage(),)
+    old = b'{"text": "a", "usage": {"type": "usage", "input": 1, "output": 2}, "steps": []}'
+    assert msgspec.json.decode(old, type=Answer).usage == Usage(1, 2, NotReported(), NotReported(), Unpriced())
