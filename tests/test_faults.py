@@ -462,3 +462,42 @@ def test_a_judges_reply(reading: Reading, stream: bool, server: StandIn) -> None
         assert [claim.held for claim in outcome.result.claims] == [True]
         assert isinstance(outcome.judge_requests[0], Usage) == reading.reported
     shows_nothing_secret(outcome)
+
+
+# --- server-sent events as the wire may cut them ---------------------------------------------
+
+
+class Pieces:
+    """A response body that arrives in exactly these pieces, as a network may cut it."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = pieces
+
+    async def aiter_bytes(self) -> Any:
+        for piece in self.pieces:
+            yield piece
+
+
+def read_events(*pieces: bytes) -> list[tuple[str, str]]:
+    from convy.http import _EventStream
+
+    async def read() -> list[tuple[str, str]]:
+        return [event async for event in _EventStream(Pieces(*pieces)).events()]
+
+    return asyncio.run(read())
+
+
+def test_events_end_lines_at_cr_lf_and_crlf_only_wherever_the_pieces_are_cut() -> None:
+    """Lines end at CR, LF or CRLF even when a CRLF or a UTF-8 character is cut between pieces, and at nothing else."""
+    body = 'data: {"a": "caf\u00e9 \u2028 line"}\r\n\r\nevent: error\rdata: {"b": 1}\r\rdata: [DONE]\n\n'.encode()
+    expected = [("message", '{"a": "caf\u00e9 \u2028 line"}'), ("error", '{"b": 1}'), ("message", "[DONE]")]
+    assert read_events(body) == expected
+    for cut in range(1, len(body)):
+        assert read_events(body[:cut], body[cut:]) == expected, cut
+    assert read_events(*[body[n : n + 1] for n in range(len(body))]) == expected
+
+
+def test_events_that_are_not_utf8_are_refused() -> None:
+    """A byte that is not UTF-8 is an error, never a replacement character."""
+    with pytest.raises(UnicodeDecodeError):
+        read_events(b'data: {"a": "caf\xe9"}\n\n')
