@@ -100,6 +100,21 @@ def test_every_request_of_a_turn_reaches_the_answer_as_the_server_sent_it(
     assert len(server.received) == 3
 
 
+def test_the_assistant_sends_its_models_settings(server: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each of the assistant's requests carries the model's own settings (so OpenRouter, say, is asked for its cost), never streamed."""
+    agent = assistant(server, monkeypatch, tmp_path)
+    three_requests(server)
+
+    async def talked() -> Any:
+        async with agent.conversation() as conversation:
+            return await conversation.turn(Message("Where is A-1043?"))
+
+    asyncio.run(talked())
+    for record in server.received:  # the gateway's model: temperature 0.2, at most 600 tokens
+        assert (record.json["model"], record.json["temperature"], record.json["max_tokens"]) == ("agent-model", 0.2, 600)
+        assert "stream" not in record.json and record.json["tools"][0]["function"]["name"] == "lookup_order"
+
+
 def test_an_attempt_counts_every_request_and_says_when_a_turn_is_partly_reported(
     server: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
