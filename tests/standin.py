@@ -414,7 +414,8 @@ class StandIn:
     reply(request_json) -> str | dict: the chat responder. A dict may give "content" (str or None),
         "tool_calls" (list of {"name", "arguments": dict | str, "id"?} or OpenAI-shaped tool calls),
         "usage" ({"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", ...}), "cost",
-        "finish_reason", "reasoning" (text, sent as message.reasoning). Default: "You said: <last user message>".
+        "finish_reason", "reasoning" (text, sent as message.reasoning), "headers" (more response headers, as
+        LiteLLM's x-litellm-response-cost). Default: "You said: <last user message>".
         It may also be an async function. An exception in it answers 500 and is kept in `errors`.
     agent_reply(request_json) -> dict | list | str: the /agent responder; a dict/list is the whole JSON reply,
         a str is the text put into the default shape.
@@ -888,7 +889,7 @@ class StandIn:
                 "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
                 "usage": usage,
             }
-            return _Answer(200, _dumps(completion))
+            return _Answer(200, _dumps(completion), headers=dict(out.get("headers") or {}))
 
         options = data.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -920,7 +921,7 @@ class StandIn:
             events.append(_sse({"id": ident, "object": "chat.completion.chunk", "created": created,
                                 "model": model, "choices": [], "usage": usage}))
         events.append(b"data: [DONE]\n\n")
-        return _Answer(200, events=events, content_type="text/event-stream")
+        return _Answer(200, events=events, content_type="text/event-stream", headers=dict(out.get("headers") or {}))
 
     async def _agent(self, data: dict[str, Any]) -> _Answer:
         with self._lock:

@@ -85,7 +85,7 @@ class UsageLog(CustomLogger):
     async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
         usage = getattr(response_obj, "usage", None)
         group = ((kwargs.get("litellm_params") or {}).get("metadata") or {}).get("model_group")
-        line = {"group": group, "stream": bool(kwargs.get("stream")), "usage": usage.model_dump() if usage is not None else None}
+        line = {"group": group, "usage": usage.model_dump() if usage is not None else None, "cost": kwargs.get("response_cost")}
         with open(os.environ["CONVY_TEST_USAGE_LOG"], "a", encoding="utf-8") as log:
             log.write(json.dumps(line) + "\\n")
 
@@ -101,13 +101,14 @@ class Proxy(msgspec.Struct, frozen=True):
     log: Path
 
     def sent(self, group: str) -> list[dict[str, Any]]:
-        """The usage of every reply of ``group`` the proxy sent so far, in order.
+        """The usage of every reply of ``group`` the proxy sent so far, in order, with the cost it
+        gave the reply (in the usage when streamed, in a header when not).
 
         The callback runs just after a reply is sent, so a wait for the count asked for is the caller's."""
         if not self.log.exists():
             return []
         lines = [json.loads(line) for line in self.log.read_text().splitlines()]
-        return [line["usage"] for line in lines if line["group"] == group]
+        return [{**line["usage"], "cost": line["cost"]} for line in lines if line["group"] == group]
 
     def awaited(self, group: str, count: int) -> list[dict[str, Any]]:
         """The usage of the first ``count`` replies of ``group``, once the proxy has written them all down."""
@@ -175,7 +176,7 @@ def model(proxy: Proxy, stream: bool, name: str = "mock-gpt", key: str = KEY) ->
 
 
 def usage_of(sent: dict[str, Any]) -> Usage | NoUsage:
-    """A reply's usage as the proxy wrote it down, in convy's terms; the cost where the reply gave one."""
+    """A reply's usage and cost as the proxy wrote them down, in convy's terms."""
     cached = (sent.get("prompt_tokens_details") or {}).get("cached_tokens")
     reasoning = (sent.get("completion_tokens_details") or {}).get("reasoning_tokens")
     cost = sent.get("cost")
@@ -201,9 +202,8 @@ def test_a_model_on_the_proxy_replies_with_the_proxys_usage(proxy: Proxy, stream
     assert [reply.text for reply in replies] == ["Hello from the mock"] * 3
     sent = proxy.awaited("mock-gpt", before + 3)[before:]
     assert [reply.usage for reply in replies] == [usage_of(usage) for usage in sent]
-    if stream:
-        # The proxy puts its cost into a streamed reply's usage: convy keeps it as the provider's.
-        assert all(isinstance(reply.usage, Usage) and isinstance(reply.usage.cost, Cost) for reply in replies)
+    # The proxy gives its cost in a streamed reply's usage, and in a header for a plain one: both the provider's.
+    assert all(isinstance(reply.usage, Usage) and isinstance(reply.usage.cost, Cost) for reply in replies)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -267,8 +267,12 @@ def test_convy_run_of_the_template_on_the_proxy_counts_what_the_proxy_sent(made:
                 raise AssertionError(f"{outcome.scenario}: {other}")
     assistant = outcomes(runs["assistant"])
     assert all(
-        turn.answer.usage == Requests((usage_of(TOOL_USAGE),) * 3) for outcome in assistant for turn in outcome.transcript.turns
+        [(usage.input, usage.output, usage.cached, usage.reasoning) for usage in turn.answer.requests() if isinstance(usage, Usage)]
+        == [(120, 15, 64, 7)] * 3
+        for outcome in assistant
+        for turn in outcome.transcript.turns
     ), "three tool calls a turn, each with the proxy's cached and reasoning tokens"
+    assert all(isinstance(turn.answer.usage, Requests) for outcome in assistant for turn in outcome.transcript.turns)
 
     # What convy recorded of each model's requests: the assistant's (the shop bot asks none), the
     # simulated user's for each turn it spoke and the one that ended a dialogue, the judge's.
@@ -287,4 +291,6 @@ def test_convy_run_of_the_template_on_the_proxy_counts_what_the_proxy_sent(made:
         assert (ours.requests, ours.reported, ours.input, ours.output, ours.cached, ours.reasoning) == (
             theirs.requests, theirs.reported, theirs.input, theirs.output, theirs.cached, theirs.reasoning,
         ), group
+        spent, billed = Spent(tuple(usages)).cost(), Spent(tuple(usage_of(usage) for usage in sent)).cost()
+        assert (Decimal(spent.amount or "0"), spent.source, spent.complete) == (Decimal(billed.amount or "0"), "provider", True), group
     assert made.unwritten() >= 4

@@ -73,7 +73,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.env import Env, Settings
-from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonConnection, JsonEndpoint, Tls, TokenPaths
+from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonConnection, JsonEndpoint, JsonResponse, Tls, TokenPaths
 from convy.model import (
     Absent,
     Contained,
@@ -124,6 +124,7 @@ __all__ = [
     "JsonAgent",
     "JsonConnection",
     "JsonEndpoint",
+    "JsonResponse",
     "Judge",
     "Limits",
     "Matching",

@@ -152,11 +152,13 @@ class Arguments(msgspec.Struct, frozen=True):
 
 
 class Completion(msgspec.Struct, frozen=True):
-    """A Chat Completions reply, read into convy's types where it enters."""
+    """A Chat Completions reply, read into convy's types where it enters; ``headers`` are its
+    response's, where LiteLLM's proxy gives the cost of a reply that is not streamed."""
 
     reply: Any
     model: str = ""
     prices: Prices = Prices()
+    headers: dict[str, str] = {}
 
     def read(self) -> ReplyParts:
         """The reply's text, usage and steps; a reply of another shape, or an error in place of
@@ -196,15 +198,30 @@ class Completion(msgspec.Struct, frozen=True):
                 return NoUsage()
         cached = _Count(self._detail(counted, "prompt_tokens_details", "cached_tokens")).value()
         reasoning = _Count(self._detail(counted, "completion_tokens_details", "reasoning_tokens")).value()
-        cost: Cost | Unpriced
-        match counted.get("cost"):
+        cost = self._reported(counted.get("cost"))
+        match cost:
+            case None:
+                return Usage(given, taken, cached, reasoning, self._priced(completion, given, taken, cached))
+            case Cost():
+                return Usage(given, taken, cached, reasoning, cost)
+
+    def _reported(self, in_usage: Any) -> Cost | None:
+        """The cost the provider reported: in the usage (OpenRouter, a streamed reply of LiteLLM's
+        proxy) or in the ``x-litellm-response-cost`` header; ``None`` when neither says."""
+        given = in_usage
+        if in_usage is None:
+            header = self.headers.get("x-litellm-response-cost", "")
+            try:
+                given = float(header)
+            except ValueError:
+                return None
+        match given:
             case bool():
-                cost = self._priced(completion, given, taken, cached)
+                return None
             case int() | float() as amount if math.isfinite(amount) and amount >= 0:
-                cost = Cost(Decimal(str(amount)), "provider")
+                return Cost(Decimal(str(amount)), "provider")
             case _:
-                cost = self._priced(completion, given, taken, cached)
-        return Usage(input=given, output=taken, cached=cached, reasoning=reasoning, cost=cost)
+                return None
 
     def _detail(self, counted: dict[str, Any], details: str, name: str) -> Any:
         match counted.get(details):

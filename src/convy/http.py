@@ -152,6 +152,13 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         return JsonConnection(self, client)
 
 
+class JsonResponse(msgspec.Struct, frozen=True):
+    """A service's answer: its JSON, and its headers by lower-case name."""
+
+    value: Any
+    headers: dict[str, str] = {}
+
+
 class _EventStream(msgspec.Struct, frozen=True):
     """A response's body read as server-sent events: each event's type and data, its data
     stripped. The body must be UTF-8, as JSON must: a byte that is not raises
@@ -209,11 +216,16 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     async def posted(self, body: Any, path: str = "") -> Any:
         """The JSON the endpoint answers ``body`` with (posted to the URL, plus ``path``)."""
+        return (await self.response(body, path)).value
+
+    async def response(self, body: Any, path: str = "") -> JsonResponse:
+        """The endpoint's answer to ``body`` (posted to the URL, plus ``path``): its JSON and its
+        headers, where some services say more (LiteLLM's proxy gives a reply's cost there)."""
         url = self.endpoint.at(path)
         try:
             response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json())
             self._checked(response, path)
-            return msgspec.json.decode(response.content)
+            return JsonResponse(msgspec.json.decode(response.content), dict(response.headers))
         except msgspec.DecodeError as error:
             raise HttpFailure(f"POST {self._shown(path)}: the reply is not JSON: {error}") from None
         except httpx2.HTTPError as error:
@@ -511,8 +523,8 @@ class _ChatConversation:
 
     async def turn(self, message: Message) -> Answer:
         messages = [*self._messages, {"role": "user", "content": message.text}]
-        reply = await self._connection.posted({"model": self._agent.model, "messages": messages, **self._agent.extra})
-        answer = self._agent.answer(reply)
+        reply = await self._connection.response({"model": self._agent.model, "messages": messages, **self._agent.extra})
+        answer = self._agent.answer(reply.value, reply.headers)
         self._messages = [*messages, {"role": "assistant", "content": answer.text}]
         return answer
 
@@ -531,9 +543,9 @@ class ChatAgent(msgspec.Struct, frozen=True):
         async with self.endpoint.connection() as connection:
             yield _ChatConversation(self, connection)
 
-    def answer(self, reply: Any) -> Answer:
+    def answer(self, reply: Any, headers: dict[str, str] | None = None) -> Answer:
         try:
-            read = Completion(reply).read()
+            read = Completion(reply, self.model, headers=headers or {}).read()
             return Answer(read.text, read.usage, read.steps)
         except ModelFailure as failure:
             raise AgentFailure(f"{self.endpoint.shown()}: {failure}") from None

@@ -78,10 +78,10 @@ class AssistantConversation:
             # such as OpenRouter's usage with its cost), for a whole reply: no streaming here.
             settings = {key: value for key, value in self._model.body(()).items() if key not in ("stream", "stream_options")}
             body = {**settings, "messages": self._messages, "tools": TOOLS}
-            reply = await self._connection.posted(body, "/chat/completions")
-            read = Completion(reply, self._model.name, self._model.prices).read()
+            reply = await self._connection.response(body, "/chat/completions")
+            read = Completion(reply.value, self._model.name, self._model.prices, reply.headers).read()
             spent.append(read.usage)  # every request's tokens and cost, reported or not
-            calls = reply["choices"][0]["message"].get("tool_calls") or []
+            calls = reply.value["choices"][0]["message"].get("tool_calls") or []
             self._messages.append({"role": "assistant", "content": read.text, **({"tool_calls": calls} if calls else {})})
             if not calls:
                 return Answer(read.text, Requests(tuple(spent)), tuple(steps))
