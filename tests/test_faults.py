@@ -1,7 +1,8 @@
 """The fault table: what convy records when a service misbehaves, and that it never sends twice.
 
-Each fault of the stand-in is played through a real bench, once against a ``JsonAgent`` (the agent
-under test) and once against an ``OpenAiModel`` playing the simulated user. A service that refused
+Each fault of the stand-in is played through a real bench against each participant: the agent
+under test as a ``JsonAgent`` and as a ``ChatAgent``, and an ``OpenAiModel`` (plain and streamed)
+playing the simulated user and the judge. A service that refused
 a request unprocessed (``Busy``: 429, 503) is asked again and the attempt goes on; any other fault
 may have reached the service, so the request is never sent again: the agent's attempt is
 ``Failed``, the user model's has ``NoVerdict``. Every reason names the URL without its query and
@@ -88,7 +89,8 @@ CASES = [
         streamed_says="the streamed reply has no chat completion chunk",
     ),
     Case("SlowBody within the timeout", lambda: SlowBody(0.2, pieces=2), fine=True),
-    Case("SlowBody beyond the timeout", lambda: SlowBody(4, pieces=2), agent_says=LATE, model_says=LATE),
+    # A stream waits seconds / events before each event: 16 s keeps every gap well past the timeout.
+    Case("SlowBody beyond the timeout", lambda: SlowBody(16, pieces=2), agent_says=LATE, model_says=LATE),
     Case("Stall beyond the timeout", lambda: Stall(4), agent_says=LATE, model_says=LATE),
     Case("Drop", Drop, agent_says=f"{BROKE} (RemoteProtocolError", model_says=f"{BROKE} (RemoteProtocolError"),
     Case("Drop(reset=True)", lambda: Drop(reset=True), agent_says=f"{BROKE} (ReadError", model_says=f"{BROKE} (ReadError"),
@@ -130,10 +132,10 @@ def unused_port() -> Iterator[int]:
 # --- the agent under test --------------------------------------------------------------------
 
 
-def json_agent(url: str, **endpoint: Any) -> JsonAgent:
+def json_agent(url: str, timeout: float = TIMEOUT, **endpoint: Any) -> JsonAgent:
     headers = {"authorization": f"Bearer {KEY}", "x-team-secret": HEADER}
     return JsonAgent(
-        JsonEndpoint(url + f"/agent?key={SECRET}", headers, timeout=TIMEOUT, **endpoint),
+        JsonEndpoint(url + f"/agent?key={SECRET}", headers, timeout=timeout, **endpoint),
         reply="output.text",
         tokens=TokenPaths("usage.in", "usage.out"),
     )
@@ -368,8 +370,8 @@ READINGS = [
 ]
 
 
-def chat_agent(url: str) -> ChatAgent:
-    return ChatAgent(JsonEndpoint(url + "/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, timeout=5), model="agent-model")
+def chat_agent(url: str, timeout: float = 5) -> ChatAgent:
+    return ChatAgent(JsonEndpoint(url + "/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, timeout=timeout), model="agent-model")
 
 
 def chat_faulted(server: StandIn, reading: Reading, stream: bool, text: str) -> None:
@@ -462,6 +464,104 @@ def test_a_judges_reply(reading: Reading, stream: bool, server: StandIn) -> None
         assert [claim.held for claim in outcome.result.claims] == [True]
         assert isinstance(outcome.judge_requests[0], Usage) == reading.reported
     shows_nothing_secret(outcome)
+
+
+# --- the transport's faults, for the chat agent and the judge too ----------------------------
+
+
+def faulted_second_turn(server: StandIn, fault: Fault) -> None:
+    """The chat agent's model answers "Fine." and queues ``fault`` for the next request: the turn "two"."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if newest(request) == "one":
+            server.faults(fault)
+        return "Fine."
+
+    server.reply = reply
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_chat_agent_fault(case: Case, server: StandIn) -> None:
+    """A fault on a ChatAgent's second turn is retried when Busy, else fails the attempt once, naming the URL."""
+    faulted_second_turn(server, case.fault())
+    outcome = played(Bench(chat_agent(server.url, TIMEOUT), Models(), Limits(agent_patience=5)), scenario(script=["one", "two"]))
+    statuses = [record.status for record in server.received if record.message == "two"]
+    if case.busy or case.fine:
+        assert (outcome.stop, outcome.status(1.0)) == ("finished", "passed")
+        assert [turn.answer.text for turn in outcome.transcript.turns] == ["Fine.", "Fine."]
+    if case.busy:
+        assert server.counts() == {("", "one"): 1, ("", "two"): 2}
+        assert statuses[0] in (429, 503) and statuses[1] == 200
+    else:
+        assert server.counts() == {("", "one"): 1, ("", "two"): 1}
+    if not (case.busy or case.fine):
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed) and outcome.result.message == "two"
+        assert f"{server.url}/v1/chat/completions: " in outcome.result.reason
+        assert case.model_says in outcome.result.reason
+        assert [turn.message for turn in outcome.transcript.turns] == ["one"]
+    shows_nothing_secret(outcome)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_judge_fault(case: Case, stream: bool, server: StandIn) -> None:
+    """A fault on the judge model's request is retried when Busy, else leaves NoVerdict(judge), the claim never asked twice."""
+    server.reply = lambda request: '{"reason": "it answered", "pass": true, "confidence": 0.9}'
+    server.faults(case.fault())
+    judge = ChatJudge(OpenAiModel("judge-model", server.url + "/v1", key=KEY, stream=stream, timeout=TIMEOUT))
+    agent = FakeAgent(lambda text: "Noted.")
+    bench = Bench(agent, Models(judge=judge), Limits(judge_patience=5))
+    outcome = played(bench, scenario(script=["one"], judge=["It answered."]))
+    assert agent.messages == ["one"]
+    assert outcome.stop == "finished"
+    if case.busy or case.fine:
+        assert isinstance(outcome.result, Verdict) and [claim.held for claim in outcome.result.claims] == [True]
+    if case.busy:
+        assert [record.status for record in server.received][1] == 200 and len(server.received) == 2
+        assert any(wait.who == "judge" for wait in outcome.waits)
+    else:
+        assert len(server.received) == 1
+    if not (case.busy or case.fine):
+        assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "judge"
+        assert f"POST {server.url}/v1/chat/completions: " in outcome.result.reason
+        assert (case.streamed_says if stream and case.streamed_says else case.model_says) in outcome.result.reason
+    shows_nothing_secret(outcome)
+
+
+# A JSON agent's reply is its own shape: the rows that are not about Chat Completions.
+JSON_READINGS = {
+    "null usage fields": ({"output": {"text": "Fine."}, "usage": {"in": None, "out": 7}}, "", "Fine."),
+    "a 10 MB answer": ({"output": {"text": BIG}, "usage": {"in": 3, "out": 2_000_000}}, "", BIG),
+    "an answer that is not text": ({"output": {"text": [{"type": "text", "text": "Fine."}]}}, "reply path output.text: not text", ""),
+}
+
+
+@pytest.mark.parametrize("name", list(JSON_READINGS))
+def test_a_json_agents_reply(name: str, server: StandIn) -> None:
+    """A JsonAgent keeps a whole reply on its second turn, usage as far as given, and fails on one it cannot read, never resending."""
+    body, fails, text = JSON_READINGS[name]
+    faulted_agent_turn(server, WrongShape(body=body))
+    outcome = played(Bench(json_agent(server.url, timeout=5), Models(), Limits()), scenario(script=["one", "two"]))
+    (session,) = {record.conversation for record in server.received}
+    assert server.counts() == {(session, "one"): 1, (session, "two"): 1}
+    if fails:
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed) and fails in outcome.result.reason
+    else:
+        (_, two) = outcome.transcript.turns
+        assert two.answer.text == text
+        assert two.answer.usage == (Usage(0, 7) if name == "null usage fields" else Usage(3, 2_000_000))
+
+
+def test_a_json_agents_reply_that_is_not_utf8_fails_once(server: StandIn) -> None:
+    """A JsonAgent's reply with a byte that is not UTF-8 fails the attempt as not JSON, never resent."""
+    faulted_agent_turn(server, Invalid(body=b'{"output": {"text": "caf\xe9"}}'))
+    outcome = played(agent_bench(server.url), scenario(script=["one", "two"]))
+    assert outcome.stop == "agent_failed"
+    assert isinstance(outcome.result, Failed) and "the reply is not JSON: Invalid UTF-8" in outcome.result.reason
+    (session,) = {record.conversation for record in server.received}
+    assert server.counts() == {(session, "one"): 1, (session, "two"): 1}
 
 
 # --- server-sent events as the wire may cut them ---------------------------------------------
