@@ -2,11 +2,12 @@
 
 Each fault of the stand-in is played through a real bench against each participant: the agent
 under test as a ``JsonAgent`` and as a ``ChatAgent``, and an ``OpenAiModel`` (plain and streamed)
-playing the simulated user and the judge. A service that refused
-a request unprocessed (``Busy``: 429, 503) is asked again and the attempt goes on; any other fault
-may have reached the service, so the request is never sent again: the agent's attempt is
-``Failed``, the user model's has ``NoVerdict``. Every reason names the URL without its query and
-shows no header value.
+playing the simulated user and the judge. A service that refused a request unprocessed (``Busy``:
+429, 503) is asked again and the attempt goes on; any other fault may have reached the service, so
+the request is never sent again: the agent's attempt is ``Failed``, a model's has ``NoVerdict``.
+Every reason names the URL without its query and shows no header value. A reply that may be cut
+short (an error mid-stream, no ``[DONE]``, no finish reason, not UTF-8) fails like a broken
+connection; one that is whole is kept, its text exactly, its usage as far as it was reported.
 """
 
 from __future__ import annotations

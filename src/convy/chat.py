@@ -287,7 +287,7 @@ class Chunks(msgspec.Struct, frozen=True):
         match piece:
             case {"index": int(index), **rest}:
                 call = calls.setdefault(index, {"type": "function", "function": {"name": "", "arguments": ""}})
-                function = rest.get("function") or {}
+                function: Any = rest.get("function") or {}
                 call["function"]["name"] += function.get("name") or ""
                 call["function"]["arguments"] += function.get("arguments") or ""
             case _:
