@@ -41,8 +41,8 @@ from convy.agent import Usage
 from convy.bench import Bench, Limits, Plan
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.fakes import FakeAgent, MemoryJournal
-from convy.http import ChatAgent, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
-from convy.model import Models, OpenAiModel
+from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
+from convy.model import Models, OpenAiModel, Said
 from convy.scenario import Outcome, Scenario
 
 SECRET = "secret-in-query"  # in the agent's URL query: never shown
@@ -596,6 +596,13 @@ def test_events_end_lines_at_cr_lf_and_crlf_only_wherever_the_pieces_are_cut() -
     for cut in range(1, len(body)):
         assert read_events(body[:cut], body[cut:]) == expected, cut
     assert read_events(*[body[n : n + 1] for n in range(len(body))]) == expected
+
+
+def test_a_stream_answered_as_plain_json_says_so(server: StandIn) -> None:
+    """A service that answers a request for a stream with plain JSON fails the request saying what it answered."""
+    server.faults(Status(200, body={"choices": []}))  # a 200 of application/json, in place of the stream
+    with pytest.raises(HttpFailure, match="asked for a stream, the service answered application/json"):
+        asyncio.run(user_model(server.url, True).reply((Said("user", "hello"),)))
 
 
 def test_events_that_are_not_utf8_are_refused() -> None:

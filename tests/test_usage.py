@@ -153,3 +153,12 @@ def test_an_answer_of_one_request_keeps_its_usage_as_before() -> None:
     assert Answer("a").requests() == (NoUsage(),)
     old = b'{"text": "a", "usage": {"type": "usage", "input": 1, "output": 2}, "steps": []}'
     assert msgspec.json.decode(old, type=Answer).usage == Usage(1, 2, NotReported(), NotReported(), Unpriced())
+
+
+def test_the_smoke_line_says_when_a_turn_is_partly_reported() -> None:
+    """``--smoke`` shows an answer's tokens over the requests that reported them, and how many did when not all."""
+    from convy.cli import Tokens
+
+    assert Tokens((Usage(120, 15), NoUsage(), Usage(180, 22))).text() == "300 → 37 tokens (2 of 3 requests reported)"
+    assert Tokens((Usage(120, 15),)).text() == "120 → 15 tokens"
+    assert Tokens((NoUsage(), NoUsage())).text() == "tokens not given"

@@ -244,6 +244,9 @@ class JsonConnection(msgspec.Struct, frozen=True):
                 if response.status_code >= 400:
                     await response.aread()
                 self._checked(response, path)
+                given = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                if given != "text/event-stream":
+                    raise HttpFailure(f"POST {self._shown(path)}: asked for a stream, the service answered {given or 'with no content type'}")
                 done = False
                 # Read on past "[DONE]" to the end of the body, so the connection goes back to the
                 # pool instead of being closed half-read.
