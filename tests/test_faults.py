@@ -37,7 +37,7 @@ from standin import (
     http_date,
 )
 
-from convy.agent import Usage
+from convy.agent import NoUsage, Usage
 from convy.bench import Bench, Limits, Plan
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.fakes import FakeAgent, MemoryJournal
@@ -552,7 +552,7 @@ def test_a_json_agents_reply(name: str, server: StandIn) -> None:
     else:
         (_, two) = outcome.transcript.turns
         assert two.answer.text == text
-        assert two.answer.usage == (Usage(0, 7) if name == "null usage fields" else Usage(3, 2_000_000))
+        assert two.answer.usage == (NoUsage() if name == "null usage fields" else Usage(3, 2_000_000))
 
 
 def test_a_json_agents_reply_that_is_not_utf8_fails_once(server: StandIn) -> None:

@@ -372,10 +372,16 @@ class TokenPaths(msgspec.Struct, frozen=True):
     reasoning: str = ""
 
     def usage(self, reply: Any) -> Usage | NoUsage:
+        """The reply's usage; when a path that is set finds no count (missing, ``null``, not a
+        whole number), the reply's usage is not reported, rather than a count of 0."""
         given, taken = self._count(self.input, reply), self._count(self.output, reply)
         match given, taken:
             case NotReported(), NotReported():
                 return NoUsage()
+        for path, count in ((self.input, given), (self.output, taken)):
+            match count:
+                case NotReported() if path:
+                    return NoUsage()
         return Usage(
             input=self._whole(given),
             output=self._whole(taken),
