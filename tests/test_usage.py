@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from standin import StandIn, WrongShape
 
 from convy.agent import Cost, Message, NotReported, NoUsage, Requests, Unpriced, Usage
@@ -162,3 +164,34 @@ def test_the_smoke_line_says_when_a_turn_is_partly_reported() -> None:
     assert Tokens((Usage(120, 15), NoUsage(), Usage(180, 22))).text() == "300 → 37 tokens (2 of 3 requests reported)"
     assert Tokens((Usage(120, 15),)).text() == "120 → 15 tokens"
     assert Tokens((NoUsage(), NoUsage())).text() == "tokens not given"
+
+
+# Any JSON a server may put where the usage goes, with the field names usage has, so the fuzzing
+# reaches every field and every detail.
+FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "cached_tokens",
+          "completion_tokens_details", "reasoning_tokens", "cost")
+SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | st.text(max_size=5)
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FIELDS), inner, max_size=6), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(usage=JSON, stream=st.booleans())
+def test_no_usage_a_server_sends_loses_the_reply(usage: Any, stream: bool) -> None:
+    """Whatever the usage holds, the reply's text is kept, and a count read is a whole number of 0 or more."""
+    from convy.chat import Chunks, Completion
+
+    if stream:
+        chunk = {"choices": [{"index": 0, "delta": {"content": "kept"}, "finish_reason": "stop"}], "usage": usage}
+        reply = Chunks((chunk,)).completion()
+    else:
+        reply = {"choices": [{"index": 0, "message": {"content": "kept"}, "finish_reason": "stop"}], "usage": usage}
+    read = Completion(reply, "m").read()
+    assert read.text == "kept"
+    match read.usage:
+        case Usage(input=given, output=taken, cached=cached, reasoning=reasoning, cost=cost):
+            assert given >= 0 and taken >= 0
+            assert all(count >= 0 for count in (cached, reasoning) if isinstance(count, int))
+            assert isinstance(cost, Unpriced) or cost.amount >= 0
+            msgspec.json.decode(msgspec.json.encode(read.usage), type=Usage | NoUsage)
+        case NoUsage():
+            pass
