@@ -239,7 +239,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
         return tuple(rows)
 
     def model_requests(self) -> tuple[ModelRequestsRow, ...]:
-        """Every request that took tokens: the agent's answer of each turn, the simulated user's
+        """Every request that took tokens: the agent's of each turn (one, or each of several), the simulated user's
         request of each turn it spoke and the one that ended the dialogue, and the judge's requests."""
         rows: list[ModelRequestsRow] = []
         turns = self.attempt.outcome.transcript.turns
