@@ -71,6 +71,8 @@ CONFIG = {
         {"model_name": "mock-busy", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": "litellm.RateLimitError"}},
     ],
     "litellm_settings": {"callbacks": "usage_log.usage_log"},
+    # The proxy would try a refused request twice more itself before passing the 429 on.
+    "router_settings": {"num_retries": 0},
 }
 
 USAGE_LOG = '''"""Writes down the usage of every reply the proxy sends, one JSON line each, by model group."""
@@ -128,7 +130,7 @@ def free_port() -> int:
 
 def alive(url: str) -> bool:
     try:
-        return httpx2.get(url + "/health/liveliness", timeout=2).status_code == 200
+        return httpx2.get(url + "/health/liveliness", timeout=2, trust_env=False).status_code == 200
     except httpx2.HTTPError:
         return False
 
