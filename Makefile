@@ -5,6 +5,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PROXY := .venv-proxy
 DEMO := demo
 
 .PHONY: demo test clean browser
@@ -27,8 +28,16 @@ demo: $(VENV)/.convy
 	$(BIN)/convy init $(DEMO)
 	cd $(DEMO) && ../$(BIN)/convy run
 
-test: $(VENV)/.dev browser
+test: $(VENV)/.dev browser $(PROXY)/.litellm
 	$(BIN)/python -m pytest
+
+# LiteLLM's proxy, a Chat Completions server nobody on this team wrote, which tests/test_proxy.py
+# starts offline with mock models. Its own venv, so its pins never touch convy's.
+$(PROXY)/.litellm: tests/proxy-requirements.txt
+	$(PYTHON) -m venv $(PROXY)
+	$(PROXY)/bin/pip install --quiet --upgrade pip
+	$(PROXY)/bin/pip install --quiet -r tests/proxy-requirements.txt
+	touch $@
 
 # The pages are tested in a real headless Chromium: Debian's package, driven by Playwright
 # (never a browser downloaded by Playwright itself).
@@ -38,4 +47,4 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 clean:
-	rm -rf $(VENV) $(DEMO)
+	rm -rf $(VENV) $(PROXY) $(DEMO)

@@ -45,7 +45,10 @@ __all__ = [
     "Echo",
     "Fault",
     "Invalid",
+    "NoDone",
+    "NoFinish",
     "Received",
+    "SseError",
     "SlowBody",
     "Stall",
     "StandIn",
@@ -142,6 +145,27 @@ class WrongShape(Fault):
     """200 with valid JSON that is not the expected shape (default {"hello": 1}). Streamed: one such event, then [DONE]."""
 
     body: Any = None
+
+
+@dataclass(frozen=True)
+class SseError(Fault):
+    """A streamed request: the first half of the events, then an error, then [DONE]. The error is an event whose
+    JSON holds "error" (as OpenRouter sends it, with finish_reason "error"), or with event=True an SSE event of type
+    "error". Not streamed: 200 with an OpenAI error object as the whole body."""
+
+    event: bool = False
+    message: str = "upstream provider disconnected"
+
+
+@dataclass(frozen=True)
+class NoDone(Fault):
+    """A streamed request: every event but the closing data: [DONE]; the body ends cleanly. Not streamed: no fault."""
+
+
+@dataclass(frozen=True)
+class NoFinish(Fault):
+    """A streamed request: every chunk's finish_reason is null (the rest as usual, [DONE] included). Not streamed:
+    the choice's finish_reason is null."""
 
 
 @dataclass(frozen=True)
@@ -404,7 +428,8 @@ class StandIn:
     reply(request_json) -> str | dict: the chat responder. A dict may give "content" (str or None),
         "tool_calls" (list of {"name", "arguments": dict | str, "id"?} or OpenAI-shaped tool calls),
         "usage" ({"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", ...}), "cost",
-        "finish_reason", "reasoning" (text, sent as message.reasoning). Default: "You said: <last user message>".
+        "finish_reason", "reasoning" (text, sent as message.reasoning), "headers" (more response headers, as
+        LiteLLM's x-litellm-response-cost). Default: "You said: <last user message>".
         It may also be an async function. An exception in it answers 500 and is kept in `errors`.
     agent_reply(request_json) -> dict | list | str: the /agent responder; a dict/list is the whole JSON reply,
         a str is the text put into the default shape.
@@ -770,6 +795,8 @@ class StandIn:
             await asyncio.sleep(fault.seconds)
 
         answer = await self._normal(request, record)
+        if isinstance(fault, (SseError, NoDone, NoFinish)) and answer.status == 200:
+            answer = _spoiled(answer, fault)
         if answer.events is not None:
             if isinstance(fault, Truncated):
                 events = answer.events[: max(1, len(answer.events) // 2)]
@@ -886,7 +913,7 @@ class StandIn:
                 "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
                 "usage": usage,
             }
-            return _Answer(200, _dumps(completion))
+            return _Answer(200, _dumps(completion), headers=dict(out.get("headers") or {}))
 
         options = data.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -918,7 +945,7 @@ class StandIn:
             events.append(_sse({"id": ident, "object": "chat.completion.chunk", "created": created,
                                 "model": model, "choices": [], "usage": usage}))
         events.append(b"data: [DONE]\n\n")
-        return _Answer(200, events=events, content_type="text/event-stream")
+        return _Answer(200, events=events, content_type="text/event-stream", headers=dict(out.get("headers") or {}))
 
     async def _agent(self, data: dict[str, Any]) -> _Answer:
         with self._lock:
@@ -1014,6 +1041,40 @@ class StandIn:
             writer.write(b"0\r\n\r\n")
             await writer.drain()
         return keep
+
+
+def _spoiled(answer: _Answer, fault: Fault) -> _Answer:
+    """A normal 200 answer changed as an SseError, NoDone or NoFinish fault says."""
+    if isinstance(fault, SseError):
+        error = {"message": fault.message, "type": "server_error", "code": 502}
+        if answer.events is None:
+            return _Answer(200, _dumps({"error": error}))
+        kept = answer.events[: max(2, len(answer.events) // 2)]
+        if fault.event:
+            broken = b"event: error\ndata: " + _dumps({"error": error}) + b"\n\n"
+        else:
+            broken = _sse({"object": "chat.completion.chunk", "error": error,
+                           "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})
+        return _Answer(200, events=[*kept, broken, b"data: [DONE]\n\n"], content_type="text/event-stream")
+    if isinstance(fault, NoDone):
+        if answer.events is None:
+            return answer
+        return _Answer(200, events=[event for event in answer.events if event != b"data: [DONE]\n\n"],
+                       content_type="text/event-stream")
+    if answer.events is None:
+        completion = json.loads(answer.body)
+        for choice in completion.get("choices") or []:
+            choice["finish_reason"] = None
+        return _Answer(200, _dumps(completion))
+    events = []
+    for event in answer.events:
+        if event.startswith(b"data: {"):
+            chunk = json.loads(event[len(b"data: "):])
+            for choice in chunk.get("choices") or []:
+                choice["finish_reason"] = None
+            event = _sse(chunk)
+        events.append(event)
+    return _Answer(200, events=events, content_type="text/event-stream")
 
 
 def _head(status: int, content_type: str, headers: dict[str, str] | None, keep: bool, *, length: int | None) -> bytes:

@@ -172,6 +172,25 @@ def test_a_provider_cost_is_kept_as_the_providers(kind: str, server: StandIn) ->
 
 
 @pytest.mark.parametrize("kind", HTTP_MODELS)
+def test_a_cost_in_litellms_header_is_the_providers(kind: str, server: StandIn) -> None:
+    """The cost LiteLLM's proxy gives in x-litellm-response-cost counts as the provider's, unless the usage has its own."""
+
+    def costed(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return {**echoing(messages), "headers": {"x-litellm-response-cost": "1.35e-05"}}
+
+    prices = Prices({"gpt-test": Price(Decimal("100"), Decimal("100"))})
+    reply = asked(model(kind, server, costed, prices=prices))
+    assert isinstance(reply.usage, Usage)
+    if kind == "openai":
+        assert reply.usage.cost == Cost(Decimal("0.0000135"), "provider")
+    else:  # a streamed reply's headers come before its usage: only the usage's own cost counts
+        assert reply.usage.cost.source == "computed"
+    server.cost = 0.00042
+    reply = asked(model(kind, server, costed, prices=prices))
+    assert isinstance(reply.usage, Usage) and reply.usage.cost == Cost(Decimal("0.00042"), "provider")
+
+
+@pytest.mark.parametrize("kind", HTTP_MODELS)
 def test_a_cost_is_computed_exactly_from_the_price_table(kind: str, server: StandIn) -> None:
     """Without a provider cost, the cost is computed from the price table, exactly, cached input at its own price."""
 

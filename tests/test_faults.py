@@ -1,11 +1,13 @@
 """The fault table: what convy records when a service misbehaves, and that it never sends twice.
 
-Each fault of the stand-in is played through a real bench, once against a ``JsonAgent`` (the agent
-under test) and once against an ``OpenAiModel`` playing the simulated user. A service that refused
-a request unprocessed (``Busy``: 429, 503) is asked again and the attempt goes on; any other fault
-may have reached the service, so the request is never sent again: the agent's attempt is
-``Failed``, the user model's has ``NoVerdict``. Every reason names the URL without its query and
-shows no header value.
+Each fault of the stand-in is played through a real bench against each participant: the agent
+under test as a ``JsonAgent`` and as a ``ChatAgent``, and an ``OpenAiModel`` (plain and streamed)
+playing the simulated user and the judge. A service that refused a request unprocessed (``Busy``:
+429, 503) is asked again and the attempt goes on; any other fault may have reached the service, so
+the request is never sent again: the agent's attempt is ``Failed``, a model's has ``NoVerdict``.
+Every reason names the URL without its query and shows no header value. A reply that may be cut
+short (an error mid-stream, no ``[DONE]``, no finish reason, not UTF-8) fails like a broken
+connection; one that is whole is kept, its text exactly, its usage as far as it was reported.
 """
 
 from __future__ import annotations
@@ -19,13 +21,28 @@ from typing import Any
 
 import msgspec
 import pytest
-from standin import Drop, Fault, Invalid, SlowBody, Stall, StandIn, Status, Truncated, WrongShape, http_date
+from standin import (
+    Drop,
+    Fault,
+    Invalid,
+    NoDone,
+    NoFinish,
+    SlowBody,
+    SseError,
+    Stall,
+    StandIn,
+    Status,
+    Truncated,
+    WrongShape,
+    http_date,
+)
 
+from convy.agent import NoUsage, Usage
 from convy.bench import Bench, Limits, Plan
-from convy.dialog import Failed, NoVerdict, Verdict
+from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.fakes import FakeAgent, MemoryJournal
-from convy.http import JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
-from convy.model import Models, OpenAiModel
+from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
+from convy.model import Models, OpenAiModel, Said
 from convy.scenario import Outcome, Scenario
 
 SECRET = "secret-in-query"  # in the agent's URL query: never shown
@@ -73,7 +90,8 @@ CASES = [
         streamed_says="the streamed reply has no chat completion chunk",
     ),
     Case("SlowBody within the timeout", lambda: SlowBody(0.2, pieces=2), fine=True),
-    Case("SlowBody beyond the timeout", lambda: SlowBody(4, pieces=2), agent_says=LATE, model_says=LATE),
+    # A stream waits seconds / events before each event: 16 s keeps every gap well past the timeout.
+    Case("SlowBody beyond the timeout", lambda: SlowBody(16, pieces=2), agent_says=LATE, model_says=LATE),
     Case("Stall beyond the timeout", lambda: Stall(4), agent_says=LATE, model_says=LATE),
     Case("Drop", Drop, agent_says=f"{BROKE} (RemoteProtocolError", model_says=f"{BROKE} (RemoteProtocolError"),
     Case("Drop(reset=True)", lambda: Drop(reset=True), agent_says=f"{BROKE} (ReadError", model_says=f"{BROKE} (ReadError"),
@@ -115,10 +133,10 @@ def unused_port() -> Iterator[int]:
 # --- the agent under test --------------------------------------------------------------------
 
 
-def json_agent(url: str, **endpoint: Any) -> JsonAgent:
+def json_agent(url: str, timeout: float = TIMEOUT, **endpoint: Any) -> JsonAgent:
     headers = {"authorization": f"Bearer {KEY}", "x-team-secret": HEADER}
     return JsonAgent(
-        JsonEndpoint(url + f"/agent?key={SECRET}", headers, timeout=TIMEOUT, **endpoint),
+        JsonEndpoint(url + f"/agent?key={SECRET}", headers, timeout=timeout, **endpoint),
         reply="output.text",
         tokens=TokenPaths("usage.in", "usage.out"),
     )
@@ -297,3 +315,297 @@ def test_retry_after_is_read_in_each_form() -> None:
     assert RetryAfter({"retry-after": http_date(-30)}).seconds() == 0.0
     assert RetryAfter({"retry-after": "soon"}).seconds() is None
     assert RetryAfter({}).seconds() is None
+
+
+# --- replies in the Chat Completions shape: the chat agent, the user model and the judge ------
+#
+# Each row is a reply a Chat Completions server may really send. It is played against a
+# ``ChatAgent`` (the agent under test, not streamed), the simulated user's model and the judge's
+# model (``OpenAiModel``, plain and streamed). A reply that is whole is kept — its text exactly,
+# its usage as far as reported — and one that may be cut short fails that request, never sent again.
+
+BIG = "word " * 2_000_000  # a 10 MB answer
+
+
+def completion(stream: bool, content: Any, usage: Any) -> dict[str, Any]:
+    """One whole completion (plain) or one chunk holding all of it (streamed), exactly as given."""
+    if stream:
+        return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": "stop"}], "usage": usage}
+    return {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}], "usage": usage}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One row of the table of replies: the fault, and what must come of it, plain and streamed.
+
+    ``fails`` / ``streamed_fails`` is a piece of the failure's reason, "" when the reply is kept;
+    ``text`` is the kept reply's text, ``None`` for the usual one.
+    """
+
+    name: str
+    fault: Callable[[bool, str], Fault | None]
+    fails: str = ""
+    streamed_fails: str = ""
+    text: str | None = None
+    reported: bool = True
+
+
+NULL_USAGE = {"prompt_tokens": None, "completion_tokens": 7, "prompt_tokens_details": None}
+PARTS = [{"type": "text", "text": "In two "}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "parts."}]
+
+READINGS = [
+    Reading("an error in place of a reply", lambda stream, text: SseError(), fails="the reply is an error object",
+            streamed_fails="the stream broke off with an error: {"),
+    Reading("an SSE error event", lambda stream, text: SseError(event=True), fails="the reply is an error object",
+            streamed_fails="the stream broke off with an error: {"),
+    Reading("a stream without [DONE]", lambda stream, text: NoDone(), streamed_fails="the stream ended without [DONE]"),
+    Reading("no finish reason", lambda stream, text: NoFinish(), streamed_fails="ended without a finish reason"),
+    Reading("null usage fields", lambda stream, text: WrongShape(body=completion(stream, text, NULL_USAGE)), reported=False),
+    Reading("usage of the wrong type", lambda stream, text: WrongShape(body=completion(stream, text, "lots")), reported=False),
+    Reading("content as a list of parts", lambda stream, text: WrongShape(body=completion(stream, PARTS, {"prompt_tokens": 3, "completion_tokens": 3})),
+            text="In two parts."),
+    Reading("a 10 MB answer", lambda stream, text: WrongShape(body=completion(stream, BIG, {"prompt_tokens": 3, "completion_tokens": 2_000_000})),
+            text=BIG),
+    Reading("invalid UTF-8", lambda stream, text: Invalid(body=b'{"choices": [{"message": {"content": "caf\xe9"}, "delta": {"content": "caf\xe9"}, "finish_reason": "stop"}]}'),
+            fails="the reply is not JSON", streamed_fails="not UTF-8"),
+]
+
+
+def chat_agent(url: str, timeout: float = 5) -> ChatAgent:
+    return ChatAgent(JsonEndpoint(url + "/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, timeout=timeout), model="agent-model")
+
+
+def chat_faulted(server: StandIn, reading: Reading, stream: bool, text: str) -> None:
+    """The stand-in answers ``text``, the first request with the row's fault, if it has one for it."""
+    server.reply = lambda request: text
+    fault = reading.fault(stream, text)
+    if fault is not None:
+        server.faults(fault)
+
+
+def newest(request: dict[str, Any]) -> str:
+    return next(message["content"] for message in reversed(request["messages"]) if message["role"] == "user")
+
+
+def kept_text(reading: Reading, usual: str) -> str:
+    return usual if reading.text is None else reading.text
+
+
+@pytest.mark.parametrize("reading", READINGS, ids=[reading.name for reading in READINGS])
+def test_a_chat_agents_reply(reading: Reading, server: StandIn) -> None:
+    """A ChatAgent keeps a whole reply on its second turn, text and usage as reported, and fails on one cut short, never resending."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if newest(request) == "one":
+            fault = reading.fault(False, "Fine.")
+            if fault is not None:
+                server.faults(fault)
+        return "Fine."
+
+    server.reply = reply
+    outcome = played(Bench(chat_agent(server.url), Models(), Limits()), scenario(script=["one", "two"]))
+    assert server.counts() == {("", "one"): 1, ("", "two"): 1}
+    if reading.fails:
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed) and outcome.result.message == "two"
+        assert reading.fails in outcome.result.reason
+        assert [turn.message for turn in outcome.transcript.turns] == ["one"]
+    else:
+        assert (outcome.stop, outcome.status(1.0)) == ("finished", "passed")
+        (_, two) = outcome.transcript.turns
+        assert two.answer.text == kept_text(reading, "Fine.")
+        assert isinstance(two.answer.usage, Usage) == reading.reported
+    shows_nothing_secret(outcome)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("reading", READINGS, ids=[reading.name for reading in READINGS])
+def test_a_user_models_reply(reading: Reading, stream: bool, server: StandIn) -> None:
+    """The user model's first reply is kept when whole, its usage as reported, and leaves NoVerdict(user) when cut short, never resent."""
+    said = kept_text(reading, "Hello, I need help.")
+    chat_faulted(server, reading, stream, "Hello, I need help.")
+    agent = FakeAgent(lambda text: "Noted.")
+    outcome = played(Bench(agent, Models(user=user_model(server.url, stream)), Limits(max_turns=1)), scenario(user="You need help."))
+    first = [record for record in server.received if len(record.json["messages"]) == 2]
+    assert len(first) == 1
+    failed = reading.streamed_fails if stream else reading.fails
+    if failed:
+        assert outcome.stop == "model_failed"
+        assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "user"
+        assert failed in outcome.result.reason
+        assert outcome.transcript.turns == () and agent.messages == []
+    else:
+        (turn,) = outcome.transcript.turns
+        assert turn.message == said.strip()
+        assert isinstance(turn.user_usage, Usage) == reading.reported
+        assert agent.messages == [said.strip()]
+    shows_nothing_secret(outcome)
+
+
+# A judge's reply is one JSON decision: the rows of other text are the agent's and the user's.
+JUDGED = [reading for reading in READINGS if reading.text is None]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("reading", JUDGED, ids=[reading.name for reading in JUDGED])
+def test_a_judges_reply(reading: Reading, stream: bool, server: StandIn) -> None:
+    """The judge's reply is kept when whole and read as its decision, and leaves NoVerdict(judge) when cut short, never resent."""
+    decision = '{"reason": "it answered", "pass": true, "confidence": 0.9}'
+    chat_faulted(server, reading, stream, decision)
+    judge = ChatJudge(OpenAiModel("judge-model", server.url + "/v1", key=KEY, stream=stream, timeout=5))
+    outcome = played(Bench(FakeAgent(lambda text: "Noted."), Models(judge=judge), Limits()), scenario(script=["one"], judge=["It answered."]))
+    assert len(server.received) == 1
+    failed = reading.streamed_fails if stream else reading.fails
+    if failed:
+        assert outcome.stop == "finished"
+        assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "judge"
+        assert failed in outcome.result.reason
+    else:
+        assert isinstance(outcome.result, Verdict)
+        assert [claim.held for claim in outcome.result.claims] == [True]
+        assert isinstance(outcome.judge_requests[0], Usage) == reading.reported
+    shows_nothing_secret(outcome)
+
+
+# --- the transport's faults, for the chat agent and the judge too ----------------------------
+
+
+def faulted_second_turn(server: StandIn, fault: Fault) -> None:
+    """The chat agent's model answers "Fine." and queues ``fault`` for the next request: the turn "two"."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if newest(request) == "one":
+            server.faults(fault)
+        return "Fine."
+
+    server.reply = reply
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_chat_agent_fault(case: Case, server: StandIn) -> None:
+    """A fault on a ChatAgent's second turn is retried when Busy, else fails the attempt once, naming the URL."""
+    faulted_second_turn(server, case.fault())
+    outcome = played(Bench(chat_agent(server.url, TIMEOUT), Models(), Limits(agent_patience=5)), scenario(script=["one", "two"]))
+    statuses = [record.status for record in server.received if record.message == "two"]
+    if case.busy or case.fine:
+        assert (outcome.stop, outcome.status(1.0)) == ("finished", "passed")
+        assert [turn.answer.text for turn in outcome.transcript.turns] == ["Fine.", "Fine."]
+    if case.busy:
+        assert server.counts() == {("", "one"): 1, ("", "two"): 2}
+        assert statuses[0] in (429, 503) and statuses[1] == 200
+    else:
+        assert server.counts() == {("", "one"): 1, ("", "two"): 1}
+    if not (case.busy or case.fine):
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed) and outcome.result.message == "two"
+        assert f"{server.url}/v1/chat/completions: " in outcome.result.reason
+        assert case.model_says in outcome.result.reason
+        assert [turn.message for turn in outcome.transcript.turns] == ["one"]
+    shows_nothing_secret(outcome)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_judge_fault(case: Case, stream: bool, server: StandIn) -> None:
+    """A fault on the judge model's request is retried when Busy, else leaves NoVerdict(judge), the claim never asked twice."""
+    server.reply = lambda request: '{"reason": "it answered", "pass": true, "confidence": 0.9}'
+    server.faults(case.fault())
+    judge = ChatJudge(OpenAiModel("judge-model", server.url + "/v1", key=KEY, stream=stream, timeout=TIMEOUT))
+    agent = FakeAgent(lambda text: "Noted.")
+    bench = Bench(agent, Models(judge=judge), Limits(judge_patience=5))
+    outcome = played(bench, scenario(script=["one"], judge=["It answered."]))
+    assert agent.messages == ["one"]
+    assert outcome.stop == "finished"
+    if case.busy or case.fine:
+        assert isinstance(outcome.result, Verdict) and [claim.held for claim in outcome.result.claims] == [True]
+    if case.busy:
+        assert [record.status for record in server.received][1] == 200 and len(server.received) == 2
+        assert any(wait.who == "judge" for wait in outcome.waits)
+    else:
+        assert len(server.received) == 1
+    if not (case.busy or case.fine):
+        assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "judge"
+        assert f"POST {server.url}/v1/chat/completions: " in outcome.result.reason
+        assert (case.streamed_says if stream and case.streamed_says else case.model_says) in outcome.result.reason
+    shows_nothing_secret(outcome)
+
+
+# A JSON agent's reply is its own shape: the rows that are not about Chat Completions.
+JSON_READINGS = {
+    "null usage fields": ({"output": {"text": "Fine."}, "usage": {"in": None, "out": 7}}, "", "Fine."),
+    "a 10 MB answer": ({"output": {"text": BIG}, "usage": {"in": 3, "out": 2_000_000}}, "", BIG),
+    "an answer that is not text": ({"output": {"text": [{"type": "text", "text": "Fine."}]}}, "reply path output.text: not text", ""),
+}
+
+
+@pytest.mark.parametrize("name", list(JSON_READINGS))
+def test_a_json_agents_reply(name: str, server: StandIn) -> None:
+    """A JsonAgent keeps a whole reply on its second turn, usage as far as given, and fails on one it cannot read, never resending."""
+    body, fails, text = JSON_READINGS[name]
+    faulted_agent_turn(server, WrongShape(body=body))
+    outcome = played(Bench(json_agent(server.url, timeout=5), Models(), Limits()), scenario(script=["one", "two"]))
+    (session,) = {record.conversation for record in server.received}
+    assert server.counts() == {(session, "one"): 1, (session, "two"): 1}
+    if fails:
+        assert outcome.stop == "agent_failed"
+        assert isinstance(outcome.result, Failed) and fails in outcome.result.reason
+    else:
+        (_, two) = outcome.transcript.turns
+        assert two.answer.text == text
+        assert two.answer.usage == (NoUsage() if name == "null usage fields" else Usage(3, 2_000_000))
+
+
+def test_a_json_agents_reply_that_is_not_utf8_fails_once(server: StandIn) -> None:
+    """A JsonAgent's reply with a byte that is not UTF-8 fails the attempt as not JSON, never resent."""
+    faulted_agent_turn(server, Invalid(body=b'{"output": {"text": "caf\xe9"}}'))
+    outcome = played(agent_bench(server.url), scenario(script=["one", "two"]))
+    assert outcome.stop == "agent_failed"
+    assert isinstance(outcome.result, Failed) and "the reply is not JSON: Invalid UTF-8" in outcome.result.reason
+    (session,) = {record.conversation for record in server.received}
+    assert server.counts() == {(session, "one"): 1, (session, "two"): 1}
+
+
+# --- server-sent events as the wire may cut them ---------------------------------------------
+
+
+class Pieces:
+    """A response body that arrives in exactly these pieces, as a network may cut it."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = pieces
+
+    async def aiter_bytes(self) -> Any:
+        for piece in self.pieces:
+            yield piece
+
+
+def read_events(*pieces: bytes) -> list[tuple[str, str]]:
+    from convy.http import _EventStream
+
+    async def read() -> list[tuple[str, str]]:
+        return [event async for event in _EventStream(Pieces(*pieces)).events()]
+
+    return asyncio.run(read())
+
+
+def test_events_end_lines_at_cr_lf_and_crlf_only_wherever_the_pieces_are_cut() -> None:
+    """Lines end at CR, LF or CRLF even when a CRLF or a UTF-8 character is cut between pieces, and at nothing else."""
+    body = 'data: {"a": "caf\u00e9 \u2028 line"}\r\n\r\nevent: error\rdata: {"b": 1}\r\rdata: [DONE]\n\n'.encode()
+    expected = [("message", '{"a": "caf\u00e9 \u2028 line"}'), ("error", '{"b": 1}'), ("message", "[DONE]")]
+    assert read_events(body) == expected
+    for cut in range(1, len(body)):
+        assert read_events(body[:cut], body[cut:]) == expected, cut
+    assert read_events(*[body[n : n + 1] for n in range(len(body))]) == expected
+
+
+def test_a_stream_answered_as_plain_json_says_so(server: StandIn) -> None:
+    """A service that answers a request for a stream with plain JSON fails the request saying what it answered."""
+    server.faults(Status(200, body={"choices": []}))  # a 200 of application/json, in place of the stream
+    with pytest.raises(HttpFailure, match="asked for a stream, the service answered application/json"):
+        asyncio.run(user_model(server.url, True).reply((Said("user", "hello"),)))
+
+
+def test_events_that_are_not_utf8_are_refused() -> None:
+    """A byte that is not UTF-8 is an error, never a replacement character."""
+    with pytest.raises(UnicodeDecodeError):
+        read_events(b'data: {"a": "caf\xe9"}\n\n')

@@ -16,7 +16,10 @@ from standin import (
     TLS,
     Drop,
     Invalid,
+    NoDone,
+    NoFinish,
     SlowBody,
+    SseError,
     Stall,
     StandIn,
     Status,
@@ -386,6 +389,39 @@ def test_wrong_shape(server: StandIn) -> None:
     assert json.loads(call(server, body=chat_body())[2]) == {"hello": 1}
     assert data_of(events(call(server, body=chat_body(stream=True))[2])) == ['{"hello": 1}', "[DONE]"]
     assert json.loads(call(server, "/agent", {"message": "x"})[2]) == [1, 2]
+
+
+def test_sse_error_breaks_off_a_stream_with_an_error(server: StandIn) -> None:
+    """SseError: streamed, some chunks, then an error as a chunk (finish_reason "error") or as an "error" event, then
+    [DONE]; plain, an error object as the whole 200 body."""
+    server.faults(SseError(), SseError(event=True), SseError(message="gone"))
+    blocks = events(call(server, body=chat_body("a b c d e f", stream=True))[2])
+    broken = json.loads(data_of(blocks)[-2])
+    assert broken["error"]["message"] == "upstream provider disconnected"
+    assert broken["choices"][0]["finish_reason"] == "error" and data_of(blocks)[-1] == "[DONE]"
+    assert any("chat.completion.chunk" in data and "error" not in data for data in data_of(blocks)[:-2])
+    blocks = events(call(server, body=chat_body("a b c d e f", stream=True))[2])
+    assert blocks[-2].startswith("event: error\ndata: {") and blocks[-1] == "data: [DONE]"
+    status, _, body = call(server, body=chat_body())
+    assert status == 200 and json.loads(body)["error"]["message"] == "gone"
+
+
+def test_no_done_and_no_finish(server: StandIn) -> None:
+    """NoDone: a stream whose body ends cleanly without [DONE]; NoFinish: every finish_reason null, plain and streamed."""
+    server.faults(NoDone(), NoFinish(), NoFinish())
+    datas = data_of(events(call(server, body=chat_body(stream=True))[2]))
+    assert "[DONE]" not in datas and any('"finish_reason": "stop"' in data for data in datas)
+    datas = data_of(events(call(server, body=chat_body(stream=True))[2]))
+    assert datas[-1] == "[DONE]"
+    assert all(choice["finish_reason"] is None for data in datas[:-1] for choice in json.loads(data)["choices"])
+    assert json.loads(call(server, body=chat_body())[2])["choices"][0]["finish_reason"] is None
+    assert call(server, body=chat_body())[0] == 200 and not server.pending
+
+
+def test_a_responder_may_add_headers(server: StandIn) -> None:
+    """A responder's "headers" go on the response, as LiteLLM's x-litellm-response-cost does."""
+    server.reply = lambda request: {"content": "hi", "headers": {"x-litellm-response-cost": "1.35e-05"}}
+    assert call(server, body=chat_body())[1]["x-litellm-response-cost"] == "1.35e-05"
 
 
 def test_slow_body_still_delivers_everything(server: StandIn) -> None:

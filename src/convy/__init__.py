@@ -27,6 +27,7 @@ from convy.agent import (
     OutOfTime,
     QueuedAgent,
     Reported,
+    Requests,
     Thought,
     TimeLimited,
     Unpriced,
@@ -73,7 +74,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.env import Env, Settings
-from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonConnection, JsonEndpoint, Tls, TokenPaths
+from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonConnection, JsonEndpoint, JsonResponse, Tls, TokenPaths
 from convy.model import (
     Absent,
     Contained,
@@ -125,6 +126,7 @@ __all__ = [
     "JsonAgent",
     "JsonConnection",
     "JsonEndpoint",
+    "JsonResponse",
     "Judge",
     "Limits",
     "Matching",
@@ -155,6 +157,7 @@ __all__ = [
     "QueuedAgent",
     "Reply",
     "Reported",
+    "Requests",
     "Rule",
     "Ruling",
     "RunFile",

@@ -2,8 +2,9 @@
 
 An agent is any object with ``conversation()``, an async context manager that yields a
 ``Conversation``; a conversation answers a ``Message`` with an ``Answer``. Everything convy learns
-about a turn travels in the answer: the text, the tokens it cost (``Usage`` or ``NoUsage``) and the
-steps the agent took on the way (``Thought`` and ``Call``).
+about a turn travels in the answer: the text, the tokens it cost (``Usage`` or ``NoUsage``, or
+``Requests`` with each one's when it took several model requests) and the steps the agent took
+on the way (``Thought`` and ``Call``).
 
 Wrappers add behaviour without flags: ``Accountable`` makes every error of the agent's own code
 its failure, ``TimeLimited`` bounds how long an agent may take (and holds it accountable), and
@@ -65,6 +66,14 @@ class NoUsage(msgspec.Struct, frozen=True, gc=False, tag="no_usage"):
     """An answer or request whose tokens and cost nobody reported."""
 
 
+class Requests(msgspec.Struct, frozen=True, gc=False, tag="requests"):
+    """What one answer took when the agent made several model requests for it (a tool call and
+    the answer after it, say): each request's usage in order, ``NoUsage`` for one whose tokens
+    nobody reported, so a turn reported in part says so."""
+
+    each: tuple[Usage | NoUsage, ...]
+
+
 class Reported(msgspec.Struct, frozen=True, gc=False, tag="reported"):
     """A tool call's result as the agent reported it: any JSON value."""
 
@@ -93,11 +102,22 @@ class Message(msgspec.Struct, frozen=True, gc=False):
 
 
 class Answer(msgspec.Struct, frozen=True, gc=False):
-    """The agent's answer to one message: its text, its tokens and the steps it took."""
+    """The agent's answer to one message: its text, its tokens and the steps it took.
+
+    ``usage`` is what the answer took as one request, or ``Requests`` when it took several.
+    """
 
     text: str
-    usage: Usage | NoUsage = NoUsage()
+    usage: Usage | NoUsage | Requests = NoUsage()
     steps: tuple[Thought | Call, ...] = ()
+
+    def requests(self) -> tuple[Usage | NoUsage, ...]:
+        """The usage of each request the answer took: its one, or each of several."""
+        match self.usage:
+            case Requests(each=each):
+                return each
+            case Usage() | NoUsage():
+                return (self.usage,)
 
 
 class AgentFailure(Exception):

@@ -193,7 +193,7 @@ class Attempt(msgspec.Struct, frozen=True):
         return self.agent_usage() + self.user_usage() + self.outcome.judge_requests
 
     def agent_usage(self) -> tuple[Usage | NoUsage, ...]:
-        return tuple(turn.answer.usage for turn in self.outcome.transcript.turns)
+        return tuple(usage for turn in self.outcome.transcript.turns for usage in turn.answer.requests())
 
     def user_usage(self) -> tuple[Usage | NoUsage, ...]:
         """Every request of the simulated user's model: one per turn it wrote, and the one that ended it."""
@@ -281,9 +281,9 @@ class Attempt(msgspec.Struct, frozen=True):
             agent_seconds=turn.agent_seconds,
             user_start=turn.user_start,
             user_seconds=turn.user_seconds,
-            agent_tokens=Spent((turn.answer.usage,)).tokens(),
+            agent_tokens=Spent(turn.answer.requests()).tokens(),
             user_tokens=Spent(() if turn.scripted else (turn.user_usage,)).tokens(),
-            cost=Spent((turn.answer.usage,) + (() if turn.scripted else (turn.user_usage,))).cost(),
+            cost=Spent(turn.answer.requests() + (() if turn.scripted else (turn.user_usage,))).cost(),
         )
 
     def _step(self, step: Thought | Call) -> StepView:

@@ -8,6 +8,7 @@ computed from the project's ``Prices``; a request with no known price is ``Unpri
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -44,8 +45,8 @@ class Prices(msgspec.Struct, frozen=True):
 
 
 class _Function(msgspec.Struct, frozen=True):
-    name: str = ""
-    arguments: str | None = None
+    name: str | None = None
+    arguments: Any = None
 
 
 class _ToolCall(msgspec.Struct, frozen=True):
@@ -53,7 +54,8 @@ class _ToolCall(msgspec.Struct, frozen=True):
 
 
 class _Message(msgspec.Struct, frozen=True):
-    content: str | None = None
+    content: Any = None
+    refusal: Any = None
     tool_calls: list[_ToolCall] | None = None
     reasoning: str | None = None
     reasoning_content: str | None = None
@@ -64,28 +66,57 @@ class _Choice(msgspec.Struct, frozen=True):
     finish_reason: str | None = None
 
 
-class _PromptDetails(msgspec.Struct, frozen=True):
-    cached_tokens: int | None = None
-
-
-class _OutputDetails(msgspec.Struct, frozen=True):
-    reasoning_tokens: int | None = None
-
-
-class _Usage(msgspec.Struct, frozen=True):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    prompt_tokens_details: _PromptDetails | None = None
-    completion_tokens_details: _OutputDetails | None = None
-    cost: float | None = None
-
-
 class _Completion(msgspec.Struct, frozen=True):
-    """A chat completion as the server writes it; ``None`` stands for its ``null``s."""
+    """A chat completion as the server writes it; ``None`` stands for its ``null``s. Its usage is
+    read field by field, so one bad field loses only itself, never the reply."""
 
     choices: list[_Choice]
-    usage: _Usage | None = None
+    usage: Any = None
     model: str | None = None
+
+
+class _Count(msgspec.Struct, frozen=True):
+    """A token count as a service gives it: a whole number of 0 or more, or else not reported."""
+
+    given: Any
+
+    def value(self) -> int | NotReported:
+        match self.given:
+            case bool():
+                return NotReported()
+            case int(count) if count >= 0:
+                return count
+            case float(count) if count >= 0 and count.is_integer():
+                return int(count)
+            case _:
+                return NotReported()
+
+
+class _Content(msgspec.Struct, frozen=True):
+    """A message's content as a server gives it: text, ``null``, or a list of parts whose text
+    parts (``{"type": "text", "text": ...}``) are the text, in order."""
+
+    given: Any
+
+    def text(self) -> str:
+        match self.given:
+            case None:
+                return ""
+            case str(text):
+                return text
+            case list(parts):
+                return "".join(self._part(part) for part in parts)
+            case _:
+                raise ModelFailure(f"the message's content is {type(self.given).__name__}, neither text nor a list of parts")
+
+    def _part(self, part: Any) -> str:
+        match part:
+            case str(text):
+                return text
+            case {"type": "text", "text": str(text)}:
+                return text
+            case _:
+                return ""
 
 
 class ReplyParts(msgspec.Struct, frozen=True):
@@ -121,47 +152,99 @@ class Arguments(msgspec.Struct, frozen=True):
 
 
 class Completion(msgspec.Struct, frozen=True):
-    """A Chat Completions reply, read into convy's types where it enters."""
+    """A Chat Completions reply, read into convy's types where it enters; ``headers`` are its
+    response's, where LiteLLM's proxy gives the cost of a reply that is not streamed."""
 
     reply: Any
     model: str = ""
     prices: Prices = Prices()
+    headers: dict[str, str] = {}
 
     def read(self) -> ReplyParts:
-        """The reply's text, usage and steps; a reply of another shape is a ``ModelFailure``."""
+        """The reply's text, usage and steps; a reply of another shape, or an error in place of
+        a reply, is a ``ModelFailure``. Usage is optional: a field missing or wrong is not reported."""
+        match self.reply:
+            case {"error": error} if error:
+                raise ModelFailure("the reply is an error object, not a chat completion")
         try:
             completion = msgspec.convert(self.reply, _Completion)
         except msgspec.ValidationError as error:
             raise ModelFailure(f"the reply is not a chat completion: {error}") from None
         if not completion.choices:
             raise ModelFailure("the reply is a chat completion with no choices")
-        message = completion.choices[0].message
+        choice = completion.choices[0]
+        if choice.finish_reason == "error":
+            raise ModelFailure('the reply ended in an error (finish_reason "error"): it may be cut short')
+        message = choice.message
         thought = message.reasoning or message.reasoning_content or ""
         steps: list[Thought | Call] = [Thought(thought)] if thought else []
-        steps.extend(Call(call.function.name, Arguments(call.function.arguments).value()) for call in message.tool_calls or [])
-        return ReplyParts(message.content or "", self._usage(completion), tuple(steps))
+        steps.extend(
+            Call(call.function.name or "", Arguments(call.function.arguments).value()) for call in message.tool_calls or []
+        )
+        text = _Content(message.content).text() or _Content(message.refusal).text()
+        return ReplyParts(text, self._usage(completion), tuple(steps))
 
     def _usage(self, completion: _Completion) -> Usage | NoUsage:
-        counted = completion.usage
-        if counted is None:
-            return NoUsage()
-        cached = counted.prompt_tokens_details.cached_tokens if counted.prompt_tokens_details else None
-        reasoning = counted.completion_tokens_details.reasoning_tokens if counted.completion_tokens_details else None
-        if counted.cost is not None:
-            cost: Cost | Unpriced = Cost(Decimal(str(counted.cost)), "provider")
-        else:
-            cost = self.prices.cost(self.model or completion.model or "", counted.prompt_tokens, counted.completion_tokens, cached or 0)
-        return Usage(
-            input=counted.prompt_tokens,
-            output=counted.completion_tokens,
-            cached=NotReported() if cached is None else cached,
-            reasoning=NotReported() if reasoning is None else reasoning,
-            cost=cost,
-        )
+        """The usage as reported; with the input or the output tokens not reported, none is."""
+        match completion.usage:
+            case dict(counted):
+                pass
+            case _:
+                return NoUsage()
+        match _Count(counted.get("prompt_tokens")).value(), _Count(counted.get("completion_tokens")).value():
+            case int(given), int(taken):
+                pass
+            case _:
+                return NoUsage()
+        cached = _Count(self._detail(counted, "prompt_tokens_details", "cached_tokens")).value()
+        reasoning = _Count(self._detail(counted, "completion_tokens_details", "reasoning_tokens")).value()
+        cost = self._reported(counted.get("cost"))
+        match cost:
+            case None:
+                return Usage(given, taken, cached, reasoning, self._priced(completion, given, taken, cached))
+            case Cost():
+                return Usage(given, taken, cached, reasoning, cost)
+
+    def _reported(self, in_usage: Any) -> Cost | None:
+        """The cost the provider reported: in the usage (OpenRouter, a streamed reply of LiteLLM's
+        proxy) or in the ``x-litellm-response-cost`` header; ``None`` when neither says."""
+        given = in_usage
+        if in_usage is None:
+            header = self.headers.get("x-litellm-response-cost", "")
+            try:
+                given = float(header)
+            except ValueError:
+                return None
+        match given:
+            case bool():
+                return None
+            case int() | float() as amount if math.isfinite(amount) and amount >= 0:
+                return Cost(Decimal(str(amount)), "provider")
+            case _:
+                return None
+
+    def _detail(self, counted: dict[str, Any], details: str, name: str) -> Any:
+        match counted.get(details):
+            case dict(found):
+                return found.get(name)
+            case _:
+                return None
+
+    def _priced(self, completion: _Completion, given: int, taken: int, cached: int | NotReported) -> Cost | Unpriced:
+        match cached:
+            case int():
+                served = min(cached, given)
+            case NotReported():
+                served = 0
+        return self.prices.cost(self.model or completion.model or "", given, taken, served)
 
 
 class Chunks(msgspec.Struct, frozen=True):
-    """Server-sent chunks of a streamed chat completion, put together into one completion."""
+    """Server-sent chunks of a streamed chat completion, put together into one completion.
+
+    A stream is whole only when a chunk gave the finish reason: without one, or with the finish
+    reason ``"error"``, the reply may be cut short, and it is a ``ModelFailure``.
+    """
 
     events: tuple[Any, ...]
 
@@ -176,7 +259,7 @@ class Chunks(msgspec.Struct, frozen=True):
             match event:
                 case {"choices": [{"delta": dict(delta), **choice}, *_], **rest}:
                     chunks += 1
-                    text.append(delta.get("content") or "")
+                    text.append(_Content(delta.get("content")).text())
                     reasoning.append(delta.get("reasoning") or delta.get("reasoning_content") or "")
                     for piece in delta.get("tool_calls") or []:
                         self._joined(calls, piece)
@@ -189,6 +272,10 @@ class Chunks(msgspec.Struct, frozen=True):
         if not chunks:
             # A stream of something else is the wrong shape, not an empty reply.
             raise ModelFailure(f"the streamed reply has no chat completion chunk among its {len(self.events)} event(s)")
+        if finish is None:
+            raise ModelFailure("the streamed reply ended without a finish reason: it may be cut short")
+        if finish == "error":
+            raise ModelFailure('the streamed reply ended in an error (finish_reason "error"): it may be cut short')
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
         if any(reasoning):
             message["reasoning"] = "".join(reasoning)
@@ -200,7 +287,7 @@ class Chunks(msgspec.Struct, frozen=True):
         match piece:
             case {"index": int(index), **rest}:
                 call = calls.setdefault(index, {"type": "function", "function": {"name": "", "arguments": ""}})
-                function = rest.get("function") or {}
+                function: Any = rest.get("function") or {}
                 call["function"]["name"] += function.get("name") or ""
                 call["function"]["arguments"] += function.get("arguments") or ""
             case _:

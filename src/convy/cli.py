@@ -28,6 +28,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from convy.agent import NoUsage, TimeLimited, Usage
+from convy.attempt import Spent
 from convy.bench import Bench, Journal, RunInUse, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent
@@ -311,7 +312,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
             for number, turn in enumerate(outcome.transcript.turns, start=1):
                 lines = turn.answer.text.strip().splitlines() or ["(an empty answer)"]
                 said = Inert(lines[0][:100]).line()
-                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.usage).text():>16}  {said}")
+                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.requests()).text():>16}  {said}")
             match outcome.result:
                 case Failed(reason=reason) | NoVerdict(reason=reason):
                     errors.line(f"✗ {name}: {Inert(reason).line()}")
@@ -323,16 +324,19 @@ class SmokeCommand(msgspec.Struct, frozen=True):
 
 
 class Tokens(msgspec.Struct, frozen=True):
-    """An answer's tokens in a few characters: ``in → out``."""
+    """An answer's tokens in a few characters: ``in → out``, over the requests that reported
+    them, and how many did when not all."""
 
-    usage: Usage | NoUsage
+    requests: tuple[Usage | NoUsage, ...]
 
     def text(self) -> str:
-        match self.usage:
-            case Usage(input=given, output=taken):
-                return f"{given} → {taken} tokens"
-            case NoUsage():
-                return "tokens not given"
+        reported = Spent(self.requests).reported()
+        if not reported:
+            return "tokens not given"
+        counted = f"{sum(usage.input for usage in reported)} → {sum(usage.output for usage in reported)} tokens"
+        if len(reported) < len(self.requests):
+            return f"{counted} ({len(reported)} of {len(self.requests)} requests reported)"
+        return counted
 
 
 class ResumeCommand(msgspec.Struct, frozen=True):

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import email.utils
 import functools
+import re
 import ssl
 import urllib.parse
 import uuid
@@ -196,6 +198,62 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         return JsonConnection(self, client)
 
 
+class JsonResponse(msgspec.Struct, frozen=True):
+    """A service's answer: its JSON, and its headers by lower-case name."""
+
+    value: Any
+    headers: dict[str, str] = {}
+
+
+class _EventStream(msgspec.Struct, frozen=True):
+    """A response's body read as server-sent events: each event's type and data, its data
+    stripped. The body must be UTF-8, as JSON must: a byte that is not raises
+    ``UnicodeDecodeError`` rather than becoming a replacement character, as it would in a
+    plain reply's JSON too. An event may be as long as a whole reply."""
+
+    response: Any
+
+    async def events(self) -> AsyncIterator[tuple[str, str]]:
+        kind, data = "message", list[str]()
+        async for line in self._lines():
+            field, _, value = line.partition(":")
+            if not line:
+                if data:
+                    yield kind, "\n".join(data).strip()
+                kind, data = "message", []
+            elif field == "data":
+                data.append(value.removeprefix(" "))
+            elif field == "event":
+                kind = value.strip()
+        if data:
+            yield kind, "\n".join(data).strip()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        """The body's lines, ended by CR, LF or CRLF (and by nothing else, unlike ``splitlines``);
+        a long line is joined once, not again for every piece of it that comes."""
+        decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        pending: list[str] = []
+        after_cr = False  # the last piece ended with CR: an LF first in the next one ends nothing
+        async for piece in self.response.aiter_bytes():
+            text = decoder.decode(piece)
+            if not text:
+                continue
+            if after_cr:
+                text = text.removeprefix("\n")
+            after_cr = text.endswith("\r")
+            *ended, last = _LINE_END.split(text)
+            for line in ended:
+                yield "".join([*pending, line])
+                pending = []
+            pending.append(last)
+        decoder.decode(b"", final=True)
+        if "".join(pending):
+            yield "".join(pending)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 class JsonConnection(msgspec.Struct, frozen=True):
     """An open connection to a JSON endpoint."""
 
@@ -204,36 +262,63 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     async def posted(self, body: Any, path: str = "") -> Any:
         """The JSON the endpoint answers ``body`` with (posted to the URL, plus ``path``)."""
+        return (await self.response(body, path)).value
+
+    async def response(self, body: Any, path: str = "") -> JsonResponse:
+        """The endpoint's answer to ``body`` (posted to the URL, plus ``path``): its JSON and its
+        headers, where some services say more (LiteLLM's proxy gives a reply's cost there)."""
         url = self.endpoint.at(path)
         try:
             response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json())
             self._checked(response, path)
-            return msgspec.json.decode(response.content)
+            return JsonResponse(msgspec.json.decode(response.content), dict(response.headers))
         except msgspec.DecodeError as error:
             raise HttpFailure(f"POST {self._shown(path)}: the reply is not JSON: {self._hidden(str(error))}") from self._cause(error)
         except httpx2.HTTPError as error:
             raise self._failure(error, path) from self._cause(error)
 
     async def events(self, body: Any, path: str = "") -> AsyncIterator[Any]:
-        """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``."""
+        """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``.
+
+        A stream is whole only with its ``[DONE]``: one that ends without it, or that sends an
+        error (an ``error`` event, or an event whose JSON holds an ``error``), is an
+        ``HttpFailure``, as the reply may be cut short and the service may have acted.
+        """
         url = self.endpoint.at(path)
         try:
             async with self.client.stream("POST", url, content=msgspec.json.encode(body), headers=self._json()) as response:
                 if response.status_code >= 400:
                     await response.aread()
                 self._checked(response, path)
+                given = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                if given != "text/event-stream":
+                    raise HttpFailure(f"POST {self._shown(path)}: asked for a stream, the service answered {given or 'with no content type'}")
                 done = False
                 # Read on past "[DONE]" to the end of the body, so the connection goes back to the
                 # pool instead of being closed half-read.
-                async for event in httpx2.EventSource(response).__aiter__():
-                    if done or event.data.strip() == "[DONE]":
+                async for kind, data in _EventStream(response).events():
+                    if done or data == "[DONE]":
                         done = True
-                    elif event.data.strip():
-                        yield msgspec.json.decode(event.data)
+                    elif kind == "error":
+                        raise self._broken(data, path)
+                    elif data:
+                        decoded = msgspec.json.decode(data)
+                        match decoded:
+                            case {"error": error} if error:
+                                raise self._broken(msgspec.json.encode(error).decode(), path)
+                        yield decoded
+                if not done:
+                    raise HttpFailure(f"POST {self._shown(path)}: the stream ended without [DONE]: the reply may be cut short")
         except msgspec.DecodeError as error:
             raise HttpFailure(f"POST {self._shown(path)}: an event is not JSON: {self._hidden(str(error))}") from self._cause(error)
+        except UnicodeDecodeError:
+            raise HttpFailure(f"POST {self._shown(path)}: the stream is not UTF-8") from None
         except httpx2.HTTPError as error:
             raise self._failure(error, path) from self._cause(error)
+
+    def _broken(self, said: str, path: str) -> HttpFailure:
+        """A stream that broke off with an error, with the start of what the service said."""
+        return HttpFailure(f"POST {self._shown(path)}: the stream broke off with an error: {self.endpoint.secrets().opening(said, 300)}")
 
     def _json(self) -> dict[str, str]:
         return {"content-type": "application/json"}
@@ -336,10 +421,16 @@ class TokenPaths(msgspec.Struct, frozen=True):
     reasoning: str = ""
 
     def usage(self, reply: Any) -> Usage | NoUsage:
+        """The reply's usage; when a path that is set finds no count (missing, ``null``, not a
+        whole number), the reply's usage is not reported, rather than a count of 0."""
         given, taken = self._count(self.input, reply), self._count(self.output, reply)
         match given, taken:
             case NotReported(), NotReported():
                 return NoUsage()
+        for path, count in ((self.input, given), (self.output, taken)):
+            match count:
+                case NotReported() if path:
+                    return NoUsage()
         return Usage(
             input=self._whole(given),
             output=self._whole(taken),
@@ -490,8 +581,8 @@ class _ChatConversation:
 
     async def turn(self, message: Message) -> Answer:
         messages = [*self._messages, {"role": "user", "content": message.text}]
-        reply = await self._connection.posted({"model": self._agent.model, "messages": messages, **self._agent.extra})
-        answer = self._agent.answer(reply)
+        reply = await self._connection.response({"model": self._agent.model, "messages": messages, **self._agent.extra})
+        answer = self._agent.answer(reply.value, reply.headers)
         self._messages = [*messages, {"role": "assistant", "content": answer.text}]
         return answer
 
@@ -510,9 +601,9 @@ class ChatAgent(msgspec.Struct, frozen=True):
         async with self.endpoint.connection() as connection:
             yield _ChatConversation(self, connection)
 
-    def answer(self, reply: Any) -> Answer:
+    def answer(self, reply: Any, headers: dict[str, str] | None = None) -> Answer:
         try:
-            read = Completion(reply).read()
+            read = Completion(reply, self.model, headers=headers or {}).read()
             return Answer(read.text, read.usage, read.steps)
         except ModelFailure as failure:
             raise AgentFailure(f"{self.endpoint.shown()}: {failure}") from failure

@@ -212,10 +212,10 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         try:
             if self.stream:
                 events = [event async for event in connection.events(self.body(messages), "/chat/completions")]
-                answer: Any = Chunks(tuple(events)).completion()
+                read = Completion(Chunks(tuple(events)).completion(), self.name, self.prices).read()
             else:
-                answer = await connection.posted(self.body(messages), "/chat/completions")
-            read = Completion(answer, self.name, self.prices).read()
+                answer = await connection.response(self.body(messages), "/chat/completions")
+                read = Completion(answer.value, self.name, self.prices, answer.headers).read()
             return Reply(read.text, read.usage)
         except ModelFailure as failure:
             # A reply of the wrong shape names the model and where it came from.

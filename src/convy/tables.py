@@ -182,7 +182,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
     def turns(self) -> tuple[TurnsRow, ...]:
         rows: list[TurnsRow] = []
         for number, turn in enumerate(self.attempt.outcome.transcript.turns, start=1):
-            agent = Usages((turn.answer.usage,))
+            agent = Usages(turn.answer.requests())
             user = Usages(self._user_usage(turn))
             kinds = [self._kind(step) for step in turn.answer.steps]
             rows.append(
@@ -247,12 +247,15 @@ class AttemptRows(msgspec.Struct, frozen=True):
         return tuple(rows)
 
     def model_requests(self) -> tuple[ModelRequestsRow, ...]:
-        """Every request that took tokens: the agent's answer of each turn, the simulated user's
+        """Every request that took tokens: the agent's of each turn (one, or each of several), the simulated user's
         request of each turn it spoke and the one that ended the dialogue, and the judge's requests."""
         rows: list[ModelRequestsRow] = []
         turns = self.attempt.outcome.transcript.turns
-        for number, turn in enumerate(turns, start=1):
-            rows.append(self._request("agent", number, number, turn.agent_seconds, turn.answer.usage))
+        asked = [(number, turn, usage) for number, turn in enumerate(turns, start=1) for usage in turn.answer.requests()]
+        for request, (number, turn, usage) in enumerate(asked, start=1):
+            # A turn of several requests has its time as a whole, none of them its own.
+            seconds = turn.agent_seconds if len(turn.answer.requests()) == 1 else None
+            rows.append(self._request("agent", request, number, seconds, usage))
         spoken = [(number, turn) for number, turn in enumerate(turns, start=1) if not turn.scripted]
         for request, (number, turn) in enumerate(spoken, start=1):
             rows.append(self._request("user", request, number, turn.user_seconds, turn.user_usage))

@@ -3,7 +3,8 @@
 It is the kind of agent convy is for: a model that talks to the user and calls a tool
 (``lookup_order``) on the way. Each turn sends the whole conversation to the gateway; when the
 model asks for the tool, the agent runs it and sends the result back, up to three times, and the
-answer reports every call as a step, so checks such as ``{called: lookup_order}`` can see it.
+answer reports every call as a step, so checks such as ``{called: lookup_order}`` can see it, and
+every request's usage (``Requests``), so the run's tokens and cost are what the gateway reported.
 
 Set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env to run it; until then it is absent and
 ``convy run`` skips it.
@@ -15,7 +16,6 @@ import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from decimal import Decimal
 from typing import Any
 
 from gateway import Gateway
@@ -25,13 +25,12 @@ from convy import (
     Answer,
     Call,
     Completion,
-    Cost,
     JsonEndpoint,
     Message,
-    NotReported,
+    NoUsage,
     OpenAiModel,
     Reported,
-    Unpriced,
+    Requests,
     Usage,
 )
 
@@ -73,47 +72,26 @@ class AssistantConversation:
     async def turn(self, message: Message) -> Answer:
         self._messages.append({"role": "user", "content": message.text})
         steps: list[Call] = []
-        spent: list[Usage] = []
+        spent: list[Usage | NoUsage] = []
         for _ in range(3):
-            body = {"model": self._model.name, "messages": self._messages, "tools": TOOLS, "temperature": 0.2}
-            reply = await self._connection.posted(body, "/chat/completions")
-            usage = Completion(reply, self._model.name, self._model.prices).read().usage
-            match usage:
-                case Usage():
-                    spent.append(usage)
-            said = reply["choices"][0]["message"]
-            calls = said.get("tool_calls") or []
-            self._messages.append({"role": "assistant", "content": said.get("content") or "", **({"tool_calls": calls} if calls else {})})
+            # The model's own settings (temperature, max tokens, the fields its provider reads,
+            # such as OpenRouter's usage with its cost), for a whole reply: no streaming here.
+            settings = {key: value for key, value in self._model.body(()).items() if key not in ("stream", "stream_options")}
+            body = {**settings, "messages": self._messages, "tools": TOOLS}
+            reply = await self._connection.response(body, "/chat/completions")
+            read = Completion(reply.value, self._model.name, self._model.prices, reply.headers).read()
+            spent.append(read.usage)  # every request's tokens and cost, reported or not
+            calls = reply.value["choices"][0]["message"].get("tool_calls") or []
+            self._messages.append({"role": "assistant", "content": read.text, **({"tool_calls": calls} if calls else {})})
             if not calls:
-                return Answer(said.get("content") or "", self._total(spent), tuple(steps))
+                return Answer(read.text, Requests(tuple(spent)), tuple(steps))
             for call in calls:
                 started = time.monotonic()
                 arguments = json.loads(call["function"].get("arguments") or "{}")
                 result = ORDERS.get(str(arguments.get("order", "")).upper(), {"error": "no such order"})
                 steps.append(Call("lookup_order", arguments, Reported(result), time.monotonic() - started))
                 self._messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": json.dumps(result)})
-        return Answer("Sorry, I could not finish looking that up.", self._total(spent), tuple(steps))
-
-    def _total(self, spent: list[Usage]) -> Usage:
-        """The turn's requests as one usage; its cost is known only if every request's was."""
-        amount, source = Decimal(0), "provider"
-        cost: Cost | Unpriced = Unpriced()
-        for usage in spent:
-            match usage.cost:
-                case Cost(amount=more, source=given):
-                    amount, source = amount + more, given
-                case Unpriced():
-                    break
-        else:
-            if spent:
-                cost = Cost(amount, source)
-        return Usage(
-            input=sum(usage.input for usage in spent),
-            output=sum(usage.output for usage in spent),
-            cached=NotReported(),
-            reasoning=NotReported(),
-            cost=cost,
-        )
+        return Answer("Sorry, I could not finish looking that up.", Requests(tuple(spent)), tuple(steps))
 
 
 class Assistant:

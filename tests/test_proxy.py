@@ -1,0 +1,298 @@
+"""convy against a Chat Completions server written by others: LiteLLM's proxy, offline.
+
+The proxy runs from its own venv, ``.venv-proxy`` (``make test`` makes it), started once for the
+session with a config of mock models: each answers with a fixed reply and never leaves the
+machine. A callback of the proxy's own (``usage_log.py`` below) writes down the usage of every
+reply it sends, so convy's counts are checked against the server's, not against numbers the test
+made up. Without ``.venv-proxy`` the tests are skipped, saying how to get it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import msgspec
+import pytest
+from test_services_cli import KEY, Made, made, outcomes  # noqa: F401 - made is a fixture used here
+
+from convy.agent import Cost, Message, NotReported, NoUsage, Requests, Unpriced, Usage
+from convy.attempt import Spent
+from convy.dialog import NoVerdict, Verdict
+from convy.http import ChatAgent, HttpFailure, JsonEndpoint
+from convy.model import OpenAiModel, Said
+
+# The first test here waits for the proxy to start as well: room for that on a loaded machine.
+pytestmark = pytest.mark.timeout(300)
+
+ROOT = Path(__file__).resolve().parents[1]
+LITELLM = ROOT / ".venv-proxy" / "bin" / "litellm"
+STARTUP = 180.0  # seconds the proxy may take to come up: it takes about 8
+JUDGED = '{"reason": "the mock judge agrees", "pass": true, "confidence": 0.9}'
+USER_SAYS = "Hi, my order A-1043 arrived broken. Can you help?"
+TOOL_USAGE = {"prompt_tokens": 120, "completion_tokens": 15, "total_tokens": 135,
+              "prompt_tokens_details": {"cached_tokens": 64}, "completion_tokens_details": {"reasoning_tokens": 7}}
+
+CONFIG = {
+    "model_list": [
+        {"model_name": "mock-gpt", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": "Hello from the mock"}},
+        {"model_name": "user-model", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": USER_SAYS}},
+        {"model_name": "judge-model", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": JUDGED}},
+        {
+            # The template's assistant asks this one: it always calls the tool, with detailed usage.
+            "model_name": "agent-model",
+            "litellm_params": {
+                "model": "openai/gpt-4o-mini",
+                "api_key": "fake",
+                "mock_response": {
+                    "id": "chatcmpl-mock-tools",
+                    "object": "chat.completion",
+                    "model": "agent-model",
+                    "choices": [{
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {"role": "assistant", "content": None, "tool_calls": [
+                            {"id": "call_1", "type": "function", "function": {"name": "lookup_order", "arguments": '{"order": "A-1043"}'}}
+                        ]},
+                    }],
+                    "usage": TOOL_USAGE,
+                },
+            },
+        },
+        {"model_name": "mock-busy", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": "litellm.RateLimitError"}},
+    ],
+    "litellm_settings": {"callbacks": "usage_log.usage_log"},
+    # The proxy would try a refused request twice more itself before passing the 429 on.
+    "router_settings": {"num_retries": 0},
+}
+
+USAGE_LOG = '''"""Writes down the usage of every reply the proxy sends, one JSON line each, by model group."""
+
+import json
+import os
+
+from litellm.integrations.custom_logger import CustomLogger
+
+
+class UsageLog(CustomLogger):
+    async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+        usage = getattr(response_obj, "usage", None)
+        group = ((kwargs.get("litellm_params") or {}).get("metadata") or {}).get("model_group")
+        line = {"group": group, "usage": usage.model_dump() if usage is not None else None, "cost": kwargs.get("response_cost")}
+        with open(os.environ["CONVY_TEST_USAGE_LOG"], "a", encoding="utf-8") as log:
+            log.write(json.dumps(line) + "\\n")
+
+
+usage_log = UsageLog()
+'''
+
+
+class Proxy(msgspec.Struct, frozen=True):
+    """The running proxy: its base URL, and the usage log its callback writes."""
+
+    url: str
+    log: Path
+
+    def sent(self, group: str) -> list[dict[str, Any]]:
+        """The usage of every reply of ``group`` the proxy sent so far, in order, with the cost it
+        gave the reply (in the usage when streamed, in a header when not).
+
+        The callback runs just after a reply is sent, so a wait for the count asked for is the caller's."""
+        if not self.log.exists():
+            return []
+        lines = [json.loads(line) for line in self.log.read_text().splitlines()]
+        return [{**line["usage"], "cost": line["cost"]} for line in lines if line["group"] == group]
+
+    def awaited(self, group: str, count: int) -> list[dict[str, Any]]:
+        """The usage of the first ``count`` replies of ``group``, once the proxy has written them all down."""
+        ends = time.monotonic() + 60
+        while len(self.sent(group)) < count:
+            if time.monotonic() > ends:
+                pytest.fail(f"the proxy wrote down {len(self.sent(group))} replies of {group}, not {count}")
+            time.sleep(0.05)
+        return self.sent(group)[:count]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def alive(url: str) -> bool:
+    try:
+        return httpx2.get(url + "/health/liveliness", timeout=2, trust_env=False).status_code == 200
+    except httpx2.HTTPError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    """LiteLLM's proxy on a free port of 127.0.0.1 with the mock models, for the whole session."""
+    if not LITELLM.is_file():
+        pytest.skip("LiteLLM's proxy is not installed in .venv-proxy: `make test` installs it")
+    folder = tmp_path_factory.mktemp("proxy")
+    (folder / "config.yaml").write_text(json.dumps(CONFIG))  # JSON is YAML
+    (folder / "usage_log.py").write_text(USAGE_LOG)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    environment = {
+        **{name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "OPENAI_", "LITELLM_"))},
+        "LITELLM_MASTER_KEY": KEY,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the price map shipped with it: no fetch
+        "CONVY_TEST_USAGE_LOG": str(folder / "usage.jsonl"),
+        "PYTHONPATH": str(folder),
+    }
+    with (folder / "proxy.log").open("wb") as output:
+        process = subprocess.Popen(
+            [str(LITELLM), "--config", str(folder / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)],
+            cwd=folder, env=environment, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+        )
+    try:
+        ends = time.monotonic() + STARTUP
+        while not alive(url):
+            if process.poll() is not None or time.monotonic() > ends:
+                pytest.fail(f"LiteLLM's proxy did not come up:\n{(folder / 'proxy.log').read_text()[-3000:]}")
+            time.sleep(0.1)
+        yield Proxy(url, folder / "usage.jsonl")
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def model(proxy: Proxy, stream: bool, name: str = "mock-gpt", key: str = KEY) -> OpenAiModel:
+    return OpenAiModel(name, proxy.url + "/v1", key=key, stream=stream, timeout=60)
+
+
+def usage_of(sent: dict[str, Any]) -> Usage | NoUsage:
+    """A reply's usage and cost as the proxy wrote them down, in convy's terms."""
+    cached = (sent.get("prompt_tokens_details") or {}).get("cached_tokens")
+    reasoning = (sent.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    cost = sent.get("cost")
+    return Usage(
+        sent["prompt_tokens"],
+        sent["completion_tokens"],
+        NotReported() if cached is None else cached,
+        NotReported() if reasoning is None else reasoning,
+        Unpriced() if cost is None else Cost(Decimal(str(cost)), "provider"),
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_model_on_the_proxy_replies_with_the_proxys_usage(proxy: Proxy, stream: bool) -> None:
+    """OpenAiModel reads the proxy's mock reply whole, and its usage is exactly what the proxy sent."""
+    before = len(proxy.sent("mock-gpt"))
+    subject = model(proxy, stream)
+
+    async def asked() -> list[Any]:
+        return [await subject.reply((Said("user", f"question {n}: where is my order?"),)) for n in range(3)]
+
+    replies = asyncio.run(asked())
+    assert [reply.text for reply in replies] == ["Hello from the mock"] * 3
+    sent = proxy.awaited("mock-gpt", before + 3)[before:]
+    assert [reply.usage for reply in replies] == [usage_of(usage) for usage in sent]
+    # The proxy gives its cost in a streamed reply's usage, and in a header for a plain one: both the provider's.
+    assert all(isinstance(reply.usage, Usage) and isinstance(reply.usage.cost, Cost) for reply in replies)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_wrong_key_is_refused_and_not_shown(proxy: Proxy, stream: bool) -> None:
+    """A key the proxy does not know fails the request (this proxy answers 400 "No connected db."), the key not shown."""
+    with pytest.raises(HttpFailure, match="400 Bad Request") as failure:
+        asyncio.run(model(proxy, stream, key="sk-not-the-key-0815").reply((Said("user", "hello"),)))
+    assert "sk-not-the-key" not in str(failure.value)
+
+
+def test_a_rate_limit_of_the_proxy_is_busy(proxy: Proxy) -> None:
+    """The proxy's 429 is Busy, the refusal convy may send again (the proxy gives no Retry-After)."""
+    from convy.busy import Busy
+
+    with pytest.raises(Busy) as refused:
+        asyncio.run(model(proxy, False, "mock-busy").reply((Said("user", "hello"),)))
+    assert "429" in str(refused.value)
+
+
+def test_a_chat_agent_plays_a_conversation_through_the_proxy(proxy: Proxy) -> None:
+    """A ChatAgent's conversation of three turns gets the proxy's reply each turn, with the usage the proxy sent."""
+    before = len(proxy.sent("mock-gpt"))
+    agent = ChatAgent(JsonEndpoint(proxy.url + "/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, timeout=60), "mock-gpt")
+
+    async def talked() -> list[Any]:
+        async with agent.conversation() as conversation:
+            return [await conversation.turn(Message(text)) for text in ("Hi", "Where is A-1043?", "Thanks")]
+
+    answers = asyncio.run(talked())
+    assert [answer.text for answer in answers] == ["Hello from the mock"] * 3
+    sent = proxy.awaited("mock-gpt", before + 3)[before:]
+    assert [answer.usage for answer in answers] == [usage_of(usage) for usage in sent]
+
+
+@pytest.mark.timeout(600)
+def test_convy_run_of_the_template_on_the_proxy_counts_what_the_proxy_sent(made: Made, proxy: Proxy) -> None:  # noqa: F811
+    """``convy run`` with .env pointing at the proxy plays the model-driven scenarios, and every token it records
+    for the assistant, the simulated user and the judge is one the proxy sent: the totals are equal."""
+    made.gateway(proxy.url + "/v1")
+    before = {group: len(proxy.sent(group)) for group in ("user-model", "judge-model", "agent-model")}
+
+    ran = made.ran("run", "-k", "1", CONVY_MAX_TURNS="2")
+
+    # Exit 1: the mock judge gives no grade, so the scenarios with a graded claim are not judged.
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "Object missing required field `grade`" in ran.stdout
+    assert "skipped" not in ran.stdout
+    runs = made.runs()
+    assert set(runs) == {"assistant", "shop"}
+    kept = [outcome for folder in runs.values() for outcome in outcomes(folder)]
+    simulated = [outcome for outcome in kept if any(not turn.scripted for turn in outcome.transcript.turns)]
+    assert simulated and all(turn.message == USER_SAYS for outcome in simulated for turn in outcome.transcript.turns)
+    for outcome in kept:
+        # A plain claim is judged; a graded one gets no grade from this mock judge: not judged, the judge's fault.
+        match outcome.result:
+            case Verdict():
+                pass
+            case NoVerdict(who="judge", reason=reason):
+                assert "grade" in reason, reason
+            case other:
+                raise AssertionError(f"{outcome.scenario}: {other}")
+    assistant = outcomes(runs["assistant"])
+    assert all(
+        [(usage.input, usage.output, usage.cached, usage.reasoning) for usage in turn.answer.requests() if isinstance(usage, Usage)]
+        == [(120, 15, 64, 7)] * 3
+        for outcome in assistant
+        for turn in outcome.transcript.turns
+    ), "three tool calls a turn, each with the proxy's cached and reasoning tokens"
+    assert all(isinstance(turn.answer.usage, Requests) for outcome in assistant for turn in outcome.transcript.turns)
+
+    # What convy recorded of each model's requests: the assistant's (the shop bot asks none), the
+    # simulated user's for each turn it spoke and the one that ended a dialogue, the judge's.
+    recorded: dict[str, list[Usage | NoUsage]] = {
+        "agent-model": [usage for outcome in assistant for turn in outcome.transcript.turns for usage in turn.answer.requests()],
+        "user-model": [
+            usage for outcome in kept for usage in
+            [turn.user_usage for turn in outcome.transcript.turns if not turn.scripted] + list(outcome.user_ending)
+        ],
+        "judge-model": [usage for outcome in kept for usage in outcome.judge_requests],
+    }
+    for group, usages in recorded.items():
+        sent = proxy.awaited(group, before[group] + len(usages))[before[group]:]
+        assert proxy.sent(group)[before[group]:] == sent, f"{group}: the proxy sent more replies than convy recorded"
+        ours, theirs = Spent(tuple(usages)).tokens(), Spent(tuple(usage_of(usage) for usage in sent)).tokens()
+        assert (ours.requests, ours.reported, ours.input, ours.output, ours.cached, ours.reasoning) == (
+            theirs.requests, theirs.reported, theirs.input, theirs.output, theirs.cached, theirs.reasoning,
+        ), group
+        spent, billed = Spent(tuple(usages)).cost(), Spent(tuple(usage_of(usage) for usage in sent)).cost()
+        assert (Decimal(spent.amount or "0"), spent.source, spent.complete) == (Decimal(billed.amount or "0"), "provider", True), group
+    assert made.unwritten() >= 4
