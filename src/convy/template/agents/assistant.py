@@ -5,8 +5,9 @@ It is the kind of agent convy is for: a model that talks to the user and calls a
 model asks for the tool, the agent runs it and sends the result back, up to three times, and the
 answer reports every call as a step, so checks such as ``{called: lookup_order}`` can see it.
 
-Set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env to run it; until then it is absent and
-``convy run`` skips it.
+Set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env to run it (see gateway.py); until then it is
+absent and ``convy run`` skips it. Its requests follow the gateway's settings as the models' do:
+the reasoning effort (AGENT_EFFORT), streaming and the provider.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from convy import (
     Unpriced,
     Usage,
 )
+from convy.chat import Chunks  # a streamed reply put together (not in convy.__all__: may change)
 
 SYSTEM = """You are the support assistant of Example Shop. You help with orders and refunds only.
 Ask for the order number (a letter, a dash and four digits) before you look anything up.
@@ -75,8 +77,9 @@ class AssistantConversation:
         steps: list[Call] = []
         spent: list[Usage] = []
         for _ in range(3):
-            body = {"model": self._model.name, "messages": self._messages, "tools": TOOLS, "temperature": 0.2}
-            reply = await self._connection.posted(body, "/chat/completions")
+            # The model's own body carries the gateway's settings (effort, streaming, provider).
+            body = {**self._model.body(()), "messages": self._messages, "tools": TOOLS}
+            reply = await self._asked(body)
             usage = Completion(reply, self._model.name, self._model.prices).read().usage
             match usage:
                 case Usage():
@@ -93,6 +96,13 @@ class AssistantConversation:
                 steps.append(Call("lookup_order", arguments, Reported(result), time.monotonic() - started))
                 self._messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": json.dumps(result)})
         return Answer("Sorry, I could not finish looking that up.", self._total(spent), tuple(steps))
+
+    async def _asked(self, body: dict[str, Any]) -> Any:
+        """The model's reply to ``body``, put together from its events when it is streamed."""
+        if not self._model.stream:
+            return await self._connection.posted(body, "/chat/completions")
+        events = [event async for event in self._connection.events(body, "/chat/completions")]
+        return Chunks(tuple(events)).completion()
 
     def _total(self, spent: list[Usage]) -> Usage:
         """The turn's requests as one usage; its cost is known only if every request's was."""
@@ -124,17 +134,16 @@ class Assistant:
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[AssistantConversation]:
-        endpoint = JsonEndpoint(
-            self._model.base_url.rstrip("/"),
-            {"authorization": f"Bearer {self._model.key.get_secret_value()}"},
-            timeout=self._model.timeout,
-        )
+        # A server that needs no key (Ollama, vLLM on your machine) gets no Authorization header.
+        key = self._model.key
+        headers = {"authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+        endpoint = JsonEndpoint(self._model.base_url.rstrip("/"), headers, timeout=self._model.timeout)
         async with endpoint.connection() as connection:
             yield AssistantConversation(self._model, connection)
 
 
 gateway = Gateway()
-model = gateway.model(gateway.agent_model, "AGENT_MODEL")
+model = gateway.model(gateway.agent_model, "AGENT_MODEL", gateway.agent_effort)
 match model:
     case OpenAiModel():
         agent: Assistant | Absent = Assistant(model)
