@@ -544,3 +544,57 @@ def test_a_report_of_ten_thousand_attempts_opens_fast(tmp_path: Path, visit: Cal
     page.fill("#search", "")
     page.evaluate("document.querySelector('#scenarios tbody tr.more').scrollIntoView()")
     page.wait_for_function("() => document.querySelectorAll('#scenarios tbody tr.row').length > 200")
+
+
+SPANS = 20_000  # code spans in one message: twice what the old drawing stopped at
+
+
+class Long:
+    """A run whose agent answers with long Markdown: a megabyte of "[" and thousands of code spans."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @staticmethod
+    def answer(text: str) -> str:
+        if "brackets" in text:
+            return "[" * 1_000_000
+        return " ".join(f"`c{number}`" for number in range(SPANS)) + " **the end**"
+
+    def made(self) -> Path:
+        scenarios = self.folder / "scenarios"
+        scenarios.mkdir(parents=True)
+        for name in ("brackets", "spans"):
+            (scenarios / f"{name}.yaml").write_text(f"script: [Send {name}]\njudge: [{{check: {{said: x}}}}]\n", encoding="utf-8")
+        bench = Bench(FakeAgent(self.answer), Models())
+        spec = RunSpec(id="long", agent="fake", scenarios=Scenarios(scenarios).every(), attempts=1, limits=bench.limits)
+        import asyncio
+
+        asyncio.run(RunJournal(self.folder / "results" / "fake" / "long").play(spec, bench))
+        (run,), _ = Runs(self.folder / "results").read()
+        path = self.folder / "long.html"
+        path.write_text(ReportPage(Summary(run)).html(), encoding="utf-8")
+        return path
+
+
+def test_long_messages_are_drawn_whole(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """A reply of a million "[" is drawn whole as text, and a reply of 20,000 code spans is drawn
+    with every span, the text after them included."""
+    with ThreadPoolExecutor(1) as pool:
+        path = pool.submit(Long(tmp_path).made).result()
+    page = visit().open(path, "s=brackets")
+    page.wait_for_selector(".attempt .msg-agent .md")
+    assert page.evaluate("document.querySelector('.msg-agent .md').textContent === '['.repeat(1000000)")
+    page.goto(path.as_uri() + "#s=spans")
+    page.wait_for_selector(".attempt[data-attempt='1'] .msg-agent .md code")
+    drawn = page.evaluate(
+        """() => {
+          const box = document.querySelector('.msg-agent .md');
+          const codes = [...box.querySelectorAll('code')].map((node) => node.textContent);
+          return {count: codes.length, first: codes[0], last: codes[codes.length - 1],
+                  strong: box.querySelector('strong') && box.querySelector('strong').textContent,
+                  text: box.textContent};
+        }"""
+    )
+    assert (drawn["count"], drawn["first"], drawn["last"], drawn["strong"]) == (SPANS, "c0", f"c{SPANS - 1}", "the end")
+    assert drawn["text"] == " ".join(f"c{number}" for number in range(SPANS)) + " the end"
