@@ -210,7 +210,7 @@ const Convy = (() => {
         }
         const before = at > 0 ? text[at - 1] : "";
         const first = text[at + 1];
-        if (!node && !WORD.test(before) && before !== "*" && first !== undefined && first !== "*" && !SPACE.test(first)) {
+        if (!node && first !== undefined && first !== "*" && before !== "*" && !SPACE.test(first) && !WORD.test(before)) {
           const close = star(at + 1);
           const after = close + 1 < text.length ? text[close + 1] : "";
           if (text[close] === "*" && !SPACE.test(text[close - 1]) && !WORD.test(after) && after !== "*") { node = h("em", null, inline(text.slice(at + 1, close))); end = close + 1; }
