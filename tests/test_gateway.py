@@ -196,3 +196,33 @@ def test_the_provider_is_told_from_the_url_host_in_any_case(url: str, kind: str)
     assert model.kind() == kind
     body = model.body((Said("user", "hi"),))
     assert ("reasoning" in body, "max_completion_tokens" in body) == (kind == "openrouter", kind == "openai")
+
+
+@pytest.mark.parametrize(
+    ("given", "url", "key"),
+    [
+        ({"OPENAI_API_KEY": "sk-o"}, "https://api.openai.com/v1", "sk-o"),
+        ({"OPENAI_API_KEY": "sk-o", "OPENAI_BASE_URL": "http://127.0.0.1:4000/v1"}, "http://127.0.0.1:4000/v1", "sk-o"),
+        ({"OPENAI_API_KEY": "sk-o", "GATEWAY_URL": "http://127.0.0.1:11434/v1"}, "http://127.0.0.1:11434/v1", None),
+        ({"OPENAI_API_KEY": "sk-o", "GATEWAY_URL": "https://api.openai.com/v1/"}, "https://api.openai.com/v1/", "sk-o"),
+        ({"OPENAI_API_KEY": "sk-o", "GATEWAY_URL": "https://openrouter.ai/api/v1", "GATEWAY_KEY": "sk-g"}, "https://openrouter.ai/api/v1", "sk-g"),
+        ({"GATEWAY_URL": "http://127.0.0.1:8000/v1", "GATEWAY_KEY": ""}, "http://127.0.0.1:8000/v1", None),
+    ],
+    ids=["openai-key-only", "openai-url-and-key", "other-gateway", "gateway-is-openai", "gateway-key-wins", "local-no-key"],
+)
+def test_the_gateway_pairs_each_key_with_its_own_server(
+    given: dict[str, str], url: str, key: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each model is on the server the settings name, with the key meant for that server or none."""
+    from test_template_agent import TEMPLATE, loaded
+
+    for name in SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)  # no .env here
+    gateway = loaded(TEMPLATE / "gateway.py", "template_gateway").Gateway()
+    model = gateway.model("m", "USER_MODEL")
+    assert isinstance(model, OpenAiModel)
+    assert model.base_url == url
+    assert (model.key.get_secret_value() if model.key is not None else None) == key
