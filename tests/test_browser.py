@@ -11,7 +11,6 @@ Playwright's Python client; Playwright's own browsers are never downloaded.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +35,7 @@ SHOTS = Path("/tmp/convy-shots")
 if not CHROMIUM.exists():
     pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium package to run the browser tests", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python client is not installed (pip install playwright)")
+expect = sync_api.expect
 
 from test_pages import Played  # noqa: E402
 
@@ -146,6 +146,42 @@ def rows(page: Any) -> list[str]:
     return page.eval_on_selector_all("#scenarios tbody tr.row", "rows => rows.map(row => row.dataset.id)")
 
 
+ROWS = "[...document.querySelectorAll('#scenarios tbody tr.row')].map((row) => row.dataset.id)"
+
+
+RUNS = "[...document.querySelectorAll('#runs tbody tr.row')].map((row) => row.dataset.run)"
+
+
+def shows(page: Any, wanted: list[str], start: int = 0, end: int | None = None, listed: str = ROWS) -> None:
+    """Wait until the rows from ``start`` to ``end`` (of the scenarios, or those ``listed`` gives)
+    are ``wanted``; fail showing the rows drawn."""
+    try:
+        page.wait_for_function(
+            f"([wanted, start, end]) => JSON.stringify({listed}.slice(start, end === null ? undefined : end)) === JSON.stringify(wanted)",
+            arg=[wanted, start, end],
+        )
+    except sync_api.TimeoutError:
+        raise AssertionError(f"the rows are {page.evaluate(listed)}, not {wanted} at [{start}:{end}]") from None
+
+
+def hashed(page: Any, part: str, present: bool = True) -> None:
+    """Wait until the page's hash holds ``part`` (or, with ``present`` false, no longer holds it)."""
+    try:
+        page.wait_for_function("([part, present]) => location.hash.includes(part) === present", arg=[part, present])
+    except sync_api.TimeoutError:
+        raise AssertionError(f"the hash {page.evaluate('location.hash')!r} {'lacks' if present else 'holds'} {part!r}") from None
+
+
+def focused(page: Any, wanted: str) -> None:
+    """Wait until the element with the focus has ``wanted`` as its id or its row's id."""
+    try:
+        page.wait_for_function(
+            "(wanted) => [document.activeElement.id, document.activeElement.dataset.id].includes(wanted)", arg=wanted
+        )
+    except sync_api.TimeoutError:
+        raise AssertionError(f"the focus is on {page.evaluate('document.activeElement.outerHTML.slice(0, 80)')}") from None
+
+
 def test_report_shows_header_tiles_and_table(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
     """The report draws its header, every tile and one row per scenario with its status in words."""
     page = visit().open(pages["2026-01-05-before"])
@@ -158,7 +194,7 @@ def test_report_shows_header_tiles_and_table(pages: dict[str, Path], visit: Call
                  "NOT JUDGED", "6 judge failed", "AGENT TOKENS", "cached", "TOTAL COST", "incomplete", "unpriced", "ANSWER TIME", "p95",
                  "USER MODEL AND JUDGE", "user model:", "judge:", "CONSISTENCY", "pass^6"):
         assert said in tiles, said
-    assert rows(page) == ["hostile", "orders/crash", "orders/unsure", "refunds/damaged", "refunds/late"]
+    shows(page, ["hostile", "orders/crash", "orders/unsure", "refunds/damaged", "refunds/late"])
     table = page.inner_text("#scenarios")
     for said in ("✓ always passes", "~ flaky", "✗ never passes", "– not judged", "6/6", "3/6", "0/6", "– 6 not judged"):
         assert said in table, said
@@ -176,37 +212,37 @@ def test_report_filters_sorts_searches_and_groups(pages: dict[str, Path], visit:
     tag each change the rows, and each is written to the hash."""
     page = visit().open(pages["2026-01-05-before"])
     page.select_option("#filter-status", "flaky")
-    assert rows(page) == ["refunds/late"]
-    assert "status=flaky" in page.evaluate("location.hash")
+    shows(page, ["refunds/late"])
+    hashed(page, "status=flaky")
     page.select_option("#filter-status", "")
     page.select_option("#filter-tag", "orders")
-    assert rows(page) == ["orders/crash", "orders/unsure"]
+    shows(page, ["orders/crash", "orders/unsure"])
     page.select_option("#filter-tag", "")
     page.select_option("#filter-claim", "The agent gives a date.")
-    assert rows(page) == ["refunds/late"]
+    shows(page, ["refunds/late"])
     assert page.inner_text("#scenarios tbody tr.row .claims-cell").strip() == "3/6"
     page.select_option("#filter-claim", "")
     page.fill("#search", "kettle")
-    assert rows(page) == []
+    shows(page, [])
     assert "No scenario matches" in page.inner_text("#scenarios tbody")
     page.fill("#search", "refund")
-    assert rows(page) == ["refunds/damaged", "refunds/late"]
+    shows(page, ["refunds/damaged", "refunds/late"])
     page.fill("#search", "")
     page.click("#scenarios thead button:has-text('Passed')")
-    assert rows(page)[:2] == ["hostile", "refunds/damaged"]
-    assert rows(page)[-1] == "orders/unsure"
+    shows(page, ["hostile", "refunds/damaged"], 0, 2)
+    shows(page, ["orders/unsure"], -1)
     page.click("#scenarios thead button:has-text('Passed')")
-    assert rows(page)[:2] == ["orders/crash", "refunds/late"]
-    assert "sort=rate" in page.evaluate("location.hash") and "dir=asc" in page.evaluate("location.hash")
+    shows(page, ["orders/crash", "refunds/late"], 0, 2)
+    hashed(page, "sort=rate")
+    hashed(page, "dir=asc")
     page.click("#scenarios thead button:has-text('Claims held')")
-    assert rows(page)[2:] == ["refunds/late", "orders/crash", "orders/unsure"]
-    assert "sort=claims" in page.evaluate("location.hash")
+    shows(page, ["refunds/late", "orders/crash", "orders/unsure"], 2)
+    hashed(page, "sort=claims")
     page.select_option("#group", "folder")
-    groups = page.eval_on_selector_all("#scenarios tbody tr.group", "rows => rows.map(row => row.textContent)")
-    assert groups == ["folder orders · 2 scenarios", "folder refunds · 2 scenarios", "folder top folder · 1 scenario"]
+    groups = page.locator("#scenarios tbody tr.group")
+    expect(groups).to_have_text(["folder orders · 2 scenarios", "folder refunds · 2 scenarios", "folder top folder · 1 scenario"])
     page.select_option("#group", "tag")
-    groups = page.eval_on_selector_all("#scenarios tbody tr.group", "rows => rows.map(row => row.textContent)")
-    assert groups == ["tag orders · 2 scenarios", "tag refunds · 2 scenarios", "tag smoke · 1 scenario", "tag no tag · 1 scenario"]
+    expect(groups).to_have_text(["tag orders · 2 scenarios", "tag refunds · 2 scenarios", "tag smoke · 1 scenario", "tag no tag · 1 scenario"])
 
 
 def test_scenario_window_shows_dialogue_steps_decisions_and_timeline(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
@@ -231,33 +267,33 @@ def test_scenario_window_shows_dialogue_steps_decisions_and_timeline(pages: dict
     assert page.locator("svg.timeline rect.span-judge").count() == 1
     call = page.locator("details.step.call").first
     assert not call.evaluate("node => node.open")
-    assert not page.locator("pre:has-text('\"paid\": 39.9')").first.is_visible()
+    expect(page.locator("pre:has-text('\"paid\": 39.9')").first).not_to_be_visible()
     page.click("button.expand")
-    assert page.locator("pre:has-text('\"paid\": 39.9')").first.is_visible()
-    assert page.locator("pre:has-text('\"amount\": 39.9')").first.is_visible()
+    expect(page.locator("pre:has-text('\"paid\": 39.9')").first).to_be_visible()
+    expect(page.locator("pre:has-text('\"amount\": 39.9')").first).to_be_visible()
     page.click("#window .attempt-tabs button:has-text('attempt 3')")
     page.wait_for_selector(".attempt[data-attempt='3']")
-    assert "a=3" in page.evaluate("location.hash")
+    hashed(page, "a=3")
     page.click("#window button.close")
-    assert page.locator("dialog#window[open]").count() == 0
-    assert "s=" not in page.evaluate("location.hash")
+    expect(page.locator("dialog#window[open]")).to_have_count(0)
+    hashed(page, "s=", present=False)
 
 
 def test_failed_and_unjudged_attempts_say_why(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
     """A crashed attempt shows the agent's failure and its stop; one the judge could not decide
     says so, and an unreported tool result says it was not reported."""
     page = visit().open(pages["2026-01-05-before"], "s=orders/crash")
-    page.wait_for_selector(".attempt")
-    text = page.inner_text(".attempt")
-    assert "✗ failed" in text and "agent failed" in text and "the shop's database is down" in text
+    attempt = page.locator(".attempt")
+    for said in ("✗ failed", "agent failed", "the shop's database is down"):
+        expect(attempt).to_contain_text(said, use_inner_text=True)
+    # Only the hash changes: the window is drawn anew, so wait for the new scenario's attempt.
     page.goto(pages["2026-01-05-before"].as_uri() + "#s=orders/unsure")
-    page.wait_for_selector(".attempt")
-    text = page.inner_text(".attempt")
-    assert "– not judged" in text and "judge failed" in text and "not judged (judge)" in text
+    for said in ("– not judged", "judge failed", "not judged (judge)"):
+        expect(attempt).to_contain_text(said, use_inner_text=True)
     page.goto(pages["2026-01-06-after"].as_uri() + "#s=refunds/damaged")
     page.wait_for_selector(".attempt")
     page.click("button.expand")
-    assert "not reported by the agent" in page.inner_text(".attempt")
+    expect(attempt).to_contain_text("not reported by the agent", use_inner_text=True)
 
 
 def test_keyboard_moves_opens_and_closes(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
@@ -265,24 +301,24 @@ def test_keyboard_moves_opens_and_closes(pages: dict[str, Path], visit: Callable
     attempt, j moves to the next scenario inside it, and Esc closes it, leaving the row focused."""
     page = visit().open(pages["2026-01-05-before"])
     page.keyboard.press("/")
-    assert page.evaluate("document.activeElement.id") == "search"
+    focused(page, "search")
     page.keyboard.press("Escape")
     page.keyboard.press("j")
     page.keyboard.press("j")
     page.keyboard.press("k")
     page.keyboard.press("j")
-    assert page.evaluate("document.activeElement.dataset.id") == "orders/crash"
+    focused(page, "orders/crash")
     page.keyboard.press("Enter")
     page.wait_for_selector("dialog#window[open] .attempt[data-attempt='1']")
     page.keyboard.press("ArrowRight")
     page.wait_for_selector(".attempt[data-attempt='2']")
     page.keyboard.press("j")
     page.wait_for_selector("dialog#window[open] .attempt")
-    assert "s=orders%2Funsure" in page.evaluate("location.hash")
+    hashed(page, "s=orders%2Funsure")
     page.keyboard.press("Escape")
     page.wait_for_function("() => !location.hash.includes('s=')")
-    assert page.locator("dialog#window[open]").count() == 0
-    assert page.evaluate("document.activeElement.dataset.id") == "orders/unsure"
+    expect(page.locator("dialog#window[open]")).to_have_count(0)
+    focused(page, "orders/unsure")
 
 
 def test_hash_link_reopens_the_same_view(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
@@ -294,17 +330,17 @@ def test_hash_link_reopens_the_same_view(pages: dict[str, Path], visit: Callable
     page.click("#scenarios tr[data-id='refunds/late']")
     page.click("#window .attempt-tabs button:has-text('attempt 4')")
     page.wait_for_selector(".attempt[data-attempt='4']")
-    link = page.url
+    link = page.evaluate("location.href")  # page.url may not yet know of the hash the page just wrote
     other = visit().open(pages["2026-01-05-before"], link.split("#", 1)[1])
     other.wait_for_selector("dialog#window[open] .attempt[data-attempt='4']")
     assert other.input_value("#filter-tag") == "refunds"
-    assert rows(other) == ["refunds/damaged", "refunds/late"]
+    shows(other, ["refunds/damaged", "refunds/late"])
     assert other.get_attribute("#scenarios th[aria-sort='ascending']", "aria-sort") == "ascending"
     assert other.locator("#window .attempt-tabs button[aria-pressed='true']").inner_text().endswith("attempt 4")
     other.goto(pages["2026-01-05-before"].as_uri() + "#status=never&s=orders/crash&a=2")
     other.wait_for_selector(".attempt[data-attempt='2']")
-    assert rows(other) == ["orders/crash"]
-    assert other.input_value("#filter-status") == "never"
+    shows(other, ["orders/crash"])
+    expect(other.locator("#filter-status")).to_have_value("never")
     other.goto(pages["2026-01-05-before"].as_uri() + "#status=never")
     other.wait_for_function("() => !document.querySelector('dialog#window[open]')")
 
@@ -346,12 +382,12 @@ def test_themes_follow_the_system_and_the_toggle_with_enough_contrast(pages: dic
         assert found["checked"] > 40 and found["low"] == [], (scheme, "window", found["low"])
     page = visit("light").open(pages["2026-01-05-before"])
     page.click("button.theme")
-    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
-    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(17, 20, 24)"
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    expect(page.locator("body")).to_have_css("background-color", "rgb(17, 20, 24)")
     page.reload()
     page.wait_for_selector("#app > *")
-    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
-    assert "Light theme" in page.inner_text("button.theme")
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    expect(page.locator("button.theme")).to_contain_text("Light theme")
 
 
 def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
@@ -379,8 +415,9 @@ def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) ->
     claims = page.inner_text("#claims")
     assert "The agent offers a refund." in claims and "100%" in claims and "0%" in claims and "▼ flipped, holds less" in claims
     page.fill("#search", "late")
-    assert page.locator("#group-worse tr.row").count() == 0
-    assert "s=" not in page.evaluate("location.hash") and "q=late" in page.evaluate("location.hash")
+    expect(page.locator("#group-worse tr.row")).to_have_count(0)
+    hashed(page, "s=", present=False)
+    hashed(page, "q=late")
     page.fill("#search", "")
     page.click("#group-worse tr[data-id='refunds/damaged']")
     page.wait_for_selector("dialog#window[open] #pair")
@@ -390,11 +427,11 @@ def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) ->
     cells = page.eval_on_selector_all("#pair > .cell", "nodes => nodes.map(node => node.innerText)")
     assert "refund of $39.90" in cells[6] and "passed this to a colleague" in cells[7]
     assert "Before: 2026-01-05-before" in pair.inner_text() and "After: 2026-01-06-after" in pair.inner_text()
-    assert "s=refunds%2Fdamaged" in page.evaluate("location.hash")
+    hashed(page, "s=refunds%2Fdamaged")
     page.reload()
     page.wait_for_selector("dialog#window[open] #pair")
     page.keyboard.press("Escape")
-    assert page.locator("dialog#window[open]").count() == 0
+    expect(page.locator("dialog#window[open]")).to_have_count(0)
 
 
 def test_comparison_banner_and_scenarios_apart(pages: dict[str, Path], tmp_path: Path, visit: Callable[..., Visit]) -> None:
@@ -419,34 +456,33 @@ def test_index_page(pages: dict[str, Path], visit: Callable[..., Visit]) -> None
     """The index lists every run newest first with its numbers, filters by agent, searches, sorts,
     draws a trend per agent, links each report and comparison, and gives the compare command."""
     page = visit().open(pages["index"])
-    runs = lambda: page.eval_on_selector_all("#runs tbody tr.row", "rows => rows.map(row => row.dataset.run)")  # noqa: E731
-    assert runs() == ["2026-01-07-first", "2026-01-06-after", "2026-01-05-before"]
+    shows(page, ["2026-01-07-first", "2026-01-06-after", "2026-01-05-before"], listed=RUNS)
     table = page.inner_text("#runs")
     for said in ("shop", "echo", "✓ finished", "%", "[", "30"):
         assert said in table
     page.select_option("#filter-agent", "shop")
-    assert runs() == ["2026-01-06-after", "2026-01-05-before"]
-    assert page.locator(".trend-tile[data-agent='echo']").is_hidden()
+    shows(page, ["2026-01-06-after", "2026-01-05-before"], listed=RUNS)
+    expect(page.locator(".trend-tile[data-agent='echo']")).to_be_hidden()
     page.select_option("#filter-agent", "")
     page.fill("#search", "before")
-    assert runs() == ["2026-01-05-before"]
+    shows(page, ["2026-01-05-before"], listed=RUNS)
     page.fill("#search", "")
+    shows(page, ["2026-01-07-first", "2026-01-06-after", "2026-01-05-before"], listed=RUNS)
     page.click("#runs thead button:has-text('Pass rate')")
+    hashed(page, "sort=rate")  # written as the rows are drawn in their new order
     rates = page.eval_on_selector_all("#runs tbody tr.row td:nth-child(5) .rate", "nodes => nodes.map(node => parseFloat(node.textContent))")
     assert rates == sorted(rates, reverse=True)
-    assert "sort=rate" in page.evaluate("location.hash")
     assert page.locator(".trend-tile[data-agent='shop'] svg.trend circle").count() == 2
     assert page.locator(".trend-tile[data-agent='echo'] svg.trend circle").count() == 1
-    assert page.inner_text("#compare-command") == "convy compare 2026-01-05-before 2026-01-06-after"
+    expect(page.locator("#compare-command")).to_have_text("convy compare 2026-01-05-before 2026-01-06-after")
     page.select_option("#compare-base", "2026-01-06-after")
     page.select_option("#compare-candidate", "2026-01-07-first")
-    assert page.inner_text("#compare-command") == "convy compare 2026-01-06-after 2026-01-07-first"
+    expect(page.locator("#compare-command")).to_have_text("convy compare 2026-01-06-after 2026-01-07-first")
     hrefs = page.eval_on_selector_all("a[href]", "links => links.map(link => link.href)")
     assert hrefs and all(href.startswith("file://") and Path(href.removeprefix("file://")).is_file() for href in hrefs)
     assert any(href.endswith("compare/2026-01-05-before--2026-01-06-after.html") for href in hrefs)
     page.click("#runs a:has-text('2026-01-06-after')")
-    page.wait_for_selector(".tiles")
-    assert "shop · 2026-01-06-after" in page.inner_text("h1")
+    expect(page.locator("h1")).to_contain_text("shop · 2026-01-06-after")
 
 
 def test_no_page_asks_the_network_for_anything(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
@@ -473,7 +509,7 @@ def test_screenshots_of_each_page_in_both_themes(pages: dict[str, Path], visit: 
     views = {
         "report": (pages["2026-01-05-before"], "", None),
         "window": (pages["2026-01-05-before"], "s=refunds/damaged", ".attempt"),
-        "window-steps": (pages["2026-01-05-before"], "s=refunds/damaged&a=2", ".attempt"),
+        "window-steps": (pages["2026-01-05-before"], "s=refunds/damaged&a=2", ".attempt[data-attempt='2']"),
         "comparison": (pages["comparison"], "", None),
         "pair": (pages["comparison"], "s=refunds/damaged", "#pair"),
         "index": (pages["index"], "", None),
@@ -519,28 +555,79 @@ class Large:
         return path
 
 
-def test_a_report_of_ten_thousand_attempts_opens_fast(tmp_path: Path, visit: Callable[..., Visit]) -> None:
-    """A report of 10,000 attempts has its tiles and first rows drawn in under 2 s, and a
-    scenario's dialogues are inflated only when its window opens."""
+def test_a_report_of_ten_thousand_attempts_draws_its_first_rows_and_inflates_on_demand(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """A report of 10,000 attempts draws its first 200 rows of 500 scenarios with no dialogue in the
+    page, inflates a scenario's dialogues only when its window opens, and draws more rows when the
+    reader scrolls to the end (how fast it opens is measured in bench/pages.py, not here)."""
     with ThreadPoolExecutor(1) as pool:
         path = pool.submit(Large(tmp_path).made).result()
-    one = visit()
-    timings = []
-    for _ in range(2):
-        started = time.monotonic()
-        page = one.open(path)
-        page.wait_for_selector("#scenarios tbody tr.row")
-        timings.append(time.monotonic() - started)
-    assert min(timings) < 2.0, timings
-    assert page.locator("#scenarios tbody tr.row").count() == 200
-    assert "500 scenarios" in page.inner_text(".count")
-    assert page.locator(".msg").count() == 0
+    page = visit().open(path)
+    table = page.locator("#scenarios tbody tr.row")
+    expect(table).to_have_count(200)
+    expect(page.locator(".count")).to_contain_text("500 scenarios")
+    expect(page.locator(".msg")).to_have_count(0)
     page.fill("#search", "s499")
-    assert page.locator("#scenarios tbody tr.row").count() == 1
+    expect(table).to_have_count(1)
     page.click("#scenarios tbody tr.row")
     page.wait_for_selector(".attempt")
-    assert page.locator("#matrix thead button").count() == 20
+    expect(page.locator("#matrix thead button")).to_have_count(20)
     page.keyboard.press("Escape")
+    expect(page.locator("dialog#window[open]")).to_have_count(0)
     page.fill("#search", "")
+    expect(table).to_have_count(200)
     page.evaluate("document.querySelector('#scenarios tbody tr.more').scrollIntoView()")
     page.wait_for_function("() => document.querySelectorAll('#scenarios tbody tr.row').length > 200")
+
+
+SPANS = 20_000  # code spans in one message: twice what the old drawing stopped at
+
+
+class Long:
+    """A run whose agent answers with long Markdown: a megabyte of "[" and thousands of code spans."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @staticmethod
+    def answer(text: str) -> str:
+        if "brackets" in text:
+            return "[" * 1_000_000
+        return " ".join(f"`c{number}`" for number in range(SPANS)) + " **the end**"
+
+    def made(self) -> Path:
+        scenarios = self.folder / "scenarios"
+        scenarios.mkdir(parents=True)
+        for name in ("brackets", "spans"):
+            (scenarios / f"{name}.yaml").write_text(f"script: [Send {name}]\njudge: [{{check: {{said: x}}}}]\n", encoding="utf-8")
+        bench = Bench(FakeAgent(self.answer), Models())
+        spec = RunSpec(id="long", agent="fake", scenarios=Scenarios(scenarios).every(), attempts=1, limits=bench.limits)
+        import asyncio
+
+        asyncio.run(RunJournal(self.folder / "results" / "fake" / "long").play(spec, bench))
+        (run,), _ = Runs(self.folder / "results").read()
+        path = self.folder / "long.html"
+        path.write_text(ReportPage(Summary(run)).html(), encoding="utf-8")
+        return path
+
+
+def test_long_messages_are_drawn_whole(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """A reply of a million "[" is drawn whole as text, and a reply of 20,000 code spans is drawn
+    with every span, the text after them included."""
+    with ThreadPoolExecutor(1) as pool:
+        path = pool.submit(Long(tmp_path).made).result()
+    page = visit().open(path, "s=brackets")
+    page.wait_for_selector(".attempt .msg-agent .md")
+    assert page.evaluate("document.querySelector('.msg-agent .md').textContent === '['.repeat(1000000)")
+    page.goto(path.as_uri() + "#s=spans")
+    page.wait_for_selector(".attempt[data-attempt='1'] .msg-agent .md code")
+    drawn = page.evaluate(
+        """() => {
+          const box = document.querySelector('.msg-agent .md');
+          const codes = [...box.querySelectorAll('code')].map((node) => node.textContent);
+          return {count: codes.length, first: codes[0], last: codes[codes.length - 1],
+                  strong: box.querySelector('strong') && box.querySelector('strong').textContent,
+                  text: box.textContent};
+        }"""
+    )
+    assert (drawn["count"], drawn["first"], drawn["last"], drawn["strong"]) == (SPANS, "c0", f"c{SPANS - 1}", "the end")
+    assert drawn["text"] == " ".join(f"c{number}" for number in range(SPANS)) + " the end"

@@ -45,7 +45,7 @@ SCENARIOS = {
     "refunds/no-order-number",
     "refunds/upset-customer",
 }
-GATEWAY = ("GATEWAY_URL", "GATEWAY_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL")
+GATEWAY = ("GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL")
 
 
 class Roles:

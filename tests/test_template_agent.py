@@ -162,7 +162,7 @@ def test_every_template_scenario_loads() -> None:
 
 def test_the_template_models_are_absent_with_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With no gateway set, the template's models are absent and say which settings to fill in."""
-    for name in ("GATEWAY_URL", "GATEWAY_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL"):
+    for name in ("GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no .env here
     monkeypatch.setattr(sys, "dont_write_bytecode", True)

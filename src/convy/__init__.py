@@ -5,12 +5,18 @@ A run from Python::
 
     import asyncio
     from pathlib import Path
-    from convy import Bench, Models, Plan, RunJournal, Scenarios
-    from convy.fakes import FakeJudge
+    from convy import Bench, Models, RunJournal, RunSpec, Scenarios
+    from convy.fakes import Echo, FakeJudge
 
+    agent = Echo()  # your agent here
     scenarios = Scenarios(Path("scenarios")).every()
-    bench = Bench(my_agent, Models(judge=FakeJudge()))
-    asyncio.run(bench.run(Plan(scenarios, attempts=3), RunJournal(Path("results/mine/first"))))
+    bench = Bench(agent, Models(judge=FakeJudge()))
+    spec = RunSpec(id="first", agent="mine", scenarios=scenarios, attempts=3, limits=bench.limits)
+    kept = asyncio.run(RunJournal(Path("results/mine/first")).play(spec, bench))
+    print(sum(outcome.status(0.0) == "passed" for outcome in kept.outcomes), "passed")
+
+``RunJournal.play`` makes the run's folder and keeps each attempt there as it ends; ``convy report``
+then draws it. ``tests/test_examples.py`` runs this example, and those of the README.
 """
 
 from convy.agent import (
@@ -51,7 +57,7 @@ from convy.bench import (
     Skipped,
 )
 from convy.busy import Busy, Patience, Places, Wait
-from convy.chat import Completion, Price, Prices
+from convy.chat import Chunks, Completion, Price, Prices
 from convy.dialog import (
     ChatJudge,
     Checked,
@@ -106,6 +112,7 @@ __all__ = [
     "ChatJudge",
     "Check",
     "Checked",
+    "Chunks",
     "Claim",
     "Complete",
     "Completion",

@@ -287,6 +287,8 @@ class Chunks(msgspec.Struct, frozen=True):
         match piece:
             case {"index": int(index), **rest}:
                 call = calls.setdefault(index, {"type": "function", "function": {"name": "", "arguments": ""}})
+                if rest.get("id"):  # the call's id, which a tool's result must name when sent back
+                    call["id"] = rest["id"]
                 function: Any = rest.get("function") or {}
                 call["function"]["name"] += function.get("name") or ""
                 call["function"]["arguments"] += function.get("arguments") or ""

@@ -18,6 +18,7 @@ import asyncio
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -170,7 +171,7 @@ class OpenAiModel(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         if not self.name.strip():
             raise ValueError("name: the model's name on the server is needed")
-        if not self.base_url.startswith(("http://", "https://")):
+        if not self.base_url.lower().startswith(("http://", "https://")):
             raise ValueError("base_url: must start with http:// or https://")
 
     def __repr__(self) -> str:
@@ -180,9 +181,11 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         """The provider, as given or as the base URL tells."""
         if self.provider is not None:
             return self.provider
-        if "openrouter.ai" in self.base_url:
+        # The host, which urlsplit gives in lower case: HTTPS://OpenRouter.AI/api/v1 is OpenRouter.
+        host = urlsplit(self.base_url).hostname or ""
+        if host == "openrouter.ai" or host.endswith(".openrouter.ai"):
             return "openrouter"
-        if "api.openai.com" in self.base_url:
+        if host == "api.openai.com":
             return "openai"
         return "compatible"
 

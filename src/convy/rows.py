@@ -9,8 +9,6 @@ exact digits, as a number in both files.
 
 from __future__ import annotations
 
-import csv
-import io
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -229,18 +227,20 @@ class Table(msgspec.Struct, frozen=True):
         return EXACT_JSON.encode_lines(self.rows).decode()
 
     def csv(self) -> str:
-        """A header row, then one line per row: an empty field for a missing value, ``true`` and
-        ``false`` for booleans, a cost with its exact digits, never in exponent notation."""
-        text = io.StringIO()
-        writer = csv.writer(text, lineterminator="\n")
-        writer.writerow(self.columns)
-        writer.writerows([self._field(value) for value in msgspec.structs.astuple(row)] for row in self.rows)
-        return text.getvalue()
+        """A header row, then one line per row: a text always in double quotes, so a reader that
+        honours quotes takes a reply of ``nan``, ``NA`` or ``""`` as that text (polars does;
+        pandas only with ``keep_default_na=False, na_values=[""]``, see docs/tables.md); an empty,
+        unquoted field for a missing value; ``true`` and ``false`` for booleans; a cost with its
+        exact digits, never in exponent notation."""
+        lines = [",".join(self.columns), *(",".join(self._field(value) for value in msgspec.structs.astuple(row)) for row in self.rows)]
+        return "".join(line + "\n" for line in lines)
 
     def _field(self, value: Any) -> str:
         match value:
             case None:
                 return ""
+            case str(text):
+                return '"' + text.replace('"', '""') + '"'
             case bool(flag):
                 return "true" if flag else "false"
             case Decimal() as amount:

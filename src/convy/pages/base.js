@@ -166,28 +166,75 @@ const Convy = (() => {
   }
 
   /* A subset of Markdown drawn as nodes: paragraphs, **bold**, *italic*, `code`, fenced code,
-     bullet and numbered lists; a link is shown as its text and its URL, never followed. */
+     bullet and numbered lists; a link is shown as its text and its URL, never followed.
 
-  const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|((?<![\w*])\*[^*\s][^*\n]*(?<!\s)\*(?![\w*]))|(\[[^\]\n]+\]\([^)\s]+\))/;
+     The inline marks are found in one pass, in linear time whatever the text holds: at each mark
+     that may open a span, its close is looked for within the line, and every search remembers
+     where it stopped, so a later search that starts inside that stretch is answered at once (a
+     reply of a million "[" is drawn as fast as a million letters). The text is always drawn whole. */
+
+  const WORD = /[A-Za-z0-9_]/;
+  const SPACE = /\s/;
+
+  /* The first index at or after a position whose character is a stop, remembered over one stretch. */
+  function finder(text, stop) {
+    let from = 0, at = -1;
+    return (position) => {
+      if (position < from || position > at) {
+        from = position;
+        at = position;
+        while (at < text.length && !stop(text[at])) at++;
+      }
+      return at;
+    };
+  }
 
   function inline(text) {
     const out = [];
-    let rest = text;
-    for (let guard = 0; rest && guard < 10000; guard++) {
-      const found = INLINE.exec(rest);
-      if (!found) { out.push(rest); break; }
-      if (found.index) out.push(rest.slice(0, found.index));
-      const token = found[0];
-      if (found[1]) out.push(h("code", null, token.slice(1, -1)));
-      else if (found[2]) out.push(h("strong", null, inline(token.slice(2, -2))));
-      else if (found[3]) out.push(h("em", null, inline(token.slice(1, -1))));
-      else {
-        const split = token.indexOf("](");
-        out.push(h("span", { class: "link" }, token.slice(1, split)), h("span", { class: "url" }, " (" + token.slice(split + 2, -1) + ")"));
+    const tick = finder(text, (c) => c === "`" || c === "\n");
+    const star = finder(text, (c) => c === "*" || c === "\n");
+    const bracket = finder(text, (c) => c === "]" || c === "\n");
+    const paren = finder(text, (c) => c === ")" || SPACE.test(c));
+    const openers = /[`*[]/g;  // one per call: the bold and italic inside are drawn by a call of their own
+    let plain = 0;
+    for (let found = openers.exec(text); found; found = openers.exec(text)) {
+      const at = found.index;
+      let node = null, end = at;
+      if (text[at] === "`") {
+        const close = tick(at + 1);
+        if (close > at + 1 && text[close] === "`") { node = h("code", null, text.slice(at + 1, close)); end = close + 1; }
+      } else if (text[at] === "*") {
+        if (text[at + 1] === "*") {
+          const close = star(at + 2);
+          if (close > at + 2 && text[close] === "*" && text[close + 1] === "*") { node = h("strong", null, inline(text.slice(at + 2, close))); end = close + 2; }
+        }
+        const before = at > 0 ? text[at - 1] : "";
+        const first = text[at + 1];
+        if (!node && first !== undefined && first !== "*" && before !== "*" && !SPACE.test(first) && !WORD.test(before)) {
+          const close = star(at + 1);
+          const after = close + 1 < text.length ? text[close + 1] : "";
+          if (text[close] === "*" && !SPACE.test(text[close - 1]) && !WORD.test(after) && after !== "*") { node = h("em", null, inline(text.slice(at + 1, close))); end = close + 1; }
+        }
+      } else {
+        const close = bracket(at + 1);
+        if (close > at + 1 && text[close] === "]" && text[close + 1] === "(") {
+          const stop = paren(close + 2);
+          if (stop > close + 2 && text[stop] === ")") {
+            out.push(text.slice(plain, at), h("span", { class: "link" }, text.slice(at + 1, close)), h("span", { class: "url" }, " (" + text.slice(close + 2, stop) + ")"));
+            plain = stop + 1;
+            openers.lastIndex = plain;
+            continue;
+          }
+        }
       }
-      rest = rest.slice(found.index + token.length);
+      if (node) {
+        out.push(text.slice(plain, at), node);
+        plain = end;
+        openers.lastIndex = end;
+      }
     }
-    return out;
+    out.push(text.slice(plain));
+    return out.filter((piece) => piece !== "");
   }
 
   function markdown(text) {

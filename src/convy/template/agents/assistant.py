@@ -6,8 +6,9 @@ model asks for the tool, the agent runs it and sends the result back, up to thre
 answer reports every call as a step, so checks such as ``{called: lookup_order}`` can see it, and
 every request's usage (``Requests``), so the run's tokens and cost are what the gateway reported.
 
-Set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env to run it; until then it is absent and
-``convy run`` skips it.
+Set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env to run it (see gateway.py); until then it is
+absent and ``convy run`` skips it. Its requests follow the gateway's settings as the models' do:
+the reasoning effort (AGENT_EFFORT), streaming and the provider.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from convy import (
     Absent,
     Answer,
     Call,
+    Chunks,
     Completion,
     JsonEndpoint,
     Message,
@@ -74,14 +76,13 @@ class AssistantConversation:
         steps: list[Call] = []
         spent: list[Usage | NoUsage] = []
         for _ in range(3):
-            # The model's own settings (temperature, max tokens, the fields its provider reads,
-            # such as OpenRouter's usage with its cost), for a whole reply: no streaming here.
-            settings = {key: value for key, value in self._model.body(()).items() if key not in ("stream", "stream_options")}
-            body = {**settings, "messages": self._messages, "tools": TOOLS}
-            reply = await self._connection.response(body, "/chat/completions")
-            read = Completion(reply.value, self._model.name, self._model.prices, reply.headers).read()
+            # The model's own body carries the gateway's settings (effort, streaming, provider),
+            # and the fields its provider reads, such as OpenRouter's usage with its cost.
+            body = {**self._model.body(()), "messages": self._messages, "tools": TOOLS}
+            reply, headers = await self._asked(body)
+            read = Completion(reply, self._model.name, self._model.prices, headers).read()
             spent.append(read.usage)  # every request's tokens and cost, reported or not
-            calls = reply.value["choices"][0]["message"].get("tool_calls") or []
+            calls = reply["choices"][0]["message"].get("tool_calls") or []
             self._messages.append({"role": "assistant", "content": read.text, **({"tool_calls": calls} if calls else {})})
             if not calls:
                 return Answer(read.text, Requests(tuple(spent)), tuple(steps))
@@ -93,6 +94,15 @@ class AssistantConversation:
                 self._messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": json.dumps(result)})
         return Answer("Sorry, I could not finish looking that up.", Requests(tuple(spent)), tuple(steps))
 
+    async def _asked(self, body: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+        """The model's reply to ``body`` with its response's headers (LiteLLM's proxy gives a
+        cost there), put together from its events when it is streamed."""
+        if not self._model.stream:
+            response = await self._connection.response(body, "/chat/completions")
+            return response.value, response.headers
+        events = [event async for event in self._connection.events(body, "/chat/completions")]
+        return Chunks(tuple(events)).completion(), {}
+
 
 class Assistant:
     """The agent: one connection to the gateway per conversation."""
@@ -102,17 +112,16 @@ class Assistant:
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[AssistantConversation]:
-        endpoint = JsonEndpoint(
-            self._model.base_url.rstrip("/"),
-            {"authorization": f"Bearer {self._model.key.get_secret_value()}"},
-            timeout=self._model.timeout,
-        )
+        # A server that needs no key (Ollama, vLLM on your machine) gets no Authorization header.
+        key = self._model.key
+        headers = {"authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+        endpoint = JsonEndpoint(self._model.base_url.rstrip("/"), headers, timeout=self._model.timeout)
         async with endpoint.connection() as connection:
             yield AssistantConversation(self._model, connection)
 
 
 gateway = Gateway()
-model = gateway.model(gateway.agent_model, "AGENT_MODEL")
+model = gateway.model(gateway.agent_model, "AGENT_MODEL", gateway.agent_effort)
 match model:
     case OpenAiModel():
         agent: Assistant | Absent = Assistant(model)
