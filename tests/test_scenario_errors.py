@@ -255,6 +255,26 @@ HOSTILE: list[tuple[str, str, str]] = [
         "scenarios/refund.yaml: line 3, column 1: a key is empty",
     ),
     (
+        "a key holding a terminal escape",
+        'user: hi\njudge: [ok]\nvars: {"a\\e[2J": 1}\n',
+        "scenarios/refund.yaml: vars: a key holds a control character or a line break",
+    ),
+    (
+        "a key holding a line break at the top",
+        'user: hi\njudge: [ok]\n"a\\nb": 1\n',
+        "scenarios/refund.yaml: line 3, column 1: a key holds a control character or a line break",
+    ),
+    (
+        "a key of 201 characters",
+        "user: hi\njudge: [ok]\nvars: {" + "k" * 201 + ": 1}\n",
+        "scenarios/refund.yaml: vars: a key longer than 200 characters",
+    ),
+    (
+        "a scalar tag on a list",
+        "user: !!str [a, b]\njudge: [ok]\n",
+        "scenarios/refund.yaml: user: the tag !!str does not fit a list",
+    ),
+    (
         "an unknown key near a known one",
         "user: hi\njudeg: [ok]\n",
         "scenarios/refund.yaml: judeg: unknown field; did you mean judge?",

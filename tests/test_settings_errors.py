@@ -20,6 +20,11 @@ PYPROJECT: list[tuple[str, bytes, str]] = [
         b"[tool.convy]\natempts = 3\n",
         "pyproject.toml: [tool.convy] atempts: unknown field; did you mean attempts?",
     ),
+    (
+        "an unknown key holding a line break",
+        b'[tool.convy]\n"\\n\\u001b[2J" = 1\n',
+        "pyproject.toml: [tool.convy] '\\n\\x1b[2J': unknown field",
+    ),
     ("an empty key", b'[tool.convy]\n"" = 3\n', "pyproject.toml: [tool.convy] a field with an empty name"),
     ("a huge number", b"[tool.convy]\nattempts = 99999999999999999999999\n", "pyproject.toml: [tool.convy] attempts: must be at most 10,000"),
     ("infinite seconds", b"[tool.convy]\nturn_seconds = inf\n", "pyproject.toml: [tool.convy] turn_seconds: must be a finite number"),

@@ -103,7 +103,7 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValueError("trust: must be between 0 and 1")
         if self.attempts < 1:
             raise ValueError("attempts: must be at least 1")
-        if "\0" in self.user_prompt:
+        if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
             raise ValueError("user_prompt: not a file name")
         self.limits()  # the limits' own checks, named by field
 

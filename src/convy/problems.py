@@ -90,12 +90,13 @@ class FieldProblem(msgspec.Struct, frozen=True):
     def text(self) -> str:
         what, _, where = self.message.partition(" - at `")
         keyed = where.startswith("key` in `")
-        path = where.removeprefix("key` in `").removeprefix("$").rstrip("`").lstrip(".")
+        path = self._shown(where.removeprefix("key` in `").removeprefix("$").rstrip("`").lstrip("."))
         found = re.fullmatch(r"Object contains unknown field `(.*)`", what, re.DOTALL)
         if found and not found.group(1):
             return f"{path}: a field with an empty name" if path else "a field with an empty name"
         if found:
-            return f"{self._joined(path, found.group(1))}: unknown field{self._suggested(path, found.group(1))}"
+            name = found.group(1)
+            return f"{self._joined(path, self._shown(name))}: unknown field{self._suggested(path, name)}"
         found = re.fullmatch(r"Object missing required field `(.+)`", what)
         if found:
             return f"{self._joined(path, found.group(1))}: required"
@@ -162,6 +163,10 @@ class FieldProblem(msgspec.Struct, frozen=True):
                 return next((record for record in found if record is not None), None)
             case _:
                 return None
+
+    def _shown(self, name: str) -> str:
+        # A name read from a file stays on one line and never drives a terminal.
+        return name if name.isprintable() else repr(name)
 
     def _joined(self, path: str, field: str) -> str:
         return f"{path}.{field}" if path else field

@@ -53,7 +53,7 @@ class Refused(yaml.MarkedYAMLError):
 
     def __init__(self, path: str, problem: str, mark: Any) -> None:
         super().__init__(None, None, problem, mark)
-        self.path = path
+        self.path = path if path.isprintable() else ""  # a key's control characters stay out of the line
 
 
 class StrictLoader(yaml.composer.Composer, _Events, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
@@ -146,6 +146,7 @@ class YamlFile(msgspec.Struct, frozen=True):
     shown: str
 
     MAX_BYTES: ClassVar[int] = 1024 * 1024
+    MAX_KEY: ClassVar[int] = 200
     KINDS: ClassVar[dict[str, str]] = {
         "str": "text",
         "int": "a whole number",
@@ -217,6 +218,8 @@ class YamlFile(msgspec.Struct, frozen=True):
                         raise self._problem(key, "", f"the key {name!r} is given twice")
                     keys.add(name)
                     self._checked(value, f"{path}.{name}" if path else name, seen)
+            case yaml.SequenceNode() | yaml.MappingNode() if kind in self.KINDS:
+                raise self._problem(node, path, f"the tag {self._tag(node)} does not fit {self.KINDS[self._kind_of(node)]}")
             case _:
                 raise self._problem(node, path, f"the tag {self._tag(node)} is not allowed: write plain YAML")
 
@@ -245,12 +248,23 @@ class YamlFile(msgspec.Struct, frozen=True):
                     raise self._problem(key, path, "a key is empty")
                 if _SURROGATE.search(text):
                     raise self._problem(key, path, "a key holds a lone surrogate, which is not text")
+                if not text.isprintable():  # a line break or a terminal's escape would reach the error's line
+                    raise self._problem(key, path, "a key holds a control character or a line break")
+                if len(text) > self.MAX_KEY:
+                    raise self._problem(key, path, f"a key longer than {self.MAX_KEY} characters")
                 return text
             case _ if kind == "merge":
                 raise self._problem(key, path, "merge keys (<<) are not supported: write the fields out")
             case _:
                 got = self.KINDS.get(kind, f"the tag {self._tag(key)}")
                 raise self._problem(key, path, f"expected text as a key, got {got}")
+
+    def _kind_of(self, node: yaml.Node) -> str:
+        match node:
+            case yaml.SequenceNode():
+                return "seq"
+            case _:
+                return "map"
 
     def _kind(self, node: yaml.Node) -> str:
         return node.tag.removeprefix(_TAG) if node.tag.startswith(_TAG) else node.tag
