@@ -55,7 +55,7 @@ SPLICES = [
     b"\xff", b"\xed\xa0\x80", b"\x00", b"\x1b[2J", b'"\\ud800"', b'"\\udc80x"', b"\t", b"\r", b"\n",
     b"  ", b"- ", b": ", b"'", b'"', b"---\n", b"...\n", b"%YAML 1.1\n", b"%TAG ! tag:x,2000:\n", b"!x ",
     b".nan", b".inf", b"-.inf", b"1.0e999", b"99999999999999999999999", b"0x1F", b"012", b"~", b"null",
-    b"a{4294967296}", b"(a+)+$", b"(" * 300, b"\\", b"\xef\xbb\xbf", b"#", b"|\n", b">-\n", b"''",
+    b'"\\u001b[2J\\n": 1, ', b'"\\ud800"', b"a{4294967296}", b"(a+)+$", b"(" * 300, b"\\", b"\xef\xbb\xbf", b"#", b"|\n", b">-\n", b"''",
 ]
 FIELDS = ["id", "user", "script", "judge", "vars", "max_turns", "tags", "claim", "grades", "pass", "check",
           "called", "with", "not_called", "said", "not_said"]
@@ -400,6 +400,18 @@ def sound_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "results"
 
 
+JSON_VALUES = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(), TEXTS,
+        st.sampled_from(["running", "finished", "interrupted", "no_usage", "verdict", "failed"]),
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXTS, inner, max_size=3)),
+    max_leaves=8,
+)
+RUN_FIELDS = ["spec", "status", "format", "id", "agent", "scenarios", "attempts", "limits", "trust", "type",
+              "started", "ended", "vars", "judge", "user", "script", "max_turns", "check", "with", "said"]
+
+
 @st.composite
 def attempt_lines(draw: st.DrawFn, lines: tuple[bytes, ...]) -> bytes:
     """attempts.jsonl with lines mutated, dropped, duplicated, cut, or replaced by hostile JSON."""
@@ -415,7 +427,19 @@ def attempt_lines(draw: st.DrawFn, lines: tuple[bytes, ...]) -> bytes:
     chosen = list(lines)
     for _ in range(draw(st.integers(1, 5))):
         at = draw(st.integers(0, len(chosen) - 1))
-        match draw(st.sampled_from(["mutate", "drop", "twice", "cut", "hostile"])):
+        match draw(st.sampled_from(["mutate", "drop", "twice", "cut", "hostile", "inject"])):
+            case "inject":
+                try:
+                    record = json.loads(chosen[at])
+                except (ValueError, RecursionError):  # a line mutated before: nothing to inject into
+                    record = None
+                match record:
+                    case dict():
+                        key = draw(st.one_of(st.sampled_from(list(record) or ["scenario"]), TEXTS))
+                        record[key] = draw(JSON_VALUES)
+                        chosen[at] = json.dumps(record).encode()
+                    case _:
+                        pass
             case "mutate":
                 chosen[at] = draw(mutated((chosen[at],)))
             case "drop" if len(chosen) > 1:
@@ -456,6 +480,18 @@ def test_fuzzed_attempt_lines_are_skipped_and_counted(tmp_path: Path, sound_run:
     assert cases.count >= size(full)
 
 
+@st.composite
+def injected(draw: st.DrawFn, sound: bytes) -> bytes:
+    """run.json with a field somewhere in it set to a value of any kind, or a key no record has."""
+    data = json.loads(sound)
+    places = [data, data["spec"], data["status"], data["spec"]["limits"], data["spec"]["scenarios"][0]]
+    for _ in range(draw(st.integers(1, 3))):
+        place = draw(st.sampled_from(places))
+        key = draw(st.one_of(st.sampled_from(RUN_FIELDS), TEXTS))
+        place[key] = draw(JSON_VALUES)
+    return json.dumps(data).encode()
+
+
 def test_fuzzed_run_json_gives_a_reason(tmp_path: Path, sound_run: Path, full: bool) -> None:
     """A run folder whose run.json is mutated is read or set aside with a one-line reason naming run.json, never a crash."""
     results = tmp_path / "results"
@@ -465,7 +501,7 @@ def test_fuzzed_run_json_gives_a_reason(tmp_path: Path, sound_run: Path, full: b
 
     cases = Cases()
     @fuzzed(full)
-    @given(st.one_of(mutated((sound,)), mutated((msgspec.json.encode(msgspec.json.decode(sound)),))))
+    @given(st.one_of(mutated((sound,)), mutated((msgspec.json.encode(msgspec.json.decode(sound)),)), injected(sound)))
     def case(raw: bytes) -> None:
         cases.ran()
         (folder / "run.json").write_bytes(raw)
@@ -474,6 +510,7 @@ def test_fuzzed_run_json_gives_a_reason(tmp_path: Path, sound_run: Path, full: b
         assert len(runs) + len(unread) == 1
         for one in unread:
             assert "run.json" in one.reason, one.reason
+            assert one.reason.isprintable(), one.reason
         for run in runs:
             assert isinstance(run, Read)
 

@@ -88,6 +88,11 @@ class FieldProblem(msgspec.Struct, frozen=True):
     }
 
     def text(self) -> str:
+        """The message as one line: any character that is not printable is shown escaped."""
+        said = self._said()
+        return said if said.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in said)
+
+    def _said(self) -> str:
         what, _, where = self.message.partition(" - at `")
         keyed = where.startswith("key` in `")
         path = self._shown(where.removeprefix("key` in `").removeprefix("$").rstrip("`").lstrip("."))
