@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,7 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "unknown field in a check",
         "user: I want a refund\njudge:\n  - check: {called: refund, whith: {order: A1}}\n",
-        "scenarios/refund.yaml: judge[0].check.whith: unknown field",
+        "scenarios/refund.yaml: judge[0].check.whith: unknown field; did you mean with?",
     ),
     (
         "missing judge",
@@ -216,6 +218,177 @@ BROKEN: list[tuple[str, str, str]] = [
     ),
 ]
 
+
+def bomb(levels: int, where: str = "with") -> str:
+    """A scenario whose check's ``with:`` (or whose ``vars:``) holds an alias bomb of ``levels`` levels."""
+    rows = ["lol"] * 9
+    anchors = [f"a0: &a0 [{', '.join(rows)}]"]
+    anchors += [f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 9)}]" for level in range(1, levels)]
+    if where == "with":
+        return "user: hi\njudge:\n  - check:\n      called: t\n      with:\n" + "".join(f"        {row}\n" for row in anchors)
+    return "user: hi\njudge: [ok]\nvars:\n" + "".join(f"  {row}\n" for row in anchors)
+
+
+BOUNDED = "aliases repeat more than 10,000 values or 100,000 characters; write the data out instead"
+
+# Hostile files (issue 7, item 8): each one line naming the file and the field, or the line
+# where no field can be named.
+HOSTILE: list[tuple[str, str, str]] = [
+    (
+        "a list as a key",
+        "user: hi\njudge: [ok]\nvars:\n  ? [a, b]\n  : 1\n",
+        "scenarios/refund.yaml: vars: expected text as a key, got a list",
+    ),
+    (
+        "a mapping as a key at the top",
+        "user: hi\njudge: [ok]\n? {a: 1}\n: 2\n",
+        "scenarios/refund.yaml: line 3, column 3: expected text as a key, got a mapping",
+    ),
+    (
+        "a number as a key at the top",
+        "user: hi\njudge: [ok]\n1: x\n",
+        "scenarios/refund.yaml: line 3, column 1: expected text as a key, got a whole number",
+    ),
+    (
+        "an empty key",
+        "user: hi\njudge: [ok]\n'': x\n",
+        "scenarios/refund.yaml: line 3, column 1: a key is empty",
+    ),
+    (
+        "a key holding a terminal escape",
+        'user: hi\njudge: [ok]\nvars: {"a\\e[2J": 1}\n',
+        "scenarios/refund.yaml: vars: a key holds a control character or a line break",
+    ),
+    (
+        "a key holding a line break at the top",
+        'user: hi\njudge: [ok]\n"a\\nb": 1\n',
+        "scenarios/refund.yaml: line 3, column 1: a key holds a control character or a line break",
+    ),
+    (
+        "a key of 201 characters",
+        "user: hi\njudge: [ok]\nvars: {" + "k" * 201 + ": 1}\n",
+        "scenarios/refund.yaml: vars: a key longer than 200 characters",
+    ),
+    (
+        "a scalar tag on a list",
+        "user: !!str [a, b]\njudge: [ok]\n",
+        "scenarios/refund.yaml: user: the tag !!str does not fit a list",
+    ),
+    (
+        "an unknown key near a known one",
+        "user: hi\njudeg: [ok]\n",
+        "scenarios/refund.yaml: judeg: unknown field; did you mean judge?",
+    ),
+    (
+        "an unknown key in a judge entry",
+        "user: hi\njudge:\n  - claim: ok\n    grade: [bad, good]\n",
+        "scenarios/refund.yaml: judge[0].grade: unknown field; did you mean grades?",
+    ),
+    (
+        "nesting 600 deep",
+        "user: hi\njudge: [ok]\nvars: " + "[" * 600 + "]" * 600 + "\n",
+        "scenarios/refund.yaml: vars: nested more than 64 levels deep",
+    ),
+    (
+        "nesting 600 deep in a check's with",
+        "user: hi\njudge:\n  - check:\n      called: t\n      with: {a: " + "[" * 600 + "]" * 600 + "}\n",
+        "scenarios/refund.yaml: judge: nested more than 64 levels deep",
+    ),
+    (
+        "a repetition count past any limit",
+        "user: hi\njudge:\n  - check: {said: 'a{4294967296}'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: a repetition of more than 10,000 in the regular expression",
+    ),
+    (
+        "an upper repetition count past any limit",
+        "user: hi\njudge:\n  - check: {not_said: 'a{2,99999999999999999999}'}\n",
+        "scenarios/refund.yaml: judge[0].check.not_said: a repetition of more than 10,000 in the regular expression",
+    ),
+    (
+        "a regular expression nested too deeply",
+        "user: hi\njudge:\n  - check: {said: '" + "(" * 5000 + ")" * 5000 + "'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a valid regular expression: nested too deeply",
+    ),
+    (
+        "!!int on text",
+        "user: !!int abc\njudge: [ok]\n",
+        "scenarios/refund.yaml: user: not a whole number",
+    ),
+    (
+        "!!bool on text",
+        "user: hi\njudge: [ok]\nvars: {a: !!bool maybe}\n",
+        "scenarios/refund.yaml: vars.a: not true or false",
+    ),
+    (
+        "a merge key",
+        "base: &b {x: 1}\nuser: hi\njudge: [ok]\nvars: {<<: *b}\n",
+        "scenarios/refund.yaml: vars: merge keys (<<) are not supported: write the fields out",
+    ),
+    (
+        "a merge key whose value fails to construct",
+        "user: hi\njudge: [ok]\nvars:\n  <<: {a: !!int abc}\n",
+        "scenarios/refund.yaml: vars: merge keys (<<) are not supported: write the fields out",
+    ),
+    (
+        "a Python tag",
+        "user: !!python/object/apply:os.system [ls]\njudge: [ok]\n",
+        "scenarios/refund.yaml: user: the tag !!python/object/apply:os.system is not allowed: write plain YAML",
+    ),
+    (
+        "a set",
+        "user: hi\njudge: [ok]\ntags: !!set {a, b}\n",
+        "scenarios/refund.yaml: tags: the tag !!set is not allowed: write plain YAML",
+    ),
+    (
+        "a timestamp",
+        "user: hi\njudge: [ok]\nvars: {when: !!timestamp 2024-01-01}\n",
+        "scenarios/refund.yaml: vars.when: the tag !!timestamp is not allowed: write plain YAML",
+    ),
+    (
+        "a number that is not finite",
+        "user: hi\njudge: [ok]\nvars: {a: .nan}\n",
+        "scenarios/refund.yaml: vars.a: not a finite number",
+    ),
+    (
+        "a number past a float",
+        "user: hi\njudge: [ok]\nvars: {a: 1.0e999}\n",
+        "scenarios/refund.yaml: vars.a: not a finite number",
+    ),
+    (
+        "a whole number past 64 bits",
+        "user: hi\njudge: [ok]\nmax_turns: 99999999999999999999999999\n",
+        "scenarios/refund.yaml: max_turns: a whole number too large to keep",
+    ),
+    ("an alias bomb of 6 levels in a check's with", bomb(6), f"scenarios/refund.yaml: judge[0].check.with.a4[0]: {BOUNDED}"),
+    ("an alias bomb of 9 levels in a check's with", bomb(9), f"scenarios/refund.yaml: judge[0].check.with.a4[0]: {BOUNDED}"),
+    ("an alias bomb of 30 levels in vars", bomb(30, "vars"), f"scenarios/refund.yaml: vars.a4[0]: {BOUNDED}"),
+    (
+        "an alias inside its own anchor",
+        "user: hi\njudge: [ok]\nvars: &a {x: *a}\n",
+        "scenarios/refund.yaml: vars.x: the alias *a is used inside its own anchor",
+    ),
+    (
+        "a NUL character",
+        "user: hi\0\njudge: [ok]\n",
+        "scenarios/refund.yaml: line 1: the character U+0000 is not allowed in YAML",
+    ),
+    (
+        "a file larger than a megabyte",
+        "user: hi\njudge: [ok]\n# " + "x" * 1024 * 1024 + "\n",
+        "scenarios/refund.yaml: larger than 1 MB",
+    ),
+]
+
+# Bytes that are not UTF-8: the line of the first one is named.
+UNREADABLE: list[tuple[str, bytes, str]] = [
+    ("a byte that is not UTF-8", b"user: hi\njudge: [ok\xff]\n", "scenarios/refund.yaml: line 2: not UTF-8 text (byte 0xff)"),
+    (
+        "a lone surrogate written as UTF-8 bytes",
+        b"user: hi \xed\xa0\x80\njudge: [ok]\n",
+        "scenarios/refund.yaml: line 1: not UTF-8 text (byte 0xed)",
+    ),
+]
+
 # YAML syntax errors: the message names the file and the line; the rest is PyYAML's.
 STARTS: list[tuple[str, str, str]] = [
     (
@@ -227,6 +400,16 @@ STARTS: list[tuple[str, str, str]] = [
         "tab for indent",
         "user: I want a refund\n\tjudge: [the agent helped]\n",
         "scenarios/refund.yaml: line 2, column 1: ",
+    ),
+    (
+        "a lone surrogate written as an escape",
+        'user: "\\ud800"\njudge: [ok]\n',
+        "scenarios/refund.yaml: line 1, column ",
+    ),
+    (
+        "two documents",
+        "user: hi\njudge: [ok]\n---\nuser: again\n",
+        "scenarios/refund.yaml: line 3, column 1: ",
     ),
     (
         "unclosed quote",
@@ -374,5 +557,77 @@ def test_broken_scenario_stops_the_command(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "scenarios/refund.yaml: judge[0].pass: must be one of the grades" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert not (project / "results").exists()
+
+
+@pytest.mark.parametrize(("case", "text", "expected"), HOSTILE, ids=[case for case, _, _ in HOSTILE])
+def test_hostile_file_gives_one_line_within_bounds(tmp_path: Path, case: str, text: str, expected: str) -> None:
+    """A hostile scenario file is one ScenarioError line naming the file and field, read within 20 MB of memory."""
+    folder = written(tmp_path, {"refund.yaml": text})
+    tracemalloc.start()
+    try:
+        error = problem(folder)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert error.problems == (expected,)
+    assert peak < 20 * 1024 * 1024
+
+
+@pytest.mark.parametrize(("case", "raw", "expected"), UNREADABLE, ids=[case for case, _, _ in UNREADABLE])
+def test_bytes_that_are_not_utf8_name_the_line(tmp_path: Path, case: str, raw: bytes, expected: str) -> None:
+    """A file with bytes that are not UTF-8 is one line naming the file, the line and the byte."""
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "refund.yaml").write_bytes(raw)
+    assert problem(folder).problems == (expected,)
+
+
+def test_an_alias_used_a_few_times_is_read(tmp_path: Path) -> None:
+    """Aliases within the budget still work: an anchored text used again is read as that text."""
+    scenario = read(tmp_path, "user: &u Hello there\nscript: [*u, *u]\njudge: [ok]\n")
+    assert scenario.script == ("Hello there", "Hello there")
+
+
+def test_a_spec_that_cannot_be_kept_leaves_no_folder(tmp_path: Path) -> None:
+    """A run whose spec cannot be written as JSON is a ConfigurationError and leaves no run folder, not even run.lock."""
+    from convy.bench import Bench, RunJournal, RunSpec
+    from convy.fakes import Echo
+    from convy.model import Absent, Models
+    from convy.problems import ConfigurationError
+
+    scenario = Scenario(id="s", judge=("ok",), script=("hi \ud800",))
+    spec = RunSpec(id="r", agent="a", scenarios=(scenario,), attempts=1, limits=Bench(Echo(), Models(Absent(), Absent())).limits)
+    folder = tmp_path / "results" / "a" / "r"
+    with pytest.raises(ConfigurationError, match="run r cannot be kept"):
+        asyncio.run(RunJournal(folder).play(spec, Bench(Echo(), Models(Absent(), Absent()))))
+    assert not folder.exists()
+
+
+HOSTILE_COMMAND = [
+    ("a list as a key", "script: [hello]\njudge: [ok]\nvars:\n  ? [a, b]\n  : 1\n", "vars: expected text as a key, got a list"),
+    ("nesting 600 deep", "script: [hello]\njudge: [ok]\nvars: " + "[" * 600 + "]" * 600 + "\n", "vars: nested more than 64 levels deep"),
+    ("a repetition count", "script: [hello]\njudge:\n  - check: {said: 'a{4294967296}'}\n", "judge[0].check.said: a repetition"),
+    ("a lone surrogate", 'script: [hello]\njudge: [ok]\nuser: "a \\udc80"\n', "line 3, column "),
+    ("!!int on text", "script: [hello]\njudge: [ok]\nmax_turns: !!int abc\n", "max_turns: not a whole number"),
+    ("a merge key", "script: [hello]\njudge: [ok]\nvars:\n  <<: {a: !!int abc}\n", "vars: merge keys (<<)"),
+    ("an alias bomb", bomb(9).replace("user: hi", "script: [hello]"), f"judge[0].check.with.a4[0]: {BOUNDED}"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "expected"), HOSTILE_COMMAND, ids=[case for case, _, _ in HOSTILE_COMMAND])
+def test_hostile_file_stops_the_command(tmp_path: Path, case: str, text: str, expected: str) -> None:
+    """`convy run` on a hostile scenario file exits 2 with one line naming the file and field, no traceback, no results/."""
+    project = tmp_path / "project"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
+    written(project, {"refund.yaml": text})
+    done = subprocess.run(
+        [sys.executable, "-m", "convy", "run"], cwd=project, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"convy: scenarios/refund.yaml: {expected}")
+    assert done.stderr.count("\n") == 1
     assert "Traceback" not in done.stdout + done.stderr
     assert not (project / "results").exists()

@@ -279,7 +279,7 @@ class RunJournal(msgspec.Struct, frozen=True):
             run = _RUN.decode((self.folder / "run.json").read_bytes())
         except FileNotFoundError:
             raise ConfigurationError(f"{self.folder}: not a run folder (no run.json)") from None
-        except (OSError, msgspec.MsgspecError) as error:
+        except (OSError, msgspec.MsgspecError, RecursionError) as error:
             raise ConfigurationError(f"{self.folder}/run.json: cannot be read: {error}") from None
         if run.format > 1:
             raise ConfigurationError(f"{self.folder}/run.json: written by a newer convy (format {run.format}); upgrade convy")
@@ -298,7 +298,7 @@ class RunJournal(msgspec.Struct, frozen=True):
                 continue
             try:
                 outcomes.append(_OUTCOME.decode(line))
-            except msgspec.MsgspecError:
+            except (msgspec.MsgspecError, RecursionError):  # torn, or nested deeper than msgspec reads
                 broken += 1
         return Kept(tuple(outcomes), broken)
 
@@ -309,6 +309,10 @@ class RunJournal(msgspec.Struct, frozen=True):
         The run is marked finished when every attempt is played, and interrupted when anything,
         Ctrl+C included, stops it; that error is raised on.
         """
+        try:  # a spec that cannot be kept fails before its folder exists, leaving nothing behind
+            _ENCODER.encode(spec)
+        except (TypeError, ValueError) as error:
+            raise ConfigurationError(f"run {spec.id} cannot be kept: {error}") from None
         self.folder.mkdir(parents=True, exist_ok=True)
         with self._held():
             self._repaired()

@@ -12,19 +12,27 @@
     │   │                             that attempt has NoVerdict and stays out of the pass rate,
     │   │                             unless a check decided by code failed: then it is failed
     │   └── StillBusy                 ... because its service stayed busy past its patience
-    ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
-    │   ├── ScenarioError             the command says why and exits with code 2
+    ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
+    │   │                             nothing written; the command says why and exits with code 2
+    │   ├── ScenarioError             one line per broken scenario file
     │   └── RunInUse (bench.py)       another process is playing that run
     └── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
                                       error whose text held a secret, with its trace
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 Any other error is convy's own: it is never recorded as a participant's failure, and stops the run.
+``FieldProblem`` says a msgspec validation message in the words of these errors: the field's path,
+then what is wrong with it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+import re
+from typing import Any, ClassVar
+
+import msgspec
+import msgspec.inspect
 
 
 class ModelFailure(Exception):
@@ -68,3 +76,122 @@ class ScenarioError(ConfigurationError):
     def __init__(self, problems: tuple[str, ...]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+class FieldProblem(msgspec.Struct, frozen=True):
+    """A msgspec validation message, said as ``field.path: what is wrong``.
+
+    ``shape`` is the type the data was converted to: with it, an unknown field is told the known
+    field whose name is closest.
+    """
+
+    message: str
+    shape: Any = None
+
+    KINDS: ClassVar[dict[str, str]] = {
+        "str": "text",
+        "int": "a whole number",
+        "float": "a number",
+        "bool": "true or false",
+        "object": "a mapping",
+        "array": "a list",
+        "null": "nothing",
+    }
+    SAID: ClassVar[dict[str, str]] = {
+        "Integer value out of range": "a whole number too large",
+        "Number out of range": "a number too large",
+    }
+
+    def text(self) -> str:
+        """The message as one line: any character that is not printable is shown escaped."""
+        said = self._said()
+        return said if said.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in said)
+
+    def _said(self) -> str:
+        what, _, where = self.message.partition(" - at `")
+        keyed = where.startswith("key` in `")
+        path = self._shown(where.removeprefix("key` in `").removeprefix("$").rstrip("`").lstrip("."))
+        found = re.fullmatch(r"Object contains unknown field `(.*)`", what, re.DOTALL)
+        if found and not found.group(1):
+            return f"{path}: a field with an empty name" if path else "a field with an empty name"
+        if found:
+            name = found.group(1)
+            return f"{self._joined(path, self._shown(name))}: unknown field{self._suggested(path, name)}"
+        found = re.fullmatch(r"Object missing required field `(.+)`", what)
+        if found:
+            return f"{self._joined(path, found.group(1))}: required"
+        found = re.fullmatch(r"([a-z_]+(?:\[\d+\])?): (.+)", what, re.DOTALL)
+        if found:
+            # A record's own check names the field within the record; when the record is itself
+            # that field (a check's ``check:``), the path already names it.
+            field = found.group(1)
+            named = path if path == field or path.endswith(f".{field}") else self._joined(path, field)
+            return f"{named}: {found.group(2)}"
+        found = re.fullmatch(r"Expected `(.+?)`(?:, got `(.+)`)?", what)
+        if found:
+            expected = self._kind(found.group(1))
+            got = f", got {self._kind(found.group(2))}" if found.group(2) else ""
+            if keyed:
+                return f"{path or 'the file'}: expected {expected} as a key{got}"
+            return f"{path or 'the file'}: expected {expected}{got}"
+        what = self.SAID.get(what, what)
+        return f"{path}: {what}" if path else what
+
+    def kind_of(self, value: Any) -> str:
+        """What a value read from YAML is, in the words these messages use."""
+        match value:
+            case None:
+                return self.KINDS["null"]
+            case dict():
+                return self.KINDS["object"]
+            case list() | tuple():
+                return self.KINDS["array"]
+            case bool():
+                return self.KINDS["bool"]
+            case int():
+                return self.KINDS["int"]
+            case float():
+                return self.KINDS["float"]
+            case str():
+                return self.KINDS["str"]
+            case _:
+                return "something else"
+
+    def _suggested(self, path: str, unknown: str) -> str:
+        if self.shape is None:
+            return ""
+        record = self._record(msgspec.inspect.type_info(self.shape))
+        for name in (part for part in re.split(r"\.|\[\d+\]", path) if part):
+            field = next((field for field in record.fields if field.encode_name == name), None) if record else None
+            if field is None:
+                return ""
+            record = self._record(field.type)
+        if record is None:
+            return ""
+        close = difflib.get_close_matches(unknown, [field.encode_name for field in record.fields], n=1, cutoff=0.6)
+        return f"; did you mean {close[0]}?" if close else ""
+
+    def _record(self, shape: msgspec.inspect.Type) -> msgspec.inspect.StructType | None:
+        # The record a field's type holds: itself, the items of a list, or a union's record.
+        match shape:
+            case msgspec.inspect.StructType():
+                return shape
+            case msgspec.inspect.VarTupleType(item_type=item) | msgspec.inspect.ListType(item_type=item):
+                return self._record(item)
+            case msgspec.inspect.UnionType(types=members):
+                found = [self._record(member) for member in members]
+                return next((record for record in found if record is not None), None)
+            case _:
+                return None
+
+    def _shown(self, name: str) -> str:
+        # A name read from a file stays on one line and never drives a terminal.
+        return name if name.isprintable() else repr(name)
+
+    def _joined(self, path: str, field: str) -> str:
+        return f"{path}.{field}" if path else field
+
+    def _kind(self, kinds: str) -> str:
+        named = [self.KINDS.get(kind, kind) for kind in kinds.split(" | ")]
+        shown = [kind for kind in named if kind != "nothing"] or named
+        return " or ".join(shown)

@@ -102,6 +102,8 @@ class Project(msgspec.Struct, frozen=True):
             return Prompt(path.read_text(encoding="utf-8"))
         except OSError as error:
             raise ConfigurationError(f"{settings.user_prompt}: cannot be read: {error.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError(f"{settings.user_prompt}: not UTF-8 text") from None
 
     def spec(
         self,

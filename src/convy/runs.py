@@ -81,6 +81,7 @@ class Runs(msgspec.Struct, frozen=True):
             kept = journal.kept()
             return Read(folder, file, kept.outcomes, kept.broken, journal.in_use())
         except ConfigurationError as error:
-            return Unread(folder, str(error))
+            # The reason may quote a name read from the file: it is kept to one printable line.
+            return Unread(folder, "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(error)))
         except OSError as error:
             return Unread(folder, f"{folder}: cannot be read: {error.strerror}")

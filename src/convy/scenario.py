@@ -42,7 +42,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.model import ModelFailure, StillBusy
-from convy.problems import ConfigurationError, ScenarioError
+from convy.problems import ConfigurationError, FieldProblem, ScenarioError
 from convy.yamlfile import YamlFile
 
 
@@ -55,6 +55,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
     said: str = ""
     not_said: str = ""
 
+    MAX_REPEAT: ClassVar[int] = 10_000  # the largest count a pattern's {m,n} may ask for
+
     def __post_init__(self) -> None:
         given = [name for name in ("called", "not_called", "said", "not_said") if getattr(self, name)]
         if len(given) != 1:
@@ -64,10 +66,15 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         for field in ("said", "not_said"):
             pattern = getattr(self, field)
             if pattern:
+                counts = [count for pair in re.findall(r"(?<!\\)\{(\d*)(?:,(\d*))?\}", pattern) for count in pair if count]
+                if any(len(count) > 5 or int(count) > self.MAX_REPEAT for count in counts):
+                    raise ValueError(f"{field}: a repetition of more than {self.MAX_REPEAT:,} in the regular expression")
                 try:
                     re.compile(pattern)
-                except re.error as error:
+                except (re.error, OverflowError) as error:
                     raise ValueError(f"{field}: not a valid regular expression: {error}") from None
+                except RecursionError:
+                    raise ValueError(f"{field}: not a valid regular expression: nested too deeply") from None
 
     def text(self) -> str:
         """The check as a claim, as reports show it."""
@@ -487,78 +494,19 @@ class ScenarioFile(msgspec.Struct, frozen=True):
             case _:
                 raise ScenarioError((f"{self.shown}: must be a mapping of fields (id, user, script, judge, ...)",))
         try:
-            return msgspec.convert({"id": self.default_id, **data}, Scenario)
+            scenario = msgspec.convert({"id": self.default_id, **data}, Scenario)
         except msgspec.ValidationError as error:
-            raise ScenarioError((f"{self.shown}: {FieldProblem(str(error)).text()}",)) from None
+            raise ScenarioError((f"{self.shown}: {FieldProblem(str(error), Scenario).text()}",)) from None
+        try:  # the run folder keeps it as JSON: what would not read back the same is refused now
+            kept = _SCENARIO.decode(msgspec.json.encode(scenario))
+        except (TypeError, ValueError, msgspec.MsgspecError) as error:
+            raise ScenarioError((f"{self.shown}: cannot be kept in a run folder: {error}",)) from None
+        if kept != scenario:
+            raise ScenarioError((f"{self.shown}: cannot be kept in a run folder as it is written",))
+        return scenario
 
 
-class FieldProblem(msgspec.Struct, frozen=True):
-    """A msgspec validation message, said as ``field.path: what is wrong``."""
-
-    message: str
-
-    KINDS: ClassVar[dict[str, str]] = {
-        "str": "text",
-        "int": "a whole number",
-        "float": "a number",
-        "bool": "true or false",
-        "object": "a mapping",
-        "array": "a list",
-        "null": "nothing",
-    }
-
-    def text(self) -> str:
-        what, _, where = self.message.partition(" - at `")
-        keyed = where.startswith("key` in `")
-        path = where.removeprefix("key` in `").removeprefix("$").rstrip("`").lstrip(".")
-        found = re.fullmatch(r"Object contains unknown field `(.+)`", what)
-        if found:
-            return f"{self._joined(path, found.group(1))}: unknown field"
-        found = re.fullmatch(r"Object missing required field `(.+)`", what)
-        if found:
-            return f"{self._joined(path, found.group(1))}: required"
-        found = re.fullmatch(r"([a-z_]+(?:\[\d+\])?): (.+)", what, re.DOTALL)
-        if found:
-            # A record's own check names the field within the record; when the record is itself
-            # that field (a check's ``check:``), the path already names it.
-            field = found.group(1)
-            named = path if path == field or path.endswith(f".{field}") else self._joined(path, field)
-            return f"{named}: {found.group(2)}"
-        found = re.fullmatch(r"Expected `(.+)`, got `(.+)`", what)
-        if found:
-            expected, got = self._kind(found.group(1)), self._kind(found.group(2))
-            if keyed:
-                return f"{path or 'the file'}: expected {expected} as a key, got {got}"
-            return f"{path or 'the file'}: expected {expected}, got {got}"
-        return f"{path}: {what}" if path else what
-
-    def kind_of(self, value: Any) -> str:
-        """What a value read from YAML is, in the words these messages use."""
-        match value:
-            case None:
-                return self.KINDS["null"]
-            case dict():
-                return self.KINDS["object"]
-            case list() | tuple():
-                return self.KINDS["array"]
-            case bool():
-                return self.KINDS["bool"]
-            case int():
-                return self.KINDS["int"]
-            case float():
-                return self.KINDS["float"]
-            case str():
-                return self.KINDS["str"]
-            case _:
-                return "something else"
-
-    def _joined(self, path: str, field: str) -> str:
-        return f"{path}.{field}" if path else field
-
-    def _kind(self, kinds: str) -> str:
-        named = [self.KINDS.get(kind, kind) for kind in kinds.split(" | ")]
-        shown = [kind for kind in named if kind != "nothing"] or named
-        return " or ".join(shown)
+_SCENARIO = msgspec.json.Decoder(Scenario)
 
 
 class Matching(msgspec.Struct, frozen=True):

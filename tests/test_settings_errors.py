@@ -1,0 +1,110 @@
+"""Broken settings — [tool.convy] in pyproject.toml, the CONVY_* variables, .env — and the one line each gives."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from convy.env import ProjectSettings
+from convy.problems import ConfigurationError
+from convy.project import Project
+
+# (case, pyproject.toml, the exact message)
+PYPROJECT: list[tuple[str, bytes, str]] = [
+    (
+        "an unknown key near a known one",
+        b"[tool.convy]\natempts = 3\n",
+        "pyproject.toml: [tool.convy] atempts: unknown field; did you mean attempts?",
+    ),
+    (
+        "an unknown key holding a line break",
+        b'[tool.convy]\n"\\n\\u001b[2J" = 1\n',
+        "pyproject.toml: [tool.convy] '\\n\\x1b[2J': unknown field",
+    ),
+    ("an empty key", b'[tool.convy]\n"" = 3\n', "pyproject.toml: [tool.convy] a field with an empty name"),
+    ("a huge number", b"[tool.convy]\nattempts = 99999999999999999999999\n", "pyproject.toml: [tool.convy] attempts: must be at most 10,000"),
+    ("infinite seconds", b"[tool.convy]\nturn_seconds = inf\n", "pyproject.toml: [tool.convy] turn_seconds: must be a finite number"),
+    ("patience not a number", b"[tool.convy]\nagent_patience = nan\n", "pyproject.toml: [tool.convy] agent_patience: must be a finite number"),
+    ("trust not a number", b"[tool.convy]\ntrust = nan\n", "pyproject.toml: [tool.convy] trust: must be between 0 and 1"),
+    ("a date for a count", b"[tool.convy]\nattempts = 1979-05-27\n", "pyproject.toml: [tool.convy] attempts: expected a whole number, got date"),
+    ("tool not a table", b"tool = 3\n", "pyproject.toml: tool: expected a mapping, got a whole number"),
+    ("tool.convy not a table", b"[tool]\nconvy = 3\n", "pyproject.toml: tool.convy: expected a mapping, got a whole number"),
+    ("nesting 5,000 deep", b"[tool.convy]\nattempts = " + b"[" * 5000 + b"]" * 5000 + b"\n", "pyproject.toml: nested too deeply to read"),
+    ("a NUL in the prompt's name", b'[tool.convy]\nuser_prompt = "x\\u0000.md"\n', "pyproject.toml: [tool.convy] user_prompt: not a file name"),
+]
+
+
+@contextmanager
+def variables(values: dict[str, str]) -> Iterator[None]:
+    """The environment with ``values`` set, as it was afterwards."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def refused(folder: Path) -> str:
+    with pytest.raises(ConfigurationError) as raised:
+        Project(folder).prompt(ProjectSettings(folder).settings())
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(("case", "raw", "expected"), PYPROJECT, ids=[case for case, _, _ in PYPROJECT])
+def test_broken_pyproject_gives_its_exact_message(tmp_path: Path, case: str, raw: bytes, expected: str) -> None:
+    """A broken [tool.convy] is one ConfigurationError line naming pyproject.toml and the field."""
+    (tmp_path / "pyproject.toml").write_bytes(raw)
+    assert refused(tmp_path) == expected
+
+
+def test_pyproject_not_utf8_names_the_file(tmp_path: Path) -> None:
+    """A pyproject.toml with bytes that are not UTF-8 is a ConfigurationError naming the file."""
+    (tmp_path / "pyproject.toml").write_bytes(b'[tool.convy]\nuser_prompt = "\xff"\n')
+    assert refused(tmp_path).startswith("pyproject.toml: not valid TOML: ")
+
+
+def test_pyproject_a_folder_names_the_file(tmp_path: Path) -> None:
+    """A pyproject.toml that is a folder is a ConfigurationError naming the file."""
+    (tmp_path / "pyproject.toml").mkdir()
+    assert refused(tmp_path) == "pyproject.toml: cannot be read: Is a directory"
+
+
+def test_prompt_not_utf8_names_the_file(tmp_path: Path) -> None:
+    """A simulator prompt file that is not UTF-8 is a ConfigurationError naming that file."""
+    (tmp_path / "pyproject.toml").write_bytes(b'[tool.convy]\nuser_prompt = "user.md"\n')
+    (tmp_path / "user.md").write_bytes(b"\xff\xfe")
+    assert refused(tmp_path) == "user.md: not UTF-8 text"
+
+
+# (variable, value, the exact message): the value is never repeated.
+VARIABLES: list[tuple[str, str, str]] = [
+    ("CONVY_ATTEMPTS", "9" * 5000, "CONVY_ATTEMPTS: attempts: a whole number too large"),
+    ("CONVY_ATTEMPTS", "20000", "CONVY_ATTEMPTS: attempts: must be at most 10,000"),
+    ("CONVY_TRUST", "nan", "CONVY_TRUST: trust: must be between 0 and 1"),
+    ("CONVY_TURN_SECONDS", "1e999", "CONVY_TURN_SECONDS: turn_seconds: a number too large"),
+    ("CONVY_TURN_SECONDS", "inf", "CONVY_TURN_SECONDS: turn_seconds: must be a finite number"),
+    ("CONVY_AGENT_PLACES", "many", "CONVY_AGENT_PLACES: agent_places: expected a whole number, got text"),
+    ("CONVY_AGENT_PLACES", "\udcff", "CONVY_AGENT_PLACES: agent_places: not UTF-8 text"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), VARIABLES, ids=[f"{n}={v[:8]!r}" for n, v, _ in VARIABLES])
+def test_broken_variable_gives_its_exact_message(tmp_path: Path, name: str, value: str, expected: str) -> None:
+    """A broken CONVY_* variable is one ConfigurationError line naming the variable and the field."""
+    with variables({name: value}):
+        assert refused(tmp_path) == expected
+
+
+def test_env_file_not_utf8_names_the_file(tmp_path: Path) -> None:
+    """A .env that is not UTF-8 is a ConfigurationError naming .env, and nothing of what it holds."""
+    (tmp_path / ".env").write_bytes(b"CONVY_ATTEMPTS=\xff-SECRET\n")
+    assert refused(tmp_path) == ".env: cannot be read as UTF-8 text"
