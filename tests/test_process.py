@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
@@ -178,20 +179,29 @@ class Waited(msgspec.Struct, frozen=True):
         pytest.fail(f"waited {DEADLINE:.0f} s for {what}")
 
 
+@contextmanager
+def project(folder: Path) -> Iterator[Made]:
+    """A project in ``folder``: the slow agent, five scenarios that pass, attempts = 2, agent_places = 4."""
+    (folder / "agents").mkdir()
+    (folder / "scenarios").mkdir()
+    (folder / "agents" / "slow.py").write_text(SLOW_AGENT)
+    (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\nagent_places = 4\n")
+    made = Made(folder)
+    made.scenarios(("hello {number}",) * 5)
+    try:
+        yield made
+    finally:
+        for process in made.processes:  # a failed test leaves no convy behind
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
 @pytest.fixture
 def made(tmp_path: Path) -> Iterator[Made]:
-    """A project in tmp_path: the slow agent, five scenarios that pass, attempts = 2, agent_places = 4."""
-    (tmp_path / "agents").mkdir()
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "agents" / "slow.py").write_text(SLOW_AGENT)
-    (tmp_path / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\nagent_places = 4\n")
-    made = Made(tmp_path)
-    made.scenarios(("hello {number}",) * 5)
-    yield made
-    for process in made.processes:  # a failed test leaves no convy behind
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    """A project in tmp_path (see ``project``)."""
+    with project(tmp_path) as made:
+        yield made
 
 
 def planned(scenarios: int, attempts: int) -> Counter[tuple[str, int]]:

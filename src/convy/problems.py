@@ -10,15 +10,19 @@
     ├── ModelFailure (here)           the simulated user's or the judge's model failed:
     │   │                             that attempt has NoVerdict and stays out of the pass rate
     │   └── StillBusy                 ... because its service stayed busy past its patience
-    └── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
-        ├── ScenarioError             the command says why and exits with code 2
-        └── RunInUse (bench.py)       another process is playing that run
+    ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent,
+    │   ├── ScenarioError             the command says why and exits with code 2
+    │   └── RunInUse (bench.py)       another process is playing that run
+    └── Unwritable (here)             the file system refused a write convy needs (a full
+                                      disk, a file-size limit, a read-only mount): the run
+                                      stops, marked interrupted, and what it kept stays readable
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -53,3 +57,13 @@ class ScenarioError(ConfigurationError):
     def __init__(self, problems: tuple[str, ...]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+class Unwritable(Exception):
+    """The file system refused to write ``path``: the disk is full, a file-size limit was reached,
+    or the folder is read-only. The text names the file and gives the system's reason."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.reason = error.strerror or str(error)
+        super().__init__(f"{path}: cannot be written: {self.reason}")
