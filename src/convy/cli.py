@@ -73,7 +73,7 @@ class Shown:
     def line(self, text: str = "") -> None:
         """A line the reader gets, however long it must wait for it."""
         self._queued(text)
-        self._sent()
+        self.sent()
 
     def progress(self, text: str) -> None:
         """A line of progress, left out (and counted) when too many lines wait for the reader."""
@@ -100,7 +100,9 @@ class Shown:
         data = (text + "\n").encode("utf-8", "replace")
         self._waiting.extend(data[start : start + self.PIECE] for start in range(0, len(data), self.PIECE))
 
-    def _sent(self) -> None:
+    def sent(self) -> None:
+        """Write what the stream takes now, without waiting."""
+        self._queued(None)
         while self._waiting and not self.closed and self._piece(wait=False):
             pass
 
@@ -647,38 +649,42 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     code = 0
     try:
-        match parsed.command:
-            case "init":
-                code = InitCommand(parsed.project / parsed.folder).run(shown)
-            case "run" if parsed.smoke:
-                code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
-            case "run":
-                code = RunCommand(
-                    project,
-                    tuple(parsed.agents),
-                    parsed.attempts,
-                    tuple(parsed.scenarios),
-                    tuple(parsed.tag),
-                    parsed.trust,
-                    parsed.fail_under,
-                ).run(shown, errors)
-            case "report":
-                code = ReportCommand(project, tuple(parsed.runs)).run(shown, errors)
-            case "compare":
-                code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression).run(shown, errors)
-            case "export":
-                code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
-            case "resume":
-                code = ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
-    except (ConfigurationError, Unwritable) as error:
-        errors.line(f"convy: {error}")
-        code = 2
-    except KeyboardInterrupt:
-        errors.line(f"interrupted after {time.monotonic() - started:.0f} s")
-        code = 130
-    try:
-        errors.drained()
-        shown.drained()
-    except KeyboardInterrupt:  # the reader is not reading and the user wants out: what is not shown is lost
+        try:
+            match parsed.command:
+                case "init":
+                    code = InitCommand(parsed.project / parsed.folder).run(shown)
+                case "run" if parsed.smoke:
+                    code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
+                case "run":
+                    code = RunCommand(
+                        project,
+                        tuple(parsed.agents),
+                        parsed.attempts,
+                        tuple(parsed.scenarios),
+                        tuple(parsed.tag),
+                        parsed.trust,
+                        parsed.fail_under,
+                    ).run(shown, errors)
+                case "report":
+                    code = ReportCommand(project, tuple(parsed.runs)).run(shown, errors)
+                case "compare":
+                    code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression).run(shown, errors)
+                case "export":
+                    code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
+                case "resume":
+                    code = ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
+        except (ConfigurationError, Unwritable) as error:
+            errors.line(f"convy: {error}")
+            code = 2
+        except KeyboardInterrupt:
+            errors.line(f"interrupted after {time.monotonic() - started:.0f} s")
+            code = 130
+        if code in (130, 143):  # asked to stop: what a reader cannot take now is left out
+            errors.sent()
+            shown.sent()
+        else:  # the end: wait for the readers, as any command does
+            errors.drained()
+            shown.drained()
+    except KeyboardInterrupt:  # Ctrl+C while waiting for a reader who is not reading
         return 130 if code == 0 else code
     return code
