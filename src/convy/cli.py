@@ -66,9 +66,9 @@ class Shown:
         self._left_out = 0
         self.closed = False
         try:
-            self._descriptor: int | None = out.fileno()
-        except (AttributeError, OSError, ValueError):  # a stream without a descriptor: written as it is
-            self._descriptor = None
+            self._descriptor = out.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._descriptor = -1  # no descriptor: each line is written to the stream at once
 
     def line(self, text: str = "") -> None:
         """A line the reader gets, however long it must wait for it."""
@@ -97,6 +97,10 @@ class Shown:
             self._queued(note)
         if text is None:
             return
+        if self._descriptor < 0:  # a stream without a descriptor (a test's StringIO) never waits
+            self._out.write(text + "\n")
+            self._out.flush()
+            return
         data = (text + "\n").encode("utf-8", "replace")
         self._waiting.extend(data[start : start + self.PIECE] for start in range(0, len(data), self.PIECE))
 
@@ -107,17 +111,15 @@ class Shown:
             pass
 
     def _piece(self, wait: bool) -> bool:
-        # Writes the first waiting piece when the stream takes it now (or, with ``wait``, at all).
-        if self._descriptor is None:
-            self._out.write(self._waiting.popleft().decode("utf-8"))
-            self._out.flush()
-            return True
-        if not wait and not select.select([], [self._descriptor], [], 0)[1]:
+        # Writes the first waiting piece when the stream takes it now (or, with ``wait``, once it does).
+        if not select.select([], [self._descriptor], [], None if wait else 0)[1]:
             return False
         piece = self._waiting[0]
         try:
             written = os.write(self._descriptor, piece)
-        except BrokenPipeError:
+        except BlockingIOError:  # a descriptor someone else made non-blocking: the same as not ready
+            return False
+        except OSError:  # the reader has gone (a closed pipe), or the stream broke (a full disk, a hung-up terminal)
             self._gone()
             return False
         self._waiting[0] = piece[written:]
@@ -131,7 +133,7 @@ class Shown:
         self.closed = True
         self._waiting.clear()
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, self._out.fileno())
+        os.dup2(devnull, self._descriptor)
         os.close(devnull)
 
 
