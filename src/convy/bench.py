@@ -419,7 +419,10 @@ class RunJournal(msgspec.Struct, frozen=True):
         except FileNotFoundError:
             return
         if data and not data.endswith(b"\n"):
-            os.truncate(path, data.rfind(b"\n") + 1)
+            try:
+                os.truncate(path, data.rfind(b"\n") + 1)
+            except OSError as error:
+                raise Unwritable(path, error) from error
 
     def _written(self, run: RunFile) -> None:
         # Flushed before the rename and the folder after it: after a power loss run.json is the
