@@ -41,6 +41,7 @@ from convy.bench import (
     ModelNames,
     Plan,
     Planned,
+    RunDamaged,
     RunFile,
     RunInUse,
     RunJournal,
@@ -85,7 +86,7 @@ from convy.model import (
     Said,
     StillBusy,
 )
-from convy.problems import ConfigurationError, ScenarioError
+from convy.problems import ConfigurationError, ScenarioError, Unwritable
 from convy.project import Project, ProjectAgent
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
 
@@ -155,6 +156,7 @@ __all__ = [
     "Reported",
     "Rule",
     "Ruling",
+    "RunDamaged",
     "RunFile",
     "RunInUse",
     "RunJournal",
@@ -175,6 +177,7 @@ __all__ = [
     "Transcript",
     "Turn",
     "Unpriced",
+    "Unwritable",
     "Usage",
     "Verdict",
     "Wait",
