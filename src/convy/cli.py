@@ -675,8 +675,12 @@ def main(argv: list[str] | None = None) -> int:
                     code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
                 case "resume":
                     code = ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
-        except (ConfigurationError, Unwritable) as error:
+        except ConfigurationError as error:
             errors.line(f"convy: {error}")
+            code = 2
+        except Unwritable as error:
+            where = error.path.relative_to(project.folder) if error.path.is_relative_to(project.folder) else error.path
+            errors.line(f"convy: {where}: cannot be written: {error.reason}")
             code = 2
         except KeyboardInterrupt:
             errors.line(f"interrupted after {time.monotonic() - started:.0f} s")
