@@ -11,13 +11,18 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
@@ -178,20 +183,29 @@ class Waited(msgspec.Struct, frozen=True):
         pytest.fail(f"waited {DEADLINE:.0f} s for {what}")
 
 
+@contextmanager
+def project(folder: Path) -> Iterator[Made]:
+    """A project in ``folder``: the slow agent, five scenarios that pass, attempts = 2, agent_places = 4."""
+    (folder / "agents").mkdir()
+    (folder / "scenarios").mkdir()
+    (folder / "agents" / "slow.py").write_text(SLOW_AGENT)
+    (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\nagent_places = 4\n")
+    made = Made(folder)
+    made.scenarios(("hello {number}",) * 5)
+    try:
+        yield made
+    finally:
+        for process in made.processes:  # a failed test leaves no convy behind
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
 @pytest.fixture
 def made(tmp_path: Path) -> Iterator[Made]:
-    """A project in tmp_path: the slow agent, five scenarios that pass, attempts = 2, agent_places = 4."""
-    (tmp_path / "agents").mkdir()
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "agents" / "slow.py").write_text(SLOW_AGENT)
-    (tmp_path / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\nagent_places = 4\n")
-    made = Made(tmp_path)
-    made.scenarios(("hello {number}",) * 5)
-    yield made
-    for process in made.processes:  # a failed test leaves no convy behind
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    """A project in tmp_path (see ``project``)."""
+    with project(tmp_path) as made:
+        yield made
 
 
 def planned(scenarios: int, attempts: int) -> Counter[tuple[str, int]]:
@@ -217,21 +231,29 @@ def killed(process: subprocess.Popen, folder: Folder, target: int, jitter: float
     return f"killed at {folder.lines()} kept (target {target}, +{jitter * 1000:.0f} ms)"
 
 
-@pytest.mark.parametrize("seed", [11, 29])
-def test_kill_9_at_random_moments_then_resume_keeps_every_attempt_exactly_once(made: Made, seed: int) -> None:
-    """However often run and resume are SIGKILLed, the resumed run keeps each planned attempt exactly once."""
+SEEDS = (11, 29, 3, 5, 7, 13, 17, 19, 23, 31)  # the first two in CI, all ten with --full
+KILLS = 6  # per seed: one during the run, the rest during resumes; 12 in CI, 60 with --full
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_kill_9_at_seeded_moments_then_resume_keeps_every_attempt_exactly_once(made: Made, seed: int, full: bool) -> None:
+    """However often run and resume are SIGKILLed, and wherever (starting, mid-append, rewriting run.json), the last resume keeps each planned attempt exactly once."""
+    if seed not in SEEDS[:2] and not full:
+        pytest.skip("a full-size seed: run with --full")
     chance = random.Random(seed)
     process, _, _ = made.started("run", "slow", "-k", "20", name="run")
     folder = made.run(process)
-    said = [killed(process, folder, chance.randint(1, 70), chance.uniform(0.0, 0.03))]
-    for turn in range(2):
-        missing = 100 - folder.lines()
-        if missing < 4:
-            break
-        process, _, _ = made.started("resume", folder.path.name, name=f"resume{turn}")
-        said.append(killed(process, folder, folder.lines() + chance.randint(1, missing - 2), chance.uniform(0, 0.03)))
+    said: list[str] = []
+    for turn in range(KILLS):
+        if turn:
+            process, _, _ = made.started("resume", folder.path.name, name=f"resume{turn}")
+        # 0 more attempts lands the kill while the process starts, repairs the file or rewrites run.json
+        more = chance.randint(0, (100 - folder.lines()) // (KILLS + 1))
+        said.append(killed(process, folder, folder.lines() + more, chance.uniform(0.0, 0.03)))
+        assert folder.status() in ("running", "interrupted"), said
     finished = made.ran("resume", folder.path.name)
     print(f"seed {seed}: " + "; ".join(said))
+    assert sum(one.startswith("killed") for one in said) == KILLS, said
     assert finished.returncode == 0, finished.stderr
     clean(finished.stderr)
     assert folder.pairs() == planned(5, 20)
@@ -405,3 +427,145 @@ def test_resume_refuses_when_the_agent_file_changed(made: Made) -> None:
     assert "agents/slow.py changed since the run started" in refused.stderr
     clean(refused.stderr)
     assert folder.data() == kept
+
+
+def interruptible() -> None:
+    """A child's SIGINT as a user's terminal gives it (a shell without job control may have left it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class Pipe(msgspec.Struct, frozen=True):
+    """A real pipe of one page (4096 bytes), whose read end the test holds and reads only when it says."""
+
+    read: int
+    write: int
+
+    @classmethod
+    def small(cls) -> Pipe:
+        read, write = os.pipe()
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)
+        return cls(read, write)
+
+    def waiting(self) -> int:
+        """Bytes written into the pipe and not read."""
+        return struct.unpack("i", fcntl.ioctl(self.read, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+    def full(self) -> bool:
+        """Whether a write now would wait for the reader."""
+        return not select.select([], [self.write], [], 0)[1]
+
+
+def test_sigterm_stops_the_run_like_ctrl_c_with_code_143_and_resume_finishes(made: Made) -> None:
+    """SIGTERM stops the run with code 143, status interrupted and a resume hint; resume then plays the rest once."""
+    process, _, err = made.started("run", "slow", "-k", "20", name="run")
+    folder = made.run(process)
+    Waited(lambda: folder.lines() >= 5).value("5 attempts", process)
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=DEADLINE)
+    errors = err.read_text()
+
+    assert code == 143, errors
+    clean(errors)
+    assert f"terminated: run {folder.path.name} keeps {len(folder.outcomes())} of 100 attempts" in errors
+    assert f"resume with: convy resume {folder.path.name}" in errors
+    assert folder.status() == "interrupted"
+    resumed = made.ran("resume", folder.path.name)
+    assert resumed.returncode == 0, resumed.stderr
+    assert folder.pairs() == planned(5, 20)
+    assert folder.status() == "finished"
+
+
+def test_a_stdout_pipe_nobody_reads_does_not_hold_up_the_run(made: Made) -> None:
+    """With stdout a full pipe nobody reads, the run plays to its end (run.json says finished); once the reader goes, convy exits 0 quietly."""
+    pipe = Pipe.small()
+    process, _, err = made.started("run", "slow", "-k", "40", name="run", stdout=pipe.write)
+    folder = made.run(process)
+
+    Waited(lambda: folder.status() == "finished").value("run.json to say finished", process)
+    assert folder.pairs() == planned(5, 40)
+    assert pipe.full(), "the test meant stdout to be full"
+    os.close(pipe.read)
+    assert process.wait(timeout=DEADLINE) == 0, err.read_text()
+    os.close(pipe.write)
+    clean(err.read_text())
+
+
+def test_two_ctrl_c_while_stdout_is_blocked_exit_130_with_the_resume_hint_and_no_traceback(made: Made) -> None:
+    """With stdout a full pipe nobody reads, a first Ctrl+C marks the run interrupted and a second ends convy: 130, the hint, no traceback."""
+    pipe = Pipe.small()
+    process, _, err = made.started("run", "slow", "-k", "40", name="run", stdout=pipe.write, preexec_fn=interruptible)
+    folder = made.run(process)
+    # 100 lines of progress (4.5 KB) are more than the pipe holds
+    Waited(lambda: folder.lines() >= 100 and pipe.full()).value("stdout's pipe to fill up", process)
+
+    process.send_signal(signal.SIGINT)
+    Waited(lambda: "resume with" in err.read_text()).value("the resume hint", process)
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=DEADLINE)
+    os.close(pipe.read)
+    os.close(pipe.write)
+    errors = err.read_text()
+
+    assert code == 130, errors
+    clean(errors)
+    assert f"resume with: convy resume {folder.path.name}" in errors
+    assert len(errors.splitlines()) <= 3, errors
+    assert folder.status() == "interrupted"
+    assert max(folder.pairs().values()) == 1
+
+
+def test_ctrl_c_while_the_report_is_written_says_the_run_is_finished_and_how_to_write_the_report(made: Made) -> None:
+    """Ctrl+C after the last attempt, while report.html is written: 130, and one line saying the run is finished and how to write its report."""
+    hold = made.folder / "hold"
+    hold.write_text("the agent waits while this file exists\n")
+    process, _, err = made.started("run", "slow", "-k", "2", name="run", preexec_fn=interruptible)
+    folder = made.run(process)
+    report = folder.path / "report.html.tmp"  # a pipe in its place: the report is written into it, and waits
+    os.mkfifo(report)
+    reader = os.open(report, os.O_RDONLY | os.O_NONBLOCK)
+    fcntl.fcntl(reader, fcntl.F_SETPIPE_SZ, 4096)
+    hold.unlink()
+    try:
+        Waited(lambda: Pipe(reader, -1).waiting() > 0).value("the report to be written", process)
+        process.send_signal(signal.SIGINT)
+        os.set_blocking(reader, True)
+        while os.read(reader, 65536):  # let the interrupted write close
+            pass
+    finally:
+        os.close(reader)
+    code = process.wait(timeout=DEADLINE)
+    run = folder.path.name
+
+    assert code == 130, err.read_text()
+    assert err.read_text().splitlines() == [
+        f"interrupted while writing the report: run {run} is finished and kept; write its report with: convy report {run}"
+    ]
+    assert folder.status() == "finished"
+    assert folder.pairs() == planned(5, 2)
+
+
+def test_progress_the_reader_cannot_take_is_left_out_and_counted_and_the_last_line_still_comes() -> None:
+    """Writing to a full pipe never waits: progress lines past the limit are left out and counted, and a kept line follows them."""
+    from convy.cli import Shown
+
+    pipe = Pipe.small()
+    out = open(pipe.write, "w", closefd=False)  # noqa: SIM115  (the descriptor is closed below)
+    shown = Shown(out)
+    for number in range(3000):
+        shown.progress(f"line {number}")
+    shown.line("the end")
+    got: list[bytes] = []
+    reading = threading.Thread(target=lambda: got.extend(iter(lambda: os.read(pipe.read, 65536), b"")))
+    reading.start()
+    shown.drained()
+    os.close(pipe.write)
+    reading.join(DEADLINE)
+    os.close(pipe.read)
+    lines = b"".join(got).decode().splitlines()
+
+    numbers = [int(line.split()[1]) for line in lines if line.startswith("line ")]
+    notes = [line for line in lines if "left out" in line]
+    assert numbers == list(range(len(numbers))), "the lines shown are the first ones, in order"
+    assert notes == [f"… {3000 - len(numbers)} progress lines left out: the output was not read in time"]
+    assert 0 < len(numbers) < 3000
+    assert lines[-1] == "the end"

@@ -49,6 +49,7 @@ from convy.bench import (
     ModelNames,
     Plan,
     Planned,
+    RunDamaged,
     RunFile,
     RunInUse,
     RunJournal,
@@ -93,7 +94,7 @@ from convy.model import (
     Said,
     StillBusy,
 )
-from convy.problems import ConfigurationError, ScenarioError
+from convy.problems import ConfigurationError, ScenarioError, Unwritable
 from convy.project import Project, ProjectAgent
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
 
@@ -167,6 +168,7 @@ __all__ = [
     "Requests",
     "Rule",
     "Ruling",
+    "RunDamaged",
     "RunFile",
     "RunInUse",
     "RunJournal",
@@ -187,6 +189,7 @@ __all__ = [
     "Transcript",
     "Turn",
     "Unpriced",
+    "Unwritable",
     "Usage",
     "Verdict",
     "Wait",

@@ -10,7 +10,11 @@ as it ends; ``RunJournal`` is the one that keeps a run's folder::
         run.lock        held while a process plays the run
 
 A process killed mid-write leaves at most a torn last line, which is cut off when the folder is
-read again, and ``RunJournal.play`` plays only the attempts the folder lacks.
+read again, and ``RunJournal.play`` plays only the attempts the folder lacks. Each line is flushed
+to the disk (``fdatasync``) before the next attempt is taken as kept, and ``run.json`` before it is
+renamed into place, so a power loss keeps what a kill keeps (decision 8). A write the file system
+refuses (a full disk, a file-size limit, a read-only mount) leaves no part of its line behind and
+stops the run with ``Unwritable``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import fcntl
 import os
 import secrets
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,12 +35,16 @@ from convy.agent import QueuedAgent, TimeLimited
 from convy.busy import Patience, Places, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
-from convy.problems import ConfigurationError
+from convy.problems import ConfigurationError, Unwritable
 from convy.scenario import Outcome, Scenario
 
 
 class RunInUse(ConfigurationError):
     """Another process is playing this run."""
+
+
+class RunDamaged(ConfigurationError):
+    """A run's ``run.json`` is there but cannot be read; its attempts still can."""
 
 
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -264,14 +272,30 @@ class RunJournal(msgspec.Struct, frozen=True):
     folder: Path
 
     def record(self, outcome: Outcome) -> None:
+        """Append the attempt as one line and flush it to the disk; a refused write leaves nothing."""
         line = _ENCODER.encode(outcome) + b"\n"
-        descriptor = os.open(self.folder / "attempts.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        path = self.folder / "attempts.jsonl"
         try:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(descriptor, view) :]
+            descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise Unwritable(path, error) from error
+        try:
+            size = os.fstat(descriptor).st_size
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(descriptor, view) :]
+                os.fdatasync(descriptor)
+            except OSError as error:
+                # Part of the line may have gone in before the disk filled up: take it out again, so
+                # the file ends with a whole line and a later append starts clean.
+                with suppress(OSError):
+                    os.ftruncate(descriptor, size)
+                raise Unwritable(path, error) from error
         finally:
             os.close(descriptor)
+        if size == 0:
+            self._synced_folder()
 
     def run(self) -> RunFile:
         """The run's ``run.json``; a missing or unreadable one is a ``ConfigurationError``."""
@@ -280,26 +304,37 @@ class RunJournal(msgspec.Struct, frozen=True):
         except FileNotFoundError:
             raise ConfigurationError(f"{self.folder}: not a run folder (no run.json)") from None
         except (OSError, msgspec.MsgspecError, RecursionError) as error:
-            raise ConfigurationError(f"{self.folder}/run.json: cannot be read: {error}") from None
+            raise RunDamaged(
+                f"{self.folder}/run.json: cannot be read: {error}; its attempts can still be read by "
+                "convy report and convy export; restore run.json from a copy to resume the run"
+            ) from None
         if run.format > 1:
             raise ConfigurationError(f"{self.folder}/run.json: written by a newer convy (format {run.format}); upgrade convy")
         return run
 
     def kept(self) -> Kept:
-        """The attempts kept so far; a line that cannot be read is skipped and counted."""
+        """The attempts kept so far, each once; a line that cannot be read, or that repeats an
+        attempt already read, is left out and counted."""
         try:
             data = (self.folder / "attempts.jsonl").read_bytes()
         except FileNotFoundError:
             return Kept(())
         outcomes: list[Outcome] = []
+        seen: set[tuple[str, int]] = set()
         broken = 0
         for line in data.splitlines():
             if not line.strip():
                 continue
             try:
-                outcomes.append(_OUTCOME.decode(line))
+                outcome = _OUTCOME.decode(line)
             except (msgspec.MsgspecError, RecursionError):  # torn, or nested deeper than msgspec reads
                 broken += 1
+                continue
+            if (outcome.scenario, outcome.attempt) in seen:
+                broken += 1
+                continue
+            seen.add((outcome.scenario, outcome.attempt))
+            outcomes.append(outcome)
         return Kept(tuple(outcomes), broken)
 
     async def play(self, spec: RunSpec, bench: Bench, journal: Journal | None = None) -> Kept:
@@ -307,30 +342,52 @@ class RunJournal(msgspec.Struct, frozen=True):
 
         Each attempt goes to ``journal`` (this folder itself, or a journal that passes it on here).
         The run is marked finished when every attempt is played, and interrupted when anything,
-        Ctrl+C included, stops it; that error is raised on.
+        Ctrl+C included, stops it; that error is raised on, and a write the folder refused as
+        ``Unwritable``. A folder that cannot be written before anything is played is a
+        ``ConfigurationError``: nothing was sent.
         """
         try:  # a spec that cannot be kept fails before its folder exists, leaving nothing behind
             _ENCODER.encode(spec)
         except (TypeError, ValueError) as error:
             raise ConfigurationError(f"run {spec.id} cannot be kept: {error}") from None
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigurationError(f"{Unwritable(self.folder, error)}; nothing was played") from None
+        fresh = not (self.folder / "run.json").exists()
         with self._held():
-            self._repaired()
-            done = {(outcome.scenario, outcome.attempt) for outcome in self.kept().outcomes}
+            try:
+                self._repaired()
+                done = {(outcome.scenario, outcome.attempt) for outcome in self.kept().outcomes}
+                started = self._started()
+                self._written(RunFile(spec, Running(started)))
+            except Unwritable as error:
+                if fresh:  # a new run that could not start leaves no folder behind
+                    with suppress(OSError):
+                        (self.folder / "run.lock").unlink()
+                        self.folder.rmdir()
+                raise ConfigurationError(f"{error}; nothing was played") from None
             missing = tuple(one for one in spec.planned() if (one.scenario.id, one.attempt) not in done)
-            started = self._started()
-            self._written(RunFile(spec, Running(started)))
             try:
                 await bench.run(missing, journal or self)
-            except BaseException:
-                self._written(RunFile(spec, Interrupted(started, self._now())))
+            except BaseException as error:
+                self._marked(RunFile(spec, Interrupted(started, self._now())))
+                match error:
+                    case BaseExceptionGroup():
+                        refused, _ = error.split(Unwritable)
+                        if refused is not None:
+                            raise _first(refused) from None
                 raise
             self._written(RunFile(spec, Complete(started, self._now())))
         return self.kept()
 
     @contextmanager
     def _held(self) -> Iterator[None]:
-        descriptor = os.open(self.folder / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        path = self.folder / "run.lock"
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise ConfigurationError(f"{Unwritable(path, error)}; nothing was played") from None
         try:
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -341,14 +398,21 @@ class RunJournal(msgspec.Struct, frozen=True):
             os.close(descriptor)
 
     def in_use(self) -> bool:
-        """Whether a process is playing this run now."""
+        """Whether a process is playing this run now. Asking writes nothing: a folder without a
+        lock file has never been played by a process that is still running."""
         try:
-            with self._held():
-                return False
-        except RunInUse:
+            descriptor = os.open(self.folder / "run.lock", os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
             return True
         except OSError:
             return False
+        finally:
+            os.close(descriptor)
+        return False
 
     def _repaired(self) -> None:
         # A process killed mid-append leaves a last line without its newline: cut it off, so the
@@ -359,12 +423,46 @@ class RunJournal(msgspec.Struct, frozen=True):
         except FileNotFoundError:
             return
         if data and not data.endswith(b"\n"):
-            os.truncate(path, data.rfind(b"\n") + 1)
+            try:
+                os.truncate(path, data.rfind(b"\n") + 1)
+            except OSError as error:
+                raise Unwritable(path, error) from error
 
     def _written(self, run: RunFile) -> None:
+        # Flushed before the rename and the folder after it: after a power loss run.json is the
+        # old one or the new one, never an empty file.
+        path = self.folder / "run.json"
         temporary = self.folder / "run.json.tmp"
-        temporary.write_bytes(msgspec.json.format(_ENCODER.encode(run), indent=2) + b"\n")
-        os.replace(temporary, self.folder / "run.json")
+        try:
+            with temporary.open("wb") as file:
+                file.write(msgspec.json.format(_ENCODER.encode(run), indent=2) + b"\n")
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except OSError as error:
+            with suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            raise Unwritable(path, error) from error
+        self._synced_folder()
+
+    def _marked(self, run: RunFile) -> None:
+        # Marking a run interrupted may meet the full disk that stopped it. run.json then still
+        # says running, and with its lock free once this process ends, readers take the run as
+        # interrupted all the same.
+        with suppress(Unwritable):
+            self._written(run)
+
+    def _synced_folder(self) -> None:
+        # A new or renamed file is on the disk only once its folder is.
+        try:
+            descriptor = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return
+        try:
+            with suppress(OSError):
+                os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
     def _started(self) -> str:
         # A resumed run keeps the moment it first started.
@@ -374,3 +472,12 @@ class RunJournal(msgspec.Struct, frozen=True):
 
     def _now(self) -> str:
         return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    # The first error of a group, however deeply task groups nest it.
+    match group.exceptions[0]:
+        case BaseExceptionGroup() as inner:
+            return _first(inner)
+        case error:
+            return error

@@ -2,10 +2,16 @@
 
     0    every attempt judged and, with --fail-under, the pass rate at or above it
     1    some attempt failed by the agent (it raised, broke off or ran out of time) or not judged
-    2    a configuration error: nothing was sent
+    1    also: a run stopped because its folder refused a write (a full disk, a file-size limit),
+         or a finished run's report could not be written
+    2    a configuration error, or a folder convy must write refused it: nothing was sent
     3    every attempt judged, but the pass rate is below --fail-under; or, for ``convy compare
          --fail-on-regression``, the candidate's pass rate really dropped
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
+    143  terminated (SIGTERM): as Ctrl+C
+
+What the command prints never holds up a run: a line the reader is not ready for waits in memory
+(``Shown``), and only at the end does the command wait for its reader.
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ import argparse
 import asyncio
 import io
 import os
+import select
+import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,10 +38,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Spent
-from convy.bench import Bench, Journal, RunInUse, RunSpec
+from convy.bench import Bench, Journal, Kept, RunInUse, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent
-from convy.problems import ConfigurationError
+from convy.problems import ConfigurationError, Unwritable
 from convy.project import VERSION, Project
 from convy.report import Summary
 from convy.runs import Read
@@ -44,26 +53,94 @@ MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 
 
 class Shown:
-    """Where the command writes: standard output that a closed pipe (``| head``) cannot break, and
-    on which no text drives the terminal: every control character is written out (``Inert``)."""
+    """Where the command writes: a stream that a slow, stopped or closed reader cannot hold up, and
+    on which no text drives the terminal: every control character is written out (``Inert``).
+
+    A line is written at once when the stream can take it without waiting (``select``); otherwise it
+    waits in memory and goes out with a later line, or at the end (``drained``). Up to ``WAITING``
+    pieces wait; past that, progress lines are left out and a line says how many. When the reader
+    has gone (``| head``) the rest is dropped quietly and the run goes on.
+    """
+
+    WAITING: ClassVar[int] = 1000
+    PIECE: ClassVar[int] = 4096  # at most PIPE_BUF: a pipe that selects as writable takes it whole
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
+        self._waiting: deque[bytes] = deque()
+        self._left_out = 0
         self.closed = False
+        try:
+            self._descriptor = out.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._descriptor = -1  # no descriptor: each line is written to the stream at once
 
     def line(self, text: str = "") -> None:
+        """A line the reader gets, however long it must wait for it."""
+        self._queued(text)
+        self.sent()
+
+    def progress(self, text: str) -> None:
+        """A line of progress, left out (and counted) when too many lines wait for the reader."""
+        if len(self._waiting) >= self.WAITING:
+            self._left_out += 1
+            return
+        self.line(text)
+
+    def drained(self) -> None:
+        """Wait until the reader has every line, or has gone."""
+        self._queued(None)
+        while self._waiting and not self.closed:
+            self._piece(wait=True)
+
+    def _queued(self, text: str | None) -> None:
         if self.closed:
             return
-        try:
-            self._out.write(Inert(text).lines() + "\n")
+        if self._left_out:
+            note = f"… {self._left_out} progress lines left out: the output was not read in time"
+            self._left_out = 0
+            self._queued(note)
+        if text is None:
+            return
+        text = Inert(text).lines()
+        if self._descriptor < 0:  # a stream without a descriptor (a test's StringIO) never waits
+            self._out.write(text + "\n")
             self._out.flush()
-        except BrokenPipeError:
-            # The reader has gone; the run goes on and keeps every attempt. Point the descriptor at
-            # /dev/null so the interpreter's last flush does not fail either.
-            self.closed = True
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._out.fileno())
-            os.close(devnull)
+            return
+        data = (text + "\n").encode("utf-8", "replace")
+        self._waiting.extend(data[start : start + self.PIECE] for start in range(0, len(data), self.PIECE))
+
+    def sent(self) -> None:
+        """Write what the stream takes now, without waiting."""
+        self._queued(None)
+        while self._waiting and not self.closed and self._piece(wait=False):
+            pass
+
+    def _piece(self, wait: bool) -> bool:
+        # Writes the first waiting piece when the stream takes it now (or, with ``wait``, once it does).
+        if not select.select([], [self._descriptor], [], None if wait else 0)[1]:
+            return False
+        piece = self._waiting[0]
+        try:
+            written = os.write(self._descriptor, piece)
+        except BlockingIOError:  # a descriptor someone else made non-blocking: the same as not ready
+            return False
+        except OSError:  # the reader has gone (a closed pipe), or the stream broke (a full disk, a hung-up terminal)
+            self._gone()
+            return False
+        self._waiting[0] = piece[written:]
+        if not self._waiting[0]:
+            self._waiting.popleft()
+        return True
+
+    def _gone(self) -> None:
+        # The reader has gone; the run goes on and keeps every attempt. Point the descriptor at
+        # /dev/null so nothing else written there (the interpreter's last flush) fails either.
+        self.closed = True
+        self._waiting.clear()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._descriptor)
+        os.close(devnull)
 
 
 class Printed:
@@ -89,7 +166,7 @@ class Printed:
             not_judged=self.counts["not_judged"],
         )
         said = Inert(f"{outcome.scenario} #{outcome.attempt}  {Said(outcome, self._trust).text()}").line()
-        self._shown.line(f"{MARKS[status]} {said}")
+        self._shown.progress(f"{MARKS[status]} {said}")
 
 
 class Said(msgspec.Struct, frozen=True):
@@ -135,33 +212,82 @@ class Recorded(msgspec.Struct, frozen=True):
 
     def played(self) -> int:
         journal = self.project.journal(self.spec)
-        where = journal.folder.relative_to(self.project.folder) if journal.folder.is_relative_to(self.project.folder) else journal.folder
         if journal.in_use():
             raise RunInUse(f"run {self.spec.id} is in use by another convy process")
         planned = len(self.spec.scenarios) * self.spec.attempts
         self.shown.line(
-            f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {where}"
+            f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {self._where(journal.folder)}"
         )
+        stopped: KeyboardInterrupt | Terminated | Unwritable | None = None
         with self._progress() as progress:
             done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
             task = progress.add_task(escape(self.spec.agent), total=planned, completed=done, passed=0, failed=0, not_judged=0)
             printed = Printed(journal, self.shown, progress, task, self.spec.trust)
             try:
-                kept = asyncio.run(journal.play(self.spec, self.bench, Redacted(printed, self.secrets)))
-            except KeyboardInterrupt:
-                interrupted = True
-            else:
-                interrupted = False
-        if interrupted:
-            kept = journal.kept()
-            self.errors.line(f"interrupted: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
-            self._reported(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
-            self.errors.line(f"resume with: convy resume {self.spec.id}")
-            return 130
+                kept = asyncio.run(self._played(journal, printed))
+            except (KeyboardInterrupt, Terminated, Unwritable) as error:
+                stopped = error
+        match stopped:
+            case KeyboardInterrupt():
+                return self._stopped(journal, "interrupted", 130)
+            case Terminated():
+                return self._stopped(journal, "terminated", 143)
+            case Unwritable(path=path, reason=reason):
+                kept = journal.kept()
+                self.errors.line(
+                    f"convy: {self._where(path)}: cannot be written: {reason}; run {self.spec.id} stopped and keeps "
+                    f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
+                )
+                return 1
         read = Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)
         code = self._summed(read)
-        self._reported(read)
+        try:
+            self._reported(read)
+        except KeyboardInterrupt:
+            self.errors.line(
+                f"interrupted while writing the report: run {self.spec.id} is finished and kept; "
+                f"write its report with: convy report {self.spec.id}"
+            )
+            return 130
+        except Unwritable as error:
+            self.errors.line(
+                f"convy: {self._where(error.path)}: cannot be written: {error.reason}; run {self.spec.id} is "
+                f"finished and kept; once there is room: convy report {self.spec.id}"
+            )
+            return max(code, 1)
         return code
+
+    async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
+        # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
+        # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
+        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, Redacted(printed, self.secrets)))
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, playing.cancel)
+        try:
+            return await playing
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            raise Terminated() from None
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
+        kept = journal.kept()
+        planned = len(self.spec.scenarios) * self.spec.attempts
+        self.errors.line(f"{how}: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
+        self.errors.line(f"resume with: convy resume {self.spec.id}")
+        try:
+            self._reported(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+        except KeyboardInterrupt:
+            pass  # a second Ctrl+C: the run is kept and the way on was said; the report can wait
+        except (Unwritable, ConfigurationError) as error:
+            self.errors.line(f"report not written: {error}")
+        return code
+
+    def _where(self, path: Path) -> Path:
+        return path.relative_to(self.project.folder) if path.is_relative_to(self.project.folder) else path
 
     def _reported(self, read: Read) -> None:
         report = self.project.reported(read)
@@ -187,8 +313,7 @@ class Recorded(msgspec.Struct, frozen=True):
                     grouped.setdefault(reason, []).append(skipped.scenario)
             for reason, names in grouped.items():
                 self.shown.line(f"  {', '.join(names)}: {reason}")
-        where = read.folder.relative_to(self.project.folder) if read.folder.is_relative_to(self.project.folder) else read.folder
-        self.shown.line(f"run kept in {where}")
+        self.shown.line(f"run kept in {self._where(read.folder)}")
         if agent_failed or unjudged:
             return 1
         if self.fail_under is not None and (rate is None or rate.estimate < self.fail_under):
@@ -275,7 +400,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             spec = secrets.kept(self.project.spec(name, models, settings, Matching(self.patterns, self.tags)))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
             codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under, secrets).played())
-            if codes[-1] == 130:
+            if codes[-1] in (130, 143):
                 break
         return Worst(tuple(codes)).code()
 
@@ -374,6 +499,9 @@ class ReportCommand(msgspec.Struct, frozen=True):
         shown.line(f"index: {index.relative_to(self.project.folder)}")
         for one in unread:
             errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
+        for run in runs:
+            if run.problem:
+                errors.line(f"read {run.folder.relative_to(self.project.folder)}: {run.problem}")
         return 0
 
 
@@ -427,6 +555,9 @@ class ExportCommand(msgspec.Struct, frozen=True):
             shown.line(f"table: {path.relative_to(self.project.folder)}")
         for one in unread:
             errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
+        for run in runs:
+            if run.problem:
+                errors.line(f"read {run.folder.relative_to(self.project.folder)}: {run.problem}")
         return 0
 
 
@@ -459,13 +590,17 @@ class Loaded(msgspec.Struct, frozen=True):
         return Environment(self.project.folder).secrets() + Holders(parts).secrets()
 
 
+class Terminated(Exception):
+    """SIGTERM stopped the run: it stops as on Ctrl+C, with its own exit code."""
+
+
 class Worst(msgspec.Struct, frozen=True):
     """The exit code of several runs: the most serious of theirs."""
 
     codes: tuple[int, ...]
 
     def code(self) -> int:
-        for code in (130, 2, 1, 3):
+        for code in (130, 143, 2, 1, 3):
             if code in self.codes:
                 return code
         return 0
@@ -539,35 +674,48 @@ def main(argv: list[str] | None = None) -> int:
             errors.line(f"convy: {parsed.project}: {error.strerror}")
             return 2
     started = time.monotonic()
+    code = 0
     try:
-        match parsed.command:
-            case "init":
-                return InitCommand(parsed.project / parsed.folder).run(shown)
-            case "run" if parsed.smoke:
-                return SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
-            case "run":
-                return RunCommand(
-                    project,
-                    tuple(parsed.agents),
-                    parsed.attempts,
-                    tuple(parsed.scenarios),
-                    tuple(parsed.tag),
-                    parsed.trust,
-                    parsed.fail_under,
-                ).run(shown, errors)
-            case "report":
-                return ReportCommand(project, tuple(parsed.runs)).run(shown, errors)
-            case "compare":
-                return CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression).run(shown, errors)
-            case "export":
-                return ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
-            case "resume":
-                return ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
-    except ConfigurationError as error:
-        errors.line(f"convy: {Environment(project.folder).secrets().hidden(str(error))}")
-        return 2
-    except KeyboardInterrupt:
-        errors.line(f"interrupted after {time.monotonic() - started:.0f} s")
-        return 130
-    return 0
-
+        try:
+            match parsed.command:
+                case "init":
+                    code = InitCommand(parsed.project / parsed.folder).run(shown)
+                case "run" if parsed.smoke:
+                    code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
+                case "run":
+                    code = RunCommand(
+                        project,
+                        tuple(parsed.agents),
+                        parsed.attempts,
+                        tuple(parsed.scenarios),
+                        tuple(parsed.tag),
+                        parsed.trust,
+                        parsed.fail_under,
+                    ).run(shown, errors)
+                case "report":
+                    code = ReportCommand(project, tuple(parsed.runs)).run(shown, errors)
+                case "compare":
+                    code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression).run(shown, errors)
+                case "export":
+                    code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
+                case "resume":
+                    code = ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
+        except ConfigurationError as error:
+            errors.line(f"convy: {Environment(project.folder).secrets().hidden(str(error))}")
+            code = 2
+        except Unwritable as error:
+            where = error.path.relative_to(project.folder) if error.path.is_relative_to(project.folder) else error.path
+            errors.line(f"convy: {where}: cannot be written: {error.reason}")
+            code = 2
+        except KeyboardInterrupt:
+            errors.line(f"interrupted after {time.monotonic() - started:.0f} s")
+            code = 130
+        if code in (130, 143):  # asked to stop: what a reader cannot take now is left out
+            errors.sent()
+            shown.sent()
+        else:  # the end: wait for the readers, as any command does
+            errors.drained()
+            shown.drained()
+    except KeyboardInterrupt:  # Ctrl+C while waiting for a reader who is not reading
+        return 130 if code == 0 else code
+    return code

@@ -15,7 +15,11 @@
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── ScenarioError             one line per broken scenario file
-    │   └── RunInUse (bench.py)       another process is playing that run
+    │   ├── RunInUse (bench.py)       another process is playing that run
+    │   └── RunDamaged (bench.py)     its run.json cannot be read: resume refused, attempts readable
+    ├── Unwritable (here)             the file system refused a write convy needs (a full
+    │                                 disk, a file-size limit, a read-only mount): the run
+    │                                 stops, marked interrupted, and what it kept stays readable
     └── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
                                       error whose text held a secret, with its trace
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 import msgspec
@@ -195,3 +200,13 @@ class FieldProblem(msgspec.Struct, frozen=True):
         named = [self.KINDS.get(kind, kind) for kind in kinds.split(" | ")]
         shown = [kind for kind in named if kind != "nothing"] or named
         return " or ".join(shown)
+
+
+class Unwritable(Exception):
+    """The file system refused to write ``path``: the disk is full, a file-size limit was reached,
+    or the folder is read-only. The text names the file and gives the system's reason."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.reason = error.strerror or str(error)
+        super().__init__(f"{path}: cannot be written: {self.reason}")

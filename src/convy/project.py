@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import shutil
 import sys
+from contextlib import suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -31,7 +32,7 @@ from convy.comparison import Comparison
 from convy.dialog import STOP, DefaultPrompts, Prompt
 from convy.env import ProjectSettings, Settings
 from convy.model import Absent, Models
-from convy.problems import ConfigurationError
+from convy.problems import ConfigurationError, Unwritable
 from convy.report import Index, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
@@ -261,10 +262,15 @@ class Project(msgspec.Struct, frozen=True):
         return tuple(written)
 
     def _written(self, path: Path, text: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(path.name + ".tmp")
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(text, encoding="utf-8")
+            temporary.replace(path)
+        except OSError as error:  # a full disk, a file-size limit, a read-only folder
+            with suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            raise Unwritable(path, error) from error
 
     def created(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Copy the template project here: the files written, and those left as they were."""

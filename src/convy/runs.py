@@ -3,7 +3,9 @@
 ``Runs`` reads each ``results/<agent>/<run-id>/`` with the run folder's own decoders: a torn or
 unreadable line is skipped and counted, a folder that cannot be read at all is an ``Unread`` with
 its reason, and nothing here raises for a bad folder. A run whose ``run.json`` says it is running
-while its lock is free was killed, and is shown as interrupted.
+while its lock is free was killed, and is shown as interrupted. A run whose ``run.json`` is damaged
+is still read from its attempts alone (``Guessed``), with a ``problem`` that says so and how to
+recover. Reading writes nothing, not even a lock file.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Literal
 
 import msgspec
 
-from convy.bench import Complete, Interrupted, RunFile, RunJournal, Running
+from convy.bench import Complete, Interrupted, Limits, RunDamaged, RunFile, RunJournal, Running, RunSpec
+from convy.dialog import Verdict
 from convy.problems import ConfigurationError
-from convy.scenario import Outcome
+from convy.scenario import Outcome, Scenario
 
 
 class Read(msgspec.Struct, frozen=True):
@@ -26,6 +29,7 @@ class Read(msgspec.Struct, frozen=True):
     outcomes: tuple[Outcome, ...]
     broken: int
     playing: bool
+    problem: str = ""
 
     def status(self) -> Literal["finished", "interrupted", "running"]:
         """The run's status; a run marked running whose lock is free was killed: interrupted."""
@@ -77,11 +81,53 @@ class Runs(msgspec.Struct, frozen=True):
     def one(self, folder: Path) -> Read | Unread:
         journal = RunJournal(folder)
         try:
-            file = journal.run()
             kept = journal.kept()
-            return Read(folder, file, kept.outcomes, kept.broken, journal.in_use())
-        except ConfigurationError as error:
-            # The reason may quote a name read from the file: it is kept to one printable line.
-            return Unread(folder, "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(error)))
         except OSError as error:
             return Unread(folder, f"{folder}: cannot be read: {error.strerror}")
+        try:
+            file = journal.run()
+        except RunDamaged as error:
+            if not kept.outcomes:
+                return Unread(folder, _printable(str(error)))
+            problem = (
+                f"run.json is damaged; its {len(kept.outcomes)} attempts are read from attempts.jsonl "
+                "alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
+            )
+            return Read(folder, Guessed(folder, kept.outcomes).file(), kept.outcomes, kept.broken, False, problem)
+        except ConfigurationError as error:
+            return Unread(folder, _printable(str(error)))
+        return Read(folder, file, kept.outcomes, kept.broken, journal.in_use())
+
+
+class Guessed(msgspec.Struct, frozen=True):
+    """What a run's ``run.json`` said, as far as its folder and attempts tell: the agent and id from
+    the folder's path, the scenarios played with the claims they were judged on, the most attempts
+    played, and the time of the first and last attempt. Used only when ``run.json`` is damaged."""
+
+    folder: Path
+    outcomes: tuple[Outcome, ...]
+
+    def file(self) -> RunFile:
+        claims: dict[str, tuple[str, ...]] = {}
+        for outcome in self.outcomes:
+            match outcome.result:
+                case Verdict(claims=decided) if decided:
+                    claims.setdefault(outcome.scenario, tuple(claim.claim for claim in decided))
+                case _:
+                    claims.setdefault(outcome.scenario, ())
+        unknown = "unknown: run.json is damaged"
+        scenarios = tuple(Scenario(id=name, judge=said or (unknown,), script=(unknown,)) for name, said in claims.items())
+        spec = RunSpec(
+            id=self.folder.name,
+            agent=self.folder.parent.name,
+            scenarios=scenarios,
+            attempts=max(outcome.attempt for outcome in self.outcomes),
+            limits=Limits(),
+        )
+        moments = sorted(outcome.started for outcome in self.outcomes)
+        return RunFile(spec, Interrupted(moments[0], moments[-1]))
+
+
+def _printable(reason: str) -> str:
+    """A reason on one printable line: it may quote a name read from the folder's files."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in reason)

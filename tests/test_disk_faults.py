@@ -1,0 +1,229 @@
+"""The run folder under file-system faults: a file-size limit, a full disk, a read-only results/,
+and the folder's own damage (a repeated line, a broken run.json), as a user meets them.
+
+The faults are real and harmless to the machine: ``RLIMIT_FSIZE`` set in the child alone (it then
+gets ``EFBIG``), and, where this process may mount, a small tmpfs over the project's ``results/``
+that is filled up, grown again, or made read-only, and unmounted after the test.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+from test_process import CONVY, DEADLINE, Folder, Made, clean, planned, project
+
+from convy.bench import RunJournal
+from convy.runs import Runs
+
+
+def limited(size: int):
+    """A ``preexec_fn`` that caps the size of any file the child writes at ``size`` bytes."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a killing signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def ran(made: Made, *arguments: str, size: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``convy`` run to its end, its files limited to ``size`` bytes when given."""
+    return subprocess.run(
+        [str(CONVY), *arguments],
+        cwd=made.folder,
+        env=made.environment(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        preexec_fn=limited(size) if size is not None else None,
+    )
+
+
+def status(folder: Folder) -> str:
+    """The run's status as every command reads it (a run marked running whose lock is free was stopped)."""
+    runs, unread = Runs(folder.path.parent.parent).read()
+    assert not unread, unread
+    return next(run for run in runs if run.folder == folder.path).status()
+
+
+def whole(folder: Folder) -> None:
+    """attempts.jsonl holds whole lines only, each one attempt, none twice."""
+    assert folder.data().endswith(b"\n") or not folder.data()
+    assert max(folder.pairs().values(), default=1) == 1
+
+
+class Mounted(msgspec.Struct, frozen=True):
+    """A small tmpfs mounted over a folder for one test."""
+
+    folder: Path
+
+    def options(self, *options: str) -> None:
+        subprocess.run(["mount", "-o", ",".join(("remount", *options)), str(self.folder)], check=True, capture_output=True)
+
+
+@pytest.fixture
+def made(tmp_path: Path) -> Iterator[Made]:
+    """The project of test_process.py in tmp_path."""
+    with project(tmp_path) as made:
+        yield made
+
+
+@pytest.fixture
+def results(made: Made) -> Iterator[Mounted]:
+    """The project's results/ on a 64 KiB tmpfs; skipped where this process may not mount one."""
+    folder = made.folder / "results"
+    folder.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root to mount a small tmpfs")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield Mounted(folder)
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_a_file_size_limit_stops_the_run_with_one_line_and_resume_finishes_it(made: Made) -> None:
+    """A file-size limit reached mid-run: exit 1, one line naming the file and the way on, only whole lines kept, resume plays the rest once."""
+    stopped = ran(made, "run", "slow", "-k", "20", size=20_000)
+    folder = made.run()
+    run = folder.path.name
+
+    assert stopped.returncode == 1, stopped.stderr
+    assert stopped.stderr.splitlines() == [
+        f"convy: results/slow/{run}/attempts.jsonl: cannot be written: File too large; run {run} stopped "
+        f"and keeps {len(folder.outcomes())} of 100 attempts; once there is room: convy resume {run}"
+    ]
+    whole(folder)
+    assert 0 < len(folder.outcomes()) < 100
+    assert status(folder) == "interrupted"
+
+    resumed = ran(made, "resume", run)
+    assert resumed.returncode == 0, resumed.stderr
+    clean(resumed.stderr)
+    assert folder.pairs() == planned(5, 20)
+    assert folder.status() == "finished"
+
+
+def test_a_limit_that_leaves_no_room_for_run_json_exits_2_and_plays_nothing(made: Made) -> None:
+    """When not even run.json can be written, the run exits 2 with one line, sends nothing and leaves no folder behind."""
+    stopped = ran(made, "run", "slow", "-k", "2", size=100)
+
+    assert stopped.returncode == 2, stopped.stderr
+    lines = stopped.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("convy: ") and lines[0].endswith(
+        "/run.json: cannot be written: File too large; nothing was played"
+    ), lines
+    assert "✓" not in stopped.stdout
+    assert not list((made.folder / "results").glob("*/*"))
+
+
+def test_a_full_disk_stops_the_run_keeps_what_it_had_and_resume_finishes_once_there_is_room(
+    made: Made, results: Mounted
+) -> None:
+    """A full disk mid-run: exit 1 and one line; whole lines only; report exits 2 in one line; with room again resume plays the rest once."""
+    stopped = ran(made, "run", "slow", "-k", "20")
+    folder = made.run()
+    run = folder.path.name
+
+    assert stopped.returncode == 1, stopped.stderr
+    assert stopped.stderr.splitlines() == [
+        f"convy: results/slow/{run}/attempts.jsonl: cannot be written: No space left on device; run {run} "
+        f"stopped and keeps {len(folder.outcomes())} of 100 attempts; once there is room: convy resume {run}"
+    ]
+    whole(folder)
+    assert 0 < len(folder.outcomes()) < 100
+    assert status(folder) == "interrupted"
+    assert not list(folder.path.glob("*.tmp")), "no half-written file is left taking space"
+
+    reported = ran(made, "report")
+    assert reported.returncode == 2, reported.stderr
+    assert reported.stderr.splitlines() == [f"convy: results/slow/{run}/report.html: cannot be written: No space left on device"]
+
+    results.options("size=16m")
+    resumed = ran(made, "resume", run)
+    assert resumed.returncode == 0, resumed.stderr
+    clean(resumed.stderr)
+    assert folder.pairs() == planned(5, 20)
+    assert folder.status() == "finished"
+
+
+def test_a_read_only_results_folder_exits_2_in_one_line_for_every_command(made: Made, results: Mounted) -> None:
+    """With results/ read-only, run, resume, report and export each exit 2 with one line naming the file, and read what is there."""
+    results.options("size=16m")
+    first = ran(made, "run", "slow", "-k", "1")
+    assert first.returncode == 0, first.stderr
+    folder = made.run()
+    results.options("ro")
+
+    for arguments in (("run", "slow", "-k", "1"), ("resume", folder.path.name), ("report",), ("export",)):
+        refused = ran(made, *arguments)
+        assert refused.returncode == 2, (arguments, refused.stderr)
+        lines = refused.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("convy: "), (arguments, lines)
+        assert lines[0].endswith(("Read-only file system", "Read-only file system; nothing was played")), (arguments, lines)
+        clean(refused.stderr)
+    assert folder.pairs() == planned(5, 1)
+
+
+def test_a_repeated_line_counts_once(made: Made) -> None:
+    """A valid line found twice in attempts.jsonl is one attempt, and the copy is counted as left out."""
+    assert ran(made, "run", "slow", "-k", "2").returncode == 0
+    folder = made.run()
+    with (folder.path / "attempts.jsonl").open("ab") as attempts:
+        attempts.write(folder.data().splitlines(keepends=True)[0])
+
+    kept = RunJournal(folder.path).kept()
+    resumed = ran(made, "resume", folder.path.name)
+
+    assert (len(kept.outcomes), kept.broken) == (10, 1)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "of 10 attempts" in resumed.stdout, resumed.stdout
+
+
+def test_report_writes_no_lock_file_in_the_folders_it_reads(made: Made) -> None:
+    """``convy report`` reads a run folder without creating run.lock there."""
+    assert ran(made, "run", "slow", "-k", "1").returncode == 0
+    folder = made.run()
+    (folder.path / "run.lock").unlink()
+
+    reported = ran(made, "report")
+
+    assert reported.returncode == 0, reported.stderr
+    assert not (folder.path / "run.lock").exists()
+
+
+def test_a_damaged_run_json_leaves_the_attempts_readable_by_report_and_export(made: Made) -> None:
+    """With run.json cut short, report and export still read every attempt and say how to recover; resume exits 2 saying the same."""
+    assert ran(made, "run", "slow", "-k", "2").returncode == 0
+    folder = made.run()
+    (folder.path / "run.json").write_bytes((folder.path / "run.json").read_bytes()[:30])
+    (folder.path / "report.html").unlink()
+    note = (
+        f"read results/slow/{folder.path.name}: run.json is damaged; its 10 attempts are read from "
+        "attempts.jsonl alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
+    )
+
+    reported = ran(made, "report")
+    exported = ran(made, "export", "--format", "jsonl")
+    resumed = ran(made, "resume", folder.path.name)
+
+    assert reported.returncode == 0, reported.stderr
+    assert reported.stderr.splitlines() == [note]
+    assert (folder.path / "report.html").is_file()
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr.splitlines() == [note]
+    assert len((made.folder / "results" / "export" / "attempts.jsonl").read_text().splitlines()) == 10
+    assert resumed.returncode == 2
+    assert "run.json: cannot be read" in resumed.stderr and "convy report and convy export" in resumed.stderr
+    assert folder.pairs() == planned(5, 2)
