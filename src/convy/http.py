@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import math
 import re
 import ssl
 import uuid
@@ -33,7 +34,7 @@ import httpx2
 import msgspec
 
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
-from convy.busy import Busy
+from convy.busy import TOLD, Busy, Heard, NoQuota, Quota
 from convy.chat import Arguments, Completion
 from convy.problems import ModelFailure
 
@@ -98,6 +99,50 @@ class RetryAfter(msgspec.Struct, frozen=True):
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         return max(0.0, (moment - datetime.now(UTC)).total_seconds())
+
+
+class RateHeaders(msgspec.Struct, frozen=True):
+    """What a response's headers say is left of the service's limits, as OpenAI-compatible
+    services send it: ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``, the reset as a
+    duration such as "1s", "6m0s", "20ms" or "1.5"."""
+
+    headers: Any
+
+    def heard(self) -> Heard:
+        return Heard(self._quota("requests"), self._quota("tokens"))
+
+    def _quota(self, kind: str) -> Quota | NoQuota:
+        remaining = _number(self.headers.get(f"x-ratelimit-remaining-{kind}"))
+        reset = _duration(self.headers.get(f"x-ratelimit-reset-{kind}"))
+        if remaining is None or reset is None:
+            return NoQuota()
+        return Quota(remaining, reset, _number(self.headers.get(f"x-ratelimit-limit-{kind}")) or 0.0)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _number(text: str | None) -> float | None:
+    """A header's non-negative number, or None when it is missing or not one."""
+    try:
+        value = float(text) if text else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
+def _duration(text: str | None) -> float | None:
+    """Seconds of a duration such as "6m0s", "20ms" or a bare "1.5"; None when unreadable."""
+    if not text:
+        return None
+    bare = _number(text.strip())
+    if bare is not None:
+        return bare
+    parts = _DURATION.findall(text.strip())
+    if not parts or "".join(number + unit for number, unit in parts) != text.strip():
+        return None
+    return sum(float(number) * _UNITS[unit] for number, unit in parts)
 
 
 class JsonEndpoint(msgspec.Struct, frozen=True):
@@ -197,6 +242,9 @@ class JsonConnection(msgspec.Struct, frozen=True):
         return JsonEndpoint(self.endpoint.at(path)).shown()
 
     def _checked(self, response: Any, path: str) -> None:
+        told = TOLD.get()
+        if told is not None:
+            told.heard = RateHeaders(response.headers).heard()
         status = response.status_code
         if status in (429, 503):
             raise Busy(f"POST {self._shown(path)}: {status} {response.reason_phrase}", RetryAfter(response.headers).seconds())
