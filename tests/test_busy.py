@@ -4,15 +4,19 @@ at once and per minute, and how a refusing service's Retry-After is read."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
+import msgspec
 import pytest
 from clock import in_virtual_time
 from standin import StandIn, http_date
 
+from convy import Bench, Limits, Models, Plan, Scenario
 from convy.busy import TOLD, WAITS, Busy, Patience, Places, Waits
+from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
@@ -731,3 +735,31 @@ def test_waiting_for_a_free_place_is_noted_apart_from_the_work() -> None:
         return [wait.why for wait in waits.noted]
 
     assert "place" in run(played)
+
+
+# --- the bench's places ----------------------------------------------------------------------------
+
+
+class Slow:
+    """An agent whose conversations take 10 s (of virtual time) to open, then echo."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Any]:
+        async with FakeAgent(lambda text: text).conversation() as conversation:
+            await asyncio.sleep(10)
+            yield conversation
+
+
+def test_an_attempt_starts_only_when_it_has_an_agent_place() -> None:
+    """Workers beyond the agent's places wait for a place before their attempt starts: no attempt notes a wait for an agent place, and they start in plan order."""
+    scenario = msgspec.convert({"id": "s", "script": ["Hello."], "judge": [{"check": {"said": "Hello"}}]}, Scenario)
+
+    async def main() -> MemoryJournal:
+        journal = MemoryJournal()
+        await Bench(Slow(), Models(), Limits(agent_places=1, judge_places=8)).run(Plan((scenario,), 5), journal)
+        return journal
+
+    journal = run(main)
+    assert [outcome.attempt for outcome in journal.outcomes] == [1, 2, 3, 4, 5]
+    waits = [wait for outcome in journal.outcomes for wait in outcome.waits if wait.who == "agent" and wait.why == "place"]
+    assert waits == []
