@@ -15,7 +15,7 @@ from clock import in_virtual_time
 from standin import StandIn, http_date
 
 from convy import Bench, Limits, Models, Plan, Scenario
-from convy.busy import TOLD, WAITS, Busy, Patience, Places, Waits
+from convy.busy import TOLD, WAITS, Busy, Patience, Places, Services, Waits
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
 
@@ -478,6 +478,62 @@ def test_a_limit_is_found_and_held_with_no_setting(shape: str, most: float, refu
     assert service.answered == 300
     assert service.refused <= refused
     assert seconds <= most * 300 / 20 + 0.2, f"{seconds:.2f} s of virtual time"
+
+
+def test_two_participants_on_one_key_keep_within_the_limit_they_share() -> None:
+    """An agent and a judge sending to one service with one key share what they learn of it: 600 requests at 20 a second take about 30 s, with few refusals."""
+    from standin import Bucket
+
+    service = Simulated(Bucket(20, 1))
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        start = loop.time()
+
+        async def said(told_service: str) -> str:
+            told = TOLD.get()
+            if told is not None:
+                told.service = told_service
+            return await service()
+
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        judge = Places(8, "judge", patience=Patience(600), services=services)
+        await asyncio.gather(
+            *(agent.sent(lambda: said("one key")) for _ in range(300)),
+            *(judge.sent(lambda: said("one key")) for _ in range(300)),
+        )
+        return loop.time() - start
+
+    seconds = run(main)
+    assert service.answered == 600
+    assert service.refused <= 6
+    assert seconds <= 1.05 * 600 / 20 + 0.2
+
+
+def test_a_token_limit_is_held_like_a_request_limit() -> None:
+    """A limit on tokens a second that tells what is left is paced on before any refusal."""
+    from standin import Bucket
+
+    class Costly(Simulated):
+        async def __call__(self) -> str:
+            now = asyncio.get_running_loop().time()
+            wait, headers = self.limit.admit(now, 50)  # every request costs 50 tokens
+            told = TOLD.get()
+            if told is not None:
+                told.heard = RateHeaders(headers).heard()
+            if wait is not None:
+                self.refused += 1
+                raise Busy("429 Too Many Requests", float(wait))
+            self.answered += 1
+            await asyncio.sleep(self.latency)
+            return "answer"
+
+    service = Costly(Bucket(1000, 1000, unit="tokens"))  # 20 requests a second
+    seconds = played_against((service, 4))
+    assert service.answered == 300
+    assert service.refused <= 3
+    assert seconds <= 1.05 * 300 / 20 + 0.2
 
 
 def test_a_limit_lowered_mid_run_is_followed() -> None:

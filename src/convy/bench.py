@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import msgspec
 
 from convy.agent import TimeLimited, _Retried
-from convy.busy import Patience, Places, Seat, Who
+from convy.busy import Patience, Places, Seat, Services, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
 from convy.problems import ConfigurationError
@@ -72,13 +72,15 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be more than 0")
 
-    def places(self, who: Who) -> Places:
-        """New places for one participant of a run, made in the event loop that will use them."""
+    def places(self, who: Who, services: Services | None = None) -> Places:
+        """New places for one participant of a run, made in the event loop that will use them;
+        participants given the same ``services`` share what they learn of a service they share."""
         return Places(
             getattr(self, f"{who}_places"),
             who,
             getattr(self, f"{who}_per_minute"),
             Patience(getattr(self, f"{who}_patience")),
+            services,
         )
 
 
@@ -124,7 +126,8 @@ class Bench(msgspec.Struct, frozen=True):
         from convy.dialog import DefaultPrompts
 
         prompt = self.prompt or Prompt(DefaultPrompts().user())
-        places = {who: self.limits.places(who) for who in ("agent", "user", "judge")}
+        services = Services()
+        places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
         agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         user = Contained(PatientModel(self.models.user, places["user"]))
         judge = Checked(self._patient(self.models.judge, places["judge"]))

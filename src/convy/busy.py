@@ -109,11 +109,13 @@ class Heard(msgspec.Struct, frozen=True):
 
 
 class Told:
-    """The last thing a service said of its limits while one request of a participant was sent.
-    The HTTP layer fills it through ``TOLD``; ``Places`` reads it when the request is done."""
+    """The last thing a service said of its limits while one request of a participant was sent,
+    and which service it was (``service``: an address and a digest of the key, never shown). The
+    HTTP layer fills it through ``TOLD``; ``Places`` reads it when the request is done."""
 
     def __init__(self) -> None:
         self.heard = Heard()
+        self.service = ""
 
 
 TOLD: ContextVar[Told | None] = ContextVar("convy_told", default=None)
@@ -206,10 +208,50 @@ class _Meter:
         return min(self.limit, max(self.cost, 1.0), self.level + self.rate * share * (now - self.moment))
 
 
+class Service:
+    """What the participants of a run know of one service's limits: what is left of each, and the
+    latest sends made against them. Participants that send to the same service with the same key
+    share one, so together they keep within the limit they share."""
+
+    def __init__(self) -> None:
+        self.meters = {"requests": _Meter(), "tokens": _Meter()}
+        self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
+        self.sends = 0
+
+    def took(self, now: float, share: float) -> int:
+        """Note a send at ``now``; its number."""
+        number = self.sends
+        self.sent.append((number, now))
+        self.sends += 1
+        for meter in self.meters.values():
+            meter.take(now, share)
+        return number
+
+
+class Services:
+    """The services a run's participants send to, each found by what ``Told.service`` says."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, Service] = {}
+
+    def of(self, service: str, mine: Service) -> Service:
+        """The service known by that name, which is ``mine`` if no participant knew it yet."""
+        return self._known.setdefault(service, mine)
+
+
+class _Send(msgspec.Struct, frozen=True):
+    """One request let go: to which service's count, its number there, and when."""
+
+    service: Service
+    number: int
+    moment: float
+    metered: bool = False  # paced on what the service said is left
+
+
 class _Ticket:
     """A request waiting for its moment to be sent: older requests go first."""
 
-    def __init__(self, rank: tuple[float, int], future: asyncio.Future[int]) -> None:
+    def __init__(self, rank: tuple[float, int], future: asyncio.Future[_Send]) -> None:
         self.rank = rank
         self.future = future
 
@@ -240,7 +282,14 @@ class Places:
     (requests that ran out of patience) and ``sends``.
     """
 
-    def __init__(self, size: int, who: Who = "agent", per_minute: int = 0, patience: Patience | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        who: Who = "agent",
+        per_minute: int = 0,
+        patience: Patience | None = None,
+        services: Services | None = None,
+    ) -> None:
         if size < 1:
             raise ValueError("a participant needs at least one place")
         if per_minute < 0:
@@ -268,8 +317,8 @@ class Places:
         self._share = _SHARE
         self._cut_moment = -math.inf
         self._answers: deque[float] = deque()  # when the answered requests of the last second were sent
-        self._meters = {"requests": _Meter(), "tokens": _Meter()}
-        self._sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
+        self._service = Service()  # until the service says who it is
+        self._services = services or Services()
 
     # --- places at once --------------------------------------------------------------------------
 
@@ -329,20 +378,22 @@ class Places:
         loop = asyncio.get_running_loop()
         rank = (loop.time(), next(self._ranks))
         refused_at = -1.0
+        refusals = 0
         delay = self.patience.first
         while True:
             told = Told()
             if held:
                 async with self.one():
-                    number, sent = await self._turn(rank, paced, refused_at)
-                    answer = await self._asked(request, told, number, sent, paced)
+                    send = await self._turn(rank, paced, refused_at)
+                    answer = await self._asked(request, told, send, paced)
             else:
-                number, sent = await self._turn(rank, paced, refused_at)
-                answer = await self._asked(request, told, number, sent, paced)
+                send = await self._turn(rank, paced, refused_at)
+                answer = await self._asked(request, told, send, paced)
             match answer:
                 case _Refused(busy=busy):  # noqa: F841 - bound by the pattern
                     now = loop.time()
                     refused_at = now if refused_at < 0 else refused_at
+                    refusals += 1
                     # A Retry-After of 0 (or a date gone by) says nothing of how long the service
                     # stays busy: taken at its word, it would be asked again at once, without end.
                     pause = busy.retry_after or delay
@@ -352,18 +403,18 @@ class Places:
                         # A pause longer than anyone's patience is not imposed on the others:
                         # their own refusals will tell them.
                         self.given_up += 1
-                        self._refusal(number, sent, now, 0.0, told.heard, paced, False)
+                        self._refusal(send, now, 0.0, told, paced, False)
                         raise Busy(
                             f"{busy} — still busy after waiting {now - refused_at:.1f} s "
                             f"(patience {self.patience.seconds:g} s)",
                             busy.retry_after,
                         ) from busy
-                    self._refusal(number, sent, now, pause, told.heard, paced, refused_at == now)
+                    self._refusal(send, now, pause, told, paced, refusals < 3)
                 case _Answered(value=value):
                     return value
 
     async def _asked(
-        self, request: Callable[[], Awaitable[T]], told: Told, number: int, sent: float, paced: bool
+        self, request: Callable[[], Awaitable[T]], told: Told, send: _Send, paced: bool
     ) -> _Answered[T] | _Refused:
         token = TOLD.set(told)
         try:
@@ -376,11 +427,11 @@ class Places:
             raise
         finally:
             TOLD.reset(token)
-        self._answer(number, sent, told.heard, paced)
+        self._answer(send, told, paced)
         return _Answered(answer)
 
-    async def _turn(self, rank: tuple[float, int], paced: bool, refused_at: float) -> tuple[int, float]:
-        """Wait for this request's moment to be sent; its send number and that moment."""
+    async def _turn(self, rank: tuple[float, int], paced: bool, refused_at: float) -> _Send:
+        """Wait for this request's moment to be sent."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         left = self.patience.seconds - (start - refused_at if refused_at >= 0 else 0.0)
@@ -395,20 +446,19 @@ class Places:
             while loop.time() < self._paused_until:
                 await asyncio.sleep(self._paused_until - loop.time())
             self._noted(start, loop.time() - start, why)
-            return -1, loop.time()
-        future: asyncio.Future[int] = loop.create_future()
+            return _Send(self._service, -1, loop.time())
+        future: asyncio.Future[_Send] = loop.create_future()
         heapq.heappush(self._send_queue, _Ticket(rank, future))
         self._release()
         try:
-            number = await future
+            send = await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self._landed()
             self._release()
             raise
-        now = loop.time()
-        self._noted(start, now - start, why)
-        return number, now
+        self._noted(start, send.moment - start, why)
+        return send
 
     def _release(self) -> None:
         """Let go the requests whose moment has come, oldest first, and wake up for the next."""
@@ -429,15 +479,15 @@ class Places:
                 self._timer = loop.call_at(at, self._release)
                 return
             heapq.heappop(self._send_queue)
-            ticket.future.set_result(self.sends)
-            self._sent.append((self.sends, now))
+            metered = not self._unmetered()
+            ticket.future.set_result(_Send(self._service, self._service.took(now, self._share), now, metered))
             self.sends += 1
             self._flying += 1
             self._took(now)
 
     def _moment(self, now: float) -> float:
         moment = max(self._paused_until, self._next)
-        for meter in self._meters.values():
+        for meter in self._service.meters.values():
             moment = max(moment, meter.ready(now, self._share))
         return moment
 
@@ -446,24 +496,25 @@ class Places:
         if self._rate > 0 and self._unmetered():
             gap = max(gap, 1.0 / self._rate)
         self._next = max(self._next, now) + gap
-        for meter in self._meters.values():
-            meter.take(now, self._share)
 
     def _unmetered(self) -> bool:
-        return all(meter.rate <= 0 for meter in self._meters.values())
+        return all(meter.rate <= 0 for meter in self._service.meters.values())
 
     def _landed(self) -> None:
         self._flying -= 1
         self._release()
 
-    def _answer(self, number: int, sent: float, heard: Heard, paced: bool) -> None:
+    def _answer(self, send: _Send, told: Told, paced: bool) -> None:
         if not paced:
             return
         loop = asyncio.get_running_loop()
         now = loop.time()
         self._answered_once = True
-        self._heard(number, sent, heard, True)
-        self._answers.append(sent)
+        if told.service:
+            self._service = self._services.of(told.service, self._service)
+        self._heard(send, told.heard, True)
+        self._answers.append(send.moment)
+        number = send.number
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
         if number > self._cut_after:
@@ -476,29 +527,34 @@ class Places:
         if paced:
             self._landed()
 
-    def _refusal(self, number: int, sent: float, now: float, pause: float, heard: Heard, paced: bool, first: bool) -> None:
+    def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
         if not paced:
             self._paused_until = max(self._paused_until, now + pause)
             self._release()
             return
         self._answered_once = True
-        self._heard(number, sent, heard, False)
+        if told.service:
+            self._service = self._services.of(told.service, self._service)
+        heard, number = told.heard, send.number
+        self._heard(send, heard, False)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
-            # again waits the whole Retry-After.
-            ready = max(meter.ready(now, self._share) for meter in self._meters.values())
+            # a third time waits the whole Retry-After.
+            ready = max(meter.ready(now, self._share) for meter in self._service.meters.values())
             pause = min(pause, max(ready - now, 0.0)) if pause else pause
         if number > self._cut_after:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload.
-            self._cut_after = self.sends - 1
-            # A refusal now and then is the jitter of the way there: a small cut. Refusals one
-            # after another are a limit shared with others, or lowered: a deep one.
-            cut = _SHARE_CUT if now - self._cut_moment > 2.0 else 0.75
-            self._cut_moment = now
-            self._share = max(_SHARE_LEAST, self._share * cut)
+            self._cut_after = self._service.sends - 1
+            # A refusal now and then, or one just before the next unit was due, is the jitter of
+            # the way there: a small cut. Refusals one after another are a limit shared with
+            # others, or lowered: a deep one.
+            cut = _SHARE_CUT if now - self._cut_moment > 2.0 or self._near(heard) else 0.75
+            if send.metered:  # a request sent before the service said anything tells nothing of the share
+                self._cut_moment = now
+                self._share = max(_SHARE_LEAST, self._share * cut)
             while self._answers and self._answers[0] < now - 1.0:
                 self._answers.popleft()
             let_through = len(self._answers)
@@ -507,18 +563,31 @@ class Places:
                 self._growing = False
             else:
                 # The rate let through so far, over the last second or less when the run is younger.
-                seconds = min(1.0, max(now - self._sent[0][1], 0.1)) if self._sent else 1.0
+                sent = self._service.sent
+                seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
                 self._rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
             self._rate = max(self._rate, 0.01)
         self._paused_until = max(self._paused_until, now + pause)
         self._landed()
 
-    def _heard(self, number: int, sent: float, heard: Heard, admitted: bool) -> None:
-        later = [moment for count, moment in self._sent if count > number]
+    def _near(self, heard: Heard) -> bool:
+        """Whether a refusal came just before the next request was due, by less than a quarter
+        of the pace: the jitter of the way there, not a limit lower than the pace."""
+        match heard.requests:
+            case Quota(reset=reset):
+                return reset * self._service.meters["requests"].rate < 0.25
+            case NoQuota():
+                return False
+
+    def _heard(self, send: _Send, heard: Heard, admitted: bool) -> None:
+        if send.service is not self._service:
+            return  # sent before the participant knew which service it was: the next will tell
+        number, sent = send.number, send.moment
+        later = [moment for count, moment in self._service.sent if count > number]
         for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
             match quota:
                 case Quota():
-                    if self._meters[name].heard(quota, number, sent, later, self._share, name == "tokens", admitted):
+                    if self._service.meters[name].heard(quota, number, sent, later, self._share, name == "tokens", admitted):
                         # The refusals just before were the limit coming down, not jitter.
                         self._share = max(self._share, _SHARE * _SHARE_CUT)
                 case NoQuota():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import hashlib
 import math
 import re
 import ssl
@@ -169,6 +170,14 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         host, slash, path = rest.partition("/")
         return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
 
+    def limited_by(self) -> str:
+        """Whose limit this endpoint's requests count against, taken to be one per address and
+        key: the scheme, host and port, and a digest of the headers (which hold the key)."""
+        scheme, _, rest = self.url.partition("://")
+        host = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+        digest = hashlib.sha256("\n".join(sorted(self.headers.values())).encode()).hexdigest()
+        return f"{scheme}://{host} {digest[:16]}"
+
     def at(self, path: str) -> str:
         """The URL with ``path`` added to its path, before its query."""
         if not path:
@@ -245,6 +254,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         told = TOLD.get()
         if told is not None:
             told.heard = RateHeaders(response.headers).heard()
+            told.service = self.endpoint.limited_by()
         status = response.status_code
         if status in (429, 503):
             raise Busy(f"POST {self._shown(path)}: {status} {response.reason_phrase}", RetryAfter(response.headers).seconds())
