@@ -819,3 +819,27 @@ def test_an_attempt_starts_only_when_it_has_an_agent_place() -> None:
     assert [outcome.attempt for outcome in journal.outcomes] == [1, 2, 3, 4, 5]
     waits = [wait for outcome in journal.outcomes for wait in outcome.waits if wait.who == "agent" and wait.why == "place"]
     assert waits == []
+
+
+# --- the benchmark ---------------------------------------------------------------------------------
+
+
+def test_the_busy_benchmark_runs_and_prints_its_table() -> None:
+    """A small run of bench/busy.py on two shapes completes and prints a row for each."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "busy.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--requests", "12", "--rate", "40", "--only", "bucket1", "window"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(bench.parent.parent / "src")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bucket, burst 1 " in done.stdout
+    assert "sliding window" in done.stdout
+    assert "PROBLEMS" not in done.stdout
