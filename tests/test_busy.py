@@ -15,9 +15,10 @@ from clock import in_virtual_time
 from standin import StandIn, http_date
 
 from convy import Bench, Limits, Models, Plan, Scenario
-from convy.busy import TOLD, WAITS, Busy, Patience, Places, Services, Waits
+from convy.busy import WAITS, Busy, Patience, Places, Waits
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
+from convy.quota import TOLD, Services
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
 SHORT = 0.05

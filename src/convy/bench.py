@@ -28,10 +28,11 @@ from typing import Any, Protocol
 import msgspec
 
 from convy.agent import TimeLimited, _Retried
-from convy.busy import Patience, Places, Seat, Services, Who
+from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
 from convy.problems import ConfigurationError
+from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 
 

@@ -35,9 +35,10 @@ import httpx2
 import msgspec
 
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
-from convy.busy import TOLD, Busy, Heard, NoQuota, Quota
+from convy.busy import Busy
 from convy.chat import Arguments, Completion
 from convy.problems import ModelFailure
+from convy.quota import TOLD, Heard, NoQuota, Quota
 
 
 class HttpFailure(Exception):
