@@ -26,7 +26,7 @@ requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a sec
 For each: ``wall / floor`` and ``refused`` (429s / requests the server received); the floor is
 the requests (or tokens) the server let through divided by the rate, plus, for ``halved``, the
 slower second part. ``--before SRC`` plays the same cases with convy's source at ``SRC`` (such as
-a checkout of main: ``git worktree add /tmp/main main``) in a child process, each cut off at
+main's: ``git archive main src | tar -x -C /tmp/before``, then ``/tmp/before/src``) in a child process, each cut off at
 ``--cap`` times its floor, and prints both side by side.
 
 Free cases (``--only free``), no limit at all, ``--free-attempts`` attempts with
@@ -211,12 +211,16 @@ def child(shape: str, arguments: argparse.Namespace, source: str, cap: float) ->
         done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=cap, check=True)
     except subprocess.TimeoutExpired:
         return None
+    except subprocess.CalledProcessError as error:
+        return {"failed": (error.stderr.strip().splitlines() or ["no output"])[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def shown(shape: str, result: dict[str, Any] | None, arguments: argparse.Namespace, cap: float) -> str:
     if result is None:
         return f"{'> ' + format(cap / (arguments.requests / arguments.rate), '.1f'):>6}x  (cut off at {cap:.0f} s)"
+    if "failed" in result:
+        return f"failed: {result['failed'][:60]}"
     floor = floor_of(shape, result, arguments)
     share = result["refused"] / result["received"] if result["received"] else 0.0
     return f"{result['wall'] / floor:6.2f}x {result['refused']:4d}/{result['received']:<4d} {share:5.1%}"

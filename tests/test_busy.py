@@ -355,6 +355,25 @@ def test_at_most_size_requests_are_under_way_at_once(size: int) -> None:
     assert peak == size
 
 
+def test_waits_for_a_place_cancelled_leave_the_places_whole() -> None:
+    """Cancelled waits for a place, whether a place was freed before or after, raise only the cancellation and leave every place usable."""
+
+    async def main() -> int:
+        places = Places(1)
+        holder = await places.seat()
+        waiting = [asyncio.create_task(places.seat()) for _ in range(3)]
+        await settled()
+        waiting[0].cancel()
+        holder.release()  # passes the cancelled first waiter by, to the second
+        waiting[1].cancel()  # cancelled with the place handed to it: it hands it on to the third
+        waiting[2].cancel()
+        results = await asyncio.gather(*waiting, return_exceptions=True)
+        assert all(isinstance(result, asyncio.CancelledError) for result in results)
+        return await let_in(places, 1)
+
+    assert run(main) == 1
+
+
 def test_conversations_hold_places_too() -> None:
     """``one()`` holds a place while its block runs: a third conversation waits for one of two to end."""
     entered: list[int] = []

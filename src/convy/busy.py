@@ -193,7 +193,7 @@ class Places:
             except asyncio.CancelledError:
                 if future.done() and not future.cancelled():
                     self._freed()  # handed over as the wait was cancelled: hand it on
-                else:
+                elif future in self._place_queue:  # a place freed meanwhile has passed it by already
                     self._place_queue.remove(future)
                 raise
         self.peak = max(self.peak, self._taken)
