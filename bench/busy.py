@@ -1,44 +1,50 @@
-"""Benchmark of convy against a rate-limited service: how close to the limit it plays, how much it
-is refused on the way, and how many attempts per second it plays when nothing limits it.
+"""Benchmark of convy against rate-limited services: how close to a service's limit it plays with
+default settings, and how often it is refused on the way; and how many attempts per second it
+plays when nothing limits it.
 
 The service is the test stand-in (``tests/standin.py``), a real HTTP server answering after
 ``--latency`` seconds (100 ms), run in a child process so that its work is not charged to convy.
-The agent is a ``JsonAgent`` on its ``/agent`` endpoint, played through the real ``Bench``; each
-attempt is a scripted scenario of ``--turns`` messages (one request each) decided by a ``check:``
-(no judge model). With ``--with-user`` the scenario also has a simulated user, an ``OpenAiModel``
-on a second stand-in with the same limit (``user_per_minute`` set like the agent's), so each
-attempt is one scripted turn and ``turns - 1`` turns the user model writes.
+The agent is a ``JsonAgent`` on its ``/agent`` endpoint, played through the real ``Bench`` with
+**default settings** (``Limits()``: 4 agent places, no per-minute); each attempt is a scripted
+scenario of ``--turns`` messages (one request each) decided by a ``check:``.
 
-**The minute is scaled.** The stand-in admits ``--per-minute`` (R) requests in any sliding window
-of ``--window`` seconds (W; 429 with ``Retry-After`` beyond), so a "minute" lasts W seconds and
-the benchmark finishes in about a minute instead of an hour. convy's ``agent_per_minute`` counts
-real 60-second minutes, so the limit set to match is ``R * 60 / W``.
+**Time is scaled.** A limit of 1,200 requests a minute is 20 a second: ``--requests`` (300) agent
+requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a second:
 
-Rate-limited cases, ``--attempts`` attempts each, ``--places`` agent places:
+- ``bucket 1``: a token bucket with burst 1 (a request every 50 ms at most), answering 429 with
+  ``Retry-After`` in whole seconds (at least 1, rounded up, as real providers do), and OpenAI's
+  ``x-ratelimit-*`` headers on every response;
+- ``bucket 1, bare``: the same bucket without any ``x-ratelimit-*`` header: only 429s tell;
+- ``bucket 20``: a token bucket with burst 20;
+- ``window``: at most ``rate`` requests in any sliding second;
+- ``halved``: a burst-1 bucket whose rate halves a third of the way through the floor;
+- ``shared``: the agent and the judge (a ``ChatJudge``, one request per claim, ``--claims``) on the
+  same key: one burst-1 bucket counts both; the floor counts both;
+- ``tokens``: a token limit (TPM) alone: a bucket of tokens (a request's body bytes / 4) with a
+  second's worth of burst, filled at ``rate`` times a request's tokens a second.
 
-- ``paced``: ``agent_per_minute`` set to the limit (``R * 60 / W``);
-- ``unpaced``: no per-minute limit: convy relies on the 429s alone (``Retry-After`` pausing all
-  the agent's requests, and places halved at a refusal).
+For each: ``wall / floor`` and ``refused`` (429s / requests the server received); the floor is
+the requests (or tokens) the server let through divided by the rate, plus, for ``halved``, the
+slower second part. ``--before SRC`` plays the same cases with convy's source at ``SRC`` (such as
+main's: ``git archive main src | tar -x -C /tmp/before``, then ``/tmp/before/src``) in a child process, each cut off at
+``--cap`` times its floor, and prints both side by side.
 
-For each: ``wall / floor``, where the floor is the time the limit needs for the requests that must
-be answered (attempts x turns, divided by R per W seconds); ``refused`` = 429s / requests the
-server received; the attempts that ended well (``finished``).
+Free cases (``--only free``), no limit at all, ``--free-attempts`` attempts with
+``agent_places`` = each of ``--concurrency``: attempts per second against the ideal ``places /
+(latency x turns)``, as a ratio; and the same requests sent by a bare asyncio loop with httpx2
+alone, the baseline that shows what the machine and the HTTP client allow without convy.
 
-Free cases, no limit at all, ``--free-attempts`` attempts with ``agent_places`` = each of
-``--concurrency`` (64 and 256): attempts per second against the ideal ``places / (latency x
-turns)`` (every place always busy with a request), as a ratio; and the same requests sent by a
-bare asyncio loop with httpx2 alone (one client per attempt, as a ``JsonAgent`` conversation
-has), the baseline that shows what the machine and the HTTP client allow without convy.
-
-    .venv/bin/python bench/busy.py                          # the default: about 2 to 3 minutes
-    .venv/bin/python bench/busy.py --attempts 40 --free-attempts 512   # a quick look
-    .venv/bin/python bench/busy.py --only paced unpaced --with-user
+    .venv/bin/python bench/busy.py                                  # every shape, about 2 minutes
+    .venv/bin/python bench/busy.py --before /tmp/main/src           # and the state before, side by side
+    .venv/bin/python bench/busy.py --requests 60 --only bucket1     # a quick look
+    .venv/bin/python bench/busy.py --only free
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import os
 import platform
@@ -46,18 +52,49 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import msgspec
 
-import convy
-from convy import Absent, Bench, JsonAgent, JsonEndpoint, Limits, Models, OpenAiModel, Plan, Scenario
-from convy.fakes import MemoryJournal
-
 TESTS = Path(__file__).resolve().parent.parent / "tests"
+SHAPES = ("bucket1", "bare", "bucket20", "window", "halved", "shared", "tokens")
+LABELS = {
+    "bucket1": "bucket, burst 1",
+    "bare": "bucket, burst 1, no headers",
+    "bucket20": "bucket, burst 20",
+    "window": "sliding window",
+    "halved": "rate halves mid-run",
+    "shared": "agent + judge, one key",
+    "tokens": "token limit (TPM)",
+}
+BODY_TOKENS = 14  # about what one agent request's body counts as tokens (bytes / 4) in the stand-in
+
+
+def judged(request: dict[str, Any]) -> str:
+    """The stand-in's chat reply for the shared case: a judge's decision."""
+    return '{"reason": "it said so", "pass": true, "confidence": 0.9}'
+
+
+def limit_of(shape: str, rate: float, floor: float) -> Any:
+    """The stand-in's limit for a shape (built in the stand-in's process)."""
+    from standin import Bucket, Changing, Window
+
+    match shape:
+        case "bucket1" | "shared":
+            return Bucket(rate, 1)
+        case "bare":
+            return Bucket(rate, 1, headers=False)
+        case "bucket20":
+            return Bucket(rate, 20)
+        case "window":
+            return Window(round(rate), 1.0)
+        case "halved":
+            return Changing(Bucket(rate, 1), Bucket(rate / 2, 1), after=floor / 3)
+        case "tokens":
+            return Bucket(rate * BODY_TOKENS, rate * BODY_TOKENS, unit="tokens")
+    raise ValueError(shape)
 
 
 # --- the stand-in, in a child process -----------------------------------------------------------
@@ -67,6 +104,11 @@ def _serve(pipe: Any, settings: dict[str, Any]) -> None:
     sys.path.insert(0, str(TESTS))
     from standin import StandIn
 
+    shape = settings.pop("shape", None)
+    if shape is not None:
+        settings["limit"] = limit_of(shape, settings.pop("rate"), settings.pop("floor"))
+    if settings.pop("judge", False):
+        settings["reply"] = judged
     with StandIn(**settings) as server:
         pipe.send(server.url)
         while True:
@@ -77,10 +119,10 @@ def _serve(pipe: Any, settings: dict[str, Any]) -> None:
                     pipe.send(
                         {
                             "received": len(received),
-                            "refused": server.refused,
-                            "statuses": dict(Counter(r.status for r in received)),
-                            "answered": sum(answered.values()),
-                            "answered_twice": sum(1 for times in answered.values() if times > 1),
+                            "refused": sum(1 for r in received if r.status == 429),
+                            "answered": sum(1 for r in received if r.status == 200),
+                            "answered_twice": sum(1 for r in received if r.kind == "agent" and answered[(r.conversation, r.message)] > 1) // 2,
+                            "tokens": server.tokens_admitted,
                             "peak": server.peak_in_flight,
                             "errors": len(server.errors),
                         }
@@ -114,36 +156,92 @@ class Service:
         self._process.join(10)
 
 
-# --- one case -----------------------------------------------------------------------------------
+# --- one limited case, played in this process ---------------------------------------------------
 
 
-class Case(msgspec.Struct, frozen=True):
-    name: str
-    attempts: int
-    turns: int
-    limits: Limits
-    latency: float
-    per_minute: int | None  # the stand-in's limit per window (None: no limit)
-    window: float
-    with_user: bool = False
+def scenario(turns: int, claims: int) -> Any:
+    from convy import Scenario
 
-
-class Result(msgspec.Struct, frozen=True):
-    case: Case
-    wall: float
-    cpu: float  # CPU seconds of this process (the stand-ins run in others)
-    stops: dict[str, int]
-    agent: dict[str, Any]
-    user: dict[str, Any] | None
-
-
-def scenario(turns: int, with_user: bool) -> Scenario:
-    fields: dict[str, Any] = {"id": "busy", "judge": [{"check": {"said": "You said"}}]}
-    if with_user:
-        fields |= {"user": "You ask about your order.", "script": ["Hello."], "max_turns": turns}
-    else:
-        fields |= {"script": [f"Message {number}." for number in range(1, turns + 1)]}
+    judge: list[Any] = [{"check": {"said": "You said"}}] + [f"The agent answers claim {n}." for n in range(1, claims + 1)]
+    fields = {"id": "busy", "judge": judge, "script": [f"Message {number}." for number in range(1, turns + 1)]}
     return msgspec.convert(fields, Scenario)
+
+
+def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
+    """Play one shape with default settings; what the stand-in saw, and the wall time."""
+    from convy import Absent, Bench, ChatJudge, JsonAgent, JsonEndpoint, Limits, Models, OpenAiModel, Plan
+    from convy.fakes import MemoryJournal
+
+    claims = arguments.claims if shape == "shared" else 0
+    attempts = max(1, arguments.requests // arguments.turns)
+    floor = attempts * arguments.turns / arguments.rate
+    settings = {"latency": arguments.latency, "shape": shape, "rate": arguments.rate, "floor": floor, "judge": claims > 0}
+    with Service(**settings) as service:
+        agent = JsonAgent(JsonEndpoint(service.url + "/agent"), reply="output.text")
+        judge = ChatJudge(OpenAiModel("stand-in", service.url + "/v1")) if claims else Absent()
+        bench = Bench(agent, Models(judge=judge), Limits())
+        journal = MemoryJournal()
+        start = time.perf_counter()
+        asyncio.run(bench.run(Plan((scenario(arguments.turns, claims),), attempts), journal))
+        wall = time.perf_counter() - start
+        stats = service.stats()
+    stops = Counter(outcome.stop for outcome in journal.outcomes)
+    judged_well = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
+    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": judged_well, **stats}
+
+
+def floor_of(shape: str, result: dict[str, Any], arguments: argparse.Namespace) -> float:
+    """Seconds the limit needs, at the least, for what the server let through."""
+    rate = arguments.rate
+    match shape:
+        case "tokens":
+            return result["tokens"] / (rate * BODY_TOKENS)
+        case "halved":
+            first = result["attempts"] * arguments.turns / rate / 3
+            return first + (result["answered"] - first * rate) / (rate / 2)
+        case _:
+            return result["answered"] / rate
+
+
+def child(shape: str, arguments: argparse.Namespace, source: str, cap: float) -> dict[str, Any] | None:
+    """One shape played by convy's source at ``source`` in a child process; None when it ran past ``cap`` s."""
+    command = [sys.executable, __file__, "--case", shape, *sys.argv[1:]]
+    environment = {**os.environ, "PYTHONPATH": source}
+    try:
+        done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=cap, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    except subprocess.CalledProcessError as error:
+        return {"failed": (error.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def shown(shape: str, result: dict[str, Any] | None, arguments: argparse.Namespace, cap: float) -> str:
+    if result is None:
+        return f"{'> ' + format(cap / (arguments.requests / arguments.rate), '.1f'):>6}x  (cut off at {cap:.0f} s)"
+    if "failed" in result:
+        return f"failed: {result['failed'][:60]}"
+    floor = floor_of(shape, result, arguments)
+    share = result["refused"] / result["received"] if result["received"] else 0.0
+    return f"{result['wall'] / floor:6.2f}x {result['refused']:4d}/{result['received']:<4d} {share:5.1%}"
+
+
+def problems_of(shape: str, result: dict[str, Any], arguments: argparse.Namespace) -> list[str]:
+    """What went wrong that should not: a message answered twice, a server error, an attempt lost."""
+    problems = []
+    if result["answered_twice"]:
+        problems.append(f"{shape}: {result['answered_twice']} agent messages answered twice")
+    if sum(result["stops"].values()) != result["attempts"]:
+        problems.append(f"{shape}: {sum(result['stops'].values())} of {result['attempts']} attempts recorded")
+    if result["errors"]:
+        problems.append(f"{shape}: the stand-in had {result['errors']} errors")
+    unfinished = {stop: count for stop, count in result["stops"].items() if stop != "finished"}
+    if unfinished:
+        problems.append(f"{shape}: attempts that did not finish: {unfinished}")
+    return problems
+
+
+# --- free cases: nothing limits ----------------------------------------------------------------
 
 
 async def bare(url: str, attempts: int, turns: int, places: int) -> None:
@@ -165,189 +263,106 @@ async def bare(url: str, attempts: int, turns: int, places: int) -> None:
     await asyncio.gather(*(worker() for _ in range(min(places, attempts))))
 
 
-def baseline(case: Case) -> tuple[float, float]:
-    """Seconds, and CPU seconds of this process, the bare loop takes for the free case's attempts."""
-    with Service(latency=case.latency, per_minute=None, window=case.window) as service:
-        start, cpu = time.perf_counter(), time.process_time()
-        asyncio.run(bare(service.url, case.attempts, case.turns, case.limits.agent_places))
-        return time.perf_counter() - start, time.process_time() - cpu
+def free(places: int, arguments: argparse.Namespace) -> str:
+    """The best of ``--repeat`` runs of convy's Bench and of the bare loop, nothing limiting either."""
+    from convy import Bench, JsonAgent, JsonEndpoint, Limits, Models, Plan
+    from convy.fakes import MemoryJournal
 
-
-def played(case: Case) -> Result:
-    settings = {"latency": case.latency, "per_minute": case.per_minute, "window": case.window}
-    with ExitStack() as stack:
-        agent_service = stack.enter_context(Service(**settings))
-        user_service = stack.enter_context(Service(**settings)) if case.with_user else None
-        agent = JsonAgent(JsonEndpoint(agent_service.url + "/agent"), reply="output.text")
-        user = OpenAiModel("stand-in", user_service.url + "/v1") if user_service else Absent()
-        bench = Bench(agent, Models(user=user), case.limits)
-        journal = MemoryJournal()
-        start, cpu = time.perf_counter(), time.process_time()
-        asyncio.run(bench.run(Plan((scenario(case.turns, case.with_user),), case.attempts), journal))
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return Result(
-            case,
-            wall,
-            cpu,
-            dict(Counter(outcome.stop for outcome in journal.outcomes)),
-            agent_service.stats(),
-            user_service.stats() if user_service else None,
-        )
+    attempts, turns = arguments.free_attempts, arguments.turns
+    convy_runs, bare_runs = [], []
+    with Service(latency=arguments.latency) as service:
+        for _ in range(arguments.repeat):  # interleaved, so a burst of other work hits both alike
+            agent = JsonAgent(JsonEndpoint(service.url + "/agent"), reply="output.text")
+            bench = Bench(agent, Models(), Limits(agent_places=places))
+            start, cpu = time.perf_counter(), time.process_time()
+            asyncio.run(bench.run(Plan((scenario(turns, 0),), attempts), MemoryJournal()))
+            convy_runs.append((time.perf_counter() - start, time.process_time() - cpu))
+            if not arguments.no_baseline:
+                start, cpu = time.perf_counter(), time.process_time()
+                asyncio.run(bare(service.url, attempts, turns, places))
+                bare_runs.append((time.perf_counter() - start, time.process_time() - cpu))
+    ideal = places / (arguments.latency * turns)
+    rows = [f"agent_places={places}: ideal {ideal:.1f} attempts/s"]
+    for name, runs in (("convy Bench", convy_runs), ("bare httpx2", bare_runs)):
+        if runs:
+            wall, cpu = min(runs)
+            rows.append(
+                f"  {name:<14} {wall:6.1f} s {attempts / wall:7.1f}/s  ratio {attempts / wall / ideal:4.2f}"
+                f"   CPU {cpu / attempts * 1000:5.2f} ms/attempt"
+            )
+    return "\n".join(rows)
 
 
 # --- the report ---------------------------------------------------------------------------------
 
 
-def tree() -> str:
-    """The commit convy's source is at, and its changed files, when it is a git checkout."""
-    source = Path(convy.__file__).parent
+def tree(source: Path) -> str:
+    """The commit convy's source is at, and whether it has changes, when it is a git checkout."""
     try:
         commit = subprocess.run(
             ["git", "-C", str(source), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         changed = subprocess.run(
             ["git", "-C", str(source), "status", "--porcelain", "--", "."], capture_output=True, text=True, check=True
-        ).stdout.split("\n")
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
-    changed = [line[3:] for line in changed if line.strip()]
-    return f", commit {commit}" + (f", changed: {' '.join(changed)}" if changed else ", unchanged")
-
-
-def limited_row(result: Result, label: str) -> str:
-    case = result.case
-    assert case.per_minute is not None
-    needed = case.attempts * case.turns  # agent requests that must be answered
-    floor = needed / case.per_minute * case.window
-    agent = result.agent
-    share = agent["refused"] / agent["received"] if agent["received"] else 0.0
-    finished = result.stops.get("finished", 0) + result.stops.get("max_turns", 0)
-    row = (
-        f"{label:<28} {result.wall:7.1f} s {floor:6.1f} s {result.wall / floor:6.2f}"
-        f"   {agent['refused']:4d}/{agent['received']:<5d} {share:6.1%}   {finished}/{case.attempts}"
-    )
-    if result.user is not None:
-        user = result.user
-        user_share = user["refused"] / user["received"] if user["received"] else 0.0
-        row += f"   user {user['refused']}/{user['received']} {user_share:.1%}"
-    others = {stop: count for stop, count in result.stops.items() if stop not in ("finished", "max_turns")}
-    if others:
-        row += f"   {others}"
-    return row
-
-
-def free_rows(results: list[Result], bare: list[tuple[float, float]]) -> str:
-    """The best of the repeats of a free case (least wall time), and of its baseline."""
-    result = min(results, key=lambda result: result.wall)
-    case = result.case
-    places = case.limits.agent_places
-    ideal = places / (case.latency * case.turns)
-    measured = case.attempts / result.wall
-    rows = [
-        f"  convy Bench     {result.wall:6.1f} s {measured:7.1f}/s  ratio {measured / ideal:4.2f}"
-        f"   CPU {result.cpu / case.attempts * 1000:5.2f} ms/attempt   (server peak {result.agent['peak']} at once)"
-    ]
-    if bare:
-        wall, cpu = min(bare)
-        alone = case.attempts / wall
-        rows.append(
-            f"  bare httpx2     {wall:6.1f} s {alone:7.1f}/s  ratio {alone / ideal:4.2f}"
-            f"   CPU {cpu / case.attempts * 1000:5.2f} ms/attempt"
-        )
-    return f"agent_places={places}: ideal {ideal:.1f} attempts/s\n" + "\n".join(rows)
-
-
-def checked(result: Result) -> list[str]:
-    """What went wrong that should not: a turn answered twice, a server error, an attempt lost."""
-    case, problems = result.case, []
-    # Every agent message goes to its own conversation (a session of its own) and is answered once.
-    # The user model's requests carry no session, so only their number is checked.
-    if result.agent["answered_twice"]:
-        problems.append(f"{case.name}: {result.agent['answered_twice']} agent messages answered twice")
-    if result.agent["answered"] != case.attempts * case.turns:
-        problems.append(f"{case.name}: {result.agent['answered']} agent requests answered, not attempts x turns")
-    if result.user is not None and result.user["answered"] != case.attempts * (case.turns - 1):
-        problems.append(f"{case.name}: {result.user['answered']} user requests answered, not attempts x (turns - 1)")
-    for who, stats in (("agent", result.agent), ("user", result.user)):
-        if stats is not None and stats["errors"]:
-            problems.append(f"{case.name}: the {who} stand-in had {stats['errors']} errors")
-    if sum(result.stops.values()) != result.case.attempts:
-        problems.append(f"{result.case.name}: {sum(result.stops.values())} of {result.case.attempts} attempts recorded")
-    return problems
+    return f"commit {commit}" + (", with changes" if changed else "")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--attempts", type=int, default=100, help="attempts of each rate-limited case (default 100)")
+    parser.add_argument("--requests", type=int, default=300, help="agent requests of each limited case (default 300)")
     parser.add_argument("--turns", type=int, default=3, help="agent requests per attempt (default 3)")
-    parser.add_argument("--per-minute", type=int, default=60, help="R: requests the stand-in admits per window (default 60)")
-    parser.add_argument("--window", type=float, default=6.0, help="W: the scaled minute, in seconds (default 6)")
+    parser.add_argument("--rate", type=float, default=20.0, help="requests a second every limit allows (default 20)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the stand-in takes per answer (default 0.1)")
-    parser.add_argument("--places", type=int, default=8, help="agent_places of the rate-limited cases (default 8)")
+    parser.add_argument("--claims", type=int, default=1, help="judged claims per attempt in the shared case (default 1)")
+    parser.add_argument("--before", metavar="SRC", help="also play the limited cases with convy's source at SRC")
+    parser.add_argument("--cap", type=float, default=4.0, help="a --before case is cut off at this many floors (default 4)")
     parser.add_argument("--free-attempts", type=int, default=1536, help="attempts of each free case (default 1536)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256], help="agent_places of the free cases")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each free case, the best shown (default 2)")
     parser.add_argument("--no-baseline", action="store_true", help="do not time the free cases' requests without convy")
-    parser.add_argument("--with-user", action="store_true", help="a simulated user (OpenAiModel) on a second limited stand-in")
-    parser.add_argument("--only", nargs="+", choices=("paced", "unpaced", "free"), default=("paced", "unpaced", "free"))
+    parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free"), default=SHAPES)
+    parser.add_argument("--case", choices=SHAPES, help=argparse.SUPPRESS)  # one case, as JSON (for --before)
     arguments = parser.parse_args()
+    if arguments.case:
+        print(json.dumps(limited(arguments.case, arguments)))
+        return
 
-    scaled = round(arguments.per_minute * 60 / arguments.window)
-    print(
-        f"convy {convy.__version__} from {Path(convy.__file__).parent}{tree()}\n"
-        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
-    )
-    print(
-        f"The stand-in admits R={arguments.per_minute} requests per {arguments.window:g} s sliding window "
-        f"(a minute scaled to {arguments.window:g} s: {scaled} per real minute), answers after "
-        f"{arguments.latency * 1000:g} ms, and 429s beyond with Retry-After (whole seconds)."
-    )
-    print(f"Each attempt: {arguments.turns} agent requests (JsonAgent)" + (
-        ", all but the first written by a simulated user (OpenAiModel, its own limited stand-in)."
-        if arguments.with_user else ", scripted."
-    ))
-    print()
+    import convy
+
+    here = Path(convy.__file__).parent
+    print(f"convy {convy.__version__} from {here} ({tree(here)})")
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    shapes = [shape for shape in SHAPES if shape in arguments.only]
     problems: list[str] = []
-    limited = [(name, rate) for name, rate in (("paced", scaled), ("unpaced", 0)) if name in arguments.only]
-    if limited:
-        floor = arguments.attempts * arguments.turns / arguments.per_minute * arguments.window
-        print(f"Rate-limited: {arguments.attempts} attempts, agent_places={arguments.places}; "
-              f"floor = {arguments.attempts * arguments.turns} requests / R per W = {floor:.1f} s "
-              f"(the stand-in's first window is empty, so a burst can beat it by up to R requests)")
-        print(f"{'case':<28} {'wall':>9} {'floor':>8} {'wall/floor':>6}   {'refused/received':>16}   finished")
-        for name, rate in limited:
-            limits = Limits(
-                agent_places=arguments.places,
-                agent_per_minute=rate,
-                user_per_minute=rate if arguments.with_user else 0,
-            )
-            case = Case(name, arguments.attempts, arguments.turns, limits, arguments.latency,
-                        arguments.per_minute, arguments.window, arguments.with_user)
-            result = played(case)
-            label = f"paced (agent_per_minute={rate})" if rate else "unpaced (per_minute 0)"
-            print(limited_row(result, label), flush=True)
-            problems += checked(result)
-        print()
+    if shapes:
+        print(
+            f"\nEvery limit allows {arguments.rate:g} requests a second ({arguments.rate * 60:,.0f}/min); "
+            f"{arguments.requests} agent requests ({arguments.turns} a attempt), answered after "
+            f"{arguments.latency * 1000:g} ms; default settings (Limits()); floor = requests let through / rate."
+        )
+        before = f"before ({tree(Path(arguments.before))})" if arguments.before else ""
+        print(f"{'shape':<28} {'now: wall/floor refused':>27}   {before}")
+        cap = arguments.cap * arguments.requests / arguments.rate
+        for shape in shapes:
+            result = limited(shape, arguments)
+            row = f"{LABELS[shape]:<28} {shown(shape, result, arguments, cap):>27}"
+            if arguments.before:
+                row += f"   {shown(shape, child(shape, arguments, arguments.before, cap), arguments, cap)}"
+            print(row, flush=True)
+            problems += problems_of(shape, result, arguments)
     if "free" in arguments.only:
         print(
-            f"No limit: {arguments.free_attempts} attempts, best of {arguments.repeat}; ideal = places / "
+            f"\nNo limit: {arguments.free_attempts} attempts, best of {arguments.repeat}; ideal = places / "
             f"({arguments.latency:g} s x {arguments.turns} turns); CPU: this process's, the stand-in runs in another"
         )
         for places in arguments.concurrency:
-            limits = Limits(agent_places=places)
-            case = Case(f"free-{places}", arguments.free_attempts, arguments.turns, limits, arguments.latency, None,
-                        arguments.window, False)
-            results, bare_runs = [], []
-            for _ in range(arguments.repeat):  # interleaved, so a burst of other work hits both alike
-                results.append(played(case))
-                problems += checked(results[-1])
-                if not arguments.no_baseline:
-                    bare_runs.append(baseline(case))
-            print(free_rows(results, bare_runs), flush=True)
+            print(free(places, arguments), flush=True)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     if problems:
-        print()
-        print("PROBLEMS:")
+        print("\nPROBLEMS:")
         for problem in problems:
             print(f"  {problem}")
         sys.exit(1)

@@ -41,12 +41,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = [
+    "Bucket",
+    "Changing",
     "Drop",
     "Echo",
     "Fault",
     "Invalid",
     "NoDone",
     "NoFinish",
+    "Limits",
     "Received",
     "SseError",
     "SlowBody",
@@ -56,6 +59,7 @@ __all__ = [
     "TLS",
     "TLSFiles",
     "Truncated",
+    "Window",
     "WrongShape",
     "http_date",
 ]
@@ -221,6 +225,7 @@ class Received:
     fault: Fault | None = None
     refused: str | None = None
     status: int | None = None
+    limit_headers: dict[str, str] | None = None
 
     @property
     def stream(self) -> bool:
@@ -419,6 +424,108 @@ def _default_reply(request: dict[str, Any]) -> str:
     return f"You said: {_newest_user_message('chat', request) or ''}"
 
 
+# ---------------------------------------------------------------------------------------- rate limits
+# The shapes of limit a provider may have, for StandIn(limit=...). Each admits a request or says how
+# long it should have waited, and says what is left in OpenAI's headers (x-ratelimit-*) when `headers`.
+
+
+def _reset(seconds: float) -> str:
+    """A reset time as OpenAI-compatible services write it: "20ms", "1s", "6m0s"."""
+    if seconds < 1:
+        return f"{math.ceil(seconds * 1000)}ms"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}m{rest:.3g}s" if minutes else f"{rest:.3g}s"
+
+
+@dataclass
+class Bucket:
+    """A token bucket: `rate` units a second, at most `burst` saved up (burst 1: strictly one every
+    1/rate seconds). `unit` "requests" counts requests; "tokens" counts a request's tokens (its body's
+    bytes / 4, at least 1). Refused: 429 with Retry-After in whole seconds, at least 1, rounded up."""
+
+    rate: float
+    burst: float = 1.0
+    unit: str = "requests"
+    headers: bool = True
+    level: float | None = None
+    moment: float = 0.0
+
+    def admit(self, now: float, cost: float) -> tuple[int | None, dict[str, str]]:
+        level = self.burst if self.level is None else min(self.burst, self.level + (now - self.moment) * self.rate)
+        self.moment = now
+        cost = min(cost, self.burst) if self.unit == "tokens" else 1.0
+        admitted = level >= cost
+        self.level = level - cost if admitted else level
+        wait = None if admitted else max(1, math.ceil((cost - level) / self.rate))
+        return wait, self._said() if self.headers else {}
+
+    def _said(self) -> dict[str, str]:
+        level = max(0.0, self.level or 0.0)
+        return {
+            f"x-ratelimit-limit-{self.unit}": f"{self.burst:g}",
+            f"x-ratelimit-remaining-{self.unit}": str(math.floor(level)),
+            f"x-ratelimit-reset-{self.unit}": _reset((self.burst - level) / self.rate),
+        }
+
+
+@dataclass
+class Window:
+    """At most `count` requests in any sliding `seconds`; refused: 429 with Retry-After in whole seconds."""
+
+    count: int
+    seconds: float = 60.0
+    headers: bool = True
+    admitted: deque[float] = field(default_factory=deque)
+
+    def admit(self, now: float, cost: float) -> tuple[int | None, dict[str, str]]:
+        while self.admitted and self.admitted[0] <= now - self.seconds:
+            self.admitted.popleft()
+        wait = None
+        if len(self.admitted) < self.count:
+            self.admitted.append(now)
+        else:
+            wait = max(1, math.ceil(self.admitted[0] + self.seconds - now))
+        if not self.headers:
+            return wait, {}
+        whole = self.admitted[-1] + self.seconds - now if self.admitted else 0.0
+        return wait, {
+            "x-ratelimit-limit-requests": str(self.count),
+            "x-ratelimit-remaining-requests": str(self.count - len(self.admitted)),
+            "x-ratelimit-reset-requests": _reset(max(0.0, whole)),
+        }
+
+
+@dataclass
+class Changing:
+    """`first` until `after` seconds from the first request, then `then` (a limit changed mid-run)."""
+
+    first: Any
+    then: Any
+    after: float
+    start: float | None = None
+
+    def admit(self, now: float, cost: float) -> tuple[int | None, dict[str, str]]:
+        self.start = now if self.start is None else self.start
+        return (self.first if now - self.start < self.after else self.then).admit(now, cost)
+
+
+@dataclass
+class Limits:
+    """Several limits at once (a request limit and a token limit): admitted only if all admit it. A
+    refused request still counts against those that admitted it, as at real providers."""
+
+    each: tuple[Any, ...]
+
+    def admit(self, now: float, cost: float) -> tuple[int | None, dict[str, str]]:
+        waits, headers = [], {}
+        for limit in self.each:
+            wait, said = limit.admit(now, cost)
+            headers |= said
+            if wait is not None:
+                waits.append(wait)
+        return (max(waits) if waits else None), headers
+
+
 # ---------------------------------------------------------------------------------------------- the server
 
 
@@ -435,6 +542,8 @@ class StandIn:
         a str is the text put into the default shape.
     latency: seconds each request waits before it is answered (not /health, not refused ones).
     per_minute / window: at most `per_minute` requests admitted in any sliding `window` seconds; beyond, 429.
+    limit: a rate limit of another shape (Bucket, Window, Changing, Limits), with OpenAI's x-ratelimit-*
+        headers on every chat and agent response; it replaces per_minute / window.
     cost: if not None, sent as usage.cost (as OpenRouter does) unless the responder gives its own.
     api_key: if set, chat and agent requests need "Authorization: Bearer <api_key>", else 401.
     tls: a TLS() config; the url is then https.
@@ -449,6 +558,7 @@ class StandIn:
         latency: float = 0.0,
         per_minute: int | None = None,
         window: float = 60.0,
+        limit: Any = None,
         cost: float | None = None,
         api_key: str | None = None,
         tls: TLS | None = None,
@@ -460,6 +570,8 @@ class StandIn:
         self._latency = latency
         self._per_minute = per_minute
         self._window = window
+        self._limit = limit
+        self._tokens_admitted = 0
         self._cost = cost
         self._api_key = api_key
         self.tls = tls
@@ -599,6 +711,12 @@ class StandIn:
             return self._connections
 
     @property
+    def tokens_admitted(self) -> int:
+        """Tokens (body bytes / 4) of the requests a `limit` admitted."""
+        with self._lock:
+            return self._tokens_admitted
+
+    @property
     def refused(self) -> int:
         """Requests answered 429 by the rate limit (not by a Status fault)."""
         with self._lock:
@@ -634,7 +752,7 @@ class StandIn:
 
     def configure(self, **knobs: Any) -> None:
         """Change several knobs at once: reply, agent_reply, latency, per_minute, window, cost, api_key."""
-        allowed = {"reply", "agent_reply", "latency", "per_minute", "window", "cost", "api_key"}
+        allowed = {"reply", "agent_reply", "latency", "per_minute", "window", "limit", "cost", "api_key"}
         unknown = set(knobs) - allowed
         if unknown:
             raise TypeError(f"unknown knobs: {sorted(unknown)}")
@@ -658,6 +776,7 @@ class StandIn:
     latency = _knob("latency", "Seconds each request waits before being answered.")
     per_minute = _knob("per_minute", "Requests admitted per window (None: no limit).")
     window = _knob("window", "Length in seconds of the rate limit's sliding window.")
+    limit = _knob("limit", "A rate limit of another shape (Bucket, Window, Changing, Limits), or None.")
     cost = _knob("cost", "usage.cost to report (None: not reported).")
     api_key = _knob("api_key", "Bearer token required on chat and agent requests (None: none required).")
     del _knob
@@ -748,7 +867,7 @@ class StandIn:
             record.refused = "unauthorized"
             return await self._write(writer, record, 401, _error_body(401, "Incorrect API key provided."), keep=keep)
         if record.kind != "health":
-            retry_after = self._admit()
+            retry_after = self._admit(record)
             if retry_after is not None:
                 record.refused = "rate-limited"
                 with self._lock:
@@ -758,6 +877,8 @@ class StandIn:
                     "x-ratelimit-limit-requests": str(limit),
                     "x-ratelimit-remaining-requests": "0",
                 }
+                if record.limit_headers is not None:
+                    extra = {"retry-after": str(retry_after), **record.limit_headers}
                 body = _error_body(429, "Rate limit reached for requests (stand-in).")
                 return await self._write(writer, record, 429, body, headers=extra, keep=keep)
         fault = self._take_fault(record)
@@ -815,10 +936,18 @@ class StandIn:
         return await self._write(writer, record, answer.status, answer.body, headers=answer.headers, keep=keep,
                                  content_type=answer.content_type, slow=slow)
 
-    def _admit(self) -> int | None:
+    def _admit(self, record: Received) -> int | None:
         """Admit a request under the rate limit (None), or return the whole seconds to wait (>= 1)."""
         now = time.monotonic()
         with self._lock:
+            if self._limit is not None:
+                cost = max(1, len(record.body) // 4)
+                wait, record.limit_headers = self._limit.admit(now, cost)
+                if wait is None:
+                    self._tokens_admitted += cost
+                else:
+                    self._refused += 1
+                return wait
             limit, window = self._per_minute, self._window
             if limit is None:
                 return None
@@ -995,6 +1124,8 @@ class StandIn:
         length: int | None = None,
         slow: SlowBody | None = None,
     ) -> bool:
+        if record is not None and record.limit_headers and status != 429:
+            headers = {**record.limit_headers, **(headers or {})}
         head = _head(status, content_type, headers, keep, length=len(body) if length is None else length)
         if record is not None:
             record.status = status
@@ -1027,7 +1158,7 @@ class StandIn:
         slow: SlowBody | None = None,
     ) -> bool:
         """Send SSE events with chunked transfer encoding, one HTTP chunk per event."""
-        extra = {"cache-control": "no-cache", "transfer-encoding": "chunked", **answer.headers}
+        extra = {"cache-control": "no-cache", "transfer-encoding": "chunked", **(record.limit_headers or {}), **answer.headers}
         writer.write(_head(answer.status, "text/event-stream", extra, keep, length=None))
         record.status = answer.status
         await writer.drain()

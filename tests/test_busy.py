@@ -4,22 +4,29 @@ at once and per minute, and how a refusing service's Retry-After is read."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
+import msgspec
 import pytest
+from clock import in_virtual_time
 from standin import StandIn, http_date
 
+from convy import Bench, Limits, Models, Plan, Scenario
 from convy.busy import WAITS, Busy, Patience, Places, Waits
-from convy.http import HttpFailure, JsonEndpoint, RetryAfter
+from convy.fakes import FakeAgent, MemoryJournal
+from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
+from convy.quota import TOLD, Services
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
 SHORT = 0.05
 
 
 def run(coroutine: Callable[[], Awaitable[Any]]) -> Any:
-    return asyncio.run(coroutine())
+    """``coroutine()`` played in virtual time: its waits take no time on the wall clock."""
+    return in_virtual_time(coroutine)
 
 
 class Refusing:
@@ -334,6 +341,7 @@ def test_at_most_size_requests_are_under_way_at_once(size: int) -> None:
 
     async def main() -> tuple[int, int]:
         places = Places(size)
+        await places.sent(Refusing(0))  # a service not heard from yet gets one request at a time
         gated = Gated()
         tasks = [asyncio.create_task(places.sent(gated)) for _ in range(10)]
         await settled()
@@ -345,6 +353,25 @@ def test_at_most_size_requests_are_under_way_at_once(size: int) -> None:
     inside, peak = run(main)
     assert inside == size
     assert peak == size
+
+
+def test_waits_for_a_place_cancelled_leave_the_places_whole() -> None:
+    """Cancelled waits for a place, whether a place was freed before or after, raise only the cancellation and leave every place usable."""
+
+    async def main() -> int:
+        places = Places(1)
+        holder = await places.seat()
+        waiting = [asyncio.create_task(places.seat()) for _ in range(3)]
+        await settled()
+        waiting[0].cancel()
+        holder.release()  # passes the cancelled first waiter by, to the second
+        waiting[1].cancel()  # cancelled with the place handed to it: it hands it on to the third
+        waiting[2].cancel()
+        results = await asyncio.gather(*waiting, return_exceptions=True)
+        assert all(isinstance(result, asyncio.CancelledError) for result in results)
+        return await let_in(places, 1)
+
+    assert run(main) == 1
 
 
 def test_conversations_hold_places_too() -> None:
@@ -370,48 +397,196 @@ def test_conversations_hold_places_too() -> None:
     assert sorted(entered) == [0, 1, 2]
 
 
-def test_a_refusal_halves_the_places_and_answers_grow_them_back() -> None:
-    """After a refusal half the places are let in at once; after enough answers all of them again, never more."""
+def test_after_a_pause_the_requests_go_one_by_one_the_oldest_first() -> None:
+    """A refusal's pause is the time until the next send; then the waiting requests go one at a time, in the order they asked."""
+    sends: list[tuple[str, float]] = []
 
-    async def main() -> tuple[int, int, int]:
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
         places = Places(8, patience=Patience(10))
-        before = await let_in(places, 10)
-        await places.sent(Refusing(1, retry_after=0.01))
-        after_refusal = await let_in(places, 10)
-        for _ in range(40):  # 4 -> 8 takes 4 + 5 + 6 + 7 answers in a row
-            await places.sent(Refusing(0))
-        recovered = await let_in(places, 10)
-        return before, after_refusal, recovered
+        await places.sent(Refusing(0))
+        refused = Refusing(1, retry_after=1.0)
 
-    before, after_refusal, recovered = run(main)
-    assert before == 8
-    assert after_refusal == 4
-    assert recovered == 8
+        def request(name: str, inner: Callable[[], Awaitable[str]] | None = None) -> Callable[[], Awaitable[str]]:
+            async def sent() -> str:
+                sends.append((name, loop.time()))
+                return await inner() if inner else name
+
+            return sent
+
+        first = asyncio.create_task(places.sent(request("refused", refused)))
+        while places.refused == 0:
+            await asyncio.sleep(0)
+        paused = loop.time()
+        others = [asyncio.create_task(places.sent(request(f"r{number}"))) for number in range(5)]
+        await asyncio.gather(first, *others)
+        return paused
+
+    paused = run(main)
+    after = [(name, moment) for name, moment in sends if moment > paused]
+    assert [name for name, _ in after] == ["refused", "r0", "r1", "r2", "r3", "r4"]
+    assert after[0][1] >= paused + 1.0
+    moments = [moment for _, moment in after]
+    assert all(later > earlier for earlier, later in zip(moments, moments[1:], strict=False)), "one by one"
 
 
-def test_many_refusals_at_once_halve_the_places_once() -> None:
-    """Eight requests refused together are one sign of one overload: the places halve once, not three times."""
+class Simulated:
+    """A service in virtual time behind one of the stand-in's limits (``Bucket``, ``Window``,
+    ``Changing``): it refuses with a whole-second Retry-After, and tells what is left through the
+    same headers a real one sends (read by ``RateHeaders``) when the limit has ``headers``. It counts
+    what it let through and refused, and when."""
 
-    async def main() -> int:
-        places = Places(8, patience=Patience(10))
-        gate = asyncio.Event()
+    def __init__(self, limit: Any, latency: float = 0.1) -> None:
+        self.limit = limit
+        self.latency = latency
+        self.answered = 0
+        self.refused = 0
 
-        async def refused_together() -> str:
-            await gate.wait()
-            raise Busy("refused", 0.05)
+    async def __call__(self) -> str:
+        now = asyncio.get_running_loop().time()
+        wait, headers = self.limit.admit(now, 1)
+        told = TOLD.get()
+        if told is not None:
+            told.heard = RateHeaders(headers).heard()
+        if wait is not None:
+            self.refused += 1
+            raise Busy("429 Too Many Requests", float(wait))
+        self.answered += 1
+        await asyncio.sleep(self.latency)
+        return "answer"
 
-        tasks = [asyncio.create_task(places.retried(refused_together)) for _ in range(8)]
-        await settled()
-        gate.set()
-        await settled()
-        assert places.refused == 8
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.sleep(0.06)  # past the pause the refusals asked for
-        return await let_in(places, 10)
 
-    assert run(main) == 4
+def played_against(*services: tuple[Simulated, int], requests: int = 300) -> float:
+    """Seconds of virtual time ``requests`` requests of each participant take, four places each
+    (the agent's default), against its service."""
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        tasks = []
+        for service, places_size in services:
+            places = Places(places_size, patience=Patience(600))
+            tasks += [places.sent(service) for _ in range(requests)]
+        await asyncio.gather(*tasks)
+        return loop.time() - start
+
+    return run(main)
+
+
+@pytest.mark.parametrize(
+    ("shape", "most", "refused"),
+    [
+        ("bucket, burst 1", 1.05, 3),
+        ("bucket, burst 20", 1.05, 3),
+        ("sliding window", 1.05, 3),
+        # Only 429s tell, and each costs its whole-second Retry-After.
+        ("bucket, burst 1, no headers", 1.35, 5),
+    ],
+)
+def test_a_limit_is_found_and_held_with_no_setting(shape: str, most: float, refused: int) -> None:
+    """300 requests against 20 a second take at most the floor (15 s of virtual time) times a bound, and few are refused."""
+    from standin import Bucket, Window
+
+    limit = {
+        "bucket, burst 1": Bucket(20, 1),
+        "bucket, burst 20": Bucket(20, 20),
+        "sliding window": Window(20, 1.0),
+        "bucket, burst 1, no headers": Bucket(20, 1, headers=False),
+    }[shape]
+    service = Simulated(limit)
+    seconds = played_against((service, 4))
+    assert service.answered == 300
+    assert service.refused <= refused
+    assert seconds <= most * 300 / 20 + 0.2, f"{seconds:.2f} s of virtual time"
+
+
+def test_two_participants_on_one_key_keep_within_the_limit_they_share() -> None:
+    """An agent and a judge sending to one service with one key share what they learn of it: 600 requests at 20 a second take about 30 s, with few refusals."""
+    from standin import Bucket
+
+    service = Simulated(Bucket(20, 1))
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        start = loop.time()
+
+        async def said(told_service: str) -> str:
+            told = TOLD.get()
+            if told is not None:
+                told.service = told_service
+            return await service()
+
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        judge = Places(8, "judge", patience=Patience(600), services=services)
+        await asyncio.gather(
+            *(agent.sent(lambda: said("one key")) for _ in range(300)),
+            *(judge.sent(lambda: said("one key")) for _ in range(300)),
+        )
+        return loop.time() - start
+
+    seconds = run(main)
+    assert service.answered == 600
+    assert service.refused <= 6
+    assert seconds <= 1.05 * 600 / 20 + 0.2
+
+
+def test_a_token_limit_is_held_like_a_request_limit() -> None:
+    """A limit on tokens a second that tells what is left is paced on before any refusal."""
+    from standin import Bucket
+
+    class Costly(Simulated):
+        async def __call__(self) -> str:
+            now = asyncio.get_running_loop().time()
+            wait, headers = self.limit.admit(now, 50)  # every request costs 50 tokens
+            told = TOLD.get()
+            if told is not None:
+                told.heard = RateHeaders(headers).heard()
+            if wait is not None:
+                self.refused += 1
+                raise Busy("429 Too Many Requests", float(wait))
+            self.answered += 1
+            await asyncio.sleep(self.latency)
+            return "answer"
+
+    service = Costly(Bucket(1000, 1000, unit="tokens"))  # 20 requests a second
+    seconds = played_against((service, 4))
+    assert service.answered == 300
+    assert service.refused <= 3
+    assert seconds <= 1.05 * 300 / 20 + 0.2
+
+
+def test_a_limit_lowered_mid_run_is_followed() -> None:
+    """A rate that halves a third of the way through is followed at once: few refusals, near the floor."""
+    from standin import Bucket, Changing
+
+    service = Simulated(Changing(Bucket(20, 1), Bucket(10, 1), after=5.0))
+    seconds = played_against((service, 4))
+    floor = 5.0 + (300 - 100) / 10
+    assert service.answered == 300
+    assert service.refused <= 5
+    assert seconds <= 1.1 * floor
+
+
+def test_a_refusal_with_the_exact_reset_costs_no_whole_second() -> None:
+    """A service that says its reset in milliseconds is asked again after that, not after its Retry-After rounded up to a second."""
+    from standin import Bucket
+
+    async def main() -> tuple[float, int]:
+        loop = asyncio.get_running_loop()
+        service = Simulated(Bucket(20, 1), latency=0.0)
+        places = Places(4, patience=Patience(600))
+        await places.sent(service)
+        start = loop.time()
+        await asyncio.gather(*(places.sent(service) for _ in range(4)))  # the pace lets them go 50 ms apart
+        service.limit.level = 0.0  # someone else took the unit
+        service.limit.moment = loop.time()
+        await places.sent(service)
+        return loop.time() - start, service.refused
+
+    seconds, refused = run(main)
+    assert refused <= 1
+    assert seconds < 1.0
 
 
 # --- per minute ------------------------------------------------------------------------------------
@@ -442,9 +617,22 @@ def test_without_per_minute_nothing_is_spaced() -> None:
     """With no per-minute limit every request a place allows is under way at once."""
 
     async def main() -> int:
-        return await let_in(Places(20), 20)
+        places = Places(20)
+        await places.sent(Refusing(0))
+        return await let_in(places, 20)
 
     assert run(main) == 20
+
+
+def test_a_service_not_heard_from_gets_one_request_at_a_time() -> None:
+    """Until its service has answered once, a participant has one request under way, then as many as its places."""
+
+    async def main() -> tuple[int, int]:
+        places = Places(8)
+        first = await let_in(places, 8)
+        return first, await let_in(places, 8)
+
+    assert run(main) == (1, 8)
 
 
 def test_turns_are_paced_but_opening_a_conversation_takes_no_slot() -> None:
@@ -601,7 +789,7 @@ def test_a_pause_longer_than_patience_is_not_imposed_on_other_requests() -> None
         second = await asyncio.wait_for(places.sent(refused_for_an_hour), timeout=5.0)
         return first, second
 
-    assert asyncio.run(played()) == ("gave up", "answered")
+    assert run(played) == ("gave up", "answered")
 
 
 def test_waiting_for_a_free_place_is_noted_apart_from_the_work() -> None:
@@ -622,4 +810,56 @@ def test_waiting_for_a_free_place_is_noted_apart_from_the_work() -> None:
             WAITS.reset(token)
         return [wait.why for wait in waits.noted]
 
-    assert "place" in asyncio.run(played())
+    assert "place" in run(played)
+
+
+# --- the bench's places ----------------------------------------------------------------------------
+
+
+class Slow:
+    """An agent whose conversations take 10 s (of virtual time) to open, then echo."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Any]:
+        async with FakeAgent(lambda text: text).conversation() as conversation:
+            await asyncio.sleep(10)
+            yield conversation
+
+
+def test_an_attempt_starts_only_when_it_has_an_agent_place() -> None:
+    """Workers beyond the agent's places wait for a place before their attempt starts: no attempt notes a wait for an agent place, and they start in plan order."""
+    scenario = msgspec.convert({"id": "s", "script": ["Hello."], "judge": [{"check": {"said": "Hello"}}]}, Scenario)
+
+    async def main() -> MemoryJournal:
+        journal = MemoryJournal()
+        await Bench(Slow(), Models(), Limits(agent_places=1, judge_places=8)).run(Plan((scenario,), 5), journal)
+        return journal
+
+    journal = run(main)
+    assert [outcome.attempt for outcome in journal.outcomes] == [1, 2, 3, 4, 5]
+    waits = [wait for outcome in journal.outcomes for wait in outcome.waits if wait.who == "agent" and wait.why == "place"]
+    assert waits == []
+
+
+# --- the benchmark ---------------------------------------------------------------------------------
+
+
+def test_the_busy_benchmark_runs_and_prints_its_table() -> None:
+    """A small run of bench/busy.py on two shapes completes and prints a row for each."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "busy.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--requests", "12", "--rate", "40", "--only", "bucket1", "window"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(bench.parent.parent / "src")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bucket, burst 1 " in done.stdout
+    assert "sliding window" in done.stdout
+    assert "PROBLEMS" not in done.stdout

@@ -23,19 +23,20 @@ import asyncio
 import fcntl
 import os
 import secrets
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
 
-from convy.agent import QueuedAgent, TimeLimited
-from convy.busy import Patience, Places, Who
+from convy.agent import TimeLimited, _Retried
+from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
 from convy.problems import ConfigurationError, Unwritable
+from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 
 
@@ -80,13 +81,15 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be more than 0")
 
-    def places(self, who: Who) -> Places:
-        """New places for one participant of a run, made in the event loop that will use them."""
+    def places(self, who: Who, services: Services | None = None) -> Places:
+        """New places for one participant of a run, made in the event loop that will use them;
+        participants given the same ``services`` share what they learn of a service they share."""
         return Places(
             getattr(self, f"{who}_places"),
             who,
             getattr(self, f"{who}_per_minute"),
             Patience(getattr(self, f"{who}_patience")),
+            services,
         )
 
 
@@ -132,11 +135,9 @@ class Bench(msgspec.Struct, frozen=True):
         from convy.dialog import DefaultPrompts
 
         prompt = self.prompt or Prompt(DefaultPrompts().user())
-        places = {who: self.limits.places(who) for who in ("agent", "user", "judge")}
-        agent = QueuedAgent(
-            TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds),
-            places["agent"],
-        )
+        services = Services()
+        places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
+        agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         user = Contained(PatientModel(self.models.user, places["user"]))
         judge = Checked(self._patient(self.models.judge, places["judge"]))
         queue = iter(planned)
@@ -148,8 +149,21 @@ class Bench(msgspec.Struct, frozen=True):
         }
 
         async def worker() -> None:
-            for one in queue:
-                outcome = await one.scenario.outcome(one.attempt, agent, users[one.scenario.id], judge, self.limits.max_turns)
+            # A worker takes an agent's place before it takes an attempt, so an attempt starts, and
+            # its time with it, only once it has the place: there are more workers than agent
+            # places (the others judge), and a wait for a place is not the attempt's doing.
+            while True:
+                seat = await places["agent"].seat()
+                one = next(queue, None)
+                if one is None:
+                    seat.release()
+                    return
+                try:
+                    outcome = await one.scenario.outcome(
+                        one.attempt, _Seated(agent, places["agent"], seat), users[one.scenario.id], judge, self.limits.max_turns
+                    )
+                finally:
+                    seat.release()
                 journal.record(outcome)
 
         workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
@@ -167,6 +181,26 @@ class Bench(msgspec.Struct, frozen=True):
                 return msgspec.structs.replace(judge, model=PatientModel(model, places))
             case _:
                 return PatientJudge(judge, places)
+
+
+class _Seated(msgspec.Struct, frozen=True):
+    """The agent for one attempt, whose place the bench took before the attempt began: its
+    conversation holds that place and gives it back when it closes, so the judge decides after."""
+
+    agent: Any
+    places: Places
+    seat: Seat
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[_Retried]:
+        try:
+            async with AsyncExitStack() as stack:
+                opened = await self.places.retried(
+                    lambda: stack.enter_async_context(self.agent.conversation()), paced=False
+                )
+                yield _Retried(opened, self.places)
+        finally:
+            self.seat.release()
 
 
 class Fingerprints(msgspec.Struct, frozen=True):

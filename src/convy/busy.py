@@ -1,34 +1,56 @@
-"""Busy services, and how much each participant of a run does at once.
+"""Busy services, and how much and how fast each participant of a run sends.
 
 A service that refuses a request without acting on it (HTTP 429 or 503) makes its caller raise
 ``Busy``; that request, and only that one, may be sent again. ``Places`` is one participant's share
 of the run — the agent's, the simulated user's model's, or the judge's:
 
-- how many of its conversations or requests are under way at once (``size``), fewer while its
-  service is busy (halved at a refusal) and more again as it recovers (one more after as many
-  answers in a row as it has places);
-- how many requests it sends per minute (``per_minute``), spaced evenly;
-- how long one request may wait for a busy service in all (``Patience``), after which the
-  ``Busy`` is raised on. A refusal's ``Retry-After`` pauses every request of the participant, not
-  only the refused one, so a rate-limited service is not hit again before it said it is ready.
+- how many of its conversations or requests are under way at once (``size``), handed out first
+  come, first served;
+- how fast it sends: at the rate its service allows, found with no setting. Until the service has
+  answered once, one request goes at a time. Where the service tells what is left of its limits
+  (``Quota``: requests and tokens left, and when they are whole again), the participant paces its
+  sends on that before any refusal. Where it tells nothing, a refusal sets a pace a little under
+  the rate the service let through, and the pace grows slowly while requests pass: additive
+  increase, multiplicative decrease, on the rate and not on the places. ``per_minute`` caps it;
+- how long one request may wait for a busy service in all (``Patience``). A refusal's pause
+  (``Retry-After``, or the more exact reset the service sent) is the time until the participant's
+  next send; after it, requests go one by one at the pace, the refused ones first.
 
 Retries live here and nowhere else. Every wait is noted in the attempt's ``Waits`` (a context
-variable set by the attempt), for the timeline of the report.
+variable set by the attempt), for the timeline of the report. Places keep their moments in the
+event loop's time and wait with the loop's timers, so a loop with a virtual clock runs them in
+virtual time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import math
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import msgspec
 
+from convy.quota import TOLD, Heard, NoQuota, Quota, Service, Services, Told
+
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
+
+# The share of the rate a service tells that a participant aims at: what is left of it absorbs the
+# jitter of the network and of the event loop. A refusal lowers the share, answers raise it again.
+_SHARE = 0.97
+_SHARE_LEAST = 0.05
+_SHARE_CUT = 0.95  # a refusal now and then; 0.75 for refusals within 2 s of each other
+_SHARE_GROWTH = 0.02  # of what is missing to _SHARE, per answer
+# Without word from the service, the pace doubles every half second until the first refusal, then
+# grows by this share of itself a second.
+_GROWTH = 0.003
+_CUT = 0.9
 
 
 class Busy(Exception):
@@ -55,8 +77,8 @@ class Patience(msgspec.Struct, frozen=True):
 
 class Wait(msgspec.Struct, frozen=True, gc=False):
     """A stretch of an attempt spent waiting: who waited, from when (seconds from the attempt's
-    start), how long, and why — a ``busy`` service's pause, the participant's per-minute ``pace``,
-    or a free ``place`` among the participant's places."""
+    start), how long, and why — a ``busy`` service's pause, the participant's ``pace``, or a free
+    ``place`` among the participant's places."""
 
     who: Who
     start: float
@@ -76,16 +98,57 @@ class Waits:
 WAITS: ContextVar[Waits | None] = ContextVar("convy_waits", default=None)
 
 
+class _Send(msgspec.Struct, frozen=True):
+    """One request let go: to which service's count, its number there, and when."""
+
+    service: Service
+    number: int
+    moment: float
+    metered: bool = False  # paced on what the service said is left
+
+
+class _Ticket:
+    """A request waiting for its moment to be sent: older requests go first."""
+
+    def __init__(self, rank: tuple[float, int], future: asyncio.Future[_Send]) -> None:
+        self.rank = rank
+        self.future = future
+
+    def __lt__(self, other: _Ticket) -> bool:
+        return self.rank < other.rank
+
+
+class Seat:
+    """One place taken from a participant's ``Places`` and held until ``release``, which may be
+    called more than once."""
+
+    def __init__(self, places: Places) -> None:
+        self._places = places
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._places._freed()
+
+
 class Places:
     """A participant's places: how much it has under way at once, how fast it sends, how long it waits.
 
-    It changes inside — what is under way, the places allowed now, the next moment a request may
-    go, a pause a service asked for — and shows only its counts: ``peak`` (the most under way at
-    once), ``refused`` (requests a service refused) and ``given_up`` (requests that ran out of
-    patience).
+    It changes inside — what is under way, who waits for a place or for a moment to send, the pace
+    it found for its service and what the service said is left — and shows only its counts:
+    ``peak`` (the most under way at once), ``refused`` (requests a service refused), ``given_up``
+    (requests that ran out of patience) and ``sends``.
     """
 
-    def __init__(self, size: int, who: Who = "agent", per_minute: int = 0, patience: Patience | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        who: Who = "agent",
+        per_minute: int = 0,
+        patience: Patience | None = None,
+        services: Services | None = None,
+    ) -> None:
         if size < 1:
             raise ValueError("a participant needs at least one place")
         if per_minute < 0:
@@ -97,30 +160,66 @@ class Places:
         self.peak = 0
         self.refused = 0
         self.given_up = 0
-        self._allowed = size
+        self.sends = 0
         self._taken = 0
-        self._answered = 0
-        self._next = 0.0
-        self._paused_until = 0.0
-        self._shrunk_at = -math.inf
-        self._changed = asyncio.Condition()
+        self._place_queue: deque[asyncio.Future[None]] = deque()
+        self._send_queue: list[_Ticket] = []
+        self._ranks = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._flying = 0
+        self._answered_once = False
+        self._next = 0.0  # the moment the pace allows the next send
+        self._paused_until = 0.0  # the moment a refusal's pause ends
+        self._rate = 0.0  # requests per second found without word from the service (0: not paced)
+        self._growing = True
+        self._cut_after = -1  # refusals of requests sent up to this number are news already taken
+        self._share = _SHARE
+        self._cut_moment = -math.inf
+        self._answers: deque[float] = deque()  # when the answered requests of the last second were sent
+        self._service = Service()  # until the service says who it is
+        self._services = services or Services()
+
+    # --- places at once --------------------------------------------------------------------------
+
+    async def seat(self) -> Seat:
+        """Wait for a free place, first come first served, and hold it until the seat is released."""
+        if self._taken < self.size and not self._place_queue:
+            self._taken += 1
+        else:
+            future = asyncio.get_running_loop().create_future()
+            self._place_queue.append(future)
+            try:
+                await future
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled():
+                    self._freed()  # handed over as the wait was cancelled: hand it on
+                elif future in self._place_queue:  # a place freed meanwhile has passed it by already
+                    self._place_queue.remove(future)
+                raise
+        self.peak = max(self.peak, self._taken)
+        return Seat(self)
 
     @asynccontextmanager
     async def one(self) -> AsyncIterator[None]:
         """Hold one place while the block runs: a conversation, or one try of a request."""
         loop = asyncio.get_running_loop()
         start = loop.time()
-        async with self._changed:
-            await self._changed.wait_for(lambda: self._taken < self._allowed)
-            self._taken += 1
-            self.peak = max(self.peak, self._taken)
+        seat = await self.seat()
         self._noted(start, loop.time() - start, "place")
         try:
             yield
         finally:
-            async with self._changed:
-                self._taken -= 1
-                self._changed.notify_all()
+            seat.release()
+
+    def _freed(self) -> None:
+        while self._place_queue:
+            future = self._place_queue.popleft()
+            if not future.done():
+                future.set_result(None)  # the place goes to the one who waited longest
+                return
+        self._taken -= 1
+
+    # --- sending ---------------------------------------------------------------------------------
 
     async def sent(self, request: Callable[[], Awaitable[T]]) -> T:
         """``request`` sent within a place, at the participant's pace, tried again while the
@@ -130,91 +229,244 @@ class Places:
     async def retried(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> T:
         """``request`` sent at the participant's pace and tried again while busy, in a place the
         caller already holds (a turn of an open conversation). Unless ``paced``, it waits for a
-        pause a service asked for but takes no slot of the minute: opening a conversation, which
-        sends nothing for convy's own agents."""
+        pause a service asked for but not for the pace: opening a conversation, which sends
+        nothing for convy's own agents."""
         return await self._tried(request, held=False, paced=paced)
 
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
         loop = asyncio.get_running_loop()
-        waited = 0.0
+        rank = (loop.time(), next(self._ranks))
+        refused_at = -1.0
+        refusals = 0
         delay = self.patience.first
         while True:
-            try:
-                if held:
-                    async with self.one():
-                        await self._paced(paced, waited)
-                        answer = await request()
-                else:
-                    await self._paced(paced, waited)
-                    answer = await request()
-            except Busy as busy:
-                # A Retry-After of 0 (or a date gone by) says nothing of how long the service
-                # stays busy: taken at its word, it would be asked again at once, without end.
-                pause = busy.retry_after if busy.retry_after else delay
-                delay = min(delay * 2, 60.0)
-                if waited + pause > self.patience.seconds:
-                    # A pause longer than anyone's patience is not imposed on the others: their
-                    # own refusals will tell them.
-                    self.refused += 1
-                    self.given_up += 1
-                    raise Busy(
-                        f"{busy} — still busy after waiting {waited:.1f} s (patience {self.patience.seconds:g} s)",
-                        busy.retry_after,
-                    ) from busy
-                await self._busy(pause)
-                start = loop.time()
-                await asyncio.sleep(pause)
-                waited += pause
-                self._noted(start, loop.time() - start, "busy")
-                continue
-            await self._answered_once()
-            return answer
+            told = Told()
+            if held:
+                async with self.one():
+                    send = await self._turn(rank, paced, refused_at)
+                    answer = await self._asked(request, told, send, paced)
+            else:
+                send = await self._turn(rank, paced, refused_at)
+                answer = await self._asked(request, told, send, paced)
+            match answer:
+                case _Refused(busy=busy):  # noqa: F841 - bound by the pattern
+                    now = loop.time()
+                    refused_at = now if refused_at < 0 else refused_at
+                    refusals += 1
+                    # A Retry-After of 0 (or a date gone by) says nothing of how long the service
+                    # stays busy: taken at its word, it would be asked again at once, without end.
+                    pause = busy.retry_after or delay
+                    if not busy.retry_after:
+                        delay = min(delay * 2, 60.0)
+                    if now + pause - refused_at > self.patience.seconds:
+                        # A pause longer than anyone's patience is not imposed on the others:
+                        # their own refusals will tell them.
+                        self.given_up += 1
+                        self._refusal(send, now, 0.0, told, paced, False)
+                        raise Busy(
+                            f"{busy} — still busy after waiting {now - refused_at:.1f} s "
+                            f"(patience {self.patience.seconds:g} s)",
+                            busy.retry_after,
+                        ) from busy
+                    self._refusal(send, now, pause, told, paced, refusals < 3)
+                case _Answered(value=value):
+                    return value
 
-    async def _paced(self, slotted: bool, waited: float) -> None:
-        """Wait for a pause a service asked for, then for this request's slot in the minute; a
-        pause longer than what is left of the request's patience gives up at once."""
+    async def _asked(
+        self, request: Callable[[], Awaitable[T]], told: Told, send: _Send, paced: bool
+    ) -> _Answered[T] | _Refused:
+        token = TOLD.set(told)
+        try:
+            answer = await request()
+        except Busy as busy:
+            return _Refused(busy)
+        except BaseException:
+            if paced:
+                self._landed()
+            raise
+        finally:
+            TOLD.reset(token)
+        self._answer(send, told, paced)
+        return _Answered(answer)
+
+    async def _turn(self, rank: tuple[float, int], paced: bool, refused_at: float) -> _Send:
+        """Wait for this request's moment to be sent."""
         loop = asyncio.get_running_loop()
         start = loop.time()
-        left = self.patience.seconds - waited
+        left = self.patience.seconds - (start - refused_at if refused_at >= 0 else 0.0)
         if self._paused_until - start > left:
             self.given_up += 1
             raise Busy(
                 f"the service asked to wait {self._paused_until - start:.1f} s more, past the patience of "
                 f"{self.patience.seconds:g} s"
             )
-        while loop.time() < self._paused_until:
-            await asyncio.sleep(self._paused_until - loop.time())
-        self._noted(start, loop.time() - start, "busy")
-        if self.per_minute and slotted:
-            start = loop.time()
-            slot = max(start, self._next)
-            self._next = slot + 60.0 / self.per_minute
-            if slot > start:
-                await asyncio.sleep(slot - start)
-            self._noted(start, loop.time() - start, "pace")
+        why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or self._paused_until > start else "pace"
+        if not paced:
+            while loop.time() < self._paused_until:
+                await asyncio.sleep(self._paused_until - loop.time())
+            self._noted(start, loop.time() - start, why)
+            return _Send(self._service, -1, loop.time())
+        future: asyncio.Future[_Send] = loop.create_future()
+        heapq.heappush(self._send_queue, _Ticket(rank, future))
+        self._release()
+        try:
+            send = await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self._landed()
+            self._release()
+            raise
+        self._noted(start, send.moment - start, why)
+        return send
 
-    async def _busy(self, pause: float) -> None:
+    def _release(self) -> None:
+        """Let go the requests whose moment has come, oldest first, and wake up for the next."""
         loop = asyncio.get_running_loop()
-        self.refused += 1
-        self._answered = 0
-        self._paused_until = max(self._paused_until, loop.time() + pause)
-        # Many requests refused at once are one sign of one overload: shrink once per pause.
-        if loop.time() - self._shrunk_at >= max(pause, 0.1):
-            self._shrunk_at = loop.time()
-            async with self._changed:
-                self._allowed = max(1, self._allowed // 2)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        while self._send_queue:
+            ticket = self._send_queue[0]
+            if ticket.future.done():
+                heapq.heappop(self._send_queue)
+                continue
+            if not self._answered_once and self._flying > 0:
+                return  # a service not heard from yet gets one request at a time
+            now = loop.time()
+            at = self._moment(now)
+            if at > now:
+                self._timer = loop.call_at(at, self._release)
+                return
+            heapq.heappop(self._send_queue)
+            metered = not self._unmetered()
+            ticket.future.set_result(_Send(self._service, self._service.took(now, self._share), now, metered))
+            self.sends += 1
+            self._flying += 1
+            self._took(now)
 
-    async def _answered_once(self) -> None:
-        if self._allowed >= self.size:
+    def _moment(self, now: float) -> float:
+        moment = max(self._paused_until, self._next)
+        for meter in self._service.meters.values():
+            moment = max(moment, meter.ready(now, self._share))
+        return moment
+
+    def _took(self, now: float) -> None:
+        gap = 60.0 / self.per_minute if self.per_minute else 0.0
+        if self._rate > 0 and self._unmetered():
+            gap = max(gap, 1.0 / self._rate)
+        self._next = max(self._next, now) + gap
+
+    def _unmetered(self) -> bool:
+        return all(meter.rate <= 0 for meter in self._service.meters.values())
+
+    def _landed(self) -> None:
+        self._flying -= 1
+        self._release()
+
+    def _answer(self, send: _Send, told: Told, paced: bool) -> None:
+        if not paced:
             return
-        self._answered += 1
-        if self._answered >= self._allowed:
-            self._answered = 0
-            async with self._changed:
-                self._allowed += 1
-                self._changed.notify_all()
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self._answered_once = True
+        if told.service:
+            self._service = self._services.of(told.service, self._service)
+        self._heard(send, told.heard, True)
+        self._answers.append(send.moment)
+        number = send.number
+        while self._answers and self._answers[0] < now - 1.0:
+            self._answers.popleft()
+        if number > self._cut_after:
+            self._share += (_SHARE - self._share) * _SHARE_GROWTH
+        if self._rate > 0 and number > self._cut_after:
+            # One answer is worth the gap it filled; answers to requests sent before the last cut
+            # say nothing of the pace after it.
+            seconds = 1.0 / self._rate
+            self._rate *= 2 ** (2 * seconds) if self._growing else 1 + _GROWTH * seconds
+        if paced:
+            self._landed()
+
+    def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
+        self.refused += 1
+        if not paced:
+            self._paused_until = max(self._paused_until, now + pause)
+            self._release()
+            return
+        self._answered_once = True
+        if told.service:
+            self._service = self._services.of(told.service, self._service)
+        heard, number = told.heard, send.number
+        self._heard(send, heard, False)
+        if heard.quoted() and first:
+            # The service said exactly what is left: the next send goes when that has grown back,
+            # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
+            # a third time waits the whole Retry-After.
+            ready = max(meter.ready(now, self._share) for meter in self._service.meters.values())
+            pause = min(pause, max(ready - now, 0.0)) if pause else pause
+        if number > self._cut_after:
+            # The first refusal of a request sent after the last cut is news: many requests
+            # refused at once are one sign of one overload.
+            self._cut_after = self._service.sends - 1
+            # A refusal now and then, or one just before the next unit was due, is the jitter of
+            # the way there: a small cut. Refusals one after another are a limit shared with
+            # others, or lowered: a deep one.
+            cut = _SHARE_CUT if now - self._cut_moment > 2.0 or self._near(heard) else 0.75
+            if send.metered:  # a request sent before the service said anything tells nothing of the share
+                self._cut_moment = now
+                self._share = max(_SHARE_LEAST, self._share * cut)
+            while self._answers and self._answers[0] < now - 1.0:
+                self._answers.popleft()
+            let_through = len(self._answers)
+            if self._rate > 0:
+                self._rate = _CUT * self._rate
+                self._growing = False
+            else:
+                # The rate let through so far, over the last second or less when the run is younger.
+                sent = self._service.sent
+                seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
+                self._rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
+            self._rate = max(self._rate, 0.01)
+        self._paused_until = max(self._paused_until, now + pause)
+        self._landed()
+
+    def _near(self, heard: Heard) -> bool:
+        """Whether a refusal came just before the next request was due, by less than a quarter
+        of the pace: the jitter of the way there, not a limit lower than the pace."""
+        match heard.requests:
+            case Quota(reset=reset):
+                return reset * self._service.meters["requests"].rate < 0.25
+            case NoQuota():
+                return False
+
+    def _heard(self, send: _Send, heard: Heard, admitted: bool) -> None:
+        if send.service is not self._service:
+            return  # sent before the participant knew which service it was: the next will tell
+        number, sent = send.number, send.moment
+        later = [moment for count, moment in self._service.sent if count > number]
+        for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
+            match quota:
+                case Quota():
+                    if self._service.meters[name].heard(quota, number, sent, later, self._share, name == "tokens", admitted):
+                        # The refusals just before were the limit coming down, not jitter.
+                        self._share = max(self._share, _SHARE * _SHARE_CUT)
+                case NoQuota():
+                    pass
 
     def _noted(self, start: float, seconds: float, why: Literal["busy", "pace", "place"]) -> None:
         waits = WAITS.get()
         if waits is not None and seconds > 0.001:
             waits.noted.append(Wait(self.who, start - waits.origin, seconds, why))
+
+
+class _Answered(Generic[T]):
+    """A request's answer."""
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+
+class _Refused:
+    """A request's refusal."""
+
+    def __init__(self, busy: Busy) -> None:
+        self.busy = busy

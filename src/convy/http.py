@@ -26,6 +26,8 @@ import binascii
 import codecs
 import email.utils
 import functools
+import hashlib
+import math
 import re
 import ssl
 import urllib.parse
@@ -43,6 +45,7 @@ from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsag
 from convy.busy import Busy
 from convy.chat import Arguments, Completion
 from convy.problems import ModelFailure
+from convy.quota import TOLD, Heard, NoQuota, Quota
 from convy.secrets import Secrets
 
 # Headers whose values are never secret: hiding them would blot ordinary words.
@@ -113,6 +116,50 @@ class RetryAfter(msgspec.Struct, frozen=True):
         return max(0.0, (moment - datetime.now(UTC)).total_seconds())
 
 
+class RateHeaders(msgspec.Struct, frozen=True):
+    """What a response's headers say is left of the service's limits, as OpenAI-compatible
+    services send it: ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``, the reset as a
+    duration such as "1s", "6m0s", "20ms" or "1.5"."""
+
+    headers: Any
+
+    def heard(self) -> Heard:
+        return Heard(self._quota("requests"), self._quota("tokens"))
+
+    def _quota(self, kind: str) -> Quota | NoQuota:
+        remaining = _number(self.headers.get(f"x-ratelimit-remaining-{kind}"))
+        reset = _duration(self.headers.get(f"x-ratelimit-reset-{kind}"))
+        if remaining is None or reset is None:
+            return NoQuota()
+        return Quota(remaining, reset, _number(self.headers.get(f"x-ratelimit-limit-{kind}")) or 0.0)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _number(text: str | None) -> float | None:
+    """A header's non-negative number, or None when it is missing or not one."""
+    try:
+        value = float(text) if text else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
+def _duration(text: str | None) -> float | None:
+    """Seconds of a duration such as "6m0s", "20ms" or a bare "1.5"; None when unreadable."""
+    if not text:
+        return None
+    bare = _number(text.strip())
+    if bare is not None:
+        return bare
+    parts = _DURATION.findall(text.strip())
+    if not parts or "".join(number + unit for number, unit in parts) != text.strip():
+        return None
+    return sum(float(number) * _UNITS[unit] for number, unit in parts)
+
+
 class JsonEndpoint(msgspec.Struct, frozen=True):
     """Where JSON is posted: the URL, headers (which may hold keys: never shown), TLS, a timeout."""
 
@@ -170,6 +217,14 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         except (binascii.Error, UnicodeDecodeError):
             return []
         return [plain, plain.partition(":")[2]]
+
+    def limited_by(self) -> str:
+        """Whose limit this endpoint's requests count against, taken to be one per address and
+        key: the scheme, host and port, and a digest of the headers (which hold the key)."""
+        scheme, _, rest = self.url.partition("://")
+        host = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+        digest = hashlib.sha256("\n".join(sorted(self.headers.values())).encode()).hexdigest()
+        return f"{scheme}://{host} {digest[:16]}"
 
     def at(self, path: str) -> str:
         """The URL with ``path`` added to its path, before its query."""
@@ -335,6 +390,10 @@ class JsonConnection(msgspec.Struct, frozen=True):
         return self.endpoint.secrets().cause(error)
 
     def _checked(self, response: Any, path: str) -> None:
+        told = TOLD.get()
+        if told is not None:
+            told.heard = RateHeaders(response.headers).heard()
+            told.service = self.endpoint.limited_by()
         status = response.status_code
         if status in (429, 503):
             raise Busy(

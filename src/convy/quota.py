@@ -1,0 +1,161 @@
+"""What services say of their limits, and what the participants of a run make of it.
+
+A response may say what is left of a service's limits (``x-ratelimit-*`` headers, read in
+``http.py``): a ``Quota`` of requests and of tokens, together what was ``Heard``. The HTTP layer
+hands it up to ``Places`` through ``TOLD``, a context variable holding the ``Told`` of the request
+under way, with the name of the service (its address and a digest of its key). A ``Service`` is
+what a run's participants know of one service: a ``Meter`` per limit — what is left, how fast it
+grows back, what a request costs — and the latest sends against it; ``Services`` finds the one of
+a name, so that participants on one address and key share it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from contextvars import ContextVar
+
+import msgspec
+
+
+class Quota(msgspec.Struct, frozen=True):
+    """What a service said is left of one of its limits: ``remaining`` units now, whole again
+    (``limit`` units) in ``reset`` seconds. ``limit`` is 0 when the service did not say it."""
+
+    remaining: float
+    reset: float
+    limit: float = 0.0
+
+    def rate(self) -> float:
+        """Units per second the limit allows: all of it within the reset. That is the rate of a
+        sliding window just used, and of a token bucket with nothing left; with more left, a
+        bucket's units last while the rate seems higher. 0 when it cannot be told."""
+        whole = self.limit if self.limit > 0 else self.remaining + 1
+        return whole / self.reset if self.reset > 0 else 0.0
+
+
+class NoQuota(msgspec.Struct, frozen=True):
+    """A service that said nothing of one of its limits."""
+
+
+class Heard(msgspec.Struct, frozen=True):
+    """What a service's response said of its limits, on requests and on tokens."""
+
+    requests: Quota | NoQuota = NoQuota()
+    tokens: Quota | NoQuota = NoQuota()
+
+    def quoted(self) -> bool:
+        """Whether the service said what is left of any of its limits."""
+        match (self.requests, self.tokens):
+            case (NoQuota(), NoQuota()):
+                return False
+            case _:
+                return True
+
+
+class Told:
+    """The last thing a service said of its limits while one request of a participant was sent,
+    and which service it was (``service``: an address and a digest of the key, never shown). The
+    HTTP layer fills it through ``TOLD``; ``Places`` reads it when the request is done."""
+
+    def __init__(self) -> None:
+        self.heard = Heard()
+        self.service = ""
+
+
+TOLD: ContextVar[Told | None] = ContextVar("convy_told", default=None)
+
+
+class Meter:
+    """One limit of a service as a participant sees it: ``level`` units at ``moment``, growing
+    back at ``rate`` per second up to ``limit``; a request costs ``cost`` units."""
+
+    def __init__(self) -> None:
+        self.rate = 0.0
+        self.limit = math.inf
+        self.level = math.inf
+        self.moment = 0.0
+        self.cost = 0.0
+        self.seen = -1  # the send number of the request whose response set the level
+        self.said = (0.0, 0.0)  # the remaining units that response said, and when it was sent
+
+    def ready(self, now: float, share: float) -> float:
+        """The first moment a request's cost is there, at ``share`` of the rate."""
+        level = self._level(now, share)
+        if level >= self.cost or self.rate <= 0:
+            return now
+        return now + (self.cost - level) / (self.rate * share)
+
+    def take(self, now: float, share: float) -> None:
+        self.level = self._level(now, share) - self.cost
+        self.moment = now
+
+    def heard(
+        self, quota: Quota, number: int, sent: float, later: list[float], share: float, counted: bool, admitted: bool
+    ) -> bool:
+        """The service said ``quota`` of the request sent at ``sent`` (send number ``number``);
+        ``later`` are the moments of this participant's sends after it. A response older than the
+        last one is ignored. Whether the service's rate is now lower than it was."""
+        if number <= self.seen:
+            return False
+        # A refusal's reset is the time until the next unit, and says nothing of the rate.
+        rate = quota.rate() if admitted else 0.0
+        lowered = 0 < rate < 0.9 * self.rate
+        if rate > 0:
+            self.rate = rate
+        if quota.limit > 0:
+            self.limit = quota.limit
+        if counted and admitted:
+            before, when = self.said
+            if self.seen < 0:
+                used = quota.limit - quota.remaining if quota.limit > quota.remaining else 1.0
+            else:
+                used = (before + self.rate * (sent - when) - quota.remaining) / max(1, number - self.seen)
+            used = min(max(used, 1.0), max(self.limit, 1.0))
+            self.cost = used if self.cost <= 0 else 0.7 * self.cost + 0.3 * used
+        elif not counted:
+            self.cost = 1.0
+        self.seen = number
+        if admitted:
+            self.said = (quota.remaining, sent)
+        # What is left now: the service's word, played forward through the sends it had not seen.
+        self.level, self.moment = min(quota.remaining, max(self.cost, 1.0)), sent
+        for moment in later:
+            self.take(moment, share)
+        return lowered
+
+    def _level(self, now: float, share: float) -> float:
+        # No more than one request's worth is saved up: requests go evenly, never in a burst that
+        # a sliding window would give back only when it has slid past.
+        return min(self.limit, max(self.cost, 1.0), self.level + self.rate * share * (now - self.moment))
+
+
+class Service:
+    """What the participants of a run know of one service's limits: what is left of each, and the
+    latest sends made against them. Participants that send to the same service with the same key
+    share one, so together they keep within the limit they share."""
+
+    def __init__(self) -> None:
+        self.meters = {"requests": Meter(), "tokens": Meter()}
+        self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
+        self.sends = 0
+
+    def took(self, now: float, share: float) -> int:
+        """Note a send at ``now``; its number."""
+        number = self.sends
+        self.sent.append((number, now))
+        self.sends += 1
+        for meter in self.meters.values():
+            meter.take(now, share)
+        return number
+
+
+class Services:
+    """The services a run's participants send to, each found by what ``Told.service`` says."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, Service] = {}
+
+    def of(self, service: str, mine: Service) -> Service:
+        """The service known by that name, which is ``mine`` if no participant knew it yet."""
+        return self._known.setdefault(service, mine)
