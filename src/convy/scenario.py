@@ -226,7 +226,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def needs(self) -> tuple[Literal["user", "judge"], ...]:
         """The models this scenario cannot be played without."""
-        return (("user",) if self.user.strip() else ()) + (("judge",) if self.claims() else ())
+        needs: tuple[Literal["user", "judge"], ...] = ("user",) if self.user.strip() else ()
+        return needs + (("judge",) if self.claims() else ())
 
     def checks(self, transcript: Transcript) -> tuple[Claim, ...]:
         """Every check decided on the whole dialogue, in the scenario's order."""
