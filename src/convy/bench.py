@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from convy.agent import QueuedAgent, TimeLimited
+from convy.agent import Agent, QueuedAgent, TimeLimited
 from convy.busy import Patience, Places, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
@@ -113,7 +113,7 @@ class Bench(msgspec.Struct, frozen=True):
     ``prompt`` is the simulator prompt a scenario's user is told with.
     """
 
-    agent: Any
+    agent: Agent
     models: Models
     limits: Limits = Limits()
     prompt: Prompt | None = None
