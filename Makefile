@@ -1,6 +1,6 @@
 # The two commands of the README. Each sets up what it needs on a fresh machine.
 #   make demo   a new project from the template, played offline (no key, no network)
-#   make test   the whole test suite (.ci/run calls exactly this)
+#   make test   the type checker, then the whole test suite (.ci/run calls exactly this)
 
 PYTHON ?= python3
 VENV := .venv
@@ -17,7 +17,7 @@ $(VENV)/.convy: pyproject.toml
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-# convy with what the tests use (pytest, scipy, statsmodels, pandas, polars, playwright, trustme).
+# convy with what the tests use (mypy, pytest, scipy, statsmodels, pandas, polars, playwright, trustme).
 $(VENV)/.dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -29,6 +29,7 @@ demo: $(VENV)/.convy
 	cd $(DEMO) && ../$(BIN)/convy run
 
 test: $(VENV)/.dev browser $(PROXY)/.litellm
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # LiteLLM's proxy, a Chat Completions server nobody on this team wrote, which tests/test_proxy.py

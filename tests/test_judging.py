@@ -27,7 +27,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.fakes import FakeModel
-from convy.model import Contained, ModelFailure, Reply
+from convy.model import Absent, Contained, ModelFailure, Reply
 from convy.scenario import Check
 
 
@@ -330,6 +330,12 @@ def test_checked_turns_a_judge_error_into_model_failure(judge: Scripted, words: 
     """Any error of the judge, or an answer that is no ruling, is a ModelFailure naming it."""
     with pytest.raises(ModelFailure, match=words):
         ruled(Checked(judge), ("helped",))
+
+
+def test_checked_absent_judge_is_a_model_failure_with_its_reason() -> None:
+    """An absent judge asked to decide fails as a ModelFailure that gives the reason it is absent."""
+    with pytest.raises(ModelFailure, match="the judge is absent: no key"):
+        ruled(Checked(Absent("no key")), ("helped",))
 
 
 def test_checked_lets_model_failure_through() -> None:

@@ -153,7 +153,7 @@ class _Answering(msgspec.Struct, frozen=True):
     """An open conversation whose every error is the agent's failure, and whose answers are
     converted where they enter."""
 
-    origin: Any
+    origin: Conversation
 
     async def turn(self, message: Message) -> Answer:
         try:
@@ -179,7 +179,7 @@ class Accountable(msgspec.Struct, frozen=True):
     code between them goes on as it is, to be seen, never recorded as the agent's failure.
     """
 
-    agent: Any
+    agent: Agent
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[Conversation]:
@@ -218,7 +218,7 @@ class Accountable(msgspec.Struct, frozen=True):
 class _Limited(msgspec.Struct, frozen=True):
     """A conversation whose every turn has a time limit."""
 
-    origin: Any
+    origin: Conversation
     seconds: float
 
     async def turn(self, message: Message) -> Answer:
@@ -240,7 +240,7 @@ class TimeLimited(msgspec.Struct, frozen=True):
     already its failure, from convy's limit.
     """
 
-    agent: Any
+    agent: Agent
     open: float = 60.0
     turn: float = 120.0
     close: float = 60.0
@@ -291,7 +291,7 @@ class TimeLimited(msgspec.Struct, frozen=True):
 class _Retried(msgspec.Struct, frozen=True):
     """A conversation whose turns a busy agent refused are sent again, as its places allow."""
 
-    origin: Any
+    origin: Conversation
     places: Places
 
     async def turn(self, message: Message) -> Answer:
@@ -307,7 +307,7 @@ class QueuedAgent(msgspec.Struct, frozen=True):
     takes no slot of the minute.
     """
 
-    agent: Any
+    agent: Agent
     places: Places
 
     @asynccontextmanager

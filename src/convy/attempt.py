@@ -75,18 +75,18 @@ class Spent(msgspec.Struct, frozen=True):
 
     def cost(self) -> CostView:
         amounts: list[Decimal] = []
-        sources: set[str] = set()
+        sources: set[Literal["provider", "computed"]] = set()
         unpriced = 0
         for usage in self.usages:
             match usage:
-                case Usage(cost=Cost(amount=amount, source=source)):
+                case Usage(cost=Cost(amount=amount, source=said)):
                     amounts.append(amount)
-                    sources.add(source)
+                    sources.add(said)
                 case Usage(cost=Unpriced()) | NoUsage():
                     unpriced += 1
         if not amounts:
             return CostView(priced=0, unpriced=unpriced, complete=unpriced == 0)
-        source: Literal["provider", "computed", "mixed"] = "mixed" if len(sources) > 1 else sources.pop()  # type: ignore[assignment]
+        source: Literal["provider", "computed", "mixed"] = "mixed" if len(sources) > 1 else sources.pop()
         return CostView(
             amount=str(sum(amounts, Decimal(0))), source=source, priced=len(amounts), unpriced=unpriced, complete=unpriced == 0
         )

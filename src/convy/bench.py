@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from convy.agent import TimeLimited, _Retried
+from convy.agent import Agent, TimeLimited, _Retried
 from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
@@ -124,7 +124,7 @@ class Bench(msgspec.Struct, frozen=True):
     ``prompt`` is the simulator prompt a scenario's user is told with.
     """
 
-    agent: Any
+    agent: Agent
     models: Models
     limits: Limits = Limits()
     prompt: Prompt | None = None

@@ -22,7 +22,7 @@ import msgspec
 
 from convy.agent import Answer, Message, NoUsage, Usage
 from convy.busy import Busy, Places
-from convy.model import Contained, ModelFailure, Said, StillBusy
+from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
 
 STOP = "###STOP###"
 
@@ -198,7 +198,7 @@ class Spoken(msgspec.Struct, frozen=True):
 class SimulatedUser(msgspec.Struct, frozen=True):
     """A model that plays the user, told who it is by the filled simulator prompt."""
 
-    model: Any
+    model: Model
     prompt: str
 
     async def spoken(self, transcript: Transcript) -> Spoken:
@@ -277,7 +277,7 @@ class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
 class ChatJudge(msgspec.Struct, frozen=True):
     """A judge on a chat model: one request per claim, the reason first, then pass or grade."""
 
-    model: Any
+    model: Model
     instructions: str = ""
 
     @property
@@ -348,7 +348,7 @@ class PatientJudge(msgspec.Struct, frozen=True):
     busy and the participant's patience lasts. (A ``ChatJudge`` is made patient request by request
     instead, through its model: see ``Bench``.)"""
 
-    judge: Any
+    judge: Judge
     places: Places
 
     @property
@@ -366,13 +366,16 @@ class Checked(msgspec.Struct, frozen=True):
     claim asked, in order, a graded claim with one of its grades and the pass that grade earns.
     """
 
-    judge: Any
+    judge: Judge | Absent
 
     @property
     def name(self) -> str:
         return self.judge.name
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        match self.judge:
+            case Absent(reason=reason):  # a run skips the scenarios that need it; only a bug asks it
+                raise ModelFailure(f"the judge is absent: {reason}")
         try:
             ruling = await self.judge.ruling(claims, transcript.said())
             ruling = msgspec.json.decode(msgspec.json.encode(ruling), type=Ruling)

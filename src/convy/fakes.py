@@ -8,7 +8,7 @@ They count what they did in public fields, so a test can ask.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from convy.agent import Answer, Message
@@ -72,7 +72,7 @@ class FakeModel:
 
     def __init__(
         self,
-        replies: Sequence[str | Reply] | Callable[[tuple[Said, ...]], str | Reply],
+        replies: list[str | Reply] | tuple[str | Reply, ...] | Callable[[tuple[Said, ...]], str | Reply],
         name: str = "fake",
     ) -> None:
         self._replies = replies

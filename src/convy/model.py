@@ -75,7 +75,7 @@ class Contained(msgspec.Struct, frozen=True):
     never later in convy's code, where its error would be taken for someone else's.
     """
 
-    model: Any
+    model: Model
 
     @property
     def name(self) -> str:
@@ -103,7 +103,7 @@ class PatientModel(msgspec.Struct, frozen=True):
     """The same model, sending each request within its participant's places, and again while
     its service is busy and the participant's patience lasts."""
 
-    model: Any
+    model: Model
     places: Places
 
     @property

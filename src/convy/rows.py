@@ -20,12 +20,14 @@ TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "tool_ca
 EXACT_JSON = msgspec.json.Encoder(decimal_format="number")
 
 
+# Each subclass says frozen=True again: msgspec inherits it, but a type checker reads the class
+# through dataclass_transform, which does not (msgspec issue 657).
 class Row(msgspec.Struct, frozen=True, kw_only=True):
     """Base of the tables' rows: flat records of text, numbers, booleans and ``None``; the
     fields, in order, are the table's columns."""
 
 
-class RunsRow(Row):
+class RunsRow(Row, frozen=True):
     agent: str
     run: str
     started: str
@@ -71,7 +73,7 @@ class RunsRow(Row):
     waiting_seconds: float
 
 
-class ScenariosRow(Row):
+class ScenariosRow(Row, frozen=True):
     agent: str
     run: str
     scenario: str
@@ -95,7 +97,7 @@ class ScenariosRow(Row):
     unpriced_requests: int
 
 
-class AttemptsRow(Row):
+class AttemptsRow(Row, frozen=True):
     agent: str
     run: str
     scenario: str
@@ -131,7 +133,7 @@ class AttemptsRow(Row):
     tool_calls: int
 
 
-class TurnsRow(Row):
+class TurnsRow(Row, frozen=True):
     agent: str
     run: str
     scenario: str
@@ -156,7 +158,7 @@ class TurnsRow(Row):
     tool_calls: int
 
 
-class ClaimsRow(Row):
+class ClaimsRow(Row, frozen=True):
     agent: str
     run: str
     scenario: str
@@ -171,7 +173,7 @@ class ClaimsRow(Row):
     grade: str | None
 
 
-class ToolCallsRow(Row):
+class ToolCallsRow(Row, frozen=True):
     agent: str
     run: str
     scenario: str
@@ -186,7 +188,7 @@ class ToolCallsRow(Row):
     seconds: float | None
 
 
-class ModelRequestsRow(Row):
+class ModelRequestsRow(Row, frozen=True):
     agent: str
     run: str
     scenario: str

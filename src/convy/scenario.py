@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import AgentFailure, Call, Message, NoUsage, OutOfTime, Usage
+from convy.agent import Agent, AgentFailure, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import WAITS, Busy, Wait, Waits
 from convy.dialog import (
     STOP,
@@ -33,6 +33,7 @@ from convy.dialog import (
     Failed,
     Finished,
     Graded,
+    Judge,
     NoVerdict,
     Prompt,
     Ruling,
@@ -41,7 +42,7 @@ from convy.dialog import (
     Turn,
     Verdict,
 )
-from convy.model import ModelFailure, StillBusy
+from convy.model import Absent, ModelFailure, StillBusy
 from convy.problems import ConfigurationError, FieldProblem, ScenarioError
 from convy.yamlfile import YamlFile
 
@@ -226,7 +227,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def needs(self) -> tuple[Literal["user", "judge"], ...]:
         """The models this scenario cannot be played without."""
-        return (("user",) if self.user.strip() else ()) + (("judge",) if self.claims() else ())
+        needs: tuple[Literal["user", "judge"], ...] = ("user",) if self.user.strip() else ()
+        return needs + (("judge",) if self.claims() else ())
 
     def checks(self, transcript: Transcript) -> tuple[Claim, ...]:
         """Every check decided on the whole dialogue, in the scenario's order."""
@@ -276,7 +278,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         values: dict[str, Any] = {**self.vars, "instructions": Prompt(self.user).filled(self.vars), "stop": STOP}
         return SimulatedUser(model, prompt.filled(values))
 
-    async def outcome(self, attempt: int, agent: Any, user: Any, judge: Any, max_turns: int) -> Outcome:
+    async def outcome(self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int) -> Outcome:
         """Play one attempt: the dialogue with the agent, then the judge and the checks.
 
         ``agent`` is the agent as a run holds it (``TimeLimited``, which makes it ``Accountable``):
@@ -298,7 +300,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             WAITS.reset(noting)
 
     async def _played(
-        self, attempt: int, agent: Any, user: Any, judge: Any, limit: int, started: str, clock: float, waits: Waits
+        self, attempt: int, agent: Agent, user: Any, judge: Judge, limit: int, started: str, clock: float, waits: Waits
     ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"

@@ -13,17 +13,19 @@ from typing import Literal
 import msgspec
 
 
+# Each subclass says frozen=True again: msgspec inherits it, but a type checker reads the class
+# through dataclass_transform, which does not (msgspec issue 657).
 class View(msgspec.Struct, frozen=True, kw_only=True):
     """Base of the view records."""
 
 
-class IntervalView(View):
+class IntervalView(View, frozen=True):
     estimate: float
     low: float
     high: float
 
 
-class SpreadView(View):
+class SpreadView(View, frozen=True):
     """min, p50, p95 and max of some values (seconds or tokens), and how many there were."""
 
     count: int = 0
@@ -33,7 +35,7 @@ class SpreadView(View):
     max: float | None = None
 
 
-class TokensView(View):
+class TokensView(View, frozen=True):
     """Tokens by kind, over some requests; ``cached``/``reasoning`` are ``None`` when nobody said.
 
     ``total`` is ``input + output``, or ``None`` when no request reported its tokens (a table sorts
@@ -49,7 +51,7 @@ class TokensView(View):
     total: int | None = None
 
 
-class CostView(View):
+class CostView(View, frozen=True):
     """A total cost in US dollars (as text, exact), where it came from, and whether it is complete.
 
     ``unpriced`` requests had no known price: the total leaves them out and says so.
@@ -62,7 +64,7 @@ class CostView(View):
     complete: bool = True
 
 
-class TimeView(View):
+class TimeView(View, frozen=True):
     """Seconds summed over attempts, split by who spent them; ``unaccounted`` is the rest, not clamped."""
 
     wall: float = 0.0
@@ -73,7 +75,7 @@ class TimeView(View):
     unaccounted: float = 0.0
 
 
-class SpendView(View):
+class SpendView(View, frozen=True):
     """What one participant took: tokens, cost, and the spreads of its request times and tokens."""
 
     tokens: TokensView = TokensView()
@@ -82,7 +84,7 @@ class SpendView(View):
     per_request: SpreadView = SpreadView()
 
 
-class HeldView(View):
+class HeldView(View, frozen=True):
     """Claims held out of claims decided (trusted decisions only), their share, and in one word:
     ``always`` (every decided one held), ``never`` (none did), ``sometimes``, or ``undecided``."""
 
@@ -92,7 +94,7 @@ class HeldView(View):
     holds: Literal["always", "sometimes", "never", "undecided"]
 
 
-class ClaimRow(View):
+class ClaimRow(View, frozen=True):
     """One claim of a scenario over its attempts; ``holds`` as in ``HeldView``."""
 
     text: str
@@ -103,7 +105,7 @@ class ClaimRow(View):
     rate: IntervalView | None = None
 
 
-class AttemptRow(View):
+class AttemptRow(View, frozen=True):
     """One attempt as the scenario's table and matrix show it."""
 
     attempt: int
@@ -115,7 +117,7 @@ class AttemptRow(View):
     marks: list[Literal["held", "failed", "none"]]
 
 
-class ScenarioView(View):
+class ScenarioView(View, frozen=True):
     """One scenario of a run: its result, its claims, and its attempts in short.
 
     ``claims_held`` sums every claim over every attempt: claims held out of claims decided. It
@@ -145,20 +147,20 @@ class ScenarioView(View):
     stops: dict[str, int]
 
 
-class Dimension(View):
+class Dimension(View, frozen=True):
     k: int
     pass_hat: float
     pass_at: float
 
 
-class NoiseView(View):
+class NoiseView(View, frozen=True):
     within: float | None = None
     between: float | None = None
     icc: float | None = None
     advice: str | None = None
 
 
-class HeaderView(View):
+class HeaderView(View, frozen=True):
     agent: str
     run: str
     started: str
@@ -177,7 +179,7 @@ class HeaderView(View):
     skipped: list[str]
 
 
-class RunView(View):
+class RunView(View, frozen=True):
     """A run report's data. ``not_judged`` counts the attempts left out of the pass rate by
     reason, ``not_judged_total`` all of them; ``claims`` is every claim's text, sorted, for the
     claim filter."""
@@ -206,7 +208,7 @@ class RunView(View):
     claims: list[str]
 
 
-class StepView(View):
+class StepView(View, frozen=True):
     kind: Literal["thought", "call"]
     text: str = ""
     name: str = ""
@@ -215,7 +217,7 @@ class StepView(View):
     seconds: float | None = None
 
 
-class TurnView(View):
+class TurnView(View, frozen=True):
     """One turn of a dialogue; ``thoughts`` and ``calls`` count its agent's steps of each kind."""
 
     user: str
@@ -233,7 +235,7 @@ class TurnView(View):
     cost: CostView
 
 
-class DecisionView(View):
+class DecisionView(View, frozen=True):
     claim: str
     by: str
     held: bool
@@ -243,14 +245,14 @@ class DecisionView(View):
     trusted: bool
 
 
-class SpanView(View):
+class SpanView(View, frozen=True):
     lane: Literal["agent", "user", "judge", "waiting"]
     start: float
     seconds: float
     label: str
 
 
-class DialogueView(View):
+class DialogueView(View, frozen=True):
     """One attempt in full, for the scenario window: loaded only when the window opens."""
 
     scenario: str
@@ -268,7 +270,7 @@ class DialogueView(View):
     cost: CostView
 
 
-class RunRow(View):
+class RunRow(View, frozen=True):
     """One run on the index."""
 
     agent: str
@@ -286,19 +288,19 @@ class RunRow(View):
     seconds: float | None
 
 
-class TrendPoint(View):
+class TrendPoint(View, frozen=True):
     run: str
     started: str
     rate: float | None
 
 
-class ComparisonLink(View):
+class ComparisonLink(View, frozen=True):
     base: str
     candidate: str
     href: str
 
 
-class Suggestion(View):
+class Suggestion(View, frozen=True):
     """Two runs the index offers to compare: the newest run that has an earlier one of the same
     agent, against the latest of those earlier ones."""
 
@@ -306,7 +308,7 @@ class Suggestion(View):
     candidate: str
 
 
-class IndexView(View):
+class IndexView(View, frozen=True):
     runs: list[RunRow]
     trends: dict[str, list[TrendPoint]]
     comparisons: list[ComparisonLink]
@@ -315,7 +317,7 @@ class IndexView(View):
     suggested: Suggestion | None
 
 
-class SideView(View):
+class SideView(View, frozen=True):
     """One run's side of a comparison; ``href`` is its report, relative to the comparison page."""
 
     agent: str
@@ -332,7 +334,7 @@ class SideView(View):
     seconds: float
 
 
-class ScenarioChange(View):
+class ScenarioChange(View, frozen=True):
     id: str
     before_passed: int
     before_judged: int
@@ -343,7 +345,7 @@ class ScenarioChange(View):
     change: Literal["worse", "better", "same"]
 
 
-class ClaimFlip(View):
+class ClaimFlip(View, frozen=True):
     """A claim whose held rate changed: ``better`` it holds more often now, ``worse`` less often,
     ``one_run`` only one of the runs decided it. ``flipped``: it crossed half its attempts."""
 
@@ -355,7 +357,7 @@ class ClaimFlip(View):
     flipped: bool
 
 
-class Pair(View):
+class Pair(View, frozen=True):
     """One attempt of each run for a scenario, to be lined up turn by turn."""
 
     scenario: str
@@ -363,7 +365,7 @@ class Pair(View):
     after: DialogueView | None
 
 
-class ComparisonView(View):
+class ComparisonView(View, frozen=True):
     """Two runs compared (``comparison.py``).
 
     ``delta`` is the paired difference of pass rates with its interval, clamped to [−1, +1].

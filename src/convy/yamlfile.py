@@ -38,7 +38,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 try:  # libyaml reads events three times faster; composing stays in Python, where it is bounded
-    from yaml.cyaml import CParser as _Events
+    from yaml._yaml import CParser as _Events  # where yaml.cyaml takes it from
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
     class _Events(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):  # type: ignore[no-redef]
@@ -63,7 +63,8 @@ class StrictLoader(yaml.composer.Composer, _Events, yaml.constructor.SafeConstru
     state added here is what composing has counted so far and the path it is at.
     """
 
-    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}
+    # A class attribute in PyYAML, which its stub declares on instances.
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}  # type: ignore[misc]
 
     MAX_DEPTH: ClassVar[int] = 64
     MAX_REPEATED_VALUES: ClassVar[int] = 10_000
@@ -80,9 +81,11 @@ class StrictLoader(yaml.composer.Composer, _Events, yaml.constructor.SafeConstru
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         event = self.peek_event()
+        assert event is not None  # a node is composed only once its first event is read
         path = self._path(parent, index)
-        if self.check_event(yaml.AliasEvent):
+        if isinstance(event, yaml.AliasEvent):
             node = super().compose_node(parent, index)
+            assert node is not None  # PyYAML composes a node or raises; its stub allows None
             size = self._sizes.get(id(node))
             if size is None:
                 raise Refused(path, f"the alias *{event.anchor} is used inside its own anchor", event.start_mark)
@@ -104,6 +107,7 @@ class StrictLoader(yaml.composer.Composer, _Events, yaml.constructor.SafeConstru
             node = super().compose_node(parent, index)
         finally:
             self._paths.pop()
+        assert node is not None
         self._sizes[id(node)] = self._size(node)
         return node
 
