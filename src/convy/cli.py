@@ -278,10 +278,14 @@ class Recorded(msgspec.Struct, frozen=True):
         planned = len(self.spec.scenarios) * self.spec.attempts
         self.errors.line(f"{how}: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
         self.errors.line(f"resume with: convy resume {self.spec.id}")
+        # The run is kept and the way on was said: a second Ctrl+C ends convy at once. Raised as
+        # KeyboardInterrupt it could land inside a callback Python runs for itself (a weak
+        # reference's), which prints a traceback that nothing can catch.
+        signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
             self._reported(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         except KeyboardInterrupt:
-            pass  # a second Ctrl+C: the run is kept and the way on was said; the report can wait
+            pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:
             self.errors.line(f"report not written: {error}")
         return code
