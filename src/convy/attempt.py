@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from functools import cached_property
 from typing import Literal
 
 import msgspec
@@ -58,18 +59,35 @@ class Spent(msgspec.Struct, frozen=True):
     usages: tuple[Usage | NoUsage, ...]
 
     def tokens(self) -> TokensView:
-        reported = self.reported()
-        cached = [count for usage in reported for count in Counted(usage.cached).found()]
-        reasoning = [count for usage in reported for count in Counted(usage.reasoning).found()]
-        given = sum(usage.input for usage in reported)
-        taken = sum(usage.output for usage in reported)
+        # One pass over the usages: a report sums tokens for every turn and attempt.
+        reported = given = taken = 0
+        cached: int | None = None
+        reasoning: int | None = None
+        for usage in self.usages:
+            match usage:
+                case Usage():
+                    reported += 1
+                    given += usage.input
+                    taken += usage.output
+                    match usage.cached:
+                        case int(count):
+                            cached = (cached or 0) + count
+                        case NotReported():
+                            pass
+                    match usage.reasoning:
+                        case int(count):
+                            reasoning = (reasoning or 0) + count
+                        case NotReported():
+                            pass
+                case NoUsage():
+                    pass
         return TokensView(
             requests=len(self.usages),
-            reported=len(reported),
+            reported=reported,
             input=given,
             output=taken,
-            cached=sum(cached) if cached else None,
-            reasoning=sum(reasoning) if reasoning else None,
+            cached=cached,
+            reasoning=reasoning,
             total=given + taken if reported else None,
         )
 
@@ -79,9 +97,9 @@ class Spent(msgspec.Struct, frozen=True):
         unpriced = 0
         for usage in self.usages:
             match usage:
-                case Usage(cost=Cost(amount=amount, source=source)):
-                    amounts.append(amount)
-                    sources.add(source)
+                case Usage(cost=Cost() as cost):
+                    amounts.append(cost.amount)
+                    sources.add(cost.source)
                 case Usage(cost=Unpriced()) | NoUsage():
                     unpriced += 1
         if not amounts:
@@ -104,19 +122,6 @@ class Spent(msgspec.Struct, frozen=True):
                 case NoUsage():
                     pass
         return found
-
-
-class Counted(msgspec.Struct, frozen=True):
-    """A token count that may not have been reported."""
-
-    count: int | NotReported
-
-    def found(self) -> tuple[int, ...]:
-        match self.count:
-            case int():
-                return (self.count,)
-            case NotReported():
-                return ()
 
 
 class Took(msgspec.Struct, frozen=True):
@@ -152,13 +157,18 @@ class Decided(msgspec.Struct, frozen=True):
                 return None
 
 
-class Attempt(msgspec.Struct, frozen=True):
-    """One kept attempt seen through the run's trust threshold."""
+class Attempt(msgspec.Struct, frozen=True, dict=True):
+    """One kept attempt seen through the run's trust threshold (its status found once, when first
+    asked: a report asks for it several times)."""
 
     outcome: Outcome
     trust: float
 
     def status(self) -> Literal["passed", "failed", "not_judged"]:
+        return self._status
+
+    @cached_property
+    def _status(self) -> Literal["passed", "failed", "not_judged"]:
         return self.outcome.status(self.trust)
 
     def why(self) -> str:
