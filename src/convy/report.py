@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from functools import cached_property
 from typing import Literal
 
 import msgspec
@@ -39,24 +40,40 @@ from convy.views import (
 )
 
 
-class Summary(msgspec.Struct, frozen=True):
-    """A run summed up: the view records of its report."""
+class Summary(msgspec.Struct, frozen=True, dict=True):
+    """A run summed up: the view records of its report.
+
+    Its attempts, their grouping by scenario and the scenarios' tallies are derived once, the
+    first time they are asked for, and kept: a report asks for each of them many times.
+    """
 
     run: Read
 
     def attempts(self) -> tuple[Attempt, ...]:
-        return tuple(Attempt(outcome, self.run.file.spec.trust) for outcome in self.run.outcomes)
+        return self._attempts
 
     def by_scenario(self) -> dict[str, list[Attempt]]:
-        grouped: dict[str, list[Attempt]] = {scenario.id: [] for scenario in self.run.file.spec.scenarios}
-        for attempt in sorted(self.attempts(), key=lambda one: (one.outcome.scenario, one.outcome.attempt)):
-            grouped.setdefault(attempt.outcome.scenario, []).append(attempt)
-        return grouped
+        return self._grouped
 
     def tallies(self) -> dict[str, Tally]:
         """Passed out of judged, per scenario (not judged attempts left out)."""
+        return self._tallies
+
+    @cached_property
+    def _attempts(self) -> tuple[Attempt, ...]:
+        return tuple(Attempt(outcome, self.run.file.spec.trust) for outcome in self.run.outcomes)
+
+    @cached_property
+    def _grouped(self) -> dict[str, list[Attempt]]:
+        grouped: dict[str, list[Attempt]] = {scenario.id: [] for scenario in self.run.file.spec.scenarios}
+        for attempt in sorted(self._attempts, key=lambda one: (one.outcome.scenario, one.outcome.attempt)):
+            grouped.setdefault(attempt.outcome.scenario, []).append(attempt)
+        return grouped
+
+    @cached_property
+    def _tallies(self) -> dict[str, Tally]:
         tallies: dict[str, Tally] = {}
-        for scenario, attempts in self.by_scenario().items():
+        for scenario, attempts in self._grouped.items():
             statuses = [attempt.status() for attempt in attempts]
             tallies[scenario] = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
         return tallies
@@ -83,10 +100,12 @@ class Summary(msgspec.Struct, frozen=True):
         not_judged = Counter(attempt.why() for attempt in attempts if attempt.status() == "not_judged")
         every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
         times = [attempt.time() for attempt in attempts]
+        headline = self.headline()
+        interval = headline.interval()
         return RunView(
             header=self.header(),
-            rate=self.rate(),
-            method=self.headline().method(),
+            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+            method=headline.method(),
             passed=sum(tally.passed for tally in judged),
             judged=sum(tally.judged for tally in judged),
             always=consistency.always(),
@@ -95,7 +114,7 @@ class Summary(msgspec.Struct, frozen=True):
             not_judged=dict(not_judged),
             not_judged_total=sum(not_judged.values()),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
-            consistency=[Dimension(k=k, pass_hat=consistency.pass_hat(k), pass_at=consistency.pass_at(k)) for k in consistency.ks()],
+            consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
             agent=self._spend(
                 tuple(usage for attempt in attempts for usage in attempt.agent_usage()),
