@@ -157,7 +157,7 @@ class Packed(msgspec.Struct, frozen=True):
         return Chunks(chunks=chunks, where=where)
 
     def _packed(self, members: list[bytes]) -> str:
-        return base64.b64encode(gzip.compress(b"{" + b",".join(members) + b"}", mtime=0)).decode("ascii")
+        return base64.b64encode(gzip.compress(b"{" + b",".join(members) + b"}", compresslevel=6, mtime=0)).decode("ascii")
 
 
 class ReportPage(msgspec.Struct, frozen=True):
