@@ -32,7 +32,7 @@ from convy.dialog import STOP, DefaultPrompts, Prompt
 from convy.env import ProjectSettings, Settings
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError
-from convy.report import Index, Summary
+from convy.report import Index, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.views import ComparisonView
@@ -223,15 +223,18 @@ class Project(msgspec.Struct, frozen=True):
         from convy.page import ReportPage
 
         path = run.folder / "report.html"
-        self._written(path, ReportPage(Summary(run)).html())
+        summary = Summary(run)
+        self._written(path, ReportPage(summary).html())
+        if run.status() != "running":
+            Listing(self.results()).kept(summary)  # what the index will want of it, summed already
         return path
 
     def indexed(self, every: tuple[tuple[Read, ...], tuple[Unread, ...]] | None = None) -> Path:
         """Write ``results/index.html``: every run (``every``, when the caller has read them all
-        already), and the comparisons made so far."""
+        already; else each from its ``summary.json``, see ``Listing``), and the comparisons made so far."""
         from convy.page import IndexPage
 
-        runs, unread = every if every is not None else self.runs()
+        runs, unread = every if every is not None else Listing(self.results()).every()
         names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
         path = self.results() / "index.html"
         self._written(path, IndexPage(Index(runs, unread, names).view()).html())
