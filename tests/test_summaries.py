@@ -79,7 +79,7 @@ def test_a_report_leaves_the_summary_the_index_reads(played: Played) -> None:
 
     project = Project(played.folder)
     run = played.runs()["2026-01-06-after"]
-    project.reported(run)
+    project.reported(Summary(run))
     summed = msgspec.json.decode((run.folder / "summary.json").read_bytes(), type=Summed)
     assert summed.totals == Summary(run).totals()
     assert summed.stamp == Listing(played.folder / "results").stamp(run.folder)
@@ -114,3 +114,22 @@ def test_the_attempts_a_run_keeps_have_a_short_repr(played: Played) -> None:
 
     kept = RunJournal(played.folder / "results" / "shop" / "2026-01-05-before").kept()
     assert repr(kept) == f"Kept({len(kept.outcomes)} outcomes, 0 broken)"
+
+
+def test_the_bootstrap_draws_the_same_means_as_one_draw_at_a_time() -> None:
+    """Headline.bootstrap gives the interval of drawing each mean by itself, bit for bit."""
+    import math
+    from statistics import fmean
+
+    from convy.stats import Headline
+
+    pick = random.Random(3)
+    for _ in range(100):
+        count = pick.randint(2, 60)
+        rates = tuple(pick.random() if pick.random() < 0.8 else pick.choice((0.0, 1.0)) for _ in range(count))
+        headline = Headline(rates, draws=pick.choice((10, 100, 1000)))
+        chooser = random.Random(headline.seed)
+        means = sorted(fmean(chooser.choices(rates, k=count)) for _ in range(headline.draws))
+        low, high = means[int(0.025 * (headline.draws - 1))], means[int(math.ceil(0.975 * (headline.draws - 1)))]
+        interval = headline.bootstrap()
+        assert (interval.estimate, interval.low, interval.high) == (fmean(rates), low, high)

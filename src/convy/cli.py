@@ -144,25 +144,26 @@ class Recorded(msgspec.Struct, frozen=True):
         if interrupted:
             kept = journal.kept()
             self.errors.line(f"interrupted: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
-            self._reported(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+            self._reported(Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
             self.errors.line(f"resume with: convy resume {self.spec.id}")
             return 130
-        read = Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)
-        code = self._summed(read)
-        self._reported(read)
+        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+        code = self._summed(summary)
+        self._reported(summary)
         return code
 
-    def _reported(self, read: Read) -> None:
-        report = self.project.reported(read)
+    def _reported(self, summary: Summary) -> None:
+        report = self.project.reported(summary)
         self.project.indexed()
         self.shown.line(f"report: {report.relative_to(self.project.folder)}")
 
-    def _summed(self, read: Read) -> int:
+    def _summed(self, summary: Summary) -> int:
+        read = summary.run
         outcomes = read.outcomes
         statuses = [outcome.status(self.spec.trust) for outcome in outcomes]
         agent_failed = sum(1 for outcome in outcomes if self._failed_by_agent(outcome))
         passed, failed, unjudged = (statuses.count(name) for name in ("passed", "failed", "not_judged"))
-        rate = Summary(read).rate()
+        rate = summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         self.shown.line(
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
@@ -349,7 +350,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         runs, unread = self.project.runs(self.wanted)
         for run in runs:
-            shown.line(f"report: {self.project.reported(run).relative_to(self.project.folder)}")
+            shown.line(f"report: {self.project.reported(Summary(run)).relative_to(self.project.folder)}")
         index = self.project.indexed(None if self.wanted else (runs, unread))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
         for one in unread:

@@ -218,14 +218,13 @@ class Project(msgspec.Struct, frozen=True):
             case Unread(reason=reason):
                 raise ConfigurationError(reason)
 
-    def reported(self, run: Read) -> Path:
+    def reported(self, summary: Summary) -> Path:
         """Write the run's report next to its folder's files."""
         from convy.page import ReportPage
 
-        path = run.folder / "report.html"
-        summary = Summary(run)
+        path = summary.run.folder / "report.html"
         self._written(path, ReportPage(summary).html())
-        if run.status() != "running":
+        if summary.run.status() != "running":
             Listing(self.results()).kept(summary)  # what the index will want of it, summed already
         return path
 

@@ -93,6 +93,11 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         return Headline(tuple(tally.passed / tally.judged for tally in judged), tuple(judged))
 
     def rate(self) -> IntervalView | None:
+        return self._rate
+
+    @cached_property
+    def _rate(self) -> IntervalView | None:
+        # Its bootstrap draws 10,000 means: found once for the view, the totals and the command.
         interval = self.headline().interval()
         return None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high)
 
@@ -110,12 +115,10 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         not_judged = Counter(attempt.why() for attempt in attempts if attempt.status() == "not_judged")
         every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
         times = [attempt.time() for attempt in attempts]
-        headline = self.headline()
-        interval = headline.interval()
         return RunView(
             header=self.header(),
-            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
-            method=headline.method(),
+            rate=self.rate(),
+            method=self.headline().method(),
             passed=sum(tally.passed for tally in judged),
             judged=sum(tally.judged for tally in judged),
             always=consistency.always(),

@@ -184,7 +184,10 @@ class Headline(msgspec.Struct, frozen=True):
         mean = fmean(self.rates)
         chooser = random.Random(self.seed)
         count = len(self.rates)
-        means = sorted(fmean(chooser.choices(self.rates, k=count)) for _ in range(self.draws))
+        # One draw of count * draws picks takes the same numbers from the generator as a draw of
+        # count picks, draws times over, with one call instead of 10,000; and fmean is fsum / n.
+        picks = chooser.choices(self.rates, k=count * self.draws)
+        means = sorted(math.fsum(picks[start : start + count]) / count for start in range(0, count * self.draws, count))
         return Interval(mean, means[int(0.025 * (self.draws - 1))], means[int(math.ceil(0.975 * (self.draws - 1)))])
 
 
