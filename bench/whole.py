@@ -22,7 +22,8 @@ Cases:
   Shown also as a ratio to the ideal: the wall time of the same command with an instant agent (its
   start, report and index), plus 6 s of turns.
 - ``demo``: ``convy init`` then ``convy run`` of the template project (8 scenarios, its offline
-  shop bot, no models), start to exit; only the run is timed.
+  shop bot, no models), start to exit, each time with no earlier run in ``results/``; only the
+  run is timed.
 
     python bench/whole.py                                   # every case, about 3-5 minutes
     python bench/whole.py --only run report --repeat 1
@@ -234,8 +235,11 @@ class Child(msgspec.Struct, frozen=True):
 
     argv: list[str]
     env: dict[str, str]
+    fresh: Path | None = None  # a folder removed before the child starts
 
     def measured(self) -> Measured:
+        if self.fresh is not None:
+            shutil.rmtree(self.fresh, ignore_errors=True)
         start = time.perf_counter()
         with open(os.devnull, "wb") as sink, tempfile.TemporaryFile() as errors:
             child = subprocess.Popen(self.argv, env=self.env, stdout=sink, stderr=errors)
@@ -255,9 +259,9 @@ class Side(msgspec.Struct, frozen=True):
     src: Path
     root: Path
 
-    def child(self, argv: list[str], **environ: str) -> Child:
+    def child(self, argv: list[str], fresh: Path | None = None, **environ: str) -> Child:
         env = {**os.environ, "PYTHONPATH": str(self.src), "NO_COLOR": "1", **environ}
-        return Child([sys.executable, "-m", "convy", *argv], env)
+        return Child([sys.executable, "-m", "convy", *argv], env, fresh)
 
 
 def best(runs: list[Measured]) -> Measured:
@@ -359,7 +363,9 @@ def main() -> None:
         if "demo" in options.only:
             for side in sides:
                 side.child(["init", str(side.root / "demo")]).measured()
-            demo = interleaved(max(3, options.repeat), sides, lambda side: side.child(["-C", str(side.root / "demo"), "run"]))
+            demo = interleaved(
+                max(3, options.repeat), sides, lambda side: side.child(["-C", str(side.root / "demo"), "run"], fresh=side.root / "demo" / "results")
+            )
             shown("convy run of the demo project (8 scenarios), start to exit", *demo)
     finally:
         shutil.rmtree(root, ignore_errors=True)
