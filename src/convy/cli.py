@@ -19,12 +19,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import msgspec
-import pydantic
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.bench import Bench, Journal, RunInUse, RunSpec
@@ -35,6 +32,9 @@ from convy.project import VERSION, Project
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 
@@ -195,6 +195,10 @@ class Recorded(msgspec.Struct, frozen=True):
 
     @contextmanager
     def _progress(self) -> Iterator[Progress]:
+        # rich is imported here, by the commands that play, not by every command.
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
         live = sys.stderr.isatty()
         progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -418,6 +422,8 @@ class Loaded(msgspec.Struct, frozen=True):
     name: str
 
     def parts(self) -> tuple[Any, Any]:
+        import pydantic  # the project's settings classes are pydantic's; only loading them needs it
+
         try:
             return self.project.agent(self.name).agent, self.project.models()
         except ConfigurationError:

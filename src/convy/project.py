@@ -22,20 +22,21 @@ import sys
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from convy.bench import Fingerprints, ModelNames, RunId, RunJournal, RunSpec, Skipped
-from convy.comparison import Comparison
 from convy.dialog import STOP, DefaultPrompts, Prompt
-from convy.env import ProjectSettings, Settings
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError
 from convy.report import Index, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.views import ComparisonView
+
+if TYPE_CHECKING:
+    from convy.env import Settings
 
 VERSION = "0.1.0"
 
@@ -53,6 +54,8 @@ class Project(msgspec.Struct, frozen=True):
     folder: Path
 
     def settings(self) -> Settings:
+        from convy.env import ProjectSettings  # pydantic-settings, loaded by the commands that play only
+
         return ProjectSettings(self.folder).settings()
 
     def scenarios(self) -> tuple[Scenario, ...]:
@@ -241,6 +244,7 @@ class Project(msgspec.Struct, frozen=True):
 
     def compared(self, base: Read, candidate: Read) -> tuple[Path, ComparisonView]:
         """Write ``results/compare/<base>--<candidate>.html`` and return its view."""
+        from convy.comparison import Comparison
         from convy.page import ComparisonPage
 
         view = Comparison(base, candidate).view()
