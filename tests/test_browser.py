@@ -544,3 +544,32 @@ def test_a_report_of_ten_thousand_attempts_opens_fast(tmp_path: Path, visit: Cal
     page.fill("#search", "")
     page.evaluate("document.querySelector('#scenarios tbody tr.more').scrollIntoView()")
     page.wait_for_function("() => document.querySelectorAll('#scenarios tbody tr.row').length > 200")
+
+
+def test_a_scenario_of_many_attempts_shows_a_page_of_them(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """A window of a scenario with 120 attempts draws 50 of them, around the one chosen, and
+    pages to the others."""
+    import asyncio
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "many.yaml").write_text("script: [Hello]\njudge: [The agent helps.]\n", encoding="utf-8")
+    bench = Bench(FakeAgent(lambda text: "Hi."), Models(judge=FakeJudge()), Limits(agent_places=8))
+    spec = RunSpec(id="many", agent="fake", scenarios=Scenarios(scenarios).every(), attempts=120, limits=bench.limits)
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        pool.submit(asyncio.run, RunJournal(tmp_path / "results" / "fake" / "many").play(spec, bench)).result()
+    (run,), _ = Runs(tmp_path / "results").read()
+    path = tmp_path / "many.html"
+    path.write_text(ReportPage(Summary(run)).html(), encoding="utf-8")
+    page = visit().open(path)
+    page.click("#scenarios tbody tr.row")
+    page.wait_for_selector(".attempt")
+    assert page.locator("#matrix thead button").count() == 50
+    assert page.locator(".attempt-tabs button").count() == 50
+    assert "attempts 1–50 of 120" in page.inner_text(".paging")
+    page.click(".paging button:has-text('later')")
+    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 51–100 of 120')")
+    assert page.locator("#matrix thead button").first.inner_text() == "#51"
+    page.click(".paging button:has-text('later')")
+    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 71–120 of 120')")
+    assert page.locator(".paging button:has-text('later')").is_disabled()
