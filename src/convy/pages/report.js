@@ -447,13 +447,13 @@
     win.show();
     if (!chosen) return;
     Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
-    if (!packed.has(id)) {
-      Convy.fill(detail, h("p", { class: "muted" }, "This report holds no dialogue for this scenario."));
+    const key = id + "#" + chosen;  /* page.py packs each attempt apart: only its chunk is inflated */
+    if (!packed.has(key)) {
+      Convy.fill(detail, h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
       return;
     }
-    packed.get(id).then((list) => {
+    packed.get(key).then((d) => {
       if (state.s !== id || state.a !== chosen) return;
-      const d = list.find((x) => String(x.attempt) === chosen);
       Convy.fill(detail, d ? Scene.attempt(d) : h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
     }, (error) => {
       Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
