@@ -631,3 +631,32 @@ def test_long_messages_are_drawn_whole(tmp_path: Path, visit: Callable[..., Visi
     )
     assert (drawn["count"], drawn["first"], drawn["last"], drawn["strong"]) == (SPANS, "c0", f"c{SPANS - 1}", "the end")
     assert drawn["text"] == " ".join(f"c{number}" for number in range(SPANS)) + " the end"
+
+
+def test_a_scenario_of_many_attempts_shows_a_page_of_them(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """A window of a scenario with 120 attempts draws 50 of them, around the one chosen, and
+    pages to the others."""
+    import asyncio
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "many.yaml").write_text("script: [Hello]\njudge: [The agent helps.]\n", encoding="utf-8")
+    bench = Bench(FakeAgent(lambda text: "Hi."), Models(judge=FakeJudge()), Limits(agent_places=8))
+    spec = RunSpec(id="many", agent="fake", scenarios=Scenarios(scenarios).every(), attempts=120, limits=bench.limits)
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        pool.submit(asyncio.run, RunJournal(tmp_path / "results" / "fake" / "many").play(spec, bench)).result()
+    (run,), _ = Runs(tmp_path / "results").read()
+    path = tmp_path / "many.html"
+    path.write_text(ReportPage(Summary(run)).html(), encoding="utf-8")
+    page = visit().open(path)
+    page.click("#scenarios tbody tr.row")
+    page.wait_for_selector(".attempt")
+    expect(page.locator("#matrix thead button")).to_have_count(50)
+    expect(page.locator(".attempt-tabs button")).to_have_count(50)
+    expect(page.locator(".paging")).to_contain_text("attempts 1–50 of 120")
+    page.click(".paging button:has-text('later')")
+    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 51–100 of 120')")
+    expect(page.locator("#matrix thead button").first).to_have_text("#51")
+    page.click(".paging button:has-text('later')")
+    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 71–120 of 120')")
+    expect(page.locator(".paging button:has-text('later')")).to_be_disabled()

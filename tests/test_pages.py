@@ -298,10 +298,11 @@ def test_run_report_data_round_trips(played: Played) -> None:
     summary = Summary(played.runs()["2026-01-05-before"])
     page = Page(ReportPage(summary).html())
     assert msgspec.json.decode(page.block("data"), type=RunView) == summary.view()
-    dialogues = unpacked(page, "dialogues", list[DialogueView])
-    assert dialogues == summary.dialogues()
-    assert list(dialogues) == list(summary.dialogues())
-    hostile = [turn.agent for dialogue in dialogues["hostile"] for turn in dialogue.turns]  # type: ignore[attr-defined]
+    dialogues = unpacked(page, "dialogues", DialogueView)
+    expected = {f"{scenario}#{one.attempt}": one for scenario, found in summary.dialogues().items() for one in found}
+    assert dialogues == expected
+    assert list(dialogues) == list(expected)
+    hostile = [turn.agent for key, dialogue in dialogues.items() if key.startswith("hostile#") for turn in dialogue.turns]  # type: ignore[attr-defined]
     assert hostile and all(answer == HOSTILE for answer in hostile)
 
 

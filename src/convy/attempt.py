@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from functools import cached_property
 from typing import Literal
 
 import msgspec
@@ -58,37 +59,62 @@ class Spent(msgspec.Struct, frozen=True):
     usages: tuple[Usage | NoUsage, ...]
 
     def tokens(self) -> TokensView:
-        reported = self.reported()
-        cached = [count for usage in reported for count in Counted(usage.cached).found()]
-        reasoning = [count for usage in reported for count in Counted(usage.reasoning).found()]
-        given = sum(usage.input for usage in reported)
-        taken = sum(usage.output for usage in reported)
+        # One pass over the usages: a report sums tokens for every turn and attempt.
+        reported = given = taken = 0
+        cached: int | None = None
+        reasoning: int | None = None
+        for usage in self.usages:
+            match usage:
+                case Usage():
+                    reported += 1
+                    given += usage.input
+                    taken += usage.output
+                    match usage.cached:
+                        case int(count):
+                            cached = (cached or 0) + count
+                        case NotReported():
+                            pass
+                    match usage.reasoning:
+                        case int(count):
+                            reasoning = (reasoning or 0) + count
+                        case NotReported():
+                            pass
+                case NoUsage():
+                    pass
         return TokensView(
             requests=len(self.usages),
-            reported=len(reported),
+            reported=reported,
             input=given,
             output=taken,
-            cached=sum(cached) if cached else None,
-            reasoning=sum(reasoning) if reasoning else None,
+            cached=cached,
+            reasoning=reasoning,
             total=given + taken if reported else None,
         )
 
     def cost(self) -> CostView:
-        amounts: list[Decimal] = []
-        sources: set[Literal["provider", "computed"]] = set()
-        unpriced = 0
+        # Summed as it goes, with no list or set per call: a report calls this about seven times
+        # per attempt, and each container made set off the garbage collector more often.
+        amount = Decimal(0)
+        source = ""
+        mixed = False
+        priced = unpriced = 0
         for usage in self.usages:
             match usage:
-                case Usage(cost=Cost(amount=amount, source=said)):
-                    amounts.append(amount)
-                    sources.add(said)
+                case Usage(cost=Cost() as cost):
+                    amount += cost.amount
+                    priced += 1
+                    mixed = mixed or (source != "" and cost.source != source)
+                    source = cost.source
                 case Usage(cost=Unpriced()) | NoUsage():
                     unpriced += 1
-        if not amounts:
+        if not priced:
             return CostView(priced=0, unpriced=unpriced, complete=unpriced == 0)
-        source: Literal["provider", "computed", "mixed"] = "mixed" if len(sources) > 1 else sources.pop()
         return CostView(
-            amount=str(sum(amounts, Decimal(0))), source=source, priced=len(amounts), unpriced=unpriced, complete=unpriced == 0
+            amount=str(amount),
+            source="mixed" if mixed else source,  # type: ignore[arg-type]
+            priced=priced,
+            unpriced=unpriced,
+            complete=unpriced == 0,
         )
 
     def total(self) -> int:
@@ -104,19 +130,6 @@ class Spent(msgspec.Struct, frozen=True):
                 case NoUsage():
                     pass
         return found
-
-
-class Counted(msgspec.Struct, frozen=True):
-    """A token count that may not have been reported."""
-
-    count: int | NotReported
-
-    def found(self) -> tuple[int, ...]:
-        match self.count:
-            case int():
-                return (self.count,)
-            case NotReported():
-                return ()
 
 
 class Took(msgspec.Struct, frozen=True):
@@ -152,13 +165,18 @@ class Decided(msgspec.Struct, frozen=True):
                 return None
 
 
-class Attempt(msgspec.Struct, frozen=True):
-    """One kept attempt seen through the run's trust threshold."""
+class Attempt(msgspec.Struct, frozen=True, dict=True):
+    """One kept attempt seen through the run's trust threshold (its status found once, when first
+    asked: a report asks for it several times)."""
 
     outcome: Outcome
     trust: float
 
     def status(self) -> Literal["passed", "failed", "not_judged"]:
+        return self._status
+
+    @cached_property
+    def _status(self) -> Literal["passed", "failed", "not_judged"]:
         return self.outcome.status(self.trust)
 
     def why(self) -> str:

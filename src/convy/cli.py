@@ -28,13 +28,9 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import msgspec
-import pydantic
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Spent
@@ -48,6 +44,9 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Redacted, Secrets
 from convy.terminal import Inert
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 
@@ -219,6 +218,8 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {self._where(journal.folder)}"
         )
         stopped: KeyboardInterrupt | Terminated | Unwritable | None = None
+        from rich.markup import escape  # rich is loaded only by the commands that show progress
+
         with self._progress() as progress:
             done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
             task = progress.add_task(escape(self.spec.agent), total=planned, completed=done, passed=0, failed=0, not_judged=0)
@@ -239,10 +240,10 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
                 )
                 return 1
-        read = Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)
-        code = self._summed(read)
+        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+        code = self._summed(summary)
         try:
-            self._reported(read)
+            self._reported(summary)
         except KeyboardInterrupt:
             self.errors.line(
                 f"interrupted while writing the report: run {self.spec.id} is finished and kept; "
@@ -283,7 +284,7 @@ class Recorded(msgspec.Struct, frozen=True):
         # reference's), which prints a traceback that nothing can catch.
         signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
-            self._reported(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+            self._reported(Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
         except KeyboardInterrupt:
             pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:
@@ -293,17 +294,18 @@ class Recorded(msgspec.Struct, frozen=True):
     def _where(self, path: Path) -> Path:
         return path.relative_to(self.project.folder) if path.is_relative_to(self.project.folder) else path
 
-    def _reported(self, read: Read) -> None:
-        report = self.project.reported(read)
+    def _reported(self, summary: Summary) -> None:
+        report = self.project.reported(summary)
         self.project.indexed()
         self.shown.line(f"report: {report.relative_to(self.project.folder)}")
 
-    def _summed(self, read: Read) -> int:
+    def _summed(self, summary: Summary) -> int:
+        read = summary.run
         outcomes = read.outcomes
         statuses = [outcome.status(self.spec.trust) for outcome in outcomes]
         agent_failed = sum(1 for outcome in outcomes if self._failed_by_agent(outcome))
         passed, failed, unjudged = (statuses.count(name) for name in ("passed", "failed", "not_judged"))
-        rate = Summary(read).rate()
+        rate = summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         self.shown.line(
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
@@ -334,6 +336,10 @@ class Recorded(msgspec.Struct, frozen=True):
 
     @contextmanager
     def _progress(self) -> Iterator[Progress]:
+        # rich is imported here, by the commands that play, not by every command.
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
         live = sys.stderr.isatty()
         progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -498,7 +504,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         runs, unread = self.project.runs(self.wanted)
         for run in runs:
-            shown.line(f"report: {self.project.reported(run).relative_to(self.project.folder)}")
+            shown.line(f"report: {self.project.reported(Summary(run)).relative_to(self.project.folder)}")
         index = self.project.indexed(None if self.wanted else (runs, unread))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
         for one in unread:
@@ -572,6 +578,8 @@ class Loaded(msgspec.Struct, frozen=True):
     name: str
 
     def parts(self) -> tuple[Any, Any]:
+        import pydantic  # the project's settings classes are pydantic's; only loading them needs it
+
         try:
             return self.project.agent(self.name).agent, self.project.models()
         except ConfigurationError:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from functools import cached_property
 from typing import Literal
 from urllib.parse import quote
 
@@ -36,11 +37,21 @@ ALPHA = 0.05
 TOLERANCE = 0.05  # a ratio within 1 ± TOLERANCE is "same"
 
 
-class Comparison(msgspec.Struct, frozen=True):
-    """Run ``base`` (before) against run ``candidate`` (after)."""
+class Comparison(msgspec.Struct, frozen=True, dict=True):
+    """Run ``base`` (before) against run ``candidate`` (after).
+
+    Each run is summed up once (its ``Summary``, made the first time it is needed): the tests,
+    the sides, the claims and the pairs all read the same attempts."""
 
     base: Read
     candidate: Read
+
+    @cached_property
+    def _summaries(self) -> dict[str, Summary]:
+        return {"base": Summary(self.base), "candidate": Summary(self.candidate)}
+
+    def _summary(self, run: Read) -> Summary:
+        return self._summaries["base" if run is self.base else "candidate"]
 
     def common(self) -> list[str]:
         """Scenarios in both runs with the same content, in the candidate's order."""
@@ -52,7 +63,7 @@ class Comparison(msgspec.Struct, frozen=True):
         ]
 
     def strata(self) -> list[tuple[str, Tally, Tally]]:
-        before, after = Summary(self.base).tallies(), Summary(self.candidate).tallies()
+        before, after = self._summary(self.base).tallies(), self._summary(self.candidate).tallies()
         return [(scenario, before[scenario], after[scenario]) for scenario in self.common() if scenario in before and scenario in after]
 
     def banner(self) -> list[str]:
@@ -132,7 +143,7 @@ class Comparison(msgspec.Struct, frozen=True):
     def _side(self, run: Read) -> SideView:
         """One run's side: its index row (the same numbers the index shows), linked from the
         comparison page, with the time its attempts took rather than the run's wall time."""
-        summary = Summary(run)
+        summary = self._summary(run)
         row = summary.row(f"../{quote(run.file.spec.agent, safe='')}/{quote(run.file.spec.id, safe='')}/report.html")
         return SideView(
             **{name: getattr(row, name) for name in SideView.__struct_fields__ if name != "seconds"},
@@ -177,7 +188,7 @@ class Comparison(msgspec.Struct, frozen=True):
         # The claim rows of the run's report, made without the rest of it (its whole view took
         # most of a comparison's time).
         common = set(self.common())
-        summary = Summary(run)
+        summary = self._summary(run)
         rates: dict[tuple[str, str], float] = {}
         for scenario, attempts in summary.by_scenario().items():
             if scenario not in common:
@@ -189,7 +200,7 @@ class Comparison(msgspec.Struct, frozen=True):
 
     def _pairs(self) -> list[Pair]:
         """For each common scenario, one attempt of each run: a failing one where there is one."""
-        before, after = Summary(self.base).by_scenario(), Summary(self.candidate).by_scenario()
+        before, after = self._summary(self.base).by_scenario(), self._summary(self.candidate).by_scenario()
         return [
             Pair(scenario=scenario, before=self._shown(before.get(scenario, [])), after=self._shown(after.get(scenario, [])))
             for scenario in self.common()

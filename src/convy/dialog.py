@@ -2,9 +2,9 @@
 
 ``SimulatedUser`` speaks to the agent on a model, guided by a simulator prompt whose ``{{ slots }}``
 are filled from the scenario. ``Judge`` decides a scenario's claims from a ``Transcript``;
-``ChatJudge`` asks a model one claim at a time, the reason before the decision. ``Checked`` stands
-between any judge and the run: it hands the judge only what was said and turns an error, or an
-answer that does not fit the claims, into ``ModelFailure``.
+``ChatJudge`` asks a model about every claim at once, one request each, the reason before the
+decision. ``Checked`` stands between any judge and the run: it hands the judge only what was said
+and turns an error, or an answer that does not fit the claims, into ``ModelFailure``.
 
 An attempt ends in one of three results: ``Verdict`` (every claim decided), ``Failed`` (the agent
 failed, so nothing was judged) or ``NoVerdict`` (a model failed, so the judge's claims cannot be
@@ -13,6 +13,7 @@ decided; the checks decided by code still are, and one that failed fails the att
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 from importlib import resources
@@ -285,15 +286,42 @@ class ChatJudge(msgspec.Struct, frozen=True):
         return self.model.name
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        """Every claim asked at once (each request still within the judge's places, its model
+        being patient in a run): five claims of 2 s take 2 s, not 10. The decisions keep the
+        order of the claims. When a claim fails, the first failure in that order is raised, with
+        the usage of every request that was answered."""
+
+        async def asked(claim: str | Graded) -> tuple[Claim, Usage | NoUsage] | Exception:
+            # An error is kept as a value, so the other claims' requests finish and count, and
+            # the caller gets the error itself rather than an ExceptionGroup.
+            try:
+                return await self._claim(claim, transcript)
+            except Exception as error:
+                return error
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(asked(claim)) for claim in claims]
         decided: list[Claim] = []
         requests: list[Usage | NoUsage] = []
-        for claim in claims:
-            try:
-                one, spent = await self._claim(claim, transcript)
-            except ModelFailure as failure:
-                raise failure.after(tuple(requests)) from failure  # the claims decided before it took tokens too
-            decided.append(one)
-            requests.append(spent)
+        every: list[Usage | NoUsage] = []  # every answered request, failures' too, in the claims' order
+        errors: list[Exception] = []
+        for task in tasks:
+            match task.result():
+                case (Claim() as one, spent):
+                    decided.append(one)
+                    requests.append(spent)
+                    every.append(spent)
+                case ModelFailure() as failure:
+                    errors.append(failure)
+                    every.extend(failure.requests)
+                case Exception() as error:
+                    errors.append(error)
+        if errors:
+            first = errors[0]
+            match first:
+                case ModelFailure():
+                    raise type(first)(str(first), tuple(every)) from first
+            raise first
         return Ruling(tuple(decided), tuple(requests))
 
     async def _claim(self, claim: str | Graded, transcript: Transcript) -> tuple[Claim, Usage | NoUsage]:

@@ -7,9 +7,10 @@ can close the tag. The page's Content-Security-Policy allows only the one inline
 hash, and no request anywhere: what the data holds is drawn as text and can run nothing.
 
 A run report keeps its dialogues apart from the tables, and a comparison its pairs of attempts:
-they are ``Packed``, gzipped in chunks of consecutive scenarios and written in base64, one JSON
-block each, and the page reads and inflates a chunk (``DecompressionStream``) only when a window
-needs one of its scenarios, so a run of thousands of attempts opens as fast as its tables draw.
+they are ``Packed``, gzipped in chunks of consecutive attempts (of a report, keyed
+``<scenario>#<attempt>``) or scenarios (of a comparison) and written in base64, one JSON block
+each, and the page reads and inflates a chunk (``DecompressionStream``) only when a window needs
+one of its values, so a run of thousands of attempts opens as fast as its tables draw.
 A chunk holds scenarios until its JSON reaches ``Packed.limit`` bytes (256 KiB; a larger scenario
 is a chunk of its own). One gzip per scenario compressed each alone: 10,000 scenarios of one
 attempt each carried 10,000 gzip headers and lost what consecutive dialogues share (the window
@@ -157,7 +158,7 @@ class Packed(msgspec.Struct, frozen=True):
         return Chunks(chunks=chunks, where=where)
 
     def _packed(self, members: list[bytes]) -> str:
-        return base64.b64encode(gzip.compress(b"{" + b",".join(members) + b"}", mtime=0)).decode("ascii")
+        return base64.b64encode(gzip.compress(b"{" + b",".join(members) + b"}", compresslevel=6, mtime=0)).decode("ascii")
 
 
 class ReportPage(msgspec.Struct, frozen=True):
@@ -166,8 +167,12 @@ class ReportPage(msgspec.Struct, frozen=True):
     summary: Summary
 
     def dialogues(self) -> Chunks:
-        """Each scenario's attempts in full (a list of ``DialogueView``), packed by scenario id."""
-        return Packed(dict(self.summary.dialogues())).chunks()
+        """Each attempt in full (a ``DialogueView``), packed by ``<scenario id>#<attempt>``: a
+        window opens one attempt, and inflates only the chunk that holds it (a scenario of 1,000
+        attempts packed as one value made every window inflate and parse megabytes)."""
+        return Packed(
+            {f"{scenario}#{dialogue.attempt}": dialogue for scenario, found in self.summary.dialogues().items() for dialogue in found}
+        ).chunks()
 
     def html(self) -> str:
         view = self.summary.view()

@@ -23,20 +23,21 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from convy.bench import Fingerprints, ModelNames, RunId, RunJournal, RunSpec, Skipped
-from convy.comparison import Comparison
 from convy.dialog import STOP, DefaultPrompts, Prompt
-from convy.env import ProjectSettings, Settings
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unwritable
-from convy.report import Index, Summary
+from convy.report import Index, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.views import ComparisonView
+
+if TYPE_CHECKING:
+    from convy.env import Settings
 
 VERSION = "0.1.0"
 
@@ -54,6 +55,8 @@ class Project(msgspec.Struct, frozen=True):
     folder: Path
 
     def settings(self) -> Settings:
+        from convy.env import ProjectSettings  # pydantic-settings, loaded by the commands that play only
+
         return ProjectSettings(self.folder).settings()
 
     def scenarios(self) -> tuple[Scenario, ...]:
@@ -221,20 +224,22 @@ class Project(msgspec.Struct, frozen=True):
             case Unread(reason=reason):
                 raise ConfigurationError(reason)
 
-    def reported(self, run: Read) -> Path:
+    def reported(self, summary: Summary) -> Path:
         """Write the run's report next to its folder's files."""
         from convy.page import ReportPage
 
-        path = run.folder / "report.html"
-        self._written(path, ReportPage(Summary(run)).html())
+        path = summary.run.folder / "report.html"
+        self._written(path, ReportPage(summary).html())
+        if summary.run.status() != "running":
+            Listing(self.results()).kept(summary)  # what the index will want of it, summed already
         return path
 
     def indexed(self, every: tuple[tuple[Read, ...], tuple[Unread, ...]] | None = None) -> Path:
         """Write ``results/index.html``: every run (``every``, when the caller has read them all
-        already), and the comparisons made so far."""
+        already; else each from its ``summary.json``, see ``Listing``), and the comparisons made so far."""
         from convy.page import IndexPage
 
-        runs, unread = every if every is not None else self.runs()
+        runs, unread = every if every is not None else Listing(self.results()).every()
         names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
         path = self.results() / "index.html"
         self._written(path, IndexPage(Index(runs, unread, names).view()).html())
@@ -242,6 +247,7 @@ class Project(msgspec.Struct, frozen=True):
 
     def compared(self, base: Read, candidate: Read) -> tuple[Path, ComparisonView]:
         """Write ``results/compare/<base>--<candidate>.html`` and return its view."""
+        from convy.comparison import Comparison
         from convy.page import ComparisonPage
 
         view = Comparison(base, candidate).view()

@@ -2,26 +2,37 @@
 
 ``Summary`` makes a run's view records: every number and decision of its report, per run,
 scenario, claim and attempt (docs/statistics.md); ``Index`` puts every run on one page.
+
+The index needs only a few numbers of each run, its ``Totals``. ``Listing`` keeps them in the
+run's folder, in ``summary.json`` beside ``attempts.jsonl``, with the size and modification time
+that file had when they were summed (its ``Stamp``); while the stamp still matches, the index
+reads them from there rather than reading and summing every attempt of every run again. A run
+whose attempts changed (resumed, repaired, still playing) is read whole and summed anew.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from datetime import datetime
+from functools import cached_property
+from pathlib import Path
 from typing import Literal
 
 import msgspec
 
 from convy.agent import NoUsage, Usage
 from convy.attempt import Attempt, Spent, Spread
+from convy.bench import RunJournal
 from convy.dialog import Failed, NoVerdict, Verdict
-from convy.runs import Read, Unread
+from convy.problems import ConfigurationError
+from convy.runs import Read, Runs, Unread
 from convy.scenario import Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
 from convy.views import (
     AttemptRow,
     ClaimRow,
     ComparisonLink,
+    CostView,
     DialogueView,
     Dimension,
     HeaderView,
@@ -39,24 +50,40 @@ from convy.views import (
 )
 
 
-class Summary(msgspec.Struct, frozen=True):
-    """A run summed up: the view records of its report."""
+class Summary(msgspec.Struct, frozen=True, dict=True):
+    """A run summed up: the view records of its report.
+
+    Its attempts, their grouping by scenario and the scenarios' tallies are derived once, the
+    first time they are asked for, and kept: a report asks for each of them many times.
+    """
 
     run: Read
 
     def attempts(self) -> tuple[Attempt, ...]:
-        return tuple(Attempt(outcome, self.run.file.spec.trust) for outcome in self.run.outcomes)
+        return self._attempts
 
     def by_scenario(self) -> dict[str, list[Attempt]]:
-        grouped: dict[str, list[Attempt]] = {scenario.id: [] for scenario in self.run.file.spec.scenarios}
-        for attempt in sorted(self.attempts(), key=lambda one: (one.outcome.scenario, one.outcome.attempt)):
-            grouped.setdefault(attempt.outcome.scenario, []).append(attempt)
-        return grouped
+        return self._grouped
 
     def tallies(self) -> dict[str, Tally]:
         """Passed out of judged, per scenario (not judged attempts left out)."""
+        return self._tallies
+
+    @cached_property
+    def _attempts(self) -> tuple[Attempt, ...]:
+        return tuple(Attempt(outcome, self.run.file.spec.trust) for outcome in self.run.outcomes)
+
+    @cached_property
+    def _grouped(self) -> dict[str, list[Attempt]]:
+        grouped: dict[str, list[Attempt]] = {scenario.id: [] for scenario in self.run.file.spec.scenarios}
+        for attempt in sorted(self._attempts, key=lambda one: (one.outcome.scenario, one.outcome.attempt)):
+            grouped.setdefault(attempt.outcome.scenario, []).append(attempt)
+        return grouped
+
+    @cached_property
+    def _tallies(self) -> dict[str, Tally]:
         tallies: dict[str, Tally] = {}
-        for scenario, attempts in self.by_scenario().items():
+        for scenario, attempts in self._grouped.items():
             statuses = [attempt.status() for attempt in attempts]
             tallies[scenario] = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
         return tallies
@@ -66,6 +93,11 @@ class Summary(msgspec.Struct, frozen=True):
         return Headline(tuple(tally.passed / tally.judged for tally in judged), tuple(judged))
 
     def rate(self) -> IntervalView | None:
+        return self._rate
+
+    @cached_property
+    def _rate(self) -> IntervalView | None:
+        # Its bootstrap draws 10,000 means: found once for the view, the totals and the command.
         interval = self.headline().interval()
         return None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high)
 
@@ -95,7 +127,7 @@ class Summary(msgspec.Struct, frozen=True):
             not_judged=dict(not_judged),
             not_judged_total=sum(not_judged.values()),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
-            consistency=[Dimension(k=k, pass_hat=consistency.pass_hat(k), pass_at=consistency.pass_at(k)) for k in consistency.ks()],
+            consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
             agent=self._spend(
                 tuple(usage for attempt in attempts for usage in attempt.agent_usage()),
@@ -131,7 +163,7 @@ class Summary(msgspec.Struct, frozen=True):
             run=spec.id,
             started=self.run.file.status.started,
             ended=self.run.ended(),
-            seconds=self._duration(),
+            seconds=self.run.seconds(),
             status=self.run.status(),
             convy=spec.convy,
             user_model=spec.models.user,
@@ -147,38 +179,25 @@ class Summary(msgspec.Struct, frozen=True):
 
     def row(self, href: str) -> RunRow:
         """The run as one row of the index."""
-        header = self.header()
-        attempts = self.attempts()
-        usages = tuple(usage for attempt in attempts for usage in attempt.requests())
+        return Listed(self.run, self.totals()).row(href)
+
+    def totals(self) -> Totals:
+        """The few numbers of the run the index shows."""
+        usages = tuple(usage for attempt in self.attempts() for usage in attempt.requests())
         judged = [tally for tally in self.tallies().values() if tally.judged]
-        return RunRow(
-            agent=header.agent,
-            run=header.run,
-            href=href,
-            started=header.started,
-            status=header.status,
+        spent = Spent(usages)
+        return Totals(
             rate=self.rate(),
             passed=sum(tally.passed for tally in judged),
             judged=sum(tally.judged for tally in judged),
-            scenarios=len(self.run.file.spec.scenarios),
-            attempts=len(attempts),
-            tokens=Spent(usages).total(),
-            cost=Spent(usages).cost(),
-            seconds=header.seconds,
+            attempts=len(self.attempts()),
+            tokens=spent.total(),
+            cost=spent.cost(),
         )
 
     def dialogues(self) -> dict[str, list[DialogueView]]:
         """Every attempt in full, by scenario id, for the scenario window."""
         return {scenario: [attempt.dialogue() for attempt in found] for scenario, found in self.by_scenario().items()}
-
-    def _duration(self) -> float | None:
-        ended = self.run.ended()
-        if ended is None:
-            return None
-        try:
-            return (datetime.fromisoformat(ended) - datetime.fromisoformat(self.run.file.status.started)).total_seconds()
-        except ValueError:
-            return None
 
     def _spend(self, usages: tuple[Usage | NoUsage, ...], seconds: list[float]) -> SpendView:
         return SpendView(
@@ -300,14 +319,12 @@ class Index(msgspec.Struct, frozen=True):
     to ``results/``, where the index is written.
     """
 
-    runs: tuple[Read, ...]
+    runs: tuple[Read | Listed, ...]
     unread: tuple[Unread, ...] = ()
     comparisons: tuple[str, ...] = ()
 
     def view(self) -> IndexView:
-        rows = [
-            Summary(run).row(f"{run.file.spec.agent}/{run.file.spec.id}/report.html") for run in self.runs
-        ]
+        rows = [self._row(run) for run in self.runs]
         rows.sort(key=lambda row: row.started, reverse=True)
         trends: dict[str, list[TrendPoint]] = {}
         for row in sorted(rows, key=lambda row: row.started):
@@ -327,6 +344,13 @@ class Index(msgspec.Struct, frozen=True):
             suggested=self.suggested(rows),
         )
 
+    def _row(self, run: Read | Listed) -> RunRow:
+        match run:
+            case Listed(run=read):
+                return run.row(f"{read.file.spec.agent}/{read.file.spec.id}/report.html")
+            case Read():
+                return Summary(run).row(f"{run.file.spec.agent}/{run.file.spec.id}/report.html")
+
     def suggested(self, rows: list[RunRow]) -> Suggestion | None:
         """The pair the index offers to compare (``rows`` newest first): the newest run that has an
         earlier one of the same agent, against the latest of those; with no such pair, the newest
@@ -338,3 +362,135 @@ class Index(msgspec.Struct, frozen=True):
                 if earlier.agent == later.agent:
                     return Suggestion(base=earlier.run, candidate=later.run)
         return Suggestion(base=rows[-1].run, candidate=rows[0].run)
+
+
+class Totals(msgspec.Struct, frozen=True):
+    """What the index shows of a run's attempts: its pass rate, passed of judged, attempts kept,
+    tokens and cost."""
+
+    rate: IntervalView | None
+    passed: int
+    judged: int
+    attempts: int
+    tokens: int
+    cost: CostView
+
+
+class Listed(msgspec.Struct, frozen=True):
+    """A run as the index lists it: the run (its attempts not needed) and its totals."""
+
+    run: Read
+    totals: Totals
+
+    def row(self, href: str) -> RunRow:
+        spec = self.run.file.spec
+        totals = self.totals
+        return RunRow(
+            agent=spec.agent,
+            run=spec.id,
+            href=href,
+            started=self.run.file.status.started,
+            status=self.run.status(),
+            rate=totals.rate,
+            passed=totals.passed,
+            judged=totals.judged,
+            scenarios=len(spec.scenarios),
+            attempts=totals.attempts,
+            tokens=totals.tokens,
+            cost=totals.cost,
+            seconds=self.run.seconds(),
+        )
+
+
+class Stamp(msgspec.Struct, frozen=True):
+    """What ``attempts.jsonl`` was like: its size and modification time (0 and 0: no such file)."""
+
+    size: int
+    modified: int
+
+
+class Summed(msgspec.Struct, frozen=True):
+    """``summary.json``: a run's totals, and the stamp of the ``attempts.jsonl`` they sum."""
+
+    stamp: Stamp
+    totals: Totals
+    format: int = 1
+
+
+_SUMMED = msgspec.json.Decoder(Summed)
+
+
+class Listing(msgspec.Struct, frozen=True):
+    """Every run under ``results/`` as the index lists it, from each run's ``summary.json`` while
+    it matches the run's attempts, else from the run read whole (and its summary written anew)."""
+
+    results: Path
+
+    def every(self) -> tuple[tuple[Listed, ...], tuple[Unread, ...]]:
+        """The runs, oldest first, and the folders that could not be read."""
+        listed: list[Listed] = []
+        unread: list[Unread] = []
+        for folder in Runs(self.results).folders():
+            found = self.one(folder)
+            match found:
+                case Listed():
+                    listed.append(found)
+                case Unread():
+                    unread.append(found)
+        listed.sort(key=lambda one: (one.run.file.status.started, one.run.file.spec.id))
+        return tuple(listed), tuple(unread)
+
+    def one(self, folder: Path) -> Listed | Unread:
+        journal = RunJournal(folder)
+        try:
+            stamp = self.stamp(folder)  # before anything is read: a later append makes it stale
+            file = journal.run()
+            fresh = self._fresh(folder, stamp)
+        except ConfigurationError as error:
+            return Unread(folder, str(error))
+        except OSError as error:
+            return Unread(folder, f"{folder}: cannot be read: {error.strerror}")
+        playing = journal.in_use()
+        match fresh:
+            case (totals,):
+                return Listed(Read(folder, file, (), 0, playing), totals)
+            case _:
+                pass
+        found = Runs(self.results).one(folder)
+        match found:
+            case Unread():
+                return found
+            case Read():
+                totals = Summary(found).totals()
+                if not playing:
+                    self._written(folder, Summed(stamp, totals))
+                return Listed(msgspec.structs.replace(found, outcomes=()), totals)
+
+    def kept(self, summary: Summary) -> None:
+        """Keep the totals of a run just summed in its ``summary.json``."""
+        folder = summary.run.folder
+        self._written(folder, Summed(self.stamp(folder), summary.totals()))
+
+    def stamp(self, folder: Path) -> Stamp:
+        try:
+            found = os.stat(folder / "attempts.jsonl")
+        except FileNotFoundError:
+            return Stamp(0, 0)
+        return Stamp(found.st_size, found.st_mtime_ns)
+
+    def _fresh(self, folder: Path, stamp: Stamp) -> tuple[Totals, ...]:
+        """The totals ``summary.json`` keeps, if they sum the attempts as they are now; none when
+        it is missing, torn, of another format or stale."""
+        try:
+            summed = _SUMMED.decode((folder / "summary.json").read_bytes())
+        except (FileNotFoundError, msgspec.MsgspecError):
+            return ()
+        return (summed.totals,) if summed.format == 1 and summed.stamp == stamp else ()
+
+    def _written(self, folder: Path, summed: Summed) -> None:
+        temporary = folder / "summary.json.tmp"
+        try:
+            temporary.write_bytes(msgspec.json.encode(summed))
+            os.replace(temporary, folder / "summary.json")
+        except OSError:
+            pass  # a folder that cannot be written to is summed again next time

@@ -10,6 +10,8 @@ recover. Reading writes nothing, not even a lock file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +50,16 @@ class Read(msgspec.Struct, frozen=True):
             case Running():
                 return None
 
+    def seconds(self) -> float | None:
+        """From its start to its end; ``None`` while it has not ended."""
+        ended = self.ended()
+        if ended is None:
+            return None
+        try:
+            return (datetime.fromisoformat(ended) - datetime.fromisoformat(self.file.status.started)).total_seconds()
+        except ValueError:
+            return None
+
 
 class Unread(msgspec.Struct, frozen=True):
     """A folder under ``results/`` that could not be read as a run, and why."""
@@ -65,18 +77,22 @@ class Runs(msgspec.Struct, frozen=True):
         """The runs that could be read, oldest first, and the folders that could not."""
         runs: list[Read] = []
         unread: list[Unread] = []
-        if not self.results.is_dir():
-            return (), ()
-        for agent in sorted(path for path in self.results.iterdir() if path.is_dir() and path.name != "compare" and path.name != "export"):
-            for folder in sorted(path for path in agent.iterdir() if path.is_dir()):
-                found = self.one(folder)
-                match found:
-                    case Read():
-                        runs.append(found)
-                    case Unread():
-                        unread.append(found)
+        for folder in self.folders():
+            found = self.one(folder)
+            match found:
+                case Read():
+                    runs.append(found)
+                case Unread():
+                    unread.append(found)
         runs.sort(key=lambda run: (run.file.status.started, run.file.spec.id))
         return tuple(runs), tuple(unread)
+
+    def folders(self) -> Iterator[Path]:
+        """Every folder that should be a run: ``results/<agent>/<run-id>/``, in order."""
+        if not self.results.is_dir():
+            return
+        for agent in sorted(path for path in self.results.iterdir() if path.is_dir() and path.name != "compare" and path.name != "export"):
+            yield from sorted(path for path in agent.iterdir() if path.is_dir())
 
     def one(self, folder: Path) -> Read | Unread:
         journal = RunJournal(folder)

@@ -184,7 +184,10 @@ class Headline(msgspec.Struct, frozen=True):
         mean = fmean(self.rates)
         chooser = random.Random(self.seed)
         count = len(self.rates)
-        means = sorted(fmean(chooser.choices(self.rates, k=count)) for _ in range(self.draws))
+        # One draw of count * draws picks takes the same numbers from the generator as a draw of
+        # count picks, draws times over, with one call instead of 10,000; and fmean is fsum / n.
+        picks = chooser.choices(self.rates, k=count * self.draws)
+        means = sorted(math.fsum(picks[start : start + count]) / count for start in range(0, count * self.draws, count))
         return Interval(mean, means[int(0.025 * (self.draws - 1))], means[int(math.ceil(0.975 * (self.draws - 1)))])
 
 
@@ -206,6 +209,25 @@ class Consistency(msgspec.Struct, frozen=True):
         """pass@k: the chance that at least one of k attempts passes, averaged over scenarios."""
         counted = [tally for tally in self.tallies if tally.judged >= k]
         return fmean(1 - math.comb(tally.judged - tally.passed, k) / math.comb(tally.judged, k) for tally in counted)
+
+    def curve(self) -> list[tuple[int, float, float]]:
+        """``(k, pass^k, pass@k)`` for every k of ``ks()``, the same numbers as ``pass_hat`` and
+        ``pass_at``: each binomial coefficient is the exact integer, made from the one for k − 1
+        (C(m, k) = C(m, k − 1) · (m − k + 1) / k) rather than anew for every k."""
+        found: list[tuple[int, float, float]] = []
+        combs = [[1, 1, 1] for _ in self.tallies]  # C(passed, k), C(judged - passed, k), C(judged, k)
+        for k in self.ks():
+            hats: list[float] = []
+            ats: list[float] = []
+            for tally, comb in zip(self.tallies, combs, strict=True):
+                comb[0] = comb[0] * max(tally.passed - k + 1, 0) // k
+                comb[1] = comb[1] * max(tally.judged - tally.passed - k + 1, 0) // k
+                comb[2] = comb[2] * max(tally.judged - k + 1, 0) // k
+                if tally.judged >= k:
+                    hats.append(comb[0] / comb[2])
+                    ats.append(1 - comb[1] / comb[2])
+            found.append((k, fmean(hats), fmean(ats)))
+        return found
 
     def always(self) -> int:
         return sum(1 for tally in self.tallies if tally.judged and tally.passed == tally.judged)

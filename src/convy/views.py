@@ -15,8 +15,12 @@ import msgspec
 
 # Each subclass says frozen=True again: msgspec inherits it, but a type checker reads the class
 # through dataclass_transform, which does not (msgspec issue 657).
-class View(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of the view records."""
+class View(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Base of the view records.
+
+    They are trees of plain data that never refer back to themselves, so the garbage collector
+    need not track them (``gc=False``): a report of 10,000 attempts makes about a million, and
+    tracked they set off collections that walked every attempt read, 1.2 of its 2.6 CPU-s."""
 
 
 class IntervalView(View, frozen=True):

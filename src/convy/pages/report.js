@@ -368,7 +368,27 @@
     }
   });
 
-  function matrix(one, current) {
+  /* A scenario of many attempts shows ATTEMPTS of them around the chosen one: a window of 1,000
+     attempts drew 7,657 elements and took a third of a second to open. */
+  const ATTEMPTS = 50;
+
+  function page(one, chosen) {
+    const at = Math.max(0, one.attempts.findIndex((a) => String(a.attempt) === String(chosen)));
+    const start = Math.max(0, Math.min(at - Math.floor(ATTEMPTS / 2), one.attempts.length - ATTEMPTS));
+    return { start: start, list: one.attempts.slice(start, start + ATTEMPTS) };
+  }
+
+  function paging(one, shown) {
+    if (shown.list.length === one.attempts.length) return null;
+    const before = shown.start > 0 ? one.attempts[Math.max(0, shown.start - ATTEMPTS + Math.floor(ATTEMPTS / 2))] : null;
+    const after = shown.start + shown.list.length < one.attempts.length ? one.attempts[Math.min(one.attempts.length - 1, shown.start + shown.list.length + Math.floor(ATTEMPTS / 2))] : null;
+    return h("p", { class: "small muted paging" },
+      h("button", { type: "button", disabled: before ? null : true, onclick: () => before && open(one.id, String(before.attempt)) }, "‹ earlier"),
+      " attempts " + fmt.int(shown.start + 1) + "–" + fmt.int(shown.start + shown.list.length) + " of " + fmt.int(one.attempts.length) + " ",
+      h("button", { type: "button", disabled: after ? null : true, onclick: () => after && open(one.id, String(after.attempt)) }, "later ›"));
+  }
+
+  function matrix(one, current, attempts) {
     if (!one.attempts.length) return h("p", { class: "muted" }, "No attempt of this scenario was kept.");
     const picked = (number) => String(number) === String(current) ? "current" : null;
     return h("div", { class: "matrix-wrap" },
@@ -376,17 +396,17 @@
         h("thead", null, h("tr", null,
           h("th", { class: "claim-name", scope: "col" }, "Claim"),
           h("th", { scope: "col" }, "held"),
-          one.attempts.map((a) => h("th", { scope: "col", class: picked(a.attempt) },
+          attempts.map((a) => h("th", { scope: "col", class: picked(a.attempt) },
             h("button", { type: "button", "aria-pressed": picked(a.attempt) ? "true" : "false", title: "Open attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1], onclick: () => open(one.id, String(a.attempt)) }, "#" + a.attempt))))),
         h("tbody", null,
           h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, "Attempt result"),
             h("td", null, fmt.int(one.passed) + "/" + fmt.int(one.judged)),
-            one.attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
+            attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
           one.claims.map((claim, i) => h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, claim.text, " ", h("span", { class: "by" }, "by " + claim.by)),
             h("td", { class: "nowrap", title: claim.rate ? fmt.interval(claim.rate) : "" }, claim.held + "/" + claim.decided),
-            one.attempts.map((a) => h("td", { class: "mark mark-" + a.marks[i] + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.markWord[a.marks[i]] }, Convy.words.mark[a.marks[i]])))))));
+            attempts.map((a) => h("td", { class: "mark mark-" + a.marks[i] + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.markWord[a.marks[i]] }, Convy.words.mark[a.marks[i]])))))));
   }
 
   function open(id, attempt) {
@@ -409,12 +429,14 @@
       h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
       h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next"));
     const detail = h("div", { class: "attempt-detail", "aria-live": "polite" });
+    const shown = page(one, chosen);
     const tabs = h("div", { class: "attempt-tabs", role: "toolbar", "aria-label": "Attempts (← →)" },
-      one.attempts.map((a) => h("button", { type: "button", "aria-pressed": String(a.attempt) === chosen ? "true" : "false", onclick: () => open(one.id, String(a.attempt)) },
+      shown.list.map((a) => h("button", { type: "button", "aria-pressed": String(a.attempt) === chosen ? "true" : "false", onclick: () => open(one.id, String(a.attempt)) },
         h("span", { class: "mark-" + a.status }, Convy.words.attempt[a.status][0]), " attempt " + a.attempt)));
     Convy.fill(win.body,
       h("h3", null, "Claims × attempts"),
-      matrix(one, chosen),
+      paging(one, shown),
+      matrix(one, chosen, shown.list),
       h("p", { class: "small muted" },
         "stops: " + Object.entries(one.stops).map(([stop, n]) => word("stop", stop) + " ×" + n).join(", "),
         " · tokens " + fmt.tokens(one.agent.tokens),
@@ -425,13 +447,13 @@
     win.show();
     if (!chosen) return;
     Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
-    if (!packed.has(id)) {
-      Convy.fill(detail, h("p", { class: "muted" }, "This report holds no dialogue for this scenario."));
+    const key = id + "#" + chosen;  /* page.py packs each attempt apart: only its chunk is inflated */
+    if (!packed.has(key)) {
+      Convy.fill(detail, h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
       return;
     }
-    packed.get(id).then((list) => {
+    packed.get(key).then((d) => {
       if (state.s !== id || state.a !== chosen) return;
-      const d = list.find((x) => String(x.attempt) === chosen);
       Convy.fill(detail, d ? Scene.attempt(d) : h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
     }, (error) => {
       Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));

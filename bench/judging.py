@@ -1,0 +1,98 @@
+"""Benchmark of judging: an attempt's wall time with 1, 3 and 5 claims for a ChatJudge whose
+model is the test stand-in (tests/standin.py, a real HTTP server on 127.0.0.1) answering each
+request after ``--latency`` (100 ms), beside a base convy (by default ``main``, unpacked with
+``git archive``) and the ideal.
+
+An attempt is one scripted message to an instant ``FakeAgent``, then the judge: every second of
+the attempt is the judge's. The ideal is one request's latency, whatever the number of claims
+(every claim asked at once); a judge that asks one claim after another takes claims x latency.
+Each side plays ``--attempts`` (5) attempts one after another in a child process of its own
+(``--child``), and the best attempt is shown, as the ratio to the ideal.
+
+    python bench/judging.py
+    python bench/judging.py --latency 0.5 --claims 1 5 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def child(options: argparse.Namespace) -> None:
+    """Play the attempts in this process (the convy on PYTHONPATH) and print their wall times."""
+    import msgspec
+
+    sys.path.insert(0, str(HERE / "tests"))
+    from standin import StandIn
+
+    from convy import Bench, ChatJudge, Models, OpenAiModel, Plan, Scenario
+    from convy.fakes import FakeAgent, MemoryJournal
+
+    found: dict[str, list[float]] = {}
+    decision = '{"reason": "the agent greeted the user", "pass": true, "confidence": 0.9}'
+    with StandIn(reply=lambda request: decision, latency=options.latency) as server:
+        for claims in options.claims:
+            scenario = msgspec.convert(
+                {"id": "judged", "script": ["Hello"], "judge": [f"claim number {number}" for number in range(claims)]}, Scenario
+            )
+            judge = ChatJudge(OpenAiModel("judge", f"{server.url}/v1", "k"))
+            bench = Bench(FakeAgent(lambda text: "Hello, how can I help?"), Models(judge=judge))
+            walls: list[float] = []
+            for _ in range(options.attempts):
+                journal = MemoryJournal()
+                start = time.perf_counter()
+                asyncio.run(bench.run(Plan((scenario,), 1), journal))
+                walls.append(time.perf_counter() - start)
+                (outcome,) = journal.outcomes
+                if len(outcome.result.claims) != claims:  # type: ignore[union-attr]
+                    raise SystemExit(f"the attempt was not judged: {outcome.result}")
+            found[str(claims)] = walls
+    print(json.dumps(found))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--claims", type=int, nargs="+", default=[1, 3, 5])
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--attempts", type=int, default=5)
+    parser.add_argument("--base", type=Path, help="the src folder of the base convy (default: main, unpacked)")
+    parser.add_argument("--base-commit", default="main")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child:
+        child(options)
+        return
+    with tempfile.TemporaryDirectory(prefix="convy-judging-") as root:
+        base = options.base
+        if base is None:
+            archive = subprocess.run(["git", "-C", str(HERE), "archive", options.base_commit, "src"], check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", root], input=archive, check=True)
+            base = Path(root) / "src"
+        argv = [sys.executable, __file__, "--child", "--latency", str(options.latency), "--attempts", str(options.attempts), "--claims"]
+        argv += [str(claims) for claims in options.claims]
+        sides = {}
+        for name, src in (("base", base), ("this", HERE / "src")):
+            done = subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(src)}, capture_output=True, text=True)
+            if done.returncode:
+                raise SystemExit(f"{name}: {done.stderr[-2000:]}")
+            sides[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    ideal = options.latency
+    print(f"an attempt judged by a ChatJudge on the stand-in at {options.latency * 1000:.0f} ms a request (best of {options.attempts}); ideal {ideal * 1000:.0f} ms")
+    print(f"  {'claims':>6} {'base ms':>9} {'this ms':>9} {'this/base':>10} {'base/ideal':>11} {'this/ideal':>11}")
+    for claims in options.claims:
+        one, two = min(sides["base"][str(claims)]), min(sides["this"][str(claims)])
+        print(f"  {claims:6} {one * 1000:9.0f} {two * 1000:9.0f} {two / one:10.2f} {one / ideal:11.2f} {two / ideal:11.2f}")
+
+
+if __name__ == "__main__":
+    main()

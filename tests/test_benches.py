@@ -1,0 +1,40 @@
+"""A small run of each benchmark added for the harness, as a smoke check: it runs to its end and
+prints its table. No figure it prints is checked: they depend on the machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ran(*argv: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_the_whole_process_benchmark_runs_small() -> None:
+    """bench/whole.py plays, reports and runs the demo on a tiny project, this convy as its own base."""
+    out = ran("bench/whole.py", "--only", "run", "report", "demo", "--scenarios", "2", "--attempts", "3", "--repeat", "1", "--base", "src")
+    assert "convy run: 2 scenarios x 3 attempts" in out
+    assert "convy report of one run of 6 attempts" in out
+    assert "convy run of the demo project" in out
+    assert out.count("this/base") == 3
+
+
+def test_the_judging_benchmark_runs_small() -> None:
+    """bench/judging.py judges attempts of 1 and 2 claims on the stand-in, this convy as its own base."""
+    out = ran("bench/judging.py", "--claims", "1", "2", "--latency", "0.01", "--attempts", "1", "--base", "src")
+    assert "claims" in out and "this/ideal" in out
+    assert len([line for line in out.splitlines() if line.strip().startswith(("1 ", "2 "))]) == 2
