@@ -16,6 +16,8 @@ from urllib.parse import quote, quote_plus
 
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 from standin import Echo, StandIn, Status
 
@@ -297,3 +299,19 @@ def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_p
     assert "[bold]loud[/bold]" in said and "\\x1b]0;pwned\\x07" in said
     progress = [line for line in said.split("\r") if "━" in line]
     assert progress and all("hostile[blink]" in line for line in progress), progress
+
+
+@given(
+    before=st.text(max_size=40),
+    after=st.text(max_size=40),
+    start=st.integers(0, 40),
+    length=st.integers(8, 48),
+)
+@settings(max_examples=300, derandomize=True, deadline=None)
+def test_a_record_skipped_by_the_quick_test_holds_no_piece_of_a_secret(before: str, after: str, start: int, length: int) -> None:
+    """Whenever hiding would change a text, the quick test on the whole record says it may hold a secret."""
+    secrets = Secrets(("sk-canary-0123456789abcdefghijklmnopqrstuv",))
+    form = secrets._forms()[start % len(secrets._forms())]
+    text = before + form[start % max(1, len(form) - 8) :][:length] + after
+    if secrets.hidden(text) != text:
+        assert secrets._may_hold(text)
