@@ -442,7 +442,12 @@ class Places:
         if send.service is not self._service:
             return  # sent before the participant knew which service it was: the next will tell
         number, sent = send.number, send.moment
-        later = [moment for count, moment in self._service.sent if count > number]
+        later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
+        for count, moment in reversed(self._service.sent):
+            if count <= number:
+                break
+            later.append(moment)
+        later.reverse()
         for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
             match quota:
                 case Quota():

@@ -152,16 +152,18 @@ class Secrets(msgspec.Struct, frozen=True):
         return tuple(sorted(forms, key=lambda form: (-len(form), form)))
 
     @functools.cache  # noqa: B019 - as _forms
-    def _quarters(self) -> frozenset[str]:
-        """Every four characters of every form of a secret."""
-        return frozenset(form[start : start + 4] for form in self._forms() for start in range(len(form) - 3))
+    def _quarters(self) -> tuple[str, ...]:
+        """The fours each form of a secret is made of, from its start (its last four too)."""
+        found = {form[start : start + 4] for form in self._forms() for start in range(0, len(form) - 3, 4)}
+        found |= {form[-4:] for form in self._forms()}
+        return tuple(sorted(found))
 
     def _may_hold(self, text: str) -> bool:
-        """Whether ``text`` may hold a piece of a secret: any eight characters of one cover a
-        whole four of ``text`` that start at a multiple of four, so a text none of whose aligned
-        fours is a secret's holds no piece of one. A quick test for a whole record (a quarter of
-        its length in look-ups), before the walk through each of its texts."""
-        return not self._quarters().isdisjoint(text[start : start + 4] for start in range(0, len(text), 4))
+        """Whether ``text`` may hold a piece of a secret: any eight characters of a form cover one
+        of the fours it is made of, so a text that holds none of them holds no piece. A quick
+        test for a whole record (a search of the text per four), before the walk through each of
+        its texts."""
+        return any(quarter in text for quarter in self._quarters())
 
     @functools.cache  # noqa: B019 - as _forms
     def _pieces(self) -> tuple[str, ...]:
