@@ -250,6 +250,8 @@ def test_chat_judge_reads_json_amid_text() -> None:
         ("helped", '{"reason": "x", "pass": true, "confidence": 1.5}', "wrong shape"),
         ("helped", '{"reason": "x", "pass": true, "confidence": -0.1}', "wrong shape"),
         ("helped", '{"reason": "x", "pass": true, "confidence": 0.5', "without a JSON object"),
+        ("helped", "{" * 1_000_000, "without a JSON object"),  # quadratic for a regex: minutes, not a failure
+        ("helped", "}{", "without a JSON object"),
         (POLITE, '{"reason": "x", "grade": "excellent", "confidence": 0.5}', "'excellent', not one of"),
         (POLITE, '{"reason": "x", "grade": "warm", "confidence": 2}', "wrong shape"),
         (POLITE, '{"reason": "x", "pass": true, "confidence": 0.5}', "wrong shape"),
@@ -261,6 +263,8 @@ def test_chat_judge_reads_json_amid_text() -> None:
         "confidence-above-1",
         "confidence-below-0",
         "unclosed-json",
+        "a-million-braces",
+        "closed-before-opened",
         "wrong-grade",
         "graded-confidence-above-1",
         "pass-for-graded",

@@ -343,19 +343,22 @@ class ChatJudge(msgspec.Struct, frozen=True):
         reply = await Contained(self.model).reply(
             (Said("system", system), Said("user", f"The dialogue:\n\n{transcript.text()}\n\n{ask}"))
         )
-        found = re.search(r"\{.*\}", reply.text, re.DOTALL)
-        if found is None:
+        # The object runs from the first "{" to the last "}", text around it ignored: found with
+        # find and rfind, in time linear in the reply (a regex here was quadratic on many "{").
+        start, end = reply.text.find("{"), reply.text.rfind("}")
+        if start < 0 or end < start:
             raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object", (reply.usage,))
+        found = reply.text[start : end + 1]
         try:
             match claim:
                 case str(text):
-                    said = msgspec.json.decode(found.group(0), type=_Passed)
+                    said = msgspec.json.decode(found, type=_Passed)
                     return (
                         Claim(text, said.pass_, said.reason, Confidence(said.confidence)),
                         reply.usage,
                     )
                 case Graded(claim=text, grades=grades, pass_=bar):
-                    graded = msgspec.json.decode(found.group(0), type=_Graded)
+                    graded = msgspec.json.decode(found, type=_Graded)
                     if graded.grade not in grades:
                         raise ModelFailure(
                             f"the judge gave the grade {graded.grade!r}, not one of {', '.join(grades)}", (reply.usage,)
