@@ -209,6 +209,11 @@ BROKEN: list[tuple[str, str, str]] = [
         "scenarios/refund.yaml: judge[0].check.said: a repetition of more than 1,000 in the pattern",
     ),
     (
+        "a pattern whose error holds msgspec's own separator",
+        "user: I want a refund\njudge:\n  - check: {said: '(x - at `y'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: missing ): (x - at `y",
+    ),
+    (
         "max_turns 0",
         "user: I want a refund\njudge: [the agent helped]\nmax_turns: 0\n",
         "scenarios/refund.yaml: max_turns: must be at least 1",
