@@ -9,8 +9,8 @@ a check is decided the same way on any machine, with no clock involved.
 The price is RE2's syntax: no lookaround, no backreferences, no atomic groups or possessive
 repeats; a pattern that uses them is refused when the scenario is read, with the reason.
 Matching works on UTF-8 bytes with captures turned off, since a check needs only where the
-match is: that keeps the memory of a search bounded by ``MAX_MEM`` however many groups the
-pattern has, and an answer holding a lone surrogate is matched rather than raising.
+match is: a search's memory then grows with the pattern's size, not with its groups times the
+answer's length, and an answer holding a lone surrogate is matched rather than raising.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Pattern(msgspec.Struct, frozen=True):
                 # Python reads {,n} as {0,n}; RE2 reads it as text. Say which was meant.
                 return f"{found.group(0)} would be matched as text: write {{0,{high}}} to repeat, or \\{found.group(0)}"
             if any(len(count) > 5 or int(count) > self.MAX_REPEAT for count in (low, high) if count):
-                # RE2 refuses most of these, but reads a count past 2**31 as text.
+                # RE2 refuses most of these, but reads a count of 2**31 - 1 or more as text.
                 return f"a repetition of more than {self.MAX_REPEAT:,} in the pattern"
         try:
             self._compiled()
@@ -76,7 +76,7 @@ class Pattern(msgspec.Struct, frozen=True):
 
     def _compiled(self) -> re2._Regexp:
         # re2 keeps the 128 patterns compiled last, by their text and options: a run's checks
-        # compile once each.
+        # (up to that many) compile once each.
         options = re2.Options()
         options.log_errors = False  # RE2 would write its errors to standard error; convy says them
         options.max_mem = self.MAX_MEM
