@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -15,6 +18,7 @@ from convy.bench import Bench, Limits, Plan
 from convy.dialog import STOP, Claim, Failed, Graded, NoVerdict, Ruling, Transcript, Verdict
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 from convy.model import Models
+from convy.pattern import Pattern
 from convy.scenario import Check, Outcome, Rule, Scenario
 
 
@@ -630,3 +634,106 @@ def test_a_chat_judges_model_returning_no_reply_keeps_the_usage_before_it() -> N
         case other:
             pytest.fail(f"expected the judge's NoVerdict, got {other}")
     assert outcome.judge_requests == (Usage(100, 10),)
+
+
+# --- checks against hostile answers ------------------------------------------------------------
+
+# An answer of about 100 KB built so that Python's backtracking ``re`` would take time exponential
+# in it for each pattern below: a long run of a's, of x's and of digits, each followed by what
+# makes the match fail at the end.
+HOSTILE = "a" * 40_000 + "!" + "x" * 30_000 + "1" * 30_000 + "b"
+# (pattern, whether the answer holds a match)
+CATASTROPHIC = [(r"(a+)+$", False), (r"(a|a)*$", True), (r"(x+x+)+y", False), (r"(\d*)*\d*$", True)]
+
+
+@pytest.mark.timeout(300)  # a hang guard: with a backtracking matcher this never ends
+def test_catastrophic_patterns_decide_against_a_hostile_answer(tmp_path: Path) -> None:
+    """`convy run` decides said/not_said checks whose patterns backtrack catastrophically in Python's re, against a ~100 KB hostile answer, each as its text says."""
+    project = tmp_path / "project"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "hostile.py").write_text(
+        f"from convy.fakes import FakeAgent\n\nagent = FakeAgent(lambda text: {HOSTILE!r})\n", encoding="utf-8"
+    )
+    (project / "scenarios").mkdir()
+    checks = [f"  - check: {{{field}: '{pattern}'}}\n" for pattern, _ in CATASTROPHIC for field in ("said", "not_said")]
+    (project / "scenarios" / "hostile.yaml").write_text("script: [hello]\njudge:\n" + "".join(checks), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "convy", "run", "-k", "1", "--fail-under", "100%"],
+        cwd=project, capture_output=True, text=True, timeout=240,
+    )
+    # Half the checks fail, by design: the run ends, judged, below the pass rate asked for.
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    (attempts,) = (project / "results" / "hostile").glob("*/attempts.jsonl")
+    (outcome,) = [msgspec.json.decode(line, type=Outcome) for line in attempts.read_bytes().splitlines()]
+    assert [turn.answer.text for turn in outcome.transcript.turns] == [HOSTILE]
+    match outcome.result:
+        case Verdict(claims=claims):
+            decided = [(claim.claim, claim.held) for claim in claims]
+        case other:
+            pytest.fail(f"expected a verdict, got {other}")
+    expected = []
+    for pattern, matches in CATASTROPHIC:
+        expected += [(f"said /{pattern}/", matches), (f"never said /{pattern}/", not matches)]
+    assert decided == expected
+
+
+def decided(answer: str, *checks: Check) -> list[tuple[str, bool, str]]:
+    """Each check decided on a one-turn dialogue whose answer is ``answer``: its claim, held, reason."""
+    chosen = scenario(script=("hello",), judge=tuple(Rule(check=check) for check in checks))
+    (outcome,) = played(Bench(FakeAgent(lambda text: answer), Models()), chosen)
+    match outcome.result:
+        case Verdict(claims=claims):
+            return [(claim.claim, claim.held, claim.reason) for claim in claims]
+        case other:
+            pytest.fail(f"expected a verdict, got {other}")
+
+
+def test_the_readmes_patterns_decide_as_written() -> None:
+    """The patterns of README.md and of the template's scenarios, (?i) among them, hold and fail on the text they are about."""
+    answer = "Sorry, your kettle is on its way back. A REFUND of $42 follows; I can't help with the rest."
+    assert decided(
+        answer,
+        Check(said="(?i)refund"),
+        Check(not_said="(?i)guarantee"),
+        Check(said=r"(?i)refund of \$\d"),
+        Check(said="(?i)can(no|')t help"),
+        Check(said="(?i)on its way|in transit"),
+        Check(not_said="(?i)guarantee|promise|will arrive (today|tomorrow)"),
+        Check(said="(?i)order number"),
+    ) == [
+        ("said /(?i)refund/", True, "agent said 'REFUND' in turn 1"),
+        ("never said /(?i)guarantee/", True, "agent never said anything matching /(?i)guarantee/"),
+        ("said /(?i)refund of \\$\\d/", True, "agent said 'REFUND of $4' in turn 1"),
+        ("said /(?i)can(no|')t help/", True, "agent said \"can't help\" in turn 1"),
+        ("said /(?i)on its way|in transit/", True, "agent said 'on its way' in turn 1"),
+        (
+            "never said /(?i)guarantee|promise|will arrive (today|tomorrow)/",
+            True,
+            "agent never said anything matching /(?i)guarantee|promise|will arrive (today|tomorrow)/",
+        ),
+        ("said /(?i)order number/", False, "agent never said anything matching /(?i)order number/"),
+    ]
+
+
+def test_a_dollar_is_the_very_end_of_the_answer() -> None:
+    """RE2's $ is the end of the text, not also the place before a final newline as in Python's re; (?m)$ is any line's end."""
+    checks = (Check(said="refund$"), Check(said=r"refund\n?$"), Check(said="(?m)refund$"))
+    assert [held for _, held, _ in decided("refund\n", *checks)] == [False, True, True]
+
+
+def test_a_lone_surrogate_in_the_text_is_stepped_over() -> None:
+    """A transcript may hold a lone surrogate (a run refuses such an answer before its checks, a caller of
+    Check.claim may not): the pattern is matched around it, not an error."""
+    assert Pattern("é r.*").found("caf\ud800é refund") == "é refund"
+    assert Pattern("x").found("\ud800") is None
+
+
+def test_a_search_past_re2s_memory_writes_nothing_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    """A pattern whose automaton outgrows RE2's memory on a 1 MB answer is still decided, and RE2 logs nothing to the process's stderr."""
+    import random
+
+    answer = "".join(random.Random(7).choices("ab", k=1_000_000))
+    checks = (Check(not_said="(a|b)*a(a|b){18}c"), Check(said="b(a|b){18}$"))
+    assert [held for _, held, _ in decided(answer, *checks)] == [True, True]
+    assert capfd.readouterr().err == ""

@@ -142,14 +142,76 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "invalid regex in said",
         "user: I want a refund\njudge:\n  - check: {said: '(refund'}\n",
-        "scenarios/refund.yaml: judge[0].check.said: not a valid regular expression: "
-        "missing ), unterminated subpattern at position 0",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: missing ): (refund",
     ),
     (
         "invalid regex in not_said",
         "user: I want a refund\njudge:\n  - the agent helped\n  - check: {not_said: '[a-'}\n",
-        "scenarios/refund.yaml: judge[1].check.not_said: not a valid regular expression: "
-        "unterminated character set at position 0",
+        "scenarios/refund.yaml: judge[1].check.not_said: not a pattern convy can match: missing ]: [a-",
+    ),
+    # What Python's re reads but RE2 does not: each refused with what RE2 lacks.
+    (
+        "a lookbehind",
+        "user: I want a refund\njudge:\n  - check: {said: '(?<=full )refund'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: invalid perl operator: (?<= "
+        "(RE2 syntax: no lookaround, atomic groups or (?P=name); the flags are i, m, s and U)",
+    ),
+    (
+        "a negative lookahead",
+        "user: I want a refund\njudge:\n  - ok\n  - check: {not_said: 'refund(?! denied)'}\n",
+        "scenarios/refund.yaml: judge[1].check.not_said: not a pattern convy can match: invalid perl operator: (?! "
+        "(RE2 syntax: no lookaround, atomic groups or (?P=name); the flags are i, m, s and U)",
+    ),
+    (
+        "a backreference",
+        "user: I want a refund\njudge:\n  - check: {said: '(\\w+) \\1'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: invalid escape sequence: \\1 "
+        "(RE2 syntax: no backreferences; \\z for the end, \\x{...} for a code point)",
+    ),
+    (
+        "an atomic group",
+        "user: I want a refund\njudge:\n  - check: {said: '(?>a+)b'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: invalid perl operator: (?> "
+        "(RE2 syntax: no lookaround, atomic groups or (?P=name); the flags are i, m, s and U)",
+    ),
+    (
+        "a possessive repeat",
+        "user: I want a refund\njudge:\n  - check: {said: 'a++b'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: bad repetition operator: ++ "
+        "(RE2 syntax: no possessive repeats)",
+    ),
+    (
+        "Python's end of text",
+        "user: I want a refund\njudge:\n  - check: {said: 'refund\\Z'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: invalid escape sequence: \\Z "
+        "(RE2 syntax: no backreferences; \\z for the end, \\x{...} for a code point)",
+    ),
+    (
+        "a verbose pattern",
+        "user: I want a refund\njudge:\n  - check: {said: '(?x) refund'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: invalid perl operator: (?x "
+        "(RE2 syntax: no lookaround, atomic groups or (?P=name); the flags are i, m, s and U)",
+    ),
+    (
+        "a count with no lower bound, which RE2 reads as text",
+        "user: I want a refund\njudge:\n  - check: {said: 'refund!{,3}'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: {,3} would be matched as text: write {0,3} to repeat, or \\{,3}",
+    ),
+    (
+        "nested counts past RE2's limit",
+        "user: I want a refund\njudge:\n  - check: {said: '(a{100}){100}'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: invalid repetition size: {100} "
+        "(at most 1,000 repeats, nested counts multiplied)",
+    ),
+    (
+        "a count past RE2's limit",
+        "user: I want a refund\njudge:\n  - check: {said: 'a{1001}'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: a repetition of more than 1,000 in the pattern",
+    ),
+    (
+        "a pattern whose error holds msgspec's own separator",
+        "user: I want a refund\njudge:\n  - check: {said: '(x - at `y'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: missing ): (x - at `y",
     ),
     (
         "max_turns 0",
@@ -297,17 +359,23 @@ HOSTILE: list[tuple[str, str, str]] = [
     (
         "a repetition count past any limit",
         "user: hi\njudge:\n  - check: {said: 'a{4294967296}'}\n",
-        "scenarios/refund.yaml: judge[0].check.said: a repetition of more than 10,000 in the regular expression",
+        "scenarios/refund.yaml: judge[0].check.said: a repetition of more than 1,000 in the pattern",
     ),
     (
         "an upper repetition count past any limit",
         "user: hi\njudge:\n  - check: {not_said: 'a{2,99999999999999999999}'}\n",
-        "scenarios/refund.yaml: judge[0].check.not_said: a repetition of more than 10,000 in the regular expression",
+        "scenarios/refund.yaml: judge[0].check.not_said: a repetition of more than 1,000 in the pattern",
     ),
     (
-        "a regular expression nested too deeply",
-        "user: hi\njudge:\n  - check: {said: '" + "(" * 5000 + ")" * 5000 + "'}\n",
-        "scenarios/refund.yaml: judge[0].check.said: not a valid regular expression: nested too deeply",
+        "a pattern too large for RE2's memory",
+        "user: hi\njudge:\n  - check: {said: '" + "\\pL{1000}" * 30 + "'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: pattern too large - compile failed "
+        "(it would take more than 8 MiB to match)",
+    ),
+    (
+        "an unclosed pattern of 100,000 characters, cut short in the message",
+        "user: hi\njudge:\n  - check: {said: '(" + "x" * 100_000 + "'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: not a pattern convy can match: missing ): (" + "x" * 88 + "...",
     ),
     (
         "!!int on text",
@@ -584,6 +652,14 @@ def test_bytes_that_are_not_utf8_name_the_line(tmp_path: Path, case: str, raw: b
     assert problem(folder).problems == (expected,)
 
 
+def test_a_pattern_nested_5000_deep_is_read_and_matched(tmp_path: Path) -> None:
+    """Groups nested 5000 deep, past what Python's re could compile, are read: RE2 parses them without recursing."""
+    from convy.pattern import Pattern
+
+    (rule,) = read(tmp_path, "user: hi\njudge:\n  - check: {said: '" + "(" * 5000 + "a" + ")" * 5000 + "'}\n").judge
+    assert rule.check is not None and Pattern(rule.check.said).found("xa") == "a"
+
+
 def test_an_alias_used_a_few_times_is_read(tmp_path: Path) -> None:
     """Aliases within the budget still work: an anchored text used again is read as that text."""
     scenario = read(tmp_path, "user: &u Hello there\nscript: [*u, *u]\njudge: [ok]\n")
@@ -609,6 +685,11 @@ HOSTILE_COMMAND = [
     ("a list as a key", "script: [hello]\njudge: [ok]\nvars:\n  ? [a, b]\n  : 1\n", "vars: expected text as a key, got a list"),
     ("nesting 600 deep", "script: [hello]\njudge: [ok]\nvars: " + "[" * 600 + "]" * 600 + "\n", "vars: nested more than 64 levels deep"),
     ("a repetition count", "script: [hello]\njudge:\n  - check: {said: 'a{4294967296}'}\n", "judge[0].check.said: a repetition"),
+    (
+        "a lookbehind, which RE2 would log if let",
+        "script: [hello]\njudge:\n  - check: {said: '(?<=a)b'}\n",
+        "judge[0].check.said: not a pattern convy can match: invalid perl operator: (?<=",
+    ),
     ("a lone surrogate", 'script: [hello]\njudge: [ok]\nuser: "a \\udc80"\n', "line 3, column "),
     ("!!int on text", "script: [hello]\njudge: [ok]\nmax_turns: !!int abc\n", "max_turns: not a whole number"),
     ("a merge key", "script: [hello]\njudge: [ok]\nvars:\n  <<: {a: !!int abc}\n", "vars: merge keys (<<)"),

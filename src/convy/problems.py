@@ -113,7 +113,10 @@ class FieldProblem(msgspec.Struct, frozen=True):
         return said if said.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in said)
 
     def _said(self) -> str:
-        what, _, where = self.message.partition(" - at `")
+        # msgspec puts the path last, and what is wrong may hold " - at `" itself: a pattern's text.
+        what, at, where = self.message.rpartition(" - at `")
+        if not at:
+            what, where = self.message, ""
         keyed = where.startswith("key` in `")
         path = self._shown(where.removeprefix("key` in `").removeprefix("$").rstrip("`").lstrip("."))
         found = re.fullmatch(r"Object contains unknown field `(.*)`", what, re.DOTALL)

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -43,6 +42,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.model import Absent, ModelFailure, StillBusy
+from convy.pattern import Pattern
 from convy.problems import ConfigurationError, FieldProblem, ScenarioError
 from convy.yamlfile import YamlFile
 
@@ -56,8 +56,6 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
     said: str = ""
     not_said: str = ""
 
-    MAX_REPEAT: ClassVar[int] = 10_000  # the largest count a pattern's {m,n} may ask for
-
     def __post_init__(self) -> None:
         given = [name for name in ("called", "not_called", "said", "not_said") if getattr(self, name)]
         if len(given) != 1:
@@ -66,16 +64,9 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             raise ValueError("with: goes only with called")
         for field in ("said", "not_said"):
             pattern = getattr(self, field)
-            if pattern:
-                counts = [count for pair in re.findall(r"(?<!\\)\{(\d*)(?:,(\d*))?\}", pattern) for count in pair if count]
-                if any(len(count) > 5 or int(count) > self.MAX_REPEAT for count in counts):
-                    raise ValueError(f"{field}: a repetition of more than {self.MAX_REPEAT:,} in the regular expression")
-                try:
-                    re.compile(pattern)
-                except (re.error, OverflowError) as error:
-                    raise ValueError(f"{field}: not a valid regular expression: {error}") from None
-                except RecursionError:
-                    raise ValueError(f"{field}: not a valid regular expression: nested too deeply") from None
+            problem = Pattern(pattern).problem() if pattern else ""
+            if problem:
+                raise ValueError(f"{field}: {problem}")
 
     def text(self) -> str:
         """The check as a claim, as reports show it."""
@@ -130,13 +121,13 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         return Claim(self.text(), False, f"agent never called {name}", by="code")
 
     def _said(self, transcript: Transcript) -> Claim:
-        pattern = re.compile(self.said or self.not_said)
+        pattern = Pattern(self.said or self.not_said)
         for number, turn in enumerate(transcript.turns, start=1):
-            found = pattern.search(turn.answer.text)
-            if found:
-                reason = f"agent said {found.group(0)!r} in turn {number}"
+            found = pattern.found(turn.answer.text)
+            if found is not None:
+                reason = f"agent said {found!r} in turn {number}"
                 return Claim(self.text(), bool(self.said), reason, by="code")
-        reason = f"agent never said anything matching /{pattern.pattern}/"
+        reason = f"agent never said anything matching /{pattern.text}/"
         return Claim(self.text(), not self.said, reason, by="code")
 
 
