@@ -45,7 +45,7 @@ def call(
     method: str = "POST",
     headers: dict[str, str] | None = None,
     connection: http.client.HTTPConnection | None = None,
-    timeout: float = 5.0,
+    timeout: float = 30.0,
 ) -> Reply:
     """One request with http.client; returns (status, lowercased headers, body)."""
     conn = connection or http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
@@ -69,7 +69,7 @@ def data_of(blocks: list[str]) -> list[str]:
     return [block[len("data: ") :] for block in blocks if block.startswith("data: ")]
 
 
-def raw(server: StandIn, request: bytes, timeout: float = 5.0) -> tuple[bytes, BaseException | None]:
+def raw(server: StandIn, request: bytes, timeout: float = 30.0) -> tuple[bytes, BaseException | None]:
     """Send raw bytes, read until the server closes; returns (bytes read, the error that ended reading, if any)."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as sock:
         sock.sendall(request)
@@ -355,7 +355,7 @@ def test_health_is_not_faulted(server: StandIn) -> None:
 def test_truncated(server: StandIn) -> None:
     """Truncated: 200 with a Content-Length larger than what is sent, then the connection closes."""
     server.faults(Truncated())
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     conn.request("POST", "/v1/chat/completions", json.dumps(chat_body()))
     response = conn.getresponse()
     assert response.status == 200
@@ -494,11 +494,14 @@ def test_faults_reject_other_values(server: StandIn) -> None:
 
 def test_rate_limit_refuses_beyond_the_limit_with_retry_after() -> None:
     """per_minute=3: the fourth request in the window gets 429 with Retry-After in whole seconds."""
-    with StandIn(per_minute=3) as server:
-        statuses = [call(server, body=chat_body(str(n)))[:2] for n in range(4)]
+    clock = HandClock()
+    with StandIn(per_minute=3, clock=clock) as server:
+        statuses = []
+        for n in range(4):
+            statuses.append(call(server, body=chat_body(str(n)))[:2])
+            clock.move(0.25)
         assert [s for s, _ in statuses] == [200, 200, 200, 429]
-        retry_after = int(statuses[3][1]["retry-after"])
-        assert 1 <= retry_after <= 60
+        assert statuses[3][1]["retry-after"] == "60", "the first request leaves the window 60 - 0.75 s later: 60 whole seconds"
         assert server.refused == 1 and server.received[3].refused == "rate-limited"
         assert call(server, "/health", method="GET")[0] == 200  # not limited
         server.per_minute = None
@@ -547,7 +550,7 @@ def test_rate_limit_window_slides() -> None:
 
 def test_keep_alive_reuses_one_connection(server: StandIn) -> None:
     """Two requests on one HTTPConnection use one TCP connection (also a stream, then a plain one)."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
         assert call(server, body=chat_body(), connection=conn)[0] == 200
         assert call(server, body=chat_body(stream=True), connection=conn)[0] == 200
@@ -650,7 +653,7 @@ def test_stop_is_clean_even_with_a_stalled_request() -> None:
 
 
 def https(server: StandIn, context: ssl.SSLContext, path: str = "/v1/chat/completions") -> int:
-    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=5)
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=30)
     try:
         conn.request("POST", path, json.dumps(chat_body()))
         response = conn.getresponse()
