@@ -81,7 +81,7 @@ def test_the_docs_give_the_pandas_call_the_test_uses() -> None:
 # --- formulas -------------------------------------------------------------------------------------
 
 # Texts a spreadsheet runs as a formula when it opens the file, and one that only looks like the escape.
-FORMULAS = ('=HYPERLINK("http://127.0.0.1/x?d="&A1,"open")', "+1", "-2+3", "@SUM(1+1)*cmd|' /C calc'!A0", "\t=1+1", "\r=1+1", "'=quoted")
+FORMULAS = ('=HYPERLINK("http://127.0.0.1/x?d="&A1,"open")', "+1", "-2+3", "@SUM(1+1)*cmd|' /C calc'!A0", "\t=1+1", "\r=1+1", "\x00=1+1", "'=quoted")
 SAFE = ("a = b", "1+1", "x@y.org")  # a trigger that is not the first character is harmless
 AGENT = "=agent"
 SCENARIO = "@scenario"
@@ -121,7 +121,7 @@ def written(table: Table, folder: Path) -> tuple[Path, Path]:
 
 def test_replies_and_tool_calls_that_begin_a_formula_are_text_in_csv_and_exact_in_jsonl(formulas: dict[str, Table], tmp_path: Path) -> None:
     """Each reply, user message and tool name that begins with =, +, -, @, a tab or a carriage return
-    (or the ' of the escape) reads back from CSV with one ' in front; the harmless texts, and every
+    (or NUL, or the ' of the escape) reads back from CSV with one ' in front; the harmless texts, and every
     text of the JSON Lines, read back as they were."""
     texts = (*FORMULAS, *SAFE)
     shown = [*("'" + text for text in FORMULAS), *SAFE]
