@@ -2,9 +2,17 @@
 
 ``pytest --full`` runs the full-size variants: the fuzzers with their thousands of cases, the kill
 tests at every seeded moment. Without it each runs a small, fixed share that fits CI's ten minutes.
+
+Hypothesis is told not to time anything: no deadline for a case, and no health check of how fast
+its data are drawn (``too_slow`` fails a test on a loaded machine and passes it on an idle one).
+A test's own settings add to these.
 """
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("convy", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("convy")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

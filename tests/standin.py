@@ -18,6 +18,9 @@ Endpoints
 Order of work for a request: read it -> record it in `received` -> api key check (401) -> rate limit (429)
 -> take the first queued fault that matches -> wait `latency` -> answer (normally, or as the fault says).
 /health is never rate limited, delayed or faulted, unless a fault names path="/health".
+
+The rate limits read the stand-in's `clock` (time.monotonic unless given): a test of a window that
+slides gives a `HandClock` and moves it, so the test does not depend on how fast the machine is.
 """
 
 from __future__ import annotations
@@ -197,6 +200,19 @@ class Stall(Fault):
 # ------------------------------------------------------------------------------------------------- records
 
 
+class HandClock:
+    """A clock that moves only when told: StandIn(clock=HandClock()), then clock.move(seconds)."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def move(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @dataclass
 class Received:
     """One request as the stand-in read it.
@@ -205,7 +221,7 @@ class Received:
     joined with ", ". json: the parsed body, or None. connection: id of the TCP connection (1, 2, ...).
     conversation: x-conversation header, else body session / session_id / user / metadata.conversation, else "".
     message: text of the newest user message (chat: last role=user message; agent: "message" or last history item).
-    kind: "chat", "agent", "health" or "other". time: time.monotonic() when recorded.
+    kind: "chat", "agent", "health" or "other". time: the stand-in's clock when recorded.
     Filled in while answering: fault (the Fault applied, or None), refused ("unauthorized" / "rate-limited" / None),
     status (status code sent, None if nothing was sent), client_cert (client certificate identity under mTLS).
     """
@@ -547,6 +563,7 @@ class StandIn:
     cost: if not None, sent as usage.cost (as OpenRouter does) unless the responder gives its own.
     api_key: if set, chat and agent requests need "Authorization: Bearer <api_key>", else 401.
     tls: a TLS() config; the url is then https.
+    clock: what the rate limits (and Received.time) read as now; time.monotonic unless a test gives a HandClock.
     All of reply, agent_reply, latency, per_minute, window, cost and api_key may be changed while running.
     """
 
@@ -563,7 +580,9 @@ class StandIn:
         api_key: str | None = None,
         tls: TLS | None = None,
         host: str = "127.0.0.1",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock
         self._lock = threading.RLock()
         self._reply = reply
         self._agent_reply = agent_reply
@@ -846,7 +865,7 @@ class StandIn:
             conversation=_conversation(headers, data),
             message=_newest_user_message(kind, data),
             kind=kind,
-            time=time.monotonic(),
+            time=self._clock(),
             client_cert=client_cert,
         )
         with self._lock:
@@ -938,7 +957,7 @@ class StandIn:
 
     def _admit(self, record: Received) -> int | None:
         """Admit a request under the rate limit (None), or return the whole seconds to wait (>= 1)."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             if self._limit is not None:
                 cost = max(1, len(record.body) // 4)

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from clock import in_virtual_time
 
 from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench, Limits, Plan
@@ -28,8 +29,10 @@ def scenario(id: str = "s", **fields: Any) -> Scenario:
 
 
 def played(bench: Bench, *scenarios: Scenario, attempts: int = 1) -> list[Outcome]:
+    """The outcomes of the plan, played in virtual time (tests/clock.py): a time limit runs out, and
+    attempts overlap, the same way on a fast or a loaded machine."""
     journal = MemoryJournal()
-    asyncio.run(bench.run(Plan(scenarios, attempts), journal))
+    in_virtual_time(lambda: bench.run(Plan(scenarios, attempts), journal))
     return sorted(journal.outcomes, key=lambda outcome: (outcome.scenario, outcome.attempt))
 
 

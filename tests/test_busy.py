@@ -4,15 +4,17 @@ at once and per minute, and how a refusing service's Retry-After is read."""
 from __future__ import annotations
 
 import asyncio
+import email.utils
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
 import msgspec
 import pytest
 from clock import in_virtual_time
-from standin import StandIn, http_date
+from standin import HandClock, StandIn, http_date
 
 from convy import Bench, Limits, Models, Plan, Scenario
 from convy.busy import WAITS, Busy, Patience, Places, Waits
@@ -722,10 +724,15 @@ def test_retry_after_is_read_in_seconds(headers: dict[str, str], seconds: float 
 
 
 def test_retry_after_as_an_http_date() -> None:
-    """A Retry-After HTTP date is the seconds from now until then; a date gone by is 0."""
-    ahead = RetryAfter({"retry-after": http_date(120)}).seconds()
-    assert ahead is not None and 115 <= ahead <= 121
+    """A Retry-After HTTP date is the seconds from now until then; a date gone by is 0. The moment
+    it is read at is given, as the stand-in's http_date() writes it; and the clock's is the default."""
+    now = datetime.fromtimestamp(1_800_000_000, UTC)
+    assert RetryAfter({"retry-after": email.utils.formatdate(1_800_000_120, usegmt=True)}).seconds(now) == 120.0
+    assert RetryAfter({"retry-after": email.utils.formatdate(1_800_000_000 - 120, usegmt=True)}).seconds(now) == 0.0
+    assert RetryAfter({"retry-after": "Wed, 01 Jan 2020 00:00:00"}).seconds(now) == 0.0, "no zone: UTC"
     assert RetryAfter({"retry-after": http_date(-120)}).seconds() == 0.0
+    far = RetryAfter({"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}).seconds()
+    assert far is not None and far > 100 * 365 * 86400, "counted from the clock's now"
 
 
 def test_retry_after_headers_are_read_whatever_their_case() -> None:
@@ -744,12 +751,12 @@ def test_a_rate_limited_service_raises_busy_with_its_retry_after() -> None:
                 await connection.posted({"message": "again", "session": "s"})
             return first, raised.value
 
-    with StandIn(per_minute=1, window=30.0) as server:
+    with StandIn(per_minute=1, window=30.0, clock=HandClock()) as server:
         first, busy = asyncio.run(main(server.url))
         assert server.refused == 1
     assert first["output"]["text"] == "You said: hello"
     assert "429" in str(busy)
-    assert busy.retry_after is not None and 1 <= busy.retry_after <= 30
+    assert busy.retry_after == 30.0
 
 
 # --- what a conversation costs (found by bench/busy.py) ---------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import socket
@@ -15,6 +16,7 @@ import pytest
 from standin import (
     TLS,
     Drop,
+    HandClock,
     Invalid,
     NoDone,
     NoFinish,
@@ -43,7 +45,7 @@ def call(
     method: str = "POST",
     headers: dict[str, str] | None = None,
     connection: http.client.HTTPConnection | None = None,
-    timeout: float = 5.0,
+    timeout: float = 30.0,
 ) -> Reply:
     """One request with http.client; returns (status, lowercased headers, body)."""
     conn = connection or http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
@@ -67,7 +69,7 @@ def data_of(blocks: list[str]) -> list[str]:
     return [block[len("data: ") :] for block in blocks if block.startswith("data: ")]
 
 
-def raw(server: StandIn, request: bytes, timeout: float = 5.0) -> tuple[bytes, BaseException | None]:
+def raw(server: StandIn, request: bytes, timeout: float = 30.0) -> tuple[bytes, BaseException | None]:
     """Send raw bytes, read until the server closes; returns (bytes read, the error that ended reading, if any)."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as sock:
         sock.sendall(request)
@@ -86,7 +88,8 @@ def raw_post(path: str, body: dict[str, Any], *, close: bool = True) -> bytes:
     return (head + ("Connection: close\r\n" if close else "") + "\r\n").encode() + data
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 3.0) -> bool:
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+    """Whether the condition came true, polled until a deadline that only a failing test reaches."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if condition():
@@ -352,7 +355,7 @@ def test_health_is_not_faulted(server: StandIn) -> None:
 def test_truncated(server: StandIn) -> None:
     """Truncated: 200 with a Content-Length larger than what is sent, then the connection closes."""
     server.faults(Truncated())
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     conn.request("POST", "/v1/chat/completions", json.dumps(chat_body()))
     response = conn.getresponse()
     assert response.status == 200
@@ -437,15 +440,16 @@ def test_slow_body_still_delivers_everything(server: StandIn) -> None:
 
 def test_slow_body_sends_headers_first(server: StandIn) -> None:
     """With SlowBody the status line and headers come before the body has fully arrived."""
-    server.faults(SlowBody(0.6, pieces=2))
-    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+    # Half a minute before the first piece: the head is all there is to read however slow the machine.
+    # (test_slow_body_still_delivers_everything reads a slow body to its end.)
+    server.faults(SlowBody(60.0, pieces=2))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
         sock.sendall(raw_post("/v1/chat/completions", chat_body()))
-        first = sock.recv(65536)
-        assert first.startswith(b"HTTP/1.1 200") and first.endswith(b"\r\n\r\n")
-        rest = b""
-        while chunk := sock.recv(65536):
-            rest += chunk
-    assert json.loads(rest)["object"] == "chat.completion"
+        first = b""
+        while b"\r\n\r\n" not in first and (chunk := sock.recv(65536)):
+            first += chunk
+    assert first.startswith(b"HTTP/1.1 200") and first.endswith(b"\r\n\r\n")
+    assert b"content-length:" in first.lower() and b"chat.completion" not in first
 
 
 def test_drop_closes_without_answer(server: StandIn) -> None:
@@ -468,12 +472,15 @@ def test_drop_with_reset(server: StandIn) -> None:
 
 
 def test_stall_trips_a_read_timeout_then_answers(server: StandIn) -> None:
-    """Stall: nothing is sent for the given seconds (a client read timeout fires); a patient client gets 200."""
-    server.faults(Stall(2.0), Stall(0.05))
+    """Stall: nothing is sent for the given seconds (a client read timeout fires); a patient client gets 200.
+
+    The first stall outlasts the client's timeout by a minute, so the timeout fires however slow the
+    machine; leaving the stand-in cancels it."""
+    server.faults(Stall(60.0), Stall(0.05))
     with pytest.raises(TimeoutError):
         call(server, body=chat_body(), timeout=0.2)
-    assert call(server, body=chat_body(), timeout=5)[0] == 200
-    assert [r.fault for r in server.received] == [Stall(2.0), Stall(0.05)]
+    assert call(server, body=chat_body(), timeout=30)[0] == 200
+    assert [r.fault for r in server.received] == [Stall(60.0), Stall(0.05)]
 
 
 def test_faults_reject_other_values(server: StandIn) -> None:
@@ -487,11 +494,14 @@ def test_faults_reject_other_values(server: StandIn) -> None:
 
 def test_rate_limit_refuses_beyond_the_limit_with_retry_after() -> None:
     """per_minute=3: the fourth request in the window gets 429 with Retry-After in whole seconds."""
-    with StandIn(per_minute=3) as server:
-        statuses = [call(server, body=chat_body(str(n)))[:2] for n in range(4)]
+    clock = HandClock()
+    with StandIn(per_minute=3, clock=clock) as server:
+        statuses = []
+        for n in range(4):
+            statuses.append(call(server, body=chat_body(str(n)))[:2])
+            clock.move(0.25)
         assert [s for s, _ in statuses] == [200, 200, 200, 429]
-        retry_after = int(statuses[3][1]["retry-after"])
-        assert 1 <= retry_after <= 60
+        assert statuses[3][1]["retry-after"] == "60", "the first request leaves the window 60 - 0.75 s later: 60 whole seconds"
         assert server.refused == 1 and server.received[3].refused == "rate-limited"
         assert call(server, "/health", method="GET")[0] == 200  # not limited
         server.per_minute = None
@@ -500,23 +510,39 @@ def test_rate_limit_refuses_beyond_the_limit_with_retry_after() -> None:
 
 def test_rate_limit_does_not_consume_faults() -> None:
     """A refused request does not take the queued fault; the next admitted one does."""
-    with StandIn(per_minute=1, window=0.3) as server:
+    clock = HandClock()
+    with StandIn(per_minute=1, window=0.3, clock=clock) as server:
         assert call(server, body=chat_body())[0] == 200
         server.faults(Status(502))
         status, headers, _ = call(server, body=chat_body())
         assert status == 429 and headers["retry-after"] == "1"
         assert server.pending == [Status(502)]
-        assert wait_until(lambda: call(server, body=chat_body())[0] != 429)
+        clock.move(0.3)
+        assert call(server, body=chat_body())[0] == 502
         assert server.pending == [] and server.received[-1].fault == Status(502)
 
 
 def test_rate_limit_window_slides() -> None:
-    """window scales time: per_minute=2, window=0.2 admits two per 0.2 s, then admits again later."""
-    with StandIn(per_minute=2, window=0.2) as server:
-        assert [call(server, body=chat_body())[0] for _ in range(3)] == [200, 200, 429]
-        time.sleep(0.25)
-        assert [call(server, body=chat_body())[0] for _ in range(3)] == [200, 200, 429]
-        assert server.refused == 2
+    """window scales time: per_minute=2, window=0.5 admits two in any 0.5 s; each admitted request
+    leaves the window 0.5 s after it came, not all at once (the stand-in's clock moved by hand, in
+    steps a float holds exactly)."""
+    clock = HandClock()
+    with StandIn(per_minute=2, window=0.5, clock=clock) as server:
+
+        def status() -> int:
+            return call(server, body=chat_body())[0]
+
+        assert status() == 200  # at 0
+        clock.move(0.25)
+        assert [status(), status()] == [200, 429]  # at 0.25: two in the window
+        clock.move(0.125)
+        assert status() == 429  # at 0.375: both still in it
+        clock.move(0.125)
+        assert [status(), status()] == [200, 429]  # at 0.5: the first left, the one at 0.25 is still in
+        clock.move(0.25)
+        assert [status(), status()] == [200, 429]  # at 0.75: the one at 0.25 left
+        assert server.refused == 4
+        assert [r.time - 1000.0 for r in server.received] == [0, 0.25, 0.25, 0.375, 0.5, 0.5, 0.75, 0.75]
 
 
 # ----------------------------------------------------------------------------------- connections, latency
@@ -524,7 +550,7 @@ def test_rate_limit_window_slides() -> None:
 
 def test_keep_alive_reuses_one_connection(server: StandIn) -> None:
     """Two requests on one HTTPConnection use one TCP connection (also a stream, then a plain one)."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
         assert call(server, body=chat_body(), connection=conn)[0] == 200
         assert call(server, body=chat_body(stream=True), connection=conn)[0] == 200
@@ -565,15 +591,25 @@ def test_garbage_request_gets_400(server: StandIn) -> None:
 
 
 def test_latency_lets_requests_overlap() -> None:
-    """With latency, concurrent requests are handled at the same time (peak_in_flight)."""
-    with StandIn(latency=0.3) as server:
+    """With latency, concurrent requests are handled at the same time (peak_in_flight): each of three
+    is answered only once all three have come, so the three are in flight at once on any machine."""
+
+    async def together(request: dict[str, Any]) -> str:
+        ends = time.monotonic() + 30  # a deadline only a stand-in that handles one at a time reaches
+        while len(server.received) < 3:
+            if time.monotonic() > ends:
+                raise TimeoutError("the three requests were not in flight together")
+            await asyncio.sleep(0.01)
+        return "together"
+
+    with StandIn(latency=0.3, reply=together) as server:
         results: list[int] = []
         threads = [threading.Thread(target=lambda: results.append(call(server, body=chat_body())[0])) for _ in range(3)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        assert results == [200, 200, 200] and server.peak_in_flight >= 2
+        assert results == [200, 200, 200] and server.peak_in_flight == 3
         server.latency = 0.0
         assert server.latency == 0.0
 
@@ -617,7 +653,7 @@ def test_stop_is_clean_even_with_a_stalled_request() -> None:
 
 
 def https(server: StandIn, context: ssl.SSLContext, path: str = "/v1/chat/completions") -> int:
-    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=5)
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=30)
     try:
         conn.request("POST", path, json.dumps(chat_body()))
         response = conn.getresponse()

@@ -93,7 +93,8 @@ class RetryAfter(msgspec.Struct, frozen=True):
 
     headers: Any
 
-    def seconds(self) -> float | None:
+    def seconds(self, now: datetime | None = None) -> float | None:
+        """The seconds to wait; a date is counted from ``now``, the clock's unless a test gives one."""
         milliseconds = self.headers.get("retry-after-ms")
         if milliseconds:
             try:
@@ -113,7 +114,7 @@ class RetryAfter(msgspec.Struct, frozen=True):
             return None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
-        return max(0.0, (moment - datetime.now(UTC)).total_seconds())
+        return max(0.0, (moment - (now or datetime.now(UTC))).total_seconds())
 
 
 class RateHeaders(msgspec.Struct, frozen=True):

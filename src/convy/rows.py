@@ -5,6 +5,9 @@ docs/tables.md: a column may be added, never renamed or removed). A value nobody
 does not apply to the row, is ``None``: an empty field in CSV, ``null`` in JSON Lines, a missing
 value in pandas and polars. A cost stays an exact ``Decimal`` in the row and is written with its
 exact digits, as a number in both files.
+
+Text in CSV is defused for spreadsheets: a cell that begins with a character a spreadsheet takes
+for the start of a formula gets a leading ``'`` (see ``FORMULA_STARTS``); JSON Lines keep it exact.
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "tool_ca
 
 # Costs become JSON numbers with their exact digits; records() reads them back as floats.
 EXACT_JSON = msgspec.json.Encoder(decimal_format="number")
+
+# A text cell beginning with one of these gets a leading ' in CSV. The first six are OWASP's "CSV
+# Injection" list: Excel, LibreOffice and Google Sheets run such a cell as a formula when the file is
+# opened. NUL is in OWASP ASVS 1.2.10's list. The quote itself is there so the escape can be undone:
+# every text cell of the CSV that begins with ' has exactly one ' more than the text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\0", "'")
 
 
 # Each subclass says frozen=True again: msgspec inherits it, but a type checker reads the class
@@ -233,7 +242,9 @@ class Table(msgspec.Struct, frozen=True):
         honours quotes takes a reply of ``nan``, ``NA`` or ``""`` as that text (polars does;
         pandas only with ``keep_default_na=False, na_values=[""]``, see docs/tables.md); an empty,
         unquoted field for a missing value; ``true`` and ``false`` for booleans; a cost with its
-        exact digits, never in exponent notation."""
+        exact digits, never in exponent notation. A text that begins with one of ``FORMULA_STARTS``
+        gets a ``'`` in front, so a spreadsheet shows it as text rather than running it as a
+        formula; every text column is treated alike, ids and names included."""
         lines = [",".join(self.columns), *(",".join(self._field(value) for value in msgspec.structs.astuple(row)) for row in self.rows)]
         return "".join(line + "\n" for line in lines)
 
@@ -242,7 +253,8 @@ class Table(msgspec.Struct, frozen=True):
             case None:
                 return ""
             case str(text):
-                return '"' + text.replace('"', '""') + '"'
+                shown = "'" + text if text.startswith(FORMULA_STARTS) else text
+                return '"' + shown.replace('"', '""') + '"'
             case bool(flag):
                 return "true" if flag else "false"
             case Decimal() as amount:
