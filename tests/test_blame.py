@@ -16,6 +16,7 @@ from typing import Any
 import hypothesis
 import pytest
 from hypothesis import strategies
+from test_process import clean, planned, project
 
 from convy.agent import Answer, Call, Message
 from convy.bench import Bench, Limits, Plan, RunJournal, RunSpec
@@ -30,17 +31,30 @@ from convy.scenario import Check, Outcome, Rule, Scenario
 from convy.tables import RunRows
 
 PARTICIPANTS = ("agent", "user", "judge", "judge_model")
-KINDS = ("raises", "wrong_type", "unusable", "busy")
+# Raising plainly, raising in the ways that escaped before (a CancelledError nobody asked for, a
+# SystemExit, an exception whose text cannot be read), answering wrong, staying busy.
+KINDS = ("raises", "cancels", "exits", "unreadable", "wrong_type", "unusable", "busy")
+FAILING = ("raises", "cancels", "exits", "unreadable", "wrong_type", "unusable")
 
 # What each participant's failure leaves: the stop, and the result's kind (with who, for NoVerdict).
 EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
-    **{("agent", kind): ("agent_failed", "failed") for kind in ("raises", "wrong_type", "unusable")},
+    **{("agent", kind): ("agent_failed", "failed") for kind in FAILING},
     ("agent", "busy"): ("agent_busy", "busy"),
-    **{("user", kind): ("model_failed", "user") for kind in ("raises", "wrong_type", "unusable")},
+    **{("user", kind): ("model_failed", "user") for kind in FAILING},
     ("user", "busy"): ("model_failed", "busy"),
-    **{(judge, kind): ("finished", "judge") for judge in ("judge", "judge_model") for kind in ("raises", "wrong_type", "unusable")},
+    **{(judge, kind): ("finished", "judge") for judge in ("judge", "judge_model") for kind in FAILING},
     **{(judge, "busy"): ("finished", "busy") for judge in ("judge", "judge_model")},
 }
+
+
+KEY = "sk-canary-5f0e2a9c41d7b3e8a6c0f1d2e3b4a5c6"
+
+
+class Unreadable(Exception):
+    """An exception whose text cannot be read: reading it raises, with a key in the message."""
+
+    def __str__(self) -> str:
+        raise ValueError("str of me fails " + KEY)
 
 
 class Returning:
@@ -66,6 +80,12 @@ def failing(kind: str, unusable: Any, wrong: Any = "a bare string") -> Callable[
         match kind:
             case "raises":
                 raise RuntimeError("it broke")
+            case "cancels":
+                raise asyncio.CancelledError()
+            case "exits":
+                raise SystemExit(3)
+            case "unreadable":
+                raise Unreadable()
             case "wrong_type":
                 return wrong
             case "unusable":
@@ -136,6 +156,10 @@ def test_each_failure_is_blamed_on_its_own_participant(participant: str, kind: s
         assert outcome.status(1.0) == "not_judged"
     assert len(agent.messages) == len(set(agent.messages)), "no message is sent to the agent twice"
     assert (agent.opened, agent.closed) == (1, 1)
+    if kind == "unreadable":
+        reason = outcome.result.reason  # type: ignore[union-attr]
+        assert "Unreadable (its text could not be read)" in reason
+        assert KEY not in reason
 
 
 @pytest.mark.parametrize("participant", ["user", "judge", "judge_model"])
@@ -186,6 +210,127 @@ def test_the_report_and_the_line_show_the_check_that_failed(tmp_path: Path) -> N
         (2, 2, "never called refund", "code", False),
     ]
 
+
+
+# --- the real command, with an agent that raises what used to escape -------------------------------
+
+ESCAPING_AGENT = f'''\
+"""An agent that answers every message but those naming a way to fail, which it fails that way."""
+
+import asyncio
+from contextlib import asynccontextmanager
+
+from convy.agent import Answer
+
+
+class Unreadable(Exception):
+    def __str__(self):
+        raise ValueError("str of me fails {KEY}")
+
+
+FAILS = {{"cancels": asyncio.CancelledError, "exits": lambda: SystemExit(3), "unreadable": Unreadable}}
+
+
+class Conversation:
+    async def turn(self, message):
+        for word, error in FAILS.items():
+            if word in message.text:
+                raise error()
+        return Answer(f"you said: {{message.text}}")
+
+
+class Escaping:
+    @asynccontextmanager
+    async def conversation(self):
+        yield Conversation()
+
+
+agent = Escaping()
+'''
+
+
+@pytest.mark.parametrize(
+    ("word", "said"),
+    [
+        ("cancels", "agent failed (agent_failed): CancelledError"),
+        ("exits", "agent failed (agent_failed): SystemExit: 3"),
+        ("unreadable", "agent failed (agent_failed): Unreadable (its text could not be read)"),
+    ],
+)
+def test_an_agent_raising_what_used_to_escape_fails_its_attempts_and_the_run_keeps_all(
+    tmp_path: Path, word: str, said: str
+) -> None:
+    """An agent raising CancelledError of its own accord, SystemExit, or an exception whose text
+    cannot be read fails the attempts it raises in: every planned attempt is kept, the run is
+    finished, the exit code is 1, there is no traceback and the key in the text is never shown."""
+    with project(tmp_path) as made:
+        (made.folder / "agents" / "escaping.py").write_text(ESCAPING_AGENT)
+        (made.folder / "scenarios" / "s2.yaml").write_text(f"script:\n  - {word}\njudge:\n  - check:\n      said: x\n")
+        ran = made.ran("run", "escaping")
+        assert ran.returncode == 1, ran.stdout + ran.stderr
+        clean(ran.stderr)
+        assert KEY not in ran.stdout + ran.stderr
+        lines = [line for line in ran.stdout.splitlines() if line.startswith("✗ s2 #")]
+        assert [line.split("· ", 1)[1] for line in lines] == [said] * 2
+        assert "escaping: 8 passed, 2 failed, 0 not judged of 10 attempts" in ran.stdout
+        folder = made.run()
+        assert folder.pairs() == planned(5, 2)
+        assert folder.status() == "finished"
+        assert KEY.encode() not in folder.data()
+
+
+def test_attempts_that_vanish_from_the_bench_stop_the_run_marked_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However an attempt's task comes to end cancelled without the run being stopped, the bench
+    does not end as if it had played it: the run stops, marked interrupted, never finished."""
+    from convy.problems import Unplayed
+
+    played = Scenario.outcome
+
+    async def vanishing(self: Scenario, *arguments: Any) -> Outcome:
+        if self.id == "gone":
+            raise asyncio.CancelledError()  # past Accountable: what a bug of convy's could do
+        return await played(self, *arguments)
+
+    monkeypatch.setattr(Scenario, "outcome", vanishing)
+    chosen = (scripted_only("hello"), Scenario(id="gone", script=("hi",), judge=(Rule(check=Check(said=".")),)))
+    bench = Bench(FakeAgent(lambda text: "hi"), Models())
+    spec = RunSpec(id="one", agent="fake", scenarios=chosen, attempts=2, limits=bench.limits)
+    journal = RunJournal(tmp_path / "results" / "fake" / "one")
+    with pytest.raises(Unplayed, match="2 of 4 planned attempts ended without being recorded"):
+        asyncio.run(journal.play(spec, bench))
+    assert sorted((outcome.scenario, outcome.attempt) for outcome in journal.kept().outcomes) == [("s", 1), ("s", 2)]
+    assert journal.run().status.__struct_config__.tag == "interrupted"
+
+
+def test_a_real_cancellation_during_the_agents_turn_stops_the_bench_and_blames_no_one() -> None:
+    """When the bench's own task is cancelled (Ctrl+C, SIGTERM) while the agent answers, the
+    cancellation goes on: nothing is recorded, least of all as the agent's failure."""
+
+    class Waiting:
+        def __init__(self) -> None:
+            self.answering = asyncio.Event()
+
+        @asynccontextmanager
+        async def conversation(self) -> AsyncIterator[Waiting]:
+            yield self
+
+        async def turn(self, message: Message) -> Answer:
+            self.answering.set()
+            await asyncio.Event().wait()  # until cancelled
+            return Answer("never")
+
+    async def cancelled() -> MemoryJournal:
+        agent, journal = Waiting(), MemoryJournal()
+        playing = asyncio.create_task(Bench(agent, Models()).run(Plan((scripted_only("hello"),)), journal))
+        await agent.answering.wait()
+        playing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await playing
+        return journal
+
+    assert asyncio.run(cancelled()).outcomes == []
 
 
 # --- Accountable: the agent's own code, and nothing else ----------------------------------------

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from convy.busy import Busy, Places
+from convy.problems import Outside
 
 
 class NotReported(msgspec.Struct, frozen=True, gc=False, tag="not_reported"):
@@ -144,11 +145,6 @@ class Agent(Protocol):
     def conversation(self) -> AbstractAsyncContextManager[Conversation]: ...
 
 
-def _blamed(error: Exception) -> AgentFailure:
-    """An error the agent's code raised, as the agent's failure, named by its kind."""
-    return AgentFailure(f"{type(error).__name__}: {error}")
-
-
 class _Answering(msgspec.Struct, frozen=True):
     """An open conversation whose every error is the agent's failure, and whose answers are
     converted where they enter."""
@@ -160,14 +156,16 @@ class _Answering(msgspec.Struct, frozen=True):
             answer = await self.origin.turn(message)
         except (AgentFailure, Busy):
             raise
-        except Exception as error:  # the agent's code is not ours: any error of it is its failure
-            raise _blamed(error) from error
+        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+            if not Outside(error).theirs():
+                raise
+            raise AgentFailure(Outside(error).named()) from error
         try:
             # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
             # type, holding anything, even a cycle) fails its turn here rather than the run later.
             return msgspec.json.decode(msgspec.json.encode(answer), type=Answer)
         except Exception as error:
-            raise AgentFailure(f"the agent's answer cannot be kept: {error}") from error
+            raise AgentFailure(f"the agent's answer cannot be kept: {Outside(error).text()}") from error
 
 
 class Accountable(msgspec.Struct, frozen=True):
@@ -175,8 +173,11 @@ class Accountable(msgspec.Struct, frozen=True):
 
     Any error raised while the agent opens a conversation, answers a turn or closes it is an
     ``AgentFailure`` (an ``AgentFailure`` as it is; ``Busy`` as it is, to be sent again), and so
-    is an answer convy cannot keep. Only the agent's own calls are inside: an error of convy's
-    code between them goes on as it is, to be seen, never recorded as the agent's failure.
+    is an answer convy cannot keep. "Any" takes in a ``SystemExit`` and a ``CancelledError`` the
+    agent raised of its own accord; only a stop of convy itself (Ctrl+C, a real cancellation of
+    the attempt's task: the run stopping, a time limit) goes on as it is (``Outside``). Only the
+    agent's own calls are inside: an error of convy's code between them goes on as it is, to be
+    seen, never recorded as the agent's failure.
     """
 
     agent: Agent
@@ -188,8 +189,10 @@ class Accountable(msgspec.Struct, frozen=True):
             opened = await manager.__aenter__()
         except (AgentFailure, Busy):
             raise
-        except Exception as error:  # the agent's code is not ours: any error of it is its failure
-            raise _blamed(error) from error
+        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+            if not Outside(error).theirs():
+                raise
+            raise AgentFailure(Outside(error).named()) from error
         failed: BaseException | None = None
         try:
             yield _Answering(opened)
@@ -210,9 +213,11 @@ class Accountable(msgspec.Struct, frozen=True):
         except (AgentFailure, Busy):
             if failed is None:
                 raise
-        except Exception as error:  # the agent's code is not ours: any error of it is its failure
+        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+            if not Outside(error).theirs():
+                raise
             if failed is None:
-                raise _blamed(error) from error
+                raise AgentFailure(Outside(error).named()) from error
 
 
 class _Limited(msgspec.Struct, frozen=True):

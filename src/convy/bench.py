@@ -35,7 +35,7 @@ from convy.agent import Agent, TimeLimited, _Retried
 from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.model import Absent, Contained, Models, PatientModel
-from convy.problems import ConfigurationError, Unwritable
+from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 
@@ -147,6 +147,7 @@ class Bench(msgspec.Struct, frozen=True):
             key: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
             for key, scenario in scenarios.items()
         }
+        kept: list[Planned] = []  # each attempt once it is recorded
 
         async def worker() -> None:
             # A worker takes an agent's place before it takes an attempt, so an attempt starts, and
@@ -165,11 +166,16 @@ class Bench(msgspec.Struct, frozen=True):
                 finally:
                     seat.release()
                 journal.record(outcome)
+                kept.append(one)
 
         workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
+        # A task group lets a worker that ends cancelled go without a word, its attempt with it:
+        # the bench is not done until every planned attempt was recorded.
+        if len(kept) != len(planned):
+            raise Unplayed(f"{len(planned) - len(kept)} of {len(planned)} planned attempts ended without being recorded")
 
 
     def _patient(self, judge: Any, places: Places) -> Any:

@@ -24,6 +24,7 @@ import msgspec
 from convy.agent import Answer, Message, NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
+from convy.problems import Outside
 
 STOP = "###STOP###"
 
@@ -413,9 +414,11 @@ class Checked(msgspec.Struct, frozen=True):
         except ModelFailure:
             raise
         except Busy as busy:
-            raise StillBusy(f"the judge {self.judge.name}: {busy}") from busy
-        except Exception as error:  # a judge's bug is the judge's failure, never the run's
-            raise ModelFailure(f"the judge {self.judge.name} failed: {type(error).__name__}: {error}") from error
+            raise StillBusy(f"the judge {self.judge.name}: {Outside(busy).text()}") from busy
+        except BaseException as error:  # a judge's bug (a SystemExit too) is the judge's failure, never the run's
+            if not Outside(error).theirs():
+                raise
+            raise ModelFailure(f"the judge {self.judge.name} failed: {Outside(error).named()}") from error
         # An unusable ruling still took its tokens: each failure below carries them.
         spent = ruling.requests
         if len(ruling.claims) != len(claims):

@@ -26,7 +26,7 @@ from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.chat import Chunks, Completion, Prices
 from convy.http import JsonConnection, JsonEndpoint
-from convy.problems import ModelFailure, StillBusy
+from convy.problems import ModelFailure, Outside, StillBusy
 
 
 class Said(msgspec.Struct, frozen=True):
@@ -68,7 +68,9 @@ class Models(msgspec.Struct, frozen=True):
 
 class Contained(msgspec.Struct, frozen=True):
     """The same model, whose every error, every answer that is not a ``Reply``, and every empty
-    reply, is a ``ModelFailure`` (a busy service past its patience a ``StillBusy``).
+    reply, is a ``ModelFailure`` (a busy service past its patience a ``StillBusy``). Every error
+    takes in a ``SystemExit`` and a ``CancelledError`` raised while nobody cancelled the attempt
+    (``Outside``); its text is read so that describing it cannot fail.
 
     The reply is outside data: it is encoded and decoded as a ``Reply`` where it enters, so a model
     that returns a string, or a reply whose fields have the wrong types, fails here as itself and
@@ -87,13 +89,17 @@ class Contained(msgspec.Struct, frozen=True):
         except ModelFailure:
             raise
         except Busy as busy:
-            raise StillBusy(f"model {self.model.name}: {busy}") from busy
-        except Exception as error:  # a bug in the model's code must not stop the run
-            raise ModelFailure(f"model {self.model.name} failed: {type(error).__name__}: {error}") from error
+            raise StillBusy(f"model {self.model.name}: {Outside(busy).text()}") from busy
+        except BaseException as error:  # a bug in the model's code (a SystemExit too) must not stop the run
+            if not Outside(error).theirs():
+                raise
+            raise ModelFailure(f"model {self.model.name} failed: {Outside(error).named()}") from error
         try:
             reply = msgspec.json.decode(msgspec.json.encode(answered), type=Reply)
         except Exception as error:  # whatever it returned, of any type, holding anything
-            raise ModelFailure(f"model {self.model.name} answered with something that is not a reply: {error}") from error
+            raise ModelFailure(
+                f"model {self.model.name} answered with something that is not a reply: {Outside(error).text()}"
+            ) from error
         if not reply.text.strip():
             raise ModelFailure(f"model {self.model.name} gave an empty reply", (reply.usage,))
         return reply

@@ -20,17 +20,23 @@
     ├── Unwritable (here)             the file system refused a write convy needs (a full
     │                                 disk, a file-size limit, a read-only mount): the run
     │                                 stops, marked interrupted, and what it kept stays readable
-    └── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
-                                      error whose text held a secret, with its trace
+    ├── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
+    │                                 error whose text held a secret, with its trace
+    └── Unplayed (here)               convy's own bug: the bench ended with planned attempts
+                                      it never recorded; the run stops, marked interrupted
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 Any other error is convy's own: it is never recorded as a participant's failure, and stops the run.
+``Outside`` is an exception that came out of a participant's code: whether it is that code's
+failure (anything but Ctrl+C or a cancellation of convy's own task), and its words, read so that
+describing it can never fail.
 ``FieldProblem`` says a msgspec validation message in the words of these errors: the field's path,
 then what is wrong with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import re
 from pathlib import Path
@@ -213,3 +219,54 @@ class Unwritable(Exception):
         self.path = path
         self.reason = error.strerror or str(error)
         super().__init__(f"{path}: cannot be written: {self.reason}")
+
+
+class Outside(msgspec.Struct, frozen=True):
+    """An exception raised by code that is not convy's (an agent's, a model's, a judge's), as convy
+    blames and describes it.
+
+    Reading an outside exception runs outside code (its ``__str__``), which may itself raise or
+    return something that is not text: the description then falls back to the exception's type.
+    """
+
+    error: BaseException
+
+    def theirs(self) -> bool:
+        """Whether the exception is the failure of the code that raised it: any exception, a
+        ``SystemExit`` included, but a stop of convy itself — Ctrl+C, a generator being closed, or
+        a cancellation of the task convy runs the code in (the run stopping, a time limit). A
+        ``CancelledError`` the code raised while nobody cancelled that task is its own doing."""
+        match self.error:
+            case KeyboardInterrupt() | GeneratorExit():
+                return False
+            case asyncio.CancelledError():
+                task = asyncio.current_task()
+                return task is not None and task.cancelling() == 0
+            case _:
+                return True
+
+    def text(self) -> str:
+        """The exception's text, or what stands for it when the text cannot be read."""
+        read = self._read()
+        return "(its text could not be read)" if read is None else read
+
+    def named(self) -> str:
+        """The exception's type and its text, as in ``ValueError: bad input``; its type alone
+        when it has no text, and with a word that the text could not be read when it cannot."""
+        name = type(self.error).__name__
+        read = self._read()
+        if read is None:
+            return f"{name} (its text could not be read)"
+        return f"{name}: {read}" if read else name
+
+    def _read(self) -> str | None:
+        try:
+            # A subclass of str could run more outside code when formatted: made plain text.
+            return str.__str__(str(self.error))
+        except Exception:
+            return None
+
+
+class Unplayed(Exception):
+    """The bench ended with planned attempts that were never recorded: a bug of convy's, raised so
+    that a run never says it is finished with attempts missing."""

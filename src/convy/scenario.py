@@ -43,7 +43,7 @@ from convy.dialog import (
 )
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.pattern import Pattern
-from convy.problems import ConfigurationError, FieldProblem, ScenarioError
+from convy.problems import ConfigurationError, FieldProblem, Outside, ScenarioError
 from convy.yamlfile import YamlFile
 
 
@@ -302,6 +302,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         # Only AgentFailure and Busy are caught around the dialogue: the agent raises nothing else
         # (``Accountable``), the user's model raises ModelFailure, caught where it speaks, and any
         # other error is a bug of convy's, which must be seen rather than blamed on the agent.
+        # A failure may be of a class the agent or a model defined: its text is read as an
+        # outside exception's, which cannot fail.
         try:
             mark = time.monotonic()
             async with agent.conversation() as conversation:
@@ -320,11 +322,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                         try:
                             spoken = await user.spoken(transcript)
                         except StillBusy as failure:
-                            stop, result = "model_failed", NoVerdict("busy", str(failure))
+                            stop, result = "model_failed", NoVerdict("busy", Outside(failure).text())
                             ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
                         except ModelFailure as failure:
-                            stop, result = "model_failed", NoVerdict("user", str(failure))
+                            stop, result = "model_failed", NoVerdict("user", Outside(failure).text())
                             ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
                         match spoken.move:
@@ -345,11 +347,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 mark = time.monotonic()
             closed = time.monotonic() - mark
         except OutOfTime as failure:
-            stop, result = "time_limit", Failed(str(failure), pending)
+            stop, result = "time_limit", Failed(Outside(failure).text(), pending)
         except Busy as busy:
-            stop, result = "agent_busy", NoVerdict("busy", f"the agent stayed busy: {busy}")
+            stop, result = "agent_busy", NoVerdict("busy", f"the agent stayed busy: {Outside(busy).text()}")
         except AgentFailure as failure:
-            stop, result = "agent_failed", Failed(str(failure), pending)
+            stop, result = "agent_failed", Failed(Outside(failure).text(), pending)
         judge_start = time.monotonic() - clock
         judge_requests: tuple[Usage | NoUsage, ...] = ()
         match result:
@@ -361,10 +363,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     judge_requests = ruling.requests
                     result = self.verdict(ruling, transcript)
                 except StillBusy as failure:
-                    result = NoVerdict("busy", str(failure), self.checks(transcript))
+                    result = NoVerdict("busy", Outside(failure).text(), self.checks(transcript))
                     judge_requests = failure.requests
                 except ModelFailure as failure:
-                    result = NoVerdict("judge", str(failure), self.checks(transcript))
+                    result = NoVerdict("judge", Outside(failure).text(), self.checks(transcript))
                     judge_requests = failure.requests
             case NoVerdict() as cut:
                 # The dialogue was cut short: only the checks more turns could not change count.
