@@ -8,7 +8,9 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+import hypothesis
 import pytest
+from hypothesis import strategies
 
 from convy.problems import ScenarioError
 from convy.scenario import Scenario, Scenarios
@@ -712,3 +714,68 @@ def test_hostile_file_stops_the_command(tmp_path: Path, case: str, text: str, ex
     assert done.stderr.count("\n") == 1
     assert "Traceback" not in done.stdout + done.stderr
     assert not (project / "results").exists()
+
+
+def bounded_memory() -> None:
+    """Run in the child: at most 2 GB of address space, so a text blown up to gigabytes is a
+    MemoryError there rather than the machine's memory filling up."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2_000_000 * 1024, 2_000_000 * 1024))
+
+
+def test_a_slot_repeated_with_a_long_value_is_refused_at_load_without_filling_it(tmp_path: Path) -> None:
+    """A 900 KB file whose ``user:`` repeats ``{{ a }}`` 100,000 times, with ``a`` 200,000 characters
+    long, would fill 20 GB of instructions: `convy run` refuses it at load, naming the file and
+    the field, within 2 GB of memory, with exit 2 and no traceback."""
+    project = tmp_path / "project"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
+    text = 'user: "' + "{{ a }}" * 100_000 + '"\njudge: [ok]\nvars:\n  a: ' + "y" * 200_000 + "\n"
+    written(project, {"bomb.yaml": text})
+    done = subprocess.run(
+        [sys.executable, "-m", "convy", "run"],
+        cwd=project, capture_output=True, text=True, timeout=120, preexec_fn=bounded_memory,
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "convy: scenarios/bomb.yaml: user: the filled instructions would be 19,073.5 MB, more than 1 MB\n",
+    )
+    assert "Traceback" not in done.stdout
+    assert not (project / "results").exists()
+
+
+def test_a_simulator_prompt_that_would_fill_too_large_is_refused_before_any_request(tmp_path: Path) -> None:
+    """The simulator prompt is filled with each scenario's instructions: one that would be larger
+    than 1 MB is a configuration error naming the prompt's file and the scenario."""
+    project = tmp_path / "project"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
+    (project / "models.py").write_text(
+        "from convy.fakes import FakeJudge, FakeModel\nfrom convy.model import Models\n\n"
+        "models = Models(user=FakeModel(['Thanks. ###STOP###']), judge=FakeJudge())\n"
+    )
+    (project / "pyproject.toml").write_text('[tool.convy]\nuser_prompt = "prompt.md"\n')
+    (project / "prompt.md").write_text("{{ instructions }} " * 2000)
+    written(project, {"s.yaml": "user: " + "x" * 1000 + "\njudge: [ok]\n"})
+    done = subprocess.run([sys.executable, "-m", "convy", "run"], cwd=project, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (2, "convy: prompt.md: the filled text would be 1.9 MB, more than 1 MB for scenario s\n")
+    assert not (project / "results").exists()
+
+
+@hypothesis.settings(max_examples=300, derandomize=True, deadline=None)
+@hypothesis.given(
+    pieces=strategies.lists(
+        strategies.one_of(strategies.text(max_size=5), strategies.sampled_from(["{{ a }}", "{{b}}", "{{  a\t}}", "{{ c }}"])),
+        max_size=8,
+    ),
+    a=strategies.one_of(strategies.text(max_size=5), strategies.integers(), strategies.booleans(), strategies.floats()),
+    b=strategies.text(max_size=5),
+)
+def test_the_size_of_a_filled_prompt_is_counted_exactly_without_filling_it(pieces: list[str], a: object, b: str) -> None:
+    """``Prompt.size`` is the length in UTF-8 of the text ``filled`` makes, whatever the slots and values."""
+    from convy.dialog import Prompt
+
+    prompt = Prompt("".join(pieces))
+    values = {"a": a, "b": b, "c": ""}
+    assert prompt.size(values) == len(prompt.filled(values).encode("utf-8", "surrogatepass"))

@@ -17,7 +17,7 @@ import asyncio
 import functools
 import re
 from importlib import resources
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 import msgspec
 
@@ -170,24 +170,55 @@ class Transcript(msgspec.Struct, frozen=True, gc=False):
         return "\n\n".join(lines)
 
 
+SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
 class Prompt(msgspec.Struct, frozen=True):
-    """A prompt with ``{{ name }}`` slots, filled from a scenario's values."""
+    """A prompt with ``{{ name }}`` slots, filled from a scenario's values.
+
+    A filled prompt is at most ``LIMIT`` bytes of UTF-8, as large as a scenario file may be: a
+    value used in many slots could otherwise fill gigabytes (a 900 KB file, 20 GB). The size is
+    counted before the text is made.
+    """
 
     text: str
 
+    LIMIT: ClassVar[int] = 1024 * 1024
+
     def slots(self) -> frozenset[str]:
-        return frozenset(re.findall(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", self.text))
+        return frozenset(SLOT.findall(self.text))
+
+    def size(self, values: dict[str, Any]) -> int:
+        """How many bytes the text filled with ``values`` would take, counted without making it
+        (a slot with no value counts as empty)."""
+        sizes = {name: len(str(value).encode("utf-8", "surrogatepass")) for name, value in values.items()}
+        size = len(self.text.encode("utf-8", "surrogatepass"))
+        for found in SLOT.finditer(self.text):
+            size += sizes.get(found.group(1), 0) - len(found.group(0))
+        return size
+
+    def missing(self, values: dict[str, Any]) -> str:
+        """The slots ``values`` leave without a value, said, or "" when there are none."""
+        missing = sorted(self.slots() - set(values))
+        return f"no value for {', '.join('{{ ' + name + ' }}' for name in missing)}" if missing else ""
+
+    def oversize(self, values: dict[str, Any]) -> str:
+        """What is wrong with the size of the text filled with ``values``, or "" when it fits."""
+        size = self.size(values)
+        if size <= self.LIMIT:
+            return ""
+        return f"would be {size / self.LIMIT:,.1f} MB, more than {self.LIMIT // 1024 // 1024} MB"
 
     def filled(self, values: dict[str, Any]) -> str:
-        """The text with every slot filled; a slot with no value is a ``ValueError`` naming it."""
-        missing = sorted(self.slots() - set(values))
+        """The text with every slot filled; a slot with no value, or a text that would be larger
+        than ``LIMIT``, is a ``ValueError`` saying so."""
+        missing = self.missing(values)
         if missing:
-            raise ValueError(f"no value for {', '.join('{{ ' + name + ' }}' for name in missing)}")
-        return re.sub(
-            r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}",
-            lambda found: str(values[found.group(1)]),
-            self.text,
-        )
+            raise ValueError(missing)
+        oversize = self.oversize(values)
+        if oversize:
+            raise ValueError(f"the filled text {oversize}")
+        return SLOT.sub(lambda found: str(values[found.group(1)]), self.text)
 
 
 class Spoken(msgspec.Struct, frozen=True):

@@ -149,11 +149,13 @@ class Project(msgspec.Struct, frozen=True):
 
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator
-        prompt, before any request: a slot left empty is a configuration error."""
+        prompt, and within its size, before any request: a slot left empty, or a prompt that would
+        be too large, is a configuration error."""
         for scenario in scenarios:
             if scenario.user.strip():
                 try:
-                    prompt.filled({**scenario.vars, "instructions": "", "stop": STOP})
+                    instructions = Prompt(scenario.user).filled(scenario.vars)
+                    prompt.filled({**scenario.vars, "instructions": instructions, "stop": STOP})
                 except ValueError as error:
                     shown = settings.user_prompt or "the simulator prompt"
                     raise ConfigurationError(f"{shown}: {error} for scenario {scenario.id}") from None

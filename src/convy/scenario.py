@@ -198,10 +198,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             if not line.strip():
                 raise ValueError(f"script[{number}]: an empty message")
         if self.user:
-            try:
-                Prompt(self.user).filled(self.vars)
-            except ValueError as error:
-                raise ValueError(f"user: {error} in vars") from None
+            instructions = Prompt(self.user)
+            missing = instructions.missing(self.vars)
+            if missing:
+                raise ValueError(f"user: {missing} in vars")
+            oversize = instructions.oversize(self.vars)
+            if oversize:
+                raise ValueError(f"user: the filled instructions {oversize}")
 
     def claims(self) -> tuple[str | Graded, ...]:
         """The claims a judge decides, in order: the entries that are not checks."""
