@@ -193,5 +193,81 @@ def test_no_usage_a_server_sends_loses_the_reply(usage: Any, stream: bool) -> No
             assert all(count >= 0 for count in (cached, reasoning) if isinstance(count, int))
             assert isinstance(cost, Unpriced) or cost.amount >= 0
             msgspec.json.decode(msgspec.json.encode(read.usage), type=Usage | NoUsage)
+            # Field by field: a whole count the server sent is kept, whatever the other fields hold.
+            for field, kind, kept in (("prompt_tokens", "input", given), ("completion_tokens", "output", taken)):
+                sent = usage.get(field) if isinstance(usage, dict) else None
+                if type(sent) is int and sent >= 0:
+                    assert (kept, kind in read.usage.unreported) == (sent, False)
         case NoUsage():
-            pass
+            for field in ("prompt_tokens", "completion_tokens"):
+                sent = usage.get(field) if isinstance(usage, dict) else None
+                assert not (type(sent) is int and sent >= 0), "a whole count sent is never lost"
+
+
+def partly_reported(server: StandIn) -> None:
+    """Each user message makes the model call the tool, then answer; the answer's usage has
+    ``prompt_tokens`` null beside its completion tokens and the provider's cost."""
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        if not any(message["role"] == "tool" for message in request["messages"]):
+            server.faults(WrongShape(body={
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "Delivered."}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": None, "completion_tokens": 7, "cost": 0.25},
+            }))
+            return {"content": None, "tool_calls": [{"name": "lookup_order", "arguments": {"order": "A-1043"}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5}, "cost": 0.5}
+        return {"content": "unused"}
+
+    server.reply = reply
+
+
+def test_a_null_count_loses_only_itself_the_others_and_the_cost_are_kept(
+    server: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A request whose ``prompt_tokens`` is null keeps its completion tokens and the provider's
+    cost, marked partly reported: the turn's output and cost are what the server sent (12, 0.75),
+    and it says 1 of 2 requests reported, the tables leaving only that input out."""
+    agent = assistant(server, monkeypatch, tmp_path)
+    partly_reported(server)
+    scenario = msgspec.convert({"id": "usage", "script": ["Where is A-1043?"], "judge": [{"check": {"said": "."}}]}, Scenario)
+    journal = MemoryJournal()
+    asyncio.run(Bench(agent, Models()).run(Plan((scenario,)), journal))
+    (outcome,) = journal.outcomes
+    (turn,) = outcome.transcript.turns
+    assert turn.answer.usage == Requests((
+        Usage(10, 5, 0, 0, Cost(Decimal("0.5"), "provider")),
+        Usage(0, 7, NotReported(), NotReported(), Cost(Decimal("0.25"), "provider"), unreported=("input",)),
+    ))
+    shown = Attempt(outcome, 0.0).dialogue().turns[0]
+    assert (shown.agent_tokens.requests, shown.agent_tokens.reported) == (2, 1)
+    assert (shown.agent_tokens.input, shown.agent_tokens.output) == (10, 5 + 7)
+    assert (shown.cost.amount, shown.cost.priced, shown.cost.unpriced) == ("0.75", 2, 0)
+    rows = [row for row in AttemptRows("assistant", "run", Attempt(outcome, 0.0)).model_requests() if row.participant == "agent"]
+    assert [(row.request, row.reported, row.tokens_in, row.tokens_out, row.cost_usd) for row in rows] == [
+        (1, True, 10, 5, Decimal("0.5")),
+        (2, True, None, 7, Decimal("0.25")),
+    ]
+    from convy.cli import Tokens
+
+    assert Tokens(turn.answer.requests()).text() == "10 → 12 tokens (1 of 2 requests reported)"
+
+
+@pytest.mark.parametrize(
+    ("usage", "read"),
+    [
+        ({"prompt_tokens": 3, "completion_tokens": None}, Usage(3, 0, unreported=("output",))),
+        ({"prompt_tokens": None, "completion_tokens": None, "cost": 0.1}, Usage(cost=Cost(Decimal("0.1"), "provider"), unreported=("input", "output"))),
+        ({"prompt_tokens": None, "completion_tokens": None}, NoUsage()),
+        ({"prompt_tokens": "x", "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 2}}, Usage(0, 4, 2, unreported=("input",))),
+    ],
+)
+def test_each_count_is_reported_or_not_on_its_own(usage: dict[str, Any], read: Usage | NoUsage) -> None:
+    """A count missing or wrong is not reported, and only it; with neither count nor a cost there is no usage.
+    A request missing a count is never priced from the table: its price would be too low."""
+    from convy.chat import Completion, Price, Prices
+
+    reply = {"choices": [{"message": {"content": "kept"}, "finish_reason": "stop"}], "usage": usage}
+    prices = Prices({"m": Price(Decimal(1), Decimal(1))})
+    assert Completion(reply, "m", prices).read().usage == read
+    assert msgspec.json.decode(msgspec.json.encode(read), type=Usage | NoUsage) == read

@@ -107,7 +107,7 @@ if TYPE_CHECKING:
         Said,
         StillBusy,
     )
-    from convy.problems import ConfigurationError, ScenarioError, Unwritable
+    from convy.problems import ConfigurationError, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
 
@@ -201,6 +201,7 @@ _WHERE = {
     "TokenPaths": "convy.http",
     "Transcript": "convy.dialog",
     "Turn": "convy.dialog",
+    "Unplayed": "convy.problems",
     "Unpriced": "convy.agent",
     "Unwritable": "convy.problems",
     "Usage": "convy.agent",
@@ -311,6 +312,7 @@ __all__ = [
     "TokenPaths",
     "Transcript",
     "Turn",
+    "Unplayed",
     "Unpriced",
     "Unwritable",
     "Usage",

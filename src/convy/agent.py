@@ -45,11 +45,16 @@ class Unpriced(msgspec.Struct, frozen=True, gc=False, tag="unpriced"):
     """A request whose cost nobody knows: counted as unpriced, never as free."""
 
 
-class Usage(msgspec.Struct, frozen=True, gc=False, tag="usage"):
+class Usage(msgspec.Struct, frozen=True, gc=False, tag="usage", omit_defaults=True):
     """What one answer or one model request took: tokens by kind, and its cost.
 
     ``cached`` is the part of ``input`` served from a prompt cache and ``reasoning`` the part of
     ``output`` spent thinking; either is ``NotReported`` when the service does not say.
+
+    ``unreported`` names the counts the service did not give although it gave others or the cost
+    (``"prompt_tokens": null`` beside a completion count, say): such a count stands as 0 and is
+    left out of any sum of its kind, what was given is kept, and the request is partly reported.
+    (Written without its defaults, so a line written before this field reads back the same.)
     """
 
     input: int = 0
@@ -57,10 +62,17 @@ class Usage(msgspec.Struct, frozen=True, gc=False, tag="usage"):
     cached: int | NotReported = NotReported()
     reasoning: int | NotReported = NotReported()
     cost: Cost | Unpriced = Unpriced()
+    unreported: tuple[Literal["input", "output"], ...] = ()
 
     def __post_init__(self) -> None:
         if self.input < 0 or self.output < 0:
             raise ValueError("token counts cannot be negative")
+        if any(getattr(self, kind) for kind in self.unreported):
+            raise ValueError("a count not reported stands as 0")
+
+    def whole(self) -> bool:
+        """Whether the service gave both counts."""
+        return not self.unreported
 
 
 class NoUsage(msgspec.Struct, frozen=True, gc=False, tag="no_usage"):

@@ -60,14 +60,15 @@ class Spent(msgspec.Struct, frozen=True):
 
     def tokens(self) -> TokensView:
         # One pass over the usages: a report sums tokens for every turn and attempt.
-        reported = given = taken = 0
+        counted = reported = given = taken = 0
         cached: int | None = None
         reasoning: int | None = None
         for usage in self.usages:
             match usage:
                 case Usage():
-                    reported += 1
-                    given += usage.input
+                    counted += 1
+                    reported += usage.whole()  # a request partly reported is not reported in full
+                    given += usage.input  # a count not reported stands as 0
                     taken += usage.output
                     match usage.cached:
                         case int(count):
@@ -88,7 +89,7 @@ class Spent(msgspec.Struct, frozen=True):
             output=taken,
             cached=cached,
             reasoning=reasoning,
-            total=given + taken if reported else None,
+            total=given + taken if counted else None,
         )
 
     def cost(self) -> CostView:
@@ -120,8 +121,13 @@ class Spent(msgspec.Struct, frozen=True):
     def total(self) -> int:
         return sum(usage.input + usage.output for usage in self.reported())
 
+    def whole(self) -> int:
+        """How many of the requests reported both their counts."""
+        return sum(usage.whole() for usage in self.reported())
+
     def reported(self) -> list[Usage]:
-        """The usages somebody reported (``NoUsage`` left out)."""
+        """The usages somebody reported, in full or in part (``NoUsage`` left out); a count not
+        reported stands in them as 0."""
         found: list[Usage] = []
         for usage in self.usages:
             match usage:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -185,25 +185,41 @@ class Completion(msgspec.Struct, frozen=True):
         return ReplyParts(text, self._usage(completion), tuple(steps))
 
     def _usage(self, completion: _Completion) -> Usage | NoUsage:
-        """The usage as reported; with the input or the output tokens not reported, none is."""
+        """The usage as reported, field by field: a count that is missing or wrong is not
+        reported, and the rest is kept (``Usage.unreported``); with neither count nor a cost
+        reported, there is no usage. Only a request with both counts can be priced from the
+        table; the provider's own cost is kept whatever else is missing."""
         match completion.usage:
             case dict(counted):
                 pass
             case _:
                 return NoUsage()
-        match _Count(counted.get("prompt_tokens")).value(), _Count(counted.get("completion_tokens")).value():
-            case int(given), int(taken):
-                pass
-            case _:
-                return NoUsage()
+        given = _Count(counted.get("prompt_tokens")).value()
+        taken = _Count(counted.get("completion_tokens")).value()
         cached = _Count(self._detail(counted, "prompt_tokens_details", "cached_tokens")).value()
         reasoning = _Count(self._detail(counted, "completion_tokens_details", "reasoning_tokens")).value()
         cost = self._reported(counted.get("cost"))
-        match cost:
-            case None:
+        match given, taken, cost:
+            case int(), int(), None:
                 return Usage(given, taken, cached, reasoning, self._priced(completion, given, taken, cached))
-            case Cost():
+            case int(), int(), Cost():
                 return Usage(given, taken, cached, reasoning, cost)
+            case NotReported(), NotReported(), None:
+                return NoUsage()
+        unreported: list[Literal["input", "output"]] = []
+        match given:
+            case NotReported():
+                unreported.append("input")
+                given = 0
+            case int():
+                pass
+        match taken:
+            case NotReported():
+                unreported.append("output")
+                taken = 0
+            case int():
+                pass
+        return Usage(given, taken, cached, reasoning, cost or Unpriced(), tuple(unreported))
 
     def _reported(self, in_usage: Any) -> Cost | None:
         """The cost the provider reported: in the usage (OpenRouter, a streamed reply of LiteLLM's

@@ -469,8 +469,9 @@ class Tokens(msgspec.Struct, frozen=True):
         if not reported:
             return "tokens not given"
         counted = f"{sum(usage.input for usage in reported)} → {sum(usage.output for usage in reported)} tokens"
-        if len(reported) < len(self.requests):
-            return f"{counted} ({len(reported)} of {len(self.requests)} requests reported)"
+        whole = Spent(self.requests).whole()
+        if whole < len(self.requests):
+            return f"{counted} ({whole} of {len(self.requests)} requests reported)"
         return counted
 
 

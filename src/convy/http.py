@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import msgspec
@@ -481,21 +481,29 @@ class TokenPaths(msgspec.Struct, frozen=True):
     reasoning: str = ""
 
     def usage(self, reply: Any) -> Usage | NoUsage:
-        """The reply's usage; when a path that is set finds no count (missing, ``null``, not a
-        whole number), the reply's usage is not reported, rather than a count of 0."""
+        """The reply's usage, count by count: a count whose path is not set, or whose path finds
+        no count (missing, ``null``, not a whole number), is not reported (``Usage.unreported``),
+        never a count of 0, and the other is kept; with neither count there is no usage."""
         given, taken = self._count(self.input, reply), self._count(self.output, reply)
-        match given, taken:
-            case NotReported(), NotReported():
-                return NoUsage()
-        for path, count in ((self.input, given), (self.output, taken)):
-            match count:
-                case NotReported() if path:
-                    return NoUsage()
+        unreported: list[Literal["input", "output"]] = []
+        match given:
+            case NotReported():
+                unreported.append("input")
+            case int():
+                pass
+        match taken:
+            case NotReported():
+                unreported.append("output")
+            case int():
+                pass
+        if len(unreported) == 2:
+            return NoUsage()
         return Usage(
             input=self._whole(given),
             output=self._whole(taken),
             cached=self._count(self.cached, reply),
             reasoning=self._count(self.reasoning, reply),
+            unreported=tuple(unreported),
         )
 
     def _count(self, path: str, reply: Any) -> int | NotReported:

@@ -50,12 +50,12 @@ class Usages(msgspec.Struct, frozen=True):
         return tuple(Spent(self.usages).reported())
 
     def tokens_in(self) -> int | None:
-        reported = self.reported()
-        return sum(usage.input for usage in reported) if reported else None
+        given = [usage.input for usage in self.reported() if "input" not in usage.unreported]
+        return sum(given) if given else None
 
     def tokens_out(self) -> int | None:
-        reported = self.reported()
-        return sum(usage.output for usage in reported) if reported else None
+        given = [usage.output for usage in self.reported() if "output" not in usage.unreported]
+        return sum(given) if given else None
 
     def tokens_cached(self) -> int | None:
         return self._counted([usage.cached for usage in self.reported()])
