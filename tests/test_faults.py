@@ -38,7 +38,7 @@ from standin import (
     http_date,
 )
 
-from convy.agent import NoUsage, Usage
+from convy.agent import Usage
 from convy.bench import Bench, Limits, Plan
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.fakes import FakeAgent, MemoryJournal
