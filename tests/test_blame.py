@@ -18,13 +18,13 @@ import pytest
 from hypothesis import strategies
 from test_process import clean, planned, project
 
-from convy.agent import Answer, Call, Message
+from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench, Limits, Plan, RunJournal, RunSpec
 from convy.busy import Busy
 from convy.cli import Said
 from convy.dialog import STOP, ChatJudge, Failed, NoVerdict, Ruling, Transcript
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
-from convy.model import Models, Reply
+from convy.model import ModelFailure, Models, Reply
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Check, Outcome, Rule, Scenario
@@ -32,9 +32,10 @@ from convy.tables import RunRows
 
 PARTICIPANTS = ("agent", "user", "judge", "judge_model")
 # Raising plainly, raising in the ways that escaped before (a CancelledError nobody asked for, a
-# SystemExit, an exception whose text cannot be read), answering wrong, staying busy.
-KINDS = ("raises", "cancels", "exits", "unreadable", "wrong_type", "unusable", "busy")
-FAILING = ("raises", "cancels", "exits", "unreadable", "wrong_type", "unusable")
+# SystemExit, an exception whose text cannot be read, convy's own failure (of the agent or a model)
+# with a text that cannot be read, answering wrong, staying busy.
+KINDS = ("raises", "cancels", "exits", "unreadable", "own_unreadable", "wrong_type", "unusable", "busy")
+FAILING = ("raises", "cancels", "exits", "unreadable", "own_unreadable", "wrong_type", "unusable")
 
 # What each participant's failure leaves: the stop, and the result's kind (with who, for NoVerdict).
 EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
@@ -52,6 +53,14 @@ KEY = "sk-canary-5f0e2a9c41d7b3e8a6c0f1d2e3b4a5c6"
 
 class Unreadable(Exception):
     """An exception whose text cannot be read: reading it raises, with a key in the message."""
+
+    def __str__(self) -> str:
+        raise ValueError("str of me fails " + KEY)
+
+
+class UnreadableFailure(ModelFailure, AgentFailure):
+    """The failure convy's participants may raise themselves (an agent's, a model's), whose text
+    cannot be read."""
 
     def __str__(self) -> str:
         raise ValueError("str of me fails " + KEY)
@@ -86,6 +95,8 @@ def failing(kind: str, unusable: Any, wrong: Any = "a bare string") -> Callable[
                 raise SystemExit(3)
             case "unreadable":
                 raise Unreadable()
+            case "own_unreadable":
+                raise UnreadableFailure("unused")
             case "wrong_type":
                 return wrong
             case "unusable":
@@ -156,9 +167,9 @@ def test_each_failure_is_blamed_on_its_own_participant(participant: str, kind: s
         assert outcome.status(1.0) == "not_judged"
     assert len(agent.messages) == len(set(agent.messages)), "no message is sent to the agent twice"
     assert (agent.opened, agent.closed) == (1, 1)
-    if kind == "unreadable":
+    if kind in ("unreadable", "own_unreadable"):
         reason = outcome.result.reason  # type: ignore[union-attr]
-        assert "Unreadable (its text could not be read)" in reason
+        assert ("Unreadable (its text could not be read)" if kind == "unreadable" else "(its text could not be read)") in reason
         assert KEY not in reason
 
 
@@ -277,6 +288,21 @@ def test_an_agent_raising_what_used_to_escape_fails_its_attempts_and_the_run_kee
         assert folder.pairs() == planned(5, 2)
         assert folder.status() == "finished"
         assert KEY.encode() not in folder.data()
+
+
+def test_an_agent_file_raising_an_unreadable_exception_as_it_loads_exits_2_without_its_text(tmp_path: Path) -> None:
+    """Loading the project's Python is outside code too: an exception whose text cannot be read
+    is named by its type, exit 2, with no traceback and no key."""
+    with project(tmp_path) as made:
+        (made.folder / "agents" / "broken.py").write_text(
+            f"class Unreadable(Exception):\n    def __str__(self):\n        raise ValueError('{KEY}')\n\nraise Unreadable()\n"
+        )
+        ran = made.ran("run", "broken")
+        assert (ran.returncode, ran.stderr) == (
+            2,
+            "convy: loading agents/broken.py or models.py failed: Unreadable (its text could not be read)\n",
+        )
+        assert KEY not in ran.stdout
 
 
 def test_attempts_that_vanish_from_the_bench_stop_the_run_marked_interrupted(

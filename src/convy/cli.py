@@ -37,7 +37,7 @@ from convy.attempt import Spent
 from convy.bench import Bench, Journal, Kept, RunInUse, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent
-from convy.problems import ConfigurationError, Unwritable
+from convy.problems import ConfigurationError, Outside, Unwritable
 from convy.project import VERSION, Project
 from convy.report import Summary
 from convy.runs import Read
@@ -594,7 +594,7 @@ class Loaded(msgspec.Struct, frozen=True):
                 f"loading agents/{self.name}.py or models.py failed: {error.title}: {self.secrets().hidden(problems)}"
             ) from None
         except Exception as error:  # the project's own code failed while loading
-            said = Environment(self.project.folder).everything().hidden(f"{type(error).__name__}: {error}")
+            said = Environment(self.project.folder).everything().hidden(Outside(error).named())
             raise ConfigurationError(f"loading agents/{self.name}.py or models.py failed: {said}") from None
 
     def secrets(self, *parts: Any) -> Secrets:

@@ -352,7 +352,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
             first = errors[0]
             match first:
                 case ModelFailure():
-                    raise type(first)(str(first), tuple(every)) from first
+                    raise type(first)(Outside(first).text(), tuple(every)) from first
             raise first
         return Ruling(tuple(decided), tuple(requests))
 

@@ -66,7 +66,8 @@ class ModelFailure(Exception):
 
     def after(self, earlier: tuple[Any, ...]) -> ModelFailure:
         """The same failure, of the same kind, with ``earlier`` requests counted before its own."""
-        return type(self)(str(self), (*earlier, *self._requests))
+        # A model may raise a ModelFailure of its own, whose text is read as an outside exception's.
+        return type(self)(Outside(self).text(), (*earlier, *self._requests))
 
 
 class StillBusy(ModelFailure):
