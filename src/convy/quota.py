@@ -81,8 +81,10 @@ class Meter:
 
     def ready(self, now: float, share: float) -> float:
         """The first moment a request's cost is there, at ``share`` of the rate."""
+        if self.rate <= 0:
+            return now
         level = self._level(now, share)
-        if level >= self.cost or self.rate <= 0:
+        if level >= self.cost:
             return now
         return now + (self.cost - level) / (self.rate * share)
 
