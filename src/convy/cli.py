@@ -34,7 +34,7 @@ import msgspec
 
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Spent
-from convy.bench import Bench, Journal, Kept, RunInUse, RunJournal, RunSpec
+from convy.bench import Bench, Kept, RunInUse, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent
 from convy.problems import ConfigurationError, Unwritable
@@ -42,7 +42,7 @@ from convy.project import VERSION, Project
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
-from convy.secrets import Environment, Holders, Redacted, Secrets
+from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
 
 if TYPE_CHECKING:
@@ -143,10 +143,9 @@ class Shown:
 
 
 class Printed:
-    """A journal that passes each attempt on and shows it: one line, and the progress so far."""
+    """A journal that shows each attempt kept: one line, and the progress so far."""
 
-    def __init__(self, journal: Journal, shown: Shown, progress: Progress, task: Any, trust: float) -> None:
-        self._journal = journal
+    def __init__(self, shown: Shown, progress: Progress, task: Any, trust: float) -> None:
         self._shown = shown
         self._progress = progress
         self._task = task
@@ -154,7 +153,6 @@ class Printed:
         self.counts = {"passed": 0, "failed": 0, "not_judged": 0}
 
     def record(self, outcome: Outcome) -> None:
-        self._journal.record(outcome)
         status = outcome.status(self._trust)
         self.counts[status] += 1
         self._progress.update(
@@ -223,7 +221,7 @@ class Recorded(msgspec.Struct, frozen=True):
         with self._progress() as progress:
             done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
             task = progress.add_task(escape(self.spec.agent), total=planned, completed=done, passed=0, failed=0, not_judged=0)
-            printed = Printed(journal, self.shown, progress, task, self.spec.trust)
+            printed = Printed(self.shown, progress, task, self.spec.trust)
             try:
                 kept = asyncio.run(self._played(journal, printed))
             except (KeyboardInterrupt, Terminated, Unwritable) as error:
@@ -261,7 +259,7 @@ class Recorded(msgspec.Struct, frozen=True):
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
         # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
         # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
-        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, Redacted(printed, self.secrets)))
+        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets))
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, playing.cancel)
         try:

@@ -102,7 +102,7 @@ class Secrets(msgspec.Struct, frozen=True):
         if not self._forms():
             return value
         encoded = msgspec.json.encode(value)
-        if not self._may_hold(encoded.decode("utf-8")):
+        if not self.may_hold(encoded):
             return value
         plain = msgspec.json.decode(encoded)
         return msgspec.json.decode(msgspec.json.encode(self._walked(plain)), type=type(value))
@@ -152,18 +152,18 @@ class Secrets(msgspec.Struct, frozen=True):
         return tuple(sorted(forms, key=lambda form: (-len(form), form)))
 
     @functools.cache  # noqa: B019 - as _forms
-    def _quarters(self) -> tuple[str, ...]:
-        """The fours each form of a secret is made of, from its start (its last four too)."""
+    def _quarters(self) -> tuple[bytes, ...]:
+        """The fours each form of a secret is made of, from its start (its last four too), in UTF-8."""
         found = {form[start : start + 4] for form in self._forms() for start in range(0, len(form) - 3, 4)}
         found |= {form[-4:] for form in self._forms()}
-        return tuple(sorted(found))
+        return tuple(sorted(quarter.encode("utf-8") for quarter in found))
 
-    def _may_hold(self, text: str) -> bool:
-        """Whether ``text`` may hold a piece of a secret: any eight characters of a form cover one
-        of the fours it is made of, so a text that holds none of them holds no piece. A quick
-        test for a whole record (a search of the text per four), before the walk through each of
-        its texts."""
-        return any(quarter in text for quarter in self._quarters())
+    def may_hold(self, data: bytes) -> bool:
+        """Whether ``data``, UTF-8 text such as a record's JSON, may hold a piece of a secret: any
+        eight characters of a form cover one of the fours it is made of, so a text that holds none
+        of them holds no piece (and UTF-8 bytes hold a text's bytes only where they hold the text).
+        A quick test for a whole record, a search per four, before the walk through its texts."""
+        return any(quarter in data for quarter in self._quarters())
 
     @functools.cache  # noqa: B019 - as _forms
     def _pieces(self) -> tuple[str, ...]:
@@ -310,14 +310,3 @@ class Holders(msgspec.Struct, frozen=True):
         if isinstance(attributes, dict) and not isinstance(here, (types.ModuleType, types.FunctionType)):
             return list(attributes.values())
         return []
-
-
-class Redacted(msgspec.Struct, frozen=True):
-    """The same journal, keeping each attempt with every known secret hidden from its texts: the
-    agent's answers and failure, the models' errors, the judge's reasons."""
-
-    journal: Any
-    secrets: Secrets
-
-    def record(self, outcome: Any) -> None:
-        self.journal.record(self.secrets.kept(outcome))
