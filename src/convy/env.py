@@ -78,9 +78,9 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     MOST: ClassVar[dict[str, float]] = {
         "attempts": 10_000,
         "max_turns": 1_000,
-        "agent_places": 1_000,
-        "user_places": 1_000,
-        "judge_places": 1_000,
+        "agent_places": 100_000,
+        "user_places": 100_000,
+        "judge_places": 100_000,
         "agent_per_minute": 1_000_000,
         "user_per_minute": 1_000_000,
         "judge_per_minute": 1_000_000,
