@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import Any, ClassVar, TextIO
 
 import msgspec
 
@@ -44,9 +44,6 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
-
-if TYPE_CHECKING:
-    from rich.progress import Progress
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 
@@ -142,10 +139,18 @@ class Shown:
         os.close(devnull)
 
 
-class Printed:
-    """A journal that shows each attempt kept: one line, and the progress so far."""
+class Unseen:
+    """The progress of a run that nobody watches (stderr is not a terminal): nothing is drawn."""
 
-    def __init__(self, shown: Shown, progress: Progress, task: Any, trust: float) -> None:
+    def update(self, task: Any, **fields: Any) -> None:
+        pass
+
+
+class Printed:
+    """A journal that shows each attempt kept: one line, and the progress so far (on a rich
+    ``Progress``, or ``Unseen``)."""
+
+    def __init__(self, shown: Shown, progress: Any, task: Any, trust: float) -> None:
         self._shown = shown
         self._progress = progress
         self._task = task
@@ -216,11 +221,8 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {self._where(journal.folder)}"
         )
         stopped: KeyboardInterrupt | Terminated | Unwritable | None = None
-        from rich.markup import escape  # rich is loaded only by the commands that show progress
-
-        with self._progress() as progress:
-            done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
-            task = progress.add_task(escape(self.spec.agent), total=planned, completed=done, passed=0, failed=0, not_judged=0)
+        done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
+        with self._progress(planned, done) as (progress, task):
             printed = Printed(self.shown, progress, task, self.spec.trust)
             try:
                 kept = asyncio.run(self._played(journal, printed))
@@ -333,12 +335,16 @@ class Recorded(msgspec.Struct, frozen=True):
                 return False
 
     @contextmanager
-    def _progress(self) -> Iterator[Progress]:
-        # rich is imported here, by the commands that play, not by every command.
+    def _progress(self, total: int, completed: int) -> Iterator[tuple[Any, Any]]:
+        """The progress bar on stderr, and its task; when stderr is not a terminal, nobody would
+        see one, and rich is not loaded at all."""
+        if not sys.stderr.isatty():
+            yield Unseen(), 0
+            return
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        live = sys.stderr.isatty()
         progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -347,12 +353,14 @@ class Recorded(msgspec.Struct, frozen=True):
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=True,
-            disable=not live,
-            redirect_stdout=live and sys.stdout.isatty(),
+            redirect_stdout=sys.stdout.isatty(),
             redirect_stderr=False,
         )
         with progress:
-            yield progress
+            task = progress.add_task(
+                escape(self.spec.agent), total=total, completed=completed, passed=0, failed=0, not_judged=0
+            )
+            yield progress, task
 
 
 class InitCommand(msgspec.Struct, frozen=True):
