@@ -584,21 +584,22 @@ class Loaded(msgspec.Struct, frozen=True):
     name: str
 
     def parts(self) -> tuple[Any, Any]:
-        import pydantic  # the project's settings classes are pydantic's; only loading them needs it
-
         try:
             return self.project.agent(self.name).agent, self.project.models()
         except ConfigurationError:
             raise
-        except pydantic.ValidationError as error:  # its settings: pydantic's message may repeat a value, a key say
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in problem['loc']) or 'settings'}: {problem['msg']}"
-                for problem in error.errors(include_url=False, include_input=False)
-            )
-            raise ConfigurationError(
-                f"loading agents/{self.name}.py or models.py failed: {error.title}: {self.secrets().hidden(problems)}"
-            ) from None
         except Exception as error:  # the project's own code failed while loading
+            # Its settings (an Env, pydantic's, which the project's code loaded): pydantic's message
+            # may repeat a value, a key say, so only the fields and what is wrong with them are told.
+            pydantic = sys.modules.get("pydantic")
+            if pydantic is not None and isinstance(error, pydantic.ValidationError):
+                problems = "; ".join(
+                    f"{'.'.join(str(part) for part in problem['loc']) or 'settings'}: {problem['msg']}"
+                    for problem in error.errors(include_url=False, include_input=False)
+                )
+                raise ConfigurationError(
+                    f"loading agents/{self.name}.py or models.py failed: {error.title}: {self.secrets().hidden(problems)}"
+                ) from None
             said = Environment(self.project.folder).everything().hidden(f"{type(error).__name__}: {error}")
             raise ConfigurationError(f"loading agents/{self.name}.py or models.py failed: {said}") from None
 

@@ -27,6 +27,7 @@ import functools
 import json
 import os
 import re
+import sys
 import types
 from collections import deque
 from pathlib import Path
@@ -233,6 +234,8 @@ class Environment(msgspec.Struct, frozen=True):
 
     def _read_secretly(self) -> set[str]:
         """The variable names that a subclass of ``Env`` reads into a ``SecretStr``."""
+        if "convy.env" not in sys.modules:
+            return set()  # no Env is defined yet, so no subclass of one reads anything
         from pydantic import SecretStr
 
         from convy.env import Env
@@ -265,8 +268,7 @@ class Holders(msgspec.Struct, frozen=True):
     most: int = 20_000
 
     def secrets(self) -> Secrets:
-        from pydantic import SecretBytes, SecretStr
-
+        secret_str, secret_bytes = self._pydantic()
         from convy.http import JsonEndpoint
         from convy.model import OpenAiModel
 
@@ -279,10 +281,10 @@ class Holders(msgspec.Struct, frozen=True):
                 continue
             seen.add(id(here))
             match here:
-                case SecretStr():
+                case secret_str():
                     found.append(here.get_secret_value())
                     continue
-                case SecretBytes():
+                case secret_bytes():
                     found.append(here.get_secret_value().decode("utf-8", "replace"))
                     continue
                 case JsonEndpoint():
@@ -298,6 +300,15 @@ class Holders(msgspec.Struct, frozen=True):
             waiting.extend((child, level + 1) for child in self._children(here))
         return Secrets(tuple(dict.fromkeys(found)))
 
+    def _pydantic(self) -> tuple[type[Any], type[Any]]:
+        """pydantic's ``SecretStr`` and ``SecretBytes``; before pydantic is loaded no object can be
+        one, and a class nothing is an instance of stands in for both, so it is not loaded here."""
+        if "pydantic" not in sys.modules:
+            return _Unmade, _Unmade
+        from pydantic import SecretBytes, SecretStr
+
+        return SecretStr, SecretBytes
+
     def _children(self, here: Any) -> list[Any]:
         match here:
             case msgspec.Struct():
@@ -310,3 +321,8 @@ class Holders(msgspec.Struct, frozen=True):
         if isinstance(attributes, dict) and not isinstance(here, (types.ModuleType, types.FunctionType)):
             return list(attributes.values())
         return []
+
+
+class _Unmade:
+    """A class of which no object is ever made: what ``Holders`` looks for in place of pydantic's
+    secrets while pydantic is not loaded."""
