@@ -359,7 +359,8 @@ class Places:
     def _moment(self, now: float) -> float:
         moment = max(self._paused_until, self._next)
         for meter in self._service.meters.values():
-            moment = max(moment, meter.ready(now, self._share))
+            if meter.rate > 0:  # a meter without a rate is always ready
+                moment = max(moment, meter.ready(now, self._share))
         return moment
 
     def _took(self, now: float) -> None:
@@ -376,7 +377,8 @@ class Places:
 
     def _landed(self) -> None:
         self._flying -= 1
-        self._release()
+        if self._send_queue:  # nothing waits: nothing to let go, and a timer left would find nothing
+            self._release()
 
     def _answer(self, send: _Send, told: Told, paced: bool) -> None:
         if not paced:
@@ -391,7 +393,7 @@ class Places:
         number = send.number
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
-        if number > self._cut_after:
+        if number > self._cut_after and self._share < _SHARE:
             self._share += (_SHARE - self._share) * _SHARE_GROWTH
         if self._rate > 0 and number > self._cut_after:
             # One answer is worth the gap it filled; answers to requests sent before the last cut

@@ -148,7 +148,8 @@ class Service:
         self.sent.append((number, now))
         self.sends += 1
         for meter in self.meters.values():
-            meter.take(now, share)
+            if meter.rate > 0:  # what is left of a limit with no rate yet is never read: its first word sets it
+                meter.take(now, share)
         return number
 
 
