@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
-import email.utils
 import functools
 import hashlib
 import math
@@ -107,6 +106,8 @@ class RetryAfter(msgspec.Struct, frozen=True):
             return max(0.0, float(given))
         except ValueError:
             pass
+        import email.utils  # here: only a Retry-After given as a date needs it
+
         try:
             moment = email.utils.parsedate_to_datetime(given)
         except (TypeError, ValueError):
