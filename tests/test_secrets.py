@@ -153,9 +153,13 @@ def test_the_environment_knows_secrets_by_name_and_by_the_settings_that_read_the
 
     (tmp_path / ".env").write_text("SHOP_ACCESS=access-value-1\nSHOP_URL=http://shop.example\nMY_API_KEY=key-value-22\n")
     monkeypatch.setenv("SERVICE_TOKEN", "token-value-333")
+    monkeypatch.setenv("DB_PWD", "password-4444")
+    monkeypatch.setenv("PWD", "/home/someone/project")  # the shell's working directory, not a password
+    monkeypatch.setenv("OLDPWD", "/home/someone/before")
     values = set(Environment(tmp_path).secrets().values)
-    assert {"access-value-1", "key-value-22", "token-value-333"} <= values
+    assert {"access-value-1", "key-value-22", "token-value-333", "password-4444"} <= values
     assert "http://shop.example" not in values
+    assert not {"/home/someone/project", "/home/someone/before"} & values
     assert "http://shop.example" in Environment(tmp_path).everything().values
 
 

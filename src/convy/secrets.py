@@ -46,6 +46,10 @@ _SECRET_WORDS = re.compile(
     r"(KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|CREDENTIALS?|AUTH|"
     r"AUTHORIZATION|COOKIE|PRIVATE|SIGNATURE|APIKEY|ACCESSKEY)"
 )
+# What a shell sets to the working directory and the one before: named like a password (PWD) but
+# a path, which hiding would blot from every text that names a file of the project, and which
+# made every attempt of a run look as if it might hold a secret.
+_DIRECTORIES = frozenset({"PWD", "OLDPWD"})
 # Anything shaped like a credential in a service's error, known to convy or not.
 _SHAPES = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 " + HIDDEN),
@@ -218,6 +222,8 @@ class Environment(msgspec.Struct, frozen=True):
         return self.secrets() + Secrets(tuple(value.strip() for value in self._dotenv().values() if value))
 
     def _secret_name(self, name: str) -> bool:
+        if name.upper() in _DIRECTORIES:
+            return False
         return any(
             _SECRET_WORDS.fullmatch(word) or word.endswith(("KEY", "TOKEN", "SECRET", "PASSWORD"))
             for word in re.split(r"[^A-Z0-9]+", name.upper())
