@@ -212,6 +212,16 @@ def test_inert_text_writes_every_control_character_out() -> None:
     assert Inert("one\ntwo\tthree").line() == "one\\ntwo\\tthree"
 
 
+def test_every_character_inert_writes_out_is_one_a_printable_text_cannot_hold() -> None:
+    """Inert returns a printable text as it is, without its search: that is sound only while every
+    character it writes out, alone, is not printable (all of Unicode is tried)."""
+    printable = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isprintable()]
+    # A newline, or a NUL, is not printable: behind one, each character goes through the search.
+    assert Inert("\n" + "".join(printable)).lines() == "\n" + "".join(printable)
+    assert Inert("\x00" + "".join(printable)).line() == "\\x00" + "".join(printable)
+    assert Inert("\u202egnp.exe").line() == "\\u202egnp.exe" and Inert("plain text, é ü").line() == "plain text, é ü"
+
+
 AGENT = """
 from contextlib import asynccontextmanager
 
