@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import httpx2
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -152,9 +153,13 @@ def test_the_environment_knows_secrets_by_name_and_by_the_settings_that_read_the
 
     (tmp_path / ".env").write_text("SHOP_ACCESS=access-value-1\nSHOP_URL=http://shop.example\nMY_API_KEY=key-value-22\n")
     monkeypatch.setenv("SERVICE_TOKEN", "token-value-333")
+    monkeypatch.setenv("DB_PWD", "password-4444")
+    monkeypatch.setenv("PWD", "/home/someone/project")  # the shell's working directory, not a password
+    monkeypatch.setenv("OLDPWD", "/home/someone/before")
     values = set(Environment(tmp_path).secrets().values)
-    assert {"access-value-1", "key-value-22", "token-value-333"} <= values
+    assert {"access-value-1", "key-value-22", "token-value-333", "password-4444"} <= values
     assert "http://shop.example" not in values
+    assert not {"/home/someone/project", "/home/someone/before"} & values
     assert "http://shop.example" in Environment(tmp_path).everything().values
 
 
@@ -205,6 +210,16 @@ def test_inert_text_writes_every_control_character_out() -> None:
         "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[6n\\x9b31m\\u202egnp.exe [bold]loud[/bold]\\r\n\tend"
     )
     assert Inert("one\ntwo\tthree").line() == "one\\ntwo\\tthree"
+
+
+def test_every_character_inert_writes_out_is_one_a_printable_text_cannot_hold() -> None:
+    """Inert returns a printable text as it is, without its search: that is sound only while every
+    character it writes out, alone, is not printable (all of Unicode is tried)."""
+    printable = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isprintable()]
+    # A newline, or a NUL, is not printable: behind one, each character goes through the search.
+    assert Inert("\n" + "".join(printable)).lines() == "\n" + "".join(printable)
+    assert Inert("\x00" + "".join(printable)).line() == "\\x00" + "".join(printable)
+    assert Inert("\u202egnp.exe").line() == "\\u202egnp.exe" and Inert("plain text, é ü").line() == "plain text, é ü"
 
 
 AGENT = """
@@ -314,4 +329,5 @@ def test_a_record_skipped_by_the_quick_test_holds_no_piece_of_a_secret(before: s
     form = secrets._forms()[start % len(secrets._forms())]
     text = before + form[start % max(1, len(form) - 8) :][:length] + after
     if secrets.hidden(text) != text:
-        assert secrets._may_hold(text)
+        assert secrets.may_hold(text.encode("utf-8"))
+        assert secrets.may_hold(msgspec.json.encode({"said": [text]}))  # as a record's line holds it
