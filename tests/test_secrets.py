@@ -288,12 +288,13 @@ def test_an_http_error_body_never_drives_the_terminal(tmp_path: Path) -> None:
 
 def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_path: Path) -> None:
     """On a terminal (a pty, with rich's progress bar live) the agent's escape sequences never arrive as such,
-    ``[bold]`` prints literally, and markup in an agent's name is not read by the progress bar."""
+    ``[bold]`` prints literally, and markup or an escape sequence in an agent's name (its file's name) is
+    neither read by the progress bar nor sent on."""
     folder = project(tmp_path, "raise")
-    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink].py")
+    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink]\x1b[2J.py")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [str(CONVY), "run", "hostile[blink]", "--scenarios", "off-topic", "-k", "1"],
+        [str(CONVY), "run", "hostile[blink]\x1b[2J", "--scenarios", "off-topic", "-k", "1"],
         cwd=folder, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**os.environ, "TERM": "xterm"},
     )
     os.close(follower)
@@ -313,7 +314,7 @@ def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_p
         assert sequence not in said, repr(said)
     assert "[bold]loud[/bold]" in said and "\\x1b]0;pwned\\x07" in said
     progress = [line for line in said.split("\r") if "━" in line]
-    assert progress and all("hostile[blink]" in line for line in progress), progress
+    assert progress and all("hostile[blink]\\x1b[2J" in line for line in progress), progress
 
 
 @given(

@@ -359,7 +359,7 @@ class Recorded(msgspec.Struct, frozen=True):
         )
         with progress:
             task = progress.add_task(
-                escape(self.spec.agent), total=total, completed=completed, passed=0, failed=0, not_judged=0
+                escape(Inert(self.spec.agent).line()), total=total, completed=completed, passed=0, failed=0, not_judged=0
             )
             yield progress, task
 
