@@ -12,6 +12,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import httpx2
@@ -315,6 +316,27 @@ def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_p
     assert "[bold]loud[/bold]" in said and "\\x1b]0;pwned\\x07" in said
     progress = [line for line in said.split("\r") if "━" in line]
     assert progress and all("hostile[blink]\\x1b[2J" in line for line in progress), progress
+
+
+@pytest.mark.parametrize("prefix", ["", "u", "us", "user:", "a-longer-user:"])
+@pytest.mark.parametrize("encode", [base64.b64encode, base64.urlsafe_b64encode], ids=["base64", "urlsafe"])
+def test_a_secret_echoed_in_base64_is_hidden_wherever_it_stands(prefix: str, encode: Any) -> None:
+    """A key a service echoes in base64, alone or after other bytes (HTTP Basic's user:key), is hidden: what
+    is left of the echo is only the characters that also hold bits of the bytes around the key."""
+    key = "sk-canary-Q7x9Lm2Pz8Rt4Vw6Yb1Nc3Jd5Hf0Kg"
+    echoed = encode((prefix + key).encode()).decode()
+    shown = Secrets((key,)).hidden(f"key={echoed} end")
+    assert shown.startswith("key=") and shown.endswith(" end") and HIDDEN in shown
+    left = shown.removeprefix("key=").removesuffix(" end").replace(HIDDEN, "")
+    assert len(left) <= len(encode(prefix.encode()).decode().rstrip("=")) + 4, shown
+
+
+def test_a_secret_echoed_in_hexadecimal_is_hidden() -> None:
+    """A key a service echoes as the hexadecimal of its bytes, in either case, is hidden whole."""
+    key = "sk-canary-Q7x9Lm2Pz8Rt4Vw6Yb1Nc3Jd5Hf0Kg"
+    secrets = Secrets((key,))
+    assert secrets.hidden(f"digest {key.encode().hex()}.") == f"digest {HIDDEN}."
+    assert secrets.hidden(f"digest {key.encode().hex().upper()}.") == f"digest {HIDDEN}."
 
 
 @given(

@@ -3,7 +3,7 @@
 A service may echo a request in its error (a proxy's error page repeats the headers, a 404 the
 path with its query), and an agent's own exception may hold its key. ``Secrets`` hides each known
 secret wherever convy keeps or shows text from outside: in full, as written and as an echo may
-have encoded it (percent-encoded, JSON-escaped), and any eight characters of one too, so a text
+have encoded it (percent-encoded, JSON-escaped, hexadecimal, base64 among other bytes), and any eight characters of one too, so a text
 cut later, or a service that cut its own echo, shows no prefix or suffix of a key. Text is
 hidden before it is cut, never after.
 
@@ -23,6 +23,7 @@ words, and it is too short to be a key.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
@@ -153,8 +154,23 @@ class Secrets(msgspec.Struct, frozen=True):
             encoded |= {re.sub(r"%[0-9A-F]{2}", lambda found: found.group(0).lower(), one) for one in encoded}
             escaped = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
             escaped |= {one.replace("/", "\\/") for one in escaped}
-            forms |= {value, *encoded, *escaped}
+            forms |= {value, *encoded, *escaped, *self._binary(value)}
         return tuple(sorted(forms, key=lambda form: (-len(form), form)))
+
+    def _binary(self, value: str) -> set[str]:
+        """``value`` as a service may echo its bytes: in hexadecimal, and in base64 (standard and
+        URL-safe) wherever it stands among other bytes (HTTP Basic's ``user:key``): at each of the
+        three places a base64 group can start, the characters made of the secret's bits alone."""
+        raw = value.encode("utf-8")
+        forms = {raw.hex(), raw.hex().upper()}
+        for shift in range(3):
+            bits = 8 * (shift + len(raw))
+            for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                encoded = encode(b"\0" * shift + raw).decode("ascii")
+                # Character i holds bits 6i to 6i+6: the first ones hold bits of the bytes before
+                # the secret, the last may hold bits of those after it.
+                forms.add(encoded[-(-8 * shift // 6) : bits // 6])
+        return {form for form in forms if len(form) >= PIECE}
 
     @functools.cache  # noqa: B019 - as _forms
     def _quarters(self) -> tuple[bytes, ...]:
