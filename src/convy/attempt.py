@@ -439,11 +439,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     def _spans(self) -> list[SpanView]:
         outcome = self.outcome
-        spans: list[SpanView] = []
-        for number, turn in enumerate(outcome.transcript.turns, start=1):
-            if not turn.scripted:
-                spans.append(SpanView(lane="user", start=turn.user_start, seconds=turn.user_seconds, label=f"user model, turn {number}"))
-            spans.append(SpanView(lane="agent", start=turn.agent_start, seconds=turn.agent_seconds, label=f"agent, turn {number}"))
+        spans: list[SpanView] = []  # the turns' own spans the page draws from the turns
         if outcome.judge_seconds > 0:
             spans.append(SpanView(lane="judge", start=outcome.judge_start, seconds=outcome.judge_seconds, label="judge"))
         spans.extend(self._wait(wait) for wait in outcome.waits)

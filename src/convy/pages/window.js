@@ -182,7 +182,14 @@ const Scene = (() => {
   /* The attempt's time drawn: one lane each for the agent, the user model, the judge and the
      waits on busy services. */
   function timeline(d) {
-    const spans = d.spans || [];
+    /* Each turn's user model and agent spans, from the turn's start and seconds; then the rest
+       (the judge's, the waits') as Python gave them. */
+    const spans = [];
+    (d.turns || []).forEach((one, i) => {
+      if (!one.scripted) spans.push({ lane: "user", start: one.user_start, seconds: one.user_seconds, label: "user model, turn " + (i + 1) });
+      spans.push({ lane: "agent", start: one.agent_start, seconds: one.agent_seconds, label: "agent, turn " + (i + 1) });
+    });
+    spans.push(...(d.spans || []));
     let end = d.seconds || 0;
     for (const one of spans) end = Math.max(end, one.start + one.seconds);
     if (!(end > 0)) return h("p", { class: "muted" }, "No time was recorded.");
