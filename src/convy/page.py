@@ -173,8 +173,13 @@ class ReportPage(msgspec.Struct, frozen=True):
         """Each attempt in full (a ``DialogueView``), packed by ``<scenario id>#<attempt>``: a
         window opens one attempt, and inflates only the chunk that holds it (a scenario of 1,000
         attempts packed as one value made every window inflate and parse megabytes)."""
+        # Each encoded as it is made, so only its JSON is kept, not the tree of every attempt's view.
         return Packed(
-            {f"{scenario}#{dialogue.attempt}": dialogue for scenario, found in self.summary.dialogues().items() for dialogue in found}
+            {
+                f"{scenario}#{attempt.outcome.attempt}": msgspec.Raw(_ENCODER.encode(attempt.dialogue()))
+                for scenario, found in self.summary.by_scenario().items()
+                for attempt in found
+            }
         ).chunks()
 
     def html(self) -> str:
