@@ -181,6 +181,16 @@ class Spent(msgspec.Struct, frozen=True):
         return found
 
 
+class Accounts(msgspec.Struct, frozen=True, gc=False):
+    """An attempt's requests summed: each turn's ``(agent, user)``, and the agent's, the user
+    model's and the judge's over the attempt."""
+
+    turns: tuple[tuple[Sum, Sum], ...]
+    agent: Sum
+    user: Sum
+    judge: Sum
+
+
 class Took(msgspec.Struct, frozen=True):
     """A duration that may not have been reported, as the pages show it (``None``: not given)."""
 
@@ -237,9 +247,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 return "claim" if none.status() == "failed" else who
             case Failed():
                 return "agent"
-            case Verdict() as verdict:
-                match verdict.status(self.trust):
-                    case "not_trusted":
+            case Verdict():
+                match self._status:  # the verdict's status, as the attempt's (not trusted: not judged)
+                    case "not_judged":
                         return "not_trusted"
                     case "failed":
                         return "claim"
@@ -268,20 +278,21 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     def turn_sums(self) -> tuple[tuple[Sum, Sum], ...]:
         """Each turn's agent requests and user model request summed: ``(agent, user)``."""
-        return self._turn_sums
+        return self._sums.turns
 
     def agent_sum(self) -> Sum:
-        return self._agent_sum
+        return self._sums.agent
 
     def user_sum(self) -> Sum:
-        return self._user_sum
+        return self._sums.user
 
     def judge_sum(self) -> Sum:
-        return self._judge_sum
+        return self._sums.judge
 
     def every_sum(self) -> Sum:
         """Every request of the attempt summed: the agent's, the user model's and the judge's."""
-        return self._agent_sum + self._user_sum + self._judge_sum
+        sums = self._sums
+        return sums.agent + sums.user + sums.judge
 
     # Found once, when first asked: a report asks for each several times (its scenario's row, the
     # run's tiles, the index's totals, the attempt's window).
@@ -299,30 +310,19 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         return self._agent_usage + self._user_usage + self.outcome.judge_requests
 
     @cached_property
-    def _turn_sums(self) -> tuple[tuple[Sum, Sum], ...]:
+    def _sums(self) -> Accounts:
+        # All in one pass and one cached value: each cached_property's first read takes a lock.
         nothing = Sum()
-        return tuple(
-            (Spent(turn.answer.requests()).sum(), nothing if turn.scripted else Spent((turn.user_usage,)).sum())
-            for turn in self.outcome.transcript.turns
-        )
-
-    @cached_property
-    def _agent_sum(self) -> Sum:
-        total = Sum()
-        for agent, _ in self._turn_sums:
-            total = total + agent
-        return total
-
-    @cached_property
-    def _user_sum(self) -> Sum:
-        total = Sum()
-        for _, user in self._turn_sums:
-            total = total + user
-        return total + Spent(self.outcome.user_ending).sum()
-
-    @cached_property
-    def _judge_sum(self) -> Sum:
-        return Spent(self.outcome.judge_requests).sum()
+        turns: list[tuple[Sum, Sum]] = []
+        agent = user = nothing
+        for turn in self.outcome.transcript.turns:
+            said = Spent(turn.answer.requests()).sum()
+            asked = nothing if turn.scripted else Spent((turn.user_usage,)).sum()
+            turns.append((said, asked))
+            agent = agent + said
+            user = user + asked
+        user = user + Spent(self.outcome.user_ending).sum()
+        return Accounts(tuple(turns), agent, user, Spent(self.outcome.judge_requests).sum())
 
     def waited(self, who: str) -> float:
         return math.fsum(wait.seconds for wait in self.outcome.waits if wait.who == who)
@@ -355,7 +355,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     def dialogue(self) -> DialogueView:
         """The attempt in full, for the scenario window."""
         outcome = self.outcome
-        turns = [self._turn(turn, agent, user) for turn, (agent, user) in zip(outcome.transcript.turns, self._turn_sums, strict=True)]
+        turns = [self._turn(turn, agent, user) for turn, (agent, user) in zip(outcome.transcript.turns, self._sums.turns, strict=True)]
         decisions: list[DecisionView] = []
         failed_on: str | None = None
         match outcome.result:
