@@ -53,6 +53,7 @@ class Spread(msgspec.Struct, frozen=True):
 
 
 _NOTHING = Decimal(0)  # a Decimal is immutable: one zero serves every sum
+_NO_TOKENS = TokensView()  # no request (a scripted turn's user): views are frozen, one serves all
 
 
 class Sum(msgspec.Struct, frozen=True, gc=False):
@@ -96,6 +97,8 @@ class Sum(msgspec.Struct, frozen=True, gc=False):
         )
 
     def tokens(self) -> TokensView:
+        if not self.requests:
+            return _NO_TOKENS
         return TokensView(
             requests=self.requests,
             reported=self.reported,
@@ -181,6 +184,14 @@ class Spent(msgspec.Struct, frozen=True):
         return found
 
 
+class Sizes(msgspec.Struct, frozen=True, gc=False):
+    """Input plus output tokens of each reported request, by who made it (for their spread)."""
+
+    agent: tuple[float, ...]
+    user: tuple[float, ...]
+    judge: tuple[float, ...]
+
+
 class Accounts(msgspec.Struct, frozen=True, gc=False):
     """An attempt's requests summed: each turn's ``(agent, user)``, and the agent's, the user
     model's and the judge's over the attempt."""
@@ -189,6 +200,7 @@ class Accounts(msgspec.Struct, frozen=True, gc=False):
     agent: Sum
     user: Sum
     judge: Sum
+    sizes: Sizes
 
 
 class Took(msgspec.Struct, frozen=True):
@@ -289,6 +301,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     def judge_sum(self) -> Sum:
         return self._sums.judge
 
+    def sizes(self) -> Sizes:
+        return self._sums.sizes
+
     def every_sum(self) -> Sum:
         """Every request of the attempt summed: the agent's, the user model's and the judge's."""
         sums = self._sums
@@ -315,14 +330,32 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         nothing = Sum()
         turns: list[tuple[Sum, Sum]] = []
         agent = user = nothing
+        agent_sizes: list[float] = []
+        user_sizes: list[float] = []
         for turn in self.outcome.transcript.turns:
-            said = Spent(turn.answer.requests()).sum()
-            asked = nothing if turn.scripted else Spent((turn.user_usage,)).sum()
+            requests = turn.answer.requests()
+            said = Spent(requests).sum()
+            if len(requests) == 1:  # one request: its size is the sum's, when it was reported
+                if said.reported:
+                    agent_sizes.append(float(said.input + said.output))
+            else:
+                agent_sizes.extend(float(usage.input + usage.output) for usage in Spent(requests).reported())
+            asked = nothing
+            if not turn.scripted:
+                asked = Spent((turn.user_usage,)).sum()
+                if asked.reported:
+                    user_sizes.append(float(asked.input + asked.output))
             turns.append((said, asked))
             agent = agent + said
             user = user + asked
-        user = user + Spent(self.outcome.user_ending).sum()
-        return Accounts(tuple(turns), agent, user, Spent(self.outcome.judge_requests).sum())
+        ending = self.outcome.user_ending
+        user = user + Spent(ending).sum()
+        user_sizes.extend(float(usage.input + usage.output) for usage in Spent(ending).reported())
+        judge = self.outcome.judge_requests
+        sizes = Sizes(
+            tuple(agent_sizes), tuple(user_sizes), tuple(float(usage.input + usage.output) for usage in Spent(judge).reported())
+        )
+        return Accounts(tuple(turns), agent, user, Spent(judge).sum(), sizes)
 
     def waited(self, who: str) -> float:
         return math.fsum(wait.seconds for wait in self.outcome.waits if wait.who == who)

@@ -20,8 +20,7 @@ from typing import Literal
 
 import msgspec
 
-from convy.agent import NoUsage, Usage
-from convy.attempt import Attempt, Spent, Spread, Sum
+from convy.attempt import Attempt, Spread, Sum
 from convy.bench import RunJournal
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.problems import ConfigurationError
@@ -158,17 +157,17 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
             agent=self._spend(
                 total.agent,
-                tuple(usage for attempt in attempts for usage in attempt.agent_usage()),
+                tuple(size for attempt in attempts for size in attempt.sizes().agent),
                 [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns],
             ),
             user=self._spend(
                 total.user,
-                tuple(usage for attempt in attempts for usage in attempt.user_usage()),
+                tuple(size for attempt in attempts for size in attempt.sizes().user),
                 [turn.user_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns if not turn.scripted],
             ),
             judge=self._spend(
                 total.judge,
-                tuple(usage for attempt in attempts for usage in attempt.outcome.judge_requests),
+                tuple(size for attempt in attempts for size in attempt.sizes().judge),
                 [attempt.outcome.judge_seconds for attempt in attempts if attempt.outcome.judge_requests],
             ),
             cost=total.every().cost(),
@@ -228,12 +227,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         """Every attempt in full, by scenario id, for the scenario window."""
         return {scenario: [attempt.dialogue() for attempt in found] for scenario, found in self.by_scenario().items()}
 
-    def _spend(self, summed: Sum, usages: tuple[Usage | NoUsage, ...], seconds: list[float]) -> SpendView:
+    def _spend(self, summed: Sum, sizes: tuple[float, ...], seconds: list[float]) -> SpendView:
+        """``sizes``: input plus output tokens of each reported request."""
         return SpendView(
             tokens=summed.tokens(),
             cost=summed.cost(),
             seconds=Spread(tuple(seconds)).view(),
-            per_request=Spread(tuple(float(usage.input + usage.output) for usage in Spent(usages).reported())).view(),
+            per_request=Spread(sizes).view(),
         )
 
     def _scenario(self, index: int, scenario: str, attempts: list[Attempt], spec: Scenario | None) -> ScenarioView:
@@ -245,9 +245,12 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             "not_judged" if tally.judged == 0 else "always" if tally.passed == tally.judged else "never" if tally.passed == 0 else "flaky"
         )
         names = [row.text for row in claims]
-        agent_usage = tuple(usage for attempt in attempts for usage in attempt.agent_usage())
         sums = self.sums().get(scenario) or Sums(Sum(), Sum(), Sum())
-        agent = self._spend(sums.agent, agent_usage, [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns])
+        agent = self._spend(
+            sums.agent,
+            tuple(size for attempt in attempts for size in attempt.sizes().agent),
+            [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns],
+        )
         failing = [attempt for attempt in attempts if attempt.status() == "failed"]
         return ScenarioView(
             index=index,
