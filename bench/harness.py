@@ -20,7 +20,9 @@ Cases, each playing ``--attempts`` attempts of ``--turns`` turns:
   would ask them: the cost of the fakes themselves, without convy.
 - ``memory``: ``Bench.run`` writing to a ``MemoryJournal``.
 - ``folder``: ``RunJournal.play`` of a new run folder (``attempts.jsonl`` on disk, in a temporary
-  folder); ``play`` ends by reading the whole ``attempts.jsonl`` back, and that is counted.
+  folder, the lines of the attempts that end together flushed as one); ``play`` returns what it
+  kept without reading the file back. The read of the whole file (``RunJournal.kept()``, what
+  ``convy report`` does) is timed on its own afterwards.
 - ``records``: ``Bench.run`` writing straight to a ``RunJournal``, without ``play``: the folder's
   cost without the lock, ``run.json`` and the final read.
 
@@ -310,7 +312,7 @@ class InFolder(Case):
         self._attempt(self.kept.outcomes[0])
         looked = Looked(len(self.kept.outcomes), (self.journal.folder / "attempts.jsonl").stat().st_size)
         self.kept = None
-        if reread:  # play ends by reading attempts.jsonl back whole: time that read on its own
+        if reread:  # the read of attempts.jsonl whole, as convy report reads it: timed on its own
             gc.collect()
             start = time.perf_counter()
             self.journal.kept()
@@ -517,8 +519,8 @@ def shown_throughput(setup: Setup, runs: dict[str, list[Played]], repeat: int) -
             "  us/attempt and us/turn from the best run; 'in gc': the run's time in the cyclic garbage collector",
             "  (gc.callbacks), 'full gcs': collections of the oldest generation, both the median over the runs",
             _table(head, rows),
-            f"  RunJournal.play's closing read of attempts.jsonl (kept()), timed alone: {min(reread):.3f} s best,"
-            f" {statistics.median(reread):.3f} s median ({min(reread) / folder:.0%} of play's best)",
+            f"  a read of the whole attempts.jsonl (RunJournal.kept(), as convy report reads it), alone: {min(reread):.3f} s best,"
+            f" {statistics.median(reread):.3f} s median ({min(reread) / folder:.0%} of play's best, which no longer does it)",
         ]
     )
 

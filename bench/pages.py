@@ -13,7 +13,8 @@ on most answers, two claims decided by the judge (held at a rate that differs pe
 Cases:
 
 - ``build``: the report of runs of 1,000 and 10,000 attempts (``--runs``, as SCENARIOSxATTEMPTS:
-  100x10, 500x20 and 10000x1 by default). Timed: ``Runs.one(folder)`` (reading the run folder, shown
+  100x10, 500x20, 10000x1 and 10x1000 by default; the last is the harness's run, whose scenario
+  window holds 1,000 attempts). Timed: ``Runs.one(folder)`` (reading the run folder, shown
   apart) and ``ReportPage(Summary(run)).html()``, the whole build from the run read back. Baseline:
   ``msgspec.json`` encoding the same view records (``Summary.view()`` and ``Summary.dialogues()``,
   made beforehand) alone, with no statistics, compression or template. Below: the build's parts.
@@ -25,7 +26,8 @@ Cases:
   page, from its navigation start (``performance.now()`` is 0 there): the first table rows in the
   document (a ``MutationObserver`` installed before the page's script) and the first frame drawn
   after them (a ``requestAnimationFrame`` then a task); then a click on the first row, until the
-  scenario window shows its attempt's dialogue and a frame is drawn. Baseline: a static HTML page of
+  scenario window shows its attempt's dialogue and a frame is drawn (of 10x1000, a window of a
+  scenario of 1,000 attempts). Baseline: a static HTML page of
   the same byte size (the bytes in an inert ``<script type="application/json">`` block, as the
   report's data is), whose one table row, clicked, opens a ``<dialog>`` already in the page.
 - ``compare``: ``python -m convy -C PROJECT compare BASE CANDIDATE``, the real command in a
@@ -516,7 +518,7 @@ class Shape(msgspec.Struct, frozen=True):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--runs", nargs="+", default=["100x10", "500x20", "10000x1"], help="reports to build, as SCENARIOSxATTEMPTS")
+    parser.add_argument("--runs", nargs="+", default=["100x10", "500x20", "10000x1", "10x1000"], help="reports to build, as SCENARIOSxATTEMPTS")
     parser.add_argument("--compare", default="200x50", help="the two runs convy compare compares, as SCENARIOSxATTEMPTS")
     parser.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--repeat", type=int, default=3)

@@ -12,9 +12,11 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import httpx2
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -152,9 +154,13 @@ def test_the_environment_knows_secrets_by_name_and_by_the_settings_that_read_the
 
     (tmp_path / ".env").write_text("SHOP_ACCESS=access-value-1\nSHOP_URL=http://shop.example\nMY_API_KEY=key-value-22\n")
     monkeypatch.setenv("SERVICE_TOKEN", "token-value-333")
+    monkeypatch.setenv("DB_PWD", "password-4444")
+    monkeypatch.setenv("PWD", "/home/someone/project")  # the shell's working directory, not a password
+    monkeypatch.setenv("OLDPWD", "/home/someone/before")
     values = set(Environment(tmp_path).secrets().values)
-    assert {"access-value-1", "key-value-22", "token-value-333"} <= values
+    assert {"access-value-1", "key-value-22", "token-value-333", "password-4444"} <= values
     assert "http://shop.example" not in values
+    assert not {"/home/someone/project", "/home/someone/before"} & values
     assert "http://shop.example" in Environment(tmp_path).everything().values
 
 
@@ -205,6 +211,16 @@ def test_inert_text_writes_every_control_character_out() -> None:
         "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[6n\\x9b31m\\u202egnp.exe [bold]loud[/bold]\\r\n\tend"
     )
     assert Inert("one\ntwo\tthree").line() == "one\\ntwo\\tthree"
+
+
+def test_every_character_inert_writes_out_is_one_a_printable_text_cannot_hold() -> None:
+    """Inert returns a printable text as it is, without its search: that is sound only while every
+    character it writes out, alone, is not printable (all of Unicode is tried)."""
+    printable = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isprintable()]
+    # A newline, or a NUL, is not printable: behind one, each character goes through the search.
+    assert Inert("\n" + "".join(printable)).lines() == "\n" + "".join(printable)
+    assert Inert("\x00" + "".join(printable)).line() == "\\x00" + "".join(printable)
+    assert Inert("\u202egnp.exe").line() == "\\u202egnp.exe" and Inert("plain text, é ü").line() == "plain text, é ü"
 
 
 AGENT = """
@@ -273,12 +289,13 @@ def test_an_http_error_body_never_drives_the_terminal(tmp_path: Path) -> None:
 
 def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_path: Path) -> None:
     """On a terminal (a pty, with rich's progress bar live) the agent's escape sequences never arrive as such,
-    ``[bold]`` prints literally, and markup in an agent's name is not read by the progress bar."""
+    ``[bold]`` prints literally, and markup or an escape sequence in an agent's name (its file's name) is
+    neither read by the progress bar nor sent on."""
     folder = project(tmp_path, "raise")
-    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink].py")
+    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink]\x1b[2J.py")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [str(CONVY), "run", "hostile[blink]", "--scenarios", "off-topic", "-k", "1"],
+        [str(CONVY), "run", "hostile[blink]\x1b[2J", "--scenarios", "off-topic", "-k", "1"],
         cwd=folder, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**os.environ, "TERM": "xterm"},
     )
     os.close(follower)
@@ -298,7 +315,28 @@ def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_p
         assert sequence not in said, repr(said)
     assert "[bold]loud[/bold]" in said and "\\x1b]0;pwned\\x07" in said
     progress = [line for line in said.split("\r") if "━" in line]
-    assert progress and all("hostile[blink]" in line for line in progress), progress
+    assert progress and all("hostile[blink]\\x1b[2J" in line for line in progress), progress
+
+
+@pytest.mark.parametrize("prefix", ["", "u", "us", "user:", "a-longer-user:"])
+@pytest.mark.parametrize("encode", [base64.b64encode, base64.urlsafe_b64encode], ids=["base64", "urlsafe"])
+def test_a_secret_echoed_in_base64_is_hidden_wherever_it_stands(prefix: str, encode: Any) -> None:
+    """A key a service echoes in base64, alone or after other bytes (HTTP Basic's user:key), is hidden: what
+    is left of the echo is only the characters that also hold bits of the bytes around the key."""
+    key = "sk-canary-Q7x9Lm2Pz8Rt4Vw6Yb1Nc3Jd5Hf0Kg"
+    echoed = encode((prefix + key).encode()).decode()
+    shown = Secrets((key,)).hidden(f"key={echoed} end")
+    assert shown.startswith("key=") and shown.endswith(" end") and HIDDEN in shown
+    left = shown.removeprefix("key=").removesuffix(" end").replace(HIDDEN, "")
+    assert len(left) <= len(encode(prefix.encode()).decode().rstrip("=")) + 4, shown
+
+
+def test_a_secret_echoed_in_hexadecimal_is_hidden() -> None:
+    """A key a service echoes as the hexadecimal of its bytes, in either case, is hidden whole."""
+    key = "sk-canary-Q7x9Lm2Pz8Rt4Vw6Yb1Nc3Jd5Hf0Kg"
+    secrets = Secrets((key,))
+    assert secrets.hidden(f"digest {key.encode().hex()}.") == f"digest {HIDDEN}."
+    assert secrets.hidden(f"digest {key.encode().hex().upper()}.") == f"digest {HIDDEN}."
 
 
 @given(
@@ -314,4 +352,5 @@ def test_a_record_skipped_by_the_quick_test_holds_no_piece_of_a_secret(before: s
     form = secrets._forms()[start % len(secrets._forms())]
     text = before + form[start % max(1, len(form) - 8) :][:length] + after
     if secrets.hidden(text) != text:
-        assert secrets._may_hold(text)
+        assert secrets.may_hold(text.encode("utf-8"))
+        assert secrets.may_hold(msgspec.json.encode({"said": [text]}))  # as a record's line holds it

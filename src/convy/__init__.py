@@ -84,7 +84,7 @@ if TYPE_CHECKING:
         Turn,
         Verdict,
     )
-    from convy.env import Env, Settings
+    from convy.env import Env
     from convy.http import (
         ChatAgent,
         HttpFailure,
@@ -110,6 +110,7 @@ if TYPE_CHECKING:
     from convy.problems import ConfigurationError, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
+    from convy.settings import Settings
 
 # Each public name is imported from its module the first time it is asked for, so a command loads
 # only what it uses (``convy report`` needs no HTTP client, no settings library, no progress bar).
@@ -191,7 +192,7 @@ _WHERE = {
     "Scenario": "convy.scenario",
     "ScenarioError": "convy.problems",
     "Scenarios": "convy.scenario",
-    "Settings": "convy.env",
+    "Settings": "convy.settings",
     "SimulatedUser": "convy.dialog",
     "Skipped": "convy.bench",
     "StillBusy": "convy.model",

@@ -52,22 +52,97 @@ class Spread(msgspec.Struct, frozen=True):
         return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+_NOTHING = Decimal(0)  # a Decimal is immutable: one zero serves every sum
+_NO_TOKENS = TokensView()  # no request (a scripted turn's user): views are frozen, one serves all
+
+
+class Sum(msgspec.Struct, frozen=True, gc=False):
+    """The usage of some requests added up in one pass: how many, tokens by kind, and cost with
+    its source. Sums add (``+``), so a scenario's and a run's are made from its attempts' sums, and
+    no request is walked twice; ``tokens`` and ``cost`` say it as the pages show it.
+
+    ``amount`` is the exact sum of the priced requests' costs (``Decimal`` addition is exact, so
+    the grouping does not change it); ``source`` is the source of the last priced one and
+    ``mixed`` whether two of them differed."""
+
+    requests: int = 0
+    reported: int = 0
+    input: int = 0
+    output: int = 0
+    cached: int | None = None
+    reasoning: int | None = None
+    amount: Decimal = _NOTHING
+    source: str = ""
+    mixed: bool = False
+    priced: int = 0
+    unpriced: int = 0
+    partly: int = 0  # requests that reported some of their counts: not in ``reported``, their counts summed
+
+    def __add__(self, other: Sum) -> Sum:
+        if not other.requests:
+            return self
+        if not self.requests:
+            return other
+        return Sum(
+            self.requests + other.requests,
+            self.reported + other.reported,
+            self.input + other.input,
+            self.output + other.output,
+            self.cached if other.cached is None else (self.cached or 0) + other.cached,
+            self.reasoning if other.reasoning is None else (self.reasoning or 0) + other.reasoning,
+            self.amount + other.amount if other.priced else self.amount,
+            other.source if other.priced else self.source,
+            self.mixed or other.mixed or (self.priced > 0 and other.priced > 0 and self.source != other.source),
+            self.priced + other.priced,
+            self.unpriced + other.unpriced,
+            self.partly + other.partly,
+        )
+
+    def tokens(self) -> TokensView:
+        if not self.requests:
+            return _NO_TOKENS
+        return TokensView(
+            requests=self.requests,
+            reported=self.reported,
+            input=self.input,
+            output=self.output,
+            cached=self.cached,
+            reasoning=self.reasoning,
+            total=self.input + self.output if self.reported or self.partly else None,
+        )
+
+    def cost(self) -> CostView:
+        if not self.priced:
+            return CostView(priced=0, unpriced=self.unpriced, complete=self.unpriced == 0)
+        return CostView(
+            amount=str(self.amount),
+            source="mixed" if self.mixed else self.source,  # type: ignore[arg-type]
+            priced=self.priced,
+            unpriced=self.unpriced,
+            complete=self.unpriced == 0,
+        )
+
+
 class Spent(msgspec.Struct, frozen=True):
     """The usage of some requests summed honestly: tokens by kind, cost with its source, and the
     requests nobody priced counted apart."""
 
     usages: tuple[Usage | NoUsage, ...]
 
-    def tokens(self) -> TokensView:
-        # One pass over the usages: a report sums tokens for every turn and attempt.
-        counted = reported = given = taken = 0
+    def sum(self) -> Sum:
+        # One pass, with no container made per call: a report sums every turn of every attempt.
+        reported = partly = given = taken = priced = unpriced = 0
         cached: int | None = None
         reasoning: int | None = None
+        amount = _NOTHING
+        source = ""
+        mixed = False
         for usage in self.usages:
             match usage:
                 case Usage():
-                    counted += 1
-                    reported += usage.whole()  # a request partly reported is not reported in full
+                    whole = usage.whole()
+                    reported += whole  # a request partly reported is not reported in full
+                    partly += not whole
                     given += usage.input  # a count not reported stands as 0
                     taken += usage.output
                     match usage.cached:
@@ -80,43 +155,23 @@ class Spent(msgspec.Struct, frozen=True):
                             reasoning = (reasoning or 0) + count
                         case NotReported():
                             pass
+                    match usage.cost:
+                        case Cost() as cost:
+                            amount += cost.amount
+                            priced += 1
+                            mixed = mixed or (source != "" and cost.source != source)
+                            source = cost.source
+                        case Unpriced():
+                            unpriced += 1
                 case NoUsage():
-                    pass
-        return TokensView(
-            requests=len(self.usages),
-            reported=reported,
-            input=given,
-            output=taken,
-            cached=cached,
-            reasoning=reasoning,
-            total=given + taken if counted else None,
-        )
+                    unpriced += 1
+        return Sum(len(self.usages), reported, given, taken, cached, reasoning, amount, source, mixed, priced, unpriced, partly)
+
+    def tokens(self) -> TokensView:
+        return self.sum().tokens()
 
     def cost(self) -> CostView:
-        # Summed as it goes, with no list or set per call: a report calls this about seven times
-        # per attempt, and each container made set off the garbage collector more often.
-        amount = Decimal(0)
-        source = ""
-        mixed = False
-        priced = unpriced = 0
-        for usage in self.usages:
-            match usage:
-                case Usage(cost=Cost() as cost):
-                    amount += cost.amount
-                    priced += 1
-                    mixed = mixed or (source != "" and cost.source != source)
-                    source = cost.source
-                case Usage(cost=Unpriced()) | NoUsage():
-                    unpriced += 1
-        if not priced:
-            return CostView(priced=0, unpriced=unpriced, complete=unpriced == 0)
-        return CostView(
-            amount=str(amount),
-            source="mixed" if mixed else source,  # type: ignore[arg-type]
-            priced=priced,
-            unpriced=unpriced,
-            complete=unpriced == 0,
-        )
+        return self.sum().cost()
 
     def total(self) -> int:
         return sum(usage.input + usage.output for usage in self.reported())
@@ -136,6 +191,25 @@ class Spent(msgspec.Struct, frozen=True):
                 case NoUsage():
                     pass
         return found
+
+
+class Sizes(msgspec.Struct, frozen=True, gc=False):
+    """Input plus output tokens of each reported request, by who made it (for their spread)."""
+
+    agent: tuple[float, ...]
+    user: tuple[float, ...]
+    judge: tuple[float, ...]
+
+
+class Accounts(msgspec.Struct, frozen=True, gc=False):
+    """An attempt's requests summed: each turn's ``(agent, user)``, and the agent's, the user
+    model's and the judge's over the attempt."""
+
+    turns: tuple[tuple[Sum, Sum], ...]
+    agent: Sum
+    user: Sum
+    judge: Sum
+    sizes: Sizes
 
 
 class Took(msgspec.Struct, frozen=True):
@@ -194,9 +268,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 return "claim" if none.status() == "failed" else who
             case Failed():
                 return "agent"
-            case Verdict() as verdict:
-                match verdict.status(self.trust):
-                    case "not_trusted":
+            case Verdict():
+                match self._status:  # the verdict's status, as the attempt's (not trusted: not judged)
+                    case "not_judged":
                         return "not_trusted"
                     case "failed":
                         return "claim"
@@ -214,25 +288,103 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """What every request of the attempt took: the agent's answers, the user model's, the judge's."""
-        return self.agent_usage() + self.user_usage() + self.outcome.judge_requests
+        return self._requests
 
     def agent_usage(self) -> tuple[Usage | NoUsage, ...]:
-        return tuple(usage for turn in self.outcome.transcript.turns for usage in turn.answer.requests())
+        return self._agent_usage
 
     def user_usage(self) -> tuple[Usage | NoUsage, ...]:
         """Every request of the simulated user's model: one per turn it wrote, and the one that ended it."""
+        return self._user_usage
+
+    def turn_sums(self) -> tuple[tuple[Sum, Sum], ...]:
+        """Each turn's agent requests and user model request summed: ``(agent, user)``."""
+        return self._sums.turns
+
+    def agent_sum(self) -> Sum:
+        return self._sums.agent
+
+    def user_sum(self) -> Sum:
+        return self._sums.user
+
+    def judge_sum(self) -> Sum:
+        return self._sums.judge
+
+    def sizes(self) -> Sizes:
+        return self._sums.sizes
+
+    def every_sum(self) -> Sum:
+        """Every request of the attempt summed: the agent's, the user model's and the judge's."""
+        sums = self._sums
+        return sums.agent + sums.user + sums.judge
+
+    # Found once, when first asked: a report asks for each several times (its scenario's row, the
+    # run's tiles, the index's totals, the attempt's window).
+
+    @cached_property
+    def _agent_usage(self) -> tuple[Usage | NoUsage, ...]:
+        return tuple(usage for turn in self.outcome.transcript.turns for usage in turn.answer.requests())
+
+    @cached_property
+    def _user_usage(self) -> tuple[Usage | NoUsage, ...]:
         return tuple(turn.user_usage for turn in self.outcome.transcript.turns if not turn.scripted) + self.outcome.user_ending
+
+    @cached_property
+    def _requests(self) -> tuple[Usage | NoUsage, ...]:
+        return self._agent_usage + self._user_usage + self.outcome.judge_requests
+
+    @cached_property
+    def _sums(self) -> Accounts:
+        # All in one pass and one cached value: each cached_property's first read takes a lock.
+        nothing = Sum()
+        turns: list[tuple[Sum, Sum]] = []
+        agent = user = nothing
+        agent_sizes: list[float] = []
+        user_sizes: list[float] = []
+        for turn in self.outcome.transcript.turns:
+            requests = turn.answer.requests()
+            said = Spent(requests).sum()
+            if len(requests) == 1:  # one request: its size is the sum's, when it was reported
+                if said.reported:
+                    agent_sizes.append(float(said.input + said.output))
+            else:
+                agent_sizes.extend(float(usage.input + usage.output) for usage in Spent(requests).reported())
+            asked = nothing
+            if not turn.scripted:
+                asked = Spent((turn.user_usage,)).sum()
+                if asked.reported:
+                    user_sizes.append(float(asked.input + asked.output))
+            turns.append((said, asked))
+            agent = agent + said
+            user = user + asked
+        ending = self.outcome.user_ending
+        user = user + Spent(ending).sum()
+        user_sizes.extend(float(usage.input + usage.output) for usage in Spent(ending).reported())
+        judge = self.outcome.judge_requests
+        sizes = Sizes(
+            tuple(agent_sizes), tuple(user_sizes), tuple(float(usage.input + usage.output) for usage in Spent(judge).reported())
+        )
+        return Accounts(tuple(turns), agent, user, Spent(judge).sum(), sizes)
 
     def waited(self, who: str) -> float:
         return math.fsum(wait.seconds for wait in self.outcome.waits if wait.who == who)
 
     def time(self) -> TimeView:
+        return self._time
+
+    @cached_property
+    def _time(self) -> TimeView:
         outcome = self.outcome
         turns = outcome.transcript.turns
-        waiting = math.fsum(wait.seconds for wait in outcome.waits)
-        agent = outcome.open_seconds + outcome.close_seconds + sum(turn.agent_seconds for turn in turns) - self.waited("agent")
-        user = math.fsum(turn.user_seconds for turn in turns if not turn.scripted) + outcome.user_ending_seconds - self.waited("user")
-        judge = outcome.judge_seconds - self.waited("judge")
+        waits = outcome.waits
+        waiting = math.fsum(wait.seconds for wait in waits) if waits else 0.0
+        agent = outcome.open_seconds + outcome.close_seconds + sum(turn.agent_seconds for turn in turns)
+        user = math.fsum(turn.user_seconds for turn in turns if not turn.scripted) + outcome.user_ending_seconds
+        judge = outcome.judge_seconds
+        if waits:
+            agent -= self.waited("agent")
+            user -= self.waited("user")
+            judge -= self.waited("judge")
         return TimeView(
             wall=outcome.seconds,
             agent=agent,
@@ -245,7 +397,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     def dialogue(self) -> DialogueView:
         """The attempt in full, for the scenario window."""
         outcome = self.outcome
-        turns = [self._turn(turn) for turn in outcome.transcript.turns]
+        turns = [self._turn(turn, agent, user) for turn, (agent, user) in zip(outcome.transcript.turns, self._sums.turns, strict=True)]
         decisions: list[DecisionView] = []
         failed_on: str | None = None
         match outcome.result:
@@ -274,7 +426,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 decisions.append(
                     DecisionView(claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False)
                 )
-        usages = self.requests()
+        every = self.every_sum()
         return DialogueView(
             scenario=outcome.scenario,
             attempt=outcome.attempt,
@@ -287,11 +439,11 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             failed_on=failed_on,
             decisions=decisions,
             spans=self._spans(),
-            tokens=Spent(usages).tokens(),
-            cost=Spent(usages).cost(),
+            tokens=every.tokens(),
+            cost=every.cost(),
         )
 
-    def _turn(self, turn: Turn) -> TurnView:
+    def _turn(self, turn: Turn, agent: Sum, user: Sum) -> TurnView:
         steps = [self._step(step) for step in turn.answer.steps]
         thoughts = sum(1 for step in steps if step.kind == "thought")
         return TurnView(
@@ -305,9 +457,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             agent_seconds=turn.agent_seconds,
             user_start=turn.user_start,
             user_seconds=turn.user_seconds,
-            agent_tokens=Spent(turn.answer.requests()).tokens(),
-            user_tokens=Spent(() if turn.scripted else (turn.user_usage,)).tokens(),
-            cost=Spent(turn.answer.requests() + (() if turn.scripted else (turn.user_usage,))).cost(),
+            agent_tokens=agent.tokens(),
+            user_tokens=user.tokens(),
+            cost=(agent + user).cost(),
         )
 
     def _step(self, step: Thought | Call) -> StepView:
@@ -329,11 +481,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     def _spans(self) -> list[SpanView]:
         outcome = self.outcome
-        spans: list[SpanView] = []
-        for number, turn in enumerate(outcome.transcript.turns, start=1):
-            if not turn.scripted:
-                spans.append(SpanView(lane="user", start=turn.user_start, seconds=turn.user_seconds, label=f"user model, turn {number}"))
-            spans.append(SpanView(lane="agent", start=turn.agent_start, seconds=turn.agent_seconds, label=f"agent, turn {number}"))
+        spans: list[SpanView] = []  # the turns' own spans the page draws from the turns
         if outcome.judge_seconds > 0:
             spans.append(SpanView(lane="judge", start=outcome.judge_start, seconds=outcome.judge_seconds, label="judge"))
         spans.extend(self._wait(wait) for wait in outcome.waits)

@@ -10,11 +10,13 @@ as it ends; ``RunJournal`` is the one that keeps a run's folder::
         run.lock        held while a process plays the run
 
 A process killed mid-write leaves at most a torn last line, which is cut off when the folder is
-read again, and ``RunJournal.play`` plays only the attempts the folder lacks. Each line is flushed
-to the disk (``fdatasync``) before the next attempt is taken as kept, and ``run.json`` before it is
-renamed into place, so a power loss keeps what a kill keeps (decision 8). A write the file system
-refuses (a full disk, a file-size limit, a read-only mount) leaves no part of its line behind and
-stops the run with ``Unwritable``.
+read again, and ``RunJournal.play`` plays only the attempts the folder lacks. While a run plays, the
+lines of the attempts that ended together are appended with one write and flushed to the disk with
+one ``fdatasync`` as soon as the event loop is free, and only then is any of those attempts taken as
+kept — passed on to be shown, counted — so what a run has said it keeps survives a kill and a power
+loss alike; ``run.json`` is flushed before it is renamed into place (decision 8). A write the file
+system refuses (a full disk, a file-size limit, a read-only mount) leaves no part of a line behind
+and stops the run with ``Unwritable``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from convy.model import Absent, Contained, Models, PatientModel
 from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
+from convy.secrets import Secrets
 
 
 class RunInUse(ConfigurationError):
@@ -318,29 +321,47 @@ class RunJournal(msgspec.Struct, frozen=True):
 
     def record(self, outcome: Outcome) -> None:
         """Append the attempt as one line and flush it to the disk; a refused write leaves nothing."""
-        line = _ENCODER.encode(outcome) + b"\n"
+        _, refused = self._appended(_ENCODER.encode(outcome) + b"\n")
+        if refused is not None:
+            raise refused
+
+    def _appended(self, data: bytes) -> tuple[int, Unwritable | None]:
+        """Append ``data``, whole lines, and flush it to the disk: how many of its bytes are kept,
+        and the refusal of a write the file system refused. The file always ends with a whole line."""
         path = self.folder / "attempts.jsonl"
         try:
             descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as error:
-            raise Unwritable(path, error) from error
+            return 0, Unwritable(path, error)
+        written = 0
         try:
             size = os.fstat(descriptor).st_size
             try:
-                view = memoryview(line)
-                while view:
-                    view = view[os.write(descriptor, view) :]
+                view = memoryview(data)
+                while written < len(data):
+                    written += os.write(descriptor, view[written:])
                 os.fdatasync(descriptor)
             except OSError as error:
-                # Part of the line may have gone in before the disk filled up: take it out again, so
-                # the file ends with a whole line and a later append starts clean.
-                with suppress(OSError):
-                    os.ftruncate(descriptor, size)
-                raise Unwritable(path, error) from error
+                # The disk filled up part way through: the whole lines that went in stay, flushed,
+                # and the rest is taken out again, so a later append starts clean. After a failed
+                # flush nothing of these lines is trusted to be on the disk: all of them go.
+                whole = data.rfind(b"\n", 0, written) + 1 if written < len(data) else 0
+                try:
+                    os.ftruncate(descriptor, size + whole)
+                    if whole:
+                        os.fdatasync(descriptor)
+                except OSError:
+                    whole = 0
+                    with suppress(OSError):
+                        os.ftruncate(descriptor, size)
+                if size == 0 and whole:
+                    self._synced_folder()
+                return whole, Unwritable(path, error)
         finally:
             os.close(descriptor)
         if size == 0:
             self._synced_folder()
+        return len(data), None
 
     def run(self) -> RunFile:
         """The run's ``run.json``; a missing or unreadable one is a ``ConfigurationError``."""
@@ -382,10 +403,14 @@ class RunJournal(msgspec.Struct, frozen=True):
             outcomes.append(outcome)
         return Kept(tuple(outcomes), broken)
 
-    async def play(self, spec: RunSpec, bench: Bench, journal: Journal | None = None) -> Kept:
-        """Play the attempts of ``spec`` this folder lacks, holding the folder while it plays.
+    async def play(
+        self, spec: RunSpec, bench: Bench, journal: Journal | None = None, secrets: Secrets = Secrets()
+    ) -> Kept:
+        """Play the attempts of ``spec`` this folder lacks, holding the folder while it plays; what
+        the folder keeps, read at the start and added to as the attempts end.
 
-        Each attempt goes to ``journal`` (this folder itself, or a journal that passes it on here).
+        Each attempt is kept here with every one of ``secrets`` hidden from its texts, and once it
+        is on the disk goes on to ``journal`` (one that shows it, say), as the folder keeps it.
         The run is marked finished when every attempt is played, and interrupted when anything,
         Ctrl+C included, stops it; that error is raised on, and a write the folder refused as
         ``Unwritable``. A folder that cannot be written before anything is played is a
@@ -403,7 +428,8 @@ class RunJournal(msgspec.Struct, frozen=True):
         with self._held():
             try:
                 self._repaired()
-                done = {(outcome.scenario, outcome.attempt) for outcome in self.kept().outcomes}
+                earlier = self.kept()
+                done = {(outcome.scenario, outcome.attempt) for outcome in earlier.outcomes}
                 started = self._started()
                 self._written(RunFile(spec, Running(started)))
             except Unwritable as error:
@@ -413,9 +439,16 @@ class RunJournal(msgspec.Struct, frozen=True):
                         self.folder.rmdir()
                 raise ConfigurationError(f"{error}; nothing was played") from None
             missing = tuple(one for one in spec.planned() if (one.scenario.id, one.attempt) not in done)
+            unflushed = _Unflushed(self, journal, secrets)
             try:
-                await bench.run(missing, journal or self)
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(unflushed.flushing())
+                    await bench.run(missing, unflushed)
+                    unflushed.ended()
+                unflushed.flushed()
             except BaseException as error:
+                with suppress(Unwritable):  # the attempts that ended before the stop are kept too
+                    unflushed.flushed()
                 self._marked(RunFile(spec, Interrupted(started, self._now())))
                 match error:
                     case BaseExceptionGroup():
@@ -424,7 +457,9 @@ class RunJournal(msgspec.Struct, frozen=True):
                             raise _first(refused) from None
                 raise
             self._written(RunFile(spec, Complete(started, self._now())))
-        return self.kept()
+        # What the file now holds, without reading it again: the lines read at the start, then
+        # those this play appended, in order.
+        return Kept(earlier.outcomes + tuple(unflushed.kept), earlier.broken)
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -517,6 +552,69 @@ class RunJournal(msgspec.Struct, frozen=True):
 
     def _now(self) -> str:
         return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class _Unflushed:
+    """The attempts of a run that have ended and are not yet on the disk.
+
+    Each is encoded once, as its line, with the run's secrets hidden. The lines of the attempts
+    that ended together are appended with one write and flushed with one ``fdatasync`` when the
+    event loop comes round to it (``flushing``, a task beside the bench's), and only then is each
+    attempt taken as kept: added to ``kept``, and passed on to the journal that shows it. A run
+    whose attempts never wait (instant fakes) flushes every ``MOST`` lines, so the lines it has
+    not kept stay few. A refused write is raised in the task that flushed, which stops the run.
+    """
+
+    MOST = 256
+
+    def __init__(self, folder: RunJournal, journal: Journal | None, secrets: Secrets) -> None:
+        self._folder = folder
+        self._journal = journal
+        self._secrets = secrets
+        self._lines: list[bytes] = []
+        self._outcomes: list[Outcome] = []
+        self._waiting = asyncio.Event()
+        self._ended = False
+        self.kept: list[Outcome] = []
+
+    def record(self, outcome: Outcome) -> None:
+        line = _ENCODER.encode(outcome)
+        if self._secrets.may_hold(line):
+            outcome = self._secrets.kept(outcome)
+            line = _ENCODER.encode(outcome)
+        self._lines.append(line)
+        self._outcomes.append(outcome)
+        if len(self._lines) >= self.MOST:
+            self.flushed()
+        else:
+            self._waiting.set()
+
+    async def flushing(self) -> None:
+        """Flush what has ended each time the loop comes round to it, until the play has ended."""
+        while not self._ended:
+            await self._waiting.wait()
+            self._waiting.clear()
+            self.flushed()
+
+    def ended(self) -> None:
+        self._ended = True
+        self._waiting.set()
+
+    def flushed(self) -> None:
+        """Append and flush the lines not yet on the disk, and pass on the attempts kept."""
+        if not self._lines:
+            return
+        lines, outcomes = self._lines, self._outcomes
+        self._lines, self._outcomes = [], []
+        data = b"\n".join(lines) + b"\n"
+        whole, refused = self._folder._appended(data)
+        kept = outcomes if refused is None else outcomes[: data.count(b"\n", 0, whole)]
+        self.kept.extend(kept)
+        if self._journal is not None:
+            for outcome in kept:
+                self._journal.record(outcome)
+        if refused is not None:
+            raise refused
 
 
 def _first(group: BaseExceptionGroup) -> BaseException:

@@ -241,10 +241,15 @@ class Places:
         delay = self.patience.first
         while True:
             told = Told()
-            if held:
-                async with self.one():
+            if held:  # as ``one`` holds a place, without a context manager's cost on every request
+                start = loop.time()
+                seat = await self.seat()
+                self._noted(start, loop.time() - start, "place")
+                try:
                     send = await self._turn(rank, paced, refused_at)
                     answer = await self._asked(request, told, send, paced)
+                finally:
+                    seat.release()
             else:
                 send = await self._turn(rank, paced, refused_at)
                 answer = await self._asked(request, told, send, paced)
@@ -306,6 +311,8 @@ class Places:
                 await asyncio.sleep(self._paused_until - loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
+        if not self._send_queue and (self._answered_once or not self._flying) and self._moment(start) <= start:
+            return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
         future: asyncio.Future[_Send] = loop.create_future()
         heapq.heappush(self._send_queue, _Ticket(rank, future))
         self._release()
@@ -338,16 +345,22 @@ class Places:
                 self._timer = loop.call_at(at, self._release)
                 return
             heapq.heappop(self._send_queue)
-            metered = not self._unmetered()
-            ticket.future.set_result(_Send(self._service, self._service.took(now, self._share), now, metered))
-            self.sends += 1
-            self._flying += 1
-            self._took(now)
+            ticket.future.set_result(self._let(now))
+
+    def _let(self, now: float) -> _Send:
+        """One request let go now."""
+        metered = not self._unmetered()
+        send = _Send(self._service, self._service.took(now, self._share), now, metered)
+        self.sends += 1
+        self._flying += 1
+        self._took(now)
+        return send
 
     def _moment(self, now: float) -> float:
         moment = max(self._paused_until, self._next)
         for meter in self._service.meters.values():
-            moment = max(moment, meter.ready(now, self._share))
+            if meter.rate > 0:  # a meter without a rate is always ready
+                moment = max(moment, meter.ready(now, self._share))
         return moment
 
     def _took(self, now: float) -> None:
@@ -357,11 +370,15 @@ class Places:
         self._next = max(self._next, now) + gap
 
     def _unmetered(self) -> bool:
-        return all(meter.rate <= 0 for meter in self._service.meters.values())
+        for meter in self._service.meters.values():  # a loop, not all(): this runs on every send
+            if meter.rate > 0:
+                return False
+        return True
 
     def _landed(self) -> None:
         self._flying -= 1
-        self._release()
+        if self._send_queue:  # nothing waits: nothing to let go, and a timer left would find nothing
+            self._release()
 
     def _answer(self, send: _Send, told: Told, paced: bool) -> None:
         if not paced:
@@ -376,7 +393,7 @@ class Places:
         number = send.number
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
-        if number > self._cut_after:
+        if number > self._cut_after and self._share < _SHARE:
             self._share += (_SHARE - self._share) * _SHARE_GROWTH
         if self._rate > 0 and number > self._cut_after:
             # One answer is worth the gap it filled; answers to requests sent before the last cut
@@ -439,8 +456,8 @@ class Places:
                 return False
 
     def _heard(self, send: _Send, heard: Heard, admitted: bool) -> None:
-        if send.service is not self._service:
-            return  # sent before the participant knew which service it was: the next will tell
+        if send.service is not self._service or not heard.quoted():
+            return  # sent before the participant knew which service it was (the next will tell), or nothing said
         number, sent = send.number, send.moment
         later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
         for count, moment in reversed(self._service.sent):

@@ -1,24 +1,18 @@
-"""Settings read from the environment and a project's ``.env``.
+"""Settings read from the environment and a project's ``.env``, with pydantic-settings.
 
 ``Env`` is the base for an agent's or a model's settings: subclass it, name the fields, and read
 them with ``Env()``; secrets are ``SecretStr``. Pydantic is used here, for settings, and nowhere
-else. ``Settings`` holds convy's own limits (``[tool.convy]`` of ``pyproject.toml`` with the
-``CONVY_*`` variables over it), read as ``Pyproject`` and ``Variables``.
+else. ``Variables`` are the ``CONVY_*`` variables, which ``convy.settings`` puts over a project's
+``[tool.convy]``; ``Settings`` and ``ProjectSettings`` live there, and are named here too.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from pathlib import Path
-from typing import Any, ClassVar
-
-import msgspec
-import pydantic
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from convy.bench import Limits
-from convy.problems import ConfigurationError, FieldProblem
+from convy.settings import ProjectSettings, Pyproject, Settings
+
+__all__ = ["Env", "ProjectSettings", "Pyproject", "Settings", "Variables"]
 
 
 class Env(BaseSettings):
@@ -51,126 +45,3 @@ class Variables(Env):
     open_seconds: str | None = None
     turn_seconds: str | None = None
     close_seconds: str | None = None
-
-
-class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """convy's settings for a project: attempts per scenario, the trust threshold, and the limits."""
-
-    attempts: int = 3
-    trust: float = 0.0
-    max_turns: int = 10
-    agent_places: int = 4
-    user_places: int = 8
-    judge_places: int = 8
-    agent_per_minute: int = 0
-    user_per_minute: int = 0
-    judge_per_minute: int = 0
-    agent_patience: float = 300.0
-    user_patience: float = 300.0
-    judge_patience: float = 300.0
-    open_seconds: float = 60.0
-    turn_seconds: float = 120.0
-    close_seconds: float = 60.0
-    user_prompt: str = ""
-
-    # The largest value each number may take: beyond them a run would never end or would not
-    # fit in memory, and a non-finite number would not read back from the run folder's JSON.
-    MOST: ClassVar[dict[str, float]] = {
-        "attempts": 10_000,
-        "max_turns": 1_000,
-        "agent_places": 1_000,
-        "user_places": 1_000,
-        "judge_places": 1_000,
-        "agent_per_minute": 1_000_000,
-        "user_per_minute": 1_000_000,
-        "judge_per_minute": 1_000_000,
-        "agent_patience": 1_000_000.0,
-        "user_patience": 1_000_000.0,
-        "judge_patience": 1_000_000.0,
-        "open_seconds": 1_000_000.0,
-        "turn_seconds": 1_000_000.0,
-        "close_seconds": 1_000_000.0,
-    }
-
-    def __post_init__(self) -> None:
-        for name, most in self.MOST.items():
-            value = getattr(self, name)
-            if not math.isfinite(value):
-                raise ValueError(f"{name}: must be a finite number")
-            if value > most:
-                raise ValueError(f"{name}: must be at most {most:,.0f}")
-        if not math.isfinite(self.trust) or not 0.0 <= self.trust <= 1.0:
-            raise ValueError("trust: must be between 0 and 1")
-        if self.attempts < 1:
-            raise ValueError("attempts: must be at least 1")
-        if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
-            raise ValueError("user_prompt: not a file name")
-        self.limits()  # the limits' own checks, named by field
-
-    def limits(self) -> Limits:
-        """The run's limits: every field of these settings that ``Limits`` has."""
-        return Limits(**{name: getattr(self, name) for name in Limits.__struct_fields__})
-
-
-class _Tool(msgspec.Struct, frozen=True):
-    convy: dict[str, Any] = {}
-
-
-class Pyproject(msgspec.Struct, frozen=True):
-    """The part of a project's ``pyproject.toml`` convy reads: ``[tool.convy]``."""
-
-    tool: _Tool = _Tool()
-
-
-class ProjectSettings(msgspec.Struct, frozen=True):
-    """A project's settings: its ``pyproject.toml``, then the environment over it.
-
-    Every fault is a ``ConfigurationError`` naming the file or the variable and the field, never
-    the value read.
-    """
-
-    folder: Path
-
-    def settings(self) -> Settings:
-        table = self._table()
-        try:
-            msgspec.convert(table, Settings)
-        except msgspec.ValidationError as error:
-            raise ConfigurationError(f"pyproject.toml: [tool.convy] {FieldProblem(str(error), Settings).text()}") from None
-        try:
-            variables = Variables(_env_file=self.folder / ".env")  # type: ignore[call-arg]
-        except pydantic.ValidationError as error:
-            fields = ", ".join("CONVY_" + str(problem["loc"][0]).upper() for problem in error.errors())
-            raise ConfigurationError(f"cannot read {fields}") from None
-        except (OSError, ValueError):  # the .env file: not a file, or not UTF-8 text
-            raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
-        given = {name: value for name, value in variables.model_dump().items() if value is not None}
-        for name, value in given.items():
-            if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
-                raise ConfigurationError(f"CONVY_{name.upper()}: {name}: not UTF-8 text")
-        try:
-            return msgspec.convert({**table, **given}, Settings, strict=False)
-        except msgspec.ValidationError as error:
-            said = FieldProblem(str(error), Settings).text()
-            field, _, what = said.partition(": ")
-            if field in given:
-                raise ConfigurationError(f"CONVY_{field.upper()}: {field}: {what}") from None
-            raise ConfigurationError(f"settings: {said} (CONVY_* variables or [tool.convy])") from None
-
-    def _table(self) -> dict[str, Any]:
-        path = self.folder / "pyproject.toml"
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as error:
-            raise ConfigurationError(f"pyproject.toml: cannot be read: {error.strerror}") from None
-        try:
-            return msgspec.toml.decode(raw, type=Pyproject).tool.convy
-        except msgspec.ValidationError as error:
-            raise ConfigurationError(f"pyproject.toml: {FieldProblem(str(error), Pyproject).text()}") from None
-        except msgspec.DecodeError as error:
-            raise ConfigurationError(f"pyproject.toml: not valid TOML: {error}") from None
-        except RecursionError:
-            raise ConfigurationError("pyproject.toml: nested too deeply to read") from None
-

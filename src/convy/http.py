@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
-import email.utils
 import functools
 import hashlib
 import math
@@ -38,7 +37,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx2
 import msgspec
 
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
@@ -70,6 +68,7 @@ class Tls(msgspec.Struct, frozen=True):
         """The SSL context these settings make, made once per settings (loading a CA store costs
         tens of milliseconds, and a JsonAgent opens a client per conversation); without a CA or a
         certificate, the system's trust, as httpx2 makes it."""
+        import httpx2  # here, not at the top: a command that sends nothing never loads it
         if not (self.ca or self.cert):
             return httpx2.create_ssl_context(verify=True, trust_env=False)
         for name in ("ca", "cert", "key"):
@@ -108,6 +107,8 @@ class RetryAfter(msgspec.Struct, frozen=True):
             return max(0.0, float(given))
         except ValueError:
             pass
+        import email.utils  # here: only a Retry-After given as a date needs it
+
         try:
             moment = email.utils.parsedate_to_datetime(given)
         except (TypeError, ValueError):
@@ -244,6 +245,7 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
     def opened(self, connections: int) -> JsonConnection:
         """An open client for this endpoint with up to ``connections`` connections, for its owner
         to keep (a model keeps one for all its requests in an event loop)."""
+        import httpx2  # here, not at the top: a command that sends nothing never loads it
         client = httpx2.AsyncClient(
             headers=self.headers,
             verify=self.tls.context(),
@@ -323,6 +325,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
     async def response(self, body: Any, path: str = "") -> JsonResponse:
         """The endpoint's answer to ``body`` (posted to the URL, plus ``path``): its JSON and its
         headers, where some services say more (LiteLLM's proxy gives a reply's cost there)."""
+        import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
         try:
             response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json())
@@ -340,6 +343,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         error (an ``error`` event, or an event whose JSON holds an ``error``), is an
         ``HttpFailure``, as the reply may be cut short and the service may have acted.
         """
+        import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
         try:
             async with self.client.stream("POST", url, content=msgspec.json.encode(body), headers=self._json()) as response:
@@ -408,6 +412,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         """The start of an error's body, which usually says what was wrong. A proxy may echo the
         request, so the whole body is hidden first (the endpoint's secrets, anything shaped like a
         key), and only then cut: a key across the cut leaves no part of it."""
+        import httpx2  # here, not at the top: a command that sends nothing never loads it
         try:
             text = response.text.strip()
         except (httpx2.HTTPError, UnicodeDecodeError):
@@ -416,6 +421,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         return f": {text}" if text else ""
 
     def _failure(self, error: Exception, path: str) -> HttpFailure:
+        import httpx2  # here, not at the top: a command that sends nothing never loads it
         where = f"POST {self._shown(path)}"
         match error:
             case httpx2.ConnectTimeout() | httpx2.ConnectError():

@@ -37,7 +37,7 @@ from convy.scenario import Matching, Scenario, Scenarios
 from convy.views import ComparisonView
 
 if TYPE_CHECKING:
-    from convy.env import Settings
+    from convy.settings import Settings
 
 VERSION = "0.1.0"
 
@@ -55,7 +55,7 @@ class Project(msgspec.Struct, frozen=True):
     folder: Path
 
     def settings(self) -> Settings:
-        from convy.env import ProjectSettings  # pydantic-settings, loaded by the commands that play only
+        from convy.settings import ProjectSettings  # loaded by the commands that play only
 
         return ProjectSettings(self.folder).settings()
 

@@ -81,8 +81,10 @@ class Meter:
 
     def ready(self, now: float, share: float) -> float:
         """The first moment a request's cost is there, at ``share`` of the rate."""
+        if self.rate <= 0:
+            return now
         level = self._level(now, share)
-        if level >= self.cost or self.rate <= 0:
+        if level >= self.cost:
             return now
         return now + (self.cost - level) / (self.rate * share)
 
@@ -146,7 +148,8 @@ class Service:
         self.sent.append((number, now))
         self.sends += 1
         for meter in self.meters.values():
-            meter.take(now, share)
+            if meter.rate > 0:  # what is left of a limit with no rate yet is never read: its first word sets it
+                meter.take(now, share)
         return number
 
 

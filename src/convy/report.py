@@ -20,8 +20,7 @@ from typing import Literal
 
 import msgspec
 
-from convy.agent import NoUsage, Usage
-from convy.attempt import Attempt, Spent, Spread
+from convy.attempt import Attempt, Spread, Sum
 from convy.bench import RunJournal
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.problems import ConfigurationError
@@ -88,6 +87,33 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             tallies[scenario] = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
         return tallies
 
+    def sums(self) -> dict[str, Sums]:
+        """Each scenario's requests summed, by who made them."""
+        return self._sums
+
+    def total(self) -> Sums:
+        """Every request of the run summed, by who made them."""
+        return self._total
+
+    @cached_property
+    def _sums(self) -> dict[str, Sums]:
+        sums: dict[str, Sums] = {}
+        for scenario, attempts in self._grouped.items():
+            agent = user = judge = Sum()
+            for attempt in attempts:
+                agent = agent + attempt.agent_sum()
+                user = user + attempt.user_sum()
+                judge = judge + attempt.judge_sum()
+            sums[scenario] = Sums(agent, user, judge)
+        return sums
+
+    @cached_property
+    def _total(self) -> Sums:
+        agent = user = judge = Sum()
+        for one in self._sums.values():
+            agent, user, judge = agent + one.agent, user + one.user, judge + one.judge
+        return Sums(agent, user, judge)
+
     def headline(self) -> Headline:
         judged = [tally for tally in self.tallies().values() if tally.judged]
         return Headline(tuple(tally.passed / tally.judged for tally in judged), tuple(judged))
@@ -113,7 +139,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             self._scenario(index, scenario, found, specs.get(scenario)) for index, (scenario, found) in enumerate(self.by_scenario().items())
         ]
         not_judged = Counter(attempt.why() for attempt in attempts if attempt.status() == "not_judged")
-        every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
+        total = self.total()
         times = [attempt.time() for attempt in attempts]
         return RunView(
             header=self.header(),
@@ -130,18 +156,21 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
             agent=self._spend(
-                tuple(usage for attempt in attempts for usage in attempt.agent_usage()),
+                total.agent,
+                tuple(size for attempt in attempts for size in attempt.sizes().agent),
                 [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns],
             ),
             user=self._spend(
-                tuple(usage for attempt in attempts for usage in attempt.user_usage()),
+                total.user,
+                tuple(size for attempt in attempts for size in attempt.sizes().user),
                 [turn.user_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns if not turn.scripted],
             ),
             judge=self._spend(
-                tuple(usage for attempt in attempts for usage in attempt.outcome.judge_requests),
+                total.judge,
+                tuple(size for attempt in attempts for size in attempt.sizes().judge),
                 [attempt.outcome.judge_seconds for attempt in attempts if attempt.outcome.judge_requests],
             ),
-            cost=Spent(every_usage).cost(),
+            cost=total.every().cost(),
             time=TimeView(
                 wall=sum(time.wall for time in times),
                 agent=sum(time.agent for time in times),
@@ -183,28 +212,28 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     def totals(self) -> Totals:
         """The few numbers of the run the index shows."""
-        usages = tuple(usage for attempt in self.attempts() for usage in attempt.requests())
         judged = [tally for tally in self.tallies().values() if tally.judged]
-        spent = Spent(usages)
+        every = self.total().every()
         return Totals(
             rate=self.rate(),
             passed=sum(tally.passed for tally in judged),
             judged=sum(tally.judged for tally in judged),
             attempts=len(self.attempts()),
-            tokens=spent.total(),
-            cost=spent.cost(),
+            tokens=every.input + every.output,
+            cost=every.cost(),
         )
 
     def dialogues(self) -> dict[str, list[DialogueView]]:
         """Every attempt in full, by scenario id, for the scenario window."""
         return {scenario: [attempt.dialogue() for attempt in found] for scenario, found in self.by_scenario().items()}
 
-    def _spend(self, usages: tuple[Usage | NoUsage, ...], seconds: list[float]) -> SpendView:
+    def _spend(self, summed: Sum, sizes: tuple[float, ...], seconds: list[float]) -> SpendView:
+        """``sizes``: input plus output tokens of each reported request."""
         return SpendView(
-            tokens=Spent(usages).tokens(),
-            cost=Spent(usages).cost(),
+            tokens=summed.tokens(),
+            cost=summed.cost(),
             seconds=Spread(tuple(seconds)).view(),
-            per_request=Spread(tuple(float(usage.input + usage.output) for usage in Spent(usages).reported())).view(),
+            per_request=Spread(sizes).view(),
         )
 
     def _scenario(self, index: int, scenario: str, attempts: list[Attempt], spec: Scenario | None) -> ScenarioView:
@@ -216,9 +245,12 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             "not_judged" if tally.judged == 0 else "always" if tally.passed == tally.judged else "never" if tally.passed == 0 else "flaky"
         )
         names = [row.text for row in claims]
-        agent_usage = tuple(usage for attempt in attempts for usage in attempt.agent_usage())
-        every_usage = tuple(usage for attempt in attempts for usage in attempt.requests())
-        agent = self._spend(agent_usage, [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns])
+        sums = self.sums().get(scenario) or Sums(Sum(), Sum(), Sum())
+        agent = self._spend(
+            sums.agent,
+            tuple(size for attempt in attempts for size in attempt.sizes().agent),
+            [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns],
+        )
         failing = [attempt for attempt in attempts if attempt.status() == "failed"]
         return ScenarioView(
             index=index,
@@ -248,7 +280,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             turns=Spread(tuple(float(len(attempt.outcome.transcript.turns)) for attempt in attempts)).view(),
             agent=agent,
             answer_p50=agent.seconds.p50,
-            cost=Spent(every_usage).cost(),
+            cost=sums.every().cost(),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
         )
 
@@ -290,6 +322,17 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                 )
             )
         return rows
+
+
+class Sums(msgspec.Struct, frozen=True, gc=False):
+    """Some attempts' requests summed, by who made them."""
+
+    agent: Sum
+    user: Sum
+    judge: Sum
+
+    def every(self) -> Sum:
+        return self.agent + self.user + self.judge
 
 
 class Held(msgspec.Struct, frozen=True):

@@ -3,7 +3,7 @@
 A service may echo a request in its error (a proxy's error page repeats the headers, a 404 the
 path with its query), and an agent's own exception may hold its key. ``Secrets`` hides each known
 secret wherever convy keeps or shows text from outside: in full, as written and as an echo may
-have encoded it (percent-encoded, JSON-escaped), and any eight characters of one too, so a text
+have encoded it (percent-encoded, JSON-escaped, hexadecimal, base64 among other bytes), and any eight characters of one too, so a text
 cut later, or a service that cut its own echo, shows no prefix or suffix of a key. Text is
 hidden before it is cut, never after.
 
@@ -23,10 +23,12 @@ words, and it is too short to be a key.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
 import re
+import sys
 import types
 from collections import deque
 from pathlib import Path
@@ -45,6 +47,10 @@ _SECRET_WORDS = re.compile(
     r"(KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|CREDENTIALS?|AUTH|"
     r"AUTHORIZATION|COOKIE|PRIVATE|SIGNATURE|APIKEY|ACCESSKEY)"
 )
+# What a shell sets to the working directory and the one before: named like a password (PWD) but
+# a path, which hiding would blot from every text that names a file of the project, and which
+# made every attempt of a run look as if it might hold a secret.
+_DIRECTORIES = frozenset({"PWD", "OLDPWD"})
 # Anything shaped like a credential in a service's error, known to convy or not.
 _SHAPES = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 " + HIDDEN),
@@ -102,7 +108,7 @@ class Secrets(msgspec.Struct, frozen=True):
         if not self._forms():
             return value
         encoded = msgspec.json.encode(value)
-        if not self._may_hold(encoded.decode("utf-8")):
+        if not self.may_hold(encoded):
             return value
         plain = msgspec.json.decode(encoded)
         return msgspec.json.decode(msgspec.json.encode(self._walked(plain)), type=type(value))
@@ -148,22 +154,37 @@ class Secrets(msgspec.Struct, frozen=True):
             encoded |= {re.sub(r"%[0-9A-F]{2}", lambda found: found.group(0).lower(), one) for one in encoded}
             escaped = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
             escaped |= {one.replace("/", "\\/") for one in escaped}
-            forms |= {value, *encoded, *escaped}
+            forms |= {value, *encoded, *escaped, *self._binary(value)}
         return tuple(sorted(forms, key=lambda form: (-len(form), form)))
 
+    def _binary(self, value: str) -> set[str]:
+        """``value`` as a service may echo its bytes: in hexadecimal, and in base64 (standard and
+        URL-safe) wherever it stands among other bytes (HTTP Basic's ``user:key``): at each of the
+        three places a base64 group can start, the characters made of the secret's bits alone."""
+        raw = value.encode("utf-8")
+        forms = {raw.hex(), raw.hex().upper()}
+        for shift in range(3):
+            bits = 8 * (shift + len(raw))
+            for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                encoded = encode(b"\0" * shift + raw).decode("ascii")
+                # Character i holds bits 6i to 6i+6: the first ones hold bits of the bytes before
+                # the secret, the last may hold bits of those after it.
+                forms.add(encoded[-(-8 * shift // 6) : bits // 6])
+        return {form for form in forms if len(form) >= PIECE}
+
     @functools.cache  # noqa: B019 - as _forms
-    def _quarters(self) -> tuple[str, ...]:
-        """The fours each form of a secret is made of, from its start (its last four too)."""
+    def _quarters(self) -> tuple[bytes, ...]:
+        """The fours each form of a secret is made of, from its start (its last four too), in UTF-8."""
         found = {form[start : start + 4] for form in self._forms() for start in range(0, len(form) - 3, 4)}
         found |= {form[-4:] for form in self._forms()}
-        return tuple(sorted(found))
+        return tuple(sorted(quarter.encode("utf-8") for quarter in found))
 
-    def _may_hold(self, text: str) -> bool:
-        """Whether ``text`` may hold a piece of a secret: any eight characters of a form cover one
-        of the fours it is made of, so a text that holds none of them holds no piece. A quick
-        test for a whole record (a search of the text per four), before the walk through each of
-        its texts."""
-        return any(quarter in text for quarter in self._quarters())
+    def may_hold(self, data: bytes) -> bool:
+        """Whether ``data``, UTF-8 text such as a record's JSON, may hold a piece of a secret: any
+        eight characters of a form cover one of the fours it is made of, so a text that holds none
+        of them holds no piece (and UTF-8 bytes hold a text's bytes only where they hold the text).
+        A quick test for a whole record, a search per four, before the walk through its texts."""
+        return any(quarter in data for quarter in self._quarters())
 
     @functools.cache  # noqa: B019 - as _forms
     def _pieces(self) -> tuple[str, ...]:
@@ -217,6 +238,8 @@ class Environment(msgspec.Struct, frozen=True):
         return self.secrets() + Secrets(tuple(value.strip() for value in self._dotenv().values() if value))
 
     def _secret_name(self, name: str) -> bool:
+        if name.upper() in _DIRECTORIES:
+            return False
         return any(
             _SECRET_WORDS.fullmatch(word) or word.endswith(("KEY", "TOKEN", "SECRET", "PASSWORD"))
             for word in re.split(r"[^A-Z0-9]+", name.upper())
@@ -233,6 +256,8 @@ class Environment(msgspec.Struct, frozen=True):
 
     def _read_secretly(self) -> set[str]:
         """The variable names that a subclass of ``Env`` reads into a ``SecretStr``."""
+        if "convy.env" not in sys.modules:
+            return set()  # no Env is defined yet, so no subclass of one reads anything
         from pydantic import SecretStr
 
         from convy.env import Env
@@ -265,8 +290,7 @@ class Holders(msgspec.Struct, frozen=True):
     most: int = 20_000
 
     def secrets(self) -> Secrets:
-        from pydantic import SecretBytes, SecretStr
-
+        secret_str, secret_bytes = self._pydantic()
         from convy.http import JsonEndpoint
         from convy.model import OpenAiModel
 
@@ -279,10 +303,10 @@ class Holders(msgspec.Struct, frozen=True):
                 continue
             seen.add(id(here))
             match here:
-                case SecretStr():
+                case secret_str():
                     found.append(here.get_secret_value())
                     continue
-                case SecretBytes():
+                case secret_bytes():
                     found.append(here.get_secret_value().decode("utf-8", "replace"))
                     continue
                 case JsonEndpoint():
@@ -298,6 +322,15 @@ class Holders(msgspec.Struct, frozen=True):
             waiting.extend((child, level + 1) for child in self._children(here))
         return Secrets(tuple(dict.fromkeys(found)))
 
+    def _pydantic(self) -> tuple[type[Any], type[Any]]:
+        """pydantic's ``SecretStr`` and ``SecretBytes``; before pydantic is loaded no object can be
+        one, and a class nothing is an instance of stands in for both, so it is not loaded here."""
+        if "pydantic" not in sys.modules:
+            return _Unmade, _Unmade
+        from pydantic import SecretBytes, SecretStr
+
+        return SecretStr, SecretBytes
+
     def _children(self, here: Any) -> list[Any]:
         match here:
             case msgspec.Struct():
@@ -312,12 +345,6 @@ class Holders(msgspec.Struct, frozen=True):
         return []
 
 
-class Redacted(msgspec.Struct, frozen=True):
-    """The same journal, keeping each attempt with every known secret hidden from its texts: the
-    agent's answers and failure, the models' errors, the judge's reasons."""
-
-    journal: Any
-    secrets: Secrets
-
-    def record(self, outcome: Any) -> None:
-        self.journal.record(self.secrets.kept(outcome))
+class _Unmade:
+    """A class of which no object is ever made: what ``Holders`` looks for in place of pydantic's
+    secrets while pydantic is not loaded."""

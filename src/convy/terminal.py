@@ -30,11 +30,15 @@ class Inert(msgspec.Struct, frozen=True):
 
     def lines(self) -> str:
         """The text with its newlines and tabs kept, every other control character written out."""
+        if self.text.isprintable():  # none of them: each is a control, format, surrogate or separator
+            return self.text
         return _IN_LINES.sub(self._written, self.text)
 
     def line(self) -> str:
         """The text on one line: newlines and tabs written out too, so outside text cannot start a
         line that looks like convy's own."""
+        if self.text.isprintable():
+            return self.text
         return _IN_ONE_LINE.sub(self._written, self.text)
 
     def _written(self, found: re.Match[str]) -> str:

@@ -212,7 +212,10 @@ class RunView(View, frozen=True):
     claims: list[str]
 
 
-class StepView(View, frozen=True):
+class StepView(View, frozen=True, omit_defaults=True):
+    """A thought (its ``text``) or a tool call (the rest); the fields of the other kind are left
+    out of the JSON, and the page reads a missing one as its default."""
+
     kind: Literal["thought", "call"]
     text: str = ""
     name: str = ""
@@ -269,6 +272,9 @@ class DialogueView(View, frozen=True):
     turns: list[TurnView]
     failed_on: str | None
     decisions: list[DecisionView]
+    # The timeline's spans besides the turns' (the judge's and the waits'): the page draws each
+    # turn's user model and agent spans from the turn's own start and seconds, which once came
+    # here a second time, with a label each (a sixth of the dialogues' bytes).
     spans: list[SpanView]
     tokens: TokensView
     cost: CostView

@@ -3,7 +3,7 @@
    text is a text node, or Markdown drawn as nodes. */
 
 const Scene = (() => {
-  const { h, s, fmt, status, word, markdown } = Convy;
+  const { h, s, add, fmt, status, word, markdown } = Convy;
 
   /* The window: one <dialog>, opened modal; Esc or the close button shut it. */
   function frame(onClose) {
@@ -54,9 +54,14 @@ const Scene = (() => {
       if (!inflated.has(at)) {
         inflated.set(at, (async () => {
           if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot decompress the dialogues (no DecompressionStream): open the page in a recent browser");
-          const raw = atob(Convy.json(id + "-" + at));
-          const bytes = new Uint8Array(raw.length);
-          for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+          const text = Convy.json(id + "-" + at);
+          let bytes;
+          if (typeof Uint8Array.fromBase64 === "function") bytes = Uint8Array.fromBase64(text);  /* native, where the browser has it */
+          else {
+            const raw = atob(text);
+            bytes = new Uint8Array(raw.length);
+            for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+          }
           const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
           return JSON.parse(await new Response(stream).text());
         })());
@@ -86,20 +91,43 @@ const Scene = (() => {
     return one.length > length ? one.slice(0, length - 1) + "…" : one;
   }
 
+  /* A <details> whose body is drawn when it is first opened (by a click, the expand button or
+     code): a window of an attempt holds many collapsed steps, and drawing what nobody has opened
+     was most of the time a window took to open. */
+  const bodies = new WeakMap();  /* a lazy <details> → the function that draws its body once */
+
+  function lazy(props, summary, body) {
+    const box = h("details", props, summary);
+    bodies.set(box, () => {
+      if (!box.open) return;
+      bodies.delete(box);
+      add(box, [body()]);
+    });
+    box.addEventListener("toggle", () => draw(box));
+    draw(box);
+    return box;
+  }
+
+  /* Draw an open lazy <details>'s body now, not when its toggle event comes (a task later). */
+  function draw(box) {
+    const body = bodies.get(box);
+    if (body) body();
+  }
+
   function step(one) {
     if (one.kind === "thought") {
-      return h("details", { class: "step thought" },
+      return lazy({ class: "step thought" },
         h("summary", null, h("span", { class: "step-kind" }, "✎ thought"), " ", h("span", { class: "muted preview" }, short(one.text, 90))),
-        markdown(one.text));
+        () => markdown(one.text));
     }
     const result = one.result === null || one.result === undefined ? null : one.result;
-    return h("details", { class: "step call" },
+    return lazy({ class: "step call" },
       h("summary", null,
         h("span", { class: "step-kind" }, "⚙ call"), " ",
         h("code", null, one.name + "(" + short(one.arguments === "{}" ? "" : one.arguments, 70) + ")"),
         result === null ? h("span", { class: "muted" }, " → result not reported") : h("span", { class: "muted" }, " → " + short(result, 50)),
         one.seconds === null || one.seconds === undefined ? null : h("span", { class: "muted" }, " · " + fmt.seconds(one.seconds))),
-      h("div", { class: "call-body" },
+      () => h("div", { class: "call-body" },
         h("div", { class: "label" }, "arguments"), h("pre", null, pretty(one.arguments)),
         h("div", { class: "label" }, "result"), result === null ? h("p", { class: "muted" }, "not reported by the agent") : h("pre", null, pretty(result))));
   }
@@ -109,9 +137,9 @@ const Scene = (() => {
     if (!one.steps.length) return null;
     const { thoughts, calls } = one;
     const said = [thoughts ? thoughts + (thoughts === 1 ? " thought" : " thoughts") : "", calls ? calls + (calls === 1 ? " tool call" : " tool calls") : ""].filter(Boolean).join(", ");
-    return h("details", { class: "steps", open: open || null },
+    return lazy({ class: "steps", open: open || null },
       h("summary", null, "Agent's steps: " + said),
-      h("div", { class: "step-list" }, one.steps.map(step)));
+      () => h("div", { class: "step-list" }, one.steps.map(step)));
   }
 
   function message(who, label, text, meta) {
@@ -154,7 +182,14 @@ const Scene = (() => {
   /* The attempt's time drawn: one lane each for the agent, the user model, the judge and the
      waits on busy services. */
   function timeline(d) {
-    const spans = d.spans || [];
+    /* Each turn's user model and agent spans, from the turn's start and seconds; then the rest
+       (the judge's, the waits') as Python gave them. */
+    const spans = [];
+    (d.turns || []).forEach((one, i) => {
+      if (!one.scripted) spans.push({ lane: "user", start: one.user_start, seconds: one.user_seconds, label: "user model, turn " + (i + 1) });
+      spans.push({ lane: "agent", start: one.agent_start, seconds: one.agent_seconds, label: "agent, turn " + (i + 1) });
+    });
+    spans.push(...(d.spans || []));
     let end = d.seconds || 0;
     for (const one of spans) end = Math.max(end, one.start + one.seconds);
     if (!(end > 0)) return h("p", { class: "muted" }, "No time was recorded.");
@@ -178,9 +213,9 @@ const Scene = (() => {
     const axis = top + LANES.length * lane + 13;
     svg.appendChild(s("text", { class: "axis", x: left, y: axis }, "0"));
     svg.appendChild(s("text", { class: "axis", x: width - right, y: axis, "text-anchor": "end" }, fmt.seconds(end)));
-    const list = h("details", { class: "span-list" },
+    const list = lazy({ class: "span-list" },
       h("summary", null, "Timeline as a list"),
-      h("table", { class: "grid small" },
+      () => h("table", { class: "grid small" },
         h("thead", null, h("tr", null, h("th", null, "lane"), h("th", null, "what"), h("th", { class: "num" }, "starts at"), h("th", { class: "num" }, "took"))),
         h("tbody", null, spans.map((one) => h("tr", null, h("td", null, one.lane), h("td", null, one.label), h("td", { class: "num" }, fmt.seconds(one.start)), h("td", { class: "num" }, fmt.seconds(one.seconds)))))));
     const legend = h("div", { class: "legend small" }, LANES.map((name) => h("span", null, h("i", { class: "swatch span-" + name }), name === "waiting" ? "waiting on a busy service" : name === "user" ? "user model" : name)));
@@ -201,9 +236,10 @@ const Scene = (() => {
     const failed = d.failed_on ? h("div", { class: "notice bad" }, h("strong", null, "✗ The agent failed on this message"), markdown(d.failed_on)) : null;
     const expand = h("button", { type: "button", class: "expand", onclick: (event) => {
       const box = event.target.closest(".attempt");
-      const all = box.querySelectorAll("details.steps, details.step");
-      const opening = [...all].some((one) => !one.open);
-      all.forEach((one) => { one.open = opening; });
+      const outer = [...box.querySelectorAll("details.steps")];
+      const opening = outer.some((one) => !one.open) || [...box.querySelectorAll("details.step")].some((one) => !one.open);
+      for (const one of outer) { one.open = opening; draw(one); }
+      box.querySelectorAll("details.step").forEach((one) => { one.open = opening; draw(one); });
       event.target.textContent = opening ? "Collapse the steps" : "Expand the steps";
     } }, "Expand the steps");
     return h("div", { class: "attempt", "data-attempt": d.attempt },
