@@ -43,9 +43,10 @@ T = TypeVar("T")
 
 # The share of the rate a service tells that a participant aims at. What is left of it absorbs
 # the jitter of the way there: of a strict bucket's, a request that arrives even a millisecond
-# before the next unit is refused. Each refusal takes a little off the share, each answer gives a
-# two-hundredth of that back: at most about one refusal in two hundred requests, at the share the
-# jitter of the moment allows, and no deep cut for one refusal nor a slow climb after it.
+# before the next unit is refused. Each refusal takes 3% off the share (up to 5% when the service
+# says the request came that early), each answer gives a two-hundredth of 3% back: about one
+# refusal in two hundred requests, at the share the jitter of the moment allows, and no deep cut
+# for one refusal with a slow climb after it.
 _SHARE = 0.98  # to start with
 _SHARE_MOST = 0.995
 _SHARE_LEAST = 0.05
