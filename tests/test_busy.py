@@ -12,7 +12,7 @@ from typing import Any
 import httpx2
 import msgspec
 import pytest
-from clock import in_virtual_time
+from clock import START, in_virtual_time
 from standin import StandIn, http_date
 
 from convy import Bench, Limits, Models, Plan, Scenario
@@ -509,19 +509,38 @@ def test_a_limit_is_found_and_held_with_no_setting(shape: str, floor: float, mos
     assert seconds <= most * floor, f"{seconds:.2f} s of virtual time"
 
 
-@pytest.mark.parametrize(("jitter", "most"), [(0.0005, 1.08), (0.001, 1.13), (0.002, 1.19)])
-def test_a_strict_bucket_is_held_through_the_jitter_of_the_way_there(jitter: float, most: float) -> None:
+@pytest.mark.parametrize(("jitter", "most", "refused"), [(0.0005, 1.07, 3), (0.001, 1.12, 4), (0.002, 1.19, 6)])
+def test_a_strict_bucket_is_held_through_the_jitter_of_the_way_there(jitter: float, most: float, refused: int) -> None:
     """Requests that take a few milliseconds, more or less, to reach a strict bucket (burst 1)
     now and then arrive closer together than they were sent: refused, and the share of the limit
-    aimed at gives up a little each time, more for a request that came earlier. However spread
-    the way there, at most 1% are refused (3 of 300); the time is what that jitter allows."""
+    aimed at gives up a little each time, more for a request that came earlier. About 1% are
+    refused (3 of 300 with 0.5 ms of jitter, 6 with 2 ms); the time is what that jitter allows."""
     from standin import Bucket
 
     service = Simulated(Bucket(20, 1), jitter=jitter)
     seconds = played_against((service, 4))
     assert service.answered == 300
-    assert service.refused <= 3
+    assert service.refused <= refused
     assert seconds <= most * 15.0, f"{seconds:.2f} s of virtual time"
+
+
+def test_a_strict_bucket_is_held_again_after_two_busy_seconds() -> None:
+    """Two seconds of 8 ms of jitter (the machine busy with something else) bring a burst of
+    refusals, each taking a little off the share; once the way is quiet again the share comes
+    back within seconds, not over the rest of the run."""
+    from standin import Bucket
+
+    class Busier(Simulated):
+        async def __call__(self) -> str:
+            now = asyncio.get_running_loop().time()
+            self.jitter = 0.008 if START + 3 < now < START + 5 else 0.0005
+            return await super().__call__()
+
+    service = Busier(Bucket(20, 1), jitter=0.0005)
+    seconds = played_against((service, 4))
+    assert service.answered == 300
+    assert service.refused <= 7
+    assert seconds <= 1.21 * 15.0, f"{seconds:.2f} s of virtual time"
 
 
 def test_two_participants_on_one_key_keep_within_the_limit_they_share() -> None:

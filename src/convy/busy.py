@@ -44,15 +44,17 @@ T = TypeVar("T")
 # The share of the rate a service tells that a participant aims at. What is left of it absorbs
 # the jitter of the way there: of a strict bucket's, a request that arrives even a millisecond
 # before the next unit is refused. Each refusal takes 3% off the share (up to 5% when the service
-# says the request came that early), each answer gives a two-hundredth of 3% back: about one
-# refusal in two hundred requests, at the share the jitter of the moment allows, and no deep cut
-# for one refusal with a slow climb after it.
+# says the request came that early), each answer gives a two-hundredth of 3% back, and a little
+# of what is missing to the most (so that a burst of refusals while the machine was busy for a
+# second or two is made up within some seconds): about one refusal in a hundred or two requests, at
+# the share the jitter of the moment allows.
 _SHARE = 0.98  # to start with
 _SHARE_MOST = 0.995
 _SHARE_LEAST = 0.05
 _SHARE_CUT = 0.97
 _SHARE_DEEPEST = 0.95  # the most one refusal takes off: a request far too early is not jitter
 _ANSWERS_PER_REFUSAL = 200
+_SHARE_BACK = 0.002  # of what is missing to _SHARE_MOST, per answer
 # Without word from the service, the pace doubles every half second until the first refusal after
 # the start's; then it goes on a little under the pace last let through. A refusal then (each
 # costs a whole Retry-After) takes a little off the pace, or a tenth when it comes within
@@ -390,7 +392,8 @@ class Places:
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
         if number > self._cut_after:
-            self._share = min(_SHARE_MOST, self._share * (1 + (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL))
+            growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
+            self._share = min(_SHARE_MOST, self._share + growth)
         if self._rate > 0 and number > self._cut_after:
             # One answer is worth the gap it filled; answers to requests sent before the last cut
             # say nothing of the pace after it.
