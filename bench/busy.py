@@ -23,8 +23,10 @@ requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a sec
 - ``tokens``: a token limit (TPM) alone: a bucket of tokens (a request's body bytes / 4) with a
   second's worth of burst, filled at ``rate`` times a request's tokens a second.
 
-For each: ``wall / floor`` and ``refused`` (429s / requests the server received); the floor is
-the requests (or tokens) the server let through divided by the rate, plus, for ``halved``, the
+For each: ``wall / floor``, ``refused`` (429s / requests the server received), and the spread of
+the attempts' own durations (p50/p95/max seconds: waiting for a place or a pace must be fair, no
+attempt left behind for minutes); the floor is the requests (or tokens) the server let through
+divided by the rate, less the 20 a burst of 20 lets through at once, plus, for ``halved``, the
 slower second part. ``--before SRC`` plays the same cases with convy's source at ``SRC`` (such as
 main's: ``git archive main src | tar -x -C /tmp/before``, then ``/tmp/before/src``) in a child process, each cut off at
 ``--cap`` times its floor, and prints both side by side.
@@ -168,8 +170,8 @@ def scenario(turns: int, claims: int) -> Any:
 
 
 def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
-    """Play one shape with default settings; what the stand-in saw, and the wall time."""
-    from convy import Absent, Bench, ChatJudge, JsonAgent, JsonEndpoint, Limits, Models, OpenAiModel, Plan
+    """Play one shape (default settings unless told); what the stand-in saw, and the wall time."""
+    from convy import Absent, Bench, ChatJudge, JsonAgent, JsonEndpoint, Models, OpenAiModel, Plan
     from convy.fakes import MemoryJournal
 
     claims = arguments.claims if shape == "shared" else 0
@@ -179,7 +181,7 @@ def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
     with Service(**settings) as service:
         agent = JsonAgent(JsonEndpoint(service.url + "/agent"), reply="output.text")
         judge = ChatJudge(OpenAiModel("stand-in", service.url + "/v1")) if claims else Absent()
-        bench = Bench(agent, Models(judge=judge), Limits())
+        bench = Bench(agent, Models(judge=judge), limits_of(arguments))
         journal = MemoryJournal()
         start = time.perf_counter()
         asyncio.run(bench.run(Plan((scenario(arguments.turns, claims),), attempts), journal))
@@ -187,7 +189,24 @@ def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
         stats = service.stats()
     stops = Counter(outcome.stop for outcome in journal.outcomes)
     judged_well = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
-    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": judged_well, **stats}
+    durations = sorted(outcome.seconds for outcome in journal.outcomes)
+    spread = [durations[min(len(durations) - 1, int(share * len(durations)))] for share in (0.5, 0.95)] + durations[-1:]
+    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": judged_well, "spread": spread, **stats}
+
+
+def limits_of(arguments: argparse.Namespace) -> Any:
+    """The limited cases' settings: the defaults, unless --agent-places or --agent-per-minute."""
+    from convy import Limits
+
+    given = {"agent_places": arguments.agent_places, "agent_per_minute": arguments.agent_per_minute}
+    return Limits(**{name: value for name, value in given.items() if value is not None})
+
+
+def settings_of(arguments: argparse.Namespace) -> str:
+    """The limited cases' settings, as the table's heading says them."""
+    given = {"agent_places": arguments.agent_places, "agent_per_minute": arguments.agent_per_minute}
+    changed = ", ".join(f"{name}={value}" for name, value in given.items() if value is not None)
+    return f"Limits({changed})" if changed else "default settings (Limits())"
 
 
 def floor_of(shape: str, result: dict[str, Any], arguments: argparse.Namespace) -> float:
@@ -199,6 +218,8 @@ def floor_of(shape: str, result: dict[str, Any], arguments: argparse.Namespace) 
         case "halved":
             first = result["attempts"] * arguments.turns / rate / 3
             return first + (result["answered"] - first * rate) / (rate / 2)
+        case "bucket20":  # the first 20 need no wait
+            return (result["answered"] - 20) / rate
         case _:
             return result["answered"] / rate
 
@@ -223,7 +244,8 @@ def shown(shape: str, result: dict[str, Any] | None, arguments: argparse.Namespa
         return f"failed: {result['failed'][:60]}"
     floor = floor_of(shape, result, arguments)
     share = result["refused"] / result["received"] if result["received"] else 0.0
-    return f"{result['wall'] / floor:6.2f}x {result['refused']:4d}/{result['received']:<4d} {share:5.1%}"
+    spread = "/".join(f"{seconds:.1f}" for seconds in result.get("spread", ()))
+    return f"{result['wall'] / floor:6.2f}x {result['refused']:4d}/{result['received']:<4d} {share:5.1%}   {spread:<14}"
 
 
 def problems_of(shape: str, result: dict[str, Any], arguments: argparse.Namespace) -> list[str]:
@@ -317,6 +339,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="requests a second every limit allows (default 20)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the stand-in takes per answer (default 0.1)")
     parser.add_argument("--claims", type=int, default=1, help="judged claims per attempt in the shared case (default 1)")
+    parser.add_argument("--agent-places", type=int, help="agent_places of the limited cases (default: Limits()'s)")
+    parser.add_argument("--agent-per-minute", type=int, help="agent_per_minute of the limited cases (default: none)")
     parser.add_argument("--before", metavar="SRC", help="also play the limited cases with convy's source at SRC")
     parser.add_argument("--cap", type=float, default=4.0, help="a --before case is cut off at this many floors (default 4)")
     parser.add_argument("--free-attempts", type=int, default=1536, help="attempts of each free case (default 1536)")
@@ -341,14 +365,15 @@ def main() -> None:
         print(
             f"\nEvery limit allows {arguments.rate:g} requests a second ({arguments.rate * 60:,.0f}/min); "
             f"{arguments.requests} agent requests ({arguments.turns} a attempt), answered after "
-            f"{arguments.latency * 1000:g} ms; default settings (Limits()); floor = requests let through / rate."
+            f"{arguments.latency * 1000:g} ms; {settings_of(arguments)}; floor = requests let through / rate."
         )
         before = f"before ({tree(Path(arguments.before))})" if arguments.before else ""
-        print(f"{'shape':<28} {'now: wall/floor refused':>27}   {before}")
+        print(f"{'':<28} {'wall/floor  refused         attempt s p50/p95/max':<47}")
+        print(f"{'shape':<28} {'now':<47} {before}")
         cap = arguments.cap * arguments.requests / arguments.rate
         for shape in shapes:
             result = limited(shape, arguments)
-            row = f"{LABELS[shape]:<28} {shown(shape, result, arguments, cap):>27}"
+            row = f"{LABELS[shape]:<28} {shown(shape, result, arguments, cap):<47}"
             if arguments.before:
                 row += f"   {shown(shape, child(shape, arguments, arguments.before, cap), arguments, cap)}"
             print(row, flush=True)

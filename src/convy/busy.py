@@ -41,16 +41,30 @@ from convy.quota import TOLD, Heard, NoQuota, Quota, Service, Services, Told
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
 
-# The share of the rate a service tells that a participant aims at: what is left of it absorbs the
-# jitter of the network and of the event loop. A refusal lowers the share, answers raise it again.
-_SHARE = 0.97
+# The share of the rate a service tells that a participant aims at. What is left of it absorbs
+# the jitter of the way there: of a strict bucket's, a request that arrives even a millisecond
+# before the next unit is refused. Each refusal takes 3% off the share (up to 5% when the service
+# says the request came that early), each answer gives a two-hundredth of 3% back, and a little
+# of what is missing to the most (so that a burst of refusals while the machine was busy for a
+# second or two is made up within some seconds): about one refusal in a hundred or two requests, at
+# the share the jitter of the moment allows.
+_SHARE = 0.98  # to start with
+_SHARE_MOST = 0.995
 _SHARE_LEAST = 0.05
-_SHARE_CUT = 0.95  # a refusal now and then; 0.75 for refusals within 2 s of each other
-_SHARE_GROWTH = 0.02  # of what is missing to _SHARE, per answer
-# Without word from the service, the pace doubles every half second until the first refusal, then
-# grows by this share of itself a second.
-_GROWTH = 0.003
+_SHARE_CUT = 0.97
+_SHARE_DEEPEST = 0.95  # the most one refusal takes off: a request far too early is not jitter
+_ANSWERS_PER_REFUSAL = 200
+_SHARE_BACK = 0.002  # of what is missing to _SHARE_MOST, per answer
+# Without word from the service, the pace doubles every half second until the first refusal after
+# the start's; then it goes on a little under the pace last let through. A refusal then (each
+# costs a whole Retry-After) takes a little off the pace, or a tenth when it comes within
+# _AGAIN seconds of the last pause (a limit lower than thought, or shared); the pace grows by
+# _GROWTH of itself a second while requests pass.
+_GROWTH = 0.001
 _CUT = 0.9
+_BARE_CUT = 0.95
+_AGAIN = 2.0
+_QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 
 
 class Busy(Exception):
@@ -105,6 +119,7 @@ class _Send(msgspec.Struct, frozen=True):
     number: int
     moment: float
     metered: bool = False  # paced on what the service said is left
+    pace: float = 0.0  # the requests a second the participant sent at, without word from the service
 
 
 class _Ticket:
@@ -174,7 +189,7 @@ class Places:
         self._growing = True
         self._cut_after = -1  # refusals of requests sent up to this number are news already taken
         self._share = _SHARE
-        self._cut_moment = -math.inf
+        self._resumed = -math.inf  # when the last refusal's pause ended
         self._answers: deque[float] = deque()  # when the answered requests of the last second were sent
         self._service = Service()  # until the service says who it is
         self._services = services or Services()
@@ -350,7 +365,7 @@ class Places:
     def _let(self, now: float) -> _Send:
         """One request let go now."""
         metered = not self._unmetered()
-        send = _Send(self._service, self._service.took(now, self._share), now, metered)
+        send = _Send(self._service, self._service.took(now, self._share), now, metered, self._rate)
         self.sends += 1
         self._flying += 1
         self._took(now)
@@ -393,8 +408,9 @@ class Places:
         number = send.number
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
-        if number > self._cut_after and self._share < _SHARE:
-            self._share += (_SHARE - self._share) * _SHARE_GROWTH
+        if number > self._cut_after:
+            growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
+            self._share = min(_SHARE_MOST, self._share + growth)
         if self._rate > 0 and number > self._cut_after:
             # One answer is worth the gap it filled; answers to requests sent before the last cut
             # say nothing of the pace after it.
@@ -424,18 +440,22 @@ class Places:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload.
             self._cut_after = self._service.sends - 1
-            # A refusal now and then, or one just before the next unit was due, is the jitter of
-            # the way there: a small cut. Refusals one after another are a limit shared with
-            # others, or lowered: a deep one.
-            cut = _SHARE_CUT if now - self._cut_moment > 2.0 or self._near(heard) else 0.75
             if send.metered:  # a request sent before the service said anything tells nothing of the share
-                self._cut_moment = now
-                self._share = max(_SHARE_LEAST, self._share * cut)
+                self._share = max(_SHARE_LEAST, self._share * self._cut(heard))
             while self._answers and self._answers[0] < now - 1.0:
                 self._answers.popleft()
             let_through = len(self._answers)
-            if self._rate > 0:
-                self._rate = _CUT * self._rate
+            if self._rate > 0 and self._growing and send.pace > 0:
+                # The pace has just passed the limit: as close to it as can be told is the pace
+                # half a step before the refused send's, or the quickest the last sends went
+                # and were let through, whichever is lower.
+                self._rate = min(send.pace * 2 ** (-1 / send.pace), self._quickest(send)) * _BARE_CUT
+                self._growing = False
+            elif self._rate > 0:
+                # Refused again soon after the last pause: a lower limit, or one shared with
+                # others. Otherwise a refusal now and then, the jitter of the way there.
+                again = send.moment - self._resumed < _AGAIN
+                self._rate *= _CUT if again else _BARE_CUT
                 self._growing = False
             else:
                 # The rate let through so far, over the last second or less when the run is younger.
@@ -444,16 +464,37 @@ class Places:
                 self._rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
             self._rate = max(self._rate, 0.01)
         self._paused_until = max(self._paused_until, now + pause)
+        self._resumed = self._paused_until
         self._landed()
 
-    def _near(self, heard: Heard) -> bool:
-        """Whether a refusal came just before the next request was due, by less than a quarter
-        of the pace: the jitter of the way there, not a limit lower than the pace."""
+    def _quickest(self, refused: _Send) -> float:
+        """The most sends a second that the gaps between the last few sends before a refused one,
+        since the last pause, tell of: each of them was let through (infinite if none tell)."""
+        moments: list[float] = []
+        for number, moment in reversed(self._service.sent):
+            if number >= refused.number:
+                continue
+            if moment < self._resumed or len(moments) > _QUICKEST:
+                break
+            moments.append(moment)
+        gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
+        return 1 / min(gaps) if gaps and min(gaps) > 0 else math.inf
+
+    def _cut(self, heard: Heard) -> float:
+        """What a refusal leaves of the share: a little; or, when the service said how long before
+        its next unit the request came (a bucket's reset, less the time the rest of its burst takes
+        to grow back), enough that it would have come in time, but no more than a twentieth off: a
+        request far too early tells of something else than the jitter of the way there."""
+        rate = self._service.meters["requests"].rate
         match heard.requests:
-            case Quota(reset=reset):
-                return reset * self._service.meters["requests"].rate < 0.25
-            case NoQuota():
-                return False
+            case Quota(reset=reset, limit=limit) if limit >= 1 and rate > 0:
+                gap = 1 / (rate * self._share)
+                early = reset - (limit - 1) / rate
+                if 0 < early < gap / 2:
+                    return min(_SHARE_CUT, max(_SHARE_DEEPEST, gap / (gap + early)))
+            case _:
+                pass
+        return _SHARE_CUT
 
     def _heard(self, send: _Send, heard: Heard, admitted: bool) -> None:
         if send.service is not self._service or not heard.quoted():
@@ -470,7 +511,7 @@ class Places:
                 case Quota():
                     if self._service.meters[name].heard(quota, number, sent, later, self._share, name == "tokens", admitted):
                         # The refusals just before were the limit coming down, not jitter.
-                        self._share = max(self._share, _SHARE * _SHARE_CUT)
+                        self._share = max(self._share, _SHARE)
                 case NoQuota():
                     pass
 

@@ -77,6 +77,7 @@ class Meter:
         self.moment = 0.0
         self.cost = 0.0
         self.seen = -1  # the send number of the request whose response set the level
+        self.rated = -1  # the send number of the request whose response set the rate
         self.said = (0.0, 0.0)  # the remaining units that response said, and when it was sent
 
     def ready(self, now: float, share: float) -> float:
@@ -98,13 +99,17 @@ class Meter:
         """The service said ``quota`` of the request sent at ``sent`` (send number ``number``);
         ``later`` are the moments of this participant's sends after it. A response older than the
         last one is ignored. Whether the service's rate is now lower than it was."""
-        if number <= self.seen:
-            return False
-        # A refusal's reset is the time until the next unit, and says nothing of the rate.
+        # A refusal's reset is the time until the next unit, and says nothing of the rate. An
+        # admitted request's word on the rate counts even when it comes after a newer refusal
+        # (which comes back at once, the answer only after the service's work): else a limit
+        # lowered is never heard of while its refusals keep coming first.
         rate = quota.rate() if admitted else 0.0
-        lowered = 0 < rate < 0.9 * self.rate
-        if rate > 0:
-            self.rate = rate
+        lowered = False
+        if rate > 0 and number > self.rated:
+            lowered = rate < 0.9 * self.rate
+            self.rate, self.rated = rate, number
+        if number <= self.seen:
+            return lowered
         if quota.limit > 0:
             self.limit = quota.limit
         if counted and admitted:
