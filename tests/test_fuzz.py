@@ -598,7 +598,7 @@ def test_command_reads_around_a_fuzzed_run_json(project: Path) -> None:
     assert "Traceback" not in done.stdout + done.stderr
     assert "run.json is damaged; its 3 attempts are read from attempts.jsonl alone" in done.stderr + done.stdout
     resumed = convy(project, "resume", folder.name)
-    refused(resumed, f"{folder}/run.json: cannot be read: ")
+    refused(resumed, f"{folder}/run.json: spec: expected a mapping, got a list; ")
 
 
 def test_command_reads_fuzzed_attempt_lines(project: Path) -> None:
