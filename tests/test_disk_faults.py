@@ -202,6 +202,24 @@ def test_a_repeated_line_counts_once(made: Made) -> None:
     assert "of 10 attempts" in resumed.stdout, resumed.stdout
 
 
+def test_report_and_resume_do_not_wait_on_fifos_in_place_of_the_lock_and_run_json_tmp(made: Made) -> None:
+    """FIFOs named run.lock and run.json.tmp: `convy report` and `convy resume` neither wait for a writer nor write through them."""
+    assert ran(made, "run", "slow", "-k", "1").returncode == 0
+    folder = made.run()
+    (folder.path / "run.lock").unlink()
+    for name in ("run.lock", "run.json.tmp"):
+        os.mkfifo(folder.path / name)
+
+    reported = ran(made, "report")
+    resumed = ran(made, "resume", folder.path.name)
+
+    assert reported.returncode == 0, reported.stderr
+    assert reported.stderr == ""
+    assert resumed.returncode == 0, resumed.stderr
+    clean(resumed.stderr)
+    assert (folder.path / "report.html").is_file() and folder.status() == "finished"
+
+
 def test_report_writes_no_lock_file_in_the_folders_it_reads(made: Made) -> None:
     """``convy report`` reads a run folder without creating run.lock there."""
     assert ran(made, "run", "slow", "-k", "1").returncode == 0

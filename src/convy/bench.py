@@ -539,9 +539,10 @@ class RunJournal(msgspec.Struct, frozen=True):
 
     def in_use(self) -> bool:
         """Whether a process is playing this run now. Asking writes nothing: a folder without a
-        lock file has never been played by a process that is still running."""
+        lock file has never been played by a process that is still running; opening it never
+        waits (a FIFO put in its place would)."""
         try:
-            descriptor = os.open(self.folder / "run.lock", os.O_RDONLY)
+            descriptor = os.open(self.folder / "run.lock", os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return False
         try:
@@ -590,7 +591,8 @@ class RunJournal(msgspec.Struct, frozen=True):
         path = self.folder / "run.json"
         temporary = self.folder / "run.json.tmp"
         try:
-            with temporary.open("wb") as file:
+            temporary.unlink(missing_ok=True)  # whatever is there (a FIFO would block, a link lead elsewhere)
+            with temporary.open("xb") as file:
                 file.write(msgspec.json.format(_ENCODER.encode(run), indent=2) + b"\n")
                 file.flush()
                 os.fsync(file.fileno())
