@@ -34,8 +34,19 @@ def limited(size: int):
     return limit
 
 
-def ran(made: Made, *arguments: str, size: int | None = None) -> subprocess.CompletedProcess[str]:
-    """``convy`` run to its end, its files limited to ``size`` bytes when given."""
+def bounded(memory: int):
+    """A ``preexec_fn`` that caps the child's address space at ``memory`` bytes: reading without
+    bound ends in MemoryError, not in a machine out of memory."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return limit
+
+
+def ran(made: Made, *arguments: str, size: int | None = None, memory: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``convy`` run to its end, its files limited to ``size`` bytes, or its memory to ``memory``, when given."""
+    preexec = limited(size) if size is not None else bounded(memory) if memory is not None else None
     return subprocess.run(
         [str(CONVY), *arguments],
         cwd=made.folder,
@@ -44,7 +55,7 @@ def ran(made: Made, *arguments: str, size: int | None = None) -> subprocess.Comp
         capture_output=True,
         text=True,
         timeout=DEADLINE,
-        preexec_fn=limited(size) if size is not None else None,
+        preexec_fn=preexec,
     )
 
 
@@ -191,6 +202,24 @@ def test_a_repeated_line_counts_once(made: Made) -> None:
     assert "of 10 attempts" in resumed.stdout, resumed.stdout
 
 
+def test_report_and_resume_do_not_wait_on_fifos_in_place_of_the_lock_and_run_json_tmp(made: Made) -> None:
+    """FIFOs named run.lock and run.json.tmp: `convy report` and `convy resume` neither wait for a writer nor write through them."""
+    assert ran(made, "run", "slow", "-k", "1").returncode == 0
+    folder = made.run()
+    (folder.path / "run.lock").unlink()
+    for name in ("run.lock", "run.json.tmp"):
+        os.mkfifo(folder.path / name)
+
+    reported = ran(made, "report")
+    resumed = ran(made, "resume", folder.path.name)
+
+    assert reported.returncode == 0, reported.stderr
+    assert reported.stderr == ""
+    assert resumed.returncode == 0, resumed.stderr
+    clean(resumed.stderr)
+    assert (folder.path / "report.html").is_file() and folder.status() == "finished"
+
+
 def test_report_writes_no_lock_file_in_the_folders_it_reads(made: Made) -> None:
     """``convy report`` reads a run folder without creating run.lock there."""
     assert ran(made, "run", "slow", "-k", "1").returncode == 0
@@ -227,3 +256,153 @@ def test_a_damaged_run_json_leaves_the_attempts_readable_by_report_and_export(ma
     assert resumed.returncode == 2
     assert "run.json: cannot be read" in resumed.stderr and "convy report and convy export" in resumed.stderr
     assert folder.pairs() == planned(5, 2)
+
+
+def edited(folder: Folder, change) -> None:
+    """run.json rewritten with ``change`` applied to its decoded data."""
+    data = msgspec.json.decode((folder.path / "run.json").read_bytes())
+    change(data)
+    (folder.path / "run.json").write_bytes(msgspec.json.encode(data))
+
+
+def refused_in_one_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
+    """Exit 2, and stderr the one line ``convy: <expected>``, with no traceback."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"convy: {expected}"], done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("id", "../../../tmp/evilrun", "spec.id: not a folder's name"),
+        ("id", "20200101-000000-beef", "spec.id: must be the name of the run's folder, {name}"),
+        ("agent", "../../../tmp", "spec.agent: not a folder's name"),
+        ("agent", "other", "spec.agent: must be the name of the folder the run is in, slow"),
+    ],
+)
+def test_resume_refuses_a_run_json_whose_id_or_agent_is_not_its_folder(made: Made, field: str, value: str, said: str) -> None:
+    """A run.json whose spec.id or spec.agent would put the resumed run in another folder (outside the project, even) exits 2 in one line naming run.json and the field; nothing is written anywhere."""
+    assert ran(made, "run", "slow", "-k", "1").returncode == 0
+    folder = made.run()
+    name = folder.path.name
+    edited(folder, lambda data: data["spec"].__setitem__(field, value))
+    before = {path: path.stat().st_mtime_ns for path in made.folder.rglob("*")}
+
+    resumed = ran(made, "resume", name)
+
+    tail = (
+        "; restore run.json from a copy to resume the run"
+        if "folder the run is in" in said
+        else "; its attempts can still be read by convy report and convy export; restore run.json from a copy to resume the run"
+    )
+    refused_in_one_line(resumed, f"{folder.path}/run.json: {said.format(name=name)}{tail}")
+    assert {path: path.stat().st_mtime_ns for path in made.folder.rglob("*")} == before
+    assert not (made.folder.parent / "tmp").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("attempts", 10**9, "spec.attempts: must be at most 10,000"),
+        ("attempts", 10**400, "spec.attempts: must be at most 10,000"),
+        ("limits.agent_places", 10**9, "spec.limits.agent_places: must be at most 100,000"),
+        ("limits.turn_seconds", 1e308, "spec.limits.turn_seconds: must be at most 1,000,000"),
+    ],
+)
+def test_resume_refuses_a_run_json_past_the_bounds_of_tool_convy(made: Made, field: str, value: object, said: str) -> None:
+    """A run.json holding a number past the bound [tool.convy] has exits 2 in one line naming run.json and the field, before anything is played or allocated."""
+    assert ran(made, "run", "slow", "-k", "1").returncode == 0
+    folder = made.run()
+
+    def change(data: dict) -> None:
+        place = data["spec"]
+        *above, last = field.split(".")
+        for part in above:
+            place = place[part]
+        place[last] = value
+
+    edited(folder, change)
+
+    resumed = ran(made, "resume", folder.path.name, memory=2 * 1024**3)
+
+    refused_in_one_line(
+        resumed,
+        f"{folder.path}/run.json: {said}; its attempts can still be read by convy report and convy export; "
+        "restore run.json from a copy to resume the run",
+    )
+    assert folder.pairs() == planned(5, 1)
+
+
+def test_lines_of_another_plan_or_unreadable_are_skipped_and_said_by_report_export_and_resume(made: Made) -> None:
+    """attempts.jsonl lines of a scenario the run does not play, of an attempt past its number, or of bytes that are no JSON are left out of every count, and report, export and resume each say how many."""
+    assert ran(made, "run", "slow", "-k", "2").returncode == 0
+    folder = made.run()
+    lines = folder.data().splitlines(keepends=True)
+    nope = msgspec.json.decode(lines[0])
+    nope["scenario"] = "nope"
+    late = msgspec.json.decode(lines[1])
+    late["attempt"] = 999
+    with (folder.path / "attempts.jsonl").open("ab") as attempts:
+        attempts.write(msgspec.json.encode(nope) + b"\n" + msgspec.json.encode(late) + b"\n\xff\xfe\x00junk\n")
+    note = (
+        f"read results/slow/{folder.path.name}: 3 lines of attempts.jsonl skipped: 1 could not be read, "
+        "2 held an attempt the run did not plan"
+    )
+
+    reported = ran(made, "report")
+    exported = ran(made, "export", "--format", "jsonl")
+    resumed = ran(made, "resume", folder.path.name)
+
+    assert reported.returncode == 0, reported.stderr
+    assert reported.stderr.splitlines() == [note]
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr.splitlines() == [note]
+    (run,) = [msgspec.json.decode(line) for line in (made.folder / "results" / "export" / "runs.jsonl").read_bytes().splitlines()]
+    assert len((made.folder / "results" / "export" / "attempts.jsonl").read_bytes().splitlines()) == 10
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.splitlines() == [note]
+    assert "of 10 attempts" in resumed.stdout, resumed.stdout
+    assert run["broken"] == 3, run
+
+
+@pytest.mark.parametrize("kind", ["a folder", "/dev/zero", "a FIFO"])
+@pytest.mark.parametrize("name", ["attempts.jsonl", "run.json"])
+def test_a_run_file_that_is_not_a_regular_file_is_refused_in_one_line(made: Made, name: str, kind: str) -> None:
+    """attempts.jsonl or run.json as a folder, a link to /dev/zero or a FIFO: report and export go on without that run (or with its attempts alone), resume exits 2 naming the file, and none reads without bound or waits."""
+    assert ran(made, "run", "slow", "-k", "1").returncode == 0
+    folder = made.run()
+    path = folder.path / name
+    path.unlink()
+    match kind:
+        case "a folder":
+            path.mkdir()
+            reason = "Is a directory"
+        case "/dev/zero":
+            path.symlink_to("/dev/zero")
+            reason = "not a regular file"
+        case _:
+            os.mkfifo(path)
+            reason = "not a regular file"
+    run = f"results/slow/{folder.path.name}"
+    if name == "attempts.jsonl":
+        said = f"{folder.path}/attempts.jsonl: cannot be read: {reason}"
+        note = f"skipped {run}: {said}"
+    else:
+        said = (
+            f"{folder.path}/run.json: cannot be read: {reason}; its attempts can still be read by convy report "
+            "and convy export; restore run.json from a copy to resume the run"
+        )
+        note = (
+            f"read {run}: run.json is damaged; its 5 attempts are read from attempts.jsonl alone (planned "
+            "scenarios and settings unknown); restore run.json from a copy to resume it"
+        )
+
+    reported = ran(made, "report", memory=2 * 1024**3)
+    exported = ran(made, "export", memory=2 * 1024**3)
+    resumed = ran(made, "resume", folder.path.name, memory=2 * 1024**3)
+
+    for done in (reported, exported):
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.splitlines() == [note]
+    refused_in_one_line(resumed, said)

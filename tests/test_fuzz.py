@@ -460,7 +460,7 @@ def attempt_lines(draw: st.DrawFn, lines: tuple[bytes, ...]) -> bytes:
 
 
 def test_fuzzed_attempt_lines_are_skipped_and_counted(tmp_path: Path, sound_run: Path, full: bool) -> None:
-    """A run folder whose attempts.jsonl lines are mutated is read, never a crash: no line counts twice, and every line that is not even a JSON object is counted broken."""
+    """A run folder whose attempts.jsonl lines are mutated is read, never a crash: no line counts twice, no attempt outside the run's plan counts, and every line that is not even a JSON object is counted broken."""
     results = tmp_path / "results"
     shutil.copytree(sound_run, results)
     (folder,) = (results / "fake").iterdir()
@@ -479,6 +479,9 @@ def test_fuzzed_attempt_lines_are_skipped_and_counted(tmp_path: Path, sound_run:
         (run,) = runs
         written = sum(1 for line in raw.splitlines() if line.strip())
         assert len(run.outcomes) + run.broken <= written
+        spec = run.file.spec
+        planned = {(scenario.id, attempt) for scenario in spec.scenarios for attempt in range(1, spec.attempts + 1)}
+        assert {(outcome.scenario, outcome.attempt) for outcome in run.outcomes} <= planned  # never "7 of 6"
         assert run.broken >= sum(1 for line in raw.splitlines() if line.strip() and not line.lstrip().startswith(b"{"))
 
     case()
@@ -598,7 +601,7 @@ def test_command_reads_around_a_fuzzed_run_json(project: Path) -> None:
     assert "Traceback" not in done.stdout + done.stderr
     assert "run.json is damaged; its 3 attempts are read from attempts.jsonl alone" in done.stderr + done.stdout
     resumed = convy(project, "resume", folder.name)
-    refused(resumed, f"{folder}/run.json: cannot be read: ")
+    refused(resumed, f"{folder}/run.json: spec: expected a mapping, got a list; ")
 
 
 def test_command_reads_fuzzed_attempt_lines(project: Path) -> None:

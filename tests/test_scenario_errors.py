@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import tracemalloc
@@ -779,3 +780,23 @@ def test_the_size_of_a_filled_prompt_is_counted_exactly_without_filling_it(piece
     prompt = Prompt("".join(pieces))
     values = {"a": a, "b": b, "c": ""}
     assert prompt.size(values) == len(prompt.filled(values).encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "/dev/zero"])
+def test_a_scenario_file_that_is_not_a_regular_file_stops_the_command(tmp_path: Path, kind: str) -> None:
+    """A FIFO named x.yaml under scenarios/, or a link to /dev/zero: `convy run` exits 2 in one line naming it, neither waiting for a writer nor reading without end, and writes nothing."""
+    project = tmp_path / "project"
+    (project / "agents").mkdir(parents=True)
+    (project / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
+    written(project, {"hello.yaml": "script: [hello]\njudge:\n  - check: {said: hello}\n"})
+    if kind == "a FIFO":
+        os.mkfifo(project / "scenarios" / "x.yaml")
+    else:
+        (project / "scenarios" / "x.yaml").symlink_to("/dev/zero")
+    done = subprocess.run(
+        [sys.executable, "-m", "convy", "run"], cwd=project, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ["convy: scenarios/x.yaml: cannot be read: not a regular file"]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert not (project / "results").exists()

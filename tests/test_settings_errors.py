@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import resource
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -108,3 +111,95 @@ def test_env_file_not_utf8_names_the_file(tmp_path: Path) -> None:
     """A .env that is not UTF-8 is a ConfigurationError naming .env, and nothing of what it holds."""
     (tmp_path / ".env").write_bytes(b"CONVY_ATTEMPTS=\xff-SECRET\n")
     assert refused(tmp_path) == ".env: cannot be read as UTF-8 text"
+
+
+def convy(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """``convy`` run in ``folder`` to its end, its memory bounded: a file read without bound ends
+    in MemoryError, not in a machine out of memory; a file that blocks fails the test at the timeout."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+    return subprocess.run(
+        [sys.executable, "-m", "convy", *arguments],
+        cwd=folder,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=limit,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project with one agent and one sound scenario."""
+    folder = tmp_path / "project"
+    (folder / "agents").mkdir(parents=True)
+    (folder / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
+    (folder / "scenarios").mkdir()
+    (folder / "scenarios" / "hello.yaml").write_text("script: [hello]\njudge:\n  - check: {said: hello}\n", encoding="utf-8")
+    return folder
+
+
+def refused_in_one_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"convy: {expected}"], done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "a FIFO", "a folder"])
+def test_a_prompt_that_is_not_a_regular_file_is_refused_in_one_line(project: Path, kind: str) -> None:
+    """user_prompt naming /dev/zero, a FIFO or a folder: `convy run` exits 2 in one line naming it, never reading without bound nor waiting, and writes nothing."""
+    match kind:
+        case "/dev/zero":
+            name, reason = "/dev/zero", "not a regular file"
+        case "a FIFO":
+            name, reason = "user.md", "not a regular file"
+            os.mkfifo(project / name)
+        case _:
+            name, reason = "prompts", "Is a directory"
+            (project / name).mkdir()
+    (project / "pyproject.toml").write_text(f'[tool.convy]\nuser_prompt = "{name}"\n', encoding="utf-8")
+
+    refused_in_one_line(convy(project, "run"), f"{name}: cannot be read: {reason}")
+    assert not (project / "results").exists()
+
+
+def test_a_prompt_larger_than_a_megabyte_is_refused(tmp_path: Path) -> None:
+    """A simulator prompt over 1 MB is one ConfigurationError naming it, not read whole."""
+    (tmp_path / "pyproject.toml").write_bytes(b'[tool.convy]\nuser_prompt = "user.md"\n')
+    (tmp_path / "user.md").write_bytes(b"x" * (1024 * 1024 + 1))
+    assert refused(tmp_path) == "user.md: cannot be read: larger than 1 MB"
+
+
+def test_a_pyproject_that_is_a_fifo_is_refused_in_one_line(project: Path) -> None:
+    """A pyproject.toml that is a FIFO: `convy run` exits 2 in one line naming it instead of waiting for a writer."""
+    os.mkfifo(project / "pyproject.toml")
+    refused_in_one_line(convy(project, "run"), "pyproject.toml: cannot be read: not a regular file")
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('GATEWAY_URL=http://x\nGATEWAY_KEY="sk-canary-1234\nCONVY_ATTEMPTS=1\n', 2),
+        ("A=1\nB=2\nnot a setting\n", 3),
+    ],
+)
+def test_an_env_file_that_cannot_be_parsed_is_one_line_naming_it_and_the_line(project: Path, text: str, line: int) -> None:
+    """A .env with an unclosed quote or a line that is not NAME=value: `convy run` exits 2 with one line naming .env and the line — not python-dotenv's warnings, three times, and a run without the lines it skipped — and nothing of what the file holds."""
+    (project / ".env").write_text(text, encoding="utf-8")
+
+    done = convy(project, "run")
+
+    refused_in_one_line(done, f".env: line {line}: cannot be parsed (a quote left open, or a line that is not NAME=value)")
+    assert "canary" not in done.stdout + done.stderr
+    assert not (project / "results").exists()
+
+
+def test_an_env_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    """A .env that is a FIFO is a ConfigurationError naming .env, not a wait or a file silently passed over."""
+    os.mkfifo(tmp_path / ".env")
+    assert refused(tmp_path) == ".env: cannot be read: not a regular file"

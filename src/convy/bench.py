@@ -23,21 +23,23 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import math
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import msgspec
 
 from convy.agent import Agent, TimeLimited, _Retried
 from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
+from convy.files import RegularFile
 from convy.model import Absent, Contained, Models, PatientModel
-from convy.problems import ConfigurationError, Unplayed, Unwritable
+from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 from convy.secrets import Secrets
@@ -70,7 +72,31 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     turn_seconds: float = 120.0
     close_seconds: float = 60.0
 
+    # The largest value each may take: beyond them a run would never end or would not fit in
+    # memory, and a number that is not finite would not read back from run.json.
+    MOST: ClassVar[dict[str, float]] = {
+        "max_turns": 1_000,
+        "agent_places": 100_000,
+        "user_places": 100_000,
+        "judge_places": 100_000,
+        "agent_per_minute": 1_000_000,
+        "user_per_minute": 1_000_000,
+        "judge_per_minute": 1_000_000,
+        "agent_patience": 1_000_000.0,
+        "user_patience": 1_000_000.0,
+        "judge_patience": 1_000_000.0,
+        "open_seconds": 1_000_000.0,
+        "turn_seconds": 1_000_000.0,
+        "close_seconds": 1_000_000.0,
+    }
+
     def __post_init__(self) -> None:
+        for name, most in self.MOST.items():
+            value = getattr(self, name)
+            if value != value or value in (math.inf, -math.inf):  # compared, never made a float: an int may not fit one
+                raise ValueError(f"{name}: must be a finite number")
+            if value > most:
+                raise ValueError(f"{name}: must be at most {most:,.0f}")
         for name in ("agent_places", "user_places", "judge_places", "max_turns"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be at least 1")
@@ -250,11 +276,22 @@ class RunSpec(msgspec.Struct, frozen=True):
     skipped: tuple[Skipped, ...] = ()
     convy: str = ""
 
+    MOST_ATTEMPTS: ClassVar[int] = 10_000
+    LONGEST_NAME: ClassVar[int] = 200
+
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise ValueError("attempts: must be at least 1")
+        if self.attempts > self.MOST_ATTEMPTS:
+            raise ValueError(f"attempts: must be at most {self.MOST_ATTEMPTS:,}")
         if not 0.0 <= self.trust <= 1.0:
             raise ValueError("trust: must be between 0 and 1")
+        # The run's folder is results/<agent>/<id>: each must be one plain name, never a path.
+        for field, name in (("id", self.id), ("agent", self.agent)):
+            if name in ("", ".", "..") or "/" in name or "\\" in name or not name.isprintable():
+                raise ValueError(f"{field}: not a folder's name")
+            if len(name) > self.LONGEST_NAME:
+                raise ValueError(f"{field}: longer than {self.LONGEST_NAME} characters")
 
     def planned(self) -> Plan:
         return Plan(self.scenarios, self.attempts)
@@ -298,10 +335,43 @@ class RunFile(msgspec.Struct, frozen=True):
 
 
 class Kept(msgspec.Struct, frozen=True):
-    """What a run's ``attempts.jsonl`` holds: the attempts read, and how many lines were not."""
+    """What a run's ``attempts.jsonl`` holds: the attempts read, and the lines left out — those
+    that could not be read, those that repeat an attempt read before, those that are not an attempt
+    of the run's plan (``foreign``: a scenario it does not play, an attempt past its number), and a
+    last line cut short by a process stopped while writing it (``torn``, played again on resume)."""
 
     outcomes: tuple[Outcome, ...]
-    broken: int = 0
+    unreadable: int = 0
+    repeated: int = 0
+    foreign: int = 0
+    torn: int = 0
+
+    @property
+    def broken(self) -> int:
+        """Every line left out."""
+        return self.unreadable + self.repeated + self.foreign + self.torn
+
+    def within(self, spec: RunSpec) -> Kept:
+        """These attempts, without those the run's plan does not hold (counted ``foreign``)."""
+        scenarios = {scenario.id for scenario in spec.scenarios}
+        planned = tuple(one for one in self.outcomes if one.scenario in scenarios and 1 <= one.attempt <= spec.attempts)
+        return msgspec.structs.replace(self, outcomes=planned, foreign=self.foreign + len(self.outcomes) - len(planned))
+
+    def note(self) -> str:
+        """The lines left out, in words, for the terminal; empty when none was but a torn last line."""
+        said = [
+            f"{count} {what}"
+            for count, what in (
+                (self.unreadable, "could not be read"),
+                (self.repeated, "repeated an attempt read before"),
+                (self.foreign, "held an attempt the run did not plan"),
+            )
+            if count
+        ]
+        if not said:
+            return ""
+        total = self.unreadable + self.repeated + self.foreign
+        return f"{total} line{'s' if total != 1 else ''} of attempts.jsonl skipped: {', '.join(said)}"
 
     def __repr__(self) -> str:
         # Short: asyncio formats the repr of a finished task's result (and so of every attempt
@@ -363,45 +433,74 @@ class RunJournal(msgspec.Struct, frozen=True):
             self._synced_folder()
         return len(data), None
 
+    MAX_RUN_BYTES: ClassVar[int] = 16 * 1024 * 1024
+    MAX_LINE_BYTES: ClassVar[int] = 64 * 1024 * 1024
+
     def run(self) -> RunFile:
-        """The run's ``run.json``; a missing or unreadable one is a ``ConfigurationError``."""
+        """The run's ``run.json``; a missing one is a ``ConfigurationError``, one that cannot be
+        read, or whose id is not its folder's name, ``RunDamaged``."""
+        path = self.folder / "run.json"
         try:
-            run = _RUN.decode((self.folder / "run.json").read_bytes())
+            run = _RUN.decode(RegularFile(path).data(self.MAX_RUN_BYTES))
         except FileNotFoundError:
             raise ConfigurationError(f"{self.folder}: not a run folder (no run.json)") from None
-        except (OSError, msgspec.MsgspecError, RecursionError) as error:
-            raise RunDamaged(
-                f"{self.folder}/run.json: cannot be read: {error}; its attempts can still be read by "
-                "convy report and convy export; restore run.json from a copy to resume the run"
-            ) from None
+        except OSError as error:
+            raise self._damaged(f"cannot be read: {error.strerror}") from None
+        except msgspec.ValidationError as error:
+            raise self._damaged(FieldProblem(str(error), RunFile).text()) from None
+        except (msgspec.MsgspecError, RecursionError) as error:
+            raise self._damaged(f"cannot be read: {error}") from None
         if run.format > 1:
-            raise ConfigurationError(f"{self.folder}/run.json: written by a newer convy (format {run.format}); upgrade convy")
+            raise ConfigurationError(f"{path}: written by a newer convy (format {run.format}); upgrade convy")
+        if run.spec.id != self.folder.name:
+            raise self._damaged(f"spec.id: must be the name of the run's folder, {self.folder.name}")
         return run
 
-    def kept(self) -> Kept:
-        """The attempts kept so far, each once; a line that cannot be read, or that repeats an
-        attempt already read, is left out and counted."""
-        try:
-            data = (self.folder / "attempts.jsonl").read_bytes()
-        except FileNotFoundError:
-            return Kept(())
+    def _damaged(self, said: str) -> RunDamaged:
+        return RunDamaged(
+            f"{self.folder}/run.json: {said}; its attempts can still be read by convy report and convy "
+            "export; restore run.json from a copy to resume the run"
+        )
+
+    def kept(self, spec: RunSpec | None = None) -> Kept:
+        """The attempts kept so far, each once, of the run's plan (``spec``, or else the one its
+        ``run.json`` holds, when it can be read); the lines left out are counted. A file convy will
+        not read (a folder, a FIFO, a device) is a ``ConfigurationError``."""
+        path = self.folder / "attempts.jsonl"
         outcomes: list[Outcome] = []
         seen: set[tuple[str, int]] = set()
-        broken = 0
-        for line in data.splitlines():
-            if not line.strip():
-                continue
+        unreadable = repeated = foreign = torn = 0
+        try:
+            for line in RegularFile(path).lines(self.MAX_LINE_BYTES):
+                if line is not None and not line.strip():
+                    continue
+                if line is not None and not line.endswith(b"\n"):  # the last, cut short
+                    torn += 1
+                    continue
+                try:
+                    outcome = _OUTCOME.decode(line) if line is not None else None
+                except (msgspec.MsgspecError, RecursionError):  # torn, or nested deeper than msgspec reads
+                    outcome = None
+                if outcome is None:
+                    unreadable += 1
+                elif not 1 <= outcome.attempt <= RunSpec.MOST_ATTEMPTS:  # no run's attempt, whatever its plan
+                    foreign += 1
+                elif (outcome.scenario, outcome.attempt) in seen:
+                    repeated += 1
+                else:
+                    seen.add((outcome.scenario, outcome.attempt))
+                    outcomes.append(outcome)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+        kept = Kept(tuple(outcomes), unreadable, repeated, foreign, torn)
+        if spec is None:
             try:
-                outcome = _OUTCOME.decode(line)
-            except (msgspec.MsgspecError, RecursionError):  # torn, or nested deeper than msgspec reads
-                broken += 1
-                continue
-            if (outcome.scenario, outcome.attempt) in seen:
-                broken += 1
-                continue
-            seen.add((outcome.scenario, outcome.attempt))
-            outcomes.append(outcome)
-        return Kept(tuple(outcomes), broken)
+                spec = self.run().spec
+            except ConfigurationError:  # no run.json, or a damaged one: no plan to hold them to
+                return kept
+        return kept.within(spec)
 
     async def play(
         self, spec: RunSpec, bench: Bench, journal: Journal | None = None, secrets: Secrets = Secrets()
@@ -420,6 +519,8 @@ class RunJournal(msgspec.Struct, frozen=True):
             _ENCODER.encode(spec)
         except (TypeError, ValueError) as error:
             raise ConfigurationError(f"run {spec.id} cannot be kept: {error}") from None
+        if spec.id != self.folder.name:  # read back, run.json must name its own folder
+            raise ConfigurationError(f"run {spec.id} cannot be kept in {self.folder}: a run's folder is named by its id")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -428,7 +529,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         with self._held():
             try:
                 self._repaired()
-                earlier = self.kept()
+                earlier = self.kept(spec)
                 done = {(outcome.scenario, outcome.attempt) for outcome in earlier.outcomes}
                 started = self._started()
                 self._written(RunFile(spec, Running(started)))
@@ -459,7 +560,7 @@ class RunJournal(msgspec.Struct, frozen=True):
             self._written(RunFile(spec, Complete(started, self._now())))
         # What the file now holds, without reading it again: the lines read at the start, then
         # those this play appended, in order.
-        return Kept(earlier.outcomes + tuple(unflushed.kept), earlier.broken)
+        return msgspec.structs.replace(earlier, outcomes=earlier.outcomes + tuple(unflushed.kept))
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -479,9 +580,10 @@ class RunJournal(msgspec.Struct, frozen=True):
 
     def in_use(self) -> bool:
         """Whether a process is playing this run now. Asking writes nothing: a folder without a
-        lock file has never been played by a process that is still running."""
+        lock file has never been played by a process that is still running; opening it never
+        waits (a FIFO put in its place would)."""
         try:
-            descriptor = os.open(self.folder / "run.lock", os.O_RDONLY)
+            descriptor = os.open(self.folder / "run.lock", os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return False
         try:
@@ -496,17 +598,33 @@ class RunJournal(msgspec.Struct, frozen=True):
 
     def _repaired(self) -> None:
         # A process killed mid-append leaves a last line without its newline: cut it off, so the
-        # next line starts clean and that attempt is played again.
+        # next line starts clean and that attempt is played again. Only the file's end is read.
         path = self.folder / "attempts.jsonl"
         try:
-            data = path.read_bytes()
+            with RegularFile(path).opened() as stream:
+                end = stream.seek(0, os.SEEK_END)
+                cut = end
+                while cut > 0:
+                    start = max(0, cut - RegularFile.CHUNK)
+                    stream.seek(start)
+                    chunk = stream.read(cut - start)
+                    if cut == end and chunk.endswith(b"\n"):
+                        return
+                    found = chunk.rfind(b"\n")
+                    if found >= 0:
+                        cut = start + found + 1
+                        break
+                    cut = start
         except FileNotFoundError:
             return
-        if data and not data.endswith(b"\n"):
-            try:
-                os.truncate(path, data.rfind(b"\n") + 1)
-            except OSError as error:
-                raise Unwritable(path, error) from error
+        except OSError as error:
+            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+        if cut == end:
+            return
+        try:
+            os.truncate(path, cut)
+        except OSError as error:
+            raise Unwritable(path, error) from error
 
     def _written(self, run: RunFile) -> None:
         # Flushed before the rename and the folder after it: after a power loss run.json is the
@@ -514,7 +632,8 @@ class RunJournal(msgspec.Struct, frozen=True):
         path = self.folder / "run.json"
         temporary = self.folder / "run.json.tmp"
         try:
-            with temporary.open("wb") as file:
+            temporary.unlink(missing_ok=True)  # whatever is there (a FIFO would block, a link lead elsewhere)
+            with temporary.open("xb") as file:
                 file.write(msgspec.json.format(_ENCODER.encode(run), indent=2) + b"\n")
                 file.flush()
                 os.fsync(file.fileno())

@@ -492,6 +492,9 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
         spec = self.project.resumable(journal)
+        note = journal.kept(spec).note()  # an attempts.jsonl convy will not read stops here, before anything is played
+        if note:
+            errors.line(f"read {journal.folder.relative_to(self.project.folder)}: {note}")
         loaded = Loaded(self.project, spec.agent)
         agent, models = loaded.parts()
         if (models.user.name, models.judge.name) != (spec.models.user, spec.models.judge):

@@ -23,18 +23,20 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from convy.bench import Fingerprints, ModelNames, RunId, RunJournal, RunSpec, Skipped
+from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped
 from convy.dialog import STOP, DefaultPrompts, Prompt
+from convy.files import RegularFile
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unwritable
 from convy.report import Index, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.views import ComparisonView
+from convy.yamlfile import YamlFile
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -53,6 +55,9 @@ class Project(msgspec.Struct, frozen=True):
     """The project in ``folder``."""
 
     folder: Path
+
+    MAX_PROMPT_BYTES: ClassVar[int] = 1024 * 1024
+    MAX_CODE_BYTES: ClassVar[int] = 16 * 1024 * 1024
 
     def settings(self) -> Settings:
         from convy.settings import ProjectSettings  # loaded by the commands that play only
@@ -103,7 +108,7 @@ class Project(msgspec.Struct, frozen=True):
             return Prompt(DefaultPrompts().user())
         path = self.folder / settings.user_prompt
         try:
-            return Prompt(path.read_text(encoding="utf-8"))
+            return Prompt(RegularFile(path).data(self.MAX_PROMPT_BYTES).decode("utf-8"))
         except OSError as error:
             raise ConfigurationError(f"{settings.user_prompt}: cannot be read: {error.strerror}") from None
         except UnicodeDecodeError:
@@ -134,18 +139,22 @@ class Project(msgspec.Struct, frozen=True):
                 continue
             playable.append(scenario)
         self.fitting(prompt, settings, tuple(playable))
-        return RunSpec(
-            id=RunId(datetime.now(UTC)).text(),
-            agent=agent,
-            scenarios=tuple(playable),
-            attempts=settings.attempts,
-            limits=settings.limits(),
-            trust=settings.trust,
-            models=ModelNames(self._named(models.user), self._named(models.judge)),
-            fingerprints=self.fingerprints(agent),
-            skipped=tuple(skipped),
-            convy=VERSION,
-        )
+        try:
+            return RunSpec(
+                id=RunId(datetime.now(UTC)).text(),
+                agent=agent,
+                scenarios=tuple(playable),
+                attempts=settings.attempts,
+                limits=settings.limits(),
+                trust=settings.trust,
+                models=ModelNames(self._named(models.user), self._named(models.judge)),
+                fingerprints=self.fingerprints(agent),
+                skipped=tuple(skipped),
+                convy=VERSION,
+            )
+        except ValueError as error:  # an agent's file named so that it cannot name a folder
+            shown = agent if agent.isprintable() else repr(agent)
+            raise ConfigurationError(f"agents/{shown}.py: {error}") from None
 
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator
@@ -165,7 +174,12 @@ class Project(msgspec.Struct, frozen=True):
         prompt, as they are now."""
         scenarios = hashlib.sha256()
         for path in sorted((self.folder / "scenarios").rglob("*.yaml")):
-            scenarios.update(path.relative_to(self.folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            shown = path.relative_to(self.folder).as_posix()
+            try:
+                data = RegularFile(path).data(YamlFile.MAX_BYTES)
+            except OSError as error:
+                raise ConfigurationError(f"{shown}: cannot be read: {error.strerror}") from None
+            scenarios.update(shown.encode() + b"\0" + data + b"\0")
         return Fingerprints(
             scenarios=scenarios.hexdigest(),
             agent=self._digest(self.folder / "agents" / f"{agent}.py"),
@@ -194,8 +208,14 @@ class Project(msgspec.Struct, frozen=True):
         return RunJournal(near[0])
 
     def resumable(self, journal: RunJournal) -> RunSpec:
-        """The spec of a run to resume; refused when its agent's file or ``models.py`` changed since."""
+        """The spec of a run to resume; refused when its agent's file or ``models.py`` changed since,
+        or when its ``run.json`` names another agent than the folder it is in."""
         spec = journal.run().spec
+        if self.journal(spec).folder != journal.folder:  # it would be played there, not here
+            raise RunDamaged(
+                f"{journal.folder}/run.json: spec.agent: must be the name of the folder the run is in, "
+                f"{journal.folder.parent.name}; restore run.json from a copy to resume the run"
+            )
         now = self.fingerprints(spec.agent)
         if now.agent != spec.fingerprints.agent:
             raise ConfigurationError(
@@ -311,9 +331,11 @@ class Project(msgspec.Struct, frozen=True):
 
     def _digest(self, path: Path) -> str:
         try:
-            return hashlib.sha256(path.read_bytes()).hexdigest()
+            return hashlib.sha256(RegularFile(path).data(self.MAX_CODE_BYTES)).hexdigest()
         except FileNotFoundError:
             return ""
+        except OSError as error:
+            raise ConfigurationError(f"{path.relative_to(self.folder)}: cannot be read: {error.strerror}") from None
 
     def _loaded(self, path: Path, name: str) -> Any:
         folder = str(self.folder.resolve())

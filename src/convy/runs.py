@@ -97,22 +97,30 @@ class Runs(msgspec.Struct, frozen=True):
     def one(self, folder: Path) -> Read | Unread:
         journal = RunJournal(folder)
         try:
-            kept = journal.kept()
-        except OSError as error:
-            return Unread(folder, f"{folder}: cannot be read: {error.strerror}")
-        try:
             file = journal.run()
         except RunDamaged as error:
-            if not kept.outcomes:
-                return Unread(folder, _printable(str(error)))
-            problem = (
-                f"run.json is damaged; its {len(kept.outcomes)} attempts are read from attempts.jsonl "
-                "alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
-            )
-            return Read(folder, Guessed(folder, kept.outcomes).file(), kept.outcomes, kept.broken, False, problem)
+            damaged: RunDamaged | None = error
         except ConfigurationError as error:
             return Unread(folder, _printable(str(error)))
-        return Read(folder, file, kept.outcomes, kept.broken, journal.in_use())
+        else:
+            damaged = None
+        try:
+            kept = journal.kept(file.spec if damaged is None else None)
+        except ConfigurationError as error:
+            return Unread(folder, _printable(str(error)))
+        if damaged is None:
+            return Read(folder, file, kept.outcomes, kept.broken, journal.in_use(), kept.note())
+        if not kept.outcomes:
+            return Unread(folder, _printable(str(damaged)))
+        try:
+            guessed = Guessed(folder, kept.outcomes).file()
+        except ValueError as error:  # the folder's own names cannot be a run's
+            return Unread(folder, _printable(f"{damaged}; {error}"))
+        problem = (
+            f"run.json is damaged; its {len(kept.outcomes)} attempts are read from attempts.jsonl "
+            "alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
+        )
+        return Read(folder, guessed, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))))
 
 
 class Guessed(msgspec.Struct, frozen=True):

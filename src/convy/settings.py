@@ -8,6 +8,8 @@ that sets none, and whose own code uses no ``Env``, never loads pydantic.
 
 from __future__ import annotations
 
+import io
+import logging
 import math
 import os
 import re
@@ -16,7 +18,8 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from convy.bench import Limits
+from convy.bench import Limits, RunSpec
+from convy.files import RegularFile
 from convy.problems import ConfigurationError, FieldProblem
 
 
@@ -40,29 +43,14 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     close_seconds: float = 60.0
     user_prompt: str = ""
 
-    # The largest value each number may take: beyond them a run would never end or would not
-    # fit in memory, and a non-finite number would not read back from the run folder's JSON.
-    MOST: ClassVar[dict[str, float]] = {
-        "attempts": 10_000,
-        "max_turns": 1_000,
-        "agent_places": 100_000,
-        "user_places": 100_000,
-        "judge_places": 100_000,
-        "agent_per_minute": 1_000_000,
-        "user_per_minute": 1_000_000,
-        "judge_per_minute": 1_000_000,
-        "agent_patience": 1_000_000.0,
-        "user_patience": 1_000_000.0,
-        "judge_patience": 1_000_000.0,
-        "open_seconds": 1_000_000.0,
-        "turn_seconds": 1_000_000.0,
-        "close_seconds": 1_000_000.0,
-    }
+    # The largest value each number may take: those of a run's spec and limits, which a run
+    # folder is held to as well.
+    MOST: ClassVar[dict[str, float]] = {"attempts": RunSpec.MOST_ATTEMPTS, **Limits.MOST}
 
     def __post_init__(self) -> None:
         for name, most in self.MOST.items():
             value = getattr(self, name)
-            if not math.isfinite(value):
+            if value != value or value in (math.inf, -math.inf):
                 raise ValueError(f"{name}: must be a finite number")
             if value > most:
                 raise ValueError(f"{name}: must be at most {most:,.0f}")
@@ -89,6 +77,40 @@ class Pyproject(msgspec.Struct, frozen=True):
     tool: _Tool = _Tool()
 
 
+class DotEnv(msgspec.Struct, frozen=True):
+    """A project's ``.env``, checked before pydantic-settings reads it: python-dotenv only logs a
+    line it cannot parse, three times over (once per reader), and goes on without that setting."""
+
+    path: Path
+
+    MAX_BYTES: ClassVar[int] = 1024 * 1024
+
+    def checked(self) -> None:
+        """Nothing when the file is absent or can be read whole; else a ``ConfigurationError``
+        naming ``.env`` and the line, never what the line holds."""
+        from dotenv.parser import parse_stream  # pydantic-settings' own reader of .env
+
+        try:
+            raw = RegularFile(self.path).data(self.MAX_BYTES)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise ConfigurationError(f".env: cannot be read: {error.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
+        for binding in parse_stream(io.StringIO(text)):
+            if binding.error:
+                # Said once here: python-dotenv would log it again each time the file is read
+                # (the secrets are looked for in it while this error is shown).
+                logging.getLogger("dotenv.main").setLevel(logging.ERROR)
+                raise ConfigurationError(
+                    f".env: line {binding.original.line}: cannot be parsed (a quote left open, or a line "
+                    "that is not NAME=value)"
+                )
+
+
 class ProjectSettings(msgspec.Struct, frozen=True):
     """A project's settings: its ``pyproject.toml``, then the environment over it.
 
@@ -98,12 +120,15 @@ class ProjectSettings(msgspec.Struct, frozen=True):
 
     folder: Path
 
+    MAX_BYTES: ClassVar[int] = 1024 * 1024
+
     def settings(self) -> Settings:
         table = self._table()
         try:
             msgspec.convert(table, Settings)
         except msgspec.ValidationError as error:
             raise ConfigurationError(f"pyproject.toml: [tool.convy] {FieldProblem(str(error), Settings).text()}") from None
+        DotEnv(self.folder / ".env").checked()
         given = self._variables()
         for name, value in given.items():
             if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
@@ -152,7 +177,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
     def _table(self) -> dict[str, Any]:
         path = self.folder / "pyproject.toml"
         try:
-            raw = path.read_bytes()
+            raw = RegularFile(path).data(self.MAX_BYTES)
         except FileNotFoundError:
             return {}
         except OSError as error:

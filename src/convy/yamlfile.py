@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import msgspec
 import yaml
 
+from convy.files import RegularFile
 from convy.problems import ConfigurationError
 
 _TAG = "tag:yaml.org,2002:"
@@ -165,7 +166,7 @@ class YamlFile(msgspec.Struct, frozen=True):
         """The file's data; anything convy cannot read is a ``ConfigurationError`` naming the file
         and, where there is one, the field."""
         try:
-            with self.path.open("rb") as stream:
+            with RegularFile(self.path).opened() as stream:  # a FIFO or a device is refused, never waited on
                 raw = stream.read(self.MAX_BYTES + 1)
         except OSError as error:
             raise ConfigurationError(f"{self.shown}: cannot be read: {error.strerror}") from None

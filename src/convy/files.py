@@ -1,0 +1,74 @@
+"""Files convy reads from a project or a run folder, within bounds.
+
+A path found on disk may name anything: a FIFO that blocks whoever opens it, ``/dev/zero`` that
+never ends, a folder. ``RegularFile`` opens without blocking, reads only a regular file, and reads
+at most as much as its caller allows: whole (``data``), or line by line with each line bounded
+(``lines``). What it refuses is an ``Unreadable``, an ``OSError`` like the system's own, so a caller
+says either in the same words (``error.strerror``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO, ClassVar
+
+import msgspec
+
+
+class Unreadable(OSError):
+    """A file convy will not read: not a regular file, or larger than its reader's bound."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(errno.EINVAL, reason)
+
+
+class RegularFile(msgspec.Struct, frozen=True):
+    """A path that must be a regular file to be read."""
+
+    path: Path
+
+    CHUNK: ClassVar[int] = 1024 * 1024
+
+    @contextmanager
+    def opened(self) -> Iterator[BinaryIO]:
+        """The file, open for reading; a folder is ``IsADirectoryError``, any other file that is not
+        regular (a FIFO, a device, a socket) ``Unreadable``, and opening never waits."""
+        descriptor = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        try:
+            mode = os.fstat(descriptor).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if not stat.S_ISREG(mode):
+                raise Unreadable("not a regular file")
+            os.set_blocking(descriptor, True)
+            stream = os.fdopen(descriptor, "rb")
+        except BaseException:
+            os.close(descriptor)
+            raise
+        with stream:
+            yield stream
+
+    def data(self, most: int) -> bytes:
+        """The whole file, refused when larger than ``most`` bytes."""
+        with self.opened() as stream:
+            data = stream.read(most + 1)
+        if len(data) > most:
+            raise Unreadable(f"larger than {most / 1024 / 1024:g} MB")
+        return data
+
+    def lines(self, longest: int) -> Iterator[bytes | None]:
+        """Each line, its newline kept (the last may lack one); a line longer than ``longest`` bytes
+        is read past without being kept, and given as ``None``."""
+        with self.opened() as stream:
+            while line := stream.readline(longest + 1):
+                if len(line) <= longest or line.endswith(b"\n"):
+                    yield line
+                    continue
+                while (rest := stream.readline(self.CHUNK)) and not rest.endswith(b"\n"):
+                    pass
+                yield None
