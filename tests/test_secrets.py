@@ -289,13 +289,12 @@ def test_an_http_error_body_never_drives_the_terminal(tmp_path: Path) -> None:
 
 def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_path: Path) -> None:
     """On a terminal (a pty, with rich's progress bar live) the agent's escape sequences never arrive as such,
-    ``[bold]`` prints literally, and markup or an escape sequence in an agent's name (its file's name) is
-    neither read by the progress bar nor sent on."""
+    ``[bold]`` prints literally, and markup in an agent's name is not read by the progress bar."""
     folder = project(tmp_path, "raise")
-    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink]\x1b[2J.py")
+    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink].py")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [str(CONVY), "run", "hostile[blink]\x1b[2J", "--scenarios", "off-topic", "-k", "1"],
+        [str(CONVY), "run", "hostile[blink]", "--scenarios", "off-topic", "-k", "1"],
         cwd=folder, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**os.environ, "TERM": "xterm"},
     )
     os.close(follower)
@@ -315,7 +314,22 @@ def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_p
         assert sequence not in said, repr(said)
     assert "[bold]loud[/bold]" in said and "\\x1b]0;pwned\\x07" in said
     progress = [line for line in said.split("\r") if "━" in line]
-    assert progress and all("hostile[blink]\\x1b[2J" in line for line in progress), progress
+    assert progress and all("hostile[blink]" in line for line in progress), progress
+
+
+def test_an_agent_file_whose_name_holds_an_escape_sequence_is_refused_in_one_inert_line(tmp_path: Path) -> None:
+    """An agent's name becomes its run folder's name, so one with a control character is refused before
+    anything is played, in one line that shows the sequence written out."""
+    folder = project(tmp_path, "answer")
+    (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile\x1b[2J.py")
+    done = subprocess.run(
+        [str(CONVY), "run", "hostile\x1b[2J", "--scenarios", "off-topic", "-k", "1"],
+        cwd=folder, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ["convy: agents/'hostile\\x1b[2J'.py: agent: not a folder's name"]
+    assert "\x1b" not in done.stdout + done.stderr
+    assert not (folder / "results").exists()
 
 
 @pytest.mark.parametrize("prefix", ["", "u", "us", "user:", "a-longer-user:"])
