@@ -11,6 +11,7 @@ Playwright's Python client; Playwright's own browsers are never downloaded.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -504,9 +505,12 @@ def test_no_page_asks_the_network_for_anything(pages: dict[str, Path], visit: Ca
     assert one.offsite() == []
 
 
-def test_screenshots_of_each_page_in_both_themes(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+def test_screenshots_of_each_page_in_both_themes(
+    pages: dict[str, Path], visit: Callable[..., Visit], tmp_path: Path
+) -> None:
     """Screenshots of the report, the scenario window, the comparison and its pair, and the index,
-    light and dark, for people to look at."""
+    light and dark, for people to look at: taken in the test's own folder (two suites at once must
+    not write the same file), then copied to /tmp/convy-shots/."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     views = {
         "report": (pages["2026-01-05-before"], "", None),
@@ -525,9 +529,10 @@ def test_screenshots_of_each_page_in_both_themes(pages: dict[str, Path], visit: 
             if name == "window-steps":
                 page.click("button.expand")
                 page.evaluate("document.querySelector('.window-body').scrollTop = 720")
-            shot = SHOTS / f"{name}-{scheme}.png"
+            shot = tmp_path / f"{name}-{scheme}.png"
             page.screenshot(path=str(shot), full_page=not ready)
             assert shot.stat().st_size > 10_000
+            shutil.copyfile(shot, SHOTS / shot.name)
 
 
 class Large:
