@@ -8,6 +8,8 @@ its data are drawn (``too_slow`` fails a test on a loaded machine and passes it 
 A test's own settings add to these.
 """
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -23,3 +25,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def full(request: pytest.FixtureRequest) -> bool:
     """Whether the full-size variants were asked for."""
     return bool(request.config.getoption("--full"))
+
+
+@pytest.fixture
+def echo_project(tmp_path: Path) -> Path:
+    """A project with one agent (an `Echo`) and one sound scenario: the smallest that plays."""
+    folder = tmp_path / "project"
+    (folder / "agents").mkdir(parents=True)
+    (folder / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
+    (folder / "scenarios").mkdir()
+    (folder / "scenarios" / "hello.yaml").write_text("script: [hello]\njudge:\n  - check: {said: hello}\n", encoding="utf-8")
+    return folder

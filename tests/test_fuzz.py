@@ -528,17 +528,6 @@ def test_fuzzed_run_json_gives_a_reason(tmp_path: Path, sound_run: Path, full: b
 # --- through the command ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project with one agent and one sound scenario."""
-    folder = tmp_path / "project"
-    (folder / "agents").mkdir(parents=True)
-    (folder / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
-    (folder / "scenarios").mkdir()
-    (folder / "scenarios" / "hello.yaml").write_text("script: [hello]\njudge:\n  - check: {said: hello}\n", encoding="utf-8")
-    return folder
-
-
 def convy(folder: Path, *arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "convy", *arguments],
@@ -562,55 +551,55 @@ def refused(done: subprocess.CompletedProcess[str], start: str) -> None:
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_command_refuses_a_fuzzed_scenario_file(project: Path) -> None:
+def test_command_refuses_a_fuzzed_scenario_file(echo_project: Path) -> None:
     """`convy run` on a scenario file the fuzzer breaks (an alias bomb spliced into a template file) exits 2 with one line, writing nothing."""
     raw = SAMPLES[0] + b"\nvars:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
         f"  b{level}: &b{level} [{', '.join(['*a' if level == 0 else f'*b{level - 1}'] * 10)}]\n".encode()
         for level in range(6)
     )
-    (project / "scenarios" / "bomb.yaml").write_bytes(raw)
-    done = convy(project, "run")
+    (echo_project / "scenarios" / "bomb.yaml").write_bytes(raw)
+    done = convy(echo_project, "run")
     refused(done, "scenarios/bomb.yaml: vars.b")
-    assert not (project / "results").exists()
+    assert not (echo_project / "results").exists()
 
 
-def test_command_refuses_a_fuzzed_tool_convy(project: Path) -> None:
+def test_command_refuses_a_fuzzed_tool_convy(echo_project: Path) -> None:
     """`convy run` with [tool.convy] holding an unknown key and a number past its bound exits 2 with one line, writing nothing."""
-    (project / "pyproject.toml").write_text("[tool.convy]\natempts = 3\n", encoding="utf-8")
-    refused(convy(project, "run"), "pyproject.toml: [tool.convy] atempts: unknown field; did you mean attempts?")
-    (project / "pyproject.toml").write_text("[tool.convy]\nturn_seconds = inf\n", encoding="utf-8")
-    refused(convy(project, "run"), "pyproject.toml: [tool.convy] turn_seconds: must be a finite number")
-    assert not (project / "results").exists()
+    (echo_project / "pyproject.toml").write_text("[tool.convy]\natempts = 3\n", encoding="utf-8")
+    refused(convy(echo_project, "run"), "pyproject.toml: [tool.convy] atempts: unknown field; did you mean attempts?")
+    (echo_project / "pyproject.toml").write_text("[tool.convy]\nturn_seconds = inf\n", encoding="utf-8")
+    refused(convy(echo_project, "run"), "pyproject.toml: [tool.convy] turn_seconds: must be a finite number")
+    assert not (echo_project / "results").exists()
 
 
-def test_command_refuses_a_fuzzed_variable(project: Path) -> None:
+def test_command_refuses_a_fuzzed_variable(echo_project: Path) -> None:
     """`convy run` with CONVY_ATTEMPTS far past its bound exits 2 with one line naming it, never its value, writing nothing."""
-    done = convy(project, "run", env={"CONVY_ATTEMPTS": "99999999999999999999999"})
+    done = convy(echo_project, "run", env={"CONVY_ATTEMPTS": "99999999999999999999999"})
     refused(done, "CONVY_ATTEMPTS: attempts: ")
     assert "99999" not in done.stderr
-    assert not (project / "results").exists()
+    assert not (echo_project / "results").exists()
 
 
-def test_command_reads_around_a_fuzzed_run_json(project: Path) -> None:
+def test_command_reads_around_a_fuzzed_run_json(echo_project: Path) -> None:
     """`convy report` of a run whose run.json is nested past any decoder's depth reads its attempts alone and says run.json is damaged, with no traceback."""
-    assert convy(project, "run").returncode == 0
-    (folder,) = (project / "results" / "a").iterdir()
+    assert convy(echo_project, "run").returncode == 0
+    (folder,) = (echo_project / "results" / "a").iterdir()
     (folder / "run.json").write_bytes(b'{"spec": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
-    done = convy(project, "report", folder.name)
+    done = convy(echo_project, "report", folder.name)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert "run.json is damaged; its 3 attempts are read from attempts.jsonl alone" in done.stderr + done.stdout
-    resumed = convy(project, "resume", folder.name)
+    resumed = convy(echo_project, "resume", folder.name)
     refused(resumed, f"{folder}/run.json: spec: expected a mapping, got a list; ")
 
 
-def test_command_reads_fuzzed_attempt_lines(project: Path) -> None:
+def test_command_reads_fuzzed_attempt_lines(echo_project: Path) -> None:
     """`convy report` of a run with hostile attempts.jsonl lines skips them, with no traceback, and its page counts both."""
-    assert convy(project, "run").returncode == 0
-    (folder,) = (project / "results" / "a").iterdir()
+    assert convy(echo_project, "run").returncode == 0
+    (folder,) = (echo_project / "results" / "a").iterdir()
     with (folder / "attempts.jsonl").open("ab") as stream:
         stream.write(b"[" * 100_000 + b"]" * 100_000 + b"\n\xff\xfe\n")
-    done = convy(project, "report", folder.name)
+    done = convy(echo_project, "report", folder.name)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     page = (folder / "report.html").read_text(encoding="utf-8")

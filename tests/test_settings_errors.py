@@ -133,17 +133,6 @@ def convy(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project with one agent and one sound scenario."""
-    folder = tmp_path / "project"
-    (folder / "agents").mkdir(parents=True)
-    (folder / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
-    (folder / "scenarios").mkdir()
-    (folder / "scenarios" / "hello.yaml").write_text("script: [hello]\njudge:\n  - check: {said: hello}\n", encoding="utf-8")
-    return folder
-
-
 def refused_in_one_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [f"convy: {expected}"], done.stderr
@@ -151,21 +140,21 @@ def refused_in_one_line(done: subprocess.CompletedProcess[str], expected: str) -
 
 
 @pytest.mark.parametrize("kind", ["/dev/zero", "a FIFO", "a folder"])
-def test_a_prompt_that_is_not_a_regular_file_is_refused_in_one_line(project: Path, kind: str) -> None:
+def test_a_prompt_that_is_not_a_regular_file_is_refused_in_one_line(echo_project: Path, kind: str) -> None:
     """user_prompt naming /dev/zero, a FIFO or a folder: `convy run` exits 2 in one line naming it, never reading without bound nor waiting, and writes nothing."""
     match kind:
         case "/dev/zero":
             name, reason = "/dev/zero", "not a regular file"
         case "a FIFO":
             name, reason = "user.md", "not a regular file"
-            os.mkfifo(project / name)
+            os.mkfifo(echo_project / name)
         case _:
             name, reason = "prompts", "Is a directory"
-            (project / name).mkdir()
-    (project / "pyproject.toml").write_text(f'[tool.convy]\nuser_prompt = "{name}"\n', encoding="utf-8")
+            (echo_project / name).mkdir()
+    (echo_project / "pyproject.toml").write_text(f'[tool.convy]\nuser_prompt = "{name}"\n', encoding="utf-8")
 
-    refused_in_one_line(convy(project, "run"), f"{name}: cannot be read: {reason}")
-    assert not (project / "results").exists()
+    refused_in_one_line(convy(echo_project, "run"), f"{name}: cannot be read: {reason}")
+    assert not (echo_project / "results").exists()
 
 
 def test_a_prompt_larger_than_a_megabyte_is_refused(tmp_path: Path) -> None:
@@ -175,10 +164,10 @@ def test_a_prompt_larger_than_a_megabyte_is_refused(tmp_path: Path) -> None:
     assert refused(tmp_path) == "user.md: cannot be read: larger than 1 MB"
 
 
-def test_a_pyproject_that_is_a_fifo_is_refused_in_one_line(project: Path) -> None:
+def test_a_pyproject_that_is_a_fifo_is_refused_in_one_line(echo_project: Path) -> None:
     """A pyproject.toml that is a FIFO: `convy run` exits 2 in one line naming it instead of waiting for a writer."""
-    os.mkfifo(project / "pyproject.toml")
-    refused_in_one_line(convy(project, "run"), "pyproject.toml: cannot be read: not a regular file")
+    os.mkfifo(echo_project / "pyproject.toml")
+    refused_in_one_line(convy(echo_project, "run"), "pyproject.toml: cannot be read: not a regular file")
 
 
 @pytest.mark.parametrize(
@@ -188,15 +177,15 @@ def test_a_pyproject_that_is_a_fifo_is_refused_in_one_line(project: Path) -> Non
         ("A=1\nB=2\nnot a setting\n", 3),
     ],
 )
-def test_an_env_file_that_cannot_be_parsed_is_one_line_naming_it_and_the_line(project: Path, text: str, line: int) -> None:
+def test_an_env_file_that_cannot_be_parsed_is_one_line_naming_it_and_the_line(echo_project: Path, text: str, line: int) -> None:
     """A .env with an unclosed quote or a line that is not NAME=value: `convy run` exits 2 with one line naming .env and the line — not python-dotenv's warnings, three times, and a run without the lines it skipped — and nothing of what the file holds."""
-    (project / ".env").write_text(text, encoding="utf-8")
+    (echo_project / ".env").write_text(text, encoding="utf-8")
 
-    done = convy(project, "run")
+    done = convy(echo_project, "run")
 
     refused_in_one_line(done, f".env: line {line}: cannot be parsed (a quote left open, or a line that is not NAME=value)")
     assert "canary" not in done.stdout + done.stderr
-    assert not (project / "results").exists()
+    assert not (echo_project / "results").exists()
 
 
 def test_an_env_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
