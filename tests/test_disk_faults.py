@@ -220,6 +220,29 @@ def test_report_and_resume_do_not_wait_on_fifos_in_place_of_the_lock_and_run_jso
     assert (folder.path / "report.html").is_file() and folder.status() == "finished"
 
 
+def test_pages_and_tables_are_never_written_through_what_stands_at_their_temporary_names(made: Made, tmp_path: Path) -> None:
+    """A FIFO at report.html.tmp and links at index.html.tmp and turns.csv.tmp: report and export neither wait nor write through them."""
+    assert ran(made, "run", "slow", "-k", "1").returncode == 0
+    folder = made.run()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me", encoding="utf-8")
+    os.mkfifo(folder.path / "report.html.tmp")
+    results = folder.path.parent.parent
+    (results / "index.html.tmp").symlink_to(outside)
+    (results / "export").mkdir(exist_ok=True)
+    (results / "export" / "turns.csv.tmp").symlink_to(outside)
+
+    reported = ran(made, "report")
+    exported = ran(made, "export")
+
+    assert (reported.returncode, reported.stderr) == (0, ""), reported.stderr
+    assert (exported.returncode, exported.stderr) == (0, ""), exported.stderr
+    assert outside.read_text(encoding="utf-8") == "keep me"
+    assert (folder.path / "report.html").is_file() and (results / "index.html").is_file()
+    assert (results / "export" / "turns.csv").is_file()
+    assert not (folder.path / "report.html.tmp").exists()
+
+
 def test_report_writes_no_lock_file_in_the_folders_it_reads(made: Made) -> None:
     """``convy report`` reads a run folder without creating run.lock there."""
     assert ran(made, "run", "slow", "-k", "1").returncode == 0

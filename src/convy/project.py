@@ -293,7 +293,9 @@ class Project(msgspec.Struct, frozen=True):
         temporary = path.with_name(path.name + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(text, encoding="utf-8")
+            temporary.unlink(missing_ok=True)  # whatever stands there: a FIFO would block, a link lead elsewhere
+            with temporary.open("x", encoding="utf-8") as file:
+                file.write(text)
             temporary.replace(path)
         except OSError as error:  # a full disk, a file-size limit, a read-only folder
             with suppress(OSError):
