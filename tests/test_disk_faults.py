@@ -221,12 +221,15 @@ def test_report_and_resume_do_not_wait_on_fifos_in_place_of_the_lock_and_run_jso
 
 
 def test_pages_and_tables_are_never_written_through_what_stands_at_their_temporary_names(made: Made, tmp_path: Path) -> None:
-    """A FIFO at report.html.tmp and links at index.html.tmp and turns.csv.tmp: report and export neither wait nor write through them."""
+    """FIFOs at report.html.tmp, summary.json and its .tmp, links at index.html.tmp and turns.csv.tmp: report and export neither wait nor write through them."""
     assert ran(made, "run", "slow", "-k", "1").returncode == 0
     folder = made.run()
     outside = tmp_path / "outside.txt"
     outside.write_text("keep me", encoding="utf-8")
     os.mkfifo(folder.path / "report.html.tmp")
+    (folder.path / "summary.json").unlink()
+    os.mkfifo(folder.path / "summary.json")
+    os.mkfifo(folder.path / "summary.json.tmp")
     results = folder.path.parent.parent
     (results / "index.html.tmp").symlink_to(outside)
     (results / "export").mkdir(exist_ok=True)

@@ -16,13 +16,14 @@ import os
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import msgspec
 
 from convy.attempt import Attempt, Spread, Sum
 from convy.bench import RunJournal
 from convy.dialog import Failed, NoVerdict, Verdict
+from convy.files import RegularFile
 from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Scenario
@@ -469,6 +470,8 @@ class Listing(msgspec.Struct, frozen=True):
 
     results: Path
 
+    MOST_BYTES: ClassVar[int] = 16 * 1024 * 1024  # a larger summary.json is summed again, not read
+
     def every(self) -> tuple[tuple[Listed, ...], tuple[Unread, ...]]:
         """The runs, oldest first, and the folders that could not be read."""
         listed: list[Listed] = []
@@ -525,15 +528,17 @@ class Listing(msgspec.Struct, frozen=True):
         """The totals ``summary.json`` keeps, if they sum the attempts as they are now; none when
         it is missing, torn, of another format or stale."""
         try:
-            summed = _SUMMED.decode((folder / "summary.json").read_bytes())
-        except (FileNotFoundError, msgspec.MsgspecError):
+            summed = _SUMMED.decode(RegularFile(folder / "summary.json").data(self.MOST_BYTES))
+        except (OSError, msgspec.MsgspecError):  # missing, a FIFO or folder in its place, too big, torn
             return ()
         return (summed.totals,) if summed.format == 1 and summed.stamp == stamp else ()
 
     def _written(self, folder: Path, summed: Summed) -> None:
         temporary = folder / "summary.json.tmp"
         try:
-            temporary.write_bytes(msgspec.json.encode(summed))
+            temporary.unlink(missing_ok=True)  # whatever stands there: a FIFO would block, a link lead elsewhere
+            with temporary.open("xb") as file:
+                file.write(msgspec.json.encode(summed))
             os.replace(temporary, folder / "summary.json")
         except OSError:
             pass  # a folder that cannot be written to is summed again next time
