@@ -296,10 +296,10 @@ class InFolder(Case):
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.bench = setup.bench()
-        self.spec = RunSpec(
-            id="bench", agent="fake", scenarios=(setup.scenario(),), attempts=setup.attempts, limits=setup.limits()
-        )
         self.journal = RunJournal(Path(tempfile.mkdtemp(prefix="run-", dir=setup.folder)))
+        self.spec = RunSpec(  # a run's folder is named by its id
+            id=self.journal.folder.name, agent="fake", scenarios=(setup.scenario(),), attempts=setup.attempts, limits=setup.limits()
+        )
         self.kept: Any = None
 
     async def play(self) -> None:

@@ -38,3 +38,30 @@ def test_the_judging_benchmark_runs_small() -> None:
     out = ran("bench/judging.py", "--claims", "1", "2", "--latency", "0.01", "--attempts", "1", "--base", "src")
     assert "claims" in out and "this/ideal" in out
     assert len([line for line in out.splitlines() if line.strip().startswith(("1 ", "2 "))]) == 2
+
+
+def test_the_harness_benchmark_runs_small() -> None:
+    """bench/harness.py plays each in-process case on 20 attempts and prints a row for each."""
+    out = ran("bench/harness.py", "--attempts", "20", "--repeat", "1", "--no-memory")
+    for case in ("baseline: bare asyncio", "Bench.run -> MemoryJournal", "RunJournal.play (run folder on disk)", "RunJournal.record only"):
+        assert case in out, out
+
+
+def test_the_statistics_benchmark_runs_small() -> None:
+    """bench/stats.py times convy's tests beside scipy's and statsmodels' on 10 scenarios x 5 attempts."""
+    out = ran("bench/stats.py", "--scenarios", "10", "--attempts", "5", "--seeds", "1", "--repeat", "1")
+    assert "statsmodels CMH p =" in out and "Comparison.view()" in out, out
+
+
+def test_the_faults_benchmark_runs_small() -> None:
+    """bench/faults.py plays each fault against the stand-in and says what convy recorded; no key is found in an outcome."""
+    out = ran("bench/faults.py")
+    assert "| 429, Retry-After: 1 |" in out, out
+    assert "found in a recorded outcome: never." in out, out
+
+
+def test_the_pages_benchmark_runs_small() -> None:
+    """bench/pages.py builds, sizes, opens in Chromium and compares two tiny runs."""
+    out = ran("bench/pages.py", "--runs", "5x2", "--compare", "3x2", "--repeat", "1")
+    for part in ("BUILD:", "SIZE:", "BROWSER:", "COMPARE:"):
+        assert part in out, out
