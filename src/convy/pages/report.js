@@ -446,19 +446,69 @@
         " · answer p50 " + fmt.seconds(one.agent.seconds.p50) + ", p95 " + fmt.seconds(one.agent.seconds.p95)),
       tabs,
       detail);
-    win.show();
-    if (!chosen) return;
-    Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
+    /* The attempt is drawn before the window is shown when its chunk is inflated already (it
+       usually is: see warm), so the window's first frame is its whole: one style and layout
+       pass, no "Loading" frame, no task between the click and that frame. */
     const key = id + "#" + chosen;  /* page.py packs each attempt apart: only its chunk is inflated */
-    if (!packed.has(key)) {
-      Convy.fill(detail, h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
-      return;
+    const missing = () => h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report.");
+    const ready = chosen && packed.has(key) ? packed.now(key) : null;
+    if (!chosen) Convy.fill(detail);
+    else if (!packed.has(key)) Convy.fill(detail, missing());
+    else if (ready) Convy.fill(detail, ready.value ? Scene.attempt(ready.value) : missing());
+    else {
+      Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
+      packed.get(key).then((d) => {
+        if (state.s !== id || state.a !== chosen) return;
+        Convy.fill(detail, d ? Scene.attempt(d) : missing());
+      }, (error) => {
+        Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
+      });
     }
-    packed.get(key).then((d) => {
-      if (state.s !== id || state.a !== chosen) return;
-      Convy.fill(detail, d ? Scene.attempt(d) : h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
-    }, (error) => {
-      Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
+    win.show();
+    /* What the reader may open next: the attempts beside this one, the next and previous scenario. */
+    later(() => {
+      if (state.s !== id) return;
+      const numbers = one.attempts.map((a) => String(a.attempt));
+      const here = numbers.indexOf(chosen);
+      for (const number of [numbers[here + 1], numbers[here - 1]]) if (number !== undefined) packed.warm(id + "#" + number);
+      for (const step of [1, -1]) {
+        const other = byId.get(order[order.indexOf(id) + step]);
+        if (other) warm(other);
+      }
+    });
+  }
+
+  /* Inflating ahead. A chunk takes a few milliseconds to inflate and parse, but done after the
+     click it costs the window a task and a frame; done before, the window opens in the click's
+     own task. So the chunk of a scenario's first attempt is inflated when its row is pointed at
+     or focused, and, once the page is idle after it is drawn, those of the first rows shown. */
+  const later = typeof requestIdleCallback === "function"
+    ? (work) => requestIdleCallback(work, { timeout: 1000 })
+    : (work) => setTimeout(work, 50);
+
+  function warm(one) {
+    if (one.first !== null) packed.warm(one.id + "#" + one.first);
+  }
+
+  function warmRow(event) {
+    const tr = event.target.closest && event.target.closest("tr.row");
+    const one = tr ? byId.get(tr.dataset.id) : null;
+    if (one) warm(one);
+  }
+
+  tbody.addEventListener("pointerover", warmRow);
+  tbody.addEventListener("pointerdown", warmRow);
+  tbody.addEventListener("focusin", warmRow);
+
+  const AHEAD = 8;  /* the first rows a reader sees, whose chunks are inflated while the page is idle */
+
+  function ahead(from) {
+    later(() => {
+      const tr = visible[from];
+      const one = tr ? byId.get(tr.dataset.id) : null;
+      if (!one || from >= AHEAD) return;
+      warm(one);
+      ahead(from + 1);
     });
   }
 
@@ -473,8 +523,17 @@
 
   /* The hash: written on every change, read on load and when it changes. */
 
+  /* Written after the next frame, once for all the changes before it: replacing the URL costs
+     the browser several milliseconds (and a reload of the page's icon), which would otherwise
+     stand between a click and the frame that answers it. */
+  let saving = false;
   function save() {
-    hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+    if (saving) return;
+    saving = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      saving = false;
+      hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+    }, 0));
   }
 
   function update() {
@@ -514,4 +573,5 @@
   Convy.keys({ search: () => { win.close(); search.focus(); search.select(); }, move, open: () => { if (!win.isOpen() && visible[cursor]) visible[cursor].click(); }, side });
   window.addEventListener("hashchange", load);
   load();
+  ahead(0);
 })();
