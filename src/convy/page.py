@@ -23,10 +23,10 @@ import base64
 import gzip
 import hashlib
 import html
-from importlib import resources
 
 import msgspec
 
+from convy.files import Shipped
 from convy.report import Summary
 from convy.views import ComparisonView, IndexView
 
@@ -55,10 +55,10 @@ class Template(msgspec.Struct, frozen=True):
     window: bool = False
 
     def part(self, name: str) -> str:
-        return resources.files("convy").joinpath("pages", name).read_text(encoding="utf-8")
+        return Shipped(("pages", name)).text()
 
     def has(self, name: str) -> bool:
-        return resources.files("convy").joinpath("pages", name).is_file()
+        return Shipped(("pages", name)).exists()
 
     def style(self) -> str:
         names = ["base.css"] + (["window.css"] if self.window else [])
