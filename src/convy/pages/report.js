@@ -366,6 +366,8 @@
       cursor = visible.indexOf(tr);
       tr.focus();
     }
+    const one = byId.get(id);
+    if (one) prepare(one);  /* the window just closed is the likeliest to open again */
   });
 
   /* A scenario of many attempts shows ATTEMPTS of them around the chosen one: a window of 1,000
@@ -421,50 +423,14 @@
     state.a = chosen;
     save();
     mark();
-    Convy.fill(win.title,
-      h("span", null, one.id),
-      status("scenario", one.status, true),
-      h("span", { class: "small muted" }, fmt.int(one.passed) + "/" + fmt.int(one.judged) + " passed" + (one.rate ? " · " + fmt.pct(one.rate.estimate, 0) + " " + fmt.span(one.rate) : "")));
-    const ids = order;
-    const at = ids.indexOf(id);
-    Convy.fill(win.tools,
-      h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
-      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next"));
-    const detail = h("div", { class: "attempt-detail", "aria-live": "polite" });
-    const shown = page(one, chosen);
-    const tabs = h("div", { class: "attempt-tabs", role: "toolbar", "aria-label": "Attempts (← →)" },
-      shown.list.map((a) => h("button", { type: "button", "aria-pressed": String(a.attempt) === chosen ? "true" : "false", onclick: () => open(one.id, String(a.attempt)) },
-        h("span", { class: "mark-" + a.status }, Convy.words.attempt[a.status][0]), " attempt " + a.attempt)));
-    Convy.fill(win.body,
-      h("h3", null, "Claims × attempts"),
-      paging(one, shown),
-      matrix(one, chosen, shown.list),
-      h("p", { class: "small muted" },
-        "stops: " + Object.entries(one.stops).map(([stop, n]) => word("stop", stop) + " ×" + n).join(", "),
-        " · tokens " + fmt.tokens(one.agent.tokens),
-        " · cost " + fmt.cost(one.cost),
-        " · answer p50 " + fmt.seconds(one.agent.seconds.p50) + ", p95 " + fmt.seconds(one.agent.seconds.p95)),
-      tabs,
-      detail);
-    /* The attempt is drawn before the window is shown when its chunk is inflated already (it
-       usually is: see warm), so the window's first frame is its whole: one style and layout
-       pass, no "Loading" frame, no task between the click and that frame. */
-    const key = id + "#" + chosen;  /* page.py packs each attempt apart: only its chunk is inflated */
-    const missing = () => h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report.");
-    const ready = chosen && packed.has(key) ? packed.now(key) : null;
-    if (!chosen) Convy.fill(detail);
-    else if (!packed.has(key)) Convy.fill(detail, missing());
-    else if (ready) Convy.fill(detail, ready.value ? Scene.attempt(ready.value) : missing());
-    else {
-      Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
-      packed.get(key).then((d) => {
-        if (state.s !== id || state.a !== chosen) return;
-        Convy.fill(detail, d ? Scene.attempt(d) : missing());
-      }, (error) => {
-        Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
-      });
-    }
+    /* Drawn ahead while the page was idle (see prepare), or drawn now. */
+    const made = prepared && prepared.key === drawing(one, chosen) ? prepared.made : parts(one, chosen);
+    prepared = null;
+    Convy.fill(win.title, made.title);
+    Convy.fill(win.tools, made.tools);
+    Convy.fill(win.body, made.body);
     win.show();
+    if (made.pending) made.pending();
     /* What the reader may open next: the attempts beside this one, the next and previous scenario. */
     later(() => {
       if (state.s !== id) return;
@@ -478,6 +444,78 @@
     });
   }
 
+  /* What a window's parts depend on besides the data: the scenario, the attempt, and where the
+     scenario stands among those shown (its previous and next buttons). */
+  function drawing(one, chosen) {
+    return [one.id, chosen, order.indexOf(one.id), order.length].join("\n");
+  }
+
+  /* The window's title, tools and body for a scenario and one of its attempts. The attempt is
+     drawn with them when its chunk is inflated already (it usually is: see warm), so the
+     window's first frame is its whole: one style and layout pass, no "Loading" frame, no task
+     between the click and that frame; else "pending" draws it once its chunk is inflated. */
+  function parts(one, chosen) {
+    const id = one.id;
+    const title = [
+      h("span", null, one.id),
+      status("scenario", one.status, true),
+      h("span", { class: "small muted" }, fmt.int(one.passed) + "/" + fmt.int(one.judged) + " passed" + (one.rate ? " · " + fmt.pct(one.rate.estimate, 0) + " " + fmt.span(one.rate) : ""))];
+    const ids = order;
+    const at = ids.indexOf(id);
+    const tools = [
+      h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
+      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next")];
+    const detail = h("div", { class: "attempt-detail", "aria-live": "polite" });
+    const shown = page(one, chosen);
+    const tabs = h("div", { class: "attempt-tabs", role: "toolbar", "aria-label": "Attempts (← →)" },
+      shown.list.map((a) => h("button", { type: "button", "aria-pressed": String(a.attempt) === chosen ? "true" : "false", onclick: () => open(one.id, String(a.attempt)) },
+        h("span", { class: "mark-" + a.status }, Convy.words.attempt[a.status][0]), " attempt " + a.attempt)));
+    const body = [
+      h("h3", null, "Claims × attempts"),
+      paging(one, shown),
+      matrix(one, chosen, shown.list),
+      h("p", { class: "small muted" },
+        "stops: " + Object.entries(one.stops).map(([stop, n]) => word("stop", stop) + " ×" + n).join(", "),
+        " · tokens " + fmt.tokens(one.agent.tokens),
+        " · cost " + fmt.cost(one.cost),
+        " · answer p50 " + fmt.seconds(one.agent.seconds.p50) + ", p95 " + fmt.seconds(one.agent.seconds.p95)),
+      tabs,
+      detail];
+    const key = id + "#" + chosen;  /* page.py packs each attempt apart: only its chunk is inflated */
+    const missing = () => h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report.");
+    const ready = chosen && packed.has(key) ? packed.now(key) : null;
+    let pending = null;
+    if (!chosen) Convy.fill(detail);
+    else if (!packed.has(key)) Convy.fill(detail, missing());
+    else if (ready) Convy.fill(detail, ready.value ? Scene.attempt(ready.value) : missing());
+    else {
+      Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
+      pending = () => packed.get(key).then((d) => {
+        if (state.s !== id || state.a !== chosen) return;
+        Convy.fill(detail, d ? Scene.attempt(d) : missing());
+      }, (error) => {
+        Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
+      });
+    }
+    return { title, tools, body, pending, ready: Boolean(ready) };
+  }
+
+  /* One window drawn ahead, while the page is idle: that of the scenario a reader is likeliest to
+     open next (its row pointed at or focused, else the first row), once its chunk is inflated.
+     It is used if the click that comes opens the same drawing, and dropped otherwise. */
+  let prepared = null;
+
+  function prepare(one) {
+    later(() => {
+      if (win.isOpen()) return;
+      const chosen = one.first === null ? "" : String(one.first);
+      const key = drawing(one, chosen);
+      if (prepared && prepared.key === key) return;
+      const made = parts(one, chosen);
+      if (made.ready) prepared = { key, made };
+    });
+  }
+
   /* Inflating ahead. A chunk takes a few milliseconds to inflate and parse, but done after the
      click it costs the window a task and a frame; done before, the window opens in the click's
      own task. So the chunk of a scenario's first attempt is inflated when its row is pointed at
@@ -487,13 +525,16 @@
     : (work) => setTimeout(work, 50);
 
   function warm(one) {
-    if (one.first !== null) packed.warm(one.id + "#" + one.first);
+    return one.first === null ? Promise.resolve() : packed.warm(one.id + "#" + one.first);
   }
 
+  let pointed = null;
   function warmRow(event) {
     const tr = event.target.closest && event.target.closest("tr.row");
     const one = tr ? byId.get(tr.dataset.id) : null;
-    if (one) warm(one);
+    if (!one || one === pointed) return;
+    pointed = one;
+    warm(one).then(() => { if (pointed === one) prepare(one); });
   }
 
   tbody.addEventListener("pointerover", warmRow);
@@ -507,7 +548,8 @@
       const tr = visible[from];
       const one = tr ? byId.get(tr.dataset.id) : null;
       if (!one || from >= AHEAD) return;
-      warm(one);
+      const first = warm(one);
+      if (from === 0) first.then(() => { if (pointed === null) prepare(one); });
       ahead(from + 1);
     });
   }

@@ -88,9 +88,10 @@ const Scene = (() => {
         const found = ready.get(read().where[key]);
         return found === undefined ? null : { value: own(found, key) ? found[key] : undefined };
       },
-      /* Start inflating the chunk that holds key, if it has not been; a failure is said by get. */
+      /* Start inflating the chunk that holds key, if it has not been: a promise of when it is
+         done (never rejected: a failure is said by get). */
       warm(key) {
-        if (has(key)) chunk(read().where[key]).catch(() => {});
+        return has(key) ? chunk(read().where[key]).then(() => {}, () => {}) : Promise.resolve();
       },
     };
   }
