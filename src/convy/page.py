@@ -10,7 +10,8 @@ A run report keeps its dialogues apart from the tables, and a comparison its pai
 they are ``Packed``, gzipped in chunks of consecutive attempts (of a report, keyed
 ``<scenario>#<attempt>``) or scenarios (of a comparison) and written in base64, one JSON block
 each, and the page reads and inflates a chunk (``DecompressionStream``) only when a window needs
-one of its values, so a run of thousands of attempts opens as fast as its tables draw.
+one of its values or soon may (a report's row pointed at or focused, its first rows once the page
+is idle), so a run of thousands of attempts opens as fast as its tables draw.
 A chunk holds scenarios until its JSON reaches ``Packed.limit`` bytes (256 KiB; a larger scenario
 is a chunk of its own), gzipped at level 1. One gzip per scenario compressed each alone: 10,000 scenarios of one
 attempt each carried 10,000 gzip headers and lost what consecutive dialogues share (the window
