@@ -27,7 +27,11 @@ Cases:
   document (a ``MutationObserver`` installed before the page's script) and the first frame drawn
   after them (a ``requestAnimationFrame`` then a task); then a click on the first row, until the
   scenario window shows its attempt's dialogue and a frame is drawn (of 10x1000, a window of a
-  scenario of 1,000 attempts). Baseline: a static HTML page of
+  scenario of 1,000 attempts): clicked at once, as soon as the rows are drawn, and in another
+  fresh context after the page has been idle for a second, as a reader clicks ("after idle");
+  each also until the page is idle again after that frame ("settled"). ``--base DIR/src`` builds
+  the same run's report with that convy too ("before"), opened in turn with this one.
+  Baseline: a static HTML page of
   the same byte size (the bytes in an inert ``<script type="application/json">`` block, as the
   report's data is), whose one table row, clicked, opens a ``<dialog>`` already in the page.
 - ``compare``: ``python -m convy -C PROJECT compare BASE CANDIDATE``, the real command in a
@@ -44,6 +48,7 @@ the machine and on what else runs on it (the header prints the load average).
     .venv/bin/python bench/pages.py --only build size      # no browser, no compare
     .venv/bin/python bench/pages.py --runs 100x10 --compare 20x10 --repeat 1     # a quick look
     .venv/bin/python bench/pages.py --keep /tmp/pages      # keep the runs and pages to look at
+    .venv/bin/python bench/pages.py --runs 10x1000 --only browser --repeat 5 --base /tmp/base/src   # the window, before -> after
 """
 
 from __future__ import annotations
@@ -351,7 +356,9 @@ WATCH = """
 })();
 """
 
-# A click on the first row, until the window shows a dialogue and the frame after it is drawn.
+# A click on the first row, until the window shows a dialogue and the frame after it is drawn
+# ("painted"), then until the page is idle again (the first idle callback after that frame:
+# "settled", which counts whatever the click left for later).
 CLICK = """
 async () => {
   const started = performance.now();
@@ -363,8 +370,21 @@ async () => {
   document.querySelector("#scenarios tbody tr.row").click();
   if (!shown()) await waited;
   await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-  return performance.now() - started;
+  const painted = performance.now() - started;
+  await new Promise((resolve) => (typeof requestIdleCallback === "function" ? requestIdleCallback(resolve) : setTimeout(resolve, 0)));
+  return [painted, performance.now() - started];
 }
+"""
+
+# A report built by another convy (``--base``) from the same run folder.
+BUILD = """
+import sys
+from pathlib import Path
+from convy.page import ReportPage
+from convy.report import Summary
+from convy.runs import Runs
+folder = Path(sys.argv[1])
+Path(sys.argv[2]).write_text(ReportPage(Summary(Runs(folder.parent.parent).one(folder))).html(), encoding="utf-8")
 """
 
 
@@ -392,7 +412,14 @@ class Baseline(msgspec.Struct, frozen=True):
 class Opened(msgspec.Struct, frozen=True):
     rows: float
     drawn: float
-    window: float
+    window: float  # clicked as soon as the first rows are drawn
+    settled: float
+    idle: float  # clicked after the page has been idle for a second, as a reader clicks
+    idle_settled: float
+
+    @classmethod
+    def median(cls, runs: list[Opened]) -> Opened:
+        return cls(*(statistics.median(getattr(one, field) for one in runs) for field in ("rows", "drawn", "window", "settled", "idle", "idle_settled")))
 
 
 class Browser:
@@ -402,6 +429,11 @@ class Browser:
         self.browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
 
     def opened(self, path: Path) -> Opened:
+        rows, drawn, window, settled = self.clicked(path, pause=0)
+        _, _, idle, idle_settled = self.clicked(path, pause=1)
+        return Opened(rows, drawn, window, settled, idle, idle_settled)
+
+    def clicked(self, path: Path, pause: float) -> tuple[float, float, float, float]:
         context = self.browser.new_context(viewport={"width": 1320, "height": 900})
         try:
             page = context.new_page()
@@ -418,22 +450,20 @@ class Browser:
                     raise SystemExit(f"{path.name}: no table row drawn after 120 s")
                 time.sleep(0.02)
             rows, drawn = page.evaluate("[window.__rows, window.__drawn]")
-            window = page.evaluate(CLICK)
+            time.sleep(pause)
+            painted, settled = page.evaluate(CLICK)
             if errors:
                 raise SystemExit(f"{path.name}: the page threw: {errors}")
-            return Opened(rows / 1000, drawn / 1000, window / 1000)
+            return rows / 1000, drawn / 1000, painted / 1000, settled / 1000
         finally:
             context.close()
 
-    def median(self, path: Path, repeat: int) -> Opened:
-        runs = [self.opened(path) for _ in range(max(1, repeat))]
-        return Opened(*(statistics.median(getattr(one, field) for one in runs) for field in ("rows", "drawn", "window")))
 
     def close(self) -> None:
         self.browser.close()
 
 
-def show_browser(reports: dict[str, Path], folder: Path, repeat: int) -> None:
+def show_browser(reports: dict[str, Path], folder: Path, repeat: int, base: Path | None) -> None:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -444,20 +474,40 @@ def show_browser(reports: dict[str, Path], folder: Path, repeat: int) -> None:
         return
     print(f"BROWSER: report.html from file:// in headless Chromium, median of {repeat} fresh contexts; from navigation start to the")
     print("first table rows in the document and the frame drawn after them, then a click on the first row until its window shows")
-    print("the attempt's dialogue; baseline: a static page of the same byte size (its bytes in an inert JSON block, a row, a dialog)")
-    print(f"  {'run':<22}{'size':>11}{'rows':>11}{'drawn':>11}{'baseline':>11}{'drawn/base':>11}{'window':>11}{'baseline':>11}{'win/base':>10}")
+    print("the attempt's dialogue and a frame is drawn, clicked at once (as soon as the rows are drawn) and after the page has been")
+    print("idle for a second (as a reader clicks; a fresh context each); 'settled': until the page is idle again after that frame.")
+    print("Baseline: a static page of the same byte size (its bytes in an inert JSON block, a row, a dialog)")
+    if base is not None:
+        print(f"'before': the same run's report built by the convy in {base}, measured in turn with this one")
+    pages: dict[str, Path] = {}
+    for name, path in reports.items():
+        if base is not None:
+            before = folder / f"before-{name}.html"
+            environment = dict(os.environ, PYTHONPATH=str(base))
+            subprocess.run([sys.executable, "-c", BUILD, str(path.parent), str(before)], check=True, env=environment)
+            pages[f"{name} before"] = before
+        pages[name] = path
+    print(f"  {'report':<24}{'size':>11}{'drawn':>12}{'drawn/base':>11}{'window':>12}{'settled':>12}{'after idle':>12}{'settled':>12}{'baseline':>12}")
     with sync_playwright() as playwright:
         browser = Browser(playwright)
         try:
             browser.opened(next(iter(reports.values())))  # warm-up: the first opening also pays for the browser's start
-            for name, path in reports.items():
-                baseline = folder / f"baseline-{name}.html"
-                baseline.write_text(Baseline(path.stat().st_size).html(), encoding="utf-8")
-                assert abs(baseline.stat().st_size - path.stat().st_size) < 16
-                page, floor = browser.median(path, repeat), browser.median(baseline, repeat)
+            floors: dict[str, Path] = {}
+            for name, path in pages.items():
+                floors[name] = folder / f"baseline-{name.replace(' ', '-')}.html"
+                floors[name].write_text(Baseline(path.stat().st_size).html(), encoding="utf-8")
+                assert abs(floors[name].stat().st_size - path.stat().st_size) < 16
+            opened: dict[str, list[Opened]] = {name: [] for name in pages}
+            floor: dict[str, list[Opened]] = {name: [] for name in pages}
+            for _ in range(max(1, repeat)):  # before and after in turn, so that the load falls on both alike
+                for name, path in pages.items():
+                    opened[name].append(browser.opened(path))
+                    floor[name].append(browser.opened(floors[name]))
+            for name, path in pages.items():
+                page, static = Opened.median(opened[name]), Opened.median(floor[name])
                 print(
-                    f"  {name:<22}{size(path.stat().st_size):>11}{seconds(page.rows):>11}{seconds(page.drawn):>11}{seconds(floor.drawn):>11}"
-                    f"{page.drawn / floor.drawn:>10.1f}x{seconds(page.window):>11}{seconds(floor.window):>11}{page.window / floor.window:>9.1f}x"
+                    f"  {name:<24}{size(path.stat().st_size):>11}{seconds(page.drawn):>12}{page.drawn / static.drawn:>10.1f}x"
+                    f"{seconds(page.window):>12}{seconds(page.settled):>12}{seconds(page.idle):>12}{seconds(page.idle_settled):>12}{seconds(static.idle):>12}"
                 )
         finally:
             browser.close()
@@ -524,6 +574,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, help="where to play the runs (default: a new temporary folder)")
     parser.add_argument("--keep", type=Path, help="play the runs there and keep them")
+    parser.add_argument("--base", type=Path, help="a convy's src folder (git archive COMMIT src | tar -x -C DIR): its report of the same run is opened too ('before')")
     options = parser.parse_args()
     header(options)
     root = options.keep or Path(tempfile.mkdtemp(prefix="convy-pages-", dir=options.dir))
@@ -549,7 +600,7 @@ def main() -> None:
             if "size" in options.only:
                 show_size(built)
             if "browser" in options.only:
-                show_browser(reports, root, options.repeat)
+                show_browser(reports, root, options.repeat, options.base)
         if "compare" in options.only:
             shape = Shape.parsed(options.compare)
             project = root / "project"

@@ -299,6 +299,32 @@ def test_failed_and_unjudged_attempts_say_why(pages: dict[str, Path], visit: Cal
     expect(attempt).to_contain_text("not reported by the agent", use_inner_text=True)
 
 
+def test_a_window_whose_chunk_is_inflated_opens_whole_in_the_task_of_its_click(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """Once a scenario's chunk has been inflated (here by opening its window once), a click or
+    Enter on its row draws the attempt's dialogue before the click returns: no "Loading" line, no
+    task between the click and the frame that shows the window."""
+    page = visit().open(pages["2026-01-05-before"])
+    page.click("#scenarios tr[data-id='refunds/damaged']")
+    page.wait_for_selector("dialog#window[open] .attempt .msg")
+    page.keyboard.press("Escape")
+    expect(page.locator("dialog#window[open]")).to_have_count(0)
+    shown = """() => ({open: !!document.querySelector("dialog#window[open]"), msg: !!document.querySelector("dialog#window[open] .attempt .msg"),
+                      loading: !!document.querySelector("#window .loading")})"""
+    clicked = page.evaluate(f"""() => {{ document.querySelector("#scenarios tr[data-id='refunds/damaged']").click(); return ({shown})(); }}""")
+    assert clicked == {"open": True, "msg": True, "loading": False}
+    hashed(page, "s=refunds%2Fdamaged")
+    page.keyboard.press("Escape")
+    hashed(page, "s=", present=False)
+    focused(page, "refunds/damaged")
+    entered = page.evaluate(
+        f"""() => {{
+          document.activeElement.dispatchEvent(new KeyboardEvent("keydown", {{key: "Enter", bubbles: true, cancelable: true}}));
+          return ({shown})();
+        }}"""
+    )
+    assert entered == {"open": True, "msg": True, "loading": False}
+
+
 def test_keyboard_moves_opens_and_closes(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
     """/ focuses the search, j and k move between rows, Enter opens the window, arrows change the
     attempt, j moves to the next scenario inside it, and Esc closes it, leaving the row focused."""
@@ -333,6 +359,7 @@ def test_hash_link_reopens_the_same_view(pages: dict[str, Path], visit: Callable
     page.click("#scenarios tr[data-id='refunds/late']")
     page.click("#window .attempt-tabs button:has-text('attempt 4')")
     page.wait_for_selector(".attempt[data-attempt='4']")
+    hashed(page, "a=4")  # the hash is written after the frame that shows the attempt
     link = page.evaluate("location.href")  # page.url may not yet know of the hash the page just wrote
     other = visit().open(pages["2026-01-05-before"], link.split("#", 1)[1])
     other.wait_for_selector("dialog#window[open] .attempt[data-attempt='4']")

@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from importlib import resources
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 import msgspec
 
 from convy.agent import Answer, Message, NoUsage, Usage
 from convy.busy import Busy, Places
+from convy.files import Shipped
 from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
 from convy.problems import Outside
 
@@ -263,11 +263,11 @@ class DefaultPrompts(msgspec.Struct, frozen=True):
 
     @functools.cache  # noqa: B019 - no fields: every DefaultPrompts is the same key
     def user(self) -> str:
-        return resources.files("convy").joinpath("prompts", "user.md").read_text(encoding="utf-8")
+        return Shipped(("prompts", "user.md")).text()
 
     @functools.cache  # noqa: B019
     def judge(self) -> str:
-        return resources.files("convy").joinpath("prompts", "judge.md").read_text(encoding="utf-8")
+        return Shipped(("prompts", "judge.md")).text()
 
 
 class Ruling(msgspec.Struct, frozen=True):

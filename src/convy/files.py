@@ -72,3 +72,32 @@ class RegularFile(msgspec.Struct, frozen=True):
                 while (rest := stream.readline(self.CHUNK)) and not rest.endswith(b"\n"):
                     pass
                 yield None
+
+
+class Shipped(msgspec.Struct, frozen=True):
+    """A file that ships inside the convy package (a default prompt, a part of the pages), read
+    through the package's own loader: found the same in a zip as on disk, without
+    ``importlib.resources``, whose import (tempfile, shutil, random) cost every command about a
+    third of asyncio's."""
+
+    parts: tuple[str, ...]  # the path inside the package, as its parts: ("pages", "base.js")
+
+    def data(self) -> bytes:
+        """The file's bytes; an ``OSError`` when the package holds no such file."""
+        import convy
+
+        loader = convy.__spec__.loader if convy.__spec__ is not None else None
+        where = os.path.join(os.path.dirname(convy.__file__ or ""), *self.parts)
+        if loader is None or not hasattr(loader, "get_data"):
+            return Path(where).read_bytes()
+        return bytes(loader.get_data(where))
+
+    def text(self) -> str:
+        return self.data().decode("utf-8")
+
+    def exists(self) -> bool:
+        try:
+            self.data()
+        except OSError:
+            return False
+        return True

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import msgspec
@@ -25,8 +25,10 @@ import msgspec
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.chat import Chunks, Completion, Prices
-from convy.http import JsonConnection, JsonEndpoint
 from convy.problems import ModelFailure, Outside, StillBusy
+
+if TYPE_CHECKING:  # imported where a model sends: a run of fakes never loads the HTTP layer
+    from convy.http import JsonConnection
 
 
 class Said(msgspec.Struct, frozen=True):
@@ -228,6 +230,8 @@ class OpenAiModel(msgspec.Struct, frozen=True):
             return Reply(read.text, read.usage)
         except ModelFailure as failure:
             # A reply of the wrong shape names the model and where it came from.
+            from convy.http import JsonEndpoint
+
             shown = JsonEndpoint(connection.endpoint.at("/chat/completions")).shown()
             raise ModelFailure(f"model {self.name}: POST {shown}: {failure}") from None
 
@@ -237,6 +241,8 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         The client is kept with the URL and key it was made for, so a copy of this model with
         another URL or key (``msgspec.structs.replace``) never borrows it.
         """
+        from convy.http import JsonEndpoint
+
         loop = asyncio.get_running_loop()
         headers = {"authorization": f"Bearer {self._secret()}"} if self.key else {}
         endpoint = JsonEndpoint(self.base_url.rstrip("/"), headers, timeout=self.timeout)

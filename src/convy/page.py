@@ -10,7 +10,8 @@ A run report keeps its dialogues apart from the tables, and a comparison its pai
 they are ``Packed``, gzipped in chunks of consecutive attempts (of a report, keyed
 ``<scenario>#<attempt>``) or scenarios (of a comparison) and written in base64, one JSON block
 each, and the page reads and inflates a chunk (``DecompressionStream``) only when a window needs
-one of its values, so a run of thousands of attempts opens as fast as its tables draw.
+one of its values or soon may (a report's row pointed at or focused, its first rows once the page
+is idle), so a run of thousands of attempts opens as fast as its tables draw.
 A chunk holds scenarios until its JSON reaches ``Packed.limit`` bytes (256 KiB; a larger scenario
 is a chunk of its own), gzipped at level 1. One gzip per scenario compressed each alone: 10,000 scenarios of one
 attempt each carried 10,000 gzip headers and lost what consecutive dialogues share (the window
@@ -23,10 +24,10 @@ import base64
 import gzip
 import hashlib
 import html
-from importlib import resources
 
 import msgspec
 
+from convy.files import Shipped
 from convy.report import Summary
 from convy.views import ComparisonView, IndexView
 
@@ -55,10 +56,10 @@ class Template(msgspec.Struct, frozen=True):
     window: bool = False
 
     def part(self, name: str) -> str:
-        return resources.files("convy").joinpath("pages", name).read_text(encoding="utf-8")
+        return Shipped(("pages", name)).text()
 
     def has(self, name: str) -> bool:
-        return resources.files("convy").joinpath("pages", name).is_file()
+        return Shipped(("pages", name)).exists()
 
     def style(self) -> str:
         names = ["base.css"] + (["window.css"] if self.window else [])

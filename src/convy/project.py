@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import shutil
 import sys
 from contextlib import suppress
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -304,6 +302,9 @@ class Project(msgspec.Struct, frozen=True):
 
     def created(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Copy the template project here: the files written, and those left as they were."""
+        import shutil  # here, as importlib.resources: only convy init copies files out of the package
+        from importlib import resources
+
         template = resources.files("convy").joinpath("template")
         written: list[str] = []
         kept: list[str] = []

@@ -246,11 +246,13 @@ class Environment(msgspec.Struct, frozen=True):
         )
 
     def _dotenv(self) -> dict[str, str | None]:
-        from dotenv import dotenv_values  # pydantic-settings' own reader of .env
-
         path = self.folder / ".env"
+        if not path.is_file():
+            return {}
+        from dotenv import dotenv_values  # pydantic-settings' own reader of .env; loaded only when there is one
+
         try:
-            return dict(dotenv_values(path)) if path.is_file() else {}
+            return dict(dotenv_values(path))
         except (OSError, UnicodeDecodeError):
             return {}
 
@@ -291,8 +293,11 @@ class Holders(msgspec.Struct, frozen=True):
 
     def secrets(self) -> Secrets:
         secret_str, secret_bytes = self._pydantic()
-        from convy.http import JsonEndpoint
         from convy.model import OpenAiModel
+
+        # Before convy.http is loaded no object can be a JsonEndpoint (a run of fakes never loads it).
+        http = sys.modules.get("convy.http")
+        endpoint: type[Any] = http.JsonEndpoint if http is not None else _Unmade
 
         found: list[str] = []
         seen: set[int] = set()
@@ -309,10 +314,12 @@ class Holders(msgspec.Struct, frozen=True):
                 case secret_bytes():
                     found.append(here.get_secret_value().decode("utf-8", "replace"))
                     continue
-                case JsonEndpoint():
+                case endpoint():
                     found.extend(here.secrets().values)
                     continue
                 case OpenAiModel(key=key, base_url=url):
+                    from convy.http import JsonEndpoint
+
                     found.extend(JsonEndpoint(url).secrets().values)
                     match key:
                         case str():
@@ -347,4 +354,4 @@ class Holders(msgspec.Struct, frozen=True):
 
 class _Unmade:
     """A class of which no object is ever made: what ``Holders`` looks for in place of pydantic's
-    secrets while pydantic is not loaded."""
+    secrets while pydantic is not loaded, and of ``JsonEndpoint`` while ``convy.http`` is not."""

@@ -88,14 +88,14 @@ class DotEnv(msgspec.Struct, frozen=True):
     def checked(self) -> None:
         """Nothing when the file is absent or can be read whole; else a ``ConfigurationError``
         naming ``.env`` and the line, never what the line holds."""
-        from dotenv.parser import parse_stream  # pydantic-settings' own reader of .env
-
         try:
             raw = RegularFile(self.path).data(self.MAX_BYTES)
         except FileNotFoundError:
             return
         except OSError as error:
             raise ConfigurationError(f".env: cannot be read: {error.strerror}") from None
+        from dotenv.parser import parse_stream  # pydantic-settings' own reader; loaded only for a .env
+
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:

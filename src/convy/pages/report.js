@@ -366,6 +366,8 @@
       cursor = visible.indexOf(tr);
       tr.focus();
     }
+    const one = byId.get(id);
+    if (one) prepare(one);  /* the window just closed is the likeliest to open again */
   });
 
   /* A scenario of many attempts shows ATTEMPTS of them around the chosen one: a window of 1,000
@@ -421,21 +423,54 @@
     state.a = chosen;
     save();
     mark();
-    Convy.fill(win.title,
+    /* Drawn ahead while the page was idle (see prepare), or drawn now. */
+    const made = prepared && prepared.key === drawing(one, chosen) ? prepared.made : parts(one, chosen);
+    prepared = null;
+    Convy.fill(win.title, made.title);
+    Convy.fill(win.tools, made.tools);
+    Convy.fill(win.body, made.body);
+    win.show();
+    if (made.pending) made.pending();
+    /* What the reader may open next: the attempts beside this one, the next and previous scenario. */
+    later(() => {
+      if (state.s !== id) return;
+      const numbers = one.attempts.map((a) => String(a.attempt));
+      const here = numbers.indexOf(chosen);
+      for (const number of [numbers[here + 1], numbers[here - 1]]) if (number !== undefined) packed.warm(id + "#" + number);
+      for (const step of [1, -1]) {
+        const other = byId.get(order[order.indexOf(id) + step]);
+        if (other) warm(other);
+      }
+    });
+  }
+
+  /* What a window's parts depend on besides the data: the scenario, the attempt, and where the
+     scenario stands among those shown (its previous and next buttons). */
+  function drawing(one, chosen) {
+    return [one.id, chosen, order.indexOf(one.id), order.length].join("\n");
+  }
+
+  /* The window's title, tools and body for a scenario and one of its attempts. The attempt is
+     drawn with them when its chunk is inflated already (it usually is: see warm), so the
+     window's first frame is its whole: one style and layout pass, no "Loading" frame, no task
+     between the click and that frame; else "pending" draws it once its chunk is inflated. */
+  function parts(one, chosen) {
+    const id = one.id;
+    const title = [
       h("span", null, one.id),
       status("scenario", one.status, true),
-      h("span", { class: "small muted" }, fmt.int(one.passed) + "/" + fmt.int(one.judged) + " passed" + (one.rate ? " · " + fmt.pct(one.rate.estimate, 0) + " " + fmt.span(one.rate) : "")));
+      h("span", { class: "small muted" }, fmt.int(one.passed) + "/" + fmt.int(one.judged) + " passed" + (one.rate ? " · " + fmt.pct(one.rate.estimate, 0) + " " + fmt.span(one.rate) : ""))];
     const ids = order;
     const at = ids.indexOf(id);
-    Convy.fill(win.tools,
+    const tools = [
       h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
-      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next"));
+      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next")];
     const detail = h("div", { class: "attempt-detail", "aria-live": "polite" });
     const shown = page(one, chosen);
     const tabs = h("div", { class: "attempt-tabs", role: "toolbar", "aria-label": "Attempts (← →)" },
       shown.list.map((a) => h("button", { type: "button", "aria-pressed": String(a.attempt) === chosen ? "true" : "false", onclick: () => open(one.id, String(a.attempt)) },
         h("span", { class: "mark-" + a.status }, Convy.words.attempt[a.status][0]), " attempt " + a.attempt)));
-    Convy.fill(win.body,
+    const body = [
       h("h3", null, "Claims × attempts"),
       paging(one, shown),
       matrix(one, chosen, shown.list),
@@ -445,20 +480,77 @@
         " · cost " + fmt.cost(one.cost),
         " · answer p50 " + fmt.seconds(one.agent.seconds.p50) + ", p95 " + fmt.seconds(one.agent.seconds.p95)),
       tabs,
-      detail);
-    win.show();
-    if (!chosen) return;
-    Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
+      detail];
     const key = id + "#" + chosen;  /* page.py packs each attempt apart: only its chunk is inflated */
-    if (!packed.has(key)) {
-      Convy.fill(detail, h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
-      return;
+    const missing = () => h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report.");
+    const ready = chosen && packed.has(key) ? packed.now(key) : null;
+    let pending = null;
+    if (!chosen) Convy.fill(detail);
+    else if (!packed.has(key)) Convy.fill(detail, missing());
+    else if (ready) Convy.fill(detail, ready.value ? Scene.attempt(ready.value) : missing());
+    else {
+      Convy.fill(detail, h("p", { class: "loading" }, "Loading attempt " + chosen + "…"));
+      pending = () => packed.get(key).then((d) => {
+        if (state.s !== id || state.a !== chosen) return;
+        Convy.fill(detail, d ? Scene.attempt(d) : missing());
+      }, (error) => {
+        Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
+      });
     }
-    packed.get(key).then((d) => {
-      if (state.s !== id || state.a !== chosen) return;
-      Convy.fill(detail, d ? Scene.attempt(d) : h("p", { class: "muted" }, "Attempt " + chosen + " is not in this report."));
-    }, (error) => {
-      Convy.fill(detail, h("div", { class: "notice bad" }, h("strong", null, "The dialogue could not be read"), String(error && error.message ? error.message : error)));
+    return { title, tools, body, pending, ready: Boolean(ready) };
+  }
+
+  /* One window drawn ahead, while the page is idle: that of the scenario a reader is likeliest to
+     open next (its row pointed at or focused, else the first row), once its chunk is inflated.
+     It is used if the click that comes opens the same drawing, and dropped otherwise. */
+  let prepared = null;
+
+  function prepare(one) {
+    later(() => {
+      if (win.isOpen()) return;
+      const chosen = one.first === null ? "" : String(one.first);
+      const key = drawing(one, chosen);
+      if (prepared && prepared.key === key) return;
+      const made = parts(one, chosen);
+      if (made.ready) prepared = { key, made };
+    });
+  }
+
+  /* Inflating ahead. A chunk takes a few milliseconds to inflate and parse, but done after the
+     click it costs the window a task and a frame; done before, the window opens in the click's
+     own task. So the chunk of a scenario's first attempt is inflated when its row is pointed at
+     or focused, and, once the page is idle after it is drawn, those of the first rows shown. */
+  const later = typeof requestIdleCallback === "function"
+    ? (work) => requestIdleCallback(work, { timeout: 1000 })
+    : (work) => setTimeout(work, 50);
+
+  function warm(one) {
+    return one.first === null ? Promise.resolve() : packed.warm(one.id + "#" + one.first);
+  }
+
+  let pointed = null;
+  function warmRow(event) {
+    const tr = event.target.closest && event.target.closest("tr.row");
+    const one = tr ? byId.get(tr.dataset.id) : null;
+    if (!one || one === pointed) return;
+    pointed = one;
+    warm(one).then(() => { if (pointed === one) prepare(one); });
+  }
+
+  tbody.addEventListener("pointerover", warmRow);
+  tbody.addEventListener("pointerdown", warmRow);
+  tbody.addEventListener("focusin", warmRow);
+
+  const AHEAD = 8;  /* the first rows a reader sees, whose chunks are inflated while the page is idle */
+
+  function ahead(from) {
+    later(() => {
+      const tr = visible[from];
+      const one = tr ? byId.get(tr.dataset.id) : null;
+      if (!one || from >= AHEAD) return;
+      const first = warm(one);
+      if (from === 0) first.then(() => { if (pointed === null) prepare(one); });
+      ahead(from + 1);
     });
   }
 
@@ -473,8 +565,17 @@
 
   /* The hash: written on every change, read on load and when it changes. */
 
+  /* Written after the next frame, once for all the changes before it: replacing the URL costs
+     the browser several milliseconds (and a reload of the page's icon), which would otherwise
+     stand between a click and the frame that answers it. */
+  let saving = false;
   function save() {
-    hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+    if (saving) return;
+    saving = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      saving = false;
+      hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+    }, 0));
   }
 
   function update() {
@@ -514,4 +615,5 @@
   Convy.keys({ search: () => { win.close(); search.focus(); search.select(); }, move, open: () => { if (!win.isOpen() && visible[cursor]) visible[cursor].click(); }, side });
   window.addEventListener("hashchange", load);
   load();
+  ahead(0);
 })();

@@ -30,7 +30,7 @@ const Scene = (() => {
       show() {
         if (!dialog.open) {
           dialog.showModal();
-          body.focus();
+          body.focus({ preventScroll: true });  /* nothing to scroll to: no layout forced before the frame */
         }
       },
       close() {
@@ -41,15 +41,20 @@ const Scene = (() => {
 
   /* Packed data (page.py's Chunks): the JSON block #id says which chunk holds each scenario,
      and block #id-i holds chunk i, gzipped, in base64. The index is read when first asked
-     about, and each chunk read and inflated once, when one of its scenarios is first asked for. */
+     about, and each chunk read and inflated once, when one of its values is first asked for or
+     is likely to be (warm: a row pointed at or focused, the page idle). A chunk inflated is kept
+     as its value, so a window whose chunk is ready is drawn whole in the task of its click, with
+     no promise between the click and the frame that shows it. */
   function packed(id) {
     let data = null;
-    const inflated = new Map();
+    const inflated = new Map();  /* chunk number → the promise of its object */
+    const ready = new Map();     /* chunk number → its object, once inflated */
     const read = () => {
       if (data === null) data = Convy.json(id) || { count: 0, where: {} };
       return data;
     };
-    const has = (key) => Object.prototype.hasOwnProperty.call(read().where, key);
+    const own = (object, key) => Object.prototype.hasOwnProperty.call(object, key);
+    const has = (key) => own(read().where, key);
     const chunk = (at) => {
       if (!inflated.has(at)) {
         inflated.set(at, (async () => {
@@ -63,7 +68,9 @@ const Scene = (() => {
             for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
           }
           const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-          return JSON.parse(await new Response(stream).text());
+          const found = JSON.parse(await new Response(stream).text());
+          ready.set(at, found);
+          return found;
         })());
       }
       return inflated.get(at);
@@ -73,7 +80,18 @@ const Scene = (() => {
       /* A promise of the value kept for key, or of undefined when there is none. */
       get(key) {
         if (!has(key)) return Promise.resolve(undefined);
-        return chunk(read().where[key]).then((found) => (Object.prototype.hasOwnProperty.call(found, key) ? found[key] : undefined));
+        return chunk(read().where[key]).then((found) => (own(found, key) ? found[key] : undefined));
+      },
+      /* The value kept for key now, as { value }, if its chunk is inflated already; else null. */
+      now(key) {
+        if (!has(key)) return null;
+        const found = ready.get(read().where[key]);
+        return found === undefined ? null : { value: own(found, key) ? found[key] : undefined };
+      },
+      /* Start inflating the chunk that holds key, if it has not been: a promise of when it is
+         done (never rejected: a failure is said by get). */
+      warm(key) {
+        return has(key) ? chunk(read().where[key]).then(() => {}, () => {}) : Promise.resolve();
       },
     };
   }

@@ -1,0 +1,95 @@
+"""A command loads only what it uses: ``convy run`` of a project whose agent and models need no
+network reads no HTTP layer, no settings library and no terminal library. What each costs to
+import is measured in bench/whole.py (the demo case); here, only which modules are loaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# Run as `convy run` is, in this process; then the names of every module it loaded are written
+# to the file named in argv[1], whatever the exit code.
+RUN = """
+import json, runpy, sys
+out = sys.argv.pop(1)
+sys.argv = ["convy", *sys.argv[1:]]
+try:
+    runpy.run_module("convy", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    code = stop.code
+else:
+    code = 0
+with open(out, "w", encoding="utf-8") as file:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, file)
+"""
+
+# Loaded only by what sends requests (httpx2, convy.http), reads .env or CONVY_* variables
+# (pydantic, pydantic-settings, python-dotenv), draws progress on a terminal (rich), or copies
+# the template (importlib.resources).
+UNUSED = (
+    "httpx2",
+    "convy.http",
+    "pydantic",
+    "pydantic_core",
+    "pydantic_settings",
+    "dotenv",
+    "rich",
+    "importlib.resources",
+)
+
+
+def loaded(project: Path, *command: str) -> tuple[int, set[str]]:
+    out = project / "modules.json"
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(out), "-C", str(project), *command],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+    assert out.exists(), done.stderr
+    said = json.loads(out.read_text(encoding="utf-8"))
+    return said["code"], set(said["modules"])
+
+
+def fakes_only(tmp_path: Path) -> Path:
+    """The template project with its offline shop bot alone: no LLM agent, no gateway, no .env."""
+    project = tmp_path / "shop"
+    subprocess.run([sys.executable, "-m", "convy", "init", str(project)], check=True, capture_output=True, timeout=120)
+    (project / "agents" / "assistant.py").unlink()
+    (project / "gateway.py").unlink()
+    (project / "models.py").write_text("from convy import Models\n\nmodels = Models()\n", encoding="utf-8")
+    return project
+
+
+def test_convy_run_of_a_project_of_fakes_loads_no_http_settings_or_terminal_library(tmp_path: Path) -> None:
+    project = fakes_only(tmp_path)
+    code, modules = loaded(project, "run")
+    assert code in (0, 1)  # the shop bot fails a scenario on purpose
+    assert list((project / "results" / "shop").glob("*/report.html")), "the run wrote no report"
+    assert (
+        sorted(name for name in modules for unused in UNUSED if name == unused or name.startswith(unused + ".")) == []
+    )
+
+
+def test_convy_report_of_that_run_loads_none_of_them_either(tmp_path: Path) -> None:
+    project = fakes_only(tmp_path)
+    loaded(project, "run")
+    code, modules = loaded(project, "report")
+    assert code == 0
+    assert (
+        sorted(name for name in modules for unused in UNUSED if name == unused or name.startswith(unused + ".")) == []
+    )
+
+
+def test_a_project_with_a_dotenv_still_loads_what_reads_it(tmp_path: Path) -> None:
+    """The other side: with a .env, python-dotenv is loaded, for the secrets it may hold."""
+    project = fakes_only(tmp_path)
+    (project / ".env").write_text("SHOP_TOKEN=abcdefgh12345678\n", encoding="utf-8")
+    code, modules = loaded(project, "run")
+    assert code in (0, 1)
+    assert "dotenv" in modules
