@@ -40,7 +40,7 @@ from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent
 from convy.problems import ConfigurationError, Outside, Unwritable
 from convy.project import VERSION, Project
-from convy.report import Summary
+from convy.report import Listed, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
@@ -514,9 +514,13 @@ class ReportCommand(msgspec.Struct, frozen=True):
 
     def run(self, shown: Shown, errors: Shown) -> int:
         runs, unread = self.project.runs(self.wanted)
+        listed: list[Listed] = []
         for run in runs:
-            shown.line(f"report: {self.project.reported(Summary(run)).relative_to(self.project.folder)}")
-        index = self.project.indexed(None if self.wanted else (runs, unread))
+            summary = Summary(run)
+            shown.line(f"report: {self.project.reported(summary).relative_to(self.project.folder)}")
+            # The index lists the run with the totals its report just summed: not summed again.
+            listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
+        index = self.project.indexed(None if self.wanted else (tuple(listed), unread))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
         for one in unread:
             errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")

@@ -32,7 +32,7 @@ from convy.dialog import STOP, DefaultPrompts, Prompt
 from convy.files import RegularFile
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unwritable
-from convy.report import Index, Listing, Summary
+from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.views import ComparisonView
@@ -256,7 +256,7 @@ class Project(msgspec.Struct, frozen=True):
             Listing(self.results()).kept(summary)  # what the index will want of it, summed already
         return path
 
-    def indexed(self, every: tuple[tuple[Read, ...], tuple[Unread, ...]] | None = None) -> Path:
+    def indexed(self, every: tuple[tuple[Read | Listed, ...], tuple[Unread, ...]] | None = None) -> Path:
         """Write ``results/index.html``: every run (``every``, when the caller has read them all
         already; else each from its ``summary.json``, see ``Listing``), and the comparisons made so far."""
         from convy.page import IndexPage
