@@ -318,15 +318,6 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     case "passed":
                         return ""
 
-    def marks(self, claims: list[str]) -> list[Literal["held", "failed", "none"]]:
-        decided: dict[str, bool] = {}
-        match self.outcome.result:
-            case Verdict(claims=decisions) | NoVerdict(checks=decisions):
-                decided = {decision.claim: decision.held for decision in decisions if decision.trusted(self.trust)}
-            case Failed():
-                pass
-        return ["none" if claim not in decided else "held" if decided[claim] else "failed" for claim in claims]
-
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """What every request of the attempt took: the agent's answers, the user model's, the judge's."""
         return self._requests
