@@ -23,8 +23,9 @@ import base64
 import gzip
 import hashlib
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import resources
+from itertools import chain
 
 import msgspec
 
@@ -75,8 +76,13 @@ class Template(msgspec.Struct, frozen=True):
     def icon(self) -> str:
         return "data:image/svg+xml;base64," + base64.b64encode(self.part("icon.svg").encode("utf-8")).decode("ascii")
 
-    def html(self, title: str, blocks: tuple[Block, ...]) -> str:
+    def html(self, title: str, blocks: Iterable[Block]) -> str:
         """The whole page: ``title`` as text, the data ``blocks``, the inlined parts."""
+        return "".join(self.parts(title, blocks))
+
+    def parts(self, title: str, blocks: Iterable[Block]) -> Iterator[str]:
+        """The page in pieces, in order, each block's text made only when it is reached: written
+        as they come, a report never holds its whole text (nor each chunk twice) at once."""
         style, code = self.style(), self.code()
         if "</style" in style.lower() or "</script" in code.lower():
             raise ValueError("a page part must not close its own tag")
@@ -88,29 +94,26 @@ class Template(msgspec.Struct, frozen=True):
             "img-src data:; "
             "base-uri 'none'; form-action 'none'"
         )
-        return "\n".join(
-            [
-                "<!doctype html>",
-                '<html lang="en">',
-                "<head>",
-                '<meta charset="utf-8">',
-                f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
-                '<meta name="viewport" content="width=device-width, initial-scale=1">',
-                '<meta name="color-scheme" content="light dark">',
-                f"<title>{html.escape(title)}</title>",
-                f'<link rel="icon" href="{self.icon()}">',
-                f"<style>\n{style}\n</style>",
-                "</head>",
-                "<body>",
-                '<noscript><p class="noscript">This page draws its data with JavaScript: allow scripts to see it.</p></noscript>',
-                '<div id="app"></div>',
-                *(block.html() for block in blocks),
-                f"<script>{code}</script>",
-                "</body>",
-                "</html>",
-                "",
-            ]
-        )
+        head = [
+            "<!doctype html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            '<meta name="color-scheme" content="light dark">',
+            f"<title>{html.escape(title)}</title>",
+            f'<link rel="icon" href="{self.icon()}">',
+            f"<style>\n{style}\n</style>",
+            "</head>",
+            "<body>",
+            '<noscript><p class="noscript">This page draws its data with JavaScript: allow scripts to see it.</p></noscript>',
+            '<div id="app"></div>',
+        ]
+        yield "\n".join(head) + "\n"
+        for block in blocks:
+            yield block.html() + "\n"
+        yield "\n".join([f"<script>{code}</script>", "</body>", "</html>", ""])
 
 
 class Where(msgspec.Struct, frozen=True):
@@ -127,12 +130,13 @@ class Chunks(msgspec.Struct, frozen=True):
     chunks: list[str]
     where: dict[str, int]
 
-    def blocks(self, name: str) -> tuple[Block, ...]:
+    def blocks(self, name: str) -> Iterator[Block]:
         """Block ``name`` holds the index (``Where``), and block ``name-i`` chunk ``i`` as a JSON
-        string: the page reads only the chunk it needs, never the whole of them."""
-        return (Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where))),) + tuple(
-            Block(f"{name}-{number}", _ENCODER.encode(chunk)) for number, chunk in enumerate(self.chunks)
-        )
+        string: the page reads only the chunk it needs, never the whole of them. Each made when
+        it is asked for."""
+        yield Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where)))
+        for number, chunk in enumerate(self.chunks):
+            yield Block(f"{name}-{number}", _ENCODER.encode(chunk))
 
 
 class Packed(msgspec.Struct, frozen=True):
@@ -187,10 +191,15 @@ class ReportPage(msgspec.Struct, frozen=True):
         ).chunks()
 
     def html(self) -> str:
+        return "".join(self.parts())
+
+    def parts(self) -> Iterator[str]:
+        """The page in pieces (``Template.parts``)."""
         view = self.summary.view()
-        return Template("report.js", window=True).html(
-            f"{view.header.agent} · {view.header.run} · convy",
-            (Block("data", _ENCODER.encode(view)), *self.dialogues().blocks("dialogues")),
+        data = Block("data", _ENCODER.encode(view))
+        dialogues = self.dialogues()
+        yield from Template("report.js", window=True).parts(
+            f"{view.header.agent} · {view.header.run} · convy", chain((data,), dialogues.blocks("dialogues"))
         )
 
 

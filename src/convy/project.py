@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import shutil
 import sys
+from collections.abc import Iterable
 from contextlib import suppress
 from datetime import UTC, datetime
 from importlib import resources
@@ -251,7 +252,7 @@ class Project(msgspec.Struct, frozen=True):
         from convy.page import ReportPage
 
         path = summary.run.folder / "report.html"
-        self._written(path, ReportPage(summary).html())
+        self._written(path, ReportPage(summary).parts())
         if summary.run.status() != "running":
             Listing(self.results()).kept(summary)  # what the index will want of it, summed already
         return path
@@ -264,7 +265,7 @@ class Project(msgspec.Struct, frozen=True):
         runs, unread = every if every is not None else Listing(self.results()).every()
         names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
         path = self.results() / "index.html"
-        self._written(path, IndexPage(Index(runs, unread, names).view()).html())
+        self._written(path, (IndexPage(Index(runs, unread, names).view()).html(),))
         return path
 
     def compared(self, base: Read, candidate: Read) -> tuple[Path, ComparisonView]:
@@ -274,7 +275,7 @@ class Project(msgspec.Struct, frozen=True):
 
         view = Comparison(base, candidate).view()
         path = self.results() / "compare" / f"{base.file.spec.id}--{candidate.file.spec.id}.html"
-        self._written(path, ComparisonPage(view).html())
+        self._written(path, (ComparisonPage(view).html(),))
         return path, view
 
     def exported(self, runs: tuple[Read, ...], form: str) -> tuple[Path, ...]:
@@ -285,20 +286,27 @@ class Project(msgspec.Struct, frozen=True):
         written: list[Path] = []
         for table in Tables(runs).every():
             path = folder / f"{table.name}.{form}"
-            self._written(path, table.csv() if form == "csv" else table.jsonl())
+            self._written(path, (table.csv() if form == "csv" else table.jsonl(),))
             written.append(path)
         return tuple(written)
 
-    def _written(self, path: Path, text: str) -> None:
+    def _written(self, path: Path, parts: Iterable[str]) -> None:
+        """Write the text in ``parts`` to ``path`` whole, through a temporary file, each part as
+        it is made (a report's pieces are made while it is written)."""
         temporary = path.with_name(path.name + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(text, encoding="utf-8")
+            with temporary.open("w", encoding="utf-8") as out:
+                out.writelines(parts)
             temporary.replace(path)
         except OSError as error:  # a full disk, a file-size limit, a read-only folder
             with suppress(OSError):
                 temporary.unlink(missing_ok=True)
             raise Unwritable(path, error) from error
+        except BaseException:  # the parts could not be made (Ctrl+C while they were): no half a file is left
+            with suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            raise
 
     def created(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Copy the template project here: the files written, and those left as they were."""
