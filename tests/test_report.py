@@ -181,3 +181,18 @@ def test_usages_sum_the_same_one_by_one_in_one_pass_or_added() -> None:
             added = added + one
         assert Added(alone).sum() == added == Spent(usages).sum()
         assert Added([Sum(), *alone, Sum()]).sum() == added
+
+
+def test_a_runs_totals_are_the_same_summed_alone_or_after_its_view(played: Played) -> None:
+    """A comparison and the index sum each attempt's requests in one pass; a report takes them
+    from the sums by who its view made: the same tokens and exact cost either way."""
+    from convy.runs import Runs
+
+    runs, _ = Runs(played.folder / "results").read()
+    assert runs
+    for run in runs:
+        alone = Summary(run).totals()
+        viewed = Summary(run)
+        viewed.view()
+        assert alone == viewed.totals()
+        assert alone.cost.amount is not None and alone.tokens > 0

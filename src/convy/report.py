@@ -21,7 +21,7 @@ from typing import Literal
 
 import msgspec
 
-from convy.attempt import Attempt, Spread, Sum
+from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import RunJournal
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.problems import ConfigurationError
@@ -220,7 +220,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
     def totals(self) -> Totals:
         """The few numbers of the run the index shows."""
         judged = [tally for tally in self.tallies().values() if tally.judged]
-        every = self.total().every()
+        every = self._every
         return Totals(
             rate=self.rate(),
             passed=sum(tally.passed for tally in judged),
@@ -229,6 +229,15 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             tokens=every.input + every.output,
             cost=every.cost(),
         )
+
+    @cached_property
+    def _every(self) -> Sum:
+        """Every request of the run summed: from the sums by who when the view made them already,
+        else each attempt's requests in one pass, in the same order (a comparison and the index
+        want only this, not each turn's sums and sizes the report's windows and spreads need)."""
+        if "_total" in self.__dict__:  # cached_property keeps its value there: the report's view made it
+            return self._total.every()
+        return Added([Spent(attempt.requests()).sum() for attempts in self._grouped.values() for attempt in attempts]).sum()
 
     def dialogues(self) -> dict[str, list[DialogueView]]:
         """Every attempt in full, by scenario id, for the scenario window."""
