@@ -17,6 +17,10 @@ Cases:
   project, so later repeats also have earlier runs in ``results/`` for the index to list: the
   base and the candidate each get a project of their own.
 - ``report``: ``convy report RUN`` of the first run of that project.
+- ``compare``: ``convy compare RUN1 RUN2`` of its first two runs (a second run is played first,
+  untimed, when there is one only).
+- ``index``: ``convy report`` with no run named: the report of every run of that project, and the
+  index (each run read and summed once).
 - ``many``: ``--many`` (10,000) conversations at once, the agent answering each of 6 turns after
   1 s (``asyncio.sleep``), one attempt per scenario of 100 scenarios, places enough for all.
   Shown also as a ratio to the 6 s the turns take, the process's start, report and index
@@ -32,6 +36,7 @@ environment), as an installed convy has them: the best of the repeats is a start
     python bench/whole.py --only run report --repeat 1
     python bench/whole.py --base /tmp/base/src              # a base convy of your choosing
     python bench/whole.py --only run --profile /tmp/run.prof   # cProfile of the candidate's run
+    python bench/whole.py --only run --repeat 1 --keep      # keep the projects (and their runs) to profile
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from pathlib import Path
 import msgspec
 
 HERE = Path(__file__).resolve().parent.parent
-CASES = ("run", "report", "many", "demo")
+CASES = ("run", "report", "compare", "index", "many", "demo")
 
 TALK = '''
 """Varied text from one seeded generator, as bench/pages.py makes it."""
@@ -302,7 +307,11 @@ def interleaved(repeat: int, sides: list[Side], make: object) -> list[Measured]:
 
 
 def first_run(project: Path) -> str:
-    return sorted(path.name for path in (project / "results" / "shop").iterdir() if path.is_dir())[0]
+    return made_runs(project)[0]
+
+
+def made_runs(project: Path) -> list[str]:
+    return sorted(path.name for path in (project / "results" / "shop").iterdir() if path.is_dir())
 
 
 def header(base: Path) -> None:
@@ -332,6 +341,7 @@ def main() -> None:
     parser.add_argument("--base-commit", default="main")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the candidate's first run here")
     parser.add_argument("--dir", type=Path)
+    parser.add_argument("--keep", action="store_true", help="keep the folder of the projects and their runs, and say where it is")
     parser.add_argument("--varied", action="store_true", help="varied text in every message (bench/pages.py's), not the same each time")
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="convy-whole-", dir=options.dir))
@@ -343,7 +353,7 @@ def main() -> None:
         for side in sides:
             side.root.mkdir()
         made = Made(options.scenarios, options.attempts, 100)
-        if {"run", "report"} & set(options.only):
+        if {"run", "report", "compare", "index"} & set(options.only):
             for side in sides:
                 made.write(side.root / "project")
             if options.profile:
@@ -359,6 +369,24 @@ def main() -> None:
                     options.repeat, sides, lambda side: side.child(["-C", str(side.root / "project"), "report", first_run(side.root / "project")])
                 )
                 shown(f"convy report of one run of {options.scenarios * options.attempts:,} attempts", *reported)
+            if "compare" in options.only:
+                for side in sides:
+                    if len(made_runs(side.root / "project")) < 2:
+                        side.child(["-C", str(side.root / "project"), "run"]).measured()
+                compared = interleaved(
+                    options.repeat,
+                    sides,
+                    lambda side: side.child(["-C", str(side.root / "project"), "compare", *made_runs(side.root / "project")[:2]]),
+                )
+                shown(f"convy compare of two runs of {options.scenarios * options.attempts:,} attempts", *compared)
+            if "index" in options.only:
+                counts = {side.name: len(made_runs(side.root / "project")) for side in sides}
+                indexed = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "project"), "report"]))
+                shown(
+                    "convy report with no run named (every run's report, and the index): "
+                    + ", ".join(f"{name} {count} runs" for name, count in counts.items()),
+                    *indexed,
+                )
         if "many" in options.only:
             wide = Made(100, max(1, options.many // 100), options.many)
             for side in sides:
@@ -383,7 +411,10 @@ def main() -> None:
             )
             shown("convy run of the demo project (8 scenarios), start to exit", *demo)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if options.keep:
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

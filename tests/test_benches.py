@@ -26,11 +26,16 @@ def ran(*argv: str) -> str:
 
 def test_the_whole_process_benchmark_runs_small() -> None:
     """bench/whole.py plays, reports and runs the demo on a tiny project, this convy as its own base."""
-    out = ran("bench/whole.py", "--only", "run", "report", "demo", "--scenarios", "2", "--attempts", "3", "--repeat", "1", "--base", "src")
+    out = ran(
+        "bench/whole.py", "--only", "run", "report", "compare", "index", "demo", "--scenarios", "2", "--attempts", "3", "--repeat", "1",
+        "--base", "src",
+    )  # fmt: skip
     assert "convy run: 2 scenarios x 3 attempts" in out
     assert "convy report of one run of 6 attempts" in out
+    assert "convy compare of two runs of 6 attempts" in out
+    assert "convy report with no run named (every run's report, and the index): base 2 runs, this 2 runs" in out
     assert "convy run of the demo project" in out
-    assert out.count("this/base") == 3
+    assert out.count("this/base") == 5
 
 
 def test_the_judging_benchmark_runs_small() -> None:

@@ -310,12 +310,12 @@ def test_packed_chunks_hold_consecutive_scenarios_up_to_their_limit() -> None:
     """Scenarios go into a chunk in order until its JSON reaches the limit; one larger than the
     limit is a chunk of its own; every key is found in the chunk named for it."""
     values = {f"s{number}": "x" * size for number, size in enumerate([10, 10, 10, 500, 10, 10])}
-    packed = Packed(values, limit=100).chunks()
+    packed = Packed(values.items(), limit=100).chunks()
     assert packed.where == {"s0": 0, "s1": 0, "s2": 0, "s3": 0, "s4": 1, "s5": 1}
     assert len(packed.chunks) == 2
     assert unpacked(Page("\n".join(block.html() for block in packed.blocks("values"))), "values", str) == values
-    assert Packed({}).chunks() == Chunks(chunks=[], where={})
-    assert len(Packed(values).chunks().chunks) == 1
+    assert Packed(()).chunks() == Chunks(chunks=[], where={})
+    assert len(Packed(values.items()).chunks().chunks) == 1
 
 
 def test_comparison_and_index_data_round_trip(played: Played) -> None:

@@ -14,7 +14,8 @@ import pytest
 from test_pages import Played
 
 from convy import NoUsage, Usage
-from convy.attempt import Spent
+from convy.agent import Cost, NotReported
+from convy.attempt import Added, Spent, Sum
 from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio
 from convy.report import Held, Index, Summary
 from convy.views import HeldView, IntervalView, RunView, Suggestion, TokensView
@@ -150,3 +151,48 @@ def test_a_real_change_on_these_scenarios_says_whether_it_would_hold_for_new_one
     assert view.real and view.verdict == "worse"
     assert view.delta is not None and view.delta.low < 0 < view.delta.high
     assert view.reading.startswith("real (worse) on these scenarios; whether it holds for new scenarios is not shown")
+
+
+def test_usages_sum_the_same_one_by_one_in_one_pass_or_added() -> None:
+    """A request summed alone (the turn's fast path), requests summed in one pass, and sums added
+    with ``+`` or ``Added`` give the same ``Sum``: tokens, cached and reasoning only where
+    reported, the exact cost and its source, mixed sources, unpriced and partly reported requests."""
+    import random
+    from decimal import Decimal
+
+    kinds: list[Usage | NoUsage] = [
+        NoUsage(),
+        Usage(120, 14),
+        Usage(300, 9, cached=40, reasoning=NotReported()),
+        Usage(0, 7, unreported=("input",)),
+        Usage(50, 5, cached=NotReported(), reasoning=3, cost=Cost(Decimal("0.0012"), "provider")),
+        Usage(10, 2, cost=Cost(Decimal("0.000003"), "computed")),
+        Usage(0, 0, cost=Cost(Decimal("0.5"), "provider"), unreported=("input", "output")),
+    ]
+    for one in kinds:
+        for other in kinds:
+            assert Spent((one,)).sum() + Spent((other,)).sum() == Spent((one, other)).sum()
+    pick = random.Random(3)
+    for _ in range(200):
+        usages = tuple(pick.choice(kinds) for _ in range(pick.randint(0, 9)))
+        alone = [Spent((usage,)).sum() for usage in usages]
+        added = Sum()
+        for one in alone:
+            added = added + one
+        assert Added(alone).sum() == added == Spent(usages).sum()
+        assert Added([Sum(), *alone, Sum()]).sum() == added
+
+
+def test_a_runs_totals_are_the_same_summed_alone_or_after_its_view(played: Played) -> None:
+    """A comparison and the index sum each attempt's requests in one pass; a report takes them
+    from the sums by who its view made: the same tokens and exact cost either way."""
+    from convy.runs import Runs
+
+    runs, _ = Runs(played.folder / "results").read()
+    assert runs
+    for run in runs:
+        alone = Summary(run).totals()
+        viewed = Summary(run)
+        viewed.view()
+        assert alone == viewed.totals()
+        assert alone.cost.amount is not None and alone.tokens > 0

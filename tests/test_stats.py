@@ -239,6 +239,29 @@ def test_consistency_matches_the_comb_formulas() -> None:
     assert worst < 1e-12
 
 
+def test_the_consistency_curve_matches_scipy_comb_up_to_a_thousand_attempts() -> None:
+    """The curve's float products against scipy's exact binomial coefficients, at every k up to
+    1,000 attempts a scenario (where the exact integers have hundreds of digits)."""
+    rng = random.Random(110)
+    worst, cases = 0.0, 0
+    for judged_most in (1000, 700, 250):
+        tallies = [Tally(0, judged_most), Tally(judged_most, judged_most)]
+        tallies += [Tally(rng.randint(0, judged), judged) for judged in (rng.randint(judged_most, judged_most + 40) for _ in range(4))]
+        tallies += [Tally(int(judged_most * 0.97), judged_most), Tally(3, judged_most + 5)]
+        curve = Consistency(tuple(tallies)).curve()
+        assert [k for k, _, _ in curve] == list(range(1, judged_most + 1))
+        for k, hat, at in curve[:: 7] + curve[-3:]:
+            whole = [special.comb(one.judged, k, exact=True) for one in tallies]
+            want_hat = statistics.fmean(special.comb(one.passed, k, exact=True) / w for one, w in zip(tallies, whole, strict=True))
+            want_at = statistics.fmean(
+                1 - special.comb(one.judged - one.passed, k, exact=True) / w for one, w in zip(tallies, whole, strict=True)
+            )
+            worst = max(worst, abs(hat - want_hat), abs(at - want_at))
+            cases += 1
+    said("Consistency curve (floats) vs scipy exact comb, k <= 1000", cases, worst)
+    assert worst < 1e-12
+
+
 def test_noise_matches_numpy() -> None:
     rng = random.Random(109)
     worst, cases = 0.0, 300

@@ -54,6 +54,7 @@ class Spread(msgspec.Struct, frozen=True):
 
 _NOTHING = Decimal(0)  # a Decimal is immutable: one zero serves every sum
 _NO_TOKENS = TokensView()  # no request (a scripted turn's user): views are frozen, one serves all
+_ENCODE = msgspec.json.Encoder().encode  # a tool call's arguments and result, as the window shows them
 
 
 class Sum(msgspec.Struct, frozen=True, gc=False):
@@ -121,6 +122,46 @@ class Sum(msgspec.Struct, frozen=True, gc=False):
             unpriced=self.unpriced,
             complete=self.unpriced == 0,
         )
+
+
+class Added(msgspec.Struct, frozen=True, gc=False):
+    """Some sums added up in one pass, with no sum made between: the same as ``a + b + …``."""
+
+    sums: list[Sum]
+
+    def sum(self) -> Sum:
+        sums = self.sums
+        if len(sums) == 1:
+            return sums[0]
+        requests = reported = given = taken = priced = unpriced = partly = 0
+        cached: int | None = None
+        reasoning: int | None = None
+        amount = _NOTHING
+        source = ""
+        mixed = False
+        for one in sums:
+            if not one.requests:
+                continue
+            requests += one.requests
+            reported += one.reported
+            given += one.input
+            taken += one.output
+            if one.cached is not None:
+                cached = (cached or 0) + one.cached
+            if one.reasoning is not None:
+                reasoning = (reasoning or 0) + one.reasoning
+            if one.priced:
+                amount += one.amount
+                mixed = mixed or one.mixed or (priced > 0 and source != one.source)
+                source = one.source
+                priced += one.priced
+            else:
+                mixed = mixed or one.mixed
+            unpriced += one.unpriced
+            partly += one.partly
+        if not requests:
+            return Sum()
+        return Sum(requests, reported, given, taken, cached, reasoning, amount, source, mixed, priced, unpriced, partly)
 
 
 class Spent(msgspec.Struct, frozen=True):
@@ -277,15 +318,6 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     case "passed":
                         return ""
 
-    def marks(self, claims: list[str]) -> list[Literal["held", "failed", "none"]]:
-        decided: dict[str, bool] = {}
-        match self.outcome.result:
-            case Verdict(claims=decisions) | NoVerdict(checks=decisions):
-                decided = {decision.claim: decision.held for decision in decisions if decision.trusted(self.trust)}
-            case Failed():
-                pass
-        return ["none" if claim not in decided else "held" if decided[claim] else "failed" for claim in claims]
-
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """What every request of the attempt took: the agent's answers, the user model's, the judge's."""
         return self._requests
@@ -336,11 +368,14 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     @cached_property
     def _sums(self) -> Accounts:
         # All in one pass and one cached value: each cached_property's first read takes a lock.
+        # A turn of one request (most are) sums it without a second pass for its size; the
+        # attempt's totals add the turns' sums once each.
         nothing = Sum()
         turns: list[tuple[Sum, Sum]] = []
-        agent = user = nothing
         agent_sizes: list[float] = []
         user_sizes: list[float] = []
+        said_sums: list[Sum] = []
+        asked_sums: list[Sum] = []
         for turn in self.outcome.transcript.turns:
             requests = turn.answer.requests()
             said = Spent(requests).sum()
@@ -354,17 +389,18 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 asked = Spent((turn.user_usage,)).sum()
                 if asked.reported:
                     user_sizes.append(float(asked.input + asked.output))
+                asked_sums.append(asked)
             turns.append((said, asked))
-            agent = agent + said
-            user = user + asked
+            said_sums.append(said)
         ending = self.outcome.user_ending
-        user = user + Spent(ending).sum()
-        user_sizes.extend(float(usage.input + usage.output) for usage in Spent(ending).reported())
+        if ending:
+            asked_sums.append(Spent(ending).sum())
+            user_sizes.extend(float(usage.input + usage.output) for usage in Spent(ending).reported())
         judge = self.outcome.judge_requests
         sizes = Sizes(
             tuple(agent_sizes), tuple(user_sizes), tuple(float(usage.input + usage.output) for usage in Spent(judge).reported())
         )
-        return Accounts(tuple(turns), agent, user, Spent(judge).sum(), sizes)
+        return Accounts(tuple(turns), Added(said_sums).sum(), Added(asked_sums).sum(), Spent(judge).sum(), sizes)
 
     def waited(self, who: str) -> float:
         return math.fsum(wait.seconds for wait in self.outcome.waits if wait.who == who)
@@ -402,18 +438,12 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         failed_on: str | None = None
         match outcome.result:
             case Verdict(claims=claims):
-                decisions = [
-                    DecisionView(
-                        claim=claim.claim,
-                        by=claim.by,
-                        held=claim.held,
-                        reason=claim.reason,
-                        confidence=Decided(claim).confidence(),
-                        grade=Decided(claim).grade(),
-                        trusted=claim.trusted(self.trust),
+                trust = self.trust
+                for claim in claims:
+                    decided = Decided(claim)
+                    decisions.append(
+                        DecisionView(claim.claim, claim.by, claim.held, claim.reason, decided.confidence(), decided.grade(), claim.trusted(trust))
                     )
-                    for claim in claims
-                ]
             case Failed(reason=reason, message=message):
                 failed_on = message or None
                 decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
@@ -444,40 +474,42 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         )
 
     def _turn(self, turn: Turn, agent: Sum, user: Sum) -> TurnView:
-        steps = [self._step(step) for step in turn.answer.steps]
-        thoughts = sum(1 for step in steps if step.kind == "thought")
+        steps: list[StepView] = []
+        thoughts = 0
+        for step in turn.answer.steps:
+            match step:
+                case Thought(text=text):
+                    steps.append(StepView("thought", text))
+                    thoughts += 1
+                case Call(name=name, arguments=arguments, result=result, seconds=seconds):
+                    shown: str | None = None
+                    match result:
+                        case Reported(value=value):
+                            shown = _ENCODE(value).decode()
+                        case NotReported():
+                            pass
+                    took: float | None = None
+                    match seconds:
+                        case NotReported():
+                            pass
+                        case _:
+                            took = float(seconds)
+                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, took))
         return TurnView(
-            user=turn.message,
-            scripted=turn.scripted,
-            agent=turn.answer.text,
-            steps=steps,
-            thoughts=thoughts,
-            calls=len(steps) - thoughts,
-            agent_start=turn.agent_start,
-            agent_seconds=turn.agent_seconds,
-            user_start=turn.user_start,
-            user_seconds=turn.user_seconds,
-            agent_tokens=agent.tokens(),
-            user_tokens=user.tokens(),
-            cost=(agent + user).cost(),
+            turn.message,
+            turn.scripted,
+            turn.answer.text,
+            steps,
+            thoughts,
+            len(steps) - thoughts,
+            turn.agent_start,
+            turn.agent_seconds,
+            turn.user_start,
+            turn.user_seconds,
+            agent.tokens(),
+            user.tokens(),
+            (agent + user).cost(),
         )
-
-    def _step(self, step: Thought | Call) -> StepView:
-        match step:
-            case Thought(text=text):
-                return StepView(kind="thought", text=text)
-            case Call(name=name, arguments=arguments, result=result, seconds=seconds):
-                shown: str | None = None
-                match result:
-                    case Reported(value=value):
-                        shown = msgspec.json.encode(value).decode()
-                return StepView(
-                    kind="call",
-                    name=name,
-                    arguments=msgspec.json.encode(arguments).decode(),
-                    result=shown,
-                    seconds=Took(seconds).value(),
-                )
 
     def _spans(self) -> list[SpanView]:
         outcome = self.outcome

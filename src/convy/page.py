@@ -24,6 +24,8 @@ import base64
 import gzip
 import hashlib
 import html
+from collections.abc import Iterable, Iterator
+from itertools import chain
 
 import msgspec
 
@@ -75,8 +77,13 @@ class Template(msgspec.Struct, frozen=True):
     def icon(self) -> str:
         return "data:image/svg+xml;base64," + base64.b64encode(self.part("icon.svg").encode("utf-8")).decode("ascii")
 
-    def html(self, title: str, blocks: tuple[Block, ...]) -> str:
+    def html(self, title: str, blocks: Iterable[Block]) -> str:
         """The whole page: ``title`` as text, the data ``blocks``, the inlined parts."""
+        return "".join(self.parts(title, blocks))
+
+    def parts(self, title: str, blocks: Iterable[Block]) -> Iterator[str]:
+        """The page in pieces, in order, each block's text made only when it is reached: written
+        as they come, a report never holds its whole text (nor each chunk twice) at once."""
         style, code = self.style(), self.code()
         if "</style" in style.lower() or "</script" in code.lower():
             raise ValueError("a page part must not close its own tag")
@@ -88,29 +95,26 @@ class Template(msgspec.Struct, frozen=True):
             "img-src data:; "
             "base-uri 'none'; form-action 'none'"
         )
-        return "\n".join(
-            [
-                "<!doctype html>",
-                '<html lang="en">',
-                "<head>",
-                '<meta charset="utf-8">',
-                f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
-                '<meta name="viewport" content="width=device-width, initial-scale=1">',
-                '<meta name="color-scheme" content="light dark">',
-                f"<title>{html.escape(title)}</title>",
-                f'<link rel="icon" href="{self.icon()}">',
-                f"<style>\n{style}\n</style>",
-                "</head>",
-                "<body>",
-                '<noscript><p class="noscript">This page draws its data with JavaScript: allow scripts to see it.</p></noscript>',
-                '<div id="app"></div>',
-                *(block.html() for block in blocks),
-                f"<script>{code}</script>",
-                "</body>",
-                "</html>",
-                "",
-            ]
-        )
+        head = [
+            "<!doctype html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            '<meta name="color-scheme" content="light dark">',
+            f"<title>{html.escape(title)}</title>",
+            f'<link rel="icon" href="{self.icon()}">',
+            f"<style>\n{style}\n</style>",
+            "</head>",
+            "<body>",
+            '<noscript><p class="noscript">This page draws its data with JavaScript: allow scripts to see it.</p></noscript>',
+            '<div id="app"></div>',
+        ]
+        yield "\n".join(head) + "\n"
+        for block in blocks:
+            yield block.html() + "\n"
+        yield "\n".join([f"<script>{code}</script>", "</body>", "</html>", ""])
 
 
 class Where(msgspec.Struct, frozen=True):
@@ -127,18 +131,23 @@ class Chunks(msgspec.Struct, frozen=True):
     chunks: list[str]
     where: dict[str, int]
 
-    def blocks(self, name: str) -> tuple[Block, ...]:
+    def blocks(self, name: str) -> Iterator[Block]:
         """Block ``name`` holds the index (``Where``), and block ``name-i`` chunk ``i`` as a JSON
-        string: the page reads only the chunk it needs, never the whole of them."""
-        return (Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where))),) + tuple(
-            Block(f"{name}-{number}", _ENCODER.encode(chunk)) for number, chunk in enumerate(self.chunks)
-        )
+        string: the page reads only the chunk it needs, never the whole of them. Each made when
+        it is asked for."""
+        yield Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where)))
+        for number, chunk in enumerate(self.chunks):
+            yield Block(f"{name}-{number}", _ENCODER.encode(chunk))
 
 
 class Packed(msgspec.Struct, frozen=True):
-    """Values by key (a scenario id), packed in gzipped chunks of consecutive keys."""
+    """Values by key (a scenario id), packed in gzipped chunks of consecutive keys.
 
-    values: dict[str, object]
+    ``values`` are taken one by one, each encoded and gzipped with its chunk as it comes: a
+    report's dialogues are made as they are packed, so no more than one chunk of them is ever
+    held as JSON (all of a 10,000-attempt run's, at once, were 52 MB)."""
+
+    values: Iterable[tuple[str, object]]
     limit: int = 256 * 1024
 
     def chunks(self) -> Chunks:
@@ -146,8 +155,9 @@ class Packed(msgspec.Struct, frozen=True):
         where: dict[str, int] = {}
         members: list[bytes] = []
         size = 0
-        for key, value in self.values.items():
-            member = _ENCODER.encode(key) + b":" + _ENCODER.encode(value)
+        encode = _ENCODER.encode
+        for key, value in self.values:
+            member = encode(key) + b":" + encode(value)
             members.append(member)
             size += len(member)
             where[key] = len(chunks)
@@ -174,20 +184,23 @@ class ReportPage(msgspec.Struct, frozen=True):
         """Each attempt in full (a ``DialogueView``), packed by ``<scenario id>#<attempt>``: a
         window opens one attempt, and inflates only the chunk that holds it (a scenario of 1,000
         attempts packed as one value made every window inflate and parse megabytes)."""
-        # Each encoded as it is made, so only its JSON is kept, not the tree of every attempt's view.
+        # Each made as it is packed: neither the tree of every attempt's view nor its JSON is kept.
         return Packed(
-            {
-                f"{scenario}#{attempt.outcome.attempt}": msgspec.Raw(_ENCODER.encode(attempt.dialogue()))
-                for scenario, found in self.summary.by_scenario().items()
-                for attempt in found
-            }
+            (f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue())
+            for scenario, found in self.summary.by_scenario().items()
+            for attempt in found
         ).chunks()
 
     def html(self) -> str:
+        return "".join(self.parts())
+
+    def parts(self) -> Iterator[str]:
+        """The page in pieces (``Template.parts``)."""
         view = self.summary.view()
-        return Template("report.js", window=True).html(
-            f"{view.header.agent} · {view.header.run} · convy",
-            (Block("data", _ENCODER.encode(view)), *self.dialogues().blocks("dialogues")),
+        data = Block("data", _ENCODER.encode(view))
+        dialogues = self.dialogues()
+        yield from Template("report.js", window=True).parts(
+            f"{view.header.agent} · {view.header.run} · convy", chain((data,), dialogues.blocks("dialogues"))
         )
 
 
@@ -197,7 +210,7 @@ class ComparisonPage(msgspec.Struct, frozen=True):
     view: ComparisonView
 
     def pairs(self) -> Chunks:
-        return Packed({pair.scenario: pair for pair in self.view.pairs}).chunks()
+        return Packed([(pair.scenario, pair) for pair in self.view.pairs]).chunks()
 
     def html(self) -> str:
         base, candidate = self.view.base, self.view.candidate

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Iterable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ from convy.dialog import STOP, DefaultPrompts, Prompt
 from convy.files import RegularFile
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unwritable
-from convy.report import Index, Listing, Summary
+from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.views import ComparisonView
@@ -249,12 +250,12 @@ class Project(msgspec.Struct, frozen=True):
         from convy.page import ReportPage
 
         path = summary.run.folder / "report.html"
-        self._written(path, ReportPage(summary).html())
+        self._written(path, ReportPage(summary).parts())
         if summary.run.status() != "running":
             Listing(self.results()).kept(summary)  # what the index will want of it, summed already
         return path
 
-    def indexed(self, every: tuple[tuple[Read, ...], tuple[Unread, ...]] | None = None) -> Path:
+    def indexed(self, every: tuple[tuple[Read | Listed, ...], tuple[Unread, ...]] | None = None) -> Path:
         """Write ``results/index.html``: every run (``every``, when the caller has read them all
         already; else each from its ``summary.json``, see ``Listing``), and the comparisons made so far."""
         from convy.page import IndexPage
@@ -262,7 +263,7 @@ class Project(msgspec.Struct, frozen=True):
         runs, unread = every if every is not None else Listing(self.results()).every()
         names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
         path = self.results() / "index.html"
-        self._written(path, IndexPage(Index(runs, unread, names).view()).html())
+        self._written(path, (IndexPage(Index(runs, unread, names).view()).html(),))
         return path
 
     def compared(self, base: Read, candidate: Read) -> tuple[Path, ComparisonView]:
@@ -272,7 +273,7 @@ class Project(msgspec.Struct, frozen=True):
 
         view = Comparison(base, candidate).view()
         path = self.results() / "compare" / f"{base.file.spec.id}--{candidate.file.spec.id}.html"
-        self._written(path, ComparisonPage(view).html())
+        self._written(path, (ComparisonPage(view).html(),))
         return path, view
 
     def exported(self, runs: tuple[Read, ...], form: str) -> tuple[Path, ...]:
@@ -283,22 +284,28 @@ class Project(msgspec.Struct, frozen=True):
         written: list[Path] = []
         for table in Tables(runs).every():
             path = folder / f"{table.name}.{form}"
-            self._written(path, table.csv() if form == "csv" else table.jsonl())
+            self._written(path, (table.csv() if form == "csv" else table.jsonl(),))
             written.append(path)
         return tuple(written)
 
-    def _written(self, path: Path, text: str) -> None:
+    def _written(self, path: Path, parts: Iterable[str]) -> None:
+        """Write the text in ``parts`` to ``path`` whole, through a temporary file, each part as
+        it is made (a report's pieces are made while it is written)."""
         temporary = path.with_name(path.name + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary.unlink(missing_ok=True)  # whatever stands there: a FIFO would block, a link lead elsewhere
-            with temporary.open("x", encoding="utf-8") as file:
-                file.write(text)
+            with temporary.open("x", encoding="utf-8") as out:
+                out.writelines(parts)
             temporary.replace(path)
         except OSError as error:  # a full disk, a file-size limit, a read-only folder
             with suppress(OSError):
                 temporary.unlink(missing_ok=True)
             raise Unwritable(path, error) from error
+        except BaseException:  # the parts could not be made (Ctrl+C while they were): no half a file is left
+            with suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            raise
 
     def created(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Copy the template project here: the files written, and those left as they were."""

@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 from collections import Counter
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import ClassVar, Literal
 
 import msgspec
 
-from convy.attempt import Attempt, Spread, Sum
+from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import RunJournal
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import RegularFile
@@ -142,6 +143,15 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         not_judged = Counter(attempt.why() for attempt in attempts if attempt.status() == "not_judged")
         total = self.total()
         times = [attempt.time() for attempt in attempts]
+        columns = self._agent_columns
+        user_sizes: list[float] = []
+        user_seconds: list[float] = []
+        judge_sizes: list[float] = []
+        for attempt in attempts:
+            sizes = attempt.sizes()
+            user_sizes.extend(sizes.user)
+            judge_sizes.extend(sizes.judge)
+            user_seconds.extend([turn.user_seconds for turn in attempt.outcome.transcript.turns if not turn.scripted])
         return RunView(
             header=self.header(),
             rate=self.rate(),
@@ -156,19 +166,16 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
             consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
+            # A spread sorts its values: the scenarios' columns joined are the run's, in another order.
             agent=self._spend(
                 total.agent,
-                tuple(size for attempt in attempts for size in attempt.sizes().agent),
-                [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns],
+                tuple(chain.from_iterable(sizes for sizes, _ in columns.values())),
+                list(chain.from_iterable(seconds for _, seconds in columns.values())),
             ),
-            user=self._spend(
-                total.user,
-                tuple(size for attempt in attempts for size in attempt.sizes().user),
-                [turn.user_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns if not turn.scripted],
-            ),
+            user=self._spend(total.user, tuple(user_sizes), user_seconds),
             judge=self._spend(
                 total.judge,
-                tuple(size for attempt in attempts for size in attempt.sizes().judge),
+                tuple(judge_sizes),
                 [attempt.outcome.judge_seconds for attempt in attempts if attempt.outcome.judge_requests],
             ),
             cost=total.every().cost(),
@@ -214,7 +221,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
     def totals(self) -> Totals:
         """The few numbers of the run the index shows."""
         judged = [tally for tally in self.tallies().values() if tally.judged]
-        every = self.total().every()
+        every = self._every
         return Totals(
             rate=self.rate(),
             passed=sum(tally.passed for tally in judged),
@@ -223,6 +230,15 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             tokens=every.input + every.output,
             cost=every.cost(),
         )
+
+    @cached_property
+    def _every(self) -> Sum:
+        """Every request of the run summed: from the sums by who when the view made them already,
+        else each attempt's requests in one pass, in the same order (a comparison and the index
+        want only this, not each turn's sums and sizes the report's windows and spreads need)."""
+        if "_total" in self.__dict__:  # cached_property keeps its value there: the report's view made it
+            return self._total.every()
+        return Added([Spent(attempt.requests()).sum() for attempts in self._grouped.values() for attempt in attempts]).sum()
 
     def dialogues(self) -> dict[str, list[DialogueView]]:
         """Every attempt in full, by scenario id, for the scenario window."""
@@ -237,8 +253,21 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             per_request=Spread(sizes).view(),
         )
 
+    @cached_property
+    def _agent_columns(self) -> dict[str, tuple[list[float], list[float]]]:
+        """Each scenario's agent request sizes and answer seconds, for its spreads and the run's."""
+        columns: dict[str, tuple[list[float], list[float]]] = {}
+        for scenario, attempts in self._grouped.items():
+            sizes: list[float] = []
+            seconds: list[float] = []
+            for attempt in attempts:
+                sizes.extend(attempt.sizes().agent)
+                seconds.extend([turn.agent_seconds for turn in attempt.outcome.transcript.turns])
+            columns[scenario] = (sizes, seconds)
+        return columns
+
     def _scenario(self, index: int, scenario: str, attempts: list[Attempt], spec: Scenario | None) -> ScenarioView:
-        claims = self.claims(attempts)
+        claims, marks = self._decided(attempts)
         statuses = [attempt.status() for attempt in attempts]
         tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
         interval = Wilson(tally).interval()
@@ -247,11 +276,8 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         )
         names = [row.text for row in claims]
         sums = self.sums().get(scenario) or Sums(Sum(), Sum(), Sum())
-        agent = self._spend(
-            sums.agent,
-            tuple(size for attempt in attempts for size in attempt.sizes().agent),
-            [turn.agent_seconds for attempt in attempts for turn in attempt.outcome.transcript.turns],
-        )
+        sizes, seconds = self._agent_columns.get(scenario) or ([], [])
+        agent = self._spend(sums.agent, tuple(sizes), seconds)
         failing = [attempt for attempt in attempts if attempt.status() == "failed"]
         return ScenarioView(
             index=index,
@@ -273,9 +299,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                     stop=attempt.outcome.stop,
                     turns=len(attempt.outcome.transcript.turns),
                     seconds=attempt.outcome.seconds,
-                    marks=attempt.marks(names),
+                    marks=[mark.get(name, "none") for name in names],
                 )
-                for attempt in attempts
+                for attempt, mark in zip(attempts, marks, strict=True)
             ],
             first=(failing or attempts)[0].outcome.attempt if attempts else None,
             turns=Spread(tuple(float(len(attempt.outcome.transcript.turns)) for attempt in attempts)).view(),
@@ -287,42 +313,59 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     def claims(self, attempts: list[Attempt]) -> list[ClaimRow]:
         """Each claim of a scenario over these attempts: held out of decided (trusted) ones."""
+        return self._decided(attempts)[0]
+
+    def _decided(self, attempts: list[Attempt]) -> tuple[list[ClaimRow], list[dict[str, Literal["held", "failed"]]]]:
+        """The claim rows, and each attempt's marks (as ``Attempt.marks``: a claim it decided
+        and trusted held or failed, the others "none"), in one walk of every decision."""
         order: dict[str, str] = {}
         later: dict[str, str] = {}
-        held: Counter[str] = Counter()
-        decided: Counter[str] = Counter()
+        held: dict[str, int] = {}
+        decided: dict[str, int] = {}
+        marks: list[dict[str, Literal["held", "failed"]]] = []
         for attempt in attempts:
+            trust = attempt.trust
+            mark: dict[str, Literal["held", "failed"]] = {}
             match attempt.outcome.result:
                 case Verdict(claims=claims):
                     for claim in claims:
-                        order.setdefault(claim.claim, claim.by)
-                        if claim.trusted(attempt.trust):
-                            decided[claim.claim] += 1
-                            held[claim.claim] += claim.held
+                        text = claim.claim
+                        if text not in order:
+                            order[text] = claim.by
+                        if claim.trusted(trust):
+                            decided[text] = decided.get(text, 0) + 1
+                            held[text] = held.get(text, 0) + claim.held
+                            mark[text] = "held" if claim.held else "failed"
                 case NoVerdict(checks=checks):
                     # Checks decided by code though a model failed count too; a verdict gives the order.
                     for claim in checks:
-                        later.setdefault(claim.claim, claim.by)
-                        decided[claim.claim] += 1
-                        held[claim.claim] += claim.held
+                        text = claim.claim
+                        if text not in later:
+                            later[text] = claim.by
+                        decided[text] = decided.get(text, 0) + 1
+                        held[text] = held.get(text, 0) + claim.held
+                        if claim.trusted(trust):
+                            mark[text] = "held" if claim.held else "failed"
                 case Failed():
                     pass
+            marks.append(mark)
         for text, by in later.items():
             order.setdefault(text, by)
         rows: list[ClaimRow] = []
         for text, by in order.items():
-            interval = Wilson(Tally(held[text], decided[text])).interval()
+            kept, out_of = held.get(text, 0), decided.get(text, 0)
+            interval = Wilson(Tally(kept, out_of)).interval()
             rows.append(
                 ClaimRow(
                     text=text,
                     by=by,  # type: ignore[arg-type]
-                    held=held[text],
-                    decided=decided[text],
-                    holds=Held(held[text], decided[text]).holds(),
+                    held=kept,
+                    decided=out_of,
+                    holds=Held(kept, out_of).holds(),
                     rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
                 )
             )
-        return rows
+        return rows, marks
 
 
 class Sums(msgspec.Struct, frozen=True, gc=False):

@@ -211,22 +211,22 @@ class Consistency(msgspec.Struct, frozen=True):
         return fmean(1 - math.comb(tally.judged - tally.passed, k) / math.comb(tally.judged, k) for tally in counted)
 
     def curve(self) -> list[tuple[int, float, float]]:
-        """``(k, pass^k, pass@k)`` for every k of ``ks()``, the same numbers as ``pass_hat`` and
-        ``pass_at``: each binomial coefficient is the exact integer, made from the one for k − 1
-        (C(m, k) = C(m, k − 1) · (m − k + 1) / k) rather than anew for every k."""
+        """``(k, pass^k, pass@k)`` for every k of ``ks()``: ``pass_hat`` and ``pass_at`` to within
+        rounding. Each ratio of binomial coefficients is a product of k fractions, made from the
+        one for k − 1: C(p, k) / C(n, k) = C(p, k − 1) / C(n, k − 1) · (p − k + 1) / (n − k + 1).
+        In floats: the exact integers of every k up to 1,000 grew to hundreds of digits, and
+        dividing them took a third of a second of a report; k products each rounded add up to
+        about k · 2⁻⁵³ relative, far below what a page shows."""
         found: list[tuple[int, float, float]] = []
-        combs = [[1, 1, 1] for _ in self.tallies]  # C(passed, k), C(judged - passed, k), C(judged, k)
+        judged = [tally for tally in self.tallies if tally.judged]
+        hats = [1.0] * len(judged)  # C(passed, k) / C(judged, k)
+        misses = [1.0] * len(judged)  # C(judged - passed, k) / C(judged, k)
         for k in self.ks():
-            hats: list[float] = []
-            ats: list[float] = []
-            for tally, comb in zip(self.tallies, combs, strict=True):
-                comb[0] = comb[0] * max(tally.passed - k + 1, 0) // k
-                comb[1] = comb[1] * max(tally.judged - tally.passed - k + 1, 0) // k
-                comb[2] = comb[2] * max(tally.judged - k + 1, 0) // k
-                if tally.judged >= k:
-                    hats.append(comb[0] / comb[2])
-                    ats.append(1 - comb[1] / comb[2])
-            found.append((k, fmean(hats), fmean(ats)))
+            for at, tally in enumerate(judged):  # every judged tally has k attempts or more (ks)
+                whole = tally.judged - k + 1
+                hats[at] *= max(tally.passed - k + 1, 0) / whole
+                misses[at] *= max(tally.judged - tally.passed - k + 1, 0) / whole
+            found.append((k, fmean(hats), fmean([1 - miss for miss in misses])))
         return found
 
     def always(self) -> int:
