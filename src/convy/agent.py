@@ -67,7 +67,7 @@ class Usage(msgspec.Struct, frozen=True, gc=False, tag="usage", omit_defaults=Tr
     def __post_init__(self) -> None:
         if self.input < 0 or self.output < 0:
             raise ValueError("token counts cannot be negative")
-        if any(getattr(self, kind) for kind in self.unreported):
+        if self.unreported and any(getattr(self, kind) for kind in self.unreported):  # most report both
             raise ValueError("a count not reported stands as 0")
 
     def whole(self) -> bool:
