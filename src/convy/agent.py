@@ -99,7 +99,7 @@ class Thought(msgspec.Struct, frozen=True, gc=False, tag="thought"):
     text: str
 
 
-class Call(msgspec.Struct, frozen=True, gc=False, tag="call"):
+class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True):
     """A tool the agent called while answering, with what it got back and how long it took."""
 
     name: str
@@ -114,7 +114,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     text: str
 
 
-class Answer(msgspec.Struct, frozen=True, gc=False):
+class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """The agent's answer to one message: its text, its tokens and the steps it took.
 
     ``usage`` is what the answer took as one request, or ``Requests`` when it took several.

@@ -89,7 +89,7 @@ class Patience(msgspec.Struct, frozen=True):
             raise ValueError("patience must be at least 0 s, and its first wait more than 0 s")
 
 
-class Wait(msgspec.Struct, frozen=True, gc=False):
+class Wait(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """A stretch of an attempt spent waiting: who waited, from when (seconds from the attempt's
     start), how long, and why — a ``busy`` service's pause, the participant's ``pace``, or a free
     ``place`` among the participant's places."""
