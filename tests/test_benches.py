@@ -38,3 +38,12 @@ def test_the_judging_benchmark_runs_small() -> None:
     out = ran("bench/judging.py", "--claims", "1", "2", "--latency", "0.01", "--attempts", "1", "--base", "src")
     assert "claims" in out and "this/ideal" in out
     assert len([line for line in out.splitlines() if line.strip().startswith(("1 ", "2 "))]) == 2
+
+
+def test_the_many_conversations_case_runs_small_beside_bare_asyncio() -> None:
+    """bench/whole.py's many case: 100 conversations of 6 turns of 1 s, beside bare asyncio's
+    tasks, with the whole process and the play alone as ratios to it."""
+    out = ran("bench/whole.py", "--only", "many", "--many", "100", "--repeat", "1", "--base", "src")
+    assert "100 conversations at once" in out
+    assert "asyncio alone: 100 tasks of 6 sleeps of 1 s" in out
+    assert out.count("x bare, its play alone") == 2
