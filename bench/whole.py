@@ -22,9 +22,11 @@ Cases:
 - ``index``: ``convy report`` with no run named: the report of every run of that project, and the
   index (each run read and summed once).
 - ``many``: ``--many`` (10,000) conversations at once, the agent answering each of 6 turns after
-  1 s (``asyncio.sleep``), one attempt per scenario of 100 scenarios, places enough for all.
-  Shown also as a ratio to the 6 s the turns take, the process's start, report and index
-  included (about 3 s of the 11 here).
+  1 s (``asyncio.sleep``), 100 scenarios of ``--many`` / 100 attempts, places enough for all.
+  Beside it, in the same script, bare asyncio: a child process that runs as many tasks of 6
+  sleeps of 1 s, and nothing else (the ideal). Shown as ratios to it: the whole ``convy run``
+  process (start, report and index included), and its play alone (from ``run.json``'s start to
+  its end).
 - ``demo``: ``convy init`` then ``convy run`` of the template project (8 scenarios, its offline
   shop bot, no models), start to exit, each time with no earlier run in ``results/``; only the
   run is timed.
@@ -50,6 +52,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from datetime import datetime
 from pathlib import Path
 
 import msgspec
@@ -201,6 +204,26 @@ judge:
 """
 
 
+BARE = """
+import asyncio
+import sys
+
+
+async def conversation(turns):
+    for _ in range(turns):
+        await asyncio.sleep(1.0)
+
+
+async def main(many):
+    async with asyncio.TaskGroup() as group:
+        for _ in range(many):
+            group.create_task(conversation(6))
+
+
+asyncio.run(main(int(sys.argv[1])))
+"""
+
+
 class Made(msgspec.Struct, frozen=True):
     """A project of fakes to play: its scenarios, attempts each, and places."""
 
@@ -306,6 +329,17 @@ def interleaved(repeat: int, sides: list[Side], make: object) -> list[Measured]:
     return [best(found[side.name]) for side in sides]
 
 
+def played_seconds(project: Path) -> float | None:
+    """The shortest play of the runs in ``project``: from the start to the end its run.json
+    says (plain JSON: either side's convy may have written it)."""
+    found = []
+    for path in (project / "results" / "shop").glob("*/run.json"):
+        status = msgspec.json.decode(path.read_bytes()).get("status", {})
+        if status.get("type") == "finished":
+            found.append((datetime.fromisoformat(status["ended"]) - datetime.fromisoformat(status["started"])).total_seconds())
+    return min(found) if found else None
+
+
 def first_run(project: Path) -> str:
     return made_runs(project)[0]
 
@@ -396,13 +430,18 @@ def main() -> None:
                 sides,
                 lambda side: side.child(["-C", str(side.root / "many"), "run"], refusable=True, BENCH_TURN_SECONDS="1"),
             )
-            shown(
-                f"{wide.scenarios * wide.attempts:,} conversations at once, agent 1 s per turn, 6 turns",
-                *slow,
-                "wall / 6 s of turns (start, report and index included): base "
-                + ("refused" if slow[0].code == 2 else f"{slow[0].wall / 6:.2f}")
-                + f", this {slow[1].wall / 6:.2f}",
-            )
+            many = wide.scenarios * wide.attempts
+            bare = best([Child([sys.executable, "-c", BARE, str(many)], dict(os.environ)).measured() for _ in range(options.repeat)])
+            shown(f"{many:,} conversations at once, agent 1 s per turn, 6 turns", *slow)
+            print(f"  {'bare':10} {bare.wall:8.2f} {bare.cpu:8.2f} {bare.rss:9.0f}   asyncio alone: {many:,} tasks of 6 sleeps of 1 s")
+            for side, measured in zip(sides, slow, strict=True):
+                if measured.code == 2:
+                    print(f"  {side.name:10} refused it")
+                    continue
+                play = played_seconds(side.root / "many")
+                alone = "" if play is None else f", its play alone {play:.2f} s = {play / bare.wall:.2f}x bare"
+                print(f"  {side.name:10} whole process {measured.wall / bare.wall:.2f}x bare{alone}")
+            print(flush=True)
         if "demo" in options.only:
             for side in sides:
                 side.child(["init", str(side.root / "demo")]).measured()

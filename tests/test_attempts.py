@@ -740,3 +740,71 @@ def test_a_search_past_re2s_memory_writes_nothing_to_stderr(capfd: pytest.Captur
     checks = (Check(not_said="(a|b)*a(a|b){18}c"), Check(said="b(a|b){18}$"))
     assert [held for _, held, _ in decided(answer, *checks)] == [True, True]
     assert capfd.readouterr().err == ""
+
+
+# A line of attempts.jsonl as convy wrote it before fields at their defaults were left out (made
+# by the code of 96c076a): every field written, a call's unreported result and time, a claim's
+# judge and grade, a wait's reason.
+WHOLE_LINE = (
+    b'{"scenario":"refunds/lamp","attempt":1,"started":"2026-01-05T10:00:00.000+00:00","seconds":1.5,"transcript":'
+    b'{"turns":[{"message":"Hello, my lamp is broken.","answer":{"text":"Sorry to hear that. Which order?","usage":'
+    b'{"type":"usage","input":120,"output":14},"steps":[{"type":"thought","text":"look it up"},{"type":"call","name":'
+    b'"lookup_order","arguments":{"item":"lamp"},"result":{"type":"not_reported"},"seconds":{"type":"not_reported"}}]},'
+    b'"scripted":true,"user_start":0.001,"user_seconds":0.0,"user_usage":{"type":"no_usage"},"agent_start":0.001,'
+    b'"agent_seconds":0.25},{"message":"Order A-1234.","answer":{"text":"Refund sent.","usage":{"type":"no_usage"},'
+    b'"steps":[]},"scripted":false,"user_start":0.26,"user_seconds":0.5,"user_usage":{"type":"usage","input":300,'
+    b'"output":9},"agent_start":0.76,"agent_seconds":0.1}]},"stop":"finished","result":{"type":"verdict","claims":'
+    b'[{"claim":"The agent was polite.","held":true,"reason":"it was","confidence":{"type":"confidence","value":0.9},'
+    b'"grade":{"type":"no_grade"},"by":"judge"},{"claim":"called lookup_order","held":true,"reason":"agent called '
+    b'lookup_order in turn 1","confidence":{"type":"no_confidence"},"grade":{"type":"no_grade"},"by":"code"}]},'
+    b'"open_seconds":0.0,"close_seconds":0.0,"judge_start":0.0,"judge_seconds":0.0,"judge_requests":[{"type":"usage",'
+    b'"input":500,"output":20}],"waits":[{"who":"agent","start":0.2,"seconds":0.05,"why":"busy"}],"user_ending":[],'
+    b'"user_ending_seconds":0.0}'
+)
+
+
+def test_a_run_written_with_every_field_reads_as_one_written_without_its_defaults(tmp_path: Path) -> None:
+    """An attempt is written without the fields at their defaults, and a run written before,
+    with all of them, still reads back the same attempts."""
+    from convy.agent import NoUsage, Thought, Usage
+    from convy.bench import RunJournal, RunSpec
+    from convy.busy import Wait
+    from convy.dialog import Confidence, Turn
+
+    scenario = Scenario(id="refunds/lamp", script=("Hello, my lamp is broken.", "Order A-1234."), judge=("The agent was polite.",))
+    spec = RunSpec(id="old", agent="shop", scenarios=(scenario,), attempts=2, limits=Limits())
+    steps = (Thought("look it up"), Call("lookup_order", {"item": "lamp"}))
+    made = Outcome(
+        "refunds/lamp",
+        1,
+        "2026-01-05T10:00:00.000+00:00",
+        1.5,
+        Transcript(
+            (
+                Turn("Hello, my lamp is broken.", Answer("Sorry to hear that. Which order?", Usage(120, 14), steps), True, 0.001, 0.0, NoUsage(), 0.001, 0.25),
+                Turn("Order A-1234.", Answer("Refund sent."), False, 0.26, 0.5, Usage(300, 9), 0.76, 0.1),
+            )
+        ),
+        "finished",
+        Verdict(
+            (
+                Claim("The agent was polite.", True, "it was", Confidence(0.9)),
+                Claim("called lookup_order", True, "agent called lookup_order in turn 1", by="code"),
+            )
+        ),
+        judge_requests=(Usage(500, 20),),
+        waits=(Wait("agent", 0.2, 0.05),),
+    )
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    (old / "attempts.jsonl").write_bytes(WHOLE_LINE + b"\n")
+    RunJournal(new).record(made)
+    line = (new / "attempts.jsonl").read_bytes()
+
+    assert RunJournal(old).kept(spec).outcomes == (made,)
+    assert RunJournal(new).kept(spec).outcomes == (made,)
+    assert len(line) < 0.8 * len(WHOLE_LINE)
+    for default in (b"not_reported", b"no_grade", b'"by":"judge"', b'"why":"busy"', b"user_ending\"", b'"steps":[]'):
+        assert default not in line
+    assert b'"by":"code"' in line and b"no_usage" in line and b'"value":0.9' in line  # what is not a default stays

@@ -70,3 +70,12 @@ def test_the_pages_benchmark_runs_small() -> None:
     out = ran("bench/pages.py", "--runs", "5x2", "--compare", "3x2", "--repeat", "1")
     for part in ("BUILD:", "SIZE:", "BROWSER:", "COMPARE:"):
         assert part in out, out
+
+
+def test_the_many_conversations_case_runs_small_beside_bare_asyncio() -> None:
+    """bench/whole.py's many case: 100 conversations of 6 turns of 1 s, beside bare asyncio's
+    tasks, with the whole process and the play alone as ratios to it."""
+    out = ran("bench/whole.py", "--only", "many", "--many", "100", "--repeat", "1", "--base", "src")
+    assert "100 conversations at once" in out
+    assert "asyncio alone: 100 tasks of 6 sleeps of 1 s" in out
+    assert out.count("x bare, its play alone") == 2

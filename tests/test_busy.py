@@ -672,6 +672,35 @@ def test_without_per_minute_nothing_is_spaced() -> None:
     assert run(main) == 20
 
 
+def test_requests_that_went_at_once_tell_the_first_refusal_the_rate_let_through() -> None:
+    """Requests with nothing to wait for go the short way (``Places._at_once``), and still count
+    as the long way counts them: twenty answered within 0.1 s, then a refusal with no word of the
+    limit, set the pace after its pause to 0.9 of the rate let through (180 a second), not to one
+    request per pause; the places, sends and peak are counted the same."""
+    moments: list[float] = []
+
+    async def request() -> str:
+        moments.append(asyncio.get_running_loop().time())
+        if len(moments) == 21:
+            raise Busy("429 Too Many Requests", 1.0)
+        return "answer"
+
+    async def main() -> tuple[int, int, int]:
+        places = Places(4)
+        for _ in range(20):
+            await places.sent(request)
+        await asyncio.gather(*(places.sent(request) for _ in range(5)))
+        return places.sends, places.refused, places.peak
+
+    assert run(main) == (26, 1, 4)
+    assert moments[:21] == [START] * 21
+    after = moments[21:]
+    assert after[0] == START + 1.0  # the refused one, first, once its pause is over
+    gaps = [later - earlier for earlier, later in zip(after, after[1:], strict=False)]
+    assert gaps[0] == pytest.approx(1 / 180)
+    assert gaps == pytest.approx([1 / 180] * 4, rel=0.05)  # growing a little with each answer
+
+
 def test_a_service_not_heard_from_gets_one_request_at_a_time() -> None:
     """Until its service has answered once, a participant has one request under way, then as many as its places."""
 

@@ -13,7 +13,6 @@ its failure, ``TimeLimited`` bounds how long an agent may take (and holds it acc
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from decimal import Decimal
@@ -22,6 +21,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from convy.busy import Busy, Places
+from convy.deadlines import Deadlines
 from convy.problems import Outside
 
 
@@ -67,7 +67,7 @@ class Usage(msgspec.Struct, frozen=True, gc=False, tag="usage", omit_defaults=Tr
     def __post_init__(self) -> None:
         if self.input < 0 or self.output < 0:
             raise ValueError("token counts cannot be negative")
-        if any(getattr(self, kind) for kind in self.unreported):
+        if self.unreported and any(getattr(self, kind) for kind in self.unreported):  # most report both
             raise ValueError("a count not reported stands as 0")
 
     def whole(self) -> bool:
@@ -99,7 +99,7 @@ class Thought(msgspec.Struct, frozen=True, gc=False, tag="thought"):
     text: str
 
 
-class Call(msgspec.Struct, frozen=True, gc=False, tag="call"):
+class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True):
     """A tool the agent called while answering, with what it got back and how long it took."""
 
     name: str
@@ -114,7 +114,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     text: str
 
 
-class Answer(msgspec.Struct, frozen=True, gc=False):
+class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """The agent's answer to one message: its text, its tokens and the steps it took.
 
     ``usage`` is what the answer took as one request, or ``Requests`` when it took several.
@@ -237,9 +237,10 @@ class _Limited(msgspec.Struct, frozen=True):
 
     origin: Conversation
     seconds: float
+    deadlines: Deadlines
 
     async def turn(self, message: Message) -> Answer:
-        scope = asyncio.timeout(self.seconds)
+        scope = self.deadlines.limit(self.seconds)
         try:
             async with scope:
                 return await self.origin.turn(message)
@@ -261,6 +262,7 @@ class TimeLimited(msgspec.Struct, frozen=True):
     open: float = 60.0
     turn: float = 120.0
     close: float = 60.0
+    deadlines: Deadlines = msgspec.field(default_factory=Deadlines)  # the limits under way, one timer per length
 
     def __post_init__(self) -> None:
         if min(self.open, self.turn, self.close) <= 0:
@@ -269,7 +271,7 @@ class TimeLimited(msgspec.Struct, frozen=True):
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[Conversation]:
         manager = Accountable(self.agent).conversation()
-        scope = asyncio.timeout(self.open)
+        scope = self.deadlines.limit(self.open)
         try:
             async with scope:
                 opened = await manager.__aenter__()
@@ -279,7 +281,7 @@ class TimeLimited(msgspec.Struct, frozen=True):
             raise OutOfTime(f"the agent did not open a conversation within {self.open:g} s") from error
         failed: BaseException | None = None
         try:
-            yield _Limited(opened, self.turn)
+            yield _Limited(opened, self.turn, self.deadlines)
         except BaseException as error:
             failed = error
             raise
@@ -290,7 +292,7 @@ class TimeLimited(msgspec.Struct, frozen=True):
         """Close the agent's conversation within the limit. When the conversation is already
         ending on an error (Ctrl+C's cancellation included), that error goes on, whatever the
         closing does."""
-        scope = asyncio.timeout(self.close)
+        scope = self.deadlines.limit(self.close)
         try:
             async with scope:
                 if failed is None:

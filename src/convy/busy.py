@@ -29,10 +29,10 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -89,7 +89,7 @@ class Patience(msgspec.Struct, frozen=True):
             raise ValueError("patience must be at least 0 s, and its first wait more than 0 s")
 
 
-class Wait(msgspec.Struct, frozen=True, gc=False):
+class Wait(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """A stretch of an attempt spent waiting: who waited, from when (seconds from the attempt's
     start), how long, and why — a ``busy`` service's pause, the participant's ``pace``, or a free
     ``place`` among the participant's places."""
@@ -236,17 +236,20 @@ class Places:
 
     # --- sending ---------------------------------------------------------------------------------
 
-    async def sent(self, request: Callable[[], Awaitable[T]]) -> T:
+    # sent and retried hand back _tried's coroutine itself, to be awaited: one coroutine less
+    # for each of a run's requests.
+
+    def sent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
         """``request`` sent within a place, at the participant's pace, tried again while the
         service is busy and the participant's patience lasts."""
-        return await self._tried(request, held=True)
+        return self._tried(request, held=True)
 
-    async def retried(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> T:
+    def retried(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
         """``request`` sent at the participant's pace and tried again while busy, in a place the
         caller already holds (a turn of an open conversation). Unless ``paced``, it waits for a
         pause a service asked for but not for the pace: opening a conversation, which sends
         nothing for convy's own agents."""
-        return await self._tried(request, held=False, paced=paced)
+        return self._tried(request, held=False, paced=paced)
 
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
         loop = asyncio.get_running_loop()
@@ -256,7 +259,9 @@ class Places:
         delay = self.patience.first
         while True:
             told = Told()
-            if held:  # as ``one`` holds a place, without a context manager's cost on every request
+            if refused_at < 0 and self._clear(held, paced):
+                send, answer = await self._at_once(request, told, held, paced)
+            elif held:  # as ``one`` holds a place, without a context manager's cost on every request
                 start = loop.time()
                 seat = await self.seat()
                 self._noted(start, loop.time() - start, "place")
@@ -269,6 +274,8 @@ class Places:
                 send = await self._turn(rank, paced, refused_at)
                 answer = await self._asked(request, told, send, paced)
             match answer:
+                case _Answered(value=value):
+                    return value
                 case _Refused(busy=busy):  # noqa: F841 - bound by the pattern
                     now = loop.time()
                     refused_at = now if refused_at < 0 else refused_at
@@ -289,8 +296,73 @@ class Places:
                             busy.retry_after,
                         ) from busy
                     self._refusal(send, now, pause, told, paced, refusals < 3)
-                case _Answered(value=value):
-                    return value
+
+    def _clear(self, held: bool, paced: bool) -> bool:
+        """Whether a first try would wait for nothing: a free place (when it takes one), no pause,
+        and, when paced, no pace — no per-minute, no refusal yet, no limit the service told, no
+        one before it — so that it goes at once. Then ``_at_once`` sends it for a fraction of the
+        cost of the way through ``seat``, ``_turn`` and ``_asked``, doing what they would do."""
+        if held and (self._taken >= self.size or self._place_queue):
+            return False
+        if not paced:
+            return self._paused_until <= asyncio.get_running_loop().time()
+        return (
+            not self.per_minute
+            and not self.refused
+            and not self._send_queue
+            and (self._answered_once or not self._flying)
+            and self._unmetered()
+        )
+
+    async def _at_once(
+        self, request: Callable[[], Awaitable[T]], told: Told, held: bool, paced: bool
+    ) -> tuple[_Send, _Answered[T] | _Refused]:
+        """A first try that waits for nothing (``_clear``), sent now: the seat, the send and the
+        answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        unsaid = told.heard  # the HTTP layer puts what a service says of its limits in its place
+        if held:
+            self._taken += 1
+            if self._taken > self.peak:
+                self.peak = self._taken
+        try:
+            if paced:  # _let, with no meter and no pace: metered False, pace 0, the next send now
+                send = _Send(self._service, self._service.took(now, self._share), now)
+                self.sends += 1
+                self._flying += 1
+                if self._next < now:
+                    self._next = now
+            else:
+                send = _Send(self._service, -1, now)
+            token = TOLD.set(told)
+            try:
+                answer = await request()
+            except Busy as busy:
+                return send, _Refused(busy)
+            except BaseException:
+                if paced:
+                    self._landed()
+                raise
+            finally:
+                TOLD.reset(token)
+            if paced:
+                if told.service or told.heard is not unsaid or self._rate > 0:
+                    self._answer(send, told, paced)
+                else:  # _answer, for a service that said nothing of its limits, with no pace found yet
+                    self._answered_once = True
+                    self._answers.append(now)
+                    moment = loop.time() - 1.0
+                    while self._answers and self._answers[0] < moment:
+                        self._answers.popleft()
+                    if send.number > self._cut_after and self._share < _SHARE_MOST:
+                        growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
+                        self._share = min(_SHARE_MOST, self._share + growth)
+                    self._landed()
+            return send, _Answered(answer)
+        finally:
+            if held:
+                self._freed()
 
     async def _asked(
         self, request: Callable[[], Awaitable[T]], told: Told, send: _Send, paced: bool

@@ -713,8 +713,12 @@ def main(argv: list[str] | None = None) -> int:
     # (gc=False), so the collector need not walk them on every 700 allocations. A run's event loop
     # makes most of the garbage, tasks and futures freed as it goes: collected a tenth as often,
     # it cost 0.12 s of a 2.0 s run of 3,000 fake attempts (bench/harness.py) against 0.44 s.
+    # With 10,000 conversations at once, each of them holds its coroutines, futures and context
+    # for the second its agent takes: what a young collection walks is mostly alive, and walking
+    # it every 10,000 allocations took 2.0-2.3 CPU-s of an 11 s play; every 100,000, 0.7-0.8 s
+    # (bench/whole.py's many case). Only cycles wait for it: the rest is freed as it goes.
     gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
+    gc.set_threshold(100_000, 10, 10)
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(encoding="utf-8", errors="replace")

@@ -61,7 +61,7 @@ class NoGrade(msgspec.Struct, frozen=True, gc=False, tag="no_grade"):
     """The decision of a claim that has no grades."""
 
 
-class Claim(msgspec.Struct, frozen=True, gc=False):
+class Claim(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """One claim decided: whether it held, why, and how sure the decider was."""
 
     claim: str
@@ -93,7 +93,7 @@ class Verdict(msgspec.Struct, frozen=True, gc=False, tag="verdict"):
         return "not_trusted"
 
 
-class Failed(msgspec.Struct, frozen=True, gc=False, tag="failed"):
+class Failed(msgspec.Struct, frozen=True, gc=False, tag="failed", omit_defaults=True):
     """The agent failed: the attempt counts as failed and the judge was not asked.
 
     ``message`` is what the user had just said when the agent failed ("" while opening).
@@ -144,7 +144,7 @@ class Turn(msgspec.Struct, frozen=True, gc=False):
     agent_seconds: float
 
 
-class Transcript(msgspec.Struct, frozen=True, gc=False):
+class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """The dialogue so far."""
 
     turns: tuple[Turn, ...] = ()

@@ -399,7 +399,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 Stop = Literal["finished", "max_turns", "agent_failed", "time_limit", "model_failed", "agent_busy"]
 
 
-class Outcome(msgspec.Struct, frozen=True, gc=False):
+class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """One attempt as it ended: the dialogue, why it stopped, its result, and the judge's part.
 
     Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times, and

@@ -1,0 +1,193 @@
+"""Deadlines: time limits kept by one timer per length, with asyncio.timeout's meaning.
+
+Every case runs on the virtual-time loop (tests/clock.py) and reads the loop's clock, never the
+wall clock: a limit of a minute passes at once, and at the same moment on any machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from clock import START, in_virtual_time
+
+from convy.agent import Answer, Message, OutOfTime, TimeLimited
+from convy.deadlines import Deadlines
+
+
+def test_a_limit_that_runs_out_ends_its_block_in_timeout_error_at_its_moment() -> None:
+    deadlines = Deadlines()
+
+    async def main() -> tuple[float, bool]:
+        scope = deadlines.limit(5.0)
+        with pytest.raises(TimeoutError):
+            async with scope:
+                await asyncio.sleep(60)
+        return asyncio.get_running_loop().time(), scope.expired()
+
+    ended, expired = in_virtual_time(main)
+    assert (ended, expired) == (START + 5.0, True)
+
+
+def test_limits_that_end_in_time_leave_nothing_to_expire_and_the_late_ones_still_do() -> None:
+    # Many quick blocks, then a slow one, each limited to 10 s: only the slow one runs out, at
+    # 10 s after it began, although the timer was first armed for the first quick block.
+    deadlines = Deadlines()
+
+    async def main() -> list[tuple[str, float]]:
+        loop = asyncio.get_running_loop()
+        ended: list[tuple[str, float]] = []
+        for _ in range(1000):
+            async with deadlines.limit(10.0):
+                await asyncio.sleep(0.001)
+        began = loop.time()
+        try:
+            async with deadlines.limit(10.0):
+                await asyncio.sleep(60)
+        except TimeoutError:
+            ended.append(("slow", loop.time() - began))
+        return ended
+
+    [(name, seconds)] = in_virtual_time(main)
+    assert name == "slow"
+    assert seconds == pytest.approx(10.0)
+
+
+def test_limits_of_different_lengths_and_tasks_each_expire_at_their_own_moment() -> None:
+    deadlines = Deadlines()
+
+    async def limited(seconds: float, sleep: float) -> tuple[float, str]:
+        loop = asyncio.get_running_loop()
+        try:
+            async with deadlines.limit(seconds):
+                await asyncio.sleep(sleep)
+        except TimeoutError:
+            return seconds, f"out at {loop.time() - START:g}"
+        return seconds, f"done at {loop.time() - START:g}"
+
+    async def main() -> list[tuple[float, str]]:
+        return list(await asyncio.gather(limited(3, 10), limited(7, 5), limited(2, 1), limited(3, 2), limited(9, 20)))
+
+    assert in_virtual_time(main) == [(3, "out at 3"), (7, "done at 5"), (2, "done at 1"), (3, "done at 2"), (9, "out at 9")]
+
+
+@pytest.mark.parametrize("kind", ["deadlines", "asyncio.timeout"])
+def test_a_cancellation_from_outside_goes_on_as_a_cancellation_even_when_the_limit_runs_out_too(kind: str) -> None:
+    # As asyncio.timeout (the same case run on both): the limit's TimeoutError only when its
+    # cancellation is the only one; here another comes in the same round of the loop.
+    deadlines = Deadlines()
+
+    async def main() -> tuple[str, bool]:
+        loop = asyncio.get_running_loop()
+        scope = deadlines.limit(1.0) if kind == "deadlines" else asyncio.timeout(1.0)
+
+        async def inner() -> None:
+            async with scope:
+                await asyncio.sleep(60)
+
+        task = asyncio.ensure_future(inner())
+        await asyncio.sleep(0)  # the block is entered
+        loop.call_at(START + 1.0, task.cancel)  # rings just after the limit, in the same round
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled", scope.expired()
+        except TimeoutError:
+            return "timed out", scope.expired()
+        return "returned", scope.expired()
+
+    assert in_virtual_time(main) == ("cancelled", True)
+
+
+@pytest.mark.parametrize("kind", ["deadlines", "asyncio.timeout"])
+def test_a_block_that_swallows_the_cancellation_of_its_limit_returns_as_under_asyncio_timeout(kind: str) -> None:
+    deadlines = Deadlines()
+
+    async def main() -> tuple[str, bool, int]:
+        scope = deadlines.limit(2.0) if kind == "deadlines" else asyncio.timeout(2.0)
+        async with scope:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                pass
+        task = asyncio.current_task()
+        assert task is not None
+        return "returned", scope.expired(), task.cancelling()
+
+    assert in_virtual_time(main) == ("returned", True, 0)
+
+
+def test_a_timeout_error_raised_inside_is_not_the_limits_own() -> None:
+    deadlines = Deadlines()
+
+    async def main() -> bool:
+        scope = deadlines.limit(100.0)
+        with pytest.raises(TimeoutError):
+            async with scope:
+                raise TimeoutError("the block's own")
+        return scope.expired()
+
+    assert in_virtual_time(main) is False
+
+
+def test_deadlines_used_from_a_second_loop_start_afresh() -> None:
+    deadlines = Deadlines()
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        with pytest.raises(TimeoutError):
+            async with deadlines.limit(4.0):
+                await asyncio.sleep(60)
+        return loop.time() - START
+
+    assert in_virtual_time(main) == 4.0
+    assert in_virtual_time(main) == 4.0  # the timer of the first loop is not waited on
+
+
+class _Slow:
+    """A conversation that answers "slow" after ten minutes and anything else at once."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+
+    async def turn(self, message: Message) -> Answer:
+        self.turns += 1
+        if message.text == "slow":
+            await asyncio.sleep(600)
+        return Answer("ok")
+
+
+class _SlowAgent:
+    def __init__(self) -> None:
+        self.talk = _Slow()
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[_Slow]:
+        yield self.talk
+
+
+def test_a_turn_past_its_time_limit_is_out_of_time_and_the_next_turns_are_limited_again() -> None:
+    # TimeLimited's turns share one Deadlines: a slow turn runs out at its limit, counted from the
+    # moment it began, after quick turns whose limits ended without ringing.
+    agent = _SlowAgent()
+
+    async def main() -> tuple[list[str], float]:
+        loop = asyncio.get_running_loop()
+        said: list[str] = []
+        limited = TimeLimited(agent, turn=30.0)
+        async with limited.conversation() as conversation:
+            for _ in range(3):
+                said.append((await conversation.turn(Message("quick"))).text)
+            began = loop.time()
+            with pytest.raises(OutOfTime, match="did not answer within 30 s"):
+                await conversation.turn(Message("slow"))
+            took = loop.time() - began
+            said.append((await conversation.turn(Message("quick"))).text)
+        return said, took
+
+    said, took = in_virtual_time(main)
+    assert said == ["ok", "ok", "ok", "ok"]
+    assert took == 30.0
+    assert agent.talk.turns == 5
