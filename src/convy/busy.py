@@ -65,6 +65,14 @@ _CUT = 0.9
 _BARE_CUT = 0.95
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
+# Where the HTTP layer tells when a request went on the wire, the next send is paced from then: a
+# request let go on time but written late (its new connection opened first) would otherwise
+# reach the service closer to the next one than the pace, and a strict limit refuses that. The
+# next waits for the last to be on the wire, at most _HOLD seconds; the least of the last _LEADS
+# delays between letting a request go and its being on the wire is taken off the gap, as the
+# next request will take at least that long too.
+_HOLD = 1.0
+_LEADS = 16
 
 
 class Busy(Exception):
@@ -192,6 +200,9 @@ class Places:
         self._resumed = -math.inf  # when the last refusal's pause ended
         self._answers: deque[float] = deque()  # when the answered requests of the last second were sent
         self._service = Service()  # until the service says who it is
+        self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
+        self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
+        self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from letting go to the wire
         self._services = services or Services()
 
     # --- places at once --------------------------------------------------------------------------
@@ -255,18 +266,19 @@ class Places:
         refusals = 0
         delay = self.patience.first
         while True:
-            told = Told()
             if held:  # as ``one`` holds a place, without a context manager's cost on every request
                 start = loop.time()
                 seat = await self.seat()
                 self._noted(start, loop.time() - start, "place")
                 try:
                     send = await self._turn(rank, paced, refused_at)
+                    told = Told(self._on_wire(send) if paced else None)
                     answer = await self._asked(request, told, send, paced)
                 finally:
                     seat.release()
             else:
                 send = await self._turn(rank, paced, refused_at)
+                told = Told(self._on_wire(send) if paced else None)
                 answer = await self._asked(request, told, send, paced)
             match answer:
                 case _Refused(busy=busy):  # noqa: F841 - bound by the pattern
@@ -302,7 +314,7 @@ class Places:
             return _Refused(busy)
         except BaseException:
             if paced:
-                self._landed()
+                self._landed(send)
             raise
         finally:
             TOLD.reset(token)
@@ -326,7 +338,12 @@ class Places:
                 await asyncio.sleep(self._paused_until - loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
-        if not self._send_queue and (self._answered_once or not self._flying) and self._moment(start) <= start:
+        if (
+            not self._send_queue
+            and (self._answered_once or not self._flying)
+            and self._unwritten is None
+            and self._moment(start) <= start
+        ):
             return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
         future: asyncio.Future[_Send] = loop.create_future()
         heapq.heappush(self._send_queue, _Ticket(rank, future))
@@ -335,7 +352,7 @@ class Places:
             send = await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
-                self._landed()
+                self._landed(future.result())
             self._release()
             raise
         self._noted(start, send.moment - start, why)
@@ -355,6 +372,12 @@ class Places:
             if not self._answered_once and self._flying > 0:
                 return  # a service not heard from yet gets one request at a time
             now = loop.time()
+            if self._unwritten is not None:
+                until = self._unwritten.moment + _HOLD
+                if now < until:  # the last one let go is not on the wire yet: the pace counts from then
+                    self._timer = loop.call_at(until, self._release)
+                    return
+                self._unwritten = None
             at = self._moment(now)
             if at > now:
                 self._timer = loop.call_at(at, self._release)
@@ -369,7 +392,39 @@ class Places:
         self.sends += 1
         self._flying += 1
         self._took(now)
+        if self._wire_told:
+            self._unwritten = send
         return send
+
+    def _on_wire(self, send: _Send) -> Callable[[float], None]:
+        """What hears that ``send`` went on the wire."""
+        return lambda moment: self._wrote(send, moment)
+
+    def _wrote(self, send: _Send, moment: float) -> None:
+        """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
+        the pace after it, given that it too takes at least the least delay of late."""
+        self._wire_told = True
+        self._leads.append(max(moment - send.moment, 0.0))
+        if self._unwritten is send:
+            self._unwritten = None
+        lead = min(self._leads)
+        if send.service is self._service:
+            # Counted from then against what is left of the service's limits, which the
+            # participants sharing it all read.
+            self._service.late(send.number, moment - lead)
+        gap = self._spacing()
+        if gap > 0:
+            self._next = max(self._next, moment + gap - lead)
+        if self._send_queue:
+            self._release()
+
+    def _spacing(self) -> float:
+        """The seconds between two sends that per_minute asks for, or the pace found without
+        word from the service."""
+        gap = 60.0 / self.per_minute if self.per_minute else 0.0
+        if self._rate > 0 and self._unmetered():
+            gap = max(gap, 1.0 / self._rate)
+        return gap
 
     def _moment(self, now: float) -> float:
         moment = max(self._paused_until, self._next)
@@ -379,10 +434,7 @@ class Places:
         return moment
 
     def _took(self, now: float) -> None:
-        gap = 60.0 / self.per_minute if self.per_minute else 0.0
-        if self._rate > 0 and self._unmetered():
-            gap = max(gap, 1.0 / self._rate)
-        self._next = max(self._next, now) + gap
+        self._next = max(self._next, now) + self._spacing()
 
     def _unmetered(self) -> bool:
         for meter in self._service.meters.values():  # a loop, not all(): this runs on every send
@@ -390,8 +442,10 @@ class Places:
                 return False
         return True
 
-    def _landed(self) -> None:
+    def _landed(self, send: _Send) -> None:
         self._flying -= 1
+        if self._unwritten is send:  # it ended before it was on the wire (or the layer never told)
+            self._unwritten = None
         if self._send_queue:  # nothing waits: nothing to let go, and a timer left would find nothing
             self._release()
 
@@ -417,7 +471,7 @@ class Places:
             seconds = 1.0 / self._rate
             self._rate *= 2 ** (2 * seconds) if self._growing else 1 + _GROWTH * seconds
         if paced:
-            self._landed()
+            self._landed(send)
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
@@ -425,7 +479,10 @@ class Places:
             self._paused_until = max(self._paused_until, now + pause)
             self._release()
             return
-        self._answered_once = True
+        # Not ``_answered_once``: a refusal before any answer says nothing of the rate (what was
+        # let through is nothing), and a participant that knew no better would go on at once at
+        # a rate made up from the pause, refused again and again; until an answer comes, one
+        # request at a time.
         if told.service:
             self._service = self._services.of(told.service, self._service)
         heard, number = told.heard, send.number
@@ -434,7 +491,13 @@ class Places:
             # The service said exactly what is left: the next send goes when that has grown back,
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
             # a third time waits the whole Retry-After.
-            ready = max(meter.ready(now, self._share) for meter in self._service.meters.values())
+            # Before any answer has said the rate, the reset of the refusal itself is the time
+            # until the next unit; a limit with no rate known would say "now", and be asked again
+            # at once, refused again.
+            ready = max(
+                meter.ready(now, self._share) if meter.rate > 0 else now + self._reset(heard, name)
+                for name, meter in self._service.meters.items()
+            )
             pause = min(pause, max(ready - now, 0.0)) if pause else pause
         if number > self._cut_after:
             # The first refusal of a request sent after the last cut is news: many requests
@@ -465,7 +528,15 @@ class Places:
             self._rate = max(self._rate, 0.01)
         self._paused_until = max(self._paused_until, now + pause)
         self._resumed = self._paused_until
-        self._landed()
+        self._landed(send)
+
+    def _reset(self, heard: Heard, name: str) -> float:
+        """The seconds until a limit is whole again as a refusal said it (0 when it did not)."""
+        match heard.requests if name == "requests" else heard.tokens:
+            case Quota(reset=reset):
+                return reset
+            case _:
+                return 0.0
 
     def _quickest(self, refused: _Send) -> float:
         """The most sends a second that the gaps between the last few sends before a refused one,
