@@ -65,12 +65,13 @@ _CUT = 0.9
 _BARE_CUT = 0.95
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
-# Where the HTTP layer tells when a request went on the wire, the next send is paced from then: a
-# request let go on time but written late (its new connection opened first) would otherwise
-# reach the service closer to the next one than the pace, and a strict limit refuses that. The
-# next waits for the last to be on the wire, at most _HOLD seconds; the least of the last _LEADS
-# delays between letting a request go and its being on the wire is taken off the gap, as the
-# next request will take at least that long too.
+# Where the HTTP layer tells when a request went on the wire, and once the service has refused a
+# request (a limit strict enough for that: a loose one, a burst or a window, is not troubled and
+# would only lose the time), the next send is paced from then: a request let go on time but
+# written late (its new connection opened first) would otherwise reach the service closer to the
+# next one than the pace, and a strict limit refuses that. The next waits for the last to be on
+# the wire, at most _HOLD seconds; the least of the last _LEADS delays between letting a request
+# go and its being on the wire is taken off the gap, as the next request takes at least that too.
 _HOLD = 1.0
 _LEADS = 16
 
@@ -392,7 +393,7 @@ class Places:
         self.sends += 1
         self._flying += 1
         self._took(now)
-        if self._wire_told:
+        if self._wire_told and self._service.strict:
             self._unwritten = send
         return send
 
@@ -407,6 +408,8 @@ class Places:
         self._leads.append(max(moment - send.moment, 0.0))
         if self._unwritten is send:
             self._unwritten = None
+        if not self._service.strict:
+            return
         lead = min(self._leads)
         if send.service is self._service:
             # Counted from then against what is left of the service's limits, which the
@@ -485,7 +488,19 @@ class Places:
         # request at a time.
         if told.service:
             self._service = self._services.of(told.service, self._service)
+        # A refusal shows a strict limit, unless the service says its limit counts more than one
+        # request at a time (a window, a burst), where a late request is made up by the next. The
+        # first such refusal where the HTTP layer tells when requests went on the wire: from now
+        # on they are paced from then, which is what it asked for, not a lower share.
         heard, number = told.heard, send.number
+        loose = False
+        match heard.requests:
+            case Quota(limit=limit) if limit > 1:
+                loose = True
+            case _:
+                pass
+        newly_strict = self._wire_told and not self._service.strict and not loose
+        self._service.strict = self._service.strict or not loose
         self._heard(send, heard, False)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
@@ -503,7 +518,7 @@ class Places:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload.
             self._cut_after = self._service.sends - 1
-            if send.metered:  # a request sent before the service said anything tells nothing of the share
+            if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
                 self._share = max(_SHARE_LEAST, self._share * self._cut(heard))
             while self._answers and self._answers[0] < now - 1.0:
                 self._answers.popleft()

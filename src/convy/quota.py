@@ -162,6 +162,7 @@ class Service:
         self.meters = {"requests": Meter(), "tokens": Meter()}
         self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
         self.sends = 0
+        self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
 
     def took(self, now: float, share: float) -> int:
         """Note a send at ``now``; its number."""
