@@ -21,7 +21,13 @@ requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a sec
 - ``shared``: the agent and the judge (a ``ChatJudge``, one request per claim, ``--claims``) on the
   same key: one burst-1 bucket counts both; the floor counts both;
 - ``tokens``: a token limit (TPM) alone: a bucket of tokens (a request's body bytes / 4) with a
-  second's worth of burst, filled at ``rate`` times a request's tokens a second.
+  second's worth of burst, filled at ``rate`` times a request's tokens a second;
+- ``advice4``, ``advice16``: the strict bucket with what an earlier README advised for it,
+  ``agent_per_minute`` 1,150 (0.96 of the limit: its own floor is 1.04x) and 4 or 16 places;
+- ``nginx``: nginx's ``limit_req`` in front of the stand-in (a limit written by others): ``rate``
+  a second, no burst (a request sooner than 1/rate after the last one admitted is refused, to the
+  millisecond), 429 with ``Retry-After: 1`` and no ``x-ratelimit-*`` header; its access log
+  counts what it received and refused. Played only where ``nginx`` is installed.
 
 For each: ``wall / floor``, ``refused`` (429s / requests the server received), and the spread of
 the attempts' own durations (p50/p95/max seconds: waiting for a place or a pace must be fair, no
@@ -50,6 +56,7 @@ import json
 import multiprocessing
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -181,8 +188,6 @@ http {{
     def __exit__(self, *exc: object) -> None:
         self._process.terminate()
         self._process.wait(10)
-        import shutil
-
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
@@ -464,6 +469,9 @@ def main() -> None:
         print(f"{'shape':<28} {'now':<47} {before}")
         cap = arguments.cap * arguments.requests / arguments.rate
         for shape in shapes:
+            if shape == "nginx" and shutil.which("nginx") is None:
+                print(f"{LABELS[shape]:<28} not played: nginx is not installed (apt-get install -y nginx)")
+                continue
             result = limited(shape, arguments)
             row = f"{LABELS[shape]:<28} {shown(shape, result, arguments, cap):<47}"
             if arguments.before:

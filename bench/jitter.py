@@ -14,8 +14,13 @@ convy's side:
            kept one: said apart)
 the stand-in's side:
   read     the moment its event loop got those bytes from the socket (``data_received``)
-  counted  the moment its limit counted the request (``Received.time``, after the whole request was
-           read and parsed)
+  counted  the moment its limit counted the request (``Received.time``): the kernel's stamp of the
+           bytes' arrival (SO_TIMESTAMPNS), so before ``read``; until the stand-in stamped that, it
+           was its clock once the whole request was read and parsed, after ``read``
+
+"the same strict bucket replayed" counts what a strict bucket would have refused had it counted
+the requests at each step: at ``read``, what a limit in the stand-in's loop would refuse; at
+``written``, the refusals convy's own side causes.
 
 For each step: the delay's p50 / p90 / p99 / max in ms, and for each refused request the steps
 where it lost (or gained) time against the request before it.
