@@ -21,7 +21,13 @@ requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a sec
 - ``shared``: the agent and the judge (a ``ChatJudge``, one request per claim, ``--claims``) on the
   same key: one burst-1 bucket counts both; the floor counts both;
 - ``tokens``: a token limit (TPM) alone: a bucket of tokens (a request's body bytes / 4) with a
-  second's worth of burst, filled at ``rate`` times a request's tokens a second.
+  second's worth of burst, filled at ``rate`` times a request's tokens a second;
+- ``advice4``, ``advice16``: the strict bucket with what an earlier README advised for it,
+  ``agent_per_minute`` 1,150 (0.96 of the limit: its own floor is 1.04x) and 4 or 16 places;
+- ``nginx``: nginx's ``limit_req`` in front of the stand-in (a limit written by others): ``rate``
+  a second, no burst (a request sooner than 1/rate after the last one admitted is refused, to the
+  millisecond), 429 with ``Retry-After: 1`` and no ``x-ratelimit-*`` header; its access log
+  counts what it received and refused. Played only where ``nginx`` is installed.
 
 For each: ``wall / floor``, ``refused`` (429s / requests the server received), and the spread of
 the attempts' own durations (p50/p95/max seconds: waiting for a place or a pace must be fair, no
@@ -50,10 +56,12 @@ import json
 import multiprocessing
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +69,7 @@ import httpx2
 import msgspec
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
-SHAPES = ("bucket1", "bare", "bucket20", "window", "halved", "shared", "tokens")
+SHAPES = ("bucket1", "bare", "bucket20", "window", "halved", "shared", "tokens", "advice4", "advice16", "nginx")
 LABELS = {
     "bucket1": "bucket, burst 1",
     "bare": "bucket, burst 1, no headers",
@@ -70,7 +78,12 @@ LABELS = {
     "halved": "rate halves mid-run",
     "shared": "agent + judge, one key",
     "tokens": "token limit (TPM)",
+    "advice4": "burst 1, per_minute 1150, 4",
+    "advice16": "burst 1, per_minute 1150, 16",
+    "nginx": "nginx limit_req, burst 0",
 }
+# The advice an earlier README gave for a strict limit: a per-minute cap a little under it, and places.
+ADVICE = {"advice4": {"agent_per_minute": 1150, "agent_places": 4}, "advice16": {"agent_per_minute": 1150, "agent_places": 16}}
 BODY_TOKENS = 14  # about what one agent request's body counts as tokens (bytes / 4) in the stand-in
 
 
@@ -84,7 +97,7 @@ def limit_of(shape: str, rate: float, floor: float) -> Any:
     from standin import Bucket, Changing, Window
 
     match shape:
-        case "bucket1" | "shared":
+        case "bucket1" | "shared" | "advice4" | "advice16":
             return Bucket(rate, 1)
         case "bare":
             return Bucket(rate, 1, headers=False)
@@ -96,7 +109,86 @@ def limit_of(shape: str, rate: float, floor: float) -> Any:
             return Changing(Bucket(rate, 1), Bucket(rate / 2, 1), after=floor / 3)
         case "tokens":
             return Bucket(rate * BODY_TOKENS, rate * BODY_TOKENS, unit="tokens")
+        case "nginx":
+            return None  # nginx limits, in front of the stand-in
     raise ValueError(shape)
+
+
+class Nginx:
+    """nginx in front of a URL, limiting every request with its own ``limit_req``: ``rate`` a
+    second, no burst (strict: a request sooner than 1/rate after the last admitted one is
+    refused, to the millisecond), 429 with ``Retry-After: 1``, no ``x-ratelimit-*`` header. It
+    counts what it received and refused from its access log."""
+
+    def __init__(self, upstream: str, rate: float) -> None:
+        self.upstream = upstream
+        self.rate = rate
+
+    def __enter__(self) -> Nginx:
+        import socket
+        import tempfile
+
+        self._folder = Path(tempfile.mkdtemp(prefix="busy-nginx-"))
+        with socket.socket() as probe:  # a free port, taken by nginx at once after
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        folder = self._folder
+        (folder / "nginx.conf").write_text(
+            f"""
+worker_processes 1;
+daemon off;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    log_format status '$status';
+    access_log {folder}/access.log status;
+    client_body_temp_path {folder}/body;
+    proxy_temp_path {folder}/proxy;
+    fastcgi_temp_path {folder}/fastcgi;
+    uwsgi_temp_path {folder}/uwsgi;
+    scgi_temp_path {folder}/scgi;
+    limit_req_zone $server_port zone=one:1m rate={round(self.rate)}r/s;
+    limit_req_status 429;
+    upstream standin {{ server {self.upstream.removeprefix("http://")}; keepalive 64; }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            limit_req zone=one;
+            proxy_pass http://standin;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+        error_page 429 = @busy;
+        location @busy {{
+            add_header Retry-After 1 always;
+            return 429 '{{"error": {{"message": "Rate limit reached (nginx)"}}}}';
+        }}
+    }}
+}}
+"""
+        )
+        self._process = subprocess.Popen(["nginx", "-p", str(folder), "-c", str(folder / "nginx.conf")], stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"nginx did not start: {self._process.stderr.read().decode() if self._process.stderr else ''}") from None
+                time.sleep(0.02)
+        return self
+
+    def statuses(self) -> Counter[str]:
+        log = self._folder / "access.log"
+        return Counter(log.read_text().split()) if log.exists() else Counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self._process.terminate()
+        self._process.wait(10)
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 # --- the stand-in, in a child process -----------------------------------------------------------
@@ -178,15 +270,19 @@ def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
     attempts = max(1, arguments.requests // arguments.turns)
     floor = attempts * arguments.turns / arguments.rate
     settings = {"latency": arguments.latency, "shape": shape, "rate": arguments.rate, "floor": floor, "judge": claims > 0}
-    with Service(**settings) as service:
-        agent = JsonAgent(JsonEndpoint(service.url + "/agent"), reply="output.text")
-        judge = ChatJudge(OpenAiModel("stand-in", service.url + "/v1")) if claims else Absent()
-        bench = Bench(agent, Models(judge=judge), limits_of(arguments))
+    with Service(**settings) as service, (Nginx(service.url, arguments.rate) if shape == "nginx" else nullcontext()) as edge:
+        url = edge.url if edge is not None else service.url
+        agent = JsonAgent(JsonEndpoint(url + "/agent"), reply="output.text")
+        judge = ChatJudge(OpenAiModel("stand-in", url + "/v1")) if claims else Absent()
+        bench = Bench(agent, Models(judge=judge), limits_of(shape, arguments))
         journal = MemoryJournal()
         start = time.perf_counter()
         asyncio.run(bench.run(Plan((scenario(arguments.turns, claims),), attempts), journal))
         wall = time.perf_counter() - start
         stats = service.stats()
+        if edge is not None:  # the stand-in saw only what nginx let through
+            statuses = edge.statuses()
+            stats["refused"], stats["received"] = statuses["429"], sum(statuses.values())
     stops = Counter(outcome.stop for outcome in journal.outcomes)
     judged_well = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
     durations = sorted(outcome.seconds for outcome in journal.outcomes)
@@ -194,11 +290,12 @@ def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
     return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": judged_well, "spread": spread, **stats}
 
 
-def limits_of(arguments: argparse.Namespace) -> Any:
-    """The limited cases' settings: the defaults, unless --agent-places or --agent-per-minute."""
+def limits_of(shape: str, arguments: argparse.Namespace) -> Any:
+    """A limited case's settings: the defaults, unless --agent-places or --agent-per-minute, or
+    the shape is the earlier README's advice."""
     from convy import Limits
 
-    given = {"agent_places": arguments.agent_places, "agent_per_minute": arguments.agent_per_minute}
+    given = {"agent_places": arguments.agent_places, "agent_per_minute": arguments.agent_per_minute, **ADVICE.get(shape, {})}
     return Limits(**{name: value for name, value in given.items() if value is not None})
 
 
@@ -372,6 +469,9 @@ def main() -> None:
         print(f"{'shape':<28} {'now':<47} {before}")
         cap = arguments.cap * arguments.requests / arguments.rate
         for shape in shapes:
+            if shape == "nginx" and shutil.which("nginx") is None:
+                print(f"{LABELS[shape]:<28} not played: nginx is not installed (apt-get install -y nginx)")
+                continue
             result = limited(shape, arguments)
             row = f"{LABELS[shape]:<28} {shown(shape, result, arguments, cap):<47}"
             if arguments.before:

@@ -26,6 +26,7 @@ slides gives a `HandClock` and moves it, so the test does not depend on how fast
 from __future__ import annotations
 
 import asyncio
+import asyncio.selector_events
 import email.utils
 import inspect
 import itertools
@@ -35,6 +36,7 @@ import re
 import socket
 import ssl
 import struct
+import sys
 import threading
 import time
 import traceback
@@ -221,7 +223,8 @@ class Received:
     joined with ", ". json: the parsed body, or None. connection: id of the TCP connection (1, 2, ...).
     conversation: x-conversation header, else body session / session_id / user / metadata.conversation, else "".
     message: text of the newest user message (chat: last role=user message; agent: "message" or last history item).
-    kind: "chat", "agent", "health" or "other". time: the stand-in's clock when recorded.
+    kind: "chat", "agent", "health" or "other". time: the stand-in's clock when the request's first bytes were read
+    off the socket (as a real edge stamps it); the rate limits count it then.
     Filled in while answering: fault (the Fault applied, or None), refused ("unauthorized" / "rate-limited" / None),
     status (status code sent, None if nothing was sent), client_cert (client certificate identity under mTLS).
     """
@@ -330,6 +333,40 @@ class _Request:
     version: str
     headers: dict[str, str]
     body: bytes
+    arrived: float = 0.0  # the clock when its first bytes were read off the socket
+
+
+class _Reader(asyncio.StreamReader):
+    """A connection's reader that notes when the first bytes of the next request arrived: the
+    moment a real edge (nginx, a provider's gateway) counts a request against a limit. That is
+    the kernel's stamp of their arrival when the connection's transport has one (``_Stamped``),
+    else the stand-in's clock as they are read. The moment the whole request has been parsed is
+    later by whatever the stand-in's event loop had to do first; the moment its loop reads them,
+    later by however long this process, sharing the machine with the client, waited for a CPU. On
+    a loaded machine either is milliseconds, which an edge on a machine of its own does not add,
+    and a strict limit stamped then refuses requests that came in time."""
+
+    def __init__(self, clock: Callable[[], float], limit: int) -> None:
+        super().__init__(limit=limit)
+        self._clock = clock
+        self._arrived: float | None = None
+        self._stamp: float | None = None
+
+    def stamped(self, moment: float) -> None:
+        """The bytes fed next arrived at ``moment``."""
+        self._stamp = moment
+
+    def feed_data(self, data: bytes) -> None:
+        if data and self._arrived is None:
+            self._arrived = self._clock() if self._stamp is None else self._stamp
+        self._stamp = None
+        super().feed_data(data)
+
+    def taken(self) -> float:
+        """When the request just read arrived; the next one's bytes are stamped afresh."""
+        arrived = self._clock() if self._arrived is None else self._arrived
+        self._arrived = None
+        return arrived
 
 
 @dataclass
@@ -544,6 +581,72 @@ class Limits:
 
 # ---------------------------------------------------------------------------------------------- the server
 
+# Linux's SO_TIMESTAMPNS (the socket module does not name it): the kernel's time of arrival of the bytes read.
+_SO_TIMESTAMPNS: int | None = 35 if sys.platform == "linux" else None
+
+
+class _Stamped(asyncio.selector_events._SelectorSocketTransport):  # type: ignore[name-defined,misc]
+    """A connection that reads with the kernel's stamp of when the bytes arrived (SO_TIMESTAMPNS),
+    turned into time.monotonic's clock, and hands it to its protocol before the bytes."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stamps = False
+        if _SO_TIMESTAMPNS is not None:
+            try:
+                self._sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+                self._stamps = True
+            except OSError:
+                pass
+
+    def _read_ready__data_received(self) -> None:
+        if not self._stamps or not isinstance(self._protocol, _Arrivals):
+            return super()._read_ready__data_received()
+        if self._conn_lost:
+            return None
+        try:
+            data, ancillary, _, _ = self._sock.recvmsg(self.max_size, 64)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - as asyncio's own transport does
+            self._fatal_error(exc, "Fatal read error on socket transport")
+            return None
+        if not data:
+            self._read_ready__on_eof()
+            return None
+        for level, kind, raw in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(raw) >= 16:
+                seconds, nanoseconds = struct.unpack("qq", raw[:16])
+                self._protocol.stamped(seconds + nanoseconds / 1e9 - (time.time() - time.monotonic()))
+        try:
+            self._protocol.data_received(data)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - as asyncio's own transport does
+            self._fatal_error(exc, "Fatal error: protocol.data_received() call failed.")
+        return None
+
+
+class _StampingLoop(asyncio.SelectorEventLoop):
+    """The stand-in's event loop on the real clock: its connections are ``_Stamped``."""
+
+    def _make_socket_transport(self, sock: Any, protocol: Any, waiter: Any = None, *, extra: Any = None, server: Any = None) -> Any:
+        return _Stamped(self, sock, protocol, waiter, extra, server)
+
+
+class _Arrivals(asyncio.StreamReaderProtocol):
+    """asyncio's stream protocol, passing a kernel's stamp of arrival on to its ``_Reader``."""
+
+    def __init__(self, reader: _Reader, connected: Any) -> None:
+        super().__init__(reader, connected)
+        self._reader = reader
+
+    def stamped(self, moment: float) -> None:
+        self._reader.stamped(moment)
+
+
 
 class StandIn:
     """A real HTTP/1.1 server on 127.0.0.1 (port chosen by the OS), in a background thread. See the module doc.
@@ -629,7 +732,8 @@ class StandIn:
         if self.tls is not None:
             self.tls.server_context()  # made here, so that a bad config fails in the caller's thread
         ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
+        # On the real clock, requests are stamped as the kernel received them; a hand clock stamps them itself.
+        self._loop = _StampingLoop() if self._clock is time.monotonic else asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, args=(ready,), name="standin", daemon=True)
         self._thread.start()
         if not ready.wait(10):
@@ -655,9 +759,7 @@ class StandIn:
         asyncio.set_event_loop(loop)
         loop.set_exception_handler(self._loop_exception)
         try:
-            self._server = loop.run_until_complete(
-                asyncio.start_server(self._serve, self.host, 0, limit=1 << 20, reuse_address=True)
-            )
+            self._server = loop.run_until_complete(loop.create_server(self._protocol, self.host, 0, reuse_address=True))
             self.port = self._server.sockets[0].getsockname()[1]
         except BaseException as error:  # noqa: BLE001 - handed to the starting thread
             self._start_error = error
@@ -802,6 +904,10 @@ class StandIn:
 
     # ------------------------------------------------------------------------------------- connections
 
+    def _protocol(self) -> asyncio.StreamReaderProtocol:
+        """A new connection's protocol: asyncio.start_server's, with a reader that stamps arrivals."""
+        return _Arrivals(_Reader(self._clock, 1 << 20), self._serve)
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -827,6 +933,8 @@ class StandIn:
                     return
                 if request is None:
                     return
+                if isinstance(reader, _Reader):
+                    request.arrived = reader.taken()
                 if not await self._handle(request, writer, connection, client_cert):
                     return
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError, TimeoutError):
@@ -853,6 +961,7 @@ class StandIn:
         except (ValueError, UnicodeDecodeError):
             data = None
         kind = _kind(request.method, path)
+        arrived = request.arrived if request.arrived else self._clock()
         shown = {name: (REDACTED if name == "authorization" else value) for name, value in headers.items()}
         record = Received(
             method=request.method,
@@ -865,7 +974,7 @@ class StandIn:
             conversation=_conversation(headers, data),
             message=_newest_user_message(kind, data),
             kind=kind,
-            time=self._clock(),
+            time=arrived,
             client_cert=client_cert,
         )
         with self._lock:
@@ -957,7 +1066,7 @@ class StandIn:
 
     def _admit(self, record: Received) -> int | None:
         """Admit a request under the rate limit (None), or return the whole seconds to wait (>= 1)."""
-        now = self._clock()
+        now = record.time  # when it arrived, as a real edge counts it
         with self._lock:
             if self._limit is not None:
                 cost = max(1, len(record.body) // 4)

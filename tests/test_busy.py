@@ -637,6 +637,159 @@ def test_a_refusal_with_the_exact_reset_costs_no_whole_second() -> None:
     assert seconds < 1.0
 
 
+class Opening(Simulated):
+    """A service reached over connections, some of them new: the request's head goes on the wire
+    only after ``opening`` seconds for every ``every``-th request (the connection opened first:
+    an address resolved in a thread, a TLS handshake), and at once for the others. It tells the
+    request's ``Told`` when the head is on the wire, as the HTTP layer does, and its limit counts
+    the request then."""
+
+    def __init__(self, limit: Any, opening: float, every: int) -> None:
+        super().__init__(limit)
+        self.opening = opening
+        self.every = every
+        self.requests = 0
+
+    async def __call__(self) -> str:
+        self.requests += 1
+        if self.requests % self.every == 1:
+            await asyncio.sleep(self.opening)
+        told = TOLD.get()
+        if told is not None:
+            told.wrote(asyncio.get_running_loop().time())
+        return await super().__call__()
+
+
+@pytest.mark.parametrize(("opening", "every"), [(0.008, 3), (0.02, 3), (0.08, 10)])
+def test_the_pace_counts_from_when_a_request_went_on_the_wire(opening: float, every: int) -> None:
+    """A request let go on time but written late (its connection opened first) would reach a
+    strict bucket closer to the next than the pace: the next send is paced from the moment the
+    request was on the wire, and waits for it while it is not (80 ms is more than a gap), from the
+    first refusal on, which shows the limit is that strict. One is refused, and 300 requests take
+    within 1.02 x the floor plus the time the late ones were late (a strict bucket's unit unused
+    meanwhile is lost); paced from the moment a request was let go, 8, 16 and 33 were refused, in
+    18.2, 22.3 and 27.9 s."""
+    from standin import Bucket
+
+    service = Opening(Bucket(20, 1), opening, every)
+    seconds = played_against((service, 4))
+    late = len(range(1, service.requests + 1, every)) * opening
+    assert service.answered == 300
+    assert service.refused <= 1
+    assert seconds <= 1.02 * (15.0 + late), f"{seconds:.2f} s of virtual time"
+
+
+@pytest.mark.parametrize(("shape", "refused"), [("bucket, burst 20", 0), ("sliding window", 2)])
+def test_a_loose_limit_is_not_paced_from_the_wire(shape: str, refused: int) -> None:
+    """A loose limit (a burst, a window: the service says it counts more than one request at a
+    time) makes up for a request that reaches it late with the next: the pace is not held back
+    by the late ones, not even after a refusal. 300 requests, every third 20 ms late: within 1.05
+    x the floor, the 2 s the late ones were late not added (a window refused 1 and took 17.1 s
+    when its refusal made the pace count from the wire)."""
+    from standin import Bucket, Window
+
+    service = Opening(Bucket(20, 20) if shape == "bucket, burst 20" else Window(20, 1.0), 0.02, 3)
+    seconds = played_against((service, 4))
+    assert service.answered == 300
+    assert service.refused <= refused
+    assert seconds <= 1.05 * 15.0, f"{seconds:.2f} s of virtual time"
+
+
+def test_a_request_that_never_says_it_went_on_the_wire_holds_the_next_at_most_a_second() -> None:
+    """Once the HTTP layer has told when a request went on the wire and the service has refused
+    one, the next send waits for the last one's word; a request that never tells (it is not sent
+    over HTTP, say) holds the next at most a second, and none at all once it has ended."""
+
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        places = Places(4, patience=Patience(600))
+        let: list[float] = []
+
+        async def told() -> str:
+            let.append(loop.time())
+            said = TOLD.get()
+            assert said is not None
+            said.wrote(loop.time())
+            return "answer"
+
+        async def silent(seconds: float) -> str:
+            let.append(loop.time())
+            await asyncio.sleep(seconds)
+            return "answer"
+
+        await places.sent(Refusing(1, retry_after=0.01))
+        let.clear()
+        await places.sent(told)
+        long = asyncio.create_task(places.sent(lambda: silent(10.0)))
+        await settled()
+        await places.sent(told)  # waits for the silent one's word, a second at most
+        short = asyncio.create_task(places.sent(lambda: silent(0.2)))
+        await settled()
+        await places.sent(told)  # held until the silent one ended
+        await asyncio.gather(long, short)
+        return [moment - let[0] for moment in let]
+
+    moments = run(main)
+    assert moments[2] - moments[1] == pytest.approx(1.0), moments
+    assert moments[4] - moments[3] == pytest.approx(0.2), moments
+
+
+def test_agent_and_judge_on_one_key_count_from_when_each_request_went_on_the_wire() -> None:
+    """An agent's request written late (its connection opened first) is counted by the limit it
+    shares with the judge from then: the judge's next send keeps a whole gap after it too. 600
+    requests, every third 8 ms late: at most 4 refused (0.7%), within 1.02 x the floor plus the
+    time the late ones were late; paced from the moment a request was let go, 60 were refused, in
+    36.2 s."""
+    from standin import Bucket
+
+    service = Opening(Bucket(20, 1), 0.008, 3)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        start = loop.time()
+
+        async def said() -> str:
+            told = TOLD.get()
+            if told is not None:
+                told.service = "one key"
+            return await service()
+
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        judge = Places(8, "judge", patience=Patience(600), services=services)
+        await asyncio.gather(*(agent.sent(said) for _ in range(300)), *(judge.sent(said) for _ in range(300)))
+        return loop.time() - start
+
+    seconds = run(main)
+    late = len(range(1, service.requests + 1, 3)) * 0.008
+    assert service.answered == 600
+    assert service.refused <= 4
+    assert seconds <= 1.02 * (30.0 + late), f"{seconds:.2f} s of virtual time"
+
+
+def test_a_refusal_before_any_answer_leaves_one_request_at_a_time() -> None:
+    """A service whose unit someone else has just taken refuses the first request before any
+    answer has said its rate: the next goes when the refusal's reset says, one at a time until
+    an answer comes, not all eight places at once. 40 requests: at most 2 refused and within
+    1.15 x the floor of 2 s; before, 25 were refused, in 3.1 s."""
+    from standin import Bucket
+
+    service = Simulated(Bucket(20, 1))
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        service.limit.level = 0.0
+        service.limit.moment = loop.time()
+        places = Places(8, patience=Patience(600))
+        await asyncio.gather(*(places.sent(service) for _ in range(40)))
+        return loop.time() - START
+
+    seconds = run(main)
+    assert service.answered == 40
+    assert service.refused <= 2
+    assert seconds <= 1.15 * 2.0, f"{seconds:.2f} s of virtual time"
+
+
 # --- per minute ------------------------------------------------------------------------------------
 
 
@@ -659,6 +812,30 @@ def test_per_minute_spaces_the_sends_evenly() -> None:
     first = stamps[0]
     for number, stamp in enumerate(stamps):
         assert stamp - first >= number * 0.05 - 0.002, f"send {number} came {stamp - first:.3f} s after the first"
+
+
+def test_per_minute_is_kept_on_average_when_a_send_goes_a_little_late() -> None:
+    """A send let go a little after its slot (its place came free 4 ms late) is made up by the
+    next, by at most a tenth of a gap: 21 sends at per_minute=1200 take 1 s (and the last one's
+    4 ms), not 1.02 s, and none follows the one before by less than 45 ms."""
+    stamps: list[float] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        places = Places(1, per_minute=1200)
+
+        async def request() -> str:
+            stamps.append(loop.time())
+            await asyncio.sleep(0.054 if len(stamps) % 4 == 0 else 0.01)
+            return "answer"
+
+        for _ in range(21):
+            await places.sent(request)
+
+    run(main)
+    gaps = [later - earlier for earlier, later in zip(stamps, stamps[1:], strict=False)]
+    assert stamps[-1] - stamps[0] <= 1.0 + 0.004 + 1e-9, f"{stamps[-1] - stamps[0]:.4f} s"
+    assert min(gaps) >= 0.045 - 1e-9, gaps
 
 
 def test_without_per_minute_nothing_is_spaced() -> None:

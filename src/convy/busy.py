@@ -65,6 +65,15 @@ _CUT = 0.9
 _BARE_CUT = 0.95
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
+# Where the HTTP layer tells when a request went on the wire, and once the service has refused a
+# request (a limit strict enough for that: a loose one, a burst or a window, is not troubled and
+# would only lose the time), the next send is paced from then: a request let go on time but
+# written late (its new connection opened first) would otherwise reach the service closer to the
+# next one than the pace, and a strict limit refuses that. The next waits for the last to be on
+# the wire, at most _HOLD seconds; the least of the last _LEADS delays between letting a request
+# go and its being on the wire is taken off the gap, as the next request takes at least that too.
+_HOLD = 1.0
+_LEADS = 16
 
 
 class Busy(Exception):
@@ -192,6 +201,9 @@ class Places:
         self._resumed = -math.inf  # when the last refusal's pause ended
         self._answers: deque[float] = deque()  # when the answered requests of the last second were sent
         self._service = Service()  # until the service says who it is
+        self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
+        self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
+        self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from letting go to the wire
         self._services = services or Services()
 
     # --- places at once --------------------------------------------------------------------------
@@ -258,20 +270,21 @@ class Places:
         refusals = 0
         delay = self.patience.first
         while True:
-            told = Told()
             if refused_at < 0 and self._clear(held, paced):
-                send, answer = await self._at_once(request, told, held, paced)
+                send, told, answer = await self._at_once(request, held, paced)
             elif held:  # as ``one`` holds a place, without a context manager's cost on every request
                 start = loop.time()
                 seat = await self.seat()
                 self._noted(start, loop.time() - start, "place")
                 try:
                     send = await self._turn(rank, paced, refused_at)
+                    told = Told(self._on_wire(send) if paced else None)
                     answer = await self._asked(request, told, send, paced)
                 finally:
                     seat.release()
             else:
                 send = await self._turn(rank, paced, refused_at)
+                told = Told(self._on_wire(send) if paced else None)
                 answer = await self._asked(request, told, send, paced)
             match answer:
                 case _Answered(value=value):
@@ -311,17 +324,18 @@ class Places:
             and not self.refused
             and not self._send_queue
             and (self._answered_once or not self._flying)
+            and not self._service.strict  # a strict limit paces each send from when it went on the wire
+            and self._unwritten is None
             and self._unmetered()
         )
 
     async def _at_once(
-        self, request: Callable[[], Awaitable[T]], told: Told, held: bool, paced: bool
-    ) -> tuple[_Send, _Answered[T] | _Refused]:
+        self, request: Callable[[], Awaitable[T]], held: bool, paced: bool
+    ) -> tuple[_Send, Told, _Answered[T] | _Refused]:
         """A first try that waits for nothing (``_clear``), sent now: the seat, the send and the
         answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        unsaid = told.heard  # the HTTP layer puts what a service says of its limits in its place
         if held:
             self._taken += 1
             if self._taken > self.peak:
@@ -335,14 +349,16 @@ class Places:
                     self._next = now
             else:
                 send = _Send(self._service, -1, now)
+            told = Told(self._on_wire(send) if paced else None)
+            unsaid = told.heard  # the HTTP layer puts what a service says of its limits in its place
             token = TOLD.set(told)
             try:
                 answer = await request()
             except Busy as busy:
-                return send, _Refused(busy)
+                return send, told, _Refused(busy)
             except BaseException:
                 if paced:
-                    self._landed()
+                    self._landed(send)
                 raise
             finally:
                 TOLD.reset(token)
@@ -358,8 +374,8 @@ class Places:
                     if send.number > self._cut_after and self._share < _SHARE_MOST:
                         growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
                         self._share = min(_SHARE_MOST, self._share + growth)
-                    self._landed()
-            return send, _Answered(answer)
+                    self._landed(send)
+            return send, told, _Answered(answer)
         finally:
             if held:
                 self._freed()
@@ -374,7 +390,7 @@ class Places:
             return _Refused(busy)
         except BaseException:
             if paced:
-                self._landed()
+                self._landed(send)
             raise
         finally:
             TOLD.reset(token)
@@ -398,7 +414,12 @@ class Places:
                 await asyncio.sleep(self._paused_until - loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
-        if not self._send_queue and (self._answered_once or not self._flying) and self._moment(start) <= start:
+        if (
+            not self._send_queue
+            and (self._answered_once or not self._flying)
+            and self._unwritten is None
+            and self._moment(start) <= start
+        ):
             return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
         future: asyncio.Future[_Send] = loop.create_future()
         heapq.heappush(self._send_queue, _Ticket(rank, future))
@@ -407,7 +428,7 @@ class Places:
             send = await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
-                self._landed()
+                self._landed(future.result())
             self._release()
             raise
         self._noted(start, send.moment - start, why)
@@ -427,6 +448,12 @@ class Places:
             if not self._answered_once and self._flying > 0:
                 return  # a service not heard from yet gets one request at a time
             now = loop.time()
+            if self._unwritten is not None:
+                until = self._unwritten.moment + _HOLD
+                if now < until:  # the last one let go is not on the wire yet: the pace counts from then
+                    self._timer = loop.call_at(until, self._release)
+                    return
+                self._unwritten = None
             at = self._moment(now)
             if at > now:
                 self._timer = loop.call_at(at, self._release)
@@ -441,7 +468,41 @@ class Places:
         self.sends += 1
         self._flying += 1
         self._took(now)
+        if self._wire_told and self._service.strict:
+            self._unwritten = send
         return send
+
+    def _on_wire(self, send: _Send) -> Callable[[float], None]:
+        """What hears that ``send`` went on the wire."""
+        return lambda moment: self._wrote(send, moment)
+
+    def _wrote(self, send: _Send, moment: float) -> None:
+        """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
+        the pace after it, given that it too takes at least the least delay of late."""
+        self._wire_told = True
+        self._leads.append(max(moment - send.moment, 0.0))
+        if self._unwritten is send:
+            self._unwritten = None
+        if not self._service.strict:
+            return
+        lead = min(self._leads)
+        if send.service is self._service:
+            # Counted from then against what is left of the service's limits, which the
+            # participants sharing it all read.
+            self._service.late(send.number, moment - lead)
+        gap = self._spacing()
+        if gap > 0:
+            self._next = max(self._next, moment + gap - lead)
+        if self._send_queue:
+            self._release()
+
+    def _spacing(self) -> float:
+        """The seconds between two sends that per_minute asks for, or the pace found without
+        word from the service."""
+        gap = 60.0 / self.per_minute if self.per_minute else 0.0
+        if self._rate > 0 and self._unmetered():
+            gap = max(gap, 1.0 / self._rate)
+        return gap
 
     def _moment(self, now: float) -> float:
         moment = max(self._paused_until, self._next)
@@ -451,10 +512,13 @@ class Places:
         return moment
 
     def _took(self, now: float) -> None:
-        gap = 60.0 / self.per_minute if self.per_minute else 0.0
-        if self._rate > 0 and self._unmetered():
-            gap = max(gap, 1.0 / self._rate)
-        self._next = max(self._next, now) + gap
+        spacing = self._spacing()
+        if self.per_minute and spacing <= 60.0 / self.per_minute:
+            # A cap per minute is kept on average: a send let go a little late (a timer fired
+            # late, a place came free late) is made up by the next, by at most a tenth of a gap.
+            self._next = (self._next if now - self._next <= spacing / 10 else now) + spacing
+        else:
+            self._next = max(self._next, now) + spacing
 
     def _unmetered(self) -> bool:
         for meter in self._service.meters.values():  # a loop, not all(): this runs on every send
@@ -462,8 +526,10 @@ class Places:
                 return False
         return True
 
-    def _landed(self) -> None:
+    def _landed(self, send: _Send) -> None:
         self._flying -= 1
+        if self._unwritten is send:  # it ended before it was on the wire (or the layer never told)
+            self._unwritten = None
         if self._send_queue:  # nothing waits: nothing to let go, and a timer left would find nothing
             self._release()
 
@@ -489,7 +555,7 @@ class Places:
             seconds = 1.0 / self._rate
             self._rate *= 2 ** (2 * seconds) if self._growing else 1 + _GROWTH * seconds
         if paced:
-            self._landed()
+            self._landed(send)
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
@@ -497,22 +563,43 @@ class Places:
             self._paused_until = max(self._paused_until, now + pause)
             self._release()
             return
-        self._answered_once = True
+        # Not ``_answered_once``: a refusal before any answer says nothing of the rate (what was
+        # let through is nothing), and a participant that knew no better would go on at once at
+        # a rate made up from the pause, refused again and again; until an answer comes, one
+        # request at a time.
         if told.service:
             self._service = self._services.of(told.service, self._service)
+        # A refusal shows a strict limit, unless the service says its limit counts more than one
+        # request at a time (a window, a burst), where a late request is made up by the next. The
+        # first such refusal where the HTTP layer tells when requests went on the wire: from now
+        # on they are paced from then, which is what it asked for, not a lower share.
         heard, number = told.heard, send.number
+        loose = False
+        match heard.requests:
+            case Quota(limit=limit) if limit > 1:
+                loose = True
+            case _:
+                pass
+        newly_strict = self._wire_told and not self._service.strict and not loose
+        self._service.strict = self._service.strict or not loose
         self._heard(send, heard, False)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
             # a third time waits the whole Retry-After.
-            ready = max(meter.ready(now, self._share) for meter in self._service.meters.values())
+            # Before any answer has said the rate, the reset of the refusal itself is the time
+            # until the next unit; a limit with no rate known would say "now", and be asked again
+            # at once, refused again.
+            ready = max(
+                meter.ready(now, self._share) if meter.rate > 0 else now + self._reset(heard, name)
+                for name, meter in self._service.meters.items()
+            )
             pause = min(pause, max(ready - now, 0.0)) if pause else pause
         if number > self._cut_after:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload.
             self._cut_after = self._service.sends - 1
-            if send.metered:  # a request sent before the service said anything tells nothing of the share
+            if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
                 self._share = max(_SHARE_LEAST, self._share * self._cut(heard))
             while self._answers and self._answers[0] < now - 1.0:
                 self._answers.popleft()
@@ -537,7 +624,15 @@ class Places:
             self._rate = max(self._rate, 0.01)
         self._paused_until = max(self._paused_until, now + pause)
         self._resumed = self._paused_until
-        self._landed()
+        self._landed(send)
+
+    def _reset(self, heard: Heard, name: str) -> float:
+        """The seconds until a limit is whole again as a refusal said it (0 when it did not)."""
+        match heard.requests if name == "requests" else heard.tokens:
+            case Quota(reset=reset):
+                return reset
+            case _:
+                return 0.0
 
     def _quickest(self, refused: _Send) -> float:
         """The most sends a second that the gaps between the last few sends before a refused one,

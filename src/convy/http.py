@@ -21,6 +21,7 @@ its reply; ``ChatAgent`` is an agent that itself speaks Chat Completions.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import codecs
@@ -43,7 +44,7 @@ from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsag
 from convy.busy import Busy
 from convy.chat import Arguments, Completion
 from convy.problems import ModelFailure
-from convy.quota import TOLD, Heard, NoQuota, Quota
+from convy.quota import TOLD, Heard, NoQuota, Quota, Told
 from convy.secrets import Secrets
 
 # Headers whose values are never secret: hiding them would blot ordinary words.
@@ -328,7 +329,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
         try:
-            response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json())
+            response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json(), extensions=self._traced())
             self._checked(response, path)
             return JsonResponse(msgspec.json.decode(response.content), dict(response.headers))
         except msgspec.DecodeError as error:
@@ -346,7 +347,9 @@ class JsonConnection(msgspec.Struct, frozen=True):
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
         try:
-            async with self.client.stream("POST", url, content=msgspec.json.encode(body), headers=self._json()) as response:
+            async with self.client.stream(
+                "POST", url, content=msgspec.json.encode(body), headers=self._json(), extensions=self._traced()
+            ) as response:
                 if response.status_code >= 400:
                     await response.aread()
                 self._checked(response, path)
@@ -379,6 +382,12 @@ class JsonConnection(msgspec.Struct, frozen=True):
     def _broken(self, said: str, path: str) -> HttpFailure:
         """A stream that broke off with an error, with the start of what the service said."""
         return HttpFailure(f"POST {self._shown(path)}: the stream broke off with an error: {self.endpoint.secrets().opening(said, 300)}")
+
+    def _traced(self) -> dict[str, Any]:
+        """httpx2's extensions for a request: a trace that tells the request's ``Told`` when its
+        head went on the wire, if a participant's places listen for it."""
+        told = TOLD.get()
+        return {"trace": _OnTheWire(told)} if told is not None and told.listened() else {}
 
     def _json(self) -> dict[str, str]:
         return {"content-type": "application/json"}
@@ -445,6 +454,18 @@ class JsonConnection(msgspec.Struct, frozen=True):
         # "certificate verify failed"), never from the request: it holds no header value.
         text = self._hidden(str(error).strip())
         return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
+class _OnTheWire:
+    """httpx2's trace hook for one request: tells its ``Told`` the moment its head was written to
+    the connection (after the connection was opened, when it is a new one)."""
+
+    def __init__(self, told: Told) -> None:
+        self._told = told
+
+    async def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event.endswith(".send_request_headers.complete"):
+            self._told.wrote(asyncio.get_running_loop().time())
 
 
 class JsonPath(msgspec.Struct, frozen=True):

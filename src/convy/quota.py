@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from contextvars import ContextVar
 
 import msgspec
@@ -56,11 +57,26 @@ class Heard(msgspec.Struct, frozen=True):
 class Told:
     """The last thing a service said of its limits while one request of a participant was sent,
     and which service it was (``service``: an address and a digest of the key, never shown). The
-    HTTP layer fills it through ``TOLD``; ``Places`` reads it when the request is done."""
+    HTTP layer fills it through ``TOLD``; ``Places`` reads it when the request is done.
 
-    def __init__(self) -> None:
+    The HTTP layer also tells the moment the request went on the wire (``wrote``), which may be
+    well after ``Places`` let it go: a new connection is opened first (a thread resolves the
+    address, a TLS handshake takes round trips). ``Places`` hears of it through ``written``, to
+    pace the next send from then."""
+
+    def __init__(self, written: Callable[[float], None] | None = None) -> None:
         self.heard = Heard()
         self.service = ""
+        self._written = written
+
+    def listened(self) -> bool:
+        """Whether anyone wants to hear when the request went on the wire."""
+        return self._written is not None
+
+    def wrote(self, moment: float) -> None:
+        """The request's head went on the wire at ``moment`` (the event loop's time)."""
+        if self._written is not None:
+            self._written(moment)
 
 
 TOLD: ContextVar[Told | None] = ContextVar("convy_told", default=None)
@@ -146,6 +162,7 @@ class Service:
         self.meters = {"requests": Meter(), "tokens": Meter()}
         self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
         self.sends = 0
+        self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
 
     def took(self, now: float, share: float) -> int:
         """Note a send at ``now``; its number."""
@@ -156,6 +173,19 @@ class Service:
             if meter.rate > 0:  # what is left of a limit with no rate yet is never read: its first word sets it
                 meter.take(now, share)
         return number
+
+    def late(self, number: int, moment: float) -> None:
+        """Send ``number`` reached the service no sooner than ``moment``, later than it was let go:
+        if it is still the latest send, each limit counts it from then, so that the next send, of
+        whichever participant, keeps a whole gap after it."""
+        if not self.sent or self.sent[-1][0] != number or self.sent[-1][1] >= moment:
+            return
+        self.sent[-1] = (number, moment)
+        for meter in self.meters.values():
+            if meter.rate > 0 and meter.moment < moment:
+                # What was left when it was let go, at most a request's worth, is what is left
+                # when it went: the limit grew back nothing for it meanwhile.
+                meter.moment = moment
 
 
 class Services:
