@@ -33,6 +33,23 @@ from convy.scenario import Outcome
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 90.0  # seconds a wait may take before the test gives up: far more than any run needs
 
+HELD_REPORT = '''
+
+import os as _os
+import sys as _sys
+import time as _time
+
+
+def _held_report(event, arguments):
+    if event == "open" and str(arguments[0]).endswith("report.html.tmp"):
+        open({writing!r}, "w").close()
+        while _os.path.exists({held!r}):
+            _time.sleep(0.01)
+
+
+_sys.addaudithook(_held_report)
+'''
+
 SLOW_AGENT = '''\
 """An agent that answers like FakeAgent after a short pause, and waits while the file ``hold`` exists."""
 
@@ -518,21 +535,21 @@ def test_ctrl_c_while_the_report_is_written_says_the_run_is_finished_and_how_to_
     """Ctrl+C after the last attempt, while report.html is written: 130, and one line saying the run is finished and how to write its report."""
     hold = made.folder / "hold"
     hold.write_text("the agent waits while this file exists\n")
+    writing, held = made.folder / "writing", made.folder / "hold-report"
+    held.write_text("the report waits while this file exists\n")
+    with (made.folder / "agents" / "slow.py").open("a") as agent:
+        # The report is written into report.html.tmp, a file convy makes itself: the agent's
+        # module, loaded into convy, holds the write there (an audit hook on its opening) until
+        # the test has pressed Ctrl+C.
+        agent.write(HELD_REPORT.format(writing=str(writing), held=str(held)))
     process, _, err = made.started("run", "slow", "-k", "2", name="run", preexec_fn=interruptible)
     folder = made.run(process)
-    report = folder.path / "report.html.tmp"  # a pipe in its place: the report is written into it, and waits
-    os.mkfifo(report)
-    reader = os.open(report, os.O_RDONLY | os.O_NONBLOCK)
-    fcntl.fcntl(reader, fcntl.F_SETPIPE_SZ, 4096)
     hold.unlink()
     try:
-        Waited(lambda: Pipe(reader, -1).waiting() > 0).value("the report to be written", process)
+        Waited(writing.exists).value("the report to be written", process)
         process.send_signal(signal.SIGINT)
-        os.set_blocking(reader, True)
-        while os.read(reader, 65536):  # let the interrupted write close
-            pass
     finally:
-        os.close(reader)
+        held.unlink()
     code = process.wait(timeout=DEADLINE)
     run = folder.path.name
 
