@@ -183,6 +183,44 @@ def test_usages_sum_the_same_one_by_one_in_one_pass_or_added() -> None:
         assert Added([Sum(), *alone, Sum()]).sum() == added
 
 
+def test_an_attempts_turns_sum_as_their_requests_do() -> None:
+    """Each turn's sums (one request summed with no loop, several in one pass, a scripted turn's
+    user as no request) are what its requests sum to, and its window shows their tokens and
+    their cost added; the attempt's totals are its turns' and its ending's, and its sizes only the
+    requests that reported both counts (of a turn of several, each one reported at all)."""
+    from decimal import Decimal
+
+    from convy.agent import Answer, Requests
+    from convy.attempt import Attempt
+    from convy.dialog import Transcript, Turn, Verdict
+    from convy.scenario import Outcome
+
+    kinds: list[Usage | NoUsage] = [
+        NoUsage(),
+        Usage(120, 14),
+        Usage(300, 9, cached=40, reasoning=NotReported()),
+        Usage(0, 7, unreported=("input",)),
+        Usage(50, 5, cached=NotReported(), reasoning=3, cost=Cost(Decimal("0.0012"), "provider")),
+        Usage(10, 2, cost=Cost(Decimal("1E+2"), "computed")),
+    ]
+    answers: list[Usage | NoUsage | Requests] = [*kinds, Requests((kinds[1], kinds[3], kinds[4])), Requests(())]
+    turns = tuple(
+        Turn(f"m{n}", Answer(f"a{n}", answer), n % 3 == 0, float(n), 0.5, kinds[(n * 5 + 1) % len(kinds)], float(n) + 0.5, 0.25)
+        for n, answer in enumerate(answers * 2)
+    )
+    outcome = Outcome("s", 1, "2026-01-01T00:00:00+00:00", 20.0, Transcript(turns), "finished", Verdict(()), user_ending=(kinds[4], kinds[0]))
+    attempt = Attempt(outcome, 0.5)
+    window = attempt.dialogue().turns
+    for turn, (agent, user), shown in zip(turns, attempt.turn_sums(), window, strict=True):
+        assert agent == Spent(turn.answer.requests()).sum()
+        assert user == (Sum() if turn.scripted else Spent((turn.user_usage,)).sum())
+        assert (shown.agent_tokens, shown.user_tokens, shown.cost) == (agent.tokens(), user.tokens(), (agent + user).cost())
+    assert attempt.agent_sum() == Spent(attempt.agent_usage()).sum()
+    assert attempt.user_sum() == Spent(attempt.user_usage()).sum()
+    single = [turn.answer.usage for turn in turns if isinstance(turn.answer.usage, Usage) and not turn.answer.usage.unreported]
+    assert len(attempt.sizes().agent) == len(single) + 2 * 3  # a turn of several: each one reported, in full or in part
+
+
 def test_a_runs_totals_are_the_same_summed_alone_or_after_its_view(played: Played) -> None:
     """A comparison and the index sum each attempt's requests in one pass; a report takes them
     from the sums by who its view made: the same tokens and exact cost either way."""

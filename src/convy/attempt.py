@@ -15,7 +15,7 @@ from typing import Literal
 
 import msgspec
 
-from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
+from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Thought, Unpriced, Usage
 from convy.busy import Wait
 from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
 from convy.scenario import Outcome
@@ -122,6 +122,10 @@ class Sum(msgspec.Struct, frozen=True, gc=False):
             unpriced=self.unpriced,
             complete=self.unpriced == 0,
         )
+
+
+_ONE_UNREPORTED = Sum(requests=1, unpriced=1)  # a request nobody reported: one sum serves every such turn
+_NO_SUM = Sum()  # no request (a scripted turn's user)
 
 
 class Added(msgspec.Struct, frozen=True, gc=False):
@@ -368,39 +372,66 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     @cached_property
     def _sums(self) -> Accounts:
         # All in one pass and one cached value: each cached_property's first read takes a lock.
-        # A turn of one request (most are) sums it without a second pass for its size; the
-        # attempt's totals add the turns' sums once each.
-        nothing = Sum()
+        # A turn of one request (most are) is summed with no loop, and its size is the sum's;
+        # the attempt's totals add the turns' sums once each.
+        outcome = self.outcome
         turns: list[tuple[Sum, Sum]] = []
         agent_sizes: list[float] = []
         user_sizes: list[float] = []
         said_sums: list[Sum] = []
         asked_sums: list[Sum] = []
-        for turn in self.outcome.transcript.turns:
-            requests = turn.answer.requests()
-            said = Spent(requests).sum()
-            if len(requests) == 1:  # one request: its size is the sum's, when it was reported
-                if said.reported:
-                    agent_sizes.append(float(said.input + said.output))
-            else:
-                agent_sizes.extend(float(usage.input + usage.output) for usage in Spent(requests).reported())
-            asked = nothing
+        for turn in outcome.transcript.turns:
+            match turn.answer.usage:
+                case Usage() as usage:
+                    said = self._one(usage)
+                    if said.reported:
+                        agent_sizes.append(float(said.input + said.output))
+                case NoUsage():
+                    said = _ONE_UNREPORTED
+                case Requests(each=each):
+                    said = Spent(each).sum()
+                    agent_sizes.extend(float(usage.input + usage.output) for usage in Spent(each).reported())
+            asked = _NO_SUM
             if not turn.scripted:
-                asked = Spent((turn.user_usage,)).sum()
-                if asked.reported:
-                    user_sizes.append(float(asked.input + asked.output))
+                match turn.user_usage:
+                    case Usage() as usage:
+                        asked = self._one(usage)
+                        if asked.reported:
+                            user_sizes.append(float(asked.input + asked.output))
+                    case NoUsage():
+                        asked = _ONE_UNREPORTED
                 asked_sums.append(asked)
             turns.append((said, asked))
             said_sums.append(said)
-        ending = self.outcome.user_ending
+        ending = outcome.user_ending
         if ending:
             asked_sums.append(Spent(ending).sum())
             user_sizes.extend(float(usage.input + usage.output) for usage in Spent(ending).reported())
-        judge = self.outcome.judge_requests
-        sizes = Sizes(
-            tuple(agent_sizes), tuple(user_sizes), tuple(float(usage.input + usage.output) for usage in Spent(judge).reported())
-        )
-        return Accounts(tuple(turns), Added(said_sums).sum(), Added(asked_sums).sum(), Spent(judge).sum(), sizes)
+        judge = Spent(outcome.judge_requests)
+        sizes = Sizes(tuple(agent_sizes), tuple(user_sizes), tuple(float(usage.input + usage.output) for usage in judge.reported()))
+        return Accounts(tuple(turns), Added(said_sums).sum(), Added(asked_sums).sum(), judge.sum(), sizes)
+
+    def _one(self, usage: Usage) -> Sum:
+        """One request's usage summed: what ``Spent((usage,)).sum()`` makes, with no loop (a report
+        sums every turn of every attempt, two requests a turn)."""
+        cached: int | None = None
+        reasoning: int | None = None
+        match usage.cached:
+            case int(count):
+                cached = count
+            case NotReported():
+                pass
+        match usage.reasoning:
+            case int(count):
+                reasoning = count
+            case NotReported():
+                pass
+        whole = 0 if usage.unreported else 1
+        match usage.cost:
+            case Cost(amount=amount, source=source):
+                return Sum(1, whole, usage.input, usage.output, cached, reasoning, _NOTHING + amount, source, False, 1, 0, 1 - whole)
+            case Unpriced():
+                return Sum(1, whole, usage.input, usage.output, cached, reasoning, _NOTHING, "", False, 0, 1, 1 - whole)
 
     def waited(self, who: str) -> float:
         return math.fsum(wait.seconds for wait in self.outcome.waits if wait.who == who)
@@ -474,6 +505,11 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         )
 
     def _turn(self, turn: Turn, agent: Sum, user: Sum) -> TurnView:
+        if agent.priced or user.priced:
+            cost = (agent + user).cost()
+        else:  # nothing priced: what ``(agent + user).cost()`` says, with no sum made for it
+            unpriced = agent.unpriced + user.unpriced
+            cost = CostView(priced=0, unpriced=unpriced, complete=unpriced == 0)
         steps: list[StepView] = []
         thoughts = 0
         for step in turn.answer.steps:
@@ -508,7 +544,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             turn.user_seconds,
             agent.tokens(),
             user.tokens(),
-            (agent + user).cost(),
+            cost,
         )
 
     def _spans(self) -> list[SpanView]:
