@@ -38,6 +38,7 @@ environment), as an installed convy has them: the best of the repeats is a start
     python bench/whole.py --only run report --repeat 1
     python bench/whole.py --base /tmp/base/src              # a base convy of your choosing
     python bench/whole.py --only run --profile /tmp/run.prof   # cProfile of the candidate's run
+    python bench/whole.py --only many --profile /tmp/many.prof # of its many conversations (with run: of run only)
     python bench/whole.py --only run --repeat 1 --keep      # keep the projects (and their runs) to profile
 """
 
@@ -373,7 +374,7 @@ def main() -> None:
     parser.add_argument("--many", type=int, default=10_000)
     parser.add_argument("--base", type=Path, help="the src folder of the base convy (default: main, unpacked)")
     parser.add_argument("--base-commit", default="main")
-    parser.add_argument("--profile", type=Path, help="write a cProfile of the candidate's first run here")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the candidate's first run here (of run's project, else of many's)")
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the folder of the projects and their runs, and say where it is")
     parser.add_argument("--varied", action="store_true", help="varied text in every message (bench/pages.py's), not the same each time")
@@ -425,6 +426,11 @@ def main() -> None:
             wide = Made(100, max(1, options.many // 100), options.many)
             for side in sides:
                 wide.write(side.root / "many")
+            if options.profile and not {"run", "report", "compare", "index"} & set(options.only):
+                project = sides[1].root / "many"
+                env = {**os.environ, "PYTHONPATH": str(sides[1].src), "NO_COLOR": "1", "BENCH_TURN_SECONDS": "1"}
+                Child([sys.executable, "-m", "cProfile", "-o", str(options.profile), "-m", "convy", "-C", str(project), "run"], env).measured()
+                print(f"profile of one run written to {options.profile}\n")
             slow = interleaved(
                 options.repeat,
                 sides,

@@ -63,14 +63,19 @@ class Failing:
 
 class Gated:
     """Requests that wait at a gate once inside: ``inside`` is how many are under way now,
-    ``most`` the most there ever were at once."""
+    ``most`` the most there ever were at once. Given a ``service``, each names it in its ``Told``
+    as it starts, as convy's HTTP layer does; without, they are answered in-process."""
 
-    def __init__(self) -> None:
+    def __init__(self, service: str = "") -> None:
         self.gate = asyncio.Event()
+        self.service = service
         self.inside = 0
         self.most = 0
 
     async def __call__(self) -> str:
+        told = TOLD.get()
+        if told is not None and self.service:
+            told.service = self.service
         self.inside += 1
         self.most = max(self.most, self.inside)
         try:
@@ -86,9 +91,10 @@ async def settled() -> None:
         await asyncio.sleep(0)
 
 
-async def let_in(places: Places, how_many: int) -> int:
-    """How many of ``how_many`` gated requests the places let under way at once (then all end)."""
-    gated = Gated()
+async def let_in(places: Places, how_many: int, service: str = "") -> int:
+    """How many of ``how_many`` gated requests the places let under way at once (then all end);
+    with a ``service``, they name it as requests over HTTP do."""
+    gated = Gated(service)
     tasks = [asyncio.create_task(places.sent(gated)) for _ in range(how_many)]
     await settled()
     inside = gated.inside
@@ -439,7 +445,8 @@ class Simulated:
     same headers a real one sends (read by ``RateHeaders``) when the limit has ``headers``. Given
     ``jitter``, each request takes that many seconds on average (exponentially spread, from a
     seeded generator) to reach the service, as on a loaded machine. It counts what it let through
-    and refused."""
+    and refused. It names itself in the request's ``Told`` as the request starts, as the HTTP
+    layer does (a name given before is kept: the key two participants share)."""
 
     def __init__(self, limit: Any, latency: float = 0.1, jitter: float = 0.0) -> None:
         self.limit = limit
@@ -449,7 +456,13 @@ class Simulated:
         self.answered = 0
         self.refused = 0
 
+    def named(self) -> None:
+        told = TOLD.get()
+        if told is not None and not told.service:
+            told.service = "simulated"
+
     async def __call__(self) -> str:
+        self.named()
         if self.jitter:
             await asyncio.sleep(self.random.expovariate(1 / self.jitter))
         now = asyncio.get_running_loop().time()
@@ -582,6 +595,7 @@ def test_a_token_limit_is_held_like_a_request_limit() -> None:
 
     class Costly(Simulated):
         async def __call__(self) -> str:
+            self.named()
             now = asyncio.get_running_loop().time()
             wait, headers = self.limit.admit(now, 50)  # every request costs 50 tokens
             told = TOLD.get()
@@ -651,6 +665,7 @@ class Opening(Simulated):
         self.requests = 0
 
     async def __call__(self) -> str:
+        self.named()
         self.requests += 1
         if self.requests % self.every == 1:
             await asyncio.sleep(self.opening)
@@ -879,14 +894,82 @@ def test_requests_that_went_at_once_tell_the_first_refusal_the_rate_let_through(
 
 
 def test_a_service_not_heard_from_gets_one_request_at_a_time() -> None:
-    """Until its service has answered once, a participant has one request under way, then as many as its places."""
+    """Until its service has answered once, a participant whose requests go over HTTP (they name
+    their service as they start) has one request under way, then as many as its places."""
+
+    async def main() -> tuple[int, int]:
+        places = Places(8)
+        first = await let_in(places, 8, service="a service")
+        return first, await let_in(places, 8, service="a service")
+
+    assert run(main) == (1, 8)
+
+
+def test_an_in_process_participant_has_all_its_places_under_way_from_the_start() -> None:
+    """A participant whose requests name no service (a fake, an agent's own code: nothing goes
+    through convy's HTTP layer) has as many under way as its places from its first request, as
+    waiting for a first answer protects no service; before, it had one, then eight."""
 
     async def main() -> tuple[int, int]:
         places = Places(8)
         first = await let_in(places, 8)
         return first, await let_in(places, 8)
 
-    assert run(main) == (1, 8)
+    assert run(main) == (8, 8)
+
+
+class Pondering:
+    """An in-process agent that takes a second over each turn."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Any]:
+        async with FakeAgent(lambda text: text).conversation() as echo:
+            yield _Pondered(echo)
+
+
+class _Pondered:
+    def __init__(self, echo: Any) -> None:
+        self.echo = echo
+
+    async def turn(self, message: Any) -> Any:
+        await asyncio.sleep(1.0)
+        return await self.echo.turn(message)
+
+
+def test_conversations_with_an_in_process_agent_all_start_at_once() -> None:
+    """Ten attempts of two turns with an in-process agent that takes a second a turn, ten agent
+    places: every first turn goes at once, and the run takes two seconds (virtual time), no attempt
+    noting a wait; before, nine first turns waited a second for the first one's answer (3 s)."""
+    scenario = msgspec.convert({"id": "s", "script": ["One.", "Two."], "judge": [{"check": {"said": "One"}}]}, Scenario)
+
+    async def main() -> tuple[float, MemoryJournal]:
+        loop = asyncio.get_running_loop()
+        journal = MemoryJournal()
+        start = loop.time()
+        await Bench(Pondering(), Models(), Limits(agent_places=10)).run(Plan((scenario,), 10), journal)
+        return loop.time() - start, journal
+
+    seconds, journal = run(main)
+    assert [outcome.stop for outcome in journal.outcomes] == ["finished"] * 10
+    assert [outcome.waits for outcome in journal.outcomes] == [()] * 10
+    assert seconds == pytest.approx(2.0)
+
+
+def test_a_model_over_http_sends_one_request_until_its_service_answers() -> None:
+    """A real model on the stand-in, four requests at once within its places: the HTTP layer names
+    the service before the request waits on anything, so the three others reach the stand-in only
+    after the first was answered (0.2 s later), then together."""
+    from convy.model import OpenAiModel, PatientModel, Said
+
+    async def main(url: str) -> None:
+        model = PatientModel(OpenAiModel("m", url), Places(4, "user"))
+        await asyncio.gather(*(model.reply((Said("user", f"hello {number}"),)) for number in range(4)))
+
+    with StandIn(latency=0.2) as server:
+        asyncio.run(main(server.url))
+        times = sorted(request.time for request in server.received if request.kind == "chat")
+    assert len(times) == 4
+    assert all(later - times[0] >= 0.2 for later in times[1:]), times
 
 
 def test_turns_are_paced_but_opening_a_conversation_takes_no_slot() -> None:

@@ -13,7 +13,7 @@ its failure, ``TimeLimited`` bounds how long an agent may take (and holds it acc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from decimal import Decimal
 from typing import Any, Literal, Protocol
@@ -175,9 +175,12 @@ class _Answering(msgspec.Struct, frozen=True):
         try:
             # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
             # type, holding anything, even a cycle) fails its turn here rather than the run later.
-            return msgspec.json.decode(msgspec.json.encode(answer), type=Answer)
+            return _ANSWER.decode(msgspec.json.encode(answer))
         except Exception as error:
             raise AgentFailure(f"the agent's answer cannot be kept: {Outside(error).text()}") from error
+
+
+_ANSWER = msgspec.json.Decoder(Answer)
 
 
 class Accountable(msgspec.Struct, frozen=True):
@@ -313,8 +316,9 @@ class _Retried(msgspec.Struct, frozen=True):
     origin: Conversation
     places: Places
 
-    async def turn(self, message: Message) -> Answer:
-        return await self.places.retried(lambda: self.origin.turn(message))
+    def turn(self, message: Message) -> Coroutine[Any, Any, Answer]:
+        # The coroutine of ``retried`` itself, to be awaited: one coroutine less for each turn.
+        return self.places.retried(lambda: self.origin.turn(message))
 
 
 class QueuedAgent(msgspec.Struct, frozen=True):

@@ -38,7 +38,7 @@ from convy.agent import Agent, TimeLimited, _Retried
 from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile
-from convy.model import Absent, Contained, Models, PatientModel
+from convy.model import Absent, Models, PatientModel
 from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
@@ -167,7 +167,7 @@ class Bench(msgspec.Struct, frozen=True):
         services = Services()
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
         agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
-        user = Contained(PatientModel(self.models.user, places["user"]))
+        user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
         judge = Checked(self._patient(self.models.judge, places["judge"]))
         queue = iter(planned)
         # A scenario's simulated user is the same for all its attempts: its prompt is filled once.

@@ -7,7 +7,10 @@ of the run — the agent's, the simulated user's model's, or the judge's:
 - how many of its conversations or requests are under way at once (``size``), handed out first
   come, first served;
 - how fast it sends: at the rate its service allows, found with no setting. Until the service has
-  answered once, one request goes at a time. Where the service tells what is left of its limits
+  answered once, one request goes at a time — to a service over HTTP: convy's HTTP layer names
+  the service in a request's ``Told`` as the request starts, and a participant whose request
+  under way named none answers in-process (a fake, an agent's own code), where waiting would
+  protect nothing. Where the service tells what is left of its limits
   (``Quota``: requests and tokens left, and when they are whole again), the participant paces its
   sends on that before any refusal. Where it tells nothing, a refusal sets a pace a little under
   the rate the service let through, and the pace grows slowly while requests pass: additive
@@ -192,6 +195,7 @@ class Places:
         self._timer: asyncio.TimerHandle | None = None
         self._flying = 0
         self._answered_once = False
+        self._asking: Told | None = None  # the latest request sent; whether it named a service over HTTP
         self._next = 0.0  # the moment the pace allows the next send
         self._paused_until = 0.0  # the moment a refusal's pause ends
         self._rate = 0.0  # requests per second found without word from the service (0: not paced)
@@ -278,13 +282,13 @@ class Places:
                 self._noted(start, loop.time() - start, "place")
                 try:
                     send = await self._turn(rank, paced, refused_at)
-                    told = Told(self._on_wire(send) if paced else None)
+                    told = self._told(send, paced)
                     answer = await self._asked(request, told, send, paced)
                 finally:
                     seat.release()
             else:
                 send = await self._turn(rank, paced, refused_at)
-                told = Told(self._on_wire(send) if paced else None)
+                told = self._told(send, paced)
                 answer = await self._asked(request, told, send, paced)
             match answer:
                 case _Answered(value=value):
@@ -323,7 +327,7 @@ class Places:
             not self.per_minute
             and not self.refused
             and not self._send_queue
-            and (self._answered_once or not self._flying)
+            and not self._alone()
             and not self._service.strict  # a strict limit paces each send from when it went on the wire
             and self._unwritten is None
             and self._unmetered()
@@ -349,7 +353,7 @@ class Places:
                     self._next = now
             else:
                 send = _Send(self._service, -1, now)
-            told = Told(self._on_wire(send) if paced else None)
+            told = self._told(send, paced)
             unsaid = told.heard  # the HTTP layer puts what a service says of its limits in its place
             token = TOLD.set(told)
             try:
@@ -416,7 +420,7 @@ class Places:
             return _Send(self._service, -1, loop.time())
         if (
             not self._send_queue
-            and (self._answered_once or not self._flying)
+            and not self._alone()
             and self._unwritten is None
             and self._moment(start) <= start
         ):
@@ -445,8 +449,8 @@ class Places:
             if ticket.future.done():
                 heapq.heappop(self._send_queue)
                 continue
-            if not self._answered_once and self._flying > 0:
-                return  # a service not heard from yet gets one request at a time
+            if self._alone():
+                return
             now = loop.time()
             if self._unwritten is not None:
                 until = self._unwritten.moment + _HOLD
@@ -471,6 +475,20 @@ class Places:
         if self._wire_told and self._service.strict:
             self._unwritten = send
         return send
+
+    def _alone(self) -> bool:
+        """Whether a request waits for the one under way: a service not heard from yet gets one
+        request at a time, once the request under way has named it (or none has told yet)."""
+        if self._answered_once or not self._flying:
+            return False
+        return self._asking is None or bool(self._asking.service)
+
+    def _told(self, send: _Send, paced: bool) -> Told:
+        """The ``Told`` of a request let go: the latest, when paced."""
+        if not paced:
+            return Told(None)
+        told = self._asking = Told(self._on_wire(send))
+        return told
 
     def _on_wire(self, send: _Send) -> Callable[[float], None]:
         """What hears that ``send`` went on the wire."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
+from collections.abc import Coroutine
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 import msgspec
@@ -418,8 +419,12 @@ class PatientJudge(msgspec.Struct, frozen=True):
     def name(self) -> str:
         return self.judge.name
 
-    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
-        return await self.places.sent(lambda: self.judge.ruling(claims, transcript))
+    def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Coroutine[Any, Any, Ruling]:
+        # The coroutine of ``sent`` itself, to be awaited: one coroutine less for each ruling.
+        return self.places.sent(lambda: self.judge.ruling(claims, transcript))
+
+
+_RULING = msgspec.json.Decoder(Ruling)
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -441,7 +446,7 @@ class Checked(msgspec.Struct, frozen=True):
                 raise ModelFailure(f"the judge is absent: {reason}")
         try:
             ruling = await self.judge.ruling(claims, transcript.said())
-            ruling = msgspec.json.decode(msgspec.json.encode(ruling), type=Ruling)
+            ruling = _RULING.decode(msgspec.json.encode(ruling))
         except ModelFailure:
             raise
         except Busy as busy:

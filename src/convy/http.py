@@ -385,9 +385,15 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     def _traced(self) -> dict[str, Any]:
         """httpx2's extensions for a request: a trace that tells the request's ``Told`` when its
-        head went on the wire, if a participant's places listen for it."""
+        head went on the wire, if a participant's places listen for it. The ``Told`` is given the
+        service's name here, as the request starts, before anything is awaited: a participant's
+        places hear from it that the participant sends over HTTP, and send it one request at a
+        time until the service has answered."""
         told = TOLD.get()
-        return {"trace": _OnTheWire(told)} if told is not None and told.listened() else {}
+        if told is None:
+            return {}
+        told.service = self.endpoint.limited_by()
+        return {"trace": _OnTheWire(told)} if told.listened() else {}
 
     def _json(self) -> dict[str, str]:
         return {"content-type": "application/json"}
@@ -405,9 +411,8 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     def _checked(self, response: Any, path: str) -> None:
         told = TOLD.get()
-        if told is not None:
+        if told is not None:  # named already, as the request started
             told.heard = RateHeaders(response.headers).heard()
-            told.service = self.endpoint.limited_by()
         status = response.status_code
         if status in (429, 503):
             raise Busy(

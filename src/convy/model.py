@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -68,6 +68,9 @@ class Models(msgspec.Struct, frozen=True):
     judge: Any = Absent()
 
 
+_REPLY = msgspec.json.Decoder(Reply)
+
+
 class Contained(msgspec.Struct, frozen=True):
     """The same model, whose every error, every answer that is not a ``Reply``, and every empty
     reply, is a ``ModelFailure`` (a busy service past its patience a ``StillBusy``). Every error
@@ -97,7 +100,7 @@ class Contained(msgspec.Struct, frozen=True):
                 raise
             raise ModelFailure(f"model {self.model.name} failed: {Outside(error).named()}") from error
         try:
-            reply = msgspec.json.decode(msgspec.json.encode(answered), type=Reply)
+            reply = _REPLY.decode(msgspec.json.encode(answered))
         except Exception as error:  # whatever it returned, of any type, holding anything
             raise ModelFailure(
                 f"model {self.model.name} answered with something that is not a reply: {Outside(error).text()}"
@@ -118,8 +121,9 @@ class PatientModel(msgspec.Struct, frozen=True):
     def name(self) -> str:
         return self.model.name
 
-    async def reply(self, messages: tuple[Said, ...]) -> Reply:
-        return await self.places.sent(lambda: self.model.reply(messages))
+    def reply(self, messages: tuple[Said, ...]) -> Coroutine[Any, Any, Reply]:
+        # The coroutine of ``sent`` itself, to be awaited: one coroutine less for each request.
+        return self.places.sent(lambda: self.model.reply(messages))
 
 
 Provider = Literal["openai", "openrouter", "compatible"]

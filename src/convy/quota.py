@@ -56,8 +56,10 @@ class Heard(msgspec.Struct, frozen=True):
 
 class Told:
     """The last thing a service said of its limits while one request of a participant was sent,
-    and which service it was (``service``: an address and a digest of the key, never shown). The
-    HTTP layer fills it through ``TOLD``; ``Places`` reads it when the request is done.
+    and which service it was (``service``: an address and a digest of the key, never shown; empty
+    for a request that no service got, answered in-process). The HTTP layer fills it through
+    ``TOLD``, naming the service as the request starts; ``Places`` reads the name while the
+    request is under way, and the rest when it is done.
 
     The HTTP layer also tells the moment the request went on the wire (``wrote``), which may be
     well after ``Places`` let it go: a new connection is opened first (a thread resolves the
