@@ -402,7 +402,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             settings = msgspec.structs.replace(settings, **changes)
         except ValueError as error:
             raise ConfigurationError(f"--{error}") from None
-        self.project.scenarios()  # every scenario file must be sound before anything is played
+        scenarios = self.project.scenarios()  # every scenario file must be sound before anything is played
         codes: list[int] = []
         for name in self.agents or self.project.agent_names():
             loaded = Loaded(self.project, name)
@@ -414,7 +414,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                 case Absent(reason=reason):
                     shown.line(f"- skipped agent {name}: {secrets.hidden(reason)}")
                     continue
-            spec = secrets.kept(self.project.spec(name, models, settings, Matching(self.patterns, self.tags)))
+            spec = secrets.kept(self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags)))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
             codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under, secrets).played())
             if codes[-1] in (130, 143):
