@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 # Run as `convy run` is, in this process; then the names of every module it loaded are written
 # to the file named in argv[1], whatever the exit code.
 RUN = """
@@ -126,6 +128,20 @@ def test_convy_run_of_the_demo_project_loads_none_of_them(tmp_path: Path) -> Non
     assert list((project / "results" / "shop").glob("*/report.html")), "the run wrote no report"
     # convy.http itself is loaded, as agents/assistant.py names JsonEndpoint; httpx2 is not.
     assert unused(modules - {"convy.http"}) == []
+    assert "shutil" not in modules  # argparse's way to the terminal's width (cli.Help finds it itself)
+
+
+@pytest.mark.parametrize("columns", [50, 100])
+def test_the_help_is_as_wide_as_columns_says(columns: int, tmp_path: Path) -> None:
+    """Without shutil, --help still wraps at the width shutil would find (COLUMNS here)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "convy", "run", "--help"],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": str(columns)}, timeout=120,
+    )
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns - 2
+    assert max(len(line) for line in lines) > columns - 20  # wrapped near that width, not at a narrower one
 
 
 def test_the_demo_project_with_a_dotenv_reads_its_gateway(tmp_path: Path) -> None:
