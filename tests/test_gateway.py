@@ -221,8 +221,8 @@ def test_the_gateway_pairs_each_key_with_its_own_server(
     for name, value in given.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)  # no .env here
-    gateway = loaded(TEMPLATE / "gateway.py", "template_gateway").Gateway()
-    model = gateway.model("m", "USER_MODEL")
+    monkeypatch.setenv("USER_MODEL", "m")
+    model = loaded(TEMPLATE / "gateway_settings.py", "template_gateway_settings").GatewaySettings().model("user")
     assert isinstance(model, OpenAiModel)
     assert model.base_url == url
     assert (model.key.get_secret_value() if model.key is not None else None) == key

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 # Run as `convy run` is, in this process; then the names of every module it loaded are written
 # to the file named in argv[1], whatever the exit code.
 RUN = """
@@ -41,9 +43,20 @@ UNUSED = (
 )
 
 
+GATEWAY_SETTINGS = {
+    "gateway_url", "gateway_key", "openai_base_url", "openai_api_key", "gateway_stream", "gateway_provider",
+    "user_model", "judge_model", "agent_model", "user_effort", "judge_effort", "agent_effort",
+}
+
+
 def loaded(project: Path, *command: str) -> tuple[int, set[str]]:
     out = project / "modules.json"
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+    # No CONVY_* variable, and none of the template gateway's settings (any case, as it reads them).
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("CONVY_") and name.lower() not in GATEWAY_SETTINGS
+    }
     done = subprocess.run(
         [sys.executable, "-c", RUN, str(out), "-C", str(project), *command],
         capture_output=True,
@@ -56,12 +69,19 @@ def loaded(project: Path, *command: str) -> tuple[int, set[str]]:
     return said["code"], set(said["modules"])
 
 
+def demo(tmp_path: Path) -> Path:
+    """The project ``convy init`` makes, as ``make demo`` plays it: no .env, so no gateway."""
+    project = tmp_path / "demo"
+    subprocess.run([sys.executable, "-m", "convy", "init", str(project)], check=True, capture_output=True, timeout=120)
+    return project
+
+
 def fakes_only(tmp_path: Path) -> Path:
     """The template project with its offline shop bot alone: no LLM agent, no gateway, no .env."""
-    project = tmp_path / "shop"
-    subprocess.run([sys.executable, "-m", "convy", "init", str(project)], check=True, capture_output=True, timeout=120)
+    project = demo(tmp_path)
     (project / "agents" / "assistant.py").unlink()
     (project / "gateway.py").unlink()
+    (project / "gateway_settings.py").unlink()
     (project / "models.py").write_text("from convy import Models\n\nmodels = Models()\n", encoding="utf-8")
     return project
 
@@ -93,3 +113,41 @@ def test_a_project_with_a_dotenv_still_loads_what_reads_it(tmp_path: Path) -> No
     code, modules = loaded(project, "run")
     assert code in (0, 1)
     assert "dotenv" in modules
+
+
+def unused(modules: set[str]) -> list[str]:
+    return sorted(name for name in modules for unused in UNUSED if name == unused or name.startswith(unused + "."))
+
+
+def test_convy_run_of_the_demo_project_loads_none_of_them(tmp_path: Path) -> None:
+    """The demo as made: its assistant and models are absent, since no gateway is set, and saying
+    so loads neither the HTTP layer nor the settings library that would read one."""
+    project = demo(tmp_path)
+    code, modules = loaded(project, "run")
+    assert code in (0, 1)
+    assert list((project / "results" / "shop").glob("*/report.html")), "the run wrote no report"
+    # convy.http itself is loaded, as agents/assistant.py names JsonEndpoint; httpx2 is not.
+    assert unused(modules - {"convy.http"}) == []
+    assert "shutil" not in modules  # argparse's way to the terminal's width (cli.Help finds it itself)
+
+
+@pytest.mark.parametrize("columns", [50, 100])
+def test_the_help_is_as_wide_as_columns_says(columns: int, tmp_path: Path) -> None:
+    """Without shutil, --help still wraps at the width shutil would find (COLUMNS here)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "convy", "run", "--help"],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": str(columns)}, timeout=120,
+    )
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns - 2
+    assert max(len(line) for line in lines) > columns - 20  # wrapped near that width, not at a narrower one
+
+
+def test_the_demo_project_with_a_dotenv_reads_its_gateway(tmp_path: Path) -> None:
+    """The other side: a .env, even with no server in it, is read by the gateway's settings."""
+    project = demo(tmp_path)
+    (project / ".env").write_text("USER_MODEL=user-model\n", encoding="utf-8")
+    code, modules = loaded(project, "run")
+    assert code in (0, 1)
+    assert {"pydantic_settings", "dotenv"} <= modules

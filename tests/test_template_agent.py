@@ -172,6 +172,65 @@ def test_the_template_models_are_absent_with_a_reason(tmp_path: Path, monkeypatc
         assert isinstance(model, Absent) and ".env" in model.reason
 
 
+def gateways(monkeypatch: pytest.MonkeyPatch, folder: Path, **variables: str) -> tuple[Any, Any]:
+    """The template's ``Gateway`` and ``GatewaySettings`` classes, in ``folder`` with only these
+    of the gateway's variables set."""
+    settings = loaded(TEMPLATE / "gateway_settings.py", "template_gateway_settings")
+    for name in settings.GatewaySettings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.syspath_prepend(str(TEMPLATE))  # gateway.py imports gateway_settings as the project does
+    return loaded(TEMPLATE / "gateway.py", "template_gateway").Gateway, settings.GatewaySettings
+
+
+def test_the_gateway_names_every_setting_it_reads_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gateway.py decides that nothing is set from the names of GatewaySettings' fields: all of them."""
+    gateway, settings = gateways(monkeypatch, tmp_path)
+    assert loaded(TEMPLATE / "gateway.py", "template_gateway").SETTINGS == set(settings.model_fields)
+
+
+def test_with_nothing_set_the_gateway_says_what_its_settings_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No .env and no setting: nothing is read, and each part is absent with the reason reading would give."""
+    monkeypatch.setenv("USERNAME", "dana")  # a variable that only starts like one of the settings
+    gateway, settings = gateways(monkeypatch, tmp_path)
+    unread = gateway()
+    assert unread.settings is None
+    for part in ("user", "judge", "agent"):
+        absent = unread.model(part)
+        assert isinstance(absent, Absent) and f"{part.upper()}_MODEL in .env" in absent.reason
+        assert absent == settings().model(part)
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"GATEWAY_URL": ""}, {"gateway_url": "http://127.0.0.1:9/v1"}, {"Judge_Model": "j"}, {"OPENAI_API_KEY": "sk-x"}],
+    ids=["empty", "lower-case", "mixed-case", "openai-key"],
+)
+def test_any_setting_in_the_environment_is_read(
+    given: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One setting, in any case and even empty, and the settings are read, as pydantic-settings reads them."""
+    gateway, settings = gateways(monkeypatch, tmp_path, **given)
+    read = gateway()
+    assert read.settings is not None
+    for part in ("user", "judge", "agent"):
+        assert read.model(part) == settings().model(part)
+
+
+def test_a_dotenv_is_read_and_a_bad_setting_in_it_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway, settings = gateways(monkeypatch, tmp_path)
+    (tmp_path / ".env").write_text("JUDGE_EFFORT=extreme\n", encoding="utf-8")
+    pydantic = pytest.importorskip("pydantic")
+    with pytest.raises(pydantic.ValidationError, match="judge_effort"):
+        gateway()
+    (tmp_path / ".env").write_text("GATEWAY_URL=http://127.0.0.1:9/v1\nJUDGE_MODEL=j\n", encoding="utf-8")
+    judge = gateway().model("judge")
+    assert (judge.name, judge.base_url) == ("j", "http://127.0.0.1:9/v1")
+
+
 def test_the_offline_scenarios_pass_and_fail_against_the_bot(agent: Any) -> None:
     offline = tuple(scenario for scenario in scenarios() if not scenario.needs())
     journal = MemoryJournal()

@@ -402,7 +402,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             settings = msgspec.structs.replace(settings, **changes)
         except ValueError as error:
             raise ConfigurationError(f"--{error}") from None
-        self.project.scenarios()  # every scenario file must be sound before anything is played
+        scenarios = self.project.scenarios()  # every scenario file must be sound before anything is played
         codes: list[int] = []
         for name in self.agents or self.project.agent_names():
             loaded = Loaded(self.project, name)
@@ -414,7 +414,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                 case Absent(reason=reason):
                     shown.line(f"- skipped agent {name}: {secrets.hidden(reason)}")
                     continue
-            spec = secrets.kept(self.project.spec(name, models, settings, Matching(self.patterns, self.tags)))
+            spec = secrets.kept(self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags)))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
             codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under, secrets).played())
             if codes[-1] in (130, 143):
@@ -670,15 +670,41 @@ class Fraction(msgspec.Struct, frozen=True):
         return number
 
 
+class Help(argparse.HelpFormatter):
+    """The layout of ``--help``, as wide as the terminal. argparse finds the width with shutil
+    unless it is given one, and makes a formatter for every argument added: importing shutil (and
+    the compression modules it loads) took about a third of building the parser, on every command.
+    The width is found here as shutil finds it: COLUMNS, else stdout's terminal, else 80."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            columns = int(os.environ.get("COLUMNS", ""))
+        except ValueError:
+            columns = 0
+        if columns <= 0:
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+            except (ValueError, OSError):  # not a terminal, or closed
+                columns = 0
+        super().__init__(prog, width=(columns or 80) - 2)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose help is laid out by ``Help``: the commands' parsers too."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(formatter_class=Help, **options)
+
+
 class Arguments(msgspec.Struct, frozen=True):
     """The command line, parsed."""
 
     def parser(self) -> argparse.ArgumentParser:
         rate = lambda text: Fraction(text).value()  # noqa: E731
-        parser = argparse.ArgumentParser(prog="convy", description="Test conversational AI agents with scenarios.")
+        parser = Parser(prog="convy", description="Test conversational AI agents with scenarios.")
         parser.add_argument("--version", action="version", version=f"convy {VERSION}")
         parser.add_argument("-C", "--project", type=Path, default=Path("."), help="the project folder (default: here)")
-        commands = parser.add_subparsers(dest="command", required=True)
+        commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
         init = commands.add_parser("init", help="create a project from the template")
         init.add_argument("folder", nargs="?", type=Path, default=Path("."))
         run = commands.add_parser("run", help="play the scenarios against agents")

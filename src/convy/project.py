@@ -118,10 +118,13 @@ class Project(msgspec.Struct, frozen=True):
         agent: str,
         models: Models,
         settings: Settings,
+        scenarios: tuple[Scenario, ...],
         matching: Matching = Matching(),
     ) -> RunSpec:
-        """A new run of ``agent``: the matching scenarios it can play with these models, the rest skipped."""
-        chosen = matching.chosen(self.scenarios())
+        """A new run of ``agent``: of the project's ``scenarios`` (as ``scenarios()`` read them, once
+        for every agent of a command), the matching ones it can play with these models, the rest
+        skipped."""
+        chosen = matching.chosen(scenarios)
         if not chosen:
             raise ConfigurationError("no scenario matches the --scenarios and --tag given")
         prompt = self.prompt(settings)
@@ -147,7 +150,7 @@ class Project(msgspec.Struct, frozen=True):
                 limits=settings.limits(),
                 trust=settings.trust,
                 models=ModelNames(self._named(models.user), self._named(models.judge)),
-                fingerprints=self.fingerprints(agent),
+                fingerprints=self.fingerprints(agent, prompt),
                 skipped=tuple(skipped),
                 convy=VERSION,
             )
@@ -168,9 +171,9 @@ class Project(msgspec.Struct, frozen=True):
                     shown = settings.user_prompt or "the simulator prompt"
                     raise ConfigurationError(f"{shown}: {error} for scenario {scenario.id}") from None
 
-    def fingerprints(self, agent: str) -> Fingerprints:
+    def fingerprints(self, agent: str, prompt: Prompt) -> Fingerprints:
         """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator
-        prompt, as they are now."""
+        prompt (``prompt``, read from the settings now), as they are now."""
         scenarios = hashlib.sha256()
         for path in sorted((self.folder / "scenarios").rglob("*.yaml")):
             shown = path.relative_to(self.folder).as_posix()
@@ -183,7 +186,7 @@ class Project(msgspec.Struct, frozen=True):
             scenarios=scenarios.hexdigest(),
             agent=self._digest(self.folder / "agents" / f"{agent}.py"),
             models=self._digest(self.folder / "models.py"),
-            prompt=hashlib.sha256(self.prompt(self.settings()).text.encode()).hexdigest(),
+            prompt=hashlib.sha256(prompt.text.encode()).hexdigest(),
         )
 
     def results(self) -> Path:
@@ -215,7 +218,7 @@ class Project(msgspec.Struct, frozen=True):
                 f"{journal.folder}/run.json: spec.agent: must be the name of the folder the run is in, "
                 f"{journal.folder.parent.name}; restore run.json from a copy to resume the run"
             )
-        now = self.fingerprints(spec.agent)
+        now = self.fingerprints(spec.agent, self.prompt(self.settings()))
         if now.agent != spec.fingerprints.agent:
             raise ConfigurationError(
                 f"cannot resume {spec.id}: agents/{spec.agent}.py changed since the run started; start a new run"

@@ -186,9 +186,13 @@ class Headline(msgspec.Struct, frozen=True):
         count = len(self.rates)
         # One draw of count * draws picks takes the same numbers from the generator as a draw of
         # count picks, draws times over, with one call instead of 10,000; and fmean is fsum / n.
+        # zip of one iterator count times over gives each draw's count picks in turn. Dividing by
+        # count keeps the order of the sums, so the sorted means are the sorted sums divided: only
+        # the two sums the percentiles take are divided.
         picks = chooser.choices(self.rates, k=count * self.draws)
-        means = sorted(math.fsum(picks[start : start + count]) / count for start in range(0, count * self.draws, count))
-        return Interval(mean, means[int(0.025 * (self.draws - 1))], means[int(math.ceil(0.975 * (self.draws - 1)))])
+        sums = sorted(map(math.fsum, zip(*[iter(picks)] * count)))
+        low, high = sums[int(0.025 * (self.draws - 1))], sums[int(math.ceil(0.975 * (self.draws - 1)))]
+        return Interval(mean, low / count, high / count)
 
 
 class Consistency(msgspec.Struct, frozen=True):

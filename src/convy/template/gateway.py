@@ -1,80 +1,48 @@
-"""The model gateway this project talks to, read from .env: any OpenAI-compatible server.
+"""The model gateway this project talks to, set in .env: any OpenAI-compatible server.
 
-models.py makes the simulated user's model and the judge from it, and agents/assistant.py an
-LLM agent. The server is GATEWAY_URL with GATEWAY_KEY; without them, OPENAI_BASE_URL and
-OPENAI_API_KEY, as the OpenAI SDK reads them (OpenAI's own server when only the key is set). A
-server on your machine (Ollama, vLLM, llama.cpp) needs no key: none is sent. How to ask is set
-here too: GATEWAY_STREAM, GATEWAY_PROVIDER and each part's reasoning effort (USER_EFFORT,
-JUDGE_EFFORT, AGENT_EFFORT). With no server or no model name, a part is absent, and convy plays
-only what needs no model.
+models.py makes the simulated user's model and the judge on it, and agents/assistant.py an LLM
+agent. What can be set, and how each setting is read, is in gateway_settings.py; .env.example
+lists them all. With no server or no model name, a part is absent, and convy plays only what
+needs no model.
+
+Reading the settings takes pydantic-settings, which costs about a fifth of a second to load.
+With no .env here and none of the settings in the environment there is nothing to read and
+every part is absent, so ``Gateway`` says so without loading it: the offline demo starts at
+once. Once anything is set, every setting is read (and checked) as gateway_settings.py says.
 """
 
-from decimal import Decimal
-from typing import Literal
+from __future__ import annotations
 
-from pydantic import SecretStr
-from pydantic_settings import SettingsConfigDict
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from convy import Absent, Env, OpenAiModel, Price, Prices
+from convy import Absent, OpenAiModel
 
-OPENAI = "https://api.openai.com/v1"  # where the OpenAI SDK sends OPENAI_API_KEY by default
+if TYPE_CHECKING:
+    from gateway_settings import GatewaySettings
 
-Effort = Literal["none", "minimal", "low", "medium", "high"]
+# The variables GatewaySettings reads, by its field names; pydantic-settings matches them in any case.
+SETTINGS = frozenset(
+    {
+        "gateway_url", "gateway_key", "openai_base_url", "openai_api_key", "gateway_stream", "gateway_provider",
+        "user_model", "judge_model", "agent_model", "user_effort", "judge_effort", "agent_effort",
+    }
+)
 
 
-class Gateway(Env):
-    """The gateway's server, key and settings, and the model for each part, from .env or the
-    environment; a setting left empty (``GATEWAY_EFFORT=``) is as if it were not there."""
+class Gateway:
+    """The gateway set in .env or the environment, and the model of each part on it."""
 
-    model_config = SettingsConfigDict(env_ignore_empty=True)
+    def __init__(self) -> None:
+        self.settings: GatewaySettings | None = None
+        if Path(".env").exists() or any(name.lower() in SETTINGS for name in os.environ):
+            from gateway_settings import GatewaySettings
 
-    gateway_url: str = ""
-    gateway_key: SecretStr = SecretStr("")
-    openai_base_url: str = ""
-    openai_api_key: SecretStr = SecretStr("")
-    gateway_stream: bool = False
-    gateway_provider: Literal["openai", "openrouter", "compatible"] | None = None
-    user_model: str = ""
-    judge_model: str = ""
-    agent_model: str = ""
-    user_effort: Effort | None = None
-    judge_effort: Effort | None = None
-    agent_effort: Effort | None = None
+            self.settings = GatewaySettings()
 
-    def url(self) -> str:
-        """GATEWAY_URL; else OPENAI_BASE_URL; else OpenAI's server when only OPENAI_API_KEY is set."""
-        if self.gateway_url:
-            return self.gateway_url
-        if self.openai_base_url:
-            return self.openai_base_url
-        return OPENAI if self.openai_api_key.get_secret_value() else ""
-
-    def key(self) -> SecretStr | None:
-        """GATEWAY_KEY; else OPENAI_API_KEY, but only for the server that key is for (OPENAI_BASE_URL,
-        or OpenAI's), so it never goes to another GATEWAY_URL; None when there is no key to send."""
-        if self.gateway_key.get_secret_value():
-            return self.gateway_key
-        meant = (self.openai_base_url or OPENAI).rstrip("/")
-        if self.openai_api_key.get_secret_value() and self.url().rstrip("/") == meant:
-            return self.openai_api_key
-        return None
-
-    def model(self, name: str, setting: str, effort: Effort | None = None) -> OpenAiModel | Absent:
-        """The model ``name`` on the gateway, or why there is none (``setting`` names its variable)."""
-        if not self.url():
-            return Absent(f"set GATEWAY_URL, GATEWAY_KEY and {setting} in .env (see .env.example)")
-        if not name:
-            return Absent(f"set {setting} in .env (see .env.example)")
-        return OpenAiModel(
-            name,
-            self.url(),
-            self.key(),
-            temperature=0.2,
-            max_tokens=600,
-            effort=effort,
-            stream=self.gateway_stream,
-            provider=self.gateway_provider,
-            # Prices in US dollars per million tokens, for gateways that do not report a cost
-            # (OpenRouter does). A model missing here is counted as unpriced, never as free.
-            prices=Prices({"gpt-4o-mini": Price(Decimal("0.15"), Decimal("0.60"), Decimal("0.075"))}),
-        )
+    def model(self, part: Literal["user", "judge", "agent"]) -> OpenAiModel | Absent:
+        """The model of ``part`` (USER_MODEL, JUDGE_MODEL or AGENT_MODEL), or why there is none."""
+        if self.settings is None:  # nothing set: no server, as GatewaySettings would say too
+            return Absent(f"set GATEWAY_URL, GATEWAY_KEY and {part.upper()}_MODEL in .env (see .env.example)")
+        return self.settings.model(part)

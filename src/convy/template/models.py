@@ -11,8 +11,8 @@ from gateway import Gateway
 from convy import ChatJudge, Models, OpenAiModel
 
 gateway = Gateway()
-user = gateway.model(gateway.user_model, "USER_MODEL", gateway.user_effort)
-judge = gateway.model(gateway.judge_model, "JUDGE_MODEL", gateway.judge_effort)
+user = gateway.model("user")
+judge = gateway.model("judge")
 
 match judge:
     case OpenAiModel():

@@ -120,8 +120,7 @@ class Assistant:
             yield AssistantConversation(self._model, connection)
 
 
-gateway = Gateway()
-model = gateway.model(gateway.agent_model, "AGENT_MODEL", gateway.agent_effort)
+model = Gateway().model("agent")
 match model:
     case OpenAiModel():
         agent: Assistant | Absent = Assistant(model)
