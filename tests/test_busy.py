@@ -694,6 +694,22 @@ def test_the_pace_counts_from_when_a_request_went_on_the_wire(opening: float, ev
     assert seconds <= 1.02 * (15.0 + late), f"{seconds:.2f} s of virtual time"
 
 
+@pytest.mark.parametrize(("opening", "every"), [(0.003, 3), (0.02, 3)])
+def test_a_limit_that_says_it_holds_one_request_is_paced_from_the_wire_before_any_refusal(opening: float, every: int) -> None:
+    """A service whose answers say its limit holds one request (``x-ratelimit-limit-requests: 1``,
+    a strict bucket) is known to be strict from its first answer: its sends are paced from the
+    moment each went on the wire before any refusal, and none of 300 is refused (the refusal that
+    told it, a whole second of Retry-After, came before)."""
+    from standin import Bucket
+
+    service = Opening(Bucket(20, 1), opening, every)
+    seconds = played_against((service, 4))
+    late = len(range(1, service.requests + 1, every)) * opening
+    assert service.answered == 300
+    assert service.refused == 0
+    assert seconds <= 1.02 * (15.0 + late), f"{seconds:.2f} s of virtual time"
+
+
 @pytest.mark.parametrize(("shape", "refused"), [("bucket, burst 20", 0), ("sliding window", 2)])
 def test_a_loose_limit_is_not_paced_from_the_wire(shape: str, refused: int) -> None:
     """A loose limit (a burst, a window: the service says it counts more than one request at a

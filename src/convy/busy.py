@@ -69,8 +69,9 @@ _BARE_CUT = 0.95
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
-# request (a limit strict enough for that: a loose one, a burst or a window, is not troubled and
-# would only lose the time), the next send is paced from then: a request let go on time but
+# request or said its limit holds one request at a time (a limit strict enough for that: a loose
+# one, a burst or a window, is not troubled and would only lose the time), the next send is paced
+# from then: a request let go on time but
 # written late (its new connection opened first) would otherwise reach the service closer to the
 # next one than the pace, and a strict limit refuses that. The next waits for the last to be on
 # the wire, at most _HOLD seconds; the least of the last _LEADS delays between letting a request
@@ -560,6 +561,14 @@ class Places:
         if told.service:
             self._service = self._services.of(told.service, self._service)
         self._heard(send, told.heard, True)
+        match told.heard.requests:
+            case Quota(limit=limit) if 0 < limit <= 1:
+                # A limit that holds one request at a time (a bucket of burst 1) is strict before
+                # it refuses anything: from now on the sends are paced from the wire, where the
+                # HTTP layer tells it, and the refusal that would have shown it is not needed.
+                self._service.strict = True
+            case _:
+                pass
         self._answers.append(send.moment)
         number = send.number
         while self._answers and self._answers[0] < now - 1.0:
