@@ -29,6 +29,11 @@ requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a sec
   millisecond), 429 with ``Retry-After: 1`` and no ``x-ratelimit-*`` header; its access log
   counts what it received and refused. Played only where ``nginx`` is installed.
 
+The two shapes that tell nothing but a 429 (``bare``, ``nginx``) have their best printed beside
+them: the rate is found only by being refused, and each refusal costs a whole ``Retry-After`` (1 s,
+a fifteenth of the floor): at least one for any client (1.07x), two as convy finds the rate
+(1.13x); every later refusal adds another second.
+
 For each: ``wall / floor``, ``refused`` (429s / requests the server received), and the spread of
 the attempts' own durations (p50/p95/max seconds: waiting for a place or a pace must be fair, no
 attempt left behind for minutes); the floor is the requests (or tokens) the server let through
@@ -85,6 +90,8 @@ LABELS = {
 # The advice an earlier README gave for a strict limit: a per-minute cap a little under it, and places.
 ADVICE = {"advice4": {"agent_per_minute": 1150, "agent_places": 4}, "advice16": {"agent_per_minute": 1150, "agent_places": 16}}
 BODY_TOKENS = 14  # about what one agent request's body counts as tokens (bytes / 4) in the stand-in
+# The shapes that say nothing of their limit but a 429 with Retry-After: 1 (a second at least).
+UNTOLD = ("bare", "nginx")
 
 
 def judged(request: dict[str, Any]) -> str:
@@ -345,6 +352,17 @@ def shown(shape: str, result: dict[str, Any] | None, arguments: argparse.Namespa
     return f"{result['wall'] / floor:6.2f}x {result['refused']:4d}/{result['received']:<4d} {share:5.1%}   {spread:<14}"
 
 
+def bound_of(shape: str, arguments: argparse.Namespace) -> str:
+    """What a limit that tells nothing allows at best: the rate is found only by being refused,
+    each refusal costs a whole Retry-After (1 s), and nothing is sent meanwhile. One refusal is
+    the least any client needs; convy's way of finding the rate (the pace doubles until the first
+    refusal after the start's) needs two."""
+    if shape not in UNTOLD:
+        return ""
+    floor = arguments.requests / arguments.rate
+    return f"   best: {1 + 1 / floor:.2f}x (1 refusal x 1 s), {1 + 2 / floor:.2f}x as convy finds it (2)"
+
+
 def problems_of(shape: str, result: dict[str, Any], arguments: argparse.Namespace) -> list[str]:
     """What went wrong that should not: a message answered twice, a server error, an attempt lost."""
     problems = []
@@ -476,7 +494,7 @@ def main() -> None:
             row = f"{LABELS[shape]:<28} {shown(shape, result, arguments, cap):<47}"
             if arguments.before:
                 row += f"   {shown(shape, child(shape, arguments, arguments.before, cap), arguments, cap)}"
-            print(row, flush=True)
+            print(row + bound_of(shape, arguments), flush=True)
             problems += problems_of(shape, result, arguments)
     if "free" in arguments.only:
         print(

@@ -246,13 +246,14 @@ def main() -> None:
     for stage in ("let", "woken", "written", "read", "counted"):
         print(f"  at {stage:<8} {replayed([row[stage] for row in rows], arguments.rate)}")
     print("\nrefused: ms each step took more (+) or less (-) than for the request counted before it")
-    print(f"{'':<10} {'let gap':>8} {'let>woken':>10} {'woken>wrt':>10} {'wrt>read':>9} {'read>cnt':>9} {'new':>4}")
-    for earlier, later in zip(rows, rows[1:], strict=False):
+    print(f"{'count, s':<10} {'let gap':>8} {'let>woken':>10} {'woken>wrt':>10} {'wrt>read':>9} {'read>cnt':>9} {'new':>4}")
+    for number, (earlier, later) in enumerate(zip(rows, rows[1:], strict=False), start=2):
         if not later["refused"]:
             continue
         deltas = [later[last] - later[first] - (earlier[last] - earlier[first]) for _, first, last in steps[:4]]
+        when = f"{number} {later['counted'] - rows[0]['counted']:.2f}"
         print(
-            f"{'':<10} {(later['let'] - earlier['let']) * 1000:8.2f} "
+            f"{when:<10} {(later['let'] - earlier['let']) * 1000:8.2f} "
             + " ".join(f"{delta * 1000:+9.2f}" for delta in deltas)
             + f" {int(later.get('new', 0)):4d} (before it: {int(earlier.get('new', 0))})"
         )
