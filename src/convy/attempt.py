@@ -381,35 +381,35 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         said_sums: list[Sum] = []
         asked_sums: list[Sum] = []
         for turn in outcome.transcript.turns:
-            match turn.answer.usage:
-                case Usage() as usage:
-                    said = self._one(usage)
-                    if said.reported:
-                        agent_sizes.append(float(said.input + said.output))
-                case NoUsage():
-                    said = _ONE_UNREPORTED
-                case Requests(each=each):
-                    said = Spent(each).sum()
-                    agent_sizes.extend(float(usage.input + usage.output) for usage in Spent(each).reported())
+            said = self._summed(turn.answer.usage, agent_sizes)
             asked = _NO_SUM
             if not turn.scripted:
-                match turn.user_usage:
-                    case Usage() as usage:
-                        asked = self._one(usage)
-                        if asked.reported:
-                            user_sizes.append(float(asked.input + asked.output))
-                    case NoUsage():
-                        asked = _ONE_UNREPORTED
+                asked = self._summed(turn.user_usage, user_sizes)
                 asked_sums.append(asked)
             turns.append((said, asked))
             said_sums.append(said)
-        ending = outcome.user_ending
-        if ending:
-            asked_sums.append(Spent(ending).sum())
-            user_sizes.extend(float(usage.input + usage.output) for usage in Spent(ending).reported())
-        judge = Spent(outcome.judge_requests)
-        sizes = Sizes(tuple(agent_sizes), tuple(user_sizes), tuple(float(usage.input + usage.output) for usage in judge.reported()))
-        return Accounts(tuple(turns), Added(said_sums).sum(), Added(asked_sums).sum(), judge.sum(), sizes)
+        if outcome.user_ending:
+            asked_sums.append(self._summed(Requests(outcome.user_ending), user_sizes))
+        judge: list[float] = []
+        judged = self._summed(Requests(outcome.judge_requests), judge)
+        sizes = Sizes(tuple(agent_sizes), tuple(user_sizes), tuple(judge))
+        return Accounts(tuple(turns), Added(said_sums).sum(), Added(asked_sums).sum(), judged, sizes)
+
+    def _summed(self, usage: Usage | NoUsage | Requests, sizes: list[float]) -> Sum:
+        """What a turn's request (or requests) sum to, the size of each that reported both counts
+        added to ``sizes``."""
+        match usage:
+            case Usage():
+                summed = self._one(usage)
+                if summed.reported:
+                    sizes.append(float(summed.input + summed.output))
+                return summed
+            case NoUsage():
+                return _ONE_UNREPORTED
+            case Requests(each=each):
+                spent = Spent(each)
+                sizes.extend(float(one.input + one.output) for one in spent.reported())
+                return spent.sum()
 
     def _one(self, usage: Usage) -> Sum:
         """One request's usage summed: what ``Spent((usage,)).sum()`` makes, with no loop (a report
