@@ -372,13 +372,7 @@ class Places:
                     self._answer(send, told, paced)
                 else:  # _answer, for a service that said nothing of its limits, with no pace found yet
                     self._answered_once = True
-                    self._answers.append(now)
-                    moment = loop.time() - 1.0
-                    while self._answers and self._answers[0] < moment:
-                        self._answers.popleft()
-                    if send.number > self._cut_after and self._share < _SHARE_MOST:
-                        growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
-                        self._share = min(_SHARE_MOST, self._share + growth)
+                    self._counted(send, loop.time())
                     self._landed(send)
             return send, told, _Answered(answer)
         finally:
@@ -569,13 +563,8 @@ class Places:
                 self._service.strict = True
             case _:
                 pass
-        self._answers.append(send.moment)
+        self._counted(send, now)
         number = send.number
-        while self._answers and self._answers[0] < now - 1.0:
-            self._answers.popleft()
-        if number > self._cut_after:
-            growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
-            self._share = min(_SHARE_MOST, self._share + growth)
         if self._rate > 0 and number > self._cut_after:
             # One answer is worth the gap it filled; answers to requests sent before the last cut
             # say nothing of the pace after it.
@@ -583,6 +572,16 @@ class Places:
             self._rate *= 2 ** (2 * seconds) if self._growing else 1 + _GROWTH * seconds
         if paced:
             self._landed(send)
+
+    def _counted(self, send: _Send, now: float) -> None:
+        """An answer to ``send`` heard at ``now``: among the last second's answers, and, for a
+        request sent after the last cut, a step of the share aimed at given back."""
+        self._answers.append(send.moment)
+        while self._answers and self._answers[0] < now - 1.0:
+            self._answers.popleft()
+        if send.number > self._cut_after and self._share < _SHARE_MOST:
+            growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
+            self._share = min(_SHARE_MOST, self._share + growth)
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1

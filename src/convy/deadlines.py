@@ -67,7 +67,7 @@ class Deadlines:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._under_way: dict[float, deque[Deadline]] = {}
-        self._timers: dict[float, tuple[float, asyncio.TimerHandle]] = {}  # by length: when it rings, the timer
+        self._timers: dict[float, float] = {}  # by length: when its one timer rings
 
     def limit(self, seconds: float) -> Deadline:
         """A limit of ``seconds`` from now, for one ``async with`` block entered at once."""
@@ -82,7 +82,8 @@ class Deadlines:
             under_way.popleft()
         under_way.append(deadline)
         if seconds not in self._timers:
-            self._timers[seconds] = (deadline.when, loop.call_at(deadline.when, self._rung, loop, seconds))
+            self._timers[seconds] = deadline.when
+            loop.call_at(deadline.when, self._rung, loop, seconds)
         return deadline
 
     def _rung(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
@@ -90,11 +91,12 @@ class Deadlines:
         # as its own timer would have rung in this same round of the loop.
         if loop is not self._loop:
             return  # a timer of a loop this one has since been used without
-        armed, _ = self._timers.pop(seconds)
+        armed = self._timers.pop(seconds)
         now = max(armed, loop.time())
         under_way = self._under_way[seconds]
         while under_way and (under_way[0]._ended or under_way[0].when <= now):
             under_way.popleft()._expire()
         if under_way:
             when = under_way[0].when
-            self._timers[seconds] = (when, loop.call_at(when, self._rung, loop, seconds))
+            self._timers[seconds] = when
+            loop.call_at(when, self._rung, loop, seconds)
