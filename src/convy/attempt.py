@@ -218,9 +218,6 @@ class Spent(msgspec.Struct, frozen=True):
     def cost(self) -> CostView:
         return self.sum().cost()
 
-    def total(self) -> int:
-        return sum(usage.input + usage.output for usage in self.reported())
-
     def whole(self) -> int:
         """How many of the requests reported both their counts."""
         return sum(usage.whole() for usage in self.reported())
@@ -524,13 +521,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             shown = _ENCODE(value).decode()
                         case NotReported():
                             pass
-                    took: float | None = None
-                    match seconds:
-                        case NotReported():
-                            pass
-                        case _:
-                            took = float(seconds)
-                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, took))
+                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, Took(seconds).value()))
         return TurnView(
             turn.message,
             turn.scripted,
