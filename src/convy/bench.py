@@ -37,7 +37,7 @@ import msgspec
 from convy.agent import Agent, TimeLimited, _Retried
 from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
-from convy.files import RegularFile
+from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
 from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
 from convy.quota import Services
@@ -630,17 +630,9 @@ class RunJournal(msgspec.Struct, frozen=True):
         # Flushed before the rename and the folder after it: after a power loss run.json is the
         # old one or the new one, never an empty file.
         path = self.folder / "run.json"
-        temporary = self.folder / "run.json.tmp"
         try:
-            temporary.unlink(missing_ok=True)  # whatever is there (a FIFO would block, a link lead elsewhere)
-            with temporary.open("xb") as file:
-                file.write(msgspec.json.format(_ENCODER.encode(run), indent=2) + b"\n")
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
+            Replaced(path).synced(msgspec.json.format(_ENCODER.encode(run), indent=2) + b"\n")
         except OSError as error:
-            with suppress(OSError):
-                temporary.unlink(missing_ok=True)
             raise Unwritable(path, error) from error
         self._synced_folder()
 

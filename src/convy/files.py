@@ -4,7 +4,8 @@ A path found on disk may name anything: a FIFO that blocks whoever opens it, ``/
 never ends, a folder. ``RegularFile`` opens without blocking, reads only a regular file, and reads
 at most as much as its caller allows: whole (``data``), or line by line with each line bounded
 (``lines``). What it refuses is an ``Unreadable``, an ``OSError`` like the system's own, so a caller
-says either in the same words (``error.strerror``).
+says either in the same words (``error.strerror``). ``Replaced`` is a file convy writes whole,
+through a temporary file it makes itself.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
@@ -101,3 +102,36 @@ class Shipped(msgspec.Struct, frozen=True):
         except OSError:
             return False
         return True
+
+
+class Replaced(msgspec.Struct, frozen=True):
+    """A file convy writes whole: into ``<name>.tmp``, a file it makes itself (whatever stood at
+    that name is removed first: a FIFO there would block the write, a link lead it elsewhere),
+    then renamed over ``path``, so a reader finds the old file or the new one, never half of one.
+    A write that fails leaves no ``.tmp`` behind and raises the ``OSError``."""
+
+    path: Path
+
+    def written(self, parts: Iterable[bytes]) -> None:
+        """Write ``parts``, each as it is made (a report's pieces are made while it is written)."""
+        self._replaced(parts, synced=False)
+
+    def synced(self, data: bytes) -> None:
+        """Write ``data`` and flush it to the disk before the rename: after a power loss the file
+        is the old one or the new one, never an empty one."""
+        self._replaced((data,), synced=True)
+
+    def _replaced(self, parts: Iterable[bytes], synced: bool) -> None:
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        try:
+            temporary.unlink(missing_ok=True)
+            with temporary.open("xb") as file:
+                file.writelines(parts)
+                if synced:
+                    file.flush()
+                    os.fsync(file.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:  # a full disk, a file-size limit, a read-only folder, Ctrl+C mid-write
+            with suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            raise

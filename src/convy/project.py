@@ -19,7 +19,6 @@ import hashlib
 import importlib.util
 import sys
 from collections.abc import Iterable
-from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,7 +27,7 @@ import msgspec
 
 from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped
 from convy.dialog import STOP, DefaultPrompts, Prompt
-from convy.files import RegularFile
+from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unwritable
 from convy.report import Index, Listed, Listing, Summary
@@ -294,21 +293,11 @@ class Project(msgspec.Struct, frozen=True):
     def _written(self, path: Path, parts: Iterable[str]) -> None:
         """Write the text in ``parts`` to ``path`` whole, through a temporary file, each part as
         it is made (a report's pieces are made while it is written)."""
-        temporary = path.with_name(path.name + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.unlink(missing_ok=True)  # whatever stands there: a FIFO would block, a link lead elsewhere
-            with temporary.open("x", encoding="utf-8") as out:
-                out.writelines(parts)
-            temporary.replace(path)
+            Replaced(path).written(part.encode() for part in parts)
         except OSError as error:  # a full disk, a file-size limit, a read-only folder
-            with suppress(OSError):
-                temporary.unlink(missing_ok=True)
             raise Unwritable(path, error) from error
-        except BaseException:  # the parts could not be made (Ctrl+C while they were): no half a file is left
-            with suppress(OSError):
-                temporary.unlink(missing_ok=True)
-            raise
 
     def created(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Copy the template project here: the files written, and those left as they were."""

@@ -24,7 +24,7 @@ import msgspec
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import RunJournal
 from convy.dialog import Failed, NoVerdict, Verdict
-from convy.files import RegularFile
+from convy.files import RegularFile, Replaced
 from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Scenario
@@ -577,11 +577,7 @@ class Listing(msgspec.Struct, frozen=True):
         return (summed.totals,) if summed.format == 1 and summed.stamp == stamp else ()
 
     def _written(self, folder: Path, summed: Summed) -> None:
-        temporary = folder / "summary.json.tmp"
         try:
-            temporary.unlink(missing_ok=True)  # whatever stands there: a FIFO would block, a link lead elsewhere
-            with temporary.open("xb") as file:
-                file.write(msgspec.json.encode(summed))
-            os.replace(temporary, folder / "summary.json")
+            Replaced(folder / "summary.json").written((msgspec.json.encode(summed),))
         except OSError:
             pass  # a folder that cannot be written to is summed again next time
