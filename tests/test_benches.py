@@ -38,6 +38,13 @@ def test_the_whole_process_benchmark_runs_small() -> None:
     assert out.count("this/base") == 5
 
 
+def test_the_resume_benchmark_runs_small() -> None:
+    """bench/resume.py resumes a tiny run stopped one attempt short, this convy as its own base."""
+    out = ran("bench/resume.py", "--scenarios", "2", "--attempts", "3", "--missing", "1", "--repeat", "1", "--base", "src")
+    assert "convy resume of a run of 6 attempts that keeps 5 (plays 1, then the report and the index)" in out
+    assert out.count("this/base") == 1
+
+
 def test_the_judging_benchmark_runs_small() -> None:
     """bench/judging.py judges attempts of 1 and 2 claims on the stand-in, this convy as its own base."""
     out = ran("bench/judging.py", "--claims", "1", "2", "--latency", "0.01", "--attempts", "1", "--base", "src")

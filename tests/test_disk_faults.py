@@ -432,3 +432,39 @@ def test_a_run_file_that_is_not_a_regular_file_is_refused_in_one_line(made: Made
         assert done.returncode == 0, done.stderr
         assert done.stderr.splitlines() == [note]
     refused_in_one_line(resumed, said)
+
+
+
+def test_play_reads_the_folder_again_when_what_it_was_given_is_no_longer_the_file(tmp_path: Path) -> None:
+    """What a caller read of a run (``Kept``) is what play goes on from only while attempts.jsonl
+    is seen the same under the lock: read before another process played the run, it is read
+    again and nothing is played twice."""
+    import asyncio
+
+    from convy.bench import Bench, Kept, RunSpec
+    from convy.fakes import FakeAgent
+    from convy.model import Models
+    from convy.scenario import Check, Rule, Scenario
+
+    agent = FakeAgent(lambda text: "hi")
+    bench = Bench(agent, Models())
+    chosen = Scenario(id="s", script=("hello",), judge=(Rule(check=Check(said=".")),))
+    spec = RunSpec(id="one", agent="fake", scenarios=(chosen,), attempts=3, limits=bench.limits)
+    journal = RunJournal(tmp_path / "results" / "fake" / "one")
+    before = journal.kept(spec)
+    assert before == Kept(())  # no file yet
+    asyncio.run(journal.play(spec, bench))  # another process plays the run meanwhile
+    assert agent.opened == 3
+
+    again = asyncio.run(journal.play(spec, bench, earlier=before))
+
+    assert agent.opened == 3
+    assert sorted(outcome.attempt for outcome in again.outcomes) == [1, 2, 3]
+    path = journal.folder / "attempts.jsonl"
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:2]))
+
+    resumed = asyncio.run(journal.play(spec, bench, earlier=journal.kept(spec)))
+
+    assert agent.opened == 4
+    assert sorted(outcome.attempt for outcome in resumed.outcomes) == [1, 2, 3]
+    assert resumed == journal.kept(spec)  # what the file holds now, and as it is seen now

@@ -429,6 +429,60 @@ def test_an_unknown_agent_exits_2_naming_it(made: Made) -> None:
     assert not (made.folder / "results").exists()
 
 
+COUNTED = """
+import atexit
+import os
+import sys
+
+from convy.cli import main
+
+opened = []  # why attempts.jsonl was opened for reading, each time: the convy function that did
+
+
+def counted(event, arguments):
+    if event == "open" and str(arguments[0]).endswith("attempts.jsonl"):
+        flags = arguments[2] if isinstance(arguments[2], int) else 0
+        if flags & os.O_ACCMODE == os.O_RDONLY:
+            frame, names = sys._getframe(1), []
+            while frame is not None:
+                names.append(frame.f_code.co_name)
+                frame = frame.f_back
+            opened.append(next(name for name in names if name in ("kept", "_repaired")))
+
+
+atexit.register(lambda: open(os.environ["OPENED"], "w").write(" ".join(opened)))
+sys.addaudithook(counted)
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> None:
+    """``convy resume`` reads attempts.jsonl's lines once, before it loads the agent, and passes
+    them on to the play: the only other open is the repair's look at the file's last bytes."""
+    first = made.ran("run", "slow", "-k", "4")
+    assert first.returncode == 0, first.stderr
+    folder = made.run()
+    lines = folder.data().splitlines(keepends=True)
+    (folder.path / "attempts.jsonl").write_bytes(b"".join(lines[:-3]))
+    opened = made.folder / "opened"
+
+    resumed = subprocess.run(
+        [sys.executable, "-c", COUNTED, "resume", folder.path.name],
+        cwd=made.folder,
+        env={**made.environment(), "OPENED": str(opened)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+
+    assert resumed.returncode == 0, resumed.stderr
+    clean(resumed.stderr)
+    assert opened.read_text().split() == ["kept", "_repaired"]
+    assert len([line for line in resumed.stdout.splitlines() if line.startswith("✓")]) == 3, resumed.stdout
+    assert folder.pairs() == planned(5, 4)
+
+
 def test_resume_refuses_when_the_agent_file_changed(made: Made) -> None:
     """``convy resume`` exits 2, naming agents/slow.py, when that file changed after the run started."""
     process, _, _ = made.started("run", "slow", "-k", "20", name="run")

@@ -334,17 +334,31 @@ class RunFile(msgspec.Struct, frozen=True):
     format: int = 1
 
 
+class Seen(msgspec.Struct, frozen=True):
+    """``attempts.jsonl`` as the system described it just before it was read: its device, inode,
+    size and modification time; all 0 when there was no such file. Only a process holding
+    ``run.lock`` appends to the file or cuts it, so one that is seen the same under the lock holds
+    the lines read then."""
+
+    device: int = 0
+    inode: int = 0
+    size: int = 0
+    modified: int = 0
+
+
 class Kept(msgspec.Struct, frozen=True):
     """What a run's ``attempts.jsonl`` holds: the attempts read, and the lines left out — those
     that could not be read, those that repeat an attempt read before, those that are not an attempt
     of the run's plan (``foreign``: a scenario it does not play, an attempt past its number), and a
-    last line cut short by a process stopped while writing it (``torn``, played again on resume)."""
+    last line cut short by a process stopped while writing it (``torn``, played again on resume);
+    ``seen``, the file as it was when they were read (``Kept(())``: a run with no such file yet)."""
 
     outcomes: tuple[Outcome, ...]
     unreadable: int = 0
     repeated: int = 0
     foreign: int = 0
     torn: int = 0
+    seen: Seen = Seen()
 
     @property
     def broken(self) -> int:
@@ -470,6 +484,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         outcomes: list[Outcome] = []
         seen: set[tuple[str, int]] = set()
         unreadable = repeated = foreign = torn = 0
+        read = self._seen()
         try:
             for line in RegularFile(path).lines(self.MAX_LINE_BYTES):
                 if line is not None and not line.strip():
@@ -494,7 +509,7 @@ class RunJournal(msgspec.Struct, frozen=True):
             pass
         except OSError as error:
             raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
-        kept = Kept(tuple(outcomes), unreadable, repeated, foreign, torn)
+        kept = Kept(tuple(outcomes), unreadable, repeated, foreign, torn, read)
         if spec is None:
             try:
                 spec = self.run().spec
@@ -503,10 +518,17 @@ class RunJournal(msgspec.Struct, frozen=True):
         return kept.within(spec)
 
     async def play(
-        self, spec: RunSpec, bench: Bench, journal: Journal | None = None, secrets: Secrets = Secrets()
+        self,
+        spec: RunSpec,
+        bench: Bench,
+        journal: Journal | None = None,
+        secrets: Secrets = Secrets(),
+        earlier: Kept = Kept(()),
     ) -> Kept:
         """Play the attempts of ``spec`` this folder lacks, holding the folder while it plays; what
-        the folder keeps, read at the start and added to as the attempts end.
+        the folder keeps, read at the start and added to as the attempts end. ``earlier`` is what
+        a caller has read of the folder already (``kept``): it is taken as it is while the file is
+        seen the same under the lock, and the file read again only when it is not.
 
         Each attempt is kept here with every one of ``secrets`` hidden from its texts, and once it
         is on the disk goes on to ``journal`` (one that shows it, say), as the folder keeps it.
@@ -529,7 +551,9 @@ class RunJournal(msgspec.Struct, frozen=True):
         with self._held():
             try:
                 self._repaired()
-                earlier = self.kept(spec)
+                # A file cut by the repair, or added to by another process since the caller read
+                # it, is read again; else what was read holds, and the lines are read once.
+                earlier = earlier.within(spec) if earlier.seen == self._seen() else self.kept(spec)
                 done = {(outcome.scenario, outcome.attempt) for outcome in earlier.outcomes}
                 started = self._started()
                 self._written(RunFile(spec, Running(started)))
@@ -558,9 +582,11 @@ class RunJournal(msgspec.Struct, frozen=True):
                             raise _first(refused) from None
                 raise
             self._written(RunFile(spec, Complete(started, self._now())))
-        # What the file now holds, without reading it again: the lines read at the start, then
-        # those this play appended, in order.
-        return msgspec.structs.replace(earlier, outcomes=earlier.outcomes + tuple(unflushed.kept))
+            # What the file now holds, without reading it again: the lines read at the start, then
+            # those this play appended, in order.
+            return msgspec.structs.replace(
+                earlier, outcomes=earlier.outcomes + tuple(unflushed.kept), seen=self._seen()
+            )
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -595,6 +621,16 @@ class RunJournal(msgspec.Struct, frozen=True):
         finally:
             os.close(descriptor)
         return False
+
+    def _seen(self) -> Seen:
+        path = self.folder / "attempts.jsonl"
+        try:
+            found = os.stat(path)
+        except FileNotFoundError:
+            return Seen()
+        except OSError as error:
+            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+        return Seen(found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
 
     def _repaired(self) -> None:
         # A process killed mid-append leaves a last line without its newline: cut it off, so the

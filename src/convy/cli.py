@@ -203,7 +203,9 @@ class Said(msgspec.Struct, frozen=True):
 
 
 class Recorded(msgspec.Struct, frozen=True):
-    """A run played as the command shows it: progress while it plays, a summary, the exit code."""
+    """A run played as the command shows it: progress while it plays, a summary, the exit code.
+    ``kept`` is what its folder was read to hold already (``RunJournal.kept``: a resumed run's),
+    passed on to the play so it need not read the folder again."""
 
     project: Project
     spec: RunSpec
@@ -212,6 +214,7 @@ class Recorded(msgspec.Struct, frozen=True):
     errors: Any
     fail_under: float | None = None
     secrets: Secrets = Secrets()
+    kept: Kept = Kept(())
 
     def played(self) -> int:
         journal = self.project.journal(self.spec)
@@ -222,8 +225,7 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {self._where(journal.folder)}"
         )
         stopped: KeyboardInterrupt | Terminated | Unwritable | None = None
-        done = len(journal.kept().outcomes) if (journal.folder / "attempts.jsonl").exists() else 0
-        with self._progress(planned, done) as (progress, task):
+        with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             printed = Printed(self.shown, progress, task, self.spec.trust)
             try:
                 kept = asyncio.run(self._played(journal, printed))
@@ -235,7 +237,7 @@ class Recorded(msgspec.Struct, frozen=True):
             case Terminated():
                 return self._stopped(journal, "terminated", 143)
             case Unwritable(path=path, reason=reason):
-                kept = journal.kept()
+                kept = journal.kept(self.spec)
                 self.errors.line(
                     f"convy: {self._where(path)}: cannot be written: {reason}; run {self.spec.id} stopped and keeps "
                     f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
@@ -262,7 +264,7 @@ class Recorded(msgspec.Struct, frozen=True):
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
         # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
         # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
-        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets))
+        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets, self.kept))
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, playing.cancel)
         try:
@@ -276,7 +278,7 @@ class Recorded(msgspec.Struct, frozen=True):
             loop.remove_signal_handler(signal.SIGTERM)
 
     def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
-        kept = journal.kept()
+        kept = journal.kept(self.spec)
         planned = len(self.spec.scenarios) * self.spec.attempts
         self.errors.line(f"{how}: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
         self.errors.line(f"resume with: convy resume {self.spec.id}")
@@ -492,7 +494,8 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
         spec = self.project.resumable(journal)
-        note = journal.kept(spec).note()  # an attempts.jsonl convy will not read stops here, before anything is played
+        kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
+        note = kept.note()
         if note:
             errors.line(f"read {journal.folder.relative_to(self.project.folder)}: {note}")
         loaded = Loaded(self.project, spec.agent)
@@ -503,7 +506,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
         bench = Bench(agent, models, spec.limits, self.project.prompt(self.project.settings()))
-        return Recorded(self.project, spec, bench, shown, errors, self.fail_under, loaded.secrets(agent, models)).played()
+        return Recorded(self.project, spec, bench, shown, errors, self.fail_under, loaded.secrets(agent, models), kept).played()
 
 
 class Uncollected:
