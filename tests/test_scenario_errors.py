@@ -800,3 +800,25 @@ def test_a_scenario_file_that_is_not_a_regular_file_stops_the_command(tmp_path: 
     assert done.stderr.splitlines() == ["convy: scenarios/x.yaml: cannot be read: not a regular file"]
     assert "Traceback" not in done.stdout + done.stderr
     assert not (project / "results").exists()
+
+
+def test_the_simulator_prompt_is_checked_as_the_simulated_user_is_told_it(tmp_path: Path) -> None:
+    """Before a run, a scenario whose user leaves a slot of the simulator prompt empty is one line
+    naming the prompt's file and the scenario; filled, it is the very text its simulated user is told."""
+    from convy.dialog import Prompt
+    from convy.model import Absent
+    from convy.problems import ConfigurationError
+    from convy.project import Project
+    from convy.settings import Settings
+
+    prompt = Prompt("You are {{ name }}. {{ instructions }} Say {{ stop }} when done.")
+    settings = Settings(user_prompt="prompts/user.md")
+    lacking = Scenario(id="refund", user="Ask for a refund of your {{ item }}.", vars={"item": "kettle"}, script=("hi",), judge=("polite",))
+    with pytest.raises(ConfigurationError) as raised:
+        Project(tmp_path).fitting(prompt, settings, (lacking,))
+    assert str(raised.value) == "prompts/user.md: no value for {{ name }} for scenario refund"
+    named = Scenario(id="refund", user=lacking.user, vars={"item": "kettle", "name": "Ann"}, script=("hi",), judge=("polite",))
+    Project(tmp_path).fitting(prompt, settings, (named,))
+    told = named.simulated(Absent(), prompt).prompt
+    assert told == named.told(prompt)
+    assert told.startswith("You are Ann. Ask for a refund of your kettle. Say ")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped
-from convy.dialog import STOP, DefaultPrompts, Prompt
+from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unwritable
@@ -164,8 +164,7 @@ class Project(msgspec.Struct, frozen=True):
         for scenario in scenarios:
             if scenario.user.strip():
                 try:
-                    instructions = Prompt(scenario.user).filled(scenario.vars)
-                    prompt.filled({**scenario.vars, "instructions": instructions, "stop": STOP})
+                    scenario.told(prompt)
                 except ValueError as error:
                     shown = settings.user_prompt or "the simulator prompt"
                     raise ConfigurationError(f"{shown}: {error} for scenario {scenario.id}") from None

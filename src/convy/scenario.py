@@ -268,9 +268,14 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         return Verdict(tuple(decided))
 
     def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
-        """The simulated user of this scenario: ``prompt`` filled with its instructions and vars."""
+        """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
+        return SimulatedUser(model, self.told(prompt))
+
+    def told(self, prompt: Prompt) -> str:
+        """``prompt`` filled with this scenario's instructions and vars; a ``ValueError`` for a
+        slot left empty or a prompt that would be too large."""
         values: dict[str, Any] = {**self.vars, "instructions": Prompt(self.user).filled(self.vars), "stop": STOP}
-        return SimulatedUser(model, prompt.filled(values))
+        return prompt.filled(values)
 
     async def outcome(self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int) -> Outcome:
         """Play one attempt: the dialogue with the agent, then the judge and the checks.
