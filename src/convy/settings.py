@@ -23,24 +23,13 @@ from convy.files import RegularFile
 from convy.problems import ConfigurationError, FieldProblem
 
 
-class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """convy's settings for a project: attempts per scenario, the trust threshold, and the limits."""
+class Settings(Limits, frozen=True, forbid_unknown_fields=True):
+    """convy's settings for a project: the run's limits (every field of ``Limits``, declared and
+    bounded there alone), attempts per scenario, the trust threshold, and the file of the
+    simulator prompt."""
 
     attempts: int = 3
     trust: float = 0.0
-    max_turns: int = 10
-    agent_places: int = 4
-    user_places: int = 8
-    judge_places: int = 8
-    agent_per_minute: int = 0
-    user_per_minute: int = 0
-    judge_per_minute: int = 0
-    agent_patience: float = 300.0
-    user_patience: float = 300.0
-    judge_patience: float = 300.0
-    open_seconds: float = 60.0
-    turn_seconds: float = 120.0
-    close_seconds: float = 60.0
     user_prompt: str = ""
 
     # The largest value each number may take: those of a run's spec and limits, which a run
@@ -48,22 +37,16 @@ class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     MOST: ClassVar[dict[str, float]] = {"attempts": RunSpec.MOST_ATTEMPTS, **Limits.MOST}
 
     def __post_init__(self) -> None:
-        for name, most in self.MOST.items():
-            value = getattr(self, name)
-            if value != value or value in (math.inf, -math.inf):
-                raise ValueError(f"{name}: must be a finite number")
-            if value > most:
-                raise ValueError(f"{name}: must be at most {most:,.0f}")
+        super().__post_init__()  # every number within MOST, and the limits' own bounds, named by field
         if not math.isfinite(self.trust) or not 0.0 <= self.trust <= 1.0:
             raise ValueError("trust: must be between 0 and 1")
         if self.attempts < 1:
             raise ValueError("attempts: must be at least 1")
         if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
             raise ValueError("user_prompt: not a file name")
-        self.limits()  # the limits' own checks, named by field
 
     def limits(self) -> Limits:
-        """The run's limits: every field of these settings that ``Limits`` has."""
+        """The run's limits: these settings' fields that ``Limits`` declares, as a ``Limits``."""
         return Limits(**{name: getattr(self, name) for name in Limits.__struct_fields__})
 
 
