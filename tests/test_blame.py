@@ -16,7 +16,7 @@ from typing import Any
 import hypothesis
 import pytest
 from hypothesis import strategies
-from test_process import clean, planned, project
+from test_process import Folder, clean, planned, project
 
 from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench, Limits, Plan, RunJournal, RunSpec
@@ -324,9 +324,8 @@ def test_attempts_that_vanish_from_the_bench_stop_the_run_marked_interrupted(
     bench = Bench(FakeAgent(lambda text: "hi"), Models())
     spec = RunSpec(id="one", agent="fake", scenarios=chosen, attempts=2, limits=bench.limits)
     journal = RunJournal(tmp_path / "results" / "fake" / "one")
-    with pytest.raises(ExceptionGroup) as raised:  # play's own task group, which flushes the lines, passes it on
+    with pytest.raises(Unplayed, match="^2 of 4 planned attempts ended without being recorded$"):  # out of play's task group
         asyncio.run(journal.play(spec, bench))
-    assert raised.group_contains(Unplayed, match="2 of 4 planned attempts ended without being recorded")
     assert sorted((outcome.scenario, outcome.attempt) for outcome in journal.kept().outcomes) == [("s", 1), ("s", 2)]
     assert journal.run().status.__struct_config__.tag == "interrupted"
 
@@ -501,3 +500,49 @@ def test_a_settled_check_is_decided_as_on_every_longer_dialogue(
         # Unsettled means not yet decided either way: a called/said check not yet held, a
         # not_called/not_said one not yet broken.
         assert check.claim(short).held == bool(check.not_called or check.not_said)
+
+
+CANCELLING = """
+import asyncio
+from contextlib import asynccontextmanager
+
+
+class Cancelling:
+    async def turn(self, message):
+        asyncio.current_task().cancel()  # the agent's own code cancels the task it runs in
+        await asyncio.sleep(0)
+        return "hi"
+
+
+class Agent:
+    @asynccontextmanager
+    async def conversation(self):
+        yield Cancelling()
+
+
+agent = Agent()
+"""
+
+
+def test_an_agent_that_cancels_its_own_task_stops_the_run_in_one_line_naming_its_file(tmp_path: Path) -> None:
+    """Code of the project's that cancels the task it runs in ends attempts unrecorded: the run
+    stops, marked interrupted, with one line naming the agent's file and how to resume, exit 2;
+    the smoke test says the same of its dialogue. No traceback either way."""
+    with project(tmp_path) as made:
+        (made.folder / "agents" / "cancels.py").write_text(CANCELLING)
+        ran = made.ran("run", "cancels")
+        folder = Folder(next((made.folder / "results" / "cancels").iterdir()))
+        assert ran.returncode == 2, ran.stderr
+        assert ran.stderr == (
+            "convy: agents/cancels.py or models.py: 10 of 10 planned attempts ended without being recorded: a task "
+            "of the run was cancelled from within, as code that cancels its own task does "
+            f"(asyncio.current_task().cancel()); run {folder.path.name} stopped and keeps 0 of 10 attempts; once "
+            f"that is mended: convy resume {folder.path.name}\n"
+        )
+        assert folder.status() == "interrupted"
+        smoke = made.ran("run", "cancels", "--smoke")
+        assert (smoke.returncode, smoke.stderr) == (
+            2,
+            "convy: agents/cancels.py: the smoke test's dialogue was cancelled from within, as code that cancels "
+            "its own task does (asyncio.current_task().cancel())\n",
+        )

@@ -534,7 +534,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         is on the disk goes on to ``journal`` (one that shows it, say), as the folder keeps it.
         The run is marked finished when every attempt is played, and interrupted when anything,
         Ctrl+C included, stops it; that error is raised on, and a write the folder refused as
-        ``Unwritable``. A folder that cannot be written before anything is played is a
+        ``Unwritable``, attempts that ended unrecorded as ``Unplayed``, each out of its group. A folder that cannot be written before anything is played is a
         ``ConfigurationError``: nothing was sent.
         """
         try:  # a spec that cannot be kept fails before its folder exists, leaving nothing behind
@@ -577,9 +577,9 @@ class RunJournal(msgspec.Struct, frozen=True):
                 self._marked(RunFile(spec, Interrupted(started, self._now())))
                 match error:
                     case BaseExceptionGroup():
-                        refused, _ = error.split(Unwritable)
-                        if refused is not None:
-                            raise _first(refused) from None
+                        said, _ = error.split((Unwritable, Unplayed))  # each its own line, not a group's trace
+                        if said is not None:
+                            raise _first(said) from None
                 raise
             self._written(RunFile(spec, Complete(started, self._now())))
             # What the file now holds, without reading it again: the lines read at the start, then

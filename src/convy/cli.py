@@ -5,6 +5,8 @@
     1    also: a run stopped because its folder refused a write (a full disk, a file-size limit),
          or a finished run's report could not be written
     2    a configuration error, or a folder convy must write refused it: nothing was sent
+    2    also: a run stopped because the project's code cancelled the task it runs in (attempts
+         ended unrecorded: ``Unplayed``); the run is kept, marked interrupted
     3    every attempt judged, but the pass rate is below --fail-under; or, for ``convy compare
          --fail-on-regression``, the candidate's pass rate really dropped
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
@@ -38,7 +40,7 @@ from convy.attempt import Spent
 from convy.bench import Bench, Kept, RunInUse, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent
-from convy.problems import ConfigurationError, Outside, Unwritable
+from convy.problems import ConfigurationError, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
 from convy.report import Listed, Summary
 from convy.runs import Read
@@ -47,6 +49,9 @@ from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
+# Why an attempt's task ends cancelled with no Ctrl+C, no SIGTERM and no time limit: the project's
+# own code cancelled the task it runs in, which convy cannot tell from its own stop.
+CANCELLED = "cancelled from within, as code that cancels its own task does (asyncio.current_task().cancel())"
 
 
 class Shown:
@@ -224,12 +229,12 @@ class Recorded(msgspec.Struct, frozen=True):
         self.shown.line(
             f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {self._where(journal.folder)}"
         )
-        stopped: KeyboardInterrupt | Terminated | Unwritable | None = None
+        stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             printed = Printed(self.shown, progress, task, self.spec.trust)
             try:
                 kept = asyncio.run(self._played(journal, printed))
-            except (KeyboardInterrupt, Terminated, Unwritable) as error:
+            except (KeyboardInterrupt, Terminated, Unwritable, Unplayed) as error:
                 stopped = error
         match stopped:
             case KeyboardInterrupt():
@@ -243,6 +248,14 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
                 )
                 return 1
+            case Unplayed():
+                kept = journal.kept(self.spec)
+                self.errors.line(
+                    f"convy: agents/{self.spec.agent}.py or models.py: {stopped}: a task of the run was {CANCELLED}; "
+                    f"run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts; once that is "
+                    f"mended: convy resume {self.spec.id}"
+                )
+                return 2
         summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         code = self._summed(summary)
         try:
@@ -452,7 +465,11 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                     continue
             limited = TimeLimited(agent, limits.open_seconds, limits.turn_seconds, limits.close_seconds)
             shown.line(f"{name}: smoke test, {len(self.SCRIPT)} scripted messages, no model, nothing written")
-            outcome = secrets.kept(asyncio.run(smoke.outcome(1, limited, Absent(), Absent(), len(self.SCRIPT))))
+            try:
+                played = asyncio.run(smoke.outcome(1, limited, Absent(), Absent(), len(self.SCRIPT)))
+            except asyncio.CancelledError:  # Ctrl+C comes out of asyncio.run as KeyboardInterrupt
+                raise ConfigurationError(f"agents/{name}.py: the smoke test's dialogue was {CANCELLED}") from None
+            outcome = secrets.kept(played)
             for number, turn in enumerate(outcome.transcript.turns, start=1):
                 lines = turn.answer.text.strip().splitlines() or ["(an empty answer)"]
                 said = Inert(lines[0][:100]).line()
