@@ -15,13 +15,12 @@ Base and candidate are interleaved, ``--repeat`` times, and the best of each is 
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import tempfile
 from pathlib import Path
 
 import msgspec
-from whole import Made, Measured, Side, best, first_run, header, shown, unpacked
+from whole import Made, Measured, Side, best, first_run, header, shown, sides_parser, unpacked
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -62,13 +61,8 @@ class Stopped(msgspec.Struct, frozen=True):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--scenarios", type=int, default=10)
-    parser.add_argument("--attempts", type=int, default=1000)
+    parser = sides_parser(__doc__)
     parser.add_argument("--missing", type=int, default=10)
-    parser.add_argument("--base", type=Path, help="the src folder of the base convy (default: main, unpacked)")
-    parser.add_argument("--base-commit", default="main")
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="convy-resume-"))
     try:

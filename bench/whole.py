@@ -365,15 +365,22 @@ def unpacked(commit: str, root: Path) -> Path:
     return target / "src"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
+def sides_parser(described: str | None) -> argparse.ArgumentParser:
+    """The options of a script that runs whole processes of this convy beside a base one, on
+    bench/whole.py's project: how often, its size, and the base."""
+    parser = argparse.ArgumentParser(description=described.split("\n\n")[0] if described else None)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scenarios", type=int, default=10)
     parser.add_argument("--attempts", type=int, default=1000)
-    parser.add_argument("--many", type=int, default=10_000)
     parser.add_argument("--base", type=Path, help="the src folder of the base convy (default: main, unpacked)")
     parser.add_argument("--base-commit", default="main")
+    return parser
+
+
+def main() -> None:
+    parser = sides_parser(__doc__)
+    parser.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
+    parser.add_argument("--many", type=int, default=10_000)
     parser.add_argument("--profile", type=Path, help="write a cProfile of the candidate's first run here (of run's project, else of many's)")
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the folder of the projects and their runs, and say where it is")

@@ -161,12 +161,12 @@ class Made(msgspec.Struct, frozen=True):
         self.processes.append(process)
         return process, out, err
 
-    def ran(self, *arguments: str) -> subprocess.CompletedProcess[str]:
-        """``convy`` run to its end."""
+    def ran(self, *arguments: str, **environ: str) -> subprocess.CompletedProcess[str]:
+        """``convy`` run to its end, with ``environ`` set too."""
         return subprocess.run(
             [str(CONVY), *arguments],
             cwd=self.folder,
-            env=self.environment(),
+            env={**self.environment(), **environ},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -434,8 +434,6 @@ import atexit
 import os
 import sys
 
-from convy.cli import main
-
 opened = []  # why attempts.jsonl was opened for reading, each time: the convy function that did
 
 
@@ -452,7 +450,6 @@ def counted(event, arguments):
 
 atexit.register(lambda: open(os.environ["OPENED"], "w").write(" ".join(opened)))
 sys.addaudithook(counted)
-raise SystemExit(main(sys.argv[1:]))
 """
 
 
@@ -464,17 +461,11 @@ def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> 
     folder = made.run()
     lines = folder.data().splitlines(keepends=True)
     (folder.path / "attempts.jsonl").write_bytes(b"".join(lines[:-3]))
+    (made.folder / "hooked").mkdir()
+    (made.folder / "hooked" / "sitecustomize.py").write_text(COUNTED)  # loaded as the process starts
     opened = made.folder / "opened"
 
-    resumed = subprocess.run(
-        [sys.executable, "-c", COUNTED, "resume", folder.path.name],
-        cwd=made.folder,
-        env={**made.environment(), "OPENED": str(opened)},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-    )
+    resumed = made.ran("resume", folder.path.name, PYTHONPATH=str(made.folder / "hooked"), OPENED=str(opened))
 
     assert resumed.returncode == 0, resumed.stderr
     clean(resumed.stderr)
