@@ -631,3 +631,26 @@ def test_progress_the_reader_cannot_take_is_left_out_and_counted_and_the_last_li
     assert notes == [f"… {3000 - len(numbers)} progress lines left out: the output was not read in time"]
     assert 0 < len(numbers) < 3000
     assert lines[-1] == "the end"
+
+
+def test_resume_refuses_when_the_simulator_prompt_changed(made: Made) -> None:
+    """``convy resume`` exits 2 in one line when the settings now give another simulator prompt
+    than the run started with, and plays nothing."""
+    first = made.ran("run", "slow", "-k", "2")
+    assert first.returncode == 0, first.stderr
+    folder = made.run()
+    path = folder.path / "attempts.jsonl"
+    path.write_bytes(b"".join(folder.data().splitlines(keepends=True)[:-1]))
+    kept = folder.data()
+    (made.folder / "prompts").mkdir()
+    (made.folder / "prompts" / "user.md").write_text("You are a customer. {{ instructions }} Say {{ stop }} when done.\n")
+    with (made.folder / "pyproject.toml").open("a") as settings:
+        settings.write('user_prompt = "prompts/user.md"\n')
+
+    refused = made.ran("resume", folder.path.name)
+
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        f"convy: cannot resume {folder.path.name}: the simulator prompt changed since the run started; start a new run\n",
+    )
+    assert folder.data() == kept

@@ -510,7 +510,8 @@ class ResumeCommand(msgspec.Struct, frozen=True):
 
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
-        spec = self.project.resumable(journal)
+        prompt = self.project.prompt(self.project.settings())  # read once: checked against the run's, then told
+        spec = self.project.resumable(journal, prompt)
         kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
         note = kept.note()
         if note:
@@ -522,7 +523,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, self.project.prompt(self.project.settings()))
+        bench = Bench(agent, models, spec.limits, prompt)
         return Recorded(self.project, spec, bench, shown, errors, self.fail_under, loaded.secrets(agent, models), kept).played()
 
 

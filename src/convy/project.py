@@ -207,16 +207,17 @@ class Project(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"{wanted!r} matches {len(near)} runs ({names}): give more of the id")
         return RunJournal(near[0])
 
-    def resumable(self, journal: RunJournal) -> RunSpec:
-        """The spec of a run to resume; refused when its agent's file or ``models.py`` changed since,
-        or when its ``run.json`` names another agent than the folder it is in."""
+    def resumable(self, journal: RunJournal, prompt: Prompt) -> RunSpec:
+        """The spec of a run to resume with the simulator ``prompt`` the settings give now; refused
+        when its agent's file, ``models.py`` or that prompt changed since, or when its ``run.json``
+        names another agent than the folder it is in."""
         spec = journal.run().spec
         if self.journal(spec).folder != journal.folder:  # it would be played there, not here
             raise RunDamaged(
                 f"{journal.folder}/run.json: spec.agent: must be the name of the folder the run is in, "
                 f"{journal.folder.parent.name}; restore run.json from a copy to resume the run"
             )
-        now = self.fingerprints(spec.agent, self.prompt(self.settings()))
+        now = self.fingerprints(spec.agent, prompt)
         if now.agent != spec.fingerprints.agent:
             raise ConfigurationError(
                 f"cannot resume {spec.id}: agents/{spec.agent}.py changed since the run started; start a new run"
