@@ -321,7 +321,7 @@ class Places:
                 raise
             else:
                 if paced:
-                    if told.service or told.heard is not UNSAID or self._rate > 0:
+                    if told.service or told.heard is not UNSAID or self._rate > 0.0:
                         self._answer(send, told, paced)
                     else:  # _answer, for a service that said nothing of its limits, with no pace found yet
                         self._answered_once = True
@@ -562,8 +562,8 @@ class Places:
             self._next = max(self._next, now) + spacing
 
     def _unmetered(self) -> bool:
-        for meter in self._service.meters.values():  # a loop, not all(): this runs on every send
-            if meter.rate > 0:
+        for meter in self._service.each:  # a loop, not all(): this runs on every send
+            if meter.rate > 0.0:  # a float to a float: quicker than to an int
                 return False
         return True
 

@@ -161,6 +161,7 @@ class Service:
 
     def __init__(self) -> None:
         self.meters = {"requests": Meter(), "tokens": Meter()}
+        self.each = tuple(self.meters.values())  # the same meters, for the loops of every send
         self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
@@ -169,9 +170,9 @@ class Service:
         """Note a send at ``now``; its number."""
         number = self.sends
         self.sent.append((number, now))
-        self.sends += 1
-        for meter in self.meters.values():
-            if meter.rate > 0:  # what is left of a limit with no rate yet is never read: its first word sets it
+        self.sends = number + 1
+        for meter in self.each:
+            if meter.rate > 0.0:  # what is left of a limit with no rate yet is never read: its first word sets it
                 meter.take(now, share)
         return number
 
