@@ -881,7 +881,7 @@ def test_without_per_minute_nothing_is_spaced() -> None:
 
 
 def test_requests_that_went_at_once_tell_the_first_refusal_the_rate_let_through() -> None:
-    """Requests with nothing to wait for go the short way (``Places._at_once``), and still count
+    """Requests with nothing to wait for go the short way (sent in ``Places._tried`` itself), and still count
     as the long way counts them: twenty answered within 0.1 s, then a refusal with no word of the
     limit, set the pace after its pause to 0.9 of the rate let through (180 a second), not to one
     request per pause; the places, sends and peak are counted the same."""

@@ -39,7 +39,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
-from convy.quota import TOLD, Heard, NoQuota, Quota, Service, Services, Told
+from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
@@ -133,6 +133,21 @@ class _Send(msgspec.Struct, frozen=True):
     moment: float
     metered: bool = False  # paced on what the service said is left
     pace: float = 0.0  # the requests a second the participant sent at, without word from the service
+
+
+class _Asked(Told):
+    """The ``Told`` of a request a participant's places let go at their pace: it tells them when
+    the request went on the wire."""
+
+    def __init__(self, places: Places, send: _Send) -> None:
+        self._places = places
+        self._send = send
+
+    def listened(self) -> bool:
+        return True
+
+    def wrote(self, moment: float) -> None:
+        self._places._wrote(self._send, moment)
 
 
 class _Ticket:
@@ -253,8 +268,9 @@ class Places:
 
     # --- sending ---------------------------------------------------------------------------------
 
-    # sent and retried hand back _tried's coroutine itself, to be awaited: one coroutine less
-    # for each of a run's requests.
+    # sent and retried hand back _tried's coroutine itself, to be awaited, and a first try that
+    # waits for nothing is sent and answered in it: one coroutine for each of a run's requests,
+    # and one frame less on the way each time a request under way waits and wakes.
 
     def sent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
         """``request`` sent within a place, at the participant's pace, tried again while the
@@ -269,14 +285,75 @@ class Places:
         return self._tried(request, held=False, paced=paced)
 
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
+        """The first try. When it waits for nothing (``_clear``) it is sent now, for a fraction of
+        the cost of the way through ``seat``, ``_turn`` and ``_asked``: the seat, the send and the
+        answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order. Otherwise,
+        and after a refusal, the tries go on in ``_later``."""
         loop = asyncio.get_running_loop()
-        rank = (loop.time(), next(self._ranks))
+        now = loop.time()
+        rank = next(self._ranks)
+        if not self._clear(held, paced, now):
+            return await self._later(request, held, paced, (now, rank), None)
+        if held:
+            self._taken += 1
+            if self._taken > self.peak:
+                self.peak = self._taken
+        try:
+            told: Told
+            if paced:  # _let, with no meter and no pace: metered False, pace 0, the next send now
+                send = _Send(self._service, self._service.took(now, self._share), now)
+                self.sends += 1
+                self._flying += 1
+                if self._next < now:
+                    self._next = now
+                told = self._asking = _Asked(self, send)
+            else:
+                send = _Send(self._service, -1, now)
+                told = Told()
+            token = TOLD.set(told)
+            try:
+                answer = await request()
+            except Busy as busy:
+                refused = _Refused(busy)
+            except BaseException:
+                if paced:
+                    self._landed(send)
+                raise
+            else:
+                if paced:
+                    if told.service or told.heard is not UNSAID or self._rate > 0.0:
+                        self._answer(send, told, paced)
+                    else:  # _answer, for a service that said nothing of its limits, with no pace found yet
+                        self._answered_once = True
+                        self._counted(send, loop.time())
+                        self._landed(send)
+                return answer
+            finally:
+                TOLD.reset(token)
+        finally:
+            if held:
+                self._freed()
+        return await self._later(request, held, paced, (now, rank), (send, told, refused))
+
+    async def _later(
+        self,
+        request: Callable[[], Awaitable[T]],
+        held: bool,
+        paced: bool,
+        rank: tuple[float, int],
+        refused: tuple[_Send, Told, _Refused] | None,
+    ) -> T:
+        """The tries of a request whose first could not go at once, or was ``refused``: each waits
+        for a place (when it takes one), for a pause to end and for its moment at the pace."""
+        loop = asyncio.get_running_loop()
         refused_at = -1.0
         refusals = 0
         delay = self.patience.first
         while True:
-            if refused_at < 0 and self._clear(held, paced):
-                send, told, answer = await self._at_once(request, held, paced)
+            answer: _Answered[T] | _Refused
+            if refused is not None:
+                send, told, answer = refused
+                refused = None
             elif held:  # as ``one`` holds a place, without a context manager's cost on every request
                 start = loop.time()
                 seat = await self.seat()
@@ -315,15 +392,14 @@ class Places:
                         ) from busy
                     self._refusal(send, now, pause, told, paced, refusals < 3)
 
-    def _clear(self, held: bool, paced: bool) -> bool:
-        """Whether a first try would wait for nothing: a free place (when it takes one), no pause,
-        and, when paced, no pace — no per-minute, no refusal yet, no limit the service told, no
-        one before it — so that it goes at once. Then ``_at_once`` sends it for a fraction of the
-        cost of the way through ``seat``, ``_turn`` and ``_asked``, doing what they would do."""
+    def _clear(self, held: bool, paced: bool, now: float) -> bool:
+        """Whether a first try at ``now`` would wait for nothing: a free place (when it takes one),
+        no pause, and, when paced, no pace — no per-minute, no refusal yet, no limit the service
+        told, no one before it — so that it goes at once."""
         if held and (self._taken >= self.size or self._place_queue):
             return False
         if not paced:
-            return self._paused_until <= asyncio.get_running_loop().time()
+            return self._paused_until <= now
         return (
             not self.per_minute
             and not self.refused
@@ -333,51 +409,6 @@ class Places:
             and self._unwritten is None
             and self._unmetered()
         )
-
-    async def _at_once(
-        self, request: Callable[[], Awaitable[T]], held: bool, paced: bool
-    ) -> tuple[_Send, Told, _Answered[T] | _Refused]:
-        """A first try that waits for nothing (``_clear``), sent now: the seat, the send and the
-        answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order."""
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        if held:
-            self._taken += 1
-            if self._taken > self.peak:
-                self.peak = self._taken
-        try:
-            if paced:  # _let, with no meter and no pace: metered False, pace 0, the next send now
-                send = _Send(self._service, self._service.took(now, self._share), now)
-                self.sends += 1
-                self._flying += 1
-                if self._next < now:
-                    self._next = now
-            else:
-                send = _Send(self._service, -1, now)
-            told = self._told(send, paced)
-            unsaid = told.heard  # the HTTP layer puts what a service says of its limits in its place
-            token = TOLD.set(told)
-            try:
-                answer = await request()
-            except Busy as busy:
-                return send, told, _Refused(busy)
-            except BaseException:
-                if paced:
-                    self._landed(send)
-                raise
-            finally:
-                TOLD.reset(token)
-            if paced:
-                if told.service or told.heard is not unsaid or self._rate > 0:
-                    self._answer(send, told, paced)
-                else:  # _answer, for a service that said nothing of its limits, with no pace found yet
-                    self._answered_once = True
-                    self._counted(send, loop.time())
-                    self._landed(send)
-            return send, told, _Answered(answer)
-        finally:
-            if held:
-                self._freed()
 
     async def _asked(
         self, request: Callable[[], Awaitable[T]], told: Told, send: _Send, paced: bool
@@ -479,15 +510,12 @@ class Places:
         return self._asking is None or bool(self._asking.service)
 
     def _told(self, send: _Send, paced: bool) -> Told:
-        """The ``Told`` of a request let go: the latest, when paced."""
+        """The ``Told`` of a request let go: the latest, when paced, which hears when it went on
+        the wire."""
         if not paced:
-            return Told(None)
-        told = self._asking = Told(self._on_wire(send))
+            return Told()
+        told = self._asking = _Asked(self, send)
         return told
-
-    def _on_wire(self, send: _Send) -> Callable[[float], None]:
-        """What hears that ``send`` went on the wire."""
-        return lambda moment: self._wrote(send, moment)
 
     def _wrote(self, send: _Send, moment: float) -> None:
         """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
@@ -534,8 +562,8 @@ class Places:
             self._next = max(self._next, now) + spacing
 
     def _unmetered(self) -> bool:
-        for meter in self._service.meters.values():  # a loop, not all(): this runs on every send
-            if meter.rate > 0:
+        for meter in self._service.each:  # a loop, not all(): this runs on every send
+            if meter.rate > 0.0:  # a float to a float: quicker than to an int
                 return False
         return True
 

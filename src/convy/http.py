@@ -254,7 +254,7 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
             limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=min(connections, 64)),
             trust_env=False,
         )
-        return JsonConnection(self, client)
+        return JsonConnection(self, client, self.limited_by())
 
 
 class JsonResponse(msgspec.Struct, frozen=True):
@@ -313,11 +313,16 @@ class _EventStream(msgspec.Struct, frozen=True):
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
+_JSON = {"content-type": "application/json"}  # the headers of every post, besides the endpoint's
+
+
 class JsonConnection(msgspec.Struct, frozen=True):
-    """An open connection to a JSON endpoint."""
+    """An open connection to a JSON endpoint, and whose limit its requests count against
+    (``limited_by``, the endpoint's, worked out once: it takes a digest of the headers)."""
 
     endpoint: JsonEndpoint
     client: Any
+    limited_by: str
 
     async def posted(self, body: Any, path: str = "") -> Any:
         """The JSON the endpoint answers ``body`` with (posted to the URL, plus ``path``)."""
@@ -329,7 +334,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
         try:
-            response = await self.client.post(url, content=msgspec.json.encode(body), headers=self._json(), extensions=self._traced())
+            response = await self.client.post(url, content=msgspec.json.encode(body), headers=_JSON, extensions=self._traced())
             self._checked(response, path)
             return JsonResponse(msgspec.json.decode(response.content), dict(response.headers))
         except msgspec.DecodeError as error:
@@ -348,7 +353,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         url = self.endpoint.at(path)
         try:
             async with self.client.stream(
-                "POST", url, content=msgspec.json.encode(body), headers=self._json(), extensions=self._traced()
+                "POST", url, content=msgspec.json.encode(body), headers=_JSON, extensions=self._traced()
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
@@ -392,11 +397,8 @@ class JsonConnection(msgspec.Struct, frozen=True):
         told = TOLD.get()
         if told is None:
             return {}
-        told.service = self.endpoint.limited_by()
+        told.service = self.limited_by
         return {"trace": _OnTheWire(told)} if told.listened() else {}
-
-    def _json(self) -> dict[str, str]:
-        return {"content-type": "application/json"}
 
     def _shown(self, path: str) -> str:
         return self._hidden(JsonEndpoint(self.endpoint.at(path)).shown())

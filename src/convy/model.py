@@ -140,6 +140,7 @@ class _Clients:
 
     def __init__(self) -> None:
         self.by_loop: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.owners: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # the model each was last handed to
         self._keepers: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
     async def kept(self, loop: Any, connection: JsonConnection) -> JsonConnection:
@@ -245,14 +246,17 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         The client is kept with the URL and key it was made for, so a copy of this model with
         another URL or key (``msgspec.structs.replace``) never borrows it.
         """
+        loop = asyncio.get_running_loop()
+        found = self.clients.by_loop.get(loop)
+        if found is not None and self.clients.owners.get(loop) is self:
+            return found  # this very model had it last: its URL and key are the same (it is frozen)
         from convy.http import JsonEndpoint
 
-        loop = asyncio.get_running_loop()
         headers = {"authorization": f"Bearer {self._secret()}"} if self.key else {}
         endpoint = JsonEndpoint(self.base_url.rstrip("/"), headers, timeout=self.timeout)
-        found = self.clients.by_loop.get(loop)
         if found is None or found.endpoint != endpoint:
             found = await self.clients.kept(loop, endpoint.opened(256))
+        self.clients.owners[loop] = self
         return found
 
     def _secret(self) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
 from contextvars import ContextVar
 
 import msgspec
@@ -54,31 +53,31 @@ class Heard(msgspec.Struct, frozen=True):
                 return True
 
 
+UNSAID = Heard()  # what a request's Told holds until its service says something of its limits
+
+
 class Told:
     """The last thing a service said of its limits while one request of a participant was sent,
     and which service it was (``service``: an address and a digest of the key, never shown; empty
     for a request that no service got, answered in-process). The HTTP layer fills it through
     ``TOLD``, naming the service as the request starts; ``Places`` reads the name while the
-    request is under way, and the rest when it is done.
+    request is under way, and the rest when it is done. Until then both are the class's: nothing
+    heard, no service, so a request answered in-process costs no more than the object.
 
     The HTTP layer also tells the moment the request went on the wire (``wrote``), which may be
     well after ``Places`` let it go: a new connection is opened first (a thread resolves the
-    address, a TLS handshake takes round trips). ``Places`` hears of it through ``written``, to
-    pace the next send from then."""
+    address, a TLS handshake takes round trips). This one tells nobody; the ``Told`` of a request
+    ``Places`` paces hears it (``listened``), to pace the next send from then."""
 
-    def __init__(self, written: Callable[[float], None] | None = None) -> None:
-        self.heard = Heard()
-        self.service = ""
-        self._written = written
+    heard: Heard = UNSAID
+    service: str = ""
 
     def listened(self) -> bool:
         """Whether anyone wants to hear when the request went on the wire."""
-        return self._written is not None
+        return False
 
     def wrote(self, moment: float) -> None:
         """The request's head went on the wire at ``moment`` (the event loop's time)."""
-        if self._written is not None:
-            self._written(moment)
 
 
 TOLD: ContextVar[Told | None] = ContextVar("convy_told", default=None)
@@ -162,6 +161,7 @@ class Service:
 
     def __init__(self) -> None:
         self.meters = {"requests": Meter(), "tokens": Meter()}
+        self.each = tuple(self.meters.values())  # the same meters, for the loops of every send
         self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
@@ -170,9 +170,9 @@ class Service:
         """Note a send at ``now``; its number."""
         number = self.sends
         self.sent.append((number, now))
-        self.sends += 1
-        for meter in self.meters.values():
-            if meter.rate > 0:  # what is left of a limit with no rate yet is never read: its first word sets it
+        self.sends = number + 1
+        for meter in self.each:
+            if meter.rate > 0.0:  # what is left of a limit with no rate yet is never read: its first word sets it
                 meter.take(now, share)
         return number
 
