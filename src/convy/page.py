@@ -25,6 +25,7 @@ import gzip
 import hashlib
 import html
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
 
 import msgspec
@@ -151,22 +152,28 @@ class Packed(msgspec.Struct, frozen=True):
     limit: int = 256 * 1024
 
     def chunks(self) -> Chunks:
-        chunks: list[str] = []
+        # Each chunk is gzipped in a thread of its own while the next one is made: zlib lets go
+        # of the interpreter while it compresses, so on a machine of two cores or more the gzip
+        # (a sixth of a 10,000-attempt report's time) no longer adds to its wall time.
+        packed: list[Future[str]] = []
         where: dict[str, int] = {}
         members: list[bytes] = []
         size = 0
         encode = _ENCODER.encode
-        for key, value in self.values:
-            member = encode(key) + b":" + encode(value)
-            members.append(member)
-            size += len(member)
-            where[key] = len(chunks)
-            if size >= self.limit:
-                chunks.append(self._packed(members))
-                members, size = [], 0
-        if members:
-            chunks.append(self._packed(members))
-        return Chunks(chunks=chunks, where=where)
+        with ThreadPoolExecutor(max_workers=1) as gzipping:
+            for key, value in self.values:
+                member = encode(key) + b":" + encode(value)
+                members.append(member)
+                size += len(member)
+                where[key] = len(packed)
+                if size >= self.limit:
+                    packed.append(gzipping.submit(self._packed, members))
+                    members, size = [], 0
+                    if len(packed) > 1:  # one chunk gzipped while the next is made, no more held
+                        packed[-2].result()
+            if members:
+                packed.append(gzipping.submit(self._packed, members))
+            return Chunks(chunks=[one.result() for one in packed], where=where)
 
     def _packed(self, members: list[bytes]) -> str:
         # Level 1: a third of level 6's time (0.9 s against 2.6 s for the 89 MB of dialogues of
