@@ -13,7 +13,7 @@ each, and the page reads and inflates a chunk (``DecompressionStream``) only whe
 one of its values or soon may (a report's row pointed at or focused, its first rows once the page
 is idle), so a run of thousands of attempts opens as fast as its tables draw.
 A chunk holds scenarios until its JSON reaches ``Packed.limit`` bytes (256 KiB; a larger scenario
-is a chunk of its own), gzipped at level 1. One gzip per scenario compressed each alone: 10,000 scenarios of one
+is a chunk of its own), gzipped at level 1, in a thread while the next chunk is made. One gzip per scenario compressed each alone: 10,000 scenarios of one
 attempt each carried 10,000 gzip headers and lost what consecutive dialogues share (the window
 of gzip is 32 KiB). A chunk this size inflates and parses in a few milliseconds.
 """
