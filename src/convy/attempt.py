@@ -126,6 +126,8 @@ class Sum(msgspec.Struct, frozen=True, gc=False):
 
 _ONE_UNREPORTED = Sum(requests=1, unpriced=1)  # a request nobody reported: one sum serves every such turn
 _NO_SUM = Sum()  # no request (a scripted turn's user)
+_ONE_UNREPORTED_TOKENS = _ONE_UNREPORTED.tokens()
+_UNPRICED_COSTS = tuple(CostView(priced=0, unpriced=count, complete=count == 0) for count in range(3))  # a turn's, none priced
 
 
 class Added(msgspec.Struct, frozen=True, gc=False):
@@ -244,10 +246,10 @@ class Sizes(msgspec.Struct, frozen=True, gc=False):
 
 
 class Accounts(msgspec.Struct, frozen=True, gc=False):
-    """An attempt's requests summed: each turn's ``(agent, user)``, and the agent's, the user
-    model's and the judge's over the attempt."""
+    """An attempt's requests summed: the agent's, the user model's and the judge's over the
+    attempt, and each reported request's size. (Each turn's sums are not kept: the window makes
+    them as it draws the turn, and kept for 60,000 turns they were 15 MB of a report's peak.)"""
 
-    turns: tuple[tuple[Sum, Sum], ...]
     agent: Sum
     user: Sum
     judge: Sum
@@ -332,7 +334,10 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     def turn_sums(self) -> tuple[tuple[Sum, Sum], ...]:
         """Each turn's agent requests and user model request summed: ``(agent, user)``."""
-        return self._sums.turns
+        return tuple(self._turn_sum(turn) for turn in self.outcome.transcript.turns)
+
+    def _turn_sum(self, turn: Turn) -> tuple[Sum, Sum]:
+        return self._request_sum(turn.answer.usage), _NO_SUM if turn.scripted else self._request_sum(turn.user_usage)
 
     def agent_sum(self) -> Sum:
         return self._sums.agent
@@ -369,44 +374,52 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     @cached_property
     def _sums(self) -> Accounts:
         # All in one pass and one cached value: each cached_property's first read takes a lock.
-        # A turn of one request (most are) is summed with no loop, and its size is the sum's;
-        # the attempt's totals add the turns' sums once each.
+        # Each side's requests are gathered and summed in one pass (``Spent.sum``), with no sum
+        # made per turn; a size is kept of each request that reported both counts (of a turn of
+        # several requests, and of the user's ending and the judge's, each one reported at all).
         outcome = self.outcome
-        turns: list[tuple[Sum, Sum]] = []
+        agent: list[Usage | NoUsage] = []
+        user: list[Usage | NoUsage] = []
         agent_sizes: list[float] = []
         user_sizes: list[float] = []
-        said_sums: list[Sum] = []
-        asked_sums: list[Sum] = []
         for turn in outcome.transcript.turns:
-            said = self._summed(turn.answer.usage, agent_sizes)
-            asked = _NO_SUM
+            usage = turn.answer.usage
+            match usage:
+                case Usage(unreported=unreported):
+                    agent.append(usage)
+                    if not unreported:
+                        agent_sizes.append(float(usage.input + usage.output))
+                case NoUsage():
+                    agent.append(usage)
+                case Requests(each=each):
+                    agent.extend(each)
+                    agent_sizes.extend(float(one.input + one.output) for one in Spent(each).reported())
             if not turn.scripted:
-                asked = self._summed(turn.user_usage, user_sizes)
-                asked_sums.append(asked)
-            turns.append((said, asked))
-            said_sums.append(said)
-        if outcome.user_ending:
-            asked_sums.append(self._summed(Requests(outcome.user_ending), user_sizes))
-        judge: list[float] = []
-        judged = self._summed(Requests(outcome.judge_requests), judge)
-        sizes = Sizes(tuple(agent_sizes), tuple(user_sizes), tuple(judge))
-        return Accounts(tuple(turns), Added(said_sums).sum(), Added(asked_sums).sum(), judged, sizes)
+                asked = turn.user_usage
+                user.append(asked)
+                match asked:
+                    case Usage(unreported=unreported):
+                        if not unreported:
+                            user_sizes.append(float(asked.input + asked.output))
+                    case NoUsage():
+                        pass
+        ending = outcome.user_ending
+        if ending:
+            user.extend(ending)
+            user_sizes.extend(float(one.input + one.output) for one in Spent(ending).reported())
+        judged = Spent(outcome.judge_requests)
+        sizes = Sizes(tuple(agent_sizes), tuple(user_sizes), tuple(float(one.input + one.output) for one in judged.reported()))
+        return Accounts(Spent(tuple(agent)).sum(), Spent(tuple(user)).sum(), judged.sum(), sizes)
 
-    def _summed(self, usage: Usage | NoUsage | Requests, sizes: list[float]) -> Sum:
-        """What a turn's request (or requests) sum to, the size of each that reported both counts
-        added to ``sizes``."""
+    def _request_sum(self, usage: Usage | NoUsage | Requests) -> Sum:
+        """What a turn's request (or requests) sum to."""
         match usage:
             case Usage():
-                summed = self._one(usage)
-                if summed.reported:
-                    sizes.append(float(summed.input + summed.output))
-                return summed
+                return self._one(usage)
             case NoUsage():
                 return _ONE_UNREPORTED
             case Requests(each=each):
-                spent = Spent(each)
-                sizes.extend(float(one.input + one.output) for one in spent.reported())
-                return spent.sum()
+                return Spent(each).sum()
 
     def _one(self, usage: Usage) -> Sum:
         """One request's usage summed: what ``Spent((usage,)).sum()`` makes, with no loop (a report
@@ -461,7 +474,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     def dialogue(self) -> DialogueView:
         """The attempt in full, for the scenario window."""
         outcome = self.outcome
-        turns = [self._turn(turn, agent, user) for turn, (agent, user) in zip(outcome.transcript.turns, self._sums.turns, strict=True)]
+        turns = [self._turn(turn) for turn in outcome.transcript.turns]
         decisions: list[DecisionView] = []
         failed_on: str | None = None
         match outcome.result:
@@ -501,12 +514,37 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             cost=every.cost(),
         )
 
-    def _turn(self, turn: Turn, agent: Sum, user: Sum) -> TurnView:
-        if agent.priced or user.priced:
-            cost = (agent + user).cost()
-        else:  # nothing priced: what ``(agent + user).cost()`` says, with no sum made for it
-            unpriced = agent.unpriced + user.unpriced
-            cost = CostView(priced=0, unpriced=unpriced, complete=unpriced == 0)
+    def _turn(self, turn: Turn) -> TurnView:
+        # A request of no price (most are) is shown from its usage with no sum made, and the
+        # turn's cost is then one of a few views shared by every such turn; a priced request,
+        # or several, is summed.
+        said = turn.answer.usage
+        summed = False
+        unpriced = 0
+        match said:
+            case Usage(cost=Unpriced()):
+                agent_tokens = self._tokens(said)
+                unpriced = 1
+            case NoUsage():
+                agent_tokens = _ONE_UNREPORTED_TOKENS
+                unpriced = 1
+            case _:
+                agent_tokens = self._request_sum(said).tokens()
+                summed = True
+        user_tokens = _NO_TOKENS
+        if not turn.scripted:
+            asked = turn.user_usage
+            match asked:
+                case Usage(cost=Unpriced()):
+                    user_tokens = self._tokens(asked)
+                    unpriced += 1
+                case NoUsage():
+                    user_tokens = _ONE_UNREPORTED_TOKENS
+                    unpriced += 1
+                case Usage():
+                    user_tokens = self._one(asked).tokens()
+                    summed = True
+        cost = (self._request_sum(said) + self._turn_sum(turn)[1]).cost() if summed else _UNPRICED_COSTS[unpriced]
         steps: list[StepView] = []
         thoughts = 0
         for step in turn.answer.steps:
@@ -533,9 +571,33 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             turn.agent_seconds,
             turn.user_start,
             turn.user_seconds,
-            agent.tokens(),
-            user.tokens(),
+            agent_tokens,
+            user_tokens,
             cost,
+        )
+
+    def _tokens(self, usage: Usage) -> TokensView:
+        """One request's tokens as the window shows them: what ``_one(usage).tokens()`` says."""
+        cached: int | None = None
+        reasoning: int | None = None
+        match usage.cached:
+            case int(count):
+                cached = count
+            case NotReported():
+                pass
+        match usage.reasoning:
+            case int(count):
+                reasoning = count
+            case NotReported():
+                pass
+        return TokensView(
+            requests=1,
+            reported=0 if usage.unreported else 1,
+            input=usage.input,
+            output=usage.output,
+            cached=cached,
+            reasoning=reasoning,
+            total=usage.input + usage.output,
         )
 
     def _spans(self) -> list[SpanView]:

@@ -99,13 +99,12 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     @cached_property
     def _sums(self) -> dict[str, Sums]:
+        # Each side's sums added in one pass (``Added``), with no sum made between two attempts.
         sums: dict[str, Sums] = {}
         for scenario, attempts in self._grouped.items():
-            agent = user = judge = Sum()
-            for attempt in attempts:
-                agent = agent + attempt.agent_sum()
-                user = user + attempt.user_sum()
-                judge = judge + attempt.judge_sum()
+            agent = Added([attempt.agent_sum() for attempt in attempts]).sum()
+            user = Added([attempt.user_sum() for attempt in attempts]).sum()
+            judge = Added([attempt.judge_sum() for attempt in attempts]).sum()
             sums[scenario] = Sums(agent, user, judge)
         return sums
 
