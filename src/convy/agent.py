@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from decimal import Decimal
+from types import TracebackType
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -157,15 +158,37 @@ class Agent(Protocol):
     def conversation(self) -> AbstractAsyncContextManager[Conversation]: ...
 
 
-class _Answering(msgspec.Struct, frozen=True):
-    """An open conversation whose every error is the agent's failure, and whose answers are
-    converted where they enter."""
+class _Answering:
+    """Accountable's conversation: the agent's opened on entering and closed on leaving, each of
+    its turns answering for the agent's own code, its answers converted where they enter.
 
-    origin: Conversation
+    A plain class, entered once: it holds the agent's context manager and conversation between
+    the opening and the closing (an ``asynccontextmanager`` cost five times as much to go through).
+    """
+
+    __slots__ = ("_agent", "_manager", "_origin")
+    _manager: AbstractAsyncContextManager[Conversation]  # both set once the agent's is open
+    _origin: Conversation
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    async def __aenter__(self) -> _Answering:
+        try:
+            manager = self._agent.conversation()
+            self._origin = await manager.__aenter__()
+        except (AgentFailure, Busy):
+            raise
+        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+            if not Outside(error).theirs():
+                raise
+            raise AgentFailure(Outside(error).named()) from error
+        self._manager = manager
+        return self
 
     async def turn(self, message: Message) -> Answer:
         try:
-            answer = await self.origin.turn(message)
+            answer = await self._origin.turn(message)
         except (AgentFailure, Busy):
             raise
         except BaseException as error:  # the agent's code is not ours: any error of it is its failure
@@ -178,6 +201,22 @@ class _Answering(msgspec.Struct, frozen=True):
             return _ANSWER.decode(msgspec.json.encode(answer))
         except Exception as error:
             raise AgentFailure(f"the agent's answer cannot be kept: {Outside(error).text()}") from error
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Close the agent's conversation. When the conversation is already ending on an error,
+        that error goes on, whatever the closing raises (but a cancellation)."""
+        try:
+            await self._manager.__aexit__(kind, failed, trace)
+        except (AgentFailure, Busy):
+            if failed is None:
+                raise
+        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+            if not Outside(error).theirs():
+                raise
+            if failed is None:
+                raise AgentFailure(Outside(error).named()) from error
 
 
 _ANSWER = msgspec.json.Decoder(Answer)
@@ -197,60 +236,57 @@ class Accountable(msgspec.Struct, frozen=True):
 
     agent: Agent
 
-    @asynccontextmanager
-    async def conversation(self) -> AsyncIterator[Conversation]:
+    def conversation(self) -> AbstractAsyncContextManager[Conversation]:
+        return _Answering(self.agent)
+
+
+class _Limited:
+    """TimeLimited's conversation: Accountable's, opened, answering each turn and closed within
+    the limits. A plain class, entered once, as ``_Answering``."""
+
+    __slots__ = ("_limits", "_inner")
+
+    def __init__(self, limits: TimeLimited) -> None:
+        self._limits = limits
+        self._inner = _Answering(limits.agent)
+
+    async def __aenter__(self) -> _Limited:
+        scope = self._limits.deadlines.limit(self._limits.open)
         try:
-            manager = self.agent.conversation()
-            opened = await manager.__aenter__()
-        except (AgentFailure, Busy):
-            raise
-        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
-            if not Outside(error).theirs():
+            with scope:
+                await self._inner.__aenter__()
+        except TimeoutError as error:
+            if not scope.expired():
                 raise
-            raise AgentFailure(Outside(error).named()) from error
-        failed: BaseException | None = None
-        try:
-            yield _Answering(opened)
-        except BaseException as error:
-            failed = error
-            raise
-        finally:
-            await self._closed(manager, failed)
-
-    async def _closed(self, manager: AbstractAsyncContextManager[Any], failed: BaseException | None) -> None:
-        """Close the agent's conversation. When the conversation is already ending on an error,
-        that error goes on, whatever the closing raises (but a cancellation)."""
-        try:
-            if failed is None:
-                await manager.__aexit__(None, None, None)
-            else:
-                await manager.__aexit__(type(failed), failed, failed.__traceback__)
-        except (AgentFailure, Busy):
-            if failed is None:
-                raise
-        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
-            if not Outside(error).theirs():
-                raise
-            if failed is None:
-                raise AgentFailure(Outside(error).named()) from error
-
-
-class _Limited(msgspec.Struct, frozen=True):
-    """A conversation whose every turn has a time limit."""
-
-    origin: Conversation
-    seconds: float
-    deadlines: Deadlines
+            raise OutOfTime(f"the agent did not open a conversation within {self._limits.open:g} s") from error
+        return self
 
     async def turn(self, message: Message) -> Answer:
-        scope = self.deadlines.limit(self.seconds)
+        scope = self._limits.deadlines.limit(self._limits.turn)
         try:
-            async with scope:
-                return await self.origin.turn(message)
+            with scope:
+                return await self._inner.turn(message)
         except TimeoutError as error:
             if not scope.expired():
                 raise  # the agent's own timeout: its failure, not convy's time limit
-            raise OutOfTime(f"the agent did not answer within {self.seconds:g} s") from error
+            raise OutOfTime(f"the agent did not answer within {self._limits.turn:g} s") from error
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """Close the agent's conversation within the limit. When the conversation is already
+        ending on an error (Ctrl+C's cancellation included), that error goes on, whatever the
+        closing does."""
+        scope = self._limits.deadlines.limit(self._limits.close)
+        try:
+            with scope:
+                await self._inner.__aexit__(kind, failed, trace)
+        except TimeoutError as error:
+            if failed is not None:
+                return
+            if not scope.expired():
+                raise
+            raise OutOfTime(f"the agent did not close its conversation within {self._limits.close:g} s") from error
 
 
 class TimeLimited(msgspec.Struct, frozen=True):
@@ -271,43 +307,8 @@ class TimeLimited(msgspec.Struct, frozen=True):
         if min(self.open, self.turn, self.close) <= 0:
             raise ValueError("time limits must be positive")
 
-    @asynccontextmanager
-    async def conversation(self) -> AsyncIterator[Conversation]:
-        manager = Accountable(self.agent).conversation()
-        scope = self.deadlines.limit(self.open)
-        try:
-            async with scope:
-                opened = await manager.__aenter__()
-        except TimeoutError as error:
-            if not scope.expired():
-                raise
-            raise OutOfTime(f"the agent did not open a conversation within {self.open:g} s") from error
-        failed: BaseException | None = None
-        try:
-            yield _Limited(opened, self.turn, self.deadlines)
-        except BaseException as error:
-            failed = error
-            raise
-        finally:
-            await self._closed(manager, failed)
-
-    async def _closed(self, manager: AbstractAsyncContextManager[Any], failed: BaseException | None) -> None:
-        """Close the agent's conversation within the limit. When the conversation is already
-        ending on an error (Ctrl+C's cancellation included), that error goes on, whatever the
-        closing does."""
-        scope = self.deadlines.limit(self.close)
-        try:
-            async with scope:
-                if failed is None:
-                    await manager.__aexit__(None, None, None)
-                else:
-                    await manager.__aexit__(type(failed), failed, failed.__traceback__)
-        except TimeoutError as error:
-            if failed is not None:
-                return
-            if not scope.expired():
-                raise
-            raise OutOfTime(f"the agent did not close its conversation within {self.close:g} s") from error
+    def conversation(self) -> AbstractAsyncContextManager[Conversation]:
+        return _Limited(self)
 
 
 class _Retried(msgspec.Struct, frozen=True):

@@ -23,18 +23,20 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import math
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
+from collections.abc import Coroutine, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
 from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-from convy.agent import Agent, TimeLimited, _Retried
+from convy.agent import Agent, Answer, Message, TimeLimited
 from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
@@ -226,16 +228,50 @@ class _Seated(msgspec.Struct, frozen=True):
     places: Places
     seat: Seat
 
-    @asynccontextmanager
-    async def conversation(self) -> AsyncIterator[_Retried]:
+    def conversation(self) -> _SeatedConversation:
+        return _SeatedConversation(self)
+
+
+class _SeatedConversation:
+    """A ``_Seated`` agent's conversation: opened as its places allow (again while the service is
+    busy), each turn a service refused sent again at their pace, and the seat given back when it
+    closes. A plain class, entered once: it holds the agent's context manager and conversation
+    between the opening and the closing (an ``asynccontextmanager`` and an ``AsyncExitStack``
+    cost several times as much, on every attempt)."""
+
+    __slots__ = ("_seated", "_manager", "_origin")
+    _manager: AbstractAsyncContextManager[Any]  # both set once the agent's is open
+    _origin: Any
+
+    def __init__(self, seated: _Seated) -> None:
+        self._seated = seated
+
+    async def __aenter__(self) -> _SeatedConversation:
         try:
-            async with AsyncExitStack() as stack:
-                opened = await self.places.retried(
-                    lambda: stack.enter_async_context(self.agent.conversation()), paced=False
-                )
-                yield _Retried(opened, self.places)
+            self._origin = await self._seated.places.retried(self._opened, paced=False)
+        except BaseException:
+            self._seated.seat.release()
+            raise
+        return self
+
+    async def _opened(self) -> Any:
+        # One try of the opening: a refused one is not open, and the next try opens anew.
+        manager = self._seated.agent.conversation()
+        opened = await manager.__aenter__()
+        self._manager = manager
+        return opened
+
+    def turn(self, message: Message) -> Coroutine[Any, Any, Answer]:
+        # The coroutine of ``retried`` itself, to be awaited: one coroutine less for each turn.
+        return self._seated.places.retried(functools.partial(self._origin.turn, message))
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        try:
+            await self._manager.__aexit__(kind, failed, trace)
         finally:
-            self.seat.release()
+            self._seated.seat.release()
 
 
 class Fingerprints(msgspec.Struct, frozen=True):

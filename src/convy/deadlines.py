@@ -19,7 +19,8 @@ from types import TracebackType
 
 class Deadline:
     """One block's time limit: the task it stops, when, and whether it expired. Made by
-    ``Deadlines.limit``, entered once with ``async with``."""
+    ``Deadlines.limit``, entered once, with ``async with`` as ``asyncio.timeout`` is or with a
+    plain ``with`` around the block's awaits (the same, for two coroutines less)."""
 
     __slots__ = ("_task", "_cancelling", "_expired", "_ended", "when")
 
@@ -34,7 +35,7 @@ class Deadline:
         """Whether the time ran out while the block was under way."""
         return self._expired
 
-    async def __aenter__(self) -> Deadline:
+    def __enter__(self) -> Deadline:
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("a deadline is kept inside a task")
@@ -42,7 +43,7 @@ class Deadline:
         self._cancelling = task.cancelling()
         return self
 
-    async def __aexit__(
+    def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._ended = True
@@ -51,6 +52,14 @@ class Deadline:
             # As asyncio.timeout: the cancellation is the limit's own unless another came too.
             if task.uncancel() <= self._cancelling and kind is asyncio.CancelledError:
                 raise TimeoutError from error
+
+    async def __aenter__(self) -> Deadline:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, error, trace)
 
     def _expire(self) -> None:
         if self._ended or self._task is None:

@@ -93,32 +93,38 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         return (claim,) if claim.held == bool(self.called or self.said) else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
+        # One pass over the steps: the first turn that called the tool, how many times, and the
+        # first turn that called it with the arguments asked for.
         name = self.called or self.not_called
-        named: list[tuple[int, Call]] = []
+        first = fitting = calls = 0
         for number, turn in enumerate(transcript.turns, start=1):
             for step in turn.answer.steps:
                 match step:
                     case Call(name=called) if called == name:
-                        named.append((number, step))
+                        calls += 1
+                        first = first or number
+                        if not fitting and self._with(step):
+                            fitting = number
                     case _:
                         pass
-        fitting = [
-            (number, step)
-            for number, step in named
-            if all(key in step.arguments and step.arguments[key] == value for key, value in self.with_.items())
-        ]
         if self.not_called:
-            if named:
-                return Claim(self.text(), False, f"agent called {name} in turn {named[0][0]}", by="code")
+            if calls:
+                return Claim(self.text(), False, f"agent called {name} in turn {first}", by="code")
             return Claim(self.text(), True, f"agent never called {name}", by="code")
         if fitting:
-            return Claim(self.text(), True, f"agent called {name} in turn {fitting[0][0]}", by="code")
-        if named:
+            return Claim(self.text(), True, f"agent called {name} in turn {fitting}", by="code")
+        if calls:
             wanted = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
-            return Claim(
-                self.text(), False, f"agent called {name} {len(named)} time(s), never with {wanted}", by="code"
-            )
+            return Claim(self.text(), False, f"agent called {name} {calls} time(s), never with {wanted}", by="code")
         return Claim(self.text(), False, f"agent never called {name}", by="code")
+
+    def _with(self, call: Call) -> bool:
+        """Whether the call was given every argument ``with:`` asks for, with its value."""
+        given = call.arguments
+        for key, value in self.with_.items():
+            if key not in given or given[key] != value:
+                return False
+        return True
 
     def _said(self, transcript: Transcript) -> Claim:
         pattern = Pattern(self.said or self.not_said)
