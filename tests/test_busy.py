@@ -1367,3 +1367,35 @@ def test_told_waits_for_the_moment_it_may_be_written_and_says_that_it_waited() -
     assert waited == pytest.approx(0.05)
     assert unwaited == 0.0
     assert called == [START]
+
+
+def test_participants_sharing_a_strict_limit_keep_within_it_while_their_requests_wait_at_the_wire() -> None:
+    """An agent and a judge on one key, against a strict bucket reached through an HTTP layer that
+    waits at the wire: each lets its requests go ahead of their moments, and together they keep
+    within the limit. 200 requests each, sent together: at most 3 refused (a request of one
+    written late after the other's was let go for its moment; 5 without the wait), within 1.02 x
+    the floor of 20 s."""
+    from standin import Bucket
+
+    service = Built(Bucket(20, 1), 0.002)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        start = loop.time()
+
+        async def said() -> str:
+            told = TOLD.get()
+            if told is not None:
+                told.service = "one key"
+            return await service()
+
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        judge = Places(4, "judge", patience=Patience(600), services=services)
+        await asyncio.gather(*(agent.sent(said) for _ in range(200)), *(judge.sent(said) for _ in range(200)))
+        return loop.time() - start
+
+    seconds = run(main)
+    assert service.answered == 400
+    assert service.refused <= 3
+    assert seconds <= 1.02 * 20.0, f"{seconds:.2f} s of virtual time"

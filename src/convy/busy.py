@@ -79,11 +79,12 @@ _QUICKEST = 4  # the gaps between the sends before a refused one that tell what 
 _HOLD = 1.0
 _LEADS = 16
 # Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
-# a strict limit's request is let go ahead of its moment by the most that the way from being let go
-# to the wire took of late (at most _AHEAD_MOST, and a quarter of a gap): it is built by then, and
-# written at its moment rather than late by however long its way took this time, which, paid by
-# every send after the last, added up to one gap in twenty.
-_AHEAD_MOST = 0.01
+# a strict limit's request is let go _AHEAD seconds ahead of its moment (at most a quarter of a
+# gap): it is built by then, and written at its moment rather than late by however long its way
+# took this time, which, paid by every send after the last, added up to one gap in twenty. The
+# same for every participant: the ones sharing a limit would otherwise race for it, and the one
+# let go furthest ahead win every time.
+_AHEAD = 0.01
 
 
 class Busy(Exception):
@@ -217,7 +218,6 @@ class Places:
         self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
         self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
         self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
-        self._ways: deque[float] = deque(maxlen=_LEADS)  # the latest delays from letting go to that wait
         self._waited: _Send | None = None  # the latest send that waited there
         self._services = services or Services()
 
@@ -509,25 +509,24 @@ class Places:
         return lambda now: self._due(send, now)
 
     def _due(self, send: _Send, now: float) -> float:
-        """``send`` waits at the wire at ``now``: its moment, and how long its way there took."""
+        """``send`` is at the wire at ``now``: the moment it may be written."""
         if not self._gated:  # the delays to the wire from here on are the wait's, not the whole way's
             self._gated = True
             self._leads.clear()
         if now < send.moment:  # it waits: how late the wait ends is a lead of the next send
             self._waited = send
-        self._ways.append(now - (send.moment - send.ahead))
         return send.moment
 
     def _ahead(self) -> float:
-        """How long before its moment a request is let go: the most its way to the wire took of
-        late, where the HTTP layer waits there for the moment and the limit is strict (0 otherwise)."""
-        if not (self._gated and self._wire_told and self._service.strict and self._ways):
+        """How long before its moment a request is let go: a little, where the HTTP layer waits at
+        the wire for the moment and the limit is strict (0 otherwise)."""
+        if not (self._gated and self._wire_told and self._service.strict):
             return 0.0
         gap = self._spacing()
         rate = self._service.meters["requests"].rate
         if rate > 0:
             gap = max(gap, 1 / (rate * self._share))
-        return min(max(self._ways), _AHEAD_MOST, gap / 4)
+        return min(_AHEAD, gap / 4)
 
     def _wrote(self, send: _Send, moment: float) -> None:
         """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
