@@ -226,6 +226,8 @@ def _serve(pipe: Any, settings: dict[str, Any]) -> None:
                             "tokens": server.tokens_admitted,
                             "peak": server.peak_in_flight,
                             "errors": len(server.errors),
+                            # when each request of the limited participants arrived, and whether it was let through
+                            "arrivals": [(r.time, r.status == 200) for r in received],
                         }
                     )
                 case _:
@@ -283,10 +285,12 @@ def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
         judge = ChatJudge(OpenAiModel("stand-in", url + "/v1")) if claims else Absent()
         bench = Bench(agent, Models(judge=judge), limits_of(shape, arguments))
         journal = MemoryJournal()
-        start = time.perf_counter()
+        start = time.monotonic()  # the stand-in stamps arrivals on this clock too
         asyncio.run(bench.run(Plan((scenario(arguments.turns, claims),), attempts), journal))
-        wall = time.perf_counter() - start
+        end = time.monotonic()
+        wall = end - start
         stats = service.stats()
+        stats["where"] = where_of(stats.pop("arrivals"), start, end, arguments.rate)
         if edge is not None:  # the stand-in saw only what nginx let through
             statuses = edge.statuses()
             stats["refused"], stats["received"] = statuses["429"], sum(statuses.values())
@@ -295,6 +299,31 @@ def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
     durations = sorted(outcome.seconds for outcome in journal.outcomes)
     spread = [durations[min(len(durations) - 1, int(share * len(durations)))] for share in (0.5, 0.95)] + durations[-1:]
     return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": judged_well, "spread": spread, **stats}
+
+
+def where_of(arrivals: list[tuple[float, bool]], start: float, end: float, rate: float) -> dict[str, float]:
+    """Where the wall time went, in seconds, from when the requests arrived at the stand-in: before
+    the first arrived (``lead``); between the first and the last let through, beyond a whole gap of
+    the rate between each two (``late``: gaps up to twice the rate's, the lateness of each send;
+    ``stalls``: longer gaps, a refusal's pause or a lack of requests); after the last let through
+    (``tail``: its answer, and the end of the run). For a limit of another shape than a strict
+    bucket, the gaps may be shorter than the rate's: ``late`` is then what they make up for."""
+    admitted = sorted(moment for moment, let in arrivals if let)
+    if not arrivals or not admitted:
+        return {}
+    gap = 1 / rate
+    gaps = [later - earlier for earlier, later in zip(admitted, admitted[1:], strict=False)]
+    late = sum(seconds - gap for seconds in gaps if seconds <= 2 * gap)
+    stalls = sum(seconds - gap for seconds in gaps if seconds > 2 * gap)
+    ordered = sorted(seconds for seconds in gaps) or [gap]
+    return {
+        "lead": min(moment for moment, _ in arrivals) - start,
+        "late": late,
+        "stalls": stalls,
+        "tail": end - admitted[-1],
+        "gap_p50": ordered[len(ordered) // 2],
+        "gap_min": ordered[0],
+    }
 
 
 def limits_of(shape: str, arguments: argparse.Namespace) -> Any:
@@ -350,6 +379,17 @@ def shown(shape: str, result: dict[str, Any] | None, arguments: argparse.Namespa
     share = result["refused"] / result["received"] if result["received"] else 0.0
     spread = "/".join(f"{seconds:.1f}" for seconds in result.get("spread", ()))
     return f"{result['wall'] / floor:6.2f}x {result['refused']:4d}/{result['received']:<4d} {share:5.1%}   {spread:<14}"
+
+
+def spent(result: dict[str, Any] | None) -> str:
+    """Where a case's wall time went (``where_of``), in seconds."""
+    where = (result or {}).get("where")
+    if not where:
+        return ""
+    return (
+        f"lead {where['lead']:.2f} late {where['late']:.2f} stalls {where['stalls']:.2f} tail {where['tail']:.2f}"
+        f" gap {where['gap_p50'] * 1000:.1f}ms"
+    )
 
 
 def bound_of(shape: str, arguments: argparse.Namespace) -> str:
@@ -462,6 +502,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256], help="agent_places of the free cases")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each free case, the best shown (default 2)")
     parser.add_argument("--no-baseline", action="store_true", help="do not time the free cases' requests without convy")
+    parser.add_argument("--where", action="store_true", help="also print where each limited case's wall time went")
     parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free"), default=SHAPES)
     parser.add_argument("--case", choices=SHAPES, help=argparse.SUPPRESS)  # one case, as JSON (for --before)
     arguments = parser.parse_args()
@@ -492,9 +533,12 @@ def main() -> None:
                 continue
             result = limited(shape, arguments)
             row = f"{LABELS[shape]:<28} {shown(shape, result, arguments, cap):<47}"
+            earlier = child(shape, arguments, arguments.before, cap) if arguments.before else None
             if arguments.before:
-                row += f"   {shown(shape, child(shape, arguments, arguments.before, cap), arguments, cap)}"
+                row += f"   {shown(shape, earlier, arguments, cap)}"
             print(row + bound_of(shape, arguments), flush=True)
+            if arguments.where:
+                print(f"{'  where (s)':<28} {spent(result):<47}   {spent(earlier) if arguments.before else ''}", flush=True)
             problems += problems_of(shape, result, arguments)
     if "free" in arguments.only:
         print(

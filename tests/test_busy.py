@@ -1274,3 +1274,129 @@ def test_the_busy_benchmark_runs_and_prints_its_table() -> None:
     assert "bucket, burst 1 " in done.stdout
     assert "sliding window" in done.stdout
     assert "PROBLEMS" not in done.stdout
+
+
+class Built(Simulated):
+    """A service reached through an HTTP layer that waits, just before it writes a request's head,
+    for the moment its ``Told`` says (``Told.writable``), as convy's does. Each request takes a
+    while to get there (built, handed through the client: exponentially spread around ``way``
+    seconds, from a seeded generator), and its limit counts it as it is written. ``waits``: whether
+    the layer waits there at all (one that does not writes as soon as it gets there)."""
+
+    def __init__(self, limit: Any, way: float, waits: bool = True) -> None:
+        super().__init__(limit)
+        self.way = way
+        self.waits = waits
+        self.moments: list[float] = []
+
+    async def __call__(self) -> str:
+        self.named()
+        await asyncio.sleep(self.random.expovariate(1 / self.way))
+        told = TOLD.get()
+        if told is not None and self.waits:
+            await told.writable()
+        self.moments.append(asyncio.get_running_loop().time())
+        if told is not None:
+            told.wrote(asyncio.get_running_loop().time())
+        return await Simulated.__call__(self)
+
+
+def test_a_strict_limits_requests_are_let_go_ahead_and_written_at_their_moment() -> None:
+    """Where the HTTP layer waits for a request's moment just before the wire, a strict bucket's
+    requests are let go a little ahead of it: the lateness of each one's way there (2 ms on
+    average here) no longer adds up send after send. 300 requests: none refused, within 1.02 x
+    the floor (15.26 s: the first request alone until it is answered, the last one's answer);
+    the same way to the wire without the wait takes more than 0.3 s longer."""
+    from standin import Bucket
+
+    waited = Built(Bucket(20, 1), 0.002)
+    seconds = played_against((waited, 4))
+    unwaited = Built(Bucket(20, 1), 0.002, waits=False)
+    slower = played_against((unwaited, 4))
+    assert waited.answered == unwaited.answered == 300
+    assert waited.refused == 0
+    assert seconds <= 1.02 * 15.0, f"{seconds:.2f} s of virtual time"
+    assert slower - seconds > 0.3, (seconds, slower)
+    gaps = [later - earlier for earlier, later in zip(waited.moments, waited.moments[1:], strict=False)]
+    assert min(gaps) >= 0.05  # never two closer than the bucket allows
+
+
+def test_a_cap_per_minute_under_a_strict_limit_is_kept_on_average_though_requests_reach_the_wire_late() -> None:
+    """A cap per minute under a strict bucket that tells what is left (1,150 a minute under 1,200)
+    is kept on average: requests written late (every third 3 ms after it was let go) do not push
+    every later send back, as the bucket's own gap is counted from the wire by what it says is
+    left. 300 requests at 1,150 a minute need 15.65 s: within 1.01 x that, none refused."""
+    from standin import Bucket
+
+    service = Opening(Bucket(20, 1), 0.003, 3)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        places = Places(4, per_minute=1150, patience=Patience(600))
+        start = loop.time()
+        await asyncio.gather(*(places.sent(service) for _ in range(300)))
+        return loop.time() - start
+
+    seconds = run(main)
+    assert service.answered == 300
+    assert service.refused == 0
+    assert seconds <= 1.01 * 300 * 60 / 1150, f"{seconds:.2f} s of virtual time"
+
+
+def test_told_waits_for_the_moment_it_may_be_written_and_says_that_it_waited() -> None:
+    """``Told.writable`` waits until the moment its participant gives (here 50 ms from the call)
+    and tells it the moment it was called; without one it returns at once."""
+    from convy.quota import Told
+
+    async def main() -> tuple[float, float, list[float]]:
+        loop = asyncio.get_running_loop()
+        called: list[float] = []
+
+        class Due(Told):
+            def due(self, now: float) -> float | None:
+                called.append(now)
+                return now + 0.05
+
+        start = loop.time()
+        await Due().writable()
+        waited = loop.time() - start
+        start = loop.time()
+        await Told().writable()
+        return waited, loop.time() - start, called
+
+    waited, unwaited, called = run(main)
+    assert waited == pytest.approx(0.05)
+    assert unwaited == 0.0
+    assert called == [START]
+
+
+def test_participants_sharing_a_strict_limit_keep_within_it_while_their_requests_wait_at_the_wire() -> None:
+    """An agent and a judge on one key, against a strict bucket reached through an HTTP layer that
+    waits at the wire: each lets its requests go ahead of their moments, and together they keep
+    within the limit. 200 requests each, sent together: at most 3 refused (a request of one
+    written late after the other's was let go for its moment; 5 without the wait), within 1.02 x
+    the floor of 20 s."""
+    from standin import Bucket
+
+    service = Built(Bucket(20, 1), 0.002)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        start = loop.time()
+
+        async def said() -> str:
+            told = TOLD.get()
+            if told is not None:
+                told.service = "one key"
+            return await service()
+
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        judge = Places(4, "judge", patience=Patience(600), services=services)
+        await asyncio.gather(*(agent.sent(said) for _ in range(200)), *(judge.sent(said) for _ in range(200)))
+        return loop.time() - start
+
+    seconds = run(main)
+    assert service.answered == 400
+    assert service.refused <= 3
+    assert seconds <= 1.02 * 20.0, f"{seconds:.2f} s of virtual time"

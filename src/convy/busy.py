@@ -78,6 +78,13 @@ _QUICKEST = 4  # the gaps between the sends before a refused one that tell what 
 # go and its being on the wire is taken off the gap, as the next request takes at least that too.
 _HOLD = 1.0
 _LEADS = 16
+# Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
+# a strict limit's request is let go _AHEAD seconds ahead of its moment (at most a quarter of a
+# gap): it is built by then, and written at its moment rather than late by however long its way
+# took this time, which, paid by every send after the last, added up to one gap in twenty. The
+# same for every participant: the ones sharing a limit would otherwise race for it, and the one
+# let go furthest ahead win every time.
+_AHEAD = 0.01
 
 
 class Busy(Exception):
@@ -133,18 +140,23 @@ class _Send(msgspec.Struct, frozen=True):
     moment: float
     metered: bool = False  # paced on what the service said is left
     pace: float = 0.0  # the requests a second the participant sent at, without word from the service
+    ahead: float = 0.0  # how long before its moment it was let go, to wait at the wire for it
 
 
 class _Asked(Told):
     """The ``Told`` of a request a participant's places let go at their pace: it tells them when
     the request went on the wire."""
 
-    def __init__(self, places: Places, send: _Send) -> None:
+    def __init__(self, places: Places, send: _Send, gated: bool) -> None:
         self._places = places
         self._send = send
+        self._gated = gated  # a strict limit paced from the wire: the HTTP layer waits for its moment
 
     def listened(self) -> bool:
         return True
+
+    def due(self, now: float) -> float | None:
+        return self._places._due(self._send, now) if self._gated else None
 
     def wrote(self, moment: float) -> None:
         self._places._wrote(self._send, moment)
@@ -223,7 +235,9 @@ class Places:
         self._service = Service()  # until the service says who it is
         self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
         self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
-        self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from letting go to the wire
+        self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
+        self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
+        self._waited: _Send | None = None  # the latest send that waited there
         self._services = services or Services()
 
     # --- places at once --------------------------------------------------------------------------
@@ -306,7 +320,7 @@ class Places:
                 self._flying += 1
                 if self._next < now:
                     self._next = now
-                told = self._asking = _Asked(self, send)
+                told = self._asking = _Asked(self, send, False)  # _clear: not strict, so not held at the wire
             else:
                 send = _Send(self._service, -1, now)
                 told = Told()
@@ -485,19 +499,21 @@ class Places:
                     return
                 self._unwritten = None
             at = self._moment(now)
-            if at > now:
-                self._timer = loop.call_at(at, self._release)
+            ahead = self._ahead()
+            if at - ahead > now:
+                self._timer = loop.call_at(at - ahead, self._release)
                 return
             heapq.heappop(self._send_queue)
-            ticket.future.set_result(self._let(now))
+            ticket.future.set_result(self._let(now, max(at, now)))
 
-    def _let(self, now: float) -> _Send:
-        """One request let go now."""
+    def _let(self, now: float, moment: float | None = None) -> _Send:
+        """One request let go now, for ``moment`` (now unless it is let go ahead of it)."""
         metered = not self._unmetered()
-        send = _Send(self._service, self._service.took(now, self._share), now, metered, self._rate)
+        due = now if moment is None else moment
+        send = _Send(self._service, self._service.took(due, self._share), due, metered, self._rate, due - now)
         self.sends += 1
         self._flying += 1
-        self._took(now)
+        self._took(due)
         if self._wire_told and self._service.strict:
             self._unwritten = send
         return send
@@ -514,26 +530,51 @@ class Places:
         the wire."""
         if not paced:
             return Told()
-        told = self._asking = _Asked(self, send)
+        told = self._asking = _Asked(self, send, self._wire_told and self._service.strict)
         return told
+
+    def _due(self, send: _Send, now: float) -> float:
+        """``send`` is at the wire at ``now``: the moment it may be written."""
+        if not self._gated:  # the delays to the wire from here on are the wait's, not the whole way's
+            self._gated = True
+            self._leads.clear()
+        if now < send.moment:  # it waits: how late the wait ends is a lead of the next send
+            self._waited = send
+        return send.moment
+
+    def _ahead(self) -> float:
+        """How long before its moment a request is let go: a little, where the HTTP layer waits at
+        the wire for the moment and the limit is strict (0 otherwise)."""
+        if not (self._gated and self._wire_told and self._service.strict):
+            return 0.0
+        gap = self._spacing()
+        rate = self._service.meters["requests"].rate
+        if rate > 0:
+            gap = max(gap, 1 / (rate * self._share))
+        return min(_AHEAD, gap / 4)
 
     def _wrote(self, send: _Send, moment: float) -> None:
         """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
         the pace after it, given that it too takes at least the least delay of late."""
         self._wire_told = True
-        self._leads.append(max(moment - send.moment, 0.0))
+        if send is self._waited or not self._gated:  # a send that did not wait there says nothing of the wait
+            self._leads.append(max(moment - send.moment, 0.0))
         if self._unwritten is send:
             self._unwritten = None
         if not self._service.strict:
             return
-        lead = min(self._leads)
+        lead = min(self._leads) if self._leads else 0.0
         if send.service is self._service:
             # Counted from then against what is left of the service's limits, which the
             # participants sharing it all read.
             self._service.late(send.number, moment - lead)
-        gap = self._spacing()
-        if gap > 0:
-            self._next = max(self._next, moment + gap - lead)
+        if self._unmetered():
+            # A limit told of by its refusals alone: a gap of the pace found from the wire. A cap
+            # per minute lower than that is kept on average by ``_took``, not here: the lateness
+            # of each send on its way would otherwise add up, send after send.
+            gap = 1.0 / self._rate if self._rate > 0 else self._spacing()
+            if gap > 0:
+                self._next = max(self._next, moment + gap - lead)
         if self._send_queue:
             self._release()
 

@@ -464,14 +464,17 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
 
 class _OnTheWire:
-    """httpx2's trace hook for one request: tells its ``Told`` the moment its head was written to
-    the connection (after the connection was opened, when it is a new one)."""
+    """httpx2's trace hook for one request: waits for the moment its ``Told`` says the head may be
+    written, and tells it the moment the head was written to the connection (after the connection
+    was opened, when it is a new one)."""
 
     def __init__(self, told: Told) -> None:
         self._told = told
 
     async def __call__(self, event: str, info: dict[str, Any]) -> None:
-        if event.endswith(".send_request_headers.complete"):
+        if event.endswith(".send_request_headers.started"):
+            await self._told.writable()  # a strict limit's request, let go ahead, waits here for its moment
+        elif event.endswith(".send_request_headers.complete"):
             self._told.wrote(asyncio.get_running_loop().time())
 
 

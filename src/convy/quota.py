@@ -11,6 +11,7 @@ a name, so that participants on one address and key share it.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import deque
 from contextvars import ContextVar
@@ -67,7 +68,13 @@ class Told:
     The HTTP layer also tells the moment the request went on the wire (``wrote``), which may be
     well after ``Places`` let it go: a new connection is opened first (a thread resolves the
     address, a TLS handshake takes round trips). This one tells nobody; the ``Told`` of a request
-    ``Places`` paces hears it (``listened``), to pace the next send from then."""
+    ``Places`` paces hears it (``listened``), to pace the next send from then.
+
+    Where ``Places`` holds a strict limit, it lets a request go a little ahead of its moment, so
+    that the work of building it is done by then, and the HTTP layer waits in ``writable``, just
+    before the head is written, for the moment itself (``due`` tells it, and that the layer
+    waits): the request reaches the service at its moment, not late by however long the way to
+    the wire took this time. This one has no moment: it is written at once."""
 
     heard: Heard = UNSAID
     service: str = ""
@@ -76,8 +83,38 @@ class Told:
         """Whether anyone wants to hear when the request went on the wire."""
         return False
 
+    def due(self, now: float) -> float | None:
+        """The moment the request may be written, asked at the wire at ``now``; None for at once."""
+        return None
+
+    async def writable(self) -> None:
+        """Wait, just before the request's head is written, for the moment it may go on the wire."""
+        loop = asyncio.get_running_loop()
+        moment = self.due(loop.time())
+        if moment is None:
+            return
+        while (now := loop.time()) < moment - _GRAIN:
+            await asyncio.sleep(moment - now - _GRAIN)
+        # The loop's timers ring up to a millisecond late (epoll counts in milliseconds): the last
+        # of the wait is spent letting the loop's other work run, turn by turn, until the moment,
+        # for at most _TURNS turns, and while the clock moves from one turn to the next (a loop
+        # in virtual time moves it only when everything waits for a timer).
+        for _ in range(_TURNS):
+            if now >= moment:
+                return
+            await asyncio.sleep(0)
+            then, now = now, loop.time()
+            if now == then:
+                break
+        while (now := loop.time()) < moment:
+            await asyncio.sleep(moment - now)
+
     def wrote(self, moment: float) -> None:
         """The request's head went on the wire at ``moment`` (the event loop's time)."""
+
+
+_GRAIN = 0.001  # how late the event loop's timers may ring
+_TURNS = 200  # the most turns of the loop spent on that last part of a wait
 
 
 TOLD: ContextVar[Told | None] = ContextVar("convy_told", default=None)
