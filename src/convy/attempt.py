@@ -424,18 +424,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     def _one(self, usage: Usage) -> Sum:
         """One request's usage summed: what ``Spent((usage,)).sum()`` makes, with no loop (a report
         sums every turn of every attempt, two requests a turn)."""
-        cached: int | None = None
-        reasoning: int | None = None
-        match usage.cached:
-            case int(count):
-                cached = count
-            case NotReported():
-                pass
-        match usage.reasoning:
-            case int(count):
-                reasoning = count
-            case NotReported():
-                pass
+        cached, reasoning = _details(usage)
         whole = 0 if usage.unreported else 1
         match usage.cost:
             case Cost(amount=amount, source=source):
@@ -578,18 +567,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     def _tokens(self, usage: Usage) -> TokensView:
         """One request's tokens as the window shows them: what ``_one(usage).tokens()`` says."""
-        cached: int | None = None
-        reasoning: int | None = None
-        match usage.cached:
-            case int(count):
-                cached = count
-            case NotReported():
-                pass
-        match usage.reasoning:
-            case int(count):
-                reasoning = count
-            case NotReported():
-                pass
+        cached, reasoning = _details(usage)
         return TokensView(
             requests=1,
             reported=0 if usage.unreported else 1,
@@ -611,3 +589,20 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     def _wait(self, wait: Wait) -> SpanView:
         why = {"busy": "for a busy service", "pace": "for its per-minute pace", "place": "for a free place"}[wait.why]
         return SpanView(lane="waiting", start=wait.start, seconds=wait.seconds, label=f"{wait.who} waiting {why}")
+
+
+def _details(usage: Usage) -> tuple[int | None, int | None]:
+    """A request's cached and reasoning tokens, None for a count its service did not report."""
+    cached: int | None = None
+    reasoning: int | None = None
+    match usage.cached:
+        case int(count):
+            cached = count
+        case NotReported():
+            pass
+    match usage.reasoning:
+        case int(count):
+            reasoning = count
+        case NotReported():
+            pass
+    return cached, reasoning
