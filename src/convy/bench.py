@@ -588,8 +588,11 @@ class RunJournal(msgspec.Struct, frozen=True):
             try:
                 self._repaired()
                 # A file cut by the repair, or added to by another process since the caller read
-                # it, is read again; else what was read holds, and the lines are read once.
-                earlier = earlier.within(spec) if earlier.seen == self._seen() else self.kept(spec)
+                # it, is read again; else what was read holds, and the lines are read once. A file
+                # read with a torn last line is read again too: a process that cut it and wrote as
+                # many bytes in one tick of the clock would leave its size and time as they were.
+                same = not earlier.torn and earlier.seen == self._seen()
+                earlier = earlier.within(spec) if same else self.kept(spec)
                 done = {(outcome.scenario, outcome.attempt) for outcome in earlier.outcomes}
                 started = self._started()
                 self._written(RunFile(spec, Running(started)))

@@ -530,7 +530,10 @@ class Places:
         the wire."""
         if not paced:
             return Told()
-        told = self._asking = _Asked(self, send, self._wire_told and self._service.strict)
+        # A send let go ahead of its moment is held at the wire for it, even if the service it was
+        # let go against has since been found to be another one, which is not strict.
+        gated = send.ahead > 0.0 or (self._wire_told and self._service.strict)
+        told = self._asking = _Asked(self, send, gated)
         return told
 
     def _due(self, send: _Send, now: float) -> float:
