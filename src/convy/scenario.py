@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -166,8 +167,13 @@ class Rule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
             raise ValueError("pass: goes only with grades")
 
 
-class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
-    """One scenario: who the simulated user is, what it says first, and the claims to decide."""
+class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, dict=True):
+    """One scenario: who the simulated user is, what it says first, and the claims to decide.
+
+    Its claims and checks are listed once, the first time they are asked for, and kept beside
+    its fields (``dict=True`` gives it room for them; they are never encoded or compared): a run
+    asks for them in every attempt.
+    """
 
     id: str
     judge: tuple[str | Rule, ...]
@@ -214,6 +220,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def claims(self) -> tuple[str | Graded, ...]:
         """The claims a judge decides, in order: the entries that are not checks."""
+        return self._claims
+
+    @functools.cached_property
+    def _claims(self) -> tuple[str | Graded, ...]:
         asked: list[str | Graded] = []
         for entry in self.judge:
             match entry:
@@ -232,11 +242,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def checks(self, transcript: Transcript) -> tuple[Claim, ...]:
         """Every check decided on the whole dialogue, in the scenario's order."""
-        return tuple(check.claim(transcript) for check in self._checks())
+        return tuple(check.claim(transcript) for check in self._checks)
 
     def settled(self, transcript: Transcript) -> tuple[Claim, ...]:
         """The checks that more turns could not change, decided on a dialogue cut short."""
-        return tuple(claim for check in self._checks() for claim in check.settled(transcript))
+        return tuple(claim for check in self._checks for claim in check.settled(transcript))
 
     def placed(self, checks: tuple[Claim, ...]) -> tuple[tuple[int, Claim], ...]:
         """Checks decided without a verdict (some of this scenario's, in its order), each with
@@ -251,6 +261,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pass
         return tuple(found)
 
+    @functools.cached_property
     def _checks(self) -> tuple[Check, ...]:
         found: list[Check] = []
         for entry in self.judge:
