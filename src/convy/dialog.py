@@ -229,8 +229,12 @@ class Spoken(msgspec.Struct, frozen=True):
     usage: Usage | NoUsage = NoUsage()
 
 
-class SimulatedUser(msgspec.Struct, frozen=True):
-    """A model that plays the user, told who it is by the filled simulator prompt."""
+class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
+    """A model that plays the user, told who it is by the filled simulator prompt.
+
+    The two messages every request opens with are made once and kept beside its fields
+    (``dict=True`` gives it room for them): a run asks this user for every simulated turn.
+    """
 
     model: Model
     prompt: str
@@ -251,12 +255,15 @@ class SimulatedUser(msgspec.Struct, frozen=True):
     def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
         # The model plays the user, so the roles are turned round: what it said before is
         # "assistant", what the agent said is "user".
-        said: list[Said] = [Said("system", self.prompt)]
-        said.append(Said("user", "[The agent is ready. Write your first message to it.]"))
+        said = list(self._opening)
         for turn in transcript.turns:
             said.append(Said("assistant", turn.message))
             said.append(Said("user", turn.answer.text or "[the agent said nothing]"))
         return tuple(said)
+
+    @functools.cached_property
+    def _opening(self) -> tuple[Said, Said]:
+        return (Said("system", self.prompt), Said("user", "[The agent is ready. Write your first message to it.]"))
 
 
 class DefaultPrompts(msgspec.Struct, frozen=True):

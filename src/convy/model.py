@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported where a model sends: a run of fakes never loads th
     from convy.http import JsonConnection
 
 
-class Said(msgspec.Struct, frozen=True):
+class Said(msgspec.Struct, frozen=True, gc=False):
     """One chat message sent to a model."""
 
     role: Literal["system", "user", "assistant"]
