@@ -808,3 +808,17 @@ def test_a_run_written_with_every_field_reads_as_one_written_without_its_default
     for default in (b"not_reported", b"no_grade", b'"by":"judge"', b'"why":"busy"', b"user_ending\"", b'"steps":[]'):
         assert default not in line
     assert b'"by":"code"' in line and b"no_usage" in line and b'"value":0.9' in line  # what is not a default stays
+
+
+def test_an_attempt_start_is_written_as_datetime_writes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The second's text is kept between attempts: each moment, in a new second or the same one,
+    # reads as isoformat writes it to the millisecond.
+    import time
+    from datetime import UTC, datetime
+
+    from convy.scenario import _Starts
+
+    starts = _Starts()
+    for moment in (1_764_652_799.9996, 1_764_652_800.0, 1_764_652_800.5004, 1_764_652_801.25, 86_400.001):
+        monkeypatch.setattr(time, "time", lambda moment=moment: moment)
+        assert starts.now() == datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds")
