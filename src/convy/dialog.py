@@ -155,12 +155,8 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def said(self) -> Transcript:
         """Only what was said: the same turns without the agent's thoughts and tool calls."""
-        return Transcript(
-            tuple(
-                msgspec.structs.replace(turn, answer=Answer(turn.answer.text, turn.answer.usage))
-                for turn in self.turns
-            )
-        )
+        replace = msgspec.structs.replace
+        return Transcript(tuple([replace(turn, answer=Answer(turn.answer.text, turn.answer.usage)) for turn in self.turns]))
 
     def text(self) -> str:
         """The dialogue as plain text, one line per speaker, for a model to read."""
