@@ -49,8 +49,12 @@ from convy.problems import ConfigurationError, FieldProblem, Outside, ScenarioEr
 from convy.yamlfile import YamlFile
 
 
-class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
-    """A claim decided by code from the transcript: a tool called or not, a pattern said or not."""
+class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, dict=True):
+    """A claim decided by code from the transcript: a tool called or not, a pattern said or not.
+
+    Its text and its pattern are made once, when first needed, and kept beside its fields
+    (never encoded or compared): a run decides it in every attempt.
+    """
 
     called: str = ""
     with_: dict[str, Any] = msgspec.field(default_factory=dict, name="with")
@@ -72,6 +76,10 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
 
     def text(self) -> str:
         """The check as a claim, as reports show it."""
+        return self._text
+
+    @functools.cached_property
+    def _text(self) -> str:
         if self.called:
             arguments = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
             return f"called {self.called}" + (f" with {arguments}" if arguments else "")
@@ -128,8 +136,12 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                 return False
         return True
 
+    @functools.cached_property
+    def _pattern(self) -> Pattern:
+        return Pattern(self.said or self.not_said)
+
     def _said(self, transcript: Transcript) -> Claim:
-        pattern = Pattern(self.said or self.not_said)
+        pattern = self._pattern
         for number, turn in enumerate(transcript.turns, start=1):
             found = pattern.found(turn.answer.text)
             if found is not None:
