@@ -22,8 +22,6 @@ from typing import ClassVar
 import msgspec
 import re2  # no types of its own: see [tool.mypy] in pyproject.toml
 
-_UNANCHORED = re2._Anchor.UNANCHORED
-
 # A count in braces, after any escaped character has been stepped over (so ``\{9999}`` is text).
 _COUNTS = re.compile(r"\\.|\{(\d*)(,?)(\d*)\}", re.DOTALL)
 
@@ -74,12 +72,8 @@ class Pattern(msgspec.Struct, frozen=True):
 
     def found(self, text: str) -> str | None:
         """The leftmost match of this pattern in ``text``, or ``None``."""
-        data = text.encode("utf-8", "surrogatepass")
-        # RE2's own search, asked directly: the Python wrapper's ``search`` goes through a
-        # generator and builds a match object (two thirds of the time of a check on a short answer)
-        # for the one span a check needs.
-        ((start, end),) = self._compiled()._regexp.Match(_UNANCHORED, data, 0, len(data))
-        return None if start < 0 else data[start:end].decode("utf-8", "replace")
+        match = self._compiled().search(text.encode("utf-8", "surrogatepass"))
+        return None if match is None else match.group(0).decode("utf-8", "replace")
 
     @functools.lru_cache(maxsize=128)  # noqa: B019 - a Pattern is its text: equal patterns share one
     def _compiled(self) -> re2._Regexp:
