@@ -592,17 +592,14 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         )
 
     def _tokens(self, usage: Usage) -> TokensView:
-        """One request's tokens as the window shows them: what ``_one(usage).tokens()`` says."""
+        """One request's tokens as the window shows them: what ``_one(usage).tokens()`` says (a
+        plain request's, see ``_plain``, with no details asked for)."""
+        given = usage.input
+        taken = usage.output
+        if type(usage.cached) is NotReported and type(usage.reasoning) is NotReported:
+            return TokensView(1, 0 if usage.unreported else 1, given, taken, None, None, given + taken)
         cached, reasoning = _details(usage)
-        return TokensView(
-            requests=1,
-            reported=0 if usage.unreported else 1,
-            input=usage.input,
-            output=usage.output,
-            cached=cached,
-            reasoning=reasoning,
-            total=usage.input + usage.output,
-        )
+        return TokensView(1, 0 if usage.unreported else 1, given, taken, cached, reasoning, given + taken)
 
     def _spans(self) -> list[SpanView]:
         outcome = self.outcome
