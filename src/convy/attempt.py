@@ -496,10 +496,22 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Verdict(claims=claims):
                 trust = self.trust
                 for claim in claims:
-                    decided = Decided(claim)
-                    decisions.append(
-                        DecisionView(claim.claim, claim.by, claim.held, claim.reason, decided.confidence(), decided.grade(), claim.trusted(trust))
-                    )
+                    # What ``Decided`` and ``Claim.trusted`` say, in one match each: four claims an attempt.
+                    confidence: float | None = None
+                    trusted = True
+                    match claim.confidence:
+                        case Confidence(value=value):
+                            confidence = value
+                            trusted = value >= trust
+                        case NoConfidence():
+                            pass
+                    grade: str | None = None
+                    match claim.grade:
+                        case Grade(name=name):
+                            grade = name
+                        case NoGrade():
+                            pass
+                    decisions.append(DecisionView(claim.claim, claim.by, claim.held, claim.reason, confidence, grade, trusted))
             case Failed(reason=reason, message=message):
                 failed_on = message or None
                 decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
@@ -574,7 +586,13 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             shown = _ENCODE(value).decode()
                         case NotReported():
                             pass
-                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, Took(seconds).value()))
+                    took: float | None = None  # what ``Took(seconds).value()`` says, with no record made
+                    match seconds:
+                        case NotReported():
+                            pass
+                        case _:
+                            took = float(seconds)
+                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, took))
         return TurnView(
             turn.message,
             turn.scripted,
