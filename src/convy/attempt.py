@@ -428,13 +428,17 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         if ending:
             user.extend(ending)
             user_sizes.extend(float(one.input + one.output) for one in Spent(ending).reported())
-        judged = Spent(outcome.judge_requests)
-        sizes = Sizes(tuple(agent_sizes), tuple(user_sizes), tuple(float(one.input + one.output) for one in judged.reported()))
+        judge = _NO_SUM
+        judge_sizes: tuple[float, ...] = ()
+        if outcome.judge_requests:  # none when code decided every claim, or no judge was asked
+            judged = Spent(outcome.judge_requests)
+            judge = judged.sum()
+            judge_sizes = tuple(float(one.input + one.output) for one in judged.reported())
         return Accounts(
             _plain_sum(agent_plain, agent_input, agent_output) + (Spent(tuple(agent)).sum() if agent else _NO_SUM),
             _plain_sum(user_plain, user_input, user_output) + (Spent(tuple(user)).sum() if user else _NO_SUM),
-            judged.sum(),
-            sizes,
+            judge,
+            Sizes(tuple(agent_sizes), tuple(user_sizes), judge_sizes),
         )
 
     def _request_sum(self, usage: Usage | NoUsage | Requests) -> Sum:
