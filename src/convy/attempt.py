@@ -500,7 +500,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Verdict(claims=claims):
                 trust = self.trust
                 for claim in claims:
-                    # What ``Decided`` and ``Claim.trusted`` say, in one match each: four claims an attempt.
+                    # What ``Decided`` and ``Claim.trusted`` say, one match each: every claim of every attempt.
                     confidence: float | None = None
                     trusted = True
                     match claim.confidence:
@@ -656,7 +656,7 @@ def _details(usage: Usage) -> tuple[int | None, int | None]:
 def _plain(usage: Usage) -> bool:
     """Whether a request reported both counts and nothing else: no cached or reasoning count, no
     price (most do). Its parts' types are asked for by identity rather than matched: a report asks
-    this of every request, and the class patterns took three times as long."""
+    this of every request, and the class patterns took twice as long."""
     return (
         type(usage.cost) is Unpriced
         and type(usage.cached) is NotReported
