@@ -185,6 +185,12 @@ class Spent(msgspec.Struct, frozen=True):
         source = ""
         mixed = False
         for usage in self.usages:
+            if type(usage) is Usage and _plain(usage):  # most: counted with no match (see ``_plain``)
+                reported += 1
+                given += usage.input
+                taken += usage.output
+                unpriced += 1
+                continue
             match usage:
                 case Usage():
                     whole = usage.whole()
@@ -374,21 +380,31 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     @cached_property
     def _sums(self) -> Accounts:
         # All in one pass and one cached value: each cached_property's first read takes a lock.
-        # Each side's requests are gathered and summed in one pass (``Spent.sum``), with no sum
-        # made per turn; a size is kept of each request that reported both counts (of a turn of
-        # several requests, and of the user's ending and the judge's, each one reported at all).
+        # Most requests are plain (both counts reported, no cached or reasoning count, no price):
+        # those are counted in locals as the turns are walked, with nothing gathered; the others
+        # are gathered and summed by ``Spent.sum``, and the two added, which gives the same sum
+        # (a plain request is never priced, so the priced ones keep their order). A size is kept
+        # of each request that reported both counts (of a turn of several requests, and of the
+        # user's ending and the judge's, each one reported at all).
         outcome = self.outcome
         agent: list[Usage | NoUsage] = []
         user: list[Usage | NoUsage] = []
         agent_sizes: list[float] = []
         user_sizes: list[float] = []
+        agent_plain = agent_input = agent_output = user_plain = user_input = user_output = 0
         for turn in outcome.transcript.turns:
             usage = turn.answer.usage
             match usage:
-                case Usage(unreported=unreported):
-                    agent.append(usage)
-                    if not unreported:
+                case Usage():
+                    if _plain(usage):
+                        agent_plain += 1
+                        agent_input += usage.input
+                        agent_output += usage.output
                         agent_sizes.append(float(usage.input + usage.output))
+                    else:
+                        agent.append(usage)
+                        if not usage.unreported:
+                            agent_sizes.append(float(usage.input + usage.output))
                 case NoUsage():
                     agent.append(usage)
                 case Requests(each=each):
@@ -396,20 +412,34 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     agent_sizes.extend(float(one.input + one.output) for one in Spent(each).reported())
             if not turn.scripted:
                 asked = turn.user_usage
-                user.append(asked)
                 match asked:
-                    case Usage(unreported=unreported):
-                        if not unreported:
+                    case Usage():
+                        if _plain(asked):
+                            user_plain += 1
+                            user_input += asked.input
+                            user_output += asked.output
+                        else:
+                            user.append(asked)
+                        if not asked.unreported:
                             user_sizes.append(float(asked.input + asked.output))
                     case NoUsage():
-                        pass
+                        user.append(asked)
         ending = outcome.user_ending
         if ending:
             user.extend(ending)
             user_sizes.extend(float(one.input + one.output) for one in Spent(ending).reported())
-        judged = Spent(outcome.judge_requests)
-        sizes = Sizes(tuple(agent_sizes), tuple(user_sizes), tuple(float(one.input + one.output) for one in judged.reported()))
-        return Accounts(Spent(tuple(agent)).sum(), Spent(tuple(user)).sum(), judged.sum(), sizes)
+        judge = _NO_SUM
+        judge_sizes: tuple[float, ...] = ()
+        if outcome.judge_requests:  # none when code decided every claim, or no judge was asked
+            judged = Spent(outcome.judge_requests)
+            judge = judged.sum()
+            judge_sizes = tuple(float(one.input + one.output) for one in judged.reported())
+        return Accounts(
+            _plain_sum(agent_plain, agent_input, agent_output) + (Spent(tuple(agent)).sum() if agent else _NO_SUM),
+            _plain_sum(user_plain, user_input, user_output) + (Spent(tuple(user)).sum() if user else _NO_SUM),
+            judge,
+            Sizes(tuple(agent_sizes), tuple(user_sizes), judge_sizes),
+        )
 
     def _request_sum(self, usage: Usage | NoUsage | Requests) -> Sum:
         """What a turn's request (or requests) sum to."""
@@ -470,10 +500,22 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Verdict(claims=claims):
                 trust = self.trust
                 for claim in claims:
-                    decided = Decided(claim)
-                    decisions.append(
-                        DecisionView(claim.claim, claim.by, claim.held, claim.reason, decided.confidence(), decided.grade(), claim.trusted(trust))
-                    )
+                    # What ``Decided`` and ``Claim.trusted`` say, one match each: every claim of every attempt.
+                    confidence: float | None = None
+                    trusted = True
+                    match claim.confidence:
+                        case Confidence(value=value):
+                            confidence = value
+                            trusted = value >= trust
+                        case NoConfidence():
+                            pass
+                    grade: str | None = None
+                    match claim.grade:
+                        case Grade(name=name):
+                            grade = name
+                        case NoGrade():
+                            pass
+                    decisions.append(DecisionView(claim.claim, claim.by, claim.held, claim.reason, confidence, grade, trusted))
             case Failed(reason=reason, message=message):
                 failed_on = message or None
                 decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
@@ -548,7 +590,13 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             shown = _ENCODE(value).decode()
                         case NotReported():
                             pass
-                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, Took(seconds).value()))
+                    took: float | None = None  # what ``Took(seconds).value()`` says, with no record made
+                    match seconds:
+                        case NotReported():
+                            pass
+                        case _:
+                            took = float(seconds)
+                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, took))
         return TurnView(
             turn.message,
             turn.scripted,
@@ -566,17 +614,14 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         )
 
     def _tokens(self, usage: Usage) -> TokensView:
-        """One request's tokens as the window shows them: what ``_one(usage).tokens()`` says."""
+        """One request's tokens as the window shows them: what ``_one(usage).tokens()`` says (a
+        plain request's, see ``_plain``, with no details asked for)."""
+        given = usage.input
+        taken = usage.output
+        if type(usage.cached) is NotReported and type(usage.reasoning) is NotReported:
+            return TokensView(1, 0 if usage.unreported else 1, given, taken, None, None, given + taken)
         cached, reasoning = _details(usage)
-        return TokensView(
-            requests=1,
-            reported=0 if usage.unreported else 1,
-            input=usage.input,
-            output=usage.output,
-            cached=cached,
-            reasoning=reasoning,
-            total=usage.input + usage.output,
-        )
+        return TokensView(1, 0 if usage.unreported else 1, given, taken, cached, reasoning, given + taken)
 
     def _spans(self) -> list[SpanView]:
         outcome = self.outcome
@@ -606,3 +651,22 @@ def _details(usage: Usage) -> tuple[int | None, int | None]:
         case NotReported():
             pass
     return cached, reasoning
+
+
+def _plain(usage: Usage) -> bool:
+    """Whether a request reported both counts and nothing else: no cached or reasoning count, no
+    price (most do). Its parts' types are asked for by identity rather than matched: a report asks
+    this of every request, and the class patterns took twice as long."""
+    return (
+        type(usage.cost) is Unpriced
+        and type(usage.cached) is NotReported
+        and type(usage.reasoning) is NotReported
+        and not usage.unreported
+    )
+
+
+def _plain_sum(count: int, given: int, taken: int) -> Sum:
+    """What ``Spent.sum`` makes of ``count`` plain requests (see ``_plain``) that took these tokens."""
+    if not count:
+        return _NO_SUM
+    return Sum(count, count, given, taken, None, None, _NOTHING, "", False, 0, count, 0)
