@@ -524,12 +524,15 @@ def test_a_limit_is_found_and_held_with_no_setting(shape: str, floor: float, mos
     assert seconds <= most * floor, f"{seconds:.2f} s of virtual time"
 
 
-@pytest.mark.parametrize(("jitter", "most", "refused"), [(0.0005, 1.07, 3), (0.001, 1.12, 4), (0.002, 1.19, 6)])
+@pytest.mark.parametrize(("jitter", "most", "refused"), [(0.0005, 1.056, 3), (0.001, 1.1, 4), (0.002, 1.16, 6)])
 def test_a_strict_bucket_is_held_through_the_jitter_of_the_way_there(jitter: float, most: float, refused: int) -> None:
     """Requests that take a few milliseconds, more or less, to reach a strict bucket (burst 1)
     now and then arrive closer together than they were sent: refused, and the share of the limit
     aimed at gives up a little each time, more for a request that came earlier. About 1% are
-    refused (3 of 300 with 0.5 ms of jitter, 6 with 2 ms); the time is what that jitter allows."""
+    refused (3 of 300 with 0.5 ms of jitter, 6 with 2 ms); the time is what that jitter allows.
+    A refused request is sent again when the unit it was counted to take comes back, as the
+    service's reset says, not after the send that was to follow it: 15.80, 16.48 and 17.37 s
+    (15.95, 16.69 and 17.68 when the unit was taken as spent)."""
     from standin import Bucket
 
     service = Simulated(Bucket(20, 1), jitter=jitter)

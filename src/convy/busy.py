@@ -689,6 +689,7 @@ class Places:
         newly_strict = self._wire_told and not self._service.strict and not loose
         self._service.strict = self._service.strict or not loose
         self._heard(send, heard, False)
+        self._unused(send, heard, now)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
@@ -734,6 +735,21 @@ class Places:
         self._paused_until = max(self._paused_until, now + pause)
         self._resumed = self._paused_until
         self._landed(send)
+
+    def _unused(self, send: _Send, heard: Heard, now: float) -> None:
+        """A strict limit's refusal of the latest send, saying its next unit comes within a gap:
+        the unit the send was counted to take is still there, and comes back then, for the refused
+        request sent again at once rather than after the send that was to follow it (a gap lost)."""
+        meter = self._service.meters["requests"]
+        if not self._service.strict or meter.rate <= 0 or send.service is not self._service:
+            return
+        if not self._service.sent or self._service.sent[-1][0] != send.number:
+            return  # a later send, of this participant or another, has taken what comes back
+        match heard.requests:
+            case Quota(reset=reset, limit=limit) if 0 < limit <= 1 and 0 <= reset < 1 / meter.rate:
+                meter.back(now + reset)
+            case _:
+                pass
 
     def _reset(self, heard: Heard, name: str) -> float:
         """The seconds until a limit is whole again as a refusal said it (0 when it did not)."""

@@ -143,6 +143,11 @@ class Meter:
             return now
         return now + (self.cost - level) / (self.rate * share)
 
+    def back(self, moment: float) -> None:
+        """A request's cost is there again at ``moment`` (and not before): the unit a refused
+        request was counted to take comes back then, as the service said."""
+        self.level, self.moment = max(self.cost, 1.0), moment
+
     def take(self, now: float, share: float) -> None:
         self.level = self._level(now, share) - self.cost
         self.moment = now
