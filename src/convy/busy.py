@@ -86,12 +86,12 @@ _LEADS = 16
 # let go furthest ahead win every time.
 _AHEAD = 0.01
 # Where a strict limit's requests wait at the wire for their moment, the jitter of the way there
-# is mostly gone: the share is raised to _SHARE_HELD, and a refusal takes 1% off it rather than
-# 3%. A margin kept for jitter that is not there is lost on every gap: a strict bucket saves
+# is mostly gone: the share is raised to _SHARE_HELD, and a refusal takes 2.5% off it rather than
+# 3% (given back over as many answers). A margin kept for jitter that is not there is lost on every gap: a strict bucket saves
 # nothing up for a request that comes late. The share is the service's, the same for every
 # participant sharing it.
 _SHARE_HELD = 0.995
-_SHARE_HELD_CUT = 0.99
+_SHARE_HELD_CUT = 0.975
 
 
 class Busy(Exception):
@@ -660,7 +660,10 @@ class Places:
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
         if send.number > self._cut_after and self._service.share < _SHARE_MOST:
-            growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
+            # A refusal's cut made up over _ANSWERS_PER_REFUSAL answers, the smaller one where
+            # requests are held at the wire too, so that they are not refused more often there.
+            cut = _SHARE_HELD_CUT if self._gated and self._service.strict else _SHARE_CUT
+            growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
             self._service.share = min(_SHARE_MOST, self._service.share + growth)
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
@@ -708,7 +711,7 @@ class Places:
             self._cut_after = self._service.sends - 1
             if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
                 cut = self._cut(heard)
-                if self._gated and self._service.strict:  # held at the wire: a refusal is rarely the way's jitter
+                if self._gated and self._service.strict:  # held at the wire: less jitter to make room for
                     cut = max(cut, _SHARE_HELD_CUT)
                 self._service.share = max(_SHARE_LEAST, self._service.share * cut)
             while self._answers and self._answers[0] < now - 1.0:
