@@ -524,12 +524,15 @@ def test_a_limit_is_found_and_held_with_no_setting(shape: str, floor: float, mos
     assert seconds <= most * floor, f"{seconds:.2f} s of virtual time"
 
 
-@pytest.mark.parametrize(("jitter", "most", "refused"), [(0.0005, 1.07, 3), (0.001, 1.12, 4), (0.002, 1.19, 6)])
+@pytest.mark.parametrize(("jitter", "most", "refused"), [(0.0005, 1.056, 3), (0.001, 1.1, 4), (0.002, 1.16, 6)])
 def test_a_strict_bucket_is_held_through_the_jitter_of_the_way_there(jitter: float, most: float, refused: int) -> None:
     """Requests that take a few milliseconds, more or less, to reach a strict bucket (burst 1)
     now and then arrive closer together than they were sent: refused, and the share of the limit
     aimed at gives up a little each time, more for a request that came earlier. About 1% are
-    refused (3 of 300 with 0.5 ms of jitter, 6 with 2 ms); the time is what that jitter allows."""
+    refused (3 of 300 with 0.5 ms of jitter, 6 with 2 ms); the time is what that jitter allows.
+    A refused request is sent again when the unit it was counted to take comes back, as the
+    service's reset says, not after the send that was to follow it: 15.80, 16.48 and 17.37 s
+    (15.95, 16.69 and 17.68 when the unit was taken as spent)."""
     from standin import Bucket
 
     service = Simulated(Bucket(20, 1), jitter=jitter)
@@ -1304,8 +1307,9 @@ class Built(Simulated):
 def test_a_strict_limits_requests_are_let_go_ahead_and_written_at_their_moment() -> None:
     """Where the HTTP layer waits for a request's moment just before the wire, a strict bucket's
     requests are let go a little ahead of it: the lateness of each one's way there (2 ms on
-    average here) no longer adds up send after send. 300 requests: none refused, within 1.02 x
-    the floor (15.26 s: the first request alone until it is answered, the last one's answer);
+    average here) no longer adds up send after send, and the share of the rate aimed at is closer
+    to the whole (0.995). 300 requests: none refused, within 1.0135 x the floor (15.19 s: the first
+    request alone until it is answered, the last one's answer; 15.22 s at a share of 0.98);
     the same way to the wire without the wait takes more than 0.3 s longer."""
     from standin import Bucket
 
@@ -1315,7 +1319,7 @@ def test_a_strict_limits_requests_are_let_go_ahead_and_written_at_their_moment()
     slower = played_against((unwaited, 4))
     assert waited.answered == unwaited.answered == 300
     assert waited.refused == 0
-    assert seconds <= 1.02 * 15.0, f"{seconds:.2f} s of virtual time"
+    assert seconds <= 1.0135 * 15.0, f"{seconds:.2f} s of virtual time"
     assert slower - seconds > 0.3, (seconds, slower)
     gaps = [later - earlier for earlier, later in zip(waited.moments, waited.moments[1:], strict=False)]
     assert min(gaps) >= 0.05  # never two closer than the bucket allows
@@ -1400,3 +1404,52 @@ def test_participants_sharing_a_strict_limit_keep_within_it_while_their_requests
     assert service.answered == 400
     assert service.refused <= 3
     assert seconds <= 1.02 * 20.0, f"{seconds:.2f} s of virtual time"
+
+
+def test_participants_sharing_a_strict_limit_are_served_alike() -> None:
+    """An agent and a judge on one key, each with requests enough to fill the limit alone, against
+    a strict bucket reached through an HTTP layer that waits at the wire: they aim at one share of
+    it (the service's, not each its own), so neither is let go first for every unit. Of the first
+    200 requests let through, each had at least 80 (with a share each, the judge had 197)."""
+    from standin import Bucket
+
+    service = Built(Bucket(20, 1), 0.002)
+    order: list[str] = []
+
+    def said(who: str) -> Callable[[], Awaitable[str]]:
+        async def request() -> str:
+            told = TOLD.get()
+            if told is not None:
+                told.service = "one key"
+            answer = await service()
+            order.append(who)
+            return answer
+
+        return request
+
+    async def main() -> None:
+        services = Services()
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        judge = Places(4, "judge", patience=Patience(600), services=services)
+        await asyncio.gather(*(agent.sent(said("agent")) for _ in range(200)), *(judge.sent(said("judge")) for _ in range(200)))
+
+    run(main)
+    assert service.answered == 400
+    first = order[:200]
+    assert first.count("agent") >= 80 and first.count("judge") >= 80, (first.count("agent"), first.count("judge"))
+
+
+def test_requests_held_at_the_wire_aim_closer_to_a_strict_limit_and_are_refused_as_seldom() -> None:
+    """Requests held at the wire for their moment reach a strict bucket with only the jitter after
+    the wire (0.5 ms on average here): they aim closer to its rate (0.995 of it, each refusal 2.5%
+    off, given back over 200 answers) and a refused one takes back the unit the service says is
+    coming. 600 requests: within 31.5 s (31.8 aiming at 0.98, 3% off each refusal), at most 1%
+    refused."""
+    from standin import Bucket
+
+    service = Built(Bucket(20, 1), 0.002)
+    service.jitter = 0.0005
+    seconds = played_against((service, 4), requests=600)
+    assert service.answered == 600
+    assert service.refused <= 6
+    assert seconds <= 31.5, f"{seconds:.2f} s of virtual time"

@@ -85,6 +85,13 @@ _LEADS = 16
 # same for every participant: the ones sharing a limit would otherwise race for it, and the one
 # let go furthest ahead win every time.
 _AHEAD = 0.01
+# Where a strict limit's requests wait at the wire for their moment, the jitter of the way there
+# is mostly gone: the share is raised to _SHARE_HELD, and a refusal takes 2.5% off it rather than
+# 3% (given back over as many answers). A margin kept for jitter that is not there is lost on every gap: a strict bucket saves
+# nothing up for a request that comes late. The share is the service's, the same for every
+# participant sharing it.
+_SHARE_HELD = 0.995
+_SHARE_HELD_CUT = 0.975
 
 
 class Busy(Exception):
@@ -229,10 +236,9 @@ class Places:
         self._rate = 0.0  # requests per second found without word from the service (0: not paced)
         self._growing = True
         self._cut_after = -1  # refusals of requests sent up to this number are news already taken
-        self._share = _SHARE
         self._resumed = -math.inf  # when the last refusal's pause ended
         self._answers: deque[float] = deque()  # when the answered requests of the last second were sent
-        self._service = Service()  # until the service says who it is
+        self._service = Service(_SHARE)  # until the service says who it is
         self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
         self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
         self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
@@ -315,7 +321,7 @@ class Places:
         try:
             told: Told
             if paced:  # _let, with no meter and no pace: metered False, pace 0, the next send now
-                send = _Send(self._service, self._service.took(now, self._share), now)
+                send = _Send(self._service, self._service.took(now, self._service.share), now)
                 self.sends += 1
                 self._flying += 1
                 if self._next < now:
@@ -510,7 +516,7 @@ class Places:
         """One request let go now, for ``moment`` (now unless it is let go ahead of it)."""
         metered = not self._unmetered()
         due = now if moment is None else moment
-        send = _Send(self._service, self._service.took(due, self._share), due, metered, self._rate, due - now)
+        send = _Send(self._service, self._service.took(due, self._service.share), due, metered, self._rate, due - now)
         self.sends += 1
         self._flying += 1
         self._took(due)
@@ -541,6 +547,8 @@ class Places:
         if not self._gated:  # the delays to the wire from here on are the wait's, not the whole way's
             self._gated = True
             self._leads.clear()
+            if self._service.strict:
+                self._service.share = max(self._service.share, _SHARE_HELD)
         if now < send.moment:  # it waits: how late the wait ends is a lead of the next send
             self._waited = send
         return send.moment
@@ -553,7 +561,7 @@ class Places:
         gap = self._spacing()
         rate = self._service.meters["requests"].rate
         if rate > 0:
-            gap = max(gap, 1 / (rate * self._share))
+            gap = max(gap, 1 / (rate * self._service.share))
         return min(_AHEAD, gap / 4)
 
     def _wrote(self, send: _Send, moment: float) -> None:
@@ -593,7 +601,7 @@ class Places:
         moment = max(self._paused_until, self._next)
         for meter in self._service.meters.values():
             if meter.rate > 0:  # a meter without a rate is always ready
-                moment = max(moment, meter.ready(now, self._share))
+                moment = max(moment, meter.ready(now, self._service.share))
         return moment
 
     def _took(self, now: float) -> None:
@@ -651,9 +659,12 @@ class Places:
         self._answers.append(send.moment)
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
-        if send.number > self._cut_after and self._share < _SHARE_MOST:
-            growth = (1 - _SHARE_CUT) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._share)
-            self._share = min(_SHARE_MOST, self._share + growth)
+        if send.number > self._cut_after and self._service.share < _SHARE_MOST:
+            # A refusal's cut made up over _ANSWERS_PER_REFUSAL answers, the smaller one where
+            # requests are held at the wire too, so that they are not refused more often there.
+            cut = _SHARE_HELD_CUT if self._gated and self._service.strict else _SHARE_CUT
+            growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
+            self._service.share = min(_SHARE_MOST, self._service.share + growth)
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
@@ -681,6 +692,7 @@ class Places:
         newly_strict = self._wire_told and not self._service.strict and not loose
         self._service.strict = self._service.strict or not loose
         self._heard(send, heard, False)
+        self._unused(send, heard, now)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
@@ -689,7 +701,7 @@ class Places:
             # until the next unit; a limit with no rate known would say "now", and be asked again
             # at once, refused again.
             ready = max(
-                meter.ready(now, self._share) if meter.rate > 0 else now + self._reset(heard, name)
+                meter.ready(now, self._service.share) if meter.rate > 0 else now + self._reset(heard, name)
                 for name, meter in self._service.meters.items()
             )
             pause = min(pause, max(ready - now, 0.0)) if pause else pause
@@ -698,7 +710,10 @@ class Places:
             # refused at once are one sign of one overload.
             self._cut_after = self._service.sends - 1
             if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
-                self._share = max(_SHARE_LEAST, self._share * self._cut(heard))
+                cut = self._cut(heard)
+                if self._gated and self._service.strict:  # held at the wire: less jitter to make room for
+                    cut = max(cut, _SHARE_HELD_CUT)
+                self._service.share = max(_SHARE_LEAST, self._service.share * cut)
             while self._answers and self._answers[0] < now - 1.0:
                 self._answers.popleft()
             let_through = len(self._answers)
@@ -723,6 +738,21 @@ class Places:
         self._paused_until = max(self._paused_until, now + pause)
         self._resumed = self._paused_until
         self._landed(send)
+
+    def _unused(self, send: _Send, heard: Heard, now: float) -> None:
+        """A strict limit's refusal of the latest send, saying its next unit comes within a gap:
+        the unit the send was counted to take is still there, and comes back then, for the refused
+        request sent again at once rather than after the send that was to follow it (a gap lost)."""
+        meter = self._service.meters["requests"]
+        if not self._service.strict or meter.rate <= 0 or send.service is not self._service:
+            return
+        if not self._service.sent or self._service.sent[-1][0] != send.number:
+            return  # a later send, of this participant or another, has taken what comes back
+        match heard.requests:
+            case Quota(reset=reset, limit=limit) if 0 < limit <= 1 and 0 <= reset < 1 / meter.rate:
+                meter.back(now + reset)
+            case _:
+                pass
 
     def _reset(self, heard: Heard, name: str) -> float:
         """The seconds until a limit is whole again as a refusal said it (0 when it did not)."""
@@ -753,7 +783,7 @@ class Places:
         rate = self._service.meters["requests"].rate
         match heard.requests:
             case Quota(reset=reset, limit=limit) if limit >= 1 and rate > 0:
-                gap = 1 / (rate * self._share)
+                gap = 1 / (rate * self._service.share)
                 early = reset - (limit - 1) / rate
                 if 0 < early < gap / 2:
                     return min(_SHARE_CUT, max(_SHARE_DEEPEST, gap / (gap + early)))
@@ -774,9 +804,9 @@ class Places:
         for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
             match quota:
                 case Quota():
-                    if self._service.meters[name].heard(quota, number, sent, later, self._share, name == "tokens", admitted):
+                    if self._service.meters[name].heard(quota, number, sent, later, self._service.share, name == "tokens", admitted):
                         # The refusals just before were the limit coming down, not jitter.
-                        self._share = max(self._share, _SHARE)
+                        self._service.share = max(self._service.share, _SHARE)
                 case NoQuota():
                     pass
 

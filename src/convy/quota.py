@@ -143,6 +143,11 @@ class Meter:
             return now
         return now + (self.cost - level) / (self.rate * share)
 
+    def back(self, moment: float) -> None:
+        """A request's cost is there again at ``moment`` (and not before): the unit a refused
+        request was counted to take comes back then, as the service said."""
+        self.level, self.moment = max(self.cost, 1.0), moment
+
     def take(self, now: float, share: float) -> None:
         self.level = self._level(now, share) - self.cost
         self.moment = now
@@ -196,8 +201,11 @@ class Service:
     latest sends made against them. Participants that send to the same service with the same key
     share one, so together they keep within the limit they share."""
 
-    def __init__(self) -> None:
+    def __init__(self, share: float = 1.0) -> None:
         self.meters = {"requests": Meter(), "tokens": Meter()}
+        # The share of the rates told that its participants aim at, the same for all of them: one
+        # that aimed higher than another would be let go first for every unit.
+        self.share = share
         self.each = tuple(self.meters.values())  # the same meters, for the loops of every send
         self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
         self.sends = 0
