@@ -37,6 +37,11 @@ if not CHROMIUM.exists():
     pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium package to run the browser tests", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python client is not installed (pip install playwright)")
 expect = sync_api.expect
+# Playwright gives an assertion 5 s and an action 30 s before it fails: on a loaded machine a big
+# page can take longer to draw, and a test must not fail for the machine's speed. These waits end
+# as soon as what they wait for holds; the bound only stops a page that never gets there.
+PATIENCE_MS = 300_000
+expect.set_options(timeout=PATIENCE_MS)
 
 from test_pages import Played  # noqa: E402
 
@@ -95,6 +100,7 @@ class Visit:
 
     def __init__(self, browser: Any, scheme: str = "light", policy: bool = True) -> None:
         self.context = browser.new_context(viewport={"width": 1320, "height": 900}, color_scheme=scheme, bypass_csp=not policy)
+        self.context.set_default_timeout(PATIENCE_MS)
         self.page = self.context.new_page()
         self.requests: list[str] = []
         self.errors: list[str] = []
