@@ -575,7 +575,11 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 case Usage():
                     user_tokens = self._one(asked).tokens()
                     summed = True
-        cost = (self._request_sum(said) + self._turn_sum(turn)[1]).cost() if summed else _UNPRICED_COSTS[unpriced]
+        if summed:
+            agent_sum, user_sum = self._turn_sum(turn)
+            cost = (agent_sum + user_sum).cost()
+        else:
+            cost = _UNPRICED_COSTS[unpriced]
         steps: list[StepView] = []
         thoughts = 0
         for step in turn.answer.steps:
