@@ -6,8 +6,18 @@ request after ``--latency`` (100 ms), beside a base convy (by default ``main``, 
 An attempt is one scripted message to an instant ``FakeAgent``, then the judge: every second of
 the attempt is the judge's. The ideal is one request's latency, whatever the number of claims
 (every claim asked at once); a judge that asks one claim after another takes claims x latency.
-Each side plays ``--attempts`` (5) attempts one after another in a child process of its own
-(``--child``), and the best attempt is shown, as the ratio to the ideal.
+Each side plays ``--attempts`` (5) attempts in a child process of its own (``--child``), twice:
+
+- *alone*: each attempt a run of its own (a new ``asyncio.run``). Its judge meets a service that
+  has not answered yet, and convy sends a participant's requests one at a time until its service
+  first answers (and says what it allows), so the claims after the first wait for that answer:
+  about two latencies, whatever the number of claims.
+- *in a run*: the attempts of one run, one after another (one agent place, its turn taking two
+  latencies, so that each attempt's judge starts after the one before it was answered), as a
+  real run plays them: the first pays that wait, and every later attempt asks its claims at once.
+  Shown: the best judge's time (``Outcome.judge_seconds``) of the later attempts.
+
+The best attempt of each is shown, and its ratio to the ideal.
 
     python bench/judging.py
     python bench/judging.py --latency 0.5 --claims 1 5 10
@@ -17,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -28,6 +39,27 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
+class Slow:
+    """The same agent, answering each turn after ``seconds``."""
+
+    def __init__(self, agent, seconds):  # type: ignore[no-untyped-def]
+        self.agent, self.seconds = agent, seconds
+
+    @contextlib.asynccontextmanager
+    async def conversation(self):  # type: ignore[no-untyped-def]
+        async with self.agent.conversation() as inner:
+            yield _Slowed(inner, self.seconds)
+
+
+class _Slowed:
+    def __init__(self, inner, seconds):  # type: ignore[no-untyped-def]
+        self.inner, self.seconds = inner, seconds
+
+    async def turn(self, message):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(self.seconds)
+        return await self.inner.turn(message)
+
+
 def child(options: argparse.Namespace) -> None:
     """Play the attempts in this process (the convy on PYTHONPATH) and print their wall times."""
     import msgspec
@@ -35,7 +67,7 @@ def child(options: argparse.Namespace) -> None:
     sys.path.insert(0, str(HERE / "tests"))
     from standin import StandIn
 
-    from convy import Bench, ChatJudge, Models, OpenAiModel, Plan, Scenario
+    from convy import Bench, ChatJudge, Limits, Models, OpenAiModel, Plan, Scenario
     from convy.fakes import FakeAgent, MemoryJournal
 
     found: dict[str, list[float]] = {}
@@ -57,6 +89,14 @@ def child(options: argparse.Namespace) -> None:
                 if len(outcome.result.claims) != claims:  # type: ignore[union-attr]
                     raise SystemExit(f"the attempt was not judged: {outcome.result}")
             found[str(claims)] = walls
+            # The same attempts in one run, one after another: the service has answered once.
+            journal = MemoryJournal()
+            one_by_one = Bench(Slow(bench.agent, 2 * options.latency), bench.models, Limits(agent_places=1))
+            asyncio.run(one_by_one.run(Plan((scenario,), max(2, options.attempts)), journal))
+            later = sorted(journal.outcomes, key=lambda outcome: outcome.attempt)[1:]
+            if any(len(outcome.result.claims) != claims for outcome in later):  # type: ignore[union-attr]
+                raise SystemExit("an attempt of the run was not judged")
+            found[f"run {claims}"] = [outcome.judge_seconds for outcome in later]
     print(json.dumps(found))
 
 
@@ -88,10 +128,14 @@ def main() -> None:
             sides[name] = json.loads(done.stdout.strip().splitlines()[-1])
     ideal = options.latency
     print(f"an attempt judged by a ChatJudge on the stand-in at {options.latency * 1000:.0f} ms a request (best of {options.attempts}); ideal {ideal * 1000:.0f} ms")
-    print(f"  {'claims':>6} {'base ms':>9} {'this ms':>9} {'this/base':>10} {'base/ideal':>11} {'this/ideal':>11}")
+    print(f"  {'claims':>6} {'':9} {'base ms':>9} {'this ms':>9} {'this/base':>10} {'base/ideal':>11} {'this/ideal':>11}")
     for claims in options.claims:
-        one, two = min(sides["base"][str(claims)]), min(sides["this"][str(claims)])
-        print(f"  {claims:6} {one * 1000:9.0f} {two * 1000:9.0f} {two / one:10.2f} {one / ideal:11.2f} {two / ideal:11.2f}")
+        for label, key in (("alone", str(claims)), ("in a run", f"run {claims}")):
+            if key not in sides["base"]:
+                print(f"  {claims:6} {label:9} {'—':>9}")
+                continue
+            one, two = min(sides["base"][key]), min(sides["this"][key])
+            print(f"  {claims:6} {label:9} {one * 1000:9.0f} {two * 1000:9.0f} {two / one:10.2f} {one / ideal:11.2f} {two / ideal:11.2f}")
 
 
 if __name__ == "__main__":

@@ -46,10 +46,11 @@ def test_the_resume_benchmark_runs_small() -> None:
 
 
 def test_the_judging_benchmark_runs_small() -> None:
-    """bench/judging.py judges attempts of 1 and 2 claims on the stand-in, this convy as its own base."""
-    out = ran("bench/judging.py", "--claims", "1", "2", "--latency", "0.01", "--attempts", "1", "--base", "src")
+    """bench/judging.py judges attempts of 1 and 2 claims on the stand-in, alone and in a run, this convy as its own base."""
+    out = ran("bench/judging.py", "--claims", "1", "2", "--latency", "0.01", "--attempts", "2", "--base", "src")
     assert "claims" in out and "this/ideal" in out
-    assert len([line for line in out.splitlines() if line.strip().startswith(("1 ", "2 "))]) == 2
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("1 ", "2 "))]
+    assert [row[:3] for row in rows] == [["1", "alone", rows[0][2]], ["1", "in", "a"], ["2", "alone", rows[2][2]], ["2", "in", "a"]]
 
 
 def test_the_harness_benchmark_runs_small() -> None:
