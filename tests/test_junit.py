@@ -207,6 +207,22 @@ def test_report_writes_the_same_document_for_a_finished_run(tmp_path: Path, proj
     assert (tmp_path / "again.xml").read_bytes() == (tmp_path / "played.xml").read_bytes()
 
 
+def test_a_scenario_with_no_attempt_kept_is_an_error(tmp_path: Path, project: Path, schema: etree.XMLSchema) -> None:
+    """A scenario whose attempts are not in the run folder (a run stopped early) is an error of type not_played."""
+    assert convy(tmp_path, "-C", "project", "run", "--scenarios", "greet", "refund").returncode == 0
+    attempts = project / "results" / "bot" / run_id(project) / "attempts.jsonl"
+    lines = attempts.read_bytes().splitlines(keepends=True)
+    attempts.write_bytes(b"".join(line for line in lines if b'"scenario":"greet"' in line))
+    assert convy(tmp_path, "-C", "project", "report", run_id(project), "--junit", "junit.xml").returncode == 0
+    document = etree.parse(str(tmp_path / "junit.xml"))
+    assert schema.validate(document), schema.error_log
+    (suite,) = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    assert (suite.tests, suite.failures, suite.errors) == (2, 0, 1)
+    (refund,) = [case for case in suite if case.name == "refund"]
+    (error,) = refund.result
+    assert (error.type, error.message) == ("not_played", "no attempt of it was kept (the run is finished)")
+
+
 def test_report_writes_a_suite_per_run_named(tmp_path: Path, project: Path, schema: etree.XMLSchema) -> None:
     """Two runs named give one file with a suite each, in the order named, numbered from 0."""
     assert convy(tmp_path, "-C", "project", "run", "--scenarios", "greet").returncode == 0

@@ -149,7 +149,10 @@ class Case(msgspec.Struct, frozen=True):
                 pass
             case "failure":
                 failed = self._failed_claims()
-                first = [f"{claim!r} held {held} of {decided}: {XmlText(reasons[0], self.MESSAGE).cut()}" for claim, held, decided, reasons in failed]
+                first = [
+                    f"{claim!r} held {held} of {decided}: {XmlText(reasons[0], self.MESSAGE).cut()}"
+                    for claim, held, decided, reasons in failed
+                ]
                 message = f"{self.headline()}; failed: {'; '.join(first[:2])}"
                 if len(first) > 2:
                     message += f"; and {len(first) - 2} more claims"
@@ -177,7 +180,7 @@ class Case(msgspec.Struct, frozen=True):
                 message = f"{self.headline()}: {self._said(unjudged[0], self.MESSAGE)}"
                 self._child(case, "error", "not_judged", message, [self.headline(), *self._others("not_judged", "not judged:")])
             case "not_played":
-                message = f"no attempt of it was kept: the run is {self.status}"
+                message = f"no attempt of it was kept (the run is {self.status})"
                 self._child(case, "error", "not_played", message, [message])
         return case
 
@@ -195,9 +198,10 @@ class Case(msgspec.Struct, frozen=True):
                     f"#{attempt.outcome.attempt}: {XmlText(claim.reason, self.REASON).cut()}"
                 )
         rows = {row.text: row for row in self.summary.claims(list(self.attempts))}
+        order = {text: at for at, text in enumerate(rows)}  # the report's order of the scenario's claims
         return [
             (claim, rows[claim].held if claim in rows else 0, rows[claim].decided if claim in rows else 0, said)
-            for claim, said in reasons.items()
+            for claim, said in sorted(reasons.items(), key=lambda one: order.get(one[0], len(order)))
         ]
 
     def _failing(self, attempt: Attempt) -> list[Claim]:
