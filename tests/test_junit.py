@@ -172,6 +172,17 @@ def test_outside_text_is_bounded_written_out_and_keeps_secrets_hidden(tmp_path: 
     assert "more characters)" in error.text and len(error.text) < 3000
 
 
+def test_a_scenario_named_with_a_control_character_is_written_out(
+    tmp_path: Path, project: Path, schema: etree.XMLSchema
+) -> None:
+    """A scenario file whose name holds a control character gives a valid document, the character written out."""
+    (project / "scenarios" / "odd\x01name.yaml").write_text(SCENARIOS["greet.yaml"], encoding="utf-8")
+    assert convy(tmp_path, "-C", "project", "run", "--scenarios", "odd*", "--junit", "junit.xml").returncode == 0
+    document = etree.parse(str(tmp_path / "junit.xml"))
+    assert schema.validate(document), schema.error_log
+    assert [case.get("name") for case in document.iter("testcase")] == ["odd\\x01name"]
+
+
 def test_the_numbers_are_the_reports(tmp_path: Path, project: Path) -> None:
     """The suite's pass rate, tokens and cost are those the report keeps in summary.json; its time is the run's."""
     assert convy(tmp_path, "-C", "project", "run", "--junit", "junit.xml").returncode == 1

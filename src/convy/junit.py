@@ -143,7 +143,8 @@ class Case(msgspec.Struct, frozen=True):
         return said
 
     def element(self) -> ET.Element:
-        case = ET.Element("testcase", name=self.scenario, classname=self.agent, time=f"{self.seconds():.3f}")
+        name, agent = XmlText(self.scenario).line(), XmlText(self.agent).line()  # a file's name may hold anything
+        case = ET.Element("testcase", name=name, classname=agent, time=f"{self.seconds():.3f}")
         match self.kind():
             case "passed":
                 pass
@@ -273,7 +274,7 @@ class Suite(msgspec.Struct, frozen=True):
         seconds = run.seconds()
         suite = ET.Element(
             "testsuite",
-            name=spec.agent,
+            name=XmlText(spec.agent).line(),
             timestamp=self._timestamp(),
             hostname=self.HOST,
             tests=str(len(cases)),
@@ -285,7 +286,7 @@ class Suite(msgspec.Struct, frozen=True):
         )
         properties = ET.SubElement(suite, "properties")
         for name, value in self.properties(cases):
-            ET.SubElement(properties, "property", name=name, value=XmlText(value, 2000).line())
+            ET.SubElement(properties, "property", name=XmlText(name).line(), value=XmlText(value, 2000).line())
         for case in cases:
             suite.append(case.element())
         out = ET.SubElement(suite, "system-out")
