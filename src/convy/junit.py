@@ -6,7 +6,7 @@ scenario. Every number in it is one the run's report shows, taken from ``report.
 ``stats``: passed of judged, the scenario's Wilson interval, pass^k at the k the report's
 headline gives, tokens and cost as ``attempt.Sum`` adds them.
 
-The document keeps to the strictest JUnit schema published, Apache Ant's (the aggregated form:
+The document keeps to the strictest of the JUnit schemas in use, Apache Ant's (the aggregated form:
 ``<testsuites>`` with no attributes; each suite with ``package``, ``id``, ``timestamp``,
 ``hostname``, ``<properties>``, ``<system-out>`` and ``<system-err>``; a case with at most one
 ``<failure>`` or ``<error>`` and no ``<skipped>`` or properties of its own), so that whatever
@@ -49,9 +49,10 @@ class XmlText(msgspec.Struct, frozen=True):
     """Outside text as XML 1.0 may hold it, within ``most`` characters.
 
     It is cut first (the secrets were hidden before, when the run kept it), then every character
-    XML 1.0 forbids — C0 controls but tab, newline and carriage return, lone surrogates, U+FFFE and
-    U+FFFF — is written out as an escape (``\\x1b``), with the C1 controls and the characters that
-    reorder text (``Inert``'s), so a CI page shows what was said and it does nothing there.
+    XML 1.0 forbids — the C0 controls but tab, newline and carriage return, lone surrogates, U+FFFE
+    and U+FFFF — is written out as an escape (``\\x1b``), with the carriage return (a reader would
+    make it a newline), the C1 controls and the characters that reorder text (``Inert``'s), so a CI
+    page shows what was said and it does nothing there.
     """
 
     text: str
