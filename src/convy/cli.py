@@ -3,7 +3,7 @@
     0    every attempt judged and, with --fail-under, the pass rate at or above it
     1    some attempt failed by the agent (it raised, broke off or ran out of time) or not judged
     1    also: a run stopped because its folder refused a write (a full disk, a file-size limit),
-         or a finished run's report could not be written
+         or a finished run's report, or the --junit file, could not be written
     2    a configuration error, or a folder convy must write refused it: nothing was sent
     2    also: a run stopped because the project's code cancelled the task it runs in (attempts
          ended unrecorded: ``Unplayed``); the run is kept, marked interrupted
@@ -405,6 +405,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     tags: tuple[str, ...]
     trust: float | None
     fail_under: float | None
+    junit: Path | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.project.settings()
@@ -419,6 +420,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"--{error}") from None
         scenarios = self.project.scenarios()  # every scenario file must be sound before anything is played
         codes: list[int] = []
+        played: list[str] = []
         for name in self.agents or self.project.agent_names():
             loaded = Loaded(self.project, name)
             agent, models = loaded.parts()
@@ -432,9 +434,24 @@ class RunCommand(msgspec.Struct, frozen=True):
             spec = secrets.kept(self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags)))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
             codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under, secrets).played())
+            played.append(spec.id)
             if codes[-1] in (130, 143):
                 break
-        return Worst(tuple(codes)).code()
+        code = Worst(tuple(codes)).code()
+        if self.junit is None or code in (130, 143):  # asked to stop: the runs are kept, nothing more is written
+            return code
+        from convy.junit import JUnitReport  # loaded by the commands that write one only
+
+        # Each run read back as it was kept (its secrets hidden), as `convy report` would read it.
+        with Uncollected():
+            summaries = tuple(Summary(self.project.read(one)) for one in played)
+        try:
+            JUnitReport(summaries).written(self.junit)
+        except Unwritable as error:
+            errors.line(f"convy: {error.path}: cannot be written: {error.reason}; the runs are kept: convy report RUN… --junit FILE")
+            return max(code, 1)
+        shown.line(f"junit: {self.junit}")
+        return code
 
 
 class SmokeCommand(msgspec.Struct, frozen=True):
@@ -544,21 +561,32 @@ class ReportCommand(msgspec.Struct, frozen=True):
 
     project: Project
     wanted: tuple[str, ...]
+    junit: Path | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
+        if self.junit is not None and not self.wanted:
+            # Every run ever kept is no one result a CI job can stand on: the runs are named.
+            raise ConfigurationError("--junit writes the runs named: convy report RUN… --junit FILE")
         with Uncollected():
             return self._run(shown, errors)
 
     def _run(self, shown: Shown, errors: Shown) -> int:
         runs, unread = self.project.runs(self.wanted)
         listed: list[Listed] = []
+        summaries: list[Summary] = []
         for run in runs:
             summary = Summary(run)
             shown.line(f"report: {self.project.reported(summary).relative_to(self.project.folder)}")
             # The index lists the run with the totals its report just summed: not summed again.
             listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
+            summaries.append(summary)
         index = self.project.indexed(None if self.wanted else (tuple(listed), unread))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
+        if self.junit is not None:
+            from convy.junit import JUnitReport  # loaded by the commands that write one only
+
+            JUnitReport(tuple(summaries)).written(self.junit)
+            shown.line(f"junit: {self.junit}")
         for one in unread:
             errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
         for run in runs:
@@ -735,11 +763,15 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
         run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument(
             "--smoke", action="store_true", help="only check the connection: a short scripted dialogue, no model, no run"
         )
         report = commands.add_parser("report", help="rebuild the reports of runs and the index")
         report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
+        report.add_argument(
+            "--junit", type=Path, metavar="FILE", help="also write the runs named as JUnit XML, a suite per run"
+        )
         compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
         compare.add_argument("base", help="the run before (id or a unique part)")
         compare.add_argument("candidate", help="the run after (id or a unique part)")
@@ -773,6 +805,9 @@ def main(argv: list[str] | None = None) -> int:
     errors = Shown(sys.stderr)
     parsed = Arguments().parser().parse_args(argv)
     project = Project(parsed.project.resolve())
+    # A file named on the command line is where the user is, not in the project convy moves to.
+    junit = getattr(parsed, "junit", None)
+    junit = junit if junit is None else Path.cwd() / junit
     if parsed.command != "init":
         try:
             os.chdir(project.folder)  # a project's .env and relative paths are read from its folder
@@ -797,9 +832,10 @@ def main(argv: list[str] | None = None) -> int:
                         tuple(parsed.tag),
                         parsed.trust,
                         parsed.fail_under,
+                        junit,
                     ).run(shown, errors)
                 case "report":
-                    code = ReportCommand(project, tuple(parsed.runs)).run(shown, errors)
+                    code = ReportCommand(project, tuple(parsed.runs), junit).run(shown, errors)
                 case "compare":
                     code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression).run(shown, errors)
                 case "export":
