@@ -275,3 +275,61 @@ def test_check_on_the_gateway_sends_no_request(tmp_path: Path) -> None:
 
         smoke = convy(folder, "run", "assistant", "--smoke")
         assert server.received, smoke.stdout + smoke.stderr
+
+
+def test_settings_say_every_problem_of_every_source_and_keep_the_sound_fields(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two bad [tool.convy] fields and a bad CONVY_* variable are all said, each once; the fields
+    and variables that are sound stay in force, each with its source, the rest at their defaults."""
+    from convy.env import ProjectSettings
+
+    for name in [name for name in os.environ if name.startswith("CONVY_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CONVY_TURN_SECONDS", "inf")
+    monkeypatch.setenv("CONVY_MAX_TURNS", "4")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.convy]\nattempts = 5\ntrust = 7\nagent_places = "x"\nopen_seconds = 9\n', encoding="utf-8"
+    )
+
+    sourced = ProjectSettings(tmp_path).sourced()
+
+    assert sourced.problems == (
+        "pyproject.toml: [tool.convy] agent_places: expected a whole number, got text",
+        "pyproject.toml: [tool.convy] trust: must be between 0 and 1",
+        "CONVY_TURN_SECONDS: turn_seconds: must be a finite number",
+    )
+    settings = sourced.settings
+    assert (settings.attempts, settings.open_seconds, settings.max_turns) == (5, 9.0, 4)
+    assert (settings.trust, settings.agent_places, settings.turn_seconds) == (0.0, 4, 120.0)
+    assert sourced.sources == {"attempts": "[tool.convy]", "open_seconds": "[tool.convy]", "max_turns": "CONVY_MAX_TURNS"}
+
+
+def test_check_of_a_project_whose_env_is_a_fifo_says_so_and_runs_none_of_its_code(sound: Path) -> None:
+    """A .env that is a FIFO: `convy check` says so in one line and exits 2, without waiting on it
+    itself nor running the project's code, which would."""
+    os.mkfifo(sound / ".env")
+    (sound / "agents" / "waits.py").write_text('open(".env").read()\n', encoding="utf-8")
+
+    done = convy(sound, "check")
+
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "convy: .env: cannot be read: not a regular file",
+        "1 problem: nothing was sent, nothing written",
+    ]
+
+
+def test_a_slot_of_the_prompt_that_a_skipped_scenario_leaves_empty_stops_the_run_and_the_check(sound: Path) -> None:
+    """A scenario skipped for want of the user's model must still fill the simulator prompt: `convy
+    run` and `convy check` both refuse it before anything is played, in the same words."""
+    (sound / "user.md").write_text("You are {{ persona }}.\n{{ instructions }}\n{{ stop }}\n", encoding="utf-8")
+    (sound / "pyproject.toml").write_text('[tool.convy]\nuser_prompt = "user.md"\n', encoding="utf-8")
+    expected = "convy: user.md: no value for {{ persona }} for scenario talk"
+
+    ran = convy(sound, "run", "a")
+    checked = convy(sound, "check")
+
+    assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
+    assert (checked.returncode, checked.stderr.splitlines()) == (2, [expected, "1 problem: nothing was sent, nothing written"])
+    assert not (sound / "results").exists()

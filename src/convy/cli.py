@@ -582,7 +582,11 @@ class DryRun(msgspec.Struct, frozen=True):
         names, unnamed = (self.command.agents, ()) if self.command.agents else project.agents()
         problems.extend(unnamed)
         absent = Absent("models.py could not be loaded")
-        models = self._gathered(problems, lambda: Loaded(project, "").models(), Models(absent, absent))
+        models = Models(absent, absent)
+        if sourced.dotenv:  # else the project's code is not run: it reads the .env that was refused
+            models = self._gathered(problems, lambda: Loaded(project, "").models(), models)
+        else:
+            names = ()
         fits = False  # whether the chosen scenarios fill the simulator prompt: only then is a run planned
         if scenarios or not broken:  # with no sound scenario, that none is chosen says nothing more
             try:

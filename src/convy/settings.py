@@ -97,11 +97,14 @@ class DotEnv(msgspec.Struct, frozen=True):
 class Sourced(msgspec.Struct, frozen=True):
     """A project's settings as read: those in force (each field refused left at its default),
     where each one given came from (``[tool.convy]`` or its ``CONVY_*`` variable), and every
-    problem met on the way, each naming its file or variable and the field."""
+    problem met on the way, each naming its file or variable and the field. ``dotenv`` is whether
+    the project's ``.env``, when there is one, can be read: the project's own code reads it too
+    (and would wait for ever on a FIFO)."""
 
     settings: Settings
     sources: dict[str, str]
     problems: tuple[str, ...]
+    dotenv: bool = True
 
 
 class ProjectSettings(msgspec.Struct, frozen=True):
@@ -156,7 +159,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
                 problems.append(f"settings: {said} (CONVY_* variables or [tool.convy])")
         sources = {name: "[tool.convy]" for name in table} | {name: f"CONVY_{name.upper()}" for name in given}
         settings = msgspec.convert({**table, **given}, Settings, strict=False)
-        return Sourced(settings, sources, tuple(dict.fromkeys(problems)))
+        return Sourced(settings, sources, tuple(dict.fromkeys(problems)), dotenv is not None)
 
     def _refused(self, values: dict[str, Any], given: dict[str, Any], strict: bool) -> list[str]:
         """What ``Settings`` refuses of ``values``, one problem after another: each field refused is
