@@ -944,22 +944,10 @@ def main(argv: list[str] | None = None) -> int:
                     code = InitCommand(parsed.project / parsed.folder).run(shown)
                 case "check":
                     code = DryRun(RunCommand(project, (), None, (), (), None, None)).run(shown, errors)
-                case "run" if parsed.dry_run:
-                    code = DryRun(
-                        RunCommand(
-                            project,
-                            tuple(parsed.agents),
-                            parsed.attempts,
-                            tuple(parsed.scenarios),
-                            tuple(parsed.tag),
-                            parsed.trust,
-                            parsed.fail_under,
-                        )
-                    ).run(shown, errors)
                 case "run" if parsed.smoke:
                     code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
                 case "run":
-                    code = RunCommand(
+                    command = RunCommand(
                         project,
                         tuple(parsed.agents),
                         parsed.attempts,
@@ -967,7 +955,8 @@ def main(argv: list[str] | None = None) -> int:
                         tuple(parsed.tag),
                         parsed.trust,
                         parsed.fail_under,
-                    ).run(shown, errors)
+                    )
+                    code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
                     code = ReportCommand(project, tuple(parsed.runs)).run(shown, errors)
                 case "compare":
