@@ -129,7 +129,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         """The settings read from every source, with every problem of each, none stopping the others."""
         problems: list[str] = []
         try:
-            table = self._table()
+            table = dict(self._table())  # a copy: the fields refused are taken out of it
         except ConfigurationError as error:
             problems.append(str(error))
             table = {}
