@@ -319,15 +319,18 @@ def test_fuzzed_scenario_files_mutated_byte_by_byte(tmp_path: Path, full: bool) 
 
 
 def settings_hold(folder: Path, starts: tuple[str, ...], secret: str = "") -> None:
-    """The property for the settings: read, or one ConfigurationError line naming the file or
-    variable; the prompt file they name is read, or refused in one line naming that file."""
+    """The property for the settings: read, or a ConfigurationError of one line for each problem,
+    each naming the file or variable, none said twice; the prompt file they name is read, or
+    refused in one line naming that file."""
     with bounded():
         try:
             read = ProjectSettings(folder).settings()
         except ConfigurationError as error:
             said = str(error)
-            assert said.startswith(starts), said
-            assert "\n" not in said and "\r" not in said, said
+            lines = said.split("\n")
+            assert all(line.startswith(starts) for line in lines), said
+            assert len(set(lines)) == len(lines), said
+            assert "\r" not in said, said
             assert not secret or secret not in said, said
             return
         try:

@@ -5,6 +5,8 @@
     1    also: a run stopped because its folder refused a write (a full disk, a file-size limit),
          or a finished run's report, or the --junit file, could not be written
     2    a configuration error, or a folder convy must write refused it: nothing was sent
+    2    also: ``convy check`` or ``convy run --dry-run`` found problems, one line each (0: none,
+         and what would run was said); neither sends nor writes anything
     2    also: a run stopped because the project's code cancelled the task it runs in (attempts
          ended unrecorded: ``Unplayed``); the run is kept, marked interrupted
     3    every attempt judged, but the pass rate is below --fail-under; or, for ``convy compare
@@ -28,18 +30,18 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
 
 import msgspec
 
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Spent
-from convy.bench import Bench, Kept, RunInUse, RunJournal, RunSpec
+from convy.bench import Bench, Kept, Limits, RunInUse, RunJournal, RunSpec, Skipped
 from convy.dialog import Failed, NoVerdict, Verdict
-from convy.model import Absent
+from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
 from convy.report import Listed, Summary
@@ -47,6 +49,11 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
+
+if TYPE_CHECKING:
+    from convy.settings import Settings
+
+T = TypeVar("T")
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 # Why an attempt's task ends cancelled with no Ctrl+C, no SIGTERM and no time limit: the project's
@@ -327,14 +334,8 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
             f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
         )
-        if self.spec.skipped:
-            self.shown.line(f"skipped {len(self.spec.skipped)} scenario(s) that need a model:")
-            grouped: dict[str, list[str]] = {}
-            for skipped in self.spec.skipped:
-                for reason in skipped.reasons:
-                    grouped.setdefault(reason, []).append(skipped.scenario)
-            for reason, names in grouped.items():
-                self.shown.line(f"  {', '.join(names)}: {reason}")
+        for line in Passed(self.spec.skipped).lines():
+            self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
         if agent_failed or unjudged:
             return 1
@@ -408,16 +409,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     junit: Path | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        settings = self.project.settings()
-        changes: dict[str, Any] = {}
-        if self.attempts is not None:
-            changes["attempts"] = self.attempts
-        if self.trust is not None:
-            changes["trust"] = self.trust
-        try:
-            settings = msgspec.structs.replace(settings, **changes)
-        except ValueError as error:
-            raise ConfigurationError(f"--{error}") from None
+        settings = self.overridden(self.project.settings())
         scenarios = self.project.scenarios()  # every scenario file must be sound before anything is played
         codes: list[int] = []
         played: list[str] = []
@@ -425,12 +417,10 @@ class RunCommand(msgspec.Struct, frozen=True):
             loaded = Loaded(self.project, name)
             agent, models = loaded.parts()
             secrets = loaded.secrets(agent, models)
-            match agent:
-                case Absent(reason=reason) if self.agents:
-                    raise ConfigurationError(f"agents/{name}.py: the agent is absent: {secrets.hidden(reason)}")
-                case Absent(reason=reason):
-                    shown.line(f"- skipped agent {name}: {secrets.hidden(reason)}")
-                    continue
+            passed_over = self.passed_over(name, agent, secrets)
+            if passed_over:
+                shown.line(passed_over)
+                continue
             spec = secrets.kept(self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags)))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
             codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under, secrets).played())
@@ -452,6 +442,29 @@ class RunCommand(msgspec.Struct, frozen=True):
             return max(code, 1)
         shown.line(f"junit: {self.junit}")
         return code
+
+    def overridden(self, settings: Settings) -> Settings:
+        """The settings with ``-k`` and ``--trust`` over them."""
+        changes: dict[str, Any] = {}
+        if self.attempts is not None:
+            changes["attempts"] = self.attempts
+        if self.trust is not None:
+            changes["trust"] = self.trust
+        try:
+            return msgspec.structs.replace(settings, **changes)
+        except ValueError as error:
+            raise ConfigurationError(f"--{error}") from None
+
+    def passed_over(self, name: str, agent: Any, secrets: Secrets) -> str:
+        """The line saying why an absent agent is not run, or "" for one that is; an absent agent
+        named on the command line is a ``ConfigurationError``."""
+        match agent:
+            case Absent(reason=reason) if self.agents:
+                raise ConfigurationError(f"agents/{name}.py: the agent is absent: {secrets.hidden(reason)}")
+            case Absent(reason=reason):
+                return f"- skipped agent {name}: {secrets.hidden(reason)}"
+            case _:
+                return ""
 
 
 class SmokeCommand(msgspec.Struct, frozen=True):
@@ -542,6 +555,129 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             )
         bench = Bench(agent, models, spec.limits, prompt)
         return Recorded(self.project, spec, bench, shown, errors, self.fail_under, loaded.secrets(agent, models), kept).played()
+
+
+class Passed(msgspec.Struct, frozen=True):
+    """The scenarios a run skips, said as the command says them: one line for each reason, naming
+    the scenarios it keeps out."""
+
+    skipped: tuple[Skipped, ...]
+
+    def lines(self, indent: str = "") -> tuple[str, ...]:
+        if not self.skipped:
+            return ()
+        grouped: dict[str, list[str]] = {}
+        for skipped in self.skipped:
+            for reason in skipped.reasons:
+                grouped.setdefault(reason, []).append(skipped.scenario)
+        return (
+            f"{indent}skipped {len(self.skipped)} scenario(s) that need a model:",
+            *(f"{indent}  {', '.join(names)}: {reason}" for reason, names in grouped.items()),
+        )
+
+
+class DryRun(msgspec.Struct, frozen=True):
+    """``convy check`` and ``convy run --dry-run``: what a run of the command's selection would
+    play, or every problem that would stop it. Each part is read by the code the run reads it with,
+    which decides its problems; here they are gathered rather than stopping at the first. Nothing
+    is sent, and nothing written: no run folder, no index, not even the project's ``__pycache__``."""
+
+    command: RunCommand
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        from convy.settings import ProjectSettings  # as Project.settings: loaded by the commands that play only
+
+        sys.dont_write_bytecode = True  # loading the project's code leaves nothing behind
+        project = self.command.project
+        matching = Matching(self.command.patterns, self.command.tags)
+        problems: list[str] = []
+        sourced = ProjectSettings(project.folder).sourced()
+        problems.extend(sourced.problems)
+        settings = self._gathered(problems, lambda: self.command.overridden(sourced.settings), sourced.settings)
+        scenarios, broken = project.sound_scenarios()
+        problems.extend(broken)
+        names, unnamed = (self.command.agents, ()) if self.command.agents else project.agents()
+        problems.extend(unnamed)
+        absent = Absent("models.py could not be loaded")
+        models = Models(absent, absent)
+        if sourced.dotenv:  # else the project's code is not run: it reads the .env that was refused
+            models = self._gathered(problems, lambda: Loaded(project, "").models(), models)
+        else:
+            names = ()
+        fits = False  # whether the chosen scenarios fill the simulator prompt: only then is a run planned
+        if scenarios or not broken:  # with no sound scenario, that none is chosen says nothing more
+            try:
+                project.playable(models, settings, scenarios, matching, project.prompt(settings))
+                fits = True
+            except ConfigurationError as error:
+                problems.extend(str(error).splitlines())
+        parts: list[Any] = [models]
+        passed_over: list[str] = []
+        specs: list[RunSpec] = []
+        for name in names:
+            try:
+                agent = Loaded(project, name).agent()
+                parts.append(agent)
+                over = self.command.passed_over(name, agent, Secrets())
+                if over:
+                    passed_over.append(over)
+                elif fits:
+                    specs.append(project.spec(name, models, settings, scenarios, matching))
+            except ConfigurationError as error:
+                problems.extend(str(error).splitlines())
+        secrets = Loaded(project, "").secrets(*parts)
+        if problems:
+            said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))
+            for problem in said:
+                errors.line(f"convy: {problem}")
+            errors.line(f"{len(said)} problem{'s' if len(said) != 1 else ''}: nothing was sent, nothing written")
+            return 2
+        sources = sourced.sources | {
+            name: option
+            for name, option, given in (("attempts", "-k", self.command.attempts), ("trust", "--trust", self.command.trust))
+            if given is not None
+        }
+        for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
+            shown.line(secrets.hidden(line))
+        return 0
+
+    def _gathered(self, problems: list[str], made: Callable[[], T], instead: T) -> T:
+        """What ``made`` makes; or, when it is a configuration error, ``instead``, its lines noted."""
+        try:
+            return made()
+        except ConfigurationError as error:
+            problems.extend(str(error).splitlines())
+            return instead
+
+    def _settings(self, settings: Settings, sources: dict[str, str]) -> tuple[str, ...]:
+        width = max(len(name) for name in settings.__struct_fields__)
+        # Its own fields first (attempts, trust, the prompt's file), then the run's limits.
+        names = sorted(settings.__struct_fields__, key=lambda name: name in Limits.__struct_fields__)
+        values = {name: getattr(settings, name) for name in names}
+        shown = {name: "convy's own" if value == "" else str(value) for name, value in values.items()}
+        return (
+            "settings in force:",
+            *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),
+        )
+
+    def _planned(self, specs: list[RunSpec], passed_over: list[str]) -> tuple[str, ...]:
+        lines: list[str] = []
+        for spec in specs:
+            planned = len(spec.scenarios) * spec.attempts
+            lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            lines.extend(Passed(spec.skipped).lines("  "))
+        lines.extend(passed_over)
+        total = sum(len(spec.scenarios) * spec.attempts for spec in specs)
+        shapes = {(len(spec.scenarios), spec.attempts) for spec in specs}
+        if len(shapes) == 1:
+            (scenarios, attempts), = shapes
+            lines.append(
+                f"would run {len(specs)} agent{'s' if len(specs) != 1 else ''} × {scenarios} scenarios × "
+                f"{attempts} attempts = {total} attempts; nothing was sent, nothing written"
+            )
+        else:
+            lines.append(f"would run {total} attempts of {len(specs)} agents; nothing was sent, nothing written")
+        return tuple(lines)
 
 
 class Uncollected:
@@ -662,8 +798,23 @@ class Loaded(msgspec.Struct, frozen=True):
     name: str
 
     def parts(self) -> tuple[Any, Any]:
-        try:
+        with self._loading(f"agents/{self.name}.py or models.py"):
             return self.project.agent(self.name).agent, self.project.models()
+
+    def agent(self) -> Any:
+        """The agent alone, its file's error named as its own."""
+        with self._loading(f"agents/{self.name}.py"):
+            return self.project.agent(self.name).agent
+
+    def models(self) -> Models:
+        """The models alone, whatever the agent."""
+        with self._loading("models.py"):
+            return self.project.models()
+
+    @contextmanager
+    def _loading(self, what: str) -> Iterator[None]:
+        try:
+            yield
         except ConfigurationError:
             raise
         except Exception as error:  # the project's own code failed while loading
@@ -676,10 +827,10 @@ class Loaded(msgspec.Struct, frozen=True):
                     for problem in error.errors(include_url=False, include_input=False)
                 )
                 raise ConfigurationError(
-                    f"loading agents/{self.name}.py or models.py failed: {error.title}: {self.secrets().hidden(problems)}"
+                    f"loading {what} failed: {error.title}: {self.secrets().hidden(problems)}"
                 ) from None
             said = Environment(self.project.folder).everything().hidden(Outside(error).named())
-            raise ConfigurationError(f"loading agents/{self.name}.py or models.py failed: {said}") from None
+            raise ConfigurationError(f"loading {what} failed: {said}") from None
 
     def secrets(self, *parts: Any) -> Secrets:
         """Every secret the project runs with: its environment's, and those its loaded agent and
@@ -764,9 +915,14 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
         run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
-        run.add_argument(
+        only = run.add_mutually_exclusive_group()
+        only.add_argument(
             "--smoke", action="store_true", help="only check the connection: a short scripted dialogue, no model, no run"
         )
+        only.add_argument(
+            "--dry-run", action="store_true", help="say what would run, or every problem that stops it; nothing sent or written"
+        )
+        commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2 or 0)")
         report = commands.add_parser("report", help="rebuild the reports of runs and the index")
         report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
         report.add_argument(
@@ -821,10 +977,12 @@ def main(argv: list[str] | None = None) -> int:
             match parsed.command:
                 case "init":
                     code = InitCommand(parsed.project / parsed.folder).run(shown)
+                case "check":
+                    code = DryRun(RunCommand(project, (), None, (), (), None, None)).run(shown, errors)
                 case "run" if parsed.smoke:
                     code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
                 case "run":
-                    code = RunCommand(
+                    command = RunCommand(
                         project,
                         tuple(parsed.agents),
                         parsed.attempts,
@@ -833,7 +991,8 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.trust,
                         parsed.fail_under,
                         junit,
-                    ).run(shown, errors)
+                    )
+                    code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
                     code = ReportCommand(project, tuple(parsed.runs), junit).run(shown, errors)
                 case "compare":
@@ -842,8 +1001,9 @@ def main(argv: list[str] | None = None) -> int:
                     code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
                 case "resume":
                     code = ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
-        except ConfigurationError as error:
-            errors.line(f"convy: {Environment(project.folder).secrets().hidden(str(error))}")
+        except ConfigurationError as error:  # one line for each problem it holds
+            for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():
+                errors.line(f"convy: {line}")
             code = 2
         except Unwritable as error:
             where = error.path.relative_to(project.folder) if error.path.is_relative_to(project.folder) else error.path

@@ -65,24 +65,36 @@ class Project(msgspec.Struct, frozen=True):
     def scenarios(self) -> tuple[Scenario, ...]:
         return Scenarios(self.folder / "scenarios").every()
 
+    def sound_scenarios(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
+        """The scenarios of the sound files, and a line for each problem of the others."""
+        return Scenarios(self.folder / "scenarios").sound()
+
     def agent_names(self) -> tuple[str, ...]:
-        """The agents in ``agents/``, by name, in order."""
+        """The agents in ``agents/``, by name, in order; a ``ConfigurationError`` with a line for
+        each that cannot be run, or when there is none."""
+        names, problems = self.agents()
+        if problems:
+            raise ConfigurationError("\n".join(problems))
+        return names
+
+    def agents(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The agents in ``agents/`` that can be run, by name, in order, and a problem for each
+        that cannot (or one when there is none)."""
         found = sorted(path.stem for path in (self.folder / "agents").glob("*.py") if not path.stem.startswith("_"))
         if not found:
-            raise ConfigurationError("agents/: no agent files (agents/<name>.py, each defining `agent`)")
-        for name in found:
-            if name in ("compare", "export"):
-                raise ConfigurationError(
-                    f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent"
-                )
-        return tuple(found)
+            return (), ("agents/: no agent files (agents/<name>.py, each defining `agent`)",)
+        reserved = [name for name in found if name in ("compare", "export")]
+        return tuple(name for name in found if name not in reserved), tuple(
+            f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent"
+            for name in reserved
+        )
 
     def agent(self, name: str) -> ProjectAgent:
         """The agent ``agents/<name>.py`` defines, loaded anew."""
         path = self.folder / "agents" / f"{name}.py"
         if not path.is_file():
             raise ConfigurationError(
-                f"agents/{name}.py: no such agent; the project has {', '.join(self.agent_names())}"
+                f"agents/{name}.py: no such agent; the project has {', '.join(self.agents()[0])}"
             )
         module = self._loaded(path, f"agents.{name}")
         if not hasattr(module, "agent"):
@@ -123,23 +135,8 @@ class Project(msgspec.Struct, frozen=True):
         """A new run of ``agent``: of the project's ``scenarios`` (as ``scenarios()`` read them, once
         for every agent of a command), the matching ones it can play with these models, the rest
         skipped."""
-        chosen = matching.chosen(scenarios)
-        if not chosen:
-            raise ConfigurationError("no scenario matches the --scenarios and --tag given")
         prompt = self.prompt(settings)
-        playable: list[Scenario] = []
-        skipped: list[Skipped] = []
-        for scenario in chosen:
-            missing = [
-                f"needs a model for the {'simulated user' if need == 'user' else 'judge'}: {reason}"
-                for need, reason in (("user", self._absence(models.user)), ("judge", self._absence(models.judge)))
-                if need in scenario.needs() and reason
-            ]
-            if missing:
-                skipped.append(Skipped(scenario.id, tuple(missing)))
-                continue
-            playable.append(scenario)
-        self.fitting(prompt, settings, tuple(playable))
+        playable, skipped = self.playable(models, settings, scenarios, matching, prompt)
         try:
             return RunSpec(
                 id=RunId(datetime.now(UTC)).text(),
@@ -157,17 +154,44 @@ class Project(msgspec.Struct, frozen=True):
             shown = agent if agent.isprintable() else repr(agent)
             raise ConfigurationError(f"agents/{shown}.py: {error}") from None
 
+    def playable(
+        self, models: Models, settings: Settings, scenarios: tuple[Scenario, ...], matching: Matching, prompt: Prompt
+    ) -> tuple[tuple[Scenario, ...], tuple[Skipped, ...]]:
+        """Of ``scenarios``, those ``matching`` chooses that these models can play, and those they
+        cannot, with why. Every chosen scenario must fill the simulator ``prompt``, even one skipped
+        now: it would fail the first run with both models."""
+        chosen = matching.chosen(scenarios)
+        if not chosen:
+            raise ConfigurationError("no scenario matches the --scenarios and --tag given")
+        self.fitting(prompt, settings, chosen)
+        playable: list[Scenario] = []
+        skipped: list[Skipped] = []
+        for scenario in chosen:
+            missing = [
+                f"needs a model for the {'simulated user' if need == 'user' else 'judge'}: {reason}"
+                for need, reason in (("user", self._absence(models.user)), ("judge", self._absence(models.judge)))
+                if need in scenario.needs() and reason
+            ]
+            if missing:
+                skipped.append(Skipped(scenario.id, tuple(missing)))
+                continue
+            playable.append(scenario)
+        return tuple(playable), tuple(skipped)
+
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator
         prompt, and within its size, before any request: a slot left empty, or a prompt that would
-        be too large, is a configuration error."""
+        be too large, is a configuration error, with a line for each scenario."""
+        shown = settings.user_prompt or "the simulator prompt"
+        problems: list[str] = []
         for scenario in scenarios:
             if scenario.user.strip():
                 try:
                     scenario.told(prompt)
                 except ValueError as error:
-                    shown = settings.user_prompt or "the simulator prompt"
-                    raise ConfigurationError(f"{shown}: {error} for scenario {scenario.id}") from None
+                    problems.append(f"{shown}: {error} for scenario {scenario.id}")
+        if problems:
+            raise ConfigurationError("\n".join(problems))
 
     def fingerprints(self, agent: str, prompt: Prompt) -> Fingerprints:
         """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator

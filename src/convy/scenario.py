@@ -511,10 +511,17 @@ class Scenarios(msgspec.Struct, frozen=True):
 
     def every(self) -> tuple[Scenario, ...]:
         """Every scenario, by id; any broken file is a ``ScenarioError`` listing all problems."""
+        scenarios, problems = self.sound()
+        if problems:
+            raise ScenarioError(problems)
+        return scenarios
+
+    def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
+        """The scenarios of the sound files, by id, and one line for each problem of the others."""
         problems: list[str] = []
         found: dict[str, tuple[Scenario, str]] = {}
         if not self.folder.is_dir():
-            raise ScenarioError((f"{self.folder.name}/: no such folder of scenarios",))
+            return (), (f"{self.folder.name}/: no such folder of scenarios",)
         for path in sorted(self.folder.rglob("*.yaml")):
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
@@ -526,9 +533,7 @@ class Scenarios(msgspec.Struct, frozen=True):
                 problems.append(f"{shown}: id: {scenario.id!r} is also the id of {found[scenario.id][1]}")
                 continue
             found[scenario.id] = (scenario, shown)
-        if problems:
-            raise ScenarioError(tuple(problems))
-        return tuple(scenario for scenario, _ in found.values())
+        return tuple(scenario for scenario, _ in found.values()), tuple(problems)
 
 
 class ScenarioFile(msgspec.Struct, frozen=True):

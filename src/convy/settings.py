@@ -94,11 +94,24 @@ class DotEnv(msgspec.Struct, frozen=True):
                 )
 
 
+class Sourced(msgspec.Struct, frozen=True):
+    """A project's settings as read: those in force (each field refused left at its default),
+    where each one given came from (``[tool.convy]`` or its ``CONVY_*`` variable), and every
+    problem met on the way, each naming its file or variable and the field. ``dotenv`` is whether
+    the project's ``.env``, when there is one, can be read: the project's own code reads it too
+    (and would wait for ever on a FIFO)."""
+
+    settings: Settings
+    sources: dict[str, str]
+    problems: tuple[str, ...]
+    dotenv: bool = True
+
+
 class ProjectSettings(msgspec.Struct, frozen=True):
     """A project's settings: its ``pyproject.toml``, then the environment over it.
 
     Every fault is a ``ConfigurationError`` naming the file or the variable and the field, never
-    the value read.
+    the value read; ``sourced`` gathers them all, each said once.
     """
 
     folder: Path
@@ -106,35 +119,75 @@ class ProjectSettings(msgspec.Struct, frozen=True):
     MAX_BYTES: ClassVar[int] = 1024 * 1024
 
     def settings(self) -> Settings:
-        table = self._table()
-        try:
-            msgspec.convert(table, Settings)
-        except msgspec.ValidationError as error:
-            raise ConfigurationError(f"pyproject.toml: [tool.convy] {FieldProblem(str(error), Settings).text()}") from None
-        DotEnv(self.folder / ".env").checked()
-        given = self._variables()
-        for name, value in given.items():
-            if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
-                raise ConfigurationError(f"CONVY_{name.upper()}: {name}: not UTF-8 text")
-        try:
-            return msgspec.convert({**table, **given}, Settings, strict=False)
-        except msgspec.ValidationError as error:
-            said = FieldProblem(str(error), Settings).text()
-            field, _, what = said.partition(": ")
-            if field in given:
-                raise ConfigurationError(f"CONVY_{field.upper()}: {field}: {what}") from None
-            raise ConfigurationError(f"settings: {said} (CONVY_* variables or [tool.convy])") from None
+        """The settings in force; a ``ConfigurationError`` with one line per problem when any is wrong."""
+        sourced = self.sourced()
+        if sourced.problems:
+            raise ConfigurationError("\n".join(sourced.problems))
+        return sourced.settings
 
-    def _variables(self) -> dict[str, str]:
-        """The ``CONVY_*`` variables set, by field name."""
-        if not self._named():
+    def sourced(self) -> Sourced:
+        """The settings read from every source, with every problem of each, none stopping the others."""
+        problems: list[str] = []
+        try:
+            table = dict(self._table())  # a copy: the fields refused are taken out of it
+        except ConfigurationError as error:
+            problems.append(str(error))
+            table = {}
+        for said in self._refused(table, table, strict=True):  # [tool.convy] alone, strictly typed
+            problems.append(f"pyproject.toml: [tool.convy] {said}")
+        dotenv: Path | None = self.folder / ".env"
+        try:
+            DotEnv(self.folder / ".env").checked()
+        except ConfigurationError as error:
+            problems.append(str(error))
+            dotenv = None  # not read again: the variables are read from the environment alone
+        try:
+            given = self._variables(dotenv)
+        except ConfigurationError as error:
+            problems.append(str(error))
+            given = {}
+        for name, value in list(given.items()):
+            if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
+                problems.append(f"CONVY_{name.upper()}: {name}: not UTF-8 text")
+                del given[name]
+        variables = set(given)
+        for said in self._refused({**table, **given}, given, strict=False):
+            field, _, what = said.partition(": ")
+            if field in variables:
+                problems.append(f"CONVY_{field.upper()}: {field}: {what}")
+            else:
+                problems.append(f"settings: {said} (CONVY_* variables or [tool.convy])")
+        sources = {name: "[tool.convy]" for name in table} | {name: f"CONVY_{name.upper()}" for name in given}
+        settings = msgspec.convert({**table, **given}, Settings, strict=False)
+        return Sourced(settings, sources, tuple(dict.fromkeys(problems)), dotenv is not None)
+
+    def _refused(self, values: dict[str, Any], given: dict[str, Any], strict: bool) -> list[str]:
+        """What ``Settings`` refuses of ``values``, one problem after another: each field refused is
+        taken out of ``given`` (and of ``values``) and the rest tried again, so ``values`` ends
+        sound. A problem that names no field given leaves every field of ``given`` out."""
+        refused: list[str] = []
+        while True:
+            try:
+                msgspec.convert(values, Settings, strict=strict)
+                return refused
+            except msgspec.ValidationError as error:
+                said = FieldProblem(str(error), Settings).text()
+            refused.append(said)
+            field = said.partition(": ")[0]
+            for name in [field] if field in given else list(given):
+                del given[name]
+                values.pop(name, None)
+
+    def _variables(self, dotenv: Path | None) -> dict[str, str]:
+        """The ``CONVY_*`` variables set, by field name, in the environment and ``dotenv``."""
+        if not self._named(dotenv):
             return {}
         import pydantic
 
         from convy.env import Variables
 
         try:
-            variables = Variables(_env_file=self.folder / ".env")  # type: ignore[call-arg]
+            variables = Variables(_env_file=dotenv)  # type: ignore[call-arg]
         except pydantic.ValidationError as error:
             fields = ", ".join("CONVY_" + str(problem["loc"][0]).upper() for problem in error.errors())
             raise ConfigurationError(f"cannot read {fields}") from None
@@ -142,13 +195,13 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
         return {name: value for name, value in variables.model_dump().items() if value is not None}
 
-    def _named(self) -> bool:
-        """Whether a ``CONVY_*`` variable may be set, in the environment or in ``.env`` (names in
-        any case, as pydantic-settings reads them): without one, the variables say nothing."""
+    def _named(self, path: Path | None) -> bool:
+        """Whether a ``CONVY_*`` variable may be set, in the environment or in the ``.env`` at
+        ``path`` (names in any case, as pydantic-settings reads them): without one, the variables
+        say nothing."""
         if any(name.upper().startswith("CONVY_") for name in os.environ):
             return True
-        path = self.folder / ".env"
-        if not path.exists():
+        if path is None or not path.exists():
             return False
         from dotenv import dotenv_values  # pydantic-settings' own reader of .env
 

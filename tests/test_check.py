@@ -1,0 +1,335 @@
+"""``convy check`` and ``convy run --dry-run``, run as a user runs them: every problem of a project
+at once (exit 2), or what a run would play (exit 0) — and nothing sent, nothing written.
+
+Each test makes a project in ``tmp_path`` and starts the real ``convy``. That nothing is written is
+seen by listing the project folder, every entry, before and after; that nothing is sent, by an agent
+whose conversation leaves a file outside the project when it opens, and by the stand-in, a real
+server on 127.0.0.1 that keeps every request it receives.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from standin import StandIn
+
+CONVY = Path(sys.executable).with_name("convy")
+KEY = "sk-check-CANARY-4a9f1c"
+# The template gateway's settings: a test's project reads them from its own .env alone.
+GATEWAY = ("GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL")
+
+# An agent that answers as Echo does, and leaves the file OPENED when a conversation opens.
+RECORDING = """\
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from convy.fakes import Echo
+
+OPENED = Path({opened!r})
+
+
+class Recording(Echo):
+    @asynccontextmanager
+    async def conversation(self):
+        OPENED.touch()
+        async with super().conversation() as conversation:
+            yield conversation
+
+
+agent = Recording()
+"""
+
+ABSENT_MODELS = """\
+from convy import Absent, Models
+
+models = Models(user=Absent("no user model here"), judge=Absent("no judge here"))
+"""
+
+# Limits at their defaults, after the settings a test gives: the last lines of "settings in force".
+LIMITS = [
+    "  agent_places      4             default",
+    "  user_places       8             default",
+    "  judge_places      8             default",
+    "  agent_per_minute  0             default",
+    "  user_per_minute   0             default",
+    "  judge_per_minute  0             default",
+    "  agent_patience    300.0         default",
+    "  user_patience     300.0         default",
+    "  judge_patience    300.0         default",
+    "  max_turns         10            default",
+    "  open_seconds      60.0          default",
+    "  turn_seconds      120.0         default",
+    "  close_seconds     60.0          default",
+]
+
+
+def convy(folder: Path, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """``convy`` run in ``folder`` to its end, with no CONVY_* variable but ``variables``, and free to
+    write Python's bytecode (as a user's shell is), so a ``__pycache__`` left in the project shows."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("CONVY_") and name not in GATEWAY and name != "PYTHONDONTWRITEBYTECODE"
+    }
+    return subprocess.run(
+        [str(CONVY), *arguments],
+        cwd=folder,
+        env={**environment, **variables},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def listing(folder: Path) -> list[str]:
+    """Every entry under ``folder``, folders and hidden ones included, with its size for a file."""
+    return sorted(
+        f"{path.relative_to(folder)} {path.stat().st_size if path.is_file() else '/'}" for path in folder.rglob("*")
+    )
+
+
+@pytest.fixture
+def sound(tmp_path: Path) -> Path:
+    """A project that can run: a recording agent, an absent one, models both absent, three scenarios
+    (one needs the user's model, one the judge, one neither), and attempts set in [tool.convy]."""
+    folder = tmp_path / "project"
+    (folder / "agents").mkdir(parents=True)
+    (folder / "agents" / "a.py").write_text(RECORDING.format(opened=str(tmp_path / "opened")), encoding="utf-8")
+    (folder / "agents" / "off.py").write_text('from convy import Absent\n\nagent = Absent("set OFF_URL")\n', encoding="utf-8")
+    (folder / "models.py").write_text(ABSENT_MODELS, encoding="utf-8")
+    (folder / "scenarios").mkdir()
+    (folder / "scenarios" / "hello.yaml").write_text(
+        "tags: [smoke]\nscript: [hello]\njudge:\n  - check: {said: hello}\n", encoding="utf-8"
+    )
+    (folder / "scenarios" / "talk.yaml").write_text("user: Say hello.\njudge:\n  - check: {said: hello}\n", encoding="utf-8")
+    (folder / "scenarios" / "claims.yaml").write_text("script: [hi]\njudge: [the agent greeted back]\n", encoding="utf-8")
+    (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 4\n", encoding="utf-8")
+    return folder
+
+
+def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothing(sound: Path) -> None:
+    """`convy check` exits 0 with the settings in force and where each came from, each agent's
+    scenarios × attempts, the scenarios skipped for an absent model and why, the absent agent, and
+    the product; the project folder is as it was and no conversation was opened."""
+    before = listing(sound)
+
+    done = convy(sound, "check", CONVY_TRUST="0.5")
+
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout.splitlines() == [
+        "settings in force:",
+        "  attempts          4             [tool.convy]",
+        "  trust             0.5           CONVY_TRUST",
+        "  user_prompt       convy's own   default",
+        *LIMITS,
+        "a: 1 scenarios × 4 attempts = 4 attempts",
+        "  skipped 2 scenario(s) that need a model:",
+        "    claims: needs a model for the judge: no judge here",
+        "    talk: needs a model for the simulated user: no user model here",
+        "- skipped agent off: set OFF_URL",
+        "would run 1 agent × 1 scenarios × 4 attempts = 4 attempts; nothing was sent, nothing written",
+    ]
+    assert listing(sound) == before
+    assert not (sound.parent / "opened").exists()
+
+    played = convy(sound, "run", "a", "-k", "1")  # the same project, played: the agent does record its conversations
+    assert played.returncode == 0, played.stdout + played.stderr
+    assert (sound.parent / "opened").exists()
+    assert (sound / "results").is_dir()
+
+
+def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attempts(sound: Path) -> None:
+    """`convy run a --dry-run -k 2 --tag smoke` says what that run would play — the agent named, the
+    scenarios tagged, -k's attempts, named as the source of attempts — and writes nothing."""
+    (sound / "scenarios" / "again.yaml").write_text(
+        "tags: [smoke]\nscript: [hello again]\njudge:\n  - check: {said: again}\n", encoding="utf-8"
+    )
+    before = listing(sound)
+
+    done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke")
+
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout.splitlines()[1:4] == [
+        "  attempts          2             -k",
+        "  trust             0.0           default",
+        "  user_prompt       convy's own   default",
+    ]
+    assert done.stdout.splitlines()[-2:] == [
+        "a: 2 scenarios × 2 attempts = 4 attempts",
+        "would run 1 agent × 2 scenarios × 2 attempts = 4 attempts; nothing was sent, nothing written",
+    ]
+    assert listing(sound) == before
+    assert not (sound.parent / "opened").exists()
+
+
+def test_a_dry_run_refuses_what_the_run_refuses_with_the_same_words(sound: Path) -> None:
+    """An absent agent named on the command line and a tag no scenario has: `convy run --dry-run`
+    exits 2 with the lines `convy run` gives for each, and a count."""
+    for arguments, expected in (
+        (("off",), "convy: agents/off.py: the agent is absent: set OFF_URL"),
+        (("a", "--tag", "nothing"), "convy: no scenario matches the --scenarios and --tag given"),
+    ):
+        ran = convy(sound, "run", *arguments)
+        dry = convy(sound, "run", *arguments, "--dry-run")
+
+        assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
+        assert (dry.returncode, dry.stdout) == (2, "")
+        assert dry.stderr.splitlines() == [expected, "1 problem: nothing was sent, nothing written"]
+    assert not (sound / "results").exists()
+
+
+def broken(folder: Path) -> None:
+    """Break ``folder``'s project in every way at once: an agent file that raises, a models.py that
+    raises, a simulator prompt with a slot no scenario fills, a scenario with an unknown field, two
+    bad [tool.convy] values (a CONVY_* variable is the test's to set)."""
+    (folder / "agents" / "broken.py").write_text("import no_such_module_here\n", encoding="utf-8")
+    (folder / "models.py").write_text('raise RuntimeError("the gateway is down")\n', encoding="utf-8")
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "user.md").write_text("You are {{ persona }}.\n{{ instructions }}\n{{ stop }}\n", encoding="utf-8")
+    (folder / "scenarios" / "colour.yaml").write_text(
+        "user: I want a refund\njudge: [the agent helped]\ncolour: red\n", encoding="utf-8"
+    )
+    (folder / "pyproject.toml").write_text(
+        '[tool.convy]\nagent_places = 0\nturn_seconds = "long"\nuser_prompt = "prompts/user.md"\n', encoding="utf-8"
+    )
+
+
+# What `convy check` says of the project ``broken`` makes, with CONVY_ATTEMPTS=many: every problem.
+EVERY_PROBLEM = [
+    "convy: pyproject.toml: [tool.convy] turn_seconds: expected a number, got text",
+    "convy: pyproject.toml: [tool.convy] agent_places: must be at least 1",
+    "convy: CONVY_ATTEMPTS: attempts: expected a whole number, got text",
+    "convy: scenarios/colour.yaml: colour: unknown field",
+    "convy: loading models.py failed: RuntimeError: the gateway is down",
+    "convy: prompts/user.md: no value for {{ persona }} for scenario talk",
+    "convy: loading agents/broken.py failed: ModuleNotFoundError: No module named 'no_such_module_here'",
+    "7 problems: nothing was sent, nothing written",
+]
+
+
+def test_check_lists_every_problem_of_a_project_broken_in_every_way_at_once(sound: Path) -> None:
+    """A broken agent file, a models.py that raises, a prompt slot no scenario fills, a scenario with
+    a bad field, bad [tool.convy] values and a bad CONVY_* variable: one `convy check` lists them all,
+    each naming its file and field, exits 2, and writes nothing, where `convy run` stops at the first
+    part that is broken."""
+    broken(sound)
+    before = listing(sound)
+
+    done = convy(sound, "check", CONVY_ATTEMPTS="many")
+
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == EVERY_PROBLEM
+    assert listing(sound) == before
+    assert not (sound.parent / "opened").exists()
+    ran = convy(sound, "run", CONVY_ATTEMPTS="many")
+    assert (ran.returncode, ran.stderr.splitlines()) == (2, EVERY_PROBLEM[:3])
+
+
+def test_check_shows_outside_text_inert_and_never_a_key(sound: Path) -> None:
+    """An agent file whose error holds a terminal's escape and a key from .env: `convy check` writes
+    the escape out and hides the key."""
+    (sound / ".env").write_text(f"SERVICE_KEY={KEY}\n", encoding="utf-8")
+    (sound / "agents" / "loud.py").write_text(
+        f'raise RuntimeError("\\x1b]0;owned\\x07 refused {KEY}")\n', encoding="utf-8"
+    )
+
+    done = convy(sound, "check")
+
+    assert done.returncode == 2
+    assert KEY not in done.stdout + done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+    assert done.stderr.splitlines()[0].startswith("convy: loading agents/loud.py failed: RuntimeError: \\x1b]0;owned\\x07 refused ")
+
+
+def test_check_on_the_gateway_sends_no_request(tmp_path: Path) -> None:
+    """A project from `convy init` with its gateway on the stand-in: `convy check` loads the real
+    models and agent and plans all eight scenarios for both agents without one request reaching
+    the server, and never shows the key; `convy run --smoke` on the same project does reach it."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    assert convy(folder, "init").returncode == 0
+    with StandIn(api_key=KEY) as server:
+        (folder / ".env").write_text(
+            f"GATEWAY_URL={server.url}/v1\nGATEWAY_KEY={KEY}\nUSER_MODEL=user-model\n"
+            "JUDGE_MODEL=judge-model\nAGENT_MODEL=agent-model\n",
+            encoding="utf-8",
+        )
+        before = listing(folder)
+
+        done = convy(folder, "check")
+
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        assert done.stdout.splitlines()[-3:] == [
+            "assistant: 8 scenarios × 3 attempts = 24 attempts",
+            "shop: 8 scenarios × 3 attempts = 24 attempts",
+            "would run 2 agents × 8 scenarios × 3 attempts = 48 attempts; nothing was sent, nothing written",
+        ]
+        assert KEY not in done.stdout + done.stderr
+        assert server.received == []
+        assert listing(folder) == before
+
+        smoke = convy(folder, "run", "assistant", "--smoke")
+        assert server.received, smoke.stdout + smoke.stderr
+
+
+def test_settings_say_every_problem_of_every_source_and_keep_the_sound_fields(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two bad [tool.convy] fields and a bad CONVY_* variable are all said, each once; the fields
+    and variables that are sound stay in force, each with its source, the rest at their defaults."""
+    from convy.env import ProjectSettings
+
+    for name in [name for name in os.environ if name.startswith("CONVY_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CONVY_TURN_SECONDS", "inf")
+    monkeypatch.setenv("CONVY_MAX_TURNS", "4")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.convy]\nattempts = 5\ntrust = 7\nagent_places = "x"\nopen_seconds = 9\n', encoding="utf-8"
+    )
+
+    sourced = ProjectSettings(tmp_path).sourced()
+
+    assert sourced.problems == (
+        "pyproject.toml: [tool.convy] agent_places: expected a whole number, got text",
+        "pyproject.toml: [tool.convy] trust: must be between 0 and 1",
+        "CONVY_TURN_SECONDS: turn_seconds: must be a finite number",
+    )
+    settings = sourced.settings
+    assert (settings.attempts, settings.open_seconds, settings.max_turns) == (5, 9.0, 4)
+    assert (settings.trust, settings.agent_places, settings.turn_seconds) == (0.0, 4, 120.0)
+    assert sourced.sources == {"attempts": "[tool.convy]", "open_seconds": "[tool.convy]", "max_turns": "CONVY_MAX_TURNS"}
+
+
+def test_check_of_a_project_whose_env_is_a_fifo_says_so_and_runs_none_of_its_code(sound: Path) -> None:
+    """A .env that is a FIFO: `convy check` says so in one line and exits 2, without waiting on it
+    itself nor running the project's code, which would."""
+    os.mkfifo(sound / ".env")
+    (sound / "agents" / "waits.py").write_text('open(".env").read()\n', encoding="utf-8")
+
+    done = convy(sound, "check")
+
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "convy: .env: cannot be read: not a regular file",
+        "1 problem: nothing was sent, nothing written",
+    ]
+
+
+def test_a_slot_of_the_prompt_that_a_skipped_scenario_leaves_empty_stops_the_run_and_the_check(sound: Path) -> None:
+    """A scenario skipped for want of the user's model must still fill the simulator prompt: `convy
+    run` and `convy check` both refuse it before anything is played, in the same words."""
+    (sound / "user.md").write_text("You are {{ persona }}.\n{{ instructions }}\n{{ stop }}\n", encoding="utf-8")
+    (sound / "pyproject.toml").write_text('[tool.convy]\nuser_prompt = "user.md"\n', encoding="utf-8")
+    expected = "convy: user.md: no value for {{ persona }} for scenario talk"
+
+    ran = convy(sound, "run", "a")
+    checked = convy(sound, "check")
+
+    assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
+    assert (checked.returncode, checked.stderr.splitlines()) == (2, [expected, "1 problem: nothing was sent, nothing written"])
+    assert not (sound / "results").exists()
