@@ -139,8 +139,9 @@ class Waits:
 WAITS: ContextVar[Waits | None] = ContextVar("convy_waits", default=None)
 
 
-class _Send(msgspec.Struct, frozen=True):
-    """One request let go: to which service's count, its number there, and when."""
+class _Send(msgspec.Struct, frozen=True, gc=False):
+    """One request let go: to which service's count, its number there, and when. (Not tracked by
+    the garbage collector: nothing it holds leads back to it, and one is made for every request.)"""
 
     service: Service
     number: int
