@@ -139,8 +139,9 @@ class Waits:
 WAITS: ContextVar[Waits | None] = ContextVar("convy_waits", default=None)
 
 
-class _Send(msgspec.Struct, frozen=True):
-    """One request let go: to which service's count, its number there, and when."""
+class _Send(msgspec.Struct, frozen=True, gc=False):
+    """One request let go: to which service's count, its number there, and when. (Not tracked by
+    the garbage collector: nothing it holds leads back to it, and one is made for every request.)"""
 
     service: Service
     number: int
@@ -320,8 +321,15 @@ class Places:
                 self.peak = self._taken
         try:
             told: Told
-            if paced:  # _let, with no meter and no pace: metered False, pace 0, the next send now
-                send = _Send(self._service, self._service.took(now, self._service.share), now)
+            if paced:
+                # _let, with no meter and no pace: metered False, pace 0, the next send now. No
+                # meter has a rate (_clear), so the send takes nothing from any: Service.took
+                # without its loop over them.
+                service = self._service
+                number = service.sends
+                service.sent.append((number, now))
+                service.sends = number + 1
+                send = _Send(service, number, now)
                 self.sends += 1
                 self._flying += 1
                 if self._next < now:
@@ -343,10 +351,24 @@ class Places:
                 if paced:
                     if told.service or told.heard is not UNSAID or self._rate > 0.0:
                         self._answer(send, told, paced)
-                    else:  # _answer, for a service that said nothing of its limits, with no pace found yet
+                    else:
+                        # _answer, for a service that said nothing of its limits, with no pace
+                        # found yet: _counted and _landed in line. The last second's answers are
+                        # trimmed from the send's moment rather than the answer's: a refusal
+                        # trims them again from its own moment, later than both, so it counts
+                        # the same ones either way, and no clock is read for it here.
                         self._answered_once = True
-                        self._counted(send, loop.time())
-                        self._landed(send)
+                        answers = self._answers
+                        answers.append(now)
+                        while answers[0] < now - 1.0:
+                            answers.popleft()
+                        if number > self._cut_after and self._service.share < _SHARE_MOST:
+                            self._grown()
+                        self._flying -= 1
+                        if self._unwritten is send:
+                            self._unwritten = None
+                        if self._send_queue:
+                            self._release()
                 return answer
             finally:
                 TOLD.reset(token)
@@ -415,20 +437,27 @@ class Places:
     def _clear(self, held: bool, paced: bool, now: float) -> bool:
         """Whether a first try at ``now`` would wait for nothing: a free place (when it takes one),
         no pause, and, when paced, no pace — no per-minute, no refusal yet, no limit the service
-        told, no one before it — so that it goes at once."""
+        told, no one before it — so that it goes at once. (``_alone`` and ``_unmetered`` in line:
+        this is asked before every request.)"""
         if held and (self._taken >= self.size or self._place_queue):
             return False
         if not paced:
             return self._paused_until <= now
-        return (
-            not self.per_minute
-            and not self.refused
-            and not self._send_queue
-            and not self._alone()
-            and not self._service.strict  # a strict limit paces each send from when it went on the wire
-            and self._unwritten is None
-            and self._unmetered()
-        )
+        service = self._service
+        if (
+            self.per_minute
+            or self.refused
+            or self._send_queue
+            or service.strict  # a strict limit paces each send from when it went on the wire
+            or self._unwritten is not None
+        ):
+            return False
+        if not self._answered_once and self._flying and (self._asking is None or self._asking.service):
+            return False  # _alone
+        for meter in service.each:
+            if meter.rate > 0.0:
+                return False
+        return True
 
     async def _asked(
         self, request: Callable[[], Awaitable[T]], told: Told, send: _Send, paced: bool
@@ -660,11 +689,15 @@ class Places:
         while self._answers and self._answers[0] < now - 1.0:
             self._answers.popleft()
         if send.number > self._cut_after and self._service.share < _SHARE_MOST:
-            # A refusal's cut made up over _ANSWERS_PER_REFUSAL answers, the smaller one where
-            # requests are held at the wire too, so that they are not refused more often there.
-            cut = _SHARE_HELD_CUT if self._gated and self._service.strict else _SHARE_CUT
-            growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
-            self._service.share = min(_SHARE_MOST, self._service.share + growth)
+            self._grown()
+
+    def _grown(self) -> None:
+        """A step of the share aimed at given back: a refusal's cut made up over
+        _ANSWERS_PER_REFUSAL answers, the smaller one where requests are held at the wire too, so
+        that they are not refused more often there."""
+        cut = _SHARE_HELD_CUT if self._gated and self._service.strict else _SHARE_CUT
+        growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
+        self._service.share = min(_SHARE_MOST, self._service.share + growth)
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1

@@ -228,8 +228,9 @@ class Spoken(msgspec.Struct, frozen=True):
 class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
     """A model that plays the user, told who it is by the filled simulator prompt.
 
-    The two messages every request opens with are made once and kept beside its fields
-    (``dict=True`` gives it room for them): a run asks this user for every simulated turn.
+    The two messages every request opens with, and its model made ``Contained``, are made once
+    and kept beside its fields (``dict=True`` gives it room for them): a run asks this user for
+    every simulated turn.
     """
 
     model: Model
@@ -242,7 +243,7 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
         a ``Reply`` and an empty message are a ``ModelFailure``, the user's failure and never the
         agent's.
         """
-        reply = await Contained(self.model).reply(self._messages(transcript))
+        reply = await self._contained.reply(self._messages(transcript))
         text = reply.text.strip()
         if STOP in text:
             return Spoken(Finished(), reply.usage)
@@ -256,6 +257,10 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
             said.append(Said("assistant", turn.message))
             said.append(Said("user", turn.answer.text or "[the agent said nothing]"))
         return tuple(said)
+
+    @functools.cached_property
+    def _contained(self) -> Contained:
+        return Contained(self.model)
 
     @functools.cached_property
     def _opening(self) -> tuple[Said, Said]:
@@ -424,7 +429,7 @@ class PatientJudge(msgspec.Struct, frozen=True):
 
     def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Coroutine[Any, Any, Ruling]:
         # The coroutine of ``sent`` itself, to be awaited: one coroutine less for each ruling.
-        return self.places.sent(lambda: self.judge.ruling(claims, transcript))
+        return self.places.sent(functools.partial(self.judge.ruling, claims, transcript))
 
 
 _RULING = msgspec.json.Decoder(Ruling)

@@ -337,6 +337,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         pending = ""
         opened = closed = 0.0
         ending: tuple[tuple[Usage | NoUsage, ...], float] | None = None
+        simulated = bool(self.user.strip())  # whether a simulated user speaks after the script
         # Only AgentFailure and Busy are caught around the dialogue: the agent raises nothing else
         # (``Accountable``), the user's model raises ModelFailure, caught where it speaks, and any
         # other error is a bug of convy's, which must be seen rather than blamed on the agent.
@@ -349,12 +350,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 while True:
                     user_start = time.monotonic() - clock
                     scripted = len(transcript.turns) < len(self.script)
-                    if len(transcript.turns) >= limit and (scripted or self.user.strip()):
+                    if len(transcript.turns) >= limit and (scripted or simulated):
                         stop = "max_turns"
                         break
                     if scripted:
                         spoken_text, usage = self.script[len(transcript.turns)], NoUsage()
-                    elif not self.user.strip():
+                    elif not simulated:
                         break
                     else:
                         try:
