@@ -243,7 +243,7 @@ class RunSummary(msgspec.Struct, frozen=True):
             f"**Cost:** {numbers.cost(view.cost)} ({numbers.cost_note(view.cost)})"
         )
         if head.skipped:
-            lines.append(f"**Skipped:** {len(head.skipped)} scenarios, a model they need is absent")
+            lines += ["", f"**Skipped:** {len(head.skipped)} scenarios, a model they need is absent (the report names them)"]
         lines += ["", f"Report: {Where(self.here).markdown(summary.run.folder / 'report.html')}"]
         return "\n".join(lines) + "\n"
 
