@@ -19,6 +19,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import msgspec
 import pytest
 from markdown_it import MarkdownIt
 
@@ -51,6 +52,7 @@ agent = FakeAgent(answer)
 
 MODELS = f'''\
 import os
+from pathlib import Path
 
 from convy.fakes import FakeJudge
 from convy.model import Models
@@ -62,7 +64,8 @@ def held(claim, transcript):
     return "fails" not in claim
 
 
-models = Models(judge=FakeJudge(held))
+name = Path("judge.txt").read_text() if Path("judge.txt").exists() else "fake-judge"
+models = Models(judge=FakeJudge(held, name=name))
 '''
 
 PLAIN = "script: [hi]\njudge:\n  - check: {not_said: guarantee}\n  - The bot is polite.\n"
@@ -161,6 +164,9 @@ def test_a_run_summary_gives_the_pass_rate_the_failures_and_the_report(tmp_path:
     assert "**Pass rate 50.0%** (95% interval " in markdown
     assert "3 passed of 6 judged · 2 scenarios: 1 always pass, 0 flaky, 1 never pass" in markdown
     assert "**Cost:** $0.0750 (complete)" in markdown  # six answers at 0.0125, the fake judge free
+    totals = msgspec.json.decode((folder / "summary.json").read_bytes())["totals"]  # what the report summed
+    rate = totals["rate"]
+    assert f"**Pass rate {rate['estimate']:.1%}** (95% interval {rate['low'] * 100:.{0 if rate['low'] in (0, 1) else 1}f}%–" in markdown
     rendered = Rendered(markdown)
     assert rendered.tables == [
         [["Scenario", "Passed", "Result", "Claims that failed"], ["refund", "0 of 3", "✗ never passes", "The bot fails here. (0 of 3 held)"]]
@@ -198,6 +204,10 @@ def test_a_real_regression_is_said_with_its_scenarios_and_flipped_claims(tmp_pat
     assert claims[1:] == [[f"s{number}", "never said /guarantee/", "100%", "0%", "▼ worse, flipped"] for number in range(4)]
     assert f"Page: project/results/compare/{base}--{candidate}.html" in rendered.text
     assert rendered.tags <= ELEMENTS
+    # The bad answers have no price: the cost after is a floor, and said to be.
+    assert "**Cost:** $0.3000 → unpriced (no ratio per attempt; incomplete: some requests unpriced)" in markdown
+    assert convy(tmp_path, "-C", "project", "report", candidate, "--summary", "after.md").returncode == 0
+    assert "**Cost:** unpriced (incomplete: 24 of 24 requests unpriced)" in (tmp_path / "after.md").read_text(encoding="utf-8")
 
 
 def test_a_change_within_noise_is_said_so(tmp_path: Path) -> None:
@@ -210,6 +220,20 @@ def test_a_change_within_noise_is_said_so(tmp_path: Path) -> None:
     assert "**Scenarios:** 0 worse, 0 better, 4 same" in markdown
     assert Rendered(markdown).tables == []  # no scenario moved, no claim flipped
     assert "within noise\\: a change this size is likely from attempt\\-to\\-attempt variation" in markdown
+
+
+def test_what_makes_two_runs_not_comparable_is_said_as_text(tmp_path: Path) -> None:
+    """Runs whose judges differ get the page's warning, the judge's name shown as text however it is written."""
+    project = made(tmp_path, {"s0.yaml": PLAIN}, 2)
+    base = played(tmp_path, project, "good")
+    (project / "judge.txt").write_text("<b>judge</b> | @octocat **2**", encoding="utf-8")
+    candidate = played(tmp_path, project, "good")
+    assert convy(tmp_path, "-C", "project", "compare", base, candidate, "--summary", "compare.md").returncode == 0
+    markdown = (tmp_path / "compare.md").read_text(encoding="utf-8")
+    assert "> **⚠ These runs are not comparable as they stand**" in markdown
+    rendered = Rendered(markdown)
+    assert rendered.tags <= ELEMENTS
+    assert "the judge differs: fake-judge → <b>judge</b> | @\u200boctocat **2**" in rendered.text
 
 
 def test_outside_text_renders_as_text_and_keeps_secrets_hidden(tmp_path: Path, hostile: Path) -> None:

@@ -199,6 +199,8 @@ class RunSummary(msgspec.Struct, frozen=True):
     CLAIM: ClassVar[int] = 120  # characters of a claim
 
     def markdown(self) -> str:
+        if not self.summaries:  # every agent skipped: a file saying so, not an empty one
+            return "### convy\n\nNo run was played.\n"
         return Bounded(tuple(self._section(summary) for summary in self.summaries), "runs").markdown()
 
     def written(self, path: Path) -> None:
