@@ -211,14 +211,17 @@ def test_a_real_regression_is_said_with_its_scenarios_and_flipped_claims(tmp_pat
 
 
 def test_a_change_within_noise_is_said_so(tmp_path: Path) -> None:
-    """A candidate that fails one attempt of twenty-four is within noise, in the page's words, with no scenario worse and no claim flipped."""
-    project = made(tmp_path, {f"s{number}.yaml": PLAIN for number in range(4)}, 6)
+    """A candidate that fails one attempt of twenty-four is within noise, in the page's words, with no scenario worse and no claim flipped, and each run's attempts not judged said apart."""
+    unjudged = {"u.yaml": "script: [hi]\njudge:\n  - An unjudgeable claim.\n"}
+    project = made(tmp_path, {f"s{number}.yaml": PLAIN for number in range(4)} | unjudged, 6)
     base, candidate = played(tmp_path, project, "good"), played(tmp_path, project, "wobble")
     assert convy(tmp_path, "-C", "project", "compare", base, candidate, "--summary", "compare.md").returncode == 0
     markdown = (tmp_path / "compare.md").read_text(encoding="utf-8")
     assert "**Pass rate 100% → 95.8%: ~ within noise — not a real change**" in markdown
-    assert "**Scenarios:** 0 worse, 0 better, 4 same" in markdown
+    assert "**Scenarios:** 0 worse, 0 better, 5 same" in markdown
     assert Rendered(markdown).tables == []  # no scenario moved, no claim flipped
+    for name in ("base", "candidate"):
+        assert f"**Not judged in the {name} run:** 6 attempts, left out of the pass rate\n- judge failed: 6 — e.g. " in markdown
     assert "within noise\\: a change this size is likely from attempt\\-to\\-attempt variation" in markdown
 
 
