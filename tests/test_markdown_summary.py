@@ -194,7 +194,7 @@ def test_a_real_regression_is_said_with_its_scenarios_and_flipped_claims(tmp_pat
     assert done.returncode == 0, done.stderr
     markdown = (tmp_path / "compare.md").read_text(encoding="utf-8")
     assert "**Pass rate 100% → 0%: ▼ worse — a real change**" in markdown
-    assert "Δ −100.0 pts, 95% CI −100.0 pts to −100.0 pts · p = < 0.001" in markdown
+    assert "Δ −100.0 pts, 95% CI −100.0 pts to −100.0 pts · p < 0.001 (exact)" in markdown
     assert "**Scenarios:** 4 worse, 0 better, 0 same" in markdown
     rendered = Rendered(markdown)
     scenarios, claims = rendered.tables

@@ -78,6 +78,10 @@ class Numbers(msgspec.Struct, frozen=True):
     def p(self, value: float) -> str:
         return "< 0.001" if value < 0.001 else f"{value:.2g}"
 
+    def p_is(self, value: float) -> str:
+        """``p = 0.012``, or ``p < 0.001``."""
+        return f"p {self.p(value)}" if value < 0.001 else f"p = {self.p(value)}"
+
     def count(self, value: int) -> str:
         return f"{value:,}" if value >= 10_000 else str(value)
 
@@ -303,7 +307,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         lines += [
             f"**Pass rate {before} → {after}: {verdict}**",
             "",
-            f"{delta} · p = {numbers.p(view.p)} ({MarkdownText(view.method).markdown()}) · sign-flip p = {numbers.p(view.sign_flip_p)}",
+            f"{delta} · {numbers.p_is(view.p)} ({MarkdownText(view.method).markdown()}) · sign-flip {numbers.p_is(view.sign_flip_p)}",
             "",
             MarkdownText(view.reading, 500).markdown(),
             "",
