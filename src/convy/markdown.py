@@ -157,7 +157,7 @@ class Unjudged(msgspec.Struct, frozen=True):
                 return MarkdownText(reason, self.REASON).markdown()
             case Verdict(claims=claims):
                 doubtful = [claim.claim for claim in claims if not claim.trusted(trust)]
-                return "less confident than " + f"{trust:g} on " + MarkdownText("; ".join(doubtful), self.REASON).markdown()
+                return f"less confident than {trust:g} on " + MarkdownText("; ".join(doubtful), self.REASON).markdown()
             case Failed(reason=reason):
                 return MarkdownText(reason, self.REASON).markdown()
 
