@@ -3,7 +3,7 @@
     0    every attempt judged and, with --fail-under, the pass rate at or above it
     1    some attempt failed by the agent (it raised, broke off or ran out of time) or not judged
     1    also: a run stopped because its folder refused a write (a full disk, a file-size limit),
-         or a finished run's report, or the --junit file, could not be written
+         or a finished run's report, or the --junit or --summary file, could not be written
     2    a configuration error, or a folder convy must write refused it: nothing was sent
     2    also: ``convy check`` or ``convy run --dry-run`` found problems, one line each (0: none,
          and what would run was said); neither sends nor writes anything
@@ -49,6 +49,7 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
+from convy.views import ComparisonView
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -380,6 +381,44 @@ class Recorded(msgspec.Struct, frozen=True):
             yield progress, task
 
 
+class Outputs(msgspec.Struct, frozen=True):
+    """The files a command writes for CI besides its pages, each where the user named it: the runs
+    as JUnit XML (``--junit``) and as a Markdown summary (``--summary``); ``here`` is where the
+    command was run, which a summary gives the pages' paths from."""
+
+    here: Path = Path("/")
+    junit: Path | None = None
+    summary: Path | None = None
+
+    def wanted(self) -> bool:
+        return self.junit is not None or self.summary is not None
+
+    def option(self, path: Path) -> str:
+        """The option that named ``path``."""
+        return "--junit" if path == self.junit else "--summary"
+
+    def written(self, summaries: tuple[Summary, ...], shown: Shown) -> None:
+        """Write each file asked for (each module loaded only when its file is); a refused write is ``Unwritable``."""
+        if self.junit is not None:
+            from convy.junit import JUnitReport
+
+            JUnitReport(summaries).written(self.junit)
+            shown.line(f"junit: {self.junit}")
+        if self.summary is not None:
+            from convy.markdown import RunSummary
+
+            RunSummary(summaries, self.here).written(self.summary)
+            shown.line(f"summary: {self.summary}")
+
+    def compared(self, view: ComparisonView, base: Read, candidate: Read, page: Path, shown: Shown) -> None:
+        """Write the comparison's Markdown summary, when one was asked for."""
+        if self.summary is not None:
+            from convy.markdown import ComparisonSummary
+
+            ComparisonSummary(view, Summary(base), Summary(candidate), page, self.here).written(self.summary)
+            shown.line(f"summary: {self.summary}")
+
+
 class InitCommand(msgspec.Struct, frozen=True):
     """``convy init [DIR]``: a new project from the template, never overwriting a file."""
 
@@ -406,7 +445,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     tags: tuple[str, ...]
     trust: float | None
     fail_under: float | None
-    junit: Path | None = None
+    outputs: Outputs = Outputs()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
@@ -428,19 +467,19 @@ class RunCommand(msgspec.Struct, frozen=True):
             if codes[-1] in (130, 143):
                 break
         code = Worst(tuple(codes)).code()
-        if self.junit is None or code in (130, 143):  # asked to stop: the runs are kept, nothing more is written
+        if not self.outputs.wanted() or code in (130, 143):  # asked to stop: the runs are kept, nothing more is written
             return code
-        from convy.junit import JUnitReport  # loaded by the commands that write one only
-
         # Each run read back as it was kept (its secrets hidden), as `convy report` would read it.
         with Uncollected():
             summaries = tuple(Summary(self.project.read(one)) for one in played)
-        try:
-            JUnitReport(summaries).written(self.junit)
-        except Unwritable as error:
-            errors.line(f"convy: {error.path}: cannot be written: {error.reason}; the runs are kept: convy report RUN… --junit FILE")
-            return max(code, 1)
-        shown.line(f"junit: {self.junit}")
+            try:
+                self.outputs.written(summaries, shown)
+            except Unwritable as error:
+                errors.line(
+                    f"convy: {error.path}: cannot be written: {error.reason}; the runs are kept: "
+                    f"convy report RUN… {self.outputs.option(error.path)} FILE"
+                )
+                return max(code, 1)
         return code
 
     def overridden(self, settings: Settings) -> Settings:
@@ -697,12 +736,14 @@ class ReportCommand(msgspec.Struct, frozen=True):
 
     project: Project
     wanted: tuple[str, ...]
-    junit: Path | None = None
+    outputs: Outputs = Outputs()
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        if self.junit is not None and not self.wanted:
-            # Every run ever kept is no one result a CI job can stand on: the runs are named.
-            raise ConfigurationError("--junit writes the runs named: convy report RUN… --junit FILE")
+        for path in (self.outputs.junit, self.outputs.summary):
+            if path is not None and not self.wanted:
+                # Every run ever kept is no one result a CI job can stand on: the runs are named.
+                option = self.outputs.option(path)
+                raise ConfigurationError(f"{option} writes the runs named: convy report RUN… {option} FILE")
         with Uncollected():
             return self._run(shown, errors)
 
@@ -718,11 +759,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
             summaries.append(summary)
         index = self.project.indexed(None if self.wanted else (tuple(listed), unread))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
-        if self.junit is not None:
-            from convy.junit import JUnitReport  # loaded by the commands that write one only
-
-            JUnitReport(tuple(summaries)).written(self.junit)
-            shown.line(f"junit: {self.junit}")
+        self.outputs.written(tuple(summaries), shown)
         for one in unread:
             errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
         for run in runs:
@@ -738,6 +775,7 @@ class CompareCommand(msgspec.Struct, frozen=True):
     base: str
     candidate: str
     fail_on_regression: bool
+    outputs: Outputs = Outputs()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         with Uncollected():
@@ -767,6 +805,7 @@ class CompareCommand(msgspec.Struct, frozen=True):
         if view.needed:
             shown.line(f"note: {view.needed}")
         shown.line(f"page: {path.relative_to(self.project.folder)}")
+        self.outputs.compared(view, base, candidate, path, shown)
         if self.fail_on_regression and view.real and view.verdict == "worse":
             return 3
         return 0
@@ -915,6 +954,7 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
         run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
+        run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
         only = run.add_mutually_exclusive_group()
         only.add_argument(
             "--smoke", action="store_true", help="only check the connection: a short scripted dialogue, no model, no run"
@@ -928,10 +968,12 @@ class Arguments(msgspec.Struct, frozen=True):
         report.add_argument(
             "--junit", type=Path, metavar="FILE", help="also write the runs named as JUnit XML, a suite per run"
         )
+        report.add_argument("--summary", type=Path, metavar="FILE", help="also write the runs named as a Markdown summary")
         compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
         compare.add_argument("base", help="the run before (id or a unique part)")
         compare.add_argument("candidate", help="the run after (id or a unique part)")
         compare.add_argument("--fail-on-regression", action="store_true", help="exit 3 when the pass rate really dropped")
+        compare.add_argument("--summary", type=Path, metavar="FILE", help="also write the comparison as a Markdown summary")
         export = commands.add_parser("export", help="write the runs' tables to results/export/")
         export.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
         export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
@@ -962,8 +1004,9 @@ def main(argv: list[str] | None = None) -> int:
     parsed = Arguments().parser().parse_args(argv)
     project = Project(parsed.project.resolve())
     # A file named on the command line is where the user is, not in the project convy moves to.
-    junit = getattr(parsed, "junit", None)
-    junit = junit if junit is None else Path.cwd() / junit
+    here = Path.cwd()
+    named = {name: getattr(parsed, name, None) for name in ("junit", "summary")}
+    outputs = Outputs(here, **{name: None if path is None else here / path for name, path in named.items()})
     if parsed.command != "init":
         try:
             os.chdir(project.folder)  # a project's .env and relative paths are read from its folder
@@ -990,13 +1033,13 @@ def main(argv: list[str] | None = None) -> int:
                         tuple(parsed.tag),
                         parsed.trust,
                         parsed.fail_under,
-                        junit,
+                        outputs,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
-                    code = ReportCommand(project, tuple(parsed.runs), junit).run(shown, errors)
+                    code = ReportCommand(project, tuple(parsed.runs), outputs).run(shown, errors)
                 case "compare":
-                    code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression).run(shown, errors)
+                    code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression, outputs).run(shown, errors)
                 case "export":
                     code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
                 case "resume":

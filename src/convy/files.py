@@ -20,6 +20,8 @@ from typing import BinaryIO, ClassVar
 
 import msgspec
 
+from convy.problems import Unwritable
+
 
 class Unreadable(OSError):
     """A file convy will not read: not a regular file, or larger than its reader's bound."""
@@ -102,6 +104,21 @@ class Shipped(msgspec.Struct, frozen=True):
         except OSError:
             return False
         return True
+
+
+class Delivered(msgspec.Struct, frozen=True):
+    """A file the command writes for someone else to read (a JUnit file, a Markdown summary), where
+    the user named it: its folder made, written whole through ``Replaced``; a refused write is
+    ``Unwritable``, which the command says in one line."""
+
+    path: Path
+
+    def written(self, data: bytes) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            Replaced(self.path).written((data,))
+        except OSError as error:
+            raise Unwritable(self.path, error) from error
 
 
 class Replaced(msgspec.Struct, frozen=True):

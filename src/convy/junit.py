@@ -38,8 +38,7 @@ import msgspec
 
 from convy.attempt import Attempt, Sum
 from convy.dialog import Claim, Failed, NoVerdict, Verdict
-from convy.files import Replaced
-from convy.problems import Unwritable
+from convy.files import Delivered
 from convy.report import Summary, Sums
 from convy.stats import Consistency, Tally, Wilson
 from convy.terminal import Inert
@@ -403,9 +402,4 @@ class JUnitReport(msgspec.Struct, frozen=True):
     def written(self, path: Path) -> None:
         """Write the document to ``path`` whole (through a temporary file, as the pages are);
         a refused write is ``Unwritable``."""
-        data = self.xml()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            Replaced(path).written((data,))
-        except OSError as error:
-            raise Unwritable(path, error) from error
+        Delivered(path).written(self.xml())

@@ -1,0 +1,414 @@
+"""Runs and comparisons as a short Markdown summary, for a pull request: what
+``$GITHUB_STEP_SUMMARY`` shows on a job's page, or a comment on the pull request.
+
+``RunSummary`` says, for each run: the pass rate with its interval, the scenarios that did not
+always pass with the claims that failed in them, the attempts not judged by reason, tokens and
+cost (and when the cost is incomplete), and where its report is. ``ComparisonSummary`` says
+before → after, whether the change is real or within noise in the comparison page's words, the
+scenarios that got worse or better, the claims that flipped, the attempts not judged on each side,
+tokens and cost, and where the page is. Every number and decision is the one the pages show: taken
+from ``report.Summary``'s and ``comparison.Comparison``'s view records, never computed again here.
+
+Both are bounded: each list is cut with "and N more", each outside text to a few hundred
+characters, and the whole to ``MOST`` characters — far under GitHub's caps (a step summary 1 MiB,
+a comment 65,536 characters).
+
+Outside text (scenario ids, claims, reasons, an agent's or a run's name, a path) is ``MarkdownText``:
+on one line with its control characters written out (``Inert``), cut, and every ASCII punctuation
+character backslash-escaped — CommonMark's one escape that every renderer honours — so it can
+start no heading, list, table cell, emphasis, link or HTML element. GitHub also turns ``@name``
+into a mention and ``#12`` into a reference after rendering; a zero-width space after each ``@``
+and ``#`` keeps those from pinging anyone. What agents and models said was kept with the run's
+secrets hidden, and is shown as kept.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import ClassVar
+
+import msgspec
+
+from convy.dialog import Failed, NoVerdict, Verdict
+from convy.files import Delivered
+from convy.report import Summary
+from convy.terminal import Inert
+from convy.views import ClaimRow, ComparisonView, CostView, IntervalView, RunView, TokensView
+
+MOST = 60_000  # characters of a whole summary: a comment may hold 65,536
+
+_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_ESCAPED = {ord(character): "\\" + character for character in _PUNCTUATION}
+_ESCAPED[ord("@")] = "\\@&#8203;"  # no mention
+_ESCAPED[ord("#")] = "\\#&#8203;"  # no reference to an issue
+
+
+class MarkdownText(msgspec.Struct, frozen=True):
+    """Outside text as Markdown text that renders as itself and does nothing: one line, within
+    ``most`` characters (saying how many more there were), every ASCII punctuation character escaped."""
+
+    text: str
+    most: int = 200
+
+    def markdown(self) -> str:
+        line = Inert(self.text).line()
+        if len(line) > self.most:
+            line = f"{line[: self.most]}… ({len(line) - self.most} more characters)"
+        return line.translate(_ESCAPED)
+
+
+class Numbers(msgspec.Struct, frozen=True):
+    """Numbers written as the pages write them (``Convy.fmt`` in ``pages/base.js``)."""
+
+    def pct(self, value: float | None) -> str:
+        if value is None:
+            return "—"
+        return f"{value * 100:.{0 if value in (0, 1) else 1}f}%"
+
+    def points(self, value: float | None) -> str:
+        if value is None:
+            return "—"
+        sign = "+" if value > 0 else "−" if value < 0 else "±"
+        return f"{sign}{abs(value) * 100:.1f} pts"
+
+    def interval(self, rate: IntervalView | None) -> str:
+        return f"95% interval {self.pct(rate.low)}–{self.pct(rate.high)}" if rate else "no interval"
+
+    def p(self, value: float) -> str:
+        return "< 0.001" if value < 0.001 else f"{value:.2g}"
+
+    def p_is(self, value: float) -> str:
+        """``p = 0.012``, or ``p < 0.001``."""
+        return f"p {self.p(value)}" if value < 0.001 else f"p = {self.p(value)}"
+
+    def count(self, value: int) -> str:
+        return f"{value:,}" if value >= 10_000 else str(value)
+
+    def cost(self, cost: CostView) -> str:
+        if cost.amount is None:
+            return "unpriced" if cost.unpriced else "—"
+        amount = Decimal(cost.amount)
+        text = (
+            "0" if amount == 0 else f"{amount:.2f}" if amount >= 1 else f"{amount:.4f}" if amount >= Decimal("0.0001") else f"{float(amount):.2g}"
+        )
+        return ("$" if cost.complete else "≥ $") + text
+
+    def cost_note(self, cost: CostView) -> str:
+        if cost.amount is None and not cost.unpriced:
+            return "no requests"
+        if cost.complete:
+            return "complete"
+        return f"incomplete: {self.count(cost.unpriced)} of {self.count(cost.priced + cost.unpriced)} requests unpriced"
+
+    def tokens(self, tokens: TokensView) -> str:
+        if not tokens.reported:
+            return "not reported" if tokens.requests else "none"
+        said = f"{self.count(tokens.input)} in · {self.count(tokens.output)} out"
+        if tokens.reported < tokens.requests:
+            said += f" ({self.count(tokens.reported)} of {self.count(tokens.requests)} requests reported)"
+        return said
+
+
+# The words the pages give a code (``words`` in ``pages/base.js``).
+WHY = {
+    "user": "user model failed",
+    "judge": "judge failed",
+    "busy": "service stayed busy",
+    "not_trusted": "judge not confident enough",
+}
+SCENARIO = {"always": "✓ always passes", "flaky": "~ flaky", "never": "✗ never passes", "not_judged": "– not judged"}
+METHOD = {
+    "t": "t interval across scenarios",
+    "bootstrap": "bootstrap across scenarios",
+    "wilson": "Wilson interval, one scenario",
+    "none": "nothing judged",
+}
+CHANGE = {"worse": "▼ worse", "better": "▲ better", "same": "= same"}
+DIRECTION = {"lower": "▼ lower", "higher": "▲ higher", "same": "= same"}
+
+
+class Unjudged(msgspec.Struct, frozen=True):
+    """A run's attempts not judged, by reason (the report's count), each with the first one's words."""
+
+    summary: Summary
+    view: RunView
+
+    REASON: ClassVar[int] = 240  # characters of what was said
+
+    def lines(self) -> list[str]:
+        if not self.view.not_judged_total:
+            return []
+        said: dict[str, str] = {}
+        for attempt in self.summary.attempts():
+            why = attempt.why()
+            if attempt.status() == "not_judged" and why not in said:
+                said[why] = self._said(attempt.outcome.result, attempt.trust)
+        lines = [f"**Not judged:** {Numbers().count(self.view.not_judged_total)} attempts, left out of the pass rate"]
+        for why, count in sorted(self.view.not_judged.items(), key=lambda one: (-one[1], one[0])):
+            words = MarkdownText(WHY.get(why, why)).markdown()
+            first = said.get(why, "")
+            lines.append(f"- {words}: {Numbers().count(count)}" + (f" — e.g. {first}" if first else ""))
+        return lines
+
+    def _said(self, result: Verdict | Failed | NoVerdict, trust: float) -> str:
+        match result:
+            case NoVerdict(reason=reason):
+                return MarkdownText(reason, self.REASON).markdown()
+            case Verdict(claims=claims):
+                doubtful = [claim.claim for claim in claims if not claim.trusted(trust)]
+                return f"less confident than {trust:g} on " + MarkdownText("; ".join(doubtful), self.REASON).markdown()
+            case Failed(reason=reason):
+                return MarkdownText(reason, self.REASON).markdown()
+
+
+class Rows(msgspec.Struct, frozen=True):
+    """A Markdown table of at most ``most`` rows, the rest said below it as "and N more"."""
+
+    head: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    most: int
+    what: str
+
+    def lines(self) -> list[str]:
+        if not self.rows:
+            return []
+        lines = ["| " + " | ".join(self.head) + " |", "|" + "|".join("---" for _ in self.head) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows[: self.most]]
+        if len(self.rows) > self.most:
+            lines += ["", f"and {len(self.rows) - self.most} more {self.what}"]
+        return lines
+
+
+class Where(msgspec.Struct, frozen=True):
+    """A page's path as the summary gives it: relative to where the command was run, when it is in there."""
+
+    here: Path
+
+    def markdown(self, path: Path) -> str:
+        shown = path.relative_to(self.here) if path.is_relative_to(self.here) else path
+        return MarkdownText(str(shown), 1000).markdown()
+
+
+class RunSummary(msgspec.Struct, frozen=True):
+    """Runs as one Markdown summary, a section per run in the order given; ``here`` is where the
+    command was run, which the report's path is given from."""
+
+    summaries: tuple[Summary, ...]
+    here: Path
+
+    SCENARIOS: ClassVar[int] = 15  # scenarios that did not always pass, listed
+    CLAIMS: ClassVar[int] = 3  # failed claims named for each
+    ID: ClassVar[int] = 100  # characters of a scenario's id
+    CLAIM: ClassVar[int] = 120  # characters of a claim
+
+    def markdown(self) -> str:
+        if not self.summaries:  # every agent skipped: a file saying so, not an empty one
+            return "### convy\n\nNo run was played.\n"
+        return Bounded(tuple(self._section(summary) for summary in self.summaries), "runs").markdown()
+
+    def written(self, path: Path) -> None:
+        Delivered(path).written(self.markdown().encode())
+
+    def _section(self, summary: Summary) -> str:
+        view = summary.view()
+        head = view.header
+        numbers = Numbers()
+        lines = [f"### convy · {MarkdownText(head.agent).markdown()} · run {MarkdownText(head.run).markdown()}", ""]
+        if head.status != "finished":
+            lines += [f"> **This run is {head.status}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
+        rate = f"**Pass rate {numbers.pct(view.rate.estimate)}**" if view.rate else "**Pass rate —**"
+        lines.append(
+            f"{rate} ({numbers.interval(view.rate)}, {METHOD.get(view.method, view.method)}) · "
+            f"{numbers.count(view.passed)} passed of {numbers.count(view.judged)} judged · "
+            f"{len(view.scenarios)} scenarios: {view.always} always pass, {view.flaky} flaky, {view.never} never pass"
+        )
+        if view.consistency:
+            last = view.consistency[-1]
+            lines[-1] += f" · pass^{last.k} {numbers.pct(last.pass_hat)}"
+        lines.append("")
+        failing = [scenario for scenario in view.scenarios if scenario.status != "always"]
+        rows = tuple(
+            (
+                MarkdownText(scenario.id, self.ID).markdown(),
+                f"{scenario.passed} of {scenario.judged}" + (f" ({scenario.not_judged} not judged)" if scenario.not_judged else ""),
+                SCENARIO[scenario.status],
+                self._failed(scenario.claims),
+            )
+            for scenario in failing
+        )
+        table = Rows(("Scenario", "Passed", "Result", "Claims that failed"), rows, self.SCENARIOS, "scenarios").lines()
+        if table:
+            lines += [*table, ""]
+        unjudged = Unjudged(summary, view).lines()
+        if unjudged:
+            lines += [*unjudged, ""]
+        every = summary.total().every()
+        lines.append(
+            f"**Tokens:** {numbers.tokens(every.tokens())} (agent {numbers.tokens(view.agent.tokens)}) · "
+            f"**Cost:** {numbers.cost(view.cost)} ({numbers.cost_note(view.cost)})"
+        )
+        if head.skipped:
+            lines += ["", f"**Skipped:** {len(head.skipped)} scenarios, a model they need is absent (the report names them)"]
+        lines += ["", f"Report: {Where(self.here).markdown(summary.run.folder / 'report.html')}"]
+        return "\n".join(lines) + "\n"
+
+    def _failed(self, claims: list[ClaimRow]) -> str:
+        failed = [claim for claim in claims if claim.held < claim.decided]
+        named = [f"{MarkdownText(claim.text, self.CLAIM).markdown()} ({claim.held} of {claim.decided} held)" for claim in failed]
+        if len(named) > self.CLAIMS:
+            named = [*named[: self.CLAIMS], f"and {len(named) - self.CLAIMS} more"]
+        return "; ".join(named) or "—"
+
+
+class ComparisonSummary(msgspec.Struct, frozen=True):
+    """Two runs compared, as a Markdown summary: the comparison page's view (``view``), the runs'
+    summaries for what was not judged, and the page (``page``), given from ``here``."""
+
+    view: ComparisonView
+    base: Summary
+    candidate: Summary
+    page: Path
+    here: Path
+
+    SCENARIOS: ClassVar[int] = 15  # worse and better scenarios listed
+    FLIPS: ClassVar[int] = 15  # claims that flipped, listed
+    ID: ClassVar[int] = 100
+    CLAIM: ClassVar[int] = 120
+
+    def markdown(self) -> str:
+        return Bounded((self._section(),), "comparisons").markdown()
+
+    def written(self, path: Path) -> None:
+        Delivered(path).written(self.markdown().encode())
+
+    def _section(self) -> str:
+        view = self.view
+        numbers = Numbers()
+        base, candidate = view.base, view.candidate
+        lines = [
+            f"### convy · compare {MarkdownText(base.run).markdown()} → {MarkdownText(candidate.run).markdown()}",
+            "",
+            f"{MarkdownText(base.agent).markdown()} → {MarkdownText(candidate.agent).markdown()}",
+            "",
+        ]
+        if view.banner:
+            lines += ["> **⚠ These runs are not comparable as they stand**", ">"]
+            lines += [f"> - {MarkdownText(line, 300).markdown()}" for line in view.banner[:10]]
+            lines.append("")
+        before = numbers.pct(base.rate.estimate) if base.rate else "—"
+        after = numbers.pct(candidate.rate.estimate) if candidate.rate else "—"
+        verdict = f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"
+        delta = (
+            f"Δ {numbers.points(view.delta.estimate)}, 95% CI {numbers.points(view.delta.low)} to {numbers.points(view.delta.high)}"
+            if view.delta
+            else "Δ —, no interval"
+        )
+        lines += [
+            f"**Pass rate {before} → {after}: {verdict}**",
+            "",
+            f"{delta} · {numbers.p_is(view.p)} ({MarkdownText(view.method).markdown()}) · sign-flip {numbers.p_is(view.sign_flip_p)}",
+            "",
+            MarkdownText(view.reading, 500).markdown(),
+            "",
+            f"before {numbers.interval(base.rate)} · {base.passed}/{base.judged} · "
+            f"after {numbers.interval(candidate.rate)} · {candidate.passed}/{candidate.judged}",
+            "",
+            f"**Scenarios:** {view.counts['worse']} worse, {view.counts['better']} better, {view.counts['same']} same",
+            "",
+        ]
+        if view.needed:
+            lines += [MarkdownText(view.needed, 300).markdown(), ""]
+        moved = tuple(
+            (
+                MarkdownText(change.id, self.ID).markdown(),
+                f"{change.before_passed}/{change.before_judged}",
+                f"{change.after_passed}/{change.after_judged}",
+                numbers.p(change.adjusted),
+                CHANGE[change.change],
+            )
+            for change in view.scenarios
+            if change.change != "same"
+        )
+        table = Rows(("Scenario", "Before", "After", "adjusted p", "Change"), moved, self.SCENARIOS, "scenarios").lines()
+        if table:
+            lines += [*table, ""]
+        flips = tuple(
+            (
+                MarkdownText(flip.scenario, self.ID).markdown(),
+                MarkdownText(flip.claim, self.CLAIM).markdown(),
+                numbers.pct(flip.before),
+                numbers.pct(flip.after),
+                CHANGE[flip.change] + (", flipped" if flip.flipped else ""),
+            )
+            for flip in view.claims
+            if flip.flipped
+        )
+        if flips:
+            lines += [f"**Claims that flipped:** {view.flipped} crossed half their attempts", ""]
+            lines += [*Rows(("Scenario", "Claim", "Held before", "Held after", "Change"), flips, self.FLIPS, "claims").lines(), ""]
+        apart = [
+            ("only in the base run", view.only_base),
+            ("only in the candidate run", view.only_candidate),
+            ("changed between the runs", view.changed),
+        ]
+        for label, ids in apart:
+            if ids:
+                named = ", ".join(MarkdownText(one, self.ID).markdown() for one in ids[:10])
+                more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+                lines += [f"Left out of every test, {label}: {named}{more}", ""]
+        for name, summary in (("base", self.base), ("candidate", self.candidate)):
+            # The run's view is made only for a run with attempts not judged: for two runs of
+            # 10,000 attempts each, making both took half again the whole command's CPU time.
+            if all(attempt.status() != "not_judged" for attempt in summary.attempts()):
+                continue
+            unjudged = Unjudged(summary, summary.view()).lines()
+            if unjudged:
+                unjudged[0] = unjudged[0].replace("**Not judged:**", f"**Not judged in the {name} run:**", 1)
+                lines += [*unjudged, ""]
+        tokens = f"{numbers.count(base.tokens)} → {numbers.count(candidate.tokens)}"
+        lines.append(
+            f"**Tokens:** {tokens} ({self._ratio(view.token_ratio, view.token_direction)}) · "
+            f"**Cost:** {numbers.cost(base.cost)} → {numbers.cost(candidate.cost)} ({self._ratio(view.cost_ratio, view.cost_direction)}"
+            + ("" if base.cost.complete and candidate.cost.complete else "; incomplete: some requests unpriced")
+            + ")"
+        )
+        lines += ["", f"Page: {Where(self.here).markdown(self.page)}"]
+        return "\n".join(lines) + "\n"
+
+    def _ratio(self, value: float | None, direction: str | None) -> str:
+        if value is None or direction is None:
+            return "no ratio per attempt"
+        return f"{DIRECTION[direction]} ×{value:.2f} per attempt"
+
+
+class Bounded(msgspec.Struct, frozen=True):
+    """Sections joined within ``MOST`` characters: a section that does not fit is left out and
+    counted — or, when not even the first fits, cut after its last whole line that does."""
+
+    sections: tuple[str, ...]
+    what: str
+
+    ROOM: ClassVar[int] = MOST - 200  # what the note of what was left out may take
+
+    def markdown(self) -> str:
+        kept: list[str] = []
+        size = 0
+        for section in self.sections:
+            if size + len(section) + 1 > self.ROOM:
+                break
+            kept.append(section)
+            size += len(section) + 1
+        if not kept and self.sections:
+            lines = self.sections[0].split("\n")
+            whole: list[str] = []
+            for line in lines:
+                if size + len(line) + 1 > self.ROOM:
+                    break
+                whole.append(line)
+                size += len(line) + 1
+            kept.append("\n".join(whole) + f"\n\nand {len(lines) - len(whole)} more lines, left out to keep this short\n")
+            return "\n".join(kept)
+        if len(kept) < len(self.sections):
+            kept.append(f"and {len(self.sections) - len(kept)} more {self.what}, left out to keep this short\n")
+        return "\n".join(kept)

@@ -1,0 +1,299 @@
+"""The Markdown summary from the real ``convy`` command, rendered with a real CommonMark renderer.
+
+markdown-it-py (rich's dependency) renders each summary to HTML with its GFM-like preset (tables
+and strikethrough; its link finder is off, as it needs a package convy does not have): the tests
+read the tables back from that HTML, and check that text from outside — a scenario's file name, a
+claim, a judge's error — made no element of its own.
+
+The project made here has a bot whose answers follow ``mode.txt``, so one project gives a run
+before and a run after a change: ``good`` always passes, ``bad`` says what its check forbids, and
+``wobble`` says it once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import msgspec
+import pytest
+from markdown_it import MarkdownIt
+
+from convy.markdown import MOST, Bounded, MarkdownText
+
+CONVY = Path(sys.executable).with_name("convy")
+SECRET = "sk-canary-7f3a9c2e41d8b6a05e"
+HOSTILE = "<img src=x onerror=alert(1)> | **bold** [link](https://evil.example) @octocat #1 `tick` \x1b[31m\r\n# heading"
+
+AGENT = '''\
+from decimal import Decimal
+from pathlib import Path
+
+from convy.agent import Answer, Cost, Usage
+from convy.fakes import FakeAgent
+
+said = []
+
+
+def answer(text):
+    mode = Path("mode.txt").read_text().strip() if Path("mode.txt").exists() else "good"
+    said.append(text)
+    if mode == "bad" or (mode == "wobble" and len(said) == 1):
+        return "I guarantee it"
+    return Answer("hello " + text, Usage(input=7, output=3, cost=Cost(Decimal("0.0125"), "provider")))
+
+
+agent = FakeAgent(answer)
+'''
+
+MODELS = f'''\
+import os
+from pathlib import Path
+
+from convy.fakes import FakeJudge
+from convy.model import Models
+
+
+def held(claim, transcript):
+    if "unjudgeable" in claim:
+        raise ValueError("key=" + os.environ["BOT_API_KEY"] + " " + {HOSTILE!r} + "x" * 300)
+    return "fails" not in claim
+
+
+name = Path("judge.txt").read_text() if Path("judge.txt").exists() else "fake-judge"
+models = Models(judge=FakeJudge(held, name=name))
+'''
+
+PLAIN = "script: [hi]\njudge:\n  - check: {not_said: guarantee}\n  - The bot is polite.\n"
+
+
+def convy(where: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """``convy -C project …`` run from ``where``, with the bot's key in the environment."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+    environment["BOT_API_KEY"] = SECRET
+    return subprocess.run(
+        [str(CONVY), *arguments], cwd=where, env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def made(tmp_path: Path, scenarios: dict[str, str], attempts: int) -> Path:
+    folder = tmp_path / "project"
+    (folder / "agents").mkdir(parents=True)
+    (folder / "agents" / "bot.py").write_text(AGENT, encoding="utf-8")
+    (folder / "models.py").write_text(MODELS, encoding="utf-8")
+    (folder / "scenarios").mkdir()
+    for name, text in scenarios.items():
+        (folder / "scenarios" / name).write_text(text, encoding="utf-8")
+    (folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = {attempts}\n", encoding="utf-8")
+    return folder
+
+
+def played(tmp_path: Path, project: Path, mode: str) -> str:
+    """A run of the bot in ``mode``; its id."""
+    (project / "mode.txt").write_text(mode, encoding="utf-8")
+    before = set((project / "results" / "bot").glob("*")) if (project / "results" / "bot").exists() else set()
+    convy(tmp_path, "-C", "project", "run")
+    (folder,) = set((project / "results" / "bot").glob("*")) - before
+    return folder.name
+
+
+class Rendered(HTMLParser):
+    """The HTML markdown-it makes of a summary: every element, and each table's rows as text."""
+
+    def __init__(self, markdown: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.tables: list[list[list[str]]] = []
+        self.text = ""
+        self._cell: list[str] | None = None
+        self.feed(MarkdownIt("gfm-like", {"linkify": False}).render(markdown))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+ELEMENTS = {"h3", "p", "strong", "table", "thead", "tbody", "tr", "th", "td", "ul", "li", "blockquote", "br"}
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A project whose scenario's file name, claim and judge's error hold Markdown, HTML and control characters."""
+    odd = "odd|<img src=x onerror=alert(1)>*_@me_*#2\x01\nname.yaml"
+    claim = "It fails: <script>alert(1)</script> | **bold** @octocat #1 `tick` [x](https://evil.example)"
+    return made(
+        tmp_path,
+        {
+            "greet.yaml": PLAIN,
+            odd: f"script: [hi]\njudge:\n  - {json.dumps(claim)}\n",
+            "unjudged.yaml": "script: [hi]\njudge:\n  - An unjudgeable claim.\n",
+        },
+        2,
+    )
+
+
+def test_a_run_summary_gives_the_pass_rate_the_failures_and_the_report(tmp_path: Path) -> None:
+    """`convy run --summary FILE` writes FILE where the command was run: the pass rate with its interval, the scenarios that failed with their claims, tokens, cost and the report's path from there."""
+    project = made(tmp_path, {"greet.yaml": PLAIN, "refund.yaml": "script: [hi]\njudge:\n  - The bot fails here.\n"}, 3)
+    done = convy(tmp_path, "-C", "project", "run", "--summary", "summary.md")
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "summary.md"
+    assert f"summary: {written}" in done.stdout
+    markdown = written.read_text(encoding="utf-8")
+    (folder,) = (project / "results" / "bot").iterdir()
+    assert markdown.startswith(f"### convy · bot · run {MarkdownText(folder.name).markdown()}\n")
+    assert "**Pass rate 50.0%** (95% interval " in markdown
+    assert "3 passed of 6 judged · 2 scenarios: 1 always pass, 0 flaky, 1 never pass" in markdown
+    assert "**Cost:** $0.0750 (complete)" in markdown  # six answers at 0.0125, the fake judge free
+    totals = msgspec.json.decode((folder / "summary.json").read_bytes())["totals"]  # what the report summed
+    rate = totals["rate"]
+    assert f"**Pass rate {rate['estimate']:.1%}** (95% interval {rate['low'] * 100:.{0 if rate['low'] in (0, 1) else 1}f}%–" in markdown
+    rendered = Rendered(markdown)
+    assert rendered.tables == [
+        [["Scenario", "Passed", "Result", "Claims that failed"], ["refund", "0 of 3", "✗ never passes", "The bot fails here. (0 of 3 held)"]]
+    ]
+    assert f"Report: project/results/bot/{folder.name}/report.html" in rendered.text
+    assert rendered.tags <= ELEMENTS
+
+
+def test_report_writes_the_summary_of_a_finished_run(tmp_path: Path) -> None:
+    """`convy report RUN --summary FILE` writes what `convy run --summary` wrote, and refuses with no run named."""
+    made(tmp_path, {"greet.yaml": PLAIN}, 2)
+    assert convy(tmp_path, "-C", "project", "run", "--summary", "played.md").returncode == 0
+    (folder,) = (tmp_path / "project" / "results" / "bot").iterdir()
+    assert convy(tmp_path, "-C", "project", "report", folder.name, "--summary", "again.md").returncode == 0
+    assert (tmp_path / "again.md").read_text() == (tmp_path / "played.md").read_text()
+    done = convy(tmp_path, "-C", "project", "report", "--summary", "all.md")
+    assert (done.returncode, done.stderr) == (2, "convy: --summary writes the runs named: convy report RUN… --summary FILE\n")
+
+
+def test_a_real_regression_is_said_with_its_scenarios_and_flipped_claims(tmp_path: Path) -> None:
+    """A comparison whose candidate fails every attempt says the change is real and worse, as the page does, and lists the scenarios and the claims that flipped."""
+    project = made(tmp_path, {f"s{number}.yaml": PLAIN for number in range(4)}, 6)
+    base, candidate = played(tmp_path, project, "good"), played(tmp_path, project, "bad")
+    done = convy(tmp_path, "-C", "project", "compare", base, candidate, "--summary", "compare.md")
+    assert done.returncode == 0, done.stderr
+    markdown = (tmp_path / "compare.md").read_text(encoding="utf-8")
+    assert "**Pass rate 100% → 0%: ▼ worse — a real change**" in markdown
+    assert "Δ −100.0 pts, 95% CI −100.0 pts to −100.0 pts · p < 0.001 (exact)" in markdown
+    assert "**Scenarios:** 4 worse, 0 better, 0 same" in markdown
+    rendered = Rendered(markdown)
+    scenarios, claims = rendered.tables
+    assert [row[0] for row in scenarios] == ["Scenario", "s0", "s1", "s2", "s3"]
+    assert {tuple(row[1:3]) + (row[4],) for row in scenarios[1:]} == {("6/6", "0/6", "▼ worse")}
+    assert claims[0] == ["Scenario", "Claim", "Held before", "Held after", "Change"]
+    assert claims[1:] == [[f"s{number}", "never said /guarantee/", "100%", "0%", "▼ worse, flipped"] for number in range(4)]
+    assert f"Page: project/results/compare/{base}--{candidate}.html" in rendered.text
+    assert rendered.tags <= ELEMENTS
+    # The bad answers have no price: the cost after is a floor, and said to be.
+    assert "**Cost:** $0.3000 → unpriced (no ratio per attempt; incomplete: some requests unpriced)" in markdown
+    assert convy(tmp_path, "-C", "project", "report", candidate, "--summary", "after.md").returncode == 0
+    assert "**Cost:** unpriced (incomplete: 24 of 24 requests unpriced)" in (tmp_path / "after.md").read_text(encoding="utf-8")
+
+
+def test_a_change_within_noise_is_said_so(tmp_path: Path) -> None:
+    """A candidate that fails one attempt of twenty-four is within noise, in the page's words, with no scenario worse and no claim flipped, and each run's attempts not judged said apart."""
+    unjudged = {"u.yaml": "script: [hi]\njudge:\n  - An unjudgeable claim.\n"}
+    project = made(tmp_path, {f"s{number}.yaml": PLAIN for number in range(4)} | unjudged, 6)
+    base, candidate = played(tmp_path, project, "good"), played(tmp_path, project, "wobble")
+    assert convy(tmp_path, "-C", "project", "compare", base, candidate, "--summary", "compare.md").returncode == 0
+    markdown = (tmp_path / "compare.md").read_text(encoding="utf-8")
+    assert "**Pass rate 100% → 95.8%: ~ within noise — not a real change**" in markdown
+    assert "**Scenarios:** 0 worse, 0 better, 5 same" in markdown
+    assert Rendered(markdown).tables == []  # no scenario moved, no claim flipped
+    for name in ("base", "candidate"):
+        assert f"**Not judged in the {name} run:** 6 attempts, left out of the pass rate\n- judge failed: 6 — e.g. " in markdown
+    assert "within noise\\: a change this size is likely from attempt\\-to\\-attempt variation" in markdown
+
+
+def test_what_makes_two_runs_not_comparable_is_said_as_text(tmp_path: Path) -> None:
+    """Runs whose judges differ get the page's warning, the judge's name shown as text however it is written."""
+    project = made(tmp_path, {"s0.yaml": PLAIN}, 2)
+    base = played(tmp_path, project, "good")
+    (project / "judge.txt").write_text("<b>judge</b> | @octocat **2**", encoding="utf-8")
+    candidate = played(tmp_path, project, "good")
+    assert convy(tmp_path, "-C", "project", "compare", base, candidate, "--summary", "compare.md").returncode == 0
+    markdown = (tmp_path / "compare.md").read_text(encoding="utf-8")
+    assert "> **⚠ These runs are not comparable as they stand**" in markdown
+    rendered = Rendered(markdown)
+    assert rendered.tags <= ELEMENTS
+    assert "the judge differs: fake-judge → <b>judge</b> | @\u200boctocat **2**" in rendered.text
+
+
+def test_outside_text_renders_as_text_and_keeps_secrets_hidden(tmp_path: Path, hostile: Path) -> None:
+    """A scenario's file name, a claim and a judge's error holding HTML, Markdown, `|`, newlines and control characters render as their own text in one cell or line, with no element of theirs, and the key stays hidden."""
+    done = convy(tmp_path, "-C", "project", "run", "--summary", "summary.md")
+    assert done.returncode == 1, done.stderr  # an attempt was not judged
+    markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert SECRET not in markdown and SECRET[:8] not in markdown
+    assert "\x1b" not in markdown and "\x01" not in markdown and "\r" not in markdown
+    rendered = Rendered(markdown)
+    assert rendered.tags <= ELEMENTS  # no img, script, b, em, a, h1 or code of theirs
+    (table,) = rendered.tables
+    assert all(len(row) == 4 for row in table)  # a `|` split no cell
+    odd = next(row for row in table if row[0].startswith("odd"))
+    assert odd[0] == "odd|<img src=x onerror=alert(1)>*_@\u200bme_*#\u200b2\\x01\\nname"
+    assert odd[3].startswith("It fails: <script>alert(1)</script> | **bold** @\u200boctocat #\u200b1 `tick` [x](https://evil.example)")
+    assert "**Not judged:** 2 attempts, left out of the pass rate" in markdown
+    reason = next(line for line in rendered.text.splitlines() if line.startswith("judge failed: 2 — e.g. "))
+    assert "ValueError: key=<hidden> <img src=x onerror=alert(1)> | **bold** [link](https://evil.example) @\u200boctocat" in reason
+    assert "\\x1b[31m\\r\\n#\u200b heading" in reason
+    assert "xxxxx… (" in reason and reason.endswith(" more characters)")  # cut to its bound
+
+
+def test_the_summary_stays_short_with_many_failing_scenarios(tmp_path: Path) -> None:
+    """Forty failing scenarios with long names give fifteen rows and "and 25 more scenarios", far under GitHub's caps."""
+    name = "@" * 150
+    made(tmp_path, {f"{name}{number:02}.yaml": "script: [hi]\njudge:\n  - It fails.\n" for number in range(40)}, 1)
+    assert convy(tmp_path, "-C", "project", "run", "--summary", "summary.md").returncode == 0
+    markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    (table,) = Rendered(markdown).tables
+    assert len(table) == 1 + 15
+    assert "\nand 25 more scenarios\n" in markdown
+    assert len(markdown) < 30_000
+
+
+def test_sections_past_the_bound_are_left_out_and_counted() -> None:
+    """Sections are kept whole while they fit in MOST characters and the rest counted; a first section too large alone is cut at a line."""
+    section = "x" * 1000 + "\n"
+    many = Bounded((section,) * 200, "runs").markdown()
+    assert len(many) <= MOST
+    assert many.endswith(f"and {200 - many.count(section)} more runs, left out to keep this short\n")
+    huge = Bounded(("line\n" * 20_000,), "runs").markdown()
+    assert len(huge) <= MOST
+    assert huge.endswith(" more lines, left out to keep this short\n")
+
+
+def test_a_summary_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    """A summary whose folder cannot be made is one line and exit 1 after a run (the run kept), exit 2 from compare."""
+    project = made(tmp_path, {"greet.yaml": PLAIN}, 1)
+    (tmp_path / "taken").write_text("a file, not a folder", encoding="utf-8")
+    done = convy(tmp_path, "-C", "project", "run", "--summary", "taken/summary.md")
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"convy: {tmp_path / 'taken' / 'summary.md'}: cannot be written: ")
+    assert done.stderr.endswith("the runs are kept: convy report RUN… --summary FILE\n")
+    (folder,) = (project / "results" / "bot").iterdir()
+    done = convy(tmp_path, "-C", "project", "compare", folder.name, folder.name, "--summary", "taken/summary.md")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr and "cannot be written" in done.stderr
+    assert not list(tmp_path.glob("**/summary.md*"))
