@@ -245,3 +245,32 @@ def test_a_session_inside_a_running_event_loop_plays_all_the_same(pytester: pyte
     )
     pytester.runpytest("--convy", "-p", "no:cacheprovider").assert_outcomes(passed=1, failed=3, skipped=1)
     assert len(runs(project)) == 1
+
+
+def test_a_run_that_cannot_be_written_fails_its_items_saying_so(pytester: pytest.Pytester, project: Path) -> None:
+    """When the run's folder cannot be made, each of its items fails with convy's line, and nothing is played."""
+    (project / "results").write_text("not a folder\n", encoding="utf-8")
+    result = pytester.runpytest("--convy", "-k", "greet or refund", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    for body in sections(result.stdout.str()).values():
+        assert body.strip().startswith("convy: ") and "results/bot/" in body and "nothing was played" in body
+
+
+def test_a_session_stopped_by_ctrl_c_keeps_the_run_to_resume(pytester: pytest.Pytester, project: Path) -> None:
+    """Ctrl+C during the play stops the session; the run is kept, marked interrupted, and the way on is said."""
+    (project / "agents" / "bot.py").write_text(
+        AGENT.replace(
+            '    if "crash" in text:',
+            '    if "refund" in text and not STOPPED:  # once, as one Ctrl+C\n'
+            '        STOPPED.append(True)\n'
+            '        os.kill(os.getpid(), signal.SIGINT)\n'
+            '    if "crash" in text:',
+        ).replace("import os\n", "import os\nimport signal\n\nSTOPPED = []\n"),
+        encoding="utf-8",
+    )
+    # The Ctrl+C is the inner session's: pytester would raise it on, into this one.
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider", no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    (run,) = runs(project)
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["status"]["type"] == "interrupted"
+    result.stdout.fnmatch_lines([f"bot: run {run.name} was stopped; play the rest with: convy resume {run.name}"])

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -39,7 +40,7 @@ from convy.project import Project
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Matching, Scenario
-from convy.secrets import Secrets
+from convy.secrets import Environment, Secrets
 from convy.terminal import Inert
 
 T = TypeVar("T")
@@ -91,8 +92,9 @@ class ScenarioTests:
     """The plugin object ``--convy`` registers: it adds the project's scenarios to the collection,
     plays the selected ones once for the session, and decides each item from what was kept.
 
-    It holds the session's state, set once each: the project's agents as collected (``prepared``)
-    and, from the first item on, the runs played (``played``).
+    It holds the session's state, each part filled once: the project's agents as collected
+    (``prepared``) and, from the first item on, the runs as they start (``started``) and as they
+    were kept (``played``).
     """
 
     MARKERS: ClassVar[str] = "markers"
@@ -112,6 +114,7 @@ class ScenarioTests:
         )
         self.project = Project(self.asked.project)
         self.prepared: dict[str, Prepared] = {}
+        self.started: dict[str, RunSpec] = {}
         self.played: dict[str, Played | Stopped] | None = None
 
     def configured(self) -> None:
@@ -201,15 +204,32 @@ class ScenarioTests:
                 raise ScenarioFailed(f"{item.agent}: no run of this agent was played")
 
     def ran(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """The coroutine run to its end in an event loop of its own. When this thread runs a loop
+        """The coroutine run to its end in an event loop of its own, as ``convy run`` runs a play
+        (Ctrl+C cancels it, and the run is kept, marked interrupted). When this thread runs a loop
         already (a plugin runs the session inside one), ``asyncio.run`` cannot nest: it runs in a
-        thread of its own, this one waiting for it."""
+        thread of its own, this one waiting for it, and Ctrl+C here cancels it there."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(coroutine)
+        hosts: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = []
+
+        async def hosted() -> T:
+            task = asyncio.current_task()
+            if task is not None:
+                hosts.append((asyncio.get_running_loop(), task))
+            return await coroutine
+
         with ThreadPoolExecutor(1, thread_name_prefix="convy") as pool:
-            return pool.submit(asyncio.run, coroutine).result()
+            done = pool.submit(asyncio.run, hosted())
+            try:
+                return done.result()
+            except KeyboardInterrupt:
+                for loop, task in hosts:
+                    loop.call_soon_threadsafe(task.cancel)
+                with suppress(asyncio.CancelledError):
+                    done.result()
+                raise
 
     async def plays(self, session: pytest.Session) -> dict[str, Played | Stopped]:
         """A run for each agent with a selected item, one after another as ``convy run`` plays
@@ -231,6 +251,7 @@ class ScenarioTests:
                 if not spec.scenarios:  # every one skipped for a model: nothing to play, no run
                     continue
                 bench = Bench(prepared.agent, prepared.models, spec.limits, prompt)
+                self.started[name] = spec
                 played[name] = await self.play(spec, bench, prepared.secrets)
             except (ConfigurationError, Unwritable, Unplayed) as error:
                 played[name] = Stopped(Inert(prepared.secrets.hidden(f"convy: {error}")).lines())
@@ -253,9 +274,12 @@ class ScenarioTests:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The runs played, each as ``convy run`` sums it up, with the scenarios it skipped and its report."""
-        if not self.played and not any(prepared.absent for prepared in self.prepared.values()):
+        if not self.started and not any(prepared.absent for prepared in self.prepared.values()):
             return
         terminalreporter.write_sep("-", "convy")
+        for name, spec in self.started.items():
+            if name not in (self.played or {}):  # stopped (Ctrl+C): the run is kept, marked interrupted
+                terminalreporter.write_line(f"{name}: run {spec.id} was stopped; play the rest with: convy resume {spec.id}")
         for name, played in (self.played or {}).items():
             match played:
                 case Played(summary=summary, report=report):
@@ -293,8 +317,9 @@ class ProjectScenarios(pytest.Collector):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         match excinfo.value:
-            case ConfigurationError() as error:
-                return "\n".join(f"convy: {Inert(line).line()}" for line in str(error).splitlines())
+            case ConfigurationError() as error:  # as `convy` says it: every secret of the project hidden
+                said = Environment(self.config.stash[TESTS].project.folder).secrets().hidden(str(error))
+                return "\n".join(f"convy: {Inert(line).line()}" for line in said.splitlines())
             case _:
                 return super().repr_failure(excinfo)
 
