@@ -105,7 +105,7 @@ def test_each_scenario_is_an_item_that_passes_fails_or_is_skipped(pytester: pyte
             "convy::bot::greet PASSED*",
             "convy::bot::refund FAILED*",
             "convy::bot::unjudged FAILED*",
-            "SKIPPED [[]1[]] scenarios/chat.yaml: needs a model for the simulated user: *",
+            "SKIPPED [[]1[]] scenarios/chat.yaml: for agent bot, needs a model for the simulated user: *",
         ]
     )
 
@@ -274,3 +274,18 @@ def test_a_session_stopped_by_ctrl_c_keeps_the_run_to_resume(pytester: pytest.Py
     (run,) = runs(project)
     assert json.loads((run / "run.json").read_text(encoding="utf-8"))["status"]["type"] == "interrupted"
     result.stdout.fnmatch_lines([f"bot: run {run.name} was stopped; play the rest with: convy resume {run.name}"])
+
+
+def test_an_absent_agents_items_are_skipped_and_naming_it_is_an_error(pytester: pytest.Pytester, project: Path) -> None:
+    """An absent agent's items are skipped with its reason; named with ``--convy-agent``, it is a collection error."""
+    (project / "agents" / "later.py").write_text(
+        "from convy.model import Absent\n\nagent = Absent('set LATER_KEY in .env')\n", encoding="utf-8"
+    )
+    result = pytester.runpytest("--convy", "-ra", "-k", "greet", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["skipped agent later: set LATER_KEY in .env", "SKIPPED [[]1[]] scenarios/greet.yaml: the agent later is absent: set LATER_KEY in .env"]
+    )
+    named = pytester.runpytest("--convy", "--convy-agent", "later", "-p", "no:cacheprovider")
+    named.assert_outcomes(errors=1)
+    named.stdout.fnmatch_lines(["convy: agents/later.py: the agent is absent: set LATER_KEY in .env"])

@@ -34,7 +34,7 @@ import pytest
 from convy.bench import Bench, RunInUse, RunSpec
 from convy.cli import Loaded, Passed, RunCommand
 from convy.junit import Case, Suite, XmlText
-from convy.model import Models
+from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.project import Project
 from convy.report import Summary
@@ -68,14 +68,12 @@ class Prepared(msgspec.Struct, frozen=True):
 
 
 class Played(msgspec.Struct, frozen=True):
-    """An agent's run of the session, read back as it was kept: the summary its report was made
-    from, and the report's path."""
+    """An agent's run of the session, as it was kept: the summary its report was made from, the
+    report's path, and each scenario as the JUnit file has it (``Case``), by id."""
 
     summary: Summary
     report: Path
-
-    def cases(self) -> dict[str, Case]:
-        return {case.scenario: case for case in Suite(self.summary, 0).cases()}
+    cases: dict[str, Case]
 
 
 class Stopped(msgspec.Struct, frozen=True):
@@ -166,17 +164,18 @@ class ScenarioTests:
             loaded = Loaded(self.project, name)
             agent, models = loaded.parts()
             secrets = loaded.secrets(agent, models)
-            absent = command.passed_over(name, agent, secrets).removeprefix("- ")  # "skipped agent NAME: why"
+            # As `convy run` passes over an absent agent (one named in --convy-agent is an error).
+            absent = command.passed_over(name, agent, secrets).removeprefix("- ")
             skipped: dict[str, str] = {}
-            if not absent:  # the checks `convy run` makes before a request: each scenario fills the prompt
-                _, passed = self.project.playable(models, settings, scenarios, Matching(), prompt)
-                skipped = {one.scenario: "; ".join(one.reasons) for one in passed}
+            match agent:
+                case Absent(reason=reason):
+                    skipped = {scenario.id: f"the agent {name} is absent: {reason}" for scenario in scenarios}
+                case _:  # the checks `convy run` makes before a request: each scenario fills the prompt
+                    _, passed = self.project.playable(models, settings, scenarios, Matching(), prompt)
+                    skipped = {one.scenario: f"for agent {name}, " + "; ".join(one.reasons) for one in passed}
             self.prepared[name] = Prepared(name, agent, models, secrets, absent)
             node = AgentScenarios.from_parent(parent, name=name)
-            node.chosen = tuple(
-                (scenario, secrets.hidden(absent.removeprefix("skipped ") or skipped.get(scenario.id, "")))
-                for scenario in scenarios
-            )
+            node.chosen = tuple((scenario, secrets.hidden(skipped.get(scenario.id, ""))) for scenario in scenarios)
             nodes.append(node)
         return nodes
 
@@ -194,7 +193,7 @@ class ScenarioTests:
             case Stopped(said=said):
                 raise ScenarioFailed(said)
             case Played() as played:
-                case = played.cases().get(item.scenario.id)
+                case = played.cases.get(item.scenario.id)
                 told = case.told() if case is not None else None
                 if case is not None and told is not None:
                     _, _, _, lines = told
@@ -265,7 +264,7 @@ class ScenarioTests:
         summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         report = self.project.reported(summary)
         self.project.indexed()
-        return Played(summary, report)
+        return Played(summary, report, {case.scenario: case for case in Suite(summary, 0).cases()})
 
     def shown(self, path: Path) -> Path:
         """A path as the developer will find it: from where pytest was started, when it is under it."""
