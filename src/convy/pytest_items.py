@@ -174,7 +174,8 @@ class ScenarioTests:
                     _, passed = self.project.playable(models, settings, scenarios, Matching(), prompt)
                     skipped = {one.scenario: f"for agent {name}, " + "; ".join(one.reasons) for one in passed}
             self.prepared[name] = Prepared(name, agent, models, secrets, absent)
-            node = AgentScenarios.from_parent(parent, name=name)
+            node = AgentScenarios.from_parent(parent, name=Inert(name).line())  # a file's name may hold anything
+            node.agent = name
             node.chosen = tuple((scenario, secrets.hidden(skipped.get(scenario.id, ""))) for scenario in scenarios)
             nodes.append(node)
         return nodes
@@ -200,7 +201,7 @@ class ScenarioTests:
                     text = XmlText("\n".join(lines), 100_000).lines()
                     raise ScenarioFailed(f"{text}\nreport: {self.shown(played.report)}")
             case None:
-                raise ScenarioFailed(f"{item.agent}: no run of this agent was played")
+                raise ScenarioFailed(f"{Inert(item.agent).line()}: no run of this agent was played")
 
     def ran(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """The coroutine run to its end in an event loop of its own, as ``convy run`` runs a play
@@ -327,6 +328,7 @@ class AgentScenarios(pytest.Collector):
     """One agent's scenarios: an item for each, skipped with the reason when the agent, or a model
     the scenario needs, is absent."""
 
+    agent: str = ""
     chosen: tuple[tuple[Scenario, str], ...] = ()
 
     def collect(self) -> list[ScenarioItem]:
@@ -338,7 +340,7 @@ class AgentScenarios(pytest.Collector):
                 self, name=Inert(scenario.id).line(), path=file if file.is_file() else tests.project.folder / "scenarios"
             )
             item.scenario = scenario
-            item.agent = self.name
+            item.agent = self.agent
             for tag in scenario.tags:
                 item.extra_keyword_matches.add(tag)
                 if tests.markable(tag):
@@ -367,4 +369,4 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         # A line, 0 (the file's first): pytest says where a skipped item is by its file and line.
-        return self.path, 0, f"{self.agent}::{self.name}"
+        return self.path, 0, f"{Inert(self.agent).line()}::{self.name}"
