@@ -289,3 +289,18 @@ def test_an_absent_agents_items_are_skipped_and_naming_it_is_an_error(pytester: 
     named = pytester.runpytest("--convy", "--convy-agent", "later", "-p", "no:cacheprovider")
     named.assert_outcomes(errors=1)
     named.stdout.fnmatch_lines(["convy: agents/later.py: the agent is absent: set LATER_KEY in .env"])
+
+
+def test_verbose_shows_each_attempt_as_it_ends(pytester: pytest.Pytester, project: Path) -> None:
+    """Under ``-v`` each attempt's line is shown as ``convy run`` shows it; without, none is."""
+    verbose = pytester.runpytest("--convy", "-v", "-k", "greet or refund", "-p", "no:cacheprovider")
+    (run,) = runs(project)
+    # Each line on its own: attempts end in no set order.
+    for line in (
+        f"bot: 2 scenarios × 2 attempts → results/bot/{run.name}",
+        "✓ greet #1  1 turn, * · 1 claim held",
+        "✗ refund #2  1 turn, * · never said /guarantee/: agent said 'guarantee' in turn 1",
+    ):
+        verbose.stdout.fnmatch_lines([line])
+    quiet = pytester.runpytest("--convy", "-k", "greet", "-p", "no:cacheprovider")
+    assert "greet #1" not in quiet.stdout.str()

@@ -22,9 +22,10 @@ saying what ``junit.Case`` says of the scenario, with the report's path.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -32,7 +33,7 @@ import msgspec
 import pytest
 
 from convy.bench import Bench, RunInUse, RunSpec
-from convy.cli import Loaded, Passed, RunCommand
+from convy.cli import Loaded, Passed, Printed, RunCommand, Shown, Unseen
 from convy.junit import Case, Suite, XmlText
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unplayed, Unwritable
@@ -189,7 +190,7 @@ class ScenarioTests:
         no item has been decided yet)."""
         if self.played is None:
             self.played = {}  # once, even if the play stops: a stopped play is not played again
-            self.played = self.ran(self.plays(item.session))
+            self.played = self.watched(item.session)
         match self.played.get(item.agent):
             case Stopped(said=said):
                 raise ScenarioFailed(said)
@@ -202,6 +203,23 @@ class ScenarioTests:
                     raise ScenarioFailed(f"{text}\nreport: {self.shown(played.report)}")
             case None:
                 raise ScenarioFailed(f"{Inert(item.agent).line()}: no run of this agent was played")
+
+    def watched(self, session: pytest.Session) -> dict[str, Played | Stopped]:
+        """The session's plays; under ``-v``, each attempt's line shown as it ends, as ``convy run``
+        shows it (through ``cli.Shown``, which a slow reader cannot hold up), pytest's capture
+        suspended meanwhile so that the lines reach the terminal."""
+        if self.config.getoption("verbose") < 1:
+            return self.ran(self.plays(session, None))
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+            if reporter is not None:
+                reporter.ensure_newline()  # after the item's name, which -v wrote before it ran
+                reporter.flush()
+            shown = Shown(sys.stdout)
+            played = self.ran(self.plays(session, shown))
+            shown.drained()  # not when stopped: Ctrl+C does not wait for the reader
+            return played
 
     def ran(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """The coroutine run to its end in an event loop of its own, as ``convy run`` runs a play
@@ -231,9 +249,9 @@ class ScenarioTests:
                     done.result()
                 raise
 
-    async def plays(self, session: pytest.Session) -> dict[str, Played | Stopped]:
+    async def plays(self, session: pytest.Session, shown: Shown | None) -> dict[str, Played | Stopped]:
         """A run for each agent with a selected item, one after another as ``convy run`` plays
-        them; each kept and reported as soon as it ends."""
+        them; each kept and reported as soon as it ends, its attempts shown on ``shown`` if given."""
         chosen: dict[str, list[Scenario]] = {}
         for item in session.items:
             match item:
@@ -252,16 +270,21 @@ class ScenarioTests:
                     continue
                 bench = Bench(prepared.agent, prepared.models, spec.limits, prompt)
                 self.started[name] = spec
-                played[name] = await self.play(spec, bench, prepared.secrets)
+                printed = None
+                if shown is not None:
+                    where = self.shown(self.project.journal(spec).folder)
+                    shown.line(f"{name}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts → {where}")
+                    printed = Printed(shown, Unseen(), 0, spec.trust)
+                played[name] = await self.play(spec, bench, prepared.secrets, printed)
             except (ConfigurationError, Unwritable, Unplayed) as error:
                 played[name] = Stopped(Inert(prepared.secrets.hidden(f"convy: {error}")).lines())
         return played
 
-    async def play(self, spec: RunSpec, bench: Bench, secrets: Secrets) -> Played:
+    async def play(self, spec: RunSpec, bench: Bench, secrets: Secrets, printed: Printed | None) -> Played:
         journal = self.project.journal(spec)
         if journal.in_use():
             raise RunInUse(f"run {spec.id} is in use by another convy process")
-        kept = await journal.play(spec, bench, None, secrets)
+        kept = await journal.play(spec, bench, printed, secrets)
         summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         report = self.project.reported(summary)
         self.project.indexed()
