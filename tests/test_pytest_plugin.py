@@ -257,7 +257,9 @@ def test_a_run_that_cannot_be_written_fails_its_items_saying_so(pytester: pytest
 
 
 def test_a_session_stopped_by_ctrl_c_keeps_the_run_to_resume(pytester: pytest.Pytester, project: Path) -> None:
-    """Ctrl+C during the play stops the session; the run is kept, marked interrupted, and the way on is said."""
+    """Ctrl+C during the play stops the session; the run is kept, marked interrupted, and the way on
+    is said, after the run of an agent played before it, which is summed up as it ended."""
+    (project / "agents" / "able.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
     (project / "agents" / "bot.py").write_text(
         AGENT.replace(
             '    if "crash" in text:',
@@ -273,7 +275,10 @@ def test_a_session_stopped_by_ctrl_c_keeps_the_run_to_resume(pytester: pytest.Py
     assert result.ret == pytest.ExitCode.INTERRUPTED
     (run,) = runs(project)
     assert json.loads((run / "run.json").read_text(encoding="utf-8"))["status"]["type"] == "interrupted"
-    result.stdout.fnmatch_lines([f"bot: run {run.name} was stopped; play the rest with: convy resume {run.name}"])
+    (before,) = (project / "results" / "able").iterdir()
+    result.stdout.fnmatch_lines(
+        [f"bot: run {run.name} was stopped; play the rest with: convy resume {run.name}", f"able: run {before.name}: *"]
+    )
 
 
 def test_an_absent_agents_items_are_skipped_and_naming_it_is_an_error(pytester: pytest.Pytester, project: Path) -> None:

@@ -92,8 +92,8 @@ class ScenarioTests:
     plays the selected ones once for the session, and decides each item from what was kept.
 
     It holds the session's state, each part filled once: the project's agents as collected
-    (``prepared``) and, from the first item on, the runs as they start (``started``) and as they
-    were kept (``played``).
+    (``prepared``) and, from the first item on (``begun``), the runs as they start (``started``)
+    and as they were kept (``played``), an agent's at its end, so a Ctrl+C leaves those before.
     """
 
     MARKERS: ClassVar[str] = "markers"
@@ -113,8 +113,9 @@ class ScenarioTests:
         )
         self.project = Project(self.asked.project)
         self.prepared: dict[str, Prepared] = {}
+        self.begun = False
         self.started: dict[str, RunSpec] = {}
-        self.played: dict[str, Played | Stopped] | None = None
+        self.played: dict[str, Played | Stopped] = {}
 
     def configured(self) -> None:
         """Refuse pytest-xdist, register the scenarios' tags as markers, and take part in the session."""
@@ -188,9 +189,9 @@ class ScenarioTests:
     def decided(self, item: ScenarioItem) -> None:
         """Pass, or fail ``item`` saying why, from what its agent's run kept (played first, when
         no item has been decided yet)."""
-        if self.played is None:
-            self.played = {}  # once, even if the play stops: a stopped play is not played again
-            self.played = self.watched(item.session)
+        if not self.begun:
+            self.begun = True  # once, even if the play stops: a stopped play is not played again
+            self.watched(item.session)
         match self.played.get(item.agent):
             case Stopped(said=said):
                 raise ScenarioFailed(said)
@@ -200,16 +201,17 @@ class ScenarioTests:
                 if case is not None and told is not None:
                     _, _, _, lines = told
                     text = XmlText("\n".join(lines), 100_000).lines()
-                    raise ScenarioFailed(f"{text}\nreport: {self.shown(played.report)}")
+                    raise ScenarioFailed(f"{text}\nreport: {self.where(played.report)}")
             case None:
                 raise ScenarioFailed(f"{Inert(item.agent).line()}: no run of this agent was played")
 
-    def watched(self, session: pytest.Session) -> dict[str, Played | Stopped]:
+    def watched(self, session: pytest.Session) -> None:
         """The session's plays; under ``-v``, each attempt's line shown as it ends, as ``convy run``
         shows it (through ``cli.Shown``, which a slow reader cannot hold up), pytest's capture
         suspended meanwhile so that the lines reach the terminal."""
         if self.config.getoption("verbose") < 1:
-            return self.ran(self.plays(session, None))
+            self.ran(self.plays(session, None))
+            return
         capture = self.config.pluginmanager.getplugin("capturemanager")
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
         with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
@@ -217,9 +219,8 @@ class ScenarioTests:
                 reporter.ensure_newline()  # after the item's name, which -v wrote before it ran
                 reporter.flush()
             shown = Shown(sys.stdout)
-            played = self.ran(self.plays(session, shown))
+            self.ran(self.plays(session, shown))
             shown.drained()  # not when stopped: Ctrl+C does not wait for the reader
-            return played
 
     def ran(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """The coroutine run to its end in an event loop of its own, as ``convy run`` runs a play
@@ -249,7 +250,7 @@ class ScenarioTests:
                     done.result()
                 raise
 
-    async def plays(self, session: pytest.Session, shown: Shown | None) -> dict[str, Played | Stopped]:
+    async def plays(self, session: pytest.Session, shown: Shown | None) -> None:
         """A run for each agent with a selected item, one after another as ``convy run`` plays
         them; each kept and reported as soon as it ends, its attempts shown on ``shown`` if given."""
         chosen: dict[str, list[Scenario]] = {}
@@ -259,7 +260,6 @@ class ScenarioTests:
                     chosen.setdefault(item.agent, []).append(item.scenario)
         settings = self.command().overridden(self.project.settings())
         prompt = self.project.prompt(settings)
-        played: dict[str, Played | Stopped] = {}
         for name, scenarios in chosen.items():
             prepared = self.prepared[name]
             try:
@@ -272,13 +272,12 @@ class ScenarioTests:
                 self.started[name] = spec
                 printed = None
                 if shown is not None:
-                    where = self.shown(self.project.journal(spec).folder)
+                    where = self.where(self.project.journal(spec).folder)
                     shown.line(f"{name}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts → {where}")
                     printed = Printed(shown, Unseen(), 0, spec.trust)
-                played[name] = await self.play(spec, bench, prepared.secrets, printed)
+                self.played[name] = await self.play(spec, bench, prepared.secrets, printed)
             except (ConfigurationError, Unwritable, Unplayed) as error:
-                played[name] = Stopped(Inert(prepared.secrets.hidden(f"convy: {error}")).lines())
-        return played
+                self.played[name] = Stopped(Inert(prepared.secrets.hidden(f"convy: {error}")).lines())
 
     async def play(self, spec: RunSpec, bench: Bench, secrets: Secrets, printed: Printed | None) -> Played:
         journal = self.project.journal(spec)
@@ -290,7 +289,7 @@ class ScenarioTests:
         self.project.indexed()
         return Played(summary, report, {case.scenario: case for case in Suite(summary, 0).cases()})
 
-    def shown(self, path: Path) -> Path:
+    def where(self, path: Path) -> Path:
         """A path as the developer will find it: from where pytest was started, when it is under it."""
         here = Path(self.config.invocation_params.dir)
         return path.relative_to(here) if path.is_relative_to(here) else path
@@ -301,14 +300,14 @@ class ScenarioTests:
             return
         terminalreporter.write_sep("-", "convy")
         for name, spec in self.started.items():
-            if name not in (self.played or {}):  # stopped (Ctrl+C): the run is kept, marked interrupted
+            if name not in self.played:  # stopped (Ctrl+C): the run is kept, marked interrupted
                 terminalreporter.write_line(f"{name}: run {spec.id} was stopped; play the rest with: convy resume {spec.id}")
-        for name, played in (self.played or {}).items():
+        for name, played in self.played.items():
             match played:
                 case Played(summary=summary, report=report):
                     for line in self.summed(name, summary):
                         terminalreporter.write_line(line)
-                    terminalreporter.write_line(f"  report: {self.shown(report)}")
+                    terminalreporter.write_line(f"  report: {self.where(report)}")
                 case Stopped(said=said):
                     terminalreporter.write_line(f"{name}: {said}")
         for prepared in self.prepared.values():
