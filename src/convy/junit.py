@@ -145,9 +145,19 @@ class Case(msgspec.Struct, frozen=True):
     def element(self) -> ET.Element:
         name, agent = XmlText(self.scenario).line(), XmlText(self.agent).line()  # a file's name may hold anything
         case = ET.Element("testcase", name=name, classname=agent, time=f"{self.seconds():.3f}")
+        told = self.told()
+        if told is not None:
+            tag, kind, message, lines = told
+            self._child(case, tag, kind, message, lines)
+        return case
+
+    def told(self) -> tuple[Literal["failure", "error"], str, str, list[str]] | None:
+        """Why the scenario did not pass, or ``None`` when it did: ``failure`` (a claim failed) or
+        ``error``, its type, a one-line message and the lines of its text (outside text cut, not
+        yet written out). The pytest plugin fails an item with the same words."""
         match self.kind():
             case "passed":
-                pass
+                return None
             case "failure":
                 failed = self._failed_claims()
                 first = [
@@ -169,21 +179,20 @@ class Case(msgspec.Struct, frozen=True):
                 lines += Shortened(tuple(entries), self.CLAIMS, "claims").kept()
                 lines += self._others("agent", "the agent failed:")
                 lines += self._others("not_judged", "not judged:")
-                self._child(case, "failure", "claim", message, lines)
+                return "failure", "claim", message, lines
             case "agent":
                 broken = [attempt for attempt in self.attempts if attempt.why() == "agent"]
                 stop = broken[0].outcome.stop
                 message = f"{self.headline()}; the agent failed in {len(broken)}: {self._said(broken[0], self.MESSAGE)}"
                 lines = [self.headline(), *self._others("agent", "the agent failed:"), *self._others("not_judged", "not judged:")]
-                self._child(case, "error", stop, message, lines)
+                return "error", stop, message, lines
             case "not_judged":
                 unjudged = [attempt for attempt in self.attempts if attempt.status() == "not_judged"]
                 message = f"{self.headline()}: {self._said(unjudged[0], self.MESSAGE)}"
-                self._child(case, "error", "not_judged", message, [self.headline(), *self._others("not_judged", "not judged:")])
+                return "error", "not_judged", message, [self.headline(), *self._others("not_judged", "not judged:")]
             case "not_played":
                 message = f"no attempt of it was kept (the run is {self.status})"
-                self._child(case, "error", "not_played", message, [message])
-        return case
+                return "error", "not_played", message, [message]
 
     def _child(self, case: ET.Element, tag: str, kind: str, message: str, lines: list[str]) -> None:
         child = ET.SubElement(case, tag, type=kind, message=XmlText(message, 2000).line())

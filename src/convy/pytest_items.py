@@ -1,0 +1,394 @@
+"""A convy project's scenarios as pytest items, played as ``convy run`` plays them.
+
+Loaded by ``pytest_plugin`` only when pytest is given ``--convy``. The tree it adds to the
+session, beside whatever else pytest collects::
+
+    convy                       ProjectScenarios: a configuration error of the project is its collection error
+    convy::shop                 AgentScenarios: one agent of agents/, loaded with its models
+    convy::shop::refunds/late   ScenarioItem: one scenario, for that agent
+
+``-k`` selects on these names (and the scenario's tags); ``-m`` on the tags, each registered as a
+marker. An item whose scenario needs a model that is absent, or whose agent is absent, is skipped
+with the reason ``convy run`` gives.
+
+Nothing is played while collecting. At the first item that runs, ``ScenarioTests`` plays every
+selected item's attempts: one run per agent, in one ``asyncio.run`` for the session, through the
+code ``convy run`` plays with (``Project.spec``, ``Bench``, ``RunJournal.play``, then
+``Project.reported`` and ``Project.indexed``), so the run folder, its report.html and the index are
+the ones ``convy run`` writes. Each item then passes or fails from the attempts its run kept,
+saying what ``junit.Case`` says of the scenario, with the report's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Coroutine, Generator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext, suppress
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import msgspec
+import pytest
+
+from convy.bench import Bench, RunInUse, RunSpec
+from convy.cli import Loaded, Passed, Printed, RunCommand, Shown, Unseen
+from convy.junit import Case, Suite, XmlText
+from convy.model import Absent, Models
+from convy.problems import ConfigurationError, Unplayed, Unwritable
+from convy.project import Project
+from convy.report import Summary
+from convy.runs import Read
+from convy.scenario import Matching, Scenario
+from convy.secrets import Environment, Secrets
+from convy.terminal import Inert
+
+T = TypeVar("T")
+
+
+class Asked(msgspec.Struct, frozen=True):
+    """What the session asked of convy, from its options."""
+
+    project: Path
+    agents: tuple[str, ...]
+    attempts: int | None
+    trust: float | None
+
+
+class Prepared(msgspec.Struct, frozen=True):
+    """One agent of the project as collecting loaded it: the agent and its models (loaded anew, as
+    ``convy run`` loads them for each agent), the secrets they hold, and why it is not played
+    (``absent``: ``convy run``'s line for an absent agent), or ""."""
+
+    name: str
+    agent: Any
+    models: Models
+    secrets: Secrets
+    absent: str
+
+
+class Played(msgspec.Struct, frozen=True):
+    """An agent's run of the session, as it was kept: the summary its report was made from, the
+    report's path, and each scenario as the JUnit file has it (``Case``), by id."""
+
+    summary: Summary
+    report: Path
+    cases: dict[str, Case]
+
+
+class Stopped(msgspec.Struct, frozen=True):
+    """An agent's run that could not be played or kept, and the line that says why."""
+
+    said: str
+
+
+class ScenarioFailed(Exception):
+    """A scenario that did not pass; its text says why, for the developer who reads it."""
+
+
+class ScenarioTests:
+    """The plugin object ``--convy`` registers: it adds the project's scenarios to the collection,
+    plays the selected ones once for the session, and decides each item from what was kept.
+
+    It holds the session's state, each part filled once: the project's agents as collected
+    (``prepared``) and, from the first item on (``begun``), the runs as they start (``started``)
+    and as they were kept (``played``), an agent's at its end, so a Ctrl+C leaves those before.
+    """
+
+    MARKERS: ClassVar[str] = "markers"
+    # Marks pytest (and pytest-timeout) give a meaning to: a scenario tagged so is not marked so,
+    # though -k still finds the tag.
+    MEANINGFUL: ClassVar[frozenset[str]] = frozenset(
+        {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout"}
+    )
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.asked = Asked(
+            project=Path(config.invocation_params.dir) / (config.getoption("convy_project") or config.rootpath),
+            agents=tuple(config.getoption("convy_agent")),
+            attempts=config.getoption("convy_attempts"),
+            trust=config.getoption("convy_trust"),
+        )
+        self.project = Project(self.asked.project)
+        self.prepared: dict[str, Prepared] = {}
+        self.begun = False
+        self.started: dict[str, RunSpec] = {}
+        self.played: dict[str, Played | Stopped] = {}
+
+    def configured(self) -> None:
+        """Refuse pytest-xdist, register the scenarios' tags as markers, and take part in the session."""
+        workers = self.config.getoption("numprocesses", None) or self.config.getoption("dist", "no") != "no"
+        if workers or hasattr(self.config, "workerinput"):
+            raise pytest.UsageError(
+                "--convy plays the scenarios as one run per agent, in one process: run it without "
+                "pytest-xdist's -n/--dist (or with -p no:xdist)"
+            )
+        known = {line.split(":")[0].split("(")[0].strip() for line in self.config.getini(self.MARKERS)}
+        scenarios, _ = self.project.sound_scenarios()  # a broken file is a collection error, later
+        for tag in sorted({tag for scenario in scenarios for tag in scenario.tags}):
+            if self.markable(tag) and tag not in known:
+                self.config.addinivalue_line(self.MARKERS, f"{tag}: convy scenarios tagged {tag}")
+        self.config.stash[TESTS] = self
+        self.config.pluginmanager.register(self, "convy-scenarios")
+
+    def markable(self, tag: str) -> bool:
+        """Whether a tag can be a marker: a name ``-m`` reads and the markers setting keeps whole,
+        and none pytest gives a meaning to."""
+        return (
+            tag.replace("-", "_").replace(".", "_").isidentifier()
+            and not tag.startswith("_")
+            and tag not in self.MEANINGFUL
+        )
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        """The session's collection, with the project's scenarios after what it found."""
+        report = yield
+        match collector:
+            case pytest.Session() if report.passed:
+                tree = ProjectScenarios.from_parent(collector, name="convy", nodeid="convy", path=self.project.folder)
+                report.result.append(tree)
+        return report
+
+    def collected(self, parent: ProjectScenarios) -> list[AgentScenarios]:
+        """An ``AgentScenarios`` for each agent: every problem of the project raised as one
+        ``ConfigurationError``, as ``convy run`` would say it before sending anything."""
+        command = self.command()
+        settings = command.overridden(self.project.settings())
+        scenarios = self.project.scenarios()
+        prompt = self.project.prompt(settings)
+        nodes: list[AgentScenarios] = []
+        for name in self.asked.agents or self.project.agent_names():
+            loaded = Loaded(self.project, name)
+            agent, models = loaded.parts()
+            secrets = loaded.secrets(agent, models)
+            # As `convy run` passes over an absent agent (one named in --convy-agent is an error).
+            absent = command.passed_over(name, agent, secrets).removeprefix("- ")
+            skipped: dict[str, str] = {}
+            match agent:
+                case Absent(reason=reason):
+                    skipped = {scenario.id: f"the agent {name} is absent: {reason}" for scenario in scenarios}
+                case _:  # the checks `convy run` makes before a request: each scenario fills the prompt
+                    _, passed = self.project.playable(models, settings, scenarios, Matching(), prompt)
+                    skipped = {one.scenario: f"for agent {name}, " + "; ".join(one.reasons) for one in passed}
+            self.prepared[name] = Prepared(name, agent, models, secrets, absent)
+            node = AgentScenarios.from_parent(parent, name=Inert(name).line())  # a file's name may hold anything
+            node.agent = name
+            node.chosen = tuple((scenario, secrets.hidden(skipped.get(scenario.id, ""))) for scenario in scenarios)
+            nodes.append(node)
+        return nodes
+
+    def command(self) -> RunCommand:
+        """``convy run`` as the session's options would give it."""
+        return RunCommand(self.project, self.asked.agents, self.asked.attempts, (), (), self.asked.trust, None)
+
+    def decided(self, item: ScenarioItem) -> None:
+        """Pass, or fail ``item`` saying why, from what its agent's run kept (played first, when
+        no item has been decided yet)."""
+        if not self.begun:
+            self.begun = True  # once, even if the play stops: a stopped play is not played again
+            self.watched(item.session)
+        match self.played.get(item.agent):
+            case Stopped(said=said):
+                raise ScenarioFailed(said)
+            case Played() as played:
+                case = played.cases.get(item.scenario.id)
+                told = case.told() if case is not None else None
+                if case is not None and told is not None:
+                    _, _, _, lines = told
+                    text = XmlText("\n".join(lines), 100_000).lines()
+                    raise ScenarioFailed(f"{text}\nreport: {self.where(played.report)}")
+            case None:
+                raise ScenarioFailed(f"{Inert(item.agent).line()}: no run of this agent was played")
+
+    def watched(self, session: pytest.Session) -> None:
+        """The session's plays; under ``-v``, each attempt's line shown as it ends, as ``convy run``
+        shows it (through ``cli.Shown``, which a slow reader cannot hold up), pytest's capture
+        suspended meanwhile so that the lines reach the terminal."""
+        if self.config.getoption("verbose") < 1:
+            self.ran(self.plays(session, None))
+            return
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+            if reporter is not None:
+                reporter.ensure_newline()  # after the item's name, which -v wrote before it ran
+                reporter.flush()
+            shown = Shown(sys.stdout)
+            self.ran(self.plays(session, shown))
+            shown.drained()  # not when stopped: Ctrl+C does not wait for the reader
+
+    def ran(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """The coroutine run to its end in an event loop of its own, as ``convy run`` runs a play
+        (Ctrl+C cancels it, and the run is kept, marked interrupted). When this thread runs a loop
+        already (a plugin runs the session inside one), ``asyncio.run`` cannot nest: it runs in a
+        thread of its own, this one waiting for it, and Ctrl+C here cancels it there."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        hosts: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = []
+
+        async def hosted() -> T:
+            task = asyncio.current_task()
+            if task is not None:
+                hosts.append((asyncio.get_running_loop(), task))
+            return await coroutine
+
+        with ThreadPoolExecutor(1, thread_name_prefix="convy") as pool:
+            done = pool.submit(asyncio.run, hosted())
+            try:
+                return done.result()
+            except KeyboardInterrupt:
+                for loop, task in hosts:
+                    loop.call_soon_threadsafe(task.cancel)
+                with suppress(asyncio.CancelledError):
+                    done.result()
+                raise
+
+    async def plays(self, session: pytest.Session, shown: Shown | None) -> None:
+        """A run for each agent with a selected item, one after another as ``convy run`` plays
+        them; each kept and reported as soon as it ends, its attempts shown on ``shown`` if given."""
+        chosen: dict[str, list[Scenario]] = {}
+        for item in session.items:
+            match item:
+                case ScenarioItem() if not self.prepared[item.agent].absent:
+                    chosen.setdefault(item.agent, []).append(item.scenario)
+        settings = self.command().overridden(self.project.settings())
+        prompt = self.project.prompt(settings)
+        for name, scenarios in chosen.items():
+            prepared = self.prepared[name]
+            try:
+                spec = prepared.secrets.kept(
+                    self.project.spec(name, prepared.models, settings, tuple(scenarios), Matching())
+                )
+                if not spec.scenarios:  # every one skipped for a model: nothing to play, no run
+                    continue
+                bench = Bench(prepared.agent, prepared.models, spec.limits, prompt)
+                self.started[name] = spec
+                printed = None
+                if shown is not None:
+                    where = self.where(self.project.journal(spec).folder)
+                    shown.line(f"{name}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts → {where}")
+                    printed = Printed(shown, Unseen(), 0, spec.trust)
+                self.played[name] = await self.play(spec, bench, prepared.secrets, printed)
+            except (ConfigurationError, Unwritable, Unplayed) as error:
+                self.played[name] = Stopped(Inert(prepared.secrets.hidden(f"convy: {error}")).lines())
+
+    async def play(self, spec: RunSpec, bench: Bench, secrets: Secrets, printed: Printed | None) -> Played:
+        journal = self.project.journal(spec)
+        if journal.in_use():
+            raise RunInUse(f"run {spec.id} is in use by another convy process")
+        kept = await journal.play(spec, bench, printed, secrets)
+        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+        report = self.project.reported(summary)
+        self.project.indexed()
+        return Played(summary, report, {case.scenario: case for case in Suite(summary, 0).cases()})
+
+    def where(self, path: Path) -> Path:
+        """A path as the developer will find it: from where pytest was started, when it is under it."""
+        here = Path(self.config.invocation_params.dir)
+        return path.relative_to(here) if path.is_relative_to(here) else path
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The runs played, each as ``convy run`` sums it up, with the scenarios it skipped and its report."""
+        if not self.started and not any(prepared.absent for prepared in self.prepared.values()):
+            return
+        terminalreporter.write_sep("-", "convy")
+        for name, spec in self.started.items():
+            if name not in self.played:  # stopped (Ctrl+C): the run is kept, marked interrupted
+                terminalreporter.write_line(f"{name}: run {spec.id} was stopped; play the rest with: convy resume {spec.id}")
+        for name, played in self.played.items():
+            match played:
+                case Played(summary=summary, report=report):
+                    for line in self.summed(name, summary):
+                        terminalreporter.write_line(line)
+                    terminalreporter.write_line(f"  report: {self.where(report)}")
+                case Stopped(said=said):
+                    terminalreporter.write_line(f"{name}: {said}")
+        for prepared in self.prepared.values():
+            if prepared.absent:
+                terminalreporter.write_line(Inert(prepared.secrets.hidden(prepared.absent)).line())
+
+    def summed(self, name: str, summary: Summary) -> list[str]:
+        spec = summary.run.file.spec
+        statuses = [attempt.status() for attempt in summary.attempts()]
+        rate = summary.rate()
+        rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
+        return [
+            f"{name}: run {spec.id}: {statuses.count('passed')} passed, {statuses.count('failed')} failed, "
+            f"{statuses.count('not_judged')} not judged of {len(statuses)} attempts · pass rate {rate_text}",
+            *(Inert(line).line() for line in Passed(spec.skipped).lines("  ")),
+        ]
+
+
+TESTS = pytest.StashKey[ScenarioTests]()
+
+
+class ProjectScenarios(pytest.Collector):
+    """The project's scenarios: an ``AgentScenarios`` for each agent played. A configuration error
+    (a broken scenario file, ``models.py`` or an agent that raises, settings refused) is this
+    node's collection error, said as ``convy`` says it, one line for each problem."""
+
+    def collect(self) -> list[AgentScenarios]:
+        return self.config.stash[TESTS].collected(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        match excinfo.value:
+            case ConfigurationError() as error:  # as `convy` says it: every secret of the project hidden
+                said = Environment(self.config.stash[TESTS].project.folder).secrets().hidden(str(error))
+                return "\n".join(f"convy: {Inert(line).line()}" for line in said.splitlines())
+            case _:
+                return super().repr_failure(excinfo)
+
+
+class AgentScenarios(pytest.Collector):
+    """One agent's scenarios: an item for each, skipped with the reason when the agent, or a model
+    the scenario needs, is absent."""
+
+    agent: str = ""
+    chosen: tuple[tuple[Scenario, str], ...] = ()
+
+    def collect(self) -> list[ScenarioItem]:
+        tests = self.config.stash[TESTS]
+        items: list[ScenarioItem] = []
+        for scenario, skipped in self.chosen:
+            file = tests.project.folder / "scenarios" / f"{scenario.id}.yaml"
+            item = ScenarioItem.from_parent(
+                self, name=Inert(scenario.id).line(), path=file if file.is_file() else tests.project.folder / "scenarios"
+            )
+            item.scenario = scenario
+            item.agent = self.agent
+            for tag in scenario.tags:
+                item.extra_keyword_matches.add(tag)
+                if tests.markable(tag):
+                    item.add_marker(tag)
+            if skipped:
+                item.add_marker(pytest.mark.skip(reason=Inert(skipped).line()))
+            items.append(item)
+        return items
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario of one agent: passed when every attempt of it the run kept passed."""
+
+    scenario: Scenario
+    agent: str
+
+    def runtest(self) -> None:
+        self.config.stash[TESTS].decided(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        match excinfo.value:
+            case ScenarioFailed() as failed:
+                return str(failed)
+            case _:
+                return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        # A line, 0 (the file's first): pytest says where a skipped item is by its file and line.
+        return self.path, 0, f"{Inert(self.agent).line()}::{self.name}"

@@ -1,0 +1,311 @@
+"""The pytest plugin (``pytest --convy``), run by pytest's own ``pytester`` on a project made of the
+fakes: which items it collects, how each ends and says why, ``-k`` and ``-m``, a broken project as
+a collection error, the run folder and report it leaves, and that without ``--convy`` it does
+nothing at all.
+
+The project has five scenarios: one that passes, one whose check fails, one whose agent raises
+(with a key and an escape sequence in its error), one its judge cannot decide, and one that needs
+the simulated user's model, which the project lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+# pytester runs pytest in this process, and after each run takes out of sys.modules every module
+# the run imported: a module imported again beside parts of the old one (PyYAML's events) is not
+# the same classes. What the plugin and the project import is loaded here first, and so is kept.
+import convy.fakes  # noqa: F401
+import convy.http  # noqa: F401
+import convy.page  # noqa: F401
+import convy.pytest_items  # noqa: F401
+import convy.settings  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+SECRET = "sk-canary-5d1e8b7c29a04f63bb"
+
+AGENT = '''\
+import os
+
+from convy.fakes import FakeAgent
+
+
+def answer(text):
+    if "crash" in text:
+        raise RuntimeError(f"bot exploded \\x1b[31mred key={os.environ['BOT_API_KEY']}")
+    if "refund" in text:
+        return "I guarantee a refund today"
+    return "hello " + text
+
+
+agent = FakeAgent(answer)
+'''
+
+MODELS = '''\
+from convy.fakes import FakeJudge
+from convy.model import Models
+
+
+def held(claim, transcript):
+    if "unjudgeable" in claim:
+        raise ValueError("the judge broke down")
+    return True
+
+
+models = Models(judge=FakeJudge(held))
+'''
+
+SCENARIOS = {
+    "greet.yaml": "tags: [smoke]\nscript: [hi]\njudge:\n  - check: {said: hello}\n",
+    "refund.yaml": "tags: [billing]\nscript: [refund please]\njudge:\n  - The bot is polite.\n  - check: {not_said: guarantee}\n",
+    "crash.yaml": "script: [crash now]\njudge:\n  - check: {said: hello}\n",
+    "unjudged.yaml": "script: [hi]\njudge:\n  - An unjudgeable claim.\n",
+    "chat.yaml": "tags: [smoke]\nuser: You want to chat.\njudge:\n  - check: {said: hello}\n",
+}
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project, in pytester's folder (pytest's rootdir there), with the agent's key set."""
+    monkeypatch.setenv("BOT_API_KEY", SECRET)
+    folder = pytester.path
+    (folder / "agents").mkdir()
+    (folder / "agents" / "bot.py").write_text(AGENT, encoding="utf-8")
+    (folder / "models.py").write_text(MODELS, encoding="utf-8")
+    (folder / "scenarios").mkdir()
+    for name, text in SCENARIOS.items():
+        (folder / "scenarios" / name).write_text(text, encoding="utf-8")
+    (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\n", encoding="utf-8")
+    return folder
+
+
+def sections(output: str) -> dict[str, str]:
+    """The failures pytest printed, by the heading of each (``bot::refund``)."""
+    found = re.split(r"^_{3,} (\S+) _{3,}$", output, flags=re.MULTILINE)
+    return {name: body.split("\n=")[0].split("\n-----")[0] for name, body in zip(found[1::2], found[2::2])}
+
+
+def runs(project: Path) -> list[Path]:
+    return sorted((project / "results" / "bot").iterdir()) if (project / "results" / "bot").is_dir() else []
+
+
+def test_each_scenario_is_an_item_that_passes_fails_or_is_skipped(pytester: pytest.Pytester, project: Path) -> None:
+    """Every scenario is an item of the agent: passed, failed or skipped as its run kept it."""
+    result = pytester.runpytest("--convy", "-v", "-ra", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=3, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "convy::bot::chat SKIPPED*",
+            "convy::bot::crash FAILED*",
+            "convy::bot::greet PASSED*",
+            "convy::bot::refund FAILED*",
+            "convy::bot::unjudged FAILED*",
+            "SKIPPED [[]1[]] scenarios/chat.yaml: for agent bot, needs a model for the simulated user: *",
+        ]
+    )
+
+
+def test_a_failure_names_the_claims_their_reasons_and_attempts_and_the_report(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    """A failed item says which claim failed, why in each attempt by number, and where the report is."""
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    (run,) = runs(project)
+    refund = sections(result.stdout.str())["bot::refund"]
+    assert "0 of 2 judged attempts passed" in refund
+    assert "claims that failed:\n- never said /guarantee/ (held 0 of 2 decided)" in refund
+    assert "    #1: agent said 'guarantee' in turn 1\n    #2: agent said 'guarantee' in turn 1" in refund
+    assert "The bot is polite" not in refund  # a claim that held is not named
+    assert f"report: {(run / 'report.html').relative_to(project)}" in refund
+
+
+def test_an_agents_failure_and_an_unjudged_attempt_read_as_such(pytester: pytest.Pytester, project: Path) -> None:
+    """An attempt the agent failed, or that was not judged, is said so, not as a claim that failed;
+    the agent's key stays hidden and its escape sequence is written out."""
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    output = result.stdout.str()
+    found = sections(output)
+    crash, unjudged = found["bot::crash"], found["bot::unjudged"]
+    assert "the agent failed:\n- #1: agent_failed: " in crash and "\n- #2: agent_failed: " in crash
+    assert "claims that failed" not in crash
+    assert "bot exploded \\x1b[31mred" in crash
+    assert "none of 2 attempts judged" in unjudged
+    assert "not judged:\n- #1: judge: " in unjudged and "the judge broke down" in unjudged
+    assert "claims that failed" not in unjudged
+    assert SECRET not in output and SECRET[:8] not in output
+    assert "\x1b" not in output
+
+
+def test_the_run_folder_and_report_are_those_convy_run_writes(pytester: pytest.Pytester, project: Path) -> None:
+    """One run for the session, kept with its report and the index, listing the scenario it skipped."""
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    (run,) = runs(project)
+    assert (run / "report.html").is_file() and (project / "results" / "index.html").is_file()
+    spec = json.loads((run / "run.json").read_text(encoding="utf-8"))["spec"]
+    assert [scenario["id"] for scenario in spec["scenarios"]] == ["crash", "greet", "refund", "unjudged"]
+    assert [skipped["scenario"] for skipped in spec["skipped"]] == ["chat"]
+    assert len((run / "attempts.jsonl").read_text(encoding="utf-8").splitlines()) == 8
+    assert SECRET not in (run / "attempts.jsonl").read_text(encoding="utf-8")
+    result.stdout.fnmatch_lines(["*- convy -*", f"bot: run {run.name}: 2 passed, 4 failed, 2 not judged of 8 attempts*"])
+
+
+def test_k_and_m_select_the_scenarios_played(pytester: pytest.Pytester, project: Path) -> None:
+    """``-k`` on the ids and ``-m`` on the tags (markers, so ``--strict-markers`` holds) choose what the run plays."""
+    pytester.runpytest("--convy", "-k", "greet or refund", "-p", "no:cacheprovider").assert_outcomes(passed=1, failed=1)
+    by_tag = pytester.runpytest("--convy", "-m", "billing", "--strict-markers", "-p", "no:cacheprovider")
+    by_tag.assert_outcomes(failed=1)
+    played = [
+        [scenario["id"] for scenario in json.loads((run / "run.json").read_text(encoding="utf-8"))["spec"]["scenarios"]]
+        for run in runs(project)
+    ]
+    assert sorted(played) == [["greet", "refund"], ["refund"]]
+
+
+def test_attempts_and_the_agent_are_options(pytester: pytest.Pytester, project: Path) -> None:
+    """``--convy-attempts`` sets the attempts of each scenario, and ``--convy-agent`` names the agent."""
+    result = pytester.runpytest("--convy", "--convy-agent", "bot", "--convy-attempts", "3", "-k", "greet", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    (run,) = runs(project)
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["spec"]["attempts"] == 3
+
+
+def test_the_project_may_be_elsewhere(pytester: pytest.Pytester, project: Path) -> None:
+    """``--convy-project`` plays a project in another folder than the rootdir."""
+    elsewhere = pytester.mkdir("elsewhere")
+    (elsewhere / "pyproject.toml").write_text("", encoding="utf-8")
+    result = pytester.runpytest("--convy", f"--convy-project={project}", "-k", "greet", "-p", "no:cacheprovider", elsewhere)
+    result.assert_outcomes(passed=1)
+    assert len(runs(project)) == 1
+
+
+def test_a_broken_scenario_file_is_a_collection_error(pytester: pytest.Pytester, project: Path) -> None:
+    """A broken scenario file is a collection error naming the file and the field, and nothing is played."""
+    (project / "scenarios" / "broken.yaml").write_text("script: [hi]\njudgee: []\n", encoding="utf-8")
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ERROR collecting convy*", "convy: scenarios/broken.yaml: *judgee*"])
+    assert not (project / "results").exists()
+
+
+def test_models_that_raise_are_a_collection_error(pytester: pytest.Pytester, project: Path) -> None:
+    """``models.py`` that raises is a collection error naming it, and nothing is played."""
+    (project / "models.py").write_text("raise ValueError('no models today')\n", encoding="utf-8")
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["convy: loading agents/bot.py or models.py failed: *no models today*"])
+    assert not (project / "results").exists()
+
+
+def test_without_convy_nothing_is_collected_or_played(pytester: pytest.Pytester, project: Path) -> None:
+    """Without ``--convy`` the session is the project's own tests alone: no scenario item, no run."""
+    pytester.makepyfile(test_own="def test_own():\n    assert True\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "convy::" not in result.stdout.str()
+    assert not (project / "results").exists()
+
+
+def test_the_projects_own_tests_run_beside_the_scenarios(pytester: pytest.Pytester, project: Path) -> None:
+    """With ``--convy`` the project's own tests are collected and run as before, beside the scenarios."""
+    pytester.makepyfile(test_own="def test_own():\n    assert True\n")
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider", "-k", "own or greet")
+    result.assert_outcomes(passed=2)
+
+
+def test_xdist_is_refused(pytester: pytest.Pytester, project: Path) -> None:
+    """Given pytest-xdist's ``--dist`` (declared here as xdist declares it), ``--convy`` refuses to start."""
+    pytester.makeconftest(
+        "def pytest_addoption(parser):\n    parser.addoption('--dist', default='no')\n"
+    )
+    result = pytester.runpytest("--convy", "--dist", "load", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--convy plays the scenarios as one run per agent, in one process*"])
+    assert not (project / "results").exists()
+
+
+def test_a_session_inside_a_running_event_loop_plays_all_the_same(pytester: pytest.Pytester, project: Path) -> None:
+    """When a plugin runs the tests inside an event loop, the play runs in a loop of its own and ends the same."""
+    pytester.makeconftest(
+        "import asyncio\n"
+        "import pytest\n\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_runtestloop(session):\n"
+        "    async def inside():\n"
+        "        items = session.items\n"
+        "        for at, item in enumerate(items):\n"
+        "            following = items[at + 1] if at + 1 < len(items) else None\n"
+        "            item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)\n"
+        "    asyncio.run(inside())\n"
+        "    return True\n"
+    )
+    pytester.runpytest("--convy", "-p", "no:cacheprovider").assert_outcomes(passed=1, failed=3, skipped=1)
+    assert len(runs(project)) == 1
+
+
+def test_a_run_that_cannot_be_written_fails_its_items_saying_so(pytester: pytest.Pytester, project: Path) -> None:
+    """When the run's folder cannot be made, each of its items fails with convy's line, and nothing is played."""
+    (project / "results").write_text("not a folder\n", encoding="utf-8")
+    result = pytester.runpytest("--convy", "-k", "greet or refund", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    for body in sections(result.stdout.str()).values():
+        assert body.strip().startswith("convy: ") and "results/bot/" in body and "nothing was played" in body
+
+
+def test_a_session_stopped_by_ctrl_c_keeps_the_run_to_resume(pytester: pytest.Pytester, project: Path) -> None:
+    """Ctrl+C during the play stops the session; the run is kept, marked interrupted, and the way on
+    is said, after the run of an agent played before it, which is summed up as it ended."""
+    (project / "agents" / "able.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
+    (project / "agents" / "bot.py").write_text(
+        AGENT.replace(
+            '    if "crash" in text:',
+            '    if "refund" in text and not STOPPED:  # once, as one Ctrl+C\n'
+            '        STOPPED.append(True)\n'
+            '        os.kill(os.getpid(), signal.SIGINT)\n'
+            '    if "crash" in text:',
+        ).replace("import os\n", "import os\nimport signal\n\nSTOPPED = []\n"),
+        encoding="utf-8",
+    )
+    # The Ctrl+C is the inner session's: pytester would raise it on, into this one.
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider", no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    (run,) = runs(project)
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["status"]["type"] == "interrupted"
+    (before,) = (project / "results" / "able").iterdir()
+    result.stdout.fnmatch_lines(
+        [f"bot: run {run.name} was stopped; play the rest with: convy resume {run.name}", f"able: run {before.name}: *"]
+    )
+
+
+def test_an_absent_agents_items_are_skipped_and_naming_it_is_an_error(pytester: pytest.Pytester, project: Path) -> None:
+    """An absent agent's items are skipped with its reason; named with ``--convy-agent``, it is a collection error."""
+    (project / "agents" / "later.py").write_text(
+        "from convy.model import Absent\n\nagent = Absent('set LATER_KEY in .env')\n", encoding="utf-8"
+    )
+    result = pytester.runpytest("--convy", "-ra", "-k", "greet", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["skipped agent later: set LATER_KEY in .env", "SKIPPED [[]1[]] scenarios/greet.yaml: the agent later is absent: set LATER_KEY in .env"]
+    )
+    named = pytester.runpytest("--convy", "--convy-agent", "later", "-p", "no:cacheprovider")
+    named.assert_outcomes(errors=1)
+    named.stdout.fnmatch_lines(["convy: agents/later.py: the agent is absent: set LATER_KEY in .env"])
+
+
+def test_verbose_shows_each_attempt_as_it_ends(pytester: pytest.Pytester, project: Path) -> None:
+    """Under ``-v`` each attempt's line is shown as ``convy run`` shows it; without, none is."""
+    verbose = pytester.runpytest("--convy", "-v", "-k", "greet or refund", "-p", "no:cacheprovider")
+    (run,) = runs(project)
+    # Each line on its own: attempts end in no set order.
+    for line in (
+        f"bot: 2 scenarios × 2 attempts → results/bot/{run.name}",
+        "✓ greet #1  1 turn, * · 1 claim held",
+        "✗ refund #2  1 turn, * · never said /guarantee/: agent said 'guarantee' in turn 1",
+    ):
+        verbose.stdout.fnmatch_lines([line])
+    quiet = pytester.runpytest("--convy", "-k", "greet", "-p", "no:cacheprovider")
+    assert "greet #1" not in quiet.stdout.str()
