@@ -292,3 +292,11 @@ def test_a_change_within_noise_passes_and_updates_the_comment(project: Path, tmp
     calls = [json.loads(line) for line in (stand / "gh-calls.jsonl").read_text().splitlines()]
     assert calls[-1][:4] == ["api", "--method", "PATCH", "repos/owner/repository/issues/comments/99"]
     assert not any("POST" in call for call in calls)
+
+
+def test_docs_show_the_workflow_convy_writes() -> None:
+    """docs/ci.md ends with the workflow file exactly as convy ships it."""
+    from convy.files import Shipped
+
+    docs = (Path(__file__).parent.parent / "docs" / "ci.md").read_text()
+    assert docs.endswith("```yaml\n" + Shipped(("ci", "github.yml")).text() + "```\n")
