@@ -87,6 +87,7 @@ class Job(msgspec.Struct, frozen=True):
     workspace: Path
     stand_ins: Path
     event: str  # "pull_request" or "push"
+    fork: bool = False  # a pull request from a fork: no secrets, a read-only token
 
     def condition(self, text: str, failed: bool) -> bool:
         """A step's ``if:``, each ``&&`` term read as GitHub would for this event (a term this
@@ -95,8 +96,10 @@ class Job(msgspec.Struct, frozen=True):
         known = {
             "!cancelled()": True,
             "github.event_name == 'pull_request'": self.event == "pull_request",
-            "github.event.pull_request.head.repo.full_name == github.repository": self.event == "pull_request",
-            "(github.event_name == 'push' || github.event.pull_request.head.repo.full_name == github.repository)": True,
+            "github.event.pull_request.head.repo.full_name == github.repository": not self.fork,
+            "(github.event_name == 'push' || github.event.pull_request.head.repo.full_name == github.repository)": (
+                self.event == "push" or not self.fork
+            ),
         }
         if not failed or "!cancelled()" in terms:
             return all(known[term] for term in terms)
@@ -300,3 +303,17 @@ def test_docs_show_the_workflow_convy_writes() -> None:
 
     docs = (Path(__file__).parent.parent / "docs" / "ci.md").read_text()
     assert docs.endswith("```yaml\n" + Shipped(("ci", "github.yml")).text() + "```\n")
+
+
+def test_a_pull_request_from_a_fork_is_compared_but_not_commented(project: Path, tmp_path: Path) -> None:
+    """A fork's pull request is still played and compared, its summary on the job's page, while the comment and the JUnit check, which its read-only token could not make, are skipped."""
+    stand = stand_ins(tmp_path)
+    pushed(project, stand)
+    codes, outputs = Job(workflow(project), project, stand, "pull_request", fork=True).played()
+    assert outputs["compare"]["code"] == "0"
+    assert "Comment on the pull request" not in codes
+    assert "Show the tests" not in codes
+    assert codes["Decide"] == 0
+    assert "within noise" in (stand / "step-summary.md").read_text()
+    calls = [json.loads(line) for line in (stand / "gh-calls.jsonl").read_text().splitlines()]
+    assert [call[:2] for call in calls] == [["run", "list"], ["run", "download"]]
