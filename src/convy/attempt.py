@@ -20,6 +20,7 @@ from convy.busy import Wait
 from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
 from convy.scenario import Outcome
 from convy.views import (
+    CostArray,
     CostView,
     DecisionView,
     DialogueView,
@@ -27,6 +28,7 @@ from convy.views import (
     SpreadView,
     StepView,
     TimeView,
+    TokensArray,
     TokensView,
     TurnView,
 )
@@ -126,8 +128,9 @@ class Sum(msgspec.Struct, frozen=True, gc=False):
 
 _ONE_UNREPORTED = Sum(requests=1, unpriced=1)  # a request nobody reported: one sum serves every such turn
 _NO_SUM = Sum()  # no request (a scripted turn's user)
-_ONE_UNREPORTED_TOKENS = _ONE_UNREPORTED.tokens()
-_UNPRICED_COSTS = tuple(CostView(priced=0, unpriced=count, complete=count == 0) for count in range(3))  # a turn's, none priced
+_ONE_UNREPORTED_TOKENS = TokensArray(*msgspec.structs.astuple(_ONE_UNREPORTED.tokens()))  # the window's, one for all
+_NO_TOKENS_SHOWN = TokensArray()  # a scripted turn's user, in the window
+_UNPRICED_COSTS = tuple(CostArray(priced=0, unpriced=count, complete=count == 0) for count in range(3))  # a turn's, none priced
 
 
 class Added(msgspec.Struct, frozen=True, gc=False):
@@ -541,70 +544,61 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             failed_on=failed_on,
             decisions=decisions,
             spans=self._spans(),
-            tokens=every.tokens(),
-            cost=every.cost(),
+            tokens=_windowed(every.tokens()),
+            cost=_priced(every.cost()),
         )
 
     def _turn(self, turn: Turn) -> TurnView:
         # A request of no price (most are) is shown from its usage with no sum made, and the
         # turn's cost is then one of a few views shared by every such turn; a priced request,
-        # or several, is summed.
-        said = turn.answer.usage
+        # or several, is summed. The kinds of a usage and of a step are told by identity, as in
+        # ``_plain``: this runs for every turn of every attempt, and the class patterns took
+        # twice as long.
+        answer = turn.answer
+        said = answer.usage
         summed = False
-        unpriced = 0
-        match said:
-            case Usage(cost=Unpriced()):
-                agent_tokens = self._tokens(said)
-                unpriced = 1
-            case NoUsage():
-                agent_tokens = _ONE_UNREPORTED_TOKENS
-                unpriced = 1
-            case _:
-                agent_tokens = self._request_sum(said).tokens()
-                summed = True
-        user_tokens = _NO_TOKENS
-        if not turn.scripted:
+        unpriced = 1
+        if type(said) is Usage and type(said.cost) is Unpriced:
+            agent_tokens = self._tokens(said)
+        elif type(said) is NoUsage:
+            agent_tokens = _ONE_UNREPORTED_TOKENS
+        else:  # a priced request, or several
+            agent_tokens = _windowed(self._request_sum(said).tokens())
+            summed = True
+        if turn.scripted:
+            user_tokens = _NO_TOKENS_SHOWN
+        else:
             asked = turn.user_usage
-            match asked:
-                case Usage(cost=Unpriced()):
-                    user_tokens = self._tokens(asked)
-                    unpriced += 1
-                case NoUsage():
-                    user_tokens = _ONE_UNREPORTED_TOKENS
-                    unpriced += 1
-                case Usage():
-                    user_tokens = self._one(asked).tokens()
-                    summed = True
+            if type(asked) is NoUsage:
+                user_tokens = _ONE_UNREPORTED_TOKENS
+                unpriced += 1
+            elif type(asked) is Usage and type(asked.cost) is Unpriced:
+                user_tokens = self._tokens(asked)
+                unpriced += 1
+            else:  # priced
+                user_tokens = _windowed(self._request_sum(asked).tokens())
+                summed = True
         if summed:
             agent_sum, user_sum = self._turn_sum(turn)
-            cost = (agent_sum + user_sum).cost()
+            cost = _priced((agent_sum + user_sum).cost())
         else:
             cost = _UNPRICED_COSTS[unpriced]
         steps: list[StepView] = []
         thoughts = 0
-        for step in turn.answer.steps:
-            match step:
-                case Thought(text=text):
-                    steps.append(StepView("thought", text))
-                    thoughts += 1
-                case Call(name=name, arguments=arguments, result=result, seconds=seconds):
-                    shown: str | None = None
-                    match result:
-                        case Reported(value=value):
-                            shown = _ENCODE(value).decode()
-                        case NotReported():
-                            pass
-                    took: float | None = None  # what ``Took(seconds).value()`` says, with no record made
-                    match seconds:
-                        case NotReported():
-                            pass
-                        case _:
-                            took = float(seconds)
-                    steps.append(StepView("call", "", name, _ENCODE(arguments).decode(), shown, took))
+        for step in answer.steps:
+            if type(step) is Thought:
+                steps.append(StepView("thought", step.text))
+                thoughts += 1
+            elif type(step) is Call:
+                result = step.result
+                shown = _ENCODE(result.value).decode() if type(result) is Reported else None
+                seconds = step.seconds
+                took = None if isinstance(seconds, NotReported) else float(seconds)  # what ``Took(seconds).value()`` says
+                steps.append(StepView("call", "", step.name, _ENCODE(step.arguments).decode(), shown, took))
         return TurnView(
             turn.message,
             turn.scripted,
-            turn.answer.text,
+            answer.text,
             steps,
             thoughts,
             len(steps) - thoughts,
@@ -617,15 +611,15 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             cost,
         )
 
-    def _tokens(self, usage: Usage) -> TokensView:
-        """One request's tokens as the window shows them: what ``_one(usage).tokens()`` says (a
-        plain request's, see ``_plain``, with no details asked for)."""
+    def _tokens(self, usage: Usage) -> TokensArray:
+        """One unpriced request's tokens as the window shows them: what ``_one(usage).tokens()``
+        says (a plain request's, see ``_plain``, with no details asked for)."""
         given = usage.input
         taken = usage.output
         if type(usage.cached) is NotReported and type(usage.reasoning) is NotReported:
-            return TokensView(1, 0 if usage.unreported else 1, given, taken, None, None, given + taken)
+            return TokensArray(1, 0 if usage.unreported else 1, given, taken, None, None, given + taken)
         cached, reasoning = _details(usage)
-        return TokensView(1, 0 if usage.unreported else 1, given, taken, cached, reasoning, given + taken)
+        return TokensArray(1, 0 if usage.unreported else 1, given, taken, cached, reasoning, given + taken)
 
     def _spans(self) -> list[SpanView]:
         outcome = self.outcome
@@ -638,6 +632,16 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
     def _wait(self, wait: Wait) -> SpanView:
         why = {"busy": "for a busy service", "pace": "for its per-minute pace", "place": "for a free place"}[wait.why]
         return SpanView(lane="waiting", start=wait.start, seconds=wait.seconds, label=f"{wait.who} waiting {why}")
+
+
+def _windowed(tokens: TokensView) -> TokensArray:
+    """Tokens as the window writes them: the same fields, as an array."""
+    return TokensArray(*msgspec.structs.astuple(tokens))
+
+
+def _priced(cost: CostView) -> CostArray:
+    """A cost as the window writes it: the same fields, as an array."""
+    return CostArray(*msgspec.structs.astuple(cost))
 
 
 def _details(usage: Usage) -> tuple[int | None, int | None]:
