@@ -9,8 +9,8 @@ free; ``Spread`` is min, p50, p95 and max of some values.
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, Generic, Literal, TypeVar, overload
 
 import msgspec
@@ -32,7 +32,6 @@ from convy.views import (
     TokensView,
     TurnView,
 )
-
 
 Found = TypeVar("Found")
 
@@ -545,21 +544,13 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Verdict(claims=claims):
                 trust = self.trust
                 for claim in claims:
-                    # What ``Decided`` and ``Claim.trusted`` say, one match each: every claim of every attempt.
-                    confidence: float | None = None
-                    trusted = True
-                    match claim.confidence:
-                        case Confidence(value=value):
-                            confidence = value
-                            trusted = value >= trust
-                        case NoConfidence():
-                            pass
-                    grade: str | None = None
-                    match claim.grade:
-                        case Grade(name=name):
-                            grade = name
-                        case NoGrade():
-                            pass
+                    # What ``Decided`` and ``Claim.trusted`` say, told by identity (as in ``_plain``):
+                    # every claim of every attempt.
+                    said = claim.confidence
+                    confidence = said.value if type(said) is Confidence else None
+                    graded = claim.grade
+                    grade = graded.name if type(graded) is Grade else None
+                    trusted = confidence is None or confidence >= trust
                     decisions.append(DecisionView(claim.claim, claim.by, claim.held, claim.reason, confidence, grade, trusted))
             case Failed(reason=reason, message=message):
                 failed_on = message or None
