@@ -15,7 +15,12 @@ is idle), so a run of thousands of attempts opens as fast as its tables draw.
 A chunk holds scenarios until its JSON reaches ``Packed.limit`` bytes (256 KiB; a larger scenario
 is a chunk of its own), gzipped at level 1. One gzip per scenario compressed each alone: 10,000 scenarios of one
 attempt each carried 10,000 gzip headers and lost what consecutive dialogues share (the window
-of gzip is 32 KiB). A chunk this size inflates and parses in a few milliseconds.
+of gzip is 32 KiB). A chunk this size inflates and parses in a few milliseconds. Each chunk is
+gzipped in a thread beside the one that makes the next (``Packed.chunks``).
+
+The window's records are written as arrays of their fields' values (``views.py``), so the index
+block carries their ``Layout``: each record's field names, in order, read from the records
+themselves (``Fields``), by which the page reads a value back into objects when it draws it.
 """
 
 from __future__ import annotations
