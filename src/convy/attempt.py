@@ -577,8 +577,8 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             failed_on=failed_on,
             decisions=decisions,
             spans=self._spans(),
-            tokens=_windowed(every.tokens()),
-            cost=_priced(every.cost()),
+            tokens=_shown_tokens(every.tokens()),
+            cost=_shown_cost(every.cost()),
         )
 
     def _turn(self, turn: Turn) -> TurnView:
@@ -600,7 +600,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         elif type(said) is NoUsage:
             agent_tokens = _ONE_UNREPORTED_TOKENS
         else:  # a priced request, or several
-            agent_tokens = _windowed(self._request_sum(said).tokens())
+            agent_tokens = _shown_tokens(self._request_sum(said).tokens())
             summed = True
         if turn.scripted:
             user_tokens = _NO_TOKENS_SHOWN
@@ -617,11 +617,11 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     user_tokens = self._tokens(asked)
                 unpriced += 1
             else:  # priced
-                user_tokens = _windowed(self._request_sum(asked).tokens())
+                user_tokens = _shown_tokens(self._request_sum(asked).tokens())
                 summed = True
         if summed:
             agent_sum, user_sum = self._turn_sum(turn)
-            cost = _priced((agent_sum + user_sum).cost())
+            cost = _shown_cost((agent_sum + user_sum).cost())
         else:
             cost = _UNPRICED_COSTS[unpriced]
         steps: list[StepView] = []
@@ -675,12 +675,12 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         return SpanView(lane="waiting", start=wait.start, seconds=wait.seconds, label=f"{wait.who} waiting {why}")
 
 
-def _windowed(tokens: TokensView) -> TokensArray:
+def _shown_tokens(tokens: TokensView) -> TokensArray:
     """Tokens as the window writes them: the same fields, as an array."""
     return TokensArray(*msgspec.structs.astuple(tokens))
 
 
-def _priced(cost: CostView) -> CostArray:
+def _shown_cost(cost: CostView) -> CostArray:
     """A cost as the window writes it: the same fields, as an array."""
     return CostArray(*msgspec.structs.astuple(cost))
 
