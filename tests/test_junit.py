@@ -14,17 +14,15 @@ cannot decide.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
 import pytest
+from fakeproject import Command, FakeProject
 from junitparser import Error, Failure, JUnitXml
 from lxml import etree
 
-CONVY = Path(sys.executable).with_name("convy")
 SECRET = "sk-canary-7f3a9c2e41d8b6a05e"
 
 AGENT = '''\
@@ -80,24 +78,12 @@ def schema() -> etree.XMLSchema:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    (folder / "agents").mkdir(parents=True)
-    (folder / "agents" / "bot.py").write_text(AGENT, encoding="utf-8")
-    (folder / "models.py").write_text(MODELS, encoding="utf-8")
-    (folder / "scenarios").mkdir()
-    for name, text in SCENARIOS.items():
-        (folder / "scenarios" / name).write_text(text, encoding="utf-8")
-    (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\n", encoding="utf-8")
-    return folder
+    return FakeProject(AGENT, MODELS, SCENARIOS, 2).written(tmp_path / "project")
 
 
 def convy(where: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     """``convy -C project …`` run from ``where``, with the agent's key in the environment."""
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-    environment["BOT_API_KEY"] = SECRET
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=where, env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
+    return Command(where, SECRET).ran(*arguments)
 
 
 def run_id(project: Path) -> str:

@@ -13,19 +13,17 @@ before and a run after a change: ``good`` always passes, ``bad`` says what its c
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import msgspec
 import pytest
+from fakeproject import Command, FakeProject
 from markdown_it import MarkdownIt
 
 from convy.markdown import MOST, Bounded, MarkdownText
 
-CONVY = Path(sys.executable).with_name("convy")
 SECRET = "sk-canary-7f3a9c2e41d8b6a05e"
 HOSTILE = "<img src=x onerror=alert(1)> | **bold** [link](https://evil.example) @octocat #1 `tick` \x1b[31m\r\n# heading"
 
@@ -73,23 +71,11 @@ PLAIN = "script: [hi]\njudge:\n  - check: {not_said: guarantee}\n  - The bot is 
 
 def convy(where: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     """``convy -C project …`` run from ``where``, with the bot's key in the environment."""
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-    environment["BOT_API_KEY"] = SECRET
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=where, env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
+    return Command(where, SECRET).ran(*arguments)
 
 
 def made(tmp_path: Path, scenarios: dict[str, str], attempts: int) -> Path:
-    folder = tmp_path / "project"
-    (folder / "agents").mkdir(parents=True)
-    (folder / "agents" / "bot.py").write_text(AGENT, encoding="utf-8")
-    (folder / "models.py").write_text(MODELS, encoding="utf-8")
-    (folder / "scenarios").mkdir()
-    for name, text in scenarios.items():
-        (folder / "scenarios" / name).write_text(text, encoding="utf-8")
-    (folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = {attempts}\n", encoding="utf-8")
-    return folder
+    return FakeProject(AGENT, MODELS, scenarios, attempts).written(tmp_path / "project")
 
 
 def played(tmp_path: Path, project: Path, mode: str) -> str:

@@ -40,13 +40,14 @@ from convy import (
     Skipped,
     Thought,
     Usage,
+    views,
 )
 from convy.comparison import Comparison
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
-from convy.page import Block, Chunks, ComparisonPage, IndexPage, Packed, ReportPage, Template, Where
+from convy.page import Block, Chunks, ComparisonPage, Fields, IndexPage, Packed, ReportPage, Template, Where
 from convy.report import Index, Summary
 from convy.runs import Read, Runs
-from convy.views import ComparisonView, DialogueView, IndexView, Pair, RunView
+from convy.views import ComparisonView, CostArray, DialogueView, IndexView, Pair, RunView, TokensArray
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMAGE = '<img src=x onerror="window.__pwned=1">'
@@ -316,6 +317,28 @@ def test_packed_chunks_hold_consecutive_scenarios_up_to_their_limit() -> None:
     assert unpacked(Page("\n".join(block.html() for block in packed.blocks("values"))), "values", str) == values
     assert Packed(()).chunks() == Chunks(chunks=[], where={})
     assert len(Packed(values.items()).chunks().chunks) == 1
+
+
+def test_layout_names_every_field_of_the_packed_records_in_their_order() -> None:
+    """The layout beside packed records names each record's fields in their declared order, and
+    which fields hold records or lists of them; a field that may hold two kinds of record is refused."""
+    layout = Fields(Pair).layout()
+    assert layout.kind == "Pair"
+    assert sorted(layout.records) == sorted(
+        ["Pair", "DialogueView", "TurnView", "StepView", "DecisionView", "SpanView", "TokensArray", "CostArray"]
+    )
+    for name, fields in layout.records.items():
+        assert [field for field, _ in fields] == list(getattr(views, name).__struct_fields__)
+    assert dict(layout.records["Pair"]) == {"scenario": None, "before": "DialogueView", "after": "DialogueView"}
+    assert dict(layout.records["DialogueView"])["turns"] == ["TurnView"]
+    assert dict(layout.records["TurnView"])["cost"] == "CostArray"
+    assert msgspec.json.encode(TokensArray(requests=1, total=3)) == b"[1,0,0,0,null,null,3]"
+
+    class Either(msgspec.Struct, frozen=True):
+        one: TokensArray | CostArray
+
+    with pytest.raises(ValueError, match="several kinds of record"):
+        Fields(Either).layout()
 
 
 def test_comparison_and_index_data_round_trip(played: Played) -> None:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from fakeproject import FakeProject
 
 # pytester runs pytest in this process, and after each run takes out of sys.modules every module
 # the run imported: a module imported again beside parts of the old one (PyYAML's events) is not
@@ -73,15 +74,7 @@ SCENARIOS = {
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The project, in pytester's folder (pytest's rootdir there), with the agent's key set."""
     monkeypatch.setenv("BOT_API_KEY", SECRET)
-    folder = pytester.path
-    (folder / "agents").mkdir()
-    (folder / "agents" / "bot.py").write_text(AGENT, encoding="utf-8")
-    (folder / "models.py").write_text(MODELS, encoding="utf-8")
-    (folder / "scenarios").mkdir()
-    for name, text in SCENARIOS.items():
-        (folder / "scenarios" / name).write_text(text, encoding="utf-8")
-    (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\n", encoding="utf-8")
-    return folder
+    return FakeProject(AGENT, MODELS, SCENARIOS, 2).written(pytester.path)
 
 
 def sections(output: str) -> dict[str, str]:

@@ -214,7 +214,13 @@ def test_an_attempts_turns_sum_as_their_requests_do() -> None:
     for turn, (agent, user), shown in zip(turns, attempt.turn_sums(), window, strict=True):
         assert agent == Spent(turn.answer.requests()).sum()
         assert user == (Sum() if turn.scripted else Spent((turn.user_usage,)).sum())
-        assert (shown.agent_tokens, shown.user_tokens, shown.cost) == (agent.tokens(), user.tokens(), (agent + user).cost())
+        # The window writes its views as arrays (``TokensArray``, ``CostArray``): the same fields.
+        fields = msgspec.structs.astuple
+        assert (fields(shown.agent_tokens), fields(shown.user_tokens), fields(shown.cost)) == (
+            fields(agent.tokens()),
+            fields(user.tokens()),
+            fields((agent + user).cost()),
+        )
     assert attempt.agent_sum() == Spent(attempt.agent_usage()).sum()
     assert attempt.user_sum() == Spent(attempt.user_usage()).sum()
     single = [turn.answer.usage for turn in turns if isinstance(turn.answer.usage, Usage) and not turn.answer.usage.unreported]

@@ -15,7 +15,12 @@ is idle), so a run of thousands of attempts opens as fast as its tables draw.
 A chunk holds scenarios until its JSON reaches ``Packed.limit`` bytes (256 KiB; a larger scenario
 is a chunk of its own), gzipped at level 1. One gzip per scenario compressed each alone: 10,000 scenarios of one
 attempt each carried 10,000 gzip headers and lost what consecutive dialogues share (the window
-of gzip is 32 KiB). A chunk this size inflates and parses in a few milliseconds.
+of gzip is 32 KiB). A chunk this size inflates and parses in a few milliseconds. Each chunk is
+gzipped in a thread beside the one that makes the next (``Packed.chunks``).
+
+The window's records are written as arrays of their fields' values (``views.py``), so the index
+block carries their ``Layout``: each record's field names, in order, read from the records
+themselves (``Fields``), by which the page reads a value back into objects when it draws it.
 """
 
 from __future__ import annotations
@@ -23,15 +28,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import time
 import zlib
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import msgspec
 
 from convy.files import Shipped
 from convy.report import Summary
-from convy.views import ComparisonView, IndexView
+from convy.views import ComparisonView, DialogueView, IndexView, Pair
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -117,25 +126,74 @@ class Template(msgspec.Struct, frozen=True):
         yield "\n".join([f"<script>{code}</script>", "</body>", "</html>", ""])
 
 
+class Layout(msgspec.Struct, frozen=True):
+    """How the page reads packed values back into objects: ``kind`` names the values' record type,
+    and ``records`` gives it and every record type it holds, each as its fields in the order they
+    are declared, with what a field holds: a record type's name, ``[name]`` for a list of them,
+    ``None`` for plain data. A record written as an array (``array_like``) is read by position,
+    one written as an object by name; either way the page gets the object the names make."""
+
+    kind: str
+    records: dict[str, list[tuple[str, str | list[Any] | None]]]
+
+
+class Fields(msgspec.Struct, frozen=True):
+    """A record type, and the ``Layout`` of its values: its fields and those of the records it
+    holds, read from the records themselves (``msgspec.structs.fields``), so their order is
+    declared once, in ``views.py``."""
+
+    kind: type[msgspec.Struct]
+
+    def layout(self) -> Layout:
+        records: dict[str, list[tuple[str, str | list[Any] | None]]] = {}
+        self._laid(self.kind, records)
+        return Layout(self.kind.__name__, records)
+
+    def _laid(self, kind: type[msgspec.Struct], records: dict[str, list[tuple[str, str | list[Any] | None]]]) -> str:
+        name = kind.__name__
+        if name not in records:
+            records[name] = []  # before its fields: a record that held its own kind would be laid once
+            records[name] = [(field.encode_name, self._held(field.type, records)) for field in msgspec.structs.fields(kind)]
+        return name
+
+    def _held(self, kind: object, records: dict[str, list[tuple[str, str | list[Any] | None]]]) -> str | list[Any] | None:
+        """What a field of this type holds, as ``Layout`` says it."""
+        if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+            return self._laid(kind, records)
+        origin = get_origin(kind)
+        if origin is list or origin is tuple:
+            inner = self._held(get_args(kind)[0], records)
+            return None if inner is None else [inner]
+        if origin is Union or origin is UnionType:
+            held = [one for one in (self._held(arm, records) for arm in get_args(kind)) if one is not None]
+            if len(held) > 1:
+                raise ValueError(f"{kind}: a field of several kinds of record cannot be laid out for the page")
+            return held[0] if held else None
+        return None
+
+
 class Where(msgspec.Struct, frozen=True):
-    """The index block of packed data: how many chunks, and the chunk that holds each key."""
+    """The index block of packed data: how many chunks, the chunk that holds each key, and the
+    ``Layout`` of the values when they are records."""
 
     count: int
     where: dict[str, int]
+    layout: Layout | None = None
 
 
 class Chunks(msgspec.Struct, frozen=True):
     """``Packed`` data: ``chunks``, each a JSON object ``{key: value}`` gzipped and in base64,
-    and ``where``, the chunk that holds each key."""
+    ``where``, the chunk that holds each key, and the values' ``layout`` when they are records."""
 
     chunks: list[str]
     where: dict[str, int]
+    layout: Layout | None = None
 
     def blocks(self, name: str) -> Iterator[Block]:
         """Block ``name`` holds the index (``Where``), and block ``name-i`` chunk ``i`` as a JSON
         string: the page reads only the chunk it needs, never the whole of them. Each made when
         it is asked for."""
-        yield Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where)))
+        yield Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where, layout=self.layout)))
         for number, chunk in enumerate(self.chunks):
             yield Block(f"{name}-{number}", _ENCODER.encode(chunk))
 
@@ -149,31 +207,53 @@ class Packed(msgspec.Struct, frozen=True):
 
     values: Iterable[tuple[str, object]]
     limit: int = 256 * 1024
+    kind: type[msgspec.Struct] | None = None  # the values' record type, for the page to read them back
 
     def chunks(self) -> Chunks:
-        chunks: list[str] = []
+        # Each chunk is gzipped in a thread of its own while the next one's values are made and
+        # encoded: zlib lets go of the interpreter while it compresses, so on a machine with a
+        # core to spare the gzip of a report (a tenth of its time) is done meanwhile. The thread
+        # needs the interpreter to start and to end each chunk, and would wait for this one to
+        # let go of it (every 5 ms, the switch interval) while it encodes: it is let go at once
+        # as each chunk is handed over (``sleep(0)``). Without that, most of the gzip was still
+        # left when the last chunk was handed over (0.06-0.08 s of 0.08, at load 2.5). A chunk is
+        # handed over only once the one two before it is done, so that a thread left behind (no
+        # core to spare, text that compresses slowly) holds two chunks' JSON, not all of them
+        # (25 MiB more at the peak of whole.py's varied run).
+        # A chunk's JSON is encoded straight into one buffer (``encode_into``, at its end), not
+        # value by value and joined: each of its bytes is written once.
+        packing: list[Future[str]] = []
         where: dict[str, int] = {}
-        members: list[bytes] = []
-        size = 0
-        encode = _ENCODER.encode
-        for key, value in self.values:
-            member = encode(key) + b":" + encode(value)
-            members.append(member)
-            size += len(member)
-            where[key] = len(chunks)
-            if size >= self.limit:
-                chunks.append(base64.b64encode(self._packed(members)).decode("ascii"))
-                members, size = [], 0
-        if members:
-            chunks.append(base64.b64encode(self._packed(members)).decode("ascii"))
-        return Chunks(chunks=chunks, where=where)
+        encode, into = _ENCODER.encode, _ENCODER.encode_into
+        chunk = bytearray(b"{")
+        with ThreadPoolExecutor(1, thread_name_prefix="convy-gzip") as gzip:
+            for key, value in self.values:
+                if len(chunk) > 1:
+                    chunk += b","
+                chunk += encode(key)
+                chunk += b":"
+                into(value, chunk, -1)
+                where[key] = len(packing)
+                if len(chunk) >= self.limit:
+                    if len(packing) >= 2:
+                        packing[-2].result()
+                    chunk += b"}"
+                    packing.append(gzip.submit(self._packed, chunk))
+                    time.sleep(0)
+                    chunk = bytearray(b"{")
+            if len(chunk) > 1:
+                chunk += b"}"
+                packing.append(gzip.submit(self._packed, chunk))
+            chunks = [one.result() for one in packing]
+        return Chunks(chunks=chunks, where=where, layout=None if self.kind is None else Fields(self.kind).layout())
 
-    def _packed(self, members: list[bytes]) -> bytes:
+    def _packed(self, chunk: bytearray) -> str:
+        """A chunk's JSON, gzipped, in base64."""
         # Level 1: a third of level 6's time (0.9 s against 2.6 s for the 89 MB of dialogues of
         # 10,000 varied attempts) for about a fifth more bytes; the report is built at the end of
         # every run, and gzip was the largest part of its time. In gzip's format (wbits 31) by one
         # zlib call, with no checksum taken over the chunk a second time nor header joined on.
-        return zlib.compress(b"{" + b",".join(members) + b"}", 1, 31)
+        return base64.b64encode(zlib.compress(chunk, 1, 31)).decode("ascii")
 
 
 class ReportPage(msgspec.Struct, frozen=True):
@@ -187,9 +267,12 @@ class ReportPage(msgspec.Struct, frozen=True):
         attempts packed as one value made every window inflate and parse megabytes)."""
         # Each made as it is packed: neither the tree of every attempt's view nor its JSON is kept.
         return Packed(
-            (f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue())
-            for scenario, found in self.summary.by_scenario().items()
-            for attempt in found
+            (
+                (f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue())
+                for scenario, found in self.summary.by_scenario().items()
+                for attempt in found
+            ),
+            kind=DialogueView,
         ).chunks()
 
     def html(self) -> str:
@@ -211,7 +294,7 @@ class ComparisonPage(msgspec.Struct, frozen=True):
     view: ComparisonView
 
     def pairs(self) -> Chunks:
-        return Packed([(pair.scenario, pair) for pair in self.view.pairs]).chunks()
+        return Packed([(pair.scenario, pair) for pair in self.view.pairs], kind=Pair).chunks()
 
     def html(self) -> str:
         base, candidate = self.view.base, self.view.candidate

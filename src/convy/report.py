@@ -23,7 +23,7 @@ import msgspec
 
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import RunJournal
-from convy.dialog import Failed, NoVerdict, Verdict
+from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
 from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
@@ -262,6 +262,11 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             for attempt in attempts:
                 sizes.extend(attempt.sizes().agent)
                 seconds.extend([turn.agent_seconds for turn in attempt.outcome.transcript.turns])
+            # Sorted once here: the scenario's spreads then sort them at no cost, and the run's,
+            # of every scenario's joined, merges sorted runs (60,000 answer times sorted from
+            # scratch were the largest sort of a 10,000-attempt report).
+            sizes.sort()
+            seconds.sort()
             columns[scenario] = (sizes, seconds)
         return columns
 
@@ -331,7 +336,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                         text = claim.claim
                         if text not in order:
                             order[text] = claim.by
-                        if claim.trusted(trust):
+                        # What ``claim.trusted(trust)`` says, with no call or match: every claim of every attempt.
+                        confidence = claim.confidence
+                        if type(confidence) is not Confidence or confidence.value >= trust:
                             decided[text] = decided.get(text, 0) + 1
                             held[text] = held.get(text, 0) + claim.held
                             mark[text] = "held" if claim.held else "failed"

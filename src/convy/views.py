@@ -212,9 +212,24 @@ class RunView(View, frozen=True):
     claims: list[str]
 
 
-class StepView(View, frozen=True, omit_defaults=True):
-    """A thought (its ``text``) or a tool call (the rest); the fields of the other kind are left
-    out of the JSON, and the page reads a missing one as its default."""
+# The scenario window's records below are written as JSON arrays of their fields' values, in the
+# order the fields are declared (``array_like``), not as objects: a 10,000-attempt report held
+# 60,000 turns, and their field names repeated were half of its 52 MB of window JSON, which was
+# encoded and gzipped at the end of every run. The page reads them back into objects with the
+# field names Python gives it beside the packed data (``page.Layout``): the order is declared
+# here alone.
+
+
+class TokensArray(TokensView, frozen=True, array_like=True):
+    """A ``TokensView`` in the window (a turn's, an attempt's), written as an array."""
+
+
+class CostArray(CostView, frozen=True, array_like=True):
+    """A ``CostView`` in the window (a turn's, an attempt's), written as an array."""
+
+
+class StepView(View, frozen=True, array_like=True):
+    """A thought (its ``text``) or a tool call (the rest)."""
 
     kind: Literal["thought", "call"]
     text: str = ""
@@ -224,7 +239,7 @@ class StepView(View, frozen=True, omit_defaults=True):
     seconds: float | None = None
 
 
-class TurnView(View, frozen=True):
+class TurnView(View, frozen=True, array_like=True):
     """One turn of a dialogue; ``thoughts`` and ``calls`` count its agent's steps of each kind."""
 
     user: str
@@ -237,12 +252,12 @@ class TurnView(View, frozen=True):
     agent_seconds: float
     user_start: float
     user_seconds: float
-    agent_tokens: TokensView
-    user_tokens: TokensView
-    cost: CostView
+    agent_tokens: TokensArray
+    user_tokens: TokensArray
+    cost: CostArray
 
 
-class DecisionView(View, frozen=True):
+class DecisionView(View, frozen=True, array_like=True):
     claim: str
     by: str
     held: bool
@@ -252,14 +267,14 @@ class DecisionView(View, frozen=True):
     trusted: bool
 
 
-class SpanView(View, frozen=True):
+class SpanView(View, frozen=True, array_like=True):
     lane: Literal["agent", "user", "judge", "waiting"]
     start: float
     seconds: float
     label: str
 
 
-class DialogueView(View, frozen=True):
+class DialogueView(View, frozen=True, array_like=True):
     """One attempt in full, for the scenario window: loaded only when the window opens."""
 
     scenario: str
@@ -276,8 +291,8 @@ class DialogueView(View, frozen=True):
     # turn's user model and agent spans from the turn's own start and seconds, which once came
     # here a second time, with a label each (a sixth of the dialogues' bytes).
     spans: list[SpanView]
-    tokens: TokensView
-    cost: CostView
+    tokens: TokensArray
+    cost: CostArray
 
 
 class RunRow(View, frozen=True):

@@ -44,17 +44,40 @@ const Scene = (() => {
      about, and each chunk read and inflated once, when one of its values is first asked for or
      is likely to be (warm: a row pointed at or focused, the page idle). A chunk inflated is kept
      as its value, so a window whose chunk is ready is drawn whole in the task of its click, with
-     no promise between the click and the frame that shows it. */
+     no promise between the click and the frame that shows it.
+     Records may come written as arrays (views.py's array_like records): a value is read back
+     into objects by the index's layout (page.py's Layout), when it is first asked for. */
   function packed(id) {
     let data = null;
     const inflated = new Map();  /* chunk number → the promise of its object */
     const ready = new Map();     /* chunk number → its object, once inflated */
+    const objects = new Map();   /* key → its value read back into objects */
     const read = () => {
       if (data === null) data = Convy.json(id) || { count: 0, where: {} };
       return data;
     };
     const own = (object, key) => Object.prototype.hasOwnProperty.call(object, key);
     const has = (key) => own(read().where, key);
+    /* A value as the layout says: a record's fields by position (an array) or by name, each
+       field that holds records read back in turn; a field left out is left out. */
+    const held = (value, what, records) => {
+      if (what === null || value === null || value === undefined) return value;
+      if (Array.isArray(what)) return Array.isArray(value) ? value.map((one) => held(one, what[0], records)) : value;
+      const fields = records[what];
+      const object = {};
+      fields.forEach(([name, inner], i) => {
+        const one = Array.isArray(value) ? value[i] : value[name];
+        if (one !== undefined) object[name] = held(one, inner, records);
+      });
+      return object;
+    };
+    const kept = (found, key) => {
+      if (!own(found, key)) return undefined;
+      const layout = read().layout;
+      if (!layout) return found[key];
+      if (!objects.has(key)) objects.set(key, held(found[key], layout.kind, layout.records));
+      return objects.get(key);
+    };
     const chunk = (at) => {
       if (!inflated.has(at)) {
         inflated.set(at, (async () => {
@@ -80,13 +103,13 @@ const Scene = (() => {
       /* A promise of the value kept for key, or of undefined when there is none. */
       get(key) {
         if (!has(key)) return Promise.resolve(undefined);
-        return chunk(read().where[key]).then((found) => (own(found, key) ? found[key] : undefined));
+        return chunk(read().where[key]).then((found) => kept(found, key));
       },
       /* The value kept for key now, as { value }, if its chunk is inflated already; else null. */
       now(key) {
         if (!has(key)) return null;
         const found = ready.get(read().where[key]);
-        return found === undefined ? null : { value: own(found, key) ? found[key] : undefined };
+        return found === undefined ? null : { value: kept(found, key) };
       },
       /* Start inflating the chunk that holds key, if it has not been: a promise of when it is
          done (never rejected: a failure is said by get). */

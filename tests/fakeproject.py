@@ -1,0 +1,48 @@
+"""A project on disk made of the fakes, and the real ``convy`` command run on it, as the tests of
+the CI outputs (JUnit, the Markdown summary, the pytest plugin) each need them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+
+CONVY = Path(sys.executable).with_name("convy")
+
+
+class FakeProject(msgspec.Struct, frozen=True):
+    """An agent, a models.py and scenario files, by their text, and the attempts of each."""
+
+    agent: str
+    models: str
+    scenarios: dict[str, str]
+    attempts: int
+
+    def written(self, folder: Path) -> Path:
+        """The project written into ``folder`` (made if need be); ``folder`` itself."""
+        (folder / "agents").mkdir(parents=True, exist_ok=True)
+        (folder / "agents" / "bot.py").write_text(self.agent, encoding="utf-8")
+        (folder / "models.py").write_text(self.models, encoding="utf-8")
+        (folder / "scenarios").mkdir(exist_ok=True)
+        for name, text in self.scenarios.items():
+            (folder / "scenarios" / name).write_text(text, encoding="utf-8")
+        (folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = {self.attempts}\n", encoding="utf-8")
+        return folder
+
+
+class Command(msgspec.Struct, frozen=True):
+    """The ``convy`` command of this venv, run from ``where`` with ``BOT_API_KEY`` set to ``key``
+    and no ``CONVY_*`` variable of the caller's."""
+
+    where: Path
+    key: str
+
+    def ran(self, *arguments: str) -> subprocess.CompletedProcess[str]:
+        environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+        environment["BOT_API_KEY"] = self.key
+        return subprocess.run(
+            [str(CONVY), *arguments], cwd=self.where, env=environment, capture_output=True, text=True, timeout=300, check=False
+        )
