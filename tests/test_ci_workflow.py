@@ -317,3 +317,23 @@ def test_a_pull_request_from_a_fork_is_compared_but_not_commented(project: Path,
     assert "within noise" in (stand / "step-summary.md").read_text()
     calls = [json.loads(line) for line in (stand / "gh-calls.jsonl").read_text().splitlines()]
     assert [call[:2] for call in calls] == [["run", "list"], ["run", "download"]]
+
+
+def test_a_summary_too_long_for_a_comment_still_goes_whole_on_the_jobs_page(project: Path, tmp_path: Path) -> None:
+    """The Summarize step writes the whole summary on the job's page and, past 65,000 bytes, only a pointer to it in the comment."""
+    (step,) = [step for step in workflow(project)["jobs"]["convy"]["steps"] if step.get("name") == "Summarize"]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "compare.md").write_text("x" * 70_000 + "\n")
+    (out / "run.md").write_text("the run\n")
+    page = tmp_path / "step-summary.md"
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        env=clean() | {"OUT": str(out), "GITHUB_STEP_SUMMARY": str(page)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert page.read_text() == "x" * 70_000 + "\n\nthe run\n"
+    assert (out / "comment.md").read_text() == "<!-- convy -->\nThe summary is too long for a comment: see the job summary.\n"
