@@ -435,6 +435,41 @@ class InitCommand(msgspec.Struct, frozen=True):
         return 0
 
 
+class Workflow(msgspec.Struct, frozen=True):
+    """``convy init --ci github``: the CI workflow convy ships (``ci/github.yml``, explained in
+    docs/ci.md) written into a project as ``.github/workflows/convy.yml``, never over a file that
+    is there. Only the workflow: the project's own files, its agents deleted or renamed, are left
+    alone."""
+
+    folder: Path
+    system: str  # "github", the one choice the parser allows
+
+    def run(self, shown: Shown) -> int:
+        from convy.files import Shipped
+
+        name = ".github/workflows/convy.yml"
+        target = self.folder / name
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as file:  # created here, or refused: never written over
+                try:
+                    file.write(Shipped(("ci", f"{self.system}.yml")).data())
+                except OSError:
+                    target.unlink()
+                    raise
+        except FileExistsError:
+            shown.line(f"= {name} (exists, left as it is: remove it to write convy's)")
+            return 0
+        except OSError as error:
+            raise Unwritable(target, error) from error
+        shown.line(f"+ {name}")
+        shown.line(
+            "next: add the repository secrets GATEWAY_URL, GATEWAY_KEY, USER_MODEL, JUDGE_MODEL, AGENT_MODEL, "
+            "check the default branch under on.push, and push (see convy's docs/ci.md)"
+        )
+        return 0
+
+
 class RunCommand(msgspec.Struct, frozen=True):
     """``convy run``: a new run of each agent named (all, when none is)."""
 
@@ -946,6 +981,9 @@ class Arguments(msgspec.Struct, frozen=True):
         commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
         init = commands.add_parser("init", help="create a project from the template")
         init.add_argument("folder", nargs="?", type=Path, default=Path("."))
+        init.add_argument(
+            "--ci", choices=("github",), help="only write the CI workflow for this system into the project (see docs/ci.md)"
+        )
         run = commands.add_parser("run", help="play the scenarios against agents")
         run.add_argument("agents", nargs="*", help="agents to run (default: every file in agents/)")
         run.add_argument("-k", "--attempts", type=int, help="attempts per scenario")
@@ -1018,6 +1056,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             match parsed.command:
+                case "init" if parsed.ci is not None:
+                    code = Workflow(parsed.project / parsed.folder, parsed.ci).run(shown)
                 case "init":
                     code = InitCommand(parsed.project / parsed.folder).run(shown)
                 case "check":
