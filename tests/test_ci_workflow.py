@@ -239,6 +239,18 @@ def test_init_ci_github_writes_the_workflow_and_never_over_a_file(tmp_path: Path
     assert (tmp_path / WORKFLOW).read_text() == "mine\n"
 
 
+def test_workflow_passes_the_json_schema_of_github_workflows(project: Path, tmp_path: Path) -> None:
+    """The workflow ``convy init --ci github`` writes is valid against SchemaStore's schema of GitHub workflows, which refuses a misspelt key."""
+    checker = [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows"]
+    done = subprocess.run([*checker, str(project / WORKFLOW)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    broken = tmp_path / "broken.yml"
+    broken.write_text((project / WORKFLOW).read_text().replace("runs-on:", "run-on:"), encoding="utf-8")
+    refused = subprocess.run([*checker, str(broken)], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "run-on" in refused.stdout
+
+
 def test_workflow_passes_actionlint(project: Path) -> None:
     """The workflow ``convy init --ci github`` writes passes actionlint with no finding."""
     binary = shutil.which("actionlint", path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
