@@ -172,9 +172,10 @@ def test_a_real_regression_exits_4_from_compare_with_fail_on_regression(tmp_path
     scenarios = {f"s{number}.yaml": GREET for number in range(4)}
     project = made(tmp_path, scenarios, 5)
     assert convy(project, "run").returncode == 0
+    (base,) = runs(project)
     (project / "worse").touch()
     assert convy(project, "run").returncode == 0  # every attempt fails its check, but no gate was asked for
-    base, candidate = runs(project)
+    (candidate,) = set(runs(project)) - {base}  # ids made in one second do not sort in the order they were made
     regressed = convy(project, "compare", base, candidate, "--fail-on-regression")
     assert regressed.returncode == 4, regressed.stdout + regressed.stderr
     assert "real (worse)" in regressed.stdout
@@ -194,6 +195,17 @@ def test_attempts_not_judged_exit_5_by_default_and_within_max_not_judged_do_not(
     assert within.returncode == 0, within.stdout + within.stderr
     assert "2 of 4 attempts not judged (50.0%): within --max-not-judged 50.0%" in within.stdout
     assert convy(project, "run", "--max-not-judged", "49%").returncode == 5
+
+
+def test_resume_decides_its_run_by_max_not_judged_too(tmp_path: Path) -> None:
+    """`convy resume` of a run with attempts not judged exits 5, or 0 with a --max-not-judged that lets them through."""
+    project = made(tmp_path, {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED})
+    assert convy(project, "run").returncode == 5
+    (run,) = runs(project)
+    assert convy(project, "resume", run).returncode == 5
+    resumed = convy(project, "resume", run, "--max-not-judged", "0.5")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "1 of 2 attempts not judged (50.0%): within --max-not-judged 50.0%" in resumed.stdout
 
 
 def test_max_not_judged_is_read_from_tool_convy_and_its_variable_the_option_over_both(tmp_path: Path) -> None:

@@ -1037,7 +1037,7 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
         run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
         run.add_argument(
-            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default 0)"
+            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
@@ -1067,7 +1067,7 @@ class Arguments(msgspec.Struct, frozen=True):
         resume.add_argument("run", help="the run's id, or a unique part of it")
         resume.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
         resume.add_argument(
-            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default 0)"
+            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
         return parser
 
