@@ -125,6 +125,7 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "settings in force:",
         "  attempts          4             [tool.convy]",
         "  trust             0.5           CONVY_TRUST",
+        "  max_not_judged    0.0           default",
         "  user_prompt       convy's own   default",
         *LIMITS,
         "a: 1 scenarios × 4 attempts = 4 attempts",
@@ -154,9 +155,10 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
     done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke")
 
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout.splitlines()[1:4] == [
+    assert done.stdout.splitlines()[1:5] == [
         "  attempts          2             -k",
         "  trust             0.0           default",
+        "  max_not_judged    0.0           default",
         "  user_prompt       convy's own   default",
     ]
     assert done.stdout.splitlines()[-2:] == [

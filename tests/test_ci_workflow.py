@@ -266,7 +266,7 @@ def test_workflow_passes_actionlint(project: Path) -> None:
 
 
 def test_a_real_regression_fails_the_compare_step_and_the_job(project: Path, tmp_path: Path) -> None:
-    """On a pull request that breaks the agent, the compare step records exit 3 and the job fails with it, after the summary is posted."""
+    """On a pull request that breaks the agent, the compare step records exit 4 and the job fails with it, after the summary is posted."""
     stand = stand_ins(tmp_path)
     pushed(project, stand)
     with open(project / "agents" / "shop.py", "a") as file:
@@ -275,8 +275,8 @@ def test_a_real_regression_fails_the_compare_step_and_the_job(project: Path, tmp
     assert codes["Check the project"] == 0
     assert outputs["play"]["code"] == "1"  # the agent failed: said in the summary, left to the comparison
     assert codes["Compare with the base"] == 0  # it records convy compare's code; the last step decides
-    assert outputs["compare"]["code"] == "3"
-    assert codes["Decide"] == 3
+    assert outputs["compare"]["code"] == "4"
+    assert codes["Decide"] == 4
     summary = (stand / "step-summary.md").read_text()
     assert "real" in summary and "worse" in summary
     calls = [json.loads(line) for line in (stand / "gh-calls.jsonl").read_text().splitlines()]

@@ -228,7 +228,7 @@ def test_what_makes_two_runs_not_comparable_is_said_as_text(tmp_path: Path) -> N
 def test_outside_text_renders_as_text_and_keeps_secrets_hidden(tmp_path: Path, hostile: Path) -> None:
     """A scenario's file name, a claim and a judge's error holding HTML, Markdown, `|`, newlines and control characters render as their own text in one cell or line, with no element of theirs, and the key stays hidden."""
     done = convy(tmp_path, "-C", "project", "run", "--summary", "summary.md")
-    assert done.returncode == 1, done.stderr  # an attempt was not judged
+    assert done.returncode == 5, done.stderr  # an attempt was not judged (and no agent failed)
     markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert SECRET not in markdown and SECRET[:8] not in markdown
     assert "\x1b" not in markdown and "\x01" not in markdown and "\r" not in markdown

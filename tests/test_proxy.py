@@ -249,8 +249,8 @@ def test_convy_run_of_the_template_on_the_proxy_counts_what_the_proxy_sent(made:
 
     ran = made.ran("run", "-k", "1", CONVY_MAX_TURNS="2")
 
-    # Exit 1: the mock judge gives no grade, so the scenarios with a graded claim are not judged.
-    assert ran.returncode == 1, ran.stdout + ran.stderr
+    # Exit 5: the mock judge gives no grade, so the scenarios with a graded claim are not judged.
+    assert ran.returncode == 5, ran.stdout + ran.stderr
     assert "Object missing required field `grade`" in ran.stdout
     assert "skipped" not in ran.stdout
     runs = made.runs()

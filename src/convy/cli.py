@@ -1,18 +1,32 @@
 """The ``convy`` command. The only module that prints, and the one that picks the exit code.
 
-    0    every attempt judged and, with --fail-under, the pass rate at or above it
-    1    some attempt failed by the agent (it raised, broke off or ran out of time) or not judged
-    1    also: a run stopped because its folder refused a write (a full disk, a file-size limit),
-         or a finished run's report, or the --junit or --summary file, could not be written
-    2    a configuration error, or a folder convy must write refused it: nothing was sent
-    2    also: ``convy check`` or ``convy run --dry-run`` found problems, one line each (0: none,
-         and what would run was said); neither sends nor writes anything
-    2    also: a run stopped because the project's code cancelled the task it runs in (attempts
-         ended unrecorded: ``Unplayed``); the run is kept, marked interrupted
-    3    every attempt judged, but the pass rate is below --fail-under; or, for ``convy compare
-         --fail-on-regression``, the candidate's pass rate really dropped
+The exit codes (README's "Results and exit codes" is the same table):
+
+    0    every attempt judged, or those not judged within --max-not-judged, and, with
+         --fail-under, the pass rate at or above it; for ``convy compare``, no real drop
+    1    some attempt failed by the agent (it raised, broke off or ran out of time); also: a run
+         stopped because its folder refused a write (a full disk, a file-size limit), or a
+         finished run's report, or the --junit or --summary file, could not be written
+    2    a configuration error, or a folder convy must write refused it: nothing was sent;
+         also: ``convy check`` or ``convy run --dry-run`` found problems, one line each (0: none,
+         and what would run was said), and neither sends nor writes anything; also: a run stopped
+         because the project's code cancelled the task it runs in (attempts ended unrecorded:
+         ``Unplayed``), kept and marked interrupted
+    3    the pass rate is below --fail-under
+    4    ``convy compare --fail-on-regression``: the candidate's pass rate really dropped
+         (changed: this was 3, the code of --fail-under)
+    5    more attempts not judged than --max-not-judged allows, by default any one (changed: this
+         was 1, the code of an agent failure)
+    6    reserved: a run stopped by its budget (not built yet)
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
     143  terminated (SIGTERM): as Ctrl+C
+
+When several apply, to one run or to the runs of a command's agents, the first in this order wins
+(``Worst``): 130, 143, 2, 6, 1, 5, 4, 3. Being stopped comes first: the rest was not decided. Then
+a project convy cannot use, and a run a budget left unfinished, whose numbers are partial. Then
+the agent failing, which needs no judge to see; then too few attempts judged, on which a pass
+rate decides nothing; last the gates on the pass rate, which mean something only when all else
+holds (a regression and --fail-under are never met in one command).
 
 What the command prints never holds up a run: a line the reader is not ready for waits in memory
 (``Shown``), and only at the end does the command wait for its reader.
@@ -228,6 +242,7 @@ class Recorded(msgspec.Struct, frozen=True):
     fail_under: float | None = None
     secrets: Secrets = Secrets()
     kept: Kept = Kept(())
+    max_not_judged: float = 0.0
 
     def played(self) -> int:
         journal = self.project.journal(self.spec)
@@ -279,7 +294,7 @@ class Recorded(msgspec.Struct, frozen=True):
                 f"convy: {self._where(error.path)}: cannot be written: {error.reason}; run {self.spec.id} is "
                 f"finished and kept; once there is room: convy report {self.spec.id}"
             )
-            return max(code, 1)
+            return Worst((code, 1)).code()
         return code
 
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
@@ -338,8 +353,18 @@ class Recorded(msgspec.Struct, frozen=True):
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
-        if agent_failed or unjudged:
+        # Compared as ratios, each rounded once: 57 of 100 is not above 0.57, as 57 > 0.57 * 100 would say.
+        share = unjudged / len(outcomes) if outcomes else 0.0
+        above = share > self.max_not_judged
+        if unjudged:
+            self.shown.line(
+                f"{unjudged} of {len(outcomes)} attempts not judged ({share:.1%}): "
+                f"{'more than' if above else 'within'} --max-not-judged {self.max_not_judged:.1%}"
+            )
+        if agent_failed:
             return 1
+        if above:
+            return 5
         if self.fail_under is not None and (rate is None or rate.estimate < self.fail_under):
             self.shown.line(f"pass rate {rate_text} is below --fail-under {self.fail_under:.1%}")
             return 3
@@ -481,6 +506,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     trust: float | None
     fail_under: float | None
     outputs: Outputs = Outputs()
+    max_not_judged: float | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
@@ -497,7 +523,10 @@ class RunCommand(msgspec.Struct, frozen=True):
                 continue
             spec = secrets.kept(self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags)))
             bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
-            codes.append(Recorded(self.project, spec, bench, shown, errors, self.fail_under, secrets).played())
+            recorded = Recorded(
+                self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=settings.max_not_judged
+            )
+            codes.append(recorded.played())
             played.append(spec.id)
             if codes[-1] in (130, 143):
                 break
@@ -514,16 +543,18 @@ class RunCommand(msgspec.Struct, frozen=True):
                     f"convy: {error.path}: cannot be written: {error.reason}; the runs are kept: "
                     f"convy report RUN… {self.outputs.option(error.path)} FILE"
                 )
-                return max(code, 1)
+                return Worst((code, 1)).code()
         return code
 
     def overridden(self, settings: Settings) -> Settings:
-        """The settings with ``-k`` and ``--trust`` over them."""
+        """The settings with ``-k``, ``--trust`` and ``--max-not-judged`` over them."""
         changes: dict[str, Any] = {}
         if self.attempts is not None:
             changes["attempts"] = self.attempts
         if self.trust is not None:
             changes["trust"] = self.trust
+        if self.max_not_judged is not None:
+            changes["max_not_judged"] = self.max_not_judged
         try:
             return msgspec.structs.replace(settings, **changes)
         except ValueError as error:
@@ -611,10 +642,13 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     project: Project
     run_id: str
     fail_under: float | None
+    max_not_judged: float | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
-        prompt = self.project.prompt(self.project.settings())  # read once: checked against the run's, then told
+        settings = self.project.settings()
+        prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
+        unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
         kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
         note = kept.note()
@@ -628,7 +662,10 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
         bench = Bench(agent, models, spec.limits, prompt)
-        return Recorded(self.project, spec, bench, shown, errors, self.fail_under, loaded.secrets(agent, models), kept).played()
+        secrets = loaded.secrets(agent, models)
+        return Recorded(
+            self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
+        ).played()
 
 
 class Passed(msgspec.Struct, frozen=True):
@@ -708,7 +745,11 @@ class DryRun(msgspec.Struct, frozen=True):
             return 2
         sources = sourced.sources | {
             name: option
-            for name, option, given in (("attempts", "-k", self.command.attempts), ("trust", "--trust", self.command.trust))
+            for name, option, given in (
+                ("attempts", "-k", self.command.attempts),
+                ("trust", "--trust", self.command.trust),
+                ("max_not_judged", "--max-not-judged", self.command.max_not_judged),
+            )
             if given is not None
         }
         for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
@@ -725,7 +766,7 @@ class DryRun(msgspec.Struct, frozen=True):
 
     def _settings(self, settings: Settings, sources: dict[str, str]) -> tuple[str, ...]:
         width = max(len(name) for name in settings.__struct_fields__)
-        # Its own fields first (attempts, trust, the prompt's file), then the run's limits.
+        # Its own fields first (attempts, trust, the share not judged, the prompt's file), then the run's limits.
         names = sorted(settings.__struct_fields__, key=lambda name: name in Limits.__struct_fields__)
         values = {name: getattr(settings, name) for name in names}
         shown = {name: "convy's own" if value == "" else str(value) for name, value in values.items()}
@@ -842,7 +883,7 @@ class CompareCommand(msgspec.Struct, frozen=True):
         shown.line(f"page: {path.relative_to(self.project.folder)}")
         self.outputs.compared(view, base, candidate, path, shown)
         if self.fail_on_regression and view.real and view.verdict == "worse":
-            return 3
+            return 4
         return 0
 
 
@@ -917,15 +958,19 @@ class Terminated(Exception):
 
 
 class Worst(msgspec.Struct, frozen=True):
-    """The exit code of several runs: the most serious of theirs."""
+    """The exit code of several runs, or of a run and what came after it: the first of ``ORDER``
+    among theirs (the module's docstring says why this order); a code it does not list would
+    still fail the command."""
 
     codes: tuple[int, ...]
 
+    ORDER: ClassVar[tuple[int, ...]] = (130, 143, 2, 6, 1, 5, 4, 3)
+
     def code(self) -> int:
-        for code in (130, 143, 2, 1, 3):
+        for code in self.ORDER:
             if code in self.codes:
                 return code
-        return 0
+        return max(self.codes, default=0)
 
 
 class Fraction(msgspec.Struct, frozen=True):
@@ -991,6 +1036,9 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
         run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        run.add_argument(
+            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
+        )
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
         only = run.add_mutually_exclusive_group()
@@ -1010,7 +1058,7 @@ class Arguments(msgspec.Struct, frozen=True):
         compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
         compare.add_argument("base", help="the run before (id or a unique part)")
         compare.add_argument("candidate", help="the run after (id or a unique part)")
-        compare.add_argument("--fail-on-regression", action="store_true", help="exit 3 when the pass rate really dropped")
+        compare.add_argument("--fail-on-regression", action="store_true", help="exit 4 when the pass rate really dropped")
         compare.add_argument("--summary", type=Path, metavar="FILE", help="also write the comparison as a Markdown summary")
         export = commands.add_parser("export", help="write the runs' tables to results/export/")
         export.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
@@ -1018,6 +1066,9 @@ class Arguments(msgspec.Struct, frozen=True):
         resume = commands.add_parser("resume", help="play what an interrupted run lacks")
         resume.add_argument("run", help="the run's id, or a unique part of it")
         resume.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        resume.add_argument(
+            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
+        )
         return parser
 
 
@@ -1074,6 +1125,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.trust,
                         parsed.fail_under,
                         outputs,
+                        parsed.max_not_judged,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
@@ -1083,7 +1135,7 @@ def main(argv: list[str] | None = None) -> int:
                 case "export":
                     code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
                 case "resume":
-                    code = ResumeCommand(project, parsed.run, parsed.fail_under).run(shown, errors)
+                    code = ResumeCommand(project, parsed.run, parsed.fail_under, parsed.max_not_judged).run(shown, errors)
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():
                 errors.line(f"convy: {line}")

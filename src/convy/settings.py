@@ -25,11 +25,14 @@ from convy.problems import ConfigurationError, FieldProblem
 
 class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     """convy's settings for a project: the run's limits (every field of ``Limits``, declared and
-    bounded there alone), attempts per scenario, the trust threshold, and the file of the
-    simulator prompt."""
+    bounded there alone), attempts per scenario, the trust threshold, the share of attempts that
+    may go unjudged before the command exits with its own code (``max_not_judged``: a gate of the
+    command, not part of the run, so it is kept in no run folder), and the file of the simulator
+    prompt."""
 
     attempts: int = 3
     trust: float = 0.0
+    max_not_judged: float = 0.0
     user_prompt: str = ""
 
     # The largest value each number may take: those of a run's spec and limits, which a run
@@ -40,6 +43,8 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         super().__post_init__()  # every number within MOST, and the limits' own bounds, named by field
         if not math.isfinite(self.trust) or not 0.0 <= self.trust <= 1.0:
             raise ValueError("trust: must be between 0 and 1")
+        if not math.isfinite(self.max_not_judged) or not 0.0 <= self.max_not_judged <= 1.0:
+            raise ValueError("max_not_judged: must be between 0 and 1")
         if self.attempts < 1:
             raise ValueError("attempts: must be at least 1")
         if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape

@@ -1,0 +1,327 @@
+"""The exit codes of README's "Results and exit codes", each made by the real ``convy`` command on a
+project of fakes, and the order in which they win when several apply (``cli.Worst``).
+
+The project's agent answers ``hello …``, raises on a message with ``crash`` in it, and answers
+``bye`` once the file ``worse`` exists in the project; its judge holds every claim but one with
+``unjudgeable`` in it, on which it raises (the attempt is not judged). Nothing here measures time:
+the one wait polls for a file with a generous deadline and fails only when it passes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from fakeproject import CONVY, Command, FakeProject
+
+from convy import cli
+from convy.cli import Worst
+
+KEY = "sk-exit-codes-0123456789"
+DEADLINE = 90.0
+
+AGENT = """\
+from pathlib import Path
+
+from convy.fakes import FakeAgent
+
+WORSE = Path(__file__).resolve().parent.parent / "worse"
+
+
+def answer(text):
+    if "crash" in text:
+        raise RuntimeError("the bot broke")
+    return "bye" if WORSE.exists() else "hello " + text
+
+
+agent = FakeAgent(answer)
+"""
+
+MODELS = """\
+from convy.fakes import FakeJudge
+from convy.model import Models
+
+
+def held(claim, transcript):
+    if "unjudgeable" in claim:
+        raise ValueError("the judge broke down")
+    return True
+
+
+models = Models(judge=FakeJudge(held))
+"""
+
+# An agent that cancels the task it runs in: the run stops with attempts unrecorded, exit 2.
+CANCELLING = """\
+import asyncio
+from contextlib import asynccontextmanager
+
+
+class Cancelling:
+    async def turn(self, message):
+        asyncio.current_task().cancel()
+        await asyncio.sleep(0)
+        return "hi"
+
+
+class Agent:
+    @asynccontextmanager
+    async def conversation(self):
+        yield Cancelling()
+
+
+agent = Agent()
+"""
+
+# An agent that says it has started, then never answers: the run is under way until stopped.
+ASLEEP = """\
+import asyncio
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+STARTED = Path(__file__).resolve().parent.parent / "started"
+
+
+class Asleep:
+    async def turn(self, message):
+        STARTED.touch()
+        await asyncio.sleep(3600)
+        return "hi"
+
+
+class Agent:
+    @asynccontextmanager
+    async def conversation(self):
+        yield Asleep()
+
+
+agent = Agent()
+"""
+
+GREET = "script: [hi]\njudge:\n  - check: {said: hello}\n"
+CRASH = "script: [crash now]\njudge:\n  - check: {said: hello}\n"
+UNJUDGED = "script: [hi]\njudge:\n  - An unjudgeable claim.\n"
+FAILS = "script: [hi]\njudge:\n  - check: {said: never}\n"
+
+
+def made(tmp_path: Path, scenarios: dict[str, str], attempts: int = 1, settings: str = "") -> Path:
+    """The project with these scenarios, and ``settings`` added to its ``[tool.convy]``."""
+    folder = FakeProject(AGENT, MODELS, scenarios, attempts).written(tmp_path / "project")
+    with (folder / "pyproject.toml").open("a", encoding="utf-8") as toml:
+        toml.write(settings)
+    return folder
+
+
+def convy(project: Path, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """``convy`` run in ``project``, with these ``CONVY_*`` variables (and no others)."""
+    if not variables:
+        return Command(project, KEY).ran(*arguments)
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+    environment |= {"BOT_API_KEY": KEY, **variables}
+    return subprocess.run(
+        [str(CONVY), *arguments], cwd=project, env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def runs(project: Path, agent: str = "bot") -> list[str]:
+    return sorted(folder.name for folder in (project / "results" / agent).iterdir())
+
+
+def test_every_attempt_judged_and_passed_exits_0(tmp_path: Path) -> None:
+    """A run whose every attempt was judged and passed exits 0, with or without a --fail-under it meets."""
+    project = made(tmp_path, {"greet.yaml": GREET}, 2)
+    assert convy(project, "run").returncode == 0
+    assert convy(project, "run", "--fail-under", "100%").returncode == 0
+
+
+def test_an_attempt_failed_by_the_agent_exits_1(tmp_path: Path) -> None:
+    """An attempt failed by the agent (it raised) exits 1."""
+    project = made(tmp_path, {"greet.yaml": GREET, "crash.yaml": CRASH})
+    done = convy(project, "run")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 passed, 1 failed, 0 not judged of 2 attempts" in done.stdout
+
+
+def test_a_configuration_error_exits_2_from_run_and_check(tmp_path: Path) -> None:
+    """A broken scenario file exits 2 from `convy run` (nothing played) and from `convy check`."""
+    project = made(tmp_path, {"greet.yaml": GREET, "broken.yaml": "script: [hi]\njudge: 3\n"})
+    ran = convy(project, "run")
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr.startswith("convy: scenarios/broken.yaml: ")
+    assert not (project / "results").exists()
+    assert convy(project, "check").returncode == 2
+
+
+def test_a_pass_rate_under_fail_under_exits_3(tmp_path: Path) -> None:
+    """A run of judged attempts whose pass rate is below --fail-under exits 3; at the rate asked, 0."""
+    project = made(tmp_path, {"greet.yaml": GREET, "fails.yaml": FAILS})
+    under = convy(project, "run", "--fail-under", "0.6")
+    assert under.returncode == 3, under.stdout + under.stderr
+    assert "is below --fail-under 60.0%" in under.stdout
+    assert convy(project, "run", "--fail-under", "50%").returncode == 0
+
+
+def test_a_real_regression_exits_4_from_compare_with_fail_on_regression(tmp_path: Path) -> None:
+    """`convy compare --fail-on-regression` exits 4 when the pass rate really dropped, and 0 without
+    the option, for the same runs the other way round, or for a change within noise."""
+    scenarios = {f"s{number}.yaml": GREET for number in range(4)}
+    project = made(tmp_path, scenarios, 5)
+    assert convy(project, "run").returncode == 0
+    (base,) = runs(project)
+    (project / "worse").touch()
+    assert convy(project, "run").returncode == 0  # every attempt fails its check, but no gate was asked for
+    (candidate,) = set(runs(project)) - {base}  # ids made in one second do not sort in the order they were made
+    regressed = convy(project, "compare", base, candidate, "--fail-on-regression")
+    assert regressed.returncode == 4, regressed.stdout + regressed.stderr
+    assert "real (worse)" in regressed.stdout
+    assert convy(project, "compare", base, candidate).returncode == 0
+    assert convy(project, "compare", candidate, base, "--fail-on-regression").returncode == 0  # better, not worse
+    assert convy(project, "compare", base, base, "--fail-on-regression").returncode == 0  # no change
+
+
+def test_attempts_not_judged_exit_5_by_default_and_within_max_not_judged_do_not(tmp_path: Path) -> None:
+    """With no --max-not-judged any attempt not judged exits 5; a share of the attempts played at or
+    above theirs lets the run exit 0, a smaller one exits 5, each said in a line."""
+    project = made(tmp_path, {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED}, 2)  # 2 of 4 not judged: 50%
+    default = convy(project, "run")
+    assert default.returncode == 5, default.stdout + default.stderr
+    assert "2 of 4 attempts not judged (50.0%): more than --max-not-judged 0.0%" in default.stdout
+    within = convy(project, "run", "--max-not-judged", "0.5")
+    assert within.returncode == 0, within.stdout + within.stderr
+    assert "2 of 4 attempts not judged (50.0%): within --max-not-judged 50.0%" in within.stdout
+    assert convy(project, "run", "--max-not-judged", "49%").returncode == 5
+
+
+def test_resume_decides_its_run_by_max_not_judged_too(tmp_path: Path) -> None:
+    """`convy resume` of a run with attempts not judged exits 5, or 0 with a --max-not-judged that lets them through."""
+    project = made(tmp_path, {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED})
+    assert convy(project, "run").returncode == 5
+    (run,) = runs(project)
+    assert convy(project, "resume", run).returncode == 5
+    resumed = convy(project, "resume", run, "--max-not-judged", "0.5")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "1 of 2 attempts not judged (50.0%): within --max-not-judged 50.0%" in resumed.stdout
+
+
+def test_max_not_judged_is_read_from_tool_convy_and_its_variable_the_option_over_both(tmp_path: Path) -> None:
+    """`max_not_judged` in [tool.convy], CONVY_MAX_NOT_JUDGED over it and --max-not-judged over both decide
+    the share, as every setting is sourced; `convy check` names where it came from."""
+    project = made(tmp_path, {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED}, 2, "max_not_judged = 0.5\n")
+    assert convy(project, "run").returncode == 0
+    assert convy(project, "run", CONVY_MAX_NOT_JUDGED="0.25").returncode == 5
+    assert convy(project, "run", "--max-not-judged", "1", CONVY_MAX_NOT_JUDGED="0.25").returncode == 0
+    checked = convy(project, "check", CONVY_MAX_NOT_JUDGED="0.25")
+    assert "  max_not_judged    0.25          CONVY_MAX_NOT_JUDGED" in checked.stdout.splitlines()
+    dry = convy(project, "run", "--dry-run", "--max-not-judged", "10%")
+    assert "  max_not_judged    0.1           --max-not-judged" in dry.stdout.splitlines()
+
+
+def test_a_share_that_is_not_one_is_a_configuration_error(tmp_path: Path) -> None:
+    """A max_not_judged outside 0 to 1, in [tool.convy], its variable or on the command line, exits 2 naming it."""
+    project = made(tmp_path, {"greet.yaml": GREET}, 1, "max_not_judged = 1.5\n")
+    table = convy(project, "run")
+    assert (table.returncode, table.stderr) == (2, "convy: pyproject.toml: [tool.convy] max_not_judged: must be between 0 and 1\n")
+    (project / "pyproject.toml").write_text("[tool.convy]\nattempts = 1\n", encoding="utf-8")
+    variable = convy(project, "run", CONVY_MAX_NOT_JUDGED="-1")
+    assert variable.returncode == 2 and "CONVY_MAX_NOT_JUDGED: max_not_judged: must be between 0 and 1" in variable.stderr
+    option = convy(project, "run", "--max-not-judged", "150%")
+    assert option.returncode == 2 and "--max-not-judged" in option.stderr
+
+
+def test_within_one_run_an_agent_failure_wins_over_not_judged_which_wins_over_fail_under(tmp_path: Path) -> None:
+    """One run that has an agent failure, attempts not judged and a pass rate under --fail-under
+    exits 1; without the agent failure 5; with the attempts not judged tolerated 3."""
+    project = made(tmp_path, {"crash.yaml": CRASH, "unjudged.yaml": UNJUDGED, "fails.yaml": FAILS})
+    assert convy(project, "run", "--fail-under", "0.9").returncode == 1
+    (project / "scenarios" / "crash.yaml").unlink()
+    assert convy(project, "run", "--fail-under", "0.9").returncode == 5
+    assert convy(project, "run", "--fail-under", "0.9", "--max-not-judged", "0.5").returncode == 3
+
+
+def test_over_several_agents_the_worst_code_wins(tmp_path: Path) -> None:
+    """A command that runs several agents exits with the first of their codes in Worst's order: a run
+    the project's code stopped (2) over an agent failure (1), which is over attempts not judged (5)."""
+    project = made(tmp_path, {"crash.yaml": "script: [hi]\njudge:\n  - check: {said: hello}\n  - An unjudgeable claim.\n"})
+    (project / "agents" / "crashing.py").write_text(AGENT.replace('"crash" in text', "True"), encoding="utf-8")
+    assert convy(project, "run", "bot").returncode == 5
+    assert convy(project, "run", "crashing").returncode == 1
+    assert convy(project, "run", "bot", "crashing").returncode == 1
+    (project / "agents" / "cancels.py").write_text(CANCELLING, encoding="utf-8")
+    assert convy(project, "run", "cancels").returncode == 2
+    everyone = convy(project, "run")
+    assert everyone.returncode == 2, everyone.stdout + everyone.stderr
+    assert {folder.name for folder in (project / "results").iterdir()} >= {"bot", "crashing", "cancels"}
+
+
+def test_a_file_not_written_after_the_run_wins_over_not_judged(tmp_path: Path) -> None:
+    """A --summary that cannot be written after a run with attempts not judged exits 1, not 5: the
+    job has not the file it asked for."""
+    project = made(tmp_path, {"unjudged.yaml": UNJUDGED})
+    (project / "taken").write_text("a file, not a folder", encoding="utf-8")
+    done = convy(project, "run", "--summary", "taken/summary.md")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cannot be written" in done.stderr
+
+
+@pytest.mark.parametrize(("number", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_run_stopped_by_ctrl_c_or_sigterm_exits_130_or_143(tmp_path: Path, number: int, code: int) -> None:
+    """A run under way stopped by SIGINT exits 130, by SIGTERM 143, and says how to resume it."""
+    project = made(tmp_path, {"greet.yaml": GREET})
+    (project / "agents" / "bot.py").write_text(ASLEEP, encoding="utf-8")
+    process = subprocess.Popen(
+        [str(CONVY), "run"],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a shell without job control may have left SIGINT ignored; a user's terminal never does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + DEADLINE
+    while not (project / "started").exists():
+        assert process.poll() is None and time.monotonic() < deadline, "the run never started its attempt"
+        time.sleep(0.01)
+    process.send_signal(number)
+    _, err = process.communicate(timeout=DEADLINE)
+    assert process.returncode == code, err
+    assert "resume with: convy resume " in err
+
+
+WORST = [
+    ((0, 0), 0),
+    ((0, 3), 3),
+    ((3, 4), 4),
+    ((3, 5), 5),
+    ((4, 5), 5),
+    ((5, 1), 1),
+    ((1, 6), 6),
+    ((6, 2), 2),
+    ((2, 143), 143),
+    ((143, 130), 130),
+    ((0, 7), 7),  # a code the order does not list still fails the command
+]
+
+
+@pytest.mark.parametrize(("codes", "worst"), WORST)
+def test_worst_takes_the_first_code_in_its_order(codes: tuple[int, ...], worst: int) -> None:
+    """Worst's code is the first of 130, 143, 2, 6, 1, 5, 4, 3 among those given, else the largest, else 0."""
+    assert Worst(codes).code() == worst
+    assert Worst(codes[::-1]).code() == worst
+
+
+def test_the_readme_the_docstring_and_worst_list_the_same_codes() -> None:
+    """README's table of exit codes, cli.py's docstring and Worst's order hold the same codes, each
+    below 126 but the signals', none of them a sysexits code."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Results and exit codes", 1)[1].split("\n## ", 1)[0]
+    table = [int(code) for code in re.findall(r"^\| (\d+) \|", section, re.MULTILINE)]
+    docstring = [int(code) for code in re.findall(r"^    (\d+) ", cli.__doc__ or "", re.MULTILINE)]
+    assert table == docstring == sorted(table)
+    assert set(table) == {0, *Worst.ORDER}
+    assert all(code < 126 or code in (130, 143) for code in table)
+    assert not {code for code in table if 64 <= code <= 78}
