@@ -12,6 +12,21 @@ import msgspec
 
 CONVY = Path(sys.executable).with_name("convy")
 
+# A judge that holds every claim but one whose text says "unjudgeable", on which it fails.
+MODELS = '''\
+from convy.fakes import FakeJudge
+from convy.model import Models
+
+
+def held(claim, transcript):
+    if "unjudgeable" in claim:
+        raise ValueError("the judge broke down")
+    return True
+
+
+models = Models(judge=FakeJudge(held))
+'''
+
 
 class FakeProject(msgspec.Struct, frozen=True):
     """An agent, a models.py and scenario files, by their text, and the attempts of each."""

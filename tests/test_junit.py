@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from fakeproject import Command, FakeProject
+from fakeproject import MODELS, Command, FakeProject
 from junitparser import Error, Failure, JUnitXml
 from lxml import etree
 
@@ -42,20 +42,6 @@ def answer(text):
 
 
 agent = FakeAgent(answer)
-'''
-
-MODELS = '''\
-from convy.fakes import FakeJudge
-from convy.model import Models
-
-
-def held(claim, transcript):
-    if "unjudgeable" in claim:
-        raise ValueError("the judge broke down")
-    return True
-
-
-models = Models(judge=FakeJudge(held))
 '''
 
 SCENARIOS = {

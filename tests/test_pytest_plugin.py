@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fakeproject import FakeProject
+from fakeproject import MODELS, FakeProject
 
 # pytester runs pytest in this process, and after each run takes out of sys.modules every module
 # the run imported: a module imported again beside parts of the old one (PyYAML's events) is not
@@ -45,20 +45,6 @@ def answer(text):
 
 
 agent = FakeAgent(answer)
-'''
-
-MODELS = '''\
-from convy.fakes import FakeJudge
-from convy.model import Models
-
-
-def held(claim, transcript):
-    if "unjudgeable" in claim:
-        raise ValueError("the judge broke down")
-    return True
-
-
-models = Models(judge=FakeJudge(held))
 '''
 
 SCENARIOS = {
