@@ -161,6 +161,17 @@ def test_the_minutes_option_is_accepted_and_a_budget_not_reached_finishes(tmp_pa
     assert convy(project, "resume", run, "--max-minutes", "600").returncode == 0
 
 
+def test_a_dry_run_shows_the_budget_and_where_it_came_from(tmp_path: Path) -> None:
+    """`convy run --dry-run` lists each budget in force with its source: the option, the variable or [tool.convy]."""
+    project = made(tmp_path, settings="max_minutes = 30\n")
+    done = convy(project, "run", "--dry-run", "--max-cost", "0.4", CONVY_MAX_TOKENS="5000")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "  max_cost          0.4           --max-cost" in lines
+    assert "  max_tokens        5000          CONVY_MAX_TOKENS" in lines
+    assert "  max_minutes       30.0          [tool.convy]" in lines
+
+
 def test_a_negative_budget_is_a_configuration_error(tmp_path: Path) -> None:
     """A budget below 0 is refused before anything is sent (exit 2), naming the option."""
     project = made(tmp_path)
