@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from decimal import Decimal
 from pathlib import Path
 
@@ -156,7 +158,7 @@ def test_the_minutes_option_is_accepted_and_a_budget_not_reached_finishes(tmp_pa
     project = made(tmp_path, attempts=2)
     done = convy(project, "run", "--max-minutes", "600")
     assert done.returncode == 0, done.stderr
-    assert "budget: spent at most 600 minutes (minutes)" in done.stdout
+    assert "budget: spent within 600 minutes (minutes)" in done.stdout
     (run,) = runs(project)
     assert convy(project, "resume", run, "--max-minutes", "600").returncode == 0
 
@@ -234,3 +236,32 @@ def test_a_bench_without_a_budget_plays_everything_and_counts_nothing(tmp_path: 
     assert isinstance(status, Stopped)
     assert status.spent.cost == "2"
     assert len(memory.outcomes) == 2
+
+
+class Slow:
+    """An agent whose every answer waits a few turns of the event loop (no clock), so that
+    attempts overlap, and took one token."""
+
+    class Talk:
+        async def turn(self, message: object) -> Answer:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            return Answer("hi", Usage(1, 0))
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Slow.Talk]:
+        yield Slow.Talk()
+
+
+def test_attempts_under_way_at_the_stop_end_and_are_kept_and_counted(tmp_path: Path) -> None:
+    """With four attempts at once and a budget the first kept attempt spends, the others already under way still end and are kept, and the run's spend counts them all."""
+    scenario = Scenario(id="s", script=("hi",), judge=(Rule(check=Check(said="hi")),))
+    spec = RunSpec("r", "bot", (scenario,), 20, Limits(agent_places=4, judge_places=1))
+    journal = RunJournal(tmp_path / "bot" / "r")
+    memory = MemoryJournal()
+    asyncio.run(journal.play(spec, Bench(Slow(), Models(), spec.limits, budget=Budget(tokens=1)), memory))
+    status = journal.run().status
+    assert isinstance(status, Stopped)
+    assert 1 < len(memory.outcomes) < 20  # the one that reached the budget, and those under way with it
+    assert status.spent.tokens == len(memory.outcomes)
+    assert len(journal.kept().outcomes) == len(memory.outcomes)

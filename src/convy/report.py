@@ -525,7 +525,7 @@ class Allowance(msgspec.Struct, frozen=True):
             uncounted = Stop(Outlay("tokens", budget.tokens, cost, 0, tokens, spending.unreported)).uncounted()
             said.append(f"{tokens:,} of {budget.tokens:,} tokens (tokens){uncounted}")
         if budget.minutes:
-            said.append(f"at most {budget.minutes:g} minutes (minutes)")
+            said.append(f"within {budget.minutes:g} minutes (minutes)")
         return "budget: spent " + ", ".join(said)
 
 
