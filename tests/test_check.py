@@ -126,6 +126,9 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "  attempts          4             [tool.convy]",
         "  trust             0.5           CONVY_TRUST",
         "  max_not_judged    0.0           default",
+        "  max_cost          0.0           default",
+        "  max_tokens        0             default",
+        "  max_minutes       0.0           default",
         "  user_prompt       convy's own   default",
         *LIMITS,
         "a: 1 scenarios × 4 attempts = 4 attempts",
@@ -155,10 +158,13 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
     done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke")
 
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout.splitlines()[1:5] == [
+    assert done.stdout.splitlines()[1:8] == [
         "  attempts          2             -k",
         "  trust             0.0           default",
         "  max_not_judged    0.0           default",
+        "  max_cost          0.0           default",
+        "  max_tokens        0             default",
+        "  max_minutes       0.0           default",
         "  user_prompt       convy's own   default",
     ]
     assert done.stdout.splitlines()[-2:] == [

@@ -60,7 +60,9 @@ if TYPE_CHECKING:
         Running,
         RunSpec,
         Skipped,
+        Stopped,
     )
+    from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places, Wait
     from convy.chat import Chunks, Completion, Price, Prices
     from convy.dialog import (
@@ -129,6 +131,7 @@ _WHERE = {
     "Checked": "convy.dialog",
     "Chunks": "convy.chat",
     "Claim": "convy.dialog",
+    "Budget": "convy.budget",
     "Complete": "convy.bench",
     "Completion": "convy.chat",
     "Confidence": "convy.dialog",
@@ -187,7 +190,9 @@ _WHERE = {
     "RunInUse": "convy.bench",
     "RunJournal": "convy.bench",
     "RunSpec": "convy.bench",
+    "Outlay": "convy.budget",
     "Running": "convy.bench",
+    "Stopped": "convy.bench",
     "Said": "convy.model",
     "Scenario": "convy.scenario",
     "ScenarioError": "convy.problems",
@@ -232,6 +237,7 @@ __all__ = [
     "AgentFailure",
     "Answer",
     "Bench",
+    "Budget",
     "Busy",
     "Call",
     "ChatAgent",
@@ -276,6 +282,7 @@ __all__ = [
     "OpenAiModel",
     "OutOfTime",
     "Outcome",
+    "Outlay",
     "Patience",
     "PatientJudge",
     "PatientModel",
@@ -307,6 +314,7 @@ __all__ = [
     "SimulatedUser",
     "Skipped",
     "StillBusy",
+    "Stopped",
     "Thought",
     "TimeLimited",
     "Tls",

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Protocol
 import msgspec
 
 from convy.agent import Agent, Answer, Message, TimeLimited
+from convy.budget import Budget, Counted, Outlay, Spending
 from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
@@ -152,16 +153,20 @@ class Plan(msgspec.Struct, frozen=True):
 class Bench(msgspec.Struct, frozen=True):
     """Plays attempts against an agent, with the project's models, within the limits.
 
-    ``prompt`` is the simulator prompt a scenario's user is told with.
+    ``prompt`` is the simulator prompt a scenario's user is told with. ``budget``, when one is
+    set, is what the run may spend: once it is spent no worker takes a new attempt, and the
+    attempts under way end and are recorded (with none, nothing is counted).
     """
 
     agent: Agent
     models: Models
     limits: Limits = Limits()
     prompt: Prompt | None = None
+    budget: Budget | None = None
 
-    async def run(self, planned: Iterable[Planned], journal: Journal) -> None:
-        """Play every planned attempt, each recorded in ``journal`` as it ends."""
+    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+        """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
+        only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
         planned = tuple(planned)
         from convy.dialog import DefaultPrompts
 
@@ -171,7 +176,13 @@ class Bench(msgspec.Struct, frozen=True):
         agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
         judge = Checked(self._patient(self.models.judge, places["judge"]))
-        queue = iter(planned)
+        plan = iter(planned)
+        queue = plan
+        spending: Spending | None = None
+        if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
+            spending = self.budget.spending(earlier)
+            queue = spending.taking(plan)
+            journal = Counted(journal, spending)
         # A scenario's simulated user is the same for all its attempts: its prompt is filled once.
         scenarios = {one.scenario.id: one.scenario for one in planned}
         users = {
@@ -204,9 +215,14 @@ class Bench(msgspec.Struct, frozen=True):
             for _ in range(workers):
                 group.create_task(worker())
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
-        # the bench is not done until every planned attempt was recorded.
-        if len(kept) != len(planned):
-            raise Unplayed(f"{len(planned) - len(kept)} of {len(planned)} planned attempts ended without being recorded")
+        # the bench is not done until every planned attempt was recorded, or left in the plan by
+        # a budget that was spent.
+        left = sum(1 for _ in plan)
+        if len(kept) + left != len(planned):
+            raise Unplayed(
+                f"{len(planned) - left - len(kept)} of {len(planned)} planned attempts ended without being recorded"
+            )
+        return spending
 
 
     def _patient(self, judge: Any, places: Places) -> Any:
@@ -362,11 +378,21 @@ class Interrupted(msgspec.Struct, frozen=True, tag="interrupted"):
     ended: str
 
 
+class Stopped(msgspec.Struct, frozen=True, tag="stopped"):
+    """A run its budget stopped: no attempt was started once it was spent, those under way were
+    kept; ``spent`` says which budget and what was spent. ``convy resume`` with a larger budget
+    plays the rest. (Added after the first three: decision 5 says what an older convy makes of it.)"""
+
+    started: str
+    ended: str
+    spent: Outlay
+
+
 class RunFile(msgspec.Struct, frozen=True):
     """``run.json``: the run's spec and status."""
 
     spec: RunSpec
-    status: Running | Complete | Interrupted
+    status: Running | Complete | Interrupted | Stopped
     format: int = 1
 
 
@@ -568,7 +594,8 @@ class RunJournal(msgspec.Struct, frozen=True):
 
         Each attempt is kept here with every one of ``secrets`` hidden from its texts, and once it
         is on the disk goes on to ``journal`` (one that shows it, say), as the folder keeps it.
-        The run is marked finished when every attempt is played, and interrupted when anything,
+        The run is marked finished when every attempt is played, stopped when the bench's budget
+        was spent first (its attempts under way kept), and interrupted when anything,
         Ctrl+C included, stops it; that error is raised on, and a write the folder refused as
         ``Unwritable``, attempts that ended unrecorded as ``Unplayed``, each out of its group. A folder that cannot be written before anything is played is a
         ``ConfigurationError``: nothing was sent.
@@ -607,7 +634,7 @@ class RunJournal(msgspec.Struct, frozen=True):
             try:
                 async with asyncio.TaskGroup() as group:
                     group.create_task(unflushed.flushing())
-                    await bench.run(missing, unflushed)
+                    spending = await bench.run(missing, unflushed, earlier.outcomes)
                     unflushed.ended()
                 unflushed.flushed()
             except BaseException as error:
@@ -620,7 +647,11 @@ class RunJournal(msgspec.Struct, frozen=True):
                         if said is not None:
                             raise _first(said) from None
                 raise
-            self._written(RunFile(spec, Complete(started, self._now())))
+            outlay = None if spending is None else spending.outlay()
+            if outlay is not None and len(unflushed.kept) < len(missing):
+                self._written(RunFile(spec, Stopped(started, self._now(), outlay)))
+            else:
+                self._written(RunFile(spec, Complete(started, self._now())))
             # What the file now holds, without reading it again: the lines read at the start, then
             # those this play appended, in order.
             return msgspec.structs.replace(

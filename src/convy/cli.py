@@ -17,7 +17,9 @@ The exit codes (README's "Results and exit codes" is the same table):
          (changed: this was 3, the code of --fail-under)
     5    more attempts not judged than --max-not-judged allows, by default any one (changed: this
          was 1, the code of an agent failure)
-    6    reserved: a run stopped by its budget (not built yet)
+    6    a run stopped by its budget (--max-cost, --max-tokens, --max-minutes): no attempt was
+         started once it was spent, those under way were kept; ``convy resume`` with a larger
+         budget plays the rest
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
     143  terminated (SIGTERM): as Ctrl+C
 
@@ -53,12 +55,12 @@ import msgspec
 
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Spent
-from convy.bench import Bench, Kept, Limits, RunInUse, RunJournal, RunSpec, Skipped
+from convy.bench import Bench, Kept, Limits, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
-from convy.report import Listed, Summary
+from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
@@ -294,8 +296,23 @@ class Recorded(msgspec.Struct, frozen=True):
                 f"convy: {self._where(error.path)}: cannot be written: {error.reason}; run {self.spec.id} is "
                 f"finished and kept; once there is room: convy report {self.spec.id}"
             )
-            return Worst((code, 1)).code()
-        return code
+            return Worst((code, 1, *self._budgeted(summary))).code()
+        return Worst((code, *self._budgeted(summary))).code()
+
+    def _budgeted(self, summary: Summary) -> tuple[int, ...]:
+        """Exit 6 with the line that says which budget stopped the run, what was spent, and how
+        to go on; with a budget the run stayed within, a line saying what it spent of it."""
+        match summary.run.file.status:
+            case Stopped(spent=spent):
+                stop = Stop(spent)
+                self.shown.line(
+                    f"{self.spec.agent}: run {self.spec.id} {stop.text()}; to play the rest: "
+                    f"convy resume {self.spec.id} {stop.more()}"
+                )
+                return (6,)
+        if self.bench.budget is not None:
+            self.shown.line(f"{self.spec.agent}: {Allowance(self.bench.budget).text(summary.run.outcomes)}")
+        return ()
 
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
         # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
@@ -495,6 +512,36 @@ class Workflow(msgspec.Struct, frozen=True):
         return 0
 
 
+class Budgeted(msgspec.Struct, frozen=True):
+    """The budget's options of ``convy run`` and ``convy resume`` (``--max-cost``, ``--max-tokens``,
+    ``--max-minutes``), each over its setting when given."""
+
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_minutes: float | None = None
+
+    OPTIONS: ClassVar[tuple[tuple[str, str, Any, str], ...]] = (
+        ("max_cost", "USD", float, "stop starting attempts once the run has cost this much, in US dollars (default: max_cost, else none)"),
+        ("max_tokens", "N", int, "stop starting attempts once the run has taken this many tokens (default: max_tokens, else none)"),
+        ("max_minutes", "M", float, "stop starting attempts after this many minutes of this command's play (default: max_minutes, else none)"),
+    )
+
+    def over(self, settings: Settings, changes: dict[str, Any] | None = None) -> Settings:
+        """``settings`` with ``changes`` and the options given over them."""
+        changes = dict(changes or {})
+        for name in ("max_cost", "max_tokens", "max_minutes"):
+            if getattr(self, name) is not None:
+                changes[name] = getattr(self, name)
+        try:
+            return msgspec.structs.replace(settings, **changes)
+        except ValueError as error:
+            raise ConfigurationError(f"--{error}") from None
+
+    def given(self) -> dict[str, str]:
+        """The options given, by the setting each is over."""
+        return {name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None}
+
+
 class RunCommand(msgspec.Struct, frozen=True):
     """``convy run``: a new run of each agent named (all, when none is)."""
 
@@ -507,6 +554,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     fail_under: float | None
     outputs: Outputs = Outputs()
     max_not_judged: float | None = None
+    budget: Budgeted = Budgeted()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
@@ -522,7 +570,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                 shown.line(passed_over)
                 continue
             spec = secrets.kept(self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags)))
-            bench = Bench(agent, models, spec.limits, self.project.prompt(settings))
+            bench = Bench(agent, models, spec.limits, self.project.prompt(settings), settings.budget())
             recorded = Recorded(
                 self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=settings.max_not_judged
             )
@@ -547,7 +595,7 @@ class RunCommand(msgspec.Struct, frozen=True):
         return code
 
     def overridden(self, settings: Settings) -> Settings:
-        """The settings with ``-k``, ``--trust`` and ``--max-not-judged`` over them."""
+        """The settings with ``-k``, ``--trust``, ``--max-not-judged`` and the budget's options over them."""
         changes: dict[str, Any] = {}
         if self.attempts is not None:
             changes["attempts"] = self.attempts
@@ -555,10 +603,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             changes["trust"] = self.trust
         if self.max_not_judged is not None:
             changes["max_not_judged"] = self.max_not_judged
-        try:
-            return msgspec.structs.replace(settings, **changes)
-        except ValueError as error:
-            raise ConfigurationError(f"--{error}") from None
+        return self.budget.over(settings, changes)
 
     def passed_over(self, name: str, agent: Any, secrets: Secrets) -> str:
         """The line saying why an absent agent is not run, or "" for one that is; an absent agent
@@ -643,10 +688,11 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     run_id: str
     fail_under: float | None
     max_not_judged: float | None = None
+    budget: Budgeted = Budgeted()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
-        settings = self.project.settings()
+        settings = self.budget.over(self.project.settings())
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
@@ -661,7 +707,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, prompt)
+        bench = Bench(agent, models, spec.limits, prompt, settings.budget())
         secrets = loaded.secrets(agent, models)
         return Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
@@ -751,7 +797,7 @@ class DryRun(msgspec.Struct, frozen=True):
                 ("max_not_judged", "--max-not-judged", self.command.max_not_judged),
             )
             if given is not None
-        }
+        } | self.command.budget.given()
         for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
             shown.line(secrets.hidden(line))
         return 0
@@ -1039,6 +1085,7 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
+        self._budget(run)
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
         only = run.add_mutually_exclusive_group()
@@ -1069,7 +1116,13 @@ class Arguments(msgspec.Struct, frozen=True):
         resume.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
+        self._budget(resume)
         return parser
+
+    def _budget(self, command: argparse.ArgumentParser) -> None:
+        # The budget's options, declared once in Budgeted for run and resume (exit 6 when one stops the run).
+        for name, metavar, kind, said in Budgeted.OPTIONS:
+            command.add_argument("--" + name.replace("_", "-"), type=kind, metavar=metavar, help=said)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1126,6 +1179,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.fail_under,
                         outputs,
                         parsed.max_not_judged,
+                        Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
@@ -1135,7 +1189,13 @@ def main(argv: list[str] | None = None) -> int:
                 case "export":
                     code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
                 case "resume":
-                    code = ResumeCommand(project, parsed.run, parsed.fail_under, parsed.max_not_judged).run(shown, errors)
+                    code = ResumeCommand(
+                        project,
+                        parsed.run,
+                        parsed.fail_under,
+                        parsed.max_not_judged,
+                        Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
+                    ).run(shown, errors)
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():
                 errors.line(f"convy: {line}")

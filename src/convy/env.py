@@ -33,6 +33,9 @@ class Variables(Env):
     attempts: str | None = None
     trust: str | None = None
     max_not_judged: str | None = None
+    max_cost: str | None = None
+    max_tokens: str | None = None
+    max_minutes: str | None = None
     max_turns: str | None = None
     agent_places: str | None = None
     user_places: str | None = None

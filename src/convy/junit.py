@@ -380,7 +380,8 @@ class Suite(msgspec.Struct, frozen=True):
         marks = {"passed": "✓", "failure": "✗", "agent": "✗", "not_judged": "?", "not_played": "-"}
         rate = self.summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
-        lines = [f"{spec.agent}, run {spec.id} ({self.summary.run.status()}): pass rate {rate_text}"]
+        stop = self.summary.stop()
+        lines = [f"{spec.agent}, run {spec.id} ({stop or self.summary.run.status()}): pass rate {rate_text}"]
         lines += [f"{marks[case.kind()]} {case.scenario}: {case.headline()}" for case in cases]
         lines += [f"- {one.scenario}: skipped, {'; '.join(one.reasons)}" for one in spec.skipped]
         return lines

@@ -215,7 +215,10 @@ class RunSummary(msgspec.Struct, frozen=True):
         head = view.header
         numbers = Numbers()
         lines = [f"### convy · {MarkdownText(head.agent).markdown()} · run {MarkdownText(head.run).markdown()}", ""]
-        if head.status != "finished":
+        if head.stop:  # words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math
+            stop = head.stop.replace("$", "\\$")
+            lines += [f"> **This run was {stop}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
+        elif head.status != "finished":
             lines += [f"> **This run is {head.status}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
         rate = f"**Pass rate {numbers.pct(view.rate.estimate)}**" if view.rate else "**Pass rate —**"
         lines.append(

@@ -1,7 +1,9 @@
 """Runs summed up into the numbers the pages show.
 
 ``Summary`` makes a run's view records: every number and decision of its report, per run,
-scenario, claim and attempt (docs/statistics.md); ``Index`` puts every run on one page.
+scenario, claim and attempt (docs/statistics.md); ``Index`` puts every run on one page. ``Stop``
+says a budget's stop, and what a run spent of its budget, in the words the pages and the command
+show.
 
 The index needs only a few numbers of each run, its ``Totals``. ``Listing`` keeps them in the
 run's folder, in ``summary.json`` beside ``attempts.jsonl``, with the size and modification time
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
+from decimal import Decimal
 from functools import cached_property
 from itertools import chain
 from pathlib import Path
@@ -22,12 +26,13 @@ from typing import ClassVar, Literal
 import msgspec
 
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
-from convy.bench import RunJournal
+from convy.bench import RunJournal, Stopped
+from convy.budget import Budget, Outlay
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
 from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
-from convy.scenario import Scenario
+from convy.scenario import Outcome, Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
 from convy.views import (
     AttemptRow,
@@ -211,7 +216,16 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             kept=len(self.run.outcomes),
             broken=self.run.broken,
             skipped=[f"{skipped.scenario}: {'; '.join(skipped.reasons)}" for skipped in spec.skipped],
+            stop=self.stop(),
         )
+
+    def stop(self) -> str:
+        """What stopped the run, when its budget did, in words; else ``""``."""
+        match self.run.file.status:
+            case Stopped(spent=spent):
+                return Stop(spent).text()
+            case _:
+                return ""
 
     def row(self, href: str) -> RunRow:
         """The run as one row of the index."""
@@ -455,6 +469,64 @@ class Index(msgspec.Struct, frozen=True):
                 if earlier.agent == later.agent:
                     return Suggestion(base=earlier.run, candidate=later.run)
         return Suggestion(base=rows[-1].run, candidate=rows[0].run)
+
+
+class Stop(msgspec.Struct, frozen=True):
+    """A budget's stop in words: which budget, what was spent of what it allowed, and what could
+    not be counted (requests unpriced for the cost, requests that reported no tokens for the
+    tokens)."""
+
+    spent: Outlay
+
+    def text(self) -> str:
+        spent = self.spent
+        match spent.budget:
+            case "cost":
+                said = f"stopped by budget: ${Decimal(spent.cost):.2f} of ${spent.allowed:.2f} (cost)"
+            case "tokens":
+                said = f"stopped by budget: {spent.tokens:,} of {spent.allowed:,.0f} tokens (tokens)"
+            case "minutes":
+                said = f"stopped by budget: {spent.minutes:.1f} of {spent.allowed:g} minutes (minutes)"
+        return said + self.uncounted()
+
+    def more(self) -> str:
+        """The option that lets the run go on, with twice the budget it stopped on."""
+        allowed = self.spent.allowed * 2
+        amount = f"{allowed:.2f}" if self.spent.budget == "cost" else f"{allowed:g}"
+        return f"--max-{self.spent.budget} {amount}"
+
+    def uncounted(self) -> str:
+        """What the budget that stopped the run could not count, or ``""``."""
+        spent = self.spent
+        if spent.budget == "cost" and spent.unpriced:
+            many = "s" if spent.unpriced != 1 else ""
+            return f"; {spent.unpriced} request{many} unpriced: the cost could not be checked in full"
+        if spent.budget == "tokens" and spent.unreported:
+            many = "s" if spent.unreported != 1 else ""
+            return f"; {spent.unreported} request{many} not reported: their tokens are not counted"
+        return ""
+
+
+class Allowance(msgspec.Struct, frozen=True):
+    """What a run its budget did not stop spent of it, in words (cost and tokens: the whole run's;
+    a budget reached by the run's last attempt stopped nothing)."""
+
+    budget: Budget
+
+    def text(self, outcomes: Iterable[Outcome]) -> str:
+        budget = self.budget
+        spending = budget.spending(outcomes)
+        cost, tokens = str(spending.cost), spending.tokens
+        said = []
+        if budget.cost:
+            uncounted = Stop(Outlay("cost", budget.cost, cost, spending.unpriced)).uncounted()
+            said.append(f"${spending.cost:.2f} of ${budget.cost:.2f} (cost){uncounted}")
+        if budget.tokens:
+            uncounted = Stop(Outlay("tokens", budget.tokens, cost, 0, tokens, spending.unreported)).uncounted()
+            said.append(f"{tokens:,} of {budget.tokens:,} tokens (tokens){uncounted}")
+        if budget.minutes:
+            said.append(f"within {budget.minutes:g} minutes (minutes)")
+        return "budget: spent " + ", ".join(said)
 
 
 class Totals(msgspec.Struct, frozen=True):

@@ -42,7 +42,7 @@ class RunsRow(Row, frozen=True):
     started: str
     ended: str | None
     seconds: float | None
-    status: Literal["finished", "interrupted", "running"]
+    status: Literal["finished", "interrupted", "running", "stopped"]
     convy_version: str | None
     user_model: str
     judge_model: str

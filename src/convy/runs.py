@@ -17,7 +17,7 @@ from typing import Literal
 
 import msgspec
 
-from convy.bench import Complete, Interrupted, Limits, RunDamaged, RunFile, RunJournal, Running, RunSpec
+from convy.bench import Complete, Interrupted, Limits, RunDamaged, RunFile, RunJournal, Running, RunSpec, Stopped
 from convy.dialog import Verdict
 from convy.problems import ConfigurationError
 from convy.scenario import Outcome, Scenario
@@ -33,19 +33,21 @@ class Read(msgspec.Struct, frozen=True):
     playing: bool
     problem: str = ""
 
-    def status(self) -> Literal["finished", "interrupted", "running"]:
+    def status(self) -> Literal["finished", "interrupted", "running", "stopped"]:
         """The run's status; a run marked running whose lock is free was killed: interrupted."""
         match self.file.status:
             case Complete():
                 return "finished"
             case Interrupted():
                 return "interrupted"
+            case Stopped():
+                return "stopped"
             case Running():
                 return "running" if self.playing else "interrupted"
 
     def ended(self) -> str | None:
         match self.file.status:
-            case Complete(ended=ended) | Interrupted(ended=ended):
+            case Complete(ended=ended) | Interrupted(ended=ended) | Stopped(ended=ended):
                 return ended
             case Running():
                 return None

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from convy.bench import Limits, RunSpec
+from convy.budget import Budget
 from convy.files import RegularFile
 from convy.problems import ConfigurationError, FieldProblem
 
@@ -27,17 +28,21 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     """convy's settings for a project: the run's limits (every field of ``Limits``, declared and
     bounded there alone), attempts per scenario, the trust threshold, the share of attempts that
     may go unjudged before the command exits with its own code (``max_not_judged``: a gate of the
-    command, not part of the run, so it is kept in no run folder), and the file of the simulator
-    prompt."""
+    command, not part of the run, so it is kept in no run folder), the run's budget (``max_cost``
+    in US dollars, ``max_tokens``, ``max_minutes``; 0 is none: a command's, given again to each
+    ``convy resume``, so kept in no run folder either), and the file of the simulator prompt."""
 
     attempts: int = 3
     trust: float = 0.0
     max_not_judged: float = 0.0
+    max_cost: float = 0.0
+    max_tokens: int = 0
+    max_minutes: float = 0.0
     user_prompt: str = ""
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
-    MOST: ClassVar[dict[str, float]] = {"attempts": RunSpec.MOST_ATTEMPTS, **Limits.MOST}
+    MOST: ClassVar[dict[str, float]] = {"attempts": RunSpec.MOST_ATTEMPTS, **Limits.MOST, **Budget.MOST}
 
     def __post_init__(self) -> None:
         super().__post_init__()  # every number within MOST, and the limits' own bounds, named by field
@@ -47,8 +52,16 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
             raise ValueError("max_not_judged: must be between 0 and 1")
         if self.attempts < 1:
             raise ValueError("attempts: must be at least 1")
+        for name in Budget.MOST:  # finite and within MOST already
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be 0 (no budget) or more")
         if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
             raise ValueError("user_prompt: not a file name")
+
+    def budget(self) -> Budget | None:
+        """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
+        budget = Budget(self.max_cost, self.max_tokens, self.max_minutes)
+        return budget if budget.set() else None
 
     def limits(self) -> Limits:
         """The run's limits: these settings' fields that ``Limits`` declares, as a ``Limits``."""

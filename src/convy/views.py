@@ -170,7 +170,7 @@ class HeaderView(View, frozen=True):
     started: str
     ended: str | None
     seconds: float | None
-    status: Literal["finished", "interrupted", "running"]
+    status: Literal["finished", "interrupted", "running", "stopped"]
     convy: str
     user_model: str
     judge_model: str
@@ -181,6 +181,7 @@ class HeaderView(View, frozen=True):
     kept: int
     broken: int
     skipped: list[str]
+    stop: str = ""  # a budget's stop in words (report.Stop), when one stopped the run
 
 
 class RunView(View, frozen=True):

@@ -132,7 +132,7 @@ const Convy = (() => {
   /* Words for codes, so status never rests on colour. */
 
   const words = {
-    run: { finished: ["✓", "finished"], interrupted: ["✗", "interrupted"], running: ["…", "running"] },
+    run: { finished: ["✓", "finished"], interrupted: ["✗", "interrupted"], stopped: ["■", "stopped by budget"], running: ["…", "running"] },
     attempt: { passed: ["✓", "passed"], failed: ["✗", "failed"], not_judged: ["–", "not judged"] },
     scenario: { always: ["✓", "always passes"], flaky: ["~", "flaky"], never: ["✗", "never passes"], not_judged: ["–", "not judged"] },
     mark: { held: "✓", failed: "✗", none: "–" },
