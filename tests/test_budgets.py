@@ -126,6 +126,24 @@ def test_resume_with_a_larger_budget_finishes_the_run_and_with_the_same_stops_at
     assert "budget: spent $1.00 of $5.00 (cost)" in done.stdout
 
 
+def test_a_finished_run_keeps_its_budget_and_its_report_says_what_was_spent_of_it(tmp_path: Path) -> None:
+    """A run that kept within its budget keeps the budget in run.json's status and its page says what it spent of it; a run with none writes no budget."""
+    project = made(tmp_path, attempts=3)
+    done = convy(project, "run", "--max-cost", "5", "--max-tokens", "10000")
+    assert done.returncode == 0, done.stderr
+    status = run_json(project)["status"]
+    assert status["type"] == "finished"
+    assert status["budget"] == {"cost": 5.0, "tokens": 10000, "minutes": 0.0}
+    (run,) = runs(project)
+    page = (project / "results" / "bot" / run / "report.html").read_text(encoding="utf-8")
+    assert "budget: spent $0.30 of $5.00 (cost), 300 of 10,000 tokens (tokens)" in page
+    plain = made(tmp_path / "plain", attempts=1)
+    assert convy(plain, "run").returncode == 0
+    assert "budget" not in run_json(plain)["status"]
+    (run,) = runs(plain)
+    assert "budget: spent" not in (plain / "results" / "bot" / run / "report.html").read_text(encoding="utf-8")
+
+
 def test_unpriced_and_unreported_requests_are_said(tmp_path: Path) -> None:
     """A cost budget over unpriced requests says it could not be checked in full; a token budget says how many requests reported no tokens."""
     project = made(tmp_path, priced=False, attempts=3)

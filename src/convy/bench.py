@@ -364,11 +364,14 @@ class Running(msgspec.Struct, frozen=True, tag="running"):
     started: str
 
 
-class Complete(msgspec.Struct, frozen=True, tag="finished"):
-    """A run whose every planned attempt is kept."""
+class Complete(msgspec.Struct, frozen=True, tag="finished", omit_defaults=True):
+    """A run whose every planned attempt is kept; ``budget``, the budget its last play kept within,
+    when one was set (left out of run.json when none was: an older convy, which does not know the
+    field, reads such a run as finished)."""
 
     started: str
     ended: str
+    budget: Budget = Budget()
 
 
 class Interrupted(msgspec.Struct, frozen=True, tag="interrupted"):
@@ -650,6 +653,8 @@ class RunJournal(msgspec.Struct, frozen=True):
             outlay = None if spending is None else spending.outlay()
             if outlay is not None and len(unflushed.kept) < len(missing):
                 self._written(RunFile(spec, Stopped(started, self._now(), outlay)))
+            elif bench.budget is not None and bench.budget.set():
+                self._written(RunFile(spec, Complete(started, self._now(), bench.budget)))
             else:
                 self._written(RunFile(spec, Complete(started, self._now())))
             # What the file now holds, without reading it again: the lines read at the start, then

@@ -26,7 +26,7 @@ from typing import ClassVar, Literal
 import msgspec
 
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
-from convy.bench import RunJournal, Stopped
+from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
@@ -217,6 +217,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             broken=self.run.broken,
             skipped=[f"{skipped.scenario}: {'; '.join(skipped.reasons)}" for skipped in spec.skipped],
             stop=self.stop(),
+            budget=self.allowance(),
         )
 
     def stop(self) -> str:
@@ -224,6 +225,15 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         match self.run.file.status:
             case Stopped(spent=spent):
                 return Stop(spent).text()
+            case _:
+                return ""
+
+    def allowance(self) -> str:
+        """What a finished run spent of the budget it kept within, in words; ``""`` when it had
+        none (a stopped run says its budget in ``stop``)."""
+        match self.run.file.status:
+            case Complete(budget=budget) if budget.set():
+                return Allowance(budget).text(self.run.outcomes)
             case _:
                 return ""
 

@@ -182,6 +182,7 @@ class HeaderView(View, frozen=True):
     broken: int
     skipped: list[str]
     stop: str = ""  # a budget's stop in words (report.Stop), when one stopped the run
+    budget: str = ""  # what a finished run spent of the budget it kept within (report.Allowance), when one was set
 
 
 class RunView(View, frozen=True):

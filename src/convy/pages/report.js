@@ -43,6 +43,7 @@
     const notes = [];
     if (head.status === "running") notes.push(h("div", { class: "notice" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far."));
     if (head.stop) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run was " + head.stop), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
+    if (head.budget) notes.push(h("div", { class: "notice" }, h("strong", null, "Within its budget"), head.budget));
     if (head.status === "interrupted") notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ This run was interrupted"), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` plays the rest."));
     if (head.broken) notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ Unreadable attempts"), fmt.int(head.broken) + " lines of attempts.jsonl could not be read and are left out."));
     if (head.skipped.length) notes.push(h("div", { class: "notice" }, h("strong", null, "Scenarios not played"), h("ul", null, head.skipped.map((line) => h("li", null, line)))));
