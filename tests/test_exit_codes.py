@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakeproject import CONVY, Command, FakeProject
+from fakeproject import CONVY, MODELS, Command, FakeProject
 
 from convy import cli
 from convy.cli import Worst
@@ -40,20 +40,6 @@ def answer(text):
 
 
 agent = FakeAgent(answer)
-"""
-
-MODELS = """\
-from convy.fakes import FakeJudge
-from convy.model import Models
-
-
-def held(claim, transcript):
-    if "unjudgeable" in claim:
-        raise ValueError("the judge broke down")
-    return True
-
-
-models = Models(judge=FakeJudge(held))
 """
 
 # An agent that cancels the task it runs in: the run stops with attempts unrecorded, exit 2.
