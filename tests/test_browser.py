@@ -42,6 +42,13 @@ expect = sync_api.expect
 # as soon as what they wait for holds; the bound only stops a page that never gets there.
 PATIENCE_MS = 300_000
 expect.set_options(timeout=PATIENCE_MS)
+# A page's condition is polled every 100 ms, not on each animation frame (Playwright's default):
+# a headless Chromium on a busy machine can starve a page of frames, and a wait polled on them
+# then never looks again, though what it waits for holds.
+POLL_MS = 100
+# pytest-timeout's 120 s (pyproject) would cut a wait short of that patience: each test of this
+# module is given room for it.
+pytestmark = pytest.mark.timeout(900)
 
 from test_pages import Played  # noqa: E402
 
@@ -165,8 +172,7 @@ def shows(page: Any, wanted: list[str], start: int = 0, end: int | None = None, 
     try:
         page.wait_for_function(
             f"([wanted, start, end]) => JSON.stringify({listed}.slice(start, end === null ? undefined : end)) === JSON.stringify(wanted)",
-            arg=[wanted, start, end],
-        )
+            arg=[wanted, start, end], polling=POLL_MS)
     except sync_api.TimeoutError:
         raise AssertionError(f"the rows are {page.evaluate(listed)}, not {wanted} at [{start}:{end}]") from None
 
@@ -174,7 +180,7 @@ def shows(page: Any, wanted: list[str], start: int = 0, end: int | None = None, 
 def hashed(page: Any, part: str, present: bool = True) -> None:
     """Wait until the page's hash holds ``part`` (or, with ``present`` false, no longer holds it)."""
     try:
-        page.wait_for_function("([part, present]) => location.hash.includes(part) === present", arg=[part, present])
+        page.wait_for_function("([part, present]) => location.hash.includes(part) === present", arg=[part, present], polling=POLL_MS)
     except sync_api.TimeoutError:
         raise AssertionError(f"the hash {page.evaluate('location.hash')!r} {'lacks' if present else 'holds'} {part!r}") from None
 
@@ -183,8 +189,7 @@ def focused(page: Any, wanted: str) -> None:
     """Wait until the element with the focus has ``wanted`` as its id or its row's id."""
     try:
         page.wait_for_function(
-            "(wanted) => [document.activeElement.id, document.activeElement.dataset.id].includes(wanted)", arg=wanted
-        )
+            "(wanted) => [document.activeElement.id, document.activeElement.dataset.id].includes(wanted)", arg=wanted, polling=POLL_MS)
     except sync_api.TimeoutError:
         raise AssertionError(f"the focus is on {page.evaluate('document.activeElement.outerHTML.slice(0, 80)')}") from None
 
@@ -351,7 +356,7 @@ def test_keyboard_moves_opens_and_closes(pages: dict[str, Path], visit: Callable
     page.wait_for_selector("dialog#window[open] .attempt")
     hashed(page, "s=orders%2Funsure")
     page.keyboard.press("Escape")
-    page.wait_for_function("() => !location.hash.includes('s=')")
+    page.wait_for_function("() => !location.hash.includes('s=')", polling=POLL_MS)
     expect(page.locator("dialog#window[open]")).to_have_count(0)
     focused(page, "orders/unsure")
 
@@ -378,7 +383,7 @@ def test_hash_link_reopens_the_same_view(pages: dict[str, Path], visit: Callable
     shows(other, ["orders/crash"])
     expect(other.locator("#filter-status")).to_have_value("never")
     other.goto(pages["2026-01-05-before"].as_uri() + "#status=never")
-    other.wait_for_function("() => !document.querySelector('dialog#window[open]')")
+    other.wait_for_function("() => !document.querySelector('dialog#window[open]')", polling=POLL_MS)
 
 
 @pytest.mark.parametrize("policy", [True, False], ids=["with-csp", "csp-bypassed"])
@@ -616,7 +621,7 @@ def test_a_report_of_ten_thousand_attempts_draws_its_first_rows_and_inflates_on_
     page.fill("#search", "")
     expect(table).to_have_count(200)
     page.evaluate("document.querySelector('#scenarios tbody tr.more').scrollIntoView()")
-    page.wait_for_function("() => document.querySelectorAll('#scenarios tbody tr.row').length > 200")
+    page.wait_for_function("() => document.querySelectorAll('#scenarios tbody tr.row').length > 200", polling=POLL_MS)
 
 
 SPANS = 20_000  # code spans in one message: twice what the old drawing stopped at
@@ -696,8 +701,8 @@ def test_a_scenario_of_many_attempts_shows_a_page_of_them(tmp_path: Path, visit:
     expect(page.locator(".paging")).to_contain_text("attempts 1–20 of 120")
     expect(page.locator(".paging button:has-text('earlier')")).to_be_disabled()
     page.click(".paging button:has-text('later')")
-    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 21–40 of 120')")
+    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 21–40 of 120')", polling=POLL_MS)
     expect(page.locator("#matrix thead button").first).to_have_text("#21")
     page.goto(path.as_uri() + "#s=many&a=115")
-    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 101–120 of 120')")
+    page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 101–120 of 120')", polling=POLL_MS)
     expect(page.locator(".paging button:has-text('later')")).to_be_disabled()

@@ -570,14 +570,21 @@
   /* Written after the next frame, once for all the changes before it: replacing the URL costs
      the browser several milliseconds (and a reload of the page's icon), which would otherwise
      stand between a click and the frame that answers it. */
+  /* Where no frame comes (a hidden tab; a headless browser whose frames are starved on a busy
+     machine) it is written after 100 ms all the same, or it would wait for a frame that never is. */
   let saving = false;
   function save() {
     if (saving) return;
     saving = true;
-    requestAnimationFrame(() => setTimeout(() => {
+    let written = false;
+    const write = () => {
+      if (written) return;
+      written = true;
       saving = false;
       hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
-    }, 0));
+    };
+    requestAnimationFrame(() => setTimeout(write, 0));
+    setTimeout(write, 100);
   }
 
   function update() {
