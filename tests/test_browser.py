@@ -116,6 +116,9 @@ class Visit:
         self.page.on("console", lambda message: self.errors.append(message.text) if message.type == "error" else None)
 
     def open(self, path: Path, fragment: str = "") -> Any:
+        # The page in front: headless Chromium may stop giving frames to a page behind another
+        # (a test that opens several), and every wait for what a page draws waits on its frames.
+        self.page.bring_to_front()
         self.page.goto(path.as_uri() + (f"#{fragment}" if fragment else ""))
         self.page.wait_for_selector("#app > *")
         return self.page
