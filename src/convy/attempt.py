@@ -17,7 +17,7 @@ import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Thought, Unpriced, Usage
 from convy.busy import Wait
-from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict
+from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict, Vote
 from convy.scenario import Outcome
 from convy.views import (
     CostArray,
@@ -31,6 +31,7 @@ from convy.views import (
     TokensArray,
     TokensView,
     TurnView,
+    VoteView,
 )
 
 Found = TypeVar("Found")
@@ -551,7 +552,21 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     graded = claim.grade
                     grade = graded.name if type(graded) is Grade else None
                     trusted = confidence is None or confidence >= trust
-                    decisions.append(DecisionView(claim.claim, claim.by, claim.held, claim.reason, confidence, grade, trusted))
+                    quoted = claim.evidence
+                    decisions.append(
+                        DecisionView(
+                            claim.claim,
+                            claim.by,
+                            claim.held,
+                            claim.reason,
+                            confidence,
+                            grade,
+                            trusted,
+                            None if quoted is None else quoted.quote,
+                            None if quoted is None else quoted.found,
+                            [_vote(vote) for vote in claim.votes],
+                        )
+                    )
             case Failed(reason=reason, message=message):
                 failed_on = message or None
                 decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
@@ -579,6 +594,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             spans=self._spans(),
             tokens=_shown_tokens(every.tokens()),
             cost=_shown_cost(every.cost()),
+            fingerprint=outcome.transcript.fingerprint(),
         )
 
     def _turn(self, turn: Turn) -> TurnView:
@@ -719,3 +735,17 @@ def _plain_sum(count: int, given: int, taken: int) -> Sum:
     if not count:
         return _NO_SUM
     return Sum(count, count, given, taken, None, None, _NOTHING, "", False, 0, count, 0)
+
+
+def _vote(vote: Vote) -> VoteView:
+    """One of a claim's decisions, as the window shows it."""
+    said, graded, quoted = vote.confidence, vote.grade, vote.evidence
+    return VoteView(
+        vote.judge,
+        vote.held,
+        vote.reason,
+        said.value if type(said) is Confidence else None,
+        graded.name if type(graded) is Grade else None,
+        None if quoted is None else quoted.quote,
+        None if quoted is None else quoted.found,
+    )

@@ -314,6 +314,14 @@ class Skipped(msgspec.Struct, frozen=True):
     reasons: tuple[str, ...]
 
 
+class Origin(msgspec.Struct, frozen=True):
+    """The run whose recorded dialogues a re-judged run decides again (``convy rejudge``): its
+    agent and id, so its folder is ``results/<agent>/<run>``."""
+
+    agent: str
+    run: str
+
+
 class RunSpec(msgspec.Struct, frozen=True):
     """What a run plays: enough to play the rest of it later, and to tell two runs apart."""
 
@@ -327,6 +335,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     fingerprints: Fingerprints = Fingerprints()
     skipped: tuple[Skipped, ...] = ()
     convy: str = ""
+    origin: Origin | None = None  # a re-judged run's source; None for a run that was played
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = 200

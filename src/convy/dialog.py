@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import re
 from collections.abc import Coroutine
 from typing import Annotated, Any, ClassVar, Literal, Protocol
@@ -62,8 +63,58 @@ class NoGrade(msgspec.Struct, frozen=True, gc=False, tag="no_grade"):
     """The decision of a claim that has no grades."""
 
 
+_SPACES = re.compile(r"\s+")
+# Curly, angled and low quotation marks, and the backtick and acute accent judges write for an
+# apostrophe, each read as the plain mark: a quote is found whichever its model wrote.
+_MARKS = str.maketrans(
+    {
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "`": "'",
+        "\u00b4": "'",
+    }
+)
+
+
+def plain(text: str) -> str:
+    """``text`` with its quotation marks made plain and every run of whitespace one space, trimmed:
+    what a quote and a dialogue are compared as."""
+    return _SPACES.sub(" ", text.translate(_MARKS)).strip()
+
+
+class Evidence(msgspec.Struct, frozen=True, gc=False):
+    """The words of the dialogue a judge said its decision rests on, and whether they are there
+    (``Transcript.quotes``: compared with whitespace and quotation marks made plain)."""
+
+    quote: str
+    found: bool
+
+
+class Vote(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One decision of a claim among several (a judge asked again, or a panel's judges): who
+    decided, and what."""
+
+    judge: str
+    held: bool
+    reason: str = ""
+    confidence: Confidence | NoConfidence = NoConfidence()
+    grade: Grade | NoGrade = NoGrade()
+    evidence: Evidence | None = None
+
+
 class Claim(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
-    """One claim decided: whether it held, why, and how sure the decider was."""
+    """One claim decided: whether it held, why, and how sure the decider was.
+
+    ``evidence`` is what the judge quoted from the dialogue (none for a check, or a judge that
+    quoted nothing). ``votes`` are the decisions it was made from when there were several (the
+    judge asked ``judge_repeats`` times, or a panel): empty for one decision.
+    """
 
     claim: str
     held: bool
@@ -71,6 +122,8 @@ class Claim(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     confidence: Confidence | NoConfidence = NoConfidence()
     grade: Grade | NoGrade = NoGrade()
     by: Literal["judge", "code"] = "judge"
+    evidence: Evidence | None = None
+    votes: tuple[Vote, ...] = ()
 
     def trusted(self, trust: float) -> bool:
         match self.confidence:
@@ -157,6 +210,21 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         """Only what was said: the same turns without the agent's thoughts and tool calls."""
         replace = msgspec.structs.replace
         return Transcript(tuple([replace(turn, answer=Answer(turn.answer.text, turn.answer.usage)) for turn in self.turns]))
+
+    def fingerprint(self) -> str:
+        """What identifies this dialogue whoever judged it: SHA-256 of what each side said, turn by
+        turn (the first 32 hex digits). A re-judged run keeps its source's dialogues, so their
+        human labels follow them."""
+        said = msgspec.json.encode([[turn.message, turn.answer.text] for turn in self.turns])
+        return hashlib.sha256(said).hexdigest()[:32]
+
+    def quotes(self, quote: str) -> bool:
+        """Whether ``quote`` is in what was said (by either side, within one message), compared
+        with whitespace and quotation marks made plain; an empty quote is not."""
+        wanted = plain(quote)
+        if not wanted:
+            return False
+        return any(wanted in plain(turn.message) or wanted in plain(turn.answer.text) for turn in self.turns)
 
     def text(self) -> str:
         """The dialogue as plain text, one line per speaker, for a model to read."""

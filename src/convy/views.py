@@ -259,6 +259,18 @@ class TurnView(View, frozen=True, array_like=True):
     cost: CostArray
 
 
+class VoteView(View, frozen=True, array_like=True):
+    """One of the decisions a claim was made from (``dialog.Vote``)."""
+
+    judge: str
+    held: bool
+    reason: str
+    confidence: float | None
+    grade: str | None
+    evidence: str | None
+    found: bool | None
+
+
 class DecisionView(View, frozen=True, array_like=True):
     claim: str
     by: str
@@ -267,6 +279,10 @@ class DecisionView(View, frozen=True, array_like=True):
     confidence: float | None
     grade: str | None
     trusted: bool
+    # What the judge quoted from the dialogue, and whether it is there (None: nothing quoted).
+    evidence: str | None = None
+    found: bool | None = None
+    votes: list[VoteView] = []
 
 
 class SpanView(View, frozen=True, array_like=True):
@@ -295,6 +311,7 @@ class DialogueView(View, frozen=True, array_like=True):
     spans: list[SpanView]
     tokens: TokensArray
     cost: CostArray
+    fingerprint: str = ""  # the dialogue's (``Transcript.fingerprint``), which human labels are kept by
 
 
 class RunRow(View, frozen=True):
