@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         Journal,
         Limits,
         ModelNames,
+        Origin,
         Plan,
         Planned,
         RunDamaged,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
         Checked,
         Claim,
         Confidence,
+        Evidence,
         Failed,
         Finished,
         Grade,
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
         Transcript,
         Turn,
         Verdict,
+        Vote,
     )
     from convy.env import Env
     from convy.http import (
@@ -131,6 +134,9 @@ _WHERE = {
     "Checked": "convy.dialog",
     "Chunks": "convy.chat",
     "Claim": "convy.dialog",
+    "Evidence": "convy.dialog",
+    "Origin": "convy.bench",
+    "Vote": "convy.dialog",
     "Budget": "convy.budget",
     "Complete": "convy.bench",
     "Completion": "convy.chat",
@@ -254,6 +260,7 @@ __all__ = [
     "Conversation",
     "Cost",
     "Env",
+    "Evidence",
     "Failed",
     "Fingerprints",
     "Finished",
@@ -280,6 +287,7 @@ __all__ = [
     "NoVerdict",
     "NotReported",
     "OpenAiModel",
+    "Origin",
     "OutOfTime",
     "Outcome",
     "Outlay",
@@ -326,5 +334,6 @@ __all__ = [
     "Unwritable",
     "Usage",
     "Verdict",
+    "Vote",
     "Wait",
 ]
