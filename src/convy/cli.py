@@ -955,6 +955,13 @@ class CompareCommand(msgspec.Struct, frozen=True):
         self.project.indexed()
         for line in view.banner:
             errors.line(f"! not comparable: {line}")
+        same = view.same_dialogues
+        if same is not None:
+            shown.line(f"same dialogues: {Inert(same.said).line()}")
+            shown.line(
+                f"attempts paired by (scenario, attempt): {same.paired}; {same.worse} passed before and fail now, "
+                f"{same.better} failed before and pass now, {same.other} changed to or from not judged"
+            )
         before = "n/a" if view.base.rate is None else f"{view.base.rate.estimate:.1%}"
         after = "n/a" if view.candidate.rate is None else f"{view.candidate.rate.estimate:.1%}"
         change = "n/a"
