@@ -32,7 +32,16 @@ from convy.bench import Origin
 from convy.report import Summary
 from convy.runs import Read
 from convy.stats import Adjusted, Detectable, Fisher, Interval, Paired, Stratified, Stratum, Tally
-from convy.views import ClaimFlip, ComparisonView, DialogueView, IntervalView, Pair, SameDialogues, ScenarioChange, SideView
+from convy.views import (
+    ClaimFlip,
+    ComparisonView,
+    DialogueView,
+    IntervalView,
+    Pair,
+    SameDialogues,
+    ScenarioChange,
+    SideView,
+)
 
 ALPHA = 0.05
 TOLERANCE = 0.05  # a ratio within 1 ± TOLERANCE is "same"
