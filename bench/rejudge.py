@@ -10,8 +10,8 @@ attempts read from the source line by line. Nothing else is asked: no agent, no 
 The floor is what the places allow: each claim is one request holding one place for one latency,
 so at best ``places / (latency x claims)`` attempts a second. Printed for each number of places:
 attempts per second, the ratio to that floor, the main thread's CPU per attempt (the event loop's:
-convy's work, not the stand-in's, which answers in a thread of its own), and the process's peak
-RSS after the run.
+convy's work, not the stand-in's, which answers in a process of its own so that it takes neither
+CPU nor the interpreter lock from convy's), and the process's peak RSS after the run.
 
     python bench/rejudge.py
     python bench/rejudge.py --attempts 2000 --places 8 32 --claims 2
@@ -77,10 +77,42 @@ def source(folder: Path, attempts: int, claims: int) -> tuple[object, Path]:
     return spec, run
 
 
+class Served:
+    """The stand-in in a process of its own (``--serve``), so that its answering takes no CPU, and
+    no interpreter lock, from the process that re-judges: its ``url`` once it listens, and the
+    requests it ``received`` once it has stopped."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.received = 0
+
+    def __enter__(self) -> Served:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", "--latency", str(self.latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        return self
+
+    def __exit__(self, *raised: object) -> None:
+        out, _ = self.process.communicate("")  # stdin closed: the server stops and says its count
+        self.received = int(out.strip())
+
+
+def serve(options: argparse.Namespace) -> None:
+    """The stand-in, answering every request with a decision after ``--latency``, until stdin closes."""
+    from standin import StandIn
+
+    decision = '{"reason": "the agent answered", "pass": true, "confidence": 0.9}'
+    with StandIn(reply=lambda request: decision, latency=options.latency) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+        print(len(server.received), flush=True)
+
+
 def child(options: argparse.Namespace) -> None:
     """One measure: re-judge the source with ``--places`` places, in this process, and print a line."""
     import msgspec
-    from standin import StandIn
 
     from convy import ChatJudge, OpenAiModel
     from convy.bench import Origin, RunJournal
@@ -89,8 +121,7 @@ def child(options: argparse.Namespace) -> None:
     places = options.places[0]
     with tempfile.TemporaryDirectory() as folder:
         spec, run = source(Path(folder), options.attempts, options.claims)
-        decision = '{"reason": "the agent answered", "pass": true, "confidence": 0.9}'
-        with StandIn(reply=lambda request: decision, latency=options.latency) as server:
+        with Served(options.latency) as server:
             judge = ChatJudge(OpenAiModel("judge", f"{server.url}/v1", "k"))
             limits = msgspec.structs.replace(spec.limits, judge_places=places)  # type: ignore[attr-defined]
             rejudged = msgspec.structs.replace(spec, id="rejudged", limits=limits, origin=Origin("bot", "source"))
@@ -98,7 +129,7 @@ def child(options: argparse.Namespace) -> None:
             wall, cpu = time.perf_counter(), time.thread_time()
             kept = asyncio.run(RunJournal(Path(folder) / "bot" / "rejudged").play(rejudged, rejudging))
             wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
-            requests = len(server.received)
+        requests = server.received
         count = len(kept.outcomes)
         assert count == spec.attempts * len(spec.scenarios), count  # type: ignore[attr-defined]
         assert requests == count * options.claims, requests
@@ -120,7 +151,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the stand-in takes to answer")
     parser.add_argument("--places", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.serve:
+        serve(options)
+        return
     if options.child:
         child(options)
         return
