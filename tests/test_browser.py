@@ -496,6 +496,28 @@ def test_comparison_banner_and_scenarios_apart(pages: dict[str, Path], tmp_path:
     assert "only in the base run: billing/old" in apart and "only in the candidate run: billing/new" in apart and "changed between the runs: refunds/late" in apart
 
 
+
+def test_comparison_of_the_same_dialogues_says_so_with_the_paired_attempts(
+    pages: dict[str, Path], tmp_path: Path, visit: Callable[..., Visit]
+) -> None:
+    """A comparison of a run and its re-judged run says they decided the same dialogues, in a note of
+    its own (no banner), with the attempts paired by (scenario, attempt) and how many changed."""
+    runs, _ = Runs(pages["index"].parent).read()
+    by_id = {run.file.spec.id: run for run in runs}
+    from convy.comparison import Comparison
+    from convy.views import SameDialogues
+
+    view = Comparison(by_id["2026-01-05-before"], by_id["2026-01-06-after"]).view()
+    said = "the candidate re-judged the base's dialogues (judge fake-judge → strict): a change here is the judge's or the claims', not the agent's"
+    view = msgspec.structs.replace(view, banner=[], same_dialogues=SameDialogues(said=said, paired=12, worse=3, better=1, other=2))
+    path = tmp_path / "same.html"
+    path.write_text(ComparisonPage(view).html(), encoding="utf-8")
+    page = visit().open(path)
+    note = page.inner_text("#same-dialogues")
+    assert said in note
+    assert "Attempts paired by (scenario, attempt): 12; 3 passed before and fail now, 1 failed before and pass now, 2 changed" in note
+    assert page.locator("#banner").count() == 0
+
 def test_index_page(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
     """The index lists every run newest first with its numbers, filters by agent, searches, sorts,
     draws a trend per agent, links each report and comparison, and gives the compare command."""

@@ -403,6 +403,8 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     @Once
     def _requests(self) -> tuple[Usage | NoUsage, ...]:
+        if self.outcome.rejudged:  # its dialogue's requests are the source run's spending
+            return self.outcome.judge_requests
         return self._agent_usage + self._user_usage + self.outcome.judge_requests
 
     @Once
@@ -414,6 +416,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         # (a plain request is never priced, so the priced ones keep their order). A size is kept
         # of each request that reported both counts (of a turn of several requests, and of the
         # user's ending and the judge's, each one reported at all).
+        # A re-judged attempt's dialogue was recorded by another run, which spent its agent's and
+        # user model's requests: only its judge's are this run's (the window still shows each
+        # turn's, as recorded).
         outcome = self.outcome
         agent: list[Usage | NoUsage] = []
         user: list[Usage | NoUsage] = []
@@ -421,7 +426,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         user_sizes: list[float] = []
         agent_plain = agent_input = agent_output = user_plain = user_input = user_output = 0
         # What ``_plain`` says is asked inline here, with no call: two requests a turn, every attempt.
-        for turn in outcome.transcript.turns:
+        for turn in () if outcome.rejudged else outcome.transcript.turns:
             usage = turn.answer.usage
             if (
                 type(usage) is Usage
@@ -469,7 +474,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             user_sizes.append(float(asked.input + asked.output))
                     case NoUsage():
                         user.append(asked)
-        ending = outcome.user_ending
+        ending = () if outcome.rejudged else outcome.user_ending
         if ending:
             user.extend(ending)
             user_sizes.extend(float(one.input + one.output) for one in Spent(ending).reported())

@@ -27,7 +27,7 @@ import functools
 import math
 import os
 import secrets
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Container, Coroutine, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -175,7 +175,7 @@ class Bench(msgspec.Struct, frozen=True):
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
         agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
-        judge = Checked(self._patient(self.models.judge, places["judge"]))
+        judge = Judging(self.models.judge).within(places["judge"])
         plan = iter(planned)
         queue = plan
         spending: Spending | None = None
@@ -225,15 +225,36 @@ class Bench(msgspec.Struct, frozen=True):
         return spending
 
 
-    def _patient(self, judge: Any, places: Places) -> Any:
+
+
+class Judging(msgspec.Struct, frozen=True):
+    """A run's judge as each attempt asks it: within the judge's places, again while its service
+    is busy and its patience lasts, and ``Checked``. A played run (``Bench``) and a re-judged one
+    (``rejudge.Rejudging``) ask it the same way."""
+
+    judge: Any
+
+    def within(self, places: Places) -> Checked:
         # A ChatJudge sends one request per claim: it waits for a busy service request by
         # request, so a refusal never sends again the claims already decided. Any other judge
         # is tried again whole.
-        match judge:
+        match self.judge:
             case ChatJudge(model=model):
-                return msgspec.structs.replace(judge, model=PatientModel(model, places))
+                return Checked(msgspec.structs.replace(self.judge, model=PatientModel(model, places)))
             case _:
-                return PatientJudge(judge, places)
+                return Checked(PatientJudge(self.judge, places))
+
+
+class Player(Protocol):
+    """What plays the attempts of a run that its folder lacks: a ``Bench``, or a
+    ``rejudge.Rejudging`` that decides recorded dialogues again."""
+
+    @property
+    def budget(self) -> Budget | None: ...
+
+    async def run(
+        self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()
+    ) -> Spending | None: ...
 
 
 class _Seated(msgspec.Struct, frozen=True):
@@ -591,10 +612,34 @@ class RunJournal(msgspec.Struct, frozen=True):
                 return kept
         return kept.within(spec)
 
+    def recorded(self, wanted: Container[tuple[str, int]]) -> Iterator[Outcome]:
+        """The attempts kept here whose (scenario, attempt) is ``wanted``, each once (its first
+        line, as ``kept`` reads it), read line by line as they are asked for: a re-judged run
+        streams its source's dialogues rather than holding them all. A line that cannot be read, or
+        cut short, is passed over; a file convy will not read is a ``ConfigurationError``."""
+        path = self.folder / "attempts.jsonl"
+        seen: set[tuple[str, int]] = set()
+        try:
+            for line in RegularFile(path).lines(self.MAX_LINE_BYTES):
+                if line is None or not line.endswith(b"\n") or not line.strip():
+                    continue
+                try:
+                    outcome = _OUTCOME.decode(line)
+                except (msgspec.MsgspecError, RecursionError):
+                    continue
+                key = (outcome.scenario, outcome.attempt)
+                if key in wanted and key not in seen:
+                    seen.add(key)
+                    yield outcome
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+
     async def play(
         self,
         spec: RunSpec,
-        bench: Bench,
+        bench: Player,
         journal: Journal | None = None,
         secrets: Secrets = Secrets(),
         earlier: Kept = Kept(()),

@@ -55,7 +55,7 @@ import msgspec
 
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Spent
-from convy.bench import Bench, Kept, Limits, RunInUse, RunJournal, RunSpec, Skipped, Stopped
+from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Outside, Unplayed, Unwritable
@@ -238,7 +238,7 @@ class Recorded(msgspec.Struct, frozen=True):
 
     project: Project
     spec: RunSpec
-    bench: Bench
+    bench: Player
     shown: Any
     errors: Any
     fail_under: float | None = None
@@ -701,6 +701,14 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         if note:
             errors.line(f"read {journal.folder.relative_to(self.project.folder)}: {note}")
         loaded = Loaded(self.project, spec.agent)
+        if spec.origin is not None:  # a re-judged run: its judge decides the rest, the agent is never loaded
+            from convy.rejudge import Rejudge
+
+            rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), settings.budget())
+            secrets = loaded.secrets(rejudging.judge, loaded.models())
+            return Recorded(
+                self.project, spec, rejudging, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
+            ).played()
         agent, models = loaded.parts()
         if (models.user.name, models.judge.name) != (spec.models.user, spec.models.judge):
             raise ConfigurationError(
@@ -711,6 +719,43 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         secrets = loaded.secrets(agent, models)
         return Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
+        ).played()
+
+
+class RejudgeCommand(msgspec.Struct, frozen=True):
+    """``convy rejudge RUN``: a new run whose attempts are RUN's recorded dialogues decided again
+    by the project's judge (or ``--judge``'s) against the scenarios' current claims; the agent and
+    the simulated user are never asked (``rejudge.py``)."""
+
+    project: Project
+    run_id: str
+    judge: str | None = None
+    patterns: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    trust: float | None = None
+    fail_under: float | None = None
+    max_not_judged: float | None = None
+    budget: Budgeted = Budgeted()
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        from convy.rejudge import JudgeChoice, Rejudge, Rejudging
+
+        settings = self.budget.over(self.project.settings())
+        unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
+        rejudge = Rejudge(self.project, self.project.found(self.run_id), Matching(self.patterns, self.tags), self.trust)
+        source, dialogues = rejudge.origin()
+        loaded = Loaded(self.project, source.agent)
+        models = loaded.models()
+        judge = JudgeChoice(self.judge).judge(models, loaded.judges())
+        secrets = loaded.secrets(judge, models)
+        spec = secrets.kept(rejudge.spec(judge, settings))
+        shown.line(
+            f"re-judging the dialogues of run {Inert(dialogues.folder.name).line()} with {Inert(judge.name).line()}: "
+            "no request to the agent or the simulated user"
+        )
+        bench = Rejudging(dialogues, judge, spec.limits, settings.budget())
+        return Recorded(
+            self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged
         ).played()
 
 
@@ -727,8 +772,9 @@ class Passed(msgspec.Struct, frozen=True):
         for skipped in self.skipped:
             for reason in skipped.reasons:
                 grouped.setdefault(reason, []).append(skipped.scenario)
+        needing = all(reason.startswith("needs a model") for skipped in self.skipped for reason in skipped.reasons)
         return (
-            f"{indent}skipped {len(self.skipped)} scenario(s) that need a model:",
+            f"{indent}skipped {len(self.skipped)} scenario(s){' that need a model' if needing else ''}:",
             *(f"{indent}  {', '.join(names)}: {reason}" for reason, names in grouped.items()),
         )
 
@@ -909,6 +955,13 @@ class CompareCommand(msgspec.Struct, frozen=True):
         self.project.indexed()
         for line in view.banner:
             errors.line(f"! not comparable: {line}")
+        same = view.same_dialogues
+        if same is not None:
+            shown.line(f"same dialogues: {Inert(same.said).line()}")
+            shown.line(
+                f"attempts paired by (scenario, attempt): {same.paired}; {same.worse} passed before and fail now, "
+                f"{same.better} failed before and pass now, {same.other} changed to or from not judged"
+            )
         before = "n/a" if view.base.rate is None else f"{view.base.rate.estimate:.1%}"
         after = "n/a" if view.candidate.rate is None else f"{view.candidate.rate.estimate:.1%}"
         change = "n/a"
@@ -971,6 +1024,11 @@ class Loaded(msgspec.Struct, frozen=True):
         """The models alone, whatever the agent."""
         with self._loading("models.py"):
             return self.project.models()
+
+    def judges(self) -> dict[str, Any]:
+        """The judges ``models.py`` names for ``convy rejudge --judge``."""
+        with self._loading("models.py"):
+            return self.project.judges()
 
     @contextmanager
     def _loading(self, what: str) -> Iterator[None]:
@@ -1117,6 +1175,17 @@ class Arguments(msgspec.Struct, frozen=True):
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
         self._budget(resume)
+        rejudge = commands.add_parser("rejudge", help="decide a run's recorded dialogues again: no request to the agent or user")
+        rejudge.add_argument("run", help="the run's id, or a unique part of it")
+        rejudge.add_argument("--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service")
+        rejudge.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to re-judge")
+        rejudge.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="re-judge scenarios with any of these tags")
+        rejudge.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted (default: the run's)")
+        rejudge.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        rejudge.add_argument(
+            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
+        )
+        self._budget(rejudge)
         return parser
 
     def _budget(self, command: argparse.ArgumentParser) -> None:
@@ -1188,6 +1257,18 @@ def main(argv: list[str] | None = None) -> int:
                     code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression, outputs).run(shown, errors)
                 case "export":
                     code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
+                case "rejudge":
+                    code = RejudgeCommand(
+                        project,
+                        parsed.run,
+                        parsed.judge,
+                        tuple(parsed.scenarios),
+                        tuple(parsed.tag),
+                        parsed.trust,
+                        parsed.fail_under,
+                        parsed.max_not_judged,
+                        Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
+                    ).run(shown, errors)
                 case "resume":
                     code = ResumeCommand(
                         project,

@@ -28,10 +28,20 @@ from urllib.parse import quote
 import msgspec
 
 from convy.attempt import Attempt
+from convy.bench import Origin
 from convy.report import Summary
 from convy.runs import Read
 from convy.stats import Adjusted, Detectable, Fisher, Interval, Paired, Stratified, Stratum, Tally
-from convy.views import ClaimFlip, ComparisonView, DialogueView, IntervalView, Pair, ScenarioChange, SideView
+from convy.views import (
+    ClaimFlip,
+    ComparisonView,
+    DialogueView,
+    IntervalView,
+    Pair,
+    SameDialogues,
+    ScenarioChange,
+    SideView,
+)
 
 ALPHA = 0.05
 TOLERANCE = 0.05  # a ratio within 1 ± TOLERANCE is "same"
@@ -54,13 +64,65 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         return self._summaries["base" if run is self.base else "candidate"]
 
     def common(self) -> list[str]:
-        """Scenarios in both runs with the same content, in the candidate's order."""
+        """Scenarios in both runs with the same content, in the candidate's order; of runs that
+        decided the same dialogues, every scenario in both (a change of its claims is what such a
+        comparison measures)."""
         before = {scenario.id: scenario for scenario in self.base.file.spec.scenarios}
+        same = bool(self.dialogues())
         return [
             scenario.id
             for scenario in self.candidate.file.spec.scenarios
-            if scenario.id in before and before[scenario.id] == scenario
+            if scenario.id in before and (same or before[scenario.id] == scenario)
         ]
+
+    def dialogues(self) -> str:
+        """When the two runs decided the same recorded dialogues (``convy rejudge``), the line that
+        says so; else ``""``."""
+        a, b = self.base.file.spec, self.candidate.file.spec
+        if b.origin == Origin(a.agent, a.id):
+            who = "the candidate re-judged the base's dialogues"
+        elif a.origin == Origin(b.agent, b.id):
+            who = "the base re-judged the candidate's dialogues"
+        elif a.origin is not None and a.origin == b.origin:
+            who = f"both runs re-judged the dialogues of run {a.origin.run}"
+        else:
+            return ""
+        changed = [f"judge {a.models.judge} → {b.models.judge}"] if a.models.judge != b.models.judge else []
+        if a.fingerprints.scenarios != b.fingerprints.scenarios:
+            changed.append("the scenario files differ")
+        if a.trust != b.trust:
+            changed.append(f"trust {a.trust:g} → {b.trust:g}")
+        return (
+            f"{who}" + (f" ({'; '.join(changed)})" if changed else "")
+            + ": a change here is the judge's or the claims', not the agent's"
+        )
+
+    def same_dialogues(self) -> SameDialogues | None:
+        """Each attempt of the same dialogues paired with itself by (scenario, attempt), and how
+        many changed status, when the runs decided the same dialogues."""
+        said = self.dialogues()
+        if not said:
+            return None
+        common = set(self.common())
+        before = {
+            (attempt.outcome.scenario, attempt.outcome.attempt): attempt.status()
+            for attempt in self._summary(self.base).attempts()
+            if attempt.outcome.scenario in common
+        }
+        paired = worse = better = other = 0
+        for attempt in self._summary(self.candidate).attempts():
+            was = before.get((attempt.outcome.scenario, attempt.outcome.attempt))
+            if was is None:
+                continue
+            paired += 1
+            now = attempt.status()
+            if (was, now) == ("passed", "failed"):
+                worse += 1
+            elif (was, now) == ("failed", "passed"):
+                better += 1
+            elif was != now:
+                other += 1
+        return SameDialogues(said=said, paired=paired, worse=worse, better=better, other=other)
 
     def strata(self) -> list[tuple[str, Tally, Tally]]:
         before, after = self._summary(self.base).tallies(), self._summary(self.candidate).tallies()
@@ -70,13 +132,14 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         """What differs between the runs beyond the agent: each line a reason to doubt the comparison."""
         a, b = self.base.file.spec, self.candidate.file.spec
         said: list[str] = []
+        same = bool(self.dialogues())  # the same dialogues: a change of judge or claims is what is compared
         if a.models.user != b.models.user:
             said.append(f"the simulated user's model differs: {a.models.user} → {b.models.user}")
-        if a.models.judge != b.models.judge:
+        if a.models.judge != b.models.judge and not same:
             said.append(f"the judge differs: {a.models.judge} → {b.models.judge}")
         if a.attempts != b.attempts:
             said.append(f"attempts per scenario differ: {a.attempts} → {b.attempts}")
-        if a.trust != b.trust:
+        if a.trust != b.trust and not same:
             said.append(f"the trust threshold differs: {a.trust:g} → {b.trust:g}")
         if (a.limits.max_turns, a.limits.open_seconds, a.limits.turn_seconds, a.limits.close_seconds) != (
             b.limits.max_turns,
@@ -85,7 +148,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             b.limits.close_seconds,
         ):
             said.append("the turn or time limits differ")
-        if a.fingerprints.scenarios != b.fingerprints.scenarios:
+        if a.fingerprints.scenarios != b.fingerprints.scenarios and not same:
             said.append("the scenario files differ")
         for run, name in ((self.base, "base"), (self.candidate, "candidate")):
             status = run.status()
@@ -96,6 +159,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
     def view(self) -> ComparisonView:
         before_ids = {scenario.id: scenario for scenario in self.base.file.spec.scenarios}
         after_ids = {scenario.id: scenario for scenario in self.candidate.file.spec.scenarios}
+        same = self.same_dialogues()
         strata = self.strata()
         tested = Stratified(tuple(Stratum(a.passed, a.judged, b.passed, b.judged) for _, a, b in strata)).test()
         paired_rows = [(scenario, a, b) for scenario, a, b in strata if a.judged and b.judged]
@@ -116,7 +180,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             banner=self.banner(),
             only_base=sorted(set(before_ids) - set(after_ids)),
             only_candidate=sorted(set(after_ids) - set(before_ids)),
-            changed=sorted(key for key in set(before_ids) & set(after_ids) if before_ids[key] != after_ids[key]),
+            changed=[] if same is not None else sorted(key for key in set(before_ids) & set(after_ids) if before_ids[key] != after_ids[key]),
             delta=None if delta is None else Bounded(delta.estimate, delta.low, delta.high).view(),
             p=tested.p,
             method=tested.method,
@@ -138,6 +202,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             claims=flips,
             flipped=sum(1 for flip in flips if flip.flipped),
             pairs=self._pairs(),
+            same_dialogues=same,
         )
 
     def _side(self, run: Read) -> SideView:

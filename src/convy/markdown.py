@@ -299,6 +299,14 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             lines += ["> **⚠ These runs are not comparable as they stand**", ">"]
             lines += [f"> - {MarkdownText(line, 300).markdown()}" for line in view.banner[:10]]
             lines.append("")
+        if view.same_dialogues is not None:
+            same = view.same_dialogues
+            lines += [
+                f"> **The same dialogues, judged again:** {MarkdownText(same.said, 300).markdown()}",
+                f"> attempts paired: {same.paired}; {same.worse} passed before and fail now, {same.better} failed "
+                f"before and pass now, {same.other} changed to or from not judged",
+                "",
+            ]
         before = numbers.pct(base.rate.estimate) if base.rate else "—"
         after = numbers.pct(candidate.rate.estimate) if candidate.rate else "—"
         verdict = f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"

@@ -112,6 +112,17 @@ class Project(msgspec.Struct, frozen=True):
             raise ConfigurationError("models.py: must define `models = Models(user=..., judge=...)`")
         return models
 
+    def judges(self) -> dict[str, Any]:
+        """The judges ``models.py`` names in ``judges = {"name": judge, ...}`` for ``convy rejudge
+        --judge NAME``, made anew: none when it defines no such mapping."""
+        path = self.folder / "models.py"
+        if not path.is_file():
+            return {}
+        judges = getattr(self._loaded(path, "models"), "judges", {})
+        if not isinstance(judges, dict) or not all(isinstance(name, str) for name in judges):  # outside data
+            raise ConfigurationError('models.py: `judges` must map names to judges: judges = {"name": ChatJudge(...), ...}')
+        return dict(judges)
+
     def prompt(self, settings: Settings) -> Prompt:
         """The simulator prompt: the project's own file, or convy's."""
         if not settings.user_prompt:
@@ -242,6 +253,12 @@ class Project(msgspec.Struct, frozen=True):
                 f"{journal.folder.parent.name}; restore run.json from a copy to resume the run"
             )
         now = self.fingerprints(spec.agent, prompt)
+        if spec.origin is not None:  # a re-judged run asks its judge only: the agent and the prompt are its source's
+            if now.models != spec.fingerprints.models:
+                raise ConfigurationError(
+                    f"cannot resume {spec.id}: models.py changed since the run started; re-judge anew"
+                )
+            return spec
         if now.agent != spec.fingerprints.agent:
             raise ConfigurationError(
                 f"cannot resume {spec.id}: agents/{spec.agent}.py changed since the run started; start a new run"

@@ -333,7 +333,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"
-        result: Verdict | Failed | NoVerdict | None = None
+        result: Failed | NoVerdict | None = None  # how the dialogue was cut short, if it was
         pending = ""
         opened = closed = 0.0
         ending: tuple[tuple[Usage | NoUsage, ...], float] | None = None
@@ -392,26 +392,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         except AgentFailure as failure:
             stop, result = "agent_failed", Failed(Outside(failure).text(), pending)
         judge_start = time.monotonic() - clock
-        judge_requests: tuple[Usage | NoUsage, ...] = ()
-        match result:
-            case None:
-                # The dialogue is whole: the judge decides its claims, and code every check.
-                asked = self.claims()
-                try:
-                    ruling = await judge.ruling(asked, transcript) if asked else Ruling(())
-                    judge_requests = ruling.requests
-                    result = self.verdict(ruling, transcript)
-                except StillBusy as failure:
-                    result = NoVerdict("busy", Outside(failure).text(), self.checks(transcript))
-                    judge_requests = failure.requests
-                except ModelFailure as failure:
-                    result = NoVerdict("judge", Outside(failure).text(), self.checks(transcript))
-                    judge_requests = failure.requests
-            case NoVerdict() as cut:
-                # The dialogue was cut short: only the checks more turns could not change count.
-                result = msgspec.structs.replace(cut, checks=self.settled(transcript))
-            case Failed():
-                pass
+        judged = await self.judged(transcript, judge, result)
         judge_seconds = time.monotonic() - clock - judge_start
         return Outcome(
             scenario=self.id,
@@ -420,15 +401,70 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             seconds=time.monotonic() - clock,
             transcript=transcript,
             stop=stop,
-            result=result,
+            result=judged.result,
             open_seconds=opened,
             close_seconds=closed,
             judge_start=judge_start,
             judge_seconds=judge_seconds,
-            judge_requests=judge_requests,
+            judge_requests=judged.requests,
             waits=tuple(waits.noted),
             user_ending=() if ending is None else ending[0],
             user_ending_seconds=0.0 if ending is None else ending[1],
+        )
+
+    async def judged(self, transcript: Transcript, judge: Judge, cut: Failed | NoVerdict | None) -> Judged:
+        """The dialogue decided: by ``judge`` (made ``Checked``) and code when it is whole (``cut``
+        is ``None``), its claims against this scenario's; by code alone, as far as more turns could
+        not change it, when a model cut it short (``NoVerdict``); not at all when the agent failed.
+        A played attempt ends here, and so does each attempt ``convy rejudge`` decides again."""
+        match cut:
+            case None:
+                # The dialogue is whole: the judge decides its claims, and code every check.
+                asked = self.claims()
+                try:
+                    ruling = await judge.ruling(asked, transcript) if asked else Ruling(())
+                    return Judged(self.verdict(ruling, transcript), ruling.requests)
+                except StillBusy as failure:
+                    return Judged(NoVerdict("busy", Outside(failure).text(), self.checks(transcript)), failure.requests)
+                except ModelFailure as failure:
+                    return Judged(NoVerdict("judge", Outside(failure).text(), self.checks(transcript)), failure.requests)
+            case NoVerdict():
+                # The dialogue was cut short: only the checks more turns could not change count.
+                return Judged(msgspec.structs.replace(cut, checks=self.settled(transcript)))
+            case Failed():
+                return Judged(cut)
+
+    async def rejudged(self, outcome: Outcome, judge: Judge) -> Outcome:
+        """A recorded attempt of this scenario decided again by ``judge`` against this scenario's
+        claims and checks, its dialogue as it was (``convy rejudge``). A whole dialogue (it ended
+        ``finished`` or at ``max_turns``) is judged again, whatever its judge said before, a failed
+        judgement included; one a model cut short keeps its ``NoVerdict`` with the checks re-decided
+        that more turns could not change; one the agent failed stays ``Failed``. The attempt keeps
+        its start and the dialogue's times and waits; its judge's part is this judgement's, from the
+        moment the dialogue ended (``judge_start``), and it is marked ``rejudged``."""
+        match outcome.result:
+            case Failed() as failed:
+                cut: Failed | NoVerdict | None = failed
+            case NoVerdict() as none if outcome.stop in ("model_failed", "agent_busy"):
+                cut = none
+            case _:
+                cut = None
+        clock = time.monotonic()
+        waits = Waits(asyncio.get_running_loop().time() - outcome.judge_start)
+        noting = WAITS.set(waits)
+        try:
+            judged = await self.judged(outcome.transcript, Checked(judge), cut)
+        finally:
+            WAITS.reset(noting)
+        seconds = time.monotonic() - clock if cut is None else 0.0
+        return msgspec.structs.replace(
+            outcome,
+            seconds=outcome.judge_start + seconds,
+            result=judged.result,
+            judge_seconds=seconds,
+            judge_requests=judged.requests,
+            waits=tuple(wait for wait in outcome.waits if wait.who != "judge") + tuple(waits.noted),
+            rejudged=True,
         )
 
 
@@ -456,6 +492,14 @@ class _Starts:
 _STARTS = _Starts()
 
 
+class Judged(msgspec.Struct, frozen=True, gc=False):
+    """A dialogue's result as its judge and the checks decided it, and what the judge's requests
+    took (those of a judgement that failed included)."""
+
+    result: Verdict | Failed | NoVerdict
+    requests: tuple[Usage | NoUsage, ...] = ()
+
+
 Stop = Literal["finished", "max_turns", "agent_failed", "time_limit", "model_failed", "agent_busy"]
 
 
@@ -467,7 +511,10 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     ``user_ending`` is the simulated user's last request, the one that ended the dialogue — by
     saying it was done, or by failing after it was answered (no turn holds it) — with its time in
     ``user_ending_seconds``; ``judge_requests`` holds the judge's requests, those of a judgement
-    that failed included.
+    that failed included. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
+    dialogue, and what the agent's and the user model's requests took, were recorded by the run it
+    was re-judged from and are that run's spending, not this one's (``Attempt`` counts only its
+    judge's requests).
     """
 
     scenario: str
@@ -485,6 +532,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     waits: tuple[Wait, ...] = ()
     user_ending: tuple[Usage | NoUsage, ...] = ()
     user_ending_seconds: float = 0.0
+    rejudged: bool = False
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).

@@ -409,6 +409,19 @@ class Pair(View, frozen=True):
     after: DialogueView | None
 
 
+class SameDialogues(View, frozen=True):
+    """Two runs that decided the same recorded dialogues (one re-judged the other's, or both
+    re-judged one run's): ``said``, the line that says so; each attempt paired with itself by
+    (scenario, attempt) — ``paired`` in both, ``worse`` passed before and failed after, ``better``
+    the other way, ``other`` whose status changed to or from not judged."""
+
+    said: str
+    paired: int
+    worse: int
+    better: int
+    other: int
+
+
 class ComparisonView(View, frozen=True):
     """Two runs compared (``comparison.py``).
 
@@ -449,3 +462,4 @@ class ComparisonView(View, frozen=True):
     claims: list[ClaimFlip]
     flipped: int
     pairs: list[Pair]
+    same_dialogues: SameDialogues | None = None

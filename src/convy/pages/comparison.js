@@ -61,6 +61,15 @@
         h("strong", null, "⚠ These runs are not comparable as they stand"),
         h("ul", null, view.banner.map((line) => h("li", null, line)))));
     }
+    const same = view.same_dialogues;
+    if (same) {
+      notes.push(h("div", { class: "notice", id: "same-dialogues" },
+        h("strong", null, "The same dialogues, judged again"),
+        h("p", null, same.said),
+        h("p", null, "Attempts paired by (scenario, attempt): " + fmt.int(same.paired) + "; " + fmt.int(same.worse) +
+          " passed before and fail now, " + fmt.int(same.better) + " failed before and pass now, " + fmt.int(same.other) +
+          " changed to or from not judged.")));
+    }
     const apart = [
       ["only in the base run", view.only_base],
       ["only in the candidate run", view.only_candidate],

@@ -1,0 +1,241 @@
+"""A recorded run judged again: its dialogues decided anew, with no request to the agent or the
+simulated user (``convy rejudge RUN``).
+
+``Rejudge`` makes the spec of the new run: of RUN's agent, in a folder of its own, with RUN's
+scenarios as the project's scenario files say them *now* (their current claims and checks), its
+attempts, and ``origin`` naming the run whose dialogues it decides. ``Rejudging`` plays it: where a
+``Bench`` opens a conversation, it reads the recorded attempt from the origin's ``attempts.jsonl``
+(line by line, as the judge's places free up) and has the scenario decide it again
+(``Scenario.rejudged``), through the judge as a played run asks it (``Judging``: its places, its
+patience with a busy service, ``Checked``). It plays through ``RunJournal.play`` as a run does, so
+``run.lock``, the appended lines, an interruption and ``convy resume`` are a run's own.
+
+``JudgeChoice`` picks the judge: the project's, or one named with ``--judge``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from convy.bench import (
+    Complete,
+    Fingerprints,
+    Journal,
+    Judging,
+    Limits,
+    ModelNames,
+    Origin,
+    Planned,
+    RunDamaged,
+    RunId,
+    RunInUse,
+    RunJournal,
+    RunSpec,
+    Skipped,
+)
+from convy.budget import Budget, Counted, Spending
+from convy.dialog import ChatJudge, Prompt
+from convy.model import Absent, Models, OpenAiModel
+from convy.problems import ConfigurationError, Unplayed
+from convy.project import VERSION, Project
+from convy.quota import Services
+from convy.scenario import Matching, Outcome, Scenario
+
+if TYPE_CHECKING:
+    from convy.settings import Settings
+
+
+class JudgeChoice(msgspec.Struct, frozen=True):
+    """The judge a re-judged run asks, by the name given with ``--judge`` (``None``: the project's).
+
+    A name is looked for, in this order: a key of the ``judges = {"name": judge, ...}`` mapping
+    ``models.py`` may define; the name of the project's judge or of one of those judges (so
+    ``convy resume`` finds again the judge a run names in its ``run.json``); else, when the
+    project's judge is a ``ChatJudge`` on an ``OpenAiModel``, the same service and instructions
+    with the model of that name there. Anything else is a configuration error."""
+
+    named: str | None = None
+
+    def judge(self, models: Models, judges: dict[str, Any]) -> Any:
+        project = models.judge
+        if self.named is None:
+            return project
+        if self.named in judges:
+            return judges[self.named]
+        for one in (project, *judges.values()):
+            if getattr(one, "name", None) == self.named:
+                return one
+        match project:
+            case ChatJudge(model=OpenAiModel() as model):
+                return msgspec.structs.replace(project, model=msgspec.structs.replace(model, name=self.named))
+        listed = f" (models.py names {', '.join(sorted(judges))})" if judges else ""
+        raise ConfigurationError(
+            f"--judge {self.named}: no such judge{listed}; name one in models.py as "
+            'judges = {"name": ChatJudge(...)}, or give the project a ChatJudge on an OpenAiModel, '
+            "whose service is then asked for the model of that name"
+        )
+
+
+class Rejudge(msgspec.Struct, frozen=True):
+    """A new run that decides the recorded dialogues of ``source`` again: its scenarios those of
+    the source that ``matching`` chooses, as the project's scenario files say them now."""
+
+    project: Project
+    source: RunJournal
+    matching: Matching = Matching()
+    trust: float | None = None
+
+    def origin(self) -> tuple[RunSpec, RunJournal]:
+        """The source's spec, and the folder whose dialogues it holds: its own, or, for a run
+        re-judged already, the one it was re-judged from (the dialogues are the same). Refused
+        unless the source is finished, no process plays it, and the dialogues' run can be read."""
+        file = self.source.run()  # a missing or damaged run.json stops here
+        spec = file.spec
+        if self.project.journal(spec).folder != self.source.folder:
+            raise RunDamaged(
+                f"{self.source.folder}/run.json: spec.agent: must be the name of the folder the run is in, "
+                f"{self.source.folder.parent.name}"
+            )
+        if self.source.in_use():
+            raise RunInUse(f"run {spec.id} is in use by another convy process: re-judge it once it has ended")
+        match file.status:
+            case Complete():
+                pass
+            case _:
+                raise ConfigurationError(
+                    f"cannot re-judge {spec.id}: it is not finished (some of its attempts were never played); "
+                    f"convy resume {spec.id} first"
+                )
+        if spec.origin is None:
+            return spec, self.source
+        dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
+        dialogues.run()  # its run.json must be there and sound: the dialogues are read from its folder
+        if dialogues.in_use():
+            raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} holds, is in use by another convy process")
+        return spec, dialogues
+
+    def spec(self, judge: Any, settings: Settings) -> RunSpec:
+        """The new run: the source's agent, attempts, turn and time limits and user model; the
+        judge's places, pace and patience from the ``settings``; the source's trust unless one was
+        given; the fingerprints of the scenario files and ``models.py`` now, and of the source's
+        agent and simulator prompt (the dialogues' own). A scenario of the source the project no
+        longer has is skipped, and so is one with claims while the judge is absent."""
+        source, dialogues = self.origin()
+        now = {scenario.id: scenario for scenario in self.project.scenarios()}
+        skipped: list[Skipped] = []
+        kept: list[Scenario] = []
+        for was in source.scenarios:
+            if was.id not in now:
+                skipped.append(Skipped(was.id, ("no longer in the project's scenarios: its dialogues are not re-judged",)))
+            else:
+                kept.append(now[was.id])
+        chosen = self.matching.chosen(tuple(kept))
+        if not chosen:
+            raise ConfigurationError(f"no scenario of run {source.id} matches the --scenarios and --tag given")
+        playable: list[Scenario] = []
+        for scenario in chosen:
+            match judge:
+                case Absent(reason=reason) if scenario.claims():
+                    skipped.append(Skipped(scenario.id, (f"needs a model for the judge: {reason}",)))
+                case _:
+                    playable.append(scenario)
+        limits = settings.limits()
+        fingerprints = self.project.fingerprints(source.agent, Prompt(""))
+        try:
+            return RunSpec(
+                id=RunId(datetime.now(UTC)).text(),
+                agent=source.agent,
+                scenarios=tuple(playable),
+                attempts=source.attempts,
+                limits=msgspec.structs.replace(
+                    source.limits,
+                    judge_places=limits.judge_places,
+                    judge_per_minute=limits.judge_per_minute,
+                    judge_patience=limits.judge_patience,
+                ),
+                trust=source.trust if self.trust is None else self.trust,
+                models=ModelNames(source.models.user, judge.name),
+                fingerprints=Fingerprints(
+                    scenarios=fingerprints.scenarios,
+                    agent=source.fingerprints.agent,
+                    models=fingerprints.models,
+                    prompt=source.fingerprints.prompt,
+                ),
+                skipped=tuple(skipped),
+                convy=VERSION,
+                origin=Origin(dialogues.folder.parent.name, dialogues.folder.name),
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"cannot re-judge {source.id}: {error}") from None
+
+    def resumed(self, spec: RunSpec, models: Models, judges: dict[str, Any], budget: Budget | None) -> Rejudging:
+        """What plays the rest of ``spec``, a re-judged run: the judge it names, found again
+        (``JudgeChoice``), on the dialogues of its origin."""
+        if spec.origin is None:
+            raise ConfigurationError(f"run {spec.id} was played, not re-judged: convy resume plays it")
+        judge = JudgeChoice(spec.models.judge).judge(models, judges)
+        if judge.name != spec.models.judge:
+            raise ConfigurationError(
+                f"cannot resume {spec.id}: its judge was {spec.models.judge}, and models.py now gives {judge.name}"
+            )
+        dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
+        dialogues.run()  # the dialogues' run must still be there and sound
+        if dialogues.in_use():
+            raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} re-judges, is in use by another convy process")
+        return Rejudging(dialogues, judge, spec.limits, budget)
+
+
+class Rejudging(msgspec.Struct, frozen=True):
+    """Plays a re-judged run (a ``bench.Player``): each planned attempt's recorded dialogue, read
+    from ``dialogues`` (the origin's folder) as a worker is free for it, decided again by ``judge``
+    within the judge's places of ``limits``. No agent, no simulated user: the only requests are the
+    judge's. With a ``budget``, no attempt is taken once it is spent (the judge's requests count)."""
+
+    dialogues: RunJournal
+    judge: Any
+    limits: Limits
+    budget: Budget | None = None
+
+    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+        """Decide every planned attempt again, each recorded in ``journal`` as it ends. An attempt
+        whose dialogue the origin lacks (a line it lost) is left out, as a spent budget leaves one
+        in the plan; one taken and not recorded is ``Unplayed``."""
+        wanted = {(one.scenario.id, one.attempt): one.scenario for one in planned}
+        judge = Judging(self.judge).within(self.limits.places("judge", Services()))
+        taken = 0  # the recorded attempts the workers took
+        kept = 0  # those decided and recorded
+
+        def read() -> Iterator[Outcome]:
+            nonlocal taken
+            for outcome in self.dialogues.recorded(wanted):
+                taken += 1
+                yield outcome
+
+        queue: Iterator[Outcome] = read()
+        spending: Spending | None = None
+        if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
+            spending = self.budget.spending(earlier)
+            queue = spending.taking(queue)
+            journal = Counted(journal, spending)
+
+        async def worker() -> None:
+            nonlocal kept
+            # The workers share one reader of the file: each line is read when a worker is free
+            # for it, so what is held is the attempts under way, not the run.
+            for outcome in queue:
+                decided = await wanted[(outcome.scenario, outcome.attempt)].rejudged(outcome, judge)
+                journal.record(decided)
+                kept += 1
+
+        workers = min(len(wanted), self.limits.judge_places)
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+        if kept != taken:
+            raise Unplayed(f"{taken - kept} of {len(wanted)} planned attempts ended without being recorded")
+        return spending
