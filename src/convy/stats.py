@@ -646,8 +646,10 @@ class CohenKappa(msgspec.Struct, frozen=True):
             if not any(any(row) for row in self.table):
                 return "nothing to compare"
             return "κ undefined: both gave one answer to every item, so chance alone would agree as often"
-        if kappa < 0:
+        if kappa < -1e-12:
             return "less agreement than chance"
+        if kappa < 1e-12:
+            return "no agreement beyond chance"
         for bound, said in ((0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
             if kappa <= bound:
                 return f"{said} agreement beyond chance"
