@@ -50,7 +50,7 @@ from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import RegularFile
 from convy.problems import ConfigurationError, FieldProblem, Unwritable
 from convy.scenario import Outcome
-from convy.stats import CohenKappa, Tally, Wilson
+from convy.stats import CohenKappa, Interval, Tally, Wilson
 from convy.views import AgreementRow, AgreementView, Disagreement, IntervalView, JudgesRow, JudgesView, ScoreView
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{16,64}")
@@ -368,8 +368,14 @@ class Score(msgspec.Struct, frozen=True):
             agree=agree,
             accuracy=None if accuracy is None else IntervalView(estimate=accuracy.estimate, low=accuracy.low, high=accuracy.high),
             kappa=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
-            reading=kappa.reading(),
+            reading=kappa.reading() + self._unsure(interval),
         )
+
+    def _unsure(self, interval: Interval | None) -> str:
+        """Said after κ's words when its interval holds 0: too few labels to tell it from chance."""
+        if interval is None or not interval.low <= 0 <= interval.high or interval.estimate == 0:
+            return ""
+        return " (its interval holds 0: too few labels to tell it from chance)"
 
 
 class Agreement(msgspec.Struct, frozen=True):
