@@ -247,3 +247,34 @@ def test_two_judges_compared_on_the_same_labels(project: Project) -> None:
     assert code == 0, err
     assert "judges against people (4 labelled decisions on the same dialogues):" in out
     assert "judge-a: 3/4 agree" in out and "judge-b: 4/4 agree" in out
+
+
+def test_labels_show_and_a_run_that_is_not_there(project: Project) -> None:
+    run = project.played("r1", [True, False])
+    code, out, _ = project.convy("labels", "show", "r1")
+    assert code == 0 and out == "results/bot/r1: no labels\n"
+    LabelsKept(run.folder).added(project.labels(run, {1: True, 2: True}))
+    code, out, _ = project.convy("labels", "show", "r1")
+    assert code == 0 and "2 labels known, 0 of dialogues or claims not in this run" in out
+    assert f"  hello · {GREETS}: 2/2 agree, accuracy 100%" in out
+    code, _, err = project.convy("labels", "add", "nowhere", "labels.json")
+    assert code == 2 and "no run matches 'nowhere'" in err
+
+
+def test_what_stands_in_for_a_decision_cannot_be_labelled(project: Project) -> None:
+    """A failed agent's "the agent answered" and a "not judged" line are no decider's: not markable."""
+    from convy.agent import AgentFailure
+    from convy.attempt import Attempt
+
+    def broken(text: str) -> str:
+        raise AgentFailure("down")
+
+    user = FakeModel(lambda messages: Reply("Thanks. ###STOP###"), name="fake-user")
+    bench = Bench(FakeAgent(broken), Models(user=user, judge=FakeJudge()))
+    spec = RunSpec(id="failed", agent="bot", scenarios=(SCENARIO,), attempts=1, limits=bench.limits)
+    asyncio.run(RunJournal(project.folder / "results" / "bot" / "failed").play(spec, bench))
+    read = project.read("failed")
+    decisions = Attempt(read.outcomes[0], 0.0).dialogue().decisions
+    assert [one.markable for one in decisions] == [False]
+    played = Attempt(project.played("r1", [True]).outcomes[0], 0.0).dialogue().decisions
+    assert [one.markable for one in played] == [True, True]

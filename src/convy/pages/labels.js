@@ -99,9 +99,17 @@ const Labels = (() => {
     setTimeout(() => URL.revokeObjectURL(link.href), 60000);
   }
 
+  /* Every labels control made, held weakly: one drawn ahead for a window (report.js's prepare)
+     is not in the document yet, and must show the count when it is. */
+  const tools = new Set();
+
   function counted() {
-    for (const one of document.querySelectorAll(".labels-count")) one.textContent = words();
-    for (const one of document.querySelectorAll(".labels-download")) one.disabled = marks.size === 0;
+    for (const held of [...tools]) {
+      const one = held.deref();
+      if (!one) { tools.delete(held); continue; }
+      one.querySelector(".labels-count").textContent = words();
+      one.querySelector(".labels-download").disabled = marks.size === 0;
+    }
   }
 
   function words() {
@@ -115,7 +123,9 @@ const Labels = (() => {
     if (!run) return null;
     const count = h("span", { class: "labels-count", "aria-live": "polite" }, words());
     const save = h("button", { type: "button", class: "labels-download", title: "Download your labels as a file for `convy labels add " + run.id + " FILE`", disabled: marks.size === 0 || null, onclick: download }, "⤓ Download labels");
-    return h("span", { class: "labels-tool" }, count, " ", save);
+    const made = h("span", { class: "labels-tool" }, count, " ", save);
+    tools.add(new WeakRef(made));
+    return made;
   }
 
   const ratio = (score) => score.accuracy ? fmt.pct(score.accuracy.estimate, 0) + " " + fmt.span(score.accuracy) : "—";
