@@ -23,6 +23,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from convy.stats import (
     Adjusted,
+    CohenKappa,
     Consistency,
     Detectable,
     Fisher,
@@ -608,3 +609,74 @@ def test_detectable_matches_its_formula() -> None:
             assert attempts == max(1, math.ceil(noise / room)) or abs(noise / room - round(noise / room)) < 1e-9
     said("Detectable (MDE)", cases, worst)
     assert worst < 1e-12
+
+
+# --- Cohen's κ (human labels) --------------------------------------------------------------------
+
+
+def kappa_pairs(rng: random.Random, categories: int) -> list[tuple[int, int]]:
+    """Random ratings of two raters who agree more or less often, sometimes from one category."""
+    count = rng.randint(2, 120)
+    agreeing = rng.random()
+    used = rng.choice((categories, categories, 1 if categories > 1 else categories))
+    pairs = []
+    for _ in range(count):
+        first = rng.randrange(used)
+        second = first if rng.random() < agreeing else rng.randrange(categories)
+        pairs.append((first, second))
+    return pairs
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # statsmodels' NaN where κ is undefined
+def test_cohen_kappa_matches_statsmodels_and_scikit_learn() -> None:
+    from sklearn.metrics import cohen_kappa_score
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    rng = random.Random(131)
+    worst, cases, undefined = 0.0, 0, 0
+    for _ in range(600):
+        categories = rng.choice((2, 2, 3, 4))
+        pairs = kappa_pairs(rng, categories)
+        table = [[0] * categories for _ in range(categories)]
+        for first, second in pairs:
+            table[first][second] += 1
+        kappa = CohenKappa(tuple(tuple(row) for row in table))
+        observed = np.array(table, float)
+        chance = float((observed.sum(1) / observed.sum()) @ (observed.sum(0) / observed.sum()))
+        if chance >= 1 - 1e-12:  # both raters used one and the same category: κ is 0/0
+            assert kappa.kappa() is None and kappa.interval() is None and "undefined" in kappa.reading()
+            undefined += 1
+            continue
+        got = kappa.kappa()
+        interval = kappa.interval()
+        assert got is not None and interval is not None
+        reference = cohens_kappa(observed)
+        learned = cohen_kappa_score([one for one, _ in pairs], [two for _, two in pairs], labels=list(range(categories)))
+        worst = max(worst, abs(got - reference.kappa), abs(got - learned))
+        error = kappa.error()
+        assert error is not None
+        if reference.var_kappa < 0:  # 0 but for rounding (perfect agreement): statsmodels takes its root, NaN
+            assert reference.var_kappa > -1e-12 and error < 1e-6
+            continue
+        # The error is a square root: a variance of 0 computed as 1e-18 is an error of 1e-9.
+        assert error == pytest.approx(reference.std_kappa, abs=1e-7)
+        assert interval.low == pytest.approx(max(-1.0, reference.kappa_low), abs=1e-7)
+        assert interval.high == pytest.approx(min(1.0, reference.kappa_upp), abs=1e-7)
+        cases += 1
+    said(f"Cohen's kappa (and {undefined} undefined)", cases, worst)
+    assert cases > 400 and undefined > 0
+    assert worst < 1e-9
+
+
+def test_cohen_kappa_of_yes_no_pairs_and_its_edges() -> None:
+    # Judge by rows, people by columns: 8 agree held, 1 agree not held, 1 judge held a failure.
+    kappa = CohenKappa.of([(True, True)] * 8 + [(False, False)] + [(True, False)])
+    assert kappa.table == ((1, 0), (1, 8))
+    # p_o = 0.9; rows (not held, held) (0.1, 0.9), columns (0.2, 0.8): p_e = 0.74, κ = 0.16 / 0.26
+    assert kappa.kappa() == pytest.approx((0.9 - (0.1 * 0.2 + 0.9 * 0.8)) / (1 - (0.1 * 0.2 + 0.9 * 0.8)))
+    assert kappa.reading() == "substantial agreement beyond chance"  # 0.615
+    assert CohenKappa.of([]).kappa() is None and CohenKappa.of([]).reading() == "nothing to compare"
+    assert CohenKappa.of([(True, True)] * 5).kappa() is None  # one category for both: undefined, not NaN
+    assert CohenKappa.of([(True, False), (False, True)]).reading() == "less agreement than chance"
+    with pytest.raises(ValueError):
+        CohenKappa(((1, 2),))

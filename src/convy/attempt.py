@@ -574,7 +574,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     )
             case Failed(reason=reason, message=message):
                 failed_on = message or None
-                decisions = [DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True)]
+                decisions = [
+                    DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True, markable=False)
+                ]
             case NoVerdict(who=who, reason=reason, checks=checks):
                 # The checks code could still decide come first: one that failed is why the attempt failed.
                 decisions = [
@@ -582,7 +584,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     for claim in checks
                 ]
                 decisions.append(
-                    DecisionView(claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False)
+                    DecisionView(
+                        claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False, markable=False
+                    )
                 )
         every = self.every_sum()
         return DialogueView(

@@ -65,7 +65,7 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
-from convy.views import ComparisonView
+from convy.views import AgreementView, ComparisonView, ScoreView
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -979,11 +979,89 @@ class CompareCommand(msgspec.Struct, frozen=True):
             )
         if view.needed:
             shown.line(f"note: {view.needed}")
+        if view.judges is not None:
+            judges = view.judges
+            base_id, candidate_id = Inert(view.base.run).line(), Inert(view.candidate.run).line()
+            shown.line(f"judges against people ({judges.overall.base.labelled} labelled decisions on the same dialogues):")
+            for row in [judges.overall, *judges.claims]:
+                what = "every claim" if not row.claim else f"{Inert(row.scenario).line()} · {Inert(row.claim).line()}"
+                shown.line(f"  {what}: {base_id}: {ScoreSaid(row.base).text()}; {candidate_id}: {ScoreSaid(row.candidate).text()}")
         shown.line(f"page: {path.relative_to(self.project.folder)}")
         self.outputs.compared(view, base, candidate, path, shown)
         if self.fail_on_regression and view.real and view.verdict == "worse":
             return 4
         return 0
+
+
+class LabelsCommand(msgspec.Struct, frozen=True):
+    """``convy labels add RUN FILE`` keeps a labels file the report's page downloaded in the run's
+    folder (``labels.jsonl``); ``convy labels show RUN`` says how the run's decisions agree with
+    the labels it has (its own and its sources'). Neither takes the run's lock: see ``labels.py``."""
+
+    project: Project
+    wanted: str
+    file: Path | None = None
+
+    def run(self, shown: Shown, errors: Shown) -> int:
+        from convy.labels import LabelsDownload, LabelsKept
+
+        journal = self.project.found(self.wanted)
+        where = journal.folder.relative_to(self.project.folder)
+        if self.file is not None:
+            labels = LabelsDownload(self.file).read()
+            added = LabelsKept(journal.folder).added(labels)
+            shown.line(
+                f"labels: {added.added} added, {added.known} kept already; {where / LabelsKept.NAME} keeps {added.kept}"
+            )
+            made = labels.run
+            if (made.agent, made.id) != (journal.folder.parent.name, journal.folder.name):
+                errors.line(
+                    f"note: {Inert(self.file.name).line()} was made on run {Inert(made.agent).line()}/{Inert(made.id).line()}; "
+                    "labels follow their dialogues, so they count wherever these dialogues are"
+                )
+        read = self.project.read(journal.folder.name)
+        agreement = Summary(read).agreement()
+        if agreement is None:
+            shown.line(f"{where}: no labels")
+            return 0
+        for line in LabelsSaid(agreement).lines():
+            shown.line(line)
+        return 0
+
+
+class LabelsSaid(msgspec.Struct, frozen=True):
+    """A run's agreement with its labels, as the command says it: overall, then claim by claim."""
+
+    agreement: AgreementView
+
+    def lines(self) -> list[str]:
+        view = self.agreement
+        lines = [f"{view.labels} labels known, {view.unmatched} of dialogues or claims not in this run"]
+        if view.broken:
+            lines.append(f"{view.broken} lines of labels.jsonl could not be read and are left out")
+        lines.append("decisions against people: " + ScoreSaid(view.overall.score).text())
+        for row in view.claims:
+            lines.append(f"  {Inert(row.scenario).line()} · {Inert(row.claim).line()}: {ScoreSaid(row.score).text()}")
+        return lines
+
+
+class ScoreSaid(msgspec.Struct, frozen=True):
+    """A decider's score against people on one line: accuracy [Wilson], κ [interval], in words."""
+
+    score: ScoreView
+
+    def text(self) -> str:
+        score = self.score
+        if not score.labelled:
+            return "none labelled"
+        accuracy = score.accuracy
+        said = f"{score.agree}/{score.labelled} agree"
+        if accuracy is not None:
+            said += f", accuracy {accuracy.estimate:.0%} [{accuracy.low:.0%}, {accuracy.high:.0%}]"
+        kappa = score.kappa
+        if kappa is not None:
+            said += f", κ {kappa.estimate:.2f} [{kappa.low:.2f}, {kappa.high:.2f}]"
+        return f"{said}: {score.reading}"
 
 
 class ExportCommand(msgspec.Struct, frozen=True):
@@ -1168,6 +1246,13 @@ class Arguments(msgspec.Struct, frozen=True):
         export = commands.add_parser("export", help="write the runs' tables to results/export/")
         export.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
         export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+        labels = commands.add_parser("labels", help="keep people's labels of a run's decisions, and see how the judge agrees")
+        labelled = labels.add_subparsers(dest="labels", required=True, parser_class=Parser)
+        add = labelled.add_parser("add", help="keep a labels file the report's window downloaded in the run's folder")
+        add.add_argument("run", help="the run's id, or a unique part of it")
+        add.add_argument("file", type=Path, help="the labels file (convy-labels-….json)")
+        show = labelled.add_parser("show", help="how the run's decisions agree with its labels")
+        show.add_argument("run", help="the run's id, or a unique part of it")
         resume = commands.add_parser("resume", help="play what an interrupted run lacks")
         resume.add_argument("run", help="the run's id, or a unique part of it")
         resume.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
@@ -1255,6 +1340,10 @@ def main(argv: list[str] | None = None) -> int:
                     code = ReportCommand(project, tuple(parsed.runs), outputs).run(shown, errors)
                 case "compare":
                     code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression, outputs).run(shown, errors)
+                case "labels":
+                    # The file is where the user is, not in the project convy moved to.
+                    file = here / parsed.file if parsed.labels == "add" else None
+                    code = LabelsCommand(project, parsed.run, file).run(shown, errors)
                 case "export":
                     code = ExportCommand(project, tuple(parsed.runs), parsed.format).run(shown, errors)
                 case "rejudge":

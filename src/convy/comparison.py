@@ -29,6 +29,7 @@ import msgspec
 
 from convy.attempt import Attempt
 from convy.bench import Origin
+from convy.labels import Judges, RunLabels
 from convy.report import Summary
 from convy.runs import Read
 from convy.stats import Adjusted, Detectable, Fisher, Interval, Paired, Stratified, Stratum, Tally
@@ -37,6 +38,7 @@ from convy.views import (
     ComparisonView,
     DialogueView,
     IntervalView,
+    JudgesView,
     Pair,
     SameDialogues,
     ScenarioChange,
@@ -156,6 +158,13 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
                 said.append(f"the {name} run is {status}: it lacks attempts")
         return said
 
+    def _judges(self) -> JudgesView | None:
+        """Both runs' deciders against the human labels of the dialogues both decided (each run's
+        labels, and its sources', as one truth): none without labels."""
+        base, candidate = self.base, self.candidate
+        book = RunLabels(base.folder, base.file.spec).book().merged(RunLabels(candidate.folder, candidate.file.spec).book())
+        return Judges(base.outcomes, candidate.outcomes, book).view()
+
     def view(self) -> ComparisonView:
         before_ids = {scenario.id: scenario for scenario in self.base.file.spec.scenarios}
         after_ids = {scenario.id: scenario for scenario in self.candidate.file.spec.scenarios}
@@ -203,6 +212,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             flipped=sum(1 for flip in flips if flip.flipped),
             pairs=self._pairs(),
             same_dialogues=same,
+            judges=self._judges(),
         )
 
     def _side(self, run: Read) -> SideView:

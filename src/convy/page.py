@@ -73,14 +73,14 @@ class Template(msgspec.Struct, frozen=True):
         return Shipped(("pages", name)).exists()
 
     def style(self) -> str:
-        names = ["base.css"] + (["window.css"] if self.window else [])
+        names = ["base.css"] + (["window.css", "labels.css"] if self.window else [])
         own = self.script.rsplit(".", 1)[0] + ".css"
         if self.has(own):
             names.append(own)
         return "\n".join(self.part(name) for name in names)
 
     def code(self) -> str:
-        names = ["base.js"] + (["window.js"] if self.window else []) + [self.script]
+        names = ["base.js"] + (["window.js", "labels.js"] if self.window else []) + [self.script]
         return "\n".join(self.part(name) for name in names)
 
     def icon(self) -> str:

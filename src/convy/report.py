@@ -30,11 +30,13 @@ from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
+from convy.labels import Agreement, RunLabels
 from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Outcome, Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
 from convy.views import (
+    AgreementView,
     AttemptRow,
     ClaimRow,
     ComparisonLink,
@@ -195,7 +197,18 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             tags=sorted({tag for scenario in spec.scenarios for tag in scenario.tags}),
             groups=sorted({view.group for view in scenarios}),
             claims=sorted({claim.text for view in scenarios for claim in view.claims}),
+            agreement=self.agreement(),
         )
+
+    def agreement(self) -> AgreementView | None:
+        """The run's decisions against the human labels of its dialogues (its own and its
+        sources'); ``None`` when it has none, found with one failed open of ``labels.jsonl``."""
+        return self._agreement
+
+    @cached_property
+    def _agreement(self) -> AgreementView | None:
+        run = self.run
+        return Agreement(run.outcomes, RunLabels(run.folder, run.file.spec).book()).view()
 
     def header(self) -> HeaderView:
         spec = self.run.file.spec

@@ -562,3 +562,95 @@ class Detectable(msgspec.Struct, frozen=True):
             for one, two in pairs
         )
         return max(1, math.ceil(noise / room))
+
+
+# --- Cohen's κ (judge against people: human labels, labels.py) --------------------------------
+# Kept in a block of its own: Fleiss' κ (a panel of judges) is another helper's, beside it.
+
+
+class CohenKappa(msgspec.Struct, frozen=True):
+    """Cohen's κ of two raters over the same items, from their table of counts: ``table[i][j]``
+    items the first rater put in category ``i`` and the second in ``j`` (square, any number of
+    categories; for labels, the judge by rows and the people by columns, not held / held).
+
+    κ = (p_o − p_e) / (1 − p_e), p_o the share of items they agree on, p_e the share two raters
+    with these marginals would agree on by chance. Undefined (``None``) with no items, or when
+    p_e = 1: both raters put every item in one and the same category, so there was nothing chance
+    could get wrong, and no number says how well they agree beyond it. Its standard error is the
+    large-sample one of Fleiss, Cohen and Everitt (1969), as statsmodels' ``cohens_kappa`` gives
+    it, and the interval κ ± 1.96·SE (cut to [−1, 1]).
+    """
+
+    table: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self) -> None:
+        size = len(self.table)
+        if any(len(row) != size for row in self.table):
+            raise ValueError("a kappa table must be square")
+        if any(count < 0 for row in self.table for count in row):
+            raise ValueError("a kappa table holds counts, none negative")
+
+    @classmethod
+    def of(cls, pairs: list[tuple[bool, bool]]) -> CohenKappa:
+        """The table of pairs of yes/no decisions (first rater, second rater): index 0 no, 1 yes."""
+        table = [[0, 0], [0, 0]]
+        for first, second in pairs:
+            table[first][second] += 1
+        return cls((tuple(table[0]), tuple(table[1])))
+
+    def _parts(self) -> tuple[int, float, float, list[float], list[float]] | None:
+        n = sum(sum(row) for row in self.table)
+        if n == 0:
+            return None
+        size = len(self.table)
+        rows = [sum(self.table[i]) / n for i in range(size)]
+        columns = [sum(self.table[i][j] for i in range(size)) / n for j in range(size)]
+        observed = sum(self.table[i][i] for i in range(size)) / n
+        chance = sum(rows[i] * columns[i] for i in range(size))
+        if chance >= 1 - 1e-12:
+            return None
+        return n, observed, chance, rows, columns
+
+    def kappa(self) -> float | None:
+        parts = self._parts()
+        if parts is None:
+            return None
+        _, observed, chance, _, _ = parts
+        return (observed - chance) / (1 - chance)
+
+    def error(self) -> float | None:
+        """The standard error of κ (not under the null): Fleiss, Cohen and Everitt's."""
+        parts = self._parts()
+        if parts is None:
+            return None
+        n, observed, chance, rows, columns = parts
+        kappa = (observed - chance) / (1 - chance)
+        size = len(self.table)
+        same = sum(self.table[i][i] / n * (1 - (rows[i] + columns[i]) * (1 - kappa)) ** 2 for i in range(size))
+        other = (1 - kappa) ** 2 * sum(
+            self.table[i][j] / n * (columns[i] + rows[j]) ** 2 for i in range(size) for j in range(size) if i != j
+        )
+        variance = (same + other - (kappa - chance * (1 - kappa)) ** 2) / (1 - chance) ** 2 / n
+        return math.sqrt(max(0.0, variance))
+
+    def interval(self) -> Interval | None:
+        kappa, error = self.kappa(), self.error()
+        if kappa is None or error is None:
+            return None
+        return Interval(kappa, max(-1.0, kappa - Z95 * error), min(1.0, kappa + Z95 * error))
+
+    def reading(self) -> str:
+        """κ in words, on Landis and Koch's scale (1977), or why there is none."""
+        kappa = self.kappa()
+        if kappa is None:
+            if not any(any(row) for row in self.table):
+                return "nothing to compare"
+            return "κ undefined: both gave one answer to every item, so chance alone would agree as often"
+        if kappa < -1e-12:
+            return "less agreement than chance"
+        if kappa < 1e-12:
+            return "no agreement beyond chance"
+        for bound, said in ((0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
+            if kappa <= bound:
+                return f"{said} agreement beyond chance"
+        return "almost perfect agreement beyond chance"

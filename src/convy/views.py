@@ -185,6 +185,53 @@ class HeaderView(View, frozen=True):
     budget: str = ""  # what a finished run spent of the budget it kept within (report.Allowance), when one was set
 
 
+class ScoreView(View, frozen=True):
+    """A decider measured against people on the decisions they labelled (``labels.py``): how many,
+    how many it agreed on, the share with its Wilson interval, Cohen's κ with its interval (``None``
+    when undefined: ``reading`` then says why) and κ in words."""
+
+    labelled: int
+    agree: int
+    accuracy: IntervalView | None
+    kappa: IntervalView | None
+    reading: str
+
+
+class AgreementRow(View, frozen=True):
+    """One claim of one scenario measured against people (``claim`` ``""``: every claim)."""
+
+    scenario: str
+    claim: str
+    by: str
+    score: ScoreView
+
+
+class Disagreement(View, frozen=True):
+    """A decision people marked wrong: where it is, and what each side said held."""
+
+    scenario: str
+    attempt: int
+    claim: str
+    by: str
+    decided: bool
+    truth: bool
+
+
+class AgreementView(View, frozen=True):
+    """A run's decisions against the human labels of its dialogues (``labels.Agreement``):
+    ``labels`` known for the run (its own and its sources'), ``unmatched`` those whose dialogue
+    and claim the run has not, ``broken`` lines of ``labels.jsonl`` that could not be read; the
+    disagreements listed up to a bound, ``more`` the rest."""
+
+    labels: int
+    unmatched: int
+    broken: int
+    overall: AgreementRow
+    claims: list[AgreementRow]
+    disagreements: list[Disagreement]
+    more: int
+
+
 class RunView(View, frozen=True):
     """A run report's data. ``not_judged`` counts the attempts left out of the pass rate by
     reason, ``not_judged_total`` all of them; ``claims`` is every claim's text, sorted, for the
@@ -212,6 +259,8 @@ class RunView(View, frozen=True):
     tags: list[str]
     groups: list[str]
     claims: list[str]
+    agreement: AgreementView | None = None  # the judge against human labels; None: no labels
+
 
 
 # The scenario window's records below are written as JSON arrays of their fields' values, in the
@@ -283,6 +332,9 @@ class DecisionView(View, frozen=True, array_like=True):
     evidence: str | None = None
     found: bool | None = None
     votes: list[VoteView] = []
+    # Whether people may label it right or wrong: False for what stands in for a decision (the
+    # agent failed, nothing judged), which no judge or check made.
+    markable: bool = True
 
 
 class SpanView(View, frozen=True, array_like=True):
@@ -463,3 +515,23 @@ class ComparisonView(View, frozen=True):
     flipped: int
     pairs: list[Pair]
     same_dialogues: SameDialogues | None = None
+    judges: JudgesView | None = None  # both runs' deciders against the same human labels
+
+
+class JudgesRow(View, frozen=True):
+    """One claim (``""``: every claim) decided by both runs of a comparison on the dialogues people
+    labelled: each run's decider measured against the same labels."""
+
+    scenario: str
+    claim: str
+    base: ScoreView
+    candidate: ScoreView
+
+
+class JudgesView(View, frozen=True):
+    """Two runs' deciders against one human ground truth (``labels.Judges``): ``labels`` the
+    labelled dialogue claims both runs decided."""
+
+    labels: int
+    overall: JudgesRow
+    claims: list[JudgesRow]

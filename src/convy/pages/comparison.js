@@ -314,6 +314,7 @@
   Convy.fill(app,
     ...header().flat(),
     tiles(),
+    Labels.judges(view.judges, base.run, candidate.run),
     h("div", { class: "controls" }, search, h("span", { class: "count muted" }, fmt.int(view.scenarios.length) + " scenarios compared")),
     Convy.keyHelp([["/", "search"], ["j k ↑ ↓", "move"], ["Enter", "open side by side"], ["Esc", "close"], ["t", "theme"]]),
     groupsBox,

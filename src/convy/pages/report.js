@@ -9,6 +9,7 @@
   const app = document.getElementById("app");
   const scenarios = view.scenarios;
   const byId = new Map(scenarios.map((one) => [one.id, one]));
+  Labels.begin(view.header.agent, view.header.run);
 
   const METHOD = {
     t: "t interval across scenarios",
@@ -39,7 +40,7 @@
           ["scenario files", head.fingerprint || "—"],
           ["convy", head.convy || "—"],
         ])),
-      h("div", { class: "top-actions" }, Convy.theme.button()));
+      h("div", { class: "top-actions" }, Labels.tool(), Convy.theme.button()));
     const notes = [];
     if (head.status === "running") notes.push(h("div", { class: "notice" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far."));
     if (head.stop) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run was " + head.stop), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
@@ -466,7 +467,8 @@
     const at = ids.indexOf(id);
     const tools = [
       h("button", { type: "button", title: "Previous scenario (k)", disabled: at <= 0 || null, onclick: () => neighbour(-1) }, "↑ previous"),
-      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next")];
+      h("button", { type: "button", title: "Next scenario (j)", disabled: at < 0 || at >= ids.length - 1 || null, onclick: () => neighbour(1) }, "↓ next"),
+      Labels.tool()];
     const detail = h("div", { class: "attempt-detail", "aria-live": "polite" });
     const shown = page(one, chosen);
     const tabs = h("div", { class: "attempt-tabs", role: "toolbar", "aria-label": "Attempts (← →)" },
@@ -614,6 +616,7 @@
   Convy.fill(app,
     ...header().flat(),
     tiles(),
+    Labels.agreement(view.agreement, open),
     h("section", { class: "scenario-table" },
       h("h2", null, "Scenarios ", h("span", { class: "muted" }, "— click a row or press Enter for its attempts")),
       controls(),

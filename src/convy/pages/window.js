@@ -202,7 +202,8 @@ const Scene = (() => {
       message("agent", "Agent", one.agent, agentMeta));
   }
 
-  function decisions(list) {
+  /* d: the attempt, for the labelling controls (pages/labels.js) beside each decision. */
+  function decisions(list, d) {
     if (!list.length) return h("p", { class: "muted" }, "No claims were decided.");
     return h("ul", { class: "decisions" }, list.map((one) => {
       const mark = one.held ? ["✓", "held", "held"] : ["✗", "failed", "failed"];
@@ -213,7 +214,8 @@ const Scene = (() => {
           h("span", { class: "claim" }, one.claim),
           h("span", { class: "tag" }, "by " + one.by),
           one.grade === null || one.grade === undefined ? null : h("span", { class: "tag" }, "grade: " + one.grade),
-          one.confidence === null || one.confidence === undefined ? null : h("span", { class: "tag" }, "confidence " + fmt.pct(one.confidence, 0))),
+          one.confidence === null || one.confidence === undefined ? null : h("span", { class: "tag" }, "confidence " + fmt.pct(one.confidence, 0)),
+          typeof Labels === "undefined" ? null : Labels.control(d, one)),
         one.reason ? h("div", { class: "reason" }, markdown(one.reason)) : null);
     }));
   }
@@ -287,7 +289,7 @@ const Scene = (() => {
       head,
       failed,
       h("h3", null, "Decisions"),
-      decisions(d.decisions),
+      decisions(d.decisions, d),
       h("h3", null, "Timeline"),
       timeline(d),
       h("h3", null, "Dialogue ", d.turns.some((t) => t.steps.length) ? expand : null),
