@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         Checked,
         Claim,
         Confidence,
+        Evidence,
         Failed,
         Finished,
         Grade,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
         Transcript,
         Turn,
         Verdict,
+        Vote,
     )
     from convy.env import Env
     from convy.http import (
@@ -109,6 +111,7 @@ if TYPE_CHECKING:
         Said,
         StillBusy,
     )
+    from convy.panel import Judging, Panel, Poll
     from convy.problems import ConfigurationError, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
@@ -145,6 +148,11 @@ _WHERE = {
     "Finished": "convy.dialog",
     "Grade": "convy.dialog",
     "Graded": "convy.dialog",
+    "Evidence": "convy.dialog",
+    "Vote": "convy.dialog",
+    "Judging": "convy.panel",
+    "Panel": "convy.panel",
+    "Poll": "convy.panel",
     "HttpFailure": "convy.http",
     "Interrupted": "convy.bench",
     "Journal": "convy.bench",
@@ -254,6 +262,7 @@ __all__ = [
     "Conversation",
     "Cost",
     "Env",
+    "Evidence",
     "Failed",
     "Fingerprints",
     "Finished",
@@ -267,6 +276,7 @@ __all__ = [
     "JsonEndpoint",
     "JsonResponse",
     "Judge",
+    "Judging",
     "Limits",
     "Matching",
     "Message",
@@ -283,12 +293,14 @@ __all__ = [
     "OutOfTime",
     "Outcome",
     "Outlay",
+    "Panel",
     "Patience",
     "PatientJudge",
     "PatientModel",
     "Places",
     "Plan",
     "Planned",
+    "Poll",
     "Price",
     "Prices",
     "Project",
@@ -326,5 +338,6 @@ __all__ = [
     "Unwritable",
     "Usage",
     "Verdict",
+    "Vote",
     "Wait",
 ]

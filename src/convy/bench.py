@@ -42,6 +42,7 @@ from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
+from convy.panel import Judging, Panel, Poll
 from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
@@ -155,7 +156,9 @@ class Bench(msgspec.Struct, frozen=True):
 
     ``prompt`` is the simulator prompt a scenario's user is told with. ``budget``, when one is
     set, is what the run may spend: once it is spent no worker takes a new attempt, and the
-    attempts under way end and are recorded (with none, nothing is counted).
+    attempts under way end and are recorded (with none, nothing is counted). ``judging`` is how
+    its claims are judged: with one judge asked once, the judge is asked directly, as it always
+    was; otherwise through a ``Poll`` of every judge, each patient within the judge's places.
     """
 
     agent: Agent
@@ -163,6 +166,7 @@ class Bench(msgspec.Struct, frozen=True):
     limits: Limits = Limits()
     prompt: Prompt | None = None
     budget: Budget | None = None
+    judging: Judging = Judging()
 
     async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
@@ -175,7 +179,7 @@ class Bench(msgspec.Struct, frozen=True):
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
         agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
-        judge = Checked(self._patient(self.models.judge, places["judge"]))
+        judge = Checked(self._judge(places["judge"]))
         plan = iter(planned)
         queue = plan
         spending: Spending | None = None
@@ -224,6 +228,19 @@ class Bench(msgspec.Struct, frozen=True):
             )
         return spending
 
+
+    def _judge(self, places: Places) -> Any:
+        """The run's judge: the project's, asked directly when it is one judge asked once; else a
+        ``Poll`` of its judges (each ``Checked``, so each vote has its claim's shape)."""
+        judge = self.models.judge
+        match judge:
+            case Panel(judges=judges):
+                names = judge.names()
+            case _:
+                if self.judging.direct():
+                    return self._patient(judge, places)
+                judges, names = (judge,), (judge.name,)
+        return Poll(tuple(Checked(self._patient(one, places)) for one in judges), names, self.judging)
 
     def _patient(self, judge: Any, places: Places) -> Any:
         # A ChatJudge sends one request per claim: it waits for a busy service request by
@@ -300,11 +317,34 @@ class Fingerprints(msgspec.Struct, frozen=True):
     prompt: str = ""
 
 
-class ModelNames(msgspec.Struct, frozen=True):
-    """The models of a run, by name only: an object would carry its keys."""
+class ModelNames(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The models of a run, by name only: an object would carry its keys.
+
+    ``judge`` is the judge's name, a panel's names joined with ", " (as a run.json before panels
+    has it); ``panel`` the panel's judges one by one (empty for one judge). ``agent`` is the model
+    the agent runs on, when it says (``ChatAgent.model``, or a ``model`` attribute of the project's
+    agent: "" when it does not), ``agent_provider`` its provider, and ``providers`` each judge's
+    whose provider is known (``providers.Made``): for the report to name a judge that may favour
+    the agent's own provider."""
 
     user: str = "absent"
     judge: str = "absent"
+    panel: tuple[str, ...] = ()
+    agent: str = ""
+    agent_provider: str = ""
+    providers: dict[str, str] = {}
+
+    def alike(self) -> tuple[str, ...]:
+        """The judges from the same provider as the agent's model: possibly biased towards it."""
+        if not self.agent_provider:
+            return ()
+        return tuple(judge for judge in self.judges() if self.providers.get(judge) == self.agent_provider)
+
+    def judges(self) -> tuple[str, ...]:
+        """The run's judges one by one: a panel's, or the one judge (none when it was absent)."""
+        if self.panel:
+            return self.panel
+        return () if self.judge == "absent" else (self.judge,)
 
 
 class Skipped(msgspec.Struct, frozen=True):
@@ -336,6 +376,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     skipped: tuple[Skipped, ...] = ()
     convy: str = ""
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
+    judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = 200

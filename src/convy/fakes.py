@@ -2,12 +2,15 @@
 
 Each is a real object that does the simplest thing right, not a mock: ``FakeAgent`` answers with
 a function of the user's text, ``Echo`` says back what it heard, ``FakeModel`` replays replies,
-``FakeJudge`` decides each claim with a function, ``MemoryJournal`` keeps outcomes in a list.
-They count what they did in public fields, so a test can ask.
+``FakeJudge`` decides each claim with a function, ``FickleModel`` is a judge's model that decides
+one kind of claim by a coin, ``MemoryJournal`` keeps outcomes in a list. They count what they did
+in public fields, so a test can ask.
 """
 
 from __future__ import annotations
 
+import json
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -144,6 +147,55 @@ class FakeJudge:
         return Ruling(tuple(decided))
 
 
+class FickleModel:
+    """A judge's model (give it to a ``ChatJudge``) that answers a claim as a real one would, in
+    JSON with a reason, a confidence and evidence, but cannot make up its mind on one kind of
+    claim: a claim that holds ``word`` is decided by a coin (``random.Random(seed)``), every other
+    one held, with the same answer every time. Its evidence is the agent's first words, quoted
+    exactly; a graded claim gets its best grade (or, for ``word``, a grade by the coin).
+
+    It shows, offline, what ``judge_repeats`` is for: asked five times, the judge agrees with
+    itself on every claim but those with ``word``, which the report flags as ambiguous.
+    ``requests`` counts the requests it answered."""
+
+    def __init__(self, word: str = "politely", seed: int = 0, name: str = "fickle-judge") -> None:
+        self.word = word
+        self._coin = random.Random(seed)
+        self._name = name
+        self.requests = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def reply(self, messages: tuple[Said, ...]) -> Reply:
+        self.requests += 1
+        asked = messages[-1].content
+        claim = _line(asked, "The claim: ")
+        grades = [grade.strip() for grade in _line(asked, "The grades, worst first: ").split(",") if grade.strip()]
+        quote = _line(asked, "AGENT: ")[:60].strip()
+        fickle = self.word in claim
+        held = self._coin.random() < 0.5 if fickle else True
+        said: dict[str, object] = {
+            "evidence": quote,
+            "reason": f"decided by a coin: {'heads' if held else 'tails'}" if fickle else "the agent did it",
+            "confidence": 0.6 if fickle else 0.95,
+        }
+        if grades:
+            said["grade"] = grades[-1] if held else grades[0]
+        else:
+            said["pass"] = held
+        return Reply(json.dumps(said))
+
+
+def _line(text: str, start: str) -> str:
+    """What follows ``start`` on the first line that begins with it, or ""."""
+    for line in text.splitlines():
+        if line.startswith(start):
+            return line[len(start) :]
+    return ""
+
+
 class MemoryJournal:
     """A journal that keeps every outcome in ``outcomes``, in the order they ended."""
 
@@ -154,5 +206,5 @@ class MemoryJournal:
         self.outcomes.append(outcome)
 
 
-__all__ = ["Echo", "FakeAgent", "FakeJudge", "FakeModel", "MemoryJournal"]
+__all__ = ["Echo", "FakeAgent", "FakeJudge", "FakeModel", "FickleModel", "MemoryJournal"]
 

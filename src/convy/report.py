@@ -362,7 +362,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                             order[text] = claim.by
                         # What ``claim.trusted(trust)`` says, with no call or match: every claim of every attempt.
                         confidence = claim.confidence
-                        if type(confidence) is not Confidence or confidence.value >= trust:
+                        if not claim.doubt and (type(confidence) is not Confidence or confidence.value >= trust):
                             decided[text] = decided.get(text, 0) + 1
                             held[text] = held.get(text, 0) + claim.held
                             mark[text] = "held" if claim.held else "failed"

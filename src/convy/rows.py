@@ -114,7 +114,7 @@ class AttemptsRow(Row, frozen=True):
     started: str
     seconds: float
     status: Literal["passed", "failed", "not_judged"]
-    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted"] | None
+    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted", "split", "unquoted"] | None
     stop: str
     turns: int
     claims: int | None
