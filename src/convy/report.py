@@ -25,6 +25,7 @@ from typing import ClassVar, Literal
 
 import msgspec
 
+from convy.agreement import Agreement
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay
@@ -195,6 +196,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             tags=sorted({tag for scenario in spec.scenarios for tag in scenario.tags}),
             groups=sorted({view.group for view in scenarios}),
             claims=sorted({claim.text for view in scenarios for claim in view.claims}),
+            judging=Agreement(spec, self.by_scenario()).view(),
         )
 
     def header(self) -> HeaderView:
