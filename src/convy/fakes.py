@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from convy.agent import Answer, Message
-from convy.dialog import Claim, Confidence, Grade, Graded, Ruling, Transcript
+from convy.dialog import Claim, Confidence, Evidence, Grade, Graded, Ruling, Transcript
 from convy.model import Reply, Said
 from convy.scenario import Outcome
 
@@ -105,8 +105,9 @@ class FakeModel:
 class FakeJudge:
     """A judge that decides each claim with ``held(claim, transcript)`` (by default: it held).
 
-    A graded claim gets its best grade when it held and its worst when not. ``rulings`` counts the
-    times it was asked.
+    A graded claim gets its best grade when it held and its worst when not. With ``quote``, each
+    decision quotes it as its evidence, found or not in the dialogue as a real judge's would be.
+    ``rulings`` counts the times it was asked.
     """
 
     def __init__(
@@ -114,10 +115,12 @@ class FakeJudge:
         held: Callable[[str, Transcript], bool] = lambda claim, transcript: True,
         confidence: float = 1.0,
         name: str = "fake-judge",
+        quote: str = "",
     ) -> None:
         self._held = held
         self._confidence = confidence
         self._name = name
+        self._quote = quote
         self.rulings = 0
 
     @property
@@ -126,12 +129,13 @@ class FakeJudge:
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
         self.rulings += 1
+        evidence = Evidence(self._quote, transcript.quotes(self._quote)) if self._quote else None
         decided: list[Claim] = []
         for claim in claims:
             match claim:
                 case str(text):
                     held = self._held(text, transcript)
-                    decided.append(Claim(text, held, "decided by FakeJudge", Confidence(self._confidence)))
+                    decided.append(Claim(text, held, "decided by FakeJudge", Confidence(self._confidence), evidence=evidence))
                 case Graded(claim=text, grades=grades, pass_=bar):
                     held = self._held(text, transcript)
                     grade = grades[-1] if held else grades[0]
@@ -142,6 +146,7 @@ class FakeJudge:
                             "decided by FakeJudge",
                             Confidence(self._confidence),
                             Grade(grade),
+                            evidence=evidence,
                         )
                     )
         return Ruling(tuple(decided))
