@@ -32,6 +32,7 @@ from convy.dialog import (
 )
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, FickleModel, MemoryJournal
 from convy.model import Absent, Models, OpenAiModel
+from convy.agreement import Agreement
 from convy.panel import Judging, Panel, Poll, decision
 from convy.providers import Made
 from convy.scenario import Outcome, Scenario
@@ -333,3 +334,78 @@ def test_the_command_keeps_the_judging_and_the_agents_provider(tmp_path: Path) -
 
 def _outcome(result: Verdict) -> Outcome:
     return Outcome("s", 1, "2026-01-01T00:00:00+00:00", 0.0, Transcript(), "finished", result)
+
+
+# --- the report's judging section ------------------------------------------------------------
+
+
+def judged_run(folder: Path, models: Models, judging: Judging, names: ModelNames, attempts: int = 6) -> Any:
+    """A run of three claims (one with "politely") played into ``folder``, read back and summed."""
+    from convy.bench import RunJournal
+    from convy.report import Summary
+    from convy.runs import Runs
+
+    bench = Bench(FakeAgent(lambda text: "Hello! Your refund is on its way."), models, judging=judging)
+    spec = RunSpec(
+        id="judged",
+        agent="bot",
+        scenarios=(scenario(["It offered a refund", "It answered politely"], "refund"), scenario(["It greeted"], "hello")),
+        attempts=attempts,
+        limits=bench.limits,
+        models=names,
+        judging=judging,
+    )
+    asyncio.run(RunJournal(folder / "results" / "bot" / "judged").play(spec, bench))
+    (read,), unread = Runs(folder / "results").read()
+    assert unread == ()
+    return Summary(read)
+
+
+def test_the_report_flags_the_claim_the_judge_cannot_decide_and_links_its_split_decisions(tmp_path: Path) -> None:
+    """Asked five times, FickleModel agrees with itself on two claims and not on the "politely"
+    one: that claim alone is ambiguous, with the attempts whose votes split; evidence all found."""
+    model = FickleModel(word="politely", seed=5)
+    summary = judged_run(tmp_path, Models(judge=ChatJudge(model)), Judging(repeats=5), ModelNames(judge="fickle-judge"))
+    judging = summary.view().judging
+    assert judging is not None and (judging.repeats, judging.judges, judging.kappa) == (5, ["fickle-judge"], None)
+    rows = {(row.scenario, row.claim): row for row in judging.claims}
+    polite = rows[("refund", "It answered politely")]
+    assert polite.ambiguous and judging.ambiguous == 1
+    assert polite.agreement is not None and polite.agreement < Agreement.AMBIGUOUS
+    assert polite.dissents == len(polite.split) > 0
+    assert all(0 < link.held < link.votes == 5 for link in polite.split)
+    assert {link.attempt for link in polite.split} <= set(range(1, 7))
+    for key in (("refund", "It offered a refund"), ("hello", "It greeted")):
+        assert (rows[key].agreement, rows[key].ambiguous, rows[key].split) == (1.0, False, [])
+    assert (judging.unquoted, judging.decisions) == (0, 18)
+    assert all(row.quoted == row.decisions == 6 for row in judging.claims)
+
+
+def test_the_report_gives_a_panels_kappa_and_names_a_judge_of_the_agents_provider(tmp_path: Path) -> None:
+    """Two judges that always agree but one that says no to "politely": κ per claim where defined,
+    a claim they disagree on, a quote not found counted and linked, the OpenAI judge named beside
+    an agent on gpt-4o-mini."""
+    judges = [
+        FakeJudge(name="openai/gpt-x", quote="Your refund is on its way."),
+        FakeJudge(lambda claim, said: "politely" not in claim, name="claude-y", quote="I never said this"),
+    ]
+    names = ModelNames("absent", "openai/gpt-x, claude-y", ("openai/gpt-x", "claude-y"), "gpt-4o-mini", "openai", {"openai/gpt-x": "openai", "claude-y": "anthropic"})
+    summary = judged_run(tmp_path, Models(judge=judges), Judging(), names, attempts=3)
+    judging = summary.view().judging
+    assert judging is not None
+    assert judging.alike == ["openai/gpt-x"] and judging.agent_provider == "openai"
+    rows = {(row.scenario, row.claim): row for row in judging.claims}
+    polite = rows[("refund", "It answered politely")]
+    assert (polite.between, polite.disagree, polite.splits) == (0.0, True, 3)  # one for, one against: split
+    assert rows[("hello", "It greeted")].kappa is None  # both always held: κ undefined
+    assert rows[("hello", "It greeted")].between == 1.0
+    assert judging.kappa is not None and judging.kappa < 0.5
+    # The first judge's quote is found: every decision's evidence is an agreeing vote's found quote,
+    # but the split one's first vote (the OpenAI judge's) too.
+    assert judging.unquoted == 0
+    assert judging.agreement is None  # asked once: no self-agreement
+
+
+def test_a_run_of_one_judge_that_quotes_nothing_has_no_judging_section(tmp_path: Path) -> None:
+    summary = judged_run(tmp_path, Models(judge=FakeJudge()), Judging(), ModelNames(judge="fake-judge"), attempts=1)
+    assert summary.view().judging is None
