@@ -409,3 +409,18 @@ def test_the_report_gives_a_panels_kappa_and_names_a_judge_of_the_agents_provide
 def test_a_run_of_one_judge_that_quotes_nothing_has_no_judging_section(tmp_path: Path) -> None:
     summary = judged_run(tmp_path, Models(judge=FakeJudge()), Judging(), ModelNames(judge="fake-judge"), attempts=1)
     assert summary.view().judging is None
+
+
+def test_a_panels_keys_are_found_to_be_hidden_and_a_comparison_says_the_judging_changed(tmp_path: Path) -> None:
+    """The keys of every judge of a panel are among the run's secrets; two runs judged differently
+    are not compared without a word."""
+    from convy.comparison import Comparison
+    from convy.secrets import Holders
+
+    key = "sk-panel-canary-0123456789"
+    models = Models(judge=[FakeJudge(), ChatJudge(OpenAiModel("m", "http://127.0.0.1:9/v1", key=key))])
+    assert key in Holders((models,)).secrets().values
+    once = judged_run(tmp_path / "once", Models(judge=FakeJudge()), Judging(), ModelNames(judge="fake-judge"), attempts=1)
+    thrice = judged_run(tmp_path / "thrice", Models(judge=FakeJudge()), Judging(repeats=3), ModelNames(judge="fake-judge"), attempts=1)
+    said = Comparison(once.run, thrice.run).banner()
+    assert "the judging differs: asked 1×, majority, evidence flag → asked 3×, majority, evidence flag" in said
