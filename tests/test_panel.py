@@ -13,6 +13,7 @@ import pytest
 from standin import StandIn, judged
 
 from convy.agent import Answer, NoUsage
+from convy.agreement import Agreement
 from convy.attempt import Attempt
 from convy.bench import Bench, Limits, ModelNames, Plan, RunFile, RunSpec
 from convy.dialog import (
@@ -32,7 +33,6 @@ from convy.dialog import (
 )
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, FickleModel, MemoryJournal
 from convy.model import Absent, Models, OpenAiModel
-from convy.agreement import Agreement
 from convy.panel import Judging, Panel, Poll, decision
 from convy.providers import Made
 from convy.scenario import Outcome, Scenario
@@ -424,3 +424,20 @@ def test_a_panels_keys_are_found_to_be_hidden_and_a_comparison_says_the_judging_
     thrice = judged_run(tmp_path / "thrice", Models(judge=FakeJudge()), Judging(repeats=3), ModelNames(judge="fake-judge"), attempts=1)
     said = Comparison(once.run, thrice.run).banner()
     assert "the judging differs: asked 1×, majority, evidence flag → asked 3×, majority, evidence flag" in said
+
+
+def test_judging_settings_are_read_and_refused_naming_their_field(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """[tool.convy] panel and evidence, and CONVY_JUDGE_REPEATS: each wrong value one line naming
+    its field and source, exit 2, nothing sent."""
+    from convy.cli import main
+
+    project = tmp_path / "p"
+    (project / "scenarios").mkdir(parents=True)
+    (project / "scenarios" / "s.yaml").write_text("script: [hi]\njudge: [It answered]\n")
+    (project / "pyproject.toml").write_text('[tool.convy]\npanel = "most"\nevidence = "maybe"\n')
+    monkeypatch.setenv("CONVY_JUDGE_REPEATS", "16")
+    assert main(["-C", str(project), "check"]) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert "convy: pyproject.toml: [tool.convy] panel: Invalid enum value 'most'" in said
+    assert "convy: pyproject.toml: [tool.convy] evidence: Invalid enum value 'maybe'" in said
+    assert "convy: CONVY_JUDGE_REPEATS: judge_repeats: must be at most 15" in said

@@ -250,10 +250,10 @@ def test_a_panel_on_the_proxy_votes_with_its_evidence_checked(proxy: Proxy) -> N
     sent, the quoting judge's evidence is found in what the mock agent said, the inventing one's
     is not, the one that quotes nothing has none; the majority (4 of 6) holds the claim."""
     from convy import Bench, ChatJudge, Models
+    from convy.bench import Plan
     from convy.dialog import Evidence
     from convy.fakes import MemoryJournal
     from convy.panel import Judging
-    from convy.bench import Plan
     from convy.scenario import Scenario
 
     names = ("quoting-judge", "inventing-judge", "judge-model")
