@@ -19,8 +19,13 @@ Each side plays ``--attempts`` (5) attempts in a child process of its own (``--c
 
 The best attempt of each is shown, and its ratio to the ideal.
 
+With ``--repeats K`` this side asks the judge K times per claim (``judge_repeats``; the base, one
+judge asked once, as a convy before repeats would): this/base is then what K votes per claim cost
+in time, ideally 1 (every vote is asked at once).
+
     python bench/judging.py
     python bench/judging.py --latency 0.5 --claims 1 5 10
+    python bench/judging.py --repeats 5
 """
 
 from __future__ import annotations
@@ -79,6 +84,10 @@ def child(options: argparse.Namespace) -> None:
             )
             judge = ChatJudge(OpenAiModel("judge", f"{server.url}/v1", "k"))
             bench = Bench(FakeAgent(lambda text: "Hello, how can I help?"), Models(judge=judge))
+            if options.repeats > 1:  # only this side: a convy before repeats has no Judging
+                from convy.panel import Judging
+
+                bench = Bench(bench.agent, bench.models, judging=Judging(repeats=options.repeats))
             walls: list[float] = []
             for _ in range(options.attempts):
                 journal = MemoryJournal()
@@ -91,7 +100,7 @@ def child(options: argparse.Namespace) -> None:
             found[str(claims)] = walls
             # The same attempts in one run, one after another: the service has answered once.
             journal = MemoryJournal()
-            one_by_one = Bench(Slow(bench.agent, 2 * options.latency), bench.models, Limits(agent_places=1))
+            one_by_one = Bench(Slow(bench.agent, 2 * options.latency), bench.models, Limits(agent_places=1), judging=bench.judging) if options.repeats > 1 else Bench(Slow(bench.agent, 2 * options.latency), bench.models, Limits(agent_places=1))
             asyncio.run(one_by_one.run(Plan((scenario,), max(2, options.attempts)), journal))
             later = sorted(journal.outcomes, key=lambda outcome: outcome.attempt)[1:]
             if any(len(outcome.result.claims) != claims for outcome in later):  # type: ignore[union-attr]
@@ -107,6 +116,7 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=5)
     parser.add_argument("--base", type=Path, help="the src folder of the base convy (default: main, unpacked)")
     parser.add_argument("--base-commit", default="main")
+    parser.add_argument("--repeats", type=int, default=1, help="this side asks each claim K times (judge_repeats)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -122,12 +132,15 @@ def main() -> None:
         argv += [str(claims) for claims in options.claims]
         sides = {}
         for name, src in (("base", base), ("this", HERE / "src")):
-            done = subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(src)}, capture_output=True, text=True)
+            asked = argv + (["--repeats", str(options.repeats)] if name == "this" else [])
+            done = subprocess.run(asked, env={**os.environ, "PYTHONPATH": str(src)}, capture_output=True, text=True)
             if done.returncode:
                 raise SystemExit(f"{name}: {done.stderr[-2000:]}")
             sides[name] = json.loads(done.stdout.strip().splitlines()[-1])
     ideal = options.latency
     print(f"an attempt judged by a ChatJudge on the stand-in at {options.latency * 1000:.0f} ms a request (best of {options.attempts}); ideal {ideal * 1000:.0f} ms")
+    if options.repeats > 1:
+        print(f"  this side asks each claim {options.repeats} times (judge_repeats), the base once")
     print(f"  {'claims':>6} {'':9} {'base ms':>9} {'this ms':>9} {'this/base':>10} {'base/ideal':>11} {'this/ideal':>11}")
     for claims in options.claims:
         for label, key in (("alone", str(claims)), ("in a run", f"run {claims}")):

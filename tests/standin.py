@@ -67,6 +67,7 @@ __all__ = [
     "Window",
     "WrongShape",
     "http_date",
+    "judged",
 ]
 
 REDACTED = "<redacted>"
@@ -475,6 +476,24 @@ def _sse(value: Any) -> bytes:
 
 def _default_reply(request: dict[str, Any]) -> str:
     return f"You said: {_newest_user_message('chat', request) or ''}"
+
+
+def judged(request: dict[str, Any], held: bool = True, quote: str | None = None) -> str:
+    """A judge's reply to a Chat Completions request that asks about one claim, as convy's
+    ChatJudge asks (the dialogue, then "The claim: ..."): held or not, with the confidence, and as
+    evidence ``quote`` or else the agent's first answer, copied from the dialogue as sent.
+    ``StandIn(reply=judged)`` makes the stand-in a judge."""
+    asked = _newest_user_message("chat", request) or ""
+    if quote is None:
+        quote = next((line[len("AGENT: ") :] for line in asked.splitlines() if line.startswith("AGENT: ")), "")
+    grades = next((line.split(": ", 1)[1] for line in asked.splitlines() if line.startswith("The grades, worst first: ")), "")
+    decision: dict[str, Any] = {"evidence": quote, "reason": "read from the dialogue", "confidence": 0.9}
+    if grades:
+        names = [grade.strip() for grade in grades.split(",")]
+        decision["grade"] = names[-1] if held else names[0]
+    else:
+        decision["pass"] = held
+    return json.dumps(decision)
 
 
 # ---------------------------------------------------------------------------------------- rate limits

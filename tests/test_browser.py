@@ -735,3 +735,41 @@ def test_a_scenario_of_many_attempts_shows_a_page_of_them(tmp_path: Path, visit:
     page.goto(path.as_uri() + "#s=many&a=115")
     page.wait_for_function("() => document.querySelector('.paging').textContent.includes('attempts 101–120 of 120')", polling=POLL_MS)
     expect(page.locator(".paging button:has-text('later')")).to_be_disabled()
+
+
+def test_the_judging_section_flags_an_ambiguous_claim_as_text_and_opens_its_split_decisions(
+    tmp_path: Path, visit: Callable[..., Visit]
+) -> None:
+    """A run judged five times per claim by FickleModel, whose claim carrying <b> and an <img
+    onerror> is the one it cannot decide: the section says "ambiguous claim: rewrite it", shows the
+    claim's characters (no element made of them), a split decision's button opens that attempt's
+    window, and every text has enough contrast, light and dark."""
+    import asyncio
+
+    from convy import ChatJudge, Judging, ModelNames, RunJournal, RunSpec, Scenario
+    from convy.fakes import FickleModel
+
+    hostile = 'It answered <b>politely</b> <img src=x onerror="window.__pwned=1">'
+    scenario = msgspec.convert({"id": "refund", "script": ["Refund please"], "judge": ["It offered a refund", hostile]}, Scenario)
+    bench = Bench(FakeAgent(lambda text: "Refunded."), Models(judge=ChatJudge(FickleModel(seed=2))), judging=Judging(repeats=5))
+    spec = RunSpec(id="fickle", agent="bot", scenarios=(scenario,), attempts=6, limits=bench.limits, models=ModelNames(judge="fickle-judge"), judging=Judging(repeats=5))
+    with ThreadPoolExecutor(1) as thread:  # Playwright's sync API runs a loop in this thread already
+        thread.submit(lambda: asyncio.run(RunJournal(tmp_path / "results" / "bot" / "fickle").play(spec, bench))).result()
+    (run,), _ = Runs(tmp_path / "results").read()
+    path = run.folder / "report.html"
+    path.write_text(ReportPage(Summary(run)).html(), encoding="utf-8")
+    for scheme in ("light", "dark"):
+        page = visit(scheme).open(path)
+        section = page.locator("#judging")
+        expect(section.locator(".flag-ambiguous")).to_have_text("ambiguous claim: rewrite it")
+        assert hostile in section.inner_text()
+        assert section.locator("b, img").count() == 0
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        found = page.evaluate(CONTRAST)
+        assert found["low"] == [], (scheme, found["low"])
+    first = section.locator("button.decision-link").first
+    attempt = first.inner_text().split()[0].lstrip("#")
+    first.click()
+    page.wait_for_selector(".attempt")
+    hashed(page, f"a={attempt}")
+    hashed(page, "s=refund")

@@ -130,6 +130,9 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "  max_tokens        0             default",
         "  max_minutes       0.0           default",
         "  user_prompt       convy's own   default",
+        "  judge_repeats     1             default",
+        "  panel             majority      default",
+        "  evidence          flag          default",
         *LIMITS,
         "a: 1 scenarios × 4 attempts = 4 attempts",
         "  skipped 2 scenario(s) that need a model:",
@@ -155,10 +158,10 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
     )
     before = listing(sound)
 
-    done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke")
+    done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke", "--judge-repeats", "3")
 
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout.splitlines()[1:8] == [
+    assert done.stdout.splitlines()[1:11] == [
         "  attempts          2             -k",
         "  trust             0.0           default",
         "  max_not_judged    0.0           default",
@@ -166,6 +169,9 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
         "  max_tokens        0             default",
         "  max_minutes       0.0           default",
         "  user_prompt       convy's own   default",
+        "  judge_repeats     3             --judge-repeats",
+        "  panel             majority      default",
+        "  evidence          flag          default",
     ]
     assert done.stdout.splitlines()[-2:] == [
         "a: 2 scenarios × 2 attempts = 4 attempts",

@@ -18,7 +18,7 @@ import pytest
 
 from convy import Bench, Models, RunJournal, RunSpec, Scenarios
 from convy.agent import Answer, Call, NoUsage, Reported
-from convy.fakes import FakeAgent
+from convy.fakes import FakeAgent, FakeJudge
 from convy.rows import Table
 from convy.runs import Runs
 from convy.tables import Tables
@@ -96,15 +96,15 @@ def answer(text: str) -> Answer:
 def formulas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Table]:
     """The tables of a run of the agent ``=agent`` playing ``@scenario``, whose script sends every
     formula and harmless text in turn to an agent that repeats it as its reply, a tool's name,
-    arguments and result."""
+    arguments and result; a panel of two judges decides a claim, one quoting a formula."""
     folder = tmp_path_factory.mktemp("formulas")
     scenarios = folder / "scenarios"
     scenarios.mkdir()
     script = ", ".join(json.dumps(text) for text in (*FORMULAS, *SAFE))
     (scenarios / "formulas.yaml").write_text(
-        f"id: {json.dumps(SCENARIO)}\nmax_turns: 20\nscript: [{script}]\njudge: [{{check: {{said: x}}}}]\n", encoding="utf-8"
+        f"id: {json.dumps(SCENARIO)}\nmax_turns: 20\nscript: [{script}]\njudge: [{{check: {{said: x}}}}, It repeats]\n", encoding="utf-8"
     )
-    bench = Bench(FakeAgent(answer), Models())
+    bench = Bench(FakeAgent(answer), Models(judge=[FakeJudge(name="a", quote=FORMULAS[0]), FakeJudge(name="b")]))
     spec = RunSpec(id="formulas", agent=AGENT, scenarios=Scenarios(scenarios).every(), attempts=1, limits=bench.limits)
     asyncio.run(RunJournal(folder / "results" / AGENT / "formulas").play(spec, bench))
     runs, unread = Runs(folder / "results").read()

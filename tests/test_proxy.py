@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LITELLM = ROOT / ".venv-proxy" / "bin" / "litellm"
 STARTUP = 180.0  # seconds the proxy may take to come up: it takes about 8
 JUDGED = '{"reason": "the mock judge agrees", "pass": true, "confidence": 0.9}'
+# A judge that quotes the mock agent's words as its evidence, and one that quotes words never said.
+QUOTING = '{"evidence": "Hello   from the mock", "reason": "it greeted", "pass": true, "confidence": 0.8}'
+INVENTING = '{"evidence": "I have refunded you", "reason": "it refunded", "pass": false, "confidence": 0.7}'
 USER_SAYS = "Hi, my order A-1043 arrived broken. Can you help?"
 TOOL_USAGE = {"prompt_tokens": 120, "completion_tokens": 15, "total_tokens": 135,
               "prompt_tokens_details": {"cached_tokens": 64}, "completion_tokens_details": {"reasoning_tokens": 7}}
@@ -47,6 +50,8 @@ CONFIG = {
         {"model_name": "mock-gpt", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": "Hello from the mock"}},
         {"model_name": "user-model", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": USER_SAYS}},
         {"model_name": "judge-model", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": JUDGED}},
+        {"model_name": "quoting-judge", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": QUOTING}},
+        {"model_name": "inventing-judge", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": INVENTING}},
         {
             # The template's assistant asks this one: it always calls the tool, with detailed usage.
             "model_name": "agent-model",
@@ -238,6 +243,40 @@ def test_a_chat_agent_plays_a_conversation_through_the_proxy(proxy: Proxy) -> No
     assert [answer.text for answer in answers] == ["Hello from the mock"] * 3
     sent = proxy.awaited("mock-gpt", before + 3)[before:]
     assert [answer.usage for answer in answers] == [usage_of(usage) for usage in sent]
+
+
+def test_a_panel_on_the_proxy_votes_with_its_evidence_checked(proxy: Proxy) -> None:
+    """Three judges on the proxy, each asked twice per claim: every vote is one reply the proxy
+    sent, the quoting judge's evidence is found in what the mock agent said, the inventing one's
+    is not, the one that quotes nothing has none; the majority (4 of 6) holds the claim."""
+    from convy import Bench, ChatJudge, Models
+    from convy.bench import Plan
+    from convy.dialog import Evidence
+    from convy.fakes import MemoryJournal
+    from convy.panel import Judging
+    from convy.scenario import Scenario
+
+    names = ("quoting-judge", "inventing-judge", "judge-model")
+    before = {name: len(proxy.sent(name)) for name in names}
+    agent = ChatAgent(JsonEndpoint(proxy.url + "/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, timeout=60), "mock-gpt")
+    judges = [ChatJudge(model(proxy, False, name)) for name in names]
+    scenario = msgspec.convert({"id": "greet", "script": ["Hi"], "judge": ["It greeted"]}, Scenario)
+    journal = MemoryJournal()
+    asyncio.run(Bench(agent, Models(judge=judges), judging=Judging(repeats=2)).run(Plan((scenario,)), journal))
+    (outcome,) = journal.outcomes
+    match outcome.result:
+        case Verdict(claims=(claim,)):
+            assert [vote.judge for vote in claim.votes] == [name for name in names for _ in range(2)]
+            assert [vote.evidence for vote in claim.votes] == [
+                Evidence("Hello   from the mock", True), Evidence("Hello   from the mock", True),
+                Evidence("I have refunded you", False), Evidence("I have refunded you", False),
+                None, None,
+            ]
+            assert (claim.held, claim.evidence) == (True, Evidence("Hello   from the mock", True))
+        case other:
+            raise AssertionError(other)
+    for name in names:
+        assert len(proxy.awaited(name, before[name] + 2)) == before[name] + 2
 
 
 @pytest.mark.timeout(600)

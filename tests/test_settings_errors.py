@@ -196,13 +196,13 @@ def test_an_env_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
 
 def test_settings_are_the_limits_and_a_few_more_each_with_its_variable() -> None:
     """Each limit is declared once, in Limits, with its default and bounds; Settings adds attempts,
-    trust, the share not judged, the budget and the prompt's file, and every setting but the prompt's
-    file has its CONVY_* variable."""
+    trust, the share not judged, the budget, the prompt's file and how claims are judged, and every
+    setting but the prompt's file has its CONVY_* variable."""
     from convy.bench import Limits
     from convy.env import Variables
     from convy.settings import Settings
 
-    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "trust", "max_not_judged", "max_cost", "max_tokens", "max_minutes", "user_prompt")
+    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "trust", "max_not_judged", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence")
     assert Settings().limits() == Limits()
     assert set(Variables.model_fields) == set(Settings.__struct_fields__) - {"user_prompt"}
     with pytest.raises(ValueError, match="^turn_seconds: must be more than 0$"):

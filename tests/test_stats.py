@@ -680,3 +680,56 @@ def test_cohen_kappa_of_yes_no_pairs_and_its_edges() -> None:
     assert CohenKappa.of([(True, False), (False, True)]).reading() == "less agreement than chance"
     with pytest.raises(ValueError):
         CohenKappa(((1, 2),))
+
+
+# --- Agreement between judges: Fleiss' κ against statsmodels ---------------------------------------
+
+
+def test_fleiss_kappa_matches_statsmodels_on_random_tables() -> None:
+    """Fleiss' κ of random tables (2 to 6 raters, 2 to 4 categories, 1 to 60 subjects, often nearly
+    unanimous) equals statsmodels' fleiss_kappa; an undefined κ is where statsmodels says nan."""
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    from convy.stats import FleissKappa
+
+    rng = random.Random(10)
+    worst, cases, undefined = 0.0, 0, 0
+    for _ in range(2_000):
+        raters, categories, subjects = rng.randint(2, 6), rng.randint(2, 4), rng.randint(1, 60)
+        lean = rng.random()
+        ratings = np.array(
+            [[0 if rng.random() < lean else rng.randrange(categories) for _ in range(raters)] for _ in range(subjects)]
+        )
+        table, _ = aggregate_raters(ratings, n_cat=categories)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = float(fleiss_kappa(table, method="fleiss"))
+        got = FleissKappa(tuple(tuple(int(count) for count in row) for row in table)).kappa()
+        cases += 1
+        if got is None:
+            undefined += 1
+            assert math.isnan(want), (table, want)
+            continue
+        assert not math.isnan(want)
+        worst = max(worst, abs(got - want))
+        assert got == pytest.approx(want, abs=1e-9)
+    assert undefined > 0  # the edge was reached
+    said("FleissKappa", cases, worst)
+
+
+def test_fleiss_kappa_edges() -> None:
+    """All raters agreeing on both categories gives 1; all in one category is undefined; one rater,
+    no subject, and rows of unequal size are refused or undefined, as documented."""
+    from convy.stats import FleissKappa
+
+    assert FleissKappa(((3, 0), (0, 3), (3, 0))).kappa() == pytest.approx(1.0)
+    assert FleissKappa(((3, 0), (3, 0))).kappa() is None
+    assert FleissKappa(((1, 0), (0, 1))).kappa() is None
+    assert FleissKappa(()).kappa() is None
+    # Perfect disagreement between two raters on two categories: κ = -1.
+    assert FleissKappa(((1, 1), (1, 1))).kappa() == pytest.approx(-1.0)
+    with pytest.raises(ValueError):
+        FleissKappa(((2, 0), (1, 0)))
+    assert FleissKappa.reading(None).startswith("undefined")
+    assert FleissKappa.reading(0.9) == "almost perfect agreement"
+    assert FleissKappa.reading(0.5) == "moderate agreement"
+    assert FleissKappa.reading(-0.1) == "poor agreement"

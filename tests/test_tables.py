@@ -30,7 +30,7 @@ from convy.tables import Tables, Usages
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
 FINGERPRINT = hashlib.sha256(b"the scenarios").hexdigest()
-NAMES = ("runs", "scenarios", "attempts", "turns", "claims", "tool_calls", "model_requests")
+NAMES = ("runs", "scenarios", "attempts", "turns", "claims", "votes", "tool_calls", "model_requests")
 
 REFUND = Scenario(
     id="orders/refund",
@@ -92,12 +92,12 @@ class Decisions:
             return Reply("I cannot say.", Usage(90, 4))
         if "The grades, worst first" in asked:
             return Reply(
-                '{"reason": "polite enough", "grade": "warm", "confidence": 0.8}',
+                '{"evidence": "I am so sorry", "reason": "polite enough", "grade": "warm", "confidence": 0.8}',
                 Usage(100, 8, cost=Cost(Decimal("0.0005"), "provider")),
             )
         self.refunds += 1
         held = "true" if self.refunds % 2 == 1 else "false"
-        return Reply(f'{{"reason": "it did or did not", "pass": {held}, "confidence": 0.9}}', Usage(100, 6))
+        return Reply(f'{{"evidence": "Refunded, 10 €.", "reason": "it did or did not", "pass": {held}, "confidence": 0.9}}', Usage(100, 6))
 
 
 def played(results: Path, spec: RunSpec, bench: Bench) -> None:
@@ -106,8 +106,9 @@ def played(results: Path, spec: RunSpec, bench: Bench) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Read, ...]:
-    """Three runs: a finished one judged by a chat judge, one killed while it played (with a torn
-    line and claims the judge was not sure of), and one of an echo that reported nothing."""
+    """Three runs: a finished one judged by a chat judge that quotes (found and not), one killed
+    while it played (with a torn line and claims a panel of two was not sure of, split on the
+    graded one), and one of an echo that reported nothing."""
     results = tmp_path_factory.mktemp("project") / "results"
     limits = Limits(agent_places=2, judge_places=1)
     first = RunSpec(
@@ -125,7 +126,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Read, ...]:
     second = RunSpec(
         id="20250102-090000-bbbb", agent="shop", scenarios=(REFUND, LOST), attempts=1, limits=limits, trust=0.7, convy="0.1.0"
     )
-    played(results, second, Bench(FakeAgent(shop), Models(FakeModel(user, "fake-user"), FakeJudge(confidence=0.5)), limits))
+    panel = [
+        FakeJudge(confidence=0.5, name="a", quote="Refunded"),
+        FakeJudge(lambda claim, said: "polite" not in claim, confidence=0.5, name="b", quote="Sorry"),
+    ]
+    played(results, second, Bench(FakeAgent(shop), Models(FakeModel(user, "fake-user"), panel), limits))
     folder = results / "shop" / second.id
     killed = RunFile(second, Running(RunJournal(folder).run().status.started))
     (folder / "run.json").write_bytes(msgspec.json.encode(killed))
@@ -146,7 +151,7 @@ def tables(runs: tuple[Read, ...]) -> dict[str, Table]:
 # --- the tables and their rows ----------------------------------------------------------------
 
 
-def test_seven_tables_in_order_each_with_its_columns(tables: dict[str, Table]) -> None:
+def test_eight_tables_in_order_each_with_its_columns(tables: dict[str, Table]) -> None:
     """Every table is there, in its order, and every row has exactly the table's columns."""
     assert tuple(tables) == NAMES
     for table in tables.values():
@@ -234,7 +239,7 @@ def test_the_attempts_table(tables: dict[str, Table]) -> None:
     assert all(row["judge_cost_usd"] == pytest.approx(0.0005) and row["user_tokens_in"] == 20 + 22 for row in refunds)
     lost = rows[("bbbb", "lost-user", 1)]
     assert (lost["why"], lost["stop"], lost["turns"], lost["agent_tokens_in"]) == ("user", "model_failed", 0, None)
-    assert rows[("bbbb", "orders/refund", 1)]["why"] == "not_trusted"
+    assert rows[("bbbb", "orders/refund", 1)]["why"] == "split"  # not trusted: the panel split on the graded claim
 
 
 def test_the_turns_claims_calls_and_requests(tables: dict[str, Table]) -> None:

@@ -112,6 +112,7 @@ if TYPE_CHECKING:
         Said,
         StillBusy,
     )
+    from convy.panel import Judging, Panel, Poll
     from convy.problems import ConfigurationError, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
@@ -151,6 +152,9 @@ _WHERE = {
     "Finished": "convy.dialog",
     "Grade": "convy.dialog",
     "Graded": "convy.dialog",
+    "Judging": "convy.panel",
+    "Panel": "convy.panel",
+    "Poll": "convy.panel",
     "HttpFailure": "convy.http",
     "Interrupted": "convy.bench",
     "Journal": "convy.bench",
@@ -274,6 +278,7 @@ __all__ = [
     "JsonEndpoint",
     "JsonResponse",
     "Judge",
+    "Judging",
     "Limits",
     "Matching",
     "Message",
@@ -291,12 +296,14 @@ __all__ = [
     "OutOfTime",
     "Outcome",
     "Outlay",
+    "Panel",
     "Patience",
     "PatientJudge",
     "PatientModel",
     "Places",
     "Plan",
     "Planned",
+    "Poll",
     "Price",
     "Prices",
     "Project",

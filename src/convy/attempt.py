@@ -338,9 +338,10 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         return self.outcome.status(self.trust)
 
     def why(self) -> str:
-        """Why it is not judged (``user``, ``judge``, ``busy``, ``not_trusted``), failed
-        (``agent`` or ``claim``, a check decided by code included when a model failed), or passed
-        (``""``)."""
+        """Why it is not judged (``user``, ``judge``, ``busy``; ``not_trusted``, ``split`` — its votes
+        tied — or ``unquoted`` — evidence required and not found — after the first claim not
+        trusted), failed (``agent`` or ``claim``, a check decided by code included when a model
+        failed), or passed (``""``)."""
         match self.outcome.result:
             case NoVerdict(who=who) as none:
                 return "claim" if none.status() == "failed" else who
@@ -349,11 +350,20 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Verdict():
                 match self._status:  # the verdict's status, as the attempt's (not trusted: not judged)
                     case "not_judged":
-                        return "not_trusted"
+                        return self._doubted()
                     case "failed":
                         return "claim"
                     case "passed":
                         return ""
+
+    def _doubted(self) -> Literal["not_trusted", "split", "unquoted"]:
+        # Why the first claim not trusted is not: its doubt when the judging gave it one.
+        match self.outcome.result:
+            case Verdict(claims=claims):
+                for claim in claims:
+                    if not claim.trusted(self.trust) and claim.doubt:
+                        return claim.doubt
+        return "not_trusted"
 
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """What every request of the attempt took: the agent's answers, the user model's, the judge's."""
@@ -556,7 +566,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     confidence = said.value if type(said) is Confidence else None
                     graded = claim.grade
                     grade = graded.name if type(graded) is Grade else None
-                    trusted = confidence is None or confidence >= trust
+                    trusted = not claim.doubt and (confidence is None or confidence >= trust)
                     quoted = claim.evidence
                     decisions.append(
                         DecisionView(

@@ -42,6 +42,7 @@ from convy.busy import Patience, Places, Seat, Who
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
+from convy.panel import Judging, Panel, Poll
 from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
@@ -155,7 +156,9 @@ class Bench(msgspec.Struct, frozen=True):
 
     ``prompt`` is the simulator prompt a scenario's user is told with. ``budget``, when one is
     set, is what the run may spend: once it is spent no worker takes a new attempt, and the
-    attempts under way end and are recorded (with none, nothing is counted).
+    attempts under way end and are recorded (with none, nothing is counted). ``judging`` is how
+    its claims are judged: with one judge asked once, the judge is asked directly, as it always
+    was; otherwise through a ``Poll`` of every judge, each patient within the judge's places.
     """
 
     agent: Agent
@@ -163,6 +166,7 @@ class Bench(msgspec.Struct, frozen=True):
     limits: Limits = Limits()
     prompt: Prompt | None = None
     budget: Budget | None = None
+    judging: Judging = Judging()
 
     async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
@@ -175,7 +179,7 @@ class Bench(msgspec.Struct, frozen=True):
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
         agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
-        judge = Judging(self.models.judge).within(places["judge"])
+        judge = RunJudge(self.models.judge, self.judging).within(places["judge"])
         plan = iter(planned)
         queue = plan
         spending: Spending | None = None
@@ -225,24 +229,37 @@ class Bench(msgspec.Struct, frozen=True):
         return spending
 
 
-
-
-class Judging(msgspec.Struct, frozen=True):
+class RunJudge(msgspec.Struct, frozen=True):
     """A run's judge as each attempt asks it: within the judge's places, again while its service
-    is busy and its patience lasts, and ``Checked``. A played run (``Bench``) and a re-judged one
-    (``rejudge.Rejudging``) ask it the same way."""
+    is busy and its patience lasts, and ``Checked``. With one judge asked once (``judging.direct``)
+    the judge is asked directly, as it always was; otherwise through a ``Poll`` of every judge of
+    the panel (or of the one judge, asked ``judging.repeats`` times), each vote ``Checked`` so it
+    has its claim's shape. A played run (``Bench``) and a re-judged one (``rejudge.Rejudging``) ask
+    it the same way."""
 
     judge: Any
+    judging: Judging = Judging()
 
     def within(self, places: Places) -> Checked:
+        judge = self.judge
+        match judge:
+            case Panel(judges=judges):
+                names = judge.names()
+            case _:
+                if self.judging.direct():
+                    return Checked(self._patient(judge, places))
+                judges, names = (judge,), (judge.name,)
+        return Checked(Poll(tuple(Checked(self._patient(one, places)) for one in judges), names, self.judging))
+
+    def _patient(self, judge: Any, places: Places) -> Any:
         # A ChatJudge sends one request per claim: it waits for a busy service request by
         # request, so a refusal never sends again the claims already decided. Any other judge
         # is tried again whole.
-        match self.judge:
+        match judge:
             case ChatJudge(model=model):
-                return Checked(msgspec.structs.replace(self.judge, model=PatientModel(model, places)))
+                return msgspec.structs.replace(judge, model=PatientModel(model, places))
             case _:
-                return Checked(PatientJudge(self.judge, places))
+                return PatientJudge(judge, places)
 
 
 class Player(Protocol):
@@ -321,11 +338,34 @@ class Fingerprints(msgspec.Struct, frozen=True):
     prompt: str = ""
 
 
-class ModelNames(msgspec.Struct, frozen=True):
-    """The models of a run, by name only: an object would carry its keys."""
+class ModelNames(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The models of a run, by name only: an object would carry its keys.
+
+    ``judge`` is the judge's name, a panel's names joined with ", " (as a run.json before panels
+    has it); ``panel`` the panel's judges one by one (empty for one judge). ``agent`` is the model
+    the agent runs on, when it says (``ChatAgent.model``, or a ``model`` attribute of the project's
+    agent: "" when it does not), ``agent_provider`` its provider, and ``providers`` each judge's
+    whose provider is known (``providers.Made``): for the report to name a judge that may favour
+    the agent's own provider."""
 
     user: str = "absent"
     judge: str = "absent"
+    panel: tuple[str, ...] = ()
+    agent: str = ""
+    agent_provider: str = ""
+    providers: dict[str, str] = {}
+
+    def alike(self) -> tuple[str, ...]:
+        """The judges from the same provider as the agent's model: possibly biased towards it."""
+        if not self.agent_provider:
+            return ()
+        return tuple(judge for judge in self.judges() if self.providers.get(judge) == self.agent_provider)
+
+    def judges(self) -> tuple[str, ...]:
+        """The run's judges one by one: a panel's, or the one judge (none when it was absent)."""
+        if self.panel:
+            return self.panel
+        return () if self.judge == "absent" else (self.judge,)
 
 
 class Skipped(msgspec.Struct, frozen=True):
@@ -357,6 +397,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     skipped: tuple[Skipped, ...] = ()
     convy: str = ""
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
+    judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = 200

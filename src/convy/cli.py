@@ -227,7 +227,8 @@ class Said(msgspec.Struct, frozen=True):
                         f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else ""
                     )
                 if doubtful:
-                    return f"{when} · not trusted: {doubtful[0].claim}"
+                    why = {"split": " (the judge split)", "unquoted": " (evidence not in the dialogue)"}.get(doubtful[0].doubt, "")
+                    return f"{when} · not trusted{why}: {doubtful[0].claim}"
                 return f"{when} · {len(claims)} claim{'s' if len(claims) != 1 else ''} held"
 
 
@@ -555,6 +556,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     outputs: Outputs = Outputs()
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
+    judge_repeats: int | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
@@ -569,8 +571,10 @@ class RunCommand(msgspec.Struct, frozen=True):
             if passed_over:
                 shown.line(passed_over)
                 continue
-            spec = secrets.kept(self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags)))
-            bench = Bench(agent, models, spec.limits, self.project.prompt(settings), settings.budget())
+            spec = secrets.kept(
+                self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
+            )
+            bench = Bench(agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging)
             recorded = Recorded(
                 self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=settings.max_not_judged
             )
@@ -595,10 +599,13 @@ class RunCommand(msgspec.Struct, frozen=True):
         return code
 
     def overridden(self, settings: Settings) -> Settings:
-        """The settings with ``-k``, ``--trust``, ``--max-not-judged`` and the budget's options over them."""
+        """The settings with ``-k``, ``--trust``, ``--max-not-judged``, ``--judge-repeats`` and the
+        budget's options over them."""
         changes: dict[str, Any] = {}
         if self.attempts is not None:
             changes["attempts"] = self.attempts
+        if self.judge_repeats is not None:
+            changes["judge_repeats"] = self.judge_repeats
         if self.trust is not None:
             changes["trust"] = self.trust
         if self.max_not_judged is not None:
@@ -715,7 +722,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, prompt, settings.budget())
+        bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging)
         secrets = loaded.secrets(agent, models)
         return Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
@@ -736,11 +743,13 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
     fail_under: float | None = None
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
+    judge_repeats: int | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
         from convy.rejudge import JudgeChoice, Rejudge, Rejudging
 
-        settings = self.budget.over(self.project.settings())
+        changes = {} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}
+        settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         rejudge = Rejudge(self.project, self.project.found(self.run_id), Matching(self.patterns, self.tags), self.trust)
         source, dialogues = rejudge.origin()
@@ -753,7 +762,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
             f"re-judging the dialogues of run {Inert(dialogues.folder.name).line()} with {Inert(judge.name).line()}: "
             "no request to the agent or the simulated user"
         )
-        bench = Rejudging(dialogues, judge, spec.limits, settings.budget())
+        bench = Rejudging(dialogues, judge, spec.limits, settings.budget(), spec.judging)
         return Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged
         ).played()
@@ -825,7 +834,7 @@ class DryRun(msgspec.Struct, frozen=True):
                 if over:
                     passed_over.append(over)
                 elif fits:
-                    specs.append(project.spec(name, models, settings, scenarios, matching))
+                    specs.append(project.spec(name, models, settings, scenarios, matching, agent))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
         secrets = Loaded(project, "").secrets(*parts)
@@ -841,6 +850,7 @@ class DryRun(msgspec.Struct, frozen=True):
                 ("attempts", "-k", self.command.attempts),
                 ("trust", "--trust", self.command.trust),
                 ("max_not_judged", "--max-not-judged", self.command.max_not_judged),
+                ("judge_repeats", "--judge-repeats", self.command.judge_repeats),
             )
             if given is not None
         } | self.command.budget.given()
@@ -872,6 +882,12 @@ class DryRun(msgspec.Struct, frozen=True):
         for spec in specs:
             planned = len(spec.scenarios) * spec.attempts
             lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            judging, judges = spec.judging, spec.models.judges()
+            if judges and (len(judges) > 1 or not judging.direct()):
+                asked = f"{judging.repeats} time{'s' if judging.repeats != 1 else ''}"
+                who = f"its judge ({judges[0]})" if len(judges) == 1 else f"each of its {len(judges)} judges ({', '.join(judges)})"
+                kept = "flagged when not in the dialogue" if judging.evidence == "flag" else "required: a decision without it is not trusted"
+                lines.append(f"  each claim asked {asked} of {who}, decided by {judging.panel}; evidence {kept}")
             lines.extend(Passed(spec.skipped).lines("  "))
         lines.extend(passed_over)
         total = sum(len(spec.scenarios) * spec.attempts for spec in specs)
@@ -1217,6 +1233,12 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to play")
         run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
+        run.add_argument(
+            "--judge-repeats",
+            type=int,
+            metavar="K",
+            help="ask each judge about each claim K times (1-15) and decide by majority (default: judge_repeats, else 1)",
+        )
         run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
         run.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
@@ -1266,6 +1288,12 @@ class Arguments(msgspec.Struct, frozen=True):
         rejudge.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to re-judge")
         rejudge.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="re-judge scenarios with any of these tags")
         rejudge.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted (default: the run's)")
+        rejudge.add_argument(
+            "--judge-repeats",
+            type=int,
+            metavar="K",
+            help="ask each judge about each claim K times (1-15) and decide by majority (default: judge_repeats, else 1)",
+        )
         rejudge.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
         rejudge.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
@@ -1334,6 +1362,7 @@ def main(argv: list[str] | None = None) -> int:
                         outputs,
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
+                        parsed.judge_repeats,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
@@ -1357,6 +1386,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.fail_under,
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
+                        parsed.judge_repeats,
                     ).run(shown, errors)
                 case "resume":
                     code = ResumeCommand(

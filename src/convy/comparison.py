@@ -30,6 +30,7 @@ import msgspec
 from convy.attempt import Attempt
 from convy.bench import Origin
 from convy.labels import Judges, RunLabels
+from convy.panel import Judging
 from convy.report import Summary
 from convy.runs import Read
 from convy.stats import Adjusted, Detectable, Fisher, Interval, Paired, Stratified, Stratum, Tally
@@ -139,6 +140,8 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             said.append(f"the simulated user's model differs: {a.models.user} → {b.models.user}")
         if a.models.judge != b.models.judge and not same:
             said.append(f"the judge differs: {a.models.judge} → {b.models.judge}")
+        if a.judging != b.judging:
+            said.append(f"the judging differs: {_judging(a.judging)} → {_judging(b.judging)}")
         if a.attempts != b.attempts:
             said.append(f"attempts per scenario differ: {a.attempts} → {b.attempts}")
         if a.trust != b.trust and not same:
@@ -352,3 +355,8 @@ class Ratio(msgspec.Struct, frozen=True):
         if abs(self.value - 1.0) <= TOLERANCE + 1e-12:
             return "same"
         return "lower" if self.value < 1.0 else "higher"
+
+
+def _judging(judging: Judging) -> str:
+    """How a run judged, in a few words: "asked 5×, majority, evidence flag"."""
+    return f"asked {judging.repeats}×, {judging.panel}, evidence {judging.evidence}"

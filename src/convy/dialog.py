@@ -88,6 +88,30 @@ def plain(text: str) -> str:
     return _SPACES.sub(" ", text.translate(_MARKS)).strip()
 
 
+# Where a judge left words out of a quote: three dots or an ellipsis, with the spaces around them.
+_ELIDED = re.compile(r"\s*(?:\.\.\.|\u2026)\s*")
+
+
+def pieces(quote: str) -> tuple[str, ...]:
+    """The pieces of ``quote`` (made ``plain``) a dialogue must hold in this order: one, or several
+    where the judge left words out with "..." or "…"; none for a quote with no words."""
+    return tuple(piece for piece in _ELIDED.split(plain(quote)) if piece)
+
+
+def holds(text: str, wanted: tuple[str, ...]) -> bool:
+    """Whether ``text`` (already ``plain``) holds every piece of ``wanted``, in order, none
+    overlapping the one before it; case counts."""
+    if not wanted:
+        return False
+    at = 0
+    for piece in wanted:
+        found = text.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
 class Evidence(msgspec.Struct, frozen=True, gc=False):
     """The words of the dialogue a judge said its decision rests on, and whether they are there
     (``Transcript.quotes``: compared with whitespace and quotation marks made plain)."""
@@ -124,8 +148,14 @@ class Claim(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     by: Literal["judge", "code"] = "judge"
     evidence: Evidence | None = None
     votes: tuple[Vote, ...] = ()
+    # Why the decision is not trusted whatever its confidence: "split", its votes were as many for
+    # as against, so nothing was decided; "unquoted", the run requires evidence (``evidence =
+    # "require"``) and none of the judges agreeing quoted words that are in the dialogue.
+    doubt: Literal["", "split", "unquoted"] = ""
 
     def trusted(self, trust: float) -> bool:
+        if self.doubt:
+            return False
         match self.confidence:
             case Confidence(value=value):
                 return value >= trust
@@ -220,11 +250,13 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def quotes(self, quote: str) -> bool:
         """Whether ``quote`` is in what was said (by either side, within one message), compared
-        with whitespace and quotation marks made plain; an empty quote is not."""
-        wanted = plain(quote)
+        with whitespace and quotation marks made plain; an empty quote is not. Where the quote
+        leaves words out with "..." or "…", its pieces must be in that one message in order.
+        Case counts: a judge quotes, it does not paraphrase."""
+        wanted = pieces(quote)
         if not wanted:
             return False
-        return any(wanted in plain(turn.message) or wanted in plain(turn.answer.text) for turn in self.turns)
+        return any(holds(plain(turn.message), wanted) or holds(plain(turn.answer.text), wanted) for turn in self.turns)
 
     def text(self) -> str:
         """The dialogue as plain text, one line per speaker, for a model to read."""
@@ -374,6 +406,7 @@ class _Passed(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     reason: str
     pass_: bool = msgspec.field(name="pass")
     confidence: Between0And1
+    evidence: str = ""  # optional: a model that quotes nothing has decided all the same
 
 
 class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
@@ -382,6 +415,7 @@ class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     reason: str
     grade: str
     confidence: Between0And1
+    evidence: str = ""
 
 
 class ChatJudge(msgspec.Struct, frozen=True):
@@ -439,13 +473,15 @@ class ChatJudge(msgspec.Struct, frozen=True):
             case str(text):
                 ask = (
                     f"The claim: {text}\n\nAnswer with one JSON object and nothing else: "
-                    '{"reason": "...", "pass": true or false, "confidence": 0.0 to 1.0}'
+                    '{"evidence": "the exact words of the dialogue your decision rests on", '
+                    '"reason": "...", "pass": true or false, "confidence": 0.0 to 1.0}'
                 )
             case Graded(claim=text, grades=grades):
                 ask = (
                     f"The claim: {text}\nThe grades, worst first: {', '.join(grades)}\n\n"
                     "Answer with one JSON object and nothing else: "
-                    '{"reason": "...", "grade": "one of the grades", "confidence": 0.0 to 1.0}'
+                    '{"evidence": "the exact words of the dialogue your decision rests on", '
+                    '"reason": "...", "grade": "one of the grades", "confidence": 0.0 to 1.0}'
                 )
         # Contained: the model's own error or wrong answer fails this claim as a ModelFailure, so
         # the usage of the claims decided before it is kept.
@@ -463,7 +499,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
                 case str(text):
                     said = msgspec.json.decode(found, type=_Passed)
                     return (
-                        Claim(text, said.pass_, said.reason, Confidence(said.confidence)),
+                        Claim(text, said.pass_, said.reason, Confidence(said.confidence), evidence=_quoted(said.evidence, transcript)),
                         reply.usage,
                     )
                 case Graded(claim=text, grades=grades, pass_=bar):
@@ -474,13 +510,27 @@ class ChatJudge(msgspec.Struct, frozen=True):
                         )
                     held = grades.index(graded.grade) >= grades.index(bar)
                     return (
-                        Claim(text, held, graded.reason, Confidence(graded.confidence), Grade(graded.grade)),
+                        Claim(
+                            text,
+                            held,
+                            graded.reason,
+                            Confidence(graded.confidence),
+                            Grade(graded.grade),
+                            evidence=_quoted(graded.evidence, transcript),
+                        ),
                         reply.usage,
                     )
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
             raise ModelFailure(
                 f"the judge's model {self.model.name} answered in the wrong shape: {error}", (reply.usage,)
             ) from error
+
+
+def _quoted(quote: str, transcript: Transcript) -> Evidence | None:
+    """What a judge quoted, and whether the dialogue holds it; ``None`` when it quoted nothing."""
+    if not quote.strip():
+        return None
+    return Evidence(quote, transcript.quotes(quote))
 
 
 class PatientJudge(msgspec.Struct, frozen=True):

@@ -49,3 +49,6 @@ class Variables(Env):
     open_seconds: str | None = None
     turn_seconds: str | None = None
     close_seconds: str | None = None
+    judge_repeats: str | None = None
+    panel: str | None = None
+    evidence: str | None = None

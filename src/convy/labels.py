@@ -2,7 +2,7 @@
 decider measured against them.
 
 A person marks decisions in a report's scenario window; the page keeps the marks in the browser
-and downloads them as a labels file (a page opened from disk cannot write one), a JSON document::
+and downloads them as a labels file (a page opened from disk cannot write one), a JSON document:
 
     {"version": 1,
      "run": {"agent": "shop", "id": "20261202-141200-ab12"},

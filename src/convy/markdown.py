@@ -116,6 +116,8 @@ WHY = {
     "judge": "judge failed",
     "busy": "service stayed busy",
     "not_trusted": "judge not confident enough",
+    "split": "the judge split",
+    "unquoted": "evidence not in the dialogue",
 }
 SCENARIO = {"always": "✓ always passes", "flaky": "~ flaky", "never": "✗ never passes", "not_judged": "– not judged"}
 METHOD = {

@@ -63,10 +63,28 @@ class Absent(msgspec.Struct, frozen=True):
 
 
 class Models(msgspec.Struct, frozen=True):
-    """The simulated user's model and the judge's model of a project; either may be absent."""
+    """The simulated user's model and the judge of a project; either may be absent.
+
+    ``judge`` may be a list or tuple of judges, a panel: it is made a ``panel.Panel`` here, where
+    it enters, so everything after sees one judge with one name (``"a, b, c"``). A panel with an
+    absent judge is that judge's absence (the panel cannot sit whole); an empty one is refused.
+    """
 
     user: Any = Absent()
     judge: Any = Absent()
+
+    def __post_init__(self) -> None:
+        match self.judge:
+            case list() | tuple() as judges:
+                if not judges:
+                    raise ValueError("Models: judge=[] names no judge; give one judge, or a list of several")
+                absent = next((judge for judge in judges if type(judge) is Absent), None)
+                if absent is not None:
+                    msgspec.structs.force_setattr(self, "judge", absent)
+                    return
+                from convy.panel import Panel
+
+                msgspec.structs.force_setattr(self, "judge", Panel(tuple(judges)) if len(judges) > 1 else judges[0])
 
 
 _REPLY = msgspec.json.Decoder(Reply)

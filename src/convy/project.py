@@ -29,7 +29,9 @@ from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal,
 from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
+from convy.panel import Panel
 from convy.problems import ConfigurationError, Unwritable
+from convy.providers import Made, agent_made, judge_made
 from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
@@ -142,10 +144,12 @@ class Project(msgspec.Struct, frozen=True):
         settings: Settings,
         scenarios: tuple[Scenario, ...],
         matching: Matching = Matching(),
+        played: Any = None,
     ) -> RunSpec:
         """A new run of ``agent``: of the project's ``scenarios`` (as ``scenarios()`` read them, once
         for every agent of a command), the matching ones it can play with these models, the rest
-        skipped."""
+        skipped. ``played`` is the agent object itself, when known: the model it says it runs on
+        is kept beside the judges' (``ModelNames.agent``)."""
         prompt = self.prompt(settings)
         playable, skipped = self.playable(models, settings, scenarios, matching, prompt)
         try:
@@ -156,10 +160,11 @@ class Project(msgspec.Struct, frozen=True):
                 attempts=settings.attempts,
                 limits=settings.limits(),
                 trust=settings.trust,
-                models=ModelNames(self._named(models.user), self._named(models.judge)),
+                models=self.names(models, played),
                 fingerprints=self.fingerprints(agent, prompt),
                 skipped=tuple(skipped),
                 convy=VERSION,
+                judging=settings.judging(),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)
@@ -371,6 +376,22 @@ class Project(msgspec.Struct, frozen=True):
 
     def _named(self, model: Any) -> str:
         return model.name
+
+    def names(self, models: Models, played: Any = None) -> ModelNames:
+        """The run's models by name, a panel's judges one by one, the agent's model when it says,
+        and each one's provider when its name or URL tells it (``providers.Made``)."""
+        judge = models.judge
+        match judge:
+            case Panel(judges=judges):
+                panel = judge.names()
+                made = {name: judge_made(one) for name, one in zip(panel, judges, strict=True)}
+            case Absent():
+                panel, made = (), {}
+            case _:
+                panel, made = (), {judge.name: judge_made(judge)}
+        agent = agent_made(played) if played is not None else Made()
+        providers = {name: known for name, one in made.items() if (known := one.provider())}
+        return ModelNames(self._named(models.user), self._named(judge), panel, agent.name, agent.provider(), providers)
 
     def _digest(self, path: Path) -> str:
         try:

@@ -264,11 +264,11 @@ class ScenarioTests:
             prepared = self.prepared[name]
             try:
                 spec = prepared.secrets.kept(
-                    self.project.spec(name, prepared.models, settings, tuple(scenarios), Matching())
+                    self.project.spec(name, prepared.models, settings, tuple(scenarios), Matching(), prepared.agent)
                 )
                 if not spec.scenarios:  # every one skipped for a model: nothing to play, no run
                     continue
-                bench = Bench(prepared.agent, prepared.models, spec.limits, prompt)
+                bench = Bench(prepared.agent, prepared.models, spec.limits, prompt, judging=spec.judging)
                 self.started[name] = spec
                 printed = None
                 if shown is not None:

@@ -6,7 +6,7 @@ scenarios as the project's scenario files say them *now* (their current claims a
 attempts, and ``origin`` naming the run whose dialogues it decides. ``Rejudging`` plays it: where a
 ``Bench`` opens a conversation, it reads the recorded attempt from the origin's ``attempts.jsonl``
 (line by line, as the judge's places free up) and has the scenario decide it again
-(``Scenario.rejudged``), through the judge as a played run asks it (``Judging``: its places, its
+(``Scenario.rejudged``), through the judge as a played run asks it (``RunJudge``: its places, its
 patience with a busy service, ``Checked``). It plays through ``RunJournal.play`` as a run does, so
 ``run.lock``, the appended lines, an interruption and ``convy resume`` are a run's own.
 
@@ -26,21 +26,21 @@ from convy.bench import (
     Complete,
     Fingerprints,
     Journal,
-    Judging,
     Limits,
-    ModelNames,
     Origin,
     Planned,
     RunDamaged,
     RunId,
     RunInUse,
     RunJournal,
+    RunJudge,
     RunSpec,
     Skipped,
 )
 from convy.budget import Budget, Counted, Spending
 from convy.dialog import ChatJudge, Prompt
 from convy.model import Absent, Models, OpenAiModel
+from convy.panel import Judging
 from convy.problems import ConfigurationError, Unplayed
 from convy.project import VERSION, Project
 from convy.quota import Services
@@ -159,7 +159,12 @@ class Rejudge(msgspec.Struct, frozen=True):
                     judge_patience=limits.judge_patience,
                 ),
                 trust=source.trust if self.trust is None else self.trust,
-                models=ModelNames(source.models.user, judge.name),
+                models=msgspec.structs.replace(
+                    self.project.names(Models(judge=judge)),
+                    user=source.models.user,
+                    agent=source.models.agent,
+                    agent_provider=source.models.agent_provider,
+                ),
                 fingerprints=Fingerprints(
                     scenarios=fingerprints.scenarios,
                     agent=source.fingerprints.agent,
@@ -169,6 +174,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                 skipped=tuple(skipped),
                 convy=VERSION,
                 origin=Origin(dialogues.folder.parent.name, dialogues.folder.name),
+                judging=settings.judging(),
             )
         except ValueError as error:
             raise ConfigurationError(f"cannot re-judge {source.id}: {error}") from None
@@ -187,7 +193,7 @@ class Rejudge(msgspec.Struct, frozen=True):
         dialogues.run()  # the dialogues' run must still be there and sound
         if dialogues.in_use():
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} re-judges, is in use by another convy process")
-        return Rejudging(dialogues, judge, spec.limits, budget)
+        return Rejudging(dialogues, judge, spec.limits, budget, spec.judging)
 
 
 class Rejudging(msgspec.Struct, frozen=True):
@@ -200,13 +206,14 @@ class Rejudging(msgspec.Struct, frozen=True):
     judge: Any
     limits: Limits
     budget: Budget | None = None
+    judging: Judging = Judging()
 
     async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Decide every planned attempt again, each recorded in ``journal`` as it ends. An attempt
         whose dialogue the origin lacks (a line it lost) is left out, as a spent budget leaves one
         in the plan; one taken and not recorded is ``Unplayed``."""
         wanted = {(one.scenario.id, one.attempt): one.scenario for one in planned}
-        judge = Judging(self.judge).within(self.limits.places("judge", Services()))
+        judge = RunJudge(self.judge, self.judging).within(self.limits.places("judge", Services()))
         taken = 0  # the recorded attempts the workers took
         kept = 0  # those decided and recorded
 

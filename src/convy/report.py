@@ -25,6 +25,7 @@ from typing import ClassVar, Literal
 
 import msgspec
 
+from convy.agreement import Consensus
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay
@@ -198,6 +199,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             groups=sorted({view.group for view in scenarios}),
             claims=sorted({claim.text for view in scenarios for claim in view.claims}),
             agreement=self.agreement(),
+            judging=Consensus(spec, self.by_scenario()).view(),
         )
 
     def agreement(self) -> AgreementView | None:
@@ -375,7 +377,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                             order[text] = claim.by
                         # What ``claim.trusted(trust)`` says, with no call or match: every claim of every attempt.
                         confidence = claim.confidence
-                        if type(confidence) is not Confidence or confidence.value >= trust:
+                        if not claim.doubt and (type(confidence) is not Confidence or confidence.value >= trust):
                             decided[text] = decided.get(text, 0) + 1
                             held[text] = held.get(text, 0) + claim.held
                             mark[text] = "held" if claim.held else "failed"

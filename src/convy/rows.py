@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "tool_calls", "model_requests"]
+TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "votes", "tool_calls", "model_requests"]
 
 # Costs become JSON numbers with their exact digits; records() reads them back as floats.
 EXACT_JSON = msgspec.json.Encoder(decimal_format="number")
@@ -114,7 +114,7 @@ class AttemptsRow(Row, frozen=True):
     started: str
     seconds: float
     status: Literal["passed", "failed", "not_judged"]
-    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted"] | None
+    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted", "split", "unquoted"] | None
     stop: str
     turns: int
     claims: int | None
@@ -180,6 +180,27 @@ class ClaimsRow(Row, frozen=True):
     reason: str
     confidence: float | None
     grade: str | None
+    evidence: str | None
+    evidence_found: bool
+    votes: int
+    votes_held: int
+    doubt: str | None
+
+
+class VotesRow(Row, frozen=True):
+    agent: str
+    run: str
+    scenario: str
+    attempt: int
+    claim: int
+    vote: int
+    judge: str
+    held: bool
+    reason: str
+    confidence: float | None
+    grade: str | None
+    evidence: str | None
+    evidence_found: bool
 
 
 class ToolCallsRow(Row, frozen=True):

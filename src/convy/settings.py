@@ -14,13 +14,14 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from convy.bench import Limits, RunSpec
 from convy.budget import Budget
 from convy.files import RegularFile
+from convy.panel import Judging
 from convy.problems import ConfigurationError, FieldProblem
 
 
@@ -30,7 +31,9 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     may go unjudged before the command exits with its own code (``max_not_judged``: a gate of the
     command, not part of the run, so it is kept in no run folder), the run's budget (``max_cost``
     in US dollars, ``max_tokens``, ``max_minutes``; 0 is none: a command's, given again to each
-    ``convy resume``, so kept in no run folder either), and the file of the simulator prompt."""
+    ``convy resume``, so kept in no run folder either), the file of the simulator prompt, and how
+    claims are judged (``judge_repeats``, ``panel``, ``evidence``: a ``panel.Judging``, kept in the
+    run's spec)."""
 
     attempts: int = 3
     trust: float = 0.0
@@ -39,10 +42,18 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     max_tokens: int = 0
     max_minutes: float = 0.0
     user_prompt: str = ""
+    judge_repeats: int = 1
+    panel: Literal["majority", "unanimous"] = "majority"
+    evidence: Literal["flag", "require"] = "flag"
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
-    MOST: ClassVar[dict[str, float]] = {"attempts": RunSpec.MOST_ATTEMPTS, **Limits.MOST, **Budget.MOST}
+    MOST: ClassVar[dict[str, float]] = {
+        "attempts": RunSpec.MOST_ATTEMPTS,
+        "judge_repeats": Judging.MOST_REPEATS,
+        **Limits.MOST,
+        **Budget.MOST,
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()  # every number within MOST, and the limits' own bounds, named by field
@@ -52,6 +63,8 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
             raise ValueError("max_not_judged: must be between 0 and 1")
         if self.attempts < 1:
             raise ValueError("attempts: must be at least 1")
+        if self.judge_repeats < 1:
+            raise ValueError("judge_repeats: must be at least 1")
         for name in Budget.MOST:  # finite and within MOST already
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be 0 (no budget) or more")
@@ -62,6 +75,10 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
         budget = Budget(self.max_cost, self.max_tokens, self.max_minutes)
         return budget if budget.set() else None
+
+    def judging(self) -> Judging:
+        """How the run's claims are judged, as its spec keeps it."""
+        return Judging(self.judge_repeats, self.panel, self.evidence)
 
     def limits(self) -> Limits:
         """The run's limits: these settings' fields that ``Limits`` declares, as a ``Limits``."""

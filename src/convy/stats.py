@@ -654,3 +654,65 @@ class CohenKappa(msgspec.Struct, frozen=True):
             if kappa <= bound:
                 return f"{said} agreement beyond chance"
         return "almost perfect agreement beyond chance"
+
+
+# --- Agreement between judges (issue 10: repeated and panel judging) -----------------------------
+# Kept apart from the rest, and from Cohen's κ (judge against people), so the two merge cleanly.
+
+
+class FleissKappa(msgspec.Struct, frozen=True):
+    """Fleiss' κ: how much more a fixed number of raters agree on each subject than they would by
+    chance, given how often each category is used overall.
+
+    ``counts[i][j]`` is how many raters put subject ``i`` in category ``j``; every subject has the
+    same number of ratings (at least two), and every row the same number of categories. In convy
+    a subject is one decision of a claim (an attempt's), a rater one judge of the panel, and the
+    categories held and not held. κ is 1 for perfect agreement, 0 for agreement at chance, below 0
+    for less. It is undefined (``None``) when there is no subject, fewer than two raters, or every
+    rating is in one category: chance agreement is then 1 and κ is 0/0 (statsmodels says nan).
+    """
+
+    counts: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self) -> None:
+        if self.counts:
+            raters, width = sum(self.counts[0]), len(self.counts[0])
+            for row in self.counts:
+                if len(row) != width or sum(row) != raters or min(row) < 0:
+                    raise ValueError("every subject must have the same number of ratings, none negative, in the same categories")
+
+    def raters(self) -> int:
+        return sum(self.counts[0]) if self.counts else 0
+
+    def observed(self) -> float | None:
+        """P̄: the mean, over subjects, of the share of pairs of raters that agree on it."""
+        raters = self.raters()
+        if raters < 2:
+            return None
+        pairs = raters * (raters - 1)
+        return fmean([(sum(count * count for count in row) - raters) / pairs for row in self.counts])
+
+    def expected(self) -> float | None:
+        """P̄e: the agreement expected by chance, from each category's share of every rating."""
+        raters = self.raters()
+        if raters < 2:
+            return None
+        total = raters * len(self.counts)
+        return math.fsum((sum(column) / total) ** 2 for column in zip(*self.counts, strict=True))
+
+    def kappa(self) -> float | None:
+        """(P̄ − P̄e) / (1 − P̄e), or ``None`` when undefined (see the class)."""
+        observed, expected = self.observed(), self.expected()
+        if observed is None or expected is None or expected >= 1.0 - 1e-12:
+            return None
+        return (observed - expected) / (1.0 - expected)
+
+    @staticmethod
+    def reading(kappa: float | None) -> str:
+        """κ in words, after Landis and Koch (1977): a convention, not a test."""
+        if kappa is None:
+            return "undefined: every judge gave the same decision every time"
+        for bound, words in ((0.0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
+            if kappa <= bound:
+                return f"{words} agreement"
+        return "almost perfect agreement"

@@ -1,7 +1,7 @@
-"""Runs as tables for a notebook: seven tables, each a ``Table`` of flat rows.
+"""Runs as tables for a notebook: eight tables, each a ``Table`` of flat rows.
 
 ``Tables`` is a consumer of runs read back (``Runs.read``), like the report: it gives one table per
-kind of thing a run holds — ``runs``, ``scenarios``, ``attempts``, ``turns``, ``claims``,
+kind of thing a run holds — ``runs``, ``scenarios``, ``attempts``, ``turns``, ``claims``, ``votes``,
 ``tool_calls`` and ``model_requests`` — each a ``Table`` with its columns in a fixed order and its
 rows as records, CSV or JSON Lines (docs/tables.md describes every column; the row types and ``Table`` are in rows.py).
 
@@ -34,6 +34,7 @@ from convy.rows import (
     TableName,
     ToolCallsRow,
     TurnsRow,
+    VotesRow,
 )
 from convy.runs import Read
 from convy.scenario import Scenario
@@ -221,6 +222,33 @@ class AttemptRows(msgspec.Struct, frozen=True):
             case _:
                 return ()
 
+    def votes(self) -> tuple[VotesRow, ...]:
+        """Every vote of the decided claims that were made from several (repeats, a panel)."""
+        rows: list[VotesRow] = []
+        match self.attempt.outcome.result:
+            case Verdict(claims=decided):
+                for number, claim in enumerate(decided, start=1):
+                    for place, vote in enumerate(claim.votes, start=1):
+                        said = Decided(Claim(claim.claim, vote.held, vote.reason, vote.confidence, vote.grade))
+                        quoted = vote.evidence
+                        rows.append(
+                            VotesRow(
+                                **self._keys(),
+                                claim=number,
+                                vote=place,
+                                judge=vote.judge,
+                                held=vote.held,
+                                reason=vote.reason,
+                                confidence=said.confidence(),
+                                grade=said.grade(),
+                                evidence=None if quoted is None else quoted.quote,
+                                evidence_found=quoted is not None and quoted.found,
+                            )
+                        )
+            case _:
+                pass
+        return tuple(rows)
+
     def tool_calls(self) -> tuple[ToolCallsRow, ...]:
         rows: list[ToolCallsRow] = []
         for number, turn in enumerate(self.attempt.outcome.transcript.turns, start=1):
@@ -295,6 +323,11 @@ class AttemptRows(msgspec.Struct, frozen=True):
             reason=claim.reason,
             confidence=Decided(claim).confidence(),
             grade=Decided(claim).grade(),
+            evidence=None if claim.evidence is None else claim.evidence.quote,
+            evidence_found=claim.evidence is not None and claim.evidence.found,
+            votes=len(claim.votes),
+            votes_held=sum(1 for vote in claim.votes if vote.held),
+            doubt=claim.doubt or None,
         )
 
     def _reported(self, result: Reported | NotReported) -> bool:
@@ -464,7 +497,7 @@ class RunRows(msgspec.Struct, frozen=True):
 
 
 class Tables(msgspec.Struct, frozen=True):
-    """Some runs as seven tables, in the order ``every`` gives them; rows follow the runs' order,
+    """Some runs as eight tables, in the order ``every`` gives them; rows follow the runs' order,
     then the scenarios' order in each run, attempts, turns and steps."""
 
     runs: tuple[Read, ...]
@@ -487,6 +520,8 @@ class Tables(msgspec.Struct, frozen=True):
                 return Table(name, TurnsRow.__struct_fields__, tuple(row for one in attempts for row in one.turns()))
             case "claims":
                 return Table(name, ClaimsRow.__struct_fields__, tuple(row for one in attempts for row in one.claims()))
+            case "votes":
+                return Table(name, VotesRow.__struct_fields__, tuple(row for one in attempts for row in one.votes()))
             case "tool_calls":
                 return Table(name, ToolCallsRow.__struct_fields__, tuple(row for one in attempts for row in one.tool_calls()))
             case "model_requests":

@@ -230,6 +230,66 @@ class AgreementView(View, frozen=True):
     claims: list[AgreementRow]
     disagreements: list[Disagreement]
     more: int
+class DecisionLink(View, frozen=True):
+    """One decision the judging section points at, opened in the scenario window by its attempt:
+    ``held`` of ``votes`` said it held (0 of 0 when it had no votes), what was decided, and
+    whether its evidence is in the dialogue (``None``: it quoted nothing)."""
+
+    attempt: int
+    held: int
+    votes: int
+    decided: Literal["held", "failed", "split"]
+    found: bool | None
+
+
+class ClaimJudgingView(View, frozen=True):
+    """How one claim of a scenario was judged over the run (``agreement.Consensus``): decisions,
+    their evidence (quoted and found, quoted and not found, none), the judge's agreement with
+    itself (``None`` when asked once), splits and dissents, the panel's agreement (``between``:
+    the share of judge pairs agreeing; ``kappa``: Fleiss' κ, ``None`` when undefined or one judge),
+    decisions left out of κ, the flags, and the decisions that split or quoted words not there."""
+
+    scenario: str
+    claim: str
+    decisions: int
+    quoted: int
+    unquoted: int
+    silent: int
+    agreement: float | None
+    splits: int
+    dissents: int
+    between: float | None
+    kappa: float | None
+    left_out: int
+    ambiguous: bool
+    disagree: bool
+    split: list[DecisionLink]
+    unfound: list[DecisionLink]
+
+
+class JudgingView(View, frozen=True):
+    """A run's judging: how it was asked (``repeats``, ``panel``, ``evidence``), by whom (with the
+    providers known, the agent's model and provider, and the judges ``alike`` it: from the same
+    provider, a possible bias), the panel's Fleiss' κ over every claim's decisions with its reading,
+    the mean self-agreement, counts of flagged claims and unquoted decisions, and each claim."""
+
+    repeats: int
+    panel: str
+    evidence: str
+    judges: list[str]
+    providers: dict[str, str]
+    agent_model: str
+    agent_provider: str
+    alike: list[str]
+    kappa: float | None
+    kappa_reading: str
+    kappa_subjects: int
+    agreement: float | None
+    ambiguous: int
+    disagree: int
+    unquoted: int
+    decisions: int
+    claims: list[ClaimJudgingView]
 
 
 class RunView(View, frozen=True):
@@ -260,7 +320,7 @@ class RunView(View, frozen=True):
     groups: list[str]
     claims: list[str]
     agreement: AgreementView | None = None  # the judge against human labels; None: no labels
-
+    judging: JudgingView | None = None  # None: one judge asked once that quoted nothing
 
 
 # The scenario window's records below are written as JSON arrays of their fields' values, in the

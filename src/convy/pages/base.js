@@ -142,6 +142,8 @@ const Convy = (() => {
       judge: "judge failed",
       busy: "service stayed busy",
       not_trusted: "judge not confident enough",
+      split: "the judge split",
+      unquoted: "evidence not in the dialogue",
       agent: "agent failed",
       claim: "a claim failed",
       "": "",

@@ -102,6 +102,84 @@
         h("ul", null, Object.entries(view.stops).map(([stop, count]) => h("li", null, word("stop", stop) + ": " + fmt.int(count))))));
   }
 
+  /* Judging: how far the judge can be trusted, claim by claim (agreement.Consensus). Every text
+     from the run (claims, judges' and models' names) goes in as text. */
+
+  const JUDGING_ROWS = 300;
+
+  function judging() {
+    const j = view.judging;
+    if (!j) return null;
+    const several = j.judges.length > 1;
+    const asked = "each claim asked " + (j.repeats === 1 ? "once" : j.repeats + " times") +
+      (several ? " of each of " + j.judges.length + " judges" : "") +
+      (j.repeats > 1 || several ? ", decided by " + j.panel + (j.panel === "unanimous" ? " (held only when every vote held)" : " (a tie decides nothing)") : "") +
+      "; evidence " + (j.evidence === "require" ? "required" : "checked");
+    const notes = [];
+    if (j.alike.length) {
+      notes.push(h("div", { class: "notice bad", id: "judging-bias" },
+        h("strong", null, "! Possible bias: a judge from the agent's provider"),
+        j.alike.join(", ") + (j.alike.length === 1 ? " is" : " are") + " from " + j.agent_provider +
+        ", the provider of the agent's model" + (j.agent_model ? " (" + j.agent_model + ")" : "") +
+        ": judges tend to favour answers of their own family. Add or use a judge from another provider."));
+    }
+    const pct = (value) => (value === null || value === undefined ? "—" : fmt.pct(value));
+    const kappa = (value) => (value === null || value === undefined ? "undefined" : value.toFixed(2));
+    const facts = [
+      ["judges", j.judges.map((name) => name + (j.providers[name] ? " (" + j.providers[name] + ")" : "")).join(", ") || "—"],
+      j.agent_model || j.agent_provider ? ["agent's model", (j.agent_model || "—") + (j.agent_provider ? " (" + j.agent_provider + ")" : "")] : null,
+      j.repeats > 1 ? ["self-agreement", pct(j.agreement)] : null,
+      several ? ["Fleiss' κ", kappa(j.kappa) + " · " + j.kappa_reading + " · " + fmt.int(j.kappa_subjects) + " decisions"] : null,
+      ["evidence not in the dialogue", fmt.int(j.unquoted) + " of " + fmt.int(j.decisions) + " decisions"],
+      j.repeats > 1 ? ["ambiguous claims", fmt.int(j.ambiguous)] : null,
+      several ? ["claims the judges disagree on", fmt.int(j.disagree)] : null,
+    ];
+    const flagged = (row) => row.ambiguous || row.disagree || row.unquoted > 0;
+    const rows = j.claims.slice().sort((a, b) =>
+      (flagged(b) - flagged(a)) || ((a.agreement === null ? 1 : a.agreement) - (b.agreement === null ? 1 : b.agreement)) || (b.unquoted - a.unquoted));
+    const link = (row, one) => h("button", {
+      type: "button",
+      class: "decision-link",
+      title: "open attempt " + one.attempt + " of " + row.scenario,
+      onclick: () => open(row.scenario, String(one.attempt)),
+    }, "#" + one.attempt + (one.votes ? " " + one.held + "/" + one.votes + " held" : "") + (one.decided === "split" ? " · split" : ""));
+    const head = h("tr", null,
+      h("th", { scope: "col" }, "scenario · claim"),
+      h("th", { scope: "col", class: "num" }, "decisions"),
+      h("th", { scope: "col", class: "num", title: "quoted and found · quoted, not found · quoted nothing" }, "evidence found · not · none"),
+      j.repeats > 1 ? h("th", { scope: "col", class: "num", title: "mean share of each judge's votes agreeing with its own majority" }, "self-agreement") : null,
+      j.repeats > 1 || several ? h("th", { scope: "col", class: "num", title: "decisions whose votes tied · whose votes were not all the same" }, "splits") : null,
+      several ? h("th", { scope: "col", class: "num", title: "share of judge pairs agreeing · Fleiss' κ" }, "judges agree") : null,
+      h("th", { scope: "col" }, "flag"));
+    const body = rows.slice(0, JUDGING_ROWS).map((row) => {
+      const flags = [];
+      if (row.ambiguous) flags.push(h("div", { class: "st st-never flag-ambiguous" }, "ambiguous claim: rewrite it"));
+      if (row.disagree) flags.push(h("div", { class: "st st-flaky flag-disagree" }, "the judges disagree on it"));
+      if (row.unquoted) flags.push(h("div", { class: "st st-flaky flag-unquoted" }, fmt.int(row.unquoted) + " quote" + (row.unquoted === 1 ? "" : "s") + " not in the dialogue"));
+      const links = [];
+      if (row.split.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "votes split: "), row.split.map((one) => link(row, one)), row.dissents > row.split.length ? h("span", { class: "muted" }, " +" + fmt.int(row.dissents - row.split.length) + " more") : null));
+      if (row.unfound.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "quote not found: "), row.unfound.map((one) => link(row, one)), row.unquoted > row.unfound.length ? h("span", { class: "muted" }, " +" + fmt.int(row.unquoted - row.unfound.length) + " more") : null));
+      return h("tr", { class: flagged(row) ? "flagged" : null },
+        h("th", { scope: "row", class: "claim-name" }, h("span", { class: "id" }, row.scenario), " · ", row.claim),
+        h("td", { class: "num" }, fmt.int(row.decisions)),
+        h("td", { class: "num" }, fmt.int(row.quoted) + " · " + fmt.int(row.unquoted) + " · " + fmt.int(row.silent)),
+        j.repeats > 1 ? h("td", { class: "num" }, pct(row.agreement)) : null,
+        j.repeats > 1 || several ? h("td", { class: "num" }, fmt.int(row.splits) + " · " + fmt.int(row.dissents)) : null,
+        several ? h("td", { class: "num" }, pct(row.between) + " · κ " + kappa(row.kappa)) : null,
+        h("td", null, flags.length ? flags : h("span", { class: "muted" }, "—"), links));
+    });
+    return h("section", { class: "judging", id: "judging", "aria-label": "Judging" },
+      h("h2", null, "Judging ", h("span", { class: "muted" }, "— " + asked)),
+      notes,
+      facts.length ? Convy.facts(facts) : null,
+      h("p", { class: "muted small" },
+        (j.repeats > 1 ? "A claim is ambiguous when the judge agrees with itself less than 90% of the time, or a decision split: rewrite it so that it has one reading. " : "") +
+        (several ? "The judges disagree on a claim when fewer than 80% of judge pairs agree. κ: 1 perfect, 0 chance. " : "") +
+        "A quote not in the dialogue may be the judge's invention: open the attempt to check."),
+      h("div", { class: "table-wrap" }, h("table", { class: "grid judging-claims" }, h("thead", null, head), h("tbody", null, body))),
+      rows.length > JUDGING_ROWS ? h("p", { class: "muted small" }, fmt.int(rows.length - JUDGING_ROWS) + " more claims, flagged first, are left out") : null);
+  }
+
   /* Controls. */
 
   const search = h("input", { type: "search", id: "search", placeholder: "Search scenarios, tags, claims  ( / )", "aria-label": "Search scenarios" });
@@ -617,6 +695,7 @@
     ...header().flat(),
     tiles(),
     Labels.agreement(view.agreement, open),
+    judging(),
     h("section", { class: "scenario-table" },
       h("h2", null, "Scenarios ", h("span", { class: "muted" }, "— click a row or press Enter for its attempts")),
       controls(),
