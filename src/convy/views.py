@@ -271,6 +271,15 @@ class VoteView(View, frozen=True, array_like=True):
     found: bool | None
 
 
+class SplitView(View, frozen=True, array_like=True):
+    """How a decision's votes fell: of ``votes`` decisions by ``judge`` (by every judge when it is
+    ""), how many ``held``."""
+
+    judge: str
+    held: int
+    votes: int
+
+
 class DecisionView(View, frozen=True, array_like=True):
     claim: str
     by: str
@@ -283,6 +292,8 @@ class DecisionView(View, frozen=True, array_like=True):
     evidence: str | None = None
     found: bool | None = None
     votes: list[VoteView] = []
+    # How the votes fell: all of them first, then each judge's when a panel decided (empty: one decision).
+    split: list[SplitView] = []
 
 
 class SpanView(View, frozen=True, array_like=True):
