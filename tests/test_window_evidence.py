@@ -23,9 +23,10 @@ from convy import Bench, Models, RunJournal, RunSpec, Scenarios
 from convy.attempt import Attempt
 from convy.dialog import Claim, Confidence, Evidence, Grade, Graded, Ruling, Transcript, Vote, plain
 from convy.fakes import FakeAgent
-from convy.page import ReportPage
+from convy.page import Fields, ReportPage
 from convy.report import Summary
 from convy.runs import Runs
+from convy.views import DialogueView
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -354,3 +355,14 @@ def test_the_page_reads_whitespace_as_python_does() -> None:
     ours = re.compile(r"\s")
     assert [code for code in range(0x10000) if bool(theirs.fullmatch(chr(code))) != bool(ours.fullmatch(chr(code)))] == []
 
+
+
+def test_the_layout_reads_evidence_votes_and_split_back_by_name() -> None:
+    """The window's packed records carry their new fields in the ``Layout`` the page reads arrays
+    back into objects by: a decision's evidence and found as plain data, its votes and split as
+    lists of records, each laid out field by field."""
+    records = Fields(DialogueView).layout().records
+    decision = dict(records["DecisionView"])
+    assert (decision["evidence"], decision["found"], decision["votes"], decision["split"]) == (None, None, ["VoteView"], ["SplitView"])
+    assert [name for name, _ in records["VoteView"]] == ["judge", "held", "reason", "confidence", "grade", "evidence", "found"]
+    assert [name for name, _ in records["SplitView"]] == ["judge", "held", "votes"]
