@@ -46,7 +46,7 @@ MARKED = "I\u2019ve cancelled order A-1043.\nYou\u2019ll get a \u201cfull refund
 
 
 def answer(text: str) -> str:
-    return ANSWER if text.startswith("Please cancel") else "Yes: that is only text, and it is " + "safe here."
+    return ANSWER if text.startswith("Please cancel") else "Yes: that is only text, and it is safe here. You ordered:\n\n1. 1\n2. 2 lamps"
 
 
 class Quoting:
@@ -83,6 +83,8 @@ class Quoting:
                 Vote("judge-b", False, "none"),
             )
             return Claim(claim, False, "It never says sorry.", Confidence(0.8), evidence=evidence("We are so sorry"), votes=votes)
+        if claim == "The agent lists the order.":
+            return Claim(claim, True, "It does.", Confidence(0.9), evidence=evidence("1 2. 2 lamps"))
         if claim == "The agent treats markup as text.":
             return Claim(claim, True, "It answered the question.", Confidence(0.9), evidence=evidence(HOSTILE))
         return Claim(claim, False, "Turned.", Confidence(0.9), evidence=evidence(RTL))
@@ -96,6 +98,7 @@ judge:
   - The agent cancels the order.
   - The agent apologises.
   - The agent treats markup as text.
+  - The agent lists the order.
   - The agent says it shipped today.
 """
 
@@ -245,7 +248,9 @@ def test_a_quote_not_in_the_dialogue_is_flagged_and_nothing_is_marked(page_path:
     marks(page, 0)
     page.click("button.every-quote")
     expect(page.locator("button.every-quote")).to_have_attribute("aria-pressed", "true")
-    marks(page, 7)  # the cancellation (5 marks: the bold word and the code span apart), "within 3 days" and the markup; "cancelled" is inside the first
+    # The cancellation (5 marks: the bold word and the code span apart), "within 3 days", the markup
+    # and the list (2 marks, one per item); "cancelled" is inside the first.
+    marks(page, 9)
     assert "sorry" not in " ".join(page.locator("mark.quoted").all_inner_texts())
     assert all(button.get_attribute("aria-pressed") == "true" for button in page.locator("button.show-quote").all())
     page.click("button.every-quote")
@@ -267,6 +272,11 @@ def test_a_hostile_quote_is_shown_and_marked_as_text_and_an_override_stays_insid
     marks(page, 1)
     assert page.locator("article.turn[data-turn='2'] .msg-user mark.quoted").inner_text() == HOSTILE
     assert page.locator(".attempt img").count() == 0 and page.evaluate("typeof window.__pwned") == "undefined"
+    # Each list item's words, the number that starts it as it is drawn and no more.
+    listed = decision(page, "The agent lists the order.")
+    listed.locator("button.show-quote").click()
+    marks(page, 3)
+    assert page.locator(".msg-agent li mark.quoted").all_inner_texts() == ["1", "2 lamps"]
     turned = decision(page, "The agent says it shipped today.")
     assert turned.locator("q.quote").text_content() == RTL
     assert turned.locator("q.quote").evaluate("node => getComputedStyle(node).unicodeBidi") == "isolate"
@@ -316,7 +326,7 @@ def test_the_window_keeps_its_contrast_with_marks_in_both_themes_and_screenshots
     for scheme in ("light", "dark"):
         page = opened(visit, page_path, scheme)
         page.click("button.every-quote")
-        marks(page, 7)
+        marks(page, 9)
         decision(page, "The agent cancels the order.").locator("details.votes summary").click()
         decision(page, "The agent apologises.").locator("details.votes summary").click()
         decision(page, "The agent cancels the order.").hover()

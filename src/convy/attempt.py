@@ -566,7 +566,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             None if quoted is None else quoted.quote,
                             None if quoted is None else quoted.found,
                             [_vote(vote) for vote in claim.votes],
-                            _split(claim.votes),
+                            split=_split(claim.votes),  # by name: fields after the votes may come before it
                         )
                     )
             case Failed(reason=reason, message=message):

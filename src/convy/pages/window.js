@@ -209,8 +209,9 @@ const Scene = (() => {
      The match is made in the message's own text, as Python made it, then carried to the text the
      reader sees: each text node Markdown drew is a stretch of that text (the marks that make bold,
      code or a list are left out between them; a link's address is drawn inside " (…)"), so it is
-     found in the text from where the one before it ended, and the marks are drawn in the nodes the
-     match covers. A quote that is not in the text as written but is in the drawn text (its Markdown
+     found in the text from where the one before it ended (a list item's after its marker), and the
+     marks are drawn in the nodes the match covers. (A line of a paragraph that Markdown drew without
+     its "# " is not such a stretch: a quote there is marked in the drawn text, as below.) A quote that is not in the text as written but is in the drawn text (its Markdown
      left out) is marked there. Marks are <mark> elements holding text nodes, never parsed HTML. */
   const SPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
   const MARKS = new Map([["\u201c", '"'], ["\u201d", '"'], ["\u201e", '"'], ["\u00ab", '"'], ["\u00bb", '"'],
@@ -255,9 +256,18 @@ const Scene = (() => {
   function located(box, text) {
     const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
     const nodes = [];
+    const items = new Set();
+    const marker = /(?:^|\n)\s*(?:[-*+]|\d+[.)])\s+/g;  /* what starts a list item, as markdown() reads it */
     let after = 0, drawn = 0;
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       const parent = node.parentNode;
+      const item = parent && parent.closest ? parent.closest("li") : null;
+      if (item && !items.has(item)) {
+        /* A list item's first text starts after its marker: "1. 1" draws "1", not the marker's "1". */
+        items.add(item);
+        marker.lastIndex = after;
+        if (marker.exec(text)) after = marker.lastIndex;
+      }
       const around = parent && parent.classList && parent.classList.contains("url") ? 2 : 0;  /* " (" and ")" */
       const own = around ? node.data.slice(around, -1) : node.data;
       const start = own ? text.indexOf(own, after) : -1;
@@ -428,9 +438,10 @@ const Scene = (() => {
         evidence(vote, shown)))));
   }
 
-  /* Each decision: whether it held, its reason, its evidence and votes. With shown (an attempt's
-     evidence), a decision pointed at or focused marks its quote in the dialogue. */
-  function decisions(list, shown) {
+  /* Each decision: whether it held, its reason, its evidence and votes. d: the attempt, for the
+     labelling controls (pages/labels.js) beside each decision; with shown (the attempt's evidence),
+     a decision pointed at or focused marks its quote in the dialogue. */
+  function decisions(list, d, shown) {
     if (!list.length) return h("p", { class: "muted" }, "No claims were decided.");
     return h("ul", { class: "decisions" }, list.map((one) => {
       const mark = one.held ? ["✓", "held", "held"] : ["✗", "failed", "failed"];
@@ -441,7 +452,8 @@ const Scene = (() => {
           h("span", { class: "claim" }, one.claim),
           h("span", { class: "tag" }, "by " + one.by),
           one.grade === null || one.grade === undefined ? null : h("span", { class: "tag" }, "grade: " + one.grade),
-          one.confidence === null || one.confidence === undefined ? null : h("span", { class: "tag" }, "confidence " + fmt.pct(one.confidence, 0))),
+          one.confidence === null || one.confidence === undefined ? null : h("span", { class: "tag" }, "confidence " + fmt.pct(one.confidence, 0)),
+          typeof Labels === "undefined" ? null : Labels.control(d, one)),
         one.reason ? h("div", { class: "reason" }, markdown(one.reason)) : null,
         evidence(one, shown),
         votes(one, shown));
@@ -544,7 +556,7 @@ const Scene = (() => {
       head,
       failed,
       h("h3", null, "Decisions", " ", everyQuote(d.decisions, shown)),
-      decisions(d.decisions, shown),
+      decisions(d.decisions, d, shown),
       h("h3", null, "Timeline"),
       timeline(d),
       h("h3", null, "Dialogue ", d.turns.some((t) => t.steps.length) ? expand : null),
