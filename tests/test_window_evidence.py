@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from test_browser import ARGS, CHROMIUM, CONTRAST, POLL_MS, Visit, expect, sync_api
 
@@ -75,6 +76,9 @@ class Quoting:
                     [(True, CANCELLED), (True, "cancelled"), (False, "We are so sorry"), (True, CANCELLED), (False, "within 3 days")]
                 )
             )
+            # Found in the words as drawn, the Markdown left out (as a judge that compared them so
+            # would say): the window marks them in the drawn text.
+            votes = (*votes[:1], msgspec.structs.replace(votes[1], evidence=Evidence("cancelled order A-1043", True)), *votes[2:])
             return Claim(claim, True, "It says it **cancelled** it.", Confidence(0.9), evidence=evidence(CANCELLED), votes=votes)
         if claim == "The agent apologises.":
             votes = (
@@ -302,7 +306,9 @@ def test_votes_show_how_they_fell_and_each_one_collapsed(page_path: Path, visit:
     third = votes.locator("li.vote").nth(2).inner_text()
     for said in ("✗ failed", "by judge-a", "grade: poor", "confidence 80%", "reading 2", "We are so sorry", "evidence not in the dialogue"):
         assert said in third, said
-    assert votes.locator("li.vote").nth(1).locator("button.show-quote").count() == 1
+    votes.locator("li.vote").nth(1).locator("button.show-quote").click()
+    marks(page, 3)
+    assert page.locator(".msg-agent mark.quoted").all_inner_texts() == ["cancelled", " order ", "A-1043"]
     panel = decision(page, "The agent apologises.").locator("details.votes summary")
     expect(panel).to_have_text("Votes: 1 of 3 held, split — judge-a: 0 of 1 held · judge-b: 1 of 2 held")
     assert decision(page, "The agent treats markup as text.").locator("details.votes").count() == 0

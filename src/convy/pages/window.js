@@ -210,9 +210,10 @@ const Scene = (() => {
      reader sees: each text node Markdown drew is a stretch of that text (the marks that make bold,
      code or a list are left out between them; a link's address is drawn inside " (…)"), so it is
      found in the text from where the one before it ended (a list item's after its marker), and the
-     marks are drawn in the nodes the match covers. (A line of a paragraph that Markdown drew without
-     its "# " is not such a stretch: a quote there is marked in the drawn text, as below.) A quote that is not in the text as written but is in the drawn text (its Markdown
-     left out) is marked there. Marks are <mark> elements holding text nodes, never parsed HTML. */
+     marks are drawn in the nodes the match covers. A line of a paragraph that Markdown drew
+     without its "# " is not such a stretch; a quote that is not in the text as written but is in
+     the drawn text (its Markdown left out) is marked in the drawn text. Marks are <mark> elements
+     holding text nodes, never parsed HTML. */
   const SPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
   const MARKS = new Map([["\u201c", '"'], ["\u201d", '"'], ["\u201e", '"'], ["\u00ab", '"'], ["\u00bb", '"'],
     ["\u2018", "'"], ["\u2019", "'"], ["\u201a", "'"], ["`", "'"], ["\u00b4", "'"]]);
