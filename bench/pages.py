@@ -7,8 +7,9 @@ folder (``--dir`` picks where, ``--keep`` keeps it), and look like real ones: up
 simulated user ends about one dialogue in six early), varied text in every message (a seeded
 random pick of words, so gzip finds no more repetition than in real dialogues), the agent's
 thoughts and one or two tool calls per answer with arguments and results, token usage with a cost
-on most answers, two claims decided by the judge (held at a rate that differs per scenario) and two
-``check:`` claims decided by code.
+on most answers, two claims decided by the judge (held at a rate that differs per scenario, each
+with the few words of the agent's last answer it quotes as evidence, as a judge asked for evidence
+gives them) and two ``check:`` claims decided by code.
 
 Cases:
 
@@ -89,6 +90,7 @@ from convy import (
     Usage,
 )
 from convy.comparison import Comparison
+from convy.dialog import Evidence, Graded, Ruling, Transcript
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
 from convy.page import ComparisonPage, ReportPage
 from convy.report import Summary
@@ -194,7 +196,7 @@ class Played(msgspec.Struct, frozen=True):
             number = int(transcript.turns[0].message.split("case ", 1)[1].split(":", 1)[0])
             return talk.random.random() < held[number]
 
-        return FakeJudge(decided, confidence=0.9, name="fake-judge")
+        return Quoting(FakeJudge(decided, confidence=0.9, name="fake-judge"), talk)
 
     def play(self, results: Path, seed: int) -> Path:
         talk = Talk(seed)
@@ -207,6 +209,29 @@ class Played(msgspec.Struct, frozen=True):
         folder = results / "shop" / self.name
         asyncio.run(RunJournal(folder).play(spec, bench))
         return folder
+
+
+class Quoting:
+    """A judge that decides as the one it wraps and quotes 4 to 12 words of the agent's last answer
+    as each decision's evidence, checked against the dialogue as a judge's quote is."""
+
+    def __init__(self, judge: FakeJudge, talk: Talk) -> None:
+        self.judge = judge
+        self.talk = talk
+
+    @property
+    def name(self) -> str:
+        return self.judge.name
+
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        ruled = await self.judge.ruling(claims, transcript)
+        words = transcript.turns[-1].answer.text.split()
+        quoted = []
+        for claim in ruled.claims:
+            start = self.talk.random.randrange(max(1, len(words) - 4))
+            quote = " ".join(words[start : start + self.talk.random.randint(4, 12)])
+            quoted.append(msgspec.structs.replace(claim, evidence=Evidence(quote, transcript.quotes(quote))))
+        return Ruling(tuple(quoted), ruled.requests)
 
 
 class _Forgetful(list):  # type: ignore[type-arg]

@@ -403,3 +403,26 @@ def test_a_judge_that_fails_is_not_judged_and_an_agent_failure_stays_failed(fake
                 assert check.held and check.claim == "said /hello/"
             case other:
                 pytest.fail(f"unexpected: {other}")
+
+
+def test_a_rejudge_with_judge_repeats_asks_each_claim_that_many_times_and_keeps_the_votes(fakes: Fakes) -> None:
+    """``convy rejudge RUN --judge-repeats 3`` asks the judge three times about each claim of each recorded
+    dialogue, keeps the three votes beside the decision, and says in run.json how it judged, so that
+    ``convy resume`` would judge the rest the same way; the dialogues stay the source's."""
+    source = fakes.played()
+
+    rejudged = fakes.rejudged(source, "--judge-repeats", "3")
+
+    run = json.loads((fakes.folder / "results" / "bot" / rejudged / "run.json").read_text())["spec"]
+    assert run["judging"]["repeats"] == 3
+    recorded = {(outcome.scenario, outcome.attempt): outcome for outcome in fakes.outcomes(source)}
+    kept = fakes.outcomes(rejudged)
+    assert sorted(recorded) == sorted((outcome.scenario, outcome.attempt) for outcome in kept)
+    for outcome in kept:
+        assert outcome.transcript == recorded[(outcome.scenario, outcome.attempt)].transcript
+        match outcome.result:
+            case Verdict(claims=claims):
+                judged = [claim for claim in claims if claim.by == "judge"]
+                assert judged and all(len(claim.votes) == 3 for claim in judged)
+            case other:
+                pytest.fail(f"not a verdict: {other}")

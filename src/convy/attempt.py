@@ -25,6 +25,7 @@ from convy.views import (
     DecisionView,
     DialogueView,
     SpanView,
+    SplitView,
     SpreadView,
     StepView,
     TimeView,
@@ -580,6 +581,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             None if quoted is None else quoted.quote,
                             None if quoted is None else quoted.found,
                             [_vote(vote) for vote in claim.votes],
+                            split=_split(claim.votes),  # by name: fields after the votes may come before it
                         )
                     )
             case Failed(reason=reason, message=message):
@@ -768,3 +770,17 @@ def _vote(vote: Vote) -> VoteView:
         None if quoted is None else quoted.quote,
         None if quoted is None else quoted.found,
     )
+
+
+def _split(votes: tuple[Vote, ...]) -> list[SplitView]:
+    """How ``votes`` fell, as the window says it ("3 of 5 held"): all of them, then each judge's in
+    the order they first voted when there were several judges; nothing for a single decision."""
+    if not votes:
+        return []
+    judges: dict[str, list[bool]] = {}
+    for vote in votes:
+        judges.setdefault(vote.judge, []).append(vote.held)
+    split = [SplitView("", sum(vote.held for vote in votes), len(votes))]
+    if len(judges) > 1:
+        split.extend(SplitView(judge, sum(held), len(held)) for judge, held in judges.items())
+    return split

@@ -380,6 +380,15 @@ class VoteView(View, frozen=True, array_like=True):
     found: bool | None
 
 
+class SplitView(View, frozen=True, array_like=True):
+    """How a decision's votes fell: of ``votes`` decisions by ``judge`` (by every judge when it is
+    ""), how many ``held``."""
+
+    judge: str
+    held: int
+    votes: int
+
+
 class DecisionView(View, frozen=True, array_like=True):
     claim: str
     by: str
@@ -395,6 +404,8 @@ class DecisionView(View, frozen=True, array_like=True):
     # Whether people may label it right or wrong: False for what stands in for a decision (the
     # agent failed, nothing judged), which no judge or check made.
     markable: bool = True
+    # How the votes fell: all of them first, then each judge's when a panel decided (empty: one decision).
+    split: list[SplitView] = []
 
 
 class SpanView(View, frozen=True, array_like=True):

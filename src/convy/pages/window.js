@@ -202,13 +202,252 @@ const Scene = (() => {
       message("agent", "Agent", one.agent, agentMeta));
   }
 
-  /* d: the attempt, for the labelling controls (pages/labels.js) beside each decision. */
-  function decisions(list, d) {
+  /* Evidence: the words a judge quoted, looked for in the dialogue as Python's dialog.plain()
+     compares them — each curly, angled or low quotation mark (and ` and ´) read as the plain one,
+     every run of whitespace (what Python's \s matches) as one space — and marked where they are.
+
+     The match is made in the message's own text, as Python made it, then carried to the text the
+     reader sees: each text node Markdown drew is a stretch of that text (the marks that make bold,
+     code or a list are left out between them; a link's address is drawn inside " (…)"), so it is
+     found in the text from where the one before it ended (a list item's after its marker), and the
+     marks are drawn in the nodes the match covers. A line of a paragraph that Markdown drew
+     without its "# " is not such a stretch; a quote that is not in the text as written but is in
+     the drawn text (its Markdown left out) is marked in the drawn text. Marks are <mark> elements
+     holding text nodes, never parsed HTML. */
+  const SPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+  const MARKS = new Map([["\u201c", '"'], ["\u201d", '"'], ["\u201e", '"'], ["\u00ab", '"'], ["\u00bb", '"'],
+    ["\u2018", "'"], ["\u2019", "'"], ["\u201a", "'"], ["`", "'"], ["\u00b4", "'"]]);
+
+  /* text as plain() makes it, with the position in text each of its characters came from (a
+     space made of a run of whitespace: where the run began). */
+  function plained(text) {
+    const out = [];
+    const from = [];
+    let gap = -1;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (SPACE.test(c)) {
+        if (gap < 0) gap = i;
+        continue;
+      }
+      if (gap >= 0 && out.length) { out.push(" "); from.push(gap); }
+      gap = -1;
+      out.push(MARKS.get(c) || c);
+      from.push(i);
+    }
+    return { text: out.join(""), from };
+  }
+
+  function plain(text) {
+    return plained(String(text)).text;
+  }
+
+  /* Where the plain quote q is in text: [start, end) in text, for each place (a hundred at most). */
+  function places(seen, q) {
+    const found = [];
+    if (!q) return found;
+    for (let at = seen.text.indexOf(q); at >= 0 && found.length < 100; at = seen.text.indexOf(q, at + q.length)) {
+      found.push([seen.from[at], seen.from[at + q.length - 1] + 1]);
+    }
+    return found;
+  }
+
+  /* The text nodes of a drawn message, each with where its characters are in the message's text
+     (start; -1 when it is not a stretch of it) and in the drawn text (at). */
+  function located(box, text) {
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    const items = new Set();
+    const marker = /(?:^|\n)\s*(?:[-*+]|\d+[.)])\s+/g;  /* what starts a list item, as markdown() reads it */
+    let after = 0, drawn = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const parent = node.parentNode;
+      const item = parent && parent.closest ? parent.closest("li") : null;
+      if (item && !items.has(item)) {
+        /* A list item's first text starts after its marker: "1. 1" draws "1", not the marker's "1". */
+        items.add(item);
+        marker.lastIndex = after;
+        if (marker.exec(text)) after = marker.lastIndex;
+      }
+      const around = parent && parent.classList && parent.classList.contains("url") ? 2 : 0;  /* " (" and ")" */
+      const own = around ? node.data.slice(around, -1) : node.data;
+      const start = own ? text.indexOf(own, after) : -1;
+      if (start >= 0) after = start + own.length;
+      nodes.push({ node, start: start < 0 ? -1 : start - around, at: drawn });
+      drawn += node.data.length;
+    }
+    return nodes;
+  }
+
+  /* A drawn message with the ranges it is given marked: each as [start, end, current], in the
+     message's text (written) or in the drawn text (drawn). */
+  function paint(box, nodes, written, drawn) {
+    const cuts = new Map();  /* node → [from, to, current] in its own characters */
+    const cut = (node, from, to, current) => {
+      if (from >= to) return;
+      if (!cuts.has(node)) cuts.set(node, []);
+      cuts.get(node).push([from, to, current]);
+    };
+    for (const { node, start, at } of nodes) {
+      const length = node.data.length;
+      if (start >= 0) for (const [a, b, current] of written) cut(node, Math.max(0, a - start), Math.min(length, b - start), current);
+      for (const [a, b, current] of drawn) cut(node, Math.max(0, a - at), Math.min(length, b - at), current);
+    }
+    for (const [node, list] of cuts) {
+      list.sort((x, y) => x[0] - y[0] || y[1] - x[1]);
+      const merged = [];
+      for (const one of list) {
+        const last = merged[merged.length - 1];
+        if (last && one[0] <= last[1]) { last[1] = Math.max(last[1], one[1]); last[2] = last[2] || one[2]; } else merged.push(one.slice());
+      }
+      const text = node.data;
+      const pieces = [];
+      let at = 0;
+      for (const [from, to, current] of merged) {
+        if (from > at) pieces.push(document.createTextNode(text.slice(at, from)));
+        pieces.push(h("mark", { class: "quoted" + (current ? " current" : "") }, text.slice(from, to)));
+        at = to;
+      }
+      if (at < text.length) pieces.push(document.createTextNode(text.slice(at)));
+      node.replaceWith(...pieces);
+    }
+    return box;
+  }
+
+  /* An attempt's quoted evidence in its dialogue: the quotes shown (pinned by a "Show" control or
+     "Show every quote") and the one that is current (a decision pointed at or focused, else the
+     last pinned), whose marks stand out; each message is drawn again with its marks when they
+     change, and only then. */
+  function evidenceOf(d) {
+    const pinned = new Set();
+    let pointed = null, last = null, root = null;
+    const kept = new Map();  /* "turn:side" → its text, it made plain, its drawn text made plain, what its marks were drawn for */
+    const message = (one, i, side) => {
+      const key = i + ":" + side;
+      if (!kept.has(key)) {
+        const said = one[side];
+        kept.set(key, { text: String(said === null || said === undefined ? "" : said).replace(/\r\n?/g, "\n"), seen: null, shown: null, painted: "[[],[]]" });
+      }
+      return kept.get(key);
+    };
+    const refresh = () => {
+      if (!root) return;
+      const current = pointed !== null ? pointed : last;
+      const quotes = [...pinned];
+      if (pointed !== null && !pinned.has(pointed)) quotes.push(pointed);
+      (d.turns || []).forEach((one, i) => {
+        for (const side of ["user", "agent"]) {
+          const box = root.querySelector("article.turn[data-turn='" + (i + 1) + "'] .msg-" + side + " > .md");
+          if (!box) continue;
+          const said = message(one, i, side);
+          const written = [], drawn = [], elsewhere = [];
+          if (quotes.length && !said.seen) said.seen = plained(said.text);
+          for (const quote of quotes) {
+            const at = places(said.seen, plain(quote));
+            at.forEach(([a, b]) => written.push([a, b, quote === current]));
+            if (!at.length) elsewhere.push(quote);
+          }
+          if (elsewhere.length) {
+            if (!said.shown) said.shown = plained(located(markdown(said.text), said.text).map((node) => node.node.data).join(""));
+            for (const quote of elsewhere) places(said.shown, plain(quote)).forEach(([a, b]) => drawn.push([a, b, quote === current]));
+          }
+          const wanted = JSON.stringify([written, drawn]);
+          if (said.painted === wanted) continue;
+          said.painted = wanted;
+          let fresh = markdown(said.text);
+          if (written.length || drawn.length) fresh = paint(fresh, located(fresh, said.text), written, drawn);
+          box.replaceWith(fresh);
+        }
+      });
+    };
+    return {
+      attach(element) {
+        root = element;
+        refresh();
+      },
+      /* Make a quote current while a decision is pointed at or focused (null: none), without
+         moving the view. */
+      point(quote) {
+        if (pointed === quote) return;
+        pointed = quote;
+        refresh();
+      },
+      /* Show quotes or hide them; shown, the current marks are scrolled into view. Whether any
+         mark is current. */
+      /* Whether a quote is pinned. */
+      has(quote) {
+        return pinned.has(quote);
+      },
+      pin(quotes, on) {
+        for (const quote of quotes) if (on) pinned.add(quote); else pinned.delete(quote);
+        if (on) last = quotes[0];
+        else if (quotes.includes(last)) last = null;
+        refresh();
+        const first = on && root ? root.querySelector("mark.quoted.current") : null;
+        if (first) first.scrollIntoView({ block: "center", behavior: "instant" });
+        return Boolean(first);
+      },
+    };
+  }
+
+  /* What a decision (or a vote) quoted, and whether convy found it in the dialogue. */
+  function evidence(one, shown) {
+    if (one.evidence === null || one.evidence === undefined) return null;
+    const found = one.found === true;
+    const quote = h("q", { class: "quote" }, one.evidence);
+    const flag = found
+      ? h("span", { class: "flag flag-found" }, "✓ in the dialogue")
+      : h("span", { class: "flag flag-missing" }, "⚠ evidence not in the dialogue");
+    let show = null;
+    if (found && shown) {
+      const note = h("span", { class: "muted small shown-note", role: "status" });
+      const on = shown.has(one.evidence);
+      show = [h("button", { type: "button", class: "show-quote", "aria-pressed": String(on), title: "Mark these words in the dialogue and scroll to them",
+        onclick: (event) => {
+          const button = event.currentTarget;
+          const on = button.getAttribute("aria-pressed") !== "true";
+          const marked = shown.pin([one.evidence], on);
+          button.setAttribute("aria-pressed", String(on));
+          button.textContent = on ? "Hide in the dialogue" : "Show in the dialogue";
+          note.textContent = on && !marked ? "not located in the drawn text" : "";
+        } }, on ? "Hide in the dialogue" : "Show in the dialogue"), note];
+    }
+    return h("div", { class: "evidence" + (found ? " found" : " missing") },
+      h("span", { class: "label" }, "Evidence: "), quote, " ", flag, show ? " " : null, show);
+  }
+
+  /* The votes a decision was made from, collapsed: how they fell, then each one in full. */
+  function votes(one, shown) {
+    if (!one.votes || !one.votes.length) return null;
+    const split = one.split || [];
+    const whole = split[0];
+    const fell = (part) => part.held + " of " + part.votes + " held";
+    const said = whole ? fell(whole) : one.votes.length + " votes";
+    const agreed = whole && (whole.held === 0 || whole.held === whole.votes);
+    const judges = split.slice(1).map((part) => part.judge + ": " + fell(part)).join(" · ");
+    return lazy({ class: "votes" },
+      h("summary", null,
+        h("span", { class: "split" + (agreed ? "" : " mixed") }, "Votes: " + said + (agreed ? ", unanimous" : ", split")),
+        judges ? h("span", { class: "muted" }, " — " + judges) : null),
+      () => h("ol", { class: "vote-list" }, one.votes.map((vote) => h("li", { class: "vote" },
+        h("div", { class: "decision-head" },
+          h("span", { class: "st st-" + (vote.held ? "held" : "failed") }, vote.held ? "✓ held" : "✗ failed"),
+          h("span", { class: "tag" }, "by " + vote.judge),
+          vote.grade === null || vote.grade === undefined ? null : h("span", { class: "tag" }, "grade: " + vote.grade),
+          vote.confidence === null || vote.confidence === undefined ? null : h("span", { class: "tag" }, "confidence " + fmt.pct(vote.confidence, 0))),
+        vote.reason ? h("div", { class: "reason" }, markdown(vote.reason)) : null,
+        evidence(vote, shown)))));
+  }
+
+  /* Each decision: whether it held, its reason, its evidence and votes. d: the attempt, for the
+     labelling controls (pages/labels.js) beside each decision; with shown (the attempt's evidence),
+     a decision pointed at or focused marks its quote in the dialogue. */
+  function decisions(list, d, shown) {
     if (!list.length) return h("p", { class: "muted" }, "No claims were decided.");
     return h("ul", { class: "decisions" }, list.map((one) => {
       const mark = one.held ? ["✓", "held", "held"] : ["✗", "failed", "failed"];
       const untrusted = !one.trusted;
-      return h("li", { class: "decision" + (untrusted ? " untrusted" : "") },
+      const item = h("li", { class: "decision" + (untrusted ? " untrusted" : "") },
         h("div", { class: "decision-head" },
           h("span", { class: "st st-" + (untrusted ? "none" : mark[2]) }, (untrusted ? "– " : mark[0] + " ") + mark[1] + (untrusted ? ", not counted" : "")),
           h("span", { class: "claim" }, one.claim),
@@ -216,8 +455,36 @@ const Scene = (() => {
           one.grade === null || one.grade === undefined ? null : h("span", { class: "tag" }, "grade: " + one.grade),
           one.confidence === null || one.confidence === undefined ? null : h("span", { class: "tag" }, "confidence " + fmt.pct(one.confidence, 0)),
           typeof Labels === "undefined" ? null : Labels.control(d, one)),
-        one.reason ? h("div", { class: "reason" }, markdown(one.reason)) : null);
+        one.reason ? h("div", { class: "reason" }, markdown(one.reason)) : null,
+        evidence(one, shown),
+        votes(one, shown));
+      if (shown && one.found === true) {
+        const point = () => shown.point(one.evidence);
+        const leave = () => shown.point(null);
+        item.addEventListener("mouseenter", point);
+        item.addEventListener("mouseleave", leave);
+        item.addEventListener("focusin", point);
+        item.addEventListener("focusout", leave);
+      }
+      return item;
     }));
+  }
+
+  /* A control that shows every quote found in the dialogue at once, or hides them again. */
+  function everyQuote(list, shown) {
+    const quotes = [...new Set(list.flatMap((one) => [one, ...(one.votes || [])]).filter((one) => one.found === true).map((one) => one.evidence))];
+    if (!quotes.length) return null;
+    return h("button", { type: "button", class: "every-quote", "aria-pressed": "false", onclick: (event) => {
+      const button = event.currentTarget;
+      const on = button.getAttribute("aria-pressed") !== "true";
+      shown.pin(quotes, on);
+      button.setAttribute("aria-pressed", String(on));
+      button.textContent = on ? "Hide the quoted evidence" : "Show every quote (" + quotes.length + ")";
+      for (const other of button.closest(".attempt").querySelectorAll("button.show-quote")) {
+        other.setAttribute("aria-pressed", String(on));
+        other.textContent = on ? "Hide in the dialogue" : "Show in the dialogue";
+      }
+    } }, "Show every quote (" + quotes.length + ")");
   }
 
   const LANES = ["agent", "user", "judge", "waiting"];
@@ -285,16 +552,19 @@ const Scene = (() => {
       box.querySelectorAll("details.step").forEach((one) => { one.open = opening; draw(one); });
       event.target.textContent = opening ? "Collapse the steps" : "Expand the steps";
     } }, "Expand the steps");
-    return h("div", { class: "attempt", "data-attempt": d.attempt },
+    const shown = evidenceOf(d);
+    const drawn = h("div", { class: "attempt", "data-attempt": d.attempt },
       head,
       failed,
-      h("h3", null, "Decisions"),
-      decisions(d.decisions, d),
+      h("h3", null, "Decisions", " ", everyQuote(d.decisions, shown)),
+      decisions(d.decisions, d, shown),
       h("h3", null, "Timeline"),
       timeline(d),
       h("h3", null, "Dialogue ", d.turns.some((t) => t.steps.length) ? expand : null),
       d.turns.length ? d.turns.map((one, i) => turn(one, i + 1, open)) : h("p", { class: "muted" }, "No turn was played."));
+    shown.attach(drawn);
+    return drawn;
   }
 
-  return { frame, packed, attempt, turn, decisions, timeline, steps, message };
+  return { frame, packed, attempt, turn, decisions, timeline, steps, message, plain };
 })();
