@@ -255,7 +255,7 @@ def test_labels_show_and_a_run_that_is_not_there(project: Project) -> None:
     assert code == 0 and out == "results/bot/r1: no labels\n"
     LabelsKept(run.folder).added(project.labels(run, {1: True, 2: True}))
     code, out, _ = project.convy("labels", "show", "r1")
-    assert code == 0 and "2 labels known, 0 of dialogues or claims not in this run" in out
+    assert code == 0 and "labels of 2 claims in distinct dialogues known, 0 of dialogues or claims not in this run" in out
     assert f"  hello · {GREETS}: 2/2 agree, accuracy 100%" in out
     code, _, err = project.convy("labels", "add", "nowhere", "labels.json")
     assert code == 2 and "no run matches 'nowhere'" in err

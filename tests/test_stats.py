@@ -649,7 +649,15 @@ def test_cohen_kappa_matches_statsmodels_and_scikit_learn() -> None:
             continue
         got = kappa.kappa()
         interval = kappa.interval()
-        assert got is not None and interval is not None
+        assert got is not None
+        # One rater with one category: κ is 0 (statsmodels agrees) and its SE 0, so no interval is
+        # given and the reading says κ says nothing.
+        one_sided = (observed.sum(1) > 0).sum() == 1 or (observed.sum(0) > 0).sum() == 1
+        assert kappa.one_sided() == bool(one_sided)
+        if one_sided:
+            assert interval is None and "says nothing" in kappa.reading() and abs(got) < 1e-12
+        else:
+            assert interval is not None
         reference = cohens_kappa(observed)
         learned = cohen_kappa_score([one for one, _ in pairs], [two for _, two in pairs], labels=list(range(categories)))
         worst = max(worst, abs(got - reference.kappa), abs(got - learned))
@@ -660,11 +668,13 @@ def test_cohen_kappa_matches_statsmodels_and_scikit_learn() -> None:
             continue
         # The error is a square root: a variance of 0 computed as 1e-18 is an error of 1e-9.
         assert error == pytest.approx(reference.std_kappa, abs=1e-7)
+        if interval is None:
+            continue
         assert interval.low == pytest.approx(max(-1.0, reference.kappa_low), abs=1e-7)
         assert interval.high == pytest.approx(min(1.0, reference.kappa_upp), abs=1e-7)
         cases += 1
     said(f"Cohen's kappa (and {undefined} undefined)", cases, worst)
-    assert cases > 400 and undefined > 0
+    assert cases > 350 and undefined > 0
     assert worst < 1e-9
 
 

@@ -1052,7 +1052,11 @@ class LabelsSaid(msgspec.Struct, frozen=True):
 
     def lines(self) -> list[str]:
         view = self.agreement
-        lines = [f"{view.labels} labels known, {view.unmatched} of dialogues or claims not in this run"]
+        # A label is of a claim in a dialogue: attempts whose dialogues were said the same way share it.
+        lines = [
+            f"labels of {view.labels} claims in distinct dialogues known, "
+            f"{view.unmatched} of dialogues or claims not in this run"
+        ]
         if view.broken:
             lines.append(f"{view.broken} lines of labels.jsonl could not be read and are left out")
         lines.append("decisions against people: " + ScoreSaid(view.overall.score).text())

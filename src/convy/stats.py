@@ -633,9 +633,21 @@ class CohenKappa(msgspec.Struct, frozen=True):
         variance = (same + other - (kappa - chance * (1 - kappa)) ** 2) / (1 - chance) ** 2 / n
         return math.sqrt(max(0.0, variance))
 
+    def one_sided(self) -> bool:
+        """Whether a rater put every item in one category (when both put every item in the same
+        one, κ is undefined instead). κ is then 0 whatever the other did, and its standard error
+        0: a number that says nothing of how well they agree (with people who found every claim
+        held, a judge right 29 times in 30 has κ 0)."""
+        size = len(self.table)
+        rows = sum(1 for i in range(size) if any(self.table[i]))
+        columns = sum(1 for j in range(size) if any(self.table[i][j] for i in range(size)))
+        return rows == 1 or columns == 1
+
     def interval(self) -> Interval | None:
+        """κ ± 1.96·SE, cut to [−1, 1]; none when κ is undefined or ``one_sided`` (an interval of
+        width 0 there would read as certainty)."""
         kappa, error = self.kappa(), self.error()
-        if kappa is None or error is None:
+        if kappa is None or error is None or self.one_sided():
             return None
         return Interval(kappa, max(-1.0, kappa - Z95 * error), min(1.0, kappa + Z95 * error))
 
@@ -646,6 +658,8 @@ class CohenKappa(msgspec.Struct, frozen=True):
             if not any(any(row) for row in self.table):
                 return "nothing to compare"
             return "κ undefined: both gave one answer to every item, so chance alone would agree as often"
+        if self.one_sided():
+            return "κ says nothing here: one side gave one answer to every item, which makes κ 0 however often they agree; read the accuracy"
         if kappa < -1e-12:
             return "less agreement than chance"
         if kappa < 1e-12:
