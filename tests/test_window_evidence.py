@@ -299,7 +299,7 @@ def test_votes_show_how_they_fell_and_each_one_collapsed(page_path: Path, visit:
     page = opened(visit, page_path)
     repeated = decision(page, "The agent cancels the order.")
     votes = repeated.locator("details.votes")
-    expect(votes.locator("summary")).to_have_text("Votes: 3 of 5 held, split")
+    expect(votes.locator("summary")).to_have_text("Votes: 3 of 5 held, divided")
     assert not votes.evaluate("node => node.open") and votes.locator("li.vote").count() == 0
     votes.locator("summary").click()
     expect(votes.locator("li.vote")).to_have_count(5)
@@ -310,7 +310,7 @@ def test_votes_show_how_they_fell_and_each_one_collapsed(page_path: Path, visit:
     marks(page, 3)
     assert page.locator(".msg-agent mark.quoted").all_inner_texts() == ["cancelled", " order ", "A-1043"]
     panel = decision(page, "The agent apologises.").locator("details.votes summary")
-    expect(panel).to_have_text("Votes: 1 of 3 held, split — judge-a: 0 of 1 held · judge-b: 1 of 2 held")
+    expect(panel).to_have_text("Votes: 1 of 3 held, divided — judge-a: 0 of 1 held · judge-b: 1 of 2 held")
     assert decision(page, "The agent treats markup as text.").locator("details.votes").count() == 0
 
 

@@ -424,10 +424,13 @@ const Scene = (() => {
     const fell = (part) => part.held + " of " + part.votes + " held";
     const said = whole ? fell(whole) : one.votes.length + " votes";
     const agreed = whole && (whole.held === 0 || whole.held === whole.votes);
+    /* "tied" is what the report and the docs call a split: as many votes each way, nothing decided;
+       "divided" a majority that was not unanimous. */
+    const how = !whole ? "" : agreed ? ", unanimous" : whole.held * 2 === whole.votes ? ", tied: nothing decided" : ", divided";
     const judges = split.slice(1).map((part) => part.judge + ": " + fell(part)).join(" · ");
     return lazy({ class: "votes" },
       h("summary", null,
-        h("span", { class: "split" + (agreed ? "" : " mixed") }, "Votes: " + said + (agreed ? ", unanimous" : ", split")),
+        h("span", { class: "split" + (agreed ? "" : " mixed") }, "Votes: " + said + how),
         judges ? h("span", { class: "muted" }, " — " + judges) : null),
       () => h("ol", { class: "vote-list" }, one.votes.map((vote) => h("li", { class: "vote" },
         h("div", { class: "decision-head" },
