@@ -148,7 +148,7 @@
       h("th", { scope: "col", class: "num" }, "decisions"),
       h("th", { scope: "col", class: "num", title: "quoted and found · quoted, not found · quoted nothing" }, "evidence found · not · none"),
       j.repeats > 1 ? h("th", { scope: "col", class: "num", title: "mean share of each judge's votes agreeing with its own majority" }, "self-agreement") : null,
-      j.repeats > 1 || several ? h("th", { scope: "col", class: "num", title: "decisions whose votes tied · whose votes were not all the same" }, "splits") : null,
+      j.repeats > 1 || several ? h("th", { scope: "col", class: "num", title: "decisions whose votes tied, deciding nothing · whose votes were not all the same" }, "tied · divided") : null,
       several ? h("th", { scope: "col", class: "num", title: "share of judge pairs agreeing · Fleiss' κ" }, "judges agree") : null,
       h("th", { scope: "col" }, "flag"));
     const body = rows.slice(0, JUDGING_ROWS).map((row) => {
@@ -157,7 +157,7 @@
       if (row.disagree) flags.push(h("div", { class: "st st-flaky flag-disagree" }, "the judges disagree on it"));
       if (row.unquoted) flags.push(h("div", { class: "st st-flaky flag-unquoted" }, fmt.int(row.unquoted) + " quote" + (row.unquoted === 1 ? "" : "s") + " not in the dialogue"));
       const links = [];
-      if (row.split.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "votes split: "), row.split.map((one) => link(row, one)), row.dissents > row.split.length ? h("span", { class: "muted" }, " +" + fmt.int(row.dissents - row.split.length) + " more") : null));
+      if (row.split.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "votes divided: "), row.split.map((one) => link(row, one)), row.dissents > row.split.length ? h("span", { class: "muted" }, " +" + fmt.int(row.dissents - row.split.length) + " more") : null));
       if (row.unfound.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "quote not found: "), row.unfound.map((one) => link(row, one)), row.unquoted > row.unfound.length ? h("span", { class: "muted" }, " +" + fmt.int(row.unquoted - row.unfound.length) + " more") : null));
       return h("tr", { class: flagged(row) ? "flagged" : null },
         h("th", { scope: "row", class: "claim-name" }, h("span", { class: "id" }, row.scenario), " · ", row.claim),
@@ -173,7 +173,7 @@
       notes,
       facts.length ? Convy.facts(facts) : null,
       h("p", { class: "muted small" },
-        (j.repeats > 1 ? "A claim is ambiguous when the judge agrees with itself less than 90% of the time, or a decision split: rewrite it so that it has one reading. " : "") +
+        (j.repeats > 1 ? "A claim is ambiguous when the judge agrees with itself less than 90% of the time, or a decision's votes tied: rewrite it so that it has one reading. " : "") +
         (several ? "The judges disagree on a claim when fewer than 80% of judge pairs agree. κ: 1 perfect, 0 chance. " : "") +
         "A quote not in the dialogue may be the judge's invention: open the attempt to check."),
       h("div", { class: "table-wrap" }, h("table", { class: "grid judging-claims" }, h("thead", null, head), h("tbody", null, body))),
