@@ -131,14 +131,17 @@ const Labels = (() => {
   const ratio = (score) => score.accuracy ? fmt.pct(score.accuracy.estimate, 0) + " " + fmt.span(score.accuracy) : "—";
   const kappa = (score) => score.kappa
     ? score.kappa.estimate.toFixed(2) + " [" + score.kappa.low.toFixed(2) + ", " + score.kappa.high.toFixed(2) + "]"
-    : "undefined";
+    : "—";  /* undefined, or saying nothing: the reading says which */
 
-  function scoreCells(score) {
-    return [
+  /* A score's cells; with ``worded`` its reading in a cell of its own, else (two judges side by
+     side, where the readings would crowd the numbers) as the κ cell's title. */
+  function scoreCells(score, worded = true) {
+    const cells = [
       h("td", { class: "num" }, fmt.int(score.agree) + "/" + fmt.int(score.labelled)),
       h("td", { class: "num nowrap" }, ratio(score)),
-      h("td", { class: "num nowrap" }, kappa(score)),
-      h("td", { class: "small muted" }, score.reading)];
+      h("td", { class: "num nowrap", title: score.reading }, kappa(score))];
+    if (worded) cells.push(h("td", { class: "small muted" }, score.reading));
+    return cells;
   }
 
   /* The report's judge–human agreement (views.AgreementView), with each disagreement a button
@@ -147,7 +150,7 @@ const Labels = (() => {
     if (!view) return null;
     const rows = [view.overall, ...view.claims];
     const notes = [
-      fmt.int(view.labels) + " labels known (this run's and its sources')",
+      "labels of " + fmt.int(view.labels) + " claims in distinct dialogues known (this run's and its sources')",
       view.unmatched ? fmt.int(view.unmatched) + " of dialogues or claims not in this run" : "",
       view.broken ? fmt.int(view.broken) + " lines of labels.jsonl unreadable, left out" : ""].filter(Boolean).join(" · ");
     return h("section", { class: "agreement", id: "agreement" },
@@ -176,14 +179,14 @@ const Labels = (() => {
   /* The comparison's two judges against the same labels (views.JudgesView). */
   function judges(view, base, candidate) {
     if (!view) return null;
-    const head = (name) => [h("th", { scope: "col", class: "num" }, name + ": agree"), h("th", { scope: "col", class: "num" }, "accuracy"), h("th", { scope: "col", class: "num" }, "κ"), h("th", { scope: "col" }, "reading")];
+    const head = (name) => [h("th", { scope: "col", class: "num" }, name + ": agree"), h("th", { scope: "col", class: "num" }, "accuracy [95% Wilson]"), h("th", { scope: "col", class: "num", title: "Cohen's κ; its reading in words is the cell's title" }, "Cohen's κ [95%]")];
     return h("section", { class: "agreement", id: "judges" },
       h("h2", null, "Judges against people ", h("span", { class: "muted" }, "— the same " + fmt.int(view.labels) + " labelled dialogue claims")),
       h("div", { class: "table-wrap" }, h("table", { class: "grid" },
         h("thead", null, h("tr", null, h("th", { scope: "col" }, "scenario · claim"), ...head(base), ...head(candidate))),
         h("tbody", null, [view.overall, ...view.claims].map((row) => h("tr", { class: row.claim ? "" : "overall" },
           h("th", { scope: "row" }, row.claim ? [h("span", { class: "muted" }, row.scenario + " · "), row.claim] : "every claim"),
-          ...scoreCells(row.base), ...scoreCells(row.candidate)))))));
+          ...scoreCells(row.base, false), ...scoreCells(row.candidate, false)))))));
   }
 
   return { begin, control, tool, agreement, judges, file };
