@@ -86,6 +86,7 @@ if TYPE_CHECKING:
         SimulatedUser,
         Transcript,
         Turn,
+        UserFault,
         Verdict,
         Vote,
     )
@@ -217,6 +218,7 @@ _WHERE = {
     "TokenPaths": "convy.http",
     "Transcript": "convy.dialog",
     "Turn": "convy.dialog",
+    "UserFault": "convy.dialog",
     "Unplayed": "convy.problems",
     "Unpriced": "convy.agent",
     "Unwritable": "convy.problems",
@@ -340,6 +342,7 @@ __all__ = [
     "Unpriced",
     "Unwritable",
     "Usage",
+    "UserFault",
     "Verdict",
     "Vote",
     "Wait",

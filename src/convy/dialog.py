@@ -207,6 +207,31 @@ class NoVerdict(msgspec.Struct, frozen=True, gc=False, tag="no_verdict", omit_de
         return "failed" if any(not claim.held for claim in self.checks) else "not_judged"
 
 
+# What a simulated user's checks look for (issue 11): decided by code on every dialogue with a
+# simulated user, or, opted in (``user_checks``), by a model.
+UserCheck = Literal[
+    "empty",  # a message with nothing in it
+    "repeated",  # the same message twice in a row
+    "leaked",  # a long stretch of its own instructions said to the agent
+    "first_turn_stop",  # done before it said anything
+    "no_stop",  # the turns ran out and it never said it was done
+    "role_swap",  # it spoke as the agent (a model's check)
+    "stopped_on_question",  # it stopped while the agent had just asked it something (a model's check)
+    "unsupported",  # it said things its instructions do not support (a model's check)
+]
+
+
+class UserFault(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """Something the simulated user did wrong, found by one of its checks: which check, at which
+    turn (from 1: the turn its message opened; one past the last turn for how it ended), what
+    shows it, and whether code or a model found it."""
+
+    check: UserCheck
+    turn: int
+    detail: str = ""
+    by: Literal["code", "model"] = "code"
+
+
 class Finished(msgspec.Struct, frozen=True):
     """The simulated user's goal is met, or clearly out of reach: the dialogue ends."""
 

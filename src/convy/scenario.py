@@ -41,6 +41,7 @@ from convy.dialog import (
     SimulatedUser,
     Transcript,
     Turn,
+    UserFault,
     Verdict,
 )
 from convy.model import Absent, ModelFailure, StillBusy
@@ -533,6 +534,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     user_ending: tuple[Usage | NoUsage, ...] = ()
     user_ending_seconds: float = 0.0
     rejudged: bool = False
+    user_faults: tuple[UserFault, ...] = ()  # what the simulated user's checks found (issue 11)
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).
