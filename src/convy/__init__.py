@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places, Wait
     from convy.chat import Chunks, Completion, Price, Prices
+    from convy.conduct import UserChecks
     from convy.dialog import (
         ChatJudge,
         Checked,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
         SimulatedUser,
         Transcript,
         Turn,
+        Unchecked,
         UserFault,
         Verdict,
         Vote,
@@ -114,7 +116,7 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, ScenarioError, Unplayed, Unwritable
+    from convy.problems import ConfigurationError, EmptyReply, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
@@ -136,6 +138,7 @@ _WHERE = {
     "Checked": "convy.dialog",
     "Chunks": "convy.chat",
     "Claim": "convy.dialog",
+    "EmptyReply": "convy.problems",
     "Evidence": "convy.dialog",
     "Origin": "convy.bench",
     "Vote": "convy.dialog",
@@ -218,6 +221,8 @@ _WHERE = {
     "TokenPaths": "convy.http",
     "Transcript": "convy.dialog",
     "Turn": "convy.dialog",
+    "Unchecked": "convy.dialog",
+    "UserChecks": "convy.conduct",
     "UserFault": "convy.dialog",
     "Unplayed": "convy.problems",
     "Unpriced": "convy.agent",
@@ -265,6 +270,7 @@ __all__ = [
     "Contained",
     "Conversation",
     "Cost",
+    "EmptyReply",
     "Env",
     "Evidence",
     "Failed",
@@ -338,10 +344,12 @@ __all__ = [
     "TokenPaths",
     "Transcript",
     "Turn",
+    "Unchecked",
     "Unplayed",
     "Unpriced",
     "Unwritable",
     "Usage",
+    "UserChecks",
     "UserFault",
     "Verdict",
     "Vote",

@@ -574,7 +574,9 @@ class RunCommand(msgspec.Struct, frozen=True):
             spec = secrets.kept(
                 self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
             )
-            bench = Bench(agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging)
+            bench = Bench(
+                agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
+            )
             recorded = Recorded(
                 self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=settings.max_not_judged
             )
@@ -722,7 +724,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging)
+        bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
         return Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged

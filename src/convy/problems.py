@@ -11,7 +11,8 @@
     ├── ModelFailure (here)           the simulated user's or the judge's model failed:
     │   │                             that attempt has NoVerdict and stays out of the pass rate,
     │   │                             unless a check decided by code failed: then it is failed
-    │   └── StillBusy                 ... because its service stayed busy past its patience
+    │   ├── StillBusy                 ... because its service stayed busy past its patience
+    │   └── EmptyReply                ... by answering with nothing (a simulated user's "empty" fault)
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── ScenarioError             one line per broken scenario file
@@ -72,6 +73,11 @@ class ModelFailure(Exception):
 
 class StillBusy(ModelFailure):
     """The model's service stayed busy for longer than the participant's patience."""
+
+
+class EmptyReply(ModelFailure):
+    """The model answered with nothing (no text, or only whitespace): for a simulated user, its
+    ``empty`` fault."""
 
 
 class ConfigurationError(Exception):

@@ -165,6 +165,7 @@ class Project(msgspec.Struct, frozen=True):
                 skipped=tuple(skipped),
                 convy=VERSION,
                 judging=settings.judging(),
+                user_checks=settings.user_checking(),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)

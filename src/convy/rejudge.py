@@ -175,6 +175,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                 convy=VERSION,
                 origin=Origin(dialogues.folder.parent.name, dialogues.folder.name),
                 judging=settings.judging(),
+                user_checks=source.user_checks,  # no user plays: the source's, as it checked its dialogues
             )
         except ValueError as error:
             raise ConfigurationError(f"cannot re-judge {source.id}: {error}") from None
