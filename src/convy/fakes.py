@@ -204,8 +204,9 @@ class BadUser:
     gives an order number and a sum its instructions do not hold. ``empty``: its second reply is
     empty.
     ``stops_at_once``: it says it is done before it says anything. ``never_stops``: it goes on
-    until the turns run out (otherwise it says it is done after its third message). It asks
-    nothing and says nothing else. ``requests`` counts the requests it answered."""
+    until the turns run out; otherwise it says it is done after its ``stops_after``-th message
+    (after its first, it leaves the agent's answer to it unanswered, as a user that stops on a
+    question does). It says nothing else. ``requests`` counts the requests it answered."""
 
     def __init__(
         self,
@@ -217,6 +218,7 @@ class BadUser:
         empty: bool = False,
         stops_at_once: bool = False,
         never_stops: bool = False,
+        stops_after: int = 3,
         words: int = 16,
         name: str = "bad-user",
     ) -> None:
@@ -227,6 +229,7 @@ class BadUser:
         self.empty = empty
         self.stops_at_once = stops_at_once
         self.never_stops = never_stops
+        self.stops_after = stops_after
         self.words = words
         self._name = name
         self.requests = 0
@@ -239,6 +242,8 @@ class BadUser:
         self.requests += 1
         turn = sum(1 for said in messages if said.role == "assistant") + 1
         stop = "###STOP###"
+        if turn > self.stops_after and not self.never_stops:
+            return Reply(stop)
         if turn == 1:
             if self.stops_at_once:
                 return Reply(stop)
@@ -255,9 +260,7 @@ class BadUser:
             if self.invents:
                 return Reply("It is order 98765, and I paid 4999 dollars for it.")
             return Reply("It is order 1234; it arrived broken.")
-        if turn == 3 or self.never_stops:
-            return Reply(f"I am still waiting for an answer (message {turn}).")  # a new message each turn
-        return Reply(stop)
+        return Reply(f"I am still waiting for an answer (message {turn}).")  # a new message each turn
 
 
 class RuledModel:

@@ -198,7 +198,8 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             listed["user_checks"] = [name for name in re.split(r"[,\s]+", given["user_checks"]) if name]
         variables = set(given)
         for said in self._refused({**table, **listed}, listed, strict=False):
-            field, _, what = said.partition(": ")
+            path, _, what = said.partition(": ")
+            field = self._field(path)
             if field in variables:
                 problems.append(f"CONVY_{field.upper()}: {field}: {what}")
             else:
@@ -219,10 +220,14 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             except msgspec.ValidationError as error:
                 said = FieldProblem(str(error), Settings).text()
             refused.append(said)
-            field = said.partition(": ")[0]
+            field = self._field(said.partition(": ")[0])
             for name in [field] if field in given else list(given):
                 del given[name]
                 values.pop(name, None)
+
+    def _field(self, path: str) -> str:
+        """The setting a problem's path names: ``user_checks`` of ``user_checks[1]``."""
+        return re.split(r"[.\[]", path, maxsplit=1)[0]
 
     def _variables(self, dotenv: Path | None) -> dict[str, str]:
         """The ``CONVY_*`` variables set, by field name, in the environment and ``dotenv``."""
