@@ -32,6 +32,7 @@ from convy.views import (
     TokensArray,
     TokensView,
     TurnView,
+    UserFaultView,
     VoteView,
 )
 
@@ -616,6 +617,8 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             tokens=_shown_tokens(every.tokens()),
             cost=_shown_cost(every.cost()),
             fingerprint=outcome.transcript.fingerprint(),
+            faults=[UserFaultView(fault.check, fault.turn, fault.detail, fault.by) for fault in outcome.user_faults],
+            unchecked=[f"{one.check}: {one.reason}" for one in outcome.user_unchecked],
         )
 
     def _turn(self, turn: Turn) -> TurnView:
