@@ -58,31 +58,49 @@ class Instructions(msgspec.Struct, frozen=True, dict=True):
         when it is long enough to be a leak; else "". Runs of words whose hash is in ``excused``
         (what the agent or the script said before) break a stretch: a user may say again what it
         was told."""
-        grams = self._grams
-        words = _WORD.findall(message.casefold())
-        told = self._words
         size = self.GRAM
-        starts = [0]  # the characters before each word, joined by single spaces
-        for word in words:
-            starts.append(starts[-1] + len(word) + 1)
+        words = _WORD.findall(message.casefold())
+        if len(words) < size:
+            return ""
+        known = self._known
+        grams = self._grams
+        told = self._words
+        starts: list[int] = []  # the characters before each word, joined by single spaces: made at a first hit
         best = ""
         best_length = 0
         runs: dict[int, int] = {}  # where a stretch's last run stands in the prompt: its runs so far
-        for at in range(len(words) - size + 1):
-            piece = words[at : at + size]
+        inside = 0  # the message's words in a row up to here that the prompt holds at all
+        for end, word in enumerate(words, start=1):
+            # A run with a word the prompt never says cannot be in it: most runs of most messages
+            # end here, for one lookup in a set, never hashed.
+            if word in known:
+                inside += 1
+            else:
+                inside = 0
+            if inside < size:
+                if runs:
+                    runs = {}
+                continue
+            at = end - size
+            piece = words[at:end]
             key = hash(tuple(piece))
             places = grams.get(key)
             if places is None or key in excused:
-                runs = {}
+                if runs:
+                    runs = {}
                 continue
             runs = {place: runs.get(place - 1, 0) + 1 for place in places if told[place : place + size] == piece}
+            if runs and not starts:
+                starts.append(0)
+                for one in words:
+                    starts.append(starts[-1] + len(one) + 1)
             for length in runs.values():
                 first = at - length + 1
                 count = length + size - 1
-                characters = starts[at + size] - starts[first] - 1
+                characters = starts[end] - starts[first] - 1
                 if (count >= self.WORDS or characters >= self.CHARACTERS) and count > best_length:
                     best_length = count
-                    best = " ".join(words[first : at + size])
+                    best = " ".join(words[first:end])
         return best
 
     def grams(self, text: str) -> frozenset[int]:
@@ -93,6 +111,10 @@ class Instructions(msgspec.Struct, frozen=True, dict=True):
     @functools.cached_property
     def _words(self) -> list[str]:
         return _WORD.findall(self.text.casefold())
+
+    @functools.cached_property
+    def _known(self) -> frozenset[str]:
+        return frozenset(self._words)
 
     @functools.cached_property
     def _grams(self) -> dict[int, list[int]]:
@@ -120,11 +142,16 @@ class Conduct(msgspec.Struct, frozen=True):
         found: list[UserFault] = []
         simulated = [number for number, turn in enumerate(turns, start=1) if not turn.scripted]
         for number in simulated:
-            if number > 1 and plain(turns[number - 1].message).casefold() == plain(turns[number - 2].message).casefold():
+            if number > 1 and self._same(turns[number - 1].message, turns[number - 2].message):
                 found.append(UserFault("repeated", number, f"said again: {Quoted(turns[number - 1].message).text()}"))
                 break
+        looked: set[str] = set()  # a message said again is looked for once
         for number in simulated:
-            leak = instructions.leaked(turns[number - 1].message)
+            message = turns[number - 1].message
+            if message in looked:
+                continue
+            looked.add(message)
+            leak = instructions.leaked(message)
             if not leak:
                 continue
             # Only now, with a stretch found, what the agent and the script said before it is
@@ -148,7 +175,12 @@ class Conduct(msgspec.Struct, frozen=True):
                 found.append(UserFault("no_stop", len(turns) + 1, f"{len(turns)} turns and it never said it was done"))
             case _:
                 pass
-        return tuple(sorted(found, key=lambda fault: fault.turn))
+        return tuple(sorted(found, key=lambda fault: fault.turn)) if len(found) > 1 else tuple(found)
+
+    def _same(self, said: str, before: str) -> bool:
+        """Whether two messages are the same, whitespace and case aside (the very same text, the
+        common case, told without splitting either)."""
+        return said == before or said.casefold().split() == before.casefold().split()
 
 
 class Quoted(msgspec.Struct, frozen=True):
