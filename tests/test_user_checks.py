@@ -15,7 +15,7 @@ from standin import StandIn, judged
 
 from convy import Answer, Bench, ChatJudge, Models, OpenAiModel, Plan, RunJournal, RunSpec, Scenario, Turn, Usage
 from convy.conduct import Conduct, Instructions, UserChecks, UserReview
-from convy.dialog import NoVerdict, Transcript, Unchecked, UserFault, Verdict
+from convy.dialog import NoVerdict, Prompt, Transcript, Unchecked, UserFault, Verdict
 from convy.fakes import BadUser, FakeAgent, FakeJudge, FakeModel, MemoryJournal, RuledModel
 from convy.model import Reply, Said
 from convy.problems import ConfigurationError
@@ -355,3 +355,25 @@ def test_a_rejudged_attempt_whose_user_misbehaved_stays_not_judged() -> None:
     assert again.result == outcome.result
     assert again.user_faults == outcome.user_faults
     assert judge.rulings == 0
+
+
+def test_a_secret_in_what_the_user_leaked_is_hidden_in_the_run_folder(tmp_path: Path) -> None:
+    """A fault's detail is kept as every text is: the run's secrets hidden, whole (a quote is cut
+    at a space, never inside one)."""
+    from convy.secrets import Secrets
+
+    canary = "sk-canary-0123456789abcdef"
+    told = f"You are Dana. Your account key is {canary} and you never give it to anyone at all, ever."
+    prompt = Prompt("{{ instructions }}\nSay {{ stop }} when you are done.")
+    bench = Bench(FakeAgent(lambda text: "Hello."), Models(BadUser(leaks=True, words=18), FakeJudge()), prompt=prompt)
+    spec = RunSpec(id="r", agent="a", scenarios=(scenario(user=told),), attempts=1, limits=bench.limits)
+    journal = RunJournal(tmp_path / "a" / "r")
+    asyncio.run(journal.play(spec, bench, secrets=Secrets((canary,))))
+    (outcome,) = journal.kept().outcomes
+    assert outcome.user_faults[0].check == "leaked"
+    assert "your account key is" in outcome.user_faults[0].detail
+    line = (tmp_path / "a" / "r" / "attempts.jsonl").read_text()
+    # The leak check reads words, so it quotes "sk canary 0123456789abcdef": every eight characters
+    # of a secret are hidden too.
+    assert canary not in line and "01234567" not in line and "89abcdef" not in line
+    assert "your account key is" in line
