@@ -552,7 +552,10 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     ``user_ending`` is the simulated user's last request, the one that ended the dialogue — by
     saying it was done, or by failing after it was answered (no turn holds it) — with its time in
     ``user_ending_seconds``; ``judge_requests`` holds the judge's requests, those of a judgement
-    that failed included. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
+    that failed included, and those of the simulated user's model-decided checks before them.
+    ``user_faults`` are what the simulated user's checks found (``conduct.py``), the earliest first,
+    and ``user_unchecked`` the model-decided checks asked that were not decided; a line kept before
+    them reads back with none. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
     dialogue, and what the agent's and the user model's requests took, were recorded by the run it
     was re-judged from and are that run's spending, not this one's (``Attempt`` counts only its
     judge's requests).
