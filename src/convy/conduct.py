@@ -146,6 +146,8 @@ class Conduct(msgspec.Struct, frozen=True):
                 found.append(UserFault("repeated", number, f"said again: {Quoted(turns[number - 1].message).text()}"))
                 break
         looked: set[str] = set()  # a message said again is looked for once
+        excused: frozenset[int] = frozenset()
+        heard = 0  # the turns whose words are in ``excused`` so far
         for number in simulated:
             message = turns[number - 1].message
             if message in looked:
@@ -155,13 +157,14 @@ class Conduct(msgspec.Struct, frozen=True):
             if not leak:
                 continue
             # Only now, with a stretch found, what the agent and the script said before it is
-            # read: words the user heard first are its to say again.
-            excused: frozenset[int] = frozenset()
-            for turn in turns[: number - 1]:
+            # read (each turn once, however many stretches are found): words the user heard first
+            # are its to say again.
+            for turn in turns[heard : number - 1]:
                 excused |= instructions.grams(turn.answer.text)
                 if turn.scripted:
                     excused |= instructions.grams(turn.message)
-            leak = instructions.leaked(turns[number - 1].message, excused)
+            heard = max(heard, number - 1)
+            leak = instructions.leaked(message, excused)
             if leak:
                 words = len(leak.split())
                 found.append(UserFault("leaked", number, f"{words} words of its instructions: {Quoted(leak).text()}"))
