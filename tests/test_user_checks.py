@@ -377,3 +377,25 @@ def test_a_secret_in_what_the_user_leaked_is_hidden_in_the_run_folder(tmp_path: 
     # of a secret are hidden too.
     assert canary not in line and "01234567" not in line and "89abcdef" not in line
     assert "your account key is" in line
+
+
+def test_the_bad_user_demo_shows_every_check_firing() -> None:
+    """bench/bad_user.py plays its project with the real command: each check fires once, on its
+    own scenario, and the well-behaved user's attempt is judged."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "bad_user.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(exit 5)" in done.stdout  # every misbehaving user's attempt not judged, past --max-not-judged 0
+    faults = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("    ")]
+    assert sorted(faults) == sorted(
+        ["empty", "leaked", "no_stop", "repeated", "first_turn_stop", "unsupported", "stopped_on_question", "role_swap"]
+    )
+    assert "  behaves        stop finished     verdict" in done.stdout
