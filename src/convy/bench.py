@@ -160,6 +160,8 @@ class Bench(msgspec.Struct, frozen=True):
     attempts under way end and are recorded (with none, nothing is counted). ``judging`` is how
     its claims are judged: with one judge asked once, the judge is asked directly, as it always
     was; otherwise through a ``Poll`` of every judge, each patient within the judge's places.
+    ``user_checks`` is how its simulated user is checked: by code always, by the judge's chat model
+    for the checks it asks (``RunJudge.model``), and whether a fault leaves the attempt not judged.
     """
 
     agent: Agent
