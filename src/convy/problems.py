@@ -271,3 +271,9 @@ class Outside(msgspec.Struct, frozen=True):
 class Unplayed(Exception):
     """The bench ended with planned attempts that were never recorded: a bug of convy's, raised so
     that a run never says it is finished with attempts missing."""
+
+
+class DialoguesLost(Unplayed):
+    """A re-judged run's source no longer holds some of the recorded dialogues it is to decide (its
+    ``attempts.jsonl`` was cut, or lines of it damaged, since it finished): the run stops rather
+    than say it is finished with those attempts missing. Not a bug: the text names the file."""

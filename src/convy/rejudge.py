@@ -41,7 +41,7 @@ from convy.bench import (
 from convy.budget import Budget, Counted, Spending
 from convy.dialog import ChatJudge, Prompt
 from convy.model import Absent, Models, OpenAiModel
-from convy.problems import ConfigurationError, Unplayed
+from convy.problems import ConfigurationError, DialoguesLost, Unplayed
 from convy.project import VERSION, Project
 from convy.quota import Services
 from convy.scenario import Matching, Outcome, Scenario
@@ -209,12 +209,14 @@ class Rejudging(msgspec.Struct, frozen=True):
         judge = Judging(self.judge).within(self.limits.places("judge", Services()))
         taken = 0  # the recorded attempts the workers took
         kept = 0  # those decided and recorded
+        read_through = False  # whether the source was read to its end (not stopped by a budget)
 
         def read() -> Iterator[Outcome]:
-            nonlocal taken
+            nonlocal taken, read_through
             for outcome in self.dialogues.recorded(wanted):
                 taken += 1
                 yield outcome
+            read_through = True
 
         queue: Iterator[Outcome] = read()
         spending: Spending | None = None
@@ -238,4 +240,17 @@ class Rejudging(msgspec.Struct, frozen=True):
                 group.create_task(worker())
         if kept != taken:
             raise Unplayed(f"{taken - kept} of {len(wanted)} planned attempts ended without being recorded")
+        if read_through and taken < len(wanted):
+            raise DialoguesLost(self._lost(wanted, taken))
         return spending
+
+    def _lost(self, wanted: dict[tuple[str, int], Scenario], taken: int) -> str:
+        """Which planned dialogues the source lacks: how many, and the first few by name."""
+        found = {(outcome.scenario, outcome.attempt) for outcome in self.dialogues.recorded(wanted)}
+        missing = sorted(key for key in wanted if key not in found)
+        named = ", ".join(f"{scenario} #{attempt}" for scenario, attempt in missing[:3])
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        return (
+            f"{self.dialogues.folder / 'attempts.jsonl'}: {len(wanted) - taken} of the {len(wanted)} recorded dialogues "
+            f"to re-judge are not there ({named}{more}): the file lost lines since its run finished"
+        )
