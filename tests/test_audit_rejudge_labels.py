@@ -15,8 +15,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from test_labels import Project
 from test_rejudge import AGENT, GREETS, LEAVES, MODELS, Fakes
 
+from convy.labels import LabelsKept
 from convy.scenario import Outcome
 
 
@@ -31,6 +33,12 @@ def made(tmp_path: Path) -> Fakes:
     (tmp_path / "scenarios" / "leaves.yaml").write_text(LEAVES)
     (tmp_path / "pyproject.toml").write_text("[tool.convy]\nattempts = 3\n")
     return Fakes(tmp_path)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    """test_labels' project: runs of one scenario played by convy's bench with its fakes."""
+    return Project(tmp_path)
 
 
 def run_json(made: Fakes, run: str) -> Path:
@@ -119,3 +127,68 @@ def test_a_source_that_lost_lines_stops_the_rejudge_naming_them_and_resume_finis
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert attempts(made, again) == Counter({key: 1 for key in attempts(made, source)}) and len(attempts(made, again)) == 6
     assert json.loads(run_json(made, again).read_text())["status"]["type"] == "finished"
+
+
+# --- hostile labels files and labels.jsonl ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ({"agent": "A" * 300_000, "id": "r1"}, "run.agent: longer than 200 characters"),
+        ({"agent": "bot", "id": "../../elsewhere"}, "run.id: not a folder's name"),
+        ({"agent": "\x1b[2J\u202ebot", "id": "r1"}, "run.agent: not a folder's name"),
+    ],
+)
+def test_a_labels_file_naming_its_run_by_no_folders_name_is_refused(project: Project, run: dict[str, str], said: str) -> None:
+    """A labels file whose ``run`` is no run's folder name — 300,000 characters, a path, escape sequences
+    and a bidi override — is refused naming the file and the field, nothing kept, nothing of it echoed.
+    Before the fix the 300,000-character name was accepted, written on each label's line (longer than
+    labels.jsonl's longest line, so every label added was unreadable: "0 labels known, 1 line could not
+    be read") and echoed whole on stderr."""
+    read = project.played("r1", [True])
+    data = json.loads(msgspec.json.encode(project.labels(read, {1: False})))
+    data["run"] = run
+    project.file("labels.json", json.dumps(data).encode())
+
+    code, out, err = project.convy("labels", "add", "r1", "labels.json")
+
+    assert code == 2, out + err
+    assert "labels.json" in err and said in err and "Traceback" not in err
+    assert len(err) < 1000 and "\x1b" not in err + out and "\u202e" not in err + out
+    assert not (read.folder / "labels.jsonl").exists()
+
+
+def test_garbage_torn_and_oversize_lines_of_labels_jsonl_are_counted_and_the_rest_read(project: Project) -> None:
+    """labels.jsonl with, among two good lines: a line of binary garbage, invalid UTF-8 inside a string, a
+    line of 300 KB (over the longest), JSON nested 100,000 deep, a label with a wrong type, with NaN, and a
+    torn last line: the two labels count, the seven others are said as unreadable lines (by the command and
+    the report's numbers), and adding more ends the torn line first. Memory stays bounded (the long line is
+    read past, not kept)."""
+    run = project.played("r1", [True, False])
+    LabelsKept(run.folder).added(project.labels(run, {1: True, 2: True}))
+    kept = run.folder / "labels.jsonl"
+    good = kept.read_bytes()
+    one = json.loads(good.splitlines()[0])
+    wrong = json.dumps(one | {"attempt": "1"}).encode()
+    nan = json.dumps(one).replace('"attempt": 1', '"attempt": NaN').encode()
+    kept.write_bytes(
+        good
+        + b"\x00\xff\xfe garbage\n"
+        + json.dumps(one).replace('"hello"', '"hel\\udc80"').encode().replace(b"\\udc80", b"\xed\xb2\x80") + b"\n"
+        + b'{"claim": "' + b"x" * 300_000 + b'"}\n'
+        + b"[" * 100_000 + b"\n"
+        + wrong + b"\n"
+        + nan + b"\n"
+        + good[: len(good) // 3]
+    )
+    book = LabelsKept(run.folder).read()
+    assert (len(book.labels), book.broken) == (2, 7)
+    code, out, err = project.convy("labels", "show", "r1")
+    assert code == 0, err
+    assert "2 labels known" in out and "7 lines of labels.jsonl could not be read and are left out" in out
+    assert "decisions against people: 2/2 agree" in out
+    project.file("later.json", project.labels(run, {2: False}, at="2026-12-02T15:00:00Z"))
+    code, out, _ = project.convy("labels", "add", "r1", "later.json")
+    assert code == 0 and "labels: 1 added" in out and "1/2 agree" in out
+    assert (len(LabelsKept(run.folder).read().labels), LabelsKept(run.folder).read().broken) == (2, 7)
