@@ -12,11 +12,14 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
+from standin import Bucket, Limits, StandIn, Window
 from test_labels import Project
-from test_rejudge import AGENT, GREETS, LEAVES, MODELS, Fakes
+from test_rejudge import AGENT, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
+from test_services_cli import KEY, Made, outcomes
 
 from convy.labels import LabelsKept
 from convy.scenario import Outcome
@@ -192,3 +195,73 @@ def test_garbage_torn_and_oversize_lines_of_labels_jsonl_are_counted_and_the_res
     code, out, _ = project.convy("labels", "add", "r1", "later.json")
     assert code == 0 and "labels: 1 added" in out and "1/2 agree" in out
     assert (len(LabelsKept(run.folder).read().labels), LabelsKept(run.folder).read().broken) == (2, 7)
+
+
+# --- the judge's server: a strict rate limit ----------------------------------------------------
+
+
+class Counted(Asked):
+    """``Asked``, with each answer of other-judge reporting tokens of its own (1000 + n in, n out), and
+    the usages it gave kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: list[tuple[int, int]] = []
+
+    async def __call__(self, request: dict[str, Any]) -> str | dict[str, Any]:
+        answer = await super().__call__(request)
+        if request["model"] != "other-judge":
+            return answer
+        n = len(self.given) + 1  # the stand-in answers on one event loop: no two at once
+        self.given.append((1000 + n, n))
+        return {"content": answer, "usage": {"prompt_tokens": 1000 + n, "completion_tokens": n}}
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [
+        pytest.param(lambda: Bucket(rate=3.0, burst=1.0), id="requests"),
+        pytest.param(lambda: Limits((Bucket(rate=3.0, burst=1.0), Bucket(rate=1500.0, burst=1500.0, unit="tokens"))), id="requests-and-tokens"),
+        pytest.param(lambda: Window(count=4, seconds=1.0, headers=False), id="window-no-headers"),
+    ],
+)
+def test_rejudge_under_a_strict_rate_limit_keeps_every_attempt_resends_no_answered_claim_and_counts_tokens_exactly(
+    tmp_path: Path, limit: Any
+) -> None:
+    """The stand-in as the judge's server limits requests to a bucket of 3 a second (burst 1) with Retry-After
+    and x-ratelimit headers: ``convy rejudge --judge other-judge`` keeps every attempt judged, each claim's
+    request answered exactly once (no answered claim sent again), every refused one sent again until answered,
+    and the tokens kept are exactly those the server reported."""
+    asked = Counted()
+    folder = tmp_path / "project"
+    folder.mkdir()
+    made = Made(folder)
+    assert made.ran("init").returncode == 0
+    with StandIn(reply=asked, api_key=KEY) as server:
+        made.gateway(server.url + "/v1")
+        ran = made.ran("run", "assistant", "-k", "1")
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        (source,) = (path.parent for path in (folder / "results").glob("*/*/run.json"))
+        before = len(server.received)
+        server.limit = limit()
+
+        rejudged = made.ran("rejudge", source.name, "--judge", "other-judge")
+
+        assert rejudged.returncode == 0, rejudged.stdout + rejudged.stderr
+        new = server.received[before:]
+    (again,) = (path.parent for path in (folder / "results").glob("*/*/run.json") if path.parent != source)
+    kept = outcomes(again)
+    def results(outcomes: list[Outcome]) -> list[tuple[str, int, str]]:
+        return sorted((outcome.scenario, outcome.attempt, type(outcome.result).__name__) for outcome in outcomes)
+
+    assert results(kept) == results(outcomes(source))  # every verdict a verdict again: none left not judged
+    answered = [request for request in new if request.status == 200]
+    refused = [request for request in new if request.status == 429]
+    assert {request.status for request in new} <= {200, 429}
+    assert refused, "the limit was never reached: the test tests nothing"
+    print(f"rate limit: {len(answered)} answered, {len(refused)} refused")
+    bodies = Counter(json.dumps(request.json["messages"], sort_keys=True) for request in answered)
+    assert set(bodies.values()) == {1}, "an answered claim was sent again"
+    assert len(answered) == sum(judged_claims(outcome) for outcome in kept) == len(asked.given)
+    spent = [usage for outcome in kept for usage in outcome.judge_requests]
+    assert sorted((usage.input, usage.output) for usage in spent) == sorted(asked.given)  # type: ignore[union-attr]
