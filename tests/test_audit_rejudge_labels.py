@@ -9,18 +9,23 @@ judge's server, the template project on the stand-in.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from standin import Bucket, Limits, StandIn, Window
+from standin import Bucket, Echo, Limits, StandIn, Window
+from test_canary import GATEWAY_KEY, JUDGED
+from test_canary import Project as CanaryProject
 from test_labels import Project
 from test_rejudge import AGENT, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
 from test_services_cli import KEY, Made, outcomes
 
+from convy.dialog import Verdict
 from convy.labels import LabelsKept
 from convy.scenario import Outcome
 
@@ -42,6 +47,22 @@ def made(tmp_path: Path) -> Fakes:
 def project(tmp_path: Path) -> Project:
     """test_labels' project: runs of one scenario played by convy's bench with its fakes."""
     return Project(tmp_path)
+
+
+@pytest.fixture
+def project_canary(tmp_path: Path) -> Iterator[tuple[CanaryProject, StandIn]]:
+    """test_canary's project (its canary scenarios, its .env) on a gateway of its own."""
+    with StandIn(api_key=GATEWAY_KEY) as gateway:
+        folder = tmp_path / "project"
+        folder.mkdir()
+        made = CanaryProject(folder)
+        assert made.ran("init").returncode == 0
+        (folder / ".env").write_text(
+            f"GATEWAY_URL={gateway.url}/v1\nGATEWAY_KEY={GATEWAY_KEY}\nUSER_MODEL=user-model\nJUDGE_MODEL=judge-model\n"
+        )
+        (folder / "scenarios" / "canary").mkdir()
+        (folder / "scenarios" / "canary" / "judged.yaml").write_text(JUDGED)
+        yield made, gateway
 
 
 def run_json(made: Fakes, run: str) -> Path:
@@ -265,3 +286,61 @@ def test_rejudge_under_a_strict_rate_limit_keeps_every_attempt_resends_no_answer
     assert len(answered) == sum(judged_claims(outcome) for outcome in kept) == len(asked.given)
     spent = [usage for outcome in kept for usage in outcome.judge_requests]
     assert sorted((usage.input, usage.output) for usage in spent) == sorted(asked.given)  # type: ignore[union-attr]
+
+
+# --- a judge's key echoed by its server while re-judging ----------------------------------------
+
+JUDGE_KEY = "sk-canary-" + secrets.token_hex(16)
+JUDGES = """
+from convy import ChatJudge, OpenAiModel
+
+judges = {{"canary": ChatJudge(OpenAiModel("canary-judge", "{url}/v1", key="{key}"))}}
+"""
+
+
+def test_a_judge_key_echoed_while_rejudging_reaches_no_output_file_page_or_labels(project_canary: CanaryProject) -> None:
+    """A judge named in models.py's ``judges`` with a key of its own (a literal, in no .env) on a server whose
+    errors echo the request — its Authorization header at every offset around the cut, as text and as JSON,
+    cut short by the server — re-judges a run: the key, or any eight characters of it, is on no stdout or
+    stderr of rejudge, labels add/show, report, compare or export, nor in any file under results/ (attempts,
+    run.json, labels.jsonl, the pages' packed chunks)."""
+    made, gateway = project_canary
+    gateway.reply = lambda request: json.dumps({"reason": "fine", "pass": True, "confidence": 0.9})
+    faults = (
+        [Echo(400, pad, path="/v1/chat/completions") for pad in range(0, 300, 23)]
+        + [Echo(401, pad, as_json=True, path="/v1/chat/completions") for pad in range(150, 300, 29)]
+        + [Echo(502, pad, cut=200, path="/v1/chat/completions") for pad in range(0, 60, 20)]
+    )
+    with StandIn(api_key=JUDGE_KEY, reply=gateway.reply) as judging:
+        (made.folder / "models.py").write_text(
+            (made.folder / "models.py").read_text() + JUDGES.format(url=judging.url, key=JUDGE_KEY)
+        )
+        ran = made.ran("run", "shop", "--scenarios", "canary/judged", "-k", str(len(faults) + 3))
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        (source,) = (path.name for path in (made.folder / "results" / "shop").iterdir())
+        judging.faults(*faults)
+        rejudged = made.ran("rejudge", source, "--judge", "canary")
+        assert judging.pending == [] and len(judging.received) >= len(faults) + 3
+        assert all(request.refused is None for request in judging.received), "the key reached the judge"
+    assert rejudged.returncode in (0, 5), rejudged.stdout + rejudged.stderr  # some attempts not judged
+    again = next(path for path in (made.folder / "results" / "shop").iterdir() if path.name != source)
+    kept = outcomes(again)
+    labels = [
+        {"fingerprint": outcome.transcript.fingerprint(), "scenario": outcome.scenario, "attempt": outcome.attempt,
+         "claim": claim.claim, "held": claim.held, "right": outcome.attempt % 2 == 0, "at": "2026-12-02T14:30:00Z"}
+        for outcome in kept if isinstance(outcome.result, Verdict) for claim in outcome.result.claims
+    ]
+    assert labels, "no attempt was judged: the labels path is not tested"
+    (made.folder / "labels.json").write_text(json.dumps({"version": 1, "run": {"agent": "shop", "id": again.name}, "labels": labels}))
+    assert made.ran("labels", "add", again.name, "labels.json").returncode == 0
+    assert made.ran("labels", "show", again.name).returncode == 0
+    assert made.ran("report").returncode == 0
+    assert made.ran("compare", source, again.name).returncode == 0
+    assert made.ran("export", "--format", "jsonl").returncode == 0
+    texts = made.kept()
+    assert any(name.endswith("labels.jsonl") for name in texts) and any(" chunk " in name for name in texts)
+    assert "<hidden>" in "".join(texts.values()), "no echo was kept: the sweep tested nothing"
+    pieces = {JUDGE_KEY[start : start + 8] for start in range(len(JUDGE_KEY) - 7)}
+    for name, text in {"the commands' output": "\n".join(made.said), **texts}.items():
+        found = sorted(piece for piece in pieces if piece in text)
+        assert not found, f"{name} shows {found[:3]}"
