@@ -13,6 +13,7 @@ import secrets
 import shutil
 from collections import Counter
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ from standin import Bucket, Echo, Limits, StandIn, Window
 from test_canary import GATEWAY_KEY, JUDGED
 from test_canary import Project as CanaryProject
 from test_labels import Project
+from test_proxy import Proxy, proxy, usage_of  # noqa: F401 - proxy is a fixture used here
 from test_rejudge import AGENT, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
 from test_services_cli import KEY, Made, outcomes
 
+from convy.attempt import Spent
 from convy.dialog import Verdict
 from convy.labels import LabelsKept
 from convy.scenario import Outcome
@@ -41,6 +44,16 @@ def made(tmp_path: Path) -> Fakes:
     (tmp_path / "scenarios" / "leaves.yaml").write_text(LEAVES)
     (tmp_path / "pyproject.toml").write_text("[tool.convy]\nattempts = 3\n")
     return Fakes(tmp_path)
+
+
+@pytest.fixture
+def made_proxy(tmp_path: Path) -> Iterator[Made]:
+    """test_services_cli's project from ``convy init``, with no .env yet."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    made = Made(folder)
+    assert made.ran("init").returncode == 0
+    yield made
 
 
 @pytest.fixture
@@ -344,3 +357,48 @@ def test_a_judge_key_echoed_while_rejudging_reaches_no_output_file_page_or_label
     for name, text in {"the commands' output": "\n".join(made.said), **texts}.items():
         found = sorted(piece for piece in pieces if piece in text)
         assert not found, f"{name} shows {found[:3]}"
+
+
+# --- LiteLLM's proxy as the judge's server ------------------------------------------------------
+
+
+@pytest.mark.timeout(300)
+def test_rejudge_on_litellms_proxy_counts_what_the_proxy_sent_and_a_busy_judge_leaves_attempts_not_judged(
+    made_proxy: Made, proxy: Proxy  # noqa: F811 - proxy is test_proxy's fixture
+) -> None:
+    """A run of the template's assistant on LiteLLM's proxy, then ``convy rejudge`` of it on the same proxy:
+    the judge's tokens and cost kept are exactly those of the replies the proxy wrote down for judge-model
+    since the re-judge began (and no request to the agent's or user's model). Re-judged with ``--judge
+    mock-busy``, a model the proxy always refuses with 429, within a judge patience of 1 s: the command
+    ends, every attempt kept, none judged, exit 5."""
+    made = made_proxy
+    made.gateway(proxy.url + "/v1")
+    ran = made.ran("run", "assistant", "-k", "1", CONVY_MAX_TURNS="2")
+    assert ran.returncode in (0, 5), ran.stdout + ran.stderr
+    (source,) = made.runs().values()
+    before = {group: len(proxy.sent(group)) for group in ("user-model", "judge-model", "agent-model")}
+
+    rejudged = made.ran("rejudge", source.name)
+
+    assert rejudged.returncode in (0, 5), rejudged.stdout + rejudged.stderr
+    again = next(path.parent for path in (made.folder / "results").glob("*/*/run.json") if path.parent != source)
+    kept = outcomes(again)
+    assert len(kept) == len(outcomes(source))
+    usages = [usage for outcome in kept for usage in outcome.judge_requests]
+    assert usages, "no judge request: nothing was compared"
+    sent = proxy.awaited("judge-model", before["judge-model"] + len(usages))[before["judge-model"]:]
+    assert proxy.sent("judge-model")[before["judge-model"]:] == sent, "the proxy sent more judge replies than were kept"
+    ours, theirs = Spent(tuple(usages)).tokens(), Spent(tuple(usage_of(one) for one in sent)).tokens()
+    assert (ours.requests, ours.input, ours.output) == (theirs.requests, theirs.input, theirs.output)
+    assert Decimal(Spent(tuple(usages)).cost().amount or "0") == Decimal(Spent(tuple(usage_of(one) for one in sent)).cost().amount or "0")
+    assert {group: len(proxy.sent(group)) for group in ("user-model", "agent-model")} == {
+        group: before[group] for group in ("user-model", "agent-model")
+    }
+
+    busy = made.ran("rejudge", source.name, "--judge", "mock-busy", CONVY_JUDGE_PATIENCE="1")
+
+    assert busy.returncode == 5, busy.stdout + busy.stderr
+    newest = max((path.parent for path in (made.folder / "results").glob("*/*/run.json")), key=lambda path: path.name)
+    assert json.loads((newest / "run.json").read_text())["status"]["type"] == "finished"
+    judged = [outcome for outcome in outcomes(newest) if judged_claims(outcome)]
+    assert len(outcomes(newest)) == len(kept) and not judged
