@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import signal
+import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
@@ -24,12 +27,13 @@ from test_canary import GATEWAY_KEY, JUDGED
 from test_canary import Project as CanaryProject
 from test_labels import Project
 from test_proxy import Proxy, proxy, usage_of  # noqa: F401 - proxy is a fixture used here
-from test_rejudge import AGENT, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
+from test_rejudge import AGENT, CONVY, DEADLINE, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
 from test_services_cli import KEY, Made, outcomes
 
 from convy.attempt import Spent
 from convy.dialog import Verdict
 from convy.labels import LabelsKept
+from convy.report import Summary
 from convy.scenario import Outcome
 
 
@@ -402,3 +406,109 @@ def test_rejudge_on_litellms_proxy_counts_what_the_proxy_sent_and_a_busy_judge_l
     assert json.loads((newest / "run.json").read_text())["status"]["type"] == "finished"
     judged = [outcome for outcome in outcomes(newest) if judged_claims(outcome)]
     assert len(outcomes(newest)) == len(kept) and not judged
+
+
+# --- killed ------------------------------------------------------------------------------------
+
+HELD_JUDGE = """
+import asyncio
+from pathlib import Path
+
+from convy.fakes import FakeJudge
+from convy.model import Models
+
+
+class Held(FakeJudge):
+    async def ruling(self, claims, transcript):
+        if self.rulings >= {after}:  # held until the test lets it go
+            while not Path({go!r}).exists():
+                await asyncio.sleep(0.01)
+        return await super().ruling(claims, transcript)
+
+
+models = Models(judge=Held(name="held-judge"))
+"""
+
+
+@pytest.mark.parametrize("after", [0, 3], ids=["before-any-attempt", "three-attempts-in"])
+def test_a_rejudge_killed_at_any_point_is_finished_by_resume_each_attempt_once(made: Fakes, after: int) -> None:
+    """``convy rejudge`` SIGKILLed while its judge is held — before it decided anything, and once three of six
+    attempts are kept — then ``convy resume`` of the new run: finished, each of the source's attempts kept once."""
+    source = made.played()
+    go = made.folder / "go"
+    (made.folder / "models.py").write_text(HELD_JUDGE.format(after=after, go=str(go)))
+    process = subprocess.Popen(
+        [str(CONVY), "rejudge", source], cwd=made.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        ends = time.monotonic() + DEADLINE
+        again = None
+        while time.monotonic() < ends and process.poll() is None:
+            runs = [path.parent for path in (made.folder / "results" / "bot").glob("*/run.json") if path.parent.name != source]
+            if runs and json.loads((runs[0] / "run.json").read_text() or "{}").get("status", {}).get("type") == "running":
+                lines = runs[0] / "attempts.jsonl"
+                if (lines.read_bytes().count(b"\n") if lines.exists() else 0) >= after:
+                    again = runs[0].name
+                    break
+            time.sleep(0.01)
+        assert again is not None, "the re-judge never got under way"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=DEADLINE)
+    assert len(made.outcomes(again) if (made.folder / "results" / "bot" / again / "attempts.jsonl").exists() else []) == after
+    go.touch()
+
+    resumed = made.ran("resume", again)
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert attempts(made, again) == Counter({key: 1 for key in attempts(made, source)})
+    assert json.loads(run_json(made, again).read_text())["status"]["type"] == "finished"
+
+
+# --- the numbers --------------------------------------------------------------------------------
+
+
+def test_agreement_on_a_case_worked_by_hand_with_changed_minds_ties_and_labels_of_claims_gone(project: Project) -> None:
+    """The judge decided GREETS held, held, failed, held (attempts 1-4, each its own dialogue) and BRIEF held
+    everywhere. People: attempt 1 right; attempt 2 right at 14:30 then wrong at 15:00 (the later wins, whatever
+    the order the files were added in); attempt 3 wrong; attempt 4 right then wrong at the same moment (the one
+    kept last wins); BRIEF of attempt 1 wrong; and two labels of nothing in the run (a claim since removed, a
+    dialogue of another run). Pairs (decided, truth): GREETS (T,T) (T,F) (F,T) (T,F), BRIEF (T,F): 1 of 5 agree.
+    κ: p_o = 1/5; decided held 4/5, truth held 2/5: p_e = 4/5·2/5 + 1/5·3/5 = 11/25; κ = (5/25 − 11/25)/(14/25) = −3/7."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from convy.labels import Label, LabelledRun, LabelsFile
+
+    run = project.played("r1", [True, True, False, True])
+    outcomes = {outcome.attempt: outcome for outcome in run.outcomes}
+
+    def label(attempt: int, right: bool, at: str, claim: str = "The agent greets the user.", held: bool | None = None) -> Label:
+        outcome = outcomes[attempt]
+        shown = next(one.held for one in outcome.result.claims if one.claim == claim) if held is None else held  # type: ignore[union-attr]
+        return Label(outcome.transcript.fingerprint(), "hello", attempt, claim, shown, right, at)
+
+    def added(*labels: Label) -> None:
+        LabelsKept(run.folder).added(LabelsFile(1, LabelledRun("bot", "r1"), labels))
+
+    added(label(2, False, "2026-12-02T15:00:00Z"))  # the later label added first
+    added(
+        label(1, True, "2026-12-02T14:30:00Z"),
+        label(2, True, "2026-12-02T14:30:00Z"),
+        label(3, False, "2026-12-02T14:30:00Z"),
+        label(4, True, "2026-12-02T14:40:00Z"),
+        label(4, False, "2026-12-02T15:40:00+01:00"),  # the same moment, written another way, kept last
+        label(1, False, "2026-12-02T14:30:00Z", claim="The agent is brief."),
+        label(1, True, "2026-12-02T14:30:00Z", claim="A claim since removed", held=True),
+        Label("0123456789abcdef" * 2, "hello", 1, "The agent greets the user.", True, True, "2026-12-02T14:30:00Z"),
+    )
+    view = Summary(project.read("r1")).view().agreement
+    assert view is not None
+    assert (view.labels, view.unmatched, view.broken) == (7, 2, 0)
+    score = view.overall.score
+    assert (score.labelled, score.agree) == (5, 1)
+    low, high = proportion_confint(1, 5, method="wilson")
+    assert score.accuracy is not None and (score.accuracy.low, score.accuracy.high) == (pytest.approx(low), pytest.approx(high))
+    assert score.kappa is not None and score.kappa.estimate == pytest.approx(-3 / 7)
+    assert sorted((one.attempt, one.claim[:9], one.decided, one.truth) for one in view.disagreements) == [
+        (1, "The agent", True, False), (2, "The agent", True, False), (3, "The agent", False, True), (4, "The agent", True, False)
+    ]
