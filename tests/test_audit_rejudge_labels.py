@@ -170,6 +170,24 @@ def test_a_source_that_lost_lines_stops_the_rejudge_naming_them_and_resume_finis
     assert json.loads(run_json(made, again).read_text())["status"]["type"] == "finished"
 
 
+def test_a_source_deleted_before_resume_is_named_as_the_source(made: Fakes) -> None:
+    """A re-judge stopped half way (its source's lines lost), then its source deleted: ``convy resume`` exits 2
+    saying the run decides the dialogues of that run, which cannot be read. Before, it said only that
+    results/bot/<source> is not a run folder, a run the user never named."""
+    source = made.played()
+    file = made.folder / "results" / "bot" / source / "attempts.jsonl"
+    file.write_bytes(b"".join(file.read_bytes().splitlines(keepends=True)[:-1]))
+    assert made.ran("rejudge", source).returncode == 2
+    again = made.newest()
+    shutil.rmtree(made.folder / "results" / "bot" / source)
+
+    resumed = made.ran("resume", again)
+
+    assert resumed.returncode == 2
+    assert resumed.stderr.startswith(f"convy: run {again} decides the recorded dialogues of run {source}, which cannot be read: ")
+    assert "not a run folder" in resumed.stderr
+
+
 # --- hostile labels files and labels.jsonl ------------------------------------------------------
 
 

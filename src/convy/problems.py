@@ -23,7 +23,9 @@
     ├── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
     │                                 error whose text held a secret, with its trace
     └── Unplayed (here)               convy's own bug: the bench ended with planned attempts
-                                      it never recorded; the run stops, marked interrupted
+        │                             it never recorded; the run stops, marked interrupted
+        └── DialoguesLost             not a bug: a re-judged run's source lacks dialogues it
+                                      had (lines lost since it finished); stops the same way
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 Any other error is convy's own: it is never recorded as a participant's failure, and stops the run.

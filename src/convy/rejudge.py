@@ -114,7 +114,7 @@ class Rejudge(msgspec.Struct, frozen=True):
         if spec.origin is None:
             return spec, self.source
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
-        dialogues.run()  # its run.json must be there and sound: the dialogues are read from its folder
+        Sourced(spec.id, dialogues).checked()  # its run.json must be there and sound: the dialogues are read from its folder
         if dialogues.in_use():
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} holds, is in use by another convy process")
         return spec, dialogues
@@ -184,10 +184,26 @@ class Rejudge(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: its judge was {spec.models.judge}, and models.py now gives {judge.name}"
             )
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
-        dialogues.run()  # the dialogues' run must still be there and sound
+        Sourced(spec.id, dialogues).checked()  # the dialogues' run must still be there and sound
         if dialogues.in_use():
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} re-judges, is in use by another convy process")
         return Rejudging(dialogues, judge, spec.limits, budget)
+
+
+class Sourced(msgspec.Struct, frozen=True):
+    """The run whose recorded dialogues the run ``run`` decides, which must be there and sound: one
+    deleted or damaged since is said as the source of that run, not as a run the user named."""
+
+    run: str
+    dialogues: RunJournal
+
+    def checked(self) -> None:
+        try:
+            self.dialogues.run()
+        except ConfigurationError as error:
+            raise ConfigurationError(
+                f"run {self.run} decides the recorded dialogues of run {self.dialogues.folder.name}, which cannot be read: {error}"
+            ) from None
 
 
 class Rejudging(msgspec.Struct, frozen=True):
