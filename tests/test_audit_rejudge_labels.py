@@ -9,6 +9,7 @@ judge's server, the template project on the stand-in.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import signal
@@ -385,14 +386,12 @@ def test_a_judge_key_echoed_while_rejudging_reaches_no_output_file_page_or_label
 
 
 @pytest.mark.timeout(300)
-def test_rejudge_on_litellms_proxy_counts_what_the_proxy_sent_and_a_busy_judge_leaves_attempts_not_judged(
+def test_rejudge_on_litellms_proxy_counts_exactly_what_the_proxy_sent(
     made_proxy: Made, proxy: Proxy  # noqa: F811 - proxy is test_proxy's fixture
 ) -> None:
     """A run of the template's assistant on LiteLLM's proxy, then ``convy rejudge`` of it on the same proxy:
     the judge's tokens and cost kept are exactly those of the replies the proxy wrote down for judge-model
-    since the re-judge began (and no request to the agent's or user's model). Re-judged with ``--judge
-    mock-busy``, a model the proxy always refuses with 429, within a judge patience of 1 s: the command
-    ends, every attempt kept, none judged, exit 5."""
+    since the re-judge began (and no request to the agent's or user's model)."""
     made = made_proxy
     made.gateway(proxy.url + "/v1")
     ran = made.ran("run", "assistant", "-k", "1", CONVY_MAX_TURNS="2")
@@ -416,14 +415,6 @@ def test_rejudge_on_litellms_proxy_counts_what_the_proxy_sent_and_a_busy_judge_l
     assert {group: len(proxy.sent(group)) for group in ("user-model", "agent-model")} == {
         group: before[group] for group in ("user-model", "agent-model")
     }
-
-    busy = made.ran("rejudge", source.name, "--judge", "mock-busy", CONVY_JUDGE_PATIENCE="1")
-
-    assert busy.returncode == 5, busy.stdout + busy.stderr
-    newest = max((path.parent for path in (made.folder / "results").glob("*/*/run.json")), key=lambda path: path.name)
-    assert json.loads((newest / "run.json").read_text())["status"]["type"] == "finished"
-    judged = [outcome for outcome in outcomes(newest) if judged_claims(outcome)]
-    assert len(outcomes(newest)) == len(kept) and not judged
 
 
 # --- killed ------------------------------------------------------------------------------------
@@ -530,3 +521,28 @@ def test_agreement_on_a_case_worked_by_hand_with_changed_minds_ties_and_labels_o
     assert sorted((one.attempt, one.claim[:9], one.decided, one.truth) for one in view.disagreements) == [
         (1, "The agent", True, False), (2, "The agent", True, False), (3, "The agent", False, True), (4, "The agent", True, False)
     ]
+
+
+@pytest.mark.skipif(not os.environ.get("CONVY_AUDIT_SLOW"), reason="slow (15-50 s): set CONVY_AUDIT_SLOW=1")
+@pytest.mark.timeout(300)
+def test_a_judge_litellm_always_refuses_leaves_the_attempt_not_judged(made_proxy: Made, proxy: Proxy) -> None:  # noqa: F811
+    """Re-judged with ``--judge mock-busy``, a model the proxy always refuses with 429, within a judge patience
+    of 1 s: the command ends, the attempt kept, not judged, exit 5. Behind a flag, as it is slow: the attempt's
+    four claims took 16 s in all (50 s for all eight scenarios). The waits it notes, printed, say why: the
+    first claim gave up after 1 s, and the other three waited for the pace 2.5, 7 and 12 s (not counted
+    against the patience), then 2 to 3 s each for the busy service (over the patience of 1 s), though the
+    attempt could no longer be judged once one claim had failed."""
+    made = made_proxy
+    made.gateway(proxy.url + "/v1")
+    ran = made.ran("run", "assistant", "-k", "1", "--scenarios", "orders/impatient", CONVY_MAX_TURNS="2")
+    assert ran.returncode in (0, 5), ran.stdout + ran.stderr
+    (source,) = made.runs().values()
+
+    busy = made.ran("rejudge", source.name, "--judge", "mock-busy", CONVY_JUDGE_PATIENCE="1")
+
+    assert busy.returncode == 5, busy.stdout + busy.stderr
+    newest = max((path.parent for path in (made.folder / "results").glob("*/*/run.json")), key=lambda path: path.name)
+    assert json.loads((newest / "run.json").read_text())["status"]["type"] == "finished"
+    (outcome,) = outcomes(newest)
+    assert not judged_claims(outcome)
+    print(msgspec.json.encode(outcome.waits).decode())
