@@ -114,7 +114,7 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, ScenarioError, Unplayed, Unwritable
+    from convy.problems import ConfigurationError, DialoguesLost, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
@@ -136,6 +136,7 @@ _WHERE = {
     "Checked": "convy.dialog",
     "Chunks": "convy.chat",
     "Claim": "convy.dialog",
+    "DialoguesLost": "convy.problems",
     "Evidence": "convy.dialog",
     "Origin": "convy.bench",
     "Vote": "convy.dialog",
@@ -265,6 +266,7 @@ __all__ = [
     "Contained",
     "Conversation",
     "Cost",
+    "DialoguesLost",
     "Env",
     "Evidence",
     "Failed",

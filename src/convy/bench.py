@@ -375,12 +375,35 @@ class Skipped(msgspec.Struct, frozen=True):
     reasons: tuple[str, ...]
 
 
+class FolderName(msgspec.Struct, frozen=True):
+    """A field naming one folder of ``results/<agent>/<run>``: one plain, printable name of at most
+    ``LONGEST`` characters, never a path (``ValueError`` naming the field otherwise)."""
+
+    field: str
+    name: str
+
+    LONGEST: ClassVar[int] = 200
+
+    def check(self) -> None:
+        name = self.name
+        if name in ("", ".", "..") or "/" in name or "\\" in name or not name.isprintable():
+            raise ValueError(f"{self.field}: not a folder's name")
+        if len(name) > self.LONGEST:
+            raise ValueError(f"{self.field}: longer than {self.LONGEST} characters")
+
+
 class Origin(msgspec.Struct, frozen=True):
     """The run whose recorded dialogues a re-judged run decides again (``convy rejudge``): its
     agent and id, so its folder is ``results/<agent>/<run>``."""
 
     agent: str
     run: str
+
+    def __post_init__(self) -> None:
+        # Read from run.json, which anyone may have written: results/<agent>/<run> must never lead
+        # out of results/ (an absolute path joined to it would replace it).
+        FolderName("agent", self.agent).check()
+        FolderName("run", self.run).check()
 
 
 class RunSpec(msgspec.Struct, frozen=True):
@@ -400,7 +423,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
-    LONGEST_NAME: ClassVar[int] = 200
+    LONGEST_NAME: ClassVar[int] = FolderName.LONGEST
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -410,11 +433,8 @@ class RunSpec(msgspec.Struct, frozen=True):
         if not 0.0 <= self.trust <= 1.0:
             raise ValueError("trust: must be between 0 and 1")
         # The run's folder is results/<agent>/<id>: each must be one plain name, never a path.
-        for field, name in (("id", self.id), ("agent", self.agent)):
-            if name in ("", ".", "..") or "/" in name or "\\" in name or not name.isprintable():
-                raise ValueError(f"{field}: not a folder's name")
-            if len(name) > self.LONGEST_NAME:
-                raise ValueError(f"{field}: longer than {self.LONGEST_NAME} characters")
+        FolderName("id", self.id).check()
+        FolderName("agent", self.agent).check()
 
     def planned(self) -> Plan:
         return Plan(self.scenarios, self.attempts)

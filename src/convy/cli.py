@@ -58,7 +58,7 @@ from convy.attempt import Spent
 from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent, Models
-from convy.problems import ConfigurationError, Outside, Unplayed, Unwritable
+from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
@@ -274,6 +274,12 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
                 )
                 return 1
+            case DialoguesLost():
+                kept = journal.kept(self.spec)
+                self.errors.line(
+                    f"convy: {stopped}; run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts"
+                )
+                return 2
             case Unplayed():
                 kept = journal.kept(self.spec)
                 self.errors.line(
@@ -1036,6 +1042,8 @@ class LabelsCommand(msgspec.Struct, frozen=True):
                     "labels follow their dialogues, so they count wherever these dialogues are"
                 )
         read = self.project.read(journal.folder.name)
+        if read.problem:  # a damaged run.json: its own labels still count, a source it names cannot
+            errors.line(f"read {where}: {read.problem}")
         agreement = Summary(read).agreement()
         if agreement is None:
             shown.line(f"{where}: no labels")

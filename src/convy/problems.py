@@ -23,7 +23,9 @@
     ├── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
     │                                 error whose text held a secret, with its trace
     └── Unplayed (here)               convy's own bug: the bench ended with planned attempts
-                                      it never recorded; the run stops, marked interrupted
+        │                             it never recorded; the run stops, marked interrupted
+        └── DialoguesLost             not a bug: a re-judged run's source lacks dialogues it
+                                      had (lines lost since it finished); stops the same way
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 Any other error is convy's own: it is never recorded as a participant's failure, and stops the run.
@@ -271,3 +273,9 @@ class Outside(msgspec.Struct, frozen=True):
 class Unplayed(Exception):
     """The bench ended with planned attempts that were never recorded: a bug of convy's, raised so
     that a run never says it is finished with attempts missing."""
+
+
+class DialoguesLost(Unplayed):
+    """A re-judged run's source no longer holds some of the recorded dialogues it is to decide (its
+    ``attempts.jsonl`` was cut, or lines of it damaged, since it finished): the run stops rather
+    than say it is finished with those attempts missing. Not a bug: the text names the file."""
