@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
 import msgspec
 
 from convy.agent import NoUsage, TimeLimited, Usage
+from convy.agreement import Consensus
 from convy.attempt import Spent
 from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.dialog import Failed, NoVerdict, Verdict
@@ -65,7 +66,7 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
-from convy.views import AgreementView, ComparisonView, ScoreView
+from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -377,6 +378,8 @@ class Recorded(msgspec.Struct, frozen=True):
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
+        for line in JudgingSaid(Consensus(self.spec, summary.by_scenario()).view()).lines():
+            self.shown.line(line)
         # Compared as ratios, each rounded once: 57 of 100 is not above 0.57, as 57 > 0.57 * 100 would say.
         share = unjudged / len(outcomes) if outcomes else 0.0
         above = share > self.max_not_judged
@@ -772,6 +775,42 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         return Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged
         ).played()
+
+
+class JudgingSaid(msgspec.Struct, frozen=True):
+    """What the command says of a run's judging (the report's Judging section, ``agreement.py``):
+    the claims flagged — ambiguous, judges disagreeing, evidence not in the dialogue — at most
+    ``MOST`` of them, and a judge from the agent's provider. Nothing for a run judged once by one
+    judge that quoted nothing, or with nothing flagged."""
+
+    view: JudgingView | None
+
+    MOST: ClassVar[int] = 5
+
+    def lines(self) -> list[str]:
+        view = self.view
+        if view is None:
+            return []
+        lines: list[str] = []
+        flagged = [row for row in view.claims if row.ambiguous or row.disagree or row.unquoted]
+        for row in flagged[: self.MOST]:
+            said: list[str] = []
+            if row.ambiguous:
+                agreement = "" if row.agreement is None else f", self-agreement {row.agreement:.0%}"
+                said.append(f"ambiguous claim, rewrite it ({row.dissents} of {row.decisions} decisions divided{agreement})")
+            if row.disagree:
+                said.append("the judges disagree on it")
+            if row.unquoted:
+                said.append(f"{row.unquoted} of {row.decisions} decisions quote words not in the dialogue")
+            lines.append(f"judging: {Inert(row.scenario).line()} · {Inert(row.claim).line()}: {'; '.join(said)}")
+        if len(flagged) > self.MOST:
+            lines.append(f"judging: and {len(flagged) - self.MOST} more claims flagged (see the report)")
+        for judge in view.alike:
+            lines.append(
+                f"judging: {Inert(judge).line()} is from {Inert(view.agent_provider).line()}, "
+                "the provider of the agent's model: a possible bias"
+            )
+        return lines
 
 
 class Passed(msgspec.Struct, frozen=True):
