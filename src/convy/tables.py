@@ -38,8 +38,8 @@ from convy.rows import (
 )
 from convy.runs import Read
 from convy.scenario import Scenario
-from convy.variants import Variant
 from convy.stats import Consistency, Tally, Wilson
+from convy.variants import Variant
 
 
 class Usages(msgspec.Struct, frozen=True):
