@@ -411,3 +411,14 @@ def test_a_user_told_of_no_value_is_refused_where_the_simulator_prompt_is_filled
     """A variant's told prompt is its own: Prompt's slots filled from the variant's vars."""
     (variant, *_) = Scenario(id="x", judge=("ok",), user="{{ mood }}", matrix={"mood": ["calm", "angry"]}).variants()
     assert variant.told(Prompt("[{{ instructions }}] {{ mood }}")) == "[calm] calm"
+
+
+def test_personas_are_part_of_the_scenarios_fingerprint(tmp_path: Path) -> None:
+    """personas.yaml fills the variants as the scenario files do: changing it changes the
+    fingerprint of the scenarios a run keeps (and a comparison says the scenario files differ)."""
+    where = project(tmp_path, {"s.yaml": "user: '{{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n"})
+    (where / "personas.yaml").write_text(PERSONAS, encoding="utf-8")
+    prompt = Prompt("{{ instructions }}")
+    before = Project(where).fingerprints("bot", prompt).scenarios
+    (where / "personas.yaml").write_text(PERSONAS.replace("78", "79"), encoding="utf-8")
+    assert Project(where).fingerprints("bot", prompt).scenarios != before

@@ -237,7 +237,9 @@ class Project(msgspec.Struct, frozen=True):
         """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator
         prompt (``prompt``, read from the settings now), as they are now."""
         scenarios = hashlib.sha256()
-        for path in sorted((self.folder / "scenarios").rglob("*.yaml")):
+        # personas.yaml fills the variants' slots as the files do: a part of the scenarios, when there is one.
+        personas = self.folder / "personas.yaml"
+        for path in [*sorted((self.folder / "scenarios").rglob("*.yaml")), *([personas] if personas.exists() else [])]:
             shown = path.relative_to(self.folder).as_posix()
             try:
                 data = RegularFile(path).data(YamlFile.MAX_BYTES)
