@@ -66,6 +66,7 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
+from convy.variants import Value, Variant
 from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
 
 if TYPE_CHECKING:
@@ -566,10 +567,12 @@ class RunCommand(msgspec.Struct, frozen=True):
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
     judge_repeats: int | None = None
+    most_variants: int | None = None  # --max-variants: a scenario's variants, over Scenario.MOST_VARIANTS
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
-        scenarios = self.project.scenarios()  # every scenario file must be sound before anything is played
+        # every scenario file must be sound before anything is played
+        scenarios = self.project.scenarios(self.most_variants)
         codes: list[int] = []
         played: list[str] = []
         for name in self.agents or self.project.agent_names():
@@ -851,7 +854,7 @@ class DryRun(msgspec.Struct, frozen=True):
         sourced = ProjectSettings(project.folder).sourced()
         problems.extend(sourced.problems)
         settings = self._gathered(problems, lambda: self.command.overridden(sourced.settings), sourced.settings)
-        scenarios, broken = project.sound_scenarios()
+        scenarios, broken = project.sound_scenarios(self.command.most_variants)
         problems.extend(broken)
         names, unnamed = (self.command.agents, ()) if self.command.agents else project.agents()
         problems.extend(unnamed)
@@ -927,6 +930,7 @@ class DryRun(msgspec.Struct, frozen=True):
         for spec in specs:
             planned = len(spec.scenarios) * spec.attempts
             lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            lines.extend(Variants(spec.scenarios).lines("  "))
             judging, judges = spec.judging, spec.models.judges()
             if judges and (len(judges) > 1 or not judging.direct()):
                 asked = f"{judging.repeats} time{'s' if judging.repeats != 1 else ''}"
@@ -945,6 +949,28 @@ class DryRun(msgspec.Struct, frozen=True):
             )
         else:
             lines.append(f"would run {total} attempts of {len(specs)} agents; nothing was sent, nothing written")
+        return tuple(lines)
+
+
+class Variants(msgspec.Struct, frozen=True):
+    """The variants a run plays of each scenario with a matrix, as ``convy check`` and
+    ``--dry-run`` say them: how many, and over which keys."""
+
+    scenarios: tuple[Scenario, ...]
+
+    def lines(self, indent: str) -> tuple[str, ...]:
+        made: dict[str, list[Variant]] = {}
+        for scenario in self.scenarios:
+            if scenario.variant is not None:
+                made.setdefault(scenario.variant.of, []).append(scenario.variant)
+        lines: list[str] = []
+        for base, variants in made.items():
+            keys: dict[str, set[str]] = {}
+            for variant in variants:
+                for key, value in variant.values.items():
+                    keys.setdefault(key, set()).add(Value(value).text())
+            said = " × ".join(f"{len(values)} {key}" for key, values in keys.items())
+            lines.append(Inert(f"{indent}{base}: {len(variants)} variant{'s' if len(variants) != 1 else ''} ({said})").line())
         return tuple(lines)
 
 
@@ -1294,6 +1320,7 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
+        self._variants(run)
         self._budget(run)
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
@@ -1304,7 +1331,8 @@ class Arguments(msgspec.Struct, frozen=True):
         only.add_argument(
             "--dry-run", action="store_true", help="say what would run, or every problem that stops it; nothing sent or written"
         )
-        commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2 or 0)")
+        check = commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2 or 0)")
+        self._variants(check)
         report = commands.add_parser("report", help="rebuild the reports of runs and the index")
         report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
         report.add_argument(
@@ -1352,6 +1380,14 @@ class Arguments(msgspec.Struct, frozen=True):
         self._budget(rejudge)
         return parser
 
+    def _variants(self, command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--max-variants",
+            type=int,
+            metavar="N",
+            help=f"play a scenario's matrix of up to N variants (default: {Scenario.MOST_VARIANTS})",
+        )
+
     def _budget(self, command: argparse.ArgumentParser) -> None:
         # The budget's options, declared once in Budgeted for run and resume (exit 6 when one stops the run).
         for name, metavar, kind, said in Budgeted.OPTIONS:
@@ -1398,7 +1434,8 @@ def main(argv: list[str] | None = None) -> int:
                 case "init":
                     code = InitCommand(parsed.project / parsed.folder).run(shown)
                 case "check":
-                    code = DryRun(RunCommand(project, (), None, (), (), None, None)).run(shown, errors)
+                    checked = RunCommand(project, (), None, (), (), None, None, most_variants=parsed.max_variants)
+                    code = DryRun(checked).run(shown, errors)
                 case "run" if parsed.smoke:
                     code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
                 case "run":
@@ -1414,6 +1451,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         parsed.judge_repeats,
+                        parsed.max_variants,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":

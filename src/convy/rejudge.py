@@ -126,7 +126,8 @@ class Rejudge(msgspec.Struct, frozen=True):
         agent and simulator prompt (the dialogues' own). A scenario of the source the project no
         longer has is skipped, and so is one with claims while the judge is absent."""
         source, dialogues = self.origin()
-        now = {scenario.id: scenario for scenario in self.project.scenarios()}
+        # The source's variants, however many it played (its --max-variants is not kept).
+        now = {scenario.id: scenario for scenario in self.project.scenarios(RunSpec.MOST_ATTEMPTS)}
         skipped: list[Skipped] = []
         kept: list[Scenario] = []
         for was in source.scenarios:

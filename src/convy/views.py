@@ -149,6 +149,28 @@ class ScenarioView(View, frozen=True):
     answer_p50: float | None
     cost: CostView
     stops: dict[str, int]
+    variant: dict[str, str] = {}  # a matrix variant's values, as its id writes them; {} for a scenario without a matrix
+    variant_of: str = ""  # the scenario it was made from
+
+
+class VariantValueView(View, frozen=True):
+    """One value of a variant dimension over the run: the variants that have it, their attempts
+    passed of judged, and their pass rate as the run's is found (the mean of the variants' rates,
+    its interval by ``stats.Headline``: Wilson for one variant, else clustered by variant)."""
+
+    value: str
+    variants: int
+    passed: int
+    judged: int
+    rate: IntervalView | None
+    method: str
+
+
+class VariantDimensionView(View, frozen=True):
+    """A matrix key of the run's scenarios (``mood``), with each of its values in the matrix's order."""
+
+    key: str
+    values: list[VariantValueView]
 
 
 class Dimension(View, frozen=True):
@@ -321,6 +343,7 @@ class RunView(View, frozen=True):
     claims: list[str]
     agreement: AgreementView | None = None  # the judge against human labels; None: no labels
     judging: JudgingView | None = None  # None: one judge asked once that quoted nothing
+    variants: list[VariantDimensionView] = []  # the run's variant dimensions; [] with no matrix
 
 
 # The scenario window's records below are written as JSON arrays of their fields' values, in the

@@ -19,7 +19,13 @@
   };
   const ORDER = { always: 0, flaky: 1, never: 2, not_judged: 3 };
 
-  const state = { q: "", status: "", tag: "", claim: "", group: "", sort: "", dir: "", s: "", a: "" };
+  const state = { q: "", status: "", tag: "", variant: "", claim: "", group: "", sort: "", dir: "", s: "", a: "" };
+
+  /* Variants: each matrix key a dimension (report.Dimensions), each value with its pass rate.
+     A filter is "key=value"; a group by a key is "variant:key". */
+  const DIMENSIONS = view.variants || [];
+  const VALUE = new Map(DIMENSIONS.flatMap((dim) => dim.values.map((one) => [dim.key + "=" + one.value, one])));
+  const GROUPS = ["folder", "tag", ...DIMENSIONS.map((dim) => "variant:" + dim.key)];
 
   /* Header. */
 
@@ -100,6 +106,29 @@
       h("div", { class: "tile" },
         h("h2", null, "Stop reasons"),
         h("ul", null, Object.entries(view.stops).map(([stop, count]) => h("li", null, word("stop", stop) + ": " + fmt.int(count))))));
+  }
+
+  /* Variants: a tile per matrix key, each value's pass rate with its interval, found in
+     report.Dimensions as the run's rate is (across the variants that have the value). */
+
+  function variants() {
+    if (!DIMENSIONS.length) return null;
+    return h("section", { class: "variants", id: "variants", "aria-label": "Variants" },
+      h("h2", null, "Variants ", h("span", { class: "muted" }, "— pass rate by the value of each matrix key")),
+      h("div", { class: "tiles" }, DIMENSIONS.map((dim) => h("div", { class: "tile wide variant-dimension", "data-key": dim.key },
+        h("h2", null, dim.key),
+        h("table", { class: "grid variant-values" },
+          h("thead", null, h("tr", null,
+            h("th", { scope: "col" }, "value"),
+            h("th", { scope: "col", class: "num" }, "pass rate"),
+            h("th", { scope: "col", class: "num" }, "95% interval"),
+            h("th", { scope: "col", class: "num", title: "attempts passed of judged, over the variants with this value" }, "passed"))),
+          h("tbody", null, dim.values.map((one) => h("tr", { "data-value": one.value },
+            h("th", { scope: "row" }, h("button", { type: "button", class: "variant-filter", title: "show only " + dim.key + "=" + one.value,
+              onclick: () => { state.variant = dim.key + "=" + one.value; variantSelect.value = state.variant; update(); } }, one.value)),
+            h("td", { class: "num rate" }, one.rate ? fmt.pct(one.rate.estimate, 0) : "—"),
+            h("td", { class: "num interval", title: METHOD[one.method] || one.method }, one.rate ? fmt.span(one.rate) : "—"),
+            h("td", { class: "num", title: fmt.int(one.variants) + (one.variants === 1 ? " variant" : " variants") }, fmt.int(one.passed) + "/" + fmt.int(one.judged))))))))));
   }
 
   /* Judging: how far the judge can be trusted, claim by claim (agreement.Consensus). Every text
@@ -194,20 +223,26 @@
   const claimTexts = view.claims;
   const claimSelect = h("select", { id: "filter-claim", "aria-label": "Filter by claim", class: "claim-select" },
     h("option", { value: "" }, "every claim"), claimTexts.map((text) => h("option", { value: text }, text.length > 70 ? text.slice(0, 69) + "…" : text)));
+  const variantSelect = h("select", { id: "filter-variant", "aria-label": "Filter by variant value" },
+    h("option", { value: "" }, "every variant"),
+    DIMENSIONS.map((dim) => h("optgroup", { label: dim.key }, dim.values.map((one) => h("option", { value: dim.key + "=" + one.value }, dim.key + " = " + one.value)))));
   const groupSelect = h("select", { id: "group", "aria-label": "Group by" },
-    h("option", { value: "" }, "no groups"), h("option", { value: "folder" }, "by folder"), h("option", { value: "tag" }, "by tag"));
+    h("option", { value: "" }, "no groups"), h("option", { value: "folder" }, "by folder"), h("option", { value: "tag" }, "by tag"),
+    DIMENSIONS.map((dim) => h("option", { value: "variant:" + dim.key }, "by " + dim.key)));
   const count = h("span", { class: "count", "aria-live": "polite" });
 
   function controls() {
     search.addEventListener("input", () => { state.q = search.value; update(); });
     statusSelect.addEventListener("change", () => { state.status = statusSelect.value; update(); });
     tagSelect.addEventListener("change", () => { state.tag = tagSelect.value; update(); });
+    variantSelect.addEventListener("change", () => { state.variant = variantSelect.value; update(); });
     claimSelect.addEventListener("change", () => { state.claim = claimSelect.value; update(); });
     groupSelect.addEventListener("change", () => { state.group = groupSelect.value; update(); });
     return h("div", { class: "controls" },
       search,
       h("label", { class: "field" }, "status", statusSelect),
       h("label", { class: "field" }, "tag", tagSelect),
+      DIMENSIONS.length ? h("label", { class: "field" }, "variant", variantSelect) : null,
       h("label", { class: "field" }, "claim", claimSelect),
       h("label", { class: "field" }, "group", groupSelect),
       count);
@@ -303,6 +338,10 @@
   function matches(one) {
     if (state.status && one.status !== state.status) return false;
     if (state.tag && !one.tags.includes(state.tag)) return false;
+    if (state.variant) {
+      const at = state.variant.indexOf("=");
+      if (!one.variant || one.variant[state.variant.slice(0, at)] !== state.variant.slice(at + 1)) return false;
+    }
     if (state.claim && !one.claims.some((claim) => claim.text === state.claim)) return false;
     if (state.q) {
       const words = state.q.toLowerCase().split(/\s+/).filter(Boolean);
@@ -350,18 +389,26 @@
     items = [];
     if (state.group) {
       const groups = new Map();
+      const key = state.group.startsWith("variant:") ? state.group.slice(8) : null;
       for (const one of list) {
-        const names = state.group === "tag" ? (one.tags.length ? one.tags : [""]) : [one.group];
+        const names = key !== null ? [one.variant && one.variant[key] !== undefined ? one.variant[key] : ""]
+          : state.group === "tag" ? (one.tags.length ? one.tags : [""]) : [one.group];
         for (const name of names) {
           if (!groups.has(name)) groups.set(name, []);
           groups.get(name).push(one);
         }
       }
-      const names = [...groups.keys()].sort((a, b) => (a === "" ? 1 : b === "" ? -1 : a.localeCompare(b)));
+      const dim = key !== null ? DIMENSIONS.find((one) => one.key === key) : null;
+      const matrixOrder = dim ? dim.values.map((one) => one.value) : [];
+      const place = (name) => (matrixOrder.includes(name) ? matrixOrder.indexOf(name) : matrixOrder.length);
+      const names = [...groups.keys()].sort((a, b) => (a === "" ? 1 : b === "" ? -1 : dim ? place(a) - place(b) : a.localeCompare(b)));
       for (const name of names) {
         const members = groups.get(name);
-        const label = name || (state.group === "tag" ? "no tag" : "top folder");
-        items.push([(state.group === "tag" ? "tag " : "folder ") + label + " · " + members.length + (members.length === 1 ? " scenario" : " scenarios"), null]);
+        const label = name || (key !== null ? "no " + key : state.group === "tag" ? "no tag" : "top folder");
+        const kind = key !== null ? (name ? key + " " : "") : state.group === "tag" ? "tag " : "folder ";
+        const value = key !== null && name ? VALUE.get(key + "=" + name) : null;
+        const rate = value && value.rate ? " · " + fmt.pct(value.rate.estimate, 0) + " " + fmt.span(value.rate) + " passed" : "";
+        items.push([kind + label + " · " + members.length + (members.length === 1 ? " scenario" : " scenarios") + rate, null]);
         for (const one of members) items.push([one, one.index + "|" + state.group + "|" + name]);
       }
     } else {
@@ -661,7 +708,7 @@
       if (written) return;
       written = true;
       saving = false;
-      hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+      hash.write({ q: state.q, status: state.status, tag: state.tag, variant: state.variant, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
     };
     requestAnimationFrame(() => setTimeout(write, 0));
     setTimeout(write, 100);
@@ -678,12 +725,14 @@
     state.status = ORDER[read.status] !== undefined ? read.status : "";
     state.tag = view.tags.includes(read.tag) ? read.tag : "";
     state.claim = claimTexts.includes(read.claim) ? read.claim : "";
-    state.group = read.group === "folder" || read.group === "tag" ? read.group : "";
+    state.variant = VALUE.has(read.variant) ? read.variant : "";
+    state.group = GROUPS.includes(read.group) ? read.group : "";
     state.sort = SORT[read.sort] ? read.sort : "";
     state.dir = read.dir === "asc" ? "asc" : "desc";
     search.value = state.q;
     statusSelect.value = state.status;
     tagSelect.value = state.tag;
+    variantSelect.value = state.variant;
     claimSelect.value = state.claim;
     groupSelect.value = state.group;
     draw();
@@ -694,6 +743,7 @@
   Convy.fill(app,
     ...header().flat(),
     tiles(),
+    variants(),
     Labels.agreement(view.agreement, open),
     judging(),
     h("section", { class: "scenario-table" },
