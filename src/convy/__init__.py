@@ -111,6 +111,7 @@ if TYPE_CHECKING:
         PatientModel,
         Reply,
         Said,
+        ServiceFailure,
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
@@ -209,6 +210,7 @@ _WHERE = {
     "ScenarioError": "convy.problems",
     "Scenarios": "convy.scenario",
     "Settings": "convy.settings",
+    "ServiceFailure": "convy.model",
     "SimulatedUser": "convy.dialog",
     "Skipped": "convy.bench",
     "StillBusy": "convy.model",
@@ -327,6 +329,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Scenarios",
+    "ServiceFailure",
     "Settings",
     "SimulatedUser",
     "Skipped",

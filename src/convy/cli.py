@@ -368,6 +368,9 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
             f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
         )
+        causes = summary.breakdown().text()
+        if causes:
+            self.shown.line(causes)
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
@@ -938,6 +941,9 @@ class ReportCommand(msgspec.Struct, frozen=True):
         for run in runs:
             summary = Summary(run)
             shown.line(f"report: {self.project.reported(summary).relative_to(self.project.folder)}")
+            causes = summary.breakdown().text()
+            if causes:
+                shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
             listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
             summaries.append(summary)

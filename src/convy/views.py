@@ -109,8 +109,18 @@ class ClaimRow(View, frozen=True):
     rate: IntervalView | None = None
 
 
+class CauseView(View, frozen=True):
+    """One cause of attempts that did not pass (``causes.py``): how many, and their share of the
+    attempts that did not pass (``None`` when every attempt passed)."""
+
+    cause: Literal["agent", "user", "judge", "service"]
+    count: int
+    share: float | None
+
+
 class AttemptRow(View, frozen=True):
-    """One attempt as the scenario's table and matrix show it."""
+    """One attempt as the scenario's table and matrix show it; ``cause`` whose it was when it did
+    not pass (``""`` when it passed)."""
 
     attempt: int
     status: Literal["passed", "failed", "not_judged"]
@@ -119,6 +129,7 @@ class AttemptRow(View, frozen=True):
     turns: int
     seconds: float
     marks: list[Literal["held", "failed", "none"]]
+    cause: str = ""
 
 
 class ScenarioView(View, frozen=True):
@@ -149,6 +160,7 @@ class ScenarioView(View, frozen=True):
     answer_p50: float | None
     cost: CostView
     stops: dict[str, int]
+    causes: dict[str, int] = {}  # its attempts that did not pass, by cause (only the causes it has)
 
 
 class Dimension(View, frozen=True):
@@ -321,6 +333,8 @@ class RunView(View, frozen=True):
     claims: list[str]
     agreement: AgreementView | None = None  # the judge against human labels; None: no labels
     judging: JudgingView | None = None  # None: one judge asked once that quoted nothing
+    causes: list[CauseView] = []  # the attempts that did not pass by cause, every cause in order
+    not_passed: int = 0  # the attempts that did not pass (failed or not judged)
 
 
 # The scenario window's records below are written as JSON arrays of their fields' values, in the
@@ -435,6 +449,7 @@ class DialogueView(View, frozen=True, array_like=True):
     tokens: TokensArray
     cost: CostArray
     fingerprint: str = ""  # the dialogue's (``Transcript.fingerprint``), which human labels are kept by
+    cause: str = ""  # whose it was when it did not pass (``causes.py``); "" when it passed
 
 
 class RunRow(View, frozen=True):
