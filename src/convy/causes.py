@@ -114,24 +114,28 @@ class Shift(msgspec.Struct, frozen=True):
     candidate: Breakdown
 
     def sentences(self) -> list[str]:
-        """A sentence for each cause whose change makes most of the whole change, in words:
-        "the candidate's drop is mostly simulated-user trouble: …"."""
+        """A sentence for each cause whose change makes most of the whole change, in words: "the
+        candidate's drop (attempts passed, 18 of 20 → 12 of 20) is mostly simulated-user trouble: …"."""
         if not self.base.attempts or not self.candidate.attempts:
             return []
         whole = self.candidate.not_passed() / self.candidate.attempts - self.base.not_passed() / self.base.attempts
         if abs(whole) < 1e-12:
             return []
         said: list[str] = []
+        passed = (
+            f"attempts passed, {self.base.attempts - self.base.not_passed()} of {self.base.attempts} → "
+            f"{self.candidate.attempts - self.candidate.not_passed()} of {self.candidate.attempts}"
+        )
         for cause in SHIFTED:
             before, after = self.base.of_all(cause) or 0.0, self.candidate.of_all(cause) or 0.0
             change = after - before
             if change * whole > 0 and abs(change) > abs(whole) / 2:
                 counts = (
-                    f"attempts not passed for {NAMES[cause]}: {self.base.counts[cause]} of {self.base.attempts} ({before:.0%})"
+                    f"not passed for {NAMES[cause]}: {self.base.counts[cause]} of {self.base.attempts} ({before:.0%})"
                     f" → {self.candidate.counts[cause]} of {self.candidate.attempts} ({after:.0%})"
                 )
                 if whole > 0:
-                    said.append(f"the candidate's drop is mostly {TROUBLE[cause]} trouble: {counts}")
+                    said.append(f"the candidate's drop ({passed}) is mostly {TROUBLE[cause]} trouble: {counts}")
                 else:
-                    said.append(f"the candidate's rise is mostly less {TROUBLE[cause]} trouble: {counts}")
+                    said.append(f"the candidate's rise ({passed}) is mostly less {TROUBLE[cause]} trouble: {counts}")
         return said

@@ -994,6 +994,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
         shown.line(f"pass rate {before} → {after}, Δ {change}, p = {view.p:.3g}: {verdict}")
         shown.line(view.reading)
         shown.line(f"scenarios: {counts['worse']} worse, {counts['better']} better, {counts['same']} same")
+        for sentence in view.trouble:
+            shown.line(sentence)
         if view.only_base or view.only_candidate or view.changed:
             shown.line(
                 f"left out: {len(view.only_base)} only in base, {len(view.only_candidate)} only in candidate, "

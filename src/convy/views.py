@@ -602,6 +602,11 @@ class ComparisonView(View, frozen=True):
     pairs: list[Pair]
     same_dialogues: SameDialogues | None = None
     judges: JudgesView | None = None  # both runs' deciders against the same human labels
+    # The attempts not passed of the scenarios compared, by cause, in each run; and the sentences
+    # that say a change is mostly the simulated user's or the judge's (``causes.Shift``).
+    base_causes: list[CauseView] = []
+    candidate_causes: list[CauseView] = []
+    trouble: list[str] = []
 
 
 class JudgesRow(View, frozen=True):
