@@ -4,16 +4,25 @@ between two runs as the command says them."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from standin import Drop, StandIn, Status, WrongShape
 
 from convy.attempt import Attempt
+from convy.bench import Bench, Limits, RunJournal, RunSpec
 from convy.causes import Breakdown, Cause, Shift
-from convy.dialog import Claim, Confidence, Failed, NoVerdict, Transcript, UserFault, Verdict
-from convy.scenario import Outcome, Stop
+from convy.dialog import ChatJudge, Claim, Confidence, Failed, NoVerdict, Transcript, UserFault, Verdict
+from convy.http import ChatAgent, JsonEndpoint
+from convy.model import Models, OpenAiModel
+from convy.report import Summary
+from convy.runs import Runs
+from convy.scenario import Outcome, Scenario, Stop
 
 TRUST = 0.7
 HELD = Claim("The agent helps.", True, "it did", Confidence(0.9))
@@ -176,3 +185,42 @@ def test_a_shifts_sentence_gives_the_counts() -> None:
         "the candidate's drop (attempts passed, 18 of 20 → 12 of 20) is mostly simulated-user trouble: "
         "not passed for the simulated user: 0 of 20 (0%) → 5 of 20 (25%)"
     )
+
+
+def test_a_run_with_service_faults_injected_over_http_has_each_cause(tmp_path: Path) -> None:
+    """A run on three stand-ins (the agent's, the user model's, the judge's), each given faults:
+    the agent's own 500 and dropped connection are the agent's; the user model's 502 and dropped
+    connection, the judge's 500 and its 429 past patience are the service's; a reply that is no chat
+    completion is the user's or the judge's, whose model gave it. Read back from the run folder."""
+
+    def user(request: dict[str, Any]) -> str:
+        said = sum(1 for message in request["messages"] if message["role"] == "assistant")
+        return "Where is my order?" if said < 1 else "###STOP###"
+
+    verdict = json.dumps({"reason": "it answered", "pass": True, "confidence": 0.9})
+    scenario = Scenario(id="where", user="You want your order.", judge=("The agent answers.",))
+    limits = Limits(agent_places=1, user_places=1, judge_places=1, judge_patience=0.5)
+    spec = RunSpec(id="faulted", agent="shop", scenarios=(scenario,), attempts=9, limits=limits, trust=0.5)
+    with StandIn(reply=lambda request: "It ships tomorrow.") as agent, StandIn(reply=user) as users, StandIn(reply=lambda request: verdict) as judge:
+        users.faults(Status(502), Drop(), WrongShape())
+        agent.faults(Status(500), Drop())
+        judge.faults(Status(500), Status(429, retry_after="1"), WrongShape())
+        bench = Bench(
+            ChatAgent(JsonEndpoint(agent.url + "/v1/chat/completions"), "agent-model"),
+            Models(user=OpenAiModel("user-model", users.url + "/v1"), judge=ChatJudge(OpenAiModel("judge-model", judge.url + "/v1"))),
+            limits,
+        )
+        asyncio.run(RunJournal(tmp_path / "shop" / "faulted").play(spec, bench))
+    (run,), _ = Runs(tmp_path).read()
+    causes = {attempt.outcome.attempt: attempt.cause() for attempt in Summary(run).attempts()}
+    # One worker plays the attempts in order, and each stand-in hands its faults out in order.
+    assert causes == {1: "service", 2: "service", 3: "user", 4: "agent", 5: "agent", 6: "service", 7: "service", 8: "judge", 9: None}
+    view = Summary(run).view()
+    assert [(one.cause, one.count) for one in view.causes] == [("agent", 2), ("user", 1), ("judge", 1), ("service", 4)]
+    assert view.not_passed == 8
+    (scenario,) = view.scenarios
+    assert scenario.causes == {"service": 4, "user": 1, "agent": 2, "judge": 1}  # for the filter by cause
+    assert {row.attempt: row.cause for row in scenario.attempts} == {number: cause or "" for number, cause in causes.items()}
+    dialogues = Summary(run).dialogues()["where"]
+    assert [dialogue.cause for dialogue in dialogues] == [causes[number] or "" for number in range(1, 10)]  # the window's badge
+    assert Summary(run).breakdown().text() == "8 not passed, by cause: agent 2 (25%), user 1 (12%), judge 1 (12%), service 4 (50%)"
