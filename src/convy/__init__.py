@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         RunSpec,
         Skipped,
         Stopped,
+        UserShape,
     )
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places, Wait
@@ -221,6 +222,7 @@ _WHERE = {
     "Transcript": "convy.dialog",
     "Turn": "convy.dialog",
     "UserFault": "convy.dialog",
+    "UserShape": "convy.bench",
     "Unplayed": "convy.problems",
     "Unpriced": "convy.agent",
     "Unwritable": "convy.problems",
@@ -346,6 +348,7 @@ __all__ = [
     "Unwritable",
     "Usage",
     "UserFault",
+    "UserShape",
     "Verdict",
     "Vote",
     "Wait",
