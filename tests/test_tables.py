@@ -246,6 +246,27 @@ def test_the_attempts_table(tables: dict[str, Table]) -> None:
     lost = rows[("bbbb", "lost-user", 1)]
     assert (lost["why"], lost["stop"], lost["turns"], lost["agent_tokens_in"]) == ("user", "model_failed", 0, None)
     assert rows[("bbbb", "orders/refund", 1)]["why"] == "split"  # not trusted: the panel split on the graded claim
+    # Whose it was: the agent's crash, the judge's unusable answer and split, the user model's failure.
+    assert (crash["cause"], trips["cause"], greeting["cause"], lost["cause"]) == ("agent", "judge", None, "user")
+    assert rows[("bbbb", "orders/refund", 1)]["cause"] == "judge"
+    assert {row["cause"] for row in rows.values() if row["status"] == "passed"} == {None}
+    assert all(row["cause"] in ("agent", "user", "judge", "service") for row in rows.values() if row["status"] != "passed")
+
+
+def test_the_cause_column_in_pandas(tables: dict[str, Table], tmp_path: Path) -> None:
+    """The attempts not passed counted by cause in a notebook, from the CSV: the same counts as the
+    records, and no cause on an attempt that passed."""
+    table = tables["attempts"]
+    (tmp_path / "attempts.csv").write_text(table.csv(), encoding="utf-8")
+    frame = pandas.read_csv(tmp_path / "attempts.csv")
+    counted = frame[frame["status"] != "passed"].groupby(["run", "cause"]).size().to_dict()
+    expected: dict[tuple[str, str], int] = {}
+    for record in table.records():
+        if record["status"] != "passed":
+            key = (record["run"], record["cause"])
+            expected[key] = expected.get(key, 0) + 1
+    assert counted == expected and sum(counted.values()) > 0
+    assert frame[frame["status"] == "passed"]["cause"].isna().all()
 
 
 def test_the_turns_claims_calls_and_requests(tables: dict[str, Table]) -> None:

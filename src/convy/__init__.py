@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         RunSpec,
         Skipped,
         Stopped,
+        UserShape,
     )
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places, Wait
@@ -111,6 +112,7 @@ if TYPE_CHECKING:
         PatientModel,
         Reply,
         Said,
+        ServiceFailure,
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
@@ -210,6 +212,7 @@ _WHERE = {
     "ScenarioError": "convy.problems",
     "Scenarios": "convy.scenario",
     "Settings": "convy.settings",
+    "ServiceFailure": "convy.model",
     "SimulatedUser": "convy.dialog",
     "Skipped": "convy.bench",
     "StillBusy": "convy.model",
@@ -220,6 +223,7 @@ _WHERE = {
     "Transcript": "convy.dialog",
     "Turn": "convy.dialog",
     "UserFault": "convy.dialog",
+    "UserShape": "convy.bench",
     "Unplayed": "convy.problems",
     "Unpriced": "convy.agent",
     "Unwritable": "convy.problems",
@@ -329,6 +333,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Scenarios",
+    "ServiceFailure",
     "Settings",
     "SimulatedUser",
     "Skipped",
@@ -345,6 +350,7 @@ __all__ = [
     "Unwritable",
     "Usage",
     "UserFault",
+    "UserShape",
     "Verdict",
     "Vote",
     "Wait",

@@ -338,6 +338,46 @@ class Fingerprints(msgspec.Struct, frozen=True):
     prompt: str = ""
 
 
+class UserShape(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the simulated user of a run was (issue 11): its model's name, the settings of that
+    model that shape what it says (those it exposes of ``temperature``, ``top_p``, ``seed``,
+    ``max_tokens``, ``effort`` and the ``extra`` fields of its requests — never its key or its
+    URL), and the SHA-256 of each scenario's simulator prompt as filled for it (the prompt's text
+    with the scenario's instructions and vars: what the model is told), by scenario id.
+
+    ``known`` is false in a run.json written before it was kept, and in a run with no simulated
+    user at all: a comparison then has nothing of it to compare. A re-judged run keeps its source's
+    (its dialogues are the source's)."""
+
+    known: bool = False
+    model: str = ""
+    settings: dict[str, Any] = {}
+    prompts: dict[str, str] = {}
+
+    def changes(self, other: UserShape, scenarios: Iterable[str]) -> list[str]:
+        """What differs from this user to ``other``, in words ("model a → b", "temperature 0.2 →
+        0.7", "its filled prompt in 2 of 5 scenarios"), the prompts looked at in ``scenarios``
+        only; nothing when either is not known."""
+        if not (self.known and other.known):
+            return []
+        said: list[str] = []
+        if self.model != other.model:
+            said.append(f"model {self.model or 'none'} → {other.model or 'none'}")
+        for name in sorted(set(self.settings) | set(other.settings)):
+            before, after = self.settings.get(name), other.settings.get(name)
+            if before != after:
+                said.append(f"{name} {self._said(before)} → {self._said(after)}")
+        looked = [scenario for scenario in scenarios if scenario in self.prompts and scenario in other.prompts]
+        differ = sum(1 for scenario in looked if self.prompts[scenario] != other.prompts[scenario])
+        if differ:
+            said.append(f"its filled prompt in {differ} of {len(looked)} scenarios compared")
+        return said
+
+    def _said(self, value: Any) -> str:
+        # A setting's value as a comparison says it: JSON, or "unset".
+        return "unset" if value is None else msgspec.json.encode(value).decode()
+
+
 class ModelNames(msgspec.Struct, frozen=True, omit_defaults=True):
     """The models of a run, by name only: an object would carry its keys.
 
@@ -421,6 +461,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     convy: str = ""
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
+    user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = FolderName.LONGEST

@@ -376,6 +376,9 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
             f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
         )
+        causes = summary.breakdown().text()
+        if causes:
+            self.shown.line(causes)
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
@@ -1009,6 +1012,9 @@ class ReportCommand(msgspec.Struct, frozen=True):
         for run in runs:
             summary = Summary(run)
             shown.line(f"report: {self.project.reported(summary).relative_to(self.project.folder)}")
+            causes = summary.breakdown().text()
+            if causes:
+                shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
             listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
             summaries.append(summary)
@@ -1059,6 +1065,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
         shown.line(f"pass rate {before} → {after}, Δ {change}, p = {view.p:.3g}: {verdict}")
         shown.line(view.reading)
         shown.line(f"scenarios: {counts['worse']} worse, {counts['better']} better, {counts['same']} same")
+        for sentence in view.trouble:
+            shown.line(sentence)
         if view.only_base or view.only_candidate or view.changed:
             shown.line(
                 f"left out: {len(view.only_base)} only in base, {len(view.only_candidate)} only in candidate, "

@@ -6,12 +6,14 @@
     │   └── OutOfTime                 ... by passing a time limit: stop reason "time_limit"
     ├── Busy (busy.py)                a service refused a request unprocessed: sent again
     │                                 while the participant's patience lasts, then raised on
-    ├── HttpFailure (http.py)         a request failed after it may have reached the service:
+    ├── HttpFailure (http.py, here)   a request failed after it may have reached the service:
     │                                 never sent again; the agent's attempt fails, a model fails
     ├── ModelFailure (here)           the simulated user's or the judge's model failed:
     │   │                             that attempt has NoVerdict and stays out of the pass rate,
     │   │                             unless a check decided by code failed: then it is failed
-    │   └── StillBusy                 ... because its service stayed busy past its patience
+    │   ├── StillBusy                 ... because its service stayed busy past its patience
+    │   └── ServiceFailure            ... because its service failed the request (an HttpFailure:
+    │                                 a connection, a timeout, an error status), not its answer
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── ScenarioError             one line per broken scenario file
@@ -48,6 +50,13 @@ import msgspec
 import msgspec.inspect
 
 
+class HttpFailure(Exception):
+    """A request failed in a way that may have reached the service: never sent again.
+
+    Raised by ``http.py`` (and importable from there); declared here so that ``model.Contained``
+    can tell a model's service failing from the model's answer without loading the HTTP layer."""
+
+
 class ModelFailure(Exception):
     """The simulated user's or the judge's model failed, or said something convy cannot use.
 
@@ -74,6 +83,14 @@ class ModelFailure(Exception):
 
 class StillBusy(ModelFailure):
     """The model's service stayed busy for longer than the participant's patience."""
+
+
+class ServiceFailure(ModelFailure):
+    """The model's service failed the request — it could not be reached, broke the connection, did
+    not answer in time, or answered with an error status (an ``HttpFailure``) — so the model never
+    gave an answer to judge it by. Told apart where the failure is caught (``model.Contained``, by
+    the kind of the error), never from its text, so an attempt it ends is the service's, not the model's (``NoVerdict.service``).
+    """
 
 
 class ConfigurationError(Exception):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped
+from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped, UserShape
 from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
@@ -172,6 +172,7 @@ class Project(msgspec.Struct, frozen=True):
                 skipped=tuple(skipped),
                 convy=VERSION,
                 judging=settings.judging(),
+                user=self.user(models.user, prompt, tuple(playable)),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)
@@ -252,6 +253,34 @@ class Project(msgspec.Struct, frozen=True):
             models=self._digest(self.folder / "models.py"),
             prompt=hashlib.sha256(prompt.text.encode()).hexdigest(),
         )
+
+    # The settings of a model that shape what it says, read when it exposes them (``OpenAiModel``
+    # does): never its key, its URL or its headers.
+    SHAPING: ClassVar[tuple[str, ...]] = ("temperature", "top_p", "seed", "max_tokens", "effort", "extra")
+
+    def user(self, model: Any, prompt: Prompt, scenarios: tuple[Scenario, ...]) -> UserShape:
+        """What the simulated user of a run of ``scenarios`` is: ``model``'s name and the settings
+        it exposes that shape its answers, and each scenario's simulator ``prompt`` as filled for
+        it, fingerprinted; not known when no scenario has a simulated user or its model is absent."""
+        speaking = [scenario for scenario in scenarios if scenario.user.strip()]
+        match model:
+            case Absent():
+                return UserShape()
+            case _:
+                pass
+        if not speaking:
+            return UserShape()
+        settings: dict[str, Any] = {}
+        for name in self.SHAPING:
+            value = getattr(model, name, None)
+            if value is None or value == {}:
+                continue
+            try:  # kept only as plain JSON: a setting of another kind says nothing a comparison can use
+                settings[name] = msgspec.json.decode(msgspec.json.encode(value))
+            except (TypeError, msgspec.EncodeError):
+                continue
+        prompts = {scenario.id: hashlib.sha256(scenario.told(prompt).encode()).hexdigest() for scenario in speaking}
+        return UserShape(known=True, model=self._named(model), settings=settings, prompts=prompts)
 
     def results(self) -> Path:
         return self.folder / "results"

@@ -176,6 +176,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                 convy=VERSION,
                 origin=Origin(dialogues.folder.parent.name, dialogues.folder.name),
                 judging=settings.judging(),
+                user=source.user,  # the dialogues' simulated user: the source's
             )
         except ValueError as error:
             raise ConfigurationError(f"cannot re-judge {source.id}: {error}") from None

@@ -29,6 +29,7 @@ from convy.agreement import Consensus
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay
+from convy.causes import Breakdown
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
 from convy.labels import Agreement, RunLabels
@@ -243,7 +244,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             agreement=self.agreement(),
             judging=Consensus(spec, self.by_scenario()).view(),
             variants=Dimensions(spec.scenarios, tallies).views(),
+            causes=self.breakdown().views(),
+            not_passed=self.breakdown().not_passed(),
         )
+
+    def breakdown(self) -> Breakdown:
+        """The run's attempts that did not pass, by cause (``causes.py``), through its trust."""
+        return Breakdown(tuple(attempt.cause() for attempt in self.attempts()))
 
     def agreement(self) -> AgreementView | None:
         """The run's decisions against the human labels of its dialogues (its own and its
@@ -398,6 +405,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                     turns=len(attempt.outcome.transcript.turns),
                     seconds=attempt.outcome.seconds,
                     marks=[mark.get(name, "none") for name in names],
+                    cause=attempt.cause() or "",
                 )
                 for attempt, mark in zip(attempts, marks, strict=True)
             ],
@@ -407,6 +415,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             answer_p50=agent.seconds.p50,
             cost=sums.every().cost(),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
+            causes=dict(Counter(cause for attempt in attempts if (cause := attempt.cause()) is not None)),
         )
 
     def claims(self, attempts: list[Attempt]) -> list[ClaimRow]:

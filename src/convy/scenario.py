@@ -46,7 +46,7 @@ from convy.dialog import (
 )
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.pattern import Pattern
-from convy.problems import ConfigurationError, FieldProblem, Outside, ScenarioError
+from convy.problems import ConfigurationError, FieldProblem, Outside, ScenarioError, ServiceFailure
 from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
 
@@ -453,6 +453,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             stop, result = "model_failed", NoVerdict("busy", Outside(failure).text())
                             ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
+                        except ServiceFailure as failure:
+                            stop, result = "model_failed", NoVerdict("user", Outside(failure).text(), service=True)
+                            ending = (failure.requests, time.monotonic() - clock - user_start)
+                            break
                         except ModelFailure as failure:
                             stop, result = "model_failed", NoVerdict("user", Outside(failure).text())
                             ending = (failure.requests, time.monotonic() - clock - user_start)
@@ -515,6 +519,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     return Judged(self.verdict(ruling, transcript), ruling.requests)
                 except StillBusy as failure:
                     return Judged(NoVerdict("busy", Outside(failure).text(), self.checks(transcript)), failure.requests)
+                except ServiceFailure as failure:
+                    checks = self.checks(transcript)
+                    return Judged(NoVerdict("judge", Outside(failure).text(), checks, service=True), failure.requests)
                 except ModelFailure as failure:
                     return Judged(NoVerdict("judge", Outside(failure).text(), self.checks(transcript)), failure.requests)
             case NoVerdict():

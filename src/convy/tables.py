@@ -169,6 +169,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
             seconds=outcome.seconds,
             status=self.attempt.status(),
             why=self.attempt.why() or None,  # type: ignore[arg-type]
+            cause=self.attempt.cause(),
             stop=outcome.stop,
             turns=len(outcome.transcript.turns),
             claims=claims,

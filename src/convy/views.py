@@ -109,8 +109,18 @@ class ClaimRow(View, frozen=True):
     rate: IntervalView | None = None
 
 
+class CauseView(View, frozen=True):
+    """One cause of attempts that did not pass (``causes.py``): how many, and their share of the
+    attempts that did not pass (``None`` when every attempt passed)."""
+
+    cause: Literal["agent", "user", "judge", "service"]
+    count: int
+    share: float | None
+
+
 class AttemptRow(View, frozen=True):
-    """One attempt as the scenario's table and matrix show it."""
+    """One attempt as the scenario's table and matrix show it; ``cause`` whose it was when it did
+    not pass (``""`` when it passed)."""
 
     attempt: int
     status: Literal["passed", "failed", "not_judged"]
@@ -119,6 +129,7 @@ class AttemptRow(View, frozen=True):
     turns: int
     seconds: float
     marks: list[Literal["held", "failed", "none"]]
+    cause: str = ""
 
 
 class ScenarioView(View, frozen=True):
@@ -151,6 +162,7 @@ class ScenarioView(View, frozen=True):
     stops: dict[str, int]
     variant: dict[str, str] = {}  # a matrix variant's values, as its id writes them; {} for a scenario without a matrix
     variant_of: str = ""  # the scenario it was made from
+    causes: dict[str, int] = {}  # its attempts that did not pass, by cause (only the causes it has)
 
 
 class VariantValueView(View, frozen=True):
@@ -344,6 +356,8 @@ class RunView(View, frozen=True):
     agreement: AgreementView | None = None  # the judge against human labels; None: no labels
     judging: JudgingView | None = None  # None: one judge asked once that quoted nothing
     variants: list[VariantDimensionView] = []  # the run's variant dimensions; [] with no matrix
+    causes: list[CauseView] = []  # the attempts that did not pass by cause, every cause in order
+    not_passed: int = 0  # the attempts that did not pass (failed or not judged)
 
 
 # The scenario window's records below are written as JSON arrays of their fields' values, in the
@@ -458,6 +472,7 @@ class DialogueView(View, frozen=True, array_like=True):
     tokens: TokensArray
     cost: CostArray
     fingerprint: str = ""  # the dialogue's (``Transcript.fingerprint``), which human labels are kept by
+    cause: str = ""  # whose it was when it did not pass (``causes.py``); "" when it passed
 
 
 class RunRow(View, frozen=True):
@@ -610,6 +625,11 @@ class ComparisonView(View, frozen=True):
     pairs: list[Pair]
     same_dialogues: SameDialogues | None = None
     judges: JudgesView | None = None  # both runs' deciders against the same human labels
+    # The attempts not passed of the scenarios compared, by cause, in each run; and the sentences
+    # that say a change is mostly the simulated user's or the judge's (``causes.Shift``).
+    base_causes: list[CauseView] = []
+    candidate_causes: list[CauseView] = []
+    trouble: list[str] = []
 
 
 class JudgesRow(View, frozen=True):

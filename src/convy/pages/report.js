@@ -19,13 +19,14 @@
   };
   const ORDER = { always: 0, flaky: 1, never: 2, not_judged: 3 };
 
-  const state = { q: "", status: "", tag: "", variant: "", claim: "", group: "", sort: "", dir: "", s: "", a: "" };
+  const state = { q: "", status: "", tag: "", variant: "", claim: "", cause: "", group: "", sort: "", dir: "", s: "", a: "" };
 
   /* Variants: each matrix key a dimension (report.Dimensions), each value with its pass rate.
      A filter is "key=value"; a group by a key is "variant:key". */
   const DIMENSIONS = view.variants || [];
   const VALUE = new Map(DIMENSIONS.flatMap((dim) => dim.values.map((one) => [dim.key + "=" + one.value, one])));
   const GROUPS = ["folder", "tag", ...DIMENSIONS.map((dim) => "variant:" + dim.key)];
+  const CAUSES = ["agent", "user", "judge", "service"];
 
   /* Header. */
 
@@ -76,6 +77,7 @@
           h("li", null, h("span", { class: "st st-always" }, "✓ " + fmt.int(view.always) + " always pass")),
           h("li", null, h("span", { class: "st st-flaky" }, "~ " + fmt.int(view.flaky) + " flaky")),
           h("li", null, h("span", { class: "st st-never" }, "✗ " + fmt.int(view.never) + " never pass")))),
+      causesTile(),
       tile("Not judged", fmt.int(view.not_judged_total),
         notJudged.length
           ? h("ul", null, notJudged.map(([why, count]) => h("li", null, "– " + fmt.int(count) + " " + word("why", why))))
@@ -129,6 +131,20 @@
             h("td", { class: "num rate" }, one.rate ? fmt.pct(one.rate.estimate, 0) : "—"),
             h("td", { class: "num interval", title: METHOD[one.method] || one.method }, one.rate ? fmt.span(one.rate) : "—"),
             h("td", { class: "num", title: fmt.int(one.variants) + (one.variants === 1 ? " variant" : " variants") }, fmt.int(one.passed) + "/" + fmt.int(one.judged))))))))));
+  }
+
+  /* Why attempts did not pass, by cause (causes.py): each cause a button that filters the
+     scenarios by it. */
+  function causesTile() {
+    const list = h("ul", { id: "causes" }, view.causes.map((one) => h("li", { "data-cause": one.cause },
+      one.count
+        ? h("button", { type: "button", class: "link", title: "Show the scenarios with attempts of this cause", onclick: () => { state.cause = one.cause; causeSelect.value = one.cause; update(); } },
+          word("cause", one.cause) + ": " + fmt.int(one.count))
+        : h("span", { class: "muted" }, word("cause", one.cause) + ": 0"),
+      one.count && one.share !== null ? h("span", { class: "muted" }, " · " + fmt.pct(one.share, 0)) : null)));
+    return tile("Why not passed", fmt.int(view.not_passed),
+      view.not_passed ? list : h("span", { class: "muted" }, "every attempt passed"),
+      h("span", { class: "muted" }, "failed or not judged, by whose it was"));
   }
 
   /* Judging: how far the judge can be trusted, claim by claim (agreement.Consensus). Every text
@@ -226,6 +242,8 @@
   const variantSelect = h("select", { id: "filter-variant", "aria-label": "Filter by variant value" },
     h("option", { value: "" }, "every variant"),
     DIMENSIONS.map((dim) => h("optgroup", { label: dim.key }, dim.values.map((one) => h("option", { value: dim.key + "=" + one.value }, dim.key + " = " + one.value)))));
+  const causeSelect = h("select", { id: "filter-cause", "aria-label": "Filter by cause" },
+    h("option", { value: "" }, "every cause"), CAUSES.map((cause) => h("option", { value: cause }, word("cause", cause))));
   const groupSelect = h("select", { id: "group", "aria-label": "Group by" },
     h("option", { value: "" }, "no groups"), h("option", { value: "folder" }, "by folder"), h("option", { value: "tag" }, "by tag"),
     DIMENSIONS.map((dim) => h("option", { value: "variant:" + dim.key }, "by " + dim.key)));
@@ -237,6 +255,7 @@
     tagSelect.addEventListener("change", () => { state.tag = tagSelect.value; update(); });
     variantSelect.addEventListener("change", () => { state.variant = variantSelect.value; update(); });
     claimSelect.addEventListener("change", () => { state.claim = claimSelect.value; update(); });
+    causeSelect.addEventListener("change", () => { state.cause = causeSelect.value; update(); });
     groupSelect.addEventListener("change", () => { state.group = groupSelect.value; update(); });
     return h("div", { class: "controls" },
       search,
@@ -244,6 +263,7 @@
       h("label", { class: "field" }, "tag", tagSelect),
       DIMENSIONS.length ? h("label", { class: "field" }, "variant", variantSelect) : null,
       h("label", { class: "field" }, "claim", claimSelect),
+      h("label", { class: "field" }, "cause", causeSelect),
       h("label", { class: "field" }, "group", groupSelect),
       count);
   }
@@ -343,6 +363,7 @@
       if (!one.variant || one.variant[state.variant.slice(0, at)] !== state.variant.slice(at + 1)) return false;
     }
     if (state.claim && !one.claims.some((claim) => claim.text === state.claim)) return false;
+    if (state.cause && !one.causes[state.cause]) return false;
     if (state.q) {
       const words = state.q.toLowerCase().split(/\s+/).filter(Boolean);
       const text = (one.id + " " + one.tags.join(" ") + " " + one.claims.map((claim) => claim.text).join(" ")).toLowerCase();
@@ -534,7 +555,7 @@
           h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, "Attempt result"),
             h("td", null, fmt.int(one.passed) + "/" + fmt.int(one.judged)),
-            attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
+            attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + (a.cause ? " · cause: " + word("cause", a.cause) : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
           one.claims.map((claim, i) => h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, claim.text, " ", h("span", { class: "by" }, "by " + claim.by)),
             h("td", { class: "nowrap", title: claim.rate ? fmt.interval(claim.rate) : "" }, claim.held + "/" + claim.decided),
@@ -546,7 +567,7 @@
     if (!one) return;
     const chosen = attempt && one.attempts.some((a) => String(a.attempt) === String(attempt))
       ? String(attempt)
-      : one.first === null ? "" : String(one.first);
+      : first(one);
     state.s = id;
     state.a = chosen;
     save();
@@ -570,6 +591,14 @@
         if (other) warm(other);
       }
     });
+  }
+
+  /* The attempt a scenario's window opens on: under a cause filter, its first attempt of that
+     cause; else the first that failed, or the first kept (ScenarioView.first). */
+  function first(one) {
+    const caused = state.cause ? one.attempts.find((a) => a.cause === state.cause) : null;
+    if (caused) return String(caused.attempt);
+    return one.first === null ? "" : String(one.first);
   }
 
   /* What a window's parts depend on besides the data: the scenario, the attempt, and where the
@@ -637,7 +666,7 @@
   function prepare(one) {
     later(() => {
       if (win.isOpen()) return;
-      const chosen = one.first === null ? "" : String(one.first);
+      const chosen = first(one);
       const key = drawing(one, chosen);
       if (prepared && prepared.key === key) return;
       const made = parts(one, chosen);
@@ -654,7 +683,8 @@
     : (work) => setTimeout(work, 50);
 
   function warm(one) {
-    return one.first === null ? Promise.resolve() : packed.warm(one.id + "#" + one.first);
+    const chosen = first(one);
+    return chosen === "" ? Promise.resolve() : packed.warm(one.id + "#" + chosen);
   }
 
   let pointed = null;
@@ -677,8 +707,8 @@
       const tr = visible[from];
       const one = tr ? byId.get(tr.dataset.id) : null;
       if (!one || from >= AHEAD) return;
-      const first = warm(one);
-      if (from === 0) first.then(() => { if (pointed === null) prepare(one); });
+      const warmed = warm(one);
+      if (from === 0) warmed.then(() => { if (pointed === null) prepare(one); });
       ahead(from + 1);
     });
   }
@@ -708,7 +738,7 @@
       if (written) return;
       written = true;
       saving = false;
-      hash.write({ q: state.q, status: state.status, tag: state.tag, variant: state.variant, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+      hash.write({ q: state.q, status: state.status, tag: state.tag, variant: state.variant, claim: state.claim, cause: state.cause, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
     };
     requestAnimationFrame(() => setTimeout(write, 0));
     setTimeout(write, 100);
@@ -726,6 +756,7 @@
     state.tag = view.tags.includes(read.tag) ? read.tag : "";
     state.claim = claimTexts.includes(read.claim) ? read.claim : "";
     state.variant = VALUE.has(read.variant) ? read.variant : "";
+    state.cause = CAUSES.includes(read.cause) ? read.cause : "";
     state.group = GROUPS.includes(read.group) ? read.group : "";
     state.sort = SORT[read.sort] ? read.sort : "";
     state.dir = read.dir === "asc" ? "asc" : "desc";
@@ -734,6 +765,7 @@
     tagSelect.value = state.tag;
     variantSelect.value = state.variant;
     claimSelect.value = state.claim;
+    causeSelect.value = state.cause;
     groupSelect.value = state.group;
     draw();
     if (read.s && byId.has(read.s)) open(read.s, read.a || "");
