@@ -7,7 +7,8 @@ with the real ``convy`` command:
 1. ``convy run`` plays the project; its judge (``FickleModel``) decides the claim "The agent
    answered politely" by a coin.
 2. A person's labels: for every decision of every claim, right when it says the claim held (the
-   agent's answer is polite, greets, refunds and names the order). They are written in the format
+   agent's answer is polite, greets, refunds and names the order), except "How helpful was the
+   answer", which the person finds failed. They are written in the format
    the scenario window downloads (README, "Human labels"), the file a person would get by
    pressing ✓ and ✗ in the window (``tests/test_labels_browser.py`` does that in Chromium).
 3. ``convy labels add`` keeps them in the run's folder; ``convy labels show`` measures the judge.
@@ -84,7 +85,9 @@ def main() -> None:
                             "attempt": outcome.attempt,
                             "claim": claim.claim,
                             "held": claim.held,
-                            "right": claim.held,  # the person: every claim held in these dialogues
+                            # The person: every claim held in these dialogues but one, which
+                            # they found not helpful enough whatever the judge graded.
+                            "right": claim.held == (claim.claim != "How helpful was the answer"),
                             "at": at,
                         }
                     )

@@ -773,3 +773,28 @@ def test_the_judging_section_flags_an_ambiguous_claim_as_text_and_opens_its_spli
     page.wait_for_selector(".attempt")
     hashed(page, f"a={attempt}")
     hashed(page, "s=refund")
+
+
+def test_the_causes_tile_and_the_filter_by_cause(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """The tile counts the attempts not passed by cause; the filter (or a cause in the tile) keeps
+    the scenarios with attempts of that cause, is written to the hash, and a scenario opens on its
+    first attempt of that cause, whose header says the cause."""
+    page = visit().open(pages["2026-01-05-before"])
+    tile = page.locator(".tile", has=page.locator("h2", has_text="Why not passed"))
+    expect(tile.locator("#causes")).to_contain_text("judge: 6", use_inner_text=True)
+    expect(tile.locator("#causes")).to_contain_text("service: 0", use_inner_text=True)
+    page.select_option("#filter-cause", "judge")
+    shows(page, ["orders/unsure"])
+    hashed(page, "cause=judge")
+    page.select_option("#filter-cause", "")
+    shows(page, ["hostile", "orders/crash", "orders/unsure", "refunds/damaged", "refunds/late"])
+    hashed(page, "cause=", present=False)
+    tile.locator("button:has-text('agent')").click()
+    shows(page, ["orders/crash", "refunds/late"])
+    expect(page.locator("#filter-cause")).to_have_value("agent")
+    page.click("#scenarios tr[data-id='refunds/late']")
+    attempt = page.locator(".attempt")
+    expect(attempt.locator(".attempt-head .badge.cause")).to_have_text("cause: agent")
+    page.goto(pages["2026-01-05-before"].as_uri() + "#cause=judge&s=orders/unsure")
+    expect(page.locator("#filter-cause")).to_have_value("judge")
+    expect(page.locator(".attempt .attempt-head .badge.cause")).to_have_text("cause: judge")

@@ -39,6 +39,7 @@ from standin import (
 )
 
 from convy.agent import Usage
+from convy.attempt import Attempt
 from convy.bench import Bench, Limits, Plan
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.fakes import FakeAgent, MemoryJournal
@@ -68,6 +69,7 @@ class Case:
     agent_says: str = ""  # a piece of the agent's Failed reason
     model_says: str = ""  # a piece of the user model's NoVerdict reason (plain, not streamed)
     streamed_says: str = ""  # ... when streamed, if it differs
+    service: bool = True  # a model's failure is its service's (an HttpFailure), not its answer's
 
 
 BROKE = "the connection broke before the whole answer came"
@@ -94,6 +96,7 @@ CASES = [
         agent_says="reply path output.text: no 'output' in the reply",
         model_says="the reply is not a chat completion",
         streamed_says="the streamed reply has no chat completion chunk",
+        service=False,  # JSON that is no chat completion: what the model answered, read and refused
     ),
     Case("SlowBody within the timeout", lambda: SlowBody(0.2, pieces=2), fine=True),
     # A stream waits seconds / events before each event: 600 s keeps every gap a minute past the
@@ -282,6 +285,9 @@ def test_user_model_fault(case: Case, stream: bool, server: StandIn) -> None:
         assert f"POST {server.url}/v1/chat/completions: " in outcome.result.reason
         assert outcome.result.reason.startswith("model user-model")
         assert (case.streamed_says if stream and case.streamed_says else case.model_says) in outcome.result.reason
+        # Told apart where the failure was caught: the service's failure, or the model's answer.
+        assert outcome.result.service == case.service
+        assert Attempt(outcome, 1.0).cause() == ("service" if case.service else "user")
     shows_nothing_secret(outcome)
 
 
@@ -294,7 +300,9 @@ def test_user_model_connection_refused() -> None:
             "user",
             f"model user-model failed: HttpFailure: POST http://127.0.0.1:{port}/v1/chat/completions: "
             "could not connect (ConnectError: All connection attempts failed)",
+            service=True,
         )
+        assert Attempt(outcome, 1.0).cause() == "service"
         shows_nothing_secret(outcome)
 
 
@@ -522,6 +530,7 @@ def test_chat_agent_fault(case: Case, server: StandIn) -> None:
         assert f"{server.url}/v1/chat/completions: " in outcome.result.reason
         assert case.model_says in outcome.result.reason
         assert [turn.message for turn in outcome.transcript.turns] == ["one"]
+        assert Attempt(outcome, 1.0).cause() == "agent"  # the agent's own service is the agent's
     shows_nothing_secret(outcome)
 
 
@@ -548,6 +557,8 @@ def test_judge_fault(case: Case, stream: bool, server: StandIn) -> None:
         assert isinstance(outcome.result, NoVerdict) and outcome.result.who == "judge"
         assert f"POST {server.url}/v1/chat/completions: " in outcome.result.reason
         assert (case.streamed_says if stream and case.streamed_says else case.model_says) in outcome.result.reason
+        assert outcome.result.service == case.service
+        assert Attempt(outcome, 1.0).cause() == ("service" if case.service else "judge")
     shows_nothing_secret(outcome)
 
 

@@ -442,3 +442,24 @@ def test_judging_settings_are_read_and_refused_naming_their_field(tmp_path: Path
     assert "convy: pyproject.toml: [tool.convy] panel: Invalid enum value 'most'" in said
     assert "convy: pyproject.toml: [tool.convy] evidence: Invalid enum value 'maybe'" in said
     assert "convy: CONVY_JUDGE_REPEATS: judge_repeats: must be at most 15" in said
+
+
+def test_the_command_names_the_flagged_claims_and_a_judge_of_the_agents_provider(tmp_path: Path) -> None:
+    """``convy run`` of bench/ambiguous.py's panel project says, after the run, the one claim its judges
+    cannot decide consistently (ambiguous, and the judges disagree on it) and the judge named like an
+    OpenAI model beside an agent on gpt-4o-mini; the claims decided the same way every time are not named."""
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parents[1] / "bench" / "ambiguous.py"
+    subprocess.run([sys.executable, str(bench), str(tmp_path), "--panel"], check=True, capture_output=True)
+    convy = Path(sys.executable).with_name("convy")
+    done = subprocess.run(
+        [str(convy), "-C", str(tmp_path), "run", "--judge-repeats", "3"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("judging: ")]
+    assert len(said) == 2, done.stdout
+    assert said[0].startswith("judging: refund · The agent answered politely: ambiguous claim, rewrite it (")
+    assert said[0].endswith("; the judges disagree on it")
+    assert said[1] == "judging: openai/gpt-fickle is from openai, the provider of the agent's model: a possible bias"

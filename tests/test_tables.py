@@ -47,6 +47,10 @@ GREETING = Scenario(id="greeting", script=("Hello", "Bye"), judge=(Rule(check=Ch
 CRASH = Scenario(id="crash", script=("please crash",), judge=("The agent answers.",))
 TRIPS = Scenario(id="judge-trips", script=("nonsense please",), judge=("The agent makes sense.",))
 LOST = Scenario(id="lost-user", user="You are lost.", judge=("The agent helps.",), tags=("users",))
+# A matrix's two variants, so the variant columns have values to be read by.
+GREETINGS = Scenario(
+    id="greetings", script=("{{ word }}",), matrix={"word": ["Hello", "Hi"]}, judge=(Rule(check=Check(said="Hello")),)
+).variants()
 
 
 def shop(text: str) -> Answer:
@@ -138,6 +142,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Read, ...]:
         lines.write('{"scenario": "torn"}\n')
     third = RunSpec(id="20250103-090000-cccc", agent="echo", scenarios=(GREETING,), attempts=3, limits=limits)
     played(results, third, Bench(Echo(), Models(), limits))
+    fourth = RunSpec(id="20250104-090000-dddd", agent="echo", scenarios=GREETINGS, attempts=1, limits=limits)
+    played(results, fourth, Bench(Echo(), Models(), limits))
     read, unread = Runs(results).read()
     assert unread == ()
     return read
@@ -165,9 +171,9 @@ def test_row_counts_match_the_runs(runs: tuple[Read, ...], tables: dict[str, Tab
     """One row per run, scenario, attempt, turn, decided claim, tool call and request."""
     outcomes = [outcome for run in runs for outcome in run.outcomes]
     turns = [turn for outcome in outcomes for turn in outcome.transcript.turns]
-    assert len(tables["runs"].rows) == 3
-    assert len(tables["scenarios"].rows) == sum(len(run.file.spec.scenarios) for run in runs) == 7
-    assert len(tables["attempts"].rows) == len(outcomes) == 8 + 2 + 3
+    assert len(tables["runs"].rows) == 4
+    assert len(tables["scenarios"].rows) == sum(len(run.file.spec.scenarios) for run in runs) == 9
+    assert len(tables["attempts"].rows) == len(outcomes) == 8 + 2 + 3 + 2
     assert len(tables["turns"].rows) == len(turns)
     assert len(tables["tool_calls"].rows) == sum(1 for turn in turns for step in turn.answer.steps if type(step) is Call)
     requests = (
@@ -187,7 +193,7 @@ def test_row_counts_match_the_runs(runs: tuple[Read, ...], tables: dict[str, Tab
 
 def test_the_runs_table(tables: dict[str, Table]) -> None:
     """A finished run, a killed one (no end, one torn line), and one nobody priced."""
-    first, second, third = tables["runs"].records()
+    first, second, third, _ = tables["runs"].records()
     assert (first["agent"], first["run"], first["status"], first["attempts"], first["planned"]) == ("shop", "20250101-090000-aaaa", "finished", 8, 8)
     assert (first["passed"], first["failed"], first["not_judged"]) == (3, 3, 2)
     assert (first["scenarios_always"], first["scenarios_flaky"], first["scenarios_never"], first["scenarios_not_judged"]) == (1, 1, 1, 1)
@@ -240,6 +246,27 @@ def test_the_attempts_table(tables: dict[str, Table]) -> None:
     lost = rows[("bbbb", "lost-user", 1)]
     assert (lost["why"], lost["stop"], lost["turns"], lost["agent_tokens_in"]) == ("user", "model_failed", 0, None)
     assert rows[("bbbb", "orders/refund", 1)]["why"] == "split"  # not trusted: the panel split on the graded claim
+    # Whose it was: the agent's crash, the judge's unusable answer and split, the user model's failure.
+    assert (crash["cause"], trips["cause"], greeting["cause"], lost["cause"]) == ("agent", "judge", None, "user")
+    assert rows[("bbbb", "orders/refund", 1)]["cause"] == "judge"
+    assert {row["cause"] for row in rows.values() if row["status"] == "passed"} == {None}
+    assert all(row["cause"] in ("agent", "user", "judge", "service") for row in rows.values() if row["status"] != "passed")
+
+
+def test_the_cause_column_in_pandas(tables: dict[str, Table], tmp_path: Path) -> None:
+    """The attempts not passed counted by cause in a notebook, from the CSV: the same counts as the
+    records, and no cause on an attempt that passed."""
+    table = tables["attempts"]
+    (tmp_path / "attempts.csv").write_text(table.csv(), encoding="utf-8")
+    frame = pandas.read_csv(tmp_path / "attempts.csv")
+    counted = frame[frame["status"] != "passed"].groupby(["run", "cause"]).size().to_dict()
+    expected: dict[tuple[str, str], int] = {}
+    for record in table.records():
+        if record["status"] != "passed":
+            key = (record["run"], record["cause"])
+            expected[key] = expected.get(key, 0) + 1
+    assert counted == expected and sum(counted.values()) > 0
+    assert frame[frame["status"] == "passed"]["cause"].isna().all()
 
 
 def test_the_turns_claims_calls_and_requests(tables: dict[str, Table]) -> None:

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         RunSpec,
         Skipped,
         Stopped,
+        UserShape,
     )
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places, Wait
@@ -113,10 +114,11 @@ if TYPE_CHECKING:
         PatientModel,
         Reply,
         Said,
+        ServiceFailure,
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, EmptyReply, ScenarioError, Unplayed, Unwritable
+    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
@@ -138,6 +140,7 @@ _WHERE = {
     "Checked": "convy.dialog",
     "Chunks": "convy.chat",
     "Claim": "convy.dialog",
+    "DialoguesLost": "convy.problems",
     "EmptyReply": "convy.problems",
     "Evidence": "convy.dialog",
     "Origin": "convy.bench",
@@ -212,6 +215,7 @@ _WHERE = {
     "ScenarioError": "convy.problems",
     "Scenarios": "convy.scenario",
     "Settings": "convy.settings",
+    "ServiceFailure": "convy.model",
     "SimulatedUser": "convy.dialog",
     "Skipped": "convy.bench",
     "StillBusy": "convy.model",
@@ -224,6 +228,7 @@ _WHERE = {
     "Unchecked": "convy.dialog",
     "UserChecks": "convy.conduct",
     "UserFault": "convy.dialog",
+    "UserShape": "convy.bench",
     "Unplayed": "convy.problems",
     "Unpriced": "convy.agent",
     "Unwritable": "convy.problems",
@@ -270,6 +275,7 @@ __all__ = [
     "Contained",
     "Conversation",
     "Cost",
+    "DialoguesLost",
     "EmptyReply",
     "Env",
     "Evidence",
@@ -333,6 +339,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Scenarios",
+    "ServiceFailure",
     "Settings",
     "SimulatedUser",
     "Skipped",
@@ -351,6 +358,7 @@ __all__ = [
     "Usage",
     "UserChecks",
     "UserFault",
+    "UserShape",
     "Verdict",
     "Vote",
     "Wait",

@@ -17,6 +17,7 @@ import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Thought, Unpriced, Usage
 from convy.busy import Wait
+from convy.causes import Cause
 from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict, Vote
 from convy.scenario import Outcome
 from convy.views import (
@@ -358,6 +359,45 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                     case "passed":
                         return ""
 
+    def cause(self) -> Cause | None:
+        """Whose it was that the attempt did not pass (``causes.py``, which gives the rules and
+        their order); ``None`` when it passed."""
+        return self._cause
+
+    @Once
+    def _cause(self) -> Cause | None:
+        status = self._status
+        if status == "passed":
+            return None
+        outcome = self.outcome
+        # 1. The agent failed, or a check decided by code failed: certain, whatever the others did.
+        match outcome.result:
+            case Failed():
+                return "agent"
+            case NoVerdict(checks=checks) if any(not claim.held for claim in checks):
+                return "agent"
+            case Verdict(claims=claims) if any(claim.by == "code" and not claim.held for claim in claims):
+                return "agent"
+            case _:
+                pass
+        # 2. The simulated user misbehaved: its dialogue is no fair test, whatever came after.
+        if outcome.user_faults:
+            return "user"
+        match outcome.result:
+            # 3. A service stayed busy, or failed a model's request: the model never answered.
+            case NoVerdict(who="busy") | NoVerdict(service=True):
+                return "service"
+            # 4. The simulated user's model or the judge failed, by what it answered.
+            case NoVerdict(who="user"):
+                return "user"
+            case NoVerdict():
+                return "judge"
+            # 5. A verdict: a trusted claim failed is the agent's; claims left not trusted, the judge's.
+            case Verdict():
+                return "agent" if status == "failed" else "judge"
+            case Failed():
+                return "agent"
+
     def _doubted(self) -> Literal["not_trusted", "split", "unquoted"]:
         # Why the first claim not trusted is not: its doubt when the judging gave it one.
         match self.outcome.result:
@@ -617,6 +657,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             tokens=_shown_tokens(every.tokens()),
             cost=_shown_cost(every.cost()),
             fingerprint=outcome.transcript.fingerprint(),
+            cause=self.cause() or "",
             faults=[UserFaultView(fault.check, fault.turn, fault.detail, fault.by) for fault in outcome.user_faults],
             unchecked=[f"{one.check}: {one.reason}" for one in outcome.user_unchecked],
         )

@@ -369,6 +369,46 @@ class Fingerprints(msgspec.Struct, frozen=True):
     prompt: str = ""
 
 
+class UserShape(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the simulated user of a run was (issue 11): its model's name, the settings of that
+    model that shape what it says (those it exposes of ``temperature``, ``top_p``, ``seed``,
+    ``max_tokens``, ``effort`` and the ``extra`` fields of its requests — never its key or its
+    URL), and the SHA-256 of each scenario's simulator prompt as filled for it (the prompt's text
+    with the scenario's instructions and vars: what the model is told), by scenario id.
+
+    ``known`` is false in a run.json written before it was kept, and in a run with no simulated
+    user at all: a comparison then has nothing of it to compare. A re-judged run keeps its source's
+    (its dialogues are the source's)."""
+
+    known: bool = False
+    model: str = ""
+    settings: dict[str, Any] = {}
+    prompts: dict[str, str] = {}
+
+    def changes(self, other: UserShape, scenarios: Iterable[str]) -> list[str]:
+        """What differs from this user to ``other``, in words ("model a → b", "temperature 0.2 →
+        0.7", "its filled prompt in 2 of 5 scenarios"), the prompts looked at in ``scenarios``
+        only; nothing when either is not known."""
+        if not (self.known and other.known):
+            return []
+        said: list[str] = []
+        if self.model != other.model:
+            said.append(f"model {self.model or 'none'} → {other.model or 'none'}")
+        for name in sorted(set(self.settings) | set(other.settings)):
+            before, after = self.settings.get(name), other.settings.get(name)
+            if before != after:
+                said.append(f"{name} {self._said(before)} → {self._said(after)}")
+        looked = [scenario for scenario in scenarios if scenario in self.prompts and scenario in other.prompts]
+        differ = sum(1 for scenario in looked if self.prompts[scenario] != other.prompts[scenario])
+        if differ:
+            said.append(f"its filled prompt in {differ} of {len(looked)} scenarios compared")
+        return said
+
+    def _said(self, value: Any) -> str:
+        # A setting's value as a comparison says it: JSON, or "unset".
+        return "unset" if value is None else msgspec.json.encode(value).decode()
+
+
 class ModelNames(msgspec.Struct, frozen=True, omit_defaults=True):
     """The models of a run, by name only: an object would carry its keys.
 
@@ -406,12 +446,35 @@ class Skipped(msgspec.Struct, frozen=True):
     reasons: tuple[str, ...]
 
 
+class FolderName(msgspec.Struct, frozen=True):
+    """A field naming one folder of ``results/<agent>/<run>``: one plain, printable name of at most
+    ``LONGEST`` characters, never a path (``ValueError`` naming the field otherwise)."""
+
+    field: str
+    name: str
+
+    LONGEST: ClassVar[int] = 200
+
+    def check(self) -> None:
+        name = self.name
+        if name in ("", ".", "..") or "/" in name or "\\" in name or not name.isprintable():
+            raise ValueError(f"{self.field}: not a folder's name")
+        if len(name) > self.LONGEST:
+            raise ValueError(f"{self.field}: longer than {self.LONGEST} characters")
+
+
 class Origin(msgspec.Struct, frozen=True):
     """The run whose recorded dialogues a re-judged run decides again (``convy rejudge``): its
     agent and id, so its folder is ``results/<agent>/<run>``."""
 
     agent: str
     run: str
+
+    def __post_init__(self) -> None:
+        # Read from run.json, which anyone may have written: results/<agent>/<run> must never lead
+        # out of results/ (an absolute path joined to it would replace it).
+        FolderName("agent", self.agent).check()
+        FolderName("run", self.run).check()
 
 
 class RunSpec(msgspec.Struct, frozen=True):
@@ -429,10 +492,11 @@ class RunSpec(msgspec.Struct, frozen=True):
     convy: str = ""
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
+    user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
     user_checks: UserChecks = UserChecks()  # how its simulated user is checked (before it: by code, faults not judged)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
-    LONGEST_NAME: ClassVar[int] = 200
+    LONGEST_NAME: ClassVar[int] = FolderName.LONGEST
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -442,11 +506,8 @@ class RunSpec(msgspec.Struct, frozen=True):
         if not 0.0 <= self.trust <= 1.0:
             raise ValueError("trust: must be between 0 and 1")
         # The run's folder is results/<agent>/<id>: each must be one plain name, never a path.
-        for field, name in (("id", self.id), ("agent", self.agent)):
-            if name in ("", ".", "..") or "/" in name or "\\" in name or not name.isprintable():
-                raise ValueError(f"{field}: not a folder's name")
-            if len(name) > self.LONGEST_NAME:
-                raise ValueError(f"{field}: longer than {self.LONGEST_NAME} characters")
+        FolderName("id", self.id).check()
+        FolderName("agent", self.agent).check()
 
     def planned(self) -> Plan:
         return Plan(self.scenarios, self.attempts)

@@ -54,18 +54,20 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
 import msgspec
 
 from convy.agent import NoUsage, TimeLimited, Usage
+from convy.agreement import Consensus
 from convy.attempt import Spent
 from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.model import Absent, Models
-from convy.problems import ConfigurationError, Outside, Unplayed, Unwritable
+from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.terminal import Inert
-from convy.views import AgreementView, ComparisonView, ScoreView
+from convy.variants import Value, Variant
+from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -274,6 +276,12 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
                 )
                 return 1
+            case DialoguesLost():
+                kept = journal.kept(self.spec)
+                self.errors.line(
+                    f"convy: {stopped}; run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts"
+                )
+                return 2
             case Unplayed():
                 kept = journal.kept(self.spec)
                 self.errors.line(
@@ -368,9 +376,14 @@ class Recorded(msgspec.Struct, frozen=True):
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
             f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
         )
+        causes = summary.breakdown().text()
+        if causes:
+            self.shown.line(causes)
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
+        for line in JudgingSaid(Consensus(self.spec, summary.by_scenario()).view()).lines():
+            self.shown.line(line)
         # Compared as ratios, each rounded once: 57 of 100 is not above 0.57, as 57 > 0.57 * 100 would say.
         share = unjudged / len(outcomes) if outcomes else 0.0
         above = share > self.max_not_judged
@@ -557,10 +570,12 @@ class RunCommand(msgspec.Struct, frozen=True):
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
     judge_repeats: int | None = None
+    most_variants: int | None = None  # --max-variants: a scenario's variants, over Scenario.MOST_VARIANTS
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
-        scenarios = self.project.scenarios()  # every scenario file must be sound before anything is played
+        # every scenario file must be sound before anything is played
+        scenarios = self.project.scenarios(self.most_variants)
         codes: list[int] = []
         played: list[str] = []
         for name in self.agents or self.project.agent_names():
@@ -770,6 +785,42 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         ).played()
 
 
+class JudgingSaid(msgspec.Struct, frozen=True):
+    """What the command says of a run's judging (the report's Judging section, ``agreement.py``):
+    the claims flagged — ambiguous, judges disagreeing, evidence not in the dialogue — at most
+    ``MOST`` of them, and a judge from the agent's provider. Nothing for a run judged once by one
+    judge that quoted nothing, or with nothing flagged."""
+
+    view: JudgingView | None
+
+    MOST: ClassVar[int] = 5
+
+    def lines(self) -> list[str]:
+        view = self.view
+        if view is None:
+            return []
+        lines: list[str] = []
+        flagged = [row for row in view.claims if row.ambiguous or row.disagree or row.unquoted]
+        for row in flagged[: self.MOST]:
+            said: list[str] = []
+            if row.ambiguous:
+                agreement = "" if row.agreement is None else f", self-agreement {row.agreement:.0%}"
+                said.append(f"ambiguous claim, rewrite it ({row.dissents} of {row.decisions} decisions divided{agreement})")
+            if row.disagree:
+                said.append("the judges disagree on it")
+            if row.unquoted:
+                said.append(f"{row.unquoted} of {row.decisions} decisions quote words not in the dialogue")
+            lines.append(f"judging: {Inert(row.scenario).line()} · {Inert(row.claim).line()}: {'; '.join(said)}")
+        if len(flagged) > self.MOST:
+            lines.append(f"judging: and {len(flagged) - self.MOST} more claims flagged (see the report)")
+        for judge in view.alike:
+            lines.append(
+                f"judging: {Inert(judge).line()} is from {Inert(view.agent_provider).line()}, "
+                "the provider of the agent's model: a possible bias"
+            )
+        return lines
+
+
 class Passed(msgspec.Struct, frozen=True):
     """The scenarios a run skips, said as the command says them: one line for each reason, naming
     the scenarios it keeps out."""
@@ -808,7 +859,7 @@ class DryRun(msgspec.Struct, frozen=True):
         sourced = ProjectSettings(project.folder).sourced()
         problems.extend(sourced.problems)
         settings = self._gathered(problems, lambda: self.command.overridden(sourced.settings), sourced.settings)
-        scenarios, broken = project.sound_scenarios()
+        scenarios, broken = project.sound_scenarios(self.command.most_variants)
         problems.extend(broken)
         names, unnamed = (self.command.agents, ()) if self.command.agents else project.agents()
         problems.extend(unnamed)
@@ -895,6 +946,7 @@ class DryRun(msgspec.Struct, frozen=True):
         for spec in specs:
             planned = len(spec.scenarios) * spec.attempts
             lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            lines.extend(Variants(spec.scenarios).lines("  "))
             judging, judges = spec.judging, spec.models.judges()
             if judges and (len(judges) > 1 or not judging.direct()):
                 asked = f"{judging.repeats} time{'s' if judging.repeats != 1 else ''}"
@@ -913,6 +965,28 @@ class DryRun(msgspec.Struct, frozen=True):
             )
         else:
             lines.append(f"would run {total} attempts of {len(specs)} agents; nothing was sent, nothing written")
+        return tuple(lines)
+
+
+class Variants(msgspec.Struct, frozen=True):
+    """The variants a run plays of each scenario with a matrix, as ``convy check`` and
+    ``--dry-run`` say them: how many, and over which keys."""
+
+    scenarios: tuple[Scenario, ...]
+
+    def lines(self, indent: str) -> tuple[str, ...]:
+        made: dict[str, list[Variant]] = {}
+        for scenario in self.scenarios:
+            if scenario.variant is not None:
+                made.setdefault(scenario.variant.of, []).append(scenario.variant)
+        lines: list[str] = []
+        for base, variants in made.items():
+            keys: dict[str, set[str]] = {}
+            for variant in variants:
+                for key, value in variant.values.items():
+                    keys.setdefault(key, set()).add(Value(value).text())
+            said = " × ".join(f"{len(values)} {key}" for key, values in keys.items())
+            lines.append(Inert(f"{indent}{base}: {len(variants)} variant{'s' if len(variants) != 1 else ''} ({said})").line())
         return tuple(lines)
 
 
@@ -951,6 +1025,9 @@ class ReportCommand(msgspec.Struct, frozen=True):
         for run in runs:
             summary = Summary(run)
             shown.line(f"report: {self.project.reported(summary).relative_to(self.project.folder)}")
+            causes = summary.breakdown().text()
+            if causes:
+                shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
             listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
             summaries.append(summary)
@@ -1001,6 +1078,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
         shown.line(f"pass rate {before} → {after}, Δ {change}, p = {view.p:.3g}: {verdict}")
         shown.line(view.reading)
         shown.line(f"scenarios: {counts['worse']} worse, {counts['better']} better, {counts['same']} same")
+        for sentence in view.trouble:
+            shown.line(sentence)
         if view.only_base or view.only_candidate or view.changed:
             shown.line(
                 f"left out: {len(view.only_base)} only in base, {len(view.only_candidate)} only in candidate, "
@@ -1049,6 +1128,8 @@ class LabelsCommand(msgspec.Struct, frozen=True):
                     "labels follow their dialogues, so they count wherever these dialogues are"
                 )
         read = self.project.read(journal.folder.name)
+        if read.problem:  # a damaged run.json: its own labels still count, a source it names cannot
+            errors.line(f"read {where}: {read.problem}")
         agreement = Summary(read).agreement()
         if agreement is None:
             shown.line(f"{where}: no labels")
@@ -1260,6 +1341,7 @@ class Arguments(msgspec.Struct, frozen=True):
         run.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
+        self._variants(run)
         self._budget(run)
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
@@ -1270,7 +1352,8 @@ class Arguments(msgspec.Struct, frozen=True):
         only.add_argument(
             "--dry-run", action="store_true", help="say what would run, or every problem that stops it; nothing sent or written"
         )
-        commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2 or 0)")
+        check = commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2 or 0)")
+        self._variants(check)
         report = commands.add_parser("report", help="rebuild the reports of runs and the index")
         report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
         report.add_argument(
@@ -1318,6 +1401,14 @@ class Arguments(msgspec.Struct, frozen=True):
         self._budget(rejudge)
         return parser
 
+    def _variants(self, command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--max-variants",
+            type=int,
+            metavar="N",
+            help=f"play a scenario's matrix of up to N variants (default: {Scenario.MOST_VARIANTS})",
+        )
+
     def _budget(self, command: argparse.ArgumentParser) -> None:
         # The budget's options, declared once in Budgeted for run and resume (exit 6 when one stops the run).
         for name, metavar, kind, said in Budgeted.OPTIONS:
@@ -1364,7 +1455,8 @@ def main(argv: list[str] | None = None) -> int:
                 case "init":
                     code = InitCommand(parsed.project / parsed.folder).run(shown)
                 case "check":
-                    code = DryRun(RunCommand(project, (), None, (), (), None, None)).run(shown, errors)
+                    checked = RunCommand(project, (), None, (), (), None, None, most_variants=parsed.max_variants)
+                    code = DryRun(checked).run(shown, errors)
                 case "run" if parsed.smoke:
                     code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
                 case "run":
@@ -1380,6 +1472,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         parsed.judge_repeats,
+                        parsed.max_variants,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":

@@ -29,6 +29,7 @@ import msgspec
 
 from convy.attempt import Attempt
 from convy.bench import Origin
+from convy.causes import Breakdown, Shift
 from convy.labels import Judges, RunLabels
 from convy.panel import Judging
 from convy.report import Summary
@@ -136,8 +137,14 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         a, b = self.base.file.spec, self.candidate.file.spec
         said: list[str] = []
         same = bool(self.dialogues())  # the same dialogues: a change of judge or claims is what is compared
-        if a.models.user != b.models.user:
-            said.append(f"the simulated user's model differs: {a.models.user} → {b.models.user}")
+        # What the simulated user was (its model, the settings that shape it, its filled prompt in
+        # each scenario compared); of runs before it was kept, its model's name. Of the same
+        # dialogues, the user is one and the same: nothing to say.
+        changed = a.user.changes(b.user, self.common())
+        if changed and not same:
+            said.append(f"the simulated user changed: {'; '.join(changed)}")
+        elif a.models.user != b.models.user and not same:
+            said.append(f"the simulated user changed: model {a.models.user} → {b.models.user}")
         if a.models.judge != b.models.judge and not same:
             said.append(f"the judge differs: {a.models.judge} → {b.models.judge}")
         if a.judging != b.judging:
@@ -216,7 +223,20 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             pairs=self._pairs(),
             same_dialogues=same,
             judges=self._judges(),
+            base_causes=self._breakdown(self.base).views(),
+            candidate_causes=self._breakdown(self.candidate).views(),
+            trouble=self.trouble(),
         )
+
+    def trouble(self) -> list[str]:
+        """What a change in the attempts passed comes with: a sentence for each of the simulated
+        user and the judge whose attempts not passed make most of it (``causes.Shift``), on the
+        scenarios both runs hold."""
+        return Shift(self._breakdown(self.base), self._breakdown(self.candidate)).sentences()
+
+    def _breakdown(self, run: Read) -> Breakdown:
+        common = set(self.common())
+        return Breakdown(tuple(attempt.cause() for attempt in self._summary(run).attempts() if attempt.outcome.scenario in common))
 
     def _side(self, run: Read) -> SideView:
         """One run's side: its index row (the same numbers the index shows), linked from the

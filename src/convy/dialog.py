@@ -199,11 +199,17 @@ class NoVerdict(msgspec.Struct, frozen=True, gc=False, tag="no_verdict", omit_de
     that must not be; a tool called or a pattern said that must be). A check that failed is a
     certain failure, whatever the models did: the attempt is then failed, not left out of the pass
     rate. (Attempts kept before checks were recorded here read back with none.)
+
+    ``service`` says that the model's service failed the request (a ``ServiceFailure``: a
+    connection, a timeout, an error status), not the model its answer: recorded where the failure
+    was caught, so an attempt's cause never rests on its text. (Attempts kept before it read back
+    as the model's.)
     """
 
     who: Literal["user", "judge", "busy"]
     reason: str
     checks: tuple[Claim, ...] = ()
+    service: bool = False
 
     def status(self) -> Literal["failed", "not_judged"]:
         """Failed when a check decided by code failed; otherwise not judged."""

@@ -43,7 +43,7 @@ import msgspec
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
 from convy.busy import Busy
 from convy.chat import Arguments, Completion
-from convy.problems import ModelFailure
+from convy.problems import HttpFailure, ModelFailure
 from convy.quota import TOLD, Heard, NoQuota, Quota, Told
 from convy.secrets import Secrets
 
@@ -51,10 +51,6 @@ from convy.secrets import Secrets
 _PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type", "user-agent"})
 # Query fields whose values are never secret, such as Azure's api-version=2024-02-15-preview.
 _PLAIN_QUERY = frozenset({"api-version", "api_version", "version", "v", "model", "format", "lang", "locale"})
-
-
-class HttpFailure(Exception):
-    """A request failed in a way that may have reached the service: never sent again."""
 
 
 class Tls(msgspec.Struct, frozen=True):

@@ -45,7 +45,7 @@ from typing import ClassVar, Literal
 
 import msgspec
 
-from convy.bench import Origin, RunJournal, RunSpec
+from convy.bench import FolderName, RunJournal, RunSpec
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import RegularFile
 from convy.problems import ConfigurationError, FieldProblem, Unwritable
@@ -59,10 +59,15 @@ Key = tuple[str, str]  # (a dialogue's fingerprint, a claim's text)
 
 
 class LabelledRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The run whose page a labels file was made on."""
+    """The run whose page a labels file was made on: names of folders, as the run's own (kept on
+    every line of ``labels.jsonl``, so one too long would make every line too long to read back)."""
 
     agent: str
     id: str
+
+    def __post_init__(self) -> None:
+        FolderName("agent", self.agent).check()
+        FolderName("id", self.id).check()
 
 
 class Label(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -293,8 +298,8 @@ class RunLabels(msgspec.Struct, frozen=True):
         results = self.folder.parent.parent
         seen = {self.folder.resolve()}
         origin = self.spec.origin
-        for _ in range(self.DEEPEST):
-            if origin is None or not self._plain(origin):
+        for _ in range(self.DEEPEST):  # an Origin is a plain name of a folder: none leads out of results/
+            if origin is None:
                 break
             folder = results / origin.agent / origin.run
             if folder.resolve() in seen:
@@ -306,10 +311,6 @@ class RunLabels(msgspec.Struct, frozen=True):
             except ConfigurationError:  # gone, or damaged: the chain ends here
                 break
         return book
-
-    def _plain(self, origin: Origin) -> bool:
-        """Whether the source's names are folder names, not paths out of ``results/``."""
-        return all(name not in ("", ".", "..") and "/" not in name and "\\" not in name for name in (origin.agent, origin.run))
 
 
 class Decision(msgspec.Struct, frozen=True, gc=False):

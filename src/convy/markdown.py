@@ -330,6 +330,8 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             f"**Scenarios:** {view.counts['worse']} worse, {view.counts['better']} better, {view.counts['same']} same",
             "",
         ]
+        for sentence in view.trouble:
+            lines += [f"**{MarkdownText(sentence, 300).markdown()}**", ""]
         if view.needed:
             lines += [MarkdownText(view.needed, 300).markdown(), ""]
         moved = tuple(

@@ -26,7 +26,7 @@ import msgspec
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.chat import Chunks, Completion, Prices
-from convy.problems import EmptyReply, ModelFailure, Outside, StillBusy
+from convy.problems import EmptyReply, HttpFailure, ModelFailure, Outside, ServiceFailure, StillBusy
 
 if TYPE_CHECKING:  # imported where a model sends: a run of fakes never loads the HTTP layer
     from convy.http import JsonConnection
@@ -92,7 +92,8 @@ _REPLY = msgspec.json.Decoder(Reply)
 
 class Contained(msgspec.Struct, frozen=True):
     """The same model, whose every error, every answer that is not a ``Reply``, and every empty
-    reply, is a ``ModelFailure`` (a busy service past its patience a ``StillBusy``). Every error
+    reply, is a ``ModelFailure`` (a busy service past its patience a ``StillBusy``, a request its
+    service failed — an ``HttpFailure`` — a ``ServiceFailure``). Every error
     takes in a ``SystemExit`` and a ``CancelledError`` raised while nobody cancelled the attempt
     (``Outside``); its text is read so that describing it cannot fail.
 
@@ -114,6 +115,10 @@ class Contained(msgspec.Struct, frozen=True):
             raise
         except Busy as busy:
             raise StillBusy(f"model {self.model.name}: {Outside(busy).text()}") from busy
+        except HttpFailure as error:
+            # The service failed the request, not the model its answer: told apart by its kind,
+            # here where it is caught, so an attempt it ends is the service's (``NoVerdict.service``).
+            raise ServiceFailure(f"model {self.model.name} failed: {Outside(error).named()}") from error
         except BaseException as error:  # a bug in the model's code (a SystemExit too) must not stop the run
             if not Outside(error).theirs():
                 raise

@@ -6,13 +6,15 @@
     │   └── OutOfTime                 ... by passing a time limit: stop reason "time_limit"
     ├── Busy (busy.py)                a service refused a request unprocessed: sent again
     │                                 while the participant's patience lasts, then raised on
-    ├── HttpFailure (http.py)         a request failed after it may have reached the service:
+    ├── HttpFailure (http.py, here)   a request failed after it may have reached the service:
     │                                 never sent again; the agent's attempt fails, a model fails
     ├── ModelFailure (here)           the simulated user's or the judge's model failed:
     │   │                             that attempt has NoVerdict and stays out of the pass rate,
     │   │                             unless a check decided by code failed: then it is failed
     │   ├── StillBusy                 ... because its service stayed busy past its patience
-    │   └── EmptyReply                ... by answering with nothing (a simulated user's "empty" fault)
+    │   ├── EmptyReply                ... by answering with nothing (a simulated user's "empty" fault)
+    │   └── ServiceFailure            ... because its service failed the request (an HttpFailure:
+    │                                 a connection, a timeout, an error status), not its answer
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── ScenarioError             one line per broken scenario file
@@ -24,7 +26,9 @@
     ├── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
     │                                 error whose text held a secret, with its trace
     └── Unplayed (here)               convy's own bug: the bench ended with planned attempts
-                                      it never recorded; the run stops, marked interrupted
+        │                             it never recorded; the run stops, marked interrupted
+        └── DialoguesLost             not a bug: a re-judged run's source lacks dialogues it
+                                      had (lines lost since it finished); stops the same way
 
 A failure of one attempt never stops the run; a configuration error stops it before any request.
 Any other error is convy's own: it is never recorded as a participant's failure, and stops the run.
@@ -45,6 +49,13 @@ from typing import Any, ClassVar
 
 import msgspec
 import msgspec.inspect
+
+
+class HttpFailure(Exception):
+    """A request failed in a way that may have reached the service: never sent again.
+
+    Raised by ``http.py`` (and importable from there); declared here so that ``model.Contained``
+    can tell a model's service failing from the model's answer without loading the HTTP layer."""
 
 
 class ModelFailure(Exception):
@@ -78,6 +89,14 @@ class StillBusy(ModelFailure):
 class EmptyReply(ModelFailure):
     """The model answered with nothing (no text, or only whitespace): for a simulated user, its
     ``empty`` fault."""
+
+
+class ServiceFailure(ModelFailure):
+    """The model's service failed the request — it could not be reached, broke the connection, did
+    not answer in time, or answered with an error status (an ``HttpFailure``) — so the model never
+    gave an answer to judge it by. Told apart where the failure is caught (``model.Contained``, by
+    the kind of the error), never from its text, so an attempt it ends is the service's, not the model's (``NoVerdict.service``).
+    """
 
 
 class ConfigurationError(Exception):
@@ -277,3 +296,9 @@ class Outside(msgspec.Struct, frozen=True):
 class Unplayed(Exception):
     """The bench ended with planned attempts that were never recorded: a bug of convy's, raised so
     that a run never says it is finished with attempts missing."""
+
+
+class DialoguesLost(Unplayed):
+    """A re-judged run's source no longer holds some of the recorded dialogues it is to decide (its
+    ``attempts.jsonl`` was cut, or lines of it damaged, since it finished): the run stops rather
+    than say it is finished with those attempts missing. Not a bug: the text names the file."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped
+from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped, UserShape
 from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
@@ -64,12 +64,19 @@ class Project(msgspec.Struct, frozen=True):
 
         return ProjectSettings(self.folder).settings()
 
-    def scenarios(self) -> tuple[Scenario, ...]:
-        return Scenarios(self.folder / "scenarios").every()
+    def scenarios(self, most_variants: int | None = None) -> tuple[Scenario, ...]:
+        """Every scenario, a matrix's as its variants (at most ``most_variants`` each, or
+        ``Scenario.MOST_VARIANTS``)."""
+        return Scenarios(self.folder / "scenarios", self._most(most_variants)).every()
 
-    def sound_scenarios(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
+    def sound_scenarios(self, most_variants: int | None = None) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, and a line for each problem of the others."""
-        return Scenarios(self.folder / "scenarios").sound()
+        return Scenarios(self.folder / "scenarios", self._most(most_variants)).sound()
+
+    def _most(self, most_variants: int | None) -> int | None:
+        if most_variants is not None and not 1 <= most_variants <= RunSpec.MOST_ATTEMPTS:
+            raise ConfigurationError(f"--max-variants: must be between 1 and {RunSpec.MOST_ATTEMPTS:,}")
+        return most_variants
 
     def agent_names(self) -> tuple[str, ...]:
         """The agents in ``agents/``, by name, in order; a ``ConfigurationError`` with a line for
@@ -166,6 +173,7 @@ class Project(msgspec.Struct, frozen=True):
                 convy=VERSION,
                 judging=settings.judging(),
                 user_checks=settings.user_checking(),
+                user=self.user(models.user, prompt, tuple(playable)),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)
@@ -180,6 +188,7 @@ class Project(msgspec.Struct, frozen=True):
         chosen = matching.chosen(scenarios)
         if not chosen:
             raise ConfigurationError("no scenario matches the --scenarios and --tag given")
+        self.bounded(settings, chosen)
         self.fitting(prompt, settings, chosen)
         playable: list[Scenario] = []
         skipped: list[Skipped] = []
@@ -194,6 +203,22 @@ class Project(msgspec.Struct, frozen=True):
                 continue
             playable.append(scenario)
         return tuple(playable), tuple(skipped)
+
+    def bounded(self, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
+        """Check that no scenario plays more than a run's bound of attempts (``RunSpec.MOST_ATTEMPTS``)
+        over its variants: each variant is played ``attempts`` times."""
+        variants: dict[str, int] = {}
+        for scenario in scenarios:
+            if scenario.variant is not None:
+                variants[scenario.variant.of] = variants.get(scenario.variant.of, 0) + 1
+        problems = [
+            f"scenario {base}: matrix: {count:,} variants × {settings.attempts:,} attempts = "
+            f"{count * settings.attempts:,} attempts, more than {RunSpec.MOST_ATTEMPTS:,}"
+            for base, count in variants.items()
+            if count * settings.attempts > RunSpec.MOST_ATTEMPTS
+        ]
+        if problems:
+            raise ConfigurationError("\n".join(problems))
 
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator
@@ -214,7 +239,9 @@ class Project(msgspec.Struct, frozen=True):
         """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator
         prompt (``prompt``, read from the settings now), as they are now."""
         scenarios = hashlib.sha256()
-        for path in sorted((self.folder / "scenarios").rglob("*.yaml")):
+        # personas.yaml fills the variants' slots as the files do: a part of the scenarios, when there is one.
+        personas = self.folder / "personas.yaml"
+        for path in [*sorted((self.folder / "scenarios").rglob("*.yaml")), *([personas] if personas.exists() else [])]:
             shown = path.relative_to(self.folder).as_posix()
             try:
                 data = RegularFile(path).data(YamlFile.MAX_BYTES)
@@ -227,6 +254,34 @@ class Project(msgspec.Struct, frozen=True):
             models=self._digest(self.folder / "models.py"),
             prompt=hashlib.sha256(prompt.text.encode()).hexdigest(),
         )
+
+    # The settings of a model that shape what it says, read when it exposes them (``OpenAiModel``
+    # does): never its key, its URL or its headers.
+    SHAPING: ClassVar[tuple[str, ...]] = ("temperature", "top_p", "seed", "max_tokens", "effort", "extra")
+
+    def user(self, model: Any, prompt: Prompt, scenarios: tuple[Scenario, ...]) -> UserShape:
+        """What the simulated user of a run of ``scenarios`` is: ``model``'s name and the settings
+        it exposes that shape its answers, and each scenario's simulator ``prompt`` as filled for
+        it, fingerprinted; not known when no scenario has a simulated user or its model is absent."""
+        speaking = [scenario for scenario in scenarios if scenario.user.strip()]
+        match model:
+            case Absent():
+                return UserShape()
+            case _:
+                pass
+        if not speaking:
+            return UserShape()
+        settings: dict[str, Any] = {}
+        for name in self.SHAPING:
+            value = getattr(model, name, None)
+            if value is None or value == {}:
+                continue
+            try:  # kept only as plain JSON: a setting of another kind says nothing a comparison can use
+                settings[name] = msgspec.json.decode(msgspec.json.encode(value))
+            except (TypeError, msgspec.EncodeError):
+                continue
+        prompts = {scenario.id: hashlib.sha256(scenario.told(prompt).encode()).hexdigest() for scenario in speaking}
+        return UserShape(known=True, model=self._named(model), settings=settings, prompts=prompts)
 
     def results(self) -> Path:
         return self.folder / "results"

@@ -41,7 +41,7 @@ from convy.budget import Budget, Counted, Spending
 from convy.dialog import ChatJudge, Prompt
 from convy.model import Absent, Models, OpenAiModel
 from convy.panel import Judging
-from convy.problems import ConfigurationError, Unplayed
+from convy.problems import ConfigurationError, DialoguesLost, Unplayed
 from convy.project import VERSION, Project
 from convy.quota import Services
 from convy.scenario import Matching, Outcome, Scenario
@@ -114,7 +114,7 @@ class Rejudge(msgspec.Struct, frozen=True):
         if spec.origin is None:
             return spec, self.source
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
-        dialogues.run()  # its run.json must be there and sound: the dialogues are read from its folder
+        Sourced(spec.id, dialogues).checked()  # its run.json must be there and sound: the dialogues are read from its folder
         if dialogues.in_use():
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} holds, is in use by another convy process")
         return spec, dialogues
@@ -126,7 +126,8 @@ class Rejudge(msgspec.Struct, frozen=True):
         agent and simulator prompt (the dialogues' own). A scenario of the source the project no
         longer has is skipped, and so is one with claims while the judge is absent."""
         source, dialogues = self.origin()
-        now = {scenario.id: scenario for scenario in self.project.scenarios()}
+        # The source's variants, however many it played (its --max-variants is not kept).
+        now = {scenario.id: scenario for scenario in self.project.scenarios(RunSpec.MOST_ATTEMPTS)}
         skipped: list[Skipped] = []
         kept: list[Scenario] = []
         for was in source.scenarios:
@@ -176,6 +177,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                 origin=Origin(dialogues.folder.parent.name, dialogues.folder.name),
                 judging=settings.judging(),
                 user_checks=source.user_checks,  # no user plays: the source's, as it checked its dialogues
+                user=source.user,  # the dialogues' simulated user: the source's
             )
         except ValueError as error:
             raise ConfigurationError(f"cannot re-judge {source.id}: {error}") from None
@@ -191,10 +193,26 @@ class Rejudge(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: its judge was {spec.models.judge}, and models.py now gives {judge.name}"
             )
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
-        dialogues.run()  # the dialogues' run must still be there and sound
+        Sourced(spec.id, dialogues).checked()  # the dialogues' run must still be there and sound
         if dialogues.in_use():
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} re-judges, is in use by another convy process")
         return Rejudging(dialogues, judge, spec.limits, budget, spec.judging)
+
+
+class Sourced(msgspec.Struct, frozen=True):
+    """The run whose recorded dialogues the run ``run`` decides, which must be there and sound: one
+    deleted or damaged since is said as the source of that run, not as a run the user named."""
+
+    run: str
+    dialogues: RunJournal
+
+    def checked(self) -> None:
+        try:
+            self.dialogues.run()
+        except ConfigurationError as error:
+            raise ConfigurationError(
+                f"run {self.run} decides the recorded dialogues of run {self.dialogues.folder.name}, which cannot be read: {error}"
+            ) from None
 
 
 class Rejudging(msgspec.Struct, frozen=True):
@@ -217,12 +235,14 @@ class Rejudging(msgspec.Struct, frozen=True):
         judge = RunJudge(self.judge, self.judging).within(self.limits.places("judge", Services()))
         taken = 0  # the recorded attempts the workers took
         kept = 0  # those decided and recorded
+        read_through = False  # whether the source was read to its end (not stopped by a budget)
 
         def read() -> Iterator[Outcome]:
-            nonlocal taken
+            nonlocal taken, read_through
             for outcome in self.dialogues.recorded(wanted):
                 taken += 1
                 yield outcome
+            read_through = True
 
         queue: Iterator[Outcome] = read()
         spending: Spending | None = None
@@ -246,4 +266,17 @@ class Rejudging(msgspec.Struct, frozen=True):
                 group.create_task(worker())
         if kept != taken:
             raise Unplayed(f"{taken - kept} of {len(wanted)} planned attempts ended without being recorded")
+        if read_through and taken < len(wanted):
+            raise DialoguesLost(self._lost(wanted, taken))
         return spending
+
+    def _lost(self, wanted: dict[tuple[str, int], Scenario], taken: int) -> str:
+        """Which planned dialogues the source lacks: how many, and the first few by name."""
+        found = {(outcome.scenario, outcome.attempt) for outcome in self.dialogues.recorded(wanted)}
+        missing = sorted(key for key in wanted if key not in found)
+        named = ", ".join(f"{scenario} #{attempt}" for scenario, attempt in missing[:3])
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        return (
+            f"{self.dialogues.folder / 'attempts.jsonl'}: {len(wanted) - taken} of the {len(wanted)} recorded dialogues "
+            f"to re-judge are not there ({named}{more}): the file lost lines since its run finished"
+        )

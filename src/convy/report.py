@@ -21,7 +21,7 @@ from decimal import Decimal
 from functools import cached_property
 from itertools import chain
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -29,6 +29,7 @@ from convy.agreement import Consensus
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay
+from convy.causes import Breakdown
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
 from convy.labels import Agreement, RunLabels
@@ -36,6 +37,7 @@ from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Outcome, Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
+from convy.variants import Value, Variant
 from convy.views import (
     AgreementView,
     AttemptRow,
@@ -56,7 +58,48 @@ from convy.views import (
     Suggestion,
     TimeView,
     TrendPoint,
+    VariantDimensionView,
+    VariantValueView,
 )
+
+
+class Dimensions(msgspec.Struct, frozen=True):
+    """A run's variant values as dimensions: for each matrix key of its scenarios (``mood``), each
+    value's pass rate over the variants that have it, whichever scenario they were made from. The
+    rate is found as the run's is, over scenarios: the mean of those variants' rates, with
+    ``Headline``'s interval (Wilson for one variant; else a bootstrap or t interval across
+    variants), since a variant's attempts are not independent of each other."""
+
+    scenarios: tuple[Scenario, ...]
+    tallies: dict[str, Tally]
+
+    def views(self) -> list[VariantDimensionView]:
+        found: dict[str, dict[str, list[Tally]]] = {}
+        for scenario in self.scenarios:
+            match scenario.variant:
+                case Variant(values=values):
+                    tally = self.tallies.get(scenario.id, Tally(0, 0))
+                    for key, value in values.items():
+                        found.setdefault(key, {}).setdefault(Value(value).text(), []).append(tally)
+                case None:
+                    pass
+        return [
+            VariantDimensionView(key=key, values=[self._value(value, tallies) for value, tallies in values.items()])
+            for key, values in found.items()
+        ]
+
+    def _value(self, value: str, tallies: list[Tally]) -> VariantValueView:
+        judged = tuple(tally for tally in tallies if tally.judged)
+        headline = Headline(tuple(tally.passed / tally.judged for tally in judged), judged)
+        interval = headline.interval()
+        return VariantValueView(
+            value=value,
+            variants=len(tallies),
+            passed=sum(tally.passed for tally in judged),
+            judged=sum(tally.judged for tally in judged),
+            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+            method=headline.method(),
+        )
 
 
 class Summary(msgspec.Struct, frozen=True, dict=True):
@@ -200,7 +243,14 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             claims=sorted({claim.text for view in scenarios for claim in view.claims}),
             agreement=self.agreement(),
             judging=Consensus(spec, self.by_scenario()).view(),
+            variants=Dimensions(spec.scenarios, tallies).views(),
+            causes=self.breakdown().views(),
+            not_passed=self.breakdown().not_passed(),
         )
+
+    def breakdown(self) -> Breakdown:
+        """The run's attempts that did not pass, by cause (``causes.py``), through its trust."""
+        return Breakdown(tuple(attempt.cause() for attempt in self.attempts()))
 
     def agreement(self) -> AgreementView | None:
         """The run's decisions against the human labels of its dialogues (its own and its
@@ -309,6 +359,17 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             columns[scenario] = (sizes, seconds)
         return columns
 
+    def _group(self, scenario: str) -> str:
+        # A variant's folder is its scenario's: a value may hold a "/".
+        return scenario.rsplit("/", 1)[0] if "/" in scenario else ""
+
+    def _variant(self, spec: Scenario | None) -> dict[str, Any]:
+        match spec:
+            case Scenario(variant=Variant(of=of, values=values)):
+                return {"variant": {key: Value(value).text() for key, value in values.items()}, "variant_of": of}
+            case _:
+                return {}
+
     def _scenario(self, index: int, scenario: str, attempts: list[Attempt], spec: Scenario | None) -> ScenarioView:
         claims, marks = self._decided(attempts)
         statuses = [attempt.status() for attempt in attempts]
@@ -325,8 +386,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         return ScenarioView(
             index=index,
             id=scenario,
-            group=scenario.rsplit("/", 1)[0] if "/" in scenario else "",
+            group=self._group(spec.variant.of if spec and spec.variant else scenario),
             tags=list(spec.tags) if spec else [],
+            **self._variant(spec),
             passed=tally.passed,
             judged=tally.judged,
             not_judged=statuses.count("not_judged"),
@@ -343,6 +405,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                     turns=len(attempt.outcome.transcript.turns),
                     seconds=attempt.outcome.seconds,
                     marks=[mark.get(name, "none") for name in names],
+                    cause=attempt.cause() or "",
                 )
                 for attempt, mark in zip(attempts, marks, strict=True)
             ],
@@ -352,6 +415,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             answer_p50=agent.seconds.p50,
             cost=sums.every().cost(),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
+            causes=dict(Counter(cause for attempt in attempts if (cause := attempt.cause()) is not None)),
         )
 
     def claims(self, attempts: list[Attempt]) -> list[ClaimRow]:

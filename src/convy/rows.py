@@ -104,6 +104,8 @@ class ScenariosRow(Row, frozen=True):
     tokens_out: int | None
     cost_usd: Decimal | None
     unpriced_requests: int
+    variant_of: str | None  # the scenario a matrix variant was made from; None for a scenario without a matrix
+    variant: str | None  # its values, a JSON object in the matrix's order: {"mood":"angry","language":"German"}
 
 
 class AttemptsRow(Row, frozen=True):
@@ -115,6 +117,7 @@ class AttemptsRow(Row, frozen=True):
     seconds: float
     status: Literal["passed", "failed", "not_judged"]
     why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted", "split", "unquoted"] | None
+    cause: Literal["agent", "user", "judge", "service"] | None
     stop: str
     turns: int
     claims: int | None
@@ -140,6 +143,8 @@ class AttemptsRow(Row, frozen=True):
     cost_usd: Decimal | None
     unpriced_requests: int
     tool_calls: int
+    variant_of: str | None
+    variant: str | None
 
 
 class TurnsRow(Row, frozen=True):

@@ -21,7 +21,7 @@ import math
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -49,7 +49,8 @@ from convy.dialog import (
 )
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.pattern import Pattern
-from convy.problems import ConfigurationError, EmptyReply, FieldProblem, Outside, ScenarioError
+from convy.problems import ConfigurationError, EmptyReply, FieldProblem, Outside, ScenarioError, ServiceFailure
+from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
 
 
@@ -199,6 +200,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     script: tuple[str, ...] = ()
     max_turns: int | None = None
     tags: tuple[str, ...] = ()
+    matrix: dict[str, Any] = {}  # each key a list of values: one variant per combination (variants.py)
+    variant: Variant | None = None  # set on each variant a matrix made, never in a file
+
+    MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
 
     def __post_init__(self) -> None:
         if not self.id.strip():
@@ -210,13 +215,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 case str(text) if not text.strip():
                     raise ValueError(f"judge[{number}]: an empty claim")
         for name, value in self.vars.items():
-            match value:
-                case str() | bool() | int() | float():
-                    pass
-                case _:
-                    raise ValueError(
-                        f"vars.{name}: expected text, a number or true/false, got {FieldProblem('').kind_of(value)}"
-                    )
+            problem = Value(value).problem(f"vars.{name}")
+            if problem:
+                raise ValueError(problem)
         if not self.user.strip() and not self.script:
             raise ValueError("user: a scenario needs a user, a script, or both")
         if self.max_turns is not None and self.max_turns < 1:
@@ -226,6 +227,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         for number, line in enumerate(self.script):
             if not line.strip():
                 raise ValueError(f"script[{number}]: an empty message")
+        if self.matrix:
+            self._matrix_checked()
+            return
         if self.user:
             instructions = Prompt(self.user)
             missing = instructions.missing(self.vars)
@@ -234,6 +238,90 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             oversize = instructions.oversize(self.vars)
             if oversize:
                 raise ValueError(f"user: the filled instructions {oversize}")
+
+    def _matrix_checked(self) -> None:
+        """A matrix's own problems, and the slots its variants will fill: every slot of the user's
+        instructions and of the script must be a var or a matrix key (a persona's values are
+        checked as each variant is made), and every matrix key but ``persona`` must fill one."""
+        if self.variant is not None:
+            raise ValueError("matrix: a variant has no matrix of its own")
+        problem = Matrix(self.matrix).problem()
+        if problem:
+            raise ValueError(problem)
+        for key in self.matrix:
+            if key in self.vars:
+                raise ValueError(f"matrix.{key}: also a var: give it in vars or in matrix, not both")
+        slots = Prompt(self.user).slots().union(*(Prompt(line).slots() for line in self.script))
+        for key in self.matrix:
+            if key != PERSONA and key not in slots:
+                raise ValueError(f"matrix.{key}: fills no {{{{ {key} }}}} in user or script")
+        if PERSONA in self.matrix:
+            return  # a persona's values may fill any slot: each variant is checked as it is made
+        known = {**self.vars, **dict.fromkeys(self.matrix, "")}
+        missing = Prompt(self.user).missing(known)
+        if missing:
+            raise ValueError(f"user: {missing} in vars or matrix")
+        for number, line in enumerate(self.script):
+            missing = Prompt(line).missing(known)
+            if missing:
+                raise ValueError(f"script[{number}]: {missing} in vars or matrix")
+
+    def variants(self, personas: Personas = Personas(), most: int | None = None) -> tuple[Scenario, ...]:
+        """The scenarios this one plays: itself, or with a matrix one variant per combination of
+        its values, each with them among its vars and filled into its script (a persona's values
+        too), its id saying them (``id[key=value,...]``), its ``variant`` keeping them. A
+        ``ValueError`` names the field at fault: a persona unknown, more variants than ``most``
+        (``MOST_VARIANTS`` unless given), a variant whose slots are not all filled."""
+        if not self.matrix:
+            return (self,)
+        most = self.MOST_VARIANTS if most is None else most
+        matrix = Matrix(self.matrix)
+        if PERSONA in self.matrix:
+            names = matrix.values(PERSONA, personas)
+            if not names:
+                raise ValueError(f"matrix.{PERSONA}: all, but {personas.shown} lists no persona")
+            for number, name in enumerate(names):
+                if personas.named(name) is None:
+                    raise ValueError(f"matrix.{PERSONA}[{number}]: no persona {name!r} in {personas.shown}")
+        count = matrix.count(personas)
+        if count > most:
+            raise ValueError(
+                f"matrix: {count:,} variants, more than {most:,}: give --max-variants {count} to play them all"
+            )
+        made: list[Scenario] = []
+        for values in matrix.combinations(personas):
+            variant = Variant(self.id, values)
+            filled = {**self.vars, **values}
+            person = personas.named(values[PERSONA]) if PERSONA in values else None
+            if person is not None:
+                for key in person.values:
+                    if key in filled:
+                        raise ValueError(
+                            f"matrix.{PERSONA}: persona {person.name!r} sets {key}, also a var or matrix key"
+                        )
+                filled.update(person.values)
+            script: list[str] = []
+            for number, line in enumerate(self.script):
+                try:
+                    script.append(Prompt(line).filled(filled))
+                except ValueError as error:
+                    raise ValueError(f"script[{number}]: {error} (variant {variant.label()})") from None
+            try:
+                made.append(
+                    Scenario(
+                        id=variant.id(),
+                        judge=self.judge,
+                        user=self.user,
+                        vars=filled,
+                        script=tuple(script),
+                        max_turns=self.max_turns,
+                        tags=self.tags,
+                        variant=variant,
+                    )
+                )
+            except ValueError as error:
+                raise ValueError(f"{error} (variant {variant.label()})") from None
+        return tuple(made)
 
     def claims(self) -> tuple[str | Graded, ...]:
         """The claims a judge decides, in order: the entries that are not checks."""
@@ -386,6 +474,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             stop, result = "model_failed", NoVerdict("busy", Outside(failure).text())
                             ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
+                        except ServiceFailure as failure:
+                            stop, result = "model_failed", NoVerdict("user", Outside(failure).text(), service=True)
+                            ending = (failure.requests, time.monotonic() - clock - user_start)
+                            break
                         except ModelFailure as failure:
                             match failure:
                                 case EmptyReply():
@@ -467,6 +559,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     return Judged(self.verdict(ruling, transcript), ruling.requests)
                 except StillBusy as failure:
                     return Judged(NoVerdict("busy", Outside(failure).text(), self.checks(transcript)), failure.requests)
+                except ServiceFailure as failure:
+                    checks = self.checks(transcript)
+                    return Judged(NoVerdict("judge", Outside(failure).text(), checks, service=True), failure.requests)
                 except ModelFailure as failure:
                     return Judged(NoVerdict("judge", Outside(failure).text(), self.checks(transcript)), failure.requests)
             case NoVerdict():
@@ -600,9 +695,13 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
 
 class Scenarios(msgspec.Struct, frozen=True):
-    """The scenario files under a project's ``scenarios/`` folder."""
+    """The scenario files under a project's ``scenarios/`` folder, a scenario with a matrix as
+    its variants: at most ``most_variants`` each (``Scenario.MOST_VARIANTS`` unless given), its
+    personas read from ``personas`` (the project's ``personas.yaml`` unless given)."""
 
     folder: Path
+    most_variants: int | None = None
+    personas: Path | None = None
 
     def every(self) -> tuple[Scenario, ...]:
         """Every scenario, by id; any broken file is a ``ScenarioError`` listing all problems."""
@@ -612,11 +711,14 @@ class Scenarios(msgspec.Struct, frozen=True):
         return scenarios
 
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
-        """The scenarios of the sound files, by id, and one line for each problem of the others."""
+        """The scenarios of the sound files, by id, and one line for each problem of the others
+        (and of the personas, when there are any)."""
         problems: list[str] = []
         found: dict[str, tuple[Scenario, str]] = {}
         if not self.folder.is_dir():
             return (), (f"{self.folder.name}/: no such folder of scenarios",)
+        personas = Personas.read(self.personas or self.folder.parent / "personas.yaml")
+        problems.extend(personas.problems)
         for path in sorted(self.folder.rglob("*.yaml")):
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
@@ -624,10 +726,16 @@ class Scenarios(msgspec.Struct, frozen=True):
             except ScenarioError as error:
                 problems.extend(error.problems)
                 continue
-            if scenario.id in found:
-                problems.append(f"{shown}: id: {scenario.id!r} is also the id of {found[scenario.id][1]}")
+            try:
+                variants = scenario.variants(personas, self.most_variants)
+            except ValueError as error:
+                problems.append(f"{shown}: {error}")
                 continue
-            found[scenario.id] = (scenario, shown)
+            for variant in variants:
+                if variant.id in found:
+                    problems.append(f"{shown}: id: {variant.id!r} is also the id of {found[variant.id][1]}")
+                    continue
+                found[variant.id] = (variant, shown)
         return tuple(scenario for scenario, _ in found.values()), tuple(problems)
 
 
@@ -650,6 +758,8 @@ class ScenarioFile(msgspec.Struct, frozen=True):
                 raise ScenarioError((f"{self.shown}: empty: a scenario needs at least a judge and a user or a script",))
             case _:
                 raise ScenarioError((f"{self.shown}: must be a mapping of fields (id, user, script, judge, ...)",))
+        if "variant" in data:
+            raise ScenarioError((f"{self.shown}: variant: convy sets it on each variant of a matrix; write matrix:",))
         try:
             scenario = msgspec.convert({"id": self.default_id, **data}, Scenario)
         except msgspec.ValidationError as error:
@@ -676,9 +786,12 @@ class Matching(msgspec.Struct, frozen=True):
         return tuple(scenario for scenario in scenarios if self._fits(scenario))
 
     def _fits(self, scenario: Scenario) -> bool:
-        names = (scenario.id, f"scenarios/{scenario.id}.yaml", f"{scenario.id}.yaml")
+        # A variant is chosen by its own id (given exactly: ``[`` starts a set in a glob) or by
+        # what chooses the scenario it was made from, its id or its file.
+        base = scenario.variant.of if scenario.variant is not None else scenario.id
+        names = (scenario.id, base, f"scenarios/{base}.yaml", f"{base}.yaml")
         by_pattern = not self.patterns or any(
-            fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns for name in names
+            pattern == scenario.id or fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns for name in names
         )
         by_tag = not self.tags or any(tag in scenario.tags for tag in self.tags)
         return by_pattern and by_tag

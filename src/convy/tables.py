@@ -39,6 +39,7 @@ from convy.rows import (
 from convy.runs import Read
 from convy.scenario import Scenario
 from convy.stats import Consistency, Tally, Wilson
+from convy.variants import Variant
 
 
 class Usages(msgspec.Struct, frozen=True):
@@ -107,6 +108,21 @@ class Usages(msgspec.Struct, frozen=True):
         return sum(found) if found else None
 
 
+class VariantColumns(msgspec.Struct, frozen=True):
+    """A scenario's variant as the scenarios' and attempts' tables carry it: the scenario it was
+    made from, and its values as one JSON object (a run's matrices differ in their keys, and a
+    table's columns are fixed; docs/tables.md shows them made a column per key in pandas)."""
+
+    scenario: Scenario | None
+
+    def columns(self) -> dict[str, str | None]:
+        match self.scenario:
+            case Scenario(variant=Variant(of=of, values=values)):
+                return {"variant_of": of, "variant": EXACT_JSON.encode(values).decode()}
+            case _:
+                return {"variant_of": None, "variant": None}
+
+
 class AttemptRows(msgspec.Struct, frozen=True):
     """The rows one attempt gives the tables of attempts, turns, claims, tool calls and requests.
 
@@ -153,6 +169,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
             seconds=outcome.seconds,
             status=self.attempt.status(),
             why=self.attempt.why() or None,  # type: ignore[arg-type]
+            cause=self.attempt.cause(),
             stop=outcome.stop,
             turns=len(outcome.transcript.turns),
             claims=claims,
@@ -178,6 +195,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
             cost_usd=every.cost(),
             unpriced_requests=every.unpriced(),
             tool_calls=self.calls(),
+            **VariantColumns(self.scenario).columns(),
         )
 
     def turns(self) -> tuple[TurnsRow, ...]:
@@ -448,6 +466,10 @@ class RunRows(msgspec.Struct, frozen=True):
             waiting_seconds=math.fsum(time.waiting for time in times),
         )
 
+    def _group(self, scenario: str) -> str | None:
+        # A variant's folder is its scenario's: a value may hold a "/".
+        return scenario.rsplit("/", 1)[0] if "/" in scenario else None
+
     def scenarios(self) -> tuple[ScenariosRow, ...]:
         spec = self.run.file.spec
         known = {scenario.id: scenario for scenario in spec.scenarios}
@@ -465,8 +487,9 @@ class RunRows(msgspec.Struct, frozen=True):
                     agent=spec.agent,
                     run=spec.id,
                     scenario=scenario,
-                    group=scenario.rsplit("/", 1)[0] if "/" in scenario else None,
+                    group=self._group(found.variant.of if found and found.variant else scenario),
                     tags=(",".join(found.tags) or None) if found else None,
+                    **VariantColumns(found).columns(),
                     claims=len(found.judge) if found else None,
                     attempts=len(attempts),
                     passed=tally.passed,

@@ -109,8 +109,18 @@ class ClaimRow(View, frozen=True):
     rate: IntervalView | None = None
 
 
+class CauseView(View, frozen=True):
+    """One cause of attempts that did not pass (``causes.py``): how many, and their share of the
+    attempts that did not pass (``None`` when every attempt passed)."""
+
+    cause: Literal["agent", "user", "judge", "service"]
+    count: int
+    share: float | None
+
+
 class AttemptRow(View, frozen=True):
-    """One attempt as the scenario's table and matrix show it."""
+    """One attempt as the scenario's table and matrix show it; ``cause`` whose it was when it did
+    not pass (``""`` when it passed)."""
 
     attempt: int
     status: Literal["passed", "failed", "not_judged"]
@@ -119,6 +129,7 @@ class AttemptRow(View, frozen=True):
     turns: int
     seconds: float
     marks: list[Literal["held", "failed", "none"]]
+    cause: str = ""
 
 
 class ScenarioView(View, frozen=True):
@@ -149,6 +160,29 @@ class ScenarioView(View, frozen=True):
     answer_p50: float | None
     cost: CostView
     stops: dict[str, int]
+    variant: dict[str, str] = {}  # a matrix variant's values, as its id writes them; {} for a scenario without a matrix
+    variant_of: str = ""  # the scenario it was made from
+    causes: dict[str, int] = {}  # its attempts that did not pass, by cause (only the causes it has)
+
+
+class VariantValueView(View, frozen=True):
+    """One value of a variant dimension over the run: the variants that have it, their attempts
+    passed of judged, and their pass rate as the run's is found (the mean of the variants' rates,
+    its interval by ``stats.Headline``: Wilson for one variant, else clustered by variant)."""
+
+    value: str
+    variants: int
+    passed: int
+    judged: int
+    rate: IntervalView | None
+    method: str
+
+
+class VariantDimensionView(View, frozen=True):
+    """A matrix key of the run's scenarios (``mood``), with each of its values in the matrix's order."""
+
+    key: str
+    values: list[VariantValueView]
 
 
 class Dimension(View, frozen=True):
@@ -321,6 +355,9 @@ class RunView(View, frozen=True):
     claims: list[str]
     agreement: AgreementView | None = None  # the judge against human labels; None: no labels
     judging: JudgingView | None = None  # None: one judge asked once that quoted nothing
+    variants: list[VariantDimensionView] = []  # the run's variant dimensions; [] with no matrix
+    causes: list[CauseView] = []  # the attempts that did not pass by cause, every cause in order
+    not_passed: int = 0  # the attempts that did not pass (failed or not judged)
 
 
 # The scenario window's records below are written as JSON arrays of their fields' values, in the
@@ -444,6 +481,7 @@ class DialogueView(View, frozen=True, array_like=True):
     tokens: TokensArray
     cost: CostArray
     fingerprint: str = ""  # the dialogue's (``Transcript.fingerprint``), which human labels are kept by
+    cause: str = ""  # whose it was when it did not pass (``causes.py``); "" when it passed
     # What the simulated user's checks found (issue 11), each marked at its turn, and the checks
     # a model was asked and did not decide ("role_swap: why").
     faults: list[UserFaultView] = []
@@ -600,6 +638,11 @@ class ComparisonView(View, frozen=True):
     pairs: list[Pair]
     same_dialogues: SameDialogues | None = None
     judges: JudgesView | None = None  # both runs' deciders against the same human labels
+    # The attempts not passed of the scenarios compared, by cause, in each run; and the sentences
+    # that say a change is mostly the simulated user's or the judge's (``causes.Shift``).
+    base_causes: list[CauseView] = []
+    candidate_causes: list[CauseView] = []
+    trouble: list[str] = []
 
 
 class JudgesRow(View, frozen=True):

@@ -148,6 +148,7 @@ const Convy = (() => {
       claim: "a claim failed",
       "": "",
     },
+    cause: { agent: "agent", user: "simulated user", judge: "judge", service: "service" },
     stop: {
       finished: "user finished",
       max_turns: "turn limit reached",

@@ -101,10 +101,23 @@
       tile("Smallest detectable change", view.mde === null ? "—" : fmt.points(view.mde).replace(/^[+±]/, ""),
         view.needed ? h("span", null, view.needed) : h("span", { class: "muted" }, view.mde === null ? "not enough judged attempts" : "the change seen is at least this large"),
         h("span", { class: "muted" }, "α = 0.05, power 0.8, on these scenarios and attempts")),
+      causes(),
       tile("Tokens", versus(fmt.int(base.tokens), fmt.int(candidate.tokens)), ratio(view.token_ratio, view.token_direction), h("span", { class: "muted" }, "agent, user model and judge · lower is better")),
       tile("Cost", versus(fmt.cost(base.cost), fmt.cost(candidate.cost)), ratio(view.cost_ratio, view.cost_direction),
         h("span", { class: "muted" }, base.cost.complete && candidate.cost.complete ? "lower is better" : "incomplete: some requests unpriced")),
       tile("Time", versus(fmt.seconds(base.seconds), fmt.seconds(candidate.seconds)), ratio(view.time_ratio, view.time_direction), h("span", { class: "muted" }, "summed over attempts · lower is better")));
+  }
+
+  /* The attempts not passed by cause, before and after (causes.py), and what a change comes with. */
+  function causes() {
+    const total = (list) => list.reduce((sum, one) => sum + one.count, 0);
+    const after = new Map(view.candidate_causes.map((one) => [one.cause, one]));
+    return tile("Why not passed", versus(fmt.int(total(view.base_causes)), fmt.int(total(view.candidate_causes))),
+      h("ul", { id: "causes" }, view.base_causes.map((one) => h("li", { "data-cause": one.cause },
+        Convy.word("cause", one.cause) + ": " + fmt.int(one.count) + " → " + fmt.int(after.get(one.cause).count)))),
+      view.trouble.length
+        ? h("div", { id: "trouble" }, view.trouble.map((sentence) => h("div", { class: "st st-flaky" }, "! " + sentence)))
+        : h("span", { class: "muted" }, "failed or not judged, on the scenarios compared"));
   }
 
   /* Scenarios, grouped by their change. */

@@ -19,7 +19,14 @@
   };
   const ORDER = { always: 0, flaky: 1, never: 2, not_judged: 3 };
 
-  const state = { q: "", status: "", tag: "", claim: "", group: "", sort: "", dir: "", s: "", a: "" };
+  const state = { q: "", status: "", tag: "", variant: "", claim: "", cause: "", group: "", sort: "", dir: "", s: "", a: "" };
+
+  /* Variants: each matrix key a dimension (report.Dimensions), each value with its pass rate.
+     A filter is "key=value"; a group by a key is "variant:key". */
+  const DIMENSIONS = view.variants || [];
+  const VALUE = new Map(DIMENSIONS.flatMap((dim) => dim.values.map((one) => [dim.key + "=" + one.value, one])));
+  const GROUPS = ["folder", "tag", ...DIMENSIONS.map((dim) => "variant:" + dim.key)];
+  const CAUSES = ["agent", "user", "judge", "service"];
 
   /* Header. */
 
@@ -70,6 +77,7 @@
           h("li", null, h("span", { class: "st st-always" }, "✓ " + fmt.int(view.always) + " always pass")),
           h("li", null, h("span", { class: "st st-flaky" }, "~ " + fmt.int(view.flaky) + " flaky")),
           h("li", null, h("span", { class: "st st-never" }, "✗ " + fmt.int(view.never) + " never pass")))),
+      causesTile(),
       tile("Not judged", fmt.int(view.not_judged_total),
         notJudged.length
           ? h("ul", null, notJudged.map(([why, count]) => h("li", null, "– " + fmt.int(count) + " " + word("why", why))))
@@ -100,6 +108,43 @@
       h("div", { class: "tile" },
         h("h2", null, "Stop reasons"),
         h("ul", null, Object.entries(view.stops).map(([stop, count]) => h("li", null, word("stop", stop) + ": " + fmt.int(count))))));
+  }
+
+  /* Variants: a tile per matrix key, each value's pass rate with its interval, found in
+     report.Dimensions as the run's rate is (across the variants that have the value). */
+
+  function variants() {
+    if (!DIMENSIONS.length) return null;
+    return h("section", { class: "variants", id: "variants", "aria-label": "Variants" },
+      h("h2", null, "Variants ", h("span", { class: "muted" }, "— pass rate by the value of each matrix key")),
+      h("div", { class: "tiles" }, DIMENSIONS.map((dim) => h("div", { class: "tile wide variant-dimension", "data-key": dim.key },
+        h("h2", null, dim.key),
+        h("table", { class: "grid variant-values" },
+          h("thead", null, h("tr", null,
+            h("th", { scope: "col" }, "value"),
+            h("th", { scope: "col", class: "num" }, "pass rate"),
+            h("th", { scope: "col", class: "num" }, "95% interval"),
+            h("th", { scope: "col", class: "num", title: "attempts passed of judged, over the variants with this value" }, "passed"))),
+          h("tbody", null, dim.values.map((one) => h("tr", { "data-value": one.value },
+            h("th", { scope: "row" }, h("button", { type: "button", class: "variant-filter", title: "show only " + dim.key + "=" + one.value,
+              onclick: () => { state.variant = dim.key + "=" + one.value; variantSelect.value = state.variant; update(); } }, one.value)),
+            h("td", { class: "num rate" }, one.rate ? fmt.pct(one.rate.estimate, 0) : "—"),
+            h("td", { class: "num interval", title: METHOD[one.method] || one.method }, one.rate ? fmt.span(one.rate) : "—"),
+            h("td", { class: "num", title: fmt.int(one.variants) + (one.variants === 1 ? " variant" : " variants") }, fmt.int(one.passed) + "/" + fmt.int(one.judged))))))))));
+  }
+
+  /* Why attempts did not pass, by cause (causes.py): each cause a button that filters the
+     scenarios by it. */
+  function causesTile() {
+    const list = h("ul", { id: "causes" }, view.causes.map((one) => h("li", { "data-cause": one.cause },
+      one.count
+        ? h("button", { type: "button", class: "link", title: "Show the scenarios with attempts of this cause", onclick: () => { state.cause = one.cause; causeSelect.value = one.cause; update(); } },
+          word("cause", one.cause) + ": " + fmt.int(one.count))
+        : h("span", { class: "muted" }, word("cause", one.cause) + ": 0"),
+      one.count && one.share !== null ? h("span", { class: "muted" }, " · " + fmt.pct(one.share, 0)) : null)));
+    return tile("Why not passed", fmt.int(view.not_passed),
+      view.not_passed ? list : h("span", { class: "muted" }, "every attempt passed"),
+      h("span", { class: "muted" }, "failed or not judged, by whose it was"));
   }
 
   /* Judging: how far the judge can be trusted, claim by claim (agreement.Consensus). Every text
@@ -194,21 +239,31 @@
   const claimTexts = view.claims;
   const claimSelect = h("select", { id: "filter-claim", "aria-label": "Filter by claim", class: "claim-select" },
     h("option", { value: "" }, "every claim"), claimTexts.map((text) => h("option", { value: text }, text.length > 70 ? text.slice(0, 69) + "…" : text)));
+  const variantSelect = h("select", { id: "filter-variant", "aria-label": "Filter by variant value" },
+    h("option", { value: "" }, "every variant"),
+    DIMENSIONS.map((dim) => h("optgroup", { label: dim.key }, dim.values.map((one) => h("option", { value: dim.key + "=" + one.value }, dim.key + " = " + one.value)))));
+  const causeSelect = h("select", { id: "filter-cause", "aria-label": "Filter by cause" },
+    h("option", { value: "" }, "every cause"), CAUSES.map((cause) => h("option", { value: cause }, word("cause", cause))));
   const groupSelect = h("select", { id: "group", "aria-label": "Group by" },
-    h("option", { value: "" }, "no groups"), h("option", { value: "folder" }, "by folder"), h("option", { value: "tag" }, "by tag"));
+    h("option", { value: "" }, "no groups"), h("option", { value: "folder" }, "by folder"), h("option", { value: "tag" }, "by tag"),
+    DIMENSIONS.map((dim) => h("option", { value: "variant:" + dim.key }, "by " + dim.key)));
   const count = h("span", { class: "count", "aria-live": "polite" });
 
   function controls() {
     search.addEventListener("input", () => { state.q = search.value; update(); });
     statusSelect.addEventListener("change", () => { state.status = statusSelect.value; update(); });
     tagSelect.addEventListener("change", () => { state.tag = tagSelect.value; update(); });
+    variantSelect.addEventListener("change", () => { state.variant = variantSelect.value; update(); });
     claimSelect.addEventListener("change", () => { state.claim = claimSelect.value; update(); });
+    causeSelect.addEventListener("change", () => { state.cause = causeSelect.value; update(); });
     groupSelect.addEventListener("change", () => { state.group = groupSelect.value; update(); });
     return h("div", { class: "controls" },
       search,
       h("label", { class: "field" }, "status", statusSelect),
       h("label", { class: "field" }, "tag", tagSelect),
+      DIMENSIONS.length ? h("label", { class: "field" }, "variant", variantSelect) : null,
       h("label", { class: "field" }, "claim", claimSelect),
+      h("label", { class: "field" }, "cause", causeSelect),
       h("label", { class: "field" }, "group", groupSelect),
       count);
   }
@@ -303,7 +358,12 @@
   function matches(one) {
     if (state.status && one.status !== state.status) return false;
     if (state.tag && !one.tags.includes(state.tag)) return false;
+    if (state.variant) {
+      const at = state.variant.indexOf("=");
+      if (!one.variant || one.variant[state.variant.slice(0, at)] !== state.variant.slice(at + 1)) return false;
+    }
     if (state.claim && !one.claims.some((claim) => claim.text === state.claim)) return false;
+    if (state.cause && !one.causes[state.cause]) return false;
     if (state.q) {
       const words = state.q.toLowerCase().split(/\s+/).filter(Boolean);
       const text = (one.id + " " + one.tags.join(" ") + " " + one.claims.map((claim) => claim.text).join(" ")).toLowerCase();
@@ -350,18 +410,26 @@
     items = [];
     if (state.group) {
       const groups = new Map();
+      const key = state.group.startsWith("variant:") ? state.group.slice(8) : null;
       for (const one of list) {
-        const names = state.group === "tag" ? (one.tags.length ? one.tags : [""]) : [one.group];
+        const names = key !== null ? [one.variant && one.variant[key] !== undefined ? one.variant[key] : ""]
+          : state.group === "tag" ? (one.tags.length ? one.tags : [""]) : [one.group];
         for (const name of names) {
           if (!groups.has(name)) groups.set(name, []);
           groups.get(name).push(one);
         }
       }
-      const names = [...groups.keys()].sort((a, b) => (a === "" ? 1 : b === "" ? -1 : a.localeCompare(b)));
+      const dim = key !== null ? DIMENSIONS.find((one) => one.key === key) : null;
+      const matrixOrder = dim ? dim.values.map((one) => one.value) : [];
+      const place = (name) => (matrixOrder.includes(name) ? matrixOrder.indexOf(name) : matrixOrder.length);
+      const names = [...groups.keys()].sort((a, b) => (a === "" ? 1 : b === "" ? -1 : dim ? place(a) - place(b) : a.localeCompare(b)));
       for (const name of names) {
         const members = groups.get(name);
-        const label = name || (state.group === "tag" ? "no tag" : "top folder");
-        items.push([(state.group === "tag" ? "tag " : "folder ") + label + " · " + members.length + (members.length === 1 ? " scenario" : " scenarios"), null]);
+        const label = name || (key !== null ? "no " + key : state.group === "tag" ? "no tag" : "top folder");
+        const kind = key !== null ? (name ? key + " " : "") : state.group === "tag" ? "tag " : "folder ";
+        const value = key !== null && name ? VALUE.get(key + "=" + name) : null;
+        const rate = value && value.rate ? " · " + fmt.pct(value.rate.estimate, 0) + " " + fmt.span(value.rate) + " passed" : "";
+        items.push([kind + label + " · " + members.length + (members.length === 1 ? " scenario" : " scenarios") + rate, null]);
         for (const one of members) items.push([one, one.index + "|" + state.group + "|" + name]);
       }
     } else {
@@ -487,7 +555,7 @@
           h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, "Attempt result"),
             h("td", null, fmt.int(one.passed) + "/" + fmt.int(one.judged)),
-            attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
+            attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + (a.cause ? " · cause: " + word("cause", a.cause) : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
           one.claims.map((claim, i) => h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, claim.text, " ", h("span", { class: "by" }, "by " + claim.by)),
             h("td", { class: "nowrap", title: claim.rate ? fmt.interval(claim.rate) : "" }, claim.held + "/" + claim.decided),
@@ -499,7 +567,7 @@
     if (!one) return;
     const chosen = attempt && one.attempts.some((a) => String(a.attempt) === String(attempt))
       ? String(attempt)
-      : one.first === null ? "" : String(one.first);
+      : first(one);
     state.s = id;
     state.a = chosen;
     save();
@@ -523,6 +591,14 @@
         if (other) warm(other);
       }
     });
+  }
+
+  /* The attempt a scenario's window opens on: under a cause filter, its first attempt of that
+     cause; else the first that failed, or the first kept (ScenarioView.first). */
+  function first(one) {
+    const caused = state.cause ? one.attempts.find((a) => a.cause === state.cause) : null;
+    if (caused) return String(caused.attempt);
+    return one.first === null ? "" : String(one.first);
   }
 
   /* What a window's parts depend on besides the data: the scenario, the attempt, and where the
@@ -590,7 +666,7 @@
   function prepare(one) {
     later(() => {
       if (win.isOpen()) return;
-      const chosen = one.first === null ? "" : String(one.first);
+      const chosen = first(one);
       const key = drawing(one, chosen);
       if (prepared && prepared.key === key) return;
       const made = parts(one, chosen);
@@ -607,7 +683,8 @@
     : (work) => setTimeout(work, 50);
 
   function warm(one) {
-    return one.first === null ? Promise.resolve() : packed.warm(one.id + "#" + one.first);
+    const chosen = first(one);
+    return chosen === "" ? Promise.resolve() : packed.warm(one.id + "#" + chosen);
   }
 
   let pointed = null;
@@ -630,8 +707,8 @@
       const tr = visible[from];
       const one = tr ? byId.get(tr.dataset.id) : null;
       if (!one || from >= AHEAD) return;
-      const first = warm(one);
-      if (from === 0) first.then(() => { if (pointed === null) prepare(one); });
+      const warmed = warm(one);
+      if (from === 0) warmed.then(() => { if (pointed === null) prepare(one); });
       ahead(from + 1);
     });
   }
@@ -661,7 +738,7 @@
       if (written) return;
       written = true;
       saving = false;
-      hash.write({ q: state.q, status: state.status, tag: state.tag, claim: state.claim, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+      hash.write({ q: state.q, status: state.status, tag: state.tag, variant: state.variant, claim: state.claim, cause: state.cause, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
     };
     requestAnimationFrame(() => setTimeout(write, 0));
     setTimeout(write, 100);
@@ -678,13 +755,17 @@
     state.status = ORDER[read.status] !== undefined ? read.status : "";
     state.tag = view.tags.includes(read.tag) ? read.tag : "";
     state.claim = claimTexts.includes(read.claim) ? read.claim : "";
-    state.group = read.group === "folder" || read.group === "tag" ? read.group : "";
+    state.variant = VALUE.has(read.variant) ? read.variant : "";
+    state.cause = CAUSES.includes(read.cause) ? read.cause : "";
+    state.group = GROUPS.includes(read.group) ? read.group : "";
     state.sort = SORT[read.sort] ? read.sort : "";
     state.dir = read.dir === "asc" ? "asc" : "desc";
     search.value = state.q;
     statusSelect.value = state.status;
     tagSelect.value = state.tag;
+    variantSelect.value = state.variant;
     claimSelect.value = state.claim;
+    causeSelect.value = state.cause;
     groupSelect.value = state.group;
     draw();
     if (read.s && byId.has(read.s)) open(read.s, read.a || "");
@@ -694,6 +775,7 @@
   Convy.fill(app,
     ...header().flat(),
     tiles(),
+    variants(),
     Labels.agreement(view.agreement, open),
     judging(),
     h("section", { class: "scenario-table" },
