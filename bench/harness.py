@@ -86,6 +86,7 @@ from convy import (
     Usage,
     Verdict,
 )
+from convy.conduct import UserChecks
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 
 TITLES = {
@@ -149,7 +150,9 @@ class Setup(msgspec.Struct, frozen=True):
         return FakeJudge()
 
     def bench(self) -> Bench:
-        return Bench(self.agent(), Models(self.user(), self.judge()), self.limits())
+        # The fake user repeats itself and never stops: its faults are counted, so every attempt is
+        # judged as before the user's checks (which still run on every attempt, and are measured).
+        return Bench(self.agent(), Models(self.user(), self.judge()), self.limits(), user_checks=UserChecks(faults="count"))
 
     def plan(self) -> Plan:
         return Plan((self.scenario(),), self.attempts)

@@ -249,6 +249,9 @@ class Made(msgspec.Struct, frozen=True):
             f"attempts = {self.attempts}\nmax_turns = 6\n"
             f"agent_places = {self.places}\nuser_places = {self.places}\njudge_places = {self.places}\n"
             "turn_seconds = 600\n"
+            # Its fake user says the same thing every turn and never stops: its faults are counted,
+            # so every attempt is judged as before the user's checks (which still run, and cost).
+            'user_faults = "count"\n'
         )
         return folder
 

@@ -35,8 +35,17 @@ def test_all_lists_every_public_class_of_the_interface_modules() -> None:
 
 
 def test_fakes_module_exports_its_fakes() -> None:
-    """convy.fakes names exactly its six fakes."""
-    assert convy.fakes.__all__ == ["Echo", "FakeAgent", "FakeJudge", "FakeModel", "FickleModel", "MemoryJournal"]
+    """convy.fakes names exactly its eight fakes."""
+    assert convy.fakes.__all__ == [
+        "BadUser",
+        "Echo",
+        "FakeAgent",
+        "FakeJudge",
+        "FakeModel",
+        "FickleModel",
+        "MemoryJournal",
+        "RuledModel",
+    ]
 
 
 def test_a_run_made_from_python(tmp_path: Path) -> None:

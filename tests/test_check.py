@@ -133,6 +133,8 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "  judge_repeats     1             default",
         "  panel             majority      default",
         "  evidence          flag          default",
+        "  user_checks       none          default",
+        "  user_faults       not_judged    default",
         *LIMITS,
         "a: 1 scenarios × 4 attempts = 4 attempts",
         "  skipped 2 scenario(s) that need a model:",
@@ -161,7 +163,7 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
     done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke", "--judge-repeats", "3")
 
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout.splitlines()[1:11] == [
+    assert done.stdout.splitlines()[1:13] == [
         "  attempts          2             -k",
         "  trust             0.0           default",
         "  max_not_judged    0.0           default",
@@ -172,6 +174,8 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
         "  judge_repeats     3             --judge-repeats",
         "  panel             majority      default",
         "  evidence          flag          default",
+        "  user_checks       none          default",
+        "  user_faults       not_judged    default",
     ]
     assert done.stdout.splitlines()[-2:] == [
         "a: 2 scenarios × 2 attempts = 4 attempts",

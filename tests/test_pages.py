@@ -325,7 +325,7 @@ def test_layout_names_every_field_of_the_packed_records_in_their_order() -> None
     layout = Fields(Pair).layout()
     assert layout.kind == "Pair"
     assert sorted(layout.records) == sorted(
-        ["Pair", "DialogueView", "TurnView", "StepView", "DecisionView", "VoteView", "SplitView", "SpanView", "TokensArray", "CostArray"]
+        ["Pair", "DialogueView", "TurnView", "StepView", "DecisionView", "VoteView", "SplitView", "SpanView", "TokensArray", "CostArray", "UserFaultView"]
     )
     for name, fields in layout.records.items():
         assert [field for field, _ in fields] == list(getattr(views, name).__struct_fields__)

@@ -286,7 +286,9 @@ def test_convy_run_of_the_template_on_the_proxy_counts_what_the_proxy_sent(made:
     made.gateway(proxy.url + "/v1")
     before = {group: len(proxy.sent(group)) for group in ("user-model", "judge-model", "agent-model")}
 
-    ran = made.ran("run", "-k", "1", CONVY_MAX_TURNS="2")
+    # The mock user says the same thing every turn and never stops: its faults are counted, so every
+    # dialogue is judged and the judge's tokens are there to count.
+    ran = made.ran("run", "-k", "1", CONVY_MAX_TURNS="2", CONVY_USER_FAULTS="count")
 
     # Exit 5: the mock judge gives no grade, so the scenarios with a graded claim are not judged.
     assert ran.returncode == 5, ran.stdout + ran.stderr

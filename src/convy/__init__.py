@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places, Wait
     from convy.chat import Chunks, Completion, Price, Prices
+    from convy.conduct import UserChecks
     from convy.dialog import (
         ChatJudge,
         Checked,
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
         SimulatedUser,
         Transcript,
         Turn,
+        Unchecked,
         UserFault,
         Verdict,
         Vote,
@@ -116,7 +118,7 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, DialoguesLost, ScenarioError, Unplayed, Unwritable
+    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
@@ -139,6 +141,7 @@ _WHERE = {
     "Chunks": "convy.chat",
     "Claim": "convy.dialog",
     "DialoguesLost": "convy.problems",
+    "EmptyReply": "convy.problems",
     "Evidence": "convy.dialog",
     "Origin": "convy.bench",
     "Vote": "convy.dialog",
@@ -222,6 +225,8 @@ _WHERE = {
     "TokenPaths": "convy.http",
     "Transcript": "convy.dialog",
     "Turn": "convy.dialog",
+    "Unchecked": "convy.dialog",
+    "UserChecks": "convy.conduct",
     "UserFault": "convy.dialog",
     "UserShape": "convy.bench",
     "Unplayed": "convy.problems",
@@ -271,6 +276,7 @@ __all__ = [
     "Conversation",
     "Cost",
     "DialoguesLost",
+    "EmptyReply",
     "Env",
     "Evidence",
     "Failed",
@@ -345,10 +351,12 @@ __all__ = [
     "TokenPaths",
     "Transcript",
     "Turn",
+    "Unchecked",
     "Unplayed",
     "Unpriced",
     "Unwritable",
     "Usage",
+    "UserChecks",
     "UserFault",
     "UserShape",
     "Verdict",

@@ -33,6 +33,7 @@ from convy.views import (
     TokensArray,
     TokensView,
     TurnView,
+    UserFaultView,
     VoteView,
 )
 
@@ -657,6 +658,8 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             cost=_shown_cost(every.cost()),
             fingerprint=outcome.transcript.fingerprint(),
             cause=self.cause() or "",
+            faults=[UserFaultView(fault.check, fault.turn, fault.detail, fault.by) for fault in outcome.user_faults],
+            unchecked=[f"{one.check}: {one.reason}" for one in outcome.user_unchecked],
         )
 
     def _turn(self, turn: Turn) -> TurnView:

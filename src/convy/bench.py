@@ -39,6 +39,7 @@ import msgspec
 from convy.agent import Agent, Answer, Message, TimeLimited
 from convy.budget import Budget, Counted, Outlay, Spending
 from convy.busy import Patience, Places, Seat, Who
+from convy.conduct import UserChecks, UserReview
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
@@ -159,6 +160,8 @@ class Bench(msgspec.Struct, frozen=True):
     attempts under way end and are recorded (with none, nothing is counted). ``judging`` is how
     its claims are judged: with one judge asked once, the judge is asked directly, as it always
     was; otherwise through a ``Poll`` of every judge, each patient within the judge's places.
+    ``user_checks`` is how its simulated user is checked: by code always, by the judge's chat model
+    for the checks it asks (``RunJudge.model``), and whether a fault leaves the attempt not judged.
     """
 
     agent: Agent
@@ -167,6 +170,7 @@ class Bench(msgspec.Struct, frozen=True):
     prompt: Prompt | None = None
     budget: Budget | None = None
     judging: Judging = Judging()
+    user_checks: UserChecks = UserChecks()
 
     async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
@@ -180,6 +184,7 @@ class Bench(msgspec.Struct, frozen=True):
         agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
         judge = RunJudge(self.models.judge, self.judging).within(places["judge"])
+        review = UserReview(self.user_checks, RunJudge(self.models.judge).model(places["judge"]))
         plan = iter(planned)
         queue = plan
         spending: Spending | None = None
@@ -207,7 +212,12 @@ class Bench(msgspec.Struct, frozen=True):
                     return
                 try:
                     outcome = await one.scenario.outcome(
-                        one.attempt, _Seated(agent, places["agent"], seat), users[one.scenario.id], judge, self.limits.max_turns
+                        one.attempt,
+                        _Seated(agent, places["agent"], seat),
+                        users[one.scenario.id],
+                        judge,
+                        self.limits.max_turns,
+                        review,
                     )
                 finally:
                     seat.release()
@@ -250,6 +260,27 @@ class RunJudge(msgspec.Struct, frozen=True):
                     return Checked(self._patient(judge, places))
                 judges, names = (judge,), (judge.name,)
         return Checked(Poll(tuple(Checked(self._patient(one, places)) for one in judges), names, self.judging))
+
+    def model(self, places: Places) -> Any:
+        """The chat model the simulated user's model-decided checks are asked of: the judge's (a
+        ``ChatJudge``'s, or a panel's first ``ChatJudge``'s), within the judge's places and patient
+        as its requests are; ``Absent`` with the reason when the judge has no chat model."""
+        judge = self.judge
+        match judge:
+            case Panel(judges=judges):
+                pass
+            case _:
+                judges = (judge,)
+        for one in judges:
+            match one:
+                case ChatJudge(model=model):
+                    return PatientModel(model, places)
+                case _:
+                    pass
+        match judge:
+            case Absent(reason=reason):
+                return Absent(f"the judge is absent: {reason}")
+        return Absent(f"the judge {judge.name} has no chat model to ask")
 
     def _patient(self, judge: Any, places: Places) -> Any:
         # A ChatJudge sends one request per claim: it waits for a busy service request by
@@ -462,6 +493,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
     user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
+    user_checks: UserChecks = UserChecks()  # how its simulated user is checked (before it: by code, faults not judged)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = FolderName.LONGEST

@@ -589,7 +589,9 @@ class RunCommand(msgspec.Struct, frozen=True):
             spec = secrets.kept(
                 self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
             )
-            bench = Bench(agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging)
+            bench = Bench(
+                agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
+            )
             recorded = Recorded(
                 self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=settings.max_not_judged
             )
@@ -737,7 +739,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging)
+        bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
         return Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
@@ -917,12 +919,23 @@ class DryRun(msgspec.Struct, frozen=True):
             problems.extend(str(error).splitlines())
             return instead
 
+    def _shown(self, value: Any) -> str:
+        """A setting's value as ``convy check`` lists it: the prompt's file unset is convy's own, a
+        list its names apart by commas (none when empty)."""
+        match value:
+            case "":
+                return "convy's own"
+            case tuple() as names:
+                return ", ".join(map(str, names)) or "none"
+            case _:
+                return str(value)
+
     def _settings(self, settings: Settings, sources: dict[str, str]) -> tuple[str, ...]:
         width = max(len(name) for name in settings.__struct_fields__)
         # Its own fields first (attempts, trust, the share not judged, the prompt's file), then the run's limits.
         names = sorted(settings.__struct_fields__, key=lambda name: name in Limits.__struct_fields__)
         values = {name: getattr(settings, name) for name in names}
-        shown = {name: "convy's own" if value == "" else str(value) for name, value in values.items()}
+        shown = {name: self._shown(value) for name, value in values.items()}
         return (
             "settings in force:",
             *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),

@@ -18,7 +18,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Coroutine
-from typing import Annotated, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 import msgspec
 
@@ -27,6 +27,9 @@ from convy.busy import Busy, Places
 from convy.files import Shipped
 from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
 from convy.problems import Outside
+
+if TYPE_CHECKING:
+    from convy.conduct import Instructions
 
 STOP = "###STOP###"
 
@@ -237,6 +240,35 @@ class UserFault(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     detail: str = ""
     by: Literal["code", "model"] = "code"
 
+    _SAID: ClassVar[dict[str, str]] = {
+        "empty": "said nothing at turn {turn}",
+        "repeated": "repeated itself at turn {turn}",
+        "leaked": "said its instructions at turn {turn}",
+        "first_turn_stop": "stopped before it said anything",
+        "no_stop": "never said it was done",
+        "role_swap": "spoke as the agent at turn {turn}",
+        "stopped_on_question": "stopped while the agent was asking it something",
+        "unsupported": "said things its instructions do not support at turn {turn}",
+    }
+
+    def said(self) -> str:
+        """The fault in words, as an attempt not judged for it gives its reason: "the simulated
+        user repeated itself at turn 3"."""
+        return "the simulated user " + self._SAID[self.check].format(turn=self.turn)
+
+
+class Unchecked(msgspec.Struct, frozen=True, gc=False):
+    """A model-decided check of the simulated user that was not decided, and why (its model
+    failed, answered in the wrong shape, or there was no model to ask): nothing is known of it."""
+
+    check: UserCheck
+    reason: str
+
+
+# Why a dialogue stopped: the user was done (or a script ran out), the turns ran out, or one side
+# failed or stayed busy.
+Stop = Literal["finished", "max_turns", "agent_failed", "time_limit", "model_failed", "agent_busy"]
+
 
 class Finished(msgspec.Struct, frozen=True):
     """The simulated user's goal is met, or clearly out of reach: the dialogue ends."""
@@ -367,12 +399,20 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
     model: Model
     prompt: str
 
+    @functools.cached_property
+    def instructions(self) -> Instructions:
+        """The prompt it was told, as its leak check looks for it: indexed once, for every
+        attempt of its scenario."""
+        from convy.conduct import Instructions  # conduct.py reads dialogues: it imports this module
+
+        return Instructions(self.prompt)
+
     async def spoken(self, transcript: Transcript) -> Spoken:
         """The user's next message, or ``Finished``.
 
         Its model is ``Contained`` whatever it was given as: any error of it, an answer that is not
-        a ``Reply`` and an empty message are a ``ModelFailure``, the user's failure and never the
-        agent's.
+        a ``Reply`` and an empty message are a ``ModelFailure`` (an empty one an ``EmptyReply``,
+        which its checks record as its ``empty`` fault), the user's failure and never the agent's.
         """
         reply = await self._contained.reply(self._messages(transcript))
         text = reply.text.strip()

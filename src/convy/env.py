@@ -52,3 +52,5 @@ class Variables(Env):
     judge_repeats: str | None = None
     panel: str | None = None
     evidence: str | None = None
+    user_checks: str | None = None
+    user_faults: str | None = None

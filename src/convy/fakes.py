@@ -3,7 +3,8 @@
 Each is a real object that does the simplest thing right, not a mock: ``FakeAgent`` answers with
 a function of the user's text, ``Echo`` says back what it heard, ``FakeModel`` replays replies,
 ``FakeJudge`` decides each claim with a function, ``FickleModel`` is a judge's model that decides
-one kind of claim by a coin, ``MemoryJournal`` keeps outcomes in a list. They count what they did
+one kind of claim by a coin, ``BadUser`` is a simulated user's model that misbehaves as it is told
+to and ``RuledModel`` a judge's model that finds it out, ``MemoryJournal`` keeps outcomes in a list. They count what they did
 in public fields, so a test can ask.
 """
 
@@ -193,6 +194,121 @@ class FickleModel:
         return Reply(json.dumps(said))
 
 
+class BadUser:
+    """A simulated user's model that misbehaves as it is told to, each way on its own, so that a
+    run against it shows the simulated user's checks firing offline.
+
+    ``leaks``: its first message reads out the first ``words`` words of its instructions (the
+    simulator prompt it was told). ``repeats``: its second message is its first again. ``swaps``:
+    its second message is the agent's line, not a customer's. ``invents``: its second message
+    gives an order number and a sum its instructions do not hold. ``empty``: its second reply is
+    empty.
+    ``stops_at_once``: it says it is done before it says anything. ``never_stops``: it goes on
+    until the turns run out; otherwise it says it is done after its ``stops_after``-th message
+    (after its first, it leaves the agent's answer to it unanswered, as a user that stops on a
+    question does). It says nothing else. ``requests`` counts the requests it answered."""
+
+    def __init__(
+        self,
+        *,
+        leaks: bool = False,
+        repeats: bool = False,
+        swaps: bool = False,
+        invents: bool = False,
+        empty: bool = False,
+        stops_at_once: bool = False,
+        never_stops: bool = False,
+        stops_after: int = 3,
+        words: int = 16,
+        name: str = "bad-user",
+    ) -> None:
+        self.leaks = leaks
+        self.repeats = repeats
+        self.swaps = swaps
+        self.invents = invents
+        self.empty = empty
+        self.stops_at_once = stops_at_once
+        self.never_stops = never_stops
+        self.stops_after = stops_after
+        self.words = words
+        self._name = name
+        self.requests = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def reply(self, messages: tuple[Said, ...]) -> Reply:
+        self.requests += 1
+        turn = sum(1 for said in messages if said.role == "assistant") + 1
+        stop = "###STOP###"
+        if turn > self.stops_after and not self.never_stops:
+            return Reply(stop)
+        if turn == 1:
+            if self.stops_at_once:
+                return Reply(stop)
+            if self.leaks:
+                return Reply(" ".join(messages[0].content.split()[: self.words]))
+            return Reply("Hello, I would like some help with my order, please.")
+        if turn == 2:
+            if self.empty:
+                return Reply("")
+            if self.repeats:
+                return Reply(next(said.content for said in messages if said.role == "assistant"))
+            if self.swaps:
+                return Reply("Thank you for contacting support! As your agent, I have issued the refund. Anything else?")
+            if self.invents:
+                return Reply("It is order 98765, and I paid 4999 dollars for it.")
+            return Reply("It is order 1234; it arrived broken.")
+        return Reply(f"I am still waiting for an answer (message {turn}).")  # a new message each turn
+
+
+class RuledModel:
+    """A judge's model (give it to a ``ChatJudge``) that holds every claim it is asked, and decides
+    the simulated user's checks by plain rules, as a real judge's model would answer them, in
+    JSON with a turn and a quote: a USER line with "As your agent" or "How can I help" spoke as
+    the agent; a dialogue ended after a question is a stop on a question (it is asked only then);
+    a USER line with a number of three digits or more that its instructions do not hold says what
+    they do not support.
+    ``requests`` counts the requests it answered."""
+
+    def __init__(self, name: str = "ruled-judge") -> None:
+        self._name = name
+        self.requests = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def reply(self, messages: tuple[Said, ...]) -> Reply:
+        self.requests += 1
+        asked = messages[-1].content
+        if "You check a simulated user" not in messages[0].content:
+            return Reply(json.dumps({"evidence": "", "reason": "held", "pass": True, "confidence": 0.9}))
+        found: dict[str, object] = {"fault": False, "turn": 0, "quote": "", "reason": "nothing found"}
+        dialogue = asked.partition("The dialogue:")[2]
+        told = asked.partition("The instructions USER was given:")[2].partition("The dialogue:")[0]
+        turn = 0
+        for line in dialogue.splitlines():
+            if line.startswith("Turn "):
+                turn = int(line.split()[1])
+            if not line.startswith("USER: "):
+                continue
+            said = line[len("USER: ") :]
+            if "Did USER, at any turn, speak as the agent" in asked and ("As your agent" in said or "How can I help" in said):
+                found = {"fault": True, "turn": turn, "quote": said, "reason": "USER spoke as the support agent"}
+                break
+            if "neither give nor support" in asked:
+                numbers = [word.strip(".,;:!?()") for word in said.split() if sum(ch.isdigit() for ch in word) >= 3]
+                unsupported = [number for number in numbers if number and number not in told]
+                if unsupported:
+                    found = {"fault": True, "turn": turn, "quote": said, "reason": f"{unsupported[0]} is not in its instructions"}
+                    break
+        if "left it unanswered" in asked:
+            found = {"fault": True, "turn": turn, "quote": "", "reason": "the agent had just asked a question"}
+        return Reply(json.dumps(found))
+
+
 def _line(text: str, start: str) -> str:
     """What follows ``start`` on the first line that begins with it, or ""."""
     for line in text.splitlines():
@@ -211,5 +327,5 @@ class MemoryJournal:
         self.outcomes.append(outcome)
 
 
-__all__ = ["Echo", "FakeAgent", "FakeJudge", "FakeModel", "FickleModel", "MemoryJournal"]
+__all__ = ["BadUser", "Echo", "FakeAgent", "FakeJudge", "FakeModel", "FickleModel", "MemoryJournal", "RuledModel"]
 

@@ -112,7 +112,7 @@ class Numbers(msgspec.Struct, frozen=True):
 
 # The words the pages give a code (``words`` in ``pages/base.js``).
 WHY = {
-    "user": "user model failed",
+    "user": "simulated user failed",
     "judge": "judge failed",
     "busy": "service stayed busy",
     "not_trusted": "judge not confident enough",

@@ -26,7 +26,7 @@ import msgspec
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.chat import Chunks, Completion, Prices
-from convy.problems import HttpFailure, ModelFailure, Outside, ServiceFailure, StillBusy
+from convy.problems import EmptyReply, HttpFailure, ModelFailure, Outside, ServiceFailure, StillBusy
 
 if TYPE_CHECKING:  # imported where a model sends: a run of fakes never loads the HTTP layer
     from convy.http import JsonConnection
@@ -130,7 +130,7 @@ class Contained(msgspec.Struct, frozen=True):
                 f"model {self.model.name} answered with something that is not a reply: {Outside(error).text()}"
             ) from error
         if not reply.text.strip():
-            raise ModelFailure(f"model {self.model.name} gave an empty reply", (reply.usage,))
+            raise EmptyReply(f"model {self.model.name} gave an empty reply", (reply.usage,))
         return reply
 
 

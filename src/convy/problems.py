@@ -12,6 +12,7 @@
     │   │                             that attempt has NoVerdict and stays out of the pass rate,
     │   │                             unless a check decided by code failed: then it is failed
     │   ├── StillBusy                 ... because its service stayed busy past its patience
+    │   ├── EmptyReply                ... by answering with nothing (a simulated user's "empty" fault)
     │   └── ServiceFailure            ... because its service failed the request (an HttpFailure:
     │                                 a connection, a timeout, an error status), not its answer
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
@@ -83,6 +84,11 @@ class ModelFailure(Exception):
 
 class StillBusy(ModelFailure):
     """The model's service stayed busy for longer than the participant's patience."""
+
+
+class EmptyReply(ModelFailure):
+    """The model answered with nothing (no text, or only whitespace): for a simulated user, its
+    ``empty`` fault."""
 
 
 class ServiceFailure(ModelFailure):

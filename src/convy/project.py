@@ -172,6 +172,7 @@ class Project(msgspec.Struct, frozen=True):
                 skipped=tuple(skipped),
                 convy=VERSION,
                 judging=settings.judging(),
+                user_checks=settings.user_checking(),
                 user=self.user(models.user, prompt, tuple(playable)),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder

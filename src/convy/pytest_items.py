@@ -268,7 +268,9 @@ class ScenarioTests:
                 )
                 if not spec.scenarios:  # every one skipped for a model: nothing to play, no run
                     continue
-                bench = Bench(prepared.agent, prepared.models, spec.limits, prompt, judging=spec.judging)
+                bench = Bench(
+                    prepared.agent, prepared.models, spec.limits, prompt, judging=spec.judging, user_checks=spec.user_checks
+                )
                 self.started[name] = spec
                 printed = None
                 if shown is not None:

@@ -176,6 +176,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                 convy=VERSION,
                 origin=Origin(dialogues.folder.parent.name, dialogues.folder.name),
                 judging=settings.judging(),
+                user_checks=source.user_checks,  # no user plays: the source's, as it checked its dialogues
                 user=source.user,  # the dialogues' simulated user: the source's
             )
         except ValueError as error:

@@ -27,6 +27,7 @@ import msgspec
 
 from convy.agent import Agent, AgentFailure, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import WAITS, Busy, Wait, Waits
+from convy.conduct import Conduct, UserReview
 from convy.dialog import (
     STOP,
     Checked,
@@ -39,14 +40,16 @@ from convy.dialog import (
     Prompt,
     Ruling,
     SimulatedUser,
+    Stop,
     Transcript,
     Turn,
+    Unchecked,
     UserFault,
     Verdict,
 )
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.pattern import Pattern
-from convy.problems import ConfigurationError, FieldProblem, Outside, ScenarioError, ServiceFailure
+from convy.problems import ConfigurationError, EmptyReply, FieldProblem, Outside, ScenarioError, ServiceFailure
 from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
 
@@ -396,7 +399,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         values: dict[str, Any] = {**self.vars, "instructions": Prompt(self.user).filled(self.vars), "stop": STOP}
         return prompt.filled(values)
 
-    async def outcome(self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int) -> Outcome:
+    async def outcome(
+        self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int, review: UserReview = UserReview()
+    ) -> Outcome:
         """Play one attempt: the dialogue with the agent, then the judge and the checks.
 
         ``agent`` is the agent as a run holds it (``TimeLimited``, which makes it ``Accountable``):
@@ -406,6 +411,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         are only checks), made ``Checked`` here so its errors are too. A model's failure leaves the
         attempt without a verdict, but with the checks code could decide, and failed if one of
         them failed. Any other error is convy's own and goes on to the caller.
+
+        With a simulated user, its conduct is checked by code once the dialogue is over
+        (``conduct.Conduct``), and by a model for the checks ``review`` asks for; a fault leaves a
+        whole dialogue not judged with the fault as its reason (the judge is not asked; the checks
+        more turns could not change are decided, and one that failed fails the attempt), unless
+        ``review`` says such faults are counted.
         """
         limit = self.max_turns or max_turns
         started = _STARTS.now()
@@ -413,12 +424,21 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         waits = Waits(asyncio.get_running_loop().time())
         noting = WAITS.set(waits)
         try:
-            return await self._played(attempt, agent, user, Checked(judge), limit, started, clock, waits)
+            return await self._played(attempt, agent, user, Checked(judge), limit, started, clock, waits, review)
         finally:
             WAITS.reset(noting)
 
     async def _played(
-        self, attempt: int, agent: Agent, user: Any, judge: Judge, limit: int, started: str, clock: float, waits: Waits
+        self,
+        attempt: int,
+        agent: Agent,
+        user: Any,
+        judge: Judge,
+        limit: int,
+        started: str,
+        clock: float,
+        waits: Waits,
+        review: UserReview,
     ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"
@@ -427,6 +447,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         opened = closed = 0.0
         ending: tuple[tuple[Usage | NoUsage, ...], float] | None = None
         simulated = bool(self.user.strip())  # whether a simulated user speaks after the script
+        empty = False  # whether the user's model gave an empty reply, its "empty" fault
         # Only AgentFailure and Busy are caught around the dialogue: the agent raises nothing else
         # (``Accountable``), the user's model raises ModelFailure, caught where it speaks, and any
         # other error is a bug of convy's, which must be seen rather than blamed on the agent.
@@ -458,6 +479,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
                         except ModelFailure as failure:
+                            match failure:
+                                case EmptyReply():
+                                    empty = True
+                                case _:
+                                    pass
                             stop, result = "model_failed", NoVerdict("user", Outside(failure).text())
                             ending = (failure.requests, time.monotonic() - clock - user_start)
                             break
@@ -485,6 +511,18 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         except AgentFailure as failure:
             stop, result = "agent_failed", Failed(Outside(failure).text(), pending)
         judge_start = time.monotonic() - clock
+        faults: tuple[UserFault, ...] = ()
+        unchecked: tuple[Unchecked, ...] = ()
+        reviewing: tuple[Usage | NoUsage, ...] = ()  # the model's requests for the user's checks: the judge's
+        if simulated:
+            faults = Conduct(transcript, stop, empty).faults(user.instructions)
+            counted = review.checks.faults == "count"
+            if result is None and (counted or not faults):  # a model is asked only of a dialogue still to be judged
+                reviewed = await review.reviewed(transcript, stop, user.prompt)
+                faults = tuple(sorted(faults + reviewed.faults, key=lambda fault: fault.turn))
+                unchecked, reviewing = reviewed.unchecked, reviewed.requests
+            if result is None and faults and not counted:
+                result = NoVerdict("user", "; ".join(fault.said() for fault in faults))
         judged = await self.judged(transcript, judge, result)
         judge_seconds = time.monotonic() - clock - judge_start
         return Outcome(
@@ -499,10 +537,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             close_seconds=closed,
             judge_start=judge_start,
             judge_seconds=judge_seconds,
-            judge_requests=judged.requests,
+            judge_requests=reviewing + judged.requests,
             waits=tuple(waits.noted),
             user_ending=() if ending is None else ending[0],
             user_ending_seconds=0.0 if ending is None else ending[1],
+            user_faults=faults,
+            user_unchecked=unchecked,
         )
 
     async def judged(self, transcript: Transcript, judge: Judge, cut: Failed | NoVerdict | None) -> Judged:
@@ -543,6 +583,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 cut: Failed | NoVerdict | None = failed
             case NoVerdict() as none if outcome.stop in ("model_failed", "agent_busy"):
                 cut = none
+            case NoVerdict(who="user") as none if outcome.user_faults:
+                cut = none  # its simulated user misbehaved: not judged again, as it was not judged then
             case _:
                 cut = None
         clock = time.monotonic()
@@ -596,8 +638,6 @@ class Judged(msgspec.Struct, frozen=True, gc=False):
     requests: tuple[Usage | NoUsage, ...] = ()
 
 
-Stop = Literal["finished", "max_turns", "agent_failed", "time_limit", "model_failed", "agent_busy"]
-
 
 class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """One attempt as it ended: the dialogue, why it stopped, its result, and the judge's part.
@@ -607,7 +647,10 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     ``user_ending`` is the simulated user's last request, the one that ended the dialogue — by
     saying it was done, or by failing after it was answered (no turn holds it) — with its time in
     ``user_ending_seconds``; ``judge_requests`` holds the judge's requests, those of a judgement
-    that failed included. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
+    that failed included, and those of the simulated user's model-decided checks before them.
+    ``user_faults`` are what the simulated user's checks found (``conduct.py``), the earliest first,
+    and ``user_unchecked`` the model-decided checks asked that were not decided; a line kept before
+    them reads back with none. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
     dialogue, and what the agent's and the user model's requests took, were recorded by the run it
     was re-judged from and are that run's spending, not this one's (``Attempt`` counts only its
     judge's requests).
@@ -630,6 +673,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     user_ending_seconds: float = 0.0
     rejudged: bool = False
     user_faults: tuple[UserFault, ...] = ()  # what the simulated user's checks found (issue 11)
+    user_unchecked: tuple[Unchecked, ...] = ()  # the model-decided checks asked that were not decided, and why
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).

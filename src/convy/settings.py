@@ -20,6 +20,7 @@ import msgspec
 
 from convy.bench import Limits, RunSpec
 from convy.budget import Budget
+from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
 from convy.panel import Judging
 from convy.problems import ConfigurationError, FieldProblem
@@ -45,6 +46,8 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     judge_repeats: int = 1
     panel: Literal["majority", "unanimous"] = "majority"
     evidence: Literal["flag", "require"] = "flag"
+    user_checks: tuple[ModelCheck, ...] = ()
+    user_faults: Consequence = "not_judged"
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
@@ -70,6 +73,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
                 raise ValueError(f"{name}: must be 0 (no budget) or more")
         if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
             raise ValueError("user_prompt: not a file name")
+        UserChecks(self.user_checks, self.user_faults)  # a check given twice, said by field
 
     def budget(self) -> Budget | None:
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
@@ -79,6 +83,10 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     def judging(self) -> Judging:
         """How the run's claims are judged, as its spec keeps it."""
         return Judging(self.judge_repeats, self.panel, self.evidence)
+
+    def user_checking(self) -> UserChecks:
+        """How the run checks its simulated user, as its spec keeps it."""
+        return UserChecks(self.user_checks, self.user_faults)
 
     def limits(self) -> Limits:
         """The run's limits: these settings' fields that ``Limits`` declares, as a ``Limits``."""
@@ -185,15 +193,19 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
                 problems.append(f"CONVY_{name.upper()}: {name}: not UTF-8 text")
                 del given[name]
+        listed: dict[str, Any] = dict(given)
+        if "user_checks" in given:  # a list in a variable: names apart by commas (or spaces)
+            listed["user_checks"] = [name for name in re.split(r"[,\s]+", given["user_checks"]) if name]
         variables = set(given)
-        for said in self._refused({**table, **given}, given, strict=False):
-            field, _, what = said.partition(": ")
+        for said in self._refused({**table, **listed}, listed, strict=False):
+            path, _, what = said.partition(": ")
+            field = self._field(path)
             if field in variables:
                 problems.append(f"CONVY_{field.upper()}: {field}: {what}")
             else:
                 problems.append(f"settings: {said} (CONVY_* variables or [tool.convy])")
-        sources = {name: "[tool.convy]" for name in table} | {name: f"CONVY_{name.upper()}" for name in given}
-        settings = msgspec.convert({**table, **given}, Settings, strict=False)
+        sources = {name: "[tool.convy]" for name in table} | {name: f"CONVY_{name.upper()}" for name in listed}
+        settings = msgspec.convert({**table, **listed}, Settings, strict=False)
         return Sourced(settings, sources, tuple(dict.fromkeys(problems)), dotenv is not None)
 
     def _refused(self, values: dict[str, Any], given: dict[str, Any], strict: bool) -> list[str]:
@@ -208,10 +220,14 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             except msgspec.ValidationError as error:
                 said = FieldProblem(str(error), Settings).text()
             refused.append(said)
-            field = said.partition(": ")[0]
+            field = self._field(said.partition(": ")[0])
             for name in [field] if field in given else list(given):
                 del given[name]
                 values.pop(name, None)
+
+    def _field(self, path: str) -> str:
+        """The setting a problem's path names: ``user_checks`` of ``user_checks[1]``."""
+        return re.split(r"[.\[]", path, maxsplit=1)[0]
 
     def _variables(self, dotenv: Path | None) -> dict[str, str]:
         """The ``CONVY_*`` variables set, by field name, in the environment and ``dotenv``."""

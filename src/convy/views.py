@@ -452,6 +452,15 @@ class SpanView(View, frozen=True, array_like=True):
     label: str
 
 
+class UserFaultView(View, frozen=True, array_like=True):
+    """Something the simulated user did wrong (``dialog.UserFault``): the window marks its turn."""
+
+    check: str
+    turn: int
+    detail: str
+    by: str
+
+
 class DialogueView(View, frozen=True, array_like=True):
     """One attempt in full, for the scenario window: loaded only when the window opens."""
 
@@ -473,6 +482,10 @@ class DialogueView(View, frozen=True, array_like=True):
     cost: CostArray
     fingerprint: str = ""  # the dialogue's (``Transcript.fingerprint``), which human labels are kept by
     cause: str = ""  # whose it was when it did not pass (``causes.py``); "" when it passed
+    # What the simulated user's checks found (issue 11), each marked at its turn, and the checks
+    # a model was asked and did not decide ("role_swap: why").
+    faults: list[UserFaultView] = []
+    unchecked: list[str] = []
 
 
 class RunRow(View, frozen=True):

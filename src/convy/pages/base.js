@@ -138,7 +138,7 @@ const Convy = (() => {
     mark: { held: "✓", failed: "✗", none: "–" },
     markWord: { held: "held", failed: "failed", none: "not decided" },
     why: {
-      user: "user model failed",
+      user: "simulated user failed",
       judge: "judge failed",
       busy: "service stayed busy",
       not_trusted: "judge not confident enough",

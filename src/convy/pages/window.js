@@ -536,6 +536,32 @@ const Scene = (() => {
   }
 
   /* One attempt in full. */
+  /* The simulated user's faults (issue 11): each marked in the turn where it went wrong (one past
+     the last turn: after the dialogue, for how it ended), and listed with the decisions. Text only. */
+  const CHECKS = {
+    empty: "said nothing", repeated: "repeated itself", leaked: "said its instructions",
+    first_turn_stop: "stopped before it said anything", no_stop: "never said it was done",
+    role_swap: "spoke as the agent", stopped_on_question: "stopped on the agent's question",
+    unsupported: "said what its instructions do not support",
+  };
+
+  function userFault(fault) {
+    return h("div", { class: "user-fault", "data-check": fault.check, "data-turn": fault.turn },
+      h("strong", null, "⚠ The simulated user " + (CHECKS[fault.check] || fault.check) + " (" + fault.check + ")"),
+      fault.detail ? h("span", { class: "detail" }, fault.detail) : null,
+      h("span", { class: "muted" }, fault.by === "model" ? " · found by a model" : " · found by code"));
+  }
+
+  function userFaults(d) {
+    const faults = d.faults || [], unchecked = d.unchecked || [];
+    if (!faults.length && !unchecked.length) return null;
+    return h("div", { class: "notice user-faults" },
+      h("strong", null, "The simulated user"),
+      h("ul", null,
+        faults.map((fault) => h("li", null, (fault.turn > d.turns.length ? "After turn " + d.turns.length : "Turn " + fault.turn) + " · " + fault.check + (fault.detail ? ": " + fault.detail : ""))),
+        unchecked.map((said) => h("li", { class: "muted" }, "not decided: " + said))));
+  }
+
   function attempt(d, options) {
     const open = options && options.open;
     const head = h("div", { class: "attempt-head" },
@@ -562,10 +588,16 @@ const Scene = (() => {
       failed,
       h("h3", null, "Decisions", " ", everyQuote(d.decisions, shown)),
       decisions(d.decisions, d, shown),
+      userFaults(d),
       h("h3", null, "Timeline"),
       timeline(d),
       h("h3", null, "Dialogue ", d.turns.some((t) => t.steps.length) ? expand : null),
-      d.turns.length ? d.turns.map((one, i) => turn(one, i + 1, open)) : h("p", { class: "muted" }, "No turn was played."));
+      d.turns.length ? d.turns.map((one, i) => {
+        const drawn = turn(one, i + 1, open);
+        for (const fault of d.faults || []) if (fault.turn === i + 1) drawn.insertBefore(userFault(fault), drawn.children[1]);
+        return drawn;
+      }) : h("p", { class: "muted" }, "No turn was played."),
+      (d.faults || []).filter((fault) => fault.turn > d.turns.length).map(userFault));
     shown.attach(drawn);
     return drawn;
   }
