@@ -136,3 +136,16 @@ def test_the_bootstrap_draws_the_same_means_as_one_draw_at_a_time() -> None:
         low, high = means[int(0.025 * (headline.draws - 1))], means[int(math.ceil(0.975 * (headline.draws - 1)))]
         interval = headline.bootstrap()
         assert (interval.estimate, interval.low, interval.high) == (fmean(rates), low, high)
+
+
+def test_a_summary_keeps_the_attempts_that_did_not_pass_by_cause(played: Played) -> None:
+    """summary.json, in the run's folder, says whose each attempt that did not pass was, counted by
+    cause as the report's tile counts them (every cause named, 0 for none)."""
+    results = played.folder / "results"
+    Listing(results).every()
+    for run in played.runs().values():
+        summed = msgspec.json.decode((run.folder / "summary.json").read_bytes(), type=Summed)
+        counted = Summary(run).breakdown().counts
+        assert summed.totals.causes == {str(cause): count for cause, count in counted.items()}
+        assert list(summed.totals.causes) == ["agent", "user", "judge", "service"]
+        assert sum(summed.totals.causes.values()) == summed.totals.attempts - summed.totals.passed

@@ -317,6 +317,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             attempts=len(self.attempts()),
             tokens=every.input + every.output,
             cost=every.cost(),
+            causes={str(cause): count for cause, count in self.breakdown().counts.items()},
         )
 
     @cached_property
@@ -620,7 +621,10 @@ class Allowance(msgspec.Struct, frozen=True):
 
 class Totals(msgspec.Struct, frozen=True):
     """What the index shows of a run's attempts: its pass rate, passed of judged, attempts kept,
-    tokens and cost."""
+    tokens and cost; and the attempts that did not pass by cause (``causes.py``: every cause,
+    through the run's trust), so the run's folder says whose they were without a reader having to
+    derive it (empty in a ``summary.json`` written before causes, summed anew when its stamp
+    changes)."""
 
     rate: IntervalView | None
     passed: int
@@ -628,6 +632,7 @@ class Totals(msgspec.Struct, frozen=True):
     attempts: int
     tokens: int
     cost: CostView
+    causes: dict[str, int] = {}
 
 
 class Listed(msgspec.Struct, frozen=True):
