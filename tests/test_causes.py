@@ -83,7 +83,7 @@ def test_the_trust_a_run_is_read_with_decides_a_judges_cause() -> None:
     ("result", "stop", "expected"),
     [
         # The user misbehaved: its dialogue is no fair test, whatever came after it ...
-        (Verdict((HELD,)), "finished", "user"),  # (when its faults leave the attempt not judged)
+        (Verdict((HELD,)), "finished", "user"),  # (passed, so no cause, when its faults are counted)
         (Verdict((FAILED,)), "finished", "user"),  # a faulted dialogue counted: the judge's failure is not the agent's
         (Verdict((UNSURE,)), "finished", "user"),
         (NoVerdict("judge", "the judge failed"), "finished", "user"),
@@ -100,8 +100,9 @@ def test_a_user_that_misbehaved_comes_after_the_agents_certain_failures(
 ) -> None:
     """With the simulated user's faults recorded, the rules' order decides."""
     found = Attempt(outcome(result, stop, user_faults=(LEAKED,)), TRUST)
-    # Until the user's checks make a faulted attempt not judged, one whose claims all held passed,
-    # and has no cause: a cause is only ever given to an attempt that did not pass.
+    # A run makes such an attempt not judged (the user's checks); kept counted (user_faults =
+    # "count"), one whose claims all held passed, and has no cause: a cause is only ever given to
+    # an attempt that did not pass.
     assert found.cause() == (None if found.status() == "passed" else expected)
 
 
