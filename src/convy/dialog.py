@@ -489,6 +489,19 @@ class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     evidence: str = ""
 
 
+def first_failure(errors: list[Exception], every: list[Usage | NoUsage]) -> None:
+    """Raise the first of ``errors``, if any, of requests sent together (a ruling's claims, a
+    panel's votes): a ``ModelFailure`` made again with the usage of ``every`` request answered, the
+    failures' too, so none is lost; any other error as it was."""
+    if not errors:
+        return
+    first = errors[0]
+    match first:
+        case ModelFailure():
+            raise type(first)(Outside(first).text(), tuple(every)) from first
+    raise first
+
+
 class ChatJudge(msgspec.Struct, frozen=True):
     """A judge on a chat model: one request per claim, the reason first, then pass or grade."""
 
@@ -530,12 +543,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
                     every.extend(failure.requests)
                 case Exception() as error:
                     errors.append(error)
-        if errors:
-            first = errors[0]
-            match first:
-                case ModelFailure():
-                    raise type(first)(Outside(first).text(), tuple(every)) from first
-            raise first
+        first_failure(errors, every)
         return Ruling(tuple(decided), tuple(requests))
 
     async def _claim(self, claim: str | Graded, transcript: Transcript) -> tuple[Claim, Usage | NoUsage]:

@@ -49,9 +49,9 @@ from convy.dialog import (
     Ruling,
     Transcript,
     Vote,
+    first_failure,
 )
 from convy.model import ModelFailure
-from convy.problems import Outside
 
 
 class Judging(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -142,12 +142,7 @@ class Poll(msgspec.Struct, frozen=True):
                     every.extend(failure.requests)
                 case Exception() as error:
                     errors.append(error)
-        if errors:
-            first = errors[0]
-            match first:
-                case ModelFailure():
-                    raise type(first)(Outside(first).text(), tuple(every)) from first
-            raise first
+        first_failure(errors, every)
         decided = [
             decision(claim, [_vote(name, ruling.claims[index]) for name, ruling in rulings], self.judging)
             for index, claim in enumerate(claims)
