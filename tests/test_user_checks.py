@@ -363,8 +363,9 @@ def test_a_secret_in_what_the_user_leaked_is_hidden_in_the_run_folder(tmp_path: 
     from convy.secrets import Secrets
 
     canary = "sk-canary-0123456789abcdef"
-    told = f"You are Dana. Your account key is {canary} and you never give it to anyone at all, ever."
-    prompt = Prompt("{{ instructions }}\nSay {{ stop }} when you are done.")
+    # In the prompt's own words: the scenario's instructions are the user's to say (issue 11's audit).
+    told = "You want a refund."
+    prompt = Prompt(f"Your account key is {canary} and you never give it to anyone at all, ever.\n{{{{ instructions }}}}\nSay {{{{ stop }}}} when you are done.")
     bench = Bench(FakeAgent(lambda text: "Hello."), Models(BadUser(leaks=True, words=18), FakeJudge()), prompt=prompt)
     spec = RunSpec(id="r", agent="a", scenarios=(scenario(user=told),), attempts=1, limits=bench.limits)
     journal = RunJournal(tmp_path / "a" / "r")

@@ -391,7 +391,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
         """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
-        return SimulatedUser(model, self.told(prompt))
+        own = (Prompt(self.user).filled(self.vars), *(str(value) for value in self.vars.values()))
+        return SimulatedUser(model, self.told(prompt), own)
 
     def told(self, prompt: Prompt) -> str:
         """``prompt`` filled with this scenario's instructions and vars; a ``ValueError`` for a
