@@ -80,3 +80,26 @@ def test_a_stretch_that_runs_from_the_framing_into_the_instructions_is_a_leak() 
     user = "You are Maria Lopez and your blender arrived with a cracked jug."
     found = conduct(user, "Who you are and what you want: You are Maria Lopez and your blender arrived with a cracked jug.")
     assert [fault.check for fault in found] == ["leaked"]
+
+
+def test_an_agent_that_never_resolves_is_judged_not_hidden_behind_no_stop() -> None:
+    """An agent that keeps asking for the order number, and a patient user that answers each time
+    in other words and never says it is done: before the audit every such attempt was "not judged,
+    user failed" by default, so the agent's failure left the pass rate. Now no_stop is kept and
+    shown, and the judge decides (here it fails the agent)."""
+    import asyncio
+
+    from convy import Bench, Models, Plan
+    from convy.fakes import FakeAgent, FakeJudge, MemoryJournal
+
+    asked = iter(range(1, 1000))
+    user = FakeModel(lambda said: f"It is order A-1043, as I said ({next(asked)}). Can you refund it?")
+    judge = FakeJudge(lambda claim, transcript: False)
+    journal = MemoryJournal()
+    scenario = msgspec.convert({"id": "loop", "user": "You want a refund for order A-1043.", "max_turns": 4, "judge": ["The agent refunded."]}, Scenario)
+    agent = FakeAgent(lambda text: "Could you tell me your order number?")
+    asyncio.run(Bench(agent, Models(user, judge)).run(Plan((scenario,), 1), journal))
+    (outcome,) = journal.outcomes
+    assert [fault.check for fault in outcome.user_faults] == ["no_stop"]
+    assert outcome.status(0.0) == "failed"
+    assert judge.rulings == 1

@@ -150,7 +150,6 @@ def played(model: Any, judge: Any = None, checks: UserChecks = UserChecks(), fie
         ({"leaks": True}, "leaked", "the simulated user said its instructions at turn 1"),
         ({"repeats": True}, "repeated", "the simulated user repeated itself at turn 2"),
         ({"stops_at_once": True}, "first_turn_stop", "the simulated user stopped before it said anything"),
-        ({"never_stops": True}, "no_stop", "the simulated user never said it was done"),
         ({"empty": True}, "empty", "model bad-user gave an empty reply"),
     ],
 )
@@ -158,7 +157,8 @@ def test_a_misbehaving_user_leaves_the_attempt_not_judged_and_the_judge_unasked(
     behaviour: dict[str, bool], check: str, reason: str
 ) -> None:
     """Each code check fires on the fake bad user; the attempt is not judged, with the fault as its
-    reason (the model's failure for an empty reply), and the judge is not asked."""
+    reason (the model's failure for an empty reply), and the judge is not asked. (no_stop is kept
+    but judged: test_audit_issue11.)"""
     judge = FakeJudge()
     outcome = played(BadUser(**behaviour), judge)
     assert checks(outcome.user_faults) == [check]

@@ -198,6 +198,20 @@ class Conduct(msgspec.Struct, frozen=True):
         return said == before or said.casefold().split() == before.casefold().split()
 
 
+class Noted:
+    """The faults that leave an attempt not judged (under ``not_judged``), and the one that never
+    does: ``no_stop`` is kept and shown, and the attempt judged all the same. A user that never says
+    it is done is most often the sign of an agent that never resolves the problem (it keeps asking,
+    or loops), or of a ``max_turns`` set below what the goal takes: leaving those attempts out of
+    the pass rate would hide the agent's failures behind its user's (issue 11's audit)."""
+
+    JUDGED: ClassVar[frozenset[str]] = frozenset({"no_stop"})
+
+    @classmethod
+    def withholding(cls, faults: tuple[UserFault, ...]) -> tuple[UserFault, ...]:
+        return tuple(fault for fault in faults if fault.check not in cls.JUDGED)
+
+
 class Quoted(msgspec.Struct, frozen=True):
     """Words of the dialogue as a fault's detail shows them: made plain, and cut at a space when
     longer than ``LONGEST``, so a secret is hidden whole when the run is kept (it holds no space)
