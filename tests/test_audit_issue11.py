@@ -5,6 +5,7 @@ behaviour found sound."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -103,3 +104,64 @@ def test_an_agent_that_never_resolves_is_judged_not_hidden_behind_no_stop() -> N
     assert [fault.check for fault in outcome.user_faults] == ["no_stop"]
     assert outcome.status(0.0) == "failed"
     assert judge.rulings == 1
+
+
+def test_a_shift_never_says_mostly_a_cause_whose_share_moved_the_other_way() -> None:
+    """On random pairs of runs (hypothesis): each "mostly" sentence's cause moved the same way as
+    the whole share of attempts not passed, and by more than half of it."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from convy.causes import NAMES, TROUBLE, Breakdown, Shift
+
+    run = st.lists(st.sampled_from([None, "agent", "user", "judge", "service"]), min_size=1, max_size=40)
+
+    @settings(max_examples=400, deadline=None)
+    @given(run, run)
+    def holds(base: list[Any], candidate: list[Any]) -> None:
+        a, b = Breakdown(tuple(base)), Breakdown(tuple(candidate))
+        whole = b.not_passed() / b.attempts - a.not_passed() / a.attempts
+        for sentence in Shift(a, b).sentences():
+            (cause,) = [cause for cause in ("user", "judge") if f"mostly {TROUBLE[cause]}" in sentence or f"mostly less {TROUBLE[cause]}" in sentence]
+            change = b.counts[cause] / b.attempts - a.counts[cause] / a.attempts
+            assert NAMES[cause] in sentence
+            if "drop" in sentence:
+                assert whole > 0 and change > whole / 2
+            else:
+                assert "rise" in sentence and whole < 0 and change < whole / 2
+
+    holds()
+
+
+def test_a_secret_in_a_model_checks_quote_is_hidden_in_the_run_folder(tmp_path: Path) -> None:
+    """A user model key echoed by the user and quoted by a model's check (unsupported) is hidden
+    in every file of the run folder, as every kept text is (found sound: no fix needed)."""
+    import asyncio
+    import json
+
+    from convy import Bench, Models, RunJournal, RunSpec
+    from convy.conduct import UserChecks
+    from convy.fakes import FakeAgent
+    from convy.secrets import Secrets
+
+    canary = "sk-canary-quote-0123456789abcdef"
+
+    def checker(said: Any) -> str:
+        return json.dumps({"fault": True, "turn": 1, "quote": f"my key is {canary}", "reason": f"{canary} is not in its instructions"})
+
+    from convy import ChatJudge
+
+    judge = ChatJudge(FakeModel(checker))
+    scenario = msgspec.convert({"id": "s", "user": "You want a refund.", "judge": ["The agent helped."]}, Scenario)
+    bench = Bench(
+        FakeAgent(lambda text: "Noted."),
+        Models(FakeModel([f"My key is {canary}, refund me.", "###STOP###"]), judge),
+        user_checks=UserChecks(("unsupported",), "count"),
+    )
+    spec = RunSpec(id="r", agent="a", scenarios=(scenario,), attempts=1, limits=bench.limits, user_checks=UserChecks(("unsupported",), "count"))
+    asyncio.run(RunJournal(tmp_path / "a" / "r").play(spec, bench, secrets=Secrets((canary,))))
+    kept = (tmp_path / "a" / "r" / "attempts.jsonl").read_text()
+    assert "unsupported" in kept
+    for path in (tmp_path / "a" / "r").rglob("*"):
+        if path.is_file():
+            assert canary not in path.read_text(errors="replace"), path
