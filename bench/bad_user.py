@@ -15,7 +15,7 @@ It writes a project in a temporary folder and plays it with the real ``convy`` c
 
 Then it prints ``convy run``'s lines and, from ``attempts.jsonl``, each attempt's faults (check,
 turn, by code or a model, what shows it) and its result: every attempt whose user misbehaved is
-not judged, with the fault as its reason. ``--count`` plays it with ``user_faults = "count"``:
+not judged, with the fault as its reason (but ``no_stop``, kept and judged). ``--count`` plays it with ``user_faults = "count"``:
 the faults kept, every attempt judged.
 
     python bench/bad_user.py [--count]

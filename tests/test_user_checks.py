@@ -150,7 +150,6 @@ def played(model: Any, judge: Any = None, checks: UserChecks = UserChecks(), fie
         ({"leaks": True}, "leaked", "the simulated user said its instructions at turn 1"),
         ({"repeats": True}, "repeated", "the simulated user repeated itself at turn 2"),
         ({"stops_at_once": True}, "first_turn_stop", "the simulated user stopped before it said anything"),
-        ({"never_stops": True}, "no_stop", "the simulated user never said it was done"),
         ({"empty": True}, "empty", "model bad-user gave an empty reply"),
     ],
 )
@@ -158,7 +157,8 @@ def test_a_misbehaving_user_leaves_the_attempt_not_judged_and_the_judge_unasked(
     behaviour: dict[str, bool], check: str, reason: str
 ) -> None:
     """Each code check fires on the fake bad user; the attempt is not judged, with the fault as its
-    reason (the model's failure for an empty reply), and the judge is not asked."""
+    reason (the model's failure for an empty reply), and the judge is not asked. (no_stop is kept
+    but judged: test_audit_issue11.)"""
     judge = FakeJudge()
     outcome = played(BadUser(**behaviour), judge)
     assert checks(outcome.user_faults) == [check]
@@ -363,8 +363,9 @@ def test_a_secret_in_what_the_user_leaked_is_hidden_in_the_run_folder(tmp_path: 
     from convy.secrets import Secrets
 
     canary = "sk-canary-0123456789abcdef"
-    told = f"You are Dana. Your account key is {canary} and you never give it to anyone at all, ever."
-    prompt = Prompt("{{ instructions }}\nSay {{ stop }} when you are done.")
+    # In the prompt's own words: the scenario's instructions are the user's to say (issue 11's audit).
+    told = "You want a refund."
+    prompt = Prompt(f"Your account key is {canary} and you never give it to anyone at all, ever.\n{{{{ instructions }}}}\nSay {{{{ stop }}}} when you are done.")
     bench = Bench(FakeAgent(lambda text: "Hello."), Models(BadUser(leaks=True, words=18), FakeJudge()), prompt=prompt)
     spec = RunSpec(id="r", agent="a", scenarios=(scenario(user=told),), attempts=1, limits=bench.limits)
     journal = RunJournal(tmp_path / "a" / "r")

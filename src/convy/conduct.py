@@ -42,9 +42,17 @@ class Instructions(msgspec.Struct, frozen=True, dict=True):
     indexed once (kept beside the field, ``dict=True``: a run checks every attempt of a scenario
     against one index), then the message's runs looked up one by one and chained while they go on
     in the prompt: time linear in the message, whatever the prompt's size.
+
+    ``own`` are the parts of the prompt the scenario wrote for its user (its filled ``user:``
+    instructions, its vars' values): its facts and wishes, which a user in character says, often in
+    the words it was given ("I would like a refund for my order A-1043, it arrived broken"). Runs of
+    words found in them are excused, so a leak is the prompt's framing said to the agent (how to
+    play the user, the stop word's rules), or a stretch that crosses into it, never the scenario's
+    own facts.
     """
 
     text: str
+    own: tuple[str, ...] = ()
 
     GRAM: ClassVar[int] = 6
     WORDS: ClassVar[int] = 12
@@ -85,7 +93,7 @@ class Instructions(msgspec.Struct, frozen=True, dict=True):
             piece = words[at:end]
             key = hash(tuple(piece))
             places = grams.get(key)
-            if places is None or key in excused:
+            if places is None or key in excused or key in self._own:
                 if runs:
                     runs = {}
                 continue
@@ -111,6 +119,10 @@ class Instructions(msgspec.Struct, frozen=True, dict=True):
     @functools.cached_property
     def _words(self) -> list[str]:
         return _WORD.findall(self.text.casefold())
+
+    @functools.cached_property
+    def _own(self) -> frozenset[int]:
+        return frozenset().union(*(self.grams(part) for part in self.own))
 
     @functools.cached_property
     def _known(self) -> frozenset[str]:
@@ -184,6 +196,20 @@ class Conduct(msgspec.Struct, frozen=True):
         """Whether two messages are the same, whitespace and case aside (the very same text, the
         common case, told without splitting either)."""
         return said == before or said.casefold().split() == before.casefold().split()
+
+
+class Noted:
+    """The faults that leave an attempt not judged (under ``not_judged``), and the one that never
+    does: ``no_stop`` is kept and shown, and the attempt judged all the same. A user that never says
+    it is done is most often the sign of an agent that never resolves the problem (it keeps asking,
+    or loops), or of a ``max_turns`` set below what the goal takes: leaving those attempts out of
+    the pass rate would hide the agent's failures behind its user's (issue 11's audit)."""
+
+    JUDGED: ClassVar[frozenset[str]] = frozenset({"no_stop"})
+
+    @classmethod
+    def withholding(cls, faults: tuple[UserFault, ...]) -> tuple[UserFault, ...]:
+        return tuple(fault for fault in faults if fault.check not in cls.JUDGED)
 
 
 class Quoted(msgspec.Struct, frozen=True):

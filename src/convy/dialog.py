@@ -398,6 +398,9 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
 
     model: Model
     prompt: str
+    # The parts of ``prompt`` its scenario wrote for it (filled instructions, vars' values): its to
+    # say, so its leak check excuses them.
+    own: tuple[str, ...] = ()
 
     @functools.cached_property
     def instructions(self) -> Instructions:
@@ -405,7 +408,7 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
         attempt of its scenario."""
         from convy.conduct import Instructions  # conduct.py reads dialogues: it imports this module
 
-        return Instructions(self.prompt)
+        return Instructions(self.prompt, self.own)
 
     async def spoken(self, transcript: Transcript) -> Spoken:
         """The user's next message, or ``Finished``.

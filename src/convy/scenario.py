@@ -27,7 +27,7 @@ import msgspec
 
 from convy.agent import Agent, AgentFailure, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import WAITS, Busy, Wait, Waits
-from convy.conduct import Conduct, UserReview
+from convy.conduct import Conduct, Noted, UserReview
 from convy.dialog import (
     STOP,
     Checked,
@@ -391,7 +391,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
         """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
-        return SimulatedUser(model, self.told(prompt))
+        own = (Prompt(self.user).filled(self.vars), *(str(value) for value in self.vars.values()))
+        return SimulatedUser(model, self.told(prompt), own)
 
     def told(self, prompt: Prompt) -> str:
         """``prompt`` filled with this scenario's instructions and vars; a ``ValueError`` for a
@@ -517,12 +518,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if simulated:
             faults = Conduct(transcript, stop, empty).faults(user.instructions)
             counted = review.checks.faults == "count"
-            if result is None and (counted or not faults):  # a model is asked only of a dialogue still to be judged
+            if result is None and (counted or not Noted.withholding(faults)):  # a model is asked only of a dialogue still to be judged
                 reviewed = await review.reviewed(transcript, stop, user.prompt)
                 faults = tuple(sorted(faults + reviewed.faults, key=lambda fault: fault.turn))
                 unchecked, reviewing = reviewed.unchecked, reviewed.requests
-            if result is None and faults and not counted:
-                result = NoVerdict("user", "; ".join(fault.said() for fault in faults))
+            withheld = Noted.withholding(faults)
+            if result is None and withheld and not counted:
+                result = NoVerdict("user", "; ".join(fault.said() for fault in withheld))
         judged = await self.judged(transcript, judge, result)
         judge_seconds = time.monotonic() - clock - judge_start
         return Outcome(
