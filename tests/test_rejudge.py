@@ -409,7 +409,7 @@ def test_an_unknown_judge_name_exits_2_listing_the_named_judges(fakes: Fakes) ->
     ran = fakes.ran("rejudge", source, "--judge", "nobody")
 
     assert ran.returncode == 2
-    assert ran.stderr.startswith("convy: --judge nobody: no such judge (models.py names strict); name one in models.py")
+    assert ran.stderr.startswith("convy: --judge nobody: no such judge (models.py names picky, strict); name one in models.py")
 
 
 def test_a_judge_that_fails_is_not_judged_and_an_agent_failure_stays_failed(fakes: Fakes) -> None:

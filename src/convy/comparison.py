@@ -348,7 +348,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         if p >= ALPHA:
             return (
                 f"within noise: {same.worse} attempts passed before and fail now, {same.better} the other way; "
-                "a split this uneven is likely from decisions that vary from one judging to the next"
+                "a split like this comes often enough from decisions that vary between judgings"
             )
         return (
             f"real ({direction}) on these dialogues: {same.worse} attempts passed before and fail now, "
