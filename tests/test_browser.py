@@ -11,6 +11,7 @@ Playwright's Python client; Playwright's own browsers are never downloaded.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -446,6 +447,7 @@ def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) ->
     for said in ("PASS RATE", "→", "CHANGE", "pts", "95% CI", "p =", "SMALLEST DETECTABLE CHANGE", "TOKENS", "COST", "TIME", "per attempt"):
         assert said in tiles, said
     assert "95% CI −100.0 pts to +54.6 pts" in tiles  # clamped: the t interval reaches −104.6
+    assert re.match(r"p = \S+ \((exact|cmh)\) · sign-flip p = ", page.inner_text("#tested"))  # not paired: not McNemar
     tile = lambda title: page.locator(".tile", has=page.locator("h2", has_text=title))  # noqa: E731
     assert "= same ×1.00 per attempt" in tile("Tokens").inner_text()
     timed = page.evaluate("JSON.parse(document.getElementById('data').textContent).time_direction")  # the fakes' times vary
@@ -509,7 +511,13 @@ def test_comparison_of_the_same_dialogues_says_so_with_the_paired_attempts(
 
     view = Comparison(by_id["2026-01-05-before"], by_id["2026-01-06-after"]).view()
     said = "the candidate re-judged the base's dialogues (judge fake-judge → strict): a change here is the judge's or the claims', not the agent's"
-    view = msgspec.structs.replace(view, banner=[], same_dialogues=SameDialogues(said=said, paired=12, worse=3, better=1, other=2))
+    view = msgspec.structs.replace(
+        view,
+        banner=[],
+        same_dialogues=SameDialogues(said=said, paired=12, worse=3, better=1, other=2, both=4, neither=2),
+        method="mcnemar",
+        p=0.625,
+    )
     path = tmp_path / "same.html"
     path.write_text(ComparisonPage(view).html(), encoding="utf-8")
     page = visit().open(path)
@@ -517,6 +525,7 @@ def test_comparison_of_the_same_dialogues_says_so_with_the_paired_attempts(
     assert said in note
     assert "Attempts paired by (scenario, attempt): 12; 3 passed before and fail now, 1 failed before and pass now, 2 changed" in note
     assert page.locator("#banner").count() == 0
+    assert page.inner_text("#tested").startswith("paired (McNemar, exact): p = 0.63 · sign-flip p = ")
 
 def test_index_page(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
     """The index lists every run newest first with its numbers, filters by agent, searches, sorts,

@@ -199,7 +199,10 @@ from convy.fakes import FakeJudge
 from convy.model import Models
 
 models = Models(judge=FakeJudge(lambda claim, transcript: True))
-judges = {"strict": FakeJudge(lambda claim, transcript: False, name="strict-judge")}
+judges = {
+    "strict": FakeJudge(lambda claim, transcript: False, name="strict-judge"),
+    "picky": FakeJudge(lambda claim, transcript: "goodbye" not in claim, name="picky-judge"),
+}
 """
 
 AGENT = """\
@@ -322,6 +325,44 @@ def test_compare_says_the_dialogues_are_the_same_and_pairs_each_attempt(fakes: F
     assert "same dialogues" not in unrelated.stdout
 
 
+def test_compare_of_the_same_dialogues_decides_by_mcnemar_on_the_discordant_attempts(fakes: Fakes, tmp_path: Path) -> None:
+    """A run and its re-judge by a judge that fails one scenario's claim (3 of 6 attempts passed before and
+    fail now, none the other way): ``convy compare`` prints McNemar's exact p of those counts, 2·(½)³ = 0.25,
+    "within noise", and the paired Δ with Newcombe's interval; the Markdown summary says the same. The
+    strict judge fails all 6: p = 2·(½)⁶ = 0.03125, a real change (exit 4 with --fail-on-regression). A
+    compare of two played runs keeps the test of independent samples."""
+    from convy.stats import McNemar
+
+    source = fakes.played()
+    picky = fakes.rejudged(source, "--judge", "picky")
+    summary = tmp_path / "summary.md"
+
+    compared = fakes.ran("compare", source, picky, "--summary", str(summary))
+
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "attempts paired by (scenario, attempt): 6; 3 passed before and fail now, 0 failed before and pass now" in compared.stdout
+    table = McNemar(both=3, worse=3, better=0, neither=0)
+    assert table.p() == pytest.approx(0.25)
+    delta = table.interval()
+    assert delta is not None
+    change = f"{delta.estimate:+.1%} [{delta.low:+.1%}, {delta.high:+.1%}]"
+    assert f"pass rate 100.0% → 50.0%, Δ {change}, paired (McNemar, exact): p = {table.p():.3g}: within noise" in compared.stdout
+    assert "within noise: 3 attempts passed before and fail now, 0 the other way" in compared.stdout
+    written = summary.read_text()
+    assert "paired (McNemar, exact): p = 0.25" in written and "Δ −50.0 pts" in written
+
+    strict = fakes.rejudged(source, "--judge", "strict")
+    failing = fakes.ran("compare", source, strict, "--fail-on-regression")
+    assert failing.returncode == 4, failing.stdout + failing.stderr
+    assert f"paired (McNemar, exact): p = {McNemar(0, 6, 0, 0).p():.3g}: real (worse)" in failing.stdout
+    assert McNemar(0, 6, 0, 0).p() == pytest.approx(0.03125)
+
+    played = fakes.played()
+    ordinary = fakes.ran("compare", source, played)
+    assert "McNemar" not in ordinary.stdout
+    assert "pass rate 100.0% → 100.0%, Δ +0.0% [+0.0%, +0.0%], p = 1: within noise" in ordinary.stdout, ordinary.stdout
+
+
 def test_rejudge_of_a_run_that_is_missing_in_use_damaged_or_unfinished_exits_2_saying_why(fakes: Fakes) -> None:
     """Each refusal is one line naming the run and exit 2, with nothing written: no such run, a run another
     process holds, a run.json that cannot be read, a run that did not finish."""
@@ -368,7 +409,7 @@ def test_an_unknown_judge_name_exits_2_listing_the_named_judges(fakes: Fakes) ->
     ran = fakes.ran("rejudge", source, "--judge", "nobody")
 
     assert ran.returncode == 2
-    assert ran.stderr.startswith("convy: --judge nobody: no such judge (models.py names strict); name one in models.py")
+    assert ran.stderr.startswith("convy: --judge nobody: no such judge (models.py names picky, strict); name one in models.py")
 
 
 def test_a_judge_that_fails_is_not_judged_and_an_agent_failure_stays_failed(fakes: Fakes) -> None:

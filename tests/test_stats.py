@@ -743,3 +743,111 @@ def test_fleiss_kappa_edges() -> None:
     assert FleissKappa.reading(0.9) == "almost perfect agreement"
     assert FleissKappa.reading(0.5) == "moderate agreement"
     assert FleissKappa.reading(-0.1) == "poor agreement"
+
+
+# --- McNemar (the same dialogues judged twice) -------------------------------------------------
+
+
+def newcombe_paired(both: int, worse: int, better: int, neither: int) -> tuple[float, float, float]:
+    """Newcombe's (1998) method 10 for after − before, written from the paper with statsmodels'
+    Wilson intervals: the reference the stdlib version is held to."""
+    n = both + worse + better + neither
+    before, after = both + worse, both + better
+    p1, p2 = before / n, after / n
+    l1, u1 = proportion_confint(before, n, alpha=0.05, method="wilson")
+    l2, u2 = proportion_confint(after, n, alpha=0.05, method="wilson")
+    product = before * (n - before) * after * (n - after)
+    a = both * neither - worse * better
+    psi = 0.0 if product == 0 else (a - n / 2) / np.sqrt(product) if a > n / 2 else 0.0 if a >= 0 else a / np.sqrt(product)
+    # Newcombe's D = p1 − p2 and its limits, then turned round to p2 − p1.
+    low = (p1 - p2) - np.sqrt((p1 - l1) ** 2 - 2 * psi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    high = (p1 - p2) + np.sqrt((p2 - l2) ** 2 - 2 * psi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)
+    return p2 - p1, -high, -low
+
+
+def test_mcnemar_exact_p_matches_statsmodels_and_its_mid_p_scipy_on_random_tables() -> None:
+    """On 3,000 random paired tables — small ones, lopsided ones, none discordant, and thousands of
+    discordant attempts — the exact two-sided p equals statsmodels' ``mcnemar(exact=True)`` and the
+    mid-p equals scipy's binomial computed by hand; the direction follows the larger discordant count."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from convy.stats import McNemar
+
+    chooser = random.Random(7)
+    worst = 0.0
+    cases = 0
+    for case in range(3_000):
+        top = chooser.choice((3, 12, 60, 400, 5_000))
+        both, worse, better, neither = (chooser.randint(0, top) for _ in range(4))
+        if case % 10 == 0:
+            better = chooser.randint(0, 2)  # lopsided: far in the tail
+        if case % 37 == 0:
+            worse = better = 0
+        test = McNemar(both, worse, better, neither)
+        want = mcnemar([[both, worse], [better, neither]], exact=True).pvalue
+        got = test.p()
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-300), (both, worse, better, neither)
+        worst = max(worst, abs(got - want) / max(want, 1e-300))
+        n, k = worse + better, min(worse, better)
+        mid = 1.0 if n == 0 else min(1.0, 2 * stats.binom.cdf(k, n, 0.5) - stats.binom.pmf(k, n, 0.5))
+        assert test.mid_p() == pytest.approx(mid, rel=1e-9, abs=1e-300)
+        assert test.mid_p() <= got
+        tested = test.test()
+        assert tested.p == got
+        assert tested.direction == ("better" if better > worse else "worse" if worse > better else "same")
+        assert tested.method == ("none" if n == 0 else "mcnemar")
+        cases += 1
+    said("McNemar exact p (relative)", cases, worst)
+
+
+def test_mcnemar_paired_interval_matches_newcombe_on_random_tables() -> None:
+    """On 3,000 random paired tables the interval of after − before equals Newcombe's method 10 as
+    written from the paper on statsmodels' Wilson intervals (every branch of ψ reached), holds its
+    estimate, stays within [−1, 1], and turns round exactly when before and after swap."""
+    from convy.stats import McNemar
+
+    chooser = random.Random(11)
+    worst = 0.0
+    branches: Counter[str] = Counter()
+    for case in range(3_000):
+        top = chooser.choice((2, 8, 40, 300))
+        both, worse, better, neither = (chooser.randint(0, top) for _ in range(4))
+        if case % 5 == 0:
+            worse, better = chooser.randint(0, 2), chooser.randint(0, 2)  # mostly agreeing: ψ large
+        if both + worse + better + neither == 0:
+            assert McNemar(0, 0, 0, 0).interval() is None
+            continue
+        n = both + worse + better + neither
+        a = both * neither - worse * better
+        branches["corrected" if a > n / 2 else "zero" if a >= 0 else "negative"] += 1
+        got = McNemar(both, worse, better, neither).interval()
+        assert got is not None
+        estimate, low, high = newcombe_paired(both, worse, better, neither)
+        assert got.estimate == pytest.approx((better - worse) / n, abs=1e-12)
+        assert (got.estimate, got.low, got.high) == pytest.approx((estimate, max(-1.0, low), min(1.0, high)), abs=1e-9)
+        worst = max(worst, abs(got.low - max(-1.0, low)), abs(got.high - min(1.0, high)))
+        assert -1.0 <= got.low <= got.estimate <= got.high <= 1.0
+        swapped = McNemar(both, better, worse, neither).interval()
+        assert swapped is not None
+        assert (swapped.low, swapped.high) == pytest.approx((-got.high, -got.low), abs=1e-12)
+    assert min(branches.values()) > 50 and len(branches) == 3, branches
+    said("McNemar Newcombe interval", sum(branches.values()), worst)
+
+
+def test_mcnemar_edges() -> None:
+    """No discordant attempt: p 1, direction same, an interval around 0 that still has width; all
+    16 paired attempts passing before and 4 failing after: p = 2·(½)⁴ = 0.125; negative counts refused."""
+    from convy.stats import McNemar
+
+    none = McNemar(10, 0, 0, 6)
+    assert (none.p(), none.mid_p(), none.test().direction) == (1.0, 1.0, "same")
+    flat = none.interval()
+    assert flat is not None and flat.estimate == 0.0 and flat.low < 0 < flat.high
+    four = McNemar(12, 4, 0, 0)
+    assert four.p() == pytest.approx(0.125)
+    assert four.mid_p() == pytest.approx(0.125 - 1 / 16)
+    assert four.test().direction == "worse"
+    interval = four.interval()
+    assert interval is not None and interval.estimate == pytest.approx(-0.25) and interval.high < 0
+    with pytest.raises(ValueError):
+        McNemar(1, -1, 0, 0)

@@ -1075,7 +1075,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
             change = f"{view.delta.estimate:+.1%} [{view.delta.low:+.1%}, {view.delta.high:+.1%}]"
         verdict = f"real ({view.verdict})" if view.real else "within noise"
         counts = view.counts
-        shown.line(f"pass rate {before} → {after}, Δ {change}, p = {view.p:.3g}: {verdict}")
+        tested = f"paired (McNemar, exact): p = {view.p:.3g}" if view.method == "mcnemar" else f"p = {view.p:.3g}"
+        shown.line(f"pass rate {before} → {after}, Δ {change}, {tested}: {verdict}")
         shown.line(view.reading)
         shown.line(f"scenarios: {counts['worse']} worse, {counts['better']} better, {counts['same']} same")
         for sentence in view.trouble:

@@ -7,6 +7,11 @@ Benjamini–Hochberg, the claims that flipped, the minimum detectable effect, to
 before and after, and what makes the two runs not comparable. Scenarios in one run only, or whose
 content changed, are listed apart and left out of every test: missing is not passing.
 
+Of two runs that decided the same dialogues (``convy rejudge``), each attempt is paired with
+itself, and the verdict and the headline Δ come instead from McNemar's exact test and Newcombe's
+paired interval of the attempts judged in both (``stats.McNemar``): the two sides are not
+independent samples, and the test that takes them for such is far too cautious.
+
 Two things are decided here for the page to draw:
 
 - the Δ interval is clamped to [−1, +1]: a difference of two pass rates cannot leave it, though
@@ -34,7 +39,7 @@ from convy.labels import Judges, RunLabels
 from convy.panel import Judging
 from convy.report import Summary
 from convy.runs import Read
-from convy.stats import Adjusted, Detectable, Fisher, Interval, Paired, Stratified, Stratum, Tally
+from convy.stats import Adjusted, Detectable, Fisher, Interval, McNemar, Paired, Stratified, Stratum, Tally
 from convy.views import (
     ClaimFlip,
     ComparisonView,
@@ -113,20 +118,26 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             for attempt in self._summary(self.base).attempts()
             if attempt.outcome.scenario in common
         }
-        paired = worse = better = other = 0
+        paired = worse = better = other = both = neither = 0
         for attempt in self._summary(self.candidate).attempts():
             was = before.get((attempt.outcome.scenario, attempt.outcome.attempt))
             if was is None:
                 continue
             paired += 1
-            now = attempt.status()
-            if (was, now) == ("passed", "failed"):
-                worse += 1
-            elif (was, now) == ("failed", "passed"):
-                better += 1
-            elif was != now:
-                other += 1
-        return SameDialogues(said=said, paired=paired, worse=worse, better=better, other=other)
+            match (was, attempt.status()):
+                case ("passed", "failed"):
+                    worse += 1
+                case ("failed", "passed"):
+                    better += 1
+                case ("passed", "passed"):
+                    both += 1
+                case ("failed", "failed"):
+                    neither += 1
+                case (_, now) if now != was:
+                    other += 1
+                case _:  # not judged both times
+                    pass
+        return SameDialogues(said=said, paired=paired, worse=worse, better=better, other=other, both=both, neither=neither)
 
     def strata(self) -> list[tuple[str, Tally, Tally]]:
         before, after = self._summary(self.base).tallies(), self._summary(self.candidate).tallies()
@@ -180,11 +191,19 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         after_ids = {scenario.id: scenario for scenario in self.candidate.file.spec.scenarios}
         same = self.same_dialogues()
         strata = self.strata()
-        tested = Stratified(tuple(Stratum(a.passed, a.judged, b.passed, b.judged) for _, a, b in strata)).test()
         paired_rows = [(scenario, a, b) for scenario, a, b in strata if a.judged and b.judged]
         paired = Paired(tuple(b.passed / b.judged - a.passed / a.judged for _, a, b in paired_rows))
-        delta = paired.interval()
         across = paired.sign_flip()
+        if same is None:
+            tested = Stratified(tuple(Stratum(a.passed, a.judged, b.passed, b.judged) for _, a, b in strata)).test()
+            delta = paired.interval()
+            reading = self._reading(tested.p, tested.direction, across, delta)
+        else:
+            # The same dialogues decided twice: each attempt is its own pair, so McNemar's test of
+            # the attempts judged in both, and the paired interval of their difference.
+            table = McNemar(same.both, same.worse, same.better, same.neither)
+            tested, delta = table.test(), table.interval()
+            reading = self._paired_reading(tested.p, tested.direction, same)
         detectable = Detectable(tuple(a for _, a, _ in paired_rows), tuple(b for _, _, b in paired_rows))
         mde = detectable.effect()
         base, candidate = self._side(self.base), self._side(self.candidate)
@@ -206,7 +225,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             verdict=tested.direction if tested.p < ALPHA else "same",
             real=tested.p < ALPHA,
             sign_flip_p=across,
-            reading=self._reading(tested.p, tested.direction, across, delta),
+            reading=reading,
             mde=mde,
             needed=self._needed(detectable, delta.estimate if delta else None, mde),
             cost_ratio=cost,
@@ -322,6 +341,18 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             f"real ({direction}) on these scenarios; whether it holds for new scenarios is not shown "
             "(the interval across scenarios spans zero" + ("" if spans else ", or the sign flips do not reach 0.05")
             + "): add scenarios to know"
+        )
+
+    def _paired_reading(self, p: float, direction: str, same: SameDialogues) -> str:
+        """What McNemar's test says of the same dialogues decided twice."""
+        if p >= ALPHA:
+            return (
+                f"within noise: {same.worse} attempts passed before and fail now, {same.better} the other way; "
+                "a split like this comes often enough from decisions that vary between judgings"
+            )
+        return (
+            f"real ({direction}) on these dialogues: {same.worse} attempts passed before and fail now, "
+            f"{same.better} the other way, too uneven a split for chance"
         )
 
     def _needed(self, detectable: Detectable, delta: float | None, mde: float | None) -> str | None:

@@ -317,10 +317,15 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             if view.delta
             else "Δ —, no interval"
         )
+        tested = (
+            f"paired (McNemar, exact): {numbers.p_is(view.p)}"
+            if view.method == "mcnemar"
+            else f"{numbers.p_is(view.p)} ({MarkdownText(view.method).markdown()})"
+        )
         lines += [
             f"**Pass rate {before} → {after}: {verdict}**",
             "",
-            f"{delta} · {numbers.p_is(view.p)} ({MarkdownText(view.method).markdown()}) · sign-flip {numbers.p_is(view.sign_flip_p)}",
+            f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
             "",
             MarkdownText(view.reading, 500).markdown(),
             "",

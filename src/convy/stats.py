@@ -11,7 +11,9 @@ clustered t interval, or a scenario bootstrap when there are few scenarios), ``C
 Two runs: ``Stratified`` (the exact conditional test across scenario strata, with the
 Cochran–Mantel–Haenszel χ² past a stated size), ``Paired`` (the mean of per-scenario differences
 with its t interval and the exact sign-flip test), ``Fisher`` (one scenario), ``Adjusted``
-(Benjamini–Hochberg), ``Detectable`` (the minimum detectable effect).
+(Benjamini–Hochberg), ``Detectable`` (the minimum detectable effect). Two runs that judged the
+same dialogues: ``McNemar`` (the exact test of the discordant pairs, and Newcombe's interval of
+the paired difference), in a block of its own at the end.
 """
 
 from __future__ import annotations
@@ -347,7 +349,7 @@ class Tested(msgspec.Struct, frozen=True):
 
     p: float
     direction: Literal["better", "worse", "same"]
-    method: Literal["exact", "cmh", "none"]
+    method: Literal["exact", "cmh", "mcnemar", "none"]
 
 
 class Stratified(msgspec.Struct, frozen=True):
@@ -730,3 +732,89 @@ class FleissKappa(msgspec.Struct, frozen=True):
             if kappa <= bound:
                 return f"{words} agreement"
         return "almost perfect agreement"
+
+
+# --- McNemar (two runs that judged the same dialogues: convy rejudge) ---------------------------
+# Kept in a block of its own. Of the same dialogues decided twice the attempts are paired, and the
+# test of two independent samples above (``Stratified``) ignores that: it is far too cautious when
+# most decisions agree (statistics.md, "The same dialogues judged twice").
+
+
+class McNemar(msgspec.Struct, frozen=True):
+    """The same attempts decided twice, before and after: ``both`` passed both times, ``worse``
+    passed before and failed after, ``better`` failed before and passed after, ``neither`` failed
+    both times. Only attempts judged in both belong here.
+
+    With nothing changed, each discordant attempt is as likely to have gone one way as the other,
+    so ``better`` is Binomial(worse + better, ½): the exact two-sided p is twice the smaller tail,
+    at most 1 (McNemar's exact test, as statsmodels' ``mcnemar(table, exact=True)``). The mid-p
+    takes half the probability of the observed count instead of all of it: less conservative, and
+    not what decides (the exact p does). The difference of pass shares, after − before, is
+    (better − worse) / n, with Newcombe's (1998, method 10) square-and-add interval from the two
+    shares' Wilson intervals and their correlation.
+    """
+
+    both: int
+    worse: int
+    better: int
+    neither: int
+
+    def __post_init__(self) -> None:
+        if min(self.both, self.worse, self.better, self.neither) < 0:
+            raise ValueError("a paired table holds counts, none negative")
+
+    def discordant(self) -> int:
+        return self.worse + self.better
+
+    def judged(self) -> int:
+        return self.both + self.worse + self.better + self.neither
+
+    def _tail(self) -> tuple[float, float]:
+        """P(X ≤ k) and P(X = k) for X ~ Binomial(worse + better, ½), k the smaller count; in logs,
+        so that thousands of discordant attempts neither overflow nor lose the tail."""
+        n, k = self.discordant(), min(self.worse, self.better)
+        half = n * math.log(0.5)
+        terms = [math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + half) for i in range(k + 1)]
+        return math.fsum(terms), terms[-1]
+
+    def p(self) -> float:
+        """The exact two-sided p (1 with no discordant attempt: nothing changed)."""
+        if self.discordant() == 0:
+            return 1.0
+        tail, _ = self._tail()
+        return min(1.0, 2 * tail)
+
+    def mid_p(self) -> float:
+        """The mid-p: the exact p less the probability of the count observed."""
+        if self.discordant() == 0:
+            return 1.0
+        tail, point = self._tail()
+        return min(1.0, 2 * tail - point)
+
+    def test(self) -> Tested:
+        direction: Literal["better", "worse", "same"] = (
+            "better" if self.better > self.worse else "worse" if self.worse > self.better else "same"
+        )
+        return Tested(self.p(), direction, "mcnemar" if self.discordant() else "none")
+
+    def interval(self) -> Interval | None:
+        """The paired difference after − before with Newcombe's interval; none with no attempt."""
+        n = self.judged()
+        if n == 0:
+            return None
+        before, after = self.both + self.worse, self.both + self.better
+        p1, p2 = before / n, after / n
+        first, second = Wilson(Tally(before, n)).interval(), Wilson(Tally(after, n)).interval()
+        assert first is not None and second is not None  # n > 0
+        l1, u1, l2, u2 = first.low, first.high, second.low, second.high
+        # ψ, the correlation of the two shares, with Newcombe's continuity correction (0 while the
+        # cross product is within n/2 above 0), and 0 when a margin is empty.
+        margins = before * (n - before) * after * (n - after)
+        cross = self.both * self.neither - self.worse * self.better
+        psi = 0.0
+        if margins:
+            psi = (cross - n / 2 if cross > n / 2 else cross if cross < 0 else 0.0) / math.sqrt(margins)
+        difference = p2 - p1
+        below = math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * psi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
+        above = math.sqrt(max(0.0, (u2 - p2) ** 2 - 2 * psi * (u2 - p2) * (p1 - l1) + (p1 - l1) ** 2))
+        return Interval(difference, max(-1.0, difference - below), min(1.0, difference + above))

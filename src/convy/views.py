@@ -587,13 +587,17 @@ class SameDialogues(View, frozen=True):
     """Two runs that decided the same recorded dialogues (one re-judged the other's, or both
     re-judged one run's): ``said``, the line that says so; each attempt paired with itself by
     (scenario, attempt) — ``paired`` in both, ``worse`` passed before and failed after, ``better``
-    the other way, ``other`` whose status changed to or from not judged."""
+    the other way, ``other`` whose status changed to or from not judged, ``both`` passed and
+    ``neither`` failed both times. McNemar's test and the paired interval of the comparison are
+    made of the attempts judged in both: ``both``, ``worse``, ``better`` and ``neither``."""
 
     said: str
     paired: int
     worse: int
     better: int
     other: int
+    both: int = 0
+    neither: int = 0
 
 
 class ComparisonView(View, frozen=True):

@@ -96,7 +96,7 @@
         h("div", { class: "big " + (view.real ? "st-" + view.verdict : "st-noise") }, (view.real ? "" : "~ ") + fmt.points(view.delta ? view.delta.estimate : null)),
         h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
         h("div", { class: "line muted" }, view.delta ? "95% CI " + fmt.points(view.delta.low) + " to " + fmt.points(view.delta.high) : "no interval"),
-        h("div", { class: "line muted" }, "p = " + fmt.p(view.p) + " (" + view.method + ") · sign-flip p = " + fmt.p(view.sign_flip_p)),
+        h("div", { class: "line muted", id: "tested" }, (view.method === "mcnemar" ? "paired (McNemar, exact): p = " + fmt.p(view.p) : "p = " + fmt.p(view.p) + " (" + view.method + ")") + " · sign-flip p = " + fmt.p(view.sign_flip_p)),
         h("div", { class: "line reading" }, view.reading)),
       tile("Smallest detectable change", view.mde === null ? "—" : fmt.points(view.mde).replace(/^[+±]/, ""),
         view.needed ? h("span", null, view.needed) : h("span", { class: "muted" }, view.mde === null ? "not enough judged attempts" : "the change seen is at least this large"),
