@@ -63,7 +63,20 @@ def test_marks_kept_downloaded_added_and_measured(browser: Any, project: Project
     page.wait_for_selector(".attempt[data-attempt='2']")
     decision(page, GREETS).locator("button.label-wrong").click()
     expect(page.locator("#window .labels-count")).to_have_text("2 labels")
-    # Kept by the browser for this file: a reload finds them.
+    # Kept by the browser for this file: a reload finds them. The page writes localStorage at
+    # once, but the browser takes the write into its store a moment later, and a page loaded
+    # before then reads the old value (seen once in three clean-clone suites at once): reload only
+    # once another page of the file sees both marks, and the address names attempt 2.
+    probe = visits[0].context.new_page()
+    probe.goto(report.as_uri())
+    probe.wait_for_function(
+        """() => { const text = localStorage.getItem('convy-labels:' + JSON.stringify(['bot', 'r1']));
+                   return text !== null && JSON.parse(text).labels.length === 2; }""",
+        polling=POLL_MS,
+    )
+    probe.close()
+    page.bring_to_front()
+    page.wait_for_function("() => location.hash.includes('a=2')", polling=POLL_MS)
     page.reload()
     page.wait_for_selector(".attempt[data-attempt='2']")
     expect(decision(page, GREETS).locator("button.label-wrong")).to_have_attribute("aria-pressed", "true")
