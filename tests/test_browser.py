@@ -314,6 +314,20 @@ def test_failed_and_unjudged_attempts_say_why(pages: dict[str, Path], visit: Cal
     expect(attempt).to_contain_text("not reported by the agent", use_inner_text=True)
 
 
+def test_a_window_opened_again_before_its_close_event_keeps_its_scenario(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
+    """The dialog's close event comes in a task after it shut: a window closed and opened again in
+    one task (Esc and a quick click) is not cleared by that late close, and the address names it."""
+    page = visit().open(pages["2026-01-05-before"])
+    page.click("#scenarios tr[data-id='refunds/damaged']")
+    page.wait_for_selector("dialog#window[open] .attempt .msg")
+    page.evaluate("""() => { document.querySelector("dialog#window").close();
+                             document.querySelector("#scenarios tr[data-id='refunds/damaged']").click(); }""")
+    expect(page.locator("dialog#window[open] .attempt .msg").first).to_be_visible()
+    hashed(page, "s=refunds%2Fdamaged")
+    page.keyboard.press("Escape")
+    hashed(page, "s=refunds%2Fdamaged", present=False)
+
+
 def test_a_window_whose_chunk_is_inflated_opens_whole_in_the_task_of_its_click(pages: dict[str, Path], visit: Callable[..., Visit]) -> None:
     """Once a scenario's chunk has been inflated (here by opening its window once), a click or
     Enter on its row draws the attempt's dialogue before the click returns: no "Loading" line, no

@@ -14,7 +14,10 @@ const Scene = (() => {
     const dialog = h("dialog", { id: "window", class: "window", "aria-labelledby": "window-title" },
       h("header", { class: "window-head" }, title, tools, close), body);
     close.addEventListener("click", () => dialog.close());
-    dialog.addEventListener("close", () => onClose());
+    /* The close event comes in a task of its own after the dialog shut: if the window was opened
+       again in between (Esc, then a click at once), that close is stale and must not clear what
+       the new window set. */
+    dialog.addEventListener("close", () => { if (!dialog.open) onClose(); });
     dialog.addEventListener("click", (event) => {
       if (event.target === dialog) dialog.close();
     });
