@@ -65,6 +65,7 @@ from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
+from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
 from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
@@ -556,6 +557,48 @@ class Budgeted(msgspec.Struct, frozen=True):
         return {name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None}
 
 
+class Spreading(msgspec.Struct, frozen=True):
+    """``--workers N`` and ``--ray [ADDRESS]`` of ``run`` and ``resume``, each over its setting
+    (``workers``, ``ray``): where the run is played (``spread.py``)."""
+
+    workers: int | None = None
+    address: str | None = None
+
+    def over(self, settings: Settings) -> Spread:
+        spread = settings.spread()
+        try:
+            spread = Spread(
+                spread.workers if self.workers is None else self.workers,
+                spread.address if self.address is None else self.address,
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"--workers/--ray: {error}") from None
+        if spread.spread():
+            spread.ray()  # Ray missing: said before anything is played
+        return spread
+
+    def player(self, bench: Bench, spread: Spread, project: Project, agent: str, shown: Shown) -> Player:
+        """The bench itself, or a crew of workers on Ray that plays what it would."""
+        if not spread.spread():
+            return bench
+        return Crew(bench, project.folder, agent, spread, Spreaders(shown, spread).told)
+
+
+class Spreaders(msgspec.Struct, frozen=True):
+    """Says how many workers play a spread run, and where."""
+
+    shown: Any
+    spread: Spread
+
+    def told(self, hands: int, nodes: int) -> None:
+        where = "a Ray started for this run" if self.spread.where() == LOCAL else f"the Ray cluster at {self.spread.where()}"
+        asked = self.spread.workers
+        capped = f" (of {asked} asked: no more than the limits can be split among)" if asked and hands < asked else ""
+        self.shown.line(
+            f"  played by {hands} worker{'s' if hands != 1 else ''}{capped} on {nodes} node{'s' if nodes != 1 else ''} of {Inert(where).line()}"
+        )
+
+
 class RunCommand(msgspec.Struct, frozen=True):
     """``convy run``: a new run of each agent named (all, when none is)."""
 
@@ -571,9 +614,11 @@ class RunCommand(msgspec.Struct, frozen=True):
     budget: Budgeted = Budgeted()
     judge_repeats: int | None = None
     most_variants: int | None = None  # --max-variants: a scenario's variants, over Scenario.MOST_VARIANTS
+    spread: Spreading = Spreading()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
+        spread = self.spread.over(settings)
         # every scenario file must be sound before anything is played
         scenarios = self.project.scenarios(self.most_variants)
         codes: list[int] = []
@@ -593,7 +638,14 @@ class RunCommand(msgspec.Struct, frozen=True):
                 agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
             )
             recorded = Recorded(
-                self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=settings.max_not_judged
+                self.project,
+                spec,
+                self.spread.player(bench, spread, self.project, name, shown),
+                shown,
+                errors,
+                self.fail_under,
+                secrets,
+                max_not_judged=settings.max_not_judged,
             )
             codes.append(recorded.played())
             played.append(spec.id)
@@ -713,10 +765,12 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     fail_under: float | None
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
+    spread: Spreading = Spreading()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
         settings = self.budget.over(self.project.settings())
+        spread = self.spread.over(settings)
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
@@ -741,8 +795,9 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             )
         bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
+        player = self.spread.player(bench, spread, self.project, spec.agent, shown)
         return Recorded(
-            self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
+            self.project, spec, player, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
         ).played()
 
 
@@ -1344,6 +1399,7 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         self._variants(run)
         self._budget(run)
+        self._spread(run)
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
         only = run.add_mutually_exclusive_group()
@@ -1383,6 +1439,7 @@ class Arguments(msgspec.Struct, frozen=True):
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
         self._budget(resume)
+        self._spread(resume)
         rejudge = commands.add_parser("rejudge", help="decide a run's recorded dialogues again: no request to the agent or user")
         rejudge.add_argument("run", help="the run's id, or a unique part of it")
         rejudge.add_argument("--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service")
@@ -1408,6 +1465,18 @@ class Arguments(msgspec.Struct, frozen=True):
             type=int,
             metavar="N",
             help=f"play a scenario's matrix of up to N variants (default: {Scenario.MOST_VARIANTS})",
+        )
+
+    def _spread(self, command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--workers", type=int, metavar="N", help="play the run in N worker processes, on Ray (default: workers, else this process alone)"
+        )
+        command.add_argument(
+            "--ray",
+            nargs="?",
+            const=LOCAL,
+            metavar="ADDRESS",
+            help="play the run on a Ray cluster: auto, ray://HOST:PORT, HOST:PORT, or none to start one here (default: ray)",
         )
 
     def _budget(self, command: argparse.ArgumentParser) -> None:
@@ -1474,6 +1543,7 @@ def main(argv: list[str] | None = None) -> int:
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         parsed.judge_repeats,
                         parsed.max_variants,
+                        Spreading(parsed.workers, parsed.ray),
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
@@ -1506,6 +1576,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.fail_under,
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
+                        Spreading(parsed.workers, parsed.ray),
                     ).run(shown, errors)
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():

@@ -24,6 +24,7 @@ from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
 from convy.panel import Judging
 from convy.problems import ConfigurationError, FieldProblem
+from convy.spread import Spread
 
 
 class Settings(Limits, frozen=True, forbid_unknown_fields=True):
@@ -48,6 +49,8 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     evidence: Literal["flag", "require"] = "flag"
     user_checks: tuple[ModelCheck, ...] = ()
     user_faults: Consequence = "not_judged"
+    workers: int = 0
+    ray: str = ""
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
@@ -74,11 +77,16 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
             raise ValueError("user_prompt: not a file name")
         UserChecks(self.user_checks, self.user_faults)  # a check given twice, said by field
+        Spread(self.workers, self.ray)  # workers within bounds, an address that is one, said by field
 
     def budget(self) -> Budget | None:
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
         budget = Budget(self.max_cost, self.max_tokens, self.max_minutes)
         return budget if budget.set() else None
+
+    def spread(self) -> Spread:
+        """Where the run is played: this process alone, or workers on Ray (``spread.py``)."""
+        return Spread(self.workers, self.ray)
 
     def judging(self) -> Judging:
         """How the run's claims are judged, as its spec keeps it."""
