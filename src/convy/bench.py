@@ -878,7 +878,9 @@ class RunJournal(msgspec.Struct, frozen=True):
                 self._marked(RunFile(spec, Interrupted(started, self._now())))
                 match error:
                     case BaseExceptionGroup():
-                        said, _ = error.split((Unwritable, Unplayed))  # each its own line, not a group's trace
+                        # each its own line, not a group's trace: a full disk, attempts lost, a
+                        # worker of a spread run that could not load the project
+                        said, _ = error.split((Unwritable, Unplayed, ConfigurationError))
                         if said is not None:
                             raise _first(said) from None
                 raise

@@ -581,7 +581,7 @@ class Spreading(msgspec.Struct, frozen=True):
         """The bench itself, or a crew of workers on Ray that plays what it would."""
         if not spread.spread():
             return bench
-        return Crew(bench, project.folder, agent, spread, Spreaders(shown, spread).told)
+        return Crew(bench, project.folder, agent, spread, Spreaders(shown, spread).told).connected()
 
 
 class Spreaders(msgspec.Struct, frozen=True):

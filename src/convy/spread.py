@@ -24,6 +24,7 @@ import asyncio
 import importlib
 import os
 import time
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -224,11 +225,21 @@ class Crew(msgspec.Struct, frozen=True):
         if not planned:
             return self.bench.budget.spending(earlier) if self.bench.budget is not None else None
         ray = self.spread.ray()
-        self._connected(ray)
+        if not ray.is_initialized():
+            self._connected(ray)
         try:
             return await _Play(self, ray, planned, journal, earlier).played()
         finally:
             ray.shutdown()
+
+    def connected(self) -> Crew:
+        """This crew, with Ray reached (started, for ``LOCAL``) now, before the run's folder is
+        made: an address that cannot be reached is said with nothing played. The play uses the
+        connection, and ends it."""
+        ray = self.spread.ray()
+        if not ray.is_initialized():
+            self._connected(ray)
+        return self
 
     def _connected(self, ray: Any) -> None:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing is sent anywhere
@@ -250,9 +261,20 @@ class Crew(msgspec.Struct, frozen=True):
         # or its results (a node has its keys in its own environment).
         options["runtime_env"] = {"working_dir": str(self.folder), "excludes": list(self.EXCLUDED)}
         try:
-            ray.init(address=self.spread.where(), **options)
+            with warnings.catch_warnings():  # Ray's own warnings would come before convy's one line
+                warnings.simplefilter("ignore")
+                ray.init(address=self.spread.where(), **options)
         except Exception as error:
-            raise ConfigurationError(f"--ray {self.spread.where()}: cannot reach the Ray cluster: {error}") from None
+            hint = ""
+            if self.spread.where().startswith("ray://") and "timeout" in str(error):
+                # Ray 2.59 and later ask a client for the cluster's token, and say only "timeout"
+                hint = (
+                    " (a cluster with token authentication needs RAY_AUTH_MODE=token here, and its token in "
+                    "~/.ray/auth_token or RAY_AUTH_TOKEN: ray get-auth-token on the head node prints it)"
+                )
+            raise ConfigurationError(
+                f"--ray {self.spread.where()}: cannot reach the Ray cluster: {error}{hint}"
+            ) from None
 
     def shipped(self) -> bool:
         """Whether the project's files are shipped to the hands (a cluster's), not read in place."""
