@@ -54,3 +54,5 @@ class Variables(Env):
     evidence: str | None = None
     user_checks: str | None = None
     user_faults: str | None = None
+    workers: str | None = None
+    ray: str | None = None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import socket
 import time
 import warnings
 from collections import deque
@@ -64,6 +65,7 @@ class Spread(msgspec.Struct, frozen=True):
     address: str = ""
 
     MOST: ClassVar[int] = 1_000
+    PATIENCE: ClassVar[float] = 10.0  # seconds a cluster's address may take to answer
 
     def __post_init__(self) -> None:
         if not 0 <= self.workers <= self.MOST:
@@ -86,6 +88,21 @@ class Spread(msgspec.Struct, frozen=True):
         caps = [limits.agent_places, limits.user_places, limits.judge_places]
         caps += [cap for cap in (limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute) if cap]
         return max(1, min(wanted, *caps))
+
+    def reachable(self) -> None:
+        """Nothing when the address is a cluster's that answers, or one Ray finds itself (``auto``,
+        ``ray://``); a ``ConfigurationError`` at once for a host and port nothing listens on,
+        which Ray would otherwise try for minutes."""
+        where = self.where()
+        if where in (LOCAL, "auto") or "://" in where:
+            return
+        host, _, port = where.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigurationError(f"--ray {where}: not an address: auto, ray://HOST:PORT or HOST:PORT")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=self.PATIENCE).close()
+        except OSError as error:
+            raise ConfigurationError(f"--ray {where}: no Ray cluster answers there: {error.strerror or error}") from None
 
     def ray(self) -> Any:
         """The ``ray`` module; ``RayMissing`` where it is not installed."""
@@ -260,6 +277,7 @@ class Crew(msgspec.Struct, frozen=True):
         # A cluster, maybe of other machines: the project's files go with the job, never its .env
         # or its results (a node has its keys in its own environment).
         options["runtime_env"] = {"working_dir": str(self.folder), "excludes": list(self.EXCLUDED)}
+        self.spread.reachable()
         try:
             with warnings.catch_warnings():  # Ray's own warnings would come before convy's one line
                 warnings.simplefilter("ignore")
