@@ -251,7 +251,9 @@ class Watch(msgspec.Struct, frozen=True):
     def asks(self, most: int | None = None) -> tuple[Ask, ...]:
         """The next round: one block for each scenario with any left, the ones that narrow the
         run's difference most first; only the first ``most`` when given. A round is scored as a
-        whole: play every ask of it, then call ``played`` once."""
+        whole: play every ask of it, then call ``played`` once. A loop that wants more attempts
+        under way at once may play a multiple of an ask's attempts: the block is then larger and
+        just as valid (its size is fixed before its outcomes are seen); it only looks less often."""
         found: list[Ask] = []
         for track in self.tracks:
             size = track.block(self.rule.most)
