@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-from convy.adaptive import Adaptive
+from convy.adaptive import Adaptive, Rounds
 from convy.agent import Agent, Answer, Message, TimeLimited
 from convy.budget import Budget, Counted, Outlay, Spending
 from convy.busy import Patience, Places, Seat, Who
@@ -568,6 +568,13 @@ class RunSpec(msgspec.Struct, frozen=True):
 
     def planned(self) -> Plan:
         return Plan(self.scenarios, self.attempts)
+
+    def player(self, player: Player) -> Player:
+        """What plays this run: ``player``, or, for a run whose attempts are spent adaptively,
+        ``adaptive.Rounds`` around it."""
+        if self.adaptive is None:
+            return player
+        return Rounds(player, self.adaptive, tuple(scenario.id for scenario in self.scenarios), self.attempts, self.trust)
 
 
 class RunId(msgspec.Struct, frozen=True):
