@@ -35,7 +35,7 @@ def test_all_lists_every_public_class_of_the_interface_modules() -> None:
 
 
 def test_fakes_module_exports_its_fakes() -> None:
-    """convy.fakes names exactly its eight fakes."""
+    """convy.fakes names exactly its nine fakes."""
     assert convy.fakes.__all__ == [
         "BadUser",
         "Echo",
@@ -44,6 +44,7 @@ def test_fakes_module_exports_its_fakes() -> None:
         "FakeModel",
         "FickleModel",
         "MemoryJournal",
+        "Rated",
         "RuledModel",
     ]
 

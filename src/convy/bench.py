@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
+from convy.adaptive import Adaptive, Rounds
 from convy.agent import Agent, Answer, Message, TimeLimited
 from convy.budget import Budget, Counted, Outlay, Spending
 from convy.busy import Patience, Places, Seat, Who
@@ -227,6 +228,10 @@ class Bench(msgspec.Struct, frozen=True):
             )
         return spending
 
+    def budgeted(self, budget: Budget | None) -> Bench:
+        """This bench with another budget."""
+        return msgspec.structs.replace(self, budget=budget)
+
     def stage(self, scenarios: Iterable[Scenario], services: Services | None = None) -> Stage:
         """Everything the attempts of ``scenarios`` are played with, made in the event loop that
         plays them: the participants' places (sharing ``services``), the agent within its time
@@ -338,11 +343,16 @@ class RunJudge(msgspec.Struct, frozen=True):
 
 
 class Player(Protocol):
-    """What plays the attempts of a run that its folder lacks: a ``Bench``, or a
-    ``rejudge.Rejudging`` that decides recorded dialogues again."""
+    """What plays the attempts of a run that its folder lacks: a ``Bench``, a ``spread.Crew``, a
+    ``rejudge.Rejudging`` that decides recorded dialogues again, or ``adaptive.Rounds`` around one
+    of them, which plays only the attempts its rule wants."""
 
     @property
     def budget(self) -> Budget | None: ...
+
+    def budgeted(self, budget: Budget | None) -> Player:
+        """The same player with another budget (``adaptive.Rounds`` gives each round what is left)."""
+        ...
 
     async def run(
         self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()
@@ -538,6 +548,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
     user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
     user_checks: UserChecks = UserChecks()  # how its simulated user is checked (before it: by code, faults not judged)
+    adaptive: Adaptive | None = None  # the rule that spends its attempts, ``attempts`` then the most (None: all played)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = FolderName.LONGEST
@@ -552,9 +563,18 @@ class RunSpec(msgspec.Struct, frozen=True):
         # The run's folder is results/<agent>/<id>: each must be one plain name, never a path.
         FolderName("id", self.id).check()
         FolderName("agent", self.agent).check()
+        if self.adaptive is not None and self.adaptive.least > self.attempts:
+            raise ValueError("min_attempts: must be at most max_attempts")
 
     def planned(self) -> Plan:
         return Plan(self.scenarios, self.attempts)
+
+    def player(self, player: Player) -> Player:
+        """What plays this run: ``player``, or, for a run whose attempts are spent adaptively,
+        ``adaptive.Rounds`` around it."""
+        if self.adaptive is None:
+            return player
+        return Rounds(player, self.adaptive, tuple(scenario.id for scenario in self.scenarios), self.attempts, self.trust)
 
 
 class RunId(msgspec.Struct, frozen=True):

@@ -49,7 +49,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO, TypeVar
 
 import msgspec
 
@@ -255,9 +255,8 @@ class Recorded(msgspec.Struct, frozen=True):
         if journal.in_use():
             raise RunInUse(f"run {self.spec.id} is in use by another convy process")
         planned = len(self.spec.scenarios) * self.spec.attempts
-        self.shown.line(
-            f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {self._where(journal.folder)}"
-        )
+        each = f"{self.spec.attempts} attempts" if self.spec.adaptive is None else self.spec.adaptive.said(self.spec.attempts)
+        self.shown.line(f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {each} → {self._where(journal.folder)}")
         stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             printed = Printed(self.shown, progress, task, self.spec.trust)
@@ -272,6 +271,7 @@ class Recorded(msgspec.Struct, frozen=True):
                 return self._stopped(journal, "terminated", 143)
             case Unwritable(path=path, reason=reason):
                 kept = journal.kept(self.spec)
+                planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: {self._where(path)}: cannot be written: {reason}; run {self.spec.id} stopped and keeps "
                     f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
@@ -279,12 +279,14 @@ class Recorded(msgspec.Struct, frozen=True):
                 return 1
             case DialoguesLost():
                 kept = journal.kept(self.spec)
+                planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: {stopped}; run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts"
                 )
                 return 2
             case Unplayed():
                 kept = journal.kept(self.spec)
+                planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: agents/{self.spec.agent}.py or models.py: {stopped}: a task of the run was {CANCELLED}; "
                     f"run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts; once that is "
@@ -342,7 +344,7 @@ class Recorded(msgspec.Struct, frozen=True):
 
     def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
         kept = journal.kept(self.spec)
-        planned = len(self.spec.scenarios) * self.spec.attempts
+        planned = self._planned(kept.outcomes)
         self.errors.line(f"{how}: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
         self.errors.line(f"resume with: convy resume {self.spec.id}")
         # The run is kept and the way on was said: a second Ctrl+C ends convy at once. Raised as
@@ -356,6 +358,13 @@ class Recorded(msgspec.Struct, frozen=True):
         except (Unwritable, ConfigurationError) as error:
             self.errors.line(f"report not written: {error}")
         return code
+
+    def _planned(self, outcomes: tuple[Outcome, ...]) -> int:
+        """The attempts the run plans, as far as those kept say (``Summary.planned``)."""
+        spec = self.spec
+        if spec.adaptive is None:
+            return len(spec.scenarios) * spec.attempts
+        return spec.adaptive.course(tuple(one.id for one in spec.scenarios), outcomes, spec.attempts, spec.trust).planned()
 
     def _where(self, path: Path) -> Path:
         return path.relative_to(self.project.folder) if path.is_relative_to(self.project.folder) else path
@@ -380,6 +389,10 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
+        grouped = summary.by_scenario()
+        for scenario, why in summary.stopped().items():
+            got = len(grouped.get(scenario, ()))
+            self.shown.line(f"  {Inert(scenario).line()}: {got} attempt{'s' if got != 1 else ''}, {why}")
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
@@ -550,11 +563,24 @@ class Budgeted(msgspec.Struct, frozen=True):
         try:
             return msgspec.structs.replace(settings, **changes)
         except ValueError as error:
-            raise ConfigurationError(f"--{error}") from None
+            field, _, problem = str(error).partition(":")
+            raise ConfigurationError(f"--{field.replace('_', '-')}:{problem}") from None
 
     def given(self) -> dict[str, str]:
         """The options given, by the setting each is over."""
         return {name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None}
+
+
+class AutoAttempts(msgspec.Struct, frozen=True):
+    """``--min-attempts``, ``--max-attempts`` and ``--target-width`` of ``convy run``: how a run of
+    ``--attempts auto`` spends its attempts, each over its setting when given."""
+
+    min_attempts: int | None = None
+    max_attempts: int | None = None
+    target_width: float | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__struct_fields__ if getattr(self, name) is not None}
 
 
 class Spreading(msgspec.Struct, frozen=True):
@@ -604,7 +630,7 @@ class RunCommand(msgspec.Struct, frozen=True):
 
     project: Project
     agents: tuple[str, ...]
-    attempts: int | None
+    attempts: int | Literal["auto"] | None
     patterns: tuple[str, ...]
     tags: tuple[str, ...]
     trust: float | None
@@ -615,6 +641,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     judge_repeats: int | None = None
     most_variants: int | None = None  # --max-variants: a scenario's variants, over Scenario.MOST_VARIANTS
     spread: Spreading = Spreading()
+    adaptive: AutoAttempts = AutoAttempts()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
@@ -640,7 +667,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             recorded = Recorded(
                 self.project,
                 spec,
-                self.spread.player(bench, spread, self.project, name, shown),
+                spec.player(self.spread.player(bench, spread, self.project, name, shown)),
                 shown,
                 errors,
                 self.fail_under,
@@ -679,6 +706,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             changes["trust"] = self.trust
         if self.max_not_judged is not None:
             changes["max_not_judged"] = self.max_not_judged
+        changes |= self.adaptive.given()
         return self.budget.over(settings, changes)
 
     def passed_over(self, name: str, agent: Any, secrets: Secrets) -> str:
@@ -795,7 +823,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             )
         bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
-        player = self.spread.player(bench, spread, self.project, spec.agent, shown)
+        player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         return Recorded(
             self.project, spec, player, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
         ).played()
@@ -1341,6 +1369,22 @@ class Fraction(msgspec.Struct, frozen=True):
         return number
 
 
+class Count(msgspec.Struct, frozen=True):
+    """Attempts per scenario given on the command line: a whole number, or ``auto`` (spent
+    adaptively, ``adaptive.py``)."""
+
+    text: str
+
+    def value(self) -> int | Literal["auto"]:
+        text = self.text.strip()
+        if text == "auto":
+            return "auto"
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{self.text!r} is neither a whole number nor auto") from None
+
+
 class Help(argparse.HelpFormatter):
     """The layout of ``--help``, as wide as the terminal. argparse finds the width with shutil
     unless it is given one, and makes a formatter for every argument added: importing shutil (and
@@ -1383,7 +1427,21 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         run = commands.add_parser("run", help="play the scenarios against agents")
         run.add_argument("agents", nargs="*", help="agents to run (default: every file in agents/)")
-        run.add_argument("-k", "--attempts", type=int, help="attempts per scenario")
+        run.add_argument(
+            "-k",
+            "--attempts",
+            type=lambda text: Count(text).value(),
+            metavar="N|auto",
+            help="attempts per scenario, or auto: --min-attempts each, then more where the pass rate is still uncertain",
+        )
+        run.add_argument("--min-attempts", type=int, metavar="N", help="with --attempts auto: each scenario's first round (default: min_attempts, else 5)")
+        run.add_argument("--max-attempts", type=int, metavar="N", help="with --attempts auto: the most a scenario gets (default: max_attempts, else 60)")
+        run.add_argument(
+            "--target-width",
+            type=float,
+            metavar="W",
+            help="with --attempts auto: a scenario stops once its 95%% interval is at most W wide (default: target_width, else 0.2)",
+        )
         run.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to play")
         run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
@@ -1544,6 +1602,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.judge_repeats,
                         parsed.max_variants,
                         Spreading(parsed.workers, parsed.ray),
+                        AutoAttempts(parsed.min_attempts, parsed.max_attempts, parsed.target_width),
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":

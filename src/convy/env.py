@@ -31,6 +31,9 @@ class Variables(Env):
     )
 
     attempts: str | None = None
+    min_attempts: str | None = None
+    max_attempts: str | None = None
+    target_width: str | None = None
     trust: str | None = None
     max_not_judged: str | None = None
     max_cost: str | None = None

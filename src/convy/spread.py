@@ -235,6 +235,9 @@ class Crew(msgspec.Struct, frozen=True):
     def budget(self) -> Budget | None:
         return self.bench.budget
 
+    def budgeted(self, budget: Budget | None) -> Crew:
+        return msgspec.structs.replace(self, bench=self.bench.budgeted(budget))
+
     async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Play every planned attempt on the hands, each recorded in ``journal`` here as its
         outcome comes back; with a budget, only until it is spent."""
