@@ -607,7 +607,9 @@ class Spreading(msgspec.Struct, frozen=True):
         """The bench itself, or a crew of workers on Ray that plays what it would."""
         if not spread.spread():
             return bench
-        return Crew(bench, project.folder, agent, spread, Spreaders(shown, spread).told).connected()
+        crew = Crew(bench, project.folder, agent, spread).connected()
+        Spreaders(shown, spread).told(*crew.hands())
+        return crew
 
 
 class Spreaders(msgspec.Struct, frozen=True):
@@ -621,7 +623,7 @@ class Spreaders(msgspec.Struct, frozen=True):
         asked = self.spread.workers
         capped = f" (of {asked} asked: no more than the limits can be split among)" if asked and hands < asked else ""
         self.shown.line(
-            f"  played by {hands} worker{'s' if hands != 1 else ''}{capped} on {nodes} node{'s' if nodes != 1 else ''} of {Inert(where).line()}"
+            f"  played by {hands} worker{'s' if hands != 1 else ''}{capped} on {Inert(where).line()} ({nodes} node{'s' if nodes != 1 else ''})"
         )
 
 

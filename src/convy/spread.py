@@ -218,13 +218,12 @@ class Crew(msgspec.Struct, frozen=True):
     ``bench`` is the run as one process would play it — its limits, prompt, budget, judging and
     user checks (its agent and models stay here: each hand loads its own) — ``folder`` and
     ``agent`` the project and the agent each hand loads, ``spread`` where and by how many.
-    ``told`` hears how many hands play and where, for the command to say."""
+    ``hands`` says how many hands play, and on how many nodes."""
 
     bench: Bench
     folder: Path
     agent: str
     spread: Spread
-    told: Any = None
 
     MOST_REPLACED: ClassVar[int] = 3  # hands replaced per hand started, before the run gives up
     EXCLUDED: ClassVar[tuple[str, ...]] = (
@@ -247,15 +246,21 @@ class Crew(msgspec.Struct, frozen=True):
         ray = self.spread.ray()
         if not ray.is_initialized():
             self._connected(ray)
-        try:
-            return await _Play(self, ray, planned, journal, earlier).played()
-        finally:
-            ray.shutdown()
+        # The connection stays for the next play of this process (an adaptive run's next round,
+        # the next agent's run); Ray ends it as the process ends, and a Ray it started with it.
+        return await _Play(self, ray, planned, journal, earlier).played()
+
+    def hands(self) -> tuple[int, int]:
+        """How many hands play, and the nodes of the cluster they may be on (once connected)."""
+        ray = self.spread.ray()
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+        return self.spread.hands(self.bench.limits, cpus), nodes
 
     def connected(self) -> Crew:
         """This crew, with Ray reached (started, for ``LOCAL``) now, before the run's folder is
-        made: an address that cannot be reached is said with nothing played. The play uses the
-        connection, and ends it."""
+        made: an address that cannot be reached is said with nothing played. The plays use the
+        connection."""
         ray = self.spread.ray()
         if not ray.is_initialized():
             self._connected(ray)
@@ -336,14 +341,11 @@ class _Play:
 
     async def played(self) -> Spending | None:
         ray = self._ray
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        count = self._crew.spread.hands(self._crew.bench.limits, cpus)
+        count, _ = self._crew.hands()
         hands = [self._started(number, count) for number in range(count)]
         self._slots = [_Slot(number, hand) for number, hand in enumerate(hands)]
         await self._ready(hands)
         await self._introduced()
-        if self._crew.told is not None:
-            self._crew.told(count, len(ray.nodes()))
         limits = self._crew.bench.limits
         try:
             async with asyncio.TaskGroup() as group:
