@@ -1,0 +1,304 @@
+"""Spread runs (``convy run --workers N`` / ``--ray ADDRESS``) played by real worker processes on
+a real Ray: one the run starts on this machine, or the session's cluster of two nodes
+(``raycluster.py``). The project is written here: an agent and the models on the stand-in, which
+every request reaches carrying the process that sent it (and that process's parent, the raylet
+of its node), so the stand-in's record tells who played what, and where.
+
+The agent's file also installs an audit hook in every process that loads it, the driver and each
+worker: each opening of ``attempts.jsonl`` for writing is noted with its process, so a test can
+tell that the driver alone wrote the run. Kills are triggered by what the stand-in has seen
+(its Nth request), never by time; waits poll for a condition with a deadline that only a hang
+reaches. Nothing measures how fast convy is: the limits are checked on the stand-in's record of
+when requests arrived.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from raycluster import RayCluster
+from standin import StandIn, judged
+
+from convy.scenario import Outcome
+
+pytest_plugins = ("raycluster",)  # the session's cluster, the fixture ray_cluster
+
+CONVY = Path(sys.executable).with_name("convy")
+DEADLINE = 120.0  # seconds a wait may take before the test gives up: only a hang reaches it
+SCENARIOS = ("greet", "repeat", "thanks")
+
+AGENT = '''\
+"""An agent on the stand-in's /agent endpoint. Each conversation says when it opens and closes, and
+each request names the process that sent it and that process's parent."""
+
+import os
+import sys
+import uuid
+from contextlib import asynccontextmanager
+
+from convy import Answer, JsonEndpoint
+
+URL = {url!r}
+WRITES = {writes!r}
+
+
+def _noted(event, args):
+    # Every opening of attempts.jsonl for writing, in whichever process loaded this file.
+    if event != "open" or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    if not os.fsdecode(args[0]).endswith("attempts.jsonl"):
+        return
+    mode = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
+    flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+    if flags & (os.O_WRONLY | os.O_RDWR) or any(letter in mode for letter in "wax+"):
+        with open(WRITES, "a") as noted:
+            noted.write(f"{{os.getpid()}}\\n")
+
+
+sys.addaudithook(_noted)
+
+if {fail_in_workers!r}:
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        raise RuntimeError("the bot's licence is not valid on this machine")
+
+
+class Talk:
+    def __init__(self, connection, session):
+        self._connection = connection
+        self._session = session
+
+    async def turn(self, message):
+        reply = await self._connection.response(self._said(message.text))
+        return Answer(reply.value["output"]["text"])
+
+    def _said(self, text):
+        return {{"session": self._session, "message": text, "pid": os.getpid(), "ppid": os.getppid()}}
+
+
+class Bot:
+    def __init__(self):
+        self._endpoint = JsonEndpoint(URL + "/agent")
+
+    @asynccontextmanager
+    async def conversation(self):
+        async with self._endpoint.connection() as connection:
+            talk = Talk(connection, uuid.uuid4().hex)
+            await connection.response(talk._said("<open>"), "/open")
+            try:
+                yield talk
+            finally:
+                await connection.response(talk._said("<close>"), "/close")
+
+
+agent = Bot()
+'''
+
+MODELS = '''\
+import os
+
+from convy import ChatJudge, Models, OpenAiModel
+
+URL = {url!r}
+SENDER = {{"pid": os.getpid(), "ppid": os.getppid()}}
+models = Models(
+    user=OpenAiModel("user-model", URL, extra=SENDER),
+    judge=ChatJudge(OpenAiModel("judge-model", URL, extra=SENDER)),
+)
+'''
+
+SCENARIO = """\
+script: ["hello from {name}", "and again"]
+judge:
+  - check: {{said: "hello from {name}"}}
+  - The agent repeats what the user said.
+  - The agent is polite.
+"""
+
+
+class Roles:
+    """The stand-in's answers: the agent's (an echo; ``<open>`` and ``<close>`` kept as the
+    conversations open at once), and the judge's (every claim held). ``hooks`` are called with
+    each agent turn as it arrives, numbered from 1: a test kills a process there."""
+
+    def __init__(self) -> None:
+        self.open: set[str] = set()
+        self.peak = 0
+        self.turns = 0
+        self.hooks: list[Callable[[int, dict[str, Any]], None]] = []
+        self._lock = threading.Lock()
+
+    def agent(self, request: dict[str, Any]) -> str:
+        message = request["message"]
+        with self._lock:
+            match message:
+                case "<open>":
+                    self.open.add(request["session"])
+                    self.peak = max(self.peak, len(self.open))
+                case "<close>":
+                    self.open.discard(request["session"])
+                case _:
+                    self.turns += 1
+                    for hook in self.hooks:
+                        hook(self.turns, request)
+        return f"You said: {message}"
+
+    def chat(self, request: dict[str, Any]) -> str:
+        assert request["model"] == "judge-model", request["model"]
+        return judged(request)
+
+
+class Place(msgspec.Struct, frozen=True):
+    """The project written for a test, the stand-in it plays against, and ``convy`` run in it."""
+
+    folder: Path
+    server: StandIn
+    roles: Roles
+    processes: list[subprocess.Popen[bytes]] = msgspec.field(default_factory=list)
+
+    def written(self, attempts: int, settings: str = "", fail_in_workers: bool = False) -> Place:
+        (self.folder / "agents").mkdir(parents=True, exist_ok=True)
+        (self.folder / "scenarios").mkdir(exist_ok=True)
+        writes = str(self.folder.parent / "writes.txt")
+        agent = AGENT.format(url=self.server.url, writes=writes, fail_in_workers=fail_in_workers)
+        (self.folder / "agents" / "bot.py").write_text(agent, encoding="utf-8")
+        (self.folder / "models.py").write_text(MODELS.format(url=self.server.url + "/v1"), encoding="utf-8")
+        for name in SCENARIOS:
+            (self.folder / "scenarios" / f"{name}.yaml").write_text(SCENARIO.format(name=name), encoding="utf-8")
+        (self.folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = {attempts}\n{settings}", encoding="utf-8")
+        return self
+
+    def environment(self) -> dict[str, str]:
+        kept = {name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "RAY_"))}
+        return {**kept, "RAY_USAGE_STATS_ENABLED": "0"}
+
+    def ran(self, *arguments: str, python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+        """``convy`` run to its end; it never shows a traceback."""
+        command = [*python] if python else [str(CONVY)]
+        done = subprocess.run(
+            [*command, *arguments], cwd=self.folder, env=self.environment(), stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=DEADLINE,
+        )
+        assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+        return done
+
+    def started(self, *arguments: str) -> subprocess.Popen[bytes]:
+        """``convy`` started, its output in files next to the project."""
+        with (self.folder.parent / "out.txt").open("wb") as out:
+            process = subprocess.Popen(
+                [str(CONVY), *arguments], cwd=self.folder, env=self.environment(),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            )
+        self.processes.append(process)
+        return process
+
+    def run(self) -> Path:
+        """The one run folder of the project."""
+        found = list((self.folder / "results" / "bot").glob("*/run.json"))
+        assert len(found) == 1, found
+        return found[0].parent
+
+    def writers(self) -> set[int]:
+        """Each process that opened ``attempts.jsonl`` for writing."""
+        try:
+            return {int(line) for line in (self.folder.parent / "writes.txt").read_text().split()}
+        except FileNotFoundError:
+            return set()
+
+    def senders(self, kind: str = "agent") -> Counter[tuple[int, int]]:
+        """The agent's turns (or the judge's requests: ``chat``) by the process and its parent that sent them."""
+        return Counter(
+            (request.json["pid"], request.json["ppid"])
+            for request in self.server.received
+            if request.kind == kind and isinstance(request.json, dict) and "pid" in request.json
+            and request.json.get("message") not in ("<open>", "<close>")
+        )
+
+    def opened(self) -> Counter[str]:
+        """How many conversations each scenario opened: one per attempt played, more when played again."""
+        sessions = {
+            request.json["session"]: request.json["message"].removeprefix("hello from ")
+            for request in self.server.received
+            if request.kind == "agent" and str(request.json.get("message", "")).startswith("hello from ")
+        }
+        return Counter(sessions.values())
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Iterator[Place]:
+    roles = Roles()
+    with StandIn(reply=roles.chat, agent_reply=roles.agent, latency=0.02) as server:
+        place = Place(tmp_path / "project", server, roles)
+        yield place
+        for process in place.processes:  # a failed test leaves no convy behind
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert server.errors == [], server.errors
+
+
+def outcomes(run: Path) -> list[Outcome]:
+    return [msgspec.json.decode(line, type=Outcome) for line in (run / "attempts.jsonl").read_bytes().splitlines()]
+
+
+def each_once(run: Path, attempts: int) -> None:
+    """The run folder holds what a run in one process writes: every planned attempt once, the run
+    finished, its report and summary written."""
+    kept = Counter((outcome.scenario, outcome.attempt) for outcome in outcomes(run))
+    assert kept == Counter((name, attempt) for name in SCENARIOS for attempt in range(1, attempts + 1))
+    status = json.loads((run / "run.json").read_text())["status"]
+    assert status["type"] == "finished", status
+    assert {path.name for path in run.iterdir()} == {"attempts.jsonl", "run.json", "run.lock", "report.html", "summary.json"}
+
+
+def waited(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {DEADLINE:g} s for {what}"
+        time.sleep(0.05)
+
+
+def gone(pid: int) -> bool:
+    """Whether the process has ended (a zombie that no one reaped has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+# --- a whole run, spread ------------------------------------------------------------------------
+
+
+# --- kills --------------------------------------------------------------------------------------
+
+
+def test_a_project_the_workers_cannot_load_fails_the_run_saying_so_once(place: Place, ray_cluster: RayCluster) -> None:
+    """The agent loads in the driver but raises in every worker: exit 2, the project's error said
+    once, however many workers hit it, and no traceback."""
+    place.written(attempts=2, fail_in_workers=True)
+
+    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "3")
+
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2, said
+    assert said.count("the bot's licence is not valid on this machine") == 1, said
+    assert "a worker could not load the project" in said
+    assert place.senders() == Counter()
+
+
+# --- the run's limits, whole ----------------------------------------------------------------------
+
+
+# --- without Ray ----------------------------------------------------------------------------------
