@@ -281,6 +281,42 @@ def gone(pid: int) -> bool:
 # --- a whole run, spread ------------------------------------------------------------------------
 
 
+def test_two_workers_on_a_ray_of_the_runs_own_write_what_one_process_writes(
+    place: Place, tmp_path: Path, ray_cluster: RayCluster
+) -> None:
+    """``--workers 2`` starts a Ray of its own, even with another running on this machine (the
+    session's cluster, which Ray would join if asked for no address): both workers play, the
+    driver alone writes, and the run folder is the one a run in one process writes, attempt for
+    attempt."""
+    place.written(attempts=2)
+    alone = place.ran("run")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    single = place.run()
+    kept_alone = sorted((outcome.scenario, outcome.attempt, outcome.result) for outcome in outcomes(single))
+    (tmp_path / "writes.txt").unlink()
+    moved = tmp_path / "single"
+    single.rename(moved)
+    place.server.reset()
+
+    ran = place.ran("run", "--workers", "2")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "played by 2 workers on 1 node of a Ray started for this run" in ran.stdout
+    run = place.run()
+    each_once(run, 2)
+    assert sorted((outcome.scenario, outcome.attempt, outcome.result) for outcome in outcomes(run)) == kept_alone
+    spread_spec = json.loads((run / "run.json").read_text())["spec"]
+    single_spec = json.loads((moved / "run.json").read_text())["spec"]
+    assert {key: value for key, value in spread_spec.items() if key != "id"} == {
+        key: value for key, value in single_spec.items() if key != "id"
+    }
+    workers = {pid for pid, _ in place.senders()}
+    assert len(workers) == 2, workers  # both played
+    assert workers == {pid for pid, _ in place.senders("chat")}  # and judged what they played
+    driver = place.writers()
+    assert len(driver) == 1 and not driver & workers, (driver, workers)
+
+
 # --- kills --------------------------------------------------------------------------------------
 
 
