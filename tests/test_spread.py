@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 import pytest
 from raycluster import RayCluster
-from standin import StandIn, judged
+from standin import StandIn, Status, judged
 
 from convy.scenario import Outcome
 
@@ -335,6 +335,69 @@ def test_a_project_the_workers_cannot_load_fails_the_run_saying_so_once(place: P
 
 
 # --- the run's limits, whole ----------------------------------------------------------------------
+
+
+def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
+    place: Place, ray_cluster: RayCluster
+) -> None:
+    """Two real workers (``Hand``s) on the cluster. The first is refused with Retry-After: it
+    tells its peer (here an actor that keeps what it is told) which service to pause and until
+    when. The second, told the same, sends nothing to that service before then: the stand-in's
+    first request from it arrives after the pause ends."""
+    ray = pytest.importorskip("ray", reason="spread runs need Ray: pip install 'convy[ray]'")
+    from convy.bench import Limits
+    from convy.conduct import UserChecks
+    from convy.panel import Judging
+    from convy.project import Project
+    from convy.spread import Hand, Setup
+
+    place.written(attempts=1)
+    scenarios = Project(place.folder).scenarios()
+    pack = msgspec.msgpack.Encoder()
+
+    class Told:
+        def __init__(self) -> None:
+            self.said: list[tuple[str, float]] = []
+
+        def hold(self, service: str, until: float) -> None:
+            self.said.append((service, until))
+
+        def heard(self) -> list[tuple[str, float]]:
+            return self.said
+
+    ray.init(address=ray_cluster.address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        hand = ray.remote(Hand).options(num_cpus=0, max_concurrency=1000)
+        made = [
+            hand.remote(str(place.folder), "bot", pack.encode(Setup(scenarios, Limits(), None, Judging(), UserChecks(), number, 2)))
+            for number in range(2)
+        ]
+        told = ray.remote(Told).options(num_cpus=0).remote()
+        assert ray.get([one.ready.remote() for one in made], timeout=DEADLINE) == ["", ""]
+        ray.get(made[0].peers.remote([told]), timeout=DEADLINE)
+        place.server.faults(Status(429, retry_after=2, path="/agent"))
+        before = time.time()
+        played = msgspec.msgpack.decode(ray.get(made[0].play.remote("greet", 1), timeout=DEADLINE), type=Outcome)
+        assert played.scenario == "greet"
+        waited(lambda: bool(ray.get(told.heard.remote())), "the refused worker to tell its peer")
+        [(service, until)] = ray.get(told.heard.remote())
+        assert service and until >= before + 2
+
+        second = ray.get(made[1].pid.remote())
+        for attempt in (2, 3):  # told before its first request to the service, then once it knows it
+            pause = time.time() + 1.5
+            at = time.monotonic() + (pause - time.time())  # the pause's end on the stand-in's clock
+            ray.get(made[1].hold.remote(service, pause), timeout=DEADLINE)
+            ray.get(made[1].play.remote("greet", attempt), timeout=DEADLINE)
+            turns = [
+                request.time for request in place.server.received
+                if request.path == "/agent" and request.json["pid"] == second and request.time >= at - 1.5
+            ]
+            assert len(turns) == 2 and min(turns) >= at - 0.01, (attempt, turns, at)
+        for one in made:
+            ray.kill(one)
+    finally:
+        ray.shutdown()
 
 
 # --- without Ray ----------------------------------------------------------------------------------
