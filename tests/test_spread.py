@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -317,7 +318,97 @@ def test_two_workers_on_a_ray_of_the_runs_own_write_what_one_process_writes(
     assert len(driver) == 1 and not driver & workers, (driver, workers)
 
 
+def test_a_run_on_the_cluster_plays_on_both_nodes_within_two_agent_places(place: Place, ray_cluster: RayCluster) -> None:
+    """``--ray ADDRESS --workers 4`` with ``agent_places = 2``: two workers (the places split no
+    further, and the command says so), one on each node; never more than 2 conversations open at
+    once across them; the driver alone writes."""
+    place.written(attempts=4, settings="agent_places = 2\n")
+
+    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "4")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "played by 2 workers (of 4 asked: no more than the limits can be split among) on 2 nodes" in ran.stdout
+    each_once(place.run(), 4)
+    senders = place.senders()
+    assert len(senders) == 2, senders
+    assert {ray_cluster.node_of(parent) for _, parent in senders} == {0, 1}
+    assert 1 <= place.roles.peak <= 2, place.roles.peak
+    assert place.roles.open == set()
+    workers = {pid for pid, _ in senders}
+    assert len(place.writers()) == 1 and not place.writers() & workers
+
+
 # --- kills --------------------------------------------------------------------------------------
+
+
+def test_a_worker_killed_mid_run_has_its_attempts_played_by_another(place: Place, ray_cluster: RayCluster) -> None:
+    """SIGKILL of a worker while its attempt waits for the agent: the attempts it had under way are
+    played again by the worker that replaces it or the other, and each is recorded once."""
+    place.written(attempts=6)
+    killed: list[int] = []
+
+    def kill(turn: int, request: dict[str, Any]) -> None:
+        if turn == 8 and not killed:
+            killed.append(request["pid"])
+            os.kill(request["pid"], signal.SIGKILL)
+
+    place.roles.hooks.append(kill)
+
+    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "2")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert killed
+    run = place.run()
+    each_once(run, 6)
+    opened = place.opened()
+    planned = len(SCENARIOS) * 6
+    replayed = sum(opened.values()) - planned
+    assert replayed >= 1, opened  # the attempt the killed worker had under way at least
+    workers = {pid for pid, _ in place.senders()}
+    assert killed[0] in workers and len(workers) >= 3, workers  # a new worker took the killed one's place
+    assert not place.writers() & workers
+    print(f"\nworker killed: {planned} attempts, {replayed} replayed, 0 lost, 0 doubled")
+
+
+@pytest.mark.parametrize("where", ["own", "cluster"])
+def test_a_run_whose_driver_is_killed_is_resumed_each_attempt_once(
+    place: Place, where: str, request: pytest.FixtureRequest
+) -> None:
+    """SIGKILL of ``convy run`` spread over workers: its workers go away, and ``convy resume``
+    (in this process alone after a Ray of the run's own; with ``--workers 2`` after the cluster)
+    plays what the run lacks, each attempt once."""
+    place.written(attempts=6)
+    if where == "own":
+        spread: tuple[str, ...] = ("--workers", "2")
+        resumed: tuple[str, ...] = ()
+    else:
+        cluster: RayCluster = request.getfixturevalue("ray_cluster")
+        spread, resumed = ("--ray", cluster.address, "--workers", "2"), ("--workers", "2")
+    killed = threading.Event()
+    process = place.started("run", *spread)
+
+    def kill(turn: int, request: dict[str, Any]) -> None:
+        if turn == 12 and not killed.is_set():
+            killed.set()
+            os.kill(process.pid, signal.SIGKILL)
+
+    place.roles.hooks.append(kill)
+    assert process.wait(DEADLINE) == -signal.SIGKILL
+    assert killed.is_set()
+    workers = {pid for pid, _ in place.senders()}
+    assert len(workers) == 2 and process.pid not in workers
+    waited(lambda: all(gone(pid) for pid in workers), "the killed run's workers to end")
+    run = place.run()
+    before = len(outcomes(run))
+    assert before < len(SCENARIOS) * 6
+    place.roles.hooks.clear()
+
+    ran = place.ran("resume", run.name, *resumed)
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    each_once(run, 6)
+    print(f"\ndriver killed ({where}): {len(SCENARIOS) * 6} attempts, {before} kept before the kill, "
+          f"{len(SCENARIOS) * 6 - before} played by the resume, 0 lost, 0 doubled")
 
 
 def test_a_project_the_workers_cannot_load_fails_the_run_saying_so_once(place: Place, ray_cluster: RayCluster) -> None:
@@ -335,6 +426,31 @@ def test_a_project_the_workers_cannot_load_fails_the_run_saying_so_once(place: P
 
 
 # --- the run's limits, whole ----------------------------------------------------------------------
+
+
+def test_per_minute_caps_hold_for_the_whole_run_across_workers(place: Place, ray_cluster: RayCluster) -> None:
+    """``agent_per_minute`` and ``judge_per_minute`` of 120 with 2 workers: each keeps half, so
+    that together the stand-in never sees more than the cap's pace between any two of the
+    agent's (or the judge's) requests, give or take one request a worker (as one process may be
+    a little ahead of its pace, making up a late send)."""
+    place.written(attempts=2, settings="agent_per_minute = 120\njudge_per_minute = 120\n")
+
+    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "2")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    each_once(place.run(), 2)
+    for kind in ("agent", "chat"):
+        arrived = sorted(
+            request.time for request in place.server.received
+            if request.kind == kind and request.json.get("message") not in ("<open>", "<close>")
+        )
+        assert len(arrived) == 12, (kind, len(arrived))  # 2 turns, 2 claims judged, of 6 attempts
+        senders = len(place.senders(kind))
+        assert senders == 2, (kind, senders)
+        for first in range(len(arrived)):
+            for last in range(first + 1, len(arrived)):
+                allowed = 120 * (arrived[last] - arrived[first]) / 60 + 2 * senders
+                assert last - first + 1 <= allowed, (kind, first, last, arrived[last] - arrived[first])
 
 
 def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
@@ -401,3 +517,24 @@ def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
 
 
 # --- without Ray ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [("run", "--workers", "2"), ("run", "--ray"), ("resume", "x", "--workers", "2")])
+def test_without_ray_a_spread_run_exits_2_saying_how_to_install_it(place: Place, command: tuple[str, ...]) -> None:
+    """Where ``import ray`` fails, asking for workers says Ray is needed and how to install it, and
+    writes nothing."""
+    place.written(attempts=1)
+    if command[0] == "resume":
+        done = place.ran("run")
+        assert done.returncode == 0, done.stdout + done.stderr
+        command = ("resume", place.run().name, *command[2:])
+        place.server.reset()
+    before = sorted(path for path in place.folder.rglob("*") if "__pycache__" not in path.parts)
+    python = (sys.executable, "-c", "import sys; sys.modules['ray'] = None; from convy.cli import main; sys.exit(main())")
+
+    ran = place.ran(*command, python=python)
+
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "needs Ray" in ran.stderr and "pip install 'convy[ray]'" in ran.stderr, ran.stderr
+    assert sorted(path for path in place.folder.rglob("*") if "__pycache__" not in path.parts) == before
+    assert place.senders() == Counter()
