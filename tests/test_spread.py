@@ -28,12 +28,13 @@ from typing import Any
 
 import msgspec
 import pytest
+import raycluster
 from raycluster import RayCluster
 from standin import StandIn, Status, judged
 
 from convy.scenario import Outcome
 
-pytest_plugins = ("raycluster",)  # the session's cluster, the fixture ray_cluster
+ray_cluster = raycluster.ray_cluster  # the session's cluster, a fixture
 
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 120.0  # seconds a wait may take before the test gives up: only a hang reaches it
