@@ -23,16 +23,10 @@ STORE = 80 * 1024 * 1024  # bytes of each node's object store, Ray's least
 
 @dataclass(frozen=True)
 class RayCluster:
-    """A running cluster: its address, and the process of each node's raylet (the parent of the
-    worker processes it starts), head first."""
+    """A running cluster: its address, and Ray's own ``Cluster``."""
 
     address: str
-    raylets: tuple[int, ...]
     cluster: Any
-
-    def node_of(self, parent: int) -> int | None:
-        """Which node (0 for the head) a worker whose parent process is ``parent`` runs on."""
-        return self.raylets.index(parent) if parent in self.raylets else None
 
 
 @pytest.fixture(scope="session")
@@ -48,8 +42,6 @@ def ray_cluster() -> Iterator[RayCluster]:
     try:
         cluster.add_node(num_cpus=CPUS, object_store_memory=STORE)
         cluster.wait_for_nodes()
-        nodes = [cluster.head_node, *cluster.worker_nodes]
-        raylets = tuple(node.all_processes["raylet"][0].process.pid for node in nodes)
-        yield RayCluster(cluster.address, raylets, cluster)
+        yield RayCluster(cluster.address, cluster)
     finally:
         cluster.shutdown()
