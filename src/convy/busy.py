@@ -442,7 +442,7 @@ class Places:
         if held and (self._taken >= self.size or self._place_queue):
             return False
         service = self._service
-        if service.paused_until > now:  # another process of a spread run was told to pause
+        if self._services.paused(service) > now:  # another process of a spread run was told to pause
             return False
         if not paced:
             return self._paused_until <= now
@@ -483,7 +483,7 @@ class Places:
         loop = asyncio.get_running_loop()
         start = loop.time()
         left = self.patience.seconds - (start - refused_at if refused_at >= 0 else 0.0)
-        paused = max(self._paused_until, self._service.paused_until)
+        paused = max(self._paused_until, self._services.paused(self._service))
         if paused - start > left:
             self.given_up += 1
             raise Busy(
@@ -492,7 +492,7 @@ class Places:
             )
         why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or paused > start else "pace"
         if not paced:
-            while loop.time() < (paused := max(self._paused_until, self._service.paused_until)):
+            while loop.time() < (paused := max(self._paused_until, self._services.paused(self._service))):
                 await asyncio.sleep(paused - loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
@@ -630,7 +630,7 @@ class Places:
         return gap
 
     def _moment(self, now: float) -> float:
-        moment = max(self._paused_until, self._next, self._service.paused_until)
+        moment = max(self._paused_until, self._next, self._services.paused(self._service))
         for meter in self._service.meters.values():
             if meter.rate > 0:  # a meter without a rate is always ready
                 moment = max(moment, meter.ready(now, self._service.aim()))

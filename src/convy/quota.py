@@ -256,6 +256,7 @@ class Services:
     def __init__(self, part: float = 1.0, heard: Callable[[str, float], None] | None = None) -> None:
         self._known: dict[str, Service] = {}
         self._held: dict[str, float] = {}  # pauses of services no participant here has named yet
+        self._told = False  # whether another process told of a pause (only in a spread run)
         self.part = part
         self.heard = heard
 
@@ -269,6 +270,16 @@ class Services:
         self._known[service] = mine
         return mine
 
+    def paused(self, mine: Service) -> float:
+        """Until when a participant whose service is ``mine`` waits for the pauses other processes
+        of a spread run were told: ``mine``'s. A participant learns which service it sends to
+        from its first answer; until then it may send to any of those told to pause, so it waits
+        for the latest of them all: the first request of a worker that has not heard from a
+        service yet is not sent into another's refusal."""
+        if not self._told or mine.paused_until or any(known is mine for known in self._known.values()):
+            return mine.paused_until
+        return max((*self._held.values(), *(known.paused_until for known in self._known.values())), default=0.0)
+
     def refused(self, service: str, pause: float) -> None:
         """A service refused a request here and asked for ``pause`` seconds: the other processes
         of a spread run are told."""
@@ -278,6 +289,7 @@ class Services:
     def held(self, service: str, until: float) -> None:
         """Another process was asked to pause sending to ``service`` until ``until`` (this event
         loop's time): so is every participant here."""
+        self._told = True
         known = self._known.get(service)
         if known is None:
             self._held[service] = max(self._held.get(service, 0.0), until)

@@ -275,10 +275,12 @@ class Crew(msgspec.Struct, frozen=True):
             "configure_logging": True,
         }
         if self.spread.where() == LOCAL:
-            # A Ray of the run's own: the hands read the project where it is.
+            # A Ray of the run's own: the hands read the project where it is. "local" starts a new
+            # one even where this machine runs a Ray already (a node of a cluster, a `ray start`),
+            # which Ray would otherwise join.
             options["num_cpus"] = max(self.spread.workers, os.cpu_count() or 1)
             try:
-                ray.init(**options)
+                ray.init(address="local", **options)
             except Exception as error:
                 raise ConfigurationError(f"Ray could not be started on this machine: {error}") from None
             return
@@ -346,13 +348,14 @@ class _Play:
         self._slots = [_Slot(number, hand) for number, hand in enumerate(hands)]
         await self._ready(hands)
         await self._introduced()
-        limits = self._crew.bench.limits
         try:
+            # The feeders take turns, one of each hand's then the next of each: the first attempts
+            # go one to each hand, not all to the first hand while the others wait with nothing.
             async with asyncio.TaskGroup() as group:
-                for slot in self._slots:
-                    share = limits.shared(slot.number, count)
-                    for _ in range(share.agent_places + share.judge_places):
-                        group.create_task(self._feeding(slot, count))
+                for turn in range(max(self._feeders(slot, count) for slot in self._slots)):
+                    for slot in self._slots:
+                        if turn < self._feeders(slot, count):
+                            group.create_task(self._feeding(slot, count))
         finally:
             for slot in self._slots:
                 ray.kill(slot.hand, no_restart=True)
@@ -363,6 +366,12 @@ class _Play:
                 "ended without being recorded"
             )
         return self._spending
+
+    def _feeders(self, slot: _Slot, count: int) -> int:
+        """How many attempts the slot's hand is handed at once: one for each of its agent's places
+        and each of its judge's, so that it judges some while it plays others."""
+        share = self._crew.bench.limits.shared(slot.number, count)
+        return share.agent_places + share.judge_places
 
     def _started(self, number: int, count: int) -> Any:
         bench = self._crew.bench
