@@ -190,6 +190,23 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
         return f"until the comparison with {self.agent}/{self.run} is decided (α {self.alpha:g})"
 
 
+class Judged(msgspec.Struct, frozen=True):
+    """A base run's attempts as ``Against.base`` keeps them: each scenario's judged attempts in
+    attempt-number order (never the order they ended in), ``1`` passed, ``0`` failed, each seen
+    through the base's ``trust``; attempts not judged are left out."""
+
+    outcomes: tuple[Outcome, ...]
+    trust: float
+
+    def marks(self, scenarios: Iterable[str]) -> dict[str, str]:
+        wanted: dict[str, list[tuple[int, str]]] = {name: [] for name in scenarios}
+        for outcome in self.outcomes:
+            status = outcome.status(self.trust)
+            if outcome.scenario in wanted and status != "not_judged":
+                wanted[outcome.scenario].append((outcome.attempt, "1" if status == "passed" else "0"))
+        return {name: "".join(mark for _, mark in sorted(pairs)) for name, pairs in wanted.items()}
+
+
 Verdict = Decided | Undecided | Futile
 Ending = Literal["decided", "futile", "most", ""]
 

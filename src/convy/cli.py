@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO, TypeVar
 
 import msgspec
 
-from convy.adaptive import Adaptive, Against
+from convy.adaptive import Adaptive, Against, Judged
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.agreement import Consensus
 from convy.attempt import Spent
@@ -660,13 +660,7 @@ class AgainstRun(msgspec.Struct, frozen=True):
                 f"--against: run {base.file.spec.id} shares no scenario with this run "
                 f"({len(left)} scenario{'s' if len(left) != 1 else ''} not in it or changed since)"
             )
-        trust = base.file.spec.trust
-        marks: dict[str, list[tuple[int, str]]] = {scenario.id: [] for scenario in shared}
-        for outcome in base.outcomes:
-            status = outcome.status(trust)
-            if outcome.scenario in marks and status != "not_judged":
-                marks[outcome.scenario].append((outcome.attempt, "1" if status == "passed" else "0"))
-        kept = {scenario: "".join(mark for _, mark in sorted(pairs)) for scenario, pairs in marks.items()}
+        kept = Judged(base.outcomes, base.file.spec.trust).marks(scenario.id for scenario in shared)
         rule = Adaptive(1, Against(base.file.spec.agent, base.file.spec.id, self.ALPHA, kept))
         return msgspec.structs.replace(spec, scenarios=shared, skipped=(*spec.skipped, *left), adaptive=rule)
 
@@ -1053,6 +1047,11 @@ class DryRun(msgspec.Struct, frozen=True):
         problems.extend(broken)
         names, unnamed = (self.command.agents, ()) if self.command.agents else project.agents()
         problems.extend(unnamed)
+        versus: AgainstRun | None = None
+        base: Read | None = None
+        if self.command.against is not None:
+            nothing: tuple[AgainstRun | None, Read | None, tuple[str, ...]] = (None, None, ())
+            versus, base, names = self._gathered(problems, lambda: self.command.based(settings), nothing)
         absent = Absent("models.py could not be loaded")
         models = Models(absent, absent)
         if sourced.dotenv:  # else the project's code is not run: it reads the .env that was refused
@@ -1077,7 +1076,8 @@ class DryRun(msgspec.Struct, frozen=True):
                 if over:
                     passed_over.append(over)
                 elif fits:
-                    specs.append(project.spec(name, models, settings, scenarios, matching, agent))
+                    spec = project.spec(name, models, settings, scenarios, matching, agent)
+                    specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
         secrets = Loaded(project, "").secrets(*parts)
@@ -1135,7 +1135,13 @@ class DryRun(msgspec.Struct, frozen=True):
         lines: list[str] = []
         for spec in specs:
             planned = len(spec.scenarios) * spec.attempts
-            lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            if spec.adaptive is None:
+                lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            else:  # spent adaptively: the most is all that is known before the run
+                lines.append(
+                    f"{spec.agent}: {len(spec.scenarios)} scenarios × up to {spec.attempts} attempts, auto = up to {planned} attempts "
+                    f"({spec.adaptive.said(spec.attempts)})"
+                )
             lines.extend(Variants(spec.scenarios).lines("  "))
             judging, judges = spec.judging, spec.models.judges()
             if judges and (len(judges) > 1 or not judging.direct()):
@@ -1147,14 +1153,16 @@ class DryRun(msgspec.Struct, frozen=True):
         lines.extend(passed_over)
         total = sum(len(spec.scenarios) * spec.attempts for spec in specs)
         shapes = {(len(spec.scenarios), spec.attempts) for spec in specs}
+        auto = any(spec.adaptive is not None for spec in specs)
+        upto = "up to " if auto else ""
         if len(shapes) == 1:
             (scenarios, attempts), = shapes
             lines.append(
                 f"would run {len(specs)} agent{'s' if len(specs) != 1 else ''} × {scenarios} scenarios × "
-                f"{attempts} attempts = {total} attempts; nothing was sent, nothing written"
+                f"{upto}{attempts} attempts{', auto' if auto else ''} = {upto}{total} attempts; nothing was sent, nothing written"
             )
         else:
-            lines.append(f"would run {total} attempts of {len(specs)} agents; nothing was sent, nothing written")
+            lines.append(f"would run {upto}{total} attempts of {len(specs)} agents; nothing was sent, nothing written")
         return tuple(lines)
 
 
