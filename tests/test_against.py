@@ -251,3 +251,38 @@ def test_target_width_is_refused_with_against(tmp_path: Path) -> None:
     (base,) = runs(folder)
     done = convy(folder, "run", "--attempts", "auto", "--against", base, "--target-width", "0.2")
     assert done.returncode == 2 and "--target-width" in done.stderr
+
+
+class Bar:
+    """A progress bar's stand-in: the totals it was given."""
+
+    def __init__(self) -> None:
+        self.totals: list[int] = []
+
+    def update(self, task: object, **fields: object) -> None:
+        if "total" in fields:
+            self.totals.append(fields["total"])  # type: ignore[arg-type]
+
+
+def test_the_progress_bars_total_grows_round_by_round(tmp_path: Path) -> None:
+    """The bar of a run of --attempts auto is given what the rule wants so far, found again at
+    each round's end: it grows from the first round to the attempts the run kept, never to its most."""
+    from convy.cli import Printed, Shown
+
+    base = based(tmp_path, Rated({f"passes {name}": 0.9 for name in NAMES}))
+    spec = against("c", base)
+    kept = asyncio.run(RunJournal(tmp_path / "bot" / "c").play(spec, spec.player(bench(Rated({f"passes {name}": 0.5 for name in NAMES})))))
+    assert spec.adaptive is not None
+    rule = spec.adaptive
+
+    def planned(outcomes: tuple[object, ...]) -> int:
+        return rule.course(NAMES, outcomes, spec.attempts, 0.0).planned()  # type: ignore[arg-type]
+
+    bar = Bar()
+    with open(tmp_path / "lines", "w") as out:
+        printed = Printed(Shown(out), bar, 0, 0.0, planned)
+        for outcome in kept.outcomes:
+            printed.record(outcome)
+    assert planned(()) == len(NAMES)  # the first round: one attempt of each
+    assert bar.totals == sorted(bar.totals) and len(bar.totals) > 2
+    assert bar.totals[-1] == len(kept.outcomes) < len(NAMES) * spec.attempts

@@ -343,8 +343,8 @@ class Course(msgspec.Struct, frozen=True):
                 return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} attempts"
             case Futile(e=e, attempts=attempts):
                 return (
-                    f"no verdict within the budget: futile, e = {e:.2f} < {bar} after {attempts} attempts, and even a change "
-                    "at the far edge of its 99% interval would not reach the bar with the attempts left"
+                    f"no verdict within the budget: futile, e = {e:.2f} < {bar} after {attempts} attempts; not reachable "
+                    "in the attempts left even at the far edge of the change's 99% interval"
                 )
             case Undecided(e=e, attempts=attempts) if status == "stopped":
                 return f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} attempts"

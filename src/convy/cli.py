@@ -648,21 +648,27 @@ class AgainstRun(msgspec.Struct, frozen=True):
         """``spec`` narrowed to the scenarios the base played with the same content, its rule the
         comparison with the base."""
         before = {scenario.id: scenario for scenario in base.file.spec.scenarios}
-        shared = tuple(scenario for scenario in spec.scenarios if before.get(scenario.id) == scenario)
         name = f"{base.file.spec.agent}/{base.file.spec.id}"
-        left = tuple(
-            Skipped(scenario.id, (f"not in base run {name}" if scenario.id not in before else f"changed since base run {name}",))
-            for scenario in spec.scenarios
-            if before.get(scenario.id) != scenario
-        )
+        marks = Judged(base.outcomes, base.file.spec.trust).marks(before)
+        shared: list[Scenario] = []
+        left: list[Skipped] = []
+        for scenario in spec.scenarios:
+            if scenario.id not in before:
+                left.append(Skipped(scenario.id, (f"not in base run {name}",)))
+            elif before[scenario.id] != scenario:
+                left.append(Skipped(scenario.id, (f"changed since base run {name}",)))
+            elif not marks[scenario.id]:
+                left.append(Skipped(scenario.id, (f"no attempt judged in base run {name}",)))
+            else:
+                shared.append(scenario)
         if not shared:
             raise ConfigurationError(
                 f"--against: run {base.file.spec.id} shares no scenario with this run "
-                f"({len(left)} scenario{'s' if len(left) != 1 else ''} not in it or changed since)"
+                f"({len(left)} scenario{'s' if len(left) != 1 else ''} not in it, changed since, or never judged in it)"
             )
-        kept = Judged(base.outcomes, base.file.spec.trust).marks(scenario.id for scenario in shared)
+        kept = {scenario.id: marks[scenario.id] for scenario in shared}
         rule = Adaptive(1, Against(base.file.spec.agent, base.file.spec.id, self.ALPHA, kept))
-        return msgspec.structs.replace(spec, scenarios=shared, skipped=(*spec.skipped, *left), adaptive=rule)
+        return msgspec.structs.replace(spec, scenarios=tuple(shared), skipped=(*spec.skipped, *left), adaptive=rule)
 
 
 class Spreading(msgspec.Struct, frozen=True):
