@@ -156,12 +156,12 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
                     return self.stopped(watch, verdict, played, "futile")
                 case _ if not asks:
                     return self.stopped(watch, verdict, played, "most")
-            round = {ask.scenario: range(played[ask.scenario] + 1, min(most, played[ask.scenario] + ask.attempts) + 1) for ask in asks}
-            kept = {name: statuses.get(name, {}) for name in round}
-            if any(number not in kept[name] for name, numbers in round.items() for number in numbers):
-                return self.going(watch, verdict, played, round, kept)
+            turn = {ask.scenario: range(played[ask.scenario] + 1, min(most, played[ask.scenario] + ask.attempts) + 1) for ask in asks}
+            kept = {name: statuses.get(name, {}) for name in turn}
+            if any(number not in kept[name] for name, numbers in turn.items() for number in numbers):
+                return self.going(watch, verdict, played, turn, kept)
             tallies: dict[str, Tally] = {}
-            for name, numbers in round.items():
+            for name, numbers in turn.items():
                 judged = [kept[name][number] for number in numbers if kept[name][number] != "not_judged"]
                 tallies[name] = Tally(judged.count("passed"), len(judged))
                 played[name] += len(numbers)
@@ -174,14 +174,14 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
             verdict,
         )
 
-    def going(self, watch: Watch, verdict: Verdict, played: dict[str, int], round: dict[str, range], kept: dict[str, dict[int, str]]) -> Course:
-        """The course part way through a round: its attempts not kept yet are wanted, dealt in the asks' order."""
+    def going(self, watch: Watch, verdict: Verdict, played: dict[str, int], turn: dict[str, range], kept: dict[str, dict[int, str]]) -> Course:
+        """The course part way through a turn: its attempts not kept yet are wanted, dealt in the asks' order."""
         own = {one.scenario: one for one in watch.scenarios()}
-        order = {name: rank for rank, name in enumerate(round)}
+        order = {name: rank for rank, name in enumerate(turn)}
         standings: list[Watched] = []
         for name, count in played.items():
-            numbers = round.get(name, range(0))
-            missing = tuple(number for number in numbers if number not in kept[name]) if name in round else ()
+            numbers = turn.get(name, range(0))
+            missing = tuple(number for number in numbers if number not in kept[name]) if name in turn else ()
             wanted = numbers[-1] if numbers else count
             standings.append(Watched(name, count, wanted, "", verdict, own.get(name), self.alpha, order.get(name, len(order)), missing))
         return Course(tuple(standings), verdict)
