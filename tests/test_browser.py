@@ -821,3 +821,44 @@ def test_the_causes_tile_and_the_filter_by_cause(pages: dict[str, Path], visit: 
     page.goto(pages["2026-01-05-before"].as_uri() + "#cause=judge&s=orders/unsure")
     expect(page.locator("#filter-cause")).to_have_value("judge")
     expect(page.locator(".attempt .attempt-head .badge.cause")).to_have_text("cause: judge")
+
+
+def test_a_run_of_attempts_auto_says_each_scenarios_attempts_and_why_it_stopped(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """A run played against a base (--against BASE --attempts auto): the header gives the rule and
+    the comparison's verdict, each row and each scenario's window its attempts and why it stopped."""
+    import asyncio
+
+    from convy.adaptive import Adaptive, Against, Judged
+    from convy.fakes import Rated
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    for name in ("a", "b", "c"):
+        (scenarios / f"{name}.yaml").write_text(f"script: [Hello]\njudge: [passes {name}]\n", encoding="utf-8")
+    every = Scenarios(scenarios).every()
+
+    def bench(rate: float) -> Bench:
+        return Bench(FakeAgent(lambda text: "Hi."), Models(judge=FakeJudge(Rated({f"passes {name}": rate for name in "abc"}))), Limits())
+
+    def played() -> None:
+        base = asyncio.run(RunJournal(tmp_path / "results" / "fake" / "base").play(RunSpec("base", "fake", every, 30, Limits()), bench(0.9)))
+        rule = Adaptive(1, Against("fake", "base", 0.05, Judged(base.outcomes, 0.0).marks(("a", "b", "c"))))
+        spec = RunSpec("auto", "fake", every, 30, Limits(), adaptive=rule)
+        asyncio.run(RunJournal(tmp_path / "results" / "fake" / "auto").play(spec, spec.player(bench(0.4))))
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        pool.submit(played).result()
+    summary = Summary(Runs(tmp_path / "results").one(tmp_path / "results" / "fake" / "auto"))  # type: ignore[arg-type]
+    path = tmp_path / "auto.html"
+    path.write_text(ReportPage(summary).html(), encoding="utf-8")
+    got = {scenario: len(attempts) for scenario, attempts in summary.by_scenario().items()}
+    page = visit().open(path)
+    expect(page.locator("#against")).to_contain_text("Played against run fake/base")
+    expect(page.locator("#against")).to_contain_text("real change: worse, e = ")
+    expect(page.locator("dl.facts")).to_contain_text("up to 30 attempts per scenario, until the comparison with fake/base is decided (α 0.05)")
+    for name in ("a", "b", "c"):
+        expect(page.locator(f"#scenarios tr.row[data-id='{name}'] .adaptive")).to_have_text(
+            re.compile(rf"^{got[name]} attempts · comparison decided: real change \(worse\), e = ")
+        )
+    page.click("#scenarios tr.row[data-id='b']")
+    expect(page.locator("#window p.adaptive")).to_have_text(re.compile(rf"^{got['b']} attempts: comparison decided: real change \(worse\)"))

@@ -23,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from convy.adaptive import Adaptive, Narrow, Rounds
+    from convy.adaptive import Adaptive, Against, Narrow, Rounds
     from convy.agent import (
         Accountable,
         Agent,
@@ -148,6 +148,7 @@ _WHERE = {
     "Vote": "convy.dialog",
     "Budget": "convy.budget",
     "Adaptive": "convy.adaptive",
+    "Against": "convy.adaptive",
     "Narrow": "convy.adaptive",
     "Rounds": "convy.adaptive",
     "Complete": "convy.bench",
@@ -260,6 +261,7 @@ __all__ = [
     "Absent",
     "Accountable",
     "Adaptive",
+    "Against",
     "Agent",
     "AgentFailure",
     "Answer",

@@ -29,6 +29,7 @@ import msgspec
 from convy.budget import Budget, Counted, Spending
 from convy.problems import Unplayed
 from convy.scenario import Outcome
+from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undecided, Watch
 from convy.stats import Z95, Tally, Wilson
 
 if TYPE_CHECKING:
@@ -107,25 +108,157 @@ class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
 
 
 class Against(msgspec.Struct, frozen=True, tag="against"):
-    """Stop once the comparison with the base run ``agent``/``run`` is decided — a real change or
+    """Stop once the comparison with the base run ``agent``/``run`` is decided — a real change, or
     none reachable — by the sequential test of ``sequential.py`` at false-alarm rate ``alpha``.
 
-    TODO(lead): wire to ``sequential.Sequential``/``Watch`` once it is on main (branch
-    ``sequential``): ``course`` should replay the watch's rounds from the attempts kept (each
-    round's blocks are a function of the attempts before it, as a ``Narrow`` checkpoint is), and
-    want the attempts of the next round's ``asks``; the base run's judged attempts are read
-    through ``RunJournal(...).kept()``. Until then an adaptive run against a base is refused where
-    it is asked for (``cli``)."""
+    ``base`` is the base's judged attempts of each scenario, in attempt-number order, one
+    character each: ``1`` passed, ``0`` failed (attempts not judged are left out). It is read once,
+    when the run starts, and kept here in the run's spec: the watch is rebuilt from it whenever the
+    course is found again (on resume, for the report), the same whatever happens to the base's
+    folder after.
+
+    The course replays the watch round by round from the attempts kept: each round is the watch's
+    ``asks`` after the rounds before it (one block per scenario with any left, in the order the
+    asks give), a scenario's attempts numbered on from its last; a round is scored once every
+    attempt of it is kept, judged or not, and the verdict is looked at after each. So the rounds,
+    like ``Narrow``'s checkpoints, are a function of the attempts kept by number, and a resumed
+    run ends where an uninterrupted one would. ``least`` is not used: the first round is one block
+    per scenario (a first block is scored with no guess of the change yet, so its evidence is
+    lost; a larger one would lose more)."""
 
     agent: str
     run: str
     alpha: float = 0.05
+    base: dict[str, str] = {}
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.alpha) and 0.0 < self.alpha < 1.0):
+            raise ValueError("alpha: must be more than 0 and less than 1")
+        for scenario, outcomes in self.base.items():
+            if outcomes.strip("01"):
+                raise ValueError(f"base: {scenario!r}: only 1 (passed) and 0 (failed) may be kept")
+
+    def started(self, scenarios: Sequence[str], most: int) -> Watch:
+        """The watch before the candidate's first round: the scenarios of ``scenarios`` the base has."""
+        rule = Sequential(self.alpha, most)
+        return rule.started({name: tuple(mark == "1" for mark in self.base[name]) for name in scenarios if name in self.base})
 
     def course(self, scenarios: Sequence[str], statuses: dict[str, dict[int, str]], least: int, most: int) -> Course:
-        raise NotImplementedError("an adaptive run against a base run is not wired yet (sequential.py)")
+        watch = self.started(scenarios, most)
+        played = dict.fromkeys(scenarios, 0)
+        while True:
+            verdict = watch.verdict()
+            asks = [ask for ask in watch.asks() if played.get(ask.scenario, most) < most]
+            match verdict:
+                case Decided():
+                    return self.stopped(watch, verdict, played, "decided")
+                case Futile() if asks:
+                    return self.stopped(watch, verdict, played, "futile")
+                case _ if not asks:
+                    return self.stopped(watch, verdict, played, "most")
+            turn = {ask.scenario: range(played[ask.scenario] + 1, min(most, played[ask.scenario] + ask.attempts) + 1) for ask in asks}
+            kept = {name: statuses.get(name, {}) for name in turn}
+            if any(number not in kept[name] for name, numbers in turn.items() for number in numbers):
+                return self.going(watch, verdict, played, turn, kept)
+            tallies: dict[str, Tally] = {}
+            for name, numbers in turn.items():
+                judged = [kept[name][number] for number in numbers if kept[name][number] != "not_judged"]
+                tallies[name] = Tally(judged.count("passed"), len(judged))
+                played[name] += len(numbers)
+            watch = watch.played(tallies)
+
+    def stopped(self, watch: Watch, verdict: Verdict, played: dict[str, int], stop: Ending) -> Course:
+        own = {one.scenario: one for one in watch.scenarios()}
+        return Course(
+            tuple(Watched(name, count, count, stop, verdict, own.get(name), self.alpha) for name, count in played.items()),
+            verdict,
+        )
+
+    def going(self, watch: Watch, verdict: Verdict, played: dict[str, int], turn: dict[str, range], kept: dict[str, dict[int, str]]) -> Course:
+        """The course part way through a turn: its attempts not kept yet are wanted, dealt in the asks' order."""
+        own = {one.scenario: one for one in watch.scenarios()}
+        order = {name: rank for rank, name in enumerate(turn)}
+        standings: list[Watched] = []
+        for name, count in played.items():
+            numbers = turn.get(name, range(0))
+            missing = tuple(number for number in numbers if number not in kept[name]) if name in turn else ()
+            wanted = numbers[-1] if numbers else count
+            standings.append(Watched(name, count, wanted, "", verdict, own.get(name), self.alpha, order.get(name, len(order)), missing))
+        return Course(tuple(standings), verdict)
 
     def said(self) -> str:
         return f"until the comparison with {self.agent}/{self.run} is decided (α {self.alpha:g})"
+
+
+class Judged(msgspec.Struct, frozen=True):
+    """A base run's attempts as ``Against.base`` keeps them: each scenario's judged attempts in
+    attempt-number order (never the order they ended in), ``1`` passed, ``0`` failed, each seen
+    through the base's ``trust``; attempts not judged are left out."""
+
+    outcomes: tuple[Outcome, ...]
+    trust: float
+
+    def marks(self, scenarios: Iterable[str]) -> dict[str, str]:
+        wanted: dict[str, list[tuple[int, str]]] = {name: [] for name in scenarios}
+        for outcome in self.outcomes:
+            status = outcome.status(self.trust)
+            if outcome.scenario in wanted and status != "not_judged":
+                wanted[outcome.scenario].append((outcome.attempt, "1" if status == "passed" else "0"))
+        return {name: "".join(mark for _, mark in sorted(pairs)) for name, pairs in wanted.items()}
+
+
+Verdict = Decided | Undecided | Futile
+Ending = Literal["decided", "futile", "most", ""]
+
+
+class Watched(msgspec.Struct, frozen=True):
+    """One scenario of a run played against a base (``Against``): ``looked``, its attempts 1 to
+    ``looked`` that rounds scored; ``wanted``, the attempts it should have now (to the end of the
+    round under way, or ``looked`` once the run stopped); ``stop``, why the run stopped
+    (``decided``, ``futile``, ``most``: no scenario had attempts left) or ``""`` while it goes on;
+    ``verdict``, the run's comparison as those rounds left it, and ``own``, this scenario's own
+    (its e-value alone, decided over the scenarios by e-BH); ``rank``, its place in the round's
+    asks; ``missing``, the round's attempts of it not kept yet."""
+
+    scenario: str
+    looked: int
+    wanted: int
+    stop: Ending
+    verdict: Verdict
+    own: ScenarioVerdict | None
+    alpha: float
+    rank: int = 0
+    missing: tuple[int, ...] = ()
+
+    def order(self) -> float:
+        return self.rank
+
+    def said(self, status: str) -> str:
+        """Why it got the attempts it got, in words: the run's verdict and this scenario's own."""
+        bar = f"{1 / self.alpha:g}"
+        match self.verdict:
+            case Decided(direction=direction, e=e):
+                run = f"real change ({direction}), e = {e:.1f} ≥ {bar}"
+            case Futile(e=e) | Undecided(e=e):
+                run = f"undecided, e = {e:.2f} < {bar}"
+        own = "" if self.own is None or not self.looked else f"; this scenario alone: e = {self.own.e:.2f}, {self.own.change}"
+        match self.stop:
+            case "decided":
+                return f"comparison decided: {run}{own}"
+            case "futile":
+                return f"comparison futile (cannot be decided within max attempts): {run}{own}"
+            case "most":
+                return f"max attempts: {run}{own}"
+            case "":
+                match status:
+                    case "stopped":
+                        return f"budget spent: {run}{own}"
+                    case "running":
+                        return f"playing: {run}{own}"
+                    case "interrupted":
+                        return f"interrupted: {run}{own}"
+                    case _:
+                        return f"undecided: {run}{own}"
 
 
 Why = Literal["narrow", "most", ""]
@@ -146,6 +279,10 @@ class Standing(msgspec.Struct, frozen=True):
     stop: Why
     target: float
     missing: tuple[int, ...] = ()
+
+    def order(self) -> float:
+        """Its place in a round's dealing: the widest interval first."""
+        return -self.width
 
     def said(self, status: str) -> str:
         """Why it stopped, in words, in a run of ``status``: "narrow enough: width 0.18 ≤ 0.20",
@@ -169,15 +306,18 @@ class Standing(msgspec.Struct, frozen=True):
 
 
 class Course(msgspec.Struct, frozen=True):
-    """Every scenario's standing under the rule, as the attempts kept say."""
+    """Every scenario's standing under the rule, as the attempts kept say; under ``Against``, the
+    comparison's ``verdict`` as the rounds scored so far leave it."""
 
-    standings: tuple[Standing, ...]
+    standings: tuple[Standing, ...] | tuple[Watched, ...]
+    verdict: Verdict | None = None
 
     def wanted(self) -> list[tuple[str, int]]:
-        """The next round: the attempts the scenarios still going on lack up to their checkpoints,
-        the most uncertain scenario's first, dealt one from each in turn (so a budget spent part
-        way through a round has shared what it allowed)."""
-        going = sorted((one for one in self.standings if one.missing), key=lambda one: -one.width)
+        """The next round: the attempts the scenarios still going on lack up to their checkpoints
+        (under ``Against``, to the end of the round), the most uncertain scenario's first (the
+        asks' order), dealt one from each in turn (so a budget spent part way through a round has
+        shared what it allowed)."""
+        going = sorted((one for one in self.standings if one.missing), key=lambda one: one.order())
         dealt: list[tuple[str, int]] = []
         for turn in range(max((len(one.missing) for one in going), default=0)):
             dealt.extend((one.scenario, one.missing[turn]) for one in going if turn < len(one.missing))
@@ -187,8 +327,39 @@ class Course(msgspec.Struct, frozen=True):
         """The attempts the rule wants so far: each stopped scenario's, each other's next checkpoint."""
         return sum(one.wanted for one in self.standings)
 
-    def by_scenario(self) -> dict[str, Standing]:
+    def by_scenario(self) -> dict[str, Standing | Watched]:
         return {one.scenario: one for one in self.standings}
+
+    def said(self, status: str) -> str:
+        """The comparison's verdict in words, for a run played against a base; ``""`` for any other.
+        ``status`` is the run's: a budget that stopped it is said as the reason there is no verdict."""
+        bar = f"{1 / self.alpha():g}"
+        match self.verdict:
+            case None:
+                return ""
+            case Decided(direction=direction, e=e, difference=difference, attempts=attempts):
+                return f"real change: {direction}, e = {e:.1f} ≥ {bar} after {attempts} attempts (Δ {difference:+.1%})"
+            case Futile(e=e, attempts=attempts) if self.ending() == "most":
+                return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} attempts"
+            case Futile(e=e, attempts=attempts):
+                return (
+                    f"no verdict within the budget: futile, e = {e:.2f} < {bar} after {attempts} attempts; not reachable "
+                    "in the attempts left even at the far edge of the change's 99% interval"
+                )
+            case Undecided(e=e, attempts=attempts) if status == "stopped":
+                return f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} attempts"
+            case Undecided(e=e, attempts=attempts) if self.ending() == "most":
+                return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} attempts"
+            case Undecided(e=e, attempts=attempts):
+                return f"no verdict yet ({status}): e = {e:.2f} < {bar} after {attempts} attempts"
+
+    def ending(self) -> str:
+        """Why the rule stopped the run (the same for every scenario under ``Against``), or ``""``."""
+        return self.standings[0].stop if self.standings else ""
+
+    def alpha(self) -> float:
+        first = self.standings[0] if self.standings else None
+        return first.alpha if isinstance(first, Watched) else 0.05
 
 
 class Adaptive(msgspec.Struct, frozen=True):
@@ -211,8 +382,13 @@ class Adaptive(msgspec.Struct, frozen=True):
         return self.until.course(scenarios, statuses, self.least, most)
 
     def said(self, most: int) -> str:
-        """The rule in words: "5 to 60 attempts per scenario, until its 95% interval is at most 0.3 wide"."""
-        return f"{self.least} to {most} attempts per scenario, {self.until.said()}"
+        """The rule in words: "5 to 60 attempts per scenario, until its 95% interval is at most 0.3
+        wide", "up to 60 attempts per scenario, until the comparison with bot/r1 is decided (α 0.05)"."""
+        match self.until:
+            case Narrow():
+                return f"{self.least} to {most} attempts per scenario, {self.until.said()}"
+            case Against():
+                return f"up to {most} attempts per scenario, {self.until.said()}"
 
 
 class Rounds(msgspec.Struct, frozen=True):

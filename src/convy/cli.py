@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO, TypeVar
 
 import msgspec
 
+from convy.adaptive import Adaptive, Against, Judged
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.agreement import Consensus
 from convy.attempt import Spent
@@ -183,12 +184,25 @@ class Printed:
     """A journal that shows each attempt kept: one line, and the progress so far (on a rich
     ``Progress``, or ``Unseen``)."""
 
-    def __init__(self, shown: Shown, progress: Any, task: Any, trust: float) -> None:
+    def __init__(
+        self,
+        shown: Shown,
+        progress: Any,
+        task: Any,
+        trust: float,
+        planned: Callable[[tuple[Outcome, ...]], int] | None = None,
+        earlier: tuple[Outcome, ...] = (),
+    ) -> None:
         self._shown = shown
         self._progress = progress
         self._task = task
         self._trust = trust
         self.counts = {"passed": 0, "failed": 0, "not_judged": 0}
+        # A run of --attempts auto: the bar's total is what the rule wants so far, found again
+        # each time the bar reaches it (a round's end), so it grows round by round.
+        self._planned = planned
+        self._kept = list(earlier) if planned is not None else []
+        self._total = planned(earlier) if planned is not None else 0
 
     def record(self, outcome: Outcome) -> None:
         status = outcome.status(self._trust)
@@ -200,6 +214,11 @@ class Printed:
             failed=self.counts["failed"],
             not_judged=self.counts["not_judged"],
         )
+        if self._planned is not None:
+            self._kept.append(outcome)
+            if len(self._kept) >= self._total:
+                self._total = max(len(self._kept), self._planned(tuple(self._kept)))
+                self._progress.update(self._task, total=self._total)
         said = Inert(f"{outcome.scenario} #{outcome.attempt}  {Said(outcome, self._trust).text()}").line()
         self._shown.progress(f"{MARKS[status]} {said}")
 
@@ -254,12 +273,13 @@ class Recorded(msgspec.Struct, frozen=True):
         journal = self.project.journal(self.spec)
         if journal.in_use():
             raise RunInUse(f"run {self.spec.id} is in use by another convy process")
-        planned = len(self.spec.scenarios) * self.spec.attempts
+        planned = self._planned(self.kept.outcomes)  # of --attempts auto: the first round's; the bar grows
         each = f"{self.spec.attempts} attempts" if self.spec.adaptive is None else self.spec.adaptive.said(self.spec.attempts)
         self.shown.line(f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {each} → {self._where(journal.folder)}")
         stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
-            printed = Printed(self.shown, progress, task, self.spec.trust)
+            growing = None if self.spec.adaptive is None else self._planned
+            printed = Printed(self.shown, progress, task, self.spec.trust, growing, self.kept.outcomes)
             try:
                 kept = asyncio.run(self._played(journal, printed))
             except (KeyboardInterrupt, Terminated, Unwritable, Unplayed) as error:
@@ -393,6 +413,9 @@ class Recorded(msgspec.Struct, frozen=True):
         for scenario, why in summary.stopped().items():
             got = len(grouped.get(scenario, ()))
             self.shown.line(f"  {Inert(scenario).line()}: {got} attempt{'s' if got != 1 else ''}, {why}")
+        verdict = summary.against()
+        if verdict:
+            self.shown.line(f"against {Inert(summary.base()).line()}: {verdict}")
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
@@ -583,6 +606,71 @@ class AutoAttempts(msgspec.Struct, frozen=True):
         return {name: getattr(self, name) for name in self.__struct_fields__ if getattr(self, name) is not None}
 
 
+class AgainstRun(msgspec.Struct, frozen=True):
+    """``--against BASE`` of ``convy run`` (with ``--attempts auto``): the run is played until its
+    comparison with the base run ``wanted`` (an id or a unique part of one) is decided
+    (``adaptive.Against``). The base must be a finished run of the same agent; only the scenarios
+    it played with the same content are played, the rest are kept out and said. Its judged
+    attempts are read here, in attempt-number order, and kept in the new run's spec."""
+
+    project: Project
+    wanted: str
+
+    ALPHA: ClassVar[float] = 0.05  # convy compare's
+
+    def base(self) -> Read:
+        try:
+            read = self.project.read(self.wanted)
+        except ConfigurationError as error:
+            raise ConfigurationError(f"--against: {error}") from None
+        spec = read.file.spec
+        status = read.status()
+        if read.problem and status == "finished":
+            raise ConfigurationError(f"--against: run {spec.id}: {read.problem}")
+        if status != "finished":
+            how = "playing" if status == "running" else status
+            raise ConfigurationError(
+                f"--against: run {spec.id} is {how}, not finished: a base must be played out (convy resume {spec.id})"
+            )
+        return read
+
+    def agents(self, named: tuple[str, ...], base: Read) -> tuple[str, ...]:
+        """The agent to run: the base's, which an agent named must be."""
+        agent = base.file.spec.agent
+        for name in named:
+            if name != agent:
+                raise ConfigurationError(
+                    f"--against: run {base.file.spec.id} is of agent {agent}, not {name}: a base is a run of the same agent"
+                )
+        return (agent,)
+
+    def spec(self, spec: RunSpec, base: Read) -> RunSpec:
+        """``spec`` narrowed to the scenarios the base played with the same content, its rule the
+        comparison with the base."""
+        before = {scenario.id: scenario for scenario in base.file.spec.scenarios}
+        name = f"{base.file.spec.agent}/{base.file.spec.id}"
+        marks = Judged(base.outcomes, base.file.spec.trust).marks(before)
+        shared: list[Scenario] = []
+        left: list[Skipped] = []
+        for scenario in spec.scenarios:
+            if scenario.id not in before:
+                left.append(Skipped(scenario.id, (f"not in base run {name}",)))
+            elif before[scenario.id] != scenario:
+                left.append(Skipped(scenario.id, (f"changed since base run {name}",)))
+            elif not marks[scenario.id]:
+                left.append(Skipped(scenario.id, (f"no attempt judged in base run {name}",)))
+            else:
+                shared.append(scenario)
+        if not shared:
+            raise ConfigurationError(
+                f"--against: run {base.file.spec.id} shares no scenario with this run "
+                f"({len(left)} scenario{'s' if len(left) != 1 else ''} not in it, changed since, or never judged in it)"
+            )
+        kept = {scenario.id: marks[scenario.id] for scenario in shared}
+        rule = Adaptive(1, Against(base.file.spec.agent, base.file.spec.id, self.ALPHA, kept))
+        return msgspec.structs.replace(spec, scenarios=tuple(shared), skipped=(*spec.skipped, *left), adaptive=rule)
+
+
 class Spreading(msgspec.Struct, frozen=True):
     """``--workers N`` and ``--ray [ADDRESS]`` of ``run`` and ``resume``, each over its setting
     (``workers``, ``ray``): where the run is played (``spread.py``)."""
@@ -644,15 +732,17 @@ class RunCommand(msgspec.Struct, frozen=True):
     most_variants: int | None = None  # --max-variants: a scenario's variants, over Scenario.MOST_VARIANTS
     spread: Spreading = Spreading()
     adaptive: AutoAttempts = AutoAttempts()
+    against: str | None = None  # --against BASE: played until the comparison with BASE is decided
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
         spread = self.spread.over(settings)
+        versus, base, names = self.based(settings)
         # every scenario file must be sound before anything is played
         scenarios = self.project.scenarios(self.most_variants)
         codes: list[int] = []
         played: list[str] = []
-        for name in self.agents or self.project.agent_names():
+        for name in names:
             loaded = Loaded(self.project, name)
             agent, models = loaded.parts()
             secrets = loaded.secrets(agent, models)
@@ -660,9 +750,10 @@ class RunCommand(msgspec.Struct, frozen=True):
             if passed_over:
                 shown.line(passed_over)
                 continue
-            spec = secrets.kept(
-                self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
-            )
+            spec = self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
+            if versus is not None and base is not None:
+                spec = versus.spec(spec, base)
+            spec = secrets.kept(spec)
             bench = Bench(
                 agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
             )
@@ -695,6 +786,22 @@ class RunCommand(msgspec.Struct, frozen=True):
                 )
                 return Worst((code, 1)).code()
         return code
+
+    def based(self, settings: Settings) -> tuple[AgainstRun | None, Read | None, tuple[str, ...]]:
+        """With ``--against``: the base, read and checked, and the one agent to run (its); else the
+        agents named, or every one."""
+        if self.against is None:
+            return None, None, self.agents or self.project.agent_names()
+        if settings.attempts != "auto":
+            raise ConfigurationError("--against: needs --attempts auto (the run stops once the comparison is decided)")
+        for option in ("min_attempts", "target_width"):
+            if option in self.adaptive.given():
+                raise ConfigurationError(
+                    f"--{option.replace('_', '-')}: not used with --against: the comparison decides when the run stops"
+                )
+        versus = AgainstRun(self.project, self.against)
+        base = versus.base()
+        return versus, base, versus.agents(self.agents, base)
 
     def overridden(self, settings: Settings) -> Settings:
         """The settings with ``-k``, ``--trust``, ``--max-not-judged``, ``--judge-repeats`` and the
@@ -948,6 +1055,11 @@ class DryRun(msgspec.Struct, frozen=True):
         problems.extend(broken)
         names, unnamed = (self.command.agents, ()) if self.command.agents else project.agents()
         problems.extend(unnamed)
+        versus: AgainstRun | None = None
+        base: Read | None = None
+        if self.command.against is not None:
+            nothing: tuple[AgainstRun | None, Read | None, tuple[str, ...]] = (None, None, ())
+            versus, base, names = self._gathered(problems, lambda: self.command.based(settings), nothing)
         absent = Absent("models.py could not be loaded")
         models = Models(absent, absent)
         if sourced.dotenv:  # else the project's code is not run: it reads the .env that was refused
@@ -972,7 +1084,8 @@ class DryRun(msgspec.Struct, frozen=True):
                 if over:
                     passed_over.append(over)
                 elif fits:
-                    specs.append(project.spec(name, models, settings, scenarios, matching, agent))
+                    spec = project.spec(name, models, settings, scenarios, matching, agent)
+                    specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
         secrets = Loaded(project, "").secrets(*parts)
@@ -1030,7 +1143,13 @@ class DryRun(msgspec.Struct, frozen=True):
         lines: list[str] = []
         for spec in specs:
             planned = len(spec.scenarios) * spec.attempts
-            lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            if spec.adaptive is None:
+                lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+            else:  # spent adaptively: the most is all that is known before the run
+                lines.append(
+                    f"{spec.agent}: {len(spec.scenarios)} scenarios × up to {spec.attempts} attempts, auto = up to {planned} attempts "
+                    f"({spec.adaptive.said(spec.attempts)})"
+                )
             lines.extend(Variants(spec.scenarios).lines("  "))
             judging, judges = spec.judging, spec.models.judges()
             if judges and (len(judges) > 1 or not judging.direct()):
@@ -1042,14 +1161,16 @@ class DryRun(msgspec.Struct, frozen=True):
         lines.extend(passed_over)
         total = sum(len(spec.scenarios) * spec.attempts for spec in specs)
         shapes = {(len(spec.scenarios), spec.attempts) for spec in specs}
+        auto = any(spec.adaptive is not None for spec in specs)
+        upto = "up to " if auto else ""
         if len(shapes) == 1:
             (scenarios, attempts), = shapes
             lines.append(
                 f"would run {len(specs)} agent{'s' if len(specs) != 1 else ''} × {scenarios} scenarios × "
-                f"{attempts} attempts = {total} attempts; nothing was sent, nothing written"
+                f"{upto}{attempts} attempts{', auto' if auto else ''} = {upto}{total} attempts; nothing was sent, nothing written"
             )
         else:
-            lines.append(f"would run {total} attempts of {len(specs)} agents; nothing was sent, nothing written")
+            lines.append(f"would run {upto}{total} attempts of {len(specs)} agents; nothing was sent, nothing written")
         return tuple(lines)
 
 
@@ -1444,6 +1565,12 @@ class Arguments(msgspec.Struct, frozen=True):
             metavar="W",
             help="with --attempts auto: a scenario stops once its 95%% interval is at most W wide (default: target_width, else 0.2)",
         )
+        run.add_argument(
+            "--against",
+            metavar="BASE_RUN",
+            help="with --attempts auto: play until the comparison with this finished run of the same agent is decided "
+            "(an id or a unique part; --max-attempts is the most per scenario)",
+        )
         run.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to play")
         run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
@@ -1605,6 +1732,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_variants,
                         Spreading(parsed.workers, parsed.ray),
                         AutoAttempts(parsed.min_attempts, parsed.max_attempts, parsed.target_width),
+                        parsed.against,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":

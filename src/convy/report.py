@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.adaptive import Course
+from convy.adaptive import Against, Course
 from convy.agreement import Consensus
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
@@ -285,6 +285,8 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             stop=self.stop(),
             budget=self.allowance(),
             adaptive="" if spec.adaptive is None else spec.adaptive.said(spec.attempts),
+            against=self.against(),
+            against_run=self.base(),
         )
 
     def planned(self) -> int:
@@ -306,6 +308,21 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         if spec.adaptive is None:
             return None
         return spec.adaptive.course(tuple(one.id for one in spec.scenarios), self.run.outcomes, spec.attempts, spec.trust)
+
+    def against(self) -> str:
+        """For a run played against a base (``--against``), the comparison's verdict in words
+        (``adaptive.Course.said``); else ``""``."""
+        course = self.course()
+        return "" if course is None else course.said(self.run.status())
+
+    def base(self) -> str:
+        """The base a run was played against, as agent/run; ``""`` for any other run."""
+        adaptive = self.run.file.spec.adaptive
+        match adaptive.until if adaptive is not None else None:
+            case Against(agent=agent, run=run):
+                return f"{agent}/{run}"
+            case _:
+                return ""
 
     def stopped(self) -> dict[str, str]:
         """Why each scenario of a run of ``--attempts auto`` got the attempts it got, in words, by id."""

@@ -219,6 +219,8 @@ class HeaderView(View, frozen=True):
     stop: str = ""  # a budget's stop in words (report.Stop), when one stopped the run
     budget: str = ""  # what a finished run spent of the budget it kept within (report.Allowance), when one was set
     adaptive: str = ""  # the rule that spent its attempts (adaptive.Adaptive.said), for a run of --attempts auto
+    against: str = ""  # for a run played against a base (--against): the comparison's verdict in words (adaptive.Course.said)
+    against_run: str = ""  # and that base, as agent/run
 
 
 class ScoreView(View, frozen=True):

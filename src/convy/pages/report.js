@@ -39,7 +39,7 @@
           ["status", status("run", head.status, true)],
           ["started", fmt.date(head.started)],
           ["duration", fmt.seconds(head.seconds)],
-          ["attempts per scenario", fmt.int(head.attempts)],
+          ["attempts per scenario", head.adaptive || fmt.int(head.attempts)],
           ["kept", fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned"],
           ["user model", head.user_model],
           ["judge", head.judge_model],
@@ -52,6 +52,7 @@
     if (head.status === "running") notes.push(h("div", { class: "notice" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far."));
     if (head.stop) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run was " + head.stop), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
     if (head.budget) notes.push(h("div", { class: "notice" }, h("strong", null, "Within its budget"), head.budget));
+    if (head.against) notes.push(h("div", { class: "notice", id: "against" }, h("strong", null, "Played against run " + head.against_run), head.against));
     if (head.status === "interrupted") notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ This run was interrupted"), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` plays the rest."));
     if (head.broken) notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ Unreadable attempts"), fmt.int(head.broken) + " lines of attempts.jsonl could not be read and are left out."));
     if (head.skipped.length) notes.push(h("div", { class: "notice" }, h("strong", null, "Scenarios not played"), h("ul", null, head.skipped.map((line) => h("li", null, line)))));
@@ -337,7 +338,7 @@
         h("div", null, h("span", { class: "rate" }, fmt.int(one.passed) + "/" + fmt.int(one.judged)), one.rate ? " " + fmt.pct(one.rate.estimate, 0) : ""),
         one.rate ? h("div", { class: "interval" }, fmt.span(one.rate)) : null,
         one.not_judged ? h("div", { class: "interval" }, "– " + fmt.int(one.not_judged) + " not judged") : null),
-      h("td", null, strip(one)),
+      h("td", null, strip(one), one.adaptive ? h("div", { class: "interval adaptive" }, fmt.int(one.attempts.length) + " attempts · " + one.adaptive) : null),
       h("td", { class: "num claims-cell" }, claimsCell(one)),
       h("td", { class: "num" }, turns),
       h("td", { class: "num" }, fmt.tokens(one.agent.tokens)),
@@ -629,6 +630,7 @@
       shown.list.map((a) => h("button", { type: "button", "aria-pressed": String(a.attempt) === chosen ? "true" : "false", onclick: () => open(one.id, String(a.attempt)) },
         h("span", { class: "mark-" + a.status }, Convy.words.attempt[a.status][0]), " attempt " + a.attempt)));
     const body = [
+      one.adaptive ? h("p", { class: "small adaptive" }, fmt.int(one.attempts.length) + " attempts: " + one.adaptive) : null,
       h("h3", null, "Claims × attempts"),
       paging(one, shown),
       matrix(one, chosen, shown.list),
