@@ -124,6 +124,9 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
     assert done.stdout.splitlines() == [
         "settings in force:",
         "  attempts          4             [tool.convy]",
+        "  min_attempts      5             default",
+        "  max_attempts      60            default",
+        "  target_width      0.2           default",
         "  trust             0.5           CONVY_TRUST",
         "  max_not_judged    0.0           default",
         "  max_cost          0.0           default",
@@ -135,6 +138,8 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "  evidence          flag          default",
         "  user_checks       none          default",
         "  user_faults       not_judged    default",
+        "  workers           0             default",
+        "  ray               none          default",
         *LIMITS,
         "a: 1 scenarios × 4 attempts = 4 attempts",
         "  skipped 2 scenario(s) that need a model:",
@@ -163,8 +168,11 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
     done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke", "--judge-repeats", "3")
 
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout.splitlines()[1:13] == [
+    assert done.stdout.splitlines()[1:18] == [
         "  attempts          2             -k",
+        "  min_attempts      5             default",
+        "  max_attempts      60            default",
+        "  target_width      0.2           default",
         "  trust             0.0           default",
         "  max_not_judged    0.0           default",
         "  max_cost          0.0           default",
@@ -176,6 +184,8 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
         "  evidence          flag          default",
         "  user_checks       none          default",
         "  user_faults       not_judged    default",
+        "  workers           0             default",
+        "  ray               none          default",
     ]
     assert done.stdout.splitlines()[-2:] == [
         "a: 2 scenarios × 2 attempts = 4 attempts",
@@ -221,7 +231,7 @@ def broken(folder: Path) -> None:
 EVERY_PROBLEM = [
     "convy: pyproject.toml: [tool.convy] turn_seconds: expected a number, got text",
     "convy: pyproject.toml: [tool.convy] agent_places: must be at least 1",
-    "convy: CONVY_ATTEMPTS: attempts: expected a whole number, got text",
+    "convy: CONVY_ATTEMPTS: attempts: Invalid enum value 'many'",
     "convy: scenarios/colour.yaml: colour: unknown field",
     "convy: loading models.py failed: RuntimeError: the gateway is down",
     "convy: prompts/user.md: no value for {{ persona }} for scenario talk",

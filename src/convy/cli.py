@@ -1134,6 +1134,8 @@ class DryRun(msgspec.Struct, frozen=True):
         names = sorted(settings.__struct_fields__, key=lambda name: name in Limits.__struct_fields__)
         values = {name: getattr(settings, name) for name in names}
         shown = {name: self._shown(value) for name, value in values.items()}
+        if not settings.ray:
+            shown["ray"] = "none"  # no Ray: this process alone, unless workers are asked
         return (
             "settings in force:",
             *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),
