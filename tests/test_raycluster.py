@@ -4,7 +4,10 @@ clusters come and go without leaving a process behind."""
 
 from __future__ import annotations
 
+import ast
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +26,9 @@ class Player:
         return os.getpid(), ray.get_runtime_context().get_node_id()
 
     def play(self, started: str, release: str) -> str:
-        Path(started).write_text(str(os.getpid()), encoding="ascii")
+        # Written whole then renamed, so the test never reads it half written.
+        Path(started + ".part").write_text(str(os.getpid()), encoding="ascii")
+        os.replace(started + ".part", started)
         # Polls for a file, not a clock: the test creates it, or kills this process first.
         while not Path(release).exists():
             time.sleep(0.01)
@@ -80,7 +85,19 @@ def test_a_restartable_actor_comes_back_in_a_new_process(ray_driver: LocalCluste
     # The call in flight is lost (no task retries): a new one must be sent by the caller.
     with pytest.raises(ray.exceptions.RayActorError):
         ray.get(call, timeout=PATIENCE)
-    restarted, _ = ray.get(player.where.remote(), timeout=PATIENCE)
+    # While Ray restarts it, a call fails with ActorUnavailableError (a RayActorError that is not
+    # ActorDiedError): the actor may come back, so the caller asks again.
+    answers: list[tuple[int, str]] = []
+
+    def answered() -> bool:
+        try:
+            answers.append(ray.get(player.where.remote(), timeout=PATIENCE))
+        except ray.exceptions.ActorUnavailableError:
+            return False
+        return True
+
+    wait_for(answered, "the restarted actor to answer")
+    restarted, _ = answers[0]
     assert restarted != pid
     assert pid_alive(restarted)
 
@@ -125,3 +142,36 @@ def test_clusters_come_and_go_without_leaving_processes(ray_cluster: LocalCluste
     assert not any(folder.exists() for folder in folders)
     # The session's cluster was left alone.
     assert ray_cluster.pids()
+
+
+DRIVER = """
+import sys
+import ray
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+
+@ray.remote(num_cpus=1)
+def node():
+    print("an actor's print")  # kept off the driver's stdout by log_to_driver=False
+    return ray.get_runtime_context().get_node_id()
+
+print(sorted(set(ray.get([node.remote() for _ in range(2)]))))
+print(sorted(n["NodeID"] for n in ray.nodes() if n["Alive"]))
+ray.shutdown()
+"""
+
+
+def test_a_driver_in_another_process_joins_quietly(ray_cluster: LocalCluster) -> None:
+    # As `convy run --ray ADDRESS` will: a process of its own, given the address and cluster.env.
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, ray_cluster.address],
+        env=os.environ | ray_cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr
+    ran, alive = (ast.literal_eval(line) for line in done.stdout.splitlines())
+    assert alive == sorted([ray_cluster.head_id, ray_cluster.other_id])
+    assert ran and set(ran) <= set(alive)
+    assert "an actor's print" not in done.stdout
+    assert done.stderr == ""
