@@ -17,11 +17,12 @@ $(VENV)/.convy: pyproject.toml
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-# convy with what the tests use (mypy, pytest, scipy, statsmodels, pandas, polars, playwright, trustme).
+# convy with what the tests use (mypy, pytest, scipy, statsmodels, pandas, polars, playwright, trustme),
+# and Ray, for the distributed runs the suite plays on a real two-node cluster of this machine.
 $(VENV)/.dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	touch $(VENV)/.convy $@
 
 demo: $(VENV)/.convy

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The real two-node Ray cluster of tests/raycluster.py (its docstring says how to use it).
+from raycluster import ray_cluster, ray_driver  # noqa: F401
+
 settings.register_profile("convy", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("convy")
 

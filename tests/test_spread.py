@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 import pytest
 import raycluster
-from raycluster import RayCluster
+from raycluster import LocalCluster as RayCluster
 from standin import StandIn, Status, judged
 
 from convy.scenario import Outcome
