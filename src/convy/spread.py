@@ -267,6 +267,7 @@ class Crew(msgspec.Struct, frozen=True):
         return self
 
     def _connected(self, ray: Any) -> None:
+        self._quieted()
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing is sent anywhere
         options: dict[str, Any] = {
             "include_dashboard": False,
@@ -304,9 +305,24 @@ class Crew(msgspec.Struct, frozen=True):
                 f"--ray {self.spread.where()}: cannot reach the Ray cluster: {error}{hint}"
             ) from None
 
+    def _quieted(self) -> None:
+        # A driver's thread prints the cluster's error messages ("A worker died or was killed")
+        # straight to sys.stdout, whatever ray.init was told: convy's output is its own, and a
+        # worker's death is handled here (its attempts handed to another). Ray looks the printer
+        # up in its module each time, so the module's is replaced.
+        worker = importlib.import_module("ray._private.worker")
+        worker.__dict__["print_to_stdstream"] = _Unprinted()
+
     def shipped(self) -> bool:
         """Whether the project's files are shipped to the hands (a cluster's), not read in place."""
         return self.spread.where() != LOCAL
+
+
+class _Unprinted(msgspec.Struct, frozen=True):
+    """What Ray's driver would print of the cluster's errors, left unprinted."""
+
+    def __call__(self, data: Any, ignore_prefix: bool) -> None:
+        return None
 
 
 class _Slot:
