@@ -389,15 +389,16 @@ class _Play:
         share = self._crew.bench.limits.shared(slot.number, count)
         return share.agent_places + share.judge_places
 
-    def _started(self, number: int, count: int) -> Any:
+    def _started(self, number: int, count: int, cpus: float = 1.0) -> Any:
         bench = self._crew.bench
         setup = Setup(
             self._scenarios, bench.limits.shared(number, count), bench.prompt, bench.judging, bench.user_checks, number, count
         )
         folder = "" if self._crew.shipped() else str(self._crew.folder)
         # One CPU's worth each where the run started Ray itself (it made as many as there are
-        # hands); a cluster's hands are spread over its nodes.
-        return self._actor.options(num_cpus=1, scheduling_strategy="SPREAD", max_concurrency=100_000).remote(
+        # hands); a cluster's hands are spread over its nodes. A replacement asks for none: the
+        # node that died may have taken the only CPUs free with it, and it must be placed.
+        return self._actor.options(num_cpus=cpus, scheduling_strategy="SPREAD", max_concurrency=100_000).remote(
             folder, self._crew.agent, _PACK.encode(setup)
         )
 
@@ -457,6 +458,6 @@ class _Play:
         self._replaced += 1
         if self._replaced > Crew.MOST_REPLACED * count:
             raise ConfigurationError(f"workers died {self._replaced} times; the run stops")
-        slot.hand = self._started(slot.number, count)
+        slot.hand = self._started(slot.number, count, cpus=0.0)
         await self._ready([slot.hand])
         await self._introduced()
