@@ -502,7 +502,7 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=1, help="judged claims per attempt, one chat request each (default 1)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the stand-in takes per answer (default 0.1)")
     parser.add_argument("--places", type=int, default=256, help="agent_places and judge_places of the main table (default 256)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="numbers of workers (default 1 2 4)")
+    parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4], help="numbers of workers (default 1 2 4; none: no main table)")
     parser.add_argument("--limited-places", type=int, default=8, help="agent_places of the limited table (default 8)")
     parser.add_argument("--limited-attempts", type=int, default=500)
     parser.add_argument("--limited-workers", type=int, nargs="+", default=[2, 4])
@@ -522,21 +522,22 @@ def main() -> None:
         wide = Project(service.url, options.scenarios, options.attempts, options.turns, options.claims, options.places, options.places)
         wide.write(root / "wide")
         floor = wide.floor(options.latency)
-        cases = [] if options.no_one else [Case("1 process", 0, root / "wide", standin, options.every)]
+        cases = [] if options.no_one or not options.workers else [Case("1 process", 0, root / "wide", standin, options.every)]
         for index, count in enumerate(options.workers):
             profile = str(options.profile) if options.profile and index == 0 else ""
             cases.append(Case(f"{count} worker{'s' if count > 1 else ''}", count, root / "wide", standin, options.every, profile))
         played = [case.played(wide.attempts) for case in cases]
-        bare = None if options.no_bare else bared(service.url, wide.attempts, wide)
-        table(
-            f"{wide.attempts:,} attempts of {wide.turns} agent turns + {wide.claims} judged claim(s), stand-in at "
-            f"{options.latency * 1000:g} ms; agent_places = judge_places = {wide.agent_places}: floor {floor:.0f}/s "
-            f"(agent {wide.agent_places} / ({options.latency:g} s x {wide.turns}))",
-            played,
-            floor,
-            bare,
-            wide.attempts,
-        )
+        bare = None if options.no_bare or not cases else bared(service.url, wide.attempts, wide)
+        if cases:
+            table(
+                f"{wide.attempts:,} attempts of {wide.turns} agent turns + {wide.claims} judged claim(s), stand-in at "
+                f"{options.latency * 1000:g} ms; agent_places = judge_places = {wide.agent_places}: floor {floor:.0f}/s "
+                f"(agent {wide.agent_places} / ({options.latency:g} s x {wide.turns}))",
+                played,
+                floor,
+                bare,
+                wide.attempts,
+            )
         limited: list[Played] = []
         if not options.no_limited:
             narrow = Project(
