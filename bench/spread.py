@@ -47,6 +47,7 @@ import argparse
 import asyncio
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,8 +82,8 @@ def said():
 atexit.register(said)
 from convy.cli import main
 if profile:
-    import cProfile
-    profiler = cProfile.Profile()
+    import cProfile, time
+    profiler = cProfile.Profile(time.thread_time)  # CPU of this thread alone: not waits, not Ray's threads
     profiler.enable()
     try:
         code = main(argv)
@@ -201,9 +202,9 @@ class Watch:
                 stats[pid] = fields
         under = {self._driver}
         for pid in sorted(parents):  # descendants: walk up each process's parents
-            chain, seen = pid, 0
-            while chain in parents and chain not in under and seen < 64:
-                chain, seen = parents[chain], seen + 1
+            chain, steps = pid, 0
+            while chain in parents and chain not in under and steps < 64:
+                chain, steps = parents[chain], steps + 1
             if chain in under:
                 under.add(pid)
         for pid in under | {self._standin}:
@@ -464,14 +465,18 @@ def model(case: Played, floor: float, cores: tuple[int, ...], machines: tuple[in
         f"(hands {case.per_attempt('hands') * 1000:.2f} + Ray's others {case.per_attempt('ray other') * 1000:.2f}), "
         f"driver CPU {driver * 1000:.2f} ms (its ceiling {1 / driver:.0f}/s), places' floor {floor:.0f}/s"
     )
-    print("  attempts/s = min(N x cores / worker CPU, 1 / driver CPU, floor); the stand-in's CPU is left out (a service elsewhere)")
-    print(f"  {'machines':>8}" + "".join(f" {f'{count} cores':>18}" for count in cores))
+    print(
+        "  attempts/s = min(N x cores / worker CPU, 1 / driver CPU, floor); the stand-in's CPU is left out (a service "
+        "elsewhere); the last column as if the places were raised past the driver's ceiling"
+    )
+    columns = [(count, floor) for count in cores] + [(cores[-1], float("inf"))]
+    print(f"  {'machines':>8}" + "".join(f" {f'{count} cores' + (', no places cap' if limit == float('inf') else ''):>27}" for count, limit in columns))
     for number in machines:
         row = f"  {number:8d}"
-        for count in cores:
-            bounds = {"workers": number * count / worker, "driver": 1 / driver, "places": floor}
+        for count, limit in columns:
+            bounds = {"workers": number * count / worker, "driver": 1 / driver, "places": limit}
             cap = min(bounds, key=lambda name: bounds[name])
-            row += f" {bounds[cap]:9.0f} ({cap:>7})"
+            row += f" {bounds[cap]:17.0f} ({cap:>7})"
         print(row)
     print(flush=True)
 
@@ -517,6 +522,15 @@ def main() -> None:
         options.attempts, options.limited_attempts = 1_000, 200
     header(options)
     root = Path(tempfile.mkdtemp(prefix="convy-spread-", dir=options.dir))
+    try:
+        played, limited, floor = tables(options, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    closing(options, played, limited, floor)
+
+
+def tables(options: argparse.Namespace, root: Path) -> tuple[list[Played], list[Played], float]:
+    """Play every case; print the two tables; what was played, and the main table's floor."""
     with Service(latency=options.latency, judge=True) as service:
         standin = service._process.pid
         wide = Project(service.url, options.scenarios, options.attempts, options.turns, options.claims, options.places, options.places)
@@ -557,6 +571,12 @@ def main() -> None:
                 None,
                 narrow.attempts,
             )
+    return played, limited, floor
+
+
+def closing(options: argparse.Namespace, played: list[Played], limited: list[Played], floor: float) -> None:
+    """The threads' CPU, the model of many machines and the driver's profile."""
+    first = 0 if options.no_one or not options.workers else 1  # the profiled case: the first spread one
     print("CPU over the whole command by thread, of the driver and of its hands summed (seconds; Python's main thread is 'python' or 'ray::Hand...'):")
     for case in played + limited:
         top = sorted(case.threads.items(), key=lambda item: -item[1])
@@ -567,19 +587,22 @@ def main() -> None:
             shown = ", ".join(f"{name} {cpu:.2f}" for name, cpu in top[:7] if cpu >= 0.05)
             print(f"  {'  its hands':<12} {sum(case.hand_threads.values()):6.2f} s: {shown}")
     print()
-    spread = [case for case in played if case.name != "1 process"]
+    # A profiled driver's CPU is inflated by the profiler: the model is made of another case.
+    spread = [case for index, case in enumerate(played) if case.name != "1 process" and not (options.profile and index == first)]
     if spread:
         model(spread[-1], floor, (2, 16), (1, 2, 4, 8, 16))
+    elif played:
+        print("No model: its one spread case was profiled, and the profiler inflates the driver's CPU.\n")
     print(
         f"On this machine ({os.cpu_count()} cores) the driver, the workers, Ray's own processes and the stand-in share "
         "the cores: 'cores' above is how many of them the case kept busy, and past that, more workers cannot play faster."
     )
     if options.profile:
-        profiled(options.profile)
+        profiled(options.profile, options.attempts)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 
-def profiled(path: Path) -> None:
+def profiled(path: Path, attempts: int) -> None:
     """Where the profiled driver's Python thread went: its top functions, and the time under Ray's
     calls, under decoding the outcomes and under recording them."""
     import pstats
@@ -597,13 +620,16 @@ def profiled(path: Path) -> None:
             else "other"
         )
         by_part[part] = by_part.get(part, 0.0) + entry[2]
-    print(f"\ncProfile of the first spread driver (its Python thread only): {total:.2f} s of own time by where the code is:")
+    print(f"\ncProfile of the first spread driver (its Python thread's CPU time): {total:.2f} s of own time by where the code is:")
     print("  " + ", ".join(f"{part} {seconds:.2f}" for part, seconds in sorted(by_part.items(), key=lambda item: -item[1])))
-    wanted = ("_feeding", "record", "decode", "remote", "_remote", "played", "play", "write", "flush", "fdatasync")
-    print("  cumulative of some functions (s):")
+    wanted = ("_feeding", "record", "remote", "_actor_method_call", "flushing", "flushed", "fdatasync", "write", "decode")
+    print(f"  cumulative CPU of some functions, and per attempt ({attempts:,}):")
     for (file, line, name), entry in sorted(entries.items(), key=lambda item: -item[1][3]):
-        if name in wanted or name.startswith("<method 'decode'") or "fdatasync" in name or "decode" in name:
-            print(f"    {entry[3]:7.2f} cum {entry[2]:7.2f} own {entry[1]:8d} calls  {Path(file).name}:{line} {name}")
+        if any(word in name for word in wanted) and entry[3] >= 0.01:
+            print(
+                f"    {entry[3]:7.2f} s cum {entry[3] / attempts * 1e6:7.1f} us/attempt {entry[1]:8d} calls  "
+                f"{Path(file).name}:{line} {name}"
+            )
     print("  top by own time:")
     for (file, line, name), entry in sorted(entries.items(), key=lambda item: -item[1][2])[:25]:
         print(f"    {entry[2]:7.2f} own {entry[3]:7.2f} cum {entry[1]:8d} calls  {Path(file).name}:{line} {name}")
