@@ -344,27 +344,6 @@ def test_two_workers_on_a_ray_of_the_runs_own_write_what_one_process_writes(
     assert len(driver) == 1 and not driver & workers, (driver, workers)
 
 
-def test_a_run_on_the_cluster_plays_on_both_nodes_within_two_agent_places(place: Place, ray_cluster: RayCluster) -> None:
-    """``--ray ADDRESS --workers 4`` with ``agent_places = 2``: two workers (the places split no
-    further, and the command says so), one on each node; never more than 2 conversations open at
-    once across them; the driver alone writes."""
-    place.written(attempts=2, settings="agent_places = 2\n")
-
-    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "4")
-
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "played by 2 workers (of 4 asked: no more than the limits can be split among) on the Ray cluster" in ran.stdout
-    assert "(2 nodes)" in ran.stdout
-    each_once(place.run(), 2)
-    senders = place.senders()
-    assert len(senders) == 2, senders
-    assert len(nodes({parent for _, parent in senders})) == 2, senders
-    assert 1 <= place.roles.peak <= 2, place.roles.peak
-    assert place.roles.open == set()
-    workers = {pid for pid, _ in senders}
-    assert len(place.writers()) == 1 and not place.writers() & workers
-
-
 # --- kills --------------------------------------------------------------------------------------
 
 
@@ -459,30 +438,41 @@ def test_a_project_the_workers_cannot_load_fails_the_run_saying_so_once(place: P
 # --- the run's limits, whole ----------------------------------------------------------------------
 
 
-def test_per_minute_caps_hold_for_the_whole_run_across_workers(place: Place, ray_cluster: RayCluster) -> None:
-    """``agent_per_minute`` and ``judge_per_minute`` of 240 with 2 workers: each keeps half, so
-    that together the stand-in never sees more than the cap's pace between any two of the
-    agent's (or the judge's) requests, give or take one request a worker (as one process may be
-    a little ahead of its pace, making up a late send). Either worker keeping the whole cap would
-    send its 6 requests in 1.25 s, the 12 in that time where 9 are allowed; without a cap all
-    would come at once."""
-    place.written(attempts=2, settings="agent_per_minute = 240\njudge_per_minute = 240\n")
+def test_a_run_on_the_cluster_plays_on_both_nodes_within_the_runs_limits(place: Place, ray_cluster: RayCluster) -> None:
+    """``--ray ADDRESS --workers 4`` with ``agent_places = 2`` and caps of 240 a minute on the
+    agent and the judge: two workers (the places split no further, and the command says so), one
+    on each node; the driver alone writes. Never more than 2 conversations open at once across
+    them. Each worker keeps half of each cap, so that together the stand-in never sees more than
+    the cap's pace between any two of the agent's (or the judge's) requests, give or take one
+    request a worker (as one process may be a little ahead of its pace, making up a late send).
+    Either worker keeping the whole cap would send its 6 requests in 1.25 s, the 12 in that time
+    where 9 are allowed; without a cap all would come at once."""
+    place.written(attempts=2, settings="agent_places = 2\nagent_per_minute = 240\njudge_per_minute = 240\n")
 
-    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "2")
+    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "4")
 
     assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "played by 2 workers (of 4 asked: no more than the limits can be split among) on the Ray cluster" in ran.stdout
+    assert "(2 nodes)" in ran.stdout
     each_once(place.run(), 2)
+    senders = place.senders()
+    assert len(senders) == 2, senders
+    assert len(nodes({parent for _, parent in senders})) == 2, senders
+    assert 1 <= place.roles.peak <= 2, place.roles.peak
+    assert place.roles.open == set()
+    workers = {pid for pid, _ in senders}
+    assert len(place.writers()) == 1 and not place.writers() & workers
     for kind in ("agent", "chat"):
         arrived = sorted(
             request.time for request in place.server.received
             if request.kind == kind and request.json.get("message") not in ("<open>", "<close>")
         )
         assert len(arrived) == 12, (kind, len(arrived))  # 2 turns, 2 claims judged, of 6 attempts
-        senders = len(place.senders(kind))
-        assert senders == 2, (kind, senders)
+        sending = len(place.senders(kind))
+        assert sending == 2, (kind, sending)
         for first in range(len(arrived)):
             for last in range(first + 1, len(arrived)):
-                allowed = 240 * (arrived[last] - arrived[first]) / 60 + 2 * senders
+                allowed = 240 * (arrived[last] - arrived[first]) / 60 + 2 * sending
                 assert last - first + 1 <= allowed, (kind, first, last, arrived[last] - arrived[first])
 
 
