@@ -245,10 +245,12 @@ class Bench(msgspec.Struct, frozen=True):
         user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
         judge = RunJudge(self.models.judge, self.judging).within(places["judge"])
         review = UserReview(self.user_checks, RunJudge(self.models.judge).model(places["judge"]))
-        # A scenario's simulated user is the same for all its attempts: its prompt is filled once.
+        # A scenario's simulated user is the same for all its attempts: its prompt is filled once,
+        # however many times the scenario comes (a run passes one per attempt).
+        unique = {scenario.id: scenario for scenario in scenarios}
         users = {
-            scenario.id: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
-            for scenario in scenarios
+            key: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
+            for key, scenario in unique.items()
         }
         return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns)
 
