@@ -54,3 +54,4 @@ class Variables(Env):
     evidence: str | None = None
     user_checks: str | None = None
     user_faults: str | None = None
+    live_seconds: str | None = None

@@ -22,6 +22,7 @@ from convy.bench import Limits, RunSpec
 from convy.budget import Budget
 from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
+from convy.live import LiveReport
 from convy.panel import Judging
 from convy.problems import ConfigurationError, FieldProblem
 
@@ -48,6 +49,9 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     evidence: Literal["flag", "require"] = "flag"
     user_checks: tuple[ModelCheck, ...] = ()
     user_faults: Consequence = "not_judged"
+    live_seconds: float = 5.0
+
+    MOST_LIVE: ClassVar[float] = 3600.0
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
@@ -74,6 +78,12 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
             raise ValueError("user_prompt: not a file name")
         UserChecks(self.user_checks, self.user_faults)  # a check given twice, said by field
+        if not math.isfinite(self.live_seconds) or not 0.0 <= self.live_seconds <= self.MOST_LIVE:
+            raise ValueError(f"live_seconds: must be 0 (no live report) or up to {self.MOST_LIVE:g}")
+
+    def live(self, project: Path, run: str) -> LiveReport | None:
+        """The report of ``run`` written again every ``live_seconds`` while it plays; ``None`` when 0."""
+        return LiveReport(project, run, self.live_seconds) if self.live_seconds else None
 
     def budget(self) -> Budget | None:
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
