@@ -327,6 +327,7 @@ const Convy = (() => {
       const now = node === window ? window.scrollY : node.scrollTop;
       if (Math.abs(now - top) > 1 && tries > 0) setTimeout(() => scrolled(node === window ? window : scroller(), top, left, tries - 1), 50);
     };
+    if (saved && "scrollRestoration" in history) history.scrollRestoration = "manual";  /* ours, not the browser's, after a reload */
     return {
       words,
       stale,
