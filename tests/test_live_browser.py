@@ -5,14 +5,12 @@ and stops once the run has ended. Every wait is for what the page shows, never f
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from test_browser import ARGS, CHROMIUM, PATIENCE_MS, POLL_MS, Visit, sync_api  # noqa: F401 (skips without Chromium)
 from test_live import GatedRun, Page, gated, until  # noqa: F401 (the fixture)
 
-PATIENCE_MS = int(__import__("os").environ.get("LIVE_PATIENCE_MS", PATIENCE_MS))
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -43,7 +41,7 @@ def reloaded(page: Any, text: str) -> None:
 
 
 def test_the_report_reloads_while_the_run_plays_keeping_the_view_and_stops_when_it_ends(
-    browser: Any, gated: Callable[..., GatedRun]
+    browser: Any, gated: Callable[..., GatedRun],  # noqa: F811
 ) -> None:
     """Opened with a filter, a scenario's window open and the page scrolled, the report reloads
     itself as attempts are kept, and comes back with the same filter, window and scroll; once the
@@ -98,7 +96,7 @@ def test_the_report_reloads_while_the_run_plays_keeping_the_view_and_stops_when_
         visit.close()
 
 
-def test_the_index_lists_a_run_under_way_and_reloads_until_it_ends(browser: Any, gated: Callable[..., GatedRun]) -> None:
+def test_the_index_lists_a_run_under_way_and_reloads_until_it_ends(browser: Any, gated: Callable[..., GatedRun]) -> None:  # noqa: F811
     """The index shows a running run with its attempts of those planned, reloads as they grow,
     and stops reloading once the run is finished."""
     run = gated(0.2)
