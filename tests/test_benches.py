@@ -66,6 +66,12 @@ def test_the_statistics_benchmark_runs_small() -> None:
     assert "statsmodels CMH p =" in out and "Comparison.view()" in out, out
 
 
+def test_the_sequential_benchmark_runs_small() -> None:
+    """bench/sequential.py simulates 8 runs a row, every row of its table printed."""
+    out = ran("bench/sequential.py", "--runs", "8", "--workers", "1")
+    assert out.count("|") >= 25 * 4 and "fixed@most" in out, out
+
+
 def test_the_faults_benchmark_runs_small() -> None:
     """bench/faults.py plays each fault against the stand-in and says what convy recorded; no key is found in an outcome."""
     out = ran("bench/faults.py")

@@ -197,7 +197,7 @@ def test_a_negative_budget_is_a_configuration_error(tmp_path: Path) -> None:
     project = made(tmp_path)
     done = convy(project, "run", "--max-cost", "-1")
     assert done.returncode == 2
-    assert "max_cost" in done.stderr
+    assert "--max-cost:" in done.stderr  # the option, as it was given
 
 
 class Hand:

@@ -33,7 +33,7 @@ PYPROJECT: list[tuple[str, bytes, str]] = [
     ("infinite seconds", b"[tool.convy]\nturn_seconds = inf\n", "pyproject.toml: [tool.convy] turn_seconds: must be a finite number"),
     ("patience not a number", b"[tool.convy]\nagent_patience = nan\n", "pyproject.toml: [tool.convy] agent_patience: must be a finite number"),
     ("trust not a number", b"[tool.convy]\ntrust = nan\n", "pyproject.toml: [tool.convy] trust: must be between 0 and 1"),
-    ("a date for a count", b"[tool.convy]\nattempts = 1979-05-27\n", "pyproject.toml: [tool.convy] attempts: expected a whole number, got date"),
+    ("a date for a count", b"[tool.convy]\nattempts = 1979-05-27\n", "pyproject.toml: [tool.convy] attempts: expected a whole number or text, got date"),
     ("tool not a table", b"tool = 3\n", "pyproject.toml: tool: expected a mapping, got a whole number"),
     ("tool.convy not a table", b"[tool]\nconvy = 3\n", "pyproject.toml: tool.convy: expected a mapping, got a whole number"),
     ("nesting 5,000 deep", b"[tool.convy]\nattempts = " + b"[" * 5000 + b"]" * 5000 + b"\n", "pyproject.toml: nested too deeply to read"),
@@ -202,7 +202,7 @@ def test_settings_are_the_limits_and_a_few_more_each_with_its_variable() -> None
     from convy.env import Variables
     from convy.settings import Settings
 
-    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "trust", "max_not_judged", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence", "user_checks", "user_faults")
+    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "min_attempts", "max_attempts", "target_width", "trust", "max_not_judged", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence", "user_checks", "user_faults", "workers", "ray", "live_seconds")
     assert Settings().limits() == Limits()
     assert set(Variables.model_fields) == set(Settings.__struct_fields__) - {"user_prompt"}
     with pytest.raises(ValueError, match="^turn_seconds: must be more than 0$"):

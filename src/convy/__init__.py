@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from convy.adaptive import Adaptive, Narrow, Rounds
     from convy.agent import (
         Accountable,
         Agent,
@@ -146,6 +147,9 @@ _WHERE = {
     "Origin": "convy.bench",
     "Vote": "convy.dialog",
     "Budget": "convy.budget",
+    "Adaptive": "convy.adaptive",
+    "Narrow": "convy.adaptive",
+    "Rounds": "convy.adaptive",
     "Complete": "convy.bench",
     "Completion": "convy.chat",
     "Confidence": "convy.dialog",
@@ -255,6 +259,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Absent",
     "Accountable",
+    "Adaptive",
     "Agent",
     "AgentFailure",
     "Answer",
@@ -300,6 +305,7 @@ __all__ = [
     "ModelFailure",
     "ModelNames",
     "Models",
+    "Narrow",
     "NoConfidence",
     "NoGrade",
     "NoUsage",
@@ -327,6 +333,7 @@ __all__ = [
     "Reply",
     "Reported",
     "Requests",
+    "Rounds",
     "Rule",
     "Ruling",
     "RunDamaged",

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
+from convy.adaptive import Adaptive, Rounds
 from convy.agent import Agent, Answer, Message, TimeLimited
 from convy.budget import Budget, Counted, Outlay, Spending
 from convy.busy import Patience, Places, Seat, Who
@@ -115,6 +116,19 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be more than 0")
 
+    def shared(self, number: int, of: int) -> Limits:
+        """The share of these limits that worker ``number`` (from 0) of ``of`` keeps in a spread
+        run: every participant's places and per-minute cap split in whole parts that add up to
+        the run's (the first workers keeping one more of what does not split evenly); a cap of 0,
+        no cap, stays none. The run's hands are never more than the smallest of them."""
+        parts = {}
+        for name in (
+            "agent_places", "user_places", "judge_places", "agent_per_minute", "user_per_minute", "judge_per_minute",
+        ):
+            whole = getattr(self, name)
+            parts[name] = whole // of + (1 if number < whole % of else 0)
+        return msgspec.structs.replace(self, **parts)
+
     def places(self, who: Who, services: Services | None = None) -> Places:
         """New places for one participant of a run, made in the event loop that will use them;
         participants given the same ``services`` share what they learn of a service they share."""
@@ -176,15 +190,7 @@ class Bench(msgspec.Struct, frozen=True):
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
         only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
         planned = tuple(planned)
-        from convy.dialog import DefaultPrompts
-
-        prompt = self.prompt or Prompt(DefaultPrompts().user())
-        services = Services()
-        places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
-        agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
-        user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
-        judge = RunJudge(self.models.judge, self.judging).within(places["judge"])
-        review = UserReview(self.user_checks, RunJudge(self.models.judge).model(places["judge"]))
+        stage = self.stage(one.scenario for one in planned)
         plan = iter(planned)
         queue = plan
         spending: Spending | None = None
@@ -192,12 +198,6 @@ class Bench(msgspec.Struct, frozen=True):
             spending = self.budget.spending(earlier)
             queue = spending.taking(plan)
             journal = Counted(journal, spending)
-        # A scenario's simulated user is the same for all its attempts: its prompt is filled once.
-        scenarios = {one.scenario.id: one.scenario for one in planned}
-        users = {
-            key: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
-            for key, scenario in scenarios.items()
-        }
         kept: list[Planned] = []  # each attempt once it is recorded
 
         async def worker() -> None:
@@ -205,22 +205,12 @@ class Bench(msgspec.Struct, frozen=True):
             # its time with it, only once it has the place: there are more workers than agent
             # places (the others judge), and a wait for a place is not the attempt's doing.
             while True:
-                seat = await places["agent"].seat()
+                seat = await stage.seat()
                 one = next(queue, None)
                 if one is None:
                     seat.release()
                     return
-                try:
-                    outcome = await one.scenario.outcome(
-                        one.attempt,
-                        _Seated(agent, places["agent"], seat),
-                        users[one.scenario.id],
-                        judge,
-                        self.limits.max_turns,
-                        review,
-                    )
-                finally:
-                    seat.release()
+                outcome = await stage.seated(one, seat)
                 journal.record(outcome)
                 kept.append(one)
 
@@ -237,6 +227,65 @@ class Bench(msgspec.Struct, frozen=True):
                 f"{len(planned) - left - len(kept)} of {len(planned)} planned attempts ended without being recorded"
             )
         return spending
+
+    def budgeted(self, budget: Budget | None) -> Bench:
+        """This bench with another budget."""
+        return msgspec.structs.replace(self, budget=budget)
+
+    def stage(self, scenarios: Iterable[Scenario], services: Services | None = None) -> Stage:
+        """Everything the attempts of ``scenarios`` are played with, made in the event loop that
+        plays them: the participants' places (sharing ``services``), the agent within its time
+        limits, the simulated users, the judge."""
+        from convy.dialog import DefaultPrompts
+
+        prompt = self.prompt or Prompt(DefaultPrompts().user())
+        services = Services() if services is None else services
+        places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
+        agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
+        user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
+        judge = RunJudge(self.models.judge, self.judging).within(places["judge"])
+        review = UserReview(self.user_checks, RunJudge(self.models.judge).model(places["judge"]))
+        # A scenario's simulated user is the same for all its attempts: its prompt is filled once.
+        users = {
+            scenario.id: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
+            for scenario in scenarios
+        }
+        return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns)
+
+
+class Stage(msgspec.Struct, frozen=True):
+    """What a bench plays attempts with in one event loop: the agent, its places, each scenario's
+    simulated user, the judge and the review of the users' conduct. A ``Bench`` makes one for a
+    run; a worker of a spread run (``spread.py``) makes one for all the attempts it is handed."""
+
+    agent: Any
+    places: Places
+    users: dict[str, Any]
+    judge: Any
+    review: UserReview
+    max_turns: int
+
+    def seat(self) -> Coroutine[Any, Any, Seat]:
+        """Wait for one of the agent's places."""
+        return self.places.seat()
+
+    async def seated(self, one: Planned, seat: Seat) -> Outcome:
+        """Play one attempt in the agent's place ``seat``, given back when its conversation closes."""
+        try:
+            return await one.scenario.outcome(
+                one.attempt,
+                _Seated(self.agent, self.places, seat),
+                self.users[one.scenario.id],
+                self.judge,
+                self.max_turns,
+                self.review,
+            )
+        finally:
+            seat.release()
+
+    async def played(self, one: Planned) -> Outcome:
+        """Play one attempt once one of the agent's places is free."""
+        return await self.seated(one, await self.seat())
 
 
 class RunJudge(msgspec.Struct, frozen=True):
@@ -294,11 +343,16 @@ class RunJudge(msgspec.Struct, frozen=True):
 
 
 class Player(Protocol):
-    """What plays the attempts of a run that its folder lacks: a ``Bench``, or a
-    ``rejudge.Rejudging`` that decides recorded dialogues again."""
+    """What plays the attempts of a run that its folder lacks: a ``Bench``, a ``spread.Crew``, a
+    ``rejudge.Rejudging`` that decides recorded dialogues again, or ``adaptive.Rounds`` around one
+    of them, which plays only the attempts its rule wants."""
 
     @property
     def budget(self) -> Budget | None: ...
+
+    def budgeted(self, budget: Budget | None) -> Player:
+        """The same player with another budget (``adaptive.Rounds`` gives each round what is left)."""
+        ...
 
     async def run(
         self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()
@@ -494,6 +548,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
     user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
     user_checks: UserChecks = UserChecks()  # how its simulated user is checked (before it: by code, faults not judged)
+    adaptive: Adaptive | None = None  # the rule that spends its attempts, ``attempts`` then the most (None: all played)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = FolderName.LONGEST
@@ -508,9 +563,18 @@ class RunSpec(msgspec.Struct, frozen=True):
         # The run's folder is results/<agent>/<id>: each must be one plain name, never a path.
         FolderName("id", self.id).check()
         FolderName("agent", self.agent).check()
+        if self.adaptive is not None and self.adaptive.least > self.attempts:
+            raise ValueError("min_attempts: must be at most max_attempts")
 
     def planned(self) -> Plan:
         return Plan(self.scenarios, self.attempts)
+
+    def player(self, player: Player) -> Player:
+        """What plays this run: ``player``, or, for a run whose attempts are spent adaptively,
+        ``adaptive.Rounds`` around it."""
+        if self.adaptive is None:
+            return player
+        return Rounds(player, self.adaptive, tuple(scenario.id for scenario in self.scenarios), self.attempts, self.trust)
 
 
 class RunId(msgspec.Struct, frozen=True):
@@ -834,7 +898,9 @@ class RunJournal(msgspec.Struct, frozen=True):
                 self._marked(RunFile(spec, Interrupted(started, self._now())))
                 match error:
                     case BaseExceptionGroup():
-                        said, _ = error.split((Unwritable, Unplayed))  # each its own line, not a group's trace
+                        # each its own line, not a group's trace: a full disk, attempts lost, a
+                        # worker of a spread run that could not load the project
+                        said, _ = error.split((Unwritable, Unplayed, ConfigurationError))
                         if said is not None:
                             raise _first(said) from None
                 raise

@@ -441,9 +441,11 @@ class Places:
         this is asked before every request.)"""
         if held and (self._taken >= self.size or self._place_queue):
             return False
+        service = self._service
+        if service.paused_until > now:  # another process of a spread run was told to pause
+            return False
         if not paced:
             return self._paused_until <= now
-        service = self._service
         if (
             self.per_minute
             or self.refused
@@ -481,16 +483,17 @@ class Places:
         loop = asyncio.get_running_loop()
         start = loop.time()
         left = self.patience.seconds - (start - refused_at if refused_at >= 0 else 0.0)
-        if self._paused_until - start > left:
+        paused = max(self._paused_until, self._service.paused_until)
+        if paused - start > left:
             self.given_up += 1
             raise Busy(
-                f"the service asked to wait {self._paused_until - start:.1f} s more, past the patience of "
+                f"the service asked to wait {paused - start:.1f} s more, past the patience of "
                 f"{self.patience.seconds:g} s"
             )
-        why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or self._paused_until > start else "pace"
+        why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or paused > start else "pace"
         if not paced:
-            while loop.time() < self._paused_until:
-                await asyncio.sleep(self._paused_until - loop.time())
+            while loop.time() < (paused := max(self._paused_until, self._service.paused_until)):
+                await asyncio.sleep(paused - loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
         if (
@@ -545,7 +548,7 @@ class Places:
         """One request let go now, for ``moment`` (now unless it is let go ahead of it)."""
         metered = not self._unmetered()
         due = now if moment is None else moment
-        send = _Send(self._service, self._service.took(due, self._service.share), due, metered, self._rate, due - now)
+        send = _Send(self._service, self._service.took(due, self._service.aim()), due, metered, self._rate, due - now)
         self.sends += 1
         self._flying += 1
         self._took(due)
@@ -590,7 +593,7 @@ class Places:
         gap = self._spacing()
         rate = self._service.meters["requests"].rate
         if rate > 0:
-            gap = max(gap, 1 / (rate * self._service.share))
+            gap = max(gap, 1 / (rate * self._service.aim()))
         return min(_AHEAD, gap / 4)
 
     def _wrote(self, send: _Send, moment: float) -> None:
@@ -627,10 +630,10 @@ class Places:
         return gap
 
     def _moment(self, now: float) -> float:
-        moment = max(self._paused_until, self._next)
+        moment = max(self._paused_until, self._next, self._service.paused_until)
         for meter in self._service.meters.values():
             if meter.rate > 0:  # a meter without a rate is always ready
-                moment = max(moment, meter.ready(now, self._service.share))
+                moment = max(moment, meter.ready(now, self._service.aim()))
         return moment
 
     def _took(self, now: float) -> None:
@@ -734,7 +737,7 @@ class Places:
             # until the next unit; a limit with no rate known would say "now", and be asked again
             # at once, refused again.
             ready = max(
-                meter.ready(now, self._service.share) if meter.rate > 0 else now + self._reset(heard, name)
+                meter.ready(now, self._service.aim()) if meter.rate > 0 else now + self._reset(heard, name)
                 for name, meter in self._service.meters.items()
             )
             pause = min(pause, max(ready - now, 0.0)) if pause else pause
@@ -770,6 +773,8 @@ class Places:
             self._rate = max(self._rate, 0.01)
         self._paused_until = max(self._paused_until, now + pause)
         self._resumed = self._paused_until
+        if told.service:  # the other processes of a spread run pause too
+            self._services.refused(told.service, pause)
         self._landed(send)
 
     def _unused(self, send: _Send, heard: Heard, now: float) -> None:
@@ -816,7 +821,7 @@ class Places:
         rate = self._service.meters["requests"].rate
         match heard.requests:
             case Quota(reset=reset, limit=limit) if limit >= 1 and rate > 0:
-                gap = 1 / (rate * self._service.share)
+                gap = 1 / (rate * self._service.aim())
                 early = reset - (limit - 1) / rate
                 if 0 < early < gap / 2:
                     return min(_SHARE_CUT, max(_SHARE_DEEPEST, gap / (gap + early)))
@@ -837,7 +842,7 @@ class Places:
         for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
             match quota:
                 case Quota():
-                    if self._service.meters[name].heard(quota, number, sent, later, self._service.share, name == "tokens", admitted):
+                    if self._service.meters[name].heard(quota, number, sent, later, self._service.aim(), name == "tokens", admitted):
                         # The refusals just before were the limit coming down, not jitter.
                         self._service.share = max(self._service.share, _SHARE)
                 case NoQuota():

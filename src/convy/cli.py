@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO, TypeVar
 
 import msgspec
 
@@ -67,6 +67,7 @@ from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
+from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
 from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
@@ -257,9 +258,8 @@ class Recorded(msgspec.Struct, frozen=True):
         if journal.in_use():
             raise RunInUse(f"run {self.spec.id} is in use by another convy process")
         planned = len(self.spec.scenarios) * self.spec.attempts
-        self.shown.line(
-            f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {self.spec.attempts} attempts → {self._where(journal.folder)}"
-        )
+        each = f"{self.spec.attempts} attempts" if self.spec.adaptive is None else self.spec.adaptive.said(self.spec.attempts)
+        self.shown.line(f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {each} → {self._where(journal.folder)}")
         stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             printed = Printed(self.shown, progress, task, self.spec.trust)
@@ -274,6 +274,7 @@ class Recorded(msgspec.Struct, frozen=True):
                 return self._stopped(journal, "terminated", 143)
             case Unwritable(path=path, reason=reason):
                 kept = journal.kept(self.spec)
+                planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: {self._where(path)}: cannot be written: {reason}; run {self.spec.id} stopped and keeps "
                     f"{len(kept.outcomes)} of {planned} attempts; once there is room: convy resume {self.spec.id}"
@@ -281,12 +282,14 @@ class Recorded(msgspec.Struct, frozen=True):
                 return 1
             case DialoguesLost():
                 kept = journal.kept(self.spec)
+                planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: {stopped}; run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts"
                 )
                 return 2
             case Unplayed():
                 kept = journal.kept(self.spec)
+                planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: agents/{self.spec.agent}.py or models.py: {stopped}: a task of the run was {CANCELLED}; "
                     f"run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts; once that is "
@@ -350,7 +353,7 @@ class Recorded(msgspec.Struct, frozen=True):
 
     def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
         kept = journal.kept(self.spec)
-        planned = len(self.spec.scenarios) * self.spec.attempts
+        planned = self._planned(kept.outcomes)
         self.errors.line(f"{how}: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
         self.errors.line(f"resume with: convy resume {self.spec.id}")
         # The run is kept and the way on was said: a second Ctrl+C ends convy at once. Raised as
@@ -364,6 +367,13 @@ class Recorded(msgspec.Struct, frozen=True):
         except (Unwritable, ConfigurationError) as error:
             self.errors.line(f"report not written: {error}")
         return code
+
+    def _planned(self, outcomes: tuple[Outcome, ...]) -> int:
+        """The attempts the run plans, as far as those kept say (``Summary.planned``)."""
+        spec = self.spec
+        if spec.adaptive is None:
+            return len(spec.scenarios) * spec.attempts
+        return spec.adaptive.course(tuple(one.id for one in spec.scenarios), outcomes, spec.attempts, spec.trust).planned()
 
     def _where(self, path: Path) -> Path:
         return path.relative_to(self.project.folder) if path.is_relative_to(self.project.folder) else path
@@ -388,6 +398,10 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
+        grouped = summary.by_scenario()
+        for scenario, why in summary.stopped().items():
+            got = len(grouped.get(scenario, ()))
+            self.shown.line(f"  {Inert(scenario).line()}: {got} attempt{'s' if got != 1 else ''}, {why}")
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
@@ -558,11 +572,68 @@ class Budgeted(msgspec.Struct, frozen=True):
         try:
             return msgspec.structs.replace(settings, **changes)
         except ValueError as error:
-            raise ConfigurationError(f"--{error}") from None
+            field, _, problem = str(error).partition(":")
+            raise ConfigurationError(f"--{field.replace('_', '-')}:{problem}") from None
 
     def given(self) -> dict[str, str]:
         """The options given, by the setting each is over."""
         return {name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None}
+
+
+class AutoAttempts(msgspec.Struct, frozen=True):
+    """``--min-attempts``, ``--max-attempts`` and ``--target-width`` of ``convy run``: how a run of
+    ``--attempts auto`` spends its attempts, each over its setting when given."""
+
+    min_attempts: int | None = None
+    max_attempts: int | None = None
+    target_width: float | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__struct_fields__ if getattr(self, name) is not None}
+
+
+class Spreading(msgspec.Struct, frozen=True):
+    """``--workers N`` and ``--ray [ADDRESS]`` of ``run`` and ``resume``, each over its setting
+    (``workers``, ``ray``): where the run is played (``spread.py``)."""
+
+    workers: int | None = None
+    address: str | None = None
+
+    def over(self, settings: Settings) -> Spread:
+        spread = settings.spread()
+        try:
+            spread = Spread(
+                spread.workers if self.workers is None else self.workers,
+                spread.address if self.address is None else self.address,
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"--workers/--ray: {error}") from None
+        if spread.spread():
+            spread.ray()  # Ray missing: said before anything is played
+        return spread
+
+    def player(self, bench: Bench, spread: Spread, project: Project, agent: str, shown: Shown) -> Player:
+        """The bench itself, or a crew of workers on Ray that plays what it would."""
+        if not spread.spread():
+            return bench
+        crew = Crew(bench, project.folder, agent, spread).connected()
+        Spreaders(shown, spread).told(*crew.hands())
+        return crew
+
+
+class Spreaders(msgspec.Struct, frozen=True):
+    """Says how many workers play a spread run, and where."""
+
+    shown: Any
+    spread: Spread
+
+    def told(self, hands: int, nodes: int) -> None:
+        where = "a Ray started for this run" if self.spread.where() == LOCAL else f"the Ray cluster at {self.spread.where()}"
+        asked = self.spread.workers
+        capped = f" (of {asked} asked: no more than the limits can be split among)" if asked and hands < asked else ""
+        self.shown.line(
+            f"  played by {hands} worker{'s' if hands != 1 else ''}{capped} on {Inert(where).line()} ({nodes} node{'s' if nodes != 1 else ''})"
+        )
 
 
 class RunCommand(msgspec.Struct, frozen=True):
@@ -570,7 +641,7 @@ class RunCommand(msgspec.Struct, frozen=True):
 
     project: Project
     agents: tuple[str, ...]
-    attempts: int | None
+    attempts: int | Literal["auto"] | None
     patterns: tuple[str, ...]
     tags: tuple[str, ...]
     trust: float | None
@@ -580,9 +651,12 @@ class RunCommand(msgspec.Struct, frozen=True):
     budget: Budgeted = Budgeted()
     judge_repeats: int | None = None
     most_variants: int | None = None  # --max-variants: a scenario's variants, over Scenario.MOST_VARIANTS
+    spread: Spreading = Spreading()
+    adaptive: AutoAttempts = AutoAttempts()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
+        spread = self.spread.over(settings)
         # every scenario file must be sound before anything is played
         scenarios = self.project.scenarios(self.most_variants)
         codes: list[int] = []
@@ -602,7 +676,14 @@ class RunCommand(msgspec.Struct, frozen=True):
                 agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
             )
             recorded = Recorded(
-                self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=settings.max_not_judged,
+                self.project,
+                spec,
+                spec.player(self.spread.player(bench, spread, self.project, name, shown)),
+                shown,
+                errors,
+                self.fail_under,
+                secrets,
+                max_not_judged=settings.max_not_judged,
                 live=settings.live(self.project.folder, spec.id),
             )
             codes.append(recorded.played())
@@ -637,6 +718,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             changes["trust"] = self.trust
         if self.max_not_judged is not None:
             changes["max_not_judged"] = self.max_not_judged
+        changes |= self.adaptive.given()
         return self.budget.over(settings, changes)
 
     def passed_over(self, name: str, agent: Any, secrets: Secrets) -> str:
@@ -723,10 +805,12 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     fail_under: float | None
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
+    spread: Spreading = Spreading()
 
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
         settings = self.budget.over(self.project.settings())
+        spread = self.spread.over(settings)
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
@@ -752,8 +836,9 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             )
         bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
+        player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         return Recorded(
-            self.project, spec, bench, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
+            self.project, spec, player, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
         ).played()
 
@@ -1304,6 +1389,22 @@ class Fraction(msgspec.Struct, frozen=True):
         return number
 
 
+class Count(msgspec.Struct, frozen=True):
+    """Attempts per scenario given on the command line: a whole number, or ``auto`` (spent
+    adaptively, ``adaptive.py``)."""
+
+    text: str
+
+    def value(self) -> int | Literal["auto"]:
+        text = self.text.strip()
+        if text == "auto":
+            return "auto"
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{self.text!r} is neither a whole number nor auto") from None
+
+
 class Help(argparse.HelpFormatter):
     """The layout of ``--help``, as wide as the terminal. argparse finds the width with shutil
     unless it is given one, and makes a formatter for every argument added: importing shutil (and
@@ -1346,7 +1447,21 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         run = commands.add_parser("run", help="play the scenarios against agents")
         run.add_argument("agents", nargs="*", help="agents to run (default: every file in agents/)")
-        run.add_argument("-k", "--attempts", type=int, help="attempts per scenario")
+        run.add_argument(
+            "-k",
+            "--attempts",
+            type=lambda text: Count(text).value(),
+            metavar="N|auto",
+            help="attempts per scenario, or auto: --min-attempts each, then more where the pass rate is still uncertain",
+        )
+        run.add_argument("--min-attempts", type=int, metavar="N", help="with --attempts auto: each scenario's first round (default: min_attempts, else 5)")
+        run.add_argument("--max-attempts", type=int, metavar="N", help="with --attempts auto: the most a scenario gets (default: max_attempts, else 60)")
+        run.add_argument(
+            "--target-width",
+            type=float,
+            metavar="W",
+            help="with --attempts auto: a scenario stops once its 95%% interval is at most W wide (default: target_width, else 0.2)",
+        )
         run.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to play")
         run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
@@ -1362,6 +1477,7 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         self._variants(run)
         self._budget(run)
+        self._spread(run)
         run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
         run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
         only = run.add_mutually_exclusive_group()
@@ -1402,6 +1518,7 @@ class Arguments(msgspec.Struct, frozen=True):
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
         self._budget(resume)
+        self._spread(resume)
         rejudge = commands.add_parser("rejudge", help="decide a run's recorded dialogues again: no request to the agent or user")
         rejudge.add_argument("run", help="the run's id, or a unique part of it")
         rejudge.add_argument("--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service")
@@ -1427,6 +1544,18 @@ class Arguments(msgspec.Struct, frozen=True):
             type=int,
             metavar="N",
             help=f"play a scenario's matrix of up to N variants (default: {Scenario.MOST_VARIANTS})",
+        )
+
+    def _spread(self, command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--workers", type=int, metavar="N", help="play the run in N worker processes, on Ray (default: workers, else this process alone)"
+        )
+        command.add_argument(
+            "--ray",
+            nargs="?",
+            const=LOCAL,
+            metavar="ADDRESS",
+            help="play the run on a Ray cluster: auto, ray://HOST:PORT, HOST:PORT, or none to start one here (default: ray)",
         )
 
     def _budget(self, command: argparse.ArgumentParser) -> None:
@@ -1493,6 +1622,8 @@ def main(argv: list[str] | None = None) -> int:
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         parsed.judge_repeats,
                         parsed.max_variants,
+                        Spreading(parsed.workers, parsed.ray),
+                        AutoAttempts(parsed.min_attempts, parsed.max_attempts, parsed.target_width),
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
@@ -1525,6 +1656,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.fail_under,
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
+                        Spreading(parsed.workers, parsed.ray),
                     ).run(shown, errors)
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():

@@ -31,6 +31,9 @@ class Variables(Env):
     )
 
     attempts: str | None = None
+    min_attempts: str | None = None
+    max_attempts: str | None = None
+    target_width: str | None = None
     trust: str | None = None
     max_not_judged: str | None = None
     max_cost: str | None = None
@@ -54,4 +57,6 @@ class Variables(Env):
     evidence: str | None = None
     user_checks: str | None = None
     user_faults: str | None = None
+    workers: str | None = None
+    ray: str | None = None
     live_seconds: str | None = None

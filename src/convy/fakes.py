@@ -11,6 +11,7 @@ in public fields, so a test can ask.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -151,6 +152,26 @@ class FakeJudge:
                         )
                     )
         return Ruling(tuple(decided))
+
+
+class Rated:
+    """What a ``FakeJudge`` decides, given as its ``held`` (``FakeJudge(Rated({"claim": 0.5}))``):
+    a claim whose text is a key of ``rates`` holds at that rate, spread evenly over the times it
+    is asked — of its first n rulings, ⌊n · rate⌋ held — so a scenario judged on it has a known
+    pass rate, which any n of its first attempts show; any other claim holds. ``asked`` counts
+    each claim's rulings."""
+
+    def __init__(self, rates: dict[str, float]) -> None:
+        self.rates = dict(rates)
+        self.asked: dict[str, int] = {}
+
+    def __call__(self, claim: str, transcript: Transcript) -> bool:
+        rate = self.rates.get(claim)
+        if rate is None:
+            return True
+        asked = self.asked.get(claim, 0) + 1
+        self.asked[claim] = asked
+        return math.floor(asked * rate + 1e-9) > math.floor((asked - 1) * rate + 1e-9)
 
 
 class FickleModel:
@@ -327,5 +348,5 @@ class MemoryJournal:
         self.outcomes.append(outcome)
 
 
-__all__ = ["BadUser", "Echo", "FakeAgent", "FakeJudge", "FakeModel", "FickleModel", "MemoryJournal", "RuledModel"]
+__all__ = ["BadUser", "Echo", "FakeAgent", "FakeJudge", "FakeModel", "FickleModel", "MemoryJournal", "Rated", "RuledModel"]
 

@@ -320,7 +320,7 @@ class Suite(msgspec.Struct, frozen=True):
             ("convy.user_model", spec.models.user),
             ("convy.judge_model", spec.models.judge),
             ("convy.trust", f"{spec.trust:g}"),
-            ("convy.attempts.planned", str(len(spec.scenarios) * spec.attempts)),
+            ("convy.attempts.planned", str(summary.planned())),
             ("convy.attempts.kept", str(len(attempts))),
             ("convy.passed", str(sum(tally.passed for tally in judged))),
             ("convy.judged", str(sum(tally.judged for tally in judged))),

@@ -164,7 +164,7 @@ class Project(msgspec.Struct, frozen=True):
                 id=RunId(datetime.now(UTC)).text(),
                 agent=agent,
                 scenarios=tuple(playable),
-                attempts=settings.attempts,
+                attempts=settings.most_attempts(),
                 limits=settings.limits(),
                 trust=settings.trust,
                 models=self.names(models, played),
@@ -174,6 +174,7 @@ class Project(msgspec.Struct, frozen=True):
                 judging=settings.judging(),
                 user_checks=settings.user_checking(),
                 user=self.user(models.user, prompt, tuple(playable)),
+                adaptive=settings.adaptive(),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)
@@ -212,10 +213,10 @@ class Project(msgspec.Struct, frozen=True):
             if scenario.variant is not None:
                 variants[scenario.variant.of] = variants.get(scenario.variant.of, 0) + 1
         problems = [
-            f"scenario {base}: matrix: {count:,} variants × {settings.attempts:,} attempts = "
-            f"{count * settings.attempts:,} attempts, more than {RunSpec.MOST_ATTEMPTS:,}"
+            f"scenario {base}: matrix: {count:,} variants × {settings.most_attempts():,} attempts = "
+            f"{count * settings.most_attempts():,} attempts, more than {RunSpec.MOST_ATTEMPTS:,}"
             for base, count in variants.items()
-            if count * settings.attempts > RunSpec.MOST_ATTEMPTS
+            if count * settings.most_attempts() > RunSpec.MOST_ATTEMPTS
         ]
         if problems:
             raise ConfigurationError("\n".join(problems))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
+from collections.abc import Callable
 from contextvars import ContextVar
 
 import msgspec
@@ -210,6 +211,16 @@ class Service:
         self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
+        # This process's part of the service's rates: 1 alone, 1/N for each of the N workers of a
+        # spread run, so that together they aim at what one process would.
+        self.part = 1.0
+        # A pause another process of a spread run was told to make (the event loop's time): no
+        # request of this one goes before it ends either.
+        self.paused_until = 0.0
+
+    def aim(self) -> float:
+        """The share of the rates the service told that this process aims at."""
+        return self.share * self.part
 
     def took(self, now: float, share: float) -> int:
         """Note a send at ``now``; its number."""
@@ -236,11 +247,39 @@ class Service:
 
 
 class Services:
-    """The services a run's participants send to, each found by what ``Told.service`` says."""
+    """The services a run's participants send to, each found by what ``Told.service`` says.
 
-    def __init__(self) -> None:
+    In a process of a spread run, ``part`` is its part of every service's rates, and ``heard`` is
+    told of each pause a service asked for (its name and the seconds), to pass on to the other
+    processes, whose pauses come in through ``held``. A run in one process has neither."""
+
+    def __init__(self, part: float = 1.0, heard: Callable[[str, float], None] | None = None) -> None:
         self._known: dict[str, Service] = {}
+        self._held: dict[str, float] = {}  # pauses of services no participant here has named yet
+        self.part = part
+        self.heard = heard
 
     def of(self, service: str, mine: Service) -> Service:
         """The service known by that name, which is ``mine`` if no participant knew it yet."""
-        return self._known.setdefault(service, mine)
+        known = self._known.get(service)
+        if known is not None:
+            return known
+        mine.part = self.part
+        mine.paused_until = max(mine.paused_until, self._held.pop(service, 0.0))
+        self._known[service] = mine
+        return mine
+
+    def refused(self, service: str, pause: float) -> None:
+        """A service refused a request here and asked for ``pause`` seconds: the other processes
+        of a spread run are told."""
+        if self.heard is not None and service and pause > 0:
+            self.heard(service, pause)
+
+    def held(self, service: str, until: float) -> None:
+        """Another process was asked to pause sending to ``service`` until ``until`` (this event
+        loop's time): so is every participant here."""
+        known = self._known.get(service)
+        if known is None:
+            self._held[service] = max(self._held.get(service, 0.0), until)
+        else:
+            known.paused_until = max(known.paused_until, until)

@@ -111,6 +111,9 @@ class Rejudge(msgspec.Struct, frozen=True):
                     f"cannot re-judge {spec.id}: it is not finished (some of its attempts were never played); "
                     f"convy resume {spec.id} first"
                 )
+        if spec.adaptive is not None:
+            # TODO: a re-judged run of an adaptive one would plan the attempts its source kept, not its most.
+            raise ConfigurationError(f"cannot re-judge {spec.id}: it spent its attempts adaptively, which re-judging does not follow yet")
         if spec.origin is None:
             return spec, self.source
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
@@ -226,6 +229,9 @@ class Rejudging(msgspec.Struct, frozen=True):
     limits: Limits
     budget: Budget | None = None
     judging: Judging = Judging()
+
+    def budgeted(self, budget: Budget | None) -> Rejudging:
+        return msgspec.structs.replace(self, budget=budget)
 
     async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Decide every planned attempt again, each recorded in ``journal`` as it ends. An attempt

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from convy.adaptive import Course
 from convy.agreement import Consensus
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
@@ -277,13 +278,46 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             fingerprint=spec.fingerprints.scenarios[:12],
             trust=spec.trust,
             attempts=spec.attempts,
-            planned=len(spec.scenarios) * spec.attempts,
+            planned=self.planned(),
             kept=len(self.run.outcomes),
             broken=self.run.broken,
             skipped=[f"{skipped.scenario}: {'; '.join(skipped.reasons)}" for skipped in spec.skipped],
             stop=self.stop(),
             budget=self.allowance(),
+            adaptive="" if spec.adaptive is None else spec.adaptive.said(spec.attempts),
         )
+
+    def planned(self) -> int:
+        """The attempts the run plans: every scenario's attempts; in a run whose attempts are spent
+        adaptively, those its rule wants as far as its attempts kept say (each stopped scenario's,
+        each other's next checkpoint), never the rest of its most."""
+        spec = self.run.file.spec
+        course = self.course()
+        return len(spec.scenarios) * spec.attempts if course is None else course.planned()
+
+    def course(self) -> Course | None:
+        """Where each scenario stands under the rule of a run of ``--attempts auto`` (found from its
+        attempts alone, as a resumed play finds it); ``None`` for a run of a fixed number."""
+        return self._course
+
+    @cached_property
+    def _course(self) -> Course | None:
+        spec = self.run.file.spec
+        if spec.adaptive is None:
+            return None
+        return spec.adaptive.course(tuple(one.id for one in spec.scenarios), self.run.outcomes, spec.attempts, spec.trust)
+
+    def stopped(self) -> dict[str, str]:
+        """Why each scenario of a run of ``--attempts auto`` got the attempts it got, in words, by id."""
+        return self._stopped
+
+    @cached_property
+    def _stopped(self) -> dict[str, str]:
+        course = self.course()
+        if course is None:
+            return {}
+        status = self.run.status()
+        return {one.scenario: one.said(status) for one in course.standings}
 
     def stop(self) -> str:
         """What stopped the run, when its budget did, in words; else ``""``."""
@@ -417,6 +451,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             cost=sums.every().cost(),
             stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
             causes=dict(Counter(cause for attempt in attempts if (cause := attempt.cause()) is not None)),
+            adaptive=self.stopped().get(scenario, ""),
         )
 
     def claims(self, attempts: list[Attempt]) -> list[ClaimRow]:

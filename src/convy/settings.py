@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from convy.adaptive import Adaptive, Narrow
 from convy.bench import Limits, RunSpec
 from convy.budget import Budget
 from convy.conduct import Consequence, ModelCheck, UserChecks
@@ -25,6 +26,7 @@ from convy.files import RegularFile
 from convy.live import LiveReport
 from convy.panel import Judging
 from convy.problems import ConfigurationError, FieldProblem
+from convy.spread import Spread
 
 
 class Settings(Limits, frozen=True, forbid_unknown_fields=True):
@@ -37,7 +39,10 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     claims are judged (``judge_repeats``, ``panel``, ``evidence``: a ``panel.Judging``, kept in the
     run's spec)."""
 
-    attempts: int = 3
+    attempts: int | Literal["auto"] = 3
+    min_attempts: int = 5
+    max_attempts: int = 60
+    target_width: float = 0.2
     trust: float = 0.0
     max_not_judged: float = 0.0
     max_cost: float = 0.0
@@ -49,6 +54,8 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     evidence: Literal["flag", "require"] = "flag"
     user_checks: tuple[ModelCheck, ...] = ()
     user_faults: Consequence = "not_judged"
+    workers: int = 0
+    ray: str = ""
     live_seconds: float = 5.0
 
     MOST_LIVE: ClassVar[float] = 3600.0
@@ -56,7 +63,8 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
     MOST: ClassVar[dict[str, float]] = {
-        "attempts": RunSpec.MOST_ATTEMPTS,
+        "min_attempts": RunSpec.MOST_ATTEMPTS,
+        "max_attempts": RunSpec.MOST_ATTEMPTS,
         "judge_repeats": Judging.MOST_REPEATS,
         **Limits.MOST,
         **Budget.MOST,
@@ -68,8 +76,20 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
             raise ValueError("trust: must be between 0 and 1")
         if not math.isfinite(self.max_not_judged) or not 0.0 <= self.max_not_judged <= 1.0:
             raise ValueError("max_not_judged: must be between 0 and 1")
-        if self.attempts < 1:
-            raise ValueError("attempts: must be at least 1")
+        match self.attempts:
+            case "auto":
+                pass
+            case int() as attempts if attempts < 1:
+                raise ValueError("attempts: must be at least 1, or auto")
+            case int() as attempts if attempts > RunSpec.MOST_ATTEMPTS:
+                raise ValueError(f"attempts: must be at most {RunSpec.MOST_ATTEMPTS:,}")
+        if self.min_attempts < 1:
+            raise ValueError("min_attempts: must be at least 1")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts: must be at least 1")
+        if self.min_attempts > self.max_attempts:
+            raise ValueError(f"min_attempts: must be at most max_attempts ({self.max_attempts})")
+        Narrow(self.target_width)  # within (0, 1), said by field
         if self.judge_repeats < 1:
             raise ValueError("judge_repeats: must be at least 1")
         for name in Budget.MOST:  # finite and within MOST already
@@ -78,6 +98,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         if not self.user_prompt.isprintable():  # a NUL, a line break, a terminal's escape
             raise ValueError("user_prompt: not a file name")
         UserChecks(self.user_checks, self.user_faults)  # a check given twice, said by field
+        Spread(self.workers, self.ray)  # workers within bounds, an address that is one, said by field
         if not math.isfinite(self.live_seconds) or not 0.0 <= self.live_seconds <= self.MOST_LIVE:
             raise ValueError(f"live_seconds: must be 0 (no live report) or up to {self.MOST_LIVE:g}")
 
@@ -85,10 +106,22 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         """The report of ``run`` written again every ``live_seconds`` while it plays; ``None`` when 0."""
         return LiveReport(project, run, self.live_seconds) if self.live_seconds else None
 
+    def most_attempts(self) -> int:
+        """The attempts a scenario gets, or may get at most when they are spent adaptively."""
+        return self.max_attempts if self.attempts == "auto" else self.attempts
+
+    def adaptive(self) -> Adaptive | None:
+        """The rule that spends a run's attempts (``attempts = "auto"``), as its spec keeps it."""
+        return Adaptive(self.min_attempts, Narrow(self.target_width)) if self.attempts == "auto" else None
+
     def budget(self) -> Budget | None:
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
         budget = Budget(self.max_cost, self.max_tokens, self.max_minutes)
         return budget if budget.set() else None
+
+    def spread(self) -> Spread:
+        """Where the run is played: this process alone, or workers on Ray (``spread.py``)."""
+        return Spread(self.workers, self.ray)
 
     def judging(self) -> Judging:
         """How the run's claims are judged, as its spec keeps it."""

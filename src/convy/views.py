@@ -163,6 +163,7 @@ class ScenarioView(View, frozen=True):
     variant: dict[str, str] = {}  # a matrix variant's values, as its id writes them; {} for a scenario without a matrix
     variant_of: str = ""  # the scenario it was made from
     causes: dict[str, int] = {}  # its attempts that did not pass, by cause (only the causes it has)
+    adaptive: str = ""  # in a run of --attempts auto: why it got the attempts it got ("narrow enough: width 0.18 ≤ 0.2")
 
 
 class VariantValueView(View, frozen=True):
@@ -217,6 +218,7 @@ class HeaderView(View, frozen=True):
     skipped: list[str]
     stop: str = ""  # a budget's stop in words (report.Stop), when one stopped the run
     budget: str = ""  # what a finished run spent of the budget it kept within (report.Allowance), when one was set
+    adaptive: str = ""  # the rule that spent its attempts (adaptive.Adaptive.said), for a run of --attempts auto
 
 
 class LiveView(View, frozen=True):

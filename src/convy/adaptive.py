@@ -1,0 +1,273 @@
+"""Attempts spent where they decide something (issue 13): a run whose scenarios get more attempts
+only while what they say is still uncertain.
+
+``Adaptive`` is the rule a run keeps in its spec (``RunSpec.adaptive``; the spec's ``attempts`` is
+then the most a scenario may get): every scenario gets ``least`` attempts first, then more, in
+rounds, until its stopping rule holds, it has the most, or the budget is spent. The stopping rules
+are a closed union: ``Narrow`` (the scenario's 95% Wilson interval, the one its report shows, is at
+most ``width`` wide) and ``Against`` (a comparison with a base run is decided: ``sequential.py``).
+
+A rule is looked at only on checkpoints, never between them: a scenario is judged on its attempts
+1 to ``c`` once every one of them is kept, and if the rule does not hold there, its next checkpoint
+is found from those same attempts alone. So what the rule decides is a function of the attempts
+kept, by number, and not of the order they ended in, how the rounds were cut, or whether the run
+was interrupted: ``Course`` finds it again from ``attempts.jsonl`` alone, and a resumed run stops
+where an uninterrupted one would have, given the same attempts.
+
+``Rounds`` plays it: a ``bench.Player`` that wraps another (a ``Bench``, a ``spread.Crew``) and
+asks it to play each round's attempts, one call per round, seeing each attempt as it is recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+from convy.budget import Budget, Counted, Spending
+from convy.problems import Unplayed
+from convy.scenario import Outcome
+from convy.stats import Z95, Tally, Wilson
+
+if TYPE_CHECKING:
+    from convy.bench import Journal, Planned
+
+
+class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
+    """Stop a scenario once its pass rate's 95% Wilson interval is at most ``width`` wide (high
+    less low: 0.2 is ±0.1 around the middle). Each scenario is decided on its own."""
+
+    width: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.width) and 0.0 < self.width < 1.0):
+            raise ValueError("target_width: must be more than 0 and less than 1")
+
+    def standing(self, scenario: str, statuses: dict[int, str], least: int, most: int) -> Standing:
+        """Where ``scenario`` stands given its attempts' statuses by number: walked checkpoint by
+        checkpoint from ``least``, each decided on the attempts up to it."""
+        checkpoint = min(least, most)
+        looked, passed, judged = 0, 0, 0
+        width = 1.0
+        while True:
+            missing = tuple(number for number in range(looked + 1, checkpoint + 1) if number not in statuses)
+            if missing:
+                return Standing(scenario, looked, Tally(passed, judged), width, checkpoint, "", self.width, missing)
+            for number in range(looked + 1, checkpoint + 1):
+                status = statuses[number]
+                if status != "not_judged":
+                    judged += 1
+                    passed += status == "passed"
+            looked = checkpoint
+            tally = Tally(passed, judged)
+            width = self.width_of(tally)
+            if width <= self.width:
+                return Standing(scenario, looked, tally, width, looked, "narrow", self.width)
+            if looked >= most:
+                return Standing(scenario, looked, tally, width, looked, "most", self.width)
+            checkpoint = self.next(looked, tally, most)
+
+    def width_of(self, tally: Tally) -> float:
+        """The width of the report's interval for ``tally``: 1 when nothing was judged."""
+        interval = Wilson(tally).interval()
+        return 1.0 if interval is None else interval.high - interval.low
+
+    def next(self, looked: int, tally: Tally, most: int) -> int:
+        """The next checkpoint after ``looked`` attempts: as many as would bring the interval to the
+        target if the rate and the share judged stayed what they are, but at least one more, at
+        most twice as many (a guess from few attempts is rough) and at most ``most``."""
+        if tally.judged == 0:
+            return min(most, 2 * looked)
+        share = tally.judged / looked
+        rate = tally.passed / tally.judged
+        low, high = tally.judged, 10**12  # the width over ``high`` judged attempts is under any target
+        while high - low > 1:  # the smallest judged count whose width is within the target
+            middle = (low + high) // 2
+            if self.projected(rate, middle) <= self.width:
+                high = middle
+            else:
+                low = middle
+        wanted = math.ceil(high / share)
+        return min(most, max(looked + 1, min(wanted, 2 * looked)))
+
+    def projected(self, rate: float, judged: int) -> float:
+        """The Wilson interval's width at this rate over ``judged`` attempts."""
+        z2 = Z95 * Z95
+        centre = (rate + z2 / (2 * judged)) / (1 + z2 / judged)
+        half = Z95 / (1 + z2 / judged) * math.sqrt(rate * (1 - rate) / judged + z2 / (4 * judged * judged))
+        return min(1.0, centre + half) - max(0.0, centre - half)
+
+    def course(self, scenarios: Sequence[str], statuses: dict[str, dict[int, str]], least: int, most: int) -> Course:
+        return Course(tuple(self.standing(scenario, statuses.get(scenario, {}), least, most) for scenario in scenarios))
+
+    def said(self) -> str:
+        return f"until its 95% interval is at most {self.width:g} wide"
+
+
+class Against(msgspec.Struct, frozen=True, tag="against"):
+    """Stop once the comparison with the base run ``agent``/``run`` is decided — a real change or
+    none reachable — by the sequential test of ``sequential.py`` at false-alarm rate ``alpha``.
+
+    TODO(lead): wire to ``sequential.Sequential``/``Watch`` once it is on main (branch
+    ``sequential``): ``course`` should replay the watch's rounds from the attempts kept (each
+    round's blocks are a function of the attempts before it, as a ``Narrow`` checkpoint is), and
+    want the attempts of the next round's ``asks``; the base run's judged attempts are read
+    through ``RunJournal(...).kept()``. Until then an adaptive run against a base is refused where
+    it is asked for (``cli``)."""
+
+    agent: str
+    run: str
+    alpha: float = 0.05
+
+    def course(self, scenarios: Sequence[str], statuses: dict[str, dict[int, str]], least: int, most: int) -> Course:
+        raise NotImplementedError("an adaptive run against a base run is not wired yet (sequential.py)")
+
+    def said(self) -> str:
+        return f"until the comparison with {self.agent}/{self.run} is decided (α {self.alpha:g})"
+
+
+Why = Literal["narrow", "most", ""]
+
+
+class Standing(msgspec.Struct, frozen=True):
+    """One scenario under the rule: ``looked``, its attempts 1 to ``looked`` (all kept) that the
+    rule was last decided on, and their ``tally`` and interval ``width``; ``wanted``, the attempts
+    it should have now (its next checkpoint, or ``looked`` once it stopped); ``stop``, why it
+    stopped (``narrow``, ``most``) or ``""`` while it goes on; ``missing``, the attempts up to
+    ``wanted`` not kept yet."""
+
+    scenario: str
+    looked: int
+    tally: Tally
+    width: float
+    wanted: int
+    stop: Why
+    target: float
+    missing: tuple[int, ...] = ()
+
+    def said(self, status: str) -> str:
+        """Why it stopped, in words, in a run of ``status``: "narrow enough: width 0.18 ≤ 0.20",
+        "max attempts", or why it did not (the budget, an interruption)."""
+        match self.stop:
+            case "narrow":
+                return f"narrow enough: width {self.width:.3f} ≤ {self.target:g}"
+            case "most":
+                return f"max attempts: width {self.width:.3f} > {self.target:g}"
+            case "":
+                undecided = f"width {self.width:.3f} > {self.target:g}" if self.looked else "not looked at yet"
+                match status:
+                    case "stopped":
+                        return f"budget spent: {undecided}"
+                    case "running":
+                        return f"playing: {undecided}"
+                    case "interrupted":
+                        return f"interrupted: {undecided}"
+                    case _:
+                        return f"undecided: {undecided}"
+
+
+class Course(msgspec.Struct, frozen=True):
+    """Every scenario's standing under the rule, as the attempts kept say."""
+
+    standings: tuple[Standing, ...]
+
+    def wanted(self) -> list[tuple[str, int]]:
+        """The next round: the attempts the scenarios still going on lack up to their checkpoints,
+        the most uncertain scenario's first, dealt one from each in turn (so a budget spent part
+        way through a round has shared what it allowed)."""
+        going = sorted((one for one in self.standings if one.missing), key=lambda one: -one.width)
+        dealt: list[tuple[str, int]] = []
+        for turn in range(max((len(one.missing) for one in going), default=0)):
+            dealt.extend((one.scenario, one.missing[turn]) for one in going if turn < len(one.missing))
+        return dealt
+
+    def planned(self) -> int:
+        """The attempts the rule wants so far: each stopped scenario's, each other's next checkpoint."""
+        return sum(one.wanted for one in self.standings)
+
+    def by_scenario(self) -> dict[str, Standing]:
+        return {one.scenario: one for one in self.standings}
+
+
+class Adaptive(msgspec.Struct, frozen=True):
+    """The rule of a run whose attempts are spent where they decide something: every scenario
+    gets ``least`` attempts first, then more in rounds until ``until`` holds for it or it has the
+    run's ``attempts`` (``RunSpec.attempts``, the most)."""
+
+    least: int
+    until: Narrow | Against
+
+    def __post_init__(self) -> None:
+        if self.least < 1:
+            raise ValueError("min_attempts: must be at least 1")
+
+    def course(self, scenarios: Sequence[str], outcomes: Iterable[Outcome], most: int, trust: float) -> Course:
+        """Where every scenario stands, from the attempts kept (each seen through ``trust``)."""
+        statuses: dict[str, dict[int, str]] = {}
+        for outcome in outcomes:
+            statuses.setdefault(outcome.scenario, {})[outcome.attempt] = outcome.status(trust)
+        return self.until.course(scenarios, statuses, self.least, most)
+
+    def said(self, most: int) -> str:
+        """The rule in words: "5 to 60 attempts per scenario, until its 95% interval is at most 0.3 wide"."""
+        return f"{self.least} to {most} attempts per scenario, {self.until.said()}"
+
+
+class Rounds(msgspec.Struct, frozen=True):
+    """A ``bench.Player`` that plays a run of an ``Adaptive`` rule: of the attempts the run's
+    folder lacks (those of its most), the ones the rule wants, a round at a time, each round
+    played by ``player`` in one call. It sees each attempt as it is recorded, and finds the next
+    round from every attempt kept so far; it ends when the rule wants no more, or the budget is
+    spent. Minutes are counted from the start of the play, over all its rounds."""
+
+    player: Any
+    adaptive: Adaptive
+    scenarios: tuple[str, ...]
+    most: int
+    trust: float = 0.0
+
+    @property
+    def budget(self) -> Budget | None:
+        return self.player.budget
+
+    def budgeted(self, budget: Budget | None) -> Rounds:
+        return msgspec.structs.replace(self, player=self.player.budgeted(budget))
+
+    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+        """Play the rounds; what was spent when a budget stopped them (``None`` when the rule ended
+        them: the run is finished though attempts of its most were never played)."""
+        lacking = {(one.scenario.id, one.attempt): one for one in planned}
+        kept: list[Outcome] = list(earlier)
+        budget = self.player.budget
+        spending = budget.spending(kept) if budget is not None else None
+        seen: Any = _Noted(journal, kept)
+        if spending is not None:
+            seen = Counted(seen, spending)
+        while True:
+            course = self.adaptive.course(self.scenarios, kept, self.most, self.trust)
+            wanted = [lacking[key] for key in course.wanted() if key in lacking]
+            if not wanted:
+                return None
+            if spending is not None and spending.reached() is not None:
+                return spending
+            player = self.player
+            if budget is not None and spending is not None and budget.minutes:
+                # The player counts minutes from its own start: it is given what is left of them.
+                player = player.budgeted(msgspec.structs.replace(budget, minutes=max(budget.minutes - spending.minutes(), 1e-9)))
+            before = len(kept)
+            await player.run(wanted, seen, tuple(kept))
+            if len(kept) == before and (spending is None or spending.reached() is None):
+                raise Unplayed(f"a round of {len(wanted)} attempts ended with none recorded")
+
+
+class _Noted(msgspec.Struct, frozen=True):
+    """A journal that keeps each attempt in ``kept`` before passing it on."""
+
+    journal: Any
+    kept: list[Outcome]
+
+    def record(self, outcome: Outcome) -> None:
+        self.journal.record(outcome)
+        self.kept.append(outcome)

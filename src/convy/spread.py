@@ -1,0 +1,437 @@
+"""A run spread over many processes and machines, on Ray (decision 10).
+
+``Crew`` is a ``Player`` like ``Bench``: ``RunJournal.play`` holds the run's folder as it always
+does, and the crew plays the attempts the folder lacks. It starts ``Hand``s — Ray actors, each a
+process of its own with its own event loop, which load the agent and the models from the
+project's files — and hands them attempts one call each; each hand plays its attempt with a
+``bench.Stage`` of its own and sends the outcome back. Only this process (the driver) records:
+``run.lock``, ``attempts.jsonl`` and ``run.json`` are written here alone, exactly as by a run in
+one process. An attempt whose hand died before it answered is handed to another, and an outcome
+is recorded once, whoever played it.
+
+The run's limits hold for the whole run. Each hand keeps a share of them (``Limits.shared``):
+whole parts of every participant's places and per-minute caps that add up to the run's, and its
+part of every rate a service tells (``quota.Services.part``). A pause a service asks of one hand
+is passed to every other (``Hand.hold``), so a refusal slows them all. A hand that dies is
+replaced by a new one with the same share.
+
+Ray is an optional extra: nothing here imports it until a crew plays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import socket
+import time
+import warnings
+from collections import deque
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import msgspec
+
+from convy.bench import Bench, Journal, Limits, Planned, Stage
+from convy.budget import Budget, Counted, Spending
+from convy.conduct import UserChecks
+from convy.dialog import Prompt
+from convy.panel import Judging
+from convy.problems import ConfigurationError, Unplayed
+from convy.quota import Services
+from convy.scenario import Outcome, Scenario
+
+LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
+
+
+class RayMissing(ConfigurationError):
+    """A spread run was asked for where Ray is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "playing a run on several processes needs Ray, an optional extra: pip install 'convy[ray]'"
+        )
+
+
+class Spread(msgspec.Struct, frozen=True):
+    """Where a run is played: by ``workers`` processes on Ray at ``address`` — ``LOCAL`` for a Ray
+    the run starts on this machine, ``auto`` for the cluster this machine is a node of, or the
+    address of one (``ray://host:10001``, ``host:6379``). No workers and no address: this
+    process alone, without Ray. With an address and no number, as many workers as the cluster
+    has CPUs."""
+
+    workers: int = 0
+    address: str = ""
+
+    MOST: ClassVar[int] = 1_000
+    PATIENCE: ClassVar[float] = 10.0  # seconds a cluster's address may take to answer
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.workers <= self.MOST:
+            raise ValueError(f"workers: must be from 0 to {self.MOST}")
+        if not self.address.isprintable() or len(self.address) > 1_000:
+            raise ValueError("ray: not an address")
+
+    def spread(self) -> bool:
+        return self.workers > 0 or bool(self.address)
+
+    def where(self) -> str:
+        """The address Ray is reached at: ``LOCAL`` when none was given."""
+        return self.address or LOCAL
+
+    def hands(self, limits: Limits, cpus: int) -> int:
+        """How many hands play: as many as asked (or as the cluster's ``cpus``), but no more than
+        every limit can be split among, each keeping at least one of each place and of each
+        per-minute cap it has."""
+        wanted = self.workers or max(1, cpus)
+        caps = [limits.agent_places, limits.user_places, limits.judge_places]
+        caps += [cap for cap in (limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute) if cap]
+        return max(1, min(wanted, *caps))
+
+    def reachable(self) -> None:
+        """Nothing when the address is a cluster's that answers, or one Ray finds itself (``auto``,
+        ``ray://``); a ``ConfigurationError`` at once for a host and port nothing listens on,
+        which Ray would otherwise try for minutes."""
+        where = self.where()
+        if where in (LOCAL, "auto") or "://" in where:
+            return
+        host, _, port = where.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigurationError(f"--ray {where}: not an address: auto, ray://HOST:PORT or HOST:PORT")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=self.PATIENCE).close()
+        except OSError as error:
+            raise ConfigurationError(f"--ray {where}: no Ray cluster answers there: {error.strerror or error}") from None
+
+    def ray(self) -> Any:
+        """The ``ray`` module; ``RayMissing`` where it is not installed."""
+        try:
+            return importlib.import_module("ray")
+        except ImportError:
+            raise RayMissing() from None
+
+
+class Setup(msgspec.Struct, frozen=True):
+    """What a hand needs besides the project's files: the run's scenarios, its share of the limits,
+    the simulator prompt, how claims are judged and the simulated user checked."""
+
+    scenarios: tuple[Scenario, ...]
+    limits: Limits
+    prompt: Prompt | None
+    judging: Judging
+    user_checks: UserChecks
+    number: int
+    of: int
+
+
+_SETUP = msgspec.msgpack.Decoder(Setup)
+_OUTCOME = msgspec.msgpack.Decoder(Outcome)
+_PACK = msgspec.msgpack.Encoder()
+
+
+class Hand:
+    """A worker of a spread run: a Ray actor, in a process of its own on any node of the cluster.
+    It loads the agent and the models from the project's files (``folder``, or the folder Ray
+    shipped it, which is where it starts), plays each attempt it is handed within its share of the
+    run's limits, and sends the outcome back with the secrets it knows hidden. It changes inside:
+    what it loaded, its ``Stage`` (made in the actor's event loop at the first attempt), and the
+    other hands it tells of a service's pause."""
+
+    def __init__(self, folder: str, agent: str, setup: bytes) -> None:
+        self._folder = Path(folder) if folder else Path.cwd()
+        self._agent = agent
+        self._setup = _SETUP.decode(setup)
+        self._scenarios = {one.id: one for one in self._setup.scenarios}
+        self._bench: Bench | None = None
+        self._secrets: Any = None
+        self._stage: Stage | None = None
+        self._services: Services | None = None
+        self._peers: tuple[Any, ...] = ()
+        self._error = ""
+
+    async def ready(self) -> str:
+        """Load the project: "" once it is loaded, or the project's error as convy says it."""
+        self._loaded()
+        return self._error
+
+    def _loaded(self) -> None:
+        # Loading awaits nothing: the first of the calls that need it loads, whole, before any
+        # other call of the actor's runs.
+        if self._bench is not None or self._error:
+            return
+        from convy.cli import Loaded
+        from convy.project import Project
+
+        try:
+            loaded = Loaded(Project(self._folder), self._agent)
+            agent, models = loaded.parts()
+            self._secrets = loaded.secrets(agent, models)
+        except ConfigurationError as error:
+            self._error = str(error)
+            return
+        setup = self._setup
+        self._bench = Bench(agent, models, setup.limits, setup.prompt, None, setup.judging, setup.user_checks)
+
+    async def pid(self) -> int:
+        """This hand's process (for the tests that kill one)."""
+        return os.getpid()
+
+    async def peers(self, peers: list[Any]) -> None:
+        """The other hands of the run, told of each pause a service asks of this one."""
+        self._peers = tuple(peers)
+
+    async def hold(self, service: str, until: float) -> None:
+        """Another hand was asked to pause ``service`` until ``until`` (the time since the epoch):
+        this one pauses it too."""
+        loop = asyncio.get_running_loop()
+        self._played_with()
+        assert self._services is not None
+        self._services.held(service, loop.time() + until - time.time())
+
+    async def play(self, scenario: str, attempt: int) -> bytes:
+        """Play one attempt; its outcome, as msgpack, with the secrets this hand knows hidden."""
+        stage = self._played_with()
+        outcome = await stage.played(Planned(self._scenarios[scenario], attempt))
+        if self._secrets is not None:
+            outcome = self._secrets.kept(outcome)
+        return _PACK.encode(outcome)
+
+    def _played_with(self) -> Stage:
+        if self._stage is None:
+            self._loaded()
+            if self._bench is None:
+                raise ConfigurationError(f"a worker could not load the project: {self._error}")
+            self._services = Services(1 / self._setup.of, self._heard)
+            self._stage = self._bench.stage(self._setup.scenarios, self._services)
+        return self._stage
+
+    def _heard(self, service: str, pause: float) -> None:
+        until = time.time() + pause
+        for peer in self._peers:
+            peer.hold.remote(service, until)
+
+
+class Crew(msgspec.Struct, frozen=True):
+    """A run's attempts played by Ray actors (``Hand``s), recorded by this process alone.
+
+    ``bench`` is the run as one process would play it — its limits, prompt, budget, judging and
+    user checks (its agent and models stay here: each hand loads its own) — ``folder`` and
+    ``agent`` the project and the agent each hand loads, ``spread`` where and by how many.
+    ``hands`` says how many hands play, and on how many nodes."""
+
+    bench: Bench
+    folder: Path
+    agent: str
+    spread: Spread
+
+    MOST_REPLACED: ClassVar[int] = 3  # hands replaced per hand started, before the run gives up
+    EXCLUDED: ClassVar[tuple[str, ...]] = (
+        "results/", ".env", ".git/", ".venv*/", "__pycache__/", "*.pyc", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
+    )
+
+    @property
+    def budget(self) -> Budget | None:
+        return self.bench.budget
+
+    def budgeted(self, budget: Budget | None) -> Crew:
+        return msgspec.structs.replace(self, bench=self.bench.budgeted(budget))
+
+    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+        """Play every planned attempt on the hands, each recorded in ``journal`` here as its
+        outcome comes back; with a budget, only until it is spent."""
+        planned = tuple(planned)
+        if not planned:
+            return self.bench.budget.spending(earlier) if self.bench.budget is not None else None
+        ray = self.spread.ray()
+        if not ray.is_initialized():
+            self._connected(ray)
+        # The connection stays for the next play of this process (an adaptive run's next round,
+        # the next agent's run); Ray ends it as the process ends, and a Ray it started with it.
+        return await _Play(self, ray, planned, journal, earlier).played()
+
+    def hands(self) -> tuple[int, int]:
+        """How many hands play, and the nodes of the cluster they may be on (once connected)."""
+        ray = self.spread.ray()
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+        return self.spread.hands(self.bench.limits, cpus), nodes
+
+    def connected(self) -> Crew:
+        """This crew, with Ray reached (started, for ``LOCAL``) now, before the run's folder is
+        made: an address that cannot be reached is said with nothing played. The plays use the
+        connection."""
+        ray = self.spread.ray()
+        if not ray.is_initialized():
+            self._connected(ray)
+        return self
+
+    def _connected(self, ray: Any) -> None:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing is sent anywhere
+        options: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": "ERROR",
+            "configure_logging": True,
+        }
+        if self.spread.where() == LOCAL:
+            # A Ray of the run's own: the hands read the project where it is.
+            options["num_cpus"] = max(self.spread.workers, os.cpu_count() or 1)
+            try:
+                ray.init(**options)
+            except Exception as error:
+                raise ConfigurationError(f"Ray could not be started on this machine: {error}") from None
+            return
+        # A cluster, maybe of other machines: the project's files go with the job, never its .env
+        # or its results (a node has its keys in its own environment).
+        options["runtime_env"] = {"working_dir": str(self.folder), "excludes": list(self.EXCLUDED)}
+        self.spread.reachable()
+        try:
+            with warnings.catch_warnings():  # Ray's own warnings would come before convy's one line
+                warnings.simplefilter("ignore")
+                ray.init(address=self.spread.where(), **options)
+        except Exception as error:
+            hint = ""
+            if self.spread.where().startswith("ray://") and "timeout" in str(error):
+                # Ray 2.59 and later ask a client for the cluster's token, and say only "timeout"
+                hint = (
+                    " (a cluster with token authentication needs RAY_AUTH_MODE=token here, and its token in "
+                    "~/.ray/auth_token or RAY_AUTH_TOKEN: ray get-auth-token on the head node prints it)"
+                )
+            raise ConfigurationError(
+                f"--ray {self.spread.where()}: cannot reach the Ray cluster: {error}{hint}"
+            ) from None
+
+    def shipped(self) -> bool:
+        """Whether the project's files are shipped to the hands (a cluster's), not read in place."""
+        return self.spread.where() != LOCAL
+
+
+class _Slot:
+    """One hand's place in the crew: the hand now in it, replaced when it dies, and its share."""
+
+    def __init__(self, number: int, hand: Any) -> None:
+        self.number = number
+        self.hand = hand
+        self.generation = 0
+
+
+class _Play:
+    """One play of a crew: the hands, the attempts handed out and those to hand out again."""
+
+    def __init__(self, crew: Crew, ray: Any, planned: tuple[Planned, ...], journal: Journal, earlier: Iterable[Outcome]) -> None:
+        self._crew = crew
+        self._ray = ray
+        self._planned = planned
+        self._plan: Iterator[Planned] = iter(planned)
+        self._queue: Iterator[Planned] = self._plan
+        self._spending: Spending | None = None
+        bench = crew.bench
+        if bench.budget is not None:
+            self._spending = bench.budget.spending(earlier)
+            self._queue = self._spending.taking(self._plan)
+            journal = Counted(journal, self._spending)
+        self._journal = journal
+        self._again: deque[Planned] = deque()  # handed to a hand that died before it answered
+        self._recorded: set[tuple[str, int]] = set()
+        self._replaced = 0
+        self._slots: list[_Slot] = []
+        self._actor = ray.remote(Hand)
+        self._scenarios = tuple({one.scenario.id: one.scenario for one in planned}.values())
+
+    async def played(self) -> Spending | None:
+        ray = self._ray
+        count, _ = self._crew.hands()
+        hands = [self._started(number, count) for number in range(count)]
+        self._slots = [_Slot(number, hand) for number, hand in enumerate(hands)]
+        await self._ready(hands)
+        await self._introduced()
+        limits = self._crew.bench.limits
+        try:
+            async with asyncio.TaskGroup() as group:
+                for slot in self._slots:
+                    share = limits.shared(slot.number, count)
+                    for _ in range(share.agent_places + share.judge_places):
+                        group.create_task(self._feeding(slot, count))
+        finally:
+            for slot in self._slots:
+                ray.kill(slot.hand, no_restart=True)
+        left = sum(1 for _ in self._plan)
+        if len(self._recorded) + left != len(self._planned):
+            raise Unplayed(
+                f"{len(self._planned) - left - len(self._recorded)} of {len(self._planned)} planned attempts "
+                "ended without being recorded"
+            )
+        return self._spending
+
+    def _started(self, number: int, count: int) -> Any:
+        bench = self._crew.bench
+        setup = Setup(
+            self._scenarios, bench.limits.shared(number, count), bench.prompt, bench.judging, bench.user_checks, number, count
+        )
+        folder = "" if self._crew.shipped() else str(self._crew.folder)
+        # One CPU's worth each where the run started Ray itself (it made as many as there are
+        # hands); a cluster's hands are spread over its nodes.
+        return self._actor.options(num_cpus=1, scheduling_strategy="SPREAD", max_concurrency=100_000).remote(
+            folder, self._crew.agent, _PACK.encode(setup)
+        )
+
+    async def _ready(self, hands: list[Any]) -> None:
+        # Each hand loads the project; a project that cannot be loaded is said once, however many
+        # hands found it so.
+        said = await asyncio.gather(*(self._answer(hand.ready.remote()) for hand in hands))
+        for error in said:
+            if error:
+                raise ConfigurationError(f"a worker could not load the project: {error}")
+
+    async def _answer(self, ref: Any) -> Any:
+        try:
+            return await ref
+        except self._ray.exceptions.RayActorError as error:
+            raise ConfigurationError(f"a worker could not be started: {error}") from None
+
+    async def _introduced(self) -> None:
+        hands = [slot.hand for slot in self._slots]
+        await asyncio.gather(
+            *(hand.peers.remote([other for other in hands if other is not hand]) for hand in hands),
+            return_exceptions=True,  # a hand that died meanwhile is replaced when it is next handed an attempt
+        )
+
+    def _next(self) -> Planned | None:
+        if self._again:
+            return self._again.popleft()
+        return next(self._queue, None)
+
+    async def _feeding(self, slot: _Slot, count: int) -> None:
+        """Hand attempts to the slot's hand, one at a time, until there are none left."""
+        dead = self._ray.exceptions.RayActorError
+        while True:
+            one = self._next()
+            if one is None:
+                return
+            hand, generation = slot.hand, slot.generation
+            try:
+                data = await hand.play.remote(one.scenario.id, one.attempt)
+            except dead:
+                self._again.append(one)  # played again, by another hand
+                await self._replaced_in(slot, generation, count)
+                continue
+            except self._ray.exceptions.RayTaskError as error:
+                raise error.as_instanceof_cause() from None  # convy's own error in the hand stops the run
+            outcome = _OUTCOME.decode(data)
+            key = (outcome.scenario, outcome.attempt)
+            if key in self._recorded:  # played twice: the first outcome back is the one kept
+                continue
+            self._recorded.add(key)
+            self._journal.record(outcome)
+
+    async def _replaced_in(self, slot: _Slot, generation: int, count: int) -> None:
+        if slot.generation != generation:  # another feeder of the slot replaced it already
+            return
+        slot.generation += 1
+        self._replaced += 1
+        if self._replaced > Crew.MOST_REPLACED * count:
+            raise ConfigurationError(f"workers died {self._replaced} times; the run stops")
+        slot.hand = self._started(slot.number, count)
+        await self._ready([slot.hand])
+        await self._introduced()
