@@ -284,6 +284,7 @@ const Convy = (() => {
      It waits while the reader is busy with the page: typing (a key in the last few seconds),
      a button held, text selected, or the tab hidden. A page written long before with nothing
      newer (its writer ended without marking the run) stops, as does a run that ended. */
+  const began = performance.now();  /* when the page's scripts began to run: what drawing it cost is measured from here */
   function live(running) {
     const block = json("live");
     const every = block && block.every > 0 ? block.every : 5;
@@ -301,7 +302,7 @@ const Convy = (() => {
     } catch (error) {
       saved = null;
     }
-    let touched = 0;
+    let touched = -Infinity;
     let held = false;
     const busy = () => document.hidden || held || performance.now() - touched < 3000 ||
       String(window.getSelection ? window.getSelection() : "") !== "";
@@ -327,7 +328,9 @@ const Convy = (() => {
       const now = node === window ? window.scrollY : node.scrollTop;
       if (Math.abs(now - top) > 1 && tries > 0) setTimeout(() => scrolled(node === window ? window : scroller(), top, left, tries - 1), 50);
     };
-    if (saved && "scrollRestoration" in history) history.scrollRestoration = "manual";  /* ours, not the browser's, after a reload */
+    /* The scroll is put back by this page alone, the same way on every reload, the open window's
+       with it (a browser keeps the page's scroll across a reload, but not a window's). */
+    if ((saved || (running && !stale)) && "scrollRestoration" in history) history.scrollRestoration = "manual";
     return {
       words,
       stale,
@@ -352,8 +355,8 @@ const Convy = (() => {
         document.addEventListener("input", () => { touched = performance.now(); }, true);
         document.addEventListener("pointerdown", () => { held = true; }, true);
         document.addEventListener("pointerup", () => { held = false; touched = performance.now(); }, true);
-        /* A large page takes a while to open: it reloads no more often than ten times that. */
-        const wait = Math.max(every * 1000, 10 * performance.now());
+        /* A large page takes a while to read and draw: it reloads no more often than ten times that. */
+        const wait = Math.max(every * 1000, 10 * (performance.now() - began));
         const tick = () => {
           if (busy()) { setTimeout(tick, 1000); return; }
           if (own.save) own.save();
