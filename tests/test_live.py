@@ -66,7 +66,7 @@ PATIENCE = 240.0  # only a hang reaches it
 class GatedRun:
     """``convy run bot`` on the gated project in ``folder``, the live report every ``every`` seconds."""
 
-    def __init__(self, folder: Path, every: float, scenarios: int = 3, attempts: int = 4) -> None:
+    def __init__(self, folder: Path, every: float, scenarios: int = 3, attempts: int = 4, environ: dict[str, str] | None = None) -> None:
         self.folder = folder
         (folder / "agents").mkdir(parents=True)
         (folder / "agents" / "bot.py").write_text(AGENT, encoding="utf-8")
@@ -82,6 +82,7 @@ class GatedRun:
         self.let(0)
         environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
         environment["CONVY_LIVE_SECONDS"] = repr(every)
+        environment.update(environ or {})
         self.child = subprocess.Popen(
             [sys.executable, "-m", "convy", "run", "bot"],
             cwd=folder,
@@ -139,8 +140,8 @@ def until(condition: Callable[[], bool], what: str) -> None:
 def gated(tmp_path: Path) -> Iterator[Callable[..., GatedRun]]:
     made: list[GatedRun] = []
 
-    def new(every: float, scenarios: int = 3, attempts: int = 4) -> GatedRun:
-        made.append(GatedRun(tmp_path / f"project{len(made)}", every, scenarios, attempts))
+    def new(every: float, scenarios: int = 3, attempts: int = 4, environ: dict[str, str] | None = None) -> GatedRun:
+        made.append(GatedRun(tmp_path / f"project{len(made)}", every, scenarios, attempts, environ))
         return made[-1]
 
     yield new
@@ -229,3 +230,86 @@ def test_a_page_of_a_run_under_way_goes_stale_well_after_its_next_writing_was_du
 
     view = Paced(2.0).view(datetime(2026, 1, 1, tzinfo=UTC))
     assert (view.every, view.written, view.stale) == (2.0, "2026-01-01T00:00:00+00:00", 66.0)
+
+
+# Loaded by every Python the run starts (PYTHONPATH): the first process to open a report.html.tmp
+# says its pid in ``writing`` and stays there, mid-write, while ``held`` exists.
+HELD_WRITING = """\
+import os
+import sys
+import time
+
+
+def _held(event, arguments):
+    if event == "open" and str(arguments[0]).endswith("report.html.tmp") and not os.path.exists({writing!r}):
+        with open({writing!r} + ".tmp", "w") as said:
+            said.write(str(os.getpid()))
+        os.rename({writing!r} + ".tmp", {writing!r})
+        while os.path.exists({held!r}):
+            time.sleep(0.01)
+
+
+sys.addaudithook(_held)
+"""
+
+
+class Process(msgspec.Struct, frozen=True):
+    """A process of this machine, by its pid, as /proc shows it."""
+
+    pid: int
+
+    def ended(self) -> bool:
+        """Gone, or a zombie that nothing has reaped yet (it runs no more either)."""
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except FileNotFoundError:
+            return True
+        return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the kernel's tie of a child to its parent (PR_SET_PDEATHSIG) is Linux's")
+def test_a_run_killed_outright_takes_its_live_writing_with_it(gated: Callable[..., GatedRun], tmp_path: Path) -> None:
+    """SIGKILL of ``convy run`` while its live writing is in the middle of report.html: the writing
+    (a child process) ends too, there and then, and no page lands after the run is gone."""
+    hooks, writing, held = tmp_path / "hooks", tmp_path / "writing", tmp_path / "held"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(HELD_WRITING.format(writing=str(writing), held=str(held)), encoding="utf-8")
+    held.write_text("the live writing waits while this file exists\n", encoding="utf-8")
+    run = gated(0.05, environ={"PYTHONPATH": str(hooks)})
+    try:
+        run.let(2)
+        until(writing.exists, "a live writing is under way, held in report.html.tmp")
+        child = Process(int(writing.read_text(encoding="utf-8")))
+        assert child.pid != run.child.pid and not child.ended()
+        run.child.kill()
+        run.child.communicate()
+        until(child.ended, "the live writing ends with the run that started it")
+    finally:
+        held.unlink()  # a writing left alive (the test failed) ends by itself
+    assert not run.report().exists(), "a page was written for a run nobody plays"
+
+
+def test_a_live_writing_whose_run_has_gone_writes_nothing(gated: Callable[..., GatedRun]) -> None:
+    """``convy report --live`` started for a ``convy run`` that is no longer its parent (it ended
+    before the child could tie itself to it) writes no page; tied to its real parent, it does."""
+    run = gated(0.0)
+    run.let(12)
+    code, out, err = run.ended()
+    assert code == 0, err
+    report, index = run.report(), run.index()
+    report.unlink()
+    index.unlink()
+    folder = report.parent.name
+
+    def written(parent: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "convy", "-C", str(run.folder), "report", "--live", "1", "--parent", str(parent), folder],
+            capture_output=True, text=True, timeout=PATIENCE, check=False,
+        )
+
+    gone = written(os.getpid() + 1_000_000)  # no pid this machine has given: not the child's parent
+    assert (gone.returncode, gone.stdout, gone.stderr) == (0, "", "")
+    assert not report.exists() and not index.exists()
+    tied = written(os.getpid())
+    assert tied.returncode == 0, tied.stderr
+    assert report.exists() and index.exists()

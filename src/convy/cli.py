@@ -59,7 +59,7 @@ from convy.agreement import Consensus
 from convy.attempt import Spent
 from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.dialog import Failed, NoVerdict, Verdict
-from convy.live import LiveReport, Paced
+from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
@@ -1103,14 +1103,19 @@ class Uncollected:
 class ReportCommand(msgspec.Struct, frozen=True):
     """``convy report [RUN…]``: the reports of these runs (all, when none is named) and the index.
     ``live`` (the hidden ``--live SECONDS``) is given by ``live.LiveReport``'s child process: the
-    pages of a run under way, which reload themselves about that often while it plays."""
+    pages of a run under way, which reload themselves about that often while it plays; ``parent``
+    (``--parent PID``) is the ``convy run`` that child is tied to (``live.Tethered``), gone when
+    nothing is written."""
 
     project: Project
     wanted: tuple[str, ...]
     outputs: Outputs = Outputs()
     live: float | None = None
+    parent: int | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
+        if self.parent is not None and not Tethered(self.parent).held():
+            return 0  # the run's player ended before this writing began: its pages are the next command's
         for path in (self.outputs.junit, self.outputs.summary):
             if path is not None and not self.wanted:
                 # Every run ever kept is no one result a CI job can stand on: the runs are named.
@@ -1496,6 +1501,7 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         report.add_argument("--summary", type=Path, metavar="FILE", help="also write the runs named as a Markdown summary")
         report.add_argument("--live", type=float, metavar="SECONDS", help=argparse.SUPPRESS)  # live.LiveReport's child
+        report.add_argument("--parent", type=int, metavar="PID", help=argparse.SUPPRESS)  # the convy run it is tied to
         compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
         compare.add_argument("base", help="the run before (id or a unique part)")
         compare.add_argument("candidate", help="the run after (id or a unique part)")
@@ -1627,7 +1633,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
-                    code = ReportCommand(project, tuple(parsed.runs), outputs, parsed.live).run(shown, errors)
+                    code = ReportCommand(project, tuple(parsed.runs), outputs, parsed.live, parsed.parent).run(shown, errors)
                 case "compare":
                     code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression, outputs).run(shown, errors)
                 case "labels":

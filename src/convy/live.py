@@ -1,4 +1,5 @@
-"""A run's report kept up to date while the run plays (issue 13): ``LiveReport`` and ``Paced``.
+"""A run's report kept up to date while the run plays (issue 13): ``LiveReport``, ``Paced`` and
+``Tethered``.
 
 The pages are made in a child process, ``convy report --live SECONDS RUN``, which reads the run
 folder as it is on the disk (its attempts flushed so far, its ``run.json`` saying running, its
@@ -7,11 +8,15 @@ through ``files.Replaced`` (so a reader never sees a part of a page), and ends. 
 process, a page of 10,000 attempts (about 2.5 s of Python) would hold the interpreter's lock
 from the event loop that plays the run the whole time, in a thread as well as in the loop; the
 child shares nothing with the run but the disk and the machine's cores.
+
+The child ends with the process that started it (``Tethered``): a ``convy run`` killed outright
+leaves no writing behind it to put a page of a run nobody plays over the one a later command wrote.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from contextlib import suppress
@@ -97,8 +102,31 @@ class LiveReport(msgspec.Struct, frozen=True):
             "report",
             "--live",
             repr(pace),
+            "--parent",
+            str(os.getpid()),
             self.run,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
+
+
+class Tethered(msgspec.Struct, frozen=True):
+    """The tie of a live writing (this process, ``convy report --live``) to ``parent``, the
+    ``convy run`` that started it. On Linux the kernel kills this process when its parent ends,
+    however it ends (``PR_SET_PDEATHSIG``, SIGKILL: a page half written stays in its ``.tmp``,
+    which the next writer of that page removes first); a parent that ended before the tie was
+    made is seen in ``held``, and the writing is not done. Elsewhere only that is checked, and a
+    writing already begun when its parent is killed finishes, whole."""
+
+    parent: int
+
+    PR_SET_PDEATHSIG: ClassVar[int] = 1  # linux/prctl.h
+
+    def held(self) -> bool:
+        """Tie this process to its parent; whether the parent is still the one that started it."""
+        if sys.platform == "linux":
+            import ctypes  # here: only this child needs it, and every command loads this module
+
+            ctypes.CDLL(None, use_errno=True).prctl(self.PR_SET_PDEATHSIG, signal.SIGKILL)
+        return os.getppid() == self.parent
