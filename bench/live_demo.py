@@ -203,7 +203,7 @@ def main() -> None:
         for _ in range(arguments.repeat):
             for name, every in (("off", 0.0), ("on", arguments.every)):
                 times[name].append(demo.timed(every))
-        off, on = min(times["off"]), min(times["on"]), 
+        off, on = min(times["off"]), min(times["on"])
         print(f"convy run, live off: best {off:.2f} s  (all: {', '.join(f'{one:.2f}' for one in times['off'])})")
         print(f"convy run, live on:  best {on:.2f} s  (all: {', '.join(f'{one:.2f}' for one in times['on'])})")
         print(f"on / off: {on / off:.3f}x")
