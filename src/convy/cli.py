@@ -48,6 +48,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO, TypeVar
 
@@ -59,6 +60,7 @@ from convy.agreement import Consensus
 from convy.attempt import Spent
 from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.dialog import Failed, NoVerdict, Verdict
+from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
@@ -268,6 +270,7 @@ class Recorded(msgspec.Struct, frozen=True):
     secrets: Secrets = Secrets()
     kept: Kept = Kept(())
     max_not_judged: float = 0.0
+    live: LiveReport | None = None  # the report written again while the run plays
 
     def played(self) -> int:
         journal = self.project.journal(self.spec)
@@ -350,6 +353,9 @@ class Recorded(msgspec.Struct, frozen=True):
         # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
         # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
         playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets, self.kept))
+        # Beside the play, not in it: the live report's writings end (stopped and waited for)
+        # before this returns, so none can land after the report written next.
+        refreshing = None if self.live is None else asyncio.ensure_future(self.live.refreshing())
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, playing.cancel)
         try:
@@ -361,6 +367,9 @@ class Recorded(msgspec.Struct, frozen=True):
             raise Terminated() from None
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
+            if refreshing is not None:
+                refreshing.cancel()
+                await asyncio.wait((refreshing,))
 
     def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
         kept = journal.kept(self.spec)
@@ -766,6 +775,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                 self.fail_under,
                 secrets,
                 max_not_judged=settings.max_not_judged,
+                live=settings.live(self.project.folder, spec.id),
             )
             codes.append(recorded.played())
             played.append(spec.id)
@@ -922,7 +932,8 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), settings.budget())
             secrets = loaded.secrets(rejudging.judge, loaded.models())
             return Recorded(
-                self.project, spec, rejudging, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
+                self.project, spec, rejudging, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
+                live=settings.live(self.project.folder, spec.id),
             ).played()
         agent, models = loaded.parts()
         if (models.user.name, models.judge.name) != (spec.models.user, spec.models.judge):
@@ -934,7 +945,8 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         secrets = loaded.secrets(agent, models)
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         return Recorded(
-            self.project, spec, player, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged
+            self.project, spec, player, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
+            live=settings.live(self.project.folder, spec.id),
         ).played()
 
 
@@ -973,7 +985,8 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         )
         bench = Rejudging(dialogues, judge, spec.limits, settings.budget(), spec.judging)
         return Recorded(
-            self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged
+            self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged,
+            live=settings.live(self.project.folder, spec.id),
         ).played()
 
 
@@ -1211,13 +1224,21 @@ class Uncollected:
 
 
 class ReportCommand(msgspec.Struct, frozen=True):
-    """``convy report [RUN…]``: the reports of these runs (all, when none is named) and the index."""
+    """``convy report [RUN…]``: the reports of these runs (all, when none is named) and the index.
+    ``live`` (the hidden ``--live SECONDS``) is given by ``live.LiveReport``'s child process: the
+    pages of a run under way, which reload themselves about that often while it plays; ``parent``
+    (``--parent PID``) is the ``convy run`` that child is tied to (``live.Tethered``), gone when
+    nothing is written."""
 
     project: Project
     wanted: tuple[str, ...]
     outputs: Outputs = Outputs()
+    live: float | None = None
+    parent: int | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
+        if self.parent is not None and not Tethered(self.parent).held():
+            return 0  # the run's player ended before this writing began: its pages are the next command's
         for path in (self.outputs.junit, self.outputs.summary):
             if path is not None and not self.wanted:
                 # Every run ever kept is no one result a CI job can stand on: the runs are named.
@@ -1230,16 +1251,18 @@ class ReportCommand(msgspec.Struct, frozen=True):
         runs, unread = self.project.runs(self.wanted)
         listed: list[Listed] = []
         summaries: list[Summary] = []
+        live = None if self.live is None else Paced(self.live).view(datetime.now(UTC))
         for run in runs:
             summary = Summary(run)
-            shown.line(f"report: {self.project.reported(summary).relative_to(self.project.folder)}")
+            playing = live if run.status() == "running" else None
+            shown.line(f"report: {self.project.reported(summary, playing).relative_to(self.project.folder)}")
             causes = summary.breakdown().text()
             if causes:
                 shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
             listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
             summaries.append(summary)
-        index = self.project.indexed(None if self.wanted else (tuple(listed), unread))
+        index = self.project.indexed(None if self.wanted else (tuple(listed), unread), live, tuple(listed))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
         self.outputs.written(tuple(summaries), shown)
         for one in unread:
@@ -1606,6 +1629,8 @@ class Arguments(msgspec.Struct, frozen=True):
             "--junit", type=Path, metavar="FILE", help="also write the runs named as JUnit XML, a suite per run"
         )
         report.add_argument("--summary", type=Path, metavar="FILE", help="also write the runs named as a Markdown summary")
+        report.add_argument("--live", type=float, metavar="SECONDS", help=argparse.SUPPRESS)  # live.LiveReport's child
+        report.add_argument("--parent", type=int, metavar="PID", help=argparse.SUPPRESS)  # the convy run it is tied to
         compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
         compare.add_argument("base", help="the run before (id or a unique part)")
         compare.add_argument("candidate", help="the run after (id or a unique part)")
@@ -1738,7 +1763,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
-                    code = ReportCommand(project, tuple(parsed.runs), outputs).run(shown, errors)
+                    code = ReportCommand(project, tuple(parsed.runs), outputs, parsed.live, parsed.parent).run(shown, errors)
                 case "compare":
                     code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression, outputs).run(shown, errors)
                 case "labels":

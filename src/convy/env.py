@@ -59,3 +59,4 @@ class Variables(Env):
     user_faults: str | None = None
     workers: str | None = None
     ray: str | None = None
+    live_seconds: str | None = None

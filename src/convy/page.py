@@ -40,7 +40,7 @@ import msgspec
 
 from convy.files import Shipped
 from convy.report import Summary
-from convy.views import ComparisonView, DialogueView, IndexView, Pair
+from convy.views import ComparisonView, DialogueView, IndexView, LiveView, Pair
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -257,9 +257,11 @@ class Packed(msgspec.Struct, frozen=True):
 
 
 class ReportPage(msgspec.Struct, frozen=True):
-    """A run's report: its tables embedded whole, its dialogues packed in chunks."""
+    """A run's report: its tables embedded whole, its dialogues packed in chunks; ``live``, when
+    it is written again while the run plays (a block the page reads to reload itself)."""
 
     summary: Summary
+    live: LiveView | None = None
 
     def dialogues(self) -> Chunks:
         """Each attempt in full (a ``DialogueView``), packed by ``<scenario id>#<attempt>``: a
@@ -282,9 +284,10 @@ class ReportPage(msgspec.Struct, frozen=True):
         """The page in pieces (``Template.parts``)."""
         view = self.summary.view()
         data = Block("data", _ENCODER.encode(view))
+        live = () if self.live is None else (Block("live", _ENCODER.encode(self.live)),)
         dialogues = self.dialogues()
         yield from Template("report.js", window=True).parts(
-            f"{view.header.agent} · {view.header.run} · convy", chain((data,), dialogues.blocks("dialogues"))
+            f"{view.header.agent} · {view.header.run} · convy", chain((data, *live), dialogues.blocks("dialogues"))
         )
 
 
@@ -308,6 +311,8 @@ class IndexPage(msgspec.Struct, frozen=True):
     """Every run, its trend per agent, and the comparisons made."""
 
     view: IndexView
+    live: LiveView | None = None
 
     def html(self) -> str:
-        return Template("index.js").html("runs · convy", (Block("data", _ENCODER.encode(self.view)),))
+        live = () if self.live is None else (Block("live", _ENCODER.encode(self.live)),)
+        return Template("index.js").html("runs · convy", (Block("data", _ENCODER.encode(self.view)), *live))

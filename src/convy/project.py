@@ -35,7 +35,7 @@ from convy.providers import Made, agent_made, judge_made
 from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
-from convy.views import ComparisonView
+from convy.views import ComparisonView, LiveView
 from convy.yamlfile import YamlFile
 
 if TYPE_CHECKING:
@@ -350,25 +350,32 @@ class Project(msgspec.Struct, frozen=True):
             case Unread(reason=reason):
                 raise ConfigurationError(reason)
 
-    def reported(self, summary: Summary) -> Path:
-        """Write the run's report next to its folder's files."""
+    def reported(self, summary: Summary, live: LiveView | None = None) -> Path:
+        """Write the run's report next to its folder's files; ``live``, the report of a run under
+        way that is written again while it plays (``live.LiveReport``)."""
         from convy.page import ReportPage
 
         path = summary.run.folder / "report.html"
-        self._written(path, ReportPage(summary).parts())
+        self._written(path, ReportPage(summary, live).parts())
         if summary.run.status() != "running":
             Listing(self.results()).kept(summary)  # what the index will want of it, summed already
         return path
 
-    def indexed(self, every: tuple[tuple[Read | Listed, ...], tuple[Unread, ...]] | None = None) -> Path:
+    def indexed(
+        self,
+        every: tuple[tuple[Read | Listed, ...], tuple[Unread, ...]] | None = None,
+        live: LiveView | None = None,
+        known: tuple[Listed, ...] = (),
+    ) -> Path:
         """Write ``results/index.html``: every run (``every``, when the caller has read them all
-        already; else each from its ``summary.json``, see ``Listing``), and the comparisons made so far."""
+        already; else each from its ``summary.json``, see ``Listing``, those ``known`` as they are
+        given), and the comparisons made so far; ``live``, while a run plays (``live.LiveReport``)."""
         from convy.page import IndexPage
 
-        runs, unread = every if every is not None else Listing(self.results()).every()
+        runs, unread = every if every is not None else Listing(self.results()).every(known)
         names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
         path = self.results() / "index.html"
-        self._written(path, (IndexPage(Index(runs, unread, names).view()).html(),))
+        self._written(path, (IndexPage(Index(runs, unread, names).view(), live).html(),))
         return path
 
     def compared(self, base: Read, candidate: Read) -> tuple[Path, ComparisonView]:

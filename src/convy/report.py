@@ -710,6 +710,7 @@ class Listed(msgspec.Struct, frozen=True):
             tokens=totals.tokens,
             cost=totals.cost,
             seconds=self.run.seconds(),
+            planned=len(spec.scenarios) * spec.attempts,
         )
 
 
@@ -739,12 +740,14 @@ class Listing(msgspec.Struct, frozen=True):
 
     MOST_BYTES: ClassVar[int] = 16 * 1024 * 1024  # a larger summary.json is summed again, not read
 
-    def every(self) -> tuple[tuple[Listed, ...], tuple[Unread, ...]]:
-        """The runs, oldest first, and the folders that could not be read."""
+    def every(self, known: tuple[Listed, ...] = ()) -> tuple[tuple[Listed, ...], tuple[Unread, ...]]:
+        """The runs, oldest first, and the folders that could not be read; those ``known`` (just
+        summed by the caller) as they are given, their folders not read again."""
         listed: list[Listed] = []
         unread: list[Unread] = []
+        given = {one.run.folder: one for one in known}
         for folder in Runs(self.results).folders():
-            found = self.one(folder)
+            found = given[folder] if folder in given else self.one(folder)
             match found:
                 case Listed():
                     listed.append(found)

@@ -23,6 +23,7 @@ from convy.bench import Limits, RunSpec
 from convy.budget import Budget
 from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
+from convy.live import LiveReport
 from convy.panel import Judging
 from convy.problems import ConfigurationError, FieldProblem
 from convy.spread import Spread
@@ -55,6 +56,9 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     user_faults: Consequence = "not_judged"
     workers: int = 0
     ray: str = ""
+    live_seconds: float = 5.0
+
+    MOST_LIVE: ClassVar[float] = 3600.0
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
@@ -95,6 +99,12 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
             raise ValueError("user_prompt: not a file name")
         UserChecks(self.user_checks, self.user_faults)  # a check given twice, said by field
         Spread(self.workers, self.ray)  # workers within bounds, an address that is one, said by field
+        if not math.isfinite(self.live_seconds) or not 0.0 <= self.live_seconds <= self.MOST_LIVE:
+            raise ValueError(f"live_seconds: must be 0 (no live report) or up to {self.MOST_LIVE:g}")
+
+    def live(self, project: Path, run: str) -> LiveReport | None:
+        """The report of ``run`` written again every ``live_seconds`` while it plays; ``None`` when 0."""
+        return LiveReport(project, run, self.live_seconds) if self.live_seconds else None
 
     def most_attempts(self) -> int:
         """The attempts a scenario gets, or may get at most when they are spent adaptively."""

@@ -223,6 +223,17 @@ class HeaderView(View, frozen=True):
     against_run: str = ""  # and that base, as agent/run
 
 
+class LiveView(View, frozen=True):
+    """What a page of a run under way knows of its next writing (``live.LiveReport``): it reloads
+    itself ``every`` seconds while the run it shows is running; once ``stale`` seconds have passed
+    since it was ``written`` (an ISO time) with no newer page, the process writing it has ended,
+    and it stops."""
+
+    every: float
+    written: str
+    stale: float
+
+
 class ScoreView(View, frozen=True):
     """A decider measured against people on the decisions they labelled (``labels.py``): how many,
     how many it agreed on, the share with its Wilson interval, Cohen's κ with its interval (``None``
@@ -508,6 +519,7 @@ class RunRow(View, frozen=True):
     tokens: int
     cost: CostView
     seconds: float | None
+    planned: int = 0  # the attempts its spec plans: a run under way shows "attempts of planned"
 
 
 class TrendPoint(View, frozen=True):

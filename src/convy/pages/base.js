@@ -275,6 +275,106 @@ const Convy = (() => {
     return box;
   }
 
+  /* A page of a run under way (live.LiveReport writes it again every few seconds, the block
+     #live saying how often and when) reloads itself while its data says the run is running, and
+     keeps the reader's view across the reload: what the page keeps in the hash (filters, the
+     open window) it writes there first; the scroll of the page and of the open window, the
+     rows drawn, and the focused control with its caret go in sessionStorage, which a reload of
+     the same tab keeps (from file:// too), and are put back once the page is drawn again.
+     It waits while the reader is busy with the page: typing (a key in the last few seconds),
+     a button held, text selected, or the tab hidden. A page written long before with nothing
+     newer (its writer ended without marking the run) stops, as does a run that ended. */
+  const began = performance.now();  /* when the page's scripts began to run: what drawing it cost is measured from here */
+  function live(running) {
+    const block = json("live");
+    const every = block && block.every > 0 ? block.every : 5;
+    const written = block ? Date.parse(block.written) : NaN;
+    const age = Number.isNaN(written) ? 0 : (Date.now() - written) / 1000;
+    const stale = Boolean(running && block && age > block.stale);
+    const key = "convy-live:" + location.pathname;
+    const words = !running ? "" : stale
+      ? "This page was last written " + fmt.seconds(age) + " ago and nothing newer came: the process playing the run may have ended. Reload it by hand, or write it with `convy report`."
+      : "This page reloads itself about every " + fmt.seconds(every) + " while the run plays, keeping your filters, window and scroll.";
+    let saved = null;
+    try {
+      saved = JSON.parse(sessionStorage.getItem(key) || "null");
+      sessionStorage.removeItem(key);
+    } catch (error) {
+      saved = null;
+    }
+    let touched = -Infinity;
+    let held = false;
+    const busy = () => document.hidden || held || performance.now() - touched < 3000 ||
+      String(window.getSelection ? window.getSelection() : "") !== "";
+    const scroller = () => {
+      const open = document.querySelector("dialog[open] .window-body");
+      return open || null;
+    };
+    const focused = () => {
+      const node = document.activeElement;
+      if (!node || node === document.body) return null;
+      const row = node.closest && node.closest("tr[data-id], tr[data-run]");
+      if (row) return row.dataset.id !== undefined ? { row: row.dataset.id, attr: "data-id" } : { row: row.dataset.run, attr: "data-run" };
+      if (!node.id) return null;
+      const caret = typeof node.selectionStart === "number" ? [node.selectionStart, node.selectionEnd] : null;
+      return { id: node.id, caret };
+    };
+    /* Put a scroll back once the content is tall enough for it: a window's attempt may be drawn a
+       task or two after the page (its chunk inflated), the rows as the page was drawn. */
+    const scrolled = (node, top, left, tries) => {
+      if (!node) return;
+      if (node === window) window.scrollTo(left, top);
+      else node.scrollTop = top;
+      const now = node === window ? window.scrollY : node.scrollTop;
+      if (Math.abs(now - top) > 1 && tries > 0) setTimeout(() => scrolled(node === window ? window : scroller(), top, left, tries - 1), 50);
+    };
+    /* The scroll is put back by this page alone, the same way on every reload, the open window's
+       with it (a browser keeps the page's scroll across a reload, but not a window's). */
+    if ((saved || (running && !stale)) && "scrollRestoration" in history) history.scrollRestoration = "manual";
+    return {
+      words,
+      stale,
+      /* Put back what was saved before the reload (own.restore gets the page's own part), then
+         schedule the next reload while the run is running. */
+      begin(own) {
+        if (saved) {
+          if (own.restore) own.restore(saved.own);
+          scrolled(window, saved.y, saved.x, 40);
+          if (saved.window !== null) scrolled(scroller(), saved.window, 0, 40);
+          const one = saved.focus;
+          let node = null;
+          if (one && one.row) node = document.querySelector("tr[" + (one.attr === "data-run" ? "data-run" : "data-id") + "=\"" + CSS.escape(one.row) + "\"]");
+          else if (one && one.id) node = document.getElementById(one.id);
+          if (node && !(document.querySelector("dialog[open]") && !node.closest("dialog"))) {
+            node.focus({ preventScroll: true });
+            if (one.caret && typeof node.setSelectionRange === "function") node.setSelectionRange(one.caret[0], one.caret[1]);
+          }
+        }
+        if (!running || stale) return;
+        document.addEventListener("keydown", () => { touched = performance.now(); }, true);
+        document.addEventListener("input", () => { touched = performance.now(); }, true);
+        document.addEventListener("pointerdown", () => { held = true; }, true);
+        document.addEventListener("pointerup", () => { held = false; touched = performance.now(); }, true);
+        /* A large page takes a while to read and draw: it reloads no more often than ten times that. */
+        const wait = Math.max(every * 1000, 10 * (performance.now() - began));
+        const tick = () => {
+          if (busy()) { setTimeout(tick, 1000); return; }
+          if (own.save) own.save();
+          const body = scroller();
+          try {
+            sessionStorage.setItem(key, JSON.stringify({
+              x: window.scrollX, y: window.scrollY, window: body ? body.scrollTop : null,
+              focus: focused(), own: own.keep ? own.keep() : null }));
+          } catch (error) {
+            /* storage refused (full, or off): the hash alone is kept */
+          }
+          location.reload();
+        };
+        setTimeout(tick, wait);
+      },
+    };
+  }
+
   /* The view in the URL's hash: #key=value&key=value, so a link reopens it. */
 
   const hash = {
@@ -442,5 +542,5 @@ const Convy = (() => {
     return h("img", { src: link ? link.getAttribute("href") : "", alt: "", width: 22, height: 22, class: "logo" });
   }
 
-  return { h, s, add, fill, json, fmt, words, status, word, markdown, hash, theme, facts, tile, sortHeader, compare, keys, keyHelp, icon, safeHref, stepped, focusRow };
+  return { h, s, add, fill, json, fmt, words, status, word, markdown, hash, live, theme, facts, tile, sortHeader, compare, keys, keyHelp, icon, safeHref, stepped, focusRow };
 })();

@@ -133,7 +133,7 @@
       h("td", { class: "num" }, h("div", { class: "rate" }, row.rate ? fmt.pct(row.rate.estimate) : "—"), row.rate ? h("div", { class: "interval" }, fmt.span(row.rate)) : null),
       h("td", { class: "num" }, fmt.int(row.passed) + "/" + fmt.int(row.judged)),
       h("td", { class: "num" }, fmt.int(row.scenarios)),
-      h("td", { class: "num" }, fmt.int(row.attempts)),
+      h("td", { class: "num attempts" }, row.status === "running" && row.planned ? fmt.int(row.attempts) + " of " + fmt.int(row.planned) : fmt.int(row.attempts)),
       h("td", { class: "num" }, fmt.int(row.tokens)),
       h("td", { class: "num" }, fmt.cost(row.cost)),
       h("td", { class: "num" }, fmt.seconds(row.seconds)));
@@ -210,6 +210,8 @@
   agentSelect.addEventListener("change", () => { state.agent = agentSelect.value; update(); });
 
   const agentsCount = view.agents.length;
+  const playing = runs.filter((row) => row.status === "running");
+  const live = Convy.live(playing.length > 0);
   Convy.fill(app,
     h("header", { class: "top" },
       h("div", null,
@@ -221,6 +223,10 @@
           ["latest", runs.length ? fmt.date(runs[0].started) : "—"],
         ])),
       h("div", { class: "top-actions" }, Convy.theme.button())),
+    playing.length
+      ? h("div", { class: "notice" + (live.stale ? " bad" : ""), id: "live" }, h("strong", null, "… " + fmt.int(playing.length) + (playing.length === 1 ? " run is" : " runs are") + " still playing"),
+        playing.map((row) => row.agent + " · " + row.run + ": " + fmt.int(row.attempts) + " of " + fmt.int(row.planned) + " attempts").join("; ") + ". " + live.words)
+      : null,
     view.skipped.length
       ? h("div", { class: "notice", id: "skipped" }, h("strong", null, "Folders that could not be read as runs"), h("ul", null, view.skipped.map((line) => h("li", null, line))))
       : null,
@@ -238,4 +244,5 @@
   Convy.keys({ search: () => { search.focus(); search.select(); }, move, open: () => { if (visible[cursor]) visible[cursor].querySelector("a").click(); } });
   window.addEventListener("hashchange", load);
   load();
+  live.begin({ save });
 })();

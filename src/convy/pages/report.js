@@ -10,6 +10,7 @@
   const scenarios = view.scenarios;
   const byId = new Map(scenarios.map((one) => [one.id, one]));
   Labels.begin(view.header.agent, view.header.run);
+  const live = Convy.live(view.header.status === "running");
 
   const METHOD = {
     t: "t interval across scenarios",
@@ -49,7 +50,7 @@
         ])),
       h("div", { class: "top-actions" }, Labels.tool(), Convy.theme.button()));
     const notes = [];
-    if (head.status === "running") notes.push(h("div", { class: "notice" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far."));
+    if (head.status === "running") notes.push(h("div", { class: "notice" + (live.stale ? " bad" : ""), id: "live" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far: " + fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned. " + live.words));
     if (head.stop) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run was " + head.stop), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
     if (head.budget) notes.push(h("div", { class: "notice" }, h("strong", null, "Within its budget"), head.budget));
     if (head.against) notes.push(h("div", { class: "notice", id: "against" }, h("strong", null, "Played against run " + head.against_run), head.against));
@@ -740,10 +741,14 @@
       if (written) return;
       written = true;
       saving = false;
-      hash.write({ q: state.q, status: state.status, tag: state.tag, variant: state.variant, claim: state.claim, cause: state.cause, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
+      kept();
     };
     requestAnimationFrame(() => setTimeout(write, 0));
     setTimeout(write, 100);
+  }
+
+  function kept() {
+    hash.write({ q: state.q, status: state.status, tag: state.tag, variant: state.variant, claim: state.claim, cause: state.cause, group: state.group, sort: state.sort, dir: state.sort ? state.dir : "", s: state.s, a: state.s ? state.a : "" });
   }
 
   function update() {
@@ -790,5 +795,8 @@
   Convy.keys({ search: () => { win.close(); search.focus(); search.select(); }, move, open: () => { if (!win.isOpen() && visible[cursor]) visible[cursor].click(); }, side });
   window.addEventListener("hashchange", load);
   load();
+  /* A run under way: the page reloads itself (Convy.live), the view written to the hash first
+     and the rows drawn kept, so the scroll can be put back. */
+  live.begin({ save: kept, keep: () => ({ rows: shown }), restore: (own) => { if (own && own.rows > shown) showMore(own.rows - shown); } });
   ahead(0);
 })();
