@@ -243,7 +243,7 @@ def test_pages_and_tables_are_never_written_through_what_stands_at_their_tempora
     assert outside.read_text(encoding="utf-8") == "keep me"
     assert (folder.path / "report.html").is_file() and (results / "index.html").is_file()
     assert (results / "export" / "turns.csv").is_file()
-    assert not (folder.path / "report.html.tmp").exists()
+    assert not list(folder.path.glob("report.html.*.tmp")), "no temporary file of convy's is left"
 
 
 def test_report_writes_no_lock_file_in_the_folders_it_reads(made: Made) -> None:

@@ -241,7 +241,7 @@ import time
 
 
 def _held(event, arguments):
-    if event == "open" and str(arguments[0]).endswith("report.html.tmp") and not os.path.exists({writing!r}):
+    if event == "open" and "report.html." in str(arguments[0]) and str(arguments[0]).endswith(".tmp") and not os.path.exists({writing!r}):
         with open({writing!r} + ".tmp", "w") as said:
             said.write(str(os.getpid()))
         os.rename({writing!r} + ".tmp", {writing!r})

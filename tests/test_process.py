@@ -41,7 +41,7 @@ import time as _time
 
 
 def _held_report(event, arguments):
-    if event == "open" and str(arguments[0]).endswith("report.html.tmp"):
+    if event == "open" and "report.html." in str(arguments[0]) and str(arguments[0]).endswith(".tmp"):
         open({writing!r}, "w").close()
         while _os.path.exists({held!r}):
             _time.sleep(0.01)

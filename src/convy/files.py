@@ -125,10 +125,12 @@ class Delivered(msgspec.Struct, frozen=True):
 
 
 class Replaced(msgspec.Struct, frozen=True):
-    """A file convy writes whole: into ``<name>.tmp``, a file it makes itself (whatever stood at
-    that name is removed first: a FIFO there would block the write, a link lead it elsewhere),
+    """A file convy writes whole: into ``<name>.<pid>.tmp``, a file it makes itself (whatever stood
+    at that name is removed first: a FIFO there would block the write, a link lead it elsewhere),
     then renamed over ``path``, so a reader finds the old file or the new one, never half of one.
-    A write that fails leaves no ``.tmp`` behind and raises the ``OSError``."""
+    The name is the writing process's own: two processes writing one page at once (a run's live
+    report and another run's, both rebuilding the index) never write into, or rename, each other's
+    half. A write that fails leaves no ``.tmp`` behind and raises the ``OSError``."""
 
     path: Path
 
@@ -142,7 +144,7 @@ class Replaced(msgspec.Struct, frozen=True):
         self._replaced((data,), synced=True)
 
     def _replaced(self, parts: Iterable[bytes], synced: bool) -> None:
-        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             temporary.unlink(missing_ok=True)
             with temporary.open("xb") as file:
