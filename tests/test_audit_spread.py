@@ -23,10 +23,17 @@ from pathlib import Path
 import pytest
 from raycluster import LocalCluster as RayCluster
 from standin import StandIn, Status
-from test_canary import ACCESS, AGENT_KEY, BROKEN_AGENT, GATEWAY_KEY, Project, echoes, leaks
-from test_canary import gateway, project, service  # noqa: F401  (fixtures)
-from test_spread import DEADLINE, SCENARIOS, Place, each_once, gone, outcomes, waited
-from test_spread import place  # noqa: F401  (fixture)
+from test_canary import ACCESS, AGENT_KEY, BROKEN_AGENT, GATEWAY_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
+from test_spread import (
+    DEADLINE,
+    SCENARIOS,
+    Place,
+    each_once,
+    gone,
+    outcomes,
+    place,  # noqa: F401  (fixture)
+    waited,
+)
 
 # An agent that loads in the driver and fails in each worker, its error carrying the .env.
 BROKEN_IN_WORKERS = '''
