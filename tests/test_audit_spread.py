@@ -18,12 +18,16 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from raycluster import LocalCluster as RayCluster
 from standin import StandIn, Status
-from test_canary import ACCESS, AGENT_KEY, BROKEN_AGENT, GATEWAY_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
+from test_canary import AGENT_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
+from test_proxy import Proxy, proxy, usage_of  # noqa: F401  (proxy is a fixture)
+from test_services_cli import Made, made  # noqa: F401  (made is a fixture)
+from test_services_cli import outcomes as proxy_outcomes
 from test_spread import (
     DEADLINE,
     SCENARIOS,
@@ -35,6 +39,9 @@ from test_spread import (
     waited,
 )
 
+from convy.agent import NoUsage, Usage
+from convy.attempt import Spent
+
 # An agent that loads in the driver and fails in each worker, its error carrying the .env.
 BROKEN_IN_WORKERS = '''
 import sys
@@ -43,7 +50,7 @@ from pathlib import Path
 ray = sys.modules.get("ray")
 if ray is not None and ray.is_initialized():
     raise RuntimeError("cannot start with these settings: " + (Path(__file__).parent.parent / ".env").read_text())
-''' + BROKEN_AGENT.split("raise", 1)[0] + '''
+
 from convy import JsonAgent, JsonEndpoint
 
 agent = JsonAgent(JsonEndpoint("http://127.0.0.1:9/agent"), reply="output.text")
@@ -93,33 +100,49 @@ def texts(folder: Path) -> Iterator[tuple[Path, str]]:
 # --- 1. secrets -----------------------------------------------------------------------------------
 
 
-def test_no_canary_reaches_any_output_or_rays_own_folder_with_two_workers(
+def test_no_echoed_canary_reaches_any_output_or_rays_own_folder_with_two_workers(
     project: Project, gateway: StandIn, service: StandIn, ray_folder: Path  # noqa: F811
 ) -> None:
-    """Keys echoed by the agent's service and the models' gateway, a key an agent raises, and a
-    worker that cannot load the project and says the whole .env: with ``--workers 2`` no piece of
-    a canary reaches stdout/stderr, the run folders, the pages, the exports, or Ray's logs."""
-    (project.folder / "agents" / "broken.py").write_text(BROKEN_IN_WORKERS)
+    """Keys echoed by the agent's service (as text and as JSON, across the cut of an error body)
+    and by the models' gateway, while two workers play: no piece of a canary reaches stdout or
+    stderr, the run folder, its page, the exports, or anything Ray wrote (its logs among them)."""
     faults = echoes(400, range(270, 300, 5)) + echoes(500, range(270, 300, 10), as_json=True)
     faults += [Status(400, body={"error": {"echo": AGENT_KEY}})]
     service.faults(*faults)
-    ran = project.ran("run", "echo", "--scenarios", "canary/scripted", "-k", str(len(faults)), "--workers", "2")
-    assert ran.returncode == 1 and "played by 2 workers" in ran.stdout, ran.stdout + ran.stderr
     gateway.faults(*echoes(401, range(0, 300, 60), path="/v1/chat/completions"))
     gateway.faults(*echoes(400, range(250, 300, 10), as_json=True, path="/v1/chat/completions"))
-    assert project.ran("run", "echo", "--scenarios", "canary/judged", "-k", "3", "--workers", "2").returncode != 0
-    assert project.ran("run", "raising", "--scenarios", "canary/scripted", "-k", "2", "--workers", "2").returncode == 1
-    broken = project.ran("run", "broken", "--scenarios", "canary/scripted", "-k", "1", "--workers", "2")
-    assert broken.returncode == 2 and "a worker could not load the project" in broken.stderr, broken.stderr
-    assert project.ran("export").returncode == 0
 
-    assert service.received and gateway.received  # the keys were sent, and echoed
+    ran = project.ran("run", "echo", "--scenarios", "canary/scripted", "canary/judged", "-k", str(len(faults)), "--workers", "2")
+
+    assert ran.returncode != 0 and "played by 2 workers" in ran.stdout, ran.stdout + ran.stderr
+    assert "<hidden>" in ran.stdout  # an echo came back, and was hidden
+    assert project.ran("export").returncode == 0
+    assert_nothing_leaked(project, ray_folder, runs=1)
+
+
+def test_no_canary_a_worker_holds_reaches_any_output_or_rays_own_folder(
+    project: Project, ray_folder: Path  # noqa: F811
+) -> None:
+    """A key the workers read from .env into a SecretStr that the agent raises, and a worker that
+    cannot load the project and says the whole .env: hidden in what the driver shows and keeps,
+    and absent from Ray's folder."""
+    (project.folder / "agents" / "broken.py").write_text(BROKEN_IN_WORKERS)
+    raising = project.ran("run", "raising", "--scenarios", "canary/scripted", "-k", "2", "--workers", "2")
+    assert raising.returncode == 1 and "refused access '<hidden>'" in raising.stdout, raising.stdout + raising.stderr
+    broken = project.ran("run", "broken", "--scenarios", "canary/scripted", "-k", "1", "--workers", "2")
+    assert broken.returncode == 2, broken.stdout + broken.stderr
+    assert broken.stderr.count("a worker could not load the project") == 1, broken.stderr
+    assert "GATEWAY_KEY=<hidden>" in broken.stderr, broken.stderr
+    assert_nothing_leaked(project, ray_folder, runs=2)
+
+
+def assert_nothing_leaked(project: Project, ray_folder: Path, runs: int) -> None:  # noqa: F811
     for said in project.said:
         assert not leaks(said), said
     for name, text in project.kept().items():
         assert not leaks(text), name
     sessions = list(ray_folder.rglob("session_*/logs"))
-    assert len(sessions) >= 4, sessions  # each run's Ray, its logs kept
+    assert len(sessions) >= runs, sessions  # each run's Ray, its logs kept
     for path, text in texts(ray_folder):
         assert not leaks(text), path
 
@@ -215,3 +238,44 @@ def test_ctrl_c_to_two_workers_keeps_the_run_interrupted_leaves_no_ray_and_resum
     each_once(run, 4)
     waited(lambda: not ray_processes(ray_folder), "the resume's Ray to end")
     print(f"\nCtrl+C: {before} of {len(SCENARIOS) * 4} kept before, resumed each once, no Ray process left")
+
+
+# --- 2. LiteLLM's proxy ---------------------------------------------------------------------------
+
+
+def test_two_workers_on_the_proxy_count_what_the_proxy_sent_each_attempt_once(
+    made: Made, proxy: Proxy, ray_folder: Path  # noqa: F811
+) -> None:
+    """The template's assistant, simulated user and judge on LiteLLM's proxy, played by two
+    workers: every token and the cost recorded for each model is what the proxy's own callback
+    wrote down it sent, no reply more or less, and each attempt is kept once."""
+    made.gateway(proxy.url + "/v1")
+    before = {group: len(proxy.sent(group)) for group in ("user-model", "judge-model", "agent-model")}
+
+    ran = made.ran("run", "-k", "2", "--workers", "2", CONVY_MAX_TURNS="2", CONVY_USER_FAULTS="count")
+
+    assert ran.returncode == 5, ran.stdout + ran.stderr  # the mock judge gives no grade (as in test_proxy)
+    assert "played by 2 workers" in ran.stdout, ran.stdout
+    runs = made.runs()
+    kept = [outcome for folder in runs.values() for outcome in proxy_outcomes(folder)]
+    keys = [(name, outcome.scenario, outcome.attempt) for name, folder in runs.items() for outcome in proxy_outcomes(folder)]
+    assert len(keys) == len(set(keys)) and kept
+    assistant = proxy_outcomes(runs["assistant"])
+    recorded: dict[str, list[Usage | NoUsage]] = {
+        "agent-model": [usage for outcome in assistant for turn in outcome.transcript.turns for usage in turn.answer.requests()],
+        "user-model": [
+            usage for outcome in kept for usage in
+            [turn.user_usage for turn in outcome.transcript.turns if not turn.scripted] + list(outcome.user_ending)
+        ],
+        "judge-model": [usage for outcome in kept for usage in outcome.judge_requests],
+    }
+    for group, usages in recorded.items():
+        assert usages, group
+        sent = proxy.awaited(group, before[group] + len(usages))[before[group]:]
+        assert proxy.sent(group)[before[group]:] == sent, f"{group}: the proxy sent more replies than convy recorded"
+        ours, theirs = Spent(tuple(usages)).tokens(), Spent(tuple(usage_of(usage) for usage in sent)).tokens()
+        assert (ours.requests, ours.reported, ours.input, ours.output, ours.cached, ours.reasoning) == (
+            theirs.requests, theirs.reported, theirs.input, theirs.output, theirs.cached, theirs.reasoning,
+        ), group
+        spent, billed = Spent(tuple(usages)).cost(), Spent(tuple(usage_of(usage) for usage in sent)).cost()
+        assert (Decimal(spent.amount or "0"), spent.source, spent.complete) == (Decimal(billed.amount or "0"), "provider", True), group
