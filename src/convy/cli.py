@@ -689,6 +689,8 @@ class Spreading(msgspec.Struct, frozen=True):
 
     def over(self, settings: Settings) -> Spread:
         spread = settings.spread()
+        if self.address == "":  # an address left empty (an unset variable): not a run in one process unasked
+            raise ConfigurationError("--ray: an empty address: auto, ray://HOST:PORT, HOST:PORT, or --ray alone")
         try:
             spread = Spread(
                 spread.workers if self.workers is None else self.workers,
