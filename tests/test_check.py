@@ -140,6 +140,7 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "  user_faults       not_judged    default",
         "  workers           0             default",
         "  ray               none          default",
+        "  live_seconds      5.0           default",
         *LIMITS,
         "a: 1 scenarios × 4 attempts = 4 attempts",
         "  skipped 2 scenario(s) that need a model:",

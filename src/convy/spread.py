@@ -227,7 +227,7 @@ class Crew(msgspec.Struct, frozen=True):
 
     MOST_REPLACED: ClassVar[int] = 3  # hands replaced per hand started, before the run gives up
     EXCLUDED: ClassVar[tuple[str, ...]] = (
-        "results/", ".env", ".git/", ".venv*/", "__pycache__/", "*.pyc", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
+        "results/", ".env", ".env.*", ".envrc", ".git/", ".venv*/", "__pycache__/", "*.pyc", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
     )
 
     @property
