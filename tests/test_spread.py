@@ -401,8 +401,10 @@ def test_a_run_whose_driver_is_killed_is_resumed_each_attempt_once(
     os.kill(process.pid, signal.SIGKILL)
     gate.set()
     assert process.wait(DEADLINE) == -signal.SIGKILL
+    # The workers that sent before the kill: both, or on a loaded machine only the first (the
+    # second may not have reached the stand-in before the twelfth turn); never the driver.
     workers = {pid for pid, _ in place.senders()}
-    assert len(workers) == 2 and process.pid not in workers
+    assert 1 <= len(workers) <= 2 and process.pid not in workers
     waited(lambda: all(gone(pid) for pid in workers), "the killed run's workers to end")
     run = place.run()
     before = len(outcomes(run))
