@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from raycluster import LocalCluster as RayCluster
+from raycluster import ray_processes
 from standin import StandIn, Status
 from test_canary import AGENT_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
 from test_proxy import Proxy, proxy, usage_of  # noqa: F401  (proxy is a fixture)
@@ -33,7 +34,6 @@ from test_spread import (
     SCENARIOS,
     Place,
     each_once,
-    gone,
     outcomes,
     place,  # noqa: F401  (fixture)
     waited,
@@ -67,24 +67,6 @@ def ray_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield folder
     waited(lambda: not ray_processes(folder), f"the processes of {folder} to end")
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def ray_processes(folder: Path) -> set[int]:
-    """Each live process of a Ray whose temp folder is ``folder`` (named in its command line or
-    its environment), zombies not counted."""
-    mark = str(folder).encode()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-            environment = b"\0" + (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if (mark in command or b"\0RAY_TMPDIR=" + mark + b"\0" in environment) and not gone(int(entry.name)):
-            found.add(int(entry.name))
-    return found
 
 
 def texts(folder: Path) -> Iterator[tuple[Path, str]]:
