@@ -18,7 +18,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from raycluster import LocalCluster as RayCluster
 from raycluster import ray_processes
 from standin import StandIn, Status
 from test_canary import AGENT_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
-from test_proxy import Proxy, proxy, usage_of  # noqa: F401  (proxy is a fixture)
+from test_proxy import Proxy, assert_counted, proxy  # noqa: F401  (proxy is a fixture)
 from test_services_cli import Made, made  # noqa: F401  (made is a fixture)
 from test_services_cli import outcomes as proxy_outcomes
 from test_spread import (
@@ -38,9 +37,6 @@ from test_spread import (
     place,  # noqa: F401  (fixture)
     waited,
 )
-
-from convy.agent import NoUsage, Usage
-from convy.attempt import Spent
 
 # An agent that loads in the driver and fails in each worker, its error carrying the .env.
 BROKEN_IN_WORKERS = '''
@@ -234,7 +230,7 @@ def test_two_workers_on_the_proxy_count_what_the_proxy_sent_each_attempt_once(
     workers: every token and the cost recorded for each model is what the proxy's own callback
     wrote down it sent, no reply more or less, and each attempt is kept once."""
     made.gateway(proxy.url + "/v1")
-    before = {group: len(proxy.sent(group)) for group in ("user-model", "judge-model", "agent-model")}
+    before = proxy.counts()
 
     ran = made.ran("run", "-k", "2", "--workers", "2", CONVY_MAX_TURNS="2", CONVY_USER_FAULTS="count")
 
@@ -245,21 +241,4 @@ def test_two_workers_on_the_proxy_count_what_the_proxy_sent_each_attempt_once(
     keys = [(name, outcome.scenario, outcome.attempt) for name, folder in runs.items() for outcome in proxy_outcomes(folder)]
     assert len(keys) == len(set(keys)) and kept
     assistant = proxy_outcomes(runs["assistant"])
-    recorded: dict[str, list[Usage | NoUsage]] = {
-        "agent-model": [usage for outcome in assistant for turn in outcome.transcript.turns for usage in turn.answer.requests()],
-        "user-model": [
-            usage for outcome in kept for usage in
-            [turn.user_usage for turn in outcome.transcript.turns if not turn.scripted] + list(outcome.user_ending)
-        ],
-        "judge-model": [usage for outcome in kept for usage in outcome.judge_requests],
-    }
-    for group, usages in recorded.items():
-        assert usages, group
-        sent = proxy.awaited(group, before[group] + len(usages))[before[group]:]
-        assert proxy.sent(group)[before[group]:] == sent, f"{group}: the proxy sent more replies than convy recorded"
-        ours, theirs = Spent(tuple(usages)).tokens(), Spent(tuple(usage_of(usage) for usage in sent)).tokens()
-        assert (ours.requests, ours.reported, ours.input, ours.output, ours.cached, ours.reasoning) == (
-            theirs.requests, theirs.reported, theirs.input, theirs.output, theirs.cached, theirs.reasoning,
-        ), group
-        spent, billed = Spent(tuple(usages)).cost(), Spent(tuple(usage_of(usage) for usage in sent)).cost()
-        assert (Decimal(spent.amount or "0"), spent.source, spent.complete) == (Decimal(billed.amount or "0"), "provider", True), group
+    assert_counted(proxy, before, assistant, kept)
