@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from drawn import Drawn
 from fakeproject import FakeProject
 from test_adaptive import Breaking, Broken, Table
 from test_exit_codes import convy, runs
@@ -31,17 +32,6 @@ from convy.sequential import Sequential, Undecided
 
 NAMES = ("a", "b", "c", "d")
 SCENARIOS = tuple(Scenario(id=name, script=("hi",), judge=(f"passes {name}",)) for name in NAMES)
-
-
-class Drawn:
-    """A judge's rule holding each claim at random at ``rate``, from a seeded generator."""
-
-    def __init__(self, rate: float, seed: int) -> None:
-        self.rate = rate
-        self.chooser = random.Random(seed)
-
-    def __call__(self, claim: str, transcript: object) -> bool:
-        return self.chooser.random() < self.rate
 
 
 def bench(held: object, budget: Budget | None = None) -> Bench:
