@@ -10,34 +10,27 @@ it. Run: ``python bench/against_demo.py``.
 from __future__ import annotations
 
 import asyncio
-import random
+import sys
 import tempfile
 from pathlib import Path
 
-from convy.adaptive import Adaptive, Against, Judged
-from convy.bench import Bench, Limits, RunJournal, RunSpec
-from convy.fakes import FakeAgent, FakeJudge
-from convy.model import Models
-from convy.report import Summary
-from convy.runs import Read, Runs
-from convy.scenario import Scenario
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from drawn import Drawn  # noqa: E402  (the judge's seeded rule the tests of --against use)
+
+from convy.adaptive import Adaptive, Against, Judged  # noqa: E402
+from convy.bench import Bench, Limits, RunJournal, RunSpec  # noqa: E402
+from convy.fakes import FakeAgent, FakeJudge  # noqa: E402
+from convy.model import Models  # noqa: E402
+from convy.report import Summary  # noqa: E402
+from convy.runs import Read, Runs  # noqa: E402
+from convy.scenario import Scenario  # noqa: E402
 
 NAMES = ("billing", "refund", "login", "greeting", "handoff")
 BASE_RATE = 0.9
 MOST = 40
 EFFECTS = (-0.4, -0.2, -0.1, 0.0)
 SEEDS = range(5)
-
-
-class Drawn:
-    """A judge's rule holding every claim at random at ``rate`` (seeded)."""
-
-    def __init__(self, rate: float, seed: int) -> None:
-        self.rate = rate
-        self.chooser = random.Random(seed)
-
-    def __call__(self, claim: str, transcript: object) -> bool:
-        return self.chooser.random() < self.rate
 
 
 def played(results: Path, id: str, spec: RunSpec, rate: float, seed: int) -> Summary:

@@ -71,6 +71,26 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def ray_processes(folder: Path) -> set[int]:
+    """Every live process of a Ray whose temp folder is ``folder``, this process left out: its
+    command line names the folder (GCS, raylets, agents), or it inherited ``RAY_TMPDIR`` set to it
+    (the workers, actors among them). Zombies do not count."""
+    mark = str(folder).encode()
+    inherited = b"\0RAY_TMPDIR=" + mark + b"\0"
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            environment = b"\0" + (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if (mark in command or inherited in environment) and pid_alive(int(entry.name)):
+            found.add(int(entry.name))
+    return found
+
+
 class LocalCluster:
     """A head node and a second node, on 127.0.0.1, in a temporary folder of their own."""
 
@@ -135,22 +155,8 @@ class LocalCluster:
             self.add_node()
 
     def pids(self) -> set[int]:
-        """Every live process of this cluster: its command line names the cluster's folder (GCS,
-        raylets, agents), or it inherited ``RAY_TMPDIR`` set to it (the workers, actors among them)."""
-        folder = str(self.folder).encode()
-        inherited = b"\0RAY_TMPDIR=" + folder + b"\0"
-        found = set()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                command = (entry / "cmdline").read_bytes()
-                environment = b"\0" + (entry / "environ").read_bytes()
-            except OSError:
-                continue
-            if (folder in command or inherited in environment) and pid_alive(int(entry.name)):
-                found.add(int(entry.name))
-        return found
+        """Every live process of this cluster (see ``ray_processes``)."""
+        return ray_processes(self.folder)
 
     def connect(self) -> None:
         """Make this process a driver of the cluster, with Ray's own logging kept off stderr."""

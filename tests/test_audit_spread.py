@@ -18,14 +18,14 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from raycluster import LocalCluster as RayCluster
+from raycluster import ray_processes
 from standin import StandIn, Status
 from test_canary import AGENT_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
-from test_proxy import Proxy, proxy, usage_of  # noqa: F401  (proxy is a fixture)
+from test_proxy import Proxy, assert_counted, proxy  # noqa: F401  (proxy is a fixture)
 from test_services_cli import Made, made  # noqa: F401  (made is a fixture)
 from test_services_cli import outcomes as proxy_outcomes
 from test_spread import (
@@ -38,9 +38,6 @@ from test_spread import (
     place,  # noqa: F401  (fixture)
     waited,
 )
-
-from convy.agent import NoUsage, Usage
-from convy.attempt import Spent
 
 # An agent that loads in the driver and fails in each worker, its error carrying the .env.
 BROKEN_IN_WORKERS = '''
@@ -67,24 +64,6 @@ def ray_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield folder
     waited(lambda: not ray_processes(folder), f"the processes of {folder} to end")
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def ray_processes(folder: Path) -> set[int]:
-    """Each live process of a Ray whose temp folder is ``folder`` (named in its command line or
-    its environment), zombies not counted."""
-    mark = str(folder).encode()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-            environment = b"\0" + (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if (mark in command or b"\0RAY_TMPDIR=" + mark + b"\0" in environment) and not gone(int(entry.name)):
-            found.add(int(entry.name))
-    return found
 
 
 def texts(folder: Path) -> Iterator[tuple[Path, str]]:
@@ -242,6 +221,52 @@ def test_ctrl_c_to_two_workers_keeps_the_run_interrupted_leaves_no_ray_and_resum
     print(f"\nCtrl+C: {before} of {len(SCENARIOS) * 4} kept before, resumed each once, no Ray process left")
 
 
+
+def test_a_driver_killed_takes_the_ray_it_started_with_it_and_resume_plays_each_attempt_once(
+    place: Place, ray_folder: Path  # noqa: F811
+) -> None:
+    """SIGKILL of ``convy run --workers 2``, on a Ray the run started itself: the workers that
+    played end with the driver, and ``convy resume --workers 2``, on a Ray of its own again, plays
+    what the run lacks, each attempt once; in the end no process of either Ray is left. (test_spread
+    kills the driver of a run on the session's cluster, which outlives it.)"""
+    place.written(attempts=4)
+    # After 12 turns no conversation goes on until the driver is killed; once one of the attempts
+    # that ended by then is recorded, the driver is killed.
+    gate = threading.Event()
+    place.roles.held = (12, gate)
+    process = place.started("run", "--workers", "2")
+    try:
+        waited(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
+        # Whoever has sent by now is alive now, so the finder must see them: it is not blind.
+        sent = {pid for pid, _ in place.senders()}
+        live = ray_processes(ray_folder)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        gate.set()  # a failed wait leaves no conversation held, and the teardown cannot hang
+    assert process.wait(DEADLINE) == -signal.SIGKILL
+    assert sent and sent <= live and process.pid in live, (sent, live)  # the driver has the folder in its environment
+    # The workers that sent, before the kill or just after: both, or on a loaded machine only the
+    # first (the second may still have been loading the project); never the driver.
+    waited(lambda: all(gone(pid) for pid in {pid for pid, _ in place.senders()}), "the killed run's workers to end")
+    workers = {pid for pid, _ in place.senders()}
+    assert 1 <= len(workers) <= 2 and process.pid not in workers, workers
+    run = place.run()
+    before = len(outcomes(run))
+    assert 1 <= before < len(SCENARIOS) * 4
+
+    ran = place.ran("resume", run.name, "--workers", "2")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "played by 2 workers on a Ray started for this run" in ran.stdout, ran.stdout
+    each_once(run, 4)
+    resumers = {pid for pid, _ in place.senders()} - workers
+    assert 1 <= len(resumers) <= 2 and not place.writers() & resumers, (resumers, place.writers())
+    # Ray's own agents of the killed run outlive its raylet a while (they try to report its death
+    # to a GCS that died with it), then end; the resume's Ray ends with the resume.
+    waited(lambda: not ray_processes(ray_folder), "the processes of both Rays to end")
+    print(f"\ndriver of its own Ray killed: {before} of {len(SCENARIOS) * 4} kept before the kill, the rest "
+          "played by the resume, each attempt once, no Ray process left")
+
 # --- 2. LiteLLM's proxy ---------------------------------------------------------------------------
 
 
@@ -252,7 +277,7 @@ def test_two_workers_on_the_proxy_count_what_the_proxy_sent_each_attempt_once(
     workers: every token and the cost recorded for each model is what the proxy's own callback
     wrote down it sent, no reply more or less, and each attempt is kept once."""
     made.gateway(proxy.url + "/v1")
-    before = {group: len(proxy.sent(group)) for group in ("user-model", "judge-model", "agent-model")}
+    before = proxy.counts()
 
     ran = made.ran("run", "-k", "2", "--workers", "2", CONVY_MAX_TURNS="2", CONVY_USER_FAULTS="count")
 
@@ -263,21 +288,4 @@ def test_two_workers_on_the_proxy_count_what_the_proxy_sent_each_attempt_once(
     keys = [(name, outcome.scenario, outcome.attempt) for name, folder in runs.items() for outcome in proxy_outcomes(folder)]
     assert len(keys) == len(set(keys)) and kept
     assistant = proxy_outcomes(runs["assistant"])
-    recorded: dict[str, list[Usage | NoUsage]] = {
-        "agent-model": [usage for outcome in assistant for turn in outcome.transcript.turns for usage in turn.answer.requests()],
-        "user-model": [
-            usage for outcome in kept for usage in
-            [turn.user_usage for turn in outcome.transcript.turns if not turn.scripted] + list(outcome.user_ending)
-        ],
-        "judge-model": [usage for outcome in kept for usage in outcome.judge_requests],
-    }
-    for group, usages in recorded.items():
-        assert usages, group
-        sent = proxy.awaited(group, before[group] + len(usages))[before[group]:]
-        assert proxy.sent(group)[before[group]:] == sent, f"{group}: the proxy sent more replies than convy recorded"
-        ours, theirs = Spent(tuple(usages)).tokens(), Spent(tuple(usage_of(usage) for usage in sent)).tokens()
-        assert (ours.requests, ours.reported, ours.input, ours.output, ours.cached, ours.reasoning) == (
-            theirs.requests, theirs.reported, theirs.input, theirs.output, theirs.cached, theirs.reasoning,
-        ), group
-        spent, billed = Spent(tuple(usages)).cost(), Spent(tuple(usage_of(usage) for usage in sent)).cost()
-        assert (Decimal(spent.amount or "0"), spent.source, spent.complete) == (Decimal(billed.amount or "0"), "provider", True), group
+    assert_counted(proxy, before, assistant, kept)

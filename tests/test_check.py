@@ -232,7 +232,7 @@ def broken(folder: Path) -> None:
 EVERY_PROBLEM = [
     "convy: pyproject.toml: [tool.convy] turn_seconds: expected a number, got text",
     "convy: pyproject.toml: [tool.convy] agent_places: must be at least 1",
-    "convy: CONVY_ATTEMPTS: attempts: Invalid enum value 'many'",
+    "convy: CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto",
     "convy: scenarios/colour.yaml: colour: unknown field",
     "convy: loading models.py failed: RuntimeError: the gateway is down",
     "convy: prompts/user.md: no value for {{ persona }} for scenario talk",

@@ -30,6 +30,7 @@ from convy.attempt import Spent
 from convy.dialog import NoVerdict, Verdict
 from convy.http import ChatAgent, HttpFailure, JsonEndpoint
 from convy.model import OpenAiModel, Said
+from convy.scenario import Outcome
 
 # The first test here waits for the proxy to start as well: room for that on a loaded machine.
 pytestmark = pytest.mark.timeout(300)
@@ -44,6 +45,9 @@ INVENTING = '{"evidence": "I have refunded you", "reason": "it refunded", "pass"
 USER_SAYS = "Hi, my order A-1043 arrived broken. Can you help?"
 TOOL_USAGE = {"prompt_tokens": 120, "completion_tokens": 15, "total_tokens": 135,
               "prompt_tokens_details": {"cached_tokens": 64}, "completion_tokens_details": {"reasoning_tokens": 7}}
+
+# The models the template's project asks: its assistant's, the simulated user's, the judge's.
+TEMPLATE_MODELS = ("user-model", "judge-model", "agent-model")
 
 CONFIG = {
     "model_list": [
@@ -116,6 +120,10 @@ class Proxy(msgspec.Struct, frozen=True):
             return []
         lines = [json.loads(line) for line in self.log.read_text().splitlines()]
         return [{**line["usage"], "cost": line["cost"]} for line in lines if line["group"] == group]
+
+    def counts(self) -> dict[str, int]:
+        """How many replies of each of the template's models the proxy sent so far."""
+        return {group: len(self.sent(group)) for group in TEMPLATE_MODELS}
 
     def awaited(self, group: str, count: int) -> list[dict[str, Any]]:
         """The usage of the first ``count`` replies of ``group``, once the proxy has written them all down."""
@@ -194,6 +202,31 @@ def usage_of(sent: dict[str, Any]) -> Usage | NoUsage:
         NotReported() if reasoning is None else reasoning,
         Unpriced() if cost is None else Cost(Decimal(str(cost)), "provider"),
     )
+
+
+def assert_counted(proxy: Proxy, before: dict[str, int], assistant: list[Outcome], kept: list[Outcome]) -> None:
+    """Every request convy recorded of each of the template's models since ``before`` (the
+    assistant's in ``assistant``; the simulated user's for each turn it spoke and the one that
+    ended a dialogue, and the judge's, in ``kept``) is a reply the proxy sent, no more and no
+    fewer: the tokens and the cost are the proxy's own."""
+    recorded: dict[str, list[Usage | NoUsage]] = {
+        "agent-model": [usage for outcome in assistant for turn in outcome.transcript.turns for usage in turn.answer.requests()],
+        "user-model": [
+            usage for outcome in kept for usage in
+            [turn.user_usage for turn in outcome.transcript.turns if not turn.scripted] + list(outcome.user_ending)
+        ],
+        "judge-model": [usage for outcome in kept for usage in outcome.judge_requests],
+    }
+    for group, usages in recorded.items():
+        assert usages, group
+        sent = proxy.awaited(group, before[group] + len(usages))[before[group]:]
+        assert proxy.sent(group)[before[group]:] == sent, f"{group}: the proxy sent more replies than convy recorded"
+        ours, theirs = Spent(tuple(usages)).tokens(), Spent(tuple(usage_of(usage) for usage in sent)).tokens()
+        assert (ours.requests, ours.reported, ours.input, ours.output, ours.cached, ours.reasoning) == (
+            theirs.requests, theirs.reported, theirs.input, theirs.output, theirs.cached, theirs.reasoning,
+        ), group
+        spent, billed = Spent(tuple(usages)).cost(), Spent(tuple(usage_of(usage) for usage in sent)).cost()
+        assert (Decimal(spent.amount or "0"), spent.source, spent.complete) == (Decimal(billed.amount or "0"), "provider", True), group
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -284,7 +317,7 @@ def test_convy_run_of_the_template_on_the_proxy_counts_what_the_proxy_sent(made:
     """``convy run`` with .env pointing at the proxy plays the model-driven scenarios, and every token it records
     for the assistant, the simulated user and the judge is one the proxy sent: the totals are equal."""
     made.gateway(proxy.url + "/v1")
-    before = {group: len(proxy.sent(group)) for group in ("user-model", "judge-model", "agent-model")}
+    before = proxy.counts()
 
     # The mock user says the same thing every turn and never stops: its faults are counted, so every
     # dialogue is judged and the judge's tokens are there to count.
@@ -317,23 +350,5 @@ def test_convy_run_of_the_template_on_the_proxy_counts_what_the_proxy_sent(made:
     ), "three tool calls a turn, each with the proxy's cached and reasoning tokens"
     assert all(isinstance(turn.answer.usage, Requests) for outcome in assistant for turn in outcome.transcript.turns)
 
-    # What convy recorded of each model's requests: the assistant's (the shop bot asks none), the
-    # simulated user's for each turn it spoke and the one that ended a dialogue, the judge's.
-    recorded: dict[str, list[Usage | NoUsage]] = {
-        "agent-model": [usage for outcome in assistant for turn in outcome.transcript.turns for usage in turn.answer.requests()],
-        "user-model": [
-            usage for outcome in kept for usage in
-            [turn.user_usage for turn in outcome.transcript.turns if not turn.scripted] + list(outcome.user_ending)
-        ],
-        "judge-model": [usage for outcome in kept for usage in outcome.judge_requests],
-    }
-    for group, usages in recorded.items():
-        sent = proxy.awaited(group, before[group] + len(usages))[before[group]:]
-        assert proxy.sent(group)[before[group]:] == sent, f"{group}: the proxy sent more replies than convy recorded"
-        ours, theirs = Spent(tuple(usages)).tokens(), Spent(tuple(usage_of(usage) for usage in sent)).tokens()
-        assert (ours.requests, ours.reported, ours.input, ours.output, ours.cached, ours.reasoning) == (
-            theirs.requests, theirs.reported, theirs.input, theirs.output, theirs.cached, theirs.reasoning,
-        ), group
-        spent, billed = Spent(tuple(usages)).cost(), Spent(tuple(usage_of(usage) for usage in sent)).cost()
-        assert (Decimal(spent.amount or "0"), spent.source, spent.complete) == (Decimal(billed.amount or "0"), "provider", True), group
+    assert_counted(proxy, before, assistant, kept)
     assert made.unwritten() >= 4

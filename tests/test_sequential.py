@@ -158,11 +158,12 @@ def test_a_clear_regression_is_decided_early_and_the_right_way() -> None:
 
 def test_nothing_left_is_futile_and_an_unknown_scenario_is_refused() -> None:
     watch = Sequential(0.05, most=2).started({"s": (True, True)})
-    assert isinstance(watch.verdict(left=0), Futile)
+    spent = watch.verdict(left=0)
+    assert isinstance(spent, Futile) and spent.reason == "budget spent"
     watch = watch.played({"s": Tally(2, 2)})
     assert watch.asks() == ()
     verdict = watch.verdict()
-    assert isinstance(verdict, Futile) and verdict.reason == "budget spent"
+    assert isinstance(verdict, Futile) and verdict.reason == "every scenario played its plan"
     with pytest.raises(ValueError, match="not in the base"):
         watch.played({"other": Tally(1, 1)})
 

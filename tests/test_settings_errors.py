@@ -33,7 +33,11 @@ PYPROJECT: list[tuple[str, bytes, str]] = [
     ("infinite seconds", b"[tool.convy]\nturn_seconds = inf\n", "pyproject.toml: [tool.convy] turn_seconds: must be a finite number"),
     ("patience not a number", b"[tool.convy]\nagent_patience = nan\n", "pyproject.toml: [tool.convy] agent_patience: must be a finite number"),
     ("trust not a number", b"[tool.convy]\ntrust = nan\n", "pyproject.toml: [tool.convy] trust: must be between 0 and 1"),
-    ("a date for a count", b"[tool.convy]\nattempts = 1979-05-27\n", "pyproject.toml: [tool.convy] attempts: expected a whole number or text, got date"),
+    ("a date for a count", b"[tool.convy]\nattempts = 1979-05-27\n", "pyproject.toml: [tool.convy] attempts: must be a whole number of at least 1, or auto"),
+    ("attempts a word", b'[tool.convy]\nattempts = "many"\n', "pyproject.toml: [tool.convy] attempts: must be a whole number of at least 1, or auto"),
+    ("attempts a fraction", b"[tool.convy]\nattempts = 2.5\n", "pyproject.toml: [tool.convy] attempts: must be a whole number of at least 1, or auto"),
+    ("attempts none", b"[tool.convy]\nattempts = 0\n", "pyproject.toml: [tool.convy] attempts: must be a whole number of at least 1, or auto"),
+    ("attempts Auto", b'[tool.convy]\nattempts = "Auto"\n', "pyproject.toml: [tool.convy] attempts: must be a whole number of at least 1, or auto"),
     ("tool not a table", b"tool = 3\n", "pyproject.toml: tool: expected a mapping, got a whole number"),
     ("tool.convy not a table", b"[tool]\nconvy = 3\n", "pyproject.toml: tool.convy: expected a mapping, got a whole number"),
     ("nesting 5,000 deep", b"[tool.convy]\nattempts = " + b"[" * 5000 + b"]" * 5000 + b"\n", "pyproject.toml: nested too deeply to read"),
@@ -92,6 +96,9 @@ def test_prompt_not_utf8_names_the_file(tmp_path: Path) -> None:
 VARIABLES: list[tuple[str, str, str]] = [
     ("CONVY_ATTEMPTS", "9" * 5000, "CONVY_ATTEMPTS: attempts: a whole number too large"),
     ("CONVY_ATTEMPTS", "20000", "CONVY_ATTEMPTS: attempts: must be at most 10,000"),
+    ("CONVY_ATTEMPTS", "many", "CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto"),
+    ("CONVY_ATTEMPTS", "2.5", "CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto"),
+    ("CONVY_ATTEMPTS", "0", "CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto"),
     ("CONVY_TRUST", "nan", "CONVY_TRUST: trust: must be between 0 and 1"),
     ("CONVY_TURN_SECONDS", "1e999", "CONVY_TURN_SECONDS: turn_seconds: a number too large"),
     ("CONVY_TURN_SECONDS", "inf", "CONVY_TURN_SECONDS: turn_seconds: must be a finite number"),
@@ -192,6 +199,37 @@ def test_an_env_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
     """A .env that is a FIFO is a ConfigurationError naming .env, not a wait or a file silently passed over."""
     os.mkfifo(tmp_path / ".env")
     assert refused(tmp_path) == ".env: cannot be read: not a regular file"
+
+
+# (where attempts is given, what names it): each place says what attempts takes in the same words.
+ATTEMPTS_GIVEN = [("option", "--attempts"), ("variable", "CONVY_ATTEMPTS"), ("pyproject", "pyproject.toml: [tool.convy]")]
+
+
+@pytest.mark.parametrize(("where", "named"), ATTEMPTS_GIVEN, ids=[where for where, _ in ATTEMPTS_GIVEN])
+@pytest.mark.parametrize("value", ["many", "2.5", "0"])
+def test_attempts_neither_a_whole_number_nor_auto_is_one_plain_line_naming_where(
+    echo_project: Path, where: str, named: str, value: str
+) -> None:
+    """``attempts`` given a word, a fraction or 0 on the command line, in its variable or in
+    [tool.convy]: `convy run` exits 2 with one line naming the option, the variable or the file and
+    saying what attempts takes, not msgspec's or argparse's words (nor the value), and plays nothing."""
+    arguments, environment = ["run"], {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+    match where:
+        case "option":
+            arguments += ["--attempts", value]
+        case "variable":
+            environment["CONVY_ATTEMPTS"] = value
+        case "pyproject":
+            (echo_project / "pyproject.toml").write_text(f"[tool.convy]\nattempts = {value if value != 'many' else repr(value)}\n")
+
+    done = subprocess.run(
+        [sys.executable, "-m", "convy", *arguments], cwd=echo_project, env=environment,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+
+    said = f"{named} attempts" if where == "pyproject" else f"{named}: attempts" if where == "variable" else named
+    refused_in_one_line(done, f"{said}: must be a whole number of at least 1, or auto")
+    assert not (echo_project / "results").exists()
 
 
 def test_settings_are_the_limits_and_a_few_more_each_with_its_variable() -> None:

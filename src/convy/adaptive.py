@@ -342,9 +342,11 @@ class Course(msgspec.Struct, frozen=True):
             case Futile(e=e, attempts=attempts) if self.ending() == "most":
                 return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} attempts"
             case Futile(e=e, attempts=attempts):
+                # The course looks at the verdict without a budget (``Watch.verdict``'s ``left``):
+                # futile here is the plan's, max attempts per scenario, never a budget's.
                 return (
-                    f"no verdict within the budget: futile, e = {e:.2f} < {bar} after {attempts} attempts; not reachable "
-                    "in the attempts left even at the far edge of the change's 99% interval"
+                    f"futile: no verdict can be reached within the attempts left, e = {e:.2f} < {bar} after {attempts} "
+                    "attempts, even at the far edge of the change's 99% interval"
                 )
             case Undecided(e=e, attempts=attempts) if status == "stopped":
                 return f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} attempts"

@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
 
 import msgspec
 
@@ -731,7 +731,7 @@ class RunCommand(msgspec.Struct, frozen=True):
 
     project: Project
     agents: tuple[str, ...]
-    attempts: int | Literal["auto"] | None
+    attempts: int | str | None  # as -k gave it: the settings refuse what is neither a number nor auto
     patterns: tuple[str, ...]
     tags: tuple[str, ...]
     trust: float | None
@@ -1521,18 +1521,17 @@ class Fraction(msgspec.Struct, frozen=True):
 
 class Count(msgspec.Struct, frozen=True):
     """Attempts per scenario given on the command line: a whole number, or ``auto`` (spent
-    adaptively, ``adaptive.py``)."""
+    adaptively, ``adaptive.py``). Any other text is kept as it is, for the settings to refuse as
+    they refuse 0: ``--attempts: must be a whole number of at least 1, or auto``, in one line."""
 
     text: str
 
-    def value(self) -> int | Literal["auto"]:
+    def value(self) -> int | str:
         text = self.text.strip()
-        if text == "auto":
-            return "auto"
         try:
             return int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{self.text!r} is neither a whole number nor auto") from None
+            return text
 
 
 class Help(argparse.HelpFormatter):

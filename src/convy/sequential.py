@@ -208,8 +208,9 @@ class Undecided(msgspec.Struct, frozen=True, tag=True):
 
 
 class Futile(msgspec.Struct, frozen=True, tag=True):
-    """The verdict cannot be reached within the budget: ``reason`` says why ("budget spent", or
-    that even the edge of the difference's interval would not get there with what is left)."""
+    """The verdict cannot be reached with what is left to play: ``reason`` says why (every
+    scenario played its plan, the budget is spent, or even the edge of the difference's interval
+    would not get there with the attempts left)."""
 
     reason: str
     e: float
@@ -309,12 +310,14 @@ class Watch(msgspec.Struct, frozen=True):
             sign = difference if difference else self.shift()
             return Decided("worse" if sign < 0 else "better", self.e(), difference or 0.0, attempts)
         remaining = sum(max(0, self.rule.most - track.judged) for track in self.tracks if track.block(self.rule.most))
-        if remaining == 0 or left == 0:
+        if remaining == 0:
+            return Futile("every scenario played its plan", self.e(), difference, attempts)
+        if left == 0:
             return Futile("budget spent", self.e(), difference, attempts)
         forecast = self.forecast(left)
         if forecast is not None and self.log_e + forecast < threshold:
             return Futile(
-                "cannot be reached within the budget: even a change at the far edge of its interval would not decide it",
+                "cannot be reached within the attempts left: even a change at the far edge of its interval would not decide it",
                 self.e(),
                 difference,
                 attempts,

@@ -59,6 +59,9 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     live_seconds: float = 5.0
 
     MOST_LIVE: ClassVar[float] = 3600.0
+    # What a field of two kinds takes, said of a value of neither kind instead of msgspec's words
+    # for the last kind it tried ("Invalid enum value ...", which repeats the value besides).
+    KINDS: ClassVar[dict[str, str]] = {"attempts": "must be a whole number of at least 1, or auto"}
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
@@ -79,10 +82,12 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         match self.attempts:
             case "auto":
                 pass
-            case int() as attempts if attempts < 1:
-                raise ValueError("attempts: must be at least 1, or auto")
             case int() as attempts if attempts > RunSpec.MOST_ATTEMPTS:
                 raise ValueError(f"attempts: must be at most {RunSpec.MOST_ATTEMPTS:,}")
+            case int() as attempts if attempts >= 1:
+                pass
+            case _:  # 0 or less, or what ``-k`` was given over the settings when it is neither
+                raise ValueError(f"attempts: {self.KINDS['attempts']}")
         if self.min_attempts < 1:
             raise ValueError("min_attempts: must be at least 1")
         if self.max_attempts < 1:
@@ -261,12 +266,21 @@ class ProjectSettings(msgspec.Struct, frozen=True):
                 msgspec.convert(values, Settings, strict=strict)
                 return refused
             except msgspec.ValidationError as error:
-                said = FieldProblem(str(error), Settings).text()
+                said = self._said(str(error))
             refused.append(said)
             field = self._field(said.partition(": ")[0])
             for name in [field] if field in given else list(given):
                 del given[name]
                 values.pop(name, None)
+
+    def _said(self, message: str) -> str:
+        """msgspec's message as one line naming the field; a value of neither kind of a field of
+        two kinds is told what the field takes (``Settings.KINDS``)."""
+        what, at, where = message.rpartition(" - at `$.")
+        field = where.removesuffix("`")
+        if at and field in Settings.KINDS and what.startswith(("Invalid enum value", "Expected `")):
+            return f"{field}: {Settings.KINDS[field]}"
+        return FieldProblem(message, Settings).text()
 
     def _field(self, path: str) -> str:
         """The setting a problem's path names: ``user_checks`` of ``user_checks[1]``."""
