@@ -31,6 +31,11 @@ The baseline is ``bare``: the same HTTP requests (each attempt an httpx2 client 
 agent messages, then ``claims`` chat requests) from a bare asyncio loop in this process, as many
 at once as places: what one process and the stand-in allow without convy.
 
+With ``--slope ATTEMPTS`` each case of the main table is played at that many attempts too, and
+the driver's peak RSS at both sizes is printed with what one more attempt adds to it: the memory
+a long run's driver grows by. The one-process case is the baseline there too: both keep every
+attempt's outcome in memory for the report (``RunJournal.play`` returns them).
+
 The model: N machines of C cores, each playing attempts for ``worker CPU`` (the hands' and Ray's
 other processes' steady CPU per attempt), one driver recording them all for ``driver CPU``:
 ``attempts/s = min(N x C / worker CPU, 1 / driver CPU, floor)``, the figures taken from the
@@ -39,6 +44,7 @@ largest measured number of workers.
     .venv/bin/python bench/spread.py                           # 10,000 attempts, about 10 minutes on 2 cores
     .venv/bin/python bench/spread.py --quick                   # 1,000 attempts (and 200 limited): a try
     .venv/bin/python bench/spread.py --workers 2 --no-limited --profile /tmp/driver.prof   # cProfile of the driver of --workers 2
+    .venv/bin/python bench/spread.py --attempts 8000 --slope 2000 --workers 1 2 --no-limited --no-bare   # the driver's memory per attempt
 """
 
 from __future__ import annotations
@@ -457,6 +463,16 @@ def table(title: str, played: list[Played], floor: float, bare: tuple[float, flo
     print(flush=True)
 
 
+def slope(few: int, small: list[Played], many: int, large: list[Played]) -> None:
+    """The driver's peak RSS of each case at two sizes, and what one more attempt adds to it."""
+    print(f"Driver's peak RSS at {few:,} and {many:,} attempts, and its growth per attempt between them:")
+    print(f"  {'case':<12} {f'{few:,} MiB':>11} {f'{many:,} MiB':>11} {'bytes/attempt':>14}")
+    for short, long in zip(small, large, strict=True):
+        grown = (long.driver_rss - short.driver_rss) * 1024 * 1024 / (many - few)
+        print(f"  {long.name:<12} {short.driver_rss:11.1f} {long.driver_rss:11.1f} {grown:14.0f}")
+    print(flush=True)
+
+
 def model(case: Played, floor: float, cores: tuple[int, ...], machines: tuple[int, ...]) -> None:
     worker = case.per_attempt("hands") + case.per_attempt("ray other")
     driver = case.per_attempt("driver")
@@ -514,6 +530,12 @@ def main() -> None:
     parser.add_argument("--no-limited", action="store_true", help="no limited table")
     parser.add_argument("--no-bare", action="store_true", help="no bare asyncio baseline")
     parser.add_argument("--no-one", action="store_true", help="no one-process case")
+    parser.add_argument(
+        "--slope",
+        type=int,
+        metavar="ATTEMPTS",
+        help="play each main case at this many attempts too, and print the driver's peak RSS per attempt between the two sizes",
+    )
     parser.add_argument("--every", type=float, default=0.1, help="seconds between two looks at /proc (default 0.1)")
     parser.add_argument("--profile", type=Path, help="cProfile the driver of the first spread case into this file, and print its top")
     parser.add_argument("--dir", type=Path, help="where the projects are written (default: a temporary folder)")
@@ -541,6 +563,11 @@ def tables(options: argparse.Namespace, root: Path) -> tuple[list[Played], list[
             profile = str(options.profile) if options.profile and index == 0 else ""
             cases.append(Case(f"{count} worker{'s' if count > 1 else ''}", count, root / "wide", standin, options.every, profile))
         played = [case.played(wide.attempts) for case in cases]
+        if options.slope and cases:
+            fewer = Project(service.url, options.scenarios, options.slope, options.turns, options.claims, options.places, options.places)
+            fewer.write(root / "small")
+            smaller = [msgspec.structs.replace(case, project=root / "small", profile="") for case in cases]
+            slope(fewer.attempts, [case.played(fewer.attempts) for case in smaller], wide.attempts, played)
         bare = None if options.no_bare or not cases else bared(service.url, wide.attempts, wide)
         if cases:
             table(

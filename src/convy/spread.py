@@ -351,7 +351,12 @@ class _Play:
             journal = Counted(journal, self._spending)
         self._journal = journal
         self._again: deque[Planned] = deque()  # handed to a hand that died before it answered
-        self._recorded: set[tuple[str, int]] = set()
+        # Only an attempt handed out again can come back twice (a call either answers or fails), so
+        # only those attempts' keys are kept: a run of a million attempts does not hold a million
+        # keys in this process, just a count.
+        self._replayed: set[tuple[str, int]] = set()  # handed out again
+        self._replayed_recorded: set[tuple[str, int]] = set()  # of those, recorded
+        self._recorded = 0
         self._replaced = 0
         self._slots: list[_Slot] = []
         self._actor = ray.remote(Hand)
@@ -376,9 +381,9 @@ class _Play:
             for slot in self._slots:
                 ray.kill(slot.hand, no_restart=True)
         left = sum(1 for _ in self._plan)
-        if len(self._recorded) + left != len(self._planned):
+        if self._recorded + left != len(self._planned):
             raise Unplayed(
-                f"{len(self._planned) - left - len(self._recorded)} of {len(self._planned)} planned attempts "
+                f"{len(self._planned) - left - self._recorded} of {len(self._planned)} planned attempts "
                 "ended without being recorded"
             )
         return self._spending
@@ -440,16 +445,26 @@ class _Play:
                 data = await hand.play.remote(one.scenario.id, one.attempt)
             except dead:
                 self._again.append(one)  # played again, by another hand
+                self._replayed.add((one.scenario.id, one.attempt))
                 await self._replaced_in(slot, generation, count)
                 continue
             except self._ray.exceptions.RayTaskError as error:
                 raise error.as_instanceof_cause() from None  # convy's own error in the hand stops the run
             outcome = _OUTCOME.decode(data)
-            key = (outcome.scenario, outcome.attempt)
-            if key in self._recorded:  # played twice: the first outcome back is the one kept
+            if not self._first(one):  # played twice: the first outcome back is the one kept
                 continue
-            self._recorded.add(key)
+            self._recorded += 1
             self._journal.record(outcome)
+
+    def _first(self, one: Planned) -> bool:
+        """Whether this is the first outcome back of the attempt."""
+        key = (one.scenario.id, one.attempt)
+        if key not in self._replayed:
+            return True
+        if key in self._replayed_recorded:
+            return False
+        self._replayed_recorded.add(key)
+        return True
 
     async def _replaced_in(self, slot: _Slot, generation: int, count: int) -> None:
         if slot.generation != generation:  # another feeder of the slot replaced it already
