@@ -122,12 +122,13 @@
       seq ? sequentialTile(seq) : null,
       h("div", { class: "tile verdict " + (seq ? "fixed-only" : view.real ? "real" : "noise"), id: "fixed-verdict" },
         h("h2", null, seq ? "Fixed-design test · description only" : "Change"),
-        seq ? h("div", { class: "line", id: "fixed-caveat" }, h("span", { class: "badge st st-flaky" }, "! not valid for a verdict"), " ", seq.fixed) : null,
         h("div", { class: "big " + (view.real ? "st-" + view.verdict : "st-noise") }, (view.real ? "" : "~ ") + fmt.points(view.delta ? view.delta.estimate : null)),
-        h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
+        seq
+          ? h("div", { class: "line" }, h("span", { class: "badge st st-flaky" }, "! not valid for a verdict"), h("span", { class: "muted" }, " — this test alone says " + (view.real ? CHANGE[view.verdict][1] : "within noise")))
+          : h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
         h("div", { class: "line muted" }, view.delta ? "95% CI " + fmt.points(view.delta.low) + " to " + fmt.points(view.delta.high) : "no interval"),
         h("div", { class: "line muted", id: "tested" }, (view.method === "mcnemar" ? "paired (McNemar, exact): p = " + fmt.p(view.p) : "p = " + fmt.p(view.p) + " (" + view.method + ")") + " · sign-flip p = " + fmt.p(view.sign_flip_p)),
-        h("div", { class: "line reading" }, view.reading)),
+        seq ? h("div", { class: "line muted", id: "fixed-caveat" }, seq.fixed) : h("div", { class: "line reading" }, view.reading)),
       tile("Smallest detectable change", view.mde === null ? "—" : fmt.points(view.mde).replace(/^[+±]/, ""),
         view.needed ? h("span", null, view.needed) : h("span", { class: "muted" }, view.mde === null ? "not enough judged attempts" : "the change seen is at least this large"),
         h("span", { class: "muted" }, "α = 0.05, power 0.8, on these scenarios and attempts")),
@@ -196,14 +197,14 @@
       return h("section", { class: "group-" + code, id: "group-" + code },
         h("h2", null, h("span", { class: "st st-" + code }, CHANGE[code][0] + " " + label), " ", h("span", { class: "muted" }, "· " + (members.length === total ? total : members.length + " of " + total) + (total === 1 ? " scenario" : " scenarios"))),
         members.length
-          ? h("div", { class: "table-wrap" }, h("table", { class: "grid" },
+          ? h("div", { class: "table-wrap" }, h("table", { class: sequential ? "grid sequential" : "grid" },
             h("thead", null, h("tr", null,
               h("th", { scope: "col" }, "Scenario"),
               h("th", { scope: "col", class: "num" }, "Before"),
               h("th", { scope: "col", class: "num" }, "After"),
               h("th", { scope: "col", class: "num" }, "p"),
               h("th", { scope: "col", class: "num" }, "adjusted p"),
-              h("th", { scope: "col" }, sequential ? "Change (fixed-design)" : "Change"),
+              h("th", { scope: "col" }, sequential ? "Fixed-design" : "Change"),
               sequential ? h("th", { scope: "col" }, "Anytime-valid") : null)),
             body))
           : h("p", { class: "muted" }, total ? "None matches the search." : "None."));
