@@ -12,6 +12,13 @@ itself, and the verdict and the headline Δ come instead from McNemar's exact te
 paired interval of the attempts judged in both (``stats.McNemar``): the two sides are not
 independent samples, and the test that takes them for such is far too cautious.
 
+When one run of the pair was played against the other until a sequential comparison stopped it
+(``convy run --against BASE --attempts auto``), its anytime-valid verdict is this comparison's
+and leads it (``PlayedAgainst``): the fixed-design test of 1. assumes the number of attempts was
+set before any was seen, and a run that stopped when its attempts looked decided breaks that, so
+the test's p and verdict are kept for description only. A run played against some third run is
+said too: its sequential verdict is of another pair and does not apply to this one.
+
 Two things are decided here for the page to draw:
 
 - the Δ interval is clamped to [−1, +1]: a difference of two pass rates cannot leave it, though
@@ -32,13 +39,15 @@ from urllib.parse import quote
 
 import msgspec
 
+from convy.adaptive import Against, Course, Watched
 from convy.attempt import Attempt
-from convy.bench import Origin
+from convy.bench import Origin, RunSpec
 from convy.causes import Breakdown, Shift
 from convy.labels import Judges, RunLabels
 from convy.panel import Judging
 from convy.report import Summary
 from convy.runs import Read
+from convy.sequential import Decided, Futile, Undecided
 from convy.stats import Adjusted, Detectable, Fisher, Interval, McNemar, Paired, Stratified, Stratum, Tally
 from convy.views import (
     ClaimFlip,
@@ -49,6 +58,7 @@ from convy.views import (
     Pair,
     SameDialogues,
     ScenarioChange,
+    SequentialView,
     SideView,
 )
 
@@ -210,7 +220,14 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         cost = self._ratio(self._cost(base), self._cost(candidate))
         tokens = self._ratio(self._per(base.tokens, base), self._per(candidate.tokens, candidate))
         seconds = self._ratio(self._per(base.seconds, base), self._per(candidate.seconds, candidate))
+        played = self.played_against()
         changes = self._changes(strata)
+        if played is not None and played.applies():
+            own = played.scenarios()
+            changes = [
+                msgspec.structs.replace(change, sequential=own[change.id][0], sequential_e=own[change.id][1]) if change.id in own else change
+                for change in changes
+            ]
         flips = self._flips()
         return ComparisonView(
             base=base,
@@ -245,7 +262,29 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             base_causes=self._breakdown(self.base).views(),
             candidate_causes=self._breakdown(self.candidate).views(),
             trouble=self.trouble(),
+            sequential=None if played is None else played.view(),
         )
+
+    def played_against(self) -> PlayedAgainst | None:
+        """The run of the pair played against a base (``convy run --against``): the candidate or
+        the base played against the other run of this pair first, then one played against some
+        other run; ``None`` when neither was."""
+        found: list[PlayedAgainst] = []
+        sides: tuple[tuple[Literal["candidate", "base"], Read, Read], ...] = (
+            ("candidate", self.candidate, self.base),
+            ("base", self.base, self.candidate),
+        )
+        for played, run, other in sides:
+            adaptive = run.file.spec.adaptive
+            match adaptive.until if adaptive is not None else None:
+                case Against() as rule:
+                    course = self._summary(run).course()
+                    if course is not None and course.verdict is not None:
+                        found.append(PlayedAgainst(played, rule, course, run.status(), other.file.spec))
+                case _:
+                    pass
+        applying = [one for one in found if one.applies()]
+        return applying[0] if applying else found[0] if found else None
 
     def trouble(self) -> list[str]:
         """What a change in the attempts passed comes with: a sentence for each of the simulated
@@ -380,6 +419,102 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         if before is None or after is None or before == 0:
             return None
         return after / before
+
+
+class PlayedAgainst(msgspec.Struct, frozen=True):
+    """A run of a compared pair that was played against a base until a sequential comparison
+    stopped it: which run of the pair it is (``played``), its rule (``adaptive.Against``: the base
+    it was played against), its ``course`` (found from its attempts, as its report finds it) and
+    ``status``, and the other run of the pair (``other``)."""
+
+    played: Literal["candidate", "base"]
+    rule: Against
+    course: Course
+    status: str
+    other: RunSpec
+
+    def applies(self) -> bool:
+        """Whether it was played against the other run of this pair: then its verdict is this pair's."""
+        return (self.rule.agent, self.rule.run) == (self.other.agent, self.other.id)
+
+    def view(self) -> SequentialView | None:
+        verdict = self.course.verdict
+        if verdict is None:
+            return None
+        alpha = self.course.alpha()
+        bar = 1 / alpha
+        said = self.course.said(self.status)
+        change: Literal["worse", "better", "undecided"]
+        match verdict:
+            case Decided(direction=direction, e=e, difference=difference, attempts=attempts):
+                change = self.seen(direction)
+                if self.played == "base":  # said from base to candidate, as the rest of the page is
+                    said = (
+                        f"real change: {change}, e = {e:.1f} ≥ {bar:g} after {attempts} attempts of the base run "
+                        f"(Δ {-difference:+.1%} from base to candidate)"
+                    )
+            case Undecided(e=e, attempts=attempts) | Futile(e=e, attempts=attempts):
+                change = "undecided"
+        against = f"{self.rule.agent}/{self.rule.run}"
+        other = "candidate" if self.played == "base" else "base"
+        if self.applies():
+            read = "" if self.played == "candidate" else ", read from base to candidate"
+            note = (
+                f"The {self.played} was played against this {other} (convy run --against) until an anytime-valid "
+                f"sequential comparison stopped it: that comparison is this pair's verdict{read}. It keeps the "
+                f"false-alarm rate at or under α = {alpha:g} however early the run stopped: real once its e-value "
+                f"reaches 1/α = {bar:g}."
+            )
+            fixed = (
+                "For description only, not valid for a verdict: a fixed-design test takes the number of attempts "
+                f"as set before any was seen, but the {self.played} stopped when the sequential test said so, and a "
+                "fixed-size test of the same attempts over-states the evidence."
+            )
+        else:
+            note = (
+                f"The {self.played} was played against {against}, not against this {other} (convy run --against): "
+                f"its sequential verdict ({said}) is of that pair and does not apply to this one. The verdict here is "
+                f"the fixed-design test's; the {self.played} stopped at a number of attempts its own results chose, "
+                "which that test does not allow for."
+            )
+            fixed = ""
+        return SequentialView(
+            played=self.played,
+            against=against,
+            applies=self.applies(),
+            verdict=change,
+            e=e,
+            threshold=bar,
+            alpha=alpha,
+            attempts=attempts,
+            said=said,
+            note=note,
+            fixed=fixed,
+            counts=self.counts() if self.applies() else {},
+        )
+
+    def counts(self) -> dict[str, int]:
+        """The scenarios scored by each own sequential change."""
+        changes = [change for change, _ in self.scenarios().values()]
+        return {name: changes.count(name) for name in ("worse", "better", "same")}
+
+    def scenarios(self) -> dict[str, tuple[Literal["worse", "better", "same"], float]]:
+        """Each scenario's own verdict (its e-value alone, the change decided by e-BH over the
+        scenarios: ``sequential.Watch.scenarios``), from base to candidate, by id; scenarios the
+        rounds never scored are left out."""
+        found: dict[str, tuple[Literal["worse", "better", "same"], float]] = {}
+        for one in self.course.standings:
+            if not isinstance(one, Watched) or one.own is None or not one.looked:
+                continue
+            own = one.own
+            found[one.scenario] = (own.change if own.change == "same" else self.seen(own.change), own.e)
+        return found
+
+    def seen(self, direction: Literal["worse", "better"]) -> Literal["worse", "better"]:
+        """A direction of the played run against its base, seen from base to candidate."""
+        if self.played == "candidate":
+            return direction
+        return "better" if direction == "worse" else "worse"
 
 
 class Bounded(msgspec.Struct, frozen=True):

@@ -322,23 +322,49 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             if view.method == "mcnemar"
             else f"{numbers.p_is(view.p)} ({MarkdownText(view.method).markdown()})"
         )
+        sequential = view.sequential
+        if sequential is not None and sequential.applies:
+            # The run stopped when the sequential test said so: its verdict leads, and the
+            # fixed-design numbers are shown for description only.
+            lead = (
+                f"{CHANGE[sequential.verdict]} — a real change" if sequential.verdict != "undecided" else "~ no verdict — not shown to be a real change"
+            )
+            lines += [
+                f"**Pass rate {before} → {after}: {lead} (anytime-valid)**",
+                "",
+                f"{MarkdownText(sequential.said, 300).markdown()} · e-value against 1/α = {sequential.threshold:g}, α = {sequential.alpha:g}",
+                "",
+                f"> {MarkdownText(sequential.note, 500).markdown()}",
+                "",
+                f"Fixed-design test, **for description only** (not valid for a verdict after early stopping): {verdict}; "
+                f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
+                "",
+                MarkdownText(view.reading, 500).markdown(),
+                "",
+            ]
+        else:
+            if sequential is not None:
+                lines += [f"> **The sequential verdict does not apply to this pair:** {MarkdownText(sequential.note, 600).markdown()}", ""]
+            lines += [
+                f"**Pass rate {before} → {after}: {verdict}**",
+                "",
+                f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
+                "",
+                MarkdownText(view.reading, 500).markdown(),
+                "",
+            ]
         lines += [
-            f"**Pass rate {before} → {after}: {verdict}**",
-            "",
-            f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
-            "",
-            MarkdownText(view.reading, 500).markdown(),
-            "",
             f"before {numbers.interval(base.rate)} · {base.passed}/{base.judged} · "
             f"after {numbers.interval(candidate.rate)} · {candidate.passed}/{candidate.judged}",
             "",
-            f"**Scenarios:** {view.counts['worse']} worse, {view.counts['better']} better, {view.counts['same']} same",
+            self._scenarios(),
             "",
         ]
         for sentence in view.trouble:
             lines += [f"**{MarkdownText(sentence, 300).markdown()}**", ""]
         if view.needed:
             lines += [MarkdownText(view.needed, 300).markdown(), ""]
+        applies = view.sequential is not None and view.sequential.applies
         moved = tuple(
             (
                 MarkdownText(change.id, self.ID).markdown(),
@@ -346,11 +372,15 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
                 f"{change.after_passed}/{change.after_judged}",
                 numbers.p(change.adjusted),
                 CHANGE[change.change],
+                *((CHANGE[change.sequential] if change.sequential else "—",) if applies else ()),
             )
             for change in view.scenarios
-            if change.change != "same"
+            if change.change != "same" or change.sequential not in (None, "same")
         )
-        table = Rows(("Scenario", "Before", "After", "adjusted p", "Change"), moved, self.SCENARIOS, "scenarios").lines()
+        header = ("Scenario", "Before", "After", "adjusted p", "Change (fixed-design)", "Anytime-valid") if applies else (
+            "Scenario", "Before", "After", "adjusted p", "Change"
+        )
+        table = Rows(header, moved, self.SCENARIOS, "scenarios").lines()
         if table:
             lines += [*table, ""]
         flips = tuple(
@@ -395,6 +425,18 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         )
         lines += ["", f"Page: {Where(self.here).markdown(self.page)}"]
         return "\n".join(lines) + "\n"
+
+    def _scenarios(self) -> str:
+        counts = self.view.counts
+        fixed = f"{counts['worse']} worse, {counts['better']} better, {counts['same']} same"
+        sequential = self.view.sequential
+        if sequential is None or not sequential.applies:
+            return f"**Scenarios:** {fixed}"
+        own = sequential.counts
+        return (
+            f"**Scenarios, anytime-valid** (each alone, e-BH): {own['worse']} worse, {own['better']} better, {own['same']} same · "
+            f"fixed-design, for description only: {fixed}"
+        )
 
     def _ratio(self, value: float | None, direction: str | None) -> str:
         if value is None or direction is None:

@@ -576,7 +576,12 @@ class ScenarioChange(View, frozen=True):
     after_judged: int
     p: float
     adjusted: float
-    change: Literal["worse", "better", "same"]
+    change: Literal["worse", "better", "same"]  # by the fixed-design test (Fisher, Benjamini–Hochberg)
+    # When the comparison's sequential verdict applies (``SequentialView.applies``): this
+    # scenario's own anytime-valid e-value and its change decided by e-BH over the scenarios,
+    # from base to candidate; ``None`` otherwise, or for a scenario the sequential test never scored.
+    sequential: Literal["worse", "better", "same"] | None = None
+    sequential_e: float | None = None
 
 
 class ClaimFlip(View, frozen=True):
@@ -614,6 +619,38 @@ class SameDialogues(View, frozen=True):
     other: int
     both: int = 0
     neither: int = 0
+
+
+class SequentialView(View, frozen=True):
+    """A run of the pair that was played against a base until a sequential comparison stopped it
+    (``convy run --against BASE --attempts auto``: ``adaptive.Against``, ``sequential.py``).
+
+    ``played`` is which run of the pair it is (``candidate``, or ``base`` when the pair is
+    compared the other way round), ``against`` the run it was played against (agent/run).
+    ``applies``: that run is the other one of this pair, so the sequential verdict is this
+    comparison's and leads it; the fixed-design test, whose number of attempts the run chose by
+    looking at them, is then shown for description only (``fixed`` says why). Otherwise the
+    sequential verdict is of another pair and does not apply to this one.
+
+    ``verdict`` is from base to candidate (flipped when the base was the run played): ``worse``
+    or ``better`` once the e-value ``e`` reached ``threshold`` (1/α), else ``undecided``;
+    ``attempts``, the played run's judged attempts the verdict used; ``said``, the verdict in
+    words (the played run's report says the same, seen from that run); ``note``, the sentence
+    that says how the runs are related; ``counts``, when it applies, the scenarios by their own
+    sequential change (``ScenarioChange.sequential``)."""
+
+    played: Literal["candidate", "base"]
+    against: str
+    applies: bool
+    verdict: Literal["worse", "better", "undecided"]
+    e: float
+    threshold: float
+    alpha: float
+    attempts: int
+    said: str
+    note: str
+    fixed: str = ""
+    counts: dict[str, int] = {}
 
 
 class ComparisonView(View, frozen=True):
@@ -663,6 +700,9 @@ class ComparisonView(View, frozen=True):
     base_causes: list[CauseView] = []
     candidate_causes: list[CauseView] = []
     trouble: list[str] = []
+    # A run of the pair played against a base (``convy run --against``): the sequential verdict,
+    # and whether it is this pair's; ``None`` when neither run was.
+    sequential: SequentialView | None = None
 
 
 class JudgesRow(View, frozen=True):

@@ -70,6 +70,14 @@
           " passed before and fail now, " + fmt.int(same.better) + " failed before and pass now, " + fmt.int(same.other) +
           " changed to or from not judged.")));
     }
+    const seq = view.sequential;
+    if (seq) {
+      notes.push(h("div", { class: "notice", id: "sequential" },
+        h("strong", null, seq.applies
+          ? "Played until decided: the anytime-valid verdict leads, the fixed-design test only describes"
+          : "The sequential verdict does not apply to this pair"),
+        h("p", null, seq.note)));
+    }
     const apart = [
       ["only in the base run", view.only_base],
       ["only in the candidate run", view.only_candidate],
@@ -83,7 +91,27 @@
     return [top, notes];
   }
 
+  /* An e-value as the run's report says it: one decimal once it is 10 or more. */
+  function evalue(e) {
+    return e >= 10 ? e.toFixed(1) : e.toFixed(2);
+  }
+
+  /* The anytime-valid verdict of a pair one of which was played against the other until decided
+     (comparison.PlayedAgainst): it leads, and the fixed-design tile after it only describes. */
+  function sequentialTile(seq) {
+    const decided = seq.verdict !== "undecided";
+    return h("div", { class: "tile verdict sequential " + (decided ? "real" : "noise"), id: "sequential-verdict" },
+      h("h2", null, "Change · anytime-valid verdict"),
+      h("div", { class: "big " + (decided ? "st-" + seq.verdict : "st-noise") }, decided ? CHANGE[seq.verdict].join(" ") : "~ no verdict"),
+      h("div", { class: "line" }, decided ? change(seq.verdict, true) : h("span", { class: "badge st st-noise" }, "~ undecided"),
+        decided ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not shown to be a real change")),
+      h("div", { class: "line", id: "sequential-e" }, "e = " + evalue(seq.e) + (decided ? " ≥ " : " < ") + fmt.int(seq.threshold) + " = 1/α (α = " + seq.alpha + ")"),
+      h("div", { class: "line muted" }, "after " + fmt.int(seq.attempts) + " judged attempts of the " + seq.played + " run"),
+      h("div", { class: "line reading", id: "sequential-said" }, seq.said));
+  }
+
   function tiles() {
+    const seq = view.sequential && view.sequential.applies ? view.sequential : null;
     const verdict = view.real
       ? change(view.verdict, true)
       : h("span", { class: "badge st st-noise" }, "~ within noise");
@@ -91,13 +119,16 @@
       tile("Pass rate", versus(base.rate ? fmt.pct(base.rate.estimate) : "—", candidate.rate ? fmt.pct(candidate.rate.estimate) : "—"),
         h("span", { class: "muted" }, "before " + fmt.span(base.rate) + " · " + fmt.int(base.passed) + "/" + fmt.int(base.judged)),
         h("span", { class: "muted" }, "after " + fmt.span(candidate.rate) + " · " + fmt.int(candidate.passed) + "/" + fmt.int(candidate.judged))),
-      h("div", { class: "tile verdict " + (view.real ? "real" : "noise") },
-        h("h2", null, "Change"),
+      seq ? sequentialTile(seq) : null,
+      h("div", { class: "tile verdict " + (seq ? "fixed-only" : view.real ? "real" : "noise"), id: "fixed-verdict" },
+        h("h2", null, seq ? "Fixed-design test · description only" : "Change"),
         h("div", { class: "big " + (view.real ? "st-" + view.verdict : "st-noise") }, (view.real ? "" : "~ ") + fmt.points(view.delta ? view.delta.estimate : null)),
-        h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
+        seq
+          ? h("div", { class: "line" }, h("span", { class: "badge st st-flaky" }, "! not valid for a verdict"), h("span", { class: "muted" }, " — this test alone says " + (view.real ? CHANGE[view.verdict][1] : "within noise")))
+          : h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
         h("div", { class: "line muted" }, view.delta ? "95% CI " + fmt.points(view.delta.low) + " to " + fmt.points(view.delta.high) : "no interval"),
         h("div", { class: "line muted", id: "tested" }, (view.method === "mcnemar" ? "paired (McNemar, exact): p = " + fmt.p(view.p) : "p = " + fmt.p(view.p) + " (" + view.method + ")") + " · sign-flip p = " + fmt.p(view.sign_flip_p)),
-        h("div", { class: "line reading" }, view.reading)),
+        seq ? h("div", { class: "line muted", id: "fixed-caveat" }, seq.fixed) : h("div", { class: "line reading" }, view.reading)),
       tile("Smallest detectable change", view.mde === null ? "—" : fmt.points(view.mde).replace(/^[+±]/, ""),
         view.needed ? h("span", null, view.needed) : h("span", { class: "muted" }, view.mde === null ? "not enough judged attempts" : "the change seen is at least this large"),
         h("span", { class: "muted" }, "α = 0.05, power 0.8, on these scenarios and attempts")),
@@ -135,7 +166,8 @@
       h("td", { class: "num" }, fmt.int(one.after_passed) + "/" + fmt.int(one.after_judged)),
       h("td", { class: "num" }, fmt.p(one.p)),
       h("td", { class: "num" }, fmt.p(one.adjusted)),
-      h("td", null, change(one.change, true)));
+      h("td", null, change(one.change, true)),
+      sequential ? h("td", { class: "anytime" }, one.sequential ? [change(one.sequential, true), h("span", { class: "muted small" }, " e = " + evalue(one.sequential_e))] : h("span", { class: "muted" }, "—")) : null);
     tr.addEventListener("click", () => open(one.id));
     tr.addEventListener("keydown", (event) => {
       if (event.key === "Enter") {
@@ -146,6 +178,7 @@
     });
     return tr;
   }
+  const sequential = view.sequential && view.sequential.applies ? view.sequential : null;
   const rows = new Map(view.scenarios.map((one) => [one.id, rowFor(one)]));
 
   function matches(text) {
@@ -164,18 +197,25 @@
       return h("section", { class: "group-" + code, id: "group-" + code },
         h("h2", null, h("span", { class: "st st-" + code }, CHANGE[code][0] + " " + label), " ", h("span", { class: "muted" }, "· " + (members.length === total ? total : members.length + " of " + total) + (total === 1 ? " scenario" : " scenarios"))),
         members.length
-          ? h("div", { class: "table-wrap" }, h("table", { class: "grid" },
+          ? h("div", { class: "table-wrap" }, h("table", { class: sequential ? "grid sequential" : "grid" },
             h("thead", null, h("tr", null,
               h("th", { scope: "col" }, "Scenario"),
               h("th", { scope: "col", class: "num" }, "Before"),
               h("th", { scope: "col", class: "num" }, "After"),
               h("th", { scope: "col", class: "num" }, "p"),
               h("th", { scope: "col", class: "num" }, "adjusted p"),
-              h("th", { scope: "col" }, "Change"))),
+              h("th", { scope: "col" }, sequential ? "Fixed-design" : "Change"),
+              sequential ? h("th", { scope: "col" }, "Anytime-valid") : null)),
             body))
           : h("p", { class: "muted" }, total ? "None matches the search." : "None."));
     });
-    Convy.fill(groupsBox, ...sections);
+    const own = sequential ? sequential.counts : null;
+    Convy.fill(groupsBox,
+      sequential ? h("p", { class: "muted", id: "groups-note" },
+        "Grouped by the fixed-design test of each scenario (Fisher, Benjamini–Hochberg): for description only, since the " + sequential.played +
+        " run stopped early. Anytime-valid: each scenario's own e-value, decided by e-BH — " + fmt.int(own.worse) + " worse, " +
+        fmt.int(own.better) + " better, " + fmt.int(own.same) + " same.") : null,
+      ...sections);
     if (visible.length && !visible.some((tr) => tr.tabIndex === 0)) visible[0].tabIndex = 0;
     mark();
   }
