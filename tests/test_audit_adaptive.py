@@ -1,0 +1,399 @@
+"""An outside audit of issue 13 (``--attempts auto``, ``--against``, resume, the live report).
+
+Probes written against the features as a user meets them; the ones marked xfail(strict=True)
+show a bug found by the audit and pass once it is fixed. The rest hold on today's convy and
+guard what held up: hostile options and settings refused naming the field, hostile base runs
+refused with nothing written, the sequential rule's false-alarm rate under no change, and a run
+killed outright (SIGKILL) while its live report is being written, then resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fakeproject import FakeProject
+from test_exit_codes import CONVY, convy, runs
+
+from convy.adaptive import Narrow
+from convy.bench import Complete, RunJournal
+from convy.sequential import Decided, Futile, Sequential, Undecided
+from convy.stats import Tally, Wilson
+
+AGENT = "from convy.fakes import FakeAgent\n\nagent = FakeAgent(lambda text: 'hello')\n"
+MODELS = """\
+from convy.fakes import FakeJudge, Rated
+from convy.model import Models
+
+models = Models(judge=FakeJudge(Rated({"passes a": 0.9, "passes b": 0.5, "passes c": 0.7})))
+"""
+
+
+def project(tmp_path: Path, attempts: int | str = 10) -> Path:
+    files = {f"{name}.yaml": f"script: [hi]\njudge:\n  - passes {name}\n" for name in "abc"}
+    folder = FakeProject(AGENT, MODELS, files, 3).written(tmp_path / "project")
+    value = f'"{attempts}"' if isinstance(attempts, str) else str(attempts)
+    (folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = {value}\nlive_seconds = 0\n", encoding="utf-8")
+    return folder
+
+
+# --- the futility forecast -------------------------------------------------------------------
+
+
+def played_out(base: dict[str, tuple[bool, ...]], most: int, candidate: float, seed: int) -> Decided | Undecided | Futile:
+    """The watch played round by round as ``convy run --against`` plays it, the candidate's attempts
+    passing at ``candidate`` (seeded), until the verdict is no longer undecided."""
+    chooser = random.Random(seed)
+    watch = Sequential(0.05, most).started(base)
+    while isinstance(verdict := watch.verdict(), Undecided) and (asks := watch.asks()):
+        watch = watch.played({ask.scenario: Tally(sum(chooser.random() < candidate for _ in range(ask.attempts)), ask.attempts) for ask in asks})
+    return verdict
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Watch.forecast flips the change to the other direction when its 99% edge passes 0 or 1, so a "
+    "candidate failing every attempt against a base passing 90% is called futile after 1-2 attempts",
+)
+def test_a_candidate_failing_everything_is_decided_worse_not_futile() -> None:
+    """One scenario, a base of 20 attempts, 18 passed; the candidate fails every attempt. Played to its
+    plan of 20 the rule reaches e ≥ 20 (the audit switched the forecast off: 200 of 200 seeded runs
+    decided, in 9.4 attempts on average); with the forecast as shipped it stops futile after its first
+    block or two, saying that even the far edge of the change's interval could not decide it."""
+    base: dict[str, tuple[bool, ...]] = {"s": (True,) * 9 + (False,) + (True,) * 9 + (False,)}
+    verdict = played_out(base, 20, 0.0, seed=1)
+    assert isinstance(verdict, Decided) and verdict.direction == "worse", verdict
+
+
+@pytest.mark.xfail(strict=True, reason="same cause: three scenarios, base 10 each at 90%, a candidate at 0% is futile in most runs")
+def test_a_broken_candidate_on_a_small_suite_is_decided_in_nearly_every_run() -> None:
+    decided = 0
+    for seed in range(100):
+        chooser = random.Random(seed)
+        base = {name: tuple(chooser.random() < 0.9 for _ in range(10)) for name in "abc"}
+        decided += isinstance(played_out(base, 10, 0.0, seed + 1000), Decided)
+    assert decided >= 95, f"decided in {decided} of 100 runs"  # the forecast off: 100 of 100; as shipped: 39
+
+
+# --- the false-alarm rate under no change ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("scenarios", "base", "most"), [(1, 5, 50), (5, 5, 50), (5, 200, 50), (20, 200, 50), (3, 200, 200)])
+def test_no_change_is_rarely_called_real_with_a_small_or_a_large_base(scenarios: int, base: int, most: int) -> None:
+    """Candidate and base at the same rates (0.5 to 0.9 per scenario, seeded): of 300 runs looked at
+    after every round, the ones said real stay within what a true rate of α = 0.05 gives in all but
+    one run of a thousand (≤ 27 of 300). Measured by the audit at 3,000 runs with the futility stop
+    off: 0.2% to 2.7%."""
+    alarms = 0
+    for run in range(300):
+        chooser = random.Random(run * 7919 + scenarios * 31 + base)
+        rates = [chooser.uniform(0.5, 0.9) for _ in range(scenarios)]
+        kept = {f"s{i}": tuple(chooser.random() < rates[i] for _ in range(base)) for i in range(scenarios)}
+        watch = Sequential(0.05, most).started(kept)
+        while isinstance(watch.verdict(), Undecided) and (asks := watch.asks()):
+            tallies = {}
+            for ask in asks:
+                rate = rates[int(ask.scenario[1:])]
+                tallies[ask.scenario] = Tally(sum(chooser.random() < rate for _ in range(ask.attempts)), ask.attempts)
+            watch = watch.played(tallies)
+        alarms += isinstance(watch.verdict(), Decided)
+    assert alarms <= 27
+
+
+def test_the_narrow_rules_interval_covers_less_than_95_percent_at_coarse_widths_as_the_docs_allow() -> None:
+    """Not a bug, a figure for the docs: at width 0.5 and min_attempts 3, the Wilson interval of a
+    scenario stopped by the rule covers a true rate of 0.5 in about 84% of runs (seeded, 4,000), where
+    docs/statistics.md says the error is small for rates well inside (0, 1)."""
+    rule = Narrow(0.5)
+    chooser = random.Random(5)
+    covered = 0
+    for _ in range(4000):
+        draws = {number: "passed" if chooser.random() < 0.5 else "failed" for number in range(1, 61)}
+        interval = Wilson(rule.standing("s", draws, 3, 60).tally).interval()
+        assert interval is not None
+        covered += interval.low <= 0.5 <= interval.high
+    assert covered / 4000 < 0.9
+
+
+# --- options and settings ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (("--target-width", "nan"), "--target-width"),
+        (("--target-width", "inf"), "--target-width"),
+        (("--target-width", "-0.1"), "--target-width"),
+        (("--max-attempts", "-5"), "--max-attempts"),
+        (("--max-attempts", "99999999999999999999"), "--max-attempts"),
+        (("--max-cost", "nan"), "--max-cost"),
+        (("--max-minutes", "1e308"), "--max-minutes"),
+        (("--max-tokens", "-1"), "--max-tokens"),
+    ],
+)
+def test_hostile_option_values_exit_2_naming_the_option(tmp_path: Path, options: tuple[str, ...], named: str) -> None:
+    folder = project(tmp_path)
+    done = convy(folder, "run", "--attempts", "auto", *options)
+    assert done.returncode == 2 and named in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (folder / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({"CONVY_ATTEMPTS": "auto", "CONVY_TARGET_WIDTH": "nan"}, "CONVY_TARGET_WIDTH"),
+        ({"CONVY_ATTEMPTS": "auto", "CONVY_MIN_ATTEMPTS": "x"}, "CONVY_MIN_ATTEMPTS"),
+        ({"CONVY_ATTEMPTS": "Auto"}, "CONVY_ATTEMPTS"),
+        ({"CONVY_LIVE_SECONDS": "nan"}, "CONVY_LIVE_SECONDS"),
+        ({"CONVY_LIVE_SECONDS": "-5"}, "CONVY_LIVE_SECONDS"),
+    ],
+)
+def test_hostile_variables_exit_2_naming_the_variable(tmp_path: Path, variables: dict[str, str], named: str) -> None:
+    folder = project(tmp_path)
+    done = convy(folder, "run", **variables)
+    assert done.returncode == 2 and named in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (folder / "results").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the default min_attempts (5) is checked against --max-attempts even with --against, which "
+    "does not use it and refuses --min-attempts: --max-attempts below 5 cannot be asked from the command line",
+)
+def test_against_with_a_small_max_attempts_plays(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    done = convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "3")
+    assert done.returncode == 0, done.stderr  # today: exit 2, "--min-attempts: must be at most max_attempts (3)"
+
+
+# --- hostile bases -------------------------------------------------------------------------------
+
+
+def copied(folder: Path, base: str, name: str) -> tuple[str, dict, list[dict]]:
+    """A copy of run ``base`` as run ``name`` (its id made to match its folder): its run.json and lines."""
+    agent = folder / "results" / "bot"
+    shutil.copytree(agent / base, agent / name)
+    saved = json.loads((agent / name / "run.json").read_text())
+    saved["spec"]["id"] = name
+    lines = [json.loads(line) for line in (agent / name / "attempts.jsonl").read_text().splitlines()]
+    return name, saved, lines
+
+
+def written(folder: Path, name: str, saved: dict | str, lines: list[dict]) -> None:
+    path = folder / "results" / "bot" / name
+    (path / "run.json").write_text(saved if isinstance(saved, str) else json.dumps(saved))
+    (path / "attempts.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def hostile(case: str, saved: dict, lines: list[dict]) -> tuple[dict | str, list[dict]]:
+    match case:
+        case "duplicated":
+            return saved, lines + [dict(line, attempt=line["attempt"]) for line in lines]
+        case "attempt past the plan":
+            return saved, lines + [dict(lines[0], attempt=99999)]
+        case "attempt 0":
+            return saved, lines + [dict(lines[0], attempt=0)]
+        case "foreign scenario":
+            return saved, lines + [dict(lines[0], scenario="ghost")]
+        case "nothing judged":
+            return saved, [dict(line, result={"type": "no_verdict", "who": "judge", "reason": "x"}) for line in lines]
+        case "no attempts":
+            return saved, []
+        case "another agent":
+            saved["spec"]["agent"] = "other"
+            return saved, lines
+        case "huge attempts":
+            saved["spec"]["attempts"] = 10**15
+            return saved, lines
+        case "running":
+            saved["status"] = {"type": "running", "started": saved["status"]["started"]}
+            return saved, lines
+        case _:
+            raise AssertionError(case)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["duplicated", "attempt past the plan", "attempt 0", "foreign scenario", "nothing judged", "no attempts", "another agent", "huge attempts", "running"],
+)
+def test_a_hostile_base_exits_2_and_writes_nothing(tmp_path: Path, case: str) -> None:
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    name, saved, lines = copied(folder, base, "20260101-000000-bad1")
+    written(folder, name, *hostile(case, saved, lines))
+    before = {path: path.stat().st_mtime_ns for path in (folder / "results").rglob("*")}
+    done = convy(folder, "run", "--attempts", "auto", "--max-attempts", "10", "--against", name)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert sorted(runs(folder)) == sorted([base, name])
+    assert {path: path.stat().st_mtime_ns for path in (folder / "results").rglob("*")} == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a base whose run.json is damaged is called 'interrupted, not finished' with the advice "
+    "'convy resume', which refuses it ('restore run.json from a copy'): the error should say the damage",
+)
+@pytest.mark.parametrize("damage", ["not JSON", "a list", "trust NaN"])
+def test_a_base_with_a_damaged_run_json_is_said_damaged(tmp_path: Path, damage: str) -> None:
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    name, saved, lines = copied(folder, base, "20260101-000000-bad2")
+    match damage:
+        case "not JSON":
+            text = '{"spec": '
+        case "a list":
+            text = "[]"
+        case _:
+            saved["spec"]["trust"] = float("nan")
+            text = json.dumps(saved)
+    written(folder, name, text, lines)
+    done = convy(folder, "run", "--attempts", "auto", "--against", name)
+    assert done.returncode == 2
+    assert "run.json" in done.stderr and "convy resume" not in done.stderr, done.stderr
+
+
+# --- SIGKILL while the live report is written, then resume -----------------------------------------
+
+SLOW_AGENT = """\
+import asyncio
+import random
+
+from convy import Answer
+
+
+class _Talk:
+    async def turn(self, message):
+        await asyncio.sleep(random.random() * 0.03)
+        return Answer("ok")
+
+
+class _Open:
+    async def __aenter__(self):
+        return _Talk()
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+class Slow:
+    def conversation(self):
+        return _Open()
+
+
+agent = Slow()
+"""
+RANDOM_MODELS = """\
+import random
+
+from convy.fakes import FakeJudge
+from convy.model import Models
+
+models = Models(judge=FakeJudge(lambda claim, transcript: random.random() < 0.7))
+"""
+PATIENCE = 240.0  # only a hang reaches it
+
+
+def writers(parent: int) -> list[str]:
+    """The ``convy report --live`` processes tied to ``parent``, by their command lines."""
+    found = []
+    for process in Path("/proc").iterdir():
+        if not process.name.isdigit():
+            continue
+        try:
+            words = (process / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "--live" in words and "--parent" in words and str(parent) in words:
+            found.append(" ".join(words))
+    return found
+
+
+class Pages(threading.Thread):
+    """Reads every report.html and index.html under ``results`` again and again; each read must be a whole page."""
+
+    def __init__(self, results: Path) -> None:
+        super().__init__(daemon=True)
+        self.results = results
+        self.done = threading.Event()
+        self.reads = 0
+        self.torn: list[str] = []
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for page in [*self.results.glob("*/*/report.html"), self.results / "index.html"]:
+                try:
+                    text = page.read_text(encoding="utf-8")
+                except FileNotFoundError:
+                    continue
+                self.reads += 1
+                if not text.lstrip().lower().startswith("<!doctype html") or not text.rstrip().endswith("</html>"):
+                    self.torn.append(f"{page.name}: {len(text)} characters")
+
+
+def count(results: Path) -> int:
+    return sum(sum(1 for _ in path.open()) for path in results.glob("bot/*/attempts.jsonl"))
+
+
+def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resumes_exactly(tmp_path: Path) -> None:
+    """40 scenarios of --attempts auto, the live report every 0.2 s: once a writer is under way the run
+    is SIGKILLed; the writer goes with it, no read of a page is ever torn, and the resumed run keeps
+    each attempt once, exactly those its rule looked at, every scenario stopped by the rule."""
+    folder = tmp_path / "project"
+    (folder / "agents").mkdir(parents=True)
+    (folder / "scenarios").mkdir()
+    (folder / "agents" / "bot.py").write_text(SLOW_AGENT)
+    (folder / "models.py").write_text(RANDOM_MODELS)
+    for number in range(40):
+        (folder / "scenarios" / f"s{number:02d}.yaml").write_text(f"script: [hi]\njudge:\n  - passes s{number:02d}\n")
+    (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 3\nlive_seconds = 0.2\nagent_places = 8\n")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+    pages = Pages(folder / "results")
+    pages.start()
+    process = subprocess.Popen(
+        [str(CONVY), "run", "--attempts", "auto", "--max-attempts", "12"], cwd=folder, env=environment,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        ends = time.monotonic() + PATIENCE
+        while not (writers(process.pid) and count(folder / "results") >= 20):
+            assert process.poll() is None, "the run ended before a live writer was seen with 20 attempts kept"
+            assert time.monotonic() < ends, "no live writer seen"
+            time.sleep(0.002)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=PATIENCE)
+        ends = time.monotonic() + PATIENCE
+        while writers(process.pid):
+            assert time.monotonic() < ends, f"left behind: {writers(process.pid)}"
+            time.sleep(0.05)
+        (run,) = runs(folder)
+        resumed = convy(folder, "resume", run)
+        assert resumed.returncode in (0, 1) and "Traceback" not in resumed.stderr, resumed.stderr
+    finally:
+        if process.poll() is None:
+            process.kill()
+        pages.done.set()
+        pages.join()
+    assert pages.reads > 0 and pages.torn == []
+    journal = RunJournal(folder / "results" / "bot" / run)
+    kept = journal.kept(journal.run().spec)
+    spec = journal.run().spec
+    assert isinstance(journal.run().status, Complete) and spec.adaptive is not None
+    keys = [(outcome.scenario, outcome.attempt) for outcome in kept.outcomes]
+    assert len(keys) == len(set(keys)) and kept.repeated == 0
+    course = spec.adaptive.course(tuple(one.id for one in spec.scenarios), kept.outcomes, spec.attempts, spec.trust)
+    for standing in course.standings:
+        assert standing.stop in ("narrow", "most")
+        assert {number for scenario, number in keys if scenario == standing.scenario} == set(range(1, standing.looked + 1))
+    assert not list((folder / "results").rglob("*.tmp"))
