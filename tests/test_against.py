@@ -58,7 +58,7 @@ def test_a_much_worse_candidate_is_decided_worse_in_far_fewer_attempts_than_its_
     summary = Summary(Runs(tmp_path).one(tmp_path / "bot" / "c"))  # type: ignore[arg-type]
     assert summary.run.status() == "finished"
     assert summary.against().startswith("real change: worse, e = ")
-    assert f"after {len(kept.outcomes)} attempts" in summary.against()
+    assert f"after {len(kept.outcomes)} judged attempts" in summary.against()
     assert summary.base() == "bot/base"
     header = summary.view().header
     assert header.against == summary.against() and header.against_run == "bot/base"

@@ -338,22 +338,22 @@ class Course(msgspec.Struct, frozen=True):
             case None:
                 return ""
             case Decided(direction=direction, e=e, difference=difference, attempts=attempts):
-                return f"real change: {direction}, e = {e:.1f} ≥ {bar} after {attempts} attempts (Δ {difference:+.1%})"
+                return f"real change: {direction}, e = {e:.1f} ≥ {bar} after {attempts} judged attempts (Δ {difference:+.1%})"
             case Futile(e=e, attempts=attempts) if self.ending() == "most":
-                return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} attempts"
+                return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} judged attempts"
             case Futile(e=e, attempts=attempts):
                 # The course looks at the verdict without a budget (``Watch.verdict``'s ``left``):
                 # futile here is the plan's, max attempts per scenario, never a budget's.
                 return (
-                    f"futile: no verdict can be reached within the attempts left, e = {e:.2f} < {bar} after {attempts} "
+                    f"futile: no verdict can be reached within the attempts left, e = {e:.2f} < {bar} after {attempts} judged "
                     "attempts, even at the far edge of the change's 99% interval"
                 )
             case Undecided(e=e, attempts=attempts) if status == "stopped":
-                return f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} attempts"
+                return f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} judged attempts"
             case Undecided(e=e, attempts=attempts) if self.ending() == "most":
-                return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} attempts"
+                return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} judged attempts"
             case Undecided(e=e, attempts=attempts):
-                return f"no verdict yet ({status}): e = {e:.2f} < {bar} after {attempts} attempts"
+                return f"no verdict yet ({status}): e = {e:.2f} < {bar} after {attempts} judged attempts"
 
     def ending(self) -> str:
         """Why the rule stopped the run (the same for every scenario under ``Against``), or ``""``."""

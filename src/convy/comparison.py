@@ -450,7 +450,7 @@ class PlayedAgainst(msgspec.Struct, frozen=True):
                 change = self.seen(direction)
                 if self.played == "base":  # said from base to candidate, as the rest of the page is
                     said = (
-                        f"real change: {change}, e = {e:.1f} ≥ {bar:g} after {attempts} attempts of the base run "
+                        f"real change: {change}, e = {e:.1f} ≥ {bar:g} after {attempts} judged attempts of the base run "
                         f"(Δ {-difference:+.1%} from base to candidate)"
                     )
             case Undecided(e=e, attempts=attempts) | Futile(e=e, attempts=attempts):
