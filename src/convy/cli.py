@@ -634,7 +634,7 @@ class AgainstRun(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"--against: {error}") from None
         spec = read.file.spec
         status = read.status()
-        if read.problem and status == "finished":
+        if read.problem and (status == "finished" or read.guessed):  # resume cannot mend a damaged run.json
             raise ConfigurationError(f"--against: run {spec.id}: {read.problem}")
         if status != "finished":
             how = "playing" if status == "running" else status
@@ -828,6 +828,10 @@ class RunCommand(msgspec.Struct, frozen=True):
         if self.max_not_judged is not None:
             changes["max_not_judged"] = self.max_not_judged
         changes |= self.adaptive.given()
+        if "max_attempts" in changes and "min_attempts" not in changes:
+            # --max-attempts alone lowers the first round with it rather than be refused for a
+            # min_attempts nobody asked for (with --against it is not used at all).
+            changes["min_attempts"] = min(settings.min_attempts, max(1, changes["max_attempts"]))
         return self.budget.over(settings, changes)
 
     def passed_over(self, name: str, agent: Any, secrets: Secrets) -> str:

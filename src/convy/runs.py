@@ -32,6 +32,7 @@ class Read(msgspec.Struct, frozen=True):
     broken: int
     playing: bool
     problem: str = ""
+    guessed: bool = False  # run.json is damaged: ``file`` is what the folder and attempts tell
 
     def status(self) -> Literal["finished", "interrupted", "running", "stopped"]:
         """The run's status; a run marked running whose lock is free was killed: interrupted."""
@@ -115,14 +116,14 @@ class Runs(msgspec.Struct, frozen=True):
         if not kept.outcomes:
             return Unread(folder, _printable(str(damaged)))
         try:
-            guessed = Guessed(folder, kept.outcomes).file()
+            told = Guessed(folder, kept.outcomes).file()
         except ValueError as error:  # the folder's own names cannot be a run's
             return Unread(folder, _printable(f"{damaged}; {error}"))
         problem = (
             f"run.json is damaged; its {len(kept.outcomes)} attempts are read from attempts.jsonl "
             "alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
         )
-        return Read(folder, guessed, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))))
+        return Read(folder, told, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))), guessed=True)
 
 
 class Guessed(msgspec.Struct, frozen=True):

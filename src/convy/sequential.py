@@ -336,25 +336,31 @@ class Watch(msgspec.Struct, frozen=True):
         difference = fmean(track.difference() or 0.0 for track in played)
         error = math.sqrt(sum(track.variance() for track in played)) / len(played)
         edge = abs(difference) + FAR * error
+        # The far edge lies in the direction seen so far, clamped at 0 or 1: a candidate failing
+        # everything against a base near 1 has the most to gain that way, never the other. With no
+        # direction seen yet, the more hopeful of the two.
+        signs = (-1.0, 1.0) if difference == 0 else (math.copysign(1.0, difference),)
+        gain = max(self._gain(sign * edge) for sign in signs)
+        remaining = sum(max(0, self.rule.most - track.judged) for track in self.tracks if track.base)
+        if left is not None and remaining:
+            gain *= min(1.0, left / remaining)
+        return gain
+
+    def _gain(self, shift: float) -> float:
+        """The log e the attempts left would add if each scenario's candidate rate were its
+        base's shifted by ``shift`` (clamped to [0, 1])."""
         gain = 0.0
-        remaining = 0
         for track in self.tracks:
             if not track.base:
                 continue
             base_left = len(track.base) - track.used
             candidate_left = max(0, self.rule.most - track.judged)
-            remaining += candidate_left
             if base_left == 0 or candidate_left == 0:
                 continue
             rate = (sum(track.base) + 0.5) / (len(track.base) + 1)
-            after = rate - edge if difference < 0 else rate + edge
-            if not 0 <= after <= 1:  # no room that way: the other way, or as far as it goes
-                after = rate + edge if difference < 0 else rate - edge
-                after = min(1.0, max(0.0, after))
+            after = min(1.0, max(0.0, rate + shift))
             pooled = (base_left * rate + candidate_left * after) / (base_left + candidate_left)
             gain += base_left * Divergence(rate, pooled).nats() + candidate_left * Divergence(after, pooled).nats()
-        if left is not None and remaining:
-            gain *= min(1.0, left / remaining)
         return gain
 
     def scenarios(self) -> tuple[ScenarioVerdict, ...]:

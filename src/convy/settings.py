@@ -93,7 +93,9 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         if self.max_attempts < 1:
             raise ValueError("max_attempts: must be at least 1")
         if self.min_attempts > self.max_attempts:
-            raise ValueError(f"min_attempts: must be at most max_attempts ({self.max_attempts})")
+            raise ValueError(
+                f"min_attempts: must be at most max_attempts ({self.max_attempts}); it is {self.min_attempts} (5 unless set)"
+            )
         Narrow(self.target_width)  # within (0, 1), said by field
         if self.judge_repeats < 1:
             raise ValueError("judge_repeats: must be at least 1")
