@@ -124,6 +124,11 @@ const Convy = (() => {
       if (value < 0.001) return "< 0.001";
       return Number(value).toPrecision(2);
     },
+    pIs(value) {
+      /* "p = 0.034", or "p < 0.001" rather than "p = < 0.001". */
+      const shown = this.p(value);
+      return shown.startsWith("<") ? "p " + shown : "p = " + shown;
+    },
     ratio(value) {
       return value === null || value === undefined ? "—" : "×" + Number(value).toFixed(2);
     },

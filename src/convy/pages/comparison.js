@@ -127,7 +127,7 @@
           ? h("div", { class: "line" }, h("span", { class: "badge st st-flaky" }, "! not valid for a verdict"), h("span", { class: "muted" }, " — this test alone says " + (view.real ? CHANGE[view.verdict][1] : "within noise")))
           : h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
         h("div", { class: "line muted" }, view.delta ? "95% CI " + fmt.points(view.delta.low) + " to " + fmt.points(view.delta.high) : "no interval"),
-        h("div", { class: "line muted", id: "tested" }, (view.method === "mcnemar" ? "paired (McNemar, exact): p = " + fmt.p(view.p) : "p = " + fmt.p(view.p) + " (" + view.method + ")") + " · sign-flip p = " + fmt.p(view.sign_flip_p)),
+        h("div", { class: "line muted", id: "tested" }, (view.method === "mcnemar" ? "paired (McNemar, exact): " + fmt.pIs(view.p) : fmt.pIs(view.p) + " (" + view.method + ")") + " · sign-flip " + fmt.pIs(view.sign_flip_p)),
         seq ? h("div", { class: "line muted", id: "fixed-caveat" }, seq.fixed) : h("div", { class: "line reading" }, view.reading)),
       tile("Smallest detectable change", view.mde === null ? "—" : fmt.points(view.mde).replace(/^[+±]/, ""),
         view.needed ? h("span", null, view.needed) : h("span", { class: "muted" }, view.mde === null ? "not enough judged attempts" : "the change seen is at least this large"),
@@ -279,7 +279,7 @@
     save();
     mark();
     Convy.fill(win.title, h("span", null, id), one ? change(one.change, true) : null,
-      one ? h("span", { class: "small muted" }, fmt.int(one.before_passed) + "/" + fmt.int(one.before_judged) + " → " + fmt.int(one.after_passed) + "/" + fmt.int(one.after_judged) + " · adjusted p " + fmt.p(one.adjusted)) : null);
+      one ? h("span", { class: "small muted" }, fmt.int(one.before_passed) + "/" + fmt.int(one.before_judged) + " → " + fmt.int(one.after_passed) + "/" + fmt.int(one.after_judged) + " · adjusted " + fmt.pIs(one.adjusted)) : null);
     const ids = visible.map((tr) => tr.dataset.id);
     const at = ids.indexOf(id);
     Convy.fill(win.tools,
