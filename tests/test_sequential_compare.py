@@ -13,6 +13,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from test_against import MODELS, NAMES, SCENARIOS, against, based, bench, project
 from test_exit_codes import convy, runs
@@ -174,8 +175,29 @@ def test_the_command_says_the_sequential_verdict_first_and_where_it_does_not_app
     assert lines[1].startswith("pass rate ") and "anytime-valid" not in apart.stdout
     assert "does not apply to this pair" in (folder / "apart.md").read_text()
 
+    gate = convy(folder, "compare", base, candidate, "--fail-on-regression")
+    assert gate.returncode == 4, gate.stdout + gate.stderr  # the anytime-valid verdict says worse
+
     plain = convy(folder, "compare", base, other)
     assert plain.returncode == 0 and plain.stdout.startswith("pass rate ") and "sequential" not in plain.stdout
+
+
+def test_fail_on_regression_goes_by_the_sequential_verdict_when_it_is_this_pairs(played: Path) -> None:
+    """``--fail-on-regression``: the anytime-valid verdict decides for a pair it applies to, even
+    where the fixed-design test (not valid after early stopping) says otherwise; for any other pair
+    the fixed-design test does."""
+    view = Comparison(read(played, "base"), read(played, "c")).view()
+    sequential = view.sequential
+    assert sequential is not None and sequential.applies and sequential.verdict == "worse"
+    assert view.real and view.verdict == "worse" and view.regressed()
+    undecided = msgspec.structs.replace(view, sequential=msgspec.structs.replace(sequential, verdict="undecided"))
+    assert not undecided.regressed()  # the fixed test alone says worse: not a regression
+    better = msgspec.structs.replace(view, sequential=msgspec.structs.replace(sequential, verdict="better"))
+    assert not better.regressed()
+    apart = msgspec.structs.replace(view, sequential=msgspec.structs.replace(sequential, applies=False))
+    assert apart.regressed()  # another pair's verdict: the fixed-design test decides
+    noise = msgspec.structs.replace(view, real=False, sequential=msgspec.structs.replace(sequential, applies=False))
+    assert not noise.regressed()
 
 
 def test_a_hostile_base_name_kept_in_run_json_does_nothing_on_the_terminal(tmp_path: Path) -> None:

@@ -1357,7 +1357,7 @@ class CompareCommand(msgspec.Struct, frozen=True):
                 shown.line(f"  {what}: {base_id}: {ScoreSaid(row.base).text()}; {candidate_id}: {ScoreSaid(row.candidate).text()}")
         shown.line(f"page: {path.relative_to(self.project.folder)}")
         self.outputs.compared(view, base, candidate, path, shown)
-        if self.fail_on_regression and view.real and view.verdict == "worse":
+        if self.fail_on_regression and view.regressed():
             return 4
         return 0
 
@@ -1662,7 +1662,7 @@ class Arguments(msgspec.Struct, frozen=True):
         compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
         compare.add_argument("base", help="the run before (id or a unique part)")
         compare.add_argument("candidate", help="the run after (id or a unique part)")
-        compare.add_argument("--fail-on-regression", action="store_true", help="exit 4 when the pass rate really dropped")
+        compare.add_argument("--fail-on-regression", action="store_true", help="exit 4 when the pass rate really dropped (by the anytime-valid verdict for a run played against its base)")
         compare.add_argument("--summary", type=Path, metavar="FILE", help="also write the comparison as a Markdown summary")
         export = commands.add_parser("export", help="write the runs' tables to results/export/")
         export.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")

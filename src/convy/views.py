@@ -704,6 +704,14 @@ class ComparisonView(View, frozen=True):
     # and whether it is this pair's; ``None`` when neither run was.
     sequential: SequentialView | None = None
 
+    def regressed(self) -> bool:
+        """The pass rate really dropped (``--fail-on-regression``): by the sequential verdict when
+        it is this pair's, since the fixed-design test is not valid after the run stopped early;
+        by the fixed-design test otherwise."""
+        if self.sequential is not None and self.sequential.applies:
+            return self.sequential.verdict == "worse"
+        return self.real and self.verdict == "worse"
+
 
 class JudgesRow(View, frozen=True):
     """One claim (``""``: every claim) decided by both runs of a comparison on the dialogues people
