@@ -383,3 +383,87 @@ def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resu
         assert standing.stop in ("narrow", "most")
         assert {number for scenario, number in keys if scenario == standing.scenario} == set(range(1, standing.looked + 1))
     assert not list((folder / "results").rglob("*.tmp"))
+
+
+# --- a second outside audit, of the fixes above ------------------------------------------------------
+#
+# Each xfail(strict=True) shows a bug the second audit found; it passes once the bug is fixed.
+
+BASE_19_OF_20 = (True,) * 19 + (False,)
+
+
+@pytest.mark.xfail(strict=True, reason="the forecast takes its direction from the first block's sign, which is noise")
+def test_a_first_attempt_that_passed_does_not_make_a_real_drop_futile() -> None:
+    """Three scenarios, each with a base of 19 passes in 20; the candidate's first attempt in each
+    passed (0.7³ = 34% of runs for a candidate that dropped to 0.7). The difference seen is +5
+    points, so the forecast looks only upwards, where a base at 95% has almost no room, and says
+    futile after 3 attempts, though the 99% interval of the change reaches far below zero."""
+    watch = Sequential(0.05, 20).started({name: BASE_19_OF_20 for name in "abc"})
+    watch = watch.played({name: Tally(1, 1) for name in "abc"})
+    assert not isinstance(watch.verdict(), Futile), watch.verdict()
+
+
+@pytest.mark.xfail(strict=True, reason="the forecast takes its direction from the first block's sign, which is noise")
+def test_a_candidate_dropping_from_95_to_30_percent_on_one_scenario_is_decided_in_nearly_every_run() -> None:
+    """One scenario, a base of 19 in 20, a plan of 20, the candidate at 0.3 (seeded, 200 runs). With
+    the forecast as shipped: decided in 143 (56 called futile after one attempt that passed); with
+    the forecast off, or taking the better of the interval's two ends: 198."""
+    decided = sum(isinstance(played_out({"s": BASE_19_OF_20}, 20, 0.3, seed + 777), Decided) for seed in range(200))
+    assert decided >= 190, f"decided in {decided} of 200 runs"
+
+
+def settings_file(folder: Path, extra: str) -> None:
+    (folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = 3\nlive_seconds = 0\n{extra}", encoding="utf-8")
+
+
+@pytest.mark.xfail(strict=True, reason="Settings refuses the default min_attempts (5) over a max_attempts set below it")
+@pytest.mark.parametrize("where", ["[tool.convy]", "CONVY_MAX_ATTEMPTS"])
+def test_max_attempts_set_alone_below_5_is_not_refused(tmp_path: Path, where: str) -> None:
+    """The fix of --max-attempts alone holds for the option only: max_attempts = 3 in [tool.convy],
+    or CONVY_MAX_ATTEMPTS=3, with no min_attempts set, refuses every convy run — a plain run of 3
+    attempts, --attempts auto, --against (where min_attempts is not used), even with
+    --max-attempts 3 given — with 'min_attempts: must be at most max_attempts (3); it is 5 (5
+    unless set)'."""
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    variables = {"CONVY_MAX_ATTEMPTS": "3"} if where == "CONVY_MAX_ATTEMPTS" else {}
+    if not variables:
+        settings_file(folder, "max_attempts = 3\n")
+    for arguments in (("run",), ("run", "--attempts", "auto"), ("run", "--attempts", "auto", "--against", base, "--max-attempts", "3")):
+        done = convy(folder, *arguments, **variables) if variables else convy(folder, *arguments)
+        assert done.returncode == 0, f"{arguments}: {done.stderr}"
+
+
+@pytest.mark.xfail(strict=True, reason="Comparison.banner compares spec.attempts, the plan's most for a run played against its base")
+def test_a_run_compared_with_the_base_it_was_played_against_is_not_called_not_comparable(tmp_path: Path) -> None:
+    """convy compare of the very pair --against is made for says '! not comparable: attempts per
+    scenario differ: 10 → 12' whenever --max-attempts (60 unless set) is not the base's attempts:
+    the candidate's spec.attempts is its plan's most, and the sequential verdict allows for it."""
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    assert convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "12").returncode == 0
+    (candidate,) = set(runs(folder)) - {base}
+    done = convy(folder, "compare", base, candidate)
+    assert done.returncode == 0 and "anytime-valid" in done.stdout, done.stdout + done.stderr
+    assert "attempts per scenario differ" not in done.stderr, done.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="with one base attempt the first block is the whole plan, scored with no guess: e stays 1")
+def test_a_base_of_one_attempt_per_scenario_does_not_play_a_plan_that_cannot_decide(tmp_path: Path) -> None:
+    """A base of 1 attempt per scenario (a smoke run): the block is the whole plan, and a first
+    block is scored with no guess of the change, so e is 1 whatever the candidate does. convy
+    plays all of it anyway (3 × 60 attempts with the default plan; here 3 × 20, a candidate failing
+    everything against a base passing everything) and only then says 'no verdict'. It should be
+    refused up front, or stopped before the plan is spent."""
+    folder = project(tmp_path)
+    (folder / "models.py").write_text(MODELS.replace("0.9", "1.0").replace("0.5", "1.0").replace("0.7", "1.0"))
+    assert convy(folder, "run", "--attempts", "1").returncode == 0
+    (base,) = runs(folder)
+    (folder / "models.py").write_text(MODELS.replace("0.9", "0.0").replace("0.5", "0.0").replace("0.7", "0.0"))
+    done = convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "20")
+    assert "Traceback" not in done.stderr, done.stderr
+    played = [run for run in runs(folder) if run != base]
+    spent = sum(sum(1 for _ in (folder / "results" / "bot" / run / "attempts.jsonl").open()) for run in played)
+    assert spent < 3 * 20, done.stdout
