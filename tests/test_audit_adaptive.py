@@ -467,3 +467,28 @@ def test_a_base_of_one_attempt_per_scenario_does_not_play_a_plan_that_cannot_dec
     played = [run for run in runs(folder) if run != base]
     spent = sum(sum(1 for _ in (folder / "results" / "bot" / run / "attempts.jsonl").open()) for run in played)
     assert spent < 3 * 20, done.stdout
+
+
+def test_a_base_still_playing_is_not_sent_to_resume(tmp_path: Path) -> None:
+    """A base marked running whose lock another process holds is playing: --against refuses it, but
+    once told to run 'convy resume' on it, which refuses a run in use ('is in use by another convy
+    process'); it says to wait for it instead. An interrupted base is still sent to resume."""
+    import fcntl
+
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    name, saved, lines = copied(folder, base, "20260101-000000-live")
+    saved["status"] = {"type": "running", "started": saved["status"]["started"]}
+    written(folder, name, saved, lines)
+    held = os.open(folder / "results" / "bot" / name / "run.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        done = convy(folder, "run", "--attempts", "auto", "--against", name)
+        assert done.returncode == 2 and "is playing" in done.stderr, done.stderr
+        assert "convy resume" not in done.stderr and "wait for it to end" in done.stderr, done.stderr
+        assert "in use" in convy(folder, "resume", name).stderr  # why resume is no advice here
+    finally:
+        os.close(held)
+    done = convy(folder, "run", "--attempts", "auto", "--against", name)  # the lock free: interrupted
+    assert done.returncode == 2 and f"is interrupted, not finished: a base must be played out (convy resume {name})" in done.stderr, done.stderr

@@ -638,9 +638,8 @@ class AgainstRun(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"--against: run {spec.id}: {read.problem}")
         if status != "finished":
             how = "playing" if status == "running" else status
-            raise ConfigurationError(
-                f"--against: run {spec.id} is {how}, not finished: a base must be played out (convy resume {spec.id})"
-            )
+            then = "wait for it to end" if status == "running" else f"convy resume {spec.id}"  # resume refuses a run in use
+            raise ConfigurationError(f"--against: run {spec.id} is {how}, not finished: a base must be played out ({then})")
         return read
 
     def agents(self, named: tuple[str, ...], base: Read) -> tuple[str, ...]:
