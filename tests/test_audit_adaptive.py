@@ -492,3 +492,26 @@ def test_a_base_still_playing_is_not_sent_to_resume(tmp_path: Path) -> None:
         os.close(held)
     done = convy(folder, "run", "--attempts", "auto", "--against", name)  # the lock free: interrupted
     assert done.returncode == 2 and f"is interrupted, not finished: a base must be played out (convy resume {name})" in done.stderr, done.stderr
+
+
+def test_the_dry_run_names_the_options_of_attempts_auto_as_the_source_of_their_settings(tmp_path: Path) -> None:
+    """convy run --dry-run lists the settings in force and where each came from: --min-attempts,
+    --max-attempts and --target-width were said to be the default (min_attempts too when
+    --max-attempts alone had lowered it), so a user checking which max_attempts is in force was
+    told the wrong thing."""
+    folder = project(tmp_path)
+
+    def sources(*options: str) -> dict[str, tuple[str, str]]:
+        done = convy(folder, "run", "--attempts", "auto", *options, "--dry-run")
+        assert done.returncode == 0, done.stderr
+        rows = [line.split() for line in done.stdout.splitlines() if line.startswith("  ")]
+        return {row[0]: (row[1], row[-1]) for row in rows if len(row) >= 3}
+
+    found = sources("--max-attempts", "2", "--target-width", "0.3")
+    assert found["max_attempts"] == ("2", "--max-attempts")
+    assert found["target_width"] == ("0.3", "--target-width")
+    assert found["min_attempts"] == ("2", "--max-attempts")
+    found = sources("--max-attempts", "7", "--min-attempts", "3")
+    assert found["max_attempts"] == ("7", "--max-attempts") and found["min_attempts"] == ("3", "--min-attempts")
+    found = sources("--max-attempts", "7")
+    assert found["min_attempts"] == ("5", "default")  # not lowered: still the default's

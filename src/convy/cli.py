@@ -1123,6 +1123,10 @@ class DryRun(msgspec.Struct, frozen=True):
             )
             if given is not None
         } | self.command.budget.given()
+        adaptive = {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
+        if "min_attempts" not in adaptive and settings.min_attempts != sourced.settings.min_attempts:
+            adaptive["min_attempts"] = "--max-attempts"  # lowered with it (RunCommand.overridden)
+        sources |= adaptive
         for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
             shown.line(secrets.hidden(line))
         return 0
