@@ -383,3 +383,147 @@ def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resu
         assert standing.stop in ("narrow", "most")
         assert {number for scenario, number in keys if scenario == standing.scenario} == set(range(1, standing.looked + 1))
     assert not list((folder / "results").rglob("*.tmp"))
+
+
+# --- a second outside audit, of the fixes above ------------------------------------------------------
+#
+# Each xfail(strict=True) shows a bug the second audit found; it passes once the bug is fixed.
+
+BASE_19_OF_20 = (True,) * 19 + (False,)
+
+
+@pytest.mark.xfail(strict=True, reason="the forecast takes its direction from the first block's sign, which is noise")
+def test_a_first_attempt_that_passed_does_not_make_a_real_drop_futile() -> None:
+    """Three scenarios, each with a base of 19 passes in 20; the candidate's first attempt in each
+    passed (0.7³ = 34% of runs for a candidate that dropped to 0.7). The difference seen is +5
+    points, so the forecast looks only upwards, where a base at 95% has almost no room, and says
+    futile after 3 attempts, though the 99% interval of the change reaches far below zero."""
+    watch = Sequential(0.05, 20).started({name: BASE_19_OF_20 for name in "abc"})
+    watch = watch.played({name: Tally(1, 1) for name in "abc"})
+    assert not isinstance(watch.verdict(), Futile), watch.verdict()
+
+
+@pytest.mark.xfail(strict=True, reason="the forecast takes its direction from the first block's sign, which is noise")
+def test_a_candidate_dropping_from_95_to_30_percent_on_one_scenario_is_decided_in_nearly_every_run() -> None:
+    """One scenario, a base of 19 in 20, a plan of 20, the candidate at 0.3 (seeded, 200 runs). With
+    the forecast as shipped: decided in 143 (56 called futile after one attempt that passed); with
+    the forecast off, or taking the better of the interval's two ends: 198."""
+    decided = sum(isinstance(played_out({"s": BASE_19_OF_20}, 20, 0.3, seed + 777), Decided) for seed in range(200))
+    assert decided >= 190, f"decided in {decided} of 200 runs"
+
+
+def settings_file(folder: Path, extra: str) -> None:
+    (folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = 3\nlive_seconds = 0\n{extra}", encoding="utf-8")
+
+
+@pytest.mark.xfail(strict=True, reason="Settings refuses the default min_attempts (5) over a max_attempts set below it")
+@pytest.mark.parametrize("where", ["[tool.convy]", "CONVY_MAX_ATTEMPTS"])
+def test_max_attempts_set_alone_below_5_is_not_refused(tmp_path: Path, where: str) -> None:
+    """The fix of --max-attempts alone holds for the option only: max_attempts = 3 in [tool.convy],
+    or CONVY_MAX_ATTEMPTS=3, with no min_attempts set, refuses every convy run — a plain run of 3
+    attempts, --attempts auto, --against (where min_attempts is not used), even with
+    --max-attempts 3 given — with 'min_attempts: must be at most max_attempts (3); it is 5 (5
+    unless set)'."""
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    variables = {"CONVY_MAX_ATTEMPTS": "3"} if where == "CONVY_MAX_ATTEMPTS" else {}
+    if not variables:
+        settings_file(folder, "max_attempts = 3\n")
+    for arguments in (("run",), ("run", "--attempts", "auto"), ("run", "--attempts", "auto", "--against", base, "--max-attempts", "3")):
+        done = convy(folder, *arguments, **variables) if variables else convy(folder, *arguments)
+        assert done.returncode == 0, f"{arguments}: {done.stderr}"
+
+
+@pytest.mark.xfail(strict=True, reason="Comparison.banner compares spec.attempts, the plan's most for a run played against its base")
+def test_a_run_compared_with_the_base_it_was_played_against_is_not_called_not_comparable(tmp_path: Path) -> None:
+    """convy compare of the very pair --against is made for says '! not comparable: attempts per
+    scenario differ: 10 → 12' whenever --max-attempts (60 unless set) is not the base's attempts:
+    the candidate's spec.attempts is its plan's most, and the sequential verdict allows for it."""
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    assert convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "12").returncode == 0
+    (candidate,) = set(runs(folder)) - {base}
+    done = convy(folder, "compare", base, candidate)
+    assert done.returncode == 0 and "anytime-valid" in done.stdout, done.stdout + done.stderr
+    assert "attempts per scenario differ" not in done.stderr, done.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="with one base attempt the first block is the whole plan, scored with no guess: e stays 1")
+def test_a_base_of_one_attempt_per_scenario_does_not_play_a_plan_that_cannot_decide(tmp_path: Path) -> None:
+    """A base of 1 attempt per scenario (a smoke run): the block is the whole plan, and a first
+    block is scored with no guess of the change, so e is 1 whatever the candidate does. convy
+    plays all of it anyway (3 × 60 attempts with the default plan; here 3 × 20, a candidate failing
+    everything against a base passing everything) and only then says 'no verdict'. It should be
+    refused up front, or stopped before the plan is spent."""
+    folder = project(tmp_path)
+    (folder / "models.py").write_text(MODELS.replace("0.9", "1.0").replace("0.5", "1.0").replace("0.7", "1.0"))
+    assert convy(folder, "run", "--attempts", "1").returncode == 0
+    (base,) = runs(folder)
+    (folder / "models.py").write_text(MODELS.replace("0.9", "0.0").replace("0.5", "0.0").replace("0.7", "0.0"))
+    done = convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "20")
+    assert "Traceback" not in done.stderr, done.stderr
+    played = [run for run in runs(folder) if run != base]
+    spent = sum(sum(1 for _ in (folder / "results" / "bot" / run / "attempts.jsonl").open()) for run in played)
+    assert spent < 3 * 20, done.stdout
+
+
+def test_a_base_still_playing_is_not_sent_to_resume(tmp_path: Path) -> None:
+    """A base marked running whose lock another process holds is playing: --against refuses it, but
+    once told to run 'convy resume' on it, which refuses a run in use ('is in use by another convy
+    process'); it says to wait for it instead. An interrupted base is still sent to resume."""
+    import fcntl
+
+    folder = project(tmp_path)
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    name, saved, lines = copied(folder, base, "20260101-000000-live")
+    saved["status"] = {"type": "running", "started": saved["status"]["started"]}
+    written(folder, name, saved, lines)
+    held = os.open(folder / "results" / "bot" / name / "run.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        done = convy(folder, "run", "--attempts", "auto", "--against", name)
+        assert done.returncode == 2 and "is playing" in done.stderr, done.stderr
+        assert "convy resume" not in done.stderr and "wait for it to end" in done.stderr, done.stderr
+        assert "in use" in convy(folder, "resume", name).stderr  # why resume is no advice here
+    finally:
+        os.close(held)
+    done = convy(folder, "run", "--attempts", "auto", "--against", name)  # the lock free: interrupted
+    assert done.returncode == 2 and f"is interrupted, not finished: a base must be played out (convy resume {name})" in done.stderr, done.stderr
+
+
+def test_the_dry_run_names_the_options_of_attempts_auto_as_the_source_of_their_settings(tmp_path: Path) -> None:
+    """convy run --dry-run lists the settings in force and where each came from: --min-attempts,
+    --max-attempts and --target-width were said to be the default (min_attempts too when
+    --max-attempts alone had lowered it), so a user checking which max_attempts is in force was
+    told the wrong thing."""
+    folder = project(tmp_path)
+
+    def sources(*options: str) -> dict[str, tuple[str, str]]:
+        done = convy(folder, "run", "--attempts", "auto", *options, "--dry-run")
+        assert done.returncode == 0, done.stderr
+        rows = [line.split() for line in done.stdout.splitlines() if line.startswith("  ")]
+        return {row[0]: (row[1], row[-1]) for row in rows if len(row) >= 3}
+
+    found = sources("--max-attempts", "2", "--target-width", "0.3")
+    assert found["max_attempts"] == ("2", "--max-attempts")
+    assert found["target_width"] == ("0.3", "--target-width")
+    assert found["min_attempts"] == ("2", "--max-attempts")
+    found = sources("--max-attempts", "7", "--min-attempts", "3")
+    assert found["max_attempts"] == ("7", "--max-attempts") and found["min_attempts"] == ("3", "--min-attempts")
+    found = sources("--max-attempts", "7")
+    assert found["min_attempts"] == ("5", "default")  # not lowered: still the default's
+
+
+@pytest.mark.xfail(strict=True, reason="AutoAttempts' options are merged into the settings whatever --attempts is; nothing checks they are used")
+@pytest.mark.parametrize("options", [("--max-attempts", "2"), ("--min-attempts", "2"), ("--target-width", "0.3")])
+def test_an_option_of_attempts_auto_given_with_a_fixed_number_is_refused(tmp_path: Path, options: tuple[str, str]) -> None:
+    """convy run --attempts 3 --max-attempts 2 plays 3 attempts per scenario, the option silently
+    dropped, though its help says 'with --attempts auto' and --against refuses the options it does
+    not use (--min-attempts, --target-width: 'not used with --against')."""
+    folder = project(tmp_path)
+    done = convy(folder, "run", "--attempts", "3", *options)
+    assert done.returncode == 2 and options[0] in done.stderr and "--attempts auto" in done.stderr, done.stdout + done.stderr
+    assert not (folder / "results").exists()

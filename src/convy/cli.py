@@ -638,9 +638,8 @@ class AgainstRun(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"--against: run {spec.id}: {read.problem}")
         if status != "finished":
             how = "playing" if status == "running" else status
-            raise ConfigurationError(
-                f"--against: run {spec.id} is {how}, not finished: a base must be played out (convy resume {spec.id})"
-            )
+            then = "wait for it to end" if status == "running" else f"convy resume {spec.id}"  # resume refuses a run in use
+            raise ConfigurationError(f"--against: run {spec.id} is {how}, not finished: a base must be played out ({then})")
         return read
 
     def agents(self, named: tuple[str, ...], base: Read) -> tuple[str, ...]:
@@ -1124,6 +1123,10 @@ class DryRun(msgspec.Struct, frozen=True):
             )
             if given is not None
         } | self.command.budget.given()
+        adaptive = {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
+        if "min_attempts" not in adaptive and settings.min_attempts != sourced.settings.min_attempts:
+            adaptive["min_attempts"] = "--max-attempts"  # lowered with it (RunCommand.overridden)
+        sources |= adaptive
         for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
             shown.line(secrets.hidden(line))
         return 0
