@@ -387,12 +387,11 @@ def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resu
 
 # --- a second outside audit, of the fixes above ------------------------------------------------------
 #
-# Each xfail(strict=True) shows a bug the second audit found; it passes once the bug is fixed.
+# Each test below showed a bug the second audit found (a strict xfail until it was fixed).
 
 BASE_19_OF_20 = (True,) * 19 + (False,)
 
 
-@pytest.mark.xfail(strict=True, reason="the forecast takes its direction from the first block's sign, which is noise")
 def test_a_first_attempt_that_passed_does_not_make_a_real_drop_futile() -> None:
     """Three scenarios, each with a base of 19 passes in 20; the candidate's first attempt in each
     passed (0.7³ = 34% of runs for a candidate that dropped to 0.7). The difference seen is +5
@@ -403,7 +402,6 @@ def test_a_first_attempt_that_passed_does_not_make_a_real_drop_futile() -> None:
     assert not isinstance(watch.verdict(), Futile), watch.verdict()
 
 
-@pytest.mark.xfail(strict=True, reason="the forecast takes its direction from the first block's sign, which is noise")
 def test_a_candidate_dropping_from_95_to_30_percent_on_one_scenario_is_decided_in_nearly_every_run() -> None:
     """One scenario, a base of 19 in 20, a plan of 20, the candidate at 0.3 (seeded, 200 runs). With
     the forecast as shipped: decided in 143 (56 called futile after one attempt that passed); with
@@ -416,7 +414,6 @@ def settings_file(folder: Path, extra: str) -> None:
     (folder / "pyproject.toml").write_text(f"[tool.convy]\nattempts = 3\nlive_seconds = 0\n{extra}", encoding="utf-8")
 
 
-@pytest.mark.xfail(strict=True, reason="Settings refuses the default min_attempts (5) over a max_attempts set below it")
 @pytest.mark.parametrize("where", ["[tool.convy]", "CONVY_MAX_ATTEMPTS"])
 def test_max_attempts_set_alone_below_5_is_not_refused(tmp_path: Path, where: str) -> None:
     """The fix of --max-attempts alone holds for the option only: max_attempts = 3 in [tool.convy],
@@ -435,7 +432,6 @@ def test_max_attempts_set_alone_below_5_is_not_refused(tmp_path: Path, where: st
         assert done.returncode == 0, f"{arguments}: {done.stderr}"
 
 
-@pytest.mark.xfail(strict=True, reason="Comparison.banner compares spec.attempts, the plan's most for a run played against its base")
 def test_a_run_compared_with_the_base_it_was_played_against_is_not_called_not_comparable(tmp_path: Path) -> None:
     """convy compare of the very pair --against is made for says '! not comparable: attempts per
     scenario differ: 10 → 12' whenever --max-attempts (60 unless set) is not the base's attempts:
@@ -450,7 +446,6 @@ def test_a_run_compared_with_the_base_it_was_played_against_is_not_called_not_co
     assert "attempts per scenario differ" not in done.stderr, done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="with one base attempt the first block is the whole plan, scored with no guess: e stays 1")
 def test_a_base_of_one_attempt_per_scenario_does_not_play_a_plan_that_cannot_decide(tmp_path: Path) -> None:
     """A base of 1 attempt per scenario (a smoke run): the block is the whole plan, and a first
     block is scored with no guess of the change, so e is 1 whatever the candidate does. convy
@@ -510,14 +505,13 @@ def test_the_dry_run_names_the_options_of_attempts_auto_as_the_source_of_their_s
     found = sources("--max-attempts", "2", "--target-width", "0.3")
     assert found["max_attempts"] == ("2", "--max-attempts")
     assert found["target_width"] == ("0.3", "--target-width")
-    assert found["min_attempts"] == ("2", "--max-attempts")
+    assert found["min_attempts"] == ("2", "default")  # unset: 5, or max_attempts when lower
     found = sources("--max-attempts", "7", "--min-attempts", "3")
     assert found["max_attempts"] == ("7", "--max-attempts") and found["min_attempts"] == ("3", "--min-attempts")
     found = sources("--max-attempts", "7")
     assert found["min_attempts"] == ("5", "default")  # not lowered: still the default's
 
 
-@pytest.mark.xfail(strict=True, reason="AutoAttempts' options are merged into the settings whatever --attempts is; nothing checks they are used")
 @pytest.mark.parametrize("options", [("--max-attempts", "2"), ("--min-attempts", "2"), ("--target-width", "0.3")])
 def test_an_option_of_attempts_auto_given_with_a_fixed_number_is_refused(tmp_path: Path, options: tuple[str, str]) -> None:
     """convy run --attempts 3 --max-attempts 2 plays 3 attempts per scenario, the option silently

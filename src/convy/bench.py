@@ -99,6 +99,8 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         for name, most in self.MOST.items():
             value = getattr(self, name)
+            if value is None:  # a setting left unset (``Settings.min_attempts``)
+                continue
             if value != value or value in (math.inf, -math.inf):  # compared, never made a float: an int may not fit one
                 raise ValueError(f"{name}: must be a finite number")
             if value > most:

@@ -626,6 +626,10 @@ class AgainstRun(msgspec.Struct, frozen=True):
     wanted: str
 
     ALPHA: ClassVar[float] = 0.05  # convy compare's
+    # A scenario's first block of base attempts is scored with no guess of the change (e = 1), and
+    # the base is handed out over the plan: with one judged base attempt the whole plan is that
+    # block and can never decide; with two, one block carries evidence. Three or more, or left out.
+    LEAST_BASE: ClassVar[int] = 3
 
     def base(self) -> Read:
         try:
@@ -667,12 +671,18 @@ class AgainstRun(msgspec.Struct, frozen=True):
                 left.append(Skipped(scenario.id, (f"changed since base run {name}",)))
             elif not marks[scenario.id]:
                 left.append(Skipped(scenario.id, (f"no attempt judged in base run {name}",)))
+            elif len(marks[scenario.id]) < self.LEAST_BASE:
+                judged = len(marks[scenario.id])
+                left.append(
+                    Skipped(scenario.id, (f"{judged} attempt{'s' if judged != 1 else ''} judged in base run {name}, fewer than {self.LEAST_BASE}",))
+                )
             else:
                 shared.append(scenario)
         if not shared:
             raise ConfigurationError(
                 f"--against: run {base.file.spec.id} shares no scenario with this run "
-                f"({len(left)} scenario{'s' if len(left) != 1 else ''} not in it, changed since, or never judged in it)"
+                f"({len(left)} scenario{'s' if len(left) != 1 else ''} not in it, changed since, or judged in fewer than "
+                f"{self.LEAST_BASE} of its attempts)"
             )
         kept = {scenario.id: marks[scenario.id] for scenario in shared}
         rule = Adaptive(1, Against(base.file.spec.agent, base.file.spec.id, self.ALPHA, kept))
@@ -827,11 +837,13 @@ class RunCommand(msgspec.Struct, frozen=True):
         if self.max_not_judged is not None:
             changes["max_not_judged"] = self.max_not_judged
         changes |= self.adaptive.given()
-        if "max_attempts" in changes and "min_attempts" not in changes:
-            # --max-attempts alone lowers the first round with it rather than be refused for a
-            # min_attempts nobody asked for (with --against it is not used at all).
-            changes["min_attempts"] = min(settings.min_attempts, max(1, changes["max_attempts"]))
-        return self.budget.over(settings, changes)
+        overridden = self.budget.over(settings, changes)
+        if overridden.attempts != "auto":
+            for option in self.adaptive.given():  # dropped silently, it would change nothing
+                raise ConfigurationError(
+                    f"--{option.replace('_', '-')}: used only with --attempts auto; this run plays {overridden.attempts} attempts per scenario"
+                )
+        return overridden
 
     def passed_over(self, name: str, agent: Any, secrets: Secrets) -> str:
         """The line saying why an absent agent is not run, or "" for one that is; an absent agent
@@ -1124,8 +1136,6 @@ class DryRun(msgspec.Struct, frozen=True):
             if given is not None
         } | self.command.budget.given()
         adaptive = {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
-        if "min_attempts" not in adaptive and settings.min_attempts != sourced.settings.min_attempts:
-            adaptive["min_attempts"] = "--max-attempts"  # lowered with it (RunCommand.overridden)
         sources |= adaptive
         for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
             shown.line(secrets.hidden(line))
@@ -1155,6 +1165,7 @@ class DryRun(msgspec.Struct, frozen=True):
         # Its own fields first (attempts, trust, the share not judged, the prompt's file), then the run's limits.
         names = sorted(settings.__struct_fields__, key=lambda name: name in Limits.__struct_fields__)
         values = {name: getattr(settings, name) for name in names}
+        values["min_attempts"] = settings.first_round()  # unset: 5, or max_attempts when lower
         shown = {name: self._shown(value) for name, value in values.items()}
         if not settings.ray:
             shown["ray"] = "none"  # no Ray: this process alone, unless workers are asked

@@ -170,7 +170,9 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             said.append(f"the judge differs: {a.models.judge} → {b.models.judge}")
         if a.judging != b.judging:
             said.append(f"the judging differs: {_judging(a.judging)} → {_judging(b.judging)}")
-        if a.attempts != b.attempts:
+        # A run of --attempts auto keeps its plan's most there; the attempts each scenario got are
+        # the rule's, and its report says them: nothing to flag (the --against pair always differs).
+        if a.attempts != b.attempts and a.adaptive is None and b.adaptive is None:
             said.append(f"attempts per scenario differ: {a.attempts} → {b.attempts}")
         if a.trust != b.trust and not same:
             said.append(f"the trust threshold differs: {a.trust:g} → {b.trust:g}")

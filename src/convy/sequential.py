@@ -325,8 +325,8 @@ class Watch(msgspec.Struct, frozen=True):
         return Undecided(self.e(), difference, attempts)
 
     def forecast(self, left: int | None = None) -> float | None:
-        """The log e still to gain if the change were the far edge of the difference's 99%
-        interval and the guesses were right from now on: for each scenario, the base and
+        """The log e still to gain if the change were at either end of the difference's 99%
+        interval, whichever gains more, and the guesses were right from now on: for each scenario, the base and
         candidate attempts left, each adding its Kullback–Leibler divergence from the block's
         pooled rate; scaled down when the budget allows fewer attempts than the plan. ``None``
         before the candidate has played anything."""
@@ -335,12 +335,11 @@ class Watch(msgspec.Struct, frozen=True):
             return None
         difference = fmean(track.difference() or 0.0 for track in played)
         error = math.sqrt(sum(track.variance() for track in played)) / len(played)
-        edge = abs(difference) + FAR * error
-        # The far edge lies in the direction seen so far, clamped at 0 or 1: a candidate failing
-        # everything against a base near 1 has the most to gain that way, never the other. With no
-        # direction seen yet, the more hopeful of the two.
-        signs = (-1.0, 1.0) if difference == 0 else (math.copysign(1.0, difference),)
-        gain = max(self._gain(sign * edge) for sign in signs)
+        # Either end of the change's 99% interval, each clamped at a rate of 0 or 1, and the more
+        # hopeful of the two: the sign of the first blocks is noise (a lucky first pass against a
+        # base near 1 points up, where there is no room), and a forecast that looked only the way
+        # the change pointed once called a real drop futile after one attempt.
+        gain = max(self._gain(difference - FAR * error), self._gain(difference + FAR * error))
         remaining = sum(max(0, self.rule.most - track.judged) for track in self.tracks if track.base)
         if left is not None and remaining:
             gain *= min(1.0, left / remaining)

@@ -40,7 +40,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     run's spec)."""
 
     attempts: int | Literal["auto"] = 3
-    min_attempts: int = 5
+    min_attempts: int | None = None  # unset: FIRST_ROUND, or max_attempts when that is lower (``first_round``)
     max_attempts: int = 60
     target_width: float = 0.2
     trust: float = 0.0
@@ -59,6 +59,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     live_seconds: float = 5.0
 
     MOST_LIVE: ClassVar[float] = 3600.0
+    FIRST_ROUND: ClassVar[int] = 5  # attempts of each scenario's first round under auto, unless set
     # What a field of two kinds takes, said of a value of neither kind instead of msgspec's words
     # for the last kind it tried ("Invalid enum value ...", which repeats the value besides).
     KINDS: ClassVar[dict[str, str]] = {"attempts": "must be a whole number of at least 1, or auto"}
@@ -88,14 +89,12 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
                 pass
             case _:  # 0 or less, or what ``-k`` was given over the settings when it is neither
                 raise ValueError(f"attempts: {self.KINDS['attempts']}")
-        if self.min_attempts < 1:
+        if self.min_attempts is not None and self.min_attempts < 1:
             raise ValueError("min_attempts: must be at least 1")
         if self.max_attempts < 1:
             raise ValueError("max_attempts: must be at least 1")
-        if self.min_attempts > self.max_attempts:
-            raise ValueError(
-                f"min_attempts: must be at most max_attempts ({self.max_attempts}); it is {self.min_attempts} (5 unless set)"
-            )
+        if self.min_attempts is not None and self.min_attempts > self.max_attempts:
+            raise ValueError(f"min_attempts: must be at most max_attempts ({self.max_attempts})")
         Narrow(self.target_width)  # within (0, 1), said by field
         if self.judge_repeats < 1:
             raise ValueError("judge_repeats: must be at least 1")
@@ -117,9 +116,15 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         """The attempts a scenario gets, or may get at most when they are spent adaptively."""
         return self.max_attempts if self.attempts == "auto" else self.attempts
 
+    def first_round(self) -> int:
+        """Each scenario's first round under ``attempts = "auto"``: ``min_attempts`` when set,
+        else ``FIRST_ROUND`` or ``max_attempts`` when that is lower (a max set alone is not refused
+        for a min nobody set)."""
+        return self.min_attempts if self.min_attempts is not None else min(self.FIRST_ROUND, self.max_attempts)
+
     def adaptive(self) -> Adaptive | None:
         """The rule that spends a run's attempts (``attempts = "auto"``), as its spec keeps it."""
-        return Adaptive(self.min_attempts, Narrow(self.target_width)) if self.attempts == "auto" else None
+        return Adaptive(self.first_round(), Narrow(self.target_width)) if self.attempts == "auto" else None
 
     def budget(self) -> Budget | None:
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
