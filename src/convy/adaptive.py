@@ -388,7 +388,8 @@ class Adaptive(msgspec.Struct, frozen=True):
         wide", "up to 60 attempts per scenario, until the comparison with bot/r1 is decided (α 0.05)"."""
         match self.until:
             case Narrow():
-                return f"{self.least} to {most} attempts per scenario, {self.until.said()}"
+                span = f"{most}" if self.least >= most else f"{self.least} to {most}"
+                return f"{span} attempts per scenario, {self.until.said()}"
             case Against():
                 return f"up to {most} attempts per scenario, {self.until.said()}"
 
