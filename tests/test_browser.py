@@ -15,6 +15,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,19 @@ if not CHROMIUM.exists():
     pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium package to run the browser tests", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python client is not installed (pip install playwright)")
 expect = sync_api.expect
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """The system's Chromium, headless, launched by Playwright; closed when the block ends."""
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
 # Playwright gives an assertion 5 s and an action 30 s before it fails: on a loaded machine a big
 # page can take longer to draw, and a test must not fail for the machine's speed. These waits end
 # as soon as what they wait for holds; the bound only stops a page that never gets there.
@@ -138,10 +152,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def browser(pages: dict[str, Path]) -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

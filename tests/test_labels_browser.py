@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_browser import ARGS, CHROMIUM, POLL_MS, SHOTS, Visit, expect, sync_api
+from test_browser import POLL_MS, SHOTS, Visit, chromium, expect
 from test_labels import BRIEF, GREETS, Project
 
 from convy.bench import Origin
@@ -33,10 +33,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 @pytest.fixture(scope="module")
 def browser(project: Project) -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def decision(page: Any, claim: str) -> Any:

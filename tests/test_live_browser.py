@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARGS, CHROMIUM, PATIENCE_MS, POLL_MS, Visit, sync_api  # noqa: F401 (skips without Chromium)
+from test_browser import PATIENCE_MS, POLL_MS, Visit, chromium  # noqa: F401 (skips without Chromium)
 from test_live import GatedRun, Page, gated, until  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.timeout(900)
@@ -24,10 +24,8 @@ pytestmark = pytest.mark.timeout(900)
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def kept(run: GatedRun, attempts: int, status: str = "running") -> Callable[[], bool]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from pathlib import Path
 
 import msgspec
@@ -34,6 +35,19 @@ def read(folder: Path, id: str) -> Read:
     found = Runs(folder).one(folder / "bot" / id)
     assert isinstance(found, Read)
     return found
+
+
+def played_against(folder: Path) -> tuple[str, str, subprocess.CompletedProcess[str]]:
+    """With the real command in the project of fakes at ``folder``: a base at 0.9, then a
+    candidate at 0.5 played against it (up to 30 attempts per scenario). Their ids, and the
+    candidate's command as it ended."""
+    assert convy(folder, "run").returncode == 0
+    (base,) = runs(folder)
+    (folder / "models.py").write_text(MODELS.format(rate=0.5))
+    done = convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "30")
+    assert done.returncode == 0, done.stderr
+    (candidate,) = set(runs(folder)) - {base}
+    return base, candidate, done
 
 
 @pytest.fixture
@@ -144,12 +158,7 @@ def test_the_command_says_the_sequential_verdict_first_and_where_it_does_not_app
     apart. ``convy compare`` of the first pair leads with the anytime-valid verdict; of the second
     it says the verdict does not apply; the Markdown summary and the page's data say the same."""
     folder = project(tmp_path)
-    assert convy(folder, "run").returncode == 0
-    (base,) = runs(folder)
-    (folder / "models.py").write_text(MODELS.format(rate=0.5))
-    done = convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "30")
-    assert done.returncode == 0, done.stderr
-    (candidate,) = set(runs(folder)) - {base}
+    base, candidate, done = played_against(folder)
     verdict = next(line for line in done.stdout.splitlines() if line.startswith(f"against bot/{base}: "))
     said = verdict.removeprefix(f"against bot/{base}: ")
     assert said.startswith("real change: worse")

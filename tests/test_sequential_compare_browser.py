@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 from test_against import MODELS, project
-from test_browser import ARGS, CHROMIUM, CONTRAST, POLL_MS, SHOTS, Visit, expect, sync_api
+from test_browser import CONTRAST, POLL_MS, SHOTS, Visit, chromium, expect
 from test_exit_codes import convy, runs
+from test_sequential_compare import played_against
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -33,12 +34,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ``convy compare`` of the first base with the candidate (``applies``), of the second base with
     it (``apart``), and of the first base with the copy (``hostile``)."""
     folder = project(tmp_path_factory.mktemp("sequential"))
-    assert convy(folder, "run").returncode == 0
-    (base,) = runs(folder)
-    (folder / "models.py").write_text(MODELS.format(rate=0.5))
-    done = convy(folder, "run", "--attempts", "auto", "--against", base, "--max-attempts", "30")
-    assert done.returncode == 0, done.stderr
-    (candidate,) = set(runs(folder)) - {base}
+    base, candidate, _ = played_against(folder)
     (folder / "models.py").write_text(MODELS.format(rate=0.9))
     assert convy(folder, "run").returncode == 0
     (other,) = set(runs(folder)) - {base, candidate}
@@ -59,10 +55,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def browser(pages: dict[str, Path]) -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

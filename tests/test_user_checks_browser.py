@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARGS, CHROMIUM, SHOTS, Visit, expect, sync_api
+from test_browser import SHOTS, Visit, chromium, expect
 
 from convy import Bench, Models, RunJournal, RunSpec, Scenarios
 from convy.fakes import BadUser, FakeAgent, FakeJudge
@@ -52,10 +52,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def test_the_window_marks_the_turn_where_the_user_went_wrong(browser: Any, report: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARGS, CHROMIUM, SHOTS, Visit, expect, hashed, shows, sync_api
+from test_browser import SHOTS, Visit, chromium, expect, hashed, shows
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -29,10 +29,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_browser import ARGS, CHROMIUM, CONTRAST, POLL_MS, Visit, expect, sync_api
+from test_browser import CONTRAST, POLL_MS, Visit, chromium, expect, sync_api
 
 from convy import Bench, Models, RunJournal, RunSpec, Scenarios
 from convy.attempt import Attempt
@@ -129,10 +129,8 @@ def page_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def browser(page_path: Path) -> Iterator[Any]:
     """The browser of ``test_browser.py``, launched once the page is made (Playwright's loop then runs in this thread)."""
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
