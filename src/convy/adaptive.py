@@ -346,7 +346,7 @@ class Course(msgspec.Struct, frozen=True):
                 # futile here is the plan's, max attempts per scenario, never a budget's.
                 return (
                     f"futile: no verdict can be reached within the attempts left, e = {e:.2f} < {bar} after {attempts} judged "
-                    "attempts, even at the far edge of the change's 99% interval"
+                    "attempts, even at either end of the change's 99% interval"
                 )
             case Undecided(e=e, attempts=attempts) if status == "stopped":
                 return f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} judged attempts"

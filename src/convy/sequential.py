@@ -299,7 +299,7 @@ class Watch(msgspec.Struct, frozen=True):
 
     def verdict(self, left: int | None = None) -> Decided | Undecided | Futile:
         """Decided once e ≥ 1/α. Futile when nothing is left to play (``left``, the attempts the
-        budget still allows, is 0, or every scenario played its plan) or when even the far edge
+        budget still allows, is 0, or every scenario played its plan) or when even either end
         of the difference's 99% interval, played out over what is left, would not bring e to 1/α
         (an optimistic forecast: stopping for it never raises the false-alarm rate, only costs
         power). Else undecided."""
@@ -317,7 +317,7 @@ class Watch(msgspec.Struct, frozen=True):
         forecast = self.forecast(left)
         if forecast is not None and self.log_e + forecast < threshold:
             return Futile(
-                "cannot be reached within the attempts left: even a change at the far edge of its interval would not decide it",
+                "cannot be reached within the attempts left: even a change at either end of its interval would not decide it",
                 self.e(),
                 difference,
                 attempts,
