@@ -190,3 +190,32 @@ def test_the_index_lists_a_run_under_way_and_reloads_until_it_ends(browser: Any,
         assert reader.visit.errors == []
     finally:
         reader.close()
+
+
+def test_a_scenario_with_no_attempt_kept_yet_is_said_not_played_yet_not_not_judged(
+    browser: Any, gated: Callable[..., GatedRun],  # noqa: F811
+) -> None:
+    """With 1 attempt of 12 kept, at least two of the three scenarios have none: their rows and
+    windows say "not played yet" (the page once called them "not judged", beside a tile saying
+    every attempt was judged). Once the run has ended, no scenario is said not played."""
+    run = gated(0.2)
+    run.let(1)
+    until(kept(run, 1), "the report shows 1 attempt")
+    reader = Reader(browser)
+    try:
+        page = reader.open(run.report())
+        page.wait_for_selector("#scenarios tbody tr.row", timeout=PATIENCE_MS)
+        waiting = page.locator("#scenarios tbody .st-not_played")
+        assert waiting.count() >= 2, page.inner_text("#scenarios tbody")
+        assert set(waiting.all_inner_texts()) == {"… not played yet"}
+        assert "not judged" not in page.inner_text("#scenarios tbody")
+
+        run.let(12)
+        code, out, err = run.ended()
+        assert code == 0, err
+        until(kept(run, 12, "finished"), "the report shows the run finished")
+        reader.reloaded("finished")
+        assert page.locator("#scenarios tbody .st-not_played").count() == 0
+        assert reader.visit.errors == []
+    finally:
+        reader.close()

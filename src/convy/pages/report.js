@@ -334,7 +334,7 @@
     const turns = one.turns.count ? (one.turns.min === one.turns.max ? fmt.int(one.turns.min) : fmt.int(one.turns.min) + "–" + fmt.int(one.turns.max)) : "—";
     const tr = h("tr", { class: "row", tabindex: "-1", "data-id": one.id },
       h("td", null, h("div", { class: "id" }, one.id), one.tags.map((tag) => h("span", { class: "tag" }, tag))),
-      h("td", null, status("scenario", one.status, true)),
+      h("td", null, scenarioStatus(one)),
       h("td", { class: "num" },
         h("div", null, h("span", { class: "rate" }, fmt.int(one.passed) + "/" + fmt.int(one.judged)), one.rate ? " " + fmt.pct(one.rate.estimate, 0) : ""),
         one.rate ? h("div", { class: "interval" }, fmt.span(one.rate)) : null,
@@ -613,11 +613,17 @@
      drawn with them when its chunk is inflated already (it usually is: see warm), so the
      window's first frame is its whole: one style and layout pass, no "Loading" frame, no task
      between the click and that frame; else "pending" draws it once its chunk is inflated. */
+  /* A scenario with no attempt kept has no status yet: it is said so, not called "not judged". */
+  function scenarioStatus(one) {
+    if (one.attempts.length) return status("scenario", one.status, true);
+    return h("span", { class: "badge st st-not_played" }, view.header.status === "running" ? "… not played yet" : "– not played");
+  }
+
   function parts(one, chosen) {
     const id = one.id;
     const title = [
       h("span", null, one.id),
-      status("scenario", one.status, true),
+      scenarioStatus(one),
       h("span", { class: "small muted" }, fmt.int(one.passed) + "/" + fmt.int(one.judged) + " passed" + (one.rate ? " · " + fmt.pct(one.rate.estimate, 0) + " " + fmt.span(one.rate) : ""))];
     const ids = order;
     const at = ids.indexOf(id);
