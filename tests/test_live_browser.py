@@ -92,6 +92,16 @@ class Reader:
         self.visit.close()
 
 
+def ended(run: GatedRun, reader: Reader, shows: Callable[[], bool]) -> None:
+    """Let the rest of the run's 12 attempts through, see the command end well and the page on the
+    disk ``shows`` it finished, then the page in the browser reload to say so."""
+    run.let(12)
+    code, _, err = run.ended()
+    assert code == 0, err
+    until(shows, "the page on the disk shows the run finished")
+    reader.reloaded("finished")
+
+
 def test_the_report_reloads_while_the_run_plays_keeping_the_view_and_stops_when_it_ends(
     browser: Any, gated: Callable[..., GatedRun],  # noqa: F811
 ) -> None:
@@ -146,11 +156,7 @@ def test_the_report_reloads_while_the_run_plays_keeping_the_view_and_stops_when_
         assert "q=s1" in page.evaluate("location.hash")
 
         # The run ends: the page reloads once more, shows it finished, and reloads no more.
-        run.let(12)
-        code, out, err = run.ended()
-        assert code == 0, err
-        until(kept(run, 12, "finished"), "the report shows the run finished")
-        reader.reloaded("finished")
+        ended(run, reader, kept(run, 12, "finished"))
         assert page.query_selector("#live") is None
         assert page.input_value("#search") == "s1"
         page.evaluate("window.__old = true")
@@ -178,11 +184,7 @@ def test_the_index_lists_a_run_under_way_and_reloads_until_it_ends(browser: Any,
         until(listed(run, 6), "the index lists the run with 6 attempts")
         reader.reloaded("6 of 12")
 
-        run.let(12)
-        code, out, err = run.ended()
-        assert code == 0, err
-        until(listed(run, 12, "finished"), "the index lists the run finished")
-        reader.reloaded("finished")
+        ended(run, reader, listed(run, 12, "finished"))
         assert page.query_selector("#live") is None
         page.evaluate("window.__old = true")
         reader.on(600_000)
@@ -210,11 +212,7 @@ def test_a_scenario_with_no_attempt_kept_yet_is_said_not_played_yet_not_not_judg
         assert set(waiting.all_inner_texts()) == {"… not played yet"}
         assert "not judged" not in page.inner_text("#scenarios tbody")
 
-        run.let(12)
-        code, out, err = run.ended()
-        assert code == 0, err
-        until(kept(run, 12, "finished"), "the report shows the run finished")
-        reader.reloaded("finished")
+        ended(run, reader, kept(run, 12, "finished"))
         assert page.locator("#scenarios tbody .st-not_played").count() == 0
         assert reader.visit.errors == []
     finally:

@@ -1135,8 +1135,7 @@ class DryRun(msgspec.Struct, frozen=True):
             )
             if given is not None
         } | self.command.budget.given()
-        adaptive = {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
-        sources |= adaptive
+        sources |= {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
         for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
             shown.line(secrets.hidden(line))
         return 0
@@ -1328,31 +1327,28 @@ class CompareCommand(msgspec.Struct, frozen=True):
         counts = view.counts
         tested = f"paired (McNemar, exact): p = {view.p:.3g}" if view.method == "mcnemar" else f"p = {view.p:.3g}"
         headline = f"pass rate {before} → {after}, Δ {change}, {tested}: {verdict}"
+        scenarios = f"{counts['worse']} worse, {counts['better']} better, {counts['same']} same"
         sequential = view.sequential
         if sequential is not None and sequential.applies:
             # The run stopped when the sequential test said so: its verdict leads, and the
             # fixed-design test, whose attempts that run chose by looking at them, only describes.
-            other = "candidate" if sequential.played == "base" else "base"
-            shown.line(f"anytime-valid (the {sequential.played} was played against this {other}): {sequential.said}")
+            own = sequential.counts
+            shown.line(f"anytime-valid (the {sequential.played} was played against this {sequential.other()}): {sequential.said}")
             shown.line(f"fixed-design test, for description only (not valid for a verdict after early stopping): {headline}")
             shown.line(f"fixed-design: {view.reading}")
+            shown.line(
+                f"scenarios, anytime-valid (each alone, e-BH): {own['worse']} worse, {own['better']} better, {own['same']} same; "
+                f"fixed-design: {scenarios}"
+            )
         else:
             if sequential is not None:
-                other = "candidate" if sequential.played == "base" else "base"
                 shown.line(
                     f"note: the {sequential.played} was played against {Inert(sequential.against).line()}, not this "
-                    f"{other}: its sequential verdict does not apply to this pair"
+                    f"{sequential.other()}: its sequential verdict does not apply to this pair"
                 )
             shown.line(headline)
             shown.line(view.reading)
-        if sequential is not None and sequential.applies:
-            own = sequential.counts
-            shown.line(
-                f"scenarios, anytime-valid (each alone, e-BH): {own['worse']} worse, {own['better']} better, {own['same']} same; "
-                f"fixed-design: {counts['worse']} worse, {counts['better']} better, {counts['same']} same"
-            )
-        else:
-            shown.line(f"scenarios: {counts['worse']} worse, {counts['better']} better, {counts['same']} same")
+            shown.line(f"scenarios: {scenarios}")
         for sentence in view.trouble:
             shown.line(sentence)
         if view.only_base or view.only_candidate or view.changed:

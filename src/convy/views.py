@@ -652,6 +652,10 @@ class SequentialView(View, frozen=True):
     fixed: str = ""
     counts: dict[str, int] = {}
 
+    def other(self) -> Literal["candidate", "base"]:
+        """The pair's run that was not the one played."""
+        return "candidate" if self.played == "base" else "base"
+
 
 class ComparisonView(View, frozen=True):
     """Two runs compared (``comparison.py``).
