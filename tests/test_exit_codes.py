@@ -129,7 +129,7 @@ def test_a_pass_rate_under_fail_under_exits_3(tmp_path: Path) -> None:
     project = made(tmp_path, {"greet.yaml": GREET, "fails.yaml": FAILS})
     under = convy(project, "run", "--fail-under", "0.6")
     assert under.returncode == 3, under.stdout + under.stderr
-    assert "is below --fail-under 60.0%" in under.stdout
+    assert "bot: pass rate 50.0% is below fail_under 60.0%" in under.stdout
     assert convy(project, "run", "--fail-under", "50%").returncode == 0
 
 
@@ -141,7 +141,7 @@ def test_a_real_regression_exits_4_from_compare_with_fail_on_regression(tmp_path
     assert convy(project, "run").returncode == 0
     (base,) = runs(project)
     (project / "worse").touch()
-    assert convy(project, "run").returncode == 0  # every attempt fails its check, but no gate was asked for
+    assert convy(project, "run").returncode == 3  # every attempt fails its check: the pass rule fails the run
     (candidate,) = set(runs(project)) - {base}  # ids made in one second do not sort in the order they were made
     regressed = convy(project, "compare", base, candidate, "--fail-on-regression")
     assert regressed.returncode == 4, regressed.stdout + regressed.stderr
