@@ -8,6 +8,7 @@ its data are drawn (``too_slow`` fails a test on a loaded machine and passes it 
 A test's own settings add to these.
 """
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,28 @@ settings.load_profile("convy")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true", help="run the full-size variants of the fuzz and kill tests")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def greens_tested() -> Iterator[None]:
+    """A property over the session's runs (issue 24): every `convy run`, `resume` or `rejudge` that
+    exited 0 through the shared ``fakeproject.Command`` judged at least one attempt and met its
+    project's pass rule, read back from its run.json and attempts.jsonl as `convy report` reads them."""
+    yield
+    from fakeproject import GREEN
+
+    from convy.project import Project
+    from convy.report import Summary
+
+    wrong = []
+    for folder, asked in GREEN:
+        if not (folder / "run.json").exists():  # removed by its test since
+            continue
+        summary = Summary(Project(folder.parents[2]).read(folder.name))
+        verdict = summary.verdict()
+        if not verdict.held():
+            wrong.append(f"convy {asked} exited 0, but {folder}: {verdict.verdict()}")
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ the one wait polls for a file with a generous deadline and fails only when it pa
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -86,13 +85,7 @@ def made(tmp_path: Path, scenarios: dict[str, str], attempts: int = 1, settings:
 
 def convy(project: Path, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
     """``convy`` run in ``project``, with these ``CONVY_*`` variables (and no others)."""
-    if not variables:
-        return Command(project, KEY).ran(*arguments)
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-    environment |= {"BOT_API_KEY": KEY, **variables}
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=project, env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
+    return Command(project, KEY).ran(*arguments, **variables)
 
 
 def runs(project: Path, agent: str = "bot") -> list[str]:
