@@ -55,6 +55,26 @@ GREEN: list[tuple[Path, str]] = []
 PLAYING = ("run", "resume", "rejudge")
 
 
+class Greens(msgspec.Struct, frozen=True):
+    """Runs whose command exited 0, each as (its folder, what was asked): ``wrong`` names those that
+    judged no attempt or did not meet their project's pass rule, read back as `convy report` reads them."""
+
+    runs: tuple[tuple[Path, str], ...]
+
+    def wrong(self) -> list[str]:
+        from convy.project import Project
+        from convy.report import Summary
+
+        found = []
+        for folder, asked in self.runs:
+            if not (folder / "run.json").exists():  # removed by its test since
+                continue
+            verdict = Summary(Project(folder.parents[2]).read(folder.name)).verdict()
+            if not verdict.held():
+                found.append(f"convy {asked} exited 0, but {folder}: {verdict.verdict()}")
+        return found
+
+
 def kept(where: Path) -> dict[Path, int]:
     """The run folders under ``where`` (a project, or the folder above one) with their run.json's change time."""
     return {path.parent: path.stat().st_mtime_ns for path in where.glob("**/results/*/*/run.json")}

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakeproject import CONVY, MODELS, Command, FakeProject
+from fakeproject import CONVY, MODELS, Command, FakeProject, Greens
 from test_blame import (
     CANCELLING,  # an agent that cancels the task it runs in: the run stops with attempts unrecorded, exit 2
 )
@@ -400,3 +400,20 @@ def test_compare_fails_the_gate_when_the_candidate_tested_nothing_or_the_pair_is
     apart = convy(project, "compare", base, other, "--fail-on-regression")
     assert apart.returncode == 9, apart.stdout + apart.stderr
     assert "so --fail-on-regression cannot rule out a regression" in apart.stderr
+
+
+def test_the_suites_property_names_a_green_run_that_tested_nothing_or_failed(tmp_path: Path) -> None:
+    """The check tests/conftest.py makes of every run that exited 0 (``fakeproject.Greens``) is one
+    that can fail: handed a run that failed its pass rule and one that tested nothing, it names both,
+    and passes a run that held."""
+    project = made(tmp_path, {"greet.yaml": GREET, "fails.yaml": FAILS, "needs.yaml": NEEDS_USER})
+    assert convy(project, "run", "--scenarios", "greet").returncode == 0
+    assert convy(project, "run", "--scenarios", "fails").returncode == 3
+    assert convy(project, "run", "--scenarios", "needs").returncode == 7
+    folders = sorted((project / "results" / "bot").iterdir(), key=lambda folder: (folder / "run.json").stat().st_mtime_ns)
+    held, failed, untested = folders
+    wrong = Greens(((held, "held"), (failed, "failed"), (untested, "untested"))).wrong()
+    assert wrong == [
+        f"convy failed exited 0, but {failed}: 1 scenario failed the pass rule",
+        f"convy untested exited 0, but {untested}: nothing was tested",
+    ]
