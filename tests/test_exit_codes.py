@@ -417,3 +417,27 @@ def test_the_suites_property_names_a_green_run_that_tested_nothing_or_failed(tmp
         f"convy failed exited 0, but {failed}: 1 scenario failed the pass rule",
         f"convy untested exited 0, but {untested}: nothing was tested",
     ]
+
+
+def test_the_demo_passes_by_its_stated_fail_under_and_fails_without_it(tmp_path: Path) -> None:
+    """`make demo`'s run (`convy init demo && cd demo && convy run`, no .env) exits 0 because the
+    template's pyproject.toml states fail_under with why, and names the two scenarios it accepts;
+    without that line the same run exits 3 naming them as failures."""
+    assert Command(tmp_path, KEY).ran("init", "demo").returncode == 0
+    demo = tmp_path / "demo"
+    assert "fail_under = 0.5" in (demo / "pyproject.toml").read_text(encoding="utf-8")
+    done = Command(demo, KEY).ran("run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-3:-1] == [
+        "shop: passed the pass rule: pass rate 60.0%, at or above fail_under 50.0%",
+        "  accepted short of every attempt, as the project's fail_under allows: orders/late (0 of 3), refunds/in-transit (0 of 3)",
+    ]
+    settings = (demo / "pyproject.toml").read_text(encoding="utf-8")
+    (demo / "pyproject.toml").write_text(settings.replace("fail_under = 0.5\n", ""), encoding="utf-8")
+    strict = Command(demo, KEY).ran("run")
+    assert strict.returncode == 3, strict.stdout + strict.stderr
+    assert strict.stdout.splitlines()[-4:-1] == [
+        "shop: 2 of 5 scenarios failed the pass rule (every judged attempt passes; set fail_under (per run or per scenario) to accept less):",
+        "  ✗ orders/late: 0 of 3 passed, where every judged attempt must pass",
+        "  ✗ refunds/in-transit: 0 of 3 passed, where every judged attempt must pass",
+    ]
