@@ -163,7 +163,12 @@ AGENT = "from convy.fakes import FakeAgent\n\nagent = FakeAgent(lambda text: 'he
 
 def project(tmp_path: Path, rate: float = 0.9) -> Path:
     files = {f"{name}.yaml": f"script: [hi]\njudge:\n  - passes {name}\n" for name in "abc"}
-    return FakeProject(AGENT, MODELS.format(rate=rate), files, 30).written(tmp_path / "project")
+    folder = FakeProject(AGENT, MODELS.format(rate=rate), files, 30).written(tmp_path / "project")
+    # Its claims hold by chance: the project measures a pass rate against a base, and accepts any
+    # (the pass rule, issue 24), so its runs exit 0 and the comparison decides.
+    with (folder / "pyproject.toml").open("a", encoding="utf-8") as toml:
+        toml.write("fail_under = 0\n")
+    return folder
 
 
 def test_the_command_plays_against_a_base_and_says_the_verdict(tmp_path: Path) -> None:
