@@ -543,10 +543,14 @@ class Ruled(msgspec.Struct, frozen=True):
         if verdict.below_mean() and mean is not None and rule.fail_under is not None:
             lines.append(f"{agent}: pass rate {mean:.1%} is below fail_under {rule.fail_under:.1%}")
         if failing:
-            fix = "set fail_under (per run or per scenario) to accept less" if rule.fail_under is None else "its fail_under"
+            bar = (
+                "every judged attempt passes; set fail_under (per run or per scenario) to accept less"
+                if rule.fail_under is None
+                else f"the mean pass rate at least fail_under {rule.fail_under:.1%}"
+            )
             lines.append(
-                f"{agent}: {len(failing)} of {len(verdict.tallies)} scenario{'s' if len(verdict.tallies) != 1 else ''} failed the pass rule "
-                f"({'every judged attempt passes' if rule.fail_under is None else f'fail_under {rule.fail_under:.1%}'}; {fix}):"
+                f"{agent}: {len(failing)} of {len(verdict.tallies)} scenario{'s' if len(verdict.tallies) != 1 else ''} "
+                f"failed the pass rule ({bar}):"
             )
             lines += [f"  ✗ {Inert(one).line()}: {verdict.why(one)}" for one in failing[: self.MOST]]
             if len(failing) > self.MOST:
