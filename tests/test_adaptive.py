@@ -169,6 +169,7 @@ def project(tmp_path: Path, settings: str = "") -> Path:
     files = {f"{name}.yaml": f"script: [hi]\njudge:\n  - passes {name}\n" for name in RATES}
     folder = FakeProject(AGENT, MODELS, files, 3).written(tmp_path / "project")
     with (folder / "pyproject.toml").open("a", encoding="utf-8") as toml:
+        toml.write("fail_under = 0\n")  # its claims hold by chance: the project measures pass rates and accepts any
         toml.write(settings)
     return folder
 

@@ -119,7 +119,7 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, ScenarioError, Unplayed, Unwritable
+    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, NothingChosen, ScenarioError, Unplayed, Unwritable
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
@@ -187,6 +187,7 @@ _WHERE = {
     "NoUsage": "convy.agent",
     "NoVerdict": "convy.dialog",
     "NotReported": "convy.agent",
+    "NothingChosen": "convy.problems",
     "OpenAiModel": "convy.model",
     "OutOfTime": "convy.agent",
     "Outcome": "convy.scenario",
@@ -313,6 +314,7 @@ __all__ = [
     "NoUsage",
     "NoVerdict",
     "NotReported",
+    "NothingChosen",
     "OpenAiModel",
     "Origin",
     "OutOfTime",
