@@ -299,8 +299,18 @@ class ScenarioTests:
 
     def untested(self, session: pytest.Session) -> bool:
         """Whether scenarios were selected and no run judged an attempt of them: nothing was tested."""
-        chosen = any(isinstance(item, ScenarioItem) for item in session.items)
-        judged = any(played.summary.verdict().tested() for played in self.played.values() if isinstance(played, Played))
+        chosen = False
+        for item in session.items:
+            match item:
+                case ScenarioItem():
+                    chosen = True
+        judged = False
+        for played in self.played.values():
+            match played:
+                case Played(summary=summary):
+                    judged = judged or summary.verdict().tested()
+                case Stopped():
+                    pass
         return chosen and not judged
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
