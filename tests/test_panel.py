@@ -455,7 +455,8 @@ def test_the_command_names_the_flagged_claims_and_a_judge_of_the_agents_provider
     subprocess.run([sys.executable, str(bench), str(tmp_path), "--panel"], check=True, capture_output=True)
     convy = Path(sys.executable).with_name("convy")
     done = subprocess.run(
-        [str(convy), "-C", str(tmp_path), "run", "--judge-repeats", "3"], capture_output=True, text=True, timeout=120
+        # The ambiguous claim fails some attempts by design: --fail-under 0 accepts any pass rate, as the test is of what is said.
+        [str(convy), "-C", str(tmp_path), "run", "--judge-repeats", "3", "--fail-under", "0"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout + done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("judging: ")]
