@@ -68,26 +68,31 @@ def kept(project: Path) -> int:
 
 
 def test_a_cost_budget_stops_the_run_with_exit_6_and_says_which_budget_and_how_to_go_on(tmp_path: Path) -> None:
-    """A run that reaches --max-cost starts no new attempt, is kept as stopped with what it spent, and exits 6 with one line naming the budget and the resume command."""
+    """A run under --max-cost starts no attempt that would likely cross it (the most one attempt has cost so far, $0.10, no longer fits), is kept as stopped with what it spent, and exits 6 with one line naming the budget and a resume command whose budget plays the rest."""
     project = made(tmp_path)
     done = convy(project, "run", "--max-cost", "0.25")
     assert done.returncode == 6, done.stderr
     status = run_json(project)["status"]
     assert status["type"] == "stopped"
     assert status["spent"]["budget"] == "cost"
-    assert Decimal(status["spent"]["cost"]) == Decimal("0.30")  # three attempts of $0.10: the third reached it
-    assert kept(project) == 3
+    assert Decimal(status["spent"]["cost"]) == Decimal("0.20")  # two attempts of $0.10: a third would cross $0.25
+    assert status["spent"]["most"] == 0.1
+    assert kept(project) == 2
     (run,) = runs(project)
-    assert f"run {run} stopped by budget: $0.30 of $0.25 (cost); to play the rest: convy resume {run} --max-cost 0.50" in done.stdout
+    # the rest: 8 attempts at $0.10 on top of $0.20, and a tenth more
+    assert (
+        f"run {run} stopped by budget: $0.20 of $0.25 (cost), $0.10 the most one attempt cost; "
+        f"to play the rest: convy resume {run} --max-cost 1.10"
+    ) in done.stdout
 
 
 def test_a_token_budget_stops_the_run(tmp_path: Path) -> None:
-    """--max-tokens counts every kept attempt's tokens (the agent's 100 per answer) and stops the run once they reach it."""
+    """--max-tokens counts every kept attempt's tokens (the agent's 100 per answer) and starts no attempt whose 100 would cross it."""
     project = made(tmp_path)
     done = convy(project, "run", "--max-tokens", "350")
     assert done.returncode == 6, done.stderr
-    assert kept(project) == 4
-    assert "stopped by budget: 400 of 350 tokens (tokens)" in done.stdout
+    assert kept(project) == 3
+    assert "stopped by budget: 300 of 350 tokens (tokens), 100 the most one attempt took" in done.stdout
 
 
 def test_the_budget_is_read_from_tool_convy_and_from_the_environment(tmp_path: Path) -> None:
@@ -100,14 +105,13 @@ def test_the_budget_is_read_from_tool_convy_and_from_the_environment(tmp_path: P
     assert kept(other) == 3
 
 
-def test_attempts_under_way_when_the_budget_is_reached_are_kept(tmp_path: Path) -> None:
-    """With four attempts at once, those already started when the budget is reached end and are kept: at least the count at the stop, never fewer."""
+def test_the_first_attempt_plays_alone_until_its_spend_is_known(tmp_path: Path) -> None:
+    """With four places, a budget that the first attempt spends whole stops the run after that one attempt: none started beside it before its spend was known."""
     project = made(tmp_path, attempts=20, places=4)
     done = convy(project, "run", "--max-tokens", "100")
     assert done.returncode == 6, done.stderr
-    assert kept(project) >= 1
-    assert kept(project) < 20
-    assert run_json(project)["status"]["spent"]["tokens"] == 100 * kept(project)
+    assert kept(project) == 1
+    assert run_json(project)["status"]["spent"]["tokens"] == 100
 
 
 def test_resume_with_a_larger_budget_finishes_the_run_and_with_the_same_stops_at_once(tmp_path: Path) -> None:
@@ -117,7 +121,7 @@ def test_resume_with_a_larger_budget_finishes_the_run_and_with_the_same_stops_at
     (run,) = runs(project)
     again = convy(project, "resume", run, "--max-cost", "0.25")
     assert again.returncode == 6, again.stderr
-    assert kept(project) == 3
+    assert kept(project) == 2
     assert run_json(project)["status"]["type"] == "stopped"
     done = convy(project, "resume", run, "--max-cost", "5")
     assert done.returncode == 0, done.stderr
@@ -153,7 +157,10 @@ def test_unpriced_and_unreported_requests_are_said(tmp_path: Path) -> None:
     other = made(tmp_path / "other", priced=False, attempts=4)
     stopped = convy(other, "run", "--max-tokens", "250")
     assert stopped.returncode == 6, stopped.stderr
-    assert "stopped by budget: 300 of 250 tokens (tokens); 4 requests not reported: their tokens are not counted" in stopped.stdout
+    assert (
+        "stopped by budget: 200 of 250 tokens (tokens), 100 the most one attempt took; "
+        "4 requests not reported: their tokens are not counted"
+    ) in stopped.stdout
 
 
 def test_the_report_and_the_index_say_the_stop(tmp_path: Path) -> None:
@@ -163,11 +170,11 @@ def test_the_report_and_the_index_say_the_stop(tmp_path: Path) -> None:
     assert done.returncode == 6, done.stderr
     (run,) = runs(project)
     page = (project / "results" / "bot" / run / "report.html").read_text(encoding="utf-8")
-    assert "stopped by budget: $0.30 of $0.25 (cost)" in page
+    assert "stopped by budget: $0.20 of $0.25 (cost)" in page
     runs_listed, _ = Listing(project / "results").every()  # as the index reads them, summary.json beside each
     assert [row.status for row in Index(runs_listed).view().runs] == ["stopped"]
     assert (project / "results" / "bot" / run / "summary.json").exists()
-    assert "This run was stopped by budget: \\$0.30 of \\$0.25 (cost)" in (project / "summary.md").read_text(encoding="utf-8")
+    assert "This run was stopped by budget: \\$0.20 of \\$0.25 (cost)" in (project / "summary.md").read_text(encoding="utf-8")
     assert "stopped by budget" in (project / "junit.xml").read_text(encoding="utf-8")
 
 
@@ -230,10 +237,14 @@ def test_no_new_attempt_is_taken_once_the_budget_is_spent() -> None:
     clock = Hand()
     spending = Budget(minutes=1).spending((), clock)
     queue = iter(range(5))
-    taken = spending.taking(queue)
-    assert next(taken) == 0
+
+    async def taken() -> int | None:
+        return await spending.taken(queue, lambda number: ("s", number))
+
+    assert asyncio.run(taken()) == 0
     clock.now = 60.0
-    assert list(taken) == []
+    assert asyncio.run(taken()) is None
+    assert spending.stopped() == "minutes"
     assert list(queue) == [1, 2, 3, 4]
 
 
@@ -252,8 +263,8 @@ def test_a_bench_without_a_budget_plays_everything_and_counts_nothing(tmp_path: 
     asyncio.run(stopped.play(spec2, Bench(agent, models, spec2.limits, budget=Budget(cost=1.5)), memory))
     status = stopped.run().status
     assert isinstance(status, Stopped)
-    assert status.spent.cost == "2"
-    assert len(memory.outcomes) == 2
+    assert status.spent.cost == "1"  # a second attempt of $1 would cross $1.50
+    assert len(memory.outcomes) == 1
 
 
 class Slow:
@@ -272,14 +283,14 @@ class Slow:
 
 
 def test_attempts_under_way_at_the_stop_end_and_are_kept_and_counted(tmp_path: Path) -> None:
-    """With four attempts at once and a budget the first kept attempt spends, the others already under way still end and are kept, and the run's spend counts them all."""
+    """With four attempts at once, the attempts under way when the budget lets no more start still end and are kept, the run's spend counts them all, and it stays within the budget when every attempt spends as much."""
     scenario = Scenario(id="s", script=("hi",), judge=(Rule(check=Check(said="hi")),))
     spec = RunSpec("r", "bot", (scenario,), 20, Limits(agent_places=4, judge_places=1))
     journal = RunJournal(tmp_path / "bot" / "r")
     memory = MemoryJournal()
-    asyncio.run(journal.play(spec, Bench(Slow(), Models(), spec.limits, budget=Budget(tokens=1)), memory))
+    asyncio.run(journal.play(spec, Bench(Slow(), Models(), spec.limits, budget=Budget(tokens=10)), memory))
     status = journal.run().status
     assert isinstance(status, Stopped)
-    assert 1 < len(memory.outcomes) < 20  # the one that reached the budget, and those under way with it
-    assert status.spent.tokens == len(memory.outcomes)
+    assert len(memory.outcomes) == 10  # a token each: the tenth reached it
+    assert status.spent.tokens == 10
     assert len(journal.kept().outcomes) == len(memory.outcomes)
