@@ -440,7 +440,7 @@ def test_an_interrupted_run_keeps_its_command_line_budget_on_resume(tmp_path: Pa
     resumed = convy(project, "resume", run)
     assert resumed.returncode == 6, resumed.stdout + resumed.stderr
     assert kept(project) == 5  # $0.50: a sixth attempt would cross $0.55
-    assert f"stopped by budget: $0.50 of $0.55 (cost)" in resumed.stdout
+    assert "stopped by budget: $0.50 of $0.55 (cost)" in resumed.stdout
     larger = convy(project, "resume", run, "--max-cost", "5")
     assert larger.returncode == 0, larger.stdout + larger.stderr
     assert kept(project) == 10

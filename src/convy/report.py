@@ -14,10 +14,10 @@ whose attempts changed (resumed, repaired, still playing) is read whole and summ
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable
-import math
 from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
 from itertools import chain
