@@ -163,18 +163,19 @@ class Spending:
         budget = self.budget
         under_way = len(self._under_way)
         waits = False
-        for which, spent, most, allowed in (
+        counted: tuple[tuple[Which, Decimal, Decimal, Decimal], ...] = (
             ("cost", self.cost, self.most_cost, Decimal(repr(budget.cost))),
             ("tokens", Decimal(self.tokens), Decimal(self.most_tokens), Decimal(budget.tokens)),
-        ):
+        )
+        for which, spent, most, allowed in counted:
             if not allowed:
                 continue
             if not self.kept:  # what one attempt spends is not known yet: one at a time
                 waits = waits or under_way > 0
             elif spent + most * (under_way + 1) > allowed:
-                if not under_way:  # nothing can end cheaper than feared: no more fits
-                    return which  # type: ignore[return-value]
-                waits = True
+                if not under_way:  # nothing under way can end cheaper than feared: no more fits
+                    return which
+                waits = True  # one under way may end cheaper than feared: look again then
         if budget.minutes and self.longest and self.minutes() + self.longest / 60.0 > budget.minutes:
             return "minutes"  # an attempt started now would likely end after the minutes allowed
         return "wait" if waits else "start"
