@@ -563,12 +563,12 @@ class RunSpec(msgspec.Struct, frozen=True):
     fingerprints: Fingerprints = Fingerprints()
     skipped: tuple[Skipped, ...] = ()
     convy: str = ""
+    budget: Budget = Budget()  # what it may spend, as its last play was given it (``convy resume`` keeps it); Budget(): none
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
     user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
     user_checks: UserChecks = UserChecks()  # how its simulated user is checked (before it: by code, faults not judged)
     adaptive: Adaptive | None = None  # the rule that spends its attempts, ``attempts`` then the most (None: all played)
-    budget: Budget = Budget()  # what it may spend, as its last play was given it (``convy resume`` keeps it); Budget(): none
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = FolderName.LONGEST

@@ -18,9 +18,9 @@ The exit codes (README's "Results and exit codes" is the same table):
     5    more attempts not judged than --max-not-judged allows, by default any one (changed: this
          was 1, the code of an agent failure)
     6    a run stopped by its budget (--max-cost, --max-tokens, --max-minutes): no attempt was
-         started that would likely cross it, those under way were kept; ``convy resume`` with
-         the budget the last line names plays the rest; also a run that played every attempt
-         but reached or crossed its budget doing so
+         started that would likely cross it, those under way were kept (also: a run that played
+         every attempt but reached or crossed its budget doing so); ``convy resume`` with a larger
+         budget plays the rest
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
     143  terminated (SIGTERM): as Ctrl+C
 

@@ -167,6 +167,7 @@ class Project(msgspec.Struct, frozen=True):
                 scenarios=tuple(playable),
                 attempts=settings.most_attempts(),
                 limits=settings.limits(),
+                budget=settings.budget() or Budget(),
                 trust=settings.trust,
                 models=self.names(models, played),
                 fingerprints=self.fingerprints(agent, prompt),
@@ -176,7 +177,6 @@ class Project(msgspec.Struct, frozen=True):
                 user_checks=settings.user_checking(),
                 user=self.user(models.user, prompt, tuple(playable)),
                 adaptive=settings.adaptive(),
-                budget=settings.budget() or Budget(),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)

@@ -163,6 +163,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                     judge_patience=limits.judge_patience,
                 ),
                 trust=source.trust if self.trust is None else self.trust,
+                budget=settings.budget() or Budget(),
                 models=msgspec.structs.replace(
                     self.project.names(Models(judge=judge)),
                     user=source.models.user,
@@ -181,7 +182,6 @@ class Rejudge(msgspec.Struct, frozen=True):
                 judging=settings.judging(),
                 user_checks=source.user_checks,  # no user plays: the source's, as it checked its dialogues
                 user=source.user,  # the dialogues' simulated user: the source's
-                budget=settings.budget() or Budget(),
             )
         except ValueError as error:
             raise ConfigurationError(f"cannot re-judge {source.id}: {error}") from None
