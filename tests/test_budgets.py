@@ -23,10 +23,10 @@ from test_exit_codes import GREET, MODELS, convy, runs
 
 from convy.agent import Answer, Cost, Usage
 from convy.bench import Bench, Complete, Limits, RunJournal, RunSpec, Stopped
-from convy.budget import Budget
+from convy.budget import Budget, Outlay
 from convy.fakes import FakeAgent, FakeJudge, MemoryJournal
 from convy.model import Models
-from convy.report import Index, Listing
+from convy.report import Index, Listing, Stop
 from convy.scenario import Check, Rule, Scenario
 
 # Each answer took 100 tokens and, with PRICED, cost $0.10; a message with "silent" in it was
@@ -492,3 +492,13 @@ def test_no_attempt_starts_that_would_likely_end_after_the_minutes_allowed(tmp_p
     assert len(memory.outcomes) == 16
     assert took <= 4.5
     assert status.spent.most == 1.0
+
+
+def test_the_resume_hint_is_what_the_rest_would_spend_and_a_tenth_more_rounded_up() -> None:
+    """The hint's budget: what was spent and the most one attempt spent for each attempt left, and a tenth more, rounded up (cost to the cent, tokens to two figures); minutes, which count one play, as rounds of the agent's places; at least one attempt more; twice the budget when no attempt's spend is known."""
+    assert Stop(Outlay("cost", 0.25, "0.20", most=0.1)).more(8) == "--max-cost 1.10"
+    assert Stop(Outlay("cost", 0.05, "0.1234", most=0.1234)).more(0) == "--max-cost 0.28"  # one more, at least
+    assert Stop(Outlay("tokens", 350, tokens=300, most=100)).more(17) == "--max-tokens 2200"
+    assert Stop(Outlay("tokens", 350, tokens=312, most=104)).more(3) == "--max-tokens 690"  # 686.4, to two figures
+    assert Stop(Outlay("minutes", 4.5, minutes=4.0, most=1.0)).more(10, places=4) == "--max-minutes 4"  # 3 rounds
+    assert Stop(Outlay("minutes", 1, minutes=1.0, most=0.0)).more(10, places=4) == "--max-minutes 2"
