@@ -25,20 +25,21 @@ import asyncio
 import sys
 from collections.abc import Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext, suppress
+from contextlib import chdir, nullcontext, suppress
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
 import pytest
 
-from convy.bench import Bench, RunInUse, RunSpec
-from convy.cli import Loaded, Passed, Printed, RunCommand, Shown, Unseen
+from convy.bench import Bench, Player, RunInUse, RunSpec
+from convy.bench import Stopped as BudgetStopped
+from convy.cli import Budgeted, Loaded, Passed, Printed, RunCommand, Shown, Unseen
 from convy.junit import Case, Suite, XmlText
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.project import Project
-from convy.report import Summary
+from convy.report import Stop, Summary
 from convy.runs import Read
 from convy.scenario import Matching, Scenario
 from convy.secrets import Environment, Secrets
@@ -52,8 +53,9 @@ class Asked(msgspec.Struct, frozen=True):
 
     project: Path
     agents: tuple[str, ...]
-    attempts: int | None
+    attempts: int | str | None  # as --convy-attempts gave it: the settings refuse what is neither a number nor auto
     trust: float | None
+    budget: Budgeted
 
 
 class Prepared(msgspec.Struct, frozen=True):
@@ -110,6 +112,9 @@ class ScenarioTests:
             agents=tuple(config.getoption("convy_agent")),
             attempts=config.getoption("convy_attempts"),
             trust=config.getoption("convy_trust"),
+            budget=Budgeted(
+                config.getoption("convy_max_cost"), config.getoption("convy_max_tokens"), config.getoption("convy_max_minutes")
+            ),
         )
         self.project = Project(self.asked.project)
         self.prepared: dict[str, Prepared] = {}
@@ -156,7 +161,19 @@ class ScenarioTests:
 
     def collected(self, parent: ProjectScenarios) -> list[AgentScenarios]:
         """An ``AgentScenarios`` for each agent: every problem of the project raised as one
-        ``ConfigurationError``, as ``convy run`` would say it before sending anything."""
+        ``ConfigurationError``, as ``convy run`` would say it before sending anything. The
+        project's code is loaded in the project's folder, as ``convy run`` loads it (``inside``)."""
+        with self.inside():
+            return self._collected(parent)
+
+    def inside(self) -> chdir[Path]:
+        """The project's folder as the current one while its code loads and plays, and the folder
+        pytest was in again after: ``convy run`` runs a project in its folder, so the project's
+        ``.env`` and relative paths (an ``Env``'s, the template's gateway) are read from there,
+        wherever pytest was started."""
+        return chdir(self.project.folder)
+
+    def _collected(self, parent: ProjectScenarios) -> list[AgentScenarios]:
         command = self.command()
         settings = command.overridden(self.project.settings())
         scenarios = self.project.scenarios()
@@ -184,7 +201,9 @@ class ScenarioTests:
 
     def command(self) -> RunCommand:
         """``convy run`` as the session's options would give it."""
-        return RunCommand(self.project, self.asked.agents, self.asked.attempts, (), (), self.asked.trust, None)
+        return RunCommand(
+            self.project, self.asked.agents, self.asked.attempts, (), (), self.asked.trust, None, budget=self.asked.budget
+        )
 
     def decided(self, item: ScenarioItem) -> None:
         """Pass, or fail ``item`` saying why, from what its agent's run kept (played first, when
@@ -196,6 +215,7 @@ class ScenarioTests:
             case Stopped(said=said):
                 raise ScenarioFailed(said)
             case Played() as played:
+                self.cut_short(played, item.scenario.id)
                 case = played.cases.get(item.scenario.id)
                 told = case.told() if case is not None else None
                 if case is not None and told is not None:
@@ -205,12 +225,39 @@ class ScenarioTests:
             case None:
                 raise ScenarioFailed(f"{Inert(item.agent).line()}: no run of this agent was played")
 
+    def cut_short(self, played: Played, scenario: str) -> None:
+        """Fail a scenario whose attempts the budget cut short, saying so as ``convy run`` says the
+        stop, with what was kept of it and how to play the rest: a run the budget stopped is never
+        green (``convy run`` exits 6), and what was kept of the scenario is not what was asked."""
+        match played.summary.run.file.status:
+            case BudgetStopped(spent=spent):
+                stop = Stop(spent)
+            case _:
+                return
+        spec = played.summary.run.file.spec
+        kept = len(played.summary.by_scenario().get(scenario, ()))
+        course = played.summary.course()
+        if course is None:
+            if kept >= spec.attempts:
+                return
+            short = f"{kept} of its {spec.attempts} attempts played"
+        else:
+            standing = course.by_scenario().get(scenario)
+            if standing is not None and standing.stop:
+                return  # its rule had stopped it before the budget did
+            short = f"{kept} attempt{'s' if kept != 1 else ''} played, {played.summary.stopped().get(scenario, 'budget spent')}"
+        raise ScenarioFailed(
+            f"run {spec.id} {stop.text()}: {short}\n"
+            f"to play the rest: convy resume {spec.id} {stop.more()}\nreport: {self.where(played.report)}"
+        )
+
     def watched(self, session: pytest.Session) -> None:
         """The session's plays; under ``-v``, each attempt's line shown as it ends, as ``convy run``
         shows it (through ``cli.Shown``, which a slow reader cannot hold up), pytest's capture
         suspended meanwhile so that the lines reach the terminal."""
         if self.config.getoption("verbose") < 1:
-            self.ran(self.plays(session, None))
+            with self.inside():
+                self.ran(self.plays(session, None))
             return
         capture = self.config.pluginmanager.getplugin("capturemanager")
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
@@ -219,7 +266,8 @@ class ScenarioTests:
                 reporter.ensure_newline()  # after the item's name, which -v wrote before it ran
                 reporter.flush()
             shown = Shown(sys.stdout)
-            self.ran(self.plays(session, shown))
+            with self.inside():
+                self.ran(self.plays(session, shown))
             shown.drained()  # not when stopped: Ctrl+C does not wait for the reader
 
     def ran(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -268,20 +316,24 @@ class ScenarioTests:
                 )
                 if not spec.scenarios:  # every one skipped for a model: nothing to play, no run
                     continue
+                # As `convy run` makes it: the budget in force, and, for `attempts = "auto"`, the
+                # rounds of its rule around the bench (`RunSpec.player`).
                 bench = Bench(
-                    prepared.agent, prepared.models, spec.limits, prompt, judging=spec.judging, user_checks=spec.user_checks
+                    prepared.agent, prepared.models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks
                 )
                 self.started[name] = spec
                 printed = None
                 if shown is not None:
                     where = self.where(self.project.journal(spec).folder)
-                    shown.line(f"{name}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts → {where}")
+                    each = f"{spec.attempts} attempts" if spec.adaptive is None else spec.adaptive.said(spec.attempts)
+                    shown.line(f"{Inert(name).line()}: {len(spec.scenarios)} scenarios × {each} → {where}")
                     printed = Printed(shown, Unseen(), 0, spec.trust)
-                self.played[name] = await self.play(spec, bench, prepared.secrets, printed)
+                self.played[name] = await self.play(spec, spec.player(bench), prepared.secrets, printed)
             except (ConfigurationError, Unwritable, Unplayed) as error:
-                self.played[name] = Stopped(Inert(prepared.secrets.hidden(f"convy: {error}")).lines())
+                said = prepared.secrets.hidden(f"convy: {error}").splitlines()
+                self.played[name] = Stopped("\n".join(Inert(line).line() for line in said))
 
-    async def play(self, spec: RunSpec, bench: Bench, secrets: Secrets, printed: Printed | None) -> Played:
+    async def play(self, spec: RunSpec, bench: Player, secrets: Secrets, printed: Printed | None) -> Played:
         journal = self.project.journal(spec)
         if journal.in_use():
             raise RunInUse(f"run {spec.id} is in use by another convy process")
@@ -303,7 +355,9 @@ class ScenarioTests:
         terminalreporter.write_sep("-", "convy")
         for name, spec in self.started.items():
             if name not in self.played:  # stopped (Ctrl+C): the run is kept, marked interrupted
-                terminalreporter.write_line(f"{name}: run {spec.id} was stopped; play the rest with: convy resume {spec.id}")
+                terminalreporter.write_line(
+                    f"{Inert(name).line()}: run {spec.id} was stopped; play the rest with: convy resume {spec.id}"
+                )
         for name, played in self.played.items():
             match played:
                 case Played(summary=summary, report=report):
@@ -311,7 +365,8 @@ class ScenarioTests:
                         terminalreporter.write_line(line)
                     terminalreporter.write_line(f"  report: {self.where(report)}")
                 case Stopped(said=said):
-                    terminalreporter.write_line(f"{name}: {said}")
+                    for line in said.splitlines():  # each line written out already
+                        terminalreporter.write_line(f"{Inert(name).line()}: {line}")
         for prepared in self.prepared.values():
             if prepared.absent:
                 terminalreporter.write_line(Inert(prepared.secrets.hidden(prepared.absent)).line())
@@ -322,10 +377,22 @@ class ScenarioTests:
         rate = summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         return [
-            f"{name}: run {spec.id}: {statuses.count('passed')} passed, {statuses.count('failed')} failed, "
+            f"{Inert(name).line()}: run {spec.id}: {statuses.count('passed')} passed, {statuses.count('failed')} failed, "
             f"{statuses.count('not_judged')} not judged of {len(statuses)} attempts · pass rate {rate_text}",
             *(Inert(line).line() for line in Passed(spec.skipped).lines("  ")),
+            *self.budgeted(name, summary),
         ]
+
+    def budgeted(self, name: str, summary: Summary) -> list[str]:
+        """``convy run``'s line on the budget: which one stopped the run, what was spent, and how to
+        go on; or, when the run kept within one, what it spent of it."""
+        spec = summary.run.file.spec
+        match summary.run.file.status:
+            case BudgetStopped(spent=spent):
+                stop = Stop(spent)
+                return [f"{Inert(name).line()}: run {spec.id} {stop.text()}; to play the rest: convy resume {spec.id} {stop.more()}"]
+        allowance = summary.allowance()
+        return [f"  {allowance}"] if allowance else []
 
 
 TESTS = pytest.StashKey[ScenarioTests]()
