@@ -427,8 +427,14 @@ class AgentScenarios(pytest.Collector):
         items: list[ScenarioItem] = []
         for scenario, skipped in self.chosen:
             file = tests.project.folder / "scenarios" / f"{scenario.id}.yaml"
+            name = Inert(scenario.id).line()
+            # The id given whole, as pytest reads one back: a variant's values (``[mood=angry]``)
+            # are then its parameters, as --lf reads them from the cache, so it finds it again.
             item = ScenarioItem.from_parent(
-                self, name=Inert(scenario.id).line(), path=file if file.is_file() else tests.project.folder / "scenarios"
+                self,
+                name=name,
+                nodeid=f"{self.nodeid}::{name}",
+                path=file if file.is_file() else tests.project.folder / "scenarios",
             )
             item.scenario = scenario
             item.agent = self.agent
