@@ -85,6 +85,15 @@ class Stopped(msgspec.Struct, frozen=True):
     said: str
 
 
+class OnOneLine(Case, frozen=True):
+    """A scenario as ``junit.Case`` tells it, each reason an agent or a model gave kept on its line:
+    its line breaks written out (``\\n``), as the terminal writes them, so a reason cannot print a
+    line that looks like convy's or pytest's own (a forged ``✓ scenario #1``)."""
+
+    def outside(self, text: str, most: int) -> str:
+        return Inert(super().outside(text, most)).line()
+
+
 class ScenarioFailed(Exception):
     """A scenario that did not pass; its text says why, for the developer who reads it."""
 
@@ -341,7 +350,8 @@ class ScenarioTests:
         summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         report = self.project.reported(summary)
         self.project.indexed()
-        return Played(summary, report, {case.scenario: case for case in Suite(summary, 0).cases()})
+        cases = (OnOneLine(*msgspec.structs.astuple(case)) for case in Suite(summary, 0).cases())
+        return Played(summary, report, {case.scenario: case for case in cases})
 
     def where(self, path: Path) -> Path:
         """A path as the developer will find it: from where pytest was started, when it is under it."""
