@@ -13,10 +13,13 @@ with the reason ``convy run`` gives.
 
 Nothing is played while collecting. At the first item that runs, ``ScenarioTests`` plays every
 selected item's attempts: one run per agent, in one ``asyncio.run`` for the session, through the
-code ``convy run`` plays with (``Project.spec``, ``Bench``, ``RunJournal.play``, then
+code ``convy run`` plays with (``Project.spec``, ``Bench`` with the settings' budget,
+``RunSpec.player`` for the rounds of ``attempts = "auto"``, ``RunJournal.play``, then
 ``Project.reported`` and ``Project.indexed``), so the run folder, its report.html and the index are
-the ones ``convy run`` writes. Each item then passes or fails from the attempts its run kept,
-saying what ``junit.Case`` says of the scenario, with the report's path.
+the ones ``convy run`` writes. The project's code is loaded and played in the project's folder, as
+``convy run`` runs it, wherever pytest was started. Each item then passes or fails from the
+attempts its run kept, saying what ``junit.Case`` says of the scenario (outside text kept on its
+line), with the report's path; a scenario the budget cut short fails saying so.
 """
 
 from __future__ import annotations
