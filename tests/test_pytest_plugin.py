@@ -486,3 +486,15 @@ def test_the_template_from_its_parent_folder_plays_every_scenario_on_the_gateway
     scenarios = len(list((made.folder / "scenarios").rglob("*.yaml")))
     assert counts is not None and sum(int(number) for number in counts.groups()) == 2 * scenarios, output
     assert {path.parent.parent.name for path in (made.folder / "results").glob("*/*/run.json")} == {"assistant", "shop"}
+
+
+def test_a_bad_option_is_a_collection_error_naming_pytests_option(pytester: pytest.Pytester, project: Path) -> None:
+    """A value ``convy run`` would refuse is refused naming the ``--convy-…`` option, and nothing is played."""
+    for option, said in (
+        ("--convy-max-cost=-1", "convy: --convy-max-cost: must be 0 (no budget) or more"),
+        ("--convy-attempts=many", "convy: --convy-attempts: must be a whole number of at least 1, or auto"),
+    ):
+        result = pytester.runpytest("--convy", option, "-p", "no:cacheprovider")
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines([said])
+    assert not (project / "results").exists()

@@ -25,6 +25,7 @@ line), with the report's path; a scenario the budget cut short fails saying so.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
@@ -117,6 +118,9 @@ class ScenarioTests:
         {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout"}
     )
 
+    # An option of `convy run` a problem names, at a line's start, and pytest's of the same meaning is --convy-<it>.
+    OPTIONS: ClassVar[re.Pattern[str]] = re.compile(r"^--(attempts|trust|max-cost|max-tokens|max-minutes):", re.MULTILINE)
+
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.asked = Asked(
@@ -187,7 +191,10 @@ class ScenarioTests:
 
     def _collected(self, parent: ProjectScenarios) -> list[AgentScenarios]:
         command = self.command()
-        settings = command.overridden(self.project.settings())
+        try:
+            settings = command.overridden(self.project.settings())
+        except ConfigurationError as error:  # said of `convy run`'s options: these are pytest's
+            raise ConfigurationError(self.OPTIONS.sub(r"--convy-\1:", str(error))) from None
         scenarios = self.project.scenarios()
         prompt = self.project.prompt(settings)
         nodes: list[AgentScenarios] = []
