@@ -498,3 +498,11 @@ def test_a_bad_option_is_a_collection_error_naming_pytests_option(pytester: pyte
         result.assert_outcomes(errors=1)
         result.stdout.fnmatch_lines([said])
     assert not (project / "results").exists()
+
+
+def test_a_project_folder_that_is_not_there_is_a_collection_error(pytester: pytest.Pytester) -> None:
+    """``--convy-project`` naming no folder is one line saying so, not a traceback."""
+    result = pytester.runpytest("--convy", "--convy-project", "nowhere", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["convy: nowhere: No such file or directory"])
+    assert "Traceback" not in result.stdout.str() and Path.cwd() == pytester.path

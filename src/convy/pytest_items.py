@@ -25,11 +25,12 @@ line), with the report's path; a scenario the budget cut short fails saying so.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
-from collections.abc import Coroutine, Generator
+from collections.abc import Coroutine, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import chdir, nullcontext, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -182,12 +183,21 @@ class ScenarioTests:
         with self.inside():
             return self._collected(parent)
 
-    def inside(self) -> chdir[Path]:
+    @contextmanager
+    def inside(self) -> Iterator[None]:
         """The project's folder as the current one while its code loads and plays, and the folder
         pytest was in again after: ``convy run`` runs a project in its folder, so the project's
         ``.env`` and relative paths (an ``Env``'s, the template's gateway) are read from there,
-        wherever pytest was started."""
-        return chdir(self.project.folder)
+        wherever pytest was started. A folder that cannot be entered is a ``ConfigurationError``."""
+        back = os.getcwd()
+        try:
+            os.chdir(self.project.folder)
+        except OSError as error:
+            raise ConfigurationError(f"{self.where(self.project.folder)}: {error.strerror}") from None
+        try:
+            yield
+        finally:
+            os.chdir(back)
 
     def _collected(self, parent: ProjectScenarios) -> list[AgentScenarios]:
         command = self.command()
