@@ -18,8 +18,9 @@ The exit codes (README's "Results and exit codes" is the same table):
     5    more attempts not judged than --max-not-judged allows, by default any one (changed: this
          was 1, the code of an agent failure)
     6    a run stopped by its budget (--max-cost, --max-tokens, --max-minutes): no attempt was
-         started once it was spent, those under way were kept; ``convy resume`` with a larger
-         budget plays the rest
+         started that would likely cross it, those under way were kept; ``convy resume`` with
+         the budget the last line names plays the rest; also a run that played every attempt
+         but reached or crossed its budget doing so
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
     143  terminated (SIGTERM): as Ctrl+C
 
@@ -58,7 +59,8 @@ from convy.adaptive import Adaptive, Against, Judged
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.agreement import Consensus
 from convy.attempt import Spent
-from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
+from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
+from convy.budget import Budget, Outlay
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Models
@@ -335,18 +337,25 @@ class Recorded(msgspec.Struct, frozen=True):
         return Worst((code, *self._budgeted(summary))).code()
 
     def _budgeted(self, summary: Summary) -> tuple[int, ...]:
-        """Exit 6 with the line that says which budget stopped the run, what was spent, and how
-        to go on; with a budget the run stayed within, a line saying what it spent of it."""
+        """Exit 6 with the line that says which budget stopped the run, what was spent, and a
+        budget that plays the rest; exit 6 too, with what was spent, for a run that played every
+        attempt but reached or crossed its budget doing so; with a budget the run stayed within,
+        a line saying what it spent of it."""
+        outcomes = summary.run.outcomes
         match summary.run.file.status:
             case Stopped(spent=spent):
                 stop = Stop(spent)
+                left = self._planned(outcomes) - len(outcomes)
                 self.shown.line(
                     f"{self.spec.agent}: run {self.spec.id} {stop.text()}; to play the rest: "
-                    f"convy resume {self.spec.id} {stop.more()}"
+                    f"convy resume {self.spec.id} {stop.more(left, self.spec.limits.agent_places)}"
                 )
                 return (6,)
-        if self.bench.budget is not None:
-            self.shown.line(f"{self.spec.agent}: {Allowance(self.bench.budget).text(summary.run.outcomes)}")
+            case Complete(reached=Outlay() as reached):
+                self.shown.line(f"{self.spec.agent}: run {self.spec.id} {Stop(reached).reached()}")
+                return (6,)
+            case Complete(budget=budget) if budget.set():
+                self.shown.line(f"{self.spec.agent}: {Allowance(budget).text(outcomes)}")
         return ()
 
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
@@ -601,6 +610,17 @@ class Budgeted(msgspec.Struct, frozen=True):
     def given(self) -> dict[str, str]:
         """The options given, by the setting each is over."""
         return {name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None}
+
+    def resumed(self, kept: Budget, settings: Settings) -> Budget:
+        """The budget a resumed run plays within: each limit as given to ``convy resume``, else as
+        the run kept it in run.json (the budget its last play was given, from wherever it came),
+        else the project's setting now (``settings``, with the options over it)."""
+        now = settings.budget() or Budget()
+        return Budget(
+            cost=self.max_cost if self.max_cost is not None else kept.cost or now.cost,
+            tokens=self.max_tokens if self.max_tokens is not None else kept.tokens or now.tokens,
+            minutes=self.max_minutes if self.max_minutes is not None else kept.minutes or now.minutes,
+        )
 
 
 class AutoAttempts(msgspec.Struct, frozen=True):
@@ -938,6 +958,8 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
+        budget = self.budget.resumed(spec.budget, settings)
+        spec = msgspec.structs.replace(spec, budget=budget)  # kept in run.json for the next resume
         kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
         note = kept.note()
         if note:
@@ -946,7 +968,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         if spec.origin is not None:  # a re-judged run: its judge decides the rest, the agent is never loaded
             from convy.rejudge import Rejudge
 
-            rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), settings.budget())
+            rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), budget if budget.set() else None)
             secrets = loaded.secrets(rejudging.judge, loaded.models())
             return Recorded(
                 self.project, spec, rejudging, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
@@ -958,7 +980,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks)
+        bench = Bench(agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         return Recorded(

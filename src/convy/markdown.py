@@ -220,6 +220,9 @@ class RunSummary(msgspec.Struct, frozen=True):
         if head.stop:  # words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math
             stop = head.stop.replace("$", "\\$")
             lines += [f"> **This run was {stop}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
+        elif head.reached:  # every attempt played, the budget reached or crossed all the same: exit 6
+            reached = head.reached.replace("$", "\\$")
+            lines += [f"> **This run {reached}.**", ""]
         elif head.status != "finished":
             lines += [f"> **This run is {head.status}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
         rate = f"**Pass rate {numbers.pct(view.rate.estimate)}**" if view.rate else "**Pass rate —**"

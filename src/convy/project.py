@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped, UserShape
+from convy.budget import Budget
 from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
@@ -175,6 +176,7 @@ class Project(msgspec.Struct, frozen=True):
                 user_checks=settings.user_checking(),
                 user=self.user(models.user, prompt, tuple(playable)),
                 adaptive=settings.adaptive(),
+                budget=settings.budget() or Budget(),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)

@@ -242,7 +242,7 @@ class Crew(msgspec.Struct, frozen=True):
         outcome comes back; with a budget, only until it is spent."""
         planned = tuple(planned)
         if not planned:
-            return self.bench.budget.spending(earlier) if self.bench.budget is not None else None
+            return self.bench.budget.spending(earlier, asyncio.get_running_loop().time) if self.bench.budget is not None else None
         ray = self.spread.ray()
         if not ray.is_initialized():
             self._connected(ray)
@@ -342,12 +342,10 @@ class _Play:
         self._ray = ray
         self._planned = planned
         self._plan: Iterator[Planned] = iter(planned)
-        self._queue: Iterator[Planned] = self._plan
         self._spending: Spending | None = None
         bench = crew.bench
-        if bench.budget is not None:
-            self._spending = bench.budget.spending(earlier)
-            self._queue = self._spending.taking(self._plan)
+        if bench.budget is not None:  # each attempt handed out once the budget lets it start
+            self._spending = bench.budget.spending(earlier, asyncio.get_running_loop().time)
             journal = Counted(journal, self._spending)
         self._journal = journal
         self._again: deque[Planned] = deque()  # handed to a hand that died before it answered
@@ -428,16 +426,19 @@ class _Play:
             return_exceptions=True,  # a hand that died meanwhile is replaced when it is next handed an attempt
         )
 
-    def _next(self) -> Planned | None:
+    async def _next(self) -> Planned | None:
+        # One handed out again was let start already: it is still under way, for the budget.
         if self._again:
             return self._again.popleft()
-        return next(self._queue, None)
+        if self._spending is None:
+            return next(self._plan, None)
+        return await self._spending.taken(self._plan, Planned.key)
 
     async def _feeding(self, slot: _Slot, count: int) -> None:
         """Hand attempts to the slot's hand, one at a time, until there are none left."""
         dead = self._ray.exceptions.RayActorError
         while True:
-            one = self._next()
+            one = await self._next()
             if one is None:
                 return
             hand, generation = slot.hand, slot.generation
