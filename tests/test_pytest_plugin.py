@@ -359,10 +359,10 @@ def test_the_projects_budget_stops_the_play_and_fails_what_it_cut_short(pytester
     assert kept(run) < 20
     result.assert_outcomes(failed=2)
     for body in sections(result.stdout.str()).values():
-        assert body.strip().startswith(f"run {run.name} stopped by budget: $") and "(cost): " in body
+        assert body.strip().startswith(f"run {run.name} stopped by budget: $") and "(cost)" in body
         assert f"to play the rest: convy resume {run.name} --max-cost " in body
     result.stdout.fnmatch_lines(
-        [f"bot: run {run.name} stopped by budget: $* of $0.25 (cost); to play the rest: convy resume {run.name} --max-cost *"]
+        [f"bot: run {run.name} stopped by budget: $* of $0.25 (cost)*; to play the rest: convy resume {run.name} --max-cost *"]
     )
 
 
@@ -375,7 +375,7 @@ def test_a_budget_option_and_a_variable_hold_as_convy_runs_do(pytester: pytest.P
     assert outcomes["failed"] >= 1 and outcomes["failed"] + outcomes.get("passed", 0) == 2  # a scenario played out may pass
     (run,) = runs(project)
     assert status(run)["spent"]["budget"] == "tokens"
-    result.stdout.fnmatch_lines([f"bot: run {run.name} stopped by budget: * of 250 tokens (tokens); *"])
+    result.stdout.fnmatch_lines([f"bot: run {run.name} stopped by budget: * of 250 tokens (tokens)*; to play the rest: *"])
     monkeypatch.setenv("CONVY_MAX_COST", "5")
     within = pytester.runpytest("--convy", "-p", "no:cacheprovider")
     within.assert_outcomes(passed=2)

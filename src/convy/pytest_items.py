@@ -277,7 +277,7 @@ class ScenarioTests:
             short = f"{kept} attempt{'s' if kept != 1 else ''} played, {played.summary.stopped().get(scenario, 'budget spent')}"
         raise ScenarioFailed(
             f"run {spec.id} {stop.text()}: {short}\n"
-            f"to play the rest: convy resume {spec.id} {stop.more()}\nreport: {self.where(played.report)}"
+            f"to play the rest: {self.resumed(played.summary, stop)}\nreport: {self.where(played.report)}"
         )
 
     def watched(self, session: pytest.Session) -> None:
@@ -415,14 +415,25 @@ class ScenarioTests:
 
     def budgeted(self, name: str, summary: Summary) -> list[str]:
         """``convy run``'s line on the budget: which one stopped the run, what was spent, and how to
-        go on; or, when the run kept within one, what it spent of it."""
+        go on; that a run played every attempt but reached its budget doing so; or, when the run kept
+        within one, what it spent of it."""
         spec = summary.run.file.spec
         match summary.run.file.status:
             case BudgetStopped(spent=spent):
                 stop = Stop(spent)
-                return [f"{Inert(name).line()}: run {spec.id} {stop.text()}; to play the rest: convy resume {spec.id} {stop.more()}"]
+                return [f"{Inert(name).line()}: run {spec.id} {stop.text()}; to play the rest: {self.resumed(summary, stop)}"]
+        reached = summary.reached()
+        if reached:
+            return [f"{Inert(name).line()}: run {spec.id} {reached}"]
         allowance = summary.allowance()
         return [f"  {allowance}"] if allowance else []
+
+    def resumed(self, summary: Summary, stop: Stop) -> str:
+        """The command that plays the rest of a run its budget stopped, with a budget that lets it,
+        as ``convy run`` says it."""
+        spec = summary.run.file.spec
+        left = summary.planned() - len(summary.run.outcomes)
+        return f"convy resume {spec.id} {stop.more(left, spec.limits.agent_places)}"
 
 
 TESTS = pytest.StashKey[ScenarioTests]()
