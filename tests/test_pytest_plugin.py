@@ -506,3 +506,20 @@ def test_a_project_folder_that_is_not_there_is_a_collection_error(pytester: pyte
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["convy: nowhere: No such file or directory"])
     assert "Traceback" not in result.stdout.str() and Path.cwd() == pytester.path
+
+
+def test_a_run_that_played_everything_but_reached_its_budget_is_not_green(pytester: pytest.Pytester) -> None:
+    """A run that played every attempt and reached its budget doing so passes its items, says so as
+    ``convy run`` does, and fails the session, as ``convy run`` exits 6 for it."""
+    project = priced(pytester.path, "attempts = 2\nmax_cost = 0.40\n")
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    (run,) = runs(project)
+    assert kept(run) == 4 and status(run)["type"] == "finished"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"bot: run {run.name} reached its budget: $0.40 of $0.40 (cost)*; every planned attempt was played",
+            "convy: the session fails: the run of bot reached its budget (convy run exits 6)",
+        ]
+    )

@@ -138,6 +138,7 @@ class ScenarioTests:
         self.begun = False
         self.started: dict[str, RunSpec] = {}
         self.played: dict[str, Played | Stopped] = {}
+        self.reached: tuple[str, ...] = ()  # the agents whose run reached its budget, failing a session that passed
 
     def configured(self) -> None:
         """Refuse pytest-xdist, register the scenarios' tags as markers, and take part in the session."""
@@ -378,6 +379,19 @@ class ScenarioTests:
         here = Path(self.config.invocation_params.dir)
         return path.relative_to(here) if path.is_relative_to(here) else path
 
+    @pytest.hookimpl(specname="pytest_sessionfinish")
+    def pytest_budget_reached(self, session: pytest.Session, exitstatus: int) -> None:
+        """A session whose runs all passed, but one of which reached its budget though it played
+        every attempt, fails (1), as ``convy run`` exits 6 for it: a budget reached is never green.
+        (A run the budget stopped early fails the items it cut short already.) pytest's
+        ``pytest_sessionfinish`` under a name of its own, so that another rule may have one too."""
+        if exitstatus != pytest.ExitCode.OK:
+            return
+        reached = [name for name, played in self.played.items() if isinstance(played, Played) and played.summary.reached()]
+        if reached:
+            self.reached = tuple(reached)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The runs played, each as ``convy run`` sums it up, with the scenarios it skipped and its report."""
         if not self.started and not any(prepared.absent for prepared in self.prepared.values()):
@@ -400,6 +414,9 @@ class ScenarioTests:
         for prepared in self.prepared.values():
             if prepared.absent:
                 terminalreporter.write_line(Inert(prepared.secrets.hidden(prepared.absent)).line())
+        if self.reached:
+            runs = ", ".join(Inert(name).line() for name in self.reached)
+            terminalreporter.write_line(f"convy: the session fails: the run of {runs} reached its budget (convy run exits 6)")
 
     def summed(self, name: str, summary: Summary) -> list[str]:
         spec = summary.run.file.spec
