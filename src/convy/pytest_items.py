@@ -135,10 +135,10 @@ class ScenarioTests:
         )
         self.project = Project(self.asked.project)
         self.prepared: dict[str, Prepared] = {}
+        self.reached: tuple[str, ...] = ()  # the agents whose run reached its budget, failing a session that passed
         self.begun = False
         self.started: dict[str, RunSpec] = {}
         self.played: dict[str, Played | Stopped] = {}
-        self.reached: tuple[str, ...] = ()  # the agents whose run reached its budget, failing a session that passed
 
     def configured(self) -> None:
         """Refuse pytest-xdist, register the scenarios' tags as markers, and take part in the session."""
@@ -408,15 +408,16 @@ class ScenarioTests:
                     for line in self.summed(name, summary):
                         terminalreporter.write_line(line)
                     terminalreporter.write_line(f"  report: {self.where(report)}")
+                    if name in self.reached:
+                        terminalreporter.write_line(
+                            f"convy: the session fails: the run of {Inert(name).line()} reached its budget (convy run exits 6)"
+                        )
                 case Stopped(said=said):
                     for line in said.splitlines():  # each line written out already
                         terminalreporter.write_line(f"{Inert(name).line()}: {line}")
         for prepared in self.prepared.values():
             if prepared.absent:
                 terminalreporter.write_line(Inert(prepared.secrets.hidden(prepared.absent)).line())
-        if self.reached:
-            runs = ", ".join(Inert(name).line() for name in self.reached)
-            terminalreporter.write_line(f"convy: the session fails: the run of {runs} reached its budget (convy run exits 6)")
 
     def summed(self, name: str, summary: Summary) -> list[str]:
         spec = summary.run.file.spec
