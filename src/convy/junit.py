@@ -194,14 +194,14 @@ class Case(msgspec.Struct, frozen=True):
                 message = f"no attempt of it was kept (the run is {self.status})"
                 return "error", "not_played", message, [message]
 
+    def _child(self, case: ET.Element, tag: str, kind: str, message: str, lines: list[str]) -> None:
+        child = ET.SubElement(case, tag, type=kind, message=XmlText(message, 2000).line())
+        child.text = XmlText("\n".join(lines), 100_000).lines()
+
     def outside(self, text: str, most: int) -> str:
         """A reason an agent, a model or a check gave, as the failure's lines hold it: cut to
         ``most`` characters, its line breaks kept (the pytest plugin's ``OnOneLine`` writes them out)."""
         return XmlText(text, most).cut()
-
-    def _child(self, case: ET.Element, tag: str, kind: str, message: str, lines: list[str]) -> None:
-        child = ET.SubElement(case, tag, type=kind, message=XmlText(message, 2000).line())
-        child.text = XmlText("\n".join(lines), 100_000).lines()
 
     def _failed_claims(self) -> list[tuple[str, int, int, list[str]]]:
         """Each claim that failed in some attempt: its text, held of decided (the report's count),

@@ -379,19 +379,6 @@ class ScenarioTests:
         here = Path(self.config.invocation_params.dir)
         return path.relative_to(here) if path.is_relative_to(here) else path
 
-    @pytest.hookimpl(specname="pytest_sessionfinish")
-    def pytest_budget_reached(self, session: pytest.Session, exitstatus: int) -> None:
-        """A session whose runs all passed, but one of which reached its budget though it played
-        every attempt, fails (1), as ``convy run`` exits 6 for it: a budget reached is never green.
-        (A run the budget stopped early fails the items it cut short already.) pytest's
-        ``pytest_sessionfinish`` under a name of its own, so that another rule may have one too."""
-        if exitstatus != pytest.ExitCode.OK:
-            return
-        reached = [name for name, played in self.played.items() if isinstance(played, Played) and played.summary.reached()]
-        if reached:
-            self.reached = tuple(reached)
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The runs played, each as ``convy run`` sums it up, with the scenarios it skipped and its report."""
         if not self.started and not any(prepared.absent for prepared in self.prepared.values()):
@@ -445,6 +432,19 @@ class ScenarioTests:
             return [f"{Inert(name).line()}: run {spec.id} {reached}"]
         allowance = summary.allowance()
         return [f"  {allowance}"] if allowance else []
+
+    @pytest.hookimpl(specname="pytest_sessionfinish")
+    def pytest_budget_reached(self, session: pytest.Session, exitstatus: int) -> None:
+        """A session whose runs all passed, but one of which reached its budget though it played
+        every attempt, fails (1), as ``convy run`` exits 6 for it: a budget reached is never green.
+        (A run the budget stopped early fails the items it cut short already.) pytest's
+        ``pytest_sessionfinish`` under a name of its own, so that another rule may have one too."""
+        if exitstatus != pytest.ExitCode.OK:
+            return
+        reached = [name for name, played in self.played.items() if isinstance(played, Played) and played.summary.reached()]
+        if reached:
+            self.reached = tuple(reached)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def resumed(self, summary: Summary, stop: Stop) -> str:
         """The command that plays the rest of a run its budget stopped, with a budget that lets it,
