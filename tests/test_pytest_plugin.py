@@ -343,6 +343,7 @@ def test_auto_attempts_are_played_in_rounds_as_convy_run_plays_them(pytester: py
     counts = {run.name: kept(run) for run in runs(project)}
     assert len(counts) == 2 and len(set(counts.values())) == 1, counts  # the same rounds, both ways
     assert next(iter(counts.values())) < 2 * 40
+    result.stdout.fnmatch_lines(["  greet: * attempts, narrow enough: width *", "  hello: * attempts, narrow enough: width *"])
 
 
 def test_the_projects_budget_stops_the_play_and_fails_what_it_cut_short(pytester: pytest.Pytester) -> None:

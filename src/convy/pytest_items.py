@@ -414,9 +414,20 @@ class ScenarioTests:
         return [
             f"{Inert(name).line()}: run {spec.id}: {statuses.count('passed')} passed, {statuses.count('failed')} failed, "
             f"{statuses.count('not_judged')} not judged of {len(statuses)} attempts · pass rate {rate_text}",
+            *self.rounds(summary),
             *(Inert(line).line() for line in Passed(spec.skipped).lines("  ")),
             *self.budgeted(name, summary),
         ]
+
+    def rounds(self, summary: Summary) -> list[str]:
+        """For a run of ``attempts = "auto"``, each scenario's attempts and why its rule stopped
+        there, as ``convy run`` says them."""
+        grouped = summary.by_scenario()
+        said = []
+        for scenario, why in summary.stopped().items():
+            got = len(grouped.get(scenario, ()))
+            said.append(f"  {Inert(scenario).line()}: {got} attempt{'s' if got != 1 else ''}, {why}")
+        return said
 
     def budgeted(self, name: str, summary: Summary) -> list[str]:
         """``convy run``'s line on the budget: which one stopped the run, what was spent, and how to
