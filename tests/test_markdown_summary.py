@@ -277,8 +277,8 @@ def test_a_summary_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"convy: {tmp_path / 'taken' / 'summary.md'}: cannot be written: ")
-    assert done.stderr.endswith("the runs are kept: convy report RUN… --summary FILE\n")
     (folder,) = (project / "results" / "bot").iterdir()
+    assert done.stderr.endswith(f"the runs are kept: convy report {folder.name} --summary FILE\n")  # the run's own id
     done = convy(tmp_path, "-C", "project", "compare", folder.name, folder.name, "--summary", "taken/summary.md")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr and "cannot be written" in done.stderr
