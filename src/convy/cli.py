@@ -5,7 +5,8 @@ The exit codes (README's "Results and exit codes" is the same table):
     0    every attempt judged, or those not judged within --max-not-judged, and, with
          --fail-under, the pass rate at or above it; for ``convy compare``, no real drop
     1    some attempt failed by the agent (it raised, broke off or ran out of time); also: a run
-         stopped because its folder refused a write (a full disk, a file-size limit), or a
+         stopped because its folder refused a write (a full disk, a file-size limit), or a spread
+         run stopped because its workers kept dying (``WorkersLost``: kept, resumable), or a
          finished run's report, or the --junit or --summary file, could not be written
     2    a configuration error, or a folder convy must write refused it: nothing was sent;
          also: ``convy check`` or ``convy run --dry-run`` found problems, one line each (0: none,
