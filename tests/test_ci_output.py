@@ -8,7 +8,9 @@ under exit 1 (on a real local Ray), and a stopped run leaves no temporary page b
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -130,11 +132,24 @@ def test_a_file_not_written_after_resume_names_the_run(tmp_path: Path) -> None:
     assert done.stderr.endswith(f"the runs are kept: convy report {run} --summary FILE\n"), done.stderr
 
 
-@pytest.mark.parametrize("stop", ["budget", "interrupt"])
-def test_a_stopped_run_leaves_no_temporary_page(tmp_path: Path, stop: str) -> None:
-    """A run stopped by its budget, or by Ctrl+C, while its live report is being written leaves no
-    `*.tmp` beside its pages."""
-    pytest.skip("see the report: not reproduced yet")
+def test_a_budget_stopped_run_leaves_no_temporary_page_and_one_left_by_a_killed_writer_is_removed(tmp_path: Path) -> None:
+    """A run whose live report is written again every tenth of a second, stopped by its budget,
+    leaves no `*.tmp` beside its pages; a `report.html.<pid>.tmp` left by a writer killed halfway
+    (its process gone) is removed by the next writing of that page, and one of a process still
+    running is left to it."""
+    project = made(tmp_path, {f"s{number}.yaml": GREET for number in range(4)}, 3, settings="agent_places = 1\nlive_seconds = 0.1\n")
+    assert convy(project, "run", "--max-tokens", "500").returncode == 6
+    assert not list(project.rglob("*.tmp"))
+    (run,) = run_ids(project)
+    folder = project / "results" / "bot" / run
+    ended = subprocess.Popen(["true"])  # a process that has ended, and been waited for: its number is nobody's now
+    ended.wait()
+    gone = folder / f"report.html.{ended.pid}.tmp"
+    gone.write_bytes(b"")
+    running = folder / f"report.html.{os.getpid()}.tmp"  # this test's own process: still running
+    running.write_bytes(b"")
+    assert convy(project, "report", run).returncode == 0
+    assert not gone.exists() and running.exists()
 
 
 def test_a_spread_run_whose_workers_keep_dying_is_kept_with_its_resume_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
