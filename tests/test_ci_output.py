@@ -180,3 +180,14 @@ def test_a_spread_run_whose_workers_keep_dying_is_kept_with_its_resume_hint(tmp_
         while ray_processes(folder) and time.monotonic() < deadline:  # the run's Ray ends with it
             time.sleep(0.1)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_rejudge_writes_the_summary_of_its_new_run(tmp_path: Path) -> None:
+    """`convy rejudge RUN --summary FILE` writes the new run's summary, as `convy run` does."""
+    project = made(tmp_path, {"a.yaml": GREET}, 2)
+    assert convy(project, "run").returncode == 0
+    (run,) = run_ids(project)
+    done = convy(project, "rejudge", run, "--summary", "rejudged.md")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (new,) = set(run_ids(project)) - {run}
+    assert (project / "rejudged.md").read_text(encoding="utf-8").startswith(f"### convy · bot · run {new.replace('-', chr(92) + '-')}\n")

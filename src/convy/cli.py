@@ -1014,6 +1014,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
     judge_repeats: int | None = None
+    outputs: Outputs = Outputs()  # --junit and --summary of the new run
 
     def run(self, shown: Shown, errors: Shown) -> int:
         from convy.rejudge import JudgeChoice, Rejudge, Rejudging
@@ -1033,10 +1034,11 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
             "no request to the agent or the simulated user"
         )
         bench = Rejudging(dialogues, judge, spec.limits, settings.budget(), spec.judging)
-        return Recorded(
+        code = Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
         ).played()
+        return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
 
 class JudgingSaid(msgspec.Struct, frozen=True):
@@ -1724,8 +1726,7 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         self._budget(resume)
         self._spread(resume)
-        resume.add_argument("--junit", type=Path, metavar="FILE", help="also write the whole run as JUnit XML, for CI")
-        resume.add_argument("--summary", type=Path, metavar="FILE", help="also write the whole run as a Markdown summary, for a pull request")
+        self._outputs(resume, "the whole run")
         rejudge = commands.add_parser("rejudge", help="decide a run's recorded dialogues again: no request to the agent or user")
         rejudge.add_argument("run", help="the run's id, or a unique part of it")
         rejudge.add_argument("--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service")
@@ -1743,6 +1744,7 @@ class Arguments(msgspec.Struct, frozen=True):
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
         self._budget(rejudge)
+        self._outputs(rejudge, "the new run")
         return parser
 
     def _variants(self, command: argparse.ArgumentParser) -> None:
@@ -1764,6 +1766,11 @@ class Arguments(msgspec.Struct, frozen=True):
             metavar="ADDRESS",
             help="play the run on a Ray cluster: auto, ray://HOST:PORT, HOST:PORT, or none to start one here (default: ray)",
         )
+
+    def _outputs(self, command: argparse.ArgumentParser, what: str) -> None:
+        # --junit and --summary of a command that plays a run other than convy run's (resume, rejudge)
+        command.add_argument("--junit", type=Path, metavar="FILE", help=f"also write {what} as JUnit XML, for CI")
+        command.add_argument("--summary", type=Path, metavar="FILE", help=f"also write {what} as a Markdown summary, for a pull request")
 
     def _budget(self, command: argparse.ArgumentParser) -> None:
         # The budget's options, declared once in Budgeted for run and resume (exit 6 when one stops the run).
@@ -1856,6 +1863,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         parsed.judge_repeats,
+                        outputs,
                     ).run(shown, errors)
                 case "resume":
                     code = ResumeCommand(
