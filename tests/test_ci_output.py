@@ -91,6 +91,17 @@ def test_a_three_megabyte_error_is_one_short_line(tmp_path: Path) -> None:
     assert not any(line.startswith("✓ forged") for line in said.splitlines())
 
 
+def test_no_line_the_command_prints_passes_its_bound(tmp_path: Path) -> None:
+    """An agent's file that fails to load with a 3 MB message is one line of at most the bound
+    (2,000 characters and the count of the rest), exit 2 as before."""
+    project = made(tmp_path, {"greet.yaml": GREET}, agent='raise RuntimeError("bad " + "z" * 3_000_000)\n')
+    done = convy(project, "run")
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("convy: loading agents/bot.py or models.py failed: RuntimeError: bad zzz")
+    assert line.endswith(" more characters)") and len(line) < 2100, len(line)
+
+
 def test_scenarios_and_tags_given_twice_keep_both(tmp_path: Path) -> None:
     """`--scenarios A --scenarios B` plays both, as `--scenarios A B` does; the last no longer wins."""
     project = made(tmp_path, {"a.yaml": GREET, "b.yaml": GREET, "c.yaml": GREET})
