@@ -487,3 +487,4 @@ class _Play:
             if said:
                 raise ConfigurationError(f"a worker could not load the project: {said}")
             await self._introduced()
+            return
