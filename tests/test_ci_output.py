@@ -92,14 +92,14 @@ def test_a_three_megabyte_error_is_one_short_line(tmp_path: Path) -> None:
 
 
 def test_no_line_the_command_prints_passes_its_bound(tmp_path: Path) -> None:
-    """An agent's file that fails to load with a 3 MB message is one line of at most the bound
-    (2,000 characters and the count of the rest), exit 2 as before."""
-    project = made(tmp_path, {"greet.yaml": GREET}, agent='raise RuntimeError("bad " + "z" * 3_000_000)\n')
+    """An agent's file that fails to load with a 3 MB message is one line of about the bound
+    (2,000 characters), its middle left out and counted so that its end is kept, exit 2 as before."""
+    project = made(tmp_path, {"greet.yaml": GREET}, agent='raise RuntimeError("bad " + "z" * 3_000_000 + " the end")\n')
     done = convy(project, "run")
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith("convy: loading agents/bot.py or models.py failed: RuntimeError: bad zzz")
-    assert line.endswith(" more characters)") and len(line) < 2100, len(line)
+    assert " characters left out) … zzz" in line and line.endswith("zzz the end") and len(line) < 2100, len(line)
 
 
 def test_scenarios_and_tags_given_twice_keep_both(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ CANCELLED = "cancelled from within, as code that cancels its own task does (asyn
 class Shown:
     """Where the command writes: a stream that a slow, stopped or closed reader cannot hold up, and
     on which no text drives the terminal: every control character is written out (``Inert``), and
-    no line is longer than ``LINE`` characters (the rest counted, "… (N more characters)").
+    no line is longer than about ``LINE`` characters (its middle left out and counted).
 
     A line is written at once when the stream can take it without waiting (``select``); otherwise it
     waits in memory and goes out with a later line, or at the end (``drained``). Up to ``WAITING``
@@ -99,6 +99,7 @@ class Shown:
     WAITING: ClassVar[int] = 1000
     PIECE: ClassVar[int] = 4096  # at most PIPE_BUF: a pipe that selects as writable takes it whole
     LINE: ClassVar[int] = 2000  # characters of one line: a CI log stays readable
+    END: ClassVar[int] = 300  # of them, kept from a longer line's end
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
@@ -147,13 +148,17 @@ class Shown:
 
     def _bounded(self, text: str) -> str:
         # Each line within LINE characters: what a line carries from outside (an agent's error, a
-        # service's body) is cut where it was put in; this is the bound for whatever was not.
+        # service's body) is cut where it was put in; this is the bound for whatever was not. Cut
+        # in its middle: the end of a line is often what to do next (`convy resume …`).
         if len(text) <= self.LINE:
             return text
-        return "\n".join(
-            line if len(line) <= self.LINE else f"{line[: self.LINE]}… ({len(line) - self.LINE} more characters)"
-            for line in text.split("\n")
-        )
+        return "\n".join(self._cut(line) for line in text.split("\n"))
+
+    def _cut(self, line: str) -> str:
+        if len(line) <= self.LINE:
+            return line
+        head, tail = self.LINE - self.END, self.END
+        return f"{line[:head]} … ({len(line) - head - tail} characters left out) … {line[len(line) - tail :]}"
 
     def sent(self) -> None:
         """Write what the stream takes now, without waiting."""
