@@ -7,6 +7,7 @@ under exit 1 (on a real local Ray), and a stopped run leaves no temporary page b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -202,3 +203,55 @@ def test_rejudge_writes_the_summary_of_its_new_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     (new,) = set(run_ids(project)) - {run}
     assert (project / "rejudged.md").read_text(encoding="utf-8").startswith(f"### convy · bot · run {new.replace('-', chr(92) + '-')}\n")
+
+
+# A writer standing in for `convy report --live`: it says its number, makes its temporary file,
+# and waits; Ctrl+C (SIGINT) removes the file and ends it, as convy's own writing does.
+WRITER = """#!/bin/sh
+echo $$ > "$(dirname "$0")/writer.pid"
+touch "$(dirname "$0")/page.tmp"
+trap 'rm -f "$(dirname "$0")/page.tmp"; exit 130' INT
+while :; do sleep 0.05; done
+"""
+
+
+def test_a_live_writing_cancelled_while_its_child_starts_is_stopped_and_waited_for(tmp_path: Path) -> None:
+    """A run's live writing cancelled (the run stopped by its budget or Ctrl+C) after its child
+    process was started, but before the start returned, stops that child and waits for it: left
+    running, it was killed halfway when convy ended, its temporary page left behind. The moment is
+    held open by a gate, not by time."""
+    import asyncio
+
+    from convy.live import LiveReport
+
+    writer = tmp_path / "writer.sh"
+    writer.write_text(WRITER)
+    writer.chmod(0o755)
+
+    gate: list[asyncio.Event] = []
+
+    class Gated(LiveReport, frozen=True):
+        async def _started(self, pace: float) -> asyncio.subprocess.Process:
+            child = await super()._started(pace)
+            await gate[0].wait()  # the start returns only once the test lets it
+            return child
+
+    async def stopped() -> None:
+        gate.append(asyncio.Event())
+        refreshing = asyncio.ensure_future(Gated(tmp_path, "run", 0.01, str(writer)).refreshing())
+        while not (tmp_path / "page.tmp").exists():  # the child has begun its page; its start has not returned
+            await asyncio.sleep(0.01)
+        refreshing.cancel()  # the run stops now
+        await asyncio.sleep(0)
+        gate[0].set()
+        with pytest.raises(asyncio.CancelledError):
+            await refreshing
+
+    asyncio.run(stopped())
+    pid = int((tmp_path / "writer.pid").read_text())
+    try:
+        assert not (tmp_path / "page.tmp").exists()  # the child was stopped: it removed its page
+        assert not Path(f"/proc/{pid}").exists()  # and waited for: no process, not even a zombie
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
