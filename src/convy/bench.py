@@ -45,7 +45,7 @@ from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
 from convy.panel import Judging, Panel, Poll
-from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
+from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 from convy.secrets import Secrets
@@ -924,7 +924,7 @@ class RunJournal(msgspec.Struct, frozen=True):
                     case BaseExceptionGroup():
                         # each its own line, not a group's trace: a full disk, attempts lost, a
                         # worker of a spread run that could not load the project
-                        said, _ = error.split((Unwritable, Unplayed, ConfigurationError))
+                        said, _ = error.split((Unwritable, Unplayed, ConfigurationError, WorkersLost))
                         if said is not None:
                             raise _first(said) from None
                 raise

@@ -38,7 +38,7 @@ from convy.budget import Budget, Counted, Spending
 from convy.conduct import UserChecks
 from convy.dialog import Prompt
 from convy.panel import Judging
-from convy.problems import ConfigurationError, Unplayed
+from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 
@@ -468,12 +468,24 @@ class _Play:
         return True
 
     async def _replaced_in(self, slot: _Slot, generation: int, count: int) -> None:
-        if slot.generation != generation:  # another feeder of the slot replaced it already
+        """A new hand in the slot whose hand of ``generation`` died; one that dies before it is
+        ready counts as another death. Past the bound, the run stops: ``WorkersLost``."""
+        dead = self._ray.exceptions.RayActorError
+        while slot.generation == generation:  # else another feeder of the slot replaced it already
+            slot.generation += 1
+            generation = slot.generation
+            self._replaced += 1
+            if self._replaced > Crew.MOST_REPLACED * count:
+                raise WorkersLost(
+                    f"the run's workers died {self._replaced} times ({count} started, each replaced "
+                    f"up to {Crew.MOST_REPLACED} times)"
+                )
+            slot.hand = self._started(slot.number, count, cpus=0.0)
+            try:
+                said = await slot.hand.ready.remote()
+            except dead:
+                continue  # died before it was ready: replaced again, unless another feeder did
+            if said:
+                raise ConfigurationError(f"a worker could not load the project: {said}")
+            await self._introduced()
             return
-        slot.generation += 1
-        self._replaced += 1
-        if self._replaced > Crew.MOST_REPLACED * count:
-            raise ConfigurationError(f"workers died {self._replaced} times; the run stops")
-        slot.hand = self._started(slot.number, count, cpus=0.0)
-        await self._ready([slot.hand])
-        await self._introduced()
