@@ -119,7 +119,15 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, NothingChosen, ScenarioError, Unplayed, Unwritable
+    from convy.problems import (
+        ConfigurationError,
+        DialoguesLost,
+        EmptyReply,
+        NothingChosen,
+        ScenarioError,
+        Unplayed,
+        Unwritable,
+    )
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
