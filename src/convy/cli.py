@@ -503,7 +503,9 @@ class Recorded(msgspec.Struct, frozen=True):
         codes = [1] if agent_failed else []
         if above:
             codes.append(5)
-        lines, gates = Ruled(summary.verdict(), self.spec.agent, self._untested(summary)).said()
+        planned = summary.planned()
+        partial = f" on the {len(outcomes)} attempts kept of {planned} planned" if len(outcomes) < planned else ""
+        lines, gates = Ruled(summary.verdict(), self.spec.agent, self._untested(summary), partial).said()
         for line in lines:
             self.shown.line(line)
         return Worst((*codes, *gates)).code()
@@ -565,6 +567,7 @@ class Ruled(msgspec.Struct, frozen=True):
     verdict: RunVerdict
     agent: str
     why: str = ""
+    partial: str = ""  # for a run that kept fewer attempts than it planned: how many, said with its verdict
 
     MOST: ClassVar[int] = 5  # scenarios named in a line
 
@@ -601,7 +604,7 @@ class Ruled(msgspec.Struct, frozen=True):
                 held = f"pass rate {mean:.1%}, at or above fail_under {rule.fail_under:.1%}"
             elif accepted:
                 held = "every scenario at or above its fail_under"
-            lines.append(f"{agent}: passed the pass rule: {held}")
+            lines.append(f"{agent}: passed the pass rule{self.partial}: {held}")
             if accepted:
                 named = ", ".join(
                     f"{Inert(one).line()} ({verdict.tallies[one].passed} of {verdict.tallies[one].judged})" for one in accepted[: self.MOST]
