@@ -1867,7 +1867,7 @@ class Arguments(msgspec.Struct, frozen=True):
         compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
         compare.add_argument("base", help="the run before (id or a unique part)")
         compare.add_argument("candidate", help="the run after (id or a unique part)")
-        compare.add_argument("--fail-on-regression", action="store_true", help="exit 4 when the pass rate really dropped (by the anytime-valid verdict for a run played against its base)")
+        compare.add_argument("--fail-on-regression", action="store_true", help="exit 4 when the pass rate really dropped (by the anytime-valid verdict for a run played against its base); 7 when the candidate has no judged attempt; 9 when the runs are not comparable")
         compare.add_argument("--summary", type=Path, metavar="FILE", help="also write the comparison as a Markdown summary")
         export = commands.add_parser("export", help="write the runs' tables to results/export/")
         export.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
