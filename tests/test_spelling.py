@@ -108,6 +108,23 @@ def test_names_that_are_read_or_far_from_any_are_left_alone(tmp_path: Path) -> N
     assert "  trust             0.5           CONVY_TRUST" in done.stdout.splitlines()
 
 
+def test_a_slip_of_convy_s_own_variables_is_pytest_s_collection_error(tmp_path: Path) -> None:
+    """`pytest --convy` reads the settings as `convy run` does: CONVY_ATTEMPT in .env is a collection
+    error naming the variable meant, and nothing is played."""
+    project = template(tmp_path, SOUND + "CONVY_ATTEMPT=10\n")
+    environment = {name: value for name, value in os.environ.items() if not name.upper().startswith("CONVY_")}
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--convy", "-p", "no:cacheprovider"],
+        cwd=project, env=environment, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )
+
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "convy: CONVY_ATTEMPT in .env: unknown; did you mean CONVY_ATTEMPTS?" in done.stdout.splitlines()
+    assert "ERROR collecting convy" in done.stdout
+    assert not (project / "results").exists()
+
+
 # A project whose own code reads its variables: a pydantic-settings class with a prefix and an alias,
 # loaded with the agent, and os.environ / os.getenv with literal names, in a module nobody loads yet.
 SETTINGS = """\
