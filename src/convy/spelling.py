@@ -26,6 +26,7 @@ other programs' business.
 from __future__ import annotations
 
 import ast
+import io
 import os
 import re
 import sys
@@ -34,6 +35,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import msgspec
+
+from convy.files import RegularFile
 
 
 class Spelling(msgspec.Struct, frozen=True):
@@ -140,9 +143,9 @@ class ProjectNames(msgspec.Struct, frozen=True):
         names: set[str] = set()
         for path in self._sources():
             try:
-                tree = ast.parse(path.read_bytes()[: self.MOST_BYTES])
+                tree = ast.parse(RegularFile(path).data(self.MOST_BYTES))
             except (OSError, SyntaxError, ValueError, RecursionError):
-                continue  # a file that cannot be read is said by whatever loads it
+                continue  # too large, not a file, not Python: said by whatever loads it, if anything does
             names |= EnvironmentReads(tree).names()
         return frozenset(name.upper() for name in names)
 
@@ -194,16 +197,19 @@ class DotEnvNames(msgspec.Struct, frozen=True):
     path: Path
 
     NAME: ClassVar[re.Pattern[str]] = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+    MAX_BYTES: ClassVar[int] = 1024 * 1024
 
     def names(self) -> tuple[str, ...]:
-        if not self.path.is_file():
-            return ()
-        from dotenv import dotenv_values  # pydantic-settings' own reader of .env; loaded only for a file
-
+        """The names of the lines that parse, in order; a line that does not is passed over unsaid
+        (python-dotenv's reader would log it)."""
         try:
-            return tuple(name for name in dotenv_values(self.path, encoding="utf-8") if self.NAME.fullmatch(name))
-        except (OSError, ValueError):
+            text = RegularFile(self.path).data(self.MAX_BYTES).decode("utf-8")
+        except (OSError, ValueError):  # absent, not a regular file, too large, not UTF-8
             return ()
+        from dotenv.parser import parse_stream  # pydantic-settings' own reader of .env; loaded only for a file
+
+        keys = (binding.key for binding in parse_stream(io.StringIO(text)) if not binding.error)
+        return tuple(key for key in keys if key is not None and self.NAME.fullmatch(key))
 
 
 class Slips(msgspec.Struct, frozen=True):
