@@ -76,7 +76,7 @@ newest:
 	@echo "make test: NEWEST is empty, so no test was played on the newest Python"
 else
 # The tests of NEWEST_TESTS on the newest Python (see the top of this file for which and why).
-newest: $(NEWER)/.dev browser $(PROXY)/.litellm
+newest: $(NEWER)/.dev
 	@$(NEWER)/bin/python -c "import sys; print('part of the suite on Python', sys.version.split()[0])"
 	$(NEWER)/bin/python -m pytest $(NEWEST_TESTS) -k "not ($(NEWEST_LEFT))"
 
