@@ -71,6 +71,7 @@ from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
+from convy.spelling import Slips
 from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
@@ -1179,6 +1180,8 @@ class DryRun(msgspec.Struct, frozen=True):
                     specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
+        if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
+            problems.extend(Slips(project.folder).project())
         secrets = Loaded(project, "").secrets(*parts)
         if problems:
             said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))
