@@ -119,7 +119,7 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, ScenarioError, Unplayed, Unwritable
+    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, ScenarioError, Unplayed, Unwritable, WorkersLost
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
@@ -240,6 +240,7 @@ _WHERE = {
     "Usage": "convy.agent",
     "Verdict": "convy.dialog",
     "Wait": "convy.busy",
+    "WorkersLost": "convy.problems",
 }
 
 
@@ -371,4 +372,5 @@ __all__ = [
     "Verdict",
     "Vote",
     "Wait",
+    "WorkersLost",
 ]
