@@ -504,7 +504,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         ``ValueError`` for a slot left empty or a prompt that would be too large."""
         instructions = self.instructions()
         values: dict[str, Any] = {**self.vars, "instructions": instructions, "user": instructions, "stop": STOP}
-        return prompt.filled(values)
+        try:
+            return prompt.filled(values)
+        except ValueError as error:
+            missing = sorted(prompt.slots() - set(values))
+            near = nearest(missing[0], values) if missing else ""
+            hint = f" (is {{{{ {missing[0]} }}}} a slip for {{{{ {near} }}}}?)" if near else ""
+            raise ValueError(f"{error}{hint}") from None
 
     async def outcome(
         self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int, review: UserReview = UserReview()
