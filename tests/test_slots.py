@@ -192,6 +192,12 @@ MISTAKES = [
         "scenarios/seat.yaml: user: no value for {{ ref }} in vars",
     ),
     (
+        "a var whose value holds another var's slot",
+        "vars: {name: Dana, greeting: 'Hi, I am {{ name }}'}\nscript: ['{{ greeting }}']\njudge:\n  - check: {said: Dana}\n",
+        "scenarios/seat.yaml: vars.greeting: a value is not filled, so {{ name }} in it would be sent as written:"
+        " put the slot in the text the value goes into",
+    ),
+    (
         "a var named stop",
         "vars: {stop: now}\nscript: ['please stop {{ stop }}']\njudge:\n  - check: {said: seat}\n",
         "scenarios/seat.yaml: vars.stop: the simulator prompt fills {{ stop }} itself"
