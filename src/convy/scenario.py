@@ -247,15 +247,15 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     id: str
     judge: tuple[str | Rule, ...]
     user: str = ""
+    # Set once its slots are filled from its values (``variants``), never in a file: its texts are
+    # then final, and a literal "{{" in them (written \\{{) is text.
+    filled: bool = False
     vars: dict[str, Any] = {}  # text, numbers or true/false: checked below, naming the key
     script: tuple[str, ...] = ()
     max_turns: int | None = None
     tags: tuple[str, ...] = ()
     matrix: dict[str, Any] = {}  # each key a list of values: one variant per combination (variants.py)
     variant: Variant | None = None  # set on each variant a matrix made, never in a file
-    # Set once its slots are filled from its values (``variants``), never in a file: its texts are
-    # then final, and a literal "{{" in them (written \\{{) is text.
-    filled: bool = False
 
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
 
