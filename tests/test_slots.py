@@ -187,6 +187,17 @@ MISTAKES = [
         " digits and _; write \\{{ for a literal {{",
     ),
     (
+        "a slot closed with one brace",
+        "vars: {seat: 12A}\nscript: ['move me to {{seat} please']\njudge:\n  - check: {said: seat}\n",
+        "scenarios/seat.yaml: script[0]: '{{seat}' is not a slot: a slot is {{ name }}, its name letters,"
+        " digits and _; write \\{{ for a literal {{",
+    ),
+    (
+        "a slot in capitals for a var in lower case",
+        "vars: {seat: 12A}\nscript: ['move me to {{ Seat }}']\njudge:\n  - check: {said: seat}\n",
+        "scenarios/seat.yaml: script[0]: no value for {{ Seat }} in vars (is {{ Seat }} a slip for {{ seat }}?)",
+    ),
+    (
         "a user text with a slot no var fills",
         "user: 'You are {{ name }}, booking {{ ref }}.'\nvars: {name: Dana}\njudge:\n  - check: {said: seat}\n",
         "scenarios/seat.yaml: user: no value for {{ ref }} in vars",
@@ -288,14 +299,16 @@ def test_a_json_agents_unknown_body_slot_is_refused_naming_the_slots(tmp_path: P
         assert server.received == []
 
 
-@pytest.mark.parametrize("slot", ["scenario", "attempt"])
-def test_a_json_body_slot_convy_does_not_fill_is_refused(tmp_path: Path, slot: str) -> None:
+@pytest.mark.parametrize(("slot", "meant"), [("scenario", ""), ("attempt", ""), ("messages", " (for {{ history }}?)"), ("sesion", " (for {{ session }}?)")])
+def test_a_json_body_slot_convy_does_not_fill_is_refused(tmp_path: Path, slot: str, meant: str) -> None:
+    """`{{ scenario }}` and `{{ attempt }}` are not sent to an agent; `{{ messages }}` and a typo
+    are refused with the slot meant."""
     agent = JSON_AGENT.format(endpoint='"http://127.0.0.1:9/agent"', body={"message": "{{ text }}", "meta": [f"{{{{ {slot} }}}}"]})
     folder = project(tmp_path, {"hi.yaml": "script: [hello]\njudge:\n  - check: {said: hello}\n"}, agent)
     done = convy(folder, "check")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines()[0].startswith(
-        f"convy: loading agents/airline.py failed: ValueError: body.meta[0]: no slot {{{{ {slot} }}}} in a JSON agent's body"
+        f"convy: loading agents/airline.py failed: ValueError: body.meta[0]: no slot {{{{ {slot} }}}} in a JSON agent's body{meant}:"
     )
 
 
@@ -323,6 +336,17 @@ def test_a_json_agent_on_a_plain_url_plays_and_fills_every_body_slot(tmp_path: P
         {"role": "assistant", "content": "You said: hello"},
         {"role": "user", "content": "move me to 12A"},
     ]
+
+
+def test_a_json_agents_url_without_its_scheme_is_refused_in_one_line(tmp_path: Path) -> None:
+    agent = JSON_AGENT.format(endpoint='"localhost:8000/chat"', body={"message": "{{ text }}"})
+    folder = project(tmp_path, {"hi.yaml": "script: [hello]\njudge:\n  - check: {said: hello}\n"}, agent)
+    done = convy(folder, "check")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "convy: loading agents/airline.py failed: ValueError: url: must start with http:// or https://,"
+        " not 'localhost:8000/chat' (http://localhost:8000/chat?)"
+    )
 
 
 def documented(heading: str) -> set[str]:

@@ -170,7 +170,8 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}")
+            meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
+            raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}{meant}")
         if self.timeout <= 0:
             raise ValueError("timeout: must be more than 0")
 
@@ -180,9 +181,11 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
     def shown(self) -> str:
         """The URL as errors show it: without its query or a user and password, which may hold a key."""
         bare = self.url.split("?", 1)[0].split("#", 1)[0]
-        scheme, _, rest = bare.partition("://")
+        scheme, given, rest = bare.partition("://")
+        if not given:  # no scheme (refused): all of it is the host and path
+            scheme, rest = "", bare
         host, slash, path = rest.partition("/")
-        return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
+        return f"{scheme}{given}{host.rpartition('@')[2]}{slash}{path}"
 
     def secrets(self) -> Secrets:
         """What this endpoint holds that is never shown: each header's value and each word of it
