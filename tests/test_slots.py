@@ -209,6 +209,11 @@ MISTAKES = [
         " put the slot in the text the value goes into",
     ),
     (
+        "a check's only text a var left empty",
+        "vars: {ref: ''}\nscript: ['my booking']\njudge:\n  - check: {said: '{{ ref }}'}\n",
+        "scenarios/seat.yaml: judge[0].check.said: empty once its slots are filled: give their values some text",
+    ),
+    (
         "a var named stop",
         "vars: {stop: now}\nscript: ['please stop {{ stop }}']\njudge:\n  - check: {said: seat}\n",
         "scenarios/seat.yaml: vars.stop: the simulator prompt fills {{ stop }} itself"

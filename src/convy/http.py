@@ -560,7 +560,7 @@ class TokenPaths(msgspec.Struct, frozen=True):
                 return 0
 
 
-# The slots of a JSON agent's body, each with what it holds: README's "Protocols" lists these.
+# The slots of a JSON agent's body, each with what it holds: docs/protocols.md lists these.
 BODY_SLOTS: dict[str, str] = {
     "text": "the user's message of this turn",
     "session": "the conversation's id: 32 hex digits, new for every attempt",

@@ -228,7 +228,7 @@ class Rule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
 
 
 # The slots the simulator prompt is filled with, besides the scenario's vars (and its matrix's and
-# persona's values), each with what it holds: README's "Protocols" lists these.
+# persona's values), each with what it holds: docs/protocols.md lists these.
 PROMPT_SLOTS: dict[str, str] = {
     "instructions": "the scenario's user text, its slots filled",
     "user": "the same as instructions",
@@ -331,24 +331,32 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         judged: list[str | Rule] = []
         for number, entry in enumerate(self.judge):
             place = f"judge[{number}]"
-            match entry:
-                case str(text):
-                    judged.append(fill(place, text, str))
-                case Rule(check=Check() as check):
-
-                    def checked(field: str, text: str, shown: Callable[[Any], str], place: str = place) -> str:
-                        return fill(f"{place}.check.{field}", text, shown)
-
-                    judged.append(Rule(check=check.filled(checked, values)))
-                case Rule(claim=claim, grades=grades, pass_=bar):
-                    judged.append(
-                        Rule(
-                            claim=fill(f"{place}.claim", claim, str),
-                            grades=tuple(fill(f"{place}.grades[{at}]", grade, str) for at, grade in enumerate(grades)),
-                            pass_=fill(f"{place}.pass", bar, str),
-                        )
-                    )
+            try:
+                judged.append(self._entry(entry, place, fill, values))
+            except ValueError as error:  # a filled entry's own problem (a check's pattern filled empty) is named too
+                said = str(error)
+                raise ValueError(said if said.startswith(place) else f"{place}: {said}") from None
         return tuple(judged)
+
+    def _entry(self, entry: str | Rule, place: str, fill: Fill, values: dict[str, Any]) -> str | Rule:
+        match entry:
+            case str(text):
+                return fill(place, text, str)
+            case Rule(check=Check() as check):
+
+                def checked(field: str, text: str, shown: Callable[[Any], str]) -> str:
+                    made = fill(f"{place}.check.{field}", text, shown)
+                    if text and not made and not field.startswith("with"):
+                        raise ValueError(f"{place}.check.{field}: empty once its slots are filled: give their values some text")
+                    return made
+
+                return Rule(check=check.filled(checked, values))
+            case Rule(claim=claim, grades=grades, pass_=bar):
+                return Rule(
+                    claim=fill(f"{place}.claim", claim, str),
+                    grades=tuple(fill(f"{place}.grades[{at}]", grade, str) for at, grade in enumerate(grades)),
+                    pass_=fill(f"{place}.pass", bar, str),
+                )
 
     def _filled(self, values: dict[str, Any], variant: Variant | None) -> Scenario:
         """This scenario with every slot of its user, script, claims and checks filled from
