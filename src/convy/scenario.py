@@ -19,9 +19,9 @@ import fnmatch
 import functools
 import math
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import msgspec
@@ -54,7 +54,6 @@ from convy.problems import ConfigurationError, EmptyReply, FieldProblem, Outside
 from convy.slots import Slotted, nearest
 from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
-
 
 # Fills one field's text with a scenario's values: the field's name (for the error), its text, and
 # how a value is written into it.
