@@ -45,7 +45,7 @@ import select
 import signal
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -238,7 +238,7 @@ class Said(msgspec.Struct, frozen=True):
             case Failed(reason=reason):
                 return f"{when} · agent failed ({self.outcome.stop}): {reason}"
             case NoVerdict(who=who, reason=reason, checks=checks):
-                broken = [claim for claim in checks if not claim.held]
+                broken = [claim for claim in checks if not claim.held and not claim.doubt]
                 if broken:
                     # A check decided by code failed: the attempt failed, whatever the model did.
                     return f"{when} · {broken[0].claim}: {broken[0].reason} (then {who} failed: {reason})"
@@ -250,6 +250,8 @@ class Said(msgspec.Struct, frozen=True):
                     return f"{when} · {wrong[0].claim}: {wrong[0].reason}" + (
                         f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else ""
                     )
+                if doubtful and doubtful[0].doubt == "unseen":
+                    return f"{when} · not judged: {doubtful[0].claim}: {doubtful[0].reason}"
                 if doubtful:
                     why = {"split": " (the judge split)", "unquoted": " (evidence not in the dialogue)"}.get(doubtful[0].doubt, "")
                     return f"{when} · not trusted{why}: {doubtful[0].claim}"
@@ -418,6 +420,12 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
+        unseen = Counter(path for outcome in outcomes for path in outcome.unseen())
+        for path, count in sorted(unseen.items()):
+            self.shown.line(
+                f"agents/{self.spec.agent}.py: calls path {Inert(path).line()!r}: in no reply of {count} attempt{'s' if count != 1 else ''}, "
+                "whose tool checks were not judged: set calls= to where the agent's replies list its tool calls"
+            )
         grouped = summary.by_scenario()
         for scenario, why in summary.stopped().items():
             got = len(grouped.get(scenario, ()))

@@ -2,7 +2,7 @@
 
     models.py          defines ``models``: the simulated user's model and the judge
     agents/<name>.py   each defines ``agent``, the agent under test
-    scenarios/**.yaml  one scenario per file
+    scenarios/**.yaml  one scenario per file (.yml read alike)
     prompts/user.md    optional: the simulator prompt, replacing convy's
     pyproject.toml     [tool.convy]: attempts, trust, places, time limits
     .env               keys and settings, never copied anywhere
@@ -188,7 +188,7 @@ class Project(msgspec.Struct, frozen=True):
         now: it would fail the first run with both models."""
         chosen = matching.chosen(scenarios)
         if not chosen:
-            raise ConfigurationError("no scenario matches the --scenarios and --tag given")
+            raise ConfigurationError(matching.missed(scenarios))
         self.bounded(settings, chosen)
         self.fitting(prompt, settings, chosen)
         playable: list[Scenario] = []
@@ -242,7 +242,7 @@ class Project(msgspec.Struct, frozen=True):
         scenarios = hashlib.sha256()
         # personas.yaml fills the variants' slots as the files do: a part of the scenarios, when there is one.
         personas = self.folder / "personas.yaml"
-        for path in [*sorted((self.folder / "scenarios").rglob("*.yaml")), *([personas] if personas.exists() else [])]:
+        for path in [*Scenarios(self.folder / "scenarios").files(), *([personas] if personas.exists() else [])]:
             shown = path.relative_to(self.folder).as_posix()
             try:
                 data = RegularFile(path).data(YamlFile.MAX_BYTES)

@@ -40,7 +40,7 @@ from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.project import Project
 from convy.report import Summary
 from convy.runs import Read
-from convy.scenario import Matching, Scenario
+from convy.scenario import Matching, Scenario, Scenarios
 from convy.secrets import Environment, Secrets
 from convy.terminal import Inert
 
@@ -359,9 +359,10 @@ class AgentScenarios(pytest.Collector):
         tests = self.config.stash[TESTS]
         items: list[ScenarioItem] = []
         for scenario, skipped in self.chosen:
-            file = tests.project.folder / "scenarios" / f"{scenario.id}.yaml"
+            folder = tests.project.folder / "scenarios"
+            files = [folder / f"{scenario.id}{suffix}" for suffix in Scenarios.SUFFIXES]
             item = ScenarioItem.from_parent(
-                self, name=Inert(scenario.id).line(), path=file if file.is_file() else tests.project.folder / "scenarios"
+                self, name=Inert(scenario.id).line(), path=next((file for file in files if file.is_file()), folder)
             )
             item.scenario = scenario
             item.agent = self.agent
