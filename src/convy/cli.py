@@ -940,7 +940,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     spread: Spreading = Spreading()
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        journal = self.project.found(self.run_id)
+        journal = self.project.found(self.run_id, "resume")
         settings = self.budget.over(self.project.settings())
         spread = self.spread.over(settings)
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
@@ -997,7 +997,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         changes = {} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}
         settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
-        rejudge = Rejudge(self.project, self.project.found(self.run_id), Matching(self.patterns, self.tags), self.trust)
+        rejudge = Rejudge(self.project, self.project.found(self.run_id, "rejudge"), Matching(self.patterns, self.tags), self.trust)
         source, dialogues = rejudge.origin()
         loaded = Loaded(self.project, source.agent)
         models = loaded.models()
@@ -1788,11 +1788,11 @@ def main(argv: list[str] | None = None) -> int:
                     checked = RunCommand(project, (), None, (), (), None, None, most_variants=parsed.max_variants)
                     code = DryRun(checked).run(shown, errors)
                 case "run" if parsed.smoke:
-                    code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
+                    code = SmokeCommand(project, project.agents_called(parsed.agents, here)).run(shown, errors)
                 case "run":
                     command = RunCommand(
                         project,
-                        tuple(parsed.agents),
+                        project.agents_called(parsed.agents, here),
                         parsed.attempts,
                         tuple(parsed.scenarios),
                         tuple(parsed.tag),

@@ -737,7 +737,7 @@ class Scenarios(msgspec.Struct, frozen=True):
         or ``.yml``."""
         if not self.folder.is_dir():
             return ()
-        return tuple(sorted(path for path in self.folder.rglob("*") if path.suffix.lower() in self.SUFFIXES and path.is_file()))
+        return tuple(sorted(path for path in self.folder.rglob("*") if path.suffix.lower() in self.SUFFIXES))
 
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
