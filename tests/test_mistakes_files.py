@@ -184,3 +184,56 @@ def test_an_agent_that_calls_nothing_with_the_right_path_still_fails_its_called_
     assert "agent never called lookup_booking" in ran.stdout
     assert "airline: 0 passed, 1 failed, 0 not judged of 1 attempts" in ran.stdout
     assert "by cause: agent 1" in ran.stdout
+
+
+# --- item 8: the README's commands, as a user types them -------------------------------------
+
+
+def test_the_agent_named_by_its_file_path_is_run(tmp_path: Path) -> None:
+    """`convy run agents/bot.py` (what tab completion gives) runs the agent bot; a .py path that is
+    no file of agents/ is refused with both ways to name it."""
+    folder = project(tmp_path, {"greeting.yaml": GREETING})
+    for given in ("agents/bot.py", "./agents/bot.py"):
+        ran = convy(folder, "run", given)
+        assert ran.returncode == 0, ran.stderr
+        assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempts" in ran.stdout
+    wrong = convy(folder, "run", "bot.py")
+    assert (wrong.returncode, wrong.stderr.splitlines()) == (
+        2, ["convy: bot.py: not a file of agents/; give the agent's name (convy run bot) or its file's path (agents/bot.py)"],
+    )  # fmt: skip
+    typo = convy(folder, "run", "agents/bto.py")
+    assert (typo.returncode, typo.stderr.splitlines()[0]) == (2, "convy: agents/bto.py: no such agent; the project has bot")
+    assert len(list(folder.glob("results/bot/*/run.json"))) == 2
+
+
+def status(run: Path, to: str) -> None:
+    """Mark a kept run as another state, as a run stopped by Ctrl+C would be marked."""
+    data = json.loads((run / "run.json").read_text())
+    data["status"] = {"type": to, "started": data["status"]["started"], "ended": data["status"]["ended"]}
+    (run / "run.json").write_text(json.dumps(data))
+
+
+def test_a_run_id_part_two_runs_share_lists_them_and_resume_takes_the_only_unfinished(tmp_path: Path) -> None:
+    """`convy resume 2026` (the year every id starts with) once there are two runs: refused with
+    both, newest first, and the shortest way to name one; when one of them was interrupted, it
+    is the one resumed."""
+    folder = project(tmp_path, {"greeting.yaml": GREETING})
+    for _ in range(2):
+        assert convy(folder, "run").returncode == 0
+    older, newer = sorted(folder.glob("results/bot/*/"), key=lambda run: json.loads((run / "run.json").read_text())["status"]["started"])
+    shared = older.name[:4]
+    said = (
+        f"convy: '{shared}' matches 2 runs, newest first: {newer.name} (bot, finished), {older.name} (bot, finished); "
+        f"give more of the id (its last part is enough: convy resume {newer.name.rsplit('-', 1)[-1]})"
+    )
+    resumed = convy(folder, "resume", shared)
+    assert (resumed.returncode, resumed.stderr.splitlines()) == (2, [said])
+    report = convy(folder, "report", shared)
+    assert report.returncode == 2
+    assert report.stderr.splitlines()[0].endswith(f"(its last part is enough: {newer.name.rsplit('-', 1)[-1]})")
+    status(older, "interrupted")
+    resumed = convy(folder, "resume", shared)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"run kept in results/bot/{older.name}" in resumed.stdout
+    by_part = convy(folder, "report", older.name.rsplit("-", 1)[-1])
+    assert by_part.returncode == 0, by_part.stderr

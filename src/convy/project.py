@@ -318,13 +318,15 @@ class Project(msgspec.Struct, frozen=True):
         exact = [folder for folder in folders if folder.name == wanted]
         if exact:
             return RunJournal(exact[0])
-        # Newest first: an id starts with when the run started.
-        near = sorted((folder for folder in folders if wanted in folder.name), key=lambda folder: folder.name, reverse=True)
+        near = [folder for folder in folders if wanted in folder.name]
         if not near:
             raise ConfigurationError(f"no run matches {wanted!r} in results/")
         if len(near) == 1:
             return RunJournal(near[0])
-        states = {folder: self._state(folder) for folder in near}
+        read = {folder: Runs(self.results()).one(folder) for folder in near}
+        # Newest first, by when each started (two runs may start within the second their ids give).
+        near.sort(key=lambda folder: (self._started(read[folder]), folder.name), reverse=True)
+        states = {folder: self._state(read[folder]) for folder in near}
         if command == "resume":
             open_ = [folder for folder in near if states[folder] != "finished"]
             if len(open_) == 1:
@@ -337,13 +339,22 @@ class Project(msgspec.Struct, frozen=True):
             f"give more of the id (its last part is enough: {f'convy {command} ' if command else ''}{newest.rsplit('-', 1)[-1]})"
         )
 
-    def _state(self, folder: Path) -> str:
+    @staticmethod
+    def _state(found: Read | Unread) -> str:
         # A run's status in a word (finished, interrupted, running, stopped), for a list to choose from.
-        match Runs(self.results()).one(folder):
+        match found:
             case Read() as read:
                 return read.status()
             case Unread():
                 return "unreadable"
+
+    @staticmethod
+    def _started(found: Read | Unread) -> str:
+        match found:
+            case Read(file=file):
+                return file.status.started
+            case Unread():
+                return ""
 
     def resumable(self, journal: RunJournal, prompt: Prompt) -> RunSpec:
         """The spec of a run to resume with the simulator ``prompt`` the settings give now; refused
