@@ -92,6 +92,21 @@ def test_a_broken_yml_scenario_is_named_by_convy_check(tmp_path: Path) -> None:
     assert "convy: scenarios/greeting.yml: colour: unknown field" in checked.stderr.splitlines()[0]
 
 
+def test_pytest_convy_collects_a_yml_scenario_as_its_file(tmp_path: Path) -> None:
+    """`pytest --convy` has an item for a .yml scenario, and names its file where it says why one
+    is skipped."""
+    chat = "user: Ask about your order.\njudge:\n  - The agent is polite.\n"
+    folder = project(tmp_path, {"greeting.yml": GREETING, "chat.yml": chat})
+    environment = {name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "PYTEST_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--convy", "-v", "-ra", "-p", "no:cacheprovider"],
+        cwd=folder, env=environment, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "convy::bot::greeting PASSED" in done.stdout
+    assert "SKIPPED [1] scenarios/chat.yml: for agent bot, needs a model for the simulated user" in done.stdout
+
+
 def test_the_same_scenario_saved_as_yaml_and_yml_is_refused_naming_both(tmp_path: Path) -> None:
     folder = project(tmp_path, {"greeting.yaml": GREETING, "greeting.yml": GREETING.replace("Hi!", "Hello!")})
     expected = "convy: scenarios/greeting.yaml and scenarios/greeting.yml: two files of scenario 'greeting'; keep one of them"
