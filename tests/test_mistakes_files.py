@@ -252,3 +252,18 @@ def test_a_run_id_part_two_runs_share_lists_them_and_resume_takes_the_only_unfin
     assert f"run kept in results/bot/{older.name}" in resumed.stdout
     by_part = convy(folder, "report", older.name.rsplit("-", 1)[-1])
     assert by_part.returncode == 0, by_part.stderr
+
+
+def test_the_smoke_test_notes_a_calls_path_no_reply_held(tmp_path: Path) -> None:
+    with StandIn(agent_reply=booking) as server:
+        folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "tools"), "airline")
+        wrong = convy(folder, "run", "--smoke")
+        (folder / "agents" / "airline.py").write_text(airline(server.url, "tool_calls"), encoding="utf-8")
+        right = convy(folder, "run", "--smoke")
+    assert wrong.returncode == 0, wrong.stderr
+    assert (
+        "  note: no reply held the calls path 'tools' of agents/airline.py: if the agent calls tools, "
+        "set calls= to where its replies list them (or have it send an empty list)"
+    ) in wrong.stdout.splitlines()
+    assert right.returncode == 0, right.stderr
+    assert "calls path" not in right.stdout

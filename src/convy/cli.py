@@ -909,6 +909,13 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                 case _:
                     shown.line(f"✓ {name}: connection works")
                     codes.append(0)
+            unheld = {turn.answer.unheld for turn in outcome.transcript.turns}
+            if outcome.transcript.turns and "" not in unheld:  # a wrong calls= would hide every tool call of a run
+                paths = ", ".join(repr(Inert(path).line()) for path in sorted(unheld))
+                shown.line(
+                    f"  note: no reply held the calls path {paths} of agents/{name}.py: if the agent calls tools, "
+                    "set calls= to where its replies list them (or have it send an empty list)"
+                )
         return Worst(tuple(codes)).code()
 
 
