@@ -236,7 +236,7 @@ def test_a_junit_file_that_cannot_be_written_is_one_line(tmp_path: Path, project
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"convy: {tmp_path / 'taken' / 'junit.xml'}: cannot be written: ")
-    assert "the runs are kept: convy report RUN… --junit FILE" in done.stderr
+    assert f"the runs are kept: convy report {run_id(project)} --junit FILE" in done.stderr  # the run's own id
     assert (project / "results" / "bot" / run_id(project) / "report.html").exists()
     done = convy(tmp_path, "-C", "project", "report", run_id(project), "--junit", "taken/junit.xml")
     assert done.returncode == 2

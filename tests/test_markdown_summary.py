@@ -155,7 +155,7 @@ def test_a_run_summary_gives_the_pass_rate_the_failures_and_the_report(tmp_path:
     assert f"**Pass rate {rate['estimate']:.1%}** (95% interval {rate['low'] * 100:.{0 if rate['low'] in (0, 1) else 1}f}%–" in markdown
     rendered = Rendered(markdown)
     assert rendered.tables == [
-        [["Scenario", "Passed", "Result", "Claims that failed"], ["refund", "0 of 3", "✗ never passes", "The bot fails here. (0 of 3 held)"]]
+        [["Scenario", "Passed", "Result", "What failed"], ["refund", "0 of 3", "✗ never passes", "The bot fails here. (0 of 3 held)"]]
     ]
     assert f"Report: project/results/bot/{folder.name}/report.html" in rendered.text
     assert rendered.tags <= ELEMENTS
@@ -258,12 +258,19 @@ def test_the_summary_stays_short_with_many_failing_scenarios(tmp_path: Path) -> 
     assert len(markdown) < 30_000
 
 
-def test_sections_past_the_bound_are_left_out_and_counted() -> None:
-    """Sections are kept whole while they fit in MOST characters and the rest counted; a first section too large alone is cut at a line."""
+def test_sections_past_the_bound_share_the_room_and_only_then_are_left_out_and_named() -> None:
+    """Sections that do not fit whole are each cut to a share of MOST at a line, every one kept; a
+    small one keeps its whole; only when not even each first line fits are sections left out, named."""
+    large = "### run\n\n" + "line\n" * 3000
+    shared = Bounded((large,) * 10 + ("### small\n\nall of it\n",), "runs").markdown()
+    assert len(shared) <= MOST
+    assert shared.count("### run\n") == 10 and "### small\n\nall of it\n" in shared
+    assert shared.count(" more lines, left out to keep this short\n") == 10
     section = "x" * 1000 + "\n"
-    many = Bounded((section,) * 200, "runs").markdown()
+    many = Bounded((section,) * 200, "runs", tuple(f"bot{number}/run" for number in range(200))).markdown()
     assert len(many) <= MOST
-    assert many.endswith(f"and {200 - many.count(section)} more runs, left out to keep this short\n")
+    kept = many.count(section)
+    assert f"and {200 - kept} more runs, left out to keep this short: bot{kept}\\/run, " in many
     huge = Bounded(("line\n" * 20_000,), "runs").markdown()
     assert len(huge) <= MOST
     assert huge.endswith(" more lines, left out to keep this short\n")
@@ -277,9 +284,97 @@ def test_a_summary_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"convy: {tmp_path / 'taken' / 'summary.md'}: cannot be written: ")
-    assert done.stderr.endswith("the runs are kept: convy report RUN… --summary FILE\n")
     (folder,) = (project / "results" / "bot").iterdir()
+    assert done.stderr.endswith(f"the runs are kept: convy report {folder.name} --summary FILE\n")  # the run's own id
     done = convy(tmp_path, "-C", "project", "compare", folder.name, folder.name, "--summary", "taken/summary.md")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr and "cannot be written" in done.stderr
     assert not list(tmp_path.glob("**/summary.md*"))
+
+
+# --- what a reviewer needs (issue 24, item 7) ------------------------------------------------------
+
+CRASHING = '''\
+import os
+
+from convy.fakes import FakeAgent
+
+
+def answer(text):
+    if "crash" in text:
+        raise RuntimeError("refused with key " + os.environ["BOT_API_KEY"] + "\\n✓ forged line \\x1b[31m" + "y" * 5000)
+    return "hello " + text
+
+
+agent = FakeAgent(answer)
+'''
+
+
+def test_ids_that_share_a_long_beginning_stay_apart(tmp_path: Path) -> None:
+    """Two failing scenarios whose ids share 150 characters are cut in the middle: each row keeps the end that tells them apart."""
+    stem = "a-very-long-" + "x" * 130
+    project = made(tmp_path, {}, 1)
+    (project / "scenarios" / "refunds").mkdir()
+    for number in (1, 2):
+        (project / "scenarios" / "refunds" / f"{stem}-case-{number}.yaml").write_text("script: [hi]\njudge:\n  - It fails.\n")
+    assert convy(tmp_path, "-C", "project", "run", "--summary", "summary.md").returncode != 2
+    (table,) = Rendered((tmp_path / "summary.md").read_text(encoding="utf-8")).tables
+    ids = [row[0] for row in table[1:]]
+    assert len(ids) == 2 and len(set(ids)) == 2, ids
+    assert [one[-7:] for one in ids] == ["-case-1", "-case-2"]
+    assert all(one.startswith("refunds/a-very-long-xxx") and "…" in one and len(one) <= 100 for one in ids)
+
+
+def test_an_agents_crash_is_shown_with_its_error(tmp_path: Path) -> None:
+    """A scenario the agent crashed in says so in its row, with the error as kept: the key hidden, on one line, its control characters written out, cut."""
+    project = made(tmp_path, {"greet.yaml": PLAIN, "crash.yaml": "script: [crash now]\njudge:\n  - The bot is polite.\n"}, 2)
+    (project / "agents" / "bot.py").write_text(CRASHING, encoding="utf-8")
+    done = convy(tmp_path, "-C", "project", "run", "--summary", "summary.md")
+    assert done.returncode == 1, done.stderr
+    markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert SECRET not in markdown and "\x1b" not in markdown
+    rendered = Rendered(markdown)
+    assert rendered.tags <= ELEMENTS
+    (table,) = rendered.tables
+    assert table[0] == ["Scenario", "Passed", "Result", "What failed"]
+    (row,) = table[1:]
+    assert row[:3] == ["crash", "0 of 2", "✗ never passes"]
+    said = row[3]
+    assert said.startswith("the agent failed in 2 (RuntimeError: refused with key <hidden>\\n✓ forged line \\x1b[31myyy"), said
+    assert said.endswith(" more characters))"), said
+
+
+def test_scenarios_never_played_are_said_not_played(tmp_path: Path) -> None:
+    """A run its budget stopped after one attempt lists the scenarios it never reached as not played, not as not judged."""
+    project = made(tmp_path, {f"s{number}.yaml": PLAIN for number in range(3)}, 2)
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as toml:
+        toml.write("agent_places = 1\njudge_places = 1\n")
+    done = convy(tmp_path, "-C", "project", "run", "--max-tokens", "10", "--summary", "summary.md")
+    assert done.returncode == 6, done.stdout + done.stderr
+    markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    (table,) = Rendered(markdown).tables
+    unplayed = [row for row in table[1:] if row[2] == "– not played"]
+    assert len(unplayed) >= 1, table
+    assert all(row[1] == "0 of 0" and row[3] == "—" for row in unplayed)
+    assert "not judged" not in "".join(cell for row in table for cell in row)
+    assert f", {len(unplayed)} not played" in markdown
+
+
+def test_every_run_is_in_the_summary_when_many_agents_played(tmp_path: Path) -> None:
+    """Six agents whose runs each fail sixteen scenarios with long ids would not fit whole: each run keeps its section, fewer scenarios listed in each, within MOST."""
+    name = "@" * 150
+    project = made(tmp_path, {f"{name}{number:02}.yaml": "script: [hi]\njudge:\n  - It fails.\n" for number in range(16)}, 1)
+    agents = [f"bot{number}" for number in range(6)]
+    for agent in agents:
+        (project / "agents" / f"{agent}.py").write_text((project / "agents" / "bot.py").read_text())
+    (project / "agents" / "bot.py").unlink()
+    assert convy(tmp_path, "-C", "project", "run", "--summary", "summary.md").returncode == 0
+    markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert len(markdown) <= MOST
+    for agent in agents:
+        (folder,) = (project / "results" / agent).iterdir()
+        assert f"### convy · {agent} · run {MarkdownText(folder.name).markdown()}\n" in markdown
+        assert f"Report: project/results/{agent}/{folder.name}/report.html" in Rendered(markdown).text
+    assert "left out to keep this short" not in markdown  # fewer rows was enough
+    assert all(len(table) == 1 + 5 for table in Rendered(markdown).tables)
+    assert markdown.count("\nand 11 more scenarios\n") == 6

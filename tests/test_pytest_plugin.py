@@ -1,7 +1,10 @@
 """The pytest plugin (``pytest --convy``), run by pytest's own ``pytester`` on a project made of the
 fakes: which items it collects, how each ends and says why, ``-k`` and ``-m``, a broken project as
 a collection error, the run folder and report it leaves, and that without ``--convy`` it does
-nothing at all.
+nothing at all. Then that it plays as ``convy run`` does: ``attempts = "auto"`` in rounds, the
+budgets (a stop fails what it cut short), the project's ``.env`` when pytest is started from the
+folder above it (the template too, on the stand-in, in a process of its own), ``--lf`` on matrix
+variants, and outside text with its line breaks written out.
 
 The project has five scenarios: one that passes, one whose check fails, one whose agent raises
 (with a key and an escape sequence in its error), one its judge cannot decide, and one that needs
@@ -12,10 +15,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from fakeproject import MODELS, FakeProject
+from fakeproject import MODELS, Command, FakeProject
+from standin import StandIn
+from test_services_cli import KEY, Made, Roles
 
 # pytester runs pytest in this process, and after each run takes out of sys.modules every module
 # the run imported: a module imported again beside parts of the old one (PyYAML's events) is not
@@ -288,3 +295,232 @@ def test_verbose_shows_each_attempt_as_it_ends(pytester: pytest.Pytester, projec
         verbose.stdout.fnmatch_lines([line])
     quiet = pytester.runpytest("--convy", "-k", "greet", "-p", "no:cacheprovider")
     assert "greet #1" not in quiet.stdout.str()
+
+
+# --- as `convy run` plays: auto rounds, budgets, the project's folder, --lf, outside text ----------
+
+PRICED = '''\
+from decimal import Decimal
+
+from convy.agent import Answer, Cost, Usage
+from convy.fakes import FakeAgent
+
+
+def answer(text):
+    return Answer("hello " + text, Usage(input=60, output=40, cost=Cost(Decimal("0.10"), "provider")))
+
+
+agent = FakeAgent(answer)
+'''
+
+PASSES = "script: [hi]\njudge:\n  - check: {said: hello}\n"
+
+
+def priced(folder: Path, settings: str) -> Path:
+    """A project whose two scenarios always pass, each answer costing $0.10 and 100 tokens, with
+    these lines of ``[tool.convy]``, one attempt played at a time."""
+    FakeProject(PRICED, MODELS, {"greet.yaml": PASSES, "hello.yaml": PASSES}, 1).written(folder)
+    (folder / "pyproject.toml").write_text(f"[tool.convy]\nagent_places = 1\njudge_places = 1\n{settings}", encoding="utf-8")
+    return folder
+
+
+def kept(run: Path) -> int:
+    return len((run / "attempts.jsonl").read_text(encoding="utf-8").splitlines())
+
+
+def status(run: Path) -> dict:
+    return json.loads((run / "run.json").read_text(encoding="utf-8"))["status"]
+
+
+def test_auto_attempts_are_played_in_rounds_as_convy_run_plays_them(pytester: pytest.Pytester) -> None:
+    """Under ``attempts = "auto"`` the run plays the rounds its rule wants, the attempts ``convy run``
+    plays on the same project, not the most each scenario may get."""
+    project = priced(pytester.path, 'attempts = "auto"\nmax_attempts = 40\n')
+    assert Command(project, SECRET).ran("run").returncode == 0
+    result = pytester.runpytest("--convy", "-v", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["bot: 2 scenarios × 5 to 40 attempts per scenario, until *"])
+    counts = {run.name: kept(run) for run in runs(project)}
+    assert len(counts) == 2 and len(set(counts.values())) == 1, counts  # the same rounds, both ways
+    assert next(iter(counts.values())) < 2 * 40
+    result.stdout.fnmatch_lines(["  greet: * attempts, narrow enough: width *", "  hello: * attempts, narrow enough: width *"])
+
+
+def test_the_projects_budget_stops_the_play_and_fails_what_it_cut_short(pytester: pytest.Pytester) -> None:
+    """``max_cost`` of ``[tool.convy]`` holds: no attempt starts once it is spent, the run is kept as
+    stopped, each scenario cut short fails saying the budget and how to play the rest, and the convy
+    section says the stop as ``convy run`` does."""
+    project = priced(pytester.path, "attempts = 10\nmax_cost = 0.25\n")
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (run,) = runs(project)
+    spent = status(run)
+    assert spent["type"] == "stopped" and spent["spent"]["budget"] == "cost"
+    assert float(spent["spent"]["cost"]) <= 0.25 + 0.10  # over by at most one attempt's cost
+    assert kept(run) < 20
+    result.assert_outcomes(failed=2)
+    for body in sections(result.stdout.str()).values():
+        assert body.strip().startswith(f"run {run.name} stopped by budget: $") and "(cost)" in body
+        assert f"to play the rest: convy resume {run.name} --max-cost " in body
+    result.stdout.fnmatch_lines(
+        [f"bot: run {run.name} stopped by budget: $* of $0.25 (cost)*; to play the rest: convy resume {run.name} --max-cost *"]
+    )
+
+
+def test_a_budget_option_and_a_variable_hold_as_convy_runs_do(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--convy-max-tokens`` is over ``[tool.convy]``, ``CONVY_MAX_COST`` too; a run that kept within
+    its budget says what it spent of it."""
+    project = priced(pytester.path, "attempts = 2\nmax_tokens = 100000\n")
+    result = pytester.runpytest("--convy", "--convy-max-tokens", "250", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] >= 1 and outcomes["failed"] + outcomes.get("passed", 0) == 2  # a scenario played out may pass
+    (run,) = runs(project)
+    assert status(run)["spent"]["budget"] == "tokens"
+    result.stdout.fnmatch_lines([f"bot: run {run.name} stopped by budget: * of 250 tokens (tokens)*; to play the rest: *"])
+    monkeypatch.setenv("CONVY_MAX_COST", "5")
+    within = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    within.assert_outcomes(passed=2)
+    within.stdout.fnmatch_lines(["  budget: spent $0.40 of $5.00 (cost), 400 of 100,000 tokens (tokens)"])
+
+
+def test_lf_plays_again_the_failed_variants_of_a_matrix(pytester: pytest.Pytester, project: Path) -> None:
+    """A variant that failed (``refunds/upset[mood=angry,language=German]``) is found again by
+    ``--lf``, which plays it and the other failures alone, as a new run."""
+    (project / "scenarios" / "upset.yaml").write_text(
+        "matrix:\n  mood: [angry, calm]\n  language: [German, French]\nscript: ['hi {{ mood }} in {{ language }}']\n"
+        "judge:\n  - check: {not_said: angry}\n",
+        encoding="utf-8",
+    )
+    first = pytester.runpytest("--convy", "-k", "upset or greet")
+    first.assert_outcomes(passed=3, failed=2)
+    again = pytester.runpytest("--convy", "--lf", "-k", "upset or greet")
+    again.assert_outcomes(failed=2, deselected=7)  # -k's 4, and the 3 that passed
+    again.stdout.fnmatch_lines(["run-last-failure: rerun previous 2 failures*"])
+    played = {
+        tuple(one["id"] for one in json.loads((run / "run.json").read_text(encoding="utf-8"))["spec"]["scenarios"])
+        for run in runs(project)
+    }
+    assert ("upset[mood=angry,language=German]", "upset[mood=angry,language=French]") in played
+
+
+FORGED = "✓ fake/scenario #1  1 turn, 0.0 s · 1 claim held"
+
+
+def test_outside_text_keeps_its_line_breaks_written_out(pytester: pytest.Pytester, project: Path) -> None:
+    """An agent's error and a model's reason holding a line break and a line that looks like convy's
+    own print it written out (``\\n``), in the failure, under ``-v`` and in the convy section: no
+    forged line starts a line of pytest's output."""
+    (project / "agents" / "bot.py").write_text(
+        AGENT.replace('raise RuntimeError(f"bot exploded', f'raise RuntimeError(f"bot exploded\\n{FORGED}\\n'),
+        encoding="utf-8",
+    )
+    (project / "models.py").write_text(
+        MODELS.replace("Models(judge=", f"Models(user=Absent('no user\\n{FORGED}'), judge=").replace(
+            "from convy.model import Models", "from convy.model import Absent, Models"
+        ),
+        encoding="utf-8",
+    )
+    result = pytester.runpytest("--convy", "-v", "-ra", "-k", "crash or chat", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, skipped=1)
+    output = result.stdout.str()
+    assert "bot exploded\\n✓ fake/scenario #1" in sections(output)["bot::crash"]
+    assert f"no user\\n{FORGED}" in output  # the skip's reason, in -ra's line and the convy section
+    assert not [line for line in output.splitlines() if line.lstrip().startswith("✓ fake/scenario")], output
+    assert "\x1b" not in output
+
+
+SETTLED = '''\
+from convy import Env
+from convy.fakes import FakeAgent
+
+
+class BotSettings(Env):
+    greeting: str = "nobody set the greeting"
+
+
+def answer(text):
+    return BotSettings().greeting + " " + text  # read while the run plays
+
+
+agent = FakeAgent(answer)
+'''
+
+
+def test_from_the_projects_parent_folder_its_env_is_read(pytester: pytest.Pytester) -> None:
+    """Started from the folder above the project, pytest plays it as ``convy run`` started in it:
+    the project's ``.env`` is read by its ``Env`` settings and for the ``CONVY_*`` ones, not the
+    one of the folder pytest was started in."""
+    project = FakeProject(SETTLED, MODELS, {"greet.yaml": "script: [hi]\njudge:\n  - check: {said: hello there}\n"}, 1).written(
+        pytester.path / "project"
+    )
+    (project / ".env").write_text("GREETING=hello there\nCONVY_ATTEMPTS=2\n", encoding="utf-8")
+    (pytester.path / ".env").write_text("GREETING=not this one\nCONVY_ATTEMPTS=5\n", encoding="utf-8")
+    result = pytester.runpytest("--convy", "project", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    (run,) = runs(project)
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["spec"]["attempts"] == 2
+    assert Path.cwd() == pytester.path  # the folder pytest was started in, again after the play
+
+
+def test_the_template_from_its_parent_folder_plays_every_scenario_on_the_gateway(tmp_path: Path) -> None:
+    """A project of ``convy init`` with its gateway in ``.env``, run by ``pytest --convy project``
+    from the folder above it, in a process of its own: no scenario is skipped for a model, and the
+    simulated user, the judge and the assistant's model are asked on the gateway."""
+    made = Made(tmp_path / "project")
+    made.folder.mkdir()
+    assert made.ran("init").returncode == 0
+    roles = Roles()
+    with StandIn(reply=roles, api_key=KEY) as gateway:
+        made.gateway(gateway.url + "/v1")
+        with (made.folder / ".env").open("a", encoding="utf-8") as env:
+            env.write("CONVY_ATTEMPTS=1\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--convy", "project", "-p", "no:cacheprovider", "-ra"],
+            cwd=tmp_path, env=made.environment({}), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+        )
+        assert gateway.errors == []
+    output = done.stdout + done.stderr
+    assert KEY not in output and "Traceback" not in output, output
+    assert " skipped" not in output and "SKIPPED" not in output, output
+    assert set(roles.seen) == {"user", "judge", "agent"}
+    counts = re.search(r"(\d+) failed, (\d+) passed in", output) or re.search(r"(\d+) passed in", output)
+    scenarios = len(list((made.folder / "scenarios").rglob("*.yaml")))
+    assert counts is not None and sum(int(number) for number in counts.groups()) == 2 * scenarios, output
+    assert {path.parent.parent.name for path in (made.folder / "results").glob("*/*/run.json")} == {"assistant", "shop"}
+
+
+def test_a_bad_option_is_a_collection_error_naming_pytests_option(pytester: pytest.Pytester, project: Path) -> None:
+    """A value ``convy run`` would refuse is refused naming the ``--convy-…`` option, and nothing is played."""
+    for option, said in (
+        ("--convy-max-cost=-1", "convy: --convy-max-cost: must be 0 (no budget) or more"),
+        ("--convy-attempts=many", "convy: --convy-attempts: must be a whole number of at least 1, or auto"),
+    ):
+        result = pytester.runpytest("--convy", option, "-p", "no:cacheprovider")
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines([said])
+    assert not (project / "results").exists()
+
+
+def test_a_project_folder_that_is_not_there_is_a_collection_error(pytester: pytest.Pytester) -> None:
+    """``--convy-project`` naming no folder is one line saying so, not a traceback."""
+    result = pytester.runpytest("--convy", "--convy-project", "nowhere", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["convy: nowhere: No such file or directory"])
+    assert "Traceback" not in result.stdout.str() and Path.cwd() == pytester.path
+
+
+def test_a_run_that_played_everything_but_reached_its_budget_is_not_green(pytester: pytest.Pytester) -> None:
+    """A run that played every attempt and reached its budget doing so passes its items, says so as
+    ``convy run`` does, and fails the session, as ``convy run`` exits 6 for it."""
+    project = priced(pytester.path, "attempts = 2\nmax_cost = 0.40\n")
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    (run,) = runs(project)
+    assert kept(run) == 4 and status(run)["type"] == "finished"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"bot: run {run.name} reached its budget: $0.40 of $0.40 (cost)*; every planned attempt was played",
+            "convy: the session fails: the run of bot reached its budget (convy run exits 6)",
+        ]
+    )

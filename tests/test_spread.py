@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,7 @@ import pytest
 from raycluster import LocalCluster as RayCluster
 from standin import StandIn, Status, judged
 
+from convy.attempt import Attempt
 from convy.scenario import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")
@@ -565,3 +567,32 @@ def test_without_ray_a_spread_run_exits_2_saying_how_to_install_it(place: Place,
     assert "needs Ray" in ran.stderr and "pip install 'convy[ray]'" in ran.stderr, ran.stderr
     assert sorted(path for path in place.folder.rglob("*") if "__pycache__" not in path.parts) == before
     assert place.senders() == Counter()
+
+
+# --- a budget -----------------------------------------------------------------------------------
+
+
+def test_a_spread_run_starts_no_attempt_that_would_cross_its_budget(place: Place) -> None:
+    """``--workers 2`` with ``--max-tokens``: the driver lets each attempt start, by the run's count,
+    before it hands it to a worker, as one process does, so the run stops within its budget and
+    the most one attempt took, exits 6, and is kept as stopped."""
+    place.written(attempts=1)
+    alone = place.ran("run")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    each = max(
+        spent.input + spent.output for spent in (Attempt(outcome, 0.0).every_sum() for outcome in outcomes(place.run()))
+    )
+    assert each > 0  # the stand-in's models say what each request took
+    shutil.rmtree(place.folder / "results")
+    place.written(attempts=10, settings="agent_places = 4\n")
+    budget = each * 11 // 2  # room for five attempts and a half
+    ran = place.ran("run", "--workers", "2", "--max-tokens", str(budget))
+    assert ran.returncode == 6, ran.stdout + ran.stderr
+    kept = outcomes(place.run())
+    taken = sum(spent.input + spent.output for spent in (Attempt(outcome, 0.0).every_sum() for outcome in kept))
+    most = max(spent.input + spent.output for spent in (Attempt(outcome, 0.0).every_sum() for outcome in kept))
+    assert taken <= budget + most
+    assert 1 <= len(kept) < 30
+    status = json.loads((place.run() / "run.json").read_text())["status"]
+    assert status["type"] == "stopped" and status["spent"]["budget"] == "tokens"
+    assert "stopped by budget" in ran.stdout

@@ -173,17 +173,24 @@ def test_the_template_models_are_absent_with_a_reason(tmp_path: Path, monkeypatc
 
 
 def gateways(monkeypatch: pytest.MonkeyPatch, folder: Path, **variables: str) -> tuple[Any, Any]:
-    """The template's ``Gateway`` and ``GatewaySettings`` classes, in ``folder`` with only these
-    of the gateway's variables set."""
-    settings = loaded(TEMPLATE / "gateway_settings.py", "template_gateway_settings")
+    """The template's ``Gateway`` and ``GatewaySettings`` classes, copied into ``folder`` (a
+    project's, whose .env they read) with only these of the gateway's variables set, and the
+    current folder another one, as under pytest started from elsewhere."""
+    for name in ("gateway.py", "gateway_settings.py"):
+        (folder / name).write_text((TEMPLATE / name).read_text(encoding="utf-8"), encoding="utf-8")
+    settings = loaded(folder / "gateway_settings.py", "template_gateway_settings")
     for name in settings.GatewaySettings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.chdir(folder)
+    elsewhere = folder / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ".env").write_text("GATEWAY_URL=http://elsewhere.invalid/v1\nJUDGE_MODEL=wrong\n", encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    monkeypatch.syspath_prepend(str(TEMPLATE))  # gateway.py imports gateway_settings as the project does
-    return loaded(TEMPLATE / "gateway.py", "template_gateway").Gateway, settings.GatewaySettings
+    monkeypatch.syspath_prepend(str(folder))  # gateway.py imports gateway_settings as the project does
+    monkeypatch.delitem(sys.modules, "gateway_settings", raising=False)
+    return loaded(folder / "gateway.py", "template_gateway").Gateway, settings.GatewaySettings
 
 
 def test_the_gateway_names_every_setting_it_reads_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

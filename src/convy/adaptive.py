@@ -20,6 +20,7 @@ asks it to play each round's attempts, one call per round, seeing each attempt a
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -398,8 +399,8 @@ class Rounds(msgspec.Struct, frozen=True):
     """A ``bench.Player`` that plays a run of an ``Adaptive`` rule: of the attempts the run's
     folder lacks (those of its most), the ones the rule wants, a round at a time, each round
     played by ``player`` in one call. It sees each attempt as it is recorded, and finds the next
-    round from every attempt kept so far; it ends when the rule wants no more, or the budget is
-    spent. Minutes are counted from the start of the play, over all its rounds."""
+    round from every attempt kept so far; it ends when the rule wants no more, or the budget lets
+    no more attempts start. Minutes are counted from the start of the play, over all its rounds."""
 
     player: Any
     adaptive: Adaptive
@@ -420,7 +421,7 @@ class Rounds(msgspec.Struct, frozen=True):
         lacking = {(one.scenario.id, one.attempt): one for one in planned}
         kept: list[Outcome] = list(earlier)
         budget = self.player.budget
-        spending = budget.spending(kept) if budget is not None else None
+        spending = budget.spending(kept, asyncio.get_running_loop().time) if budget is not None else None
         seen: Any = _Noted(journal, kept)
         if spending is not None:
             seen = Counted(seen, spending)
@@ -428,16 +429,21 @@ class Rounds(msgspec.Struct, frozen=True):
             course = self.adaptive.course(self.scenarios, kept, self.most, self.trust)
             wanted = [lacking[key] for key in course.wanted() if key in lacking]
             if not wanted:
-                return None
-            if spending is not None and spending.reached() is not None:
+                # The rule ended the run: with a budget, what was spent of it (``reached`` says
+                # whether that reached it), never a stop.
                 return spending
             player = self.player
             if budget is not None and spending is not None and budget.minutes:
                 # The player counts minutes from its own start: it is given what is left of them.
                 player = player.budgeted(msgspec.structs.replace(budget, minutes=max(budget.minutes - spending.minutes(), 1e-9)))
             before = len(kept)
-            await player.run(wanted, seen, tuple(kept))
-            if len(kept) == before and (spending is None or spending.reached() is None):
+            # A round's player lets an attempt start only while it fits what is left of the budget
+            # (the whole run's cost and tokens, counted from every attempt kept): one it kept from
+            # starting stops the rounds, and the run.
+            played = await player.run(wanted, seen, tuple(kept))
+            if spending is not None and played is not None and played.stopped() is not None and len(kept) - before < len(wanted):
+                return spending.following(played)
+            if len(kept) == before:
                 raise Unplayed(f"a round of {len(wanted)} attempts ended with none recorded")
 
 

@@ -45,7 +45,7 @@ from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
 from convy.panel import Judging, Panel, Poll
-from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
+from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 from convy.secrets import Secrets
@@ -155,6 +155,10 @@ class Planned(msgspec.Struct, frozen=True):
     scenario: Scenario
     attempt: int
 
+    def key(self) -> tuple[str, int]:
+        """Its scenario's id and its number, as its outcome names it."""
+        return (self.scenario.id, self.attempt)
+
 
 class Plan(msgspec.Struct, frozen=True):
     """Every scenario, played ``attempts`` times: the attempts of a run, in order."""
@@ -172,8 +176,9 @@ class Bench(msgspec.Struct, frozen=True):
     """Plays attempts against an agent, with the project's models, within the limits.
 
     ``prompt`` is the simulator prompt a scenario's user is told with. ``budget``, when one is
-    set, is what the run may spend: once it is spent no worker takes a new attempt, and the
-    attempts under way end and are recorded (with none, nothing is counted). ``judging`` is how
+    set, is what the run may spend: a worker starts an attempt only when what it would likely
+    spend still fits (``budget.Spending.taken``), and the attempts under way when none fits end
+    and are recorded (with none, nothing is counted). ``judging`` is how
     its claims are judged: with one judge asked once, the judge is asked directly, as it always
     was; otherwise through a ``Poll`` of every judge, each patient within the judge's places.
     ``user_checks`` is how its simulated user is checked: by code always, by the judge's chat model
@@ -194,21 +199,24 @@ class Bench(msgspec.Struct, frozen=True):
         planned = tuple(planned)
         stage = self.stage(one.scenario for one in planned)
         plan = iter(planned)
-        queue = plan
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
-            spending = self.budget.spending(earlier)
-            queue = spending.taking(plan)
+            spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
             journal = Counted(journal, spending)
         kept: list[Planned] = []  # each attempt once it is recorded
 
         async def worker() -> None:
             # A worker takes an agent's place before it takes an attempt, so an attempt starts, and
             # its time with it, only once it has the place: there are more workers than agent
-            # places (the others judge), and a wait for a place is not the attempt's doing.
+            # places (the others judge), and a wait for a place is not the attempt's doing. With a
+            # budget, it then waits until the budget lets the attempt start.
             while True:
                 seat = await stage.seat()
-                one = next(queue, None)
+                try:
+                    one = await _taken(plan, spending)
+                except BaseException:
+                    seat.release()
+                    raise
                 if one is None:
                     seat.release()
                     return
@@ -255,6 +263,13 @@ class Bench(msgspec.Struct, frozen=True):
             for key, scenario in unique.items()
         }
         return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns)
+
+
+async def _taken(plan: Iterator[Planned], spending: Spending | None) -> Planned | None:
+    """The next attempt of ``plan``: at once with no budget, else once ``spending`` lets it start."""
+    if spending is None:
+        return next(plan, None)
+    return await spending.taken(plan, Planned.key)
 
 
 class Stage(msgspec.Struct, frozen=True):
@@ -548,6 +563,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     fingerprints: Fingerprints = Fingerprints()
     skipped: tuple[Skipped, ...] = ()
     convy: str = ""
+    budget: Budget = Budget()  # what it may spend, as its last play was given it (``convy resume`` keeps it); Budget(): none
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
     user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
@@ -597,13 +613,16 @@ class Running(msgspec.Struct, frozen=True, tag="running"):
 
 
 class Complete(msgspec.Struct, frozen=True, tag="finished", omit_defaults=True):
-    """A run whose every planned attempt is kept; ``budget``, the budget its last play kept within,
+    """A run whose every planned attempt is kept; ``budget``, the budget its last play was given,
     when one was set (left out of run.json when none was: an older convy, which does not know the
-    field, reads such a run as finished)."""
+    field, reads such a run as finished); ``reached``, what was spent when the play reached or
+    crossed that budget with its last attempts (those under way, or the first, whose spend was not
+    known before it ended), else ``None``."""
 
     started: str
     ended: str
     budget: Budget = Budget()
+    reached: Outlay | None = None
 
 
 class Interrupted(msgspec.Struct, frozen=True, tag="interrupted"):
@@ -614,8 +633,8 @@ class Interrupted(msgspec.Struct, frozen=True, tag="interrupted"):
 
 
 class Stopped(msgspec.Struct, frozen=True, tag="stopped"):
-    """A run its budget stopped: no attempt was started once it was spent, those under way were
-    kept; ``spent`` says which budget and what was spent. ``convy resume`` with a larger budget
+    """A run its budget stopped: no attempt was started once what it would likely spend no longer
+    fitted, those under way were kept; ``spent`` says which budget and what was spent. ``convy resume`` with a larger budget
     plays the rest. (Added after the first three: decision 5 says what an older convy makes of it.)"""
 
     started: str
@@ -853,8 +872,9 @@ class RunJournal(msgspec.Struct, frozen=True):
 
         Each attempt is kept here with every one of ``secrets`` hidden from its texts, and once it
         is on the disk goes on to ``journal`` (one that shows it, say), as the folder keeps it.
-        The run is marked finished when every attempt is played, stopped when the bench's budget
-        was spent first (its attempts under way kept), and interrupted when anything,
+        The run is marked finished when every attempt is played (with what was spent, when that
+        reached its budget), stopped when the bench's budget let no more attempts start (its
+        attempts under way kept), and interrupted when anything,
         Ctrl+C included, stops it; that error is raised on, and a write the folder refused as
         ``Unwritable``, attempts that ended unrecorded as ``Unplayed``, each out of its group. A folder that cannot be written before anything is played is a
         ``ConfigurationError``: nothing was sent.
@@ -904,15 +924,18 @@ class RunJournal(msgspec.Struct, frozen=True):
                     case BaseExceptionGroup():
                         # each its own line, not a group's trace: a full disk, attempts lost, a
                         # worker of a spread run that could not load the project
-                        said, _ = error.split((Unwritable, Unplayed, ConfigurationError))
+                        said, _ = error.split((Unwritable, Unplayed, ConfigurationError, WorkersLost))
                         if said is not None:
                             raise _first(said) from None
                 raise
+            # Stopped: a budget kept an attempt from starting, and attempts were left. Finished with
+            # ``reached``: every attempt was played, and the spend reached the budget all the same.
             outlay = None if spending is None else spending.outlay()
-            if outlay is not None and len(unflushed.kept) < len(missing):
+            if outlay is not None and spending is not None and spending.stopped() and len(unflushed.kept) < len(missing):
                 self._written(RunFile(spec, Stopped(started, self._now(), outlay)))
             elif bench.budget is not None and bench.budget.set():
-                self._written(RunFile(spec, Complete(started, self._now(), bench.budget)))
+                reached = outlay if spending is not None and spending.reached() else None
+                self._written(RunFile(spec, Complete(started, self._now(), bench.budget, reached)))
             else:
                 self._written(RunFile(spec, Complete(started, self._now())))
             # What the file now holds, without reading it again: the lines read at the start, then

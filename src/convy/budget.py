@@ -3,8 +3,11 @@
 ``Budget`` is what was allowed (cost in US dollars, tokens, minutes; 0 is no limit on that one).
 ``Spending`` is what a play has spent against it, counted from each attempt as it is kept — its
 requests summed as the report sums them (``Attempt.every_sum``: the agent's, the user model's and
-the judge's) — and what a bench asks before a worker takes a new attempt. A run with no budget
-makes no ``Spending`` at all: its bench takes attempts from its plan as before, and counts nothing.
+the judge's) — and what a bench asks before a worker starts a new attempt: it lets one start only
+when what the attempt would likely spend (the most one has spent so far) still fits, counting the
+attempts under way, so a budget is a cap, crossed by at most one attempt's spend. A run with no
+budget makes no ``Spending`` at all: its bench takes attempts from its plan as before, and counts
+nothing.
 
 Cost and tokens count the whole run: the attempts kept before this play (a resumed run's) as well
 as this play's, so ``convy resume`` with the same budget stops at once and a larger one plays on.
@@ -18,6 +21,7 @@ say so are made by ``report.Stop``; ``run.json`` keeps what was spent as an ``Ou
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -54,10 +58,11 @@ class Budget(msgspec.Struct, frozen=True):
 
 
 class Outlay(msgspec.Struct, frozen=True):
-    """What a run had spent when a budget stopped it, as ``run.json`` keeps it: which budget
-    stopped it and what it allowed, the cost of the priced requests (a decimal, as text) and the
-    requests not priced, the tokens reported and the requests that reported none, and this play's
-    minutes."""
+    """What a run had spent when a budget stopped it or was reached, as ``run.json`` keeps it:
+    which budget and what it allowed, the cost of the priced requests (a decimal, as text) and the
+    requests not priced, the tokens reported and the requests that reported none, this play's
+    minutes, and the most one attempt spent of that budget (dollars, tokens or minutes: what the
+    next attempt was feared to spend; 0 in a run.json written before it)."""
 
     budget: Which
     allowed: float
@@ -66,14 +71,25 @@ class Outlay(msgspec.Struct, frozen=True):
     tokens: int = 0
     unreported: int = 0
     minutes: float = 0.0
+    most: float = 0.0
 
 
 class Spending:
     """What a play has spent against its ``Budget``: added to as each attempt is kept (``record``),
-    asked before a worker takes a new attempt (``taking``). A plain class: it changes as the run
-    plays."""
+    asked before a worker starts a new attempt (``taken``). A plain class: it changes as the run
+    plays.
 
-    __slots__ = ("budget", "cost", "unpriced", "tokens", "unreported", "_clock", "_started", "_reached")
+    An attempt starts only when what it would likely spend still fits what is left of the budget:
+    for cost and tokens, the most one attempt has spent so far, counted for it and for each
+    attempt under way; for minutes, the longest one attempt has taken so far, against the minutes
+    left. Until an attempt's cost and tokens are known (none kept yet), attempts start one at a
+    time. So a run crosses its budget by at most what one attempt spends beyond the most seen
+    before it, and never by a crowd of attempts started together."""
+
+    __slots__ = (
+        "budget", "cost", "unpriced", "tokens", "unreported", "most_cost", "most_tokens", "longest", "kept",
+        "_clock", "_started", "_reached", "_refused", "_under_way", "_ended",
+    )
 
     def __init__(self, budget: Budget, earlier: Iterable[Outcome], clock: Callable[[], float]) -> None:
         self.budget = budget
@@ -81,19 +97,36 @@ class Spending:
         self.unpriced = 0
         self.tokens = 0
         self.unreported = 0
+        self.most_cost = Decimal(0)  # the most one kept attempt cost
+        self.most_tokens = 0  # the most tokens one kept attempt took
+        self.longest = 0.0  # the longest one attempt took, in seconds
+        self.kept = 0  # attempts counted, earlier ones included
         self._clock = clock
         self._started = clock()
         self._reached: Which | None = None
+        self._refused: Which | None = None
+        self._under_way: dict[tuple[str, int], float] = {}  # each attempt started and not kept, by when it started
+        self._ended: asyncio.Event | None = None  # made in the loop by the first worker that waits
         for outcome in earlier:
             self.record(outcome)
+            self.longest = max(self.longest, outcome.seconds)  # as its own play measured it
 
     def record(self, outcome: Outcome) -> None:
-        """Count a kept attempt's requests, every side's."""
+        """Count a kept attempt's requests, every side's, and how long it took since it started."""
         spent = Attempt(outcome, 0.0).every_sum()
         self.cost += spent.amount
         self.unpriced += spent.unpriced
-        self.tokens += spent.input + spent.output
+        tokens = spent.input + spent.output
+        self.tokens += tokens
         self.unreported += spent.requests - spent.reported - spent.partly
+        self.most_cost = max(self.most_cost, spent.amount)
+        self.most_tokens = max(self.most_tokens, tokens)
+        self.kept += 1
+        started = self._under_way.pop((outcome.scenario, outcome.attempt), None)
+        if started is not None:
+            self.longest = max(self.longest, self._clock() - started)
+        if self._ended is not None:
+            self._ended.set()
 
     def minutes(self) -> float:
         return (self._clock() - self._started) / 60.0
@@ -110,23 +143,77 @@ class Spending:
                 self._reached = "minutes"
         return self._reached
 
-    def taking(self, queue: Iterator[T]) -> Iterator[T]:
-        """The attempts of ``queue``, each handed out only while no budget is spent; one not
-        handed out stays in ``queue``."""
-        while self.reached() is None:
-            try:
-                yield next(queue)
-            except StopIteration:
-                return
+    def stopped(self) -> Which | None:
+        """The budget that kept an attempt from starting, if one did."""
+        return self._refused
+
+    def following(self, part: Spending) -> Spending:
+        """This spending, stopped as ``part`` (what one round of the play counted) was stopped,
+        with the longest attempt it saw; itself."""
+        self._refused = self._refused or part.stopped()
+        self.longest = max(self.longest, part.longest)
+        return self
+
+    def _admission(self) -> Which | Literal["start", "wait"]:
+        """Whether one more attempt may start now, must wait for one under way to end, or is
+        refused by a budget (which)."""
+        reached = self.reached()
+        if reached is not None:
+            return reached
+        budget = self.budget
+        under_way = len(self._under_way)
+        waits = False
+        counted: tuple[tuple[Which, Decimal, Decimal, Decimal], ...] = (
+            ("cost", self.cost, self.most_cost, Decimal(repr(budget.cost))),
+            ("tokens", Decimal(self.tokens), Decimal(self.most_tokens), Decimal(budget.tokens)),
+        )
+        for which, spent, most, allowed in counted:
+            if not allowed:
+                continue
+            if not self.kept:  # what one attempt spends is not known yet: one at a time
+                waits = waits or under_way > 0
+            elif spent + most * (under_way + 1) > allowed:
+                if not under_way:  # nothing under way can end cheaper than feared: no more fits
+                    return which
+                waits = True  # one under way may end cheaper than feared: look again then
+        if budget.minutes and self.longest and self.minutes() + self.longest / 60.0 > budget.minutes:
+            return "minutes"  # an attempt started now would likely end after the minutes allowed
+        return "wait" if waits else "start"
+
+    async def taken(self, queue: Iterator[T], key: Callable[[T], tuple[str, int]]) -> T | None:
+        """The next attempt of ``queue``, once the budget lets it start (``key`` names it: its
+        scenario and number); ``None`` when ``queue`` is done, or when a budget lets no more start
+        (the attempt then stays in ``queue``)."""
+        while True:
+            admission = self._admission()
+            match admission:
+                case "start":
+                    one = next(queue, None)
+                    if one is not None:
+                        self._under_way[key(one)] = self._clock()
+                    return one
+                case "wait":
+                    if self._ended is None:
+                        self._ended = asyncio.Event()
+                    self._ended.clear()
+                    await self._ended.wait()
+                case _:
+                    if self._refused is None:
+                        self._refused = admission
+                    return None
 
     def outlay(self) -> Outlay | None:
-        """What was spent, when a budget stopped the play."""
-        which = self.reached()
+        """What was spent, when a budget was reached or kept an attempt from starting."""
+        which = self.reached() or self._refused
         if which is None:
             return None
         allowed = {"cost": self.budget.cost, "tokens": float(self.budget.tokens), "minutes": self.budget.minutes}[which]
+        most = {"cost": float(self.most_cost), "tokens": float(self.most_tokens), "minutes": self.longest / 60.0}[which]
         minutes = self.minutes()
-        return Outlay(which, allowed, str(self.cost), self.unpriced, self.tokens, self.unreported, minutes if math.isfinite(minutes) else 0.0)
+        return Outlay(
+            which, allowed, str(self.cost), self.unpriced, self.tokens, self.unreported,
+            minutes if math.isfinite(minutes) else 0.0, most,
+        )
 
 
 class Counted(msgspec.Struct, frozen=True):

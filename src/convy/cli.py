@@ -5,7 +5,8 @@ The exit codes (README's "Results and exit codes" is the same table):
     0    every attempt judged, or those not judged within --max-not-judged, and, with
          --fail-under, the pass rate at or above it; for ``convy compare``, no real drop
     1    some attempt failed by the agent (it raised, broke off or ran out of time); also: a run
-         stopped because its folder refused a write (a full disk, a file-size limit), or a
+         stopped because its folder refused a write (a full disk, a file-size limit), or a spread
+         run stopped because its workers kept dying (``WorkersLost``: kept, resumable), or a
          finished run's report, or the --junit or --summary file, could not be written
     2    a configuration error, or a folder convy must write refused it: nothing was sent;
          also: ``convy check`` or ``convy run --dry-run`` found problems, one line each (0: none,
@@ -18,7 +19,8 @@ The exit codes (README's "Results and exit codes" is the same table):
     5    more attempts not judged than --max-not-judged allows, by default any one (changed: this
          was 1, the code of an agent failure)
     6    a run stopped by its budget (--max-cost, --max-tokens, --max-minutes): no attempt was
-         started once it was spent, those under way were kept; ``convy resume`` with a larger
+         started that would likely cross it, those under way were kept (also: a run that played
+         every attempt but reached or crossed its budget doing so); ``convy resume`` with a larger
          budget plays the rest
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
     143  terminated (SIGTERM): as Ctrl+C
@@ -58,16 +60,18 @@ from convy.adaptive import Adaptive, Against, Judged
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.agreement import Consensus
 from convy.attempt import Spent
-from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
+from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
+from convy.budget import Budget, Outlay
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Models
-from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable
+from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable, WorkersLost
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
+from convy.spelling import Slips
 from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
@@ -86,7 +90,8 @@ CANCELLED = "cancelled from within, as code that cancels its own task does (asyn
 
 class Shown:
     """Where the command writes: a stream that a slow, stopped or closed reader cannot hold up, and
-    on which no text drives the terminal: every control character is written out (``Inert``).
+    on which no text drives the terminal: every control character is written out (``Inert``), and
+    no line is longer than about ``LINE`` characters (its middle left out and counted).
 
     A line is written at once when the stream can take it without waiting (``select``); otherwise it
     waits in memory and goes out with a later line, or at the end (``drained``). Up to ``WAITING``
@@ -96,6 +101,8 @@ class Shown:
 
     WAITING: ClassVar[int] = 1000
     PIECE: ClassVar[int] = 4096  # at most PIPE_BUF: a pipe that selects as writable takes it whole
+    LINE: ClassVar[int] = 2000  # characters of one line: a CI log stays readable
+    END: ClassVar[int] = 300  # of them, kept from a longer line's end
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
@@ -134,13 +141,27 @@ class Shown:
             self._queued(note)
         if text is None:
             return
-        text = Inert(text).lines()
+        text = self._bounded(Inert(text).lines())
         if self._descriptor < 0:  # a stream without a descriptor (a test's StringIO) never waits
             self._out.write(text + "\n")
             self._out.flush()
             return
         data = (text + "\n").encode("utf-8", "replace")
         self._waiting.extend(data[start : start + self.PIECE] for start in range(0, len(data), self.PIECE))
+
+    def _bounded(self, text: str) -> str:
+        # Each line within LINE characters: what a line carries from outside (an agent's error, a
+        # service's body) is cut where it was put in; this is the bound for whatever was not. Cut
+        # in its middle: the end of a line is often what to do next (`convy resume …`).
+        if len(text) <= self.LINE:
+            return text
+        return "\n".join(self._cut(line) for line in text.split("\n"))
+
+    def _cut(self, line: str) -> str:
+        if len(line) <= self.LINE:
+            return line
+        head, tail = self.LINE - self.END, self.END
+        return f"{line[:head]} … ({len(line) - head - tail} characters left out) … {line[len(line) - tail :]}"
 
     def sent(self) -> None:
         """Write what the stream takes now, without waiting."""
@@ -226,36 +247,43 @@ class Printed:
 
 
 class Said(msgspec.Struct, frozen=True):
-    """The few words a finished attempt gets on its line."""
+    """The few words a finished attempt gets on its line: each text from outside (an agent's error,
+    a judge's reason, a claim) on one line and cut to ``MOST`` characters."""
 
     outcome: Outcome
     trust: float
 
+    MOST: ClassVar[int] = 300
+
     def text(self) -> str:
         turns = len(self.outcome.transcript.turns)
         when = f"{turns} turn{'s' if turns != 1 else ''}, {self.outcome.seconds:.1f} s"
+        cut = self._cut
         match self.outcome.result:
             case Failed(reason=reason):
-                return f"{when} · agent failed ({self.outcome.stop}): {reason}"
+                return f"{when} · agent failed ({self.outcome.stop}): {cut(reason)}"
             case NoVerdict(who=who, reason=reason, checks=checks):
                 broken = [claim for claim in checks if not claim.held and not claim.doubt]
                 if broken:
                     # A check decided by code failed: the attempt failed, whatever the model did.
-                    return f"{when} · {broken[0].claim}: {broken[0].reason} (then {who} failed: {reason})"
-                return f"{when} · not judged, {who} failed: {reason}"
+                    return f"{when} · {cut(broken[0].claim)}: {cut(broken[0].reason)} (then {who} failed: {cut(reason)})"
+                return f"{when} · not judged, {who} failed: {cut(reason)}"
             case Verdict(claims=claims):
                 wrong = [claim for claim in claims if not claim.held and claim.trusted(self.trust)]
                 doubtful = [claim for claim in claims if not claim.trusted(self.trust)]
                 if wrong:
-                    return f"{when} · {wrong[0].claim}: {wrong[0].reason}" + (
+                    return f"{when} · {cut(wrong[0].claim)}: {cut(wrong[0].reason)}" + (
                         f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else ""
                     )
                 if doubtful and doubtful[0].doubt == "unseen":
                     return f"{when} · not judged: {doubtful[0].claim}: {doubtful[0].reason}"
                 if doubtful:
                     why = {"split": " (the judge split)", "unquoted": " (evidence not in the dialogue)"}.get(doubtful[0].doubt, "")
-                    return f"{when} · not trusted{why}: {doubtful[0].claim}"
+                    return f"{when} · not trusted{why}: {cut(doubtful[0].claim)}"
                 return f"{when} · {len(claims)} claim{'s' if len(claims) != 1 else ''} held"
+
+    def _cut(self, text: str) -> str:
+        return Inert(text).short(self.MOST)
 
 
 class Recorded(msgspec.Struct, frozen=True):
@@ -281,19 +309,23 @@ class Recorded(msgspec.Struct, frozen=True):
         planned = self._planned(self.kept.outcomes)  # of --attempts auto: the first round's; the bar grows
         each = f"{self.spec.attempts} attempts" if self.spec.adaptive is None else self.spec.adaptive.said(self.spec.attempts)
         self.shown.line(f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {each} → {self._where(journal.folder)}")
-        stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | None = None
+        stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             growing = None if self.spec.adaptive is None else self._planned
             printed = Printed(self.shown, progress, task, self.spec.trust, growing, self.kept.outcomes)
             try:
                 kept = asyncio.run(self._played(journal, printed))
-            except (KeyboardInterrupt, Terminated, Unwritable, Unplayed) as error:
+            except (KeyboardInterrupt, Terminated, Unwritable, Unplayed, WorkersLost) as error:
                 stopped = error
         match stopped:
             case KeyboardInterrupt():
                 return self._stopped(journal, "interrupted", 130)
             case Terminated():
                 return self._stopped(journal, "terminated", 143)
+            case WorkersLost():
+                # Not the project's fault, nor a reason to lose what was played: kept, and said how to go on.
+                self.errors.line(f"convy: {stopped}; the run stops")
+                return self._stopped(journal, "stopped", 1)
             case Unwritable(path=path, reason=reason):
                 kept = journal.kept(self.spec)
                 planned = self._planned(kept.outcomes)
@@ -337,18 +369,25 @@ class Recorded(msgspec.Struct, frozen=True):
         return Worst((code, *self._budgeted(summary))).code()
 
     def _budgeted(self, summary: Summary) -> tuple[int, ...]:
-        """Exit 6 with the line that says which budget stopped the run, what was spent, and how
-        to go on; with a budget the run stayed within, a line saying what it spent of it."""
+        """Exit 6 with the line that says which budget stopped the run, what was spent, and a
+        budget that plays the rest; exit 6 too, with what was spent, for a run that played every
+        attempt but reached or crossed its budget doing so; with a budget the run stayed within,
+        a line saying what it spent of it."""
+        outcomes = summary.run.outcomes
         match summary.run.file.status:
             case Stopped(spent=spent):
                 stop = Stop(spent)
+                left = self._planned(outcomes) - len(outcomes)
                 self.shown.line(
                     f"{self.spec.agent}: run {self.spec.id} {stop.text()}; to play the rest: "
-                    f"convy resume {self.spec.id} {stop.more()}"
+                    f"convy resume {self.spec.id} {stop.more(left, self.spec.limits.agent_places)}"
                 )
                 return (6,)
-        if self.bench.budget is not None:
-            self.shown.line(f"{self.spec.agent}: {Allowance(self.bench.budget).text(summary.run.outcomes)}")
+            case Complete(reached=Outlay() as reached):
+                self.shown.line(f"{self.spec.agent}: run {self.spec.id} {Stop(reached).reached()}")
+                return (6,)
+            case Complete(budget=budget) if budget.set():
+                self.shown.line(f"{self.spec.agent}: {Allowance(budget).text(outcomes)}")
         return ()
 
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
@@ -520,6 +559,25 @@ class Outputs(msgspec.Struct, frozen=True):
             RunSummary(summaries, self.here).written(self.summary)
             shown.line(f"summary: {self.summary}")
 
+    def played(self, project: Project, runs: tuple[str, ...], code: int, shown: Shown, errors: Shown) -> int:
+        """After ``convy run`` or ``convy resume``: write each file asked for of the ``runs`` played,
+        which ended with ``code``; the command's code then (1 more when a file cannot be written)."""
+        if not self.wanted() or code in (130, 143):  # asked to stop: the runs are kept, nothing more is written
+            return code
+        # Each run read back as it was kept (its secrets hidden), as `convy report` would read it.
+        with Uncollected():
+            summaries = tuple(Summary(project.read(one)) for one in runs)
+            try:
+                self.written(summaries, shown)
+            except Unwritable as error:
+                named = " ".join(runs) if runs else "RUN…"
+                errors.line(
+                    f"convy: {error.path}: cannot be written: {error.reason}; the runs are kept: "
+                    f"convy report {named} {self.option(error.path)} FILE"
+                )
+                return Worst((code, 1)).code()
+        return code
+
     def compared(self, view: ComparisonView, base: Read, candidate: Read, page: Path, shown: Shown) -> None:
         """Write the comparison's Markdown summary, when one was asked for."""
         if self.summary is not None:
@@ -609,6 +667,17 @@ class Budgeted(msgspec.Struct, frozen=True):
     def given(self) -> dict[str, str]:
         """The options given, by the setting each is over."""
         return {name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None}
+
+    def resumed(self, kept: Budget, settings: Settings) -> Budget:
+        """The budget a resumed run plays within: each limit as given to ``convy resume``, else as
+        the run kept it in run.json (the budget its last play was given, from wherever it came),
+        else the project's setting now (``settings``, with the options over it)."""
+        now = settings.budget() or Budget()
+        return Budget(
+            cost=self.max_cost if self.max_cost is not None else kept.cost or now.cost,
+            tokens=self.max_tokens if self.max_tokens is not None else kept.tokens or now.tokens,
+            minutes=self.max_minutes if self.max_minutes is not None else kept.minutes or now.minutes,
+        )
 
 
 class AutoAttempts(msgspec.Struct, frozen=True):
@@ -800,21 +869,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             played.append(spec.id)
             if codes[-1] in (130, 143):
                 break
-        code = Worst(tuple(codes)).code()
-        if not self.outputs.wanted() or code in (130, 143):  # asked to stop: the runs are kept, nothing more is written
-            return code
-        # Each run read back as it was kept (its secrets hidden), as `convy report` would read it.
-        with Uncollected():
-            summaries = tuple(Summary(self.project.read(one)) for one in played)
-            try:
-                self.outputs.written(summaries, shown)
-            except Unwritable as error:
-                errors.line(
-                    f"convy: {error.path}: cannot be written: {error.reason}; the runs are kept: "
-                    f"convy report RUN… {self.outputs.option(error.path)} FILE"
-                )
-                return Worst((code, 1)).code()
-        return code
+        return self.outputs.played(self.project, tuple(played), Worst(tuple(codes)).code(), shown, errors)
 
     def based(self, settings: Settings) -> tuple[AgainstRun | None, Read | None, tuple[str, ...]]:
         """With ``--against``: the base, read and checked, and the one agent to run (its); else the
@@ -945,6 +1000,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
     spread: Spreading = Spreading()
+    outputs: Outputs = Outputs()  # --junit and --summary: the whole run, as convy run writes them
 
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id, "resume")
@@ -953,6 +1009,8 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
+        budget = self.budget.resumed(spec.budget, settings)
+        spec = msgspec.structs.replace(spec, budget=budget)  # kept in run.json for the next resume
         kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
         note = kept.note()
         if note:
@@ -961,25 +1019,27 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         if spec.origin is not None:  # a re-judged run: its judge decides the rest, the agent is never loaded
             from convy.rejudge import Rejudge
 
-            rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), settings.budget())
+            rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), budget if budget.set() else None)
             secrets = loaded.secrets(rejudging.judge, loaded.models())
-            return Recorded(
+            code = Recorded(
                 self.project, spec, rejudging, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
                 live=settings.live(self.project.folder, spec.id),
             ).played()
+            return self.outputs.played(self.project, (spec.id,), code, shown, errors)
         agent, models = loaded.parts()
         if (models.user.name, models.judge.name) != (spec.models.user, spec.models.judge):
             raise ConfigurationError(
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks)
+        bench = Bench(agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
-        return Recorded(
+        code = Recorded(
             self.project, spec, player, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
         ).played()
+        return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
 
 class RejudgeCommand(msgspec.Struct, frozen=True):
@@ -997,6 +1057,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
     judge_repeats: int | None = None
+    outputs: Outputs = Outputs()  # --junit and --summary of the new run
 
     def run(self, shown: Shown, errors: Shown) -> int:
         from convy.rejudge import JudgeChoice, Rejudge, Rejudging
@@ -1016,10 +1077,11 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
             "no request to the agent or the simulated user"
         )
         bench = Rejudging(dialogues, judge, spec.limits, settings.budget(), spec.judging)
-        return Recorded(
+        code = Recorded(
             self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
         ).played()
+        return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
 
 class JudgingSaid(msgspec.Struct, frozen=True):
@@ -1133,6 +1195,8 @@ class DryRun(msgspec.Struct, frozen=True):
                     specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
+        if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
+            problems.extend(Slips(project.folder).project())
         secrets = Loaded(project, "").secrets(*parts)
         if problems:
             said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))
@@ -1649,8 +1713,8 @@ class Arguments(msgspec.Struct, frozen=True):
             help="with --attempts auto: play until the comparison with this finished run of the same agent is decided "
             "(an id or a unique part; --max-attempts is the most per scenario)",
         )
-        run.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to play")
-        run.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="play scenarios with any of these tags")
+        run.add_argument("--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help="scenario ids or paths to play")
+        run.add_argument("--tag", nargs="+", action="extend", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
         run.add_argument(
             "--judge-repeats",
@@ -1707,11 +1771,12 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         self._budget(resume)
         self._spread(resume)
+        self._outputs(resume, "the whole run")
         rejudge = commands.add_parser("rejudge", help="decide a run's recorded dialogues again: no request to the agent or user")
         rejudge.add_argument("run", help="the run's id, or a unique part of it")
         rejudge.add_argument("--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service")
-        rejudge.add_argument("--scenarios", nargs="+", default=[], metavar="GLOB", help="scenario ids or paths to re-judge")
-        rejudge.add_argument("--tag", nargs="+", default=[], metavar="TAG", help="re-judge scenarios with any of these tags")
+        rejudge.add_argument("--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help="scenario ids or paths to re-judge")
+        rejudge.add_argument("--tag", nargs="+", action="extend", default=[], metavar="TAG", help="re-judge scenarios with any of these tags")
         rejudge.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted (default: the run's)")
         rejudge.add_argument(
             "--judge-repeats",
@@ -1724,6 +1789,7 @@ class Arguments(msgspec.Struct, frozen=True):
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
         self._budget(rejudge)
+        self._outputs(rejudge, "the new run")
         return parser
 
     def _variants(self, command: argparse.ArgumentParser) -> None:
@@ -1745,6 +1811,11 @@ class Arguments(msgspec.Struct, frozen=True):
             metavar="ADDRESS",
             help="play the run on a Ray cluster: auto, ray://HOST:PORT, HOST:PORT, or none to start one here (default: ray)",
         )
+
+    def _outputs(self, command: argparse.ArgumentParser, what: str) -> None:
+        # --junit and --summary of a command that plays a run other than convy run's (resume, rejudge)
+        command.add_argument("--junit", type=Path, metavar="FILE", help=f"also write {what} as JUnit XML, for CI")
+        command.add_argument("--summary", type=Path, metavar="FILE", help=f"also write {what} as a Markdown summary, for a pull request")
 
     def _budget(self, command: argparse.ArgumentParser) -> None:
         # The budget's options, declared once in Budgeted for run and resume (exit 6 when one stops the run).
@@ -1837,6 +1908,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         parsed.judge_repeats,
+                        outputs,
                     ).run(shown, errors)
                 case "resume":
                     code = ResumeCommand(
@@ -1846,6 +1918,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         Spreading(parsed.workers, parsed.ray),
+                        outputs,
                     ).run(shown, errors)
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():

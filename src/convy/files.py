@@ -130,7 +130,8 @@ class Replaced(msgspec.Struct, frozen=True):
     then renamed over ``path``, so a reader finds the old file or the new one, never half of one.
     The name is the writing process's own: two processes writing one page at once (a run's live
     report and another run's, both rebuilding the index) never write into, or rename, each other's
-    half. A write that fails leaves no ``.tmp`` behind and raises the ``OSError``."""
+    half. A write that fails leaves no ``.tmp`` behind and raises the ``OSError``; one that succeeds
+    removes the ``.tmp`` a writer killed halfway left (its process gone)."""
 
     path: Path
 
@@ -157,3 +158,24 @@ class Replaced(msgspec.Struct, frozen=True):
             with suppress(OSError):
                 temporary.unlink(missing_ok=True)
             raise
+        self._swept()
+
+    def _swept(self) -> None:
+        """Remove the ``.tmp`` a writer of this file left when it was killed halfway (SIGKILL, or
+        a second Ctrl+C while it cleaned up): one whose process is no longer running. Another
+        writer's, still running, is its own."""
+        name = self.path.name
+        with suppress(OSError):
+            for path in self.path.parent.iterdir():
+                if not (path.name.startswith(name + ".") and path.name.endswith(".tmp")):
+                    continue
+                pid = path.name[len(name) + 1 : -len(".tmp")]
+                if not pid.isdigit() or int(pid) == os.getpid():
+                    continue
+                try:
+                    os.kill(int(pid), 0)
+                except ProcessLookupError:  # ended: what it left is nobody's
+                    with suppress(OSError):
+                        path.unlink()
+                except (PermissionError, OverflowError):  # running, as another user; or no process's number
+                    continue

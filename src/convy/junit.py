@@ -198,6 +198,11 @@ class Case(msgspec.Struct, frozen=True):
         child = ET.SubElement(case, tag, type=kind, message=XmlText(message, 2000).line())
         child.text = XmlText("\n".join(lines), 100_000).lines()
 
+    def outside(self, text: str, most: int) -> str:
+        """A reason an agent, a model or a check gave, as the failure's lines hold it: cut to
+        ``most`` characters, its line breaks kept (the pytest plugin's ``OnOneLine`` writes them out)."""
+        return XmlText(text, most).cut()
+
     def _failed_claims(self) -> list[tuple[str, int, int, list[str]]]:
         """Each claim that failed in some attempt: its text, held of decided (the report's count),
         and the reason it failed in each attempt, the judge's or the check's evidence."""
@@ -205,7 +210,7 @@ class Case(msgspec.Struct, frozen=True):
         for attempt in self.attempts:
             for claim in self._failing(attempt):
                 reasons.setdefault(claim.claim, []).append(
-                    f"#{attempt.outcome.attempt}: {XmlText(claim.reason, self.REASON).cut()}"
+                    f"#{attempt.outcome.attempt}: {self.outside(claim.reason, self.REASON)}"
                 )
         rows = {row.text: row for row in self.summary.claims(list(self.attempts))}
         order = {text: at for at, text in enumerate(rows)}  # the report's order of the scenario's claims
@@ -239,9 +244,9 @@ class Case(msgspec.Struct, frozen=True):
         """Why an attempt failed by the agent or was not judged, in the words of whoever failed."""
         match attempt.outcome.result:
             case Failed(reason=reason):
-                return f"{attempt.outcome.stop}: {XmlText(reason, most).cut()}"
+                return f"{attempt.outcome.stop}: {self.outside(reason, most)}"
             case NoVerdict(who=who, reason=reason):
-                return f"{who}: {XmlText(reason, most).cut()}"
+                return f"{who}: {self.outside(reason, most)}"
             case Verdict(claims=claims):
                 unseen = [claim for claim in claims if claim.doubt == "unseen"]
                 if unseen:

@@ -74,23 +74,36 @@ class LiveReport(msgspec.Struct, frozen=True):
 
     async def _written(self, pace: float) -> int:
         """One writing, in a child process; its exit code."""
+        # Cancelled while the child is being started, the child may be running already: it is
+        # stopped and waited for all the same. Left running, it would go on writing after the
+        # caller's report, and be killed halfway when this process ends (its ``.tmp`` left behind).
+        starting = asyncio.ensure_future(self._started(pace))
         try:
-            child = await self._started(pace)
+            child = await asyncio.shield(starting)
         except OSError:  # no process could be started now (too many open, say): the next writing tries again
             return -1
+        except asyncio.CancelledError:
+            with suppress(OSError):
+                await self._stopped(await starting)
+            raise
         try:
             return await child.wait()
         finally:
             if child.returncode is None:  # cancelled while it writes: stopped, and waited for
-                with suppress(ProcessLookupError):
-                    child.send_signal(signal.SIGINT)
-                try:
-                    async with asyncio.timeout(self.GRACE):
-                        await asyncio.shield(child.wait())
-                except TimeoutError:
-                    with suppress(ProcessLookupError):
-                        child.kill()
-                    await asyncio.shield(child.wait())
+                await self._stopped(child)
+
+    async def _stopped(self, child: asyncio.subprocess.Process) -> None:
+        """Stop a writing under way (SIGINT: its temporary file removed, the page left whole) and
+        wait for it; one that does not end within ``GRACE`` seconds (SIGINT ignored, say) is killed."""
+        with suppress(ProcessLookupError):
+            child.send_signal(signal.SIGINT)
+        try:
+            async with asyncio.timeout(self.GRACE):
+                await asyncio.shield(child.wait())
+        except TimeoutError:
+            with suppress(ProcessLookupError):
+                child.kill()
+            await asyncio.shield(child.wait())
 
     async def _started(self, pace: float) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
@@ -115,7 +128,7 @@ class Tethered(msgspec.Struct, frozen=True):
     """The tie of a live writing (this process, ``convy report --live``) to ``parent``, the
     ``convy run`` that started it. On Linux the kernel kills this process when its parent ends,
     however it ends (``PR_SET_PDEATHSIG``, SIGKILL: a page half written stays in its ``.tmp``,
-    which the next writer of that page removes first); a parent that ended before the tie was
+    which the next writing of that page removes, its process being gone: ``files.Replaced``); a parent that ended before the tie was
     made is seen in ``held``, and the writing is not done. Elsewhere only that is checked, and a
     writing already begun when its parent is killed finishes, whole."""
 

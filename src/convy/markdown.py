@@ -58,6 +58,22 @@ class MarkdownText(msgspec.Struct, frozen=True):
         return line.translate(_ESCAPED)
 
 
+class MarkdownId(msgspec.Struct, frozen=True):
+    """A scenario's id as Markdown text (``MarkdownText``), cut in its middle rather than at its
+    end: ids that share a long beginning (``refunds/a-very-long…-case-1``, ``…-case-2``) stay
+    apart by what ends them."""
+
+    text: str
+    most: int = 100
+
+    def markdown(self) -> str:
+        line = Inert(self.text).line()
+        if len(line) > self.most:
+            tail = (self.most - 1) * 2 // 5
+            line = f"{line[: self.most - 1 - tail]}…{line[len(line) - tail :]}"
+        return MarkdownText(line, self.most).markdown()
+
+
 class Numbers(msgspec.Struct, frozen=True):
     """Numbers written as the pages write them (``Convy.fmt`` in ``pages/base.js``)."""
 
@@ -127,6 +143,7 @@ METHOD = {
     "wilson": "Wilson interval, one scenario",
     "none": "nothing judged",
 }
+STOPS = {"time_limit": "out of time", "agent_busy": "its service stayed busy", "max_turns": "too many turns", "model_failed": "a model failed"}
 CHANGE = {"worse": "▼ worse", "better": "▲ better", "same": "= same"}
 DIRECTION = {"lower": "▼ lower", "higher": "▲ higher", "same": "= same"}
 
@@ -198,25 +215,33 @@ class Where(msgspec.Struct, frozen=True):
 
 class RunSummary(msgspec.Struct, frozen=True):
     """Runs as one Markdown summary, a section per run in the order given; ``here`` is where the
-    command was run, which the report's path is given from."""
+    command was run, which the report's path is given from. Every run has its section: when they
+    do not fit in ``MOST`` characters as they are, each lists fewer scenarios, then each is cut to
+    its share of the room (``Bounded``)."""
 
     summaries: tuple[Summary, ...]
     here: Path
 
-    SCENARIOS: ClassVar[int] = 15  # scenarios that did not always pass, listed
+    SCENARIOS: ClassVar[tuple[int, ...]] = (15, 5, 1)  # scenarios that did not always pass, listed: fewer when runs are many
     CLAIMS: ClassVar[int] = 3  # failed claims named for each
     ID: ClassVar[int] = 100  # characters of a scenario's id
     CLAIM: ClassVar[int] = 120  # characters of a claim
+    ERROR: ClassVar[int] = 200  # characters of an agent's error
 
     def markdown(self) -> str:
         if not self.summaries:  # every agent skipped: a file saying so, not an empty one
             return "### convy\n\nNo run was played.\n"
-        return Bounded(tuple(self._section(summary) for summary in self.summaries), "runs").markdown()
+        names = tuple(f"{summary.run.file.spec.agent}/{summary.run.file.spec.id}" for summary in self.summaries)
+        for most in self.SCENARIOS:
+            sections = tuple(self._section(summary, most) for summary in self.summaries)
+            if Bounded(sections, "runs", names).fits():
+                break
+        return Bounded(sections, "runs", names).markdown()
 
     def written(self, path: Path) -> None:
         Delivered(path).written(self.markdown().encode())
 
-    def _section(self, summary: Summary) -> str:
+    def _section(self, summary: Summary, most: int) -> str:
         view = summary.view()
         head = view.header
         numbers = Numbers()
@@ -224,6 +249,9 @@ class RunSummary(msgspec.Struct, frozen=True):
         if head.stop:  # words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math
             stop = head.stop.replace("$", "\\$")
             lines += [f"> **This run was {stop}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
+        elif head.reached:  # every attempt played, the budget reached or crossed all the same: exit 6
+            reached = head.reached.replace("$", "\\$")
+            lines += [f"> **This run {reached}.**", ""]
         elif head.status != "finished":
             lines += [f"> **This run is {head.status}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
         rate = f"**Pass rate {numbers.pct(view.rate.estimate)}**" if view.rate else "**Pass rate —**"
@@ -232,21 +260,25 @@ class RunSummary(msgspec.Struct, frozen=True):
             f"{numbers.count(view.passed)} passed of {numbers.count(view.judged)} judged · "
             f"{len(view.scenarios)} scenarios: {view.always} always pass, {view.flaky} flaky, {view.never} never pass"
         )
+        unplayed = sum(1 for scenario in view.scenarios if not scenario.attempts)
+        if unplayed:
+            lines[-1] += f", {unplayed} {self._unplayed(head.status)}"
         if view.consistency:
             last = view.consistency[-1]
             lines[-1] += f" · pass^{last.k} {numbers.pct(last.pass_hat)}"
         lines.append("")
+        crashes = Crashes(summary, self.ERROR).said()
         failing = [scenario for scenario in view.scenarios if scenario.status != "always"]
         rows = tuple(
             (
-                MarkdownText(scenario.id, self.ID).markdown(),
+                MarkdownId(scenario.id, self.ID).markdown(),
                 f"{scenario.passed} of {scenario.judged}" + (f" ({scenario.not_judged} not judged)" if scenario.not_judged else ""),
-                SCENARIO[scenario.status],
-                self._failed(scenario.claims),
+                SCENARIO[scenario.status] if scenario.attempts else "– " + self._unplayed(head.status),
+                "; ".join(filter(None, (crashes.get(scenario.id, ""), self._failed(scenario.claims)))) or "—",
             )
             for scenario in failing
         )
-        table = Rows(("Scenario", "Passed", "Result", "Claims that failed"), rows, self.SCENARIOS, "scenarios").lines()
+        table = Rows(("Scenario", "Passed", "Result", "What failed"), rows, most, "scenarios").lines()
         if table:
             lines += [*table, ""]
         unjudged = Unjudged(summary, view).lines()
@@ -262,12 +294,40 @@ class RunSummary(msgspec.Struct, frozen=True):
         lines += ["", f"Report: {Where(self.here).markdown(summary.run.folder / 'report.html')}"]
         return "\n".join(lines) + "\n"
 
+    def _unplayed(self, status: str) -> str:
+        """What a scenario with no attempt kept is: not judged is something else (attempts kept, no verdict)."""
+        return "not played yet" if status == "running" else "not played"
+
     def _failed(self, claims: list[ClaimRow]) -> str:
         failed = [claim for claim in claims if claim.held < claim.decided]
         named = [f"{MarkdownText(claim.text, self.CLAIM).markdown()} ({claim.held} of {claim.decided} held)" for claim in failed]
         if len(named) > self.CLAIMS:
             named = [*named[: self.CLAIMS], f"and {len(named) - self.CLAIMS} more"]
-        return "; ".join(named) or "—"
+        return "; ".join(named)
+
+
+class Crashes(msgspec.Struct, frozen=True):
+    """The attempts the agent failed (it raised, broke off, ran out of time), by scenario: how many,
+    and the first one's error as it was kept (its secrets hidden), on one line within ``most``
+    characters."""
+
+    summary: Summary
+    most: int
+
+    def said(self) -> dict[str, str]:
+        counts: dict[str, int] = {}
+        first: dict[str, str] = {}
+        for attempt in self.summary.attempts():
+            match attempt.outcome.result:
+                case Failed(reason=reason):
+                    scenario = attempt.outcome.scenario
+                    counts[scenario] = counts.get(scenario, 0) + 1
+                    stop = attempt.outcome.stop
+                    first.setdefault(scenario, reason if stop in ("agent_failed", "finished") else f"{STOPS.get(stop, stop)}: {reason}")
+        return {
+            scenario: f"the agent failed in {count} ({MarkdownText(first[scenario], self.most).markdown()})"
+            for scenario, count in counts.items()
+        }
 
 
 class ComparisonSummary(msgspec.Struct, frozen=True):
@@ -371,7 +431,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         applies = view.sequential is not None and view.sequential.applies
         moved = tuple(
             (
-                MarkdownText(change.id, self.ID).markdown(),
+                MarkdownId(change.id, self.ID).markdown(),
                 f"{change.before_passed}/{change.before_judged}",
                 f"{change.after_passed}/{change.after_judged}",
                 numbers.p(change.adjusted),
@@ -389,7 +449,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             lines += [*table, ""]
         flips = tuple(
             (
-                MarkdownText(flip.scenario, self.ID).markdown(),
+                MarkdownId(flip.scenario, self.ID).markdown(),
                 MarkdownText(flip.claim, self.CLAIM).markdown(),
                 numbers.pct(flip.before),
                 numbers.pct(flip.after),
@@ -408,7 +468,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         ]
         for label, ids in apart:
             if ids:
-                named = ", ".join(MarkdownText(one, self.ID).markdown() for one in ids[:10])
+                named = ", ".join(MarkdownId(one, self.ID).markdown() for one in ids[:10])
                 more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
                 lines += [f"Left out of every test, {label}: {named}{more}", ""]
         for name, summary in (("base", self.base), ("candidate", self.candidate)):
@@ -449,32 +509,72 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
 
 
 class Bounded(msgspec.Struct, frozen=True):
-    """Sections joined within ``MOST`` characters: a section that does not fit is left out and
-    counted — or, when not even the first fits, cut after its last whole line that does."""
+    """Sections joined within ``MOST`` characters. When they do not fit whole, the room is shared:
+    a section smaller than its share is kept whole, and each larger one cut after its last whole
+    line that fits its share, saying how many lines were left out. Only when not even each
+    section's first line fits are sections left out, each named (``names``) as far as room allows."""
 
     sections: tuple[str, ...]
     what: str
+    names: tuple[str, ...] = ()  # a name for each section, said when it is left out
 
-    ROOM: ClassVar[int] = MOST - 200  # what the note of what was left out may take
+    ROOM: ClassVar[int] = MOST - 200
+    NOTE: ClassVar[int] = 80  # what the note under a cut section takes
+    LEFT: ClassVar[int] = 2000  # what the note naming the sections left out may take
+    NAMED: ClassVar[int] = 10  # sections left out named in it
+
+    def fits(self) -> bool:
+        return sum(len(section) + 1 for section in self.sections) <= self.ROOM
 
     def markdown(self) -> str:
-        kept: list[str] = []
-        size = 0
-        for section in self.sections:
-            if size + len(section) + 1 > self.ROOM:
+        if self.fits():
+            return "\n".join(self.sections)
+        heads = [section.split("\n", 1)[0] + "\n" for section in self.sections]
+        kept = len(self.sections)
+        while kept and sum(len(head) + self.NOTE for head in heads[:kept]) > self.ROOM - self.LEFT:
+            kept -= 1
+        shares = self._shares(kept)
+        cut = [self._cut(section, share) for section, share in zip(self.sections[:kept], shares, strict=True)]
+        if kept < len(self.sections):
+            left = self.names[kept:] if self.names else ()
+            named = ", ".join(MarkdownText(name, 60).markdown() for name in left[: self.NAMED])
+            more = f" and {len(left) - self.NAMED} more" if len(left) > self.NAMED else ""
+            cut.append(
+                f"and {len(self.sections) - kept} more {self.what}, left out to keep this short"
+                + (f": {named}{more}" if named else "")
+                + "\n"
+            )
+        return "\n".join(cut)
+
+    def _shares(self, kept: int) -> list[int]:
+        """The room of each of the first ``kept`` sections: an even share, a smaller section's
+        unused part shared among the larger ones."""
+        sizes = [len(section) + 1 for section in self.sections[:kept]]
+        shares = [0] * kept
+        room = self.ROOM - (0 if kept == len(self.sections) else self.LEFT)
+        left = list(range(kept))
+        while left:
+            even = room // len(left)
+            small = [index for index in left if sizes[index] <= even]
+            if not small:
+                for index in left:
+                    shares[index] = even
                 break
-            kept.append(section)
-            size += len(section) + 1
-        if not kept and self.sections:
-            lines = self.sections[0].split("\n")
-            whole: list[str] = []
-            for line in lines:
-                if size + len(line) + 1 > self.ROOM:
-                    break
-                whole.append(line)
-                size += len(line) + 1
-            kept.append("\n".join(whole) + f"\n\nand {len(lines) - len(whole)} more lines, left out to keep this short\n")
-            return "\n".join(kept)
-        if len(kept) < len(self.sections):
-            kept.append(f"and {len(self.sections) - len(kept)} more {self.what}, left out to keep this short\n")
-        return "\n".join(kept)
+            for index in small:
+                shares[index] = sizes[index]
+                room -= sizes[index]
+            left = [index for index in left if index not in small]
+        return shares
+
+    def _cut(self, section: str, share: int) -> str:
+        if len(section) + 1 <= share:
+            return section
+        lines = section.split("\n")
+        whole: list[str] = []
+        size = 0
+        for line in lines:
+            if whole and size + len(line) + 1 > share - self.NOTE:
+                break
+            whole.append(line)  # the first line (the heading) always: the room holds every one kept
+            size += len(line) + 1
+        return "\n".join(whole) + f"\n\nand {len(lines) - len(whole)} more lines, left out to keep this short\n"

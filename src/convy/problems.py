@@ -25,6 +25,8 @@
     │                                 stops, marked interrupted, and what it kept stays readable
     ├── Concealed (secrets.py)        never raised: the cause of an HttpFailure in place of an
     │                                 error whose text held a secret, with its trace
+    ├── WorkersLost (here)            a spread run's workers kept dying, each replaced up to a
+    │                                 bound: the run stops, marked interrupted, resume plays the rest
     └── Unplayed (here)               convy's own bug: the bench ended with planned attempts
         │                             it never recorded; the run stops, marked interrupted
         └── DialoguesLost             not a bug: a re-judged run's source lacks dialogues it
@@ -296,6 +298,13 @@ class Outside(msgspec.Struct, frozen=True):
 class Unplayed(Exception):
     """The bench ended with planned attempts that were never recorded: a bug of convy's, raised so
     that a run never says it is finished with attempts missing."""
+
+
+class WorkersLost(Exception):
+    """The workers of a spread run kept dying (each replaced, up to ``spread.Crew.MOST_REPLACED``
+    times as many as were started): the run stops, marked interrupted, what they played kept;
+    ``convy resume`` plays the rest. Not the project's configuration: a machine that ran out of
+    memory, a node that went away, an agent whose code ends its process."""
 
 
 class DialoguesLost(Unplayed):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped, UserShape
+from convy.budget import Budget
 from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
@@ -186,6 +187,7 @@ class Project(msgspec.Struct, frozen=True):
                 scenarios=tuple(playable),
                 attempts=settings.most_attempts(),
                 limits=settings.limits(),
+                budget=settings.budget() or Budget(),
                 trust=settings.trust,
                 models=self.names(models, played),
                 fingerprints=self.fingerprints(agent, prompt),

@@ -13,32 +13,38 @@ with the reason ``convy run`` gives.
 
 Nothing is played while collecting. At the first item that runs, ``ScenarioTests`` plays every
 selected item's attempts: one run per agent, in one ``asyncio.run`` for the session, through the
-code ``convy run`` plays with (``Project.spec``, ``Bench``, ``RunJournal.play``, then
+code ``convy run`` plays with (``Project.spec``, ``Bench`` with the settings' budget,
+``RunSpec.player`` for the rounds of ``attempts = "auto"``, ``RunJournal.play``, then
 ``Project.reported`` and ``Project.indexed``), so the run folder, its report.html and the index are
-the ones ``convy run`` writes. Each item then passes or fails from the attempts its run kept,
-saying what ``junit.Case`` says of the scenario, with the report's path.
+the ones ``convy run`` writes. The project's code is loaded and played in the project's folder, as
+``convy run`` runs it, wherever pytest was started. Each item then passes or fails from the
+attempts its run kept, saying what ``junit.Case`` says of the scenario (outside text kept on its
+line), with the report's path; a scenario the budget cut short fails saying so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import sys
-from collections.abc import Coroutine, Generator
+from collections.abc import Coroutine, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
 import pytest
 
-from convy.bench import Bench, RunInUse, RunSpec
-from convy.cli import Loaded, Passed, Printed, RunCommand, Shown, Unseen
+from convy.bench import Bench, Player, RunInUse, RunSpec
+from convy.bench import Stopped as BudgetStopped
+from convy.cli import Budgeted, Loaded, Passed, Printed, RunCommand, Shown, Unseen
 from convy.junit import Case, Suite, XmlText
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.project import Project
-from convy.report import Summary
+from convy.report import Stop, Summary
 from convy.runs import Read
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.secrets import Environment, Secrets
@@ -52,8 +58,9 @@ class Asked(msgspec.Struct, frozen=True):
 
     project: Path
     agents: tuple[str, ...]
-    attempts: int | None
+    attempts: int | str | None  # as --convy-attempts gave it: the settings refuse what is neither a number nor auto
     trust: float | None
+    budget: Budgeted
 
 
 class Prepared(msgspec.Struct, frozen=True):
@@ -83,6 +90,15 @@ class Stopped(msgspec.Struct, frozen=True):
     said: str
 
 
+class OnOneLine(Case, frozen=True):
+    """A scenario as ``junit.Case`` tells it, each reason an agent or a model gave kept on its line:
+    its line breaks written out (``\\n``), as the terminal writes them, so a reason cannot print a
+    line that looks like convy's or pytest's own (a forged ``✓ scenario #1``)."""
+
+    def outside(self, text: str, most: int) -> str:
+        return Inert(super().outside(text, most)).line()
+
+
 class ScenarioFailed(Exception):
     """A scenario that did not pass; its text says why, for the developer who reads it."""
 
@@ -103,6 +119,9 @@ class ScenarioTests:
         {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout"}
     )
 
+    # An option of `convy run` a problem names, at a line's start, and pytest's of the same meaning is --convy-<it>.
+    OPTIONS: ClassVar[re.Pattern[str]] = re.compile(r"^--(attempts|trust|max-cost|max-tokens|max-minutes):", re.MULTILINE)
+
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.asked = Asked(
@@ -110,9 +129,13 @@ class ScenarioTests:
             agents=tuple(config.getoption("convy_agent")),
             attempts=config.getoption("convy_attempts"),
             trust=config.getoption("convy_trust"),
+            budget=Budgeted(
+                config.getoption("convy_max_cost"), config.getoption("convy_max_tokens"), config.getoption("convy_max_minutes")
+            ),
         )
         self.project = Project(self.asked.project)
         self.prepared: dict[str, Prepared] = {}
+        self.reached: tuple[str, ...] = ()  # the agents whose run reached its budget, failing a session that passed
         self.begun = False
         self.started: dict[str, RunSpec] = {}
         self.played: dict[str, Played | Stopped] = {}
@@ -156,9 +179,33 @@ class ScenarioTests:
 
     def collected(self, parent: ProjectScenarios) -> list[AgentScenarios]:
         """An ``AgentScenarios`` for each agent: every problem of the project raised as one
-        ``ConfigurationError``, as ``convy run`` would say it before sending anything."""
+        ``ConfigurationError``, as ``convy run`` would say it before sending anything. The
+        project's code is loaded in the project's folder, as ``convy run`` loads it (``inside``)."""
+        with self.inside():
+            return self._collected(parent)
+
+    @contextmanager
+    def inside(self) -> Iterator[None]:
+        """The project's folder as the current one while its code loads and plays, and the folder
+        pytest was in again after: ``convy run`` runs a project in its folder, so the project's
+        ``.env`` and relative paths (an ``Env``'s, the template's gateway) are read from there,
+        wherever pytest was started. A folder that cannot be entered is a ``ConfigurationError``."""
+        back = os.getcwd()
+        try:
+            os.chdir(self.project.folder)
+        except OSError as error:
+            raise ConfigurationError(f"{self.where(self.project.folder)}: {error.strerror}") from None
+        try:
+            yield
+        finally:
+            os.chdir(back)
+
+    def _collected(self, parent: ProjectScenarios) -> list[AgentScenarios]:
         command = self.command()
-        settings = command.overridden(self.project.settings())
+        try:
+            settings = command.overridden(self.project.settings())
+        except ConfigurationError as error:  # said of `convy run`'s options: these are pytest's
+            raise ConfigurationError(self.OPTIONS.sub(r"--convy-\1:", str(error))) from None
         scenarios = self.project.scenarios()
         prompt = self.project.prompt(settings)
         nodes: list[AgentScenarios] = []
@@ -184,7 +231,9 @@ class ScenarioTests:
 
     def command(self) -> RunCommand:
         """``convy run`` as the session's options would give it."""
-        return RunCommand(self.project, self.asked.agents, self.asked.attempts, (), (), self.asked.trust, None)
+        return RunCommand(
+            self.project, self.asked.agents, self.asked.attempts, (), (), self.asked.trust, None, budget=self.asked.budget
+        )
 
     def decided(self, item: ScenarioItem) -> None:
         """Pass, or fail ``item`` saying why, from what its agent's run kept (played first, when
@@ -196,6 +245,7 @@ class ScenarioTests:
             case Stopped(said=said):
                 raise ScenarioFailed(said)
             case Played() as played:
+                self.cut_short(played, item.scenario.id)
                 case = played.cases.get(item.scenario.id)
                 told = case.told() if case is not None else None
                 if case is not None and told is not None:
@@ -205,12 +255,39 @@ class ScenarioTests:
             case None:
                 raise ScenarioFailed(f"{Inert(item.agent).line()}: no run of this agent was played")
 
+    def cut_short(self, played: Played, scenario: str) -> None:
+        """Fail a scenario whose attempts the budget cut short, saying so as ``convy run`` says the
+        stop, with what was kept of it and how to play the rest: a run the budget stopped is never
+        green (``convy run`` exits 6), and what was kept of the scenario is not what was asked."""
+        match played.summary.run.file.status:
+            case BudgetStopped(spent=spent):
+                stop = Stop(spent)
+            case _:
+                return
+        spec = played.summary.run.file.spec
+        kept = len(played.summary.by_scenario().get(scenario, ()))
+        course = played.summary.course()
+        if course is None:
+            if kept >= spec.attempts:
+                return
+            short = f"{kept} of its {spec.attempts} attempts played"
+        else:
+            standing = course.by_scenario().get(scenario)
+            if standing is not None and standing.stop:
+                return  # its rule had stopped it before the budget did
+            short = f"{kept} attempt{'s' if kept != 1 else ''} played, {played.summary.stopped().get(scenario, 'budget spent')}"
+        raise ScenarioFailed(
+            f"run {spec.id} {stop.text()}: {short}\n"
+            f"to play the rest: {self.resumed(played.summary, stop)}\nreport: {self.where(played.report)}"
+        )
+
     def watched(self, session: pytest.Session) -> None:
         """The session's plays; under ``-v``, each attempt's line shown as it ends, as ``convy run``
         shows it (through ``cli.Shown``, which a slow reader cannot hold up), pytest's capture
         suspended meanwhile so that the lines reach the terminal."""
         if self.config.getoption("verbose") < 1:
-            self.ran(self.plays(session, None))
+            with self.inside():
+                self.ran(self.plays(session, None))
             return
         capture = self.config.pluginmanager.getplugin("capturemanager")
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
@@ -219,7 +296,8 @@ class ScenarioTests:
                 reporter.ensure_newline()  # after the item's name, which -v wrote before it ran
                 reporter.flush()
             shown = Shown(sys.stdout)
-            self.ran(self.plays(session, shown))
+            with self.inside():
+                self.ran(self.plays(session, shown))
             shown.drained()  # not when stopped: Ctrl+C does not wait for the reader
 
     def ran(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -268,20 +346,24 @@ class ScenarioTests:
                 )
                 if not spec.scenarios:  # every one skipped for a model: nothing to play, no run
                     continue
+                # As `convy run` makes it: the budget in force, and, for `attempts = "auto"`, the
+                # rounds of its rule around the bench (`RunSpec.player`).
                 bench = Bench(
-                    prepared.agent, prepared.models, spec.limits, prompt, judging=spec.judging, user_checks=spec.user_checks
+                    prepared.agent, prepared.models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks
                 )
                 self.started[name] = spec
                 printed = None
                 if shown is not None:
                     where = self.where(self.project.journal(spec).folder)
-                    shown.line(f"{name}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts → {where}")
+                    each = f"{spec.attempts} attempts" if spec.adaptive is None else spec.adaptive.said(spec.attempts)
+                    shown.line(f"{Inert(name).line()}: {len(spec.scenarios)} scenarios × {each} → {where}")
                     printed = Printed(shown, Unseen(), 0, spec.trust)
-                self.played[name] = await self.play(spec, bench, prepared.secrets, printed)
+                self.played[name] = await self.play(spec, spec.player(bench), prepared.secrets, printed)
             except (ConfigurationError, Unwritable, Unplayed) as error:
-                self.played[name] = Stopped(Inert(prepared.secrets.hidden(f"convy: {error}")).lines())
+                said = prepared.secrets.hidden(f"convy: {error}").splitlines()
+                self.played[name] = Stopped("\n".join(Inert(line).line() for line in said))
 
-    async def play(self, spec: RunSpec, bench: Bench, secrets: Secrets, printed: Printed | None) -> Played:
+    async def play(self, spec: RunSpec, bench: Player, secrets: Secrets, printed: Printed | None) -> Played:
         journal = self.project.journal(spec)
         if journal.in_use():
             raise RunInUse(f"run {spec.id} is in use by another convy process")
@@ -289,7 +371,8 @@ class ScenarioTests:
         summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         report = self.project.reported(summary)
         self.project.indexed()
-        return Played(summary, report, {case.scenario: case for case in Suite(summary, 0).cases()})
+        cases = (OnOneLine(*msgspec.structs.astuple(case)) for case in Suite(summary, 0).cases())
+        return Played(summary, report, {case.scenario: case for case in cases})
 
     def where(self, path: Path) -> Path:
         """A path as the developer will find it: from where pytest was started, when it is under it."""
@@ -303,15 +386,22 @@ class ScenarioTests:
         terminalreporter.write_sep("-", "convy")
         for name, spec in self.started.items():
             if name not in self.played:  # stopped (Ctrl+C): the run is kept, marked interrupted
-                terminalreporter.write_line(f"{name}: run {spec.id} was stopped; play the rest with: convy resume {spec.id}")
+                terminalreporter.write_line(
+                    f"{Inert(name).line()}: run {spec.id} was stopped; play the rest with: convy resume {spec.id}"
+                )
         for name, played in self.played.items():
             match played:
                 case Played(summary=summary, report=report):
                     for line in self.summed(name, summary):
                         terminalreporter.write_line(line)
                     terminalreporter.write_line(f"  report: {self.where(report)}")
+                    if name in self.reached:
+                        terminalreporter.write_line(
+                            f"convy: the session fails: the run of {Inert(name).line()} reached its budget (convy run exits 6)"
+                        )
                 case Stopped(said=said):
-                    terminalreporter.write_line(f"{name}: {said}")
+                    for line in said.splitlines():  # each line written out already
+                        terminalreporter.write_line(f"{Inert(name).line()}: {line}")
         for prepared in self.prepared.values():
             if prepared.absent:
                 terminalreporter.write_line(Inert(prepared.secrets.hidden(prepared.absent)).line())
@@ -322,10 +412,57 @@ class ScenarioTests:
         rate = summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         return [
-            f"{name}: run {spec.id}: {statuses.count('passed')} passed, {statuses.count('failed')} failed, "
+            f"{Inert(name).line()}: run {spec.id}: {statuses.count('passed')} passed, {statuses.count('failed')} failed, "
             f"{statuses.count('not_judged')} not judged of {len(statuses)} attempts · pass rate {rate_text}",
+            *self.rounds(summary),
             *(Inert(line).line() for line in Passed(spec.skipped).lines("  ")),
+            *self.budgeted(name, summary),
         ]
+
+    def rounds(self, summary: Summary) -> list[str]:
+        """For a run of ``attempts = "auto"``, each scenario's attempts and why its rule stopped
+        there, as ``convy run`` says them."""
+        grouped = summary.by_scenario()
+        said = []
+        for scenario, why in summary.stopped().items():
+            got = len(grouped.get(scenario, ()))
+            said.append(f"  {Inert(scenario).line()}: {got} attempt{'s' if got != 1 else ''}, {why}")
+        return said
+
+    def budgeted(self, name: str, summary: Summary) -> list[str]:
+        """``convy run``'s line on the budget: which one stopped the run, what was spent, and how to
+        go on; that a run played every attempt but reached its budget doing so; or, when the run kept
+        within one, what it spent of it."""
+        spec = summary.run.file.spec
+        match summary.run.file.status:
+            case BudgetStopped(spent=spent):
+                stop = Stop(spent)
+                return [f"{Inert(name).line()}: run {spec.id} {stop.text()}; to play the rest: {self.resumed(summary, stop)}"]
+        reached = summary.reached()
+        if reached:
+            return [f"{Inert(name).line()}: run {spec.id} {reached}"]
+        allowance = summary.allowance()
+        return [f"  {allowance}"] if allowance else []
+
+    @pytest.hookimpl(specname="pytest_sessionfinish")
+    def pytest_budget_reached(self, session: pytest.Session, exitstatus: int) -> None:
+        """A session whose runs all passed, but one of which reached its budget though it played
+        every attempt, fails (1), as ``convy run`` exits 6 for it: a budget reached is never green.
+        (A run the budget stopped early fails the items it cut short already.) pytest's
+        ``pytest_sessionfinish`` under a name of its own, so that another rule may have one too."""
+        if exitstatus != pytest.ExitCode.OK:
+            return
+        reached = [name for name, played in self.played.items() if isinstance(played, Played) and played.summary.reached()]
+        if reached:
+            self.reached = tuple(reached)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def resumed(self, summary: Summary, stop: Stop) -> str:
+        """The command that plays the rest of a run its budget stopped, with a budget that lets it,
+        as ``convy run`` says it."""
+        spec = summary.run.file.spec
+        left = summary.planned() - len(summary.run.outcomes)
+        return f"convy resume {spec.id} {stop.more(left, spec.limits.agent_places)}"
 
 
 TESTS = pytest.StashKey[ScenarioTests]()
@@ -361,8 +498,14 @@ class AgentScenarios(pytest.Collector):
         for scenario, skipped in self.chosen:
             folder = tests.project.folder / "scenarios"
             files = [folder / f"{scenario.id}{suffix}" for suffix in Scenarios.SUFFIXES]
+            name = Inert(scenario.id).line()
+            # The id given whole, as pytest reads one back: a variant's values (``[mood=angry]``)
+            # are then its parameters, as --lf reads them from the cache, so it finds it again.
             item = ScenarioItem.from_parent(
-                self, name=Inert(scenario.id).line(), path=next((file for file in files if file.is_file()), folder)
+                self,
+                name=name,
+                nodeid=f"{self.nodeid}::{name}",
+                path=next((file for file in files if file.is_file()), folder),
             )
             item.scenario = scenario
             item.agent = self.agent

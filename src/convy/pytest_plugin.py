@@ -38,10 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--convy-attempts",
-        metavar="N",
-        type=int,
+        metavar="N|auto",
+        type=attempts,
         default=None,
-        help="attempts per scenario (default: [tool.convy] attempts)",
+        help="attempts per scenario, or auto: spent where the pass rate is still uncertain (default: [tool.convy] attempts)",
     )
     group.addoption(
         "--convy-trust",
@@ -50,6 +50,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the judge's confidence a claim needs to count (default: [tool.convy] trust)",
     )
+    # The budget, as `convy run`'s --max-cost, --max-tokens and --max-minutes: each agent's run
+    # starts no attempt once it is spent.
+    group.addoption(
+        "--convy-max-cost",
+        metavar="USD",
+        type=float,
+        default=None,
+        help="stop starting attempts once an agent's run has cost this much, in US dollars (default: [tool.convy] max_cost, else none)",
+    )
+    group.addoption(
+        "--convy-max-tokens",
+        metavar="N",
+        type=int,
+        default=None,
+        help="stop starting attempts once an agent's run has taken this many tokens (default: [tool.convy] max_tokens, else none)",
+    )
+    group.addoption(
+        "--convy-max-minutes",
+        metavar="M",
+        type=float,
+        default=None,
+        help="stop starting attempts after this many minutes of an agent's play (default: [tool.convy] max_minutes, else none)",
+    )
+
+
+def attempts(text: str) -> int | str:
+    """``--convy-attempts`` as ``convy run``'s ``--attempts`` reads it: a whole number, or any other
+    text (``auto``) kept for the settings, which refuse what is neither."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        return text.strip()
 
 
 def pytest_configure(config: pytest.Config) -> None:

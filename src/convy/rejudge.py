@@ -165,6 +165,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                     judge_patience=limits.judge_patience,
                 ),
                 trust=source.trust if self.trust is None else self.trust,
+                budget=settings.budget() or Budget(),
                 models=msgspec.structs.replace(
                     self.project.names(Models(judge=judge)),
                     user=source.models.user,
@@ -255,15 +256,21 @@ class Rejudging(msgspec.Struct, frozen=True):
         queue: Iterator[Outcome] = read()
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
-            spending = self.budget.spending(earlier)
-            queue = spending.taking(queue)
+            spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
             journal = Counted(journal, spending)
 
         async def worker() -> None:
             nonlocal kept
             # The workers share one reader of the file: each line is read when a worker is free
-            # for it, so what is held is the attempts under way, not the run.
-            for outcome in queue:
+            # for it (and, with a budget, once the budget lets it start), so what is held is the
+            # attempts under way, not the run.
+            while True:
+                if spending is None:
+                    outcome = next(queue, None)
+                else:
+                    outcome = await spending.taken(queue, _named)
+                if outcome is None:
+                    return
                 decided = await wanted[(outcome.scenario, outcome.attempt)].rejudged(outcome, judge)
                 journal.record(decided)
                 kept += 1
@@ -288,3 +295,7 @@ class Rejudging(msgspec.Struct, frozen=True):
             f"{self.dialogues.folder / 'attempts.jsonl'}: {len(wanted) - taken} of the {len(wanted)} recorded dialogues "
             f"to re-judge are not there ({named}{more}): the file lost lines since its run finished"
         )
+
+
+def _named(outcome: Outcome) -> tuple[str, int]:
+    return (outcome.scenario, outcome.attempt)

@@ -14,10 +14,11 @@ whose attempts changed (resumed, repaired, still playing) is read whole and summ
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
 from itertools import chain
 from pathlib import Path
@@ -284,6 +285,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             skipped=[f"{skipped.scenario}: {'; '.join(skipped.reasons)}" for skipped in spec.skipped],
             stop=self.stop(),
             budget=self.allowance(),
+            reached=self.reached(),
             adaptive="" if spec.adaptive is None else spec.adaptive.said(spec.attempts),
             against=self.against(),
             against_run=self.base(),
@@ -348,8 +350,16 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         """What a finished run spent of the budget it kept within, in words; ``""`` when it had
         none (a stopped run says its budget in ``stop``)."""
         match self.run.file.status:
-            case Complete(budget=budget) if budget.set():
+            case Complete(budget=budget, reached=None) if budget.set():
                 return Allowance(budget).text(self.run.outcomes)
+            case _:
+                return ""
+
+    def reached(self) -> str:
+        """For a finished run whose spend reached or crossed its budget, that, in words; else ``""``."""
+        match self.run.file.status:
+            case Complete(reached=Outlay() as reached):
+                return Stop(reached).reached()
             case _:
                 return ""
 
@@ -616,28 +626,60 @@ class Index(msgspec.Struct, frozen=True):
 
 
 class Stop(msgspec.Struct, frozen=True):
-    """A budget's stop in words: which budget, what was spent of what it allowed, and what could
-    not be counted (requests unpriced for the cost, requests that reported no tokens for the
-    tokens)."""
+    """A budget's stop in words: which budget, what was spent of what it allowed, the most one
+    attempt spent of it, and what could not be counted (requests unpriced for the cost, requests
+    that reported no tokens for the tokens)."""
 
     spent: Outlay
 
     def text(self) -> str:
+        """The stop of a run its budget left unfinished."""
+        return "stopped by budget: " + self.amounts()
+
+    def reached(self) -> str:
+        """A run that played every attempt and reached or crossed its budget doing so."""
+        return "reached its budget: " + self.amounts() + "; every planned attempt was played"
+
+    def amounts(self) -> str:
         spent = self.spent
+        most = spent.most
         match spent.budget:
             case "cost":
-                said = f"stopped by budget: ${Decimal(spent.cost):.2f} of ${spent.allowed:.2f} (cost)"
+                said = f"${Decimal(spent.cost):.2f} of ${spent.allowed:.2f} (cost)"
+                each = f", ${most:.2f} the most one attempt cost" if most else ""
             case "tokens":
-                said = f"stopped by budget: {spent.tokens:,} of {spent.allowed:,.0f} tokens (tokens)"
+                said = f"{spent.tokens:,} of {spent.allowed:,.0f} tokens (tokens)"
+                each = f", {most:,.0f} the most one attempt took" if most else ""
             case "minutes":
-                said = f"stopped by budget: {spent.minutes:.1f} of {spent.allowed:g} minutes (minutes)"
-        return said + self.uncounted()
+                said = f"{spent.minutes:.1f} of {spent.allowed:g} minutes (minutes)"
+                each = f", {most:.1f} the longest one attempt took" if most else ""
+        return said + each + self.uncounted()
 
-    def more(self) -> str:
-        """The option that lets the run go on, with twice the budget it stopped on."""
-        allowed = self.spent.allowed * 2
-        amount = f"{allowed:.2f}" if self.spent.budget == "cost" else f"{allowed:g}"
-        return f"--max-{self.spent.budget} {amount}"
+    def more(self, left: int, places: int = 1) -> str:
+        """The option that lets the run play its ``left`` attempts (at least one more), when each
+        spends no more than the most one has so far: what was spent and that much again for each,
+        and a tenth more, rounded up (cost to the cent, tokens to two figures), so the run ends
+        within it rather than on it. Minutes count a play alone: as many rounds of ``places``
+        attempts at once as the rest takes, each the longest one took, and a tenth more. With no
+        attempt's spend to go by, twice the budget."""
+        spent = self.spent
+        left = max(left, 1)
+        if not spent.most:
+            allowed = max(spent.allowed, float(Decimal(spent.cost)), float(spent.tokens), spent.minutes) * 2
+            amount = f"{allowed:.2f}" if spent.budget == "cost" else f"{allowed:g}"
+            return f"--max-{spent.budget} {amount}"
+        match spent.budget:
+            case "cost":
+                needed = (Decimal(spent.cost) + Decimal(repr(spent.most)) * left) * Decimal("1.1")
+                amount = f"{needed.quantize(Decimal('0.01'), rounding=ROUND_CEILING)}"
+            case "tokens":
+                tokens = math.ceil((spent.tokens + math.ceil(spent.most) * left) * 1.1)
+                step = 10 ** max(len(str(tokens)) - 2, 0)
+                amount = f"{-(-tokens // step) * step}"
+            case "minutes":
+                rounds = -(-left // max(places, 1))
+                amount = f"{max(math.ceil(rounds * spent.most * 1.1), math.floor(spent.most) + 1)}"
+        return f"--max-{spent.budget} {amount}"
 
     def uncounted(self) -> str:
         """What the budget that stopped the run could not count, or ``""``."""
@@ -652,8 +694,8 @@ class Stop(msgspec.Struct, frozen=True):
 
 
 class Allowance(msgspec.Struct, frozen=True):
-    """What a run its budget did not stop spent of it, in words (cost and tokens: the whole run's;
-    a budget reached by the run's last attempt stopped nothing)."""
+    """What a run its budget did not stop spent of it, in words (cost and tokens: the whole run's).
+    A run that reached its budget all the same says so with ``Stop.reached``."""
 
     budget: Budget
 

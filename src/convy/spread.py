@@ -38,7 +38,7 @@ from convy.budget import Budget, Counted, Spending
 from convy.conduct import UserChecks
 from convy.dialog import Prompt
 from convy.panel import Judging
-from convy.problems import ConfigurationError, Unplayed
+from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 
@@ -242,7 +242,7 @@ class Crew(msgspec.Struct, frozen=True):
         outcome comes back; with a budget, only until it is spent."""
         planned = tuple(planned)
         if not planned:
-            return self.bench.budget.spending(earlier) if self.bench.budget is not None else None
+            return self.bench.budget.spending(earlier, asyncio.get_running_loop().time) if self.bench.budget is not None else None
         ray = self.spread.ray()
         if not ray.is_initialized():
             self._connected(ray)
@@ -342,12 +342,10 @@ class _Play:
         self._ray = ray
         self._planned = planned
         self._plan: Iterator[Planned] = iter(planned)
-        self._queue: Iterator[Planned] = self._plan
         self._spending: Spending | None = None
         bench = crew.bench
-        if bench.budget is not None:
-            self._spending = bench.budget.spending(earlier)
-            self._queue = self._spending.taking(self._plan)
+        if bench.budget is not None:  # each attempt handed out once the budget lets it start
+            self._spending = bench.budget.spending(earlier, asyncio.get_running_loop().time)
             journal = Counted(journal, self._spending)
         self._journal = journal
         self._again: deque[Planned] = deque()  # handed to a hand that died before it answered
@@ -428,16 +426,19 @@ class _Play:
             return_exceptions=True,  # a hand that died meanwhile is replaced when it is next handed an attempt
         )
 
-    def _next(self) -> Planned | None:
+    async def _next(self) -> Planned | None:
+        # One handed out again was let start already: it is still under way, for the budget.
         if self._again:
             return self._again.popleft()
-        return next(self._queue, None)
+        if self._spending is None:
+            return next(self._plan, None)
+        return await self._spending.taken(self._plan, Planned.key)
 
     async def _feeding(self, slot: _Slot, count: int) -> None:
         """Hand attempts to the slot's hand, one at a time, until there are none left."""
         dead = self._ray.exceptions.RayActorError
         while True:
-            one = self._next()
+            one = await self._next()
             if one is None:
                 return
             hand, generation = slot.hand, slot.generation
@@ -467,12 +468,24 @@ class _Play:
         return True
 
     async def _replaced_in(self, slot: _Slot, generation: int, count: int) -> None:
-        if slot.generation != generation:  # another feeder of the slot replaced it already
+        """A new hand in the slot whose hand of ``generation`` died; one that dies before it is
+        ready counts as another death. Past the bound, the run stops: ``WorkersLost``."""
+        dead = self._ray.exceptions.RayActorError
+        while slot.generation == generation:  # else another feeder of the slot replaced it already
+            slot.generation += 1
+            generation = slot.generation
+            self._replaced += 1
+            if self._replaced > Crew.MOST_REPLACED * count:
+                raise WorkersLost(
+                    f"the run's workers died {self._replaced} times ({count} started, each replaced "
+                    f"up to {Crew.MOST_REPLACED} times)"
+                )
+            slot.hand = self._started(slot.number, count, cpus=0.0)
+            try:
+                said = await slot.hand.ready.remote()
+            except dead:
+                continue  # died before it was ready: replaced again, unless another feeder did
+            if said:
+                raise ConfigurationError(f"a worker could not load the project: {said}")
+            await self._introduced()
             return
-        slot.generation += 1
-        self._replaced += 1
-        if self._replaced > Crew.MOST_REPLACED * count:
-            raise ConfigurationError(f"workers died {self._replaced} times; the run stops")
-        slot.hand = self._started(slot.number, count, cpus=0.0)
-        await self._ready([slot.hand])
-        await self._introduced()

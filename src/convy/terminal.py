@@ -41,6 +41,15 @@ class Inert(msgspec.Struct, frozen=True):
             return self.text
         return _IN_ONE_LINE.sub(self._written, self.text)
 
+    def short(self, most: int) -> str:
+        """The text on one line (``line``), within ``most`` characters of its own: the rest left out
+        and counted, "… (N more characters)", so one long text (an exception of megabytes) cannot
+        flood a log."""
+        line = self.line()
+        if len(line) <= most:
+            return line
+        return f"{line[:most]}… ({len(line) - most} more characters)"
+
     def _written(self, found: re.Match[str]) -> str:
         character = found.group(0)
         if character in _NAMED:

@@ -53,6 +53,7 @@
     if (head.status === "running") notes.push(h("div", { class: "notice" + (live.stale ? " bad" : ""), id: "live" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far: " + fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned. " + live.words));
     if (head.stop) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run was " + head.stop), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
     if (head.budget) notes.push(h("div", { class: "notice" }, h("strong", null, "Within its budget"), head.budget));
+    if (head.reached) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run " + head.reached.split(";")[0]), "Every planned attempt was played, and what they spent reached the budget: convy exits 6."));
     if (head.against) notes.push(h("div", { class: "notice", id: "against" }, h("strong", null, "Played against run " + head.against_run), head.against));
     if (head.status === "interrupted") notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ This run was interrupted"), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` plays the rest."));
     if (head.broken) notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ Unreadable attempts"), fmt.int(head.broken) + " lines of attempts.jsonl could not be read and are left out."));

@@ -9,6 +9,8 @@ Reading the settings takes pydantic-settings, which costs about a fifth of a sec
 With no .env here and none of the settings in the environment there is nothing to read and
 every part is absent, so ``Gateway`` says so without loading it: the offline demo starts at
 once. Once anything is set, every setting is read (and checked) as gateway_settings.py says.
+
+The .env read is the one beside this file, the project's, wherever convy or pytest was started.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from convy import Absent, OpenAiModel
 
 if TYPE_CHECKING:
     from gateway_settings import GatewaySettings
+
+DOTENV = Path(__file__).resolve().with_name(".env")  # the project's .env, not the current folder's
 
 # The variables GatewaySettings reads, by its field names; pydantic-settings matches them in any case.
 SETTINGS = frozenset(
@@ -36,7 +40,7 @@ class Gateway:
 
     def __init__(self) -> None:
         self.settings: GatewaySettings | None = None
-        if Path(".env").exists() or any(name.lower() in SETTINGS for name in os.environ):
+        if DOTENV.exists() or any(name.lower() in SETTINGS for name in os.environ):
             from gateway_settings import GatewaySettings
 
             self.settings = GatewaySettings()

@@ -6,10 +6,12 @@ the OpenAI SDK reads them (OpenAI's own server when only the key is set). A serv
 GATEWAY_PROVIDER and each part's reasoning effort (USER_EFFORT, JUDGE_EFFORT, AGENT_EFFORT). With
 no server or no model name, a part is absent, and convy plays only what needs no model.
 
-gateway.py reads these only when some are set: see there why.
+gateway.py reads these only when some are set: see there why. The .env read is the one beside
+this file, the project's, wherever convy or pytest was started.
 """
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Literal
 
 from pydantic import SecretStr
@@ -27,7 +29,7 @@ class GatewaySettings(Env):
     """The gateway's server, key and settings, and the model for each part, from .env or the
     environment; a setting left empty (``GATEWAY_EFFORT=``) is as if it were not there."""
 
-    model_config = SettingsConfigDict(env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_file=Path(__file__).resolve().with_name(".env"), env_ignore_empty=True)
 
     gateway_url: str = ""
     gateway_key: SecretStr = SecretStr("")
