@@ -61,9 +61,12 @@ $(VENV)/.dev: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	touch $(VENV)/.convy $@
 
+# convy is in .venv, not on PATH: the last line says how to reach it, whatever the run's exit code.
 demo: $(VENV)/.convy
 	$(BIN)/convy init $(DEMO)
-	cd $(DEMO) && ../$(BIN)/convy run
+	cd $(DEMO) && ../$(BIN)/convy run; code=$$?; \
+		echo "convy is installed in $(VENV): . $(VENV)/bin/activate && cd $(DEMO) && convy report (or: cd $(DEMO) && ../$(BIN)/convy report)"; \
+		exit $$code
 
 test: $(VENV)/.dev browser $(PROXY)/.litellm
 	$(BIN)/mypy

@@ -201,7 +201,7 @@ def test_a_dry_run_refuses_what_the_run_refuses_with_the_same_words(sound: Path)
     exits 2 with the lines `convy run` gives for each, and a count."""
     for arguments, expected in (
         (("off",), "convy: agents/off.py: the agent is absent: set OFF_URL"),
-        (("a", "--tag", "nothing"), "convy: no scenario matches the --scenarios and --tag given"),
+        (("a", "--tag", "nothing"), "convy: no scenario matches: --tag nothing: no scenario has it; the tags are smoke"),
     ):
         ran = convy(sound, "run", *arguments)
         dry = convy(sound, "run", *arguments, "--dry-run")

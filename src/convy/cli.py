@@ -47,7 +47,7 @@ import select
 import signal
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -263,7 +263,7 @@ class Said(msgspec.Struct, frozen=True):
             case Failed(reason=reason):
                 return f"{when} · agent failed ({self.outcome.stop}): {cut(reason)}"
             case NoVerdict(who=who, reason=reason, checks=checks):
-                broken = [claim for claim in checks if not claim.held]
+                broken = [claim for claim in checks if not claim.held and not claim.doubt]
                 if broken:
                     # A check decided by code failed: the attempt failed, whatever the model did.
                     return f"{when} · {cut(broken[0].claim)}: {cut(broken[0].reason)} (then {who} failed: {cut(reason)})"
@@ -275,6 +275,8 @@ class Said(msgspec.Struct, frozen=True):
                     return f"{when} · {cut(wrong[0].claim)}: {cut(wrong[0].reason)}" + (
                         f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else ""
                     )
+                if doubtful and doubtful[0].doubt == "unseen":
+                    return f"{when} · not judged: {doubtful[0].claim}: {doubtful[0].reason}"
                 if doubtful:
                     why = {"split": " (the judge split)", "unquoted": " (evidence not in the dialogue)"}.get(doubtful[0].doubt, "")
                     return f"{when} · not trusted{why}: {cut(doubtful[0].claim)}"
@@ -457,6 +459,12 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
+        unseen = Counter(path for outcome in outcomes for path in outcome.unseen())
+        for path, count in sorted(unseen.items()):
+            self.shown.line(
+                f"agents/{self.spec.agent}.py: calls path {Inert(path).line()!r}: in no reply of {count} attempt{'s' if count != 1 else ''}, "
+                "whose tool checks were not judged: set calls= to where the agent's replies list its tool calls"
+            )
         grouped = summary.by_scenario()
         for scenario, why in summary.stopped().items():
             got = len(grouped.get(scenario, ()))
@@ -956,6 +964,13 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                 case _:
                     shown.line(f"✓ {name}: connection works")
                     codes.append(0)
+            unheld = {turn.answer.unheld for turn in outcome.transcript.turns}
+            if outcome.transcript.turns and "" not in unheld:  # a wrong calls= would hide every tool call of a run
+                paths = ", ".join(repr(Inert(path).line()) for path in sorted(unheld))
+                shown.line(
+                    f"  note: no reply held the calls path {paths} of agents/{name}.py: if the agent calls tools, "
+                    "set calls= to where its replies list them (or have it send an empty list)"
+                )
         return Worst(tuple(codes)).code()
 
 
@@ -988,7 +1003,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     outputs: Outputs = Outputs()  # --junit and --summary: the whole run, as convy run writes them
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        journal = self.project.found(self.run_id)
+        journal = self.project.found(self.run_id, "resume")
         settings = self.budget.over(self.project.settings())
         spread = self.spread.over(settings)
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
@@ -1050,7 +1065,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         changes = {} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}
         settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
-        rejudge = Rejudge(self.project, self.project.found(self.run_id), Matching(self.patterns, self.tags), self.trust)
+        rejudge = Rejudge(self.project, self.project.found(self.run_id, "rejudge"), Matching(self.patterns, self.tags), self.trust)
         source, dialogues = rejudge.origin()
         loaded = Loaded(self.project, source.agent)
         models = loaded.models()
@@ -1851,11 +1866,11 @@ def main(argv: list[str] | None = None) -> int:
                     checked = RunCommand(project, (), None, (), (), None, None, most_variants=parsed.max_variants)
                     code = DryRun(checked).run(shown, errors)
                 case "run" if parsed.smoke:
-                    code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
+                    code = SmokeCommand(project, project.agents_called(parsed.agents, here)).run(shown, errors)
                 case "run":
                     command = RunCommand(
                         project,
-                        tuple(parsed.agents),
+                        project.agents_called(parsed.agents, here),
                         parsed.attempts,
                         tuple(parsed.scenarios),
                         tuple(parsed.tag),

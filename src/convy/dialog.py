@@ -154,8 +154,10 @@ class Claim(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     votes: tuple[Vote, ...] = ()
     # Why the decision is not trusted whatever its confidence: "split", its votes were as many for
     # as against, so nothing was decided; "unquoted", the run requires evidence (``evidence =
-    # "require"``) and none of the judges agreeing quoted words that are in the dialogue.
-    doubt: Literal["", "split", "unquoted"] = ""
+    # "require"``) and none of the judges agreeing quoted words that are in the dialogue;
+    # "unseen", a tool check on a dialogue none of whose replies held the agent's ``calls`` path
+    # (``Answer.unheld``): no tool call could be seen, so nothing is known of the agent's.
+    doubt: Literal["", "split", "unquoted", "unseen"] = ""
 
     def trusted(self, trust: float) -> bool:
         if self.doubt:
@@ -214,7 +216,7 @@ class NoVerdict(msgspec.Struct, frozen=True, gc=False, tag="no_verdict", omit_de
 
     def status(self) -> Literal["failed", "not_judged"]:
         """Failed when a check decided by code failed; otherwise not judged."""
-        return "failed" if any(not claim.held for claim in self.checks) else "not_judged"
+        return "failed" if any(not claim.held and not claim.doubt for claim in self.checks) else "not_judged"
 
 
 # What a simulated user's checks look for (issue 11): decided by code on every dialogue with a

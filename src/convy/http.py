@@ -711,7 +711,18 @@ class JsonAgent(msgspec.Struct, frozen=True):
                 pass
             case _:
                 raise AgentFailure(f"{self.endpoint.shown()}: reply path {self.reply}: not text")
-        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply))
+        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply), self._unheld(reply))
+
+    def _unheld(self, reply: Any) -> str:
+        # The calls path when the reply does not hold it (a null or an empty list there is held):
+        # a dialogue none of whose replies held it leaves its tool checks undecided.
+        if not self.calls:
+            return ""
+        try:
+            JsonPath(self.calls).found(reply)
+        except KeyError:
+            return self.calls
+        return ""
 
     def _thoughts(self, reply: Any) -> tuple[Thought | Call, ...]:
         match JsonPath(self.thoughts).optional(reply):

@@ -15,6 +15,7 @@ goes on to the caller.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import fnmatch
 import functools
 import math
@@ -146,12 +147,19 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         (one claim), or nothing: ``called`` and ``said`` are settled once they hold, ``not_called``
         and ``not_said`` once they fail."""
         claim = self.claim(transcript)
-        return (claim,) if claim.held == bool(self.called or self.said) else ()
+        return (claim,) if claim.held == bool(self.called or self.said) and not claim.doubt else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
         # One pass over the steps: the first turn that called the tool, how many times, and the
         # first turn that called it with the arguments asked for.
         name = self.called or self.not_called
+        unheld = {turn.answer.unheld for turn in transcript.turns}
+        if transcript.turns and "" not in unheld:  # no reply held the path where the calls would be
+            paths = ", ".join(repr(path) for path in sorted(unheld))
+            return Claim(
+                self.text(), False, f"no reply of the agent held its calls path {paths}: no tool call could be seen",
+                by="code", doubt="unseen",
+            )
         first = fitting = calls = 0
         for number, turn in enumerate(transcript.turns, start=1):
             for step in turn.answer.steps:
@@ -814,6 +822,15 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
             case NoVerdict() as none:
                 return none.status()
 
+    def unseen(self) -> tuple[str, ...]:
+        """The agent's calls paths that no reply of this dialogue held, when a tool check was left
+        undecided for it (``Claim.doubt == "unseen"``); none otherwise."""
+        match self.result:
+            case Verdict(claims=claims) | NoVerdict(checks=claims) if any(claim.doubt == "unseen" for claim in claims):
+                return tuple(sorted({turn.answer.unheld for turn in self.transcript.turns if turn.answer.unheld}))
+            case _:
+                return ()
+
 
 class Scenarios(msgspec.Struct, frozen=True):
     """The scenario files under a project's ``scenarios/`` folder, a scenario with a matrix as
@@ -831,6 +848,16 @@ class Scenarios(msgspec.Struct, frozen=True):
             raise ScenarioError(problems)
         return scenarios
 
+    # What a scenario file's name ends with, in any case: both spellings of YAML's, read alike.
+    SUFFIXES: ClassVar[tuple[str, ...]] = (".yaml", ".yml")
+
+    def files(self) -> tuple[Path, ...]:
+        """The scenario files under the folder, at any depth, in order: every file named ``.yaml``
+        or ``.yml``."""
+        if not self.folder.is_dir():
+            return ()
+        return tuple(sorted(path for path in self.folder.rglob("*") if path.suffix.lower() in self.SUFFIXES))
+
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
         (and of the personas, when there are any)."""
@@ -840,7 +867,7 @@ class Scenarios(msgspec.Struct, frozen=True):
             return (), (f"{self.folder.name}/: no such folder of scenarios",)
         personas = Personas.read(self.personas or self.folder.parent / "personas.yaml")
         problems.extend(personas.problems)
-        for path in sorted(self.folder.rglob("*.yaml")):
+        for path in self.files():
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
                 scenario = ScenarioFile(path, shown, path.relative_to(self.folder).with_suffix("").as_posix()).scenario()
@@ -854,14 +881,18 @@ class Scenarios(msgspec.Struct, frozen=True):
                 continue
             for variant in variants:
                 if variant.id in found:
-                    problems.append(f"{shown}: id: {variant.id!r} is also the id of {found[variant.id][1]}")
+                    other = found[variant.id][1]
+                    if Path(other).with_suffix("") == Path(shown).with_suffix(""):  # a.yaml beside a.yml
+                        problems.append(f"{other} and {shown}: two files of scenario {variant.id!r}; keep one of them")
+                        break
+                    problems.append(f"{shown}: id: {variant.id!r} is also the id of {other}")
                     continue
                 found[variant.id] = (variant, shown)
         return tuple(scenario for scenario, _ in found.values()), tuple(problems)
 
 
 class ScenarioFile(msgspec.Struct, frozen=True):
-    """One scenario file; ``default_id`` is its path under ``scenarios/`` without ``.yaml``."""
+    """One scenario file; ``default_id`` is its path under ``scenarios/`` without ``.yaml`` (or ``.yml``)."""
 
     path: Path
     shown: str
@@ -908,13 +939,38 @@ class Matching(msgspec.Struct, frozen=True):
     def chosen(self, scenarios: tuple[Scenario, ...]) -> tuple[Scenario, ...]:
         return tuple(scenario for scenario in scenarios if self._fits(scenario))
 
+    def missed(self, scenarios: tuple[Scenario, ...], folder: str = "scenarios/") -> str:
+        """Why none of ``scenarios`` is chosen, said with what is near: for a pattern that fits
+        none, the nearest ids; for a tag no scenario has, the tags there are."""
+        if not scenarios:
+            return f"no scenario files in {folder} (one scenario per file: {folder}<id>.yaml)"
+        ids = sorted({name for scenario in scenarios for name in (scenario.id, scenario.variant.of if scenario.variant else scenario.id)})
+        reasons: list[str] = []
+        for pattern in self.patterns:
+            if not Matching((pattern,)).chosen(scenarios):
+                asked = pattern.removeprefix("./").removeprefix(folder)
+                for suffix in Scenarios.SUFFIXES:
+                    asked = asked.removesuffix(suffix)
+                near = difflib.get_close_matches(asked, ids, n=3, cutoff=0.5)
+                reasons.append(
+                    f"--scenarios {pattern}: no such scenario; "
+                    + (f"nearest: {', '.join(near)}" if near else f"the ids are {', '.join(ids[:10])}{', ...' if len(ids) > 10 else ''}")
+                )
+        tags = sorted({tag for scenario in scenarios for tag in scenario.tags})
+        for tag in self.tags:
+            if tag not in tags:
+                reasons.append(f"--tag {tag}: no scenario has it; " + (f"the tags are {', '.join(tags)}" if tags else "no scenario has a tag"))
+        if reasons:
+            return "no scenario matches: " + "; ".join(reasons)
+        return f"no scenario matches both --scenarios {' '.join(self.patterns)} and --tag {' '.join(self.tags)}"
+
     def _fits(self, scenario: Scenario) -> bool:
         # A variant is chosen by its own id (given exactly: ``[`` starts a set in a glob) or by
         # what chooses the scenario it was made from, its id or its file.
         base = scenario.variant.of if scenario.variant is not None else scenario.id
-        names = (scenario.id, base, f"scenarios/{base}.yaml", f"{base}.yaml")
+        names = (scenario.id, base, *(f"{folder}{base}{suffix}" for folder in ("scenarios/", "") for suffix in Scenarios.SUFFIXES))
         by_pattern = not self.patterns or any(
-            pattern == scenario.id or fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns for name in names
+            pattern == scenario.id or fnmatch.fnmatchcase(name, pattern.removeprefix("./")) for pattern in self.patterns for name in names
         )
         by_tag = not self.tags or any(tag in scenario.tags for tag in self.tags)
         return by_pattern and by_tag
