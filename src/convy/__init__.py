@@ -119,7 +119,15 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.panel import Judging, Panel, Poll
-    from convy.problems import ConfigurationError, DialoguesLost, EmptyReply, ScenarioError, Unplayed, Unwritable, WorkersLost
+    from convy.problems import (
+        ConfigurationError,
+        DialoguesLost,
+        EmptyReply,
+        ScenarioError,
+        Unplayed,
+        Unwritable,
+        WorkersLost,
+    )
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
