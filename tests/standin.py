@@ -727,6 +727,8 @@ class StandIn:
         self._peak_in_flight = 0
         self._errors: list[str] = []
         self._tls_errors: list[str] = []
+        # Told whenever a handshake fails, for a test that waits for the server to have seen it.
+        self._changed = threading.Condition(self._lock)
         self._ids = itertools.count(1)
         self._completion_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -880,6 +882,14 @@ class StandIn:
         with self._lock:
             return list(self._tls_errors)
 
+    def tls_errors_seen(self, count: int = 1, timeout: float = 30.0) -> list[str]:
+        """The failed TLS handshakes once there are at least ``count``. The client can see the connection
+        broken before the server's thread has written the failure down, so a test waits for it here."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._tls_errors) >= count, timeout):
+                raise AssertionError(f"the server saw {len(self._tls_errors)} failed TLS handshakes in {timeout} s, not {count}")
+            return list(self._tls_errors)
+
     def reset(self) -> None:
         """Forget received requests, queued faults, the rate window, refused and errors (not connections)."""
         with self._lock:
@@ -940,8 +950,9 @@ class StandIn:
                 try:
                     await writer.start_tls(self.tls.server_context(), ssl_handshake_timeout=5.0)
                 except (ssl.SSLError, OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as error:
-                    with self._lock:
+                    with self._changed:
                         self._tls_errors.append(repr(error))
+                        self._changed.notify_all()
                     return
                 client_cert = _identity(writer.get_extra_info("peercert"))
             while True:

@@ -93,3 +93,23 @@ def test_the_many_conversations_case_runs_small_beside_bare_asyncio() -> None:
     assert "100 conversations at once" in out
     assert "asyncio alone: 100 tasks of 6 sleeps of 1 s" in out
     assert out.count("x bare, its play alone") == 2
+
+
+def test_the_benchmarks_run_from_any_folder(tmp_path: Path) -> None:
+    """A bench script started from another folder than the repository's (its path given whole)
+    finds what it imports and writes nothing where it was started from but what it was told."""
+    for argv in (
+        ("bench/harness.py", "--attempts", "20", "--repeat", "1", "--no-memory"),
+        ("bench/adaptive_demo.py",),
+        ("bench/matrix_demo.py", "played"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / argv[0]), *argv[1:]],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, (argv, done.stderr[-3000:])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["played"]

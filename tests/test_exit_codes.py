@@ -308,15 +308,6 @@ def test_a_run_that_tested_nothing_exits_7_and_says_so_everywhere(tmp_path: Path
     assert '"tested":false' in page and "every attempt passed" not in page.split("<script", 1)[0]
 
 
-def test_a_selection_that_matches_no_scenario_exits_7(tmp_path: Path) -> None:
-    """`--scenarios` matching nothing tests nothing: exit 7 with one line, no run kept; the dry run
-    finds it a problem (exit 2) with the same words."""
-    project = made(tmp_path, {"greet.yaml": GREET})
-    done = convy(project, "run", "--scenarios", "nomatch")
-    assert (done.returncode, done.stderr) == (7, "convy: nothing was tested: no scenario matches the --scenarios and --tag given\n")
-    assert not (project / "results").exists()
-
-
 def test_a_run_whose_every_attempt_went_unjudged_but_let_through_exits_7(tmp_path: Path) -> None:
     """Every attempt not judged, and --max-not-judged 100% letting them through: nothing was tested, exit 7."""
     project = made(tmp_path, {"unjudged.yaml": UNJUDGED}, 2)

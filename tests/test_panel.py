@@ -439,8 +439,8 @@ def test_judging_settings_are_read_and_refused_naming_their_field(tmp_path: Path
     monkeypatch.setenv("CONVY_JUDGE_REPEATS", "16")
     assert main(["-C", str(project), "check"]) == 2
     said = capsys.readouterr().err.splitlines()
-    assert "convy: pyproject.toml: [tool.convy] panel: Invalid enum value 'most'" in said
-    assert "convy: pyproject.toml: [tool.convy] evidence: Invalid enum value 'maybe'" in said
+    assert "convy: pyproject.toml: [tool.convy] panel: must be one of majority, unanimous" in said
+    assert "convy: pyproject.toml: [tool.convy] evidence: must be one of flag, require" in said
     assert "convy: CONVY_JUDGE_REPEATS: judge_repeats: must be at most 15" in said
 
 

@@ -139,7 +139,7 @@ BROKEN: list[tuple[str, str, str | None, str]] = [
         "a key that fills no slot",
         "user: '{{ mood }}'\nmatrix: {mood: [calm], tone: [dry]}\njudge: [ok]\n",
         None,
-        "scenarios/s.yaml: matrix.tone: fills no {{ tone }} in user or script",
+        "scenarios/s.yaml: matrix.tone: fills no {{ tone }} in user, script or judge",
     ),
     (
         "a key that is also a var",
@@ -175,7 +175,7 @@ BROKEN: list[tuple[str, str, str | None, str]] = [
         "a slot a persona leaves empty",
         "user: '{{ age }} {{ shoe }}'\nmatrix: {persona: [retiree]}\njudge: [ok]\n",
         PERSONAS,
-        "scenarios/s.yaml: user: no value for {{ shoe }} in vars (variant persona=retiree)",
+        "scenarios/s.yaml: user: no value for {{ shoe }} in vars, matrix or persona (variant persona=retiree)",
     ),
     (
         "a persona without a name",

@@ -123,10 +123,10 @@ if TYPE_CHECKING:
         ConfigurationError,
         DialoguesLost,
         EmptyReply,
-        NothingChosen,
         ScenarioError,
         Unplayed,
         Unwritable,
+        WorkersLost,
     )
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
@@ -195,7 +195,6 @@ _WHERE = {
     "NoUsage": "convy.agent",
     "NoVerdict": "convy.dialog",
     "NotReported": "convy.agent",
-    "NothingChosen": "convy.problems",
     "OpenAiModel": "convy.model",
     "OutOfTime": "convy.agent",
     "Outcome": "convy.scenario",
@@ -249,6 +248,7 @@ _WHERE = {
     "Usage": "convy.agent",
     "Verdict": "convy.dialog",
     "Wait": "convy.busy",
+    "WorkersLost": "convy.problems",
 }
 
 
@@ -322,7 +322,6 @@ __all__ = [
     "NoUsage",
     "NoVerdict",
     "NotReported",
-    "NothingChosen",
     "OpenAiModel",
     "Origin",
     "OutOfTime",
@@ -381,4 +380,5 @@ __all__ = [
     "Verdict",
     "Vote",
     "Wait",
+    "WorkersLost",
 ]

@@ -119,11 +119,14 @@ class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """The agent's answer to one message: its text, its tokens and the steps it took.
 
     ``usage`` is what the answer took as one request, or ``Requests`` when it took several.
+    ``unheld`` is the path where the agent's adapter looks for its tool calls (a ``JsonAgent``'s
+    ``calls``) when this reply did not hold it at all: its calls, if any, could not be seen.
     """
 
     text: str
     usage: Usage | NoUsage | Requests = NoUsage()
     steps: tuple[Thought | Call, ...] = ()
+    unheld: str = ""
 
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """The usage of each request the answer took: its one, or each of several."""

@@ -374,9 +374,13 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         match outcome.result:
             case Failed():
                 return "agent"
-            case NoVerdict(checks=checks) if any(not claim.held for claim in checks):
+            case NoVerdict(checks=checks) if any(not claim.held and not claim.doubt for claim in checks):
                 return "agent"
-            case Verdict(claims=claims) if any(claim.by == "code" and not claim.held for claim in claims):
+            case Verdict(claims=claims) if any(claim.by == "code" and not claim.held and not claim.doubt for claim in claims):
+                return "agent"
+            # A tool check left undecided because no reply held the agent's calls path: the agent's
+            # adapter (its file) is wrong or the agent sends no calls; neither the user's nor the judge's.
+            case Verdict(claims=claims) | NoVerdict(checks=claims) if any(claim.doubt == "unseen" for claim in claims):
                 return "agent"
             case _:
                 pass
@@ -398,7 +402,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Failed():
                 return "agent"
 
-    def _doubted(self) -> Literal["not_trusted", "split", "unquoted"]:
+    def _doubted(self) -> Literal["not_trusted", "split", "unquoted", "unseen"]:
         # Why the first claim not trusted is not: its doubt when the judging gave it one.
         match self.outcome.result:
             case Verdict(claims=claims):

@@ -27,9 +27,10 @@ The exit codes (README's "Results and exit codes" is the same table):
          every attempt but reached or crossed its budget doing so); ``convy resume`` with a larger
          budget plays the rest
     7    nothing was tested: no attempt was judged (every chosen scenario skipped for a missing
-         model, a selection matching no scenario, every attempt not judged under --max-not-judged
-         1); for ``convy compare --fail-on-regression``, the candidate has no judged attempt. A run
-         its budget stopped before any attempt exits 6, and says that nothing was tested
+         model, every attempt not judged under --max-not-judged 1); for ``convy compare
+         --fail-on-regression``, the candidate has no judged attempt. A run its budget stopped
+         before any attempt exits 6, and says that nothing was tested; a selection that matches no
+         scenario is a mistake refused with the nearest names (2), before anything is played
     8    a scenario was skipped and --fail-on-skip (fail_on_skip) fails a run for it
     9    ``convy compare --fail-on-regression``: the pair is not comparable (the runs' simulated
          users differ, or no scenario was judged in both), so no regression can be ruled out
@@ -60,7 +61,7 @@ import select
 import signal
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -79,12 +80,13 @@ from convy.dialog import Failed, NoVerdict, Verdict
 from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Models
 from convy.passing import PassRule, RunVerdict
-from convy.problems import ConfigurationError, DialoguesLost, NothingChosen, Outside, Unplayed, Unwritable, WorkersLost
+from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable, WorkersLost
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
+from convy.spelling import Slips
 from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
@@ -276,7 +278,7 @@ class Said(msgspec.Struct, frozen=True):
             case Failed(reason=reason):
                 return f"{when} · agent failed ({self.outcome.stop}): {cut(reason)}"
             case NoVerdict(who=who, reason=reason, checks=checks):
-                broken = [claim for claim in checks if not claim.held]
+                broken = [claim for claim in checks if not claim.held and not claim.doubt]
                 if broken:
                     # A check decided by code failed: the attempt failed, whatever the model did.
                     return f"{when} · {cut(broken[0].claim)}: {cut(broken[0].reason)} (then {who} failed: {cut(reason)})"
@@ -288,6 +290,8 @@ class Said(msgspec.Struct, frozen=True):
                     return f"{when} · {cut(wrong[0].claim)}: {cut(wrong[0].reason)}" + (
                         f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else ""
                     )
+                if doubtful and doubtful[0].doubt == "unseen":
+                    return f"{when} · not judged: {doubtful[0].claim}: {doubtful[0].reason}"
                 if doubtful:
                     why = {"split": " (the judge split)", "unquoted": " (evidence not in the dialogue)"}.get(doubtful[0].doubt, "")
                     return f"{when} · not trusted{why}: {cut(doubtful[0].claim)}"
@@ -480,6 +484,12 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
+        unseen = Counter(path for outcome in outcomes for path in outcome.unseen())
+        for path, count in sorted(unseen.items()):
+            self.shown.line(
+                f"agents/{self.spec.agent}.py: calls path {Inert(path).line()!r}: in no reply of {count} attempt{'s' if count != 1 else ''}, "
+                "whose tool checks were not judged: set calls= to where the agent's replies list its tool calls"
+            )
         grouped = summary.by_scenario()
         for scenario, why in summary.stopped().items():
             got = len(grouped.get(scenario, ()))
@@ -1059,6 +1069,13 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                 case _:
                     shown.line(f"✓ {name}: connection works")
                     codes.append(0)
+            unheld = {turn.answer.unheld for turn in outcome.transcript.turns}
+            if outcome.transcript.turns and "" not in unheld:  # a wrong calls= would hide every tool call of a run
+                paths = ", ".join(repr(Inert(path).line()) for path in sorted(unheld))
+                shown.line(
+                    f"  note: no reply held the calls path {paths} of agents/{name}.py: if the agent calls tools, "
+                    "set calls= to where its replies list them (or have it send an empty list)"
+                )
         return Worst(tuple(codes)).code()
 
 
@@ -1103,7 +1120,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         )
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        journal = self.project.found(self.run_id)
+        journal = self.project.found(self.run_id, "resume")
         settings = self.budget.over(self.project.settings())
         spread = self.spread.over(settings)
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
@@ -1167,7 +1184,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         changes = {name: value for name, value in given.items() if value is not None}
         settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
-        rejudge = Rejudge(self.project, self.project.found(self.run_id), Matching(self.patterns, self.tags), self.trust)
+        rejudge = Rejudge(self.project, self.project.found(self.run_id, "rejudge"), Matching(self.patterns, self.tags), self.trust)
         source, dialogues = rejudge.origin()
         loaded = Loaded(self.project, source.agent)
         models = loaded.models()
@@ -1297,6 +1314,8 @@ class DryRun(msgspec.Struct, frozen=True):
                     specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
+        if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
+            problems.extend(Slips(project.folder).project())
         secrets = Loaded(project, "").secrets(*parts)
         if problems:
             said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))
@@ -1984,11 +2003,11 @@ def main(argv: list[str] | None = None) -> int:
                     checked = RunCommand(project, (), None, (), (), None, None, most_variants=parsed.max_variants)
                     code = DryRun(checked).run(shown, errors)
                 case "run" if parsed.smoke:
-                    code = SmokeCommand(project, tuple(parsed.agents)).run(shown, errors)
+                    code = SmokeCommand(project, project.agents_called(parsed.agents, here)).run(shown, errors)
                 case "run":
                     command = RunCommand(
                         project,
-                        tuple(parsed.agents),
+                        project.agents_called(parsed.agents, here),
                         parsed.attempts,
                         tuple(parsed.scenarios),
                         tuple(parsed.tag),
@@ -2041,9 +2060,6 @@ def main(argv: list[str] | None = None) -> int:
                         outputs,
                         fail_on_skip=parsed.fail_on_skip,
                     ).run(shown, errors)
-        except NothingChosen as error:  # not a fault of the project: a run that would test nothing
-            errors.line(f"convy: {error}")
-            code = 7
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():
                 errors.line(f"convy: {line}")

@@ -27,6 +27,7 @@ from convy.busy import Busy, Places
 from convy.files import Shipped
 from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
 from convy.problems import Outside
+from convy.slots import Slotted
 
 if TYPE_CHECKING:
     from convy.conduct import Instructions
@@ -153,8 +154,10 @@ class Claim(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     votes: tuple[Vote, ...] = ()
     # Why the decision is not trusted whatever its confidence: "split", its votes were as many for
     # as against, so nothing was decided; "unquoted", the run requires evidence (``evidence =
-    # "require"``) and none of the judges agreeing quoted words that are in the dialogue.
-    doubt: Literal["", "split", "unquoted"] = ""
+    # "require"``) and none of the judges agreeing quoted words that are in the dialogue;
+    # "unseen", a tool check on a dialogue none of whose replies held the agent's ``calls`` path
+    # (``Answer.unheld``): no tool call could be seen, so nothing is known of the agent's.
+    doubt: Literal["", "split", "unquoted", "unseen"] = ""
 
     def trusted(self, trust: float) -> bool:
         if self.doubt:
@@ -213,7 +216,7 @@ class NoVerdict(msgspec.Struct, frozen=True, gc=False, tag="no_verdict", omit_de
 
     def status(self) -> Literal["failed", "not_judged"]:
         """Failed when a check decided by code failed; otherwise not judged."""
-        return "failed" if any(not claim.held for claim in self.checks) else "not_judged"
+        return "failed" if any(not claim.held and not claim.doubt for claim in self.checks) else "not_judged"
 
 
 # What a simulated user's checks look for (issue 11): decided by code on every dialogue with a
@@ -330,11 +333,9 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return "\n\n".join(lines)
 
 
-SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-
-
 class Prompt(msgspec.Struct, frozen=True):
-    """A prompt with ``{{ name }}`` slots, filled from a scenario's values.
+    """A prompt with ``{{ name }}`` slots, filled from a scenario's values by the rule of
+    ``convy.slots`` (``\\{{`` writes a literal ``{{``).
 
     A filled prompt is at most ``LIMIT`` bytes of UTF-8, as large as a scenario file may be: a
     value used in many slots could otherwise fill gigabytes (a 900 KB file, 20 GB). The size is
@@ -346,21 +347,18 @@ class Prompt(msgspec.Struct, frozen=True):
     LIMIT: ClassVar[int] = 1024 * 1024
 
     def slots(self) -> frozenset[str]:
-        return frozenset(SLOT.findall(self.text))
+        return Slotted(self.text).slots()
 
     def size(self, values: dict[str, Any]) -> int:
         """How many bytes the text filled with ``values`` would take, counted without making it
         (a slot with no value counts as empty)."""
-        sizes = {name: len(str(value).encode("utf-8", "surrogatepass")) for name, value in values.items()}
-        size = len(self.text.encode("utf-8", "surrogatepass"))
-        for found in SLOT.finditer(self.text):
-            size += sizes.get(found.group(1), 0) - len(found.group(0))
-        return size
+        return Slotted(self.text).size(values)
 
     def missing(self, values: dict[str, Any]) -> str:
-        """The slots ``values`` leave without a value, said, or "" when there are none."""
-        missing = sorted(self.slots() - set(values))
-        return f"no value for {', '.join('{{ ' + name + ' }}' for name in missing)}" if missing else ""
+        """The slots ``values`` leave without a value (or a stray ``{{``), said, or "" when there
+        are none."""
+        slotted = Slotted(self.text)
+        return slotted.stray() or slotted.missing(values)
 
     def oversize(self, values: dict[str, Any]) -> str:
         """What is wrong with the size of the text filled with ``values``, or "" when it fits."""
@@ -370,15 +368,15 @@ class Prompt(msgspec.Struct, frozen=True):
         return f"would be {size / self.LIMIT:,.1f} MB, more than {self.LIMIT // 1024 // 1024} MB"
 
     def filled(self, values: dict[str, Any]) -> str:
-        """The text with every slot filled; a slot with no value, or a text that would be larger
-        than ``LIMIT``, is a ``ValueError`` saying so."""
+        """The text with every slot filled; a slot with no value, a stray ``{{``, or a text that
+        would be larger than ``LIMIT``, is a ``ValueError`` saying so."""
         missing = self.missing(values)
         if missing:
             raise ValueError(missing)
         oversize = self.oversize(values)
         if oversize:
             raise ValueError(f"the filled text {oversize}")
-        return SLOT.sub(lambda found: str(values[found.group(1)]), self.text)
+        return Slotted(self.text).filled(values)
 
 
 class Spoken(msgspec.Struct, frozen=True):

@@ -46,6 +46,7 @@ from convy.chat import Arguments, Completion
 from convy.problems import HttpFailure, ModelFailure
 from convy.quota import TOLD, Heard, NoQuota, Quota, Told
 from convy.secrets import Secrets
+from convy.slots import Slotted, nearest
 
 # Headers whose values are never secret: hiding them would blot ordinary words.
 _PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type", "user-agent"})
@@ -169,7 +170,8 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}")
+            meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
+            raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}{meant}")
         if self.timeout <= 0:
             raise ValueError("timeout: must be more than 0")
 
@@ -179,9 +181,11 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
     def shown(self) -> str:
         """The URL as errors show it: without its query or a user and password, which may hold a key."""
         bare = self.url.split("?", 1)[0].split("#", 1)[0]
-        scheme, _, rest = bare.partition("://")
+        scheme, given, rest = bare.partition("://")
+        if not given:  # no scheme (refused): all of it is the host and path
+            scheme, rest = "", bare
         host, slash, path = rest.partition("/")
-        return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
+        return f"{scheme}{given}{host.rpartition('@')[2]}{slash}{path}"
 
     def secrets(self) -> Secrets:
         """What this endpoint holds that is never shown: each header's value and each word of it
@@ -556,29 +560,87 @@ class TokenPaths(msgspec.Struct, frozen=True):
                 return 0
 
 
+# The slots of a JSON agent's body, each with what it holds: docs/protocols.md lists these.
+BODY_SLOTS: dict[str, str] = {
+    "text": "the user's message of this turn",
+    "session": "the conversation's id: 32 hex digits, new for every attempt",
+    "turn": "the turn's number, from 1",
+    "history": 'every message so far, this turn\'s included, oldest first: [{"role": "user", "content": "..."}, '
+    '{"role": "assistant", "content": "..."}, ...]',
+}
+
+# Slots a body is likely to be written with, and the one each means.
+_MEANT = {
+    "message": "text", "input": "text", "query": "text", "prompt": "text", "content": "text", "user": "text",
+    "messages": "history", "conversation": "history", "session_id": "session", "id": "session",
+    "conversation_id": "session", "thread": "session",
+}
+
+
 class BodyTemplate(msgspec.Struct, frozen=True):
-    """A JSON body template: ``"{{ text }}"``, ``"{{ session }}"`` and ``"{{ history }}"`` are
-    replaced by the user's message, the conversation's id and its messages so far."""
+    """A JSON body template, its text values slotted as ``BODY_SLOTS`` say. A value that is one
+    slot alone takes the slot's value as it is (``"{{ history }}"`` the list, ``"{{ turn }}"``
+    a number); a slot within more text is written as text (the history as its JSON)."""
 
     body: Any
 
-    def filled(self, text: str, session: str, history: list[dict[str, str]]) -> Any:
-        return self._walked(self.body, text, session, history)
+    def problem(self) -> str:
+        """What is wrong with the template's slots, naming the field, or ""."""
+        return self._problem(self.body, "body")
 
-    def _walked(self, value: Any, text: str, session: str, history: list[dict[str, str]]) -> Any:
+    def _problem(self, value: Any, field: str) -> str:
         match value:
             case dict():
-                return {key: self._walked(item, text, session, history) for key, item in value.items()}
+                for key, item in value.items():
+                    if isinstance(key, str) and (Slotted(key).slots() or Slotted(key).stray()):
+                        return f"{field}: a key is sent as written: slots fill values only, not {key!r}"
+                    problem = self._problem(item, f"{field}.{key}")
+                    if problem:
+                        return problem
             case list():
-                return [self._walked(item, text, session, history) for item in value]
-            case str() if value.replace(" ", "") == "{{history}}":
-                return history
+                for number, item in enumerate(value):
+                    problem = self._problem(item, f"{field}[{number}]")
+                    if problem:
+                        return problem
             case str():
-                return value.replace("{{ text }}", text).replace("{{text}}", text).replace(
-                    "{{ session }}", session
-                ).replace("{{session}}", session)
+                slotted = Slotted(value)
+                stray = slotted.stray()
+                if stray:
+                    return f"{field}: {stray}"
+                for name in sorted(slotted.slots() - set(BODY_SLOTS)):
+                    meant = _MEANT.get(name) or nearest(name, BODY_SLOTS)
+                    hint = f" (for {{{{ {meant} }}}}?)" if meant else ""
+                    known = ", ".join("{{ " + slot + " }}" for slot in BODY_SLOTS)
+                    return f"{field}: no slot {{{{ {name} }}}} in a JSON agent's body{hint}: its slots are {known}"
+            case _:
+                pass
+        return ""
+
+    def filled(self, text: str, session: str, history: list[dict[str, str]]) -> Any:
+        values = {"text": text, "session": session, "turn": (len(history) + 1) // 2, "history": history}
+        return self._walked(self.body, values)
+
+    def _walked(self, value: Any, values: dict[str, Any]) -> Any:
+        match value:
+            case dict():
+                return {key: self._walked(item, values) for key, item in value.items()}
+            case list():
+                return [self._walked(item, values) for item in value]
+            case str() if Slotted(value).alone() in values:
+                return values[Slotted(value).alone()]
+            case str():
+                return Slotted(value).filled(values, _written)
             case _:
                 return value
+
+
+def _written(value: Any) -> str:
+    """A slot's value written within a text: the history as its JSON."""
+    match value:
+        case list():
+            return msgspec.json.encode(value).decode()
+        case _:
+            return str(value)
 
 
 class _JsonConversation:
@@ -599,6 +661,18 @@ class _JsonConversation:
         return answer
 
 
+def _endpoint(given: Any) -> JsonEndpoint:
+    """An agent's endpoint as given: a URL alone (an easy slip beside ``JsonEndpoint(url)``) is
+    taken as ``JsonEndpoint(url)``; anything else but an endpoint is refused."""
+    match given:  # outside data: the project's agent file
+        case JsonEndpoint():
+            return given
+        case str(url):
+            return JsonEndpoint(url)
+        case _:
+            raise ValueError(f"endpoint: give JsonEndpoint(url) or a URL, not {type(given).__name__}")
+
+
 class JsonAgent(msgspec.Struct, frozen=True):
     """An agent behind a JSON endpoint, described by where things are.
 
@@ -614,6 +688,12 @@ class JsonAgent(msgspec.Struct, frozen=True):
     tokens: TokenPaths = TokenPaths()
     thoughts: str = ""
     calls: str = ""
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "endpoint", _endpoint(self.endpoint))
+        problem = BodyTemplate(self.body).problem()
+        if problem:
+            raise ValueError(problem)
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[_JsonConversation]:
@@ -631,7 +711,18 @@ class JsonAgent(msgspec.Struct, frozen=True):
                 pass
             case _:
                 raise AgentFailure(f"{self.endpoint.shown()}: reply path {self.reply}: not text")
-        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply))
+        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply), self._unheld(reply))
+
+    def _unheld(self, reply: Any) -> str:
+        # The calls path when the reply does not hold it (a null or an empty list there is held):
+        # a dialogue none of whose replies held it leaves its tool checks undecided.
+        if not self.calls:
+            return ""
+        try:
+            JsonPath(self.calls).found(reply)
+        except KeyError:
+            return self.calls
+        return ""
 
     def _thoughts(self, reply: Any) -> tuple[Thought | Call, ...]:
         match JsonPath(self.thoughts).optional(reply):
@@ -696,6 +787,9 @@ class ChatAgent(msgspec.Struct, frozen=True):
     model: str
     system: str = ""
     extra: dict[str, Any] = {}
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "endpoint", _endpoint(self.endpoint))
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[_ChatConversation]:

@@ -263,6 +263,9 @@ class Case(msgspec.Struct, frozen=True):
             case NoVerdict(who=who, reason=reason):
                 return f"{who}: {self.outside(reason, most)}"
             case Verdict(claims=claims):
+                unseen = [claim for claim in claims if claim.doubt == "unseen"]
+                if unseen:
+                    return f"not judged: {XmlText(unseen[0].reason, most).cut()}"
                 doubtful = [claim.claim for claim in claims if not claim.trusted(attempt.trust)]
                 return f"not trusted (less confident than {attempt.trust:g}): {', '.join(repr(one) for one in doubtful)}"
 

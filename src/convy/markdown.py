@@ -135,6 +135,7 @@ WHY = {
     "not_trusted": "judge not confident enough",
     "split": "the judge split",
     "unquoted": "evidence not in the dialogue",
+    "unseen": "no reply held the agent's calls path",
 }
 SCENARIO = {"always": "✓ always passes", "flaky": "~ flaky", "never": "✗ never passes", "not_judged": "– not judged"}
 METHOD = {
@@ -176,6 +177,9 @@ class Unjudged(msgspec.Struct, frozen=True):
             case NoVerdict(reason=reason):
                 return MarkdownText(reason, self.REASON).markdown()
             case Verdict(claims=claims):
+                unseen = [claim for claim in claims if claim.doubt == "unseen"]
+                if unseen:
+                    return MarkdownText(unseen[0].reason, self.REASON).markdown()
                 doubtful = [claim.claim for claim in claims if not claim.trusted(trust)]
                 return f"less confident than {trust:g} on " + MarkdownText("; ".join(doubtful), self.REASON).markdown()
             case Failed(reason=reason):

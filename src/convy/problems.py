@@ -18,8 +18,6 @@
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── ScenarioError             one line per broken scenario file
-    │   ├── NothingChosen             the selection matches no scenario: nothing was tested
-    │   │                             (``convy run`` exits 7 for it; a dry run finds it a problem)
     │   ├── RunInUse (bench.py)       another process is playing that run
     │   └── RunDamaged (bench.py)     its run.json cannot be read: resume refused, attempts readable
     ├── Unwritable (here)             the file system refused a write convy needs (a full
@@ -111,10 +109,6 @@ class ConfigurationError(Exception):
     """
 
 
-class NothingChosen(ConfigurationError):
-    """The ``--scenarios`` and ``--tag`` given match no scenario: a run of them would test nothing."""
-
-
 class ScenarioError(ConfigurationError):
     """One or more scenario files are broken; the text has one line per problem."""
 
@@ -182,6 +176,11 @@ class FieldProblem(msgspec.Struct, frozen=True):
             if keyed:
                 return f"{path or 'the file'}: expected {expected} as a key{got}"
             return f"{path or 'the file'}: expected {expected}{got}"
+        if what.startswith("Invalid enum value"):
+            # msgspec repeats the value, which may be a secret pasted in the wrong place: never
+            # shown; the values the field takes are, when the shape knows them.
+            allowed = self._allowed(path)
+            what = f"must be one of {', '.join(allowed)}" if allowed else "not one of the values it takes"
         what = self.SAID.get(what, what)
         return f"{path}: {what}" if path else what
 
@@ -218,6 +217,27 @@ class FieldProblem(msgspec.Struct, frozen=True):
             return ""
         close = difflib.get_close_matches(unknown, [field.encode_name for field in record.fields], n=1, cutoff=0.6)
         return f"; did you mean {close[0]}?" if close else ""
+
+    def _allowed(self, path: str) -> tuple[str, ...]:
+        """The values of the enumerated field at ``path`` (a ``Literal``), or none when unknown."""
+        if self.shape is None:
+            return ()
+        shape: msgspec.inspect.Type | None = msgspec.inspect.type_info(self.shape)
+        for name in (part for part in re.split(r"\.|\[\d+\]", path) if part):
+            record = self._record(shape) if shape is not None else None
+            field = next((field for field in record.fields if field.encode_name == name), None) if record else None
+            if field is None:
+                return ()
+            shape = field.type
+        match shape:
+            case msgspec.inspect.LiteralType(values=values):
+                return tuple(str(value) for value in values)
+            case msgspec.inspect.UnionType(types=members):
+                return tuple(
+                    str(value) for member in members if isinstance(member, msgspec.inspect.LiteralType) for value in member.values
+                )
+            case _:
+                return ()
 
     def _record(self, shape: msgspec.inspect.Type) -> msgspec.inspect.StructType | None:
         # The record a field's type holds: itself, the items of a list, or a union's record.

@@ -2,7 +2,7 @@
 
     models.py          defines ``models``: the simulated user's model and the judge
     agents/<name>.py   each defines ``agent``, the agent under test
-    scenarios/**.yaml  one scenario per file
+    scenarios/**.yaml  one scenario per file (.yml read alike)
     prompts/user.md    optional: the simulator prompt, replacing convy's
     pyproject.toml     [tool.convy]: attempts, trust, places, time limits
     .env               keys and settings, never copied anywhere
@@ -31,7 +31,7 @@ from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
 from convy.panel import Panel
-from convy.problems import ConfigurationError, NothingChosen, Unwritable
+from convy.problems import ConfigurationError, Unwritable
 from convy.providers import Made, agent_made, judge_made
 from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
@@ -98,6 +98,26 @@ class Project(msgspec.Struct, frozen=True):
             f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent"
             for name in reserved
         )
+
+    def agents_called(self, given: list[str], here: Path) -> tuple[str, ...]:
+        """The agents named on the command line, each by its name or by its file's path from
+        ``here`` (what tab completion gives: ``agents/airline.py``); a ``.py`` path that is not a
+        file of ``agents/`` is a ``ConfigurationError`` that says how to name it."""
+        names: list[str] = []
+        agents = (self.folder / "agents").resolve()
+        for text in given:
+            if not text.endswith(".py") and "/" not in text:
+                names.append(text)
+                continue
+            path = (here / text).resolve()
+            if path.parent == agents and path.suffix == ".py":  # one that is not there is said as by name
+                names.append(path.stem)
+                continue
+            stem = Path(text).stem if text.endswith(".py") else Path(text).name
+            raise ConfigurationError(
+                f"{text}: not a file of agents/; give the agent's name (convy run {stem}) or its file's path (agents/{stem}.py)"
+            )
+        return tuple(names)
 
     def agent(self, name: str) -> ProjectAgent:
         """The agent ``agents/<name>.py`` defines, loaded anew."""
@@ -191,7 +211,7 @@ class Project(msgspec.Struct, frozen=True):
         now: it would fail the first run with both models."""
         chosen = matching.chosen(scenarios)
         if not chosen:
-            raise NothingChosen("nothing was tested: no scenario matches the --scenarios and --tag given")
+            raise ConfigurationError(matching.missed(scenarios))
         self.bounded(settings, chosen)
         self.fitting(prompt, settings, chosen)
         playable: list[Scenario] = []
@@ -245,7 +265,7 @@ class Project(msgspec.Struct, frozen=True):
         scenarios = hashlib.sha256()
         # personas.yaml fills the variants' slots as the files do: a part of the scenarios, when there is one.
         personas = self.folder / "personas.yaml"
-        for path in [*sorted((self.folder / "scenarios").rglob("*.yaml")), *([personas] if personas.exists() else [])]:
+        for path in [*Scenarios(self.folder / "scenarios").files(), *([personas] if personas.exists() else [])]:
             shown = path.relative_to(self.folder).as_posix()
             try:
                 data = RegularFile(path).data(YamlFile.MAX_BYTES)
@@ -293,19 +313,51 @@ class Project(msgspec.Struct, frozen=True):
     def journal(self, spec: RunSpec) -> RunJournal:
         return RunJournal(self.results() / spec.agent / spec.id)
 
-    def found(self, wanted: str) -> RunJournal:
-        """The run whose id is ``wanted``, or the only one whose id contains it."""
+    def found(self, wanted: str, command: str = "") -> RunJournal:
+        """The run whose id is ``wanted``, or the only one whose id contains it. For ``convy
+        resume`` (``command``), a part that several runs share names the one among them that is
+        not finished, when only one is not: the others have nothing left to play."""
         folders = [path.parent for path in self.results().glob("*/*/run.json")]
         exact = [folder for folder in folders if folder.name == wanted]
         if exact:
             return RunJournal(exact[0])
-        near = sorted(folder for folder in folders if wanted in folder.name)
+        near = [folder for folder in folders if wanted in folder.name]
         if not near:
             raise ConfigurationError(f"no run matches {wanted!r} in results/")
-        if len(near) > 1:
-            names = ", ".join(folder.name for folder in near[:5])
-            raise ConfigurationError(f"{wanted!r} matches {len(near)} runs ({names}): give more of the id")
-        return RunJournal(near[0])
+        if len(near) == 1:
+            return RunJournal(near[0])
+        read = {folder: Runs(self.results()).one(folder) for folder in near}
+        # Newest first, by when each started (two runs may start within the second their ids give).
+        near.sort(key=lambda folder: (self._started(read[folder]), folder.name), reverse=True)
+        states = {folder: self._state(read[folder]) for folder in near}
+        if command == "resume":
+            open_ = [folder for folder in near if states[folder] != "finished"]
+            if len(open_) == 1:
+                return RunJournal(open_[0])
+        names = ", ".join(f"{folder.name} ({folder.parent.name}, {states[folder]})" for folder in near[:5])
+        more = f" and {len(near) - 5} more" if len(near) > 5 else ""
+        newest = near[0].name
+        raise ConfigurationError(
+            f"{wanted!r} matches {len(near)} runs, newest first: {names}{more}; "
+            f"give more of the id (its last part is enough: {f'convy {command} ' if command else ''}{newest.rsplit('-', 1)[-1]})"
+        )
+
+    @staticmethod
+    def _state(found: Read | Unread) -> str:
+        # A run's status in a word (finished, interrupted, running, stopped), for a list to choose from.
+        match found:
+            case Read() as read:
+                return read.status()
+            case Unread():
+                return "unreadable"
+
+    @staticmethod
+    def _started(found: Read | Unread) -> str:
+        match found:
+            case Read(file=file):
+                return file.status.started
+            case Unread():
+                return ""
 
     def resumable(self, journal: RunJournal, prompt: Prompt) -> RunSpec:
         """The spec of a run to resume with the simulator ``prompt`` the settings give now; refused

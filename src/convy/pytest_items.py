@@ -46,7 +46,7 @@ from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.project import Project
 from convy.report import Stop, Summary
 from convy.runs import Read
-from convy.scenario import Matching, Scenario
+from convy.scenario import Matching, Scenario, Scenarios
 from convy.secrets import Environment, Secrets
 from convy.terminal import Inert
 
@@ -522,7 +522,8 @@ class AgentScenarios(pytest.Collector):
         tests = self.config.stash[TESTS]
         items: list[ScenarioItem] = []
         for scenario, skipped in self.chosen:
-            file = tests.project.folder / "scenarios" / f"{scenario.id}.yaml"
+            folder = tests.project.folder / "scenarios"
+            files = [folder / f"{scenario.id}{suffix}" for suffix in Scenarios.SUFFIXES]
             name = Inert(scenario.id).line()
             # The id given whole, as pytest reads one back: a variant's values (``[mood=angry]``)
             # are then its parameters, as --lf reads them from the cache, so it finds it again.
@@ -530,7 +531,7 @@ class AgentScenarios(pytest.Collector):
                 self,
                 name=name,
                 nodeid=f"{self.nodeid}::{name}",
-                path=file if file.is_file() else tests.project.folder / "scenarios",
+                path=next((file for file in files if file.is_file()), folder),
             )
             item.scenario = scenario
             item.agent = self.agent

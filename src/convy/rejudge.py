@@ -140,6 +140,8 @@ class Rejudge(msgspec.Struct, frozen=True):
                 kept.append(now[was.id])
         chosen = self.matching.chosen(tuple(kept))
         if not chosen:
+            if kept:  # with the nearest ids, or the tags there are
+                raise ConfigurationError(f"run {source.id}: {self.matching.missed(tuple(kept))}")
             raise ConfigurationError(f"no scenario of run {source.id} matches the --scenarios and --tag given")
         playable: list[Scenario] = []
         for scenario in chosen:

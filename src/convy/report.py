@@ -526,6 +526,8 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                         text = claim.claim
                         if text not in later:
                             later[text] = claim.by
+                        if claim.doubt:  # a tool check no reply could decide (``unseen``) is not one
+                            continue
                         decided[text] = decided.get(text, 0) + 1
                         held[text] = held.get(text, 0) + claim.held
                         if claim.trusted(trust):

@@ -116,7 +116,7 @@ class AttemptsRow(Row, frozen=True):
     started: str
     seconds: float
     status: Literal["passed", "failed", "not_judged"]
-    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted", "split", "unquoted"] | None
+    why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted", "split", "unquoted", "unseen"] | None
     cause: Literal["agent", "user", "judge", "service"] | None
     stop: str
     turns: int

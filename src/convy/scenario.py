@@ -15,10 +15,12 @@ goes on to the caller.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import fnmatch
 import functools
 import math
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -50,8 +52,20 @@ from convy.dialog import (
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.pattern import Pattern
 from convy.problems import ConfigurationError, EmptyReply, FieldProblem, Outside, ScenarioError, ServiceFailure
+from convy.slots import Slotted, nearest
 from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
+
+# Fills one field's text with a scenario's values: the field's name (for the error), its text, and
+# how a value is written into it.
+Fill = Callable[[str, str, Callable[[Any], str]], str]
+
+_SPECIAL = frozenset("\\.^$|?*+()[]{}")
+
+
+def _literal(value: Any) -> str:
+    """A value written into a pattern so that it matches as written: ``12.5`` matches "12.5"."""
+    return "".join("\\" + char if char in _SPECIAL else char for char in str(value))
 
 
 class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, dict=True):
@@ -79,6 +93,34 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             if problem:
                 raise ValueError(f"{field}: {problem}")
 
+    def filled(self, fill: Fill, values: dict[str, Any]) -> Check:
+        """This check with its slots filled by ``fill`` (which names the field at fault): a
+        pattern's slots take their value as text, not as pattern; a ``with:`` value that is one
+        slot alone takes its value as it is (a number stays a number)."""
+        return Check(
+            called=fill("called", self.called, str),
+            with_=self._argument(fill, values, "with", self.with_),
+            not_called=fill("not_called", self.not_called, str),
+            said=fill("said", self.said, _literal),
+            not_said=fill("not_said", self.not_said, _literal),
+        )
+
+    def _argument(self, fill: Fill, values: dict[str, Any], field: str, value: Any) -> Any:
+        match value:
+            case str() if Slotted(value).alone() in values:
+                return values[Slotted(value).alone()]
+            case str():
+                return fill(field, value, str)
+            case dict():
+                return {
+                    fill(field, str(key), str): self._argument(fill, values, f"{field}.{key}", item)
+                    for key, item in value.items()
+                }
+            case list():
+                return [self._argument(fill, values, f"{field}[{number}]", item) for number, item in enumerate(value)]
+            case _:
+                return value
+
     def text(self) -> str:
         """The check as a claim, as reports show it."""
         return self._text
@@ -105,12 +147,19 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         (one claim), or nothing: ``called`` and ``said`` are settled once they hold, ``not_called``
         and ``not_said`` once they fail."""
         claim = self.claim(transcript)
-        return (claim,) if claim.held == bool(self.called or self.said) else ()
+        return (claim,) if claim.held == bool(self.called or self.said) and not claim.doubt else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
         # One pass over the steps: the first turn that called the tool, how many times, and the
         # first turn that called it with the arguments asked for.
         name = self.called or self.not_called
+        unheld = {turn.answer.unheld for turn in transcript.turns}
+        if transcript.turns and "" not in unheld:  # no reply held the path where the calls would be
+            paths = ", ".join(repr(path) for path in sorted(unheld))
+            return Claim(
+                self.text(), False, f"no reply of the agent held its calls path {paths}: no tool call could be seen",
+                by="code", doubt="unseen",
+            )
         first = fitting = calls = 0
         for number, turn in enumerate(transcript.turns, start=1):
             for step in turn.answer.steps:
@@ -185,6 +234,15 @@ class Rule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
             raise ValueError("pass: goes only with grades")
 
 
+# The slots the simulator prompt is filled with, besides the scenario's vars (and its matrix's and
+# persona's values), each with what it holds: docs/protocols.md lists these.
+PROMPT_SLOTS: dict[str, str] = {
+    "instructions": "the scenario's user text, its slots filled",
+    "user": "the same as instructions",
+    "stop": f"the mark that ends the dialogue, {STOP}",
+}
+
+
 class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, dict=True):
     """One scenario: who the simulated user is, what it says first, and the claims to decide.
 
@@ -196,6 +254,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     id: str
     judge: tuple[str | Rule, ...]
     user: str = ""
+    # Set once its slots are filled from its values (``variants``), never in a file: its texts are
+    # then final, and a literal "{{" in them (written \\{{) is text.
+    filled: bool = False
     vars: dict[str, Any] = {}  # text, numbers or true/false: checked below, naming the key
     script: tuple[str, ...] = ()
     max_turns: int | None = None
@@ -219,6 +280,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             problem = Value(value).problem(f"vars.{name}")
             if problem:
                 raise ValueError(problem)
+        for field, names in (("vars", self.vars), ("matrix", self.matrix)):
+            for name in names:
+                if name in PROMPT_SLOTS:
+                    raise ValueError(
+                        f"{field}.{name}: the simulator prompt fills {{{{ {name} }}}} itself "
+                        f"({PROMPT_SLOTS[name]}): give the value another name"
+                    )
         if not self.user.strip() and not self.script:
             raise ValueError("user: a scenario needs a user, a script, or both")
         if self.max_turns is not None and self.max_turns < 1:
@@ -230,22 +298,17 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         for number, line in enumerate(self.script):
             if not line.strip():
                 raise ValueError(f"script[{number}]: an empty message")
+        if self.filled:
+            if len(self.user.encode("utf-8", "surrogatepass")) > Prompt.LIMIT:
+                raise ValueError(f"user: the filled instructions {Prompt(self.user).oversize({})}")
+            return
         if self.matrix:
             self._matrix_checked()
-            return
-        if self.user:
-            instructions = Prompt(self.user)
-            missing = instructions.missing(self.vars)
-            if missing:
-                raise ValueError(f"user: {missing} in vars")
-            oversize = instructions.oversize(self.vars)
-            if oversize:
-                raise ValueError(f"user: the filled instructions {oversize}")
+        if PERSONA not in self.matrix:  # a persona's values may fill any slot: each variant is checked as it is made
+            self._filled({**self.vars, **{key: key for key in self.matrix}}, None)
 
     def _matrix_checked(self) -> None:
-        """A matrix's own problems, and the slots its variants will fill: every slot of the user's
-        instructions and of the script must be a var or a matrix key (a persona's values are
-        checked as each variant is made), and every matrix key but ``persona`` must fill one."""
+        """A matrix's own problems: its values, and every key but ``persona`` a slot it fills."""
         if self.variant is not None:
             raise ValueError("matrix: a variant has no matrix of its own")
         problem = Matrix(self.matrix).problem()
@@ -254,29 +317,101 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         for key in self.matrix:
             if key in self.vars:
                 raise ValueError(f"matrix.{key}: also a var: give it in vars or in matrix, not both")
-        slots = Prompt(self.user).slots().union(*(Prompt(line).slots() for line in self.script))
+        slots = self._slots()
         for key in self.matrix:
             if key != PERSONA and key not in slots:
-                raise ValueError(f"matrix.{key}: fills no {{{{ {key} }}}} in user or script")
-        if PERSONA in self.matrix:
-            return  # a persona's values may fill any slot: each variant is checked as it is made
-        known = {**self.vars, **dict.fromkeys(self.matrix, "")}
-        missing = Prompt(self.user).missing(known)
-        if missing:
-            raise ValueError(f"user: {missing} in vars or matrix")
-        for number, line in enumerate(self.script):
-            missing = Prompt(line).missing(known)
+                raise ValueError(f"matrix.{key}: fills no {{{{ {key} }}}} in user, script or judge")
+
+    def _slots(self) -> frozenset[str]:
+        """The names of every slot of its texts: user, script, claims and checks."""
+        found: set[str] = set()
+
+        def seen(field: str, text: str, shown: Callable[[Any], str]) -> str:
+            found.update(Slotted(text).slots())
+            return text
+
+        self._judged(seen, {})
+        seen("user", self.user, str)
+        for line in self.script:
+            seen("script", line, str)
+        return frozenset(found)
+
+    def _judged(self, fill: Fill, values: dict[str, Any]) -> tuple[str | Rule, ...]:
+        """The ``judge:`` entries with their texts filled by ``fill``, each field named by its place."""
+        judged: list[str | Rule] = []
+        for number, entry in enumerate(self.judge):
+            place = f"judge[{number}]"
+            try:
+                judged.append(self._entry(entry, place, fill, values))
+            except ValueError as error:  # a filled entry's own problem (a check's pattern filled empty) is named too
+                said = str(error)
+                raise ValueError(said if said.startswith(place) else f"{place}: {said}") from None
+        return tuple(judged)
+
+    def _entry(self, entry: str | Rule, place: str, fill: Fill, values: dict[str, Any]) -> str | Rule:
+        match entry:
+            case str(text):
+                return fill(place, text, str)
+            case Rule(check=Check() as check):
+
+                def checked(field: str, text: str, shown: Callable[[Any], str]) -> str:
+                    made = fill(f"{place}.check.{field}", text, shown)
+                    if text and not made and not field.startswith("with"):
+                        raise ValueError(f"{place}.check.{field}: empty once its slots are filled: give their values some text")
+                    return made
+
+                return Rule(check=check.filled(checked, values))
+            case Rule(claim=claim, grades=grades, pass_=bar):
+                return Rule(
+                    claim=fill(f"{place}.claim", claim, str),
+                    grades=tuple(fill(f"{place}.grades[{at}]", grade, str) for at, grade in enumerate(grades)),
+                    pass_=fill(f"{place}.pass", bar, str),
+                )
+
+    def _filled(self, values: dict[str, Any], variant: Variant | None) -> Scenario:
+        """This scenario with every slot of its user, script, claims and checks filled from
+        ``values`` (and every ``\\{{`` made ``{{``), as ``variant`` when it is one; a
+        ``ValueError`` names the field and the slot at fault."""
+        where = f" (variant {variant.label()})" if variant is not None else ""
+        givers = "vars, matrix or persona" if PERSONA in self.matrix else "vars or matrix" if self.matrix else "vars"
+
+        def fill(field: str, text: str, shown: Callable[[Any], str]) -> str:
+            slotted = Slotted(text)
+            problem = slotted.stray()
+            if problem:
+                raise ValueError(f"{field}: {problem}{where}")
+            missing = sorted(slotted.slots() - set(values))
             if missing:
-                raise ValueError(f"script[{number}]: {missing} in vars or matrix")
+                near = nearest(missing[0], values)
+                hint = f" (is {{{{ {missing[0]} }}}} a slip for {{{{ {near} }}}}?)" if near else ""
+                raise ValueError(f"{field}: {slotted.missing(values)} in {givers}{hint}{where}")
+            oversize = Prompt(text).oversize(values)
+            if oversize:
+                raise ValueError(f"{field}: the filled {'instructions' if field == 'user' else 'text'} {oversize}{where}")
+            return slotted.filled(values, shown)
+
+        return Scenario(
+            id=variant.id() if variant is not None else self.id,
+            judge=self._judged(fill, values),
+            user=fill("user", self.user, str),
+            vars=values,
+            script=tuple(fill(f"script[{number}]", line, str) for number, line in enumerate(self.script)),
+            max_turns=self.max_turns,
+            tags=self.tags,
+            variant=variant,
+            filled=True,
+        )
 
     def variants(self, personas: Personas = Personas(), most: int | None = None) -> tuple[Scenario, ...]:
-        """The scenarios this one plays: itself, or with a matrix one variant per combination of
-        its values, each with them among its vars and filled into its script (a persona's values
-        too), its id saying them (``id[key=value,...]``), its ``variant`` keeping them. A
-        ``ValueError`` names the field at fault: a persona unknown, more variants than ``most``
-        (``MOST_VARIANTS`` unless given), a variant whose slots are not all filled."""
-        if not self.matrix:
+        """The scenarios this one plays, each with its slots filled (its user, script, claims and
+        checks): itself, or with a matrix one variant per combination of its values, each with
+        them among its vars (a persona's values too), its id saying them (``id[key=value,...]``),
+        its ``variant`` keeping them. A ``ValueError`` names the field at fault: a persona unknown,
+        more variants than ``most`` (``MOST_VARIANTS`` unless given), a slot with no value."""
+        if self.filled:
             return (self,)
+        if not self.matrix:
+            return (self._filled(self.vars, None),)
         most = self.MOST_VARIANTS if most is None else most
         matrix = Matrix(self.matrix)
         if PERSONA in self.matrix:
@@ -303,27 +438,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             f"matrix.{PERSONA}: persona {person.name!r} sets {key}, also a var or matrix key"
                         )
                 filled.update(person.values)
-            script: list[str] = []
-            for number, line in enumerate(self.script):
-                try:
-                    script.append(Prompt(line).filled(filled))
-                except ValueError as error:
-                    raise ValueError(f"script[{number}]: {error} (variant {variant.label()})") from None
-            try:
-                made.append(
-                    Scenario(
-                        id=variant.id(),
-                        judge=self.judge,
-                        user=self.user,
-                        vars=filled,
-                        script=tuple(script),
-                        max_turns=self.max_turns,
-                        tags=self.tags,
-                        variant=variant,
-                    )
-                )
-            except ValueError as error:
-                raise ValueError(f"{error} (variant {variant.label()})") from None
+            made.append(self._filled(filled, variant))
         return tuple(made)
 
     def claims(self) -> tuple[str | Graded, ...]:
@@ -394,14 +509,26 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
         """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
-        own = (Prompt(self.user).filled(self.vars), *(str(value) for value in self.vars.values()))
+        own = (self.instructions(), *(str(value) for value in self.vars.values()))
         return SimulatedUser(model, self.told(prompt), own)
 
+    def instructions(self) -> str:
+        """Its ``user:`` text, its slots filled (a scenario kept by a run before its slots were
+        filled where it was read has them filled here, as then)."""
+        return self.user if self.filled else Prompt(self.user).filled(self.vars)
+
     def told(self, prompt: Prompt) -> str:
-        """``prompt`` filled with this scenario's instructions and vars; a ``ValueError`` for a
-        slot left empty or a prompt that would be too large."""
-        values: dict[str, Any] = {**self.vars, "instructions": Prompt(self.user).filled(self.vars), "stop": STOP}
-        return prompt.filled(values)
+        """``prompt`` filled with the slots of ``PROMPT_SLOTS`` and this scenario's vars; a
+        ``ValueError`` for a slot left empty or a prompt that would be too large."""
+        instructions = self.instructions()
+        values: dict[str, Any] = {**self.vars, "instructions": instructions, "user": instructions, "stop": STOP}
+        try:
+            return prompt.filled(values)
+        except ValueError as error:
+            missing = sorted(prompt.slots() - set(values))
+            near = nearest(missing[0], values) if missing else ""
+            hint = f" (is {{{{ {missing[0]} }}}} a slip for {{{{ {near} }}}}?)" if near else ""
+            raise ValueError(f"{error}{hint}") from None
 
     async def outcome(
         self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int, review: UserReview = UserReview()
@@ -698,6 +825,15 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
             case NoVerdict() as none:
                 return none.status()
 
+    def unseen(self) -> tuple[str, ...]:
+        """The agent's calls paths that no reply of this dialogue held, when a tool check was left
+        undecided for it (``Claim.doubt == "unseen"``); none otherwise."""
+        match self.result:
+            case Verdict(claims=claims) | NoVerdict(checks=claims) if any(claim.doubt == "unseen" for claim in claims):
+                return tuple(sorted({turn.answer.unheld for turn in self.transcript.turns if turn.answer.unheld}))
+            case _:
+                return ()
+
 
 class Scenarios(msgspec.Struct, frozen=True):
     """The scenario files under a project's ``scenarios/`` folder, a scenario with a matrix as
@@ -715,6 +851,16 @@ class Scenarios(msgspec.Struct, frozen=True):
             raise ScenarioError(problems)
         return scenarios
 
+    # What a scenario file's name ends with, in any case: both spellings of YAML's, read alike.
+    SUFFIXES: ClassVar[tuple[str, ...]] = (".yaml", ".yml")
+
+    def files(self) -> tuple[Path, ...]:
+        """The scenario files under the folder, at any depth, in order: every file named ``.yaml``
+        or ``.yml``."""
+        if not self.folder.is_dir():
+            return ()
+        return tuple(sorted(path for path in self.folder.rglob("*") if path.suffix.lower() in self.SUFFIXES))
+
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
         (and of the personas, when there are any)."""
@@ -724,7 +870,7 @@ class Scenarios(msgspec.Struct, frozen=True):
             return (), (f"{self.folder.name}/: no such folder of scenarios",)
         personas = Personas.read(self.personas or self.folder.parent / "personas.yaml")
         problems.extend(personas.problems)
-        for path in sorted(self.folder.rglob("*.yaml")):
+        for path in self.files():
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
                 scenario = ScenarioFile(path, shown, path.relative_to(self.folder).with_suffix("").as_posix()).scenario()
@@ -738,14 +884,18 @@ class Scenarios(msgspec.Struct, frozen=True):
                 continue
             for variant in variants:
                 if variant.id in found:
-                    problems.append(f"{shown}: id: {variant.id!r} is also the id of {found[variant.id][1]}")
+                    other = found[variant.id][1]
+                    if Path(other).with_suffix("") == Path(shown).with_suffix(""):  # a.yaml beside a.yml
+                        problems.append(f"{other} and {shown}: two files of scenario {variant.id!r}; keep one of them")
+                        break
+                    problems.append(f"{shown}: id: {variant.id!r} is also the id of {other}")
                     continue
                 found[variant.id] = (variant, shown)
         return tuple(scenario for scenario, _ in found.values()), tuple(problems)
 
 
 class ScenarioFile(msgspec.Struct, frozen=True):
-    """One scenario file; ``default_id`` is its path under ``scenarios/`` without ``.yaml``."""
+    """One scenario file; ``default_id`` is its path under ``scenarios/`` without ``.yaml`` (or ``.yml``)."""
 
     path: Path
     shown: str
@@ -765,6 +915,8 @@ class ScenarioFile(msgspec.Struct, frozen=True):
                 raise ScenarioError((f"{self.shown}: must be a mapping of fields (id, user, script, judge, ...)",))
         if "variant" in data:
             raise ScenarioError((f"{self.shown}: variant: convy sets it on each variant of a matrix; write matrix:",))
+        if "filled" in data:
+            raise ScenarioError((f"{self.shown}: filled: convy sets it once the slots are filled; leave it out",))
         try:
             scenario = msgspec.convert({"id": self.default_id, **data}, Scenario)
         except msgspec.ValidationError as error:
@@ -790,13 +942,38 @@ class Matching(msgspec.Struct, frozen=True):
     def chosen(self, scenarios: tuple[Scenario, ...]) -> tuple[Scenario, ...]:
         return tuple(scenario for scenario in scenarios if self._fits(scenario))
 
+    def missed(self, scenarios: tuple[Scenario, ...], folder: str = "scenarios/") -> str:
+        """Why none of ``scenarios`` is chosen, said with what is near: for a pattern that fits
+        none, the nearest ids; for a tag no scenario has, the tags there are."""
+        if not scenarios:
+            return f"no scenario files in {folder} (one scenario per file: {folder}<id>.yaml)"
+        ids = sorted({name for scenario in scenarios for name in (scenario.id, scenario.variant.of if scenario.variant else scenario.id)})
+        reasons: list[str] = []
+        for pattern in self.patterns:
+            if not Matching((pattern,)).chosen(scenarios):
+                asked = pattern.removeprefix("./").removeprefix(folder)
+                for suffix in Scenarios.SUFFIXES:
+                    asked = asked.removesuffix(suffix)
+                near = difflib.get_close_matches(asked, ids, n=3, cutoff=0.5)
+                reasons.append(
+                    f"--scenarios {pattern}: no such scenario; "
+                    + (f"nearest: {', '.join(near)}" if near else f"the ids are {', '.join(ids[:10])}{', ...' if len(ids) > 10 else ''}")
+                )
+        tags = sorted({tag for scenario in scenarios for tag in scenario.tags})
+        for tag in self.tags:
+            if tag not in tags:
+                reasons.append(f"--tag {tag}: no scenario has it; " + (f"the tags are {', '.join(tags)}" if tags else "no scenario has a tag"))
+        if reasons:
+            return "no scenario matches: " + "; ".join(reasons)
+        return f"no scenario matches both --scenarios {' '.join(self.patterns)} and --tag {' '.join(self.tags)}"
+
     def _fits(self, scenario: Scenario) -> bool:
         # A variant is chosen by its own id (given exactly: ``[`` starts a set in a glob) or by
         # what chooses the scenario it was made from, its id or its file.
         base = scenario.variant.of if scenario.variant is not None else scenario.id
-        names = (scenario.id, base, f"scenarios/{base}.yaml", f"{base}.yaml")
+        names = (scenario.id, base, *(f"{folder}{base}{suffix}" for folder in ("scenarios/", "") for suffix in Scenarios.SUFFIXES))
         by_pattern = not self.patterns or any(
-            pattern == scenario.id or fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns for name in names
+            pattern == scenario.id or fnmatch.fnmatchcase(name, pattern.removeprefix("./")) for pattern in self.patterns for name in names
         )
         by_tag = not self.tags or any(tag in scenario.tags for tag in self.tags)
         return by_pattern and by_tag

@@ -27,6 +27,7 @@ from convy.live import LiveReport
 from convy.panel import Judging
 from convy.passing import PassRule
 from convy.problems import ConfigurationError, FieldProblem
+from convy.spelling import Slips
 from convy.spread import Spread
 
 
@@ -254,6 +255,8 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         except ConfigurationError as error:
             problems.append(str(error))
             given = {}
+        # A CONVY_* name one slip from convy's own is read by nothing: refused with the name meant.
+        problems.extend(Slips(self.folder, dotenv is not None).convy())
         for name, value in list(given.items()):
             if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
                 problems.append(f"CONVY_{name.upper()}: {name}: not UTF-8 text")

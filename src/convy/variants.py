@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from convy.problems import ConfigurationError, FieldProblem
+from convy.slots import Slotted
 from convy.yamlfile import YamlFile
 
 PERSONA = "persona"  # the matrix key whose values are the project's personas
@@ -35,6 +36,12 @@ class Value(msgspec.Struct, frozen=True):
 
     def problem(self, field: str) -> str:
         match self.value:
+            case str() if Slotted(self.value).slots():
+                name = sorted(Slotted(self.value).slots())[0]
+                return (
+                    f"{field}: a value is not filled, so {{{{ {name} }}}} in it would be sent as written: "
+                    "put the slot in the text the value goes into"
+                )
             case str() | bool() | int() | float():
                 return ""
             case _:

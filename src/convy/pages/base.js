@@ -149,6 +149,7 @@ const Convy = (() => {
       not_trusted: "judge not confident enough",
       split: "the judge split",
       unquoted: "evidence not in the dialogue",
+      unseen: "no reply held the agent's calls path",
       agent: "agent failed",
       claim: "a claim failed",
       "": "",
