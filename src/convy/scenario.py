@@ -400,6 +400,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             tags=self.tags,
             variant=variant,
             filled=True,
+            fail_under=self.fail_under,
         )
 
     def variants(self, personas: Personas = Personas(), most: int | None = None) -> tuple[Scenario, ...]:
