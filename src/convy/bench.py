@@ -45,6 +45,7 @@ from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
 from convy.panel import Judging, Panel, Poll
+from convy.passing import PassRule
 from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
@@ -553,6 +554,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
     user_checks: UserChecks = UserChecks()  # how its simulated user is checked (before it: by code, faults not judged)
     adaptive: Adaptive | None = None  # the rule that spends its attempts, ``attempts`` then the most (None: all played)
+    rule: PassRule = PassRule()  # what the project accepts of it (a run.json before it: every attempt passes)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = FolderName.LONGEST

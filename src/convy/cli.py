@@ -62,7 +62,8 @@ from convy.bench import Bench, Kept, Limits, Player, RunInUse, RunJournal, RunSp
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Models
-from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable
+from convy.passing import PassRule, RunVerdict
+from convy.problems import ConfigurationError, DialoguesLost, NothingChosen, Outside, Unplayed, Unwritable
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
@@ -266,7 +267,7 @@ class Recorded(msgspec.Struct, frozen=True):
     bench: Player
     shown: Any
     errors: Any
-    fail_under: float | None = None
+    rule: PassRule | None = None  # over the spec's, given to this command (a resume's --fail-under)
     secrets: Secrets = Secrets()
     kept: Kept = Kept(())
     max_not_judged: float = 0.0
@@ -316,7 +317,7 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"mended: convy resume {self.spec.id}"
                 )
                 return 2
-        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
         code = self._summed(summary)
         try:
             self._reported(summary)
@@ -333,6 +334,13 @@ class Recorded(msgspec.Struct, frozen=True):
             )
             return Worst((code, 1, *self._budgeted(summary))).code()
         return Worst((code, *self._budgeted(summary))).code()
+
+    def _ruled(self, read: Read) -> Read:
+        """The run as read, held to this command's pass rule when it was given one over its spec's."""
+        if self.rule is None:
+            return read
+        spec = msgspec.structs.replace(read.file.spec, rule=self.rule)
+        return msgspec.structs.replace(read, file=msgspec.structs.replace(read.file, spec=spec))
 
     def _budgeted(self, summary: Summary) -> tuple[int, ...]:
         """Exit 6 with the line that says which budget stopped the run, what was spent, and how
@@ -381,7 +389,7 @@ class Recorded(msgspec.Struct, frozen=True):
         # reference's), which prints a traceback that nothing can catch.
         signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
-            self._reported(Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
+            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))))
         except KeyboardInterrupt:
             pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:
@@ -411,9 +419,12 @@ class Recorded(msgspec.Struct, frozen=True):
         passed, failed, unjudged = (statuses.count(name) for name in ("passed", "failed", "not_judged"))
         rate = summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
+        skipped = len(self.spec.skipped)
+        skips = f" · {skipped} scenario{'s' if skipped != 1 else ''} skipped" if skipped else ""
         self.shown.line(
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
-            f"of {len(outcomes)} attempts · pass rate {rate_text} (mean over scenarios)"
+            f"of {len(outcomes)} attempts{skips} · "
+            f"pass rate {rate_text} (mean over scenarios)"
         )
         causes = summary.breakdown().text()
         if causes:
@@ -438,14 +449,25 @@ class Recorded(msgspec.Struct, frozen=True):
                 f"{unjudged} of {len(outcomes)} attempts not judged ({share:.1%}): "
                 f"{'more than' if above else 'within'} --max-not-judged {self.max_not_judged:.1%}"
             )
-        if agent_failed:
-            return 1
+        codes = [1] if agent_failed else []
         if above:
-            return 5
-        if self.fail_under is not None and (rate is None or rate.estimate < self.fail_under):
-            self.shown.line(f"pass rate {rate_text} is below --fail-under {self.fail_under:.1%}")
-            return 3
-        return 0
+            codes.append(5)
+        lines, gates = Ruled(summary.verdict(), self.spec.agent, self._untested(summary)).said()
+        for line in lines:
+            self.shown.line(line)
+        return Worst((*codes, *gates)).code()
+
+    def _untested(self, summary: Summary) -> str:
+        """Why a run judged no attempt, in a few words."""
+        outcomes = summary.run.outcomes
+        if outcomes:
+            return f"none of its {len(outcomes)} attempts was judged"
+        stop = summary.stop()
+        if stop:
+            return f"no attempt was played: the run was {stop}"
+        if not self.spec.scenarios and self.spec.skipped:
+            return f"every chosen scenario was skipped ({len(self.spec.skipped)})"
+        return "no attempt was played"
 
     def _failed_by_agent(self, outcome: Outcome) -> bool:
         match outcome.result:
@@ -481,6 +503,61 @@ class Recorded(msgspec.Struct, frozen=True):
                 escape(Inert(self.spec.agent).line()), total=total, completed=completed, passed=0, failed=0, not_judged=0
             )
             yield progress, task
+
+
+class Ruled(msgspec.Struct, frozen=True):
+    """What the command says of a run against its pass rule (``passing.RunVerdict``, the verdict
+    JUnit, the summary, the pages and ``pytest --convy`` give too), and the codes that follow:
+    7 when no attempt was judged, 3 when a scenario fails the rule, 8 when a scenario was skipped
+    and the rule fails a run for it. ``why`` says why nothing was judged, when nothing was."""
+
+    verdict: RunVerdict
+    agent: str
+    why: str = ""
+
+    MOST: ClassVar[int] = 5  # scenarios named in a line
+
+    def said(self) -> tuple[list[str], tuple[int, ...]]:
+        verdict, agent = self.verdict, Inert(self.agent).line()
+        rule = verdict.rule
+        lines: list[str] = []
+        codes: list[int] = []
+        if not verdict.tested():
+            lines.append(f"{agent}: nothing was tested: {self.why or 'no attempt was judged'}")
+            codes.append(7)
+        failing = verdict.failing()
+        if failing:
+            fix = "set fail_under (per run or per scenario) to accept less" if rule.fail_under is None else "its fail_under"
+            lines.append(
+                f"{agent}: {len(failing)} of {len(verdict.tallies)} scenario{'s' if len(verdict.tallies) != 1 else ''} failed the pass rule "
+                f"({'every judged attempt passes' if rule.fail_under is None else f'fail_under {rule.fail_under:.1%}'}; {fix}):"
+            )
+            lines += [f"  ✗ {Inert(one).line()}: {verdict.why(one)}" for one in failing[: self.MOST]]
+            if len(failing) > self.MOST:
+                lines.append(f"  and {len(failing) - self.MOST} more (see the report)")
+            codes.append(3)
+        elif verdict.tested():
+            accepted = [one for one in verdict.tallies if verdict.accepted(one)]
+            mean = verdict.mean()
+            held = "every scenario passed every judged attempt"
+            if rule.fail_under is not None and mean is not None:
+                held = f"pass rate {mean:.1%}, at or above fail_under {rule.fail_under:.1%}"
+            elif accepted:
+                held = "every scenario at or above its fail_under"
+            lines.append(f"{agent}: passed the pass rule: {held}")
+            if accepted:
+                named = ", ".join(
+                    f"{Inert(one).line()} ({verdict.tallies[one].passed} of {verdict.tallies[one].judged})" for one in accepted[: self.MOST]
+                )
+                more = f" and {len(accepted) - self.MOST} more" if len(accepted) > self.MOST else ""
+                lines.append(f"  accepted short of every attempt, as the project's fail_under allows: {named}{more}")
+        if verdict.skipped and rule.fail_on_skip:
+            lines.append(
+                f"{agent}: {verdict.skipped} scenario{'s' if verdict.skipped != 1 else ''} skipped, and fail_on_skip "
+                "(--fail-on-skip) fails a run that skipped any"
+            )
+            codes.append(8)
+        return lines, tuple(codes)
 
 
 class Outputs(msgspec.Struct, frozen=True):
@@ -753,6 +830,7 @@ class RunCommand(msgspec.Struct, frozen=True):
     spread: Spreading = Spreading()
     adaptive: AutoAttempts = AutoAttempts()
     against: str | None = None  # --against BASE: played until the comparison with BASE is decided
+    fail_on_skip: bool | None = None  # --fail-on-skip, over fail_on_skip
 
     def run(self, shown: Shown, errors: Shown) -> int:
         settings = self.overridden(self.project.settings())
@@ -783,7 +861,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                 spec.player(self.spread.player(bench, spread, self.project, name, shown)),
                 shown,
                 errors,
-                self.fail_under,
+                None,  # the spec keeps the pass rule, --fail-under's and --fail-on-skip's included
                 secrets,
                 max_not_judged=settings.max_not_judged,
                 live=settings.live(self.project.folder, spec.id),
@@ -836,6 +914,10 @@ class RunCommand(msgspec.Struct, frozen=True):
             changes["trust"] = self.trust
         if self.max_not_judged is not None:
             changes["max_not_judged"] = self.max_not_judged
+        if self.fail_under is not None:
+            changes["fail_under"] = self.fail_under
+        if self.fail_on_skip is not None:
+            changes["fail_on_skip"] = self.fail_on_skip
         changes |= self.adaptive.given()
         overridden = self.budget.over(settings, changes)
         if overridden.attempts != "auto":
@@ -930,6 +1012,18 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
     spread: Spreading = Spreading()
+    fail_on_skip: bool | None = None
+
+    def ruled(self, spec: RunSpec) -> PassRule | None:
+        """The run's pass rule with this command's --fail-under and --fail-on-skip over it, or
+        ``None`` when neither was given (the spec's holds)."""
+        if self.fail_under is None and self.fail_on_skip is None:
+            return None
+        rule = spec.rule
+        return PassRule(
+            rule.fail_under if self.fail_under is None else self.fail_under,
+            rule.fail_on_skip if self.fail_on_skip is None else self.fail_on_skip,
+        )
 
     def run(self, shown: Shown, errors: Shown) -> int:
         journal = self.project.found(self.run_id)
@@ -949,7 +1043,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), settings.budget())
             secrets = loaded.secrets(rejudging.judge, loaded.models())
             return Recorded(
-                self.project, spec, rejudging, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
+                self.project, spec, rejudging, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
                 live=settings.live(self.project.folder, spec.id),
             ).played()
         agent, models = loaded.parts()
@@ -962,7 +1056,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         secrets = loaded.secrets(agent, models)
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         return Recorded(
-            self.project, spec, player, shown, errors, self.fail_under, secrets, kept, max_not_judged=unjudged,
+            self.project, spec, player, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
         ).played()
 
@@ -982,11 +1076,13 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
     max_not_judged: float | None = None
     budget: Budgeted = Budgeted()
     judge_repeats: int | None = None
+    fail_on_skip: bool | None = None
 
     def run(self, shown: Shown, errors: Shown) -> int:
         from convy.rejudge import JudgeChoice, Rejudge, Rejudging
 
-        changes = {} if self.judge_repeats is None else {"judge_repeats": self.judge_repeats}
+        given = {"judge_repeats": self.judge_repeats, "fail_under": self.fail_under, "fail_on_skip": self.fail_on_skip}
+        changes = {name: value for name, value in given.items() if value is not None}
         settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         rejudge = Rejudge(self.project, self.project.found(self.run_id), Matching(self.patterns, self.tags), self.trust)
@@ -1002,7 +1098,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         )
         bench = Rejudging(dialogues, judge, spec.limits, settings.budget(), spec.judging)
         return Recorded(
-            self.project, spec, bench, shown, errors, self.fail_under, secrets, max_not_judged=unjudged,
+            self.project, spec, bench, shown, errors, None, secrets, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
         ).played()
 
@@ -1531,7 +1627,7 @@ class Worst(msgspec.Struct, frozen=True):
 
     codes: tuple[int, ...]
 
-    ORDER: ClassVar[tuple[int, ...]] = (130, 143, 2, 6, 1, 5, 4, 3)
+    ORDER: ClassVar[tuple[int, ...]] = (130, 143, 2, 6, 1, 5, 7, 9, 8, 4, 3)
 
     def code(self) -> int:
         for code in self.ORDER:
@@ -1643,7 +1739,8 @@ class Arguments(msgspec.Struct, frozen=True):
             metavar="K",
             help="ask each judge about each claim K times (1-15) and decide by majority (default: judge_repeats, else 1)",
         )
-        run.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        run.add_argument("--fail-under", type=rate, help="accept a mean pass rate at or above this (default: fail_under, else every scenario passes every judged attempt; exit 3 when not met)")
+        run.add_argument("--fail-on-skip", action="store_true", default=None, help="exit 8 when a scenario was skipped (default: fail_on_skip)")
         run.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
@@ -1686,7 +1783,8 @@ class Arguments(msgspec.Struct, frozen=True):
         show.add_argument("run", help="the run's id, or a unique part of it")
         resume = commands.add_parser("resume", help="play what an interrupted run lacks")
         resume.add_argument("run", help="the run's id, or a unique part of it")
-        resume.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        resume.add_argument("--fail-under", type=rate, help="accept a mean pass rate at or above this (default: the run's own rule; exit 3 when not met)")
+        resume.add_argument("--fail-on-skip", action="store_true", default=None, help="exit 8 when a scenario was skipped (default: the run's own rule)")
         resume.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
@@ -1704,7 +1802,8 @@ class Arguments(msgspec.Struct, frozen=True):
             metavar="K",
             help="ask each judge about each claim K times (1-15) and decide by majority (default: judge_repeats, else 1)",
         )
-        rejudge.add_argument("--fail-under", type=rate, help="exit 3 when the pass rate is below this")
+        rejudge.add_argument("--fail-under", type=rate, help="accept a mean pass rate at or above this (default: fail_under, else every scenario passes every judged attempt; exit 3 when not met)")
+        rejudge.add_argument("--fail-on-skip", action="store_true", default=None, help="exit 8 when a scenario was skipped (default: fail_on_skip)")
         rejudge.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
@@ -1798,6 +1897,7 @@ def main(argv: list[str] | None = None) -> int:
                         Spreading(parsed.workers, parsed.ray),
                         AutoAttempts(parsed.min_attempts, parsed.max_attempts, parsed.target_width),
                         parsed.against,
+                        fail_on_skip=parsed.fail_on_skip,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
@@ -1822,6 +1922,7 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         parsed.judge_repeats,
+                        fail_on_skip=parsed.fail_on_skip,
                     ).run(shown, errors)
                 case "resume":
                     code = ResumeCommand(
@@ -1831,7 +1932,11 @@ def main(argv: list[str] | None = None) -> int:
                         parsed.max_not_judged,
                         Budgeted(parsed.max_cost, parsed.max_tokens, parsed.max_minutes),
                         Spreading(parsed.workers, parsed.ray),
+                        fail_on_skip=parsed.fail_on_skip,
                     ).run(shown, errors)
+        except NothingChosen as error:  # not a fault of the project: a run that would test nothing
+            errors.line(f"convy: {error}")
+            code = 7
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():
                 errors.line(f"convy: {line}")

@@ -36,6 +36,8 @@ class Variables(Env):
     target_width: str | None = None
     trust: str | None = None
     max_not_judged: str | None = None
+    fail_under: str | None = None
+    fail_on_skip: str | None = None
     max_cost: str | None = None
     max_tokens: str | None = None
     max_minutes: str | None = None

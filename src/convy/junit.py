@@ -39,6 +39,7 @@ import msgspec
 from convy.attempt import Attempt, Sum
 from convy.dialog import Claim, Failed, NoVerdict, Verdict
 from convy.files import Delivered
+from convy.passing import RunVerdict
 from convy.report import Summary, Sums
 from convy.stats import Consistency, Tally, Wilson
 from convy.terminal import Inert
@@ -99,6 +100,7 @@ class Case(msgspec.Struct, frozen=True):
     k: int
     summary: Summary
     status: str
+    verdict: RunVerdict
 
     CLAIMS: ClassVar[int] = 5  # failed claims named in a failure
     REASONS: ClassVar[int] = 3  # the reasons given under each claim (one per attempt)
@@ -109,7 +111,9 @@ class Case(msgspec.Struct, frozen=True):
     def kind(self) -> Literal["passed", "failure", "agent", "not_judged", "not_played"]:
         if not self.attempts:
             return "not_played"
-        if any(attempt.why() == "claim" for attempt in self.attempts):
+        # A claim that failed fails the case only as the run's pass rule says: a scenario the
+        # project accepts (its fail_under, or the run's mean) is a passed case, as the exit code says.
+        if any(attempt.why() == "claim" for attempt in self.attempts) and self.verdict.fails(self.scenario):
             return "failure"
         if any(attempt.why() == "agent" for attempt in self.attempts):
             return "agent"
@@ -164,10 +168,11 @@ class Case(msgspec.Struct, frozen=True):
                     f"{claim!r} held {held} of {decided}: {XmlText(reasons[0], self.MESSAGE).cut()}"
                     for claim, held, decided, reasons in failed
                 ]
-                message = f"{self.headline()}; failed: {'; '.join(first[:2])}"
+                rule = self.verdict.why(self.scenario)
+                message = f"{self.headline()}; {rule}; failed: {'; '.join(first[:2])}"
                 if len(first) > 2:
                     message += f"; and {len(first) - 2} more claims"
-                lines = [self.headline(), "claims that failed:"]
+                lines = [self.headline(), f"the pass rule: {rule}", "claims that failed:"]
                 entries: list[str] = []
                 for claim, held, decided, reasons in failed:
                     entries.append(
@@ -193,6 +198,11 @@ class Case(msgspec.Struct, frozen=True):
             case "not_played":
                 message = f"no attempt of it was kept (the run is {self.status})"
                 return "error", "not_played", message, [message]
+
+    def accepted(self) -> str:
+        """What the project's pass rule accepted of a scenario that did not pass every judged
+        attempt, said in the case's output (``""`` for one that did, or that fails)."""
+        return self.verdict.accepted(self.scenario) if self.kind() == "passed" else ""
 
     def _child(self, case: ET.Element, tag: str, kind: str, message: str, lines: list[str]) -> None:
         child = ET.SubElement(case, tag, type=kind, message=XmlText(message, 2000).line())
@@ -261,10 +271,46 @@ class Suite(msgspec.Struct, frozen=True):
         status = self.summary.run.status()
         tallies = self.summary.tallies()
         k = self._k()
+        verdict = self.summary.verdict()
         return [
-            Case(spec.agent, scenario, tuple(attempts), tallies.get(scenario, Tally(0, 0)), k, self.summary, status)
+            Case(spec.agent, scenario, tuple(attempts), tallies.get(scenario, Tally(0, 0)), k, self.summary, status, verdict)
             for scenario, attempts in self.summary.by_scenario().items()
         ]
+
+    def skipped(self) -> list[ET.Element]:
+        """A case for each scenario the run skipped, ``<skipped>`` with why; an ``<error>`` of
+        type ``skipped`` when the run's rule fails a run that skipped any (``fail_on_skip``), as
+        the exit code does."""
+        spec = self.summary.run.file.spec
+        found = []
+        for one in spec.skipped:
+            case = ET.Element("testcase", name=XmlText(one.scenario).line(), classname=XmlText(spec.agent).line(), time="0.000")
+            why = f"skipped: {'; '.join(one.reasons)}"
+            if spec.rule.fail_on_skip:
+                child = ET.SubElement(case, "error", type="skipped", message=XmlText(f"{why} (fail_on_skip)", 2000).line())
+            else:
+                child = ET.SubElement(case, "skipped", message=XmlText(why, 2000).line())
+            child.text = XmlText(why, 10_000).lines()
+            found.append(case)
+        return found
+
+    def untested(self) -> ET.Element | None:
+        """A case that errs when the run judged no attempt (type ``nothing_tested``): a suite of
+        skipped cases, or of none, would otherwise read as passed."""
+        verdict = self.summary.verdict()
+        if verdict.tested():
+            return None
+        spec = self.summary.run.file.spec
+        case = ET.Element("testcase", name="nothing tested", classname=XmlText(spec.agent).line(), time="0.000")
+        kept = len(self.summary.run.outcomes)
+        skips = len(spec.skipped)
+        why = (
+            f"nothing was tested: no attempt was judged ({kept} kept of {self.summary.planned()} planned, "
+            f"{skips} scenario{'s' if skips != 1 else ''} skipped)"
+        )
+        child = ET.SubElement(case, "error", type="nothing_tested", message=why)
+        child.text = why
+        return case
 
     def _k(self) -> int:
         curve = self._curve()
@@ -280,15 +326,20 @@ class Suite(msgspec.Struct, frozen=True):
         spec = run.file.spec
         cases = self.cases()
         kinds = [case.kind() for case in cases]
+        skipped = self.skipped()
+        untested = self.untested()
+        # The cases besides the scenarios played: each skipped one (an error under fail_on_skip), and nothing tested.
+        erring = (len(skipped) if spec.rule.fail_on_skip else 0) + (untested is not None)
         seconds = run.seconds()
         suite = ET.Element(
             "testsuite",
             name=XmlText(spec.agent).line(),
             timestamp=self._timestamp(),
             hostname=self.HOST,
-            tests=str(len(cases)),
+            tests=str(len(cases) + len(skipped) + (untested is not None)),
             failures=str(kinds.count("failure")),
-            errors=str(len(kinds) - kinds.count("passed") - kinds.count("failure")),
+            errors=str(len(kinds) - kinds.count("passed") - kinds.count("failure") + erring),
+            skipped=str(0 if spec.rule.fail_on_skip else len(skipped)),
             time=f"{max(seconds if seconds is not None else sum(case.seconds() for case in cases), 0.0):.3f}",
             package="convy",
             id=str(self.index),
@@ -298,6 +349,9 @@ class Suite(msgspec.Struct, frozen=True):
             ET.SubElement(properties, "property", name=XmlText(name).line(), value=XmlText(value, 2000).line())
         for case in cases:
             suite.append(case.element())
+        suite.extend(skipped)
+        if untested is not None:
+            suite.append(untested)
         out = ET.SubElement(suite, "system-out")
         out.text = XmlText("\n".join(self._lines(cases)), 1_000_000).lines()
         err = ET.SubElement(suite, "system-err")
@@ -381,8 +435,14 @@ class Suite(msgspec.Struct, frozen=True):
         rate = self.summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         stop = self.summary.stop()
-        lines = [f"{spec.agent}, run {spec.id} ({stop or self.summary.run.status()}): pass rate {rate_text}"]
-        lines += [f"{marks[case.kind()]} {case.scenario}: {case.headline()}" for case in cases]
+        lines = [
+            f"{spec.agent}, run {spec.id} ({stop or self.summary.run.status()}): pass rate {rate_text}; "
+            f"{self.summary.verdict().verdict()}"
+        ]
+        lines += [
+            f"{marks[case.kind()]} {case.scenario}: {case.headline()}" + (f" ({case.accepted()})" if case.accepted() else "")
+            for case in cases
+        ]
         lines += [f"- {one.scenario}: skipped, {'; '.join(one.reasons)}" for one in spec.skipped]
         return lines
 

@@ -18,6 +18,8 @@
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── ScenarioError             one line per broken scenario file
+    │   ├── NothingChosen             the selection matches no scenario: nothing was tested
+    │   │                             (``convy run`` exits 7 for it; a dry run finds it a problem)
     │   ├── RunInUse (bench.py)       another process is playing that run
     │   └── RunDamaged (bench.py)     its run.json cannot be read: resume refused, attempts readable
     ├── Unwritable (here)             the file system refused a write convy needs (a full
@@ -105,6 +107,10 @@ class ConfigurationError(Exception):
     Its text is meant for the person who can fix it: it names the file and the field, never a value
     read from settings.
     """
+
+
+class NothingChosen(ConfigurationError):
+    """The ``--scenarios`` and ``--tag`` given match no scenario: a run of them would test nothing."""
 
 
 class ScenarioError(ConfigurationError):

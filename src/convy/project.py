@@ -30,7 +30,7 @@ from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models
 from convy.panel import Panel
-from convy.problems import ConfigurationError, Unwritable
+from convy.problems import ConfigurationError, NothingChosen, Unwritable
 from convy.providers import Made, agent_made, judge_made
 from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
@@ -175,6 +175,7 @@ class Project(msgspec.Struct, frozen=True):
                 user_checks=settings.user_checking(),
                 user=self.user(models.user, prompt, tuple(playable)),
                 adaptive=settings.adaptive(),
+                rule=settings.rule(),
             )
         except ValueError as error:  # an agent's file named so that it cannot name a folder
             shown = agent if agent.isprintable() else repr(agent)
@@ -188,7 +189,7 @@ class Project(msgspec.Struct, frozen=True):
         now: it would fail the first run with both models."""
         chosen = matching.chosen(scenarios)
         if not chosen:
-            raise ConfigurationError("no scenario matches the --scenarios and --tag given")
+            raise NothingChosen("nothing was tested: no scenario matches the --scenarios and --tag given")
         self.bounded(settings, chosen)
         self.fitting(prompt, settings, chosen)
         playable: list[Scenario] = []

@@ -181,6 +181,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                 judging=settings.judging(),
                 user_checks=source.user_checks,  # no user plays: the source's, as it checked its dialogues
                 user=source.user,  # the dialogues' simulated user: the source's
+                rule=settings.rule(),
             )
         except ValueError as error:
             raise ConfigurationError(f"cannot re-judge {source.id}: {error}") from None

@@ -34,6 +34,7 @@ from convy.causes import Breakdown
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
 from convy.labels import Agreement, RunLabels
+from convy.passing import RunVerdict
 from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Outcome, Scenario
@@ -173,6 +174,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     def rate(self) -> IntervalView | None:
         return self._rate
+
+    def verdict(self) -> RunVerdict:
+        """The run against the pass rule its spec keeps (``passing.py``): the one verdict every
+        output gives."""
+        spec = self.run.file.spec
+        bars = {scenario.id: scenario.fail_under for scenario in spec.scenarios}
+        return RunVerdict(spec.rule, self.tallies(), bars, len(spec.skipped))
 
     @cached_property
     def _rate(self) -> IntervalView | None:

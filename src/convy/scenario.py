@@ -202,6 +202,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     tags: tuple[str, ...] = ()
     matrix: dict[str, Any] = {}  # each key a list of values: one variant per combination (variants.py)
     variant: Variant | None = None  # set on each variant a matrix made, never in a file
+    fail_under: float | None = None  # the share of judged attempts it must pass (passing.PassRule.bar); unset: all
 
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
 
@@ -222,6 +223,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             raise ValueError("user: a scenario needs a user, a script, or both")
         if self.max_turns is not None and self.max_turns < 1:
             raise ValueError("max_turns: must be at least 1")
+        if self.fail_under is not None and (not math.isfinite(self.fail_under) or not 0.0 <= self.fail_under <= 1.0):
+            raise ValueError("fail_under: must be between 0 and 1 (0.8 for 80%)")
         if self.max_turns is not None and len(self.script) > self.max_turns:
             raise ValueError(f"script: {len(self.script)} messages, more than max_turns ({self.max_turns})")
         for number, line in enumerate(self.script):

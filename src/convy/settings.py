@@ -25,6 +25,7 @@ from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
 from convy.live import LiveReport
 from convy.panel import Judging
+from convy.passing import PassRule
 from convy.problems import ConfigurationError, FieldProblem
 from convy.spread import Spread
 
@@ -45,6 +46,8 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     target_width: float = 0.2
     trust: float = 0.0
     max_not_judged: float = 0.0
+    fail_under: float | None = None  # the least mean pass rate (passing.PassRule); unset: every attempt passes
+    fail_on_skip: bool = False  # a scenario skipped fails the run
     max_cost: float = 0.0
     max_tokens: int = 0
     max_minutes: float = 0.0
@@ -80,6 +83,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
             raise ValueError("trust: must be between 0 and 1")
         if not math.isfinite(self.max_not_judged) or not 0.0 <= self.max_not_judged <= 1.0:
             raise ValueError("max_not_judged: must be between 0 and 1")
+        self.rule()  # fail_under within 0 and 1, said by field
         match self.attempts:
             case "auto":
                 pass
@@ -125,6 +129,10 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     def adaptive(self) -> Adaptive | None:
         """The rule that spends a run's attempts (``attempts = "auto"``), as its spec keeps it."""
         return Adaptive(self.first_round(), Narrow(self.target_width)) if self.attempts == "auto" else None
+
+    def rule(self) -> PassRule:
+        """What the project accepts of a run, as its spec keeps it (``passing.py``)."""
+        return PassRule(self.fail_under, self.fail_on_skip)
 
     def budget(self) -> Budget | None:
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""
