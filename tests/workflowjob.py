@@ -303,10 +303,13 @@ def main() -> None:
             print(f"=== {case.__name__.replace('_', ' ')}: {(case.__doc__ or '').strip()}")
             for name, step in steps.items():
                 print(f"--- {name}: exit {step.code}")
-                for line in step.last():
+                for line in step.last(3):
                     print(f"    {line}")
-            print("--- the comment:")
-            print((stand.parent / "repository" / "convy-ci" / "comment.md").read_text())
+            comment = (stand.parent / "repository" / "convy-ci" / "comment.md").read_text().splitlines()
+            print(f"--- the comment ({len(comment)} lines; headings and the lines under them):")
+            for number, line in enumerate(comment):
+                if line.startswith(("#", "**", "    ", "Not compared", "No run")) or (number and comment[number - 1].startswith("#")):
+                    print(f"    {line}")
 
 
 if __name__ == "__main__":
