@@ -129,7 +129,7 @@ def test_a_pass_rate_under_fail_under_exits_3(tmp_path: Path) -> None:
     project = made(tmp_path, {"greet.yaml": GREET, "fails.yaml": FAILS})
     under = convy(project, "run", "--fail-under", "0.6")
     assert under.returncode == 3, under.stdout + under.stderr
-    assert "is below --fail-under 60.0%" in under.stdout
+    assert "bot: pass rate 50.0% is below fail_under 60.0%" in under.stdout
     assert convy(project, "run", "--fail-under", "50%").returncode == 0
 
 
@@ -141,7 +141,7 @@ def test_a_real_regression_exits_4_from_compare_with_fail_on_regression(tmp_path
     assert convy(project, "run").returncode == 0
     (base,) = runs(project)
     (project / "worse").touch()
-    assert convy(project, "run").returncode == 0  # every attempt fails its check, but no gate was asked for
+    assert convy(project, "run").returncode == 3  # every attempt fails its check: the pass rule fails the run
     (candidate,) = set(runs(project)) - {base}  # ids made in one second do not sort in the order they were made
     regressed = convy(project, "compare", base, candidate, "--fail-on-regression")
     assert regressed.returncode == 4, regressed.stdout + regressed.stderr
@@ -292,3 +292,118 @@ def test_the_readme_the_docstring_and_worst_list_the_same_codes() -> None:
     assert set(table) == {0, *Worst.ORDER}
     assert all(code < 126 or code in (130, 143) for code in table)
     assert not {code for code in table if 64 <= code <= 78}
+
+
+NEEDS_USER = "user: You want a refund.\njudge:\n  - check: {said: hello}\n"  # the project has no user model: skipped
+
+
+def test_a_run_that_tested_nothing_exits_7_and_says_so_everywhere(tmp_path: Path) -> None:
+    """Every chosen scenario skipped for a missing model: exit 7, "nothing was tested" on the terminal,
+    a JUnit error case of type nothing_tested beside the skipped case, the summary and the page say it."""
+    project = made(tmp_path, {"greet.yaml": GREET, "needs.yaml": NEEDS_USER})
+    done = convy(project, "run", "--scenarios", "needs", "--junit", "junit.xml", "--summary", "summary.md")
+    assert done.returncode == 7, done.stdout + done.stderr
+    assert "bot: 0 passed, 0 failed, 0 not judged of 0 attempts · 1 scenario skipped ·" in done.stdout
+    assert "bot: nothing was tested: every chosen scenario was skipped (1)" in done.stdout
+    junit = (project / "junit.xml").read_text(encoding="utf-8")
+    assert '<skipped message="skipped: needs a model for the simulated user' in junit
+    assert '<error type="nothing_tested" message="nothing was tested: no attempt was judged' in junit
+    assert 'tests="2" failures="0" errors="1" skipped="1"' in junit
+    assert "**– Nothing was tested:**" in (project / "summary.md").read_text(encoding="utf-8")
+    (run,) = runs(project)
+    page = (project / "results" / "bot" / run / "report.html").read_text(encoding="utf-8")
+    assert '"tested":false' in page and "every attempt passed" not in page.split("<script", 1)[0]
+
+
+def test_a_selection_that_matches_no_scenario_exits_7(tmp_path: Path) -> None:
+    """`--scenarios` matching nothing tests nothing: exit 7 with one line, no run kept; the dry run
+    finds it a problem (exit 2) with the same words."""
+    project = made(tmp_path, {"greet.yaml": GREET})
+    done = convy(project, "run", "--scenarios", "nomatch")
+    assert (done.returncode, done.stderr) == (7, "convy: nothing was tested: no scenario matches the --scenarios and --tag given\n")
+    assert not (project / "results").exists()
+
+
+def test_a_run_whose_every_attempt_went_unjudged_but_let_through_exits_7(tmp_path: Path) -> None:
+    """Every attempt not judged, and --max-not-judged 100% letting them through: nothing was tested, exit 7."""
+    project = made(tmp_path, {"unjudged.yaml": UNJUDGED}, 2)
+    done = convy(project, "run", "--max-not-judged", "1")
+    assert done.returncode == 7, done.stdout + done.stderr
+    assert "bot: nothing was tested: none of its 2 attempts was judged" in done.stdout
+
+
+def test_a_failed_scenario_fails_the_run_unless_fail_under_accepts_it(tmp_path: Path) -> None:
+    """By default a scenario that failed a judged attempt exits 3, naming it; the run's fail_under
+    (flag, [tool.convy] or CONVY_FAIL_UNDER) accepts it while the mean holds, and the JUnit case agrees."""
+    project = made(tmp_path, {"greet.yaml": GREET, "fails.yaml": FAILS}, 2)
+    default = convy(project, "run", "--junit", "junit.xml")
+    assert default.returncode == 3, default.stdout + default.stderr
+    assert "bot: 1 of 2 scenarios failed the pass rule (every judged attempt passes;" in default.stdout
+    assert "  ✗ fails: 0 of 2 passed, where every judged attempt must pass" in default.stdout
+    assert 'failures="1"' in (project / "junit.xml").read_text(encoding="utf-8")
+    for accepted in (
+        convy(project, "run", "--fail-under", "0.5", "--junit", "junit.xml"),
+        convy(project, "run", "--junit", "junit.xml", CONVY_FAIL_UNDER="0.5"),
+    ):
+        assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+        assert "bot: passed the pass rule: pass rate 50.0%, at or above fail_under 50.0%" in accepted.stdout
+        assert "accepted short of every attempt, as the project's fail_under allows: fails (0 of 2)" in accepted.stdout
+        assert 'failures="0" errors="0"' in (project / "junit.xml").read_text(encoding="utf-8")
+    (project / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\nfail_under = 0.75\n", encoding="utf-8")
+    below = convy(project, "run", "--junit", "junit.xml")
+    assert below.returncode == 3, below.stdout + below.stderr
+    assert "bot: pass rate 50.0% is below fail_under 75.0%" in below.stdout
+    assert 'failures="1"' in (project / "junit.xml").read_text(encoding="utf-8")
+
+
+def test_a_scenario_held_to_its_own_fail_under(tmp_path: Path) -> None:
+    """A scenario's own `fail_under:` is the share of its judged attempts it must pass: at or above
+    it the run exits 0 and its JUnit case passed; above its share, 3; a bar over 1 is refused."""
+    project = made(tmp_path, {"greet.yaml": GREET, "fails.yaml": FAILS + "fail_under: 0\n"}, 2)
+    done = convy(project, "run", "--junit", "junit.xml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bot: passed the pass rule: every scenario at or above its fail_under" in done.stdout
+    assert 'failures="0"' in (project / "junit.xml").read_text(encoding="utf-8")
+    (project / "scenarios" / "fails.yaml").write_text(FAILS + "fail_under: 0.5\n", encoding="utf-8")
+    below = convy(project, "run")
+    assert below.returncode == 3, below.stdout + below.stderr
+    assert "  ✗ fails: 0 of 2 passed (0%), below its fail_under 50%" in below.stdout
+    (project / "scenarios" / "fails.yaml").write_text(FAILS + "fail_under: 80\n", encoding="utf-8")
+    refused = convy(project, "run")
+    assert refused.returncode == 2
+    assert "fail_under: must be between 0 and 1 (0.8 for 80%)" in refused.stderr
+
+
+def test_skips_are_counted_and_fail_on_skip_exits_8(tmp_path: Path) -> None:
+    """A skipped scenario is counted on the run's line and is no failure by default; --fail-on-skip
+    (or fail_on_skip, CONVY_FAIL_ON_SKIP) exits 8 and makes its JUnit case an error of type skipped."""
+    project = made(tmp_path, {"greet.yaml": GREET, "needs.yaml": NEEDS_USER})
+    default = convy(project, "run")
+    assert default.returncode == 0, default.stdout + default.stderr
+    assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempts · 1 scenario skipped ·" in default.stdout
+    for failing in (
+        convy(project, "run", "--fail-on-skip", "--junit", "junit.xml"),
+        convy(project, "run", "--junit", "junit.xml", CONVY_FAIL_ON_SKIP="true"),
+    ):
+        assert failing.returncode == 8, failing.stdout + failing.stderr
+        assert "bot: 1 scenario skipped, and fail_on_skip (--fail-on-skip) fails a run that skipped any" in failing.stdout
+        assert '<error type="skipped"' in (project / "junit.xml").read_text(encoding="utf-8")
+
+
+def test_compare_fails_the_gate_when_the_candidate_tested_nothing_or_the_pair_is_not_comparable(tmp_path: Path) -> None:
+    """`convy compare --fail-on-regression` exits 7 for a candidate with no judged attempt and 9 for
+    a pair with no scenario judged in both; without the option, 0."""
+    project = made(tmp_path, {"greet.yaml": GREET, "needs.yaml": NEEDS_USER, "other.yaml": GREET})
+    assert convy(project, "run", "--scenarios", "greet").returncode == 0
+    (base,) = runs(project)
+    assert convy(project, "run", "--scenarios", "needs").returncode == 7
+    (empty,) = set(runs(project)) - {base}
+    untested = convy(project, "compare", base, empty, "--fail-on-regression")
+    assert untested.returncode == 7, untested.stdout + untested.stderr
+    assert f"convy: nothing was tested: the candidate run {empty} has no judged attempt" in untested.stderr
+    assert convy(project, "compare", base, empty).returncode == 0
+    assert convy(project, "run", "--scenarios", "other").returncode == 0
+    (other,) = set(runs(project)) - {base, empty}
+    apart = convy(project, "compare", base, other, "--fail-on-regression")
+    assert apart.returncode == 9, apart.stdout + apart.stderr
+    assert "so --fail-on-regression cannot rule out a regression" in apart.stderr

@@ -141,12 +141,13 @@ def test_a_run_summary_gives_the_pass_rate_the_failures_and_the_report(tmp_path:
     """`convy run --summary FILE` writes FILE where the command was run: the pass rate with its interval, the scenarios that failed with their claims, tokens, cost and the report's path from there."""
     project = made(tmp_path, {"greet.yaml": PLAIN, "refund.yaml": "script: [hi]\njudge:\n  - The bot fails here.\n"}, 3)
     done = convy(tmp_path, "-C", "project", "run", "--summary", "summary.md")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # refund fails every attempt: the pass rule fails the run
     written = tmp_path / "summary.md"
     assert f"summary: {written}" in done.stdout
     markdown = written.read_text(encoding="utf-8")
     (folder,) = (project / "results" / "bot").iterdir()
     assert markdown.startswith(f"### convy · bot · run {MarkdownText(folder.name).markdown()}\n")
+    assert "**✗ Failed:** 1 of 2 scenarios failed the pass rule (every judged attempt must pass)" in markdown
     assert "**Pass rate 50.0%** (95% interval " in markdown
     assert "3 passed of 6 judged · 2 scenarios: 1 always pass, 0 flaky, 1 never pass" in markdown
     assert "**Cost:** $0.0750 (complete)" in markdown  # six answers at 0.0125, the fake judge free
@@ -250,7 +251,7 @@ def test_the_summary_stays_short_with_many_failing_scenarios(tmp_path: Path) -> 
     """Forty failing scenarios with long names give fifteen rows and "and 25 more scenarios", far under GitHub's caps."""
     name = "@" * 150
     made(tmp_path, {f"{name}{number:02}.yaml": "script: [hi]\njudge:\n  - It fails.\n" for number in range(40)}, 1)
-    assert convy(tmp_path, "-C", "project", "run", "--summary", "summary.md").returncode == 0
+    assert convy(tmp_path, "-C", "project", "run", "--summary", "summary.md").returncode == 3
     markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
     (table,) = Rendered(markdown).tables
     assert len(table) == 1 + 15

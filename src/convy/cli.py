@@ -2,8 +2,10 @@
 
 The exit codes (README's "Results and exit codes" is the same table):
 
-    0    every attempt judged, or those not judged within --max-not-judged, and, with
-         --fail-under, the pass rate at or above it; for ``convy compare``, no real drop
+    0    at least one attempt judged, every attempt judged (or those not judged within
+         --max-not-judged), and the pass rule met: every scenario passed every judged attempt, or
+         what fail_under accepts (per run: the mean pass rate; per scenario: its own share);
+         for ``convy compare``, no real drop
     1    some attempt failed by the agent (it raised, broke off or ran out of time); also: a run
          stopped because its folder refused a write (a full disk, a file-size limit), or a
          finished run's report, or the --junit or --summary file, could not be written
@@ -12,7 +14,9 @@ The exit codes (README's "Results and exit codes" is the same table):
          and what would run was said), and neither sends nor writes anything; also: a run stopped
          because the project's code cancelled the task it runs in (attempts ended unrecorded:
          ``Unplayed``), kept and marked interrupted
-    3    the pass rate is below --fail-under
+    3    the pass rule was not met: a scenario failed a judged attempt (with no fail_under), fell
+         below its own fail_under, or the mean pass rate is below the run's fail_under
+         (changed: with no --fail-under this was 0)
     4    ``convy compare --fail-on-regression``: the candidate's pass rate really dropped
          (changed: this was 3, the code of --fail-under)
     5    more attempts not judged than --max-not-judged allows, by default any one (changed: this
@@ -20,15 +24,24 @@ The exit codes (README's "Results and exit codes" is the same table):
     6    a run stopped by its budget (--max-cost, --max-tokens, --max-minutes): no attempt was
          started once it was spent, those under way were kept; ``convy resume`` with a larger
          budget plays the rest
+    7    nothing was tested: no attempt was judged (every chosen scenario skipped for a missing
+         model, a selection matching no scenario, every attempt not judged under --max-not-judged
+         1); for ``convy compare --fail-on-regression``, the candidate has no judged attempt. A run
+         its budget stopped before any attempt exits 6, and says that nothing was tested
+    8    a scenario was skipped and --fail-on-skip (fail_on_skip) fails a run for it
+    9    ``convy compare --fail-on-regression``: the pair is not comparable (the runs' simulated
+         users differ, or no scenario was judged in both), so no regression can be ruled out
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
     143  terminated (SIGTERM): as Ctrl+C
 
 When several apply, to one run or to the runs of a command's agents, the first in this order wins
-(``Worst``): 130, 143, 2, 6, 1, 5, 4, 3. Being stopped comes first: the rest was not decided. Then
-a project convy cannot use, and a run a budget left unfinished, whose numbers are partial. Then
-the agent failing, which needs no judge to see; then too few attempts judged, on which a pass
-rate decides nothing; last the gates on the pass rate, which mean something only when all else
-holds (a regression and --fail-under are never met in one command).
+(``Worst``): 130, 143, 2, 6, 1, 5, 7, 9, 8, 4, 3. Being stopped comes first: the rest was not
+decided. Then a project convy cannot use, and a run a budget left unfinished, whose numbers are
+partial. Then the agent failing, which needs no judge to see; then too few attempts judged, on
+which a pass rate decides nothing; then nothing tested, and a pair that cannot be compared; then
+scenarios skipped, which leave the pass rate about less than was asked; last the gates on the
+pass rate, which mean something only when all else holds (a regression and the pass rule are
+never met in one command).
 
 What the command prints never holds up a run: a line the reader is not ready for waits in memory
 (``Shown``), and only at the end does the command wait for its reader.
@@ -526,6 +539,9 @@ class Ruled(msgspec.Struct, frozen=True):
             lines.append(f"{agent}: nothing was tested: {self.why or 'no attempt was judged'}")
             codes.append(7)
         failing = verdict.failing()
+        mean = verdict.mean()
+        if verdict.below_mean() and mean is not None and rule.fail_under is not None:
+            lines.append(f"{agent}: pass rate {mean:.1%} is below fail_under {rule.fail_under:.1%}")
         if failing:
             fix = "set fail_under (per run or per scenario) to accept less" if rule.fail_under is None else "its fail_under"
             lines.append(
@@ -538,7 +554,6 @@ class Ruled(msgspec.Struct, frozen=True):
             codes.append(3)
         elif verdict.tested():
             accepted = [one for one in verdict.tallies if verdict.accepted(one)]
-            mean = verdict.mean()
             held = "every scenario passed every judged attempt"
             if rule.fail_under is not None and mean is not None:
                 held = f"pass rate {mean:.1%}, at or above fail_under {rule.fail_under:.1%}"
@@ -1463,9 +1478,20 @@ class CompareCommand(msgspec.Struct, frozen=True):
                 shown.line(f"  {what}: {base_id}: {ScoreSaid(row.base).text()}; {candidate_id}: {ScoreSaid(row.candidate).text()}")
         shown.line(f"page: {path.relative_to(self.project.folder)}")
         self.outputs.compared(view, base, candidate, path, shown)
-        if self.fail_on_regression and view.regressed():
-            return 4
-        return 0
+        if not self.fail_on_regression:
+            return 0
+        # The gate passes only a candidate that was tested, against a base it can be compared with.
+        if not view.candidate.judged:
+            errors.line(
+                f"convy: nothing was tested: the candidate run {Inert(view.candidate.run).line()} has no judged attempt, "
+                "so --fail-on-regression cannot pass it"
+            )
+            return 7
+        if view.banner or view.delta is None:
+            why = "; ".join(view.banner) or "no scenario was judged in both runs"
+            errors.line(f"convy: not comparable ({Inert(why).line()}), so --fail-on-regression cannot rule out a regression")
+            return 9
+        return 4 if view.regressed() else 0
 
 
 class LabelsCommand(msgspec.Struct, frozen=True):

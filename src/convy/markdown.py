@@ -32,6 +32,7 @@ import msgspec
 
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import Delivered
+from convy.passing import RunVerdict
 from convy.report import Summary
 from convy.terminal import Inert
 from convy.views import ClaimRow, ComparisonView, CostView, IntervalView, RunView, TokensView
@@ -192,6 +193,25 @@ class Where(msgspec.Struct, frozen=True):
         return MarkdownText(str(shown), 1000).markdown()
 
 
+class VerdictLine(msgspec.Struct, frozen=True):
+    """A run's verdict against its pass rule (``passing.RunVerdict``), as the summary's first line."""
+
+    verdict: RunVerdict
+
+    def markdown(self) -> str:
+        verdict = self.verdict
+        rule = verdict.rule
+        if not verdict.tested():
+            return "**– Nothing was tested:** no attempt was judged, so this run shows nothing about the agent"
+        failing = verdict.failing()
+        if failing:
+            bar = "every judged attempt must pass" if rule.fail_under is None else f"fail_under {rule.fail_under:.0%}"
+            return f"**✗ Failed:** {len(failing)} of {len(verdict.tallies)} scenarios failed the pass rule ({bar})"
+        if rule.fail_under is not None:
+            return f"**✓ Passed:** the pass rate is at or above fail_under {rule.fail_under:.0%}"
+        return "**✓ Passed:** every scenario met the pass rule"
+
+
 class RunSummary(msgspec.Struct, frozen=True):
     """Runs as one Markdown summary, a section per run in the order given; ``here`` is where the
     command was run, which the report's path is given from."""
@@ -222,6 +242,8 @@ class RunSummary(msgspec.Struct, frozen=True):
             lines += [f"> **This run was {stop}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
         elif head.status != "finished":
             lines += [f"> **This run is {head.status}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
+        verdict = summary.verdict()
+        lines += [VerdictLine(verdict).markdown(), ""]
         rate = f"**Pass rate {numbers.pct(view.rate.estimate)}**" if view.rate else "**Pass rate —**"
         lines.append(
             f"{rate} ({numbers.interval(view.rate)}, {METHOD.get(view.method, view.method)}) · "
@@ -237,7 +259,7 @@ class RunSummary(msgspec.Struct, frozen=True):
             (
                 MarkdownText(scenario.id, self.ID).markdown(),
                 f"{scenario.passed} of {scenario.judged}" + (f" ({scenario.not_judged} not judged)" if scenario.not_judged else ""),
-                SCENARIO[scenario.status],
+                SCENARIO[scenario.status] + (" · accepted by fail_under" if verdict.accepted(scenario.id) else ""),
                 self._failed(scenario.claims),
             )
             for scenario in failing
@@ -254,7 +276,8 @@ class RunSummary(msgspec.Struct, frozen=True):
             f"**Cost:** {numbers.cost(view.cost)} ({numbers.cost_note(view.cost)})"
         )
         if head.skipped:
-            lines += ["", f"**Skipped:** {len(head.skipped)} scenarios, a model they need is absent (the report names them)"]
+            failed = ", which fails the run (fail_on_skip)" if verdict.rule.fail_on_skip else ""
+            lines += ["", f"**Skipped:** {len(head.skipped)} scenarios, a model they need is absent (the report names them){failed}"]
         lines += ["", f"Report: {Where(self.here).markdown(summary.run.folder / 'report.html')}"]
         return "\n".join(lines) + "\n"
 

@@ -273,6 +273,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     def header(self) -> HeaderView:
         spec = self.run.file.spec
+        verdict = self.verdict()
         return HeaderView(
             agent=spec.agent,
             run=spec.id,
@@ -295,6 +296,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             adaptive="" if spec.adaptive is None else spec.adaptive.said(spec.attempts),
             against=self.against(),
             against_run=self.base(),
+            verdict=verdict.verdict(),
+            tested=verdict.tested(),
+            failing=[f"{scenario}: {verdict.why(scenario)}" for scenario in verdict.failing()],
         )
 
     def planned(self) -> int:

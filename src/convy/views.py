@@ -221,6 +221,9 @@ class HeaderView(View, frozen=True):
     adaptive: str = ""  # the rule that spent its attempts (adaptive.Adaptive.said), for a run of --attempts auto
     against: str = ""  # for a run played against a base (--against): the comparison's verdict in words (adaptive.Course.said)
     against_run: str = ""  # and that base, as agent/run
+    verdict: str = ""  # the run against its pass rule in words (passing.RunVerdict.verdict): the exit code's
+    tested: bool = True  # whether an attempt was judged: a run that judged none tested nothing
+    failing: list[str] = []  # the scenarios that fail the pass rule, each with why (passing.RunVerdict.why)
 
 
 class LiveView(View, frozen=True):

@@ -38,6 +38,7 @@
         h("h1", null, h("span", { class: "brand" }, "convy · "), head.agent + " · " + head.run),
         facts([
           ["status", status("run", head.status, true)],
+          ["verdict", head.status === "running" ? "not yet: the run is playing" : head.verdict],
           ["started", fmt.date(head.started)],
           ["duration", fmt.seconds(head.seconds)],
           ["attempts per scenario", head.adaptive || fmt.int(head.attempts)],
@@ -54,6 +55,8 @@
     if (head.stop) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run was " + head.stop), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
     if (head.budget) notes.push(h("div", { class: "notice" }, h("strong", null, "Within its budget"), head.budget));
     if (head.against) notes.push(h("div", { class: "notice", id: "against" }, h("strong", null, "Played against run " + head.against_run), head.against));
+    if (!head.tested && head.status !== "running") notes.push(h("div", { class: "notice bad", id: "verdict" }, h("strong", null, "– Nothing was tested"), "No attempt was judged" + (head.skipped.length ? " (" + fmt.int(head.skipped.length) + " scenarios skipped, below)" : "") + ": this run shows nothing about the agent, and convy exits 7 for it."));
+    else if (head.failing.length && head.status !== "running") notes.push(h("div", { class: "notice bad", id: "verdict" }, h("strong", null, "✗ " + head.verdict), h("ul", null, head.failing.map((line) => h("li", null, line)))));
     if (head.status === "interrupted") notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ This run was interrupted"), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` plays the rest."));
     if (head.broken) notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ Unreadable attempts"), fmt.int(head.broken) + " lines of attempts.jsonl could not be read and are left out."));
     if (head.skipped.length) notes.push(h("div", { class: "notice" }, h("strong", null, "Scenarios not played"), h("ul", null, head.skipped.map((line) => h("li", null, line)))));
@@ -145,7 +148,7 @@
         : h("span", { class: "muted" }, word("cause", one.cause) + ": 0"),
       one.count && one.share !== null ? h("span", { class: "muted" }, " · " + fmt.pct(one.share, 0)) : null)));
     return tile("Why not passed", fmt.int(view.not_passed),
-      view.not_passed ? list : h("span", { class: "muted" }, "every attempt passed"),
+      view.not_passed ? list : h("span", { class: "muted" }, view.header.kept ? "every attempt passed" : "nothing was tested: no attempt was played"),
       h("span", { class: "muted" }, "failed or not judged, by whose it was"));
   }
 
