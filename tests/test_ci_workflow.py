@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -295,6 +296,16 @@ def test_against_plays_each_agent_against_its_base_and_a_new_one_in_full(project
     assert steps["Check the project"] == Step(2, "CONVY_AGAINST is 'yes': set it to true or false\n")
     assert "CONVY_AGAINST is 'yes'" in (stand / "step-summary.md").read_text()
     assert steps["Pass or fail"].code == 2
+
+
+def test_the_workflow_orders_codes_as_convy_does(project: Path) -> None:
+    """Each place the workflow picks one code of several (the per-agent runs, the comparisons, the job's end) lists them in cli.Worst's order."""
+    from convy.cli import Worst
+
+    text = (project / WORKFLOW).read_text()
+    orders = re.findall(r"for one in ((?:\d+ )+\d+); do", text)
+    assert len(orders) == 3
+    assert {tuple(int(code) for code in order.split()) for order in orders} == {Worst.ORDER}
 
 
 def test_docs_show_the_workflow_convy_writes() -> None:
