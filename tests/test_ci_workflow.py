@@ -298,6 +298,23 @@ def test_against_plays_each_agent_against_its_base_and_a_new_one_in_full(project
     assert steps["Pass or fail"].code == 2
 
 
+def test_against_a_base_its_budget_stopped_plays_in_full_and_says_so(project: Path, tmp_path: Path) -> None:
+    """--against takes a finished base only: with CONVY_AGAINST true and the base branch's last run stopped by a budget, the pull request plays that agent in full, says why, and the play step exits 0 rather than 2."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    steps, _ = Job(workflow(project), project, stand, "push", settings={"CONVY_MAX_TOKENS": "1"}).played()
+    assert steps["Pass or fail"].code == 6
+    shutil.copytree(project / "convy-ci" / "run", stand / "artifacts" / BASE_RUN_ID)
+    (stand / "runs").write_text(BASE_RUN_ID + "\n")
+    fresh(project, stand)
+    steps, outputs = Job(workflow(project), project, stand, "pull_request", against="true").played()
+    base = next((project / "convy-ci" / "base" / "shop").iterdir()).name
+    said = f"`shop`: the base run {base} is stopped, not finished: played in full, not against it."
+    assert said in steps["Play the scenarios"].printed
+    assert "against shop/" not in steps["Play the scenarios"].printed
+    assert outputs["play"]["code"] == "0"
+    assert said in (stand / "step-summary.md").read_text()
+
+
 def test_the_workflow_orders_codes_as_convy_does(project: Path) -> None:
     """Each place the workflow picks one code of several (the per-agent runs, the comparisons, the job's end) lists them in cli.Worst's order."""
     from convy.cli import Worst

@@ -5,8 +5,8 @@ failed step skipping the steps that do not ask for ``!cancelled()``), in a proje
 ``convy init`` that stands for the repository's checkout. What is real: every ``run:`` script as
 the file holds it, the ``convy`` command of this environment, bash, find, comm, cp. What is stood
 in: ``actions/checkout`` (the project is the workspace), ``actions/setup-python`` (this
-environment), ``python`` in the install step (a script on PATH that records its arguments: nothing
-is installed), ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY`` (files), ``${{ ... }}`` expressions
+environment), ``python -m pip`` (a script on PATH that records its arguments, nothing installed;
+any other ``python`` is this Python), ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY`` (files), ``${{ ... }}`` expressions
 (the values a pull request or a push would give), the steps' ``if:`` conditions (read term by term
 for those two events), ``gh`` (a script on PATH that records its arguments, lists the runs it is
 told of or fails as on a repository whose base branch has no such workflow, downloads a run's
@@ -62,9 +62,12 @@ elif arguments[:2] == ["api", "--paginate"] and os.path.exists(os.environ["GH_CO
     print(open(os.environ["GH_COMMENT"]).read())
 """
 
-# Stands in for the runner's Python in the install step: its arguments as a JSON line in $PIP_CALLS.
+# Stands in for the runner's Python: `python -m pip` only records its arguments as a JSON line in
+# $PIP_CALLS (nothing is installed); anything else is this Python.
 PYTHON = f"""#!{sys.executable}
 import json, os, sys
+if sys.argv[1:3] != ["-m", "pip"]:
+    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])
 with open(os.environ["PIP_CALLS"], "a") as calls:
     calls.write(json.dumps(sys.argv[1:]) + "\\n")
 """
