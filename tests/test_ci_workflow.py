@@ -346,6 +346,27 @@ def test_a_pull_request_from_a_fork_is_compared_and_annotated_but_not_commented(
     assert [call[:2] for call in calls(stand)] == [["run", "list"], ["run", "download"]]
 
 
+def test_a_scenario_skipped_for_want_of_a_model_fails_the_job_and_is_said(project: Path, tmp_path: Path) -> None:
+    """Without the secrets (a fork's pull request; here the base's push too, so that the pair is comparable) a scenario that needs the judge is skipped, --fail-on-skip makes the run exit 8, and the job fails with 8 after the run is compared and its summary written."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    template = tmp_path / "template"
+    assert convy(tmp_path, "init", str(template)).returncode == 0
+    shutil.copy(template / "scenarios" / "orders" / "status.yaml", project / "scenarios" / "orders" / "status.yaml")
+    steps, outputs = Job(workflow(project), project, stand, "push").played()
+    assert outputs["play"]["code"] == "8"  # the base branch too, played here without the secrets
+    assert steps["Pass or fail"].code == 8
+    shutil.copytree(project / "convy-ci" / "run", stand / "artifacts" / BASE_RUN_ID)
+    (stand / "runs").write_text(BASE_RUN_ID + "\n")
+    fresh(project, stand)
+    steps, outputs = Job(workflow(project), project, stand, "pull_request", fork=True).played()
+    assert outputs["play"]["code"] == "8"
+    assert outputs["compare"]["code"] == "0"
+    assert steps["Pass or fail"].code == 8
+    summary = (stand / "step-summary.md").read_text()
+    assert summary.startswith("**convy: failed:** a scenario was skipped (convy run exited 8)")
+    assert "orders/status" in (project / "convy-ci" / "junit.xml").read_text()
+
+
 def test_a_summary_too_long_for_a_comment_still_goes_whole_on_the_jobs_page(project: Path, tmp_path: Path) -> None:
     """The Summarize step writes the whole summary on the job's page and, past 65,000 bytes, only the verdict and a pointer to it in the comment."""
     (step,) = [step for step in workflow(project)["jobs"]["convy"]["steps"] if step.get("name") == "Summarize"]
