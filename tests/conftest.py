@@ -8,7 +8,9 @@ its data are drawn (``too_slow`` fails a test on a loaded machine and passes it 
 A test's own settings add to these.
 """
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -22,6 +24,33 @@ settings.load_profile("convy")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true", help="run the full-size variants of the fuzz and kill tests")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def greens_tested() -> Iterator[None]:
+    """A property over the session's runs (issue 24): every `convy run`, `resume` or `rejudge` that
+    exited 0 through the shared ``fakeproject.Command``, and every `pytest --convy` session of
+    pytester's that ended with success, judged at least one attempt and met its project's pass
+    rule, read back from run.json and attempts.jsonl as `convy report` reads them."""
+    from fakeproject import GREEN, Greens, kept
+
+    # `pytest --convy` runs of the suite (pytester's, in this process) are watched the same way:
+    # a session that ended with success must have played runs that held.
+    runpytest = pytest.Pytester.runpytest
+
+    def watched(self: pytest.Pytester, *arguments: Any, **options: Any) -> pytest.RunResult:
+        before = kept(self.path)
+        result = runpytest(self, *arguments, **options)
+        if "--convy" in arguments and result.ret == 0:
+            asked = "pytest " + " ".join(map(str, arguments))
+            GREEN.extend((folder, asked) for folder, when in kept(self.path).items() if before.get(folder) != when)
+        return result
+
+    pytest.Pytester.runpytest = watched  # type: ignore[method-assign]
+    yield
+    pytest.Pytester.runpytest = runpytest  # type: ignore[method-assign]
+    wrong = Greens(tuple(GREEN)).wrong()
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.fixture

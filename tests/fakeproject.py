@@ -48,6 +48,38 @@ class FakeProject(msgspec.Struct, frozen=True):
         return folder
 
 
+# The run folders of every `convy run`, `resume` and `rejudge` of the session that exited 0 through
+# `Command`, each as (folder, what was asked): tests/conftest.py checks at the session's end that
+# each one judged an attempt and met its project's pass rule (issue 24: a green is a tested one).
+GREEN: list[tuple[Path, str]] = []
+PLAYING = ("run", "resume", "rejudge")
+
+
+class Greens(msgspec.Struct, frozen=True):
+    """Runs whose command exited 0, each as (its folder, what was asked): ``wrong`` names those that
+    judged no attempt or did not meet their project's pass rule, read back as `convy report` reads them."""
+
+    runs: tuple[tuple[Path, str], ...]
+
+    def wrong(self) -> list[str]:
+        from convy.project import Project
+        from convy.report import Summary
+
+        found = []
+        for folder, asked in self.runs:
+            if not (folder / "run.json").exists():  # removed by its test since
+                continue
+            verdict = Summary(Project(folder.parents[2]).read(folder.name)).verdict()
+            if not verdict.held():
+                found.append(f"convy {asked} exited 0, but {folder}: {verdict.verdict()}")
+        return found
+
+
+def kept(where: Path) -> dict[Path, int]:
+    """The run folders under ``where`` (a project, or the folder above one) with their run.json's change time."""
+    return {path.parent: path.stat().st_mtime_ns for path in where.glob("**/results/*/*/run.json")}
+
+
 class Command(msgspec.Struct, frozen=True):
     """The ``convy`` command of this venv, run from ``where`` with ``BOT_API_KEY`` set to ``key``
     and no ``CONVY_*`` variable of the caller's."""
@@ -55,9 +87,17 @@ class Command(msgspec.Struct, frozen=True):
     where: Path
     key: str
 
-    def ran(self, *arguments: str) -> subprocess.CompletedProcess[str]:
+    def ran(self, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
+        """The command run with these arguments and ``CONVY_*`` ``variables``; a run it played that exited 0 is noted in ``GREEN``."""
         environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
         environment["BOT_API_KEY"] = self.key
-        return subprocess.run(
+        environment |= variables
+        playing = any(word in PLAYING for word in arguments) and not {"--dry-run", "--smoke", "--help"} & set(arguments)
+        before = kept(self.where) if playing else {}
+        done = subprocess.run(
             [str(CONVY), *arguments], cwd=self.where, env=environment, capture_output=True, text=True, timeout=300, check=False
         )
+        if playing and done.returncode == 0:
+            asked = " ".join(arguments)
+            GREEN.extend((folder, asked) for folder, when in kept(self.where).items() if before.get(folder) != when)
+        return done

@@ -129,6 +129,8 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "  target_width      0.2           default",
         "  trust             0.5           CONVY_TRUST",
         "  max_not_judged    0.0           default",
+        "  fail_under        none          default",
+        "  fail_on_skip      False         default",
         "  max_cost          0.0           default",
         "  max_tokens        0             default",
         "  max_minutes       0.0           default",
@@ -169,13 +171,15 @@ def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attem
     done = convy(sound, "run", "a", "--dry-run", "-k", "2", "--tag", "smoke", "--judge-repeats", "3")
 
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout.splitlines()[1:18] == [
+    assert done.stdout.splitlines()[1:20] == [
         "  attempts          2             -k",
         "  min_attempts      5             default",
         "  max_attempts      60            default",
         "  target_width      0.2           default",
         "  trust             0.0           default",
         "  max_not_judged    0.0           default",
+        "  fail_under        none          default",
+        "  fail_on_skip      False         default",
         "  max_cost          0.0           default",
         "  max_tokens        0             default",
         "  max_minutes       0.0           default",
@@ -201,12 +205,13 @@ def test_a_dry_run_refuses_what_the_run_refuses_with_the_same_words(sound: Path)
     exits 2 with the lines `convy run` gives for each, and a count."""
     for arguments, expected in (
         (("off",), "convy: agents/off.py: the agent is absent: set OFF_URL"),
-        (("a", "--tag", "nothing"), "convy: no scenario matches the --scenarios and --tag given"),
+        (("a", "--tag", "nothing"), "convy: nothing was tested: no scenario matches the --scenarios and --tag given"),
     ):
         ran = convy(sound, "run", *arguments)
         dry = convy(sound, "run", *arguments, "--dry-run")
 
-        assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
+        # A tag no scenario has tests nothing: the run exits 7, the dry run finds it a problem (2).
+        assert (ran.returncode, ran.stderr.splitlines()) == (7 if "--tag" in arguments else 2, [expected])
         assert (dry.returncode, dry.stdout) == (2, "")
         assert dry.stderr.splitlines() == [expected, "1 problem: nothing was sent, nothing written"]
     assert not (sound / "results").exists()

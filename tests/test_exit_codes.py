@@ -9,7 +9,6 @@ the one wait polls for a file with a generous deadline and fails only when it pa
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -17,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakeproject import CONVY, MODELS, Command, FakeProject
+from fakeproject import CONVY, MODELS, Command, FakeProject, Greens
 from test_blame import (
     CANCELLING,  # an agent that cancels the task it runs in: the run stops with attempts unrecorded, exit 2
 )
@@ -86,13 +85,7 @@ def made(tmp_path: Path, scenarios: dict[str, str], attempts: int = 1, settings:
 
 def convy(project: Path, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
     """``convy`` run in ``project``, with these ``CONVY_*`` variables (and no others)."""
-    if not variables:
-        return Command(project, KEY).ran(*arguments)
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-    environment |= {"BOT_API_KEY": KEY, **variables}
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=project, env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
+    return Command(project, KEY).ran(*arguments, **variables)
 
 
 def runs(project: Path, agent: str = "bot") -> list[str]:
@@ -407,3 +400,44 @@ def test_compare_fails_the_gate_when_the_candidate_tested_nothing_or_the_pair_is
     apart = convy(project, "compare", base, other, "--fail-on-regression")
     assert apart.returncode == 9, apart.stdout + apart.stderr
     assert "so --fail-on-regression cannot rule out a regression" in apart.stderr
+
+
+def test_the_suites_property_names_a_green_run_that_tested_nothing_or_failed(tmp_path: Path) -> None:
+    """The check tests/conftest.py makes of every run that exited 0 (``fakeproject.Greens``) is one
+    that can fail: handed a run that failed its pass rule and one that tested nothing, it names both,
+    and passes a run that held."""
+    project = made(tmp_path, {"greet.yaml": GREET, "fails.yaml": FAILS, "needs.yaml": NEEDS_USER})
+    assert convy(project, "run", "--scenarios", "greet").returncode == 0
+    assert convy(project, "run", "--scenarios", "fails").returncode == 3
+    assert convy(project, "run", "--scenarios", "needs").returncode == 7
+    folders = sorted((project / "results" / "bot").iterdir(), key=lambda folder: (folder / "run.json").stat().st_mtime_ns)
+    held, failed, untested = folders
+    wrong = Greens(((held, "held"), (failed, "failed"), (untested, "untested"))).wrong()
+    assert wrong == [
+        f"convy failed exited 0, but {failed}: 1 scenario failed the pass rule",
+        f"convy untested exited 0, but {untested}: nothing was tested",
+    ]
+
+
+def test_the_demo_passes_by_its_stated_fail_under_and_fails_without_it(tmp_path: Path) -> None:
+    """`make demo`'s run (`convy init demo && cd demo && convy run`, no .env) exits 0 because the
+    template's pyproject.toml states fail_under with why, and names the two scenarios it accepts;
+    without that line the same run exits 3 naming them as failures."""
+    assert Command(tmp_path, KEY).ran("init", "demo").returncode == 0
+    demo = tmp_path / "demo"
+    assert "fail_under = 0.5" in (demo / "pyproject.toml").read_text(encoding="utf-8")
+    done = Command(demo, KEY).ran("run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-3:-1] == [
+        "shop: passed the pass rule: pass rate 60.0%, at or above fail_under 50.0%",
+        "  accepted short of every attempt, as the project's fail_under allows: orders/late (0 of 3), refunds/in-transit (0 of 3)",
+    ]
+    settings = (demo / "pyproject.toml").read_text(encoding="utf-8")
+    (demo / "pyproject.toml").write_text(settings.replace("fail_under = 0.5\n", ""), encoding="utf-8")
+    strict = Command(demo, KEY).ran("run")
+    assert strict.returncode == 3, strict.stdout + strict.stderr
+    assert strict.stdout.splitlines()[-4:-1] == [
+        "shop: 2 of 5 scenarios failed the pass rule (every judged attempt passes; set fail_under (per run or per scenario) to accept less):",
+        "  ✗ orders/late: 0 of 3 passed, where every judged attempt must pass",
+        "  ✗ refunds/in-transit: 0 of 3 passed, where every judged attempt must pass",
+    ]

@@ -411,9 +411,10 @@ def test_an_agent_that_raises_makes_the_exit_code_1(made: Made) -> None:
     assert made.run().status() == "finished"
 
 
-@pytest.mark.parametrize(("fail_under", "code"), [(None, 0), ("0.99", 3), ("0.1", 0), ("60%", 3)])
+@pytest.mark.parametrize(("fail_under", "code"), [(None, 3), ("0.99", 3), ("0.1", 0), ("60%", 3)])
 def test_fail_under_decides_between_exit_0_and_3(made: Made, fail_under: str | None, code: int) -> None:
-    """With claims failing but no agent failure, the pass rate (here 50%) against --fail-under gives 0 or 3."""
+    """With claims failing but no agent failure, the pass rate (here 50%) against --fail-under gives 0 or 3;
+    with none, the failing scenario fails the run (3): every judged attempt must pass."""
     made.scenarios(("hello {number}", "never said"))
     ran = made.ran("run", "slow", "-k", "2", *(("--fail-under", fail_under) if fail_under else ()))
     assert ran.returncode == code, ran.stdout + ran.stderr

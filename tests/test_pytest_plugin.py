@@ -288,3 +288,25 @@ def test_verbose_shows_each_attempt_as_it_ends(pytester: pytest.Pytester, projec
         verbose.stdout.fnmatch_lines([line])
     quiet = pytester.runpytest("--convy", "-k", "greet", "-p", "no:cacheprovider")
     assert "greet #1" not in quiet.stdout.str()
+
+
+def test_the_items_follow_the_projects_pass_rule(pytester: pytest.Pytester, project: Path) -> None:
+    """A scenario the project's fail_under accepts is a passed item, as `convy run` accepts it; the same
+    scenario fails its item without it (issue 24: one verdict everywhere)."""
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as toml:
+        toml.write("fail_under = 0.5\n")
+    accepted = pytester.runpytest("--convy", "-p", "no:cacheprovider", "-k", "greet or refund")
+    accepted.assert_outcomes(passed=2)
+    assert accepted.ret == 0
+    (project / "pyproject.toml").write_text("[tool.convy]\nattempts = 2\n", encoding="utf-8")
+    failed = pytester.runpytest("--convy", "-p", "no:cacheprovider", "-k", "greet or refund")
+    failed.assert_outcomes(passed=1, failed=1)
+
+
+def test_a_session_whose_scenarios_were_all_skipped_tested_nothing(pytester: pytest.Pytester, project: Path) -> None:
+    """Every chosen scenario skipped for a missing model: no attempt judged, so the session ends with
+    pytest's code for nothing tested (5), never 0, and the convy section says so."""
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider", "-k", "chat")
+    result.assert_outcomes(skipped=1)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["convy: nothing was tested: no attempt of a scenario was judged (exit 5)"])

@@ -234,13 +234,13 @@ def test_attempts_neither_a_whole_number_nor_auto_is_one_plain_line_naming_where
 
 def test_settings_are_the_limits_and_a_few_more_each_with_its_variable() -> None:
     """Each limit is declared once, in Limits, with its default and bounds; Settings adds attempts,
-    trust, the share not judged, the budget, the prompt's file and how claims are judged, and every
+    trust, the share not judged, the pass rule, the budget, the prompt's file and how claims are judged, and every
     setting but the prompt's file has its CONVY_* variable."""
     from convy.bench import Limits
     from convy.env import Variables
     from convy.settings import Settings
 
-    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "min_attempts", "max_attempts", "target_width", "trust", "max_not_judged", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence", "user_checks", "user_faults", "workers", "ray", "live_seconds")
+    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "min_attempts", "max_attempts", "target_width", "trust", "max_not_judged", "fail_under", "fail_on_skip", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence", "user_checks", "user_faults", "workers", "ray", "live_seconds")
     assert Settings().limits() == Limits()
     assert set(Variables.model_fields) == set(Settings.__struct_fields__) - {"user_prompt"}
     with pytest.raises(ValueError, match="^turn_seconds: must be more than 0$"):

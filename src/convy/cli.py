@@ -1243,6 +1243,8 @@ class DryRun(msgspec.Struct, frozen=True):
                 ("trust", "--trust", self.command.trust),
                 ("max_not_judged", "--max-not-judged", self.command.max_not_judged),
                 ("judge_repeats", "--judge-repeats", self.command.judge_repeats),
+                ("fail_under", "--fail-under", self.command.fail_under),
+                ("fail_on_skip", "--fail-on-skip", self.command.fail_on_skip),
             )
             if given is not None
         } | self.command.budget.given()
@@ -1267,6 +1269,8 @@ class DryRun(msgspec.Struct, frozen=True):
                 return "convy's own"
             case tuple() as names:
                 return ", ".join(map(str, names)) or "none"
+            case None:  # fail_under unset: every scenario passes every judged attempt
+                return "none"
             case _:
                 return str(value)
 

@@ -9,18 +9,23 @@ headline gives, tokens and cost as ``attempt.Sum`` adds them.
 The document keeps to the strictest of the JUnit schemas in use, Apache Ant's (the aggregated form:
 ``<testsuites>`` with no attributes; each suite with ``package``, ``id``, ``timestamp``,
 ``hostname``, ``<properties>``, ``<system-out>`` and ``<system-err>``; a case with at most one
-``<failure>`` or ``<error>`` and no ``<skipped>`` or properties of its own), so that whatever
-reads JUnit reads it. That decides three things:
+``<failure>`` or ``<error>`` and no properties of its own), with the one thing Ant's lacks and
+Jenkins' and JUnit 5's schemas have: a case's ``<skipped>`` and the suite's ``skipped`` count. So:
 
-- A scenario is a **failure** when a claim failed in one of its attempts, an **error** when the
+- A scenario is a **failure** when a claim failed in one of its attempts and the run's pass rule
+  (``passing.py``) fails the scenario — one the rule accepts is a passed case, as the exit code
+  says — an **error** when the
   agent failed (type ``agent_failed`` or ``time_limit``) or, failing neither, when an attempt was
   not judged (type ``not_judged``) or none was kept (type ``not_played``). Not judged is an error,
   not a skip: convy exits 1 for it, and a skipped case would look fine beside a failed command.
 - A scenario's tokens, cost and time are properties of its suite, named after it
   (``convy.scenario.<id>.tokens``): a case has no properties in that schema. Its time is also the
   case's ``time``, the seconds of its attempts added up.
-- Scenarios a run skipped (a model they need is absent) are not cases; the suite's
-  ``convy.skipped`` property and its ``<system-out>`` name them.
+- A scenario a run skipped (a model it needs is absent) is a case with ``<skipped message="why">``,
+  or an ``<error>`` of type ``skipped`` when the run's rule fails a run for a skip
+  (``fail_on_skip``); the suite's ``convy.skipped`` property and its ``<system-out>`` name them too.
+- A run that judged no attempt has a case ``nothing tested`` with an ``<error>`` of type
+  ``nothing_tested``: a suite of skipped cases, or of none, never reads as passed.
 
 What agents, models and judges said comes from the run folder, where it was kept with the run's
 secrets hidden; here it is cut to a bound (saying how much was left out) and then made valid XML

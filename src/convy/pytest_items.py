@@ -116,6 +116,7 @@ class ScenarioTests:
         self.begun = False
         self.started: dict[str, RunSpec] = {}
         self.played: dict[str, Played | Stopped] = {}
+        self.nothing = False  # set at the session's end when its scenarios were chosen and none judged
 
     def configured(self) -> None:
         """Refuse pytest-xdist, register the scenarios' tags as markers, and take part in the session."""
@@ -296,9 +297,22 @@ class ScenarioTests:
         here = Path(self.config.invocation_params.dir)
         return path.relative_to(here) if path.is_relative_to(here) else path
 
+    def untested(self, session: pytest.Session) -> bool:
+        """Whether scenarios were selected and no run judged an attempt of them: nothing was tested."""
+        chosen = any(isinstance(item, ScenarioItem) for item in session.items)
+        judged = any(played.summary.verdict().tested() for played in self.played.values() if isinstance(played, Played))
+        return chosen and not judged
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """A session whose scenarios were all skipped, or never judged, tested nothing: it ends with
+        pytest's own code for that (5), never as a success (issue 24)."""
+        if exitstatus == pytest.ExitCode.OK and self.untested(session):
+            self.nothing = True
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The runs played, each as ``convy run`` sums it up, with the scenarios it skipped and its report."""
-        if not self.started and not any(prepared.absent for prepared in self.prepared.values()):
+        if not self.started and not self.nothing and not any(prepared.absent for prepared in self.prepared.values()):
             return
         terminalreporter.write_sep("-", "convy")
         for name, spec in self.started.items():
@@ -315,6 +329,8 @@ class ScenarioTests:
         for prepared in self.prepared.values():
             if prepared.absent:
                 terminalreporter.write_line(Inert(prepared.secrets.hidden(prepared.absent)).line())
+        if self.nothing:
+            terminalreporter.write_line("convy: nothing was tested: no attempt of a scenario was judged (exit 5)")
 
     def summed(self, name: str, summary: Summary) -> list[str]:
         spec = summary.run.file.spec

@@ -34,7 +34,9 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     """convy's settings for a project: the run's limits (every field of ``Limits``, declared and
     bounded there alone), attempts per scenario, the trust threshold, the share of attempts that
     may go unjudged before the command exits with its own code (``max_not_judged``: a gate of the
-    command, not part of the run, so it is kept in no run folder), the run's budget (``max_cost``
+    command, not part of the run, so it is kept in no run folder), the pass rule (``fail_under``,
+    ``fail_on_skip``: ``passing.PassRule``, kept in the run's spec so every reader of the run gives
+    the verdict its command gave), the run's budget (``max_cost``
     in US dollars, ``max_tokens``, ``max_minutes``; 0 is none: a command's, given again to each
     ``convy resume``, so kept in no run folder either), the file of the simulator prompt, and how
     claims are judged (``judge_repeats``, ``panel``, ``evidence``: a ``panel.Judging``, kept in the
