@@ -31,6 +31,7 @@ from typing import Any
 
 import msgspec
 import yaml
+from fakeproject import GREEN, Greens
 
 BIN = Path(sys.executable).parent
 CONVY = BIN / "convy"
@@ -201,7 +202,20 @@ class Job(msgspec.Struct, frozen=True):
             output = self.stand_ins / f"output-{number}"
             if "id" in step and output.exists():
                 outputs[step["id"]] = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+        if steps.get("Pass or fail", Step(1)).code == 0:
+            self.held()
         return steps, outputs
+
+    def held(self) -> None:
+        """The property of issue 24 for a job that passed: it played a run, and every run it
+        played judged an attempt and met the project's pass rule, as `convy report` reads it back
+        (``fakeproject.Greens``, which the suite's session also checks)."""
+        listed = (self.workspace / self.workflow["jobs"]["convy"]["env"]["OUT"] / "runs.txt").read_text().split()
+        runs = tuple((self.workspace / Path(path).parent, f"the workflow's job on {self.event}") for path in listed)
+        assert runs, "the job passed, but it played no run"
+        wrong = Greens(runs).wrong()
+        assert not wrong, "\n".join(wrong)
+        GREEN.extend(runs)
 
     def used(self, step: dict[str, Any], outputs: dict[str, dict[str, str]]) -> Step:
         """A ``uses:`` step stood in for. The upload and JUnit steps pass with a warning when
