@@ -1,17 +1,8 @@
-"""The GitHub Actions workflow that ``convy init --ci github`` writes (docs/ci.md).
-
-Its shell steps are run here as GitHub runs them (``bash --noprofile --norc -eo pipefail``, in
-order, a failed step skipping the steps that do not ask for ``!cancelled()``), in a project made by
-``convy init`` that stands for the repository's checkout. What is real: every ``run:`` script as
-the file holds it, the ``convy`` command of this environment, bash, find, comm, cp. What is stood
-in: ``actions/checkout`` (the project is the workspace), ``actions/setup-python`` and the install
-step (this environment's convy), ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY`` (temporary
-files), ``${{ ... }}`` expressions (the values a pull request or a push would give), the steps'
-``if:`` conditions (read term by term for those two events), ``gh`` (a script on PATH that records
-its arguments, lists one run, downloads that run's artifact as a copy of a folder the workflow
-uploaded on an earlier push, and finds the comment to update when told of one), and the ``uses:`` upload and JUnit
-steps (the files they name are checked to exist).
-"""
+"""The GitHub Actions workflow that ``convy init --ci github`` writes (docs/ci.md), its steps run
+as a runner runs them by ``workflowjob.Job`` (whose docstring says what is real and what is stood
+in), on the pull requests people open: the first one, one that adds an agent and breaks another,
+one whose project ``convy check`` refuses, one whose artifacts expired, one stopped by its budget,
+the demo's deliberate failures with and without ``fail_under``, and ``--against``."""
 
 from __future__ import annotations
 
@@ -20,203 +11,43 @@ import os
 import re
 import shutil
 import subprocess
-import sys
+import tomllib
 from pathlib import Path
-from typing import Any
 
-import msgspec
 import pytest
-import yaml
-
-BIN = Path(sys.executable).parent
-CONVY = BIN / "convy"
-WORKFLOW = Path(".github/workflows/convy.yml")
-# The variables a developer's shell may hold that would give the template's models a gateway.
-GATEWAY = ("GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL")
-BASE_RUN_ID = "4242"
-
-# Stands in for GitHub's CLI: each call's arguments as a JSON line in $GH_CALLS; `run list` gives
-# one run, `run download` copies $GH_ARTIFACT into --dir, `api` on the comments finds the id in
-# $GH_COMMENT when that file is there, else none.
-GH = f"""#!{sys.executable}
-import json, os, shutil, sys
-arguments = sys.argv[1:]
-with open(os.environ["GH_CALLS"], "a") as calls:
-    calls.write(json.dumps(arguments) + "\\n")
-if arguments[:2] == ["run", "list"]:
-    print("{BASE_RUN_ID}")
-elif arguments[:2] == ["run", "download"]:
-    if not os.path.isdir(os.environ["GH_ARTIFACT"]):
-        sys.exit("no artifact named convy-run")
-    shutil.copytree(os.environ["GH_ARTIFACT"], arguments[arguments.index("--dir") + 1], dirs_exist_ok=True)
-elif arguments[:2] == ["api", "--paginate"] and os.path.exists(os.environ["GH_COMMENT"]):
-    print(open(os.environ["GH_COMMENT"]).read())
-"""
-
-# A change to the shop bot that breaks it: every turn raises, so every attempt fails.
-BROKEN = """
-
-async def _broken(self, message):
-    raise RuntimeError("a bad change")
-
-
-ShopConversation.turn = _broken
-"""
-
-
-def clean() -> dict[str, str]:
-    """This process's environment without convy's settings or a gateway, and with bytecode
-    written as on a runner."""
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("CONVY_") and name not in GATEWAY and name != "PYTHONDONTWRITEBYTECODE"
-    }
-
-
-def convy(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=folder, env=clean(), capture_output=True, text=True, timeout=120
-    )
-
-
-class Job(msgspec.Struct, frozen=True):
-    """The workflow's job, played on this machine as the event ``event`` would play it."""
-
-    workflow: dict[str, Any]
-    workspace: Path
-    stand_ins: Path
-    event: str  # "pull_request" or "push"
-    fork: bool = False  # a pull request from a fork: no secrets, a read-only token
-
-    def condition(self, text: str, failed: bool) -> bool:
-        """A step's ``if:``, each ``&&`` term read as GitHub would for this event (a term this
-        reading does not know fails the test, so a new condition is never guessed)."""
-        terms = [term.strip() for term in text.removeprefix("${{").removesuffix("}}").split("&&")]
-        known = {
-            "!cancelled()": True,
-            "github.event_name == 'pull_request'": self.event == "pull_request",
-            "github.event.pull_request.head.repo.full_name == github.repository": not self.fork,
-            "(github.event_name == 'push' || github.event.pull_request.head.repo.full_name == github.repository)": (
-                self.event == "push" or not self.fork
-            ),
-        }
-        if not failed or "!cancelled()" in terms:
-            return all(known[term] for term in terms)
-        return False
-
-    def value(self, text: str, outputs: dict[str, dict[str, str]]) -> str:
-        """``text`` with its ``${{ ... }}`` expressions given what GitHub would give them."""
-        given = {
-            "github.token": "stand-in-token",
-            "github.base_ref": "main",
-            "github.event.pull_request.number": "7",
-        } | {f"secrets.{name}": "" for name in GATEWAY}
-
-        def one(match: re.Match[str]) -> str:
-            expression = match.group(1)
-            if expression.startswith("steps."):
-                _, step, _, name = expression.split(".")
-                return outputs.get(step, {}).get(name, "")
-            if expression.startswith("env."):
-                return str(self.workflow["jobs"]["convy"]["env"][expression.removeprefix("env.")])
-            return given[expression]
-
-        return re.sub(r"\$\{\{\s*(.+?)\s*\}\}", one, text)
-
-    def played(self) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
-        """Each step's exit code by its name (a skipped step is absent; ``uses:`` steps are 0
-        when what they upload or publish is there), and the outputs of the steps by id."""
-        job = self.workflow["jobs"]["convy"]
-        outputs: dict[str, dict[str, str]] = {}
-        codes: dict[str, int] = {}
-        failed = False
-        summary = self.stand_ins / "step-summary.md"
-        for number, step in enumerate(job["steps"]):
-            name = step.get("name", step.get("uses", ""))
-            if "if" in step and not self.condition(str(step["if"]), failed):
-                continue
-            if failed and "if" not in step:  # GitHub's default condition, success()
-                continue
-            if "uses" in step:
-                codes[name] = self.used(step, outputs)
-                continue
-            if name == "Install convy":  # this environment's convy is on PATH
-                continue
-            environment = clean() | {
-                "PATH": f"{self.stand_ins}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}",
-                "GITHUB_OUTPUT": str(self.stand_ins / f"output-{number}"),
-                "GITHUB_STEP_SUMMARY": str(summary),
-                "GITHUB_REPOSITORY": "owner/repository",
-                "GH_CALLS": str(self.stand_ins / "gh-calls.jsonl"),
-                "GH_ARTIFACT": str(self.stand_ins / "artifact"),
-                "GH_COMMENT": str(self.stand_ins / "comment-id"),
-            }
-            for key, text in {**job.get("env", {}), **step.get("env", {})}.items():
-                environment[key] = self.value(str(text), outputs)
-            script = self.stand_ins / f"step-{number}.sh"
-            script.write_text(step["run"])
-            done = subprocess.run(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                cwd=self.workspace,
-                env=environment,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            codes[name] = done.returncode
-            failed = failed or done.returncode != 0
-            output = self.stand_ins / f"output-{number}"
-            if "id" in step and output.exists():
-                outputs[step["id"]] = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
-        return codes, outputs
-
-    def used(self, step: dict[str, Any], outputs: dict[str, dict[str, str]]) -> int:
-        """A ``uses:`` step stood in for: 0 when the files it would take are there."""
-        match step["uses"].split("@")[0]:
-            case "actions/checkout" | "actions/setup-python":
-                return 0
-            case "actions/upload-artifact":
-                paths = self.value(step["with"]["path"], outputs).split()
-                found = [hit for path in paths for hit in self.workspace.glob(path.removeprefix("./"))]
-                return 0 if found else 1
-            case "mikepenz/action-junit-report":
-                return 0 if (self.workspace / self.value(step["with"]["report_paths"], outputs)).is_file() else 1
-            case other:
-                raise AssertionError(f"no stand-in for {other}")
+from lxml import etree
+from workflowjob import (
+    BASE_RUN_ID,
+    BIN,
+    BROKEN,
+    WORKFLOW,
+    Job,
+    Step,
+    clean,
+    convy,
+    first_pull_request,
+    fresh,
+    made,
+    pushed,
+    stand_ins,
+    workflow,
+)
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "repository"
-    assert convy(tmp_path, "init", str(folder)).returncode == 0
-    assert convy(folder, "init", "--ci", "github").returncode == 0
-    return folder
+    return made(tmp_path / "repository")
 
 
-def workflow(project: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((project / WORKFLOW).read_text())
-    return loaded
+def calls(stand: Path, name: str = "gh-calls.jsonl") -> list[list[str]]:
+    return [json.loads(line) for line in (stand / name).read_text().splitlines()]
 
 
-def stand_ins(tmp_path: Path) -> Path:
-    folder = tmp_path / "stand-ins"
-    folder.mkdir()
-    (folder / "gh").write_text(GH)
-    (folder / "gh").chmod(0o755)
-    return folder
-
-
-def pushed(project: Path, stand: Path) -> None:
-    """The workflow played for a push to the default branch, its run kept as the artifact the
-    next pull request downloads, and the workspace then as a fresh checkout."""
-    codes, _ = Job(workflow(project), project, stand, "push").played()
-    assert codes["Play the scenarios"] == 0
-    assert "Download the base branch's last run" not in codes
-    shutil.copytree(project / "convy-ci" / "run", stand / "artifact")
-    shutil.rmtree(project / "results")
-    shutil.rmtree(project / "convy-ci")
-    (stand / "step-summary.md").unlink()
+def held(project: Path) -> None:
+    """What a green job must stand on: the JUnit file holds a case, and every case held."""
+    cases = etree.parse(str(project / "convy-ci" / "junit.xml")).getroot().iter("testcase")
+    results = [[child.tag for child in case] for case in cases]
+    assert results and all(not tags for tags in results), results
 
 
 def test_init_ci_github_writes_the_workflow_and_never_over_a_file(tmp_path: Path) -> None:
@@ -266,47 +97,232 @@ def test_workflow_passes_actionlint(project: Path) -> None:
 
 
 def test_a_real_regression_fails_the_compare_step_and_the_job(project: Path, tmp_path: Path) -> None:
-    """On a pull request that breaks the agent, the compare step records exit 4 and the job fails with it, after the summary is posted."""
-    stand = stand_ins(tmp_path)
+    """On a pull request that breaks the agent, the compare step records exit 4, and the job fails after the summary is posted, with the agent's failure (1), which comes first in convy's order; the summary says both."""
+    stand = stand_ins(tmp_path / "stand-ins")
     pushed(project, stand)
     with open(project / "agents" / "shop.py", "a") as file:
         file.write(BROKEN)
-    codes, outputs = Job(workflow(project), project, stand, "pull_request").played()
-    assert codes["Check the project"] == 0
-    assert outputs["play"]["code"] == "1"  # the agent failed: said in the summary, left to the comparison
-    assert codes["Compare with the base"] == 0  # it records convy compare's code; the last step decides
+    steps, outputs = Job(workflow(project), project, stand, "pull_request").played()
+    assert steps["Check the project"].code == 0
+    assert outputs["play"]["code"] == "1"  # the agent failed
+    assert steps["Compare with the base"].code == 0  # it records convy compare's code; the last step decides
     assert outputs["compare"]["code"] == "4"
-    assert codes["Decide"] == 4
+    assert steps["Pass or fail"].code == 1
     summary = (stand / "step-summary.md").read_text()
-    assert "real" in summary and "worse" in summary
-    calls = [json.loads(line) for line in (stand / "gh-calls.jsonl").read_text().splitlines()]
-    assert calls[0][:2] == ["run", "list"]
-    assert calls[0][calls[0].index("--branch") + 1] == "main"
-    assert calls[0][calls[0].index("--event") + 1] == "push"
-    assert calls[1][:3] == ["run", "download", BASE_RUN_ID]
-    assert calls[-1][:4] == ["api", "--method", "POST", "repos/owner/repository/issues/7/comments"]
+    assert summary.startswith("**convy: failed:** a real regression (convy compare exited 4); an attempt failed by the agent")
+    assert "real change" in summary and "worse" in summary
+    made_calls = calls(stand)
+    assert made_calls[0][:2] == ["run", "list"]
+    assert made_calls[0][made_calls[0].index("--branch") + 1] == "main"
+    assert made_calls[0][made_calls[0].index("--event") + 1] == "push"
+    assert made_calls[1][:3] == ["run", "download", BASE_RUN_ID]
+    assert made_calls[-1][:4] == ["api", "--method", "POST", "repos/owner/repository/issues/7/comments"]
     comment = (project / "convy-ci" / "comment.md").read_text()
-    assert comment.startswith("<!-- convy -->\n")
-    assert codes["Keep the pages and the CI files"] == 0
+    assert comment.startswith("<!-- convy -->\n**convy: failed:**")
+    assert steps["Keep the pages and the CI files"].code == 0
     assert list((project / "results" / "compare").glob("*--*.html"))
 
 
 def test_a_change_within_noise_passes_and_updates_the_comment(project: Path, tmp_path: Path) -> None:
     """On a pull request whose agent plays as before, the comparison is within noise, every step exits 0, and the comment already posted is updated."""
-    stand = stand_ins(tmp_path)
+    stand = stand_ins(tmp_path / "stand-ins")
     pushed(project, stand)
     (stand / "comment-id").write_text("99")
     with open(project / "agents" / "shop.py", "a") as file:
         file.write("\n# a comment: the agent's file changed, its play did not\n")
-    codes, outputs = Job(workflow(project), project, stand, "pull_request").played()
-    assert set(codes.values()) == {0}, codes
+    steps, outputs = Job(workflow(project), project, stand, "pull_request").played()
+    assert {step.code for step in steps.values()} == {0}, steps
     assert outputs["compare"]["code"] == "0"
-    assert "Compare with the base" in codes
+    held(project)
     summary = (stand / "step-summary.md").read_text()
+    assert summary.startswith("**convy: passed.**")
     assert "within noise" in summary
-    calls = [json.loads(line) for line in (stand / "gh-calls.jsonl").read_text().splitlines()]
-    assert calls[-1][:4] == ["api", "--method", "PATCH", "repos/owner/repository/issues/comments/99"]
-    assert not any("POST" in call for call in calls)
+    made_calls = calls(stand)
+    assert made_calls[-1][:4] == ["api", "--method", "PATCH", "repos/owner/repository/issues/comments/99"]
+    assert not any("POST" in call for call in made_calls)
+
+
+def test_the_first_pull_request_is_played_and_says_it_has_nothing_to_compare_with(tmp_path: Path) -> None:
+    """On the pull request that adds the workflow, gh finds no such workflow on the base branch and fails: the job goes on, plays, says there was no base, and passes on the run's own verdict."""
+    steps, stand = first_pull_request(tmp_path)
+    project = tmp_path / "repository"
+    assert steps["Download the base branch's last run"] == Step(
+        0,
+        "could not find any workflows named convy.yml\n"
+        "No run of a push to `main` found: nothing to compare with (the first pull request, or a base branch this "
+        "workflow does not play on push).\n",
+    )
+    assert steps["Compare with the base"].code == 0
+    assert steps["Pass or fail"].code == 0
+    held(project)
+    comment = (project / "convy-ci" / "comment.md").read_text()
+    assert "No run of a push to `main` found: nothing to compare with" in comment
+    assert "### convy · shop · run" in comment
+    assert [call[:2] for call in calls(stand)] == [["run", "list"], ["api", "--paginate"], ["api", "--method"]]
+
+
+def test_a_base_branch_whose_artifacts_expired_is_said_and_passed_over(project: Path, tmp_path: Path) -> None:
+    """Runs of the base branch that kept no artifact (expired) are each tried, then the summary says none kept it; a pull request into a branch with no push run says that."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    (stand / "runs").write_text("31\n30\n")
+    steps, outputs = Job(workflow(project), project, stand, "pull_request").played()
+    assert outputs["base"]["run"] == ""
+    assert [call[:3] for call in calls(stand)][:3] == [["run", "list", "--repo"], ["run", "download", "31"], ["run", "download", "30"]]
+    assert "None of the last 2 runs of a push to `main` kept its `convy-run` artifact" in (stand / "step-summary.md").read_text()
+    assert steps["Pass or fail"].code == 0
+    fresh(project, stand)
+    (stand / "runs").write_text("")
+    steps, _ = Job(workflow(project), project, stand, "pull_request", base_ref="release").played()
+    assert "No run of a push to `release` found" in (stand / "step-summary.md").read_text()
+    assert steps["Pass or fail"].code == 0
+
+
+def test_a_new_agent_and_a_broken_one_are_each_said_and_the_broken_one_compared(project: Path, tmp_path: Path) -> None:
+    """A pull request adding ``concierge`` (no base run; it sorts first) and breaking ``shop``: the new agent is said not compared, shop is still compared (4), and an agent of the base this pull request did not play is said too."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    pushed(project, stand)
+    shutil.copy(project / "agents" / "shop.py", project / "agents" / "concierge.py")
+    with open(project / "agents" / "shop.py", "a") as file:
+        file.write(BROKEN)
+    (stand / "artifacts" / BASE_RUN_ID / "gone").mkdir()
+    steps, outputs = Job(workflow(project), project, stand, "pull_request").played()
+    assert outputs["compare"]["code"] == "4"
+    assert steps["Pass or fail"].code == 1  # the agent's failure, before the regression in convy's order
+    compared = (project / "convy-ci" / "compare.md").read_text()
+    assert compared.index("### convy · `concierge`\n\nNot compared: the base run 4242 has no run of this agent") < compared.index("shop → shop")
+    assert "### convy · `gone`\n\nNot compared: the base played this agent, this pull request did not." in compared
+    assert "### convy · concierge · run" in (project / "convy-ci" / "comment.md").read_text()
+
+
+def test_a_project_convy_check_refuses_still_gets_its_summary_and_comment(project: Path, tmp_path: Path) -> None:
+    """A broken scenario file: the check step fails with 2, nothing is played, and the summary and the comment say the check failed with its lines; the job fails with 2."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    pushed(project, stand)
+    with open(project / "scenarios" / "off-topic.yaml", "a") as file:
+        file.write("judge: [\n")
+    steps, outputs = Job(workflow(project), project, stand, "pull_request").played()
+    assert steps["Check the project"].code == 2
+    assert "Play the scenarios" not in steps and "Download the base branch's last run" not in steps
+    assert steps["Pass or fail"].code == 2
+    comment = (project / "convy-ci" / "comment.md").read_text()
+    assert comment.startswith("<!-- convy -->\n**convy: failed:** convy check refused the project (exit 2).")
+    assert "\n    convy: scenarios/off-topic.yaml: line " in comment  # its lines, as code: nothing in them is markup
+    assert "No run summary: the job stopped before convy run wrote it" in comment
+    assert calls(stand)[-1][:3] == ["api", "--method", "POST"]
+    assert steps["Show the tests"].printed.startswith("warning: no files found")
+
+
+def test_the_install_step_pins_the_convy_that_wrote_it_and_installs_the_project(project: Path, tmp_path: Path) -> None:
+    """The install step asks pip for convy at this convy's version, with the project's requirements.txt and, when its pyproject.toml has a [project] table, the project itself; the versions agree and sort after 0.5.0, the index's last of the old convy."""
+    from convy import __version__
+    from convy.project import VERSION
+
+    declared = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["version"]
+    assert declared == VERSION == __version__
+    assert tuple(int(part) for part in VERSION.split(".")) > (0, 5, 0)
+    (step,) = [step for step in workflow(project)["jobs"]["convy"]["steps"] if step.get("name", "").startswith("Install")]
+    stand = stand_ins(tmp_path / "stand-ins")
+    job = Job(workflow(project), project, stand, "push")
+    assert job.played()[0][step["name"]].code == 0
+    assert calls(stand, "pip-calls.jsonl") == [["-m", "pip", "install", f"convy=={VERSION}"]]
+    fresh(project, stand)
+    (project / "requirements.txt").write_text("httpx\n")
+    with open(project / "pyproject.toml", "a") as file:
+        file.write('\n[project]\nname = "shop-evals"\nversion = "1"\n')
+    assert job.played()[0][step["name"]].code == 0
+    assert calls(stand, "pip-calls.jsonl")[0] == ["-m", "pip", "install", f"convy=={VERSION}", "-r", "./requirements.txt", str(project)]
+
+
+def test_a_run_stopped_by_its_budget_keeps_its_report_summary_and_comparison(project: Path, tmp_path: Path) -> None:
+    """MAX_MINUTES leaves a quarter of the job's hour for the report; a run stopped by a budget (here a token budget the repository set, as minutes would stop it) still uploads its run and pages, is compared (not comparable with the whole base: 9), and fails the job with 6, which comes first."""
+    job = workflow(project)["jobs"]["convy"]
+    assert int(job["env"]["MAX_MINUTES"]) <= job["timeout-minutes"] * 3 // 4
+    stand = stand_ins(tmp_path / "stand-ins")
+    pushed(project, stand)
+    steps, outputs = Job(workflow(project), project, stand, "pull_request", settings={"CONVY_MAX_TOKENS": "1"}).played()
+    assert outputs["play"]["code"] == "6"
+    (play,) = [step for step in workflow(project)["jobs"]["convy"]["steps"] if step.get("name") == "Play the scenarios"]
+    assert play["run"].count('--max-minutes "$MAX_MINUTES"') == 1
+    assert list((project / "convy-ci" / "run" / "shop").glob("*/report.html"))  # in the artifact convy-run
+    assert steps["Pass or fail"].code == 6
+    summary = (stand / "step-summary.md").read_text()
+    assert "the run stopped at its budget or at MAX_MINUTES" in summary
+    assert "a run and its base are not comparable (convy compare exited 9)" in summary
+    assert "### convy · shop · run" in summary and "### convy · compare" in summary
+    assert list((project / "results" / "shop").glob("*/report.html"))
+
+
+def test_the_demos_deliberate_failures_pass_as_the_project_accepts_them_and_fail_without(project: Path, tmp_path: Path) -> None:
+    """The template's two scenarios that never pass are accepted by its fail_under: the run and the job pass, and the JUnit step only annotates the job, so no check of its own is ever red beside a green job. Without the fail_under line the run exits 3 and the job fails with it."""
+    (junit,) = [step for step in workflow(project)["jobs"]["convy"]["steps"] if step.get("name") == "Show the tests"]
+    assert junit["with"]["annotate_only"] is True
+    assert "checks" not in workflow(project)["permissions"]
+    stand = stand_ins(tmp_path / "stand-ins")
+    template = tmp_path / "template"
+    assert convy(tmp_path, "init", str(template)).returncode == 0
+    for scenario in ("orders/late", "refunds/in-transit"):
+        shutil.copy(template / "scenarios" / f"{scenario}.yaml", project / "scenarios" / f"{scenario}.yaml")
+    steps, outputs = Job(workflow(project), project, stand, "push").played()
+    assert outputs["play"]["code"] == "0"
+    assert steps["Pass or fail"].code == 0
+    assert "accepted" in (stand / "step-summary.md").read_text()
+    fresh(project, stand)
+    settings = (project / "pyproject.toml").read_text()
+    assert "\nfail_under = 0.5" in settings
+    (project / "pyproject.toml").write_text(settings.replace("\nfail_under = 0.5", "\n"))
+    steps, outputs = Job(workflow(project), project, stand, "push").played()
+    assert outputs["play"]["code"] == "3"
+    assert steps["Pass or fail"].code == 3
+    assert "a scenario failed the project's pass rule (convy run exited 3)" in (stand / "step-summary.md").read_text()
+
+
+def test_against_plays_each_agent_against_its_base_and_a_new_one_in_full(project: Path, tmp_path: Path) -> None:
+    """With the repository variable CONVY_AGAINST true, a pull request plays shop with --attempts auto --against its base run and the new concierge in full, compares both it can, and passes; a value other than true or false fails the check step with the fix."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    pushed(project, stand)
+    shutil.copy(project / "agents" / "shop.py", project / "agents" / "concierge.py")
+    steps, outputs = Job(workflow(project), project, stand, "pull_request", against="true").played()
+    assert outputs["play"]["code"] == "0", steps["Play the scenarios"].printed
+    played = steps["Play the scenarios"].printed
+    base = next((project / "convy-ci" / "base" / "shop").iterdir()).name
+    assert f"against shop/{base}: " in played
+    assert sorted(path.name for path in (project / "convy-ci").glob("junit-*.xml")) == ["junit-concierge.xml", "junit-shop.xml"]
+    summary = (stand / "step-summary.md").read_text()
+    assert "anytime-valid" in summary
+    assert "### convy · concierge · run" in summary and "### convy · shop · run" in summary
+    assert steps["Pass or fail"].code == 0
+    fresh(project, stand)
+    steps, _ = Job(workflow(project), project, stand, "pull_request", against="yes").played()
+    assert steps["Check the project"] == Step(2, "CONVY_AGAINST is 'yes': set it to true or false\n")
+    assert "CONVY_AGAINST is 'yes'" in (stand / "step-summary.md").read_text()
+    assert steps["Pass or fail"].code == 2
+
+
+def test_against_a_base_its_budget_stopped_plays_in_full_and_says_so(project: Path, tmp_path: Path) -> None:
+    """--against takes a finished base only: with CONVY_AGAINST true and the base branch's last run stopped by a budget, the pull request plays that agent in full, says why, and the play step exits 0 rather than 2."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    steps, _ = Job(workflow(project), project, stand, "push", settings={"CONVY_MAX_TOKENS": "1"}).played()
+    assert steps["Pass or fail"].code == 6
+    shutil.copytree(project / "convy-ci" / "run", stand / "artifacts" / BASE_RUN_ID)
+    (stand / "runs").write_text(BASE_RUN_ID + "\n")
+    fresh(project, stand)
+    steps, outputs = Job(workflow(project), project, stand, "pull_request", against="true").played()
+    base = next((project / "convy-ci" / "base" / "shop").iterdir()).name
+    said = f"`shop`: the base run {base} is stopped, not finished: played in full, not against it."
+    assert said in steps["Play the scenarios"].printed
+    assert "against shop/" not in steps["Play the scenarios"].printed
+    assert outputs["play"]["code"] == "0"
+    assert said in (stand / "step-summary.md").read_text()
+
+
+def test_the_workflow_orders_codes_as_convy_does(project: Path) -> None:
+    """Each place the workflow picks one code of several (the per-agent runs, the comparisons, the job's end) lists them in cli.Worst's order."""
+    from convy.cli import Worst
+
+    text = (project / WORKFLOW).read_text()
+    orders = re.findall(r"for one in ((?:\d+ )+\d+); do", text)
+    assert len(orders) == 3
+    assert {tuple(int(code) for code in order.split()) for order in orders} == {Worst.ORDER}
 
 
 def test_docs_show_the_workflow_convy_writes() -> None:
@@ -317,35 +333,56 @@ def test_docs_show_the_workflow_convy_writes() -> None:
     assert docs.endswith("```yaml\n" + Shipped(("ci", "github.yml")).text() + "```\n")
 
 
-def test_a_pull_request_from_a_fork_is_compared_but_not_commented(project: Path, tmp_path: Path) -> None:
-    """A fork's pull request is still played and compared, its summary on the job's page, while the comment and the JUnit check, which its read-only token could not make, are skipped."""
-    stand = stand_ins(tmp_path)
+def test_a_pull_request_from_a_fork_is_compared_and_annotated_but_not_commented(project: Path, tmp_path: Path) -> None:
+    """A fork's pull request is still played and compared, its summary on the job's page and its failures annotated, while the comment, which its read-only token could not post, is skipped."""
+    stand = stand_ins(tmp_path / "stand-ins")
     pushed(project, stand)
-    codes, outputs = Job(workflow(project), project, stand, "pull_request", fork=True).played()
+    steps, outputs = Job(workflow(project), project, stand, "pull_request", fork=True).played()
     assert outputs["compare"]["code"] == "0"
-    assert "Comment on the pull request" not in codes
-    assert "Show the tests" not in codes
-    assert codes["Decide"] == 0
+    assert "Comment on the pull request" not in steps
+    assert steps["Show the tests"] == Step(0, "convy-ci/junit.xml")
+    assert steps["Pass or fail"].code == 0
     assert "within noise" in (stand / "step-summary.md").read_text()
-    calls = [json.loads(line) for line in (stand / "gh-calls.jsonl").read_text().splitlines()]
-    assert [call[:2] for call in calls] == [["run", "list"], ["run", "download"]]
+    assert [call[:2] for call in calls(stand)] == [["run", "list"], ["run", "download"]]
+
+
+def test_a_scenario_skipped_for_want_of_a_model_fails_the_job_and_is_said(project: Path, tmp_path: Path) -> None:
+    """Without the secrets (a fork's pull request; here the base's push too, so that the pair is comparable) a scenario that needs the judge is skipped, --fail-on-skip makes the run exit 8, and the job fails with 8 after the run is compared and its summary written."""
+    stand = stand_ins(tmp_path / "stand-ins")
+    template = tmp_path / "template"
+    assert convy(tmp_path, "init", str(template)).returncode == 0
+    shutil.copy(template / "scenarios" / "orders" / "status.yaml", project / "scenarios" / "orders" / "status.yaml")
+    steps, outputs = Job(workflow(project), project, stand, "push").played()
+    assert outputs["play"]["code"] == "8"  # the base branch too, played here without the secrets
+    assert steps["Pass or fail"].code == 8
+    shutil.copytree(project / "convy-ci" / "run", stand / "artifacts" / BASE_RUN_ID)
+    (stand / "runs").write_text(BASE_RUN_ID + "\n")
+    fresh(project, stand)
+    steps, outputs = Job(workflow(project), project, stand, "pull_request", fork=True).played()
+    assert outputs["play"]["code"] == "8"
+    assert outputs["compare"]["code"] == "0"
+    assert steps["Pass or fail"].code == 8
+    summary = (stand / "step-summary.md").read_text()
+    assert summary.startswith("**convy: failed:** a scenario was skipped (convy run exited 8)")
+    assert "orders/status" in (project / "convy-ci" / "junit.xml").read_text()
 
 
 def test_a_summary_too_long_for_a_comment_still_goes_whole_on_the_jobs_page(project: Path, tmp_path: Path) -> None:
-    """The Summarize step writes the whole summary on the job's page and, past 65,000 bytes, only a pointer to it in the comment."""
+    """The Summarize step writes the whole summary on the job's page and, past 65,000 bytes, only the verdict and a pointer to it in the comment."""
     (step,) = [step for step in workflow(project)["jobs"]["convy"]["steps"] if step.get("name") == "Summarize"]
     out = tmp_path / "out"
     out.mkdir()
+    (out / "decided.md").write_text("**convy: passed.**\n")
     (out / "compare.md").write_text("x" * 70_000 + "\n")
     (out / "run.md").write_text("the run\n")
     page = tmp_path / "step-summary.md"
     done = subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-        env=clean() | {"OUT": str(out), "GITHUB_STEP_SUMMARY": str(page)},
+        env=clean() | {"OUT": str(out), "GITHUB_STEP_SUMMARY": str(page), "CHECKED": "0"},
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert page.read_text() == "x" * 70_000 + "\n\nthe run\n"
-    assert (out / "comment.md").read_text() == "<!-- convy -->\nThe summary is too long for a comment: see the job summary.\n"
+    assert page.read_text() == "**convy: passed.**\n\n" + "x" * 70_000 + "\n\nthe run\n"
+    assert (out / "comment.md").read_text() == "<!-- convy -->\n**convy: passed.**\nThe summary is too long for a comment: see the job summary.\n"

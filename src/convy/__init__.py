@@ -264,7 +264,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__version__ = "0.1.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "Absent",

@@ -42,7 +42,7 @@ from convy.yamlfile import YamlFile
 if TYPE_CHECKING:
     from convy.settings import Settings
 
-VERSION = "0.1.0"
+VERSION = "0.6.0"
 
 
 class ProjectAgent(msgspec.Struct, frozen=True):
