@@ -393,6 +393,23 @@ def test_compare_fails_the_gate_when_the_candidate_tested_nothing_or_the_pair_is
     assert "so --fail-on-regression cannot rule out a regression" in apart.stderr
 
 
+def test_a_pull_request_that_adds_and_changes_scenarios_is_compared_on_the_ones_it_shares(tmp_path: Path) -> None:
+    """A candidate whose project added a scenario and changed another is no 'not comparable' pair:
+    those two are left out and said, the scenario both runs share unchanged is compared, and the
+    gate passes a pair with no drop (a pull request that adds a scenario must be able to pass)."""
+    project = made(tmp_path, {"greet.yaml": GREET, "other.yaml": GREET})
+    assert convy(project, "run").returncode == 0
+    (base,) = runs(project)
+    (project / "scenarios" / "other.yaml").write_text(GREET.replace("[hi]", "[hi there]"), encoding="utf-8")
+    (project / "scenarios" / "added.yaml").write_text(GREET, encoding="utf-8")
+    assert convy(project, "run").returncode == 0
+    (candidate,) = set(runs(project)) - {base}
+    compared = convy(project, "compare", base, candidate, "--fail-on-regression")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "not comparable" not in compared.stdout + compared.stderr
+    assert "left out: 0 only in base, 1 only in candidate, 1 changed" in compared.stdout + compared.stderr
+
+
 def test_the_suites_property_names_a_green_run_that_tested_nothing_or_failed(tmp_path: Path) -> None:
     """The check tests/conftest.py makes of every run that exited 0 (``fakeproject.Greens``) is one
     that can fail: handed a run that failed its pass rule and one that tested nothing, it names both,

@@ -415,7 +415,7 @@ def test_a_user_told_of_no_value_is_refused_where_the_simulator_prompt_is_filled
 
 def test_personas_are_part_of_the_scenarios_fingerprint(tmp_path: Path) -> None:
     """personas.yaml fills the variants as the scenario files do: changing it changes the
-    fingerprint of the scenarios a run keeps (and a comparison says the scenario files differ)."""
+    fingerprint of the scenarios a run keeps (and a comparison leaves the changed variants out)."""
     where = project(tmp_path, {"s.yaml": "user: '{{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n"})
     (where / "personas.yaml").write_text(PERSONAS, encoding="utf-8")
     prompt = Prompt("{{ instructions }}")
