@@ -416,6 +416,23 @@ def test_the_resume_hint_names_a_budget_that_plays_the_rest(tmp_path: Path) -> N
         assert spent(project) <= Decimal(hint[3])
 
 
+def test_with_two_budgets_that_bind_the_hint_raises_both_and_following_it_plays_on(tmp_path: Path) -> None:
+    """--max-cost 0.35 and --max-tokens 350 both bind after three $0.10, 100-token attempts: the hint names both, raised to what the 17 left would spend and a tenth more, and the resume run as it says plays every attempt left (exit 0). A limit the rest fits in is left out: it holds from run.json."""
+    project = costly(tmp_path / "both")
+    done = convy(project, "run", "--max-cost", "0.35", "--max-tokens", "350")
+    assert done.returncode == 6, done.stdout + done.stderr
+    run = runs(project)[0]
+    last = done.stdout.splitlines()[-1]
+    assert last.endswith(f"to play the rest: convy resume {run} --max-cost 2.20 --max-tokens 2200"), last
+    resumed = convy(project, *last.partition("to play the rest: convy ")[2].split())
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert kept(project) == 20
+    assert "budget: spent $2.00 of $2.20 (cost), 2,000 of 2,200 tokens (tokens)" in resumed.stdout
+    roomy = costly(tmp_path / "roomy")
+    done = convy(roomy, "run", "--max-cost", "0.35", "--max-tokens", "100000")
+    assert done.stdout.splitlines()[-1].endswith(f"convy resume {runs(roomy)[0]} --max-cost 2.20"), done.stdout
+
+
 def test_an_interrupted_run_keeps_its_command_line_budget_on_resume(tmp_path: Path) -> None:
     """A budget given to `convy run` is kept in run.json: the run interrupted (Ctrl+C) part way and resumed with no option stops at that budget (exit 6); resumed with a larger one it plays on to the end, and keeps that one."""
     project = costly(tmp_path, scenarios=1, attempts=10, places=1)
@@ -492,6 +509,16 @@ def test_no_attempt_starts_that_would_likely_end_after_the_minutes_allowed(tmp_p
     assert len(memory.outcomes) == 16
     assert took <= 4.5
     assert status.spent.most == 1.0
+    assert Stop(status.spent).text() == "stopped by budget: 4 minutes of 4.5 minutes (minutes), 1 minute the longest one attempt took"
+
+
+def test_a_small_minutes_budget_is_said_in_seconds() -> None:
+    """Times under a minute are said in seconds, never as 0.0 minutes; longer ones in minutes."""
+    said = Stop(Outlay("minutes", 0.05, minutes=0.051, most=0.02)).text()
+    assert said == "stopped by budget: 3.1 s of 3 s (minutes), 1.2 s the longest one attempt took"
+    assert Stop(Outlay("minutes", 2.5, minutes=2.0, most=0.5)).text() == (
+        "stopped by budget: 2 minutes of 2.5 minutes (minutes), 30 s the longest one attempt took"
+    )
 
 
 def test_the_resume_hint_is_what_the_rest_would_spend_and_a_tenth_more_rounded_up() -> None:
@@ -500,5 +527,8 @@ def test_the_resume_hint_is_what_the_rest_would_spend_and_a_tenth_more_rounded_u
     assert Stop(Outlay("cost", 0.05, "0.1234", most=0.1234)).more(0) == "--max-cost 0.28"  # one more, at least
     assert Stop(Outlay("tokens", 350, tokens=300, most=100)).more(17) == "--max-tokens 2200"
     assert Stop(Outlay("tokens", 350, tokens=312, most=104)).more(3) == "--max-tokens 690"  # 686.4, to two figures
-    assert Stop(Outlay("minutes", 4.5, minutes=4.0, most=1.0)).more(10, places=4) == "--max-minutes 4"  # 3 rounds
+    assert Stop(Outlay("tokens", 700, tokens=400, most=200)).more(13) == "--max-tokens 3300"  # 3000 and a tenth: exact
+    assert Stop(Outlay("tokens", 7, tokens=4, most=2)).more(1) == "--max-tokens 7"  # 6.6: whole tokens
+    assert Stop(Outlay("minutes", 4.5, minutes=4.0, most=1.0)).more(10, places=4) == "--max-minutes 3.3"  # 3 rounds
+    assert Stop(Outlay("minutes", 0.05, minutes=0.05, most=1 / 60)).more(13, places=4) == "--max-minutes 0.074"
     assert Stop(Outlay("minutes", 1, minutes=1.0, most=0.0)).more(10, places=4) == "--max-minutes 2"

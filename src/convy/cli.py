@@ -400,9 +400,9 @@ class Recorded(msgspec.Struct, frozen=True):
             case Stopped(spent=spent):
                 stop = Stop(spent)
                 left = self._planned(outcomes) - len(outcomes)
+                rest = stop.rest(left, self.spec.limits.agent_places, summary.run.file.spec.budget, outcomes)
                 self.shown.line(
-                    f"{self.spec.agent}: run {self.spec.id} {stop.text()}; to play the rest: "
-                    f"convy resume {self.spec.id} {stop.more(left, self.spec.limits.agent_places)}"
+                    f"{self.spec.agent}: run {self.spec.id} {stop.text()}; to play the rest: convy resume {self.spec.id} {rest}"
                 )
                 return (6,)
             case Complete(reached=Outlay() as reached):
