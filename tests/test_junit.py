@@ -162,6 +162,20 @@ def test_outside_text_is_bounded_written_out_and_keeps_secrets_hidden(tmp_path: 
     assert "more characters)" in error.text and len(error.text) < 3000
 
 
+def test_a_claim_is_on_one_line_and_no_reason_starts_a_line_of_its_own(tmp_path: Path, project: Path) -> None:
+    """A claim of a scenario file holding a line break and a forged passing line is written on one line in the failure's text (``\\n`` written out); a reason quoting it keeps its line break but indents what follows under its entry, so no line of the text starts as convy's own."""
+    forged = "✓ greet #1  1 turn, 0.0 s · 1 claim held"
+    (project / "scenarios" / "greet.yaml").write_text(f'script: [hi]\njudge:\n  - check: {{said: "zzz\\e\\n{forged}"}}\n', encoding="utf-8")
+    assert convy(tmp_path, "-C", "project", "run", "--scenarios", "greet", "--junit", "junit.xml").returncode == 3
+    (suite,) = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    (failure,) = next(case for case in suite if case.name == "greet").result
+    assert isinstance(failure, Failure)
+    assert "- said /zzz\\x1b\\n✓ greet #1" in failure.text
+    assert "\n      ✓ greet #1" in failure.text  # the reason's line break, indented under it
+    assert not [line for line in failure.text.splitlines() if line.startswith("✓")], failure.text
+    assert "\x1b" not in failure.text
+
+
 def test_a_scenario_named_with_a_control_character_is_written_out(
     tmp_path: Path, project: Path, schema: etree.XMLSchema
 ) -> None:

@@ -429,6 +429,20 @@ def test_outside_text_keeps_its_line_breaks_written_out(pytester: pytest.Pyteste
     assert "\x1b" not in output
 
 
+def test_a_claim_holding_a_line_break_is_failed_on_one_line(pytester: pytest.Pytester, project: Path) -> None:
+    """A claim of a scenario file holding a line break and a line that looks like convy's own is
+    written out (``\\n``) in pytest's failure, the claim's own line and each reason quoting it: no
+    forged line starts a line of pytest's output."""
+    claim = "zzz\\e\\n" + FORGED
+    (project / "scenarios" / "greet.yaml").write_text(f'script: [hi]\njudge:\n  - check: {{said: "{claim}"}}\n', encoding="utf-8")
+    result = pytester.runpytest("--convy", "-k", "greet", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, deselected=4)
+    output = result.stdout.str()
+    assert "- said /zzz\\x1b\\n✓ fake/scenario" in sections(output)["bot::greet"], output
+    assert not [line for line in output.splitlines() if line.lstrip().startswith("✓ fake/scenario")], output
+    assert "\x1b" not in output
+
+
 SETTLED = '''\
 from convy import Env
 from convy.fakes import FakeAgent

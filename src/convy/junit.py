@@ -91,6 +91,17 @@ class Shortened(msgspec.Struct, frozen=True):
         return [*self.lines[: self.most], f"and {len(self.lines) - self.most} more {self.what}"]
 
 
+class Indented(msgspec.Struct, frozen=True):
+    """An entry of a failure's text whose outside words may hold line breaks: each line after the
+    first indented under it, so a reason's line never starts where convy's own lines do (a forged
+    ``✓ scenario #1``)."""
+
+    entry: str
+
+    def text(self) -> str:
+        return self.entry.replace("\n", "\n      ")
+
+
 class Case(msgspec.Struct, frozen=True):
     """One scenario of a run as a ``<testcase>``: its attempts' outcome, and why it failed.
 
@@ -182,8 +193,8 @@ class Case(msgspec.Struct, frozen=True):
                 for claim, held, decided, reasons in failed:
                     entries.append(
                         "\n".join(
-                            [f"- {claim} (held {held} of {decided} decided)"]
-                            + [f"    {reason}" for reason in Shortened(tuple(reasons), self.REASONS, "attempts").kept()]
+                            [f"- {XmlText(claim, self.REASON).line()} (held {held} of {decided} decided)"]
+                            + [Indented(f"    {reason}").text() for reason in Shortened(tuple(reasons), self.REASONS, "attempts").kept()]
                         )
                     )
                 lines += Shortened(tuple(entries), self.CLAIMS, "claims").kept()
@@ -215,7 +226,10 @@ class Case(msgspec.Struct, frozen=True):
 
     def outside(self, text: str, most: int) -> str:
         """A reason an agent, a model or a check gave, as the failure's lines hold it: cut to
-        ``most`` characters, its line breaks kept (the pytest plugin's ``OnOneLine`` writes them out)."""
+        ``most`` characters, its line breaks kept (the pytest plugin's ``OnOneLine`` writes them
+        out); the failure's text indents each line after the first under its entry (``Indented``),
+        so no outside line starts where convy's own do. A claim, the scenario's own one-line words,
+        is always written on one line."""
         return XmlText(text, most).cut()
 
     def _failed_claims(self) -> list[tuple[str, int, int, list[str]]]:
@@ -252,7 +266,7 @@ class Case(msgspec.Struct, frozen=True):
         ]
         if not found:
             return []
-        said = tuple(f"- #{attempt.outcome.attempt}: {self._said(attempt, self.REASON)}" for attempt in found)
+        said = tuple(Indented(f"- #{attempt.outcome.attempt}: {self._said(attempt, self.REASON)}").text() for attempt in found)
         return [title, *Shortened(said, self.ATTEMPTS, "attempts").kept()]
 
     def _said(self, attempt: Attempt, most: int) -> str:
@@ -265,7 +279,7 @@ class Case(msgspec.Struct, frozen=True):
             case Verdict(claims=claims):
                 unseen = [claim for claim in claims if claim.doubt == "unseen"]
                 if unseen:
-                    return f"not judged: {XmlText(unseen[0].reason, most).cut()}"
+                    return f"not judged: {self.outside(unseen[0].reason, most)}"
                 doubtful = [claim.claim for claim in claims if not claim.trusted(attempt.trust)]
                 return f"not trusted (less confident than {attempt.trust:g}): {', '.join(repr(one) for one in doubtful)}"
 
