@@ -144,12 +144,12 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
         "  ray               none          default",
         "  live_seconds      5.0           default",
         *LIMITS,
-        "a: 1 scenarios × 4 attempts = 4 attempts",
+        "a: 1 scenario × 4 attempts = 4 attempts",
         "  skipped 2 scenario(s) that need a model:",
         "    claims: needs a model for the judge: no judge here",
         "    talk: needs a model for the simulated user: no user model here",
         "- skipped agent off: set OFF_URL",
-        "would run 1 agent × 1 scenarios × 4 attempts = 4 attempts; nothing was sent, nothing written",
+        "would run 1 agent × 1 scenario × 4 attempts = 4 attempts; nothing was sent, nothing written",
     ]
     assert listing(sound) == before
     assert not (sound.parent / "opened").exists()

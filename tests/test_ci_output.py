@@ -108,7 +108,7 @@ def test_scenarios_and_tags_given_twice_keep_both(tmp_path: Path) -> None:
     project = made(tmp_path, {"a.yaml": GREET, "b.yaml": GREET, "c.yaml": GREET})
     dry = convy(project, "run", "--scenarios", "a", "--scenarios", "b", "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert "would run 1 agent × 2 scenarios × 1 attempts = 2 attempts" in dry.stdout
+    assert "would run 1 agent × 2 scenarios × 1 attempt = 2 attempts" in dry.stdout
     assert convy(project, "run", "--scenarios", "a", "--scenarios", "b").returncode == 0
     (run,) = run_ids(project)
     played = {json.loads(line)["scenario"] for line in (project / "results" / "bot" / run / "attempts.jsonl").read_text().splitlines()}

@@ -364,7 +364,7 @@ def test_skips_are_counted_and_fail_on_skip_exits_8(tmp_path: Path) -> None:
     project = made(tmp_path, {"greet.yaml": GREET, "needs.yaml": NEEDS_USER})
     default = convy(project, "run")
     assert default.returncode == 0, default.stdout + default.stderr
-    assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempts · 1 scenario skipped ·" in default.stdout
+    assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · 1 scenario skipped ·" in default.stdout
     for failing in (
         convy(project, "run", "--fail-on-skip", "--junit", "junit.xml"),
         convy(project, "run", "--junit", "junit.xml", CONVY_FAIL_ON_SKIP="true"),

@@ -73,7 +73,7 @@ def test_a_scenario_saved_as_yml_is_played(tmp_path: Path) -> None:
     for chosen in ("greeting", "scenarios/greeting.yml", "./scenarios/greeting.yml"):
         ran = convy(folder, "run", "--scenarios", chosen)
         assert ran.returncode == 0, ran.stderr
-        assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempts" in ran.stdout
+        assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempt" in ran.stdout
     assert [line["scenario"] for line in kept(folder)] == ["greeting"] * 3
 
 
@@ -81,7 +81,7 @@ def test_convy_check_counts_a_yml_scenario(tmp_path: Path) -> None:
     folder = project(tmp_path, {"greeting.yml": GREETING, "late.yaml": GREETING})
     checked = convy(folder, "check")
     assert checked.returncode == 0, checked.stderr
-    assert "bot: 2 scenarios × 1 attempts = 2 attempts" in checked.stdout
+    assert "bot: 2 scenarios × 1 attempt = 2 attempts" in checked.stdout
 
 
 def test_a_broken_yml_scenario_is_named_by_convy_check(tmp_path: Path) -> None:
@@ -197,7 +197,7 @@ def test_an_agent_that_calls_nothing_with_the_right_path_still_fails_its_called_
         folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "tool_calls"), "airline")
         ran = convy(folder, "run", "-k", "1")
     assert "agent never called lookup_booking" in ran.stdout
-    assert "airline: 0 passed, 1 failed, 0 not judged of 1 attempts" in ran.stdout
+    assert "airline: 0 passed, 1 failed, 0 not judged of 1 attempt" in ran.stdout
     assert "by cause: agent 1" in ran.stdout
 
 
@@ -211,7 +211,7 @@ def test_the_agent_named_by_its_file_path_is_run(tmp_path: Path) -> None:
     for given in ("agents/bot.py", "./agents/bot.py"):
         ran = convy(folder, "run", given)
         assert ran.returncode == 0, ran.stderr
-        assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempts" in ran.stdout
+        assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempt" in ran.stdout
     wrong = convy(folder, "run", "bot.py")
     assert (wrong.returncode, wrong.stderr.splitlines()) == (
         2, ["convy: bot.py: not a file of agents/; give the agent's name (convy run bot) or its file's path (agents/bot.py)"],

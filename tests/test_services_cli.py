@@ -331,7 +331,7 @@ def test_without_a_gateway_the_assistant_is_absent_for_smoke_run_and_named_run(m
     plain = made.ran("run", "-k", "1")
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "- skipped agent assistant: set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env" in plain.stdout
-    assert "shop: 5 scenarios × 1 attempts" in plain.stdout
+    assert "shop: 5 scenarios × 1 attempt" in plain.stdout
     assert set(made.runs()) == {"shop"}
 
 

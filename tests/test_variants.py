@@ -254,7 +254,7 @@ def test_dry_run_says_the_variants_planned_and_a_glob_chooses_them_by_their_scen
     assert "  refunds/upset: 4 variants (2 mood × 2 language)" in out
     assert main(["-C", str(where), "run", "--dry-run", "--scenarios", "refunds/upset[mood=angry,language=German]"]) == 0
     out = capsys.readouterr().out
-    assert "bot: 1 scenarios × 2 attempts = 2 attempts" in out
+    assert "bot: 1 scenario × 2 attempts = 2 attempts" in out
     assert "  refunds/upset: 1 variant (1 mood × 1 language)" in out
 
 

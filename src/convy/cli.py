@@ -322,8 +322,9 @@ class Recorded(msgspec.Struct, frozen=True):
         if journal.in_use():
             raise RunInUse(f"run {self.spec.id} is in use by another convy process")
         planned = self._planned(self.kept.outcomes)  # of --attempts auto: the first round's; the bar grows
-        each = f"{self.spec.attempts} attempts" if self.spec.adaptive is None else self.spec.adaptive.said(self.spec.attempts)
-        self.shown.line(f"{self.spec.agent}: {len(self.spec.scenarios)} scenarios × {each} → {self._where(journal.folder)}")
+        attempts, scenarios = self.spec.attempts, len(self.spec.scenarios)
+        each = f"{attempts} attempt{'s' if attempts != 1 else ''}" if self.spec.adaptive is None else self.spec.adaptive.said(attempts)
+        self.shown.line(f"{self.spec.agent}: {scenarios} scenario{'s' if scenarios != 1 else ''} × {each} → {self._where(journal.folder)}")
         stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             growing = None if self.spec.adaptive is None else self._planned
@@ -478,7 +479,7 @@ class Recorded(msgspec.Struct, frozen=True):
         skips = f" · {skipped} scenario{'s' if skipped != 1 else ''} skipped" if skipped else ""
         self.shown.line(
             f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
-            f"of {len(outcomes)} attempts{skips} · "
+            f"of {len(outcomes)} attempt{'s' if len(outcomes) != 1 else ''}{skips} · "
             f"pass rate {rate_text} (mean over scenarios)"
         )
         causes = summary.breakdown().text()
@@ -1379,11 +1380,13 @@ class DryRun(msgspec.Struct, frozen=True):
         lines: list[str] = []
         for spec in specs:
             planned = len(spec.scenarios) * spec.attempts
+            these = f"{len(spec.scenarios)} scenario{'s' if len(spec.scenarios) != 1 else ''}"
+            each = f"{spec.attempts} attempt{'s' if spec.attempts != 1 else ''}"
             if spec.adaptive is None:
-                lines.append(f"{spec.agent}: {len(spec.scenarios)} scenarios × {spec.attempts} attempts = {planned} attempts")
+                lines.append(f"{spec.agent}: {these} × {each} = {planned} attempt{'s' if planned != 1 else ''}")
             else:  # spent adaptively: the most is all that is known before the run
                 lines.append(
-                    f"{spec.agent}: {len(spec.scenarios)} scenarios × up to {spec.attempts} attempts, auto = up to {planned} attempts "
+                    f"{spec.agent}: {these} × up to {each}, auto = up to {planned} attempts "
                     f"({spec.adaptive.said(spec.attempts)})"
                 )
             lines.extend(Variants(spec.scenarios).lines("  "))
@@ -1402,8 +1405,9 @@ class DryRun(msgspec.Struct, frozen=True):
         if len(shapes) == 1:
             (scenarios, attempts), = shapes
             lines.append(
-                f"would run {len(specs)} agent{'s' if len(specs) != 1 else ''} × {scenarios} scenarios × "
-                f"{upto}{attempts} attempts{', auto' if auto else ''} = {upto}{total} attempts; nothing was sent, nothing written"
+                f"would run {len(specs)} agent{'s' if len(specs) != 1 else ''} × {scenarios} scenario{'s' if scenarios != 1 else ''} × "
+                f"{upto}{attempts} attempt{'s' if attempts != 1 else ''}{', auto' if auto else ''} = {upto}{total} "
+                f"attempt{'s' if total != 1 else ''}; nothing was sent, nothing written"
             )
         else:
             lines.append(f"would run {upto}{total} attempts of {len(specs)} agents; nothing was sent, nothing written")

@@ -280,7 +280,7 @@ class RunSummary(msgspec.Struct, frozen=True):
         lines.append(
             f"{rate} ({numbers.interval(view.rate)}, {METHOD.get(view.method, view.method)}) · "
             f"{numbers.count(view.passed)} passed of {numbers.count(view.judged)} judged · "
-            f"{len(view.scenarios)} scenarios: {view.always} always pass, {view.flaky} flaky, {view.never} never pass"
+            f"{len(view.scenarios)} scenario{'s' if len(view.scenarios) != 1 else ''}: {view.always} always pass, {view.flaky} flaky, {view.never} never pass"
         )
         unplayed = sum(1 for scenario in view.scenarios if not scenario.attempts)
         if unplayed:
@@ -314,7 +314,7 @@ class RunSummary(msgspec.Struct, frozen=True):
         )
         if head.skipped:
             failed = ", which fails the run (fail_on_skip)" if verdict.rule.fail_on_skip else ""
-            lines += ["", f"**Skipped:** {len(head.skipped)} scenarios, a model they need is absent (the report names them){failed}"]
+            lines += ["", f"**Skipped:** {len(head.skipped)} {'scenarios, a model they need' if len(head.skipped) != 1 else 'scenario, a model it needs'} is absent (the report names them){failed}"]
         lines += ["", f"Report: {Where(self.here).markdown(summary.run.folder / 'report.html')}"]
         return "\n".join(lines) + "\n"
 

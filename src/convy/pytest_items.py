@@ -356,8 +356,9 @@ class ScenarioTests:
                 printed = None
                 if shown is not None:
                     where = self.where(self.project.journal(spec).folder)
-                    each = f"{spec.attempts} attempts" if spec.adaptive is None else spec.adaptive.said(spec.attempts)
-                    shown.line(f"{Inert(name).line()}: {len(spec.scenarios)} scenarios × {each} → {where}")
+                    attempts, count = spec.attempts, len(spec.scenarios)
+                    each = f"{attempts} attempt{'s' if attempts != 1 else ''}" if spec.adaptive is None else spec.adaptive.said(attempts)
+                    shown.line(f"{Inert(name).line()}: {count} scenario{'s' if count != 1 else ''} × {each} → {where}")
                     printed = Printed(shown, Unseen(), 0, spec.trust)
                 self.played[name] = await self.play(spec, spec.player(bench), prepared.secrets, printed)
             except (ConfigurationError, Unwritable, Unplayed) as error:
@@ -439,7 +440,7 @@ class ScenarioTests:
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         return [
             f"{Inert(name).line()}: run {spec.id}: {statuses.count('passed')} passed, {statuses.count('failed')} failed, "
-            f"{statuses.count('not_judged')} not judged of {len(statuses)} attempts · pass rate {rate_text}",
+            f"{statuses.count('not_judged')} not judged of {len(statuses)} attempt{'s' if len(statuses) != 1 else ''} · pass rate {rate_text}",
             *self.rounds(summary),
             *(Inert(line).line() for line in Passed(spec.skipped).lines("  ")),
             *self.budgeted(name, summary),
