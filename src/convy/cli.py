@@ -1109,14 +1109,15 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     fail_on_skip: bool | None = None
 
     def ruled(self, spec: RunSpec) -> PassRule | None:
-        """The run's pass rule with this command's --fail-under and --fail-on-skip over it, or
-        ``None`` when neither was given (the spec's holds)."""
-        if self.fail_under is None and self.fail_on_skip is None:
+        """The run's pass rule with this command's --fail-under, --fail-on-skip and
+        --max-not-judged over it, or ``None`` when none was given (the spec's holds)."""
+        if self.fail_under is None and self.fail_on_skip is None and self.max_not_judged is None:
             return None
         rule = spec.rule
         return PassRule(
             rule.fail_under if self.fail_under is None else self.fail_under,
             rule.fail_on_skip if self.fail_on_skip is None else self.fail_on_skip,
+            rule.max_not_judged if self.max_not_judged is None else self.max_not_judged,
         )
 
     def run(self, shown: Shown, errors: Shown) -> int:
@@ -1180,7 +1181,12 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         from convy.rejudge import JudgeChoice, Rejudge, Rejudging
 
-        given = {"judge_repeats": self.judge_repeats, "fail_under": self.fail_under, "fail_on_skip": self.fail_on_skip}
+        given = {
+            "judge_repeats": self.judge_repeats,
+            "fail_under": self.fail_under,
+            "fail_on_skip": self.fail_on_skip,
+            "max_not_judged": self.max_not_judged,  # kept in the new run's rule, as convy run keeps it
+        }
         changes = {name: value for name, value in given.items() if value is not None}
         settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged

@@ -220,17 +220,44 @@ class VerdictLine(msgspec.Struct, frozen=True):
     verdict: RunVerdict
 
     def markdown(self) -> str:
+        """The command's verdict first (the gate its exit code gives, ``RunVerdict.gates``), then
+        the pass rule's sentence when something else decided it."""
+        verdict = self.verdict
+        gates = verdict.gates()
+        rule = self._rule()
+        if not gates:
+            unjudged = (
+                f" ({verdict.not_judged} of {verdict.kept} attempts not judged, within max_not_judged "
+                f"{verdict.rule.max_not_judged:.0%})"
+                if verdict.not_judged
+                else ""
+            )
+            return f"**✓ Passed:** {rule}{unjudged}"
+        code, words = gates[0]
+        if code == 7:
+            return "**– Nothing was tested:** no attempt was judged, so this run shows nothing about the agent"
+        if code == 3:
+            return f"**✗ Failed:** {rule}"
+        # Words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math.
+        said = f"**✗ Not passed (exit {code}):** {words.replace('$', chr(92) + '$')}"
+        more = [f"{one} (exit {at})" for at, one in gates[1:] if at not in (3, 7)]
+        if more:
+            said += "; also " + "; ".join(more)
+        if verdict.tested():
+            said += f" · the pass rule, on the attempts judged: {rule}"
+        return said
+
+    def _rule(self) -> str:
+        """The pass rule's sentence."""
         verdict = self.verdict
         rule = verdict.rule
-        if not verdict.tested():
-            return "**– Nothing was tested:** no attempt was judged, so this run shows nothing about the agent"
         failing = verdict.failing()
         if failing:
             bar = "every judged attempt must pass" if rule.fail_under is None else f"fail_under {rule.fail_under:.0%}"
-            return f"**✗ Failed:** {len(failing)} of {len(verdict.tallies)} scenarios failed the pass rule ({bar})"
+            return f"{len(failing)} of {len(verdict.tallies)} scenarios failed the pass rule ({bar})"
         if rule.fail_under is not None:
-            return f"**✓ Passed:** the pass rate is at or above fail_under {rule.fail_under:.0%}"
-        return "**✓ Passed:** every scenario met the pass rule"
+            return f"the pass rate is at or above fail_under {rule.fail_under:.0%}"
+        return "every scenario met the pass rule"
 
 
 class RunSummary(msgspec.Struct, frozen=True):
