@@ -79,6 +79,7 @@ class RunVerdict(msgspec.Struct, frozen=True):
     agent_failed: int = 0
     budget: str = ""
     short: dict[str, str] = msgspec.field(default_factory=dict)
+    unjudged: tuple[str, ...] = ()  # scenarios with attempts kept, none of them judged
 
     def judged(self) -> int:
         return sum(tally.judged for tally in self.tallies.values())
@@ -174,6 +175,10 @@ class RunVerdict(msgspec.Struct, frozen=True):
                 (5, f"{self.not_judged} of {self.kept} attempts not judged ({share:.1%}): more than max_not_judged "
                  f"{self.rule.max_not_judged:.1%}")
             )
+        elif self.unjudged and self.tested():
+            # max_not_judged tolerates a few attempts, never a whole scenario left untested.
+            named = ", ".join(self.unjudged[:5]) + (f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else "")
+            found.append((5, f"no attempt judged of {len(self.unjudged)} scenario{'s' if len(self.unjudged) != 1 else ''}: {named}"))
         if not self.tested():
             found.append((7, "nothing was tested: no attempt was judged"))
         if self.skipped and self.rule.fail_on_skip:

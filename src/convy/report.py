@@ -192,6 +192,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             agent_failed=sum(1 for attempt in attempts if attempt.why() == "agent"),
             budget=self.stop() or self.reached(),
             short=self.short(),
+            unjudged=tuple(
+                scenario for scenario, attempts in self.by_scenario().items() if attempts and not self.tallies().get(scenario, Tally(0, 0)).judged
+            ),
         )
 
     def short(self) -> dict[str, str]:
