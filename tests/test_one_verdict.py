@@ -50,6 +50,7 @@ models = Models(judge=FakeJudge(held))
 """
 
 POLITE = "script: [hi]\njudge:\n  - The bot is polite.\n"
+STEADY = "script: [hi]\njudge:\n  - check: {said: hi}\n"
 
 
 def priced(tmp_path: Path, scenarios: int, attempts: int) -> Path:
@@ -115,7 +116,7 @@ def test_a_run_that_reached_its_budget_is_no_green_suite(tmp_path: Path) -> None
 
 def flipping(tmp_path: Path) -> Path:
     """Two scenarios of four attempts each; the one whose answers flip has two of them not judged."""
-    folder = FakeProject(FLIPPING, BREAKS_ON_ODD, {"flip.yaml": POLITE, "steady.yaml": GREET}, 4).written(tmp_path / "project")
+    folder = FakeProject(FLIPPING, BREAKS_ON_ODD, {"flip.yaml": POLITE, "steady.yaml": STEADY}, 4).written(tmp_path / "project")
     with (folder / "pyproject.toml").open("a", encoding="utf-8") as toml:
         toml.write("agent_places = 1\n")
     return folder

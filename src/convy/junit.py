@@ -208,7 +208,7 @@ class Case(msgspec.Struct, frozen=True):
                 return "error", "not_judged", message, [self.headline(), *self._others("not_judged", "not judged:")]
             case "short":
                 message = (
-                    f"not played in full: {self.verdict.short[self.scenario]} (the run {self.verdict.budget}); "
+                    f"not played in full: {self.verdict.short[self.scenario]} ({self.verdict.budget_said()}); "
                     f"{self.headline()}"
                 )
                 return "error", "not_played", message, [message, *self._others("not_judged", "not judged:")]
@@ -354,7 +354,7 @@ class Suite(msgspec.Struct, frozen=True):
             return None
         spec = self.summary.run.file.spec
         case = ET.Element("testcase", name="budget", classname=XmlText(spec.agent).line(), time="0.000")
-        why = f"the run {'was ' if verdict.budget.startswith('stopped') else ''}{verdict.budget} (convy exits 6)"
+        why = f"{verdict.budget_said()} (convy exits 6)"
         child = ET.SubElement(case, "error", type="budget", message=XmlText(why, 2000).line())
         child.text = XmlText(why, 10_000).lines()
         return case

@@ -161,12 +161,18 @@ class RunVerdict(msgspec.Struct, frozen=True):
             return True
         return self.kept > 0 and self.not_judged / self.kept <= self.rule.max_not_judged
 
+    def budget_said(self) -> str:
+        """What the run's budget did, as a sentence's subject and verb (``""`` when nothing)."""
+        if not self.budget:
+            return ""
+        return f"the run {'was ' if self.budget.startswith('stopped') else ''}{self.budget}"
+
     def gates(self) -> tuple[tuple[int, str], ...]:
         """Each gate the run does not pass, as the command's exit code orders them (6, 1, 5, 7, 8,
         3; ``cli.Worst``), with its words: empty when the run passes, exit 0."""
         found: list[tuple[int, str]] = []
         if self.budget:
-            found.append((6, f"the run {'was ' if self.budget.startswith('stopped') else ''}{self.budget}"))
+            found.append((6, self.budget_said()))
         if self.agent_failed:
             found.append((1, f"the agent failed in {self.agent_failed} attempt{'s' if self.agent_failed != 1 else ''}"))
         if not self.unjudged_within():
