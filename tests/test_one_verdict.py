@@ -14,7 +14,7 @@ from pathlib import Path
 from fakeproject import CONVY, MODELS, FakeProject
 from junitparser import JUnitXml
 from test_budgets import AGENT as PRICED
-from test_exit_codes import GREET, KEY, convy, runs
+from test_exit_codes import GREET, KEY, NEEDS_USER, convy, made, runs
 
 # The judge breaks down on an answer that holds "odd"; the agent answers "odd" on every other
 # message it is sent (a counter kept in the project), so half of a scenario's attempts go unjudged.
@@ -169,3 +169,32 @@ def test_a_scenario_with_no_attempt_judged_is_never_a_pass(tmp_path: Path) -> No
 def _environment(project: Path, **variables: str) -> dict[str, str]:
     environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
     return environment | {"BOT_API_KEY": KEY, **variables}
+
+
+def test_compare_says_no_verdict_when_the_candidate_tested_nothing_or_the_pair_is_not_comparable(tmp_path: Path) -> None:
+    """`convy compare` (with or without --fail-on-regression) and its summary say "nothing was tested in the candidate" or "not comparable: …" where they would say "within noise": there is no verdict to give."""
+    project = made(tmp_path, {"greet.yaml": GREET, "needs.yaml": NEEDS_USER, "other.yaml": GREET})
+    assert convy(project, "run", "--scenarios", "greet").returncode == 0
+    (base,) = runs(project)
+    assert convy(project, "run", "--scenarios", "needs").returncode == 7
+    (empty,) = set(runs(project)) - {base}
+    assert convy(project, "run", "--scenarios", "other").returncode == 0
+    (other,) = set(runs(project)) - {base, empty}
+    for gate, code in (("--fail-on-regression", 7), ("--no-op", 0)):
+        arguments = ["compare", base, empty, "--summary", "untested.md", *([gate] if gate != "--no-op" else [])]
+        untested = convy(project, *arguments)
+        assert untested.returncode == code, untested.stdout + untested.stderr
+        assert "within noise" not in untested.stdout
+        assert f": nothing was tested in the candidate: run {empty} has no judged attempt" in untested.stdout
+        summary = (project / "untested.md").read_text(encoding="utf-8")
+        assert "within noise" not in summary
+        assert f"→ —: – no verdict, nothing was tested in the candidate: run {empty} has no judged attempt**" in summary.replace("\\", "")
+    for gate, code in (("--fail-on-regression", 9), ("--no-op", 0)):
+        arguments = ["compare", base, other, "--summary", "apart.md", *([gate] if gate != "--no-op" else [])]
+        apart = convy(project, *arguments)
+        assert apart.returncode == code, apart.stdout + apart.stderr
+        assert "within noise" not in apart.stdout
+        assert ": not comparable: no scenario was judged in both runs" in apart.stdout
+        summary = (project / "apart.md").read_text(encoding="utf-8")
+        assert "within noise" not in summary
+        assert "→ 100%: – no verdict, not comparable: no scenario was judged in both runs**" in summary.replace("\\", "")

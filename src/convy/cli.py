@@ -1538,7 +1538,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
         change = "n/a"
         if view.delta is not None:
             change = f"{view.delta.estimate:+.1%} [{view.delta.low:+.1%}, {view.delta.high:+.1%}]"
-        verdict = f"real ({view.verdict})" if view.real else "within noise"
+        # With nothing tested in the candidate, or a pair that cannot be compared, there is no verdict to give.
+        verdict = Inert(view.unverdicted()).line() or (f"real ({view.verdict})" if view.real else "within noise")
         counts = view.counts
         tested = f"paired (McNemar, exact): p = {view.p:.3g}" if view.method == "mcnemar" else f"p = {view.p:.3g}"
         headline = f"pass rate {before} → {after}, Δ {change}, {tested}: {verdict}"
@@ -1562,7 +1563,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
                     f"{sequential.other()}: its sequential verdict does not apply to this pair"
                 )
             shown.line(headline)
-            shown.line(view.reading)
+            if not view.unverdicted():  # else the headline said why there is no reading
+                shown.line(view.reading)
             shown.line(f"scenarios: {scenarios}")
         for sentence in view.trouble:
             shown.line(sentence)

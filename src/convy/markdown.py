@@ -426,7 +426,12 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             ]
         before = numbers.pct(base.rate.estimate) if base.rate else "—"
         after = numbers.pct(candidate.rate.estimate) if candidate.rate else "—"
-        verdict = f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"
+        unverdicted = view.unverdicted()  # nothing tested in the candidate, or not comparable: no verdict
+        verdict = (
+            f"– no verdict, {MarkdownText(unverdicted, 600).markdown()}"
+            if unverdicted
+            else f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"
+        )
         delta = (
             f"Δ {numbers.points(view.delta.estimate)}, 95% CI {numbers.points(view.delta.low)} to {numbers.points(view.delta.high)}"
             if view.delta
@@ -465,8 +470,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
                 "",
                 f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
                 "",
-                MarkdownText(view.reading, 500).markdown(),
-                "",
+                *([] if unverdicted else [MarkdownText(view.reading, 500).markdown(), ""]),
             ]
         lines += [
             f"before {numbers.interval(base.rate)} · {base.passed}/{base.judged} · "
