@@ -15,9 +15,12 @@ Jenkins' and JUnit 5's schemas have: a case's ``<skipped>`` and the suite's ``sk
 - A scenario is a **failure** when a claim failed in one of its attempts and the run's pass rule
   (``passing.py``) fails the scenario — one the rule accepts is a passed case, as the exit code
   says — an **error** when the
-  agent failed (type ``agent_failed`` or ``time_limit``) or, failing neither, when an attempt was
-  not judged (type ``not_judged``) or none was kept (type ``not_played``). Not judged is an error,
-  not a skip: convy exits 1 for it, and a skipped case would look fine beside a failed command.
+  agent failed (type ``agent_failed`` or ``time_limit``) or, failing neither, when the run's budget
+  stopped it before the scenario was played in full (type ``not_played``), when attempts were not
+  judged beyond the rule's ``max_not_judged`` or none of its attempts was (type ``not_judged``), or
+  none was kept (type ``not_played``). Not judged is an error, not a skip: convy exits 5 for it, and
+  a skipped case would look fine beside a failed command; within ``max_not_judged`` the case is
+  left to its judged attempts, as the command lets them through.
 - A scenario's tokens, cost and time are properties of its suite, named after it
   (``convy.scenario.<id>.tokens``): a case has no properties in that schema. Its time is also the
   case's ``time``, the seconds of its attempts added up.
@@ -25,7 +28,9 @@ Jenkins' and JUnit 5's schemas have: a case's ``<skipped>`` and the suite's ``sk
   or an ``<error>`` of type ``skipped`` when the run's rule fails a run for a skip
   (``fail_on_skip``); the suite's ``convy.skipped`` property and its ``<system-out>`` name them too.
 - A run that judged no attempt has a case ``nothing tested`` with an ``<error>`` of type
-  ``nothing_tested``: a suite of skipped cases, or of none, never reads as passed.
+  ``nothing_tested``: a suite of skipped cases, or of none, never reads as passed; a run its budget
+  stopped or that reached its budget (exit 6) has a case ``budget`` with an ``<error>`` of type
+  ``budget``, what was spent of what.
 
 What agents, models and judges said comes from the run folder, where it was kept with the run's
 secrets hidden; here it is cut to a bound (saying how much was left out) and then made valid XML
