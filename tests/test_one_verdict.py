@@ -14,43 +14,7 @@ from pathlib import Path
 from fakeproject import CONVY, MODELS, FakeProject
 from junitparser import JUnitXml
 from test_budgets import AGENT as PRICED
-from test_exit_codes import GREET, KEY, NEEDS_USER, convy, made, runs
-
-# The judge breaks down on an answer that holds "odd"; the agent answers "odd" on every other
-# message it is sent (a counter kept in the project), so half of a scenario's attempts go unjudged.
-FLIPPING = """\
-from pathlib import Path
-
-from convy.fakes import FakeAgent
-
-COUNT = Path(__file__).resolve().parent.parent / "count"
-
-
-def answer(text):
-    number = int(COUNT.read_text()) + 1 if COUNT.exists() else 1
-    COUNT.write_text(str(number))
-    return ("odd " if number % 2 else "even ") + text
-
-
-agent = FakeAgent(answer)
-"""
-
-BREAKS_ON_ODD = """\
-from convy.fakes import FakeJudge
-from convy.model import Models
-
-
-def held(claim, transcript):
-    if "odd" in str(transcript):
-        raise ValueError("the judge broke down")
-    return True
-
-
-models = Models(judge=FakeJudge(held))
-"""
-
-POLITE = "script: [hi]\njudge:\n  - The bot is polite.\n"
-STEADY = "script: [hi]\njudge:\n  - check: {said: hi}\n"
+from test_exit_codes import BREAKS_ON_ODD, FLIPPING, GREET, HALF, KEY, NEEDS_USER, STEADY, convy, made, runs
 
 
 def priced(tmp_path: Path, scenarios: int, attempts: int) -> Path:
@@ -116,7 +80,7 @@ def test_a_run_that_reached_its_budget_is_no_green_suite(tmp_path: Path) -> None
 
 def flipping(tmp_path: Path) -> Path:
     """Two scenarios of four attempts each; the one whose answers flip has two of them not judged."""
-    folder = FakeProject(FLIPPING, BREAKS_ON_ODD, {"flip.yaml": POLITE, "steady.yaml": STEADY}, 4).written(tmp_path / "project")
+    folder = FakeProject(FLIPPING, BREAKS_ON_ODD, {"flip.yaml": HALF, "steady.yaml": STEADY}, 4).written(tmp_path / "project")
     with (folder / "pyproject.toml").open("a", encoding="utf-8") as toml:
         toml.write("agent_places = 1\n")
     return folder
