@@ -69,15 +69,59 @@ class Agent:
 agent = Agent()
 """
 
+# An agent whose answers to "flip" alternate, "odd flip" then "even flip" (a counter kept in the
+# project), and a judge that breaks down on a dialogue with "odd" in it: of a scenario of HALF,
+# every other attempt is not judged, whatever order its attempts are played in. Other messages are
+# answered "steady …", and one with "crash" in it raises.
+FLIPPING = """\
+from pathlib import Path
+
+from convy.fakes import FakeAgent
+
+COUNT = Path(__file__).resolve().parent.parent / "count"
+
+
+def answer(text):
+    if "crash" in text:
+        raise RuntimeError("the bot broke")
+    if "flip" not in text:
+        return "steady " + text
+    number = int(COUNT.read_text()) + 1 if COUNT.exists() else 1
+    COUNT.write_text(str(number))
+    return ("odd " if number % 2 else "even ") + text
+
+
+agent = FakeAgent(answer)
+"""
+
+BREAKS_ON_ODD = """\
+from convy.fakes import FakeJudge
+from convy.model import Models
+
+
+def held(claim, transcript):
+    if "odd" in str(transcript):
+        raise ValueError("the judge broke down")
+    return True
+
+
+models = Models(judge=FakeJudge(held))
+"""
+
+HALF = "script: [flip]\njudge:\n  - The bot is polite.\n"  # with FLIPPING and BREAKS_ON_ODD: half not judged
+STEADY = "script: [hi]\njudge:\n  - check: {said: hi}\n"  # passes with FLIPPING
+
 GREET = "script: [hi]\njudge:\n  - check: {said: hello}\n"
 CRASH = "script: [crash now]\njudge:\n  - check: {said: hello}\n"
 UNJUDGED = "script: [hi]\njudge:\n  - An unjudgeable claim.\n"
 FAILS = "script: [hi]\njudge:\n  - check: {said: never}\n"
 
 
-def made(tmp_path: Path, scenarios: dict[str, str], attempts: int = 1, settings: str = "") -> Path:
+def made(
+    tmp_path: Path, scenarios: dict[str, str], attempts: int = 1, settings: str = "", agent: str = AGENT, models: str = MODELS
+) -> Path:
     """The project with these scenarios, and ``settings`` added to its ``[tool.convy]``."""
-    folder = FakeProject(AGENT, MODELS, scenarios, attempts).written(tmp_path / "project")
+    folder = FakeProject(agent, models, scenarios, attempts).written(tmp_path / "project")
     with (folder / "pyproject.toml").open("a", encoding="utf-8") as toml:
         toml.write(settings)
     return folder
@@ -146,32 +190,38 @@ def test_a_real_regression_exits_4_from_compare_with_fail_on_regression(tmp_path
 
 def test_attempts_not_judged_exit_5_by_default_and_within_max_not_judged_do_not(tmp_path: Path) -> None:
     """With no --max-not-judged any attempt not judged exits 5; a share of the attempts played at or
-    above theirs lets the run exit 0, a smaller one exits 5, each said in a line."""
-    project = made(tmp_path, {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED}, 2)  # 2 of 4 not judged: 50%
+    above theirs lets the run exit 0, a smaller one exits 5, each said in a line; a scenario none of
+    whose attempts was judged is let through at no share."""
+    project = made(tmp_path, {"steady.yaml": STEADY, "half.yaml": HALF}, 2, agent=FLIPPING, models=BREAKS_ON_ODD)  # 1 of 4: 25%
     default = convy(project, "run")
     assert default.returncode == 5, default.stdout + default.stderr
-    assert "2 of 4 attempts not judged (50.0%): more than --max-not-judged 0.0%" in default.stdout
-    within = convy(project, "run", "--max-not-judged", "0.5")
+    assert "1 of 4 attempts not judged (25.0%): more than --max-not-judged 0.0%" in default.stdout
+    within = convy(project, "run", "--max-not-judged", "0.25")
     assert within.returncode == 0, within.stdout + within.stderr
-    assert "2 of 4 attempts not judged (50.0%): within --max-not-judged 50.0%" in within.stdout
-    assert convy(project, "run", "--max-not-judged", "49%").returncode == 5
+    assert "1 of 4 attempts not judged (25.0%): within --max-not-judged 25.0%" in within.stdout
+    assert convy(project, "run", "--max-not-judged", "24%").returncode == 5
+    whole = made(tmp_path / "whole", {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED}, 2)  # 2 of 4, all of one scenario
+    untested = convy(whole, "run", "--max-not-judged", "0.5")
+    assert untested.returncode == 5, untested.stdout + untested.stderr
+    assert "2 of 4 attempts not judged (50.0%): within --max-not-judged 50.0%" in untested.stdout
+    assert "bot: no attempt judged of 1 scenario: unjudged" in untested.stdout
 
 
 def test_resume_decides_its_run_by_max_not_judged_too(tmp_path: Path) -> None:
     """`convy resume` of a run with attempts not judged exits 5, or 0 with a --max-not-judged that lets them through."""
-    project = made(tmp_path, {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED})
+    project = made(tmp_path, {"steady.yaml": STEADY, "half.yaml": HALF}, 2, agent=FLIPPING, models=BREAKS_ON_ODD)
     assert convy(project, "run").returncode == 5
     (run,) = runs(project)
     assert convy(project, "resume", run).returncode == 5
     resumed = convy(project, "resume", run, "--max-not-judged", "0.5")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "1 of 2 attempts not judged (50.0%): within --max-not-judged 50.0%" in resumed.stdout
+    assert "1 of 4 attempts not judged (25.0%): within --max-not-judged 50.0%" in resumed.stdout
 
 
 def test_max_not_judged_is_read_from_tool_convy_and_its_variable_the_option_over_both(tmp_path: Path) -> None:
     """`max_not_judged` in [tool.convy], CONVY_MAX_NOT_JUDGED over it and --max-not-judged over both decide
     the share, as every setting is sourced; `convy check` names where it came from."""
-    project = made(tmp_path, {"greet.yaml": GREET, "unjudged.yaml": UNJUDGED}, 2, "max_not_judged = 0.5\n")
+    project = made(tmp_path, {"half.yaml": HALF}, 2, "max_not_judged = 0.5\n", agent=FLIPPING, models=BREAKS_ON_ODD)  # 1 of 2
     assert convy(project, "run").returncode == 0
     assert convy(project, "run", CONVY_MAX_NOT_JUDGED="0.25").returncode == 5
     assert convy(project, "run", "--max-not-judged", "1", CONVY_MAX_NOT_JUDGED="0.25").returncode == 0
@@ -196,7 +246,7 @@ def test_a_share_that_is_not_one_is_a_configuration_error(tmp_path: Path) -> Non
 def test_within_one_run_an_agent_failure_wins_over_not_judged_which_wins_over_fail_under(tmp_path: Path) -> None:
     """One run that has an agent failure, attempts not judged and a pass rate under --fail-under
     exits 1; without the agent failure 5; with the attempts not judged tolerated 3."""
-    project = made(tmp_path, {"crash.yaml": CRASH, "unjudged.yaml": UNJUDGED, "fails.yaml": FAILS})
+    project = made(tmp_path, {"crash.yaml": CRASH, "half.yaml": HALF, "fails.yaml": FAILS}, 2, agent=FLIPPING, models=BREAKS_ON_ODD)
     assert convy(project, "run", "--fail-under", "0.9").returncode == 1
     (project / "scenarios" / "crash.yaml").unlink()
     assert convy(project, "run", "--fail-under", "0.9").returncode == 5

@@ -514,6 +514,13 @@ class Recorded(msgspec.Struct, frozen=True):
         codes = [1] if agent_failed else []
         if above:
             codes.append(5)
+        else:
+            # Within the tolerance, a scenario none of whose attempts was judged still fails it
+            # (exit 5), as its JUnit case and pytest item do: the tolerance is for a few attempts.
+            for code, words in summary.verdict().gates():
+                if code == 5:
+                    self.shown.line(f"{Inert(self.spec.agent).line()}: {Inert(words).line()}")
+                    codes.append(5)
         planned = summary.planned()
         partial = f" on the {len(outcomes)} attempts kept of {planned} planned" if len(outcomes) < planned else ""
         lines, gates = Ruled(summary.verdict(), self.spec.agent, self._untested(summary), partial).said()
@@ -1110,14 +1117,15 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     fail_on_skip: bool | None = None
 
     def ruled(self, spec: RunSpec) -> PassRule | None:
-        """The run's pass rule with this command's --fail-under and --fail-on-skip over it, or
-        ``None`` when neither was given (the spec's holds)."""
-        if self.fail_under is None and self.fail_on_skip is None:
+        """The run's pass rule with this command's --fail-under, --fail-on-skip and
+        --max-not-judged over it, or ``None`` when none was given (the spec's holds)."""
+        if self.fail_under is None and self.fail_on_skip is None and self.max_not_judged is None:
             return None
         rule = spec.rule
         return PassRule(
             rule.fail_under if self.fail_under is None else self.fail_under,
             rule.fail_on_skip if self.fail_on_skip is None else self.fail_on_skip,
+            rule.max_not_judged if self.max_not_judged is None else self.max_not_judged,
         )
 
     def run(self, shown: Shown, errors: Shown) -> int:
@@ -1181,7 +1189,12 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         from convy.rejudge import JudgeChoice, Rejudge, Rejudging
 
-        given = {"judge_repeats": self.judge_repeats, "fail_under": self.fail_under, "fail_on_skip": self.fail_on_skip}
+        given = {
+            "judge_repeats": self.judge_repeats,
+            "fail_under": self.fail_under,
+            "fail_on_skip": self.fail_on_skip,
+            "max_not_judged": self.max_not_judged,  # kept in the new run's rule, as convy run keeps it
+        }
         changes = {name: value for name, value in given.items() if value is not None}
         settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
@@ -1529,7 +1542,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
         change = "n/a"
         if view.delta is not None:
             change = f"{view.delta.estimate:+.1%} [{view.delta.low:+.1%}, {view.delta.high:+.1%}]"
-        verdict = f"real ({view.verdict})" if view.real else "within noise"
+        # With nothing tested in the candidate, or a pair that cannot be compared, there is no verdict to give.
+        verdict = Inert(view.unverdicted()).line() or (f"real ({view.verdict})" if view.real else "within noise")
         counts = view.counts
         tested = f"paired (McNemar, exact): p = {view.p:.3g}" if view.method == "mcnemar" else f"p = {view.p:.3g}"
         headline = f"pass rate {before} → {after}, Δ {change}, {tested}: {verdict}"
@@ -1553,7 +1567,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
                     f"{sequential.other()}: its sequential verdict does not apply to this pair"
                 )
             shown.line(headline)
-            shown.line(view.reading)
+            if not view.unverdicted():  # else the headline said why there is no reading
+                shown.line(view.reading)
             shown.line(f"scenarios: {scenarios}")
         for sentence in view.trouble:
             shown.line(sentence)

@@ -15,9 +15,12 @@ Jenkins' and JUnit 5's schemas have: a case's ``<skipped>`` and the suite's ``sk
 - A scenario is a **failure** when a claim failed in one of its attempts and the run's pass rule
   (``passing.py``) fails the scenario — one the rule accepts is a passed case, as the exit code
   says — an **error** when the
-  agent failed (type ``agent_failed`` or ``time_limit``) or, failing neither, when an attempt was
-  not judged (type ``not_judged``) or none was kept (type ``not_played``). Not judged is an error,
-  not a skip: convy exits 1 for it, and a skipped case would look fine beside a failed command.
+  agent failed (type ``agent_failed`` or ``time_limit``) or, failing neither, when the run's budget
+  stopped it before the scenario was played in full (type ``not_played``), when attempts were not
+  judged beyond the rule's ``max_not_judged`` or none of its attempts was (type ``not_judged``), or
+  none was kept (type ``not_played``). Not judged is an error, not a skip: convy exits 5 for it, and
+  a skipped case would look fine beside a failed command; within ``max_not_judged`` the case is
+  left to its judged attempts, as the command lets them through.
 - A scenario's tokens, cost and time are properties of its suite, named after it
   (``convy.scenario.<id>.tokens``): a case has no properties in that schema. Its time is also the
   case's ``time``, the seconds of its attempts added up.
@@ -25,7 +28,9 @@ Jenkins' and JUnit 5's schemas have: a case's ``<skipped>`` and the suite's ``sk
   or an ``<error>`` of type ``skipped`` when the run's rule fails a run for a skip
   (``fail_on_skip``); the suite's ``convy.skipped`` property and its ``<system-out>`` name them too.
 - A run that judged no attempt has a case ``nothing tested`` with an ``<error>`` of type
-  ``nothing_tested``: a suite of skipped cases, or of none, never reads as passed.
+  ``nothing_tested``: a suite of skipped cases, or of none, never reads as passed; a run its budget
+  stopped or that reached its budget (exit 6) has a case ``budget`` with an ``<error>`` of type
+  ``budget``, what was spent of what.
 
 What agents, models and judges said comes from the run folder, where it was kept with the run's
 secrets hidden; here it is cut to a bound (saying how much was left out) and then made valid XML
@@ -124,7 +129,7 @@ class Case(msgspec.Struct, frozen=True):
     MESSAGE: ClassVar[int] = 300  # characters of a reason in the one-line message
     REASON: ClassVar[int] = 1000  # characters of a reason in the text
 
-    def kind(self) -> Literal["passed", "failure", "agent", "not_judged", "not_played"]:
+    def kind(self) -> Literal["passed", "failure", "agent", "short", "not_judged", "not_played"]:
         if not self.attempts:
             return "not_played"
         # A claim that failed fails the case only as the run's pass rule says: a scenario the
@@ -133,7 +138,13 @@ class Case(msgspec.Struct, frozen=True):
             return "failure"
         if any(attempt.why() == "agent" for attempt in self.attempts):
             return "agent"
-        if any(attempt.status() == "not_judged" for attempt in self.attempts):
+        if self.scenario in self.verdict.short:  # the budget stopped the run before it was played in full: exit 6
+            return "short"
+        # Attempts not judged within the rule's max_not_judged leave the case to its judged ones,
+        # as the command lets them through; one with none judged is never a pass.
+        if any(attempt.status() == "not_judged" for attempt in self.attempts) and (
+            not self.tally.judged or not self.verdict.unjudged_within()
+        ):
             return "not_judged"
         return "passed"
 
@@ -211,6 +222,12 @@ class Case(msgspec.Struct, frozen=True):
                 unjudged = [attempt for attempt in self.attempts if attempt.status() == "not_judged"]
                 message = f"{self.headline()}: {self._said(unjudged[0], self.MESSAGE)}"
                 return "error", "not_judged", message, [self.headline(), *self._others("not_judged", "not judged:")]
+            case "short":
+                message = (
+                    f"not played in full: {self.verdict.short[self.scenario]} ({self.verdict.budget_said()}); "
+                    f"{self.headline()}"
+                )
+                return "error", "not_played", message, [message, *self._others("not_judged", "not judged:")]
             case "not_played":
                 message = f"no attempt of it was kept (the run is {self.status})"
                 return "error", "not_played", message, [message]
@@ -218,7 +235,16 @@ class Case(msgspec.Struct, frozen=True):
     def accepted(self) -> str:
         """What the project's pass rule accepted of a scenario that did not pass every judged
         attempt, said in the case's output (``""`` for one that did, or that fails)."""
-        return self.verdict.accepted(self.scenario) if self.kind() == "passed" else ""
+        if self.kind() != "passed":
+            return ""
+        said = [self.verdict.accepted(self.scenario)]
+        unjudged = sum(1 for attempt in self.attempts if attempt.status() == "not_judged")
+        if unjudged:
+            said.append(
+                f"{unjudged} not judged, within max_not_judged {self.verdict.rule.max_not_judged:.1%} "
+                f"({self.verdict.not_judged} of {self.verdict.kept} attempts in the run)"
+            )
+        return "; ".join(filter(None, said))
 
     def _child(self, case: ET.Element, tag: str, kind: str, message: str, lines: list[str]) -> None:
         child = ET.SubElement(case, tag, type=kind, message=XmlText(message, 2000).line())
@@ -339,6 +365,19 @@ class Suite(msgspec.Struct, frozen=True):
         child.text = why
         return case
 
+    def budgeted(self) -> ET.Element | None:
+        """A case that errs when the run's budget stopped it or was reached (type ``budget``, with
+        what was spent of what): the command exits 6 for it, so the suite is never green."""
+        verdict = self.summary.verdict()
+        if not verdict.budget:
+            return None
+        spec = self.summary.run.file.spec
+        case = ET.Element("testcase", name="budget", classname=XmlText(spec.agent).line(), time="0.000")
+        why = f"{verdict.budget_said()} (convy exits 6)"
+        child = ET.SubElement(case, "error", type="budget", message=XmlText(why, 2000).line())
+        child.text = XmlText(why, 10_000).lines()
+        return case
+
     def _k(self) -> int:
         curve = self._curve()
         return curve[-1][0] if curve else 0
@@ -355,15 +394,17 @@ class Suite(msgspec.Struct, frozen=True):
         kinds = [case.kind() for case in cases]
         skipped = self.skipped()
         untested = self.untested()
-        # The cases besides the scenarios played: each skipped one (an error under fail_on_skip), and nothing tested.
-        erring = (len(skipped) if spec.rule.fail_on_skip else 0) + (untested is not None)
+        budgeted = self.budgeted()
+        # The cases besides the scenarios played: each skipped one (an error under fail_on_skip),
+        # nothing tested, and the budget stopped or reached.
+        erring = (len(skipped) if spec.rule.fail_on_skip else 0) + (untested is not None) + (budgeted is not None)
         seconds = run.seconds()
         suite = ET.Element(
             "testsuite",
             name=XmlText(spec.agent).line(),
             timestamp=self._timestamp(),
             hostname=self.HOST,
-            tests=str(len(cases) + len(skipped) + (untested is not None)),
+            tests=str(len(cases) + len(skipped) + (untested is not None) + (budgeted is not None)),
             failures=str(kinds.count("failure")),
             errors=str(len(kinds) - kinds.count("passed") - kinds.count("failure") + erring),
             skipped=str(0 if spec.rule.fail_on_skip else len(skipped)),
@@ -379,6 +420,8 @@ class Suite(msgspec.Struct, frozen=True):
         suite.extend(skipped)
         if untested is not None:
             suite.append(untested)
+        if budgeted is not None:
+            suite.append(budgeted)
         out = ET.SubElement(suite, "system-out")
         out.text = XmlText("\n".join(self._lines(cases)), 1_000_000).lines()
         err = ET.SubElement(suite, "system-err")
@@ -458,7 +501,7 @@ class Suite(msgspec.Struct, frozen=True):
     def _lines(self, cases: list[Case]) -> list[str]:
         """The suite in words, a line per scenario, for CI pages that show a suite's output."""
         spec = self.summary.run.file.spec
-        marks = {"passed": "✓", "failure": "✗", "agent": "✗", "not_judged": "?", "not_played": "-"}
+        marks = {"passed": "✓", "failure": "✗", "agent": "✗", "short": "-", "not_judged": "?", "not_played": "-"}
         rate = self.summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         stop = self.summary.stop()
@@ -466,6 +509,7 @@ class Suite(msgspec.Struct, frozen=True):
             f"{spec.agent}, run {spec.id} ({stop or self.summary.run.status()}): pass rate {rate_text}; "
             f"{self.summary.verdict().verdict()}"
         ]
+        lines += [f"not passed: {words} (exit {code})" for code, words in self.summary.verdict().gates() if code != 3]
         lines += [
             f"{marks[case.kind()]} {case.scenario}: {case.headline()}" + (f" ({case.accepted()})" if case.accepted() else "")
             for case in cases

@@ -220,17 +220,44 @@ class VerdictLine(msgspec.Struct, frozen=True):
     verdict: RunVerdict
 
     def markdown(self) -> str:
+        """The command's verdict first (the gate its exit code gives, ``RunVerdict.gates``), then
+        the pass rule's sentence when something else decided it."""
+        verdict = self.verdict
+        gates = verdict.gates()
+        rule = self._rule()
+        if not gates:
+            unjudged = (
+                f" ({verdict.not_judged} of {verdict.kept} attempts not judged, within max_not_judged "
+                f"{verdict.rule.max_not_judged:.0%})"
+                if verdict.not_judged
+                else ""
+            )
+            return f"**✓ Passed:** {rule}{unjudged}"
+        code, words = gates[0]
+        if code == 7:
+            return "**– Nothing was tested:** no attempt was judged, so this run shows nothing about the agent"
+        if code == 3:
+            return f"**✗ Failed:** {rule}"
+        # Words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math.
+        said = f"**✗ Not passed (exit {code}):** {words.replace('$', chr(92) + '$')}"
+        more = [f"{one} (exit {at})" for at, one in gates[1:] if at not in (3, 7)]
+        if more:
+            said += "; also " + "; ".join(more)
+        if verdict.tested():
+            said += f" · the pass rule, on the attempts judged: {rule}"
+        return said
+
+    def _rule(self) -> str:
+        """The pass rule's sentence."""
         verdict = self.verdict
         rule = verdict.rule
-        if not verdict.tested():
-            return "**– Nothing was tested:** no attempt was judged, so this run shows nothing about the agent"
         failing = verdict.failing()
         if failing:
             bar = "every judged attempt must pass" if rule.fail_under is None else f"fail_under {rule.fail_under:.0%}"
-            return f"**✗ Failed:** {len(failing)} of {len(verdict.tallies)} scenarios failed the pass rule ({bar})"
+            return f"{len(failing)} of {len(verdict.tallies)} scenarios failed the pass rule ({bar})"
         if rule.fail_under is not None:
-            return f"**✓ Passed:** the pass rate is at or above fail_under {rule.fail_under:.0%}"
-        return "**✓ Passed:** every scenario met the pass rule"
+            return f"the pass rate is at or above fail_under {rule.fail_under:.0%}"
+        return "every scenario met the pass rule"
 
 
 class RunSummary(msgspec.Struct, frozen=True):
@@ -399,7 +426,12 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             ]
         before = numbers.pct(base.rate.estimate) if base.rate else "—"
         after = numbers.pct(candidate.rate.estimate) if candidate.rate else "—"
-        verdict = f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"
+        unverdicted = view.unverdicted()  # nothing tested in the candidate, or not comparable: no verdict
+        verdict = (
+            f"– no verdict, {MarkdownText(unverdicted, 600).markdown()}"
+            if unverdicted
+            else f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"
+        )
         delta = (
             f"Δ {numbers.points(view.delta.estimate)}, 95% CI {numbers.points(view.delta.low)} to {numbers.points(view.delta.high)}"
             if view.delta
@@ -438,8 +470,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
                 "",
                 f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
                 "",
-                MarkdownText(view.reading, 500).markdown(),
-                "",
+                *([] if unverdicted else [MarkdownText(view.reading, 500).markdown(), ""]),
             ]
         lines += [
             f"before {numbers.interval(base.rate)} · {base.passed}/{base.judged} · "

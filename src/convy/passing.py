@@ -32,14 +32,18 @@ from convy.stats import Tally
 class PassRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """What a project accepts of a run: ``fail_under``, the least mean pass rate over scenarios
     (``None``: every scenario must pass every judged attempt, unless it sets a bar of its own),
-    and ``fail_on_skip``, whether a scenario the run skipped fails it."""
+    ``fail_on_skip``, whether a scenario the run skipped fails it, and ``max_not_judged``, the
+    share of the attempts kept that may go unjudged (``--max-not-judged``; beyond it, exit 5)."""
 
     fail_under: float | None = None
     fail_on_skip: bool = False
+    max_not_judged: float = 0.0
 
     def __post_init__(self) -> None:
         if self.fail_under is not None and (not math.isfinite(self.fail_under) or not 0.0 <= self.fail_under <= 1.0):
             raise ValueError("fail_under: must be between 0 and 1 (0.8 for 80%)")
+        if not math.isfinite(self.max_not_judged) or not 0.0 <= self.max_not_judged <= 1.0:
+            raise ValueError("max_not_judged: must be between 0 and 1")
 
     def bar(self, own: float | None) -> float | None:
         """The share of its judged attempts a scenario must pass alone: its ``own`` bar; else
@@ -61,12 +65,21 @@ class PassRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 class RunVerdict(msgspec.Struct, frozen=True):
     """A run against its ``PassRule``: each scenario's tally (``tallies``: every scenario the run
     planned, one not judged at all as ``Tally(0, 0)``), each one's own bar (``bars``, from its
-    YAML), and how many scenarios the run skipped."""
+    YAML), and how many scenarios the run skipped; and what the command's other gates look at:
+    the attempts kept, those not judged, those the agent failed, what the run's budget did
+    (``budget``: the stop's or the reach's words, ``""`` when it did neither) and, for a run its
+    budget stopped, each scenario it cut short with how much of it was played (``short``)."""
 
     rule: PassRule
     tallies: dict[str, Tally]
     bars: dict[str, float | None]
     skipped: int = 0
+    kept: int = 0
+    not_judged: int = 0
+    agent_failed: int = 0
+    budget: str = ""
+    short: dict[str, str] = msgspec.field(default_factory=dict)
+    unjudged: tuple[str, ...] = ()  # scenarios with attempts kept, none of them judged
 
     def judged(self) -> int:
         return sum(tally.judged for tally in self.tallies.values())
@@ -140,6 +153,48 @@ class RunVerdict(msgspec.Struct, frozen=True):
         if failing:
             return f"{len(failing)} scenario{'s' if len(failing) != 1 else ''} failed the pass rule"
         return "passed the pass rule"
+
+    def unjudged_within(self) -> bool:
+        """Whether the attempts not judged are within the rule's ``max_not_judged`` share of those
+        kept (compared as ratios, each rounded once, as ``convy run`` compares them)."""
+        if not self.not_judged:
+            return True
+        return self.kept > 0 and self.not_judged / self.kept <= self.rule.max_not_judged
+
+    def budget_said(self) -> str:
+        """What the run's budget did, as a sentence's subject and verb (``""`` when nothing)."""
+        if not self.budget:
+            return ""
+        return f"the run {'was ' if self.budget.startswith('stopped') else ''}{self.budget}"
+
+    def gates(self) -> tuple[tuple[int, str], ...]:
+        """Each gate the run does not pass, as the command's exit code orders them (6, 1, 5, 7, 8,
+        3; ``cli.Worst``), with its words: empty when the run passes, exit 0."""
+        found: list[tuple[int, str]] = []
+        if self.budget:
+            found.append((6, self.budget_said()))
+        if self.agent_failed:
+            found.append((1, f"the agent failed in {self.agent_failed} attempt{'s' if self.agent_failed != 1 else ''}"))
+        if not self.unjudged_within():
+            share = self.not_judged / self.kept if self.kept else 1.0
+            found.append(
+                (5, f"{self.not_judged} of {self.kept} attempts not judged ({share:.1%}): more than max_not_judged "
+                 f"{self.rule.max_not_judged:.1%}")
+            )
+        elif self.unjudged and self.tested():
+            # max_not_judged tolerates a few attempts, never a whole scenario left untested.
+            named = ", ".join(self.unjudged[:5]) + (f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else "")
+            found.append((5, f"no attempt judged of {len(self.unjudged)} scenario{'s' if len(self.unjudged) != 1 else ''}: {named}"))
+        if not self.tested():
+            found.append((7, "nothing was tested: no attempt was judged"))
+        if self.skipped and self.rule.fail_on_skip:
+            found.append(
+                (8, f"{self.skipped} scenario{'s' if self.skipped != 1 else ''} skipped, and fail_on_skip fails a run that skipped any")
+            )
+        failing = self.failing()
+        if failing:
+            found.append((3, f"{len(failing)} of {len(self.tallies)} scenario{'s' if len(self.tallies) != 1 else ''} failed the pass rule"))
+        return tuple(found)
 
     def _under(self, rate: float, bar: float) -> bool:
         # Compared once rounded, so 57 of 100 is not under 0.57 by a float's last digit.

@@ -181,7 +181,44 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         output gives."""
         spec = self.run.file.spec
         bars = {scenario.id: scenario.fail_under for scenario in spec.scenarios}
-        return RunVerdict(spec.rule, self.tallies(), bars, len(spec.skipped))
+        attempts = self.attempts()
+        return RunVerdict(
+            spec.rule,
+            self.tallies(),
+            bars,
+            len(spec.skipped),
+            kept=len(attempts),
+            not_judged=sum(1 for attempt in attempts if attempt.status() == "not_judged"),
+            agent_failed=sum(1 for attempt in attempts if attempt.why() == "agent"),
+            budget=self.stop() or self.reached(),
+            short=self.short(),
+            unjudged=tuple(
+                scenario for scenario, attempts in self.by_scenario().items() if attempts and not self.tallies().get(scenario, Tally(0, 0)).judged
+            ),
+        )
+
+    def short(self) -> dict[str, str]:
+        """For a run its budget stopped, each scenario it cut short, with how much of it was played
+        (``1 of 3 attempts``); a scenario of ``--attempts auto`` its rule had stopped first is not."""
+        match self.run.file.status:
+            case Stopped():
+                pass
+            case _:
+                return {}
+        spec = self.run.file.spec
+        course = self.course()
+        standings = {} if course is None else course.by_scenario()
+        found: dict[str, str] = {}
+        for scenario, attempts in self.by_scenario().items():
+            kept = len(attempts)
+            if course is None:
+                if kept < spec.attempts:
+                    found[scenario] = f"{kept} of {spec.attempts} attempts"
+                continue
+            standing = standings.get(scenario)
+            if standing is None or not standing.stop:
+                found[scenario] = f"{kept} attempt{'s' if kept != 1 else ''}, {self.stopped().get(scenario, 'budget spent')}"
+        return found
 
     @cached_property
     def _rate(self) -> IntervalView | None:

@@ -135,7 +135,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
 
     def rule(self) -> PassRule:
         """What the project accepts of a run, as its spec keeps it (``passing.py``)."""
-        return PassRule(self.fail_under, self.fail_on_skip)
+        return PassRule(self.fail_under, self.fail_on_skip, self.max_not_judged)
 
     def budget(self) -> Budget | None:
         """The run's budget, or ``None`` when none is set: a run without one counts nothing."""

@@ -712,6 +712,16 @@ class ComparisonView(View, frozen=True):
     # and whether it is this pair's; ``None`` when neither run was.
     sequential: SequentialView | None = None
 
+    def unverdicted(self) -> str:
+        """Why the pair has no verdict to give, in words: the candidate judged nothing, or the pair
+        is not comparable (the banner, or no scenario judged in both); ``""`` when it has one. The
+        command and the summary say this where they would say "within noise"."""
+        if not self.candidate.judged:
+            return f"nothing was tested in the candidate: run {self.candidate.run} has no judged attempt"
+        if self.banner or self.delta is None:
+            return "not comparable: " + ("; ".join(self.banner) or "no scenario was judged in both runs")
+        return ""
+
     def regressed(self) -> bool:
         """The pass rate really dropped (``--fail-on-regression``): by the sequential verdict when
         it is this pair's, since the fixed-design test is not valid after the run stopped early;
