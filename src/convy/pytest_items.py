@@ -215,7 +215,8 @@ class ScenarioTests:
             agent, models = loaded.parts()
             secrets = loaded.secrets(agent, models)
             # As `convy run` passes over an absent agent (one named in --convy-agent is an error).
-            absent = command.passed_over(name, agent, secrets).removeprefix("- ")
+            over = command.passed_over(name, agent, secrets)
+            absent = over.said() if over is not None else ""
             skipped: dict[str, str] = {}
             match agent:
                 case Absent(reason=reason):
