@@ -27,11 +27,11 @@ The exit codes (README's "Results and exit codes" is the same table):
          every attempt but reached or crossed its budget doing so); ``convy resume`` with a larger
          budget plays the rest
     7    nothing was tested: no attempt was judged (every chosen scenario skipped for a missing
-         model, every attempt not judged under --max-not-judged 1); for ``convy compare
+         model, every agent skipped as absent, every attempt not judged under --max-not-judged 1); for ``convy compare
          --fail-on-regression``, the candidate has no judged attempt. A run its budget stopped
-         before any attempt exits 6, and says that nothing was tested; a selection that matches no
+         before any attempt exits 6, and says that nothing was tested; a pattern or tag that matches no
          scenario is a mistake refused with the nearest names (2), before anything is played
-    8    a scenario was skipped and --fail-on-skip (fail_on_skip) fails a run for it
+    8    a scenario, or an absent agent, was skipped and --fail-on-skip (fail_on_skip) fails a run for it
     9    ``convy compare --fail-on-regression``: the pair is not comparable (the runs' simulated
          users differ, or no scenario was judged in both), so no regression can be ruled out
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest

@@ -9,7 +9,8 @@ session, beside whatever else pytest collects::
 
 ``-k`` selects on these names (and the scenario's tags); ``-m`` on the tags, each registered as a
 marker. An item whose scenario needs a model that is absent, or whose agent is absent, is skipped
-with the reason ``convy run`` gives.
+with the reason ``convy run`` gives; under ``fail_on_skip`` it fails saying so, as ``convy run``
+exits 8.
 
 Nothing is played while collecting. At the first item that runs, ``ScenarioTests`` plays every
 selected item's attempts: one run per agent, in one ``asyncio.run`` for the session, through the
