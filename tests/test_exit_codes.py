@@ -436,15 +436,16 @@ def test_the_demo_passes_by_its_stated_fail_under_and_fails_without_it(tmp_path:
     assert "fail_under = 0.5" in (demo / "pyproject.toml").read_text(encoding="utf-8")
     done = Command(demo, KEY).ran("run")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-3:-1] == [
+    assert done.stdout.splitlines()[-4:-2] == [
         "shop: passed the pass rule: pass rate 60.0%, at or above fail_under 50.0%",
         "  accepted short of every attempt, as the project's fail_under allows: orders/late (0 of 3), refunds/in-transit (0 of 3)",
     ]
+    assert done.stdout.splitlines()[-1] == "– 1 agent skipped (absent): assistant"  # no .env: the gateway's assistant
     settings = (demo / "pyproject.toml").read_text(encoding="utf-8")
     (demo / "pyproject.toml").write_text(settings.replace("fail_under = 0.5\n", ""), encoding="utf-8")
     strict = Command(demo, KEY).ran("run")
     assert strict.returncode == 3, strict.stdout + strict.stderr
-    assert strict.stdout.splitlines()[-4:-1] == [
+    assert strict.stdout.splitlines()[-5:-2] == [
         "shop: 2 of 5 scenarios failed the pass rule (every judged attempt passes; set fail_under (per run or per scenario) to accept less):",
         "  ✗ orders/late: 0 of 3 passed, where every judged attempt must pass",
         "  ✗ refunds/in-transit: 0 of 3 passed, where every judged attempt must pass",
