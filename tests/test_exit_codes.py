@@ -486,16 +486,81 @@ def test_the_demo_passes_by_its_stated_fail_under_and_fails_without_it(tmp_path:
     assert "fail_under = 0.5" in (demo / "pyproject.toml").read_text(encoding="utf-8")
     done = Command(demo, KEY).ran("run")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-3:-1] == [
+    assert done.stdout.splitlines()[-4:-2] == [
         "shop: passed the pass rule: pass rate 60.0%, at or above fail_under 50.0%",
         "  accepted short of every attempt, as the project's fail_under allows: orders/late (0 of 3), refunds/in-transit (0 of 3)",
     ]
+    assert done.stdout.splitlines()[-1] == "– 1 agent skipped (absent): assistant"  # no .env: the gateway's assistant
     settings = (demo / "pyproject.toml").read_text(encoding="utf-8")
     (demo / "pyproject.toml").write_text(settings.replace("fail_under = 0.5\n", ""), encoding="utf-8")
     strict = Command(demo, KEY).ran("run")
     assert strict.returncode == 3, strict.stdout + strict.stderr
-    assert strict.stdout.splitlines()[-4:-1] == [
+    assert strict.stdout.splitlines()[-5:-2] == [
         "shop: 2 of 5 scenarios failed the pass rule (every judged attempt passes; set fail_under (per run or per scenario) to accept less):",
         "  ✗ orders/late: 0 of 3 passed, where every judged attempt must pass",
         "  ✗ refunds/in-transit: 0 of 3 passed, where every judged attempt must pass",
     ]
+
+
+ABSENT = 'from convy import Absent\n\nagent = Absent("set OFF_URL in .env")\n'
+
+
+def test_an_absent_agent_is_a_skip_and_every_agent_absent_tested_nothing(tmp_path: Path) -> None:
+    """An agent skipped as absent counts as a skip: on the command's lines, as a JUnit case and in the
+    summary; with every agent absent the command tested nothing (exit 7, and `convy check` calls it a
+    problem); beside a run that played, --fail-on-skip exits 8."""
+    project = made(tmp_path, {"greet.yaml": GREET})
+    (project / "agents" / "off.py").write_text(ABSENT, encoding="utf-8")
+    mixed = convy(project, "run", "--junit", "junit.xml", "--summary", "summary.md")
+    assert mixed.returncode == 0, mixed.stdout + mixed.stderr
+    assert "- skipped agent off: set OFF_URL in .env" in mixed.stdout
+    assert "– 1 agent skipped (absent): off" in mixed.stdout
+    junit = (project / "junit.xml").read_text(encoding="utf-8")
+    assert '<skipped message="skipped agent off: set OFF_URL in .env">' in junit
+    assert 'name="off" timestamp=' in junit and 'tests="1" failures="0" errors="0" skipped="1"' in junit
+    summary = (project / "summary.md").read_text(encoding="utf-8")
+    assert "**1 agent skipped** (absent):" in summary and "- off: set OFF\\_URL in \\.env" in summary
+    failing = convy(project, "run", "--fail-on-skip", "--junit", "junit.xml")
+    assert failing.returncode == 8, failing.stdout + failing.stderr
+    assert "✗ 1 agent skipped (absent): off, and fail_on_skip fails a run that skips any" in failing.stderr
+    assert '<error type="skipped" message="skipped agent off: set OFF_URL in .env (fail_on_skip)"' in (project / "junit.xml").read_text(encoding="utf-8")
+
+    (project / "agents" / "bot.py").write_text(ABSENT, encoding="utf-8")
+    for arguments in ((), ("--fail-on-skip",)):
+        nothing = convy(project, "run", *arguments, "--junit", "junit.xml", "--summary", "summary.md")
+        assert nothing.returncode == 7, nothing.stdout + nothing.stderr
+        assert "✗ nothing was tested: every agent was skipped — 2 agents skipped (absent): bot, off" in nothing.stderr
+        junit = (project / "junit.xml").read_text(encoding="utf-8")
+        assert '<error type="nothing_tested" message="nothing was tested: every agent was skipped, no run was played"' in junit
+        assert junit.count('name="agent absent"') == 2
+        summary = (project / "summary.md").read_text(encoding="utf-8")
+        assert "**– Nothing was tested:** no run was played" in summary and "**2 agents skipped** (absent)" in summary
+    for command in (("check",), ("run", "--dry-run")):
+        checked = convy(project, *command)
+        assert checked.returncode == 2, checked.stdout + checked.stderr
+        assert checked.stderr.splitlines() == [
+            "convy: nothing would be tested: every agent is absent "
+            "(skipped agent bot: set OFF_URL in .env; skipped agent off: set OFF_URL in .env)",
+            "1 problem: nothing was sent, nothing written",
+        ]
+
+
+def test_each_scenarios_pattern_and_tag_must_match_even_beside_one_that_does(tmp_path: Path) -> None:
+    """A mistyped second --scenarios (or --tag) is refused as it is alone (exit 2, the nearest id), in
+    run, --dry-run and rejudge, never dropped while the first one plays."""
+    project = made(tmp_path, {"greet.yaml": GREET + "tags: [smoke]\n", "other.yaml": GREET})
+    alone = convy(project, "run", "--scenarios", "gret")
+    assert alone.returncode == 2
+    said = "convy: no scenario matches: --scenarios gret: no such scenario; nearest: greet"
+    assert alone.stderr.splitlines() == [said]
+    for command in (("run",), ("run", "--dry-run")):
+        mistyped = convy(project, *command, "--scenarios", "other", "--scenarios", "gret")
+        assert (mistyped.returncode, mistyped.stderr.splitlines()[0]) == (2, said), mistyped.stdout + mistyped.stderr
+        tag = convy(project, *command, "--tag", "smoke", "--tag", "smok")
+        assert tag.returncode == 2 and "--tag smok: no scenario has it; the tags are smoke" in tag.stderr, tag.stderr
+    assert not (project / "results").exists()
+    assert convy(project, "run").returncode == 0
+    (run,) = runs(project)
+    rejudged = convy(project, "rejudge", run, "--scenarios", "other", "gret")
+    assert rejudged.returncode == 2, rejudged.stdout + rejudged.stderr
+    assert rejudged.stderr.splitlines() == [f"convy: run {run}: no scenario matches: --scenarios gret: no such scenario; nearest: greet"]

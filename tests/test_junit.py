@@ -275,3 +275,21 @@ def test_a_junit_file_that_cannot_be_written_is_one_line(tmp_path: Path, project
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "cannot be written" in done.stderr
     assert not list(tmp_path.glob("**/junit.xml*"))
+
+
+def test_absent_agents_are_valid_skipped_suites(tmp_path: Path, project: Path, schema: etree.XMLSchema) -> None:
+    """An agent skipped as absent is a suite of its own with one skipped case saying why, beside the
+    runs played; with every agent absent, a `nothing tested` error too. Both valid against the schema."""
+    (project / "agents" / "off.py").write_text('from convy import Absent\n\nagent = Absent("set OFF_URL")\n', encoding="utf-8")
+    convy(tmp_path, "-C", "project", "run", "--scenarios", "greet", "--junit", "mixed.xml")
+    mixed = etree.parse(str(tmp_path / "mixed.xml"))
+    assert schema.validate(mixed), schema.error_log
+    (off,) = mixed.xpath("//testsuite[@name='off']")
+    assert (off.get("tests"), off.get("skipped"), off.get("errors")) == ("1", "1", "0")
+    assert off.xpath("testcase/skipped/@message") == ["skipped agent off: set OFF_URL"]
+    (project / "agents" / "bot.py").unlink()
+    done = convy(tmp_path, "-C", "project", "run", "--junit", "none.xml")
+    assert done.returncode == 7, done.stdout + done.stderr
+    none = etree.parse(str(tmp_path / "none.xml"))
+    assert schema.validate(none), schema.error_log
+    assert none.xpath("//testcase/error/@type") == ["nothing_tested"]

@@ -282,6 +282,29 @@ def test_an_absent_agents_items_are_skipped_and_naming_it_is_an_error(pytester: 
     named.stdout.fnmatch_lines(["convy: agents/later.py: the agent is absent: set LATER_KEY in .env"])
 
 
+def test_under_fail_on_skip_a_skipped_item_fails_with_the_skips_reason(
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under fail_on_skip (CONVY_FAIL_ON_SKIP, or [tool.convy]), as `convy run` exits 8, an item that
+    would be skipped (a model it needs is absent, its agent is absent) fails, saying why; the others
+    are decided as ever."""
+    (project / "agents" / "later.py").write_text(
+        "from convy.model import Absent\n\nagent = Absent('set LATER_KEY in .env')\n", encoding="utf-8"
+    )
+    monkeypatch.setenv("CONVY_FAIL_ON_SKIP", "1")
+    result = pytester.runpytest("--convy", "-k", "greet or chat", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    failed = sections(result.stdout.str())
+    assert "skipped, and fail_on_skip fails a run that skips any: the agent later is absent: set LATER_KEY in .env" in failed["later::greet"]
+    assert "skipped, and fail_on_skip fails a run that skips any: for agent bot, needs a model for the simulated user" in failed["bot::chat"]
+    monkeypatch.delenv("CONVY_FAIL_ON_SKIP")
+    (project / "pyproject.toml").write_text("[tool.convy]\nattempts = 1\nfail_on_skip = true\n", encoding="utf-8")
+    pytester.runpytest("--convy", "-k", "chat", "-p", "no:cacheprovider").assert_outcomes(failed=2)
+    (project / "pyproject.toml").write_text("[tool.convy]\nattempts = 1\n", encoding="utf-8")
+    pytester.runpytest("--convy", "-k", "greet or chat", "-p", "no:cacheprovider").assert_outcomes(passed=1, skipped=3)
+
+
 def test_verbose_shows_each_attempt_as_it_ends(pytester: pytest.Pytester, project: Path) -> None:
     """Under ``-v`` each attempt's line is shown as ``convy run`` shows it; without, none is."""
     verbose = pytester.runpytest("--convy", "-v", "-k", "greet or refund", "-p", "no:cacheprovider")

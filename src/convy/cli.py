@@ -27,11 +27,11 @@ The exit codes (README's "Results and exit codes" is the same table):
          every attempt but reached or crossed its budget doing so); ``convy resume`` with a larger
          budget plays the rest
     7    nothing was tested: no attempt was judged (every chosen scenario skipped for a missing
-         model, every attempt not judged under --max-not-judged 1); for ``convy compare
+         model, every agent skipped as absent, every attempt not judged under --max-not-judged 1); for ``convy compare
          --fail-on-regression``, the candidate has no judged attempt. A run its budget stopped
-         before any attempt exits 6, and says that nothing was tested; a selection that matches no
+         before any attempt exits 6, and says that nothing was tested; a pattern or tag that matches no
          scenario is a mistake refused with the nearest names (2), before anything is played
-    8    a scenario was skipped and --fail-on-skip (fail_on_skip) fails a run for it
+    8    a scenario, or an absent agent, was skipped and --fail-on-skip (fail_on_skip) fails a run for it
     9    ``convy compare --fail-on-regression``: the pair is not comparable (the runs' simulated
          users differ, or no scenario was judged in both), so no regression can be ruled out
     130  interrupted (Ctrl+C): the run is kept, and ``convy resume`` plays the rest
@@ -79,7 +79,7 @@ from convy.budget import Budget, Outlay
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Models
-from convy.passing import PassRule, RunVerdict
+from convy.passing import AbsentAgent, PassRule, RunVerdict
 from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable, WorkersLost
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
@@ -638,6 +638,32 @@ class Ruled(msgspec.Struct, frozen=True):
         return lines, tuple(codes)
 
 
+class Absence(msgspec.Struct, frozen=True):
+    """The agents ``convy run`` skipped as absent, and whether the run's rule fails a skip: each is a
+    skip, counted on the command's last line, in JUnit and in the summary."""
+
+    agents: tuple[AbsentAgent, ...] = ()
+    fail_on_skip: bool = False
+
+    def judged(self, code: int, played: bool, shown: Shown, errors: Shown) -> int:
+        """The command's code, given the runs' ``code`` and whether any run was ``played``: 7 when
+        none was (every agent skipped: nothing was tested), 8 under fail_on_skip, each said on
+        stderr; else the skips counted on stdout."""
+        if not self.agents:
+            return code
+        count = len(self.agents)
+        names = ", ".join(Inert(agent.name).line() for agent in self.agents)
+        skipped = f"{count} agent{'s' if count != 1 else ''} skipped (absent): {names}"
+        if not played:
+            errors.line(f"✗ nothing was tested: every agent was skipped — {skipped}")
+            return Worst((code, 7)).code()
+        if self.fail_on_skip:
+            errors.line(f"✗ {skipped}, and fail_on_skip fails a run that skips any")
+            return Worst((code, 8)).code()
+        shown.line(f"– {skipped}")
+        return code
+
+
 class Outputs(msgspec.Struct, frozen=True):
     """The files a command writes for CI besides its pages, each where the user named it: the runs
     as JUnit XML (``--junit``) and as a Markdown summary (``--summary``); ``here`` is where the
@@ -654,29 +680,33 @@ class Outputs(msgspec.Struct, frozen=True):
         """The option that named ``path``."""
         return "--junit" if path == self.junit else "--summary"
 
-    def written(self, summaries: tuple[Summary, ...], shown: Shown) -> None:
-        """Write each file asked for (each module loaded only when its file is); a refused write is ``Unwritable``."""
+    def written(self, summaries: tuple[Summary, ...], shown: Shown, absent: Absence = Absence()) -> None:
+        """Write each file asked for (each module loaded only when its file is), the agents ``absent``
+        counted as skips; a refused write is ``Unwritable``."""
         if self.junit is not None:
             from convy.junit import JUnitReport
 
-            JUnitReport(summaries).written(self.junit)
+            JUnitReport(summaries, absent.agents, absent.fail_on_skip).written(self.junit)
             shown.line(f"junit: {self.junit}")
         if self.summary is not None:
             from convy.markdown import RunSummary
 
-            RunSummary(summaries, self.here).written(self.summary)
+            RunSummary(summaries, self.here, absent.agents, absent.fail_on_skip).written(self.summary)
             shown.line(f"summary: {self.summary}")
 
-    def played(self, project: Project, runs: tuple[str, ...], code: int, shown: Shown, errors: Shown) -> int:
+    def played(
+        self, project: Project, runs: tuple[str, ...], code: int, shown: Shown, errors: Shown, absent: Absence = Absence()
+    ) -> int:
         """After ``convy run`` or ``convy resume``: write each file asked for of the ``runs`` played,
-        which ended with ``code``; the command's code then (1 more when a file cannot be written)."""
+        which ended with ``code``, and of the agents ``absent``; the command's code then (1 more
+        when a file cannot be written)."""
         if not self.wanted() or code in (130, 143):  # asked to stop: the runs are kept, nothing more is written
             return code
         # Each run read back as it was kept (its secrets hidden), as `convy report` would read it.
         with Uncollected():
             summaries = tuple(Summary(project.read(one)) for one in runs)
             try:
-                self.written(summaries, shown)
+                self.written(summaries, shown, absent)
             except Unwritable as error:
                 named = " ".join(runs) if runs else "RUN…"
                 errors.line(
@@ -948,13 +978,15 @@ class RunCommand(msgspec.Struct, frozen=True):
         scenarios = self.project.scenarios(self.most_variants)
         codes: list[int] = []
         played: list[str] = []
+        absent: list[AbsentAgent] = []
         for name in names:
             loaded = Loaded(self.project, name)
             agent, models = loaded.parts()
             secrets = loaded.secrets(agent, models)
             passed_over = self.passed_over(name, agent, secrets)
-            if passed_over:
-                shown.line(passed_over)
+            if passed_over is not None:
+                shown.line(f"- {Inert(passed_over.said()).line()}")
+                absent.append(passed_over)
                 continue
             spec = self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
             if versus is not None and base is not None:
@@ -978,7 +1010,9 @@ class RunCommand(msgspec.Struct, frozen=True):
             played.append(spec.id)
             if codes[-1] in (130, 143):
                 break
-        return self.outputs.played(self.project, tuple(played), Worst(tuple(codes)).code(), shown, errors)
+        absence = Absence(tuple(absent), settings.fail_on_skip)
+        code = absence.judged(Worst(tuple(codes)).code(), bool(played), shown, errors)
+        return self.outputs.played(self.project, tuple(played), code, shown, errors, absence)
 
     def based(self, settings: Settings) -> tuple[AgainstRun | None, Read | None, tuple[str, ...]]:
         """With ``--against``: the base, read and checked, and the one agent to run (its); else the
@@ -1021,16 +1055,16 @@ class RunCommand(msgspec.Struct, frozen=True):
                 )
         return overridden
 
-    def passed_over(self, name: str, agent: Any, secrets: Secrets) -> str:
-        """The line saying why an absent agent is not run, or "" for one that is; an absent agent
+    def passed_over(self, name: str, agent: Any, secrets: Secrets) -> AbsentAgent | None:
+        """The absent agent that is not run (a skip), or ``None`` for one that is; an absent agent
         named on the command line is a ``ConfigurationError``."""
         match agent:
             case Absent(reason=reason) if self.agents:
                 raise ConfigurationError(f"agents/{name}.py: the agent is absent: {secrets.hidden(reason)}")
             case Absent(reason=reason):
-                return f"- skipped agent {name}: {secrets.hidden(reason)}"
+                return AbsentAgent(name, secrets.hidden(reason))
             case _:
-                return ""
+                return None
 
 
 class SmokeCommand(msgspec.Struct, frozen=True):
@@ -1321,13 +1355,15 @@ class DryRun(msgspec.Struct, frozen=True):
                 agent = Loaded(project, name).agent()
                 parts.append(agent)
                 over = self.command.passed_over(name, agent, Secrets())
-                if over:
-                    passed_over.append(over)
+                if over is not None:
+                    passed_over.append(f"- {Inert(over.said()).line()}")
                 elif fits:
                     spec = project.spec(name, models, settings, scenarios, matching, agent)
                     specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
+        if names and len(passed_over) == len(names):  # a run would exit 7: a check that passes would mislead
+            problems.append(f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})")
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
             problems.extend(Slips(project.folder).project())
         secrets = Loaded(project, "").secrets(*parts)

@@ -49,7 +49,7 @@ import msgspec
 from convy.attempt import Attempt, Sum
 from convy.dialog import Claim, Failed, NoVerdict, Verdict
 from convy.files import Delivered
-from convy.passing import RunVerdict
+from convy.passing import AbsentAgent, RunVerdict
 from convy.report import Summary, Sums
 from convy.stats import Consistency, Tally, Wilson
 from convy.terminal import Inert
@@ -532,11 +532,15 @@ class JUnitReport(msgspec.Struct, frozen=True):
     """Some runs as one JUnit XML document: a ``<testsuite>`` per run, in the order given."""
 
     summaries: tuple[Summary, ...]
+    absent: tuple[AbsentAgent, ...] = ()  # agents skipped as absent: a suite each, its one case skipped
+    fail_on_skip: bool = False  # whether the command fails a skip: the absent agents' cases are errors then
 
     def xml(self) -> bytes:
         root = ET.Element("testsuites")
         for index, summary in enumerate(self.summaries):
             root.append(Suite(summary, index).element())
+        for index, agent in enumerate(self.absent, start=len(self.summaries)):
+            root.append(self._absent(agent, index, untested=not self.summaries and index == 0))
         ET.indent(root)
         return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
@@ -544,3 +548,33 @@ class JUnitReport(msgspec.Struct, frozen=True):
         """Write the document to ``path`` whole (through a temporary file, as the pages are);
         a refused write is ``Unwritable``."""
         Delivered(path).written(self.xml())
+
+    def _absent(self, agent: AbsentAgent, index: int, untested: bool) -> ET.Element:
+        """An absent agent's suite: one case, ``<skipped>`` with why (an ``<error>`` of type
+        ``skipped`` under fail_on_skip); with ``untested`` (no run was played at all) also the case
+        ``nothing tested``, so a file of skips never reads as passed."""
+        name = XmlText(agent.name).line()
+        case = ET.Element("testcase", name="agent absent", classname=name, time="0.000")
+        why = XmlText(agent.said(), 2000).line()
+        if self.fail_on_skip:
+            child = ET.SubElement(case, "error", type="skipped", message=f"{why} (fail_on_skip)")
+        else:
+            child = ET.SubElement(case, "skipped", message=why)
+        child.text = why
+        cases = [case]
+        if untested:
+            nothing = ET.Element("testcase", name="nothing tested", classname=name, time="0.000")
+            said = "nothing was tested: every agent was skipped, no run was played"
+            ET.SubElement(nothing, "error", type="nothing_tested", message=said).text = said
+            cases.append(nothing)
+        erring = len(cases) - 1 + self.fail_on_skip
+        suite = ET.Element(
+            "testsuite", name=name, timestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"), hostname=Suite.HOST,
+            tests=str(len(cases)), failures="0", errors=str(erring), skipped=str(0 if self.fail_on_skip else 1),
+            time="0.000", package="convy", id=str(index),
+        )
+        ET.SubElement(ET.SubElement(suite, "properties"), "property", name="convy.skipped", value=why)
+        suite.extend(cases)
+        ET.SubElement(suite, "system-out").text = why
+        ET.SubElement(suite, "system-err")
+        return suite

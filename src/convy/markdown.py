@@ -32,7 +32,7 @@ import msgspec
 
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import Delivered
-from convy.passing import RunVerdict
+from convy.passing import AbsentAgent, RunVerdict
 from convy.report import Summary
 from convy.terminal import Inert
 from convy.views import ClaimRow, ComparisonView, CostView, IntervalView, RunView, TokensView
@@ -268,6 +268,8 @@ class RunSummary(msgspec.Struct, frozen=True):
 
     summaries: tuple[Summary, ...]
     here: Path
+    absent: tuple[AbsentAgent, ...] = ()  # agents skipped as absent, listed after the runs
+    fail_on_skip: bool = False  # whether the command fails a skip (then it says so)
 
     SCENARIOS: ClassVar[tuple[int, ...]] = (15, 5, 1)  # scenarios that did not always pass, listed: fewer when runs are many
     CLAIMS: ClassVar[int] = 3  # failed claims named for each
@@ -277,7 +279,23 @@ class RunSummary(msgspec.Struct, frozen=True):
 
     def markdown(self) -> str:
         if not self.summaries:  # every agent skipped: a file saying so, not an empty one
-            return "### convy\n\nNo run was played.\n"
+            return "### convy\n\n**– Nothing was tested:** no run was played\n" + self._absent()
+        return self._runs() + self._absent()
+
+    def _absent(self) -> str:
+        """The agents skipped as absent, each with why; empty when none was."""
+        if not self.absent:
+            return ""
+        count = len(self.absent)
+        fails = " — this fails the run (fail_on_skip)" if self.fail_on_skip else ""
+        lines = [f"\n**{count} agent{'s' if count != 1 else ''} skipped** (absent){fails}:", ""]
+        lines += [
+            f"- {MarkdownText(agent.name, self.ID).markdown()}: {MarkdownText(agent.reason, self.ERROR).markdown()}"
+            for agent in self.absent
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _runs(self) -> str:
         names = tuple(f"{summary.run.file.spec.agent}/{summary.run.file.spec.id}" for summary in self.summaries)
         for most in self.SCENARIOS:
             sections = tuple(self._section(summary, most) for summary in self.summaries)

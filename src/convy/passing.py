@@ -199,3 +199,15 @@ class RunVerdict(msgspec.Struct, frozen=True):
     def _under(self, rate: float, bar: float) -> bool:
         # Compared once rounded, so 57 of 100 is not under 0.57 by a float's last digit.
         return round(rate, 12) < round(bar, 12)
+
+
+class AbsentAgent(msgspec.Struct, frozen=True):
+    """An agent a command skipped because it is absent (its file said what is missing, ``reason``,
+    its secrets hidden): a skip of its own, counted wherever a run's skipped scenarios are, and the
+    only thing to count when every agent was absent (nothing was tested)."""
+
+    name: str
+    reason: str
+
+    def said(self) -> str:
+        return f"skipped agent {self.name}: {self.reason}"

@@ -210,7 +210,7 @@ class Project(msgspec.Struct, frozen=True):
         cannot, with why. Every chosen scenario must fill the simulator ``prompt``, even one skipped
         now: it would fail the first run with both models."""
         chosen = matching.chosen(scenarios)
-        if not chosen:
+        if not chosen or matching.unmatched(scenarios):  # each pattern and tag must choose something
             raise ConfigurationError(matching.missed(scenarios))
         self.bounded(settings, chosen)
         self.fitting(prompt, settings, chosen)

@@ -9,7 +9,8 @@ session, beside whatever else pytest collects::
 
 ``-k`` selects on these names (and the scenario's tags); ``-m`` on the tags, each registered as a
 marker. An item whose scenario needs a model that is absent, or whose agent is absent, is skipped
-with the reason ``convy run`` gives.
+with the reason ``convy run`` gives; under ``fail_on_skip`` it fails saying so, as ``convy run``
+exits 8.
 
 Nothing is played while collecting. At the first item that runs, ``ScenarioTests`` plays every
 selected item's attempts: one run per agent, in one ``asyncio.run`` for the session, through the
@@ -140,6 +141,7 @@ class ScenarioTests:
         self.started: dict[str, RunSpec] = {}
         self.played: dict[str, Played | Stopped] = {}
         self.nothing = False  # set at the session's end when its scenarios were chosen and none judged
+        self.fail_on_skip = False  # the project's fail_on_skip, read at collection: a skipped item fails then
 
     def configured(self) -> None:
         """Refuse pytest-xdist, register the scenarios' tags as markers, and take part in the session."""
@@ -207,6 +209,7 @@ class ScenarioTests:
             settings = command.overridden(self.project.settings())
         except ConfigurationError as error:  # said of `convy run`'s options: these are pytest's
             raise ConfigurationError(self.OPTIONS.sub(r"--convy-\1:", str(error))) from None
+        self.fail_on_skip = settings.fail_on_skip
         scenarios = self.project.scenarios()
         prompt = self.project.prompt(settings)
         nodes: list[AgentScenarios] = []
@@ -215,7 +218,8 @@ class ScenarioTests:
             agent, models = loaded.parts()
             secrets = loaded.secrets(agent, models)
             # As `convy run` passes over an absent agent (one named in --convy-agent is an error).
-            absent = command.passed_over(name, agent, secrets).removeprefix("- ")
+            over = command.passed_over(name, agent, secrets)
+            absent = over.said() if over is not None else ""
             skipped: dict[str, str] = {}
             match agent:
                 case Absent(reason=reason):
@@ -540,7 +544,9 @@ class AgentScenarios(pytest.Collector):
                 item.extra_keyword_matches.add(tag)
                 if tests.markable(tag):
                     item.add_marker(tag)
-            if skipped:
+            if skipped and tests.fail_on_skip:  # as `convy run` exits 8: the item fails, saying why it was skipped
+                item.refused = f"skipped, and fail_on_skip fails a run that skips any: {Inert(skipped).line()}"
+            elif skipped:
                 item.add_marker(pytest.mark.skip(reason=Inert(skipped).line()))
             items.append(item)
         return items
@@ -551,8 +557,11 @@ class ScenarioItem(pytest.Item):
 
     scenario: Scenario
     agent: str
+    refused: str = ""  # why a skipped scenario fails under fail_on_skip; "" for one that is played
 
     def runtest(self) -> None:
+        if self.refused:
+            raise ScenarioFailed(self.refused)
         self.config.stash[TESTS].decided(self)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

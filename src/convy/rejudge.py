@@ -139,7 +139,7 @@ class Rejudge(msgspec.Struct, frozen=True):
             else:
                 kept.append(now[was.id])
         chosen = self.matching.chosen(tuple(kept))
-        if not chosen:
+        if not chosen or self.matching.unmatched(tuple(kept)):  # each pattern and tag must choose something
             if kept:  # with the nearest ids, or the tags there are
                 raise ConfigurationError(f"run {source.id}: {self.matching.missed(tuple(kept))}")
             raise ConfigurationError(f"no scenario of run {source.id} matches the --scenarios and --tag given")

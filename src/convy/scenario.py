@@ -943,6 +943,15 @@ class Matching(msgspec.Struct, frozen=True):
     def chosen(self, scenarios: tuple[Scenario, ...]) -> tuple[Scenario, ...]:
         return tuple(scenario for scenario in scenarios if self._fits(scenario))
 
+    def unmatched(self, scenarios: tuple[Scenario, ...]) -> bool:
+        """Whether some pattern or tag given matches none of ``scenarios``: a mistake even when the
+        others choose some (a mistyped second ``--scenarios`` is not dropped in silence); ``missed``
+        says which."""
+        tags = {tag for scenario in scenarios for tag in scenario.tags}
+        return any(not Matching((pattern,)).chosen(scenarios) for pattern in self.patterns) or any(
+            tag not in tags for tag in self.tags
+        )
+
     def missed(self, scenarios: tuple[Scenario, ...], folder: str = "scenarios/") -> str:
         """Why none of ``scenarios`` is chosen, said with what is near: for a pattern that fits
         none, the nearest ids; for a tag no scenario has, the tags there are."""
