@@ -216,7 +216,9 @@ def test_report_shows_header_tiles_and_table(pages: dict[str, Path], visit: Call
     header = page.inner_text("header.top")
     for said in ("shop · 2026-01-05-before", "✓ finished", "fake-user", "fake-judge", "9f2c4e1ab37d", "0.1.0", "30 of 30 planned"):
         assert said in header
-    assert "billing/invoice" in page.inner_text(".notice")
+    notices = "\n".join(page.locator(".notice").all_inner_texts())  # the pass rule's verdict, then the run's notes
+    assert "billing/invoice" in notices
+    assert "✗ 2 scenarios failed the pass rule" in notices
     tiles = page.inner_text(".tiles")
     for said in ("PASS RATE", "95% CI", "bootstrap across scenarios", "passed of", "✓ 2 always pass", "~ 1 flaky", "✗ 1 never pass",
                  "NOT JUDGED", "6 judge failed", "AGENT TOKENS", "cached", "TOTAL COST", "incomplete", "unpriced", "ANSWER TIME", "p95",
