@@ -216,6 +216,37 @@ def test_a_dry_run_refuses_what_the_run_refuses_with_the_same_words(sound: Path)
     assert not (sound / "results").exists()
 
 
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (("--junit", "/"), "convy: --junit /: a folder; name a file in it: --junit /junit.xml"),
+        (("--summary", "/"), "convy: --summary /: a folder; name a file in it: --summary /summary.md"),
+        (("--junit", "agents"), "convy: --junit agents: a folder; name a file in it: --junit agents/junit.xml"),
+        (("--summary", "pyproject.toml/s.md"), "convy: --summary pyproject.toml/s.md: pyproject.toml is a file, not a folder"),
+        (("--junit", "out.md", "--summary", "out.md"), "convy: --junit and --summary name one file: give each its own"),
+        (("--ray", "ray://"), "convy: --workers/--ray: ray: not an address: auto, ray://HOST:10001 or HOST:6379"),
+    ],
+)
+def test_an_output_or_an_address_that_cannot_be_one_is_refused_before_anything_is_played(
+    sound: Path, arguments: tuple[str, ...], expected: str
+) -> None:
+    """``--junit /`` and its kind are refused in one line (exit 2, no traceback) before any attempt
+    opens a conversation; so is a Ray address with no host."""
+    before = listing(sound)
+    ran = convy(sound, "run", "a", *arguments)
+    assert (ran.returncode, ran.stderr.splitlines(), ran.stdout) == (2, [expected], "")
+    assert listing(sound) == before
+    assert not (sound.parent / "opened").exists()
+
+
+def test_a_ray_address_with_no_host_in_the_settings_is_a_problem_check_names(sound: Path) -> None:
+    """``ray = "ray://"`` in [tool.convy] is named by ``convy check``, not found by Ray 31 s later."""
+    (sound / "pyproject.toml").write_text('[tool.convy]\nattempts = 4\nray = "ray://"\n', encoding="utf-8")
+    checked = convy(sound, "check")
+    assert checked.returncode == 2
+    assert "convy: pyproject.toml: [tool.convy] ray: not an address: auto, ray://HOST:10001 or HOST:6379" in checked.stderr.splitlines()
+
+
 def broken(folder: Path) -> None:
     """Break ``folder``'s project in every way at once: an agent file that raises, a models.py that
     raises, a simulator prompt with a slot no scenario fills, a scenario with an unknown field, two

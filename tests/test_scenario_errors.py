@@ -115,7 +115,7 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "pass not in grades",
         f"user: I want a refund\njudge:\n  - the agent helped\n{GRADED}    pass: great\n",
-        "scenarios/refund.yaml: judge[1].pass: must be one of the grades",
+        "scenarios/refund.yaml: judge[1].pass: must be one of the grades: rude, neutral, warm",
     ),
     (
         "pass without grades",
@@ -825,3 +825,56 @@ def test_the_simulator_prompt_is_checked_as_the_simulated_user_is_told_it(tmp_pa
     told = named.simulated(Absent(), prompt).prompt
     assert told == named.told(prompt)
     assert told.startswith("You are Ann. Ask for a refund of your kettle. Say ")
+
+
+# A file with several problems names every one of them, each on its own line (issue 25, item 5).
+SEVERAL: list[tuple[str, str, tuple[str, ...]]] = [
+    (
+        "an unknown field beside a pass that is not a grade",
+        "user: hi\ncolour: red\njudge:\n  - claim: polite\n    grades: [rude, ok, warm]\n    pass: nice\n",
+        ("colour: unknown field", "judge[0].pass: must be one of the grades: rude, ok, warm"),
+    ),
+    (
+        "pass written at the top of the file, under no claim",
+        "user: hi\njudge:\n  - claim: polite\n    grades: [rude, ok, warm]\npass: warm\n",
+        ("pass: not a field here; it belongs under judge[0]", "judge[0].pass: give the worst grade that still passes"),
+    ),
+    (
+        "a check's with written beside the check",
+        "user: hi\njudge:\n  - check: {called: refund}\n    with: {order: A1}\n",
+        ("judge[0].with: not a field here; it belongs under judge[0].check",),
+    ),
+    (
+        "a scenario's field written inside a claim",
+        "user: hi\njudge:\n  - claim: ok\n    max_turns: 3\n",
+        ("judge[0].max_turns: not a field here; it belongs at the top of the file",),
+    ),
+    (
+        "pass at the top with two graded claims",
+        "user: hi\njudge:\n  - claim: a\n    grades: [x, y]\n    pass: y\n  - claim: b\n    grades: [x, y]\n    pass: y\n  - claim: c\n    grades: [x, y]\npass: y\n",
+        ("pass: not a field here; it belongs under judge[2]", "judge[2].pass: give the worst grade that still passes"),
+    ),
+    (
+        "every field's own problem and every slot",
+        "user: 'hi {{ ordr }}'\nvars: {order: 1}\nmax_turns: 0\nfail_under: 80\njudge:\n  - 'ok {{ nme }}'\n  - check: {said: '{{ x }}'}\n",
+        (
+            "max_turns: must be at least 1",
+            "fail_under: must be between 0 and 1 (0.8 for 80%)",
+            "judge[0]: no value for {{ nme }} in vars",
+            "judge[1].check.said: no value for {{ x }} in vars",
+            "user: no value for {{ ordr }} in vars (is {{ ordr }} a slip for {{ order }}?)",
+        ),
+    ),
+    (
+        "two wrong kinds and an unknown field in a claim",
+        "user: hi\nmax_turns: many\ntags: urgent\njudge:\n  - claim: ok\n    weight: 2\n",
+        ("judge[0].weight: unknown field", "max_turns: expected a whole number, got text", "tags: expected a list, got text"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "expected"), SEVERAL, ids=[case for case, _, _ in SEVERAL])
+def test_every_problem_of_a_file_is_named(tmp_path: Path, case: str, text: str, expected: tuple[str, ...]) -> None:
+    """Each problem of one file is a line of its own, not only the first msgspec met."""
+    error = problem(written(tmp_path, {"refund.yaml": text}))
+    assert sorted(error.problems) == sorted(f"scenarios/refund.yaml: {line}" for line in expected)

@@ -680,6 +680,22 @@ class Outputs(msgspec.Struct, frozen=True):
         """The option that named ``path``."""
         return "--junit" if path == self.junit else "--summary"
 
+    def refused(self) -> None:
+        """A ``ConfigurationError`` when a file asked for cannot be one, said before anything is
+        played: a folder named (``--junit /``), a path through a file, both options one file."""
+        examples = {"--junit": "junit.xml", "--summary": "summary.md"}
+        for option, path in (("--junit", self.junit), ("--summary", self.summary)):
+            if path is None:
+                continue
+            shown = path.relative_to(self.here) if path.is_relative_to(self.here) else path
+            if path.is_dir() or not path.name:
+                raise ConfigurationError(f"{option} {shown}: a folder; name a file in it: {option} {Path(shown, examples[option])}")
+            above = next((parent for parent in path.parents if parent.exists()), None)
+            if above is not None and not above.is_dir():
+                raise ConfigurationError(f"{option} {shown}: {above.name} is a file, not a folder")
+        if self.junit is not None and self.junit == self.summary:
+            raise ConfigurationError("--junit and --summary name one file: give each its own")
+
     def written(self, summaries: tuple[Summary, ...], shown: Shown, absent: Absence = Absence()) -> None:
         """Write each file asked for (each module loaded only when its file is), the agents ``absent``
         counted as skips; a refused write is ``Unwritable``."""
@@ -2049,6 +2065,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     try:
         try:
+            outputs.refused()
             match parsed.command:
                 case "init" if parsed.ci is not None:
                     code = Workflow(parsed.project / parsed.folder, parsed.ci).run(shown)

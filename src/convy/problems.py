@@ -15,6 +15,7 @@
     │   ├── EmptyReply                ... by answering with nothing (a simulated user's "empty" fault)
     │   └── ServiceFailure            ... because its service failed the request (an HttpFailure:
     │                                 a connection, a timeout, an error status), not its answer
+    ├── Problems (here)               a ValueError: a record's fields break several of its rules
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── ScenarioError             one line per broken scenario file
@@ -115,6 +116,15 @@ class ScenarioError(ConfigurationError):
     def __init__(self, problems: tuple[str, ...]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+class Problems(ValueError):
+    """Several problems of one record's fields, raised by its checks at once: each line
+    ``field: what is wrong``; ``layout.Layout`` says each on its own line."""
+
+    def __init__(self, lines: tuple[str, ...]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = lines
 
 
 class FieldProblem(msgspec.Struct, frozen=True):

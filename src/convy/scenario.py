@@ -20,7 +20,7 @@ import fnmatch
 import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -49,9 +49,18 @@ from convy.dialog import (
     UserFault,
     Verdict,
 )
+from convy.layout import Layout
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.pattern import Pattern
-from convy.problems import ConfigurationError, EmptyReply, FieldProblem, Outside, ScenarioError, ServiceFailure
+from convy.problems import (
+    ConfigurationError,
+    EmptyReply,
+    FieldProblem,
+    Outside,
+    Problems,
+    ScenarioError,
+    ServiceFailure,
+)
 from convy.slots import Slotted, nearest
 from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
@@ -229,7 +238,7 @@ class Rule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
             if not self.pass_:
                 raise ValueError("pass: give the worst grade that still passes")
             if self.pass_ not in self.grades:
-                raise ValueError("pass: must be one of the grades")
+                raise ValueError(f"pass: must be one of the grades: {', '.join(self.grades)}")
         elif self.pass_:
             raise ValueError("pass: goes only with grades")
 
@@ -268,44 +277,55 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
 
     def __post_init__(self) -> None:
+        problems = tuple(dict.fromkeys(self._problems()))  # the filled copy's checks repeat its own
+        if problems:
+            raise Problems(problems)
+
+    def _problems(self) -> Iterator[str]:
+        """Every problem of its fields, each ``field: what is wrong``: an author sees them all at once."""
         if not self.id.strip():
-            raise ValueError("id: must not be empty")
+            yield "id: must not be empty"
         if not self.judge:
-            raise ValueError("judge: give at least one claim")
+            yield "judge: give at least one claim"
         for number, entry in enumerate(self.judge):
             match entry:
                 case str(text) if not text.strip():
-                    raise ValueError(f"judge[{number}]: an empty claim")
-        for name, value in self.vars.items():
-            problem = Value(value).problem(f"vars.{name}")
-            if problem:
-                raise ValueError(problem)
+                    yield f"judge[{number}]: an empty claim"
+        values = [problem for name, value in self.vars.items() if (problem := Value(value).problem(f"vars.{name}"))]
         for field, names in (("vars", self.vars), ("matrix", self.matrix)):
             for name in names:
                 if name in PROMPT_SLOTS:
-                    raise ValueError(
+                    values.append(
                         f"{field}.{name}: the simulator prompt fills {{{{ {name} }}}} itself "
                         f"({PROMPT_SLOTS[name]}): give the value another name"
                     )
+        yield from values
         if not self.user.strip() and not self.script:
-            raise ValueError("user: a scenario needs a user, a script, or both")
+            yield "user: a scenario needs a user, a script, or both"
         if self.max_turns is not None and self.max_turns < 1:
-            raise ValueError("max_turns: must be at least 1")
+            yield "max_turns: must be at least 1"
         if self.fail_under is not None and (not math.isfinite(self.fail_under) or not 0.0 <= self.fail_under <= 1.0):
-            raise ValueError("fail_under: must be between 0 and 1 (0.8 for 80%)")
-        if self.max_turns is not None and len(self.script) > self.max_turns:
-            raise ValueError(f"script: {len(self.script)} messages, more than max_turns ({self.max_turns})")
+            yield "fail_under: must be between 0 and 1 (0.8 for 80%)"
+        if self.max_turns is not None and 1 <= self.max_turns < len(self.script):
+            yield f"script: {len(self.script)} messages, more than max_turns ({self.max_turns})"
         for number, line in enumerate(self.script):
             if not line.strip():
-                raise ValueError(f"script[{number}]: an empty message")
+                yield f"script[{number}]: an empty message"
         if self.filled:
             if len(self.user.encode("utf-8", "surrogatepass")) > Prompt.LIMIT:
-                raise ValueError(f"user: the filled instructions {Prompt(self.user).oversize({})}")
+                yield f"user: the filled instructions {Prompt(self.user).oversize({})}"
             return
-        if self.matrix:
-            self._matrix_checked()
-        if PERSONA not in self.matrix:  # a persona's values may fill any slot: each variant is checked as it is made
-            self._filled({**self.vars, **{key: key for key in self.matrix}}, None)
+        if values:  # the slots are filled from the values: checked once they are sound
+            return
+        try:
+            if self.matrix:
+                self._matrix_checked()
+            if PERSONA not in self.matrix:  # a persona's values may fill any slot: each variant is checked as it is made
+                self._filled({**self.vars, **{key: key for key in self.matrix}}, None)
+        except Problems as problems:
+            yield from problems.lines
+        except ValueError as error:
+            yield str(error)
 
     def _matrix_checked(self) -> None:
         """A matrix's own problems: its values, and every key but ``persona`` a slot it fills."""
@@ -374,28 +394,44 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         ``ValueError`` names the field and the slot at fault."""
         where = f" (variant {variant.label()})" if variant is not None else ""
         givers = "vars, matrix or persona" if PERSONA in self.matrix else "vars or matrix" if self.matrix else "vars"
+        problems: list[str] = []
 
         def fill(field: str, text: str, shown: Callable[[Any], str]) -> str:
+            # A problem is kept and the text left as it is: every field is filled, every problem said.
             slotted = Slotted(text)
             problem = slotted.stray()
             if problem:
-                raise ValueError(f"{field}: {problem}{where}")
+                problems.append(f"{field}: {problem}{where}")
+                return text
             missing = sorted(slotted.slots() - set(values))
             if missing:
                 near = nearest(missing[0], values)
                 hint = f" (is {{{{ {missing[0]} }}}} a slip for {{{{ {near} }}}}?)" if near else ""
-                raise ValueError(f"{field}: {slotted.missing(values)} in {givers}{hint}{where}")
+                problems.append(f"{field}: {slotted.missing(values)} in {givers}{hint}{where}")
+                return text
             oversize = Prompt(text).oversize(values)
             if oversize:
-                raise ValueError(f"{field}: the filled {'instructions' if field == 'user' else 'text'} {oversize}{where}")
+                problems.append(f"{field}: the filled {'instructions' if field == 'user' else 'text'} {oversize}{where}")
+                return text
             return slotted.filled(values, shown)
 
+        before = len(problems)
+        try:
+            judged = self._judged(fill, values)
+        except ValueError as error:  # a filled entry's own problem, unless it comes of a slot already said
+            judged = ()
+            if len(problems) == before:
+                problems.append(str(error))
+        user = fill("user", self.user, str)
+        script = tuple(fill(f"script[{number}]", line, str) for number, line in enumerate(self.script))
+        if problems:
+            raise Problems(tuple(problems))
         return Scenario(
             id=variant.id() if variant is not None else self.id,
-            judge=self._judged(fill, values),
-            user=fill("user", self.user, str),
+            judge=judged,
+            user=user,
             vars=values,
-            script=tuple(fill(f"script[{number}]", line, str) for number, line in enumerate(self.script)),
+            script=script,
             max_turns=self.max_turns,
             tags=self.tags,
             variant=variant,
@@ -880,6 +916,9 @@ class Scenarios(msgspec.Struct, frozen=True):
                 continue
             try:
                 variants = scenario.variants(personas, self.most_variants)
+            except Problems as error:
+                problems.extend(f"{shown}: {line}" for line in error.lines)
+                continue
             except ValueError as error:
                 problems.append(f"{shown}: {error}")
                 continue
@@ -914,13 +953,19 @@ class ScenarioFile(msgspec.Struct, frozen=True):
                 raise ScenarioError((f"{self.shown}: empty: a scenario needs at least a judge and a user or a script",))
             case _:
                 raise ScenarioError((f"{self.shown}: must be a mapping of fields (id, user, script, judge, ...)",))
-        if "variant" in data:
-            raise ScenarioError((f"{self.shown}: variant: convy sets it on each variant of a matrix; write matrix:",))
-        if "filled" in data:
-            raise ScenarioError((f"{self.shown}: filled: convy sets it once the slots are filled; leave it out",))
+        # Two fields convy sets itself, never read from a file: said, then left out of the rest.
+        own = {
+            "variant": "convy sets it on each variant of a matrix; write matrix:",
+            "filled": "convy sets it once the slots are filled; leave it out",
+        }
+        problems = [f"{self.shown}: {field}: {said}" for field, said in own.items() if field in data]
+        written = {"id": self.default_id, **{key: value for key, value in data.items() if key not in own}}
+        problems.extend(f"{self.shown}: {line}" for line in Layout(Scenario).problems(written))
+        if problems:
+            raise ScenarioError(tuple(problems))
         try:
-            scenario = msgspec.convert({"id": self.default_id, **data}, Scenario)
-        except msgspec.ValidationError as error:
+            scenario = msgspec.convert(written, Scenario)
+        except msgspec.ValidationError as error:  # what Layout did not foresee is still said, in one line
             raise ScenarioError((f"{self.shown}: {FieldProblem(str(error), Scenario).text()}",)) from None
         try:  # the run folder keeps it as JSON: what would not read back the same is refused now
             kept = _SCENARIO.decode(msgspec.json.encode(scenario))

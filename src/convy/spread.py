@@ -72,6 +72,15 @@ class Spread(msgspec.Struct, frozen=True):
             raise ValueError(f"workers: must be from 0 to {self.MOST}")
         if not self.address.isprintable() or len(self.address) > 1_000:
             raise ValueError("ray: not an address")
+        if self.address and self.address not in (LOCAL, "auto") and self._socket() is None:
+            raise ValueError("ray: not an address: auto, ray://HOST:10001 or HOST:6379")
+
+    def _socket(self) -> tuple[str, int] | None:
+        """The host and port of an address given as one (``ray://HOST:PORT`` or ``HOST:PORT``)."""
+        host, colon, port = self.address.removeprefix("ray://").rpartition(":")
+        if not colon or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65_536 or "/" in host:
+            return None
+        return host.strip("[]"), int(port)
 
     def spread(self) -> bool:
         return self.workers > 0 or bool(self.address)
@@ -90,17 +99,16 @@ class Spread(msgspec.Struct, frozen=True):
         return max(1, min(wanted, *caps))
 
     def reachable(self) -> None:
-        """Nothing when the address is a cluster's that answers, or one Ray finds itself (``auto``,
-        ``ray://``); a ``ConfigurationError`` at once for a host and port nothing listens on,
-        which Ray would otherwise try for minutes."""
+        """Nothing when the address is a cluster's that answers (a Ray client's ``ray://HOST:PORT``
+        or a node's ``HOST:PORT``), or one Ray finds itself (``auto``); a ``ConfigurationError`` at
+        once for a host and port nothing listens on, which Ray would otherwise try for minutes."""
         where = self.where()
-        if where in (LOCAL, "auto") or "://" in where:
+        found = self._socket()
+        if where in (LOCAL, "auto") or found is None:
             return
-        host, _, port = where.rpartition(":")
-        if not host or not port.isdigit():
-            raise ConfigurationError(f"--ray {where}: not an address: auto, ray://HOST:PORT or HOST:PORT")
+        host, port = found
         try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=self.PATIENCE).close()
+            socket.create_connection((host, port), timeout=self.PATIENCE).close()
         except OSError as error:
             raise ConfigurationError(f"--ray {where}: no Ray cluster answers there: {error.strerror or error}") from None
 
