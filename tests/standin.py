@@ -15,8 +15,9 @@ Endpoints
     POST  /agent  (and /agent/...)      a JSON agent: {"message" | "history", "session"} -> {"output": ...}
     GET   /health                       200 {"ok": true}
 
-Order of work for a request: read it -> record it in `received` -> api key check (401) -> rate limit (429)
--> take the first queued fault that matches -> wait `latency` -> answer (normally, or as the fault says).
+Order of work for a request: read it -> record it in `received` -> api key check (401) -> path prefix and
+model checks (404, or `unknown_model`'s status) -> rate limit (429) -> take the first queued fault that
+matches -> wait `latency` -> answer (normally, or as the fault says).
 /health is never rate limited, delayed or faulted, unless a fault names path="/health".
 
 The rate limits read the stand-in's `clock` (time.monotonic unless given): a test of a window that
@@ -684,6 +685,10 @@ class StandIn:
         headers on every chat and agent response; it replaces per_minute / window.
     cost: if not None, sent as usage.cost (as OpenRouter does) unless the responder gives its own.
     api_key: if set, chat and agent requests need "Authorization: Bearer <api_key>", else 401.
+    prefix: if set (e.g. "/v1"), chat and agent requests whose path does not start with it get 404, as a
+        real gateway answers a URL that lacks its /v1 (the stand-in answers any .../chat/completions otherwise).
+    models: if set, a chat request for a model not in it gets `unknown_model` (404 with OpenAI's "The model
+        `x` does not exist", or 400 with LiteLLM's "Invalid model name passed in model=x").
     tls: a TLS() config; the url is then https.
     clock: what the rate limits (and Received.time) read as now; time.monotonic unless a test gives a HandClock.
     All of reply, agent_reply, latency, per_minute, window, cost and api_key may be changed while running.
@@ -700,6 +705,9 @@ class StandIn:
         limit: Any = None,
         cost: float | None = None,
         api_key: str | None = None,
+        prefix: str = "",
+        models: frozenset[str] | None = None,
+        unknown_model: int = 404,
         tls: TLS | None = None,
         host: str = "127.0.0.1",
         clock: Callable[[], float] = time.monotonic,
@@ -715,6 +723,9 @@ class StandIn:
         self._tokens_admitted = 0
         self._cost = cost
         self._api_key = api_key
+        self._prefix = prefix
+        self._models = models
+        self._unknown_model = unknown_model
         self.tls = tls
         self.host = host
         self.port: int = 0
@@ -902,7 +913,7 @@ class StandIn:
 
     def configure(self, **knobs: Any) -> None:
         """Change several knobs at once: reply, agent_reply, latency, per_minute, window, cost, api_key."""
-        allowed = {"reply", "agent_reply", "latency", "per_minute", "window", "limit", "cost", "api_key"}
+        allowed = {"reply", "agent_reply", "latency", "per_minute", "window", "limit", "cost", "api_key", "prefix", "models"}
         unknown = set(knobs) - allowed
         if unknown:
             raise TypeError(f"unknown knobs: {sorted(unknown)}")
@@ -1024,6 +1035,18 @@ class StandIn:
         if guarded and api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
             record.refused = "unauthorized"
             return await self._write(writer, record, 401, _error_body(401, "Incorrect API key provided."), keep=keep)
+        with self._lock:
+            prefix, models, unknown = self._prefix, self._models, self._unknown_model
+        if guarded and prefix and not record.path.startswith(prefix.rstrip("/") + "/"):
+            return await self._write(writer, record, 404, _error_body(404, f"no such path: {record.path}"), keep=keep)
+        asked = record.json.get("model") if isinstance(record.json, dict) else None
+        if record.kind == "chat" and models is not None and isinstance(asked, str) and asked not in models:
+            said = (
+                f"The model `{asked}` does not exist or you do not have access to it."
+                if unknown == 404
+                else f"Invalid model name passed in model={asked}. Call `/v1/models` to view available models for your key."
+            )
+            return await self._write(writer, record, unknown, _error_body(unknown, said), keep=keep)
         if record.kind != "health":
             retry_after = self._admit(record)
             if retry_after is not None:

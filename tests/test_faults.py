@@ -46,6 +46,7 @@ from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
 from convy.model import Models, OpenAiModel, Said
 from convy.scenario import Outcome, Scenario
+from convy.vital import DeadService
 
 SECRET = "secret-in-query"  # in the agent's URL query: never shown
 HEADER = "hunter2-header-value"  # in a header: never shown
@@ -119,8 +120,21 @@ def played(bench: Bench, scenario: Scenario) -> Outcome:
     return outcome
 
 
-def shows_nothing_secret(outcome: Outcome) -> None:
-    kept = msgspec.json.encode(outcome).decode()
+def stopped(bench: Bench, scenario: Scenario) -> DeadService:
+    """What stopped a run whose participant never answered; nothing was recorded."""
+    journal = MemoryJournal()
+    with pytest.raises(DeadService) as raised:
+        asyncio.run(bench.run(Plan((scenario,)), journal))
+    assert journal.outcomes == []
+    return raised.value
+
+
+def shows_nothing_secret(outcome: Outcome | DeadService) -> None:
+    match outcome:
+        case DeadService():
+            kept = f"{outcome} {[msgspec.json.encode(one).decode() for one in outcome.unanswered]}"
+        case _:
+            kept = msgspec.json.encode(outcome).decode()
     for secret in (SECRET, HEADER, KEY):
         assert secret not in kept
 
@@ -195,15 +209,16 @@ def test_agent_fault(case: Case, server: StandIn) -> None:
 
 
 def test_agent_connection_refused() -> None:
-    """An agent nothing listens for fails the attempt with "could not connect", naming the URL without its query."""
+    """An agent nothing listens for never answers: the run stops (``DeadService``) rather than record its
+    attempt, saying "could not connect" and naming the URL without its query."""
     with unused_port() as port:
-        outcome = played(agent_bench(f"http://127.0.0.1:{port}"), scenario(script=["one", "two"]))
-        assert outcome.stop == "agent_failed"
-        assert isinstance(outcome.result, Failed)
-        assert outcome.result.reason.startswith(f"HttpFailure: POST http://127.0.0.1:{port}/agent: could not connect")
-        assert outcome.result.message == "one"
-        assert outcome.transcript.turns == ()
-        shows_nothing_secret(outcome)
+        dead = stopped(agent_bench(f"http://127.0.0.1:{port}"), scenario(script=["one", "two"]))
+        (agent,) = dead.unanswered
+        assert (agent.who, agent.refused, agent.first.connected, agent.first.status) == ("agent", 1, False, 0)
+        assert agent.first.url == f"http://127.0.0.1:{port}/agent"
+        assert agent.first.text.startswith(f"POST http://127.0.0.1:{port}/agent: could not connect")
+        assert dead.held == 1
+        shows_nothing_secret(dead)
 
 
 def test_agent_that_stays_busy_past_its_patience_has_no_verdict(server: StandIn) -> None:
@@ -227,12 +242,14 @@ def test_a_missing_reply_path_names_the_path(server: StandIn) -> None:
 
 
 def test_a_refused_key_shows_no_header_value(server: StandIn) -> None:
-    """A 401 for a wrong key fails the attempt; neither the key nor any other header value is in the reason."""
+    """A 401 for a wrong key, before the agent ever answered, stops the run; neither the key nor any other
+    header value is in what it says."""
     server.api_key = "the-right-one"
-    outcome = played(agent_bench(server.url), scenario(script=["one"]))
-    assert isinstance(outcome.result, Failed)
-    assert outcome.result.reason.startswith(f"HttpFailure: POST {server.url}/agent: 401 Unauthorized")
-    shows_nothing_secret(outcome)
+    dead = stopped(agent_bench(server.url), scenario(script=["one"]))
+    (agent,) = dead.unanswered
+    assert (agent.first.status, agent.first.connected) == (401, True)
+    assert agent.first.text.startswith(f"POST {server.url}/agent: 401 Unauthorized")
+    shows_nothing_secret(dead)
 
 
 # --- the simulated user's model --------------------------------------------------------------
@@ -292,18 +309,16 @@ def test_user_model_fault(case: Case, stream: bool, server: StandIn) -> None:
 
 
 def test_user_model_connection_refused() -> None:
-    """A user model nothing listens for leaves NoVerdict(user) with "could not connect"."""
+    """A user model nothing listens for never answers: the run stops with "could not connect", its attempt
+    not recorded."""
     with unused_port() as port:
-        outcome = played(user_bench(user_model(f"http://127.0.0.1:{port}", False)), scenario(user="You need help."))
-        assert outcome.stop == "model_failed"
-        assert outcome.result == NoVerdict(
-            "user",
-            f"model user-model failed: HttpFailure: POST http://127.0.0.1:{port}/v1/chat/completions: "
-            "could not connect (ConnectError: All connection attempts failed)",
-            service=True,
+        dead = stopped(user_bench(user_model(f"http://127.0.0.1:{port}", False)), scenario(user="You need help."))
+        (user,) = dead.unanswered
+        assert (user.who, user.name, user.first.connected) == ("user", "user-model", False)
+        assert user.first.text == (
+            f"POST http://127.0.0.1:{port}/v1/chat/completions: could not connect (ConnectError: All connection attempts failed)"
         )
-        assert Attempt(outcome, 1.0).cause() == "service"
-        shows_nothing_secret(outcome)
+        shows_nothing_secret(dead)
 
 
 def test_user_model_busy_past_its_patience_has_no_verdict_busy(server: StandIn) -> None:

@@ -131,6 +131,7 @@ if TYPE_CHECKING:
     from convy.project import Project, ProjectAgent
     from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
     from convy.settings import Settings
+    from convy.vital import DeadService
 
 # Each public name is imported from its module the first time it is asked for, so a command loads
 # only what it uses (``convy report`` needs no HTTP client, no settings library, no progress bar).
@@ -149,6 +150,7 @@ _WHERE = {
     "Checked": "convy.dialog",
     "Chunks": "convy.chat",
     "Claim": "convy.dialog",
+    "DeadService": "convy.vital",
     "DialoguesLost": "convy.problems",
     "EmptyReply": "convy.problems",
     "Evidence": "convy.dialog",
@@ -291,6 +293,7 @@ __all__ = [
     "Contained",
     "Conversation",
     "Cost",
+    "DeadService",
     "DialoguesLost",
     "EmptyReply",
     "Env",

@@ -32,7 +32,7 @@ from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import msgspec
 
@@ -50,6 +50,7 @@ from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritabl
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 from convy.secrets import Secrets
+from convy.vital import NOTED, DeadService, Pulse, Vitals, Watched, WatchedAgent
 
 
 class RunInUse(ConfigurationError):
@@ -198,7 +199,8 @@ class Bench(msgspec.Struct, frozen=True):
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
         only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
         planned = tuple(planned)
-        stage = self.stage(one.scenario for one in planned)
+        vitals = Vitals()  # each participant watched: one whose service refuses it for good stops the run
+        stage = self.stage((one.scenario for one in planned), vitals=vitals)
         plan = iter(planned)
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
@@ -214,6 +216,9 @@ class Bench(msgspec.Struct, frozen=True):
             while True:
                 seat = await stage.seat()
                 try:
+                    stopped = vitals.stopped()  # a participant is dead: no attempt starts
+                    if stopped is not None:
+                        raise stopped
                     one = await _taken(plan, spending)
                 except BaseException:
                     seat.release()
@@ -221,14 +226,34 @@ class Bench(msgspec.Struct, frozen=True):
                 if one is None:
                     seat.release()
                     return
-                outcome = await stage.seated(one, seat)
-                journal.record(outcome)
-                kept.append(one)
+                noted: set[Pulse] = set()
+                token = NOTED.set(noted)
+                try:
+                    outcome = await stage.seated(one, seat)
+                finally:
+                    NOTED.reset(token)
+                # An attempt a participant refused before it ever answered waits for its answer.
+                for ready, recorded in vitals.kept(one, outcome, noted):
+                    journal.record(recorded)
+                    kept.append(ready)
+                stopped = vitals.stopped()
+                if stopped is not None:
+                    raise stopped
 
         workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
-        async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
+        except BaseExceptionGroup as error:
+            dead, rest = error.split(DeadService)
+            if dead is not None and rest is None:
+                raise _first(dead) from None
+            raise
+        # Held to the end: the participants that refused them never answered any request.
+        stopped = vitals.ended()
+        if stopped is not None:
+            raise stopped
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
         # the bench is not done until every planned attempt was recorded, or left in the plan by
         # a budget that was spent.
@@ -243,19 +268,23 @@ class Bench(msgspec.Struct, frozen=True):
         """This bench with another budget."""
         return msgspec.structs.replace(self, budget=budget)
 
-    def stage(self, scenarios: Iterable[Scenario], services: Services | None = None) -> Stage:
+    def stage(self, scenarios: Iterable[Scenario], services: Services | None = None, vitals: Vitals | None = None) -> Stage:
         """Everything the attempts of ``scenarios`` are played with, made in the event loop that
         plays them: the participants' places (sharing ``services``), the agent within its time
-        limits, the simulated users, the judge."""
+        limits, the simulated users, the judge; with ``vitals``, each participant ``Watched``."""
         from convy.dialog import DefaultPrompts
 
         prompt = self.prompt or Prompt(DefaultPrompts().user())
         services = Services() if services is None else services
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
-        agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
-        user = PatientModel(self.models.user, places["user"])  # contained by the scenario's SimulatedUser
-        judge = RunJudge(self.models.judge, self.judging).within(places["judge"])
-        review = UserReview(self.user_checks, RunJudge(self.models.judge).model(places["judge"]))
+        agent: Any = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
+        models = self.models
+        if vitals is not None:
+            agent = WatchedAgent(agent, vitals.pulse("agent"))
+            models = Models(_watched(models.user, vitals, "user"), _watched(models.judge, vitals, "judge"))
+        user = PatientModel(models.user, places["user"])  # contained by the scenario's SimulatedUser
+        judge = RunJudge(models.judge, self.judging).within(places["judge"])
+        review = UserReview(self.user_checks, RunJudge(models.judge).model(places["judge"]))
         # A scenario's simulated user is the same for all its attempts: its prompt is filled once,
         # however many times the scenario comes (a run passes one per attempt).
         unique = {scenario.id: scenario for scenario in scenarios}
@@ -264,6 +293,22 @@ class Bench(msgspec.Struct, frozen=True):
             for key, scenario in unique.items()
         }
         return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns)
+
+
+def _watched(part: Any, vitals: Vitals, who: Literal["user", "judge"]) -> Any:
+    """A model, or each chat model of a judge or a panel, ``Watched`` by its pulse in ``vitals``;
+    anything else (absent, a judge of other code) as it is."""
+    match part:
+        case Absent():
+            return part
+        case ChatJudge(model=model):
+            return msgspec.structs.replace(part, model=Watched(model, vitals.pulse(who, model.name)))
+        case Panel(judges=judges):
+            return msgspec.structs.replace(part, judges=tuple(_watched(judge, vitals, who) for judge in judges))
+        case _ if who == "user":
+            return Watched(part, vitals.pulse(who, part.name))
+        case _:
+            return part
 
 
 async def _taken(plan: Iterator[Planned], spending: Spending | None) -> Planned | None:
@@ -928,7 +973,11 @@ class RunJournal(msgspec.Struct, frozen=True):
                         # worker of a spread run that could not load the project
                         said, _ = error.split((Unwritable, Unplayed, ConfigurationError, WorkersLost))
                         if said is not None:
-                            raise _first(said) from None
+                            first = _first(said)
+                            match first:
+                                case DeadService() if fresh and not unflushed.kept:
+                                    self._removed()  # a new run that kept nothing leaves nothing behind
+                            raise first from None
                 raise
             # Stopped: a budget kept an attempt from starting, and attempts were left. Finished with
             # ``reached``: every attempt was played, and the spend reached the budget all the same.
@@ -945,6 +994,16 @@ class RunJournal(msgspec.Struct, frozen=True):
             return msgspec.structs.replace(
                 earlier, outcomes=earlier.outcomes + tuple(unflushed.kept), seen=self._seen()
             )
+
+    def _removed(self) -> None:
+        """This run's folder gone, with the files a play writes: a new run stopped before it kept
+        an attempt (a participant that never answered) joins no history."""
+        for name in ("attempts.jsonl", "run.json", "run.lock"):
+            with suppress(FileNotFoundError):
+                (self.folder / name).unlink()
+        with suppress(OSError):
+            self.folder.rmdir()
+            self.folder.parent.rmdir()  # the agent's folder too, when this was its only run
 
     @contextmanager
     def _held(self) -> Iterator[None]:

@@ -57,6 +57,7 @@ import asyncio
 import gc
 import io
 import os
+import re
 import select
 import signal
 import sys
@@ -67,6 +68,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -91,6 +93,7 @@ from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
 from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
+from convy.vital import DeadService, Unanswered
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -316,6 +319,7 @@ class Recorded(msgspec.Struct, frozen=True):
     kept: Kept = Kept(())
     max_not_judged: float = 0.0
     live: LiveReport | None = None  # the report written again while the run plays
+    cures: Cures | None = None  # the words of the likely fix when a participant never answers
 
     def played(self) -> int:
         journal = self.project.journal(self.spec)
@@ -325,15 +329,17 @@ class Recorded(msgspec.Struct, frozen=True):
         attempts, scenarios = self.spec.attempts, len(self.spec.scenarios)
         each = f"{attempts} attempt{'s' if attempts != 1 else ''}" if self.spec.adaptive is None else self.spec.adaptive.said(attempts)
         self.shown.line(f"{self.spec.agent}: {scenarios} scenario{'s' if scenarios != 1 else ''} × {each} → {self._where(journal.folder)}")
-        stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | None = None
+        stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | DeadService | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             growing = None if self.spec.adaptive is None else self._planned
             printed = Printed(self.shown, progress, task, self.spec.trust, growing, self.kept.outcomes)
             try:
                 kept = asyncio.run(self._played(journal, printed))
-            except (KeyboardInterrupt, Terminated, Unwritable, Unplayed, WorkersLost) as error:
+            except (KeyboardInterrupt, Terminated, Unwritable, Unplayed, WorkersLost, DeadService) as error:
                 stopped = error
         match stopped:
+            case DeadService():
+                return self._dead(journal, stopped)
             case KeyboardInterrupt():
                 return self._stopped(journal, "interrupted", 130)
             case Terminated():
@@ -434,6 +440,33 @@ class Recorded(msgspec.Struct, frozen=True):
             if refreshing is not None:
                 refreshing.cancel()
                 await asyncio.wait((refreshing,))
+
+    def _dead(self, journal: RunJournal, dead: DeadService) -> int:
+        """A participant never answered: who, what its service said and the likely fix, then what
+        became of the run — a new one that kept nothing is gone; otherwise it keeps what was played
+        before (never an attempt the service refused) and ``convy resume`` plays the rest. Exit 2:
+        the project cannot be run as it is."""
+        said = self.cures.lines(dead) if self.cures is not None else [Inert(f"convy: {dead}").line()]
+        for line in said:
+            self.errors.line(self.secrets.hidden(line))
+        held = (
+            f"; the {dead.held} attempt{'s' if dead.held != 1 else ''} {'they' if len(dead.unanswered) > 1 else 'it'} "
+            f"refused {'are' if dead.held != 1 else 'is'} not recorded"
+            if dead.held
+            else ""
+        )
+        if not (journal.folder / "run.json").exists():
+            self.errors.line(
+                f"convy: run {self.spec.id} stopped before playing on and is not kept{held}; once that is mended, run again"
+            )
+            return 2
+        kept = journal.kept(self.spec)
+        planned = self._planned(kept.outcomes)
+        self.errors.line(
+            f"convy: run {self.spec.id} stopped before playing on and keeps {len(kept.outcomes)} of {planned} attempts{held}; "
+            f"once that is mended: convy resume {self.spec.id}"
+        )
+        return 2
 
     def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
         kept = journal.kept(self.spec)
@@ -1021,10 +1054,12 @@ class RunCommand(msgspec.Struct, frozen=True):
                 secrets,
                 max_not_judged=settings.max_not_judged,
                 live=settings.live(self.project.folder, spec.id),
+                cures=Cures(self.project.folder, name, {"agent": agent, "user": models.user, "judge": models.judge}),
             )
             codes.append(recorded.played())
-            played.append(spec.id)
-            if codes[-1] in (130, 143):
+            if (self.project.journal(spec).folder / "run.json").exists():  # a run stopped before keeping anything is gone
+                played.append(spec.id)
+            if codes[-1] in (130, 143, 2):  # stopped, or the project cannot be run as it is: no other agent plays
                 break
         absence = Absence(tuple(absent), settings.fail_on_skip)
         code = absence.judged(Worst(tuple(codes)).code(), bool(played), shown, errors)
@@ -1214,6 +1249,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         code = Recorded(
             self.project, spec, player, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
+            cures=Cures(self.project.folder, spec.agent, {"agent": agent, "user": models.user, "judge": models.judge}),
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
@@ -1802,6 +1838,68 @@ class Loaded(msgspec.Struct, frozen=True):
         """Every secret the project runs with: its environment's, and those its loaded agent and
         models hold."""
         return Environment(self.project.folder).secrets() + Holders(parts).secrets()
+
+
+class Cures(msgspec.Struct, frozen=True):
+    """What most likely mends each participant that never answered (``vital.DeadService``), in the
+    project's words: the variable that holds its key, its URL or its model's name — found by its
+    value in ``.env`` and the environment, and named, never shown — else the file that gives it.
+    ``parts`` are the participants as the project made them, by who they are: what holds the keys."""
+
+    folder: Path
+    agent: str
+    parts: dict[str, Any] = {}
+
+    def lines(self, dead: DeadService) -> list[str]:
+        """One line per participant: who, what its service answered, and the likely fix."""
+        return [
+            Inert(f"convy: {one.participant(self.agent)} {one.answered()}: {self.cure(one)}").line()
+            for one in dead.unanswered
+        ]
+
+    def cure(self, one: Unanswered) -> str:
+        first = one.first
+        given = f"agents/{self.agent}.py" if one.who == "agent" else "models.py"
+        base = first.url.removesuffix("/chat/completions")
+        if not first.connected:
+            if one.who == "agent":
+                return f"is the agent's server running at {base}?{self._set(self._url(base), given)}"
+            return f"is the server at {base} running, and is that its address?{self._set(self._url(base), given)}"
+        model = first.model
+        unversioned = re.search(r"/v\d+(/|$)", urlsplit(base).path) is None
+        match first.status:
+            case 401 | 403:
+                keys = self._key(one.who)
+                held = f"check {keys[0]}" if keys else f"check the key {given} gives it"
+                return f"the key was refused: {held}"
+            case 404 if first.url.endswith("/chat/completions") and unversioned:
+                return f"the URL has no /v1: is it {base}/v1?{self._set(self._url(base), given)}"
+            case 404 | 400 if model:
+                named = self.environment.named(lambda value: value == model)
+                return f"is the model name right ({named[0] if named else f'{Inert(model).line()!r}, in {given}'})?"
+            case _:
+                return f"is the URL right?{self._set(self._url(base), given)}"
+
+    @property
+    def environment(self) -> Environment:
+        return Environment(self.folder)
+
+    def _set(self, names: tuple[str, ...], given: str) -> str:
+        return f" ({names[0]})" if names else f" (given in {given})"
+
+    def _url(self, base: str) -> tuple[str, ...]:
+        """The variables whose value is the start of ``base``, the longest first."""
+
+        def start(value: str) -> bool:
+            bare = value.rstrip("/")
+            return bare.startswith(("http://", "https://")) and (base == bare or base.startswith(bare + "/"))
+
+        return self.environment.named(start)
+
+    def _key(self, who: str) -> tuple[str, ...]:
+        """The variables whose value is a secret the participant holds (its key)."""
+        held = set(Holders((self.parts.get(who),)).secrets().values)
+        return self.environment.named(lambda value: len(value) >= 8 and value in held)
 
 
 class Terminated(Exception):

@@ -335,7 +335,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         url = self.endpoint.at(path)
         try:
             response = await self.client.post(url, content=msgspec.json.encode(body), headers=_JSON, extensions=self._traced())
-            self._checked(response, path)
+            self._checked(response, path, _model(body))
             return JsonResponse(msgspec.json.decode(response.content), dict(response.headers))
         except msgspec.DecodeError as error:
             raise HttpFailure(f"POST {self._shown(path)}: the reply is not JSON: {self._hidden(str(error))}") from self._cause(error)
@@ -357,7 +357,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                self._checked(response, path)
+                self._checked(response, path, _model(body))
                 given = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                 if given != "text/event-stream":
                     raise HttpFailure(f"POST {self._shown(path)}: asked for a stream, the service answered {given or 'with no content type'}")
@@ -411,7 +411,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
     def _cause(self, error: Exception) -> BaseException:
         return self.endpoint.secrets().cause(error)
 
-    def _checked(self, response: Any, path: str) -> None:
+    def _checked(self, response: Any, path: str, model: str = "") -> None:
         told = TOLD.get()
         if told is not None:  # named already, as the request started
             told.heard = RateHeaders(response.headers).heard()
@@ -422,7 +422,14 @@ class JsonConnection(msgspec.Struct, frozen=True):
                 RetryAfter(response.headers).seconds(),
             )
         if status >= 400:
-            raise HttpFailure(f"POST {self._shown(path)}: {status} {self._hidden(response.reason_phrase)}{self._said(response)}")
+            said = self._said(response)
+            raise HttpFailure(
+                f"POST {self._shown(path)}: {status} {self._hidden(response.reason_phrase)}{': ' + said if said else ''}",
+                status=status,
+                url=self._shown(path),
+                said=said,
+                model=model,
+            )
 
     def _said(self, response: Any) -> str:
         """The start of an error's body, which usually says what was wrong. A proxy may echo the
@@ -433,15 +440,17 @@ class JsonConnection(msgspec.Struct, frozen=True):
             text = response.text.strip()
         except (httpx2.HTTPError, UnicodeDecodeError):
             return ""
-        text = self.endpoint.secrets().opening(text, 300).strip()
-        return f": {text}" if text else ""
+        return self.endpoint.secrets().opening(text, 300).strip()
 
     def _failure(self, error: Exception, path: str) -> HttpFailure:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         where = f"POST {self._shown(path)}"
         match error:
             case httpx2.ConnectTimeout() | httpx2.ConnectError():
-                return HttpFailure(f"{where}: could not connect ({self._why(error)})")
+                # A TLS handshake that failed did connect: its certificate is what is wrong.
+                return HttpFailure(
+                    f"{where}: could not connect ({self._why(error)})", connected=_handshaken(error), url=self._shown(path)
+                )
             case httpx2.ReadTimeout():
                 return HttpFailure(
                     f"{where}: no answer within {self.endpoint.timeout:g} s; the service may have acted, so it is not sent again"
@@ -461,6 +470,27 @@ class JsonConnection(msgspec.Struct, frozen=True):
         # "certificate verify failed"), never from the request: it holds no header value.
         text = self._hidden(str(error).strip())
         return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
+def _model(body: Any) -> str:
+    """The ``model`` field of a body posted, or nothing: what an error naming a model is held to."""
+    match body:
+        case {"model": str(model)}:
+            return model
+        case _:
+            return ""
+
+
+def _handshaken(error: BaseException) -> bool:
+    """Whether a connection that failed got as far as TLS: an ``ssl.SSLError`` among its causes."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class _OnTheWire:

@@ -58,7 +58,36 @@ class HttpFailure(Exception):
     """A request failed in a way that may have reached the service: never sent again.
 
     Raised by ``http.py`` (and importable from there); declared here so that ``model.Contained``
-    can tell a model's service failing from the model's answer without loading the HTTP layer."""
+    can tell a model's service failing from the model's answer without loading the HTTP layer.
+
+    Besides its text it says what happened in fields, so nobody reads the text to learn it:
+    ``status``, the HTTP status the service answered (0 when none came: a connection, a timeout,
+    a stream cut short); ``connected``, False when no connection could be made at all (nothing
+    listens there, the host is unknown or does not answer); ``url``, the URL as errors show it
+    (no query, no password); ``said``, the start of the error's body with every secret hidden;
+    ``model``, the ``model`` field of the JSON that was posted, if it had one. ``incurable``
+    says whether sending it again could never help (``vital.py`` stops a run on it).
+    """
+
+    def __init__(
+        self, message: str, status: int = 0, connected: bool = True, url: str = "", said: str = "", model: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.connected = connected
+        self.url = url
+        self.said = said
+        self.model = model
+
+    def incurable(self) -> bool:
+        """Whether the request failed in a way no retry can mend: the key refused (401, 403), no
+        such path or model (404), a 400 whose body names the model posted (an unknown model, as
+        LiteLLM says it), or no connection at all (nothing listens there)."""
+        if not self.connected:
+            return True
+        if self.status in (401, 403, 404):
+            return True
+        return self.status == 400 and bool(self.model) and self.model in self.said
 
 
 class ModelFailure(Exception):

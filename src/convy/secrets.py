@@ -31,6 +31,7 @@ import re
 import sys
 import types
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus
@@ -236,6 +237,20 @@ class Environment(msgspec.Struct, frozen=True):
         the text of a project's code that failed while loading, before it could say which of its
         settings are secret (``.env`` holds keys and settings, and is never copied anywhere)."""
         return self.secrets() + Secrets(tuple(value.strip() for value in self._dotenv().values() if value))
+
+    def named(self, wanted: Callable[[str], bool]) -> tuple[str, ...]:
+        """Where each variable whose value is ``wanted`` is set, as a user would look for it:
+        ``GATEWAY_KEY in .env`` or ``GATEWAY_KEY in the environment`` (which wins over ``.env``, as
+        pydantic-settings reads them). Names only: a value is never said."""
+        found: list[str] = []
+        dotenv = {name: value for name, value in self._dotenv().items() if value}
+        for name, value in os.environ.items():
+            if wanted(value.strip()):
+                found.append(f"{name} in the environment")
+        for name, value in dotenv.items():
+            if name not in os.environ and value is not None and wanted(value.strip()):
+                found.append(f"{name} in .env")
+        return tuple(found)
 
     def _secret_name(self, name: str) -> bool:
         if name.upper() in _DIRECTORIES:

@@ -1,0 +1,289 @@
+"""Whether each participant of a run is alive, and what a run does when one is not.
+
+A participant — the agent, the simulated user's model, the judge's model — whose service refuses
+its first requests in a way no retry can mend (``HttpFailure.incurable``: the key refused, no such
+path or model, nothing listening) is dead: playing on would only record the same failure once per
+attempt, and keep a run whose numbers say nothing of the agent. So a run stops, and says why:
+
+- ``Pulse`` is one participant's requests as the run hears them: whether it has answered once, and
+  the incurable refusals before it did. It is dead after ``Pulse.MOST`` of them with no answer;
+  once it has answered it is alive for good, and a later refusal is an ordinary failed attempt.
+- ``Watched`` (a model) and ``WatchedAgent`` (the agent) wrap a participant and tell its pulse
+  what each request came to; once it is dead they send nothing more and fail at once.
+- ``Vitals`` are a run's pulses, and the attempts held back: an attempt that a participant
+  failed incurably before it ever answered is recorded only once that participant answers (it
+  was a passing fault), and never if the participant turns out dead. The attempt's own
+  participants are told by a context variable (``NOTED``) the bench sets for each attempt.
+- ``DeadService`` is the stop: which participants never answered, what their service said, and
+  how many attempts were held back and so never recorded. ``convy resume`` plays those.
+
+The command words the likely fix (``cli.Cures``); this module says only what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from convy.agent import AgentFailure, Answer, Message
+from convy.problems import ConfigurationError, HttpFailure
+
+Who = Literal["agent", "user", "judge"]
+
+# The participants an attempt under way was refused by before they ever answered: set by the
+# bench for each attempt, added to by the participants' wrappers (in the attempt's own tasks).
+NOTED: ContextVar[set[Pulse] | None] = ContextVar("convy_noted", default=None)
+
+
+class Refusal(msgspec.Struct, frozen=True):
+    """An incurable failure of one request, as its ``HttpFailure`` said it: the status (0 for
+    none), whether a connection was made, the URL (no query), the start of the body (secrets
+    hidden), the model posted, and the failure's own words."""
+
+    status: int
+    connected: bool
+    url: str
+    said: str
+    model: str
+    text: str
+
+
+class Unanswered(msgspec.Struct, frozen=True):
+    """A participant that never answered: who it is (its model's name, or the agent's ``""``),
+    its first refusal, and how many requests were refused."""
+
+    who: Who
+    name: str
+    first: Refusal
+    refused: int
+
+    def participant(self, agent: str = "") -> str:
+        """Who it is, in a few words: ``the agent shop``, ``the simulated user's model m``."""
+        match self.who:
+            case "agent":
+                return f"the agent {agent}".rstrip()
+            case "user":
+                return f"the simulated user's model {self.name}"
+            case "judge":
+                return f"the judge's model {self.name}"
+
+    def answered(self) -> str:
+        """What it came to: ``401 Unauthorized at URL`` or ``no connection to URL``."""
+        first = self.first
+        times = f"{self.refused} request{'s' if self.refused != 1 else ''}"
+        if not first.connected:
+            return f"could not connect to {first.url} ({times}, none answered)"
+        try:
+            reason = f"{first.status} {HTTPStatus(first.status).phrase}"
+        except ValueError:
+            reason = str(first.status)
+        return f"answered {reason} at {first.url} ({times}, none answered)"
+
+
+class DeadService(ConfigurationError):
+    """The run stopped: a participant never answered and its service refused it in a way no retry
+    can mend. ``unanswered`` names each participant that never answered (the dead one first);
+    ``held`` is how many attempts they failed, which were never recorded."""
+
+    def __init__(self, unanswered: tuple[Unanswered, ...], held: int) -> None:
+        self.unanswered = unanswered
+        self.held = held
+        lines = [f"{one.participant()} {one.answered()}" for one in unanswered]
+        super().__init__("; ".join(lines) + "; the run stopped before playing on")
+
+
+class Pulse:
+    """One participant's requests as a run hears them: whether it ever answered, and each
+    incurable refusal before it did. A plain class: it changes as the run goes."""
+
+    MOST: ClassVar[int] = 3  # incurable refusals with no answer that make a participant dead
+
+    __slots__ = ("who", "name", "answered", "refusals")
+
+    def __init__(self, who: Who, name: str) -> None:
+        self.who = who
+        self.name = name
+        self.answered = False
+        self.refusals: list[Refusal] = []
+
+    def heard(self) -> None:
+        """It answered: alive for the rest of the run."""
+        self.answered = True
+
+    def refused(self, failure: HttpFailure) -> None:
+        """A request of it failed: noted, with the attempt it failed, when no retry could mend it and
+        it has not answered yet."""
+        if self.answered or not failure.incurable():
+            return
+        self.refusals.append(
+            Refusal(failure.status, failure.connected, failure.url, failure.said, failure.model, str(failure))
+        )
+        self.noted()
+
+    def noted(self) -> None:
+        """The attempt under way was refused by this participant."""
+        noted = NOTED.get()
+        if noted is not None:
+            noted.add(self)
+
+    def dead(self) -> bool:
+        return not self.answered and len(self.refusals) >= self.MOST
+
+    def again(self) -> HttpFailure:
+        """The failure a dead participant's next request comes to, without sending it: its first."""
+        self.noted()
+        first = self.refusals[0]
+        return HttpFailure(first.text, first.status, first.connected, first.url, first.said, first.model)
+
+    def unanswered(self) -> Unanswered:
+        return Unanswered(self.who, self.name, self.refusals[0], len(self.refusals))
+
+
+class Watched(msgspec.Struct, frozen=True):
+    """The same model, telling its pulse what each request came to; once dead it sends nothing."""
+
+    model: Any
+    pulse: Any  # a Pulse
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    async def reply(self, messages: Any) -> Any:
+        pulse: Pulse = self.pulse
+        if pulse.dead():
+            raise pulse.again()
+        try:
+            answered = await self.model.reply(messages)
+        except HttpFailure as failure:
+            pulse.refused(failure)
+            raise
+        pulse.heard()
+        return answered
+
+
+class WatchedAgent(msgspec.Struct, frozen=True):
+    """The same agent (as a run limits it: ``TimeLimited``), telling its pulse what opening a
+    conversation and each turn came to; once dead it opens nothing. An agent's failure is an
+    ``AgentFailure``; the service's failure is found among its causes."""
+
+    agent: Any
+    pulse: Any  # a Pulse
+
+    def conversation(self) -> AbstractAsyncContextManager[Any]:
+        return _WatchedConversation(self.agent, self.pulse)
+
+
+class _WatchedConversation:
+    """A ``WatchedAgent``'s conversation: the agent's, its failures told to the pulse. A plain
+    class, entered once, as the other wrappers' conversations are."""
+
+    __slots__ = ("_agent", "_pulse", "_manager", "_origin")
+    _manager: AbstractAsyncContextManager[Any]
+    _origin: Any
+
+    def __init__(self, agent: Any, pulse: Pulse) -> None:
+        self._agent = agent
+        self._pulse = pulse
+
+    async def __aenter__(self) -> _WatchedConversation:
+        if self._pulse.dead():
+            failure = self._pulse.again()
+            raise AgentFailure(f"{type(failure).__name__}: {failure}") from failure
+        manager = self._agent.conversation()
+        try:
+            self._origin = await manager.__aenter__()
+        except AgentFailure as failure:
+            self._told(failure)
+            raise
+        self._manager = manager
+        return self
+
+    async def turn(self, message: Message) -> Answer:
+        try:
+            answer = await self._origin.turn(message)
+        except AgentFailure as failure:
+            self._told(failure)
+            raise
+        self._pulse.heard()
+        return answer
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self._manager.__aexit__(kind, failed, trace)
+
+    def _told(self, failure: AgentFailure) -> None:
+        for cause in _causes(failure):
+            match cause:
+                case HttpFailure():
+                    self._pulse.refused(cause)
+                    return
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """The errors an error was raised from, nearest first, a few deep."""
+    seen = error.__cause__ or error.__context__
+    for _ in range(8):
+        if seen is None:
+            return
+        yield seen
+        seen = seen.__cause__ or seen.__context__
+
+
+class Vitals:
+    """A run's pulses, one per participant (by who it is and its model's name), and the attempts
+    held back until the participants that failed them incurably have answered. A plain class:
+    it changes as the run goes."""
+
+    def __init__(self) -> None:
+        self._pulses: dict[tuple[Who, str], Pulse] = {}
+        self._held: list[tuple[Any, Any, frozenset[Pulse]]] = []
+
+    def pulse(self, who: Who, name: str = "") -> Pulse:
+        """The pulse of a participant, the same each time it is asked for."""
+        return self._pulses.setdefault((who, name), Pulse(who, name))
+
+    def kept(self, planned: Any, outcome: Any, noted: set[Pulse]) -> list[tuple[Any, Any]]:
+        """The attempts to record now, each with what was planned: this one, unless a participant
+        that refused it incurably has not answered yet (then it is held), and those held before
+        whose participants have all answered since."""
+        ready: list[tuple[Any, Any]] = []
+        waiting = frozenset(pulse for pulse in noted if not pulse.answered)
+        if waiting:
+            self._held.append((planned, outcome, waiting))
+        else:
+            ready.append((planned, outcome))
+        if self._held:
+            still = []
+            for held in self._held:
+                if all(pulse.answered for pulse in held[2]):
+                    ready.append((held[0], held[1]))
+                else:
+                    still.append(held)
+            self._held = still
+        return ready
+
+    def stopped(self) -> DeadService | None:
+        """The stop, once a participant is dead."""
+        if any(pulse.dead() for pulse in self._pulses.values()):
+            return self._stop()
+        return None
+
+    def ended(self) -> DeadService | None:
+        """At the end of the play: the stop when attempts are still held — their participants never
+        answered any request, so none of them can be trusted to."""
+        if self._held:
+            return self._stop()
+        return None
+
+    def _stop(self) -> DeadService:
+        silent = [pulse for pulse in self._pulses.values() if not pulse.answered and pulse.refusals]
+        silent.sort(key=lambda pulse: not pulse.dead())  # the dead first, in the order they came
+        return DeadService(tuple(pulse.unanswered() for pulse in silent), len(self._held))
