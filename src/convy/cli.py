@@ -280,12 +280,13 @@ class Said(msgspec.Struct, frozen=True):
         match self.outcome.result:
             case Failed(reason=reason):
                 return f"{when} · agent failed ({self.outcome.stop}): {cut(reason)}"
-            case NoVerdict(who=who, reason=reason, checks=checks):
+            case NoVerdict(reason=reason, checks=checks) as none:
                 broken = [claim for claim in checks if not claim.held and not claim.doubt]
+                failed = self._failed(none)
                 if broken:
                     # A check decided by code failed: the attempt failed, whatever the model did.
-                    return f"{when} · {cut(broken[0].claim)}: {cut(broken[0].reason)} (then {who} failed: {cut(reason)})"
-                return f"{when} · not judged, {who} failed: {cut(reason)}"
+                    return f"{when} · {cut(broken[0].claim)}: {cut(broken[0].reason)} (then {failed}: {cut(reason)})"
+                return f"{when} · not judged, {failed}: {cut(reason)}"
             case Verdict(claims=claims):
                 wrong = [claim for claim in claims if not claim.held and claim.trusted(self.trust)]
                 doubtful = [claim for claim in claims if not claim.trusted(self.trust)]
@@ -302,6 +303,17 @@ class Said(msgspec.Struct, frozen=True):
 
     def _cut(self, text: str) -> str:
         return Inert(text).short(self.MOST)
+
+    def _failed(self, none: NoVerdict) -> str:
+        """Who failed, in the words of the attempt's cause (``causes.py``): a model's service that
+        failed or stayed busy is the service's, as the run's totals count it."""
+        match none:
+            case NoVerdict(who="busy"):
+                return "a service stayed busy"
+            case NoVerdict(who=who, service=True):
+                return f"a service failed the {'simulated user' if who == 'user' else 'judge'}'s model"
+            case NoVerdict(who=who):
+                return f"{who} failed"
 
 
 class Recorded(msgspec.Struct, frozen=True):

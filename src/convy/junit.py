@@ -300,6 +300,11 @@ class Case(msgspec.Struct, frozen=True):
         match attempt.outcome.result:
             case Failed(reason=reason):
                 return f"{attempt.outcome.stop}: {self.outside(reason, most)}"
+            case NoVerdict(who="busy", reason=reason):
+                return f"service (stayed busy): {self.outside(reason, most)}"
+            case NoVerdict(who=who, reason=reason, service=True):
+                # the cause the run's totals count it under (causes.py): the service, not its model
+                return f"service ({'simulated user' if who == 'user' else 'judge'}'s model): {self.outside(reason, most)}"
             case NoVerdict(who=who, reason=reason):
                 return f"{who}: {self.outside(reason, most)}"
             case Verdict(claims=claims):

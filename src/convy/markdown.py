@@ -7,7 +7,9 @@ cost (and when the cost is incomplete), and where its report is. ``ComparisonSum
 before → after, whether the change is real or within noise in the comparison page's words, the
 scenarios that got worse or better, the claims that flipped, the attempts not judged on each side,
 tokens and cost, and where the page is. Every number and decision is the one the pages show: taken
-from ``report.Summary``'s and ``comparison.Comparison``'s view records, never computed again here.
+from ``report.Summary``'s and ``comparison.Comparison``'s view records, never computed again here;
+but the attempts not judged are grouped as the run's causes count them, a model whose service failed
+the request under the service (``causes.py``), so a 401 is the same cause here as in the totals.
 
 Both are bounded: each list is cut with "and N more", each outside text to a few hundred
 characters, and the whole to ``MOST`` characters — far under GitHub's caps (a step summary 1 MiB,
@@ -24,12 +26,14 @@ secrets hidden, and is shown as kept.
 
 from __future__ import annotations
 
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import ClassVar
 
 import msgspec
 
+from convy.attempt import Attempt
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import Delivered
 from convy.passing import AbsentAgent, RunVerdict
@@ -132,6 +136,7 @@ WHY = {
     "user": "simulated user failed",
     "judge": "judge failed",
     "busy": "service stayed busy",
+    "service": "service failed a model's request",
     "not_trusted": "judge not confident enough",
     "split": "the judge split",
     "unquoted": "evidence not in the dialogue",
@@ -161,16 +166,29 @@ class Unjudged(msgspec.Struct, frozen=True):
         if not self.view.not_judged_total:
             return []
         said: dict[str, str] = {}
+        counted: Counter[str] = Counter()
         for attempt in self.summary.attempts():
-            why = attempt.why()
-            if attempt.status() == "not_judged" and why not in said:
+            if attempt.status() != "not_judged":
+                continue
+            why = self._why(attempt)
+            counted[why] += 1
+            if why not in said:
                 said[why] = self._said(attempt.outcome.result, attempt.trust)
         lines = [f"**Not judged:** {Numbers().count(self.view.not_judged_total)} attempts, left out of the pass rate"]
-        for why, count in sorted(self.view.not_judged.items(), key=lambda one: (-one[1], one[0])):
+        for why, count in sorted(counted.items(), key=lambda one: (-one[1], one[0])):
             words = MarkdownText(WHY.get(why, why)).markdown()
             first = said.get(why, "")
             lines.append(f"- {words}: {Numbers().count(count)}" + (f" — e.g. {first}" if first else ""))
         return lines
+
+    def _why(self, attempt: Attempt) -> str:
+        """Why it was not judged, as the report counts it, but a model whose service failed the
+        request: the service's, as the run's causes count it (``causes.py``), not the model's."""
+        match attempt.outcome.result:
+            case NoVerdict(who="user" | "judge", service=True):
+                return "service"
+            case _:
+                return attempt.why()
 
     def _said(self, result: Verdict | Failed | NoVerdict, trust: float) -> str:
         match result:

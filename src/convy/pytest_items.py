@@ -40,7 +40,7 @@ import pytest
 
 from convy.bench import Bench, Player, RunInUse, RunSpec
 from convy.bench import Stopped as BudgetStopped
-from convy.cli import Budgeted, Loaded, Passed, Printed, RunCommand, Shown, Unseen
+from convy.cli import Budgeted, Cures, Loaded, Passed, Printed, RunCommand, Shown, Unseen
 from convy.junit import Case, Suite, XmlText
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unplayed, Unwritable
@@ -50,6 +50,7 @@ from convy.runs import Read
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.secrets import Environment, Secrets
 from convy.terminal import Inert
+from convy.vital import DeadService
 
 T = TypeVar("T")
 
@@ -365,6 +366,10 @@ class ScenarioTests:
                     shown.line(f"{Inert(name).line()}: {count} scenario{'s' if count != 1 else ''} × {each} → {where}")
                     printed = Printed(shown, Unseen(), 0, spec.trust)
                 self.played[name] = await self.play(spec, spec.player(bench), prepared.secrets, printed)
+            except DeadService as error:  # a participant never answered: who, what it said, the likely fix
+                parts = {"agent": prepared.agent, "user": prepared.models.user, "judge": prepared.models.judge}
+                said = [prepared.secrets.hidden(line) for line in Cures(self.project.folder, name, parts).lines(error)]
+                self.played[name] = Stopped("\n".join(said))
             except (ConfigurationError, Unwritable, Unplayed) as error:
                 said = prepared.secrets.hidden(f"convy: {error}").splitlines()
                 self.played[name] = Stopped("\n".join(Inert(line).line() for line in said))
