@@ -29,6 +29,7 @@ import pytest
 from standin import REDACTED, StandIn
 
 from convy.agent import Call, Usage
+from convy.cli import SmokeCommand
 from convy.dialog import Confidence, Grade, NoVerdict, Verdict
 from convy.scenario import Outcome
 
@@ -61,6 +62,9 @@ class Roles:
     async def __call__(self, request: dict[str, Any]) -> str | dict[str, Any]:
         messages = request["messages"]
         system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+        if messages[-1]["content"] == SmokeCommand.ASKED:  # --smoke's one request to each model
+            self.seen[f"smoke {request['model']}"] += 1
+            return "OK"
         if "tools" in request:
             role = "agent"
         elif "You are playing a person" in system:
@@ -278,9 +282,10 @@ def test_a_run_on_the_gateway_plays_every_scenario_of_both_agents_and_exits_0(
 # --- the smoke check --------------------------------------------------------------------------
 
 
-def test_smoke_on_the_gateway_shows_each_answer_and_asks_no_model(made: Made, standin: StandIn, roles: Roles) -> None:
+def test_smoke_on_the_gateway_shows_each_answer_and_asks_each_model_once(made: Made, standin: StandIn, roles: Roles) -> None:
     """``convy run assistant --smoke`` shows each answer's time, tokens and first line, says the connection works,
-    exits 0, writes no results/, and only the agent's model was asked."""
+    asks the simulated user's and the judge's model one short question each and says each answers, exits 0, and
+    writes no results/."""
     made.gateway(standin.url + "/v1")
 
     ran = made.ran("run", "assistant", "--smoke")
@@ -291,10 +296,12 @@ def test_smoke_on_the_gateway_shows_each_answer_and_asks_no_model(made: Made, st
     for number, line in enumerate(answers, start=1):
         assert re.fullmatch(rf"\s+{number}\s+\d+\.\d\d s\s+\d+ → \d+ tokens\s+I looked it up: .+", line), line
     assert "✓ assistant: connection works" in ran.stdout
+    assert re.search(r"^✓ the simulated user's model user-model: answers \(\d+\.\d\d s\): OK$", ran.stdout, re.MULTILINE)
+    assert re.search(r"^✓ the judge's model judge-model: answers \(\d+\.\d\d s\): OK$", ran.stdout, re.MULTILINE)
     assert ran.stderr == ""
     assert not (made.folder / "results").exists()
-    assert roles.seen == Counter({"agent": 6}), "three turns, each a tool call and an answer"
-    assert all(request.json["model"] == "agent-model" and "tools" in request.json for request in standin.received)
+    assert roles.seen == Counter({"agent": 6, "smoke user-model": 1, "smoke judge-model": 1}), "three turns, each a tool call and an answer"
+    assert [request.json["model"] for request in standin.received if "tools" not in request.json] == ["user-model", "judge-model"]
     accepted(standin)
 
 

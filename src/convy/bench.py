@@ -975,8 +975,11 @@ class RunJournal(msgspec.Struct, frozen=True):
                         if said is not None:
                             first = _first(said)
                             match first:
-                                case DeadService() if fresh and not unflushed.kept:
-                                    self._removed()  # a new run that kept nothing leaves nothing behind
+                                case DeadService() if fresh and (not unflushed.kept or first.respecified()):
+                                    # A new run that kept nothing, or one that names a model the
+                                    # service does not know (resume holds a run to its models), is
+                                    # no run of the project: it leaves nothing behind.
+                                    self._removed()
                             raise first from None
                 raise
             # Stopped: a budget kept an attempt from starting, and attempts were left. Finished with

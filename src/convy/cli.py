@@ -67,7 +67,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TextIO, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -78,11 +78,13 @@ from convy.agreement import Consensus
 from convy.attempt import Spent
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
-from convy.dialog import Failed, NoVerdict, Verdict
+from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.live import LiveReport, Paced, Tethered
-from convy.model import Absent, Models
+from convy.model import Absent, Contained, ModelFailure, Models
+from convy.model import Said as ModelSaid
+from convy.panel import Panel
 from convy.passing import AbsentAgent, PassRule, RunVerdict
-from convy.problems import ConfigurationError, DialoguesLost, Outside, Unplayed, Unwritable, WorkersLost
+from convy.problems import ConfigurationError, DialoguesLost, HttpFailure, Outside, Unplayed, Unwritable, WorkersLost
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
@@ -93,7 +95,7 @@ from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
 from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
-from convy.vital import DeadService, Unanswered
+from convy.vital import DeadService, Refusal, Unanswered
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -468,8 +470,15 @@ class Recorded(msgspec.Struct, frozen=True):
             else ""
         )
         if not (journal.folder / "run.json").exists():
+            named = " (a run keeps its models' names: it could not be resumed with another)" if dead.respecified() else ""
             self.errors.line(
-                f"convy: run {self.spec.id} stopped before playing on and is not kept{held}; once that is mended, run again"
+                f"convy: run {self.spec.id} stopped before playing on and is not kept{named}{held}; once that is mended, run again"
+            )
+            return 2
+        if dead.respecified():  # resumed: it keeps the name the service refused, and resume holds it to it
+            self.errors.line(
+                f"convy: run {self.spec.id} stopped before playing on{held}; it names a model the service does not "
+                "know, so no resume can finish it: once that is mended, run again"
             )
             return 2
         kept = journal.kept(self.spec)
@@ -1132,7 +1141,8 @@ class RunCommand(msgspec.Struct, frozen=True):
 
 class SmokeCommand(msgspec.Struct, frozen=True):
     """``convy run AGENT --smoke``: a short scripted dialogue with the agent, for real, to see
-    that the connection works. No model is called and nothing is written."""
+    that the connection works, and one short request to the simulated user's model and to each
+    chat model of the judge. Nothing is written."""
 
     project: Project
     agents: tuple[str, ...]
@@ -1142,6 +1152,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
         "What can you help me with?",
         "Thank you, that is all for now.",
     )
+    ASKED: ClassVar[str] = "This is a connection check. Reply with the word OK."  # each model's one request
 
     def run(self, shown: Shown, errors: Shown) -> int:
         limits = self.project.settings().limits()
@@ -1157,7 +1168,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                     codes.append(1)
                     continue
             limited = TimeLimited(agent, limits.open_seconds, limits.turn_seconds, limits.close_seconds)
-            shown.line(f"{name}: smoke test, {len(self.SCRIPT)} scripted messages, no model, nothing written")
+            shown.line(f"{name}: smoke test, {len(self.SCRIPT)} scripted messages, nothing written")
             try:
                 played = asyncio.run(smoke.outcome(1, limited, Absent(), Absent(), len(self.SCRIPT)))
             except asyncio.CancelledError:  # Ctrl+C comes out of asyncio.run as KeyboardInterrupt
@@ -1181,7 +1192,60 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                     f"  note: no reply held the calls path {paths} of agents/{name}.py: if the agent calls tools, "
                     "set calls= to where its replies list them (or have it send an empty list)"
                 )
+        codes.extend(self._models(shown, errors))
         return Worst(tuple(codes)).code()
+
+    def _models(self, shown: Shown, errors: Shown) -> list[int]:
+        """One short request to the simulated user's model and to each chat model of the judge:
+        ✓ with its time, or ✗ with what its service said and the likely fix (exit 1)."""
+        loaded = Loaded(self.project, "")
+        models = loaded.models()
+        secrets = loaded.secrets(models)
+        cures = Cures(self.project.folder, "", {"user": models.user, "judge": models.judge})
+        asked: list[tuple[Literal["user", "judge"], Any]] = [("user", models.user)]
+        match models.judge:
+            case Panel(judges=judges):
+                asked.extend(("judge", judge) for judge in judges)
+            case judge:
+                asked.append(("judge", judge))
+        codes: list[int] = []
+        for who, part in asked:
+            words = "the simulated user's model" if who == "user" else "the judge's model"
+            match part:
+                case Absent(reason=reason):
+                    shown.line(f"- {words} is absent: {Inert(secrets.hidden(reason)).line()}")
+                    continue
+                case ChatJudge(model=model):
+                    pass
+                case Panel() | ChatJudge():
+                    continue
+                case _ if who == "user":
+                    model = part
+                case _:
+                    shown.line(f"- the judge {Inert(part.name).line()} has no chat model to ask: not checked")
+                    continue
+            said = Inert(f"{words} {model.name}").line()
+            started = time.monotonic()
+            try:  # Contained: any error of the model's is a ModelFailure, its service's with the HttpFailure as cause
+                reply = asyncio.run(Contained(model).reply((ModelSaid("user", self.ASKED),)))
+            except asyncio.CancelledError:  # Ctrl+C comes out of asyncio.run as KeyboardInterrupt
+                raise ConfigurationError(f"models.py: the smoke test's request to {said} was {CANCELLED}") from None
+            except ModelFailure as failure:
+                cause = failure.__cause__
+                match cause:
+                    case HttpFailure() if cause.incurable():
+                        refusal = Refusal(cause.status, cause.connected, cause.url, cause.said, cause.model, str(cause))
+                        one = Unanswered(who, model.name, refusal, 1)
+                        errors.line(secrets.hidden(Inert(f"✗ {said} {one.told()}: {cures.cure(one)}").line()))
+                    case _:
+                        errors.line(secrets.hidden(Inert(f"✗ {said}: {failure}").line()))
+                codes.append(1)
+                continue
+            took = time.monotonic() - started
+            first = (reply.text.strip().splitlines() or ["(an empty answer)"])[0][:60]
+            shown.line(f"✓ {said}: answers ({took:.2f} s): {Inert(secrets.hidden(first)).line()}")
+            codes.append(0)
+        return codes
 
 
 class Tokens(msgspec.Struct, frozen=True):
@@ -1878,6 +1942,9 @@ class Cures(msgspec.Struct, frozen=True):
                 return f"is the agent's server running at {base}?{self._set(self._url(base), given)}"
             return f"is the server at {base} running, and is that its address?{self._set(self._url(base), given)}"
         model = first.model
+        if first.unknown_model():
+            named = self.environment.named(lambda value: value == model)
+            return f"is the model name right ({named[0] if named else f'{Inert(model).line()!r}, in {given}'})?"
         unversioned = re.search(r"/v\d+(/|$)", urlsplit(base).path) is None
         match first.status:
             case 401 | 403:
@@ -1886,9 +1953,6 @@ class Cures(msgspec.Struct, frozen=True):
                 return f"the key was refused: {held}"
             case 404 if first.url.endswith("/chat/completions") and unversioned:
                 return f"the URL has no /v1: is it {base}/v1?{self._set(self._url(base), given)}"
-            case 404 | 400 if model:
-                named = self.environment.named(lambda value: value == model)
-                return f"is the model name right ({named[0] if named else f'{Inert(model).line()!r}, in {given}'})?"
             case _:
                 return f"is the URL right?{self._set(self._url(base), given)}"
 

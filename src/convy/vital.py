@@ -53,6 +53,11 @@ class Refusal(msgspec.Struct, frozen=True):
     model: str
     text: str
 
+    def unknown_model(self) -> bool:
+        """Whether the service refused the model's name: a 404 or a 400 whose body names the model
+        posted (OpenAI's "The model `x` does not exist", LiteLLM's "Invalid model name")."""
+        return self.status in (400, 404) and bool(self.model) and self.model in self.said
+
 
 class Unanswered(msgspec.Struct, frozen=True):
     """A participant that never answered: who it is (its model's name, or the agent's ``""``),
@@ -74,16 +79,21 @@ class Unanswered(msgspec.Struct, frozen=True):
                 return f"the judge's model {self.name}"
 
     def answered(self) -> str:
-        """What it came to: ``401 Unauthorized at URL`` or ``no connection to URL``."""
+        """What it came to, and how often: ``answered 401 Unauthorized at URL (3 requests, none
+        answered)`` or ``could not connect to URL (...)``."""
+        return f"{self.told()} ({self.refused} request{'s' if self.refused != 1 else ''}, none answered)"
+
+    def told(self) -> str:
+        """What its first request came to: ``answered 401 Unauthorized at URL`` or ``could not
+        connect to URL``."""
         first = self.first
-        times = f"{self.refused} request{'s' if self.refused != 1 else ''}"
         if not first.connected:
-            return f"could not connect to {first.url} ({times}, none answered)"
+            return f"could not connect to {first.url}"
         try:
             reason = f"{first.status} {HTTPStatus(first.status).phrase}"
         except ValueError:
             reason = str(first.status)
-        return f"answered {reason} at {first.url} ({times}, none answered)"
+        return f"answered {reason} at {first.url}"
 
 
 class DeadService(ConfigurationError):
@@ -96,6 +106,11 @@ class DeadService(ConfigurationError):
         self.held = held
         lines = [f"{one.participant()} {one.answered()}" for one in unanswered]
         super().__init__("; ".join(lines) + "; the run stopped before playing on")
+
+    def respecified(self) -> bool:
+        """Whether the fix changes what the run was specified with — a model's name, which its
+        ``run.json`` keeps and ``convy resume`` holds it to — so the run can never be played out."""
+        return any(one.first.unknown_model() for one in self.unanswered)
 
 
 class Pulse:

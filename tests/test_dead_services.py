@@ -1,0 +1,279 @@
+"""Dead services through the real command: a participant whose service refuses its first requests
+for good stops the run at once, with the fix (issue 25, item 6).
+
+Each test makes a project with ``convy init`` and points its ``.env`` at the stand-in, which here
+answers as a real gateway does: only under ``/v1``, only the three model names it knows, only with
+the key. A wrong key, a URL without ``/v1``, an unknown model, an agent server that is not up, a
+gateway that is down: ``convy run`` exits 2 with one line per participant that never answered —
+who, what its service said, the likely fix — keeps no run (or a resumed run gains nothing), and
+sends no more than a few requests, not the whole plan. A service that fails once and then answers
+is alive, and the run plays on. Nothing here measures time.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from standin import StandIn, Status
+from test_services_cli import KEY, Made, Roles, made, outcomes, roles  # noqa: F401 - made and roles are fixtures used here
+
+from convy.dialog import NoVerdict
+from convy.vital import Pulse
+
+MODELS = frozenset({"user-model", "judge-model", "agent-model"})
+# The most requests a dead run may send: each of the three participants sends one request at a
+# time until it has answered once (busy.Places), so at most Pulse.MOST each, and one more each
+# that was already on its way when the run stopped. The plans below would send dozens.
+MOST = 3 * (Pulse.MOST + 1)
+
+
+@pytest.fixture
+def gateway(roles: Roles) -> Iterator[StandIn]:
+    """A gateway as real ones are: the key, the /v1 prefix and the model names it knows."""
+    with StandIn(reply=roles, api_key=KEY, prefix="/v1", models=MODELS) as server:
+        yield server
+        assert server.errors == []
+
+
+def dotenv(made: Made, url: str, key: str = KEY, **models: str) -> None:
+    names = {"USER_MODEL": "user-model", "JUDGE_MODEL": "judge-model", "AGENT_MODEL": "agent-model", **models}
+    (made.folder / ".env").write_text(
+        f"GATEWAY_URL={url}\nGATEWAY_KEY={key}\n" + "".join(f"{name}={value}\n" for name, value in names.items())
+    )
+
+
+def runs(made: Made, agent: str) -> list[Path]:
+    return sorted(path.parent for path in (made.folder / "results").glob(f"{agent}/*/run.json"))
+
+
+def unused_port() -> int:
+    """A port nothing listens on: bound to find it free, then closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stopped_saying(ran: object, *lines: str) -> str:
+    """The command exited 2 and its errors hold each line whole; its errors, for more checks."""
+    code, errors = ran.returncode, ran.stderr  # type: ignore[attr-defined]
+    assert code == 2, ran.stdout + errors  # type: ignore[attr-defined]
+    for line in lines:
+        assert re.search(line, errors, re.MULTILINE), (line, errors)
+    assert "Traceback" not in errors
+    return errors
+
+
+def test_a_wrong_key_stops_the_run_naming_the_key_variable(made: Made, gateway: StandIn) -> None:
+    """GATEWAY_KEY refused (401): the agent on the gateway and the user's model never answer; the run stops,
+    exit 2, naming GATEWAY_KEY in .env (never its value), and no run is kept."""
+    dotenv(made, gateway.url + "/v1", key="sk-wrong-key-0815")
+
+    ran = made.ran("run", "assistant", "-k", "3")
+
+    url = re.escape(f"{gateway.url}/v1/chat/completions")
+    # Both share the gateway: whichever meets its third 401 first stops the run, and each is said.
+    errors = stopped_saying(
+        ran,
+        rf"^convy: the (agent assistant|simulated user's model user-model) answered 401 Unauthorized at {url} "
+        r"\(3 requests, none answered\): the key was refused: check GATEWAY_KEY in \.env$",
+        r"^convy: run \S+ stopped before playing on and is not kept; the \d+ attempts? (it|they) refused (is|are) not "
+        r"recorded; once that is mended, run again$",
+    )
+    participants = [line for line in errors.splitlines() if line.startswith("convy: the ")]
+    assert participants and all(line.endswith("the key was refused: check GATEWAY_KEY in .env") for line in participants)
+    assert "sk-wrong" not in ran.stdout + errors
+    assert runs(made, "assistant") == []
+    assert 3 <= len(gateway.received) <= MOST, "24 attempts were planned"
+    assert all(request.status == 401 for request in gateway.received)
+
+
+def test_a_url_without_v1_stops_the_run_saying_so(made: Made, gateway: StandIn) -> None:
+    """GATEWAY_URL without /v1 (404 at /chat/completions): the run stops saying the URL has no /v1, with the
+    URL it likely means and the variable that holds it."""
+    dotenv(made, gateway.url)
+
+    ran = made.ran("run", "shop", "--scenarios", "orders/impatient", "refunds/upset-customer", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the simulated user's model user-model answered 404 Not Found at {re.escape(gateway.url)}/chat/completions "
+        rf"\(3 requests, none answered\): the URL has no /v1: is it {re.escape(gateway.url)}/v1\? \(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "shop") == []
+    assert 3 <= len(gateway.received) <= MOST
+    assert {request.path for request in gateway.received} == {"/chat/completions"}
+
+
+@pytest.mark.parametrize("status", [404, 400], ids=["404 as OpenAI", "400 as LiteLLM"])
+def test_an_unknown_model_stops_the_run_naming_the_model_variable(made: Made, roles: Roles, status: int) -> None:
+    """A misspelt USER_MODEL, refused as OpenAI does (404) or as LiteLLM does (a 400 naming the model): the run
+    stops asking whether the model name is right, naming USER_MODEL in .env."""
+    with StandIn(reply=roles, api_key=KEY, prefix="/v1", models=MODELS, unknown_model=status) as gateway:
+        dotenv(made, gateway.url + "/v1", USER_MODEL="user-modle")
+
+        ran = made.ran("run", "shop", "--scenarios", "orders/impatient", "-k", "3")
+
+        reason = "404 Not Found" if status == 404 else "400 Bad Request"
+        stopped_saying(
+            ran,
+            rf"^convy: the simulated user's model user-modle answered {reason} at {re.escape(gateway.url)}/v1/chat/completions "
+            r"\(3 requests, none answered\): is the model name right \(USER_MODEL in \.env\)\?$",
+        )
+        assert runs(made, "shop") == []
+        assert len(gateway.received) == 3, "one request at a time until the model has answered"
+
+
+def test_an_agent_whose_server_is_not_up_stops_the_run(made: Made, gateway: StandIn) -> None:
+    """A JSON agent nothing listens for: the run stops asking whether the agent's server is running at its URL,
+    the file that gives it named; the models, which answered, are not blamed."""
+    port = unused_port()
+    (made.folder / "agents" / "remote.py").write_text(
+        "from convy import JsonAgent, JsonEndpoint\n\n"
+        f'agent = JsonAgent(JsonEndpoint("http://127.0.0.1:{port}/agent"), reply="output.text")\n'
+    )
+    dotenv(made, gateway.url + "/v1")
+
+    ran = made.ran("run", "remote", "-k", "3")
+
+    errors = stopped_saying(
+        ran,
+        rf"^convy: the agent remote could not connect to http://127\.0\.0\.1:{port}/agent \(3 requests, none answered\): "
+        rf"is the agent's server running at http://127\.0\.0\.1:{port}/agent\? \(given in agents/remote\.py\)$",
+    )
+    assert "model" not in errors.splitlines()[0]
+    assert len(errors.splitlines()) == 2, errors
+    assert runs(made, "remote") == []
+    assert len(gateway.received) <= MOST, "the user's model answered as the agent failed"
+
+
+def test_a_gateway_that_is_down_stops_the_run(made: Made) -> None:
+    """Nothing at GATEWAY_URL: the models cannot connect; the run stops asking whether the server is running
+    there, naming GATEWAY_URL in .env."""
+    port = unused_port()
+    dotenv(made, f"http://127.0.0.1:{port}/v1")
+
+    ran = made.ran("run", "shop", "--scenarios", "orders/impatient", "refunds/upset-customer", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the simulated user's model user-model could not connect to http://127\.0\.0\.1:{port}/v1/chat/completions "
+        rf"\(3 requests, none answered\): is the server at http://127\.0\.0\.1:{port}/v1 running, and is that its address\? "
+        r"\(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "shop") == []
+
+
+def test_a_refused_key_keeps_what_was_played_and_resume_plays_the_rest_after_the_fix(made: Made, gateway: StandIn) -> None:
+    """The models' key refused: the scenarios that need no model were played and are kept, none of the attempts
+    the models failed; resumed while the key is still wrong the run gains nothing; once mended, ``convy resume``
+    plays the rest and the run is whole, every attempt judged."""
+    dotenv(made, gateway.url + "/v1", key="sk-wrong-key-0815")
+
+    ran = made.ran("run", "shop", "-k", "2")
+
+    errors = stopped_saying(
+        ran,
+        r"^convy: the (simulated user's|judge's) model \S+ answered 401 Unauthorized at .*: the key was refused: "
+        r"check GATEWAY_KEY in \.env$",
+        r"^convy: run \S+ stopped before playing on and keeps \d+ of 16 attempts; .*once that is mended: convy resume \S+$",
+    )
+    (folder,) = runs(made, "shop")
+    kept = outcomes(folder)
+    assert 0 < len(kept) < 16
+    assert not any(isinstance(outcome.result, NoVerdict) for outcome in kept), "no attempt a model failed is kept"
+    run_id = folder.name
+    assert f"convy resume {run_id}" in errors
+    sent = len(gateway.received)
+    assert sent <= MOST
+
+    again = made.ran("resume", run_id)
+    stopped_saying(again, r"^convy: the (simulated user's|judge's) model \S+ answered 401 Unauthorized")
+    assert outcomes(folder) == kept, "a resumed run gains none of the attempts the refused models failed"
+    assert len(gateway.received) - sent <= MOST
+
+    dotenv(made, gateway.url + "/v1")
+    mended = made.ran("resume", run_id)
+    assert mended.returncode in (0, 3), mended.stdout + mended.stderr
+    whole = outcomes(folder)
+    assert len(whole) == 16
+    assert not any(isinstance(outcome.result, NoVerdict) for outcome in whole)
+
+
+def test_a_misspelt_judge_model_keeps_no_run_even_with_attempts_played(made: Made, gateway: StandIn) -> None:
+    """A misspelt JUDGE_MODEL: a run keeps its models' names and resume holds it to them, so the run, though it
+    played the scenarios that need no judge, is not kept: it names a model that does not exist."""
+    dotenv(made, gateway.url + "/v1", JUDGE_MODEL="judge-modle")
+
+    ran = made.ran("run", "shop", "-k", "2")
+
+    stopped_saying(
+        ran,
+        r"^convy: the judge's model judge-modle answered 404 Not Found at .*: is the model name right "
+        r"\(JUDGE_MODEL in \.env\)\?$",
+        r"^convy: run \S+ stopped before playing on and is not kept \(a run keeps its models' names: it could not be "
+        r"resumed with another\)",
+    )
+    assert "✓" in ran.stdout, "the scenarios decided by checks alone were played"
+    assert runs(made, "shop") == []
+
+
+def test_a_service_that_fails_once_then_answers_plays_on_and_says_the_same_cause_everywhere(
+    made: Made, gateway: StandIn, tmp_path: Path
+) -> None:
+    """One 401 and then answers: the user's model is alive, the run plays every attempt, and the attempt that
+    met the 401 is an ordinary attempt not judged — a service's failure on its line, in the totals, in JUnit
+    and in the Markdown summary alike."""
+    dotenv(made, gateway.url + "/v1")
+    gateway.faults(Status(401))  # the first request: the user's model's, as only it speaks first
+
+    ran = made.ran(
+        "run", "shop", "--scenarios", "orders/impatient", "-k", "3", "--junit", str(tmp_path / "junit.xml"),
+        "--summary", str(tmp_path / "summary.md"),
+    )
+
+    assert ran.returncode not in (0, 2), ran.stdout + ran.stderr  # one attempt not judged: exit 5
+    assert "stopped" not in ran.stderr
+    (folder,) = runs(made, "shop")
+    kept = outcomes(folder)
+    assert len(kept) == 3
+    failed = [outcome for outcome in kept if isinstance(outcome.result, NoVerdict)]
+    assert len(failed) == 1 and failed[0].result.service
+    assert re.search(
+        r"^\? orders/impatient #\d  0 turns, \d+\.\d s · not judged, a service failed the simulated user's model: "
+        r"model user-model failed: HttpFailure: POST \S+: 401 Unauthorized",
+        ran.stdout,
+        re.MULTILINE,
+    ), ran.stdout
+    assert "by cause: agent 0, user 0, judge 0, service 1 (100%)" in ran.stdout
+    junit = ElementTree.parse(tmp_path / "junit.xml").getroot()
+    said = " ".join((element.text or "") + " " + element.get("message", "") for element in junit.iter())
+    assert "service (simulated user's model): model user-model failed" in said
+    assert "user: model user-model" not in said
+    summary = (tmp_path / "summary.md").read_text()
+    assert "service failed a model" in summary
+    assert "simulated user failed" not in summary
+
+
+def test_smoke_asks_each_model_once_and_names_the_fix(made: Made, gateway: StandIn) -> None:
+    """``--smoke`` asks the simulated user's model and the judge's one short question each: ✓ for the one that
+    answers, ✗ with what the service said and the fix for the one that does not; exit 1."""
+    dotenv(made, gateway.url + "/v1", JUDGE_MODEL="judge-modle")
+
+    ran = made.ran("run", "shop", "--smoke")
+
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "✓ shop: connection works" in ran.stdout
+    assert re.search(r"^✓ the simulated user's model user-model: answers \(\d+\.\d\d s\): OK$", ran.stdout, re.MULTILINE)
+    assert re.search(
+        rf"^✗ the judge's model judge-modle answered 404 Not Found at {re.escape(gateway.url)}/v1/chat/completions: "
+        r"is the model name right \(JUDGE_MODEL in \.env\)\?$",
+        ran.stderr,
+        re.MULTILINE,
+    ), ran.stderr
+    assert len(gateway.received) == 2
+    assert not (made.folder / "results").exists()
