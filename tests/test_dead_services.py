@@ -10,6 +10,8 @@ sends no more than a few requests, not the whole plan. A service that fails once
 is alive, and the run plays on. Nothing here measures time.
 """
 
+# ruff: noqa: F811 - made and roles are test_services_cli's fixtures, taken as arguments here
+
 from __future__ import annotations
 
 import re
