@@ -23,9 +23,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from standin import Echo, StandIn, Status
+from standin import Echo, Stall, StandIn, Status
 
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 120.0  # seconds a command may take before the test gives up: far more than any needs
@@ -209,18 +210,32 @@ def test_no_canary_reaches_any_output_file_page_or_export(project: Project, gate
         + echoes(502, range(0, 40, 8), cut=REQUEST_LINE + 20)
         + [Status(500, body=f"bad query key={AGENT_KEY}&v=1"), Status(400, body={"error": {"echo": AGENT_KEY}})]
     )
+    # The agent answers first (a Stall of no time is an ordinary answer): an agent that never answered
+    # would stop the run at its third 401 (vital.py), before the sweep is through.
+    faults = [Stall(0), *faults]
     service.faults(*faults)
     ran = project.ran("run", "echo", "--scenarios", "canary/scripted", "-k", str(len(faults)))
     assert ran.returncode == 1
     assert service.pending == [] and len(service.received) == len(faults)
     assert "<hidden>" in ran.stdout
 
-    # The models: the simulated user's and the judge's requests answered by echoes of the gateway's key.
-    gateway.faults(*echoes(401, range(0, 300, 30), path="/v1/chat/completions"))
-    gateway.faults(*echoes(400, range(230, 300, 7), as_json=True, path="/v1/chat/completions"))
-    ran = project.ran("run", "shop", "--scenarios", "canary/simulated", "canary/judged", "-k", "10")
+    # The models: the simulated user's and the judge's requests answered by echoes of the gateway's key, once
+    # each model has answered (a model that never answered would stop the run at its third 401).
+    heard: set[str] = set()
+
+    def first_answers(request: dict[str, Any]) -> str:
+        heard.add(request["model"])
+        if heard == {"user-model", "judge-model"} and not gateway.pending and len(heard) < 3:
+            heard.add("faulted")
+            gateway.faults(*echoes(401, range(0, 300, 30), path="/v1/chat/completions"))
+            gateway.faults(*echoes(400, range(230, 300, 7), as_json=True, path="/v1/chat/completions"))
+        return "Fine."
+
+    gateway.reply = first_answers
+    ran = project.ran("run", "shop", "--scenarios", "canary/simulated", "canary/judged", "-k", "20")
     assert ran.returncode == 5  # the models failed, so the attempts were not judged
-    assert gateway.pending == []
+    assert "faulted" in heard and gateway.pending == []
+    gateway.reply = None
 
     # The assistant agent on the gateway, failing in a run and in --smoke; the raising agent; the JSON agent's
     # --smoke.
@@ -242,8 +257,8 @@ def test_no_canary_reaches_any_output_file_page_or_export(project: Project, gate
     assert project.ran("run", "validated", "--smoke").returncode == 2
     (project.folder / "agents" / "validated.py").unlink()
 
-    service.faults(Echo(403, 290), Echo(403, 10, as_json=True))
-    assert project.ran("run", "echo", "--scenarios", "canary/scripted", "-k", "2").returncode == 1
+    service.faults(Stall(0), Echo(403, 290), Echo(403, 10, as_json=True))
+    assert project.ran("run", "echo", "--scenarios", "canary/scripted", "-k", "3").returncode == 1
     echo_runs = sorted(path.name for path in (project.folder / "results" / "echo").iterdir())
     assert project.ran("compare", *echo_runs).returncode == 0
     assert project.ran("report").returncode == 0
