@@ -14,7 +14,10 @@ The exit codes (README's "Results and exit codes" is the same table):
          also: ``convy check`` or ``convy run --dry-run`` found problems, one line each (0: none,
          and what would run was said), and neither sends nor writes anything; also: a run stopped
          because the project's code cancelled the task it runs in (attempts ended unrecorded:
-         ``Unplayed``), kept and marked interrupted
+         ``Unplayed``), kept and marked interrupted; also: a run stopped because a participant
+         never answered and its service refused it for good (``vital.DeadService``: the key
+         refused, no such URL or model, nothing listening), with the likely fix; no other agent
+         of the command is played after a run that exits 2
     3    the pass rule was not met: a scenario failed a judged attempt (with no fail_under), fell
          below its own fail_under, or the mean pass rate is below the run's fail_under
          (changed: with no --fail-under this was 0)

@@ -18,6 +18,8 @@
     ├── Problems (here)               a ValueError: a record's fields break several of its rules
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
+    │   ├── DeadService (vital.py)    ... found during a run: a participant never answered and its
+    │   │                             service refused it for good; the run stops, the fix is named
     │   ├── ScenarioError             one line per broken scenario file
     │   ├── RunInUse (bench.py)       another process is playing that run
     │   └── RunDamaged (bench.py)     its run.json cannot be read: resume refused, attempts readable
