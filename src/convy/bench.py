@@ -250,6 +250,9 @@ class Bench(msgspec.Struct, frozen=True):
             if dead is not None and rest is None:
                 raise _first(dead) from None
             raise
+        for ready, recorded in vitals.released():
+            journal.record(recorded)
+            kept.append(ready)
         # Held to the end: the participants that refused them never answered any request.
         stopped = vitals.ended()
         if stopped is not None:

@@ -269,12 +269,15 @@ class Vitals:
         """The attempts to record now, each with what was planned: this one, unless a participant
         that refused it incurably has not answered yet (then it is held), and those held before
         whose participants have all answered since."""
-        ready: list[tuple[Any, Any]] = []
         waiting = frozenset(pulse for pulse in noted if not pulse.answered)
         if waiting:
             self._held.append((planned, outcome, waiting))
-        else:
-            ready.append((planned, outcome))
+            return self.released()
+        return [(planned, outcome), *self.released()]
+
+    def released(self) -> list[tuple[Any, Any]]:
+        """The attempts held back whose participants have all answered since, no longer held."""
+        ready: list[tuple[Any, Any]] = []
         if self._held:
             still = []
             for held in self._held:
