@@ -1578,6 +1578,11 @@ class CompareCommand(msgspec.Struct, frozen=True):
 
     def _run(self, shown: Shown, errors: Shown) -> int:
         base, candidate = self.project.read(self.base), self.project.read(self.candidate)
+        if base.folder == candidate.folder:
+            raise ConfigurationError(
+                f"{self.base!r} and {self.candidate!r} are the same run, {base.folder.parent.name}/{base.folder.name}: "
+                "compare it with another run (convy compare BASE CANDIDATE)"
+            )
         path, view = self.project.compared(base, candidate)
         self.project.indexed()
         for line in view.banner:

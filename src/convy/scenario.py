@@ -62,6 +62,7 @@ from convy.problems import (
     ServiceFailure,
 )
 from convy.slots import Slotted, nearest
+from convy.spelling import Spelling
 from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
 
@@ -898,6 +899,26 @@ class Scenarios(msgspec.Struct, frozen=True):
             return ()
         return tuple(sorted(path for path in self.folder.rglob("*") if path.suffix.lower() in self.SUFFIXES))
 
+    def _misnamed(self) -> list[str]:
+        """A line for each file meant as a scenario whose name would leave it unread: saved as text
+        (``greeting.yaml.txt``) or with YAML's suffix mistyped (``greeting.ymal``, ``.yam``). Notes,
+        backups (``~``) and hidden files are left alone."""
+        problems: list[str] = []
+        for path in sorted(self.folder.rglob("*")):
+            name = path.name
+            if not path.is_file() or name.startswith(".") or name.endswith("~") or path.suffix.lower() in self.SUFFIXES:
+                continue
+            stem, suffix = path.stem, path.suffix.lower().removeprefix(".")
+            if suffix == "txt" and Path(stem).suffix.lower() in self.SUFFIXES:
+                meant = stem
+            elif suffix != "xml" and Spelling(frozenset({"YAML", "YML"})).meant(suffix):
+                meant = f"{stem}.yaml"
+            else:
+                continue
+            shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
+            problems.append(f"{shown}: not read: a scenario file's name ends in .yaml or .yml; rename it {shown.rsplit('/', 1)[0]}/{meant}")
+        return problems
+
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
         (and of the personas, when there are any)."""
@@ -907,6 +928,7 @@ class Scenarios(msgspec.Struct, frozen=True):
             return (), (f"{self.folder.name}/: no such folder of scenarios",)
         personas = Personas.read(self.personas or self.folder.parent / "personas.yaml")
         problems.extend(personas.problems)
+        problems.extend(self._misnamed())
         for path in self.files():
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
@@ -1009,6 +1031,10 @@ class Matching(msgspec.Struct, frozen=True):
                 asked = pattern.removeprefix("./").removeprefix(folder)
                 for suffix in Scenarios.SUFFIXES:
                     asked = asked.removesuffix(suffix)
+                parts = [part.strip() for part in pattern.split(",") if part.strip()]
+                if len(parts) > 1 and all(Matching((part,)).chosen(scenarios) for part in parts):
+                    reasons.append(f"--scenarios {pattern}: no such scenario; give each apart, with spaces: --scenarios {' '.join(parts)}")
+                    continue
                 near = difflib.get_close_matches(asked, ids, n=3, cutoff=0.5)
                 reasons.append(
                     f"--scenarios {pattern}: no such scenario; "
@@ -1016,7 +1042,10 @@ class Matching(msgspec.Struct, frozen=True):
                 )
         tags = sorted({tag for scenario in scenarios for tag in scenario.tags})
         for tag in self.tags:
-            if tag not in tags:
+            parts = [part.strip() for part in tag.split(",") if part.strip()]
+            if tag not in tags and len(parts) > 1 and all(part in tags for part in parts):
+                reasons.append(f"--tag {tag}: no scenario has it; give each apart, with spaces: --tag {' '.join(parts)}")
+            elif tag not in tags:
                 reasons.append(f"--tag {tag}: no scenario has it; " + (f"the tags are {', '.join(tags)}" if tags else "no scenario has a tag"))
         if reasons:
             return "no scenario matches: " + "; ".join(reasons)
