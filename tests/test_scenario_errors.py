@@ -571,7 +571,7 @@ def test_every_broken_file_reported_together(tmp_path: Path) -> None:
 def test_missing_folder(tmp_path: Path) -> None:
     """A project without a scenarios folder is a ScenarioError naming the folder."""
     error = problem(tmp_path / "scenarios")
-    assert error.problems == ("scenarios/: no such folder of scenarios",)
+    assert error.problems == ("scenarios/: no such folder of scenarios (one scenario per file: scenarios/<id>.yaml)",)
 
 
 def test_yaml_1_1_booleans_stay_text(tmp_path: Path) -> None:

@@ -611,7 +611,7 @@ class BodyTemplate(msgspec.Struct, frozen=True):
             case list():
                 return {slot for item in value for slot in self._slots(item)}
             case str():
-                return Slotted(value).slots()
+                return set(Slotted(value).slots())
             case _:
                 return set()
 

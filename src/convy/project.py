@@ -113,6 +113,8 @@ class Project(msgspec.Struct, frozen=True):
             if path.parent == agents and path.suffix == ".py":  # one that is not there is said as by name
                 names.append(path.stem)
                 continue
+            if Path(text).suffix.lower() in Scenarios.SUFFIXES:
+                raise ConfigurationError(f"{text}: a scenario, not an agent; choose it with --scenarios {text}")
             stem = Path(text).stem if text.endswith(".py") else Path(text).name
             raise ConfigurationError(
                 f"{text}: not a file of agents/; give the agent's name (convy run {stem}) or its file's path (agents/{stem}.py)"
@@ -351,8 +353,8 @@ class Project(msgspec.Struct, frozen=True):
             return RunJournal(exact[0])
         near = [folder for folder in folders if wanted in folder.name]
         if not near:
-            newest = sorted(kept, key=lambda folder: folder.name, reverse=True)[:3]
-            there = "; the newest: " + ", ".join(f"{folder.name} ({folder.parent.name})" for folder in newest)
+            latest = sorted(kept, key=lambda folder: folder.name, reverse=True)[:3]
+            there = "; the newest: " + ", ".join(f"{folder.name} ({folder.parent.name})" for folder in latest)
             raise ConfigurationError(f"no run matches {given!r} in results/" + (there if kept else ": no run is kept there yet"))
         if len(near) == 1:
             return RunJournal(near[0])
@@ -368,7 +370,7 @@ class Project(msgspec.Struct, frozen=True):
         more = f" and {len(near) - 5} more" if len(near) > 5 else ""
         newest = near[0].name
         raise ConfigurationError(
-            f"{wanted!r} matches {len(near)} runs, newest first: {names}{more}; "
+            f"{given!r} matches {len(near)} runs, newest first: {names}{more}; "
             f"give more of the id (its last part is enough: {f'convy {command} ' if command else ''}{newest.rsplit('-', 1)[-1]})"
         )
 

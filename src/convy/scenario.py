@@ -899,6 +899,15 @@ class Scenarios(msgspec.Struct, frozen=True):
             return ()
         return tuple(sorted(path for path in self.folder.rglob("*") if path.suffix.lower() in self.SUFFIXES))
 
+    def _absent(self) -> str:
+        """Why there is no folder of scenarios, with a folder beside it that was likely meant."""
+        name = self.folder.name
+        said = f"{name}/: no such folder of scenarios (one scenario per file: {name}/<id>.yaml)"
+        near = Spelling(frozenset({name.upper()}))
+        beside = self.folder.parent
+        meant = sorted(path.name for path in beside.iterdir() if path.is_dir() and (near.meant(path.name) or path.name.upper() == name.upper())) if beside.is_dir() else []
+        return said + (f"; {meant[0]}/ is not read: rename it {name}/" if meant else "")
+
     def _misnamed(self) -> list[str]:
         """A line for each file meant as a scenario whose name would leave it unread: saved as text
         (``greeting.yaml.txt``) or with YAML's suffix mistyped (``greeting.ymal``, ``.yam``). Notes,
@@ -925,7 +934,7 @@ class Scenarios(msgspec.Struct, frozen=True):
         problems: list[str] = []
         found: dict[str, tuple[Scenario, str]] = {}
         if not self.folder.is_dir():
-            return (), (f"{self.folder.name}/: no such folder of scenarios",)
+            return (), (self._absent(),)
         personas = Personas.read(self.personas or self.folder.parent / "personas.yaml")
         problems.extend(personas.problems)
         problems.extend(self._misnamed())
@@ -1051,13 +1060,23 @@ class Matching(msgspec.Struct, frozen=True):
             return "no scenario matches: " + "; ".join(reasons)
         return f"no scenario matches both --scenarios {' '.join(self.patterns)} and --tag {' '.join(self.tags)}"
 
+    @staticmethod
+    def _within(base: str, pattern: str) -> bool:
+        # A folder of scenarios (orders, orders/, scenarios/orders) chooses every scenario in it.
+        folder = pattern.removeprefix("./").removeprefix("scenarios/").rstrip("/")
+        return bool(folder) and fnmatch.fnmatchcase(base, f"{folder}/*")
+
     def _fits(self, scenario: Scenario) -> bool:
         # A variant is chosen by its own id (given exactly: ``[`` starts a set in a glob) or by
         # what chooses the scenario it was made from, its id or its file.
         base = scenario.variant.of if scenario.variant is not None else scenario.id
         names = (scenario.id, base, *(f"{folder}{base}{suffix}" for folder in ("scenarios/", "") for suffix in Scenarios.SUFFIXES))
         by_pattern = not self.patterns or any(
-            pattern == scenario.id or fnmatch.fnmatchcase(name, pattern.removeprefix("./")) for pattern in self.patterns for name in names
+            pattern == scenario.id
+            or fnmatch.fnmatchcase(name, pattern.removeprefix("./"))
+            or self._within(base, pattern)
+            for pattern in self.patterns
+            for name in names
         )
         by_tag = not self.tags or any(tag in scenario.tags for tag in self.tags)
         return by_pattern and by_tag
