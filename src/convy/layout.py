@@ -80,6 +80,9 @@ class Layout(msgspec.Struct, frozen=True):
 
     def _unknown(self, key: Any, data: dict[Any, Any], record: Any, path: str, above: tuple[tuple[str, Any], ...]) -> str:
         named = self._said(f"Object contains unknown field `{key}`", path)
+        elsewhere = getattr(record, "ELSEWHERE", {}).get(key) if isinstance(key, str) else None
+        if elsewhere:  # a field the record names as another place's, with where it goes
+            return f"{named.partition(': unknown field')[0]}: not a field here; {elsewhere}"
         home = self._below(key, data, record, path, _RECORD_SEARCH) if isinstance(key, str) else None
         if home is None and isinstance(key, str):
             outer = next((place for place, record in above if self._has(record, key)), None)
