@@ -114,6 +114,7 @@ SCENARIOS = [
     ("slot with no vars at all", {S: "script: ['my booking is {{ ref }}']\njudge:\n  - check: {said: Hi}\n"},
      F + "script[0]: no value for {{ ref }} in vars"),
     ("judeg for judge", {S: "script: [Hi!]\njudeg:\n  - check: {said: Hi}\n"}, F + "judeg: unknown field; did you mean judge?"),
+    ("colour, a field of nothing", {S: "colour: blue\n" + GREETING}, F + "colour: unknown field"),
     ("scrip for script", {S: "scrip: [Hi!]\njudge:\n  - check: {said: Hi}\n"}, F + "scrip: unknown field; did you mean script?"),
     ("tag for tags", {S: "tag: [smoke]\n" + GREETING}, F + "tag: unknown field; did you mean tags?"),
     ("max_turn for max_turns", {S: "max_turn: 3\n" + GREETING}, F + "max_turn: unknown field; did you mean max_turns?"),
@@ -224,6 +225,8 @@ SETTINGS = [
     ("yes for true", {P: '[tool.convy]\nfail_on_skip = "yes"\n'}, {}, ("check",), T + "fail_on_skip: expected true or false, got text"),
     ("a Ray address without a host", {P: '[tool.convy]\nray = "ray://"\n'}, {}, ("check",),
      T + "ray: not an address: auto, ray://HOST:10001 or HOST:6379"),
+    ("user_prompt misspelt", {P: '[tool.convy]\nuser_prompt = "prompts/usr.md"\n', "prompts/user.md": "{{ instructions }}\n"}, {}, ("check",),
+     "convy: prompts/usr.md: no such file (the user_prompt setting names it); the prompts there are prompts/user.md"),
     ("[tool.convey]", {P: "[tool.convey]\nattempts = 10\n"}, {}, ("check",), "convy: pyproject.toml: [tool.convey]: not read; did you mean [tool.convy]?"),
     ("[tool.Convy]", {P: "[tool.Convy]\nattempts = 10\n"}, {}, ("run",), "convy: pyproject.toml: [tool.Convy]: not read; did you mean [tool.convy]?"),
     ("[tools.convy]", {P: "[tools.convy]\nattempts = 10\n"}, {}, ("check",), "convy: pyproject.toml: [tools.convy]: not read; did you mean [tool.convy]?"),
@@ -401,6 +404,22 @@ def test_a_run_named_wrong_is_refused_with_the_runs_there_are(
     refused(done, folder, 2, line.format(**values), before=frozenset({kept}))
 
 
+def test_a_part_two_runs_share_is_refused_naming_both(played: Path, tmp_path: Path) -> None:
+    """`convy compare 2026 <id>`: the year starts every id, so it names no one run."""
+    folder = Path(shutil.copytree(played, tmp_path / "project"))
+    (first,) = runs(folder)
+    assert convy(folder, "run").returncode == 0
+    (second,) = runs(folder) - {first}
+    older, newer = sorted((first.parent.name, second.parent.name))
+    shared = older[:4]
+    done = convy(folder, "compare", shared, newer)
+    line = (
+        f"convy: '{shared}' matches 2 runs, newest first: {newer} (bot, finished), {older} (bot, finished); "
+        f"give more of the id (its last part is enough: {newer.rsplit('-', 1)[-1]})"
+    )
+    refused(done, folder, 2, line, before=frozenset({first, second}))
+
+
 def test_no_run_kept_yet_is_said_so(tmp_path: Path) -> None:
     folder = project(tmp_path, {})
     refused(convy(folder, "resume", "2026"), folder, 2, "convy: no run matches '2026' in results/: no run is kept there yet")
@@ -494,6 +513,8 @@ MEANT = [
      "bot: 2 passed, 0 failed, 0 not judged of 2 attempts · pass rate 100.0% [100.0%, 100.0%] (mean over scenarios)"),
     ("--scenarios a folder's path", {"scenarios/orders/late.yaml": GREETING}, ("run", "--scenarios", "scenarios/orders/"),
      "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+    ("a JSON agent given a plain URL", json_agent(endpoint='"http://127.0.0.1:9/chat"'), ("check",),
+     "would run 1 agent × 1 scenario × 1 attempt = 1 attempt; nothing was sent, nothing written"),
 ]
 
 
@@ -523,4 +544,4 @@ def test_a_run_named_by_its_folders_path_is_found(played: Path, tmp_path: Path) 
 
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
     tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, PLAYED, MEANT)
-    assert sum(len(table) for table in tables) + 2 >= 60
+    assert sum(len(table) for table in tables) + 3 >= 60  # and three tests of their own

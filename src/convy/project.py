@@ -182,6 +182,10 @@ class Project(msgspec.Struct, frozen=True):
         path = self.folder / settings.user_prompt
         try:
             return Prompt(RegularFile(path).data(self.MAX_PROMPT_BYTES).decode("utf-8"))
+        except FileNotFoundError:
+            prompts = sorted(path.relative_to(self.folder).as_posix() for path in self.folder.glob("prompts/*.md"))
+            there = f"; the prompts there are {', '.join(prompts)}" if prompts else ""
+            raise ConfigurationError(f"{settings.user_prompt}: no such file (the user_prompt setting names it){there}") from None
         except OSError as error:
             raise ConfigurationError(f"{settings.user_prompt}: cannot be read: {error.strerror}") from None
         except UnicodeDecodeError:
