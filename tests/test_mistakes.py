@@ -17,6 +17,7 @@ to ``--scenarios``, a run named by the path tab completion gives): those cases a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -410,7 +411,8 @@ def test_a_part_two_runs_share_is_refused_naming_both(played: Path, tmp_path: Pa
     (first,) = runs(folder)
     assert convy(folder, "run").returncode == 0
     (second,) = runs(folder) - {first}
-    older, newer = sorted((first.parent.name, second.parent.name))
+    # Newest by when each started: two runs may start within the second their ids give.
+    older, newer = (path.parent.name for path in sorted((first, second), key=lambda path: json.loads(path.read_text())["status"]["started"]))
     shared = older[:4]
     done = convy(folder, "compare", shared, newer)
     line = (
