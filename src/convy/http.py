@@ -583,8 +583,9 @@ _MEANT = {
 }
 
 
-# A slot written with one brace, as Python's format writes it: ``{text}``, ``{ text }``.
-_SINGLE = re.compile(r"(?<!\{)\{\s*(\w+)\s*\}(?!\})")
+# A value that is a slot written with one brace, as Python's format writes it: ``{text}``,
+# ``{ message }``. Within more text, single braces are the author's own and sent as written.
+_SINGLE = re.compile(r"\{\s*(\w+)\s*\}")
 
 
 class BodyTemplate(msgspec.Struct, frozen=True):
@@ -634,7 +635,7 @@ class BodyTemplate(msgspec.Struct, frozen=True):
                 stray = slotted.stray()
                 if stray:
                     return f"{field}: {stray}"
-                single = _SINGLE.search(value)
+                single = _SINGLE.fullmatch(value.strip())
                 if single and (single.group(1) in BODY_SLOTS or single.group(1) in _MEANT):
                     meant = _MEANT.get(single.group(1), single.group(1))
                     return f"{field}: {single.group(0)} is sent as written: a slot has two braces, {{{{ {meant} }}}}"
