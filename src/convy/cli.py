@@ -86,7 +86,7 @@ from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
-from convy.spelling import Slips
+from convy.slips import Slips
 from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
@@ -688,7 +688,11 @@ class Outputs(msgspec.Struct, frozen=True):
             if path is None:
                 continue
             shown = path.relative_to(self.here) if path.is_relative_to(self.here) else path
-            if path.is_dir() or not path.name:
+            try:
+                folder = path.is_dir()
+            except OSError:  # a name the file system cannot take: said when the file is written
+                continue
+            if folder or not path.name:
                 raise ConfigurationError(f"{option} {shown}: a folder; name a file in it: {option} {Path(shown, examples[option])}")
             above = next((parent for parent in path.parents if parent.exists()), None)
             if above is not None and not above.is_dir():

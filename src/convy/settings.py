@@ -27,7 +27,8 @@ from convy.live import LiveReport
 from convy.panel import Judging
 from convy.passing import PassRule
 from convy.problems import ConfigurationError, FieldProblem
-from convy.spelling import Slips, Spelling
+from convy.slips import Slips
+from convy.spelling import Spelling
 from convy.spread import Spread
 
 
