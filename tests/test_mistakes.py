@@ -115,7 +115,7 @@ SCENARIOS = [
     ("slot with no vars at all", {S: "script: ['my booking is {{ ref }}']\njudge:\n  - check: {said: Hi}\n"},
      F + "script[0]: no value for {{ ref }} in vars"),
     ("judeg for judge", {S: "script: [Hi!]\njudeg:\n  - check: {said: Hi}\n"}, F + "judeg: unknown field; did you mean judge?"),
-    ("colour, a field of nothing", {S: "colour: blue\n" + GREETING}, F + "colour: unknown field"),
+    ("colour, a field of nothing", {S: "colour: blue\n" + GREETING}, F + "colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under"),
     ("scrip for script", {S: "scrip: [Hi!]\njudge:\n  - check: {said: Hi}\n"}, F + "scrip: unknown field; did you mean script?"),
     ("tag for tags", {S: "tag: [smoke]\n" + GREETING}, F + "tag: unknown field; did you mean tags?"),
     ("max_turn for max_turns", {S: "max_turn: 3\n" + GREETING}, F + "max_turn: unknown field; did you mean max_turns?"),
@@ -123,7 +123,7 @@ SCENARIOS = [
      F + "judge[0].check.notsaid: unknown field; did you mean not_said?"),
     ("width for with", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_order, width: {order: A-1043}}\n"},
      F + "judge[0].check.width: unknown field; did you mean with?"),
-    ("say for said", {S: "script: [Hi!]\njudge:\n  - check: {say: Hi}\n"}, F + "judge[0].check.say: unknown field"),
+    ("say for said", {S: "script: [Hi!]\njudge:\n  - check: {say: Hi}\n"}, F + "judge[0].check.say: unknown field; the fields here are called, with, not_called, said, not_said"),
     ("pass at the top", {S: "script: [Hi!]\npass: clear\njudge:\n  - claim: How clear was the agent?\n    grades: [unclear, clear]\n"},
      F + "pass: not a field here; it belongs under judge[0]"),
     ("grades at the top", {S: "script: [Hi!]\ngrades: [unclear, clear]\njudge:\n  - claim: How clear was the agent?\n    pass: clear\n"},
@@ -427,6 +427,20 @@ def test_no_run_kept_yet_is_said_so(tmp_path: Path) -> None:
     refused(convy(folder, "resume", "2026"), folder, 2, "convy: no run matches '2026' in results/: no run is kept there yet")
 
 
+def test_init_in_a_project_already_is_refused(template: Path, tmp_path: Path) -> None:
+    """`convy init .` where a project is: the demo's agents and scenarios would join the user's own."""
+    folder = Path(shutil.copytree(template, tmp_path / "shop"))
+    before = sorted(path.relative_to(folder) for path in folder.rglob("*"))
+    done = convy(folder, "init", ".")
+    refused(
+        done, folder, 2,
+        "convy: .: a project already (agents/ and scenarios/ hold files): convy init makes a new one, its demo agents "
+        "and scenarios would join yours; give a new folder (convy init NEW), or convy init --ci github for the CI "
+        "workflow alone",
+    )
+    assert sorted(path.relative_to(folder) for path in folder.rglob("*")) == before
+
+
 # --- the template, as `convy init` makes it ------------------------------------------------------
 # (case, .env written, command, expected line); the code is 2.
 
@@ -546,4 +560,4 @@ def test_a_run_named_by_its_folders_path_is_found(played: Path, tmp_path: Path) 
 
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
     tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, PLAYED, MEANT)
-    assert sum(len(table) for table in tables) + 3 >= 60  # and three tests of their own
+    assert sum(len(table) for table in tables) + 4 >= 60  # and four tests of their own

@@ -751,6 +751,15 @@ class InitCommand(msgspec.Struct, frozen=True):
     folder: Path
 
     def run(self, shown: Shown) -> int:
+        # The template's agents and scenarios added beside a project's own would be played with
+        # them at the next run: a folder that holds a project already is refused.
+        held = [name for name in ("agents", "scenarios") if (self.folder / name).is_dir() and any((self.folder / name).iterdir())]
+        if held:
+            raise ConfigurationError(
+                f"{self.folder}: a project already ({' and '.join(f'{name}/' for name in held)} hold files): convy init makes "
+                "a new one, its demo agents and scenarios would join yours; give a new folder (convy init NEW), "
+                "or convy init --ci github for the CI workflow alone"
+            )
         self.folder.mkdir(parents=True, exist_ok=True)
         written, kept = Project(self.folder).created()
         for name in written:

@@ -89,6 +89,11 @@ class Layout(msgspec.Struct, frozen=True):
             home = None if outer is None else f"under {outer}" if outer else "at the top of the file"
         else:
             home = None if home is None else f"under {home}"
+        if home is None and "; did you mean" not in named:
+            # Nothing near: the fields there are (those convy sets itself, ``UNWRITTEN``, left out).
+            unwritten = getattr(record, "UNWRITTEN", ())
+            names = [field.encode_name for field in msgspec.structs.fields(record) if field.encode_name not in unwritten]
+            return f"{named}; the fields here are {', '.join(names)}"
         if home is None:
             return named
         shown = named.partition(": unknown field")[0]

@@ -276,6 +276,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     fail_under: float | None = None  # the share of judged attempts it must pass (passing.PassRule.bar); unset: all
 
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
+    UNWRITTEN: ClassVar[tuple[str, ...]] = ("filled", "variant")  # set by convy, never in a file
     # Fields an author puts in a scenario that live elsewhere, each with where (``Layout`` says it).
     ELSEWHERE: ClassVar[dict[str, str]] = {
         "attempts": "attempts are set for the whole run: [tool.convy] attempts, or convy run -k N",
