@@ -268,7 +268,7 @@ EVERY_PROBLEM = [
     "convy: pyproject.toml: [tool.convy] turn_seconds: expected a number, got text",
     "convy: pyproject.toml: [tool.convy] agent_places: must be at least 1",
     "convy: CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto",
-    "convy: scenarios/colour.yaml: colour: unknown field",
+    "convy: scenarios/colour.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under",
     "convy: loading models.py failed: RuntimeError: the gateway is down",
     "convy: prompts/user.md: no value for {{ persona }} for scenario talk",
     "convy: loading agents/broken.py failed: ModuleNotFoundError: No module named 'no_such_module_here'",

@@ -263,18 +263,18 @@ def test_report_without_a_run_named_refuses_junit(tmp_path: Path, project: Path)
 
 def test_a_junit_file_that_cannot_be_written_is_one_line(tmp_path: Path, project: Path) -> None:
     """A JUnit file whose folder cannot be made is one line and exit 1 after a run (the run kept), exit 2 from report."""
-    (tmp_path / "taken").write_text("a file, not a folder", encoding="utf-8")
-    done = convy(tmp_path, "-C", "project", "run", "--scenarios", "greet", "--junit", "taken/junit.xml")
+    unnameable = "n" * 300 + ".xml"  # a name no file system takes
+    done = convy(tmp_path, "-C", "project", "run", "--scenarios", "greet", "--junit", unnameable)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"convy: {tmp_path / 'taken' / 'junit.xml'}: cannot be written: ")
+    assert done.stderr.startswith(f"convy: {tmp_path / unnameable}: cannot be written: ")
     assert f"the runs are kept: convy report {run_id(project)} --junit FILE" in done.stderr  # the run's own id
     assert (project / "results" / "bot" / run_id(project) / "report.html").exists()
-    done = convy(tmp_path, "-C", "project", "report", run_id(project), "--junit", "taken/junit.xml")
+    done = convy(tmp_path, "-C", "project", "report", run_id(project), "--junit", unnameable)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "cannot be written" in done.stderr
-    assert not list(tmp_path.glob("**/junit.xml*"))
+    assert not list(tmp_path.glob("**/nnnn*"))
 
 
 def test_absent_agents_are_valid_skipped_suites(tmp_path: Path, project: Path, schema: etree.XMLSchema) -> None:

@@ -280,17 +280,19 @@ def test_sections_past_the_bound_share_the_room_and_only_then_are_left_out_and_n
 def test_a_summary_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     """A summary whose folder cannot be made is one line and exit 1 after a run (the run kept), exit 2 from compare."""
     project = made(tmp_path, {"greet.yaml": PLAIN}, 1)
-    (tmp_path / "taken").write_text("a file, not a folder", encoding="utf-8")
-    done = convy(tmp_path, "-C", "project", "run", "--summary", "taken/summary.md")
+    unnameable = "n" * 300 + ".md"  # a name no file system takes
+    done = convy(tmp_path, "-C", "project", "run", "--summary", unnameable)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"convy: {tmp_path / 'taken' / 'summary.md'}: cannot be written: ")
+    assert done.stderr.startswith(f"convy: {tmp_path / unnameable}: cannot be written: ")
     (folder,) = (project / "results" / "bot").iterdir()
     assert done.stderr.endswith(f"the runs are kept: convy report {folder.name} --summary FILE\n")  # the run's own id
-    done = convy(tmp_path, "-C", "project", "compare", folder.name, folder.name, "--summary", "taken/summary.md")
+    assert convy(tmp_path, "-C", "project", "run").returncode == 0
+    (other,) = {path.name for path in (project / "results" / "bot").iterdir()} - {folder.name}
+    done = convy(tmp_path, "-C", "project", "compare", folder.name, other, "--summary", unnameable)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr and "cannot be written" in done.stderr
-    assert not list(tmp_path.glob("**/summary.md*"))
+    assert not list(tmp_path.glob("**/nnnn*"))
 
 
 # --- what a reviewer needs (issue 24, item 7) ------------------------------------------------------

@@ -372,7 +372,7 @@ def test_rejudge_of_a_run_that_is_missing_in_use_damaged_or_unfinished_exits_2_s
     runs = set((fakes.folder / "results" / "bot").iterdir())
 
     missing = fakes.ran("rejudge", "no-such-run")
-    assert (missing.returncode, missing.stderr) == (2, "convy: no run matches 'no-such-run' in results/\n")
+    assert (missing.returncode, missing.stderr) == (2, f"convy: no run matches 'no-such-run' in results/; the newest: {source} (bot)\n")
 
     descriptor = os.open(folder / "run.lock", os.O_RDWR | os.O_CREAT)
     try:

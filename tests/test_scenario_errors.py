@@ -23,12 +23,12 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "unknown top-level field",
         "user: I want a refund\njudge: [the agent helped]\ncolour: red\n",
-        "scenarios/refund.yaml: colour: unknown field",
+        "scenarios/refund.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under",
     ),
     (
         "unknown field in a judge entry",
         "user: I want a refund\njudge:\n  - claim: the agent helped\n    weight: 2\n",
-        "scenarios/refund.yaml: judge[0].weight: unknown field",
+        "scenarios/refund.yaml: judge[0].weight: unknown field; the fields here are claim, grades, pass, check",
     ),
     (
         "unknown field in a check",
@@ -571,7 +571,7 @@ def test_every_broken_file_reported_together(tmp_path: Path) -> None:
 def test_missing_folder(tmp_path: Path) -> None:
     """A project without a scenarios folder is a ScenarioError naming the folder."""
     error = problem(tmp_path / "scenarios")
-    assert error.problems == ("scenarios/: no such folder of scenarios",)
+    assert error.problems == ("scenarios/: no such folder of scenarios (one scenario per file: scenarios/<id>.yaml)",)
 
 
 def test_yaml_1_1_booleans_stay_text(tmp_path: Path) -> None:
@@ -832,7 +832,7 @@ SEVERAL: list[tuple[str, str, tuple[str, ...]]] = [
     (
         "an unknown field beside a pass that is not a grade",
         "user: hi\ncolour: red\njudge:\n  - claim: polite\n    grades: [rude, ok, warm]\n    pass: nice\n",
-        ("colour: unknown field", "judge[0].pass: must be one of the grades: rude, ok, warm"),
+        ("colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under", "judge[0].pass: must be one of the grades: rude, ok, warm"),
     ),
     (
         "pass written at the top of the file, under no claim",
@@ -868,7 +868,7 @@ SEVERAL: list[tuple[str, str, tuple[str, ...]]] = [
     (
         "two wrong kinds and an unknown field in a claim",
         "user: hi\nmax_turns: many\ntags: urgent\njudge:\n  - claim: ok\n    weight: 2\n",
-        ("judge[0].weight: unknown field", "max_turns: expected a whole number, got text", "tags: expected a list, got text"),
+        ("judge[0].weight: unknown field; the fields here are claim, grades, pass, check", "max_turns: expected a whole number, got text", "tags: expected a list, got text"),
     ),
 ]
 

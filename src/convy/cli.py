@@ -93,7 +93,7 @@ from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
-from convy.spelling import Slips
+from convy.slips import Slips
 from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
@@ -745,7 +745,11 @@ class Outputs(msgspec.Struct, frozen=True):
             if path is None:
                 continue
             shown = path.relative_to(self.here) if path.is_relative_to(self.here) else path
-            if path.is_dir() or not path.name:
+            try:
+                folder = path.is_dir()
+            except OSError:  # a name the file system cannot take: said when the file is written
+                continue
+            if folder or not path.name:
                 raise ConfigurationError(f"{option} {shown}: a folder; name a file in it: {option} {Path(shown, examples[option])}")
             above = next((parent for parent in path.parents if parent.exists()), None)
             if above is not None and not above.is_dir():
@@ -804,6 +808,15 @@ class InitCommand(msgspec.Struct, frozen=True):
     folder: Path
 
     def run(self, shown: Shown) -> int:
+        # The template's agents and scenarios added beside a project's own would be played with
+        # them at the next run: a folder that holds a project already is refused.
+        held = [name for name in ("agents", "scenarios") if (self.folder / name).is_dir() and any((self.folder / name).iterdir())]
+        if held:
+            raise ConfigurationError(
+                f"{self.folder}: a project already ({' and '.join(f'{name}/' for name in held)} hold files): convy init makes "
+                "a new one, its demo agents and scenarios would join yours; give a new folder (convy init NEW), "
+                "or convy init --ci github for the CI workflow alone"
+            )
         self.folder.mkdir(parents=True, exist_ok=True)
         written, kept = Project(self.folder).created()
         for name in written:
@@ -1693,6 +1706,11 @@ class CompareCommand(msgspec.Struct, frozen=True):
 
     def _run(self, shown: Shown, errors: Shown) -> int:
         base, candidate = self.project.read(self.base), self.project.read(self.candidate)
+        if base.folder == candidate.folder:
+            raise ConfigurationError(
+                f"{self.base!r} and {self.candidate!r} are the same run, {base.folder.parent.name}/{base.folder.name}: "
+                "compare it with another run (convy compare BASE CANDIDATE)"
+            )
         path, view = self.project.compared(base, candidate)
         self.project.indexed()
         for line in view.banner:

@@ -169,6 +169,12 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
     timeout: float = 120.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.url, str):
+            raise ValueError(f"url: must be text, as JsonEndpoint(\"http://...\"), not {type(self.url).__name__}")
+        if not isinstance(self.headers, dict) or not all(isinstance(item, str) for pair in self.headers.items() for item in pair):
+            # Never the value: a header given in the wrong place is most likely the key.
+            given = "a name or value that is not text" if isinstance(self.headers, dict) else type(self.headers).__name__
+            raise ValueError(f'headers: must map names to text, as {{"authorization": "Bearer ..."}}, not {given}')
         if not self.url.startswith(("http://", "https://")):
             meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
             raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}{meant}")
@@ -607,6 +613,11 @@ _MEANT = {
 }
 
 
+# A value that is a slot written with one brace, as Python's format writes it: ``{text}``,
+# ``{ message }``. Within more text, single braces are the author's own and sent as written.
+_SINGLE = re.compile(r"\{\s*(\w+)\s*\}")
+
+
 class BodyTemplate(msgspec.Struct, frozen=True):
     """A JSON body template, its text values slotted as ``BODY_SLOTS`` say. A value that is one
     slot alone takes the slot's value as it is (``"{{ history }}"`` the list, ``"{{ turn }}"``
@@ -615,8 +626,25 @@ class BodyTemplate(msgspec.Struct, frozen=True):
     body: Any
 
     def problem(self) -> str:
-        """What is wrong with the template's slots, naming the field, or ""."""
-        return self._problem(self.body, "body")
+        """What is wrong with the template's slots, naming the field, or "": a slot unknown or
+        written with one brace, or a body that would never carry the user's words."""
+        problem = self._problem(self.body, "body")
+        if problem:
+            return problem
+        if not {"text", "history"} & self._slots(self.body):
+            return "body: no {{ text }} nor {{ history }}: the user's messages would never be sent; put {{ text }} where the agent reads a message"
+        return ""
+
+    def _slots(self, value: Any) -> set[str]:
+        match value:
+            case dict():
+                return {slot for item in value.values() for slot in self._slots(item)}
+            case list():
+                return {slot for item in value for slot in self._slots(item)}
+            case str():
+                return set(Slotted(value).slots())
+            case _:
+                return set()
 
     def _problem(self, value: Any, field: str) -> str:
         match value:
@@ -637,6 +665,10 @@ class BodyTemplate(msgspec.Struct, frozen=True):
                 stray = slotted.stray()
                 if stray:
                     return f"{field}: {stray}"
+                single = _SINGLE.fullmatch(value.strip())
+                if single and (single.group(1) in BODY_SLOTS or single.group(1) in _MEANT):
+                    meant = _MEANT.get(single.group(1), single.group(1))
+                    return f"{field}: {single.group(0)} is sent as written: a slot has two braces, {{{{ {meant} }}}}"
                 for name in sorted(slotted.slots() - set(BODY_SLOTS)):
                     meant = _MEANT.get(name) or nearest(name, BODY_SLOTS)
                     hint = f" (for {{{{ {meant} }}}}?)" if meant else ""

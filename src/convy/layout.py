@@ -80,12 +80,20 @@ class Layout(msgspec.Struct, frozen=True):
 
     def _unknown(self, key: Any, data: dict[Any, Any], record: Any, path: str, above: tuple[tuple[str, Any], ...]) -> str:
         named = self._said(f"Object contains unknown field `{key}`", path)
+        elsewhere = getattr(record, "ELSEWHERE", {}).get(key) if isinstance(key, str) else None
+        if elsewhere:  # a field the record names as another place's, with where it goes
+            return f"{named.partition(': unknown field')[0]}: not a field here; {elsewhere}"
         home = self._below(key, data, record, path, _RECORD_SEARCH) if isinstance(key, str) else None
         if home is None and isinstance(key, str):
             outer = next((place for place, record in above if self._has(record, key)), None)
             home = None if outer is None else f"under {outer}" if outer else "at the top of the file"
         else:
             home = None if home is None else f"under {home}"
+        if home is None and "; did you mean" not in named:
+            # Nothing near: the fields there are (those convy sets itself, ``UNWRITTEN``, left out).
+            unwritten = getattr(record, "UNWRITTEN", ())
+            names = [field.encode_name for field in msgspec.structs.fields(record) if field.encode_name not in unwritten]
+            return f"{named}; the fields here are {', '.join(names)}"
         if home is None:
             return named
         shown = named.partition(": unknown field")[0]

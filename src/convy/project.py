@@ -113,6 +113,8 @@ class Project(msgspec.Struct, frozen=True):
             if path.parent == agents and path.suffix == ".py":  # one that is not there is said as by name
                 names.append(path.stem)
                 continue
+            if Path(text).suffix.lower() in Scenarios.SUFFIXES:
+                raise ConfigurationError(f"{text}: a scenario, not an agent; choose it with --scenarios {text}")
             stem = Path(text).stem if text.endswith(".py") else Path(text).name
             raise ConfigurationError(
                 f"{text}: not a file of agents/; give the agent's name (convy run {stem}) or its file's path (agents/{stem}.py)"
@@ -129,7 +131,27 @@ class Project(msgspec.Struct, frozen=True):
         module = self._loaded(path, f"agents.{name}")
         if not hasattr(module, "agent"):
             raise ConfigurationError(f"agents/{name}.py: defines no `agent`")
+        problem = self._unlike_agent(module.agent)
+        if problem:
+            raise ConfigurationError(f"agents/{name}.py: `agent` is {problem}")
         return ProjectAgent(name, module.agent)
+
+    @staticmethod
+    def _unlike_agent(agent: Any) -> str:
+        """What ``agent`` is instead of an agent, said with the fix, or "" when it opens
+        conversations (or is ``Absent``): outside code, checked where it enters, so a class or a URL
+        is refused before a run blames every attempt on the agent."""
+        match agent:
+            case Absent():
+                return ""
+            case type():
+                return f"the class {agent.__name__}, not an agent: make one, agent = {agent.__name__}(...)"
+            case str():
+                return 'text, not an agent: an agent over HTTP is agent = JsonAgent("http://...", body=..., reply=...)'
+        if callable(getattr(agent, "conversation", None)):
+            return ""
+        kind = "a function" if callable(agent) else f"a {type(agent).__name__}"
+        return f"{kind}, not an agent: an agent has a conversation() method (README: The agent interface)"
 
     def models(self) -> Models:
         """The models ``models.py`` defines, made anew: absent both when there is no such file."""
@@ -160,6 +182,10 @@ class Project(msgspec.Struct, frozen=True):
         path = self.folder / settings.user_prompt
         try:
             return Prompt(RegularFile(path).data(self.MAX_PROMPT_BYTES).decode("utf-8"))
+        except FileNotFoundError:
+            prompts = sorted(path.relative_to(self.folder).as_posix() for path in self.folder.glob("prompts/*.md"))
+            there = f"; the prompts there are {', '.join(prompts)}" if prompts else ""
+            raise ConfigurationError(f"{settings.user_prompt}: no such file (the user_prompt setting names it){there}") from None
         except OSError as error:
             raise ConfigurationError(f"{settings.user_prompt}: cannot be read: {error.strerror}") from None
         except UnicodeDecodeError:
@@ -317,13 +343,23 @@ class Project(msgspec.Struct, frozen=True):
         """The run whose id is ``wanted``, or the only one whose id contains it. For ``convy
         resume`` (``command``), a part that several runs share names the one among them that is
         not finished, when only one is not: the others have nothing left to play."""
-        folders = [path.parent for path in self.results().glob("*/*/run.json")]
+        kept = [path.parent for path in self.results().glob("*/*/run.json")]
+        folders, given = kept, wanted
+        # A run's folder as tab completion gives it (results/bot/<id>/, or bot/<id>) names it too.
+        parts = [part for part in wanted.removeprefix("./").split("/") if part]
+        if parts[:1] == ["results"]:
+            parts = parts[1:]
+        if len(parts) == 2:
+            agent, wanted = parts
+            folders = [folder for folder in kept if folder.parent.name == agent]
         exact = [folder for folder in folders if folder.name == wanted]
         if exact:
             return RunJournal(exact[0])
         near = [folder for folder in folders if wanted in folder.name]
         if not near:
-            raise ConfigurationError(f"no run matches {wanted!r} in results/")
+            latest = sorted(kept, key=lambda folder: folder.name, reverse=True)[:3]
+            there = "; the newest: " + ", ".join(f"{folder.name} ({folder.parent.name})" for folder in latest)
+            raise ConfigurationError(f"no run matches {given!r} in results/" + (there if kept else ": no run is kept there yet"))
         if len(near) == 1:
             return RunJournal(near[0])
         read = {folder: Runs(self.results()).one(folder) for folder in near}
@@ -338,7 +374,7 @@ class Project(msgspec.Struct, frozen=True):
         more = f" and {len(near) - 5} more" if len(near) > 5 else ""
         newest = near[0].name
         raise ConfigurationError(
-            f"{wanted!r} matches {len(near)} runs, newest first: {names}{more}; "
+            f"{given!r} matches {len(near)} runs, newest first: {names}{more}; "
             f"give more of the id (its last part is enough: {f'convy {command} ' if command else ''}{newest.rsplit('-', 1)[-1]})"
         )
 

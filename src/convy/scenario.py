@@ -62,6 +62,7 @@ from convy.problems import (
     ServiceFailure,
 )
 from convy.slots import Slotted, nearest
+from convy.spelling import Spelling
 from convy.variants import PERSONA, Matrix, Personas, Value, Variant
 from convy.yamlfile import YamlFile
 
@@ -275,6 +276,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     fail_under: float | None = None  # the share of judged attempts it must pass (passing.PassRule.bar); unset: all
 
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
+    UNWRITTEN: ClassVar[tuple[str, ...]] = ("filled", "variant")  # set by convy, never in a file
+    # Fields an author puts in a scenario that live elsewhere, each with where (``Layout`` says it).
+    ELSEWHERE: ClassVar[dict[str, str]] = {
+        "attempts": "attempts are set for the whole run: [tool.convy] attempts, or convy run -k N",
+        "persona": "it belongs under matrix (matrix: {persona: [name, ...]})",
+        "personas": "personas are named in personas.yaml beside scenarios/, and chosen under matrix (matrix: {persona: [name, ...]})",
+    }
 
     def __post_init__(self) -> None:
         problems = tuple(dict.fromkeys(self._problems()))  # the filled copy's checks repeat its own
@@ -898,15 +906,45 @@ class Scenarios(msgspec.Struct, frozen=True):
             return ()
         return tuple(sorted(path for path in self.folder.rglob("*") if path.suffix.lower() in self.SUFFIXES))
 
+    def _absent(self) -> str:
+        """Why there is no folder of scenarios, with a folder beside it that was likely meant."""
+        name = self.folder.name
+        said = f"{name}/: no such folder of scenarios (one scenario per file: {name}/<id>.yaml)"
+        near = Spelling(frozenset({name.upper()}))
+        beside = self.folder.parent
+        meant = sorted(path.name for path in beside.iterdir() if path.is_dir() and (near.meant(path.name) or path.name.upper() == name.upper())) if beside.is_dir() else []
+        return said + (f"; {meant[0]}/ is not read: rename it {name}/" if meant else "")
+
+    def _misnamed(self) -> list[str]:
+        """A line for each file meant as a scenario whose name would leave it unread: saved as text
+        (``greeting.yaml.txt``) or with YAML's suffix mistyped (``greeting.ymal``, ``.yam``). Notes,
+        backups (``~``) and hidden files are left alone."""
+        problems: list[str] = []
+        for path in sorted(self.folder.rglob("*")):
+            name = path.name
+            if not path.is_file() or name.startswith(".") or name.endswith("~") or path.suffix.lower() in self.SUFFIXES:
+                continue
+            stem, suffix = path.stem, path.suffix.lower().removeprefix(".")
+            if suffix == "txt" and Path(stem).suffix.lower() in self.SUFFIXES:
+                meant = stem
+            elif suffix != "xml" and Spelling(frozenset({"YAML", "YML"})).meant(suffix):
+                meant = f"{stem}.yaml"
+            else:
+                continue
+            shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
+            problems.append(f"{shown}: not read: a scenario file's name ends in .yaml or .yml; rename it {shown.rsplit('/', 1)[0]}/{meant}")
+        return problems
+
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
         (and of the personas, when there are any)."""
         problems: list[str] = []
         found: dict[str, tuple[Scenario, str]] = {}
         if not self.folder.is_dir():
-            return (), (f"{self.folder.name}/: no such folder of scenarios",)
+            return (), (self._absent(),)
         personas = Personas.read(self.personas or self.folder.parent / "personas.yaml")
         problems.extend(personas.problems)
+        problems.extend(self._misnamed())
         for path in self.files():
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
@@ -1009,6 +1047,10 @@ class Matching(msgspec.Struct, frozen=True):
                 asked = pattern.removeprefix("./").removeprefix(folder)
                 for suffix in Scenarios.SUFFIXES:
                     asked = asked.removesuffix(suffix)
+                parts = [part.strip() for part in pattern.split(",") if part.strip()]
+                if len(parts) > 1 and all(Matching((part,)).chosen(scenarios) for part in parts):
+                    reasons.append(f"--scenarios {pattern}: no such scenario; give each apart, with spaces: --scenarios {' '.join(parts)}")
+                    continue
                 near = difflib.get_close_matches(asked, ids, n=3, cutoff=0.5)
                 reasons.append(
                     f"--scenarios {pattern}: no such scenario; "
@@ -1016,11 +1058,20 @@ class Matching(msgspec.Struct, frozen=True):
                 )
         tags = sorted({tag for scenario in scenarios for tag in scenario.tags})
         for tag in self.tags:
-            if tag not in tags:
+            parts = [part.strip() for part in tag.split(",") if part.strip()]
+            if tag not in tags and len(parts) > 1 and all(part in tags for part in parts):
+                reasons.append(f"--tag {tag}: no scenario has it; give each apart, with spaces: --tag {' '.join(parts)}")
+            elif tag not in tags:
                 reasons.append(f"--tag {tag}: no scenario has it; " + (f"the tags are {', '.join(tags)}" if tags else "no scenario has a tag"))
         if reasons:
             return "no scenario matches: " + "; ".join(reasons)
         return f"no scenario matches both --scenarios {' '.join(self.patterns)} and --tag {' '.join(self.tags)}"
+
+    @staticmethod
+    def _within(base: str, pattern: str) -> bool:
+        # A folder of scenarios (orders, orders/, scenarios/orders) chooses every scenario in it.
+        folder = pattern.removeprefix("./").removeprefix("scenarios/").rstrip("/")
+        return bool(folder) and fnmatch.fnmatchcase(base, f"{folder}/*")
 
     def _fits(self, scenario: Scenario) -> bool:
         # A variant is chosen by its own id (given exactly: ``[`` starts a set in a glob) or by
@@ -1028,7 +1079,11 @@ class Matching(msgspec.Struct, frozen=True):
         base = scenario.variant.of if scenario.variant is not None else scenario.id
         names = (scenario.id, base, *(f"{folder}{base}{suffix}" for folder in ("scenarios/", "") for suffix in Scenarios.SUFFIXES))
         by_pattern = not self.patterns or any(
-            pattern == scenario.id or fnmatch.fnmatchcase(name, pattern.removeprefix("./")) for pattern in self.patterns for name in names
+            pattern == scenario.id
+            or fnmatch.fnmatchcase(name, pattern.removeprefix("./"))
+            or self._within(base, pattern)
+            for pattern in self.patterns
+            for name in names
         )
         by_tag = not self.tags or any(tag in scenario.tags for tag in self.tags)
         return by_pattern and by_tag

@@ -27,7 +27,8 @@ from convy.live import LiveReport
 from convy.panel import Judging
 from convy.passing import PassRule
 from convy.problems import ConfigurationError, FieldProblem
-from convy.spelling import Slips
+from convy.slips import Slips
+from convy.spelling import Spelling
 from convy.spread import Spread
 
 
@@ -338,6 +339,22 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         except (OSError, ValueError):  # read as the variables read it, which says what is wrong
             return True
 
+    def _misplaced(self, document: Any) -> None:
+        """A ``ConfigurationError`` for a table meant as ``[tool.convy]`` under another name, which
+        nothing reads: ``[tool.convey]``, ``[tool.Convy]``, or ``[convy]`` at the top."""
+        if not isinstance(document, dict):
+            return
+        tool = document.get("tool")
+        near = Spelling(frozenset({"CONVY"}))
+        for name in tool if isinstance(tool, dict) else {}:
+            if name != "convy" and (name.upper() == "CONVY" or near.meant(name)):
+                raise ConfigurationError(f"pyproject.toml: [tool.{name}]: not read; did you mean [tool.convy]?")
+        for name, value in document.items():
+            if name.upper() == "CONVY" or near.meant(name):
+                raise ConfigurationError(f"pyproject.toml: [{name}]: not read; convy's settings go under [tool.convy]")
+            if name != "tool" and isinstance(value, dict) and "convy" in value:
+                raise ConfigurationError(f"pyproject.toml: [{name}.convy]: not read; did you mean [tool.convy]?")
+
     def _table(self) -> dict[str, Any]:
         path = self.folder / "pyproject.toml"
         try:
@@ -347,7 +364,9 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         except OSError as error:
             raise ConfigurationError(f"pyproject.toml: cannot be read: {error.strerror}") from None
         try:
-            return msgspec.toml.decode(raw, type=Pyproject).tool.convy
+            table = msgspec.toml.decode(raw, type=Pyproject).tool.convy
+            self._misplaced(msgspec.toml.decode(raw))
+            return table
         except msgspec.ValidationError as error:
             raise ConfigurationError(f"pyproject.toml: {FieldProblem(str(error), Pyproject).text()}") from None
         except msgspec.DecodeError as error:

@@ -1,0 +1,563 @@
+"""A corpus of the mistakes people make with a convy project, each played through the real ``convy``
+command on a real project in ``tmp_path`` (issue 25, "keep it kept").
+
+The cases are written as a user makes them, not from the code: a slot typed ``{{ ordr }}``, a field
+``judeg:``, ``pass:`` put beside ``judge:`` instead of under it, ``[tool.convey]``, ``attempts =
+"three"``, ``GATWAY_URL`` in ``.env``, ``convy run asistant``, a scenario saved as ``.yaml.txt``,
+``--scenarios greeting,late``, ``convy compare`` of a run with itself, ``agent = Echo`` without the
+brackets, a JSON body with ``{ text }``. Each table's row is one mistake: the files written over a
+small sound project, the command, the exit code the README's table gives, and the one line that
+names the file, field or name and says the fix. Every case asserts that line exactly, that no
+traceback is shown, and, where the mistake is refused, that nothing looks like a verdict: no run
+folder under ``results/`` and no pass rate.
+
+A few mistakes are used as meant rather than refused (a scenario saved as ``.YAML``, a folder given
+to ``--scenarios``, a run named by the path tab completion gives): those cases assert the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from standin import StandIn
+
+CONVY = Path(sys.executable).with_name("convy")
+# Settings the template's gateway reads: a case's project reads them from its own .env alone.
+GATEWAY = {
+    "GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "GATEWAY_STREAM", "GATEWAY_PROVIDER",
+    "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL", "USER_EFFORT", "JUDGE_EFFORT", "AGENT_EFFORT",
+}  # fmt: skip
+
+GREETING = 'script:\n  - Hi!\njudge:\n  - check: {said: "Hi"}\n'
+
+# A small sound project: an agent that says back what it heard, both models absent, one scripted
+# scenario judged by a check, one attempt. A case writes its files over these (None removes one).
+SOUND: dict[str, str | None] = {
+    "agents/bot.py": "from convy.fakes import Echo\n\nagent = Echo()\n",
+    "models.py": 'from convy import Absent, Models\n\nmodels = Models(user=Absent("no user model here"), judge=Absent("no judge here"))\n',
+    "scenarios/greeting.yaml": GREETING,
+    "pyproject.toml": "[tool.convy]\nattempts = 1\n",
+}
+
+
+def project(folder: Path, files: dict[str, str | None], base: dict[str, str | None] = SOUND) -> Path:
+    """The sound project in ``folder`` with ``files`` written over it (a path ending in / is an
+    empty folder; None leaves the file out)."""
+    for path, text in {**base, **files}.items():
+        if text is None:
+            continue
+        where = folder / path
+        if path.endswith("/"):
+            where.mkdir(parents=True, exist_ok=True)
+            continue
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(text, encoding="utf-8")
+    return folder
+
+
+def convy(folder: Path, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """``convy`` run in ``folder`` to its end, with no CONVY_* (or CONVEY_*) variable nor gateway
+    setting of this process but ``variables``."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.upper().startswith(("CONVY_", "CONVEY_")) and name.upper() not in GATEWAY
+    }
+    return subprocess.run(
+        [str(CONVY), *arguments],
+        cwd=folder,
+        env={**environment, **variables},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def runs(folder: Path) -> set[Path]:
+    return set(folder.glob("results/*/*/run.json"))
+
+
+def refused(done: subprocess.CompletedProcess[str], folder: Path, code: int, line: str, before: frozenset[Path] = frozenset()) -> None:
+    """The command ended with ``code``, its first error line is ``line``, it showed no traceback,
+    kept no new run and said no pass rate."""
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said, said
+    assert done.returncode == code, said
+    assert done.stderr.splitlines()[:1] == [line], said
+    assert runs(folder) == before, said
+    assert "pass rate" not in said
+
+
+# --- a scenario file: `convy check`, exit 2 -------------------------------------------------------
+# (case, files written, expected line); the command is `convy check`, the code 2.
+
+S = "scenarios/greeting.yaml"
+F = "convy: scenarios/greeting.yaml: "
+SCENARIOS = [
+    ("slot typo in user", {S: "vars: {name: Sam}\nuser: You are {{ nam }}.\njudge:\n  - check: {said: Hi}\n"},
+     F + "user: no value for {{ nam }} in vars (is {{ nam }} a slip for {{ name }}?)"),
+    ("slot typo in script", {S: "vars: {order: A-1043}\nscript: ['where is {{ ordr }}?']\njudge:\n  - check: {said: Hi}\n"},
+     F + "script[0]: no value for {{ ordr }} in vars (is {{ ordr }} a slip for {{ order }}?)"),
+    ("slot typo in a said check", {S: "matrix: {seat: [12A, 14C]}\nscript: ['move me to {{ seat }}']\njudge:\n  - check: {said: '{{ seet }}'}\n"},
+     F + "judge[0].check.said: no value for {{ seet }} in vars or matrix (is {{ seet }} a slip for {{ seat }}?)"),
+    ("slot typo in a claim", {S: "vars: {order: A-1043}\nscript: ['where is {{ order }}?']\njudge:\n  - The agent looks up {{ ordr }}.\n"},
+     F + "judge[0]: no value for {{ ordr }} in vars (is {{ ordr }} a slip for {{ order }}?)"),
+    ("slot typo in with", {S: "vars: {seat: 12A}\nscript: ['move me to {{ seat }}']\njudge:\n  - check: {called: change_seat, with: {seat: '{{ seats }}'}}\n"},
+     F + "judge[0].check.with.seat: no value for {{ seats }} in vars (is {{ seats }} a slip for {{ seat }}?)"),
+    ("slot with no vars at all", {S: "script: ['my booking is {{ ref }}']\njudge:\n  - check: {said: Hi}\n"},
+     F + "script[0]: no value for {{ ref }} in vars"),
+    ("judeg for judge", {S: "script: [Hi!]\njudeg:\n  - check: {said: Hi}\n"}, F + "judeg: unknown field; did you mean judge?"),
+    ("colour, a field of nothing", {S: "colour: blue\n" + GREETING}, F + "colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under"),
+    ("scrip for script", {S: "scrip: [Hi!]\njudge:\n  - check: {said: Hi}\n"}, F + "scrip: unknown field; did you mean script?"),
+    ("tag for tags", {S: "tag: [smoke]\n" + GREETING}, F + "tag: unknown field; did you mean tags?"),
+    ("max_turn for max_turns", {S: "max_turn: 3\n" + GREETING}, F + "max_turn: unknown field; did you mean max_turns?"),
+    ("notsaid for not_said", {S: "script: [Hi!]\njudge:\n  - check: {notsaid: sorry}\n"},
+     F + "judge[0].check.notsaid: unknown field; did you mean not_said?"),
+    ("width for with", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_order, width: {order: A-1043}}\n"},
+     F + "judge[0].check.width: unknown field; did you mean with?"),
+    ("say for said", {S: "script: [Hi!]\njudge:\n  - check: {say: Hi}\n"}, F + "judge[0].check.say: unknown field; the fields here are called, with, not_called, said, not_said"),
+    ("pass at the top", {S: "script: [Hi!]\npass: clear\njudge:\n  - claim: How clear was the agent?\n    grades: [unclear, clear]\n"},
+     F + "pass: not a field here; it belongs under judge[0]"),
+    ("grades at the top", {S: "script: [Hi!]\ngrades: [unclear, clear]\njudge:\n  - claim: How clear was the agent?\n    pass: clear\n"},
+     F + "grades: not a field here; it belongs under judge[0]"),
+    ("with beside check", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_order}\n    with: {order: A-1043}\n"},
+     F + "judge[0].with: not a field here; it belongs under judge[0].check"),
+    ("said without check", {S: "script: [Hi!]\njudge:\n  - check: {said: Hi}\n  - said: hello\n"},
+     F + "judge[1].said: not a field here; it belongs under judge[1].check"),
+    ("max_turns inside a claim", {S: "script: [Hi!]\njudge:\n  - claim: The agent is polite.\n    max_turns: 3\n"},
+     F + "judge[0].max_turns: not a field here; it belongs at the top of the file"),
+    ("attempts in a scenario", {S: "attempts: 5\n" + GREETING},
+     F + "attempts: not a field here; attempts are set for the whole run: [tool.convy] attempts, or convy run -k N"),
+    ("persona beside user", {S: "persona: [retiree]\nuser: Ask where your order is.\njudge:\n  - check: {said: order}\n"},
+     F + "persona: not a field here; it belongs under matrix (matrix: {persona: [name, ...]})"),
+    ("check at the top", {S: "script: [Hi!]\ncheck:\n  - said: Hi\n"}, F + "check: not a field here; it belongs under an entry of judge"),
+    ("pass not a grade", {S: "script: [Hi!]\njudge:\n  - claim: How clear?\n    grades: [unclear, partly clear, clear]\n    pass: nice\n"},
+     F + "judge[0].pass: must be one of the grades: unclear, partly clear, clear"),
+    ("grades without pass", {S: "script: [Hi!]\njudge:\n  - claim: How clear?\n    grades: [unclear, clear]\n"},
+     F + "judge[0].pass: give the worst grade that still passes"),
+    ("with beside not_called", {S: "script: [Hi!]\njudge:\n  - check: {not_called: cancel_booking, with: {ref: X}}\n"},
+     F + "judge[0].check.with: goes only with called"),
+    ("two checks in one", {S: "script: [Hi!]\njudge:\n  - check: {said: Hi, not_said: bye}\n"},
+     F + "judge[0].check: give exactly one of called, not_called, said, not_said"),
+    ("check written as text", {S: "script: [Hi!]\njudge:\n  - check: said Hi\n"}, F + "judge[0].check: expected a mapping, got text"),
+    ("judge as one text", {S: "script: [Hi!]\njudge: The agent greets back.\n"}, F + "judge: expected a list, got text"),
+    ("judge as a mapping", {S: "script: [Hi!]\njudge:\n  check: {said: Hi}\n"}, F + "judge: expected a list, got a mapping"),
+    ("script as one text", {S: "script: Hi!\njudge:\n  - check: {said: Hi}\n"}, F + "script: expected a list, got text"),
+    ("user as a list", {S: "user: [Say hello.]\njudge:\n  - check: {said: Hi}\n"}, F + "user: expected text, got a list"),
+    ("tags as one text", {S: "tags: smoke\n" + GREETING}, F + "tags: expected a list, got text"),
+    ("vars as a list", {S: "vars: [order, A-1043]\n" + GREETING}, F + "vars: expected a mapping, got a list"),
+    ("a matrix value that is not a list", {S: "matrix: {seat: 12A}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: Hi}\n"},
+     F + "matrix.seat: expected a list of values, got text"),
+    ("max_turns in words", {S: "max_turns: three\n" + GREETING}, F + "max_turns: expected a whole number, got text"),
+    ("fail_under as a percentage", {S: "fail_under: 80\n" + GREETING}, F + "fail_under: must be between 0 and 1 (0.8 for 80%)"),
+    ("a pattern left open", {S: "script: [Hi!]\njudge:\n  - check: {said: '(Hi'}\n"},
+     F + "judge[0].check.said: not a pattern convy can match: missing ): (Hi"),
+    ("a tab for indent", {S: "script:\n\t- Hi!\njudge:\n  - check: {said: Hi}\n"},
+     F + "line 2, column 1: found character that cannot start any token"),
+    ("no user nor script", {S: "judge:\n  - check: {said: Hi}\n"}, F + "user: a scenario needs a user, a script, or both"),
+    ("no judge", {S: "script: [Hi!]\n"}, F + "judge: required"),
+    ("a file that is a list", {S: "- script: [Hi!]\n  judge:\n    - check: {said: Hi}\n"},
+     F + "must be a mapping of fields (id, user, script, judge, ...)"),
+    ("an empty file", {S: ""}, F + "empty: a scenario needs at least a judge and a user or a script"),
+    ("an id copied from another file", {"scenarios/late.yaml": "id: greeting\n" + GREETING},
+     "convy: scenarios/late.yaml: id: 'greeting' is also the id of scenarios/greeting.yaml"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "line"), [pytest.param(*row, id=row[0]) for row in SCENARIOS])
+def test_a_mistake_in_a_scenario_file_is_named_by_check(tmp_path: Path, case: str, files: dict[str, str | None], line: str) -> None:
+    folder = project(tmp_path, files)
+    done = convy(folder, "check")
+    refused(done, folder, 2, line)
+    assert done.stderr.splitlines()[-1].endswith("nothing was sent, nothing written")
+
+
+# --- files and folders: their names -------------------------------------------------------------
+# (case, files written, command, expected code, expected line)
+
+FILES = [
+    ("saved as .yaml.txt", {"scenarios/late.yaml.txt": GREETING}, ("check",), 2,
+     "convy: scenarios/late.yaml.txt: not read: a scenario file's name ends in .yaml or .yml; rename it scenarios/late.yaml"),
+    ("saved as .yml.txt in a folder", {"scenarios/refunds/late.yml.txt": GREETING}, ("run",), 2,
+     "convy: scenarios/refunds/late.yml.txt: not read: a scenario file's name ends in .yaml or .yml; rename it scenarios/refunds/late.yml"),
+    ("suffix typed .ymal", {"scenarios/late.ymal": GREETING}, ("run",), 2,
+     "convy: scenarios/late.ymal: not read: a scenario file's name ends in .yaml or .yml; rename it scenarios/late.yaml"),
+    ("an empty scenarios folder", {S: None, "scenarios/": ""}, ("check",), 2,
+     "convy: no scenario files in scenarios/ (one scenario per file: scenarios/<id>.yaml)"),
+    ("no scenarios folder", {S: None}, ("run",), 2,
+     "convy: scenarios/: no such folder of scenarios (one scenario per file: scenarios/<id>.yaml)"),
+    ("the folder named scenario", {S: None, "scenario/greeting.yaml": GREETING}, ("check",), 2,
+     "convy: scenarios/: no such folder of scenarios (one scenario per file: scenarios/<id>.yaml); scenario/ is not read: rename it scenarios/"),
+    ("no agents folder", {"agents/bot.py": None, "agent/bot.py": SOUND["agents/bot.py"]}, ("check",), 2,
+     "convy: agents/: no agent files (agents/<name>.py, each defining `agent`)"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "command", "code", "line"), [pytest.param(*row, id=row[0]) for row in FILES])
+def test_a_file_or_folder_named_wrong_is_said_with_the_name_meant(
+    tmp_path: Path, case: str, files: dict[str, str | None], command: tuple[str, ...], code: int, line: str
+) -> None:
+    folder = project(tmp_path, files)
+    refused(convy(folder, *command), folder, code, line)
+
+
+# --- settings: pyproject.toml, .env, the environment --------------------------------------------
+# (case, files written, variables set, command, expected line); the code is 2.
+
+P = "pyproject.toml"
+T = "convy: pyproject.toml: [tool.convy] "
+SETTINGS = [
+    ("attempts in words", {P: '[tool.convy]\nattempts = "three"\n'}, {}, ("check",), T + "attempts: must be a whole number of at least 1, or auto"),
+    ("attempts 0", {P: "[tool.convy]\nattempts = 0\n"}, {}, ("run",), T + "attempts: must be a whole number of at least 1, or auto"),
+    ("atempts", {P: "[tool.convy]\natempts = 3\n"}, {}, ("check",), T + "atempts: unknown field; did you mean attempts?"),
+    ("fail_under as a percentage", {P: "[tool.convy]\nfail_under = 80\n"}, {}, ("check",), T + "fail_under: must be between 0 and 1 (0.8 for 80%)"),
+    ("trust as a percentage", {P: "[tool.convy]\ntrust = 70\n"}, {}, ("run",), T + "trust: must be between 0 and 1"),
+    ("panel misspelt", {P: '[tool.convy]\npanel = "majorty"\n'}, {}, ("check",), T + "panel: must be one of majority, unanimous"),
+    ("evidence misspelt", {P: '[tool.convy]\nevidence = "flagg"\n'}, {}, ("check",), T + "evidence: must be one of flag, require"),
+    ("seconds with a unit", {P: '[tool.convy]\nturn_seconds = "60s"\n'}, {}, ("check",), T + "turn_seconds: expected a number, got text"),
+    ("yes for true", {P: '[tool.convy]\nfail_on_skip = "yes"\n'}, {}, ("check",), T + "fail_on_skip: expected true or false, got text"),
+    ("a Ray address without a host", {P: '[tool.convy]\nray = "ray://"\n'}, {}, ("check",),
+     T + "ray: not an address: auto, ray://HOST:10001 or HOST:6379"),
+    ("user_prompt misspelt", {P: '[tool.convy]\nuser_prompt = "prompts/usr.md"\n', "prompts/user.md": "{{ instructions }}\n"}, {}, ("check",),
+     "convy: prompts/usr.md: no such file (the user_prompt setting names it); the prompts there are prompts/user.md"),
+    ("[tool.convey]", {P: "[tool.convey]\nattempts = 10\n"}, {}, ("check",), "convy: pyproject.toml: [tool.convey]: not read; did you mean [tool.convy]?"),
+    ("[tool.Convy]", {P: "[tool.Convy]\nattempts = 10\n"}, {}, ("run",), "convy: pyproject.toml: [tool.Convy]: not read; did you mean [tool.convy]?"),
+    ("[tools.convy]", {P: "[tools.convy]\nattempts = 10\n"}, {}, ("check",), "convy: pyproject.toml: [tools.convy]: not read; did you mean [tool.convy]?"),
+    ("[convy] at the top", {P: "[convy]\nattempts = 10\n"}, {}, ("check",),
+     "convy: pyproject.toml: [convy]: not read; convy's settings go under [tool.convy]"),
+    ("CONVY_ATEMPTS in the environment", {}, {"CONVY_ATEMPTS": "3"}, ("check",),
+     "convy: CONVY_ATEMPTS in the environment: unknown; did you mean CONVY_ATTEMPTS?"),
+    ("CONVY_ATEMPTS in .env", {".env": "CONVY_ATEMPTS=3\n"}, {}, ("run",), "convy: CONVY_ATEMPTS in .env: unknown; did you mean CONVY_ATTEMPTS?"),
+    ("CONVEY_MAX_COST", {}, {"CONVEY_MAX_COST": "1"}, ("run",), "convy: CONVEY_MAX_COST in the environment: unknown; did you mean CONVY_MAX_COST?"),
+    ("CONVY_ATTEMPTS in words", {}, {"CONVY_ATTEMPTS": "three"}, ("run",), "convy: CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto"),
+    ("CONVY_FAIL_UNDER as a percentage", {".env": "CONVY_FAIL_UNDER=80\n"}, {}, ("run",),
+     "convy: CONVY_FAIL_UNDER: fail_under: must be between 0 and 1 (0.8 for 80%)"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "variables", "command", "line"), [pytest.param(*row, id=row[0]) for row in SETTINGS])
+def test_a_setting_that_would_be_lost_or_wrong_is_refused(
+    tmp_path: Path, case: str, files: dict[str, str | None], variables: dict[str, str], command: tuple[str, ...], line: str
+) -> None:
+    folder = project(tmp_path, files)
+    refused(convy(folder, *command, **variables), folder, 2, line)
+
+
+# --- the project's code: agents and models --------------------------------------------------------
+# (case, files written, expected line); the command is `convy check`, then `convy run`, the code 2.
+
+A = "agents/bot.py"
+L = "convy: loading agents/bot.py failed: ValueError: "
+SLOTS = "its slots are {{ text }}, {{ session }}, {{ turn }}, {{ history }}"
+
+
+def json_agent(body: str = '{"message": "{{ text }}"}', endpoint: str = '"http://127.0.0.1:9/chat"') -> dict[str, str | None]:
+    return {A: f'from convy import JsonAgent, JsonEndpoint\n\nagent = JsonAgent({endpoint}, body={body}, reply="reply")\n'}
+
+
+CODE = [
+    ("agent is the class", {A: "from convy.fakes import Echo\n\nagent = Echo\n"},
+     "convy: agents/bot.py: `agent` is the class Echo, not an agent: make one, agent = Echo(...)"),
+    ("agent is a function", {A: "def agent(text):\n    return 'Hi ' + text\n"},
+     "convy: agents/bot.py: `agent` is a function, not an agent: an agent has a conversation() method (README: The agent interface)"),
+    ("agent is a URL", {A: 'agent = "http://127.0.0.1:9/chat"\n'},
+     'convy: agents/bot.py: `agent` is text, not an agent: an agent over HTTP is agent = JsonAgent("http://...", body=..., reply=...)'),
+    ("agent named otherwise", {A: "from convy.fakes import Echo\n\nbot = Echo()\n"}, "convy: agents/bot.py: defines no `agent`"),
+    ("agent file left unclosed", {A: "from convy.fakes import Echo\n\nagent = Echo(\n"},
+     "convy: loading agents/bot.py failed: SyntaxError: '(' was never closed (bot.py, line 3)"),
+    ("models named model", {"models.py": 'from convy import Absent, Models\n\nmodel = Models(user=Absent("x"), judge=Absent("y"))\n'},
+     "convy: models.py: must define `models = Models(user=..., judge=...)`"),
+    ("models the class", {"models.py": "from convy import Models\n\nmodels = Models\n"},
+     "convy: models.py: must define `models = Models(user=..., judge=...)`"),
+    ("body slot {{ input }}", json_agent('{"input": "{{ input }}"}'),
+     L + "body.input: no slot {{ input }} in a JSON agent's body (for {{ text }}?): " + SLOTS),
+    ("body slot {{ histroy }}", json_agent('{"message": "{{ text }}", "history": "{{ histroy }}"}'),
+     L + "body.history: no slot {{ histroy }} in a JSON agent's body (for {{ history }}?): " + SLOTS),
+    ("body slot with one brace", json_agent('{"message": "{ text }"}'),
+     L + "body.message: { text } is sent as written: a slot has two braces, {{ text }}"),
+    ("body slot as format writes it", json_agent('{"q": "{message}"}'),
+     L + "body.q: {message} is sent as written: a slot has two braces, {{ text }}"),
+    ("body without the user's words", json_agent('{"message": "hello"}'),
+     L + "body: no {{ text }} nor {{ history }}: the user's messages would never be sent; put {{ text }} where the agent reads a message"),
+    ("endpoint without http://", json_agent(endpoint='JsonEndpoint("127.0.0.1:8000/chat")'),
+     L + "url: must start with http:// or https://, not '127.0.0.1:8000/chat' (http://127.0.0.1:8000/chat?)"),
+    ("endpoint on a websocket", json_agent(endpoint='"ws://127.0.0.1:8000/chat"'),
+     L + "url: must start with http:// or https://, not 'ws://127.0.0.1:8000/chat'"),
+    ("headers given as the key", json_agent(endpoint='JsonEndpoint("http://127.0.0.1:9/chat", "Bearer sk-corpus-CANARY")'),
+     L + 'headers: must map names to text, as {"authorization": "Bearer ..."}, not str'),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "line"), [pytest.param(*row, id=row[0]) for row in CODE])
+def test_a_mistake_in_the_projects_code_is_refused_by_check_and_run(
+    tmp_path: Path, case: str, files: dict[str, str | None], line: str
+) -> None:
+    folder = project(tmp_path, files)
+    refused(convy(folder, "check"), folder, 2, line)
+    ran = convy(folder, "run")
+    # A run loads the agent and the models together, and names both files when the code fails.
+    refused(ran, folder, 2, line.replace("loading agents/bot.py failed", "loading agents/bot.py or models.py failed"))
+    assert "CANARY" not in ran.stdout + ran.stderr
+
+
+# --- the command line ---------------------------------------------------------------------------
+# (case, files written, command, expected line); the code is 2.
+
+LATE = {"scenarios/orders/late.yaml": "tags: [orders, urgent]\n" + GREETING}
+COMMANDS = [
+    ("an agent misspelt", {}, ("run", "bto"), "convy: agents/bto.py: no such agent; the project has bot"),
+    ("an agent file that is not there", {}, ("run", "agents/nope.py"), "convy: agents/nope.py: no such agent; the project has bot"),
+    ("the agents folder misspelt", {}, ("run", "agent/bot.py"),
+     "convy: agent/bot.py: not a file of agents/; give the agent's name (convy run bot) or its file's path (agents/bot.py)"),
+    ("a scenario for an agent", {}, ("run", "scenarios/greeting.yaml"),
+     "convy: scenarios/greeting.yaml: a scenario, not an agent; choose it with --scenarios scenarios/greeting.yaml"),
+    ("--scenarios a folder misspelt", LATE, ("run", "--scenarios", "order/late"),
+     "convy: no scenario matches: --scenarios order/late: no such scenario; nearest: orders/late"),
+    ("--scenarios a path misspelt", {}, ("run", "--scenarios", "scenarios/greting.yaml"),
+     "convy: no scenario matches: --scenarios scenarios/greting.yaml: no such scenario; nearest: greeting"),
+    ("--scenarios with commas", LATE, ("run", "--scenarios", "greeting,orders/late"),
+     "convy: no scenario matches: --scenarios greeting,orders/late: no such scenario; give each apart, with spaces: --scenarios greeting orders/late"),
+    ("--tag misspelt", LATE, ("run", "--tag", "urgnt"), "convy: no scenario matches: --tag urgnt: no scenario has it; the tags are orders, urgent"),
+    ("--tag with commas", LATE, ("run", "--tag", "orders,urgent"),
+     "convy: no scenario matches: --tag orders,urgent: no scenario has it; give each apart, with spaces: --tag orders urgent"),
+    ("--attempts 0", {}, ("run", "--attempts", "0"), "convy: --attempts: must be a whole number of at least 1, or auto"),
+    ("-k in words", {}, ("run", "-k", "three"), "convy: --attempts: must be a whole number of at least 1, or auto"),
+    ("--max-cost below 0", {}, ("run", "--max-cost", "-1"), "convy: --max-cost: must be 0 (no budget) or more"),
+    ("--junit the root", {}, ("run", "--junit", "/"), "convy: --junit /: a folder; name a file in it: --junit /junit.xml"),
+    ("--junit a folder", {"reports/": ""}, ("run", "--junit", "reports"), "convy: --junit reports: a folder; name a file in it: --junit reports/junit.xml"),
+    ("--summary a folder", {"reports/": ""}, ("run", "--summary", "reports/"),
+     "convy: --summary reports: a folder; name a file in it: --summary reports/summary.md"),
+    ("--junit and --summary one file", {}, ("run", "--junit", "out.txt", "--summary", "./out.txt"),
+     "convy: --junit and --summary name one file: give each its own"),
+    ("--ray without a host", {}, ("run", "--ray", "ray://"), "convy: --workers/--ray: ray: not an address: auto, ray://HOST:10001 or HOST:6379"),
+    ("--workers below 0", {}, ("run", "--workers", "-1"), "convy: --workers/--ray: workers: must be from 0 to 1000"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "command", "line"), [pytest.param(*row, id=row[0]) for row in COMMANDS])
+def test_a_mistake_on_the_command_line_is_refused_before_anything_plays(
+    tmp_path: Path, case: str, files: dict[str, str | None], command: tuple[str, ...], line: str
+) -> None:
+    folder = project(tmp_path, files)
+    done = convy(folder, *command)
+    refused(done, folder, 2, line)
+    assert done.stderr.splitlines() == [line]
+
+
+# The command line's own parser, for a value of the wrong kind: the last line is the one that says.
+PARSED = [
+    ("--fail-under 80", ("run", "--fail-under", "80"), "convy run: error: argument --fail-under: '80' is not between 0 and 1 (or 0% and 100%)"),
+    ("--trust 70", ("run", "--trust", "70"), "convy run: error: argument --trust: '70' is not between 0 and 1 (or 0% and 100%)"),
+    ("--fail-under two dots", ("run", "--fail-under", "0.8.0"), "convy run: error: argument --fail-under: '0.8.0' is not a number from 0 to 1 (or a percentage)"),
+]
+
+
+@pytest.mark.parametrize(("case", "command", "line"), [pytest.param(*row, id=row[0]) for row in PARSED])
+def test_an_option_of_the_wrong_kind_is_refused_with_what_it_takes(tmp_path: Path, case: str, command: tuple[str, ...], line: str) -> None:
+    folder = project(tmp_path, {})
+    done = convy(folder, *command)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == line
+    assert runs(folder) == set()
+
+
+# --- a kept run named wrong ---------------------------------------------------------------------
+# (case, command, expected line); {run} is the id of the one run kept; the code is 2.
+
+HISTORY = [
+    ("resume of a run that is not there", ("resume", "20990101-000000-abcd"),
+     "convy: no run matches '20990101-000000-abcd' in results/; the newest: {run} (bot)"),
+    ("report of a run misspelt", ("report", "{end}x"), "convy: no run matches '{end}x' in results/; the newest: {run} (bot)"),
+    ("rejudge of a run that is not there", ("rejudge", "yesterday"), "convy: no run matches 'yesterday' in results/; the newest: {run} (bot)"),
+    ("compare of a run with itself", ("compare", "{run}", "{end}"),
+     "convy: '{run}' and '{end}' are the same run, bot/{run}: compare it with another run (convy compare BASE CANDIDATE)"),
+    ("compare with the agent's name", ("compare", "bot", "{run}"), "convy: no run matches 'bot' in results/; the newest: {run} (bot)"),
+    ("resume of another agent's run", ("resume", "shop/{run}"), "convy: no run matches 'shop/{run}' in results/; the newest: {run} (bot)"),
+]
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with one run kept: played once, copied for each case."""
+    folder = project(tmp_path_factory.mktemp("played"), {})
+    done = convy(folder, "run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+@pytest.mark.parametrize(("case", "command", "line"), [pytest.param(*row, id=row[0]) for row in HISTORY])
+def test_a_run_named_wrong_is_refused_with_the_runs_there_are(
+    played: Path, tmp_path: Path, case: str, command: tuple[str, ...], line: str
+) -> None:
+    folder = Path(shutil.copytree(played, tmp_path / "project"))
+    (kept,) = runs(folder)
+    run = kept.parent.name
+    values = {"run": run, "end": run.rsplit("-", 1)[-1]}
+    done = convy(folder, *(part.format(**values) for part in command))
+    refused(done, folder, 2, line.format(**values), before=frozenset({kept}))
+
+
+def test_a_part_two_runs_share_is_refused_naming_both(played: Path, tmp_path: Path) -> None:
+    """`convy compare 2026 <id>`: the year starts every id, so it names no one run."""
+    folder = Path(shutil.copytree(played, tmp_path / "project"))
+    (first,) = runs(folder)
+    assert convy(folder, "run").returncode == 0
+    (second,) = runs(folder) - {first}
+    # Newest by when each started: two runs may start within the second their ids give.
+    older, newer = (path.parent.name for path in sorted((first, second), key=lambda path: json.loads(path.read_text())["status"]["started"]))
+    shared = older[:4]
+    done = convy(folder, "compare", shared, newer)
+    line = (
+        f"convy: '{shared}' matches 2 runs, newest first: {newer} (bot, finished), {older} (bot, finished); "
+        f"give more of the id (its last part is enough: {newer.rsplit('-', 1)[-1]})"
+    )
+    refused(done, folder, 2, line, before=frozenset({first, second}))
+
+
+def test_no_run_kept_yet_is_said_so(tmp_path: Path) -> None:
+    folder = project(tmp_path, {})
+    refused(convy(folder, "resume", "2026"), folder, 2, "convy: no run matches '2026' in results/: no run is kept there yet")
+
+
+def test_init_in_a_project_already_is_refused(template: Path, tmp_path: Path) -> None:
+    """`convy init .` where a project is: the demo's agents and scenarios would join the user's own."""
+    folder = Path(shutil.copytree(template, tmp_path / "shop"))
+    before = sorted(path.relative_to(folder) for path in folder.rglob("*"))
+    done = convy(folder, "init", ".")
+    refused(
+        done, folder, 2,
+        "convy: .: a project already (agents/ and scenarios/ hold files): convy init makes a new one, its demo agents "
+        "and scenarios would join yours; give a new folder (convy init NEW), or convy init --ci github for the CI "
+        "workflow alone",
+    )
+    assert sorted(path.relative_to(folder) for path in folder.rglob("*")) == before
+
+
+# --- the template, as `convy init` makes it ------------------------------------------------------
+# (case, .env written, command, expected line); the code is 2.
+
+TEMPLATE = [
+    ("GATWAY_URL", "GATWAY_URL=http://127.0.0.1:9/v1\nGATEWAY_KEY=sk-corpus-CANARY\n", ("check",),
+     "convy: GATWAY_URL in .env: unknown; did you mean GATEWAY_URL?"),
+    ("GATEWAY_KYE", "GATEWAY_URL=http://127.0.0.1:9/v1\nGATEWAY_KYE=sk-corpus-CANARY\n", ("check",),
+     "convy: GATEWAY_KYE in .env: unknown; did you mean GATEWAY_KEY?"),
+    ("AGENT_MDOEL", "AGENT_MDOEL=gpt-4o-mini\n", ("check",), "convy: AGENT_MDOEL in .env: unknown; did you mean AGENT_MODEL?"),
+    ("CONVY_ATEMPTS", "CONVY_ATEMPTS=10\n", ("run",), "convy: CONVY_ATEMPTS in .env: unknown; did you mean CONVY_ATTEMPTS?"),
+    ("an effort misspelt", "USER_EFFORT=hihg\n", ("check",),
+     "convy: loading models.py failed: GatewaySettings: user_effort: Input should be 'none', 'minimal', 'low', 'medium' or 'high'"),
+    ("run asistant", "", ("run", "asistant"), "convy: agents/asistant.py: no such agent; the project has assistant, shop"),
+    ("run the absent agent by its file", "", ("run", "agents/assistant.py"),
+     "convy: agents/assistant.py: the agent is absent: set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env (see .env.example)"),
+    ("--scenarios refund/damaged", "", ("run", "--scenarios", "refund/damaged"),
+     "convy: no scenario matches: --scenarios refund/damaged: no such scenario; nearest: refunds/damaged, refunds/in-transit"),
+    ("--tag urgnt", "", ("run", "--tag", "urgnt"), "convy: no scenario matches: --tag urgnt: no scenario has it; the tags are orders, refunds, smoke"),
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project `convy init` makes, made once and copied for each case."""
+    folder = tmp_path_factory.mktemp("template") / "shop"
+    done = convy(folder.parent, "init", "shop")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+@pytest.mark.parametrize(("case", "dotenv", "command", "line"), [pytest.param(*row, id=row[0]) for row in TEMPLATE])
+def test_a_mistake_in_the_template_project_is_refused_with_the_name_meant(
+    template: Path, tmp_path: Path, case: str, dotenv: str, command: tuple[str, ...], line: str
+) -> None:
+    folder = Path(shutil.copytree(template, tmp_path / "shop"))
+    (folder / ".env").write_text(dotenv, encoding="utf-8")
+    done = convy(folder, *command)
+    refused(done, folder, 2, line)
+    assert "CANARY" not in done.stdout + done.stderr
+
+
+# --- runs that play, and say what was wrong -------------------------------------------------------
+# (case, reply= path, calls= path, expected code, expected line of the run's output)
+
+
+def booking(data: object) -> dict[str, object]:
+    """An airline agent's endpoint: it looks the booking up, and says so under "tool_calls"."""
+    return {"reply": "Your booking XYZ789: seat 12A.", "tool_calls": [{"name": "lookup_booking", "arguments": {"ref": "XYZ789"}}]}
+
+
+PLAYED = [
+    ("calls path misspelt", "reply", "toolcalls", 5,
+     "agents/airline.py: calls path 'toolcalls': in no reply of 1 attempt, whose tool checks were not judged: "
+     "set calls= to where the agent's replies list its tool calls"),
+    ("reply path misspelt", "text", "tool_calls", 1, "agent failed (agent_failed): {url}/agent: reply path text: no 'text' in the reply"),
+    ("reply path one level deep", "output.reply", "tool_calls", 1,
+     "agent failed (agent_failed): {url}/agent: reply path output.reply: no 'output' in the reply"),
+]
+
+
+@pytest.mark.parametrize(("case", "reply", "calls", "code", "line"), [pytest.param(*row, id=row[0]) for row in PLAYED])
+def test_a_path_the_replies_never_hold_is_named_by_the_run(tmp_path: Path, case: str, reply: str, calls: str, code: int, line: str) -> None:
+    """The run plays and says the path and the agent's file: no tool check is blamed on the agent
+    for a path it never wrote (exit 5, not judged); a reply read at the wrong path fails the
+    attempt, naming the path (exit 1)."""
+    scenario = "script: ['my booking is XYZ789']\njudge:\n  - check: {called: lookup_booking}\n  - check: {said: 12A}\n"
+    with StandIn(agent_reply=booking) as server:
+        agent = f'from convy import JsonAgent\n\nagent = JsonAgent("{server.url}/agent", reply="{reply}", calls="{calls}")\n'
+        folder = project(tmp_path, {"agents/bot.py": None, "agents/airline.py": agent, S: None, "scenarios/booking.yaml": scenario})
+        done = convy(folder, "run")
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said
+    assert done.returncode == code, said
+    assert any(text.endswith(line.format(url=server.url)) for text in done.stdout.splitlines()), said
+    assert "agent never called" not in said
+
+
+# --- mistakes used as meant ----------------------------------------------------------------------
+# (case, files written, command, expected line of the run's output); the code is 0.
+
+MEANT = [
+    ("a scenario saved as .YAML", {S: None, "scenarios/greeting.YAML": GREETING}, ("run", "--scenarios", "greeting"),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+    ("--scenarios a folder", {S: None, "scenarios/orders/late.yaml": GREETING, "scenarios/orders/eu/late.yml": GREETING},
+     ("run", "--scenarios", "orders"),
+     "bot: 2 passed, 0 failed, 0 not judged of 2 attempts · pass rate 100.0% [100.0%, 100.0%] (mean over scenarios)"),
+    ("--scenarios a folder's path", {"scenarios/orders/late.yaml": GREETING}, ("run", "--scenarios", "scenarios/orders/"),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+    ("a JSON agent given a plain URL", json_agent(endpoint='"http://127.0.0.1:9/chat"'), ("check",),
+     "would run 1 agent × 1 scenario × 1 attempt = 1 attempt; nothing was sent, nothing written"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "command", "line"), [pytest.param(*row, id=row[0]) for row in MEANT])
+def test_a_mistake_with_one_meaning_is_used_as_meant(
+    tmp_path: Path, case: str, files: dict[str, str | None], command: tuple[str, ...], line: str
+) -> None:
+    folder = project(tmp_path, files)
+    done = convy(folder, *command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert line in done.stdout.splitlines()
+
+
+def test_a_run_named_by_its_folders_path_is_found(played: Path, tmp_path: Path) -> None:
+    """`convy report results/bot/<id>/` and `convy resume bot/<id>`, as tab completion gives them."""
+    folder = Path(shutil.copytree(played, tmp_path / "project"))
+    (kept,) = runs(folder)
+    run = kept.parent.name
+    report = convy(folder, "report", f"results/bot/{run}/")
+    assert report.returncode == 0, report.stderr
+    assert f"report: results/bot/{run}/report.html" in report.stdout.splitlines()
+    resumed = convy(folder, "resume", f"bot/{run}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"run kept in results/bot/{run}" in resumed.stdout.splitlines()
+    assert runs(folder) == {kept}
+
+
+def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
+    tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, PLAYED, MEANT)
+    assert sum(len(table) for table in tables) + 4 >= 60  # and four tests of their own
