@@ -71,7 +71,7 @@ demo: $(VENV)/.convy
 test: $(VENV)/.dev browser $(PROXY)/.litellm
 	$(BIN)/mypy
 	@$(BIN)/python -c "import sys; print('the whole suite on Python', sys.version.split()[0])"
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
 	$(MAKE) --no-print-directory newest
 
 ifeq ($(NEWEST),)

@@ -38,6 +38,7 @@ from convy.fakes import FakeAgent, MemoryJournal  # noqa: E402
 from convy.http import JsonAgent, JsonEndpoint, TokenPaths  # noqa: E402
 from convy.model import Models, OpenAiModel  # noqa: E402
 from convy.scenario import Outcome, Scenario  # noqa: E402
+from convy.vital import DeadService  # noqa: E402
 
 SECRET = "secret-in-query"
 HEADER = "hunter2-header-value"
@@ -132,6 +133,20 @@ def nowhere() -> tuple[socket.socket, str]:
     return sock, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
+def refused_row(case: Case, play: Callable[[str], Outcome]) -> Row:
+    """A participant whose every request finds nothing listening never answered: the run stops
+    (``DeadService``) and keeps no attempt, rather than recording a failure per attempt."""
+    sock, url = nowhere()
+    with sock:
+        try:
+            outcome = play(url)
+        except DeadService as stop:
+            said = str(stop).replace(url, "http://127.0.0.1:PORT").replace("|", "\\|")
+            kept = any(secret in str(stop) for secret in (SECRET, HEADER, KEY))
+            return Row(case.name, f"no attempt kept: the run stops, `DeadService` · {said}", received([]), "no", kept)
+    return Row(case.name, recorded(outcome, url), received([]), "no", leaked(outcome))
+
+
 def agent_row(case: Case) -> Row:
     def bench(url: str) -> Bench:
         agent = JsonAgent(
@@ -142,10 +157,7 @@ def agent_row(case: Case) -> Row:
         return Bench(agent, Models(), Limits(agent_patience=case.patience))
 
     if case.refused:
-        sock, url = nowhere()
-        with sock:
-            outcome = played(bench(url), scenario(script=["one", "two"]))
-        return Row(case.name, recorded(outcome, url), received([]), "no", leaked(outcome))
+        return refused_row(case, lambda url: played(bench(url), scenario(script=["one", "two"])))
     with StandIn(api_key=KEY) as server:
         fault = case.fault()
         assert fault is not None
@@ -168,10 +180,7 @@ def user_row(case: Case, stream: bool) -> Row:
         return Bench(FakeAgent(lambda text: f"Noted: {text}"), Models(user=model), Limits(user_patience=case.patience))
 
     if case.refused:
-        sock, url = nowhere()
-        with sock:
-            outcome = played(bench(url), scenario(user="You need help."))
-        return Row(case.name, recorded(outcome, url), received([]), "no", leaked(outcome))
+        return refused_row(case, lambda url: played(bench(url), scenario(user="You need help.")))
     with StandIn(api_key=KEY) as server:
         fault = case.fault()
         assert fault is not None

@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from standin import StandIn
+from test_services_cli import Roles
 
 CONVY = Path(sys.executable).with_name("convy")
 # Settings the template's gateway reads: a case's project reads them from its own .env alone.
@@ -482,6 +484,45 @@ def test_a_mistake_in_the_template_project_is_refused_with_the_name_meant(
     assert "CANARY" not in done.stdout + done.stderr
 
 
+# --- services that cannot answer: the run stops at once with the fix ---------------------------------
+# (case, .env lines past the models' names, given the stand-in's URL, expected fix); `convy run shop
+# --scenarios orders/impatient -k 3` exits 2: the simulated user's model is asked first, and never answers.
+
+MODEL_NAMES = "USER_MODEL={user}\nJUDGE_MODEL=judge-model\nAGENT_MODEL=agent-model\n"
+DEAD = [
+    ("a wrong key", "GATEWAY_URL={url}/v1\nGATEWAY_KEY=sk-wrong-CANARY\n", "user-model",
+     "answered 401 Unauthorized at {url}/v1/chat/completions", "the key was refused: check GATEWAY_KEY in .env"),
+    ("a URL without /v1", "GATEWAY_URL={url}\nGATEWAY_KEY=sk-corpus-KEY\n", "user-model",
+     "answered 404 Not Found at {url}/chat/completions", "the URL has no /v1: is it {url}/v1? (GATEWAY_URL in .env)"),
+    ("a model name misspelt", "GATEWAY_URL={url}/v1\nGATEWAY_KEY=sk-corpus-KEY\n", "user-modle",
+     "answered 404 Not Found at {url}/v1/chat/completions", "is the model name right (USER_MODEL in .env)?"),
+    ("a gateway that is not up", "GATEWAY_URL={down}/v1\nGATEWAY_KEY=sk-corpus-KEY\n", "user-model",
+     "could not connect to {down}/v1/chat/completions", "is the server at {down}/v1 running, and is that its address? (GATEWAY_URL in .env)"),
+]
+
+
+@pytest.mark.parametrize(("case", "dotenv", "user", "answered", "fix"), [pytest.param(*row, id=row[0]) for row in DEAD])
+def test_a_service_that_cannot_answer_stops_the_run_with_the_fix(
+    template: Path, tmp_path: Path, case: str, dotenv: str, user: str, answered: str, fix: str
+) -> None:
+    """A wrong key, URL or model name, or a gateway that is down: the first requests fail for good,
+    so the run stops at once (exit 2), names the participant, what its service said and the fix,
+    and keeps no run."""
+    folder = Path(shutil.copytree(template, tmp_path / "shop"))
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with StandIn(reply=Roles(), api_key="sk-corpus-KEY", prefix="/v1", models=frozenset({"user-model", "judge-model", "agent-model"})) as server:
+        (folder / ".env").write_text(dotenv.format(url=server.url, down=down) + MODEL_NAMES.format(user=user), encoding="utf-8")
+        done = convy(folder, "run", "shop", "--scenarios", "orders/impatient", "-k", "3")
+    said = done.stdout + done.stderr
+    first = done.stderr.splitlines()[0] if done.stderr else ""
+    assert (done.returncode, "Traceback" in said, "pass rate" in said, "CANARY" in said) == (2, False, False, False), said
+    assert first.startswith(f"convy: the simulated user's model {user} {answered.format(url=server.url, down=down)} ("), said
+    assert first.endswith(f"none answered): {fix.format(url=server.url, down=down)}"), said
+    assert runs(folder) == set(), said
+
+
 # --- runs that play, and say what was wrong -------------------------------------------------------
 # (case, reply= path, calls= path, expected code, expected line of the run's output)
 
@@ -559,5 +600,5 @@ def test_a_run_named_by_its_folders_path_is_found(played: Path, tmp_path: Path) 
 
 
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
-    tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, PLAYED, MEANT)
+    tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, DEAD, PLAYED, MEANT)
     assert sum(len(table) for table in tables) + 4 >= 60  # and four tests of their own
