@@ -217,6 +217,8 @@ def test_a_file_or_folder_named_wrong_is_said_with_the_name_meant(
 P = "pyproject.toml"
 T = "convy: pyproject.toml: [tool.convy] "
 SETTINGS = [
+    ("a model check misspelt", {P: '[tool.convy]\nuser_checks = ["roleswap"]\n'}, {}, ("check",),
+     T + "user_checks[0]: must be one of role_swap, stopped_on_question, unsupported"),
     ("attempts in words", {P: '[tool.convy]\nattempts = "three"\n'}, {}, ("check",), T + "attempts: must be a whole number of at least 1, or auto"),
     ("attempts 0", {P: "[tool.convy]\nattempts = 0\n"}, {}, ("run",), T + "attempts: must be a whole number of at least 1, or auto"),
     ("atempts", {P: "[tool.convy]\natempts = 3\n"}, {}, ("check",), T + "atempts: unknown field; did you mean attempts?"),
@@ -316,6 +318,8 @@ def test_a_mistake_in_the_projects_code_is_refused_by_check_and_run(
 LATE = {"scenarios/orders/late.yaml": "tags: [orders, urgent]\n" + GREETING}
 COMMANDS = [
     ("an agent misspelt", {}, ("run", "bto"), "convy: agents/bto.py: no such agent; the project has bot"),
+    ("a good agent, then one misspelt: neither played", {}, ("run", "bot", "bto"), "convy: agents/bto.py: no such agent; the project has bot"),
+    ("a scenario id given as a second agent", {}, ("run", "bot", "greeting"), "convy: greeting: a scenario, not an agent; choose it with --scenarios greeting"),
     ("an agent file that is not there", {}, ("run", "agents/nope.py"), "convy: agents/nope.py: no such agent; the project has bot"),
     ("the agents folder misspelt", {}, ("run", "agent/bot.py"),
      "convy: agent/bot.py: not a file of agents/; give the agent's name (convy run bot) or its file's path (agents/bot.py)"),

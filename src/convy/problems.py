@@ -270,6 +270,12 @@ class FieldProblem(msgspec.Struct, frozen=True):
             if field is None:
                 return ()
             shape = field.type
+        if path.endswith("]"):  # an entry of a list: the values its entries take
+            match shape:
+                case msgspec.inspect.VarTupleType(item_type=item) | msgspec.inspect.ListType(item_type=item):
+                    shape = item
+                case _:
+                    pass
         match shape:
             case msgspec.inspect.LiteralType(values=values):
                 return tuple(str(value) for value in values)

@@ -105,6 +105,8 @@ class Project(msgspec.Struct, frozen=True):
         file of ``agents/`` is a ``ConfigurationError`` that says how to name it."""
         names: list[str] = []
         agents = (self.folder / "agents").resolve()
+        folder = self.folder / "scenarios"
+        scenarios = {path.relative_to(folder).with_suffix("").as_posix() for path in Scenarios(folder).files()}
         for text in given:
             if not text.endswith(".py") and "/" not in text:
                 names.append(text)
@@ -113,12 +115,19 @@ class Project(msgspec.Struct, frozen=True):
             if path.parent == agents and path.suffix == ".py":  # one that is not there is said as by name
                 names.append(path.stem)
                 continue
-            if Path(text).suffix.lower() in Scenarios.SUFFIXES:
+            if Path(text).suffix.lower() in Scenarios.SUFFIXES or text.removeprefix("./").removeprefix("scenarios/") in scenarios:
                 raise ConfigurationError(f"{text}: a scenario, not an agent; choose it with --scenarios {text}")
             stem = Path(text).stem if text.endswith(".py") else Path(text).name
             raise ConfigurationError(
                 f"{text}: not a file of agents/; give the agent's name (convy run {stem}) or its file's path (agents/{stem}.py)"
             )
+        # Every name is checked before any is played: a slip in the second must not cost the first's run.
+        for name in names:
+            if (self.folder / "agents" / f"{name}.py").is_file():
+                continue
+            if name in scenarios:
+                raise ConfigurationError(f"{name}: a scenario, not an agent; choose it with --scenarios {name}")
+            self.agent(name)  # the project's words for an agent that is not there
         return tuple(names)
 
     def agent(self, name: str) -> ProjectAgent:
