@@ -364,8 +364,9 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         except OSError as error:
             raise ConfigurationError(f"pyproject.toml: cannot be read: {error.strerror}") from None
         try:
-            table = msgspec.toml.decode(raw, type=Pyproject).tool.convy
-            self._misplaced(msgspec.toml.decode(raw))
+            document = msgspec.toml.decode(raw)  # parsed once: converted, and looked over for a misnamed table
+            table = msgspec.convert(document, Pyproject).tool.convy
+            self._misplaced(document)
             return table
         except msgspec.ValidationError as error:
             raise ConfigurationError(f"pyproject.toml: {FieldProblem(str(error), Pyproject).text()}") from None
