@@ -43,6 +43,13 @@ NEWEST_TESTS := tests/test_examples.py tests/test_tls.py tests/test_api.py tests
 # driver killed) stay on the oldest: what they hold is the run folder's, not the interpreter's, and
 # they took nearly a third of this part's time.
 NEWEST_LEFT := seeded_moments or killed
+# Both parts play on WORKERS pytest-xdist workers (CI's two cores): while one worker waits for the
+# `convy` it started, a server or a browser, the other keeps the second core busy. A worker takes a
+# whole test file at a time (tests/conftest.py says how the groups are made), so a module's fixtures
+# are made once and the session's Ray cluster and LiteLLM proxy start in one worker only.
+# `make test WORKERS=0` plays the suite in one process, as before.
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadgroup
 
 .PHONY: demo test newest clean browser
 
@@ -71,7 +78,7 @@ demo: $(VENV)/.convy
 test: $(VENV)/.dev browser $(PROXY)/.litellm
 	$(BIN)/mypy
 	@$(BIN)/python -c "import sys; print('the whole suite on Python', sys.version.split()[0])"
-	$(BIN)/python -m pytest --durations=30
+	$(BIN)/python -m pytest $(XDIST) --durations=30
 	$(MAKE) --no-print-directory newest
 
 ifeq ($(NEWEST),)
@@ -81,7 +88,7 @@ else
 # The tests of NEWEST_TESTS on the newest Python (see the top of this file for which and why).
 newest: $(NEWER)/.dev
 	@$(NEWER)/bin/python -c "import sys; print('part of the suite on Python', sys.version.split()[0])"
-	$(NEWER)/bin/python -m pytest $(NEWEST_TESTS) -k "not ($(NEWEST_LEFT))"
+	$(NEWER)/bin/python -m pytest $(XDIST) $(NEWEST_TESTS) -k "not ($(NEWEST_LEFT))"
 
 $(NEWER)/.dev: pyproject.toml
 	@python=$$(command -v python$(NEWEST) >/dev/null 2>&1 && python$(NEWEST) -c "" 2>/dev/null && echo python$(NEWEST) \

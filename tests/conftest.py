@@ -26,6 +26,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true", help="run the full-size variants of the fuzz and kill tests")
 
 
+# `make test` plays the suite on two pytest-xdist workers (`-n 2 --dist loadgroup`). A worker takes
+# a whole group at a time: a test file is a group, so a module's fixture (a browser, a built report)
+# is made once; the tests on the session's Ray cluster are one group, and those on LiteLLM's proxy
+# another, so that each of those starts in one worker only, not in both.
+SHARED = {"ray_cluster": "ray", "ray_driver": "ray", "proxy": "proxy"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        group = next((SHARED[name] for name in SHARED if name in names), item.nodeid.split("::")[0])
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def greens_tested() -> Iterator[None]:
     """A property over the session's runs (issue 24): every `convy run`, `resume` or `rejudge` that
