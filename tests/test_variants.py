@@ -157,13 +157,13 @@ BROKEN: list[tuple[str, str, str | None, str]] = [
         "a persona not in personas.yaml",
         "user: '{{ age }}'\nmatrix: {persona: [retiree, pirate]}\njudge: [ok]\n",
         PERSONAS,
-        "scenarios/s.yaml: matrix.persona[1]: no persona 'pirate' in personas.yaml",
+        "scenarios/s.yaml: matrix.persona[1]: no persona 'pirate' in personas.yaml; its personas are retiree, student",
     ),
     (
         "all personas of none",
         "user: '{{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n",
         None,
-        "scenarios/s.yaml: matrix.persona: all, but personas.yaml lists no persona",
+        "scenarios/s.yaml: matrix.persona: all, but there is no personas.yaml beside scenarios/",
     ),
     (
         "a persona's value that is also a var",
@@ -175,7 +175,7 @@ BROKEN: list[tuple[str, str, str | None, str]] = [
         "a slot a persona leaves empty",
         "user: '{{ age }} {{ shoe }}'\nmatrix: {persona: [retiree]}\njudge: [ok]\n",
         PERSONAS,
-        "scenarios/s.yaml: user: no value for {{ shoe }} in vars, matrix or persona (variant persona=retiree)",
+        "scenarios/s.yaml: user: no value for {{ shoe }} in vars, matrix or persona (persona 'retiree' of personas.yaml has no shoe) (variant persona=retiree)",
     ),
     (
         "a persona without a name",

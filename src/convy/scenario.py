@@ -463,9 +463,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             if missing:
                 near = nearest(missing[0], values)
                 hint = f" (is {{{{ {missing[0]} }}}} a slip for {{{{ {near} }}}}?)" if near else ""
-                if person is not None:  # a persona that lacks a value others have: the slip is likely its own
+                if person is not None and (near in person.values or not near):  # the slip is likely the persona's
                     hint = f" (persona {person.name!r} of {listed} has no {missing[0]}" + (
-                        f"; is its {near} a slip for {missing[0]}?)" if near in person.values else ")"
+                        f"; is its {near} a slip for {missing[0]}?)" if near else ")"
                     )
                 problems.append(f"{field}: {slotted.missing(values)} in {givers}{hint}{where}")
                 return text
