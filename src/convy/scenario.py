@@ -1020,7 +1020,8 @@ class Scenarios(msgspec.Struct, frozen=True):
         personas = self._personas()
         problems.extend(personas.problems)
         problems.extend(self._misnamed())
-        for path in self.files():
+        # A file of personas put among the scenarios first: the scenarios that name its personas follow from it.
+        for path in sorted(self.files(), key=lambda path: path.stem.lower() != "personas"):
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
                 scenario = ScenarioFile(path, shown, path.relative_to(self.folder).with_suffix("").as_posix()).scenario()
