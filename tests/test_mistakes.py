@@ -218,6 +218,8 @@ WRITTEN = [
      "convy: no scenario matches: --tag Smoke: no scenario has it; a tag is matched as written: --tag smoke"),
     ("a matrix value with a space after it", {S: "matrix: {seat: [12A, '12A ']}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: 12A}\n"},
      ("check",), {}, F + "matrix.seat[1]: '12A ' has spaces round it, which would be in the variant's id and in every text it fills: write '12A'"),
+    ("fail_under as a percentage in quotes", {S: "fail_under: '80%'\n" + GREETING}, ("check",), {},
+     F + "fail_under: expected a number, got text (0.8 for 80%)"),
     ("matrix put under vars", {S: "vars:\n  matrix: {seat: [12A]}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: 12A}\n"},
      ("check",), {}, F + "vars.matrix: not a value: matrix is a field of the scenario; it belongs at the top of the file, not under vars"),
     ("max_turns of the project below a script", {"pyproject.toml": "[tool.convy]\nattempts = 1\nmax_turns = 1\n", S: "script: [Hi!, Bye!]\njudge:\n  - check: {said: Hi}\n"},

@@ -1245,7 +1245,9 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         }
         problems = [f"{self.shown}: {field}: {said}" for field, said in own.items() if field in data]
         written = {"id": self.default_id, **{key: value for key, value in data.items() if key not in own}}
-        problems.extend(f"{self.shown}: {line}" for line in Layout(Scenario).problems(written))
+        # A share written as text ("80%") is told how to write it, as a number out of range is.
+        shares = {"fail_under: expected a number, got text": "fail_under: expected a number, got text (0.8 for 80%)"}
+        problems.extend(f"{self.shown}: {shares.get(line, line)}" for line in Layout(Scenario).problems(written))
         problems.extend(f"{self.shown}: {line}" for line in Written(data).problems())
         problems = list(dict.fromkeys(problems))
         if problems:
