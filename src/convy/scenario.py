@@ -1121,9 +1121,7 @@ class Written(msgspec.Struct, frozen=True):
                 keyed = _KEYED.match(text)
                 if keyed:
                     written = text.strip()
-                    if keyed.group(2) == "claim":
-                        fix = f"- {written}"
-                    elif keyed.group(2) == "check":
+                    if keyed.group(2) in ("claim", "check"):
                         fix = f"- {written}"
                     elif keyed.group(1):
                         fix = f"- check: {written}"
