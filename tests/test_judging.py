@@ -68,7 +68,7 @@ def test_called_holds_with_the_turn() -> None:
 def test_called_fails_when_never_called() -> None:
     """`called` fails when no turn called the tool; a thought with the name does not count."""
     claim = Check(called="look up the order").claim(SHOP)
-    assert (claim.held, claim.reason) == (False, "agent never called look up the order")
+    assert (claim.held, claim.reason) == (False, "agent never called look up the order; it called lookup_order, refund")
 
 
 def test_called_with_matching_arguments() -> None:
@@ -81,7 +81,29 @@ def test_called_with_matching_arguments() -> None:
 def test_called_with_other_arguments_fails() -> None:
     """`called` with arguments fails when the tool was called only with other values, saying how often."""
     claim = Check(called="refund", with_={"order": "B7"}).claim(SHOP)
-    assert (claim.held, claim.reason) == (False, "agent called refund 1 time(s), never with order='B7'")
+    assert (claim.held, claim.reason) == (False, "agent called refund 1 time(s), never with order='B7': it was given (order='A1', amount=20)")
+
+
+def test_called_with_a_value_of_another_kind_says_both_kinds() -> None:
+    """A ``with:`` value written as text where the agent sent a number (``row: '12'`` for 12) fails,
+    and the reason shows what the agent gave and which kind each is, so the check is seen to be
+    written wrong rather than the agent to have erred."""
+    dialogue = transcript(turn("seat 12A", Answer("done", steps=(Call("change_seat", {"seat": "12A", "row": 12}),))))
+    claim = Check(called="change_seat", with_={"row": "12"}).claim(dialogue)
+    assert (claim.held, claim.reason) == (
+        False,
+        "agent called change_seat 1 time(s), never with row='12': it was given (seat='12A', row=12) "
+        "(row came as a whole number, 12, where with: has text, '12': write it as the agent sends it)",
+    )
+
+
+def test_called_with_shows_the_first_calls_and_cuts_long_values() -> None:
+    """Of many calls, the first three are shown, each value cut to a bound."""
+    calls = tuple(Call("note", {"text": "x" * 100, "n": number}) for number in range(5))
+    claim = Check(called="note", with_={"n": 9}).claim(transcript(turn("go", Answer("ok", steps=calls))))
+    assert claim.reason.startswith("agent called note 5 time(s), never with n=9: it was given (text='xxxx")
+    assert claim.reason.endswith(", n=2); ...")
+    assert claim.reason.count("...") == 4  # three values cut, and the calls left out
 
 
 def test_called_with_an_argument_the_call_lacks_fails() -> None:

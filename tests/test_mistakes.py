@@ -182,6 +182,113 @@ def test_a_mistake_in_a_scenario_file_is_named_by_check(tmp_path: Path, case: st
     assert done.stderr.splitlines()[-1].endswith("nothing was sent, nothing written")
 
 
+# --- what a scenario's author writes that would play wrong in silence: `convy check`, exit 2 -------
+# (case, files written, command, variables set, expected line); found by an outside audit.
+
+SEATS = "script: ['seat 12A please']\njudge:\n"
+WRITTEN = [
+    ("a dollar sign in a said pattern", {S: SEATS + "  - check: {said: 'Seat 12A costs $4.99.'}\n"}, ("check",), {},
+     F + "judge[0].check.said: /Seat 12A costs $4.99./ can never match: $ is the end of the reply (or of a line, with (?m)), "
+     "and text follows it; write \\$ for a dollar sign"),
+    ("an alternative left empty", {S: SEATS + "  - check: {not_said: '(?i)sorry|'}\n"}, ("check",), {},
+     F + "judge[0].check.not_said: /(?i)sorry|/ matches every reply, even an empty one, so the check always fails: "
+     "drop the empty alternative: /(?i)sorry/"),
+    ("a said of anything", {S: SEATS + "  - check: {said: '.*'}\n"}, ("run",), {},
+     F + "judge[0].check.said: /.*/ matches every reply, even an empty one, so the check always holds: give it text the reply must hold"),
+    ("not_said left empty beside said", {S: SEATS + "  - check: {said: 12A, not_said: ''}\n"}, ("check",), {},
+     F + "judge[0].check.not_said: empty, and an empty pattern matches every reply: give the text to look for, or leave not_said out"),
+    ("a with value left blank", {S: SEATS + "  - check: {called: change_seat, with: {seat: }}\n"}, ("check",), {},
+     F + "judge[0].check.with.seat: no value (YAML reads seat: with nothing after it as null): write the value the agent "
+     "must pass, in quotes when it is text (seat: '12A')"),
+    ("a slot in a tag", {S: "vars: {ref: XYZ789}\ntags: ['{{ ref }}']\n" + GREETING}, ("check",), {},
+     F + "tags[0]: '{{ ref }}' has a slot, and a tag is never filled: write the tag itself"),
+    ("a slot in the id", {S: "vars: {ref: XYZ789}\nid: 'booking-{{ ref }}'\n" + GREETING}, ("check",), {},
+     F + "id: 'booking-{{ ref }}' has a slot, and an id is never filled: write the id itself (a matrix adds its values "
+     "to each variant's id, as seat[seat=12A])"),
+    ("a var in single braces", {S: "vars: {ref: XYZ789}\nscript: ['my booking is {ref}']\njudge:\n  - check: {said: Hi}\n"}, ("check",), {},
+     F + "script[0]: {ref} would stay as written, one pair of braces: did you mean {{ ref }}?"),
+    ("a check in quotes", {S: "script: [Hi!]\njudge:\n  - 'check: {said: Hi}'\n"}, ("check",), {},
+     F + "judge[0]: 'check: {said: Hi}' is in quotes, so it is a claim's text the judge would be asked, but it reads as "
+     "a check: write it without the quotes, - check: {said: Hi}"),
+    ("a tag with a space after it", {S: "tags: ['smoke ', refunds]\n" + GREETING}, ("check",), {},
+     F + "tags[0]: 'smoke ' has spaces round it, and --tag matches a tag as written: write 'smoke'"),
+    ("a tag twice", {S: "tags: [smoke, smoke]\n" + GREETING}, ("check",), {},
+     F + "tags[1]: 'smoke' is given already, at tags[0]: leave one out"),
+    ("--tag in another case", {S: "tags: [smoke]\n" + GREETING}, ("run", "--tag", "Smoke"), {},
+     "convy: no scenario matches: --tag Smoke: no scenario has it; a tag is matched as written: --tag smoke"),
+    ("a matrix value with a space after it", {S: "matrix: {seat: [12A, '12A ']}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: 12A}\n"},
+     ("check",), {}, F + "matrix.seat[1]: '12A ' has spaces round it, which would be in the variant's id and in every text it fills: write '12A'"),
+    ("fail_under as a percentage in quotes", {S: "fail_under: '80%'\n" + GREETING}, ("check",), {},
+     F + "fail_under: expected a number, got text (0.8 for 80%)"),
+    ("matrix put under vars", {S: "vars:\n  matrix: {seat: [12A]}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: 12A}\n"},
+     ("check",), {}, F + "vars.matrix: not a value: matrix is a field of the scenario; it belongs at the top of the file, not under vars"),
+    ("max_turns of the project below a script", {"pyproject.toml": "[tool.convy]\nattempts = 1\nmax_turns = 1\n", S: "script: [Hi!, Bye!]\njudge:\n  - check: {said: Hi}\n"},
+     ("check",), {}, "convy: scenario greeting: script: 2 messages, more than the run's max_turns (1, from [tool.convy] or "
+     "CONVY_MAX_TURNS), which would cut it after 1: give the scenario max_turns: 2 or more, or raise the run's"),
+    ("CONVY_MAX_TURNS below a script", {S: "script: [Hi!, Bye!, Thanks!]\njudge:\n  - check: {said: Hi}\n"}, ("run",), {"CONVY_MAX_TURNS": "2"},
+     "convy: scenario greeting: script: 3 messages, more than the run's max_turns (2, from [tool.convy] or "
+     "CONVY_MAX_TURNS), which would cut it after 2: give the scenario max_turns: 3 or more, or raise the run's"),
+]
+
+PERSONA = {S: "user: You are {{ persona }}, aged {{ age }}. Ask for seat 12A.\nmatrix: {persona: [retiree, student]}\njudge:\n  - check: {said: 12A}\n"}
+TWO = "- name: retiree\n  age: 78\n- name: student\n  age: 20\n"
+WRITTEN += [
+    ("personas in the scenarios folder", {**PERSONA, "scenarios/personas.yaml": TWO}, ("check",), {},
+     "convy: scenarios/personas.yaml: read as a scenario, since it is in scenarios/: personas are read from personas.yaml "
+     "beside scenarios/; move it there"),
+    ("personas as a mapping of names", {**PERSONA, "personas.yaml": "retiree:\n  age: 78\nstudent:\n  age: 20\n"}, ("check",), {},
+     "convy: personas.yaml: must be a list of personas, each a mapping with a name, not a mapping of names: write each "
+     "as - name: retiree with its values below it"),
+    ("a persona's key misspelt", {**PERSONA, "personas.yaml": "- name: retiree\n  age: 78\n- name: student\n  ag: 20\n"}, ("check",), {},
+     F + "user: no value for {{ age }} in vars, matrix or persona (persona 'student' of personas.yaml has no age; is its "
+     "ag a slip for age?) (variant persona=student)"),
+    ("a persona's name misspelt", {S: PERSONA[S].replace("student]", "studnet]"), "personas.yaml": TWO}, ("check",), {},
+     F + "matrix.persona[1]: no persona 'studnet' in personas.yaml; did you mean student?"),
+    ("all in a list of personas", {S: PERSONA[S].replace("[retiree, student]", "[all]"), "personas.yaml": TWO}, ("check",), {},
+     F + "matrix.persona[0]: all in a list is a persona's name: for every persona, write persona: all, not in a list"),
+    ("a persona under vars", {S: PERSONA[S].replace("matrix: {persona: [retiree, student]}", "vars: {persona: retiree}"), "personas.yaml": TWO},
+     ("check",), {}, F + "vars.persona: 'retiree' is a persona of personas.yaml, but under vars it is one value and the "
+     "persona's values fill nothing: write matrix: {persona: [retiree]}"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "command", "variables", "line"), [pytest.param(*row, id=row[0]) for row in WRITTEN])
+def test_what_would_play_wrong_in_silence_is_refused(
+    tmp_path: Path, case: str, files: dict[str, str | None], command: tuple[str, ...], variables: dict[str, str], line: str
+) -> None:
+    folder = project(tmp_path, files)
+    refused(convy(folder, *command, **variables), folder, 2, line)
+
+
+def test_personas_yml_is_read(tmp_path: Path) -> None:
+    """A persona file saved as personas.yml is read as personas.yaml is: its values fill the slots."""
+    scenario = "script: ['I am {{ persona }}, aged {{ age }}']\nmatrix: {persona: all}\njudge:\n  - check: {said: 'aged {{ age }}'}\n"
+    folder = project(tmp_path, {S: scenario, "personas.yml": TWO})
+    done = convy(folder, "run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bot: 2 passed, 0 failed, 0 not judged of 2 attempts · pass rate 100.0% [100.0%, 100.0%] (mean over scenarios)" in done.stdout.splitlines()
+
+
+def test_a_with_value_of_another_kind_shows_what_the_agent_gave(tmp_path: Path) -> None:
+    """`with: {row: '12'}` where the agent sends 12: the attempt's line shows the arguments it gave
+    and which kind each is, not only that the agent never called the tool so."""
+
+    def seat(data: object) -> dict[str, object]:
+        return {"reply": "Done: seat 12A.", "tool_calls": [{"name": "change_seat", "arguments": {"seat": "12A", "row": 12}}]}
+
+    scenario = "script: ['seat 12A please']\njudge:\n  - check: {called: change_seat, with: {row: '12'}}\n"
+    with StandIn(agent_reply=seat) as server:
+        agent = f'from convy import JsonAgent\n\nagent = JsonAgent("{server.url}/agent", reply="reply", calls="tool_calls")\n'
+        folder = project(tmp_path, {"agents/bot.py": None, "agents/airline.py": agent, S: scenario})
+        done = convy(folder, "run")
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert (
+        "agent called change_seat 1 time(s), never with row='12': it was given (seat='12A', row=12) (row came as a whole "
+        "number, 12, where with: has text, '12': write it as the agent sends it)"
+    ) in said
+
+
 # --- files and folders: their names -------------------------------------------------------------
 # (case, files written, command, expected code, expected line)
 

@@ -281,6 +281,108 @@ BROKEN: list[tuple[str, str, str]] = [
         "# to do\n",
         "scenarios/refund.yaml: empty: a scenario needs at least a judge and a user or a script",
     ),
+    (
+        "a dollar sign left bare in a said pattern",
+        "script: [price?]\njudge:\n  - check: {said: 'costs $4.99'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: /costs $4.99/ can never match: $ is the end of the reply "
+        "(or of a line, with (?m)), and text follows it; write \\$ for a dollar sign",
+    ),
+    (
+        "a caret after text",
+        "script: [maths]\njudge:\n  - check: {not_said: 'x^2'}\n",
+        "scenarios/refund.yaml: judge[0].check.not_said: /x^2/ can never match: ^ is the start of the reply "
+        "(or of a line, with (?m)), and text comes before it; write \\^ for a caret",
+    ),
+    (
+        "an empty alternative at the end",
+        "script: [refund please]\njudge:\n  - check: {said: 'refund|'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: /refund|/ matches every reply, even an empty one, so the check "
+        "always holds: drop the empty alternative: /refund/",
+    ),
+    (
+        "a pattern that is only flags",
+        "script: [refund please]\njudge:\n  - check: {not_said: '(?s)'}\n",
+        "scenarios/refund.yaml: judge[0].check.not_said: /(?s)/ matches every reply, even an empty one, so the check "
+        "always fails: give it text the reply must hold",
+    ),
+    (
+        "a pattern left empty beside another",
+        "script: [refund please]\njudge:\n  - check: {said: refund, not_said: ''}\n",
+        "scenarios/refund.yaml: judge[0].check.not_said: empty, and an empty pattern matches every reply: give the "
+        "text to look for, or leave not_said out",
+    ),
+    (
+        "a tool's name left blank",
+        "script: [refund please]\njudge:\n  - check: {called: '  '}\n",
+        "scenarios/refund.yaml: judge[0].check.called: empty: give the tool's name, or leave called out",
+    ),
+    (
+        "a with value left null",
+        "script: [seat 12A]\njudge:\n  - check: {called: change_seat, with: {seat: }}\n",
+        "scenarios/refund.yaml: judge[0].check.with.seat: no value (YAML reads seat: with nothing after it as null): "
+        "write the value the agent must pass, in quotes when it is text (seat: '12A')",
+    ),
+    (
+        "a slot in the id",
+        "id: 'refund-{{ order }}'\nvars: {order: A1}\nscript: ['refund {{ order }}']\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: id: 'refund-{{ order }}' has a slot, and an id is never filled: write the id itself "
+        "(a matrix adds its values to each variant's id, as seat[seat=12A])",
+    ),
+    (
+        "a slot in a tag",
+        "tags: ['{{ order }}']\nvars: {order: A1}\nscript: ['refund {{ order }}']\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: tags[0]: '{{ order }}' has a slot, and a tag is never filled: write the tag itself",
+    ),
+    (
+        "a tag with a space after it",
+        "tags: ['smoke ']\nscript: [refund]\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: tags[0]: 'smoke ' has spaces round it, and --tag matches a tag as written: write 'smoke'",
+    ),
+    (
+        "a tag given twice in two cases",
+        "tags: [smoke, Smoke]\nscript: [refund]\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: tags[1]: 'Smoke' is tags[0] 'smoke' in another case, and --tag matches a tag as "
+        "written: keep one spelling",
+    ),
+    (
+        "a tag given twice",
+        "tags: [smoke, smoke]\nscript: [refund]\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: tags[1]: 'smoke' is given already, at tags[0]: leave one out",
+    ),
+    (
+        "a var in one pair of braces",
+        "vars: {order: A1}\nscript: ['refund {order}', '{{ order }}']\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: script[0]: {order} would stay as written, one pair of braces: did you mean {{ order }}?",
+    ),
+    (
+        "a matrix key in one pair of braces in a check",
+        "matrix: {order: [A1, B2]}\nscript: ['refund {{ order }}']\njudge:\n  - check: {said: '{order}}'}\n",
+        "scenarios/refund.yaml: judge[0].check.said: {order}} would stay as written, one pair of braces: did you mean {{ order }}?",
+    ),
+    (
+        "a check in quotes",
+        "script: [refund]\njudge:\n  - 'check: {called: refund}'\n",
+        "scenarios/refund.yaml: judge[0]: 'check: {called: refund}' is in quotes, so it is a claim's text the judge "
+        "would be asked, but it reads as a check: write it without the quotes, - check: {called: refund}",
+    ),
+    (
+        "a bare said in quotes",
+        "script: [refund]\njudge:\n  - 'said: refund'\n",
+        "scenarios/refund.yaml: judge[0]: 'said: refund' is in quotes, so it is a claim's text the judge "
+        "would be asked, but it reads as a check: write it without the quotes, - check: {said: refund}",
+    ),
+    (
+        "a matrix under vars",
+        "vars:\n  matrix: {order: [A1]}\nscript: [refund]\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: vars.matrix: not a value: matrix is a field of the scenario; it belongs at the top "
+        "of the file, not under vars",
+    ),
+    (
+        "a matrix value with a space after it",
+        "matrix: {order: [A1, 'A1 ']}\nscript: ['refund {{ order }}']\njudge: [the agent helped]\n",
+        "scenarios/refund.yaml: matrix.order[1]: 'A1 ' has spaces round it, which would be in the variant's id and "
+        "in every text it fills: write 'A1'",
+    ),
 ]
 
 
@@ -878,3 +980,23 @@ def test_every_problem_of_a_file_is_named(tmp_path: Path, case: str, text: str, 
     """Each problem of one file is a line of its own, not only the first msgspec met."""
     error = problem(written(tmp_path, {"refund.yaml": text}))
     assert sorted(error.problems) == sorted(f"scenarios/refund.yaml: {line}" for line in expected)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(?m)^Sure", "end$", "(12A$)|14C", "costs \\$4\\.99", "[$]4", "[]$]x", "^$", "a$?b", "(?i)refund|credit", "\\d+\\^2"],
+)
+def test_a_sound_pattern_with_anchors_is_read(tmp_path: Path, pattern: str) -> None:
+    """Anchors where they can match, escaped or in a class are not refused."""
+    scenario = read(tmp_path, f"script: [Hi]\njudge:\n  - check: {{said: '{pattern}'}}\n")
+    assert scenario.judge[0].check.said == pattern  # type: ignore[union-attr]
+
+
+def test_a_tag_in_another_case_is_said_with_its_spelling(tmp_path: Path) -> None:
+    """`--tag Smoke` where the tag is `smoke` is named with the spelling there is."""
+    from convy.scenario import Matching
+
+    scenarios = Scenarios(written(tmp_path, {"a.yaml": "tags: [smoke]\nscript: [Hi]\njudge: [ok]\n"})).every()
+    matching = Matching(tags=("Smoke",))
+    assert matching.unmatched(scenarios)
+    assert matching.missed(scenarios) == "no scenario matches: --tag Smoke: no scenario has it; a tag is matched as written: --tag smoke"

@@ -157,13 +157,13 @@ BROKEN: list[tuple[str, str, str | None, str]] = [
         "a persona not in personas.yaml",
         "user: '{{ age }}'\nmatrix: {persona: [retiree, pirate]}\njudge: [ok]\n",
         PERSONAS,
-        "scenarios/s.yaml: matrix.persona[1]: no persona 'pirate' in personas.yaml",
+        "scenarios/s.yaml: matrix.persona[1]: no persona 'pirate' in personas.yaml; its personas are retiree, student",
     ),
     (
         "all personas of none",
         "user: '{{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n",
         None,
-        "scenarios/s.yaml: matrix.persona: all, but personas.yaml lists no persona",
+        "scenarios/s.yaml: matrix.persona: all, but there is no personas.yaml beside scenarios/",
     ),
     (
         "a persona's value that is also a var",
@@ -175,7 +175,7 @@ BROKEN: list[tuple[str, str, str | None, str]] = [
         "a slot a persona leaves empty",
         "user: '{{ age }} {{ shoe }}'\nmatrix: {persona: [retiree]}\njudge: [ok]\n",
         PERSONAS,
-        "scenarios/s.yaml: user: no value for {{ shoe }} in vars, matrix or persona (variant persona=retiree)",
+        "scenarios/s.yaml: user: no value for {{ shoe }} in vars, matrix or persona (persona 'retiree' of personas.yaml has no shoe) (variant persona=retiree)",
     ),
     (
         "a persona without a name",
@@ -195,6 +195,52 @@ BROKEN: list[tuple[str, str, str | None, str]] = [
         None,
         "scenarios/s.yaml: variant: convy sets it on each variant of a matrix; write matrix:",
     ),
+    (
+        "a persona's name misspelt",
+        "user: '{{ age }}'\nmatrix: {persona: [retiree, studnet]}\njudge: [ok]\n",
+        PERSONAS,
+        "scenarios/s.yaml: matrix.persona[1]: no persona 'studnet' in personas.yaml; did you mean student?",
+    ),
+    (
+        "a persona named where there is no personas.yaml",
+        "user: '{{ age }}'\nmatrix: {persona: [retiree]}\njudge: [ok]\n",
+        None,
+        "scenarios/s.yaml: matrix.persona[0]: no persona 'retiree': there is no personas.yaml beside scenarios/ "
+        "(a list of personas, each - name: retiree with its values)",
+    ),
+    (
+        "all in a list",
+        "user: '{{ age }}'\nmatrix: {persona: [all]}\njudge: [ok]\n",
+        PERSONAS,
+        "scenarios/s.yaml: matrix.persona[0]: all in a list is a persona's name: for every persona, write persona: all, not in a list",
+    ),
+    (
+        "a persona's key misspelt",
+        "user: '{{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n",
+        "- name: retiree\n  age: 78\n- name: student\n  ag: 20\n",
+        "scenarios/s.yaml: user: no value for {{ age }} in vars, matrix or persona (persona 'student' of personas.yaml "
+        "has no age; is its ag a slip for age?) (variant persona=student)",
+    ),
+    (
+        "a persona's name key misspelt",
+        "user: '{{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n",
+        "- nam: retiree\n  age: 78\n",
+        "personas.yaml: [0].name: give each persona a name (text) (is nam: a slip for name:?)",
+    ),
+    (
+        "personas as a mapping of names",
+        "user: '{{ age }}'\nmatrix: {persona: [retiree]}\njudge: [ok]\n",
+        "retiree:\n  age: 78\nstudent:\n  age: 20\n",
+        "personas.yaml: must be a list of personas, each a mapping with a name, not a mapping of names: write each "
+        "as - name: retiree with its values below it",
+    ),
+    (
+        "a persona named under vars",
+        "user: '{{ persona }} {{ age }}'\nvars: {persona: retiree}\njudge: [ok]\n",
+        PERSONAS,
+        "scenarios/s.yaml: vars.persona: 'retiree' is a persona of personas.yaml, but under vars it is one value and "
+        "the persona's values fill nothing: write matrix: {persona: [retiree]}",
+    ),
 ]
 
 
@@ -203,6 +249,46 @@ def test_a_bad_matrix_is_one_line_naming_file_and_field(tmp_path: Path, case: st
     """Each bad matrix (and each bad persona) is a line naming the file and the field."""
     _, problems = Scenarios(folder(tmp_path, {"s.yaml": text}, personas)).sound()
     assert expected in problems, problems
+
+
+def test_a_persona_named_for_its_file_lists_the_problems_above(tmp_path: Path) -> None:
+    """A persona the file would name but for its own problem says so, after the file's line."""
+    _, problems = Scenarios(folder(tmp_path, {"s.yaml": "user: '{{ age }}'\nmatrix: {persona: [retiree]}\njudge: [ok]\n"}, "- nam: retiree\n  age: 78\n- name: b\n")).sound()
+    assert problems == (
+        "personas.yaml: [0].name: give each persona a name (text) (is nam: a slip for name:?)",
+        "scenarios/s.yaml: matrix.persona[0]: no persona 'retiree' in personas.yaml; its personas are b "
+        "(personas.yaml has problems of its own, said above)",
+    )
+
+
+def test_personas_yml_is_read_as_personas_yaml(tmp_path: Path) -> None:
+    """``personas.yml`` is read as ``personas.yaml`` is, and named as it is written."""
+    scenarios = folder(tmp_path, {"s.yaml": "user: 'aged {{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n"})
+    (tmp_path / "personas.yml").write_text(PERSONAS, encoding="utf-8")
+    played = Scenarios(scenarios).every()
+    assert [(one.id, one.user) for one in played] == [("s[persona=retiree]", "aged 78"), ("s[persona=student]", "aged 20")]
+    (tmp_path / "personas.yml").write_text("- name: retiree\n  ag: 78\n", encoding="utf-8")
+    _, problems = Scenarios(scenarios).sound()
+    assert problems == (
+        "scenarios/s.yaml: user: no value for {{ age }} in vars, matrix or persona (persona 'retiree' of personas.yml "
+        "has no age; is its ag a slip for age?) (variant persona=retiree)",
+    )
+
+
+def test_personas_yaml_and_yml_both_are_refused(tmp_path: Path) -> None:
+    scenarios = folder(tmp_path, {"s.yaml": "user: '{{ age }}'\nmatrix: {persona: all}\njudge: [ok]\n"}, PERSONAS)
+    (tmp_path / "personas.yml").write_text(PERSONAS, encoding="utf-8")
+    _, problems = Scenarios(scenarios).sound()
+    assert problems[0] == "personas.yaml and personas.yml: two files of personas; keep one of them"
+
+
+def test_personas_put_in_the_scenarios_folder_are_said_to_move(tmp_path: Path) -> None:
+    scenarios = folder(tmp_path, {"s.yaml": "user: '{{ age }}'\nmatrix: {persona: [retiree]}\njudge: [ok]\n", "personas.yaml": PERSONAS})
+    _, problems = Scenarios(scenarios).sound()
+    assert problems[0] == (
+        "scenarios/personas.yaml: read as a scenario, since it is in scenarios/: personas are read from "
+        "personas.yaml beside scenarios/; move it there"
+    )
 
 
 def test_max_variants_lets_a_large_matrix_play(tmp_path: Path) -> None:

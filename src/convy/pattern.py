@@ -70,6 +70,52 @@ class Pattern(msgspec.Struct, frozen=True):
             return f"not a pattern convy can match: {said}" + (f" ({hint})" if hint else "")
         return ""
 
+    # Replies a pattern that holds of every reply matches, the empty one first.
+    PROBES: ClassVar[tuple[str, ...]] = ("", "x", "No.", " \n")
+    # What an anchor needs beside it to match: the characters that are not text of their own.
+    _SYNTAX: ClassVar[str] = "|()?*+{}[].^$\\\n"
+
+    def anywhere(self) -> bool:
+        """Whether it matches every reply, even an empty one (``refund|``, ``.*``, ``(?s)``): a
+        check with it would be decided before the agent spoke. Read for a pattern convy can match."""
+        return all(self.found(text) is not None for text in self.PROBES)
+
+    def stranded(self) -> str:
+        """The anchor that can never match, or "": a ``$`` (the end of the reply, or of a line with
+        ``(?m)``) with a character of text after it, or a ``^`` (the start) with one before it, as
+        in ``costs $4.99``. Escaped ones (``\\$``) and those in a class (``[$]``) are text."""
+        text, at, within, before = self.text, 0, False, ""
+        while at < len(text):
+            char = text[at]
+            if char == "\\":
+                escaped = text[at + 1 : at + 2]
+                before = escaped if escaped and not escaped.isalnum() else ""  # \$ is a "$"; \d, \b are not one
+                at += 2
+                continue
+            if within:
+                within = char != "]"
+                before = "" if within else "]"
+                at += 1
+                continue
+            if char == "[":
+                within, before = True, ""
+                at += 1
+                at += text[at : at + 1] == "^"
+                at += text[at : at + 1] == "]"  # a "]" first in a class is one of its characters
+                continue
+            if char == "^" and before and before not in self._SYNTAX:
+                return "^"
+            if char == "$":
+                after = at + 1
+                while text[after : after + 1] == ")":
+                    after += 1
+                following = text[after : after + 1]
+                if following and following not in self._SYNTAX and text[after + 1 : after + 2] not in ("?", "*", "{"):
+                    return "$"
+            before = char
+            at += 1
+        return ""
+
     def found(self, text: str) -> str | None:
         """The leftmost match of this pattern in ``text``, or ``None``."""
         match = self._compiled().search(text.encode("utf-8", "surrogatepass"))

@@ -36,6 +36,7 @@ from convy.providers import Made, agent_made, judge_made
 from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
+from convy.variants import Personas
 from convy.views import ComparisonView, LiveView
 from convy.yamlfile import YamlFile
 
@@ -248,6 +249,7 @@ class Project(msgspec.Struct, frozen=True):
         if not chosen or matching.unmatched(scenarios):  # each pattern and tag must choose something
             raise ConfigurationError(matching.missed(scenarios))
         self.bounded(settings, chosen)
+        self.scripted(settings, chosen)
         self.fitting(prompt, settings, chosen)
         playable: list[Scenario] = []
         skipped: list[Skipped] = []
@@ -279,6 +281,22 @@ class Project(msgspec.Struct, frozen=True):
         if problems:
             raise ConfigurationError("\n".join(problems))
 
+    def scripted(self, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
+        """Check that the run's ``max_turns`` leaves room for every script of a scenario that sets
+        none of its own: a dialogue stops at ``max_turns``, and a script longer would be cut short
+        with no word (a scenario's own ``max_turns`` below its script is refused as it is read)."""
+        problems: dict[str, str] = {}
+        for scenario in scenarios:
+            if scenario.max_turns is None and len(scenario.script) > settings.max_turns:
+                base = scenario.variant.of if scenario.variant is not None else scenario.id
+                problems[base] = (
+                    f"scenario {base}: script: {len(scenario.script)} messages, more than the run's max_turns "
+                    f"({settings.max_turns}, from [tool.convy] or CONVY_MAX_TURNS), which would cut it after "
+                    f"{settings.max_turns}: give the scenario max_turns: {len(scenario.script)} or more, or raise the run's"
+                )
+        if problems:
+            raise ConfigurationError("\n".join(problems.values()))
+
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator
         prompt, and within its size, before any request: a slot left empty, or a prompt that would
@@ -298,9 +316,9 @@ class Project(msgspec.Struct, frozen=True):
         """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator
         prompt (``prompt``, read from the settings now), as they are now."""
         scenarios = hashlib.sha256()
-        # personas.yaml fills the variants' slots as the files do: a part of the scenarios, when there is one.
-        personas = self.folder / "personas.yaml"
-        for path in [*Scenarios(self.folder / "scenarios").files(), *([personas] if personas.exists() else [])]:
+        # personas.yaml (or .yml) fills the variants' slots as the files do: a part of the scenarios, when there is one.
+        personas = [self.folder / name for name in Personas.NAMES if (self.folder / name).exists()]
+        for path in [*Scenarios(self.folder / "scenarios").files(), *personas]:
             shown = path.relative_to(self.folder).as_posix()
             try:
                 data = RegularFile(path).data(YamlFile.MAX_BYTES)

@@ -19,6 +19,7 @@ import difflib
 import fnmatch
 import functools
 import math
+import re
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -63,7 +64,7 @@ from convy.problems import (
 )
 from convy.slots import Slotted, nearest
 from convy.spelling import Spelling
-from convy.variants import PERSONA, Matrix, Personas, Value, Variant
+from convy.variants import PERSONA, Matrix, Persona, Personas, Value, Variant
 from convy.yamlfile import YamlFile
 
 # Fills one field's text with a scenario's values: the field's name (for the error), its text, and
@@ -171,14 +172,19 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                 by="code", doubt="unseen",
             )
         first = fitting = calls = 0
+        given: list[dict[str, Any]] = []  # the arguments of the calls of that tool, to show a miss
+        tools: dict[str, None] = {}  # the tools called, in order, to show a name never called
         for number, turn in enumerate(transcript.turns, start=1):
             for step in turn.answer.steps:
                 match step:
                     case Call(name=called) if called == name:
                         calls += 1
                         first = first or number
+                        given.append(step.arguments)
                         if not fitting and self._with(step):
                             fitting = number
+                    case Call(name=called):
+                        tools[called] = None
                     case _:
                         pass
         if self.not_called:
@@ -189,8 +195,39 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             return Claim(self.text(), True, f"agent called {name} in turn {fitting}", by="code")
         if calls:
             wanted = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
-            return Claim(self.text(), False, f"agent called {name} {calls} time(s), never with {wanted}", by="code")
+            return Claim(
+                self.text(), False, f"agent called {name} {calls} time(s), never with {wanted}: {self._given(given)}", by="code"
+            )
+        if tools:
+            shown = ", ".join(list(tools)[: self.SHOWN_CALLS]) + (", ..." if len(tools) > self.SHOWN_CALLS else "")
+            return Claim(self.text(), False, f"agent never called {name}; it called {shown}", by="code")
         return Claim(self.text(), False, f"agent never called {name}", by="code")
+
+    SHOWN_CALLS: ClassVar[int] = 3  # the calls (or tools) a failed check shows
+    SHOWN_VALUE: ClassVar[int] = 40  # the characters of each argument's value it shows
+
+    def _given(self, given: list[dict[str, Any]]) -> str:
+        """What the agent's calls were given, as a failed ``with:`` shows them: each call's
+        arguments (the first few), and for an argument given with the value asked for but of
+        another kind (``'12'`` for ``12``), which kind each is."""
+        shown = "; ".join(
+            "(" + ", ".join(f"{key}={self._value(value)}" for key, value in arguments.items()) + ")"
+            for arguments in given[: self.SHOWN_CALLS]
+        )
+        said = f"it was given {shown}{'; ...' if len(given) > self.SHOWN_CALLS else ''}"
+        for key, value in self.with_.items():
+            other = next((arguments[key] for arguments in given if key in arguments and arguments[key] != value), None)
+            if other is not None and str(other) == str(value) and type(other) is not type(value):
+                said += (
+                    f" ({key} came as {FieldProblem('').kind_of(other)}, {other!r}, where with: has "
+                    f"{FieldProblem('').kind_of(value)}, {value!r}: write it as the agent sends it)"
+                )
+                break
+        return said
+
+    def _value(self, value: Any) -> str:
+        written = repr(value)
+        return written if len(written) <= self.SHOWN_VALUE else written[: self.SHOWN_VALUE] + "..."
 
     def _with(self, call: Call) -> bool:
         """Whether the call was given every argument ``with:`` asks for, with its value."""
@@ -299,7 +336,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             match entry:
                 case str(text) if not text.strip():
                     yield f"judge[{number}]: an empty claim"
-        values = [problem for name, value in self.vars.items() if (problem := Value(value).problem(f"vars.{name}"))]
+        values = [
+            f"vars.{name}: not a value: {name} is a field of the scenario; it belongs at the top of the file, not under vars"
+            if name in self.__struct_fields__ and isinstance(value, dict | list)
+            else problem
+            for name, value in self.vars.items()
+            if (problem := Value(value).problem(f"vars.{name}"))
+        ]
         for field, names in (("vars", self.vars), ("matrix", self.matrix)):
             for name in names:
                 if name in PROMPT_SLOTS:
@@ -328,7 +371,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         try:
             if self.matrix:
                 self._matrix_checked()
-            if PERSONA not in self.matrix:  # a persona's values may fill any slot: each variant is checked as it is made
+            # A persona's values may fill any slot: each variant is checked as it is made (and a
+            # persona named under vars, where its values fill nothing, is said then).
+            if PERSONA not in self.matrix and not (PERSONA in self.vars and self.variant is None):
                 self._filled({**self.vars, **{key: key for key in self.matrix}}, None)
         except Problems as problems:
             yield from problems.lines
@@ -396,10 +441,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pass_=fill(f"{place}.pass", bar, str),
                 )
 
-    def _filled(self, values: dict[str, Any], variant: Variant | None) -> Scenario:
+    def _filled(
+        self, values: dict[str, Any], variant: Variant | None, person: Persona | None = None, listed: str = "personas.yaml"
+    ) -> Scenario:
         """This scenario with every slot of its user, script, claims and checks filled from
-        ``values`` (and every ``\\{{`` made ``{{``), as ``variant`` when it is one; a
-        ``ValueError`` names the field and the slot at fault."""
+        ``values`` (and every ``\\{{`` made ``{{``), as ``variant`` when it is one (``person``,
+        the persona its values came from, as ``listed`` names its file); a ``ValueError`` names
+        the field and the slot at fault."""
         where = f" (variant {variant.label()})" if variant is not None else ""
         givers = "vars, matrix or persona" if PERSONA in self.matrix else "vars or matrix" if self.matrix else "vars"
         problems: list[str] = []
@@ -415,6 +463,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             if missing:
                 near = nearest(missing[0], values)
                 hint = f" (is {{{{ {missing[0]} }}}} a slip for {{{{ {near} }}}}?)" if near else ""
+                if person is not None and (near in person.values or not near):  # the slip is likely the persona's
+                    hint = f" (persona {person.name!r} of {listed} has no {missing[0]}" + (
+                        f"; is its {near} a slip for {missing[0]}?)" if near else ")"
+                    )
                 problems.append(f"{field}: {slotted.missing(values)} in {givers}{hint}{where}")
                 return text
             oversize = Prompt(text).oversize(values)
@@ -456,16 +508,28 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if self.filled:
             return (self,)
         if not self.matrix:
+            named = personas.named(self.vars[PERSONA]) if isinstance(self.vars.get(PERSONA), str) else None
+            if named is not None:
+                raise ValueError(
+                    f"vars.{PERSONA}: {named.name!r} is a persona of {personas.shown}, but under vars it is one value "
+                    f"and the persona's values fill nothing: write matrix: {{{PERSONA}: [{named.name}]}}"
+                )
             return (self._filled(self.vars, None),)
         most = self.MOST_VARIANTS if most is None else most
         matrix = Matrix(self.matrix)
         if PERSONA in self.matrix:
             names = matrix.values(PERSONA, personas)
             if not names:
-                raise ValueError(f"matrix.{PERSONA}: all, but {personas.shown} lists no persona")
+                where = f"there is no {personas.shown} beside scenarios/" if personas.absent else f"{personas.shown} lists no persona"
+                raise ValueError(f"matrix.{PERSONA}: all, but {where}")
             for number, name in enumerate(names):
+                if name == "all" and personas.named(name) is None:
+                    raise ValueError(
+                        f"matrix.{PERSONA}[{number}]: all in a list is a persona's name: for every persona, "
+                        f"write {PERSONA}: all, not in a list"
+                    )
                 if personas.named(name) is None:
-                    raise ValueError(f"matrix.{PERSONA}[{number}]: no persona {name!r} in {personas.shown}")
+                    raise ValueError(f"matrix.{PERSONA}[{number}]: {personas.missing(name)}")
         count = matrix.count(personas)
         if count > most:
             raise ValueError(
@@ -483,7 +547,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             f"matrix.{PERSONA}: persona {person.name!r} sets {key}, also a var or matrix key"
                         )
                 filled.update(person.values)
-            made.append(self._filled(filled, variant))
+            made.append(self._filled(filled, variant, person, personas.shown))
         return tuple(made)
 
     def claims(self) -> tuple[str | Graded, ...]:
@@ -935,6 +999,17 @@ class Scenarios(msgspec.Struct, frozen=True):
             problems.append(f"{shown}: not read: a scenario file's name ends in .yaml or .yml; rename it {shown.rsplit('/', 1)[0]}/{meant}")
         return problems
 
+    def _personas(self) -> Personas:
+        """The personas given, or the project's: ``personas.yaml`` or ``personas.yml`` beside the
+        folder, read alike (both there is a mistake: which one is meant?)."""
+        if self.personas is not None:
+            return Personas.read(self.personas, self.personas.name)
+        there = [name for name in Personas.NAMES if (self.folder.parent / name).exists()]
+        if len(there) > 1:
+            return Personas(problems=(f"{there[0]} and {there[1]}: two files of personas; keep one of them",))
+        name = there[0] if there else Personas.NAMES[0]
+        return Personas.read(self.folder.parent / name, name)
+
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
         (and of the personas, when there are any)."""
@@ -942,10 +1017,11 @@ class Scenarios(msgspec.Struct, frozen=True):
         found: dict[str, tuple[Scenario, str]] = {}
         if not self.folder.is_dir():
             return (), (self._absent(),)
-        personas = Personas.read(self.personas or self.folder.parent / "personas.yaml")
+        personas = self._personas()
         problems.extend(personas.problems)
         problems.extend(self._misnamed())
-        for path in self.files():
+        # A file of personas put among the scenarios first: the scenarios that name its personas follow from it.
+        for path in sorted(self.files(), key=lambda path: path.stem.lower() != "personas"):
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
                 scenario = ScenarioFile(path, shown, path.relative_to(self.folder).with_suffix("").as_posix()).scenario()
@@ -972,6 +1048,169 @@ class Scenarios(msgspec.Struct, frozen=True):
         return tuple(scenario for scenario, _ in found.values()), tuple(problems)
 
 
+# A word in one pair of braces, "{ref}" (or "{ref}}"), where a slot takes two: "{{ ref }}".
+_BRACED = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}?(?!\})")
+# A judge entry's text that starts as a check or a claim written as YAML does: "check: {said: Hi}".
+_KEYED = re.compile(r"\s*(\{\s*)?(check|called|not_called|said|not_said|claim)\s*:")
+
+
+class Written(msgspec.Struct, frozen=True):
+    """A scenario file's fields as its author wrote them (the mapping read, before it is converted),
+    looked over for the mistakes that would convert and then play wrong without a word: a check
+    field left empty, a pattern that can never match or matches every reply, a ``with:`` value
+    left null, a slot in the id or a tag (never filled there), a tag with spaces round it or given
+    twice, a ``{ref}`` with one pair of braces where ``ref`` has a value, a check written in quotes
+    as a claim. Looked for where a file is read only: a run's kept scenario reads back as kept."""
+
+    data: dict[Any, Any]
+
+    PATTERNS: ClassVar[tuple[str, ...]] = ("said", "not_said")
+    NAMES: ClassVar[tuple[str, ...]] = ("called", "not_called")
+    SHOWN: ClassVar[int] = 60  # the characters of a text a line quotes
+
+    def problems(self) -> Iterator[str]:
+        """One line per mistake, ``field: what is wrong``, with the fix."""
+        data = self.data
+        yield from self._id(data.get("id"))
+        yield from self._tags(data.get("tags"))
+        names = {str(key) for field in ("vars", "matrix") if isinstance(data.get(field), dict) for key in data[field]}
+        if isinstance(data.get("user"), str):
+            yield from self._braced("user", data["user"], names)
+        if isinstance(data.get("script"), list):
+            for number, line in enumerate(data["script"]):
+                if isinstance(line, str):
+                    yield from self._braced(f"script[{number}]", line, names)
+        if isinstance(data.get("judge"), list):
+            for number, entry in enumerate(data["judge"]):
+                yield from self._entry(f"judge[{number}]", entry, names)
+
+    def _id(self, written: Any) -> Iterator[str]:
+        if isinstance(written, str) and (Slotted(written).slots() or "{{" in written):
+            yield (
+                f"id: {self._cut(written)!r} has a slot, and an id is never filled: write the id itself "
+                "(a matrix adds its values to each variant's id, as seat[seat=12A])"
+            )
+
+    def _tags(self, written: Any) -> Iterator[str]:
+        if not isinstance(written, list):
+            return
+        seen: dict[str, int] = {}
+        for number, tag in enumerate(written):
+            if not isinstance(tag, str):
+                continue
+            place = f"tags[{number}]"
+            if Slotted(tag).slots() or "{{" in tag:
+                yield f"{place}: {self._cut(tag)!r} has a slot, and a tag is never filled: write the tag itself"
+            elif not tag.strip():
+                yield f"{place}: an empty tag: give it a word, or leave it out"
+            elif tag != tag.strip():
+                yield f"{place}: {tag!r} has spaces round it, and --tag matches a tag as written: write {tag.strip()!r}"
+            elif tag.casefold() in seen:
+                earlier = written[seen[tag.casefold()]]
+                yield (
+                    f"{place}: {tag!r} is given already, at tags[{seen[tag.casefold()]}]: leave one out"
+                    if earlier == tag
+                    else f"{place}: {tag!r} is tags[{seen[tag.casefold()]}] {earlier!r} in another case, and "
+                    f"--tag matches a tag as written: keep one spelling"
+                )
+            seen.setdefault(tag.strip().casefold(), number)
+
+    def _entry(self, place: str, entry: Any, names: set[str]) -> Iterator[str]:
+        match entry:
+            case str(text):
+                keyed = _KEYED.match(text)
+                if keyed:
+                    written = text.strip()
+                    if keyed.group(2) in ("claim", "check"):
+                        fix = f"- {written}"
+                    elif keyed.group(1):
+                        fix = f"- check: {written}"
+                    else:
+                        fix = f"- check: {{{written}}}"
+                    kind = "claim" if keyed.group(2) == "claim" else "check"
+                    yield (
+                        f"{place}: {self._cut(written)!r} is in quotes, so it is a claim's text the judge would be asked, "
+                        f"but it reads as a {kind}: write it without the quotes, {self._cut(fix)}"
+                    )
+                    return
+                yield from self._braced(place, text, names)
+            case {"check": dict() as check}:
+                yield from self._check(f"{place}.check", check, names)
+            case dict():
+                for field in ("claim", "pass"):
+                    if isinstance(entry.get(field), str):
+                        yield from self._braced(f"{place}.{field}", entry[field], names)
+            case _:
+                pass
+
+    def _check(self, place: str, check: dict[Any, Any], names: set[str]) -> Iterator[str]:
+        for field in (*self.NAMES, *self.PATTERNS):
+            value = check.get(field)
+            if field not in check or not isinstance(value, str):
+                continue
+            if not value.strip():
+                yield (
+                    f"{place}.{field}: empty, and an empty pattern matches every reply: give the text to look for, or leave {field} out"
+                    if field in self.PATTERNS
+                    else f"{place}.{field}: empty: give the tool's name, or leave {field} out"
+                )
+                continue
+            yield from self._braced(f"{place}.{field}", value, names)
+            if field in self.PATTERNS and not Pattern(value).problem():
+                yield from self._pattern(f"{place}.{field}", field, Pattern(value))
+        if isinstance(check.get("with"), dict):
+            yield from self._arguments(f"{place}.with", check["with"], names)
+
+    def _pattern(self, place: str, field: str, pattern: Pattern) -> Iterator[str]:
+        anchor = pattern.stranded()
+        shown = f"/{self._cut(pattern.text)}/"
+        if anchor == "$":
+            yield (
+                f"{place}: {shown} can never match: $ is the end of the reply (or of a line, with (?m)), "
+                "and text follows it; write \\$ for a dollar sign"
+            )
+        elif anchor == "^":
+            yield (
+                f"{place}: {shown} can never match: ^ is the start of the reply (or of a line, with (?m)), "
+                "and text comes before it; write \\^ for a caret"
+            )
+        elif pattern.anywhere():
+            decided = "always holds" if field == "said" else "always fails"
+            bare = pattern.text.strip("|")
+            fix = (
+                f"drop the empty alternative: /{self._cut(bare)}/"
+                if bare != pattern.text and bare and not Pattern(bare).problem() and not Pattern(bare).anywhere()
+                else "give it text the reply must hold"
+            )
+            yield f"{place}: {shown} matches every reply, even an empty one, so the check {decided}: {fix}"
+
+    def _arguments(self, place: str, given: dict[Any, Any], names: set[str]) -> Iterator[str]:
+        for key, value in given.items():
+            match value:
+                case None:
+                    yield (
+                        f"{place}.{key}: no value (YAML reads {key}: with nothing after it as null): write the value "
+                        f"the agent must pass, in quotes when it is text ({key}: '12A')"
+                    )
+                case str():
+                    yield from self._braced(f"{place}.{key}", value, names)
+                case dict():
+                    yield from self._arguments(f"{place}.{key}", value, names)
+                case _:
+                    pass
+
+    def _braced(self, place: str, text: str, names: set[str]) -> Iterator[str]:
+        for found in _BRACED.finditer(text):
+            if found.group(1) in names:
+                yield (
+                    f"{place}: {found.group(0)} would stay as written, one pair of braces: "
+                    f"did you mean {{{{ {found.group(1)} }}}}?"
+                )
+
+    def _cut(self, text: str) -> str:
+        return text if len(text) <= self.SHOWN else text[: self.SHOWN] + "..."
+
+
 class ScenarioFile(msgspec.Struct, frozen=True):
     """One scenario file; ``default_id`` is its path under ``scenarios/`` without ``.yaml`` (or ``.yml``)."""
 
@@ -989,6 +1228,12 @@ class ScenarioFile(msgspec.Struct, frozen=True):
                 pass
             case None:
                 raise ScenarioError((f"{self.shown}: empty: a scenario needs at least a judge and a user or a script",))
+            case list() if self.path.stem.lower() == "personas":
+                folder = self.shown.split("/", 1)[0]
+                raise ScenarioError((
+                    f"{self.shown}: read as a scenario, since it is in {folder}/: personas are read from "
+                    f"personas.yaml beside {folder}/; move it there",
+                ))
             case _:
                 raise ScenarioError((f"{self.shown}: must be a mapping of fields (id, user, script, judge, ...)",))
         # Two fields convy sets itself, never read from a file: said, then left out of the rest.
@@ -998,7 +1243,11 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         }
         problems = [f"{self.shown}: {field}: {said}" for field, said in own.items() if field in data]
         written = {"id": self.default_id, **{key: value for key, value in data.items() if key not in own}}
-        problems.extend(f"{self.shown}: {line}" for line in Layout(Scenario).problems(written))
+        # A share written as text ("80%") is told how to write it, as a number out of range is.
+        shares = {"fail_under: expected a number, got text": "fail_under: expected a number, got text (0.8 for 80%)"}
+        problems.extend(f"{self.shown}: {shares.get(line, line)}" for line in Layout(Scenario).problems(written))
+        problems.extend(f"{self.shown}: {line}" for line in Written(data).problems())
+        problems = list(dict.fromkeys(problems))
         if problems:
             raise ScenarioError(tuple(problems))
         try:
@@ -1061,6 +1310,8 @@ class Matching(msgspec.Struct, frozen=True):
             parts = [part.strip() for part in tag.split(",") if part.strip()]
             if tag not in tags and len(parts) > 1 and all(part in tags for part in parts):
                 reasons.append(f"--tag {tag}: no scenario has it; give each apart, with spaces: --tag {' '.join(parts)}")
+            elif tag not in tags and (cased := [known for known in tags if known.casefold() == tag.strip().casefold()]):
+                reasons.append(f"--tag {tag}: no scenario has it; a tag is matched as written: --tag {cased[0]}")
             elif tag not in tags:
                 reasons.append(f"--tag {tag}: no scenario has it; " + (f"the tags are {', '.join(tags)}" if tags else "no scenario has a tag"))
         if reasons:

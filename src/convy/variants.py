@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from convy.problems import ConfigurationError, FieldProblem
-from convy.slots import Slotted
+from convy.slots import Slotted, nearest
 from convy.yamlfile import YamlFile
 
 PERSONA = "persona"  # the matrix key whose values are the project's personas
@@ -95,6 +95,9 @@ class Personas(msgspec.Struct, frozen=True):
     people: tuple[Persona, ...] = ()
     shown: str = "personas.yaml"
     problems: tuple[str, ...] = ()
+    absent: bool = False  # whether there is no such file at all
+
+    NAMES: ClassVar[tuple[str, ...]] = ("personas.yaml", "personas.yml")  # read alike, beside scenarios/
 
     MOST: ClassVar[int] = 1_000
 
@@ -103,7 +106,7 @@ class Personas(msgspec.Struct, frozen=True):
         """The personas of ``path``; none when there is no file; its problems kept, not raised,
         so that every scenario's are said with them."""
         if not path.exists():
-            return cls((), shown)
+            return cls((), shown, absent=True)
         try:
             data = YamlFile(path, shown).data()
         except ConfigurationError as error:
@@ -115,6 +118,12 @@ class Personas(msgspec.Struct, frozen=True):
                 return cls((), shown, (f"{shown}: {len(data):,} personas, more than {cls.MOST:,}",))
             case list():
                 pass
+            case dict() if data and all(isinstance(values, dict) for values in data.values()):
+                first = next(iter(data))
+                return cls((), shown, (
+                    f"{shown}: must be a list of personas, each a mapping with a name, not a mapping of names: "
+                    f"write each as - name: {first} with its values below it",
+                ))
             case _:
                 return cls((), shown, (f"{shown}: must be a list of personas, each a mapping with a name",))
         people: list[Persona] = []
@@ -124,7 +133,9 @@ class Personas(msgspec.Struct, frozen=True):
                 case {"name": str(name), **values} if name.strip():
                     pass
                 case dict():
-                    problems.append(f"{shown}: [{number}].name: give each persona a name (text)")
+                    slip = nearest("name", [str(key) for key in entry if key != "name"])
+                    hint = f" (is {slip}: a slip for name:?)" if slip else ""
+                    problems.append(f"{shown}: [{number}].name: give each persona a name (text){hint}")
                     continue
                 case _:
                     problems.append(f"{shown}: [{number}]: must be a mapping with a name and values")
@@ -141,6 +152,19 @@ class Personas(msgspec.Struct, frozen=True):
                 continue
             people.append(Persona(name, {str(key): value for key, value in values.items()}))
         return cls(tuple(people), shown, tuple(problems))
+
+    def missing(self, name: str) -> str:
+        """Why no persona is named ``name``, with the name likely meant."""
+        if self.absent:
+            return f"no persona {name!r}: there is no {self.shown} beside scenarios/ (a list of personas, each - name: {name} with its values)"
+        names = [person.name for person in self.people]
+        near = nearest(name, names)
+        said = f"no persona {name!r} in {self.shown}"
+        if near:
+            said += f"; did you mean {near}?"
+        elif names:
+            said += f"; its personas are {', '.join(names[:10])}{', ...' if len(names) > 10 else ''}"
+        return said + (f" ({self.shown} has problems of its own, said above)" if self.problems else "")
 
     def named(self, name: str) -> Persona | None:
         return next((person for person in self.people if person.name == name), None)
@@ -184,6 +208,12 @@ class Matrix(msgspec.Struct, frozen=True):
                 if problem:
                     return problem
                 text = Value(value).text()
+                bare = value.strip(" \t") if isinstance(value, str) else value
+                if bare != value:
+                    return (
+                        f"matrix.{key}[{number}]: {value!r} has spaces round it, which would be in the variant's id "
+                        f"and in every text it fills: write {bare!r}"
+                    )
                 if text in seen:
                     return f"matrix.{key}[{number}]: {text!r} is given already, at [{seen[text]}]"
                 seen[text] = number
