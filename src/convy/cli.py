@@ -1292,6 +1292,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     spread: Spreading = Spreading()
     outputs: Outputs = Outputs()  # --junit and --summary: the whole run, as convy run writes them
     fail_on_skip: bool | None = None
+    old_scenarios: bool = False  # --old-scenarios: play the copy the run kept of scenarios edited since
 
     def ruled(self, spec: RunSpec) -> PassRule | None:
         """The run's pass rule with this command's --fail-under, --fail-on-skip and
@@ -1312,6 +1313,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
+        self._scenarios(spec, errors)
         budget = self.budget.resumed(spec.budget, settings)
         spec = msgspec.structs.replace(spec, budget=budget)  # kept in run.json for the next resume
         kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
@@ -1344,6 +1346,21 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             cures=Cures(self.project.folder, spec.agent, {"agent": agent, "user": models.user, "judge": models.judge}),
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
+
+
+    def _scenarios(self, spec: RunSpec, errors: Shown) -> None:
+        """A run resumes with the scenarios it kept: a file edited or removed since is refused with
+        the two ways on, or, given --old-scenarios, said and played as the run kept it."""
+        edited = self.project.edited(spec)
+        if not edited:
+            return
+        if not self.old_scenarios:
+            short = spec.id.rsplit("-", 1)[-1]
+            raise ConfigurationError(
+                f"cannot resume {spec.id}: {'; '.join(edited)} since the run started; "
+                f"start a new run (convy run {spec.agent}), or play the copy the run kept: convy resume {short} --old-scenarios"
+            )
+        errors.line(f"resuming {spec.id} with the copy it kept: {'; '.join(edited)} since the run started")
 
 
 class RejudgeCommand(msgspec.Struct, frozen=True):
@@ -2171,6 +2188,9 @@ class Arguments(msgspec.Struct, frozen=True):
         resume.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
         )
+        resume.add_argument(
+            "--old-scenarios", action="store_true", help="play the copy the run kept of a scenario edited or removed since it started (refused without)"
+        )
         self._budget(resume)
         self._spread(resume)
         self._outputs(resume, "the whole run")
@@ -2326,6 +2346,7 @@ def main(argv: list[str] | None = None) -> int:
                         Spreading(parsed.workers, parsed.ray),
                         outputs,
                         fail_on_skip=parsed.fail_on_skip,
+                        old_scenarios=parsed.old_scenarios,
                     ).run(shown, errors)
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():

@@ -297,6 +297,14 @@ class Project(msgspec.Struct, frozen=True):
     def fingerprints(self, agent: str, prompt: Prompt) -> Fingerprints:
         """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator
         prompt (``prompt``, read from the settings now), as they are now."""
+        return Fingerprints(
+            scenarios=self._scenarios_digest(),
+            agent=self._digest(self.folder / "agents" / f"{agent}.py"),
+            models=self._digest(self.folder / "models.py"),
+            prompt=hashlib.sha256(prompt.text.encode()).hexdigest(),
+        )
+
+    def _scenarios_digest(self) -> str:
         scenarios = hashlib.sha256()
         # personas.yaml fills the variants' slots as the files do: a part of the scenarios, when there is one.
         personas = self.folder / "personas.yaml"
@@ -307,12 +315,7 @@ class Project(msgspec.Struct, frozen=True):
             except OSError as error:
                 raise ConfigurationError(f"{shown}: cannot be read: {error.strerror}") from None
             scenarios.update(shown.encode() + b"\0" + data + b"\0")
-        return Fingerprints(
-            scenarios=scenarios.hexdigest(),
-            agent=self._digest(self.folder / "agents" / f"{agent}.py"),
-            models=self._digest(self.folder / "models.py"),
-            prompt=hashlib.sha256(prompt.text.encode()).hexdigest(),
-        )
+        return scenarios.hexdigest()
 
     # The settings of a model that shape what it says, read when it exposes them (``OpenAiModel``
     # does): never its key, its URL or its headers.
@@ -434,6 +437,28 @@ class Project(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the simulator prompt changed since the run started; start a new run"
             )
         return spec
+
+    def edited(self, spec: RunSpec) -> tuple[str, ...]:
+        """What changed since ``spec``'s run started in the scenarios it plays, a line each
+        (``scenarios/seat.yaml changed (scenario seat)``): none when the scenario files are as
+        they were, or when only files the run does not play changed. A resume plays the copy the
+        run kept, so a change must be said before it does."""
+        if self._scenarios_digest() == spec.fingerprints.scenarios:
+            return ()
+        folder = self.folder / "scenarios"
+        now, _ = Scenarios(folder, RunSpec.MOST_ATTEMPTS).sound()
+        found = {scenario.id: scenario for scenario in now}
+        lines: dict[str, list[str]] = {}
+        for kept in spec.scenarios:
+            base = kept.variant.of if kept.variant is not None else kept.id
+            files = [folder / f"{base}{suffix}" for suffix in Scenarios.SUFFIXES]
+            there = next((path for path in files if path.is_file()), None)
+            shown = f"scenarios/{base}.yaml" if there is None else there.relative_to(self.folder).as_posix()
+            if there is None:
+                lines.setdefault(f"{shown} was removed", []).append(kept.id)
+            elif found.get(kept.id) != kept:
+                lines.setdefault(f"{shown} changed", []).append(kept.id)
+        return tuple(f"{said} (scenario{'s' if len(ids) > 1 else ''} {', '.join(ids)})" for said, ids in lines.items())
 
     def runs(self, wanted: tuple[str, ...] = ()) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
         """The runs named (by id or a unique part), or every run and the folders that could not be read."""
