@@ -397,3 +397,28 @@ def test_a_slot_of_the_prompt_that_a_skipped_scenario_leaves_empty_stops_the_run
     assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
     assert (checked.returncode, checked.stderr.splitlines()) == (2, [expected, "1 problem: nothing was sent, nothing written"])
     assert not (sound / "results").exists()
+
+
+def test_every_chosen_scenario_skipped_is_nothing_tested_for_check_as_for_run(sound: Path) -> None:
+    """When every scenario chosen needs a model that is absent, `convy run` exits 7 (nothing was
+    tested): `convy check` and `run --dry-run` of the same selection say it and exit 7 too, naming
+    each scenario and the model it lacks; nothing is sent or written."""
+    (sound / "scenarios" / "hello.yaml").unlink()  # the one scenario judged by code alone
+    before = listing(sound)
+    for command in (("check",), ("run", "a", "--dry-run"), ("run", "--dry-run", "--scenarios", "talk")):
+        checked = convy(sound, *command)
+        assert checked.returncode == 7, checked.stdout + checked.stderr
+        assert checked.stderr.splitlines() == [
+            "convy: nothing would be tested: every chosen scenario would be skipped ("
+            + ("talk: needs a model for the simulated user: no user model here" if "talk" in command else
+               "claims: needs a model for the judge: no judge here; talk: needs a model for the simulated user: no user model here")
+            + ")",
+            "1 problem: nothing was sent, nothing written",
+        ]
+    assert listing(sound) == before
+    ran = convy(sound, "run", "a")
+    assert ran.returncode == 7, ran.stdout + ran.stderr
+    (sound / "pyproject.toml").write_text("[tool.convy]\nattempts = 0\n", encoding="utf-8")
+    broken = convy(sound, "check")  # with another problem beside it, a configuration error
+    assert broken.returncode == 2, broken.stdout + broken.stderr
+    assert "nothing would be tested" in broken.stderr

@@ -539,7 +539,7 @@ def test_an_absent_agent_is_a_skip_and_every_agent_absent_tested_nothing(tmp_pat
         assert "**– Nothing was tested:** no run was played" in summary and "**2 agents skipped** (absent)" in summary
     for command in (("check",), ("run", "--dry-run")):
         checked = convy(project, *command)
-        assert checked.returncode == 2, checked.stdout + checked.stderr
+        assert checked.returncode == 7, checked.stdout + checked.stderr
         assert checked.stderr.splitlines() == [
             "convy: nothing would be tested: every agent is absent "
             "(skipped agent bot: set OFF_URL in .env; skipped agent off: set OFF_URL in .env)",

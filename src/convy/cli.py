@@ -31,7 +31,8 @@ The exit codes (README's "Results and exit codes" is the same table):
          budget plays the rest
     7    nothing was tested: no attempt was judged (every chosen scenario skipped for a missing
          model, every agent skipped as absent, every attempt not judged under --max-not-judged 1); for ``convy compare
-         --fail-on-regression``, the candidate has no judged attempt. A run its budget stopped
+         --fail-on-regression``, the candidate has no judged attempt; for ``convy check`` and
+         ``run --dry-run``, nothing would be tested and nothing else is wrong. A run its budget stopped
          before any attempt exits 6, and says that nothing was tested; a pattern or tag that matches no
          scenario is a mistake refused with the nearest names (2), before anything is played
     8    a scenario, or an absent agent, was skipped and --fail-on-skip (fail_on_skip) fails a run for it
@@ -1523,8 +1524,15 @@ class DryRun(msgspec.Struct, frozen=True):
                     specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
-        if names and len(passed_over) == len(names):  # a run would exit 7: a check that passes would mislead
-            problems.append(f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})")
+        # What a run would exit 7 for is said, and exits 7 when nothing else is wrong: a check that passes would mislead.
+        nothing = ""
+        if names and len(passed_over) == len(names):
+            nothing = f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})"
+        elif names and specs and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs):
+            skipped = dict.fromkeys(f"{one.scenario}: {reason}" for spec in specs for one in spec.skipped for reason in one.reasons)
+            nothing = f"nothing would be tested: every chosen scenario would be skipped ({'; '.join(skipped)})"
+        if nothing:
+            problems.append(nothing)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
             problems.extend(Slips(project.folder).project())
         secrets = Loaded(project, "").secrets(*parts)
@@ -1533,7 +1541,7 @@ class DryRun(msgspec.Struct, frozen=True):
             for problem in said:
                 errors.line(f"convy: {problem}")
             errors.line(f"{len(said)} problem{'s' if len(said) != 1 else ''}: nothing was sent, nothing written")
-            return 2
+            return 7 if problems == [nothing] else 2
         sources = sourced.sources | {
             name: option
             for name, option, given in (
@@ -2156,7 +2164,7 @@ class Arguments(msgspec.Struct, frozen=True):
         only.add_argument(
             "--dry-run", action="store_true", help="say what would run, or every problem that stops it; nothing sent or written"
         )
-        check = commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2 or 0)")
+        check = commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2, 7 when nothing would be tested, or 0)")
         self._variants(check)
         report = commands.add_parser("report", help="rebuild the reports of runs and the index")
         report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
