@@ -114,6 +114,44 @@ def test_broken_variable_gives_its_exact_message(tmp_path: Path, name: str, valu
         assert refused(tmp_path) == expected
 
 
+@pytest.mark.parametrize(
+    ("where", "text", "named"),
+    [
+        ("pyproject.toml", '[tool.convy]\nfail_under = "90%"\n', "[tool.convy]"),
+        ("pyproject.toml", '[tool.convy]\nfail_under = " 90 % "\n', "[tool.convy]"),
+        (".env", "CONVY_FAIL_UNDER=90%\n", "CONVY_FAIL_UNDER"),
+        (".env", "CONVY_FAIL_UNDER=0.9\n", "CONVY_FAIL_UNDER"),
+    ],
+)
+def test_a_share_is_taken_as_a_percentage_wherever_it_is_given(tmp_path: Path, where: str, text: str, named: str) -> None:
+    """``--fail-under 90%`` is taken, and so is 90% in [tool.convy] or CONVY_FAIL_UNDER: one rule for
+    every place a share is given (trust and max_not_judged alike)."""
+    (tmp_path / where).write_text(text, encoding="utf-8")
+    sourced = ProjectSettings(tmp_path).sourced()
+    assert sourced.problems == ()
+    assert sourced.settings.fail_under == pytest.approx(0.9)
+    assert sourced.sources["fail_under"] == named
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "expected"),
+    [
+        ("pyproject.toml", '[tool.convy]\nmax_not_judged = "5 percent"\n', '[tool.convy] max_not_judged: must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
+        ("pyproject.toml", '[tool.convy]\ntrust = "150%"\n', "[tool.convy] trust: must be between 0 and 1"),
+        (".env", "CONVY_FAIL_UNDER=ninety%\n", 'CONVY_FAIL_UNDER: fail_under: must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
+    ],
+)
+def test_a_share_that_is_no_number_says_both_ways_to_write_one(tmp_path: Path, where: str, text: str, expected: str) -> None:
+    (tmp_path / where).write_text(text, encoding="utf-8")
+    assert ProjectSettings(tmp_path).sourced().problems[0].removeprefix("pyproject.toml: ") == expected
+
+
+def test_a_byte_order_mark_before_pyproject_is_read_past(tmp_path: Path) -> None:
+    """Notepad's UTF-8 begins with a byte-order mark (and ends lines with CRLF): the file is read as meant."""
+    (tmp_path / "pyproject.toml").write_bytes(b"\xef\xbb\xbf[tool.convy]\r\nattempts = 2\r\n")
+    assert ProjectSettings(tmp_path).settings().attempts == 2
+
+
 def test_env_file_not_utf8_names_the_file(tmp_path: Path) -> None:
     """A .env that is not UTF-8 is a ConfigurationError naming .env, and nothing of what it holds."""
     (tmp_path / ".env").write_bytes(b"CONVY_ATTEMPTS=\xff-SECRET\n")
