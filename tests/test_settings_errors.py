@@ -233,6 +233,34 @@ def test_an_env_file_that_cannot_be_parsed_is_one_line_naming_it_and_the_line(ec
     assert not (echo_project / "results").exists()
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("GATEWAY_URL=http://x\nGATEWAY_KEY=sk-canary-new\nGATEWAY_KEY=sk-canary-old\n",
+         ".env: line 3: GATEWAY_KEY is set again (first on line 2); the last would win: keep one"),
+        ("CONVY_ATTEMPTS=2\nconvy_attempts=3\n",
+         ".env: line 2: convy_attempts (read as CONVY_ATTEMPTS) is set again (first on line 1); the last would win: keep one"),
+        ("GATEWAY_URL: http://x\nGATEWAY_KEY: sk-canary-1\n", ".env: line 1: GATEWAY_URL: a .env line is NAME=value: write GATEWAY_URL=..."),
+    ],
+)
+def test_a_name_set_twice_or_written_as_yaml_in_env_is_named_never_its_value(echo_project: Path, text: str, expected: str) -> None:
+    """A key pasted below the old one in .env (the last would win, silently), the same name in
+    another case (read alike), or NAME: value: one line naming .env, the line and the name, exit 2."""
+    (echo_project / ".env").write_text(text, encoding="utf-8")
+
+    done = convy(echo_project, "run")
+
+    refused_in_one_line(done, expected)
+    assert "canary" not in done.stdout + done.stderr
+    assert not (echo_project / "results").exists()
+
+
+def test_a_byte_order_mark_and_crlf_in_env_are_read_past(echo_project: Path) -> None:
+    (echo_project / ".env").write_bytes(b"\xef\xbb\xbfCONVY_ATTEMPTS=2\r\nCONVY_TRUST=0.5\r\n")
+    settings = ProjectSettings(echo_project).sourced()
+    assert (settings.problems, settings.settings.attempts, settings.settings.trust) == ((), 2, 0.5)
+
+
 def test_an_env_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
     """A .env that is a FIFO is a ConfigurationError naming .env, not a wait or a file silently passed over."""
     os.mkfifo(tmp_path / ".env")

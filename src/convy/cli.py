@@ -1525,14 +1525,14 @@ class DryRun(msgspec.Struct, frozen=True):
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
         # What a run would exit 7 for is said, and exits 7 when nothing else is wrong: a check that passes would mislead.
-        nothing = ""
+        untested = ""
         if names and len(passed_over) == len(names):
-            nothing = f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})"
+            untested = f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})"
         elif names and specs and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs):
             skipped = dict.fromkeys(f"{one.scenario}: {reason}" for spec in specs for one in spec.skipped for reason in one.reasons)
-            nothing = f"nothing would be tested: every chosen scenario would be skipped ({'; '.join(skipped)})"
-        if nothing:
-            problems.append(nothing)
+            untested = f"nothing would be tested: every chosen scenario would be skipped ({'; '.join(skipped)})"
+        if untested:
+            problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
             problems.extend(Slips(project.folder).project())
         secrets = Loaded(project, "").secrets(*parts)
@@ -1541,7 +1541,7 @@ class DryRun(msgspec.Struct, frozen=True):
             for problem in said:
                 errors.line(f"convy: {problem}")
             errors.line(f"{len(said)} problem{'s' if len(said) != 1 else ''}: nothing was sent, nothing written")
-            return 7 if problems == [nothing] else 2
+            return 7 if problems == [untested] else 2
         sources = sourced.sources | {
             name: option
             for name, option, given in (
@@ -1954,6 +1954,9 @@ class Loaded(msgspec.Struct, frozen=True):
                     f"loading {what} failed: {error.title}: {self.secrets().hidden(problems)}"
                 ) from None
             said = Environment(self.project.folder).everything().hidden(Outside(error).named())
+            top = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
+            if top and (self.project.folder / "agents" / f"{top}.py").is_file():  # agents/ is not on the import path
+                said += f"; agents/{top}.py is imported from the project's folder: from agents.{top} import ..."
             raise ConfigurationError(f"loading {what} failed: {said}") from None
 
     def secrets(self, *parts: Any) -> Secrets:

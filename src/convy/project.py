@@ -15,6 +15,7 @@ and runs ``models.py`` anew for each agent so every agent gets fresh models.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.util
 import sys
@@ -91,13 +92,50 @@ class Project(msgspec.Struct, frozen=True):
         """The agents in ``agents/`` that can be run, by name, in order, and a problem for each
         that cannot (or one when there is none)."""
         found = sorted(path.stem for path in (self.folder / "agents").glob("*.py") if not path.stem.startswith("_"))
+        misnamed = [
+            f"agents/{path.name}: not read: an agent file's name ends in .py; rename it agents/{stem}.py"
+            for path, stem in self._misnamed()
+            if stem not in found
+        ]
         if not found:
-            return (), ("agents/: no agent files (agents/<name>.py, each defining `agent`)",)
+            folders = [
+                f"agents/{path.parent.name}/: a folder, not an agent file: an agent is agents/{path.parent.name}.py (which may import from the folder)"
+                for path in sorted((self.folder / "agents").glob("*/__init__.py"))
+            ]
+            return (), (*misnamed, *folders, "agents/: no agent files (agents/<name>.py, each defining `agent`)")
         reserved = [name for name in found if name in ("compare", "export")]
-        return tuple(name for name in found if name not in reserved), tuple(
-            f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent"
-            for name in reserved
+        return tuple(name for name in found if name not in reserved), (
+            *misnamed,
+            *(f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent" for name in reserved),
         )
+
+    def _misnamed(self) -> list[tuple[Path, str]]:
+        """The files of ``agents/`` meant as agents whose names leave them unread, each with the
+        name meant: saved as text (``airline.py.txt``), as ``.pyw``, or ``.PY``. Backups
+        (``.bak``, ``~``, ``.orig``) and hidden files are left alone."""
+        folder = self.folder / "agents"
+        meant: list[tuple[Path, str]] = []
+        for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+            name = path.name
+            if not path.is_file() or name.startswith((".", "_")) or path.suffix == ".py":
+                continue
+            if path.suffix.lower() in (".py", ".pyw"):
+                meant.append((path, path.stem))
+            elif path.suffix.lower() == ".txt" and Path(path.stem).suffix.lower() == ".py":
+                meant.append((path, Path(path.stem).stem))
+        return meant
+
+    def _beside(self, name: str) -> str:
+        """What ``agents/`` holds under ``name`` that is not an agent file, said with the fix: a
+        file saved under another name (``airline.py.txt``, ``airline.py.bak``, ``airline.pyw``)
+        or a folder; "" when there is none."""
+        folder = self.folder / "agents"
+        if (folder / name).is_dir():
+            return f"agents/{name}/ is a folder: an agent is one file, agents/{name}.py (which may import from the folder)"
+        others = sorted(path.name for path in folder.glob(f"{glob.escape(name)}.*") if path.is_file()) if folder.is_dir() else []
+        if others:
+            return f"agents/{others[0]} is there but is not an agent file: rename it agents/{name}.py"
+        return ""
 
     def agents_called(self, given: list[str], here: Path) -> tuple[str, ...]:
         """The agents named on the command line, each by its name or by its file's path from
@@ -134,12 +172,26 @@ class Project(msgspec.Struct, frozen=True):
         """The agent ``agents/<name>.py`` defines, loaded anew."""
         path = self.folder / "agents" / f"{name}.py"
         if not path.is_file():
+            beside = self._beside(name)
+            there = ", ".join(self.agents()[0])
             raise ConfigurationError(
-                f"agents/{name}.py: no such agent; the project has {', '.join(self.agents()[0])}"
+                f"agents/{name}.py: no such agent; "
+                + (beside + (f"; the project has {there}" if there else "") if beside else f"the project has {there or 'no agent'}")
             )
         module = self._loaded(path, f"agents.{name}")
         if not hasattr(module, "agent"):
-            raise ConfigurationError(f"agents/{name}.py: defines no `agent`")
+            helpers = not any(
+                callable(getattr(value, "conversation", None)) and not isinstance(value, type) for value in vars(module).values()
+            )
+            raise ConfigurationError(
+                f"agents/{name}.py: defines no `agent`"
+                + (
+                    f"; a file of helpers for the agents is named with a _ first (agents/_{name}.py, imported as "
+                    f"agents._{name}), which convy does not load as an agent"
+                    if helpers
+                    else ""
+                )
+            )
         problem = self._unlike_agent(module.agent)
         if problem:
             raise ConfigurationError(f"agents/{name}.py: `agent` is {problem}")

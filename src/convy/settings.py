@@ -196,14 +196,29 @@ class DotEnv(msgspec.Struct, frozen=True):
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
-        for binding in parse_stream(io.StringIO(text)):
+        seen: dict[str, tuple[str, int]] = {}  # each name set, in capitals, as first written and on which line
+        for binding in parse_stream(io.StringIO(text.removeprefix("\ufeff"))):
             if binding.error:
                 # Said once here: python-dotenv would log it again each time the file is read
                 # (the secrets are looked for in it while this error is shown).
                 logging.getLogger("dotenv.main").setLevel(logging.ERROR)
+                colon = re.match(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*:", binding.original.string)
+                if colon:  # YAML's way: the name is said, never the value
+                    raise ConfigurationError(
+                        f".env: line {binding.original.line}: {colon[1]}: a .env line is NAME=value: write {colon[1]}=..."
+                    )
                 raise ConfigurationError(
                     f".env: line {binding.original.line}: cannot be parsed (a quote left open, or a line "
                     "that is not NAME=value)"
+                )
+            if binding.key is None:
+                continue
+            first = seen.setdefault(binding.key.upper(), (binding.key, binding.original.line))
+            if first[1] != binding.original.line:  # read in any case, the last one set wins: which was meant?
+                again = binding.key if binding.key == first[0] else f"{binding.key} (read as {first[0]})"
+                raise ConfigurationError(
+                    f".env: line {binding.original.line}: {again} is set again (first on line {first[1]}); "
+                    "the last would win: keep one"
                 )
 
 
