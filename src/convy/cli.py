@@ -63,6 +63,7 @@ import io
 import os
 import re
 import select
+import shlex
 import signal
 import sys
 import time
@@ -96,6 +97,7 @@ from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.slips import Slips
 from convy.spread import LOCAL, Crew, Spread
+from convy.spelling import Spelling
 from convy.terminal import Inert
 from convy.variants import Value, Variant
 from convy.views import AgreementView, ComparisonView, JudgingView, ScoreView
@@ -824,7 +826,9 @@ class InitCommand(msgspec.Struct, frozen=True):
             shown.line(f"+ {name}")
         for name in kept:
             shown.line(f"= {name} (exists, left as it is)")
-        shown.line(f"project ready in {self.folder}; next: cd {self.folder} && convy run")
+        # The command said is one to paste: a folder with a space or a quote is quoted for the shell.
+        where = "" if self.folder == Path(".") else f"cd {shlex.quote(str(self.folder))} && "
+        shown.line(f"project ready in {self.folder}; next: {where}convy run")
         return 0
 
 
@@ -2098,10 +2102,38 @@ class Help(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose help is laid out by ``Help``: the commands' parsers too."""
+    """An argument parser whose help is laid out by ``Help``: the commands' parsers too. An option
+    it does not know is said by the command's parser with the option meant (``--fail-on-regresion``:
+    did you mean --fail-on-regression?) or the commands that take it."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(formatter_class=Help, **options)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if not extras:
+            return parsed
+        commands = next((action for action in self._actions if isinstance(action, argparse._SubParsersAction)), None)
+        command = getattr(parsed, "command", None)
+        parser = commands.choices.get(command, self) if commands is not None and command else self
+        own = [name for action in parser._actions for name in action.option_strings if name.startswith("--")]
+        said: list[str] = []
+        unknown: list[str] = []
+        for extra in extras:
+            option = extra.split("=", 1)[0]
+            near = Spelling(frozenset(name.upper() for name in own)).meant(option) if option.startswith("--") else ()
+            others = sorted(
+                name
+                for name, other in (commands.choices.items() if commands is not None else ())
+                if other is not parser and any(option in action.option_strings for action in other._actions)
+            )
+            if near:
+                said.append(f"{option}: no such option; did you mean {near[0].lower()}?")
+            elif others and command and option.startswith("-"):
+                said.append(f"{option} is an option of convy {' and convy '.join(others)}, not of convy {command}")
+            else:
+                unknown.append(extra)
+        parser.error("; ".join([*said, *([f"unrecognized arguments: {' '.join(unknown)}"] if unknown else [])]))
 
 
 class Arguments(msgspec.Struct, frozen=True):
