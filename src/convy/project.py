@@ -363,14 +363,6 @@ class Project(msgspec.Struct, frozen=True):
     def fingerprints(self, agent: str, prompt: Prompt) -> Fingerprints:
         """SHA-256 of the scenario files, the agent's file, ``models.py`` and the simulator
         prompt (``prompt``, read from the settings now), as they are now."""
-        return Fingerprints(
-            scenarios=self._scenarios_digest(),
-            agent=self._digest(self.folder / "agents" / f"{agent}.py"),
-            models=self._digest(self.folder / "models.py"),
-            prompt=hashlib.sha256(prompt.text.encode()).hexdigest(),
-        )
-
-    def _scenarios_digest(self) -> str:
         scenarios = hashlib.sha256()
         # personas.yaml fills the variants' slots as the files do: a part of the scenarios, when there is one.
         personas = self.folder / "personas.yaml"
@@ -381,7 +373,12 @@ class Project(msgspec.Struct, frozen=True):
             except OSError as error:
                 raise ConfigurationError(f"{shown}: cannot be read: {error.strerror}") from None
             scenarios.update(shown.encode() + b"\0" + data + b"\0")
-        return scenarios.hexdigest()
+        return Fingerprints(
+            scenarios=scenarios.hexdigest(),
+            agent=self._digest(self.folder / "agents" / f"{agent}.py"),
+            models=self._digest(self.folder / "models.py"),
+            prompt=hashlib.sha256(prompt.text.encode()).hexdigest(),
+        )
 
     # The settings of a model that shape what it says, read when it exposes them (``OpenAiModel``
     # does): never its key, its URL or its headers.
@@ -509,7 +506,7 @@ class Project(msgspec.Struct, frozen=True):
         (``scenarios/seat.yaml changed (scenario seat)``): none when the scenario files are as
         they were, or when only files the run does not play changed. A resume plays the copy the
         run kept, so a change must be said before it does."""
-        if self._scenarios_digest() == spec.fingerprints.scenarios:
+        if self.fingerprints(spec.agent, Prompt("")).scenarios == spec.fingerprints.scenarios:
             return ()
         folder = self.folder / "scenarios"
         now, _ = Scenarios(folder, RunSpec.MOST_ATTEMPTS).sound()
