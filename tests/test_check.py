@@ -422,21 +422,3 @@ def test_every_chosen_scenario_skipped_is_nothing_tested_for_check_as_for_run(so
     broken = convy(sound, "check")  # with another problem beside it, a configuration error
     assert broken.returncode == 2, broken.stdout + broken.stderr
     assert "nothing would be tested" in broken.stderr
-
-
-def test_a_script_longer_than_the_project_s_max_turns_is_a_problem_of_check_and_run(sound: Path) -> None:
-    """max_turns in [tool.convy] below a script's length would cut the script short and blame the
-    agent: refused by check and run as a scenario's own max_turns is; a scenario's own lifts it."""
-    (sound / "pyproject.toml").write_text("[tool.convy]\nmax_turns = 1\n", encoding="utf-8")
-    (sound / "scenarios" / "long.yaml").write_text("script: [one, two]\njudge:\n  - check: {said: two}\n", encoding="utf-8")
-    line = (
-        "convy: scenario long: script: 2 messages, more than the project's max_turns (1); "
-        "raise max_turns ([tool.convy] or CONVY_MAX_TURNS), or set max_turns: 2 in the scenario"
-    )
-    checked = convy(sound, "check")
-    assert (checked.returncode, checked.stderr.splitlines()) == (2, [line, "1 problem: nothing was sent, nothing written"])
-    ran = convy(sound, "run", "a")
-    assert (ran.returncode, ran.stderr.splitlines()) == (2, [line])
-    assert not (sound / "results").exists()
-    (sound / "scenarios" / "long.yaml").write_text("max_turns: 2\nscript: [one, two]\njudge:\n  - check: {said: two}\n", encoding="utf-8")
-    assert convy(sound, "check").returncode == 0

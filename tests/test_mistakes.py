@@ -636,10 +636,6 @@ AROUND = [
     ("a dry run of scenarios that would all be skipped", {"scenarios/refund.yaml": ASKING}, ("run", "--dry-run", "--scenarios", "refund"), 7,
      "convy: nothing would be tested: every chosen scenario would be skipped (refund: needs a model for the simulated "
      "user: no user model here; refund: needs a model for the judge: no judge here)"),
-    ("a script longer than the project's max_turns", {P: "[tool.convy]\nattempts = 1\nmax_turns = 2\n", S: "script: [one, two, three]\njudge:\n  - check: {said: three}\n"},
-     ("run",), 2,
-     "convy: scenario greeting: script: 3 messages, more than the project's max_turns (2); raise max_turns ([tool.convy] or "
-     "CONVY_MAX_TURNS), or set max_turns: 3 in the scenario"),
     ("fail_under as text that is no share", {P: '[tool.convy]\nfail_under = "ninety"\n'}, ("check",), 2,
      T + 'fail_under: must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
 ]

@@ -300,7 +300,6 @@ class Project(msgspec.Struct, frozen=True):
         if not chosen or matching.unmatched(scenarios):  # each pattern and tag must choose something
             raise ConfigurationError(matching.missed(scenarios))
         self.bounded(settings, chosen)
-        self.scripted(settings, chosen)
         self.fitting(prompt, settings, chosen)
         playable: list[Scenario] = []
         skipped: list[Skipped] = []
@@ -329,19 +328,6 @@ class Project(msgspec.Struct, frozen=True):
             for base, count in variants.items()
             if count * settings.most_attempts() > RunSpec.MOST_ATTEMPTS
         ]
-        if problems:
-            raise ConfigurationError("\n".join(problems))
-
-    def scripted(self, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
-        """Check that no script is longer than the project's ``max_turns``, which would cut it short
-        without a word: a scenario's own ``max_turns`` is held to its script where it is read."""
-        problems = dict.fromkeys(
-            f"scenario {scenario.variant.of if scenario.variant is not None else scenario.id}: script: {len(scenario.script)} messages, "
-            f"more than the project's max_turns ({settings.max_turns}); raise max_turns ([tool.convy] or CONVY_MAX_TURNS), "
-            f"or set max_turns: {len(scenario.script)} in the scenario"
-            for scenario in scenarios
-            if scenario.max_turns is None and len(scenario.script) > settings.max_turns
-        )
         if problems:
             raise ConfigurationError("\n".join(problems))
 
