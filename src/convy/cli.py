@@ -567,9 +567,12 @@ class Recorded(msgspec.Struct, frozen=True):
         share = unjudged / len(outcomes) if outcomes else 0.0
         above = share > self.max_not_judged
         if unjudged:
+            # Above the share, the run fails (exit 5) whatever the pass rule says of the judged
+            # attempts next: said here, with the option that lets more through, so the two lines agree.
             self.shown.line(
                 f"{unjudged} of {len(outcomes)} attempts not judged ({share:.1%}): "
                 f"{'more than' if above else 'within'} --max-not-judged {self.max_not_judged:.1%}"
+                + (f": the run fails (exit 5) whatever the pass rule says; --max-not-judged {share:.1%} would let them through" if above else "")
             )
         codes = [1] if agent_failed else []
         if above:
