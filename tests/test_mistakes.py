@@ -704,7 +704,16 @@ def test_a_resume_after_the_scenario_was_edited_says_so(played: Path, tmp_path: 
     refused(convy(folder, "resume", run), folder, 2, line, before=frozenset({kept}))
 
 
+def test_a_command_started_in_a_folder_of_the_project_says_where_the_project_is(tmp_path: Path) -> None:
+    """`cd scenarios` to edit a file, then `convy check` there: it said the project had no agents
+    and no scenarios; it names the project above and the command to run there."""
+    folder = project(tmp_path, {})
+    done = convy(folder / "scenarios", "run", "bot", "-k", "2")
+    refused(done, folder, 2, "convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy run bot -k 2, or convy -C .. run bot -k 2")
+    assert not (folder / "scenarios" / "results").exists()
+
+
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
     tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, DEAD, PLAYED, MEANT)
     assert sum(len(table) for table in tables) + 4 >= 60  # and four tests of their own
-    assert len(AROUND) + len(OPTIONS) + len(AS_MEANT) + 1 >= 20  # the project around the scenarios, and a resume
+    assert len(AROUND) + len(OPTIONS) + len(AS_MEANT) + 2 >= 20  # the project around the scenarios, and a resume

@@ -2327,6 +2327,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             outputs.refused()
+            inside = project.above() if parsed.command not in ("init", "report", "compare", "export", "labels") else None
+            if inside is not None:  # started in a folder of the project, scenarios/ say: said with the way there
+                there = shlex.quote(os.path.relpath(inside, here))
+                words = list(sys.argv[1:] if argv is None else argv)
+                while words and words[0] in ("-C", "--project"):  # the folder given, said anew as the project's
+                    del words[:2]
+                given = shlex.join(word for word in words if not word.startswith(("-C", "--project=")))
+                raise ConfigurationError(
+                    f"{project.folder.relative_to(inside).as_posix()}/ is a folder of the project in {there}, not a project: "
+                    f"cd {there} && convy {given}, or convy -C {there} {given}"
+                )
             match parsed.command:
                 case "init" if parsed.ci is not None:
                     code = Workflow(parsed.project / parsed.folder, parsed.ci).run(shown)

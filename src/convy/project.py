@@ -80,6 +80,18 @@ class Project(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"--max-variants: must be between 1 and {RunSpec.MOST_ATTEMPTS:,}")
         return most_variants
 
+    def above(self) -> Path | None:
+        """The project this folder lies inside, when it is not one itself (it has no ``agents/``,
+        ``scenarios/`` or ``models.py``) and a folder above it is: a command started in
+        ``scenarios/`` would otherwise say the project has no agents and no scenarios."""
+        marks = ("agents", "scenarios", "models.py")
+        if any((self.folder / mark).exists() for mark in marks):
+            return None
+        for parent in self.folder.parents:
+            if (parent / "agents").is_dir() and ((parent / "scenarios").is_dir() or (parent / "models.py").is_file()):
+                return parent
+        return None
+
     def agent_names(self) -> tuple[str, ...]:
         """The agents in ``agents/``, by name, in order; a ``ConfigurationError`` with a line for
         each that cannot be run, or when there is none."""
