@@ -422,3 +422,21 @@ def test_every_chosen_scenario_skipped_is_nothing_tested_for_check_as_for_run(so
     broken = convy(sound, "check")  # with another problem beside it, a configuration error
     assert broken.returncode == 2, broken.stdout + broken.stderr
     assert "nothing would be tested" in broken.stderr
+
+
+def test_a_tool_check_written_as_a_call_is_refused_with_the_bare_name(sound: Path) -> None:
+    """`called: lookup_booking()` names no tool an agent calls: every attempt would fail it, blamed
+    on the agent. Refused with the name alone, and its arguments sent to with:."""
+    (sound / "scenarios" / "tool.yaml").write_text(
+        "script: [hi]\njudge:\n  - check: {called: lookup_booking()}\n  - check: {not_called: 'issue_refund(order=A-1)'}\n", encoding="utf-8"
+    )
+    checked = convy(sound, "check")
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stderr.splitlines()[0] == (
+        "convy: scenarios/tool.yaml: judge[0].check.called: 'lookup_booking()': a tool's name, without brackets: called: lookup_booking"
+    )
+    (sound / "scenarios" / "tool.yaml").write_text("script: [hi]\njudge:\n  - check: {not_called: 'issue_refund(order=A-1)'}\n", encoding="utf-8")
+    assert convy(sound, "check").stderr.splitlines()[0] == (
+        "convy: scenarios/tool.yaml: judge[0].check.not_called: 'issue_refund(order=A-1)': a tool's name, without brackets: "
+        "not_called: issue_refund, and its arguments under with: {...}"
+    )

@@ -636,6 +636,8 @@ AROUND = [
     ("a dry run of scenarios that would all be skipped", {"scenarios/refund.yaml": ASKING}, ("run", "--dry-run", "--scenarios", "refund"), 7,
      "convy: nothing would be tested: every chosen scenario would be skipped (refund: needs a model for the simulated "
      "user: no user model here; refund: needs a model for the judge: no judge here)"),
+    ("a tool check written as a call", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_booking()}\n"}, ("check",), 2,
+     F + "judge[0].check.called: 'lookup_booking()': a tool's name, without brackets: called: lookup_booking"),
     ("fail_under as text that is no share", {P: '[tool.convy]\nfail_under = "ninety"\n'}, ("check",), 2,
      T + 'fail_under: must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
 ]
