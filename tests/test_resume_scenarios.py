@@ -94,3 +94,21 @@ def test_an_unchanged_project_resumes_without_a_word(tmp_path: Path) -> None:
 
 
 assert "scenarios/greeting.yaml" in SOUND
+
+
+def test_a_persona_changed_is_said_beside_the_file_that_reads_it(tmp_path: Path) -> None:
+    """A variant filled from personas.yaml changes with it, its scenario file untouched: the line
+    says the file or its persona changed."""
+    project(tmp_path, {
+        "personas.yaml": "- name: retiree\n  age: 78\n",
+        "scenarios/greeting.yaml": "matrix: {persona: [retiree]}\nscript: ['Hi, I am {{ age }}']\njudge:\n  - check: {said: Hi}\n",
+    })
+    assert convy(tmp_path, "run").returncode == 0
+    (run,) = tmp_path.glob("results/bot/*/run.json")
+    (run.parent / "attempts.jsonl").write_text("")
+    (tmp_path / "personas.yaml").write_text("- name: retiree\n  age: 80\n")
+
+    done = convy(tmp_path, "resume", run.parent.name)
+
+    assert done.returncode == 2, done.stderr
+    assert "scenarios/greeting.yaml or its persona changed (scenario greeting[persona=retiree]) since the run started" in done.stderr

@@ -518,7 +518,8 @@ class Project(msgspec.Struct, frozen=True):
             if there is None:
                 lines.setdefault(f"{shown} was removed", []).append(kept.id)
             elif found.get(kept.id) != kept:
-                lines.setdefault(f"{shown} changed", []).append(kept.id)
+                persona = kept.variant is not None and "persona" in kept.variant.values  # filled from personas.yaml too
+                lines.setdefault(f"{shown}{' or its persona' if persona else ''} changed", []).append(kept.id)
         return tuple(f"{said} (scenario{'s' if len(ids) > 1 else ''} {', '.join(ids)})" for said, ids in lines.items())
 
     def runs(self, wanted: tuple[str, ...] = ()) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
