@@ -617,6 +617,9 @@ AROUND = [
      "convy: agents/airline.py: no such agent; agents/airline.py.bak is there but is not an agent file: rename it agents/airline.py; the project has bot"),
     ("the agent named is a folder", {"agents/airline/__init__.py": ECHO}, ("run", "airline"), 2,
      "convy: agents/airline.py: no such agent; agents/airline/ is a folder: an agent is one file, agents/airline.py (which may import from the folder); the project has bot"),
+    ("the agent named in capitals", {}, ("run", "Bot"), 2, "convy: agents/Bot.py: no such agent; did you mean bot (agents/bot.py)?"),
+    ("_ for the - of an agent's name", {"agents/air-line.py": ECHO}, ("run", "air_line"), 2,
+     "convy: agents/air_line.py: no such agent; did you mean air-line (agents/air-line.py)?"),
     ("a helper file in agents/", {"agents/common.py": 'URL = "http://127.0.0.1:9/chat"\n'}, ("check",), 2,
      "convy: agents/common.py: defines no `agent`; a file of helpers for the agents is named with a _ first "
      "(agents/_common.py, imported as agents._common), which convy does not load as an agent"),

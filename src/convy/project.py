@@ -137,6 +137,11 @@ class Project(msgspec.Struct, frozen=True):
                 meant.append((path, Path(path.stem).stem))
         return meant
 
+    @staticmethod
+    def _plain(name: str) -> str:
+        """An agent's name with case, - and _ left out: two names alike so are one meant for the other."""
+        return name.lower().replace("-", "").replace("_", "")
+
     def _beside(self, name: str) -> str:
         """What ``agents/`` holds under ``name`` that is not an agent file, said with the fix: a
         file saved under another name (``airline.py.txt``, ``airline.py.bak``, ``airline.pyw``)
@@ -185,7 +190,11 @@ class Project(msgspec.Struct, frozen=True):
         path = self.folder / "agents" / f"{name}.py"
         if not path.is_file():
             beside = self._beside(name)
-            there = ", ".join(self.agents()[0])
+            found = self.agents()[0]
+            same = [other for other in found if self._plain(other) == self._plain(name)]  # Airline, air_line for air-line
+            if same and not beside:
+                raise ConfigurationError(f"agents/{name}.py: no such agent; did you mean {same[0]} (agents/{same[0]}.py)?")
+            there = ", ".join(found)
             raise ConfigurationError(
                 f"agents/{name}.py: no such agent; "
                 + (beside + (f"; the project has {there}" if there else "") if beside else f"the project has {there or 'no agent'}")
