@@ -440,4 +440,3 @@ def test_a_slot_of_the_prompt_that_a_skipped_scenario_leaves_empty_stops_the_run
     assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
     assert (checked.returncode, checked.stderr.splitlines()) == (2, [expected, "1 problem: nothing was sent, nothing written"])
     assert not (sound / "results").exists()
-
