@@ -26,7 +26,7 @@ from convy.bench import Bench, Complete, Limits, RunJournal, RunSpec, Stopped
 from convy.budget import Budget, Outlay
 from convy.fakes import FakeAgent, FakeJudge, MemoryJournal
 from convy.model import Models
-from convy.report import Index, Listing, Stop
+from convy.report import Dollars, Index, Listing, Stop
 from convy.scenario import Check, Rule, Scenario
 
 # Each answer took 100 tokens and, with PRICED, cost $0.10; a message with "silent" in it was
@@ -532,3 +532,10 @@ def test_the_resume_hint_is_what_the_rest_would_spend_and_a_tenth_more_rounded_u
     assert Stop(Outlay("minutes", 4.5, minutes=4.0, most=1.0)).more(10, places=4) == "--max-minutes 3.3"  # 3 rounds
     assert Stop(Outlay("minutes", 0.05, minutes=0.05, most=1 / 60)).more(13, places=4) == "--max-minutes 0.074"
     assert Stop(Outlay("minutes", 1, minutes=1.0, most=0.0)).more(10, places=4) == "--max-minutes 2"
+
+
+def test_a_budget_below_a_cent_is_said_with_its_figures_never_as_nothing() -> None:
+    """`--max-cost 1e-9` was said `spent $0.00 of $0.00`: a budget that is not nothing is never said as one."""
+    assert [Dollars(amount).text() for amount in (0, 0.0, 1e-9, 0.0049, 0.01, 0.5, 2.2)] == [
+        "$0.00", "$0.00", "$0.000000001", "$0.0049", "$0.01", "$0.50", "$2.20"
+    ]

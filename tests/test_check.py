@@ -247,6 +247,49 @@ def test_a_ray_address_with_no_host_in_the_settings_is_a_problem_check_names(sou
     assert "convy: pyproject.toml: [tool.convy] ray: not an address: auto, ray://HOST:10001 or HOST:6379" in checked.stderr.splitlines()
 
 
+def test_every_chosen_scenario_skipped_is_nothing_tested_for_check_as_for_run(sound: Path) -> None:
+    """When every scenario chosen needs a model that is absent, `convy run` exits 7 (nothing was
+    tested): `convy check` and `run --dry-run` of the same selection say it and exit 7 too, naming
+    each scenario and the model it lacks; nothing is sent or written."""
+    (sound / "scenarios" / "hello.yaml").unlink()  # the one scenario judged by code alone
+    before = listing(sound)
+    for command in (("check",), ("run", "a", "--dry-run"), ("run", "--dry-run", "--scenarios", "talk")):
+        checked = convy(sound, *command)
+        assert checked.returncode == 7, checked.stdout + checked.stderr
+        assert checked.stderr.splitlines() == [
+            "convy: nothing would be tested: every chosen scenario would be skipped ("
+            + ("talk: needs a model for the simulated user: no user model here" if "talk" in command else
+               "claims: needs a model for the judge: no judge here; talk: needs a model for the simulated user: no user model here")
+            + ")",
+            "1 problem: nothing was sent, nothing written",
+        ]
+    assert listing(sound) == before
+    ran = convy(sound, "run", "a")
+    assert ran.returncode == 7, ran.stdout + ran.stderr
+    (sound / "pyproject.toml").write_text("[tool.convy]\nattempts = 0\n", encoding="utf-8")
+    broken = convy(sound, "check")  # with another problem beside it, a configuration error
+    assert broken.returncode == 2, broken.stdout + broken.stderr
+    assert "nothing would be tested" in broken.stderr
+
+
+def test_a_tool_check_written_as_a_call_is_refused_with_the_bare_name(sound: Path) -> None:
+    """`called: lookup_booking()` names no tool an agent calls: every attempt would fail it, blamed
+    on the agent. Refused with the name alone, and its arguments sent to with:."""
+    (sound / "scenarios" / "tool.yaml").write_text(
+        "script: [hi]\njudge:\n  - check: {called: lookup_booking()}\n  - check: {not_called: 'issue_refund(order=A-1)'}\n", encoding="utf-8"
+    )
+    checked = convy(sound, "check")
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stderr.splitlines()[0] == (
+        "convy: scenarios/tool.yaml: judge[0].check.called: 'lookup_booking()': a tool's name, without brackets: called: lookup_booking"
+    )
+    (sound / "scenarios" / "tool.yaml").write_text("script: [hi]\njudge:\n  - check: {not_called: 'issue_refund(order=A-1)'}\n", encoding="utf-8")
+    assert convy(sound, "check").stderr.splitlines()[0] == (
+        "convy: scenarios/tool.yaml: judge[0].check.not_called: 'issue_refund(order=A-1)': a tool's name, without brackets: "
+        "not_called: issue_refund, and its arguments under with: {...}"
+    )
+
+
 def broken(folder: Path) -> None:
     """Break ``folder``'s project in every way at once: an agent file that raises, a models.py that
     raises, a simulator prompt with a slot no scenario fills, a scenario with an unknown field, two

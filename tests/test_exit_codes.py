@@ -198,7 +198,10 @@ def test_attempts_not_judged_exit_5_by_default_and_within_max_not_judged_do_not(
     project = made(tmp_path, {"steady.yaml": STEADY, "half.yaml": HALF}, 2, agent=FLIPPING, models=BREAKS_ON_ODD)  # 1 of 4: 25%
     default = convy(project, "run")
     assert default.returncode == 5, default.stdout + default.stderr
-    assert "1 of 4 attempts not judged (25.0%): more than --max-not-judged 0.0%" in default.stdout
+    assert (
+        "1 of 4 attempts not judged (25.0%): more than --max-not-judged 0.0%: the run fails (exit 5) whatever the pass rule "
+        "says; --max-not-judged 25.0% would let them through"
+    ) in default.stdout.splitlines()
     within = convy(project, "run", "--max-not-judged", "0.25")
     assert within.returncode == 0, within.stdout + within.stderr
     assert "1 of 4 attempts not judged (25.0%): within --max-not-judged 25.0%" in within.stdout
@@ -539,7 +542,7 @@ def test_an_absent_agent_is_a_skip_and_every_agent_absent_tested_nothing(tmp_pat
         assert "**– Nothing was tested:** no run was played" in summary and "**2 agents skipped** (absent)" in summary
     for command in (("check",), ("run", "--dry-run")):
         checked = convy(project, *command)
-        assert checked.returncode == 2, checked.stdout + checked.stderr
+        assert checked.returncode == 7, checked.stdout + checked.stderr
         assert checked.stderr.splitlines() == [
             "convy: nothing would be tested: every agent is absent "
             "(skipped agent bot: set OFF_URL in .env; skipped agent off: set OFF_URL in .env)",

@@ -710,6 +710,122 @@ def test_a_run_named_by_its_folders_path_is_found(played: Path, tmp_path: Path) 
     assert runs(folder) == {kept}
 
 
+# --- the project around the scenarios: agents/ files, .env, the pass rule, options -----------------
+# (case, files written, command, expected code, expected first line); found by an outside audit.
+
+ECHO = SOUND["agents/bot.py"]
+ASKING = "user: You want a refund for order A-1043.\njudge:\n  - The agent refunds the order.\n"
+AROUND = [
+    ("an agent saved as .py.txt", {A: None, "agents/bot.py.txt": ECHO}, ("check",), 2,
+     "convy: agents/bot.py.txt: not read: an agent file's name ends in .py; rename it agents/bot.py"),
+    ("a second agent saved as .pyw", {"agents/airline.pyw": ECHO}, ("run",), 2,
+     "convy: agents/airline.pyw: not read: an agent file's name ends in .py; rename it agents/airline.py"),
+    ("the agent named is a backup", {"agents/airline.py.bak": ECHO}, ("run", "airline"), 2,
+     "convy: agents/airline.py: no such agent; agents/airline.py.bak is there but is not an agent file: rename it agents/airline.py; the project has bot"),
+    ("the agent named is a folder", {"agents/airline/__init__.py": ECHO}, ("run", "airline"), 2,
+     "convy: agents/airline.py: no such agent; agents/airline/ is a folder: an agent is one file, agents/airline.py (which may import from the folder); the project has bot"),
+    ("the agent named in capitals", {}, ("run", "Bot"), 2, "convy: agents/Bot.py: no such agent; did you mean bot (agents/bot.py)?"),
+    ("_ for the - of an agent's name", {"agents/air-line.py": ECHO}, ("run", "air_line"), 2,
+     "convy: agents/air_line.py: no such agent; did you mean air-line (agents/air-line.py)?"),
+    ("a helper file in agents/", {"agents/common.py": 'URL = "http://127.0.0.1:9/chat"\n'}, ("check",), 2,
+     "convy: agents/common.py: defines no `agent`; a file of helpers for the agents is named with a _ first "
+     "(agents/_common.py, imported as agents._common), which convy does not load as an agent"),
+    ("a helper imported as if agents/ were the path", {"agents/_common.py": "NAME = 'bot'\n", A: "from _common import NAME\n" + ECHO},
+     ("check",), 2,
+     "convy: loading agents/bot.py failed: ModuleNotFoundError: No module named '_common'; "
+     "agents/_common.py is imported from the project's folder: from agents._common import ..."),
+    ("a new key pasted under the old one", {".env": "GATEWAY_KEY=sk-new-key-1\nGATEWAY_KEY=sk-old-key-2\n"}, ("run",), 2,
+     "convy: .env: line 2: GATEWAY_KEY is set again (first on line 1); the last would win: keep one"),
+    ("a setting given twice in two cases", {".env": "CONVY_ATTEMPTS=2\nconvy_attempts=3\n"}, ("check",), 2,
+     "convy: .env: line 2: convy_attempts (read as CONVY_ATTEMPTS) is set again (first on line 1); the last would win: keep one"),
+    (".env written as YAML", {".env": "GATEWAY_URL: http://127.0.0.1:9/v1\n"}, ("check",), 2,
+     "convy: .env: line 1: GATEWAY_URL: a .env line is NAME=value: write GATEWAY_URL=..."),
+    ("every scenario needs a model, none is set", {S: ASKING}, ("check",), 7,
+     "convy: nothing would be tested: every chosen scenario would be skipped (greeting: needs a model for the simulated "
+     "user: no user model here; greeting: needs a model for the judge: no judge here)"),
+    ("a dry run of scenarios that would all be skipped", {"scenarios/refund.yaml": ASKING}, ("run", "--dry-run", "--scenarios", "refund"), 7,
+     "convy: nothing would be tested: every chosen scenario would be skipped (refund: needs a model for the simulated "
+     "user: no user model here; refund: needs a model for the judge: no judge here)"),
+    ("a tool check written as a call", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_booking()}\n"}, ("check",), 2,
+     F + "judge[0].check.called: 'lookup_booking()': a tool's name, without brackets: called: lookup_booking"),
+    ("fail_under as text that is no share", {P: '[tool.convy]\nfail_under = "ninety"\n'}, ("check",), 2,
+     T + 'fail_under: must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "command", "code", "line"), [pytest.param(*row, id=row[0]) for row in AROUND])
+def test_a_mistake_around_the_scenarios_is_said_with_the_fix(
+    tmp_path: Path, case: str, files: dict[str, str | None], command: tuple[str, ...], code: int, line: str
+) -> None:
+    folder = project(tmp_path, files)
+    refused(convy(folder, *command), folder, code, line)
+
+
+# An option misspelt or given to the wrong command: argparse's usage, then the line that says.
+OPTIONS = [
+    ("--fail-on-regresion", ("compare", "a", "b", "--fail-on-regresion"),
+     "convy compare: error: --fail-on-regresion: no such option; did you mean --fail-on-regression?"),
+    ("--atempts", ("run", "--atempts", "3"), "convy run: error: --atempts: no such option; did you mean --attempts?"),
+    ("--max-not-juged", ("run", "--max-not-juged", "0.1"), "convy run: error: --max-not-juged: no such option; did you mean --max-not-judged?"),
+    ("--tag given to check", ("check", "--tag", "smoke"), "convy check: error: --tag is an option of convy rejudge and convy run, not of convy check; unrecognized arguments: smoke"),
+]
+
+
+@pytest.mark.parametrize(("case", "command", "line"), [pytest.param(*row, id=row[0]) for row in OPTIONS])
+def test_an_option_misspelt_is_said_with_the_one_meant(tmp_path: Path, case: str, command: tuple[str, ...], line: str) -> None:
+    folder = project(tmp_path, {})
+    done = convy(folder, *command)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == line
+    assert runs(folder) == set()
+
+
+# Written as meant, though not as the docs show it: used so (code 0), the run's verdict as asked.
+BOM = "\ufeff"
+AS_MEANT = [
+    ("CONVY_FAIL_UNDER=90% in .env", {".env": "CONVY_FAIL_UNDER=90%\n"}, ("check",), "  fail_under        0.9           CONVY_FAIL_UNDER"),
+    ('fail_under = "90%" in pyproject', {P: '[tool.convy]\nattempts = 1\nfail_under = "90%"\n'}, ("check",), "  fail_under        0.9           [tool.convy]"),
+    ("pyproject saved by Notepad (BOM, CRLF)", {P: BOM + "[tool.convy]\r\nattempts = 2\r\n"}, ("check",), "  attempts          2             [tool.convy]"),
+    ("a scenario saved by Notepad (BOM, CRLF)", {S: BOM + GREETING.replace("\n", "\r\n")}, ("run",),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+    (".env saved by Notepad (BOM, CRLF)", {".env": BOM + "CONVY_ATTEMPTS=2\r\n"}, ("check",), "  attempts          2             CONVY_ATTEMPTS"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "command", "line"), [pytest.param(*row, id=row[0]) for row in AS_MEANT])
+def test_a_setting_or_file_written_otherwise_is_read_as_meant(
+    tmp_path: Path, case: str, files: dict[str, str | None], command: tuple[str, ...], line: str
+) -> None:
+    folder = project(tmp_path, files)
+    done = convy(folder, *command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert line in done.stdout.splitlines(), done.stdout
+
+
+def test_a_resume_after_the_scenario_was_edited_says_so(played: Path, tmp_path: Path) -> None:
+    """Edit a scenario, then `convy resume` the run begun before: refused naming the file, with the
+    two ways on, never the run's old copy played without a word."""
+    folder = Path(shutil.copytree(played, tmp_path / "project"))
+    (kept,) = runs(folder)
+    run = kept.parent.name
+    (folder / S).write_text(GREETING.replace("Hi!", "Hello!"), encoding="utf-8")
+    line = (
+        f"convy: cannot resume {run}: scenarios/greeting.yaml changed (scenario greeting) since the run started; "
+        f"start a new run (convy run bot), or play the copy the run kept: convy resume {run.rsplit('-', 1)[-1]} --old-scenarios"
+    )
+    refused(convy(folder, "resume", run), folder, 2, line, before=frozenset({kept}))
+
+
+def test_a_command_started_in_a_folder_of_the_project_says_where_the_project_is(tmp_path: Path) -> None:
+    """`cd scenarios` to edit a file, then `convy check` there: it said the project had no agents
+    and no scenarios; it names the project above and the command to run there."""
+    folder = project(tmp_path, {})
+    done = convy(folder / "scenarios", "run", "bot", "-k", "2")
+    refused(done, folder, 2, "convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy run bot -k 2, or convy -C .. run bot -k 2")
+    assert not (folder / "scenarios" / "results").exists()
+
+
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
     tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, DEAD, PLAYED, MEANT)
     assert sum(len(table) for table in tables) + 4 >= 60  # and four tests of their own
+    assert len(AROUND) + len(OPTIONS) + len(AS_MEANT) + 2 >= 20  # the project around the scenarios, and a resume

@@ -114,6 +114,44 @@ def test_broken_variable_gives_its_exact_message(tmp_path: Path, name: str, valu
         assert refused(tmp_path) == expected
 
 
+@pytest.mark.parametrize(
+    ("where", "text", "named"),
+    [
+        ("pyproject.toml", '[tool.convy]\nfail_under = "90%"\n', "[tool.convy]"),
+        ("pyproject.toml", '[tool.convy]\nfail_under = " 90 % "\n', "[tool.convy]"),
+        (".env", "CONVY_FAIL_UNDER=90%\n", "CONVY_FAIL_UNDER"),
+        (".env", "CONVY_FAIL_UNDER=0.9\n", "CONVY_FAIL_UNDER"),
+    ],
+)
+def test_a_share_is_taken_as_a_percentage_wherever_it_is_given(tmp_path: Path, where: str, text: str, named: str) -> None:
+    """``--fail-under 90%`` is taken, and so is 90% in [tool.convy] or CONVY_FAIL_UNDER: one rule for
+    every place a share is given (trust and max_not_judged alike)."""
+    (tmp_path / where).write_text(text, encoding="utf-8")
+    sourced = ProjectSettings(tmp_path).sourced()
+    assert sourced.problems == ()
+    assert sourced.settings.fail_under == pytest.approx(0.9)
+    assert sourced.sources["fail_under"] == named
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "expected"),
+    [
+        ("pyproject.toml", '[tool.convy]\nmax_not_judged = "5 percent"\n', '[tool.convy] max_not_judged: must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
+        ("pyproject.toml", '[tool.convy]\ntrust = "150%"\n', "[tool.convy] trust: must be between 0 and 1"),
+        (".env", "CONVY_FAIL_UNDER=ninety%\n", 'CONVY_FAIL_UNDER: fail_under: must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
+    ],
+)
+def test_a_share_that_is_no_number_says_both_ways_to_write_one(tmp_path: Path, where: str, text: str, expected: str) -> None:
+    (tmp_path / where).write_text(text, encoding="utf-8")
+    assert ProjectSettings(tmp_path).sourced().problems[0].removeprefix("pyproject.toml: ") == expected
+
+
+def test_a_byte_order_mark_before_pyproject_is_read_past(tmp_path: Path) -> None:
+    """Notepad's UTF-8 begins with a byte-order mark (and ends lines with CRLF): the file is read as meant."""
+    (tmp_path / "pyproject.toml").write_bytes(b"\xef\xbb\xbf[tool.convy]\r\nattempts = 2\r\n")
+    assert ProjectSettings(tmp_path).settings().attempts == 2
+
+
 def test_env_file_not_utf8_names_the_file(tmp_path: Path) -> None:
     """A .env that is not UTF-8 is a ConfigurationError naming .env, and nothing of what it holds."""
     (tmp_path / ".env").write_bytes(b"CONVY_ATTEMPTS=\xff-SECRET\n")
@@ -193,6 +231,34 @@ def test_an_env_file_that_cannot_be_parsed_is_one_line_naming_it_and_the_line(ec
     refused_in_one_line(done, f".env: line {line}: cannot be parsed (a quote left open, or a line that is not NAME=value)")
     assert "canary" not in done.stdout + done.stderr
     assert not (echo_project / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("GATEWAY_URL=http://x\nGATEWAY_KEY=sk-canary-new\nGATEWAY_KEY=sk-canary-old\n",
+         ".env: line 3: GATEWAY_KEY is set again (first on line 2); the last would win: keep one"),
+        ("CONVY_ATTEMPTS=2\nconvy_attempts=3\n",
+         ".env: line 2: convy_attempts (read as CONVY_ATTEMPTS) is set again (first on line 1); the last would win: keep one"),
+        ("GATEWAY_URL: http://x\nGATEWAY_KEY: sk-canary-1\n", ".env: line 1: GATEWAY_URL: a .env line is NAME=value: write GATEWAY_URL=..."),
+    ],
+)
+def test_a_name_set_twice_or_written_as_yaml_in_env_is_named_never_its_value(echo_project: Path, text: str, expected: str) -> None:
+    """A key pasted below the old one in .env (the last would win, silently), the same name in
+    another case (read alike), or NAME: value: one line naming .env, the line and the name, exit 2."""
+    (echo_project / ".env").write_text(text, encoding="utf-8")
+
+    done = convy(echo_project, "run")
+
+    refused_in_one_line(done, expected)
+    assert "canary" not in done.stdout + done.stderr
+    assert not (echo_project / "results").exists()
+
+
+def test_a_byte_order_mark_and_crlf_in_env_are_read_past(echo_project: Path) -> None:
+    (echo_project / ".env").write_bytes(b"\xef\xbb\xbfCONVY_ATTEMPTS=2\r\nCONVY_TRUST=0.5\r\n")
+    settings = ProjectSettings(echo_project).sourced()
+    assert (settings.problems, settings.settings.attempts, settings.settings.trust) == ((), 2, 0.5)
 
 
 def test_an_env_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:

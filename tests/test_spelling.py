@@ -215,3 +215,30 @@ def test_a_slip_is_near_enough_only_for_a_name_long_enough() -> None:
     assert spelling.meant("judge_model") == ()
     assert spelling.meant("AB_E") == ("AB_C", "AB_D")
     assert spelling.said("AB_E", ".env") == "AB_E in .env: unknown; did you mean AB_C or AB_D?"
+
+
+def test_a_misspelt_option_is_said_with_the_option_meant(tmp_path: Path) -> None:
+    """A long option one slip from the command's own is named with it; one that belongs to another
+    command says which; neither is run as written nor lost in "unrecognized arguments"."""
+    cases = [
+        (("compare", "a", "b", "--fail-on-regresion"), "convy compare: error: --fail-on-regresion: no such option; did you mean --fail-on-regression?"),
+        (("run", "--atempts", "3"), "convy run: error: --atempts: no such option; did you mean --attempts?"),
+        (("run", "--fail-under=0.5", "--tga", "smoke"), "convy run: error: --tga: no such option; did you mean --tag?"),
+        (("resume", "4b52", "--old-senarios"), "convy resume: error: --old-senarios: no such option; did you mean --old-scenarios?"),
+        (("check", "--dry-run"), "convy check: error: --dry-run is an option of convy run, not of convy check"),
+        (("compare", "a", "b", "c"), "convy compare: error: unrecognized arguments: c"),
+    ]
+    for arguments, line in cases:
+        done = convy(tmp_path, *arguments)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines()[-1] == line
+        assert "Traceback" not in done.stderr
+
+
+def test_init_s_next_command_can_be_pasted_for_a_folder_with_a_space(tmp_path: Path) -> None:
+    done = convy(tmp_path, "init", "my proj")
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.splitlines()[-1]
+    assert last == "project ready in my proj; next: cd 'my proj' && convy run"
+    pasted = subprocess.run(["sh", "-c", last.split("next: ", 1)[1].replace("convy run", "pwd")], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert pasted.stdout.strip() == str(tmp_path / "my proj")

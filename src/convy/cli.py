@@ -31,7 +31,8 @@ The exit codes (README's "Results and exit codes" is the same table):
          budget plays the rest
     7    nothing was tested: no attempt was judged (every chosen scenario skipped for a missing
          model, every agent skipped as absent, every attempt not judged under --max-not-judged 1); for ``convy compare
-         --fail-on-regression``, the candidate has no judged attempt. A run its budget stopped
+         --fail-on-regression``, the candidate has no judged attempt; for ``convy check`` and
+         ``run --dry-run``, nothing would be tested and nothing else is wrong. A run its budget stopped
          before any attempt exits 6, and says that nothing was tested; a pattern or tag that matches no
          scenario is a mistake refused with the nearest names (2), before anything is played
     8    a scenario, or an absent agent, was skipped and --fail-on-skip (fail_on_skip) fails a run for it
@@ -62,6 +63,7 @@ import io
 import os
 import re
 import select
+import shlex
 import signal
 import sys
 import time
@@ -94,6 +96,7 @@ from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Environment, Holders, Secrets
 from convy.slips import Slips
+from convy.spelling import Spelling
 from convy.spread import LOCAL, Crew, Spread
 from convy.terminal import Inert
 from convy.variants import Value, Variant
@@ -564,9 +567,12 @@ class Recorded(msgspec.Struct, frozen=True):
         share = unjudged / len(outcomes) if outcomes else 0.0
         above = share > self.max_not_judged
         if unjudged:
+            # Above the share, the run fails (exit 5) whatever the pass rule says of the judged
+            # attempts next: said here, with the option that lets more through, so the two lines agree.
             self.shown.line(
                 f"{unjudged} of {len(outcomes)} attempts not judged ({share:.1%}): "
                 f"{'more than' if above else 'within'} --max-not-judged {self.max_not_judged:.1%}"
+                + (f": the run fails (exit 5) whatever the pass rule says; --max-not-judged {share:.1%} would let them through" if above else "")
             )
         codes = [1] if agent_failed else []
         if above:
@@ -823,7 +829,9 @@ class InitCommand(msgspec.Struct, frozen=True):
             shown.line(f"+ {name}")
         for name in kept:
             shown.line(f"= {name} (exists, left as it is)")
-        shown.line(f"project ready in {self.folder}; next: cd {self.folder} && convy run")
+        # The command said is one to paste: a folder with a space or a quote is quoted for the shell.
+        where = "" if self.folder == Path(".") else f"cd {shlex.quote(str(self.folder))} && "
+        shown.line(f"project ready in {self.folder}; next: {where}convy run")
         return 0
 
 
@@ -1292,6 +1300,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
     spread: Spreading = Spreading()
     outputs: Outputs = Outputs()  # --junit and --summary: the whole run, as convy run writes them
     fail_on_skip: bool | None = None
+    old_scenarios: bool = False  # --old-scenarios: play the copy the run kept of scenarios edited since
 
     def ruled(self, spec: RunSpec) -> PassRule | None:
         """The run's pass rule with this command's --fail-under, --fail-on-skip and
@@ -1312,6 +1321,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         prompt = self.project.prompt(settings)  # read once: checked against the run's, then told
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
+        self._scenarios(spec, errors)
         budget = self.budget.resumed(spec.budget, settings)
         spec = msgspec.structs.replace(spec, budget=budget)  # kept in run.json for the next resume
         kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
@@ -1344,6 +1354,21 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             cures=Cures(self.project.folder, spec.agent, {"agent": agent, "user": models.user, "judge": models.judge}),
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
+
+
+    def _scenarios(self, spec: RunSpec, errors: Shown) -> None:
+        """A run resumes with the scenarios it kept: a file edited or removed since is refused with
+        the two ways on, or, given --old-scenarios, said and played as the run kept it."""
+        edited = self.project.edited(spec)
+        if not edited:
+            return
+        if not self.old_scenarios:
+            short = spec.id.rsplit("-", 1)[-1]
+            raise ConfigurationError(
+                f"cannot resume {spec.id}: {'; '.join(edited)} since the run started; "
+                f"start a new run (convy run {spec.agent}), or play the copy the run kept: convy resume {short} --old-scenarios"
+            )
+        errors.line(f"resuming {spec.id} with the copy it kept: {'; '.join(edited)} since the run started")
 
 
 class RejudgeCommand(msgspec.Struct, frozen=True):
@@ -1506,8 +1531,15 @@ class DryRun(msgspec.Struct, frozen=True):
                     specs.append(spec if versus is None or base is None else versus.spec(spec, base))
             except ConfigurationError as error:
                 problems.extend(str(error).splitlines())
-        if names and len(passed_over) == len(names):  # a run would exit 7: a check that passes would mislead
-            problems.append(f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})")
+        # What a run would exit 7 for is said, and exits 7 when nothing else is wrong: a check that passes would mislead.
+        untested = ""
+        if names and len(passed_over) == len(names):
+            untested = f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})"
+        elif names and specs and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs):
+            skipped = dict.fromkeys(f"{one.scenario}: {reason}" for spec in specs for one in spec.skipped for reason in one.reasons)
+            untested = f"nothing would be tested: every chosen scenario would be skipped ({'; '.join(skipped)})"
+        if untested:
+            problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
             problems.extend(Slips(project.folder).project())
         secrets = Loaded(project, "").secrets(*parts)
@@ -1516,7 +1548,7 @@ class DryRun(msgspec.Struct, frozen=True):
             for problem in said:
                 errors.line(f"convy: {problem}")
             errors.line(f"{len(said)} problem{'s' if len(said) != 1 else ''}: nothing was sent, nothing written")
-            return 2
+            return 7 if problems == [untested] else 2
         sources = sourced.sources | {
             name: option
             for name, option, given in (
@@ -1929,6 +1961,9 @@ class Loaded(msgspec.Struct, frozen=True):
                     f"loading {what} failed: {error.title}: {self.secrets().hidden(problems)}"
                 ) from None
             said = Environment(self.project.folder).everything().hidden(Outside(error).named())
+            top = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
+            if top and (self.project.folder / "agents" / f"{top}.py").is_file():  # agents/ is not on the import path
+                said += f"; agents/{top}.py is imported from the project's folder: from agents.{top} import ..."
             raise ConfigurationError(f"loading {what} failed: {said}") from None
 
     def secrets(self, *parts: Any) -> Secrets:
@@ -2070,10 +2105,38 @@ class Help(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose help is laid out by ``Help``: the commands' parsers too."""
+    """An argument parser whose help is laid out by ``Help``: the commands' parsers too. An option
+    it does not know is said by the command's parser with the option meant (``--fail-on-regresion``:
+    did you mean --fail-on-regression?) or the commands that take it."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(formatter_class=Help, **options)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if not extras:
+            return parsed
+        commands = next((action for action in self._actions if isinstance(action, argparse._SubParsersAction)), None)
+        command = getattr(parsed, "command", None)
+        parser = commands.choices.get(command, self) if commands is not None and command else self
+        own = [name for action in parser._actions for name in action.option_strings if name.startswith("--")]
+        said: list[str] = []
+        unknown: list[str] = []
+        for extra in extras:
+            option = extra.split("=", 1)[0]
+            near = Spelling(frozenset(name.upper() for name in own)).meant(option) if option.startswith("--") else ()
+            others = sorted(
+                name
+                for name, other in (commands.choices.items() if commands is not None else ())
+                if other is not parser and any(option in action.option_strings for action in other._actions)
+            )
+            if near:
+                said.append(f"{option}: no such option; did you mean {near[0].lower()}?")
+            elif others and command and option.startswith("-"):
+                said.append(f"{option} is an option of convy {' and convy '.join(others)}, not of convy {command}")
+            else:
+                unknown.append(extra)
+        parser.error("; ".join([*said, *([f"unrecognized arguments: {' '.join(unknown)}"] if unknown else [])]))
 
 
 class Arguments(msgspec.Struct, frozen=True):
@@ -2139,7 +2202,7 @@ class Arguments(msgspec.Struct, frozen=True):
         only.add_argument(
             "--dry-run", action="store_true", help="say what would run, or every problem that stops it; nothing sent or written"
         )
-        check = commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2 or 0)")
+        check = commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2, 7 when nothing would be tested, or 0)")
         self._variants(check)
         report = commands.add_parser("report", help="rebuild the reports of runs and the index")
         report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
@@ -2170,6 +2233,9 @@ class Arguments(msgspec.Struct, frozen=True):
         resume.add_argument("--fail-on-skip", action="store_true", default=None, help="exit 8 when a scenario was skipped (default: the run's own rule)")
         resume.add_argument(
             "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
+        )
+        resume.add_argument(
+            "--old-scenarios", action="store_true", help="play the copy the run kept of a scenario edited or removed since it started (refused without)"
         )
         self._budget(resume)
         self._spread(resume)
@@ -2261,6 +2327,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             outputs.refused()
+            inside = project.above() if parsed.command not in ("init", "report", "compare", "export", "labels") else None
+            if inside is not None:  # started in a folder of the project, scenarios/ say: said with the way there
+                there = shlex.quote(os.path.relpath(inside, here))
+                words = list(sys.argv[1:] if argv is None else argv)
+                while words and words[0] in ("-C", "--project"):  # the folder given, said anew as the project's
+                    del words[:2]
+                given = shlex.join(word for word in words if not word.startswith(("-C", "--project=")))
+                raise ConfigurationError(
+                    f"{project.folder.relative_to(inside).as_posix()}/ is a folder of the project in {there}, not a project: "
+                    f"cd {there} && convy {given}, or convy -C {there} {given}"
+                )
             match parsed.command:
                 case "init" if parsed.ci is not None:
                     code = Workflow(parsed.project / parsed.folder, parsed.ci).run(shown)
@@ -2326,6 +2403,7 @@ def main(argv: list[str] | None = None) -> int:
                         Spreading(parsed.workers, parsed.ray),
                         outputs,
                         fail_on_skip=parsed.fail_on_skip,
+                        old_scenarios=parsed.old_scenarios,
                     ).run(shown, errors)
         except ConfigurationError as error:  # one line for each problem it holds
             for line in Environment(project.folder).secrets().hidden(str(error)).splitlines():

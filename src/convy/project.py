@@ -15,6 +15,7 @@ and runs ``models.py`` anew for each agent so every agent gets fresh models.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.util
 import sys
@@ -80,6 +81,18 @@ class Project(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"--max-variants: must be between 1 and {RunSpec.MOST_ATTEMPTS:,}")
         return most_variants
 
+    def above(self) -> Path | None:
+        """The project this folder lies inside, when it is not one itself (it has no ``agents/``,
+        ``scenarios/`` or ``models.py``) and a folder above it is: a command started in
+        ``scenarios/`` would otherwise say the project has no agents and no scenarios."""
+        marks = ("agents", "scenarios", "models.py")
+        if any((self.folder / mark).exists() for mark in marks):
+            return None
+        for parent in self.folder.parents:
+            if (parent / "agents").is_dir() and ((parent / "scenarios").is_dir() or (parent / "models.py").is_file()):
+                return parent
+        return None
+
     def agent_names(self) -> tuple[str, ...]:
         """The agents in ``agents/``, by name, in order; a ``ConfigurationError`` with a line for
         each that cannot be run, or when there is none."""
@@ -92,13 +105,55 @@ class Project(msgspec.Struct, frozen=True):
         """The agents in ``agents/`` that can be run, by name, in order, and a problem for each
         that cannot (or one when there is none)."""
         found = sorted(path.stem for path in (self.folder / "agents").glob("*.py") if not path.stem.startswith("_"))
+        misnamed = [
+            f"agents/{path.name}: not read: an agent file's name ends in .py; rename it agents/{stem}.py"
+            for path, stem in self._misnamed()
+            if stem not in found
+        ]
         if not found:
-            return (), ("agents/: no agent files (agents/<name>.py, each defining `agent`)",)
+            folders = [
+                f"agents/{path.parent.name}/: a folder, not an agent file: an agent is agents/{path.parent.name}.py (which may import from the folder)"
+                for path in sorted((self.folder / "agents").glob("*/__init__.py"))
+            ]
+            return (), (*misnamed, *folders, "agents/: no agent files (agents/<name>.py, each defining `agent`)")
         reserved = [name for name in found if name in ("compare", "export")]
-        return tuple(name for name in found if name not in reserved), tuple(
-            f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent"
-            for name in reserved
+        return tuple(name for name in found if name not in reserved), (
+            *misnamed,
+            *(f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent" for name in reserved),
         )
+
+    def _misnamed(self) -> list[tuple[Path, str]]:
+        """The files of ``agents/`` meant as agents whose names leave them unread, each with the
+        name meant: saved as text (``airline.py.txt``), as ``.pyw``, or ``.PY``. Backups
+        (``.bak``, ``~``, ``.orig``) and hidden files are left alone."""
+        folder = self.folder / "agents"
+        meant: list[tuple[Path, str]] = []
+        for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+            name = path.name
+            if not path.is_file() or name.startswith((".", "_")) or path.suffix == ".py":
+                continue
+            if path.suffix.lower() in (".py", ".pyw"):
+                meant.append((path, path.stem))
+            elif path.suffix.lower() == ".txt" and Path(path.stem).suffix.lower() == ".py":
+                meant.append((path, Path(path.stem).stem))
+        return meant
+
+    @staticmethod
+    def _plain(name: str) -> str:
+        """An agent's name with case, - and _ left out: two names alike so are one meant for the other."""
+        return name.lower().replace("-", "").replace("_", "")
+
+    def _beside(self, name: str) -> str:
+        """What ``agents/`` holds under ``name`` that is not an agent file, said with the fix: a
+        file saved under another name (``airline.py.txt``, ``airline.py.bak``, ``airline.pyw``)
+        or a folder; "" when there is none."""
+        folder = self.folder / "agents"
+        if (folder / name).is_dir():
+            return f"agents/{name}/ is a folder: an agent is one file, agents/{name}.py (which may import from the folder)"
+        others = sorted(path.name for path in folder.glob(f"{glob.escape(name)}.*") if path.is_file()) if folder.is_dir() else []
+        if others:
+            return f"agents/{others[0]} is there but is not an agent file: rename it agents/{name}.py"
+        return ""
 
     def agents_called(self, given: list[str], here: Path) -> tuple[str, ...]:
         """The agents named on the command line, each by its name or by its file's path from
@@ -135,12 +190,30 @@ class Project(msgspec.Struct, frozen=True):
         """The agent ``agents/<name>.py`` defines, loaded anew."""
         path = self.folder / "agents" / f"{name}.py"
         if not path.is_file():
+            beside = self._beside(name)
+            found = self.agents()[0]
+            same = [other for other in found if self._plain(other) == self._plain(name)]  # Airline, air_line for air-line
+            if same and not beside:
+                raise ConfigurationError(f"agents/{name}.py: no such agent; did you mean {same[0]} (agents/{same[0]}.py)?")
+            there = ", ".join(found)
             raise ConfigurationError(
-                f"agents/{name}.py: no such agent; the project has {', '.join(self.agents()[0])}"
+                f"agents/{name}.py: no such agent; "
+                + (beside + (f"; the project has {there}" if there else "") if beside else f"the project has {there or 'no agent'}")
             )
         module = self._loaded(path, f"agents.{name}")
         if not hasattr(module, "agent"):
-            raise ConfigurationError(f"agents/{name}.py: defines no `agent`")
+            helpers = not any(
+                callable(getattr(value, "conversation", None)) and not isinstance(value, type) for value in vars(module).values()
+            )
+            raise ConfigurationError(
+                f"agents/{name}.py: defines no `agent`"
+                + (
+                    f"; a file of helpers for the agents is named with a _ first (agents/_{name}.py, imported as "
+                    f"agents._{name}), which convy does not load as an agent"
+                    if helpers
+                    else ""
+                )
+            )
         problem = self._unlike_agent(module.agent)
         if problem:
             raise ConfigurationError(f"agents/{name}.py: `agent` is {problem}")
@@ -452,6 +525,29 @@ class Project(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the simulator prompt changed since the run started; start a new run"
             )
         return spec
+
+    def edited(self, spec: RunSpec) -> tuple[str, ...]:
+        """What changed since ``spec``'s run started in the scenarios it plays, a line each
+        (``scenarios/seat.yaml changed (scenario seat)``): none when the scenario files are as
+        they were, or when only files the run does not play changed. A resume plays the copy the
+        run kept, so a change must be said before it does."""
+        if self.fingerprints(spec.agent, Prompt("")).scenarios == spec.fingerprints.scenarios:
+            return ()
+        folder = self.folder / "scenarios"
+        now, _ = Scenarios(folder, RunSpec.MOST_ATTEMPTS).sound()
+        found = {scenario.id: scenario for scenario in now}
+        lines: dict[str, list[str]] = {}
+        for kept in spec.scenarios:
+            base = kept.variant.of if kept.variant is not None else kept.id
+            files = [folder / f"{base}{suffix}" for suffix in Scenarios.SUFFIXES]
+            there = next((path for path in files if path.is_file()), None)
+            shown = f"scenarios/{base}.yaml" if there is None else there.relative_to(self.folder).as_posix()
+            if there is None:
+                lines.setdefault(f"{shown} was removed", []).append(kept.id)
+            elif found.get(kept.id) != kept:
+                persona = kept.variant is not None and "persona" in kept.variant.values  # filled from personas.yaml too
+                lines.setdefault(f"{shown}{' or its persona' if persona else ''} changed", []).append(kept.id)
+        return tuple(f"{said} (scenario{'s' if len(ids) > 1 else ''} {', '.join(ids)})" for said, ids in lines.items())
 
     def runs(self, wanted: tuple[str, ...] = ()) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
         """The runs named (by id or a unique part), or every run and the folders that could not be read."""

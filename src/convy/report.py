@@ -694,7 +694,7 @@ class Stop(msgspec.Struct, frozen=True):
         most = spent.most
         match spent.budget:
             case "cost":
-                said = f"${Decimal(spent.cost):.2f} of ${spent.allowed:.2f} (cost)"
+                said = f"{Dollars(spent.cost).text()} of {Dollars(spent.allowed).text()} (cost)"
                 each = f", ${most:.2f} the most one attempt cost" if most else ""
             case "tokens":
                 said = f"{spent.tokens:,} of {spent.allowed:,.0f} tokens (tokens)"
@@ -765,6 +765,19 @@ class Stop(msgspec.Struct, frozen=True):
         return ""
 
 
+class Dollars(msgspec.Struct, frozen=True):
+    """An amount in US dollars as a budget's line says it: to the cent, or every figure when it is
+    below a cent and not nothing (a budget of 1e-9 is never said as $0.00)."""
+
+    amount: float | Decimal | str
+
+    def text(self) -> str:
+        value = Decimal(str(self.amount))
+        if value == 0 or abs(value) >= Decimal("0.01"):
+            return f"${value:.2f}"
+        return f"${value.normalize():f}"
+
+
 class Upward(msgspec.Struct, frozen=True):
     """An amount a hint names, rounded up to two significant figures: 3300 stays 3300, 686.4 is 690,
     0.0733 is 0.074."""
@@ -810,7 +823,7 @@ class Allowance(msgspec.Struct, frozen=True):
         said = []
         if budget.cost:
             uncounted = Stop(Outlay("cost", budget.cost, cost, spending.unpriced)).uncounted()
-            said.append(f"${spending.cost:.2f} of ${budget.cost:.2f} (cost){uncounted}")
+            said.append(f"{Dollars(spending.cost).text()} of {Dollars(budget.cost).text()} (cost){uncounted}")
         if budget.tokens:
             uncounted = Stop(Outlay("tokens", budget.tokens, cost, 0, tokens, spending.unreported)).uncounted()
             said.append(f"{tokens:,} of {budget.tokens:,} tokens (tokens){uncounted}")

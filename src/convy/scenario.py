@@ -98,6 +98,13 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             raise ValueError("check: give exactly one of called, not_called, said, not_said")
         if self.with_ and not self.called:
             raise ValueError("with: goes only with called")
+        for field in ("called", "not_called"):  # a tool's name as code calls it, lookup(), is never a tool's name
+            name = getattr(self, field)
+            if "(" in name:
+                bare = name.split("(", 1)[0].strip()
+                inside = name.split("(", 1)[1].rstrip(") ").strip()
+                fix = f"{field}: {bare}" + (", and its arguments under with: {...}" if inside else "")
+                raise ValueError(f"{field}: {name!r}: a tool's name, without brackets: {fix}")
         for field in ("said", "not_said"):
             pattern = getattr(self, field)
             problem = Pattern(pattern).problem() if pattern else ""

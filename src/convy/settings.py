@@ -69,7 +69,10 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     FIRST_ROUND: ClassVar[int] = 5  # attempts of each scenario's first round under auto, unless set
     # What a field of two kinds takes, said of a value of neither kind instead of msgspec's words
     # for the last kind it tried ("Invalid enum value ...", which repeats the value besides).
-    KINDS: ClassVar[dict[str, str]] = {"attempts": "must be a whole number of at least 1, or auto"}
+    KINDS: ClassVar[dict[str, str]] = {
+        "attempts": "must be a whole number of at least 1, or auto",
+        **dict.fromkeys(("trust", "max_not_judged", "fail_under"), 'must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
+    }
 
     # The largest value each number may take: those of a run's spec and limits, which a run
     # folder is held to as well.
@@ -193,14 +196,29 @@ class DotEnv(msgspec.Struct, frozen=True):
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
-        for binding in parse_stream(io.StringIO(text)):
+        seen: dict[str, tuple[str, int]] = {}  # each name set, in capitals, as first written and on which line
+        for binding in parse_stream(io.StringIO(text.removeprefix("\ufeff"))):
             if binding.error:
                 # Said once here: python-dotenv would log it again each time the file is read
                 # (the secrets are looked for in it while this error is shown).
                 logging.getLogger("dotenv.main").setLevel(logging.ERROR)
+                colon = re.match(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*:", binding.original.string)
+                if colon:  # YAML's way: the name is said, never the value
+                    raise ConfigurationError(
+                        f".env: line {binding.original.line}: {colon[1]}: a .env line is NAME=value: write {colon[1]}=..."
+                    )
                 raise ConfigurationError(
                     f".env: line {binding.original.line}: cannot be parsed (a quote left open, or a line "
                     "that is not NAME=value)"
+                )
+            if binding.key is None:
+                continue
+            first = seen.setdefault(binding.key.upper(), (binding.key, binding.original.line))
+            if first[1] != binding.original.line:  # read in any case, the last one set wins: which was meant?
+                again = binding.key if binding.key == first[0] else f"{binding.key} (read as {first[0]})"
+                raise ConfigurationError(
+                    f".env: line {binding.original.line}: {again} is set again (first on line {first[1]}); "
+                    "the last would win: keep one"
                 )
 
 
@@ -243,6 +261,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         except ConfigurationError as error:
             problems.append(str(error))
             table = {}
+        table = self._rates(table)
         for said in self._refused(table, table, strict=True):  # [tool.convy] alone, strictly typed
             problems.append(f"pyproject.toml: [tool.convy] {said}")
         dotenv: Path | None = self.folder / ".env"
@@ -262,7 +281,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
                 problems.append(f"CONVY_{name.upper()}: {name}: not UTF-8 text")
                 del given[name]
-        listed: dict[str, Any] = dict(given)
+        listed: dict[str, Any] = self._rates(given)
         if "user_checks" in given:  # a list in a variable: names apart by commas (or spaces)
             listed["user_checks"] = [name for name in re.split(r"[,\s]+", given["user_checks"]) if name]
         variables = set(given)
@@ -276,6 +295,24 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         sources = {name: "[tool.convy]" for name in table} | {name: f"CONVY_{name.upper()}" for name in listed}
         settings = msgspec.convert({**table, **listed}, Settings, strict=False)
         return Sourced(settings, sources, tuple(dict.fromkeys(problems)), dotenv is not None)
+
+    # The shares the command line takes as 0.9 or 90% (``cli.Fraction``): a file or a variable takes both alike.
+    RATES: ClassVar[tuple[str, ...]] = ("trust", "max_not_judged", "fail_under")  # as Settings.KINDS says them
+
+    def _rates(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` with each share written as a percentage (``"90%"``) as the number it is
+        (0.9); any other text is left for ``Settings`` to refuse, naming the field."""
+        rated = dict(values)
+        for name in self.RATES:
+            text = rated.get(name)
+            if isinstance(text, str) and text.strip().endswith("%"):
+                try:
+                    number = float(text.strip()[:-1].strip()) / 100
+                except ValueError:
+                    continue
+                if math.isfinite(number):
+                    rated[name] = number
+        return rated
 
     def _refused(self, values: dict[str, Any], given: dict[str, Any], strict: bool) -> list[str]:
         """What ``Settings`` refuses of ``values``, one problem after another: each field refused is
@@ -364,7 +401,8 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         except OSError as error:
             raise ConfigurationError(f"pyproject.toml: cannot be read: {error.strerror}") from None
         try:
-            document = msgspec.toml.decode(raw)  # parsed once: converted, and looked over for a misnamed table
+            # A byte-order mark, which editors on Windows write first, is no part of TOML: read past it.
+            document = msgspec.toml.decode(raw.removeprefix(b"\xef\xbb\xbf"))  # parsed once: converted, and looked over for a misnamed table
             table = msgspec.convert(document, Pyproject).tool.convy
             self._misplaced(document)
             return table
