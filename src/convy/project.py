@@ -192,7 +192,9 @@ class Project(msgspec.Struct, frozen=True):
         try:
             return Prompt(RegularFile(path).data(self.MAX_PROMPT_BYTES).decode("utf-8"))
         except FileNotFoundError:
-            prompts = sorted(path.relative_to(self.folder).as_posix() for path in self.folder.glob("prompts/*.md"))
+            prompts = sorted(  # any file there, .txt as well as .md: the one meant may be named otherwise
+                path.relative_to(self.folder).as_posix() for path in self.folder.glob("prompts/*") if path.is_file()
+            )
             there = f"; the prompts there are {', '.join(prompts)}" if prompts else ""
             raise ConfigurationError(f"{settings.user_prompt}: no such file (the user_prompt setting names it){there}") from None
         except OSError as error:
@@ -282,9 +284,12 @@ class Project(msgspec.Struct, frozen=True):
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator
         prompt, and within its size, before any request: a slot left empty, or a prompt that would
-        be too large, is a configuration error, with a line for each scenario."""
+        be too large, is a configuration error, with a line for each scenario. So is a prompt that
+        would never tell the simulated user its scenario or how to end (``Prompt.unfit``)."""
         shown = settings.user_prompt or "the simulator prompt"
         problems: list[str] = []
+        if any(scenario.user.strip() for scenario in scenarios):  # a prompt no scenario is told by may be anything
+            problems.extend(f"{shown}: {problem}" for problem in prompt.unfit())
         for scenario in scenarios:
             if scenario.user.strip():
                 try:
