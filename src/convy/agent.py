@@ -120,13 +120,16 @@ class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     ``usage`` is what the answer took as one request, or ``Requests`` when it took several.
     ``unheld`` is the path where the agent's adapter looks for its tool calls (a ``JsonAgent``'s
-    ``calls``) when this reply did not hold it at all: its calls, if any, could not be seen.
+    ``calls``) when this reply did not hold a list there: its calls, if any, could not be seen.
+    ``unheld_as`` is what the reply held there instead, in a word ("text", "an object", "a
+    number", "true or false"), or "" when it held nothing.
     """
 
     text: str
     usage: Usage | NoUsage | Requests = NoUsage()
     steps: tuple[Thought | Call, ...] = ()
     unheld: str = ""
+    unheld_as: str = ""
 
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """The usage of each request the answer took: its one, or each of several."""

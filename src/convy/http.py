@@ -773,18 +773,30 @@ class JsonAgent(msgspec.Struct, frozen=True):
                 pass
             case _:
                 raise AgentFailure(f"{self.endpoint.shown()}: reply path {self.reply}: not text")
-        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply), self._unheld(reply))
+        unheld, held = self._unheld(reply)
+        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply), unheld, held)
 
-    def _unheld(self, reply: Any) -> str:
-        # The calls path when the reply does not hold it (a null or an empty list there is held):
-        # a dialogue none of whose replies held it leaves its tool checks undecided.
+    def _unheld(self, reply: Any) -> tuple[str, str]:
+        # The calls path when the reply does not hold a list there (a null or an empty list is
+        # held), and what it held instead, in a word: a dialogue none of whose replies held one
+        # leaves its tool checks undecided.
         if not self.calls:
-            return ""
+            return "", ""
         try:
-            JsonPath(self.calls).found(reply)
+            value = JsonPath(self.calls).found(reply)
         except KeyError:
-            return self.calls
-        return ""
+            return self.calls, ""
+        match value:
+            case list() | None:
+                return "", ""
+            case str():
+                return self.calls, "text"
+            case dict():
+                return self.calls, "an object"
+            case bool():
+                return self.calls, "true or false"
+            case _:
+                return self.calls, "a number"
 
     def _thoughts(self, reply: Any) -> tuple[Thought | Call, ...]:
         match JsonPath(self.thoughts).optional(reply):
