@@ -201,6 +201,12 @@ class _Answering:
             if not Outside(error).theirs():
                 raise
             raise AgentFailure(Outside(error).named()) from error
+        if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
+            given = "text" if isinstance(answer, str) else f"a {type(answer).__name__}"
+            raise AgentFailure(
+                f"turn() returned {given}, not an Answer: return Answer(text) (from convy import Answer), "
+                "with its usage and steps when known"
+            )
         try:
             # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
             # type, holding anything, even a cycle) fails its turn here rather than the run later.
