@@ -202,10 +202,11 @@ class _Answering:
                 raise
             raise AgentFailure(Outside(error).named()) from error
         if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
-            given = "text" if isinstance(answer, str) else f"a {type(answer).__name__}"
+            kind = type(answer).__name__
+            given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
             raise AgentFailure(
-                f"turn() returned {given}, not an Answer: return Answer(text) (from convy import Answer), "
-                "with its usage and steps when known"
+                f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
+                "return Answer(text) (from convy import Answer), with its usage and steps when known"
             )
         try:
             # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
