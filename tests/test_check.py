@@ -440,3 +440,78 @@ def test_a_slot_of_the_prompt_that_a_skipped_scenario_leaves_empty_stops_the_run
     assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
     assert (checked.returncode, checked.stderr.splitlines()) == (2, [expected, "1 problem: nothing was sent, nothing written"])
     assert not (sound / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["Play this person: {{ user }}\nReply with {{ stop }} when you are done.\n", "{{ instructions }}\nWhen done, say ###STOP### alone.\n"],
+    ids=["user-slot", "stop-written-out"],
+)
+def test_a_simulator_prompt_with_user_or_the_stop_mark_written_out_is_sound(sound: Path, prompt: str) -> None:
+    """{{ user }} is {{ instructions }} by another name, and the stop mark written out tells the
+    simulated user as {{ stop }} does: neither is refused."""
+    (sound / "prompts").mkdir()
+    (sound / "prompts" / "user.md").write_text(prompt, encoding="utf-8")
+    (sound / "pyproject.toml").write_text('[tool.convy]\nattempts = 4\nuser_prompt = "prompts/user.md"\n', encoding="utf-8")
+
+    done = convy(sound, "check")
+
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout + done.stderr
+
+
+def test_a_simulator_prompt_no_scenario_is_told_by_is_not_refused(sound: Path) -> None:
+    """Only a scenario with a user: is told by the prompt: a run of scripted scenarios alone
+    does not refuse a prompt that says no {{ instructions }}."""
+    (sound / "prompt.md").write_text("You are a customer.\n", encoding="utf-8")
+    (sound / "pyproject.toml").write_text('[tool.convy]\nuser_prompt = "prompt.md"\n', encoding="utf-8")
+
+    scripted = convy(sound, "run", "a", "--dry-run", "--scenarios", "hello")
+    told = convy(sound, "run", "a", "--dry-run", "--scenarios", "talk")
+
+    assert (scripted.returncode, scripted.stderr) == (0, "")
+    assert told.returncode == 2
+    assert told.stderr.splitlines()[0].startswith("convy: prompt.md: no {{ instructions }}: ")
+
+
+def test_a_judges_instructions_given_as_a_path_are_read_from_the_projects_folder(sound: Path) -> None:
+    """ChatJudge(..., instructions=Path("prompts/judge.md")) reads the file when models.py is
+    loaded, from the project's folder whatever the folder convy is started in; one not there is
+    refused naming it."""
+    (sound / "prompts").mkdir()
+    (sound / "prompts" / "judge.md").write_text("Judge strictly: a claim half met fails.\n", encoding="utf-8")
+    (sound / "models.py").write_text(
+        "from pathlib import Path\n\nfrom convy import Absent, ChatJudge, Models\nfrom convy.fakes import FakeModel\n\n"
+        'judge = ChatJudge(FakeModel([]), instructions=Path("prompts/judge.md"))\n'
+        'assert judge.instructions == "Judge strictly: a claim half met fails.\\n", judge.instructions\n'
+        'models = Models(user=Absent("none"), judge=judge)\n',
+        encoding="utf-8",
+    )
+
+    read = convy(sound.parent, "-C", "project", "check")
+    (sound / "prompts" / "judge.md").unlink()
+    gone = convy(sound, "check")
+
+    assert (read.returncode, read.stderr) == (0, ""), read.stdout + read.stderr
+    assert gone.returncode == 2
+    assert gone.stderr.splitlines()[0] == (
+        "convy: loading models.py failed: ValueError: ChatJudge: instructions='prompts/judge.md': cannot be read: No such file or directory"
+    )
+
+
+def test_an_agent_whose_turn_returns_text_fails_its_turn_saying_to_return_an_answer(sound: Path) -> None:
+    """A Python agent whose turn() returns a str: the smoke test fails on it (exit 1) with the fix,
+    never a msgspec message."""
+    (sound / "agents" / "a.py").write_text(
+        "from contextlib import asynccontextmanager\n\n\nclass Talk:\n    async def turn(self, message):\n"
+        "        return 'Seat 12A it is.'\n\n\nclass Bot:\n    @asynccontextmanager\n    async def conversation(self):\n"
+        "        yield Talk()\n\n\nagent = Bot()\n",
+        encoding="utf-8",
+    )
+
+    done = convy(sound, "run", "a", "--smoke")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "✗ a: the agent's answer cannot be kept: turn() returned text, not an Answer: "
+        "return Answer(text) (from convy import Answer), with its usage and steps when known"
+    )

@@ -136,7 +136,7 @@ def test_an_agent_whose_server_is_not_up_stops_the_run(made: Made, gateway: Stan
     port = unused_port()
     (made.folder / "agents" / "remote.py").write_text(
         "from convy import JsonAgent, JsonEndpoint\n\n"
-        f'agent = JsonAgent(JsonEndpoint("http://127.0.0.1:{port}/agent"), reply="output.text")\n'
+        f'agent = JsonAgent(JsonEndpoint("http://127.0.0.1:{port}/agent"), reply="output.text", calls="output.tool_calls")\n'
     )
     dotenv(made, gateway.url + "/v1")
 

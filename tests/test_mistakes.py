@@ -370,6 +370,9 @@ L = "convy: loading agents/bot.py failed: ValueError: "
 SLOTS = "its slots are {{ text }}, {{ session }}, {{ turn }}, {{ history }}"
 
 
+JSON_AGENT = "from convy import JsonAgent, JsonEndpoint, TokenPaths\n\n"
+
+
 def json_agent(body: str = '{"message": "{{ text }}"}', endpoint: str = '"http://127.0.0.1:9/chat"') -> dict[str, str | None]:
     return {A: f'from convy import JsonAgent, JsonEndpoint\n\nagent = JsonAgent({endpoint}, body={body}, reply="reply")\n'}
 
@@ -404,6 +407,19 @@ CODE = [
      L + "url: must start with http:// or https://, not 'ws://127.0.0.1:8000/chat'"),
     ("headers given as the key", json_agent(endpoint='JsonEndpoint("http://127.0.0.1:9/chat", "Bearer sk-corpus-CANARY")'),
      L + 'headers: must map names to text, as {"authorization": "Bearer ..."}, not str'),
+    ("calls given fourth, in tokens' place", {A: JSON_AGENT + 'agent = JsonAgent("http://127.0.0.1:9/chat", {"message": "{{ text }}"}, "reply", "tool_calls")\n'},
+     L + 'tokens: "tool_calls" is text, but tokens are TokenPaths(input=..., output=...) (the fourth argument is tokens); '
+     'give the path by name, as calls="tool_calls"'),
+    ("reply as a list of keys", {A: JSON_AGENT + 'agent = JsonAgent("http://127.0.0.1:9/chat", reply=["choices", 0, "message"])\n'},
+     L + 'reply: must be a path as text, as reply="reply", not list'),
+    ("tokens as a dict", {A: JSON_AGENT + 'agent = JsonAgent("http://127.0.0.1:9/chat", tokens={"input": "usage.in", "output": "usage.out"})\n'},
+     L + 'tokens: must be TokenPaths(input="usage.prompt_tokens", output="usage.completion_tokens"), not dict'),
+    ("thoughts=True to see them", {A: JSON_AGENT + 'agent = JsonAgent("http://127.0.0.1:9/chat", thoughts=True)\n'},
+     L + 'thoughts: must be a path as text, as thoughts="thoughts", not bool'),
+    ("body written as JSON text", {A: JSON_AGENT + """agent = JsonAgent("http://127.0.0.1:9/chat", body='{"message": "{{ text }}"}')\n"""},
+     L + 'body: JSON written as text would be sent as one string: give it as a dict, body={"message": "{{ text }}"}'),
+    ("timeout in quotes", {A: JSON_AGENT + 'agent = JsonAgent(JsonEndpoint("http://127.0.0.1:9/chat", timeout="30"))\n'},
+     L + "timeout: must be a number of seconds, as timeout=30, not str"),
 ]
 
 
@@ -416,6 +432,74 @@ def test_a_mistake_in_the_projects_code_is_refused_by_check_and_run(
     ran = convy(folder, "run")
     # A run loads the agent and the models together, and names both files when the code fails.
     refused(ran, folder, 2, line.replace("loading agents/bot.py failed", "loading agents/bot.py or models.py failed"))
+    assert "CANARY" not in ran.stdout + ran.stderr
+
+
+# --- models.py, the simulator prompt, and what the agent can show ---------------------------------
+# (case, files written, expected line of `convy check`); `convy run` says the same, its code loaded
+# with the agent's (so "loading agents/bot.py or models.py failed"), and both exit 2.
+
+M = "models.py"
+LM = "convy: loading models.py failed: TypeError: Models: "
+GATEWAY_MODEL = 'OpenAiModel("judge-model", "http://127.0.0.1:9/v1", "sk-corpus-CANARY")'
+ASKED = {S: "user: You want to know where order A-1043 is.\njudge:\n  - check: {said: order}\n"}
+PROMPT = {**ASKED, P: '[tool.convy]\nattempts = 1\nuser_prompt = "prompts/user.md"\n'}
+PU = "convy: prompts/user.md: "
+BOOKED = "script: ['my booking is XYZ789']\njudge:\n  - check: {called: lookup_booking}\n"
+
+
+def models(line: str) -> dict[str, str | None]:
+    return {M: f"from pathlib import Path\n\nfrom convy import Absent, ChatJudge, Models, OpenAiModel\nfrom convy.fakes import Echo\n\nmodels = {line}\n"}
+
+
+PARTS = [
+    ("the judge given as the model's name", models('Models(user=Absent("none"), judge="gpt-4o-mini")'),
+     LM + "judge='gpt-4o-mini' is text, not a judge: give the model by its name, "
+     'judge=ChatJudge(OpenAiModel("gpt-4o-mini", base_url, key))'),
+    ("user=None for no user model", models('Models(user=None, judge=Absent("none"))'),
+     LM + 'user=None is not a chat model: give one, user=OpenAiModel("model-name", base_url, key), '
+     'or user=Absent("why") to play without it'),
+    ("the judge a chat model not wrapped", models(f'Models(user=Absent("none"), judge={GATEWAY_MODEL})'),
+     LM + "judge= is a chat model (OpenAiModel), not a judge: wrap it, judge=ChatJudge(OpenAiModel(...))"),
+    ("the agent as the simulated user", models('Models(user=Echo(), judge=Absent("none"))'),
+     LM + 'user= is an agent (Echo), not a chat model: an agent goes in agents/<name>.py; give user=OpenAiModel("model-name", base_url, key)'),
+    ("ChatJudge given the model's name", models('Models(user=Absent("none"), judge=ChatJudge("gpt-4o"))'),
+     "convy: loading models.py failed: TypeError: ChatJudge: model=\"gpt-4o\" is text, not a chat model: give the model by its name, "
+     'ChatJudge(OpenAiModel("gpt-4o", base_url, key))'),
+    ("judge instructions given as the file's name",
+     {**models(f'Models(user=Absent("none"), judge=ChatJudge({GATEWAY_MODEL}, instructions="prompts/judge.md"))'),
+      "prompts/judge.md": "Judge strictly.\n"},
+     "convy: loading models.py failed: ValueError: ChatJudge: instructions='prompts/judge.md' is a file's name, and would be sent "
+     'as the instructions: give the file, instructions=Path("prompts/judge.md") (read when models.py is loaded), or its text'),
+    ("a simulator prompt without {{ instructions }}", {**PROMPT, "prompts/user.md": "You are a customer. Say {{ stop }} when done.\n"},
+     PU + "no {{ instructions }}: the scenario's user: would never reach the simulated user; put {{ instructions }} where it "
+     "reads who it is and what it wants (its slots are {{ instructions }} (or {{ user }}), {{ stop }} and the scenario's vars)"),
+    ("a simulator prompt with {instructions}", {**PROMPT, "prompts/user.md": "You are a customer. {instructions} Say {{ stop }} when done.\n"},
+     PU + "{instructions} is sent as written, so the scenario's user: would never reach the simulated user: "
+     "a slot has two braces, {{ instructions }}"),
+    ("a simulator prompt that never says the stop mark", {**PROMPT, "prompts/user.md": "You are a customer. {{ instructions }}\nWhen done, say DONE.\n"},
+     PU + "no {{ stop }}: the simulated user would never learn the mark that ends a dialogue (###STOP###), so every dialogue "
+     'would run to max_turns; tell it, e.g. "when you are done, reply with {{ stop }}"'),
+    ("a simulator prompt with a Jinja if", {**PROMPT, "prompts/user.md": "{{ instructions }} {% if persona %}Be {{ persona }}.{% endif %} {{ stop }}\n"},
+     PU + "'{% if persona %}' is sent as written: convy fills {{ name }} slots only, no {% if %} nor {% for %}; "
+     "write what differs in each scenario's user: or vars"),
+    ("a JSON agent without calls= and a called check",
+     {A: JSON_AGENT + 'agent = JsonAgent("http://127.0.0.1:9/chat", reply="reply")\n', S: BOOKED},
+     "convy: agents/bot.py: JsonAgent has no calls=, so its tool calls cannot be seen and the check 'called lookup_booking' of "
+     'scenario greeting cannot be decided: set calls= to where its replies list the tool calls (calls="tool_calls"), or leave such checks out'),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "line"), [pytest.param(*row, id=row[0]) for row in PARTS])
+def test_a_part_that_would_play_wrong_is_refused_by_check_and_run(
+    tmp_path: Path, case: str, files: dict[str, str | None], line: str
+) -> None:
+    """A model, judge, simulator prompt or agent that a run would use wrong, or that would end it in
+    a traceback: refused before anything is sent, naming the file, the argument and the fix."""
+    folder = project(tmp_path, files)
+    refused(convy(folder, "check"), folder, 2, line)
+    ran = convy(folder, "run")
+    refused(ran, folder, 2, line.replace("loading models.py failed", "loading agents/bot.py or models.py failed"))
     assert "CANARY" not in ran.stdout + ran.stderr
 
 
@@ -647,6 +731,9 @@ PLAYED = [
     ("calls path misspelt", "reply", "toolcalls", 5,
      "agents/airline.py: calls path 'toolcalls': in no reply of 1 attempt, whose tool checks were not judged: "
      "set calls= to where the agent's replies list its tool calls"),
+    ("calls path on the reply's text", "reply", "reply", 5,
+     "agents/airline.py: calls path 'reply': held text, never a list, in every reply of 1 attempt, whose tool checks were not judged: "
+     "set calls= to where the agent's replies list its tool calls"),
     ("reply path misspelt", "text", "tool_calls", 1, "agent failed (agent_failed): {url}/agent: reply path text: no 'text' in the reply"),
     ("reply path one level deep", "output.reply", "tool_calls", 1,
      "agent failed (agent_failed): {url}/agent: reply path output.reply: no 'output' in the reply"),
@@ -826,6 +913,6 @@ def test_a_command_started_in_a_folder_of_the_project_says_where_the_project_is(
 
 
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
-    tables = (SCENARIOS, FILES, SETTINGS, CODE, COMMANDS, PARSED, HISTORY, TEMPLATE, DEAD, PLAYED, MEANT)
+    tables = (SCENARIOS, FILES, SETTINGS, CODE, PARTS, COMMANDS, PARSED, HISTORY, TEMPLATE, DEAD, PLAYED, MEANT)
     assert sum(len(table) for table in tables) + 4 >= 60  # and four tests of their own
     assert len(AROUND) + len(OPTIONS) + len(AS_MEANT) + 2 >= 20  # the project around the scenarios, and a resume

@@ -267,3 +267,43 @@ def test_the_smoke_test_notes_a_calls_path_no_reply_held(tmp_path: Path) -> None
     ) in wrong.stdout.splitlines()
     assert right.returncode == 0, right.stderr
     assert "calls path" not in right.stdout
+
+
+def test_the_smoke_test_says_what_a_calls_path_held_instead_of_a_list(tmp_path: Path) -> None:
+    """calls="usage" where the replies keep an object: the smoke test says what the path held."""
+    def reply(data: object) -> dict[str, object]:
+        return {**booking(data), "usage": {"in": 10, "out": 5}}
+
+    with StandIn(agent_reply=reply) as server:
+        folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "usage"), "airline")
+        done = convy(folder, "run", "--smoke")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "  note: the calls path 'usage' of agents/airline.py held an object, never a list of calls: "
+        "set calls= to where its replies list them"
+    ) in done.stdout.splitlines()
+
+
+def test_a_json_agent_without_calls_is_refused_where_a_scenario_checks_tool_calls(tmp_path: Path) -> None:
+    """No calls= at all: convy cannot see a tool call, so a called check would only ever fail on the
+    agent. check and run refuse it (exit 2, nothing sent), --smoke notes it; with no tool check in
+    the scenarios, the agent is played as it is."""
+    agent = 'from convy import JsonAgent\n\nagent = JsonAgent("{url}/agent", reply="reply")\n'
+    line = (
+        "agents/airline.py: JsonAgent has no calls=, so its tool calls cannot be seen and the check "
+        "\"called lookup_booking with ref='XYZ789'\" of scenario booking {what}: set calls= to where its replies list "
+        'the tool calls (calls="tool_calls"), or leave such checks out'
+    )
+    with StandIn(agent_reply=booking) as server:
+        folder = project(tmp_path, {"booking.yaml": BOOKING}, agent.format(url=server.url), "airline")
+        checked, ran = convy(folder, "check"), convy(folder, "run")
+        sent, kept = len(server.received), list(folder.glob("results/*/*/run.json"))
+        smoke = convy(folder, "run", "--smoke")
+        (folder / "scenarios" / "booking.yaml").write_text("script: [Hi!]\njudge:\n  - check: {said: 12A}\n", encoding="utf-8")
+        greeted = convy(folder, "run")
+    assert (checked.returncode, checked.stderr.splitlines()[0]) == (2, "convy: " + line.format(what="cannot be decided"))
+    assert (ran.returncode, ran.stderr.splitlines()) == (2, ["convy: " + line.format(what="cannot be decided")])
+    assert (sent, kept) == (0, [])
+    assert smoke.returncode == 0, smoke.stderr
+    assert "  note: " + line.format(what="could not be decided (convy check refuses it)") in smoke.stdout.splitlines()
+    assert greeted.returncode == 0, greeted.stdout + greeted.stderr

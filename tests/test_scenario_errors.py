@@ -859,7 +859,7 @@ def test_a_simulator_prompt_that_would_fill_too_large_is_refused_before_any_requ
         "models = Models(user=FakeModel(['Thanks. ###STOP###']), judge=FakeJudge())\n"
     )
     (project / "pyproject.toml").write_text('[tool.convy]\nuser_prompt = "prompt.md"\n')
-    (project / "prompt.md").write_text("{{ instructions }} " * 2000)
+    (project / "prompt.md").write_text("{{ instructions }} " * 2000 + "{{ stop }}")
     written(project, {"s.yaml": "user: " + "x" * 1000 + "\njudge: [ok]\n"})
     done = subprocess.run([sys.executable, "-m", "convy", "run"], cwd=project, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (2, "convy: prompt.md: the filled text would be 1.9 MB, more than 1 MB for scenario s\n")

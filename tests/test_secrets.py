@@ -252,7 +252,7 @@ def project(tmp_path: Path, mode: str, url: str = "") -> Path:
     subprocess.run([str(CONVY), "init"], cwd=folder, check=True, capture_output=True, timeout=60)
     (folder / "agents" / "hostile.py").write_text(AGENT.format(mode=mode, hostile=HOSTILE))
     (folder / "agents" / "served.py").write_text(
-        f"from convy import JsonAgent, JsonEndpoint\nagent = JsonAgent(JsonEndpoint({url + '/agent'!r}))\n"
+        f"from convy import JsonAgent, JsonEndpoint\nagent = JsonAgent(JsonEndpoint({url + '/agent'!r}), calls='tool_calls')\n"
     )
     return folder
 

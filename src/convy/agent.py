@@ -120,13 +120,16 @@ class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     ``usage`` is what the answer took as one request, or ``Requests`` when it took several.
     ``unheld`` is the path where the agent's adapter looks for its tool calls (a ``JsonAgent``'s
-    ``calls``) when this reply did not hold it at all: its calls, if any, could not be seen.
+    ``calls``) when this reply did not hold a list there: its calls, if any, could not be seen.
+    ``unheld_as`` is what the reply held there instead, in a word ("text", "an object", "a
+    number", "true or false"), or "" when it held nothing.
     """
 
     text: str
     usage: Usage | NoUsage | Requests = NoUsage()
     steps: tuple[Thought | Call, ...] = ()
     unheld: str = ""
+    unheld_as: str = ""
 
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """The usage of each request the answer took: its one, or each of several."""
@@ -198,6 +201,13 @@ class _Answering:
             if not Outside(error).theirs():
                 raise
             raise AgentFailure(Outside(error).named()) from error
+        if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
+            kind = type(answer).__name__
+            given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
+            raise AgentFailure(
+                f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
+                "return Answer(text) (from convy import Answer), with its usage and steps when known"
+            )
         try:
             # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
             # type, holding anything, even a cycle) fails its turn here rather than the run later.

@@ -90,7 +90,7 @@ from convy.model import Said as ModelSaid
 from convy.panel import Panel
 from convy.passing import AbsentAgent, PassRule, RunVerdict
 from convy.problems import ConfigurationError, DialoguesLost, HttpFailure, Outside, Unplayed, Unwritable, WorkersLost
-from convy.project import VERSION, Project
+from convy.project import VERSION, Blind, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
@@ -545,10 +545,11 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
-        unseen = Counter(path for outcome in outcomes for path in outcome.unseen())
-        for path, count in sorted(unseen.items()):
+        unseen = Counter(found for outcome in outcomes for found in outcome.unseen())
+        for (path, held), count in sorted(unseen.items()):
+            where = f"held {held}, never a list, in every reply of" if held else "in no reply of"
             self.shown.line(
-                f"agents/{self.spec.agent}.py: calls path {Inert(path).line()!r}: in no reply of {count} attempt{'s' if count != 1 else ''}, "
+                f"agents/{self.spec.agent}.py: calls path {Inert(path).line()!r}: {where} {count} attempt{'s' if count != 1 else ''}, "
                 "whose tool checks were not judged: set calls= to where the agent's replies list its tool calls"
             )
         grouped = summary.by_scenario()
@@ -1210,12 +1211,22 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                     shown.line(f"✓ {name}: connection works")
                     codes.append(0)
             unheld = {turn.answer.unheld for turn in outcome.transcript.turns}
+            kinds = sorted({turn.answer.unheld_as for turn in outcome.transcript.turns} - {""})
             if outcome.transcript.turns and "" not in unheld:  # a wrong calls= would hide every tool call of a run
                 paths = ", ".join(repr(Inert(path).line()) for path in sorted(unheld))
-                shown.line(
-                    f"  note: no reply held the calls path {paths} of agents/{name}.py: if the agent calls tools, "
-                    "set calls= to where its replies list them (or have it send an empty list)"
-                )
+                if kinds:
+                    shown.line(
+                        f"  note: the calls path {paths} of agents/{name}.py held {' or '.join(kinds)}, never a list of calls: "
+                        "set calls= to where its replies list them"
+                    )
+                else:
+                    shown.line(
+                        f"  note: no reply held the calls path {paths} of agents/{name}.py: if the agent calls tools, "
+                        "set calls= to where its replies list them (or have it send an empty list)"
+                    )
+            blind = Blind(agent).said(f"agents/{name}.py", self.project.sound_scenarios()[0])
+            if blind:
+                shown.line(f"  note: {blind}")
         codes.extend(self._models(shown, errors))
         return Worst(tuple(codes)).code()
 

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Coroutine
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 import msgspec
@@ -27,12 +28,19 @@ from convy.busy import Busy, Places
 from convy.files import Shipped
 from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
 from convy.problems import Outside
-from convy.slots import Slotted
+from convy.slots import Slotted, nearest
 
 if TYPE_CHECKING:
     from convy.conduct import Instructions
 
 STOP = "###STOP###"
+
+# A slot written with one brace, as Python's format writes it (``{instructions}``), not within two.
+_ONE_BRACE = re.compile(r"(?<!\{)\{\s*(\w+)\s*\}(?!\})")
+# Instructions that are a file's name alone: no space, ending in a text file's suffix.
+_FILE_NAME = re.compile(r"[^\s]{1,200}\.(?:md|txt|prompt|jinja|j2|markdown)", re.IGNORECASE)
+# A template engine's tag (Jinja's ``{% if persona %}``): never read by convy.
+_TAG = re.compile(r"\{%[^\n]{0,40}?%\}|\{%")
 
 
 class Graded(msgspec.Struct, frozen=True):
@@ -367,6 +375,47 @@ class Prompt(msgspec.Struct, frozen=True):
             return ""
         return f"would be {size / self.LIMIT:,.1f} MB, more than {self.LIMIT // 1024 // 1024} MB"
 
+    def unfit(self) -> tuple[str, ...]:
+        """What would keep this prompt, as a simulator prompt, from telling the simulated user its
+        scenario or how to end, each said with the fix; none when it is sound. Without
+        ``{{ instructions }}`` (or ``{{ user }}``) no scenario's ``user:`` would reach the model;
+        without ``{{ stop }}`` (or the mark written out) it would never learn the mark that ends a
+        dialogue. A slot written with one brace, as Python's ``format`` writes it, and a template
+        tag (``{% if %}``) are sent as written: said so."""
+        slots = self.slots()
+        # A slot misspelt (``{{ instrucions }}``) is said by the scenario's values, with the one meant.
+        slots |= {nearest(slot, ("instructions", "user", "stop")) for slot in slots}
+        problems: list[str] = []
+        known = "its slots are {{ instructions }} (or {{ user }}), {{ stop }} and the scenario's vars"
+        if not {"instructions", "user"} & slots:
+            single = _ONE_BRACE.search(self.text)
+            if single and single.group(1) in ("instructions", "user"):
+                problems.append(
+                    f"{single.group(0)} is sent as written, so the scenario's user: would never reach the simulated user: "
+                    f"a slot has two braces, {{{{ {single.group(1)} }}}}"
+                )
+            else:
+                problems.append(
+                    "no {{ instructions }}: the scenario's user: would never reach the simulated user; "
+                    f"put {{{{ instructions }}}} where it reads who it is and what it wants ({known})"
+                )
+        if "stop" not in slots and STOP not in self.text:
+            single = next((found for found in _ONE_BRACE.finditer(self.text) if found.group(1) == "stop"), None)
+            if single:
+                problems.append(f"{single.group(0)} is sent as written: a slot has two braces, {{{{ stop }}}}")
+            else:
+                problems.append(
+                    f"no {{{{ stop }}}}: the simulated user would never learn the mark that ends a dialogue ({STOP}), "
+                    "so every dialogue would run to max_turns; tell it, e.g. \"when you are done, reply with {{ stop }}\""
+                )
+        tag = _TAG.search(self.text)
+        if tag:
+            problems.append(
+                f"{tag.group(0)!r} is sent as written: convy fills {{{{ name }}}} slots only, no {{% if %}} nor {{% for %}}; "
+                "write what differs in each scenario's user: or vars"
+            )
+        return tuple(problems)
+
     def filled(self, values: dict[str, Any]) -> str:
         """The text with every slot filled; a slot with no value, a stray ``{{``, or a text that
         would be larger than ``LIMIT``, is a ``ValueError`` saying so."""
@@ -508,6 +557,43 @@ class ChatJudge(msgspec.Struct, frozen=True):
 
     model: Model
     instructions: str = ""
+
+    def __post_init__(self) -> None:
+        # Outside data (models.py), converted where it enters: a file given as a Path is read now.
+        model: Any = self.model
+        if isinstance(model, type) or not callable(getattr(model, "reply", None)):
+            match model:
+                case str():
+                    named = msgspec.json.encode(model).decode()
+                    raise TypeError(
+                        f"ChatJudge: model={named} is text, not a chat model: give the model by its name, "
+                        f'ChatJudge(OpenAiModel({named}, base_url, key))'
+                    )
+                case type():
+                    raise TypeError(f"ChatJudge: model= is the class {model.__name__}, not a chat model: make one, {model.__name__}(...)")
+                case _:
+                    raise TypeError(
+                        f"ChatJudge: model= is a {type(model).__name__}, not a chat model: "
+                        'give one, ChatJudge(OpenAiModel("model-name", base_url, key))'
+                    )
+        instructions: Any = self.instructions
+        match instructions:
+            case PurePath():
+                try:
+                    text = Path(instructions).read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as error:
+                    why = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+                    raise ValueError(f"ChatJudge: instructions={str(instructions)!r}: cannot be read: {why}") from None
+                msgspec.structs.force_setattr(self, "instructions", text)
+            case str() if _FILE_NAME.fullmatch(instructions.strip()):
+                raise ValueError(
+                    f"ChatJudge: instructions={instructions!r} is a file's name, and would be sent as the instructions: "
+                    f'give the file, instructions=Path("{instructions.strip()}") (read when models.py is loaded), or its text'
+                )
+            case str():
+                pass
+            case _:
+                raise TypeError(f"ChatJudge: instructions= must be text or a Path, not {type(instructions).__name__}")
 
     @property
     def name(self) -> str:

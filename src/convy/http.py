@@ -178,6 +178,10 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         if not self.url.startswith(("http://", "https://")):
             meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
             raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}{meant}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float):
+            raise ValueError(f"timeout: must be a number of seconds, as timeout=30, not {type(self.timeout).__name__}")
+        if not isinstance(self.tls, Tls):
+            raise ValueError(f"tls: must be Tls(...), not {type(self.tls).__name__}")
         if self.timeout <= 0:
             raise ValueError("timeout: must be more than 0")
 
@@ -735,6 +739,42 @@ def _endpoint(given: Any) -> JsonEndpoint:
             raise ValueError(f"endpoint: give JsonEndpoint(url) or a URL, not {type(given).__name__}")
 
 
+def _argued(agent: JsonAgent) -> str:
+    """What is wrong with the type of a ``JsonAgent``'s arguments, with the type expected, or "":
+    outside data (the project's agent file), checked where it enters."""
+    for field, example in (("reply", '"reply"'), ("thoughts", '"thoughts"'), ("calls", '"tool_calls"')):
+        given = getattr(agent, field)
+        if not isinstance(given, str):
+            return f"{field}: must be a path as text, as {field}={example}, not {type(given).__name__}"
+    match agent.tokens:
+        case TokenPaths():
+            pass
+        case str(path):
+            # JsonAgent(url, body, reply, "tool_calls"): the fourth place is tokens, not calls.
+            named = msgspec.json.encode(path).decode()
+            return (
+                f"tokens: {named} is text, but tokens are TokenPaths(input=..., output=...) "
+                f"(the fourth argument is tokens); give the path by name, as calls={named}"
+            )
+        case _:
+            return (
+                f'tokens: must be TokenPaths(input="usage.prompt_tokens", output="usage.completion_tokens"), '
+                f"not {type(agent.tokens).__name__}"
+            )
+    for name in TokenPaths.__struct_fields__:
+        path = getattr(agent.tokens, name)
+        if not isinstance(path, str):
+            return f"tokens.{name}: must be a path as text, not {type(path).__name__}"
+    match agent.body:
+        case str(text) if text.strip()[:1] in ("{", "["):
+            try:
+                msgspec.json.decode(text)
+            except msgspec.DecodeError:
+                return ""
+            return "body: JSON written as text would be sent as one string: give it as a dict, body={\"message\": \"{{ text }}\"}"
+    return ""
+
+
 class JsonAgent(msgspec.Struct, frozen=True):
     """An agent behind a JSON endpoint, described by where things are.
 
@@ -753,7 +793,7 @@ class JsonAgent(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         msgspec.structs.force_setattr(self, "endpoint", _endpoint(self.endpoint))
-        problem = BodyTemplate(self.body).problem()
+        problem = _argued(self) or BodyTemplate(self.body).problem()
         if problem:
             raise ValueError(problem)
 
@@ -773,18 +813,30 @@ class JsonAgent(msgspec.Struct, frozen=True):
                 pass
             case _:
                 raise AgentFailure(f"{self.endpoint.shown()}: reply path {self.reply}: not text")
-        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply), self._unheld(reply))
+        unheld, held = self._unheld(reply)
+        return Answer(text, self.tokens.usage(reply), self._thoughts(reply) + self._calls(reply), unheld, held)
 
-    def _unheld(self, reply: Any) -> str:
-        # The calls path when the reply does not hold it (a null or an empty list there is held):
-        # a dialogue none of whose replies held it leaves its tool checks undecided.
+    def _unheld(self, reply: Any) -> tuple[str, str]:
+        # The calls path when the reply does not hold a list there (a null or an empty list is
+        # held), and what it held instead, in a word: a dialogue none of whose replies held one
+        # leaves its tool checks undecided.
         if not self.calls:
-            return ""
+            return "", ""
         try:
-            JsonPath(self.calls).found(reply)
+            value = JsonPath(self.calls).found(reply)
         except KeyError:
-            return self.calls
-        return ""
+            return self.calls, ""
+        match value:
+            case list() | None:
+                return "", ""
+            case str():
+                return self.calls, "text"
+            case dict():
+                return self.calls, "an object"
+            case bool():
+                return self.calls, "true or false"
+            case _:
+                return self.calls, "a number"
 
     def _thoughts(self, reply: Any) -> tuple[Thought | Call, ...]:
         match JsonPath(self.thoughts).optional(reply):

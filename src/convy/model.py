@@ -74,6 +74,13 @@ class Models(msgspec.Struct, frozen=True):
     judge: Any = Absent()
 
     def __post_init__(self) -> None:
+        # Outside data (models.py), checked where it enters: a name, None, an agent, or a model
+        # where a judge goes would otherwise end a run in a traceback or leave it all not judged.
+        problem = _unlike("user", self.user)
+        for judge in self.judge if isinstance(self.judge, list | tuple) else (self.judge,):
+            problem = problem or _unlike("judge", judge)
+        if problem:
+            raise TypeError(f"Models: {problem}")
         match self.judge:
             case list() | tuple() as judges:
                 if not judges:
@@ -85,6 +92,35 @@ class Models(msgspec.Struct, frozen=True):
                 from convy.panel import Panel
 
                 msgspec.structs.force_setattr(self, "judge", Panel(tuple(judges)) if len(judges) > 1 else judges[0])
+
+
+def _unlike(role: Literal["user", "judge"], given: Any) -> str:
+    """What ``given`` is instead of the simulated user's model (``role`` "user") or a judge, said
+    with the fix, or "" when it is one (or ``Absent``): a model answers ``reply(messages)``, a
+    judge ``ruling(claims, transcript)``."""
+    wanted = "a chat model" if role == "user" else "a judge"
+    made = 'OpenAiModel("model-name", base_url, key)'
+    fix = f"{role}={made}" if role == "user" else f"{role}=ChatJudge({made})"
+    if isinstance(given, Absent):
+        return ""
+    if isinstance(given, type):
+        return f"{role}= is the class {given.__name__}, not {wanted}: make one, {role}={given.__name__}(...)"
+    if callable(getattr(given, "ruling" if role == "judge" else "reply", None)):
+        return ""
+    match given:
+        case None:
+            return f'{role}=None is not {wanted}: give one, {fix}, or {role}=Absent("why") to play without it'
+        case str():
+            named = fix.replace('"model-name"', msgspec.json.encode(given).decode())
+            return f"{role}={given!r} is text, not {wanted}: give the model by its name, {named}"
+    kind = type(given).__name__
+    if role == "judge" and callable(getattr(given, "reply", None)):
+        return f"judge= is a chat model ({kind}), not a judge: wrap it, judge=ChatJudge({kind}(...))"
+    if role == "user" and callable(getattr(given, "ruling", None)):
+        return f"user= is a judge ({kind}), not a chat model: give the simulated user a model, {fix}"
+    if callable(getattr(given, "conversation", None)):
+        return f"{role}= is an agent ({kind}), not {wanted}: an agent goes in agents/<name>.py; give {fix}"
+    return f"{role}= is a {kind}, not {wanted}: give {fix}"
 
 
 _REPLY = msgspec.json.Decoder(Reply)

@@ -54,6 +54,40 @@ class ProjectAgent(msgspec.Struct, frozen=True):
     agent: Any
 
 
+class Blind(msgspec.Struct, frozen=True):
+    """An agent whose tool calls convy cannot see: a ``JsonAgent`` given no ``calls=`` path. A
+    ``called`` or ``not_called`` check of its dialogues could only be decided against it."""
+
+    agent: Any
+
+    def blind(self) -> bool:
+        # Only an agent of convy.http can be one: a run that never loaded it does not load it here.
+        http: Any = sys.modules.get("convy.http")
+        match self.agent:
+            case Absent():
+                return False
+        return http is not None and isinstance(self.agent, http.JsonAgent) and not self.agent.calls
+
+    def refused(self, shown: str, scenarios: tuple[Scenario, ...]) -> str:
+        """Why ``scenarios`` cannot be played by this agent (its file ``shown``), with the fix, or
+        "" when they can: a tool check the agent's replies could never decide."""
+        checked = [(scenario.id, scenario.tool_checks()) for scenario in scenarios if scenario.tool_checks()]
+        if not checked or not self.blind():
+            return ""
+        first, checks = checked[0]
+        more = f" and {len(checked) - 1} other scenario{'s' if len(checked) != 1 else ''}" if len(checked) > 1 else ""
+        return (
+            f"{shown}: JsonAgent has no calls=, so its tool calls cannot be seen and the check {checks[0]!r} "
+            f"of scenario {first}{more} cannot be decided: set calls= to where its replies list the tool calls "
+            '(calls="tool_calls"), or leave such checks out'
+        )
+
+    def said(self, shown: str, scenarios: tuple[Scenario, ...]) -> str:
+        """A note for ``--smoke``: the same, when the project's scenarios have tool checks."""
+        refused = self.refused(shown, scenarios)
+        return refused.replace(" cannot be decided:", " could not be decided (convy check refuses it):") if refused else ""
+
+
 class Project(msgspec.Struct, frozen=True):
     """The project in ``folder``."""
 
@@ -266,7 +300,9 @@ class Project(msgspec.Struct, frozen=True):
         try:
             return Prompt(RegularFile(path).data(self.MAX_PROMPT_BYTES).decode("utf-8"))
         except FileNotFoundError:
-            prompts = sorted(path.relative_to(self.folder).as_posix() for path in self.folder.glob("prompts/*.md"))
+            prompts = sorted(  # any file there, .txt as well as .md: the one meant may be named otherwise
+                path.relative_to(self.folder).as_posix() for path in self.folder.glob("prompts/*") if path.is_file()
+            )
             there = f"; the prompts there are {', '.join(prompts)}" if prompts else ""
             raise ConfigurationError(f"{settings.user_prompt}: no such file (the user_prompt setting names it){there}") from None
         except OSError as error:
@@ -289,6 +325,9 @@ class Project(msgspec.Struct, frozen=True):
         is kept beside the judges' (``ModelNames.agent``)."""
         prompt = self.prompt(settings)
         playable, skipped = self.playable(models, settings, scenarios, matching, prompt)
+        blind = Blind(played).refused(f"agents/{agent}.py", playable)
+        if blind:
+            raise ConfigurationError(blind)
         try:
             return RunSpec(
                 id=RunId(datetime.now(UTC)).text(),
@@ -373,9 +412,12 @@ class Project(msgspec.Struct, frozen=True):
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator
         prompt, and within its size, before any request: a slot left empty, or a prompt that would
-        be too large, is a configuration error, with a line for each scenario."""
+        be too large, is a configuration error, with a line for each scenario. So is a prompt that
+        would never tell the simulated user its scenario or how to end (``Prompt.unfit``)."""
         shown = settings.user_prompt or "the simulator prompt"
         problems: list[str] = []
+        if any(scenario.user.strip() for scenario in scenarios):  # a prompt no scenario is told by may be anything
+            problems.extend(f"{shown}: {problem}" for problem in prompt.unfit())
         for scenario in scenarios:
             if scenario.user.strip():
                 try:

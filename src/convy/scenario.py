@@ -174,10 +174,13 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         unheld = {turn.answer.unheld for turn in transcript.turns}
         if transcript.turns and "" not in unheld:  # no reply held the path where the calls would be
             paths = ", ".join(repr(path) for path in sorted(unheld))
-            return Claim(
-                self.text(), False, f"no reply of the agent held its calls path {paths}: no tool call could be seen",
-                by="code", doubt="unseen",
+            kinds = sorted({turn.answer.unheld_as for turn in transcript.turns} - {""})
+            said = (
+                f"its calls path {paths} held {' or '.join(kinds)}, never a list of calls"
+                if kinds
+                else f"no reply of the agent held its calls path {paths}"
             )
+            return Claim(self.text(), False, f"{said}: no tool call could be seen", by="code", doubt="unseen")
         first = fitting = calls = 0
         given: list[dict[str, Any]] = []  # the arguments of the calls of that tool, to show a miss
         tools: dict[str, None] = {}  # the tools called, in order, to show a name never called
@@ -600,6 +603,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pass
         return tuple(found)
 
+    def tool_checks(self) -> tuple[str, ...]:
+        """Its checks of the agent's tool calls (``called``, ``not_called``), as reports show them."""
+        return tuple(check.text() for check in self._checks if check.called or check.not_called)
+
     @functools.cached_property
     def _checks(self) -> tuple[Check, ...]:
         found: list[Check] = []
@@ -941,12 +948,14 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
             case NoVerdict() as none:
                 return none.status()
 
-    def unseen(self) -> tuple[str, ...]:
-        """The agent's calls paths that no reply of this dialogue held, when a tool check was left
-        undecided for it (``Claim.doubt == "unseen"``); none otherwise."""
+    def unseen(self) -> tuple[tuple[str, str], ...]:
+        """The agent's calls paths that no reply of this dialogue held a list at, each with what
+        a reply held there instead ("" for nothing), when a tool check was left undecided for it
+        (``Claim.doubt == "unseen"``); none otherwise."""
         match self.result:
             case Verdict(claims=claims) | NoVerdict(checks=claims) if any(claim.doubt == "unseen" for claim in claims):
-                return tuple(sorted({turn.answer.unheld for turn in self.transcript.turns if turn.answer.unheld}))
+                turns = self.transcript.turns
+                return tuple(sorted({(turn.answer.unheld, turn.answer.unheld_as) for turn in turns if turn.answer.unheld}))
             case _:
                 return ()
 
