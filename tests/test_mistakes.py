@@ -889,6 +889,17 @@ def test_a_setting_or_file_written_otherwise_is_read_as_meant(
     assert line in done.stdout.splitlines(), done.stdout
 
 
+@pytest.mark.parametrize("command", [("check", "-C", "proj"), ("-C", "proj", "check"), ("-C", "elsewhere", "check", "--project", "proj")])
+def test_the_project_given_after_the_command_is_the_project(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """`convy check -C proj`, the project's folder given after the command: read as the project all
+    the same (it was "unrecognized arguments: -C proj"); given on both sides, the one after the
+    command wins."""
+    project(tmp_path / "proj", {P: "[tool.convy]\nattempts = 2\n"})
+    done = convy(tmp_path, *command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  attempts          2             [tool.convy]" in done.stdout.splitlines(), done.stdout
+
+
 def test_a_resume_after_the_scenario_was_edited_says_so(played: Path, tmp_path: Path) -> None:
     """Edit a scenario, then `convy resume` the run begun before: refused naming the file, with the
     two ways on, never the run's old copy played without a word."""

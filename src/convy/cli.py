@@ -2270,6 +2270,10 @@ class Arguments(msgspec.Struct, frozen=True):
         )
         self._budget(rejudge)
         self._outputs(rejudge, "the new run")
+        # -C after the command (convy check -C proj) means what it means before it: each command
+        # takes it too, leaving the folder given before the command when it is not given again.
+        for command in commands.choices.values():
+            command.add_argument("-C", "--project", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         return parser
 
     def _variants(self, command: argparse.ArgumentParser) -> None:
