@@ -41,6 +41,7 @@ from convy.panel import Judging
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
+from convy.vital import DeadService, News, Vigil, Vitals
 
 LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
 
@@ -133,8 +134,16 @@ class Setup(msgspec.Struct, frozen=True):
     of: int
 
 
+class Played(msgspec.Struct, frozen=True):
+    """What a hand sends back of one attempt: its outcome, and what the hand heard of the
+    participants since it last told (``vital.News``), for the driver's vitals."""
+
+    outcome: Outcome
+    news: News
+
+
 _SETUP = msgspec.msgpack.Decoder(Setup)
-_OUTCOME = msgspec.msgpack.Decoder(Outcome)
+_PLAYED = msgspec.msgpack.Decoder(Played)
 _PACK = msgspec.msgpack.Encoder()
 
 
@@ -155,6 +164,7 @@ class Hand:
         self._secrets: Any = None
         self._stage: Stage | None = None
         self._services: Services | None = None
+        self._vitals = Vitals()  # this hand's: its participants stop sending once dead here
         self._peers: tuple[Any, ...] = ()
         self._error = ""
 
@@ -198,12 +208,17 @@ class Hand:
         self._services.held(service, loop.time() + until - time.time())
 
     async def play(self, scenario: str, attempt: int) -> bytes:
-        """Play one attempt; its outcome, as msgpack, with the secrets this hand knows hidden."""
+        """Play one attempt; its outcome, with the secrets this hand knows hidden, and what it heard
+        of the participants (``Played``, as msgpack)."""
         stage = self._played_with()
-        outcome = await stage.played(Planned(self._scenarios[scenario], attempt))
+        with self._vitals.noting() as noted:
+            outcome = await stage.played(Planned(self._scenarios[scenario], attempt))
         if self._secrets is not None:
             outcome = self._secrets.kept(outcome)
-        return _PACK.encode(outcome)
+        news = self._vitals.news(noted)
+        if self._secrets is not None and news.beats:
+            news = self._secrets.kept(news)
+        return _PACK.encode(Played(outcome, news))
 
     def _played_with(self) -> Stage:
         if self._stage is None:
@@ -211,7 +226,7 @@ class Hand:
             if self._bench is None:
                 raise ConfigurationError(f"a worker could not load the project: {self._error}")
             self._services = Services(1 / self._setup.of, self._heard)
-            self._stage = self._bench.stage(self._setup.scenarios, self._services)
+            self._stage = self._bench.stage(self._setup.scenarios, self._services, self._vitals)
         return self._stage
 
     def _heard(self, service: str, pause: float) -> None:
@@ -355,14 +370,15 @@ class _Play:
         if bench.budget is not None:  # each attempt handed out once the budget lets it start
             self._spending = bench.budget.spending(earlier, asyncio.get_running_loop().time)
             journal = Counted(journal, self._spending)
-        self._journal = journal
+        # The driver's vitals, told by each hand what it heard: a participant dead for the run stops
+        # every hand, as a bench's stops its workers.
+        self._vigil = Vigil(journal)
         self._again: deque[Planned] = deque()  # handed to a hand that died before it answered
         # Only an attempt handed out again can come back twice (a call either answers or fails), so
         # only those attempts' keys are kept: a run of a million attempts does not hold a million
         # keys in this process, just a count.
         self._replayed: set[tuple[str, int]] = set()  # handed out again
         self._replayed_recorded: set[tuple[str, int]] = set()  # of those, recorded
-        self._recorded = 0
         self._replaced = 0
         self._slots: list[_Slot] = []
         self._actor = ray.remote(Hand)
@@ -383,13 +399,20 @@ class _Play:
                     for slot in self._slots:
                         if turn < self._feeders(slot, count):
                             group.create_task(self._feeding(slot, count))
+        except BaseExceptionGroup as error:
+            dead, rest = error.split(DeadService)
+            if dead is not None and rest is None:
+                raise dead.exceptions[0] from None
+            raise
         finally:
             for slot in self._slots:
                 ray.kill(slot.hand, no_restart=True)
+        self._vigil.ended()  # held to the end: the participants that refused them never answered any request
+        recorded = self._vigil.recorded
         left = sum(1 for _ in self._plan)
-        if self._recorded + left != len(self._planned):
+        if recorded + left != len(self._planned):
             raise Unplayed(
-                f"{len(self._planned) - left - self._recorded} of {len(self._planned)} planned attempts "
+                f"{len(self._planned) - left - recorded} of {len(self._planned)} planned attempts "
                 "ended without being recorded"
             )
         return self._spending
@@ -446,6 +469,7 @@ class _Play:
         """Hand attempts to the slot's hand, one at a time, until there are none left."""
         dead = self._ray.exceptions.RayActorError
         while True:
+            self._vigil.alive()  # a participant is dead for the run: no attempt is handed out
             one = await self._next()
             if one is None:
                 return
@@ -459,11 +483,11 @@ class _Play:
                 continue
             except self._ray.exceptions.RayTaskError as error:
                 raise error.as_instanceof_cause() from None  # convy's own error in the hand stops the run
-            outcome = _OUTCOME.decode(data)
+            played = _PLAYED.decode(data)
+            noted = self._vigil.vitals.told(played.news)
             if not self._first(one):  # played twice: the first outcome back is the one kept
                 continue
-            self._recorded += 1
-            self._journal.record(outcome)
+            self._vigil.record(played.outcome, noted)
 
     def _first(self, one: Planned) -> bool:
         """Whether this is the first outcome back of the attempt."""
