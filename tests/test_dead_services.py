@@ -279,3 +279,64 @@ def test_smoke_asks_each_model_once_and_names_the_fix(made: Made, gateway: Stand
     ), ran.stderr
     assert len(gateway.received) == 2
     assert not (made.folder / "results").exists()
+
+
+def played_once(made: Made, gateway: StandIn) -> Path:
+    """A run of shop's scenario that a judge decides, played with everything right: its folder."""
+    dotenv(made, gateway.url + "/v1")
+    ran = made.ran("run", "shop", "--scenarios", "orders/impatient", "-k", "2")
+    assert ran.returncode in (0, 3), ran.stdout + ran.stderr
+    (folder,) = runs(made, "shop")
+    return folder
+
+
+def test_rejudge_with_a_refused_key_stops_at_once_naming_the_key_and_keeps_no_run(made: Made, gateway: StandIn) -> None:
+    """``convy rejudge`` with the judge's key now wrong: no attempt is recorded "not judged"; the command stops
+    after a few requests with the fix, as a played run does, and the re-judged run is not kept."""
+    source = played_once(made, gateway)
+    dotenv(made, gateway.url + "/v1", key="sk-wrong-key-0815")
+    sent = len(gateway.received)
+
+    ran = made.ran("rejudge", source.name)
+
+    stopped_saying(
+        ran,
+        r"^convy: the judge's model judge-model answered 401 Unauthorized at .*: the key was refused: "
+        r"check GATEWAY_KEY in \.env$",
+        r"^convy: run \S+ stopped before playing on and is not kept",
+    )
+    assert "not judged" not in ran.stdout
+    assert runs(made, "shop") == [source], "the re-judged run joins no history"
+    assert len(gateway.received) - sent <= Pulse.MOST + 1
+
+
+@pytest.mark.parametrize("how", ["project", "--judge"])
+def test_rejudge_with_an_unknown_judge_model_stops_naming_where_it_was_given(made: Made, gateway: StandIn, how: str) -> None:
+    """A judge model the gateway does not know, from ``.env`` or from ``--judge``: the fix names that place."""
+    source = played_once(made, gateway)
+    if how == "project":
+        dotenv(made, gateway.url + "/v1", JUDGE_MODEL="judge-modle")
+        ran = made.ran("rejudge", source.name)
+        fix = r"\(JUDGE_MODEL in \.env\)"
+    else:
+        ran = made.ran("rejudge", source.name, "--judge", "judge-modle")
+        fix = r"\(--judge judge-modle\)"
+
+    stopped_saying(ran, rf"^convy: the judge's model judge-modle answered 404 Not Found at .*: is the model name right {fix}\?$")
+    assert runs(made, "shop") == [source]
+
+
+def test_rejudge_with_a_gateway_that_is_down_stops(made: Made, gateway: StandIn) -> None:
+    """The gateway gone since the run: re-judging says it cannot connect, and where the address is set."""
+    source = played_once(made, gateway)
+    dotenv(made, f"http://127.0.0.1:{unused_port()}/v1")
+
+    ran = made.ran("rejudge", source.name)
+
+    stopped_saying(
+        ran,
+        r"^convy: the judge's model judge-model could not connect to \S+ \(\d requests?, none answered\): is the server "
+        r"at \S+ running, and is "
+        r"that its address\? \(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "shop") == [source]

@@ -1327,6 +1327,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             code = Recorded(
                 self.project, spec, rejudging, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
                 live=settings.live(self.project.folder, spec.id),
+                cures=Cures(self.project.folder, spec.agent, {"judge": rejudging.judge}),
             ).played()
             return self.outputs.played(self.project, (spec.id,), code, shown, errors)
         agent, models = loaded.parts()
@@ -1391,6 +1392,8 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         code = Recorded(
             self.project, spec, bench, shown, errors, None, secrets, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
+            # a judge that never answers: the fix, in the words of where its name was given
+            cures=Cures(self.project.folder, spec.agent, {"judge": judge}, "" if self.judge is None else f"--judge {self.judge}"),
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
@@ -1946,6 +1949,7 @@ class Cures(msgspec.Struct, frozen=True):
     folder: Path
     agent: str
     parts: dict[str, Any] = {}
+    judge_named: str = ""  # where the judge's model was named, when not in the project (``--judge NAME``)
 
     def lines(self, dead: DeadService) -> list[str]:
         """One line per participant: who, what its service answered, and the likely fix."""
@@ -1964,6 +1968,8 @@ class Cures(msgspec.Struct, frozen=True):
             return f"is the server at {base} running, and is that its address?{self._set(self._url(base), given)}"
         model = first.model
         if first.unknown_model():
+            if one.who == "judge" and self.judge_named:
+                return f"is the model name right ({Inert(self.judge_named).line()})?"
             named = self.environment.named(lambda value: value == model)
             return f"is the model name right ({named[0] if named else f'{Inert(model).line()!r}, in {given}'})?"
         unversioned = re.search(r"/v\d+(/|$)", urlsplit(base).path) is None
