@@ -340,3 +340,22 @@ def test_rejudge_with_a_gateway_that_is_down_stops(made: Made, gateway: StandIn)
         r"that its address\? \(GATEWAY_URL in \.env\)$",
     )
     assert runs(made, "shop") == [source]
+
+
+def test_a_spread_run_with_a_refused_key_stops_every_worker_and_keeps_no_run(made: Made, gateway: StandIn) -> None:
+    """``--workers 2``: the workers tell the driver what each request came to, and the driver stops the whole
+    run — not one worker — with the same words as a run in one process; nothing misleading is kept."""
+    pytest.importorskip("ray")
+    dotenv(made, gateway.url + "/v1", key="sk-wrong-key-0815")
+
+    ran = made.ran("run", "shop", "--workers", "2", "--scenarios", "orders/*", "-k", "3")
+
+    stopped_saying(
+        ran,
+        r"^convy: the (simulated user's|judge's) model \S+ answered 401 Unauthorized at .*: the key was refused: "
+        r"check GATEWAY_KEY in \.env$",
+        r"^convy: run \S+ stopped before playing on",
+    )
+    for folder in runs(made, "shop"):  # a run that kept the attempts no model was needed for, and only those
+        assert not any(isinstance(outcome.result, NoVerdict) for outcome in outcomes(folder))
+    assert len(gateway.received) <= 2 * MOST, "each worker stops sending once the service is dead"
