@@ -14,8 +14,10 @@ is alive, and the run plays on. Nothing here measures time.
 
 from __future__ import annotations
 
+import http.server
 import re
 import socket
+import threading
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from pathlib import Path
@@ -359,3 +361,84 @@ def test_a_spread_run_with_a_refused_key_stops_every_worker_and_keeps_no_run(mad
     for folder in runs(made, "shop"):  # a run that kept the attempts no model was needed for, and only those
         assert not any(isinstance(outcome.result, NoVerdict) for outcome in outcomes(folder))
     assert len(gateway.received) <= 2 * MOST, "each worker stops sending once the service is dead"
+
+
+@pytest.fixture
+def files_server(tmp_path: Path) -> Iterator[str]:
+    """A static file server, as ``python -m http.server`` starts one: it answers GET and refuses POST (501)."""
+    folder = tmp_path / "www"
+    folder.mkdir()
+    (folder / "index.html").write_text("<p>hello</p>\n")
+
+    class Files(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *arguments: object, **options: object) -> None:
+            super().__init__(*arguments, directory=str(folder), **options)  # type: ignore[arg-type]
+
+        def log_message(self, format: str, *arguments: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def remote(made: Made, url: str) -> None:
+    (made.folder / "agents" / "remote.py").write_text(
+        "from convy import JsonAgent, JsonEndpoint\n\n"
+        f'agent = JsonAgent(JsonEndpoint("{url}"), reply="output.text")\n'
+    )
+
+
+def test_an_agent_url_where_a_file_server_stands_stops_the_run(made: Made, gateway: StandIn, files_server: str) -> None:
+    """The agent's port taken by a static file server (501 to a POST; 405 from others): no retry can mend it, so
+    the run stops and says that something answers there, but not the agent's endpoint."""
+    remote(made, f"http://{files_server}/chat")
+    dotenv(made, gateway.url + "/v1")
+
+    ran = made.ran("run", "remote", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the agent remote answered 501 Not Implemented at http://{files_server}/chat \(3 requests, none answered\): "
+        r"something answers there, but not the agent's endpoint \(it takes no POST: a static file server\?\): is the "
+        r"agent's server running, and is the URL right\? \(given in agents/remote\.py\)$",
+    )
+    assert runs(made, "remote") == []
+
+
+def test_an_https_url_to_a_plain_http_server_stops_the_run(made: Made, gateway: StandIn, files_server: str) -> None:
+    """``https://`` for a server that speaks plain HTTP: the handshake can never succeed; the run stops with the
+    ``http://`` URL to try."""
+    remote(made, f"https://{files_server}/chat")
+    dotenv(made, gateway.url + "/v1")
+
+    ran = made.ran("run", "remote", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the agent remote answered in plain HTTP, not TLS, at https://{files_server}/chat \(3 requests, none "
+        rf"answered\): the server there speaks plain HTTP: is its URL http://{files_server}/chat\? "
+        r"\(given in agents/remote\.py\)$",
+    )
+    assert runs(made, "remote") == []
+
+
+def test_a_gateway_url_where_a_file_server_stands_stops_the_run(made: Made, files_server: str) -> None:
+    """``GATEWAY_URL`` pointing at a static file server: the models' requests are refused with 501; the run stops
+    naming the variable."""
+    dotenv(made, f"http://{files_server}/v1")
+
+    ran = made.ran("run", "shop", "--scenarios", "orders/impatient", "-k", "3")
+
+    stopped_saying(
+        ran,
+        r"^convy: the simulated user's model user-model answered 501 Not Implemented at .*: something answers there, but "
+        r"not a Chat Completions service \(it takes no POST\): is that the service's base URL\? \(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "shop") == []

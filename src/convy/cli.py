@@ -1250,7 +1250,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                 cause = failure.__cause__
                 match cause:
                     case HttpFailure() if cause.incurable():
-                        refusal = Refusal(cause.status, cause.connected, cause.url, cause.said, cause.model, str(cause))
+                        refusal = Refusal.of(cause)
                         one = Unanswered(who, model.name, refusal, 1)
                         errors.line(secrets.hidden(Inert(f"✗ {said} {one.told()}: {cures.cure(one)}").line()))
                     case _:
@@ -1966,6 +1966,9 @@ class Cures(msgspec.Struct, frozen=True):
             if one.who == "agent":
                 return f"is the agent's server running at {base}?{self._set(self._url(base), given)}"
             return f"is the server at {base} running, and is that its address?{self._set(self._url(base), given)}"
+        if first.plain:
+            plain = "http://" + base.removeprefix("https://")
+            return f"the server there speaks plain HTTP: is its URL {plain}?{self._set(self._url(base), given)}"
         model = first.model
         if first.unknown_model():
             if one.who == "judge" and self.judge_named:
@@ -1980,6 +1983,16 @@ class Cures(msgspec.Struct, frozen=True):
                 return f"the key was refused: {held}"
             case 404 if first.url.endswith("/chat/completions") and unversioned:
                 return f"the URL has no /v1: is it {base}/v1?{self._set(self._url(base), given)}"
+            case 405 | 501 if one.who == "agent":
+                return (
+                    "something answers there, but not the agent's endpoint (it takes no POST: a static file server?): "
+                    f"is the agent's server running, and is the URL right?{self._set(self._url(base), given)}"
+                )
+            case 405 | 501:
+                return (
+                    "something answers there, but not a Chat Completions service (it takes no POST): is that the "
+                    f"service's base URL?{self._set(self._url(base), given)}"
+                )
             case _:
                 return f"is the URL right?{self._set(self._url(base), given)}"
 

@@ -52,7 +52,8 @@ NOTED: ContextVar[set[Pulse] | None] = ContextVar("convy_noted", default=None)
 class Refusal(msgspec.Struct, frozen=True):
     """An incurable failure of one request, as its ``HttpFailure`` said it: the status (0 for
     none), whether a connection was made, the URL (no query), the start of the body (secrets
-    hidden), the model posted, and the failure's own words."""
+    hidden), the model posted, the failure's own words, and whether the server spoke plain HTTP
+    where TLS was asked for."""
 
     status: int
     connected: bool
@@ -60,6 +61,17 @@ class Refusal(msgspec.Struct, frozen=True):
     said: str
     model: str
     text: str
+    plain: bool = False
+
+    @classmethod
+    def of(cls, failure: HttpFailure) -> Refusal:
+        return cls(
+            failure.status, failure.connected, failure.url, failure.said, failure.model, str(failure), failure.plain
+        )
+
+    def failure(self) -> HttpFailure:
+        """The failure again, as it was raised."""
+        return HttpFailure(self.text, self.status, self.connected, self.url, self.said, self.model, self.plain)
 
     def unknown_model(self) -> bool:
         """Whether the service refused the model's name: a 404 or a 400 whose body names the model
@@ -97,6 +109,8 @@ class Unanswered(msgspec.Struct, frozen=True):
         first = self.first
         if not first.connected:
             return f"could not connect to {first.url}"
+        if first.plain:
+            return f"answered in plain HTTP, not TLS, at {first.url}"
         try:
             reason = f"{first.status} {HTTPStatus(first.status).phrase}"
         except ValueError:
@@ -144,9 +158,7 @@ class Pulse:
         it has not answered yet."""
         if self.answered or not failure.incurable():
             return
-        self.refusals.append(
-            Refusal(failure.status, failure.connected, failure.url, failure.said, failure.model, str(failure))
-        )
+        self.refusals.append(Refusal.of(failure))
         self.noted()
 
     def noted(self) -> None:
@@ -161,8 +173,7 @@ class Pulse:
     def again(self) -> HttpFailure:
         """The failure a dead participant's next request comes to, without sending it: its first."""
         self.noted()
-        first = self.refusals[0]
-        return HttpFailure(first.text, first.status, first.connected, first.url, first.said, first.model)
+        return self.refusals[0].failure()
 
     def unanswered(self) -> Unanswered:
         return Unanswered(self.who, self.name, self.refusals[0], len(self.refusals))
