@@ -87,7 +87,16 @@ from convy.model import Absent, Contained, ModelFailure, Models
 from convy.model import Said as ModelSaid
 from convy.panel import Panel
 from convy.passing import AbsentAgent, PassRule, RunVerdict
-from convy.problems import ConfigurationError, DialoguesLost, HttpFailure, Outside, Unplayed, Unwritable, WorkersLost
+from convy.problems import (
+    ConfigurationError,
+    DialoguesLost,
+    HttpFailure,
+    Outside,
+    Unplayed,
+    Unwritable,
+    UrlProblem,
+    WorkersLost,
+)
 from convy.project import VERSION, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
@@ -1931,6 +1940,8 @@ class Loaded(msgspec.Struct, frozen=True):
                 raise ConfigurationError(
                     f"loading {what} failed: {error.title}: {self.secrets().hidden(problems)}"
                 ) from None
+            if isinstance(error, UrlProblem):  # the variable it came from named, the value shown only when no key
+                raise ConfigurationError(f"loading {what} failed: {UrlGiven(self.project.folder, error).said()}") from None
             said = Environment(self.project.folder).everything().hidden(Outside(error).named())
             raise ConfigurationError(f"loading {what} failed: {said}") from None
 
@@ -1938,6 +1949,43 @@ class Loaded(msgspec.Struct, frozen=True):
         """Every secret the project runs with: its environment's, and those its loaded agent and
         models hold."""
         return Environment(self.project.folder).secrets() + Holders(parts).secrets()
+
+
+class UrlGiven(msgspec.Struct, frozen=True):
+    """A URL the project's code gave that cannot be one (``problems.UrlProblem``), said with the
+    variable of ``.env`` or the environment that holds it. Its value is shown only when it reads
+    as an address and no variable named as a secret holds it; a value that reads as a key (the
+    URL and the key swapped) is never shown, and the variable holding a URL instead is named."""
+
+    folder: Path
+    problem: UrlProblem
+
+    # A host (a name with a dot and a top-level domain, localhost, an IPv4 or IPv6 address), then a
+    # port and a path: what a URL without its scheme looks like, and a key does not.
+    ADDRESS: ClassVar[re.Pattern[str]] = re.compile(
+        r"(localhost|[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63})*\.[a-z]{2,24}|\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:]+\])(:\d{1,5})?(/\S*)?",
+        re.IGNORECASE,
+    )
+
+    def said(self) -> str:
+        value = self.problem.value.strip()
+        environment = Environment(self.folder)
+        held = environment.named(lambda given: given == value) if value else ()
+        words = str(self.problem)
+        if value and "://" not in value:  # no scheme: an address without one, or no address at all
+            if self.ADDRESS.fullmatch(value) and environment.secrets().hidden(value) == value:
+                shown = Inert(value).line()
+                words += "" if ", not " in words else f", not {shown!r} (http://{shown}?)"
+            else:
+                words = f"{words.split(', not ', 1)[0]}; what it was given is no address (a key?)"
+                urls = environment.named(lambda given: given.lower().startswith(("http://", "https://")))
+                swapped = [where for where in urls if environment.keyed(where)]
+                if held and swapped:
+                    words += f" and {swapped[0]} holds a URL: are the two swapped?"
+        elif value.split("?", 1)[0].rstrip("/").endswith("/chat/completions") and environment.secrets().hidden(value) == value:
+            base = value.split("?", 1)[0].rstrip("/").removesuffix("/chat/completions")
+            words += f" (is it {Inert(base).line()}?)"
+        return f"{held[0]}: {words}" if held else words
 
 
 class Cures(msgspec.Struct, frozen=True):
@@ -1959,6 +2007,8 @@ class Cures(msgspec.Struct, frozen=True):
         ]
 
     def cure(self, one: Unanswered) -> str:
+        from convy.http import ChatAgent  # here: only a run that stopped needs it
+
         first = one.first
         given = f"agents/{self.agent}.py" if one.who == "agent" else "models.py"
         base = first.url.removesuffix("/chat/completions")
@@ -1983,6 +2033,12 @@ class Cures(msgspec.Struct, frozen=True):
                 return f"the key was refused: {held}"
             case 404 if first.url.endswith("/chat/completions") and unversioned:
                 return f"the URL has no /v1: is it {base}/v1?{self._set(self._url(base), given)}"
+            case 404 if one.who == "agent" and isinstance(self.parts.get("agent"), ChatAgent) and not unversioned:
+                # A ChatAgent posts to its URL as given, the whole endpoint (unlike a model's base URL).
+                return (
+                    f"a ChatAgent's URL is the whole endpoint: is it {base.rstrip('/')}/chat/completions?"
+                    f"{self._set(self._url(base), given)}"
+                )
             case 405 | 501 if one.who == "agent":
                 return (
                     "something answers there, but not the agent's endpoint (it takes no POST: a static file server?): "

@@ -43,7 +43,7 @@ import msgspec
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
 from convy.busy import Busy
 from convy.chat import Arguments, Completion
-from convy.problems import HttpFailure, ModelFailure
+from convy.problems import HttpFailure, ModelFailure, UrlProblem
 from convy.quota import TOLD, Heard, NoQuota, Quota, Told
 from convy.secrets import Secrets
 from convy.slots import Slotted, nearest
@@ -177,7 +177,7 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
             raise ValueError(f'headers: must map names to text, as {{"authorization": "Bearer ..."}}, not {given}')
         if not self.url.startswith(("http://", "https://")):
             meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
-            raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}{meant}")
+            raise UrlProblem(f"url: must start with http:// or https://, not {self.shown()!r}{meant}", self.url)
         if self.timeout <= 0:
             raise ValueError("timeout: must be more than 0")
 

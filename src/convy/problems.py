@@ -103,6 +103,17 @@ class HttpFailure(Exception):
         return self.status == 400 and bool(self.model) and self.model in self.said
 
 
+class UrlProblem(ValueError):
+    """A URL given to convy that cannot be one: a model's base URL or an endpoint's URL without
+    ``http://``, or a base URL that holds the path convy adds itself. ``value`` is what was given,
+    so that the command can name the variable it came from (``cli.UrlGiven``); the message never
+    holds it when it may be a key given in the wrong place."""
+
+    def __init__(self, message: str, value: str) -> None:
+        super().__init__(message)
+        self.value = value
+
+
 class ModelFailure(Exception):
     """The simulated user's or the judge's model failed, or said something convy cannot use.
 
