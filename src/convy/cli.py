@@ -1985,7 +1985,7 @@ class UrlGiven(msgspec.Struct, frozen=True):
         elif value.split("?", 1)[0].rstrip("/").endswith("/chat/completions") and environment.secrets().hidden(value) == value:
             base = value.split("?", 1)[0].rstrip("/").removesuffix("/chat/completions")
             words += f" (is it {Inert(base).line()}?)"
-        return f"{held[0]}: {words}" if held else words
+        return f"{held[0]}: {words}" if held else f"ValueError: {words}"  # as the project's code raised it
 
 
 class Cures(msgspec.Struct, frozen=True):
