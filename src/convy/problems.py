@@ -16,6 +16,8 @@
     │   └── ServiceFailure            ... because its service failed the request (an HttpFailure:
     │                                 a connection, a timeout, an error status), not its answer
     ├── Problems (here)               a ValueError: a record's fields break several of its rules
+    ├── UrlProblem (here)             a ValueError: a URL given that cannot be one, with the value,
+    │                                 so the command names the variable holding it
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── DeadService (vital.py)    ... found during a run: a participant never answered and its
