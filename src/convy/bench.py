@@ -226,16 +226,10 @@ class Bench(msgspec.Struct, frozen=True):
                 await vigil.attempt(stage.seated(one, seat))
 
         workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
-        try:
+        with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
                     group.create_task(worker())
-        except BaseExceptionGroup as error:
-            dead, rest = error.split(DeadService)
-            if dead is not None and rest is None:
-                raise _first(dead) from None
-            raise
-        vigil.ended()  # held to the end: the participants that refused them never answered any request
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
         # the bench is not done until every planned attempt was recorded, or left in the plan by
         # a budget that was spent.

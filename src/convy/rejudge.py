@@ -45,7 +45,7 @@ from convy.problems import ConfigurationError, DialoguesLost, Unplayed
 from convy.project import VERSION, Project
 from convy.quota import Services
 from convy.scenario import Matching, Outcome, Scenario
-from convy.vital import DeadService, Vigil
+from convy.vital import Vigil
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -278,16 +278,10 @@ class Rejudging(msgspec.Struct, frozen=True):
                 await vigil.attempt(wanted[(outcome.scenario, outcome.attempt)].rejudged(outcome, judge))
 
         workers = min(len(wanted), self.limits.judge_places)
-        try:
+        with vigil.watching():  # a dead judge's stop, alone; at the end, attempts still held stop it too
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
                     group.create_task(worker())
-        except BaseExceptionGroup as error:
-            dead, rest = error.split(DeadService)
-            if dead is not None and rest is None:
-                raise dead.exceptions[0] from None
-            raise
-        vigil.ended()  # held to the end: the judge never answered any request
         if vigil.recorded != taken:
             raise Unplayed(f"{taken - vigil.recorded} of {len(wanted)} planned attempts ended without being recorded")
         if read_through and taken < len(wanted):

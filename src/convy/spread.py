@@ -41,7 +41,7 @@ from convy.panel import Judging
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
-from convy.vital import DeadService, News, Vigil, Vitals
+from convy.vital import News, Vigil, Vitals
 
 LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
 
@@ -391,23 +391,19 @@ class _Play:
         self._slots = [_Slot(number, hand) for number, hand in enumerate(hands)]
         await self._ready(hands)
         await self._introduced()
-        try:
-            # The feeders take turns, one of each hand's then the next of each: the first attempts
-            # go one to each hand, not all to the first hand while the others wait with nothing.
-            async with asyncio.TaskGroup() as group:
-                for turn in range(max(self._feeders(slot, count) for slot in self._slots)):
-                    for slot in self._slots:
-                        if turn < self._feeders(slot, count):
-                            group.create_task(self._feeding(slot, count))
-        except BaseExceptionGroup as error:
-            dead, rest = error.split(DeadService)
-            if dead is not None and rest is None:
-                raise dead.exceptions[0] from None
-            raise
-        finally:
-            for slot in self._slots:
-                ray.kill(slot.hand, no_restart=True)
-        self._vigil.ended()  # held to the end: the participants that refused them never answered any request
+        # A dead participant's stop comes out alone; at the end, attempts still held stop the run too.
+        with self._vigil.watching():
+            try:
+                # The feeders take turns, one of each hand's then the next of each: the first attempts
+                # go one to each hand, not all to the first hand while the others wait with nothing.
+                async with asyncio.TaskGroup() as group:
+                    for turn in range(max(self._feeders(slot, count) for slot in self._slots)):
+                        for slot in self._slots:
+                            if turn < self._feeders(slot, count):
+                                group.create_task(self._feeding(slot, count))
+            finally:
+                for slot in self._slots:
+                    ray.kill(slot.hand, no_restart=True)
         recorded = self._vigil.recorded
         left = sum(1 for _ in self._plan)
         if recorded + left != len(self._planned):

@@ -424,6 +424,19 @@ class Vigil:
             self.recorded += 1
         self.alive()
 
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Around a player's play (its task group): a stop raised in one of its tasks comes out
+        alone, not in a group, and a play that ends is ``ended``."""
+        try:
+            yield
+        except BaseExceptionGroup as error:
+            dead, rest = error.split(DeadService)
+            if dead is not None and rest is None:
+                raise _first(dead) from None
+            raise
+        self.ended()
+
     def ended(self) -> None:
         """At the end of the play: the attempts released since recorded, and the stop when some
         are still held."""
@@ -433,3 +446,9 @@ class Vigil:
         stopped = self.vitals.ended()
         if stopped is not None:
             raise stopped
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    """The first error of a group, however deeply task groups nest it."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
