@@ -442,3 +442,23 @@ def test_a_gateway_url_where_a_file_server_stands_stops_the_run(made: Made, file
         r"not a Chat Completions service \(it takes no POST\): is that the service's base URL\? \(GATEWAY_URL in \.env\)$",
     )
     assert runs(made, "shop") == []
+
+
+def test_a_chat_agents_url_given_as_a_base_url_is_told_it_is_the_whole_endpoint(made: Made, gateway: StandIn) -> None:
+    """``ChatAgent`` posts to its URL as given, unlike a model's base URL: one ending in ``/v1`` gets 404, and the
+    run stops naming the endpoint it most likely meant."""
+    (made.folder / "agents" / "chat.py").write_text(
+        "from convy import ChatAgent, JsonEndpoint\n\n"
+        f'agent = ChatAgent(JsonEndpoint("{gateway.url}/v1"), model="agent-model")\n'
+    )
+    dotenv(made, gateway.url + "/v1")
+
+    ran = made.ran("run", "chat", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the agent chat answered 404 Not Found at {re.escape(gateway.url)}/v1 \(3 requests, none answered\): "
+        rf"a ChatAgent's URL is the whole endpoint: is it {re.escape(gateway.url)}/v1/chat/completions\? "
+        r"\(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "chat") == []
