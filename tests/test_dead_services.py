@@ -462,3 +462,35 @@ def test_a_chat_agents_url_given_as_a_base_url_is_told_it_is_the_whole_endpoint(
         r"\(GATEWAY_URL in \.env\)$",
     )
     assert runs(made, "chat") == []
+
+
+def test_a_spread_runs_driver_adds_up_what_its_workers_heard() -> None:
+    """The driver's vitals are told each worker's news: refusals from two workers add up to a dead participant;
+    one that answers in one worker is alive for the run, and the other worker, told so, sends to it again."""
+    from convy.problems import HttpFailure
+    from convy.vital import Vitals
+
+    refused = HttpFailure("POST http://127.0.0.1:9/v1/chat/completions: 401 Unauthorized", 401, True, "http://127.0.0.1:9/v1")
+    driver, first, second = Vitals(), Vitals(), Vitals()
+    for worker, times in ((first, 2), (second, 1)):
+        pulse = worker.pulse("judge", "judge-model")
+        with worker.noting() as noted:
+            for _ in range(times):
+                pulse.refused(refused)
+        held, answered = driver.told(worker.news(noted))
+        assert answered == () and {one.who for one in held} == {"judge"}
+        assert not worker.pulse("judge", "judge-model").dead(), "no worker alone reached three"
+    stop = driver.stopped()
+    assert stop is not None and stop.unanswered[0].refused == 3
+
+    driver, first, second = Vitals(), Vitals(), Vitals()
+    for _ in range(Pulse.MOST):
+        second.pulse("user", "user-model").refused(refused)
+    assert second.pulse("user", "user-model").dead()
+    driver.told(second.news(set()))
+    first.pulse("user", "user-model").heard()
+    _, answered = driver.told(first.news(set()))
+    assert answered == (("user", "user-model"),) and driver.stopped() is None
+    second.answered_elsewhere(*answered[0])
+    assert not second.pulse("user", "user-model").dead()
+    assert second.news(set()).beats == (), "what it was told is not told back"

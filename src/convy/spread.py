@@ -41,7 +41,7 @@ from convy.panel import Judging
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
-from convy.vital import News, Vigil, Vitals
+from convy.vital import News, Vigil, Vitals, Who
 
 LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
 
@@ -206,6 +206,11 @@ class Hand:
         self._played_with()
         assert self._services is not None
         self._services.held(service, loop.time() + until - time.time())
+
+    async def answered(self, who: Who, name: str) -> None:
+        """A participant answered another hand: alive here too, though this hand's requests to it
+        were all refused so far."""
+        self._vitals.answered_elsewhere(who, name)
 
     async def play(self, scenario: str, attempt: int) -> bytes:
         """Play one attempt; its outcome, with the secrets this hand knows hidden, and what it heard
@@ -480,7 +485,11 @@ class _Play:
             except self._ray.exceptions.RayTaskError as error:
                 raise error.as_instanceof_cause() from None  # convy's own error in the hand stops the run
             played = _PLAYED.decode(data)
-            noted = self._vigil.vitals.told(played.news)
+            noted, answered = self._vigil.vitals.told(played.news)
+            for who, name in answered:  # alive for the run: every other hand hears it, and sends to it again
+                for other in self._slots:
+                    if other.hand is not hand:
+                        other.hand.answered.remote(who, name)
             if not self._first(one):  # played twice: the first outcome back is the one kept
                 continue
             self._vigil.record(played.outcome, noted)

@@ -341,15 +341,24 @@ class Vitals:
         waiting = tuple((pulse.who, pulse.name) for pulse in noted if not pulse.answered)
         return News(tuple(beats), waiting)
 
-    def told(self, news: News) -> set[Pulse]:
-        """A worker's news heard here; the attempt's ``noted`` participants, as this run's pulses."""
+    def told(self, news: News) -> tuple[set[Pulse], tuple[tuple[Who, str], ...]]:
+        """A worker's news heard here: the attempt's ``noted`` participants, as this run's pulses,
+        and those that answered for the first time in the run (for the other workers to hear)."""
+        first: list[tuple[Who, str]] = []
         for beat in news.beats:
             pulse = self.pulse(beat.who, beat.name)
             if not pulse.answered:
                 pulse.refusals.extend(beat.refusals)
-            if beat.answered:
-                pulse.heard()
-        return {self.pulse(who, name) for who, name in news.noted}
+                if beat.answered:
+                    pulse.heard()
+                    first.append((beat.who, beat.name))
+        return {self.pulse(who, name) for who, name in news.noted}, tuple(first)
+
+    def answered_elsewhere(self, who: Who, name: str) -> None:
+        """A participant answered in another worker of the run: alive here too, and nothing to tell."""
+        pulse = self.pulse(who, name)
+        pulse.heard()
+        self._told[(who, name)] = (True, len(pulse.refusals))
 
     def kept(self, outcome: Any, noted: set[Pulse]) -> list[Any]:
         """The attempts to record now: this one, unless a participant that refused it incurably has
