@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from standin import Bucket, Echo, Limits, StandIn, Window
+from standin import Bucket, Echo, Limits, SlowBody, StandIn, Window
 from test_canary import GATEWAY_KEY, JUDGED
 from test_canary import Project as CanaryProject
 from test_labels import Project
@@ -343,8 +343,11 @@ def test_a_judge_key_echoed_while_rejudging_reaches_no_output_file_page_or_label
     run.json, labels.jsonl, the pages' packed chunks)."""
     made, gateway = project_canary
     gateway.reply = lambda request: json.dumps({"reason": "fine", "pass": True, "confidence": 0.9})
+    # The judge answers once first: one refused from its first request on, with a 401 among the refusals, is dead
+    # and stops the re-judging (test_dead_services); here it is alive, and each echo is an attempt not judged.
     faults = (
-        [Echo(400, pad, path="/v1/chat/completions") for pad in range(0, 300, 23)]
+        [SlowBody(0, pieces=1, path="/v1/chat/completions")]
+        + [Echo(400, pad, path="/v1/chat/completions") for pad in range(0, 300, 23)]
         + [Echo(401, pad, as_json=True, path="/v1/chat/completions") for pad in range(150, 300, 29)]
         + [Echo(502, pad, cut=200, path="/v1/chat/completions") for pad in range(0, 60, 20)]
     )

@@ -14,8 +14,10 @@ is alive, and the run plays on. Nothing here measures time.
 
 from __future__ import annotations
 
+import http.server
 import re
 import socket
+import threading
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from pathlib import Path
@@ -279,3 +281,216 @@ def test_smoke_asks_each_model_once_and_names_the_fix(made: Made, gateway: Stand
     ), ran.stderr
     assert len(gateway.received) == 2
     assert not (made.folder / "results").exists()
+
+
+def played_once(made: Made, gateway: StandIn) -> Path:
+    """A run of shop's scenario that a judge decides, played with everything right: its folder."""
+    dotenv(made, gateway.url + "/v1")
+    ran = made.ran("run", "shop", "--scenarios", "orders/impatient", "-k", "2")
+    assert ran.returncode in (0, 3), ran.stdout + ran.stderr
+    (folder,) = runs(made, "shop")
+    return folder
+
+
+def test_rejudge_with_a_refused_key_stops_at_once_naming_the_key_and_keeps_no_run(made: Made, gateway: StandIn) -> None:
+    """``convy rejudge`` with the judge's key now wrong: no attempt is recorded "not judged"; the command stops
+    after a few requests with the fix, as a played run does, and the re-judged run is not kept."""
+    source = played_once(made, gateway)
+    dotenv(made, gateway.url + "/v1", key="sk-wrong-key-0815")
+    sent = len(gateway.received)
+
+    ran = made.ran("rejudge", source.name)
+
+    stopped_saying(
+        ran,
+        r"^convy: the judge's model judge-model answered 401 Unauthorized at .*: the key was refused: "
+        r"check GATEWAY_KEY in \.env$",
+        r"^convy: run \S+ stopped before playing on and is not kept",
+    )
+    assert "not judged" not in ran.stdout
+    assert runs(made, "shop") == [source], "the re-judged run joins no history"
+    assert len(gateway.received) - sent <= Pulse.MOST + 1
+
+
+@pytest.mark.parametrize("how", ["project", "--judge"])
+def test_rejudge_with_an_unknown_judge_model_stops_naming_where_it_was_given(made: Made, gateway: StandIn, how: str) -> None:
+    """A judge model the gateway does not know, from ``.env`` or from ``--judge``: the fix names that place."""
+    source = played_once(made, gateway)
+    if how == "project":
+        dotenv(made, gateway.url + "/v1", JUDGE_MODEL="judge-modle")
+        ran = made.ran("rejudge", source.name)
+        fix = r"\(JUDGE_MODEL in \.env\)"
+    else:
+        ran = made.ran("rejudge", source.name, "--judge", "judge-modle")
+        fix = r"\(--judge judge-modle\)"
+
+    stopped_saying(ran, rf"^convy: the judge's model judge-modle answered 404 Not Found at .*: is the model name right {fix}\?$")
+    assert runs(made, "shop") == [source]
+
+
+def test_rejudge_with_a_gateway_that_is_down_stops(made: Made, gateway: StandIn) -> None:
+    """The gateway gone since the run: re-judging says it cannot connect, and where the address is set."""
+    source = played_once(made, gateway)
+    dotenv(made, f"http://127.0.0.1:{unused_port()}/v1")
+
+    ran = made.ran("rejudge", source.name)
+
+    stopped_saying(
+        ran,
+        r"^convy: the judge's model judge-model could not connect to \S+ \(\d requests?, none answered\): is the server "
+        r"at \S+ running, and is "
+        r"that its address\? \(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "shop") == [source]
+
+
+def test_a_spread_run_with_a_refused_key_stops_every_worker_and_keeps_no_run(made: Made, gateway: StandIn) -> None:
+    """``--workers 2``: the workers tell the driver what each request came to, and the driver stops the whole
+    run — not one worker — with the same words as a run in one process; nothing misleading is kept."""
+    pytest.importorskip("ray")
+    dotenv(made, gateway.url + "/v1", key="sk-wrong-key-0815")
+
+    ran = made.ran("run", "shop", "--workers", "2", "--scenarios", "orders/*", "-k", "3")
+
+    stopped_saying(
+        ran,
+        r"^convy: the (simulated user's|judge's) model \S+ answered 401 Unauthorized at .*: the key was refused: "
+        r"check GATEWAY_KEY in \.env$",
+        r"^convy: run \S+ stopped before playing on",
+    )
+    for folder in runs(made, "shop"):  # a run that kept the attempts no model was needed for, and only those
+        assert not any(isinstance(outcome.result, NoVerdict) for outcome in outcomes(folder))
+    assert len(gateway.received) <= 2 * MOST, "each worker stops sending once the service is dead"
+
+
+@pytest.fixture
+def files_server(tmp_path: Path) -> Iterator[str]:
+    """A static file server, as ``python -m http.server`` starts one: it answers GET and refuses POST (501)."""
+    folder = tmp_path / "www"
+    folder.mkdir()
+    (folder / "index.html").write_text("<p>hello</p>\n")
+
+    class Files(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *arguments: object, **options: object) -> None:
+            super().__init__(*arguments, directory=str(folder), **options)  # type: ignore[arg-type]
+
+        def log_message(self, format: str, *arguments: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def remote(made: Made, url: str) -> None:
+    (made.folder / "agents" / "remote.py").write_text(
+        "from convy import JsonAgent, JsonEndpoint\n\n"
+        f'agent = JsonAgent(JsonEndpoint("{url}"), reply="output.text")\n'
+    )
+
+
+def test_an_agent_url_where_a_file_server_stands_stops_the_run(made: Made, gateway: StandIn, files_server: str) -> None:
+    """The agent's port taken by a static file server (501 to a POST; 405 from others): no retry can mend it, so
+    the run stops and says that something answers there, but not the agent's endpoint."""
+    remote(made, f"http://{files_server}/chat")
+    dotenv(made, gateway.url + "/v1")
+
+    ran = made.ran("run", "remote", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the agent remote answered 501 Not Implemented at http://{files_server}/chat \(3 requests, none answered\): "
+        r"something answers there, but not the agent's endpoint \(it takes no POST: a static file server\?\): is the "
+        r"agent's server running, and is the URL right\? \(given in agents/remote\.py\)$",
+    )
+    assert runs(made, "remote") == []
+
+
+def test_an_https_url_to_a_plain_http_server_stops_the_run(made: Made, gateway: StandIn, files_server: str) -> None:
+    """``https://`` for a server that speaks plain HTTP: the handshake can never succeed; the run stops with the
+    ``http://`` URL to try."""
+    remote(made, f"https://{files_server}/chat")
+    dotenv(made, gateway.url + "/v1")
+
+    ran = made.ran("run", "remote", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the agent remote answered in plain HTTP, not TLS, at https://{files_server}/chat \(3 requests, none "
+        rf"answered\): the server there speaks plain HTTP: is its URL http://{files_server}/chat\? "
+        r"\(given in agents/remote\.py\)$",
+    )
+    assert runs(made, "remote") == []
+
+
+def test_a_gateway_url_where_a_file_server_stands_stops_the_run(made: Made, files_server: str) -> None:
+    """``GATEWAY_URL`` pointing at a static file server: the models' requests are refused with 501; the run stops
+    naming the variable."""
+    dotenv(made, f"http://{files_server}/v1")
+
+    ran = made.ran("run", "shop", "--scenarios", "orders/impatient", "-k", "3")
+
+    stopped_saying(
+        ran,
+        r"^convy: the simulated user's model user-model answered 501 Not Implemented at .*: something answers there, but "
+        r"not a Chat Completions service \(it takes no POST\): is that the service's base URL\? \(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "shop") == []
+
+
+def test_a_chat_agents_url_given_as_a_base_url_is_told_it_is_the_whole_endpoint(made: Made, gateway: StandIn) -> None:
+    """``ChatAgent`` posts to its URL as given, unlike a model's base URL: one ending in ``/v1`` gets 404, and the
+    run stops naming the endpoint it most likely meant."""
+    (made.folder / "agents" / "chat.py").write_text(
+        "from convy import ChatAgent, JsonEndpoint\n\n"
+        f'agent = ChatAgent(JsonEndpoint("{gateway.url}/v1"), model="agent-model")\n'
+    )
+    dotenv(made, gateway.url + "/v1")
+
+    ran = made.ran("run", "chat", "-k", "3")
+
+    stopped_saying(
+        ran,
+        rf"^convy: the agent chat answered 404 Not Found at {re.escape(gateway.url)}/v1 \(3 requests, none answered\): "
+        rf"a ChatAgent's URL is the whole endpoint: is it {re.escape(gateway.url)}/v1/chat/completions\? "
+        r"\(GATEWAY_URL in \.env\)$",
+    )
+    assert runs(made, "chat") == []
+
+
+def test_a_spread_runs_driver_adds_up_what_its_workers_heard() -> None:
+    """The driver's vitals are told each worker's news: refusals from two workers add up to a dead participant;
+    one that answers in one worker is alive for the run, and the other worker, told so, sends to it again."""
+    from convy.problems import HttpFailure
+    from convy.vital import Vitals
+
+    refused = HttpFailure("POST http://127.0.0.1:9/v1/chat/completions: 401 Unauthorized", 401, True, "http://127.0.0.1:9/v1")
+    driver, first, second = Vitals(), Vitals(), Vitals()
+    for worker, times in ((first, 2), (second, 1)):
+        pulse = worker.pulse("judge", "judge-model")
+        with worker.noting() as noted:
+            for _ in range(times):
+                pulse.refused(refused)
+        held, answered = driver.told(worker.news(noted))
+        assert answered == () and {one.who for one in held} == {"judge"}
+        assert not worker.pulse("judge", "judge-model").dead(), "no worker alone reached three"
+    stop = driver.stopped()
+    assert stop is not None and stop.unanswered[0].refused == 3
+
+    driver, first, second = Vitals(), Vitals(), Vitals()
+    for _ in range(Pulse.MOST):
+        second.pulse("user", "user-model").refused(refused)
+    assert second.pulse("user", "user-model").dead()
+    driver.told(second.news(set()))
+    first.pulse("user", "user-model").heard()
+    _, answered = driver.told(first.news(set()))
+    assert answered == (("user", "user-model"),) and driver.stopped() is None
+    second.answered_elsewhere(*answered[0])
+    assert not second.pulse("user", "user-model").dead()
+    assert second.news(set()).beats == (), "what it was told is not told back"

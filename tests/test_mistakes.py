@@ -17,12 +17,14 @@ to ``--scenarios``, a run named by the path tab completion gives): those cases a
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -656,6 +658,17 @@ TEMPLATE = [
     ("--scenarios refund/damaged", "", ("run", "--scenarios", "refund/damaged"),
      "convy: no scenario matches: --scenarios refund/damaged: no such scenario; nearest: refunds/damaged, refunds/in-transit"),
     ("--tag urgnt", "", ("run", "--tag", "urgnt"), "convy: no scenario matches: --tag urgnt: no scenario has it; the tags are orders, refunds, smoke"),
+    ("GATEWAY_URL without http://", "GATEWAY_URL=localhost:4000/v1\nGATEWAY_KEY=sk-corpus-CANARY\nUSER_MODEL=user-model\n", ("check",),
+     "convy: loading models.py failed: GATEWAY_URL in .env: base_url: must start with http:// or https://, "
+     "not 'localhost:4000/v1' (http://localhost:4000/v1?)"),
+    ("the URL and the key swapped", "GATEWAY_URL=sk-corpus-CANARY-0123\nGATEWAY_KEY=https://openrouter.ai/api/v1\nUSER_MODEL=user-model\n",
+     ("check",),
+     "convy: loading models.py failed: GATEWAY_URL in .env: base_url: must start with http:// or https://; what it was "
+     "given is no address (a key?) and GATEWAY_KEY in .env holds a URL: are the two swapped?"),
+    ("GATEWAY_URL with /chat/completions", "GATEWAY_URL=http://127.0.0.1:9/v1/chat/completions\nGATEWAY_KEY=sk-corpus-CANARY\n"
+     "USER_MODEL=user-model\n", ("run", "shop"),
+     "convy: loading agents/shop.py or models.py failed: GATEWAY_URL in .env: base_url: give the base URL ending in /v1 "
+     "(or wherever the service's API starts); convy adds /chat/completions (is it http://127.0.0.1:9/v1?)"),
 ]
 
 
@@ -693,6 +706,13 @@ DEAD = [
      "answered 404 Not Found at {url}/v1/chat/completions", "is the model name right (USER_MODEL in .env)?"),
     ("a gateway that is not up", "GATEWAY_URL={down}/v1\nGATEWAY_KEY=sk-corpus-KEY\n", "user-model",
      "could not connect to {down}/v1/chat/completions", "is the server at {down}/v1 running, and is that its address? (GATEWAY_URL in .env)"),
+    ("https:// for a gateway on plain HTTP", "GATEWAY_URL={url_tls}/v1\nGATEWAY_KEY=sk-corpus-KEY\n", "user-model",
+     "answered in plain HTTP, not TLS, at {url_tls}/v1/chat/completions",
+     "the server there speaks plain HTTP: is its URL {url}/v1? (GATEWAY_URL in .env)"),
+    ("a file server where the gateway should be", "GATEWAY_URL={www}/v1\nGATEWAY_KEY=sk-corpus-KEY\n", "user-model",
+     "answered 501 Not Implemented at {www}/v1/chat/completions",
+     "something answers there, but not a Chat Completions service (it takes no POST): is that the service's base URL? "
+     "(GATEWAY_URL in .env)"),
 ]
 
 
@@ -707,14 +727,22 @@ def test_a_service_that_cannot_answer_stops_the_run_with_the_fix(
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         down = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    with StandIn(reply=Roles(), api_key="sk-corpus-KEY", prefix="/v1", models=frozenset({"user-model", "judge-model", "agent-model"})) as server:
-        (folder / ".env").write_text(dotenv.format(url=server.url, down=down) + MODEL_NAMES.format(user=user), encoding="utf-8")
-        done = convy(folder, "run", "shop", "--scenarios", "orders/impatient", "-k", "3")
+    www = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)  # python -m http.server
+    threading.Thread(target=www.serve_forever, daemon=True).start()
+    try:
+        with StandIn(reply=Roles(), api_key="sk-corpus-KEY", prefix="/v1", models=frozenset({"user-model", "judge-model", "agent-model"})) as server:
+            urls = {"url": server.url, "url_tls": server.url.replace("http://", "https://"), "down": down,
+                    "www": f"http://127.0.0.1:{www.server_address[1]}"}
+            (folder / ".env").write_text(dotenv.format(**urls) + MODEL_NAMES.format(user=user), encoding="utf-8")
+            done = convy(folder, "run", "shop", "--scenarios", "orders/impatient", "-k", "3")
+    finally:
+        www.shutdown()
+        www.server_close()
     said = done.stdout + done.stderr
     first = done.stderr.splitlines()[0] if done.stderr else ""
     assert (done.returncode, "Traceback" in said, "pass rate" in said, "CANARY" in said) == (2, False, False, False), said
-    assert first.startswith(f"convy: the simulated user's model {user} {answered.format(url=server.url, down=down)} ("), said
-    assert first.endswith(f"none answered): {fix.format(url=server.url, down=down)}"), said
+    assert first.startswith(f"convy: the simulated user's model {user} {answered.format(**urls)} ("), said
+    assert first.endswith(f"none answered): {fix.format(**urls)}"), said
     assert runs(folder) == set(), said
 
 

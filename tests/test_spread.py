@@ -35,6 +35,7 @@ from standin import StandIn, Status, judged
 
 from convy.attempt import Attempt
 from convy.scenario import Outcome
+from convy.spread import Played
 
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 120.0  # seconds a wait may take before the test gives up: only a hang reaches it
@@ -522,7 +523,7 @@ def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
         ray.get(made[0].peers.remote([told]), timeout=DEADLINE)
         place.server.faults(Status(429, retry_after=2, path="/agent"))
         before = time.time()
-        played = msgspec.msgpack.decode(ray.get(made[0].play.remote("greet", 1), timeout=DEADLINE), type=Outcome)
+        played = msgspec.msgpack.decode(ray.get(made[0].play.remote("greet", 1), timeout=DEADLINE), type=Played).outcome
         assert played.scenario == "greet"
         waited(lambda: bool(ray.get(told.heard.remote())), "the refused worker to tell its peer")
         [(service, until)] = ray.get(told.heard.remote())

@@ -127,6 +127,7 @@ if TYPE_CHECKING:
         ScenarioError,
         Unplayed,
         Unwritable,
+        UrlProblem,
         WorkersLost,
     )
     from convy.project import Project, ProjectAgent
@@ -249,6 +250,7 @@ _WHERE = {
     "Unplayed": "convy.problems",
     "Unpriced": "convy.agent",
     "Unwritable": "convy.problems",
+    "UrlProblem": "convy.problems",
     "Usage": "convy.agent",
     "Verdict": "convy.dialog",
     "Wait": "convy.busy",
@@ -379,6 +381,7 @@ __all__ = [
     "Unplayed",
     "Unpriced",
     "Unwritable",
+    "UrlProblem",
     "Usage",
     "UserChecks",
     "UserFault",

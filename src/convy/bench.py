@@ -32,7 +32,7 @@ from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
 import msgspec
 
@@ -50,7 +50,7 @@ from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritabl
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
 from convy.secrets import Secrets
-from convy.vital import NOTED, DeadService, Pulse, Vitals, Watched, WatchedAgent
+from convy.vital import DeadService, Vigil, Vitals, WatchedAgent
 
 
 class RunInUse(ConfigurationError):
@@ -199,14 +199,13 @@ class Bench(msgspec.Struct, frozen=True):
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
         only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
         planned = tuple(planned)
-        vitals = Vitals()  # each participant watched: one whose service refuses it for good stops the run
-        stage = self.stage((one.scenario for one in planned), vitals=vitals)
+        vigil = Vigil(journal)  # each participant watched: one whose service refuses it for good stops the run
+        stage = self.stage((one.scenario for one in planned), vitals=vigil.vitals)
         plan = iter(planned)
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
-            journal = Counted(journal, spending)
-        kept: list[Planned] = []  # each attempt once it is recorded
+            vigil.journal = Counted(journal, spending)
 
         async def worker() -> None:
             # A worker takes an agent's place before it takes an attempt, so an attempt starts, and
@@ -216,9 +215,7 @@ class Bench(msgspec.Struct, frozen=True):
             while True:
                 seat = await stage.seat()
                 try:
-                    stopped = vitals.stopped()  # a participant is dead: no attempt starts
-                    if stopped is not None:
-                        raise stopped
+                    vigil.alive()  # a participant is dead: no attempt starts
                     one = await _taken(plan, spending)
                 except BaseException:
                     seat.release()
@@ -226,44 +223,20 @@ class Bench(msgspec.Struct, frozen=True):
                 if one is None:
                     seat.release()
                     return
-                noted: set[Pulse] = set()
-                token = NOTED.set(noted)
-                try:
-                    outcome = await stage.seated(one, seat)
-                finally:
-                    NOTED.reset(token)
-                # An attempt a participant refused before it ever answered waits for its answer.
-                for ready, recorded in vitals.kept(one, outcome, noted):
-                    journal.record(recorded)
-                    kept.append(ready)
-                stopped = vitals.stopped()
-                if stopped is not None:
-                    raise stopped
+                await vigil.attempt(stage.seated(one, seat))
 
         workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
-        try:
+        with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
                     group.create_task(worker())
-        except BaseExceptionGroup as error:
-            dead, rest = error.split(DeadService)
-            if dead is not None and rest is None:
-                raise _first(dead) from None
-            raise
-        for ready, recorded in vitals.released():
-            journal.record(recorded)
-            kept.append(ready)
-        # Held to the end: the participants that refused them never answered any request.
-        stopped = vitals.ended()
-        if stopped is not None:
-            raise stopped
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
         # the bench is not done until every planned attempt was recorded, or left in the plan by
         # a budget that was spent.
         left = sum(1 for _ in plan)
-        if len(kept) + left != len(planned):
+        if vigil.recorded + left != len(planned):
             raise Unplayed(
-                f"{len(planned) - left - len(kept)} of {len(planned)} planned attempts ended without being recorded"
+                f"{len(planned) - left - vigil.recorded} of {len(planned)} planned attempts ended without being recorded"
             )
         return spending
 
@@ -284,7 +257,7 @@ class Bench(msgspec.Struct, frozen=True):
         models = self.models
         if vitals is not None:
             agent = WatchedAgent(agent, vitals.pulse("agent"))
-            models = Models(_watched(models.user, vitals, "user"), _watched(models.judge, vitals, "judge"))
+            models = Models(vitals.watched(models.user, "user"), vitals.watched(models.judge, "judge"))
         user = PatientModel(models.user, places["user"])  # contained by the scenario's SimulatedUser
         judge = RunJudge(models.judge, self.judging).within(places["judge"])
         review = UserReview(self.user_checks, RunJudge(models.judge).model(places["judge"]))
@@ -296,22 +269,6 @@ class Bench(msgspec.Struct, frozen=True):
             for key, scenario in unique.items()
         }
         return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns)
-
-
-def _watched(part: Any, vitals: Vitals, who: Literal["user", "judge"]) -> Any:
-    """A model, or each chat model of a judge or a panel, ``Watched`` by its pulse in ``vitals``;
-    anything else (absent, a judge of other code) as it is."""
-    match part:
-        case Absent():
-            return part
-        case ChatJudge(model=model):
-            return msgspec.structs.replace(part, model=Watched(model, vitals.pulse(who, model.name)))
-        case Panel(judges=judges):
-            return msgspec.structs.replace(part, judges=tuple(_watched(judge, vitals, who) for judge in judges))
-        case _ if who == "user":
-            return Watched(part, vitals.pulse(who, part.name))
-        case _:
-            return part
 
 
 async def _taken(plan: Iterator[Planned], spending: Spending | None) -> Planned | None:

@@ -89,7 +89,16 @@ from convy.model import Absent, Contained, ModelFailure, Models
 from convy.model import Said as ModelSaid
 from convy.panel import Panel
 from convy.passing import AbsentAgent, PassRule, RunVerdict
-from convy.problems import ConfigurationError, DialoguesLost, HttpFailure, Outside, Unplayed, Unwritable, WorkersLost
+from convy.problems import (
+    ConfigurationError,
+    DialoguesLost,
+    HttpFailure,
+    Outside,
+    Unplayed,
+    Unwritable,
+    UrlProblem,
+    WorkersLost,
+)
 from convy.project import VERSION, Blind, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
@@ -1269,7 +1278,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                 cause = failure.__cause__
                 match cause:
                     case HttpFailure() if cause.incurable():
-                        refusal = Refusal(cause.status, cause.connected, cause.url, cause.said, cause.model, str(cause))
+                        refusal = Refusal.of(cause)
                         one = Unanswered(who, model.name, refusal, 1)
                         errors.line(secrets.hidden(Inert(f"✗ {said} {one.told()}: {cures.cure(one)}").line()))
                     case _:
@@ -1348,6 +1357,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             code = Recorded(
                 self.project, spec, rejudging, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
                 live=settings.live(self.project.folder, spec.id),
+                cures=Cures(self.project.folder, spec.agent, {"judge": rejudging.judge}),
             ).played()
             return self.outputs.played(self.project, (spec.id,), code, shown, errors)
         agent, models = loaded.parts()
@@ -1427,6 +1437,8 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         code = Recorded(
             self.project, spec, bench, shown, errors, None, secrets, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
+            # a judge that never answers: the fix, in the words of where its name was given
+            cures=Cures(self.project.folder, spec.agent, {"judge": judge}, "" if self.judge is None else f"--judge {self.judge}"),
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
@@ -1971,6 +1983,8 @@ class Loaded(msgspec.Struct, frozen=True):
                 raise ConfigurationError(
                     f"loading {what} failed: {error.title}: {self.secrets().hidden(problems)}"
                 ) from None
+            if isinstance(error, UrlProblem):  # the variable it came from named, the value shown only when no key
+                raise ConfigurationError(f"loading {what} failed: {UrlGiven(self.project.folder, error).said()}") from None
             said = Environment(self.project.folder).everything().hidden(Outside(error).named())
             top = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
             if top and (self.project.folder / "agents" / f"{top}.py").is_file():  # agents/ is not on the import path
@@ -1983,6 +1997,43 @@ class Loaded(msgspec.Struct, frozen=True):
         return Environment(self.project.folder).secrets() + Holders(parts).secrets()
 
 
+class UrlGiven(msgspec.Struct, frozen=True):
+    """A URL the project's code gave that cannot be one (``problems.UrlProblem``), said with the
+    variable of ``.env`` or the environment that holds it. Its value is shown only when it reads
+    as an address and no variable named as a secret holds it; a value that reads as a key (the
+    URL and the key swapped) is never shown, and the variable holding a URL instead is named."""
+
+    folder: Path
+    problem: UrlProblem
+
+    # A host (a name with a dot and a top-level domain, localhost, an IPv4 or IPv6 address), then a
+    # port and a path: what a URL without its scheme looks like, and a key does not.
+    ADDRESS: ClassVar[re.Pattern[str]] = re.compile(
+        r"(localhost|[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63})*\.[a-z]{2,24}|\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:]+\])(:\d{1,5})?(/\S*)?",
+        re.IGNORECASE,
+    )
+
+    def said(self) -> str:
+        value = self.problem.value.strip()
+        environment = Environment(self.folder)
+        held = environment.named(lambda given: given == value) if value else ()
+        words = str(self.problem)
+        if value and "://" not in value:  # no scheme: an address without one, or no address at all
+            if self.ADDRESS.fullmatch(value) and environment.secrets().hidden(value) == value:
+                shown = Inert(value).line()
+                words += "" if ", not " in words else f", not {shown!r} (http://{shown}?)"
+            else:
+                words = f"{words.split(', not ', 1)[0]}; what it was given is no address (a key?)"
+                urls = environment.named(lambda given: given.lower().startswith(("http://", "https://")))
+                swapped = [where for where in urls if environment.keyed(where)]
+                if held and swapped:
+                    words += f" and {swapped[0]} holds a URL: are the two swapped?"
+        elif value.split("?", 1)[0].rstrip("/").endswith("/chat/completions") and environment.secrets().hidden(value) == value:
+            base = value.split("?", 1)[0].rstrip("/").removesuffix("/chat/completions")
+            words += f" (is it {Inert(base).line()}?)"
+        return f"{held[0]}: {words}" if held else f"ValueError: {words}"  # as the project's code raised it
+
+
 class Cures(msgspec.Struct, frozen=True):
     """What most likely mends each participant that never answered (``vital.DeadService``), in the
     project's words: the variable that holds its key, its URL or its model's name — found by its
@@ -1992,6 +2043,7 @@ class Cures(msgspec.Struct, frozen=True):
     folder: Path
     agent: str
     parts: dict[str, Any] = {}
+    judge_named: str = ""  # where the judge's model was named, when not in the project (``--judge NAME``)
 
     def lines(self, dead: DeadService) -> list[str]:
         """One line per participant: who, what its service answered, and the likely fix."""
@@ -2001,6 +2053,8 @@ class Cures(msgspec.Struct, frozen=True):
         ]
 
     def cure(self, one: Unanswered) -> str:
+        from convy.http import ChatAgent  # here: only a run that stopped needs it
+
         first = one.first
         given = f"agents/{self.agent}.py" if one.who == "agent" else "models.py"
         base = first.url.removesuffix("/chat/completions")
@@ -2008,8 +2062,13 @@ class Cures(msgspec.Struct, frozen=True):
             if one.who == "agent":
                 return f"is the agent's server running at {base}?{self._set(self._url(base), given)}"
             return f"is the server at {base} running, and is that its address?{self._set(self._url(base), given)}"
+        if first.plain:
+            plain = "http://" + base.removeprefix("https://")
+            return f"the server there speaks plain HTTP: is its URL {plain}?{self._set(self._url(base), given)}"
         model = first.model
         if first.unknown_model():
+            if one.who == "judge" and self.judge_named:
+                return f"is the model name right ({Inert(self.judge_named).line()})?"
             named = self.environment.named(lambda value: value == model)
             return f"is the model name right ({named[0] if named else f'{Inert(model).line()!r}, in {given}'})?"
         unversioned = re.search(r"/v\d+(/|$)", urlsplit(base).path) is None
@@ -2020,6 +2079,22 @@ class Cures(msgspec.Struct, frozen=True):
                 return f"the key was refused: {held}"
             case 404 if first.url.endswith("/chat/completions") and unversioned:
                 return f"the URL has no /v1: is it {base}/v1?{self._set(self._url(base), given)}"
+            case 404 if one.who == "agent" and isinstance(self.parts.get("agent"), ChatAgent) and not unversioned:
+                # A ChatAgent posts to its URL as given, the whole endpoint (unlike a model's base URL).
+                return (
+                    f"a ChatAgent's URL is the whole endpoint: is it {base.rstrip('/')}/chat/completions?"
+                    f"{self._set(self._url(base), given)}"
+                )
+            case 405 | 501 if one.who == "agent":
+                return (
+                    "something answers there, but not the agent's endpoint (it takes no POST: a static file server?): "
+                    f"is the agent's server running, and is the URL right?{self._set(self._url(base), given)}"
+                )
+            case 405 | 501:
+                return (
+                    "something answers there, but not a Chat Completions service (it takes no POST): is that the "
+                    f"service's base URL?{self._set(self._url(base), given)}"
+                )
             case _:
                 return f"is the URL right?{self._set(self._url(base), given)}"
 

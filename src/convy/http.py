@@ -43,7 +43,7 @@ import msgspec
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
 from convy.busy import Busy
 from convy.chat import Arguments, Completion
-from convy.problems import HttpFailure, ModelFailure
+from convy.problems import HttpFailure, ModelFailure, UrlProblem
 from convy.quota import TOLD, Heard, NoQuota, Quota, Told
 from convy.secrets import Secrets
 from convy.slots import Slotted, nearest
@@ -177,7 +177,7 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
             raise ValueError(f'headers: must map names to text, as {{"authorization": "Bearer ..."}}, not {given}')
         if not self.url.startswith(("http://", "https://")):
             meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
-            raise ValueError(f"url: must start with http:// or https://, not {self.shown()!r}{meant}")
+            raise UrlProblem(f"url: must start with http:// or https://, not {self.shown()!r}{meant}", self.url)
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float):
             raise ValueError(f"timeout: must be a number of seconds, as timeout=30, not {type(self.timeout).__name__}")
         if not isinstance(self.tls, Tls):
@@ -458,8 +458,12 @@ class JsonConnection(msgspec.Struct, frozen=True):
         match error:
             case httpx2.ConnectTimeout() | httpx2.ConnectError():
                 # A TLS handshake that failed did connect: its certificate is what is wrong.
+                handshaken = _handshaken(error)
                 return HttpFailure(
-                    f"{where}: could not connect ({self._why(error)})", connected=_handshaken(error), url=self._shown(path)
+                    f"{where}: could not connect ({self._why(error)})",
+                    connected=handshaken is not None,
+                    url=self._shown(path),
+                    plain=handshaken is not None and handshaken.reason in _PLAIN,
                 )
             case httpx2.ReadTimeout():
                 return HttpFailure(
@@ -491,16 +495,21 @@ def _model(body: Any) -> str:
             return ""
 
 
-def _handshaken(error: BaseException) -> bool:
-    """Whether a connection that failed got as far as TLS: an ``ssl.SSLError`` among its causes."""
+# What OpenSSL says when the server answers a TLS handshake in plain HTTP (an https:// URL for an
+# http:// server): older versions one, newer ones another.
+_PLAIN = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG"})
+
+
+def _handshaken(error: BaseException) -> ssl.SSLError | None:
+    """The ``ssl.SSLError`` among a failed connection's causes, when it got as far as TLS."""
     seen: BaseException | None = error
     for _ in range(8):
         if seen is None:
-            return False
+            return None
         if isinstance(seen, ssl.SSLError):
-            return True
+            return seen
         seen = seen.__cause__ or seen.__context__
-    return False
+    return None
 
 
 class _OnTheWire:

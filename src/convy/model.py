@@ -26,7 +26,7 @@ import msgspec
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.chat import Chunks, Completion, Prices
-from convy.problems import EmptyReply, HttpFailure, ModelFailure, Outside, ServiceFailure, StillBusy
+from convy.problems import EmptyReply, HttpFailure, ModelFailure, Outside, ServiceFailure, StillBusy, UrlProblem
 
 if TYPE_CHECKING:  # imported where a model sends: a run of fakes never loads the HTTP layer
     from convy.http import JsonConnection
@@ -246,7 +246,13 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         if not self.name.strip():
             raise ValueError("name: the model's name on the server is needed")
         if not self.base_url.lower().startswith(("http://", "https://")):
-            raise ValueError("base_url: must start with http:// or https://")
+            raise UrlProblem("base_url: must start with http:// or https://", self.base_url)
+        if self.base_url.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
+            raise UrlProblem(
+                "base_url: give the base URL ending in /v1 (or wherever the service's API starts); "
+                "convy adds /chat/completions",
+                self.base_url,
+            )
 
     def __repr__(self) -> str:
         return f"OpenAiModel({self.name!r}, {self.base_url.split('?', 1)[0]!r}, key=<hidden>)"

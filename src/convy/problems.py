@@ -16,6 +16,8 @@
     │   └── ServiceFailure            ... because its service failed the request (an HttpFailure:
     │                                 a connection, a timeout, an error status), not its answer
     ├── Problems (here)               a ValueError: a record's fields break several of its rules
+    ├── UrlProblem (here)             a ValueError: a URL given that cannot be one, with the value,
+    │                                 so the command names the variable holding it
     ├── ConfigurationError (here)     the project cannot be run as it is: nothing is sent and
     │   │                             nothing written; the command says why and exits with code 2
     │   ├── DeadService (vital.py)    ... found during a run: a participant never answered and its
@@ -67,12 +69,20 @@ class HttpFailure(Exception):
     a stream cut short); ``connected``, False when no connection could be made at all (nothing
     listens there, the host is unknown or does not answer); ``url``, the URL as errors show it
     (no query, no password); ``said``, the start of the error's body with every secret hidden;
-    ``model``, the ``model`` field of the JSON that was posted, if it had one. ``incurable``
+    ``model``, the ``model`` field of the JSON that was posted, if it had one; ``plain``, True when
+    TLS was asked for (an ``https://`` URL) and the server answered in plain HTTP. ``incurable``
     says whether sending it again could never help (``vital.py`` stops a run on it).
     """
 
     def __init__(
-        self, message: str, status: int = 0, connected: bool = True, url: str = "", said: str = "", model: str = ""
+        self,
+        message: str,
+        status: int = 0,
+        connected: bool = True,
+        url: str = "",
+        said: str = "",
+        model: str = "",
+        plain: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -80,16 +90,30 @@ class HttpFailure(Exception):
         self.url = url
         self.said = said
         self.model = model
+        self.plain = plain
 
     def incurable(self) -> bool:
         """Whether the request failed in a way no retry can mend: the key refused (401, 403), no
-        such path or model (404), a 400 whose body names the model posted (an unknown model, as
-        LiteLLM says it), or no connection at all (nothing listens there)."""
-        if not self.connected:
+        such path or model (404), no POST there (405, 501: something else answers at that address,
+        a static file server say), a 400 whose body names the model posted (an unknown model, as
+        LiteLLM says it), no connection at all (nothing listens there), or plain HTTP where TLS was
+        asked for."""
+        if not self.connected or self.plain:
             return True
-        if self.status in (401, 403, 404):
+        if self.status in (401, 403, 404, 405, 501):
             return True
         return self.status == 400 and bool(self.model) and self.model in self.said
+
+
+class UrlProblem(ValueError):
+    """A URL given to convy that cannot be one: a model's base URL or an endpoint's URL without
+    ``http://``, or a base URL that holds the path convy adds itself. ``value`` is what was given,
+    so that the command can name the variable it came from (``cli.UrlGiven``); the message never
+    holds it when it may be a key given in the wrong place."""
+
+    def __init__(self, message: str, value: str) -> None:
+        super().__init__(message)
+        self.value = value
 
 
 class ModelFailure(Exception):

@@ -45,6 +45,7 @@ from convy.problems import ConfigurationError, DialoguesLost, Unplayed
 from convy.project import VERSION, Project
 from convy.quota import Services
 from convy.scenario import Matching, Outcome, Scenario
+from convy.vital import Vigil
 
 if TYPE_CHECKING:
     from convy.settings import Settings
@@ -226,7 +227,8 @@ class Rejudging(msgspec.Struct, frozen=True):
     """Plays a re-judged run (a ``bench.Player``): each planned attempt's recorded dialogue, read
     from ``dialogues`` (the origin's folder) as a worker is free for it, decided again by ``judge``
     within the judge's places of ``limits``. No agent, no simulated user: the only requests are the
-    judge's. With a ``budget``, no attempt is taken once it is spent (the judge's requests count)."""
+    judge's, watched as a bench's are (``vital.Vigil``): a judge whose service refuses it for good
+    (a wrong key, URL or model) stops the run with the fix, no attempt recorded "not judged". With a ``budget``, no attempt is taken once it is spent (the judge's requests count)."""
 
     dialogues: RunJournal
     judge: Any
@@ -242,9 +244,10 @@ class Rejudging(msgspec.Struct, frozen=True):
         whose dialogue the origin lacks (a line it lost) is left out, as a spent budget leaves one
         in the plan; one taken and not recorded is ``Unplayed``."""
         wanted = {(one.scenario.id, one.attempt): one.scenario for one in planned}
-        judge = RunJudge(self.judge, self.judging).within(self.limits.places("judge", Services()))
+        vigil = Vigil(journal)  # a judge whose service refuses it for good stops the run, as a bench's does
+        watched = vigil.vitals.watched(self.judge, "judge")
+        judge = RunJudge(watched, self.judging).within(self.limits.places("judge", Services()))
         taken = 0  # the recorded attempts the workers took
-        kept = 0  # those decided and recorded
         read_through = False  # whether the source was read to its end (not stopped by a budget)
 
         def read() -> Iterator[Outcome]:
@@ -258,30 +261,29 @@ class Rejudging(msgspec.Struct, frozen=True):
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
-            journal = Counted(journal, spending)
+            vigil.journal = Counted(journal, spending)
 
         async def worker() -> None:
-            nonlocal kept
             # The workers share one reader of the file: each line is read when a worker is free
             # for it (and, with a budget, once the budget lets it start), so what is held is the
             # attempts under way, not the run.
             while True:
+                vigil.alive()  # the judge is dead: no dialogue is decided again
                 if spending is None:
                     outcome = next(queue, None)
                 else:
                     outcome = await spending.taken(queue, _named)
                 if outcome is None:
                     return
-                decided = await wanted[(outcome.scenario, outcome.attempt)].rejudged(outcome, judge)
-                journal.record(decided)
-                kept += 1
+                await vigil.attempt(wanted[(outcome.scenario, outcome.attempt)].rejudged(outcome, judge))
 
         workers = min(len(wanted), self.limits.judge_places)
-        async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker())
-        if kept != taken:
-            raise Unplayed(f"{taken - kept} of {len(wanted)} planned attempts ended without being recorded")
+        with vigil.watching():  # a dead judge's stop, alone; at the end, attempts still held stop it too
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
+        if vigil.recorded != taken:
+            raise Unplayed(f"{taken - vigil.recorded} of {len(wanted)} planned attempts ended without being recorded")
         if read_through and taken < len(wanted):
             raise DialoguesLost(self._lost(wanted, taken))
         return spending

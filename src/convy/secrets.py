@@ -40,6 +40,9 @@ import msgspec
 
 HIDDEN = "<hidden>"
 PIECE = 8  # the shortest secret, and the length of a piece of one that is hidden as well
+# Pieces no secret is made of, whatever value holds them: a URL given where a key goes (the two
+# swapped in .env) would otherwise have "https://" hidden from every message that says it.
+_SAID = frozenset({"https://"})
 
 T = TypeVar("T")
 
@@ -191,7 +194,7 @@ class Secrets(msgspec.Struct, frozen=True):
     def _pieces(self) -> tuple[str, ...]:
         """Every eight characters of every form of a secret, each once."""
         found = {form[start : start + PIECE] for form in self._forms() for start in range(len(form) - PIECE + 1)}
-        return tuple(sorted(found - {HIDDEN}))
+        return tuple(sorted(found - {HIDDEN} - _SAID))
 
     def _pieces_hidden(self, text: str) -> str:
         spans: list[tuple[int, int]] = []
@@ -251,6 +254,11 @@ class Environment(msgspec.Struct, frozen=True):
             if name not in os.environ and value is not None and wanted(value.strip()):
                 found.append(f"{name} in .env")
         return tuple(found)
+
+    def keyed(self, where: str) -> bool:
+        """Whether a variable, as ``named`` says where it is (``GATEWAY_KEY in .env``), is named as
+        a secret is."""
+        return self._secret_name(where.split(" ", 1)[0])
 
     def _secret_name(self, name: str) -> bool:
         if name.upper() in _DIRECTORIES:

@@ -41,6 +41,7 @@ from convy.panel import Judging
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
+from convy.vital import News, Vigil, Vitals, Who
 
 LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
 
@@ -133,8 +134,16 @@ class Setup(msgspec.Struct, frozen=True):
     of: int
 
 
+class Played(msgspec.Struct, frozen=True):
+    """What a hand sends back of one attempt: its outcome, and what the hand heard of the
+    participants since it last told (``vital.News``), for the driver's vitals."""
+
+    outcome: Outcome
+    news: News
+
+
 _SETUP = msgspec.msgpack.Decoder(Setup)
-_OUTCOME = msgspec.msgpack.Decoder(Outcome)
+_PLAYED = msgspec.msgpack.Decoder(Played)
 _PACK = msgspec.msgpack.Encoder()
 
 
@@ -155,6 +164,7 @@ class Hand:
         self._secrets: Any = None
         self._stage: Stage | None = None
         self._services: Services | None = None
+        self._vitals = Vitals()  # this hand's: its participants stop sending once dead here
         self._peers: tuple[Any, ...] = ()
         self._error = ""
 
@@ -197,13 +207,23 @@ class Hand:
         assert self._services is not None
         self._services.held(service, loop.time() + until - time.time())
 
+    async def answered(self, who: Who, name: str) -> None:
+        """A participant answered another hand: alive here too, though this hand's requests to it
+        were all refused so far."""
+        self._vitals.answered_elsewhere(who, name)
+
     async def play(self, scenario: str, attempt: int) -> bytes:
-        """Play one attempt; its outcome, as msgpack, with the secrets this hand knows hidden."""
+        """Play one attempt; its outcome, with the secrets this hand knows hidden, and what it heard
+        of the participants (``Played``, as msgpack)."""
         stage = self._played_with()
-        outcome = await stage.played(Planned(self._scenarios[scenario], attempt))
+        with self._vitals.noting() as noted:
+            outcome = await stage.played(Planned(self._scenarios[scenario], attempt))
         if self._secrets is not None:
             outcome = self._secrets.kept(outcome)
-        return _PACK.encode(outcome)
+        news = self._vitals.news(noted)
+        if self._secrets is not None and news.beats:
+            news = self._secrets.kept(news)
+        return _PACK.encode(Played(outcome, news))
 
     def _played_with(self) -> Stage:
         if self._stage is None:
@@ -211,7 +231,7 @@ class Hand:
             if self._bench is None:
                 raise ConfigurationError(f"a worker could not load the project: {self._error}")
             self._services = Services(1 / self._setup.of, self._heard)
-            self._stage = self._bench.stage(self._setup.scenarios, self._services)
+            self._stage = self._bench.stage(self._setup.scenarios, self._services, self._vitals)
         return self._stage
 
     def _heard(self, service: str, pause: float) -> None:
@@ -355,14 +375,15 @@ class _Play:
         if bench.budget is not None:  # each attempt handed out once the budget lets it start
             self._spending = bench.budget.spending(earlier, asyncio.get_running_loop().time)
             journal = Counted(journal, self._spending)
-        self._journal = journal
+        # The driver's vitals, told by each hand what it heard: a participant dead for the run stops
+        # every hand, as a bench's stops its workers.
+        self._vigil = Vigil(journal)
         self._again: deque[Planned] = deque()  # handed to a hand that died before it answered
         # Only an attempt handed out again can come back twice (a call either answers or fails), so
         # only those attempts' keys are kept: a run of a million attempts does not hold a million
         # keys in this process, just a count.
         self._replayed: set[tuple[str, int]] = set()  # handed out again
         self._replayed_recorded: set[tuple[str, int]] = set()  # of those, recorded
-        self._recorded = 0
         self._replaced = 0
         self._slots: list[_Slot] = []
         self._actor = ray.remote(Hand)
@@ -375,21 +396,24 @@ class _Play:
         self._slots = [_Slot(number, hand) for number, hand in enumerate(hands)]
         await self._ready(hands)
         await self._introduced()
-        try:
-            # The feeders take turns, one of each hand's then the next of each: the first attempts
-            # go one to each hand, not all to the first hand while the others wait with nothing.
-            async with asyncio.TaskGroup() as group:
-                for turn in range(max(self._feeders(slot, count) for slot in self._slots)):
-                    for slot in self._slots:
-                        if turn < self._feeders(slot, count):
-                            group.create_task(self._feeding(slot, count))
-        finally:
-            for slot in self._slots:
-                ray.kill(slot.hand, no_restart=True)
+        # A dead participant's stop comes out alone; at the end, attempts still held stop the run too.
+        with self._vigil.watching():
+            try:
+                # The feeders take turns, one of each hand's then the next of each: the first attempts
+                # go one to each hand, not all to the first hand while the others wait with nothing.
+                async with asyncio.TaskGroup() as group:
+                    for turn in range(max(self._feeders(slot, count) for slot in self._slots)):
+                        for slot in self._slots:
+                            if turn < self._feeders(slot, count):
+                                group.create_task(self._feeding(slot, count))
+            finally:
+                for slot in self._slots:
+                    ray.kill(slot.hand, no_restart=True)
+        recorded = self._vigil.recorded
         left = sum(1 for _ in self._plan)
-        if self._recorded + left != len(self._planned):
+        if recorded + left != len(self._planned):
             raise Unplayed(
-                f"{len(self._planned) - left - self._recorded} of {len(self._planned)} planned attempts "
+                f"{len(self._planned) - left - recorded} of {len(self._planned)} planned attempts "
                 "ended without being recorded"
             )
         return self._spending
@@ -446,6 +470,7 @@ class _Play:
         """Hand attempts to the slot's hand, one at a time, until there are none left."""
         dead = self._ray.exceptions.RayActorError
         while True:
+            self._vigil.alive()  # a participant is dead for the run: no attempt is handed out
             one = await self._next()
             if one is None:
                 return
@@ -459,11 +484,15 @@ class _Play:
                 continue
             except self._ray.exceptions.RayTaskError as error:
                 raise error.as_instanceof_cause() from None  # convy's own error in the hand stops the run
-            outcome = _OUTCOME.decode(data)
+            played = _PLAYED.decode(data)
+            noted, answered = self._vigil.vitals.told(played.news)
+            for who, name in answered:  # alive for the run: every other hand hears it, and sends to it again
+                for other in self._slots:
+                    if other.hand is not hand:
+                        other.hand.answered.remote(who, name)
             if not self._first(one):  # played twice: the first outcome back is the one kept
                 continue
-            self._recorded += 1
-            self._journal.record(outcome)
+            self._vigil.record(played.outcome, noted)
 
     def _first(self, one: Planned) -> bool:
         """Whether this is the first outcome back of the attempt."""

@@ -13,7 +13,12 @@ attempt, and keep a run whose numbers say nothing of the agent. So a run stops, 
 - ``Vitals`` are a run's pulses, and the attempts held back: an attempt that a participant
   failed incurably before it ever answered is recorded only once that participant answers (it
   was a passing fault), and never if the participant turns out dead. The attempt's own
-  participants are told by a context variable (``NOTED``) the bench sets for each attempt.
+  participants are told by a context variable (``NOTED``) set for each attempt (``Vitals.noting``).
+  In a spread run each worker keeps vitals of its own and sends what it heard (``News``) with each
+  outcome; the driver's vitals, told it, decide for the whole run.
+- ``Vigil`` is a run's journal as the vitals keep it, and the one place the stop is decided: every
+  player — a bench, a spread run's driver, a re-judging — records each attempt through it, asks it
+  before starting one, and ends with it.
 - ``DeadService`` is the stop: which participants never answered, what their service said, and
   how many attempts were held back and so never recorded. ``convy resume`` plays those.
 
@@ -22,8 +27,8 @@ The command words the likely fix (``cli.Cures``); this module says only what hap
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from contextvars import ContextVar
 from http import HTTPStatus
 from types import TracebackType
@@ -32,6 +37,9 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from convy.agent import AgentFailure, Answer, Message
+from convy.dialog import ChatJudge
+from convy.model import Absent
+from convy.panel import Panel
 from convy.problems import ConfigurationError, HttpFailure
 
 Who = Literal["agent", "user", "judge"]
@@ -44,7 +52,8 @@ NOTED: ContextVar[set[Pulse] | None] = ContextVar("convy_noted", default=None)
 class Refusal(msgspec.Struct, frozen=True):
     """An incurable failure of one request, as its ``HttpFailure`` said it: the status (0 for
     none), whether a connection was made, the URL (no query), the start of the body (secrets
-    hidden), the model posted, and the failure's own words."""
+    hidden), the model posted, the failure's own words, and whether the server spoke plain HTTP
+    where TLS was asked for."""
 
     status: int
     connected: bool
@@ -52,6 +61,17 @@ class Refusal(msgspec.Struct, frozen=True):
     said: str
     model: str
     text: str
+    plain: bool = False
+
+    @classmethod
+    def of(cls, failure: HttpFailure) -> Refusal:
+        return cls(
+            failure.status, failure.connected, failure.url, failure.said, failure.model, str(failure), failure.plain
+        )
+
+    def failure(self) -> HttpFailure:
+        """The failure again, as it was raised."""
+        return HttpFailure(self.text, self.status, self.connected, self.url, self.said, self.model, self.plain)
 
     def unknown_model(self) -> bool:
         """Whether the service refused the model's name: a 404 or a 400 whose body names the model
@@ -89,6 +109,8 @@ class Unanswered(msgspec.Struct, frozen=True):
         first = self.first
         if not first.connected:
             return f"could not connect to {first.url}"
+        if first.plain:
+            return f"answered in plain HTTP, not TLS, at {first.url}"
         try:
             reason = f"{first.status} {HTTPStatus(first.status).phrase}"
         except ValueError:
@@ -136,9 +158,7 @@ class Pulse:
         it has not answered yet."""
         if self.answered or not failure.incurable():
             return
-        self.refusals.append(
-            Refusal(failure.status, failure.connected, failure.url, failure.said, failure.model, str(failure))
-        )
+        self.refusals.append(Refusal.of(failure))
         self.noted()
 
     def noted(self) -> None:
@@ -153,8 +173,7 @@ class Pulse:
     def again(self) -> HttpFailure:
         """The failure a dead participant's next request comes to, without sending it: its first."""
         self.noted()
-        first = self.refusals[0]
-        return HttpFailure(first.text, first.status, first.connected, first.url, first.said, first.model)
+        return self.refusals[0].failure()
 
     def unanswered(self) -> Unanswered:
         return Unanswered(self.who, self.name, self.refusals[0], len(self.refusals))
@@ -252,6 +271,25 @@ def _causes(error: BaseException) -> Iterator[BaseException]:
         seen = seen.__cause__ or seen.__context__
 
 
+class Beat(msgspec.Struct, frozen=True):
+    """What one participant's requests came to in a worker since it last told: whether it
+    answered, and its incurable refusals before it did."""
+
+    who: Who
+    name: str
+    answered: bool
+    refusals: tuple[Refusal, ...]
+
+
+class News(msgspec.Struct, frozen=True):
+    """What a worker of a spread run heard of its participants since it last told (``beats``),
+    and which of them refused the attempt it sends this with before they ever answered
+    (``noted``, by who and name)."""
+
+    beats: tuple[Beat, ...] = ()
+    noted: tuple[tuple[Who, str], ...] = ()
+
+
 class Vitals:
     """A run's pulses, one per participant (by who it is and its model's name), and the attempts
     held back until the participants that failed them incurably have answered. A plain class:
@@ -259,30 +297,87 @@ class Vitals:
 
     def __init__(self) -> None:
         self._pulses: dict[tuple[Who, str], Pulse] = {}
-        self._held: list[tuple[Any, Any, frozenset[Pulse]]] = []
+        self._held: list[tuple[Any, frozenset[Pulse]]] = []
+        self._told: dict[tuple[Who, str], tuple[bool, int]] = {}  # what a worker has told of each
 
     def pulse(self, who: Who, name: str = "") -> Pulse:
         """The pulse of a participant, the same each time it is asked for."""
         return self._pulses.setdefault((who, name), Pulse(who, name))
 
-    def kept(self, planned: Any, outcome: Any, noted: set[Pulse]) -> list[tuple[Any, Any]]:
-        """The attempts to record now, each with what was planned: this one, unless a participant
-        that refused it incurably has not answered yet (then it is held), and those held before
-        whose participants have all answered since."""
+    def watched(self, part: Any, who: Literal["user", "judge"]) -> Any:
+        """A model, or each chat model of a judge or a panel, ``Watched`` by its pulse; anything else
+        (absent, a judge of other code) as it is."""
+        match part:
+            case Absent():
+                return part
+            case ChatJudge(model=model):
+                return msgspec.structs.replace(part, model=Watched(model, self.pulse(who, model.name)))
+            case Panel(judges=judges):
+                return msgspec.structs.replace(part, judges=tuple(self.watched(judge, who) for judge in judges))
+            case _ if who == "user":
+                return Watched(part, self.pulse(who, part.name))
+            case _:
+                return part
+
+    @contextmanager
+    def noting(self) -> Iterator[set[Pulse]]:
+        """The participants that refuse the attempt played within, before they ever answered."""
+        noted: set[Pulse] = set()
+        token = NOTED.set(noted)
+        try:
+            yield noted
+        finally:
+            NOTED.reset(token)
+
+    def news(self, noted: set[Pulse]) -> News:
+        """What this worker heard since it last told, with the attempt's ``noted`` participants."""
+        beats = []
+        for key, pulse in self._pulses.items():
+            answered, refused = self._told.get(key, (False, 0))
+            if pulse.answered == answered and len(pulse.refusals) == refused:
+                continue
+            beats.append(Beat(pulse.who, pulse.name, pulse.answered and not answered, tuple(pulse.refusals[refused:])))
+            self._told[key] = (pulse.answered, len(pulse.refusals))
+        waiting = tuple((pulse.who, pulse.name) for pulse in noted if not pulse.answered)
+        return News(tuple(beats), waiting)
+
+    def told(self, news: News) -> tuple[set[Pulse], tuple[tuple[Who, str], ...]]:
+        """A worker's news heard here: the attempt's ``noted`` participants, as this run's pulses,
+        and those that answered for the first time in the run (for the other workers to hear)."""
+        first: list[tuple[Who, str]] = []
+        for beat in news.beats:
+            pulse = self.pulse(beat.who, beat.name)
+            if not pulse.answered:
+                pulse.refusals.extend(beat.refusals)
+                if beat.answered:
+                    pulse.heard()
+                    first.append((beat.who, beat.name))
+        return {self.pulse(who, name) for who, name in news.noted}, tuple(first)
+
+    def answered_elsewhere(self, who: Who, name: str) -> None:
+        """A participant answered in another worker of the run: alive here too, and nothing to tell."""
+        pulse = self.pulse(who, name)
+        pulse.heard()
+        self._told[(who, name)] = (True, len(pulse.refusals))
+
+    def kept(self, outcome: Any, noted: set[Pulse]) -> list[Any]:
+        """The attempts to record now: this one, unless a participant that refused it incurably has
+        not answered yet (then it is held), and those held before whose participants have all
+        answered since."""
         waiting = frozenset(pulse for pulse in noted if not pulse.answered)
         if waiting:
-            self._held.append((planned, outcome, waiting))
+            self._held.append((outcome, waiting))
             return self.released()
-        return [(planned, outcome), *self.released()]
+        return [outcome, *self.released()]
 
-    def released(self) -> list[tuple[Any, Any]]:
+    def released(self) -> list[Any]:
         """The attempts held back whose participants have all answered since, no longer held."""
-        ready: list[tuple[Any, Any]] = []
+        ready: list[Any] = []
         if self._held:
             still = []
             for held in self._held:
-                if all(pulse.answered for pulse in held[2]):
-                    ready.append((held[0], held[1]))
+                if all(pulse.answered for pulse in held[1]):
+                    ready.append(held[0])
                 else:
                     still.append(held)
             self._held = still
@@ -305,3 +400,64 @@ class Vitals:
         silent = [pulse for pulse in self._pulses.values() if not pulse.answered and pulse.refusals]
         silent.sort(key=lambda pulse: not pulse.dead())  # the dead first, in the order they came
         return DeadService(tuple(pulse.unanswered() for pulse in silent), len(self._held))
+
+
+class Vigil:
+    """A run's journal as its participants' ``vitals`` keep it: each attempt recorded once none of
+    its participants is waiting to be heard from, and the run stopped (``DeadService``) once one is
+    dead. Every player records through one — a bench, a spread run's driver, a re-judging — so all
+    stop alike. ``recorded`` counts what reached the journal. A plain class: it counts."""
+
+    def __init__(self, journal: Any, vitals: Vitals | None = None) -> None:
+        self.journal = journal
+        self.vitals = Vitals() if vitals is None else vitals
+        self.recorded = 0
+
+    def alive(self) -> None:
+        """Nothing while every participant may still answer: before an attempt starts."""
+        stopped = self.vitals.stopped()
+        if stopped is not None:
+            raise stopped
+
+    async def attempt(self, play: Awaitable[Any]) -> None:
+        """Play one attempt, noting who refused it, and record it (or hold it back)."""
+        with self.vitals.noting() as noted:
+            outcome = await play
+        self.record(outcome, noted)
+
+    def record(self, outcome: Any, noted: set[Pulse] | frozenset[Pulse] = frozenset()) -> None:
+        """Record an attempt whose ``noted`` participants refused it before they ever answered — now,
+        or once they answer — with those held before and released since; then stop if one is dead."""
+        for ready in self.vitals.kept(outcome, set(noted)):
+            self.journal.record(ready)
+            self.recorded += 1
+        self.alive()
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Around a player's play (its task group): a stop raised in one of its tasks comes out
+        alone, not in a group, and a play that ends is ``ended``."""
+        try:
+            yield
+        except BaseExceptionGroup as error:
+            dead, rest = error.split(DeadService)
+            if dead is not None and rest is None:
+                raise _first(dead) from None
+            raise
+        self.ended()
+
+    def ended(self) -> None:
+        """At the end of the play: the attempts released since recorded, and the stop when some
+        are still held."""
+        for ready in self.vitals.released():
+            self.journal.record(ready)
+            self.recorded += 1
+        stopped = self.vitals.ended()
+        if stopped is not None:
+            raise stopped
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    """The first error of a group, however deeply task groups nest it."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
