@@ -391,7 +391,7 @@ def files_server(tmp_path: Path) -> Iterator[str]:
 def remote(made: Made, url: str) -> None:
     (made.folder / "agents" / "remote.py").write_text(
         "from convy import JsonAgent, JsonEndpoint\n\n"
-        f'agent = JsonAgent(JsonEndpoint("{url}"), reply="output.text")\n'
+        f'agent = JsonAgent(JsonEndpoint("{url}"), reply="output.text", calls="output.tool_calls")\n'
     )
 
 
