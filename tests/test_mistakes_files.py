@@ -307,3 +307,23 @@ def test_a_json_agent_without_calls_is_refused_where_a_scenario_checks_tool_call
     assert smoke.returncode == 0, smoke.stderr
     assert "  note: " + line.format(what="could not be decided (convy check refuses it)") in smoke.stdout.splitlines()
     assert greeted.returncode == 0, greeted.stdout + greeted.stderr
+
+
+def test_a_json_agent_that_reads_its_calls_in_its_own_answer_is_played(tmp_path: Path) -> None:
+    """A subclass of JsonAgent whose answer() makes the calls from its replies itself reports them
+    its own way: no calls= is needed, check and run play it and its called check is decided."""
+    agent = (
+        "from convy import Answer, JsonAgent\nfrom convy.agent import Call\n\n\n"
+        "class Mine(JsonAgent, frozen=True):\n"
+        "    def answer(self, reply):\n"
+        "        said = super().answer(reply)\n"
+        '        calls = tuple(Call(c["name"], c["arguments"]) for c in reply["tool_calls"])\n'
+        "        return Answer(said.text, said.usage, said.steps + calls)\n\n\n"
+        'agent = Mine("{url}/agent", reply="reply")\n'
+    )
+    with StandIn(agent_reply=booking) as server:
+        folder = project(tmp_path, {"booking.yaml": BOOKING}, agent.format(url=server.url), "airline")
+        checked, ran = convy(folder, "check"), convy(folder, "run")
+    assert checked.returncode == 0, checked.stderr
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "airline: 1 passed, 0 failed, 0 not judged of 1 attempt" in ran.stdout

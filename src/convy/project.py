@@ -55,8 +55,9 @@ class ProjectAgent(msgspec.Struct, frozen=True):
 
 
 class Blind(msgspec.Struct, frozen=True):
-    """An agent whose tool calls convy cannot see: a ``JsonAgent`` given no ``calls=`` path. A
-    ``called`` or ``not_called`` check of its dialogues could only be decided against it."""
+    """An agent whose tool calls convy cannot see: a ``JsonAgent`` given no ``calls=`` path that
+    reads its replies as JsonAgent does (not by an ``answer`` of its own). A ``called`` or
+    ``not_called`` check of its dialogues could only be decided against it."""
 
     agent: Any
 
@@ -66,7 +67,12 @@ class Blind(msgspec.Struct, frozen=True):
         match self.agent:
             case Absent():
                 return False
-        return http is not None and isinstance(self.agent, http.JsonAgent) and not self.agent.calls
+        if http is None or not isinstance(self.agent, http.JsonAgent) or self.agent.calls:
+            return False
+        # A subclass that reads its replies (or holds its conversation) its own way may well report
+        # the calls itself: only JsonAgent's own reading is known to see none without calls=.
+        kind = type(self.agent)
+        return kind.answer is http.JsonAgent.answer and kind.conversation is http.JsonAgent.conversation
 
     def refused(self, shown: str, scenarios: tuple[Scenario, ...]) -> str:
         """Why ``scenarios`` cannot be played by this agent (its file ``shown``), with the fix, or
