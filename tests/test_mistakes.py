@@ -208,7 +208,13 @@ WRITTEN = [
      F + "id: 'booking-{{ ref }}' has a slot, and an id is never filled: write the id itself (a matrix adds its values "
      "to each variant's id, as seat[seat=12A])"),
     ("a var in single braces", {S: "vars: {ref: XYZ789}\nscript: ['my booking is {ref}']\njudge:\n  - check: {said: Hi}\n"}, ("check",), {},
-     F + "script[0]: {ref} would stay as written, one pair of braces: did you mean {{ ref }}?"),
+     F + "script[0]: {ref} would stay as written, one pair of braces: did you mean {{ ref }}, or \\{ref} for the braces themselves?"),
+    ("a var in single braces inside another var's value", {S: "vars: {name: Sam, greet: 'Hi {name}'}\nscript: ['{{ greet }}']\njudge:\n  - check: {said: Hi}\n"}, ("check",), {},
+     F + "vars.greet: {name} would be sent as written, and a value is not filled: put {{ name }} in the text the value "
+     "goes into, or, for the braces themselves, write the text there with \\{name}"),
+    ("a var in single braces inside a matrix value", {S: "vars: {x: 1}\nmatrix: {q: ['what is {x}?', ok]}\nscript: ['{{ q }}']\njudge:\n  - check: {said: Hi}\n"}, ("check",), {},
+     F + "matrix.q[0]: {x} would be sent as written, and a value is not filled: put {{ x }} in the text the value "
+     "goes into, or, for the braces themselves, write the text there with \\{x}"),
     ("a check in quotes", {S: "script: [Hi!]\njudge:\n  - 'check: {said: Hi}'\n"}, ("check",), {},
      F + "judge[0]: 'check: {said: Hi}' is in quotes, so it is a claim's text the judge would be asked, but it reads as "
      "a check: write it without the quotes, - check: {said: Hi}"),

@@ -352,12 +352,12 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "a var in one pair of braces",
         "vars: {order: A1}\nscript: ['refund {order}', '{{ order }}']\njudge: [the agent helped]\n",
-        "scenarios/refund.yaml: script[0]: {order} would stay as written, one pair of braces: did you mean {{ order }}?",
+        "scenarios/refund.yaml: script[0]: {order} would stay as written, one pair of braces: did you mean {{ order }}, or \\{order} for the braces themselves?",
     ),
     (
         "a matrix key in one pair of braces in a check",
         "matrix: {order: [A1, B2]}\nscript: ['refund {{ order }}']\njudge:\n  - check: {said: '{order}}'}\n",
-        "scenarios/refund.yaml: judge[0].check.said: {order}} would stay as written, one pair of braces: did you mean {{ order }}?",
+        "scenarios/refund.yaml: judge[0].check.said: {order}} would stay as written, one pair of braces: did you mean {{ order }}, or \\{order} for the braces themselves?",
     ),
     (
         "a check in quotes",

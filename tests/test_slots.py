@@ -156,6 +156,21 @@ def test_a_backslash_writes_a_literal_double_brace(tmp_path: Path) -> None:
     assert claims(attempt)[0][1] is True
 
 
+def test_a_backslash_writes_a_literal_single_brace_and_a_pattern_keeps_it(tmp_path: Path) -> None:
+    r"""`\{name}` where name is a var is sent as `{name}`, not hinted as a slot written wrong; in a
+    said pattern the backslash is the pattern's own escape and stays: it matches the braces."""
+    scenario = (
+        "vars: {name: Sam}\nscript: ['Hi {{ name }}, why does print(f\"\\{name}\") fail?']\n"
+        "judge:\n  - check: {said: 'print\\(f\"\\{name}\"\\)'}\n"
+    )
+    folder = project(tmp_path, {"brace.yaml": scenario})
+    done = convy(folder, "run", "airline")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (attempt,) = attempts(folder)
+    assert messages(attempt) == ['Hi Sam, why does print(f"{name}") fail?']
+    assert claims(attempt) == [('said /print\\(f"\\{name}"\\)/', True)]
+
+
 MISTAKES = [
     (
         "a slot typed seats for the matrix's seat",

@@ -483,7 +483,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             if oversize:
                 problems.append(f"{field}: the filled {'instructions' if field == 'user' else 'text'} {oversize}{where}")
                 return text
-            return slotted.filled(values, shown)
+            # A pattern (its values written in as text) keeps a \{ before name}: its own escape for a brace.
+            return slotted.filled(values, shown, "\\{" if shown is _literal else "{")
 
         before = len(problems)
         try:
@@ -1064,8 +1065,9 @@ class Scenarios(msgspec.Struct, frozen=True):
         return tuple(scenario for scenario, _ in found.values()), tuple(problems)
 
 
-# A word in one pair of braces, "{ref}" (or "{ref}}"), where a slot takes two: "{{ ref }}".
-_BRACED = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}?(?!\})")
+# A word in one pair of braces, "{ref}" (or "{ref}}"), where a slot takes two: "{{ ref }}"; "\{ref}"
+# is one written on purpose.
+_BRACED = re.compile(r"(?<![{\\])\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}?(?!\})")
 # A judge entry's text that starts as a check or a claim written as YAML does: "check: {said: Hi}".
 _KEYED = re.compile(r"\s*(\{\s*)?(check|called|not_called|said|not_said|claim)\s*:")
 
@@ -1090,6 +1092,15 @@ class Written(msgspec.Struct, frozen=True):
         yield from self._id(data.get("id"))
         yield from self._tags(data.get("tags"))
         names = {str(key) for field in ("vars", "matrix") if isinstance(data.get(field), dict) for key in data[field]}
+        if isinstance(data.get("vars"), dict):
+            for key, value in data["vars"].items():
+                if isinstance(value, str):
+                    yield from self._valued(f"vars.{key}", value, names)
+        if isinstance(data.get("matrix"), dict):
+            for key, values in data["matrix"].items():
+                for number, value in enumerate(values if isinstance(values, list) else ()):
+                    if isinstance(value, str):
+                        yield from self._valued(f"matrix.{key}[{number}]", value, names)
         if isinstance(data.get("user"), str):
             yield from self._braced("user", data["user"], names)
         if isinstance(data.get("script"), list):
@@ -1220,7 +1231,17 @@ class Written(msgspec.Struct, frozen=True):
             if found.group(1) in names:
                 yield (
                     f"{place}: {found.group(0)} would stay as written, one pair of braces: "
-                    f"did you mean {{{{ {found.group(1)} }}}}?"
+                    f"did you mean {{{{ {found.group(1)} }}}}, or \\{{{found.group(1)}}} for the braces themselves?"
+                )
+
+    def _valued(self, place: str, text: str, names: set[str]) -> Iterator[str]:
+        # A value is sent as it is, never filled: {name} there is sent with its braces, as written.
+        for found in _BRACED.finditer(text):
+            if found.group(1) in names:
+                yield (
+                    f"{place}: {found.group(0)} would be sent as written, and a value is not filled: put "
+                    f"{{{{ {found.group(1)} }}}} in the text the value goes into, or, for the braces themselves, "
+                    f"write the text there with \\{{{found.group(1)}}}"
                 )
 
     def _cut(self, text: str) -> str:

@@ -4,8 +4,10 @@ A slot is ``{{`` and ``}}`` round a name of letters, digits and ``_`` (spaces in
 optional). The same rule holds in every text convy fills: a scenario's ``user:``, ``script:``,
 claims and checks (from its ``vars``, ``matrix`` and persona), the simulator prompt, and a JSON
 agent's body. ``\\{{`` is a literal ``{{``: the backslash is dropped and what follows is text,
-not a slot. Any other ``{{`` (``{{ seat-no }}``, ``{{ 1 }}``, one never closed) is a mistake
-the reader refuses, rather than sending it as written.
+not a slot. So is ``\\{name}`` a literal ``{name}`` (one brace, a name, one brace): where a
+one-brace ``{name}`` would be taken for a slot written wrong, the backslash says it is meant; a
+pattern keeps that backslash, its own escape for a brace. Any other ``{{`` (``{{ seat-no }}``,
+``{{ 1 }}``, one never closed) is a mistake the reader refuses, rather than sending it as written.
 
 Nothing here knows which names a text may use: the reader of each text says that.
 """
@@ -20,11 +22,12 @@ from typing import Any
 import msgspec
 
 ESCAPE = "\\{{"  # written in a text for a literal "{{"
+BRACE = "\\{"  # written before "name}" for a literal "{name}"
 
 # In one pass: an escaped "{{", a slot (its name captured), or any other "{{" (a stray one,
 # with what follows it up to a "}}" on the same line, or else up to a space, to show it). A "{" before a "{{" is text:
 # "{{{ name }}" is "{" and a slot.
-_TOKEN = re.compile(r"\\\{\{|\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\{(?!\{)(?:[^{}\n]{0,40}\}\}|[^\s{]{0,20})")
+_TOKEN = re.compile(r"\\\{\{|\\\{(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*\})|\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\{(?!\{)(?:[^{}\n]{0,40}\}\}|[^\s{]{0,20})")
 
 
 class Slotted(msgspec.Struct, frozen=True):
@@ -40,7 +43,7 @@ class Slotted(msgspec.Struct, frozen=True):
         """What is wrong with the first ``{{`` that is neither a slot nor escaped, or ""."""
         for found in _TOKEN.finditer(self.text):
             written = found.group(0)
-            if written != ESCAPE and not found.group(1):
+            if written not in (ESCAPE, BRACE) and not found.group(1):
                 return (
                     f"{written!r} is not a slot: a slot is {{{{ name }}}}, its name letters, digits and _; "
                     f"write {ESCAPE} for a literal {{{{"
@@ -60,17 +63,25 @@ class Slotted(msgspec.Struct, frozen=True):
         for found in _TOKEN.finditer(self.text):
             if found.group(1):
                 size += sizes.get(found.group(1), 0) - len(found.group(0))
-            elif found.group(0) == ESCAPE:
+            elif found.group(0) in (ESCAPE, BRACE):
                 size -= 1
         return size
 
-    def filled(self, values: Mapping[str, Any], shown: Any = str) -> str:
-        """The text with every slot filled (each value as ``shown`` writes it) and every ``\\{{``
-        made ``{{``; a stray ``{{`` or a slot with no value is a ``ValueError`` saying so."""
+    def filled(self, values: Mapping[str, Any], shown: Any = str, brace: str = "{") -> str:
+        """The text with every slot filled (each value as ``shown`` writes it), every ``\\{{``
+        made ``{{`` and every ``\\{name}`` made ``brace`` and ``name}`` (``{name}`` in a text sent;
+        a pattern passes ``\\{``, its own escape); a stray ``{{`` or a slot with no value is a
+        ``ValueError`` saying so."""
         problem = self.stray() or self.missing(values)
         if problem:
             raise ValueError(problem)
-        return _TOKEN.sub(lambda found: shown(values[found.group(1)]) if found.group(1) else "{{", self.text)
+
+        def made(found: re.Match[str]) -> str:
+            if found.group(1):
+                return str(shown(values[found.group(1)]))
+            return brace if found.group(0) == BRACE else "{{"
+
+        return _TOKEN.sub(made, self.text)
 
     def alone(self) -> str:
         """The name of the slot when the text is that one slot and nothing else, or ""."""
