@@ -105,6 +105,8 @@ def refused(done: subprocess.CompletedProcess[str], folder: Path, code: int, lin
 
 S = "scenarios/greeting.yaml"
 F = "convy: scenarios/greeting.yaml: "
+# Twelve scripted messages, more than the default max_turns (10), the last one checked.
+LONG = "script: [" + ", ".join(f"m{number}" for number in range(12)) + "]\njudge:\n  - check: {said: m11}\n"
 SCENARIOS = [
     ("slot typo in user", {S: "vars: {name: Sam}\nuser: You are {{ nam }}.\njudge:\n  - check: {said: Hi}\n"},
      F + "user: no value for {{ nam }} in vars (is {{ nam }} a slip for {{ name }}?)"),
@@ -231,12 +233,28 @@ WRITTEN = [
     ("matrix put under vars", {S: "vars:\n  matrix: {seat: [12A]}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: 12A}\n"},
      ("check",), {}, F + "vars.matrix: not a value: matrix is a field of the scenario; it belongs at the top of the file, not under vars"),
     ("max_turns of the project below a script", {"pyproject.toml": "[tool.convy]\nattempts = 1\nmax_turns = 1\n", S: "script: [Hi!, Bye!]\njudge:\n  - check: {said: Hi}\n"},
-     ("check",), {}, "convy: scenario greeting: script: 2 messages, more than the run's max_turns (1, from [tool.convy] or "
-     "CONVY_MAX_TURNS), which would cut it after 1: give the scenario max_turns: 2 or more, or raise the run's"),
+     ("check",), {}, F + "script: 2 messages, more than the run's max_turns (1, from [tool.convy] in pyproject.toml), "
+     "which would cut it after 1: give the scenario max_turns: 2 or more, or raise the run's"),
     ("CONVY_MAX_TURNS below a script", {S: "script: [Hi!, Bye!, Thanks!]\njudge:\n  - check: {said: Hi}\n"}, ("run",), {"CONVY_MAX_TURNS": "2"},
-     "convy: scenario greeting: script: 3 messages, more than the run's max_turns (2, from [tool.convy] or "
-     "CONVY_MAX_TURNS), which would cut it after 2: give the scenario max_turns: 3 or more, or raise the run's"),
+     F + "script: 3 messages, more than the run's max_turns (2, from CONVY_MAX_TURNS in the environment), which would "
+     "cut it after 2: give the scenario max_turns: 3 or more, or raise the run's"),
+    ("CONVY_MAX_TURNS in .env below a script", {".env": "CONVY_MAX_TURNS=2\n", S: "script: [Hi!, Bye!, Thanks!]\njudge:\n  - check: {said: Hi}\n"},
+     ("check",), {}, F + "script: 3 messages, more than the run's max_turns (2, from CONVY_MAX_TURNS in .env), which would "
+     "cut it after 2: give the scenario max_turns: 3 or more, or raise the run's"),
+    ("the default max_turns below a script a user goes on from", {S: LONG + "user: Ask for seat 12A.\n"}, ("check",), {},
+     F + "script: 12 messages, more than the run's max_turns (10, convy's default), which would cut it after 10: give "
+     "the scenario max_turns: 12 or more, or raise the run's"),
 ]
+
+def test_the_default_max_turns_cuts_no_script_with_no_user(tmp_path: Path) -> None:
+    """README: with script and no user, the dialogue is exactly the script; max_turns left at
+    convy's default (10) neither refuses a longer script nor cuts it: the last message is said."""
+    folder = project(tmp_path, {S: LONG})
+    checked, ran = convy(folder, "check"), convy(folder, "run")
+    assert checked.returncode == 0, checked.stderr
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempt" in ran.stdout
+
 
 PERSONA = {S: "user: You are {{ persona }}, aged {{ age }}. Ask for seat 12A.\nmatrix: {persona: [retiree, student]}\njudge:\n  - check: {said: 12A}\n"}
 TWO = "- name: retiree\n  age: 78\n- name: student\n  age: 20\n"

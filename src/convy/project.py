@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import importlib.util
+import os
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -402,18 +403,50 @@ class Project(msgspec.Struct, frozen=True):
     def scripted(self, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that the run's ``max_turns`` leaves room for every script of a scenario that sets
         none of its own: a dialogue stops at ``max_turns``, and a script longer would be cut short
-        with no word (a scenario's own ``max_turns`` below its script is refused as it is read)."""
+        with no word (a scenario's own ``max_turns`` below its script is refused as it is read).
+        convy's default cuts no script of a scenario with no ``user:``: that dialogue is exactly
+        its script (``Scenario.play``), so only a ``max_turns`` the user set is held against it."""
+        from convy.settings import ProjectSettings  # loaded by the commands that play only
+
+        long = [
+            scenario for scenario in scenarios if scenario.max_turns is None and len(scenario.script) > settings.max_turns
+        ]
+        if not long:
+            return
+        source = ProjectSettings(self.folder).sourced().sources.get("max_turns", "")
+        unset = next(field.default for field in msgspec.structs.fields(settings) if field.name == "max_turns")
+        default = not source and settings.max_turns == unset
         problems: dict[str, str] = {}
-        for scenario in scenarios:
-            if scenario.max_turns is None and len(scenario.script) > settings.max_turns:
-                base = scenario.variant.of if scenario.variant is not None else scenario.id
-                problems[base] = (
-                    f"scenario {base}: script: {len(scenario.script)} messages, more than the run's max_turns "
-                    f"({settings.max_turns}, from [tool.convy] or CONVY_MAX_TURNS), which would cut it after "
-                    f"{settings.max_turns}: give the scenario max_turns: {len(scenario.script)} or more, or raise the run's"
-                )
+        for scenario in long:
+            if default and not scenario.user.strip():
+                continue
+            base = scenario.variant.of if scenario.variant is not None else scenario.id
+            problems[base] = (
+                f"{self._scenario_file(base)}: script: {len(scenario.script)} messages, more than the run's max_turns "
+                f"({settings.max_turns}, {self._max_turns_source(source, default)}), which would cut it after "
+                f"{settings.max_turns}: give the scenario max_turns: {len(scenario.script)} or more, or raise the run's"
+            )
         if problems:
             raise ConfigurationError("\n".join(problems.values()))
+
+    def _scenario_file(self, base: str) -> str:
+        """The file of the scenario ``base`` (an id that is its path, as it is unless ``id:`` says
+        otherwise), as a line names it; the scenario by its id when no file has that path."""
+        folder = self.folder / "scenarios"
+        there = next((path for path in (folder / f"{base}{suffix}" for suffix in Scenarios.SUFFIXES) if path.is_file()), None)
+        return there.relative_to(self.folder).as_posix() if there is not None else f"scenario {base}"
+
+    def _max_turns_source(self, source: str, default: bool) -> str:
+        # Where the run's max_turns came from, as the settings know it: a CONVY_ variable set in
+        # the environment wins over the project's .env, as pydantic-settings reads them.
+        if default:
+            return "convy's default"
+        if not source:
+            return "as the run's settings give it"
+        if source.startswith("CONVY_"):
+            where = "the environment" if any(name.upper() == source for name in os.environ) else ".env"
+            return f"from {source} in {where}"
+        return f"from {source} in pyproject.toml"
 
     def fitting(self, prompt: Prompt, settings: Settings, scenarios: tuple[Scenario, ...]) -> None:
         """Check that every scenario with a simulated user fills every slot of the simulator

@@ -674,6 +674,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         ``review`` says such faults are counted.
         """
         limit = self.max_turns or max_turns
+        if not self.user.strip():  # with no user the dialogue is exactly the script: a run's max_turns
+            limit = max(limit, len(self.script))  # below it is refused before (Project.scripted), bar the default
         started = _STARTS.now()
         clock = time.monotonic()
         waits = Waits(asyncio.get_running_loop().time())
