@@ -203,7 +203,7 @@ WRITTEN = [
      F + "judge[0].check.not_said: empty, and an empty pattern matches every reply: give the text to look for, or leave not_said out"),
     ("a with value left blank", {S: SEATS + "  - check: {called: change_seat, with: {seat: }}\n"}, ("check",), {},
      F + "judge[0].check.with.seat: no value (YAML reads seat: with nothing after it as null): write the value the agent "
-     "must pass, in quotes when it is text (seat: '12A')"),
+     "must pass, in quotes when it is text (seat: '12A'), or null for a null"),
     ("a slot in a tag", {S: "vars: {ref: XYZ789}\ntags: ['{{ ref }}']\n" + GREETING}, ("check",), {},
      F + "tags[0]: '{{ ref }}' has a slot, and a tag is never filled: write the tag itself"),
     ("a slot in the id", {S: "vars: {ref: XYZ789}\nid: 'booking-{{ ref }}'\n" + GREETING}, ("check",), {},

@@ -309,6 +309,40 @@ def test_a_json_agent_without_calls_is_refused_where_a_scenario_checks_tool_call
     assert greeted.returncode == 0, greeted.stdout + greeted.stderr
 
 
+def test_a_null_written_in_with_asks_for_a_null_argument(tmp_path: Path) -> None:
+    """with: {coupon: null} (or ~) is written on purpose: the agent must pass null, and is judged
+    so; a value left out (coupon: with nothing after it) is still refused."""
+    def reply(data: object) -> dict[str, object]:
+        call = {"name": "lookup_booking", "arguments": {"ref": "XYZ789", "coupon": None, "opts": {"a": [1, None]}}}
+        return {"reply": "Your booking XYZ789.", "tool_calls": [call]}
+
+    scenarios = {
+        "null.yaml": "script: [my booking is XYZ789]\njudge:\n  - check: {called: lookup_booking, with: {coupon: null, opts: {a: [1, ~]}}}\n",
+        "other.yaml": "script: [my booking is XYZ789]\njudge:\n  - check: {called: lookup_booking, with: {ref: null}}\n",
+    }
+    with StandIn(agent_reply=reply) as server:
+        folder = project(tmp_path, scenarios, airline(server.url, "tool_calls"), "airline")
+        ran = convy(folder, "run")
+        (folder / "scenarios" / "blank.yaml").write_text(
+            "script: [Hi]\njudge:\n  - check: {called: lookup_booking, with: {coupon: }}\n", encoding="utf-8"
+        )
+        checked = convy(folder, "check")
+    assert ran.returncode == 3, ran.stdout + ran.stderr  # a scenario failed the pass rule
+    assert "airline: 1 passed, 1 failed, 0 not judged of 2 attempts" in ran.stdout
+    (attempt,) = [
+        json.loads(line)
+        for path in folder.glob("results/airline/*/attempts.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if json.loads(line)["scenario"] == "other"
+    ]
+    assert "never with ref=None: it was given (ref='XYZ789', coupon=None, " in json.dumps(attempt)
+    assert (checked.returncode, checked.stderr.splitlines()[0]) == (
+        2,
+        "convy: scenarios/blank.yaml: judge[0].check.with.coupon: no value (YAML reads coupon: with nothing after it as "
+        "null): write the value the agent must pass, in quotes when it is text (coupon: '12A'), or null for a null",
+    )
+
+
 def test_a_json_agent_that_reads_its_calls_in_its_own_answer_is_played(tmp_path: Path) -> None:
     """A subclass of JsonAgent whose answer() makes the calls from its replies itself reports them
     its own way: no calls= is needed, check and run play it and its called check is decided."""

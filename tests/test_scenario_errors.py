@@ -320,7 +320,13 @@ BROKEN: list[tuple[str, str, str]] = [
         "a with value left null",
         "script: [seat 12A]\njudge:\n  - check: {called: change_seat, with: {seat: }}\n",
         "scenarios/refund.yaml: judge[0].check.with.seat: no value (YAML reads seat: with nothing after it as null): "
-        "write the value the agent must pass, in quotes when it is text (seat: '12A')",
+        "write the value the agent must pass, in quotes when it is text (seat: '12A'), or null for a null",
+    ),
+    (
+        "a with value left out of a list",
+        "script: [seat 12A]\njudge:\n  - check:\n      called: change_seat\n      with:\n        seats:\n          - 12A\n          -\n",
+        "scenarios/refund.yaml: judge[0].check.with.seats[1]: no value (YAML reads - with nothing after it as null): "
+        "write the value the agent must pass, in quotes when it is text (- '12A'), or null for a null",
     ),
     (
         "a slot in the id",

@@ -1083,6 +1083,7 @@ class Written(msgspec.Struct, frozen=True):
     as a claim. Looked for where a file is read only: a run's kept scenario reads back as kept."""
 
     data: dict[Any, Any]
+    blanks: frozenset[str] = frozenset()  # the paths of values left out (YamlData.blanks), not a null written
 
     PATTERNS: ClassVar[tuple[str, ...]] = ("said", "not_said")
     NAMES: ClassVar[tuple[str, ...]] = ("called", "not_called")
@@ -1213,18 +1214,21 @@ class Written(msgspec.Struct, frozen=True):
             )
             yield f"{place}: {shown} matches every reply, even an empty one, so the check {decided}: {fix}"
 
-    def _arguments(self, place: str, given: dict[Any, Any], names: set[str]) -> Iterator[str]:
-        for key, value in given.items():
+    def _arguments(self, place: str, given: dict[Any, Any] | list[Any], names: set[str]) -> Iterator[str]:
+        # A null written (null or ~) is a value the agent must pass, null; nothing written is a slip.
+        items = given.items() if isinstance(given, dict) else enumerate(given)
+        for key, value in items:
+            at, shown = (f"{place}.{key}", f"{key}:") if isinstance(given, dict) else (f"{place}[{key}]", "-")
             match value:
-                case None:
+                case None if at in self.blanks:
                     yield (
-                        f"{place}.{key}: no value (YAML reads {key}: with nothing after it as null): write the value "
-                        f"the agent must pass, in quotes when it is text ({key}: '12A')"
+                        f"{at}: no value (YAML reads {shown} with nothing after it as null): write the value "
+                        f"the agent must pass, in quotes when it is text ({shown} '12A'), or null for a null"
                     )
                 case str():
-                    yield from self._braced(f"{place}.{key}", value, names)
-                case dict():
-                    yield from self._arguments(f"{place}.{key}", value, names)
+                    yield from self._braced(at, value, names)
+                case dict() | list():
+                    yield from self._arguments(at, value, names)
                 case _:
                     pass
 
@@ -1259,9 +1263,10 @@ class ScenarioFile(msgspec.Struct, frozen=True):
 
     def scenario(self) -> Scenario:
         try:
-            data = YamlFile(self.path, self.shown).data()
+            read = YamlFile(self.path, self.shown).read()
         except ConfigurationError as error:
             raise ScenarioError((str(error),)) from None
+        data = read.data
         match data:
             case dict():
                 pass
@@ -1285,7 +1290,7 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         # A share written as text ("80%") is told how to write it, as a number out of range is.
         shares = {"fail_under: expected a number, got text": "fail_under: expected a number, got text (0.8 for 80%)"}
         problems.extend(f"{self.shown}: {shares.get(line, line)}" for line in Layout(Scenario).problems(written))
-        problems.extend(f"{self.shown}: {line}" for line in Written(data).problems())
+        problems.extend(f"{self.shown}: {line}" for line in Written(data, read.blanks).problems())
         problems = list(dict.fromkeys(problems))
         if problems:
             raise ScenarioError(tuple(problems))

@@ -144,6 +144,14 @@ StrictLoader.add_implicit_resolver(f"{_TAG}null", re.compile(rf"^(?:{_NULL.patte
 StrictLoader.add_implicit_resolver(f"{_TAG}merge", re.compile(r"^(?:<<)$"), ["<"])
 
 
+class YamlData(msgspec.Struct, frozen=True):
+    """A YAML file's data, and the paths (``judge[0].check.with.seat``) of the values left out:
+    ``seat:`` with nothing after it, which YAML reads as null as it reads ``seat: null``."""
+
+    data: Any
+    blanks: frozenset[str] = frozenset()
+
+
 class YamlFile(msgspec.Struct, frozen=True):
     """A YAML file, shown in errors by ``shown`` (its path as the user knows it)."""
 
@@ -165,6 +173,10 @@ class YamlFile(msgspec.Struct, frozen=True):
     def data(self) -> Any:
         """The file's data; anything convy cannot read is a ``ConfigurationError`` naming the file
         and, where there is one, the field."""
+        return self.read().data
+
+    def read(self) -> YamlData:
+        """The file's data, and where a value was left out (``YamlData.blanks``), as ``data``."""
         try:
             with RegularFile(self.path).opened() as stream:  # a FIFO or a device is refused, never waited on
                 raw = stream.read(self.MAX_BYTES + 1)
@@ -186,9 +198,10 @@ class YamlFile(msgspec.Struct, frozen=True):
         try:
             root = loader.get_single_node()
             if root is None:
-                return None
-            self._checked(root, "", set())
-            return loader.construct_document(root)
+                return YamlData(None)
+            blanks: set[str] = set()
+            self._checked(root, "", set(), blanks)
+            return YamlData(loader.construct_document(root), frozenset(blanks))
         except Refused as error:
             raise self._said(error.problem_mark, error.path, str(error.problem)) from None
         except yaml.reader.ReaderError as error:
@@ -202,7 +215,7 @@ class YamlFile(msgspec.Struct, frozen=True):
         finally:
             loader.dispose()
 
-    def _checked(self, node: yaml.Node, path: str, seen: set[int]) -> None:
+    def _checked(self, node: yaml.Node, path: str, seen: set[int], blanks: set[str]) -> None:
         # Depth is bounded by the loader, so this recursion is too; a node reached again through
         # an alias was checked the first time.
         if id(node) in seen:
@@ -212,9 +225,11 @@ class YamlFile(msgspec.Struct, frozen=True):
         match node:
             case yaml.ScalarNode(value=text) if kind in ("str", "int", "float", "bool", "null"):
                 self._scalar(node, path, kind, text)
+                if kind == "null" and not text:  # nothing after "key:" (or "-"), not a null written
+                    blanks.add(path)
             case yaml.SequenceNode(value=items) if kind == "seq":
                 for number, item in enumerate(items):
-                    self._checked(item, f"{path}[{number}]", seen)
+                    self._checked(item, f"{path}[{number}]", seen, blanks)
             case yaml.MappingNode(value=pairs) if kind == "map":
                 keys: set[str] = set()
                 for key, value in pairs:
@@ -222,7 +237,7 @@ class YamlFile(msgspec.Struct, frozen=True):
                     if name in keys:
                         raise self._problem(key, "", f"the key {name!r} is given twice")
                     keys.add(name)
-                    self._checked(value, f"{path}.{name}" if path else name, seen)
+                    self._checked(value, f"{path}.{name}" if path else name, seen, blanks)
             case yaml.SequenceNode() | yaml.MappingNode() if kind in self.KINDS:
                 raise self._problem(node, path, f"the tag {self._tag(node)} does not fit {self.KINDS[self._kind_of(node)]}")
             case _:
