@@ -469,7 +469,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             given = ", ".join(f"{slot}={values[slot]!r}" for slot in slots if slot in values)
             cut = Written.SHOWN
             raise ValueError(
-                f"{place}: {text[:cut]!r} filled with {given} is /{made[:cut]}/, which {unsound}"
+                f"{place}: /{_written(text[:cut])}/ filled with {given} is /{_written(made[:cut])}/, which {unsound}"
                 + (f": {text.replace('$', chr(92) + '$')[:cut]}" if unsound.endswith("dollar sign") and text.count("$") == 1 else "")
             )
 
@@ -1092,6 +1092,12 @@ _BRACED = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}?(?!\})")
 _KEYED = re.compile(r"\s*(\{\s*)?(check|called|not_called|said|not_said|claim)\s*:")
 
 
+def _written(text: str) -> str:
+    """A pattern as a line shows it, between slashes: a newline or other control character in it
+    written as its escape (``\\n``), so the line stays one line."""
+    return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)
+
+
 def _unsound(field: str, pattern: Pattern) -> str:
     """Why a check's pattern (one convy can match) would decide it the same way whatever the agent
     said, with the fix, or "": an anchor that can never match, or a pattern that matches every reply."""
@@ -1123,7 +1129,7 @@ def _unsound(field: str, pattern: Pattern) -> str:
     decided = "always holds" if field == "said" else "always fails"
     bare = Pattern(pattern.text.strip("|"))
     fix = (
-        f"drop the empty alternative: /{bare.text if len(bare.text) <= Written.SHOWN else bare.text[: Written.SHOWN] + '...'}/"
+        f"drop the empty alternative: /{_written(bare.text if len(bare.text) <= Written.SHOWN else bare.text[: Written.SHOWN] + '...')}/"
         if bare.text != pattern.text and bare.text and not bare.problem() and not _unsound(field, bare)
         else "give it text the reply must hold"
         if field == "said"
@@ -1261,7 +1267,7 @@ class Written(msgspec.Struct, frozen=True):
     def _pattern(self, place: str, field: str, pattern: Pattern) -> Iterator[str]:
         unsound = _unsound(field, pattern)
         if unsound:
-            yield f"{place}: /{self._cut(pattern.text)}/ {unsound}"
+            yield f"{place}: /{_written(self._cut(pattern.text))}/ {unsound}"
 
     def _arguments(self, place: str, given: dict[Any, Any], names: set[str]) -> Iterator[str]:
         for key, value in given.items():
