@@ -464,7 +464,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         slots = sorted(Slotted(text).slots())
         if any(slot in self.matrix and values.get(slot) == slot for slot in slots) or Pattern(made).problem():
             return
-        unsound = _unsound(place.rsplit(".", 1)[-1], Pattern(made))
+        field = place.rsplit(".", 1)[-1]
+        if not Pattern(text).problem() and _unsound(field, Pattern(text)):
+            return  # unsound as written, slots and all: said once, by Written
+        unsound = _unsound(field, Pattern(made))
         if unsound:
             given = ", ".join(f"{slot}={values[slot]!r}" for slot in slots if slot in values)
             cut = Written.SHOWN
