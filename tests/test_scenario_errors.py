@@ -1034,3 +1034,12 @@ def test_a_tag_in_another_case_is_said_with_its_spelling(tmp_path: Path) -> None
     matching = Matching(tags=("Smoke",))
     assert matching.unmatched(scenarios)
     assert matching.missed(scenarios) == "no scenario matches: --tag Smoke: no scenario has it; a tag is matched as written: --tag smoke"
+
+
+def test_a_pattern_unsound_with_its_slots_is_said_once(tmp_path: Path) -> None:
+    """A pattern stranded as written and still once filled is one line, not one for each."""
+    error = problem(written(tmp_path, {"refund.yaml": "vars: {x: '5'}\nscript: [Hi]\njudge:\n  - check: {said: 'costs $4 {{ x }}'}\n"}))
+    assert error.problems == (
+        "scenarios/refund.yaml: judge[0].check.said: /costs $4 {{ x }}/ can never match: $ is the end of the reply "
+        "(or of a line, with (?m)), and text follows it; write \\$ for a dollar sign",
+    )
