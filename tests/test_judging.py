@@ -152,6 +152,15 @@ def test_not_said_fails_naming_what_and_where() -> None:
     assert claim == Claim("never said /refund/", False, "agent said 'refund' in turn 3", by="code")
 
 
+def test_an_empty_match_quotes_the_reply() -> None:
+    """A pattern that matched nothing at all (``x*`` at the start) quotes the reply it was found in,
+    not an empty text, so the failure shows what the agent said."""
+    claim = Check(not_said="x*").claim(SHOP)
+    assert (claim.held, claim.reason) == (False, "agent said 'Sorry to hear that.' in turn 1")
+    long = transcript(turn("Hi", Answer("word " * 20)))
+    assert Check(not_said="x*").claim(long).reason == f"agent said {('word ' * 8)!r}... in turn 1".replace("'...", "...'")
+
+
 def test_not_said_holds() -> None:
     """`not_said` holds when no answer matches."""
     claim = Check(not_said="(?i)guarantee").claim(SHOP)

@@ -246,6 +246,25 @@ WRITTEN = [
      "the scenario max_turns: 12 or more, or raise the run's"),
 ]
 
+# Found by the second outside audit: a pattern filled from a slot, a newline after $, not_said's fix.
+WRITTEN += [
+    ("a dollar sign before a slot in a said pattern", {S: "vars: {amount: '12.00'}\nscript: ['It costs $12.00']\njudge:\n  - check: {said: '${{ amount }}'}\n"},
+     ("check",), {}, F + "judge[0].check.said: /${{ amount }}/ filled with amount='12.00' is /$12\\.00/, which can never match: "
+     "$ is the end of the reply (or of a line, with (?m)), and text follows it; write \\$ for a dollar sign: \\${{ amount }}"),
+    ("a slot filled empty before an alternative", {S: "vars: {ref: ''}\nscript: [Hi]\njudge:\n  - check: {not_said: '{{ ref }}|sorry'}\n"},
+     ("check",), {}, F + "judge[0].check.not_said: /{{ ref }}|sorry/ filled with ref='' is /|sorry/, which matches every reply, "
+     "even an empty one, so the check always fails: drop the empty alternative: /sorry/"),
+    ("a matrix value that strands an anchor", {S: "matrix: {p: ['', x]}\nscript: [Hi]\njudge:\n  - check: {said: 'Hi$\\n{{ p }}'}\n"},
+     ("check",), {}, F + "judge[0].check.said: /Hi$\\n{{ p }}/ filled with p='' is /Hi$\\n/, which can never match: without (?m), $ is the end of the reply, and a "
+     "newline follows it; start it with (?m) for the end of a line, or leave out the newline"),
+    ("a newline after $ without (?m)", {S: SEATS + "  - check: {said: \"Hi$\\n\"}\n"}, ("check",), {},
+     F + "judge[0].check.said: /Hi$\\n/ can never match: without (?m), $ is the end of the reply, and a newline follows it; "
+     "start it with (?m) for the end of a line, or leave out the newline"),
+    ("a not_said of anything", {S: SEATS + "  - check: {not_said: '.*'}\n"}, ("check",), {},
+     F + "judge[0].check.not_said: /.*/ matches every reply, even an empty one, so the check always fails: give it text the reply must not hold"),
+]
+
+
 def test_the_default_max_turns_cuts_no_script_with_no_user(tmp_path: Path) -> None:
     """README: with script and no user, the dialogue is exactly the script; max_turns left at
     convy's default (10) neither refuses a longer script nor cuts it: the last message is said."""
@@ -981,3 +1000,23 @@ def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
         AROUND, OPTIONS, AS_MEANT,
     )
     assert sum(len(table) for table in tables) >= 60
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["'check: {said: Hi}'", "'said: Hi'", "'{said: Hi}'", "'claim: the agent greets back'", "'check: the agent greets the user back'", "'check:'"],
+)
+def test_a_quoted_entry_is_refused_only_with_a_fix_that_passes(tmp_path: Path, entry: str) -> None:
+    """A judge entry in quotes that reads as a check or claim is refused with a fix; the fix, written
+    in its place, passes check. One that reads as no sound check is a claim's text, and passes as it is."""
+    folder = project(tmp_path, {S: f"script: [Hi!]\njudge:\n  - {entry}\n"})
+    done = convy(folder, "check")
+    if entry in ("'check: the agent greets the user back'", "'check:'"):
+        # read as a claim: only the missing judge model is said (this project has none)
+        assert done.returncode == 7 and "judge[0]" not in done.stderr, done.stderr
+        return
+    assert done.returncode == 2, done.stderr
+    fix = done.stderr.splitlines()[0].split("write it without the quotes, ", 1)[1]
+    (folder / S).write_text(f"script: [Hi!]\njudge:\n  {fix}\n")
+    fixed = convy(folder, "check")
+    assert fixed.returncode in (0, 7) and "judge[0]" not in fixed.stderr, fixed.stderr

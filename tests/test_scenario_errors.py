@@ -13,6 +13,7 @@ import hypothesis
 import pytest
 from hypothesis import strategies
 
+from convy.pattern import Pattern
 from convy.problems import ScenarioError
 from convy.scenario import Scenario, Scenarios
 
@@ -303,7 +304,7 @@ BROKEN: list[tuple[str, str, str]] = [
         "a pattern that is only flags",
         "script: [refund please]\njudge:\n  - check: {not_said: '(?s)'}\n",
         "scenarios/refund.yaml: judge[0].check.not_said: /(?s)/ matches every reply, even an empty one, so the check "
-        "always fails: give it text the reply must hold",
+        "always fails: give it text the reply must not hold",
     ),
     (
         "a pattern left empty beside another",
@@ -765,7 +766,6 @@ def test_bytes_that_are_not_utf8_name_the_line(tmp_path: Path, case: str, raw: b
 
 def test_a_pattern_nested_5000_deep_is_read_and_matched(tmp_path: Path) -> None:
     """Groups nested 5000 deep, past what Python's re could compile, are read: RE2 parses them without recursing."""
-    from convy.pattern import Pattern
 
     (rule,) = read(tmp_path, "user: hi\njudge:\n  - check: {said: '" + "(" * 5000 + "a" + ")" * 5000 + "'}\n").judge
     assert rule.check is not None and Pattern(rule.check.said).found("xa") == "a"
@@ -990,12 +990,46 @@ def test_every_problem_of_a_file_is_named(tmp_path: Path, case: str, text: str, 
 
 @pytest.mark.parametrize(
     "pattern",
-    ["(?m)^Sure", "end$", "(12A$)|14C", "costs \\$4\\.99", "[$]4", "[]$]x", "^$", "a$?b", "(?i)refund|credit", "\\d+\\^2"],
+    [
+        "(?m)^Sure", "end$", "(12A$)|14C", "costs \\$4\\.99", "[$]4", "[]$]x", "^$", "a$?b", "(?i)refund|credit", "\\d+\\^2",
+        # found by the second outside audit: text in \Q...\E, an anchor among alternatives, a code
+        # point or a class in braces, a class holding braces, a group opening before a caret
+        "\\Q$5\\E", "\\Q$5.00\\E", "x\\Qa^b\\E", "(?:USD|$)5", "don\\x{2019}t", "[\\x{2018}\\x{2019}']", "[{,}]",
+        "\\p{Greek}{2}", "\\P{Greek}+", "(?:^a)", "(?i:^hi)", "(?P<w>^x)", "(?m)Hi$\\n", "a$|b", "[[:alpha:]]{2}",
+    ],
 )
 def test_a_sound_pattern_with_anchors_is_read(tmp_path: Path, pattern: str) -> None:
-    """Anchors where they can match, escaped or in a class are not refused."""
-    scenario = read(tmp_path, f"script: [Hi]\njudge:\n  - check: {{said: '{pattern}'}}\n")
+    """Anchors where they can match, escaped or in a class or in \\Q...\\E are not refused, nor
+    braces that are no count."""
+    quoted = pattern.replace("'", "''")
+    scenario = read(tmp_path, f"script: [Hi]\njudge:\n  - check: {{said: '{quoted}'}}\n")
     assert scenario.judge[0].check.said == pattern  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "anchor"),
+    [
+        ("costs $4.99", "$"), ("x^2", "^"), ("Hi$\n", "$\n"), ("Hi$\\n", "$\n"), ("a\n^b", "\n^"), ("a$b|c$d", "$"),
+        ("\\Q5\\E$x", "$"), ("(?:a$)b", "$"), ("\\x{2019}^s", "^"), ("(?:a|b)$c", "$"),
+        ("a$b|c", ""), ("(?:USD|$)5", ""), ("(?m)Hi$\n", ""), ("(a$)?b", ""), ("a\\b^", ""),
+    ],
+)
+def test_a_stranded_anchor_is_said_only_when_certain(pattern: str, anchor: str) -> None:
+    """An anchor is said to strand its pattern only when no alternative could match: one alternative
+    of the whole pattern or of its group that is sound is enough to keep quiet."""
+    assert Pattern(pattern).stranded() == anchor
+
+
+@pytest.mark.parametrize("pattern", ["don\\x{2019}t", "\\p{Greek}{2}", "\\P{L}", "[{,}]", "[\\x{2018}\\x{2019}]", "\\Q{,3}\\E"])
+def test_braces_that_are_no_count_are_read(pattern: str) -> None:
+    """A code point's braces, a property's, and braces in a class or in \\Q...\\E are no count."""
+    assert Pattern(pattern).problem() == ""
+
+
+def test_a_claim_that_starts_with_check_is_a_claim(tmp_path: Path) -> None:
+    """A quoted entry that starts "check:" but reads as no check is a claim's text, read as it is."""
+    scenario = read(tmp_path, "script: [Hi!]\njudge:\n  - 'check: the agent greets the user back'\n  - 'check:'\n")
+    assert scenario.judge == ("check: the agent greets the user back", "check:")
 
 
 def test_a_tag_in_another_case_is_said_with_its_spelling(tmp_path: Path) -> None:
@@ -1006,3 +1040,12 @@ def test_a_tag_in_another_case_is_said_with_its_spelling(tmp_path: Path) -> None
     matching = Matching(tags=("Smoke",))
     assert matching.unmatched(scenarios)
     assert matching.missed(scenarios) == "no scenario matches: --tag Smoke: no scenario has it; a tag is matched as written: --tag smoke"
+
+
+def test_a_pattern_unsound_with_its_slots_is_said_once(tmp_path: Path) -> None:
+    """A pattern stranded as written and still once filled is one line, not one for each."""
+    error = problem(written(tmp_path, {"refund.yaml": "vars: {x: '5'}\nscript: [Hi]\njudge:\n  - check: {said: 'costs $4 {{ x }}'}\n"}))
+    assert error.problems == (
+        "scenarios/refund.yaml: judge[0].check.said: /costs $4 {{ x }}/ can never match: $ is the end of the reply "
+        "(or of a line, with (?m)), and text follows it; write \\$ for a dollar sign",
+    )

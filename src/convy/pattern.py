@@ -22,8 +22,12 @@ from typing import ClassVar
 import msgspec
 import re2  # no types of its own: see [tool.mypy] in pyproject.toml
 
-# A count in braces, after any escaped character has been stepped over (so ``\{9999}`` is text).
-_COUNTS = re.compile(r"\\.|\{(\d*)(,?)(\d*)\}", re.DOTALL)
+# A count in braces, read in a pattern's skeleton (``Pattern._skeleton``: ``\{9999}``, ``\x{2019}``,
+# ``[{,}]`` are no counts).
+_COUNTS = re.compile(r"\{(\d*)(,?)(\d*)\}")
+# A group's opening with its flags or name, ``(?:``, ``(?i:``, ``(?P<name>``; and flags alone, ``(?i)``.
+_OPENING = re.compile(r"\(\?(?:[A-Za-z-]*:|P?<[^>]*>)")
+_FLAGS = re.compile(r"\(\?([A-Za-z-]*)\)")
 
 
 class Pattern(msgspec.Struct, frozen=True):
@@ -45,10 +49,8 @@ class Pattern(msgspec.Struct, frozen=True):
 
     def problem(self) -> str:
         """Why convy cannot match this pattern, or "" when it can."""
-        for found in _COUNTS.finditer(self.text):
+        for found in _COUNTS.finditer(self._skeleton()):
             low, comma, high = found.groups()
-            if found.group(0).startswith("\\"):
-                continue
             if comma and not low:
                 # Python reads {,n} as {0,n}; RE2 reads it as text. Say which was meant.
                 return f"{found.group(0)} would be matched as text: write {{0,{high}}} to repeat, or \\{found.group(0)}"
@@ -72,8 +74,9 @@ class Pattern(msgspec.Struct, frozen=True):
 
     # Replies a pattern that holds of every reply matches, the empty one first.
     PROBES: ClassVar[tuple[str, ...]] = ("", "x", "No.", " \n")
-    # What an anchor needs beside it to match: the characters that are not text of their own.
-    _SYNTAX: ClassVar[str] = "|()?*+{}[].^$\\\n"
+    # What an anchor needs beside it to match, in the skeleton: the characters that are not text of
+    # their own ("." stands for a class or an escape such as \d, \b, \z; "a" for a character of text).
+    _SYNTAX: ClassVar[str] = "|()?*+{}[].^$\\"
 
     def anywhere(self) -> bool:
         """Whether it matches every reply, even an empty one (``refund|``, ``.*``, ``(?s)``): a
@@ -81,40 +84,99 @@ class Pattern(msgspec.Struct, frozen=True):
         return all(self.found(text) is not None for text in self.PROBES)
 
     def stranded(self) -> str:
-        """The anchor that can never match, or "": a ``$`` (the end of the reply, or of a line with
-        ``(?m)``) with a character of text after it, or a ``^`` (the start) with one before it, as
-        in ``costs $4.99``. Escaped ones (``\\$``) and those in a class (``[$]``) are text."""
-        text, at, within, before = self.text, 0, False, ""
+        """The anchor that makes it never match, or "": ``$`` (the end of the reply, or of a line
+        with ``(?m)``) with a character of text after it, as in ``costs $4.99``; ``^`` (the start)
+        with one before it; ``$\\n`` and ``\\n^``, a newline beside an anchor without ``(?m)``.
+        Escaped anchors (``\\$``), those in a class (``[$]``) or in ``\\Q...\\E`` are text. Said only
+        when certain: an anchor in a group with alternatives, ``(?:USD|$)5``, is passed over, and
+        with alternatives at the top every one of them must be stranded."""
+        skeleton = self._skeleton()
+        anchors: list[str] = []
+        start, depth = 0, 0
+        for at, char in enumerate(skeleton + "|"):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if char == "|" and depth <= 0:
+                anchors.append(self._anchor(skeleton[start:at]))
+                start = at + 1
+        return anchors[0] if all(anchors) else ""
+
+    def _anchor(self, skeleton: str) -> str:
+        """The first certain stranded anchor of one top-level alternative's skeleton, or ""."""
+        opened: list[bool] = []  # for each open group, whether it has alternatives
+        chosen = self._alternated(skeleton)
+        for at, char in enumerate(skeleton):
+            if char == "(":
+                opened.append(at in chosen)
+            elif char == ")" and opened:
+                opened.pop()
+            if any(opened) or char not in "^$":
+                continue
+            if char == "^":
+                before = skeleton[at - 1 : at] if at else ""
+                if before and before not in self._SYNTAX and skeleton[at + 1 : at + 2] not in ("?", "*", "{"):
+                    return "\n^" if before == "\n" else "^"
+                continue
+            after = at + 1
+            while skeleton[after : after + 1] == ")":
+                after += 1
+            following = skeleton[after : after + 1]
+            if following and following not in self._SYNTAX and skeleton[after + 1 : after + 2] not in ("?", "*", "{"):
+                return "$\n" if following == "\n" else "$"
+        return ""
+
+    @staticmethod
+    def _alternated(skeleton: str) -> set[int]:
+        """Where each group of the skeleton that has alternatives of its own opens."""
+        stack: list[int] = []
+        chosen: set[int] = set()
+        for at, char in enumerate(skeleton):
+            if char == "(":
+                stack.append(at)
+            elif char == ")" and stack:
+                stack.pop()
+            elif char == "|" and stack:
+                chosen.add(stack[-1])
+        return chosen
+
+    def _skeleton(self) -> str:
+        """The pattern with each piece that is one thing written as one character: an escaped
+        character of text (``\\$``, ``\\x{2019}``) and each character of ``\\Q...\\E`` as "a", a
+        class (``[{,}]``) or any other escape (``\\d``, ``\\p{Greek}``, ``\\z``) as ".", a group's
+        opening (``(?:``, ``(?P<n>``) as "(", flags alone (``(?i)``) as nothing; the rest as written.
+        A newline (written or ``\\n``) stays a newline, text, unless an ``m`` flag is set anywhere."""
+        text, at, out = self.text, 0, []
+        multiline = re.search(r"\(\?[A-Za-z-]*m", text) is not None
+        newline = "." if multiline else "\n"
         while at < len(text):
             char = text[at]
-            if char == "\\":
-                escaped = text[at + 1 : at + 2]
-                before = escaped if escaped and not escaped.isalnum() else ""  # \$ is a "$"; \d, \b are not one
-                at += 2
-                continue
-            if within:
-                within = char != "]"
-                before = "" if within else "]"
+            if text.startswith("\\Q", at):
+                end = text.find("\\E", at + 2)
+                end = len(text) if end < 0 else end
+                out.append("a" * (end - at - 2))
+                at = end + 2
+            elif char == "\\":
+                letter = text[at + 1 : at + 2]
+                after = _escape_end(text, at)
+                out.append(
+                    newline
+                    if letter == "n"
+                    else "a"
+                    if (letter and not letter.isalnum()) or letter in ("x", "t", "r", "f", "v", "a")
+                    else "."
+                )
+                at = after
+            elif char == "[":
+                at = _class_end(text, at)
+                out.append(".")
+            elif opening := _OPENING.match(text, at):
+                out.append("(")
+                at = opening.end()
+            elif flags := _FLAGS.match(text, at):
+                at = flags.end()
+            else:
+                out.append(newline if char == "\n" else char)
                 at += 1
-                continue
-            if char == "[":
-                within, before = True, ""
-                at += 1
-                at += text[at : at + 1] == "^"
-                at += text[at : at + 1] == "]"  # a "]" first in a class is one of its characters
-                continue
-            if char == "^" and before and before not in self._SYNTAX:
-                return "^"
-            if char == "$":
-                after = at + 1
-                while text[after : after + 1] == ")":
-                    after += 1
-                following = text[after : after + 1]
-                if following and following not in self._SYNTAX and text[after + 1 : after + 2] not in ("?", "*", "{"):
-                    return "$"
-            before = char
-            at += 1
-        return ""
+        return "".join(out)
 
     def found(self, text: str) -> str | None:
         """The leftmost match of this pattern in ``text``, or ``None``."""
@@ -131,3 +193,32 @@ class Pattern(msgspec.Struct, frozen=True):
         options.max_mem = self.MAX_MEM
         options.never_capture = True
         return re2.compile(self.text.encode("utf-8", "surrogatepass"), options)
+
+
+def _escape_end(text: str, at: int) -> int:
+    """Where the escape at ``at`` (a backslash) ends: ``\\x{2019}``, ``\\p{Greek}`` take their braces."""
+    letter = text[at + 1 : at + 2]
+    if letter in ("x", "p", "P"):
+        if text[at + 2 : at + 3] == "{":
+            close = text.find("}", at + 3)
+            return len(text) if close < 0 else close + 1
+        return at + (4 if letter == "x" else 3)  # \x41, \pL
+    return at + 2
+
+
+def _class_end(text: str, at: int) -> int:
+    """Where the class opened at ``at`` (a "[") ends, its "]" taken in: ``[]a]``, ``[^]]``,
+    ``[[:alpha:]]`` and escapes inside (``[\\]]``) are stepped over."""
+    at += 1
+    at += text[at : at + 1] == "^"
+    at += text[at : at + 1] == "]"  # a "]" first in a class is one of its characters
+    while at < len(text):
+        if text[at] == "\\":
+            at = _escape_end(text, at)
+        elif text.startswith("[:", at) and text.find(":]", at + 2) >= 0:
+            at = text.find(":]", at + 2) + 2
+        elif text[at] == "]":
+            return at + 1
+        else:
+            at += 1
+    return at

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import msgspec
+import yaml
 
 from convy.agent import Agent, AgentFailure, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import WAITS, Busy, Wait, Waits
@@ -256,7 +257,10 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         for number, turn in enumerate(transcript.turns, start=1):
             found = pattern.found(turn.answer.text)
             if found is not None:
-                reason = f"agent said {found!r} in turn {number}"
+                # An empty match (a not_said of "refund|") quotes nothing: the reply is shown instead.
+                reply = turn.answer.text
+                shown = found or (reply if len(reply) <= self.SHOWN_VALUE else reply[: self.SHOWN_VALUE] + "...")
+                reason = f"agent said {shown!r} in turn {number}"
                 return Claim(self.text(), bool(self.said), reason, by="code")
         reason = f"agent never said anything matching /{pattern.text}/"
         return Claim(self.text(), not self.said, reason, by="code")
@@ -441,6 +445,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     made = fill(f"{place}.check.{field}", text, shown)
                     if text and not made and not field.startswith("with"):
                         raise ValueError(f"{place}.check.{field}: empty once its slots are filled: give their values some text")
+                    if field in Written.PATTERNS and made != text:
+                        self._filled_pattern(f"{place}.check.{field}", text, made, values)
                     return made
 
                 return Rule(check=check.filled(checked, values))
@@ -450,6 +456,25 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     grades=tuple(fill(f"{place}.grades[{at}]", grade, str) for at, grade in enumerate(grades)),
                     pass_=fill(f"{place}.pass", bar, str),
                 )
+
+    def _filled_pattern(self, place: str, text: str, made: str, values: dict[str, Any]) -> None:
+        """A ``ValueError`` when a check's pattern, once its slots are filled from ``values``, can
+        never match or matches every reply (``${{ amount }}`` filled with 12.00 is ``$12\\.00``),
+        naming the values. Left alone while a matrix's slots hold their own names (the first look)."""
+        slots = sorted(Slotted(text).slots())
+        if any(slot in self.matrix and values.get(slot) == slot for slot in slots) or Pattern(made).problem():
+            return
+        field = place.rsplit(".", 1)[-1]
+        if not Pattern(text).problem() and _unsound(field, Pattern(text)):
+            return  # unsound as written, slots and all: said once, by Written
+        unsound = _unsound(field, Pattern(made))
+        if unsound:
+            given = ", ".join(f"{slot}={values[slot]!r}" for slot in slots if slot in values)
+            cut = Written.SHOWN
+            raise ValueError(
+                f"{place}: /{_written(text[:cut])}/ filled with {given} is /{_written(made[:cut])}/, which {unsound}"
+                + (f": {text.replace('$', chr(92) + '$')[:cut]}" if unsound.endswith("dollar sign") and text.count("$") == 1 else "")
+            )
 
     def _filled(
         self, values: dict[str, Any], variant: Variant | None, person: Persona | None = None, listed: str = "personas.yaml"
@@ -1074,6 +1099,52 @@ _BRACED = re.compile(r"(?<![{\\])\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}?(?!\})")
 _KEYED = re.compile(r"\s*(\{\s*)?(check|called|not_called|said|not_said|claim)\s*:")
 
 
+def _written(text: str) -> str:
+    """A pattern as a line shows it, between slashes: a newline or other control character in it
+    written as its escape (``\\n``), so the line stays one line."""
+    return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)
+
+
+def _unsound(field: str, pattern: Pattern) -> str:
+    """Why a check's pattern (one convy can match) would decide it the same way whatever the agent
+    said, with the fix, or "": an anchor that can never match, or a pattern that matches every reply."""
+    match pattern.stranded():
+        case "$":
+            return (
+                "can never match: $ is the end of the reply (or of a line, with (?m)), "
+                "and text follows it; write \\$ for a dollar sign"
+            )
+        case "^":
+            return (
+                "can never match: ^ is the start of the reply (or of a line, with (?m)), "
+                "and text comes before it; write \\^ for a caret"
+            )
+        case "$\n":
+            return (
+                "can never match: without (?m), $ is the end of the reply, and a newline follows it; "
+                "start it with (?m) for the end of a line, or leave out the newline"
+            )
+        case "\n^":
+            return (
+                "can never match: without (?m), ^ is the start of the reply, and a newline comes before it; "
+                "start it with (?m) for the start of a line, or leave out the newline"
+            )
+        case _:
+            pass
+    if not pattern.anywhere():
+        return ""
+    decided = "always holds" if field == "said" else "always fails"
+    bare = Pattern(pattern.text.strip("|"))
+    fix = (
+        f"drop the empty alternative: /{_written(bare.text if len(bare.text) <= Written.SHOWN else bare.text[: Written.SHOWN] + '...')}/"
+        if bare.text != pattern.text and bare.text and not bare.problem() and not _unsound(field, bare)
+        else "give it text the reply must hold"
+        if field == "said"
+        else "give it text the reply must not hold"
+    )
+    return f"matches every reply, even an empty one, so the check {decided}: {fix}"
+
+
 class Written(msgspec.Struct, frozen=True):
     """A scenario file's fields as its author wrote them (the mapping read, before it is converted),
     looked over for the mistakes that would convert and then play wrong without a word: a check
@@ -1149,14 +1220,14 @@ class Written(msgspec.Struct, frozen=True):
         match entry:
             case str(text):
                 keyed = _KEYED.match(text)
-                if keyed:
-                    written = text.strip()
-                    if keyed.group(2) in ("claim", "check"):
-                        fix = f"- {written}"
-                    elif keyed.group(1):
-                        fix = f"- check: {written}"
-                    else:
-                        fix = f"- check: {{{written}}}"
+                written = text.strip()
+                if keyed and keyed.group(2) in ("claim", "check"):
+                    fix = f"- {written}"
+                elif keyed and keyed.group(1):
+                    fix = f"- check: {written}"
+                else:
+                    fix = f"- check: {{{written}}}"
+                if keyed and self._sound(fix):
                     kind = "claim" if keyed.group(2) == "claim" else "check"
                     yield (
                         f"{place}: {self._cut(written)!r} is in quotes, so it is a claim's text the judge would be asked, "
@@ -1172,6 +1243,25 @@ class Written(msgspec.Struct, frozen=True):
                         yield from self._braced(f"{place}.{field}", entry[field], names)
             case _:
                 pass
+
+    @staticmethod
+    def _sound(fix: str) -> bool:
+        """Whether ``fix``, a judge entry written as YAML (``- check: {said: Hi}``), reads as a sound
+        entry that passes these looks too: only then is a quoted entry that reads so refused
+        ("check: the agent greets the user back" is a claim's text)."""
+        try:
+            entry = yaml.safe_load(fix)
+        except yaml.YAMLError:
+            return False
+        match entry:
+            case [dict() as mapping]:
+                try:
+                    msgspec.convert(mapping, Rule)
+                except (msgspec.ValidationError, ValueError):
+                    return False
+                return not any(Written({"judge": [mapping]}).problems())
+            case _:
+                return False
 
     def _check(self, place: str, check: dict[Any, Any], names: set[str]) -> Iterator[str]:
         for field in (*self.NAMES, *self.PATTERNS):
@@ -1192,27 +1282,9 @@ class Written(msgspec.Struct, frozen=True):
             yield from self._arguments(f"{place}.with", check["with"], names)
 
     def _pattern(self, place: str, field: str, pattern: Pattern) -> Iterator[str]:
-        anchor = pattern.stranded()
-        shown = f"/{self._cut(pattern.text)}/"
-        if anchor == "$":
-            yield (
-                f"{place}: {shown} can never match: $ is the end of the reply (or of a line, with (?m)), "
-                "and text follows it; write \\$ for a dollar sign"
-            )
-        elif anchor == "^":
-            yield (
-                f"{place}: {shown} can never match: ^ is the start of the reply (or of a line, with (?m)), "
-                "and text comes before it; write \\^ for a caret"
-            )
-        elif pattern.anywhere():
-            decided = "always holds" if field == "said" else "always fails"
-            bare = pattern.text.strip("|")
-            fix = (
-                f"drop the empty alternative: /{self._cut(bare)}/"
-                if bare != pattern.text and bare and not Pattern(bare).problem() and not Pattern(bare).anywhere()
-                else "give it text the reply must hold"
-            )
-            yield f"{place}: {shown} matches every reply, even an empty one, so the check {decided}: {fix}"
+        unsound = _unsound(field, pattern)
+        if unsound:
+            yield f"{place}: /{_written(self._cut(pattern.text))}/ {unsound}"
 
     def _arguments(self, place: str, given: dict[Any, Any] | list[Any], names: set[str]) -> Iterator[str]:
         # A null written (null or ~) is a value the agent must pass, null; nothing written is a slip.
