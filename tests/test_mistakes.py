@@ -951,6 +951,33 @@ def test_a_command_started_in_a_folder_of_the_project_says_where_the_project_is(
     assert not (folder / "scenarios" / "results").exists()
 
 
+def test_init_started_in_a_folder_of_a_project_is_refused(tmp_path: Path) -> None:
+    """`convy init demo` in scenarios/ built a project there, which the project around it then read
+    as its own: refused as check and run are, naming the project above."""
+    folder = project(tmp_path, {})
+    done = convy(folder / "scenarios", "init", "demo")
+    refused(done, folder, 2, "convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy init demo, or convy -C .. init demo")
+    assert not (folder / "scenarios" / "demo").exists()
+
+
+@pytest.mark.parametrize("command", [("report", "{id}"), ("compare", "{id}", "{id}"), ("export", "{id}"), ("labels", "show", "{id}")])
+def test_a_run_named_from_a_folder_of_the_project_is_refused_naming_the_project(
+    played: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """`convy report ID` in scenarios/ or in the run's own folder said no run matches: it names the
+    project above and the command to run there."""
+    folder = Path(shutil.copytree(played, tmp_path / "project"))
+    (kept,) = runs(folder)
+    given = tuple(word.format(id=kept.parent.name[-4:]) for word in command)
+    words = " ".join(given)
+    done = convy(folder / "scenarios", *given)
+    refused(done, folder, 2, f"convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy {words}, or convy -C .. {words}", before=frozenset({kept}))
+    inside = kept.parent.relative_to(folder).as_posix()
+    done = convy(kept.parent, *given)
+    line = f"convy: {inside}/ is a folder of the project in ../../.., not a project: cd ../../.. && convy {words}, or convy -C ../../.. {words}"
+    refused(done, folder, 2, line, before=frozenset({kept}))
+
+
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:
     tables = (
         SCENARIOS, WRITTEN, FILES, SETTINGS, CODE, PARTS, COMMANDS, PARSED, HISTORY, TEMPLATE, DEAD, PLAYED, MEANT,

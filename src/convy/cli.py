@@ -2382,6 +2382,27 @@ class Arguments(msgspec.Struct, frozen=True):
             command.add_argument("--" + name.replace("_", "-"), type=kind, metavar=metavar, help=said)
 
 
+class Whereabouts(msgspec.Struct, frozen=True):
+    """Where a command was started, against the project it is meant for: a command started in a
+    folder of a project (``scenarios/``, ``results/bot/<id>/``) is told the project above."""
+
+    project: Project
+    command: str
+    made: Path | None  # the folder ``convy init`` would make, or None
+
+    def above(self) -> Path | None:
+        """The project the command was started inside of, when it should be run there."""
+        match self.command:
+            case "init":
+                # A project made in scenarios/ would be read by the project around it.
+                return None if self.made is None else Project(self.made.resolve().parent).above()
+            case "report" | "compare" | "export" | "labels":
+                # These read results/ alone: a folder holding one (runs copied from CI) is theirs.
+                return None if (self.project.folder / "results").is_dir() else self.project.above()
+            case _:
+                return self.project.above()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the convy command; returns (and, from the console script, exits with) its code."""
     # The command owns its process, so it sets the collector for the work it does: what was loaded
@@ -2417,7 +2438,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             outputs.refused()
-            inside = project.above() if parsed.command not in ("init", "report", "compare", "export", "labels") else None
+            inside = Whereabouts(project, parsed.command, parsed.project / parsed.folder if parsed.command == "init" and parsed.ci is None else None).above()
             if inside is not None:  # started in a folder of the project, scenarios/ say: said with the way there
                 there = shlex.quote(os.path.relpath(inside, here))
                 words = list(sys.argv[1:] if argv is None else argv)
