@@ -463,6 +463,9 @@ PARTS = [
      'or user=Absent("why") to play without it'),
     ("the judge a chat model not wrapped", models(f'Models(user=Absent("none"), judge={GATEWAY_MODEL})'),
      LM + "judge= is a chat model (OpenAiModel), not a judge: wrap it, judge=ChatJudge(OpenAiModel(...))"),
+    ("a panel with a chat model among its judges",
+     models(f'Models(user=Absent("none"), judge=[ChatJudge({GATEWAY_MODEL}), {GATEWAY_MODEL}])'),
+     LM + "judge[1] is a chat model (OpenAiModel), not a judge: wrap it, ChatJudge(OpenAiModel(...)) in its place"),
     ("the agent as the simulated user", models('Models(user=Echo(), judge=Absent("none"))'),
      LM + 'user= is an agent (Echo), not a chat model: an agent goes in agents/<name>.py; give user=OpenAiModel("model-name", base_url, key)'),
     ("ChatJudge given the model's name", models('Models(user=Absent("none"), judge=ChatJudge("gpt-4o"))'),
@@ -857,10 +860,10 @@ AROUND = [
      "convy: .env: line 1: GATEWAY_URL: a .env line is NAME=value: write GATEWAY_URL=..."),
     ("every scenario needs a model, none is set", {S: ASKING}, ("check",), 7,
      "convy: nothing would be tested: every chosen scenario would be skipped (greeting: needs a model for the simulated "
-     "user: no user model here; greeting: needs a model for the judge: no judge here)"),
+     "user: no user model here and needs a model for the judge: no judge here)"),
     ("a dry run of scenarios that would all be skipped", {"scenarios/refund.yaml": ASKING}, ("run", "--dry-run", "--scenarios", "refund"), 7,
      "convy: nothing would be tested: every chosen scenario would be skipped (refund: needs a model for the simulated "
-     "user: no user model here; refund: needs a model for the judge: no judge here)"),
+     "user: no user model here and needs a model for the judge: no judge here)"),
     ("a tool check written as a call", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_booking()}\n"}, ("check",), 2,
      F + "judge[0].check.called: 'lookup_booking()': a tool's name, without brackets: called: lookup_booking"),
     ("fail_under as text that is no share", {P: '[tool.convy]\nfail_under = "ninety"\n'}, ("check",), 2,

@@ -1532,6 +1532,7 @@ class DryRun(msgspec.Struct, frozen=True):
             models = self._gathered(problems, lambda: Loaded(project, "").models(), models)
         else:
             names = ()
+        unloaded = models.user is absent  # models.py said its problem: what it would skip is not another
         fits = False  # whether the chosen scenarios fill the simulator prompt: only then is a run planned
         if scenarios or not broken:  # with no sound scenario, that none is chosen says nothing more
             try:
@@ -1558,9 +1559,15 @@ class DryRun(msgspec.Struct, frozen=True):
         untested = ""
         if names and len(passed_over) == len(names):
             untested = f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})"
-        elif names and specs and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs):
-            skipped = dict.fromkeys(f"{one.scenario}: {reason}" for spec in specs for one in spec.skipped for reason in one.reasons)
-            untested = f"nothing would be tested: every chosen scenario would be skipped ({'; '.join(skipped)})"
+        elif (
+            names and specs and not unloaded and not broken
+            and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs)
+        ):  # a broken scenario file is a problem already, and would be tested once mended
+            skipped: dict[str, dict[str, None]] = {}
+            for one in (one for spec in specs for one in spec.skipped):
+                skipped.setdefault(one.scenario, {}).update(dict.fromkeys(one.reasons))
+            each = "; ".join(f"{scenario}: {' and '.join(reasons)}" for scenario, reasons in skipped.items())
+            untested = f"nothing would be tested: every chosen scenario would be skipped ({each})"
         if untested:
             problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
