@@ -576,17 +576,21 @@ class Project(msgspec.Struct, frozen=True):
         if self.fingerprints(spec.agent, Prompt("")).scenarios == spec.fingerprints.scenarios:
             return ()
         folder = self.folder / "scenarios"
-        now, _ = Scenarios(folder, RunSpec.MOST_ATTEMPTS).sound()
-        found = {scenario.id: scenario for scenario in now}
+        # Each scenario is found by its id, in whichever file holds it now: a file renamed with
+        # its id and content kept plays the same scenario, and is no change.
+        found, _ = Scenarios(folder, RunSpec.MOST_ATTEMPTS).located()
         lines: dict[str, list[str]] = {}
         for kept in spec.scenarios:
             base = kept.variant.of if kept.variant is not None else kept.id
             files = [folder / f"{base}{suffix}" for suffix in Scenarios.SUFFIXES]
             there = next((path for path in files if path.is_file()), None)
             shown = f"scenarios/{base}.yaml" if there is None else there.relative_to(self.folder).as_posix()
-            if there is None:
+            now, shown = found.get(kept.id, (None, shown))
+            if now == kept:
+                continue
+            if now is None and there is None:
                 lines.setdefault(f"{shown} was removed", []).append(kept.id)
-            elif found.get(kept.id) != kept:
+            else:
                 persona = kept.variant is not None and "persona" in kept.variant.values  # filled from personas.yaml too
                 lines.setdefault(f"{shown}{' or its persona' if persona else ''} changed", []).append(kept.id)
         return tuple(f"{said} (scenario{'s' if len(ids) > 1 else ''} {', '.join(ids)})" for said, ids in lines.items())

@@ -1029,10 +1029,15 @@ class Scenarios(msgspec.Struct, frozen=True):
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
         (and of the personas, when there are any)."""
+        found, problems = self.located()
+        return tuple(scenario for scenario, _ in found.values()), problems
+
+    def located(self) -> tuple[dict[str, tuple[Scenario, str]], tuple[str, ...]]:
+        """As ``sound``, each scenario by its id with the file it is in (``scenarios/a.yaml``)."""
         problems: list[str] = []
         found: dict[str, tuple[Scenario, str]] = {}
         if not self.folder.is_dir():
-            return (), (self._absent(),)
+            return {}, (self._absent(),)
         personas = self._personas()
         problems.extend(personas.problems)
         problems.extend(self._misnamed())
@@ -1061,7 +1066,7 @@ class Scenarios(msgspec.Struct, frozen=True):
                     problems.append(f"{shown}: id: {variant.id!r} is also the id of {other}")
                     continue
                 found[variant.id] = (variant, shown)
-        return tuple(scenario for scenario, _ in found.values()), tuple(problems)
+        return found, tuple(problems)
 
 
 # A word in one pair of braces, "{ref}" (or "{ref}}"), where a slot takes two: "{{ ref }}".
