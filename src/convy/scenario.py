@@ -52,6 +52,7 @@ from convy.dialog import (
 )
 from convy.layout import Layout
 from convy.model import Absent, ModelFailure, StillBusy
+from convy.passing import Share
 from convy.pattern import Pattern
 from convy.problems import (
     ConfigurationError,
@@ -1264,8 +1265,10 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         }
         problems = [f"{self.shown}: {field}: {said}" for field, said in own.items() if field in data]
         written = {"id": self.default_id, **{key: value for key, value in data.items() if key not in own}}
-        # A share written as text ("80%") is told how to write it, as a number out of range is.
-        shares = {"fail_under: expected a number, got text": "fail_under: expected a number, got text (0.8 for 80%)"}
+        if "fail_under" in written:  # "90%" is 0.9, as in [tool.convy], .env and on the command line
+            written["fail_under"] = Share(written["fail_under"]).number()
+        # Other text is told how to write a share, as a number out of range is.
+        shares = {"fail_under: expected a number, got text": 'fail_under: expected a number, got text (0.8 or "80%")'}
         problems.extend(f"{self.shown}: {shares.get(line, line)}" for line in Layout(Scenario).problems(written))
         problems.extend(f"{self.shown}: {line}" for line in Written(data).problems())
         problems = list(dict.fromkeys(problems))

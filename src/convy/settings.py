@@ -25,7 +25,7 @@ from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
 from convy.live import LiveReport
 from convy.panel import Judging
-from convy.passing import PassRule
+from convy.passing import PassRule, Share
 from convy.problems import ConfigurationError, FieldProblem
 from convy.slips import Slips
 from convy.spelling import Spelling
@@ -302,17 +302,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
     def _rates(self, values: dict[str, Any]) -> dict[str, Any]:
         """``values`` with each share written as a percentage (``"90%"``) as the number it is
         (0.9); any other text is left for ``Settings`` to refuse, naming the field."""
-        rated = dict(values)
-        for name in self.RATES:
-            text = rated.get(name)
-            if isinstance(text, str) and text.strip().endswith("%"):
-                try:
-                    number = float(text.strip()[:-1].strip()) / 100
-                except ValueError:
-                    continue
-                if math.isfinite(number):
-                    rated[name] = number
-        return rated
+        return {name: Share(value).number() if name in self.RATES else value for name, value in values.items()}
 
     def _refused(self, values: dict[str, Any], given: dict[str, Any], strict: bool) -> list[str]:
         """What ``Settings`` refuses of ``values``, one problem after another: each field refused is
