@@ -905,6 +905,7 @@ AS_MEANT = [
     ('fail_under = "90%" in pyproject', {P: '[tool.convy]\nattempts = 1\nfail_under = "90%"\n'}, ("check",), "  fail_under        0.9           [tool.convy]"),
     ("a scenario's fail_under: 90%, as the settings take it", {S: "fail_under: 90%\n" + GREETING}, ("run",),
      "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+    (".env with the same line twice", {".env": "CONVY_ATTEMPTS=2\nCONVY_ATTEMPTS=2\n"}, ("check",), "  attempts          2             CONVY_ATTEMPTS"),
     ("pyproject saved by Notepad (BOM, CRLF)", {P: BOM + "[tool.convy]\r\nattempts = 2\r\n"}, ("check",), "  attempts          2             [tool.convy]"),
     ("a scenario saved by Notepad (BOM, CRLF)", {S: BOM + GREETING.replace("\n", "\r\n")}, ("run",),
      "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),

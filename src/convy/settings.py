@@ -196,7 +196,7 @@ class DotEnv(msgspec.Struct, frozen=True):
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
-        seen: dict[str, tuple[str, int]] = {}  # each name set, in capitals, as first written and on which line
+        seen: dict[str, tuple[str, int, str | None]] = {}  # each name set, in capitals, as first written, its line and value
         for binding in parse_stream(io.StringIO(text.removeprefix("\ufeff"))):
             if binding.error:
                 # Said once here: python-dotenv would log it again each time the file is read
@@ -213,8 +213,9 @@ class DotEnv(msgspec.Struct, frozen=True):
                 )
             if binding.key is None:
                 continue
-            first = seen.setdefault(binding.key.upper(), (binding.key, binding.original.line))
-            if first[1] != binding.original.line:  # read in any case, the last one set wins: which was meant?
+            first = seen.setdefault(binding.key.upper(), (binding.key, binding.original.line, binding.value))
+            # Read in any case, the last one set wins: which was meant? The same value again changes nothing.
+            if first[1] != binding.original.line and first[2] != binding.value:
                 again = binding.key if binding.key == first[0] else f"{binding.key} (read as {first[0]})"
                 raise ConfigurationError(
                     f".env: line {binding.original.line}: {again} is set again (first on line {first[1]}); "
