@@ -162,6 +162,7 @@ SCENARIOS = [
      F + "matrix.seat: expected a list of values, got text"),
     ("max_turns in words", {S: "max_turns: three\n" + GREETING}, F + "max_turns: expected a whole number, got text"),
     ("fail_under as a percentage", {S: "fail_under: 80\n" + GREETING}, F + "fail_under: must be between 0 and 1 (0.8 for 80%)"),
+    ("a year as a tag, unquoted", {S: "tags: [smoke, 2024]\n" + GREETING}, F + "tags[1]: expected text, got a whole number: write it in quotes, '2024'"),
     ("a pattern left open", {S: "script: [Hi!]\njudge:\n  - check: {said: '(Hi'}\n"},
      F + "judge[0].check.said: not a pattern convy can match: missing ): (Hi"),
     ("a tab for indent", {S: "script:\n\t- Hi!\njudge:\n  - check: {said: Hi}\n"},

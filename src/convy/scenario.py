@@ -1269,7 +1269,7 @@ class ScenarioFile(msgspec.Struct, frozen=True):
             written["fail_under"] = Share(written["fail_under"]).number()
         # Other text is told how to write a share, as a number out of range is.
         shares = {"fail_under: expected a number, got text": 'fail_under: expected a number, got text (0.8 or "80%")'}
-        problems.extend(f"{self.shown}: {shares.get(line, line)}" for line in Layout(Scenario).problems(written))
+        problems.extend(f"{self.shown}: {self._quoted(shares.get(line, line), data)}" for line in Layout(Scenario).problems(written))
         problems.extend(f"{self.shown}: {line}" for line in Written(data).problems())
         problems = list(dict.fromkeys(problems))
         if problems:
@@ -1285,6 +1285,16 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         if kept != scenario:
             raise ScenarioError((f"{self.shown}: cannot be kept in a run folder as it is written",))
         return scenario
+
+
+    @staticmethod
+    def _quoted(line: str, data: dict[str, Any]) -> str:
+        """``line`` with the fix for a tag YAML read as a number (``tags: [2024]``): quote it."""
+        found = re.fullmatch(r"tags\[(\d+)\]: expected text, got (?:a whole number|a number)", line)
+        tags = data.get("tags")
+        if found is None or not isinstance(tags, list) or int(found[1]) >= len(tags):
+            return line
+        return f"{line}: write it in quotes, '{tags[int(found[1])]}'"
 
 
 _SCENARIO = msgspec.json.Decoder(Scenario)
