@@ -837,8 +837,8 @@ ASKING = "user: You want a refund for order A-1043.\njudge:\n  - The agent refun
 AROUND = [
     ("an agent saved as .py.txt", {A: None, "agents/bot.py.txt": ECHO}, ("check",), 2,
      "convy: agents/bot.py.txt: not read: an agent file's name ends in .py; rename it agents/bot.py"),
-    ("a second agent saved as .pyw", {"agents/airline.pyw": ECHO}, ("run",), 2,
-     "convy: agents/airline.pyw: not read: an agent file's name ends in .py; rename it agents/airline.py"),
+    ("a second agent saved as .pyw, asked for", {"agents/airline.pyw": ECHO}, ("run", "airline"), 2,
+     "convy: agents/airline.py: no such agent; agents/airline.pyw is there but is not an agent file: rename it agents/airline.py; the project has bot"),
     ("the agent named is a backup", {"agents/airline.py.bak": ECHO}, ("run", "airline"), 2,
      "convy: agents/airline.py: no such agent; agents/airline.py.bak is there but is not an agent file: rename it agents/airline.py; the project has bot"),
     ("the agent named is a folder", {"agents/airline/__init__.py": ECHO}, ("run", "airline"), 2,
@@ -956,6 +956,17 @@ def test_a_command_started_in_a_folder_of_the_project_says_where_the_project_is(
     done = convy(folder / "scenarios", "run", "bot", "-k", "2")
     refused(done, folder, 2, "convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy run bot -k 2, or convy -C .. run bot -k 2")
     assert not (folder / "scenarios" / "results").exists()
+
+
+@pytest.mark.parametrize("command", [("check",), ("run",)])
+def test_an_agent_file_parked_beside_the_agents_is_a_note(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """agents/legacy.py.txt beside a working bot.py stopped `convy run` (exit 2) while a .py.bak
+    was passed over: it stops nothing now, and is said as a note with the rename that would play it."""
+    folder = project(tmp_path, {"agents/legacy.py.txt": "agent = None\n", "agents/old.py.bak": "agent = None\n"})
+    done = convy(folder, *command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: agents/")]
+    assert notes == ["note: agents/legacy.py.txt is not read: an agent file's name ends in .py; rename it agents/legacy.py to play it"]
 
 
 def test_init_started_in_a_folder_of_a_project_is_refused(tmp_path: Path) -> None:

@@ -1080,6 +1080,8 @@ class RunCommand(msgspec.Struct, frozen=True):
         versus, base, names = self.based(settings)
         # every scenario file must be sound before anything is played
         scenarios = self.project.scenarios(self.most_variants)
+        for unread in () if self.agents else self.project.unread():  # every agent is played: one parked is said
+            shown.line(f"note: {unread}")
         codes: list[int] = []
         played: list[str] = []
         absent: list[AbsentAgent] = []
@@ -1592,7 +1594,8 @@ class DryRun(msgspec.Struct, frozen=True):
             if given is not None
         } | self.command.budget.given()
         sources |= {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
-        for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
+        unread = () if self.command.agents else project.unread()  # a parked agent file stops nothing: said
+        for line in (*self._settings(settings, sources), *self._planned(specs, passed_over), *(f"note: {note}" for note in unread)):
             shown.line(secrets.hidden(line))
         return 0
 
