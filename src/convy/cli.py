@@ -2404,8 +2404,11 @@ class Whereabouts(msgspec.Struct, frozen=True):
         """The project the command was started inside of, when it should be run there."""
         match self.command:
             case "init":
-                # A project made in scenarios/ would be read by the project around it.
-                return None if self.made is None else Project(self.made.resolve().parent).above()
+                # A project made in scenarios/ (convy init demo there, or convy init) would be read by the project around it.
+                if self.made is None:
+                    return None
+                made = self.made.resolve()
+                return Project(made.parent).above() or (Project(made).above() if made.is_dir() else None)
             case "report" | "compare" | "export" | "labels":
                 # These read results/ alone: a folder holding one (runs copied from CI) is theirs.
                 return None if (self.project.folder / "results").is_dir() else self.project.above()
