@@ -272,6 +272,27 @@ def test_every_chosen_scenario_skipped_is_nothing_tested_for_check_as_for_run(so
     assert "nothing would be tested" in broken.stderr
 
 
+def test_what_is_already_a_problem_is_not_said_again_as_nothing_tested(sound: Path) -> None:
+    """models.py that fails to load, or a broken scenario file, is the problem: check does not add
+    "every chosen scenario would be skipped" on top of it (the skips follow from it)."""
+    (sound / "scenarios" / "hello.yaml").unlink()  # the one scenario judged by code alone
+    (sound / "scenarios" / "bad.yaml").write_text("script: [Hi]\njudge: []\n", encoding="utf-8")
+    checked = convy(sound, "check")
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stderr.splitlines() == [
+        "convy: scenarios/bad.yaml: judge: give at least one claim",
+        "1 problem: nothing was sent, nothing written",
+    ]
+    (sound / "scenarios" / "bad.yaml").unlink()
+    (sound / "models.py").write_text("raise ValueError('no judge today')\n", encoding="utf-8")
+    checked = convy(sound, "check")
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stderr.splitlines() == [
+        "convy: loading models.py failed: ValueError: no judge today",
+        "1 problem: nothing was sent, nothing written",
+    ]
+
+
 def test_a_tool_check_written_as_a_call_is_refused_with_the_bare_name(sound: Path) -> None:
     """`called: lookup_booking()` names no tool an agent calls: every attempt would fail it, blamed
     on the agent. Refused with the name alone, and its arguments sent to with:."""

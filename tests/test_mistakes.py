@@ -164,6 +164,7 @@ SCENARIOS = [
      F + "matrix.seat: expected a list of values, got text"),
     ("max_turns in words", {S: "max_turns: three\n" + GREETING}, F + "max_turns: expected a whole number, got text"),
     ("fail_under as a percentage", {S: "fail_under: 80\n" + GREETING}, F + "fail_under: must be between 0 and 1 (0.8 for 80%)"),
+    ("a year as a tag, unquoted", {S: "tags: [smoke, 2024]\n" + GREETING}, F + "tags[1]: expected text, got a whole number: write it in quotes, '2024'"),
     ("a pattern left open", {S: "script: [Hi!]\njudge:\n  - check: {said: '(Hi'}\n"},
      F + "judge[0].check.said: not a pattern convy can match: missing ): (Hi"),
     ("a tab for indent", {S: "script:\n\t- Hi!\njudge:\n  - check: {said: Hi}\n"},
@@ -228,8 +229,8 @@ WRITTEN = [
      "convy: no scenario matches: --tag Smoke: no scenario has it; a tag is matched as written: --tag smoke"),
     ("a matrix value with a space after it", {S: "matrix: {seat: [12A, '12A ']}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: 12A}\n"},
      ("check",), {}, F + "matrix.seat[1]: '12A ' has spaces round it, which would be in the variant's id and in every text it fills: write '12A'"),
-    ("fail_under as a percentage in quotes", {S: "fail_under: '80%'\n" + GREETING}, ("check",), {},
-     F + "fail_under: expected a number, got text (0.8 for 80%)"),
+    ("a scenario's fail_under as text that is no share", {S: "fail_under: eighty\n" + GREETING}, ("check",), {},
+     F + 'fail_under: expected a number, got text (0.8 or "80%")'),
     ("matrix put under vars", {S: "vars:\n  matrix: {seat: [12A]}\nscript: ['seat {{ seat }}']\njudge:\n  - check: {said: 12A}\n"},
      ("check",), {}, F + "vars.matrix: not a value: matrix is a field of the scenario; it belongs at the top of the file, not under vars"),
     ("max_turns of the project below a script", {"pyproject.toml": "[tool.convy]\nattempts = 1\nmax_turns = 1\n", S: "script: [Hi!, Bye!]\njudge:\n  - check: {said: Hi}\n"},
@@ -506,6 +507,9 @@ PARTS = [
      'or user=Absent("why") to play without it'),
     ("the judge a chat model not wrapped", models(f'Models(user=Absent("none"), judge={GATEWAY_MODEL})'),
      LM + "judge= is a chat model (OpenAiModel), not a judge: wrap it, judge=ChatJudge(OpenAiModel(...))"),
+    ("a panel with a chat model among its judges",
+     models(f'Models(user=Absent("none"), judge=[ChatJudge({GATEWAY_MODEL}), {GATEWAY_MODEL}])'),
+     LM + "judge[1] is a chat model (OpenAiModel), not a judge: wrap it, ChatJudge(OpenAiModel(...)) in its place"),
     ("the agent as the simulated user", models('Models(user=Echo(), judge=Absent("none"))'),
      LM + 'user= is an agent (Echo), not a chat model: an agent goes in agents/<name>.py; give user=OpenAiModel("model-name", base_url, key)'),
     ("ChatJudge given the model's name", models('Models(user=Absent("none"), judge=ChatJudge("gpt-4o"))'),
@@ -876,8 +880,8 @@ ASKING = "user: You want a refund for order A-1043.\njudge:\n  - The agent refun
 AROUND = [
     ("an agent saved as .py.txt", {A: None, "agents/bot.py.txt": ECHO}, ("check",), 2,
      "convy: agents/bot.py.txt: not read: an agent file's name ends in .py; rename it agents/bot.py"),
-    ("a second agent saved as .pyw", {"agents/airline.pyw": ECHO}, ("run",), 2,
-     "convy: agents/airline.pyw: not read: an agent file's name ends in .py; rename it agents/airline.py"),
+    ("a second agent saved as .pyw, asked for", {"agents/airline.pyw": ECHO}, ("run", "airline"), 2,
+     "convy: agents/airline.py: no such agent; agents/airline.pyw is there but is not an agent file: rename it agents/airline.py; the project has bot"),
     ("the agent named is a backup", {"agents/airline.py.bak": ECHO}, ("run", "airline"), 2,
      "convy: agents/airline.py: no such agent; agents/airline.py.bak is there but is not an agent file: rename it agents/airline.py; the project has bot"),
     ("the agent named is a folder", {"agents/airline/__init__.py": ECHO}, ("run", "airline"), 2,
@@ -900,10 +904,10 @@ AROUND = [
      "convy: .env: line 1: GATEWAY_URL: a .env line is NAME=value: write GATEWAY_URL=..."),
     ("every scenario needs a model, none is set", {S: ASKING}, ("check",), 7,
      "convy: nothing would be tested: every chosen scenario would be skipped (greeting: needs a model for the simulated "
-     "user: no user model here; greeting: needs a model for the judge: no judge here)"),
+     "user: no user model here and needs a model for the judge: no judge here)"),
     ("a dry run of scenarios that would all be skipped", {"scenarios/refund.yaml": ASKING}, ("run", "--dry-run", "--scenarios", "refund"), 7,
      "convy: nothing would be tested: every chosen scenario would be skipped (refund: needs a model for the simulated "
-     "user: no user model here; refund: needs a model for the judge: no judge here)"),
+     "user: no user model here and needs a model for the judge: no judge here)"),
     ("a tool check written as a call", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_booking()}\n"}, ("check",), 2,
      F + "judge[0].check.called: 'lookup_booking()': a tool's name, without brackets: called: lookup_booking"),
     ("fail_under as text that is no share", {P: '[tool.convy]\nfail_under = "ninety"\n'}, ("check",), 2,
@@ -943,6 +947,9 @@ BOM = "\ufeff"
 AS_MEANT = [
     ("CONVY_FAIL_UNDER=90% in .env", {".env": "CONVY_FAIL_UNDER=90%\n"}, ("check",), "  fail_under        0.9           CONVY_FAIL_UNDER"),
     ('fail_under = "90%" in pyproject', {P: '[tool.convy]\nattempts = 1\nfail_under = "90%"\n'}, ("check",), "  fail_under        0.9           [tool.convy]"),
+    ("a scenario's fail_under: 90%, as the settings take it", {S: "fail_under: 90%\n" + GREETING}, ("run",),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+    (".env with the same line twice", {".env": "CONVY_ATTEMPTS=2\nCONVY_ATTEMPTS=2\n"}, ("check",), "  attempts          2             CONVY_ATTEMPTS"),
     ("pyproject saved by Notepad (BOM, CRLF)", {P: BOM + "[tool.convy]\r\nattempts = 2\r\n"}, ("check",), "  attempts          2             [tool.convy]"),
     ("a scenario saved by Notepad (BOM, CRLF)", {S: BOM + GREETING.replace("\n", "\r\n")}, ("run",),
      "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
@@ -992,6 +999,44 @@ def test_a_command_started_in_a_folder_of_the_project_says_where_the_project_is(
     done = convy(folder / "scenarios", "run", "bot", "-k", "2")
     refused(done, folder, 2, "convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy run bot -k 2, or convy -C .. run bot -k 2")
     assert not (folder / "scenarios" / "results").exists()
+
+
+@pytest.mark.parametrize("command", [("check",), ("run",)])
+def test_an_agent_file_parked_beside_the_agents_is_a_note(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """agents/legacy.py.txt beside a working bot.py stopped `convy run` (exit 2) while a .py.bak
+    was passed over: it stops nothing now, and is said as a note with the rename that would play it."""
+    folder = project(tmp_path, {"agents/legacy.py.txt": "agent = None\n", "agents/old.py.bak": "agent = None\n"})
+    done = convy(folder, *command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: agents/")]
+    assert notes == ["note: agents/legacy.py.txt is not read: an agent file's name ends in .py; rename it agents/legacy.py to play it"]
+
+
+def test_init_started_in_a_folder_of_a_project_is_refused(tmp_path: Path) -> None:
+    """`convy init demo` in scenarios/ built a project there, which the project around it then read
+    as its own: refused as check and run are, naming the project above."""
+    folder = project(tmp_path, {})
+    done = convy(folder / "scenarios", "init", "demo")
+    refused(done, folder, 2, "convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy init demo, or convy -C .. init demo")
+    assert not (folder / "scenarios" / "demo").exists()
+
+
+@pytest.mark.parametrize("command", [("report", "{id}"), ("compare", "{id}", "{id}"), ("export", "{id}"), ("labels", "show", "{id}")])
+def test_a_run_named_from_a_folder_of_the_project_is_refused_naming_the_project(
+    played: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """`convy report ID` in scenarios/ or in the run's own folder said no run matches: it names the
+    project above and the command to run there."""
+    folder = Path(shutil.copytree(played, tmp_path / "project"))
+    (kept,) = runs(folder)
+    given = tuple(word.format(id=kept.parent.name[-4:]) for word in command)
+    words = " ".join(given)
+    done = convy(folder / "scenarios", *given)
+    refused(done, folder, 2, f"convy: scenarios/ is a folder of the project in .., not a project: cd .. && convy {words}, or convy -C .. {words}", before=frozenset({kept}))
+    inside = kept.parent.relative_to(folder).as_posix()
+    done = convy(kept.parent, *given)
+    line = f"convy: {inside}/ is a folder of the project in ../../.., not a project: cd ../../.. && convy {words}, or convy -C ../../.. {words}"
+    refused(done, folder, 2, line, before=frozenset({kept}))
 
 
 def test_the_corpus_holds_sixty_mistakes_or_more() -> None:

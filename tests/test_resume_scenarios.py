@@ -112,3 +112,27 @@ def test_a_persona_changed_is_said_beside_the_file_that_reads_it(tmp_path: Path)
 
     assert done.returncode == 2, done.stderr
     assert "scenarios/greeting.yaml or its persona changed (scenario greeting[persona=retiree]) since the run started" in done.stderr
+
+
+def test_a_file_renamed_with_its_id_kept_is_the_same_scenario(tmp_path: Path) -> None:
+    """bye.yaml renamed farewell.yaml with `id: bye` and its content kept plays the same scenario:
+    the resume goes on without a word. Renamed and edited, it is said as changed, by its new name."""
+    run = interrupted(tmp_path)
+    (tmp_path / "scenarios/bye.yaml").unlink()
+    (tmp_path / "scenarios/farewell.yaml").write_text("id: bye\n" + BYE.replace("Bye\n", "Bye, then\n", 1))
+
+    done = convy(tmp_path, "resume", run.name)
+
+    short = run.name.rsplit("-", 1)[-1]
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"convy: cannot resume {run.name}: scenarios/farewell.yaml changed (scenario bye) since the run started; "
+        f"start a new run (convy run bot), or play the copy the run kept: convy resume {short} --old-scenarios"
+    ]
+    (tmp_path / "scenarios/farewell.yaml").write_text("id: bye\n" + BYE)
+
+    done = convy(tmp_path, "resume", run.name)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert len(kept(run)) == 4

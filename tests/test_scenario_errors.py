@@ -260,7 +260,7 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "a tag that is a number",
         "user: I want a refund\njudge: [the agent helped]\ntags: [urgent, 2]\n",
-        "scenarios/refund.yaml: tags[1]: expected text, got a whole number",
+        "scenarios/refund.yaml: tags[1]: expected text, got a whole number: write it in quotes, '2'",
     ),
     (
         "duplicate key in YAML",

@@ -255,6 +255,16 @@ def test_a_name_set_twice_or_written_as_yaml_in_env_is_named_never_its_value(ech
     assert not (echo_project / "results").exists()
 
 
+def test_a_name_set_twice_to_the_same_value_in_env_is_read(echo_project: Path) -> None:
+    """The same line twice in .env (pasted again, or the same value in another case): nothing would
+    change whichever won, so it is read; a different value is still refused."""
+    (echo_project / ".env").write_text("CONVY_ATTEMPTS=2\nCONVY_TRUST=0.5\nCONVY_ATTEMPTS=2\nconvy_trust=0.5\n", encoding="utf-8")
+    settings = ProjectSettings(echo_project).sourced()
+    assert (settings.problems, settings.settings.attempts, settings.settings.trust) == ((), 2, 0.5)
+    (echo_project / ".env").write_text("CONVY_ATTEMPTS=2\nCONVY_ATTEMPTS=2\nCONVY_ATTEMPTS=3\n", encoding="utf-8")
+    assert refused(echo_project) == ".env: line 3: CONVY_ATTEMPTS is set again (first on line 1); the last would win: keep one"
+
+
 def test_a_byte_order_mark_and_crlf_in_env_are_read_past(echo_project: Path) -> None:
     (echo_project / ".env").write_bytes(b"\xef\xbb\xbfCONVY_ATTEMPTS=2\r\nCONVY_TRUST=0.5\r\n")
     settings = ProjectSettings(echo_project).sourced()

@@ -1080,6 +1080,8 @@ class RunCommand(msgspec.Struct, frozen=True):
         versus, base, names = self.based(settings)
         # every scenario file must be sound before anything is played
         scenarios = self.project.scenarios(self.most_variants)
+        for unread in () if self.agents else self.project.unread():  # every agent is played: one parked is said
+            shown.line(f"note: {unread}")
         codes: list[int] = []
         played: list[str] = []
         absent: list[AbsentAgent] = []
@@ -1532,6 +1534,7 @@ class DryRun(msgspec.Struct, frozen=True):
             models = self._gathered(problems, lambda: Loaded(project, "").models(), models)
         else:
             names = ()
+        unloaded = models.user is absent  # models.py said its problem: what it would skip is not another
         fits = False  # whether the chosen scenarios fill the simulator prompt: only then is a run planned
         if scenarios or not broken:  # with no sound scenario, that none is chosen says nothing more
             try:
@@ -1558,9 +1561,15 @@ class DryRun(msgspec.Struct, frozen=True):
         untested = ""
         if names and len(passed_over) == len(names):
             untested = f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})"
-        elif names and specs and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs):
-            skipped = dict.fromkeys(f"{one.scenario}: {reason}" for spec in specs for one in spec.skipped for reason in one.reasons)
-            untested = f"nothing would be tested: every chosen scenario would be skipped ({'; '.join(skipped)})"
+        elif (
+            names and specs and not unloaded and not broken
+            and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs)
+        ):  # a broken scenario file is a problem already, and would be tested once mended
+            skipped: dict[str, dict[str, None]] = {}
+            for one in (one for spec in specs for one in spec.skipped):
+                skipped.setdefault(one.scenario, {}).update(dict.fromkeys(one.reasons))
+            each = "; ".join(f"{scenario}: {' and '.join(reasons)}" for scenario, reasons in skipped.items())
+            untested = f"nothing would be tested: every chosen scenario would be skipped ({each})"
         if untested:
             problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
@@ -1585,7 +1594,8 @@ class DryRun(msgspec.Struct, frozen=True):
             if given is not None
         } | self.command.budget.given()
         sources |= {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
-        for line in (*self._settings(settings, sources), *self._planned(specs, passed_over)):
+        unread = () if self.command.agents else project.unread()  # a parked agent file stops nothing: said
+        for line in (*self._settings(settings, sources), *self._planned(specs, passed_over), *(f"note: {note}" for note in unread)):
             shown.line(secrets.hidden(line))
         return 0
 
@@ -2382,6 +2392,30 @@ class Arguments(msgspec.Struct, frozen=True):
             command.add_argument("--" + name.replace("_", "-"), type=kind, metavar=metavar, help=said)
 
 
+class Whereabouts(msgspec.Struct, frozen=True):
+    """Where a command was started, against the project it is meant for: a command started in a
+    folder of a project (``scenarios/``, ``results/bot/<id>/``) is told the project above."""
+
+    project: Project
+    command: str
+    made: Path | None  # the folder ``convy init`` would make, or None
+
+    def above(self) -> Path | None:
+        """The project the command was started inside of, when it should be run there."""
+        match self.command:
+            case "init":
+                # A project made in scenarios/ (convy init demo there, or convy init) would be read by the project around it.
+                if self.made is None:
+                    return None
+                made = self.made.resolve()
+                return Project(made.parent).above() or (Project(made).above() if made.is_dir() else None)
+            case "report" | "compare" | "export" | "labels":
+                # These read results/ alone: a folder holding one (runs copied from CI) is theirs.
+                return None if (self.project.folder / "results").is_dir() else self.project.above()
+            case _:
+                return self.project.above()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the convy command; returns (and, from the console script, exits with) its code."""
     # The command owns its process, so it sets the collector for the work it does: what was loaded
@@ -2417,7 +2451,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             outputs.refused()
-            inside = project.above() if parsed.command not in ("init", "report", "compare", "export", "labels") else None
+            inside = Whereabouts(project, parsed.command, parsed.project / parsed.folder if parsed.command == "init" and parsed.ci is None else None).above()
             if inside is not None:  # started in a folder of the project, scenarios/ say: said with the way there
                 there = shlex.quote(os.path.relpath(inside, here))
                 words = list(sys.argv[1:] if argv is None else argv)

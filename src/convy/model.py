@@ -77,8 +77,11 @@ class Models(msgspec.Struct, frozen=True):
         # Outside data (models.py), checked where it enters: a name, None, an agent, or a model
         # where a judge goes would otherwise end a run in a traceback or leave it all not judged.
         problem = _unlike("user", self.user)
-        for judge in self.judge if isinstance(self.judge, list | tuple) else (self.judge,):
-            problem = problem or _unlike("judge", judge)
+        if isinstance(self.judge, list | tuple):  # a panel: the member that is no judge is named
+            for at, judge in enumerate(self.judge):
+                problem = problem or _unlike("judge", judge, at)
+        else:
+            problem = problem or _unlike("judge", self.judge)
         if problem:
             raise TypeError(f"Models: {problem}")
         match self.judge:
@@ -94,33 +97,44 @@ class Models(msgspec.Struct, frozen=True):
                 msgspec.structs.force_setattr(self, "judge", Panel(tuple(judges)) if len(judges) > 1 else judges[0])
 
 
-def _unlike(role: Literal["user", "judge"], given: Any) -> str:
+def _unlike(role: Literal["user", "judge"], given: Any, at: int | None = None) -> str:
     """What ``given`` is instead of the simulated user's model (``role`` "user") or a judge, said
     with the fix, or "" when it is one (or ``Absent``): a model answers ``reply(messages)``, a
-    judge ``ruling(claims, transcript)``."""
+    judge ``ruling(claims, transcript)``. ``at`` is its place in a panel, a list of judges: then
+    the fix is said for that member, not for the whole list."""
     wanted = "a chat model" if role == "user" else "a judge"
+    named = f"{role}=" if at is None else f"{role}[{at}]"
+
+    def put(value: str) -> str:
+        return f"{role}={value}" if at is None else f"{value} in its place"
+
     made = 'OpenAiModel("model-name", base_url, key)'
-    fix = f"{role}={made}" if role == "user" else f"{role}=ChatJudge({made})"
+    fix = put(made if role == "user" else f"ChatJudge({made})")
     if isinstance(given, Absent):
         return ""
     if isinstance(given, type):
-        return f"{role}= is the class {given.__name__}, not {wanted}: make one, {role}={given.__name__}(...)"
+        return f"{named} is the class {given.__name__}, not {wanted}: make one, {put(given.__name__ + '(...)')}"
     if callable(getattr(given, "ruling" if role == "judge" else "reply", None)):
         return ""
+    shown = {None: "None", str: repr(given)}.get(None if given is None else type(given), "")
+    said = f"{named}{shown}" if at is None else f"{named} is {shown}"  # user=None; judge[1] is None
     match given:
         case None:
-            return f'{role}=None is not {wanted}: give one, {fix}, or {role}=Absent("why") to play without it'
+            absent = f', or {role}=Absent("why") to play without it' if at is None else ""
+            return f"{said} is not {wanted}: give one, {fix}{absent}" if at is None else f"{said}, not {wanted}: give one, {fix}"
         case str():
-            named = fix.replace('"model-name"', msgspec.json.encode(given).decode())
-            return f"{role}={given!r} is text, not {wanted}: give the model by its name, {named}"
+            named_fix = fix.replace('"model-name"', msgspec.json.encode(given).decode())
+            return f"{said} is text, not {wanted}: give the model by its name, {named_fix}" if at is None else (
+                f"{said}, text, not {wanted}: give the model by its name, {named_fix}"
+            )
     kind = type(given).__name__
     if role == "judge" and callable(getattr(given, "reply", None)):
-        return f"judge= is a chat model ({kind}), not a judge: wrap it, judge=ChatJudge({kind}(...))"
+        return f"{named} is a chat model ({kind}), not a judge: wrap it, {put(f'ChatJudge({kind}(...))')}"
     if role == "user" and callable(getattr(given, "ruling", None)):
-        return f"user= is a judge ({kind}), not a chat model: give the simulated user a model, {fix}"
+        return f"{named} is a judge ({kind}), not a chat model: give the simulated user a model, {fix}"
     if callable(getattr(given, "conversation", None)):
-        return f"{role}= is an agent ({kind}), not {wanted}: an agent goes in agents/<name>.py; give {fix}"
-    return f"{role}= is a {kind}, not {wanted}: give {fix}"
+        return f"{named} is an agent ({kind}), not {wanted}: an agent goes in agents/<name>.py; give {fix}"
+    return f"{named} is a {kind}, not {wanted}: give {fix}"
 
 
 _REPLY = msgspec.json.Decoder(Reply)

@@ -29,6 +29,27 @@ import msgspec
 from convy.stats import Tally
 
 
+class Share(msgspec.Struct, frozen=True):
+    """A share as a person writes it: a number (0.9) or a percentage (``"90%"``), one rule for
+    every place that takes one (``[tool.convy]``, ``.env``, a scenario's ``fail_under``; the
+    command line's ``cli.Fraction`` reads its text alike)."""
+
+    given: object
+
+    def number(self) -> object:
+        """The percentage as the number it is (``"90%"``: 0.9); anything else as it was given, for
+        the field's own check to refuse, naming it."""
+        text = self.given
+        if isinstance(text, str) and text.strip().endswith("%"):
+            try:
+                number = float(text.strip()[:-1].strip()) / 100
+            except ValueError:
+                return text
+            if math.isfinite(number):
+                return number
+        return text
+
+
 class PassRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """What a project accepts of a run: ``fail_under``, the least mean pass rate over scenarios
     (``None``: every scenario must pass every judged attempt, unless it sets a bar of its own),

@@ -145,23 +145,40 @@ class Project(msgspec.Struct, frozen=True):
     def agents(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The agents in ``agents/`` that can be run, by name, in order, and a problem for each
         that cannot (or one when there is none)."""
-        found = sorted(path.stem for path in (self.folder / "agents").glob("*.py") if not path.stem.startswith("_"))
+        found = self._found()
         misnamed = [
             f"agents/{path.name}: not read: an agent file's name ends in .py; rename it agents/{stem}.py"
             for path, stem in self._misnamed()
             if stem not in found
         ]
-        if not found:
+        if not found:  # a misnamed file is then why nothing would be played: a problem
             folders = [
                 f"agents/{path.parent.name}/: a folder, not an agent file: an agent is agents/{path.parent.name}.py (which may import from the folder)"
                 for path in sorted((self.folder / "agents").glob("*/__init__.py"))
             ]
             return (), (*misnamed, *folders, "agents/: no agent files (agents/<name>.py, each defining `agent`)")
         reserved = [name for name in found if name in ("compare", "export")]
-        return tuple(name for name in found if name not in reserved), (
-            *misnamed,
-            *(f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent" for name in reserved),
+        return tuple(name for name in found if name not in reserved), tuple(
+            f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent" for name in reserved
         )
+
+    def unread(self) -> tuple[str, ...]:
+        """A note for each file of ``agents/`` meant as an agent but named so that it is not read
+        (``legacy.py.txt``), when other agents are played: parked there, it stops nothing, as a
+        ``.py.bak`` does not, but is said with the rename that would play it. With no agent file,
+        or named on the command line, it is a problem instead (``agents``, ``agents_called``)."""
+        found = self._found()
+        if not found:
+            return ()
+        return tuple(
+            f"agents/{path.name} is not read: an agent file's name ends in .py; rename it agents/{stem}.py to play it"
+            for path, stem in self._misnamed()
+            if stem not in found
+        )
+
+    def _found(self) -> list[str]:
+        """The names of the agent files in ``agents/``, in order."""
+        return sorted(path.stem for path in (self.folder / "agents").glob("*.py") if not path.stem.startswith("_"))
 
     def _misnamed(self) -> list[tuple[Path, str]]:
         """The files of ``agents/`` meant as agents whose names leave them unread, each with the
@@ -615,17 +632,21 @@ class Project(msgspec.Struct, frozen=True):
         if self.fingerprints(spec.agent, Prompt("")).scenarios == spec.fingerprints.scenarios:
             return ()
         folder = self.folder / "scenarios"
-        now, _ = Scenarios(folder, RunSpec.MOST_ATTEMPTS).sound()
-        found = {scenario.id: scenario for scenario in now}
+        # Each scenario is found by its id, in whichever file holds it now: a file renamed with
+        # its id and content kept plays the same scenario, and is no change.
+        found, _ = Scenarios(folder, RunSpec.MOST_ATTEMPTS).located()
         lines: dict[str, list[str]] = {}
         for kept in spec.scenarios:
             base = kept.variant.of if kept.variant is not None else kept.id
             files = [folder / f"{base}{suffix}" for suffix in Scenarios.SUFFIXES]
             there = next((path for path in files if path.is_file()), None)
             shown = f"scenarios/{base}.yaml" if there is None else there.relative_to(self.folder).as_posix()
-            if there is None:
+            now, shown = found.get(kept.id, (None, shown))
+            if now == kept:
+                continue
+            if now is None and there is None:
                 lines.setdefault(f"{shown} was removed", []).append(kept.id)
-            elif found.get(kept.id) != kept:
+            else:
                 persona = kept.variant is not None and "persona" in kept.variant.values  # filled from personas.yaml too
                 lines.setdefault(f"{shown}{' or its persona' if persona else ''} changed", []).append(kept.id)
         return tuple(f"{said} (scenario{'s' if len(ids) > 1 else ''} {', '.join(ids)})" for said, ids in lines.items())

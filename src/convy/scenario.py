@@ -53,6 +53,7 @@ from convy.dialog import (
 )
 from convy.layout import Layout
 from convy.model import Absent, ModelFailure, StillBusy
+from convy.passing import Share
 from convy.pattern import Pattern
 from convy.problems import (
     ConfigurationError,
@@ -1057,10 +1058,15 @@ class Scenarios(msgspec.Struct, frozen=True):
     def sound(self) -> tuple[tuple[Scenario, ...], tuple[str, ...]]:
         """The scenarios of the sound files, by id, and one line for each problem of the others
         (and of the personas, when there are any)."""
+        found, problems = self.located()
+        return tuple(scenario for scenario, _ in found.values()), problems
+
+    def located(self) -> tuple[dict[str, tuple[Scenario, str]], tuple[str, ...]]:
+        """As ``sound``, each scenario by its id with the file it is in (``scenarios/a.yaml``)."""
         problems: list[str] = []
         found: dict[str, tuple[Scenario, str]] = {}
         if not self.folder.is_dir():
-            return (), (self._absent(),)
+            return {}, (self._absent(),)
         personas = self._personas()
         problems.extend(personas.problems)
         problems.extend(self._misnamed())
@@ -1089,7 +1095,7 @@ class Scenarios(msgspec.Struct, frozen=True):
                     problems.append(f"{shown}: id: {variant.id!r} is also the id of {other}")
                     continue
                 found[variant.id] = (variant, shown)
-        return tuple(scenario for scenario, _ in found.values()), tuple(problems)
+        return found, tuple(problems)
 
 
 # A word in one pair of braces, "{ref}" (or "{ref}}"), where a slot takes two: "{{ ref }}"; "\{ref}"
@@ -1359,9 +1365,11 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         }
         problems = [f"{self.shown}: {field}: {said}" for field, said in own.items() if field in data]
         written = {"id": self.default_id, **{key: value for key, value in data.items() if key not in own}}
-        # A share written as text ("80%") is told how to write it, as a number out of range is.
-        shares = {"fail_under: expected a number, got text": "fail_under: expected a number, got text (0.8 for 80%)"}
-        problems.extend(f"{self.shown}: {shares.get(line, line)}" for line in Layout(Scenario).problems(written))
+        if "fail_under" in written:  # "90%" is 0.9, as in [tool.convy], .env and on the command line
+            written["fail_under"] = Share(written["fail_under"]).number()
+        # Other text is told how to write a share, as a number out of range is.
+        shares = {"fail_under: expected a number, got text": 'fail_under: expected a number, got text (0.8 or "80%")'}
+        problems.extend(f"{self.shown}: {self._quoted(shares.get(line, line), data)}" for line in Layout(Scenario).problems(written))
         problems.extend(f"{self.shown}: {line}" for line in Written(data, read.blanks).problems())
         problems = list(dict.fromkeys(problems))
         if problems:
@@ -1377,6 +1385,16 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         if kept != scenario:
             raise ScenarioError((f"{self.shown}: cannot be kept in a run folder as it is written",))
         return scenario
+
+
+    @staticmethod
+    def _quoted(line: str, data: dict[str, Any]) -> str:
+        """``line`` with the fix for a tag YAML read as a number (``tags: [2024]``): quote it."""
+        found = re.fullmatch(r"tags\[(\d+)\]: expected text, got (?:a whole number|a number)", line)
+        tags = data.get("tags")
+        if found is None or not isinstance(tags, list) or int(found[1]) >= len(tags):
+            return line
+        return f"{line}: write it in quotes, '{tags[int(found[1])]}'"
 
 
 _SCENARIO = msgspec.json.Decoder(Scenario)

@@ -25,7 +25,7 @@ from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
 from convy.live import LiveReport
 from convy.panel import Judging
-from convy.passing import PassRule
+from convy.passing import PassRule, Share
 from convy.problems import ConfigurationError, FieldProblem
 from convy.slips import Slips
 from convy.spelling import Spelling
@@ -196,7 +196,7 @@ class DotEnv(msgspec.Struct, frozen=True):
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
-        seen: dict[str, tuple[str, int]] = {}  # each name set, in capitals, as first written and on which line
+        seen: dict[str, tuple[str, int, str | None]] = {}  # each name set, in capitals, as first written, its line and value
         for binding in parse_stream(io.StringIO(text.removeprefix("\ufeff"))):
             if binding.error:
                 # Said once here: python-dotenv would log it again each time the file is read
@@ -213,8 +213,9 @@ class DotEnv(msgspec.Struct, frozen=True):
                 )
             if binding.key is None:
                 continue
-            first = seen.setdefault(binding.key.upper(), (binding.key, binding.original.line))
-            if first[1] != binding.original.line:  # read in any case, the last one set wins: which was meant?
+            first = seen.setdefault(binding.key.upper(), (binding.key, binding.original.line, binding.value))
+            # Read in any case, the last one set wins: which was meant? The same value again changes nothing.
+            if first[1] != binding.original.line and first[2] != binding.value:
                 again = binding.key if binding.key == first[0] else f"{binding.key} (read as {first[0]})"
                 raise ConfigurationError(
                     f".env: line {binding.original.line}: {again} is set again (first on line {first[1]}); "
@@ -302,17 +303,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
     def _rates(self, values: dict[str, Any]) -> dict[str, Any]:
         """``values`` with each share written as a percentage (``"90%"``) as the number it is
         (0.9); any other text is left for ``Settings`` to refuse, naming the field."""
-        rated = dict(values)
-        for name in self.RATES:
-            text = rated.get(name)
-            if isinstance(text, str) and text.strip().endswith("%"):
-                try:
-                    number = float(text.strip()[:-1].strip()) / 100
-                except ValueError:
-                    continue
-                if math.isfinite(number):
-                    rated[name] = number
-        return rated
+        return {name: Share(value).number() if name in self.RATES else value for name, value in values.items()}
 
     def _refused(self, values: dict[str, Any], given: dict[str, Any], strict: bool) -> list[str]:
         """What ``Settings`` refuses of ``values``, one problem after another: each field refused is
