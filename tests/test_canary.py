@@ -29,7 +29,7 @@ import pytest
 from standin import Echo, Stall, StandIn, Status
 
 CONVY = Path(sys.executable).with_name("convy")
-DEADLINE = 120.0  # seconds a command may take before the test gives up: far more than any needs
+DEADLINE = 300.0  # seconds a command may take before the test gives up: far more than any needs
 GATEWAY_KEY = "sk-canary-" + secrets.token_hex(16)
 AGENT_KEY = "sk-canary-" + secrets.token_hex(16)
 ACCESS = "ca-" + secrets.token_hex(12)

@@ -31,7 +31,7 @@ import pytest
 from convy.scenario import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")
-DEADLINE = 90.0  # seconds a wait may take before the test gives up: far more than any run needs
+DEADLINE = 300.0  # seconds a wait may take before the test gives up: a hang guard, far more than any run needs under load
 
 HELD_REPORT = '''
 

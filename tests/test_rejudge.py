@@ -32,7 +32,7 @@ from convy.dialog import NoVerdict, Verdict
 from convy.scenario import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")
-DEADLINE = 90.0
+DEADLINE = 300.0  # a hang guard, not a measure of speed
 
 
 class Asked(Roles):

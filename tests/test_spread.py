@@ -38,7 +38,7 @@ from convy.scenario import Outcome
 from convy.spread import Played
 
 CONVY = Path(sys.executable).with_name("convy")
-DEADLINE = 120.0  # seconds a wait may take before the test gives up: only a hang reaches it
+DEADLINE = 300.0  # seconds a wait may take before the test gives up: only a hang reaches it
 SCENARIOS = ("greet", "repeat", "thanks")
 
 AGENT = '''\
