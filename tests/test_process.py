@@ -634,6 +634,40 @@ def test_progress_the_reader_cannot_take_is_left_out_and_counted_and_the_last_li
     assert lines[-1] == "the end"
 
 
+def test_a_ctrl_c_the_moment_a_line_is_written_leaves_it_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl+C that comes just as a line reaches the pipe is held until the line is taken off the
+    queue: the KeyboardInterrupt follows, and writing on never says the line again (a run's resume
+    hint was once said twice this way)."""
+    from convy import cli
+
+    real = os.write
+    raised: list[int] = []
+
+    def write_then_interrupt(descriptor: int, data: bytes) -> int:
+        written = real(descriptor, data)
+        if not raised:
+            raised.append(1)
+            signal.raise_signal(signal.SIGINT)  # Python runs its handler at the next instruction it can
+        return written
+
+    read, write = os.pipe()
+    try:
+        out = open(write, "w", closefd=False)  # noqa: SIM115  (the descriptor is closed below)
+        shown = cli.Shown(out)
+        monkeypatch.setattr(cli.os, "write", write_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            shown.line("resume with: convy resume run-1")
+        shown.line("the end")
+        shown.drained()
+        os.close(write)
+        said = b"".join(iter(lambda: os.read(read, 65536), b"")).decode().splitlines()
+    finally:
+        os.close(read)
+
+    assert raised == [1]
+    assert said == ["resume with: convy resume run-1", "the end"]
+
+
 def test_resume_refuses_when_the_simulator_prompt_changed(made: Made) -> None:
     """``convy resume`` exits 2 in one line when the settings now give another simulator prompt
     than the run started with, and plays nothing."""

@@ -120,6 +120,8 @@ T = TypeVar("T")
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 # Why an attempt's task ends cancelled with no Ctrl+C, no SIGTERM and no time limit: the project's
 # own code cancelled the task it runs in, which convy cannot tell from its own stop.
+# The signals that stop a run, held back while a line is written (Shown._piece).
+_STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
 CANCELLED = "cancelled from within, as code that cancels its own task does (asyncio.current_task().cancel())"
 
 
@@ -208,18 +210,24 @@ class Shown:
         # Writes the first waiting piece when the stream takes it now (or, with ``wait``, once it does).
         if not select.select([], [self._descriptor], [], None if wait else 0)[1]:
             return False
-        piece = self._waiting[0]
+        # A Ctrl+C (or SIGTERM) waits while a piece is written and taken off the queue: raised in
+        # between, its KeyboardInterrupt would leave a written piece queued, and the line said twice.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         try:
-            written = os.write(self._descriptor, piece)
-        except BlockingIOError:  # a descriptor someone else made non-blocking: the same as not ready
-            return False
-        except OSError:  # the reader has gone (a closed pipe), or the stream broke (a full disk, a hung-up terminal)
-            self._gone()
-            return False
-        self._waiting[0] = piece[written:]
-        if not self._waiting[0]:
-            self._waiting.popleft()
-        return True
+            piece = self._waiting[0]
+            try:
+                written = os.write(self._descriptor, piece)
+            except BlockingIOError:  # a descriptor someone else made non-blocking: the same as not ready
+                return False
+            except OSError:  # the reader has gone (a closed pipe), or the stream broke (a full disk, a hung-up terminal)
+                self._gone()
+                return False
+            self._waiting[0] = piece[written:]
+            if not self._waiting[0]:
+                self._waiting.popleft()
+            return True
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def _gone(self) -> None:
         # The reader has gone; the run goes on and keeps every attempt. Point the descriptor at
