@@ -634,27 +634,27 @@ def test_progress_the_reader_cannot_take_is_left_out_and_counted_and_the_last_li
     assert lines[-1] == "the end"
 
 
-def test_a_ctrl_c_the_moment_a_line_is_written_leaves_it_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_ctrl_c_the_moment_a_line_is_written_leaves_it_said_once() -> None:
     """A Ctrl+C that comes just as a line reaches the pipe is held until the line is taken off the
     queue: the KeyboardInterrupt follows, and writing on never says the line again (a run's resume
     hint was once said twice this way)."""
-    from convy import cli
+    from convy.cli import Shown
 
-    real = os.write
     raised: list[int] = []
 
-    def write_then_interrupt(descriptor: int, data: bytes) -> int:
-        written = real(descriptor, data)
-        if not raised:
-            raised.append(1)
-            signal.raise_signal(signal.SIGINT)  # Python runs its handler at the next instruction it can
-        return written
+    class Interrupted(Shown):
+        def _write(self, descriptor: int, data: bytes) -> int:  # type: ignore[override]
+            written = os.write(descriptor, data)
+            if not raised:
+                raised.append(1)
+                signal.raise_signal(signal.SIGINT)  # Python runs its handler at the next instruction it can
+            return written
 
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, wherever the test runs
     read, write = os.pipe()
     try:
         out = open(write, "w", closefd=False)  # noqa: SIM115  (the descriptor is closed below)
-        shown = cli.Shown(out)
-        monkeypatch.setattr(cli.os, "write", write_then_interrupt)
+        shown = Interrupted(out)
         with pytest.raises(KeyboardInterrupt):
             shown.line("resume with: convy resume run-1")
         shown.line("the end")
@@ -662,6 +662,7 @@ def test_a_ctrl_c_the_moment_a_line_is_written_leaves_it_said_once(monkeypatch: 
         os.close(write)
         said = b"".join(iter(lambda: os.read(read, 65536), b"")).decode().splitlines()
     finally:
+        signal.signal(signal.SIGINT, handler)
         os.close(read)
 
     assert raised == [1]

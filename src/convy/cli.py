@@ -66,6 +66,7 @@ import select
 import shlex
 import signal
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -120,9 +121,38 @@ T = TypeVar("T")
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 # Why an attempt's task ends cancelled with no Ctrl+C, no SIGTERM and no time limit: the project's
 # own code cancelled the task it runs in, which convy cannot tell from its own stop.
-# The signals that stop a run, held back while a line is written (Shown._piece).
-_STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
 CANCELLED = "cancelled from within, as code that cancels its own task does (asyncio.current_task().cancel())"
+
+
+class _CtrlCHeld:
+    """Ctrl+C held back for a moment: a SIGINT that comes inside is noted and raised again as the
+    block ends, to whatever handler was there (Python's KeyboardInterrupt, asyncio.run's, or
+    ``os._exit`` once a stopped run has said how to resume). Python runs signal handlers in the main
+    thread only, whichever thread the signal reached, so a mask cannot hold it back; this can. On any
+    other thread, or under a handler Python did not install, nothing is held (none is raised there)."""
+
+    def __init__(self) -> None:
+        self._previous: Any = None
+        self._came = False
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is None:
+            return
+        self._previous = previous
+        signal.signal(signal.SIGINT, self._noted)
+
+    def _noted(self, number: int, frame: Any) -> None:
+        self._came = True
+
+    def __exit__(self, *exception: object) -> None:
+        if self._previous is None:
+            return
+        signal.signal(signal.SIGINT, self._previous)
+        if self._came:
+            signal.raise_signal(signal.SIGINT)
 
 
 class Shown:
@@ -140,6 +170,7 @@ class Shown:
     PIECE: ClassVar[int] = 4096  # at most PIPE_BUF: a pipe that selects as writable takes it whole
     LINE: ClassVar[int] = 2000  # characters of one line: a CI log stays readable
     END: ClassVar[int] = 300  # of them, kept from a longer line's end
+    _write = staticmethod(os.write)  # how a piece reaches the descriptor (a test's may be interrupted)
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
@@ -210,13 +241,12 @@ class Shown:
         # Writes the first waiting piece when the stream takes it now (or, with ``wait``, once it does).
         if not select.select([], [self._descriptor], [], None if wait else 0)[1]:
             return False
-        # A Ctrl+C (or SIGTERM) waits while a piece is written and taken off the queue: raised in
-        # between, its KeyboardInterrupt would leave a written piece queued, and the line said twice.
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-        try:
+        # A Ctrl+C waits while a piece is written and taken off the queue: raised in between, its
+        # KeyboardInterrupt would leave a written piece queued, and the line said twice.
+        with _CtrlCHeld():
             piece = self._waiting[0]
             try:
-                written = os.write(self._descriptor, piece)
+                written = self._write(self._descriptor, piece)
             except BlockingIOError:  # a descriptor someone else made non-blocking: the same as not ready
                 return False
             except OSError:  # the reader has gone (a closed pipe), or the stream broke (a full disk, a hung-up terminal)
@@ -226,8 +256,6 @@ class Shown:
             if not self._waiting[0]:
                 self._waiting.popleft()
             return True
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def _gone(self) -> None:
         # The reader has gone; the run goes on and keeps every attempt. Point the descriptor at
