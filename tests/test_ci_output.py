@@ -206,10 +206,12 @@ def test_rejudge_writes_the_summary_of_its_new_run(tmp_path: Path) -> None:
 
 # A writer standing in for `convy report --live`: it says its number, makes its temporary file,
 # and waits; Ctrl+C (SIGINT) removes the file and ends it, as convy's own writing does.
+# The trap is set before the page is begun: the test stops the writer once it sees page.tmp, and a
+# SIGINT before the trap would end the shell with its page left behind (a race a busy machine lost).
 WRITER = """#!/bin/sh
 echo $$ > "$(dirname "$0")/writer.pid"
-touch "$(dirname "$0")/page.tmp"
 trap 'rm -f "$(dirname "$0")/page.tmp"; exit 130' INT
+touch "$(dirname "$0")/page.tmp"
 while :; do sleep 0.05; done
 """
 
