@@ -194,7 +194,7 @@ def test_a_real_regression_is_said_with_its_scenarios_and_flipped_claims(tmp_pat
     # The bad answers have no price: the cost after is a floor, and said to be.
     assert "**Cost:** $0.3000 → unpriced (no ratio per attempt; incomplete: some requests unpriced)" in markdown
     assert convy(tmp_path, "-C", "project", "report", candidate, "--summary", "after.md").returncode == 0
-    assert "**Cost:** unpriced (incomplete: 24 of 24 requests unpriced)" in (tmp_path / "after.md").read_text(encoding="utf-8")
+    assert "**Cost:** unpriced (no price known for its 24 requests)" in (tmp_path / "after.md").read_text(encoding="utf-8")
 
 
 def test_a_change_within_noise_is_said_so(tmp_path: Path) -> None:

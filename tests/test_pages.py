@@ -42,7 +42,7 @@ from convy import (
     Usage,
     views,
 )
-from convy.comparison import Comparison
+from convy.comparison import Comparison, comparable
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
 from convy.page import Block, Chunks, ComparisonPage, Fields, IndexPage, Packed, ReportPage, Template, Where
 from convy.report import Index, Summary
@@ -215,7 +215,7 @@ class Played:
 
     def index(self) -> IndexView:
         runs = self.runs()
-        return Index(tuple(runs.values()), (), ("2026-01-05-before--2026-01-06-after",)).view()
+        return Index(tuple(runs.values()), (), ("2026-01-05-before--2026-01-06-after",), comparable).view()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ from test_pages import Played
 from convy import NoUsage, Usage
 from convy.agent import Cost, NotReported
 from convy.attempt import Added, Spent, Sum
-from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio
+from convy.bench import Running
+from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio, comparable
 from convy.report import Held, Index, Summary
 from convy.views import HeldView, IntervalView, RunView, Suggestion, TokensView
 
@@ -134,14 +135,34 @@ def test_comparison_directions_counts_flips_and_links(played: Played) -> None:
 
 def test_index_suggests_the_newest_run_against_the_one_before_it(played: Played, tmp_path: Path) -> None:
     """The index offers the newest run that has an earlier run of its agent, against the latest of
-    those; with one run, that run against itself; with none, nothing."""
+    those; with one run, or runs of different agents only, nothing (never a run against itself)."""
     runs = played.runs()
     assert played.index().suggested == Suggestion(base="2026-01-05-before", candidate="2026-01-06-after")
-    assert Index((runs["2026-01-07-first"],)).view().suggested == Suggestion(base="2026-01-07-first", candidate="2026-01-07-first")
+    assert msgspec.json.decode(msgspec.json.encode(played.index().suggested), type=Suggestion) == played.index().suggested
+    assert Index((runs["2026-01-07-first"],), comparable=comparable).view().suggested is None
     assert Index(()).view().suggested is None
-    mixed = Index((runs["2026-01-05-before"], runs["2026-01-07-first"])).view()
-    assert mixed.suggested == Suggestion(base="2026-01-05-before", candidate="2026-01-07-first")
-    assert msgspec.json.decode(msgspec.json.encode(mixed.suggested), type=Suggestion) == mixed.suggested
+    mixed = Index((runs["2026-01-05-before"], runs["2026-01-07-first"]), comparable=comparable).view()
+    assert mixed.suggested is None
+
+
+def test_index_offers_and_joins_only_comparable_finished_runs(tmp_path: Path) -> None:
+    """A newer run judged by another judge is not comparable with the earlier ones: the index
+    offers the two comparable runs before it, and its trend joins those two only; an interrupted
+    run is a point of its own."""
+    more = Played(tmp_path)
+    more.play("shop", "2026-01-05-before", refunds=True, attempts=2)
+    more.play("shop", "2026-01-06-after", refunds=False, attempts=2)
+    more.play("shop", "2026-01-07-judged", refunds=False, attempts=2, judge="other-judge")
+    runs = more.runs()
+    view = Index(tuple(runs.values()), comparable=comparable).view()
+    assert view.suggested == Suggestion(base="2026-01-05-before", candidate="2026-01-06-after")
+    assert [(point.run, point.joined) for point in view.trends["shop"]] == [
+        ("2026-01-05-before", False), ("2026-01-06-after", True), ("2026-01-07-judged", False)]
+    interrupted = msgspec.structs.replace(
+        runs["2026-01-06-after"], file=msgspec.structs.replace(runs["2026-01-06-after"].file, status=Running(started="2026-01-06T00:00:00+00:00")))
+    cut = Index((runs["2026-01-05-before"], interrupted), comparable=comparable).view()
+    assert [point.joined for point in cut.trends["shop"]] == [False, False]
+    assert cut.suggested is None
 
 
 def test_a_real_change_on_these_scenarios_says_whether_it_would_hold_for_new_ones(played: Played) -> None:

@@ -542,6 +542,27 @@ class FolderName(msgspec.Struct, frozen=True):
             raise ValueError(f"{self.field}: longer than {self.LONGEST} characters")
 
 
+class RunName(msgspec.Struct, frozen=True):
+    """A run's name as a person gave it (``convy run --name "prompt B"``): one printable line of
+    at most ``LONGEST`` characters with something in it, or none at all (``""``). Checked where it
+    enters (the command line) and where it is read back (run.json, which anyone may have edited):
+    a name is shown on pages and in terminals, so it must never carry a control character."""
+
+    text: str
+
+    LONGEST: ClassVar[int] = 80
+
+    def problem(self) -> str | None:
+        """What is wrong with the name, in words that say the fix; None for a sound one."""
+        if not self.text.strip():
+            return "must not be blank: give a few words, e.g. --name \"prompt B\""
+        if not self.text.isprintable():
+            return "must be one line of printable characters (no tabs, newlines or control characters)"
+        if len(self.text) > self.LONGEST:
+            return f"{len(self.text)} characters: give at most {self.LONGEST}"
+        return None
+
+
 class Origin(msgspec.Struct, frozen=True):
     """The run whose recorded dialogues a re-judged run decides again (``convy rejudge``): its
     agent and id, so its folder is ``results/<agent>/<run>``."""
@@ -576,6 +597,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     user_checks: UserChecks = UserChecks()  # how its simulated user is checked (before it: by code, faults not judged)
     adaptive: Adaptive | None = None  # the rule that spends its attempts, ``attempts`` then the most (None: all played)
     rule: PassRule = PassRule()  # what the project accepts of it (a run.json before it: every attempt passes)
+    name: str = ""  # what a person called it (``convy run --name``); "" for none (a run.json before names)
 
     MOST_ATTEMPTS: ClassVar[int] = 10_000
     LONGEST_NAME: ClassVar[int] = FolderName.LONGEST
@@ -590,6 +612,10 @@ class RunSpec(msgspec.Struct, frozen=True):
         # The run's folder is results/<agent>/<id>: each must be one plain name, never a path.
         FolderName("id", self.id).check()
         FolderName("agent", self.agent).check()
+        if self.name:
+            problem = RunName(self.name).problem()
+            if problem is not None:
+                raise ValueError(f"name: {problem}")
         if self.adaptive is not None and self.adaptive.least > self.attempts:
             raise ValueError("min_attempts: must be at most max_attempts")
 

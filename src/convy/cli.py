@@ -82,7 +82,7 @@ from convy.adaptive import Adaptive, Against, Judged
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.agreement import Consensus
 from convy.attempt import Spent
-from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
+from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.live import LiveReport, Paced, Tethered
@@ -393,7 +393,8 @@ class Recorded(msgspec.Struct, frozen=True):
         planned = self._planned(self.kept.outcomes)  # of --attempts auto: the first round's; the bar grows
         attempts, scenarios = self.spec.attempts, len(self.spec.scenarios)
         each = f"{attempts} attempt{'s' if attempts != 1 else ''}" if self.spec.adaptive is None else self.spec.adaptive.said(attempts)
-        self.shown.line(f"{self.spec.agent}: {scenarios} scenario{'s' if scenarios != 1 else ''} × {each} → {self._where(journal.folder)}")
+        named = f' · "{Inert(self.spec.name).line()}"' if self.spec.name else ""
+        self.shown.line(f"{self.spec.agent}{named}: {scenarios} scenario{'s' if scenarios != 1 else ''} × {each} → {self._where(journal.folder)}")
         stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | DeadService | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             growing = None if self.spec.adaptive is None else self._planned
@@ -582,8 +583,9 @@ class Recorded(msgspec.Struct, frozen=True):
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         skipped = len(self.spec.skipped)
         skips = f" · {skipped} scenario{'s' if skipped != 1 else ''} skipped" if skipped else ""
+        named = f' · "{Inert(self.spec.name).line()}"' if self.spec.name else ""
         self.shown.line(
-            f"{self.spec.agent}: {passed} passed, {failed} failed, {unjudged} not judged "
+            f"{self.spec.agent}{named}: {passed} passed, {failed} failed, {unjudged} not judged "
             f"of {len(outcomes)} attempt{'s' if len(outcomes) != 1 else ''}{skips} · "
             f"pass rate {rate_text} (mean over scenarios)"
         )
@@ -1109,8 +1111,13 @@ class RunCommand(msgspec.Struct, frozen=True):
     adaptive: AutoAttempts = AutoAttempts()
     against: str | None = None  # --against BASE: played until the comparison with BASE is decided
     fail_on_skip: bool | None = None  # --fail-on-skip, over fail_on_skip
+    name: str | None = None  # --name: what a person calls the run, kept in run.json (spec.name)
 
     def run(self, shown: Shown, errors: Shown) -> int:
+        if self.name is not None:
+            problem = RunName(self.name).problem()
+            if problem is not None:
+                raise ConfigurationError(f'--name "{Inert(self.name).short(90)}": {problem}')
         settings = self.overridden(self.project.settings())
         spread = self.spread.over(settings)
         versus, base, names = self.based(settings)
@@ -1131,6 +1138,8 @@ class RunCommand(msgspec.Struct, frozen=True):
                 absent.append(passed_over)
                 continue
             spec = self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
+            if self.name is not None:
+                spec = msgspec.structs.replace(spec, name=self.name)
             if versus is not None and base is not None:
                 spec = versus.spec(spec, base)
             spec = secrets.kept(spec)
@@ -2308,6 +2317,7 @@ class Arguments(msgspec.Struct, frozen=True):
             help="with --attempts auto: play until the comparison with this finished run of the same agent is decided "
             "(an id or a unique part; --max-attempts is the most per scenario)",
         )
+        run.add_argument("--name", metavar="TEXT", help='what to call the run (e.g. "prompt B"): shown on its pages, in summaries and tables')
         run.add_argument("--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help="scenario ids or paths to play")
         run.add_argument("--tag", nargs="+", action="extend", default=[], metavar="TAG", help="play scenarios with any of these tags")
         run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
@@ -2526,6 +2536,7 @@ def main(argv: list[str] | None = None) -> int:
                         AutoAttempts(parsed.min_attempts, parsed.max_attempts, parsed.target_width),
                         parsed.against,
                         fail_on_skip=parsed.fail_on_skip,
+                        name=parsed.name,
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":

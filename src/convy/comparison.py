@@ -550,3 +550,10 @@ class Ratio(msgspec.Struct, frozen=True):
 def _judging(judging: Judging) -> str:
     """How a run judged, in a few words: "asked 5×, majority, evidence flag"."""
     return f"asked {judging.repeats}×, {judging.panel}, evidence {judging.evidence}"
+
+
+def comparable(base: Read, candidate: Read) -> bool:
+    """Whether comparing the two runs is sound: nothing differs between them that the comparison
+    page would put in its "not comparable" banner (``Comparison.banner``). The index draws its
+    trend and offers its pair by it."""
+    return not Comparison(base, candidate).banner()

@@ -120,6 +120,8 @@ class Numbers(msgspec.Struct, frozen=True):
             return "no requests"
         if cost.complete:
             return "complete"
+        if not cost.priced:  # nothing priced: no warning, the agent's service names no price
+            return f"no price known for {'its request' if cost.unpriced == 1 else f'its {self.count(cost.unpriced)} requests'}"
         return f"incomplete: {self.count(cost.unpriced)} of {self.count(cost.priced + cost.unpriced)} requests unpriced"
 
     def tokens(self, tokens: TokensView) -> str:
@@ -328,7 +330,8 @@ class RunSummary(msgspec.Struct, frozen=True):
         view = summary.view()
         head = view.header
         numbers = Numbers()
-        lines = [f"### convy · {MarkdownText(head.agent).markdown()} · run {MarkdownText(head.run).markdown()}", ""]
+        named = f" — {MarkdownText(head.name).markdown()}" if head.name else ""
+        lines = [f"### convy · {MarkdownText(head.agent).markdown()} · run {MarkdownText(head.run).markdown()}{named}", ""]
         if head.stop:  # words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math
             stop = head.stop.replace("$", "\\$")
             lines += [f"> **This run was {stop}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
@@ -445,6 +448,11 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         lines = [
             f"### convy · compare {MarkdownText(base.run).markdown()} → {MarkdownText(candidate.run).markdown()}",
             "",
+            *(
+                [f"{MarkdownText(base.name or base.run).markdown()} → {MarkdownText(candidate.name or candidate.run).markdown()}", ""]
+                if base.name or candidate.name
+                else []
+            ),
             f"{MarkdownText(base.agent).markdown()} → {MarkdownText(candidate.agent).markdown()}",
             "",
         ]

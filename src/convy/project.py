@@ -686,12 +686,13 @@ class Project(msgspec.Struct, frozen=True):
         """Write ``results/index.html``: every run (``every``, when the caller has read them all
         already; else each from its ``summary.json``, see ``Listing``, those ``known`` as they are
         given), and the comparisons made so far; ``live``, while a run plays (``live.LiveReport``)."""
+        from convy.comparison import comparable
         from convy.page import IndexPage
 
         runs, unread = every if every is not None else Listing(self.results()).every(known)
         names = tuple(sorted(path.stem for path in (self.results() / "compare").glob("*--*.html")))
         path = self.results() / "index.html"
-        self._written(path, (IndexPage(Index(runs, unread, names).view(), live).html(),))
+        self._written(path, (IndexPage(Index(runs, unread, names, comparable).view(), live).html(),))
         return path
 
     def compared(self, base: Read, candidate: Read) -> tuple[Path, ComparisonView]:

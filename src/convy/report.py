@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
 from itertools import chain
@@ -57,6 +57,7 @@ from convy.views import (
     RunRow,
     RunView,
     ScenarioView,
+    SkipGroup,
     SpendView,
     Suggestion,
     TimeView,
@@ -315,6 +316,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         return HeaderView(
             agent=spec.agent,
             run=spec.id,
+            name=spec.name,
             started=self.run.file.status.started,
             ended=self.run.ended(),
             seconds=self.run.seconds(),
@@ -626,21 +628,38 @@ class Index(msgspec.Struct, frozen=True):
     """Every run on one page: a row each, a pass-rate trend per agent, and the comparisons made.
 
     ``comparisons`` are the comparison pages' names (``<base>--<candidate>``); hrefs are relative
-    to ``results/``, where the index is written.
+    to ``results/``, where the index is written. ``comparable`` says whether a comparison of two
+    runs (base, candidate) would be sound: ``comparison.comparable``, given by the caller (this
+    module is below the comparison's); ``None`` takes every pair of finished runs of an agent as
+    comparable. The trend joins a run to the one before it only when both finished and they are
+    comparable, and the pair the index offers to compare is a comparable one.
     """
 
     runs: tuple[Read | Listed, ...]
     unread: tuple[Unread, ...] = ()
     comparisons: tuple[str, ...] = ()
+    comparable: Callable[[Read, Read], bool] | None = None
 
     def view(self) -> IndexView:
+        read = {(self._read(run).file.spec.agent, self._read(run).file.spec.id): self._read(run) for run in self.runs}
         rows = [self._row(run) for run in self.runs]
         rows.sort(key=lambda row: row.started, reverse=True)
         trends: dict[str, list[TrendPoint]] = {}
+        before: dict[str, RunRow] = {}
         for row in sorted(rows, key=lambda row: row.started):
+            last = before.get(row.agent)
+            joined = last is not None and self._alike(read[(last.agent, last.run)], read[(row.agent, row.run)])
             trends.setdefault(row.agent, []).append(
-                TrendPoint(run=row.run, started=row.started, rate=None if row.rate is None else row.rate.estimate)
+                TrendPoint(
+                    run=row.run,
+                    started=row.started,
+                    rate=None if row.rate is None else row.rate.estimate,
+                    name=row.name,
+                    finished=row.status == "finished",
+                    joined=joined,
+                )
             )
+            before[row.agent] = row
         links = []
         for name in self.comparisons:
             base, _, candidate = name.partition("--")
@@ -651,8 +670,21 @@ class Index(msgspec.Struct, frozen=True):
             comparisons=links,
             skipped=[f"{unread.folder.name}: {unread.reason}" for unread in self.unread],
             agents=sorted(trends),
-            suggested=self.suggested(rows),
+            suggested=self.suggested(rows, read),
         )
+
+    def _read(self, run: Read | Listed) -> Read:
+        match run:
+            case Listed(run=read):
+                return read
+            case Read():
+                return run
+
+    def _alike(self, base: Read, candidate: Read) -> bool:
+        """Whether two runs of an agent may be compared: both finished, and sound to compare."""
+        if base.status() != "finished" or candidate.status() != "finished":
+            return False
+        return True if self.comparable is None else self.comparable(base, candidate)
 
     def _row(self, run: Read | Listed) -> RunRow:
         match run:
@@ -661,17 +693,17 @@ class Index(msgspec.Struct, frozen=True):
             case Read():
                 return Summary(run).row(f"{run.file.spec.agent}/{run.file.spec.id}/report.html")
 
-    def suggested(self, rows: list[RunRow]) -> Suggestion | None:
+    def suggested(self, rows: list[RunRow], read: dict[tuple[str, str], Read] | None = None) -> Suggestion | None:
         """The pair the index offers to compare (``rows`` newest first): the newest run that has an
-        earlier one of the same agent, against the latest of those; with no such pair, the newest
-        run against the oldest."""
-        if not rows:
-            return None
+        earlier comparable one of the same agent (``_alike``), against the latest of those; with
+        no comparable pair, none (the page then leaves the choice to the reader)."""
         for at, later in enumerate(rows):
             for earlier in rows[at + 1 :]:
-                if earlier.agent == later.agent:
+                if earlier.agent != later.agent:
+                    continue
+                if read is None or self._alike(read[(earlier.agent, earlier.run)], read[(later.agent, later.run)]):
                     return Suggestion(base=earlier.run, candidate=later.run)
-        return Suggestion(base=rows[-1].run, candidate=rows[0].run)
+        return None
 
 
 class Stop(msgspec.Struct, frozen=True):
@@ -872,6 +904,7 @@ class Listed(msgspec.Struct, frozen=True):
             cost=totals.cost,
             seconds=self.run.seconds(),
             planned=len(spec.scenarios) * spec.attempts,
+            name=spec.name,
         )
 
 

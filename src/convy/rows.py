@@ -39,6 +39,7 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
 class RunsRow(Row, frozen=True):
     agent: str
     run: str
+    name: str | None  # what a person called the run (``convy run --name``); None for none
     started: str
     ended: str | None
     seconds: float | None

@@ -423,6 +423,7 @@ class RunRows(msgspec.Struct, frozen=True):
         return RunsRow(
             agent=header.agent,
             run=header.run,
+            name=header.name or None,
             started=header.started,
             ended=header.ended,
             seconds=header.seconds,

@@ -199,6 +199,13 @@ class NoiseView(View, frozen=True):
     advice: str | None = None
 
 
+class SkipGroup(View, frozen=True):
+    """Scenarios not played for the same reasons: the reasons said once, the scenarios listed."""
+
+    reason: str
+    scenarios: list[str]
+
+
 class HeaderView(View, frozen=True):
     agent: str
     run: str
@@ -225,6 +232,8 @@ class HeaderView(View, frozen=True):
     verdict: str = ""  # the run against its pass rule in words (passing.RunVerdict.verdict): the exit code's
     tested: bool = True  # whether an attempt was judged: a run that judged none tested nothing
     failing: list[str] = []  # the scenarios that fail the pass rule, each with why (passing.RunVerdict.why)
+    name: str = ""  # what a person called the run (``convy run --name``); "" for none
+    skip_groups: list[SkipGroup] = []  # ``skipped`` grouped by their reasons: advice said once per cause
 
 
 class LiveView(View, frozen=True):
@@ -524,12 +533,16 @@ class RunRow(View, frozen=True):
     cost: CostView
     seconds: float | None
     planned: int = 0  # the attempts its spec plans: a run under way shows "attempts of planned"
+    name: str = ""  # what a person called the run (``convy run --name``)
 
 
 class TrendPoint(View, frozen=True):
     run: str
     started: str
     rate: float | None
+    name: str = ""  # what a person called the run
+    finished: bool = True  # a run not finished is drawn as a point, never joined
+    joined: bool = False  # whether the trend's line joins it to the run before it: both finished and comparable
 
 
 class ComparisonLink(View, frozen=True):
@@ -539,8 +552,8 @@ class ComparisonLink(View, frozen=True):
 
 
 class Suggestion(View, frozen=True):
-    """Two runs the index offers to compare: the newest run that has an earlier one of the same
-    agent, against the latest of those earlier ones."""
+    """Two runs the index offers to compare: the newest run that has an earlier comparable one of
+    the same agent, against the latest of those earlier ones."""
 
     base: str
     candidate: str
@@ -570,6 +583,7 @@ class SideView(View, frozen=True):
     tokens: int
     cost: CostView
     seconds: float
+    name: str = ""  # what a person called the run (``convy run --name``)
 
 
 class ScenarioChange(View, frozen=True):

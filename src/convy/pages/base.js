@@ -43,6 +43,13 @@ const Convy = (() => {
     return add(set(document.createElementNS(SVG, tag), props), kids);
   }
 
+  /* An id (a scenario's, a run's) as text that may wrap only where a word of it ends: after a
+     "/", "-", "_", "." or " ·" (a <wbr> there), never in the middle of a word. */
+  function idText(text) {
+    const parts = String(text).split(/(?<=[\/\-_.])/);
+    return parts.flatMap((part, i) => (i ? [document.createElement("wbr"), part] : [part]));
+  }
+
   /* Only relative links and page anchors: never a script URL, never the network. */
   function safeHref(value) {
     const text = String(value);
@@ -96,10 +103,16 @@ const Convy = (() => {
       const text = amount === 0 ? "0" : amount >= 1 ? amount.toFixed(2) : amount >= 0.0001 ? amount.toFixed(4) : amount.toPrecision(2);
       return (cost.complete ? "$" : "≥ $") + text;
     },
+    /* Whether nothing of a cost is priced: no price known at all, said plainly, not as a warning
+       (a warning is for a total that lacks some of its requests). */
+    unpriced(cost) {
+      return Boolean(cost && cost.amount === null && cost.unpriced && !cost.priced);
+    },
     costNote(cost) {
       if (!cost) return "";
       if (cost.amount === null && !cost.unpriced) return "no requests";
       if (cost.complete) return "complete" + (cost.source ? ", " + cost.source : "");
+      if (!cost.priced) return "no price known for " + (cost.unpriced === 1 ? "its request" : "its " + fmt.int(cost.unpriced) + " requests");
       return "incomplete: " + fmt.int(cost.unpriced) + " of " + fmt.int(cost.priced + cost.unpriced) + " requests unpriced";
     },
     tokens(tokens) {
@@ -172,6 +185,13 @@ const Convy = (() => {
 
   function word(kind, code) {
     return (words[kind] && words[kind][code]) || String(code);
+  }
+
+  /* Why an attempt stopped, in words: "finished" with no turn of a simulated user is its script
+     played out (no user said it was done). */
+  function stopWord(d) {
+    if (d && d.stop === "finished" && d.turns && d.turns.length && d.turns.every((turn) => turn.scripted)) return "script played out";
+    return word("stop", d ? d.stop : "");
   }
 
   /* A subset of Markdown drawn as nodes: paragraphs, **bold**, *italic*, `code`, fenced code,
@@ -539,6 +559,17 @@ const Convy = (() => {
     rows[index].focus();
   }
 
+  /* A touch screen, with no keyboard to speak of: no key hints there (neither the line of keys nor
+     the search box's "( / )"). */
+  const TOUCH = window.matchMedia("(hover: none) and (pointer: coarse)").matches;
+  /* A narrow screen (a phone): what is folded there to reach the scenarios on the first screen. */
+  const NARROW = window.matchMedia("(max-width: 720px)").matches;
+
+  /* A search box's placeholder: its words, and on a screen with a keyboard the key that reaches it. */
+  function placeholder(text) {
+    return TOUCH ? text : text + "  ( / )";
+  }
+
   function keyHelp(pairs) {
     return h("p", { class: "keys" }, pairs.map(([key, text], i) => [i ? " · " : "", h("kbd", null, key), " ", text]));
   }
@@ -548,5 +579,5 @@ const Convy = (() => {
     return h("img", { src: link ? link.getAttribute("href") : "", alt: "", width: 22, height: 22, class: "logo" });
   }
 
-  return { h, s, add, fill, json, fmt, words, status, word, markdown, hash, live, theme, facts, tile, sortHeader, compare, keys, keyHelp, icon, safeHref, stepped, focusRow };
+  return { h, s, add, fill, json, fmt, words, status, word, stopWord, markdown, hash, live, theme, facts, tile, sortHeader, compare, keys, keyHelp, placeholder, idText, TOUCH, NARROW, icon, safeHref, stepped, focusRow };
 })();

@@ -44,7 +44,8 @@
   function header() {
     const sideFacts = (label, side) => h("div", { class: "side" },
       h("div", { class: "side-label" }, label),
-      h("div", { class: "side-name" }, h("a", { href: side.href }, side.agent + " · " + side.run)),
+      h("div", { class: "side-name" }, h("a", { href: side.href }, Convy.idText(side.agent + " · " + side.run))),
+      side.name ? h("div", { class: "run-name" }, side.name) : null,
       facts([
         ["status", Convy.status("run", side.status, true)],
         ["started", fmt.date(side.started)],
@@ -52,7 +53,8 @@
       ]));
     const top = h("header", { class: "top" },
       h("div", null,
-        h("h1", null, h("span", { class: "brand" }, "convy · compare · "), base.run + " → " + candidate.run),
+        h("h1", null, h("span", { class: "brand" }, "convy · compare · "), Convy.idText(base.run + " → " + candidate.run)),
+        base.name || candidate.name ? h("p", { class: "run-name", id: "run-names" }, (base.name || base.run) + " → " + (candidate.name || candidate.run)) : null,
         h("div", { class: "sides" }, sideFacts("before (base)", base), h("div", { class: "arrow", "aria-hidden": "true" }, "→"), sideFacts("after (candidate)", candidate))),
       h("div", { class: "top-actions" }, Convy.theme.button()));
     const notes = [];
@@ -153,7 +155,7 @@
 
   /* Scenarios, grouped by their change. */
 
-  const search = h("input", { type: "search", id: "search", placeholder: "Search scenarios and claims  ( / )", "aria-label": "Search scenarios" });
+  const search = h("input", { type: "search", id: "search", placeholder: Convy.placeholder("Search scenarios and claims"), "aria-label": "Search scenarios" });
   const groupsBox = h("div", { class: "groups" });
   const claimsBox = h("div", { class: "claims-box" });
   let visible = [];
@@ -161,7 +163,7 @@
 
   function rowFor(one) {
     const tr = h("tr", { class: "row", tabindex: "-1", "data-id": one.id },
-      h("td", null, h("span", { class: "id" }, one.id), pairs.has(one.id) ? null : h("span", { class: "muted small" }, " (no attempts to show)")),
+      h("td", null, h("span", { class: "id" }, Convy.idText(one.id)), pairs.has(one.id) ? null : h("span", { class: "muted small" }, " (no attempts to show)")),
       h("td", { class: "num" }, fmt.int(one.before_passed) + "/" + fmt.int(one.before_judged)),
       h("td", { class: "num" }, fmt.int(one.after_passed) + "/" + fmt.int(one.after_judged)),
       h("td", { class: "num" }, fmt.p(one.p)),
@@ -268,7 +270,7 @@
   });
 
   function sideHead(label, side, d) {
-    return h("div", { class: "side-head" }, label + ": " + side.run,
+    return h("div", { class: "side-head" }, label + ": " + side.run + (side.name ? " (" + side.name + ")" : ""),
       d ? h("span", { class: "small" }, " · attempt " + d.attempt + " ", Convy.status("attempt", d.status, true)) : null);
   }
 
@@ -302,19 +304,20 @@
     const after = pair ? pair.after : null;
     const grid = h("div", { class: "pair", id: "pair" },
       sideHead("Before", base, before), sideHead("After", candidate, after));
-    const cell = (node) => h("div", { class: "cell" }, node);
+    /* A cell says which run it is of (shown when the two columns stack, on a phone). */
+    const cell = (side, node) => h("div", { class: "cell", "data-side": side }, h("div", { class: "cell-side" }, (side === "before" ? "Before · " + base.run : "After · " + candidate.run)), node);
     const nothing = (text) => h("p", { class: "nothing" }, text);
     grid.appendChild(h("div", { class: "row-label" }, "Decisions"));
-    grid.appendChild(cell(before ? Scene.decisions(before.decisions) : nothing("No attempt in this run.")));
-    grid.appendChild(cell(after ? Scene.decisions(after.decisions) : nothing("No attempt in this run.")));
-    const stop = (d) => (d ? h("p", { class: "small muted" }, "stop: " + Convy.word("stop", d.stop) + " · took " + fmt.seconds(d.seconds) + " · tokens " + fmt.tokens(d.tokens) + " · cost " + fmt.cost(d.cost)) : null);
-    grid.appendChild(cell(stop(before)));
-    grid.appendChild(cell(stop(after)));
+    grid.appendChild(cell("before", before ? Scene.decisions(before.decisions) : nothing("No attempt in this run.")));
+    grid.appendChild(cell("after", after ? Scene.decisions(after.decisions) : nothing("No attempt in this run.")));
+    const stop = (d) => (d ? h("p", { class: "small muted" }, "stop: " + Convy.stopWord(d) + " · took " + fmt.seconds(d.seconds) + " · tokens " + fmt.tokens(d.tokens) + " · cost " + fmt.cost(d.cost)) : null);
+    grid.appendChild(cell("before", stop(before)));
+    grid.appendChild(cell("after", stop(after)));
     const turns = Math.max(before ? before.turns.length : 0, after ? after.turns.length : 0);
     for (let i = 0; i < turns; i++) {
       grid.appendChild(h("div", { class: "row-label" }, "Turn " + (i + 1)));
-      for (const d of [before, after]) {
-        grid.appendChild(cell(d && d.turns[i] ? Scene.turn(d.turns[i], i + 1) : nothing(d ? "No turn " + (i + 1) + " in this attempt." : "")));
+      for (const [side, d] of [["before", before], ["after", after]]) {
+        grid.appendChild(cell(side, d && d.turns[i] ? Scene.turn(d.turns[i], i + 1) : nothing(d ? "No turn " + (i + 1) + " in this attempt." : "")));
       }
     }
     return [
@@ -322,7 +325,7 @@
       grid,
       pair ? h("details", { class: "timelines" }, h("summary", null, "Timelines"),
         h("div", { class: "pair" },
-          cell(before ? Scene.timeline(before) : nothing("—")), cell(after ? Scene.timeline(after) : nothing("—")))) : null,
+          cell("before", before ? Scene.timeline(before) : nothing("—")), cell("after", after ? Scene.timeline(after) : nothing("—")))) : null,
     ];
   }
 

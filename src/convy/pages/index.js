@@ -8,10 +8,14 @@
   const app = document.getElementById("app");
   const runs = view.runs.map((row, index) => Object.assign({ index }, row));
   const state = { q: "", agent: "", sort: "", dir: "" };
+  const boxes = [];  /* each trend's box, its agent and points: drawn once laid out */
 
-  /* The trend of one agent: its pass rate over its runs, oldest on the left. */
-  function trend(agent, points) {
-    const width = 260, height = 64, left = 36, right = 8, top = 6, bottom = 8;
+  /* The trend of one agent: its pass rate over its runs, oldest on the left. A line joins a run to
+     the one before it only when Python found the two comparable and both finished (point.joined);
+     any other run is a dot of its own. The drawing is as wide as its tile (measured once it is in
+     the page), so its labels keep their 11 px rather than being scaled down with it. */
+  function drawing(agent, points, width) {
+    const height = 72, left = 40, right = 10, top = 8, bottom = 8;
     const x = (i) => left + (points.length === 1 ? (width - left - right) / 2 : (i / (points.length - 1)) * (width - left - right));
     const y = (rate) => top + (1 - rate) * (height - top - bottom);
     const svg = s("svg", { class: "trend", viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "Pass rate of " + agent + " over " + points.length + (points.length === 1 ? " run" : " runs") });
@@ -20,11 +24,10 @@
       svg.appendChild(s("text", { class: "axis", x: left - 4, y: y(level) + 4, "text-anchor": "end" }, fmt.pct(level, 0)));
     }
     let path = "";
-    let pen = false;
     points.forEach((point, i) => {
-      if (point.rate === null) { pen = false; return; }
-      path += (pen ? "L" : "M") + x(i).toFixed(1) + " " + y(point.rate).toFixed(1) + " ";
-      pen = true;
+      const before = i ? points[i - 1] : null;
+      if (point.rate === null || !before || before.rate === null || !point.joined) return;
+      path += "M" + x(i - 1).toFixed(1) + " " + y(before.rate).toFixed(1) + " L" + x(i).toFixed(1) + " " + y(point.rate).toFixed(1) + " ";
     });
     if (path) svg.appendChild(s("path", { class: "trend-line", d: path.trim() }));
     points.forEach((point, i) => {
@@ -32,20 +35,26 @@
         svg.appendChild(s("text", { class: "axis", x: x(i), y: height - 2, "text-anchor": "middle" }, "–", s("title", null, point.run + " · nothing judged")));
         return;
       }
-      svg.appendChild(s("circle", { class: "trend-dot", cx: x(i), cy: y(point.rate), r: 3.5 },
-        s("title", null, point.run + " · " + fmt.date(point.started) + " · " + fmt.pct(point.rate))));
+      svg.appendChild(s("circle", { class: "trend-dot" + (point.finished ? "" : " unfinished"), cx: x(i), cy: y(point.rate), r: 3.5 },
+        s("title", null, point.run + (point.name ? " · " + point.name : "") + " · " + fmt.date(point.started) + " · " + fmt.pct(point.rate) + (point.joined || !i ? "" : " · not comparable with the run before it"))));
     });
+    return svg;
+  }
+
+  function trend(agent, points) {
+    const box = h("div", { class: "trend-box" });
+    boxes.push([box, agent, points]);
     const last = points.length ? points[points.length - 1] : null;
     return h("div", { class: "tile trend-tile", "data-agent": agent },
       h("h2", null, agent),
-      svg,
-      h("div", { class: "line" }, last ? "latest " + last.run + ": " + (last.rate === null ? "nothing judged" : fmt.pct(last.rate)) : "no runs"),
-      h("div", { class: "line muted" }, points.length + (points.length === 1 ? " run" : " runs") + ", oldest on the left"));
+      box,
+      h("div", { class: "line" }, last ? ["latest ", h("span", { class: "id" }, Convy.idText(last.run)), last.name ? " (" + last.name + ")" : "", ": " + (last.rate === null ? "nothing judged" : fmt.pct(last.rate))] : "no runs"),
+      h("div", { class: "line muted" }, points.length + (points.length === 1 ? " run" : " runs") + ", oldest on the left; a line joins comparable finished runs only"));
   }
 
   /* The command that compares two runs, made from two choices. */
   function compareHelp() {
-    const label = (row) => row.agent + " · " + row.run + " · " + fmt.date(row.started);
+    const label = (row) => row.agent + " · " + row.run + (row.name ? " · " + row.name : "") + " · " + fmt.date(row.started);
     const baseSelect = h("select", { id: "compare-base", "aria-label": "Base run" }, runs.map((row) => h("option", { value: row.run }, label(row))));
     const candidateSelect = h("select", { id: "compare-candidate", "aria-label": "Candidate run" }, runs.map((row) => h("option", { value: row.run }, label(row))));
     const command = h("code", { id: "compare-command", class: "command" });
@@ -87,7 +96,7 @@
 
   /* The table of runs. */
 
-  const search = h("input", { type: "search", id: "search", placeholder: "Search runs  ( / )", "aria-label": "Search runs" });
+  const search = h("input", { type: "search", id: "search", placeholder: Convy.placeholder("Search runs"), "aria-label": "Search runs" });
   const agentSelect = h("select", { id: "filter-agent", "aria-label": "Filter by agent" }, h("option", { value: "" }, "every agent"), view.agents.map((agent) => h("option", { value: agent }, agent)));
   const count = h("span", { class: "count", "aria-live": "polite" });
   const thead = h("thead");
@@ -124,10 +133,10 @@
   };
 
   const rows = runs.map((row) => {
-    const link = h("a", { href: row.href, class: "id" }, row.run);
+    const link = h("a", { href: row.href, class: "id" }, Convy.idText(row.run));
     const tr = h("tr", { class: "row", tabindex: "-1", "data-run": row.run },
       h("td", null, row.agent),
-      h("td", null, link),
+      h("td", { class: "run-cell" }, link, row.name ? h("div", { class: "run-name" }, row.name) : null),
       h("td", { class: "nowrap" }, fmt.date(row.started)),
       h("td", null, Convy.status("run", row.status, true)),
       h("td", { class: "num" }, h("div", { class: "rate" }, row.rate ? fmt.pct(row.rate.estimate) : "—"), row.rate ? h("div", { class: "interval" }, fmt.span(row.rate)) : null),
@@ -165,7 +174,7 @@
     const words = state.q.toLowerCase().split(/\s+/).filter(Boolean);
     let list = rows.filter(({ row }) => {
       if (state.agent && row.agent !== state.agent) return false;
-      const text = (row.agent + " " + row.run + " " + row.status + " " + row.started).toLowerCase();
+      const text = (row.agent + " " + row.run + " " + (row.name || "") + " " + row.status + " " + row.started).toLowerCase();
       return words.every((part) => text.includes(part));
     });
     if (state.sort && SORT[state.sort]) {
@@ -240,6 +249,14 @@
       h("div", { class: "table-wrap" }, table)),
     comparisons(),
     h("footer", { class: "foot" }, "Made by convy. Each run's detail stays in its own report; this page holds the summary only."));
+
+  /* Each trend drawn as wide as its box now that the boxes are laid out, and again when they change width. */
+  const drawTrends = () => {
+    for (const [box, agent, points] of boxes) Convy.fill(box, drawing(agent, points, Math.max(160, Math.floor(box.clientWidth))));
+  };
+  drawTrends();
+  let widthDrawn = window.innerWidth;
+  window.addEventListener("resize", () => { if (window.innerWidth !== widthDrawn) { widthDrawn = window.innerWidth; drawTrends(); } });
 
   Convy.keys({ search: () => { search.focus(); search.select(); }, move, open: () => { if (visible[cursor]) visible[cursor].querySelector("a").click(); } });
   window.addEventListener("hashchange", load);

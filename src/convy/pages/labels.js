@@ -53,9 +53,10 @@ const Labels = (() => {
     return one.held === truth ? "right" : "wrong";
   }
 
-  /* The two toggle buttons of a decision; pressing the pressed one takes the mark back. */
+  /* The two toggle buttons of a decision; pressing the pressed one takes the mark back. None for
+     a decision made by code (a check): it is what the dialogue holds, not a model's reading of it. */
   function control(d, one) {
-    if (!run || !d || !d.fingerprint || one.markable === false) return null;
+    if (!run || !d || !d.fingerprint || one.markable === false || one.by === "code") return null;
     const group = h("span", { class: "label-marks", role: "group", "aria-label": "Your label of this decision" });
     const draw = () => {
       const now = said(d, one);

@@ -33,34 +33,63 @@
 
   function header() {
     const head = view.header;
+    const none = (model, said) => (model === "absent" ? said : model);
     const top = h("header", { class: "top" },
-      h("div", null,
-        h("h1", null, h("span", { class: "brand" }, "convy · "), head.agent + " · " + head.run),
+      h("div", { class: "top-main" },
+        h("h1", null, h("span", { class: "brand" }, "convy · "), Convy.idText(head.agent + " · " + head.run)),
+        head.name ? h("p", { class: "run-name", id: "run-name" }, head.name) : null,
         facts([
           ["status", status("run", head.status, true)],
-          ["verdict", head.status === "running" ? "not yet: the run is playing" : head.verdict],
+          ["pass rate", view.rate ? fmt.pct(view.rate.estimate) + " " + fmt.interval(view.rate) : "—"],
           ["started", fmt.date(head.started)],
           ["duration", fmt.seconds(head.seconds)],
-          ["attempts per scenario", head.adaptive || fmt.int(head.attempts)],
-          ["kept", fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned"],
-          ["user model", head.user_model],
-          ["judge", head.judge_model],
-          ["judge trusted from confidence", head.trust ? fmt.pct(head.trust, 0) : "any"],
-          ["scenario files", head.fingerprint || "—"],
-          ["convy", head.convy || "—"],
-        ])),
+        ]),
+        /* The rest of the run's facts: open on a wide screen, a tap away on a phone, so that the
+           first screen reaches the scenarios. */
+        h("details", { class: "more-facts", open: Convy.NARROW ? null : "" },
+          h("summary", null, "about this run"),
+          facts([
+            ["verdict", head.status === "running" ? "not yet: the run is playing" : head.verdict],
+            ["attempts per scenario", head.adaptive || fmt.int(head.attempts)],
+            ["kept", fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned"],
+            ["user model", none(head.user_model, "none: every turn scripted")],
+            ["judge", none(head.judge_model, "none: checks decided by code")],
+            head.judge_model === "absent" ? null : ["judge trusted from confidence", head.trust ? fmt.pct(head.trust, 0) : "any"],
+            ["scenario files", head.fingerprint || "—"],
+            ["convy", head.convy || "—"],
+          ]))),
       h("div", { class: "top-actions" }, Labels.tool(), Convy.theme.button()));
+    /* Notices: what needs acting on leads, open; the rest are folded to their first line (a
+       <details>), so that a long one cannot push the scenarios off the first screen. */
     const notes = [];
+    const folded = (id, bad, title, ...body) => h("details", { class: "notice folded" + (bad ? " bad" : ""), id: id || null },
+      h("summary", null, h("strong", null, title)), ...body);
     if (head.status === "running") notes.push(h("div", { class: "notice" + (live.stale ? " bad" : ""), id: "live" }, h("strong", null, "… This run is still playing"), "The report shows the attempts kept so far: " + fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned. " + live.words));
-    if (head.stop) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run was " + head.stop), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
-    if (head.budget) notes.push(h("div", { class: "notice" }, h("strong", null, "Within its budget"), head.budget));
-    if (head.reached) notes.push(h("div", { class: "notice bad" }, h("strong", null, "■ This run " + head.reached.split(";")[0]), "Every planned attempt was played, and what they spent reached the budget: convy exits 6."));
-    if (head.against) notes.push(h("div", { class: "notice", id: "against" }, h("strong", null, "Played against run " + head.against_run), head.against));
+    if (head.stop) notes.push(folded(null, true, "■ This run was " + head.stop, fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` with a larger budget plays the rest."));
+    if (head.budget) notes.push(folded(null, false, "Within its budget", head.budget));
+    if (head.reached) notes.push(folded(null, true, "■ This run " + head.reached.split(";")[0], "Every planned attempt was played, and what they spent reached the budget: convy exits 6."));
+    if (head.against) notes.push(folded("against", false, "Played against run " + head.against_run, head.against));
     if (!head.tested && head.status !== "running") notes.push(h("div", { class: "notice bad", id: "verdict" }, h("strong", null, "– Nothing was tested"), "No attempt was judged" + (head.skipped.length ? " (" + fmt.int(head.skipped.length) + (head.skipped.length === 1 ? " scenario" : " scenarios") + " skipped, below)" : "") + ": this run shows nothing about the agent, and convy exits 7 for it."));
-    else if (head.failing.length && head.status !== "running") notes.push(h("div", { class: "notice bad", id: "verdict" }, h("strong", null, "✗ " + head.verdict), h("ul", null, head.failing.map((line) => h("li", null, line)))));
+    else if (head.failing.length && head.status !== "running") {
+      /* The scenarios that fail are the table's first rows: the notice names them, folded past
+         the first few (or all of them, on a phone, past the first). */
+      const first = Convy.NARROW ? 1 : 3;
+      const line = (text) => h("li", null, text);
+      notes.push(h("div", { class: "notice bad", id: "verdict" }, h("strong", null, "✗ " + head.verdict),
+        h("ul", { class: "failing" }, head.failing.slice(0, first).map(line)),
+        head.failing.length > first
+          ? h("details", { class: "more-failing" }, h("summary", null, fmt.int(head.failing.length - first) + " more"), h("ul", { class: "failing" }, head.failing.slice(first).map(line)))
+          : null));
+    }
     if (head.status === "interrupted") notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ This run was interrupted"), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` plays the rest."));
-    if (head.broken) notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ Unreadable attempts"), fmt.int(head.broken) + " lines of attempts.jsonl could not be read and are left out."));
-    if (head.skipped.length) notes.push(h("div", { class: "notice" }, h("strong", null, "Scenarios not played"), h("ul", null, head.skipped.map((line) => h("li", null, line)))));
+    if (head.broken) notes.push(folded(null, true, "✗ Unreadable attempts", fmt.int(head.broken) + " lines of attempts.jsonl could not be read and are left out."));
+    if (head.skipped.length) {
+      const groups = head.skip_groups && head.skip_groups.length ? head.skip_groups : head.skipped.map((line) => ({ reason: line, scenarios: [] }));
+      notes.push(folded("skipped", false, fmt.int(head.skipped.length) + (head.skipped.length === 1 ? " scenario" : " scenarios") + " not played",
+        h("ul", null, groups.map((group) => h("li", null,
+          group.scenarios.length ? [h("strong", { class: "skip-count" }, fmt.int(group.scenarios.length) + (group.scenarios.length === 1 ? " scenario" : " scenarios") + " ("), group.scenarios.map((id, i) => [i ? ", " : "", h("span", { class: "id" }, Convy.idText(id))]), h("strong", { class: "skip-count" }, "): ")] : null,
+          group.reason)))));
+    }
     return [top, notes];
   }
 
@@ -73,7 +102,7 @@
       ? [fmt.tokens(one.tokens), h("span", { class: "muted" }, " · " + fmt.int(one.tokens.requests) + " requests · " + fmt.cost(one.cost))]
       : h("span", { class: "muted" }, "no requests reported"));
     const compact = (node) => { node.classList.add("compact"); return node; };
-    return h("section", { class: "tiles", "aria-label": "Summary" },
+    return h("section", { class: "tiles summary", "aria-label": "Summary" },
       tile("Pass rate", view.rate ? fmt.pct(view.rate.estimate) : "—",
         h("span", null, fmt.interval(view.rate)),
         h("span", { class: "muted" }, METHOD[view.method] || view.method),
@@ -95,7 +124,9 @@
         h("span", { class: "muted" }, fmt.tokenNote(view.agent.tokens)),
         view.agent.per_request.count ? h("span", null, "per answer p50 " + fmt.int(view.agent.per_request.p50) + " · p95 " + fmt.int(view.agent.per_request.p95)) : null)),
       tile("Total cost", fmt.cost(view.cost),
-        h("span", { class: view.cost.complete ? "st st-passed" : "st st-flaky" }, (view.cost.complete ? "✓ " : "! ") + fmt.costNote(view.cost)),
+        fmt.unpriced(view.cost)
+          ? h("span", { class: "muted" }, fmt.costNote(view.cost))
+          : h("span", { class: view.cost.complete ? "st st-passed" : "st st-flaky" }, (view.cost.complete ? "✓ " : "! ") + fmt.costNote(view.cost)),
         h("span", { class: "muted" }, "agent " + fmt.cost(view.agent.cost) + " · user " + fmt.cost(view.user.cost) + " · judge " + fmt.cost(view.judge.cost))),
       tile("Answer time", "p50 " + fmt.seconds(view.agent.seconds.p50),
         h("span", null, "p95 " + fmt.seconds(view.agent.seconds.p95) + " · max " + fmt.seconds(view.agent.seconds.max)),
@@ -233,7 +264,7 @@
 
   /* Controls. */
 
-  const search = h("input", { type: "search", id: "search", placeholder: "Search scenarios, tags, claims  ( / )", "aria-label": "Search scenarios" });
+  const search = h("input", { type: "search", id: "search", placeholder: Convy.placeholder("Search scenarios, tags, claims"), "aria-label": "Search scenarios" });
   const statusSelect = h("select", { id: "filter-status", "aria-label": "Filter by status" },
     h("option", { value: "" }, "every status"),
     h("option", { value: "always" }, "✓ always passes"),
@@ -265,12 +296,13 @@
     groupSelect.addEventListener("change", () => { state.group = groupSelect.value; update(); });
     return h("div", { class: "controls" },
       search,
-      h("label", { class: "field" }, "status", statusSelect),
-      h("label", { class: "field" }, "tag", tagSelect),
-      DIMENSIONS.length ? h("label", { class: "field" }, "variant", variantSelect) : null,
-      h("label", { class: "field" }, "claim", claimSelect),
-      h("label", { class: "field" }, "cause", causeSelect),
-      h("label", { class: "field" }, "group", groupSelect),
+      h("div", { class: "filters" },
+        h("label", { class: "field" }, "status", statusSelect),
+        h("label", { class: "field" }, "tag", tagSelect),
+        DIMENSIONS.length ? h("label", { class: "field" }, "variant", variantSelect) : null,
+        h("label", { class: "field" }, "claim", claimSelect),
+        h("label", { class: "field" }, "cause", causeSelect),
+        h("label", { class: "field" }, "group", groupSelect)),
       count);
   }
 
@@ -337,7 +369,7 @@
     if (rows.has(key)) return rows.get(key);
     const turns = one.turns.count ? (one.turns.min === one.turns.max ? fmt.int(one.turns.min) : fmt.int(one.turns.min) + "–" + fmt.int(one.turns.max)) : "—";
     const tr = h("tr", { class: "row", tabindex: "-1", "data-id": one.id },
-      h("td", null, h("div", { class: "id" }, one.id), one.tags.map((tag) => h("span", { class: "tag" }, tag))),
+      h("td", null, h("div", { class: "id" }, Convy.idText(one.id)), one.tags.map((tag) => h("span", { class: "tag" }, tag))),
       h("td", null, scenarioStatus(one)),
       h("td", { class: "num" },
         h("div", null, h("span", { class: "rate" }, fmt.int(one.passed) + "/" + fmt.int(one.judged)), one.rate ? " " + fmt.pct(one.rate.estimate, 0) : ""),

@@ -571,7 +571,7 @@ const Scene = (() => {
       status("attempt", d.status, true),
       d.why ? h("span", null, word("why", d.why)) : null,
       d.cause ? h("span", { class: "badge cause cause-" + d.cause, title: "whose it was that it did not pass" }, "cause: " + word("cause", d.cause)) : null,
-      h("span", { class: "muted" }, "stop: " + word("stop", d.stop)),
+      h("span", { class: "muted" }, "stop: " + Convy.stopWord(d)),
       h("span", { class: "muted" }, "started " + fmt.date(d.started)),
       h("span", { class: "muted" }, "took " + fmt.seconds(d.seconds)),
       h("span", { class: "muted" }, "tokens " + fmt.tokens(d.tokens)),
