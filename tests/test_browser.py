@@ -120,8 +120,10 @@ CONTRAST = """() => {
 class Visit:
     """One page in a fresh context: the requests it made and the errors its scripts threw."""
 
-    def __init__(self, browser: Any, scheme: str = "light", policy: bool = True) -> None:
-        self.context = browser.new_context(viewport={"width": 1320, "height": 900}, color_scheme=scheme, bypass_csp=not policy)
+    def __init__(self, browser: Any, scheme: str = "light", policy: bool = True, size: tuple[int, int] = (1320, 900), touch: bool = False) -> None:
+        # ``touch``: a phone's browser (a touch screen that reports no hover, the viewport's meta tag obeyed).
+        self.context = browser.new_context(
+            viewport={"width": size[0], "height": size[1]}, color_scheme=scheme, bypass_csp=not policy, is_mobile=touch, has_touch=touch)
         self.context.set_default_timeout(PATIENCE_MS)
         self.page = self.context.new_page()
         self.requests: list[str] = []

@@ -162,7 +162,9 @@ class Played:
             path.write_text(text, encoding="utf-8")
         return root
 
-    def play(self, agent: str, run: str, refunds: bool, attempts: int, judge: str = "fake-judge") -> None:
+    def play(
+        self, agent: str, run: str, refunds: bool, attempts: int, judge: str = "fake-judge", name: str = "", skipped: tuple[Skipped, ...] = ()
+    ) -> None:
         scenarios = Scenarios(self.scenarios()).every()
         user = FakeModel(lambda messages: Reply("Thanks, that is all. ###STOP###", Usage(25, 6)), name="fake-user")
         bench = Bench(FakeAgent(Shop(refunds).answer), Models(user=user, judge=FakeJudge(Judged().held, confidence=0.9, name=judge)))
@@ -174,8 +176,9 @@ class Played:
             limits=bench.limits,
             models=ModelNames(user="fake-user", judge=judge),
             fingerprints=Fingerprints(scenarios="9f2c4e1ab37d5c60e8"),
-            skipped=(Skipped("billing/invoice", ("needs the judge model, which is absent",)),),
+            skipped=skipped or (Skipped("billing/invoice", ("needs the judge model, which is absent",)),),
             convy="0.1.0",
+            name=name,
         )
         asyncio.run(RunJournal(self.folder / "results" / agent / run).play(spec, bench))
 

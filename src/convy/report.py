@@ -340,7 +340,16 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             verdict=verdict.verdict(),
             tested=verdict.tested(),
             failing=[f"{scenario}: {verdict.why(scenario)}" for scenario in verdict.failing()],
+            skip_groups=self.skip_groups(),
         )
+
+    def skip_groups(self) -> list[SkipGroup]:
+        """The scenarios the run skipped, grouped by their reasons (in the order first met): five
+        scenarios lacking the same judge share one line of advice, not five."""
+        groups: dict[str, list[str]] = {}
+        for skipped in self.run.file.spec.skipped:
+            groups.setdefault("; ".join(skipped.reasons), []).append(skipped.scenario)
+        return [SkipGroup(reason=reason, scenarios=scenarios) for reason, scenarios in groups.items()]
 
     def planned(self) -> int:
         """The attempts the run plans: every scenario's attempts; in a run whose attempts are spent

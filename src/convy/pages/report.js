@@ -28,6 +28,9 @@
   const VALUE = new Map(DIMENSIONS.flatMap((dim) => dim.values.map((one) => [dim.key + "=" + one.value, one])));
   const GROUPS = ["folder", "tag", ...DIMENSIONS.map((dim) => "variant:" + dim.key)];
   const CAUSES = ["agent", "user", "judge", "service"];
+  /* Why attempts stopped, in words: with no simulated user, every turn was scripted, and an
+     attempt that "finished" played its script out (no user said it was done). */
+  const stopped = (code) => (code === "finished" && view.header.user_model === "absent" ? "script played out" : word("stop", code));
 
   /* Header. */
 
@@ -144,7 +147,7 @@
         view.noise.icc !== null ? h("div", { class: "line muted" }, "ICC " + view.noise.icc.toFixed(2)) : null),
       h("div", { class: "tile" },
         h("h2", null, "Stop reasons"),
-        h("ul", null, Object.entries(view.stops).map(([stop, count]) => h("li", null, word("stop", stop) + ": " + fmt.int(count))))));
+        h("ul", null, Object.entries(view.stops).map(([stop, count]) => h("li", null, stopped(stop) + ": " + fmt.int(count))))));
   }
 
   /* Variants: a tile per matrix key, each value's pass rate with its interval, found in
@@ -593,7 +596,7 @@
           h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, "Attempt result"),
             h("td", null, fmt.int(one.passed) + "/" + fmt.int(one.judged)),
-            attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + (a.cause ? " · cause: " + word("cause", a.cause) : "") + " · stop: " + word("stop", a.stop) }, Convy.words.attempt[a.status][0]))),
+            attempts.map((a) => h("td", { class: "mark mark-" + a.status + (picked(a.attempt) ? " current" : ""), title: "attempt " + a.attempt + ": " + Convy.words.attempt[a.status][1] + (a.why ? " (" + word("why", a.why) + ")" : "") + (a.cause ? " · cause: " + word("cause", a.cause) : "") + " · stop: " + stopped(a.stop) }, Convy.words.attempt[a.status][0]))),
           one.claims.map((claim, i) => h("tr", null,
             h("th", { class: "claim-name", scope: "row" }, claim.text, " ", h("span", { class: "by" }, "by " + claim.by)),
             h("td", { class: "nowrap", title: claim.rate ? fmt.interval(claim.rate) : "" }, claim.held + "/" + claim.decided),
@@ -678,7 +681,7 @@
       paging(one, shown),
       matrix(one, chosen, shown.list),
       h("p", { class: "small muted" },
-        "stops: " + Object.entries(one.stops).map(([stop, n]) => word("stop", stop) + " ×" + n).join(", "),
+        "stops: " + Object.entries(one.stops).map(([stop, n]) => stopped(stop) + " ×" + n).join(", "),
         " · tokens " + fmt.tokens(one.agent.tokens),
         " · cost " + fmt.cost(one.cost),
         " · answer p50 " + fmt.seconds(one.agent.seconds.p50) + ", p95 " + fmt.seconds(one.agent.seconds.p95)),
