@@ -18,7 +18,7 @@
     const height = 72, left = 40, right = 10, top = 8, bottom = 8;
     const x = (i) => left + (points.length === 1 ? (width - left - right) / 2 : (i / (points.length - 1)) * (width - left - right));
     const y = (rate) => top + (1 - rate) * (height - top - bottom);
-    const svg = s("svg", { class: "trend", viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "Pass rate of " + agent + " over " + points.length + (points.length === 1 ? " run" : " runs") });
+    const svg = s("svg", { class: "trend", width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "Pass rate of " + agent + " over " + points.length + (points.length === 1 ? " run" : " runs") });
     for (const level of [0, 0.5, 1]) {
       svg.appendChild(s("line", { class: "grid-line", x1: left, x2: width - right, y1: y(level), y2: y(level) }));
       svg.appendChild(s("text", { class: "axis", x: left - 4, y: y(level) + 4, "text-anchor": "end" }, fmt.pct(level, 0)));

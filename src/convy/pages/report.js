@@ -76,12 +76,13 @@
     else if (head.failing.length && head.status !== "running") {
       /* The scenarios that fail are the table's first rows: the notice names them, folded past
          the first few (or all of them, on a phone, past the first). */
-      const first = Convy.NARROW ? 1 : 3;
+      const first = Convy.NARROW ? 0 : 3;
       const line = (text) => h("li", null, text);
+      const rest = head.failing.slice(first);
       notes.push(h("div", { class: "notice bad", id: "verdict" }, h("strong", null, "✗ " + head.verdict),
-        h("ul", { class: "failing" }, head.failing.slice(0, first).map(line)),
-        head.failing.length > first
-          ? h("details", { class: "more-failing" }, h("summary", null, fmt.int(head.failing.length - first) + " more"), h("ul", { class: "failing" }, head.failing.slice(first).map(line)))
+        first ? h("ul", { class: "failing" }, head.failing.slice(0, first).map(line)) : null,
+        rest.length
+          ? h("details", { class: "more-failing" }, h("summary", null, first ? fmt.int(rest.length) + " more" : "which, and why"), h("ul", { class: "failing" }, rest.map(line)))
           : null));
     }
     if (head.status === "interrupted") notes.push(h("div", { class: "notice bad" }, h("strong", null, "✗ This run was interrupted"), fmt.int(head.kept) + " of " + fmt.int(head.planned) + " planned attempts were kept; `convy resume` plays the rest."));
@@ -824,17 +825,19 @@
     else if (win.isOpen()) win.close();
   }
 
+  /* What failed first: the header and its notices, the summary's one row of tiles, then the
+     scenarios; the variants, the agreement with people and the judging after them. */
   Convy.fill(app,
     ...header().flat(),
     tiles(),
-    variants(),
-    Labels.agreement(view.agreement, open),
-    judging(),
     h("section", { class: "scenario-table" },
-      h("h2", null, "Scenarios ", h("span", { class: "muted" }, "— click a row or press Enter for its attempts")),
+      h("h2", null, "Scenarios ", h("span", { class: "muted" }, Convy.TOUCH ? "— tap a row for its attempts" : "— click a row or press Enter for its attempts")),
       controls(),
       Convy.keyHelp([["/", "search"], ["j k ↑ ↓", "move"], ["Enter", "open"], ["← →", "attempts"], ["Esc", "close"], ["t", "theme"]]),
       h("div", { class: "table-wrap" }, table)),
+    variants(),
+    Labels.agreement(view.agreement, open),
+    judging(),
     h("footer", { class: "foot" }, "Made by convy" + (view.header.convy ? " " + view.header.convy : "") + ". Everything on this page is in this one file; it asks nothing of the network."));
 
   Convy.keys({ search: () => { win.close(); search.focus(); search.select(); }, move, open: () => { if (!win.isOpen() && visible[cursor]) visible[cursor].click(); }, side });
