@@ -290,7 +290,7 @@ def test_scenario_window_shows_dialogue_steps_decisions_and_timeline(pages: dict
     assert matrix.count("✓") >= 18 and "6/6" in matrix
     attempt = page.locator(".attempt")
     text = attempt.inner_text()
-    for said in ("✓ passed", "stop: user finished", "✓ held", "decided by FakeJudge", "confidence 90%", "by code",
+    for said in ("✓ passed", "stop: script played out", "✓ held", "decided by FakeJudge", "confidence 90%", "by code",
                  "agent called issue_refund in turn 2", "Hi, my kettle arrived broken.", "refund of $39.90",
                  "Agent's steps: 1 thought, 2 tool calls"):
         assert said in text, said
@@ -872,7 +872,7 @@ def test_a_run_of_attempts_auto_says_each_scenarios_attempts_and_why_it_stopped(
     page = visit().open(path)
     expect(page.locator("#against")).to_contain_text("Played against run fake/base")
     expect(page.locator("#against")).to_contain_text("real change: worse, e = ")
-    expect(page.locator("dl.facts")).to_contain_text("up to 30 attempts per scenario, until the comparison with fake/base is decided (α 0.05)")
+    expect(page.locator("header.top details.more-facts dl.facts")).to_contain_text("up to 30 attempts per scenario, until the comparison with fake/base is decided (α 0.05)")
     for name in ("a", "b", "c"):
         expect(page.locator(f"#scenarios tr.row[data-id='{name}'] .adaptive")).to_have_text(
             re.compile(rf"^{got[name]} attempts · comparison decided: real change \(worse\), e = ")
