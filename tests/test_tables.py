@@ -125,6 +125,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Read, ...]:
         models=ModelNames(user="fake-user", judge="fake-judge"),
         fingerprints=Fingerprints(scenarios=FINGERPRINT),
         convy="0.1.0",
+        name="prompt B",  # the runs table's name column; the other runs have none
     )
     played(results, first, Bench(FakeAgent(shop), Models(FakeModel(user, "fake-user"), ChatJudge(FakeModel(Decisions(), "fake-judge"))), limits))
     second = RunSpec(
