@@ -63,9 +63,15 @@
       candidateSelect.value = view.suggested.candidate;
       baseSelect.value = view.suggested.base;
     }
+    /* With no comparable pair to offer (view.suggested is null), the choice is the reader's: until
+       two different runs are chosen, the command says what it needs. */
     const write = () => {
-      command.textContent = runs.length ? "convy compare " + baseSelect.value + " " + candidateSelect.value : "convy compare BASE CANDIDATE";
+      command.textContent = runs.length && baseSelect.value !== candidateSelect.value
+        ? "convy compare " + baseSelect.value + " " + candidateSelect.value
+        : "convy compare BASE CANDIDATE";
+      note.textContent = view.suggested ? "" : "No two runs here are comparable (same agent, both finished, nothing the comparison would flag): choose two.";
     };
+    const note = h("div", { class: "line muted", id: "compare-note" });
     baseSelect.addEventListener("change", write);
     candidateSelect.addEventListener("change", write);
     copy.addEventListener("click", () => {
@@ -83,6 +89,7 @@
         ? h("div", { class: "line compare-pick" }, h("label", { class: "field" }, "base", baseSelect), h("label", { class: "field" }, "candidate", candidateSelect))
         : null,
       h("div", { class: "line command-line" }, command, runs.length ? copy : null),
+      note,
       h("div", { class: "line muted" }, "writes results/compare/BASE--CANDIDATE.html and says whether the change is real"));
   }
 
