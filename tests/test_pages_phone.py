@@ -190,8 +190,10 @@ def test_a_report_shows_what_failed_on_the_first_screen(pages: dict[str, Path], 
         expect_text = page.inner_text("#skipped")
         assert "5 scenarios (billing/invoice, billing/refund-window, billing/vat, billing/address-change, billing/duplicate-charge)" in expect_text
     page.click("#scenarios tbody tr.row")
-    page.wait_for_selector("dialog[open] .window-body > *")
+    page.wait_for_selector("dialog[open] .window-body .attempt svg.timeline")
     fits(page, size[0])
+    page.wait_for_function(f"() => document.querySelector('dialog[open] svg.timeline').getBoundingClientRect().width <= {size[0]}", polling=POLL_MS)
+    readable(page)  # the window's timeline too: drawn at its frame's width, its lane names stay 11 px or more
 
 
 @pytest.mark.parametrize(("size", "touch"), [(PHONE, True), (DESKTOP, False)])
@@ -220,6 +222,9 @@ def test_the_side_by_side_says_each_cells_side_when_stacked(pages: dict[str, Pat
     page.locator("#app tbody tr.row").first.click()
     page.wait_for_selector("#pair .cell")
     fits(page, size[0])
+    page.click("details.timelines > summary")
+    page.wait_for_function("() => [...document.querySelectorAll('details.timelines svg.timeline')].every((svg) => svg.getBoundingClientRect().width < 1000)", polling=POLL_MS)
+    readable(page)
     said = page.evaluate("() => [...document.querySelectorAll('#pair > .cell')].map((cell) => cell.innerText.trim().split('\\n')[0])")
     assert len(said) >= 6
     if touch:

@@ -509,10 +509,22 @@ const Scene = (() => {
     let end = d.seconds || 0;
     for (const one of spans) end = Math.max(end, one.start + one.seconds);
     if (!(end > 0)) return h("p", { class: "muted" }, "No time was recorded.");
-    const width = 1000, left = 78, right = 12, lane = 20, top = 4;
+    /* Drawn as wide as its frame, in px, so that its lane names and times keep their size on any
+       screen (a drawing 1000 wide scaled to a phone's frame had 4 px text): first 1000 wide, then
+       again at its frame's width once laid out, and whenever that changes (a window opened, a
+       <details> unfolded, a phone turned). */
+    const frame = h("div", { class: "timeline-frame" });
+    let drawn = 0;
+    const draw = (width) => {
+      drawn = width;
+      Convy.fill(frame, drawing(width));
+    };
+    const lane = 20, top = 4;
     const height = top + LANES.length * lane + 18;
+    const drawing = (width) => {
+    const left = 78, right = 12;
     const x = (t) => left + (t / end) * (width - left - right);
-    const svg = s("svg", { class: "timeline", viewBox: "0 0 " + width + " " + height, preserveAspectRatio: "none", role: "img", "aria-label": "Timeline of attempt " + d.attempt + ": " + spans.length + " spans over " + fmt.seconds(end) });
+    const svg = s("svg", { class: "timeline", width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "Timeline of attempt " + d.attempt + ": " + spans.length + " spans over " + fmt.seconds(end) });
     LANES.forEach((name, i) => {
       const y = top + i * lane;
       svg.appendChild(s("rect", { class: "lane-bg", x: left, y: y + 2, width: width - left - right, height: lane - 4 }));
@@ -529,13 +541,22 @@ const Scene = (() => {
     const axis = top + LANES.length * lane + 13;
     svg.appendChild(s("text", { class: "axis", x: left, y: axis }, "0"));
     svg.appendChild(s("text", { class: "axis", x: width - right, y: axis, "text-anchor": "end" }, fmt.seconds(end)));
+    return svg;
+    };
+    draw(1000);
+    if (window.ResizeObserver) {
+      new ResizeObserver(() => {
+        const width = Math.floor(frame.clientWidth);
+        if (width > 0 && Math.abs(width - drawn) >= 1) draw(Math.max(160, width));
+      }).observe(frame);
+    }
     const list = lazy({ class: "span-list" },
       h("summary", null, "Timeline as a list"),
       () => h("table", { class: "grid small" },
         h("thead", null, h("tr", null, h("th", null, "lane"), h("th", null, "what"), h("th", { class: "num" }, "starts at"), h("th", { class: "num" }, "took"))),
         h("tbody", null, spans.map((one) => h("tr", null, h("td", null, one.lane), h("td", null, one.label), h("td", { class: "num" }, fmt.seconds(one.start)), h("td", { class: "num" }, fmt.seconds(one.seconds)))))));
     const legend = h("div", { class: "legend small" }, LANES.map((name) => h("span", null, h("i", { class: "swatch span-" + name }), name === "waiting" ? "waiting on a busy service" : name === "user" ? "user model" : name)));
-    return h("div", { class: "timeline-box" }, svg, legend, list);
+    return h("div", { class: "timeline-box" }, frame, legend, list);
   }
 
   /* One attempt in full. */
