@@ -85,6 +85,7 @@ from convy.attempt import Spent
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
+from convy.holders import Environment, Holders
 from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Contained, ModelFailure, Models
 from convy.model import Said as ModelSaid
@@ -104,7 +105,7 @@ from convy.project import VERSION, Blind, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
-from convy.secrets import Environment, Holders, Secrets
+from convy.secrets import Secrets
 from convy.slips import Slips
 from convy.spelling import Spelling
 from convy.spread import LOCAL, Crew, Spread
@@ -2038,9 +2039,26 @@ class Loaded(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"loading {what} failed: {said}") from None
 
     def secrets(self, *parts: Any) -> Secrets:
-        """Every secret the project runs with: its environment's, and those its loaded agent and
-        models hold."""
-        return Environment(self.project.folder).secrets() + Holders(parts).secrets()
+        """Every secret the project knows, for every run a command writes: its environment's, those
+        ``parts`` hold (the loaded agent, models, judge), and those of every agent of the project,
+        played or not — an agent may echo another's key, and a re-judge plays none. The agent of
+        this name is loaded for them only when no agent is among ``parts``."""
+        return Environment(self.project.folder).secrets() + Holders((*parts, *self._agents(parts))).secrets()
+
+    def _agents(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The project's agents, each loaded anew for the secrets it holds, but the one of this
+        name when ``parts`` holds it; one that cannot be loaded holds nothing known (its file's own
+        error is said where it is played)."""
+        played = any(callable(getattr(part, "conversation", None)) for part in parts)
+        found: list[Any] = []
+        for name in self.project.agents()[0]:
+            if played and name == self.name:
+                continue
+            try:
+                found.append(self.project.agent(name).agent)
+            except Exception:  # the project's code, whatever it raises: its secrets are unknown
+                continue
+        return tuple(found)
 
 
 class UrlGiven(msgspec.Struct, frozen=True):
