@@ -172,9 +172,13 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
             # Never the value: a header given in the wrong place is most likely the key.
             given = "a name or value that is not text" if isinstance(self.headers, dict) else type(self.headers).__name__
             raise ValueError(f'headers: must map names to text, as {{"authorization": "Bearer ..."}}, not {given}')
-        if not self.url.startswith(("http://", "https://")):
+        if not self.url.lower().startswith(("http://", "https://")):
             meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
             raise UrlProblem(f"url: must start with http:// or https://, not {self.shown()!r}{meant}", self.url)
+        # A URL's scheme is the same in any case (RFC 3986): HTTP://host is http://host, written
+        # so here, where it enters, for every later test of it (TLS, the limit's address).
+        scheme, rest = self.url.split("://", 1)
+        msgspec.structs.force_setattr(self, "url", f"{scheme.lower()}://{rest}")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float):
             raise ValueError(f"timeout: must be a number of seconds, as timeout=30, not {type(self.timeout).__name__}")
         if not isinstance(self.tls, Tls):
