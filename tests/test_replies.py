@@ -177,3 +177,9 @@ def test_convy_refuses_a_bare_azure_resource_in_models_py(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stdout + done.stderr
     assert "models.py" in done.stderr and "/openai/v1" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_judges_answer_cut_at_its_token_limit_says_so() -> None:
+    cut = {"content": '{"evidence": "You said: hello", "reas', "finish_reason": "length"}
+    with StandIn(reply=lambda request: cut) as server, pytest.raises(ModelFailure, match="raise max_tokens in models.py"):
+        asyncio.run(ChatJudge(OpenAiModel("m", server.url + "/v1")).ruling(("The agent echoes.",), TRANSCRIPT))

@@ -745,7 +745,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
         )
         answer = _JudgeAnswer(reply.text)
         if not answer.held():
-            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object", (reply.usage,))
+            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object{self._cut(reply)}", (reply.usage,))
         try:
             match claim:
                 case str(text):
@@ -774,8 +774,19 @@ class ChatJudge(msgspec.Struct, frozen=True):
                     )
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
             raise ModelFailure(
-                f"the judge's model {self.model.name} answered in the wrong shape: {error}", (reply.usage,)
+                f"the judge's model {self.model.name} answered in the wrong shape: {error}{self._cut(reply)}", (reply.usage,)
             ) from error
+
+
+    def _cut(self, reply: Reply) -> str:
+        """Why an answer convy could not read was likely broken: its service cut it short."""
+        match reply.finish:
+            case "length":
+                return '; its service cut the answer at its token limit (finish_reason "length"): raise max_tokens in models.py'
+            case "content_filter":
+                return '; its service\'s content filter cut the answer short (finish_reason "content_filter")'
+            case _:
+                return ""
 
 
 def _quoted(quote: str, transcript: Transcript) -> Evidence | None:
