@@ -196,3 +196,13 @@ def test_an_agents_key_echoed_by_another_agent_is_hidden_in_every_run_a_command_
 
 def test_secrets_add_without_repeats() -> None:
     assert (Secrets(("a" * 9,)) + Secrets(("a" * 9, "b" * 9))).values == ("a" * 9, "b" * 9)
+
+
+def test_a_url_an_agent_of_its_own_keeps_as_text_gives_its_secrets() -> None:
+    from convy.holders import Holders
+
+    class Telegram:
+        def __init__(self) -> None:
+            self.url = f"https://api.telegram.org/bot{TOKEN}"
+
+    assert TOKEN not in Holders((Telegram(),)).secrets().hidden(f"POST https://api.telegram.org/bot{TOKEN}/sendMessage")

@@ -42,7 +42,8 @@ _DIRECTORIES = frozenset({"PWD", "OLDPWD"})
 
 class Environment(msgspec.Struct, frozen=True):
     """The variables a project runs with: the process's environment, and the project's ``.env``
-    under it; those named as secrets, or read by an ``Env`` into a ``SecretStr``, are secrets."""
+    under it; those named as secrets, or read by an ``Env`` into a ``SecretStr``, are secrets, and
+    so are those of each URL among them (``secrets.Address``), whatever its variable's name."""
 
     folder: Path
 
@@ -131,8 +132,9 @@ class Environment(msgspec.Struct, frozen=True):
 
 
 class Holders(msgspec.Struct, frozen=True):
-    """Objects a project defines, such as its agent and its models, that may hold secrets: every
-    ``SecretStr`` found in them, and every ``OpenAiModel``'s key and ``JsonEndpoint``'s secrets.
+    """Objects a project defines, such as its agents and its models, that may hold secrets: every
+    ``SecretStr`` found in them, every ``OpenAiModel``'s key and base URL's secrets, every
+    ``JsonEndpoint``'s secrets, and those of every URL kept as text (``secrets.Address``).
 
     The objects are walked through their fields, items and attributes, a few levels deep and up
     to a bounded number of objects, so a large client the agent holds costs little."""
@@ -152,6 +154,9 @@ class Holders(msgspec.Struct, frozen=True):
         waiting: deque[tuple[Any, int]] = deque((one, 0) for one in self.objects)
         while waiting and len(seen) < self.most:
             here, level = waiting.popleft()
+            if isinstance(here, str) and here[:8].lower().startswith(("http://", "https://")):
+                found.extend(Address(here).secrets().values)  # a URL an agent of its own keeps as text
+                continue
             if id(here) in seen or isinstance(here, (str, bytes, int, float, bool, type(None), type, Path)):
                 continue
             seen.add(id(here))
