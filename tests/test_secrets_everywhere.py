@@ -206,3 +206,22 @@ def test_a_url_an_agent_of_its_own_keeps_as_text_gives_its_secrets() -> None:
             self.url = f"https://api.telegram.org/bot{TOKEN}"
 
     assert TOKEN not in Holders((Telegram(),)).secrets().hidden(f"POST https://api.telegram.org/bot{TOKEN}/sendMessage")
+
+
+def test_the_project_knows_the_keys_of_every_agent_and_of_the_judges_models_py_names(tmp_path: Path) -> None:
+    """What a command hides in a run of alpha: beta's key (an agent not played) and the key of a
+    judge named only for ``convy rejudge --judge``, besides alpha's and the models' own."""
+    from convy.cli import Loaded
+    from convy.project import Project
+
+    judge_key = "judge-key-Qw8Er7Ty6Ui5"
+    folder = project(tmp_path / "p", {"alpha": ALPHA, "beta": f"from convy import JsonAgent\nagent = JsonAgent({'http://127.0.0.1:9/agent?key=' + BETA_KEY!r})\n"})
+    (folder / "models.py").write_text(
+        MODELS + f"from convy import ChatJudge, OpenAiModel\njudges = {{'other': ChatJudge(OpenAiModel('m', 'http://127.0.0.1:9/v1', key={judge_key!r}))}}\n"
+    )
+    loaded = Loaded(Project(folder), "alpha")
+    agent, models = loaded.parts()
+    hidden = loaded.secrets(agent, models).hidden(f"{BETA_KEY} {judge_key}")
+    assert BETA_KEY not in hidden and judge_key not in hidden
+    # a re-judge loads no agent to play, and hides them all the same
+    assert BETA_KEY not in loaded.secrets(models.judge, models).hidden(BETA_KEY)

@@ -2041,16 +2041,21 @@ class Loaded(msgspec.Struct, frozen=True):
     def secrets(self, *parts: Any) -> Secrets:
         """Every secret the project knows, for every run a command writes: its environment's, those
         ``parts`` hold (the loaded agent, models, judge), and those of every agent of the project,
-        played or not — an agent may echo another's key, and a re-judge plays none. The agent of
-        this name is loaded for them only when no agent is among ``parts``."""
-        return Environment(self.project.folder).secrets() + Holders((*parts, *self._agents(parts))).secrets()
+        played or not, and of the judges ``models.py`` names for ``--judge`` — an agent may echo
+        another's key, and a re-judge plays none. The agent of this name is loaded for them only
+        when no agent is among ``parts``."""
+        return Environment(self.project.folder).secrets() + Holders((*parts, *self._known(parts))).secrets()
 
-    def _agents(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _known(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
         """The project's agents, each loaded anew for the secrets it holds, but the one of this
-        name when ``parts`` holds it; one that cannot be loaded holds nothing known (its file's own
-        error is said where it is played)."""
+        name when ``parts`` holds it, and ``models.py``'s judges; one that cannot be loaded holds
+        nothing known (its file's own error is said where it is played)."""
         played = any(callable(getattr(part, "conversation", None)) for part in parts)
         found: list[Any] = []
+        try:
+            found.extend(self.project.judges().values())
+        except Exception:  # the project's code, whatever it raises: said where the judges are used
+            pass
         for name in self.project.agents()[0]:
             if played and name == self.name:
                 continue
