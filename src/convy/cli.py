@@ -1611,7 +1611,7 @@ class DryRun(msgspec.Struct, frozen=True):
             problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
             problems.extend(Slips(project.folder).project())
-        secrets = Loaded(project, "").secrets(*parts)
+        secrets = Loaded(project, "").secrets(*parts, every=False)  # no code run beyond what was checked
         if problems:
             said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))
             for problem in said:
@@ -2038,13 +2038,16 @@ class Loaded(msgspec.Struct, frozen=True):
                 said += f"; agents/{top}.py is imported from the project's folder: from agents.{top} import ..."
             raise ConfigurationError(f"loading {what} failed: {said}") from None
 
-    def secrets(self, *parts: Any) -> Secrets:
+    def secrets(self, *parts: Any, every: bool = True) -> Secrets:
         """Every secret the project knows, for every run a command writes: its environment's, those
         ``parts`` hold (the loaded agent, models, judge), and those of every agent of the project,
         played or not, and of the judges ``models.py`` names for ``--judge`` — an agent may echo
         another's key, and a re-judge plays none. The agent of this name is loaded for them only
-        when no agent is among ``parts``."""
-        return Environment(self.project.folder).secrets() + Holders((*parts, *self._known(parts))).secrets()
+        when no agent is among ``parts``. Without ``every``, only the environment's and the parts'
+        (``convy check``, which writes no run, and runs none of the project's code it was not
+        asked to, nor any when ``.env`` cannot be read)."""
+        known = self._known(parts) if every else ()
+        return Environment(self.project.folder).secrets() + Holders((*parts, *known)).secrets()
 
     def _known(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
         """The project's agents, each loaded anew for the secrets it holds, but the one of this
