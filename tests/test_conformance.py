@@ -233,7 +233,7 @@ def test_the_key_is_sent_as_a_bearer_token_and_never_shown(kind: str, key: Any, 
 
 
 @pytest.mark.parametrize("kind", HTTP_MODELS)
-@pytest.mark.parametrize("provider", ["compatible", "openai", "openrouter"])
+@pytest.mark.parametrize("provider", ["compatible", "openai", "openrouter", "azure"])
 def test_the_request_body_carries_the_settings_in_the_providers_fields(kind: str, provider: str, server: StandIn) -> None:
     """Model name, temperature, max tokens, effort and extra fields go in the fields the provider reads."""
     subject = model(
@@ -244,7 +244,7 @@ def test_the_request_body_carries_the_settings_in_the_providers_fields(kind: str
     assert body["model"] == "gpt-test"
     assert body["messages"] == [{"role": said.role, "content": said.content} for said in ASKED]
     assert (body["temperature"], body["seed"], body["top_p"]) == (0.2, 7, 0.9)
-    tokens = "max_completion_tokens" if provider == "openai" else "max_tokens"
+    tokens = "max_completion_tokens" if provider in ("openai", "azure") else "max_tokens"
     assert body[tokens] == 300
     assert ({"max_tokens", "max_completion_tokens"} - {tokens}) & set(body) == set()
     if provider == "openrouter":

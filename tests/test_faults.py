@@ -402,7 +402,8 @@ READINGS = [
     Reading("an SSE error event", lambda stream, text: SseError(event=True), fails="the reply is an error object",
             streamed_fails="the stream broke off with an error: {"),
     Reading("a stream without [DONE]", lambda stream, text: NoDone(), streamed_fails="the stream ended without [DONE]"),
-    Reading("no finish reason", lambda stream, text: NoFinish(), streamed_fails="ended without a finish reason"),
+    # Ended by [DONE], its finish_reason null throughout: whole, as OpenAI's client takes it (issue 26).
+    Reading("no finish reason", lambda stream, text: NoFinish()),
     # A null count is that count not reported: the completion tokens beside it are kept.
     Reading("null usage fields", lambda stream, text: WrongShape(body=completion(stream, text, NULL_USAGE)), partly=True),
     Reading("usage of the wrong type", lambda stream, text: WrongShape(body=completion(stream, text, "lots")), reported=False),

@@ -416,7 +416,7 @@ def test_a_panels_keys_are_found_to_be_hidden_and_a_comparison_says_the_judging_
     """The keys of every judge of a panel are among the run's secrets; two runs judged differently
     are not compared without a word."""
     from convy.comparison import Comparison
-    from convy.secrets import Holders
+    from convy.holders import Holders
 
     key = "sk-panel-canary-0123456789"
     models = Models(judge=[FakeJudge(), ChatJudge(OpenAiModel("m", "http://127.0.0.1:9/v1", key=key))])

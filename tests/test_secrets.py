@@ -24,8 +24,9 @@ from pydantic import SecretStr
 from standin import Echo, StandIn, Status
 
 from convy import Env, JsonAgent, JsonEndpoint, Message, OpenAiModel
+from convy.holders import Environment, Holders
 from convy.http import HttpFailure
-from convy.secrets import HIDDEN, Concealed, Environment, Holders, Secrets
+from convy.secrets import HIDDEN, Concealed, Secrets
 from convy.terminal import Inert
 
 CONVY = Path(sys.executable).with_name("convy")

@@ -121,6 +121,7 @@ if TYPE_CHECKING:
     from convy.panel import Judging, Panel, Poll
     from convy.problems import (
         ConfigurationError,
+        CutReply,
         DialoguesLost,
         EmptyReply,
         Problems,
@@ -154,6 +155,7 @@ _WHERE = {
     "Claim": "convy.dialog",
     "DeadService": "convy.vital",
     "DialoguesLost": "convy.problems",
+    "CutReply": "convy.problems",
     "EmptyReply": "convy.problems",
     "Evidence": "convy.dialog",
     "Origin": "convy.bench",
@@ -297,6 +299,7 @@ __all__ = [
     "Contained",
     "Conversation",
     "Cost",
+    "CutReply",
     "DeadService",
     "DialoguesLost",
     "EmptyReply",

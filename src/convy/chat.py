@@ -120,12 +120,14 @@ class _Content(msgspec.Struct, frozen=True):
 
 
 class ReplyParts(msgspec.Struct, frozen=True):
-    """What a chat completion said, in convy's types: the text, the usage with its cost, and
-    the thought and tool calls as an agent's steps."""
+    """What a chat completion said, in convy's types: the text, the usage with its cost, the
+    thought and tool calls as an agent's steps, and why it ended (its ``finish_reason``: "" when
+    the service did not say; ``length`` and ``content_filter`` mean the text was cut)."""
 
     text: str
     usage: Usage | NoUsage
     steps: tuple[Thought | Call, ...]
+    finish: str = ""
 
 
 class Arguments(msgspec.Struct, frozen=True):
@@ -182,7 +184,7 @@ class Completion(msgspec.Struct, frozen=True):
             Call(call.function.name or "", Arguments(call.function.arguments).value()) for call in message.tool_calls or []
         )
         text = _Content(message.content).text() or _Content(message.refusal).text()
-        return ReplyParts(text, self._usage(completion), tuple(steps))
+        return ReplyParts(text, self._usage(completion), tuple(steps), choice.finish_reason or "")
 
     def _usage(self, completion: _Completion) -> Usage | NoUsage:
         """The usage as reported, field by field: a count that is missing or wrong is not
@@ -258,8 +260,11 @@ class Completion(msgspec.Struct, frozen=True):
 class Chunks(msgspec.Struct, frozen=True):
     """Server-sent chunks of a streamed chat completion, put together into one completion.
 
-    A stream is whole only when a chunk gave the finish reason: without one, or with the finish
-    reason ``"error"``, the reply may be cut short, and it is a ``ModelFailure``.
+    The stream is whole when it ended with ``[DONE]`` (``JsonConnection.events`` holds it to
+    that): a last chunk whose ``finish_reason`` is ``null`` is taken as the end all the same, as
+    OpenAI's own client takes it (some servers never send one). A finish reason ``"error"`` means
+    the reply may be cut short, and it is a ``ModelFailure``; ``length`` and ``content_filter`` are
+    kept as the finish, for whoever reads the reply to decide.
     """
 
     events: tuple[Any, ...]
@@ -288,8 +293,6 @@ class Chunks(msgspec.Struct, frozen=True):
         if not chunks:
             # A stream of something else is the wrong shape, not an empty reply.
             raise ModelFailure(f"the streamed reply has no chat completion chunk among its {len(self.events)} event(s)")
-        if finish is None:
-            raise ModelFailure("the streamed reply ended without a finish reason: it may be cut short")
         if finish == "error":
             raise ModelFailure('the streamed reply ended in an error (finish_reason "error"): it may be cut short')
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}

@@ -85,6 +85,7 @@ from convy.attempt import Spent
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
+from convy.holders import Environment, Holders
 from convy.live import LiveReport, Paced, Tethered
 from convy.model import Absent, Contained, ModelFailure, Models
 from convy.model import Said as ModelSaid
@@ -104,7 +105,7 @@ from convy.project import VERSION, Blind, Project
 from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
-from convy.secrets import Environment, Holders, Secrets
+from convy.secrets import Secrets
 from convy.slips import Slips
 from convy.spelling import Spelling
 from convy.spread import LOCAL, Crew, Spread
@@ -1619,7 +1620,7 @@ class DryRun(msgspec.Struct, frozen=True):
             problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
             problems.extend(Slips(project.folder).project())
-        secrets = Loaded(project, "").secrets(*parts)
+        secrets = Loaded(project, "").secrets(*parts, every=False)  # no code run beyond what was checked
         if problems:
             said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))
             for problem in said:
@@ -2046,10 +2047,35 @@ class Loaded(msgspec.Struct, frozen=True):
                 said += f"; agents/{top}.py is imported from the project's folder: from agents.{top} import ..."
             raise ConfigurationError(f"loading {what} failed: {said}") from None
 
-    def secrets(self, *parts: Any) -> Secrets:
-        """Every secret the project runs with: its environment's, and those its loaded agent and
-        models hold."""
-        return Environment(self.project.folder).secrets() + Holders(parts).secrets()
+    def secrets(self, *parts: Any, every: bool = True) -> Secrets:
+        """Every secret the project knows, for every run a command writes: its environment's, those
+        ``parts`` hold (the loaded agent, models, judge), and those of every agent of the project,
+        played or not, and of the judges ``models.py`` names for ``--judge`` — an agent may echo
+        another's key, and a re-judge plays none. The agent of this name is loaded for them only
+        when no agent is among ``parts``. Without ``every``, only the environment's and the parts'
+        (``convy check``, which writes no run, and runs none of the project's code it was not
+        asked to, nor any when ``.env`` cannot be read)."""
+        known = self._known(parts) if every else ()
+        return Environment(self.project.folder).secrets() + Holders((*parts, *known)).secrets()
+
+    def _known(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The project's agents, each loaded anew for the secrets it holds, but the one of this
+        name when ``parts`` holds it, and ``models.py``'s judges; one that cannot be loaded holds
+        nothing known (its file's own error is said where it is played)."""
+        played = any(callable(getattr(part, "conversation", None)) for part in parts)
+        found: list[Any] = []
+        try:
+            found.extend(self.project.judges().values())
+        except Exception:  # the project's code, whatever it raises: said where the judges are used
+            pass
+        for name in self.project.agents()[0]:
+            if played and name == self.name:
+                continue
+            try:
+                found.append(self.project.agent(name).agent)
+            except Exception:  # the project's code, whatever it raises: its secrets are unknown
+                continue
+        return tuple(found)
 
 
 class UrlGiven(msgspec.Struct, frozen=True):

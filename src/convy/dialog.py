@@ -16,18 +16,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Coroutine
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, TypeVar
 
 import msgspec
 
 from convy.agent import Answer, Message, NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.files import Shipped
-from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
-from convy.problems import Outside
+from convy.model import Absent, Contained, Model, ModelFailure, Reply, Said, StillBusy
+from convy.problems import CutReply, Outside
 from convy.slots import Slotted, nearest
 
 if TYPE_CHECKING:
@@ -465,10 +466,37 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
         which its checks record as its ``empty`` fault), the user's failure and never the agent's.
         """
         reply = await self._contained.reply(self._messages(transcript))
+        if reply.cut():  # half a message is not what the user meant: never sent, never judged
+            raise CutReply(self._cut(reply), (reply.usage,))
         text = reply.text.strip()
         if STOP in text:
             return Spoken(Finished(), reply.usage)
         return Spoken(Message(text), reply.usage)
+
+    def _cut(self, reply: Reply) -> str:
+        """Why the reply was cut, with the fix: the model's ``max_tokens`` when it has one."""
+        name = self.model.name
+        if reply.finish == "content_filter":
+            return (
+                f"the simulated user's model {name}: its service's content filter cut its reply short "
+                '(finish_reason "content_filter"), so nothing was sent to the agent; soften what the scenario '
+                "asks the user to say, or give the user another model in models.py"
+            )
+        model: Any = self.model
+        for _ in range(4):  # through the wrappers (PatientModel, Contained) to the model made in models.py
+            if hasattr(model, "max_tokens") or not hasattr(model, "model"):
+                break
+            model = model.model
+        most = getattr(model, "max_tokens", None)
+        fix = (
+            f"max_tokens={most} is too few for its replies; raise it in models.py"
+            if isinstance(most, int) and not isinstance(most, bool)
+            else "its service's token limit is too low for its replies; set a larger max_tokens in models.py"
+        )
+        return (
+            f"the simulated user's model {name}: its reply was cut at its token limit "
+            f'(finish_reason "length"), so nothing was sent to the agent: {fix}'
+        )
 
     def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
         # The model plays the user, so the roles are turned round: what it said before is
@@ -537,6 +565,67 @@ class _Graded(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     grade: str
     confidence: Between0And1
     evidence: str = ""
+
+
+_Answer = TypeVar("_Answer", _Passed, _Graded)
+
+
+class _JudgeAnswer(msgspec.Struct, frozen=True):
+    """A judge model's reply, as its JSON object is found in it.
+
+    A reasoning model may write its thoughts first in a ``<think>…</think>`` block, and any model
+    may write text after the object: both may hold braces of their own. The object is looked for
+    after the last ``</think>`` (in the whole reply when nothing follows it holds one): first from
+    the first "{" to the last "}", as most replies are; else each object JSON reads from a "{" on,
+    the text after it ignored, the first that has the answer's shape taken — at most ``TRIES`` of
+    them, so a reply of many braces costs a bounded time (each is read in time linear in the
+    reply: a regex here was quadratic on many "{")."""
+
+    text: str
+
+    TRIES: ClassVar[int] = 64
+
+    def held(self) -> bool:
+        """Whether the reply holds a "{" before a "}" at all."""
+        said = self._said()
+        start = said.find("{")
+        return start >= 0 and said.rfind("}") > start
+
+    def decoded(self, kind: type[_Answer]) -> _Answer:
+        """The first object in the reply of the shape ``kind``; else the error of the most likely
+        one (an object of another shape, or else the span from the first "{" to the last "}")."""
+        said = self._said()
+        start = said.find("{")
+        try:
+            return msgspec.json.decode(said[start : said.rfind("}") + 1], type=kind)
+        except (msgspec.ValidationError, msgspec.DecodeError) as error:
+            failure: Exception = error
+        except RecursionError:  # nested deeper than any answer is
+            failure = msgspec.DecodeError("the JSON is nested too deeply")
+        reader = json.JSONDecoder()
+        at = start
+        for _ in range(self.TRIES):
+            if at < 0:
+                break
+            try:
+                found, end = reader.raw_decode(said, at)
+            except (ValueError, RecursionError):
+                found, end = None, at
+            if isinstance(found, dict):
+                try:
+                    return msgspec.json.decode(said[at:end], type=kind)
+                except (msgspec.ValidationError, msgspec.DecodeError) as error:
+                    failure = error
+                except RecursionError:
+                    pass
+            at = said.find("{", at + 1)
+        raise failure
+
+    def _said(self) -> str:
+        """The reply after its thoughts: after the last ``</think>``, when a "{" follows it."""
+        closed = self.text.lower().rfind("</think>")
+        after = self.text[closed + len("</think>") :] if closed >= 0 else self.text
+        return after if "{" in after else self.text
 
 
 def first_failure(errors: list[Exception], every: list[Usage | NoUsage]) -> None:
@@ -654,22 +743,19 @@ class ChatJudge(msgspec.Struct, frozen=True):
         reply = await Contained(self.model).reply(
             (Said("system", system), Said("user", f"The dialogue:\n\n{transcript.text()}\n\n{ask}"))
         )
-        # The object runs from the first "{" to the last "}", text around it ignored: found with
-        # find and rfind, in time linear in the reply (a regex here was quadratic on many "{").
-        start, end = reply.text.find("{"), reply.text.rfind("}")
-        if start < 0 or end < start:
-            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object", (reply.usage,))
-        found = reply.text[start : end + 1]
+        answer = _JudgeAnswer(reply.text)
+        if not answer.held():
+            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object{self._cut(reply)}", (reply.usage,))
         try:
             match claim:
                 case str(text):
-                    said = msgspec.json.decode(found, type=_Passed)
+                    said = answer.decoded(_Passed)
                     return (
                         Claim(text, said.pass_, said.reason, Confidence(said.confidence), evidence=_quoted(said.evidence, transcript)),
                         reply.usage,
                     )
                 case Graded(claim=text, grades=grades, pass_=bar):
-                    graded = msgspec.json.decode(found, type=_Graded)
+                    graded = answer.decoded(_Graded)
                     if graded.grade not in grades:
                         raise ModelFailure(
                             f"the judge gave the grade {graded.grade!r}, not one of {', '.join(grades)}", (reply.usage,)
@@ -688,8 +774,19 @@ class ChatJudge(msgspec.Struct, frozen=True):
                     )
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
             raise ModelFailure(
-                f"the judge's model {self.model.name} answered in the wrong shape: {error}", (reply.usage,)
+                f"the judge's model {self.model.name} answered in the wrong shape: {error}{self._cut(reply)}", (reply.usage,)
             ) from error
+
+
+    def _cut(self, reply: Reply) -> str:
+        """Why an answer convy could not read was likely broken: its service cut it short."""
+        match reply.finish:
+            case "length":
+                return '; its service cut the answer at its token limit (finish_reason "length"): raise max_tokens in models.py'
+            case "content_filter":
+                return '; its service\'s content filter cut the answer short (finish_reason "content_filter")'
+            case _:
+                return ""
 
 
 def _quoted(quote: str, transcript: Transcript) -> Evidence | None:

@@ -30,7 +30,6 @@ import hashlib
 import math
 import re
 import ssl
-import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -45,13 +44,11 @@ from convy.busy import Busy
 from convy.chat import Arguments, Completion
 from convy.problems import HttpFailure, ModelFailure, UrlProblem
 from convy.quota import TOLD, Heard, NoQuota, Quota, Told
-from convy.secrets import Secrets
+from convy.secrets import Address, Secrets
 from convy.slots import Slotted, nearest
 
 # Headers whose values are never secret: hiding them would blot ordinary words.
 _PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type", "user-agent"})
-# Query fields whose values are never secret, such as Azure's api-version=2024-02-15-preview.
-_PLAIN_QUERY = frozenset({"api-version", "api_version", "version", "v", "model", "format", "lang", "locale"})
 
 
 class Tls(msgspec.Struct, frozen=True):
@@ -175,9 +172,13 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
             # Never the value: a header given in the wrong place is most likely the key.
             given = "a name or value that is not text" if isinstance(self.headers, dict) else type(self.headers).__name__
             raise ValueError(f'headers: must map names to text, as {{"authorization": "Bearer ..."}}, not {given}')
-        if not self.url.startswith(("http://", "https://")):
+        if not self.url.lower().startswith(("http://", "https://")):
             meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
             raise UrlProblem(f"url: must start with http:// or https://, not {self.shown()!r}{meant}", self.url)
+        # A URL's scheme is the same in any case (RFC 3986): HTTP://host is http://host, written
+        # so here, where it enters, for every later test of it (TLS, the limit's address).
+        scheme, rest = self.url.split("://", 1)
+        msgspec.structs.force_setattr(self, "url", f"{scheme.lower()}://{rest}")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float):
             raise ValueError(f"timeout: must be a number of seconds, as timeout=30, not {type(self.timeout).__name__}")
         if not isinstance(self.tls, Tls):
@@ -189,36 +190,20 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         return f"JsonEndpoint({self.shown()!r}, headers=<{len(self.headers)} hidden>, timeout={self.timeout:g})"
 
     def shown(self) -> str:
-        """The URL as errors show it: without its query or a user and password, which may hold a key."""
-        bare = self.url.split("?", 1)[0].split("#", 1)[0]
-        scheme, given, rest = bare.partition("://")
-        if not given:  # no scheme (refused): all of it is the host and path
-            scheme, rest = "", bare
-        host, slash, path = rest.partition("/")
-        return f"{scheme}{given}{host.rpartition('@')[2]}{slash}{path}"
+        """The URL as errors show it: without its query or a user and password, and with each token
+        of its path hidden (``secrets.Address``), which may hold a key."""
+        return Address(self.url).shown()
 
     def secrets(self) -> Secrets:
         """What this endpoint holds that is never shown: each header's value and each word of it
-        (the key of ``Bearer <key>``) but a content type's and the like, each value of its URL's
-        query as written and decoded but a version's or a model's, and the password in its URL."""
+        (the key of ``Bearer <key>``) but a content type's and the like, and its URL's secrets
+        (``secrets.Address``: each value of its query but a version's or a model's, the password,
+        each token of its path, such as a bot's ``/bot<id>:<token>/``)."""
         values: list[str] = []
         for name, value in self.headers.items():
             if name.lower() not in _PLAIN_HEADERS:
                 values.extend([value.strip(), *value.split(), *self._basic(value)])
-        query = self.url.partition("?")[2].partition("#")[0]
-        for pair in query.split("&"):
-            name, _, given = pair.partition("=")
-            if urllib.parse.unquote_plus(name).lower() not in _PLAIN_QUERY:
-                values.extend([given, urllib.parse.unquote_plus(given)])
-        authority = self.url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
-        if "@" in authority:
-            credentials = authority.rpartition("@")[0]
-            password = credentials.partition(":")[2]
-            plain = urllib.parse.unquote(credentials)
-            # httpx2 sends a URL's user and password as a Basic authorization header.
-            sent = base64.b64encode(plain.encode()).decode("ascii")
-            values.extend([credentials, password, urllib.parse.unquote(password), plain, sent])
-        return Secrets(tuple(dict.fromkeys(value for value in values if value)))
+        return Secrets(tuple(dict.fromkeys(value for value in values if value))) + Address(self.url).secrets()
 
     def _basic(self, value: str) -> list[str]:
         """The user and password of a Basic authorization header, which a service may echo decoded."""

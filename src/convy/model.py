@@ -40,10 +40,17 @@ class Said(msgspec.Struct, frozen=True, gc=False):
 
 
 class Reply(msgspec.Struct, frozen=True):
-    """A model's reply: its text and the tokens the request took."""
+    """A model's reply: its text, the tokens the request took, and why it ended as its service
+    said (``finish``: a Chat Completions ``finish_reason``, "" when not said); ``length`` (the
+    token limit) and ``content_filter`` mean the text was cut, and is not whole."""
 
     text: str
     usage: Usage | NoUsage = NoUsage()
+    finish: str = ""
+
+    def cut(self) -> bool:
+        """Whether the service cut the text short."""
+        return self.finish in ("length", "content_filter")
 
 
 class Model(Protocol):
@@ -201,7 +208,7 @@ class PatientModel(msgspec.Struct, frozen=True):
         return self.places.sent(functools.partial(self.model.reply, messages))
 
 
-Provider = Literal["openai", "openrouter", "compatible"]
+Provider = Literal["openai", "openrouter", "azure", "compatible"]
 
 
 class _Clients:
@@ -241,6 +248,12 @@ class OpenAiModel(msgspec.Struct, frozen=True):
     each provider reads (``reasoning.effort`` on OpenRouter, ``reasoning_effort`` elsewhere).
     ``extra`` fields are added to every request's body. With ``stream`` the reply comes as
     server-sent events and is put together, usage included.
+
+    The base URL's scheme is read in any case (``HTTP://`` is ``http://``). Azure OpenAI
+    (``*.openai.azure.com``, ``*.cognitiveservices.azure.com``) takes the key in an ``api-key``
+    header and the limit as ``max_completion_tokens``, as OpenAI does; its base URL is the
+    resource's ``/openai/v1`` (or a deployment's ``/openai/deployments/<name>``), and the bare
+    resource is refused with that fix.
     """
 
     name: str
@@ -261,6 +274,17 @@ class OpenAiModel(msgspec.Struct, frozen=True):
             raise ValueError("name: the model's name on the server is needed")
         if not self.base_url.lower().startswith(("http://", "https://")):
             raise UrlProblem("base_url: must start with http:// or https://", self.base_url)
+        # A URL's scheme is the same in any case (RFC 3986): HTTP://host is http://host, written
+        # so here, where it enters, for every later test of it.
+        scheme, rest = self.base_url.split("://", 1)
+        msgspec.structs.force_setattr(self, "base_url", f"{scheme.lower()}://{rest}")
+        if self.kind() == "azure" and urlsplit(self.base_url).path.rstrip("/").lower() in ("", "/openai"):
+            resource = f"https://{urlsplit(self.base_url).hostname}"
+            raise UrlProblem(
+                "base_url: an Azure OpenAI resource's API starts at /openai/v1: "
+                f"give {resource}/openai/v1 (or a deployment's /openai/deployments/<name>?api-version=...)",
+                self.base_url,
+            )
         if self.base_url.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
             raise UrlProblem(
                 "base_url: give the base URL ending in /v1 (or wherever the service's API starts); "
@@ -281,6 +305,8 @@ class OpenAiModel(msgspec.Struct, frozen=True):
             return "openrouter"
         if host == "api.openai.com":
             return "openai"
+        if host.endswith((".openai.azure.com", ".cognitiveservices.azure.com")):
+            return "azure"
         return "compatible"
 
     def body(self, messages: tuple[Said, ...]) -> dict[str, Any]:
@@ -290,7 +316,8 @@ class OpenAiModel(msgspec.Struct, frozen=True):
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
-            body["max_completion_tokens" if kind == "openai" else "max_tokens"] = self.max_tokens
+            # OpenAI's and Azure's reasoning models refuse max_tokens; both take max_completion_tokens.
+            body["max_completion_tokens" if kind in ("openai", "azure") else "max_tokens"] = self.max_tokens
         if self.effort is not None:
             match kind:
                 case "openrouter":
@@ -313,7 +340,7 @@ class OpenAiModel(msgspec.Struct, frozen=True):
             else:
                 answer = await connection.response(self.body(messages), "/chat/completions")
                 read = Completion(answer.value, self.name, self.prices, answer.headers).read()
-            return Reply(read.text, read.usage)
+            return Reply(read.text, read.usage, read.finish)
         except ModelFailure as failure:
             # A reply of the wrong shape names the model and where it came from.
             from convy.http import JsonEndpoint
@@ -333,7 +360,8 @@ class OpenAiModel(msgspec.Struct, frozen=True):
             return found  # this very model had it last: its URL and key are the same (it is frozen)
         from convy.http import JsonEndpoint
 
-        headers = {"authorization": f"Bearer {self._secret()}"} if self.key else {}
+        header = "api-key" if self.kind() == "azure" else "authorization"
+        headers = {header: self._secret() if header == "api-key" else f"Bearer {self._secret()}"} if self.key else {}
         endpoint = JsonEndpoint(self.base_url.rstrip("/"), headers, timeout=self.timeout)
         if found is None or found.endpoint != endpoint:
             found = await self.clients.kept(loop, endpoint.opened(256))

@@ -13,6 +13,8 @@
     │   │                             unless a check decided by code failed: then it is failed
     │   ├── StillBusy                 ... because its service stayed busy past its patience
     │   ├── EmptyReply                ... by answering with nothing (a simulated user's "empty" fault)
+    │   ├── CutReply                  ... by a reply its service cut short (finish_reason "length"
+    │   │                             or "content_filter"): a simulated user's half message is never sent
     │   └── ServiceFailure            ... because its service failed the request (an HttpFailure:
     │                                 a connection, a timeout, an error status), not its answer
     ├── Problems (here)               a ValueError: a record's fields break several of its rules
@@ -147,6 +149,12 @@ class StillBusy(ModelFailure):
 class EmptyReply(ModelFailure):
     """The model answered with nothing (no text, or only whitespace): for a simulated user, its
     ``empty`` fault."""
+
+
+class CutReply(ModelFailure):
+    """The simulated user's reply was cut short by its service — at its token limit (finish_reason
+    ``length``) or by its content filter (``content_filter``) — so it is not a whole message: it
+    is never sent to the agent, and the attempt is not judged; the words say the fix."""
 
 
 class ServiceFailure(ModelFailure):

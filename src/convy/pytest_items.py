@@ -41,6 +41,7 @@ import pytest
 from convy.bench import Bench, Player, RunInUse, RunSpec
 from convy.bench import Stopped as BudgetStopped
 from convy.cli import Budgeted, Cures, Loaded, Passed, Printed, RunCommand, Shown, Unseen
+from convy.holders import Environment
 from convy.junit import Case, Suite, XmlText
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unplayed, Unwritable
@@ -48,7 +49,7 @@ from convy.project import Project
 from convy.report import Stop, Summary
 from convy.runs import Read
 from convy.scenario import Matching, Scenario, Scenarios
-from convy.secrets import Environment, Secrets
+from convy.secrets import Secrets
 from convy.terminal import Inert
 from convy.vital import DeadService
 

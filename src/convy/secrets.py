@@ -1,4 +1,4 @@
-"""Secrets: the keys, header values and query values a run knows of, and the texts they are hidden from.
+"""Secrets: the keys, header values, query values and path tokens a run knows of, and the texts they are hidden from.
 
 A service may echo a request in its error (a proxy's error page repeats the headers, a 404 the
 path with its query), and an agent's own exception may hold its key. ``Secrets`` hides each known
@@ -7,15 +7,11 @@ have encoded it (percent-encoded, JSON-escaped, hexadecimal, base64 among other 
 cut later, or a service that cut its own echo, shows no prefix or suffix of a key. Text is
 hidden before it is cut, never after.
 
-Where the secrets come from:
+``Address`` is a URL as its secrets are found in it: the values of its query, the password before
+its host, and the tokens in its path (a bot's ``/bot<id>:<token>/``, a webhook's last segment).
 
-- ``JsonEndpoint.secrets()`` (http.py): its header values, the values of its URL's query, the
-  password in its URL; every error of that endpoint is hidden with them;
-- ``Environment``: the variables a project runs with (the process's and its ``.env``) whose names
-  say they are secret (``*_KEY``, ``*_TOKEN``, ``*PASSWORD*``…), or that an ``Env`` reads into a
-  ``SecretStr``;
-- ``Holders``: the objects a project defines, its agent and models: every ``SecretStr`` in them,
-  every ``OpenAiModel``'s key and every ``JsonEndpoint``'s secrets.
+This module is a leaf: it imports nothing of convy's. What gathers a project's secrets — its
+environment, its agents and models — is ``holders.py``, above the modules that define them.
 
 A value shorter than eight characters is not taken for a secret: hiding it would blot ordinary
 words, and it is too short to be a key.
@@ -26,15 +22,9 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import os
 import re
-import sys
-import types
-from collections import deque
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import msgspec
 
@@ -46,20 +36,26 @@ _SAID = frozenset({"https://"})
 
 T = TypeVar("T")
 
-# Words of a variable's name that say its value is secret: GATEWAY_KEY, GITHUB_TOKEN, DB_PASSWORD.
-_SECRET_WORDS = re.compile(
-    r"(KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|CREDENTIALS?|AUTH|"
-    r"AUTHORIZATION|COOKIE|PRIVATE|SIGNATURE|APIKEY|ACCESSKEY)"
-)
-# What a shell sets to the working directory and the one before: named like a password (PWD) but
-# a path, which hiding would blot from every text that names a file of the project, and which
-# made every attempt of a run look as if it might hold a secret.
-_DIRECTORIES = frozenset({"PWD", "OLDPWD"})
 # Anything shaped like a credential in a service's error, known to convy or not.
 _SHAPES = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 " + HIDDEN),
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}"), HIDDEN),
+    # A chat bot's token, as Telegram's API takes it in the path: /bot123456789:AAHd.../sendMessage.
+    (re.compile(r"(?<![\w:])\d{6,}:[A-Za-z0-9_-]{30,}"), HIDDEN),
 )
+# Query fields whose values are never secret, such as Azure's api-version=2024-02-15-preview.
+_PLAIN_QUERY = frozenset({"api-version", "api_version", "version", "v", "model", "format", "lang", "locale"})
+# A path segment that is a token: a bot's id and key (Telegram's bot123456789:AAHd..., the "bot"
+# its API puts before it left shown), ...
+_BOT_TOKEN = re.compile(r"(?:bot)?(\d{5,}:[A-Za-z0-9_-]{20,})")
+# ... a segment of 20 characters or more holding a run of 16 letters and digits with both cases
+# and a digit (a Slack or Discord webhook's token), which a name of words and numbers apart
+# (Llama-3-70B-Instruct, a version, a UUID) never holds, or of hexadecimal digits (a key as hex) ...
+_MIXED_TOKEN = re.compile(r"[A-Za-z0-9_-]{20,}")
+_MIXED_RUN = re.compile(r"(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{16,}")
+_HEX_TOKEN = re.compile(r"(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{32,}")
+# ... or a key of a well-known shape.
+_KEY_TOKEN = re.compile(r"(sk|pk|rk)-[A-Za-z0-9_-]{8,}")
 
 
 class Concealed(Exception):
@@ -221,160 +217,64 @@ class Secrets(msgspec.Struct, frozen=True):
         return "".join(parts)
 
 
-class Environment(msgspec.Struct, frozen=True):
-    """The variables a project runs with: the process's environment, and the project's ``.env``
-    under it; those named as secrets, or read by an ``Env`` into a ``SecretStr``, are secrets."""
+class Address(msgspec.Struct, frozen=True):
+    """A URL as its secrets are found in it: each value of its query as written and decoded (but
+    a version's, a model's, such as Azure's ``api-version``), the user and password before its
+    host (and the Basic authorization an HTTP client makes of them), and each token in its path —
+    a bot's ``/bot<id>:<token>/``, a webhook's token, a key as hex or of a key's shape. A path
+    segment of plain words, a version, a deployment's name or a UUID is no token and is shown."""
 
-    folder: Path
-
-    def secrets(self) -> Secrets:
-        variables = {name.upper(): value for name, value in self._dotenv().items() if value}
-        variables |= {name.upper(): value for name, value in os.environ.items()}
-        read = self._read_secretly()
-        return Secrets(
-            tuple(value.strip() for name, value in variables.items() if name in read or self._secret_name(name))
-        )
-
-    def everything(self) -> Secrets:
-        """Every value of the project's ``.env`` taken for a secret, with those of ``secrets``: for
-        the text of a project's code that failed while loading, before it could say which of its
-        settings are secret (``.env`` holds keys and settings, and is never copied anywhere)."""
-        return self.secrets() + Secrets(tuple(value.strip() for value in self._dotenv().values() if value))
-
-    def named(self, wanted: Callable[[str], bool]) -> tuple[str, ...]:
-        """Where each variable whose value is ``wanted`` is set, as a user would look for it:
-        ``GATEWAY_KEY in .env`` or ``GATEWAY_KEY in the environment`` (which wins over ``.env``, as
-        pydantic-settings reads them). Names only: a value is never said."""
-        found: list[str] = []
-        dotenv = {name: value for name, value in self._dotenv().items() if value}
-        for name, value in os.environ.items():
-            if wanted(value.strip()):
-                found.append(f"{name} in the environment")
-        for name, value in dotenv.items():
-            if name not in os.environ and value is not None and wanted(value.strip()):
-                found.append(f"{name} in .env")
-        return tuple(found)
-
-    def keyed(self, where: str) -> bool:
-        """Whether a variable, as ``named`` says where it is (``GATEWAY_KEY in .env``), is named as
-        a secret is."""
-        return self._secret_name(where.split(" ", 1)[0])
-
-    def _secret_name(self, name: str) -> bool:
-        if name.upper() in _DIRECTORIES:
-            return False
-        return any(
-            _SECRET_WORDS.fullmatch(word) or word.endswith(("KEY", "TOKEN", "SECRET", "PASSWORD"))
-            for word in re.split(r"[^A-Z0-9]+", name.upper())
-        )
-
-    def _dotenv(self) -> dict[str, str | None]:
-        path = self.folder / ".env"
-        if not path.is_file():
-            return {}
-        from dotenv import dotenv_values  # pydantic-settings' own reader of .env; loaded only when there is one
-
-        try:
-            return dict(dotenv_values(path))
-        except (OSError, UnicodeDecodeError):
-            return {}
-
-    def _read_secretly(self) -> set[str]:
-        """The variable names that a subclass of ``Env`` reads into a ``SecretStr``."""
-        if "convy.env" not in sys.modules:
-            return set()  # no Env is defined yet, so no subclass of one reads anything
-        from pydantic import SecretStr
-
-        from convy.env import Env
-
-        names: set[str] = set()
-        classes: deque[type] = deque(Env.__subclasses__())
-        while classes:
-            kind = classes.popleft()
-            classes.extend(kind.__subclasses__())
-            prefix = str(getattr(kind, "model_config", {}).get("env_prefix", "") or "")
-            for name, field in getattr(kind, "model_fields", {}).items():
-                annotation = field.annotation
-                if annotation is SecretStr or SecretStr in getattr(annotation, "__args__", ()):
-                    for alias in (field.validation_alias, field.alias):
-                        if isinstance(alias, str):
-                            names.add(alias.upper())
-                    names.add((prefix + name).upper())
-        return names
-
-
-class Holders(msgspec.Struct, frozen=True):
-    """Objects a project defines, such as its agent and its models, that may hold secrets: every
-    ``SecretStr`` found in them, and every ``OpenAiModel``'s key and ``JsonEndpoint``'s secrets.
-
-    The objects are walked through their fields, items and attributes, a few levels deep and up
-    to a bounded number of objects, so a large client the agent holds costs little."""
-
-    objects: tuple[Any, ...]
-    depth: int = 6
-    most: int = 20_000
+    url: str
 
     def secrets(self) -> Secrets:
-        secret_str, secret_bytes = self._pydantic()
-        from convy.model import OpenAiModel
+        values: list[str] = []
+        query = self.url.partition("?")[2].partition("#")[0]
+        for pair in query.split("&"):
+            name, _, given = pair.partition("=")
+            if unquote_plus(name).lower() not in _PLAIN_QUERY:
+                values.extend([given, unquote_plus(given)])
+        authority = self._authority()
+        if "@" in authority:
+            credentials = authority.rpartition("@")[0]
+            password = credentials.partition(":")[2]
+            plain = unquote(credentials)
+            # An HTTP client sends a URL's user and password as a Basic authorization header.
+            sent = base64.b64encode(plain.encode()).decode("ascii")
+            values.extend([credentials, password, unquote(password), plain, sent])
+        values.extend(self.tokens())
+        return Secrets(tuple(dict.fromkeys(value for value in values if value)))
 
-        # Before convy.http is loaded no object can be a JsonEndpoint (a run of fakes never loads it).
-        http = sys.modules.get("convy.http")
-        endpoint: type[Any] = http.JsonEndpoint if http is not None else _Unmade
-
+    def tokens(self) -> tuple[str, ...]:
+        """The tokens in the URL's path, as written and decoded."""
         found: list[str] = []
-        seen: set[int] = set()
-        waiting: deque[tuple[Any, int]] = deque((one, 0) for one in self.objects)
-        while waiting and len(seen) < self.most:
-            here, level = waiting.popleft()
-            if id(here) in seen or isinstance(here, (str, bytes, int, float, bool, type(None), type, Path)):
-                continue
-            seen.add(id(here))
-            match here:
-                case secret_str():
-                    found.append(here.get_secret_value())
-                    continue
-                case secret_bytes():
-                    found.append(here.get_secret_value().decode("utf-8", "replace"))
-                    continue
-                case endpoint():
-                    found.extend(here.secrets().values)
-                    continue
-                case OpenAiModel(key=key, base_url=url):
-                    from convy.http import JsonEndpoint
+        for segment in self._path().split("/"):
+            for written in dict.fromkeys((segment, unquote(segment))):
+                bot = _BOT_TOKEN.fullmatch(written)
+                if bot is not None:
+                    found.append(bot.group(1))
+                elif _HEX_TOKEN.fullmatch(written) or _KEY_TOKEN.fullmatch(written):
+                    found.append(written)
+                elif _MIXED_TOKEN.fullmatch(written) and any(
+                    _MIXED_RUN.fullmatch(run) for run in re.split(r"[_-]", written)
+                ):
+                    found.append(written)
+        return tuple(dict.fromkeys(found))
 
-                    found.extend(JsonEndpoint(url).secrets().values)
-                    match key:
-                        case str():
-                            found.append(key)
-            if level >= self.depth:
-                continue
-            waiting.extend((child, level + 1) for child in self._children(here))
-        return Secrets(tuple(dict.fromkeys(found)))
+    def shown(self) -> str:
+        """The URL as a message may show it: without its query, fragment, user and password, and
+        with each token of its path hidden."""
+        bare = self.url.split("?", 1)[0].split("#", 1)[0]
+        scheme, given, rest = bare.partition("://")
+        if not given:  # no scheme: all of it is the host and path
+            scheme, rest = "", bare
+        host, slash, path = rest.partition("/")
+        for token in sorted(self.tokens(), key=len, reverse=True):
+            path = path.replace(token, HIDDEN).replace(quote(token, safe=""), HIDDEN)
+        return f"{scheme}{given}{host.rpartition('@')[2]}{slash}{path}"
 
-    def _pydantic(self) -> tuple[type[Any], type[Any]]:
-        """pydantic's ``SecretStr`` and ``SecretBytes``; before pydantic is loaded no object can be
-        one, and a class nothing is an instance of stands in for both, so it is not loaded here."""
-        if "pydantic" not in sys.modules:
-            return _Unmade, _Unmade
-        from pydantic import SecretBytes, SecretStr
+    def _authority(self) -> str:
+        return self.url.partition("://")[2].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
 
-        return SecretStr, SecretBytes
-
-    def _children(self, here: Any) -> list[Any]:
-        match here:
-            case msgspec.Struct():
-                return [getattr(here, name, None) for name in here.__struct_fields__]
-            case dict():
-                return list(here.values())
-            case list() | tuple() | set() | frozenset():
-                return list(here)
-        attributes = getattr(here, "__dict__", None)
-        if isinstance(attributes, dict) and not isinstance(here, (types.ModuleType, types.FunctionType)):
-            return list(attributes.values())
-        return []
-
-
-class _Unmade:
-    """A class of which no object is ever made: what ``Holders`` looks for in place of pydantic's
-    secrets while pydantic is not loaded, and of ``JsonEndpoint`` while ``convy.http`` is not."""
+    def _path(self) -> str:
+        rest = self.url.partition("://")[2] if "://" in self.url else self.url
+        return rest.partition("/")[2].split("?", 1)[0].split("#", 1)[0]
