@@ -687,7 +687,10 @@ class Detectable(msgspec.Struct, frozen=True):
     """The minimum detectable effect of a comparison (α = 0.05, power 0.8), and what would reach Δ.
 
     MDE = 2.80·√((ω² + σ²_A/k_A + σ²_B/k_B)/S), with ω² the variance of the true per-scenario
-    difference (estimated from the observed differences less their sampling noise).
+    difference (estimated from the observed differences less their sampling noise). Each σ² is
+    p̃(1 − p̃) at the rule of succession's rate p̃ = (passed + 1)/(judged + 2), not at the rate
+    seen: 3 of 3 does not show a scenario that cannot fail, and at p̂(1 − p̂) it made the smallest
+    detectable change of 3/3 against 6/6 "0.0 points".
     """
 
     a: tuple[Tally, ...]
@@ -697,8 +700,8 @@ class Detectable(msgspec.Struct, frozen=True):
         pairs = [(one, two) for one, two in zip(self.a, self.b, strict=True) if one.judged and two.judged]
         if not pairs:
             return None
-        noise_a = fmean((one.passed / one.judged) * (1 - one.passed / one.judged) for one, _ in pairs)
-        noise_b = fmean((two.passed / two.judged) * (1 - two.passed / two.judged) for _, two in pairs)
+        noise_a = fmean(_succession(one) for one, _ in pairs)
+        noise_b = fmean(_succession(two) for _, two in pairs)
         attempts_a = fmean(one.judged for one, _ in pairs)
         attempts_b = fmean(two.judged for _, two in pairs)
         differences = [two.passed / two.judged - one.passed / one.judged for one, two in pairs]
@@ -735,12 +738,15 @@ class Detectable(msgspec.Struct, frozen=True):
         if room <= 0:
             return None
         pairs = [(one, two) for one, two in zip(self.a, self.b, strict=True) if one.judged and two.judged]
-        noise = fmean(
-            (one.passed / one.judged) * (1 - one.passed / one.judged)
-            + (two.passed / two.judged) * (1 - two.passed / two.judged)
-            for one, two in pairs
-        )
+        noise = fmean(_succession(one) + _succession(two) for one, two in pairs)
         return max(1, math.ceil(noise / room))
+
+
+def _succession(tally: Tally) -> float:
+    """p̃(1 − p̃) at the rule of succession's rate (passed + 1)/(judged + 2): a variance of one
+    attempt that a few attempts all alike do not make 0."""
+    rate = (tally.passed + 1) / (tally.judged + 2)
+    return rate * (1 - rate)
 
 
 # --- Cohen's κ (judge against people: human labels, labels.py) --------------------------------
