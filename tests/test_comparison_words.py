@@ -124,4 +124,4 @@ def test_same_needs_an_interval_within_ten_points_and_unjudged_is_undecided() ->
     assert (few.change, few.said) == ("undecided", "undecided at 3 attempts")
     none = Said.change("s", Tally(0, 0), Tally(3, 3), 1.0, 1.0, "same")
     assert (none.change, none.said) == ("undecided", "undecided: not judged in both runs")
-    assert Said((none, few)).counts() == "0 worse, 0 better, 2 undecided at 3 attempts (no change seen) (1 not judged in both runs), 0 same (within ±10 pts)"
+    assert Said((none, few)).counts() == "0 worse, 0 better, 2 undecided at 3 attempts (no change seen; 1 not judged in both runs), 0 same (within ±10 pts)"

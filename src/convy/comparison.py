@@ -663,10 +663,13 @@ class Said(msgspec.Struct, frozen=True):
         undecided = [change for change in self.changes if change.change == "undecided"]
         said = f"{count('worse')} worse, {count('better')} better, {len(undecided)} undecided"
         judged = [change for change in undecided if change.difference is not None]
+        parts: list[str] = []
         if judged:
             seen = [f"{sum(1 for one in judged if one.seen == way)} {way} seen" for way in ("worse", "better")]
-            said += f" at {Said(tuple(judged)).attempts()} ({', '.join(one for one in seen if not one.startswith('0 ')) or 'no change seen'})"
-        unjudged = len(undecided) - len(judged)
-        if unjudged:
-            said += f" ({unjudged} not judged in both runs)" if judged else " (not judged in both runs)"
+            said += f" at {Said(tuple(judged)).attempts()}"
+            parts.append(", ".join(one for one in seen if not one.startswith("0 ")) or "no change seen")
+        if len(undecided) > len(judged):
+            parts.append(f"{len(undecided) - len(judged)} not judged in both runs")
+        if parts:
+            said += f" ({'; '.join(parts)})"
         return said + f", {count('same')} same (within ±{SAME * 100:.0f} pts)"

@@ -144,9 +144,9 @@ WHY = {
 }
 SCENARIO = {"always": "✓ always passes", "flaky": "~ flaky", "never": "✗ never passes", "not_judged": "– not judged"}
 METHOD = {
-    "t": "t interval across scenarios",
-    "bootstrap": "bootstrap across scenarios",
-    "wilson": "Wilson interval, one scenario",
+    "t": "t interval across scenarios, and the attempts' own noise",
+    "bootstrap": "bootstrap across scenarios, widened for few, and the attempts' own noise",
+    "exact": "exact interval, one scenario",
     "none": "nothing judged",
 }
 STOPS = {"time_limit": "out of time", "agent_busy": "its service stayed busy", "max_turns": "too many turns", "model_failed": "a model failed"}

@@ -222,13 +222,14 @@ class Headline(msgspec.Struct, frozen=True):
     draws: int = 10_000
     seed: int = 20_241_129
 
-    def method(self) -> Literal["t", "bootstrap", "wilson", "none"]:
-        """How the spread between scenarios is found ("wilson": one scenario, its attempts alone)."""
+    def method(self) -> Literal["t", "bootstrap", "exact", "none"]:
+        """How the spread between scenarios is found ("exact": one scenario, its attempts' exact
+        interval alone); every interval besides holds the attempts' own noise (``within``)."""
         count = len(self.rates)
         if count == 0:
             return "none"
         if count == 1:
-            return "wilson"
+            return "exact"
         mean = fmean(self.rates)
         if count < 30 or mean < 0.1 or mean > 0.9:
             return "bootstrap"
@@ -246,7 +247,7 @@ class Headline(msgspec.Struct, frozen=True):
     def between(self) -> Interval | None:
         """The interval from the spread between scenarios alone; none for fewer than two."""
         match self.method():
-            case "none" | "wilson":
+            case "none" | "exact":
                 return None
             case "t":
                 return self.t_interval()

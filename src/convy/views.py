@@ -169,7 +169,7 @@ class ScenarioView(View, frozen=True):
 class VariantValueView(View, frozen=True):
     """One value of a variant dimension over the run: the variants that have it, their attempts
     passed of judged, and their pass rate as the run's is found (the mean of the variants' rates,
-    its interval by ``stats.Headline``: Wilson for one variant, else clustered by variant)."""
+    its interval by ``stats.Headline``: exact for one variant, else clustered by variant and holding the attempts' own noise)."""
 
     value: str
     variants: int
