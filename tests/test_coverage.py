@@ -65,7 +65,7 @@ def table(runs: int) -> dict[tuple[int, int, float | str], float]:
 @pytest.mark.parametrize("scenarios", SCENARIOS)
 def test_the_headline_interval_holds_its_95_percent_at_few_scenarios_and_attempts(scenarios: int) -> None:
     """Every cell of S scenarios × n attempts × pass rate holds the true rate ≥ 93% of the time
-    (before issue 26, 15 of 15 passing gave [100%, 100%], and the worst cell held it 7% of the time)."""
+    (before issue 26, 15 of 15 passing gave [100%, 100%], and the worst cell held it 5.3% of the time)."""
     runs = 3_000 if os.environ.get("CONVY_AUDIT_SLOW") == "1" else 300
     low = {
         (attempts, rate): share
