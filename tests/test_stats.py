@@ -594,7 +594,10 @@ def test_detectable_matches_its_formula() -> None:
         pb = np.array([two.passed / two.judged for _, two in pairs])
         ka = np.mean([one.judged for one, _ in pairs])
         kb = np.mean([two.judged for _, two in pairs])
-        from_a, from_b = np.mean(pa * (1 - pa)) / ka, np.mean(pb * (1 - pb)) / kb
+        # Each attempt's variance at the rule of succession's rate (passed + 1) / (judged + 2).
+        sa = np.array([(one.passed + 1) / (one.judged + 2) for one, _ in pairs])
+        sb = np.array([(two.passed + 1) / (two.judged + 2) for _, two in pairs])
+        from_a, from_b = np.mean(sa * (1 - sa)) / ka, np.mean(sb * (1 - sb)) / kb
         spread = max(0.0, np.var(pb - pa, ddof=1) - from_a - from_b) if len(pairs) > 1 else 0.0
         variance = spread + from_a + from_b
         effect = detectable.effect()
@@ -608,10 +611,13 @@ def test_detectable_matches_its_formula() -> None:
         if room <= 0:
             assert attempts is None
         else:
-            noise = np.mean(pa * (1 - pa) + pb * (1 - pb))
+            noise = np.mean(sa * (1 - sa) + sb * (1 - sb))
             assert attempts == max(1, math.ceil(noise / room)) or abs(noise / room - round(noise / room)) < 1e-9
     said("Detectable (MDE)", cases, worst)
     assert worst < 1e-12
+    # Never 0 (issue 26): 3/3, 3/3 against 6/6, 6/6 was "0.0 pts".
+    few = Detectable((Tally(3, 3),) * 2, (Tally(6, 6),) * 2).effect()
+    assert few is not None and round(few * 100, 1) == 53.0
 
 
 # --- Cohen's κ (human labels) --------------------------------------------------------------------
