@@ -477,7 +477,9 @@ def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) ->
     tiles = page.inner_text(".tiles")
     for said in ("PASS RATE", "→", "CHANGE", "pts", "95% CI", "p =", "SMALLEST DETECTABLE CHANGE", "TOKENS", "COST", "TIME", "per attempt"):
         assert said in tiles, said
-    assert "95% CI −100.0 pts to +54.6 pts" in tiles  # clamped: the t interval reaches −104.6
+    # Clamped: the t interval reaches −104.6; its high end is the two sides' intervals' (they hold
+    # the attempts' own noise, issue 26), past the t interval's +54.6.
+    assert "95% CI −100.0 pts to +63.4 pts" in tiles
     assert re.match(r"p [=<] \S+ \((exact|cmh)\) · sign-flip p [=<] ", page.inner_text("#tested"))  # not paired: not McNemar
     tile = lambda title: page.locator(".tile", has=page.locator("h2", has_text=title))  # noqa: E731
     assert "= same ×1.00 per attempt" in tile("Tokens").inner_text()
@@ -488,7 +490,11 @@ def test_comparison_page(pages: dict[str, Path], visit: Callable[..., Visit]) ->
     assert page.locator(".tile.verdict .badge").inner_text() in ("~ within noise", "▼ worse")
     worse = page.inner_text("#group-worse")
     assert "▼ Worse" in worse and "refunds/damaged" in worse and "6/6" in worse and "0/6" in worse and "▼ worse" in worse
-    assert "= Same" in page.inner_text("#group-same")
+    assert "= Same (within ±10 pts)" in page.inner_text("#group-same")
+    # At 6 attempts the unchanged scenarios are undecided, not "same" (issue 26), in the command's words.
+    undecided = page.inner_text("#group-undecided")
+    assert "? Undecided" in undecided and "? undecided at 6 attempts" in undecided and "? undecided: not judged in both runs" in undecided
+    assert page.inner_text("#scenarios-said") == "Scenarios: " + page.evaluate("JSON.parse(document.getElementById('data').textContent).scenarios_said")
     claims = page.inner_text("#claims")
     assert "The agent offers a refund." in claims and "100%" in claims and "0%" in claims and "▼ flipped, holds less" in claims
     page.fill("#search", "late")
@@ -525,6 +531,8 @@ def test_comparison_banner_and_scenarios_apart(pages: dict[str, Path], tmp_path:
     page = visit().open(path)
     banner = page.inner_text("#banner")
     assert "not comparable" in banner and "the judge differs: fake-judge → other-judge" in banner
+    assert page.inner_text("#no-verdict") == "– no verdict: not comparable"  # issue 26: no verdict for such a pair
+    assert page.locator(".tile.verdict .big.st-worse, .tile.verdict .big.st-better").count() == 0
     apart = page.inner_text("#apart")
     assert "only in the base run: billing/old" in apart and "only in the candidate run: billing/new" in apart and "changed between the runs: refunds/late" in apart
 

@@ -312,7 +312,7 @@ def test_personas_yml_is_read(tmp_path: Path) -> None:
     folder = project(tmp_path, {S: scenario, "personas.yml": TWO})
     done = convy(folder, "run")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "bot: 2 passed, 0 failed, 0 not judged of 2 attempts · pass rate 100.0% [100.0%, 100.0%] (mean over scenarios)" in done.stdout.splitlines()
+    assert "bot: 2 passed, 0 failed, 0 not judged of 2 attempts · pass rate 100.0% [15.8%, 100.0%] (mean over scenarios)" in done.stdout.splitlines()
 
 
 def test_a_with_value_of_another_kind_shows_what_the_agent_gave(tmp_path: Path) -> None:
@@ -837,12 +837,12 @@ def test_a_path_the_replies_never_hold_is_named_by_the_run(tmp_path: Path, case:
 
 MEANT = [
     ("a scenario saved as .YAML", {S: None, "scenarios/greeting.YAML": GREETING}, ("run", "--scenarios", "greeting"),
-     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [2.5%, 100.0%] (mean over scenarios)"),
     ("--scenarios a folder", {S: None, "scenarios/orders/late.yaml": GREETING, "scenarios/orders/eu/late.yml": GREETING},
      ("run", "--scenarios", "orders"),
-     "bot: 2 passed, 0 failed, 0 not judged of 2 attempts · pass rate 100.0% [100.0%, 100.0%] (mean over scenarios)"),
+     "bot: 2 passed, 0 failed, 0 not judged of 2 attempts · pass rate 100.0% [15.8%, 100.0%] (mean over scenarios)"),
     ("--scenarios a folder's path", {"scenarios/orders/late.yaml": GREETING}, ("run", "--scenarios", "scenarios/orders/"),
-     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [2.5%, 100.0%] (mean over scenarios)"),
     ("a JSON agent given a plain URL", json_agent(endpoint='"http://127.0.0.1:9/chat"'), ("check",),
      "would run 1 agent × 1 scenario × 1 attempt = 1 attempt; nothing was sent, nothing written"),
 ]
@@ -948,11 +948,11 @@ AS_MEANT = [
     ("CONVY_FAIL_UNDER=90% in .env", {".env": "CONVY_FAIL_UNDER=90%\n"}, ("check",), "  fail_under        0.9           CONVY_FAIL_UNDER"),
     ('fail_under = "90%" in pyproject', {P: '[tool.convy]\nattempts = 1\nfail_under = "90%"\n'}, ("check",), "  fail_under        0.9           [tool.convy]"),
     ("a scenario's fail_under: 90%, as the settings take it", {S: "fail_under: 90%\n" + GREETING}, ("run",),
-     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [2.5%, 100.0%] (mean over scenarios)"),
     (".env with the same line twice", {".env": "CONVY_ATTEMPTS=2\nCONVY_ATTEMPTS=2\n"}, ("check",), "  attempts          2             CONVY_ATTEMPTS"),
     ("pyproject saved by Notepad (BOM, CRLF)", {P: BOM + "[tool.convy]\r\nattempts = 2\r\n"}, ("check",), "  attempts          2             [tool.convy]"),
     ("a scenario saved by Notepad (BOM, CRLF)", {S: BOM + GREETING.replace("\n", "\r\n")}, ("run",),
-     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [20.7%, 100.0%] (mean over scenarios)"),
+     "bot: 1 passed, 0 failed, 0 not judged of 1 attempt · pass rate 100.0% [2.5%, 100.0%] (mean over scenarios)"),
     (".env saved by Notepad (BOM, CRLF)", {".env": BOM + "CONVY_ATTEMPTS=2\r\n"}, ("check",), "  attempts          2             CONVY_ATTEMPTS"),
 ]
 

@@ -464,3 +464,46 @@ def test_the_command_names_the_flagged_claims_and_a_judge_of_the_agents_provider
     assert said[0].startswith("judging: refund · The agent answered politely: ambiguous claim, rewrite it (")
     assert said[0].endswith("; the judges disagree on it")
     assert said[1] == "judging: openai/gpt-fickle is from openai, the provider of the agent's model: a possible bias"
+
+
+# --- "ambiguous claim" on a rate (issue 26, item 6) ------------------------------------------
+
+
+def ambiguous_share(consistency: float, runs: int, attempts: int = 30, repeats: int = 4, seed: int = 26) -> float:
+    """The share of ``runs`` seeded claims flagged ambiguous, each decided in ``attempts`` attempts
+    by one judge asked ``repeats`` times that gives the claim's true answer with chance
+    ``consistency`` each time; counted by the report's own ``Consensus``."""
+    import random
+
+    from convy.agreement import _Claimed
+
+    pick = random.Random(seed)
+    consensus = Consensus(RunSpec(id="r", agent="a", scenarios=(), attempts=attempts, limits=Limits(), judging=Judging(repeats=repeats)), {})
+    flagged = 0
+    for _ in range(runs):
+        one = _Claimed()
+        for attempt in range(attempts):
+            said = [pick.random() < consistency for _ in range(repeats)]
+            held = sum(said)
+            claim = Claim("c", 2 * held > repeats, "", votes=tuple(votes(*said)), doubt="split" if 2 * held == repeats else "")
+            consensus._add(one, claim, attempt + 1)
+        flagged += consensus._row("s", "c", one, 1).ambiguous
+    return flagged / runs
+
+
+def test_a_claim_is_ambiguous_on_a_rate_of_wavering_not_on_one_tie() -> None:
+    """Over 30 attempts asked 4 times each, a judge 95% consistent was flagged a third of the time
+    (any 2–2 split flagged the claim); now it is flagged about 1% of the time, and a judge 70%
+    consistent every time. One 2–2 split among 29 unanimous decisions flags nothing."""
+    assert ambiguous_share(0.95, 600) < 0.03
+    assert ambiguous_share(0.70, 200) == 1.0
+    from convy.agreement import _Claimed
+
+    consensus = Consensus(RunSpec(id="r", agent="a", scenarios=(), attempts=30, limits=Limits(), judging=Judging(repeats=4)), {})
+    one = _Claimed()
+    for attempt in range(30):
+        said = (True, True, False, False) if attempt == 0 else (True,) * 4
+        consensus._add(one, Claim("c", True, "", votes=tuple(votes(*said)), doubt="split" if attempt == 0 else ""), attempt + 1)
+    row = consensus._row("s", "c", one, 1)
+    assert row.agreement is not None and row.agreement > 0.98 and row.splits == 1
+    assert not row.ambiguous

@@ -361,7 +361,8 @@ def test_compare_of_the_same_dialogues_decides_by_mcnemar_on_the_discordant_atte
     played = fakes.played()
     ordinary = fakes.ran("compare", source, played)
     assert "McNemar" not in ordinary.stdout
-    assert "pass rate 100.0% → 100.0%, Δ +0.0% [+0.0%, +0.0%], p = 1: within noise" in ordinary.stdout, ordinary.stdout
+    # The attempts' own noise widens Δ's interval (issue 26): two scenarios at 3 of 3 each side.
+    assert "pass rate 100.0% → 100.0%, Δ +0.0% [-45.9%, +45.9%], p = 1: within noise" in ordinary.stdout, ordinary.stdout
 
 
 def test_rejudge_of_a_run_that_is_missing_in_use_damaged_or_unfinished_exits_2_saying_why(fakes: Fakes) -> None:

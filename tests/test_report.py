@@ -120,8 +120,10 @@ def test_comparison_directions_counts_flips_and_links(played: Played) -> None:
         assert direction == Ratio(ratio).direction()
     assert view.token_direction == "same"  # the same answers, as many tokens
     assert view.cost_direction is None  # neither run's cost is complete: no ratio
-    assert view.counts == {"worse": 1, "better": 0, "same": 4}
-    assert view.counts["worse"] + view.counts["better"] + view.counts["same"] == len(view.scenarios)
+    # At 3 attempts no unchanged scenario is shown to be the same within ±10 points: undecided.
+    assert view.counts == {"worse": 1, "better": 0, "undecided": 4, "same": 0, "undecided_worse": 0, "undecided_better": 0}
+    assert sum(view.counts[name] for name in ("worse", "better", "undecided", "same")) == len(view.scenarios)
+    assert view.scenarios_said.startswith("1 worse, 0 better, 4 undecided at ")
     assert {(flip.claim, flip.change, flip.flipped) for flip in view.claims} == {
         ("The agent offers a refund.", "worse", True),
         ("called issue_refund with order='A-1043'", "worse", True),

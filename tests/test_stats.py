@@ -23,9 +23,12 @@ from statsmodels.stats.proportion import proportion_confint
 
 from convy.stats import (
     Adjusted,
+    Binomial,
     CohenKappa,
     Consistency,
     Detectable,
+    Difference,
+    Exact,
     Fisher,
     Headline,
     Hypergeometric,
@@ -138,7 +141,7 @@ def test_headline_t_interval_matches_scipy() -> None:
             assert headline.method() == "bootstrap"
             continue
         assert headline.method() == "t"
-        got = headline.interval()
+        got = headline.between()
         assert got is not None and got == headline.t_interval()
         error = rates.std(ddof=1) / math.sqrt(scenarios)  # √(Σ(p̂ᵢ − p̄)² / (S(S−1)))
         half = stats.t.ppf(0.975, scenarios - 1) * error
@@ -164,7 +167,7 @@ def test_headline_method_follows_the_rule() -> None:
         wanted = "t" if len(rates) >= 30 and 0.1 <= mean <= 0.9 else "bootstrap"
         assert Headline(rates).method() == wanted
     one = Tally(7, 9)
-    assert Headline((7 / 9,), (one,)).interval() == Wilson(one).interval()
+    assert Headline((7 / 9,), (one,)).interval() == Exact(7, 9).interval()
     assert Headline(()).interval() is None
     said("Headline.method", cases, 0.0)
 
@@ -591,7 +594,10 @@ def test_detectable_matches_its_formula() -> None:
         pb = np.array([two.passed / two.judged for _, two in pairs])
         ka = np.mean([one.judged for one, _ in pairs])
         kb = np.mean([two.judged for _, two in pairs])
-        from_a, from_b = np.mean(pa * (1 - pa)) / ka, np.mean(pb * (1 - pb)) / kb
+        # Each attempt's variance at the rule of succession's rate (passed + 1) / (judged + 2).
+        sa = np.array([(one.passed + 1) / (one.judged + 2) for one, _ in pairs])
+        sb = np.array([(two.passed + 1) / (two.judged + 2) for _, two in pairs])
+        from_a, from_b = np.mean(sa * (1 - sa)) / ka, np.mean(sb * (1 - sb)) / kb
         spread = max(0.0, np.var(pb - pa, ddof=1) - from_a - from_b) if len(pairs) > 1 else 0.0
         variance = spread + from_a + from_b
         effect = detectable.effect()
@@ -605,10 +611,13 @@ def test_detectable_matches_its_formula() -> None:
         if room <= 0:
             assert attempts is None
         else:
-            noise = np.mean(pa * (1 - pa) + pb * (1 - pb))
+            noise = np.mean(sa * (1 - sa) + sb * (1 - sb))
             assert attempts == max(1, math.ceil(noise / room)) or abs(noise / room - round(noise / room)) < 1e-9
     said("Detectable (MDE)", cases, worst)
     assert worst < 1e-12
+    # Never 0 (issue 26): 3/3, 3/3 against 6/6, 6/6 was "0.0 pts".
+    few = Detectable((Tally(3, 3),) * 2, (Tally(6, 6),) * 2).effect()
+    assert few is not None and round(few * 100, 1) == 53.0
 
 
 # --- Cohen's κ (human labels) --------------------------------------------------------------------
@@ -851,3 +860,81 @@ def test_mcnemar_edges() -> None:
     assert interval is not None and interval.estimate == pytest.approx(-0.25) and interval.high < 0
     with pytest.raises(ValueError):
         McNemar(1, -1, 0, 0)
+
+
+# --- issue 26: the headline interval, "same" and "ambiguous" -------------------------------------
+
+
+def test_exact_matches_scipy_beta_and_statsmodels_clopper_pearson() -> None:
+    """Clopper–Pearson: whole counts against statsmodels' ``proportion_confint(method="beta")``,
+    and counts that are not whole (the headline's effective attempts) against scipy's Beta."""
+    rng = random.Random(2601)
+    worst, cases = 0.0, 400
+    for _ in range(cases):
+        judged = rng.randint(1, 400)
+        passed = rng.choice((0, judged, rng.randint(0, judged)))
+        got = Exact(passed, judged).interval()
+        assert got is not None
+        low, high = proportion_confint(passed, judged, alpha=0.05, method="beta")
+        low, high = (0.0 if math.isnan(low) else low), (1.0 if math.isnan(high) else high)
+        worst = max(worst, abs(got.low - low), abs(got.high - high))
+        n = rng.uniform(1.5, 300.0)
+        x = rng.choice((0.0, n, rng.uniform(0, n)))
+        got = Exact(x, n).interval()
+        assert got is not None
+        want_low = 0.0 if x == 0 else stats.beta.ppf(0.025, x, n - x + 1)
+        want_high = 1.0 if x == n else stats.beta.ppf(0.975, x + 1, n - x)
+        worst = max(worst, abs(got.low - want_low), abs(got.high - want_high))
+    said("Exact vs statsmodels beta / scipy beta", cases, worst)
+    assert worst < 1e-9
+
+
+def test_difference_matches_statsmodels_newcombe() -> None:
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    rng = random.Random(2602)
+    worst, cases = 0.0, 400
+    for _ in range(cases):
+        before, after = tally(rng, 60), tally(rng, 60)
+        got = Difference(before, after).interval()
+        assert got is not None
+        low, high = confint_proportions_2indep(after.passed, after.judged, before.passed, before.judged, method="newcomb")
+        worst = max(worst, abs(got.estimate - (after.passed / after.judged - before.passed / before.judged)), abs(got.low - max(-1.0, low)), abs(got.high - min(1.0, high)))
+    said("Difference vs statsmodels newcomb", cases, worst)
+    assert worst < 1e-9
+    three = Difference(Tally(3, 3), Tally(0, 3)).interval()
+    assert three is not None and three.low == -1.0 and three.high > -0.3  # 3/3 to 0/3 leaves a change of only 21 points open
+
+
+def test_binomial_tail_matches_scipy() -> None:
+    rng = random.Random(2603)
+    worst, cases = 0.0, 400
+    for _ in range(cases):
+        n = rng.randint(1, 500)
+        k = rng.randint(0, n + 1)
+        p = rng.choice((0.05, 0.5, rng.random()))
+        got = Binomial(n, p).above(k)
+        want = 1.0 if k <= 0 else stats.binom.sf(k - 1, n, p)
+        worst = max(worst, abs(got - want))
+    said("Binomial.above vs scipy binom.sf", cases, worst)
+    assert worst < 1e-10
+
+
+def test_the_expanded_bootstrap_is_found_exactly_for_few_scenarios() -> None:
+    """Hesterberg's expanded percentile: with 2–4 scenarios it reaches the smallest and largest
+    mean, and the enumerated percentiles are those 200,000 draws give."""
+    few = Headline((0.2, 0.5, 0.9)).expanded()
+    assert (round(few.low, 12), round(few.high, 12)) == (0.2, 0.9)
+    rates = (0.1, 0.3, 0.5, 0.7, 0.9)
+    plain = Headline(rates)._enumerated(0.025)
+    drawn = Headline(rates, draws=200_000)._percentiles(0.025)
+    assert abs(plain.low - drawn.low) < 1e-9 and abs(plain.high - drawn.high) < 1e-9
+    assert Headline(rates).expanded().low < plain.low
+
+
+def test_the_headline_holds_the_attempts_noise_and_is_never_zero_wide() -> None:
+    """Before issue 26, 15 of 15 passed printed [100.0%, 100.0%] and 30 scenarios at 3 of 5 [60.0%, 60.0%]."""
+    five = Headline((1.0,) * 5, (Tally(3, 3),) * 5).interval()
+    assert five is not None and (round(five.low, 3), five.high) == (0.782, 1.0)
+    thirty = Headline((0.6,) * 30, (Tally(3, 5),) * 30).interval()
+    assert thirty is not None and (round(thirty.low, 3), round(thirty.high, 3)) == (0.517, 0.679)

@@ -14,8 +14,12 @@ For each claim a judge decides in a scenario, over the attempts with a verdict:
   subjects, each judge's rating its own majority over its repeats (a decision where a judge tied
   with itself is left out), categories held and not held; and the raw share of agreeing pairs.
 
-A claim is *ambiguous* ("rewrite it") when the judge was asked more than once and its
-self-agreement is below ``AMBIGUOUS`` (0.9) or any decision split. A panel *disagrees* on a claim
+A claim is *ambiguous* ("rewrite it") when the judge was asked more than once, its
+self-agreement is below ``AMBIGUOUS`` (0.9), and its judges wavered more than a judge
+``CONSISTENT`` (95%) consistent would: the votes against their own judge's majority, over every
+decision of the claim, are too many for Binomial(votes, 5%) by the one-sided exact test at 5%
+(``stats.Binomial``). A rate, not one tie: a single 2–2 split in 30 decisions is what a judge 95%
+consistent gives a third of the time, and flags nothing. A panel *disagrees* on a claim
 when the share of agreeing judge pairs is below ``DISAGREE`` (0.8): κ itself is not used for the
 flag, since it swings on a claim that nearly always holds (the "κ paradox").
 """
@@ -31,14 +35,14 @@ import msgspec
 from convy.attempt import Attempt
 from convy.bench import RunSpec
 from convy.dialog import Claim, Verdict
-from convy.stats import FleissKappa
+from convy.stats import Binomial, FleissKappa
 from convy.views import ClaimJudgingView, DecisionLink, JudgingView
 
 
 class _Claimed:
     """What one claim of one scenario gathered over its attempts."""
 
-    __slots__ = ("decisions", "quoted", "unquoted", "silent", "agreements", "splits", "dissents", "ratings", "left_out", "split", "unfound")
+    __slots__ = ("decisions", "quoted", "unquoted", "silent", "agreements", "splits", "dissents", "ratings", "left_out", "split", "unfound", "votes", "wavered")
 
     def __init__(self) -> None:
         self.decisions = 0
@@ -52,6 +56,8 @@ class _Claimed:
         self.left_out = 0
         self.split: list[DecisionLink] = []
         self.unfound: list[DecisionLink] = []
+        self.votes = 0  # votes of a judge asked more than once
+        self.wavered = 0  # of those, the votes against that judge's own majority in the decision
 
 
 class Consensus(msgspec.Struct, frozen=True):
@@ -61,6 +67,8 @@ class Consensus(msgspec.Struct, frozen=True):
     attempts: dict[str, list[Attempt]]
 
     AMBIGUOUS: ClassVar[float] = 0.9
+    CONSISTENT: ClassVar[float] = 0.95
+    ODDS: ClassVar[float] = 0.05  # the one-sided test's level for "wavered more than that"
     DISAGREE: ClassVar[float] = 0.8
     LISTED: ClassVar[int] = 50  # decisions listed per claim and kind, the rest counted
 
@@ -133,6 +141,9 @@ class Consensus(msgspec.Struct, frozen=True):
         held = sum(vote.held for vote in claim.votes)
         if self.spec.judging.repeats > 1:
             one.agreements.append(fmean([max(sum(said), len(said) - sum(said)) / len(said) for said in by_judge.values()]))
+            for said in by_judge.values():
+                one.votes += len(said)
+                one.wavered += min(sum(said), len(said) - sum(said))
         if claim.doubt == "split":
             one.splits += 1
         if 0 < held < len(claim.votes):
@@ -165,11 +176,19 @@ class Consensus(msgspec.Struct, frozen=True):
             between=between,
             kappa=None if kappa is None else kappa.kappa(),
             left_out=one.left_out,
-            ambiguous=agreement is not None and (agreement < self.AMBIGUOUS or one.splits > 0),
+            ambiguous=self._ambiguous(agreement, one),
             disagree=between is not None and between < self.DISAGREE,
             split=one.split,
             unfound=one.unfound,
         )
+
+
+    def _ambiguous(self, agreement: float | None, one: _Claimed) -> bool:
+        """Self-agreement under ``AMBIGUOUS`` and more wavering than a judge ``CONSISTENT``
+        consistent shows by chance (p < 5%, one-sided)."""
+        if agreement is None or agreement >= self.AMBIGUOUS:
+            return False
+        return Binomial(one.votes, 1 - self.CONSISTENT).above(one.wavered) < self.ODDS
 
 
 def _majority(said: Iterable[bool]) -> bool | None:

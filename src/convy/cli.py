@@ -1826,6 +1826,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
         self.project.indexed()
         for line in view.banner:
             errors.line(f"! not comparable: {line}")
+        for line in view.notes:
+            shown.line(f"note: {Inert(line).line()}")
         same = view.same_dialogues
         if same is not None:
             shown.line(f"same dialogues: {Inert(same.said).line()}")
@@ -1839,11 +1841,11 @@ class CompareCommand(msgspec.Struct, frozen=True):
         if view.delta is not None:
             change = f"{view.delta.estimate:+.1%} [{view.delta.low:+.1%}, {view.delta.high:+.1%}]"
         # With nothing tested in the candidate, or a pair that cannot be compared, there is no verdict to give.
-        verdict = Inert(view.unverdicted()).line() or (f"real ({view.verdict})" if view.real else "within noise")
-        counts = view.counts
+        unverdicted = Inert(view.unverdicted()).line()
+        verdict = f"– no verdict: {unverdicted}" if unverdicted else (f"real ({view.verdict})" if view.real else "within noise")
         tested = f"paired (McNemar, exact): p = {view.p:.3g}" if view.method == "mcnemar" else f"p = {view.p:.3g}"
         headline = f"pass rate {before} → {after}, Δ {change}, {tested}: {verdict}"
-        scenarios = f"{counts['worse']} worse, {counts['better']} better, {counts['same']} same"
+        scenarios = view.scenarios_said
         sequential = view.sequential
         if sequential is not None and sequential.applies:
             # The run stopped when the sequential test said so: its verdict leads, and the

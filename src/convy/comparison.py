@@ -48,7 +48,19 @@ from convy.panel import Judging
 from convy.report import Summary
 from convy.runs import Read
 from convy.sequential import Decided, Futile, Undecided
-from convy.stats import Adjusted, Detectable, Fisher, Interval, McNemar, Paired, Stratified, Stratum, Tally
+from convy.stats import (
+    Adjusted,
+    Detectable,
+    Difference,
+    Fisher,
+    Headline,
+    Interval,
+    McNemar,
+    Paired,
+    Stratified,
+    Stratum,
+    Tally,
+)
 from convy.views import (
     ClaimFlip,
     ComparisonView,
@@ -64,6 +76,7 @@ from convy.views import (
 
 ALPHA = 0.05
 TOLERANCE = 0.05  # a ratio within 1 ± TOLERANCE is "same"
+SAME = 0.10  # a scenario is "same" only when its difference's interval lies within ± SAME
 
 
 class Comparison(msgspec.Struct, frozen=True, dict=True):
@@ -168,12 +181,11 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             said.append(f"the simulated user changed: model {a.models.user} → {b.models.user}")
         if a.models.judge != b.models.judge and not same:
             said.append(f"the judge differs: {a.models.judge} → {b.models.judge}")
-        if a.judging != b.judging:
+        # Of the same dialogues, a change of judging is what the re-judging measures (``notes``).
+        if a.judging != b.judging and not same:
             said.append(f"the judging differs: {_judging(a.judging)} → {_judging(b.judging)}")
-        # A run of --attempts auto keeps its plan's most there; the attempts each scenario got are
-        # the rule's, and its report says them: nothing to flag (the --against pair always differs).
-        if a.attempts != b.attempts and a.adaptive is None and b.adaptive is None:
-            said.append(f"attempts per scenario differ: {a.attempts} → {b.attempts}")
+        # Attempts per scenario that differ do not void the comparison: every test here compares
+        # each scenario's rate (its passes of its own judged attempts), and ``notes`` says so.
         if a.trust != b.trust and not same:
             said.append(f"the trust threshold differs: {a.trust:g} → {b.trust:g}")
         if (a.limits.max_turns, a.limits.open_seconds, a.limits.turn_seconds, a.limits.close_seconds) != (
@@ -193,6 +205,20 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
                 said.append(f"the {name} run is {status}: it lacks attempts")
         return said
 
+    def notes(self) -> list[str]:
+        """What differs between the runs and is compared as it should be: each a line to say, not
+        a reason to doubt the pair (those are the ``banner``'s)."""
+        a, b = self.base.file.spec, self.candidate.file.spec
+        said: list[str] = []
+        if a.attempts != b.attempts and a.adaptive is None and b.adaptive is None:
+            said.append(
+                f"attempts per scenario differ: {a.attempts} → {b.attempts}; every scenario is compared by its rate "
+                "(its passes of its own judged attempts), so the runs are comparable"
+            )
+        if a.judging != b.judging and self.dialogues():
+            said.append(f"the judging differs: {_judging(a.judging)} → {_judging(b.judging)}; that is what this re-judging compares")
+        return said
+
     def _judges(self) -> JudgesView | None:
         """Both runs' deciders against the human labels of the dialogues both decided (each run's
         labels, and its sources', as one truth): none without labels."""
@@ -210,8 +236,8 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         across = paired.sign_flip()
         if same is None:
             tested = Stratified(tuple(Stratum(a.passed, a.judged, b.passed, b.judged) for _, a, b in strata)).test()
-            delta = paired.interval()
-            reading = self._reading(tested.p, tested.direction, across, delta)
+            delta = self._delta(paired, paired_rows)
+            reading = self._reading(tested.p, tested.direction, across, paired.interval())
         else:
             # The same dialogues decided twice: each attempt is its own pair, so McNemar's test of
             # the attempts judged in both, and the paired interval of their difference.
@@ -233,18 +259,25 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
                 for change in changes
             ]
         flips = self._flips()
+        banner = self.banner()
+        if same is None and tested.p < ALPHA and not banner:
+            reading = self._undecided_reading(tested.direction, changes) or reading
+        counts = {name: sum(1 for change in changes if change.change == name) for name in ("worse", "better", "undecided", "same")}
+        for direction in ("worse", "better"):
+            counts[f"undecided_{direction}"] = sum(1 for change in changes if change.change == "undecided" and change.seen == direction)
+        real = tested.p < ALPHA and not banner  # a pair that is not comparable is given no verdict
         return ComparisonView(
             base=base,
             candidate=candidate,
-            banner=self.banner(),
+            banner=banner,
             only_base=sorted(set(before_ids) - set(after_ids)),
             only_candidate=sorted(set(after_ids) - set(before_ids)),
             changed=[] if same is not None else sorted(key for key in set(before_ids) & set(after_ids) if before_ids[key] != after_ids[key]),
             delta=None if delta is None else Bounded(delta.estimate, delta.low, delta.high).view(),
             p=tested.p,
             method=tested.method,
-            verdict=tested.direction if tested.p < ALPHA else "same",
-            real=tested.p < ALPHA,
+            verdict=tested.direction if real else "same",
+            real=real,
             sign_flip_p=across,
             reading=reading,
             mde=mde,
@@ -257,7 +290,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             time_direction=Ratio(seconds).direction(),
             tolerance=TOLERANCE,
             scenarios=changes,
-            counts={name: sum(1 for change in changes if change.change == name) for name in ("worse", "better", "same")},
+            counts=counts,
             claims=flips,
             flipped=sum(1 for flip in flips if flip.flipped),
             pairs=self._pairs(),
@@ -267,6 +300,39 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             candidate_causes=self._breakdown(self.candidate).views(),
             trouble=self.trouble(),
             sequential=None if played is None else played.view(),
+            notes=self.notes(),
+            scenarios_said=Said(tuple(changes)).counts(),
+        )
+
+    def _delta(self, paired: Paired, rows: list[tuple[str, Tally, Tally]]) -> Interval | None:
+        """The change of pass rate with an interval that holds both kinds of noise: the paired t
+        interval of the scenarios' differences (their spread), and the two runs' headline
+        intervals on these scenarios (each holding its attempts' own noise: ``stats.Headline``)
+        combined by Newcombe's square-and-add. The smallest interval holding both: 3/3 → 0/3 on
+        two scenarios is not "−100 points, [−100, −100]"."""
+        spread = paired.interval()
+        if spread is None:
+            return None
+        sides = [Headline(tuple(one.passed / one.judged for one in tallies), tallies).interval() for tallies in (
+            tuple(a for _, a, _ in rows), tuple(b for _, _, b in rows))]
+        before, after = sides
+        if before is None or after is None:
+            return spread
+        difference = after.estimate - before.estimate
+        low = difference - math.sqrt((after.estimate - after.low) ** 2 + (before.high - before.estimate) ** 2)
+        high = difference + math.sqrt((after.high - after.estimate) ** 2 + (before.estimate - before.low) ** 2)
+        return Interval(spread.estimate, min(spread.low, low), max(spread.high, high))
+
+    def _undecided_reading(self, direction: str, changes: list[ScenarioChange]) -> str:
+        """When the run-level verdict is real but no single scenario is decided that way, the one
+        sentence that says both; ``""`` when some scenario is."""
+        if any(change.change == direction for change in changes):
+            return ""
+        judged = [change for change in changes if change.difference is not None]
+        moved = sum(1 for change in judged if change.seen == direction)
+        return (
+            f"real ({direction}) across these scenarios taken together, though no single scenario is decided "
+            f"at {Said(tuple(judged)).attempts()} ({moved} of {len(judged)} moved that way)"
         )
 
     def played_against(self) -> PlayedAgainst | None:
@@ -314,19 +380,10 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         tests = [Fisher(Stratum(a.passed, a.judged, b.passed, b.judged)).test() for _, a, b in strata]
         adjusted = Adjusted(tuple(test.p for test in tests)).values()
         changes = [
-            ScenarioChange(
-                id=scenario,
-                before_passed=a.passed,
-                before_judged=a.judged,
-                after_passed=b.passed,
-                after_judged=b.judged,
-                p=test.p,
-                adjusted=fixed,
-                change=test.direction if fixed < ALPHA else "same",
-            )
+            Said.change(scenario, a, b, test.p, fixed, test.direction)
             for (scenario, a, b), test, fixed in zip(strata, tests, adjusted, strict=True)
         ]
-        order = {"worse": 0, "better": 1, "same": 2}
+        order = {"worse": 0, "better": 1, "undecided": 2, "same": 3}
         return sorted(changes, key=lambda change: (order[change.change], change.adjusted, change.id))
 
     def _flips(self) -> list[ClaimFlip]:
@@ -557,3 +614,69 @@ def comparable(base: Read, candidate: Read) -> bool:
     page would put in its "not comparable" banner (``Comparison.banner``). The index draws its
     trend and offers its pair by it."""
     return not Comparison(base, candidate).banner()
+
+
+class Said(msgspec.Struct, frozen=True):
+    """Scenarios' changes in words: each one's, and their counts, as every output says them."""
+
+    changes: tuple[ScenarioChange, ...]
+
+    @staticmethod
+    def change(scenario: str, a: Tally, b: Tally, p: float, adjusted: float, direction: str) -> ScenarioChange:
+        """One scenario before and after: decided by its adjusted Fisher test; else "same" only
+        when Newcombe's interval of the difference lies within ± ``SAME``, "undecided" otherwise."""
+        difference = Difference(a, b).interval() if a.judged and b.judged else None
+        seen: Literal["worse", "better", "none"] = "none"
+        if difference is not None:
+            seen = "better" if difference.estimate > 1e-12 else "worse" if difference.estimate < -1e-12 else "none"
+        change: Literal["worse", "better", "undecided", "same"]
+        if difference is None:
+            change, said = "undecided", "undecided: not judged in both runs"
+        elif adjusted < ALPHA and direction in ("worse", "better"):
+            change = "worse" if direction == "worse" else "better"
+            said = change
+        elif -SAME <= difference.low and difference.high <= SAME:
+            change, said = "same", f"same (within ±{SAME * 100:.0f} pts)"
+        else:
+            attempts = f"{a.judged} → {b.judged}" if a.judged != b.judged else f"{a.judged}"
+            change = "undecided"
+            said = f"undecided at {attempts} attempts" + ("" if seen == "none" else f" ({seen} seen)")
+        return ScenarioChange(
+            id=scenario,
+            before_passed=a.passed,
+            before_judged=a.judged,
+            after_passed=b.passed,
+            after_judged=b.judged,
+            p=p,
+            adjusted=adjusted,
+            change=change,
+            seen=seen,
+            difference=None if difference is None else IntervalView(estimate=difference.estimate, low=difference.low, high=difference.high),
+            said=said,
+        )
+
+    def attempts(self) -> str:
+        """The attempts these scenarios had: "3 attempts", "3 → 6 attempts", "3–5 attempts"."""
+        before = sorted({change.before_judged for change in self.changes if change.before_judged})
+        after = sorted({change.after_judged for change in self.changes if change.after_judged})
+        if not before or not after:
+            return "no attempts"
+        span = lambda values: f"{values[0]}" if len(values) == 1 else f"{values[0]}–{values[-1]}"  # noqa: E731
+        return f"{span(before)} attempts" if before == after else f"{span(before)} → {span(after)} attempts"
+
+    def counts(self) -> str:
+        """ "0 worse, 0 better, 2 undecided at 3 attempts (2 worse seen), 0 same (within ±10 pts)" """
+        count = lambda name: sum(1 for change in self.changes if change.change == name)  # noqa: E731
+        undecided = [change for change in self.changes if change.change == "undecided"]
+        said = f"{count('worse')} worse, {count('better')} better, {len(undecided)} undecided"
+        judged = [change for change in undecided if change.difference is not None]
+        parts: list[str] = []
+        if judged:
+            seen = [f"{sum(1 for one in judged if one.seen == way)} {way} seen" for way in ("worse", "better")]
+            said += f" at {Said(tuple(judged)).attempts()}"
+            parts.append(", ".join(one for one in seen if not one.startswith("0 ")) or "no change seen")
+        if len(undecided) > len(judged):
+            parts.append(f"{len(undecided) - len(judged)} not judged in both runs")
+        if parts:
+            said += f" ({'; '.join(parts)})"
+        return said + f", {count('same')} same (within ±{SAME * 100:.0f} pts)"

@@ -146,13 +146,13 @@ WHY = {
 }
 SCENARIO = {"always": "✓ always passes", "flaky": "~ flaky", "never": "✗ never passes", "not_judged": "– not judged"}
 METHOD = {
-    "t": "t interval across scenarios",
-    "bootstrap": "bootstrap across scenarios",
-    "wilson": "Wilson interval, one scenario",
+    "t": "t interval across scenarios, and the attempts' own noise",
+    "bootstrap": "bootstrap across scenarios, widened for few, and the attempts' own noise",
+    "exact": "exact interval, one scenario",
     "none": "nothing judged",
 }
 STOPS = {"time_limit": "out of time", "agent_busy": "its service stayed busy", "max_turns": "too many turns", "model_failed": "a model failed"}
-CHANGE = {"worse": "▼ worse", "better": "▲ better", "same": "= same"}
+CHANGE = {"worse": "▼ worse", "better": "▲ better", "same": "= same", "undecided": "? undecided"}
 DIRECTION = {"lower": "▼ lower", "higher": "▲ higher", "same": "= same"}
 
 
@@ -460,6 +460,9 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             lines += ["> **⚠ These runs are not comparable as they stand**", ">"]
             lines += [f"> - {MarkdownText(line, 300).markdown()}" for line in view.banner[:10]]
             lines.append("")
+        lines += [f"> note: {MarkdownText(line, 300).markdown()}" for line in view.notes[:10]]
+        if view.notes:
+            lines.append("")
         if view.same_dialogues is not None:
             same = view.same_dialogues
             lines += [
@@ -534,11 +537,13 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
                 f"{change.before_passed}/{change.before_judged}",
                 f"{change.after_passed}/{change.after_judged}",
                 numbers.p(change.adjusted),
-                CHANGE[change.change],
+                f"? {MarkdownText(change.said).markdown()}" if change.change == "undecided" else CHANGE[change.change],
                 *((CHANGE[change.sequential] if change.sequential else "—",) if applies else ()),
             )
             for change in view.scenarios
-            if change.change != "same" or change.sequential not in (None, "same")
+            # A scenario undecided with no change seen says nothing a row would add.
+            if change.change in ("worse", "better") or (change.change == "undecided" and change.seen != "none")
+            or change.sequential not in (None, "same")
         )
         header = ("Scenario", "Before", "After", "adjusted p", "Change (fixed-design)", "Anytime-valid") if applies else (
             "Scenario", "Before", "After", "adjusted p", "Change"
@@ -590,8 +595,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         return "\n".join(lines) + "\n"
 
     def _scenarios(self) -> str:
-        counts = self.view.counts
-        fixed = f"{counts['worse']} worse, {counts['better']} better, {counts['same']} same"
+        fixed = self.view.scenarios_said
         sequential = self.view.sequential
         if sequential is None or not sequential.applies:
             return f"**Scenarios:** {fixed}"

@@ -71,7 +71,7 @@ class Dimensions(msgspec.Struct, frozen=True):
     """A run's variant values as dimensions: for each matrix key of its scenarios (``mood``), each
     value's pass rate over the variants that have it, whichever scenario they were made from. The
     rate is found as the run's is, over scenarios: the mean of those variants' rates, with
-    ``Headline``'s interval (Wilson for one variant; else a bootstrap or t interval across
+    ``Headline``'s interval (the exact one for one variant; else a bootstrap or t interval across
     variants), since a variant's attempts are not independent of each other."""
 
     scenarios: tuple[Scenario, ...]

@@ -61,7 +61,7 @@ class RunsRow(Row, frozen=True):
     pass_rate: float | None
     pass_rate_low: float | None
     pass_rate_high: float | None
-    pass_rate_method: Literal["t", "bootstrap", "wilson"] | None
+    pass_rate_method: Literal["t", "bootstrap", "exact"] | None
     scenarios_always: int
     scenarios_flaky: int
     scenarios_never: int

@@ -21,10 +21,12 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, repeat
+from collections import Counter
+from functools import cache
+from itertools import accumulate, combinations_with_replacement, repeat
 from operator import add, mul
 from statistics import fmean
-from typing import Literal
+from typing import ClassVar, Literal
 
 import msgspec
 
@@ -135,12 +137,84 @@ class IncompleteBeta(msgspec.Struct, frozen=True):
         return result
 
 
-class Headline(msgspec.Struct, frozen=True):
-    """A run's pass rate: the mean of its scenarios' rates, with a scenario-clustered interval.
+class BetaQuantile(msgspec.Struct, frozen=True):
+    """The quantiles of the Beta(a, b) distribution, by bisection on ``IncompleteBeta``."""
 
-    With 30 scenarios or more and a mean away from 0 and 1, a t interval on S−1 degrees of freedom
-    around the clustered standard error; otherwise a bootstrap over scenarios (10,000 draws, a fixed
-    seed). One scenario alone gets its Wilson interval.
+    a: float
+    b: float
+
+    def at(self, probability: float) -> float:
+        """Newton's steps on the cdf (its slope is the density), kept inside a bracket that
+        halves whenever a step would leave it: a few steps where bisection alone took fifty."""
+        if probability <= 0:
+            return 0.0
+        if probability >= 1:
+            return 1.0
+        a, b = self.a, self.b
+        law = IncompleteBeta(a, b)
+        scale = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+        low, high = 0.0, 1.0
+        x = a / (a + b)
+        for _ in range(200):
+            gap = law.regularized(x) - probability
+            if abs(gap) < 1e-15:
+                return x
+            if gap < 0:
+                low = x
+            else:
+                high = x
+            density = math.exp(scale + (a - 1) * math.log(x) + (b - 1) * math.log1p(-x))
+            step = x - gap / density if density > 0 else -1.0
+            x = step if low < step < high else (low + high) / 2
+            if high - low < 1e-14:
+                break
+        return x
+
+
+@cache
+def _t975(df: int) -> float:
+    """Student's t 97.5% point on ``df`` degrees of freedom, found once per df."""
+    return StudentT(df).quantile(0.975)
+
+
+class Exact(msgspec.Struct, frozen=True):
+    """The exact (Clopper–Pearson) 95% interval of a proportion: ``passed`` of ``judged``.
+
+    Its ends are Beta quantiles: the low end the 2.5% point of Beta(x, n − x + 1) (0 when x is 0),
+    the high end the 97.5% point of Beta(x + 1, n − x) (1 when x is n). Counts need not be whole:
+    the headline gives it an effective number of attempts (``Headline``). It never has zero width
+    while n is finite, and it holds its 95% at any n, where Wilson's dips below at the edges.
+    """
+
+    passed: float
+    judged: float
+    confidence: float = 0.95
+
+    def interval(self) -> Interval | None:
+        x, n = self.passed, self.judged
+        if n <= 0:
+            return None
+        tail = (1 - self.confidence) / 2
+        low = 0.0 if x <= 0 else BetaQuantile(x, n - x + 1).at(tail)
+        high = 1.0 if x >= n else BetaQuantile(x + 1, n - x).at(1 - tail)
+        return Interval(x / n, low, high)
+
+
+class Headline(msgspec.Struct, frozen=True):
+    """A run's pass rate: the mean of its scenarios' rates, with an interval that holds both of
+    the two kinds of noise in it.
+
+    - Between scenarios (``between``): with 30 scenarios or more and a mean away from 0 and 1, a t
+      interval on S−1 degrees of freedom around the clustered standard error; otherwise a
+      bootstrap over scenarios (10,000 draws, a fixed seed), its percentiles widened for few
+      scenarios as Hesterberg's expanded percentile does (``expanded``).
+    - Within scenarios (``within``): the exact interval of the attempts' own noise, on the
+      effective number of attempts S² / Σ(1/nᵢ) (the count whose binomial variance is that of the
+      mean of the scenarios' rates) at the mean rate.
+
+    The interval is the smallest one holding both: the spread between scenarios can be nil (every
+    scenario passed every attempt) while a handful of attempts leaves much room, and the reverse.
+    It is never of zero width. One scenario alone gets its exact interval.
     """
 
     rates: tuple[float, ...]
@@ -148,27 +222,47 @@ class Headline(msgspec.Struct, frozen=True):
     draws: int = 10_000
     seed: int = 20_241_129
 
-    def method(self) -> Literal["t", "bootstrap", "wilson", "none"]:
+    def method(self) -> Literal["t", "bootstrap", "exact", "none"]:
+        """How the spread between scenarios is found ("exact": one scenario, its attempts' exact
+        interval alone); every interval besides holds the attempts' own noise (``within``)."""
         count = len(self.rates)
         if count == 0:
             return "none"
         if count == 1:
-            return "wilson"
+            return "exact"
         mean = fmean(self.rates)
         if count < 30 or mean < 0.1 or mean > 0.9:
             return "bootstrap"
         return "t"
 
     def interval(self) -> Interval | None:
+        between = self.between()
+        within = self.within()
+        if between is None:
+            return within
+        if within is None:
+            return between
+        return Interval(between.estimate, min(between.low, within.low), max(between.high, within.high))
+
+    def between(self) -> Interval | None:
+        """The interval from the spread between scenarios alone; none for fewer than two."""
         match self.method():
-            case "none":
+            case "none" | "exact":
                 return None
-            case "wilson":
-                return Wilson(self.tallies[0]).interval() if self.tallies else Interval(self.rates[0], self.rates[0], self.rates[0])
             case "t":
                 return self.t_interval()
             case "bootstrap":
-                return self.bootstrap()
+                return self.expanded()
+
+    def within(self) -> Interval | None:
+        """The exact interval of the attempts' own noise, on the effective number of attempts."""
+        judged = [tally for tally in self.tallies if tally.judged]
+        if not judged or not self.rates:
+            return None
+        attempts = len(judged) ** 2 / math.fsum(1 / tally.judged for tally in judged)
+        mean = fmean(self.rates)
+        found = Exact(mean * attempts, attempts).interval()
+        return None if found is None else Interval(mean, found.low, found.high)
 
     def standard_error(self) -> float:
         count = len(self.rates)
@@ -183,6 +277,50 @@ class Headline(msgspec.Struct, frozen=True):
         return Interval(mean, max(0.0, mean - half), min(1.0, mean + half))
 
     def bootstrap(self) -> Interval:
+        """The plain percentile bootstrap (2.5% and 97.5% of the resampled means)."""
+        return self._percentiles(0.025)
+
+    def expanded(self) -> Interval:
+        """Hesterberg's expanded percentile bootstrap: the percentile interval at α′/2 =
+        Φ(−√(S/(S−1)) · t₀.₉₇₅,S−1) in place of 2.5%, which makes up for the plain percentile
+        interval's narrowness (a factor √((S−1)/S), and z for t) with few scenarios. With 2–4
+        scenarios it reaches the smallest and largest means drawn."""
+        count = len(self.rates)
+        scale = math.sqrt(count / (count - 1)) * _t975(count - 1)
+        tail = 0.5 * math.erfc(scale / math.sqrt(2))
+        if count <= self.ENUMERATED:
+            return self._enumerated(tail)
+        return self._percentiles(tail)
+
+    ENUMERATED: ClassVar[int] = 8
+
+    def _enumerated(self, tail: float) -> Interval:
+        """The percentiles of the bootstrap's means found exactly, not drawn: every multiset of S
+        picks of the S rates, weighted by its multinomial chance (S ≤ 8: at most 6,435 of them)."""
+        count = len(self.rates)
+        whole = math.factorial(count)
+        means: list[tuple[float, float]] = []
+        for picked in combinations_with_replacement(range(count), count):
+            weight = whole
+            for times in Counter(picked).values():
+                weight //= math.factorial(times)
+            means.append((math.fsum(self.rates[at] for at in picked) / count, weight / count**count))
+        means.sort()
+        # Tied means are one value: a quantile is taken over values, with their chances summed.
+        values: list[float] = []
+        chances: list[float] = []
+        for mean, chance in means:
+            if values and mean - values[-1] < 1e-12:
+                chances[-1] += chance
+            else:
+                values.append(mean)
+                chances.append(chance)
+        cumulative = list(accumulate(chances))
+        low = values[min(bisect_left(cumulative, tail * (1 - 1e-9)), len(values) - 1)]
+        high = values[min(bisect_left(cumulative, (1 - tail) * (1 - 1e-12)), len(values) - 1)]
+        return Interval(fmean(self.rates), low, high)
+
+    def _percentiles(self, tail: float) -> Interval:
         mean = fmean(self.rates)
         chooser = random.Random(self.seed)
         count = len(self.rates)
@@ -193,8 +331,48 @@ class Headline(msgspec.Struct, frozen=True):
         # the two sums the percentiles take are divided.
         picks = chooser.choices(self.rates, k=count * self.draws)
         sums = sorted(map(math.fsum, zip(*[iter(picks)] * count)))
-        low, high = sums[int(0.025 * (self.draws - 1))], sums[int(math.ceil(0.975 * (self.draws - 1)))]
+        low, high = sums[int(tail * (self.draws - 1))], sums[int(math.ceil((1 - tail) * (self.draws - 1)))]
         return Interval(mean, low / count, high / count)
+
+
+class Binomial(msgspec.Struct, frozen=True):
+    """The Binomial(n, p) law: ``above(k)`` is P(X ≥ k), the one-sided exact test's p of seeing k
+    or more events where p each is expected (as scipy's ``binomtest(k, n, p, "greater")``)."""
+
+    n: int
+    p: float
+
+    def above(self, k: int) -> float:
+        if k <= 0:
+            return 1.0
+        if k > self.n:
+            return 0.0
+        if self.p <= 0:
+            return 0.0
+        if self.p >= 1:
+            return 1.0
+        # P(X ≥ k) = I_p(k, n − k + 1), the regularized incomplete beta.
+        return IncompleteBeta(k, self.n - k + 1).regularized(self.p)
+
+
+class Difference(msgspec.Struct, frozen=True):
+    """The difference of two independent proportions, after − before, with Newcombe's (1998,
+    method 10) square-and-add interval from the two Wilson intervals (statsmodels'
+    ``confint_proportions_2indep(..., method="newcomb")``). Unlike the Wald interval it is not of
+    zero width at 3/3 against 0/3: it says how large a change so few attempts leave open."""
+
+    before: Tally
+    after: Tally
+
+    def interval(self) -> Interval | None:
+        first, second = Wilson(self.before).interval(), Wilson(self.after).interval()
+        if first is None or second is None:
+            return None
+        p1, p2 = first.estimate, second.estimate
+        difference = p2 - p1
+        below = math.sqrt((p2 - second.low) ** 2 + (first.high - p1) ** 2)
+        above = math.sqrt((second.high - p2) ** 2 + (p1 - first.low) ** 2)
+        return Interval(difference, max(-1.0, difference - below), min(1.0, difference + above))
 
 
 class Consistency(msgspec.Struct, frozen=True):
@@ -510,7 +688,10 @@ class Detectable(msgspec.Struct, frozen=True):
     """The minimum detectable effect of a comparison (α = 0.05, power 0.8), and what would reach Δ.
 
     MDE = 2.80·√((ω² + σ²_A/k_A + σ²_B/k_B)/S), with ω² the variance of the true per-scenario
-    difference (estimated from the observed differences less their sampling noise).
+    difference (estimated from the observed differences less their sampling noise). Each σ² is
+    p̃(1 − p̃) at the rule of succession's rate p̃ = (passed + 1)/(judged + 2), not at the rate
+    seen: 3 of 3 does not show a scenario that cannot fail, and at p̂(1 − p̂) it made the smallest
+    detectable change of 3/3 against 6/6 "0.0 points".
     """
 
     a: tuple[Tally, ...]
@@ -520,8 +701,8 @@ class Detectable(msgspec.Struct, frozen=True):
         pairs = [(one, two) for one, two in zip(self.a, self.b, strict=True) if one.judged and two.judged]
         if not pairs:
             return None
-        noise_a = fmean((one.passed / one.judged) * (1 - one.passed / one.judged) for one, _ in pairs)
-        noise_b = fmean((two.passed / two.judged) * (1 - two.passed / two.judged) for _, two in pairs)
+        noise_a = fmean(_succession(one) for one, _ in pairs)
+        noise_b = fmean(_succession(two) for _, two in pairs)
         attempts_a = fmean(one.judged for one, _ in pairs)
         attempts_b = fmean(two.judged for _, two in pairs)
         differences = [two.passed / two.judged - one.passed / one.judged for one, two in pairs]
@@ -558,12 +739,15 @@ class Detectable(msgspec.Struct, frozen=True):
         if room <= 0:
             return None
         pairs = [(one, two) for one, two in zip(self.a, self.b, strict=True) if one.judged and two.judged]
-        noise = fmean(
-            (one.passed / one.judged) * (1 - one.passed / one.judged)
-            + (two.passed / two.judged) * (1 - two.passed / two.judged)
-            for one, two in pairs
-        )
+        noise = fmean(_succession(one) + _succession(two) for one, two in pairs)
         return max(1, math.ceil(noise / room))
+
+
+def _succession(tally: Tally) -> float:
+    """p̃(1 − p̃) at the rule of succession's rate (passed + 1)/(judged + 2): a variance of one
+    attempt that a few attempts all alike do not make 0."""
+    rate = (tally.passed + 1) / (tally.judged + 2)
+    return rate * (1 - rate)
 
 
 # --- Cohen's κ (judge against people: human labels, labels.py) --------------------------------

@@ -169,7 +169,7 @@ class ScenarioView(View, frozen=True):
 class VariantValueView(View, frozen=True):
     """One value of a variant dimension over the run: the variants that have it, their attempts
     passed of judged, and their pass rate as the run's is found (the mean of the variants' rates,
-    its interval by ``stats.Headline``: Wilson for one variant, else clustered by variant)."""
+    its interval by ``stats.Headline``: exact for one variant, else clustered by variant and holding the attempts' own noise)."""
 
     value: str
     variants: int
@@ -594,12 +594,18 @@ class ScenarioChange(View, frozen=True):
     after_judged: int
     p: float
     adjusted: float
-    change: Literal["worse", "better", "same"]  # by the fixed-design test (Fisher, Benjamini–Hochberg)
+    # By the fixed-design test (Fisher, Benjamini–Hochberg) when it decides; else "same" only when
+    # Newcombe's interval of the difference lies within ±``comparison.SAME`` (10 points), and
+    # "undecided" otherwise: at 3 attempts 3/3 → 0/3 is not decided, and is not "same" either.
+    change: Literal["worse", "better", "undecided", "same"]
     # When the comparison's sequential verdict applies (``SequentialView.applies``): this
     # scenario's own anytime-valid e-value and its change decided by e-BH over the scenarios,
     # from base to candidate; ``None`` otherwise, or for a scenario the sequential test never scored.
     sequential: Literal["worse", "better", "same"] | None = None
     sequential_e: float | None = None
+    seen: Literal["worse", "better", "none"] = "none"  # the direction of the rates seen, decided or not
+    difference: IntervalView | None = None  # after − before with Newcombe's interval; None unless judged in both
+    said: str = ""  # the change in words: "undecided at 3 attempts (worse seen)", "same (within ±10 pts)"
 
 
 class ClaimFlip(View, frozen=True):
@@ -725,6 +731,12 @@ class ComparisonView(View, frozen=True):
     # A run of the pair played against a base (``convy run --against``): the sequential verdict,
     # and whether it is this pair's; ``None`` when neither run was.
     sequential: SequentialView | None = None
+    # What differs between the runs and is compared as it should be, not a reason to doubt the
+    # pair: attempts per scenario that differ (each scenario compared by its rate), a re-judging's
+    # judging (what it compares).
+    notes: list[str] = []
+    # The scenarios by change in words, as the command, the page and the summary say them.
+    scenarios_said: str = ""
 
     def unverdicted(self) -> str:
         """Why the pair has no verdict to give, in words: the candidate judged nothing, or the pair

@@ -16,6 +16,7 @@
     worse: ["▼", "worse"],
     better: ["▲", "better"],
     same: ["=", "same"],
+    undecided: ["?", "undecided"],
   };
   const state = { q: "", s: "", all: "" };
 
@@ -62,6 +63,9 @@
       notes.push(h("div", { class: "notice bad", role: "alert", id: "banner" },
         h("strong", null, "⚠ These runs are not comparable as they stand"),
         h("ul", null, view.banner.map((line) => h("li", null, line)))));
+    }
+    if (view.notes.length) {
+      notes.push(h("div", { class: "notice", id: "notes" }, h("ul", null, view.notes.map((line) => h("li", null, line)))));
     }
     const same = view.same_dialogues;
     if (same) {
@@ -114,9 +118,12 @@
 
   function tiles() {
     const seq = view.sequential && view.sequential.applies ? view.sequential : null;
-    const verdict = view.real
-      ? change(view.verdict, true)
-      : h("span", { class: "badge st st-noise" }, "~ within noise");
+    const apart = view.banner.length > 0;
+    const verdict = apart
+      ? h("span", { class: "badge st st-noise", id: "no-verdict" }, "– no verdict: not comparable")
+      : view.real
+        ? change(view.verdict, true)
+        : h("span", { class: "badge st st-noise" }, "~ within noise");
     return h("section", { class: "tiles versus", "aria-label": "Summary" },
       tile("Pass rate", versus(base.rate ? fmt.pct(base.rate.estimate) : "—", candidate.rate ? fmt.pct(candidate.rate.estimate) : "—"),
         h("span", { class: "muted" }, "before " + fmt.span(base.rate) + " · " + fmt.int(base.passed) + "/" + fmt.int(base.judged)),
@@ -127,7 +134,7 @@
         h("div", { class: "big " + (view.real ? "st-" + view.verdict : "st-noise") }, (view.real ? "" : "~ ") + fmt.points(view.delta ? view.delta.estimate : null)),
         seq
           ? h("div", { class: "line" }, h("span", { class: "badge st st-flaky" }, "! not valid for a verdict"), h("span", { class: "muted" }, " — this test alone says " + (view.real ? CHANGE[view.verdict][1] : "within noise")))
-          : h("div", { class: "line" }, verdict, view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
+          : h("div", { class: "line" }, verdict, apart ? null : view.real ? h("span", null, " — a real change") : h("span", { class: "muted" }, " — not a real change")),
         h("div", { class: "line muted" }, view.delta ? "95% CI " + fmt.points(view.delta.low) + " to " + fmt.points(view.delta.high) : "no interval"),
         h("div", { class: "line muted", id: "tested" }, (view.method === "mcnemar" ? "paired (McNemar, exact): " + fmt.pIs(view.p) : fmt.pIs(view.p) + " (" + view.method + ")") + " · sign-flip " + fmt.pIs(view.sign_flip_p)),
         seq ? h("div", { class: "line muted", id: "fixed-caveat" }, seq.fixed) : h("div", { class: "line reading" }, view.reading)),
@@ -168,7 +175,7 @@
       h("td", { class: "num" }, fmt.int(one.after_passed) + "/" + fmt.int(one.after_judged)),
       h("td", { class: "num" }, fmt.p(one.p)),
       h("td", { class: "num" }, fmt.p(one.adjusted)),
-      h("td", null, change(one.change, true)),
+      h("td", null, one.change === "undecided" ? h("span", { class: "badge st st-undecided" }, "? " + one.said) : change(one.change, true)),
       sequential ? h("td", { class: "anytime" }, one.sequential ? [change(one.sequential, true), h("span", { class: "muted small" }, " e = " + evalue(one.sequential_e))] : h("span", { class: "muted" }, "—")) : null);
     tr.addEventListener("click", () => open(one.id));
     tr.addEventListener("keydown", (event) => {
@@ -190,10 +197,10 @@
 
   function drawGroups() {
     visible = [];
-    const sections = ["worse", "better", "same"].map((code) => {
+    const sections = ["worse", "better", "undecided", "same"].map((code) => {
       const members = view.scenarios.filter((one) => one.change === code && matches(one.id));
       const total = view.counts[code] || 0;
-      const label = { worse: "Worse", better: "Better", same: "Same" }[code];
+      const label = { worse: "Worse", better: "Better", undecided: "Undecided", same: "Same (within ±10 pts)" }[code];
       const body = h("tbody", null, members.map((one) => rows.get(one.id)));
       visible.push(...members.map((one) => rows.get(one.id)));
       return h("section", { class: "group-" + code, id: "group-" + code },
@@ -217,6 +224,7 @@
         "Grouped by the fixed-design test of each scenario (Fisher, Benjamini–Hochberg): for description only, since the " + sequential.played +
         " run stopped early. Anytime-valid: each scenario's own e-value, decided by e-BH — " + fmt.int(own.worse) + " worse, " +
         fmt.int(own.better) + " better, " + fmt.int(own.same) + " same.") : null,
+      h("p", { class: "muted", id: "scenarios-said" }, "Scenarios: " + view.scenarios_said),
       ...sections);
     if (visible.length && !visible.some((tr) => tr.tabIndex === 0)) visible[0].tabIndex = 0;
     mark();

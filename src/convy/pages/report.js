@@ -13,9 +13,9 @@
   const live = Convy.live(view.header.status === "running");
 
   const METHOD = {
-    t: "t interval across scenarios",
-    bootstrap: "bootstrap across scenarios",
-    wilson: "Wilson interval, one scenario",
+    t: "t interval across scenarios, and the attempts' own noise",
+    bootstrap: "bootstrap across scenarios, widened for few, and the attempts' own noise",
+    exact: "exact interval, one scenario",
     none: "nothing judged",
   };
   const ORDER = { always: 0, flaky: 1, never: 2, not_judged: 3 };
