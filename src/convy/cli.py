@@ -350,7 +350,7 @@ class Said(msgspec.Struct, frozen=True):
                 if doubtful and doubtful[0].doubt == "unseen":
                     return f"{when} · not judged: {doubtful[0].claim}: {doubtful[0].reason}"
                 if doubtful:
-                    why = {"split": " (the judge split)", "unquoted": " (evidence not in the dialogue)"}.get(doubtful[0].doubt, "")
+                    why = {"split": " (the judge split)", "unquoted": " (no quote of a few of the agent's own words)"}.get(doubtful[0].doubt, "")
                     return f"{when} · not trusted{why}: {cut(doubtful[0].claim)}"
                 return f"{when} · {len(claims)} claim{'s' if len(claims) != 1 else ''} held"
 
@@ -1483,7 +1483,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
 
 class JudgingSaid(msgspec.Struct, frozen=True):
     """What the command says of a run's judging (the report's Judging section, ``agreement.py``):
-    the claims flagged — ambiguous, judges disagreeing, evidence not in the dialogue — at most
+    the claims flagged — ambiguous, judges disagreeing, evidence that is no few of the agent's own words — at most
     ``MOST`` of them, and a judge from the agent's provider. Nothing for a run judged once by one
     judge that quoted nothing, or with nothing flagged."""
 
@@ -1505,7 +1505,7 @@ class JudgingSaid(msgspec.Struct, frozen=True):
             if row.disagree:
                 said.append("the judges disagree on it")
             if row.unquoted:
-                said.append(f"{row.unquoted} of {row.decisions} decisions quote words not in the dialogue")
+                said.append(f"{row.unquoted} of {row.decisions} decisions quote no few of the agent's own words (a quote not in the dialogue, too short, a piece of a word, or the user's)")
             lines.append(f"judging: {Inert(row.scenario).line()} · {Inert(row.claim).line()}: {'; '.join(said)}")
         if len(flagged) > self.MOST:
             lines.append(f"judging: and {len(flagged) - self.MOST} more claims flagged (see the report)")
@@ -1688,7 +1688,10 @@ class DryRun(msgspec.Struct, frozen=True):
             if judges and (len(judges) > 1 or not judging.direct()):
                 asked = f"{judging.repeats} time{'s' if judging.repeats != 1 else ''}"
                 who = f"its judge ({judges[0]})" if len(judges) == 1 else f"each of its {len(judges)} judges ({', '.join(judges)})"
-                kept = "flagged when not in the dialogue" if judging.evidence == "flag" else "required: a decision without it is not trusted"
+                kept = (
+                    "flagged when it is not a few of the agent's own words" if judging.evidence == "flag"
+                    else "required (a few of the agent's own words): a decision without it is not trusted"
+                )
                 lines.append(f"  each claim asked {asked} of {who}, decided by {judging.panel}; evidence {kept}")
             lines.extend(Passed(spec.skipped).lines("  "))
         lines.extend(passed_over)
