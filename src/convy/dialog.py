@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 import msgspec
 
-from convy.agent import Answer, Message, NoUsage, Usage
+from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, Usage
 from convy.busy import Busy, Places
 from convy.files import Shipped
 from convy.model import Absent, Contained, Model, ModelFailure, Said, StillBusy
@@ -395,10 +395,26 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def fingerprint(self) -> str:
         """What identifies this dialogue whoever judged it: SHA-256 of what each side said, turn by
-        turn (the first 32 hex digits). A re-judged run keeps its source's dialogues, so their
-        human labels follow them."""
+        turn, and of each tool call the agent made — its name, its arguments (whatever the order of
+        their keys) and its result — (the first 32 hex digits). A re-judged run keeps its source's
+        dialogues, so their human labels follow them; two dialogues that read alike but called
+        different tools are two dialogues, so a label of a ``called`` check is of one of them. A
+        dialogue with no tool call has the fingerprint it had before calls were part of it."""
+        turns: list[list[Any]] = []
+        for turn in self.turns:
+            calls = [_called(step) for step in turn.answer.steps if isinstance(step, Call)]
+            turns.append([turn.message, turn.answer.text, calls] if calls else [turn.message, turn.answer.text])
+        return hashlib.sha256(msgspec.json.encode(turns, order="sorted")).hexdigest()[:32]
+
+    def said_fingerprint(self) -> str:
+        """The fingerprint of what was said alone, as it was before tool calls were part of it:
+        what labels made then name (``labels.Decided`` lets one match only the attempt it names)."""
         said = msgspec.json.encode([[turn.message, turn.answer.text] for turn in self.turns])
         return hashlib.sha256(said).hexdigest()[:32]
+
+    def called(self) -> bool:
+        """Whether the agent called any tool in this dialogue."""
+        return any(isinstance(step, Call) for turn in self.turns for step in turn.answer.steps)
 
     def quotes(self, quote: str) -> bool:
         """Whether ``quote`` is in what was said (by either side, within one message), compared
@@ -768,6 +784,16 @@ class ChatJudge(msgspec.Struct, frozen=True):
             raise ModelFailure(
                 f"the judge's model {self.model.name} answered in the wrong shape: {error}", (reply.usage,)
             ) from error
+
+
+def _called(call: Call) -> list[Any]:
+    """A tool call as a dialogue's fingerprint holds it: its name, arguments and result."""
+    match call.result:
+        case Reported(value=value):
+            result: list[Any] = ["reported", value]
+        case NotReported():
+            result = ["not_reported"]
+    return [call.name, call.arguments, result]
 
 
 def _quoted(quote: str, transcript: Transcript) -> Evidence | None:
