@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from fakeproject import FakeProject
 from test_exit_codes import convy
@@ -67,7 +68,6 @@ def test_a_weak_quote_is_not_trusted_under_require_and_a_sound_one_of_another_vo
 
 
 def test_old_records_read_as_before() -> None:
-    import msgspec
 
     kept = msgspec.json.decode(b'{"quote": "I", "found": true}', type=Evidence)
     assert kept.weak == "" and msgspec.json.encode(kept) == b'{"quote":"I","found":true}'
@@ -106,3 +106,19 @@ def test_under_flag_a_weak_quote_is_flagged_on_the_command_line(tmp_path: Path) 
     done = convy(project(tmp_path, "efund", "flag"), "run")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 of 2 decisions quote no few of the agent's own words" in done.stdout
+
+
+def test_the_window_is_told_why_a_found_quote_is_weak() -> None:
+    from convy.attempt import Attempt
+    from convy.dialog import Claim, Confidence, Verdict, Vote
+    from convy.scenario import Outcome
+
+    weak = Quote("efund").evidence(SAID)
+    claim = Claim("the agent offers a refund", True, "r", Confidence(1.0), evidence=weak, votes=(Vote("a", True, "r", evidence=weak),))
+    outcome = Outcome("refund", 1, "2026-12-04T12:00:00Z", 1.0, SAID, "finished", Verdict((claim,)))
+    (decision,) = Attempt(outcome, 0.0).dialogue().decisions
+    assert decision.found is True and decision.weak == "a piece of a word, not whole words"
+    assert decision.votes[0].weak == "a piece of a word, not whole words"
+    sound = msgspec.structs.replace(claim, evidence=Quote("I can refund it now").evidence(SAID), votes=())
+    (decision,) = Attempt(msgspec.structs.replace(outcome, result=Verdict((sound,))), 0.0).dialogue().decisions
+    assert decision.weak is None
