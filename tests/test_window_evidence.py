@@ -377,8 +377,8 @@ def test_the_layout_reads_evidence_votes_and_split_back_by_name() -> None:
     lists of records, each laid out field by field."""
     records = Fields(DialogueView).layout().records
     decision = dict(records["DecisionView"])
-    assert (decision["evidence"], decision["found"], decision["votes"], decision["split"]) == (None, None, ["VoteView"], ["SplitView"])
-    assert [name for name, _ in records["VoteView"]] == ["judge", "held", "reason", "confidence", "grade", "evidence", "found"]
+    assert (decision["evidence"], decision["found"], decision["weak"], decision["votes"], decision["split"]) == (None, None, None, ["VoteView"], ["SplitView"])
+    assert [name for name, _ in records["VoteView"]] == ["judge", "held", "reason", "confidence", "grade", "evidence", "found", "weak"]
     assert [name for name, _ in records["SplitView"]] == ["judge", "held", "votes"]
 
 
