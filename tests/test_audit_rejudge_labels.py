@@ -521,7 +521,12 @@ def test_agreement_on_a_case_worked_by_hand_with_changed_minds_ties_and_labels_o
     assert (score.labelled, score.agree) == (5, 1)
     low, high = proportion_confint(1, 5, method="wilson")
     assert score.accuracy is not None and (score.accuracy.low, score.accuracy.high) == (pytest.approx(low), pytest.approx(high))
-    assert score.kappa is not None and score.kappa.estimate == pytest.approx(-3 / 7)
+    from convy.stats import CohenKappa
+
+    pairs = [(True, True), (True, False), (False, True), (True, False), (True, False)]
+    assert CohenKappa.of(pairs).kappa() == pytest.approx(-3 / 7)
+    # at 5 labels κ says nothing (issue 26): not given, and said so
+    assert score.kappa is None and score.reading == "κ says nothing at 5 labels (fewer than 10): read the accuracy"
     assert sorted((one.attempt, one.claim[:9], one.decided, one.truth) for one in view.disagreements) == [
         (1, "The agent", True, False), (2, "The agent", True, False), (3, "The agent", False, True), (4, "The agent", True, False)
     ]

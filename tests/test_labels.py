@@ -26,6 +26,7 @@ from convy.model import Models, Reply
 from convy.report import Summary
 from convy.runs import Read, Runs
 from convy.scenario import Scenario
+from convy.stats import CohenKappa
 
 GREETS = "The agent greets the user."
 BRIEF = "The agent is brief."
@@ -213,9 +214,11 @@ def test_the_reports_agreement_on_a_case_worked_by_hand(project: Project) -> Non
     assert score.accuracy is not None
     assert score.accuracy.estimate == pytest.approx(2 / 3)
     assert (score.accuracy.low, score.accuracy.high) == (pytest.approx(low), pytest.approx(high))
-    # p_o = 2/3; judge (not held, held) = (1/3, 2/3), people (2/3, 1/3): p_e = 4/9, κ = (2/9)/(5/9).
-    assert score.kappa is not None and score.kappa.estimate == pytest.approx(0.4)
-    assert score.reading == "fair agreement beyond chance (its interval holds 0: too few labels to tell it from chance)"
+    # p_o = 2/3; judge (not held, held) = (1/3, 2/3), people (2/3, 1/3): p_e = 4/9, κ = (2/9)/(5/9),
+    # but at 3 labels κ says nothing (issue 26): not given, and said so.
+    assert CohenKappa.of([(True, True), (True, False), (False, False)]).kappa() == pytest.approx(0.4)
+    assert score.kappa is None
+    assert score.reading == "κ says nothing at 3 labels (fewer than 10): read the accuracy"
     assert [(row.scenario, row.claim, row.score.labelled) for row in view.claims] == [("hello", GREETS, 3)]
     assert [(one.attempt, one.decided, one.truth) for one in view.disagreements] == [(2, True, False)]
     # Only BRIEF labelled, always held and always right: κ undefined, said in words, not NaN.

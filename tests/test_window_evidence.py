@@ -377,6 +377,33 @@ def test_the_layout_reads_evidence_votes_and_split_back_by_name() -> None:
     lists of records, each laid out field by field."""
     records = Fields(DialogueView).layout().records
     decision = dict(records["DecisionView"])
-    assert (decision["evidence"], decision["found"], decision["votes"], decision["split"]) == (None, None, ["VoteView"], ["SplitView"])
-    assert [name for name, _ in records["VoteView"]] == ["judge", "held", "reason", "confidence", "grade", "evidence", "found"]
+    assert (decision["evidence"], decision["found"], decision["weak"], decision["votes"], decision["split"]) == (None, None, None, ["VoteView"], ["SplitView"])
+    assert [name for name, _ in records["VoteView"]] == ["judge", "held", "reason", "confidence", "grade", "evidence", "found", "weak"]
     assert [name for name, _ in records["SplitView"]] == ["judge", "held", "votes"]
+
+
+def weakly_quoted(folder: Path) -> Path:
+    """A run whose judge quotes "efund", a piece of the agent's "refund": found, and no evidence."""
+    from convy.fakes import FakeJudge
+
+    scenarios = folder / "scenarios"
+    scenarios.mkdir(parents=True)
+    (scenarios / "evidence.yaml").write_text("script: [Please refund me]\njudge:\n  - The agent offers a refund.\n", encoding="utf-8")
+    bench = Bench(FakeAgent(lambda text: "I can refund it now."), Models(judge=FakeJudge(quote="efund")))
+    spec = RunSpec(id="weak", agent="fake", scenarios=Scenarios(scenarios).every(), attempts=1, limits=bench.limits)
+    asyncio.run(RunJournal(folder / "results" / "fake" / "weak").play(spec, bench))
+    (run,), _ = Runs(folder / "results").read()
+    path = folder / "weak.html"
+    path.write_text(ReportPage(Summary(run)).html(), encoding="utf-8")
+    return path
+
+
+def test_a_weak_quote_is_flagged_though_it_is_in_the_dialogue(tmp_path: Path, visit: Callable[..., Visit]) -> None:
+    """Issue 26: a quote found in the dialogue but no few whole words of the agent's (here a piece
+    of a word) is flagged as weak evidence, with why, not shown as found."""
+    with ThreadPoolExecutor(1) as pool:
+        path = pool.submit(weakly_quoted, tmp_path).result()
+    page = opened(visit, path)
+    one = decision(page, "The agent offers a refund.")
+    expect(one.locator(".flag-weak")).to_have_text("⚠ weak evidence: a piece of a word, not whole words")
+    assert one.locator(".flag-found").count() == 0

@@ -131,25 +131,61 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
     run: str
     alpha: float = 0.05
     base: dict[str, str] = {}
+    # The candidate's attempts per scenario at most, as a multiple of its base's judged attempts
+    # (``Sequential.fitted``); 0, as in runs kept before the bound, plays to the run's most.
+    ratio: int = 0
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.alpha) and 0.0 < self.alpha < 1.0):
             raise ValueError("alpha: must be more than 0 and less than 1")
+        if self.ratio < 0:
+            raise ValueError("ratio: must be 0 (no bound) or more")
         for scenario, outcomes in self.base.items():
             if outcomes.strip("01"):
                 raise ValueError(f"base: {scenario!r}: only 1 (passed) and 0 (failed) may be kept")
 
     def started(self, scenarios: Sequence[str], most: int) -> Watch:
         """The watch before the candidate's first round: the scenarios of ``scenarios`` the base has."""
-        rule = Sequential(self.alpha, most)
-        return rule.started({name: tuple(mark == "1" for mark in self.base[name]) for name in scenarios if name in self.base})
+        return Sequential(self.alpha, most, ratio=self.ratio).started(self._marks(scenarios))
+
+    def fitted(self, scenario: str, most: int) -> int:
+        """The attempts at most of ``scenario`` (``Sequential.fitted``): ``most``, or less under the ratio."""
+        return Sequential(self.alpha, most, ratio=self.ratio).fitted(len(self.base.get(scenario, "")))
+
+    def plan(self, scenarios: Sequence[str], most: int) -> Plan:
+        """What the comparison may play, said before anything is: see ``Plan``."""
+        watch = self.started(scenarios, most)
+        sizes = [len(track.base) for track in watch.tracks]
+        bounds = [watch.most(track) for track in watch.tracks]
+        blocks = [track.block(watch.most(track)) for track in watch.tracks]
+        # When it cannot decide even a flip, the fix: a larger most, where the run's most (not the
+        # ratio) is what holds it, or else the base's attempts per scenario that would.
+        flipped, wider, needed = watch.flipped(), 0, 0
+        if flipped is None and sizes:
+            fits = self.ratio * max(sizes) if self.ratio else 4 * most
+            if fits > most and Sequential(self.alpha, fits, ratio=self.ratio).started(self._marks(scenarios)).flipped() is not None:
+                wider = fits
+            else:
+                for size in range(max(sizes) + 1, 101):
+                    trial = Sequential(self.alpha, max(most, self.ratio * size), ratio=self.ratio)
+                    if trial.started({track.scenario: (True,) * size for track in watch.tracks}).flipped() is not None:
+                        needed = size
+                        break
+        return Plan(
+            f"{self.agent}/{self.run}", len(watch.tracks), most, self.ratio, tuple(sizes), tuple(bounds), tuple(blocks),
+            flipped, watch.reach(), wider, needed,
+        )
+
+    def _marks(self, scenarios: Sequence[str]) -> dict[str, tuple[bool, ...]]:
+        return {name: tuple(mark == "1" for mark in self.base[name]) for name in scenarios if name in self.base}
 
     def course(self, scenarios: Sequence[str], statuses: dict[str, dict[int, str]], least: int, most: int) -> Course:
         watch = self.started(scenarios, most)
         played = dict.fromkeys(scenarios, 0)
+        limit = {name: self.fitted(name, most) for name in scenarios}
         while True:
             verdict = watch.verdict()
-            asks = [ask for ask in watch.asks() if played.get(ask.scenario, most) < most]
+            asks = [ask for ask in watch.asks() if played.get(ask.scenario, most) < limit.get(ask.scenario, most)]
             match verdict:
                 case Decided():
                     return self.stopped(watch, verdict, played, "decided")
@@ -157,7 +193,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
                     return self.stopped(watch, verdict, played, "futile")
                 case _ if not asks:
                     return self.stopped(watch, verdict, played, "most")
-            turn = {ask.scenario: range(played[ask.scenario] + 1, min(most, played[ask.scenario] + ask.attempts) + 1) for ask in asks}
+            turn = {ask.scenario: range(played[ask.scenario] + 1, min(limit[ask.scenario], played[ask.scenario] + ask.attempts) + 1) for ask in asks}
             kept = {name: statuses.get(name, {}) for name in turn}
             if any(number not in kept[name] for name, numbers in turn.items() for number in numbers):
                 return self.going(watch, verdict, played, turn, kept)
@@ -189,6 +225,72 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
 
     def said(self) -> str:
         return f"until the comparison with {self.agent}/{self.run} is decided (α {self.alpha:g})"
+
+    def most(self, most: int) -> int:
+        """The most attempts any scenario may get: ``most``, or less when the ratio bounds them all."""
+        return max((self.fitted(name, most) for name in self.base), default=most)
+
+
+class Plan(msgspec.Struct, frozen=True):
+    """What a run against a base may play, worked out before it plays (``Against.plan``): its
+    ``scenarios``, the run's ``most`` per scenario and the ``ratio`` bounding it, each scenario's
+    base judged attempts (``sizes``), the attempts it may get (``bounds``) and its block
+    (``blocks``); ``flipped``, the attempts after which a change of every scenario from passing to
+    failing (or back) is decided (``None``: never, the base can decide nothing), ``reach``, the
+    smallest change it could decide at all (``Watch.reach``); when it cannot decide a flip, the fix:
+    ``wider``, a most per scenario that would, or ``needed``, the base's judged attempts per scenario
+    that would (0 when none up to 100 would)."""
+
+    base: str
+    scenarios: int
+    most: int
+    ratio: int
+    sizes: tuple[int, ...]
+    bounds: tuple[int, ...]
+    blocks: tuple[int, ...]
+    flipped: int | None
+    reach: float | None
+    wider: int = 0
+    needed: int = 0
+
+    def attempts(self) -> int:
+        return sum(self.bounds)
+
+    def lines(self) -> tuple[str, ...]:
+        """The plan in words: the most it may play and in what blocks, then what it can decide."""
+        if not self.scenarios:
+            return ()
+        each = _span(self.sizes)
+        these = f"{self.scenarios} scenario{'s' if self.scenarios != 1 else ''}"
+        bounded = ""
+        if self.ratio and any(bound < self.most for bound in self.bounds):
+            bounded = f", bounded at {self.ratio}× the base's: more would only make each block larger"
+        first = (
+            f"against {self.base} ({each} judged attempt{'s' if max(self.sizes) != 1 else ''} per scenario): at most "
+            f"{self.attempts()} attempts ({these} × up to {_span(self.bounds)}{bounded}), in blocks of {_span(self.blocks)} per scenario"
+        )
+        if self.flipped is None:
+            if self.wider:
+                fix = f"--max-attempts {self.wider} would decide that"
+            elif self.needed:
+                fix = f"a base with {self.needed} judged attempts per scenario would (convy run -k {self.needed} plays one)"
+            else:
+                fix = "play a base with many more attempts per scenario"
+            return (
+                first,
+                f"this base can decide nothing: not even a change of every scenario from passing to failing, within "
+                f"{self.attempts()} attempts; {fix}",
+            )
+        second = f"a change of every scenario from passing to failing (or back) is decided after {self.flipped} attempts"
+        if self.reach is not None:
+            second += f"; a change under about {self.reach * 100:.0f} points cannot be decided with this base"
+        return first, second
+
+
+def _span(numbers: Sequence[int]) -> str:
+    """``4``, or ``2 to 4`` when they differ."""
+    low, high = min(numbers), max(numbers)
+    return f"{low}" if low == high else f"{low} to {high}"
 
 
 class Judged(msgspec.Struct, frozen=True):
@@ -392,7 +494,7 @@ class Adaptive(msgspec.Struct, frozen=True):
                 span = f"{most}" if self.least >= most else f"{self.least} to {most}"
                 return f"{span} attempts per scenario, {self.until.said()}"
             case Against():
-                return f"up to {most} attempts per scenario, {self.until.said()}"
+                return f"up to {self.until.most(most)} attempts per scenario, {self.until.said()}"
 
 
 class Rounds(msgspec.Struct, frozen=True):

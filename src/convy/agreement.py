@@ -127,7 +127,7 @@ class Consensus(msgspec.Struct, frozen=True):
         quoted = claim.evidence
         if quoted is None:
             one.silent += 1
-        elif quoted.found:
+        elif quoted.sound():
             one.quoted += 1
         else:
             one.unquoted += 1

@@ -627,6 +627,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             None if quoted is None else quoted.found,
                             [_vote(vote) for vote in claim.votes],
                             split=_split(claim.votes),  # by name: fields after the votes may come before it
+                            weak=None if quoted is None or not quoted.weak else quoted.said(),
                         )
                     )
             case Failed(reason=reason, message=message):
@@ -817,6 +818,7 @@ def _vote(vote: Vote) -> VoteView:
         graded.name if type(graded) is Grade else None,
         None if quoted is None else quoted.quote,
         None if quoted is None else quoted.found,
+        None if quoted is None or not quoted.weak else quoted.said(),
     )
 
 

@@ -78,10 +78,10 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from convy.adaptive import Adaptive, Against, Judged
+from convy.adaptive import Adaptive, Against, Judged, Plan
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.agreement import Consensus
-from convy.attempt import Spent
+from convy.attempt import Attempt, Spent, Sum
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
@@ -106,6 +106,7 @@ from convy.report import Allowance, Listed, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Check, Matching, Outcome, Rule, Scenario
 from convy.secrets import Secrets
+from convy.sequential import Sequential
 from convy.slips import Slips
 from convy.spelling import Spelling
 from convy.spread import LOCAL, Crew, Spread
@@ -351,7 +352,7 @@ class Said(msgspec.Struct, frozen=True):
                 if doubtful and doubtful[0].doubt == "unseen":
                     return f"{when} · not judged: {doubtful[0].claim}: {doubtful[0].reason}"
                 if doubtful:
-                    why = {"split": " (the judge split)", "unquoted": " (evidence not in the dialogue)"}.get(doubtful[0].doubt, "")
+                    why = {"split": " (the judge split)", "unquoted": " (no quote of a few of the agent's own words)"}.get(doubtful[0].doubt, "")
                     return f"{when} · not trusted{why}: {cut(doubtful[0].claim)}"
                 return f"{when} · {len(claims)} claim{'s' if len(claims) != 1 else ''} held"
 
@@ -1043,8 +1044,68 @@ class AgainstRun(msgspec.Struct, frozen=True):
                 f"{self.LEAST_BASE} of its attempts)"
             )
         kept = {scenario.id: marks[scenario.id] for scenario in shared}
-        rule = Adaptive(1, Against(base.file.spec.agent, base.file.spec.id, self.ALPHA, kept))
+        rule = Adaptive(1, Against(base.file.spec.agent, base.file.spec.id, self.ALPHA, kept, Sequential.RATIO))
         return msgspec.structs.replace(spec, scenarios=tuple(shared), skipped=(*spec.skipped, *left), adaptive=rule)
+
+
+class AgainstPlan(msgspec.Struct, frozen=True):
+    """What a run against a base (``--against``) may play, said before it plays and by
+    ``--dry-run`` (``adaptive.Plan``), with, given the base's attempts and the budget, what that
+    may spend: the base's mean spend per attempt times the plan's attempts, and how many attempts
+    the budget allows at it."""
+
+    spec: RunSpec
+
+    def plan(self) -> Plan | None:
+        adaptive = self.spec.adaptive
+        if adaptive is None or not isinstance(adaptive.until, Against):
+            return None
+        return adaptive.until.plan(tuple(scenario.id for scenario in self.spec.scenarios), self.spec.attempts)
+
+    def lines(self) -> tuple[str, ...]:
+        plan = self.plan()
+        return () if plan is None else plan.lines()
+
+    def spend(self, base: Read, budget: Budget | None) -> tuple[str, ...]:
+        """The plan's likely spend at the base's spend per attempt, and what the budget allows."""
+        plan = self.plan()
+        if plan is None or not base.outcomes:
+            return ()
+        total = Sum()
+        for outcome in base.outcomes:
+            total = total + Attempt(outcome, 0.0).every_sum()
+        count, most = len(base.outcomes), plan.attempts()
+        # Each figure only when the base reported it for every request: else it is said unknown.
+        tokens = (total.input + total.output) / count if total.requests and total.reported == total.requests else None
+        cost = float(total.amount) / count if total.requests and total.priced == total.requests else None
+        each = [part for part in (None if tokens is None else f"{tokens:,.0f} tokens", None if cost is None else f"${cost:.4f}") if part]
+
+        def spent(attempts: int) -> str:
+            return ", ".join(part for part in (None if tokens is None else f"{tokens * attempts:,.0f} tokens", None if cost is None else f"${cost * attempts:.2f}") if part)
+
+        if not each:
+            lines = ["the base's spend per attempt is not known (its requests reported no tokens or cost): the plan's spend cannot be said"]
+        else:
+            line = f"at the base's spend per attempt ({', '.join(each)}): up to {spent(most)} for {most} attempts"
+            if plan.flipped is not None:
+                line += f", {spent(plan.flipped)} for the {plan.flipped} that decide a flip"
+            lines = [line]
+        if budget is None or not (budget.cost or budget.tokens):
+            return (*lines, "no budget on cost or tokens: nothing but the plan bounds the spend")
+        allows: list[str] = []
+        fits: list[int] = []
+        for name, limit, per, shown in (("max_cost", budget.cost, cost, f"${budget.cost:g}"), ("max_tokens", budget.tokens, tokens, f"{budget.tokens:,}")):
+            if not limit:
+                continue
+            if not per:
+                allows.append(f"{name} {shown}: how many attempts it allows is not known (the base's spend is not)")
+                continue
+            fits.append(int(limit / per))
+            allows.append(f"{name} {shown} allows about {fits[-1]:,} attempts at that spend")
+        enough = ""
+        if fits:
+            enough = ": enough for the plan" if min(fits) >= most else f": fewer than the plan's {most}, the budget may stop it undecided"
+        return (*lines, f"the budget: {'; '.join(allows)}{enough}")
 
 
 class Spreading(msgspec.Struct, frozen=True):
@@ -1143,6 +1204,8 @@ class RunCommand(msgspec.Struct, frozen=True):
                 spec = msgspec.structs.replace(spec, name=self.name)
             if versus is not None and base is not None:
                 spec = versus.spec(spec, base)
+                for line in AgainstPlan(spec).lines():  # before anything is spent
+                    shown.line(Inert(line).line())
             spec = secrets.kept(spec)
             bench = Bench(
                 agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
@@ -1493,7 +1556,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
 
 class JudgingSaid(msgspec.Struct, frozen=True):
     """What the command says of a run's judging (the report's Judging section, ``agreement.py``):
-    the claims flagged — ambiguous, judges disagreeing, evidence not in the dialogue — at most
+    the claims flagged — ambiguous, judges disagreeing, evidence that is no few of the agent's own words — at most
     ``MOST`` of them, and a judge from the agent's provider. Nothing for a run judged once by one
     judge that quoted nothing, or with nothing flagged."""
 
@@ -1515,7 +1578,7 @@ class JudgingSaid(msgspec.Struct, frozen=True):
             if row.disagree:
                 said.append("the judges disagree on it")
             if row.unquoted:
-                said.append(f"{row.unquoted} of {row.decisions} decisions quote words not in the dialogue")
+                said.append(f"{row.unquoted} of {row.decisions} decisions quote no few of the agent's own words (a quote not in the dialogue, too short, a piece of a word, or the user's)")
             lines.append(f"judging: {Inert(row.scenario).line()} · {Inert(row.claim).line()}: {'; '.join(said)}")
         if len(flagged) > self.MOST:
             lines.append(f"judging: and {len(flagged) - self.MOST} more claims flagged (see the report)")
@@ -1641,7 +1704,8 @@ class DryRun(msgspec.Struct, frozen=True):
         } | self.command.budget.given()
         sources |= {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
         unread = () if self.command.agents else project.unread()  # a parked agent file stops nothing: said
-        for line in (*self._settings(settings, sources), *self._planned(specs, passed_over), *(f"note: {note}" for note in unread)):
+        planned = self._planned(specs, passed_over, base, settings.budget())
+        for line in (*self._settings(settings, sources), *planned, *(f"note: {note}" for note in unread)):
             shown.line(secrets.hidden(line))
         return 0
 
@@ -1680,12 +1744,23 @@ class DryRun(msgspec.Struct, frozen=True):
             *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),
         )
 
-    def _planned(self, specs: list[RunSpec], passed_over: list[str]) -> tuple[str, ...]:
+    def _most(self, spec: RunSpec) -> int:
+        """The most attempts ``spec`` may play: against a base, what its plan bounds them to."""
+        plan = AgainstPlan(spec).plan()
+        return len(spec.scenarios) * spec.attempts if plan is None else plan.attempts()
+
+    def _each(self, spec: RunSpec) -> int:
+        """The most attempts one scenario of ``spec`` may get."""
+        plan = AgainstPlan(spec).plan()
+        return spec.attempts if plan is None else max(plan.bounds, default=spec.attempts)
+
+    def _planned(self, specs: list[RunSpec], passed_over: list[str], base: Read | None = None, budget: Budget | None = None) -> tuple[str, ...]:
         lines: list[str] = []
         for spec in specs:
-            planned = len(spec.scenarios) * spec.attempts
+            planned = self._most(spec)
             these = f"{len(spec.scenarios)} scenario{'s' if len(spec.scenarios) != 1 else ''}"
-            each = f"{spec.attempts} attempt{'s' if spec.attempts != 1 else ''}"
+            most = self._each(spec)
+            each = f"{most} attempt{'s' if most != 1 else ''}"
             if spec.adaptive is None:
                 lines.append(f"{spec.agent}: {these} × {each} = {planned} attempt{'s' if planned != 1 else ''}")
             else:  # spent adaptively: the most is all that is known before the run
@@ -1693,17 +1768,22 @@ class DryRun(msgspec.Struct, frozen=True):
                     f"{spec.agent}: {these} × up to {each}, auto = up to {planned} attempts "
                     f"({spec.adaptive.said(spec.attempts)})"
                 )
+            against = AgainstPlan(spec)  # what a run against a base may play and spend, as it says before playing
+            lines.extend(f"  {line}" for line in (*against.lines(), *(against.spend(base, budget) if base is not None else ())))
             lines.extend(Variants(spec.scenarios).lines("  "))
             judging, judges = spec.judging, spec.models.judges()
             if judges and (len(judges) > 1 or not judging.direct()):
                 asked = f"{judging.repeats} time{'s' if judging.repeats != 1 else ''}"
                 who = f"its judge ({judges[0]})" if len(judges) == 1 else f"each of its {len(judges)} judges ({', '.join(judges)})"
-                kept = "flagged when not in the dialogue" if judging.evidence == "flag" else "required: a decision without it is not trusted"
+                kept = (
+                    "flagged when it is not a few of the agent's own words" if judging.evidence == "flag"
+                    else "required (a few of the agent's own words): a decision without it is not trusted"
+                )
                 lines.append(f"  each claim asked {asked} of {who}, decided by {judging.panel}; evidence {kept}")
             lines.extend(Passed(spec.skipped).lines("  "))
         lines.extend(passed_over)
-        total = sum(len(spec.scenarios) * spec.attempts for spec in specs)
-        shapes = {(len(spec.scenarios), spec.attempts) for spec in specs}
+        total = sum(self._most(spec) for spec in specs)
+        shapes = {(len(spec.scenarios), self._each(spec)) for spec in specs}
         auto = any(spec.adaptive is not None for spec in specs)
         upto = "up to " if auto else ""
         if len(shapes) == 1:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, T
 
 import msgspec
 
-from convy.agent import Answer, Message, NoUsage, Usage
+from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, Usage
 from convy.busy import Busy, Places
 from convy.files import Shipped
 from convy.model import Absent, Contained, Model, ModelFailure, Reply, Said, StillBusy
@@ -125,12 +125,90 @@ def holds(text: str, wanted: tuple[str, ...]) -> bool:
     return True
 
 
-class Evidence(msgspec.Struct, frozen=True, gc=False):
-    """The words of the dialogue a judge said its decision rests on, and whether they are there
-    (``Transcript.quotes``: compared with whitespace and quotation marks made plain)."""
+# Why a quote found in the dialogue is still no evidence for a claim about one speaker
+# (``Quote.weakness``): "short", fewer than ``Quote.WORDS`` words and not a whole message;
+# "fragment", it cuts a word in two; "speaker", only the other speaker said it.
+Weakness = Literal["", "short", "fragment", "speaker"]
+
+# A word as a quote's words are counted: letters or digits, with an apostrophe inside ("don't").
+_WORD = re.compile(r"\w+(?:['\u2019]\w+)*")
+
+
+class Quote(msgspec.Struct, frozen=True):
+    """A judge's quote as evidence for a claim about ``speaker``'s words (the agent's: every claim
+    a judge is asked is about the agent). It is sound when it holds at least ``WORDS`` whole words,
+    or the whole of a shorter message, of one message by that speaker: "I", ".", a piece of a word
+    or the user's own words prove nothing about what the agent did."""
+
+    text: str
+    speaker: Literal["agent", "user"] = "agent"
+
+    WORDS: ClassVar[int] = 3
+
+    def evidence(self, transcript: Transcript) -> Evidence:
+        found = transcript.quotes(self.text)
+        return Evidence(self.text, found, self.weakness(transcript) if found else "")
+
+    def weakness(self, transcript: Transcript) -> Weakness:
+        """Why the quote is no evidence though the dialogue holds it, or ``""`` when it is sound:
+        the best any one of the speaker's messages allows."""
+        wanted = pieces(self.text)
+        words = [word for piece in wanted for word in _WORD.findall(piece)]
+        best: Weakness = "speaker"
+        for turn in transcript.turns:
+            own = turn.answer.text if self.speaker == "agent" else turn.message
+            text = plain(own)
+            if not holds(text, wanted):
+                continue
+            if not _whole(text, wanted):
+                best = "fragment" if best == "speaker" else best
+                continue
+            if words and (len(words) >= self.WORDS or words == _WORD.findall(text)):
+                return ""
+            best = "short"
+        return best
+
+
+def _whole(text: str, wanted: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds the pieces of ``wanted`` in order, each starting and ending where a
+    word does (a piece's edge that is not a letter or digit needs no boundary)."""
+    at = 0
+    for piece in wanted:
+        start = r"(?<!\w)" if piece[:1].isalnum() or piece[:1] == "_" else ""
+        end = r"(?!\w)" if piece[-1:].isalnum() or piece[-1:] == "_" else ""
+        found = re.compile(start + re.escape(piece) + end).search(text, at)
+        if found is None:
+            return False
+        at = found.end()
+    return True
+
+
+class Evidence(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """The words of the dialogue a judge said its decision rests on, whether they are there
+    (``Transcript.quotes``: compared with whitespace and quotation marks made plain), and, when
+    they are, why they are still no evidence (``Quote.weakness``; ``""``, sound). Runs kept before
+    ``weak`` was known read it as ``""``."""
 
     quote: str
     found: bool
+    weak: Weakness = ""
+
+    def sound(self) -> bool:
+        return self.found and not self.weak
+
+    def said(self) -> str:
+        """What is wrong with it, in words; ``""`` when it is sound."""
+        if not self.found:
+            return "not in the dialogue"
+        match self.weak:
+            case "short":
+                return f"too short: fewer than {Quote.WORDS} whole words, and not a whole message"
+            case "fragment":
+                return "a piece of a word, not whole words"
+            case "speaker":
+                return "the other speaker's words, not the agent's"
+            case "":
+                return ""
 
 
 class Vote(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
@@ -318,10 +396,26 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def fingerprint(self) -> str:
         """What identifies this dialogue whoever judged it: SHA-256 of what each side said, turn by
-        turn (the first 32 hex digits). A re-judged run keeps its source's dialogues, so their
-        human labels follow them."""
+        turn, and of each tool call the agent made — its name, its arguments (whatever the order of
+        their keys) and its result — (the first 32 hex digits). A re-judged run keeps its source's
+        dialogues, so their human labels follow them; two dialogues that read alike but called
+        different tools are two dialogues, so a label of a ``called`` check is of one of them. A
+        dialogue with no tool call has the fingerprint it had before calls were part of it."""
+        turns: list[list[Any]] = []
+        for turn in self.turns:
+            calls = [_called(step) for step in turn.answer.steps if isinstance(step, Call)]
+            turns.append([turn.message, turn.answer.text, calls] if calls else [turn.message, turn.answer.text])
+        return hashlib.sha256(msgspec.json.encode(turns, order="sorted")).hexdigest()[:32]
+
+    def said_fingerprint(self) -> str:
+        """The fingerprint of what was said alone, as it was before tool calls were part of it:
+        what labels made then name (``labels.Decided`` lets one match only the attempt it names)."""
         said = msgspec.json.encode([[turn.message, turn.answer.text] for turn in self.turns])
         return hashlib.sha256(said).hexdigest()[:32]
+
+    def called(self) -> bool:
+        """Whether the agent called any tool in this dialogue."""
+        return any(isinstance(step, Call) for turn in self.turns for step in turn.answer.steps)
 
     def quotes(self, quote: str) -> bool:
         """Whether ``quote`` is in what was said (by either side, within one message), compared
@@ -789,11 +883,21 @@ class ChatJudge(msgspec.Struct, frozen=True):
                 return ""
 
 
+def _called(call: Call) -> list[Any]:
+    """A tool call as a dialogue's fingerprint holds it: its name, arguments and result."""
+    match call.result:
+        case Reported(value=value):
+            result: list[Any] = ["reported", value]
+        case NotReported():
+            result = ["not_reported"]
+    return [call.name, call.arguments, result]
+
+
 def _quoted(quote: str, transcript: Transcript) -> Evidence | None:
     """What a judge quoted, and whether the dialogue holds it; ``None`` when it quoted nothing."""
     if not quote.strip():
         return None
-    return Evidence(quote, transcript.quotes(quote))
+    return Quote(quote).evidence(transcript)
 
 
 class PatientJudge(msgspec.Struct, frozen=True):

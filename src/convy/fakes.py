@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from convy.agent import Answer, Message
-from convy.dialog import Claim, Confidence, Evidence, Grade, Graded, Ruling, Transcript
+from convy.dialog import Claim, Confidence, Grade, Graded, Quote, Ruling, Transcript
 from convy.model import Reply, Said
 from convy.scenario import Outcome
 
@@ -131,7 +131,7 @@ class FakeJudge:
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
         self.rulings += 1
-        evidence = Evidence(self._quote, transcript.quotes(self._quote)) if self._quote else None
+        evidence = Quote(self._quote).evidence(transcript) if self._quote else None
         decided: list[Claim] = []
         for claim in claims:
             match claim:

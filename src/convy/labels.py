@@ -326,18 +326,25 @@ class Decision(msgspec.Struct, frozen=True, gc=False):
 
 class Decided(msgspec.Struct, frozen=True):
     """The decisions of some attempts that people labelled: every decision of a claim made by a
-    judge or by code (a failed agent and a dialogue not judged decide none)."""
+    judge or by code (a failed agent and a dialogue not judged decide none).
+
+    A label counts once. Several attempts may hold the same dialogue (an agent that answers alike
+    every time): the label is of the dialogue, so it is paired with one decision, that of the
+    attempt it was made on when that attempt is here and holds it, else the first such attempt by
+    scenario and number — never copied to each (which counted 3 labels as 24 pairs). A label made
+    before tool calls were part of a dialogue's fingerprint (``Transcript.said_fingerprint``) still
+    matches, on the attempt it names only."""
 
     outcomes: tuple[Outcome, ...]
     book: Book
 
-    def decisions(self) -> dict[Key, list[Decision]]:
-        found: dict[Key, list[Decision]] = {}
+    def decisions(self) -> dict[Key, Decision]:
+        found: dict[Key, Decision] = {}
         labels = self.book.labels
         if not labels:
             return found
         claims = {claim for _, claim in labels}
-        for outcome in self.outcomes:
+        for outcome in sorted(self.outcomes, key=lambda one: (one.scenario, one.attempt)):
             match outcome.result:
                 case Verdict(claims=decided) | NoVerdict(checks=decided):
                     pass
@@ -345,12 +352,20 @@ class Decided(msgspec.Struct, frozen=True):
                     continue
             if not any(claim.claim in claims for claim in decided):
                 continue  # no fingerprint taken of a dialogue none of whose claims is labelled
-            fingerprint = outcome.transcript.fingerprint()
+            fingerprints = [outcome.transcript.fingerprint()]
+            if outcome.transcript.called():
+                fingerprints.append(outcome.transcript.said_fingerprint())
             for claim in decided:
-                label = labels.get((fingerprint, claim.claim))
-                if label is not None:
-                    one = Decision(outcome.scenario, outcome.attempt, claim.claim, claim.by, claim.held, label.truth())
-                    found.setdefault(label.key(), []).append(one)
+                for index, fingerprint in enumerate(fingerprints):
+                    label = labels.get((fingerprint, claim.claim))
+                    if label is None:
+                        continue
+                    own = (label.scenario, label.attempt) == (outcome.scenario, outcome.attempt)
+                    if index and not own:
+                        continue  # an old label of a dialogue with tool calls: its own attempt alone
+                    if label.key() in found and not own:
+                        continue
+                    found[label.key()] = Decision(outcome.scenario, outcome.attempt, claim.claim, claim.by, claim.held, label.truth())
         return found
 
 
@@ -359,17 +374,25 @@ class Score(msgspec.Struct, frozen=True):
 
     pairs: tuple[tuple[bool, bool], ...]  # (decided, truth)
 
+    # Below this many labels κ is not given: its large-sample interval does not hold, and one label
+    # more or less swings it from "fair" to "less than chance" (4 labels, 3 agreeing, can give κ 0).
+    FEWEST: ClassVar[int] = 10
+
     def view(self) -> ScoreView:
         agree = sum(decided == truth for decided, truth in self.pairs)
         accuracy = Wilson(Tally(agree, len(self.pairs))).interval()
         kappa = CohenKappa.of(list(self.pairs))
         interval = kappa.interval()
+        reading = kappa.reading() + self._unsure(interval)
+        if interval is not None and len(self.pairs) < self.FEWEST:  # undefined or one-sided: said as such
+            interval = None
+            reading = f"κ says nothing at {len(self.pairs)} label{'s' if len(self.pairs) != 1 else ''} (fewer than {self.FEWEST}): read the accuracy"
         return ScoreView(
             labelled=len(self.pairs),
             agree=agree,
             accuracy=None if accuracy is None else IntervalView(estimate=accuracy.estimate, low=accuracy.low, high=accuracy.high),
             kappa=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
-            reading=kappa.reading() + self._unsure(interval),
+            reading=reading,
         )
 
     def _unsure(self, interval: Interval | None) -> str:
@@ -392,7 +415,7 @@ class Agreement(msgspec.Struct, frozen=True):
         if not self.book.labels and not self.book.broken:
             return None
         decided = Decided(self.outcomes, self.book).decisions()
-        every = sorted((one for ones in decided.values() for one in ones), key=lambda one: (one.scenario, one.attempt))
+        every = sorted(decided.values(), key=lambda one: (one.scenario, one.attempt))
         rows: dict[tuple[str, str], list[Decision]] = {}
         for one in every:
             rows.setdefault((one.scenario, one.claim), []).append(one)
@@ -430,13 +453,10 @@ class Judges(msgspec.Struct, frozen=True):
             return None
         rows: dict[tuple[str, str], tuple[list[Decision], list[Decision]]] = {}
         for key in shared:
-            row = rows.setdefault((first[key][0].scenario, key[1]), ([], []))
-            row[0].extend(first[key])
-            row[1].extend(second[key])
-        every = (
-            [one for key in shared for one in first[key]],
-            [one for key in shared for one in second[key]],
-        )
+            row = rows.setdefault((first[key].scenario, key[1]), ([], []))
+            row[0].append(first[key])
+            row[1].append(second[key])
+        every = ([first[key] for key in shared], [second[key] for key in shared])
         return JudgesView(
             labels=len(shared),
             overall=self._row("", "", every),

@@ -141,7 +141,7 @@ WHY = {
     "service": "service failed a model's request",
     "not_trusted": "judge not confident enough",
     "split": "the judge split",
-    "unquoted": "evidence not in the dialogue",
+    "unquoted": "no quote of a few of the agent's own words",
     "unseen": "no reply held the agent's calls path",
 }
 SCENARIO = {"always": "✓ always passes", "flaky": "~ flaky", "never": "✗ never passes", "not_judged": "– not judged"}

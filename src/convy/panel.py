@@ -24,8 +24,10 @@ The rules (docs/statistics.md says them for readers of a report):
   the worst grade under unanimous.
 - the decision's reason, confidence and evidence are those of the votes that agree with it: the
   first agreeing vote's reason, the mean of their confidences (none when a vote gave none), the
-  first agreeing quote found in the dialogue (else the first quoted). With ``evidence =
-  "require"`` a decision with no such quote is not trusted (``Claim.doubt == "unquoted"``).
+  first agreeing quote that is sound evidence (``dialog.Quote``: a few whole words of one of the
+  agent's messages, or the whole of a shorter one), else the first found in the dialogue, else
+  the first quoted. With ``evidence = "require"`` a decision with no sound quote is not trusted
+  (``Claim.doubt == "unquoted"``).
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ from convy.model import ModelFailure
 class Judging(msgspec.Struct, frozen=True, omit_defaults=True):
     """How a run judges its claims (kept in ``run.json``, so a resumed run and its report know):
     each judge asked ``repeats`` times per claim, a panel's votes combined by ``panel``, and a
-    decision whose evidence is not in the dialogue flagged (``flag``) or not trusted
-    (``require``)."""
+    decision whose evidence is not sound — not in the dialogue, or too short, a piece of a word or
+    the user's words (``dialog.Quote``) — flagged (``flag``) or not trusted (``require``)."""
 
     repeats: int = 1
     panel: Literal["majority", "unanimous"] = "majority"
@@ -183,7 +185,8 @@ def decision(asked: str | Graded, votes: Sequence[Vote], judging: Judging = Judg
     if len(confidences) == len(agreeing):
         confidence = Confidence(min(1.0, max(0.0, sum(confidences) / len(confidences))))
     quoted = [vote.evidence for vote in agreeing if vote.evidence is not None]
-    evidence = next((one for one in quoted if one.found), quoted[0] if quoted else None)
+    # The first sound quote, else the first found (flagged weak), else the first quoted.
+    evidence = next((one for one in quoted if one.sound()), next((one for one in quoted if one.found), quoted[0] if quoted else None))
     doubt: Literal["", "split", "unquoted"] = ""
     if split:
         doubt = "split"
@@ -192,7 +195,7 @@ def decision(asked: str | Graded, votes: Sequence[Vote], judging: Judging = Judg
         reason = f"{who} split: {held} of {count} votes said it held, {count - held} that it did not"
     else:
         reason = agreeing[0].reason
-        if judging.evidence == "require" and (evidence is None or not evidence.found):
+        if judging.evidence == "require" and (evidence is None or not evidence.sound()):
             doubt = "unquoted"
     return Claim(
         text,

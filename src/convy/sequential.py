@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from statistics import fmean
-from typing import Literal
+from typing import ClassVar, Literal
 
 import msgspec
 
@@ -52,6 +52,16 @@ class Sequential(msgspec.Struct, frozen=True):
     alpha: float = 0.05
     most: int = 50
     prior: float = 4.0
+    ratio: int = 0
+
+    # The bound a new comparison plays under (``ratio``): a scenario's candidate gets at most this
+    # many times its base's judged attempts. Each block holds one base attempt or more, so past it
+    # more candidate attempts only make each block larger, each adding less evidence than the one
+    # before, and the first block of a base of 3 (scored with no guess, its evidence lost) is a third
+    # of the plan however large: a base of 3 against a most of 60 played blocks of 20. At 4× a base
+    # of 3 plays blocks of 4; a seeded simulation (tests/test_against_plan.py) finds it deciding a
+    # fall to 50% as often as the unbounded plan, where 2× misses some.
+    RATIO: ClassVar[int] = 4
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 1:
@@ -60,6 +70,15 @@ class Sequential(msgspec.Struct, frozen=True):
             raise ValueError("most must be at least 1")
         if self.prior <= 0:
             raise ValueError("prior must be positive")
+        if self.ratio < 0:
+            raise ValueError("ratio must be 0 (no bound) or more")
+
+    def fitted(self, base: int) -> int:
+        """The candidate's attempts at most in a scenario whose base has ``base`` judged attempts:
+        ``most``, bounded at ``ratio`` times ``base`` when a ratio is set (0: the rule of runs kept
+        before the bound, which played to ``most`` whatever the base). Fixed before anything is
+        played, so the comparison's validity is untouched: the plan is only smaller."""
+        return min(self.most, self.ratio * base) if self.ratio and base else self.most
 
     def started(self, base: dict[str, tuple[bool, ...]]) -> Watch:
         """A comparison against ``base``: each scenario's judged base attempts, passed or not, in
@@ -239,6 +258,66 @@ class Watch(msgspec.Struct, frozen=True):
     def attempts(self) -> int:
         return sum(track.judged for track in self.tracks)
 
+    def most(self, track: Track) -> int:
+        """The candidate's attempts at most in ``track``'s scenario (``Sequential.fitted``)."""
+        return self.rule.fitted(len(track.base))
+
+    def flipped(self) -> int | None:
+        """The candidate's attempts after which this comparison, not yet played, decides a change
+        of every scenario from passing to failing (or back): each block the opposite of its
+        base's usual outcome (failing where the base mostly passed), every attempt judged. ``None``
+        when the plan never decides even that: the base is too small to decide anything."""
+        watch = self
+        while not isinstance(verdict := watch.verdict(), Decided):
+            asks = watch.asks()
+            if not asks:
+                return None
+            tallies: dict[str, Tally] = {}
+            for ask in asks:
+                track = next(one for one in watch.tracks if one.scenario == ask.scenario)
+                tallies[ask.scenario] = Tally(0 if 2 * sum(track.base) >= len(track.base) else ask.attempts, ask.attempts)
+            watch = watch.played(tallies)
+        return verdict.attempts
+
+    def reach(self) -> float | None:
+        """The smallest change of every scenario's pass rate (either way, clamped at 0 and 1) that
+        the plan could decide at all, by an optimistic forecast: the log e the attempts after each
+        scenario's first block would add (the first is scored with no guess: its evidence is lost)
+        were the guesses right from then on, the sum of their Kullback–Leibler divergences from
+        the pooled rate, against log 1/α. A change under it cannot be decided with this base;
+        one over it may be, and needs luck near it. ``None`` when no change can be."""
+        threshold = math.log(1 / self.rule.alpha)
+
+        def gain(shift: float) -> float:
+            total = 0.0
+            for track in self.tracks:
+                most = self.most(track)
+                first = track.block(most)
+                if not first:
+                    continue
+                base_left = len(track.base) - track.uses(first, most)
+                candidate_left = most - first
+                if base_left <= 0 or candidate_left <= 0:
+                    continue
+                # The base's rate as played, not smoothed: a base that passed 3 of 3 has no room
+                # above it, and a smoothed 0.875 would let a "rise" of 12 points look decidable.
+                rate = sum(track.base) / len(track.base)
+                after = min(1.0, max(0.0, rate + shift))
+                pooled = (base_left * rate + candidate_left * after) / (base_left + candidate_left)
+                total += base_left * Divergence(rate, pooled).nats() + candidate_left * Divergence(after, pooled).nats()
+            return total
+
+        found: list[float] = []
+        for sign in (-1.0, 1.0):
+            if gain(sign) < threshold:
+                continue
+            low, high = 0.0, 1.0
+            for _ in range(40):
+                middle = (low + high) / 2
+                low, high = (low, middle) if gain(sign * middle) >= threshold else (middle, high)
+            found.append(high)
+        return min(found) if found else None
+
     def shift(self) -> float:
         """The shared guess of the change: the scored differences weighted by h, shrunk to 0 by
         ``prior``."""
@@ -257,7 +336,7 @@ class Watch(msgspec.Struct, frozen=True):
         just as valid (its size is fixed before its outcomes are seen); it only looks less often."""
         found: list[Ask] = []
         for track in self.tracks:
-            size = track.block(self.rule.most)
+            size = track.block(self.most(track))
             if size == 0:
                 continue
             rate = (track.passed + 1) / (track.judged + 2)
@@ -280,7 +359,7 @@ class Watch(msgspec.Struct, frozen=True):
                 tracks.append(track)
                 continue
             q_a, q_b = track.guesses(shift)
-            moved, run, _ = track.scored(tally.judged, tally.passed, self.rule.most, self.rule.prior, q_a, q_b)
+            moved, run, _ = track.scored(tally.judged, tally.passed, self.most(track), self.rule.prior, q_a, q_b)
             tracks.append(moved)
             log_e += run
         unknown = set(tallies) - {track.scenario for track in self.tracks}
@@ -309,7 +388,7 @@ class Watch(msgspec.Struct, frozen=True):
         if self.log_e >= threshold:
             sign = difference if difference else self.shift()
             return Decided("worse" if sign < 0 else "better", self.e(), difference or 0.0, attempts)
-        remaining = sum(max(0, self.rule.most - track.judged) for track in self.tracks if track.block(self.rule.most))
+        remaining = sum(max(0, self.most(track) - track.judged) for track in self.tracks if track.block(self.most(track)))
         if remaining == 0:
             return Futile("every scenario played its plan", self.e(), difference, attempts)
         if left == 0:
@@ -340,7 +419,7 @@ class Watch(msgspec.Struct, frozen=True):
         # base near 1 points up, where there is no room), and a forecast that looked only the way
         # the change pointed once called a real drop futile after one attempt.
         gain = max(self._gain(difference - FAR * error), self._gain(difference + FAR * error))
-        remaining = sum(max(0, self.rule.most - track.judged) for track in self.tracks if track.base)
+        remaining = sum(max(0, self.most(track) - track.judged) for track in self.tracks if track.base)
         if left is not None and remaining:
             gain *= min(1.0, left / remaining)
         return gain
@@ -353,7 +432,7 @@ class Watch(msgspec.Struct, frozen=True):
             if not track.base:
                 continue
             base_left = len(track.base) - track.used
-            candidate_left = max(0, self.rule.most - track.judged)
+            candidate_left = max(0, self.most(track) - track.judged)
             if base_left == 0 or candidate_left == 0:
                 continue
             rate = (sum(track.base) + 0.5) / (len(track.base) + 1)

@@ -443,6 +443,7 @@ class VoteView(View, frozen=True, array_like=True):
     grade: str | None
     evidence: str | None
     found: bool | None
+    weak: str | None = None  # found, but no evidence: why in words (``dialog.Evidence.said``)
 
 
 class SplitView(View, frozen=True, array_like=True):
@@ -469,6 +470,8 @@ class DecisionView(View, frozen=True, array_like=True):
     # Whether people may label it right or wrong: False for what stands in for a decision (the
     # agent failed, nothing judged), which no judge or check made.
     markable: bool = True
+    # Found in the dialogue but no evidence (too short, a piece of a word, the user's): why, in words.
+    weak: str | None = None
     # How the votes fell: all of them first, then each judge's when a panel decided (empty: one decision).
     split: list[SplitView] = []
 

@@ -161,7 +161,7 @@ const Convy = (() => {
       busy: "service stayed busy",
       not_trusted: "judge not confident enough",
       split: "the judge split",
-      unquoted: "evidence not in the dialogue",
+      unquoted: "no quote of a few of the agent's own words",
       unseen: "no reply held the agent's calls path",
       agent: "agent failed",
       claim: "a claim failed",

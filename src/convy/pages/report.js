@@ -216,7 +216,7 @@
       j.agent_model || j.agent_provider ? ["agent's model", (j.agent_model || "—") + (j.agent_provider ? " (" + j.agent_provider + ")" : "")] : null,
       j.repeats > 1 ? ["self-agreement", pct(j.agreement)] : null,
       several ? ["Fleiss' κ", kappa(j.kappa) + " · " + j.kappa_reading + " · " + fmt.int(j.kappa_subjects) + " decisions"] : null,
-      ["evidence not in the dialogue", fmt.int(j.unquoted) + " of " + fmt.int(j.decisions) + " decisions"],
+      ["evidence weak or not in the dialogue", fmt.int(j.unquoted) + " of " + fmt.int(j.decisions) + " decisions"],
       j.repeats > 1 ? ["ambiguous claims", fmt.int(j.ambiguous)] : null,
       several ? ["claims the judges disagree on", fmt.int(j.disagree)] : null,
     ];
@@ -241,10 +241,10 @@
       const flags = [];
       if (row.ambiguous) flags.push(h("div", { class: "st st-never flag-ambiguous" }, "ambiguous claim: rewrite it"));
       if (row.disagree) flags.push(h("div", { class: "st st-flaky flag-disagree" }, "the judges disagree on it"));
-      if (row.unquoted) flags.push(h("div", { class: "st st-flaky flag-unquoted" }, fmt.int(row.unquoted) + " quote" + (row.unquoted === 1 ? "" : "s") + " not in the dialogue"));
+      if (row.unquoted) flags.push(h("div", { class: "st st-flaky flag-unquoted" }, fmt.int(row.unquoted) + " quote" + (row.unquoted === 1 ? "" : "s") + " weak or not in the dialogue"));
       const links = [];
       if (row.split.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "votes divided: "), row.split.map((one) => link(row, one)), row.dissents > row.split.length ? h("span", { class: "muted" }, " +" + fmt.int(row.dissents - row.split.length) + " more") : null));
-      if (row.unfound.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "quote not found: "), row.unfound.map((one) => link(row, one)), row.unquoted > row.unfound.length ? h("span", { class: "muted" }, " +" + fmt.int(row.unquoted - row.unfound.length) + " more") : null));
+      if (row.unfound.length) links.push(h("div", { class: "small" }, h("span", { class: "muted" }, "quote weak or not found: "), row.unfound.map((one) => link(row, one)), row.unquoted > row.unfound.length ? h("span", { class: "muted" }, " +" + fmt.int(row.unquoted - row.unfound.length) + " more") : null));
       return h("tr", { class: flagged(row) ? "flagged" : null },
         h("th", { scope: "row", class: "claim-name" }, h("span", { class: "id" }, row.scenario), " · ", row.claim),
         h("td", { class: "num" }, fmt.int(row.decisions)),
@@ -261,7 +261,7 @@
       h("p", { class: "muted small" },
         (j.repeats > 1 ? "A claim is ambiguous when the judge agrees with itself less than 90% of the time, or a decision's votes tied: rewrite it so that it has one reading. " : "") +
         (several ? "The judges disagree on a claim when fewer than 80% of judge pairs agree. κ: 1 perfect, 0 chance. " : "") +
-        "A quote not in the dialogue may be the judge's invention: open the attempt to check."),
+        "A quote not in the dialogue may be the judge's invention, and one too short, a piece of a word or the user's words proves nothing of the agent: open the attempt to check."),
       h("div", { class: "table-wrap" }, h("table", { class: "grid judging-claims" }, h("thead", null, head), h("tbody", null, body))),
       rows.length > JUDGING_ROWS ? h("p", { class: "muted small" }, fmt.int(rows.length - JUDGING_ROWS) + " more claims, flagged first, are left out") : null);
   }

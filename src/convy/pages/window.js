@@ -398,9 +398,12 @@ const Scene = (() => {
     if (one.evidence === null || one.evidence === undefined) return null;
     const found = one.found === true;
     const quote = h("q", { class: "quote" }, one.evidence);
-    const flag = found
-      ? h("span", { class: "flag flag-found" }, "✓ in the dialogue")
-      : h("span", { class: "flag flag-missing" }, "⚠ evidence not in the dialogue");
+    // Found is not enough: a quote too short, a piece of a word or the user's words is flagged (dialog.Quote).
+    const flag = !found
+      ? h("span", { class: "flag flag-missing" }, "⚠ evidence not in the dialogue")
+      : one.weak
+        ? h("span", { class: "flag flag-missing flag-weak" }, "⚠ weak evidence: " + one.weak)
+        : h("span", { class: "flag flag-found" }, "✓ in the dialogue");
     let show = null;
     if (found && shown) {
       const note = h("span", { class: "muted small shown-note", role: "status" });
@@ -415,7 +418,7 @@ const Scene = (() => {
           note.textContent = on && !marked ? "not located in the drawn text" : "";
         } }, on ? "Hide in the dialogue" : "Show in the dialogue"), note];
     }
-    return h("div", { class: "evidence" + (found ? " found" : " missing") },
+    return h("div", { class: "evidence" + (found && !one.weak ? " found" : " missing") },
       h("span", { class: "label" }, "Evidence: "), quote, " ", flag, show ? " " : null, show);
   }
 
