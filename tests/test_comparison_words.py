@@ -116,12 +116,12 @@ def test_a_pair_that_is_not_comparable_gets_no_verdict_and_fails_the_gate(pairs:
 
 
 def test_same_needs_an_interval_within_ten_points_and_unjudged_is_undecided() -> None:
-    from convy.comparison import Said
+    from convy.comparison import Changes
 
-    same = Said.change("s", Tally(300, 300), Tally(299, 300), 1.0, 1.0, "worse")
+    same = Changes.change("s", Tally(300, 300), Tally(299, 300), 1.0, 1.0, "worse")
     assert (same.change, same.said) == ("same", "same (within ±10 pts)")
-    few = Said.change("s", Tally(3, 3), Tally(3, 3), 1.0, 1.0, "same")
+    few = Changes.change("s", Tally(3, 3), Tally(3, 3), 1.0, 1.0, "same")
     assert (few.change, few.said) == ("undecided", "undecided at 3 attempts")
-    none = Said.change("s", Tally(0, 0), Tally(3, 3), 1.0, 1.0, "same")
+    none = Changes.change("s", Tally(0, 0), Tally(3, 3), 1.0, 1.0, "same")
     assert (none.change, none.said) == ("undecided", "undecided: not judged in both runs")
-    assert Said((none, few)).counts() == "0 worse, 0 better, 2 undecided at 3 attempts (no change seen; 1 not judged in both runs), 0 same (within ±10 pts)"
+    assert Changes((none, few)).counts() == "0 worse, 0 better, 2 undecided at 3 attempts (no change seen; 1 not judged in both runs), 0 same (within ±10 pts)"

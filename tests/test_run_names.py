@@ -60,6 +60,13 @@ def test_a_named_run_keeps_and_shows_its_name_everywhere(echo_project: Path) -> 
     assert again.stdout.startswith('a · "prompt B": '), again.stdout
     assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["spec"]["name"] == "prompt B"
 
+    # Re-judged, its dialogues keep their name: the new run's origin says it is a re-judge.
+    rejudged = convy(echo_project, "rejudge", folder.name)
+    assert rejudged.returncode == 0, rejudged.stderr
+    (new,) = [one for one in (echo_project / "results" / "a").iterdir() if one.name != folder.name]
+    spec = json.loads((new / "run.json").read_text(encoding="utf-8"))["spec"]
+    assert (spec["name"], spec["origin"]["run"]) == ("prompt B", folder.name)
+
 
 def test_a_run_with_no_name_has_none(echo_project: Path) -> None:
     done = convy(echo_project, "run")

@@ -301,7 +301,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             trouble=self.trouble(),
             sequential=None if played is None else played.view(),
             notes=self.notes(),
-            scenarios_said=Said(tuple(changes)).counts(),
+            scenarios_said=Changes(tuple(changes)).counts(),
         )
 
     def _delta(self, paired: Paired, rows: list[tuple[str, Tally, Tally]]) -> Interval | None:
@@ -332,7 +332,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         moved = sum(1 for change in judged if change.seen == direction)
         return (
             f"real ({direction}) across these scenarios taken together, though no single scenario is decided "
-            f"at {Said(tuple(judged)).attempts()} ({moved} of {len(judged)} moved that way)"
+            f"at {Changes(tuple(judged)).attempts()} ({moved} of {len(judged)} moved that way)"
         )
 
     def played_against(self) -> PlayedAgainst | None:
@@ -380,7 +380,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         tests = [Fisher(Stratum(a.passed, a.judged, b.passed, b.judged)).test() for _, a, b in strata]
         adjusted = Adjusted(tuple(test.p for test in tests)).values()
         changes = [
-            Said.change(scenario, a, b, test.p, fixed, test.direction)
+            Changes.change(scenario, a, b, test.p, fixed, test.direction)
             for (scenario, a, b), test, fixed in zip(strata, tests, adjusted, strict=True)
         ]
         order = {"worse": 0, "better": 1, "undecided": 2, "same": 3}
@@ -616,7 +616,7 @@ def comparable(base: Read, candidate: Read) -> bool:
     return not Comparison(base, candidate).banner()
 
 
-class Said(msgspec.Struct, frozen=True):
+class Changes(msgspec.Struct, frozen=True):
     """Scenarios' changes in words: each one's, and their counts, as every output says them."""
 
     changes: tuple[ScenarioChange, ...]
@@ -673,7 +673,7 @@ class Said(msgspec.Struct, frozen=True):
         parts: list[str] = []
         if judged:
             seen = [f"{sum(1 for one in judged if one.seen == way)} {way} seen" for way in ("worse", "better")]
-            said += f" at {Said(tuple(judged)).attempts()}"
+            said += f" at {Changes(tuple(judged)).attempts()}"
             parts.append(", ".join(one for one in seen if not one.startswith("0 ")) or "no change seen")
         if len(undecided) > len(judged):
             parts.append(f"{len(undecided) - len(judged)} not judged in both runs")

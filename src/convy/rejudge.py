@@ -181,6 +181,7 @@ class Rejudge(msgspec.Struct, frozen=True):
                 ),
                 skipped=tuple(skipped),
                 convy=VERSION,
+                name=source.name,  # a re-judge of "prompt B" is still prompt B's dialogues; its origin says re-judged
                 origin=Origin(dialogues.folder.parent.name, dialogues.folder.name),
                 judging=settings.judging(),
                 user_checks=source.user_checks,  # no user plays: the source's, as it checked its dialogues
