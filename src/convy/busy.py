@@ -97,12 +97,23 @@ _SHARE_HELD_CUT = 0.975
 class Busy(Exception):
     """A service refused a request before acting on it; sending it again is safe.
 
-    ``retry_after`` is the seconds the service asked to wait, when it said.
+    ``retry_after`` is the seconds the service asked to wait, when it said. ``final`` marks a
+    request already sent again until the participant's patience ran out (``Places.resent``): the
+    turn it was part of is not played again. ``spent`` is what the agent's turn had spent before
+    the refusal (an ``agent.Answer`` whose text is unused: its requests and steps), given by an
+    agent that knows it, so an attempt that ends on it keeps them.
     """
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, spent: Any = None, final: bool = False) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+        self.spent = spent
+        self.final = final
+
+    def spending(self, spent: Any) -> Busy:
+        """The same refusal, carrying what the turn had ``spent`` (an ``agent.Answer``)."""
+        return Busy(str(self), self.retry_after, spent, self.final)
+
 
 
 class Patience(msgspec.Struct, frozen=True):
@@ -246,6 +257,7 @@ class Places:
         self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
         self._waited: _Send | None = None  # the latest send that waited there
         self._services = services or Services()
+        self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
 
     # --- places at once --------------------------------------------------------------------------
 
@@ -304,6 +316,24 @@ class Places:
         pause a service asked for but not for the pace: opening a conversation, which sends
         nothing for convy's own agents."""
         return self._tried(request, held=False, paced=paced)
+
+    def resent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
+        """``request``, one of the requests an agent sends inside a turn (``TURN``), sent at the
+        participant's pace and again while its service is busy, on its own: never the whole turn.
+        Once its patience runs out the ``Busy`` raised is ``final``. From the first of them on,
+        the participant's turns are no longer paced as requests themselves (``inward``): their
+        requests are."""
+        self.inward = True
+        return self._resent(request)
+
+    async def _resent(self, request: Callable[[], Awaitable[T]]) -> T:
+        token = TURN.set(None)  # the request itself sends nothing more through this turn
+        try:
+            return await self._tried(request, held=False)
+        except Busy as busy:
+            raise Busy(str(busy), busy.retry_after, busy.spent, final=True) from busy
+        finally:
+            TURN.reset(token)
 
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
         """The first try. When it waits for nothing (``_clear``) it is sent now, for a fraction of
@@ -852,6 +882,12 @@ class Places:
         waits = WAITS.get()
         if waits is not None and seconds > 0.001:
             waits.noted.append(Wait(self.who, start - waits.origin, seconds, why))
+
+
+# The agent's places while one of its turns is under way: each request the agent sends through
+# convy's HTTP layer in that turn is sent again on its own while its service is busy
+# (``Places.resent``), so a refused request never makes the whole turn play again.
+TURN: ContextVar[Places | None] = ContextVar("convy_turn", default=None)
 
 
 class _Answered(Generic[T]):
