@@ -940,20 +940,8 @@ class _ChatConversation:
         except ModelFailure as failure:
             raise AgentFailure(f"{self._agent.endpoint.shown()}: {failure}", Answer("", NoUsage())) from failure
         answer = self._agent.answer(reply, headers)
-        said: dict[str, Any] = {"role": "assistant", "content": answer.text}
-        calls = _tool_calls(reply)
-        if calls:  # sent back as they came, so the next turn's history is what the model said
-            said["tool_calls"] = calls
-        self._messages = [*messages, said]
+        self._messages = [*messages, {"role": "assistant", "content": answer.text}]
         return answer
-
-
-def _tool_calls(reply: Any) -> list[Any]:
-    match reply:
-        case {"choices": [{"message": {"tool_calls": list(calls)}}, *_]}:
-            return calls
-        case _:
-            return []
 
 
 def _chat_endpoint(given: Any, key: Any) -> JsonEndpoint:
