@@ -5,6 +5,9 @@ It is the kind of agent convy is for: a model that talks to the user and calls a
 model asks for the tool, the agent runs it and sends the result back, up to three times, and the
 answer reports every call as a step, so checks such as ``{called: lookup_order}`` can see it, and
 every request's usage (``Requests``), so the run's tokens and cost are what the gateway reported.
+A turn's messages join the conversation only once the turn is answered; a request the gateway
+refuses (429, 503) is sent again by convy on its own, never the whole turn, and a turn that breaks
+off says what it had spent, so no request, token or tool call goes uncounted.
 
 Set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env to run it (see gateway.py); until then it is
 absent and ``convy run`` skips it. Its requests follow the gateway's settings as the models' do:
