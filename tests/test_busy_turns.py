@@ -154,3 +154,54 @@ def test_a_storm_against_a_sliding_window_keeps_what_the_server_answered() -> No
         assert user_twice(server) == 0
         assert len([usage for answer in answers for usage in answer.requests()]) == answered == 24
         assert calls(answers) == shop.tool_calls == 12
+
+
+def test_a_wait_for_a_busy_service_inside_a_turn_is_not_the_agents_time() -> None:
+    """A request of a turn refused with Retry-After 5 s under a turn limit of 2 s: the wait is not
+    counted against the limit (virtual time: no clock is waited on), the turn is answered; an agent
+    that takes 3 s of its own is still out of time."""
+    from clock import in_virtual_time
+
+    from convy.agent import OutOfTime
+    from convy.busy import TURN
+
+    class Slow:
+        def __init__(self, refusals: int, works: float) -> None:
+            self.refusals, self.works = refusals, works
+
+        def conversation(self) -> Any:
+            agent = self
+
+            class Opened:
+                async def __aenter__(self) -> Opened:
+                    return self
+
+                async def __aexit__(self, *exc: object) -> None:
+                    return None
+
+                async def turn(self, message: Message) -> Answer:
+                    async def request() -> str:
+                        if agent.refusals:
+                            agent.refusals -= 1
+                            raise Busy("429 Too Many Requests", 5.0)
+                        await asyncio.sleep(agent.works)
+                        return "answered"
+
+                    places = TURN.get()
+                    assert places is not None
+                    return Answer(await places.resent(request))
+
+            return Opened()
+
+    async def turn(agent: Slow) -> Answer:
+        places = Places(1, patience=Patience(60.0, 0.01))
+        async with QueuedAgent(TimeLimited(agent, turn=2.0), places).conversation() as conversation:
+            return await conversation.turn(Message("hi"))
+
+    assert in_virtual_time(lambda: turn(Slow(2, 0.5))).text == "answered"
+    try:
+        in_virtual_time(lambda: turn(Slow(1, 3.0)))
+    except OutOfTime:
+        pass
+    else:
+        raise AssertionError("3 s of the agent's own work is past its 2 s limit")

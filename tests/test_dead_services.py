@@ -449,13 +449,14 @@ def test_a_chat_agent_takes_a_base_url_as_every_other_client_does(made: Made, ga
     URL does (issue 26: it used to post to the URL as given, and get 404)."""
     (made.folder / "agents" / "chat.py").write_text(
         "from convy import ChatAgent\n\n"
-        f'agent = ChatAgent("{gateway.url}/v1", model="agent-model")\n'
+        f'agent = ChatAgent("{gateway.url}/v1", model="agent-model", key="{KEY}", extra={{"tools": []}})\n'
     )
     dotenv(made, gateway.url + "/v1")
 
     ran = made.ran("run", "chat", "-k", "1")
 
-    assert ran.returncode in (0, 1), ran.stderr
+    assert "answered 404" not in ran.stdout + ran.stderr, ran.stdout + ran.stderr
+    assert KEY not in ran.stdout + ran.stderr
     posted = {request.path for request in gateway.received if request.json and request.json.get("model") == "agent-model"}
     assert posted == {"/v1/chat/completions"}
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from convy.busy import TURN, Busy, Places
-from convy.deadlines import Deadlines
+from convy.deadlines import LIMIT, Deadlines
 from convy.problems import Outside
 
 
@@ -283,6 +283,7 @@ class _Limited:
 
     async def turn(self, message: Message) -> Answer:
         scope = self._limits.deadlines.limit(self._limits.turn)
+        token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:
                 return await self._inner.turn(message)
@@ -290,6 +291,8 @@ class _Limited:
             if not scope.expired():
                 raise  # the agent's own timeout: its failure, not convy's time limit
             raise OutOfTime(f"the agent did not answer within {self._limits.turn:g} s") from error
+        finally:
+            LIMIT.reset(token)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None

@@ -39,6 +39,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
+from convy.deadlines import LIMIT
 from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
@@ -327,7 +328,9 @@ class Places:
         return self._resent(request)
 
     async def _resent(self, request: Callable[[], Awaitable[T]]) -> T:
-        token = TURN.set(None)  # the request itself sends nothing more through this turn
+        # The request itself sends nothing more through this turn. Its waits for a pause or the
+        # pace are not counted against the turn's time limit (``deadlines.LIMIT``, held in ``_later``).
+        token = TURN.set(None)
         try:
             return await self._tried(request, held=False)
         except Busy as busy:
@@ -437,7 +440,12 @@ class Places:
                 finally:
                     seat.release()
             else:
-                send = await self._turn(rank, paced, refused_at)
+                limit = LIMIT.get()  # the agent's turn's time limit, which a wait is not counted against
+                if limit is None:
+                    send = await self._turn(rank, paced, refused_at)
+                else:
+                    with limit.held():
+                        send = await self._turn(rank, paced, refused_at)
                 told = self._told(send, paced)
                 answer = await self._asked(request, told, send, paced)
             match answer:
