@@ -406,10 +406,12 @@ class _Retried(msgspec.Struct, frozen=True):
 class QueuedAgent(msgspec.Struct, frozen=True):
     """The same agent, holding one of its places for as long as a conversation is open.
 
-    Opening a conversation and each turn that the agent's service refused unprocessed (``Busy``)
-    are tried again at the agent's pace while its patience lasts; nothing else is ever resent.
-    The agent's ``per_minute`` counts turns: opening waits for a pause the service asked for, but
-    takes no slot of the minute.
+    Opening a conversation that the agent's service refused unprocessed (``Busy``) is tried again
+    while its patience lasts; each turn is ``turned``: the requests the agent sends through convy's
+    HTTP layer are resent one by one, never the turn (only a ``Busy`` of the agent's own code plays
+    a turn again); nothing else is ever resent. The agent's ``per_minute`` counts turns, or the
+    requests of a turn where they go through convy's HTTP layer: opening waits for a pause the
+    service asked for, but takes no slot of the minute.
     """
 
     agent: Agent
