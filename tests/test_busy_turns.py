@@ -187,9 +187,9 @@ def test_a_wait_for_a_busy_service_inside_a_turn_is_not_the_agents_time() -> Non
                         await asyncio.sleep(agent.works)
                         return "answered"
 
-                    places = TURN.get()
-                    assert places is not None
-                    return Answer(await places.resent(request))
+                    turn = TURN.get()
+                    assert turn is not None
+                    return Answer(await turn.resent(request))
 
             return Opened()
 
@@ -205,3 +205,30 @@ def test_a_wait_for_a_busy_service_inside_a_turn_is_not_the_agents_time() -> Non
         pass
     else:
         raise AssertionError("3 s of the agent's own work is past its 2 s limit")
+
+
+def test_a_chat_agents_refused_turn_is_sent_once_more_and_a_busy_past_patience_spent_nothing() -> None:
+    from convy.http import ChatAgent
+
+    with StandIn() as server:
+        agent = ChatAgent(server.url + "/v1", model="agent-model", system="Be kind.")
+
+        async def main() -> list[Answer]:
+            places = Places(1, patience=Patience(2.0, 0.01))
+            async with QueuedAgent(TimeLimited(agent), places).conversation() as conversation:
+                first = await conversation.turn(Message("Hello"))
+                server.faults(Status(429, retry_after_ms=5))
+                return [first, await conversation.turn(Message("Where is A-1043?"))]
+
+        answers = asyncio.run(main())
+        assert [request.status for request in server.received] == [200, 429, 200]
+        assert user_twice(server) == 0
+        assert len([usage for answer in answers for usage in answer.requests()]) == 2
+
+        server.faults(*[Status(429, retry_after_ms=5) for _ in range(1000)])
+        try:
+            played(agent, Places(1, patience=Patience(0.2, 0.01)), "Hello")
+        except Busy as busy:
+            assert busy.final and busy.spent is None, "a refused request is not a request spent"
+        else:
+            raise AssertionError("the turn should have ended busy")

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from convy.busy import TURN, Busy, Places
+from convy.busy import TURN, Busy, Places, Turn
 from convy.deadlines import LIMIT, Deadlines
 from convy.problems import Outside
 
@@ -366,9 +366,13 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
     answer then holds what every try spent (their requests and tool calls, ``joined``), and so
     does the ``Busy`` that ends a turn (``Busy.spent``)."""
     tries: list[Answer] = []
+    # A turn whose requests are paced one by one (``inward``) takes no slot of the pace itself; one
+    # begun before that was known is paced as a request, and its requests are not paced again.
+    inward = places.inward
+    under_way = Turn(places, paced=inward)
 
     async def one() -> Answer:
-        token = TURN.set(places)
+        token = TURN.set(under_way)
         try:
             return await turn()
         except Busy as busy:
@@ -384,8 +388,7 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
             TURN.reset(token)
 
     try:
-        # A turn whose requests are paced one by one (``inward``) takes no slot of the pace itself.
-        answer = await places.retried(one, paced=not places.inward)
+        answer = await places.retried(one, paced=not inward)
     except _Final as final:
         raise Busy(str(final.busy), final.busy.retry_after, joined(tries), final=True) from final.busy
     except Busy as busy:

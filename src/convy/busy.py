@@ -318,21 +318,22 @@ class Places:
         nothing for convy's own agents."""
         return self._tried(request, held=False, paced=paced)
 
-    def resent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
-        """``request``, one of the requests an agent sends inside a turn (``TURN``), sent at the
-        participant's pace and again while its service is busy, on its own: never the whole turn.
-        Once its patience runs out the ``Busy`` raised is ``final``. From the first of them on,
-        the participant's turns are no longer paced as requests themselves (``inward``): their
-        requests are."""
+    def resent(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
+        """``request``, one of the requests an agent sends inside a turn (``TURN``), sent again
+        while its service is busy, on its own: never the whole turn. Once its patience runs out
+        the ``Busy`` raised is ``final``. From the first of them on, the participant's turns are no
+        longer paced as requests themselves (``inward``): their requests are. In a turn that was
+        paced itself (begun before that was known), its requests are not paced again (``paced``
+        False): they wait only for a pause the service asked for."""
         self.inward = True
-        return self._resent(request)
+        return self._resent(request, paced)
 
-    async def _resent(self, request: Callable[[], Awaitable[T]]) -> T:
+    async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool) -> T:
         # The request itself sends nothing more through this turn. Its waits for a pause or the
         # pace are not counted against the turn's time limit (``deadlines.LIMIT``, held in ``_later``).
         token = TURN.set(None)
         try:
-            return await self._tried(request, held=False)
+            return await self._tried(request, held=False, paced=paced)
         except Busy as busy:
             raise Busy(str(busy), busy.retry_after, busy.spent, final=True) from busy
         finally:
@@ -892,10 +893,25 @@ class Places:
             waits.noted.append(Wait(self.who, start - waits.origin, seconds, why))
 
 
-# The agent's places while one of its turns is under way: each request the agent sends through
-# convy's HTTP layer in that turn is sent again on its own while its service is busy
-# (``Places.resent``), so a refused request never makes the whole turn play again.
-TURN: ContextVar[Places | None] = ContextVar("convy_turn", default=None)
+class Turn:
+    """An agent's turn under way: its participant's places, and whether its requests are paced
+    (they are unless the turn itself was, ``Places.resent``)."""
+
+    __slots__ = ("places", "paced")
+
+    def __init__(self, places: Places, paced: bool) -> None:
+        self.places = places
+        self.paced = paced
+
+    def resent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
+        """``request`` sent within this turn's places, again on its own while its service is busy."""
+        return self.places.resent(request, self.paced)
+
+
+# The agent's turn under way: each request the agent sends through convy's HTTP layer in that turn
+# is sent again on its own while its service is busy (``Turn.resent``), so a refused request never
+# makes the whole turn play again.
+TURN: ContextVar[Turn | None] = ContextVar("convy_turn", default=None)
 
 
 class _Answered(Generic[T]):

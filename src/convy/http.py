@@ -931,8 +931,6 @@ class _ChatConversation:
             else:
                 response = await self._connection.response(body)
                 reply, headers = response.value, response.headers
-        except Busy as busy:
-            raise busy.spending(Answer("", NoUsage())) if busy.final else busy
         except HttpFailure as failure:
             # A request the service took, whose reply broke off or could not be read, still
             # counts: one request, its tokens not reported.
