@@ -13,7 +13,8 @@ its failure, ``TimeLimited`` bounds how long an agent may take (and holds it acc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Coroutine
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from decimal import Decimal
 from types import TracebackType
@@ -21,8 +22,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from convy.busy import Busy, Places
-from convy.deadlines import Deadlines
+from convy.busy import TURN, Busy, Places, Turn
+from convy.deadlines import LIMIT, Deadlines
 from convy.problems import Outside
 
 
@@ -144,8 +145,14 @@ class AgentFailure(Exception):
     """The agent could not take part: it raised, gave an answer convy cannot read, or broke off.
 
     The attempt ends as failed without asking the judge, so a broken agent cannot pass on what it
-    said before it broke.
+    said before it broke. ``spent`` is what the turn it broke off had spent, when the agent knows
+    (an ``Answer`` whose text is unused: its requests and steps): the attempt keeps it
+    (``Outcome.agent_ending``), so a failed turn's requests, tokens and tool calls still count.
     """
+
+    def __init__(self, message: str = "", spent: Answer | None = None) -> None:
+        super().__init__(message)
+        self.spent = spent
 
 
 class OutOfTime(AgentFailure):
@@ -276,6 +283,7 @@ class _Limited:
 
     async def turn(self, message: Message) -> Answer:
         scope = self._limits.deadlines.limit(self._limits.turn)
+        token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:
                 return await self._inner.turn(message)
@@ -283,6 +291,8 @@ class _Limited:
             if not scope.expired():
                 raise  # the agent's own timeout: its failure, not convy's time limit
             raise OutOfTime(f"the agent did not answer within {self._limits.turn:g} s") from error
+        finally:
+            LIMIT.reset(token)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
@@ -324,24 +334,87 @@ class TimeLimited(msgspec.Struct, frozen=True):
         return _Limited(self)
 
 
+def joined(tries: Iterable[Answer], answer: Answer | None = None) -> Answer | None:
+    """The answer of a turn that took several tries: the text of ``answer`` (the try answered)
+    with the requests and steps of every try, earlier ones first; ``None`` when there is nothing."""
+    every = [*tries, *(() if answer is None else (answer,))]
+    if not every:
+        return None
+    if len(every) == 1:
+        return every[0]
+    last = every[-1]
+    requests = tuple(usage for one in every for usage in one.requests())
+    steps = tuple(step for one in every for step in one.steps)
+    return msgspec.structs.replace(last, usage=Requests(requests), steps=steps)
+
+
+class _Final(Exception):
+    """A ``Busy`` that must not make the turn play again, carried past ``Places.retried``."""
+
+    def __init__(self, busy: Busy) -> None:
+        super().__init__(str(busy))
+        self.busy = busy
+
+
+async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answer:
+    """One turn of an agent within its places.
+
+    While it runs, each request the agent sends through convy's HTTP layer is sent again on its
+    own while its service is busy (``busy.TURN``), so nothing the agent has done is done again.
+    A ``Busy`` raised past that (``final``: its patience ran out) ends the turn. A ``Busy`` of the
+    agent's own code, which convy could not send again by itself, plays the whole turn again; the
+    answer then holds what every try spent (their requests and tool calls, ``joined``), and so
+    does the ``Busy`` that ends a turn (``Busy.spent``)."""
+    tries: list[Answer] = []
+    # A turn whose requests are paced one by one (``inward``) takes no slot of the pace itself; one
+    # begun before that was known is paced as a request, and its requests are not paced again.
+    inward = places.inward
+    under_way = Turn(places, paced=inward)
+
+    async def one() -> Answer:
+        token = TURN.set(under_way)
+        try:
+            return await turn()
+        except Busy as busy:
+            match busy.spent:
+                case Answer() as spent:
+                    tries.append(spent)
+                case _:
+                    pass
+            if busy.final:
+                raise _Final(busy) from busy
+            raise
+        finally:
+            TURN.reset(token)
+
+    try:
+        answer = await places.retried(one, paced=not inward)
+    except _Final as final:
+        raise Busy(str(final.busy), final.busy.retry_after, joined(tries), final=True) from final.busy
+    except Busy as busy:
+        raise Busy(str(busy), busy.retry_after, joined(tries), final=True) from busy
+    return joined(tries, answer) or answer
+
+
 class _Retried(msgspec.Struct, frozen=True):
-    """A conversation whose turns a busy agent refused are sent again, as its places allow."""
+    """A conversation within its agent's places: each turn ``turned``."""
 
     origin: Conversation
     places: Places
 
     def turn(self, message: Message) -> Coroutine[Any, Any, Answer]:
-        # The coroutine of ``retried`` itself, to be awaited: one coroutine less for each turn.
-        return self.places.retried(lambda: self.origin.turn(message))
+        return turned(self.places, functools.partial(self.origin.turn, message))
 
 
 class QueuedAgent(msgspec.Struct, frozen=True):
     """The same agent, holding one of its places for as long as a conversation is open.
 
-    Opening a conversation and each turn that the agent's service refused unprocessed (``Busy``)
-    are tried again at the agent's pace while its patience lasts; nothing else is ever resent.
-    The agent's ``per_minute`` counts turns: opening waits for a pause the service asked for, but
-    takes no slot of the minute.
+    Opening a conversation that the agent's service refused unprocessed (``Busy``) is tried again
+    while its patience lasts; each turn is ``turned``: the requests the agent sends through convy's
+    HTTP layer are resent one by one, never the turn (only a ``Busy`` of the agent's own code plays
+    a turn again); nothing else is ever resent. The agent's ``per_minute`` counts turns, or the
+    requests of a turn where they go through convy's HTTP layer: opening waits for a pause the
+    service asked for, but takes no slot of the minute.
     """
 
     agent: Agent

@@ -451,7 +451,10 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     @Once
     def _agent_usage(self) -> tuple[Usage | NoUsage, ...]:
-        return tuple(usage for turn in self.outcome.transcript.turns for usage in turn.answer.requests())
+        broken = self.outcome.agent_ending
+        return tuple(usage for turn in self.outcome.transcript.turns for usage in turn.answer.requests()) + (
+            () if broken is None else broken.requests()
+        )
 
     @Once
     def _user_usage(self) -> tuple[Usage | NoUsage, ...]:
@@ -530,6 +533,11 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             user_sizes.append(float(asked.input + asked.output))
                     case NoUsage():
                         user.append(asked)
+        broken = None if outcome.rejudged else outcome.agent_ending
+        if broken is not None:  # the requests of the turn the agent broke off
+            each = broken.requests()
+            agent.extend(each)
+            agent_sizes.extend(float(one.input + one.output) for one in Spent(each).reported())
         ending = () if outcome.rejudged else outcome.user_ending
         if ending:
             user.extend(ending)

@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Protocol
 import msgspec
 
 from convy.adaptive import Adaptive, Rounds
-from convy.agent import Agent, Answer, Message, TimeLimited
+from convy.agent import Agent, Answer, Message, TimeLimited, turned
 from convy.budget import Budget, Counted, Outlay, Spending
 from convy.busy import Patience, Places, Seat, Who
 from convy.conduct import UserChecks, UserReview
@@ -398,7 +398,7 @@ class _Seated(msgspec.Struct, frozen=True):
 
 class _SeatedConversation:
     """A ``_Seated`` agent's conversation: opened as its places allow (again while the service is
-    busy), each turn a service refused sent again at their pace, and the seat given back when it
+    busy), each turn within them (``agent.turned``), and the seat given back when it
     closes. A plain class, entered once: it holds the agent's context manager and conversation
     between the opening and the closing (an ``asynccontextmanager`` and an ``AsyncExitStack``
     cost several times as much, on every attempt)."""
@@ -426,8 +426,9 @@ class _SeatedConversation:
         return opened
 
     def turn(self, message: Message) -> Coroutine[Any, Any, Answer]:
-        # The coroutine of ``retried`` itself, to be awaited: one coroutine less for each turn.
-        return self._seated.places.retried(functools.partial(self._origin.turn, message))
+        # Each request of the turn sent again on its own while busy; the turn only when the
+        # agent's own code said it was refused (``agent.turned``).
+        return turned(self._seated.places, functools.partial(self._origin.turn, message))
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None

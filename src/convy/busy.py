@@ -39,6 +39,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
+from convy.deadlines import LIMIT
 from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
@@ -97,12 +98,23 @@ _SHARE_HELD_CUT = 0.975
 class Busy(Exception):
     """A service refused a request before acting on it; sending it again is safe.
 
-    ``retry_after`` is the seconds the service asked to wait, when it said.
+    ``retry_after`` is the seconds the service asked to wait, when it said. ``final`` marks a
+    request already sent again until the participant's patience ran out (``Places.resent``): the
+    turn it was part of is not played again. ``spent`` is what the agent's turn had spent before
+    the refusal (an ``agent.Answer`` whose text is unused: its requests and steps), given by an
+    agent that knows it, so an attempt that ends on it keeps them.
     """
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, spent: Any = None, final: bool = False) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+        self.spent = spent
+        self.final = final
+
+    def spending(self, spent: Any) -> Busy:
+        """The same refusal, carrying what the turn had ``spent`` (an ``agent.Answer``)."""
+        return Busy(str(self), self.retry_after, spent, self.final)
+
 
 
 class Patience(msgspec.Struct, frozen=True):
@@ -246,6 +258,7 @@ class Places:
         self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
         self._waited: _Send | None = None  # the latest send that waited there
         self._services = services or Services()
+        self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
 
     # --- places at once --------------------------------------------------------------------------
 
@@ -304,6 +317,27 @@ class Places:
         pause a service asked for but not for the pace: opening a conversation, which sends
         nothing for convy's own agents."""
         return self._tried(request, held=False, paced=paced)
+
+    def resent(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
+        """``request``, one of the requests an agent sends inside a turn (``TURN``), sent again
+        while its service is busy, on its own: never the whole turn. Once its patience runs out
+        the ``Busy`` raised is ``final``. From the first of them on, the participant's turns are no
+        longer paced as requests themselves (``inward``): their requests are. In a turn that was
+        paced itself (begun before that was known), its requests are not paced again (``paced``
+        False): they wait only for a pause the service asked for."""
+        self.inward = True
+        return self._resent(request, paced)
+
+    async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool) -> T:
+        # The request itself sends nothing more through this turn. Its waits for a pause or the
+        # pace are not counted against the turn's time limit (``deadlines.LIMIT``, held in ``_later``).
+        token = TURN.set(None)
+        try:
+            return await self._tried(request, held=False, paced=paced)
+        except Busy as busy:
+            raise Busy(str(busy), busy.retry_after, busy.spent, final=True) from busy
+        finally:
+            TURN.reset(token)
 
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
         """The first try. When it waits for nothing (``_clear``) it is sent now, for a fraction of
@@ -407,7 +441,12 @@ class Places:
                 finally:
                     seat.release()
             else:
-                send = await self._turn(rank, paced, refused_at)
+                limit = LIMIT.get()  # the agent's turn's time limit, which a wait is not counted against
+                if limit is None:
+                    send = await self._turn(rank, paced, refused_at)
+                else:
+                    with limit.held():
+                        send = await self._turn(rank, paced, refused_at)
                 told = self._told(send, paced)
                 answer = await self._asked(request, told, send, paced)
             match answer:
@@ -852,6 +891,27 @@ class Places:
         waits = WAITS.get()
         if waits is not None and seconds > 0.001:
             waits.noted.append(Wait(self.who, start - waits.origin, seconds, why))
+
+
+class Turn:
+    """An agent's turn under way: its participant's places, and whether its requests are paced
+    (they are unless the turn itself was, ``Places.resent``)."""
+
+    __slots__ = ("places", "paced")
+
+    def __init__(self, places: Places, paced: bool) -> None:
+        self.places = places
+        self.paced = paced
+
+    def resent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
+        """``request`` sent within this turn's places, again on its own while its service is busy."""
+        return self.places.resent(request, self.paced)
+
+
+# The agent's turn under way: each request the agent sends through convy's HTTP layer in that turn
+# is sent again on its own while its service is busy (``Turn.resent``), so a refused request never
+# makes the whole turn play again.
+TURN: ContextVar[Turn | None] = ContextVar("convy_turn", default=None)
 
 
 class _Answered(Generic[T]):

@@ -2216,8 +2216,6 @@ class Cures(msgspec.Struct, frozen=True):
         ]
 
     def cure(self, one: Unanswered) -> str:
-        from convy.http import ChatAgent  # here: only a run that stopped needs it
-
         first = one.first
         given = f"agents/{self.agent}.py" if one.who == "agent" else "models.py"
         base = first.url.removesuffix("/chat/completions")
@@ -2242,12 +2240,6 @@ class Cures(msgspec.Struct, frozen=True):
                 return f"the key was refused: {held}"
             case 404 if first.url.endswith("/chat/completions") and unversioned:
                 return f"the URL has no /v1: is it {base}/v1?{self._set(self._url(base), given)}"
-            case 404 if one.who == "agent" and isinstance(self.parts.get("agent"), ChatAgent) and not unversioned:
-                # A ChatAgent posts to its URL as given, the whole endpoint (unlike a model's base URL).
-                return (
-                    f"a ChatAgent's URL is the whole endpoint: is it {base.rstrip('/')}/chat/completions?"
-                    f"{self._set(self._url(base), given)}"
-                )
             case 405 | 501 if one.who == "agent":
                 return (
                     "something answers there, but not the agent's endpoint (it takes no POST: a static file server?): "

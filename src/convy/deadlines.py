@@ -8,12 +8,15 @@ one still under way; a limit that ends costs a flag. A ``Deadline`` is used as
 ``asyncio.timeout`` is, with the same meaning: when its time is up, the task is cancelled, and
 the block ends in ``TimeoutError`` unless it was cancelled for another reason too (then the
 cancellation goes on); ``expired`` tells a limit's own ``TimeoutError`` from one raised inside.
+A block inside may be ``held``: its time is not counted, and the limit ends that much later
+(``LIMIT`` is the limit of the agent's turn under way, which a wait for a busy service holds).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from contextvars import ContextVar
 from types import TracebackType
 
 
@@ -22,7 +25,7 @@ class Deadline:
     ``Deadlines.limit``, entered once, with ``async with`` as ``asyncio.timeout`` is or with a
     plain ``with`` around the block's awaits (the same, for two coroutines less)."""
 
-    __slots__ = ("_task", "_cancelling", "_expired", "_ended", "when")
+    __slots__ = ("_task", "_cancelling", "_expired", "_ended", "when", "_held", "_held_at", "_late", "_own")
 
     def __init__(self, when: float) -> None:
         self.when = when
@@ -30,6 +33,34 @@ class Deadline:
         self._cancelling = 0
         self._expired = False
         self._ended = False
+        self._held = 0  # waits under way that the limit does not count (a busy service's)
+        self._held_at = 0.0
+        self._late = False  # its time came while it was held
+        self._own = False  # moved on by a wait: watched by a timer of its own, not its length's
+
+    def held(self) -> _Held:
+        """A block whose time this limit does not count: the limit ends as much later as it lasted
+        (a wait for a busy service inside an agent's turn is not the agent's time)."""
+        return _Held(self)
+
+    def _hold(self) -> None:
+        if not self._held:
+            self._held_at = asyncio.get_running_loop().time()
+        self._held += 1
+
+    def _unhold(self) -> None:
+        self._held -= 1
+        if self._held or self._ended:
+            return
+        loop = asyncio.get_running_loop()
+        self.when += loop.time() - self._held_at
+        self._own, self._late = True, False
+        loop.call_at(self.when, self._rung)
+
+    def _rung(self) -> None:
+        # A timer of its own: a later wait may have moved the limit on since it was armed.
+        if not self._held and asyncio.get_running_loop().time() >= self.when:
+            self._expire()
 
     def expired(self) -> bool:
         """Whether the time ran out while the block was under way."""
@@ -64,8 +95,26 @@ class Deadline:
     def _expire(self) -> None:
         if self._ended or self._task is None:
             return
+        if self._held:  # its time is up only once the wait that holds it is over
+            self._late = True
+            return
         self._expired = True
         self._task.cancel()
+
+
+class _Held:
+    """A block a ``Deadline`` does not count (``Deadline.held``)."""
+
+    __slots__ = ("_deadline",)
+
+    def __init__(self, deadline: Deadline) -> None:
+        self._deadline = deadline
+
+    def __enter__(self) -> None:
+        self._deadline._hold()
+
+    def __exit__(self, *exc: object) -> None:
+        self._deadline._unhold()
 
 
 class Deadlines:
@@ -87,7 +136,7 @@ class Deadlines:
         under_way = self._under_way.get(seconds)
         if under_way is None:
             under_way = self._under_way[seconds] = deque()
-        while under_way and under_way[0]._ended:
+        while under_way and (under_way[0]._ended or under_way[0]._own):
             under_way.popleft()
         under_way.append(deadline)
         if seconds not in self._timers:
@@ -103,9 +152,16 @@ class Deadlines:
         armed = self._timers.pop(seconds)
         now = max(armed, loop.time())
         under_way = self._under_way[seconds]
-        while under_way and (under_way[0]._ended or under_way[0].when <= now):
-            under_way.popleft()._expire()
+        while under_way and (under_way[0]._ended or under_way[0]._own or under_way[0].when <= now):
+            deadline = under_way.popleft()
+            if not deadline._own:  # one moved on by a wait rings by its own timer
+                deadline._expire()
         if under_way:
             when = under_way[0].when
             self._timers[seconds] = when
             loop.call_at(when, self._rung, loop, seconds)
+
+
+# The time limit of the agent's turn under way (``agent.TimeLimited``), held while one of its
+# requests waits for a busy service (``busy.Places.resent``).
+LIMIT: ContextVar[Deadline | None] = ContextVar("convy_turn_limit", default=None)

@@ -40,9 +40,9 @@ from typing import Any, Literal
 import msgspec
 
 from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsage, Reported, Thought, Usage
-from convy.busy import Busy
-from convy.chat import Arguments, Completion
-from convy.problems import HttpFailure, ModelFailure, UrlProblem
+from convy.busy import TURN, Busy
+from convy.chat import Arguments, Chunks, Completion, Prices
+from convy.problems import HttpFailure, ModelFailure, Outside, UrlProblem
 from convy.quota import TOLD, Heard, NoQuota, Quota, Told
 from convy.secrets import Address, Secrets
 from convy.slots import Slotted, nearest
@@ -325,7 +325,17 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     async def response(self, body: Any, path: str = "") -> JsonResponse:
         """The endpoint's answer to ``body`` (posted to the URL, plus ``path``): its JSON and its
-        headers, where some services say more (LiteLLM's proxy gives a reply's cost there)."""
+        headers, where some services say more (LiteLLM's proxy gives a reply's cost there).
+
+        Inside an agent's turn (``busy.TURN``) a request the service refuses (429, 503) is sent
+        again on its own, at the agent's pace, while its patience lasts: the rest of the turn is
+        never played again."""
+        turn = TURN.get()
+        if turn is not None:
+            return await turn.resent(functools.partial(self._response, body, path))
+        return await self._response(body, path)
+
+    async def _response(self, body: Any, path: str) -> JsonResponse:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
         try:
@@ -342,8 +352,22 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
         A stream is whole only with its ``[DONE]``: one that ends without it, or that sends an
         error (an ``error`` event, or an event whose JSON holds an ``error``), is an
-        ``HttpFailure``, as the reply may be cut short and the service may have acted.
+        ``HttpFailure``, as the reply may be cut short and the service may have acted. Inside an
+        agent's turn (``busy.TURN``) the stream is read whole before its events are given, so a
+        refused one is sent again on its own, as ``response`` does.
         """
+        turn = TURN.get()
+        if turn is not None:
+            for event in await turn.resent(functools.partial(self._events_read, body, path)):
+                yield event
+            return
+        async for event in self._events(body, path):
+            yield event
+
+    async def _events_read(self, body: Any, path: str) -> list[Any]:
+        return [event async for event in self._events(body, path)]
+
+    async def _events(self, body: Any, path: str) -> AsyncIterator[Any]:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
         try:
@@ -449,6 +473,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
                     connected=handshaken is not None,
                     url=self._shown(path),
                     plain=handshaken is not None and handshaken.reason in _PLAIN,
+                    reached=False,
                 )
             case httpx2.ReadTimeout():
                 return HttpFailure(
@@ -870,7 +895,9 @@ class JsonAgent(msgspec.Struct, frozen=True):
 
 
 class _ChatConversation:
-    """An open conversation with a ``ChatAgent``: the messages sent so far."""
+    """An open conversation with a ``ChatAgent``: the messages of its answered turns. A turn's
+    message and reply join them only once the turn is answered, so a turn played again never
+    sends the user's message twice."""
 
     def __init__(self, agent: ChatAgent, connection: JsonConnection) -> None:
         self._agent = agent
@@ -881,23 +908,87 @@ class _ChatConversation:
 
     async def turn(self, message: Message) -> Answer:
         messages = [*self._messages, {"role": "user", "content": message.text}]
-        reply = await self._connection.response({"model": self._agent.model, "messages": messages, **self._agent.extra})
-        answer = self._agent.answer(reply.value, reply.headers)
+        body = self._agent.body(messages)
+        try:
+            if self._agent.stream:
+                events = [event async for event in self._connection.events(body)]
+                reply, headers = Chunks(tuple(events)).completion(), {}
+            else:
+                response = await self._connection.response(body)
+                reply, headers = response.value, response.headers
+        except HttpFailure as failure:
+            # A request the service took, whose reply broke off or could not be read, still
+            # counts: one request, its tokens not reported.
+            raise AgentFailure(Outside(failure).named(), Answer("", NoUsage()) if failure.reached else None) from failure
+        except ModelFailure as failure:
+            raise AgentFailure(f"{self._agent.endpoint.shown()}: {failure}", Answer("", NoUsage())) from failure
+        answer = self._agent.answer(reply, headers)
         self._messages = [*messages, {"role": "assistant", "content": answer.text}]
         return answer
 
 
-class ChatAgent(msgspec.Struct, frozen=True):
+def _chat_endpoint(given: Any, key: Any) -> JsonEndpoint:
+    """A ``ChatAgent``'s endpoint: a URL, or a ``JsonEndpoint``, whose path ending in
+    ``/chat/completions`` is the whole endpoint and is otherwise a base URL (as every other
+    client's, ``/chat/completions`` added); with ``key``, its authorization header."""
+    endpoint = _endpoint(given)
+    if not endpoint.url.split("?", 1)[0].split("#", 1)[0].rstrip("/").endswith("/chat/completions"):
+        endpoint = msgspec.structs.replace(endpoint, url=endpoint.at("/chat/completions"))
+    if key is not None:
+        match key:
+            case str(text):
+                secret = text
+            case _ if callable(getattr(key, "get_secret_value", None)):
+                secret = key.get_secret_value()
+            case _:
+                raise ValueError(f"key: give the key as text or a SecretStr, not {type(key).__name__}")
+        if not isinstance(secret, str):
+            raise ValueError("key: its secret value must be text")
+        if secret:
+            endpoint = msgspec.structs.replace(endpoint, headers={**endpoint.headers, "authorization": f"Bearer {secret}"})
+    return endpoint
+
+
+class ChatAgent(msgspec.Struct, frozen=True, repr_omit_defaults=True):
     """An agent that itself speaks Chat Completions: the whole history is sent each turn, and the
-    tool calls it reports (``tool_calls``) become the answer's steps."""
+    tool calls it reports (``tool_calls``) become the answer's calls, so ``called`` checks can be
+    decided.
+
+    ``endpoint`` is a URL or a ``JsonEndpoint``: its base URL, as every other client takes it
+    (``http://host/v1``; ``/chat/completions`` is added), or the whole endpoint (ending in
+    ``/chat/completions``). ``key`` (text, or pydantic's ``SecretStr`` from an ``Env``) goes into
+    the authorization header and nowhere else: it is hidden as every header's value is. With
+    ``stream`` the reply comes as server-sent events and is put together, usage included;
+    ``prices`` prices the tokens a service reports without a cost.
+    """
 
     endpoint: JsonEndpoint
     model: str
     system: str = ""
     extra: dict[str, Any] = {}
+    key: Any = None
+    stream: bool = False
+    prices: Prices = Prices()
 
     def __post_init__(self) -> None:
-        msgspec.structs.force_setattr(self, "endpoint", _endpoint(self.endpoint))
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError("model: the model's name on the server is needed, as model=\"gpt-4o-mini\"")
+        if self.key is None or isinstance(self.key, str) and self.key == _HIDDEN:  # made already
+            msgspec.structs.force_setattr(self, "endpoint", _chat_endpoint(self.endpoint, None))
+            return
+        msgspec.structs.force_setattr(self, "endpoint", _chat_endpoint(self.endpoint, self.key))
+        msgspec.structs.force_setattr(self, "key", _HIDDEN)
+
+    def __repr__(self) -> str:
+        return f"ChatAgent({self.endpoint!r}, model={self.model!r})"
+
+    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request's body for these messages."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return {**body, **self.extra}
 
     @asynccontextmanager
     async def conversation(self) -> AsyncIterator[_ChatConversation]:
@@ -906,7 +997,12 @@ class ChatAgent(msgspec.Struct, frozen=True):
 
     def answer(self, reply: Any, headers: dict[str, str] | None = None) -> Answer:
         try:
-            read = Completion(reply, self.model, headers=headers or {}).read()
+            read = Completion(reply, self.model, self.prices, headers or {}).read()
             return Answer(read.text, read.usage, read.steps)
         except ModelFailure as failure:
-            raise AgentFailure(f"{self.endpoint.shown()}: {failure}") from failure
+            # A reply that came but cannot be read still took a request.
+            raise AgentFailure(f"{self.endpoint.shown()}: {failure}", Answer("", NoUsage())) from failure
+
+
+# What a ChatAgent keeps in place of its key once the key is in its endpoint's header.
+_HIDDEN = "<hidden>"

@@ -175,7 +175,9 @@ class Contained(msgspec.Struct, frozen=True):
         except HttpFailure as error:
             # The service failed the request, not the model its answer: told apart by its kind,
             # here where it is caught, so an attempt it ends is the service's (``NoVerdict.service``).
-            raise ServiceFailure(f"model {self.model.name} failed: {Outside(error).named()}") from error
+            # A request that reached the service is counted, its tokens not reported.
+            spent = (NoUsage(),) if getattr(error, "reached", True) else ()
+            raise ServiceFailure(f"model {self.model.name} failed: {Outside(error).named()}", spent) from error
         except BaseException as error:  # a bug in the model's code (a SystemExit too) must not stop the run
             if not Outside(error).theirs():
                 raise
@@ -346,7 +348,8 @@ class OpenAiModel(msgspec.Struct, frozen=True):
             from convy.http import JsonEndpoint
 
             shown = JsonEndpoint(connection.endpoint.at("/chat/completions")).shown()
-            raise ModelFailure(f"model {self.name}: POST {shown}: {failure}") from None
+            # A reply that came but could not be read still took a request: counted, not reported.
+            raise ModelFailure(f"model {self.name}: POST {shown}: {failure}", (*failure.requests, NoUsage())) from None
 
     async def _connection(self) -> JsonConnection:
         """This model's open client in the running event loop, made on its first request there.

@@ -72,7 +72,8 @@ class HttpFailure(Exception):
     listens there, the host is unknown or does not answer); ``url``, the URL as errors show it
     (no query, no password); ``said``, the start of the error's body with every secret hidden;
     ``model``, the ``model`` field of the JSON that was posted, if it had one; ``plain``, True when
-    TLS was asked for (an ``https://`` URL) and the server answered in plain HTTP. ``incurable``
+    TLS was asked for (an ``https://`` URL) and the server answered in plain HTTP; ``reached``,
+    False when the request never reached the service (no connection, no TLS). ``incurable``
     says whether sending it again could never help (``vital.py`` stops a run on it).
     """
 
@@ -85,10 +86,12 @@ class HttpFailure(Exception):
         said: str = "",
         model: str = "",
         plain: bool = False,
+        reached: bool = True,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.connected = connected
+        self.reached = reached  # whether the request reached the service (False: no connection made)
         self.url = url
         self.said = said
         self.model = model

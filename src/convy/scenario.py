@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 import yaml
 
-from convy.agent import Agent, AgentFailure, Call, Message, NoUsage, OutOfTime, Usage
+from convy.agent import Agent, AgentFailure, Answer, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import WAITS, Busy, Wait, Waits
 from convy.conduct import Conduct, Noted, UserReview
 from convy.dialog import (
@@ -729,6 +729,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         pending = ""
         opened = closed = 0.0
         ending: tuple[tuple[Usage | NoUsage, ...], float] | None = None
+        asked: tuple[tuple[Usage | NoUsage, ...], float] | None = None  # the user's request of the turn under way
+        broken: Answer | None = None  # what the turn the agent broke off had spent, when it said
         simulated = bool(self.user.strip())  # whether a simulated user speaks after the script
         empty = False  # whether the user's model gave an empty reply, its "empty" fault
         # Only AgentFailure and Busy are caught around the dialogue: the agent raises nothing else
@@ -778,10 +780,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                                 spoken_text, usage = said, spoken.usage
                     user_seconds = time.monotonic() - clock - user_start
                     pending = spoken_text
+                    asked = None if scripted else ((usage,), user_seconds)
                     agent_start = time.monotonic() - clock
                     answer = await conversation.turn(Message(spoken_text))
                     agent_seconds = time.monotonic() - clock - agent_start
-                    pending = ""
+                    pending, asked = "", None
                     transcript = transcript + Turn(
                         spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds
                     )
@@ -789,10 +792,16 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             closed = time.monotonic() - mark
         except OutOfTime as failure:
             stop, result = "time_limit", Failed(Outside(failure).text(), pending)
+            broken = _spent(failure.spent)
         except Busy as busy:
             stop, result = "agent_busy", NoVerdict("busy", f"the agent stayed busy: {Outside(busy).text()}")
+            broken = _spent(busy.spent)
         except AgentFailure as failure:
             stop, result = "agent_failed", Failed(Outside(failure).text(), pending)
+            broken = _spent(failure.spent)
+        if asked is not None and ending is None:
+            # The simulated user's request of a turn the agent did not answer: no turn holds it.
+            ending = asked
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
         unchecked: tuple[Unchecked, ...] = ()
@@ -825,6 +834,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             waits=tuple(waits.noted),
             user_ending=() if ending is None else ending[0],
             user_ending_seconds=0.0 if ending is None else ending[1],
+            agent_ending=broken,
             user_faults=faults,
             user_unchecked=unchecked,
         )
@@ -890,6 +900,22 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         )
 
 
+def _spent(given: Any) -> Answer | None:
+    """What a failed turn had spent as the agent's failure carries it: an ``Answer`` (its requests
+    and steps), checked where it enters as the agent's answers are; anything else is nothing."""
+    match given:
+        case Answer():
+            try:
+                return _SPENT.decode(msgspec.json.encode(given))
+            except Exception:  # noqa: BLE001 - the agent's own object, holding anything
+                return None
+        case _:
+            return None
+
+
+_SPENT = msgspec.json.Decoder(Answer)
+
+
 class _Starts:
     """When attempts start, as ISO 8601 text in UTC to the millisecond (what
     ``datetime.isoformat(timespec="milliseconds")`` writes). The text of the whole second is made
@@ -929,8 +955,10 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times, and
     so does each of ``waits``, the stretches spent waiting for a busy service or a pace.
     ``user_ending`` is the simulated user's last request, the one that ended the dialogue — by
-    saying it was done, or by failing after it was answered (no turn holds it) — with its time in
-    ``user_ending_seconds``; ``judge_requests`` holds the judge's requests, those of a judgement
+    saying it was done, by failing after it was answered, or by speaking in a turn the agent then
+    did not answer (no turn holds it) — with its time in ``user_ending_seconds``; ``agent_ending``
+    what the agent's broken-off turn had spent, when its failure said (``AgentFailure.spent``,
+    ``Busy.spent``): its requests and tool calls; ``judge_requests`` holds the judge's requests, those of a judgement
     that failed included, and those of the simulated user's model-decided checks before them.
     ``user_faults`` are what the simulated user's checks found (``conduct.py``), the earliest first,
     and ``user_unchecked`` the model-decided checks asked that were not decided; a line kept before
@@ -958,6 +986,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     rejudged: bool = False
     user_faults: tuple[UserFault, ...] = ()  # what the simulated user's checks found (issue 11)
     user_unchecked: tuple[Unchecked, ...] = ()  # the model-decided checks asked that were not decided, and why
+    agent_ending: Answer | None = None  # what the turn the agent broke off had spent, when it said (issue 26)
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).

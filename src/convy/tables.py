@@ -269,9 +269,13 @@ class AttemptRows(msgspec.Struct, frozen=True):
 
     def tool_calls(self) -> tuple[ToolCallsRow, ...]:
         rows: list[ToolCallsRow] = []
-        for number, turn in enumerate(self.attempt.outcome.transcript.turns, start=1):
+        outcome = self.attempt.outcome
+        # The tool calls of each turn, and of the turn the agent broke off (when it said them).
+        answers = [turn.answer for turn in outcome.transcript.turns]
+        answers.extend(() if outcome.agent_ending is None else (outcome.agent_ending,))
+        for number, answer in enumerate(answers, start=1):
             calls = 0
-            for step_number, step in enumerate(turn.answer.steps, start=1):
+            for step_number, step in enumerate(answer.steps, start=1):
                 match step:
                     case Call(name=name, arguments=arguments, result=result, seconds=seconds):
                         calls += 1
@@ -302,6 +306,10 @@ class AttemptRows(msgspec.Struct, frozen=True):
             # A turn of several requests has its time as a whole, none of them its own.
             seconds = turn.agent_seconds if len(turn.answer.requests()) == 1 else None
             rows.append(self._request("agent", request, number, seconds, usage))
+        broken = self.attempt.outcome.agent_ending
+        if broken is not None:  # the turn the agent broke off, which no turn of the transcript holds
+            for request, usage in enumerate(broken.requests(), start=len(asked) + 1):
+                rows.append(self._request("agent", request, len(turns) + 1, None, usage))
         spoken = [(number, turn) for number, turn in enumerate(turns, start=1) if not turn.scripted]
         for request, (number, turn) in enumerate(spoken, start=1):
             rows.append(self._request("user", request, number, turn.user_seconds, turn.user_usage))

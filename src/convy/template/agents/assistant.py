@@ -5,6 +5,9 @@ It is the kind of agent convy is for: a model that talks to the user and calls a
 model asks for the tool, the agent runs it and sends the result back, up to three times, and the
 answer reports every call as a step, so checks such as ``{called: lookup_order}`` can see it, and
 every request's usage (``Requests``), so the run's tokens and cost are what the gateway reported.
+A turn's messages join the conversation only once the turn is answered; a request the gateway
+refuses (429, 503) is sent again by convy on its own, never the whole turn, and a turn that breaks
+off says what it had spent, so no request, token or tool call goes uncounted.
 
 Set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env to run it (see gateway.py); until then it is
 absent and ``convy run`` skips it. Its requests follow the gateway's settings as the models' do:
@@ -23,10 +26,13 @@ from gateway import Gateway
 
 from convy import (
     Absent,
+    AgentFailure,
     Answer,
+    Busy,
     Call,
     Chunks,
     Completion,
+    HttpFailure,
     JsonEndpoint,
     Message,
     NoUsage,
@@ -64,7 +70,7 @@ TOOLS = [
 
 
 class AssistantConversation:
-    """One conversation: the messages sent to the model so far."""
+    """One conversation: the messages of its answered turns."""
 
     def __init__(self, model: OpenAiModel, connection: Any) -> None:
         self._model = model
@@ -72,26 +78,46 @@ class AssistantConversation:
         self._messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
 
     async def turn(self, message: Message) -> Answer:
-        self._messages.append({"role": "user", "content": message.text})
+        # The turn's messages join the conversation only once it is answered: a turn played
+        # again never sends the user's message twice.
+        messages = [*self._messages, {"role": "user", "content": message.text}]
         steps: list[Call] = []
         spent: list[Usage | NoUsage] = []
-        for _ in range(3):
-            # The model's own body carries the gateway's settings (effort, streaming, provider),
-            # and the fields its provider reads, such as OpenRouter's usage with its cost.
-            body = {**self._model.body(()), "messages": self._messages, "tools": TOOLS}
-            reply, headers = await self._asked(body)
-            read = Completion(reply, self._model.name, self._model.prices, headers).read()
-            spent.append(read.usage)  # every request's tokens and cost, reported or not
-            calls = reply["choices"][0]["message"].get("tool_calls") or []
-            self._messages.append({"role": "assistant", "content": read.text, **({"tool_calls": calls} if calls else {})})
-            if not calls:
-                return Answer(read.text, Requests(tuple(spent)), tuple(steps))
-            for call in calls:
-                started = time.monotonic()
-                arguments = json.loads(call["function"].get("arguments") or "{}")
-                result = ORDERS.get(str(arguments.get("order", "")).upper(), {"error": "no such order"})
-                steps.append(Call("lookup_order", arguments, Reported(result), time.monotonic() - started))
-                self._messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": json.dumps(result)})
+        try:
+            for _ in range(3):
+                # The model's own body carries the gateway's settings (effort, streaming, provider),
+                # and the fields its provider reads, such as OpenRouter's usage with its cost.
+                body = {**self._model.body(()), "messages": messages, "tools": TOOLS}
+                try:
+                    reply, headers = await self._asked(body)
+                    read = Completion(reply, self._model.name, self._model.prices, headers).read()
+                except Busy:
+                    raise  # refused before the service acted on it: not a request spent
+                except Exception:
+                    spent.append(NoUsage())  # it reached the service, its reply unread: counted
+                    raise
+                spent.append(read.usage)  # every request's tokens and cost, reported or not
+                calls = reply["choices"][0]["message"].get("tool_calls") or []
+                messages.append({"role": "assistant", "content": read.text, **({"tool_calls": calls} if calls else {})})
+                if not calls:
+                    self._messages = messages
+                    return Answer(read.text, Requests(tuple(spent)), tuple(steps))
+                for call in calls:
+                    started = time.monotonic()
+                    arguments = json.loads(call["function"].get("arguments") or "{}")
+                    result = ORDERS.get(str(arguments.get("order", "")).upper(), {"error": "no such order"})
+                    steps.append(Call("lookup_order", arguments, Reported(result), time.monotonic() - started))
+                    messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": json.dumps(result)})
+        except Busy as busy:
+            # Still refused after convy sent the request again while the agent's patience lasted:
+            # the attempt ends, keeping what this turn had spent.
+            raise busy.spending(Answer("", Requests(tuple(spent)), tuple(steps))) from None
+        except Exception as error:
+            unreached = isinstance(error, HttpFailure) and not error.reached
+            if unreached and spent:
+                spent.pop()  # the request never reached the service
+            raise AgentFailure(f"{type(error).__name__}: {error}", Answer("", Requests(tuple(spent)), tuple(steps))) from error
+        self._messages = messages
         return Answer("Sorry, I could not finish looking that up.", Requests(tuple(spent)), tuple(steps))
 
     async def _asked(self, body: dict[str, Any]) -> tuple[Any, dict[str, str]]:
