@@ -10,6 +10,7 @@ made up. Without ``.venv-proxy`` the tests are skipped, saying how to get it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -156,14 +157,23 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     folder = tmp_path_factory.mktemp("proxy")
     (folder / "config.yaml").write_text(json.dumps(CONFIG))  # JSON is YAML
     (folder / "usage_log.py").write_text(USAGE_LOG)
+    with started(folder, {"CONVY_TEST_USAGE_LOG": str(folder / "usage.jsonl")}) as url:
+        yield Proxy(url, folder / "usage.jsonl")
+
+
+@contextlib.contextmanager
+def started(folder: Path, variables: dict[str, str]) -> Iterator[str]:
+    """LiteLLM's proxy on a free port of 127.0.0.1, run from ``folder`` (its ``config.yaml`` and the
+    callback modules it names), offline, with ``variables`` added to its environment; its URL while
+    it runs, stopped after."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     environment = {
         **{name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "OPENAI_", "LITELLM_"))},
         "LITELLM_MASTER_KEY": KEY,
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the price map shipped with it: no fetch
-        "CONVY_TEST_USAGE_LOG": str(folder / "usage.jsonl"),
         "PYTHONPATH": str(folder),
+        **variables,
     }
     with (folder / "proxy.log").open("wb") as output:
         process = subprocess.Popen(
@@ -176,7 +186,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
             if process.poll() is not None or time.monotonic() > ends:
                 pytest.fail(f"LiteLLM's proxy did not come up:\n{(folder / 'proxy.log').read_text()[-3000:]}")
             time.sleep(0.1)
-        yield Proxy(url, folder / "usage.jsonl")
+        yield url
     finally:
         process.terminate()
         try:

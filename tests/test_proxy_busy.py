@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -27,7 +25,7 @@ from typing import Any
 import msgspec
 import pytest
 from pydantic import SecretStr
-from test_proxy import LITELLM, TOOL_USAGE, alive, free_port, usage_of
+from test_proxy import LITELLM, TOOL_USAGE, started, usage_of
 from test_services_cli import KEY
 
 import convy
@@ -38,7 +36,6 @@ from convy.model import OpenAiModel
 
 pytestmark = pytest.mark.timeout(600)
 
-STARTUP = 180.0
 RPM = 10
 CONFIG = {
     "model_list": [
@@ -121,34 +118,8 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Limited]:
     folder = tmp_path_factory.mktemp("limited")
     (folder / "config.yaml").write_text(json.dumps(CONFIG))  # JSON is YAML
     (folder / "answered_log.py").write_text(ANSWERED_LOG)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    environment = {
-        **{name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "OPENAI_", "LITELLM_"))},
-        "LITELLM_MASTER_KEY": KEY,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "CONVY_TEST_ANSWERED_LOG": str(folder / "answered.jsonl"),
-        "PYTHONPATH": str(folder),
-    }
-    with (folder / "proxy.log").open("wb") as output:
-        process = subprocess.Popen(
-            [str(LITELLM), "--config", str(folder / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)],
-            cwd=folder, env=environment, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-        )
-    try:
-        ends = time.monotonic() + STARTUP
-        while not alive(url):
-            if process.poll() is not None or time.monotonic() > ends:
-                pytest.fail(f"LiteLLM's proxy did not come up:\n{(folder / 'proxy.log').read_text()[-3000:]}")
-            time.sleep(0.1)
+    with started(folder, {"CONVY_TEST_ANSWERED_LOG": str(folder / "answered.jsonl")}) as url:
         yield Limited(url, folder / "answered.jsonl")
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def assistant(url: str) -> Any:
