@@ -745,6 +745,8 @@ class Places:
         self.refused += 1
         if not paced:
             self._paused_until = max(self._paused_until, now + pause)
+            if told.service:  # a pause asked inside a turn paced as a request: the other processes of a spread run pause too
+                self._services.refused(told.service, pause)
             self._release()
             return
         # Not ``_answered_once``: a refusal before any answer says nothing of the rate (what was
