@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -137,7 +138,15 @@ class Visit:
         # (a test that opens several), and every wait for what a page draws waits on its frames.
         self.page.bring_to_front()
         self.page.goto(path.as_uri() + (f"#{fragment}" if fragment else ""))
-        self.page.wait_for_selector("#app > *")
+        # Asked from here, not with wait_for_selector: Playwright polls a selector on the page's
+        # animation frames, which a loaded machine's headless Chromium may stop giving (a clean
+        # clone waited out 300 s on a page whose script had run). A page that never draws fails
+        # with what its scripts threw.
+        ends = time.monotonic() + PATIENCE_MS / 1000
+        while not self.page.evaluate("document.querySelector('#app > *') !== null"):
+            if self.errors or time.monotonic() > ends:
+                raise AssertionError(f"{path.name} drew nothing: its scripts said {self.errors}")
+            time.sleep(0.02)
         return self.page
 
     def close(self) -> None:
