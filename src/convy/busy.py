@@ -743,10 +743,8 @@ class Places:
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
-        if not paced:
-            self._paused_until = max(self._paused_until, now + pause)
-            if told.service:  # a pause asked inside a turn paced as a request: the other processes of a spread run pause too
-                self._services.refused(told.service, pause)
+        if not paced:  # a request inside a turn paced as a request itself
+            self._pause(now, pause, told)
             self._release()
             return
         # Not ``_answered_once``: a refusal before any answer says nothing of the rate (what was
@@ -812,11 +810,16 @@ class Places:
                 seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
                 self._rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
             self._rate = max(self._rate, 0.01)
-        self._paused_until = max(self._paused_until, now + pause)
+        self._pause(now, pause, told)
         self._resumed = self._paused_until
-        if told.service:  # the other processes of a spread run pause too
-            self._services.refused(told.service, pause)
         self._landed(send)
+
+    def _pause(self, now: float, pause: float, told: Told) -> None:
+        """A refusal's pause of ``pause`` seconds from ``now``: this participant's next send waits
+        for its end, and the other processes of a spread run are told of it."""
+        self._paused_until = max(self._paused_until, now + pause)
+        if told.service:
+            self._services.refused(told.service, pause)
 
     def _unused(self, send: _Send, heard: Heard, now: float) -> None:
         """A strict limit's refusal of the latest send, saying its next unit comes within a gap:
