@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,22 @@ def test_the_project_knows_the_keys_of_every_agent_and_of_the_judges_models_py_n
     assert BETA_KEY not in hidden and judge_key not in hidden
     # a re-judge loads no agent to play, and hides them all the same
     assert BETA_KEY not in loaded.secrets(models.judge, models).hidden(BETA_KEY)
+
+
+def test_a_run_of_every_agent_loads_each_agent_file_twice_at_most_and_still_hides_the_others_keys(tmp_path: Path) -> None:
+    """Each agent's run needs the keys of every other agent of the project. A command that plays
+    them all reads those once, not once for each agent played: main loaded every agent file again
+    for each other agent's run (n x n imports of the project's code, with its side effects)."""
+    loads = tmp_path / "loads.txt"
+    noted = f"from pathlib import Path\nwith Path({str(loads)!r}).open('a') as file:\n    file.write(__name__.rsplit('.', 1)[-1] + '\\n')\n"
+    with StandIn() as server:
+        beta = noted + f"from convy import JsonAgent, JsonEndpoint\nagent = JsonAgent(JsonEndpoint({server.url + '/agent'!r}, {{'x-api-key': {BETA_KEY!r}}}))\n"
+        folder = project(tmp_path / "p", {"alpha": noted + ALPHA, "beta": beta, "gamma": noted + ALPHA.replace("the answer", "gamma's answer")})
+        said = convy(folder, "run")
+    assert BETA_KEY not in said
+    for name in ("alpha", "gamma"):
+        assert "beta uses <hidden>" in next((folder / "results" / name).iterdir()).joinpath("attempts.jsonl").read_text()
+    counted = Counter(loads.read_text().split())
+    assert set(counted) == {"alpha", "beta", "gamma"}
+    assert max(counted.values()) <= 2, counted  # played once, read once for the keys
+    assert holding(folder, BETA_KEY) == []

@@ -1190,10 +1190,11 @@ class RunCommand(msgspec.Struct, frozen=True):
         codes: list[int] = []
         played: list[str] = []
         absent: list[AbsentAgent] = []
+        known = Loaded(self.project, "").known() if len(names) > 1 else None  # read once for every agent played
         for name in names:
             loaded = Loaded(self.project, name)
             agent, models = loaded.parts()
-            secrets = loaded.secrets(agent, models)
+            secrets = loaded.secrets(agent, models, known=known)
             passed_over = self.passed_over(name, agent, secrets)
             if passed_over is not None:
                 shown.line(f"- {Inert(passed_over.said()).line()}")
@@ -1303,10 +1304,12 @@ class SmokeCommand(msgspec.Struct, frozen=True):
         limits = self.project.settings().limits()
         smoke = Scenario(id="smoke", script=self.SCRIPT, judge=(Rule(check=Check(said=r"\S")),))
         codes: list[int] = []
-        for name in self.agents or self.project.agent_names():
+        names = self.agents or self.project.agent_names()
+        known = Loaded(self.project, "").known() if len(names) > 1 else None  # read once for every agent checked
+        for name in names:
             loaded = Loaded(self.project, name)
             agent, models = loaded.parts()
-            secrets = loaded.secrets(agent, models)
+            secrets = loaded.secrets(agent, models, known=known)
             match agent:
                 case Absent(reason=reason):
                     errors.line(f"✗ {name}: the agent is absent: {Inert(secrets.hidden(reason)).line()}")
@@ -2129,16 +2132,24 @@ class Loaded(msgspec.Struct, frozen=True):
                 said += f"; agents/{top}.py is imported from the project's folder: from agents.{top} import ..."
             raise ConfigurationError(f"loading {what} failed: {said}") from None
 
-    def secrets(self, *parts: Any, every: bool = True) -> Secrets:
+    def secrets(self, *parts: Any, every: bool = True, known: Secrets | None = None) -> Secrets:
         """Every secret the project knows, for every run a command writes: its environment's, those
         ``parts`` hold (the loaded agent, models, judge), and those of every agent of the project,
         played or not, and of the judges ``models.py`` names for ``--judge`` — an agent may echo
         another's key, and a re-judge plays none. The agent of this name is loaded for them only
-        when no agent is among ``parts``. Without ``every``, only the environment's and the parts'
-        (``convy check``, which writes no run, and runs none of the project's code it was not
-        asked to, nor any when ``.env`` cannot be read)."""
-        known = self._known(parts) if every else ()
-        return Environment(self.project.folder).secrets() + Holders((*parts, *known)).secrets()
+        when no agent is among ``parts``. A command that plays several agents gives the project's
+        ``known`` secrets, read once (``known()``), rather than have each agent's run load every
+        other agent again. Without ``every``, only the environment's and the parts' (``convy
+        check``, which writes no run, and runs none of the project's code it was not asked to, nor
+        any when ``.env`` cannot be read)."""
+        held = Holders(parts).secrets()
+        if every:
+            held = held + (known if known is not None else Holders(self._known(parts)).secrets())
+        return Environment(self.project.folder).secrets() + held
+
+    def known(self) -> Secrets:
+        """The secrets every agent of the project and ``models.py``'s judges hold, each loaded once."""
+        return Holders(self._known(())).secrets()
 
     def _known(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
         """The project's agents, each loaded anew for the secrets it holds, but the one of this
