@@ -37,8 +37,9 @@ DEMO := demo
 NEWEST_TESTS := tests/test_examples.py tests/test_tls.py tests/test_api.py tests/test_deadlines.py \
 	tests/test_busy.py tests/test_faults.py tests/test_process.py tests/test_imports.py \
 	tests/test_pytest_plugin.py tests/test_settings_errors.py tests/test_scenario_errors.py \
-	tests/test_secrets.py tests/test_standin.py tests/test_spread.py tests/test_attempts.py \
-	tests/test_exit_codes.py tests/test_check.py tests/test_spelling.py
+	tests/test_secrets.py tests/test_standin.py tests/test_attempts.py \
+	tests/test_exit_codes.py tests/test_check.py tests/test_spelling.py \
+	tests/test_spread.py::test_two_workers_on_a_ray_of_the_runs_own_write_what_one_process_writes
 # Of those, the tests that kill a process at many moments (kill -9 at seeded points, a Ray worker or
 # driver killed) stay on the oldest: what they hold is the run folder's, not the interpreter's, and
 # they took nearly a third of this part's time.

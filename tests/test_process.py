@@ -248,14 +248,14 @@ def killed(process: subprocess.Popen, folder: Folder, target: int, jitter: float
     return f"killed at {folder.lines()} kept (target {target}, +{jitter * 1000:.0f} ms)"
 
 
-SEEDS = (11, 29, 3, 5, 7, 13, 17, 19, 23, 31)  # the first five in CI, all ten with --full
-KILLS = 10  # per seed: one during the run, the rest during resumes; 50 in CI, 100 with --full
+SEEDS = (11, 29, 3, 5, 7, 13, 17, 19, 23, 31)  # the first three in CI, all ten with --full
+KILLS = 10  # per seed: one during the run, the rest during resumes; 30 in CI, 100 with --full
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_kill_9_at_seeded_moments_then_resume_keeps_every_attempt_exactly_once(made: Made, seed: int, full: bool) -> None:
     """However often run and resume are SIGKILLed, and wherever (starting, mid-append, rewriting run.json), the last resume keeps each planned attempt exactly once."""
-    if seed not in SEEDS[:5] and not full:
+    if seed not in SEEDS[:3] and not full:
         pytest.skip("a full-size seed: run with --full")
     chance = random.Random(seed)
     process, _, _ = made.started("run", "slow", "-k", "20", name="run")
