@@ -227,14 +227,30 @@ class Hand:
         not sent. Ray calls this as a streaming generator: the driver's one call a batch, not one
         an attempt, is what lets it hand out more attempts a second."""
         stage = self._played_with()
-        under_way = {asyncio.ensure_future(self._one(stage, scenario, attempt)) for scenario, attempt in batch}
+        # Each attempt's task says it ended (not ``asyncio.wait``, which would hook onto every task
+        # still under way each time one ends).
+        ended: list[asyncio.Task[Played]] = []
+        woken = asyncio.Event()
+
+        def done(task: asyncio.Task[Played]) -> None:
+            ended.append(task)
+            woken.set()
+
+        tasks = [asyncio.ensure_future(self._one(stage, scenario, attempt)) for scenario, attempt in batch]
+        for task in tasks:
+            task.add_done_callback(done)
+        left = len(tasks)
         try:
-            while under_way:
-                ended, under_way = await asyncio.wait(under_way, return_when=asyncio.FIRST_COMPLETED)
-                yield _PACK.encode([task.result() for task in ended])  # convy's own error in one stops the batch
+            while left:
+                await woken.wait()
+                woken.clear()
+                now = ended[:]
+                del ended[:]
+                left -= len(now)
+                yield _PACK.encode([task.result() for task in now])  # convy's own error in one stops the batch
         finally:
-            for task in under_way:
-                task.cancel()
+            for task in tasks:
+                task.cancel()  # those under way when the batch stops: a task that ended ignores it
 
     async def _one(self, stage: Stage, scenario: str, attempt: int) -> Played:
         with self._vitals.noting() as noted:
