@@ -526,7 +526,6 @@ def model(case: Played, floor: float, cores: tuple[int, ...], machines: tuple[in
 
 
 def header(options: argparse.Namespace) -> None:
-    import convy
 
     commit = subprocess.run(["git", "-C", str(HERE), "log", "-1", "--format=%h"], capture_output=True, text=True).stdout.strip()
     changed = subprocess.run(["git", "-C", str(HERE), "status", "--porcelain", "src"], capture_output=True, text=True).stdout.strip()
@@ -537,7 +536,10 @@ def header(options: argparse.Namespace) -> None:
     except ImportError:
         ray_version = "not installed"
     load = os.getloadavg()
-    print(f"convy from {Path(convy.__file__).parent} (commit {commit}{', with changes' if changed else ''}), Ray {ray_version}")
+    print(
+        f"convy from {HERE / 'src'} (commit {commit}{', with changes' if changed else ''}), Ray {ray_version}"
+        + (f"; the cases marked (before): {options.before}" if options.before else "")
+    )
     print(f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"argv: {' '.join(sys.argv[1:]) or '(defaults)'}\n", flush=True)
 
