@@ -32,9 +32,13 @@ agent messages, then ``claims`` chat requests) from a bare asyncio loop in this 
 at once as places: what one process and the stand-in allow without convy.
 
 With ``--slope ATTEMPTS`` each case of the main table is played at that many attempts too, and
-the driver's peak RSS at both sizes is printed with what one more attempt adds to it: the memory
-a long run's driver grows by. The one-process case is the baseline there too: both keep every
-attempt's outcome in memory for the report (``RunJournal.play`` returns them).
+the driver's memory at both sizes is printed with what one more attempt adds to it: during the
+play (the most resident memory sampled while attempts were recorded: what a long run's driver
+grows by as it plays) and at its peak (``ru_maxrss``: the report at the end included, which is
+made from every attempt read back), with the driver's steady CPU per attempt and the ceiling
+it makes, ``1 / driver CPU`` attempts a second. ``--before SRC`` plays each case with a base
+convy's source too (``git archive cc9ebe0 src``), just before this checkout's, so both sides
+are measured side by side under the same load.
 
 The model: N machines of C cores, each playing attempts for ``worker CPU`` (the hands' and Ray's
 other processes' steady CPU per attempt), one driver recording them all for ``driver CPU``:
@@ -44,7 +48,8 @@ largest measured number of workers.
     .venv/bin/python bench/spread.py                           # 10,000 attempts, about 10 minutes on 2 cores
     .venv/bin/python bench/spread.py --quick                   # 1,000 attempts (and 200 limited): a try
     .venv/bin/python bench/spread.py --workers 2 --no-limited --profile /tmp/driver.prof   # cProfile of the driver of --workers 2
-    .venv/bin/python bench/spread.py --attempts 8000 --slope 2000 --workers 1 2 --no-limited --no-bare   # the driver's memory per attempt
+    .venv/bin/python bench/spread.py --attempts 8000 --slope 2000 --workers 2 --no-limited --no-bare --before /tmp/base/src
+                                                      # the driver's memory per attempt and its ceiling, before and after
 """
 
 from __future__ import annotations
