@@ -32,9 +32,13 @@ agent messages, then ``claims`` chat requests) from a bare asyncio loop in this 
 at once as places: what one process and the stand-in allow without convy.
 
 With ``--slope ATTEMPTS`` each case of the main table is played at that many attempts too, and
-the driver's peak RSS at both sizes is printed with what one more attempt adds to it: the memory
-a long run's driver grows by. The one-process case is the baseline there too: both keep every
-attempt's outcome in memory for the report (``RunJournal.play`` returns them).
+the driver's memory at both sizes is printed with what one more attempt adds to it: during the
+play (the most resident memory sampled while attempts were recorded: what a long run's driver
+grows by as it plays) and at its peak (``ru_maxrss``: the report at the end included, which is
+made from every attempt read back), with the driver's steady CPU per attempt and the ceiling
+it makes, ``1 / driver CPU`` attempts a second. ``--before SRC`` plays each case with a base
+convy's source too (``git archive cc9ebe0 src``), just before this checkout's, so both sides
+are measured side by side under the same load.
 
 The model: N machines of C cores, each playing attempts for ``worker CPU`` (the hands' and Ray's
 other processes' steady CPU per attempt), one driver recording them all for ``driver CPU``:
@@ -44,7 +48,8 @@ largest measured number of workers.
     .venv/bin/python bench/spread.py                           # 10,000 attempts, about 10 minutes on 2 cores
     .venv/bin/python bench/spread.py --quick                   # 1,000 attempts (and 200 limited): a try
     .venv/bin/python bench/spread.py --workers 2 --no-limited --profile /tmp/driver.prof   # cProfile of the driver of --workers 2
-    .venv/bin/python bench/spread.py --attempts 8000 --slope 2000 --workers 1 2 --no-limited --no-bare   # the driver's memory per attempt
+    .venv/bin/python bench/spread.py --attempts 8000 --slope 2000 --workers 2 --no-limited --no-bare --before /tmp/base/src
+                                                      # the driver's memory per attempt and its ceiling, before and after
 """
 
 from __future__ import annotations
@@ -161,10 +166,12 @@ class Seen(msgspec.Struct):
 
 
 class Sample(msgspec.Struct, frozen=True):
-    """The CPU seconds of each kind of process at one moment (``time.time()``)."""
+    """The CPU seconds of each kind of process at one moment (``time.time()``), and the driver's
+    resident MiB then (VmRSS)."""
 
     at: float
     cpu: dict[str, float]
+    driver_rss: float = 0.0
 
 
 class Watch:
@@ -236,7 +243,7 @@ class Watch:
         totals: dict[str, float] = {}
         for seen in self.processes.values():
             totals[seen.kind] = totals.get(seen.kind, 0.0) + seen.cpu
-        self.samples.append(Sample(time.time(), totals))
+        self.samples.append(Sample(time.time(), totals, _resident(self._driver)))
 
     def between(self, start: float, end: float) -> dict[str, float]:
         """CPU seconds of each kind from ``start`` to ``end`` (times since the epoch), the samples
@@ -286,6 +293,18 @@ def _kind(pid: int) -> str:
     return "hands" if command.startswith("ray::Hand") else "ray other"
 
 
+def _resident(pid: int) -> float:
+    """A process's resident MiB now (VmRSS)."""
+    try:
+        with open(f"/proc/{pid}/status") as file:
+            for line in file:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def _hwm(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/status") as file:
@@ -318,6 +337,7 @@ class Played(msgspec.Struct, frozen=True):
     steady_attempts: int
     driver_cpu: float  # the whole command's, RUSAGE_SELF
     driver_rss: float  # MiB, ru_maxrss
+    play_rss: float  # MiB, the most VmRSS sampled between the first and the last attempt recorded: the play, not the report
     steady_cpu: dict[str, float]  # each kind's CPU seconds between the first and the last attempt recorded
     whole_cpu: dict[str, float]  # each kind's CPU seconds over the whole command, from /proc
     hand_rss: float  # the largest hand's peak RSS, MiB
@@ -342,10 +362,11 @@ class Case(msgspec.Struct, frozen=True):
     standin: int  # the stand-in's pid
     every: float
     profile: str = ""
+    src: str = ""  # the convy the driver and its workers import (PYTHONPATH); "" for this checkout's
 
     def played(self, attempts: int) -> Played:
         argv = ["-C", str(self.project), "run"] + (["--workers", str(self.workers)] if self.workers else [])
-        env = {**os.environ, "NO_COLOR": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+        env = {**os.environ, "NO_COLOR": "1", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": self.src or str(HERE / "src")}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         with tempfile.NamedTemporaryFile(suffix=".json") as out, tempfile.TemporaryFile() as errors:
             start = time.perf_counter()
@@ -390,6 +411,7 @@ class Case(msgspec.Struct, frozen=True):
             len(ends) - 1,
             driver["cpu"],
             driver["rss"],
+            max((sample.driver_rss for sample in watch.samples if ends[0] <= sample.at <= ends[-1]), default=0.0),
             watch.between(ends[0], ends[-1]),
             whole,
             max(hands, default=0.0),
@@ -436,11 +458,11 @@ def ms(seconds: float) -> str:
 def table(title: str, played: list[Played], floor: float, bare: tuple[float, float] | None, attempts: int) -> None:
     print(title)
     print(
-        f"  {'case':<12} {'whole/s':>8} {'play/s':>8} {'steady/s':>9} {'x 1 proc':>8} {'/ floor':>8}"
+        f"  {'case':<20} {'whole/s':>8} {'play/s':>8} {'steady/s':>9} {'x 1 proc':>8} {'/ floor':>8}"
         f"   {'CPU ms per attempt (steady)':<44}  {'driver':>7} {'driver':>8} {'hand':>8} {'pass':>6}"
     )
     print(
-        f"  {'':<12} {'':>8} {'':>8} {'':>9} {'':>8} {'':>8}"
+        f"  {'':<20} {'':>8} {'':>8} {'':>9} {'':>8} {'':>8}"
         f"   {'driver':>6} {'hands':>6} {'ray':>6} {'stand':>6} {'total':>6} {'cores':>6}  {'CPU/att':>7} {'peak MiB':>8} {'MiB':>8} {'':>6}"
     )
     one = next((case.rate() for case in played if case.name == "1 process"), None)
@@ -448,14 +470,14 @@ def table(title: str, played: list[Played], floor: float, bare: tuple[float, flo
         wall, cpu = bare
         rate = attempts / wall
         print(
-            f"  {'bare asyncio':<12} {rate:8.1f} {'':>8} {'':>9} {rate / one if one else 0:8.2f} {rate / floor:8.2f}"
+            f"  {'bare asyncio':<20} {rate:8.1f} {'':>8} {'':>9} {rate / one if one else 0:8.2f} {rate / floor:8.2f}"
             f"   {ms(cpu / attempts)} {'':>6} {'':>6} {'':>6} {'':>6} {'':>6}  (the requests alone, this process)"
         )
     for case in played:
         driver, hands, ray, standin = (case.per_attempt(kind) for kind in ("driver", "hands", "ray other", "standin"))
         total = driver + hands + ray + standin
         print(
-            f"  {case.name:<12} {case.attempts / case.wall:8.1f} {case.attempts / case.play:8.1f} {case.rate():9.1f}"
+            f"  {case.name:<20} {case.attempts / case.wall:8.1f} {case.attempts / case.play:8.1f} {case.rate():9.1f}"
             f" {case.rate() / one if one else 0:8.2f} {case.rate() / floor:8.2f}"
             f"   {ms(driver)} {ms(hands)} {ms(ray)} {ms(standin)} {ms(total)} {total * case.rate():6.2f}"
             f"  {ms(case.driver_cpu / case.attempts):>7} {case.driver_rss:8.0f} {case.hand_rss:8.0f} {case.passed:6d}"
@@ -464,12 +486,23 @@ def table(title: str, played: list[Played], floor: float, bare: tuple[float, flo
 
 
 def slope(few: int, small: list[Played], many: int, large: list[Played]) -> None:
-    """The driver's peak RSS of each case at two sizes, and what one more attempt adds to it."""
-    print(f"Driver's peak RSS at {few:,} and {many:,} attempts, and its growth per attempt between them:")
-    print(f"  {'case':<12} {f'{few:,} MiB':>11} {f'{many:,} MiB':>11} {'bytes/attempt':>14}")
+    """The driver's memory of each case at two sizes, and what one more attempt adds to it: during
+    the play (the most resident while attempts were recorded) and at its peak (the whole command,
+    the report included); and the driver's steady CPU per attempt, whose inverse is the most
+    attempts a second one driver can record, however many workers play them."""
+    print(f"Driver's memory at {few:,} and {many:,} attempts, its growth per attempt between them, and its ceiling:")
+    print(
+        f"  {'case':<22} {'play MiB':>17} {'play B/att':>10}   {'peak MiB':>17} {'peak B/att':>10}"
+        f"   {'driver ms/att':>13} {'ceiling/s':>9}"
+    )
     for short, long in zip(small, large, strict=True):
-        grown = (long.driver_rss - short.driver_rss) * 1024 * 1024 / (many - few)
-        print(f"  {long.name:<12} {short.driver_rss:11.1f} {long.driver_rss:11.1f} {grown:14.0f}")
+        play = (long.play_rss - short.play_rss) * 1024 * 1024 / (many - few)
+        peak = (long.driver_rss - short.driver_rss) * 1024 * 1024 / (many - few)
+        driver = long.per_attempt("driver")
+        print(
+            f"  {long.name:<22} {short.play_rss:8.1f} {long.play_rss:8.1f} {play:10.0f}   {short.driver_rss:8.1f} {long.driver_rss:8.1f}"
+            f" {peak:10.0f}   {driver * 1000:13.3f} {1 / driver if driver else 0:9.0f}"
+        )
     print(flush=True)
 
 
@@ -498,7 +531,6 @@ def model(case: Played, floor: float, cores: tuple[int, ...], machines: tuple[in
 
 
 def header(options: argparse.Namespace) -> None:
-    import convy
 
     commit = subprocess.run(["git", "-C", str(HERE), "log", "-1", "--format=%h"], capture_output=True, text=True).stdout.strip()
     changed = subprocess.run(["git", "-C", str(HERE), "status", "--porcelain", "src"], capture_output=True, text=True).stdout.strip()
@@ -509,7 +541,10 @@ def header(options: argparse.Namespace) -> None:
     except ImportError:
         ray_version = "not installed"
     load = os.getloadavg()
-    print(f"convy from {Path(convy.__file__).parent} (commit {commit}{', with changes' if changed else ''}), Ray {ray_version}")
+    print(
+        f"convy from {HERE / 'src'} (commit {commit}{', with changes' if changed else ''}), Ray {ray_version}"
+        + (f"; the cases marked (before): {options.before}" if options.before else "")
+    )
     print(f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"argv: {' '.join(sys.argv[1:]) or '(defaults)'}\n", flush=True)
 
@@ -535,6 +570,11 @@ def main() -> None:
         type=int,
         metavar="ATTEMPTS",
         help="play each main case at this many attempts too, and print the driver's peak RSS per attempt between the two sizes",
+    )
+    parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="a base convy's source folder (git archive cc9ebe0 src): each case played by it too, beside this checkout's",
     )
     parser.add_argument("--every", type=float, default=0.1, help="seconds between two looks at /proc (default 0.1)")
     parser.add_argument("--profile", type=Path, help="cProfile the driver of the first spread case into this file, and print its top")
@@ -562,6 +602,12 @@ def tables(options: argparse.Namespace, root: Path) -> tuple[list[Played], list[
         for index, count in enumerate(options.workers):
             profile = str(options.profile) if options.profile and index == 0 else ""
             cases.append(Case(f"{count} worker{'s' if count > 1 else ''}", count, root / "wide", standin, options.every, profile))
+        if options.before:  # each case played by the base convy first, beside this checkout's
+            cases = [
+                one
+                for case in cases
+                for one in (msgspec.structs.replace(case, name=f"{case.name} (before)", src=options.before, profile=""), case)
+            ]
         played = [case.played(wide.attempts) for case in cases]
         if options.slope and cases:
             fewer = Project(service.url, options.scenarios, options.slope, options.turns, options.claims, options.places, options.places)
@@ -608,14 +654,14 @@ def closing(options: argparse.Namespace, played: list[Played], limited: list[Pla
     for case in played + limited:
         top = sorted(case.threads.items(), key=lambda item: -item[1])
         shown = ", ".join(f"{name} {cpu:.2f}" for name, cpu in top[:7] if cpu >= 0.05)
-        print(f"  {case.name:<12} {case.driver_cpu:6.2f} s: {shown}")
+        print(f"  {case.name:<20} {case.driver_cpu:6.2f} s: {shown}")
         if case.hand_threads:
             top = sorted(case.hand_threads.items(), key=lambda item: -item[1])
             shown = ", ".join(f"{name} {cpu:.2f}" for name, cpu in top[:7] if cpu >= 0.05)
             print(f"  {'  its hands':<12} {sum(case.hand_threads.values()):6.2f} s: {shown}")
     print()
     # A profiled driver's CPU is inflated by the profiler: the model is made of another case.
-    spread = [case for index, case in enumerate(played) if case.name != "1 process" and not (options.profile and index == first)]
+    spread = [case for index, case in enumerate(played) if not case.name.startswith("1 process") and not (options.profile and index == first)]
     if spread:
         model(spread[-1], floor, (2, 16), (1, 2, 4, 8, 16))
     elif played:

@@ -7,18 +7,22 @@ The runs are test_pages' ``Played``: played by convy's bench with its fakes into
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import msgspec
 import pytest
-from test_pages import Played
+from test_pages import Judged, Played, Shop
 
-from convy import NoUsage, Usage
+from convy import Bench, Models, NoUsage, Reply, RunJournal, RunSpec, Scenarios, Usage
 from convy.agent import Cost, NotReported
 from convy.attempt import Added, Spent, Sum
-from convy.bench import Running
+from convy.bench import Kept, Running
 from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio, comparable
+from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
+from convy.page import ReportPage
 from convy.report import Held, Index, Summary
+from convy.runs import Read, Runs
 from convy.views import HeldView, IntervalView, RunView, Suggestion, TokensView
 
 
@@ -263,3 +267,42 @@ def test_a_runs_totals_are_the_same_summed_alone_or_after_its_view(played: Playe
         viewed.view()
         assert alone == viewed.totals()
         assert alone.cost.amount is not None and alone.tokens > 0
+
+
+# --- a run's summary and report, from its folder ----------------------------------------------------
+
+
+def test_a_play_holds_no_attempt_and_its_summary_and_report_are_those_read_from_its_folder(tmp_path: Path) -> None:
+    """``RunJournal.play`` passes each attempt on and lets it go: what it returns is read back from
+    ``attempts.jsonl`` (the attempts it passed on, in the order it wrote them), resumed or not, and
+    the report the command writes of it is the one ``convy report`` makes of the folder."""
+    scenarios = Scenarios(Played(tmp_path).scenarios()).every()
+    user = FakeModel(lambda messages: Reply("Thanks, that is all. ###STOP###"), name="fake-user")
+    bench = Bench(FakeAgent(Shop(True).answer), Models(user=user, judge=FakeJudge(Judged().held, name="fake-judge")))
+    spec = RunSpec(id="r1", agent="shop", scenarios=scenarios, attempts=4, limits=bench.limits)
+    journal = RunJournal(tmp_path / "results" / "shop" / "r1")
+    shown = MemoryJournal()
+
+    kept = asyncio.run(journal.play(spec, bench, shown))
+
+    assert kept.outcomes == tuple(shown.outcomes) and len(kept.outcomes) == len(scenarios) * 4
+    assert not any(back is passed for back, passed in zip(kept.outcomes, shown.outcomes, strict=True))  # read back, not held
+    assert kept == journal.kept(spec)
+
+    def report(kept: Kept) -> str:  # as the command makes it at a run's end
+        return ReportPage(Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))).html()
+
+    read = Runs(tmp_path / "results").one(journal.folder)
+    assert isinstance(read, Read)
+    assert report(kept) == ReportPage(Summary(read)).html()
+
+    # Resumed: the lines of the last three attempts cut, and played again.
+    lines = (journal.folder / "attempts.jsonl").read_bytes().splitlines(keepends=True)
+    (journal.folder / "attempts.jsonl").write_bytes(b"".join(lines[:-3]))
+    again = MemoryJournal()
+
+    resumed = asyncio.run(journal.play(spec, bench, again, earlier=journal.kept(spec)))
+
+    assert len(again.outcomes) == 3
+    assert resumed.outcomes == kept.outcomes[:-3] + tuple(again.outcomes)
+    assert resumed == journal.kept(spec)

@@ -34,8 +34,9 @@ from raycluster import LocalCluster as RayCluster
 from standin import StandIn, Status, judged
 
 from convy.attempt import Attempt
+from convy.dialog import Verdict
 from convy.scenario import Outcome
-from convy.spread import Played
+from convy.spread import Batches, Played
 
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # seconds a wait may take before the test gives up: only a hang reaches it
@@ -544,6 +545,102 @@ def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
             ray.kill(one)
     finally:
         ray.shutdown()
+
+
+# --- batches ------------------------------------------------------------------------------------
+
+# 12 attempts of each of 3 scenarios on 2 workers, each with 2 agent places and 8 judge places of
+# the run's: batches of 2 attempts, five calls under way a hand (Batches, below).
+BATCHED = "agent_places = 4\njudge_places = 16\n"
+
+
+def test_a_batch_is_a_quarter_of_a_hands_places_and_of_its_share_and_one_under_a_budget() -> None:
+    assert Batches(36, 2).size(10) == 2  # BATCHED's play: a quarter of 2 + 8 places
+    assert Batches(10_000, 2).size(512) == Batches.MOST  # a long run on many places: the most
+    assert Batches(40, 2).size(512) == 5  # the run's end: a quarter of a hand's share of it
+    assert Batches(6, 2).size(10) == 1  # fewer attempts than hands x 4: one a call
+    assert Batches(10_000, 2, budgeted=True).size(512) == 1  # each attempt let start by the budget on its own
+
+
+def test_a_hand_streams_a_batch_back_each_attempt_once_as_it_ends(place: Place, ray_cluster: RayCluster) -> None:
+    """``Hand.plays``, one call for four attempts: the messages that come back hold each of them
+    once, their outcomes the ones ``play`` sends for one attempt."""
+    ray = pytest.importorskip("ray", reason="spread runs need Ray: pip install 'convy[ray]'")
+    from convy.bench import Limits
+    from convy.conduct import UserChecks
+    from convy.panel import Judging
+    from convy.project import Project
+    from convy.spread import Hand, Setup
+
+    place.written(attempts=1)
+    scenarios = Project(place.folder).scenarios()
+    pack = msgspec.msgpack.Encoder()
+    ray.init(address=ray_cluster.address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        hand = ray.remote(Hand).options(num_cpus=0, max_concurrency=1000)
+        made = hand.remote(str(place.folder), "bot", pack.encode(Setup(scenarios, Limits(), None, Judging(), UserChecks(), 0, 1)))
+        assert ray.get(made.ready.remote(), timeout=DEADLINE) == ""
+        batch = [("greet", 1), ("repeat", 1), ("thanks", 1), ("greet", 2)]
+        back: list[Played] = []
+        for message in made.plays.options(num_returns="streaming").remote(batch):
+            back.extend(msgspec.msgpack.decode(ray.get(message, timeout=DEADLINE), type=list[Played]))
+        assert sorted((played.outcome.scenario, played.outcome.attempt) for played in back) == sorted(batch)
+        assert all(isinstance(played.outcome.result, Verdict) for played in back), [played.outcome.result for played in back]
+        ray.kill(made)
+    finally:
+        ray.shutdown()
+
+
+def test_attempts_sent_in_batches_are_each_recorded_once_though_a_worker_is_killed(place: Place, ray_cluster: RayCluster) -> None:
+    """Batches of two: a worker killed at the fifth turn has attempts of its batches under way, and
+    some it has not started; those it had not sent back are played again, and every attempt is
+    recorded once."""
+    place.written(attempts=12, settings=BATCHED)
+    killed: list[int] = []
+
+    def kill(turn: int, request: dict[str, Any]) -> None:
+        if turn == 5 and not killed:
+            killed.append(request["pid"])
+            os.kill(request["pid"], signal.SIGKILL)
+
+    place.roles.hooks.append(kill)
+
+    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "2")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert killed
+    run = place.run()
+    each_once(run, 12)
+    opened = place.opened()
+    assert sum(opened.values()) > len(SCENARIOS) * 12, opened  # what the killed one had under way, played again
+    assert not place.writers() & {pid for pid, _ in place.senders()}
+
+
+def test_a_batched_run_whose_driver_is_killed_is_resumed_each_attempt_once(place: Place, ray_cluster: RayCluster) -> None:
+    """SIGKILL of the driver of a run sent in batches, once an attempt is recorded: what it had
+    recorded stays, what its batches had under way is lost with it, and ``convy resume`` on the
+    cluster plays the rest, each attempt once."""
+    place.written(attempts=12, settings=BATCHED)
+    spread = ("--ray", ray_cluster.address, "--workers", "2")
+    # At most 4 conversations are open at once (the agent's places): after 12 turns, at least 4
+    # have ended, and none goes on until the driver is killed.
+    gate = threading.Event()
+    place.roles.held = (12, gate)
+    process = place.started("run", *spread)
+    waited(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
+    os.kill(process.pid, signal.SIGKILL)
+    gate.set()
+    assert process.wait(DEADLINE) == -signal.SIGKILL
+    workers = {pid for pid, _ in place.senders()}
+    waited(lambda: all(gone(pid) for pid in workers), "the killed run's workers to end")
+    run = place.run()
+    before = len(outcomes(run))
+    assert 1 <= before < len(SCENARIOS) * 12
+
+    ran = place.ran("resume", run.name, *spread)
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    each_once(run, 12)
 
 
 # --- without Ray ----------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 ``Crew`` is a ``Player`` like ``Bench``: ``RunJournal.play`` holds the run's folder as it always
 does, and the crew plays the attempts the folder lacks. It starts ``Hand``s — Ray actors, each a
 process of its own with its own event loop, which load the agent and the models from the
-project's files — and hands them attempts one call each; each hand plays its attempt with a
-``bench.Stage`` of its own and sends the outcome back. Only this process (the driver) records:
+project's files — and hands them attempts in batches, one call each (``Hand.plays``); each hand
+plays a batch's attempts at once with a ``bench.Stage`` of its own and streams their outcomes back
+as they end, all those that ended together in one message. Only this process (the driver) records:
 ``run.lock``, ``attempts.jsonl`` and ``run.json`` are written here alone, exactly as by a run in
 one process. An attempt whose hand died before it answered is handed to another, and an outcome
 is recorded once, whoever played it.
@@ -22,12 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import os
 import socket
 import time
 import warnings
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,7 +43,7 @@ from convy.panel import Judging
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
-from convy.vital import News, Vigil, Vitals, Who
+from convy.vital import News, Pulse, Vigil, Vitals, Who
 
 LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
 
@@ -144,6 +146,7 @@ class Played(msgspec.Struct, frozen=True):
 
 _SETUP = msgspec.msgpack.Decoder(Setup)
 _PLAYED = msgspec.msgpack.Decoder(Played)
+_ENDED = msgspec.msgpack.Decoder(list[Played])  # one message of a batch: the attempts that ended together
 _PACK = msgspec.msgpack.Encoder()
 
 
@@ -215,7 +218,41 @@ class Hand:
     async def play(self, scenario: str, attempt: int) -> bytes:
         """Play one attempt; its outcome, with the secrets this hand knows hidden, and what it heard
         of the participants (``Played``, as msgpack)."""
+        return _PACK.encode(await self._one(self._played_with(), scenario, attempt))
+
+    async def plays(self, batch: list[tuple[str, int]]) -> AsyncIterator[bytes]:
+        """Play a batch of attempts at once, each as ``play`` does, and stream them back as they end:
+        one message (a list of ``Played``, as msgpack) for the attempts that ended since the last,
+        so the driver records each as soon as it can, and a hand that dies loses only those it had
+        not sent. Ray calls this as a streaming generator: the driver's one call a batch, not one
+        an attempt, is what lets it hand out more attempts a second."""
         stage = self._played_with()
+        # Each attempt's task says it ended (not ``asyncio.wait``, which would hook onto every task
+        # still under way each time one ends).
+        ended: list[asyncio.Task[Played]] = []
+        woken = asyncio.Event()
+
+        def done(task: asyncio.Task[Played]) -> None:
+            ended.append(task)
+            woken.set()
+
+        tasks = [asyncio.ensure_future(self._one(stage, scenario, attempt)) for scenario, attempt in batch]
+        for task in tasks:
+            task.add_done_callback(done)
+        left = len(tasks)
+        try:
+            while left:
+                await woken.wait()
+                woken.clear()
+                now = ended[:]
+                del ended[:]
+                left -= len(now)
+                yield _PACK.encode([task.result() for task in now])  # convy's own error in one stops the batch
+        finally:
+            for task in tasks:
+                task.cancel()  # those under way when the batch stops: a task that ended ignores it
+
+    async def _one(self, stage: Stage, scenario: str, attempt: int) -> Played:
         with self._vitals.noting() as noted:
             outcome = await stage.played(Planned(self._scenarios[scenario], attempt))
         if self._secrets is not None:
@@ -223,7 +260,7 @@ class Hand:
         news = self._vitals.news(noted)
         if self._secrets is not None and news.beats:
             news = self._secrets.kept(news)
-        return _PACK.encode(Played(outcome, news))
+        return Played(outcome, news)
 
     def _played_with(self) -> Stage:
         if self._stage is None:
@@ -362,6 +399,26 @@ class _Slot:
         self.generation = 0
 
 
+class Batches(msgspec.Struct, frozen=True):
+    """How many attempts one call hands a hand, of a play of ``planned`` attempts on ``hands``
+    hands: at most a quarter of what the hand has under way at once (so it has at least four
+    calls under way, and an attempt slower than its batch's others holds back few places), at most
+    a quarter of its share of the play (so the play's last attempts still go to every hand), and at
+    most ``MOST``, so that a hand that dies sends few attempts back to be played again. One at a
+    time where a budget lets each attempt start on its own (``budgeted``)."""
+
+    planned: int
+    hands: int
+    budgeted: bool = False
+
+    MOST: ClassVar[int] = 64
+
+    def size(self, under_way: int) -> int:
+        if self.budgeted:
+            return 1
+        return max(1, min(self.MOST, under_way // 4, self.planned // (max(self.hands, 1) * 4)))
+
+
 class _Play:
     """One play of a crew: the hands, the attempts handed out and those to hand out again."""
 
@@ -419,10 +476,16 @@ class _Play:
         return self._spending
 
     def _feeders(self, slot: _Slot, count: int) -> int:
-        """How many attempts the slot's hand is handed at once: one for each of its agent's places
-        and each of its judge's, so that it judges some while it plays others."""
+        """How many batches the slot's hand is handed at once: together, one attempt for each of its
+        agent's places and each of its judge's, so that it judges some while it plays others."""
+        return math.ceil(self._under_way(slot, count) / self._batch(slot, count))
+
+    def _under_way(self, slot: _Slot, count: int) -> int:
         share = self._crew.bench.limits.shared(slot.number, count)
         return share.agent_places + share.judge_places
+
+    def _batch(self, slot: _Slot, count: int) -> int:
+        return Batches(len(self._planned), count, self._spending is not None).size(self._under_way(slot, count))
 
     def _started(self, number: int, count: int, cpus: float = 1.0) -> Any:
         bench = self._crew.bench
@@ -467,32 +530,46 @@ class _Play:
         return await self._spending.taken(self._plan, Planned.key)
 
     async def _feeding(self, slot: _Slot, count: int) -> None:
-        """Hand attempts to the slot's hand, one at a time, until there are none left."""
+        """Hand batches of attempts to the slot's hand, one call at a time, until there are none
+        left; record each attempt as its outcome comes back."""
         dead = self._ray.exceptions.RayActorError
+        size = self._batch(slot, count)
         while True:
             self._vigil.alive()  # a participant is dead for the run: no attempt is handed out
-            one = await self._next()
-            if one is None:
+            batch: dict[tuple[str, int], Planned] = {}
+            while len(batch) < size:
+                one = await self._next()
+                if one is None:
+                    break
+                batch[one.key()] = one
+            if not batch:
                 return
             hand, generation = slot.hand, slot.generation
             try:
-                data = await hand.play.remote(one.scenario.id, one.attempt)
+                async for message in hand.plays.options(num_returns="streaming").remote(list(batch)):
+                    for played in _ENDED.decode(await message):
+                        noted = self._heard(hand, played)
+                        one = batch.pop((played.outcome.scenario, played.outcome.attempt))
+                        if self._first(one):  # played twice: the first outcome back is the one kept
+                            self._vigil.record(played.outcome, noted)
             except dead:
-                self._again.append(one)  # played again, by another hand
-                self._replayed.add((one.scenario.id, one.attempt))
+                for one in batch.values():  # those not sent back: played again, by another hand
+                    self._again.append(one)
+                    self._replayed.add(one.key())
                 await self._replaced_in(slot, generation, count)
                 continue
             except self._ray.exceptions.RayTaskError as error:
                 raise error.as_instanceof_cause() from None  # convy's own error in the hand stops the run
-            played = _PLAYED.decode(data)
-            noted, answered = self._vigil.vitals.told(played.news)
-            for who, name in answered:  # alive for the run: every other hand hears it, and sends to it again
-                for other in self._slots:
-                    if other.hand is not hand:
-                        other.hand.answered.remote(who, name)
-            if not self._first(one):  # played twice: the first outcome back is the one kept
-                continue
-            self._vigil.record(played.outcome, noted)
+
+    def _heard(self, hand: Any, played: Played) -> set[Pulse]:
+        """What a hand heard of the participants, told to the driver's vitals and, of one that
+        answered at last, to every other hand; the participants the attempt noted, for its record."""
+        noted, answered = self._vigil.vitals.told(played.news)
+        for who, name in answered:  # alive for the run: every other hand hears it, and sends to it again
+            for other in self._slots:
+                if other.hand is not hand:
+                    other.hand.answered.remote(who, name)
+        return noted
 
     def _first(self, one: Planned) -> bool:
         """Whether this is the first outcome back of the attempt."""
