@@ -261,13 +261,13 @@ def test_a_retry_after_of_zero_still_waits_and_gives_up() -> None:
 
 
 def test_patience_and_places_refuse_nonsense() -> None:
-    """A negative patience, a first wait of 0, no places or a negative pace are refused when made."""
+    """A negative patience, a first wait of 0, negative places or a negative pace are refused when made."""
     with pytest.raises(ValueError):
         Patience(seconds=-1)
     with pytest.raises(ValueError):
         Patience(first=0)
     with pytest.raises(ValueError):
-        Places(0)
+        Places(-1)
     with pytest.raises(ValueError):
         Places(1, per_minute=-1)
 

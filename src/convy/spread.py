@@ -95,8 +95,14 @@ class Spread(msgspec.Struct, frozen=True):
         every limit can be split among, each keeping at least one of each place and of each
         per-minute cap it has."""
         wanted = self.workers or max(1, cpus)
-        caps = [limits.agent_places, limits.user_places, limits.judge_places]
-        caps += [cap for cap in (limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute) if cap]
+        caps = [
+            cap
+            for cap in (
+                limits.agent_places, limits.user_places, limits.judge_places,
+                limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute,
+            )
+            if cap  # 0: no cap, nothing to split
+        ]
         return max(1, min(wanted, *caps))
 
     def reachable(self) -> None:
@@ -365,6 +371,10 @@ class _Slot:
 class _Play:
     """One play of a crew: the hands, the attempts handed out and those to hand out again."""
 
+    # The attempts a hand is handed at once for a participant whose places have no cap (they
+    # grow in the hand, which the driver does not see): a ceiling on them, per hand.
+    UNCAPPED: ClassVar[int] = 32
+
     def __init__(self, crew: Crew, ray: Any, planned: tuple[Planned, ...], journal: Journal, earlier: Iterable[Outcome]) -> None:
         self._crew = crew
         self._ray = ray
@@ -420,9 +430,10 @@ class _Play:
 
     def _feeders(self, slot: _Slot, count: int) -> int:
         """How many attempts the slot's hand is handed at once: one for each of its agent's places
-        and each of its judge's, so that it judges some while it plays others."""
+        and each of its judge's, so that it judges some while it plays others. Places with no cap
+        grow in the hand as far as ``UNCAPPED`` attempts handed to it at once let them."""
         share = self._crew.bench.limits.shared(slot.number, count)
-        return share.agent_places + share.judge_places
+        return (share.agent_places or self.UNCAPPED) + (share.judge_places or self.UNCAPPED)
 
     def _started(self, number: int, count: int, cpus: float = 1.0) -> Any:
         bench = self._crew.bench
