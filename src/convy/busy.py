@@ -97,15 +97,15 @@ _AHEAD = 0.01
 _SHARE_HELD = 0.995
 _SHARE_HELD_CUT = 0.975
 # Places with no cap start at START and grow to at most _MOST_PLACES (``bench.Limits``' bound). An
-# answer is in time when it took at most _IN_TIME times the least latency of the last _LEAST_OF to
-# 2 x _LEAST_OF answers timed: a service that queues what it cannot serve at once answers later as
-# more is sent, and is sent no more; one that answers as fast with more under way is sent more.
-# An answer quicker than _OVERLAP is the machine's own work (an in-process fake), which more
-# places would not overlap with anything: it grows nothing.
+# answer is in time when it took at most _IN_TIME times the least latency any answer timed took: a
+# service that queues what it cannot serve at once answers later as more is sent, and is sent no
+# more; one that answers as fast with more under way is sent more. (The least of all, not of the
+# latest answers: the latest of a queueing service would creep up with its queue, and the places
+# with them.) An answer quicker than _OVERLAP is the machine's own work (an in-process fake),
+# which more places would not overlap with anything: it grows nothing.
 START = 4
 _MOST_PLACES = 100_000
-_IN_TIME = 2.0
-_LEAST_OF = 64
+_IN_TIME = 3.0
 _OVERLAP = 0.001
 
 
@@ -277,9 +277,7 @@ class Places:
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
         self._doubling = True  # places with no cap: one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
-        self._least = math.inf  # the least latency of the answers timed in this round of _LEAST_OF
-        self._least_before = math.inf  # and of the round before
-        self._timed = 0  # the answers timed in this round
+        self._least = math.inf  # the least latency of an answer timed
         self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
 
     # --- places at once --------------------------------------------------------------------------
@@ -332,12 +330,10 @@ class Places:
         latency = now - send.moment
         if latency < _OVERLAP:
             return
-        self._timed += 1
-        if self._timed > _LEAST_OF:  # a new round: the least of an older one is forgotten
-            self._least_before, self._least, self._timed = self._least, latency, 1
-        elif latency < self._least:
+        if latency < self._least:
             self._least = latency
-        if latency > _IN_TIME * min(self._least, self._least_before):
+        elif latency > _IN_TIME * self._least:
+            self._doubling = False  # the service has begun to queue: no more than a place a round from now
             return
         if not self._doubling:
             self._widening += 1.0 / self.size
