@@ -103,7 +103,7 @@ class Spread(msgspec.Struct, frozen=True):
             )
             if cap  # 0: no cap, nothing to split
         ]
-        return max(1, min(wanted, *caps))
+        return max(1, min([wanted, *caps]))
 
     def reachable(self) -> None:
         """Nothing when the address is a cluster's that answers (a Ray client's ``ray://HOST:PORT``
