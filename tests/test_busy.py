@@ -453,6 +453,19 @@ def test_places_with_no_cap_grow_while_the_service_answers_in_time() -> None:
     assert most > 4 * START
 
 
+def test_places_with_no_cap_grow_nothing_while_requests_wait_for_the_pace() -> None:
+    """Where the pace holds requests back (here a per-minute of 600, 10 a second, against 4 places
+    that could send 40), more places would only make more wait: they stay as they started."""
+    from convy.busy import START
+
+    async def main() -> int:
+        places = Places(0, per_minute=600)
+        await asyncio.gather(*(places.sent(Answering()) for _ in range(100)))
+        return places.size
+
+    assert run(main) == START
+
+
 def test_places_with_a_cap_never_pass_it() -> None:
     """Places a team set are a cap: however fast the service answers, no more are under way at once."""
 

@@ -278,6 +278,7 @@ class Places:
         self._doubling = True  # places with no cap: one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
         self._least = math.inf  # the least latency of an answer timed
+        self._queued = -math.inf  # when a request last began to wait for its moment at the pace
         self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
 
     # --- places at once --------------------------------------------------------------------------
@@ -323,9 +324,12 @@ class Places:
 
     def _kept_up(self, send: _Send, now: float) -> None:
         """``send`` answered at ``now``: with no cap, one place more (or a part of one, after a
-        refusal) when the places held requests back and nothing waits for the pace (where it does,
-        more places would only make more wait), and the answer came in time."""
-        if (self._taken < self.size and not self._place_queue) or self._send_queue or self.size >= _MOST_PLACES:
+        refusal) when the places held requests back and nothing waited for the pace while it was
+        under way (where something did, more places would only make more wait), and the answer
+        came in time."""
+        if (self._taken < self.size and not self._place_queue) or self.size >= _MOST_PLACES:
+            return
+        if self._send_queue or self._queued >= send.moment:  # a request waited for the pace meanwhile
             return
         latency = now - send.moment
         if latency < _OVERLAP:
@@ -604,6 +608,7 @@ class Places:
             return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
         future: asyncio.Future[_Send] = loop.create_future()
         heapq.heappush(self._send_queue, _Ticket(rank, future))
+        self._queued = start  # the places grow nothing for requests under way meanwhile (_kept_up)
         self._release()
         try:
             send = await future
