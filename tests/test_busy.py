@@ -1451,6 +1451,28 @@ def test_the_busy_benchmark_runs_and_prints_its_table() -> None:
     assert "PROBLEMS" not in done.stdout
 
 
+def test_the_busy_benchmark_plays_the_uncapped_case() -> None:
+    """A small run of bench/busy.py's uncapped case (no limit, no places set, beside all at once)
+    completes, every attempt judged, and prints both rows."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "busy.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--only", "uncapped", "--uncapped-attempts", "6", "--repeat", "1", "--latency", "0.02"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(bench.parent.parent / "src")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all at once" in done.stdout
+    assert "default settings, now" in done.stdout
+    assert "PROBLEM" not in done.stdout
+
+
 class Built(Simulated):
     """A service reached through an HTTP layer that waits, just before it writes a request's head,
     for the moment its ``Told`` says (``Told.writable``), as convy's does. Each request takes a
