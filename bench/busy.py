@@ -5,7 +5,8 @@ plays when nothing limits it.
 The service is the test stand-in (``tests/standin.py``), a real HTTP server answering after
 ``--latency`` seconds (100 ms), run in a child process so that its work is not charged to convy.
 The agent is a ``JsonAgent`` on its ``/agent`` endpoint, played through the real ``Bench`` with
-**default settings** (``Limits()``: 4 agent places, no per-minute); each attempt is a scripted
+**default settings** (``Limits()``: no places set, so they start at 4 and grow while the
+service keeps up; no per-minute; before issue 27, 4 agent places); each attempt is a scripted
 scenario of ``--turns`` messages (one request each) decided by a ``check:``.
 
 **Time is scaled.** A limit of 1,200 requests a minute is 20 a second: ``--requests`` (300) agent
