@@ -5,7 +5,8 @@ plays when nothing limits it.
 The service is the test stand-in (``tests/standin.py``), a real HTTP server answering after
 ``--latency`` seconds (100 ms), run in a child process so that its work is not charged to convy.
 The agent is a ``JsonAgent`` on its ``/agent`` endpoint, played through the real ``Bench`` with
-**default settings** (``Limits()``: 4 agent places, no per-minute); each attempt is a scripted
+**default settings** (``Limits()``: no places set, so they start at 4 and grow while the
+service keeps up; no per-minute; before issue 27, 4 agent places); each attempt is a scripted
 scenario of ``--turns`` messages (one request each) decided by a ``check:``.
 
 **Time is scaled.** A limit of 1,200 requests a minute is 20 a second: ``--requests`` (300) agent
@@ -42,6 +43,14 @@ slower second part. ``--before SRC`` plays the same cases with convy's source at
 main's: ``git archive main src | tar -x -C /tmp/before``, then ``/tmp/before/src``) in a child process, each cut off at
 ``--cap`` times its floor, and prints both side by side.
 
+Uncapped (``--only uncapped``), issue 27's case: ``--uncapped-attempts`` (50) attempts of a
+scenario whose simulated user and judge are models on the stand-in too (``--turns`` turns of user
+then agent, one claim judged), no limit anywhere, with **default settings** (no ``*_places`` set:
+the places grow) beside every participant's places set to the attempts (all at once: what the
+service allows at best); with ``--before``, the default settings of the source at ``SRC`` too.
+Each row: wall seconds (best of ``--repeat``), its ratio to all at once, and the most requests
+the stand-in had under way at once.
+
 Free cases (``--only free``), no limit at all, ``--free-attempts`` attempts with
 ``agent_places`` = each of ``--concurrency``: attempts per second against the ideal ``places /
 (latency x turns)``, as a ratio; and the same requests sent by a bare asyncio loop with httpx2
@@ -51,6 +60,7 @@ alone, the baseline that shows what the machine and the HTTP client allow withou
     .venv/bin/python bench/busy.py --before /tmp/main/src           # and the state before, side by side
     .venv/bin/python bench/busy.py --requests 60 --only bucket1     # a quick look
     .venv/bin/python bench/busy.py --only free
+    .venv/bin/python bench/busy.py --only uncapped --before /tmp/main/src
 """
 
 from __future__ import annotations
@@ -210,6 +220,8 @@ def _serve(pipe: Any, settings: dict[str, Any]) -> None:
         settings["limit"] = limit_of(shape, settings.pop("rate"), settings.pop("floor"))
     if settings.pop("judge", False):
         settings["reply"] = judged
+    if settings.pop("project", False):
+        settings["reply"] = project_reply
     with StandIn(**settings) as server:
         pipe.send(server.url)
         while True:
@@ -470,6 +482,71 @@ def free(places: int, arguments: argparse.Namespace) -> str:
     return "\n".join(rows)
 
 
+# --- uncapped: no limit, no places set (issue 27, item 3) ---------------------------------------
+
+
+def project_reply(request: dict[str, Any]) -> str:
+    """The stand-in's chat reply in a project whose user and judge are models: a judge's decision
+    when asked about a claim, else the simulated user's next message."""
+    sys.path.insert(0, str(TESTS))
+    from standin import judged as decided
+
+    messages = request.get("messages", [{}])
+    asked = str(messages[-1].get("content", ""))
+    return decided(request) if "The claim: " in asked else f"Tell me more about point {len(messages)}."
+
+
+def uncapped_one(case: str, arguments: argparse.Namespace) -> dict[str, Any]:
+    """One uncapped run: ``default`` (no places set) or ``all`` (every participant's places the
+    attempts); its wall seconds, what the attempts ended as, and the most the stand-in had at once."""
+    from convy import Bench, ChatJudge, JsonAgent, JsonEndpoint, Limits, Models, OpenAiModel, Plan, Scenario
+    from convy.fakes import MemoryJournal
+
+    attempts = arguments.uncapped_attempts
+    fields = {"id": "uncapped", "user": "You want to know about the shop.", "judge": ["The agent answers."], "max_turns": arguments.turns}
+    scenario = msgspec.convert(fields, Scenario)
+    every = {f"{who}_places": attempts for who in ("agent", "user", "judge")}
+    limits = Limits(**every) if case == "all" else Limits()
+    with Service(latency=arguments.latency, project=True) as service:
+        model = OpenAiModel("stand-in", service.url + "/v1")
+        agent = JsonAgent(JsonEndpoint(service.url + "/agent"), reply="output.text")
+        bench = Bench(agent, Models(user=model, judge=ChatJudge(model)), limits)
+        journal = MemoryJournal()
+        start = time.perf_counter()
+        asyncio.run(bench.run(Plan((scenario,), attempts), journal))
+        wall = time.perf_counter() - start
+        stats = service.stats()
+    stops = Counter(outcome.stop for outcome in journal.outcomes)
+    verdicts = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
+    return {"wall": wall, "peak": stats["peak"], "stops": dict(stops), "verdicts": verdicts, "refused": stats["refused"]}
+
+
+def uncapped(arguments: argparse.Namespace) -> list[str]:
+    """The uncapped rows (best of ``--repeat`` each, interleaved), and the problems met."""
+    cases = {"all at once": ("all", None), "default settings, now": ("default", None)}
+    if arguments.before:
+        cases["default settings, before"] = ("default", arguments.before)
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in cases}
+    for _ in range(arguments.repeat):
+        for label, (case, source) in cases.items():
+            runs[label].append(uncapped_one(case, arguments) if source is None else uncapped_child(case, arguments, source))
+    best = {label: min(found, key=lambda run: run["wall"]) for label, found in runs.items()}
+    floor = best["all at once"]["wall"]
+    rows, problems = [], []
+    for label, run in best.items():
+        rows.append(f"  {label:<26} {run['wall']:6.2f} s  {run['wall'] / floor:5.2f}x   peak {run['peak']:4d} at once   {run['stops']}")
+        if run["verdicts"] != arguments.uncapped_attempts or run["refused"]:
+            problems.append(f"uncapped, {label}: {run['verdicts']} verdicts, {run['refused']} refused")
+    return rows + [f"PROBLEM: {problem}" for problem in problems]
+
+
+def uncapped_child(case: str, arguments: argparse.Namespace, source: str) -> dict[str, Any]:
+    """One uncapped run by convy's source at ``source``, in a child process."""
+    command = [sys.executable, __file__, "--uncapped-case", case, *sys.argv[1:]]
+    done = subprocess.run(command, env={**os.environ, "PYTHONPATH": source}, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 
@@ -503,11 +580,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="runs of each free case, the best shown (default 2)")
     parser.add_argument("--no-baseline", action="store_true", help="do not time the free cases' requests without convy")
     parser.add_argument("--where", action="store_true", help="also print where each limited case's wall time went")
-    parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free"), default=SHAPES)
+    parser.add_argument("--uncapped-attempts", type=int, default=50, help="attempts of the uncapped case (default 50)")
+    parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free", "uncapped"), default=SHAPES)
     parser.add_argument("--case", choices=SHAPES, help=argparse.SUPPRESS)  # one case, as JSON (for --before)
+    parser.add_argument("--uncapped-case", choices=("default", "all"), help=argparse.SUPPRESS)  # the same, uncapped
     arguments = parser.parse_args()
     if arguments.case:
         print(json.dumps(limited(arguments.case, arguments)))
+        return
+    if arguments.uncapped_case:
+        print(json.dumps(uncapped_one(arguments.uncapped_case, arguments)))
         return
 
     import convy
@@ -547,6 +629,16 @@ def main() -> None:
         )
         for places in arguments.concurrency:
             print(free(places, arguments), flush=True)
+    if "uncapped" in arguments.only:
+        print(
+            f"\nNo limit, no places set: {arguments.uncapped_attempts} attempts of {arguments.turns} turns (the user's "
+            f"model, then the agent) and a claim judged, each request answered after {arguments.latency:g} s; "
+            f"best of {arguments.repeat}; x: to all at once"
+        )
+        for row in uncapped(arguments):
+            print(row, flush=True)
+            if row.startswith("PROBLEM"):
+                problems.append(row.removeprefix("PROBLEM: "))
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     if problems:
         print("\nPROBLEMS:")

@@ -86,6 +86,7 @@ from convy import (
     Usage,
     Verdict,
 )
+from convy.busy import START
 from convy.conduct import UserChecks
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 
@@ -159,7 +160,8 @@ class Setup(msgspec.Struct, frozen=True):
 
     def workers(self) -> int:
         limits = self.limits()
-        return min(self.attempts, limits.agent_places + limits.judge_places)  # as Bench.run does
+        # As Bench.run starts (places with no cap start at START; with instant fakes they do not grow).
+        return min(self.attempts, (limits.agent_places or START) + (limits.judge_places or START))
 
     def smaller(self, attempts: int) -> Setup:
         return msgspec.structs.replace(self, attempts=min(self.attempts, attempts))

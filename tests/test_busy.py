@@ -17,7 +17,7 @@ import pytest
 from clock import START, in_virtual_time
 from standin import HandClock, StandIn, http_date
 
-from convy import Bench, Limits, Models, Plan, Scenario
+from convy import Bench, JsonAgent, Limits, Models, Plan, Scenario
 from convy.busy import WAITS, Busy, Patience, Places, Waits
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
@@ -261,13 +261,13 @@ def test_a_retry_after_of_zero_still_waits_and_gives_up() -> None:
 
 
 def test_patience_and_places_refuse_nonsense() -> None:
-    """A negative patience, a first wait of 0, no places or a negative pace are refused when made."""
+    """A negative patience, a first wait of 0, negative places or a negative pace are refused when made."""
     with pytest.raises(ValueError):
         Patience(seconds=-1)
     with pytest.raises(ValueError):
         Patience(first=0)
     with pytest.raises(ValueError):
-        Places(0)
+        Places(-1)
     with pytest.raises(ValueError):
         Places(1, per_minute=-1)
 
@@ -404,6 +404,160 @@ def test_conversations_hold_places_too() -> None:
 
     run(main)
     assert sorted(entered) == [0, 1, 2]
+
+
+# --- places with no cap ---------------------------------------------------------------------------
+
+
+class Answering:
+    """A service that answers each request after ``seconds`` of virtual time; with ``serves``, it
+    works on that many at once and queues the others, first come first served, as a server with
+    no limit but its own size does. It counts how many are under way (``inside``) and the most at
+    once (``most``)."""
+
+    def __init__(self, seconds: float = 0.1, serves: int = 0) -> None:
+        self.seconds = seconds
+        self.serving = asyncio.Semaphore(serves) if serves else None
+        self.inside = 0
+        self.most = 0
+
+    async def __call__(self) -> str:
+        self.inside += 1
+        self.most = max(self.most, self.inside)
+        try:
+            if self.serving is None:
+                await asyncio.sleep(self.seconds)
+            else:
+                async with self.serving:
+                    await asyncio.sleep(self.seconds)
+        finally:
+            self.inside -= 1
+        return "answer"
+
+
+def test_places_with_no_cap_grow_while_the_service_answers_in_time() -> None:
+    """Places with no cap start at START and grow while requests wait for them and the service
+    answers as fast: 200 requests to a service with no limit end up far more than START at once."""
+    from convy.busy import START
+
+    async def main() -> tuple[int, int, int]:
+        places = Places(0)
+        service = Answering()
+        first = places.size
+        await asyncio.gather(*(places.sent(service) for _ in range(200)))
+        return first, places.size, service.most
+
+    first, size, most = run(main)
+    assert first == START
+    assert size > 4 * START
+    assert most > 4 * START
+
+
+def test_places_with_no_cap_grow_nothing_while_requests_wait_for_the_pace() -> None:
+    """Where the pace holds requests back (here a per-minute of 600, 10 a second, against 4 places
+    that could send 40), more places would only make more wait: they stay as they started."""
+    from convy.busy import START
+
+    async def main() -> int:
+        places = Places(0, per_minute=600)
+        await asyncio.gather(*(places.sent(Answering()) for _ in range(100)))
+        return places.size
+
+    assert run(main) == START
+
+
+def test_places_with_a_cap_never_pass_it() -> None:
+    """Places a team set are a cap: however fast the service answers, no more are under way at once."""
+
+    async def main() -> tuple[int, int, int]:
+        places = Places(3)
+        service = Answering()
+        await asyncio.gather(*(places.sent(service) for _ in range(200)))
+        return places.size, places.peak, service.most
+
+    assert run(main) == (3, 3, 3)
+
+
+def test_places_with_no_cap_stop_growing_when_the_service_answers_later() -> None:
+    """A service that queues what it cannot serve at once answers later the more it is sent: once
+    its answers take more than three times the least, the places grow no more."""
+
+    async def main() -> list[int]:
+        sizes = []
+        for service in (Answering(0.1, serves=4), Answering(0.1)):  # the first answers in 0.1 s up to 4 at once, 0.3 s past 12
+            places = Places(0)
+            for _ in range(2):
+                await asyncio.gather(*(places.sent(service) for _ in range(300)))
+                sizes.append(places.size)
+        return sizes
+
+    queueing, queueing_later, free, free_later = run(main)
+    assert queueing == queueing_later < free < free_later, f"queueing: {queueing}, {queueing_later}; free: {free}, {free_later}"
+
+
+def test_places_with_no_cap_halve_at_a_refusal_and_grow_again_slower() -> None:
+    """A refusal halves places with no cap, once for the requests under way then; after it they
+    grow by one for as many answers in time as there are places, not one for each."""
+
+    async def main() -> tuple[int, int, int, int]:
+        places = Places(0)
+        service = Answering()
+        await asyncio.gather(*(places.sent(service) for _ in range(100)))
+        grown = places.size
+        refusing = Refusing(1)
+        await places.sent(refusing)  # alone: its answer finds a free place, and grows nothing
+        halved = places.size
+        size = halved
+        await asyncio.gather(*(places.sent(service) for _ in range(size)))  # a round: at most one place more
+        return grown, halved, places.size, places.refused
+
+    grown, halved, again, refused = run(main)
+    assert refused == 1
+    assert halved == grown // 2
+    assert halved <= again <= halved + 1
+
+
+def test_a_cap_set_is_not_halved_at_a_refusal() -> None:
+    """Places a team set stay as they are at a refusal: the pace is what a refusal slows."""
+
+    async def main() -> int:
+        places = Places(6)
+        await places.sent(Refusing(1))
+        return places.size
+
+    assert run(main) == 6
+
+
+def test_places_with_no_cap_grow_nothing_for_instant_answers() -> None:
+    """An in-process answer that takes no time is the machine's own work: more places would
+    overlap nothing, and the places stay as they started."""
+    from convy.busy import START
+
+    async def main() -> int:
+        places = Places(0)
+        await asyncio.gather(*(places.sent(Refusing(0)) for _ in range(100)))
+        return places.size
+
+    assert run(main) == START
+
+
+def test_places_that_grow_hand_the_new_places_to_those_who_waited_longest() -> None:
+    """A place made by growth goes to the oldest waiting seat, as a freed one does."""
+    order: list[int] = []
+
+    async def main() -> None:
+        places = Places(0)
+        service = Answering()
+
+        async def conversation(number: int) -> None:
+            async with places.one():
+                order.append(number)
+                await places.retried(service)
+
+        await asyncio.gather(*(conversation(number) for number in range(60)))
+
+    run(main)
+    assert order == list(range(60))
 
 
 def test_after_a_pause_the_requests_go_one_by_one_the_oldest_first() -> None:
@@ -1202,6 +1356,24 @@ def test_an_attempt_starts_only_when_it_has_an_agent_place() -> None:
     assert waits == []
 
 
+@pytest.mark.parametrize(("limits", "most"), [(Limits(), None), (Limits(agent_places=4), 4)], ids=["no cap", "a cap of 4"])
+def test_a_run_against_a_service_with_no_limit_has_more_than_four_at_once_unless_capped(limits: Limits, most: int | None) -> None:
+    """40 attempts against the stand-in with no limit, on the real clock: with no places set they
+    grow, and the stand-in has more than 4 of the agent's requests under way at once; with
+    ``agent_places = 4`` set, never more than 4."""
+    scenario = msgspec.convert({"id": "s", "script": ["One.", "Two."], "judge": [{"check": {"said": "One"}}]}, Scenario)
+    with StandIn(latency=0.2) as server:
+        agent = JsonAgent(JsonEndpoint(server.url + "/agent"), reply="output.text")
+        journal = MemoryJournal()
+        asyncio.run(Bench(agent, Models(), limits).run(Plan((scenario,), 40), journal))
+        peak = server.peak_in_flight
+    assert [outcome.stop for outcome in journal.outcomes] == ["finished"] * 40
+    if most is None:
+        assert peak > 4
+    else:
+        assert 1 <= peak <= most
+
+
 class Limited:
     """An agent behind a ``Simulated`` service: each turn is one request to it. ``spans`` holds
     each conversation's start and end in the event loop's time."""
@@ -1277,6 +1449,28 @@ def test_the_busy_benchmark_runs_and_prints_its_table() -> None:
     assert "bucket, burst 1 " in done.stdout
     assert "sliding window" in done.stdout
     assert "PROBLEMS" not in done.stdout
+
+
+def test_the_busy_benchmark_plays_the_uncapped_case() -> None:
+    """A small run of bench/busy.py's uncapped case (no limit, no places set, beside all at once)
+    completes, every attempt judged, and prints both rows."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "busy.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--only", "uncapped", "--uncapped-attempts", "6", "--repeat", "1", "--latency", "0.02"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(bench.parent.parent / "src")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all at once" in done.stdout
+    assert "default settings, now" in done.stdout
+    assert "PROBLEM" not in done.stdout
 
 
 class Built(Simulated):

@@ -51,9 +51,9 @@ models = Models(user=Absent("no user model here"), judge=Absent("no judge here")
 
 # Limits at their defaults, after the settings a test gives: the last lines of "settings in force".
 LIMITS = [
-    "  agent_places      4             default",
-    "  user_places       8             default",
-    "  judge_places      8             default",
+    "  agent_places      0             default",
+    "  user_places       0             default",
+    "  judge_places      0             default",
     "  agent_per_minute  0             default",
     "  user_per_minute   0             default",
     "  judge_per_minute  0             default",
@@ -323,14 +323,14 @@ def broken(folder: Path) -> None:
         "user: I want a refund\njudge: [the agent helped]\ncolour: red\n", encoding="utf-8"
     )
     (folder / "pyproject.toml").write_text(
-        '[tool.convy]\nagent_places = 0\nturn_seconds = "long"\nuser_prompt = "prompts/user.md"\n', encoding="utf-8"
+        '[tool.convy]\nagent_places = -1\nturn_seconds = "long"\nuser_prompt = "prompts/user.md"\n', encoding="utf-8"
     )
 
 
 # What `convy check` says of the project ``broken`` makes, with CONVY_ATTEMPTS=many: every problem.
 EVERY_PROBLEM = [
     "convy: pyproject.toml: [tool.convy] turn_seconds: expected a number, got text",
-    "convy: pyproject.toml: [tool.convy] agent_places: must be at least 1",
+    "convy: pyproject.toml: [tool.convy] agent_places: must be 0 (no cap: places grow) or more",
     "convy: CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto",
     "convy: scenarios/colour.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under",
     "convy: loading models.py failed: RuntimeError: the gateway is down",
@@ -429,7 +429,7 @@ def test_settings_say_every_problem_of_every_source_and_keep_the_sound_fields(
     )
     settings = sourced.settings
     assert (settings.attempts, settings.open_seconds, settings.max_turns) == (5, 9.0, 4)
-    assert (settings.trust, settings.agent_places, settings.turn_seconds) == (0.0, 4, 120.0)
+    assert (settings.trust, settings.agent_places, settings.turn_seconds) == (0.0, 0, 120.0)
     assert sourced.sources == {"attempts": "[tool.convy]", "open_seconds": "[tool.convy]", "max_turns": "CONVY_MAX_TURNS"}
 
 

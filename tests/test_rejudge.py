@@ -159,7 +159,7 @@ def test_a_rejudge_killed_mid_way_is_finished_by_resume_asking_the_judge_alone(
     assert ran.returncode == 0, ran.stdout + ran.stderr
     (source,) = folders(made).values()
     settings = made.folder / "pyproject.toml"
-    settings.write_text(settings.read_text().replace("judge_places = 8", "judge_places = 1"))
+    settings.write_text(settings.read_text().replace("judge_places = 0 ", "judge_places = 1 "))
     agent_and_user = {key: count for key, count in asked.models.items() if key[0] != "judge"}
     asked.hold_after = 4
     asked.held.set()

@@ -694,3 +694,16 @@ def test_a_spread_run_starts_no_attempt_that_would_cross_its_budget(place: Place
     status = json.loads((place.run() / "run.json").read_text())["status"]
     assert status["type"] == "stopped" and status["spent"]["budget"] == "tokens"
     assert "stopped by budget" in ran.stdout
+
+
+def test_hands_are_split_by_the_caps_set_and_not_by_places_that_grow() -> None:
+    """A run with no place or per-minute set has as many hands as asked (places with no cap grow in
+    each hand); a cap set still bounds them, each hand keeping at least one of it."""
+    from convy.bench import Limits
+    from convy.spread import Spread
+
+    assert Spread(4).hands(Limits(), cpus=8) == 4
+    assert Spread(0).hands(Limits(), cpus=3) == 3
+    assert Spread(4).hands(Limits(agent_places=2), cpus=8) == 2
+    assert Spread(4).hands(Limits(judge_per_minute=3), cpus=8) == 3
+    assert Limits().shared(1, 4).agent_places == 0

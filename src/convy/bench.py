@@ -64,11 +64,12 @@ class RunDamaged(ConfigurationError):
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How much each participant does at once and per minute (0: no limit), how long it waits for
     a busy service (``*_patience``, seconds per request), how long a dialogue may go, and the
-    agent's time limits in seconds."""
+    agent's time limits in seconds. Places with no cap (0) start at ``busy.START`` and grow while
+    the service keeps up (``busy.Places``); a number is a cap a team sets to protect a service."""
 
-    agent_places: int = 4
-    user_places: int = 8
-    judge_places: int = 8
+    agent_places: int = 0
+    user_places: int = 0
+    judge_places: int = 0
     agent_per_minute: int = 0
     user_per_minute: int = 0
     judge_per_minute: int = 0
@@ -107,9 +108,11 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 raise ValueError(f"{name}: must be a finite number")
             if value > most:
                 raise ValueError(f"{name}: must be at most {most:,.0f}")
-        for name in ("agent_places", "user_places", "judge_places", "max_turns"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: must be at least 1")
+        if self.max_turns < 1:
+            raise ValueError("max_turns: must be at least 1")
+        for name in ("agent_places", "user_places", "judge_places"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be 0 (no cap: places grow) or more")
         for name in ("agent_per_minute", "user_per_minute", "judge_per_minute"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be 0 (no limit) or more")
@@ -207,11 +210,14 @@ class Bench(msgspec.Struct, frozen=True):
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
             vigil.journal = Counted(journal, spending)
 
-        async def worker() -> None:
+        workers = min(len(planned), stage.hands())
+
+        async def worker(group: asyncio.TaskGroup) -> None:
             # A worker takes an agent's place before it takes an attempt, so an attempt starts, and
             # its time with it, only once it has the place: there are more workers than agent
             # places (the others judge), and a wait for a place is not the attempt's doing. With a
             # budget, it then waits until the budget lets the attempt start.
+            nonlocal workers
             while True:
                 seat = await stage.seat()
                 try:
@@ -223,13 +229,16 @@ class Bench(msgspec.Struct, frozen=True):
                 if one is None:
                     seat.release()
                     return
+                if workers < min(len(planned), stage.hands()):
+                    # Places with no cap have grown: one more worker, waiting for the next place.
+                    workers += 1
+                    group.create_task(worker(group))
                 await vigil.attempt(stage.seated(one, seat))
 
-        workers = min(len(planned), self.limits.agent_places + self.limits.judge_places)
         with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
-                    group.create_task(worker())
+                    group.create_task(worker(group))
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
         # the bench is not done until every planned attempt was recorded, or left in the plan by
         # a budget that was spent.
@@ -268,7 +277,7 @@ class Bench(msgspec.Struct, frozen=True):
             key: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
             for key, scenario in unique.items()
         }
-        return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns)
+        return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns, places["judge"])
 
 
 async def _taken(plan: Iterator[Planned], spending: Spending | None) -> Planned | None:
@@ -289,6 +298,13 @@ class Stage(msgspec.Struct, frozen=True):
     judge: Any
     review: UserReview
     max_turns: int
+    judge_places: Places | None = None
+
+    def hands(self) -> int:
+        """How many attempts to have under way at once: one for each of the agent's places and
+        each of the judge's, as many as they are now (places with no cap grow), so that some are
+        judged while others play."""
+        return self.places.size + (self.judge_places.size if self.judge_places is not None else 0)
 
     def seat(self) -> Coroutine[Any, Any, Seat]:
         """Wait for one of the agent's places."""

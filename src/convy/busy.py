@@ -5,7 +5,10 @@ A service that refuses a request without acting on it (HTTP 429 or 503) makes it
 of the run — the agent's, the simulated user's model's, or the judge's:
 
 - how many of its conversations or requests are under way at once (``size``), handed out first
-  come, first served;
+  come, first served. A ``cap`` a team set holds it; with none, it starts at ``START`` and grows
+  while the places, not the pace, hold requests back and the service answers in time (one place
+  more per such answer until the first refusal, then one per ``size`` such answers), and halves
+  at a refusal, so that a service with no limit is not held to a few at once;
 - how fast it sends: at the rate its service allows, found with no setting. Until the service has
   answered once, one request goes at a time — to a service over HTTP: convy's HTTP layer names
   the service in a request's ``Told`` as the request starts, and a participant whose request
@@ -93,6 +96,17 @@ _AHEAD = 0.01
 # participant sharing it.
 _SHARE_HELD = 0.995
 _SHARE_HELD_CUT = 0.975
+# Places with no cap start at START and grow to at most _MOST_PLACES (``bench.Limits``' bound). An
+# answer is in time when it took at most _IN_TIME times the least latency any answer timed took: a
+# service that queues what it cannot serve at once answers later as more is sent, and is sent no
+# more; one that answers as fast with more under way is sent more. (The least of all, not of the
+# latest answers: the latest of a queueing service would creep up with its queue, and the places
+# with them.) An answer quicker than _OVERLAP is the machine's own work (an in-process fake),
+# which more places would not overlap with anything: it grows nothing.
+START = 4
+_MOST_PLACES = 100_000
+_IN_TIME = 3.0
+_OVERLAP = 0.001
 
 
 class Busy(Exception):
@@ -211,9 +225,10 @@ class Places:
     """A participant's places: how much it has under way at once, how fast it sends, how long it waits.
 
     It changes inside — what is under way, who waits for a place or for a moment to send, the pace
-    it found for its service and what the service said is left — and shows only its counts:
-    ``peak`` (the most under way at once), ``refused`` (requests a service refused), ``given_up``
-    (requests that ran out of patience) and ``sends``.
+    it found for its service and what the service said is left, and with no ``cap`` (``size`` 0)
+    how many places it has — and shows only its counts: ``size`` (its places now), ``peak`` (the
+    most under way at once), ``refused`` (requests a service refused), ``given_up`` (requests that
+    ran out of patience) and ``sends``.
     """
 
     def __init__(
@@ -224,11 +239,12 @@ class Places:
         patience: Patience | None = None,
         services: Services | None = None,
     ) -> None:
-        if size < 1:
-            raise ValueError("a participant needs at least one place")
+        if size < 0:
+            raise ValueError("places cannot be negative (0: no cap, they grow)")
         if per_minute < 0:
             raise ValueError("per_minute cannot be negative (0: no limit)")
-        self.size = size
+        self.cap = size  # set by the team (0: none, the places grow and shrink)
+        self.size = size or START
         self.who: Who = who
         self.per_minute = per_minute
         self.patience = patience or Patience()
@@ -259,6 +275,11 @@ class Places:
         self._waited: _Send | None = None  # the latest send that waited there
         self._services = services or Services()
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
+        self._doubling = True  # places with no cap: one more per answer in time until the first refusal
+        self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
+        self._least = math.inf  # the least latency of an answer timed
+        self._queued = -math.inf  # when a request last began to wait for its moment at the pace
+        self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
 
     # --- places at once --------------------------------------------------------------------------
 
@@ -293,12 +314,53 @@ class Places:
             seat.release()
 
     def _freed(self) -> None:
-        while self._place_queue:
+        if self._taken <= self.size:  # more are taken than there are places after a refusal: this one goes
+            while self._place_queue:
+                future = self._place_queue.popleft()
+                if not future.done():
+                    future.set_result(None)  # the place goes to the one who waited longest
+                    return
+        self._taken -= 1
+
+    def _kept_up(self, send: _Send, now: float) -> None:
+        """``send`` answered at ``now``: with no cap, one place more (or a part of one, after a
+        refusal) when the places held requests back and nothing waited for the pace while it was
+        under way (where something did, more places would only make more wait), and the answer
+        came in time."""
+        if (self._taken < self.size and not self._place_queue) or self.size >= _MOST_PLACES:
+            return
+        if self._send_queue or self._queued >= send.moment:  # a request waited for the pace meanwhile
+            return
+        latency = now - send.moment
+        if latency < _OVERLAP:
+            return
+        if latency < self._least:
+            self._least = latency
+        elif latency > _IN_TIME * self._least:
+            self._doubling = False  # the service has begun to queue: no more than a place a round from now
+            return
+        if not self._doubling:
+            self._widening += 1.0 / self.size
+            if self._widening < 1.0:
+                return
+            self._widening -= 1.0
+        self.size += 1
+        while self._taken < self.size and self._place_queue:  # the new place goes to the one who waited longest
             future = self._place_queue.popleft()
             if not future.done():
-                future.set_result(None)  # the place goes to the one who waited longest
-                return
-        self._taken -= 1
+                self._taken += 1
+                future.set_result(None)
+
+    def _narrowed(self, send: _Send) -> None:
+        """A refusal of ``send``: with no cap, half the places, once for the requests under way
+        then (many refused at once are one sign of one overload); from then on they grow by one
+        for as many answers in time as there are places."""
+        if self.cap or send.number <= self._narrowed_after:
+            return
+        self._narrowed_after = self._service.sends - 1
+        self.size = max(1, self.size // 2)
+        self._doubling = False
+        self._widening = 0.0
 
     # --- sending ---------------------------------------------------------------------------------
 
@@ -398,6 +460,8 @@ class Places:
                             answers.popleft()
                         if number > self._cut_after and self._service.share < _SHARE_MOST:
                             self._grown()
+                        if not self.cap and (self._taken >= self.size or self._place_queue):
+                            self._kept_up(send, loop.time())
                         self._flying -= 1
                         if self._unwritten is send:
                             self._unwritten = None
@@ -544,6 +608,7 @@ class Places:
             return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
         future: asyncio.Future[_Send] = loop.create_future()
         heapq.heappush(self._send_queue, _Ticket(rank, future))
+        self._queued = start  # the places grow nothing for requests under way meanwhile (_kept_up)
         self._release()
         try:
             send = await future
@@ -721,6 +786,8 @@ class Places:
             # say nothing of the pace after it.
             seconds = 1.0 / self._rate
             self._rate *= 2 ** (2 * seconds) if self._growing else 1 + _GROWTH * seconds
+        if not self.cap:
+            self._kept_up(send, now)
         if paced:
             self._landed(send)
 
@@ -743,6 +810,7 @@ class Places:
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
+        self._narrowed(send)
         if not paced:  # a request inside a turn paced as a request itself
             self._pause(now, pause, told)
             self._release()

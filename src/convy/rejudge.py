@@ -247,7 +247,8 @@ class Rejudging(msgspec.Struct, frozen=True):
         wanted = {(one.scenario.id, one.attempt): one.scenario for one in planned}
         vigil = Vigil(journal)  # a judge whose service refuses it for good stops the run, as a bench's does
         watched = vigil.vitals.watched(self.judge, "judge")
-        judge = RunJudge(watched, self.judging).within(self.limits.places("judge", Services()))
+        places = self.limits.places("judge", Services())
+        judge = RunJudge(watched, self.judging).within(places)
         taken = 0  # the recorded attempts the workers took
         read_through = False  # whether the source was read to its end (not stopped by a budget)
 
@@ -264,10 +265,13 @@ class Rejudging(msgspec.Struct, frozen=True):
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
             vigil.journal = Counted(journal, spending)
 
-        async def worker() -> None:
+        workers = min(len(wanted), places.size)
+
+        async def worker(group: asyncio.TaskGroup) -> None:
             # The workers share one reader of the file: each line is read when a worker is free
             # for it (and, with a budget, once the budget lets it start), so what is held is the
             # attempts under way, not the run.
+            nonlocal workers
             while True:
                 vigil.alive()  # the judge is dead: no dialogue is decided again
                 if spending is None:
@@ -276,13 +280,15 @@ class Rejudging(msgspec.Struct, frozen=True):
                     outcome = await spending.taken(queue, _named)
                 if outcome is None:
                     return
+                if workers < min(len(wanted), places.size):  # the judge's places have grown (no cap)
+                    workers += 1
+                    group.create_task(worker(group))
                 await vigil.attempt(wanted[(outcome.scenario, outcome.attempt)].rejudged(outcome, judge))
 
-        workers = min(len(wanted), self.limits.judge_places)
         with vigil.watching():  # a dead judge's stop, alone; at the end, attempts still held stop it too
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
-                    group.create_task(worker())
+                    group.create_task(worker(group))
         if vigil.recorded != taken:
             raise Unplayed(f"{taken - vigil.recorded} of {len(wanted)} planned attempts ended without being recorded")
         if read_through and taken < len(wanted):

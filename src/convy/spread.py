@@ -97,9 +97,15 @@ class Spread(msgspec.Struct, frozen=True):
         every limit can be split among, each keeping at least one of each place and of each
         per-minute cap it has."""
         wanted = self.workers or max(1, cpus)
-        caps = [limits.agent_places, limits.user_places, limits.judge_places]
-        caps += [cap for cap in (limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute) if cap]
-        return max(1, min(wanted, *caps))
+        caps = [
+            cap
+            for cap in (
+                limits.agent_places, limits.user_places, limits.judge_places,
+                limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute,
+            )
+            if cap  # 0: no cap, nothing to split
+        ]
+        return max(1, min([wanted, *caps]))
 
     def reachable(self) -> None:
         """Nothing when the address is a cluster's that answers (a Ray client's ``ray://HOST:PORT``
@@ -422,6 +428,10 @@ class Batches(msgspec.Struct, frozen=True):
 class _Play:
     """One play of a crew: the hands, the attempts handed out and those to hand out again."""
 
+    # The attempts a hand is handed at once for a participant whose places have no cap (they
+    # grow in the hand, which the driver does not see): a ceiling on them, per hand.
+    UNCAPPED: ClassVar[int] = 32
+
     def __init__(self, crew: Crew, ray: Any, planned: tuple[Planned, ...], journal: Journal, earlier: Iterable[Outcome]) -> None:
         self._crew = crew
         self._ray = ray
@@ -481,8 +491,11 @@ class _Play:
         return math.ceil(self._under_way(slot, count) / self._batch(slot, count))
 
     def _under_way(self, slot: _Slot, count: int) -> int:
+        """The attempts the slot's hand has under way at once: its share of the agent's and the
+        judge's places; places with no cap grow in the hand as far as ``UNCAPPED`` attempts handed
+        to it at once let them."""
         share = self._crew.bench.limits.shared(slot.number, count)
-        return share.agent_places + share.judge_places
+        return (share.agent_places or self.UNCAPPED) + (share.judge_places or self.UNCAPPED)
 
     def _batch(self, slot: _Slot, count: int) -> int:
         return Batches(len(self._planned), count, self._spending is not None).size(self._under_way(slot, count))
