@@ -3,7 +3,8 @@
 The case is ``harness.py``'s ``memory`` case (``Bench.run`` into a ``MemoryJournal``, every
 participant an instant fake, an attempt of ``--turns`` turns judged), played once in a fresh
 child process from its start to its end: the interpreter, the imports and the run, as a user's
-``convy run`` pays for them. Each child's CPU time (user + system) is read from
+``convy run`` pays for them (with its modules' bytecode cached, as an installed package has it,
+whatever ``PYTHONDONTWRITEBYTECODE`` says). Each child's CPU time (user + system) is read from
 ``resource.getrusage(RUSAGE_CHILDREN)`` around it, so no figure depends on what the machine does
 meanwhile but through caches and frequency: CPU time is less disturbed by a loaded machine than
 wall time, though not immune.
@@ -50,9 +51,10 @@ def played(source: Path, attempts: int, turns: int, profile: bool = False) -> st
     (``profile``) what its profile says."""
     command = [sys.executable, __file__, "--child", "--attempts", str(attempts), "--turns", str(turns)]
     command += ["--profile"] if profile else []
-    done = subprocess.run(
-        command, env={**os.environ, "PYTHONPATH": str(source)}, capture_output=True, text=True, check=False
-    )
+    # As an installed convy runs: its modules' compiled bytecode is kept (``__pycache__``, written
+    # by the warm-up run if need be), not compiled again by every process of a shell that says not to.
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(command, env=env | {"PYTHONPATH": str(source)}, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the run with convy from {source} failed:\n{done.stdout}{done.stderr}")
     return done.stdout
