@@ -16,7 +16,9 @@ this convy's runs, ``--repeat`` times each; the medians and their ratio are prin
 ``--profile`` also plays each convy once more under ``cProfile`` (the run alone, not the
 imports) and prints the share of the run's time in the pacing layer — the functions of
 ``convy/busy.py`` and what they call outside convy (the event loop's clock, context variables,
-deques) — and the files that take the most.
+deques) — and the files that take the most. A profiler charges every call its own cost, which
+inflates a layer of many small calls; so the same child also measures the share without one:
+the run beside the same run whose ``Places._tried`` only holds a place and awaits the request.
 
     python bench/cpu.py                                   # 10000 attempts x 6 turns, this convy
     python bench/cpu.py --before /tmp/cpu-before/src --repeat 5 --profile
@@ -36,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent / "src"
@@ -74,6 +77,8 @@ def child(attempts: int, turns: int, profile: bool) -> None:
     from convy.fakes import MemoryJournal
 
     setup = harness.Setup(attempts, turns, Path(tempfile.gettempdir()))
+    if profile:
+        print(without_pacing(setup, harness, MemoryJournal))
     bench, plan, journal = setup.bench(), setup.plan(), MemoryJournal()
     if not profile:
         asyncio.run(bench.run(plan, journal))
@@ -86,6 +91,40 @@ def child(attempts: int, turns: int, profile: bool) -> None:
     if len(journal.outcomes) != attempts:
         raise SystemExit(f"{len(journal.outcomes)} attempts played, not {attempts}")
     harness.InMemory(setup)._attempt(journal.outcomes[-1])
+
+
+def without_pacing(setup: Any, harness: Any, journal: Any, runs: int = 3) -> str:
+    """The pacing layer's share measured without a profiler: the run's CPU time beside the same
+    run whose ``Places._tried`` (every request's first try) only holds a place and awaits the
+    request, runs interleaved in this process, medians. A profiler charges each call its own
+    cost, which inflates code made of many small calls, such as this layer; this does not."""
+    import time
+
+    from convy.busy import Places
+
+    paced = Places._tried
+
+    async def bare(self: Any, request: Any, held: bool, paced: bool = True) -> Any:
+        if not held:
+            return await request()
+        self._taken += 1
+        self.peak = max(self.peak, self._taken)
+        try:
+            return await request()
+        finally:
+            self._freed()
+
+    seconds: dict[str, list[float]] = {"paced": [], "bare": []}
+    for _ in range(runs):
+        for name, tried in (("paced", paced), ("bare", bare)):
+            Places._tried = tried  # type: ignore[method-assign]
+            bench, plan = setup.bench(), setup.plan()
+            start = time.process_time()
+            asyncio.run(bench.run(plan, journal()))
+            seconds[name].append(time.process_time() - start)
+    Places._tried = paced  # type: ignore[method-assign]
+    whole, without = statistics.median(seconds["paced"]), statistics.median(seconds["bare"])
+    return f"pacing layer without a profiler: {1 - without / whole:.1%} of the run ({whole:.2f} s, {without:.2f} s with a bare _tried; medians of {runs})"
 
 
 def _file(function: tuple[str, int, str]) -> str:
