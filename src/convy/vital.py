@@ -385,8 +385,9 @@ class Vitals:
 
     def stopped(self) -> DeadService | None:
         """The stop, once a participant is dead."""
-        if any(pulse.dead() for pulse in self._pulses.values()):
-            return self._stop()
+        for pulse in self._pulses.values():  # a loop, not any() over a generator: asked twice an attempt
+            if pulse.dead():
+                return self._stop()
         return None
 
     def ended(self) -> DeadService | None:
