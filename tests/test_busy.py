@@ -1501,3 +1501,31 @@ def test_a_participant_answered_in_process_that_then_names_a_service_is_paced_by
     assert moments[:4] == [START] * 4
     spaced = moments[-3:]
     assert all(later - earlier >= 0.9 for earlier, later in zip(spaced, spaced[1:], strict=False)), moments
+
+
+def test_requests_inside_turns_over_http_never_go_the_free_way() -> None:
+    """An agent whose turns are answered without naming a service but whose requests inside them
+    go over HTTP (``resent``, as convy's own agents send them) is not in-process: each of those
+    requests has its own ``Told``, which hears when it went on the wire and what its service said,
+    on every turn, not only the first."""
+    listened: list[bool] = []
+
+    async def request() -> str:
+        told = TOLD.get()
+        assert told is not None
+        told.service = "a service"
+        listened.append(told.listened())
+        return "answer"
+
+    async def turn() -> str:
+        await places.resent(request)
+        return "turn"
+
+    places = Places(4)
+
+    async def main() -> None:
+        for _ in range(3):
+            await places.retried(turn, paced=not places.inward)
+
+    run(main)
+    assert listened == [True, True, True]

@@ -381,6 +381,7 @@ class Places:
         if (
             self._free
             and paced
+            and not self.inward  # its turns' requests go over HTTP: their answers are not the turns'
             and not self.refused
             and not self._send_queue
             and not self._services._told
