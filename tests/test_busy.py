@@ -1529,3 +1529,33 @@ def test_requests_inside_turns_over_http_never_go_the_free_way() -> None:
 
     run(main)
     assert listened == [True, True, True]
+
+
+def test_a_request_sent_the_free_way_that_names_a_service_and_is_refused_passes_its_pause_on() -> None:
+    """A participant answered in-process sends a request that names a service after all and is
+    refused: its pause is told to the other processes of a spread run (``Services.heard``), as
+    any refused request's is, and the request is sent again once it is over."""
+    passed: list[tuple[str, float]] = []
+    sent = 0
+
+    async def in_process() -> str:
+        return "answer"
+
+    async def over_http() -> str:
+        nonlocal sent
+        sent += 1
+        told = TOLD.get()
+        assert told is not None
+        told.service = "a service"
+        if sent == 1:
+            raise Busy("429 Too Many Requests", 0.5)
+        return "answer"
+
+    async def main() -> str:
+        places = Places(2, services=Services(heard=lambda service, pause: passed.append((service, pause))))
+        await places.sent(in_process)
+        return await places.sent(over_http)
+
+    assert run(main) == "answer"
+    assert passed == [("a service", 0.5)]
+    assert sent == 2

@@ -183,13 +183,15 @@ class _Asked(Told):
 
 
 class _Unnamed(Told):
-    """The ``Told`` of the requests a participant sends the free way (``Places._freely``): one
+    """The ``Told`` of the requests a participant sends the free way (in ``Places._tried``): one
     for all of them, hearing nothing. A service that names itself on it (the HTTP layer, as a
     request starts) ends the free way: the participant's next requests are sent as any are, each
-    with its own ``_Asked``, and hear from it."""
+    with its own ``_Asked``, and hear from it. The name is kept (``named``) for a refusal of the
+    request that gave it, whose pause the other processes of a spread run are then told of."""
 
     def __init__(self, places: Places) -> None:
         self._places = places
+        self.named = ""
 
     @property
     def service(self) -> str:
@@ -198,6 +200,7 @@ class _Unnamed(Told):
     @service.setter
     def service(self, service: str) -> None:
         if service:
+            self.named = service
             self._places._free = False
 
     @property
@@ -286,7 +289,7 @@ class Places:
         self._waited: _Send | None = None  # the latest send that waited there
         self._services = services or Services()
         # Whether its latest answers came in-process, without word from any service: its first
-        # tries that wait for nothing are sent the free way (``_freely``) until a request names one.
+        # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
         self._free = False
         self._unnamed = _Unnamed(self)
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
@@ -433,9 +436,12 @@ class Places:
                 if held:
                     self._freed()
             # Refused: the tries go on as any refused request's, its send flying until the
-            # refusal lands it.
+            # refusal lands it, and its service named if it named one on the way.
             self._flying += 1
-            return await self._later(request, held, paced, (now, rank), (_Send(service, number, now), Told(), refused))
+            heard = Told()
+            if not self._free:
+                heard.service = self._unnamed.named
+            return await self._later(request, held, paced, (now, rank), (_Send(service, number, now), heard, refused))
         if not self._clear(held, paced, now):
             return await self._later(request, held, paced, (now, rank), None)
         if held:
