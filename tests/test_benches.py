@@ -60,6 +60,14 @@ def test_the_harness_benchmark_runs_small() -> None:
         assert case in out, out
 
 
+def test_the_cpu_benchmark_runs_small_beside_another_source() -> None:
+    """bench/cpu.py plays 20 attempts in child processes, this convy beside itself as --before,
+    and prints both medians, their ratio and each one's pacing layer share."""
+    out = ran("bench/cpu.py", "--attempts", "20", "--repeat", "1", "--before", "src", "--profile")
+    assert "now / before:" in out, out
+    assert out.count("pacing layer without a profiler:") == 2 and out.count("pacing layer (busy.py") == 2, out
+
+
 def test_the_statistics_benchmark_runs_small() -> None:
     """bench/stats.py times convy's tests beside scipy's and statsmodels' on 10 scenarios x 5 attempts."""
     out = ran("bench/stats.py", "--scenarios", "10", "--attempts", "5", "--seeds", "1", "--repeat", "1")

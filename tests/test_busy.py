@@ -1647,3 +1647,109 @@ def test_requests_held_at_the_wire_aim_closer_to_a_strict_limit_and_are_refused_
     assert service.answered == 600
     assert service.refused <= 6
     assert seconds <= 31.5, f"{seconds:.2f} s of virtual time"
+
+
+def test_an_in_process_participant_goes_the_free_way_and_still_counts_its_sends_and_peak() -> None:
+    """Once an in-process participant has been answered, its first tries that wait for nothing go
+    the free way (no ``_Send``, no ``_Asked``): each is still a send, the places under way are
+    still counted in ``peak``, and no more than ``size`` are under way at once."""
+
+    async def main() -> tuple[int, int, int, int]:
+        places = Places(3)
+        first = await let_in(places, 3)
+        then = await let_in(places, 5)  # three go, two wait for a place, as on the paced way
+        return first, then, places.sends, places.peak
+
+    assert run(main) == (3, 3, 8, 3)
+
+
+def test_a_participant_answered_in_process_that_then_names_a_service_is_paced_by_it() -> None:
+    """A participant answered in-process goes the free way until a request names a service (as
+    convy's HTTP layer does, as it starts): from the next request on it hears from that service.
+    Here the service says its limit holds one request a second with none left: the requests after
+    that are spaced by about a second each, where in-process ones went all at once."""
+    from convy.quota import Heard, Quota
+
+    moments: list[float] = []
+
+    async def in_process() -> str:
+        moments.append(asyncio.get_running_loop().time())
+        return "answer"
+
+    async def over_http() -> str:
+        told = TOLD.get()
+        assert told is not None
+        told.service = "a service"
+        moments.append(asyncio.get_running_loop().time())
+        told.heard = Heard(requests=Quota(remaining=0, reset=1.0, limit=1))
+        return "answer"
+
+    async def main() -> None:
+        places = Places(4)
+        await asyncio.gather(*(places.sent(in_process) for _ in range(4)))
+        await places.sent(over_http)  # names the service: the free way ends
+        await places.sent(over_http)  # heard from it
+        await asyncio.gather(*(places.sent(over_http) for _ in range(3)))
+
+    run(main)
+    assert moments[:4] == [START] * 4
+    spaced = moments[-3:]
+    assert all(later - earlier >= 0.9 for earlier, later in zip(spaced, spaced[1:], strict=False)), moments
+
+
+def test_requests_inside_turns_over_http_never_go_the_free_way() -> None:
+    """An agent whose turns are answered without naming a service but whose requests inside them
+    go over HTTP (``resent``, as convy's own agents send them) is not in-process: each of those
+    requests has its own ``Told``, which hears when it went on the wire and what its service said,
+    on every turn, not only the first."""
+    listened: list[bool] = []
+
+    async def request() -> str:
+        told = TOLD.get()
+        assert told is not None
+        told.service = "a service"
+        listened.append(told.listened())
+        return "answer"
+
+    async def turn() -> str:
+        await places.resent(request)
+        return "turn"
+
+    places = Places(4)
+
+    async def main() -> None:
+        for _ in range(3):
+            await places.retried(turn, paced=not places.inward)
+
+    run(main)
+    assert listened == [True, True, True]
+
+
+def test_a_request_sent_the_free_way_that_names_a_service_and_is_refused_passes_its_pause_on() -> None:
+    """A participant answered in-process sends a request that names a service after all and is
+    refused: its pause is told to the other processes of a spread run (``Services.heard``), as
+    any refused request's is, and the request is sent again once it is over."""
+    passed: list[tuple[str, float]] = []
+    sent = 0
+
+    async def in_process() -> str:
+        return "answer"
+
+    async def over_http() -> str:
+        nonlocal sent
+        sent += 1
+        told = TOLD.get()
+        assert told is not None
+        told.service = "a service"
+        if sent == 1:
+            raise Busy("429 Too Many Requests", 0.5)
+        return "answer"
+
+    async def main() -> str:
+        places = Places(2, services=Services(heard=lambda service, pause: passed.append((service, pause))))
+        await places.sent(in_process)
+        return await places.sent(over_http)
+
+    assert run(main) == "answer"
+    assert passed == [("a service", 0.5)]
+    assert sent == 2

@@ -393,6 +393,8 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
         raise Busy(str(final.busy), final.busy.retry_after, joined(tries), final=True) from final.busy
     except Busy as busy:
         raise Busy(str(busy), busy.retry_after, joined(tries), final=True) from busy
+    if not tries:  # answered at the first try, as most turns are: ``joined`` would hand it back
+        return answer
     return joined(tries, answer) or answer
 
 

@@ -196,6 +196,36 @@ class _Asked(Told):
         self._places._wrote(self._send, moment)
 
 
+class _Unnamed(Told):
+    """The ``Told`` of the requests a participant sends the free way (in ``Places._tried``): one
+    for all of them, hearing nothing. A service that names itself on it (the HTTP layer, as a
+    request starts) ends the free way: the participant's next requests are sent as any are, each
+    with its own ``_Asked``, and hear from it. The name is kept (``named``) for a refusal of the
+    request that gave it, whose pause the other processes of a spread run are then told of."""
+
+    def __init__(self, places: Places) -> None:
+        self._places = places
+        self.named = ""
+
+    @property
+    def service(self) -> str:
+        return ""
+
+    @service.setter
+    def service(self, service: str) -> None:
+        if service:
+            self.named = service
+            self._places._free = False
+
+    @property
+    def heard(self) -> Heard:
+        return UNSAID
+
+    @heard.setter
+    def heard(self, heard: Heard) -> None:
+        pass  # what a service said of a request sent the free way is not kept: the next ones hear it
+
+
 class _Ticket:
     """A request waiting for its moment to be sent: older requests go first."""
 
@@ -274,6 +304,10 @@ class Places:
         self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
         self._waited: _Send | None = None  # the latest send that waited there
         self._services = services or Services()
+        # Whether its latest answers came in-process, without word from any service: its first
+        # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
+        self._free = False
+        self._unnamed = _Unnamed(self)
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
         self._doubling = True  # places with no cap: one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
@@ -409,6 +443,67 @@ class Places:
         loop = asyncio.get_running_loop()
         now = loop.time()
         rank = next(self._ranks)
+        if (
+            self._free
+            and paced
+            and not self.inward  # its turns' requests go over HTTP: their answers are not the turns'
+            and not self.refused
+            and not self._send_queue
+            and not self._services._told
+            and (not held or (self._taken < self.size and not self._place_queue))
+        ):
+            # The free way: a participant whose answers so far came in-process, naming no service
+            # and saying nothing of a limit (``_free``), nothing refused, nothing waiting, no pause
+            # told by another process — so no pace, no meter, no strict limit: ``_clear``, in
+            # short. Sent as below, without the ``_Send`` and the ``_Asked`` of each request, which
+            # only a service over HTTP would hear from. Its ``Told`` is the places' ``_Unnamed``:
+            # a request that names a service on it after all (the HTTP layer, as it starts) ends
+            # the free way for the next ones, which hear from their service as before; what that
+            # one heard is not kept. The sends, the last second's answers and the share aimed at
+            # are counted as below, so a refusal later finds what it would have found.
+            service = self._service
+            number = service.sends
+            service.sent.append((number, now))
+            service.sends = number + 1
+            self.sends += 1
+            if self._next < now:
+                self._next = now
+            if held:
+                self._taken += 1
+                if self._taken > self.peak:
+                    self.peak = self._taken
+            try:
+                token = TOLD.set(self._unnamed)
+                try:
+                    answer = await request()
+                except Busy as busy:
+                    refused = _Refused(busy)
+                except BaseException:
+                    if self._send_queue:  # _landed, for a send never counted as flying
+                        self._release()
+                    raise
+                else:
+                    answers = self._answers
+                    answers.append(now)
+                    while answers[0] < now - 1.0:
+                        answers.popleft()
+                    if number > self._cut_after and service.share < _SHARE_MOST:
+                        self._grown()
+                    if self._send_queue:
+                        self._release()
+                    return answer
+                finally:
+                    TOLD.reset(token)
+            finally:
+                if held:
+                    self._freed()
+            # Refused: the tries go on as any refused request's, its send flying until the
+            # refusal lands it, and its service named if it named one on the way.
+            self._flying += 1
+            heard = Told()
+            if not self._free:
+                heard.service = self._unnamed.named
+            return await self._later(request, held, paced, (now, rank), (_Send(service, number, now), heard, refused))
         if not self._clear(held, paced, now):
             return await self._later(request, held, paced, (now, rank), None)
         if held:
@@ -446,6 +541,7 @@ class Places:
             else:
                 if paced:
                     if told.service or told.heard is not UNSAID or self._rate > 0.0:
+                        self._free = False  # a service heard from, or a pace: not the free way
                         self._answer(send, told, paced)
                     else:
                         # _answer, for a service that said nothing of its limits, with no pace
@@ -454,6 +550,7 @@ class Places:
                         # trims them again from its own moment, later than both, so it counts
                         # the same ones either way, and no clock is read for it here.
                         self._answered_once = True
+                        self._free = True  # answered in-process: the next requests take _freely
                         answers = self._answers
                         answers.append(now)
                         while answers[0] < now - 1.0:
@@ -578,6 +675,8 @@ class Places:
             raise
         finally:
             TOLD.reset(token)
+        if told.service or told.heard is not UNSAID:
+            self._free = False  # a service heard from: the free way is over
         self._answer(send, told, paced)
         return _Answered(answer)
 

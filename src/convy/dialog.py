@@ -957,6 +957,8 @@ class Checked(msgspec.Struct, frozen=True):
         return ruling
 
     def _fits(self, asked: str | Graded, decided: Claim, spent: tuple[Usage | NoUsage, ...]) -> None:
+        if isinstance(asked, str) and isinstance(decided.grade, NoGrade) and decided.claim == asked:
+            return  # the first case below, as most claims are: without building a tuple to match
         match asked, decided.grade:
             case str(text), NoGrade():
                 if decided.claim != text:

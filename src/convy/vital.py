@@ -364,6 +364,8 @@ class Vitals:
         """The attempts to record now: this one, unless a participant that refused it incurably has
         not answered yet (then it is held), and those held before whose participants have all
         answered since."""
+        if not noted and not self._held:  # as most attempts: refused by no one, none held before
+            return [outcome]
         waiting = frozenset(pulse for pulse in noted if not pulse.answered)
         if waiting:
             self._held.append((outcome, waiting))
@@ -385,8 +387,9 @@ class Vitals:
 
     def stopped(self) -> DeadService | None:
         """The stop, once a participant is dead."""
-        if any(pulse.dead() for pulse in self._pulses.values()):
-            return self._stop()
+        for pulse in self._pulses.values():  # a loop, not any() over a generator: asked twice an attempt
+            if pulse.dead():
+                return self._stop()
         return None
 
     def ended(self) -> DeadService | None:
