@@ -489,6 +489,10 @@ class Places:
                         answers.popleft()
                     if number > self._cut_after and service.share < _SHARE_MOST:
                         self._grown()
+                    if not self.cap and (self._taken >= self.size or self._place_queue):
+                        # An agent's own code that calls its service itself answers in-process
+                        # too, as slowly as the service: its places grow as any others.
+                        self._kept_up(_Send(service, number, now), loop.time())
                     if self._send_queue:
                         self._release()
                     return answer
