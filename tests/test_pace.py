@@ -167,3 +167,23 @@ def test_a_participant_alone_on_its_key_still_goes_one_request_at_a_time_until_a
 
 def run_virtual(main: Any) -> Any:
     return in_virtual_time(main)
+
+
+def test_a_request_inside_a_turn_paced_itself_waits_the_reset_not_the_whole_retry_after() -> None:
+    """A request inside an agent's turn that was paced as a whole (``retried(paced=False)``), refused
+    by a service that says when its next unit comes (``x-ratelimit-reset-requests``: 50 ms), is
+    sent again then, not after the Retry-After rounded up to a whole second (the pause every
+    participant on the key waits for, since the pace is shared)."""
+    service = Shared(headers=True, latency=0.0)
+
+    async def main() -> list[tuple[float, bool]]:
+        loop = asyncio.get_running_loop()
+        agent = Places(4, "agent", patience=Patience(600), services=Services())
+        service.limit.level = 0.0  # someone else took the unit: the next comes in 50 ms
+        service.limit.moment = loop.time()
+        await agent.retried(lambda: service("agent"), paced=False)
+        return service.arrived["agent"]
+
+    arrived = run_virtual(main)
+    assert [let for _, let in arrived] == [False, True]
+    assert arrived[1][0] - arrived[0][0] == pytest.approx(0.051), "the reset, and a millisecond for its rounding"

@@ -78,6 +78,7 @@ _QUICKEST = 4  # the gaps between the sends before a refused one that tell what 
 # the wire, at most _HOLD seconds; the least of the last _LEADS delays between letting a request
 # go and its being on the wire is taken off the gap, as the next request takes at least that too.
 _HOLD = 1.0
+_ROUNDING = 0.001  # how much shorter than it is a reset said in milliseconds may be
 _LEADS = 16
 # Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
 # a strict limit's request is let go _AHEAD seconds ahead of its moment (at most a quarter of a
@@ -785,6 +786,12 @@ class Places:
         if told.service:
             self._known(told.service)
         if not paced:  # a request inside a turn paced as a request itself
+            # Not paced, it took nothing from what the participant counts is left: the refusal's
+            # own word on when the limit grows back is all there is to go by, and a millisecond
+            # more, for a reset said in whole milliseconds.
+            said = max(self._reset(told.heard, "requests"), self._reset(told.heard, "tokens"))
+            if first and said > 0 and pause:
+                pause = min(pause, said + _ROUNDING)
             self._pause(now, pause, told)
             self._release()
             return
