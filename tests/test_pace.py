@@ -9,6 +9,7 @@ the same on a fast or a loaded machine."""
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
@@ -187,3 +188,54 @@ def test_a_request_inside_a_turn_paced_itself_waits_the_reset_not_the_whole_retr
     arrived = run_virtual(main)
     assert [let for _, let in arrived] == [False, True]
     assert arrived[1][0] - arrived[0][0] == pytest.approx(0.051), "the reset, and a millisecond for its rounding"
+
+
+class Jittery(Shared):
+    """``Shared``, its requests taking a moment to reach it: exponentially spread, 2 ms on
+    average, from a seeded generator (the same moments on any machine)."""
+
+    def __init__(self, headers: bool, seed: int) -> None:
+        super().__init__(headers=headers)
+        self.random = random.Random(seed)
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+        await asyncio.sleep(self.random.expovariate(1 / 0.002))
+        return await super().__call__(who)
+
+
+def test_a_pace_made_up_from_a_pause_is_not_cut_before_a_request_at_it_is_answered() -> None:
+    """An agent's first turns are paced as turns, their requests not paced again: they come back
+    together after a refusal's pause, and a request paced at a rate made up from that pause (one
+    a second: nothing was let through yet) is refused among them. That says nothing of the limit:
+    the pace is kept, and grows once its requests are answered. 100 conversations of 3 turns
+    against 20 a second, with no headers: within 2 x the floor of 15 s; before, the made-up pace
+    was halved and the pace grew a thousandth a second from there: 488 s."""
+    from convy.agent import Answer, turned
+    from convy.busy import TURN
+
+    service = Jittery(headers=False, seed=0)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        places = Places(4, "agent", patience=Patience(600), services=Services())
+
+        async def turn() -> Answer:
+            under_way = TURN.get()
+            assert under_way is not None
+            await under_way.resent(lambda: service("agent"))
+            return Answer("answer")
+
+        async def conversation() -> None:
+            async with places.one():
+                for _ in range(3):
+                    await turned(places, turn)
+
+        await asyncio.gather(*(conversation() for _ in range(100)))
+        return loop.time() - START
+
+    seconds = run_virtual(main)
+    assert service.answered == {"agent": 300}
+    assert seconds <= 2.0 * 15.0, f"{seconds:.1f} s of virtual time"

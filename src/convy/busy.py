@@ -756,6 +756,7 @@ class Places:
             # its service (the pace was not theirs).
             seconds = 1.0 / pace.rate
             pace.rate *= 2 ** (2 * seconds) if pace.growing else 1 + _GROWTH * seconds
+            pace.proven = True
         if paced:
             self._landed(send)
 
@@ -848,9 +849,14 @@ class Places:
             if pace.rate > 0 and pace.growing and send.pace > 0:
                 # The pace has just passed the limit: as close to it as can be told is the pace
                 # half a step before the refused send's, or the quickest the last sends went
-                # and were let through, whichever is lower.
-                pace.rate = min(send.pace * 2 ** (-1 / send.pace), self._quickest(send)) * _BARE_CUT
-                pace.growing = False
+                # and were let through, whichever is lower. Unless no request sent at the pace
+                # was answered yet, and it was made up from a pause: the service is still busy
+                # (with requests not paced, inside the turns that were), and the pace is kept.
+                # Cut, it would stay far under the limit for the rest of the run (a pace of one
+                # request a second halved, then growing a thousandth a second: 32 x the floor).
+                if pace.proven:
+                    pace.rate = min(send.pace * 2 ** (-1 / send.pace), self._quickest(send)) * _BARE_CUT
+                    pace.growing = False
             elif pace.rate > 0:
                 # Refused again soon after the last pause: a lower limit, or one shared with
                 # others. Otherwise a refusal now and then, the jitter of the way there.
@@ -862,6 +868,7 @@ class Places:
                 sent = service.sent
                 seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
                 pace.rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
+                pace.proven = let_through > 0
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
         pace.resumed = pace.paused_until

@@ -208,6 +208,9 @@ class Pace:
     def __init__(self) -> None:
         self.rate = 0.0  # requests a second, all participants together (0: not paced)
         self.growing = True  # doubling until the first refusal after the start's
+        # Whether a request sent at the rate was answered: a rate made up from a pause, with
+        # nothing let through yet, tells nothing of the limit until then.
+        self.proven = False
         self.next = 0.0  # the moment the pace allows the next send, of whichever participant
         self.paused_until = 0.0  # the moment the latest refusal's pause ends
         self.resumed = -math.inf  # when the last refusal's pause ended
