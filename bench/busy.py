@@ -21,6 +21,8 @@ requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a sec
 - ``halved``: a burst-1 bucket whose rate halves a third of the way through the floor;
 - ``shared``: the agent and the judge (a ``ChatJudge``, one request per claim, ``--claims``) on the
   same key: one burst-1 bucket counts both; the floor counts both;
+- ``shared bare``: the same without any ``x-ratelimit-*`` header: what one participant finds of
+  the limit from its refusals alone, the other goes at too;
 - ``tokens``: a token limit (TPM) alone: a bucket of tokens (a request's body bytes / 4) with a
   second's worth of burst, filled at ``rate`` times a request's tokens a second;
 - ``advice4``, ``advice16``: the strict bucket with what an earlier README advised for it,
@@ -84,7 +86,7 @@ import httpx2
 import msgspec
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
-SHAPES = ("bucket1", "bare", "bucket20", "window", "halved", "shared", "tokens", "advice4", "advice16", "nginx")
+SHAPES = ("bucket1", "bare", "bucket20", "window", "halved", "shared", "shared_bare", "tokens", "advice4", "advice16", "nginx")
 LABELS = {
     "bucket1": "bucket, burst 1",
     "bare": "bucket, burst 1, no headers",
@@ -92,6 +94,7 @@ LABELS = {
     "window": "sliding window",
     "halved": "rate halves mid-run",
     "shared": "agent + judge, one key",
+    "shared_bare": "agent + judge, one key, bare",
     "tokens": "token limit (TPM)",
     "advice4": "burst 1, per_minute 1150, 4",
     "advice16": "burst 1, per_minute 1150, 16",
@@ -116,7 +119,7 @@ def limit_of(shape: str, rate: float, floor: float) -> Any:
     match shape:
         case "bucket1" | "shared" | "advice4" | "advice16":
             return Bucket(rate, 1)
-        case "bare":
+        case "bare" | "shared_bare":
             return Bucket(rate, 1, headers=False)
         case "bucket20":
             return Bucket(rate, 20)
@@ -287,7 +290,7 @@ def limited(shape: str, arguments: argparse.Namespace) -> dict[str, Any]:
     from convy import Absent, Bench, ChatJudge, JsonAgent, JsonEndpoint, Models, OpenAiModel, Plan
     from convy.fakes import MemoryJournal
 
-    claims = arguments.claims if shape == "shared" else 0
+    claims = arguments.claims if shape in ("shared", "shared_bare") else 0
     attempts = max(1, arguments.requests // arguments.turns)
     floor = attempts * arguments.turns / arguments.rate
     settings = {"latency": arguments.latency, "shape": shape, "rate": arguments.rate, "floor": floor, "judge": claims > 0}

@@ -81,6 +81,7 @@ _QUICKEST = 4  # the gaps between the sends before a refused one that tell what 
 # the wire, at most _HOLD seconds; the least of the last _LEADS delays between letting a request
 # go and its being on the wire is taken off the gap, as the next request takes at least that too.
 _HOLD = 1.0
+_ROUNDING = 0.001  # how much shorter than it is a reset said in milliseconds may be
 _LEADS = 16
 # Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
 # a strict limit's request is let go _AHEAD seconds ahead of its moment (at most a quarter of a
@@ -288,16 +289,15 @@ class Places:
         self._ranks = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
         self._flying = 0
+        # Whether this participant knows its service has answered a request (its own or, once it
+        # knows which service it sends to, a neighbour's on the same key: ``Pace.answered``).
         self._answered_once = False
         self._asking: Told | None = None  # the latest request sent; whether it named a service over HTTP
-        self._next = 0.0  # the moment the pace allows the next send
-        self._paused_until = 0.0  # the moment a refusal's pause ends
-        self._rate = 0.0  # requests per second found without word from the service (0: not paced)
-        self._growing = True
-        self._cut_after = -1  # refusals of requests sent up to this number are news already taken
-        self._resumed = -math.inf  # when the last refusal's pause ended
-        self._answers: deque[float] = deque()  # when the answered requests of the last second were sent
-        self._service = Service(_SHARE)  # until the service says who it is
+        self._next = 0.0  # the moment per_minute allows the next send
+        # Its own until the service says who it is; then the one it shares with the participants
+        # on the same key, with what they found of its limit: what the service said is left, or
+        # the ``Pace`` found without word from it, and the pause its latest refusal asked for.
+        self._service = Service(_SHARE)
         self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
         self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
         self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
@@ -483,11 +483,12 @@ class Places:
                         self._release()
                     raise
                 else:
-                    answers = self._answers
+                    pace = service.pace
+                    answers = pace.answers
                     answers.append(now)
                     while answers[0] < now - 1.0:
                         answers.popleft()
-                    if number > self._cut_after and service.share < _SHARE_MOST:
+                    if number > pace.cut_after and service.share < _SHARE_MOST:
                         self._grown()
                     if not self.cap and (self._taken >= self.size or self._place_queue):
                         # An agent's own code that calls its service itself answers in-process
@@ -544,7 +545,8 @@ class Places:
                 raise
             else:
                 if paced:
-                    if told.service or told.heard is not UNSAID or self._rate > 0.0:
+                    pace = self._service.pace
+                    if told.service or told.heard is not UNSAID or pace.rate > 0.0:
                         self._free = False  # a service heard from, or a pace: not the free way
                         self._answer(send, told, paced)
                     else:
@@ -553,13 +555,13 @@ class Places:
                         # trimmed from the send's moment rather than the answer's: a refusal
                         # trims them again from its own moment, later than both, so it counts
                         # the same ones either way, and no clock is read for it here.
-                        self._answered_once = True
-                        self._free = True  # answered in-process: the next requests take _freely
-                        answers = self._answers
+                        self._answered_once = pace.answered = True
+                        self._free = True  # answered in-process: the next requests take the free way
+                        answers = pace.answers
                         answers.append(now)
                         while answers[0] < now - 1.0:
                             answers.popleft()
-                        if number > self._cut_after and self._service.share < _SHARE_MOST:
+                        if number > pace.cut_after and self._service.share < _SHARE_MOST:
                             self._grown()
                         if not self.cap and (self._taken >= self.size or self._place_queue):
                             self._kept_up(send, loop.time())
@@ -641,18 +643,20 @@ class Places:
     def _clear(self, held: bool, paced: bool, now: float) -> bool:
         """Whether a first try at ``now`` would wait for nothing: a free place (when it takes one),
         no pause, and, when paced, no pace — no per-minute, no refusal yet, no limit the service
-        told, no one before it — so that it goes at once. (``_alone`` and ``_unmetered`` in line:
-        this is asked before every request.)"""
+        told or pace found (by any participant on its key), no one before it — so that it goes at
+        once. (``_alone`` and ``_unmetered`` in line: this is asked before every request.)"""
         if held and (self._taken >= self.size or self._place_queue):
             return False
         service = self._service
-        if self._services.paused(service) > now:  # another process of a spread run was told to pause
+        pace = service.pace
+        if pace.paused_until > now or self._services.paused(service) > now:  # here, or in another process of a spread run
             return False
         if not paced:
-            return self._paused_until <= now
+            return True
         if (
             self.per_minute
             or self.refused
+            or pace.rate > 0.0  # found by a neighbour on the same key, if not by this participant
             or self._send_queue
             or service.strict  # a strict limit paces each send from when it went on the wire
             or self._unwritten is not None
@@ -689,7 +693,7 @@ class Places:
         loop = asyncio.get_running_loop()
         start = loop.time()
         left = self.patience.seconds - (start - refused_at if refused_at >= 0 else 0.0)
-        paused = max(self._paused_until, self._services.paused(self._service))
+        paused = self._paused()
         if paused - start > left:
             self.given_up += 1
             raise Busy(
@@ -698,7 +702,7 @@ class Places:
             )
         why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or paused > start else "pace"
         if not paced:
-            while loop.time() < (paused := max(self._paused_until, self._services.paused(self._service))):
+            while loop.time() < (paused := self._paused()):
                 await asyncio.sleep(paused - loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
@@ -755,7 +759,8 @@ class Places:
         """One request let go now, for ``moment`` (now unless it is let go ahead of it)."""
         metered = not self._unmetered()
         due = now if moment is None else moment
-        send = _Send(self._service, self._service.took(due, self._service.aim()), due, metered, self._rate, due - now)
+        service = self._service
+        send = _Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
         self.sends += 1
         self._flying += 1
         self._took(due)
@@ -765,10 +770,30 @@ class Places:
 
     def _alone(self) -> bool:
         """Whether a request waits for the one under way: a service not heard from yet gets one
-        request at a time, once the request under way has named it (or none has told yet)."""
+        request at a time, once the request under way has named it (or none has told yet). The
+        name is enough to know it: one a neighbour on the same key has heard from already gets
+        requests at the pace the neighbour found, not one at a time."""
         if self._answered_once or not self._flying:
             return False
-        return self._asking is None or bool(self._asking.service)
+        asking = self._asking
+        if asking is None:
+            return True
+        if not asking.service:
+            return False
+        self._known(asking.service)
+        return not self._answered_once
+
+    def _known(self, service: str) -> None:
+        """A request of this participant named its ``service``: from now on the participant shares
+        what the participants on the same key learn of it, and knows whether it has answered."""
+        self._service = self._services.of(service, self._service)
+        if self._service.pace.answered:
+            self._answered_once = True
+
+    def _paused(self) -> float:
+        """Until when the participant's service asked it to pause: a refusal to this participant or
+        to another on the same key, or to another process of a spread run."""
+        return max(self._service.pace.paused_until, self._services.paused(self._service))
 
     def _told(self, send: _Send, paced: bool) -> Told:
         """The ``Told`` of a request let go: the latest, when paced, which hears when it went on
@@ -819,12 +844,15 @@ class Places:
             # participants sharing it all read.
             self._service.late(send.number, moment - lead)
         if self._unmetered():
-            # A limit told of by its refusals alone: a gap of the pace found from the wire. A cap
-            # per minute lower than that is kept on average by ``_took``, not here: the lateness
-            # of each send on its way would otherwise add up, send after send.
-            gap = 1.0 / self._rate if self._rate > 0 else self._spacing()
-            if gap > 0:
-                self._next = max(self._next, moment + gap - lead)
+            # A limit told of by its refusals alone: a gap of the pace found from the wire, for
+            # every participant sharing it. A cap per minute lower than that is kept on average by
+            # ``_took``, not here: the lateness of each send on its way would otherwise add up,
+            # send after send.
+            pace = self._service.pace
+            if pace.rate > 0:
+                pace.next = max(pace.next, moment + 1.0 / pace.rate - lead)
+            elif self.per_minute:
+                self._next = max(self._next, moment + 60.0 / self.per_minute - lead)
         if self._send_queue:
             self._release()
 
@@ -832,25 +860,32 @@ class Places:
         """The seconds between two sends that per_minute asks for, or the pace found without
         word from the service."""
         gap = 60.0 / self.per_minute if self.per_minute else 0.0
-        if self._rate > 0 and self._unmetered():
-            gap = max(gap, 1.0 / self._rate)
+        rate = self._service.pace.rate
+        if rate > 0 and self._unmetered():
+            gap = max(gap, 1.0 / rate)
         return gap
 
     def _moment(self, now: float) -> float:
-        moment = max(self._paused_until, self._next, self._services.paused(self._service))
-        for meter in self._service.meters.values():
+        service = self._service
+        moment = max(self._paused(), self._next, service.pace.next)
+        for meter in service.meters.values():
             if meter.rate > 0:  # a meter without a rate is always ready
-                moment = max(moment, meter.ready(now, self._service.aim()))
+                moment = max(moment, meter.ready(now, service.aim()))
         return moment
 
     def _took(self, now: float) -> None:
-        spacing = self._spacing()
-        if self.per_minute and spacing <= 60.0 / self.per_minute:
+        pace = self._service.pace
+        if pace.rate > 0.0 and self._unmetered():
+            # The pace found without word from the service is the service's: the next send of
+            # any participant on its key keeps a gap after this one.
+            pace.next = max(pace.next, now) + 1.0 / pace.rate
+        if self.per_minute:
             # A cap per minute is kept on average: a send let go a little late (a timer fired
             # late, a place came free late) is made up by the next, by at most a tenth of a gap.
-            self._next = (self._next if now - self._next <= spacing / 10 else now) + spacing
-        else:
-            self._next = max(self._next, now) + spacing
+            gap = 60.0 / self.per_minute
+            self._next = (self._next if now - self._next <= gap / 10 else now) + gap
+        elif self._next < now:
+            self._next = now
 
     def _unmetered(self) -> bool:
         for meter in self._service.each:  # a loop, not all(): this runs on every send
@@ -870,9 +905,9 @@ class Places:
             return
         loop = asyncio.get_running_loop()
         now = loop.time()
-        self._answered_once = True
         if told.service:
-            self._service = self._services.of(told.service, self._service)
+            self._known(told.service)
+        self._answered_once = self._service.pace.answered = True
         self._heard(send, told.heard, True)
         match told.heard.requests:
             case Quota(limit=limit) if 0 < limit <= 1:
@@ -883,12 +918,14 @@ class Places:
             case _:
                 pass
         self._counted(send, now)
-        number = send.number
-        if self._rate > 0 and number > self._cut_after:
+        pace = self._service.pace
+        if pace.rate > 0 and self._news(send):
             # One answer is worth the gap it filled; answers to requests sent before the last cut
-            # say nothing of the pace after it.
-            seconds = 1.0 / self._rate
-            self._rate *= 2 ** (2 * seconds) if self._growing else 1 + _GROWTH * seconds
+            # say nothing of the pace after it, nor do those sent before the participant knew
+            # its service (the pace was not theirs).
+            seconds = 1.0 / pace.rate
+            pace.rate *= 2 ** (2 * seconds) if pace.growing else 1 + _GROWTH * seconds
+            pace.proven = True
         if not self.cap:
             self._kept_up(send, now)
         if paced:
@@ -897,11 +934,16 @@ class Places:
     def _counted(self, send: _Send, now: float) -> None:
         """An answer to ``send`` heard at ``now``: among the last second's answers, and, for a
         request sent after the last cut, a step of the share aimed at given back."""
-        self._answers.append(send.moment)
-        while self._answers and self._answers[0] < now - 1.0:
-            self._answers.popleft()
-        if send.number > self._cut_after and self._service.share < _SHARE_MOST:
+        pace = self._service.pace
+        pace.answers.append(send.moment)
+        pace.let_through(now)
+        if self._service.share < _SHARE_MOST and self._news(send):
             self._grown()
+
+    def _news(self, send: _Send) -> bool:
+        """Whether an answer or refusal of ``send`` is news of the pace: it was sent after the
+        last cut, against the service the participant now knows it sends to."""
+        return send.service is self._service and send.number > self._service.pace.cut_after
 
     def _grown(self) -> None:
         """A step of the share aimed at given back: a refusal's cut made up over
@@ -913,17 +955,24 @@ class Places:
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
+        if told.service:
+            self._known(told.service)
         self._narrowed(send)
         if not paced:  # a request inside a turn paced as a request itself
+            # Not paced, it took nothing from what the participant counts is left: the refusal's
+            # own word on when the limit grows back is all there is to go by, and a millisecond
+            # more, for a reset said in whole milliseconds.
+            said = max(self._reset(told.heard, "requests"), self._reset(told.heard, "tokens"))
+            if first and said > 0 and pause:
+                pause = min(pause, said + _ROUNDING)
             self._pause(now, pause, told)
             self._release()
             return
         # Not ``_answered_once``: a refusal before any answer says nothing of the rate (what was
         # let through is nothing), and a participant that knew no better would go on at once at
         # a rate made up from the pause, refused again and again; until an answer comes, one
-        # request at a time.
-        if told.service:
-            self._service = self._services.of(told.service, self._service)
+        # request at a time. (Unless a neighbour on the same key has had one: ``_known``.)
+        service, pace = self._service, self._service.pace
         # A refusal shows a strict limit, unless the service says its limit counts more than one
         # request at a time (a window, a burst), where a late request is made up by the next. The
         # first such refusal where the HTTP layer tells when requests went on the wire: from now
@@ -935,8 +984,15 @@ class Places:
                 loose = True
             case _:
                 pass
-        newly_strict = self._wire_told and not self._service.strict and not loose
-        self._service.strict = self._service.strict or not loose
+        newly_strict = self._wire_told and not service.strict and not loose
+        service.strict = service.strict or not loose
+        if send.service is not service and (pace.rate > 0 or not self._unmetered()):
+            # Sent before the participant knew its service, whose pace a neighbour on the same key
+            # has found (or which says what is left): a request that did not keep that pace says
+            # nothing new of it. It goes again at the pace, with no pause of its own, and none
+            # imposed on the neighbour, which keeps the limit.
+            self._landed(send)
+            return
         self._heard(send, heard, False)
         self._unused(send, heard, now)
         if heard.quoted() and first:
@@ -951,44 +1007,51 @@ class Places:
                 for name, meter in self._service.meters.items()
             )
             pause = min(pause, max(ready - now, 0.0)) if pause else pause
-        if number > self._cut_after:
+        if send.service is not service or number > pace.cut_after:
             # The first refusal of a request sent after the last cut is news: many requests
-            # refused at once are one sign of one overload.
-            self._cut_after = self._service.sends - 1
+            # refused at once are one sign of one overload. (So is one sent before the
+            # participant knew its service, of which nobody had found anything yet.)
+            pace.cut_after = service.sends - 1
             if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
                 cut = self._cut(heard)
-                if self._gated and self._service.strict:  # held at the wire: less jitter to make room for
+                if self._gated and service.strict:  # held at the wire: less jitter to make room for
                     cut = max(cut, _SHARE_HELD_CUT)
-                self._service.share = max(_SHARE_LEAST, self._service.share * cut)
-            while self._answers and self._answers[0] < now - 1.0:
-                self._answers.popleft()
-            let_through = len(self._answers)
-            if self._rate > 0 and self._growing and send.pace > 0:
+                service.share = max(_SHARE_LEAST, service.share * cut)
+            let_through = pace.let_through(now)
+            if pace.rate > 0 and pace.growing and send.pace > 0:
                 # The pace has just passed the limit: as close to it as can be told is the pace
                 # half a step before the refused send's, or the quickest the last sends went
-                # and were let through, whichever is lower.
-                self._rate = min(send.pace * 2 ** (-1 / send.pace), self._quickest(send)) * _BARE_CUT
-                self._growing = False
-            elif self._rate > 0:
+                # and were let through, whichever is lower. Unless no request sent at the pace
+                # was answered yet, and it was made up from a pause: the service is still busy
+                # (with requests not paced, inside the turns that were), and the pace is kept.
+                # Cut, it would stay far under the limit for the rest of the run (a pace of one
+                # request a second halved, then growing a thousandth a second: 32 x the floor).
+                if pace.proven:
+                    pace.rate = min(send.pace * 2 ** (-1 / send.pace), self._quickest(send)) * _BARE_CUT
+                    pace.growing = False
+            elif pace.rate > 0:
                 # Refused again soon after the last pause: a lower limit, or one shared with
                 # others. Otherwise a refusal now and then, the jitter of the way there.
-                again = send.moment - self._resumed < _AGAIN
-                self._rate *= _CUT if again else _BARE_CUT
-                self._growing = False
+                again = send.moment - pace.resumed < _AGAIN
+                pace.rate *= _CUT if again else _BARE_CUT
+                pace.growing = False
             else:
                 # The rate let through so far, over the last second or less when the run is younger.
-                sent = self._service.sent
+                sent = service.sent
                 seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
-                self._rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
-            self._rate = max(self._rate, 0.01)
+                pace.rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
+                pace.proven = let_through > 0
+            pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
-        self._resumed = self._paused_until
+        pace.resumed = pace.paused_until
         self._landed(send)
 
     def _pause(self, now: float, pause: float, told: Told) -> None:
-        """A refusal's pause of ``pause`` seconds from ``now``: this participant's next send waits
-        for its end, and the other processes of a spread run are told of it."""
-        self._paused_until = max(self._paused_until, now + pause)
+        """A refusal's pause of ``pause`` seconds from ``now``: the next send of every participant
+        on the service's key waits for its end, and the other processes of a spread run are told
+        of it."""
+        pace = self._service.pace
+        pace.paused_until = max(pace.paused_until, now + pause)
         if told.service:
             self._services.refused(told.service, pause)
 
@@ -1022,7 +1085,7 @@ class Places:
         for number, moment in reversed(self._service.sent):
             if number >= refused.number:
                 continue
-            if moment < self._resumed or len(moments) > _QUICKEST:
+            if moment < self._service.pace.resumed or len(moments) > _QUICKEST:
                 break
             moments.append(moment)
         gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]

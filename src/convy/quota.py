@@ -5,8 +5,9 @@ A response may say what is left of a service's limits (``x-ratelimit-*`` headers
 hands it up to ``Places`` through ``TOLD``, a context variable holding the ``Told`` of the request
 under way, with the name of the service (its address and a digest of its key). A ``Service`` is
 what a run's participants know of one service: a ``Meter`` per limit — what is left, how fast it
-grows back, what a request costs — and the latest sends against it; ``Services`` finds the one of
-a name, so that participants on one address and key share it.
+grows back, what a request costs —, the ``Pace`` found where it tells nothing, and the latest
+sends against it; ``Services`` finds the one of a name, so that participants on one address and
+key share it.
 """
 
 from __future__ import annotations
@@ -197,13 +198,43 @@ class Meter:
         return min(self.limit, max(self.cost, 1.0), self.level + self.rate * share * (now - self.moment))
 
 
+class Pace:
+    """The pace found for a service from its answers and refusals alone, where it says nothing of
+    its limits, and the pause its latest refusal asked for. Its ``Service`` holds it, so that the
+    participants sharing a key share it too: one refused before its first answer goes on at the
+    pace its neighbour found, and a refusal's pause holds them all, as the limit they share does.
+    ``Places`` finds and changes it."""
+
+    def __init__(self) -> None:
+        self.rate = 0.0  # requests a second, all participants together (0: not paced)
+        self.growing = True  # doubling until the first refusal after the start's
+        # Whether a request sent at the rate was answered: a rate made up from a pause, with
+        # nothing let through yet, tells nothing of the limit until then.
+        self.proven = False
+        self.next = 0.0  # the moment the pace allows the next send, of whichever participant
+        self.paused_until = 0.0  # the moment the latest refusal's pause ends
+        self.resumed = -math.inf  # when the last refusal's pause ended
+        self.cut_after = -1  # refusals of requests sent up to this send number are news already taken
+        self.answers: deque[float] = deque()  # when the answered requests of the last second were sent
+        self.answered = False  # whether the service has answered a request of any participant
+
+    def let_through(self, now: float) -> int:
+        """How many of the requests sent in the second before ``now`` were answered."""
+        answers = self.answers
+        while answers and answers[0] < now - 1.0:
+            answers.popleft()
+        return len(answers)
+
+
 class Service:
-    """What the participants of a run know of one service's limits: what is left of each, and the
-    latest sends made against them. Participants that send to the same service with the same key
-    share one, so together they keep within the limit they share."""
+    """What the participants of a run know of one service's limits: what is left of each, the pace
+    found where it tells nothing, and the latest sends made against them. Participants that send
+    to the same service with the same key share one, so together they keep within the limit they
+    share."""
 
     def __init__(self, share: float = 1.0) -> None:
         self.meters = {"requests": Meter(), "tokens": Meter()}
+        self.pace = Pace()
         # The share of the rates told that its participants aim at, the same for all of them: one
         # that aimed higher than another would be let go first for every unit.
         self.share = share

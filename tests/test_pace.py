@@ -1,0 +1,241 @@
+"""One key, one pace: participants of a run that send to one service with one key share what they
+learn of its limit, whether or not the service tells it in headers — the pace found from its
+refusals, the pause a refusal asks for, and that the service has answered — so that one refused
+before its first answer goes at the pace its neighbour found, not one request per Retry-After.
+
+Played in virtual time (``clock.in_virtual_time``): the seconds asserted are the event loop's,
+the same on a fast or a loaded machine."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from clock import START, in_virtual_time
+from standin import Bucket
+
+from convy.busy import Busy, Patience, Places
+from convy.http import RateHeaders
+from convy.quota import TOLD, Services
+
+KEY = "one key"
+
+
+class Shared:
+    """A service in virtual time behind a strict bucket (burst 1) that every participant reaches
+    with the same key: each request names it in its ``Told`` as it starts, as convy's HTTP layer
+    does. Refused: 429 with a whole-second Retry-After, and, when ``headers``, what is left as
+    ``x-ratelimit-*`` headers. It counts, for each participant, what it let through and refused,
+    and when each request arrived."""
+
+    def __init__(self, rate: float = 20.0, headers: bool = True, latency: float = 0.1) -> None:
+        self.limit = Bucket(rate, 1, headers=headers)
+        self.latency = latency
+        self.answered: dict[str, int] = {}
+        self.refused: dict[str, int] = {}
+        self.arrived: dict[str, list[tuple[float, bool]]] = {}
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+        now = asyncio.get_running_loop().time()
+        wait, headers = self.limit.admit(now, 1)
+        if told is not None:
+            told.heard = RateHeaders(headers).heard()
+        self.arrived.setdefault(who, []).append((now, wait is None))
+        if wait is not None:
+            self.refused[who] = self.refused.get(who, 0) + 1
+            raise Busy("429 Too Many Requests", float(wait))
+        self.answered[who] = self.answered.get(who, 0) + 1
+        await asyncio.sleep(self.latency)
+        return "answer"
+
+
+def played(service: Shared, agent: int, judge: int, judge_from: float) -> dict[str, float]:
+    """``agent`` requests of an agent (4 places) from the start and ``judge`` requests of a judge
+    (8 places) from ``judge_from`` seconds on, both on one key: when each participant's last
+    request was answered, in seconds from the start."""
+
+    async def main() -> dict[str, float]:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        places = {
+            "agent": Places(4, "agent", patience=Patience(600), services=services),
+            "judge": Places(8, "judge", patience=Patience(600), services=services),
+        }
+        ends: dict[str, float] = {}
+
+        async def sending(who: str, requests: int, after: float) -> None:
+            await asyncio.sleep(after)
+            await asyncio.gather(*(places[who].sent(lambda: service(who)) for _ in range(requests)))
+            ends[who] = loop.time() - START
+
+        await asyncio.gather(sending("agent", agent, 0.0), sending("judge", judge, judge_from))
+        return ends
+
+    result: dict[str, float] = in_virtual_time(main)
+    return result
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "bare"])
+def test_a_participant_refused_before_its_first_answer_takes_its_neighbours_pace(headers: bool) -> None:
+    """The agent has found the limit of a strict bucket of 20 a second when the judge, on the same
+    key, starts: the judge's first request, sent before it knew which service it was, is refused,
+    and from then on its requests go at the pace the agent found, both together within the limit.
+    400 requests within 1.1 x their floor of 20 s (with no headers, plus the two seconds of
+    pauses the pace is found with, as for one participant alone: 23.9 s either way), at most 4
+    refused; with no headers, before the pace was shared, the judge went one request per
+    Retry-After at first, then at a pace of its own beside the agent's, and took 338 s."""
+    service = Shared(headers=headers)
+    ends = played(service, agent=300, judge=100, judge_from=3.0)
+    # Without headers, the rate is found only by being refused: two whole-second pauses, as one
+    # participant alone needs (its first requests at once, then the pace growing past the limit).
+    pauses = 0.0 if headers else 2.0
+    assert service.answered == {"agent": 300, "judge": 100}
+    assert sum(service.refused.values()) <= 4, service.refused
+    assert service.refused.get("judge", 0) <= 1, service.refused
+    assert max(ends.values()) <= 1.1 * (400 / 20 + pauses), ends
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "bare"])
+def test_neighbours_on_one_key_send_no_closer_together_than_the_pace_allows(headers: bool) -> None:
+    """Once the judge knows its service, the two participants' requests reach it no more often,
+    together, than the limit they share: of the judge's requests after its first, none is
+    refused, and the requests let through over any two seconds of the run's busy middle are at
+    most the limit's."""
+    service = Shared(headers=headers)
+    played(service, agent=300, judge=100, judge_from=3.0)
+    judge = service.arrived["judge"]
+    assert all(let for _, let in judge[1:]), judge[:5]
+    moments = sorted(moment for arrivals in service.arrived.values() for moment, let in arrivals if let)
+    for index, moment in enumerate(moments):
+        within = sum(1 for other in moments[index:] if other < moment + 2.0)
+        assert within <= 2.0 * 20 + 1, (moment - START, within)
+
+
+def test_a_refusals_pause_holds_every_participant_on_the_key() -> None:
+    """A service that says nothing of its limits refuses the agent's request and asks for a pause
+    of a second: the judge, on the same key and heard from already, sends nothing to it before
+    the pause ends either, though the bucket would let it through a tenth of a second later."""
+    service = Shared(headers=False, latency=0.0)
+
+    async def main() -> tuple[float, list[float]]:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        judge = Places(4, "judge", patience=Patience(600), services=services)
+        await agent.sent(lambda: service("agent"))
+        await judge.sent(lambda: service("judge"))  # both know the service now: it answered each
+        await asyncio.sleep(1.0)
+        service.limit.level = 0.0  # someone else took the unit: the next request is refused
+        service.limit.moment = loop.time()
+        refused = asyncio.create_task(agent.sent(lambda: service("agent")))
+        while not service.refused:
+            await asyncio.sleep(0)
+        paused = loop.time()
+        await asyncio.sleep(0.1)  # the bucket's unit is back: only the pause holds the judge
+        await judge.sent(lambda: service("judge"))
+        await refused
+        return paused, [moment for moment, _ in service.arrived["judge"]]
+
+    paused, judged = run_virtual(main)
+    assert judged[-1] >= paused + 1.0, (judged[-1] - paused)
+
+
+def test_a_participant_alone_on_its_key_still_goes_one_request_at_a_time_until_answered() -> None:
+    """A participant whose service no neighbour has heard from is refused before any answer: it
+    learns nothing of the rate from that, and sends one request at a time until an answer comes,
+    as it did before the pace was shared."""
+    service = Shared(headers=False)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        service.limit.level = 0.0
+        service.limit.moment = loop.time()
+        judge = Places(8, "judge", patience=Patience(600), services=Services())
+        await asyncio.gather(*(judge.sent(lambda: service("judge")) for _ in range(20)))
+
+    run_virtual(main)
+    arrived = service.arrived["judge"]
+    assert service.answered == {"judge": 20}
+    assert [let for _, let in arrived[:2]] == [False, True], arrived[:3]
+    assert arrived[1][0] >= arrived[0][0] + 1.0, "the next request waited for the Retry-After"
+    assert arrived[2][0] >= arrived[1][0] + service.latency, "and the one after it for its answer"
+
+
+def run_virtual(main: Any) -> Any:
+    return in_virtual_time(main)
+
+
+def test_a_request_inside_a_turn_paced_itself_waits_the_reset_not_the_whole_retry_after() -> None:
+    """A request inside an agent's turn that was paced as a whole (``retried(paced=False)``), refused
+    by a service that says when its next unit comes (``x-ratelimit-reset-requests``: 50 ms), is
+    sent again then, not after the Retry-After rounded up to a whole second (the pause every
+    participant on the key waits for, since the pace is shared)."""
+    service = Shared(headers=True, latency=0.0)
+
+    async def main() -> list[tuple[float, bool]]:
+        loop = asyncio.get_running_loop()
+        agent = Places(4, "agent", patience=Patience(600), services=Services())
+        service.limit.level = 0.0  # someone else took the unit: the next comes in 50 ms
+        service.limit.moment = loop.time()
+        await agent.retried(lambda: service("agent"), paced=False)
+        return service.arrived["agent"]
+
+    arrived = run_virtual(main)
+    assert [let for _, let in arrived] == [False, True]
+    assert arrived[1][0] - arrived[0][0] == pytest.approx(0.051), "the reset, and a millisecond for its rounding"
+
+
+class Jittery(Shared):
+    """``Shared``, its requests taking a moment to reach it: exponentially spread, 2 ms on
+    average, from a seeded generator (the same moments on any machine)."""
+
+    def __init__(self, headers: bool, seed: int) -> None:
+        super().__init__(headers=headers)
+        self.random = random.Random(seed)
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+        await asyncio.sleep(self.random.expovariate(1 / 0.002))
+        return await super().__call__(who)
+
+
+def test_a_pace_made_up_from_a_pause_is_not_cut_before_a_request_at_it_is_answered() -> None:
+    """An agent's first turns are paced as turns, their requests not paced again: they come back
+    together after a refusal's pause, and a request paced at a rate made up from that pause (one
+    a second: nothing was let through yet) is refused among them. That says nothing of the limit:
+    the pace is kept, and grows once its requests are answered. 100 conversations of 3 turns
+    against 20 a second, with no headers: within 2 x the floor of 15 s; before, the made-up pace
+    was halved and the pace grew a thousandth a second from there: 488 s."""
+    from convy.agent import Answer, turned
+    from convy.busy import TURN
+
+    service = Jittery(headers=False, seed=0)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        places = Places(4, "agent", patience=Patience(600), services=Services())
+
+        async def turn() -> Answer:
+            under_way = TURN.get()
+            assert under_way is not None
+            await under_way.resent(lambda: service("agent"))
+            return Answer("answer")
+
+        async def conversation() -> None:
+            async with places.one():
+                for _ in range(3):
+                    await turned(places, turn)
+
+        await asyncio.gather(*(conversation() for _ in range(100)))
+        return loop.time() - START
+
+    seconds = run_virtual(main)
+    assert service.answered == {"agent": 300}
+    assert seconds <= 2.0 * 15.0, f"{seconds:.1f} s of virtual time"
