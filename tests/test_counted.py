@@ -1,0 +1,88 @@
+"""A run counted in one pass over its ``attempts.jsonl`` (``Counted``) gives the numbers its
+``Summary`` gives from every outcome held: tallies, statuses, stops, causes, claims, spend.
+
+The runs are test_pages' ``Played``; one is read again with its lines shuffled and with lines
+``RunJournal.kept`` leaves out (a repeat, one cut short, one of no plan, one unreadable)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_pages import Played
+
+from convy.counted import Counted
+from convy.report import Summary
+from convy.runs import Read, Runs
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
+    return Played(tmp_path_factory.mktemp("counted")).made()
+
+
+def same(read: Read) -> None:
+    """Every number ``Counted`` gives of the run is ``Summary``'s."""
+    summary = Summary(read)
+    counted = Counted.of(read.folder, read.file.spec)
+    view = summary.view()
+    verdict = summary.verdict()
+
+    assert counted.kept() == len(read.outcomes) == verdict.kept > 0
+    assert counted.tallies() == summary.tallies()
+    assert counted.headline() == summary.headline()
+    assert counted.breakdown().counts == summary.breakdown().counts
+    assert sum(one.not_judged for one in counted.counts.values()) == verdict.not_judged
+    assert sum(one.agent_failed for one in counted.counts.values()) == verdict.agent_failed
+    assert sum((Counter(one.why) for one in counted.counts.values()), Counter()) == Counter(view.not_judged)
+    assert sum((Counter(one.stops) for one in counted.counts.values()), Counter()) == Counter(view.stops)
+    unseen = Counter(found for outcome in read.outcomes for found in outcome.unseen())
+    assert sum((Counter(one.unseen) for one in counted.counts.values()), Counter()) == unseen
+
+    agent, user, judge = counted.total()
+    assert (agent.tokens(), agent.cost()) == (view.agent.tokens, view.agent.cost)
+    assert (user.tokens(), user.cost()) == (view.user.tokens, view.user.cost)
+    assert (judge.tokens(), judge.cost()) == (view.judge.tokens, view.judge.cost)
+    totals = summary.totals()
+    every = agent + user + judge
+    assert (every.input + every.output, every.cost()) == (totals.tokens, totals.cost)
+
+    assert list(counted.counts) == [scenario.id for scenario in view.scenarios]
+    for scenario in view.scenarios:
+        one = counted.counts[scenario.id]
+        assert (one.passed, one.passed + one.failed, one.not_judged) == (
+            scenario.passed,
+            scenario.judged,
+            scenario.not_judged,
+        )
+        assert one.stops == scenario.stops and one.causes == scenario.causes
+        assert [(text, claim.by, claim.held, claim.decided) for text, claim in one.claims.items()] == [
+            (row.text, row.by, row.held, row.decided) for row in scenario.claims
+        ]
+        assert (one.agent.tokens(), one.agent.cost()) == (scenario.agent.tokens, scenario.agent.cost)
+
+
+def test_each_run_counted_in_one_pass_is_summed_as_its_summary_sums_it(played: Played) -> None:
+    for read in played.runs().values():
+        same(read)
+
+
+def test_shuffled_and_broken_lines_are_counted_as_the_summary_reads_them(played: Played, tmp_path: Path) -> None:
+    """Counted in the file's order, not the attempts' (a spread run writes them as they end): the
+    claims still come in the order ``Summary`` meets them, and the lines ``kept`` leaves out are
+    left out here too."""
+    source = played.runs()["2026-01-06-after"].folder
+    folder = tmp_path / "results" / "shop" / "2026-01-06-after"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_bytes((source / "run.json").read_bytes())
+    lines = (source / "attempts.jsonl").read_bytes().splitlines(keepends=True)
+    random.Random(7).shuffle(lines)
+    foreign = lines[0].replace(b'"attempt":', b'"attempt":9', 1)  # attempt 9x: past the plan's 6
+    lines += [lines[3], foreign, b"{not json\n", lines[5][:40]]  # a repeat, foreign, unreadable, torn last
+    (folder / "attempts.jsonl").write_bytes(b"".join(lines))
+
+    read = Runs(tmp_path / "results").one(folder)
+    assert isinstance(read, Read) and read.broken == 4
+    same(read)
