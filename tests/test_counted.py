@@ -10,9 +10,11 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import pytest
 from test_pages import Played
 
+from convy.bench import RunJournal, Seen
 from convy.counted import Counted
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -31,6 +33,9 @@ def same(read: Read) -> None:
     verdict = summary.verdict()
 
     assert counted.kept() == len(read.outcomes) == verdict.kept > 0
+    kept = RunJournal(read.folder).kept(read.file.spec)
+    assert counted.lines == msgspec.structs.replace(kept, outcomes=(), seen=Seen())
+    assert counted.lines.broken == read.broken
     assert counted.tallies() == summary.tallies()
     assert counted.headline() == summary.headline()
     assert counted.breakdown().counts == summary.breakdown().counts
@@ -80,9 +85,13 @@ def test_shuffled_and_broken_lines_are_counted_as_the_summary_reads_them(played:
     lines = (source / "attempts.jsonl").read_bytes().splitlines(keepends=True)
     random.Random(7).shuffle(lines)
     foreign = lines[0].replace(b'"attempt":', b'"attempt":9', 1)  # attempt 9x: past the plan's 6
-    lines += [lines[3], foreign, b"{not json\n", lines[5][:40]]  # a repeat, foreign, unreadable, torn last
+    other = lines[1].replace(b'"scenario":"', b'"scenario":"gone/', 1)  # a scenario the plan does not hold
+    # A repeat, foreign twice, a repeat of a foreign one, blank, unreadable, and a torn last.
+    lines += [lines[3], foreign, other, other, b"\n", b"{not json\n", lines[5][:40]]
     (folder / "attempts.jsonl").write_bytes(b"".join(lines))
 
     read = Runs(tmp_path / "results").one(folder)
-    assert isinstance(read, Read) and read.broken == 4
+    assert isinstance(read, Read) and read.broken == 6
     same(read)
+    lines_left = Counted.of(folder, read.file.spec).lines
+    assert (lines_left.repeated, lines_left.foreign, lines_left.unreadable, lines_left.torn) == (2, 2, 1, 1)

@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 
 from convy.attempt import Attempt, Sum
-from convy.bench import RunJournal, RunSpec
+from convy.bench import Kept, RunJournal, RunSpec
 from convy.causes import Breakdown, Cause
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import RegularFile
@@ -168,48 +168,71 @@ class _Counting:
         )
 
 
-class Counted(msgspec.Struct, frozen=True):
-    """A run's attempts counted per scenario, in the order of its spec's scenarios (one with no
-    attempt kept counted empty), read once from its folder's ``attempts.jsonl``."""
+class _Left:
+    """The lines of ``attempts.jsonl`` left out while it is read, by why (``Kept``'s counts)."""
 
-    counts: dict[str, Count]
+    def __init__(self) -> None:
+        self.unreadable = self.repeated = self.foreign = self.torn = 0
 
-    @classmethod
-    def of(cls, folder: Path, spec: RunSpec) -> Counted:
-        counting = {scenario.id: _Counting() for scenario in spec.scenarios}
-        for outcome in cls._read(folder, spec):
-            counting[outcome.scenario].add(Attempt(outcome, spec.trust))
-        return cls({scenario: one.count() for scenario, one in counting.items()})
-
-    @staticmethod
-    def _read(folder: Path, spec: RunSpec) -> Iterator[Outcome]:
-        """The attempts of ``spec``'s plan the file keeps, each once, one at a time: the lines
-        ``RunJournal.kept`` leaves out left out here too."""
+    def read(self, folder: Path, spec: RunSpec) -> Iterator[Outcome]:
+        """The attempts of ``spec``'s plan the file keeps, each once (its first line), one at a
+        time, by ``RunJournal.kept``'s rules: a line cut short, one that cannot be read, one of no
+        run's attempt, a repeat, and then one the plan does not hold, are left out and counted."""
         path = folder / "attempts.jsonl"
-        seen: dict[str, set[int]] = {scenario.id: set() for scenario in spec.scenarios}
-        most = min(spec.attempts, RunSpec.MOST_ATTEMPTS)
+        planned = {scenario.id for scenario in spec.scenarios}
+        seen: dict[str, set[int]] = {}  # each scenario's attempts read: an int each, not the attempt
         try:
             for line in RegularFile(path).lines(RunJournal.MAX_LINE_BYTES):
-                if line is None or not line.endswith(b"\n") or not line.strip():
+                if line is not None and not line.strip():
+                    continue
+                if line is not None and not line.endswith(b"\n"):  # the last, cut short
+                    self.torn += 1
                     continue
                 try:
-                    outcome = _OUTCOME.decode(line)
+                    outcome = _OUTCOME.decode(line) if line is not None else None
                 except (msgspec.MsgspecError, RecursionError):
+                    outcome = None
+                if outcome is None:
+                    self.unreadable += 1
                     continue
                 if not 1 <= outcome.attempt <= RunSpec.MOST_ATTEMPTS:
+                    self.foreign += 1
                     continue
-                done = seen.get(outcome.scenario)
-                if done is None or outcome.attempt in done:  # not the plan's scenario, or read before
+                done = seen.setdefault(outcome.scenario, set())
+                if outcome.attempt in done:
+                    self.repeated += 1
                     continue
-                # Seen before the plan's number is checked, as ``kept`` does: a repeat of a foreign
-                # attempt is still not read.
                 done.add(outcome.attempt)
-                if outcome.attempt <= most:
-                    yield outcome
+                if outcome.scenario not in planned or outcome.attempt > spec.attempts:
+                    self.foreign += 1
+                    continue
+                yield outcome
         except FileNotFoundError:
             return
         except OSError as error:
             raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+
+    def kept(self) -> Kept:
+        return Kept((), self.unreadable, self.repeated, self.foreign, self.torn)
+
+
+class Counted(msgspec.Struct, frozen=True):
+    """A run's attempts counted per scenario, in the order of its spec's scenarios (one with no
+    attempt kept counted empty), read once from its folder's ``attempts.jsonl``; ``lines``, the
+    lines left out of them, counted as ``RunJournal.kept`` counts them (its ``outcomes`` empty)."""
+
+    counts: dict[str, Count]
+    lines: Kept = Kept(())
+
+    @classmethod
+    def of(cls, folder: Path, spec: RunSpec) -> Counted:
+        """The folder's attempts of ``spec``'s plan counted; a file convy will not read (a folder, a
+        FIFO, a device) is a ``ConfigurationError``, as for ``RunJournal.kept``."""
+        counting = {scenario.id: _Counting() for scenario in spec.scenarios}
+        left = _Left()
+        for outcome in left.read(folder, spec):
+            counting[outcome.scenario].add(Attempt(outcome, spec.trust))
+        return cls({scenario: one.count() for scenario, one in counting.items()}, left.kept())
 
     def kept(self) -> int:
         return sum(one.kept for one in self.counts.values())
