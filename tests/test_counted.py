@@ -16,7 +16,7 @@ from test_pages import Played
 
 from convy.bench import RunJournal, Seen
 from convy.counted import Counted
-from convy.report import Summary
+from convy.report import Listed, Listing, Summary, Totals
 from convy.runs import Read, Runs
 
 
@@ -51,6 +51,7 @@ def same(read: Read) -> None:
     assert (user.tokens(), user.cost()) == (view.user.tokens, view.user.cost)
     assert (judge.tokens(), judge.cost()) == (view.judge.tokens, view.judge.cost)
     totals = summary.totals()
+    assert Totals.counted(counted) == totals
     every = agent + user + judge
     assert (every.input + every.output, every.cost()) == (totals.tokens, totals.cost)
 
@@ -95,3 +96,17 @@ def test_shuffled_and_broken_lines_are_counted_as_the_summary_reads_them(played:
     same(read)
     lines_left = Counted.of(folder, read.file.spec).lines
     assert (lines_left.repeated, lines_left.foreign, lines_left.unreadable, lines_left.torn) == (2, 2, 1, 1)
+
+
+def test_the_index_lists_a_run_whose_summary_is_stale_with_the_totals_its_summary_gives(played: Played) -> None:
+    """``Listing`` sums a run whose ``summary.json`` is missing or stale by counting its file: the
+    run it lists and the totals it keeps are those of the run read whole and summed."""
+    results = played.folder / "results"
+    for read in played.runs().values():
+        (read.folder / "summary.json").unlink(missing_ok=True)
+        listed = Listing(results).one(read.folder)
+        assert isinstance(listed, Listed)
+        assert listed.totals == Summary(read).totals()
+        assert listed.run == msgspec.structs.replace(read, outcomes=())
+        assert (read.folder / "summary.json").exists()  # kept, and read back the same
+        assert Listing(results).one(read.folder) == listed
