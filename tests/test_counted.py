@@ -16,8 +16,10 @@ from test_pages import Played
 
 from convy.bench import RunJournal, Seen
 from convy.counted import Counted
+from convy.dialog import NoVerdict, Verdict
 from convy.report import Listed, Listing, Summary, Totals
 from convy.runs import Read, Runs
+from convy.scenario import Outcome
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +112,37 @@ def test_the_index_lists_a_run_whose_summary_is_stale_with_the_totals_its_summar
         assert listed.run == msgspec.structs.replace(read, outcomes=())
         assert (read.folder / "summary.json").exists()  # kept, and read back the same
         assert Listing(results).one(read.folder) == listed
+
+
+def test_claims_first_met_late_in_the_file_keep_the_order_summary_gives_them(played: Played, tmp_path: Path) -> None:
+    """A claim's place is where it is first met in the attempts' order, not the file's: attempts
+    whose verdicts name their claims in other orders, drop some, or give no verdict but checks,
+    written last attempt first, are counted with the claims in ``Summary``'s order."""
+    source = played.runs()["2026-01-05-before"].folder
+    folder = tmp_path / "results" / "shop" / "2026-01-05-before"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_bytes((source / "run.json").read_bytes())
+    decoder = msgspec.json.Decoder(Outcome)
+    changed: list[bytes] = []
+    for line in (source / "attempts.jsonl").read_bytes().splitlines():
+        outcome = decoder.decode(line)
+        match outcome.result:
+            case Verdict(claims=claims) if len(claims) > 1:
+                if outcome.attempt == 1:  # the first attempt names only the last claim
+                    outcome = msgspec.structs.replace(outcome, result=Verdict(claims[-1:]))
+                elif outcome.attempt == 2:  # the second gives no verdict, only its checks decided by code
+                    checks = tuple(claim for claim in claims if claim.by == "code") or claims[:1]
+                    outcome = msgspec.structs.replace(outcome, result=NoVerdict("judge", "it failed", checks=checks))
+                elif outcome.attempt % 2:
+                    outcome = msgspec.structs.replace(outcome, result=Verdict(tuple(reversed(claims))))
+            case _:
+                pass
+        changed.append(msgspec.json.encode(outcome) + b"\n")
+    changed.sort(key=lambda line: -decoder.decode(line).attempt)  # last attempts first
+    (folder / "attempts.jsonl").write_bytes(b"".join(changed))
+
+    read = Runs(tmp_path / "results").one(folder)
+    assert isinstance(read, Read) and read.broken == 0
+    same(read)
+    orders = {scenario.id: [row.text for row in scenario.claims] for scenario in Summary(read).view().scenarios}
+    assert any(len(texts) > 1 for texts in orders.values())
