@@ -33,6 +33,7 @@ from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay, Which
 from convy.busy import START
 from convy.causes import Breakdown
+from convy.counted import Counted
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.files import RegularFile, Replaced
 from convy.labels import Agreement, RunLabels
@@ -889,6 +890,24 @@ class Totals(msgspec.Struct, frozen=True):
     cost: CostView
     causes: dict[str, int] = {}
 
+    @classmethod
+    def counted(cls, counted: Counted) -> Totals:
+        """The totals of a run counted in one pass over its file (``counted.py``), holding none of
+        its attempts: the same numbers ``Summary.totals`` sums from every attempt held."""
+        judged = [tally for tally in counted.tallies().values() if tally.judged]
+        interval = counted.headline().interval()
+        agent, user, judge = counted.total()
+        every = agent + user + judge
+        return cls(
+            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+            passed=sum(tally.passed for tally in judged),
+            judged=sum(tally.judged for tally in judged),
+            attempts=counted.kept(),
+            tokens=every.input + every.output,
+            cost=every.cost(),
+            causes={str(cause): count for cause, count in counted.breakdown().counts.items()},
+        )
+
 
 class Listed(msgspec.Struct, frozen=True):
     """A run as the index lists it: the run (its attempts not needed) and its totals."""
@@ -976,15 +995,20 @@ class Listing(msgspec.Struct, frozen=True):
                 return Listed(Read(folder, file, (), 0, playing), totals)
             case _:
                 pass
-        found = Runs(self.results).one(folder)
-        match found:
-            case Unread():
-                return found
-            case Read():
-                totals = Summary(found).totals()
-                if not playing:
-                    self._written(folder, Summed(stamp, totals))
-                return Listed(msgspec.structs.replace(found, outcomes=()), totals)
+        # Counted in one pass over its attempts, none of them held (a run of 10,000 held whole to
+        # sum its totals took 80 MB); a file convy will not read is said as ``Runs`` says it.
+        try:
+            counted = Counted.of(folder, file.spec)
+        except ConfigurationError as error:
+            match Runs(self.results).one(folder):
+                case Unread() as unread:
+                    return unread
+                case _:
+                    return Unread(folder, str(error))
+        totals = Totals.counted(counted)
+        if not playing:
+            self._written(folder, Summed(stamp, totals))
+        return Listed(Read(folder, file, (), counted.lines.broken, playing, counted.lines.note()), totals)
 
     def kept(self, summary: Summary) -> None:
         """Keep the totals of a run just summed in its ``summary.json``."""
