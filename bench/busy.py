@@ -418,6 +418,316 @@ def problems_of(shape: str, result: dict[str, Any], arguments: argparse.Namespac
     return problems
 
 
+# --- a project as users write it: a simulated user, an agent and a judge, each on a model ---------
+# Each participant reaches a stand-in of its own with a key of its own (one limit each), or shares
+# one with the others its shape names (one key, one limit counting them all). The stand-ins of a
+# case run together in one child process, each on its own port and thread.
+
+PARTS = ("user", "agent", "judge")
+MODELS = {"user": "user-model", "judge": "judge-model"}
+# What each participant's request carries, about, in tokens (bytes / 4, as the stand-in counts
+# them) at 3 turns: the token limit's rate is set from these so its floor is near the others'.
+TOKENS = {"user": 390, "agent": 32, "judge": 450}
+INSTRUCTIONS = "You are Dana. Your parcel is late and you want to know when it comes."
+
+
+class Project(msgspec.Struct, frozen=True):
+    """One shape of the project bench: which participants share a key (``keys``, each group one
+    stand-in and one limit), the limit each key has, its rate, and the target the issue sets."""
+
+    name: str
+    label: str
+    keys: tuple[tuple[str, ...], ...]
+    limit: str  # "bucket", "halved", "tokens" or "none"
+    per_minute: float = 0.0
+    burst: float = 1.0
+    headers: bool = True
+    target: float = 1.10
+    attempts: int = 0  # 0: as many as make the floor about --seconds
+
+    def rate(self) -> float:
+        return self.per_minute / 60
+
+
+def projects(arguments: argparse.Namespace) -> dict[str, Project]:
+    """Every project shape, by name, for the rates and bursts asked."""
+    own = tuple((part,) for part in PARTS)
+    found: list[Project] = []
+    for burst in arguments.bursts:
+        for per_minute in arguments.rates:
+            label = f"bucket {burst:g}, {per_minute:g}/min"
+            found.append(Project(f"p-b{burst:g}@{per_minute:g}", label, own, "bucket", per_minute, burst))
+    for per_minute in arguments.bare_rates:
+        found.append(Project(f"p-bare@{per_minute:g}", f"bucket 1, {per_minute:g}/min, no headers", own, "bucket", per_minute, headers=False))
+    middle = 1200.0
+    found += [
+        Project("p-halved", f"bucket 1, {middle:g}/min, halves", own, "halved", middle),
+        Project("p-tokens", f"token limit, ~{middle:g} req/min", own, "tokens", middle),
+        Project("p-agent+judge", f"agent+judge one key, {middle:g}/min", (("user",), ("agent", "judge")), "bucket", middle, target=1.15),
+        Project("p-user+judge", f"user+judge one key, {middle:g}/min", (("user", "judge"), ("agent",)), "bucket", middle, target=1.15),
+        Project("p-all", f"all three one key, {middle:g}/min", (PARTS,), "bucket", middle, target=1.15),
+        Project("p-all-bare", f"all three one key, {middle:g}/min, bare", (PARTS,), "bucket", middle, headers=False, target=1.15),
+        Project("p-free", f"no limit, {arguments.free_project} attempts", own, "none", target=2.0, attempts=arguments.free_project),
+    ]
+    return {project.name: project for project in found}
+
+
+def asked_of(arguments: argparse.Namespace) -> dict[str, int]:
+    """Requests each participant sends in an attempt: the user's first message and one after each
+    answer (the last says it is done), the agent's turns, the judge's claims."""
+    return {"user": arguments.turns + 1, "agent": arguments.turns, "judge": arguments.claims}
+
+
+def attempts_of(project: Project, arguments: argparse.Namespace) -> int:
+    """Attempts that keep the busiest key at its limit for about ``--seconds``."""
+    if project.attempts:
+        return project.attempts
+    asked = asked_of(arguments)
+    busiest = max(sum(asked[part] for part in group) for group in project.keys)
+    return max(1, round(arguments.seconds * project.rate() / busiest))
+
+
+def chain_of(arguments: argparse.Namespace) -> float:
+    """An attempt's requests one after another, each answered after the latency: what a run takes
+    at the least with every attempt under way at once (its judge's claims asked at once)."""
+    asked = asked_of(arguments)
+    return (asked["user"] + asked["agent"] + min(1, asked["judge"])) * arguments.latency
+
+
+def planned_floor(project: Project, arguments: argparse.Namespace) -> float:
+    asked = asked_of(arguments)
+    attempts = attempts_of(project, arguments)
+    if project.limit == "none":
+        return chain_of(arguments)
+    busiest = max(sum(asked[part] for part in group) for group in project.keys)
+    return max(chain_of(arguments), attempts * busiest / project.rate())
+
+
+def project_reply(request: dict[str, Any], turns: int) -> str:
+    """The stand-in's chat reply, for the simulated user (a new message each turn, done after
+    ``turns`` answers) or the judge (its decision), told apart by the model asked."""
+    from standin import judged
+
+    if request.get("model") == MODELS["judge"]:
+        return judged(request)
+    said = sum(1 for message in request["messages"] if message.get("role") == "assistant")
+    if said >= turns:
+        return "###STOP###"
+    return f"Question {said + 1}: could you check where it is now and when it will be here?"
+
+
+def limit_built(project: Project, group: tuple[str, ...], after: float) -> Any:
+    """A key's limit, built in the stand-ins' process."""
+    from standin import Bucket, Changing
+
+    rate = project.rate()
+    match project.limit:
+        case "bucket":
+            return Bucket(rate, project.burst, headers=project.headers)
+        case "halved":
+            return Changing(Bucket(rate, 1, headers=project.headers), Bucket(rate / 2, 1, headers=project.headers), after=after)
+        case "tokens":
+            tokens = rate * sum(TOKENS[part] for part in group)
+            return Bucket(tokens, tokens, unit="tokens", headers=project.headers)
+        case "none":
+            return None
+    raise ValueError(project.limit)
+
+
+def _serve_project(pipe: Any, project: Project, latency: float, turns: int, after: float) -> None:
+    sys.path.insert(0, str(TESTS))
+    from contextlib import ExitStack
+    from functools import partial
+
+    from standin import StandIn
+
+    with ExitStack() as stack:
+        servers = [
+            stack.enter_context(
+                StandIn(latency=latency, api_key=key_of(group), limit=limit_built(project, group, after), reply=partial(project_reply, turns=turns))
+            )
+            for group in project.keys
+        ]
+        pipe.send([server.url for server in servers])
+        while True:
+            match pipe.recv():
+                case "stats":
+                    pipe.send([_stats(server) for server in servers])
+                case _:
+                    pipe.send(None)
+                    return
+
+
+def _stats(server: Any) -> dict[str, Any]:
+    received = [record for record in server.received if record.kind in ("agent", "chat")]
+    who = Counter(
+        ("agent" if record.kind == "agent" else "judge" if (record.json or {}).get("model") == MODELS["judge"] else "user")
+        for record in received
+        if record.status == 200
+    )
+    return {
+        "received": len(received),
+        "refused": sum(1 for record in received if record.status == 429),
+        "answered": sum(1 for record in received if record.status == 200),
+        "who": dict(who),
+        "tokens": server.tokens_admitted,
+        "errors": len(server.errors),
+    }
+
+
+def key_of(group: tuple[str, ...]) -> str:
+    return "key-" + "-".join(group)
+
+
+class Stands:
+    """A case's stand-ins in a child process: their URLs while they run, and what each received."""
+
+    def __init__(self, project: Project, arguments: argparse.Namespace) -> None:
+        self.arguments = (project, arguments.latency, arguments.turns, planned_floor(project, arguments) / 3)
+
+    def __enter__(self) -> Stands:
+        context = multiprocessing.get_context("spawn")
+        self._pipe, theirs = context.Pipe()
+        self._process = context.Process(target=_serve_project, args=(theirs, *self.arguments), daemon=True)
+        self._process.start()
+        self.urls: list[str] = self._pipe.recv()
+        return self
+
+    def stats(self) -> list[dict[str, Any]]:
+        self._pipe.send("stats")
+        return self._pipe.recv()
+
+    def __exit__(self, *exc: object) -> None:
+        self._pipe.send("stop")
+        self._pipe.recv()
+        self._process.join(10)
+
+
+def project_scenario(arguments: argparse.Namespace) -> Any:
+    from convy import Scenario
+
+    claims = [f"The agent answered question {number}." for number in range(1, arguments.claims + 1)]
+    fields = {"id": "parcel", "user": INSTRUCTIONS, "max_turns": arguments.turns + 2, "judge": claims}
+    return msgspec.convert(fields, Scenario)
+
+
+def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
+    """Play one project shape with default settings; what each stand-in saw, and the wall time."""
+    from pydantic import SecretStr
+
+    from convy import Bench, ChatJudge, JsonAgent, JsonEndpoint, Limits, Models, OpenAiModel, Plan
+    from convy.fakes import MemoryJournal
+
+    project = projects(arguments)[name]
+    attempts = attempts_of(project, arguments)
+    with Stands(project, arguments) as stands:
+        url = {part: stands.urls[index] for index, group in enumerate(project.keys) for part in group}
+        key = {part: key_of(group) for group in project.keys for part in group}
+        agent = JsonAgent(JsonEndpoint(url["agent"] + "/agent", {"authorization": f"Bearer {key['agent']}"}), reply="output.text")
+        user = OpenAiModel(MODELS["user"], url["user"] + "/v1", key=SecretStr(key["user"]))
+        judge = ChatJudge(OpenAiModel(MODELS["judge"], url["judge"] + "/v1", key=SecretStr(key["judge"])))
+        bench = Bench(agent, Models(user=user, judge=judge), Limits())
+        journal = MemoryJournal()
+        start = time.monotonic()
+        asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
+        wall = time.monotonic() - start
+        stats = stands.stats()
+    stops = Counter(outcome.stop for outcome in journal.outcomes)
+    verdicts = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
+    durations = sorted(outcome.seconds for outcome in journal.outcomes)
+    spread = [durations[min(len(durations) - 1, int(share * len(durations)))] for share in (0.5, 0.95)] + durations[-1:]
+    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": verdicts, "spread": spread, "keys": stats}
+
+
+def project_floor(project: Project, result: dict[str, Any], arguments: argparse.Namespace) -> float:
+    """Seconds the run needs at the least: for each key, what its limit let through over its rate
+    (the burst a bucket lets through at once taken off; for ``halved``, the slower part after a
+    third of the planned floor), and the answer to the last; and an attempt's chain of requests;
+    the most of these."""
+    floors = [chain_of(arguments)]
+    rate = project.rate()
+    for group, stat in zip(project.keys, result["keys"], strict=True):
+        match project.limit:
+            case "bucket":
+                floors.append(max(0.0, stat["answered"] - project.burst) / rate + arguments.latency)
+            case "halved":
+                first = planned_floor(project, arguments) / 3
+                floors.append(first + max(0.0, stat["answered"] - first * rate) / (rate / 2) + arguments.latency)
+            case "tokens":
+                tokens = rate * sum(TOKENS[part] for part in group)
+                floors.append(max(0.0, stat["tokens"] - tokens) / tokens + arguments.latency)
+            case _:
+                pass
+    return max(floors)
+
+
+def project_problems(name: str, result: dict[str, Any]) -> list[str]:
+    problems = []
+    if sum(result["stops"].values()) != result["attempts"]:
+        problems.append(f"{name}: {sum(result['stops'].values())} of {result['attempts']} attempts recorded")
+    if any(stat["errors"] for stat in result["keys"]):
+        problems.append(f"{name}: the stand-ins had {sum(stat['errors'] for stat in result['keys'])} errors")
+    unfinished = {stop: count for stop, count in result["stops"].items() if stop != "finished"}
+    if unfinished:
+        problems.append(f"{name}: attempts that did not finish: {unfinished}")
+    if result["verdicts"] != result["attempts"]:
+        problems.append(f"{name}: {result['verdicts']} of {result['attempts']} attempts judged")
+    return problems
+
+
+def project_shown(project: Project, result: dict[str, Any] | None, arguments: argparse.Namespace, cap: float) -> str:
+    if result is None:
+        return f"cut off at {cap:.0f} s (> {cap / planned_floor(project, arguments):.1f}x the planned floor)"
+    if "failed" in result:
+        return f"failed: {result['failed'][:80]}"
+    floor = project_floor(project, result, arguments)
+    refused = sum(stat["refused"] for stat in result["keys"])
+    received = sum(stat["received"] for stat in result["keys"])
+    each = " ".join(
+        f"{'+'.join(part[0] for part in group)} {stat['refused']}/{stat['received']}"
+        for group, stat in zip(project.keys, result["keys"], strict=True)
+    )
+    spread = "/".join(f"{seconds:.1f}" for seconds in result["spread"])
+    return (
+        f"{floor:6.1f} {result['wall']:6.1f} {result['wall'] / floor:6.2f}x {refused / max(1, received):6.1%}"
+        f"  {each:<24} {spread}"
+    )
+
+
+def project_target(project: Project, arguments: argparse.Namespace) -> str:
+    """The issue's target for a shape; where only a 429 tells, the refusals any client needs
+    added to the floor (one Retry-After of a second for each key)."""
+    if project.limit == "none":
+        return f"<={project.target:g}x chain"
+    if not project.headers:
+        return f"<={project.target:.2f}x(F+1s)"
+    return f"<={project.target:.2f}x, <=1%"
+
+
+def play_projects(names: list[str], arguments: argparse.Namespace) -> list[str]:
+    """Every project shape asked, with the state before beside it; the problems seen."""
+    every = projects(arguments)
+    print(
+        f"\nA project as users write it: a simulated user ({MODELS['user']}) and a ChatJudge ({MODELS['judge']}) on the"
+        f" stand-in's chat completions, a JsonAgent on its /agent; {arguments.turns} turns and {arguments.claims} claim(s)"
+        f" an attempt; answered after {arguments.latency * 1000:g} ms; default settings (Limits()). Each key its own"
+        f" stand-in and limit (u/a/j: user, agent, judge); attempts make the busiest key's floor about {arguments.seconds:g} s."
+        f"\nfloor = max(requests or tokens each limit let through / its rate, an attempt's chain {chain_of(arguments):.1f} s)."
+    )
+    print(f"{'shape':<34} {'target':<16} {'':<7} {'floor':>6} {'wall':>6} {'ratio':>7} {'refused':>7}  {'per key':<24} attempt s p50/p95/max")
+    problems: list[str] = []
+    for name in names:
+        project = every[name]
+        cap = arguments.cap * planned_floor(project, arguments) + 30
+        result = played(name, arguments)
+        print(f"{project.label:<34} {project_target(project, arguments):<16} {'now':<7} {project_shown(project, result, arguments, cap)}", flush=True)
+        if arguments.before:
+            earlier = child(name, arguments, arguments.before, cap)
+            print(f"{'':<34} {'':<16} {'before':<7} {project_shown(project, earlier, arguments, cap)}", flush=True)
+        problems += project_problems(name, result)
+    return problems
+
+
 # --- free cases: nothing limits ----------------------------------------------------------------
 
 
@@ -503,12 +813,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="runs of each free case, the best shown (default 2)")
     parser.add_argument("--no-baseline", action="store_true", help="do not time the free cases' requests without convy")
     parser.add_argument("--where", action="store_true", help="also print where each limited case's wall time went")
-    parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free"), default=SHAPES)
-    parser.add_argument("--case", choices=SHAPES, help=argparse.SUPPRESS)  # one case, as JSON (for --before)
+    parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free"), default=None, help="the old shapes to play (default: all, unless --project)")
+    parser.add_argument("--project", nargs="*", metavar="SHAPE", help="play a project as users write it (every shape, or those named)")
+    parser.add_argument("--rates", type=float, nargs="+", default=[60, 300, 1200, 3000], help="per minute, --project's strict buckets")
+    parser.add_argument("--bursts", type=float, nargs="+", default=[1, 5, 20], help="bursts of --project's strict buckets")
+    parser.add_argument("--bare-rates", type=float, nargs="+", default=[300, 3000], help="per minute, --project's buckets without headers")
+    parser.add_argument("--seconds", type=float, default=10.0, help="--project: the busiest key's floor, about (default 10)")
+    parser.add_argument("--free-project", type=int, default=50, help="--project: attempts with no limit (default 50)")
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, as JSON (for --before)
     arguments = parser.parse_args()
     if arguments.case:
-        print(json.dumps(limited(arguments.case, arguments)))
+        case = played(arguments.case, arguments) if arguments.case in projects(arguments) else limited(arguments.case, arguments)
+        print(json.dumps(case))
         return
+    if arguments.project is not None:
+        unknown = sorted(set(arguments.project) - set(projects(arguments)))
+        if unknown:
+            parser.error(f"--project: no shape {', '.join(unknown)}; the shapes: {', '.join(projects(arguments))}")
+    if arguments.only is None:
+        arguments.only = [] if arguments.project is not None else list(SHAPES)
 
     import convy
 
@@ -540,6 +863,8 @@ def main() -> None:
             if arguments.where:
                 print(f"{'  where (s)':<28} {spent(result):<47}   {spent(earlier) if arguments.before else ''}", flush=True)
             problems += problems_of(shape, result, arguments)
+    if arguments.project is not None:
+        problems += play_projects(arguments.project or list(projects(arguments)), arguments)
     if "free" in arguments.only:
         print(
             f"\nNo limit: {arguments.free_attempts} attempts, best of {arguments.repeat}; ideal = places / "
