@@ -58,9 +58,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -438,7 +440,7 @@ class Project(msgspec.Struct, frozen=True):
     name: str
     label: str
     keys: tuple[tuple[str, ...], ...]
-    limit: str  # "bucket", "halved", "tokens" or "none"
+    limit: str  # "bucket", "halved", "tokens", "litellm" (the proxy's rpm for the user and the judge) or "none"
     per_minute: float = 0.0
     burst: float = 1.0
     headers: bool = True
@@ -469,6 +471,9 @@ def projects(arguments: argparse.Namespace) -> dict[str, Project]:
         Project("p-all-bare", f"all three one key, {middle:g}/min, bare", (PARTS,), "bucket", middle, headers=False, target=1.15),
         Project("p-free", f"no limit, {arguments.free_project} attempts", own, "none", target=2.0, attempts=arguments.free_project),
     ]
+    if LITELLM.is_file():
+        label = f"LiteLLM proxy, u & j rpm {arguments.litellm_rpm:g}"
+        found.append(Project("p-litellm", label, own, "litellm", arguments.litellm_rpm))
     return {project.name: project for project in found}
 
 
@@ -483,6 +488,8 @@ def attempts_of(project: Project, arguments: argparse.Namespace) -> int:
     if project.attempts:
         return project.attempts
     asked = asked_of(arguments)
+    if project.limit == "litellm":  # half as many again as a minute of the user's deployment
+        return max(1, round(1.5 * project.per_minute / asked["user"]))
     busiest = max(sum(asked[part] for part in group) for group in project.keys)
     return max(1, round(arguments.seconds * project.rate() / busiest))
 
@@ -499,6 +506,8 @@ def planned_floor(project: Project, arguments: argparse.Namespace) -> float:
     attempts = attempts_of(project, arguments)
     if project.limit == "none":
         return chain_of(arguments)
+    if project.limit == "litellm":  # from the first second of a minute, to the next one
+        return 59.0
     busiest = max(sum(asked[part] for part in group) for group in project.keys)
     return max(chain_of(arguments), attempts * busiest / project.rate())
 
@@ -529,7 +538,7 @@ def limit_built(project: Project, group: tuple[str, ...], after: float) -> Any:
         case "tokens":
             tokens = rate * sum(TOKENS[part] for part in group)
             return Bucket(tokens, tokens, unit="tokens", headers=project.headers)
-        case "none":
+        case "none" | "litellm":
             return None
     raise ValueError(project.limit)
 
@@ -623,20 +632,29 @@ def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
     with Stands(project, arguments) as stands:
         url = {part: stands.urls[index] for index, group in enumerate(project.keys) for part in group}
         key = {part: key_of(group) for group in project.keys for part in group}
-        agent = JsonAgent(JsonEndpoint(url["agent"] + "/agent", {"authorization": f"Bearer {key['agent']}"}), reply="output.text")
-        user = OpenAiModel(MODELS["user"], url["user"] + "/v1", key=SecretStr(key["user"]))
-        judge = ChatJudge(OpenAiModel(MODELS["judge"], url["judge"] + "/v1", key=SecretStr(key["judge"])))
-        bench = Bench(agent, Models(user=user, judge=judge), Limits())
-        journal = MemoryJournal()
-        start = time.monotonic()
-        asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
-        wall = time.monotonic() - start
-        stats = stands.stats()
+        proxy = Litellm(url, key, project.per_minute) if project.limit == "litellm" else nullcontext()
+        with proxy as edge:
+            if edge is not None:  # the user and the judge reach the proxy, with its key
+                url |= {"user": edge.url, "judge": edge.url}
+                key |= {"user": PROXY_KEY, "judge": PROXY_KEY}
+                time.sleep((61 - time.time() % 60) % 60)  # from the first second of a minute, as the proxy counts them
+            agent = JsonAgent(JsonEndpoint(url["agent"] + "/agent", {"authorization": f"Bearer {key['agent']}"}), reply="output.text")
+            user = OpenAiModel(MODELS["user"], url["user"] + "/v1", key=SecretStr(key["user"]))
+            judge = ChatJudge(OpenAiModel(MODELS["judge"], url["judge"] + "/v1", key=SecretStr(key["judge"])))
+            bench = Bench(agent, Models(user=user, judge=judge), Limits())
+            journal = MemoryJournal()
+            second = time.time() % 60
+            start = time.monotonic()
+            asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
+            wall = time.monotonic() - start
+            stats = stands.stats()
+            statuses = edge.statuses() if edge is not None else Counter()
     stops = Counter(outcome.stop for outcome in journal.outcomes)
     verdicts = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
     durations = sorted(outcome.seconds for outcome in journal.outcomes)
     spread = [durations[min(len(durations) - 1, int(share * len(durations)))] for share in (0.5, 0.95)] + durations[-1:]
-    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": verdicts, "spread": spread, "keys": stats}
+    proxied = {"received": sum(statuses.values()), "refused": statuses["429"]}
+    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": verdicts, "spread": spread, "keys": stats, "second": second, "proxy": proxied}
 
 
 def project_floor(project: Project, result: dict[str, Any], arguments: argparse.Namespace) -> float:
@@ -656,6 +674,10 @@ def project_floor(project: Project, result: dict[str, Any], arguments: argparse.
             case "tokens":
                 tokens = rate * sum(TOKENS[part] for part in group)
                 floors.append(max(0.0, stat["tokens"] - tokens) / tokens + arguments.latency)
+            case "litellm" if group != ("agent",):  # a new minute for each rpm more
+                minutes = math.ceil(stat["who"].get(group[0], 0) / project.per_minute)
+                if minutes > 1:
+                    floors.append(60 - result["second"] + 60 * (minutes - 2) + arguments.latency)
             case _:
                 pass
     return max(floors)
@@ -687,6 +709,9 @@ def project_shown(project: Project, result: dict[str, Any] | None, arguments: ar
         f"{'+'.join(part[0] for part in group)} {stat['refused']}/{stat['received']}"
         for group, stat in zip(project.keys, result["keys"], strict=True)
     )
+    if project.limit == "litellm":  # the proxy refuses; the stand-ins behind it see what it let through
+        refused, received = result["proxy"]["refused"], result["proxy"]["received"]
+        each = f"proxy {result['proxy']['refused']}/{result['proxy']['received']}"
     spread = "/".join(f"{seconds:.1f}" for seconds in result["spread"])
     return (
         f"{floor:6.1f} {result['wall']:6.1f} {result['wall'] / floor:6.2f}x {refused / max(1, received):6.1%}"
@@ -726,6 +751,91 @@ def play_projects(names: list[str], arguments: argparse.Namespace) -> list[str]:
             print(f"{'':<34} {'':<16} {'before':<7} {project_shown(project, earlier, arguments, cap)}", flush=True)
         problems += project_problems(name, result)
     return problems
+
+
+# --- LiteLLM's proxy with its own rate limits, in front of the stand-in ------------------------
+
+LITELLM = TESTS.parent / ".venv-proxy" / "bin" / "litellm"
+PROXY_KEY = "sk-bench-proxy"
+
+
+class Litellm:
+    """LiteLLM's proxy (``.venv-proxy``, offline) on a free port, in front of the stand-in's chat
+    completions: the simulated user's and the judge's models are two deployments, each with the
+    router's own ``rpm`` limit (usage-based-routing-v2: requests counted per minute of the
+    clock, a request over it refused with a 429 and not retried), both reached with the proxy's
+    one key, as a team's project reaches its proxy."""
+
+    def __init__(self, upstream: dict[str, str], keys: dict[str, str], rpm: float) -> None:
+        self.upstream = upstream
+        self.keys = keys
+        self.rpm = rpm
+
+    def __enter__(self) -> Litellm:
+        import socket
+        import tempfile
+
+        self._folder = Path(tempfile.mkdtemp(prefix="busy-litellm-"))
+        config = {
+            "model_list": [
+                {
+                    "model_name": MODELS[part],
+                    "litellm_params": {
+                        "model": f"openai/{MODELS[part]}",
+                        "api_base": self.upstream[part] + "/v1",
+                        "api_key": self.keys[part],
+                        "rpm": round(self.rpm),
+                    },
+                }
+                for part in ("user", "judge")
+            ],
+            "router_settings": {"num_retries": 0, "routing_strategy": "usage-based-routing-v2"},
+        }
+        (self._folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        environment = {
+            **{name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "OPENAI_", "LITELLM_"))},
+            "LITELLM_MASTER_KEY": PROXY_KEY,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the price map shipped with it: no fetch
+        }
+        self._log = (self._folder / "proxy.log").open("wb")
+        self._process = subprocess.Popen(
+            [str(LITELLM), "--config", str(self._folder / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)],
+            cwd=self._folder,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx2.get(self.url + "/health/liveliness", timeout=2, trust_env=False).status_code == 200:
+                    break
+            except httpx2.HTTPError:
+                pass
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"LiteLLM's proxy did not start: {(self._folder / 'proxy.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+        return self
+
+    def statuses(self) -> Counter[str]:
+        """The status of each chat request the proxy answered, from its access log."""
+        found = re.findall(r'"POST /v1/chat/completions HTTP/1.1" (\d{3})', (self._folder / "proxy.log").read_text(errors="replace"))
+        return Counter(found)
+
+    def __exit__(self, *exc: object) -> None:
+        self._process.terminate()
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._log.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 # --- free cases: nothing limits ----------------------------------------------------------------
@@ -820,6 +930,7 @@ def main() -> None:
     parser.add_argument("--bare-rates", type=float, nargs="+", default=[300, 3000], help="per minute, --project's buckets without headers")
     parser.add_argument("--seconds", type=float, default=10.0, help="--project: the busiest key's floor, about (default 10)")
     parser.add_argument("--free-project", type=int, default=50, help="--project: attempts with no limit (default 50)")
+    parser.add_argument("--litellm-rpm", type=float, default=300, help="--project: rpm of LiteLLM's deployments (default 300)")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, as JSON (for --before)
     arguments = parser.parse_args()
     if arguments.case:
