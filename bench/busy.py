@@ -47,10 +47,48 @@ Free cases (``--only free``), no limit at all, ``--free-attempts`` attempts with
 (latency x turns)``, as a ratio; and the same requests sent by a bare asyncio loop with httpx2
 alone, the baseline that shows what the machine and the HTTP client allow without convy.
 
+**A project as users write it** (``--project``, or ``--project SHAPE ...``): each attempt a scenario
+with a ``user:`` section, its simulated user an ``OpenAiModel`` (``user-model``) on the stand-in's
+``/v1/chat/completions``, the agent a ``JsonAgent`` on ``/agent``, the judge a ``ChatJudge``
+(``judge-model``) on the chat completions too; the stand-in's chat reply tells them apart by the
+model asked: the user says a new message each turn and ``###STOP###`` after ``--turns`` answers,
+the judge decides (``standin.judged``). Default settings (``Limits()``), ``--latency`` 100 ms.
+Each key is a stand-in of its own with a limit of its own, the participants sharing a key reach
+the same one (the same address and key: one limit counts them, as convy's pacing sees it). The
+limits are real rates; the attempts of a shape are as many as keep its busiest key at its limit
+for about ``--seconds`` (10). The shapes:
+
+- ``p-b{burst}@{per_minute}``: strict buckets, each participant its own, for each ``--bursts`` (1 5
+  20) x ``--rates`` (60 300 1200 3000 a minute), with ``x-ratelimit-*`` headers;
+- ``p-bare@{per_minute}``: burst 1 with no header, at ``--bare-rates`` (300 3000);
+- ``p-halved``: burst 1 at 1,200 a minute, halving a third of the way through the floor;
+- ``p-tokens``: a token limit alone (a request's body bytes / 4), a second's worth of burst, at
+  about 1,200 requests' worth a minute for each participant;
+- ``p-agent+judge``, ``p-user+judge``, ``p-all``: those on one key (one 1,200-a-minute bucket),
+  the others on their own; ``p-all-bare``: all three on one key with no header;
+- ``p-free``: no limit, ``--free-project`` (50) attempts, beside what full concurrency allows;
+- ``p-litellm``: LiteLLM's proxy (``.venv-proxy``, offline; the shape exists where it is
+  installed) in front of the stand-in, the user's and the judge's deployments each with the
+  router's ``rpm`` (``--litellm-rpm``, 300; counted per minute of the clock), both reached with
+  the proxy's one key; 1.5 minutes' worth of the user's requests, started at a minute's first
+  second (the wait for it is not timed).
+
+The floor counts every participant: for each limit, what it let through (requests or tokens,
+less the burst let through at once) over its rate, plus the last answer's latency; and an
+attempt's chain of requests one after another (user, agent, ..., the user's last, the judge), which
+is all a run needs with every attempt under way at once; the floor is the most of these. For
+``p-litellm``, the minutes of the rpm the requests let through need. Printed per shape: the issue's
+target, floor, wall, wall/floor, refused (429s / received, in all and per key: ``u``, ``a``,
+``j``), the attempts' duration spread; with ``--before SRC`` the same shape by convy's source at
+``SRC`` on the row below. The run ends with ``PROBLEMS`` if an attempt was lost or not judged, or
+the stand-ins did not answer each participant exactly what the attempts needed.
+
     .venv/bin/python bench/busy.py                                  # every shape, about 2 minutes
     .venv/bin/python bench/busy.py --before /tmp/main/src           # and the state before, side by side
     .venv/bin/python bench/busy.py --requests 60 --only bucket1     # a quick look
     .venv/bin/python bench/busy.py --only free
+    .venv/bin/python bench/busy.py --project --before /tmp/main/src # a project, every shape, about 25 minutes
+    .venv/bin/python bench/busy.py --project p-all p-free --seconds 4
 """
 
 from __future__ import annotations
@@ -683,8 +721,16 @@ def project_floor(project: Project, result: dict[str, Any], arguments: argparse.
     return max(floors)
 
 
-def project_problems(name: str, result: dict[str, Any]) -> list[str]:
+def project_problems(name: str, result: dict[str, Any], arguments: argparse.Namespace) -> list[str]:
+    """What went wrong that should not: an attempt lost or not judged, a stand-in's error, or the
+    stand-ins' answers not what the attempts needed (a request answered twice, or one missing)."""
     problems = []
+    answered: Counter[str] = Counter()
+    for stat in result["keys"]:
+        answered.update(stat["who"])
+    needed = {part: count * result["attempts"] for part, count in asked_of(arguments).items()}
+    if dict(answered) != needed:
+        problems.append(f"{name}: the stand-ins answered {dict(answered)}, the attempts needed {needed}")
     if sum(result["stops"].values()) != result["attempts"]:
         problems.append(f"{name}: {sum(result['stops'].values())} of {result['attempts']} attempts recorded")
     if any(stat["errors"] for stat in result["keys"]):
@@ -749,7 +795,7 @@ def play_projects(names: list[str], arguments: argparse.Namespace) -> list[str]:
         if arguments.before:
             earlier = child(name, arguments, arguments.before, cap)
             print(f"{'':<34} {'':<16} {'before':<7} {project_shown(project, earlier, arguments, cap)}", flush=True)
-        problems += project_problems(name, result)
+        problems += project_problems(name, result, arguments)
     return problems
 
 
