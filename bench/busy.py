@@ -401,13 +401,18 @@ def child(shape: str, arguments: argparse.Namespace, source: str, cap: float) ->
     """One shape played by convy's source at ``source`` in a child process; None when it ran past ``cap`` s."""
     command = [sys.executable, __file__, "--case", shape, *sys.argv[1:]]
     environment = {**os.environ, "PYTHONPATH": source}
+    # A session of its own, so that one cut off ends with what it started (its stand-ins, a
+    # LiteLLM proxy), which would otherwise outlive it.
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=cap, check=True)
+        out, err = process.communicate(timeout=cap)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 15)
+        process.communicate()
         return None
-    except subprocess.CalledProcessError as error:
-        return {"failed": (error.stderr.strip().splitlines() or ["no output"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    if process.returncode:
+        return {"failed": (err.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def shown(shape: str, result: dict[str, Any] | None, arguments: argparse.Namespace, cap: float) -> str:
@@ -529,7 +534,8 @@ def attempts_of(project: Project, arguments: argparse.Namespace) -> int:
     if project.limit == "litellm":  # half as many again as a minute of the user's deployment
         return max(1, round(1.5 * project.per_minute / asked["user"]))
     busiest = max(sum(asked[part] for part in group) for group in project.keys)
-    return max(1, round(arguments.seconds * project.rate() / busiest))
+    burst = project.burst if project.limit == "bucket" else 0  # let through at once: not in the floor
+    return max(1, round((arguments.seconds * project.rate() + burst) / busiest))
 
 
 def chain_of(arguments: argparse.Namespace) -> float:
@@ -789,7 +795,8 @@ def play_projects(names: list[str], arguments: argparse.Namespace) -> list[str]:
     problems: list[str] = []
     for name in names:
         project = every[name]
-        cap = arguments.cap * planned_floor(project, arguments) + 30
+        # and the time to start: LiteLLM's proxy takes seconds, then waits for a minute's first
+        cap = arguments.cap * planned_floor(project, arguments) + (150 if project.limit == "litellm" else 30)
         result = played(name, arguments)
         print(f"{project.label:<34} {project_target(project, arguments):<16} {'now':<7} {project_shown(project, result, arguments, cap)}", flush=True)
         if arguments.before:
