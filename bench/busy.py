@@ -58,11 +58,49 @@ Free cases (``--only free``), no limit at all, ``--free-attempts`` attempts with
 (latency x turns)``, as a ratio; and the same requests sent by a bare asyncio loop with httpx2
 alone, the baseline that shows what the machine and the HTTP client allow without convy.
 
+**A project as users write it** (``--project``, or ``--project SHAPE ...``): each attempt a scenario
+with a ``user:`` section, its simulated user an ``OpenAiModel`` (``user-model``) on the stand-in's
+``/v1/chat/completions``, the agent a ``JsonAgent`` on ``/agent``, the judge a ``ChatJudge``
+(``judge-model``) on the chat completions too; the stand-in's chat reply tells them apart by the
+model asked: the user says a new message each turn and ``###STOP###`` after ``--turns`` answers,
+the judge decides (``standin.judged``). Default settings (``Limits()``), ``--latency`` 100 ms.
+Each key is a stand-in of its own with a limit of its own, the participants sharing a key reach
+the same one (the same address and key: one limit counts them, as convy's pacing sees it). The
+limits are real rates; the attempts of a shape are as many as keep its busiest key at its limit
+for about ``--seconds`` (10). The shapes:
+
+- ``p-b{burst}@{per_minute}``: strict buckets, each participant its own, for each ``--bursts`` (1 5
+  20) x ``--rates`` (60 300 1200 3000 a minute), with ``x-ratelimit-*`` headers;
+- ``p-bare@{per_minute}``: burst 1 with no header, at ``--bare-rates`` (300 3000);
+- ``p-halved``: burst 1 at 1,200 a minute, halving a third of the way through the floor;
+- ``p-tokens``: a token limit alone (a request's body bytes / 4), a second's worth of burst, at
+  about 1,200 requests' worth a minute for each participant;
+- ``p-agent+judge``, ``p-user+judge``, ``p-all``: those on one key (one 1,200-a-minute bucket),
+  the others on their own; ``p-all-bare``: all three on one key with no header;
+- ``p-free``: no limit, ``--free-project`` (50) attempts, beside what full concurrency allows;
+- ``p-litellm``: LiteLLM's proxy (``.venv-proxy``, offline; the shape exists where it is
+  installed) in front of the stand-in, the user's and the judge's deployments each with the
+  router's ``rpm`` (``--litellm-rpm``, 300; counted per minute of the clock), both reached with
+  the proxy's one key; 1.5 minutes' worth of the user's requests, started at a minute's first
+  second (the wait for it is not timed).
+
+The floor counts every participant: for each limit, what it let through (requests or tokens,
+less the burst let through at once) over its rate, plus the last answer's latency; and an
+attempt's chain of requests one after another (user, agent, ..., the user's last, the judge), which
+is all a run needs with every attempt under way at once; the floor is the most of these. For
+``p-litellm``, the minutes of the rpm the requests let through need. Printed per shape: the issue's
+target, floor, wall, wall/floor, refused (429s / received, in all and per key: ``u``, ``a``,
+``j``), the attempts' duration spread; with ``--before SRC`` the same shape by convy's source at
+``SRC`` on the row below. The run ends with ``PROBLEMS`` if an attempt was lost or not judged, or
+the stand-ins did not answer each participant exactly what the attempts needed.
+
     .venv/bin/python bench/busy.py                                  # every shape, about 2 minutes
     .venv/bin/python bench/busy.py --before /tmp/main/src           # and the state before, side by side
     .venv/bin/python bench/busy.py --requests 60 --only bucket1     # a quick look
     .venv/bin/python bench/busy.py --only free
     .venv/bin/python bench/busy.py --only uncapped --before /tmp/main/src
+    .venv/bin/python bench/busy.py --project --before /tmp/main/src # a project, every shape, about 25 minutes
+    .venv/bin/python bench/busy.py --project p-all p-free --seconds 4
 """
 
 from __future__ import annotations
@@ -70,9 +108,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -224,7 +264,7 @@ def _serve(pipe: Any, settings: dict[str, Any]) -> None:
     if settings.pop("judge", False):
         settings["reply"] = judged
     if settings.pop("project", False):
-        settings["reply"] = project_reply
+        settings["reply"] = uncapped_reply
     with StandIn(**settings) as server:
         pipe.send(server.url)
         while True:
@@ -376,13 +416,18 @@ def child(shape: str, arguments: argparse.Namespace, source: str, cap: float) ->
     """One shape played by convy's source at ``source`` in a child process; None when it ran past ``cap`` s."""
     command = [sys.executable, __file__, "--case", shape, *sys.argv[1:]]
     environment = {**os.environ, "PYTHONPATH": source}
+    # A session of its own, so that one cut off ends with what it started (its stand-ins, a
+    # LiteLLM proxy), which would otherwise outlive it.
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=cap, check=True)
+        out, err = process.communicate(timeout=cap)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 15)
+        process.communicate()
         return None
-    except subprocess.CalledProcessError as error:
-        return {"failed": (error.stderr.strip().splitlines() or ["no output"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    if process.returncode:
+        return {"failed": (err.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def shown(shape: str, result: dict[str, Any] | None, arguments: argparse.Namespace, cap: float) -> str:
@@ -431,6 +476,434 @@ def problems_of(shape: str, result: dict[str, Any], arguments: argparse.Namespac
     if unfinished:
         problems.append(f"{shape}: attempts that did not finish: {unfinished}")
     return problems
+
+
+# --- a project as users write it: a simulated user, an agent and a judge, each on a model ---------
+# Each participant reaches a stand-in of its own with a key of its own (one limit each), or shares
+# one with the others its shape names (one key, one limit counting them all). The stand-ins of a
+# case run together in one child process, each on its own port and thread.
+
+PARTS = ("user", "agent", "judge")
+MODELS = {"user": "user-model", "judge": "judge-model"}
+# What each participant's request carries, about, in tokens (bytes / 4, as the stand-in counts
+# them) at 3 turns: the token limit's rate is set from these so its floor is near the others'.
+TOKENS = {"user": 390, "agent": 32, "judge": 450}
+INSTRUCTIONS = "You are Dana. Your parcel is late and you want to know when it comes."
+
+
+class Project(msgspec.Struct, frozen=True):
+    """One shape of the project bench: which participants share a key (``keys``, each group one
+    stand-in and one limit), the limit each key has, its rate, and the target the issue sets."""
+
+    name: str
+    label: str
+    keys: tuple[tuple[str, ...], ...]
+    limit: str  # "bucket", "halved", "tokens", "litellm" (the proxy's rpm for the user and the judge) or "none"
+    per_minute: float = 0.0
+    burst: float = 1.0
+    headers: bool = True
+    target: float = 1.10
+    attempts: int = 0  # 0: as many as make the floor about --seconds
+
+    def rate(self) -> float:
+        return self.per_minute / 60
+
+
+def projects(arguments: argparse.Namespace) -> dict[str, Project]:
+    """Every project shape, by name, for the rates and bursts asked."""
+    own = tuple((part,) for part in PARTS)
+    found: list[Project] = []
+    for burst in arguments.bursts:
+        for per_minute in arguments.rates:
+            label = f"bucket {burst:g}, {per_minute:g}/min"
+            found.append(Project(f"p-b{burst:g}@{per_minute:g}", label, own, "bucket", per_minute, burst))
+    for per_minute in arguments.bare_rates:
+        found.append(Project(f"p-bare@{per_minute:g}", f"bucket 1, {per_minute:g}/min, no headers", own, "bucket", per_minute, headers=False))
+    middle = 1200.0
+    found += [
+        Project("p-halved", f"bucket 1, {middle:g}/min, halves", own, "halved", middle),
+        Project("p-tokens", f"token limit, ~{middle:g} req/min", own, "tokens", middle),
+        Project("p-agent+judge", f"agent+judge one key, {middle:g}/min", (("user",), ("agent", "judge")), "bucket", middle, target=1.15),
+        Project("p-user+judge", f"user+judge one key, {middle:g}/min", (("user", "judge"), ("agent",)), "bucket", middle, target=1.15),
+        Project("p-all", f"all three one key, {middle:g}/min", (PARTS,), "bucket", middle, target=1.15),
+        Project("p-all-bare", f"all three one key, {middle:g}/min, bare", (PARTS,), "bucket", middle, headers=False, target=1.15),
+        Project("p-free", f"no limit, {arguments.free_project} attempts", own, "none", target=2.0, attempts=arguments.free_project),
+    ]
+    if LITELLM.is_file():
+        label = f"LiteLLM proxy, u & j rpm {arguments.litellm_rpm:g}"
+        found.append(Project("p-litellm", label, own, "litellm", arguments.litellm_rpm))
+    return {project.name: project for project in found}
+
+
+def asked_of(arguments: argparse.Namespace) -> dict[str, int]:
+    """Requests each participant sends in an attempt: the user's first message and one after each
+    answer (the last says it is done), the agent's turns, the judge's claims."""
+    return {"user": arguments.turns + 1, "agent": arguments.turns, "judge": arguments.claims}
+
+
+def attempts_of(project: Project, arguments: argparse.Namespace) -> int:
+    """Attempts that keep the busiest key at its limit for about ``--seconds``."""
+    if project.attempts:
+        return project.attempts
+    asked = asked_of(arguments)
+    if project.limit == "litellm":  # half as many again as a minute of the user's deployment
+        return max(1, round(1.5 * project.per_minute / asked["user"]))
+    busiest = max(sum(asked[part] for part in group) for group in project.keys)
+    burst = project.burst if project.limit == "bucket" else 0  # let through at once: not in the floor
+    return max(1, round((arguments.seconds * project.rate() + burst) / busiest))
+
+
+def chain_of(arguments: argparse.Namespace) -> float:
+    """An attempt's requests one after another, each answered after the latency: what a run takes
+    at the least with every attempt under way at once (its judge's claims asked at once)."""
+    asked = asked_of(arguments)
+    return (asked["user"] + asked["agent"] + min(1, asked["judge"])) * arguments.latency
+
+
+def planned_floor(project: Project, arguments: argparse.Namespace) -> float:
+    asked = asked_of(arguments)
+    attempts = attempts_of(project, arguments)
+    if project.limit == "none":
+        return chain_of(arguments)
+    if project.limit == "litellm":  # from the first second of a minute, to the next one
+        return 59.0
+    busiest = max(sum(asked[part] for part in group) for group in project.keys)
+    return max(chain_of(arguments), attempts * busiest / project.rate())
+
+
+def project_reply(request: dict[str, Any], turns: int) -> str:
+    """The stand-in's chat reply, for the simulated user (a new message each turn, done after
+    ``turns`` answers) or the judge (its decision), told apart by the model asked."""
+    from standin import judged
+
+    if request.get("model") == MODELS["judge"]:
+        return judged(request)
+    said = sum(1 for message in request["messages"] if message.get("role") == "assistant")
+    if said >= turns:
+        return "###STOP###"
+    return f"Question {said + 1}: could you check where it is now and when it will be here?"
+
+
+def limit_built(project: Project, group: tuple[str, ...], after: float) -> Any:
+    """A key's limit, built in the stand-ins' process."""
+    from standin import Bucket, Changing
+
+    rate = project.rate()
+    match project.limit:
+        case "bucket":
+            return Bucket(rate, project.burst, headers=project.headers)
+        case "halved":
+            return Changing(Bucket(rate, 1, headers=project.headers), Bucket(rate / 2, 1, headers=project.headers), after=after)
+        case "tokens":
+            tokens = rate * sum(TOKENS[part] for part in group)
+            return Bucket(tokens, tokens, unit="tokens", headers=project.headers)
+        case "none" | "litellm":
+            return None
+    raise ValueError(project.limit)
+
+
+def _serve_project(pipe: Any, project: Project, latency: float, turns: int, after: float) -> None:
+    sys.path.insert(0, str(TESTS))
+    from contextlib import ExitStack
+    from functools import partial
+
+    from standin import StandIn
+
+    with ExitStack() as stack:
+        servers = [
+            stack.enter_context(
+                StandIn(latency=latency, api_key=key_of(group), limit=limit_built(project, group, after), reply=partial(project_reply, turns=turns))
+            )
+            for group in project.keys
+        ]
+        pipe.send([server.url for server in servers])
+        while True:
+            match pipe.recv():
+                case "stats":
+                    pipe.send([_stats(server) for server in servers])
+                case _:
+                    pipe.send(None)
+                    return
+
+
+def _stats(server: Any) -> dict[str, Any]:
+    received = [record for record in server.received if record.kind in ("agent", "chat")]
+    who = Counter(
+        ("agent" if record.kind == "agent" else "judge" if (record.json or {}).get("model") == MODELS["judge"] else "user")
+        for record in received
+        if record.status == 200
+    )
+    return {
+        "received": len(received),
+        "refused": sum(1 for record in received if record.status == 429),
+        "answered": sum(1 for record in received if record.status == 200),
+        "who": dict(who),
+        "tokens": server.tokens_admitted,
+        "errors": len(server.errors),
+    }
+
+
+def key_of(group: tuple[str, ...]) -> str:
+    return "key-" + "-".join(group)
+
+
+class Stands:
+    """A case's stand-ins in a child process: their URLs while they run, and what each received."""
+
+    def __init__(self, project: Project, arguments: argparse.Namespace) -> None:
+        self.arguments = (project, arguments.latency, arguments.turns, planned_floor(project, arguments) / 3)
+
+    def __enter__(self) -> Stands:
+        context = multiprocessing.get_context("spawn")
+        self._pipe, theirs = context.Pipe()
+        self._process = context.Process(target=_serve_project, args=(theirs, *self.arguments), daemon=True)
+        self._process.start()
+        self.urls: list[str] = self._pipe.recv()
+        return self
+
+    def stats(self) -> list[dict[str, Any]]:
+        self._pipe.send("stats")
+        return self._pipe.recv()
+
+    def __exit__(self, *exc: object) -> None:
+        self._pipe.send("stop")
+        self._pipe.recv()
+        self._process.join(10)
+
+
+def project_scenario(arguments: argparse.Namespace) -> Any:
+    from convy import Scenario
+
+    claims = [f"The agent answered question {number}." for number in range(1, arguments.claims + 1)]
+    fields = {"id": "parcel", "user": INSTRUCTIONS, "max_turns": arguments.turns + 2, "judge": claims}
+    return msgspec.convert(fields, Scenario)
+
+
+def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
+    """Play one project shape with default settings; what each stand-in saw, and the wall time."""
+    from pydantic import SecretStr
+
+    from convy import Bench, ChatJudge, JsonAgent, JsonEndpoint, Limits, Models, OpenAiModel, Plan
+    from convy.fakes import MemoryJournal
+
+    project = projects(arguments)[name]
+    attempts = attempts_of(project, arguments)
+    with Stands(project, arguments) as stands:
+        url = {part: stands.urls[index] for index, group in enumerate(project.keys) for part in group}
+        key = {part: key_of(group) for group in project.keys for part in group}
+        proxy = Litellm(url, key, project.per_minute) if project.limit == "litellm" else nullcontext()
+        with proxy as edge:
+            if edge is not None:  # the user and the judge reach the proxy, with its key
+                url |= {"user": edge.url, "judge": edge.url}
+                key |= {"user": PROXY_KEY, "judge": PROXY_KEY}
+                time.sleep((61 - time.time() % 60) % 60)  # from the first second of a minute, as the proxy counts them
+            agent = JsonAgent(JsonEndpoint(url["agent"] + "/agent", {"authorization": f"Bearer {key['agent']}"}), reply="output.text")
+            user = OpenAiModel(MODELS["user"], url["user"] + "/v1", key=SecretStr(key["user"]))
+            judge = ChatJudge(OpenAiModel(MODELS["judge"], url["judge"] + "/v1", key=SecretStr(key["judge"])))
+            bench = Bench(agent, Models(user=user, judge=judge), Limits())
+            journal = MemoryJournal()
+            second = time.time() % 60
+            start = time.monotonic()
+            asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
+            wall = time.monotonic() - start
+            stats = stands.stats()
+            statuses = edge.statuses() if edge is not None else Counter()
+    stops = Counter(outcome.stop for outcome in journal.outcomes)
+    verdicts = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
+    durations = sorted(outcome.seconds for outcome in journal.outcomes)
+    spread = [durations[min(len(durations) - 1, int(share * len(durations)))] for share in (0.5, 0.95)] + durations[-1:]
+    proxied = {"received": sum(statuses.values()), "refused": statuses["429"]}
+    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": verdicts, "spread": spread, "keys": stats, "second": second, "proxy": proxied}
+
+
+def project_floor(project: Project, result: dict[str, Any], arguments: argparse.Namespace) -> float:
+    """Seconds the run needs at the least: for each key, what its limit let through over its rate
+    (the burst a bucket lets through at once taken off; for ``halved``, the slower part after a
+    third of the planned floor), and the answer to the last; and an attempt's chain of requests;
+    the most of these."""
+    floors = [chain_of(arguments)]
+    rate = project.rate()
+    for group, stat in zip(project.keys, result["keys"], strict=True):
+        match project.limit:
+            case "bucket":
+                floors.append(max(0.0, stat["answered"] - project.burst) / rate + arguments.latency)
+            case "halved":
+                first = planned_floor(project, arguments) / 3
+                floors.append(first + max(0.0, stat["answered"] - first * rate) / (rate / 2) + arguments.latency)
+            case "tokens":
+                tokens = rate * sum(TOKENS[part] for part in group)
+                floors.append(max(0.0, stat["tokens"] - tokens) / tokens + arguments.latency)
+            case "litellm" if group != ("agent",):  # a new minute for each rpm more
+                minutes = math.ceil(stat["who"].get(group[0], 0) / project.per_minute)
+                if minutes > 1:
+                    floors.append(60 - result["second"] + 60 * (minutes - 2) + arguments.latency)
+            case _:
+                pass
+    return max(floors)
+
+
+def project_problems(name: str, result: dict[str, Any], arguments: argparse.Namespace) -> list[str]:
+    """What went wrong that should not: an attempt lost or not judged, a stand-in's error, or the
+    stand-ins' answers not what the attempts needed (a request answered twice, or one missing)."""
+    problems = []
+    answered: Counter[str] = Counter()
+    for stat in result["keys"]:
+        answered.update(stat["who"])
+    needed = {part: count * result["attempts"] for part, count in asked_of(arguments).items()}
+    if dict(answered) != needed:
+        problems.append(f"{name}: the stand-ins answered {dict(answered)}, the attempts needed {needed}")
+    if sum(result["stops"].values()) != result["attempts"]:
+        problems.append(f"{name}: {sum(result['stops'].values())} of {result['attempts']} attempts recorded")
+    if any(stat["errors"] for stat in result["keys"]):
+        problems.append(f"{name}: the stand-ins had {sum(stat['errors'] for stat in result['keys'])} errors")
+    unfinished = {stop: count for stop, count in result["stops"].items() if stop != "finished"}
+    if unfinished:
+        problems.append(f"{name}: attempts that did not finish: {unfinished}")
+    if result["verdicts"] != result["attempts"]:
+        problems.append(f"{name}: {result['verdicts']} of {result['attempts']} attempts judged")
+    return problems
+
+
+def project_shown(project: Project, result: dict[str, Any] | None, arguments: argparse.Namespace, cap: float) -> str:
+    if result is None:
+        return f"cut off at {cap:.0f} s (> {cap / planned_floor(project, arguments):.1f}x the planned floor)"
+    if "failed" in result:
+        return f"failed: {result['failed'][:80]}"
+    floor = project_floor(project, result, arguments)
+    refused = sum(stat["refused"] for stat in result["keys"])
+    received = sum(stat["received"] for stat in result["keys"])
+    each = " ".join(
+        f"{'+'.join(part[0] for part in group)} {stat['refused']}/{stat['received']}"
+        for group, stat in zip(project.keys, result["keys"], strict=True)
+    )
+    if project.limit == "litellm":  # the proxy refuses; the stand-ins behind it see what it let through
+        refused, received = result["proxy"]["refused"], result["proxy"]["received"]
+        each = f"proxy {result['proxy']['refused']}/{result['proxy']['received']}"
+    spread = "/".join(f"{seconds:.1f}" for seconds in result["spread"])
+    return (
+        f"{floor:6.1f} {result['wall']:6.1f} {result['wall'] / floor:6.2f}x {refused / max(1, received):6.1%}"
+        f"  {each:<24} {spread}"
+    )
+
+
+def project_target(project: Project, arguments: argparse.Namespace) -> str:
+    """The issue's target for a shape; where only a 429 tells, the refusals any client needs
+    added to the floor (one Retry-After of a second for each key)."""
+    if project.limit == "none":
+        return f"<={project.target:g}x chain"
+    if not project.headers:
+        return f"<={project.target:.2f}x(F+1s)"
+    return f"<={project.target:.2f}x, <=1%"
+
+
+def play_projects(names: list[str], arguments: argparse.Namespace) -> list[str]:
+    """Every project shape asked, with the state before beside it; the problems seen."""
+    every = projects(arguments)
+    print(
+        f"\nA project as users write it: a simulated user ({MODELS['user']}) and a ChatJudge ({MODELS['judge']}) on the"
+        f" stand-in's chat completions, a JsonAgent on its /agent; {arguments.turns} turns and {arguments.claims} claim(s)"
+        f" an attempt; answered after {arguments.latency * 1000:g} ms; default settings (Limits()). Each key its own"
+        f" stand-in and limit (u/a/j: user, agent, judge); attempts make the busiest key's floor about {arguments.seconds:g} s."
+        f"\nfloor = max(requests or tokens each limit let through / its rate, an attempt's chain {chain_of(arguments):.1f} s)."
+    )
+    print(f"{'shape':<34} {'target':<16} {'':<7} {'floor':>6} {'wall':>6} {'ratio':>7} {'refused':>7}  {'per key':<24} attempt s p50/p95/max")
+    problems: list[str] = []
+    for name in names:
+        project = every[name]
+        # and the time to start: LiteLLM's proxy takes seconds, then waits for a minute's first
+        cap = arguments.cap * planned_floor(project, arguments) + (150 if project.limit == "litellm" else 30)
+        result = played(name, arguments)
+        print(f"{project.label:<34} {project_target(project, arguments):<16} {'now':<7} {project_shown(project, result, arguments, cap)}", flush=True)
+        if arguments.before:
+            earlier = child(name, arguments, arguments.before, cap)
+            print(f"{'':<34} {'':<16} {'before':<7} {project_shown(project, earlier, arguments, cap)}", flush=True)
+        problems += project_problems(name, result, arguments)
+    return problems
+
+
+# --- LiteLLM's proxy with its own rate limits, in front of the stand-in ------------------------
+
+LITELLM = TESTS.parent / ".venv-proxy" / "bin" / "litellm"
+PROXY_KEY = "sk-bench-proxy"
+
+
+class Litellm:
+    """LiteLLM's proxy (``.venv-proxy``, offline) on a free port, in front of the stand-in's chat
+    completions: the simulated user's and the judge's models are two deployments, each with the
+    router's own ``rpm`` limit (usage-based-routing-v2: requests counted per minute of the
+    clock, a request over it refused with a 429 and not retried), both reached with the proxy's
+    one key, as a team's project reaches its proxy."""
+
+    def __init__(self, upstream: dict[str, str], keys: dict[str, str], rpm: float) -> None:
+        self.upstream = upstream
+        self.keys = keys
+        self.rpm = rpm
+
+    def __enter__(self) -> Litellm:
+        import socket
+        import tempfile
+
+        self._folder = Path(tempfile.mkdtemp(prefix="busy-litellm-"))
+        config = {
+            "model_list": [
+                {
+                    "model_name": MODELS[part],
+                    "litellm_params": {
+                        "model": f"openai/{MODELS[part]}",
+                        "api_base": self.upstream[part] + "/v1",
+                        "api_key": self.keys[part],
+                        "rpm": round(self.rpm),
+                    },
+                }
+                for part in ("user", "judge")
+            ],
+            "router_settings": {"num_retries": 0, "routing_strategy": "usage-based-routing-v2"},
+        }
+        (self._folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        environment = {
+            **{name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "OPENAI_", "LITELLM_"))},
+            "LITELLM_MASTER_KEY": PROXY_KEY,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the price map shipped with it: no fetch
+        }
+        self._log = (self._folder / "proxy.log").open("wb")
+        self._process = subprocess.Popen(
+            [str(LITELLM), "--config", str(self._folder / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)],
+            cwd=self._folder,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx2.get(self.url + "/health/liveliness", timeout=2, trust_env=False).status_code == 200:
+                    break
+            except httpx2.HTTPError:
+                pass
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"LiteLLM's proxy did not start: {(self._folder / 'proxy.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+        return self
+
+    def statuses(self) -> Counter[str]:
+        """The status of each chat request the proxy answered, from its access log."""
+        found = re.findall(r'"POST /v1/chat/completions HTTP/1.1" (\d{3})', (self._folder / "proxy.log").read_text(errors="replace"))
+        return Counter(found)
+
+    def __exit__(self, *exc: object) -> None:
+        self._process.terminate()
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._log.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 # --- free cases: nothing limits ----------------------------------------------------------------
@@ -488,7 +961,7 @@ def free(places: int, arguments: argparse.Namespace) -> str:
 # --- uncapped: no limit, no places set (issue 27, item 3) ---------------------------------------
 
 
-def project_reply(request: dict[str, Any]) -> str:
+def uncapped_reply(request: dict[str, Any]) -> str:
     """The stand-in's chat reply in a project whose user and judge are models: a judge's decision
     when asked about a claim, else the simulated user's next message."""
     sys.path.insert(0, str(TESTS))
@@ -584,16 +1057,30 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="do not time the free cases' requests without convy")
     parser.add_argument("--where", action="store_true", help="also print where each limited case's wall time went")
     parser.add_argument("--uncapped-attempts", type=int, default=50, help="attempts of the uncapped case (default 50)")
-    parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free", "uncapped"), default=SHAPES)
-    parser.add_argument("--case", choices=SHAPES, help=argparse.SUPPRESS)  # one case, as JSON (for --before)
+    parser.add_argument("--only", nargs="+", choices=(*SHAPES, "free", "uncapped"), default=None, help="the old shapes to play (default: all, unless --project)")
+    parser.add_argument("--project", nargs="*", metavar="SHAPE", help="play a project as users write it (every shape, or those named)")
+    parser.add_argument("--rates", type=float, nargs="+", default=[60, 300, 1200, 3000], help="per minute, --project's strict buckets")
+    parser.add_argument("--bursts", type=float, nargs="+", default=[1, 5, 20], help="bursts of --project's strict buckets")
+    parser.add_argument("--bare-rates", type=float, nargs="+", default=[300, 3000], help="per minute, --project's buckets without headers")
+    parser.add_argument("--seconds", type=float, default=10.0, help="--project: the busiest key's floor, about (default 10)")
+    parser.add_argument("--free-project", type=int, default=50, help="--project: attempts with no limit (default 50)")
+    parser.add_argument("--litellm-rpm", type=float, default=300, help="--project: rpm of LiteLLM's deployments (default 300)")
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, as JSON (for --before)
     parser.add_argument("--uncapped-case", choices=("default", "all"), help=argparse.SUPPRESS)  # the same, uncapped
     arguments = parser.parse_args()
     if arguments.case:
-        print(json.dumps(limited(arguments.case, arguments)))
+        case = played(arguments.case, arguments) if arguments.case in projects(arguments) else limited(arguments.case, arguments)
+        print(json.dumps(case))
         return
     if arguments.uncapped_case:
         print(json.dumps(uncapped_one(arguments.uncapped_case, arguments)))
         return
+    if arguments.project is not None:
+        unknown = sorted(set(arguments.project) - set(projects(arguments)))
+        if unknown:
+            parser.error(f"--project: no shape {', '.join(unknown)}; the shapes: {', '.join(projects(arguments))}")
+    if arguments.only is None:
+        arguments.only = [] if arguments.project is not None else list(SHAPES)
 
     import convy
 
@@ -625,6 +1112,8 @@ def main() -> None:
             if arguments.where:
                 print(f"{'  where (s)':<28} {spent(result):<47}   {spent(earlier) if arguments.before else ''}", flush=True)
             problems += problems_of(shape, result, arguments)
+    if arguments.project is not None:
+        problems += play_projects(arguments.project or list(projects(arguments)), arguments)
     if "free" in arguments.only:
         print(
             f"\nNo limit: {arguments.free_attempts} attempts, best of {arguments.repeat}; ideal = places / "

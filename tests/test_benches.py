@@ -103,6 +103,16 @@ def test_the_many_conversations_case_runs_small_beside_bare_asyncio() -> None:
     assert out.count("x bare, its play alone") == 2
 
 
+def test_the_pacing_benchmark_plays_a_small_project() -> None:
+    """bench/busy.py --project plays a project whose user and judge are models, on one shared key
+    and with no limit: each attempt recorded and judged, and the stand-ins answered each
+    participant exactly what the attempts needed (it exits 1 with PROBLEMS otherwise)."""
+    out = ran("bench/busy.py", "--project", "p-all", "p-free", "--seconds", "1", "--free-project", "4", "--latency", "0.01")
+    assert "all three one key, 1200/min" in out and "no limit, 4 attempts" in out, out
+    assert "PROBLEMS" not in out
+    assert out.count(" now ") == 2, out
+
+
 def test_the_benchmarks_run_from_any_folder(tmp_path: Path) -> None:
     """A bench script started from another folder than the repository's (its path given whole)
     finds what it imports and writes nothing where it was started from but what it was told."""
