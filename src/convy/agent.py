@@ -271,7 +271,7 @@ class _Limited:
         self._inner = _Answering(limits.agent)
 
     async def __aenter__(self) -> _Limited:
-        scope = self._limits.deadlines.limit(self._limits.open)
+        scope = self._limits.deadlines.here(self._limits.open)
         try:
             with scope:
                 await self._inner.__aenter__()
@@ -282,7 +282,7 @@ class _Limited:
         return self
 
     async def turn(self, message: Message) -> Answer:
-        scope = self._limits.deadlines.limit(self._limits.turn)
+        scope = self._limits.deadlines.here(self._limits.turn)
         token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:
@@ -300,7 +300,7 @@ class _Limited:
         """Close the agent's conversation within the limit. When the conversation is already
         ending on an error (Ctrl+C's cancellation included), that error goes on, whatever the
         closing does."""
-        scope = self._limits.deadlines.limit(self._limits.close)
+        scope = self._limits.deadlines.here(self._limits.close)
         try:
             with scope:
                 await self._inner.__aexit__(kind, failed, trace)
