@@ -733,6 +733,18 @@ def test_a_lone_surrogate_in_the_text_is_stepped_over() -> None:
     assert Pattern("x").found("\ud800") is None
 
 
+@pytest.mark.parametrize("text", ["order", "Order", "2 lamps", " lamp ", "a"])
+@pytest.mark.parametrize(
+    "said", ["Your order for 2 lamps", "ORDER", "caf\ud800\u00e9 order", "", "x\norder\n", "the lamp is 2 lamps away"]
+)
+def test_a_pattern_of_letters_digits_and_spaces_is_found_as_re2_finds_it(text: str, said: str) -> None:
+    """Such a pattern is looked for without RE2 (``pattern._LITERAL``): what it finds is what RE2
+    finds, in any text, a lone surrogate in it or not."""
+    pattern = Pattern(text)
+    match = pattern._compiled().search(said.encode("utf-8", "surrogatepass"))
+    assert pattern.found(said) == (None if match is None else match.group(0).decode("utf-8", "replace"))
+
+
 def test_a_search_past_re2s_memory_writes_nothing_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
     """A pattern whose automaton outgrows RE2's memory on a 1 MB answer is still decided, and RE2 logs nothing to the process's stderr."""
     import random
