@@ -68,6 +68,7 @@ from typing import Any
 import msgspec
 
 import convy
+import convy.busy
 from convy import (
     Answer,
     Bench,
@@ -86,7 +87,6 @@ from convy import (
     Usage,
     Verdict,
 )
-from convy.busy import START
 from convy.conduct import UserChecks
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 
@@ -161,7 +161,9 @@ class Setup(msgspec.Struct, frozen=True):
     def workers(self) -> int:
         limits = self.limits()
         # As Bench.run starts (places with no cap start at START; with instant fakes they do not grow).
-        return min(self.attempts, (limits.agent_places or START) + (limits.judge_places or START))
+        # A convy from before places with no cap (``--before``) has no START: its places are capped.
+        start = getattr(convy.busy, "START", 4)
+        return min(self.attempts, (limits.agent_places or start) + (limits.judge_places or start))
 
     def smaller(self, attempts: int) -> Setup:
         return msgspec.structs.replace(self, attempts=min(self.attempts, attempts))

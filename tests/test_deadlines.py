@@ -17,11 +17,13 @@ from convy.agent import Answer, Message, OutOfTime, TimeLimited
 from convy.deadlines import Deadlines
 
 
-def test_a_limit_that_runs_out_ends_its_block_in_timeout_error_at_its_moment() -> None:
+@pytest.mark.parametrize("made", ["limit", "here"])
+def test_a_limit_that_runs_out_ends_its_block_in_timeout_error_at_its_moment(made: str) -> None:
+    # ``here`` finds the task as the limit is made, ``limit`` as the block is entered: the same.
     deadlines = Deadlines()
 
     async def main() -> tuple[float, bool]:
-        scope = deadlines.limit(5.0)
+        scope = deadlines.here(5.0) if made == "here" else deadlines.limit(5.0)
         with pytest.raises(TimeoutError):
             async with scope:
                 await asyncio.sleep(60)

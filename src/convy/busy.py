@@ -492,8 +492,11 @@ class Places:
                         self._grown()
                     if not self.cap and (self._taken >= self.size or self._place_queue):
                         # An agent's own code that calls its service itself answers in-process
-                        # too, as slowly as the service: its places grow as any others.
-                        self._kept_up(_Send(service, number, now), loop.time())
+                        # too, as slowly as the service: its places grow as any others. An
+                        # answer within _OVERLAP grows nothing (_kept_up), so no _Send for it.
+                        answered = loop.time()
+                        if answered - now >= _OVERLAP:
+                            self._kept_up(_Send(service, number, now), answered)
                     if self._send_queue:
                         self._release()
                     return answer
@@ -501,7 +504,10 @@ class Places:
                     TOLD.reset(token)
             finally:
                 if held:
-                    self._freed()
+                    if self._place_queue:
+                        self._freed()
+                    else:  # _freed, with nobody waiting for the place
+                        self._taken -= 1
             # Refused: the tries go on as any refused request's, its send flying until the
             # refusal lands it, and its service named if it named one on the way.
             self._flying += 1
