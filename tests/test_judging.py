@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import msgspec
 import pytest
 
 from convy.agent import Answer, Call, Message, NoUsage, Reported, Thought, Usage
@@ -582,36 +581,3 @@ def test_checks_decided_without_a_verdict_are_placed_in_the_judge_list() -> None
     assert scenario.placed((first, second)) == ((2, first), (4, second))
     said = Check(said="hi").claim(SHOP)
     assert scenario.placed((said,)) == ((3, said),)
-
-
-class _OwnReply(Reply, frozen=True):
-    """A model's own kind of reply: kept as a Reply."""
-
-
-@pytest.mark.parametrize(
-    "reply",
-    [
-        Reply("hi", Usage(3, 1), "stop"),
-        Reply("hi", NoUsage()),
-        Reply("d\u00e9j\u00e0 vu", Usage(3, 1)),
-        Reply("hi", Usage(3, 1, cached=2)),
-        Reply("hi", Usage(2**63, 1)),
-        _OwnReply("hi", Usage(3, 1)),
-        Reply("hi", Usage(True, 1)),  # type: ignore[arg-type]  # refused: a bool count
-        Reply("hi", Usage(3.0, 1)),  # type: ignore[arg-type]  # refused: a float count
-        Reply("hi", finish=None),  # type: ignore[arg-type]  # refused
-        Reply("\ud800"),  # refused: a lone surrogate
-    ],
-)
-def test_contained_keeps_a_reply_as_its_round_trip_gives_it(reply: Reply) -> None:
-    """A model's reply taken as it is (``model._plain``) is what encoding and decoding it gives,
-    and one the round trip converts or refuses is converted, or refused with the same message."""
-    try:
-        again = msgspec.json.decode(msgspec.json.encode(reply), type=Reply)
-    except Exception as error:  # noqa: BLE001 - refused
-        with pytest.raises(ModelFailure, match="^model odd answered with something that is not a reply: ") as refused:
-            asyncio.run(Contained(Returning(reply)).reply(()))
-        assert str(refused.value).endswith(str(error))
-        return
-    kept = asyncio.run(Contained(Returning(reply)).reply(()))
-    assert kept == again and type(kept) is Reply
