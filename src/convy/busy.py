@@ -1037,9 +1037,17 @@ class Places:
                 # Cut, it would stay far under the limit for the rest of the run (a pace of one
                 # request a second halved, then growing a thousandth a second: 32 x the floor).
                 if pace.proven:
-                    pace.rate = min(send.pace * 2 ** (-1 / send.pace), self._quickest(send)) * _BARE_AIM
-                    pace.growing = False
-                    pace.estimated = True
+                    quickest = self._quickest(send)
+                    if quickest == math.inf:
+                        # No two sends let through since the last pause: the refused one's pace
+                        # is too quick, and nothing tells how much. Half of it, still doubling,
+                        # is found from below, where what is let through tells; a pace kept
+                        # near it was refused again and again (12 refusals at 5 a second).
+                        pace.rate = send.pace / 2
+                    else:
+                        pace.rate = min(send.pace * 2 ** (-1 / send.pace), quickest) * _BARE_AIM
+                        pace.growing = False
+                        pace.estimated = True
             elif pace.rate > 0:
                 # Refused again soon after the last pause: a lower limit, or one shared with
                 # others. Otherwise a refusal now and then, the jitter of the way there.
