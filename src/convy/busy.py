@@ -69,10 +69,16 @@ _SHARE_BACK = 0.002  # of what is missing to _SHARE_MOST, per answer
 # the pace, or a tenth when it comes within _AGAIN seconds of the last pause (a limit lower than
 # thought, or shared) — unless it is the first since the pace was found: that is the estimate a
 # little high, or the jitter of the way there, not a lower limit. The pace grows by _GROWTH of
-# itself a second while requests pass.
-_GROWTH = 0.001
+# itself a second while requests pass: slowly, since a refusal costs a whole second, and one
+# every twenty seconds (2% cut, grown back at a thousandth a second) cost more than the cut.
+_GROWTH = 0.0005
 _CUT = 0.9
 _BARE_AIM = 0.99
+# The most the doubling pace grows at one answer once it was halved: the limit is then known to
+# be under twice the pace, and a few requests a second doubling every half second would take a
+# step of a third at each answer, the pace last let through (from which the limit is found) as
+# far under it.
+_STEP = 1.05
 _BARE_CUT = 0.98
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
@@ -929,7 +935,7 @@ class Places:
             # its service (the pace was not theirs).
             seconds = 1.0 / pace.rate
             if pace.growing:
-                pace.rate *= 2 ** (2 * seconds)
+                pace.rate *= min(2 ** (2 * seconds), pace.step)
                 # The gap after the last send shrinks with it: a pace made up from a pause (one
                 # request a second) doubled would otherwise still wait out the whole second.
                 pace.next -= seconds - 1.0 / pace.rate
@@ -1044,8 +1050,10 @@ class Places:
                         # is found from below, where what is let through tells; a pace kept
                         # near it was refused again and again (12 refusals at 5 a second).
                         pace.rate = send.pace / 2
+                        pace.step = _STEP
                     else:
-                        pace.rate = min(send.pace * 2 ** (-1 / send.pace), quickest) * _BARE_AIM
+                        half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
+                        pace.rate = min(send.pace * half_step, quickest) * _BARE_AIM
                         pace.growing = False
                         pace.estimated = True
             elif pace.rate > 0:
