@@ -657,8 +657,9 @@ def played_against(*services: tuple[Simulated, int], requests: int = 300) -> flo
         ("bucket, burst 20", 14.0, 1.02, 1),
         ("sliding window", 15.0, 1.02, 1),
         # Only 429s tell, and each costs its whole-second Retry-After: one at the start, when the
-        # places first go at once, and one where the pace, growing, first passes the limit.
-        ("bucket, burst 1, no headers", 15.0, 1.25, 3),
+        # places first go at once, and one where the pace, growing, first passes the limit. Then
+        # 0.99 of the quickest let through (17.89 s; 18.52 s when it went on at 0.95 of it).
+        ("bucket, burst 1, no headers", 15.0, 1.2, 3),
     ],
 )
 def test_a_limit_is_found_and_held_with_no_setting(shape: str, floor: float, most: float, refused: int) -> None:
