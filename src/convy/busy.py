@@ -63,13 +63,23 @@ _SHARE_DEEPEST = 0.95  # the most one refusal takes off: a request far too early
 _ANSWERS_PER_REFUSAL = 200
 _SHARE_BACK = 0.002  # of what is missing to _SHARE_MOST, per answer
 # Without word from the service, the pace doubles every half second until the first refusal after
-# the start's; then it goes on a little under the pace last let through. A refusal then (each
-# costs a whole Retry-After) takes a little off the pace, or a tenth when it comes within
-# _AGAIN seconds of the last pause (a limit lower than thought, or shared); the pace grows by
-# _GROWTH of itself a second while requests pass.
-_GROWTH = 0.001
+# the start's; then it goes on at _BARE_AIM of the pace last let through (each refusal costs a
+# whole Retry-After, a second of every participant on the key: a little under beats over, but
+# 5% under, as it was, cost more than the refusals it saved). A refusal then takes _BARE_CUT off
+# the pace, or a tenth when it comes within _AGAIN seconds of the last pause (a limit lower than
+# thought, or shared) — unless it is the first since the pace was found: that is the estimate a
+# little high, or the jitter of the way there, not a lower limit. The pace grows by _GROWTH of
+# itself a second while requests pass: slowly, since a refusal costs a whole second, and one
+# every twenty seconds (2% cut, grown back at a thousandth a second) cost more than the cut.
+_GROWTH = 0.0005
 _CUT = 0.9
-_BARE_CUT = 0.95
+_BARE_AIM = 0.99
+# The most the doubling pace grows at one answer once it was halved: the limit is then known to
+# be under twice the pace, and a few requests a second doubling every half second would take a
+# step of a third at each answer, the pace last let through (from which the limit is found) as
+# far under it.
+_STEP = 1.05
+_BARE_CUT = 0.98
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -930,7 +940,13 @@ class Places:
             # say nothing of the pace after it, nor do those sent before the participant knew
             # its service (the pace was not theirs).
             seconds = 1.0 / pace.rate
-            pace.rate *= 2 ** (2 * seconds) if pace.growing else 1 + _GROWTH * seconds
+            if pace.growing:
+                pace.rate *= min(2 ** (2 * seconds), pace.step)
+                # The gap after the last send shrinks with it: a pace made up from a pause (one
+                # request a second) doubled would otherwise still wait out the whole second.
+                pace.next -= seconds - 1.0 / pace.rate
+            else:
+                pace.rate *= 1 + _GROWTH * seconds
             pace.proven = True
         if not self.cap:
             self._kept_up(send, now)
@@ -1033,14 +1049,27 @@ class Places:
                 # Cut, it would stay far under the limit for the rest of the run (a pace of one
                 # request a second halved, then growing a thousandth a second: 32 x the floor).
                 if pace.proven:
-                    pace.rate = min(send.pace * 2 ** (-1 / send.pace), self._quickest(send)) * _BARE_CUT
-                    pace.growing = False
+                    quickest = self._quickest(send)
+                    if quickest == math.inf:
+                        # No two sends let through since the last pause: the refused one's pace
+                        # is too quick, and nothing tells how much. Half of it, still doubling,
+                        # is found from below, where what is let through tells; a pace kept
+                        # near it was refused again and again (12 refusals at 5 a second).
+                        pace.rate = send.pace / 2
+                        pace.step = _STEP
+                    else:
+                        half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
+                        pace.rate = min(send.pace * half_step, quickest) * _BARE_AIM
+                        pace.growing = False
+                        pace.estimated = True
             elif pace.rate > 0:
                 # Refused again soon after the last pause: a lower limit, or one shared with
                 # others. Otherwise a refusal now and then, the jitter of the way there.
-                again = send.moment - pace.resumed < _AGAIN
+                # The first refusal after the pace was found from a refused send is the estimate
+                # a little high, or the jitter of the way there: a little off, however soon.
+                again = send.moment - pace.resumed < _AGAIN and not pace.estimated
                 pace.rate *= _CUT if again else _BARE_CUT
-                pace.growing = False
+                pace.growing = pace.estimated = False
             else:
                 # The rate let through so far, over the last second or less when the run is younger.
                 sent = service.sent

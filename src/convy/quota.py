@@ -208,6 +208,8 @@ class Pace:
     def __init__(self) -> None:
         self.rate = 0.0  # requests a second, all participants together (0: not paced)
         self.growing = True  # doubling until the first refusal after the start's
+        self.estimated = False  # found at that refusal, and refused nothing since
+        self.step = math.inf  # the most it grows at one answer while doubling
         # Whether a request sent at the rate was answered: a rate made up from a pause, with
         # nothing let through yet, tells nothing of the limit until then.
         self.proven = False
