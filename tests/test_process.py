@@ -455,8 +455,10 @@ sys.addaudithook(counted)
 
 
 def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> None:
-    """``convy resume`` reads attempts.jsonl's lines once, before it loads the agent, and passes
-    them on to the play: the only other open is the repair's look at the file's last bytes."""
+    """``convy resume`` reads attempts.jsonl's lines once before it loads the agent, and passes
+    them on to the play; the other opens are the repair's look at the file's last bytes and, once
+    the play is over, the one read of the whole file that the summary and the report are made
+    from (the play holds no attempt meanwhile, so a run's memory does not grow with its attempts)."""
     first = made.ran("run", "slow", "-k", "4")
     assert first.returncode == 0, first.stderr
     folder = made.run()
@@ -470,7 +472,7 @@ def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> 
 
     assert resumed.returncode == 0, resumed.stderr
     clean(resumed.stderr)
-    assert opened.read_text().split() == ["kept", "_repaired"]
+    assert opened.read_text().split() == ["kept", "_repaired", "kept"]
     assert len([line for line in resumed.stdout.splitlines() if line.startswith("✓")]) == 3, resumed.stdout
     assert folder.pairs() == planned(5, 4)
 
