@@ -403,9 +403,9 @@ class Places:
         the jitter of the way there or a lower limit, which the pace's own cut answers; half the
         places as well held half the conversations back at every refusal (a strict bucket of
         3,000 a minute refuses one request in a hundred or two through the jitter, and its places
-        never grew to what the limit allows). A pace found from refusals alone still halves them:
-        without that, three participants on one bare key were held at a pace of one a second for
-        the rest of the run (bench/busy.py's p-all-bare, 19x its floor), a cause not found yet."""
+        never grew to what the limit allows). A pace found from refusals alone still halves them,
+        as before: that case was not measured apart (bench/busy.py's p-all-bare, where it was
+        first blamed, stalls at a pace of one a second now and then at m27 as well)."""
         if self.cap or send.number <= self._narrowed_after:
             return
         if self.per_minute or not self._unmetered():
