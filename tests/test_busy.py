@@ -517,6 +517,24 @@ def test_places_with_no_cap_halve_at_a_refusal_and_grow_again_slower() -> None:
     assert halved <= again <= halved + 1
 
 
+def test_places_with_no_cap_are_not_halved_at_a_refusal_where_the_pace_is_known() -> None:
+    """Where the pace is known already (here a per-minute; what a service says is left, or a pace
+    found, alike), a refusal is the pace a little quick, which the pace answers: the places, grown
+    while the service answered in time, stay as they were."""
+
+    async def main() -> tuple[int, int, int]:
+        places = Places(0, per_minute=6000)
+        await asyncio.gather(*(places.sent(Answering()) for _ in range(200)))
+        grown = places.size
+        await places.sent(Refusing(1))
+        return grown, places.size, places.refused
+
+    grown, after, refused = run(main)
+    assert refused == 1
+    assert grown > 4
+    assert after == grown
+
+
 def test_a_cap_set_is_not_halved_at_a_refusal() -> None:
     """Places a team set stay as they are at a refusal: the pace is what a refusal slows."""
 

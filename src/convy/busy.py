@@ -398,8 +398,17 @@ class Places:
     def _narrowed(self, send: _Send) -> None:
         """A refusal of ``send``: with no cap, half the places, once for the requests under way
         then (many refused at once are one sign of one overload); from then on they grow by one
-        for as many answers in time as there are places."""
+        for as many answers in time as there are places. Not where the service's rate was known
+        already (what it said is left, or a per-minute): the refusal is the pace a little quick,
+        the jitter of the way there or a lower limit, which the pace's own cut answers; half the
+        places as well held half the conversations back at every refusal (a strict bucket of
+        3,000 a minute refuses one request in a hundred or two through the jitter, and its places
+        never grew to what the limit allows). A pace found from refusals alone still halves them,
+        as before: that case was not measured apart (bench/busy.py's p-all-bare, where it was
+        first blamed, stalls at a pace of one a second now and then at m27 as well)."""
         if self.cap or send.number <= self._narrowed_after:
+            return
+        if self.per_minute or not self._unmetered():
             return
         self._narrowed_after = self._service.sends - 1
         self.size = max(1, self.size // 2)
