@@ -534,6 +534,16 @@ def test_the_resume_hint_is_what_the_rest_would_spend_and_a_tenth_more_rounded_u
     assert Stop(Outlay("minutes", 1, minutes=1.0, most=0.0)).more(10, places=4) == "--max-minutes 2"
 
 
+def test_a_minutes_hint_counts_rounds_of_the_places_the_run_starts_with() -> None:
+    """The places a run starts with are the run's limits' word (``Limits.starting``): a cap, or
+    with none the places they grow from (4). The hint for 10 attempts left, each a minute, is 3
+    rounds of 4 and a tenth more; with a cap of 2, 5 rounds."""
+    uncapped, capped = Limits().starting("agent"), Limits(agent_places=2).starting("agent")
+    assert (uncapped, capped, Limits(judge_places=3).starting("judge")) == (4, 2, 3)
+    assert Stop(Outlay("minutes", 4.5, minutes=4.0, most=1.0)).more(10, places=uncapped) == "--max-minutes 3.3"
+    assert Stop(Outlay("minutes", 4.5, minutes=4.0, most=1.0)).more(10, places=capped) == "--max-minutes 5.5"
+
+
 def test_a_budget_below_a_cent_is_said_with_its_figures_never_as_nothing() -> None:
     """`--max-cost 1e-9` was said `spent $0.00 of $0.00`: a budget that is not nothing is never said as one."""
     assert [Dollars(amount).text() for amount in (0, 0.0, 1e-9, 0.0049, 0.01, 0.5, 2.2)] == [

@@ -39,7 +39,7 @@ import msgspec
 from convy.adaptive import Adaptive, Rounds
 from convy.agent import Agent, Answer, Message, TimeLimited, turned
 from convy.budget import Budget, Counted, Outlay, Spending
-from convy.busy import Patience, Places, Seat, Who
+from convy.busy import START, Patience, Places, Seat, Who
 from convy.conduct import UserChecks, UserReview
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
 from convy.files import RegularFile, Replaced
@@ -135,6 +135,12 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             whole = getattr(self, name)
             parts[name] = whole // of + (1 if number < whole % of else 0)
         return msgspec.structs.replace(self, **parts)
+
+    def starting(self, who: Who) -> int:
+        """How many places ``who`` has as the run starts: its cap, or ``START`` with none (they grow
+        from there). What a stopped run's budget is reckoned with (``report.Stop.more``), and what
+        a spread run hands each worker before the worker says how its places grew."""
+        return getattr(self, f"{who}_places") or START
 
     def places(self, who: Who, services: Services | None = None) -> Places:
         """New places for one participant of a run, made in the event loop that will use them;

@@ -475,7 +475,7 @@ class Recorded(msgspec.Struct, frozen=True):
             case Stopped(spent=spent):
                 stop = Stop(spent)
                 left = self._planned(outcomes) - len(outcomes)
-                rest = stop.rest(left, self.spec.limits.agent_places, summary.run.file.spec.budget, outcomes)
+                rest = stop.rest(left, self.spec.limits.starting("agent"), summary.run.file.spec.budget, outcomes)
                 self.shown.line(
                     f"{self.spec.agent}: run {self.spec.id} {stop.text()}; to play the rest: convy resume {self.spec.id} {rest}"
                 )

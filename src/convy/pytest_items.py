@@ -499,7 +499,7 @@ class ScenarioTests:
         as ``convy run`` says it."""
         spec = summary.run.file.spec
         left = summary.planned() - len(summary.run.outcomes)
-        return f"convy resume {spec.id} {stop.rest(left, spec.limits.agent_places, spec.budget, summary.run.outcomes)}"
+        return f"convy resume {spec.id} {stop.rest(left, spec.limits.starting('agent'), spec.budget, summary.run.outcomes)}"
 
 
 TESTS = pytest.StashKey[ScenarioTests]()

@@ -31,7 +31,6 @@ from convy.agreement import Consensus
 from convy.attempt import Added, Attempt, Spent, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay, Which
-from convy.busy import START
 from convy.causes import Breakdown
 from convy.counted import Counted
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
@@ -752,8 +751,9 @@ class Stop(msgspec.Struct, frozen=True):
         spends no more than the most one has so far: what was spent and that much again for each,
         and a tenth more, rounded up (cost to the cent, tokens and minutes to two significant
         figures), so the run ends within it rather than on it. Minutes count a play alone: as many
-        rounds of ``places`` attempts at once as the rest takes (``busy.START`` for places with no
-        cap, which start there and may grow), each the longest one took, and a tenth more. With no attempt's spend to go by, twice the budget."""
+        rounds of ``places`` attempts at once as the rest takes (the agent's places as the run
+        starts, ``Limits.starting``: places with no cap may grow from there), each the longest one
+        took, and a tenth more. With no attempt's spend to go by, twice the budget."""
         spent = self.spent
         left = max(left, 1)
         if not spent.most:
@@ -769,7 +769,7 @@ class Stop(msgspec.Struct, frozen=True):
                 tokens = Upward((spent.tokens + math.ceil(spent.most) * left) * tenth).figures()
                 amount = f"{tokens.to_integral_value(rounding=ROUND_CEILING):f}"
             case "minutes":
-                rounds = -(-left // (places or START))  # places with no cap (0): as many as they start with, at least
+                rounds = -(-left // max(places, 1))
                 amount = f"{Upward(rounds * Decimal(repr(spent.most)) * tenth).figures():f}"
         return f"--max-{spent.budget} {amount}"
 
