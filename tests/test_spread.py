@@ -484,6 +484,26 @@ def test_a_run_on_the_cluster_plays_on_both_nodes_within_the_runs_limits(place: 
                 assert last - first + 1 <= allowed, (kind, first, last, arrived[last] - arrived[first])
 
 
+def test_a_worker_whose_places_grow_is_handed_more_attempts_at_once(place: Place, ray_cluster: RayCluster) -> None:
+    """No place is capped: one worker plays 600 attempts, its places starting at 4 and growing while
+    the stand-in answers in time, and it says how many it has with each attempt it sends back
+    (``Played.room``), so the driver hands it more at once. More than 64 conversations are open
+    at once: the most a driver that could not see the places grow handed one worker (32 for the
+    agent, 32 for the judge; at main before this, the peak was 48, with this 121). The stand-in
+    answers in 100 ms, so that the machine's own delays stay well within the three times the
+    quickest answer that counts as in time."""
+    place.written(attempts=200)
+    place.server.latency = 0.1
+
+    ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "1")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    each_once(place.run(), 200)
+    assert len(place.senders()) == 1
+    assert place.roles.peak > 64, place.roles.peak
+    assert place.roles.open == set()
+
+
 def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
     place: Place, ray_cluster: RayCluster
 ) -> None:

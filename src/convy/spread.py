@@ -5,7 +5,9 @@ does, and the crew plays the attempts the folder lacks. It starts ``Hand``s — 
 process of its own with its own event loop, which load the agent and the models from the
 project's files — and hands them attempts in batches, one call each (``Hand.plays``); each hand
 plays a batch's attempts at once with a ``bench.Stage`` of its own and streams their outcomes back
-as they end, all those that ended together in one message. Only this process (the driver) records:
+as they end, all those that ended together in one message, each with the places the hand's agent
+and judge have now (``Room``: with no cap they grow in the hand), so that the driver hands it as
+many attempts at once as they are. Only this process (the driver) records:
 ``run.lock``, ``attempts.jsonl`` and ``run.json`` are written here alone, exactly as by a run in
 one process. An attempt whose hand died before it answered is handed to another, and an outcome
 is recorded once, whoever played it.
@@ -142,12 +144,30 @@ class Setup(msgspec.Struct, frozen=True):
     of: int
 
 
+class Room(msgspec.Struct, frozen=True, array_like=True):
+    """How many places a hand's agent and judge have as an attempt ends. With no cap they grow
+    and shrink in the hand, where the driver cannot see them: it hands each hand as many
+    attempts at once as the hand says it has places, as a ``Bench`` has ``Stage.hands`` workers.
+    The simulated user's places are not told: its requests are made within the agent's
+    conversations, so they bound no attempt the driver hands out."""
+
+    agent: int
+    judge: int
+
+    def under_way(self) -> int:
+        """The attempts to have under way in the hand: one for each of the agent's places and each
+        of the judge's, so that some are judged while others play."""
+        return self.agent + self.judge
+
+
 class Played(msgspec.Struct, frozen=True):
-    """What a hand sends back of one attempt: its outcome, and what the hand heard of the
-    participants since it last told (``vital.News``), for the driver's vitals."""
+    """What a hand sends back of one attempt: its outcome, what the hand heard of the
+    participants since it last told (``vital.News``), for the driver's vitals, and its places
+    now (``Room``), for the attempts the driver hands it."""
 
     outcome: Outcome
     news: News
+    room: Room
 
 
 _SETUP = msgspec.msgpack.Decoder(Setup)
@@ -266,7 +286,8 @@ class Hand:
         news = self._vitals.news(noted)
         if self._secrets is not None and news.beats:
             news = self._secrets.kept(news)
-        return Played(outcome, news)
+        judge = stage.judge_places.size if stage.judge_places is not None else 0
+        return Played(outcome, news, Room(stage.places.size, judge))
 
     def _played_with(self) -> Stage:
         if self._stage is None:
@@ -397,12 +418,17 @@ class _Unprinted(msgspec.Struct, frozen=True):
 
 
 class _Slot:
-    """One hand's place in the crew: the hand now in it, replaced when it dies, and its share."""
+    """One hand's place in the crew: the hand now in it, replaced when it dies, its share, the
+    places the hand last said it has (``None`` until it says: those it starts with), and how many
+    feeders hand it batches."""
 
-    def __init__(self, number: int, hand: Any) -> None:
+    def __init__(self, number: int, hand: Any, share: Limits) -> None:
         self.number = number
         self.hand = hand
         self.generation = 0
+        self.share = share
+        self.room: Room | None = None
+        self.feeders = 0
 
 
 class Batches(msgspec.Struct, frozen=True):
@@ -428,10 +454,6 @@ class Batches(msgspec.Struct, frozen=True):
 class _Play:
     """One play of a crew: the hands, the attempts handed out and those to hand out again."""
 
-    # The attempts a hand is handed at once for a participant whose places have no cap (they
-    # grow in the hand, which the driver does not see): a ceiling on them, per hand.
-    UNCAPPED: ClassVar[int] = 32
-
     def __init__(self, crew: Crew, ray: Any, planned: tuple[Planned, ...], journal: Journal, earlier: Iterable[Outcome]) -> None:
         self._crew = crew
         self._ray = ray
@@ -453,6 +475,8 @@ class _Play:
         self._replayed_recorded: set[tuple[str, int]] = set()  # of those, recorded
         self._replaced = 0
         self._slots: list[_Slot] = []
+        self._group: asyncio.TaskGroup | None = None  # the feeders', while they feed
+        self._drained = False  # the plan has no attempt left to hand out (one handed out again may come)
         self._actor = ray.remote(Hand)
         self._scenarios = tuple({one.scenario.id: one.scenario for one in planned}.values())
 
@@ -460,7 +484,8 @@ class _Play:
         ray = self._ray
         count, _ = self._crew.hands()
         hands = [self._started(number, count) for number in range(count)]
-        self._slots = [_Slot(number, hand) for number, hand in enumerate(hands)]
+        limits = self._crew.bench.limits
+        self._slots = [_Slot(number, hand, limits.shared(number, count)) for number, hand in enumerate(hands)]
         await self._ready(hands)
         await self._introduced()
         # A dead participant's stop comes out alone; at the end, attempts still held stop the run too.
@@ -469,10 +494,11 @@ class _Play:
                 # The feeders take turns, one of each hand's then the next of each: the first attempts
                 # go one to each hand, not all to the first hand while the others wait with nothing.
                 async with asyncio.TaskGroup() as group:
+                    self._group = group
                     for turn in range(max(self._feeders(slot, count) for slot in self._slots)):
                         for slot in self._slots:
                             if turn < self._feeders(slot, count):
-                                group.create_task(self._feeding(slot, count))
+                                self._fed(slot, count)
             finally:
                 for slot in self._slots:
                     ray.kill(slot.hand, no_restart=True)
@@ -488,17 +514,31 @@ class _Play:
     def _feeders(self, slot: _Slot, count: int) -> int:
         """How many batches the slot's hand is handed at once: together, one attempt for each of its
         agent's places and each of its judge's, so that it judges some while it plays others."""
-        return math.ceil(self._under_way(slot, count) / self._batch(slot, count))
+        return math.ceil(self._under_way(slot) / self._batch(slot, count))
 
-    def _under_way(self, slot: _Slot, count: int) -> int:
-        """The attempts the slot's hand has under way at once: its share of the agent's and the
-        judge's places; places with no cap grow in the hand as far as ``UNCAPPED`` attempts handed
-        to it at once let them."""
-        share = self._crew.bench.limits.shared(slot.number, count)
-        return (share.agent_places or self.UNCAPPED) + (share.judge_places or self.UNCAPPED)
+    def _under_way(self, slot: _Slot) -> int:
+        """The attempts the slot's hand has under way at once: as many as the places it last said
+        it has (``Room``), or, until it says, as its share of the agent's and the judge's places
+        starts with (places with no cap grow in the hand from there, and it says so)."""
+        if slot.room is not None:
+            return slot.room.under_way()
+        return slot.share.starting("agent") + slot.share.starting("judge")
+
+    def _fed(self, slot: _Slot, count: int) -> None:
+        """One more feeder for the slot's hand."""
+        assert self._group is not None
+        slot.feeders += 1
+        self._group.create_task(self._feeding(slot, count))
+
+    def _grown(self, slot: _Slot, count: int) -> None:
+        """More feeders for the slot's hand while it has fewer than its places now call for: its
+        places grew (``Bench.run`` adds a worker the same way). One that has more lets the extra
+        end as each comes back for its next batch (``_feeding``)."""
+        while not self._drained and slot.feeders < self._feeders(slot, count):
+            self._fed(slot, count)
 
     def _batch(self, slot: _Slot, count: int) -> int:
-        return Batches(len(self._planned), count, self._spending is not None).size(self._under_way(slot, count))
+        return Batches(len(self._planned), count, self._spending is not None).size(self._under_way(slot))
 
     def _started(self, number: int, count: int, cpus: float = 1.0) -> Any:
         bench = self._crew.bench
@@ -539,16 +579,28 @@ class _Play:
         if self._again:
             return self._again.popleft()
         if self._spending is None:
-            return next(self._plan, None)
-        return await self._spending.taken(self._plan, Planned.key)
+            one = next(self._plan, None)
+        else:
+            one = await self._spending.taken(self._plan, Planned.key)
+        self._drained = one is None
+        return one
 
     async def _feeding(self, slot: _Slot, count: int) -> None:
         """Hand batches of attempts to the slot's hand, one call at a time, until there are none
-        left; record each attempt as its outcome comes back."""
+        left, or the hand's places have shrunk and it has more feeders than they call for; record
+        each attempt as its outcome comes back, and add feeders as the hand says its places grew."""
+        try:
+            await self._fed_batches(slot, count)
+        finally:
+            slot.feeders -= 1
+
+    async def _fed_batches(self, slot: _Slot, count: int) -> None:
         dead = self._ray.exceptions.RayActorError
-        size = self._batch(slot, count)
         while True:
             self._vigil.alive()  # a participant is dead for the run: no attempt is handed out
+            if slot.feeders > self._feeders(slot, count):
+                return  # the hand's places shrank: this feeder's attempts would only wait there
+            size = self._batch(slot, count)
             batch: dict[tuple[str, int], Planned] = {}
             while len(batch) < size:
                 one = await self._next()
@@ -565,6 +617,9 @@ class _Play:
                         one = batch.pop((played.outcome.scenario, played.outcome.attempt))
                         if self._first(one):  # played twice: the first outcome back is the one kept
                             self._vigil.record(played.outcome, noted)
+                        if slot.generation == generation:  # not a hand replaced since: its own places
+                            slot.room = played.room
+                    self._grown(slot, count)
             except dead:
                 for one in batch.values():  # those not sent back: played again, by another hand
                     self._again.append(one)
@@ -608,6 +663,7 @@ class _Play:
                     f"up to {Crew.MOST_REPLACED} times)"
                 )
             slot.hand = self._started(slot.number, count, cpus=0.0)
+            slot.room = None  # a new hand's places start over
             try:
                 said = await slot.hand.ready.remote()
             except dead:
