@@ -51,12 +51,12 @@ models = Models(user=Absent("no user model here"), judge=Absent("no judge here")
 
 # Limits at their defaults, after the settings a test gives: the last lines of "settings in force".
 LIMITS = [
-    "  agent_places      0             default",
-    "  user_places       0             default",
-    "  judge_places      0             default",
-    "  agent_per_minute  0             default",
-    "  user_per_minute   0             default",
-    "  judge_per_minute  0             default",
+    "  agent_places      0 (no cap)    default",
+    "  user_places       0 (no cap)    default",
+    "  judge_places      0 (no cap)    default",
+    "  agent_per_minute  0 (no limit)  default",
+    "  user_per_minute   0 (no limit)  default",
+    "  judge_per_minute  0 (no limit)  default",
     "  agent_patience    300.0         default",
     "  user_patience     300.0         default",
     "  judge_patience    300.0         default",
@@ -64,6 +64,7 @@ LIMITS = [
     "  open_seconds      60.0          default",
     "  turn_seconds      120.0         default",
     "  close_seconds     60.0          default",
+    "  (no cap: places start at 4 and grow while the service keeps up)",
 ]
 
 
@@ -158,6 +159,29 @@ def test_check_of_a_sound_project_says_what_would_run_and_sends_and_writes_nothi
     assert played.returncode == 0, played.stdout + played.stderr
     assert (sound.parent / "opened").exists()
     assert (sound / "results").is_dir()
+
+
+def test_check_says_that_places_of_0_have_no_cap_and_grow_and_a_number_caps_them(sound: Path) -> None:
+    """A place setting of 0 is none set, as a per-minute of 0 is no limit: `convy check` says so
+    ("0 (no cap)", and once how places with none grow), where a bare 0 read as no place at all, or
+    as the 4 they start at. A number set is shown as it is, and with every place capped the line
+    on growing is not said."""
+    pyproject = sound / "pyproject.toml"
+    pyproject.write_text("[tool.convy]\nattempts = 4\nagent_places = 4\njudge_per_minute = 60\n", encoding="utf-8")
+
+    rows = {line.split()[0]: line for line in convy(sound, "check").stdout.splitlines() if line.startswith("  ")}
+
+    assert rows["agent_places"] == "  agent_places      4             [tool.convy]"
+    assert rows["user_places"] == "  user_places       0 (no cap)    default"
+    assert rows["judge_per_minute"] == "  judge_per_minute  60            [tool.convy]"
+    assert rows["agent_per_minute"] == "  agent_per_minute  0 (no limit)  default"
+    assert rows["(no"] == "  (no cap: places start at 4 and grow while the service keeps up)"
+
+    pyproject.write_text("[tool.convy]\nattempts = 4\nagent_places = 4\nuser_places = 2\njudge_places = 2\n", encoding="utf-8")
+    done = convy(sound, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no cap" not in done.stdout, done.stdout
+    assert "  judge_places      2             [tool.convy]" in done.stdout.splitlines()
 
 
 def test_a_dry_run_says_the_same_for_the_selection_of_agents_scenarios_and_attempts(sound: Path) -> None:

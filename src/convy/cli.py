@@ -84,6 +84,7 @@ from convy.agreement import Consensus
 from convy.attempt import Attempt, Spent, Sum
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
+from convy.busy import START
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.holders import Environment, Holders
 from convy.live import LiveReport, Paced, Tethered
@@ -1742,9 +1743,19 @@ class DryRun(msgspec.Struct, frozen=True):
         shown = {name: self._shown(value) for name, value in values.items()}
         if not settings.ray:
             shown["ray"] = "none"  # no Ray: this process alone, unless workers are asked
+        # 0 is no number of places or requests a minute: it is none set, which a reader of the
+        # table would not guess for places (they are not held at 0, nor at 4: they grow).
+        uncapped = [name for name in ("agent_places", "user_places", "judge_places") if not values[name]]
+        for name in uncapped:
+            shown[name] = "0 (no cap)"
+        for name in ("agent_per_minute", "user_per_minute", "judge_per_minute"):
+            if not values[name]:
+                shown[name] = "0 (no limit)"
+        grown = (f"  (no cap: places start at {START} and grow while the service keeps up)",) if uncapped else ()
         return (
             "settings in force:",
             *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),
+            *grown,
         )
 
     def _most(self, spec: RunSpec) -> int:
