@@ -136,3 +136,23 @@ def test_a_file_renamed_with_its_id_kept_is_the_same_scenario(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert len(kept(run)) == 4
+
+
+def test_a_run_started_with_places_capped_resumes_with_them_and_says_so_once(tmp_path: Path) -> None:
+    """A run.json written before places with no cap grew holds 4, 8 and 8 (that convy's defaults),
+    at which it played. A resume plays as the run started: those stay caps, though the project's
+    settings now leave the places uncapped, and the resume says so, once, before it plays."""
+    run = interrupted(tmp_path)
+    written = json.loads((run / "run.json").read_text())
+    written["spec"]["limits"] |= {"agent_places": 4, "user_places": 8, "judge_places": 8}
+    (run / "run.json").write_text(json.dumps(written))
+
+    done = convy(tmp_path, "resume", run.name)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"resuming {run.name} with the places it started with: agent_places 4 (now no cap), "
+        "user_places 8 (now no cap), judge_places 8 (now no cap); a new run takes the settings now"
+    ]
+    assert len(kept(run)) == 4
+    assert json.loads((run / "run.json").read_text())["spec"]["limits"]["agent_places"] == 4

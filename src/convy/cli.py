@@ -1457,6 +1457,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
         spec = self.project.resumable(journal, prompt)
         self._scenarios(spec, errors)
+        self._places(spec, settings, errors)
         budget = self.budget.resumed(spec.budget, settings)
         spec = msgspec.structs.replace(spec, budget=budget)  # kept in run.json for the next resume
         kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
@@ -1491,6 +1492,23 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
+
+    def _places(self, spec: RunSpec, settings: Settings, errors: Shown) -> None:
+        """A run resumes with the places it started with, as caps, whatever the project's settings
+        say now: said once where they differ. A run.json written before places with no cap grew
+        holds 4, 8 and 8, that convy's defaults, which it played at and no more; nothing in it tells
+        them from a team's own caps (its version and format are the same), so both are kept, and
+        this line tells a user whose project now leaves them uncapped why they do not grow."""
+        names = ("agent_places", "user_places", "judge_places")
+        differ = [name for name in names if getattr(spec.limits, name) != getattr(settings, name)]
+        if not differ:
+            return
+
+        def said(places: int) -> str:
+            return str(places) if places else "no cap"
+
+        kept = ", ".join(f"{name} {said(getattr(spec.limits, name))} (now {said(getattr(settings, name))})" for name in differ)
+        errors.line(f"resuming {spec.id} with the places it started with: {kept}; a new run takes the settings now")
 
     def _scenarios(self, spec: RunSpec, errors: Shown) -> None:
         """A run resumes with the scenarios it kept: a file edited or removed since is refused with
