@@ -50,12 +50,15 @@ largest measured number of workers.
     .venv/bin/python bench/spread.py --workers 2 --no-limited --profile /tmp/driver.prof   # cProfile of the driver of --workers 2
     .venv/bin/python bench/spread.py --attempts 8000 --slope 2000 --workers 2 --no-limited --no-bare --before /tmp/base/src
                                                       # the driver's memory per attempt and its ceiling, before and after
+    .venv/bin/python bench/spread.py --attempts 1500 --latency 0.3 --places 0 --workers 1 --no-limited --no-bare --no-one --before /tmp/base/src
+                                                      # places with no cap, growing in one worker: how many attempts it is handed at once
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import platform
 import shutil
@@ -150,10 +153,10 @@ class Project(msgspec.Struct, frozen=True):
 
     def floor(self, latency: float) -> float:
         """Attempts a second the places allow at best: each turn holds an agent place and each
-        claim a judge place for one latency."""
-        ceilings = [self.agent_places / (latency * self.turns)]
+        claim a judge place for one latency. Places of 0 have no cap (they grow): no floor."""
+        ceilings = [self.agent_places / (latency * self.turns) if self.agent_places else math.inf]
         if self.claims:
-            ceilings.append(self.judge_places / (latency * self.claims))
+            ceilings.append(self.judge_places / (latency * self.claims) if self.judge_places else math.inf)
         return min(ceilings)
 
 
@@ -557,7 +560,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3, help="agent requests per attempt (default 3)")
     parser.add_argument("--claims", type=int, default=1, help="judged claims per attempt, one chat request each (default 1)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the stand-in takes per answer (default 0.1)")
-    parser.add_argument("--places", type=int, default=256, help="agent_places and judge_places of the main table (default 256)")
+    parser.add_argument("--places", type=int, default=256, help="agent_places and judge_places of the main table (default 256; 0: no cap, they grow)")
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4], help="numbers of workers (default 1 2 4; none: no main table)")
     parser.add_argument("--limited-places", type=int, default=8, help="agent_places of the limited table (default 8)")
     parser.add_argument("--limited-attempts", type=int, default=500)
