@@ -504,7 +504,7 @@ class Places:
                 else:
                     # An agent's own code that calls its service itself answers in-process too, as
                     # slowly as the service: its places grow as any others.
-                    self._plainly_answered(service, number, now, None)
+                    self._plainly_answered(service, number, now, None, loop)
                     return answer
                 finally:
                     TOLD.reset(token)
@@ -568,7 +568,7 @@ class Places:
                         self._flying -= 1
                         if self._unwritten is send:
                             self._unwritten = None
-                        self._plainly_answered(self._service, number, now, send)
+                        self._plainly_answered(self._service, number, now, send, loop)
                 return answer
             finally:
                 TOLD.reset(token)
@@ -577,7 +577,9 @@ class Places:
                 self._freed()
         return await self._later(request, held, paced, (now, rank), (send, told, refused))
 
-    def _plainly_answered(self, service: Service, number: int, sent: float, send: _Send | None) -> None:
+    def _plainly_answered(
+        self, service: Service, number: int, sent: float, send: _Send | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
         """``_answer``, for a request of the quick path or the free way (``_tried``), whose service
         said nothing of its limits, with no pace found yet: ``_counted``, ``_kept_up`` and what
         ``_landed`` lets go, in line. The last second's answers are trimmed from the moment it was
@@ -593,7 +595,7 @@ class Places:
         if number > pace.cut_after and service.share < _SHARE_MOST:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):
-            answered = asyncio.get_running_loop().time()
+            answered = loop.time()
             if answered - sent >= _OVERLAP:
                 self._kept_up(_Send(service, number, sent) if send is None else send, answered)
         if self._send_queue:
