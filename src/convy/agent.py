@@ -179,9 +179,9 @@ class _Answering:
     the opening and the closing (an ``asynccontextmanager`` cost five times as much to go through).
     """
 
-    __slots__ = ("_agent", "_manager", "origin")
+    __slots__ = ("_agent", "_manager", "_origin")
     _manager: AbstractAsyncContextManager[Conversation]  # both set once the agent's is open
-    origin: Conversation  # the agent's own, whose turns TimeLimited's conversation awaits too
+    _origin: Conversation
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
@@ -189,7 +189,7 @@ class _Answering:
     async def __aenter__(self) -> _Answering:
         try:
             manager = self._agent.conversation()
-            self.origin = await manager.__aenter__()
+            self._origin = await manager.__aenter__()
         except (AgentFailure, Busy):
             raise
         except BaseException as error:  # the agent's code is not ours: any error of it is its failure
@@ -201,13 +201,26 @@ class _Answering:
 
     async def turn(self, message: Message) -> Answer:
         try:
-            answer = await self.origin.turn(message)
-        except BaseException as error:
-            failure = _failure(error)
-            if failure is error:
+            answer = await self._origin.turn(message)
+        except (AgentFailure, Busy):
+            raise
+        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+            if not Outside(error).theirs():
                 raise
-            raise failure from error
-        return _kept(answer)
+            raise AgentFailure(Outside(error).named()) from error
+        if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
+            kind = type(answer).__name__
+            given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
+            raise AgentFailure(
+                f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
+                "return Answer(text) (from convy import Answer), with its usage and steps when known"
+            )
+        try:
+            # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
+            # type, holding anything, even a cycle) fails its turn here rather than the run later.
+            return _ANSWER.decode(msgspec.json.encode(answer))
+        except Exception as error:
+            raise AgentFailure(f"the agent's answer cannot be kept: {Outside(error).text()}") from error
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
@@ -224,31 +237,6 @@ class _Answering:
                 raise
             if failed is None:
                 raise AgentFailure(Outside(error).named()) from error
-
-
-def _failure(error: BaseException) -> BaseException:
-    """What an error raised by the agent's code goes on as: ``AgentFailure`` and ``Busy`` as they
-    are, and so a stop of convy itself (``Outside``); any other is the agent's ``AgentFailure``."""
-    if isinstance(error, (AgentFailure, Busy)) or not Outside(error).theirs():
-        return error
-    return AgentFailure(Outside(error).named())
-
-
-def _kept(answer: Any) -> Answer:
-    """The agent's answer converted where it enters, or its ``AgentFailure``."""
-    if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
-        kind = type(answer).__name__
-        given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
-        raise AgentFailure(
-            f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
-            "return Answer(text) (from convy import Answer), with its usage and steps when known"
-        )
-    try:
-        # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
-        # type, holding anything, even a cycle) fails its turn here rather than the run later.
-        return _ANSWER.decode(msgspec.json.encode(answer))
-    except Exception as error:
-        raise AgentFailure(f"the agent's answer cannot be kept: {Outside(error).text()}") from error
 
 
 _ANSWER = msgspec.json.Decoder(Answer)
@@ -300,15 +288,7 @@ class _Limited:
         token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:
-                # _Answering's turn in line, one coroutine less on each turn's way.
-                try:
-                    answer = await self._inner.origin.turn(message)
-                except BaseException as error:
-                    failure = _failure(error)
-                    if failure is error:
-                        raise
-                    raise failure from error
-            return _kept(answer)
+                return await self._inner.turn(message)
         except TimeoutError as error:
             if not scope.expired():
                 raise  # the agent's own timeout: its failure, not convy's time limit
