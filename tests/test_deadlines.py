@@ -193,3 +193,56 @@ def test_a_turn_past_its_time_limit_is_out_of_time_and_the_next_turns_are_limite
     assert said == ["ok", "ok", "ok", "ok"]
     assert took == 30.0
     assert agent.talk.turns == 5
+
+
+def test_a_limit_begun_again_is_the_same_object_once_its_block_ended_and_runs_out_from_its_new_start() -> None:
+    # A conversation's turns, one after another: ``again`` makes nothing new, and the limit counts
+    # from the moment the next block begins; while a block is under way, ``again`` is a new limit.
+    deadlines = Deadlines()
+
+    async def main() -> tuple[bool, bool, float, bool]:
+        loop = asyncio.get_running_loop()
+        first = deadlines.here(5.0)
+        with first:
+            under_way = first.again()
+            with under_way:
+                pass
+        await asyncio.sleep(3)  # the first limit's timer rings at 5, for nothing
+        second = first.again()
+        began = loop.time()
+        with pytest.raises(TimeoutError):
+            with second:
+                await asyncio.sleep(60)
+        return under_way is not first, second is first, loop.time() - began, second.expired()
+
+    assert in_virtual_time(main) == (True, True, 5.0, True)
+
+
+def test_a_held_wait_is_not_counted_and_a_limit_of_the_same_length_runs_out_meanwhile() -> None:
+    # A limit of 10 s held for 20 s of its block (a wait for a busy service) runs out 10 s of its own
+    # time after it began, at 30 s; another of 10 s begun at 1 s and not held runs out at 11 s.
+    deadlines = Deadlines()
+
+    async def held() -> float:
+        loop = asyncio.get_running_loop()
+        scope = deadlines.here(10.0)
+        with pytest.raises(TimeoutError):
+            with scope:
+                await asyncio.sleep(4)
+                with scope.held():
+                    await asyncio.sleep(20)
+                await asyncio.sleep(60)
+        return loop.time() - START
+
+    async def plain() -> float:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(1)
+        with pytest.raises(TimeoutError):
+            with deadlines.here(10.0):
+                await asyncio.sleep(60)
+        return loop.time() - START
+
+    async def main() -> list[float]:
+        return list(await asyncio.gather(held(), plain()))
+
+    assert in_virtual_time(main) == [30.0, 11.0]

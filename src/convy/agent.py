@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from convy.busy import TURN, Busy, Places, Turn
-from convy.deadlines import LIMIT, Deadlines
+from convy.deadlines import LIMIT, Deadline, Deadlines
 from convy.problems import Outside
 
 
@@ -264,11 +264,12 @@ class _Limited:
     """TimeLimited's conversation: Accountable's, opened, answering each turn and closed within
     the limits. A plain class, entered once, as ``_Answering``."""
 
-    __slots__ = ("_limits", "_inner")
+    __slots__ = ("_limits", "_inner", "_turns")
 
     def __init__(self, limits: TimeLimited) -> None:
         self._limits = limits
         self._inner = _Answering(limits.agent)
+        self._turns: Deadline | None = None  # the last turn's limit, begun again for the next
 
     async def __aenter__(self) -> _Limited:
         scope = self._limits.deadlines.here(self._limits.open)
@@ -282,7 +283,8 @@ class _Limited:
         return self
 
     async def turn(self, message: Message) -> Answer:
-        scope = self._limits.deadlines.here(self._limits.turn)
+        turns = self._turns
+        scope = self._turns = self._limits.deadlines.here(self._limits.turn) if turns is None else turns.again()
         token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:

@@ -468,7 +468,7 @@ class Places:
             and not self.inward  # its turns' requests go over HTTP: their answers are not the turns'
             and not self.refused
             and not self._send_queue
-            and not self._services._told
+            and not self._services.told_of_pauses
             and (not held or (self._taken < self.size and not self._place_queue))
         ):
             # The free way: a participant whose answers so far came in-process, naming no service
@@ -502,22 +502,9 @@ class Places:
                         self._release()
                     raise
                 else:
-                    pace = service.pace
-                    answers = pace.answers
-                    answers.append(now)
-                    while answers[0] < now - 1.0:
-                        answers.popleft()
-                    if number > pace.cut_after and service.share < _SHARE_MOST:
-                        self._grown()
-                    if not self.cap and (self._taken >= self.size or self._place_queue):
-                        # An agent's own code that calls its service itself answers in-process
-                        # too, as slowly as the service: its places grow as any others. An
-                        # answer within _OVERLAP grows nothing (_kept_up), so no _Send for it.
-                        answered = loop.time()
-                        if answered - now >= _OVERLAP:
-                            self._kept_up(_Send(service, number, now), answered)
-                    if self._send_queue:
-                        self._release()
+                    # An agent's own code that calls its service itself answers in-process too, as
+                    # slowly as the service: its places grow as any others.
+                    self._plainly_answered(service, number, now, None, loop)
                     return answer
                 finally:
                     TOLD.reset(token)
@@ -575,26 +562,13 @@ class Places:
                         self._free = False  # a service heard from, or a pace: not the free way
                         self._answer(send, told, paced)
                     else:
-                        # _answer, for a service that said nothing of its limits, with no pace
-                        # found yet: _counted and _landed in line. The last second's answers are
-                        # trimmed from the send's moment rather than the answer's: a refusal
-                        # trims them again from its own moment, later than both, so it counts
-                        # the same ones either way, and no clock is read for it here.
+                        # A service that said nothing of its limits, with no pace found yet.
                         self._answered_once = pace.answered = True
                         self._free = True  # answered in-process: the next requests take the free way
-                        answers = pace.answers
-                        answers.append(now)
-                        while answers[0] < now - 1.0:
-                            answers.popleft()
-                        if number > pace.cut_after and self._service.share < _SHARE_MOST:
-                            self._grown()
-                        if not self.cap and (self._taken >= self.size or self._place_queue):
-                            self._kept_up(send, loop.time())
                         self._flying -= 1
                         if self._unwritten is send:
                             self._unwritten = None
-                        if self._send_queue:
-                            self._release()
+                        self._plainly_answered(self._service, number, now, send, loop)
                 return answer
             finally:
                 TOLD.reset(token)
@@ -602,6 +576,30 @@ class Places:
             if held:
                 self._freed()
         return await self._later(request, held, paced, (now, rank), (send, told, refused))
+
+    def _plainly_answered(
+        self, service: Service, number: int, sent: float, send: _Send | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """``_answer``, for a request of the quick path or the free way (``_tried``), whose service
+        said nothing of its limits, with no pace found yet: ``_counted``, ``_kept_up`` and what
+        ``_landed`` lets go, in line. The last second's answers are trimmed from the moment it was
+        ``sent`` rather than from its answer's: a refusal trims them again from its own moment,
+        later than both, so it counts the same ones either way, and no clock is read for it. An
+        answer within _OVERLAP grows no place (``_kept_up``): the free way makes no ``_Send``
+        (``send`` None) and reads no clock for it where nothing else does."""
+        pace = service.pace
+        answers = pace.answers
+        answers.append(sent)
+        while answers[0] < sent - 1.0:
+            answers.popleft()
+        if number > pace.cut_after and service.share < _SHARE_MOST:
+            self._grown()
+        if not self.cap and (self._taken >= self.size or self._place_queue):
+            answered = loop.time()
+            if answered - sent >= _OVERLAP:
+                self._kept_up(_Send(service, number, sent) if send is None else send, answered)
+        if self._send_queue:
+            self._release()
 
     async def _later(
         self,

@@ -2,41 +2,65 @@
 
 ``asyncio.timeout`` arms a timer of the loop for every block it limits and cancels it when the
 block ends: a run of 10,000 attempts of 6 turns made and threw away 80,000 timers, most of them
-for blocks that ended at once. ``Deadlines`` keeps the limits of one length in the order they end —
-the order they began, their length being the same — and arms one timer, at the end of the first
-one still under way; a limit that ends costs a flag. A ``Deadline`` is used as
-``asyncio.timeout`` is, with the same meaning: when its time is up, the task is cancelled, and
-the block ends in ``TimeoutError`` unless it was cancelled for another reason too (then the
-cancellation goes on); ``expired`` tells a limit's own ``TimeoutError`` from one raised inside.
-A block inside may be ``held``: its time is not counted, and the limit ends that much later
-(``LIMIT`` is the limit of the agent's turn under way, which a wait for a busy service holds).
+for blocks that ended at once. ``Deadlines`` keeps the limits of one length under way in a set and
+arms one timer, at the end of the first of them; when it rings, every limit whose time has come
+expires, and the timer is armed again at the end of the first one left. A limit that ends leaves
+the set; one of a conversation's turns is the same object again for the next turn (``again``), so
+a turn's limit makes nothing and arms nothing. A ``Deadline`` is used as ``asyncio.timeout`` is,
+with the same meaning: when its time is up, the task is cancelled, and the block ends in
+``TimeoutError`` unless it was cancelled for another reason too (then the cancellation goes on);
+``expired`` tells a limit's own ``TimeoutError`` from one raised inside. A block inside may be
+``held``: its time is not counted, and the limit ends that much later (``LIMIT`` is the limit of
+the agent's turn under way, which a wait for a busy service holds).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from contextvars import ContextVar
 from types import TracebackType
 
 
 class Deadline:
     """One block's time limit: the task it stops, when, and whether it expired. Made by
-    ``Deadlines.limit``, entered once, with ``async with`` as ``asyncio.timeout`` is or with a
-    plain ``with`` around the block's awaits (the same, for two coroutines less)."""
+    ``Deadlines.limit`` or ``here``, entered once, with ``async with`` as ``asyncio.timeout`` is
+    or with a plain ``with`` around the block's awaits (the same, for two coroutines less); made
+    anew from the same object for the next block by ``again``."""
 
-    __slots__ = ("_task", "_cancelling", "_expired", "_ended", "when", "_held", "_held_at", "_late", "_own")
+    __slots__ = (
+        "_deadlines", "_seconds", "_under_way", "_task", "_cancelling", "_expired", "_ended", "when", "_held", "_held_at"
+    )
+    _under_way: set[Deadline]  # those of its length under way, itself among them while it is: set as it is watched
 
-    def __init__(self, when: float, task: asyncio.Task[object] | None = None) -> None:
+    def __init__(self, deadlines: Deadlines, seconds: float, when: float, task: asyncio.Task[object] | None) -> None:
+        self._deadlines = deadlines
+        self._seconds = seconds
         self.when = when
         self._task = task  # the task it stops: found by ``Deadlines.here``, or when entered
         self._cancelling = task.cancelling() if task is not None else 0
         self._expired = False
         self._ended = False
         self._held = 0  # waits under way that the limit does not count (a busy service's)
-        # _held_at (when the first of them began) and _late (its time came while it was held) are
-        # set when first needed, and read only after: a limit that ends at once never sets them.
-        self._own = False  # moved on by a wait: watched by a timer of its own, not its length's
+        self._held_at = 0.0  # when the first of them began
+
+    def again(self) -> Deadline:
+        """A limit of the same length from now, for a block of the task running now, entered by
+        it at once, as ``Deadlines.here`` makes it: this same object once its block has ended
+        (the turns of a conversation, one after another), else a new one."""
+        loop = asyncio.get_running_loop()
+        deadlines = self._deadlines
+        if not self._ended or loop is not deadlines._loop:
+            return deadlines.here(self._seconds)
+        task = asyncio.current_task(loop)
+        self.when = loop.time() + self._seconds
+        self._task = task
+        self._cancelling = task.cancelling() if task is not None else 0
+        self._expired = self._ended = False
+        self._held = 0
+        self._under_way.add(self)
+        if self._seconds not in deadlines._timers:
+            deadlines._armed(self.when, self._seconds, loop)
+        return self
 
     def held(self) -> _Held:
         """A block whose time this limit does not count: the limit ends as much later as it lasted
@@ -54,13 +78,7 @@ class Deadline:
             return
         loop = asyncio.get_running_loop()
         self.when += loop.time() - self._held_at
-        self._own, self._late = True, False
-        loop.call_at(self.when, self._rung)
-
-    def _rung(self) -> None:
-        # A timer of its own: a later wait may have moved the limit on since it was armed.
-        if not self._held and asyncio.get_running_loop().time() >= self.when:
-            self._expire()
+        self._deadlines._armed(self.when, self._seconds, loop)  # a ring it missed while held
 
     def expired(self) -> bool:
         """Whether the time ran out while the block was under way."""
@@ -79,6 +97,7 @@ class Deadline:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._ended = True
+        self._under_way.discard(self)
         task, self._task = self._task, None  # an ended limit holds no task
         if self._expired and task is not None:
             # As asyncio.timeout: the cancellation is the limit's own unless another came too.
@@ -94,13 +113,9 @@ class Deadline:
         self.__exit__(kind, error, trace)
 
     def _expire(self) -> None:
-        if self._ended or self._task is None:
-            return
-        if self._held:  # its time is up only once the wait that holds it is over
-            self._late = True
-            return
         self._expired = True
-        self._task.cancel()
+        if self._task is not None:
+            self._task.cancel()
 
 
 class _Held:
@@ -120,57 +135,72 @@ class _Held:
 
 class Deadlines:
     """The time limits under way in the running event loop: for each length, those of that
-    length in the order they end, and one timer armed at the end of the first. Used from another
-    loop, it starts afresh."""
+    length, and one timer armed no later than the end of the first. Used from another loop, it
+    starts afresh."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._under_way: dict[float, deque[Deadline]] = {}
-        self._timers: dict[float, float] = {}  # by length: when its one timer rings
+        self._under_way: dict[float, set[Deadline]] = {}
+        self._timers: dict[float, asyncio.TimerHandle] = {}  # by length: its one timer
 
     def limit(self, seconds: float) -> Deadline:
         """A limit of ``seconds`` from now, for one ``async with`` block entered at once (by
         whichever task enters it)."""
-        return self._limit(seconds, False)
+        loop = asyncio.get_running_loop()
+        deadline = Deadline(self, seconds, loop.time() + seconds, None)
+        self._watched(deadline, loop)
+        return deadline
 
     def here(self, seconds: float) -> Deadline:
         """``limit``, for a block of the task running now, entered by it at once: the task is
-        found here, with the loop already at hand, rather than again as the block is entered
-        (an agent's turn's limit, made and entered some hundred thousand times in a run)."""
-        return self._limit(seconds, True)
-
-    def _limit(self, seconds: float, here: bool) -> Deadline:
+        found here, with the loop already at hand, rather than again as the block is entered."""
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._loop, self._under_way, self._timers = loop, {}, {}
-        deadline = Deadline(loop.time() + seconds, asyncio.current_task(loop) if here else None)
-        under_way = self._under_way.get(seconds)
-        if under_way is None:
-            under_way = self._under_way[seconds] = deque()
-        while under_way and (under_way[0]._ended or under_way[0]._own):
-            under_way.popleft()
-        under_way.append(deadline)
-        if seconds not in self._timers:
-            self._timers[seconds] = deadline.when
-            loop.call_at(deadline.when, self._rung, loop, seconds)
+        deadline = Deadline(self, seconds, loop.time() + seconds, asyncio.current_task(loop))
+        self._watched(deadline, loop)
         return deadline
 
+    def _watched(self, deadline: Deadline, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._loop:
+            self._loop, self._under_way, self._timers = loop, {}, {}
+        seconds = deadline._seconds
+        under_way = self._under_way.get(seconds)
+        if under_way is None:
+            under_way = self._under_way[seconds] = set()
+        under_way.add(deadline)
+        deadline._under_way = under_way
+        if seconds not in self._timers:  # else it rings before this one ends: all of a length last as long
+            self._timers[seconds] = loop.call_at(deadline.when, self._rung, loop, seconds)
+
+    def _armed(self, when: float, seconds: float, loop: asyncio.AbstractEventLoop) -> None:
+        """The timer of ``seconds`` rings no later than ``when``."""
+        if loop is not self._loop:
+            return
+        timer = self._timers.get(seconds)
+        if timer is not None:
+            if timer.when() <= when:
+                return
+            timer.cancel()
+        self._timers[seconds] = loop.call_at(when, self._rung, loop, seconds)
+
     def _rung(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
-        # The loop runs a timer once its moment has come: every limit that ends by then expires,
-        # as its own timer would have rung in this same round of the loop.
+        # Every limit of this length whose time has come expires, as its own timer would have
+        # rung in this same round of the loop; one held by a wait is left to its end (``_unhold``
+        # arms the timer again for it), and the timer is armed again for the first left.
         if loop is not self._loop:
             return  # a timer of a loop this one has since been used without
-        armed = self._timers.pop(seconds)
-        now = max(armed, loop.time())
-        under_way = self._under_way[seconds]
-        while under_way and (under_way[0]._ended or under_way[0]._own or under_way[0].when <= now):
-            deadline = under_way.popleft()
-            if not deadline._own:  # one moved on by a wait rings by its own timer
+        del self._timers[seconds]
+        now = loop.time()
+        first: float | None = None
+        for deadline in tuple(self._under_way.get(seconds, ())):
+            if deadline._expired or deadline._held:
+                continue
+            if deadline.when > now:
+                if first is None or deadline.when < first:
+                    first = deadline.when
+            elif deadline._task is not None:  # one made but not entered yet stops nothing yet
                 deadline._expire()
-        if under_way:
-            when = under_way[0].when
-            self._timers[seconds] = when
-            loop.call_at(when, self._rung, loop, seconds)
+        if first is not None:
+            self._timers[seconds] = loop.call_at(first, self._rung, loop, seconds)
 
 
 # The time limit of the agent's turn under way (``agent.TimeLimited``), held while one of its

@@ -293,6 +293,12 @@ class Services:
         self.part = part
         self.heard = heard
 
+    @property
+    def told_of_pauses(self) -> bool:
+        """Whether another process of a spread run told of a pause: a participant's first try
+        then waits for it (``paused``), and never takes ``Places``' free way."""
+        return self._told
+
     def of(self, service: str, mine: Service) -> Service:
         """The service known by that name, which is ``mine`` if no participant knew it yet."""
         known = self._known.get(service)

@@ -741,9 +741,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         try:
             mark = time.monotonic()
             async with agent.conversation() as conversation:
-                opened = time.monotonic() - mark
+                # One reading of the clock between a turn's parts: where the user's part ends the
+                # agent's begins, and where the agent's ends the next turn's begins.
+                moment = time.monotonic()
+                opened = moment - mark
+                moment -= clock
                 while True:
-                    user_start = time.monotonic() - clock
+                    user_start = moment
                     scripted = len(transcript.turns) < len(self.script)
                     if len(transcript.turns) >= limit and (scripted or simulated):
                         stop = "max_turns"
@@ -778,12 +782,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                                 break
                             case Message(text=said):
                                 spoken_text, usage = said, spoken.usage
-                    user_seconds = time.monotonic() - clock - user_start
+                    agent_start = time.monotonic() - clock
+                    user_seconds = agent_start - user_start
                     pending = spoken_text
                     asked = None if scripted else ((usage,), user_seconds)
-                    agent_start = time.monotonic() - clock
                     answer = await conversation.turn(Message(spoken_text))
-                    agent_seconds = time.monotonic() - clock - agent_start
+                    moment = time.monotonic() - clock
+                    agent_seconds = moment - agent_start
                     pending, asked = "", None
                     transcript = transcript + Turn(
                         spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds
