@@ -440,7 +440,7 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"mended: convy resume {self.spec.id}"
                 )
                 return 2
-        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
+        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)), kept.at)
         code = self._summed(summary)
         try:
             self._reported(summary)
@@ -490,7 +490,9 @@ class Recorded(msgspec.Struct, frozen=True):
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
         # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
         # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
-        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets, self.kept))
+        # Read back unsaid: the summary, the exit code and the report need no dialogue's words but
+        # the report's windows, which read each again from its line (``Summary.said``).
+        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets, self.kept, journal.unsaid))
         # Beside the play, not in it: the live report's writings end (stopped and waited for)
         # before this returns, so none can land after the report written next.
         refreshing = None if self.live is None else asyncio.ensure_future(self.live.refreshing())
@@ -544,7 +546,7 @@ class Recorded(msgspec.Struct, frozen=True):
         return 2
 
     def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
-        kept = journal.kept(self.spec)
+        kept = journal.unsaid(self.spec)
         planned = self._planned(kept.outcomes)
         self.errors.line(f"{how}: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
         self.errors.line(f"resume with: convy resume {self.spec.id}")
@@ -553,7 +555,7 @@ class Recorded(msgspec.Struct, frozen=True):
         # reference's), which prints a traceback that nothing can catch.
         signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
-            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))))
+            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)), kept.at))
         except KeyboardInterrupt:
             pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:

@@ -267,13 +267,10 @@ class ReportPage(msgspec.Struct, frozen=True):
         """Each attempt in full (a ``DialogueView``), packed by ``<scenario id>#<attempt>``: a
         window opens one attempt, and inflates only the chunk that holds it (a scenario of 1,000
         attempts packed as one value made every window inflate and parse megabytes)."""
-        # Each made as it is packed: neither the tree of every attempt's view nor its JSON is kept.
+        # Each made as it is packed: neither the tree of every attempt's view nor its JSON is kept,
+        # nor, at the end of a run, the attempt in full (``Summary.said``: read again from its line).
         return Packed(
-            (
-                (f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue())
-                for scenario, found in self.summary.by_scenario().items()
-                for attempt in found
-            ),
+            ((f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue()) for scenario, attempt in self.summary.said()),
             kind=DialogueView,
         ).chunks()
 
