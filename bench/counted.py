@@ -93,7 +93,7 @@ def child(case: str, folder: Path) -> None:
             unsaid = getattr(journal, "unsaid", None)
             kept = journal.kept(spec) if unsaid is None else unsaid(spec)
             read = Read(folder, journal.run(), kept.outcomes, kept.broken, False)
-            summary = Summary(read) if unsaid is None else Summary(read, kept.at)
+            summary = Summary(read if unsaid is None else msgspec.structs.replace(read, at=kept.at))
             summary.verdict()
             summary.breakdown()
             for _ in ReportPage(summary).parts():

@@ -31,12 +31,12 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
 def unsaid(read: Read) -> Summary:
     """The run as the end of ``convy run`` sums it: read back unsaid, with where each line begins."""
     kept = RunJournal(read.folder).unsaid(read.file.spec)
-    return Summary(msgspec.structs.replace(read, outcomes=kept.outcomes, broken=kept.broken), kept.at)
+    return Summary(msgspec.structs.replace(read, outcomes=kept.outcomes, broken=kept.broken, at=kept.at))
 
 
 def same(read: Read) -> None:
     whole, lean = Summary(read), unsaid(read)
-    assert len(lean.at) == len(read.outcomes) > 0
+    assert len(lean.run.at) == len(read.outcomes) > 0
     assert all(not turn.message and not turn.answer.text for outcome in lean.run.outcomes for turn in outcome.transcript.turns)
     assert lean.view() == whole.view()
     assert lean.verdict() == whole.verdict()

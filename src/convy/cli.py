@@ -440,7 +440,7 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"mended: convy resume {self.spec.id}"
                 )
                 return 2
-        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)), kept.at)
+        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at)))
         code = self._summed(summary)
         try:
             self._reported(summary)
@@ -555,7 +555,7 @@ class Recorded(msgspec.Struct, frozen=True):
         # reference's), which prints a traceback that nothing can catch.
         signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
-            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)), kept.at))
+            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at))))
         except KeyboardInterrupt:
             pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:
@@ -839,7 +839,7 @@ class Outputs(msgspec.Struct, frozen=True):
             return code
         # Each run read back as it was kept (its secrets hidden), as `convy report` would read it.
         with Uncollected():
-            summaries = tuple(Summary(project.read(one)) for one in runs)
+            summaries = tuple(Summary(project.read(one, unsaid=True)) for one in runs)
             try:
                 self.written(summaries, shown, absent)
             except Unwritable as error:
@@ -1862,7 +1862,8 @@ class ReportCommand(msgspec.Struct, frozen=True):
             return self._run(shown, errors)
 
     def _run(self, shown: Shown, errors: Shown) -> int:
-        runs, unread = self.project.runs(self.wanted)
+        # Read unsaid: each report's windows read their dialogues again from the run's file.
+        runs, unread = self.project.runs(self.wanted, unsaid=True)
         listed: list[Listed] = []
         summaries: list[Summary] = []
         live = None if self.live is None else Paced(self.live).view(datetime.now(UTC))
@@ -1874,7 +1875,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
             if causes:
                 shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
-            listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
+            listed.append(Listed(msgspec.structs.replace(run, outcomes=(), at=()), summary.totals()))
             summaries.append(summary)
         index = self.project.indexed(None if self.wanted else (tuple(listed), unread), live, tuple(listed))
         shown.line(f"index: {index.relative_to(self.project.folder)}")

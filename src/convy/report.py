@@ -114,15 +114,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
     Its attempts, their grouping by scenario and the scenarios' tallies are derived once, the
     first time they are asked for, and kept: a report asks for each of them many times.
 
-    ``at``, when given, says that the run's outcomes are held unsaid (``RunJournal.unsaid``: every
-    number and claim, not the words of the dialogues) and where each one's line begins in
-    ``attempts.jsonl``, in their order: the dialogues are read again from there, one at a time,
-    where they are shown (``said``) or matched to their labels, so the end of a run holds a
-    third of what every outcome in full took.
+    A run read unsaid (``Read.at``: its outcomes hold every number and claim, not the words of
+    the dialogues, and where each one's line begins in ``attempts.jsonl``) has its dialogues read
+    again from there, one at a time, where they are shown (``said``) or matched to their labels:
+    the end of a run holds a third of what every outcome in full took.
     """
 
     run: Read
-    at: tuple[int, ...] = ()
 
     def attempts(self) -> tuple[Attempt, ...]:
         return self._attempts
@@ -319,7 +317,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         run = self.run
         book = RunLabels(run.folder, run.file.spec).book()
         # Labels name dialogues by their words: those held unsaid are read again, only when there are labels.
-        outcomes = tuple(RunJournal(run.folder).said(self.at)) if self.at and book.labels else run.outcomes
+        outcomes = tuple(RunJournal(run.folder).said(run.at)) if run.at and book.labels else run.outcomes
         return Agreement(outcomes, book).view()
 
     def header(self) -> HeaderView:
@@ -473,12 +471,12 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         """Each attempt in full with its scenario's id, in the order of ``by_scenario``, one at a
         time: those held unsaid (``at``) read again from their lines, through one open file."""
         grouped = self.by_scenario()
-        if not self.at:
+        if not self.run.at:
             for scenario, attempts in grouped.items():
                 for attempt in attempts:
                     yield scenario, attempt
             return
-        where = {(outcome.scenario, outcome.attempt): at for outcome, at in zip(self.run.outcomes, self.at, strict=True)}
+        where = {(outcome.scenario, outcome.attempt): at for outcome, at in zip(self.run.outcomes, self.run.at, strict=True)}
         order = [
             (scenario, where[(attempt.outcome.scenario, attempt.outcome.attempt)])
             for scenario, attempts in grouped.items()
@@ -486,7 +484,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         ]
         trust = self.run.file.spec.trust
         outcomes = RunJournal(self.run.folder).said(at for _, at in order)
-        for (scenario, _), outcome in zip(order, outcomes, strict=True):
+        for (scenario, _), outcome, held in zip(order, outcomes, (one for found in grouped.values() for one in found), strict=True):
+            if (outcome.scenario, outcome.attempt) != (held.outcome.scenario, held.outcome.attempt):
+                raise ConfigurationError(f"{self.run.folder / 'attempts.jsonl'}: changed while it was read: read it again")
             yield scenario, Attempt(outcome, trust)
 
     def _spend(self, summed: Sum, sizes: tuple[float, ...], seconds: list[float]) -> SpendView:
