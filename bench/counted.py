@@ -14,8 +14,9 @@ is flat:
   base convy, which read the run whole and summed it, side by side;
 - ``counted``: ``Counted.of`` and ``Totals.counted`` alone;
 - ``held``: ``Summary(Runs.one(folder)).totals()``, every outcome held;
-- ``report``: ``convy report``'s way, the run read whole (``Runs.one``), ``Summary`` of every
-  outcome, its verdict and its report page (``ReportPage.parts``);
+- ``report``: ``convy report``'s way: the run read by ``Runs.one`` (unsaid, ``Runs(unsaid=True)``,
+  in a convy that has it; whole before), ``Summary``, its verdict and its report page
+  (``ReportPage.parts``);
 - ``end``: what ``convy run`` does at its end: the run read back unsaid (``RunJournal.unsaid``:
   numbers and claims, not the dialogues' words), summed, its verdict, causes and totals, and its
   report page, whose dialogues are read again from their lines one at a time (``Summary.said``);
@@ -79,7 +80,8 @@ def child(case: str, folder: Path) -> None:
         case "report":
             from convy.page import ReportPage
 
-            read = Runs(results).one(folder)
+            runs = Runs(results, True) if "unsaid" in Runs.__struct_fields__ else Runs(results)
+            read = runs.one(folder)
             assert isinstance(read, Read)
             summary = Summary(read)
             summary.verdict()
