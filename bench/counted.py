@@ -14,13 +14,21 @@ is flat:
   base convy, which read the run whole and summed it, side by side;
 - ``counted``: ``Counted.of`` and ``Totals.counted`` alone;
 - ``held``: ``Summary(Runs.one(folder)).totals()``, every outcome held;
-- ``report``: what ``convy run`` still does at its end, ``Summary`` of every outcome, its verdict
-  and its report page (``ReportPage.parts``): the peak that is left.
+- ``report``: ``convy report``'s way: the run read by ``Runs.one`` (unsaid, ``Runs(unsaid=True)``,
+  in a convy that has it; whole before), ``Summary``, its verdict and its report page
+  (``ReportPage.parts``);
+- ``end``: what ``convy run`` does at its end: the run read back unsaid (``RunJournal.unsaid``:
+  numbers and claims, not the dialogues' words), summed, its verdict, causes and totals, and its
+  report page, whose dialogues are read again from their lines one at a time (``Summary.said``);
+  in a convy without ``unsaid`` (``--before``), the run read back whole, as its end did.
+
+``--before SRC`` measures ``listing``, ``report`` and ``end`` with that convy too, side by side.
 
 The totals each case finds are printed as a digest: the cases agree when their digests do.
 
     .venv/bin/python bench/counted.py
     .venv/bin/python bench/counted.py --sizes 1000 4000 --before /tmp/summary-before/src
+    .venv/bin/python bench/counted.py --sizes 2000 20000 --before /tmp/main-before/src   # the run's end, before and after
 """
 
 from __future__ import annotations
@@ -38,7 +46,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
-CASES = ("listing", "counted", "held", "report")
+CASES = ("listing", "counted", "held", "report", "end")
+BEFORE = ("listing", "report", "end")  # the cases measured with --before too
 
 
 def child(case: str, folder: Path) -> None:
@@ -71,10 +80,24 @@ def child(case: str, folder: Path) -> None:
         case "report":
             from convy.page import ReportPage
 
-            read = Runs(results).one(folder)
+            runs = Runs(results, True) if "unsaid" in Runs.__struct_fields__ else Runs(results)
+            read = runs.one(folder)
             assert isinstance(read, Read)
             summary = Summary(read)
             summary.verdict()
+            for _ in ReportPage(summary).parts():
+                pass
+            totals = summary.totals()
+        case "end":
+            from convy.page import ReportPage
+
+            journal = RunJournal(folder)
+            unsaid = getattr(journal, "unsaid", None)
+            kept = journal.kept(spec) if unsaid is None else unsaid(spec)
+            read = Read(folder, journal.run(), kept.outcomes, kept.broken, False)
+            summary = Summary(read if unsaid is None else msgspec.structs.replace(read, at=kept.at))
+            summary.verdict()
+            summary.breakdown()
             for _ in ReportPage(summary).parts():
                 pass
             totals = summary.totals()
@@ -104,7 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs=2, default=(1000, 4000))
     parser.add_argument("--scenarios", type=int, default=10)
-    parser.add_argument("--before", type=Path, help="a base convy's src (git archive 23e6b8f src)")
+    parser.add_argument("--before", type=Path, help="a base convy's src (git archive 031b2d4 src: /tmp/main-before/src)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -123,7 +146,7 @@ def main() -> None:
         rows: list[tuple[str, str, dict[int, dict[str, float | str]]]] = []
         for case in CASES:
             for side, src in sides:
-                if side == "before" and case != "listing":
+                if side == "before" and case not in BEFORE:
                     continue
                 rows.append((case, side, {size: measured(case, folders[size], src) for size in options.sizes}))
         small, large = options.sizes

@@ -15,7 +15,9 @@ Cases:
   ``bench/pages.py``'s fakes do), ``agent_places`` = ``judge_places`` = ``user_places`` = 100. The whole
   process: import, play, write, read back, report, index. Each repeat is a new run in the same
   project, so later repeats also have earlier runs in ``results/`` for the index to list: the
-  base and the candidate each get a project of their own.
+  base and the candidate each get a project of their own. With ``--slope ATTEMPTS``, played at
+  that many attempts a scenario too, and each side's peak at both sizes printed with what one
+  more attempt adds to it: the driver's memory slope (issue 27, item 6).
 - ``report``: ``convy report RUN`` of the first run of that project.
 - ``compare``: ``convy compare RUN1 RUN2`` of its first two runs (a second run is played first,
   untimed, when there is one only).
@@ -40,6 +42,7 @@ environment), as an installed convy has them: the best of the repeats is a start
     python bench/whole.py --only run --profile /tmp/run.prof   # cProfile of the candidate's run
     python bench/whole.py --only many --profile /tmp/many.prof # of its many conversations (with run: of run only)
     python bench/whole.py --only run --repeat 1 --keep      # keep the projects (and their runs) to profile
+    python bench/whole.py --only run --repeat 1 --attempts 2000 --slope 200 --base /tmp/main-before/src   # peak and B/attempt
 """
 
 from __future__ import annotations
@@ -325,6 +328,16 @@ def shown(title: str, base: Measured, candidate: Measured, extra: str = "") -> N
     print(flush=True)
 
 
+def sloped(few: int, small: list[Measured], many: int, large: list[Measured]) -> None:
+    """Each side's peak at two sizes of a run, and what one more attempt adds to it: whether the
+    driver's memory is flat (the whole process, its play, summary, report and index)."""
+    print(f"convy run's peak at {few:,} and {many:,} attempts, and what one more attempt adds to it")
+    print(f"  {'':10} {f'MiB {few:,}':>11} {f'MiB {many:,}':>11} {'B/attempt':>10}")
+    for name, one, two in zip(("base", "this"), small, large, strict=True):
+        print(f"  {name:10} {one.rss:11.0f} {two.rss:11.0f} {(two.rss - one.rss) * 1024 * 1024 / (many - few):10.0f}")
+    print(flush=True)
+
+
 def interleaved(repeat: int, sides: list[Side], make: object) -> list[Measured]:
     found: dict[str, list[Measured]] = {side.name: [] for side in sides}
     for _ in range(repeat):
@@ -387,6 +400,12 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write a cProfile of the candidate's first run here (of run's project, else of many's)")
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the folder of the projects and their runs, and say where it is")
+    parser.add_argument(
+        "--slope",
+        type=int,
+        metavar="ATTEMPTS",
+        help="with run: play it at this many attempts a scenario too, and print each side's peak at both sizes and its growth per attempt",
+    )
     parser.add_argument("--varied", action="store_true", help="varied text in every message (bench/pages.py's), not the same each time")
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="convy-whole-", dir=options.dir))
@@ -409,6 +428,12 @@ def main() -> None:
             ran = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "project"), "run"]))
             if "run" in options.only:
                 shown(f"convy run: {options.scenarios} scenarios x {options.attempts} attempts x 6 turns, instant fakes, 100 places", *ran)
+                if options.slope:
+                    fewer = Made(options.scenarios, options.slope, 100)
+                    for side in sides:
+                        fewer.write(side.root / "fewer")
+                    small = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "fewer"), "run"]))
+                    sloped(options.scenarios * options.slope, small, options.scenarios * options.attempts, ran)
             if "report" in options.only:
                 reported = interleaved(
                     options.repeat, sides, lambda side: side.child(["-C", str(side.root / "project"), "report", first_run(side.root / "project")])

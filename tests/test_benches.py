@@ -38,6 +38,17 @@ def test_the_whole_process_benchmark_runs_small() -> None:
     assert out.count("this/base") == 5
 
 
+def test_the_memory_benchmarks_print_each_sides_peak_and_slope() -> None:
+    """bench/whole.py --slope and bench/counted.py give each side's peak at two sizes and what one
+    more attempt adds to it (issue 27, item 6), this convy as its own base."""
+    out = ran("bench/whole.py", "--only", "run", "--scenarios", "2", "--attempts", "3", "--slope", "1", "--repeat", "1", "--base", "src")
+    assert "convy run's peak at 2 and 6 attempts, and what one more attempt adds to it" in out
+    assert [line.split()[0] for line in out.splitlines()[-3:] if line.strip()] == ["base", "this"]
+    out = ran("bench/counted.py", "--sizes", "20", "40", "--scenarios", "2", "--before", "src")
+    rows = [line.split()[:2] for line in out.splitlines() if line.split()[:1] in (["end"], ["report"], ["listing"])]
+    assert rows == [["listing", "after"], ["listing", "before"], ["report", "after"], ["report", "before"], ["end", "after"], ["end", "before"]]
+
+
 def test_the_resume_benchmark_runs_small() -> None:
     """bench/resume.py resumes a tiny run stopped one attempt short, this convy as its own base."""
     out = ran("bench/resume.py", "--scenarios", "2", "--attempts", "3", "--missing", "1", "--repeat", "1", "--base", "src")

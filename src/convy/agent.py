@@ -132,6 +132,11 @@ class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     unheld: str = ""
     unheld_as: str = ""
 
+    def unsaid(self) -> Answer:
+        """This answer without its words: its text and steps left out, its usage and where its
+        calls were not held (``unheld``) kept (``scenario.Outcome.unsaid``)."""
+        return Answer("", self.usage, (), self.unheld, self.unheld_as)
+
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """The usage of each request the answer took: its one, or each of several."""
         match self.usage:

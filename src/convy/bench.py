@@ -27,7 +27,7 @@ import functools
 import math
 import os
 import secrets
-from collections.abc import Container, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Container, Coroutine, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -731,6 +731,9 @@ class Kept(msgspec.Struct, frozen=True):
     foreign: int = 0
     torn: int = 0
     seen: Seen = Seen()
+    # Where each of ``outcomes`` begins in the file, in their order, when they were read unsaid
+    # (``RunJournal.unsaid``: their dialogues read again from there when shown); else empty.
+    at: tuple[int, ...] = ()
 
     @property
     def broken(self) -> int:
@@ -740,8 +743,12 @@ class Kept(msgspec.Struct, frozen=True):
     def within(self, spec: RunSpec) -> Kept:
         """These attempts, without those the run's plan does not hold (counted ``foreign``)."""
         scenarios = {scenario.id for scenario in spec.scenarios}
-        planned = tuple(one for one in self.outcomes if one.scenario in scenarios and 1 <= one.attempt <= spec.attempts)
-        return msgspec.structs.replace(self, outcomes=planned, foreign=self.foreign + len(self.outcomes) - len(planned))
+        kept = [at for at, one in enumerate(self.outcomes) if one.scenario in scenarios and 1 <= one.attempt <= spec.attempts]
+        planned = tuple(self.outcomes[at] for at in kept)
+        places = tuple(self.at[at] for at in kept) if self.at else ()
+        return msgspec.structs.replace(
+            self, outcomes=planned, foreign=self.foreign + len(self.outcomes) - len(planned), at=places
+        )
 
     def note(self) -> str:
         """The lines left out, in words, for the terminal; empty when none was but a torn last line."""
@@ -767,6 +774,17 @@ class Kept(msgspec.Struct, frozen=True):
 
 _RUN = msgspec.json.Decoder(RunFile)
 _OUTCOME = msgspec.json.Decoder(Outcome)
+
+
+class Left:
+    """The lines of ``attempts.jsonl`` left out while ``RunJournal.read`` reads it, by why
+    (``Kept``'s counts): a plain class, counted into as the file is read."""
+
+    def __init__(self) -> None:
+        self.unreadable = self.repeated = self.foreign = self.torn = 0
+
+    def kept(self, outcomes: tuple[Outcome, ...] = (), seen: Seen = Seen(), at: tuple[int, ...] = ()) -> Kept:
+        return Kept(outcomes, self.unreadable, self.repeated, self.foreign, self.torn, seen, at)
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -848,70 +866,99 @@ class RunJournal(msgspec.Struct, frozen=True):
             "export; restore run.json from a copy to resume the run"
         )
 
-    def kept(self, spec: RunSpec | None = None) -> Kept:
-        """The attempts kept so far, each once, of the run's plan (``spec``, or else the one its
-        ``run.json`` holds, when it can be read); the lines left out are counted. A file convy will
-        not read (a folder, a FIFO, a device) is a ``ConfigurationError``."""
+    def read(self, left: Left, spec: RunSpec | None = None) -> Iterator[tuple[int, Outcome]]:
+        """The attempts the file keeps, each once (its first line), one at a time with where its
+        line begins: the one reader of ``attempts.jsonl`` (``kept``, ``unsaid``, ``recorded`` and
+        ``counted.Counted`` all read through it), so all keep and leave out the same lines. A
+        blank line is passed over; a last line cut short, one that cannot be read, one of no run's
+        attempt, a repeat, and then one ``spec``'s plan does not hold, are left out and counted in
+        ``left``. A file convy will not read (a folder, a FIFO, a device) is a
+        ``ConfigurationError``."""
         path = self.folder / "attempts.jsonl"
-        outcomes: list[Outcome] = []
-        seen: set[tuple[str, int]] = set()
-        unreadable = repeated = foreign = torn = 0
-        read = self._seen()
+        planned = None if spec is None else {scenario.id for scenario in spec.scenarios}
+        most = RunSpec.MOST_ATTEMPTS if spec is None else spec.attempts
+        seen: dict[str, set[int]] = {}  # each scenario's attempts read: an int each, not the attempt
         try:
-            for line in RegularFile(path).lines(self.MAX_LINE_BYTES):
+            for offset, line in RegularFile(path).placed(self.MAX_LINE_BYTES):
                 if line is not None and not line.strip():
                     continue
                 if line is not None and not line.endswith(b"\n"):  # the last, cut short
-                    torn += 1
+                    left.torn += 1
                     continue
                 try:
                     outcome = _OUTCOME.decode(line) if line is not None else None
                 except (msgspec.MsgspecError, RecursionError):  # torn, or nested deeper than msgspec reads
                     outcome = None
                 if outcome is None:
-                    unreadable += 1
-                elif not 1 <= outcome.attempt <= RunSpec.MOST_ATTEMPTS:  # no run's attempt, whatever its plan
-                    foreign += 1
-                elif (outcome.scenario, outcome.attempt) in seen:
-                    repeated += 1
-                else:
-                    seen.add((outcome.scenario, outcome.attempt))
-                    outcomes.append(outcome)
+                    left.unreadable += 1
+                    continue
+                if not 1 <= outcome.attempt <= RunSpec.MOST_ATTEMPTS:  # no run's attempt, whatever its plan
+                    left.foreign += 1
+                    continue
+                done = seen.setdefault(outcome.scenario, set())
+                if outcome.attempt in done:
+                    left.repeated += 1
+                    continue
+                done.add(outcome.attempt)
+                if planned is not None and (outcome.scenario not in planned or outcome.attempt > most):
+                    left.foreign += 1
+                    continue
+                yield offset, outcome
         except FileNotFoundError:
-            pass
+            return
         except OSError as error:
             raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
-        kept = Kept(tuple(outcomes), unreadable, repeated, foreign, torn, read)
-        if spec is None:
-            try:
-                spec = self.run().spec
-            except ConfigurationError:  # no run.json, or a damaged one: no plan to hold them to
-                return kept
-        return kept.within(spec)
+
+    def kept(self, spec: RunSpec | None = None) -> Kept:
+        """The attempts kept so far, each once, of the run's plan (``spec``, or else the one its
+        ``run.json`` holds, when it can be read); the lines left out are counted. A file convy will
+        not read (a folder, a FIFO, a device) is a ``ConfigurationError``."""
+        seen = self._seen()
+        left = Left()
+        outcomes = tuple([outcome for _, outcome in self.read(left, self._plan(spec))])
+        return left.kept(outcomes, seen)
+
+    def unsaid(self, spec: RunSpec | None = None) -> Kept:
+        """What ``kept`` gives, each attempt held unsaid (``Outcome.unsaid``: its numbers and
+        result, not the words of its dialogue), with where its line begins (``Kept.at``), from
+        which ``said`` reads the dialogues again: what the end of a run sums and reports from."""
+        seen = self._seen()
+        left = Left()
+        places: list[int] = []
+        outcomes: list[Outcome] = []
+        for offset, outcome in self.read(left, self._plan(spec)):
+            places.append(offset)
+            outcomes.append(outcome.unsaid())
+        return left.kept(tuple(outcomes), seen, tuple(places))
+
+    def said(self, at: Iterable[int]) -> Iterator[Outcome]:
+        """The attempts whose lines begin at ``at`` (``Kept.at``), in full, in that order, read
+        through one open file: each line was read and kept before, so reads the same."""
+        path = self.folder / "attempts.jsonl"
+        try:
+            for line in RegularFile(path).at(at, self.MAX_LINE_BYTES):
+                yield _OUTCOME.decode(line)
+        except OSError as error:
+            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+
+    def _plan(self, spec: RunSpec | None) -> RunSpec | None:
+        """``spec``, or the one ``run.json`` holds; none when it cannot be read (no plan to hold
+        the attempts to)."""
+        if spec is not None:
+            return spec
+        try:
+            return self.run().spec
+        except ConfigurationError:  # no run.json, or a damaged one
+            return None
 
     def recorded(self, wanted: Container[tuple[str, int]]) -> Iterator[Outcome]:
         """The attempts kept here whose (scenario, attempt) is ``wanted``, each once (its first
         line, as ``kept`` reads it), read line by line as they are asked for: a re-judged run
         streams its source's dialogues rather than holding them all. A line that cannot be read, or
         cut short, is passed over; a file convy will not read is a ``ConfigurationError``."""
-        path = self.folder / "attempts.jsonl"
-        seen: set[tuple[str, int]] = set()
-        try:
-            for line in RegularFile(path).lines(self.MAX_LINE_BYTES):
-                if line is None or not line.endswith(b"\n") or not line.strip():
-                    continue
-                try:
-                    outcome = _OUTCOME.decode(line)
-                except (msgspec.MsgspecError, RecursionError):
-                    continue
-                key = (outcome.scenario, outcome.attempt)
-                if key in wanted and key not in seen:
-                    seen.add(key)
-                    yield outcome
-        except FileNotFoundError:
-            return
-        except OSError as error:
-            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+        for _, outcome in self.read(Left()):
+            if (outcome.scenario, outcome.attempt) in wanted:
+                yield outcome
 
     async def play(
         self,
@@ -920,11 +967,14 @@ class RunJournal(msgspec.Struct, frozen=True):
         journal: Journal | None = None,
         secrets: Secrets = Secrets(),
         earlier: Kept = Kept(()),
+        back: Callable[[RunSpec], Kept] | None = None,
     ) -> Kept:
         """Play the attempts of ``spec`` this folder lacks, holding the folder while it plays; what
-        the folder keeps once it has played, read back from it. ``earlier`` is what a caller has
-        read of the folder already (``kept``): it is taken as it is while the file is seen the same
-        under the lock, and the file read again only when it is not.
+        the folder keeps once it has played, read back from it (by ``back``: ``kept``, or
+        ``unsaid`` for a caller that sums and reports the run and reads its dialogues again only
+        to show them). ``earlier`` is what a caller has read of the folder already (``kept``): it
+        is taken as it is while the file is seen the same under the lock, and the file read again
+        only when it is not.
 
         While it plays, this process holds no attempt it plays: each is written and passed on to
         ``journal``, and only counted, so that its memory stays the same however many attempts a
@@ -1008,7 +1058,7 @@ class RunJournal(msgspec.Struct, frozen=True):
                 self._written(RunFile(spec, Complete(started, self._now())))
             if not unflushed.kept:  # nothing appended: the file holds what was read at the start
                 return msgspec.structs.replace(earlier, seen=self._seen())
-            return self.kept(spec)
+            return (back or self.kept)(spec)
 
     def _removed(self) -> None:
         """This run's folder gone, with the files a play writes: a new run stopped before it kept

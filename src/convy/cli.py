@@ -441,7 +441,7 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"mended: convy resume {self.spec.id}"
                 )
                 return 2
-        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
+        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at)))
         code = self._summed(summary)
         try:
             self._reported(summary)
@@ -491,7 +491,9 @@ class Recorded(msgspec.Struct, frozen=True):
     async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
         # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
         # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
-        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets, self.kept))
+        # Read back unsaid: the summary, the exit code and the report need no dialogue's words but
+        # the report's windows, which read each again from its line (``Summary.said``).
+        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets, self.kept, journal.unsaid))
         # Beside the play, not in it: the live report's writings end (stopped and waited for)
         # before this returns, so none can land after the report written next.
         refreshing = None if self.live is None else asyncio.ensure_future(self.live.refreshing())
@@ -545,7 +547,7 @@ class Recorded(msgspec.Struct, frozen=True):
         return 2
 
     def _stopped(self, journal: RunJournal, how: str, code: int) -> int:
-        kept = journal.kept(self.spec)
+        kept = journal.unsaid(self.spec)
         planned = self._planned(kept.outcomes)
         self.errors.line(f"{how}: run {self.spec.id} keeps {len(kept.outcomes)} of {planned} attempts")
         self.errors.line(f"resume with: convy resume {self.spec.id}")
@@ -554,7 +556,7 @@ class Recorded(msgspec.Struct, frozen=True):
         # reference's), which prints a traceback that nothing can catch.
         signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
-            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))))
+            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at))))
         except KeyboardInterrupt:
             pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:
@@ -838,7 +840,7 @@ class Outputs(msgspec.Struct, frozen=True):
             return code
         # Each run read back as it was kept (its secrets hidden), as `convy report` would read it.
         with Uncollected():
-            summaries = tuple(Summary(project.read(one)) for one in runs)
+            summaries = tuple(Summary(project.read(one, unsaid=True)) for one in runs)
             try:
                 self.written(summaries, shown, absent)
             except Unwritable as error:
@@ -1889,7 +1891,8 @@ class ReportCommand(msgspec.Struct, frozen=True):
             return self._run(shown, errors)
 
     def _run(self, shown: Shown, errors: Shown) -> int:
-        runs, unread = self.project.runs(self.wanted)
+        # Read unsaid: each report's windows read their dialogues again from the run's file.
+        runs, unread = self.project.runs(self.wanted, unsaid=True)
         listed: list[Listed] = []
         summaries: list[Summary] = []
         live = None if self.live is None else Paced(self.live).view(datetime.now(UTC))
@@ -1901,7 +1904,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
             if causes:
                 shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
-            listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
+            listed.append(Listed(msgspec.structs.replace(run, outcomes=(), at=()), summary.totals()))
             summaries.append(summary)
         index = self.project.indexed(None if self.wanted else (tuple(listed), unread), live, tuple(listed))
         shown.line(f"index: {index.relative_to(self.project.folder)}")

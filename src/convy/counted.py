@@ -9,27 +9,22 @@ one typed decode a line, adds each attempt to its scenario's ``Count`` and lets 
 holds grows with scenarios and claims, not attempts, but for the (scenario, attempt) pairs it has
 seen, which it keeps to read each attempt once as ``RunJournal.kept`` does (one small int each).
 
-The lines it passes over are those ``RunJournal.kept`` leaves out, by the same rules, so its
-numbers are ``Summary``'s of the same folder (tests/test_counted.py holds them equal).
+It reads the file through ``RunJournal.read``, the one reader of it, so the lines it passes over
+are those ``RunJournal.kept`` leaves out and its numbers are ``Summary``'s of the same folder
+(tests/test_counted.py holds them equal).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
 from convy.attempt import Attempt, Sum
-from convy.bench import Kept, RunJournal, RunSpec
+from convy.bench import Kept, Left, RunJournal, RunSpec
 from convy.causes import Breakdown, Cause
 from convy.dialog import Failed, NoVerdict, Verdict
-from convy.files import RegularFile
-from convy.problems import ConfigurationError
-from convy.scenario import Outcome
 from convy.stats import Headline, Tally
-
-_OUTCOME = msgspec.json.Decoder(Outcome)
 
 
 class ClaimCount(msgspec.Struct, frozen=True, gc=False):
@@ -168,54 +163,6 @@ class _Counting:
         )
 
 
-class _Left:
-    """The lines of ``attempts.jsonl`` left out while it is read, by why (``Kept``'s counts)."""
-
-    def __init__(self) -> None:
-        self.unreadable = self.repeated = self.foreign = self.torn = 0
-
-    def read(self, folder: Path, spec: RunSpec) -> Iterator[Outcome]:
-        """The attempts of ``spec``'s plan the file keeps, each once (its first line), one at a
-        time, by ``RunJournal.kept``'s rules: a line cut short, one that cannot be read, one of no
-        run's attempt, a repeat, and then one the plan does not hold, are left out and counted."""
-        path = folder / "attempts.jsonl"
-        planned = {scenario.id for scenario in spec.scenarios}
-        seen: dict[str, set[int]] = {}  # each scenario's attempts read: an int each, not the attempt
-        try:
-            for line in RegularFile(path).lines(RunJournal.MAX_LINE_BYTES):
-                if line is not None and not line.strip():
-                    continue
-                if line is not None and not line.endswith(b"\n"):  # the last, cut short
-                    self.torn += 1
-                    continue
-                try:
-                    outcome = _OUTCOME.decode(line) if line is not None else None
-                except (msgspec.MsgspecError, RecursionError):
-                    outcome = None
-                if outcome is None:
-                    self.unreadable += 1
-                    continue
-                if not 1 <= outcome.attempt <= RunSpec.MOST_ATTEMPTS:
-                    self.foreign += 1
-                    continue
-                done = seen.setdefault(outcome.scenario, set())
-                if outcome.attempt in done:
-                    self.repeated += 1
-                    continue
-                done.add(outcome.attempt)
-                if outcome.scenario not in planned or outcome.attempt > spec.attempts:
-                    self.foreign += 1
-                    continue
-                yield outcome
-        except FileNotFoundError:
-            return
-        except OSError as error:
-            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
-
-    def kept(self) -> Kept:
-        return Kept((), self.unreadable, self.repeated, self.foreign, self.torn)
-
-
 class Counted(msgspec.Struct, frozen=True):
     """A run's attempts counted per scenario, in the order of its spec's scenarios (one with no
     attempt kept counted empty), read once from its folder's ``attempts.jsonl``; ``lines``, the
@@ -229,8 +176,8 @@ class Counted(msgspec.Struct, frozen=True):
         """The folder's attempts of ``spec``'s plan counted; a file convy will not read (a folder, a
         FIFO, a device) is a ``ConfigurationError``, as for ``RunJournal.kept``."""
         counting = {scenario.id: _Counting() for scenario in spec.scenarios}
-        left = _Left()
-        for outcome in left.read(folder, spec):
+        left = Left()
+        for _, outcome in RunJournal(folder).read(left, spec):
             counting[outcome.scenario].add(Attempt(outcome, spec.trust))
         return cls({scenario: one.count() for scenario, one in counting.items()}, left.kept())
 

@@ -70,14 +70,31 @@ class RegularFile(msgspec.Struct, frozen=True):
     def lines(self, longest: int) -> Iterator[bytes | None]:
         """Each line, its newline kept (the last may lack one); a line longer than ``longest`` bytes
         is read past without being kept, and given as ``None``."""
+        for _, line in self.placed(longest):
+            yield line
+
+    def placed(self, longest: int) -> Iterator[tuple[int, bytes | None]]:
+        """Each line as ``lines`` gives it, with where it begins in the file (its byte offset): a
+        reader that lets an attempt go may read its line again (``at``)."""
         with self.opened() as stream:
+            offset = 0
             while line := stream.readline(longest + 1):
                 if len(line) <= longest or line.endswith(b"\n"):
-                    yield line
+                    yield offset, line
+                    offset += len(line)
                     continue
                 while (rest := stream.readline(self.CHUNK)) and not rest.endswith(b"\n"):
                     pass
-                yield None
+                yield offset, None
+                offset = stream.tell()
+
+    def at(self, offsets: Iterable[int], longest: int) -> Iterator[bytes]:
+        """The line that begins at each of ``offsets``, in their order, read through one open file
+        (at most ``longest`` bytes of it)."""
+        with self.opened() as stream:
+            for offset in offsets:
+                stream.seek(offset)
+                yield stream.readline(longest + 1)
 
 
 class Shipped(msgspec.Struct, frozen=True):

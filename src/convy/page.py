@@ -30,6 +30,7 @@ import hashlib
 import html
 import time
 import zlib
+from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
@@ -210,6 +211,29 @@ class Packed(msgspec.Struct, frozen=True):
     kind: type[msgspec.Struct] | None = None  # the values' record type, for the page to read them back
 
     def chunks(self) -> Chunks:
+        """Every chunk, held, with the index: what a comparison's page packs."""
+        where: dict[str, int] = {}
+        chunks = list(self._each(where))
+        return Chunks(chunks=chunks, where=where, layout=self._layout())
+
+    def blocks(self, name: str) -> Iterator[Block]:
+        """The blocks ``Chunks.blocks`` gives, each chunk's made as soon as it is packed and the
+        index (``Where``) last, once every key's chunk is known: a page written as it is made
+        holds one or two chunks at a time, not every one (a varied run's report held 2.8 KB of
+        them an attempt). The page's script, after every block, reads them by id, in any order."""
+        where: dict[str, int] = {}
+        count = 0
+        for chunk in self._each(where):
+            yield Block(f"{name}-{count}", _ENCODER.encode(chunk))
+            count += 1
+        yield Block(name, _ENCODER.encode(Where(count=count, where=where, layout=self._layout())))
+
+    def _layout(self) -> Layout | None:
+        return None if self.kind is None else Fields(self.kind).layout()
+
+    def _each(self, where: dict[str, int]) -> Iterator[str]:
+        """Each chunk in order, gzipped and in base64, as soon as it is done; ``where`` filled with
+        the chunk of each key as the values are taken."""
         # Each chunk is gzipped in a thread of its own while the next one's values are made and
         # encoded: zlib lets go of the interpreter while it compresses, so on a machine with a
         # core to spare the gzip of a report (a tenth of its time) is done meanwhile. The thread
@@ -217,13 +241,13 @@ class Packed(msgspec.Struct, frozen=True):
         # let go of it (every 5 ms, the switch interval) while it encodes: it is let go at once
         # as each chunk is handed over (``sleep(0)``). Without that, most of the gzip was still
         # left when the last chunk was handed over (0.06-0.08 s of 0.08, at load 2.5). A chunk is
-        # handed over only once the one two before it is done, so that a thread left behind (no
-        # core to spare, text that compresses slowly) holds two chunks' JSON, not all of them
-        # (25 MiB more at the peak of whole.py's varied run).
+        # handed over only once the one two before it is done (and given out), so that a thread
+        # left behind (no core to spare, text that compresses slowly) holds two chunks' JSON, not
+        # all of them (25 MiB more at the peak of whole.py's varied run).
         # A chunk's JSON is encoded straight into one buffer (``encode_into``, at its end), not
         # value by value and joined: each of its bytes is written once.
-        packing: list[Future[str]] = []
-        where: dict[str, int] = {}
+        packing: deque[Future[str]] = deque()
+        number = 0
         encode, into = _ENCODER.encode, _ENCODER.encode_into
         chunk = bytearray(b"{")
         with ThreadPoolExecutor(1, thread_name_prefix="convy-gzip") as gzip:
@@ -233,19 +257,20 @@ class Packed(msgspec.Struct, frozen=True):
                 chunk += encode(key)
                 chunk += b":"
                 into(value, chunk, -1)
-                where[key] = len(packing)
+                where[key] = number
                 if len(chunk) >= self.limit:
-                    if len(packing) >= 2:
-                        packing[-2].result()
+                    while len(packing) >= 2:
+                        yield packing.popleft().result()
                     chunk += b"}"
                     packing.append(gzip.submit(self._packed, chunk))
+                    number += 1
                     time.sleep(0)
                     chunk = bytearray(b"{")
             if len(chunk) > 1:
                 chunk += b"}"
                 packing.append(gzip.submit(self._packed, chunk))
-            chunks = [one.result() for one in packing]
-        return Chunks(chunks=chunks, where=where, layout=None if self.kind is None else Fields(self.kind).layout())
+            while packing:
+                yield packing.popleft().result()
 
     def _packed(self, chunk: bytearray) -> str:
         """A chunk's JSON, gzipped, in base64."""
@@ -267,15 +292,15 @@ class ReportPage(msgspec.Struct, frozen=True):
         """Each attempt in full (a ``DialogueView``), packed by ``<scenario id>#<attempt>``: a
         window opens one attempt, and inflates only the chunk that holds it (a scenario of 1,000
         attempts packed as one value made every window inflate and parse megabytes)."""
-        # Each made as it is packed: neither the tree of every attempt's view nor its JSON is kept.
+        return self._dialogues().chunks()
+
+    def _dialogues(self) -> Packed:
+        # Each made as it is packed: neither the tree of every attempt's view nor its JSON is kept,
+        # nor, at the end of a run, the attempt in full (``Summary.said``: read again from its line).
         return Packed(
-            (
-                (f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue())
-                for scenario, found in self.summary.by_scenario().items()
-                for attempt in found
-            ),
+            ((f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue()) for scenario, attempt in self.summary.said()),
             kind=DialogueView,
-        ).chunks()
+        )
 
     def html(self) -> str:
         return "".join(self.parts())
@@ -285,9 +310,8 @@ class ReportPage(msgspec.Struct, frozen=True):
         view = self.summary.view()
         data = Block("data", _ENCODER.encode(view))
         live = () if self.live is None else (Block("live", _ENCODER.encode(self.live)),)
-        dialogues = self.dialogues()
         yield from Template("report.js", window=True).parts(
-            f"{view.header.agent} · {view.header.run} · convy", chain((data, *live), dialogues.blocks("dialogues"))
+            f"{view.header.agent} · {view.header.run} · convy", chain((data, *live), self._dialogues().blocks("dialogues"))
         )
 
 

@@ -651,15 +651,17 @@ class Project(msgspec.Struct, frozen=True):
                 lines.setdefault(f"{shown}{' or its persona' if persona else ''} changed", []).append(kept.id)
         return tuple(f"{said} (scenario{'s' if len(ids) > 1 else ''} {', '.join(ids)})" for said, ids in lines.items())
 
-    def runs(self, wanted: tuple[str, ...] = ()) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
-        """The runs named (by id or a unique part), or every run and the folders that could not be read."""
+    def runs(self, wanted: tuple[str, ...] = (), unsaid: bool = False) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
+        """The runs named (by id or a unique part), or every run and the folders that could not be
+        read; ``unsaid``, each read back unsaid (``Runs.unsaid``)."""
         if wanted:
-            return tuple(self.read(name) for name in wanted), ()
-        return Runs(self.results()).read()
+            return tuple(self.read(name, unsaid) for name in wanted), ()
+        return Runs(self.results(), unsaid).read()
 
-    def read(self, wanted: str) -> Read:
-        """A run by its id or a unique part of it; one that cannot be read is a configuration error."""
-        found = Runs(self.results()).one(self.found(wanted).folder)
+    def read(self, wanted: str, unsaid: bool = False) -> Read:
+        """A run by its id or a unique part of it; one that cannot be read is a configuration error.
+        ``unsaid``: its attempts read back unsaid (``Runs.unsaid``), for its summary and report alone."""
+        found = Runs(self.results(), unsaid).one(self.found(wanted).folder)
         match found:
             case Read():
                 return found

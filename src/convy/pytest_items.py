@@ -379,8 +379,10 @@ class ScenarioTests:
         journal = self.project.journal(spec)
         if journal.in_use():
             raise RunInUse(f"run {spec.id} is in use by another convy process")
-        kept = await journal.play(spec, bench, printed, secrets)
-        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
+        # Read back unsaid, as ``convy run`` reads it: the session holds each run's summary to its
+        # end, and only the report's windows need the dialogues' words (read again from the file).
+        kept = await journal.play(spec, bench, printed, secrets, back=journal.unsaid)
+        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at))
         report = self.project.reported(summary)
         self.project.indexed()
         cases = (OnOneLine(*msgspec.structs.astuple(case)) for case in Suite(summary, 0).cases())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
 from itertools import chain
@@ -112,6 +112,11 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     Its attempts, their grouping by scenario and the scenarios' tallies are derived once, the
     first time they are asked for, and kept: a report asks for each of them many times.
+
+    A run read unsaid (``Read.at``: its outcomes hold every number and claim, not the words of
+    the dialogues, and where each one's line begins in ``attempts.jsonl``) has its dialogues read
+    again from there, one at a time, where they are shown (``said``) or matched to their labels:
+    the end of a run holds a third of what every outcome in full took.
     """
 
     run: Read
@@ -309,7 +314,10 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
     @cached_property
     def _agreement(self) -> AgreementView | None:
         run = self.run
-        return Agreement(run.outcomes, RunLabels(run.folder, run.file.spec).book()).view()
+        book = RunLabels(run.folder, run.file.spec).book()
+        # Labels name dialogues by their words: those held unsaid are read again, only when there are labels.
+        outcomes = tuple(RunJournal(run.folder).said(run.at)) if run.at and book.labels else run.outcomes
+        return Agreement(outcomes, book).view()
 
     def header(self) -> HeaderView:
         spec = self.run.file.spec
@@ -453,7 +461,32 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     def dialogues(self) -> dict[str, list[DialogueView]]:
         """Every attempt in full, by scenario id, for the scenario window."""
-        return {scenario: [attempt.dialogue() for attempt in found] for scenario, found in self.by_scenario().items()}
+        found: dict[str, list[DialogueView]] = {scenario: [] for scenario in self.by_scenario()}
+        for scenario, attempt in self.said():
+            found[scenario].append(attempt.dialogue())
+        return found
+
+    def said(self) -> Iterator[tuple[str, Attempt]]:
+        """Each attempt in full with its scenario's id, in the order of ``by_scenario``, one at a
+        time: those held unsaid (``at``) read again from their lines, through one open file."""
+        grouped = self.by_scenario()
+        if not self.run.at:
+            for scenario, attempts in grouped.items():
+                for attempt in attempts:
+                    yield scenario, attempt
+            return
+        where = {(outcome.scenario, outcome.attempt): at for outcome, at in zip(self.run.outcomes, self.run.at, strict=True)}
+        order = [
+            (scenario, where[(attempt.outcome.scenario, attempt.outcome.attempt)])
+            for scenario, attempts in grouped.items()
+            for attempt in attempts
+        ]
+        trust = self.run.file.spec.trust
+        outcomes = RunJournal(self.run.folder).said(at for _, at in order)
+        for (scenario, _), outcome, held in zip(order, outcomes, (one for found in grouped.values() for one in found), strict=True):
+            if (outcome.scenario, outcome.attempt) != (held.outcome.scenario, held.outcome.attempt):
+                raise ConfigurationError(f"{self.run.folder / 'attempts.jsonl'}: changed while it was read: read it again")
+            yield scenario, Attempt(outcome, trust)
 
     def _spend(self, summed: Sum, sizes: tuple[float, ...], seconds: list[float]) -> SpendView:
         """``sizes``: input plus output tokens of each reported request."""

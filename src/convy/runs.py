@@ -33,6 +33,9 @@ class Read(msgspec.Struct, frozen=True):
     playing: bool
     problem: str = ""
     guessed: bool = False  # run.json is damaged: ``file`` is what the folder and attempts tell
+    # When the outcomes are held unsaid (``RunJournal.unsaid``: numbers and claims, not the words of
+    # the dialogues), where each one's line begins in attempts.jsonl, in their order; else empty.
+    at: tuple[int, ...] = ()
 
     def status(self) -> Literal["finished", "interrupted", "running", "stopped"]:
         """The run's status; a run marked running whose lock is free was killed: interrupted."""
@@ -72,9 +75,12 @@ class Unread(msgspec.Struct, frozen=True):
 
 
 class Runs(msgspec.Struct, frozen=True):
-    """Every run folder under ``results/``: ``results/<agent>/<run-id>/``."""
+    """Every run folder under ``results/``: ``results/<agent>/<run-id>/``; ``unsaid``, each run's
+    attempts read back unsaid, for a command that sums and reports them and shows no dialogue but
+    its report's windows (``report.Summary.said`` reads those again)."""
 
     results: Path
+    unsaid: bool = False
 
     def read(self) -> tuple[tuple[Read, ...], tuple[Unread, ...]]:
         """The runs that could be read, oldest first, and the folders that could not."""
@@ -108,11 +114,12 @@ class Runs(msgspec.Struct, frozen=True):
         else:
             damaged = None
         try:
-            kept = journal.kept(file.spec if damaged is None else None)
+            spec = file.spec if damaged is None else None
+            kept = journal.unsaid(spec) if self.unsaid else journal.kept(spec)
         except ConfigurationError as error:
             return Unread(folder, _printable(str(error)))
         if damaged is None:
-            return Read(folder, file, kept.outcomes, kept.broken, journal.in_use(), kept.note())
+            return Read(folder, file, kept.outcomes, kept.broken, journal.in_use(), kept.note(), at=kept.at)
         if not kept.outcomes:
             return Unread(folder, _printable(str(damaged)))
         try:
@@ -123,7 +130,9 @@ class Runs(msgspec.Struct, frozen=True):
             f"run.json is damaged; its {len(kept.outcomes)} attempts are read from attempts.jsonl "
             "alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
         )
-        return Read(folder, told, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))), guessed=True)
+        return Read(
+            folder, told, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))), guessed=True, at=kept.at
+        )
 
 
 class Guessed(msgspec.Struct, frozen=True):

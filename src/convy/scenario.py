@@ -1011,6 +1011,23 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
             case NoVerdict() as none:
                 return none.status()
 
+    def unsaid(self) -> Outcome:
+        """This attempt without the words of its dialogue: each turn's message, and the text and
+        steps (thoughts, tool calls) of each answer of the agent, its broken-off turn's too, left
+        out; its numbers, usage, times, stop and result (every claim and reason) kept. The end of
+        a run sums and judges its attempts from what this keeps (``report.Summary``); a dialogue is
+        read again from its line only to be shown (``RunJournal.said``) or matched to its labels:
+        held unsaid, an attempt of a varied run takes about a third of the memory."""
+        replace = msgspec.structs.replace
+        ending = self.agent_ending
+        return replace(
+            self,
+            transcript=Transcript(
+                tuple([replace(turn, message="", answer=turn.answer.unsaid()) for turn in self.transcript.turns])
+            ),
+            agent_ending=None if ending is None else ending.unsaid(),
+        )
+
     def unseen(self) -> tuple[tuple[str, str], ...]:
         """The agent's calls paths that no reply of this dialogue held a list at, each with what
         a reply held there instead ("" for nothing), when a tool check was left undecided for it
