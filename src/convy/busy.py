@@ -125,8 +125,11 @@ _SHARE_HELD_CUT = 0.975
 # least) with every place taken yields, per place and second, at least _YIELD of the most a round
 # yielded. A place held while its request waits for the pace, or a conversation held while its
 # other participants' requests wait for theirs, yields less the more there are: the places then
-# stop at about twice what the rate needs for the latency, rather than hold every attempt of a
-# run under way at once, each crawling at the pace, and their judges all asked at the end.
+# stop at twice what the rate needs for the latency, or a few times that where they doubled in
+# the round that showed it (bench/busy.py's strict bucket of 3,000 a minute: the agent's 64
+# conversations where about 13 keep the user's key busy; 118 without it), rather than hold every
+# attempt of a run under way at once, each crawling at the pace, and their judges all asked at
+# the end.
 START = 4
 _MOST_PLACES = 100_000
 _IN_TIME = 3.0
