@@ -126,7 +126,7 @@ _SHARE_HELD_CUT = 0.975
 # yielded. A place held while its request waits for the pace, or a conversation held while its
 # other participants' requests wait for theirs, yields less the more there are: the places then
 # stop at twice what the rate needs for the latency, or a few times that where they doubled in
-# the round that showed it (bench/busy.py's strict bucket of 3,000 a minute: the agent's 64
+# the round that showed it (bench/busy.py's strict bucket of 3,000 a minute: the agent's 40
 # conversations where about 13 keep the user's key busy; 118 without it), rather than hold every
 # attempt of a run under way at once, each crawling at the pace, and their judges all asked at
 # the end.
@@ -448,23 +448,29 @@ class Places:
         places all taken), and ends after as many answers as there were places (_RECENT at the
         least). Its answers per second and place (the places counted half at the start, half at
         the end: they grow during it) are its yield; the places pay while the last round's was at
-        least _YIELD of the most any round's was."""
+        least _YIELD of the most any round's was. A round that does not pay so far ends after
+        _RECENT answers, before the places double in it: 40 conversations rather than 64 where a
+        pace held them back (bench/busy.py's strict bucket of 3,000 a minute)."""
         if self._slack:
             self._slack = False
             self._round_from = send.moment
             self._round_answers = 0
             self._round_size = self.size
-        self._round_answers += 1
-        if self._round_answers >= max(self._round_size, _RECENT):
-            seconds = now - self._round_from
-            if seconds > 0.0:
-                rate = 2 * self._round_answers / (seconds * (self._round_size + self.size))
-                if rate > self._best_yield:
-                    self._best_yield = rate
-                self._paying = rate >= _YIELD * self._best_yield
-            self._round_from = now
-            self._round_answers = 0
-            self._round_size = self.size
+        answers = self._round_answers = self._round_answers + 1
+        if answers < _RECENT:
+            return self._paying
+        seconds = now - self._round_from
+        if seconds <= 0.0:
+            return self._paying
+        rate = 2 * answers / (seconds * (self._round_size + self.size))
+        if answers < self._round_size and (rate >= _YIELD * self._best_yield or not self._paying):
+            return self._paying  # the round goes on; one that cannot pay ends at once, before the places double in it
+        if rate > self._best_yield:
+            self._best_yield = rate
+        self._paying = rate >= _YIELD * self._best_yield
+        self._round_from = now
+        self._round_answers = 0
+        self._round_size = self.size
         return self._paying
 
     def _narrowed(self, send: _Send) -> None:
