@@ -598,6 +598,21 @@ def test_places_grow_as_fast_after_a_refusal_once_the_service_tells_its_rate() -
     assert refused_once > 50  # 400 requests of 0.1 s at up to 1,000 a second
 
 
+def test_places_with_no_cap_stay_within_a_few_times_what_a_small_service_serves() -> None:
+    """A service that serves one request at a time and queues the rest answers the first of
+    START at once, the others later and later: the usual latency is then at most twice that
+    quickest answer, not the median of answers most of which were queued, and the places stop
+    within a few times what it serves, as its answers come late."""
+
+    async def main() -> int:
+        places = Places(0)
+        service = Answering(0.1, serves=1)
+        await asyncio.gather(*(places.sent(service) for _ in range(400)))
+        return places.size
+
+    assert run(main) <= 16
+
+
 def test_places_with_no_cap_halve_at_a_refusal_and_grow_again_slower() -> None:
     """A refusal halves places with no cap, once for the requests under way then; after it they
     grow by one for as many answers in time as there are places, not one for each."""

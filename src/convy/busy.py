@@ -118,7 +118,11 @@ _SHARE_HELD_CUT = 0.975
 # them. And a median, not the quickest answer ever: a model's answers take from a fraction of a
 # second to many, and against its quickest one most would be late; a few slow ones among many in
 # time are the answers' lengths, not a queue.) Until _RECENT answers were timed there is no usual
-# latency yet, and every answer is in time. An answer quicker than _OVERLAP is the machine's own
+# latency yet, and every answer is in time. The first usual latency is at most _UNQUEUED times the
+# quickest of those answers: they came while the places were few, but a service that serves one
+# or two at a time and queues the rest had queued most of them already, and its quickest found it
+# idle (such a service had 20 places, now 13; one that serves 16 at once, 60, where the quickest
+# answer ever, as before, let it have 112). An answer quicker than _OVERLAP is the machine's own
 # work (an in-process fake), which more places would not overlap with anything: it grows nothing.
 #
 # And they grow only while a place pays: a round of answers (as many as the places, _RECENT at the
@@ -134,6 +138,7 @@ START = 4
 _MOST_PLACES = 100_000
 _IN_TIME = 3.0
 _RECENT = 8
+_UNQUEUED = 2.0
 _OVERLAP = 0.001
 _YIELD = 0.5
 
@@ -435,8 +440,11 @@ class Places:
         latencies.append(latency)
         if len(latencies) < _RECENT:
             return True  # no usual latency yet
-        median = sorted(latencies)[_RECENT // 2]
-        if median < self._usual:
+        ordered = sorted(latencies)
+        median = ordered[_RECENT // 2]
+        if self._usual == math.inf:
+            self._usual = min(median, _UNQUEUED * ordered[0])
+        elif median < self._usual:
             self._usual = median
         elif median > _IN_TIME * self._usual:
             return False  # the service has begun to queue: its latest answers are late, not one of them
