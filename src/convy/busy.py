@@ -345,7 +345,7 @@ class Places:
         self._doubling = True  # places with no cap: one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
         self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (_kept_up)
-        self._usual = math.inf  # the least median of _RECENT answers timed: the service's latency unqueued
+        self._usual = math.inf  # the least median of _RECENT answers timed (_timed): the service's latency unqueued
         self._backlog = math.inf  # since when requests have waited for the pace without a break (inf: none waits)
         self._slack = True  # whether a place was free since the round of answers began (_paid)
         self._round_from = 0.0  # when the round began
@@ -435,7 +435,8 @@ class Places:
 
     def _timed(self, latency: float) -> bool:
         """Whether an answer that took ``latency`` came in time: it, and the median of the latest
-        _RECENT answers timed, within _IN_TIME of the usual latency (the least such median)."""
+        _RECENT answers timed, within _IN_TIME of the usual latency (the least such median, the
+        first at most _UNQUEUED times the quickest of the first _RECENT answers)."""
         latencies = self._latencies
         latencies.append(latency)
         if len(latencies) < _RECENT:
