@@ -410,13 +410,14 @@ def test_conversations_hold_places_too() -> None:
 
 
 class Answering:
-    """A service that answers each request after ``seconds`` of virtual time; with ``serves``, it
+    """A service that answers each request after ``seconds`` of virtual time (or as many as
+    ``seconds()`` draws for it); with ``serves``, it
     works on that many at once and queues the others, first come first served, as a server with
     no limit but its own size does. It counts how many are under way (``inside``) and the most at
     once (``most``)."""
 
-    def __init__(self, seconds: float = 0.1, serves: int = 0) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float | Callable[[], float] = 0.1, serves: int = 0) -> None:
+        self.seconds = seconds if callable(seconds) else lambda: seconds
         self.serving = asyncio.Semaphore(serves) if serves else None
         self.inside = 0
         self.most = 0
@@ -426,10 +427,10 @@ class Answering:
         self.most = max(self.most, self.inside)
         try:
             if self.serving is None:
-                await asyncio.sleep(self.seconds)
+                await asyncio.sleep(self.seconds())
             else:
                 async with self.serving:
-                    await asyncio.sleep(self.seconds)
+                    await asyncio.sleep(self.seconds())
         finally:
             self.inside -= 1
         return "answer"
@@ -493,6 +494,123 @@ def test_places_with_no_cap_stop_growing_when_the_service_answers_later() -> Non
 
     queueing, queueing_later, free, free_later = run(main)
     assert queueing == queueing_later < free < free_later, f"queueing: {queueing}, {queueing_later}; free: {free}, {free_later}"
+
+
+def test_places_with_no_cap_grow_against_a_service_whose_answers_take_longer_or_shorter() -> None:
+    """A model's answers take from a fraction of a second to several: against the quickest one,
+    most would be late. The places judge an answer against the usual latency (the least median of
+    a few answers), and grow against such a service about as far as against one whose every
+    answer takes the same."""
+
+    async def main() -> tuple[int, int]:
+        draw = random.Random(5)
+        sizes = []
+        for service in (Answering(0.4), Answering(lambda: draw.lognormvariate(-1.0, 0.8))):
+            places = Places(0)
+            await asyncio.gather(*(places.sent(service) for _ in range(400)))
+            sizes.append(places.size)
+        return sizes[0], sizes[1]
+
+    steady, varying = run(main)
+    assert varying >= steady // 2, f"steady: {steady}, varying: {varying}"
+
+
+def test_places_paced_by_a_known_rate_grow_to_what_the_rate_needs() -> None:
+    """A per-minute of 3,000 (50 a second) against answers that take about half a second needs
+    about 25 requests under way: places with no cap grow to that, though requests now and then
+    wait for the pace as they do, and stop at a few times it, where the pace holds them back."""
+
+    async def main() -> tuple[int, int]:
+        draw = random.Random(3)
+        places = Places(0, per_minute=3000)
+        service = Answering(lambda: draw.uniform(0.25, 0.75))
+        await asyncio.gather(*(places.sent(service) for _ in range(600)))
+        return places.size, service.most
+
+    size, most = run(main)
+    assert most >= 25, f"at most {most} under way"
+    assert size <= 4 * 25
+
+
+def test_places_of_conversations_stop_growing_where_another_pace_holds_them() -> None:
+    """An agent's places hold conversations, whose simulated user's requests wait for its pace
+    (here 10 a second): once that pace holds the conversations back, more of them at once would
+    only wait longer, each place yields fewer answers, and the agent's places stop growing,
+    rather than have all 200 conversations under way at once."""
+
+    async def main() -> tuple[int, int]:
+        agent, user = Places(0, "agent"), Places(0, "user", per_minute=600)
+        agent_service, user_service = Answering(), Answering()
+
+        async def conversation() -> None:
+            async with agent.one():
+                for _ in range(3):
+                    await user.sent(user_service)
+                    await agent.retried(agent_service)
+
+        await asyncio.gather(*(conversation() for _ in range(200)))
+        return agent.size, agent_service.most
+
+    size, most = run(main)
+    assert size < 50, f"{size} places, {most} conversations at once"
+
+
+def test_places_grow_as_fast_after_a_refusal_once_the_service_tells_its_rate() -> None:
+    """A refusal before the service told its rate halves the places and slows their growth to a
+    place a round; once the service tells its rate, the pace keeps to it whatever the places, and
+    they grow again one place per answer in time, about as far as where nothing was refused (and
+    as where requests wait for their moment now and then, as they do at a rate told)."""
+    from convy.quota import Heard, Quota
+
+    class Telling(Answering):
+        """Answers in 0.1 s, saying a limit of 1,000 a second, far from reached; its second
+        request, before any word of its limit, is refused."""
+
+        def __init__(self, refuses: bool) -> None:
+            super().__init__()
+            self.refuses = refuses
+            self.sent = 0
+
+        async def __call__(self) -> str:
+            self.sent += 1
+            told = TOLD.get()
+            assert told is not None
+            told.service = "a service"
+            if self.sent == 2 and self.refuses:
+                raise Busy("429 Too Many Requests", SHORT)
+            answer = await super().__call__()
+            if self.sent > 2:
+                told.heard = Heard(requests=Quota(remaining=900, reset=1.0, limit=1000))
+            return answer
+
+    async def main() -> tuple[int, int, int]:
+        sizes = []
+        for refuses in (False, True):
+            places = Places(0)
+            service = Telling(refuses)
+            await asyncio.gather(*(places.sent(service) for _ in range(400)))
+            sizes.append(places.size)
+        return sizes[0], sizes[1], places.refused
+
+    unrefused, refused_once, refused = run(main)
+    assert refused == 1
+    assert refused_once >= unrefused // 2, f"unrefused: {unrefused}, refused once: {refused_once}"
+    assert refused_once > 50  # 400 requests of 0.1 s at up to 1,000 a second
+
+
+def test_places_with_no_cap_stay_within_a_few_times_what_a_small_service_serves() -> None:
+    """A service that serves one request at a time and queues the rest answers the first of
+    START at once, the others later and later: the usual latency is then at most twice that
+    quickest answer, not the median of answers most of which were queued, and the places stop
+    within a few times what it serves, as its answers come late."""
+
+    async def main() -> int:
+        places = Places(0)
+        service = Answering(0.1, serves=1)
+        await asyncio.gather(*(places.sent(service) for _ in range(400)))
+        return places.size
+
+    assert run(main) <= 16
 
 
 def test_places_with_no_cap_halve_at_a_refusal_and_grow_again_slower() -> None:

@@ -6,9 +6,11 @@ of the run — the agent's, the simulated user's model's, or the judge's:
 
 - how many of its conversations or requests are under way at once (``size``), handed out first
   come, first served. A ``cap`` a team set holds it; with none, it starts at ``START`` and grows
-  while the places, not the pace, hold requests back and the service answers in time (one place
-  more per such answer until the first refusal, then one per ``size`` such answers), and halves
-  at a refusal, so that a service with no limit is not held to a few at once;
+  while the places, not the pace, hold requests back, the service answers in time and each place
+  still yields answers (one place more per such answer, doubling them in a round as a TCP slow
+  start does; after a refusal of a service that told nothing of its rate, one per ``size`` such
+  answers), and halves at a refusal, so that a service with no limit is not held to a few at
+  once, and a paced one gets what its rate needs for its latency;
 - how fast it sends: at the rate its service allows, found with no setting. Until the service has
   answered once, one request goes at a time — to a service over HTTP: convy's HTTP layer names
   the service in a request's ``Told`` as the request starts, and a participant whose request
@@ -108,16 +110,37 @@ _AHEAD = 0.01
 _SHARE_HELD = 0.995
 _SHARE_HELD_CUT = 0.975
 # Places with no cap start at START and grow to at most _MOST_PLACES (``bench.Limits``' bound). An
-# answer is in time when it took at most _IN_TIME times the least latency any answer timed took: a
-# service that queues what it cannot serve at once answers later as more is sent, and is sent no
-# more; one that answers as fast with more under way is sent more. (The least of all, not of the
-# latest answers: the latest of a queueing service would creep up with its queue, and the places
-# with them.) An answer quicker than _OVERLAP is the machine's own work (an in-process fake),
-# which more places would not overlap with anything: it grows nothing.
+# answer is in time when it, and the median of the latest _RECENT answers timed, took at most
+# _IN_TIME times the usual latency: the least median of _RECENT answers seen so far. A service that
+# queues what it cannot serve at once answers later as more is sent, and is sent no more; one that
+# answers as fast with more under way is sent more. (The least of the medians, not of the latest
+# answers: the latest of a queueing service would creep up with its queue, and the places with
+# them. And a median, not the quickest answer ever: a model's answers take from a fraction of a
+# second to many, and against its quickest one most would be late; a few slow ones among many in
+# time are the answers' lengths, not a queue.) Until _RECENT answers were timed there is no usual
+# latency yet, and every answer is in time. The first usual latency is at most _UNQUEUED times the
+# quickest of those answers: they came while the places were few, but a service that serves one
+# or two at a time and queues the rest had queued most of them already, and its quickest found it
+# idle (such a service had 20 places, now 13; one that serves 16 at once, 60, where the quickest
+# answer ever, as before, let it have 112). An answer quicker than _OVERLAP is the machine's own
+# work (an in-process fake), which more places would not overlap with anything: it grows nothing.
+#
+# And they grow only while a place pays: a round of answers (as many as the places, _RECENT at the
+# least) with every place taken yields, per place and second, at least _YIELD of the most a round
+# yielded. A place held while its request waits for the pace, or a conversation held while its
+# other participants' requests wait for theirs, yields less the more there are: the places then
+# stop at twice what the rate needs for the latency, or a few times that where they doubled in
+# the round that showed it (bench/busy.py's strict bucket of 3,000 a minute: the agent's 40
+# conversations where about 13 keep the user's key busy; 118 without it), rather than hold every
+# attempt of a run under way at once, each crawling at the pace, and their judges all asked at
+# the end.
 START = 4
 _MOST_PLACES = 100_000
 _IN_TIME = 3.0
+_RECENT = 8
+_UNQUEUED = 2.0
 _OVERLAP = 0.001
+_YIELD = 0.5
 
 
 class Busy(Exception):
@@ -321,8 +344,15 @@ class Places:
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
         self._doubling = True  # places with no cap: one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
-        self._least = math.inf  # the least latency of an answer timed
-        self._queued = -math.inf  # when a request last began to wait for its moment at the pace
+        self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (_kept_up)
+        self._usual = math.inf  # the least median of _RECENT answers timed (_timed): the service's latency unqueued
+        self._backlog = math.inf  # since when requests have waited for the pace without a break (inf: none waits)
+        self._slack = True  # whether a place was free since the round of answers began (_paid)
+        self._round_from = 0.0  # when the round began
+        self._round_answers = 0
+        self._round_size = 0  # the places when it began
+        self._best_yield = 0.0  # the most answers a second one place yielded in a round
+        self._paying = True  # whether the last round yielded at least _YIELD of that
         self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
 
     # --- places at once --------------------------------------------------------------------------
@@ -365,25 +395,33 @@ class Places:
                     future.set_result(None)  # the place goes to the one who waited longest
                     return
         self._taken -= 1
+        self._slack = True
 
     def _kept_up(self, send: _Send, now: float) -> None:
-        """``send`` answered at ``now``: with no cap, one place more (or a part of one, after a
-        refusal) when the places held requests back and nothing waited for the pace while it was
-        under way (where something did, more places would only make more wait), and the answer
-        came in time."""
+        """``send`` answered at ``now``: with no cap, one place more when the places held requests
+        back, the pace did not hold them back all the while it was under way, the answer came in
+        time (``_timed``) and the places pay (``_paid``). The places double so in a round while the
+        service keeps up, as a TCP window does in its slow start: a service with no limit has all
+        the run's requests under way within a few rounds. After a refusal of a service whose rate
+        is found from refusals alone, a part of one (1 / ``size``): a round's answers grow one
+        place. Where the service told its rate, the pace keeps to it whatever the places, and they
+        grow as before the refusal.
+
+        Requests that wait for the pace now and then (a strict limit spaces its sends, and some
+        come while the last is still spaced) say nothing of the places: only a pace that held
+        requests back from this one's send to its answer, without a break, does, as more places
+        would then only make more wait."""
         if (self._taken < self.size and not self._place_queue) or self.size >= _MOST_PLACES:
-            return
-        if self._send_queue or self._queued >= send.moment:  # a request waited for the pace meanwhile
             return
         latency = now - send.moment
         if latency < _OVERLAP:
             return
-        if latency < self._least:
-            self._least = latency
-        elif latency > _IN_TIME * self._least:
-            self._doubling = False  # the service has begun to queue: no more than a place a round from now
+        timed = self._timed(latency)
+        if not self._paid(send, now) or not timed:
             return
-        if not self._doubling:
+        if self._backlog <= send.moment:  # requests waited for the pace all the while it was under way
+            return
+        if not self._doubling and self._unmetered():
             self._widening += 1.0 / self.size
             if self._widening < 1.0:
                 return
@@ -394,6 +432,55 @@ class Places:
             if not future.done():
                 self._taken += 1
                 future.set_result(None)
+
+    def _timed(self, latency: float) -> bool:
+        """Whether an answer that took ``latency`` came in time: it, and the median of the latest
+        _RECENT answers timed, within _IN_TIME of the usual latency (the least such median, the
+        first at most _UNQUEUED times the quickest of the first _RECENT answers)."""
+        latencies = self._latencies
+        latencies.append(latency)
+        if len(latencies) < _RECENT:
+            return True  # no usual latency yet
+        ordered = sorted(latencies)
+        median = ordered[_RECENT // 2]
+        if self._usual == math.inf:
+            self._usual = min(median, _UNQUEUED * ordered[0])
+        elif median < self._usual:
+            self._usual = median
+        elif median > _IN_TIME * self._usual:
+            return False  # the service has begun to queue: its latest answers are late, not one of them
+        return latency <= _IN_TIME * self._usual
+
+    def _paid(self, send: _Send, now: float) -> bool:
+        """Whether the places pay: ``send``'s answer at ``now`` counted in the round of answers
+        under way, which begins anew where a place was free since (a round counts the answers of
+        places all taken), and ends after as many answers as there were places (_RECENT at the
+        least). Its answers per second and place (the places counted half at the start, half at
+        the end: they grow during it) are its yield; the places pay while the last round's was at
+        least _YIELD of the most any round's was. A round that does not pay so far ends after
+        _RECENT answers, before the places double in it: 40 conversations rather than 64 where a
+        pace held them back (bench/busy.py's strict bucket of 3,000 a minute)."""
+        if self._slack:
+            self._slack = False
+            self._round_from = send.moment
+            self._round_answers = 0
+            self._round_size = self.size
+        answers = self._round_answers = self._round_answers + 1
+        if answers < _RECENT:
+            return self._paying
+        seconds = now - self._round_from
+        if seconds <= 0.0:
+            return self._paying
+        rate = 2 * answers / (seconds * (self._round_size + self.size))
+        if answers < self._round_size and (rate >= _YIELD * self._best_yield or not self._paying):
+            return self._paying  # the round goes on; one that cannot pay ends at once, before the places double in it
+        if rate > self._best_yield:
+            self._best_yield = rate
+        self._paying = rate >= _YIELD * self._best_yield
+        self._round_from = now
+        self._round_answers = 0
+        self._round_size = self.size
+        return self._paying
 
     def _narrowed(self, send: _Send) -> None:
         """A refusal of ``send``: with no cap, half the places, once for the requests under way
@@ -514,6 +601,7 @@ class Places:
                         self._freed()
                     else:  # _freed, with nobody waiting for the place
                         self._taken -= 1
+                        self._slack = True
             # Refused: the tries go on as any refused request's, its send flying until the
             # refusal lands it, and its service named if it named one on the way.
             self._flying += 1
@@ -737,8 +825,9 @@ class Places:
         ):
             return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
         future: asyncio.Future[_Send] = loop.create_future()
+        if not self._send_queue:
+            self._backlog = start  # requests wait for the pace from now (_kept_up)
         heapq.heappush(self._send_queue, _Ticket(rank, future))
-        self._queued = start  # the places grow nothing for requests under way meanwhile (_kept_up)
         self._release()
         try:
             send = await future
@@ -777,6 +866,7 @@ class Places:
                 return
             heapq.heappop(self._send_queue)
             ticket.future.set_result(self._let(now, max(at, now)))
+        self._backlog = math.inf  # nothing waits for the pace any more
 
     def _let(self, now: float, moment: float | None = None) -> _Send:
         """One request let go now, for ``moment`` (now unless it is let go ahead of it)."""
