@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+# LiteLLM's proxy of tests/litellmproxy.py, registered here alone so that it starts once a session.
+from litellmproxy import proxy  # noqa: F401
+
 # The real two-node Ray cluster of tests/raycluster.py (its docstring says how to use it).
 from raycluster import ray_cluster, ray_driver  # noqa: F401
 

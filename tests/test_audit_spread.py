@@ -21,11 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from litellmproxy import Proxy
 from raycluster import LocalCluster as RayCluster
 from raycluster import ray_processes
 from standin import StandIn, Status
 from test_canary import AGENT_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
-from test_proxy import Proxy, assert_counted, proxy  # noqa: F401  (proxy is a fixture)
+from test_proxy import assert_counted
 from test_services_cli import Made, made  # noqa: F401  (made is a fixture)
 from test_services_cli import outcomes as proxy_outcomes
 from test_spread import (
