@@ -8,6 +8,7 @@ its data are drawn (``too_slow`` fails a test on a loaded machine and passes it 
 A test's own settings add to these.
 """
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # another, so that each of those starts in one worker only, not in both.
 SHARED = {"ray_cluster": "ray", "ray_driver": "ray", "proxy": "proxy"}
 
+# The suite's wall is its slower worker's. xdist hands out groups in the order it holds them, the
+# next to whichever worker is almost done; by default that order is by how many tests a group
+# holds, most first, so a group of few tests that take long (the proxy's rpm test alone took two
+# minutes) came last, and one worker played it while the other had nothing left. These groups,
+# the longest measured (December 2026, seconds on CI's two cores in brackets), go first instead,
+# longest first; the rest follow most tests first, as xdist would order them.
+LONGEST = (
+    "tests/test_audit_spread.py",  # (~75) spread runs, each on a Ray it starts
+    "ray",  # the session's Ray cluster: its start, and the distributed runs on it
+    "proxy",  # LiteLLM's proxy: its start (~12), and runs of the template on it
+    "tests/test_benches.py",  # (~40) the benches, small
+    "tests/test_spread.py",  # (~35) spread runs on a Ray of their own
+    "tests/test_browser.py",  # (~30) the pages in Chromium
+    "tests/test_ci_output.py",  # (~15)
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "dist", None) == "loadgroup":
+        config.option.loadscopereorder = False  # the order is the collection's, made below
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {}
     for item in items:
         names = getattr(item, "fixturenames", ())
         group = next((SHARED[name] for name in SHARED if name in names), item.nodeid.split("::")[0])
         item.add_marker(pytest.mark.xdist_group(group))
+        groups[item] = group
+    if getattr(config.option, "dist", None) == "loadgroup":
+        sizes = Counter(groups.values())
+        first = {group: place for place, group in enumerate(LONGEST)}
+        items.sort(key=lambda item: (first.get(groups[item], len(first)), -sizes[groups[item]]))
 
 
 @pytest.fixture(scope="session", autouse=True)
