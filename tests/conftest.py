@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.nodeid import NodeId
 from hypothesis import HealthCheck, settings
 
 # LiteLLM's proxy of tests/litellmproxy.py, registered here alone so that it starts once a session.
@@ -36,6 +35,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # is made once; the tests on the session's Ray cluster are one group, and those on LiteLLM's proxy
 # another, so that each of those starts in one worker only, not in both.
 SHARED = {"ray_cluster": "ray", "ray_driver": "ray", "proxy": "proxy"}
+
+try:  # pytest 9.2's structured node id; an older pytest has none, and xdist names the groups itself
+    from _pytest.nodeid import NodeId
+except ImportError:
+    NodeId = None  # type: ignore[assignment, misc]
 
 # The suite's wall is its slower worker's. xdist hands out groups in the order it holds them, the
 # next to whichever worker is almost done; by default that order is by how many tests a group
@@ -81,7 +85,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     first = {group: place for place, group in enumerate(LONGEST)}
     items.sort(key=lambda item: (first.get(groups[item], len(first)), -sizes[groups[item]]))
     for item in items:
-        if hasattr(item, "_id") and "@" not in item.nodeid:
+        if NodeId is not None and hasattr(item, "_id") and "@" not in item.nodeid:
             item._id = NodeId.parse(f"{item.nodeid}@{groups[item]}")
 
 
