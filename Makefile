@@ -8,11 +8,13 @@
 # `make demo` works on a machine without it); then the tests of NEWEST_TESTS on Python NEWEST, in a
 # venv of its own (.venv-3.13). Each part starts by saying which Python it plays on.
 #
-# Why part of the suite on the newest: CI has 2 cores, and the whole suite takes about 9.7 minutes
-# there on 3.11 alone (2,193 tests, December 2026); twice over it would take some 19, far past the
-# 10 we keep it under (with this part, 1.75 minutes, and mypy it is about 12 now: over), and two at
-# once on 2 cores would only slow each other. What a newer Python changes is the interpreter and
-# the compiled wheels, so the newest plays the tests of the code that leans on them: asyncio
+# Why part of the suite on the newest: CI has 2 cores, and the whole suite took about 8.6 minutes
+# on 3.11 alone (2,194 tests, December 2026, on two cores shared with other work: a load of 1 to 7;
+# 9.7 on CI before LiteLLM's proxy started once, its rpm test turned the proxy's minute itself and
+# xdist's groups took effect again); twice over it would take some 17, far past the 10 we keep it
+# under (with this part, 1.8 minutes, and mypy), and two at once on 2 cores would only slow each
+# other. What a newer Python changes is the interpreter and the compiled wheels, so the newest
+# plays the tests of the code that leans on them: asyncio
 # (deadlines, places, cancellation, the stand-in server's own event loop), ssl, signals and
 # subprocesses, typing and imports (the docstring examples, what a command loads), the pytest
 # plugin, pydantic-settings, msgspec and PyYAML's errors, RE2, Ray's wheel (one spread run on a
@@ -22,7 +24,8 @@
 # behaviour, the workflow's shell steps, the audits, which play again paths the rest covers, and
 # the tests that kill a run at many moments (NEWEST_LEFT).
 # Measured on a clean clone of December 2026 (a bench beside it): this part took 1.75 minutes (831
-# tests), the whole suite 9.7 on 3.11. Setting up
+# tests), the whole suite 9.7 on 3.11; in a worktree on the shared machine, after the changes above,
+# 1.8 (832) and 8.6. Setting up
 # .venv-3.13 on a fresh clone adds about 2 minutes of installing.
 #
 # The newest is found as pythonNEWEST on the PATH, or else as pyenv's (whose shims run only the
@@ -47,8 +50,9 @@ NEWEST_TESTS := tests/test_examples.py tests/test_tls.py tests/test_api.py tests
 NEWEST_LEFT := seeded_moments or killed
 # Both parts play on WORKERS pytest-xdist workers (CI's two cores): while one worker waits for the
 # `convy` it started, a server or a browser, the other keeps the second core busy. A worker takes a
-# whole test file at a time (tests/conftest.py says how the groups are made), so a module's fixtures
-# are made once and the session's Ray cluster and LiteLLM proxy start in one worker only.
+# whole test file at a time, the longest first (tests/conftest.py says how the groups are made, and
+# why it writes them where pytest 9.2 reads them), so a module's fixtures are made once and the
+# session's Ray cluster and LiteLLM proxy start in one worker only.
 # `make test WORKERS=0` plays the suite in one process, as before.
 WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadgroup
@@ -106,8 +110,8 @@ $(NEWER)/.dev: pyproject.toml
 	touch $@
 endif
 
-# LiteLLM's proxy, a Chat Completions server nobody on this team wrote, which tests/test_proxy.py
-# starts offline with mock models. Its own venv, so its pins never touch convy's.
+# LiteLLM's proxy, a Chat Completions server nobody on this team wrote, which tests/litellmproxy.py
+# starts offline with mock models, once a session. Its own venv, so its pins never touch convy's.
 $(PROXY)/.litellm: tests/proxy-requirements.txt
 	$(PYTHON) -m venv $(PROXY)
 	$(PROXY)/bin/pip install --quiet --upgrade pip

@@ -8,12 +8,16 @@ its data are drawn (``too_slow`` fails a test on a loaded machine and passes it 
 A test's own settings add to these.
 """
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# LiteLLM's proxy of tests/litellmproxy.py, registered here alone so that it starts once a session.
+from litellmproxy import proxy  # noqa: F401
 
 # The real two-node Ray cluster of tests/raycluster.py (its docstring says how to use it).
 from raycluster import ray_cluster, ray_driver  # noqa: F401
@@ -32,12 +36,57 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # another, so that each of those starts in one worker only, not in both.
 SHARED = {"ray_cluster": "ray", "ray_driver": "ray", "proxy": "proxy"}
 
+try:  # pytest 9.2's structured node id; an older pytest has none, and xdist names the groups itself
+    from _pytest.nodeid import NodeId
+except ImportError:
+    NodeId = None  # type: ignore[assignment, misc]
 
+# The suite's wall is its slower worker's. xdist hands out groups in the order it holds them, the
+# next to whichever worker is almost done; by default that order is by how many tests a group
+# holds, most first, so a group of few tests that take long came last, and one worker played it
+# while the other had nothing left. These groups, the longest measured (December 2026, a whole run
+# on two loaded cores: about twice CI's seconds), go first instead, longest first; the rest follow
+# most tests first, as xdist would order them.
+LONGEST = (
+    "tests/test_audit_adaptive.py",
+    "tests/test_benches.py",
+    "ray",  # the session's Ray cluster: its start, and the distributed runs on it
+    "tests/test_ci_workflow.py",
+    "tests/test_audit_spread.py",
+    "proxy",  # LiteLLM's proxy: its start, and runs of the template on it
+    "tests/test_browser.py",
+    "tests/test_audit_rejudge_labels.py",
+    "tests/test_ci_output.py",
+    "tests/test_budgets.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "dist", None) == "loadgroup":  # xdist's controller: the order is the collection's
+        config.option.loadscopereorder = False
+
+
+# The workers collect (their ``dist`` is "no", their ``loadgroup`` true); xdist's controller learns
+# each test's group from the ``@group`` at the end of its node id. xdist 3.8 writes that suffix into
+# ``item._nodeid``, which pytest 9.2 no longer reads (pytest-xdist issue 1386), so every test was a
+# group of its own: the Ray cluster, the proxy and each file's browser started in both workers. The
+# suffix is written here into the node id pytest 9.2 reads; on an older pytest xdist writes it.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {}
     for item in items:
         names = getattr(item, "fixturenames", ())
         group = next((SHARED[name] for name in SHARED if name in names), item.nodeid.split("::")[0])
         item.add_marker(pytest.mark.xdist_group(group))
+        groups[item] = group
+    if not getattr(config.option, "loadgroup", False):
+        return
+    sizes = Counter(groups.values())
+    first = {group: place for place, group in enumerate(LONGEST)}
+    items.sort(key=lambda item: (first.get(groups[item], len(first)), -sizes[groups[item]]))
+    for item in items:
+        if NodeId is not None and hasattr(item, "_id") and "@" not in item.nodeid:
+            item._id = NodeId.parse(f"{item.nodeid}@{groups[item]}")
 
 
 @pytest.fixture(scope="session", autouse=True)

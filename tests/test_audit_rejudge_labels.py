@@ -23,11 +23,12 @@ from typing import Any
 
 import msgspec
 import pytest
+from litellmproxy import Proxy
 from standin import Bucket, Echo, Limits, SlowBody, StandIn, Window
 from test_canary import GATEWAY_KEY, JUDGED
 from test_canary import Project as CanaryProject
 from test_labels import Project
-from test_proxy import Proxy, proxy, usage_of  # noqa: F401 - proxy is a fixture used here
+from test_proxy import usage_of
 from test_rejudge import AGENT, CONVY, DEADLINE, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
 from test_services_cli import KEY, Made, outcomes
 
@@ -391,7 +392,7 @@ def test_a_judge_key_echoed_while_rejudging_reaches_no_output_file_page_or_label
 
 @pytest.mark.timeout(300)
 def test_rejudge_on_litellms_proxy_counts_exactly_what_the_proxy_sent(
-    made_proxy: Made, proxy: Proxy  # noqa: F811 - proxy is test_proxy's fixture
+    made_proxy: Made, proxy: Proxy  # proxy: conftest's, from litellmproxy
 ) -> None:
     """A run of the template's assistant on LiteLLM's proxy, then ``convy rejudge`` of it on the same proxy:
     the judge's tokens and cost kept are exactly those of the replies the proxy wrote down for judge-model
@@ -534,7 +535,7 @@ def test_agreement_on_a_case_worked_by_hand_with_changed_minds_ties_and_labels_o
 
 @pytest.mark.skipif(not os.environ.get("CONVY_AUDIT_SLOW"), reason="slow (15-50 s): set CONVY_AUDIT_SLOW=1")
 @pytest.mark.timeout(300)
-def test_a_judge_litellm_always_refuses_leaves_the_attempt_not_judged(made_proxy: Made, proxy: Proxy) -> None:  # noqa: F811
+def test_a_judge_litellm_always_refuses_leaves_the_attempt_not_judged(made_proxy: Made, proxy: Proxy) -> None:
     """Re-judged with ``--judge mock-busy``, a model the proxy always refuses with 429, within a judge patience
     of 1 s: the command ends, the attempt kept, not judged, exit 5. Behind a flag, as it is slow: the attempt's
     four claims took 16 s in all (50 s for all eight scenarios). The waits it notes, printed, say why: the

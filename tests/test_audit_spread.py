@@ -21,11 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from litellmproxy import Proxy
 from raycluster import LocalCluster as RayCluster
 from raycluster import ray_processes
 from standin import StandIn, Status
 from test_canary import AGENT_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
-from test_proxy import Proxy, assert_counted, proxy  # noqa: F401  (proxy is a fixture)
+from test_proxy import assert_counted
 from test_services_cli import Made, made  # noqa: F401  (made is a fixture)
 from test_services_cli import outcomes as proxy_outcomes
 from test_spread import (
@@ -54,16 +55,29 @@ agent = JsonAgent(JsonEndpoint("http://127.0.0.1:9/agent"), reply="output.text")
 '''
 
 
+@pytest.fixture(scope="module")
+def outliving() -> Iterator[list[tuple[Path, str]]]:
+    """The Ray folders of this module's tests, with what each test awaits of them: that no process
+    of theirs is left. Awaited when the module's tests are done, not each at its test's end: a
+    killed run's dashboard and runtime-env agents outlive it by about a minute (they try to tell the
+    GCS, which died with the run, that their raylet died: Ray's publish_error waits 60 s for it), and
+    a worker waiting for that alone would do nothing for a minute while the tests below could run."""
+    folders: list[tuple[Path, str]] = []
+    yield folders
+    for folder, what in folders:
+        waited(lambda folder=folder: not ray_processes(folder), what)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture
-def ray_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def ray_folder(monkeypatch: pytest.MonkeyPatch, outliving: list[tuple[Path, str]], request: pytest.FixtureRequest) -> Iterator[Path]:
     """A Ray temp folder of the test's own (short: Unix socket paths are limited), for every
-    command the test starts; emptied at the end once no process of it is left."""
+    command the test starts; emptied at the end of the module once no process of it is left."""
     folder = Path(tempfile.mkdtemp(prefix="a12-", dir="/tmp"))
     monkeypatch.setenv("RAY_TMPDIR", str(folder))
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     yield folder
-    waited(lambda: not ray_processes(folder), f"the processes of {folder} to end")
-    shutil.rmtree(folder, ignore_errors=True)
+    outliving.append((folder, f"the processes of {folder} ({request.node.name}) to end"))
 
 
 def texts(folder: Path) -> Iterator[tuple[Path, str]]:
@@ -74,6 +88,57 @@ def texts(folder: Path) -> Iterator[tuple[Path, str]]:
                 yield path, path.read_bytes().decode("utf-8", "replace")
         except OSError:
             continue
+
+
+# --- 0. a driver killed -----------------------------------------------------------------------
+# First in the file: the killed run's Ray agents outlive the test by about a minute, awaited at the
+# end of the module (``outliving``) while the tests below play.
+
+
+def test_a_driver_killed_takes_the_ray_it_started_with_it_and_resume_plays_each_attempt_once(
+    place: Place, ray_folder: Path  # noqa: F811
+) -> None:
+    """SIGKILL of ``convy run --workers 2``, on a Ray the run started itself: the workers that
+    played end with the driver, and ``convy resume --workers 2``, on a Ray of its own again, plays
+    what the run lacks, each attempt once; in the end no process of either Ray is left. (test_spread
+    kills the driver of a run on the session's cluster, which outlives it.)"""
+    place.written(attempts=4)
+    # After 12 turns no conversation goes on until the driver is killed; once one of the attempts
+    # that ended by then is recorded, the driver is killed.
+    gate = threading.Event()
+    place.roles.held = (12, gate)
+    process = place.started("run", "--workers", "2")
+    try:
+        waited(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
+        # Whoever has sent by now is alive now, so the finder must see them: it is not blind.
+        sent = {pid for pid, _ in place.senders()}
+        live = ray_processes(ray_folder)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        gate.set()  # a failed wait leaves no conversation held, and the teardown cannot hang
+    assert process.wait(DEADLINE) == -signal.SIGKILL
+    assert sent and sent <= live and process.pid in live, (sent, live)  # the driver has the folder in its environment
+    # The workers that sent, before the kill or just after: both, or on a loaded machine only the
+    # first (the second may still have been loading the project); never the driver.
+    waited(lambda: all(gone(pid) for pid in {pid for pid, _ in place.senders()}), "the killed run's workers to end")
+    workers = {pid for pid, _ in place.senders()}
+    assert 1 <= len(workers) <= 2 and process.pid not in workers, workers
+    run = place.run()
+    before = len(outcomes(run))
+    assert 1 <= before < len(SCENARIOS) * 4
+
+    ran = place.ran("resume", run.name, "--workers", "2")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "played by 2 workers on a Ray started for this run" in ran.stdout, ran.stdout
+    each_once(run, 4)
+    resumers = {pid for pid, _ in place.senders()} - workers
+    assert 1 <= len(resumers) <= 2 and not place.writers() & resumers, (resumers, place.writers())
+    # Ray's own agents of the killed run outlive its raylet about a minute (they try to report its
+    # death to a GCS that died with it), then end; the resume's Ray ends with the resume. That no
+    # process of either Ray is left is awaited at the end of the module (``outliving``).
+    print(f"\ndriver of its own Ray killed: {before} of {len(SCENARIOS) * 4} kept before the kill, the rest "
+          "played by the resume, each attempt once")
 
 
 # --- 1. secrets -----------------------------------------------------------------------------------
@@ -226,52 +291,6 @@ def test_ctrl_c_to_two_workers_keeps_the_run_interrupted_leaves_no_ray_and_resum
     waited(lambda: not ray_processes(ray_folder), "the resume's Ray to end")
     print(f"\nCtrl+C: {before} of {len(SCENARIOS) * 4} kept before, resumed each once, no Ray process left")
 
-
-
-def test_a_driver_killed_takes_the_ray_it_started_with_it_and_resume_plays_each_attempt_once(
-    place: Place, ray_folder: Path  # noqa: F811
-) -> None:
-    """SIGKILL of ``convy run --workers 2``, on a Ray the run started itself: the workers that
-    played end with the driver, and ``convy resume --workers 2``, on a Ray of its own again, plays
-    what the run lacks, each attempt once; in the end no process of either Ray is left. (test_spread
-    kills the driver of a run on the session's cluster, which outlives it.)"""
-    place.written(attempts=4)
-    # After 12 turns no conversation goes on until the driver is killed; once one of the attempts
-    # that ended by then is recorded, the driver is killed.
-    gate = threading.Event()
-    place.roles.held = (12, gate)
-    process = place.started("run", "--workers", "2")
-    try:
-        waited(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
-        # Whoever has sent by now is alive now, so the finder must see them: it is not blind.
-        sent = {pid for pid, _ in place.senders()}
-        live = ray_processes(ray_folder)
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        gate.set()  # a failed wait leaves no conversation held, and the teardown cannot hang
-    assert process.wait(DEADLINE) == -signal.SIGKILL
-    assert sent and sent <= live and process.pid in live, (sent, live)  # the driver has the folder in its environment
-    # The workers that sent, before the kill or just after: both, or on a loaded machine only the
-    # first (the second may still have been loading the project); never the driver.
-    waited(lambda: all(gone(pid) for pid in {pid for pid, _ in place.senders()}), "the killed run's workers to end")
-    workers = {pid for pid, _ in place.senders()}
-    assert 1 <= len(workers) <= 2 and process.pid not in workers, workers
-    run = place.run()
-    before = len(outcomes(run))
-    assert 1 <= before < len(SCENARIOS) * 4
-
-    ran = place.ran("resume", run.name, "--workers", "2")
-
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "played by 2 workers on a Ray started for this run" in ran.stdout, ran.stdout
-    each_once(run, 4)
-    resumers = {pid for pid, _ in place.senders()} - workers
-    assert 1 <= len(resumers) <= 2 and not place.writers() & resumers, (resumers, place.writers())
-    # Ray's own agents of the killed run outlive its raylet a while (they try to report its death
-    # to a GCS that died with it), then end; the resume's Ray ends with the resume.
-    waited(lambda: not ray_processes(ray_folder), "the processes of both Rays to end")
-    print(f"\ndriver of its own Ray killed: {before} of {len(SCENARIOS) * 4} kept before the kill, the rest "
-          "played by the resume, each attempt once, no Ray process left")
 
 # --- 2. LiteLLM's proxy ---------------------------------------------------------------------------
 
