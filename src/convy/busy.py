@@ -1087,15 +1087,20 @@ class Places:
                 pace.proven = let_through > 0
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
-        pace.resumed = pace.paused_until
         self._landed(send)
 
     def _pause(self, now: float, pause: float, told: Told) -> None:
         """A refusal's pause of ``pause`` seconds from ``now``: the next send of every participant
         on the service's key waits for its end, and the other processes of a spread run are told
-        of it."""
+        of it. The sends before it and after it are two stretches (``Pace.resumed``): a gap across
+        the pause is the pause, not a pace the service let through. That holds for the pause of a
+        request not paced itself too (inside a turn paced as a whole): counted across it, the gap
+        of a second told ``_quickest`` that one request a second was all the limit let through,
+        and the pace, found at 1 a second, grew a two-thousandth a second from there (bench/busy.py
+        p-all-bare 19x its floor)."""
         pace = self._service.pace
         pace.paused_until = max(pace.paused_until, now + pause)
+        pace.resumed = max(pace.resumed, pace.paused_until)
         if told.service:
             self._services.refused(told.service, pause)
 
