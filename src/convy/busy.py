@@ -729,8 +729,23 @@ class Places:
             )
         why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or paused > start else "pace"
         if not paced:
-            while loop.time() < (paused := self._paused()):
-                await asyncio.sleep(paused - loop.time())
+            # A request not paced itself (inside a turn paced as a whole) sent again after a
+            # refusal takes a gap of the pace found without word from the service: the turn's gap
+            # was its first try's. Sent again at the pause's end beside the paced requests let go
+            # then, it took the one unit a strict bucket had grown back, and the first paced send
+            # after the pause was refused (the pace halved, and found again from far below: bench
+            # p-all-bare 2-3x its floor). Not through the queue: the turn it is part of is under
+            # way, and a request waiting there for the turn's answer (``_alone``) would never go.
+            pace = self._service.pace
+            while True:
+                moment = self._paused()
+                if refused_at >= 0 and pace.rate > 0 and self._unmetered():
+                    moment = max(moment, pace.next)
+                if loop.time() >= moment:
+                    break
+                await asyncio.sleep(moment - loop.time())
+            if refused_at >= 0:
+                self._took(loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
         if (
