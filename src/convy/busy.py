@@ -964,9 +964,16 @@ class Places:
         if pace.rate > 0 and self._news(send):
             # One answer is worth the gap it filled; answers to requests sent before the last cut
             # say nothing of the pace after it, nor do those sent before the participant knew
-            # its service (the pace was not theirs).
+            # its service (the pace was not theirs). Only while the pace holds requests back (one
+            # waited for it while this one was under way, as ``_kept_up`` asks the other way
+            # round): a pace that is not what spaces the sends (the places are, or nothing to
+            # send) is not tried by its answers, and doubled on them it ran far past the limit
+            # unrefused (320 a second against a bucket of 50, held back by three places), until
+            # the places grew, and its first refusal found it there.
             seconds = 1.0 / pace.rate
-            if pace.growing:
+            if not (self._send_queue or self._queued >= send.moment):
+                pass
+            elif pace.growing:
                 pace.rate *= min(2 ** (2 * seconds), pace.step)
                 # The gap after the last send shrinks with it: a pace made up from a pause (one
                 # request a second) doubled would otherwise still wait out the whole second.
