@@ -282,3 +282,27 @@ def test_a_pause_inside_a_turn_paced_as_a_whole_is_not_read_as_the_pace_let_thro
     seconds = run_virtual(main)
     assert service.answered == {"user": 200, "agent": 150, "judge": 50}
     assert seconds <= 2.0 * 20.0, f"{seconds:.1f} s of virtual time"
+
+
+def test_a_request_inside_a_turn_paced_as_a_whole_is_sent_again_at_the_pace() -> None:
+    """With no headers, once a pace was found, a request inside a turn paced as a whole (not paced
+    itself) is refused by a strict bucket, and a paced request waits for the pause: after it, the
+    two go a gap of the pace apart, not both at the pause's end, where the bucket has grown back
+    one unit and refuses one of them again (a second of every participant on the key lost)."""
+    service = Shared(headers=False, latency=0.1)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        agent = Places(4, "agent", patience=Patience(600), services=Services())
+        await agent.sent(lambda: service("agent"))
+        await asyncio.gather(*(agent.sent(lambda: service("agent")) for _ in range(3)))  # a pace found
+        assert agent._service.pace.rate > 0
+        await asyncio.sleep(2.0)
+        service.limit.level = 0.0  # someone else took the unit: the next request is refused
+        service.limit.moment = loop.time()
+        await asyncio.gather(agent.retried(lambda: service("agent"), paced=False), agent.sent(lambda: service("agent")))
+
+    run_virtual(main)
+    arrived = service.arrived["agent"][-3:]
+    assert [let for _, let in arrived] == [False, True, True], arrived
+    assert arrived[2][0] - arrived[1][0] >= 1 / 20, arrived
