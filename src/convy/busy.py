@@ -8,7 +8,7 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   come, first served. A ``cap`` a team set holds it; with none, it starts at ``START`` and grows
   while the places, not the pace, hold requests back and the service answers in time (one place
   more per such answer until the first refusal, then one per ``size`` such answers), and halves
-  at a refusal, so that a service with no limit is not held to a few at once;
+  at a refusal while nothing paces the service (then the pace's cut answers it), so that a service with no limit is not held to a few at once;
 - how fast it sends: at the rate its service allows, found with no setting. Until the service has
   answered once, one request goes at a time — to a service over HTTP: convy's HTTP layer names
   the service in a request's ``Told`` as the request starts, and a participant whose request
@@ -16,7 +16,8 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   protect nothing. Where the service tells what is left of its limits
   (``Quota``: requests and tokens left, and when they are whole again), the participant paces its
   sends on that before any refusal. Where it tells nothing, a refusal sets a pace a little under
-  the rate the service let through, and the pace grows slowly while requests pass: additive
+  the rate the service let through, and the pace grows slowly while requests pass and wait for
+  it: additive
   increase, multiplicative decrease, on the rate and not on the places. ``per_minute`` caps it;
 - how long one request may wait for a busy service in all (``Patience``). A refusal's pause
   (``Retry-After``, or the more exact reset the service sent) is the time until the participant's
