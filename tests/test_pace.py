@@ -239,3 +239,70 @@ def test_a_pace_made_up_from_a_pause_is_not_cut_before_a_request_at_it_is_answer
     seconds = run_virtual(main)
     assert service.answered == {"agent": 300}
     assert seconds <= 2.0 * 15.0, f"{seconds:.1f} s of virtual time"
+
+
+def test_a_pause_inside_a_turn_paced_as_a_whole_is_not_read_as_the_pace_let_through() -> None:
+    """A simulated user, an agent and a judge on one key with no headers, as a project plays them:
+    the agent's first turns are paced as turns, their requests not paced again, and each refusal
+    of those asks for a whole-second pause. The pace found at the next refusal of a paced request
+    is read from the gaps between the sends before it since the last pause; those gaps must not
+    span the pause of a request that was not paced. 50 conversations (400 requests) against 20 a
+    second: within 2 x the floor of 20 s. Before, with that seed, the gap of the pause told that
+    one request a second was let through: the pace stayed near 1 a second, 368 s in all (bench
+    p-all-bare, 19 x its floor, now and then)."""
+    from convy.agent import Answer, turned
+    from convy.busy import TURN
+
+    service = Jittery(headers=False, seed=4)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        services = Services()
+        agent = Places(0, "agent", patience=Patience(600), services=services)
+        user = Places(0, "user", patience=Patience(600), services=services)
+        judge = Places(0, "judge", patience=Patience(600), services=services)
+
+        async def turn() -> Answer:
+            under_way = TURN.get()
+            assert under_way is not None
+            await under_way.resent(lambda: service("agent"))
+            return Answer("answer")
+
+        async def conversation() -> None:
+            async with agent.one():
+                for _ in range(3):
+                    await user.sent(lambda: service("user"))
+                    await turned(agent, turn)
+                await user.sent(lambda: service("user"))
+            await judge.sent(lambda: service("judge"))
+
+        await asyncio.gather(*(conversation() for _ in range(50)))
+        return loop.time() - START
+
+    seconds = run_virtual(main)
+    assert service.answered == {"user": 200, "agent": 150, "judge": 50}
+    assert seconds <= 2.0 * 20.0, f"{seconds:.1f} s of virtual time"
+
+
+def test_a_request_inside_a_turn_paced_as_a_whole_is_sent_again_at_the_pace() -> None:
+    """With no headers, once a pace was found, a request inside a turn paced as a whole (not paced
+    itself) is refused by a strict bucket, and a paced request waits for the pause: after it, the
+    two go a gap of the pace apart, not both at the pause's end, where the bucket has grown back
+    one unit and refuses one of them again (a second of every participant on the key lost)."""
+    service = Shared(headers=False, latency=0.1)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        agent = Places(4, "agent", patience=Patience(600), services=Services())
+        await agent.sent(lambda: service("agent"))
+        await asyncio.gather(*(agent.sent(lambda: service("agent")) for _ in range(3)))  # a pace found
+        assert agent._service.pace.rate > 0
+        await asyncio.sleep(2.0)
+        service.limit.level = 0.0  # someone else took the unit: the next request is refused
+        service.limit.moment = loop.time()
+        await asyncio.gather(agent.retried(lambda: service("agent"), paced=False), agent.sent(lambda: service("agent")))
+
+    run_virtual(main)
+    arrived = service.arrived["agent"][-3:]
+    assert [let for _, let in arrived] == [False, True, True], arrived
+    assert arrived[2][0] - arrived[1][0] >= 1 / 20, arrived

@@ -9,8 +9,9 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   while the places, not the pace, hold requests back, the service answers in time and each place
   still yields answers (one place more per such answer, doubling them in a round as a TCP slow
   start does; after a refusal of a service that told nothing of its rate, one per ``size`` such
-  answers), and halves at a refusal, so that a service with no limit is not held to a few at
-  once, and a paced one gets what its rate needs for its latency;
+  answers), and halves at a refusal while nothing paces the service (then the pace's cut alone
+  answers it), so that a service with no limit is not held to a few at once, and a paced one gets
+  what its rate needs for its latency;
 - how fast it sends: at the rate its service allows, found with no setting. Until the service has
   answered once, one request goes at a time — to a service over HTTP: convy's HTTP layer names
   the service in a request's ``Told`` as the request starts, and a participant whose request
@@ -18,7 +19,8 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   protect nothing. Where the service tells what is left of its limits
   (``Quota``: requests and tokens left, and when they are whole again), the participant paces its
   sends on that before any refusal. Where it tells nothing, a refusal sets a pace a little under
-  the rate the service let through, and the pace grows slowly while requests pass: additive
+  the rate the service let through, and the pace grows slowly while requests pass and wait for
+  it: additive
   increase, multiplicative decrease, on the rate and not on the places. ``per_minute`` caps it;
 - how long one request may wait for a busy service in all (``Patience``). A refusal's pause
   (``Retry-After``, or the more exact reset the service sent) is the time until the participant's
@@ -347,6 +349,7 @@ class Places:
         self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (_kept_up)
         self._usual = math.inf  # the least median of _RECENT answers timed (_timed): the service's latency unqueued
         self._backlog = math.inf  # since when requests have waited for the pace without a break (inf: none waits)
+        self._queued = -math.inf  # when a request last began to wait for its moment at the pace
         self._slack = True  # whether a place was free since the round of answers began (_paid)
         self._round_from = 0.0  # when the round began
         self._round_answers = 0
@@ -485,17 +488,19 @@ class Places:
     def _narrowed(self, send: _Send) -> None:
         """A refusal of ``send``: with no cap, half the places, once for the requests under way
         then (many refused at once are one sign of one overload); from then on they grow by one
-        for as many answers in time as there are places. Not where the service's rate was known
-        already (what it said is left, or a per-minute): the refusal is the pace a little quick,
-        the jitter of the way there or a lower limit, which the pace's own cut answers; half the
-        places as well held half the conversations back at every refusal (a strict bucket of
-        3,000 a minute refuses one request in a hundred or two through the jitter, and its places
-        never grew to what the limit allows). A pace found from refusals alone still halves them,
-        as before: that case was not measured apart (bench/busy.py's p-all-bare, where it was
-        first blamed, stalls at a pace of one a second now and then at m27 as well)."""
+        for as many answers in time as there are places. Only while nothing paces the service (no
+        rate it said is left, no per-minute, no pace found from its refusals): then the places
+        were all that held requests back, and the refusal is theirs to answer. Once a pace does,
+        a refusal is the pace a little quick (the jitter of the way there, or a lower limit), and
+        the pace's cut in ``_refusal`` answers it: one overload signal, one answer. Halving the
+        places too held half the conversations back at every refusal (a strict bucket of 3,000 a
+        minute refuses one request in a hundred or two through the jitter, and its places never
+        grew to what the limit allows; with no headers, three participants on keys of their own
+        at 5 a second, on a virtual clock, took 2.4x their floor rather than 1.8x), while the
+        pace, not the places, was what held the sends."""
         if self.cap or send.number <= self._narrowed_after:
             return
-        if self.per_minute or not self._unmetered():
+        if self.per_minute or not self._unmetered() or self._service.pace.rate > 0:
             return
         self._narrowed_after = self._service.sends - 1
         self.size = max(1, self.size // 2)
@@ -813,8 +818,23 @@ class Places:
             )
         why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or paused > start else "pace"
         if not paced:
-            while loop.time() < (paused := self._paused()):
-                await asyncio.sleep(paused - loop.time())
+            # A request not paced itself (inside a turn paced as a whole) sent again after a
+            # refusal takes a gap of the pace found without word from the service: the turn's gap
+            # was its first try's. Sent again at the pause's end beside the paced requests let go
+            # then, it took the one unit a strict bucket had grown back, and the first paced send
+            # after the pause was refused (the pace halved, and found again from far below: bench
+            # p-all-bare 2-3x its floor). Not through the queue: the turn it is part of is under
+            # way, and a request waiting there for the turn's answer (``_alone``) would never go.
+            pace = self._service.pace
+            while True:
+                moment = self._paused()
+                if refused_at >= 0 and pace.rate > 0 and self._unmetered():
+                    moment = max(moment, pace.next)
+                if loop.time() >= moment:
+                    break
+                await asyncio.sleep(moment - loop.time())
+            if refused_at >= 0:
+                self._took(loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
         if (
@@ -828,6 +848,7 @@ class Places:
         if not self._send_queue:
             self._backlog = start  # requests wait for the pace from now (_kept_up)
         heapq.heappush(self._send_queue, _Ticket(rank, future))
+        self._queued = start  # the pace found without headers is tried by answers sent meanwhile (_answer)
         self._release()
         try:
             send = await future
@@ -1035,9 +1056,16 @@ class Places:
         if pace.rate > 0 and self._news(send):
             # One answer is worth the gap it filled; answers to requests sent before the last cut
             # say nothing of the pace after it, nor do those sent before the participant knew
-            # its service (the pace was not theirs).
+            # its service (the pace was not theirs). Only while the pace holds requests back (one
+            # waited for it while this one was under way, as ``_kept_up`` asks the other way
+            # round): a pace that is not what spaces the sends (the places are, or nothing to
+            # send) is not tried by its answers, and doubled on them it ran far past the limit
+            # unrefused (320 a second against a bucket of 50, held back by three places), until
+            # the places grew, and its first refusal found it there.
             seconds = 1.0 / pace.rate
-            if pace.growing:
+            if not (self._send_queue or self._queued >= send.moment):
+                pass
+            elif pace.growing:
                 pace.rate *= min(2 ** (2 * seconds), pace.step)
                 # The gap after the last send shrinks with it: a pace made up from a pause (one
                 # request a second) doubled would otherwise still wait out the whole second.
@@ -1175,15 +1203,20 @@ class Places:
                 pace.proven = let_through > 0
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
-        pace.resumed = pace.paused_until
         self._landed(send)
 
     def _pause(self, now: float, pause: float, told: Told) -> None:
         """A refusal's pause of ``pause`` seconds from ``now``: the next send of every participant
         on the service's key waits for its end, and the other processes of a spread run are told
-        of it."""
+        of it. The sends before it and after it are two stretches (``Pace.resumed``): a gap across
+        the pause is the pause, not a pace the service let through. That holds for the pause of a
+        request not paced itself too (inside a turn paced as a whole): counted across it, the gap
+        of a second told ``_quickest`` that one request a second was all the limit let through,
+        and the pace, found at 1 a second, grew a two-thousandth a second from there (bench/busy.py
+        p-all-bare 19x its floor)."""
         pace = self._service.pace
         pace.paused_until = max(pace.paused_until, now + pause)
+        pace.resumed = max(pace.resumed, pace.paused_until)
         if told.service:
             self._services.refused(told.service, pause)
 
