@@ -21,7 +21,7 @@ from convy import Bench, JsonAgent, Limits, Models, Plan, Scenario
 from convy.busy import WAITS, Busy, Patience, Places, Waits
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
-from convy.quota import TOLD, Services
+from convy.quota import TOLD, Service, Services
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
 SHORT = 0.05
@@ -938,6 +938,78 @@ def test_a_token_limit_is_held_like_a_request_limit() -> None:
     assert service.answered == 300
     assert service.refused == 0
     assert seconds <= 1.01 * 300 / 20, f"{seconds:.2f} s of virtual time"
+
+
+class Spent(Simulated):
+    """A ``Simulated`` service whose requests cost different numbers of units, from a seeded
+    generator, as a project's participants' requests cost different numbers of tokens."""
+
+    def __init__(self, limit: Any, costs: tuple[int, int]) -> None:
+        super().__init__(limit)
+        self.costs = costs
+        self.spent = 0
+
+    async def __call__(self) -> str:
+        self.named()
+        now = asyncio.get_running_loop().time()
+        cost = self.random.randint(*self.costs)
+        wait, headers = self.limit.admit(now, cost)
+        told = TOLD.get()
+        if told is not None:
+            told.heard = RateHeaders(headers).heard()
+        if wait is not None:
+            self.refused += 1
+            raise Busy("429 Too Many Requests", float(wait))
+        self.answered += 1
+        self.spent += cost
+        await asyncio.sleep(self.latency)
+        return "answer"
+
+
+@pytest.mark.parametrize(
+    ("shape", "kind"),
+    [
+        # Tokens a second with a second's worth saved up, requests costing 20 to 80 tokens: what is
+        # left, read as a window's, told of 5 to 60 times the rate.
+        ("token bucket", "tokens"),
+        ("request bucket, burst 100", "requests"),
+        # 100 requests in any 5 seconds: what is used of it grows while the reset stays 5 s, the
+        # window's length; read as a bucket's, the rate would be the one it is used at.
+        ("sliding window of 100", "requests"),
+    ],
+)
+def test_the_rate_learned_of_a_limit_is_its_refill_rate(shape: str, kind: str) -> None:
+    """The rate learned of a limit that says what is left is the rate it grows back at, within 5%,
+    whether the reset it says is a token bucket's (the time what is used takes to grow back) or a
+    sliding window's (the window's length); and requests are paced on it: none refused, within
+    1.05 x the floor (what was let through over the rate, less what a bucket saved up at the
+    start)."""
+    from standin import Bucket, Window
+
+    rate, saved, limit, costs = {
+        "token bucket": (1000.0, 1000.0, Bucket(1000, 1000, unit="tokens"), (20, 80)),
+        "request bucket, burst 100": (20.0, 100.0, Bucket(20, 100), (1, 1)),
+        # Sends go evenly: a window gives a burst back only when it has slid past it.
+        "sliding window of 100": (20.0, 0.0, Window(100, 5.0), (1, 1)),
+    }[shape]
+    service = Spent(limit, costs)
+    services = Services()
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        places = Places(4, patience=Patience(600), services=services)
+        await asyncio.gather(*(places.sent(service) for _ in range(600)))
+        return loop.time() - start
+
+    seconds = run(main)
+    learned = services.of("simulated", Service()).meters[kind].rate
+    used = service.spent if kind == "tokens" else service.answered
+    floor = (used - saved) / rate
+    assert service.answered == 600
+    assert abs(learned / rate - 1) <= 0.05, f"learned {learned:.1f} a second of {rate:g}"
+    assert service.refused == 0
+    assert seconds <= 1.05 * floor, f"{seconds:.2f} s of virtual time, floor {floor:.2f} s"
 
 
 def test_a_limit_lowered_mid_run_is_followed() -> None:
