@@ -130,6 +130,8 @@ _GRAIN = 0.001  # how late the event loop's timers may ring
 # far apart the units in use of two words must be to tell a bucket from a window.
 _COUNTABLE = 20.0
 _APART = 0.25
+_SAVED = 1.0  # the seconds of a bucket's rate spent at once at the most
+_KEPT = 0.125  # the part of what a bucket saves up kept in it, for requests that cost more than the mean
 _TURNS = 200  # the most turns of the loop spent on that last part of a wait
 
 
@@ -159,10 +161,18 @@ class Meter:
         """The first moment a request's cost is there, at ``share`` of the rate."""
         if self.rate <= 0:
             return now
-        level = self._level(now, share)
-        if level >= self.cost:
+        level, need = self._level(now, share), self.cost
+        if self.bucket:
+            # Requests cost more or less than the cost counted, which is their mean, and so do
+            # those under way, counted at it: one that costs more, sent when the mean is there, is
+            # refused. A bucket keeps growing back while some is kept in it, so keeping another
+            # request's worth, or an eighth of what it saves up if more, costs no time, unless
+            # that would keep it full.
+            most = self._most()
+            need = max(need, min(need + max(need, most * _KEPT), most - need))
+        if level >= need:
             return now
-        return now + (self.cost - level) / (self.rate * share)
+        return now + (need - level) / (self.rate * share)
 
     def back(self, moment: float) -> None:
         """A request's cost is there again at ``moment`` (and not before): the unit a refused
@@ -211,7 +221,7 @@ class Meter:
         if admitted:
             self.said = (quota.remaining, sent)
         # What is left now: the service's word, played forward through the sends it had not seen.
-        self.level, self.moment = min(quota.remaining, max(self.cost, 1.0)), sent
+        self.level, self.moment = min(quota.remaining, self._most()), sent
         for moment in later:
             self.take(moment, share)
         return lowered
@@ -243,9 +253,18 @@ class Meter:
         return quota.refill() if self.bucket else quota.rate()
 
     def _level(self, now: float, share: float) -> float:
-        # No more than one request's worth is saved up: requests go evenly, never in a burst that
-        # a sliding window would give back only when it has slid past.
-        return min(self.limit, max(self.cost, 1.0), self.level + self.rate * share * (now - self.moment))
+        return min(self._most(), self.level + self.rate * share * (now - self.moment))
+
+    def _most(self) -> float:
+        """The most that is saved up to spend at once. Of a window, one request's worth: requests
+        go evenly, never in a burst that it would give back only when it has slid past. A bucket
+        gives back what is spent at its rate whenever it was spent: what it saved up goes at once,
+        up to a second's worth (OpenAI enforces a minute's limit over shorter periods: "60,000
+        requests/minute may be enforced as 1,000 requests/second")."""
+        most = max(self.cost, 1.0)
+        if self.bucket:
+            most = max(most, self.rate * _SAVED)
+        return min(self.limit, most)
 
 
 class Pace:
