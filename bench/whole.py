@@ -24,9 +24,9 @@ Cases:
 - ``index``: ``convy report`` with no run named: the report of every run of that project, and the
   index (each run read and summed once).
 - ``many``: ``--many`` (10,000) conversations at once, the agent answering each of 6 turns after
-  1 s (``asyncio.sleep``), 100 scenarios of ``--many`` / 100 attempts, places enough for all.
-  Beside it, in the same script, bare asyncio: a child process that runs as many tasks of 6
-  sleeps of 1 s, and nothing else (the ideal). Shown as ratios to it: the whole ``convy run``
+  ``--turn`` seconds (1; ``asyncio.sleep``), 100 scenarios of ``--many`` / 100 attempts, places
+  enough for all. Beside it, in the same script, bare asyncio: a child process that runs as many
+  tasks of 6 sleeps as long, and nothing else (the ideal). Shown as ratios to it: the whole ``convy run``
   process (start, report and index included), and its play alone (from ``run.json``'s start to
   its end).
 - ``demo``: ``convy init`` then ``convy run`` of the template project (8 scenarios, its offline
@@ -213,18 +213,18 @@ import asyncio
 import sys
 
 
-async def conversation(turns):
+async def conversation(turns, seconds):
     for _ in range(turns):
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(seconds)
 
 
-async def main(many):
+async def main(many, seconds):
     async with asyncio.TaskGroup() as group:
         for _ in range(many):
-            group.create_task(conversation(6))
+            group.create_task(conversation(6, seconds))
 
 
-asyncio.run(main(int(sys.argv[1])))
+asyncio.run(main(int(sys.argv[1]), float(sys.argv[2])))
 """
 
 
@@ -397,6 +397,7 @@ def main() -> None:
     parser = sides_parser(__doc__)
     parser.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--many", type=int, default=10_000)
+    parser.add_argument("--turn", type=float, default=1.0, help="with many: the seconds the agent takes to answer each turn (default 1)")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the candidate's first run here (of run's project, else of many's)")
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the folder of the projects and their runs, and say where it is")
@@ -463,18 +464,18 @@ def main() -> None:
                 wide.write(side.root / "many")
             if options.profile and not {"run", "report", "compare", "index"} & set(options.only):
                 project = sides[1].root / "many"
-                env = {**os.environ, "PYTHONPATH": str(sides[1].src), "NO_COLOR": "1", "BENCH_TURN_SECONDS": "1"}
+                env = {**os.environ, "PYTHONPATH": str(sides[1].src), "NO_COLOR": "1", "BENCH_TURN_SECONDS": str(options.turn)}
                 Child([sys.executable, "-m", "cProfile", "-o", str(options.profile), "-m", "convy", "-C", str(project), "run"], env).measured()
                 print(f"profile of one run written to {options.profile}\n")
             slow = interleaved(
                 options.repeat,
                 sides,
-                lambda side: side.child(["-C", str(side.root / "many"), "run"], refusable=True, BENCH_TURN_SECONDS="1"),
+                lambda side: side.child(["-C", str(side.root / "many"), "run"], refusable=True, BENCH_TURN_SECONDS=str(options.turn)),
             )
             many = wide.scenarios * wide.attempts
-            bare = best([Child([sys.executable, "-c", BARE, str(many)], dict(os.environ)).measured() for _ in range(options.repeat)])
-            shown(f"{many:,} conversations at once, agent 1 s per turn, 6 turns", *slow)
-            print(f"  {'bare':10} {bare.wall:8.2f} {bare.cpu:8.2f} {bare.rss:9.0f}   asyncio alone: {many:,} tasks of 6 sleeps of 1 s")
+            bare = best([Child([sys.executable, "-c", BARE, str(many), str(options.turn)], dict(os.environ)).measured() for _ in range(options.repeat)])
+            shown(f"{many:,} conversations at once, agent {options.turn:g} s per turn, 6 turns", *slow)
+            print(f"  {'bare':10} {bare.wall:8.2f} {bare.cpu:8.2f} {bare.rss:9.0f}   asyncio alone: {many:,} tasks of 6 sleeps of {options.turn:g} s")
             for side, measured in zip(sides, slow, strict=True):
                 if measured.code == 2:
                     print(f"  {side.name:10} refused it")

@@ -106,11 +106,11 @@ def test_the_pages_benchmark_runs_small() -> None:
 
 
 def test_the_many_conversations_case_runs_small_beside_bare_asyncio() -> None:
-    """bench/whole.py's many case: 100 conversations of 6 turns of 1 s, beside bare asyncio's
+    """bench/whole.py's many case: 100 conversations of 6 turns of 0.2 s, beside bare asyncio's
     tasks, with the whole process and the play alone as ratios to it."""
-    out = ran("bench/whole.py", "--only", "many", "--many", "100", "--repeat", "1", "--base", "src")
-    assert "100 conversations at once" in out
-    assert "asyncio alone: 100 tasks of 6 sleeps of 1 s" in out
+    out = ran("bench/whole.py", "--only", "many", "--many", "100", "--turn", "0.2", "--repeat", "1", "--base", "src")
+    assert "100 conversations at once, agent 0.2 s per turn" in out
+    assert "asyncio alone: 100 tasks of 6 sleeps of 0.2 s" in out
     assert out.count("x bare, its play alone") == 2
 
 
