@@ -685,6 +685,8 @@ class Places:
         answers.append(sent)
         while answers[0] < sent - 1.0:
             answers.popleft()
+        if len(answers) > pace.most:
+            pace.most = len(answers)
         if number > pace.cut_after and service.share < _SHARE_MOST:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):
@@ -1083,7 +1085,9 @@ class Places:
         request sent after the last cut, a step of the share aimed at given back."""
         pace = self._service.pace
         pace.answers.append(send.moment)
-        pace.let_through(now)
+        let_through = pace.let_through(now)
+        if let_through > pace.most:
+            pace.most = let_through
         if self._service.share < _SHARE_MOST and self._news(send):
             self._grown()
 
@@ -1199,8 +1203,17 @@ class Places:
                 # The rate let through so far, over the last second or less when the run is younger.
                 sent = service.sent
                 seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
-                pace.rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
-                pace.proven = let_through > 0
+                # Or, where the service let more through in a second earlier in the run, that: a
+                # refusal after a lull (the requests waiting for another participant, whose own
+                # pace was being found) saw next to nothing let through in the last second, and a
+                # pace made up from it (one request a second) took seconds to double back up to
+                # the limit, the participants waiting on this one stalled meanwhile (bench/busy.py
+                # p-bare@3000: the agent's key at one a second after 40 answers at up to ~30).
+                made_up = let_through / seconds if let_through else 0.0
+                if made_up < pace.most:
+                    made_up = float(pace.most)
+                pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
+                pace.proven = made_up > 0
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
         self._landed(send)
