@@ -84,6 +84,9 @@ _BARE_AIM = 0.99
 # far under it.
 _STEP = 1.05
 _BARE_CUT = 0.98
+# The gaps let through before a refusal tell the limit when the quickest of them is at least
+# _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
+_SPACED = 0.9
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -1179,15 +1182,20 @@ class Places:
                 # request a second halved, then growing a thousandth a second: 32 x the floor).
                 if pace.proven:
                     quickest = self._quickest(send)
-                    if quickest == math.inf:
+                    half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
+                    if quickest == math.inf or quickest < _SPACED * send.pace * half_step:
                         # No two sends let through since the last pause: the refused one's pace
                         # is too quick, and nothing tells how much. Half of it, still doubling,
                         # is found from below, where what is let through tells; a pace kept
-                        # near it was refused again and again (12 refusals at 5 a second).
-                        pace.rate = send.pace / 2
+                        # near it was refused again and again (12 refusals at 5 a second). So
+                        # too where the last sends let through went much slower than the pace
+                        # (spaced by what came to send, not by it): the limit is somewhere
+                        # between, and found from the quicker of the two, still growing; taken
+                        # for it, the pace stayed there (bench/busy.py p-bare@3000: the agent's
+                        # key at 28 a second against a limit of 50, 2.8x the floor).
+                        pace.rate = max(send.pace / 2, quickest * _BARE_AIM if quickest < math.inf else 0.0)
                         pace.step = _STEP
                     else:
-                        half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
                         pace.rate = min(send.pace * half_step, quickest) * _BARE_AIM
                         pace.growing = False
                         pace.estimated = True
