@@ -84,6 +84,9 @@ _BARE_AIM = 0.99
 # far under it.
 _STEP = 1.05
 _BARE_CUT = 0.98
+# The gaps let through before a refusal tell the limit when the quickest of them is at least
+# _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
+_SPACED = 0.9
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -685,6 +688,8 @@ class Places:
         answers.append(sent)
         while answers[0] < sent - 1.0:
             answers.popleft()
+        if len(answers) > pace.most:
+            pace.most = len(answers)
         if number > pace.cut_after and service.share < _SHARE_MOST:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):
@@ -1083,7 +1088,9 @@ class Places:
         request sent after the last cut, a step of the share aimed at given back."""
         pace = self._service.pace
         pace.answers.append(send.moment)
-        pace.let_through(now)
+        let_through = pace.let_through(now)
+        if let_through > pace.most:
+            pace.most = let_through
         if self._service.share < _SHARE_MOST and self._news(send):
             self._grown()
 
@@ -1175,15 +1182,20 @@ class Places:
                 # request a second halved, then growing a thousandth a second: 32 x the floor).
                 if pace.proven:
                     quickest = self._quickest(send)
-                    if quickest == math.inf:
+                    half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
+                    if quickest == math.inf or quickest < _SPACED * send.pace * half_step:
                         # No two sends let through since the last pause: the refused one's pace
                         # is too quick, and nothing tells how much. Half of it, still doubling,
                         # is found from below, where what is let through tells; a pace kept
-                        # near it was refused again and again (12 refusals at 5 a second).
-                        pace.rate = send.pace / 2
+                        # near it was refused again and again (12 refusals at 5 a second). So
+                        # too where the last sends let through went much slower than the pace
+                        # (spaced by what came to send, not by it): the limit is somewhere
+                        # between, and found from the quicker of the two, still growing; taken
+                        # for it, the pace stayed there (bench/busy.py p-bare@3000: the agent's
+                        # key at 28 a second against a limit of 50, 2.8x the floor).
+                        pace.rate = max(send.pace / 2, quickest * _BARE_AIM if quickest < math.inf else 0.0)
                         pace.step = _STEP
                     else:
-                        half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
                         pace.rate = min(send.pace * half_step, quickest) * _BARE_AIM
                         pace.growing = False
                         pace.estimated = True
@@ -1199,8 +1211,18 @@ class Places:
                 # The rate let through so far, over the last second or less when the run is younger.
                 sent = service.sent
                 seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
-                pace.rate = _CUT * let_through / seconds if let_through else 1.0 / max(pause, 0.001)
-                pace.proven = let_through > 0
+                # Or, where the service let more through in a second earlier in the run, that: a
+                # refusal after a lull (the requests waiting for another participant, whose own
+                # pace was being found) saw next to nothing let through in the last second, and a
+                # pace made up from it (one request a second) took seconds to double back up to
+                # the limit, the participants waiting on this one stalled meanwhile (bench/busy.py
+                # p-bare@3000: the agent's key at one a second after 40 answers at up to ~30).
+                # (Less one: a second holds one send more than the gaps of the rate let through.)
+                made_up = let_through / seconds if let_through else 0.0
+                if made_up < pace.most - 1:
+                    made_up = float(pace.most - 1)
+                pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
+                pace.proven = made_up > 0
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
         self._landed(send)

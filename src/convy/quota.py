@@ -287,6 +287,10 @@ class Pace:
         self.resumed = -math.inf  # when the last refusal's pause ended
         self.cut_after = -1  # refusals of requests sent up to this send number are news already taken
         self.answers: deque[float] = deque()  # when the answered requests of the last second were sent
+        # The most requests sent within one second that were answered, over the whole run: what the
+        # service is known to let through, beside the last second's, which a lull (the requests
+        # waiting on another participant, or a pause) leaves with next to nothing.
+        self.most = 0
         self.answered = False  # whether the service has answered a request of any participant
 
     def let_through(self, now: float) -> int:
