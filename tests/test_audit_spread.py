@@ -80,6 +80,19 @@ def ray_folder(monkeypatch: pytest.MonkeyPatch, outliving: list[tuple[Path, str]
     outliving.append((folder, f"the processes of {folder} ({request.node.name}) to end"))
 
 
+def workers_of(folder: Path) -> set[int]:
+    """The live worker processes of the Ray whose temp folder is ``folder``: those Ray titled
+    ``ray::`` (an actor, or a worker waiting for one), not its GCS, raylet or agents."""
+    found = set()
+    for pid in ray_processes(folder):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+                found.add(pid)
+        except OSError:
+            continue
+    return found
+
+
 def texts(folder: Path) -> Iterator[tuple[Path, str]]:
     """Every file under ``folder`` as text (sockets and the like skipped)."""
     for path in folder.rglob("*"):
@@ -118,9 +131,12 @@ def test_a_driver_killed_takes_the_ray_it_started_with_it_and_resume_plays_each_
         gate.set()  # a failed wait leaves no conversation held, and the teardown cannot hang
     assert process.wait(DEADLINE) == -signal.SIGKILL
     assert sent and sent <= live and process.pid in live, (sent, live)  # the driver has the folder in its environment
+    # Every worker of the killed run ends with it, those that had not sent yet too: one still
+    # loading the project when the driver died may send once more before it ends, and would be
+    # counted among the resume's workers.
+    waited(lambda: not workers_of(ray_folder), "the killed run's workers to end")
     # The workers that sent, before the kill or just after: both, or on a loaded machine only the
     # first (the second may still have been loading the project); never the driver.
-    waited(lambda: all(gone(pid) for pid in {pid for pid, _ in place.senders()}), "the killed run's workers to end")
     workers = {pid for pid, _ in place.senders()}
     assert 1 <= len(workers) <= 2 and process.pid not in workers, workers
     run = place.run()
