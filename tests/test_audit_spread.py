@@ -34,7 +34,6 @@ from test_spread import (
     SCENARIOS,
     Place,
     each_once,
-    gone,
     outcomes,
     place,  # noqa: F401  (fixture)
     waited,
