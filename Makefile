@@ -8,12 +8,11 @@
 # `make demo` works on a machine without it); then the tests of NEWEST_TESTS on Python NEWEST, in a
 # venv of its own (.venv-3.13). Each part starts by saying which Python it plays on.
 #
-# Why part of the suite on the newest: CI has 2 cores, and the whole suite took about 8.6 minutes
-# on 3.11 alone (2,194 tests, December 2026, on two cores shared with other work: a load of 1 to 7;
-# 9.7 on CI before LiteLLM's proxy started once, its rpm test turned the proxy's minute itself and
-# xdist's groups took effect again); twice over it would take some 17, far past the 10 we keep it
-# under (with this part, 1.8 minutes, and mypy), and two at once on 2 cores would only slow each
-# other. What a newer Python changes is the interpreter and the compiled wheels, so the newest
+# Why part of the suite on the newest: CI has 2 cores, and the whole suite takes about 7 minutes
+# there on 3.11 alone (2,210 tests, December 2026: 6.7 to 7.8 on three workers, 8.5 on two, on a
+# clean clone with other work beside it); twice over it would take some 14, past the 10 we keep it
+# under (with this part, 1.8 minutes, and mypy, 7 seconds), and two at once on 2 cores would only
+# slow each other. What a newer Python changes is the interpreter and the compiled wheels, so the newest
 # plays the tests of the code that leans on them: asyncio
 # (deadlines, places, cancellation, the stand-in server's own event loop), ssl, signals and
 # subprocesses, typing and imports (the docstring examples, what a command loads), the pytest
@@ -23,9 +22,7 @@
 # browser drawing the same files), LiteLLM's proxy (a program of its own, in .venv-proxy), Ray's own
 # behaviour, the workflow's shell steps, the audits, which play again paths the rest covers, and
 # the tests that kill a run at many moments (NEWEST_LEFT).
-# Measured on a clean clone of December 2026 (a bench beside it): this part took 1.75 minutes (831
-# tests), the whole suite 9.7 on 3.11; in a worktree on the shared machine, after the changes above,
-# 1.8 (832) and 8.6. Setting up
+# Measured on a clean clone of December 2026: this part took 1.8 minutes (840 tests). Setting up
 # .venv-3.13 on a fresh clone adds about 2 minutes of installing.
 #
 # The newest is found as pythonNEWEST on the PATH, or else as pyenv's (whose shims run only the
@@ -48,13 +45,14 @@ NEWEST_TESTS := tests/test_examples.py tests/test_tls.py tests/test_api.py tests
 # driver killed) stay on the oldest: what they hold is the run folder's, not the interpreter's, and
 # they took nearly a third of this part's time.
 NEWEST_LEFT := seeded_moments or killed
-# Both parts play on WORKERS pytest-xdist workers (CI's two cores): while one worker waits for the
-# `convy` it started, a server or a browser, the other keeps the second core busy. A worker takes a
+# Both parts play on WORKERS pytest-xdist workers, three on CI's two cores: the suite waits more
+# than it works (for the `convy` a test started, a server, a browser, Ray), so a third worker keeps
+# the cores busy while two wait (two workers used about 58% of the two cores). A worker takes a
 # whole test file at a time, the longest first (tests/conftest.py says how the groups are made, and
 # why it writes them where pytest 9.2 reads them), so a module's fixtures are made once and the
 # session's Ray cluster and LiteLLM proxy start in one worker only.
 # `make test WORKERS=0` plays the suite in one process, as before.
-WORKERS ?= 2
+WORKERS ?= 3
 XDIST := -n $(WORKERS) --dist loadgroup
 
 .PHONY: demo test newest clean browser
