@@ -166,6 +166,21 @@ def test_a_participant_alone_on_its_key_still_goes_one_request_at_a_time_until_a
     assert arrived[2][0] >= arrived[1][0] + service.latency, "and the one after it for its answer"
 
 
+def resent_turn(service: Any) -> Any:
+    """An agent's turn whose one request to ``service`` goes out through the turn under way
+    (``busy.TURN``), as convy's HTTP layer sends a request inside a turn."""
+    from convy.agent import Answer
+    from convy.busy import TURN
+
+    async def turn() -> Answer:
+        under_way = TURN.get()
+        assert under_way is not None
+        await under_way.resent(lambda: service("agent"))
+        return Answer("answer")
+
+    return turn
+
+
 def run_virtual(main: Any) -> Any:
     return in_virtual_time(main)
 
@@ -213,8 +228,7 @@ def test_a_pace_made_up_from_a_pause_is_not_cut_before_a_request_at_it_is_answer
     the pace is kept, and grows once its requests are answered. 100 conversations of 3 turns
     against 20 a second, with no headers: within 2 x the floor of 15 s; before, the made-up pace
     was halved and the pace grew a thousandth a second from there: 488 s."""
-    from convy.agent import Answer, turned
-    from convy.busy import TURN
+    from convy.agent import turned
 
     service = Jittery(headers=False, seed=0)
 
@@ -222,11 +236,7 @@ def test_a_pace_made_up_from_a_pause_is_not_cut_before_a_request_at_it_is_answer
         loop = asyncio.get_running_loop()
         places = Places(4, "agent", patience=Patience(600), services=Services())
 
-        async def turn() -> Answer:
-            under_way = TURN.get()
-            assert under_way is not None
-            await under_way.resent(lambda: service("agent"))
-            return Answer("answer")
+        turn = resent_turn(service)
 
         async def conversation() -> None:
             async with places.one():
@@ -250,8 +260,7 @@ def test_a_pause_inside_a_turn_paced_as_a_whole_is_not_read_as_the_pace_let_thro
     second: within 2 x the floor of 20 s. Before, with that seed, the gap of the pause told that
     one request a second was let through: the pace stayed near 1 a second, 368 s in all (bench
     p-all-bare, 19 x its floor, now and then)."""
-    from convy.agent import Answer, turned
-    from convy.busy import TURN
+    from convy.agent import turned
 
     service = Jittery(headers=False, seed=4)
 
@@ -262,11 +271,7 @@ def test_a_pause_inside_a_turn_paced_as_a_whole_is_not_read_as_the_pace_let_thro
         user = Places(0, "user", patience=Patience(600), services=services)
         judge = Places(0, "judge", patience=Patience(600), services=services)
 
-        async def turn() -> Answer:
-            under_way = TURN.get()
-            assert under_way is not None
-            await under_way.resent(lambda: service("agent"))
-            return Answer("answer")
+        turn = resent_turn(service)
 
         async def conversation() -> None:
             async with agent.one():
