@@ -677,6 +677,56 @@ def test_places_with_no_cap_grow_nothing_for_instant_answers() -> None:
     assert run(main) == START
 
 
+class Named(Answering):
+    """``Answering``, over HTTP: each request names ``service`` in its ``Told`` as it starts, as
+    convy's HTTP layer does."""
+
+    def __init__(self, service: str, seconds: float = 1.0) -> None:
+        super().__init__(seconds)
+        self.service = service
+
+    async def __call__(self) -> str:
+        told = TOLD.get()
+        assert told is not None
+        told.service = self.service
+        return await super().__call__()
+
+
+def test_conversations_grow_with_the_requests_under_way_though_a_turn_takes_two() -> None:
+    """The agent's places hold whole conversations, and a turn is two round trips: the simulated
+    user's request, then the agent's, so that about half the conversations have an agent's request
+    under way. Against services with no limit answering in a second, the conversations grow by as
+    many places as each of the agent's requests under way stands for (two): 400 waiting, more
+    than 100 are under way at once after eleven seconds, where one place per answer, doubling
+    them only every turn, had 67."""
+
+    async def main() -> list[int]:
+        user, agent = Places(0, "user"), Places(0, "agent")
+        user_service, agent_service = Named("user's model"), Named("agent")
+
+        async def conversation() -> None:
+            async with agent.one():
+                for _ in range(6):
+                    await user.sent(user_service)
+                    await agent.retried(agent_service)
+
+        async def watched() -> list[int]:
+            seen = []
+            for _ in range(12):  # each second, how many conversations may be under way
+                seen.append(agent.size)
+                await asyncio.sleep(1.0)
+            return seen
+
+        played = asyncio.gather(*(conversation() for _ in range(400)))
+        seen = await watched()
+        await played
+        return seen
+
+    seen = run(main)
+    assert seen[0] == 4
+    assert seen[-1] > 100, seen
+
+
 def test_places_that_grow_hand_the_new_places_to_those_who_waited_longest() -> None:
     """A place made by growth goes to the oldest waiting seat, as a freed one does."""
     order: list[int] = []

@@ -8,7 +8,8 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   come, first served. A ``cap`` a team set holds it; with none, it starts at ``START`` and grows
   while the places, not the pace, hold requests back, the service answers in time and each place
   still yields answers (one place more per such answer, doubling them in a round as a TCP slow
-  start does; after a refusal of a service that told nothing of its rate, one per ``size`` such
+  start does, or two where most places are held between the participant's requests, as the
+  agent's by conversations whose turns are the simulated user's requests too; after a refusal of a service that told nothing of its rate, one per ``size`` such
   answers), and halves at a refusal while nothing paces the service (then the pace's cut alone
   answers it), so that a service with no limit is not held to a few at once, and a paced one gets
   what its rate needs for its latency;
@@ -146,6 +147,16 @@ _RECENT = 8
 _UNQUEUED = 2.0
 _OVERLAP = 0.001
 _YIELD = 0.5
+# In the slow start of a service nothing paces, a place may be held while no request of its own is
+# under way: the agent's places hold whole conversations, and with the simulated user on a model a
+# turn is the user's request, then the agent's, so that about half of them have an agent's request
+# under way. One place more per answer then doubled the agent's requests under way only every
+# other round trip (every turn): 50 conversations against an unlimited stand-in answering in
+# 100 ms all began only after 1.3 s (bench/busy.py's p-free). So the places grow by as many as
+# each request under way stands for (places taken / requests under way), at most _FOLD: a turn's
+# two requests. More (three) grew the conversations faster than the user's own places, so that
+# conversations waited for them and stopped paying (``_paid``) for seconds on a virtual clock.
+_FOLD = 2
 
 
 class Busy(Exception):
@@ -408,7 +419,10 @@ class Places:
         back, the pace did not hold them back all the while it was under way, the answer came in
         time (``_timed``) and the places pay (``_paid``). The places double so in a round while the
         service keeps up, as a TCP window does in its slow start: a service with no limit has all
-        the run's requests under way within a few rounds. After a refusal of a service whose rate
+        the run's requests under way within a few rounds. While nothing paces the service, places
+        held between this participant's requests (conversations in their user's part of a turn)
+        count too: as many more as each request under way stands for, at most _FOLD, so that its
+        requests under way double in a round, not only the places. After a refusal of a service whose rate
         is found from refusals alone, a part of one (1 / ``size``): a round's answers grow one
         place. Where the service told its rate, the pace keeps to it whatever the places, and they
         grow as before the refusal.
@@ -427,17 +441,28 @@ class Places:
             return
         if self._backlog <= send.moment:  # requests waited for the pace all the while it was under way
             return
+        grown = 1
         if not self._doubling and self._unmetered():
             self._widening += 1.0 / self.size
             if self._widening < 1.0:
                 return
             self._widening -= 1.0
-        self.size += 1
+        elif self._doubling and self._flying and not self._send_queue and self._unpaced():
+            # Places held between this participant's requests (by conversations, whose turns
+            # are their other participants' requests too): one more for each place a request
+            # under way stands for, so that the requests under way, not the places, double.
+            grown = max(1, min(_FOLD, self._taken // self._flying))
+        self.size = min(_MOST_PLACES, self.size + grown)
         while self._taken < self.size and self._place_queue:  # the new place goes to the one who waited longest
             future = self._place_queue.popleft()
             if not future.done():
                 self._taken += 1
                 future.set_result(None)
+
+    def _unpaced(self) -> bool:
+        """Whether nothing paces this participant's sends: no rate its service told, no pace found
+        from its refusals, no per-minute cap."""
+        return not self.per_minute and self._service.pace.rate == 0.0 and self._unmetered()
 
     def _timed(self, latency: float) -> bool:
         """Whether an answer that took ``latency`` came in time: it, and the median of the latest
