@@ -47,14 +47,17 @@ class Deadline:
         """A limit of the same length from now, for a block of the task running now, entered by
         it at once, as ``Deadlines.here`` makes it: this same object once its block has ended
         (the turns of a conversation, one after another), else a new one."""
-        loop = asyncio.get_running_loop()
         deadlines = self._deadlines
-        if not self._ended or loop is not deadlines._loop:
+        loop = deadlines._loop
+        # A task running now in the loop the limits were last used in is of the loop running
+        # now: the one thread runs one loop at a time. Asking so, rather than for the running loop
+        # (which asks the system for the process's id on every call), costs a dictionary's lookup.
+        task = asyncio.current_task(loop) if self._ended and loop is not None else None
+        if task is None or loop is None:
             return deadlines.here(self._seconds)
-        task = asyncio.current_task(loop)
         self.when = loop.time() + self._seconds
         self._task = task
-        self._cancelling = task.cancelling() if task is not None else 0
+        self._cancelling = task.cancelling()
         self._expired = self._ended = False
         self._held = 0
         self._under_way.add(self)
