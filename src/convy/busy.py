@@ -47,6 +47,7 @@ from typing import Any, Generic, Literal, TypeVar
 import msgspec
 
 from convy.deadlines import LIMIT
+from convy.loops import running
 from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
@@ -554,7 +555,7 @@ class Places:
         the cost of the way through ``seat``, ``_turn`` and ``_asked``: the seat, the send and the
         answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order. Otherwise,
         and after a refusal, the tries go on in ``_later``."""
-        loop = asyncio.get_running_loop()
+        loop = running()
         now = loop.time()
         rank = next(self._ranks)
         if (

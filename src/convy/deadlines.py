@@ -20,6 +20,8 @@ import asyncio
 from contextvars import ContextVar
 from types import TracebackType
 
+from convy.loops import running
+
 
 class Deadline:
     """One block's time limit: the task it stops, when, and whether it expired. Made by
@@ -72,14 +74,14 @@ class Deadline:
 
     def _hold(self) -> None:
         if not self._held:
-            self._held_at = asyncio.get_running_loop().time()
+            self._held_at = running().time()
         self._held += 1
 
     def _unhold(self) -> None:
         self._held -= 1
         if self._held or self._ended:
             return
-        loop = asyncio.get_running_loop()
+        loop = running()
         self.when += loop.time() - self._held_at
         self._deadlines._armed(self.when, self._seconds, loop)  # a ring it missed while held
 
@@ -89,7 +91,7 @@ class Deadline:
 
     def __enter__(self) -> Deadline:
         if self._task is None:  # the task it stops is the one it is entered in
-            task = asyncio.current_task()
+            task = asyncio.current_task(running())
             if task is None:
                 raise RuntimeError("a deadline is kept inside a task")
             self._task = task
@@ -149,7 +151,7 @@ class Deadlines:
     def limit(self, seconds: float) -> Deadline:
         """A limit of ``seconds`` from now, for one ``async with`` block entered at once (by
         whichever task enters it)."""
-        loop = asyncio.get_running_loop()
+        loop = running()
         deadline = Deadline(self, seconds, loop.time() + seconds, None)
         self._watched(deadline, loop)
         return deadline
@@ -157,7 +159,7 @@ class Deadlines:
     def here(self, seconds: float) -> Deadline:
         """``limit``, for a block of the task running now, entered by it at once: the task is
         found here, with the loop already at hand, rather than again as the block is entered."""
-        loop = asyncio.get_running_loop()
+        loop = running()
         deadline = Deadline(self, seconds, loop.time() + seconds, asyncio.current_task(loop))
         self._watched(deadline, loop)
         return deadline

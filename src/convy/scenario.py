@@ -52,6 +52,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.layout import Layout
+from convy.loops import running
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.passing import Share
 from convy.pattern import Pattern
@@ -704,7 +705,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             limit = max(limit, len(self.script))  # below it is refused before (Project.scripted), bar the default
         started = _STARTS.now()
         clock = time.monotonic()
-        waits = Waits(asyncio.get_running_loop().time())
+        waits = Waits(running().time())
         noting = WAITS.set(waits)
         try:
             return await self._played(attempt, agent, user, Checked(judge), limit, started, clock, waits, review)
