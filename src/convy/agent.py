@@ -409,7 +409,7 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
             TURN.reset(token)
 
     try:
-        answer = await places.retried(one, paced=not inward)
+        answer = await places.retried(one, not inward)  # paced unless inward
     except _Final as final:
         raise Busy(str(final.busy), final.busy.retry_after, joined(tries), final=True) from final.busy
     except Busy as busy:

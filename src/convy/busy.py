@@ -520,14 +520,14 @@ class Places:
     def sent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
         """``request`` sent within a place, at the participant's pace, tried again while the
         service is busy and the participant's patience lasts."""
-        return self._tried(request, held=True)
+        return self._tried(request, True)  # positional: a keyword costs more on every request
 
     def retried(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
         """``request`` sent at the participant's pace and tried again while busy, in a place the
         caller already holds (a turn of an open conversation). Unless ``paced``, it waits for a
         pause a service asked for but not for the pace: opening a conversation, which sends
         nothing for convy's own agents."""
-        return self._tried(request, held=False, paced=paced)
+        return self._tried(request, False, paced)
 
     def resent(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
         """``request``, one of the requests an agent sends inside a turn (``TURN``), sent again
@@ -598,9 +598,21 @@ class Places:
                         self._release()
                     raise
                 else:
-                    # An agent's own code that calls its service itself answers in-process too, as
-                    # slowly as the service: its places grow as any others.
-                    self._plainly_answered(service, number, now, None, loop)
+                    # ``_plainly_answered`` in line, with no call: the last second's answers, their
+                    # most and the share given back; what it does besides only where there is any
+                    # (``_plainly_landed``). An agent's own code that calls its service itself
+                    # answers in-process too, as slowly as the service: its places grow as any others.
+                    pace = service.pace
+                    answers = pace.answers
+                    answers.append(now)
+                    while answers[0] < now - 1.0:
+                        answers.popleft()
+                    if len(answers) > pace.most:
+                        pace.most = len(answers)
+                    if number > pace.cut_after and service.share < _SHARE_MOST:
+                        self._grown()
+                    if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
+                        self._plainly_landed(service, number, now, None, loop)
                     return answer
                 finally:
                     TOLD.reset(token)
@@ -693,6 +705,13 @@ class Places:
             pace.most = len(answers)
         if number > pace.cut_after and service.share < _SHARE_MOST:
             self._grown()
+        self._plainly_landed(service, number, sent, send, loop)
+
+    def _plainly_landed(
+        self, service: Service, number: int, sent: float, send: _Send | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """What ``_plainly_answered`` does once the answer is counted: ``_kept_up`` and what
+        ``_landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
             answered = loop.time()
             if answered - sent >= _OVERLAP:
