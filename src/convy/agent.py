@@ -296,7 +296,13 @@ class _Limited:
         # ``_Answering.turn`` in line, within the limit: one coroutine less on every turn.
         turns = self._turns
         scope = self._turns = self._limits.deadlines.here(self._limits.turn) if turns is None else turns.again()
-        token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
+        # A wait for a busy service inside the turn is not the agent's time: the limit is held by
+        # it, found on the turn under way (``busy.Turn.limit``, set here for the turn's while) or,
+        # in a turn that is not one (a conversation used alone), in ``LIMIT``.
+        under_way = TURN.get()
+        token = LIMIT.set(scope) if under_way is None else None
+        if under_way is not None:
+            under_way.limit = scope
         try:
             with scope:
                 try:
@@ -313,7 +319,10 @@ class _Limited:
                 raise  # the agent's own timeout: its failure, not convy's time limit
             raise OutOfTime(f"the agent did not answer within {self._limits.turn:g} s") from error
         finally:
-            LIMIT.reset(token)
+            if under_way is not None:
+                under_way.limit = None
+            elif token is not None:
+                LIMIT.reset(token)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
