@@ -171,41 +171,41 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         return (claim,) if claim.held == bool(self.called or self.said) and not claim.doubt else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
-        # One pass over the steps: the first turn that called the tool, how many times, and the
-        # first turn that called it with the arguments asked for.
+        # One pass over the steps, ended where the check is decided: at the first call of the tool
+        # for ``not_called``, at the first that fits for ``called``; past them, how many times it
+        # was called and with what, or the tools called instead, to show a miss.
         name = self.called or self.not_called
-        unheld = {turn.answer.unheld for turn in transcript.turns}
-        if transcript.turns and "" not in unheld:  # no reply held the path where the calls would be
+        turns = transcript.turns
+        # Most replies held the path where the calls would be: the first one found says so.
+        if turns and all(turn.answer.unheld for turn in turns):  # no reply held it
+            unheld = {turn.answer.unheld for turn in turns}
             paths = ", ".join(repr(path) for path in sorted(unheld))
-            kinds = sorted({turn.answer.unheld_as for turn in transcript.turns} - {""})
+            kinds = sorted({turn.answer.unheld_as for turn in turns} - {""})
             said = (
                 f"its calls path {paths} held {' or '.join(kinds)}, never a list of calls"
                 if kinds
                 else f"no reply of the agent held its calls path {paths}"
             )
             return Claim(self.text(), False, f"{said}: no tool call could be seen", by="code", doubt="unseen")
-        first = fitting = calls = 0
+        calls = 0
         given: list[dict[str, Any]] = []  # the arguments of the calls of that tool, to show a miss
         tools: dict[str, None] = {}  # the tools called, in order, to show a name never called
-        for number, turn in enumerate(transcript.turns, start=1):
+        for number, turn in enumerate(turns, start=1):
             for step in turn.answer.steps:
                 match step:
                     case Call(name=called) if called == name:
+                        if self.not_called:  # decided at the first call: its turn is the reason
+                            return Claim(self.text(), False, f"agent called {name} in turn {number}", by="code")
+                        if self._with(step):  # decided at the first call that fits, as below
+                            return Claim(self.text(), True, f"agent called {name} in turn {number}", by="code")
                         calls += 1
-                        first = first or number
                         given.append(step.arguments)
-                        if not fitting and self._with(step):
-                            fitting = number
                     case Call(name=called):
                         tools[called] = None
                     case _:
                         pass
         if self.not_called:
-            if calls:
-                return Claim(self.text(), False, f"agent called {name} in turn {first}", by="code")
             return Claim(self.text(), True, f"agent never called {name}", by="code")
-        if fitting:
-            return Claim(self.text(), True, f"agent called {name} in turn {fitting}", by="code")
         if calls:
             wanted = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
             return Claim(
