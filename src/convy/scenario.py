@@ -815,9 +815,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if simulated:
             faults = Conduct(transcript, stop, empty).faults(user.instructions)
             counted = review.checks.faults == "count"
-            if result is None and (counted or not Noted.withholding(faults)):  # a model is asked only of a dialogue still to be judged
+            # A model is asked only of a dialogue still to be judged, and only when the run asks
+            # it anything (most runs ask no model-decided check: nothing to await, nothing to sort).
+            if review.checks.asked and result is None and (counted or not Noted.withholding(faults)):
                 reviewed = await review.reviewed(transcript, stop, user.prompt)
-                faults = tuple(sorted(faults + reviewed.faults, key=lambda fault: fault.turn))
+                if reviewed.faults:
+                    faults = tuple(sorted(faults + reviewed.faults, key=lambda fault: fault.turn))
                 unchecked, reviewing = reviewed.unchecked, reviewed.requests
             withheld = Noted.withholding(faults)
             if result is None and withheld and not counted:
