@@ -246,3 +246,58 @@ def test_a_held_wait_is_not_counted_and_a_limit_of_the_same_length_runs_out_mean
         return list(await asyncio.gather(held(), plain()))
 
     assert in_virtual_time(main) == [30.0, 11.0]
+
+
+class _BusyOnce:
+    """An agent whose every turn sends one request through the turn under way (``busy.TURN``), as
+    convy's HTTP layer does; the service refuses its first request for 10 s, then answers, and a
+    turn that waits ``slow`` seconds of its own more is slow."""
+
+    def __init__(self, slow: float = 0.0) -> None:
+        self.slow = slow
+        self.requests = 0
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[_BusyOnce]:
+        yield self
+
+    async def turn(self, message: Message) -> Answer:
+        from convy.busy import TURN
+
+        under_way = TURN.get()
+        assert under_way is not None
+        answer = await under_way.resent(self._request)
+        await asyncio.sleep(self.slow)
+        return Answer(answer)
+
+    async def _request(self) -> str:
+        from convy.busy import Busy
+
+        self.requests += 1
+        if self.requests == 1:
+            raise Busy("busy", retry_after=10.0)
+        return "ok"
+
+
+@pytest.mark.parametrize(("slow", "answered"), [(4.0, True), (6.0, False)])
+def test_a_turns_request_waiting_for_a_busy_service_is_not_the_agents_time(slow: float, answered: bool) -> None:
+    # A turn limited to 5 s whose request waits 10 s for a busy service answers when the agent's
+    # own time (its wait after the answer) is 4 s, and is out of time at 6 s: the wait is held.
+    from convy.agent import turned
+    from convy.busy import Places
+
+    agent = _BusyOnce(slow)
+
+    async def main() -> tuple[bool, float]:
+        loop = asyncio.get_running_loop()
+        places = Places(0)
+        async with TimeLimited(agent, turn=5.0).conversation() as conversation:
+            began = loop.time()
+            try:
+                await turned(places, lambda: conversation.turn(Message("hi")))
+            except OutOfTime:
+                return False, loop.time() - began
+            return True, loop.time() - began
+
+    assert in_virtual_time(main) == (answered, 10.0 + (slow if answered else 5.0))
+    assert agent.requests == 2

@@ -25,6 +25,7 @@ from convy.dialog import (
     Transcript,
     Turn,
     Verdict,
+    plain,
 )
 from convy.fakes import FakeModel
 from convy.model import Absent, Contained, ModelFailure, Reply
@@ -423,6 +424,15 @@ def test_checked_refuses_a_ruling_that_does_not_fit(claims: tuple[Claim, ...], w
     """A ruling with the wrong number of claims, or a claim unlike the one asked, is a ModelFailure."""
     with pytest.raises(ModelFailure, match=words):
         ruled(Checked(Scripted(Ruling(claims))), ("helped", POLITE))
+
+
+def test_plain_text_has_each_run_of_whitespace_of_any_kind_one_space_trimmed_and_its_marks_plain() -> None:
+    """Tabs, newlines, non-breaking and other Unicode spaces count as whitespace as a regular
+    expression's ``\\s`` does: each run one space, none at the ends; curly quotes made plain."""
+    assert plain("  Said\t\tit\n\u00a0 \u2003twice\u3000 ") == "Said it twice"
+    assert plain("\u201cIt\u2019s  `here`\u201d\r\n") == "\"It's 'here'\""
+    assert plain(" \x1c\x85 ") == ""
+    assert plain("one") == "one"
 
 
 # --- SimulatedUser ---------------------------------------------------------------------------

@@ -82,6 +82,20 @@ def test_repeating_what_the_agent_said_first_is_not_a_leak() -> None:
     assert said == ()
 
 
+def test_a_leak_is_found_once_for_each_message_and_the_same_past_the_messages_kept() -> None:
+    """Asked again of one set of instructions, the same message leaks the same stretch (found
+    once, kept), and a message past the ``KEPT`` latest is found again, as at first."""
+    instructions = Instructions(TOLD)
+    leaking = "WHO you are: Dana Moreau, whose kettle arrived broken last Tuesday from the Lyon warehouse!"
+    first = instructions.leak(leaking)
+    assert first == instructions.leaked(leaking) != ""
+    assert instructions.leak(leaking) == first
+    for number in range(Instructions.KEPT + 1):
+        assert instructions.leak(f"message {number}") == ""
+    assert instructions.leak(leaking) == first
+    assert instructions.leak("Hi.") == ""
+
+
 def test_a_leak_found_in_a_long_prompt_takes_one_pass() -> None:
     """The index is made once for a prompt of 100,000 words and a message is looked up word by
     word: the same stretch is found wherever it stands."""

@@ -213,19 +213,7 @@ class _Answering:
             if not Outside(error).theirs():
                 raise
             raise AgentFailure(Outside(error).named()) from error
-        if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
-            kind = type(answer).__name__
-            given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
-            raise AgentFailure(
-                f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
-                "return Answer(text) (from convy import Answer), with its usage and steps when known"
-            )
-        try:
-            # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
-            # type, holding anything, even a cycle) fails its turn here rather than the run later.
-            return _ANSWER.decode(msgspec.json.encode(answer))
-        except Exception as error:
-            raise AgentFailure(f"the agent's answer cannot be kept: {Outside(error).text()}") from error
+        return _kept(answer)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
@@ -242,6 +230,23 @@ class _Answering:
                 raise
             if failed is None:
                 raise AgentFailure(Outside(error).named()) from error
+
+
+def _kept(answer: object) -> Answer:
+    """The agent's turn's ``answer`` as convy keeps it, or the ``AgentFailure`` it is."""
+    if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
+        kind = type(answer).__name__
+        given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
+        raise AgentFailure(
+            f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
+            "return Answer(text) (from convy import Answer), with its usage and steps when known"
+        )
+    try:
+        # Encoded and decoded as the run folder will keep it, so a malformed answer (of any
+        # type, holding anything, even a cycle) fails its turn here rather than the run later.
+        return _ANSWER.decode(msgspec.json.encode(answer))
+    except Exception as error:
+        raise AgentFailure(f"the agent's answer cannot be kept: {Outside(error).text()}") from error
 
 
 _ANSWER = msgspec.json.Decoder(Answer)
@@ -288,18 +293,36 @@ class _Limited:
         return self
 
     async def turn(self, message: Message) -> Answer:
+        # ``_Answering.turn`` in line, within the limit: one coroutine less on every turn.
         turns = self._turns
         scope = self._turns = self._limits.deadlines.here(self._limits.turn) if turns is None else turns.again()
-        token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
+        # A wait for a busy service inside the turn is not the agent's time: the limit is held by
+        # it, found on the turn under way (``busy.Turn.limit``, set here for the turn's while) or,
+        # in a turn that is not one (a conversation used alone), in ``LIMIT``.
+        under_way = TURN.get()
+        token = LIMIT.set(scope) if under_way is None else None
+        if under_way is not None:
+            under_way.limit = scope
         try:
             with scope:
-                return await self._inner.turn(message)
+                try:
+                    answer = await self._inner._origin.turn(message)
+                except (AgentFailure, Busy):
+                    raise
+                except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+                    if not Outside(error).theirs():
+                        raise
+                    raise AgentFailure(Outside(error).named()) from error
+                return _kept(answer)
         except TimeoutError as error:
             if not scope.expired():
                 raise  # the agent's own timeout: its failure, not convy's time limit
             raise OutOfTime(f"the agent did not answer within {self._limits.turn:g} s") from error
         finally:
-            LIMIT.reset(token)
+            if under_way is not None:
+                under_way.limit = None
+            elif token is not None:
+                LIMIT.reset(token)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
@@ -395,7 +418,7 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
             TURN.reset(token)
 
     try:
-        answer = await places.retried(one, paced=not inward)
+        answer = await places.retried(one, not inward)  # paced unless inward
     except _Final as final:
         raise Busy(str(final.busy), final.busy.retry_after, joined(tries), final=True) from final.busy
     except Busy as busy:

@@ -47,7 +47,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
-from convy.deadlines import LIMIT
+from convy.deadlines import LIMIT, Deadline
+from convy.loops import running
 from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
@@ -544,34 +545,41 @@ class Places:
     def sent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
         """``request`` sent within a place, at the participant's pace, tried again while the
         service is busy and the participant's patience lasts."""
-        return self._tried(request, held=True)
+        return self._tried(request, True)  # positional: a keyword costs more on every request
 
     def retried(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
         """``request`` sent at the participant's pace and tried again while busy, in a place the
         caller already holds (a turn of an open conversation). Unless ``paced``, it waits for a
         pause a service asked for but not for the pace: opening a conversation, which sends
         nothing for convy's own agents."""
-        return self._tried(request, held=False, paced=paced)
+        return self._tried(request, False, paced)
 
-    def resent(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
+    def resent(
+        self, request: Callable[[], Awaitable[T]], paced: bool = True, limit: Deadline | None = None
+    ) -> Coroutine[Any, Any, T]:
         """``request``, one of the requests an agent sends inside a turn (``TURN``), sent again
         while its service is busy, on its own: never the whole turn. Once its patience runs out
         the ``Busy`` raised is ``final``. From the first of them on, the participant's turns are no
         longer paced as requests themselves (``inward``): their requests are. In a turn that was
         paced itself (begun before that was known), its requests are not paced again (``paced``
-        False): they wait only for a pause the service asked for."""
+        False): they wait only for a pause the service asked for. ``limit`` is the turn's time
+        limit (``Turn.limit``), which its waits are not counted against."""
         self.inward = True
-        return self._resent(request, paced)
+        return self._resent(request, paced, limit)
 
-    async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool) -> T:
+    async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool, limit: Deadline | None) -> T:
         # The request itself sends nothing more through this turn. Its waits for a pause or the
-        # pace are not counted against the turn's time limit (``deadlines.LIMIT``, held in ``_later``).
+        # pace are not counted against the turn's time limit (``deadlines.LIMIT``, held in
+        # ``_later``): the turn's, when it has one, else the one set around the request.
         token = TURN.set(None)
+        limited = LIMIT.set(limit) if limit is not None else None
         try:
-            return await self._tried(request, held=False, paced=paced)
+            return await self._tried(request, False, paced)
         except Busy as busy:
             raise Busy(str(busy), busy.retry_after, busy.spent, final=True) from busy
         finally:
+            if limited is not None:
+                LIMIT.reset(limited)
             TURN.reset(token)
 
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
@@ -579,7 +587,7 @@ class Places:
         the cost of the way through ``seat``, ``_turn`` and ``_asked``: the seat, the send and the
         answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order. Otherwise,
         and after a refusal, the tries go on in ``_later``."""
-        loop = asyncio.get_running_loop()
+        loop = running()
         now = loop.time()
         rank = next(self._ranks)
         if (
@@ -622,9 +630,21 @@ class Places:
                         self._release()
                     raise
                 else:
-                    # An agent's own code that calls its service itself answers in-process too, as
-                    # slowly as the service: its places grow as any others.
-                    self._plainly_answered(service, number, now, None, loop)
+                    # ``_plainly_answered`` in line, with no call: the last second's answers, their
+                    # most and the share given back; what it does besides only where there is any
+                    # (``_plainly_landed``). An agent's own code that calls its service itself
+                    # answers in-process too, as slowly as the service: its places grow as any others.
+                    pace = service.pace
+                    answers = pace.answers
+                    answers.append(now)
+                    while answers[0] < now - 1.0:
+                        answers.popleft()
+                    if len(answers) > pace.most:
+                        pace.most = len(answers)
+                    if number > pace.cut_after and service.share < _SHARE_MOST:
+                        self._grown()
+                    if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
+                        self._plainly_landed(service, number, now, None, loop)
                     return answer
                 finally:
                     TOLD.reset(token)
@@ -717,6 +737,13 @@ class Places:
             pace.most = len(answers)
         if number > pace.cut_after and service.share < _SHARE_MOST:
             self._grown()
+        self._plainly_landed(service, number, sent, send, loop)
+
+    def _plainly_landed(
+        self, service: Service, number: int, sent: float, send: _Send | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """What ``_plainly_answered`` does once the answer is counted: ``_kept_up`` and what
+        ``_landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
             answered = loop.time()
             if answered - sent >= _OVERLAP:
@@ -1345,18 +1372,21 @@ class Places:
 
 
 class Turn:
-    """An agent's turn under way: its participant's places, and whether its requests are paced
-    (they are unless the turn itself was, ``Places.resent``)."""
+    """An agent's turn under way: its participant's places, whether its requests are paced (they
+    are unless the turn itself was, ``Places.resent``), and its time limit while it runs
+    (``limit``, set by ``agent.TimeLimited``: a mutable slot of the turn, where a context variable
+    set and reset on every turn cost more), which its requests' waits for a busy service hold."""
 
-    __slots__ = ("places", "paced")
+    __slots__ = ("places", "paced", "limit")
 
     def __init__(self, places: Places, paced: bool) -> None:
         self.places = places
         self.paced = paced
+        self.limit: Deadline | None = None
 
     def resent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
         """``request`` sent within this turn's places, again on its own while its service is busy."""
-        return self.places.resent(request, self.paced)
+        return self.places.resent(request, self.paced, self.limit)
 
 
 # The agent's turn under way: each request the agent sends through convy's HTTP layer in that turn

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 import re
 from typing import Any, ClassVar, Literal
 
@@ -31,6 +32,7 @@ Consequence = Literal["not_judged", "count"]
 # A word as the leak check counts them: letters and digits, punctuation and case left out, so a
 # stretch said with other quotation marks or capitals is the same stretch.
 _WORD = re.compile(r"\w+")
+_TURN = operator.attrgetter("turn")  # a fault's turn, to sort faults by
 
 
 class Instructions(msgspec.Struct, frozen=True, dict=True):
@@ -111,6 +113,24 @@ class Instructions(msgspec.Struct, frozen=True, dict=True):
                     best = " ".join(words[first:end])
         return best
 
+    def leak(self, message: str) -> str:
+        """``leaked(message)``, with nothing excused, found once for each message: a scenario's
+        attempts ask it of the same messages again and again (a simulated user's first message,
+        told the same prompt, is most often the same word for word), and the answer, of this
+        prompt and that message alone, never changes. At most ``KEPT`` messages are kept; past
+        them the oldest half go."""
+        known = self._leaks
+        found = known.get(message)
+        if found is None:
+            found = self.leaked(message)
+            if len(known) >= self.KEPT:
+                for old in list(known)[: self.KEPT // 2]:
+                    del known[old]
+            known[message] = found
+        return found
+
+    KEPT: ClassVar[int] = 1024
+
     def grams(self, text: str) -> frozenset[int]:
         """The hashes of ``text``'s runs of words, as ``leaked`` may be told to excuse them."""
         words = _WORD.findall(text.casefold())
@@ -123,6 +143,10 @@ class Instructions(msgspec.Struct, frozen=True, dict=True):
     @functools.cached_property
     def _own(self) -> frozenset[int]:
         return frozenset().union(*(self.grams(part) for part in self.own))
+
+    @functools.cached_property
+    def _leaks(self) -> dict[str, str]:
+        return {}  # by message, what ``leak`` found
 
     @functools.cached_property
     def _known(self) -> frozenset[str]:
@@ -154,9 +178,11 @@ class Conduct(msgspec.Struct, frozen=True):
         found: list[UserFault] = []
         simulated = [number for number, turn in enumerate(turns, start=1) if not turn.scripted]
         for number in simulated:
-            if number > 1 and self._same(turns[number - 1].message, turns[number - 2].message):
-                found.append(UserFault("repeated", number, f"said again: {Quoted(turns[number - 1].message).text()}"))
-                break
+            if number > 1:
+                said, before = turns[number - 1].message, turns[number - 2].message
+                if said == before or self._same(said, before):  # the very same text, the common case, in line
+                    found.append(UserFault("repeated", number, f"said again: {Quoted(said).text()}"))
+                    break
         looked: set[str] = set()  # a message said again is looked for once
         excused: frozenset[int] = frozenset()
         heard = 0  # the turns whose words are in ``excused`` so far
@@ -165,7 +191,7 @@ class Conduct(msgspec.Struct, frozen=True):
             if message in looked:
                 continue
             looked.add(message)
-            leak = instructions.leaked(message)
+            leak = instructions.leak(message)
             if not leak:
                 continue
             # Only now, with a stretch found, what the agent and the script said before it is
@@ -190,7 +216,7 @@ class Conduct(msgspec.Struct, frozen=True):
                 found.append(UserFault("no_stop", len(turns) + 1, f"{len(turns)} turns and it never said it was done"))
             case _:
                 pass
-        return tuple(sorted(found, key=lambda fault: fault.turn)) if len(found) > 1 else tuple(found)
+        return tuple(sorted(found, key=_TURN)) if len(found) > 1 else tuple(found)
 
     def _same(self, said: str, before: str) -> bool:
         """Whether two messages are the same, whitespace and case aside (the very same text, the

@@ -20,6 +20,8 @@ import asyncio
 from contextvars import ContextVar
 from types import TracebackType
 
+from convy.loops import running
+
 
 class Deadline:
     """One block's time limit: the task it stops, when, and whether it expired. Made by
@@ -47,14 +49,17 @@ class Deadline:
         """A limit of the same length from now, for a block of the task running now, entered by
         it at once, as ``Deadlines.here`` makes it: this same object once its block has ended
         (the turns of a conversation, one after another), else a new one."""
-        loop = asyncio.get_running_loop()
         deadlines = self._deadlines
-        if not self._ended or loop is not deadlines._loop:
+        loop = deadlines._loop
+        # A task running now in the loop the limits were last used in is of the loop running
+        # now: the one thread runs one loop at a time. Asking so, rather than for the running loop
+        # (which asks the system for the process's id on every call), costs a dictionary's lookup.
+        task = asyncio.current_task(loop) if self._ended and loop is not None else None
+        if task is None or loop is None:
             return deadlines.here(self._seconds)
-        task = asyncio.current_task(loop)
         self.when = loop.time() + self._seconds
         self._task = task
-        self._cancelling = task.cancelling() if task is not None else 0
+        self._cancelling = task.cancelling()
         self._expired = self._ended = False
         self._held = 0
         self._under_way.add(self)
@@ -69,14 +74,14 @@ class Deadline:
 
     def _hold(self) -> None:
         if not self._held:
-            self._held_at = asyncio.get_running_loop().time()
+            self._held_at = running().time()
         self._held += 1
 
     def _unhold(self) -> None:
         self._held -= 1
         if self._held or self._ended:
             return
-        loop = asyncio.get_running_loop()
+        loop = running()
         self.when += loop.time() - self._held_at
         self._deadlines._armed(self.when, self._seconds, loop)  # a ring it missed while held
 
@@ -86,7 +91,7 @@ class Deadline:
 
     def __enter__(self) -> Deadline:
         if self._task is None:  # the task it stops is the one it is entered in
-            task = asyncio.current_task()
+            task = asyncio.current_task(running())
             if task is None:
                 raise RuntimeError("a deadline is kept inside a task")
             self._task = task
@@ -146,7 +151,7 @@ class Deadlines:
     def limit(self, seconds: float) -> Deadline:
         """A limit of ``seconds`` from now, for one ``async with`` block entered at once (by
         whichever task enters it)."""
-        loop = asyncio.get_running_loop()
+        loop = running()
         deadline = Deadline(self, seconds, loop.time() + seconds, None)
         self._watched(deadline, loop)
         return deadline
@@ -154,7 +159,7 @@ class Deadlines:
     def here(self, seconds: float) -> Deadline:
         """``limit``, for a block of the task running now, entered by it at once: the task is
         found here, with the loop already at hand, rather than again as the block is entered."""
-        loop = asyncio.get_running_loop()
+        loop = running()
         deadline = Deadline(self, seconds, loop.time() + seconds, asyncio.current_task(loop))
         self._watched(deadline, loop)
         return deadline

