@@ -913,22 +913,26 @@ class RunJournal(msgspec.Struct, frozen=True):
         """The attempts kept so far, each once, of the run's plan (``spec``, or else the one its
         ``run.json`` holds, when it can be read); the lines left out are counted. A file convy will
         not read (a folder, a FIFO, a device) is a ``ConfigurationError``."""
-        seen = self._seen()
-        left = Left()
-        outcomes = tuple([outcome for _, outcome in self.read(left, self._plan(spec))])
-        return left.kept(outcomes, seen)
+        return self._gathered(spec, unsaid=False)
 
     def unsaid(self, spec: RunSpec | None = None) -> Kept:
         """What ``kept`` gives, each attempt held unsaid (``Outcome.unsaid``: its numbers and
         result, not the words of its dialogue), with where its line begins (``Kept.at``), from
         which ``said`` reads the dialogues again: what the end of a run sums and reports from."""
+        return self._gathered(spec, unsaid=True)
+
+    def _gathered(self, spec: RunSpec | None, unsaid: bool) -> Kept:
+        """``kept``'s attempts, or ``unsaid``'s with where each line begins: one walk of ``read``."""
         seen = self._seen()
         left = Left()
         places: list[int] = []
         outcomes: list[Outcome] = []
         for offset, outcome in self.read(left, self._plan(spec)):
-            places.append(offset)
-            outcomes.append(outcome.unsaid())
+            if unsaid:
+                places.append(offset)
+                outcomes.append(outcome.unsaid())
+            else:
+                outcomes.append(outcome)
         return left.kept(tuple(outcomes), seen, tuple(places))
 
     def said(self, at: Iterable[int]) -> Iterator[Outcome]:
