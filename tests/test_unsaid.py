@@ -1,7 +1,9 @@
-"""The end of a run sums and reports its attempts read back unsaid (``RunJournal.unsaid``: their
-numbers and claims, not the words of their dialogues), and reads each dialogue again from its line
-only to show it: everything it gives — the view, the verdict, the totals, the dialogues, the report
-page, JUnit, the Markdown summary — is what the run read back in full gives.
+"""The end of a run sums and reports its attempts read back unsaid (``RunJournal.unsaid``: held
+only as where each line begins, ``placed.Placed``), walked once into a ``digest.Digest`` and read
+again from their lines, one at a time, where an attempt itself is wanted: everything it gives —
+the view, the verdict, the totals, the dialogues, the report page, JUnit, the Markdown summary — is
+what the run read back in full gives, and the view's tables and tiles are what each attempt, walked
+and looked at one by one as ``Summary`` once did, says (``walked``).
 
 The runs are test_pages' ``Played``; one is read again with its lines shuffled and with lines
 ``RunJournal.kept`` leaves out (a repeat, one cut short, one of no plan, one unreadable)."""
@@ -9,16 +11,20 @@ The runs are test_pages' ``Played``; one is read again with its lines shuffled a
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import msgspec
 import pytest
 from test_pages import Played
 
+from convy.attempt import Spread
 from convy.bench import RunJournal
+from convy.causes import Breakdown
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
 from convy.page import ReportPage
+from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
 
@@ -31,12 +37,50 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
 def unsaid(read: Read) -> Summary:
     """The run as the end of ``convy run`` sums it: read back unsaid, with where each line begins."""
     kept = RunJournal(read.folder).unsaid(read.file.spec)
-    return Summary(msgspec.structs.replace(read, outcomes=kept.outcomes, broken=kept.broken, at=kept.at))
+    return Summary(msgspec.structs.replace(read, outcomes=kept.outcomes, broken=kept.broken))
+
+
+def walked(summary: Summary) -> None:
+    """The view's scenario tables and run tiles are what the attempts, walked one by one (each an
+    ``Attempt`` of its outcome, as ``Summary`` held them before the digest), say."""
+    view = summary.view()
+    grouped = summary.by_scenario()
+    assert [one.id for one in view.scenarios] == list(grouped)
+    every = list(summary.attempts())
+    assert [(one.outcome.scenario, one.outcome.attempt) for one in every] == [(one.scenario, one.attempt) for one in summary.run.outcomes]
+    assert view.stops == dict(Counter(one.outcome.stop for one in every))
+    assert view.not_judged == dict(Counter(one.why() for one in every if one.status() == "not_judged"))
+    assert summary.breakdown() == Breakdown(tuple(one.cause() for one in every))
+    times = [one.time() for one in every]
+    assert (view.time.wall, view.time.agent, view.time.waiting) == (
+        sum(time.wall for time in times),
+        sum(time.agent for time in times),
+        sum(time.waiting for time in times),
+    )
+    sizes = sorted(size for one in every for size in one.sizes().user)
+    assert view.user.per_request == Spread(tuple(sizes)).view()
+    for scenario in view.scenarios:
+        attempts = list(grouped[scenario.id])
+        assert [one.outcome.attempt for one in attempts] == sorted(one.outcome.attempt for one in attempts)
+        claims, marks = summary._decided(attempts)
+        assert scenario.claims == claims
+        names = [claim.text for claim in claims]
+        assert [row.marks for row in scenario.attempts] == [[mark.get(name, "none") for name in names] for mark in marks]
+        assert [(row.attempt, row.status, row.why, row.stop, row.turns, row.seconds, row.cause) for row in scenario.attempts] == [
+            (one.outcome.attempt, one.status(), one.why(), one.outcome.stop, len(one.outcome.transcript.turns), one.outcome.seconds, one.cause() or "")
+            for one in attempts
+        ]
+        assert scenario.stops == dict(Counter(one.outcome.stop for one in attempts))
+        assert scenario.causes == dict(Counter(cause for one in attempts if (cause := one.cause()) is not None))
+        agent = sorted(seconds for one in attempts for seconds in (turn.agent_seconds for turn in one.outcome.transcript.turns))
+        assert scenario.agent.seconds == Spread(tuple(agent)).view()
 
 
 def same(read: Read) -> None:
+    walked(Summary(read))
     whole, lean = Summary(read), unsaid(read)
-    assert len(lean.run.at) == len(read.outcomes) > 0
+    walked(lean)
+    assert isinstance(lean.run.outcomes, Placed) and len(lean.run.outcomes) == len(read.outcomes) > 0
     assert all(not turn.message and not turn.answer.text for outcome in lean.run.outcomes for turn in outcome.transcript.turns)
     assert lean.view() == whole.view()
     assert lean.verdict() == whole.verdict()

@@ -69,7 +69,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -287,8 +287,8 @@ class Printed:
         progress: Any,
         task: Any,
         trust: float,
-        planned: Callable[[tuple[Outcome, ...]], int] | None = None,
-        earlier: tuple[Outcome, ...] = (),
+        planned: Callable[[Sequence[Outcome]], int] | None = None,
+        earlier: Sequence[Outcome] = (),
     ) -> None:
         self._shown = shown
         self._progress = progress
@@ -441,7 +441,7 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"mended: convy resume {self.spec.id}"
                 )
                 return 2
-        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at)))
+        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
         code = self._summed(summary)
         try:
             self._reported(summary)
@@ -556,14 +556,14 @@ class Recorded(msgspec.Struct, frozen=True):
         # reference's), which prints a traceback that nothing can catch.
         signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
-            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at))))
+            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))))
         except KeyboardInterrupt:
             pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:
             self.errors.line(f"report not written: {error}")
         return code
 
-    def _planned(self, outcomes: tuple[Outcome, ...]) -> int:
+    def _planned(self, outcomes: Sequence[Outcome]) -> int:
         """The attempts the run plans, as far as those kept say (``Summary.planned``)."""
         spec = self.spec
         if spec.adaptive is None:
@@ -1904,7 +1904,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
             if causes:
                 shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
-            listed.append(Listed(msgspec.structs.replace(run, outcomes=(), at=()), summary.totals()))
+            listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
             summaries.append(summary)
         index = self.project.indexed(None if self.wanted else (tuple(listed), unread), live, tuple(listed))
         shown.line(f"index: {index.relative_to(self.project.folder)}")

@@ -32,6 +32,7 @@ Two things are decided here for the page to draw:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import Decimal
 from functools import cached_property
 from typing import Literal
@@ -423,7 +424,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             for scenario in self.common()
         ]
 
-    def _shown(self, attempts: list[Attempt]) -> DialogueView | None:
+    def _shown(self, attempts: Sequence[Attempt]) -> DialogueView | None:
         if not attempts:
             return None
         failing = [attempt for attempt in attempts if attempt.status() == "failed"]
