@@ -21,9 +21,10 @@ from test_pages import Played
 from convy.attempt import Spread
 from convy.bench import RunJournal
 from convy.causes import Breakdown
+from convy.comparison import Comparison
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
-from convy.page import ReportPage
+from convy.page import ComparisonPage, ReportPage
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -115,3 +116,20 @@ def test_shuffled_and_broken_lines_give_each_dialogue_back_from_its_own_line(pla
     read = Runs(tmp_path / "results").one(folder)
     assert isinstance(read, Read) and read.broken == 5
     same(read)
+
+
+def test_a_comparison_of_runs_read_unsaid_is_the_one_of_runs_read_whole(played: Played) -> None:
+    """``convy compare`` reads both runs unsaid: its view and page, the pairs' dialogues (read
+    again in full from their lines) included, are those of the runs read whole."""
+    runs = played.runs()
+    before, after = runs["2026-01-05-before"], runs["2026-01-06-after"]
+    results = Runs(before.folder.parent.parent, unsaid=True)
+    base, candidate = results.one(before.folder), results.one(after.folder)
+    assert isinstance(base, Read) and isinstance(candidate, Read)
+    assert isinstance(base.outcomes, Placed) and isinstance(candidate.outcomes, Placed)
+    lean = Comparison(base, candidate)
+    whole = Comparison(before, after)
+    view = lean.view()
+    assert view == whole.view()
+    assert any(pair.before is not None and pair.before.turns and pair.before.turns[0].user for pair in view.pairs)
+    assert ComparisonPage(view).html() == ComparisonPage(whole.view()).html()

@@ -1931,7 +1931,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
             return self._run(shown, errors)
 
     def _run(self, shown: Shown, errors: Shown) -> int:
-        base, candidate = self.project.read(self.base), self.project.read(self.candidate)
+        # Read unsaid: each run's attempts are walked from its file, none held (``placed.Placed``).
+        base, candidate = self.project.read(self.base, unsaid=True), self.project.read(self.candidate, unsaid=True)
         if base.folder == candidate.folder:
             raise ConfigurationError(
                 f"{self.base!r} and {self.candidate!r} are the same run, {base.folder.parent.name}/{base.folder.name}: "

@@ -211,5 +211,16 @@ class Attempts(Sequence[Attempt]):
                 for row in self._rows:
                     yield Attempt(outcomes[row.index], trust)
 
+    def said(self, index: int) -> Attempt:
+        """The attempt at ``index`` in full: its dialogue's words too (an attempt walked from a
+        ``Placed`` is unsaid)."""
+        outcomes = self._outcomes
+        row = self._rows[index]
+        match outcomes:
+            case Placed():
+                return Attempt(next(outcomes.full((row.index,))), self._trust)
+            case _:
+                return Attempt(outcomes[row.index], self._trust)
+
     def __repr__(self) -> str:
         return f"Attempts({len(self._rows)})"

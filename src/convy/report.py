@@ -129,7 +129,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         """Every attempt, in the file's order, each read again as it is walked."""
         return Attempts(self._digest.rows, self.run.outcomes, self.run.file.spec.trust)
 
-    def by_scenario(self) -> dict[str, Sequence[Attempt]]:
+    def by_scenario(self) -> dict[str, Attempts]:
         """Each scenario's attempts by number (the spec's scenarios first, then any other by id),
         each read again as it is walked."""
         return self._grouped
@@ -148,7 +148,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                 return Digest.of(outcomes, self.run.file.spec)
 
     @cached_property
-    def _grouped(self) -> dict[str, Sequence[Attempt]]:
+    def _grouped(self) -> dict[str, Attempts]:
         trust, outcomes = self.run.file.spec.trust, self.run.outcomes
         return {scenario: Attempts(column.rows, outcomes, trust) for scenario, column in self._digest.columns.items()}
 
