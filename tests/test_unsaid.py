@@ -133,3 +133,17 @@ def test_a_comparison_of_runs_read_unsaid_is_the_one_of_runs_read_whole(played: 
     assert view == whole.view()
     assert any(pair.before is not None and pair.before.turns and pair.before.turns[0].user for pair in view.pairs)
     assert ComparisonPage(view).html() == ComparisonPage(whole.view()).html()
+
+
+def test_a_run_that_kept_no_attempt_has_no_file_to_read_again(played: Played, tmp_path: Path) -> None:
+    """A run that played nothing (every scenario skipped) has no attempts.jsonl: read unsaid, it
+    is walked without opening one, and reports as read whole."""
+    source = played.runs()["2026-01-06-after"].folder
+    folder = tmp_path / "results" / "shop" / "2026-01-06-after"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_bytes((source / "run.json").read_bytes())
+    whole, lean = Runs(tmp_path / "results").one(folder), Runs(tmp_path / "results", unsaid=True).one(folder)
+    assert isinstance(whole, Read) and isinstance(lean, Read) and isinstance(lean.outcomes, Placed)
+    assert list(lean.outcomes) == [] and not (folder / "attempts.jsonl").exists()
+    assert ReportPage(Summary(lean)).html() == ReportPage(Summary(whole)).html()
+    assert JUnitReport((Summary(lean),)).xml() == JUnitReport((Summary(whole),)).xml()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import overload
 
@@ -78,9 +79,14 @@ class Placed(Sequence[Outcome]):
         return self.lines(at if indices is None else (at[index] for index in indices))
 
     def lines(self, offsets: Iterable[int]) -> Iterator[Outcome]:
-        """The attempts whose lines begin at ``offsets``, in full, in that order."""
+        """The attempts whose lines begin at ``offsets``, in full, in that order (none, with the
+        file not opened, for none: a run that kept no attempt may have no file)."""
+        offsets = iter(offsets)
+        first = next(offsets, None)
+        if first is None:
+            return
         try:
-            for line in RegularFile(self._path).at(offsets, self._longest):
+            for line in RegularFile(self._path).at(chain((first,), offsets), self._longest):
                 try:
                     yield _OUTCOME.decode(line)
                 except (msgspec.MsgspecError, RecursionError):
