@@ -68,7 +68,7 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -580,10 +580,10 @@ class Recorded(msgspec.Struct, frozen=True):
 
     def _summed(self, summary: Summary) -> int:
         read = summary.run
-        outcomes = read.outcomes
-        statuses = [outcome.status(self.spec.trust) for outcome in outcomes]
-        agent_failed = sum(1 for outcome in outcomes if self._failed_by_agent(outcome))
-        passed, failed, unjudged = (statuses.count(name) for name in ("passed", "failed", "not_judged"))
+        outcomes = read.outcomes  # not walked: the summary walked them once (``digest.Digest``)
+        statuses = summary.statuses()
+        agent_failed = summary.verdict().agent_failed
+        passed, failed, unjudged = (statuses[name] for name in ("passed", "failed", "not_judged"))
         rate = summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         skipped = len(self.spec.skipped)
@@ -597,8 +597,7 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
-        unseen = Counter(found for outcome in outcomes for found in outcome.unseen())
-        for (path, held), count in sorted(unseen.items()):
+        for (path, held), count in sorted(summary.unseen().items()):
             where = f"held {held}, never a list, in every reply of" if held else "in no reply of"
             self.shown.line(
                 f"agents/{self.spec.agent}.py: calls path {Inert(path).line()!r}: {where} {count} attempt{'s' if count != 1 else ''}, "
@@ -655,13 +654,6 @@ class Recorded(msgspec.Struct, frozen=True):
         if not self.spec.scenarios and self.spec.skipped:
             return f"every chosen scenario was skipped ({len(self.spec.skipped)})"
         return "no attempt was played"
-
-    def _failed_by_agent(self, outcome: Outcome) -> bool:
-        match outcome.result:
-            case Failed():
-                return True
-            case _:
-                return False
 
     @contextmanager
     def _progress(self, total: int, completed: int) -> Iterator[tuple[Any, Any]]:

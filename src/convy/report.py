@@ -35,7 +35,7 @@ from convy.budget import Budget, Outlay, Which
 from convy.causes import Breakdown
 from convy.counted import Count, Counted
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
-from convy.digest import Attempts, Column, Digest, Row
+from convy.digest import Attempts, Column, Digest, Row, Status
 from convy.files import RegularFile, Replaced
 from convy.labels import Agreement, RunLabels
 from convy.passing import RunVerdict
@@ -155,6 +155,18 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
     @cached_property
     def _tallies(self) -> dict[str, Tally]:
         return {scenario: column.count.tally() for scenario, column in self._digest.columns.items()}
+
+    def statuses(self) -> Counter[Status]:
+        """How many attempts passed, failed and were not judged (each only if any was)."""
+        return Counter(row.status for row in self._digest.rows)
+
+    def unseen(self) -> Counter[tuple[str, str]]:
+        """The agent's calls paths no reply held a list at (``Outcome.unseen``), each with what a
+        reply held there instead, by how many attempts they left a tool check undecided in."""
+        found: Counter[tuple[str, str]] = Counter()
+        for column in self._digest.columns.values():
+            found.update(column.count.unseen)
+        return found
 
     def sums(self) -> dict[str, Sums]:
         """Each scenario's requests summed, by who made them."""
