@@ -80,7 +80,6 @@ import msgspec
 
 from convy.adaptive import Adaptive, Against, Judged, Plan
 from convy.agent import NoUsage, TimeLimited, Usage
-from convy.agreement import Consensus
 from convy.attempt import Attempt, Spent, Sum
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
@@ -613,7 +612,7 @@ class Recorded(msgspec.Struct, frozen=True):
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
-        for line in JudgingSaid(Consensus(self.spec, summary.by_scenario()).view()).lines():
+        for line in JudgingSaid(summary.judging()).lines():
             self.shown.line(line)
         # Compared as ratios, each rounded once: 57 of 100 is not above 0.57, as 57 > 0.57 * 100 would say.
         share = unjudged / len(outcomes) if outcomes else 0.0

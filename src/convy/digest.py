@@ -84,6 +84,9 @@ class Digest(msgspec.Struct, frozen=True):
     judge_sizes: array[float]
     judge_seconds: array[float]
     times: tuple[array[float], ...]
+    # Whether any judge's decision has votes or a quote: else the judging section has nothing to
+    # show (``agreement.Consensus`` gives none), and the attempts need not be walked again for it.
+    judging: bool = False
 
     @classmethod
     def of(cls, outcomes: Iterable[Outcome], spec: RunSpec) -> Digest:
@@ -97,6 +100,7 @@ class Digest(msgspec.Struct, frozen=True):
         times = tuple(array("d") for _ in range(6))
         wall, agent_time, user_time, judge_time, waiting, unaccounted = times
         interned: dict[str, str] = {}  # one string object for each scenario id and stop, not one a row
+        judging = False
         for index, outcome in enumerate(outcomes):
             attempt = Attempt(outcome, trust)
             scenario = interned.setdefault(outcome.scenario, outcome.scenario)
@@ -127,6 +131,12 @@ class Digest(msgspec.Struct, frozen=True):
             judge_sizes.extend(spent.judge)
             if outcome.judge_requests:
                 judge_seconds.append(outcome.judge_seconds)
+            if not judging:
+                match outcome.result:
+                    case Verdict(claims=claims):
+                        judging = any(claim.by == "judge" and (claim.votes or claim.evidence is not None) for claim in claims)
+                    case _:
+                        pass
             time = attempt.time()
             wall.append(time.wall)
             agent_time.append(time.agent)
@@ -147,7 +157,7 @@ class Digest(msgspec.Struct, frozen=True):
             )
             for scenario, found in grouped.items()
         }
-        return cls(tuple(rows), columns, user_sizes, user_seconds, judge_sizes, judge_seconds, times)
+        return cls(tuple(rows), columns, user_sizes, user_seconds, judge_sizes, judge_seconds, times, judging)
 
 
 def _marks(outcome: Outcome, trust: float, texts: dict[str, int]) -> tuple[int, ...]:

@@ -57,6 +57,7 @@ from convy.views import (
     HeldView,
     IndexView,
     IntervalView,
+    JudgingView,
     NoiseView,
     RunRow,
     RunView,
@@ -303,11 +304,20 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             groups=sorted({view.group for view in scenarios}),
             claims=sorted({claim.text for view in scenarios for claim in view.claims}),
             agreement=self.agreement(),
-            judging=Consensus(spec, self.by_scenario()).view(),
+            judging=self.judging(),
             variants=Dimensions(spec.scenarios, tallies).views(),
             causes=self.breakdown().views(),
             not_passed=self.breakdown().not_passed(),
         )
+
+    def judging(self) -> JudgingView | None:
+        """The report's judging section (``agreement.Consensus``), found once; ``None``, with no
+        walk of the attempts, when no judge's decision has votes or a quote to show."""
+        return self._judging
+
+    @cached_property
+    def _judging(self) -> JudgingView | None:
+        return Consensus(self.run.file.spec, self.by_scenario()).view() if self._digest.judging else None
 
     def breakdown(self) -> Breakdown:
         """The run's attempts that did not pass, by cause (``causes.py``), through its trust."""
