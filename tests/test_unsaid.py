@@ -28,6 +28,7 @@ from convy.page import ComparisonPage, ReportPage
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
+from convy.tables import Tables
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +148,18 @@ def test_a_run_that_kept_no_attempt_has_no_file_to_read_again(played: Played, tm
     assert list(lean.outcomes) == [] and not (folder / "attempts.jsonl").exists()
     assert ReportPage(Summary(lean)).html() == ReportPage(Summary(whole)).html()
     assert JUnitReport((Summary(lean),)).xml() == JUnitReport((Summary(whole),)).xml()
+
+
+def test_tables_exported_line_by_line_from_runs_read_unsaid_are_those_of_runs_read_whole(played: Played) -> None:
+    """``convy export`` reads the runs unsaid and writes each table's file as its rows are made
+    (``Tables.lines``): every file is the one the runs read whole, their tables held, give."""
+    whole = tuple(played.runs().values())
+    lean, unread = Runs(whole[0].folder.parent.parent, unsaid=True).read()
+    assert unread == () and all(isinstance(run.outcomes, Placed) for run in lean)
+    assert [run.folder for run in lean] == [run.folder for run in whole]
+    held, streamed = Tables(whole), Tables(lean)
+    for name in Tables.COLUMNS:
+        table = held.named(name)
+        assert "".join(streamed.lines(name, "csv")) == table.csv()
+        assert "".join(streamed.lines(name, "jsonl")) == table.jsonl()
+        assert name in ("votes", "tool_calls") or table.rows  # played runs hold rows of the others

@@ -2094,7 +2094,8 @@ class ExportCommand(msgspec.Struct, frozen=True):
     form: str
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        runs, unread = self.project.runs(self.wanted)
+        # Read unsaid: each run's attempts are read again from its file as each table is written.
+        runs, unread = self.project.runs(self.wanted, unsaid=True)
         for path in self.project.exported(runs, self.form):
             shown.line(f"table: {path.relative_to(self.project.folder)}")
         for one in unread:

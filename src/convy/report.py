@@ -161,6 +161,11 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         """How many attempts passed, failed and were not judged (each only if any was)."""
         return Counter(row.status for row in self._digest.rows)
 
+    def times(self) -> tuple[array[float], ...]:
+        """Each attempt's times by part, in the file's order: wall, agent, user, judge, waiting,
+        unaccounted (``Attempt.time``)."""
+        return self._digest.times
+
     def unseen(self) -> Counter[tuple[str, str]]:
         """The agent's calls paths no reply held a list at (``Outcome.unseen``), each with what a
         reply held there instead, by how many attempts they left a tool check undecided in."""
