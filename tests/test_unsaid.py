@@ -163,3 +163,17 @@ def test_tables_exported_line_by_line_from_runs_read_unsaid_are_those_of_runs_re
         assert "".join(streamed.lines(name, "csv")) == table.csv()
         assert "".join(streamed.lines(name, "jsonl")) == table.jsonl()
         assert name in ("votes", "tool_calls") or table.rows  # played runs hold rows of the others
+
+
+def test_attempts_held_as_places_are_cut_to_a_plan_as_attempts_held_whole(played: Played) -> None:
+    """``Kept.within`` keeps of a ``Placed`` the places of the attempts the plan holds, in their
+    order: read again, they are those it keeps of the attempts read whole."""
+    read = played.runs()["2026-01-05-before"]
+    journal = RunJournal(read.folder)
+    spec = msgspec.structs.replace(read.file.spec, attempts=3, scenarios=read.file.spec.scenarios[1:])
+    whole, lean = journal.kept(read.file.spec).within(spec), journal.unsaid(read.file.spec).within(spec)
+    assert isinstance(lean.outcomes, Placed) and 0 < len(lean.outcomes) < len(read.outcomes)
+    assert (lean.foreign, len(lean.outcomes)) == (whole.foreign, len(whole.outcomes))
+    assert list(lean.outcomes.full()) == list(whole.outcomes)
+    assert list(lean.outcomes) == [outcome.unsaid() for outcome in whole.outcomes]
+    assert lean.outcomes[-1] == whole.outcomes[-1].unsaid() and list(lean.outcomes[1:2]) == [whole.outcomes[1].unsaid()]
