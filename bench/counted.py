@@ -18,8 +18,9 @@ is flat:
   in a convy that has it; whole before), ``Summary``, its verdict and its report page
   (``ReportPage.parts``);
 - ``end``: what ``convy run`` does at its end: the run read back unsaid (``RunJournal.unsaid``:
-  numbers and claims, not the dialogues' words), summed, its verdict, causes and totals, and its
-  report page, whose dialogues are read again from their lines one at a time (``Summary.said``);
+  numbers and claims, not the dialogues' words; since the streamed summary, only where each line
+  begins, ``placed.Placed``), summed, its verdict, causes and totals, and its report page, whose
+  dialogues are read again from their lines one at a time (``Summary.said``);
   in a convy without ``unsaid`` (``--before``), the run read back whole, as its end did.
 
 ``--before SRC`` measures ``listing``, ``report`` and ``end`` with that convy too, side by side.
@@ -95,7 +96,10 @@ def child(case: str, folder: Path) -> None:
             unsaid = getattr(journal, "unsaid", None)
             kept = journal.kept(spec) if unsaid is None else unsaid(spec)
             read = Read(folder, journal.run(), kept.outcomes, kept.broken, False)
-            summary = Summary(read if unsaid is None else msgspec.structs.replace(read, at=kept.at))
+            # A convy whose Read held the lines' places apart (``at``) is given them; since the
+            # streamed summary, the outcomes unsaid are those places (``placed.Placed``).
+            placed = unsaid is not None and "at" in Read.__struct_fields__
+            summary = Summary(msgspec.structs.replace(read, at=kept.at) if placed else read)
             summary.verdict()
             summary.breakdown()
             for _ in ReportPage(summary).parts():

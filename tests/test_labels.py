@@ -210,7 +210,7 @@ def test_the_reports_agreement_on_a_case_worked_by_hand(project: Project) -> Non
     assert view.labels == 3 and view.unmatched == 0
     # Read back unsaid, as the end of ``convy run`` reads it: the dialogues the labels name are read again.
     kept = RunJournal(run.folder).unsaid(run.file.spec)
-    assert Summary(msgspec.structs.replace(run, outcomes=kept.outcomes, at=kept.at)).view().agreement == view
+    assert Summary(msgspec.structs.replace(run, outcomes=kept.outcomes)).view().agreement == view
     score = view.overall.score
     assert (score.labelled, score.agree) == (3, 2)
     low, high = proportion_confint(2, 3, method="wilson")

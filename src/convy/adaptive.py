@@ -298,7 +298,7 @@ class Judged(msgspec.Struct, frozen=True):
     attempt-number order (never the order they ended in), ``1`` passed, ``0`` failed, each seen
     through the base's ``trust``; attempts not judged are left out."""
 
-    outcomes: tuple[Outcome, ...]
+    outcomes: Sequence[Outcome]
     trust: float
 
     def marks(self, scenarios: Iterable[str]) -> dict[str, str]:

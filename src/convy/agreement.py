@@ -26,7 +26,7 @@ flag, since it swings on a claim that nearly always holds (the "κ paradox").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import ClassVar, Literal
 
@@ -64,7 +64,7 @@ class Consensus(msgspec.Struct, frozen=True):
     """A run's judging seen claim by claim, from its spec and its attempts by scenario."""
 
     spec: RunSpec
-    attempts: dict[str, list[Attempt]]
+    attempts: Mapping[str, Sequence[Attempt]]
 
     AMBIGUOUS: ClassVar[float] = 0.9
     CONSISTENT: ClassVar[float] = 0.95

@@ -27,7 +27,8 @@ import functools
 import math
 import os
 import secrets
-from collections.abc import Callable, Container, Coroutine, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Container, Coroutine, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +47,7 @@ from convy.files import RegularFile, Replaced
 from convy.model import Absent, Models, PatientModel
 from convy.panel import Judging, Panel, Poll
 from convy.passing import PassRule
+from convy.placed import Placed
 from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost
 from convy.quota import Services
 from convy.scenario import Outcome, Scenario
@@ -725,15 +727,12 @@ class Kept(msgspec.Struct, frozen=True):
     last line cut short by a process stopped while writing it (``torn``, played again on resume);
     ``seen``, the file as it was when they were read (``Kept(())``: a run with no such file yet)."""
 
-    outcomes: tuple[Outcome, ...]
+    outcomes: Sequence[Outcome]  # a tuple, or for ``RunJournal.unsaid`` a ``Placed``: where each line begins
     unreadable: int = 0
     repeated: int = 0
     foreign: int = 0
     torn: int = 0
     seen: Seen = Seen()
-    # Where each of ``outcomes`` begins in the file, in their order, when they were read unsaid
-    # (``RunJournal.unsaid``: their dialogues read again from there when shown); else empty.
-    at: tuple[int, ...] = ()
 
     @property
     def broken(self) -> int:
@@ -743,12 +742,14 @@ class Kept(msgspec.Struct, frozen=True):
     def within(self, spec: RunSpec) -> Kept:
         """These attempts, without those the run's plan does not hold (counted ``foreign``)."""
         scenarios = {scenario.id for scenario in spec.scenarios}
-        kept = [at for at, one in enumerate(self.outcomes) if one.scenario in scenarios and 1 <= one.attempt <= spec.attempts]
-        planned = tuple(self.outcomes[at] for at in kept)
-        places = tuple(self.at[at] for at in kept) if self.at else ()
-        return msgspec.structs.replace(
-            self, outcomes=planned, foreign=self.foreign + len(self.outcomes) - len(planned), at=places
-        )
+        outcomes = self.outcomes
+        kept = [at for at, one in enumerate(outcomes) if one.scenario in scenarios and 1 <= one.attempt <= spec.attempts]
+        match outcomes:
+            case Placed():
+                planned: Sequence[Outcome] = outcomes.chosen(kept)
+            case _:
+                planned = tuple(outcomes[at] for at in kept)
+        return msgspec.structs.replace(self, outcomes=planned, foreign=self.foreign + len(outcomes) - len(planned))
 
     def note(self) -> str:
         """The lines left out, in words, for the terminal; empty when none was but a torn last line."""
@@ -783,8 +784,8 @@ class Left:
     def __init__(self) -> None:
         self.unreadable = self.repeated = self.foreign = self.torn = 0
 
-    def kept(self, outcomes: tuple[Outcome, ...] = (), seen: Seen = Seen(), at: tuple[int, ...] = ()) -> Kept:
-        return Kept(outcomes, self.unreadable, self.repeated, self.foreign, self.torn, seen, at)
+    def kept(self, outcomes: Sequence[Outcome] = (), seen: Seen = Seen()) -> Kept:
+        return Kept(outcomes, self.unreadable, self.repeated, self.foreign, self.torn, seen)
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -913,33 +914,23 @@ class RunJournal(msgspec.Struct, frozen=True):
         """The attempts kept so far, each once, of the run's plan (``spec``, or else the one its
         ``run.json`` holds, when it can be read); the lines left out are counted. A file convy will
         not read (a folder, a FIFO, a device) is a ``ConfigurationError``."""
-        seen = self._seen()
-        left = Left()
-        outcomes = tuple([outcome for _, outcome in self.read(left, self._plan(spec))])
-        return left.kept(outcomes, seen)
+        return self._gathered(spec, lambda read: tuple([outcome for _, outcome in read]))
 
     def unsaid(self, spec: RunSpec | None = None) -> Kept:
-        """What ``kept`` gives, each attempt held unsaid (``Outcome.unsaid``: its numbers and
-        result, not the words of its dialogue), with where its line begins (``Kept.at``), from
-        which ``said`` reads the dialogues again: what the end of a run sums and reports from."""
+        """What ``kept`` gives, each attempt held only as where its line begins (``Placed``: eight
+        bytes an attempt), read again from there, one at a time, each time they are walked —
+        unsaid (``Outcome.unsaid``), or in full where a dialogue is shown: what the end of a run
+        and ``convy report`` sum and report from, holding no attempt."""
+        path = self.folder / "attempts.jsonl"
+        return self._gathered(spec, lambda read: Placed(path, array("q", (offset for offset, _ in read)), self.MAX_LINE_BYTES))
+
+    def _gathered(self, spec: RunSpec | None, made: Callable[[Iterator[tuple[int, Outcome]]], Sequence[Outcome]]) -> Kept:
+        """What ``made`` makes of one walk of ``read`` (``kept``'s attempts, ``unsaid``'s places),
+        with the lines it left out and the file as it was seen before."""
         seen = self._seen()
         left = Left()
-        places: list[int] = []
-        outcomes: list[Outcome] = []
-        for offset, outcome in self.read(left, self._plan(spec)):
-            places.append(offset)
-            outcomes.append(outcome.unsaid())
-        return left.kept(tuple(outcomes), seen, tuple(places))
-
-    def said(self, at: Iterable[int]) -> Iterator[Outcome]:
-        """The attempts whose lines begin at ``at`` (``Kept.at``), in full, in that order, read
-        through one open file: each line was read and kept before, so reads the same."""
-        path = self.folder / "attempts.jsonl"
-        try:
-            for line in RegularFile(path).at(at, self.MAX_LINE_BYTES):
-                yield _OUTCOME.decode(line)
-        except OSError as error:
-            raise ConfigurationError(f"{path}: cannot be read: {error.strerror}") from None
+        outcomes = made(self.read(left, self._plan(spec)))
+        return left.kept(outcomes, seen)
 
     def _plan(self, spec: RunSpec | None) -> RunSpec | None:
         """``spec``, or the one ``run.json`` holds; none when it cannot be read (no plan to hold

@@ -68,8 +68,8 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,7 +80,6 @@ import msgspec
 
 from convy.adaptive import Adaptive, Against, Judged, Plan
 from convy.agent import NoUsage, TimeLimited, Usage
-from convy.agreement import Consensus
 from convy.attempt import Attempt, Spent, Sum
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
@@ -287,8 +286,8 @@ class Printed:
         progress: Any,
         task: Any,
         trust: float,
-        planned: Callable[[tuple[Outcome, ...]], int] | None = None,
-        earlier: tuple[Outcome, ...] = (),
+        planned: Callable[[Sequence[Outcome]], int] | None = None,
+        earlier: Sequence[Outcome] = (),
     ) -> None:
         self._shown = shown
         self._progress = progress
@@ -441,7 +440,7 @@ class Recorded(msgspec.Struct, frozen=True):
                     f"mended: convy resume {self.spec.id}"
                 )
                 return 2
-        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at)))
+        summary = Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False)))
         code = self._summed(summary)
         try:
             self._reported(summary)
@@ -556,14 +555,14 @@ class Recorded(msgspec.Struct, frozen=True):
         # reference's), which prints a traceback that nothing can catch.
         signal.signal(signal.SIGINT, lambda number, frame: os._exit(code))
         try:
-            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at))))
+            self._reported(Summary(self._ruled(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))))
         except KeyboardInterrupt:
             pass  # a second Ctrl+C that came before the handler above: the report can wait
         except (Unwritable, ConfigurationError) as error:
             self.errors.line(f"report not written: {error}")
         return code
 
-    def _planned(self, outcomes: tuple[Outcome, ...]) -> int:
+    def _planned(self, outcomes: Sequence[Outcome]) -> int:
         """The attempts the run plans, as far as those kept say (``Summary.planned``)."""
         spec = self.spec
         if spec.adaptive is None:
@@ -580,10 +579,10 @@ class Recorded(msgspec.Struct, frozen=True):
 
     def _summed(self, summary: Summary) -> int:
         read = summary.run
-        outcomes = read.outcomes
-        statuses = [outcome.status(self.spec.trust) for outcome in outcomes]
-        agent_failed = sum(1 for outcome in outcomes if self._failed_by_agent(outcome))
-        passed, failed, unjudged = (statuses.count(name) for name in ("passed", "failed", "not_judged"))
+        outcomes = read.outcomes  # not walked: the summary walked them once (``digest.Digest``)
+        statuses = summary.statuses()
+        agent_failed = summary.verdict().agent_failed
+        passed, failed, unjudged = (statuses[name] for name in ("passed", "failed", "not_judged"))
         rate = summary.rate()
         rate_text = "n/a" if rate is None else f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
         skipped = len(self.spec.skipped)
@@ -597,8 +596,7 @@ class Recorded(msgspec.Struct, frozen=True):
         causes = summary.breakdown().text()
         if causes:
             self.shown.line(causes)
-        unseen = Counter(found for outcome in outcomes for found in outcome.unseen())
-        for (path, held), count in sorted(unseen.items()):
+        for (path, held), count in sorted(summary.unseen().items()):
             where = f"held {held}, never a list, in every reply of" if held else "in no reply of"
             self.shown.line(
                 f"agents/{self.spec.agent}.py: calls path {Inert(path).line()!r}: {where} {count} attempt{'s' if count != 1 else ''}, "
@@ -614,7 +612,7 @@ class Recorded(msgspec.Struct, frozen=True):
         for line in Passed(self.spec.skipped).lines():
             self.shown.line(line)
         self.shown.line(f"run kept in {self._where(read.folder)}")
-        for line in JudgingSaid(Consensus(self.spec, summary.by_scenario()).view()).lines():
+        for line in JudgingSaid(summary.judging()).lines():
             self.shown.line(line)
         # Compared as ratios, each rounded once: 57 of 100 is not above 0.57, as 57 > 0.57 * 100 would say.
         share = unjudged / len(outcomes) if outcomes else 0.0
@@ -655,13 +653,6 @@ class Recorded(msgspec.Struct, frozen=True):
         if not self.spec.scenarios and self.spec.skipped:
             return f"every chosen scenario was skipped ({len(self.spec.skipped)})"
         return "no attempt was played"
-
-    def _failed_by_agent(self, outcome: Outcome) -> bool:
-        match outcome.result:
-            case Failed():
-                return True
-            case _:
-                return False
 
     @contextmanager
     def _progress(self, total: int, completed: int) -> Iterator[tuple[Any, Any]]:
@@ -1904,7 +1895,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
             if causes:
                 shown.line(f"  {causes}")
             # The index lists the run with the totals its report just summed: not summed again.
-            listed.append(Listed(msgspec.structs.replace(run, outcomes=(), at=()), summary.totals()))
+            listed.append(Listed(msgspec.structs.replace(run, outcomes=()), summary.totals()))
             summaries.append(summary)
         index = self.project.indexed(None if self.wanted else (tuple(listed), unread), live, tuple(listed))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
@@ -1931,7 +1922,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
             return self._run(shown, errors)
 
     def _run(self, shown: Shown, errors: Shown) -> int:
-        base, candidate = self.project.read(self.base), self.project.read(self.candidate)
+        # Read unsaid: each run's attempts are walked from its file, none held (``placed.Placed``).
+        base, candidate = self.project.read(self.base, unsaid=True), self.project.read(self.candidate, unsaid=True)
         if base.folder == candidate.folder:
             raise ConfigurationError(
                 f"{self.base!r} and {self.candidate!r} are the same run, {base.folder.parent.name}/{base.folder.name}: "
@@ -2102,7 +2094,8 @@ class ExportCommand(msgspec.Struct, frozen=True):
     form: str
 
     def run(self, shown: Shown, errors: Shown) -> int:
-        runs, unread = self.project.runs(self.wanted)
+        # Read unsaid: each run's attempts are read again from its file as each table is written.
+        runs, unread = self.project.runs(self.wanted, unsaid=True)
         for path in self.project.exported(runs, self.form):
             shown.line(f"table: {path.relative_to(self.project.folder)}")
         for one in unread:

@@ -32,6 +32,7 @@ Two things are decided here for the page to draw:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import Decimal
 from functools import cached_property
 from typing import Literal
@@ -40,13 +41,15 @@ from urllib.parse import quote
 import msgspec
 
 from convy.adaptive import Against, Course, Watched
-from convy.attempt import Attempt
 from convy.bench import Origin, RunSpec
 from convy.causes import Breakdown, Shift
+from convy.digest import Attempts
 from convy.labels import Judges, RunLabels
 from convy.panel import Judging
+from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read
+from convy.scenario import Outcome
 from convy.sequential import Decided, Futile, Undecided
 from convy.stats import (
     Adjusted,
@@ -224,7 +227,19 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         labels, and its sources', as one truth): none without labels."""
         base, candidate = self.base, self.candidate
         book = RunLabels(base.folder, base.file.spec).book().merged(RunLabels(candidate.folder, candidate.file.spec).book())
-        return Judges(base.outcomes, candidate.outcomes, book).view()
+        if not book.labels:
+            return None
+        # Labels name dialogues by their words: runs read unsaid are read again in full.
+        return Judges(self._said(base), self._said(candidate), book).view()
+
+    def _said(self, run: Read) -> Sequence[Outcome]:
+        """The run's attempts with their dialogues' words: as read, or read again from their lines."""
+        outcomes = run.outcomes
+        match outcomes:
+            case Placed():
+                return tuple(outcomes.full())
+            case _:
+                return outcomes
 
     def view(self) -> ComparisonView:
         before_ids = {scenario.id: scenario for scenario in self.base.file.spec.scenarios}
@@ -419,15 +434,17 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         """For each common scenario, one attempt of each run: a failing one where there is one."""
         before, after = self._summary(self.base).by_scenario(), self._summary(self.candidate).by_scenario()
         return [
-            Pair(scenario=scenario, before=self._shown(before.get(scenario, [])), after=self._shown(after.get(scenario, [])))
+            Pair(scenario=scenario, before=self._shown(before.get(scenario)), after=self._shown(after.get(scenario)))
             for scenario in self.common()
         ]
 
-    def _shown(self, attempts: list[Attempt]) -> DialogueView | None:
+    def _shown(self, attempts: Attempts | None) -> DialogueView | None:
+        """The scenario's first failing attempt, else its first, in full (a run read unsaid holds
+        none: it is read again from its line)."""
         if not attempts:
             return None
-        failing = [attempt for attempt in attempts if attempt.status() == "failed"]
-        return (failing or attempts)[0].dialogue()
+        place = next((at for at, attempt in enumerate(attempts) if attempt.status() == "failed"), 0)
+        return attempts.said(place).dialogue()
 
     def _reading(self, p: float, direction: str, across: float, delta: Interval | None) -> str:
         """What the two tests say together, in a sentence: the exact test speaks of these

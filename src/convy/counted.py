@@ -74,8 +74,9 @@ class _Claiming:
         self.decided += decided
 
 
-class _Counting:
-    """One scenario's running totals while the file is read (mutable, private to ``Counted``)."""
+class Counting:
+    """One scenario's running totals while its attempts are walked (mutable: ``Counted`` and
+    ``digest.Digest`` add each attempt to one and let it go)."""
 
     def __init__(self) -> None:
         self.statuses = {"passed": 0, "failed": 0, "not_judged": 0}
@@ -175,7 +176,7 @@ class Counted(msgspec.Struct, frozen=True):
     def of(cls, folder: Path, spec: RunSpec) -> Counted:
         """The folder's attempts of ``spec``'s plan counted; a file convy will not read (a folder, a
         FIFO, a device) is a ``ConfigurationError``, as for ``RunJournal.kept``."""
-        counting = {scenario.id: _Counting() for scenario in spec.scenarios}
+        counting = {scenario.id: Counting() for scenario in spec.scenarios}
         left = Left()
         for _, outcome in RunJournal(folder).read(left, spec):
             counting[outcome.scenario].add(Attempt(outcome, spec.trust))

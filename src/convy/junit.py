@@ -40,6 +40,7 @@ text (``XmlText``).
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -116,7 +117,7 @@ class Case(msgspec.Struct, frozen=True):
 
     agent: str
     scenario: str
-    attempts: tuple[Attempt, ...]
+    attempts: Sequence[Attempt]  # walked again each time it is asked (``digest.Attempts``), none held
     tally: Tally
     k: int
     summary: Summary
@@ -267,7 +268,7 @@ class Case(msgspec.Struct, frozen=True):
                 reasons.setdefault(claim.claim, []).append(
                     f"#{attempt.outcome.attempt}: {self.outside(claim.reason, self.REASON)}"
                 )
-        rows = {row.text: row for row in self.summary.claims(list(self.attempts))}
+        rows = {row.text: row for row in self.summary.claims(self.attempts)}
         order = {text: at for at, text in enumerate(rows)}  # the report's order of the scenario's claims
         return [
             (claim, rows[claim].held if claim in rows else 0, rows[claim].decided if claim in rows else 0, said)
@@ -331,7 +332,7 @@ class Suite(msgspec.Struct, frozen=True):
         k = self._k()
         verdict = self.summary.verdict()
         return [
-            Case(spec.agent, scenario, tuple(attempts), tallies.get(scenario, Tally(0, 0)), k, self.summary, status, verdict)
+            Case(spec.agent, scenario, attempts, tallies.get(scenario, Tally(0, 0)), k, self.summary, status, verdict)
             for scenario, attempts in self.summary.by_scenario().items()
         ]
 

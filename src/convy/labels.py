@@ -38,7 +38,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -335,7 +335,7 @@ class Decided(msgspec.Struct, frozen=True):
     before tool calls were part of a dialogue's fingerprint (``Transcript.said_fingerprint``) still
     matches, on the attempt it names only."""
 
-    outcomes: tuple[Outcome, ...]
+    outcomes: Sequence[Outcome]
     book: Book
 
     def decisions(self) -> dict[Key, Decision]:
@@ -406,7 +406,7 @@ class Agreement(msgspec.Struct, frozen=True):
     """A run's decisions against its human labels, per claim of each scenario and overall, with the
     decisions people found wrong; ``None`` when the run has no labels."""
 
-    outcomes: tuple[Outcome, ...]
+    outcomes: Sequence[Outcome]
     book: Book
 
     MOST_SHOWN: ClassVar[int] = 500
@@ -439,8 +439,8 @@ class Judges(msgspec.Struct, frozen=True):
     labelled dialogue claims both decided: two judges compared on the same ground truth. ``None``
     when they share none."""
 
-    base: tuple[Outcome, ...]
-    candidate: tuple[Outcome, ...]
+    base: Sequence[Outcome]
+    candidate: Sequence[Outcome]
     book: Book
 
     def view(self) -> JudgesView | None:

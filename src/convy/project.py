@@ -713,9 +713,11 @@ class Project(msgspec.Struct, frozen=True):
 
         folder = self.results() / "export"
         written: list[Path] = []
-        for table in Tables(runs).every():
-            path = folder / f"{table.name}.{form}"
-            self._written(path, (table.csv() if form == "csv" else table.jsonl(),))
+        tables = Tables(runs)
+        for name in tables.COLUMNS:  # every table, in TableName's order
+            path = folder / f"{name}.{form}"
+            # Written line by line as each attempt's rows are made: no table is held whole.
+            self._written(path, tables.lines(name, "csv" if form == "csv" else "jsonl"))
             written.append(path)
         return tuple(written)
 

@@ -382,7 +382,7 @@ class ScenarioTests:
         # Read back unsaid, as ``convy run`` reads it: the session holds each run's summary to its
         # end, and only the report's windows need the dialogues' words (read again from the file).
         kept = await journal.play(spec, bench, printed, secrets, back=journal.unsaid)
-        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False, at=kept.at))
+        summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         report = self.project.reported(summary)
         self.project.indexed()
         cases = (OnOneLine(*msgspec.structs.astuple(case)) for case in Suite(summary, 0).cases())

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import os
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
 from itertools import chain
@@ -28,15 +29,17 @@ import msgspec
 
 from convy.adaptive import Against, Course
 from convy.agreement import Consensus
-from convy.attempt import Added, Attempt, Spent, Spread, Sum
+from convy.attempt import Attempt, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay, Which
 from convy.causes import Breakdown
-from convy.counted import Counted
+from convy.counted import Count, Counted
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
+from convy.digest import Attempts, Column, Digest, Row, Status
 from convy.files import RegularFile, Replaced
 from convy.labels import Agreement, RunLabels
 from convy.passing import RunVerdict
+from convy.placed import Placed
 from convy.problems import ConfigurationError
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Outcome, Scenario
@@ -54,6 +57,7 @@ from convy.views import (
     HeldView,
     IndexView,
     IntervalView,
+    JudgingView,
     NoiseView,
     RunRow,
     RunView,
@@ -110,21 +114,25 @@ class Dimensions(msgspec.Struct, frozen=True):
 class Summary(msgspec.Struct, frozen=True, dict=True):
     """A run summed up: the view records of its report.
 
-    Its attempts, their grouping by scenario and the scenarios' tallies are derived once, the
-    first time they are asked for, and kept: a report asks for each of them many times.
-
-    A run read unsaid (``Read.at``: its outcomes hold every number and claim, not the words of
-    the dialogues, and where each one's line begins in ``attempts.jsonl``) has its dialogues read
-    again from there, one at a time, where they are shown (``said``) or matched to their labels:
-    the end of a run holds a third of what every outcome in full took.
+    Its attempts are walked once (``digest.Digest``, the first time anything is asked of them) into
+    a small row each, each scenario's counts and sums, and the arrays its spreads and times are
+    made from; nothing else of an attempt is held. Its tables, tiles, verdict and totals come from
+    that; what wants an attempt itself (a dialogue shown, JUnit's and the summary's claims and
+    errors, the judging section) walks them again (``attempts``, ``by_scenario``: a
+    ``digest.Attempts`` each), one at a time, from the run as it was read: whole, or unsaid
+    (``placed.Placed``: where each line begins in ``attempts.jsonl``, read again from there), so
+    the end of a run and ``convy report`` hold a few hundred bytes an attempt.
     """
 
     run: Read
 
-    def attempts(self) -> tuple[Attempt, ...]:
-        return self._attempts
+    def attempts(self) -> Sequence[Attempt]:
+        """Every attempt, in the file's order, each read again as it is walked."""
+        return Attempts(self._digest.rows, self.run.outcomes, self.run.file.spec.trust)
 
-    def by_scenario(self) -> dict[str, list[Attempt]]:
+    def by_scenario(self) -> dict[str, Attempts]:
+        """Each scenario's attempts by number (the spec's scenarios first, then any other by id),
+        each read again as it is walked."""
         return self._grouped
 
     def tallies(self) -> dict[str, Tally]:
@@ -132,23 +140,39 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         return self._tallies
 
     @cached_property
-    def _attempts(self) -> tuple[Attempt, ...]:
-        return tuple(Attempt(outcome, self.run.file.spec.trust) for outcome in self.run.outcomes)
+    def _digest(self) -> Digest:
+        outcomes = self.run.outcomes
+        match outcomes:
+            case Placed():  # walked in full: the digest takes the numbers, and unsaid() would only cost
+                return Digest.of(outcomes.full(), self.run.file.spec)
+            case _:
+                return Digest.of(outcomes, self.run.file.spec)
 
     @cached_property
-    def _grouped(self) -> dict[str, list[Attempt]]:
-        grouped: dict[str, list[Attempt]] = {scenario.id: [] for scenario in self.run.file.spec.scenarios}
-        for attempt in sorted(self._attempts, key=lambda one: (one.outcome.scenario, one.outcome.attempt)):
-            grouped.setdefault(attempt.outcome.scenario, []).append(attempt)
-        return grouped
+    def _grouped(self) -> dict[str, Attempts]:
+        trust, outcomes = self.run.file.spec.trust, self.run.outcomes
+        return {scenario: Attempts(column.rows, outcomes, trust) for scenario, column in self._digest.columns.items()}
 
     @cached_property
     def _tallies(self) -> dict[str, Tally]:
-        tallies: dict[str, Tally] = {}
-        for scenario, attempts in self._grouped.items():
-            statuses = [attempt.status() for attempt in attempts]
-            tallies[scenario] = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
-        return tallies
+        return {scenario: column.count.tally() for scenario, column in self._digest.columns.items()}
+
+    def statuses(self) -> Counter[Status]:
+        """How many attempts passed, failed and were not judged (each only if any was)."""
+        return Counter(row.status for row in self._digest.rows)
+
+    def times(self) -> tuple[array[float], ...]:
+        """Each attempt's times by part, in the file's order: wall, agent, user, judge, waiting,
+        unaccounted (``Attempt.time``)."""
+        return self._digest.times
+
+    def unseen(self) -> Counter[tuple[str, str]]:
+        """The agent's calls paths no reply held a list at (``Outcome.unseen``), each with what a
+        reply held there instead, by how many attempts they left a tool check undecided in."""
+        found: Counter[tuple[str, str]] = Counter()
+        for column in self._digest.columns.values():
+            found.update(column.count.unseen)
+        return found
 
     def sums(self) -> dict[str, Sums]:
         """Each scenario's requests summed, by who made them."""
@@ -160,14 +184,10 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     @cached_property
     def _sums(self) -> dict[str, Sums]:
-        # Each side's sums added in one pass (``Added``), with no sum made between two attempts.
-        sums: dict[str, Sums] = {}
-        for scenario, attempts in self._grouped.items():
-            agent = Added([attempt.agent_sum() for attempt in attempts]).sum()
-            user = Added([attempt.user_sum() for attempt in attempts]).sum()
-            judge = Added([attempt.judge_sum() for attempt in attempts]).sum()
-            sums[scenario] = Sums(agent, user, judge)
-        return sums
+        return {
+            scenario: Sums(column.count.agent, column.count.user, column.count.judge)
+            for scenario, column in self._digest.columns.items()
+        }
 
     @cached_property
     def _total(self) -> Sums:
@@ -188,19 +208,22 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         output gives."""
         spec = self.run.file.spec
         bars = {scenario.id: scenario.fail_under for scenario in spec.scenarios}
-        attempts = self.attempts()
+        rows = self._digest.rows
+        tallies = self.tallies()
         return RunVerdict(
             spec.rule,
-            self.tallies(),
+            tallies,
             bars,
             len(spec.skipped),
-            kept=len(attempts),
-            not_judged=sum(1 for attempt in attempts if attempt.status() == "not_judged"),
-            agent_failed=sum(1 for attempt in attempts if attempt.why() == "agent"),
+            kept=len(rows),
+            not_judged=sum(1 for row in rows if row.status == "not_judged"),
+            agent_failed=sum(1 for row in rows if row.why == "agent"),
             budget=self.stop() or self.reached(),
             short=self.short(),
             unjudged=tuple(
-                scenario for scenario, attempts in self.by_scenario().items() if attempts and not self.tallies().get(scenario, Tally(0, 0)).judged
+                scenario
+                for scenario, column in self._digest.columns.items()
+                if column.rows and not tallies.get(scenario, Tally(0, 0)).judged
             ),
         )
 
@@ -235,27 +258,20 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     def view(self) -> RunView:
         spec = self.run.file.spec
-        attempts = self.attempts()
+        digest = self._digest
+        rows = digest.rows
         tallies = self.tallies()
         judged = [tally for tally in tallies.values() if tally.judged]
         consistency = Consistency(tuple(judged))
         noise = Noise(tuple(judged))
         specs = {one.id: one for one in spec.scenarios}
         scenarios = [
-            self._scenario(index, scenario, found, specs.get(scenario)) for index, (scenario, found) in enumerate(self.by_scenario().items())
+            self._scenario(index, scenario, column, specs.get(scenario)) for index, (scenario, column) in enumerate(digest.columns.items())
         ]
-        not_judged = Counter(attempt.why() for attempt in attempts if attempt.status() == "not_judged")
+        not_judged = Counter(row.why for row in rows if row.status == "not_judged")
         total = self.total()
-        times = [attempt.time() for attempt in attempts]
-        columns = self._agent_columns
-        user_sizes: list[float] = []
-        user_seconds: list[float] = []
-        judge_sizes: list[float] = []
-        for attempt in attempts:
-            sizes = attempt.sizes()
-            user_sizes.extend(sizes.user)
-            judge_sizes.extend(sizes.judge)
-            user_seconds.extend([turn.user_seconds for turn in attempt.outcome.transcript.turns if not turn.scripted])
+        columns = digest.columns.values()
+        wall, agent, user, judge, waiting, unaccounted = digest.times
         return RunView(
             header=self.header(),
             rate=self.rate(),
@@ -267,44 +283,50 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             never=consistency.never(),
             not_judged=dict(not_judged),
             not_judged_total=sum(not_judged.values()),
-            stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
+            stops=dict(Counter(row.stop for row in rows)),
             consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
             # A spread sorts its values: the scenarios' columns joined are the run's, in another order.
             agent=self._spend(
                 total.agent,
-                tuple(chain.from_iterable(sizes for sizes, _ in columns.values())),
-                list(chain.from_iterable(seconds for _, seconds in columns.values())),
+                array("d", chain.from_iterable(column.sizes for column in columns)),
+                array("d", chain.from_iterable(column.seconds for column in columns)),
             ),
-            user=self._spend(total.user, tuple(user_sizes), user_seconds),
-            judge=self._spend(
-                total.judge,
-                tuple(judge_sizes),
-                [attempt.outcome.judge_seconds for attempt in attempts if attempt.outcome.judge_requests],
-            ),
+            user=self._spend(total.user, digest.user_sizes, digest.user_seconds),
+            judge=self._spend(total.judge, digest.judge_sizes, digest.judge_seconds),
             cost=total.every().cost(),
+            # Summed by ``sum`` in the file's order, as the attempts' times were.
             time=TimeView(
-                wall=sum(time.wall for time in times),
-                agent=sum(time.agent for time in times),
-                user=sum(time.user for time in times),
-                judge=sum(time.judge for time in times),
-                waiting=sum(time.waiting for time in times),
-                unaccounted=sum(time.unaccounted for time in times),
+                wall=sum(wall),
+                agent=sum(agent),
+                user=sum(user),
+                judge=sum(judge),
+                waiting=sum(waiting),
+                unaccounted=sum(unaccounted),
             ),
             scenarios=scenarios,
             tags=sorted({tag for scenario in spec.scenarios for tag in scenario.tags}),
             groups=sorted({view.group for view in scenarios}),
             claims=sorted({claim.text for view in scenarios for claim in view.claims}),
             agreement=self.agreement(),
-            judging=Consensus(spec, self.by_scenario()).view(),
+            judging=self.judging(),
             variants=Dimensions(spec.scenarios, tallies).views(),
             causes=self.breakdown().views(),
             not_passed=self.breakdown().not_passed(),
         )
 
+    def judging(self) -> JudgingView | None:
+        """The report's judging section (``agreement.Consensus``), found once; ``None``, with no
+        walk of the attempts, when no judge's decision has votes or a quote to show."""
+        return self._judging
+
+    @cached_property
+    def _judging(self) -> JudgingView | None:
+        return Consensus(self.run.file.spec, self.by_scenario()).view() if self._digest.judging else None
+
     def breakdown(self) -> Breakdown:
         """The run's attempts that did not pass, by cause (``causes.py``), through its trust."""
-        return Breakdown(tuple(attempt.cause() for attempt in self.attempts()))
+        return Breakdown(tuple(row.cause for row in self._digest.rows))
 
     def agreement(self) -> AgreementView | None:
         """The run's decisions against the human labels of its dialogues (its own and its
@@ -316,8 +338,12 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         run = self.run
         book = RunLabels(run.folder, run.file.spec).book()
         # Labels name dialogues by their words: those held unsaid are read again, only when there are labels.
-        outcomes = tuple(RunJournal(run.folder).said(run.at)) if run.at and book.labels else run.outcomes
-        return Agreement(outcomes, book).view()
+        outcomes = run.outcomes
+        match outcomes:
+            case Placed() if book.labels:
+                return Agreement(tuple(outcomes.full()), book).view()
+            case _:
+                return Agreement(outcomes, book).view()
 
     def header(self) -> HeaderView:
         spec = self.run.file.spec
@@ -337,7 +363,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             trust=spec.trust,
             attempts=spec.attempts,
             planned=self.planned(),
-            kept=len(self.run.outcomes),
+            kept=len(self._digest.rows),
             broken=self.run.broken,
             skipped=[f"{skipped.scenario}: {'; '.join(skipped.reasons)}" for skipped in spec.skipped],
             stop=self.stop(),
@@ -452,12 +478,8 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     @cached_property
     def _every(self) -> Sum:
-        """Every request of the run summed: from the sums by who when the view made them already,
-        else each attempt's requests in one pass, in the same order (a comparison and the index
-        want only this, not each turn's sums and sizes the report's windows and spreads need)."""
-        if "_total" in self.__dict__:  # cached_property keeps its value there: the report's view made it
-            return self._total.every()
-        return Added([Spent(attempt.requests()).sum() for attempts in self._grouped.values() for attempt in attempts]).sum()
+        """Every request of the run summed."""
+        return self._total.every()
 
     def dialogues(self) -> dict[str, list[DialogueView]]:
         """Every attempt in full, by scenario id, for the scenario window."""
@@ -468,52 +490,31 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
 
     def said(self) -> Iterator[tuple[str, Attempt]]:
         """Each attempt in full with its scenario's id, in the order of ``by_scenario``, one at a
-        time: those held unsaid (``at``) read again from their lines, through one open file."""
-        grouped = self.by_scenario()
-        if not self.run.at:
-            for scenario, attempts in grouped.items():
-                for attempt in attempts:
-                    yield scenario, attempt
-            return
-        where = {(outcome.scenario, outcome.attempt): at for outcome, at in zip(self.run.outcomes, self.run.at, strict=True)}
-        order = [
-            (scenario, where[(attempt.outcome.scenario, attempt.outcome.attempt)])
-            for scenario, attempts in grouped.items()
-            for attempt in attempts
-        ]
+        time: those held unsaid (``placed.Placed``) read again from their lines, through one open
+        file, in full."""
+        columns = self._digest.columns
         trust = self.run.file.spec.trust
-        outcomes = RunJournal(self.run.folder).said(at for _, at in order)
-        for (scenario, _), outcome, held in zip(order, outcomes, (one for found in grouped.values() for one in found), strict=True):
-            if (outcome.scenario, outcome.attempt) != (held.outcome.scenario, held.outcome.attempt):
-                raise ConfigurationError(f"{self.run.folder / 'attempts.jsonl'}: changed while it was read: read it again")
-            yield scenario, Attempt(outcome, trust)
+        outcomes = self.run.outcomes
+        match outcomes:
+            case Placed():
+                rows = [(scenario, row) for scenario, column in columns.items() for row in column.rows]
+                for (scenario, row), outcome in zip(rows, outcomes.full(row.index for _, row in rows), strict=True):
+                    if (outcome.scenario, outcome.attempt) != (row.scenario, row.attempt):
+                        raise ConfigurationError(f"{outcomes.path}: changed while it was read: read it again")
+                    yield scenario, Attempt(outcome, trust)
+            case _:
+                for scenario, column in columns.items():
+                    for row in column.rows:
+                        yield scenario, Attempt(outcomes[row.index], trust)
 
-    def _spend(self, summed: Sum, sizes: tuple[float, ...], seconds: list[float]) -> SpendView:
+    def _spend(self, summed: Sum, sizes: Sequence[float], seconds: Sequence[float]) -> SpendView:
         """``sizes``: input plus output tokens of each reported request."""
         return SpendView(
             tokens=summed.tokens(),
             cost=summed.cost(),
-            seconds=Spread(tuple(seconds)).view(),
+            seconds=Spread(seconds).view(),
             per_request=Spread(sizes).view(),
         )
-
-    @cached_property
-    def _agent_columns(self) -> dict[str, tuple[list[float], list[float]]]:
-        """Each scenario's agent request sizes and answer seconds, for its spreads and the run's."""
-        columns: dict[str, tuple[list[float], list[float]]] = {}
-        for scenario, attempts in self._grouped.items():
-            sizes: list[float] = []
-            seconds: list[float] = []
-            for attempt in attempts:
-                sizes.extend(attempt.sizes().agent)
-                seconds.extend([turn.agent_seconds for turn in attempt.outcome.transcript.turns])
-            # Sorted once here: the scenario's spreads then sort them at no cost, and the run's,
-            # of every scenario's joined, merges sorted runs (60,000 answer times sorted from
-            # scratch were the largest sort of a 10,000-attempt report).
-            sizes.sort()
-            seconds.sort()
-            columns[scenario] = (sizes, seconds)
-        return columns
 
     def _group(self, scenario: str) -> str:
         # A variant's folder is its scenario's: a value may hold a "/".
@@ -526,19 +527,18 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             case _:
                 return {}
 
-    def _scenario(self, index: int, scenario: str, attempts: list[Attempt], spec: Scenario | None) -> ScenarioView:
-        claims, marks = self._decided(attempts)
-        statuses = [attempt.status() for attempt in attempts]
-        tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
+    def _scenario(self, index: int, scenario: str, column: Column, spec: Scenario | None) -> ScenarioView:
+        rows, count = column.rows, column.count
+        claims = self._claimed(count)
+        tally = count.tally()
         interval = Wilson(tally).interval()
         status: Literal["always", "flaky", "never", "not_judged"] = (
             "not_judged" if tally.judged == 0 else "always" if tally.passed == tally.judged else "never" if tally.passed == 0 else "flaky"
         )
         names = [row.text for row in claims]
         sums = self.sums().get(scenario) or Sums(Sum(), Sum(), Sum())
-        sizes, seconds = self._agent_columns.get(scenario) or ([], [])
-        agent = self._spend(sums.agent, tuple(sizes), seconds)
-        failing = [attempt for attempt in attempts if attempt.status() == "failed"]
+        agent = self._spend(sums.agent, column.sizes, column.seconds)
+        failing = [row for row in rows if row.status == "failed"]
         return ScenarioView(
             index=index,
             id=scenario,
@@ -547,39 +547,60 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             **self._variant(spec),
             passed=tally.passed,
             judged=tally.judged,
-            not_judged=statuses.count("not_judged"),
+            not_judged=count.not_judged,
             rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
             status=status,
             claims=claims,
             claims_held=Held(sum(row.held for row in claims), sum(row.decided for row in claims)).view(),
-            attempts=[
-                AttemptRow(
-                    attempt=attempt.outcome.attempt,
-                    status=attempt.status(),
-                    why=attempt.why(),
-                    stop=attempt.outcome.stop,
-                    turns=len(attempt.outcome.transcript.turns),
-                    seconds=attempt.outcome.seconds,
-                    marks=[mark.get(name, "none") for name in names],
-                    cause=attempt.cause() or "",
-                )
-                for attempt, mark in zip(attempts, marks, strict=True)
-            ],
-            first=(failing or attempts)[0].outcome.attempt if attempts else None,
-            turns=Spread(tuple(float(len(attempt.outcome.transcript.turns)) for attempt in attempts)).view(),
+            attempts=[self._row(row, names, column.texts) for row in rows],
+            first=(failing or rows)[0].attempt if rows else None,
+            turns=Spread(tuple(float(row.turns) for row in rows)).view(),
             agent=agent,
             answer_p50=agent.seconds.p50,
             cost=sums.every().cost(),
-            stops=dict(Counter(attempt.outcome.stop for attempt in attempts)),
-            causes=dict(Counter(cause for attempt in attempts if (cause := attempt.cause()) is not None)),
+            stops=dict(Counter(row.stop for row in rows)),
+            causes=dict(Counter(row.cause for row in rows if row.cause is not None)),
             adaptive=self.stopped().get(scenario, ""),
         )
 
-    def claims(self, attempts: list[Attempt]) -> list[ClaimRow]:
+    def _row(self, row: Row, names: list[str], texts: tuple[str, ...]) -> AttemptRow:
+        """An attempt as its scenario's table shows it: its marks in the order of the claims."""
+        marked = row.marked(texts)
+        return AttemptRow(
+            attempt=row.attempt,
+            status=row.status,
+            why=row.why,
+            stop=row.stop,
+            turns=row.turns,
+            seconds=row.seconds,
+            marks=[marked.get(name, "none") for name in names],
+            cause=row.cause or "",
+        )
+
+    def _claimed(self, count: Count) -> list[ClaimRow]:
+        """A scenario's claim rows from its counts: what ``_decided`` makes of its attempts (the
+        counts keep the claims in the order it meets them, ``counted.Counting``)."""
+        rows: list[ClaimRow] = []
+        for text, claim in count.claims.items():
+            kept, out_of = claim.held, claim.decided
+            interval = Wilson(Tally(kept, out_of)).interval()
+            rows.append(
+                ClaimRow(
+                    text=text,
+                    by=claim.by,  # type: ignore[arg-type]
+                    held=kept,
+                    decided=out_of,
+                    holds=Held(kept, out_of).holds(),
+                    rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+                )
+            )
+        return rows
+
+    def claims(self, attempts: Iterable[Attempt]) -> list[ClaimRow]:
         """Each claim of a scenario over these attempts: held out of decided (trusted) ones."""
         return self._decided(attempts)[0]
 
-    def _decided(self, attempts: list[Attempt]) -> tuple[list[ClaimRow], list[dict[str, Literal["held", "failed"]]]]:
+    def _decided(self, attempts: Iterable[Attempt]) -> tuple[list[ClaimRow], list[dict[str, Literal["held", "failed"]]]]:
         """The claim rows, and each attempt's marks (as ``Attempt.marks``: a claim it decided
         and trusted held or failed, the others "none"), in one walk of every decision."""
         order: dict[str, str] = {}

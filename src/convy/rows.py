@@ -12,6 +12,7 @@ for the start of a formula gets a leading ``'`` (see ``FORMULA_STARTS``); JSON L
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -262,7 +263,7 @@ class Table(msgspec.Struct, frozen=True):
     def jsonl(self) -> str:
         """One JSON object per row and line, every column in every object, ``null`` for a missing
         value, a cost as a JSON number with its exact digits."""
-        return EXACT_JSON.encode_lines(self.rows).decode()
+        return "".join(Lines(self.name, self.columns).jsonl(self.rows))
 
     def csv(self) -> str:
         """A header row, then one line per row: a text always in double quotes, so a reader that
@@ -272,8 +273,33 @@ class Table(msgspec.Struct, frozen=True):
         exact digits, never in exponent notation. A text that begins with one of ``FORMULA_STARTS``
         gets a ``'`` in front, so a spreadsheet shows it as text rather than running it as a
         formula; every text column is treated alike, ids and names included."""
-        lines = [",".join(self.columns), *(",".join(self._field(value) for value in msgspec.structs.astuple(row)) for row in self.rows)]
-        return "".join(line + "\n" for line in lines)
+        return "".join(Lines(self.name, self.columns).csv(self.rows))
+
+
+class Lines(msgspec.Struct, frozen=True):
+    """A table's file line by line, as its rows come (``Table.csv`` and ``Table.jsonl`` joined
+    are these lines of all its rows): ``convy export`` writes each row as it is made, holding
+    none, so a run of any size is exported in the same memory."""
+
+    name: TableName
+    columns: tuple[str, ...]
+
+    def jsonl(self, rows: Iterable[Row]) -> Iterator[str]:
+        for row in rows:
+            self._checked(row)
+            yield EXACT_JSON.encode(row).decode() + "\n"
+
+    def csv(self, rows: Iterable[Row]) -> Iterator[str]:
+        """The header, then a line per row (``Table.csv`` says how each field is written)."""
+        yield ",".join(self.columns) + "\n"
+        for row in rows:
+            self._checked(row)
+            yield ",".join(self._field(value) for value in msgspec.structs.astuple(row)) + "\n"
+
+    def _checked(self, row: Row) -> None:
+        """A row of another table is a mistake in convy, said before anything of it is written."""
+        if row.__struct_fields__ != self.columns:
+            raise ValueError(f"a row of {type(row).__name__} does not have the columns of the table {self.name}")
 
     def _field(self, value: Any) -> str:
         match value:

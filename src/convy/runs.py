@@ -10,7 +10,7 @@ recover. Reading writes nothing, not even a lock file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -28,14 +28,13 @@ class Read(msgspec.Struct, frozen=True):
 
     folder: Path
     file: RunFile
-    outcomes: tuple[Outcome, ...]
+    # Read whole, a tuple; read unsaid (``RunJournal.unsaid``), a ``Placed``: where each line
+    # begins in attempts.jsonl, each attempt read again from there as it is walked.
+    outcomes: Sequence[Outcome]
     broken: int
     playing: bool
     problem: str = ""
     guessed: bool = False  # run.json is damaged: ``file`` is what the folder and attempts tell
-    # When the outcomes are held unsaid (``RunJournal.unsaid``: numbers and claims, not the words of
-    # the dialogues), where each one's line begins in attempts.jsonl, in their order; else empty.
-    at: tuple[int, ...] = ()
 
     def status(self) -> Literal["finished", "interrupted", "running", "stopped"]:
         """The run's status; a run marked running whose lock is free was killed: interrupted."""
@@ -76,8 +75,8 @@ class Unread(msgspec.Struct, frozen=True):
 
 class Runs(msgspec.Struct, frozen=True):
     """Every run folder under ``results/``: ``results/<agent>/<run-id>/``; ``unsaid``, each run's
-    attempts read back unsaid, for a command that sums and reports them and shows no dialogue but
-    its report's windows (``report.Summary.said`` reads those again)."""
+    attempts read back unsaid: held as where their lines begin (``placed.Placed``), read
+    again from there as they are walked, for a command that sums and reports them."""
 
     results: Path
     unsaid: bool = False
@@ -119,7 +118,7 @@ class Runs(msgspec.Struct, frozen=True):
         except ConfigurationError as error:
             return Unread(folder, _printable(str(error)))
         if damaged is None:
-            return Read(folder, file, kept.outcomes, kept.broken, journal.in_use(), kept.note(), at=kept.at)
+            return Read(folder, file, kept.outcomes, kept.broken, journal.in_use(), kept.note())
         if not kept.outcomes:
             return Unread(folder, _printable(str(damaged)))
         try:
@@ -131,7 +130,7 @@ class Runs(msgspec.Struct, frozen=True):
             "alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
         )
         return Read(
-            folder, told, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))), guessed=True, at=kept.at
+            folder, told, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))), guessed=True
         )
 
 
@@ -141,7 +140,7 @@ class Guessed(msgspec.Struct, frozen=True):
     played, and the time of the first and last attempt. Used only when ``run.json`` is damaged."""
 
     folder: Path
-    outcomes: tuple[Outcome, ...]
+    outcomes: Sequence[Outcome]
 
     def file(self) -> RunFile:
         claims: dict[str, tuple[str, ...]] = {}

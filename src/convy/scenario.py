@@ -1018,10 +1018,10 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     def unsaid(self) -> Outcome:
         """This attempt without the words of its dialogue: each turn's message, and the text and
         steps (thoughts, tool calls) of each answer of the agent, its broken-off turn's too, left
-        out; its numbers, usage, times, stop and result (every claim and reason) kept. The end of
-        a run sums and judges its attempts from what this keeps (``report.Summary``); a dialogue is
-        read again from its line only to be shown (``RunJournal.said``) or matched to its labels:
-        held unsaid, an attempt of a varied run takes about a third of the memory."""
+        out; its numbers, usage, times, stop and result (every claim and reason) kept. A run read
+        unsaid (``placed.Placed``) walks its attempts so, one at a time, where the words are not
+        needed (JUnit, the Markdown summary, the judging section); a dialogue is read again in full
+        only to be shown or matched to its labels."""
         replace = msgspec.structs.replace
         ending = self.agent_ending
         return replace(

@@ -14,8 +14,10 @@ number in both files; a notebook reads it as a float.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any, Literal, get_args
+from functools import cached_property
+from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
@@ -27,7 +29,9 @@ from convy.rows import (
     EXACT_JSON,
     AttemptsRow,
     ClaimsRow,
+    Lines,
     ModelRequestsRow,
+    Row,
     RunsRow,
     ScenariosRow,
     Table,
@@ -402,31 +406,40 @@ class AttemptRows(msgspec.Struct, frozen=True):
         )
 
 
-class RunRows(msgspec.Struct, frozen=True):
-    """The rows one run gives each table."""
+class RunRows(msgspec.Struct, frozen=True, dict=True):
+    """The rows one run gives each table. Its attempts are walked one at a time, in full, as the
+    run holds them (read whole, or read again from their lines: ``placed.Placed``), never all held."""
 
     run: Read
 
-    def attempts(self) -> tuple[AttemptRows, ...]:
+    @cached_property
+    def _summary(self) -> Summary:
+        return Summary(self.run)
+
+    def attempts(self) -> Iterator[AttemptRows]:
+        """Each attempt's rows, in the scenarios' order and then by number, one at a time."""
         spec = self.run.file.spec
         known = {scenario.id: scenario for scenario in spec.scenarios}
-        return tuple(
-            AttemptRows(spec.agent, spec.id, attempt, known.get(attempt.outcome.scenario))
-            for attempts in Summary(self.run).by_scenario().values()
-            for attempt in attempts
-        )
+        for scenario, attempt in self._summary.said():
+            yield AttemptRows(spec.agent, spec.id, attempt, known.get(scenario))
 
     def row(self) -> RunsRow:
-        summary = Summary(self.run)
+        summary = self._summary
         header = summary.header()
-        attempts = summary.attempts()
-        statuses = [attempt.status() for attempt in attempts]
+        statuses = summary.statuses()
         tallies = tuple(summary.tallies().values())
         consistency = Consistency(tuple(tally for tally in tallies if tally.judged))
         headline = summary.headline()
         interval = headline.interval()
-        every = Usages(tuple(usage for one in self.attempts() for usage in one.every_usage()))
-        times = [attempt.time() for attempt in attempts]
+        # One walk of the attempts for their requests (each attempt's read again and let go) and turns.
+        usages: list[Usage | NoUsage] = []
+        turns = 0
+        for attempts in summary.by_scenario().values():
+            for attempt in attempts:
+                usages.extend(attempt.requests())
+                turns += len(attempt.outcome.transcript.turns)
+        every = Usages(tuple(usages))
+        wall, agent, user, judge, waiting, _ = summary.times()
         method = headline.method()
         return RunsRow(
             agent=header.agent,
@@ -447,9 +460,9 @@ class RunRows(msgspec.Struct, frozen=True):
             planned=header.planned,
             attempts=header.kept,
             broken=header.broken,
-            passed=statuses.count("passed"),
-            failed=statuses.count("failed"),
-            not_judged=statuses.count("not_judged"),
+            passed=statuses["passed"],
+            failed=statuses["failed"],
+            not_judged=statuses["not_judged"],
             pass_rate=None if interval is None else interval.estimate,
             pass_rate_low=None if interval is None else interval.low,
             pass_rate_high=None if interval is None else interval.high,
@@ -458,7 +471,7 @@ class RunRows(msgspec.Struct, frozen=True):
             scenarios_flaky=consistency.flaky(),
             scenarios_never=consistency.never(),
             scenarios_not_judged=sum(1 for tally in tallies if not tally.judged),
-            turns=sum(len(attempt.outcome.transcript.turns) for attempt in attempts),
+            turns=turns,
             requests=len(every.usages),
             tokens_in=every.tokens_in(),
             tokens_out=every.tokens_out(),
@@ -468,11 +481,11 @@ class RunRows(msgspec.Struct, frozen=True):
             cost_source=every.source(),
             priced_requests=len(every.costs()),
             unpriced_requests=every.unpriced(),
-            attempt_seconds=math.fsum(time.wall for time in times),
-            agent_seconds=math.fsum(time.agent for time in times),
-            user_seconds=math.fsum(time.user for time in times),
-            judge_seconds=math.fsum(time.judge for time in times),
-            waiting_seconds=math.fsum(time.waiting for time in times),
+            attempt_seconds=math.fsum(wall),
+            agent_seconds=math.fsum(agent),
+            user_seconds=math.fsum(user),
+            judge_seconds=math.fsum(judge),
+            waiting_seconds=math.fsum(waiting),
         )
 
     def _group(self, scenario: str) -> str | None:
@@ -483,7 +496,7 @@ class RunRows(msgspec.Struct, frozen=True):
         spec = self.run.file.spec
         known = {scenario.id: scenario for scenario in spec.scenarios}
         rows: list[ScenariosRow] = []
-        for scenario, attempts in Summary(self.run).by_scenario().items():
+        for scenario, attempts in self._summary.by_scenario().items():
             statuses = [attempt.status() for attempt in attempts]
             tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
             interval = Wilson(tally).interval()
@@ -528,35 +541,61 @@ class RunRows(msgspec.Struct, frozen=True):
         return tuple(rows)
 
 
-class Tables(msgspec.Struct, frozen=True):
+class Tables(msgspec.Struct, frozen=True, dict=True):
     """Some runs as eight tables, in the order ``every`` gives them; rows follow the runs' order,
-    then the scenarios' order in each run, attempts, turns and steps."""
+    then the scenarios' order in each run, attempts, turns and steps. ``lines`` gives a table's
+    file as its rows are made, one attempt at a time: what ``convy export`` writes."""
 
     runs: tuple[Read, ...]
+
+    COLUMNS: ClassVar[dict[TableName, tuple[str, ...]]] = {
+        "runs": RunsRow.__struct_fields__,
+        "scenarios": ScenariosRow.__struct_fields__,
+        "attempts": AttemptsRow.__struct_fields__,
+        "turns": TurnsRow.__struct_fields__,
+        "claims": ClaimsRow.__struct_fields__,
+        "votes": VotesRow.__struct_fields__,
+        "tool_calls": ToolCallsRow.__struct_fields__,
+        "model_requests": ModelRequestsRow.__struct_fields__,
+    }
 
     def every(self) -> tuple[Table, ...]:
         return tuple(self.named(name) for name in get_args(TableName))
 
     def named(self, name: TableName) -> Table:
-        """One table by its name."""
-        played = [RunRows(run) for run in self.runs]
-        attempts = [one for run in played for one in run.attempts()]
-        match name:
-            case "runs":
-                return Table(name, RunsRow.__struct_fields__, tuple(run.row() for run in played))
-            case "scenarios":
-                return Table(name, ScenariosRow.__struct_fields__, tuple(row for run in played for row in run.scenarios()))
-            case "attempts":
-                return Table(name, AttemptsRow.__struct_fields__, tuple(one.row() for one in attempts))
-            case "turns":
-                return Table(name, TurnsRow.__struct_fields__, tuple(row for one in attempts for row in one.turns()))
-            case "claims":
-                return Table(name, ClaimsRow.__struct_fields__, tuple(row for one in attempts for row in one.claims()))
-            case "votes":
-                return Table(name, VotesRow.__struct_fields__, tuple(row for one in attempts for row in one.votes()))
-            case "tool_calls":
-                return Table(name, ToolCallsRow.__struct_fields__, tuple(row for one in attempts for row in one.tool_calls()))
-            case "model_requests":
-                return Table(
-                    name, ModelRequestsRow.__struct_fields__, tuple(row for one in attempts for row in one.model_requests())
-                )
+        """One table by its name, its rows held."""
+        return Table(name, self.COLUMNS[name], tuple(self.rows(name)))
+
+    def lines(self, name: TableName, form: Literal["csv", "jsonl"]) -> Iterator[str]:
+        """One table's file, line by line as its rows are made (``rows.Lines``)."""
+        lines = Lines(name, self.COLUMNS[name])
+        return lines.csv(self.rows(name)) if form == "csv" else lines.jsonl(self.rows(name))
+
+    @cached_property
+    def _played(self) -> tuple[RunRows, ...]:
+        return tuple(RunRows(run) for run in self.runs)
+
+    def rows(self, name: TableName) -> Iterator[Row]:
+        """One table's rows, one at a time."""
+        played = self._played
+        if name == "runs":
+            yield from (run.row() for run in played)
+            return
+        if name == "scenarios":
+            yield from (row for run in played for row in run.scenarios())
+            return
+        for run in played:
+            for one in run.attempts():
+                match name:
+                    case "attempts":
+                        yield one.row()
+                    case "turns":
+                        yield from one.turns()
+                    case "claims":
+                        yield from one.claims()
+                    case "votes":
+                        yield from one.votes()
+                    case "tool_calls":
+                        yield from one.tool_calls()
+                    case "model_requests":
+                        yield from one.model_requests()

@@ -1,0 +1,236 @@
+"""A run's attempts walked once into what its report, verdict and totals need, holding none of them.
+
+``report.Summary`` used to hold every attempt (about 8 KB each read back whole, 4-5 KB unsaid) and
+walk them again for each table and tile. ``Digest`` walks them once, in the file's order, and
+keeps of each attempt a ``Row`` — what the attempts table, the verdict and the tiles' counts need:
+its scenario, number, status, why, cause, stop, turns, seconds and the marks of its decisions, a
+few hundred bytes — and adds everything else as it goes: each scenario's counts and claims and
+what its requests spent (``counted.Counting``, the running totals ``Counted`` keeps), each request's
+size and each turn's time in compact float arrays (``array('d')``, 8 bytes a value) for the
+spreads' percentiles, and each attempt's times in arrays summed once at the end, in the file's
+order as ``sum`` over the attempts summed them (Python 3.12 and later sum floats with a
+compensation a running ``+=`` does not have: the same values summed by ``sum`` give the same
+figure).
+
+``Attempts`` is some of the run's attempts as a sequence that holds only their rows: walked, it
+reads each attempt again from where the run holds it (the tuple read whole, or the file for a
+``placed.Placed``), one at a time, for the outputs that want an attempt's claims or errors
+(JUnit, the Markdown summary, the judging section, a comparison).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal, overload
+
+import msgspec
+
+from convy.attempt import Attempt
+from convy.bench import RunSpec
+from convy.causes import Cause
+from convy.counted import Count, Counting
+from convy.dialog import Confidence, Failed, NoVerdict, Verdict
+from convy.placed import Placed
+from convy.scenario import Outcome
+
+Status = Literal["passed", "failed", "not_judged"]
+
+
+class Row(msgspec.Struct, frozen=True, gc=False):
+    """One attempt as the tables and the verdict need it. ``index`` is its place among the run's
+    attempts (the file's order: ``Read.outcomes``); ``marks``, each decision it trusted, as its
+    claim's number among its scenario's ``Column.texts`` times two, plus one when it held (a claim
+    decided twice in one attempt: the later one counts, as a dict of them kept it)."""
+
+    index: int
+    scenario: str
+    attempt: int
+    status: Status
+    why: str
+    cause: Cause | None
+    stop: str
+    turns: int
+    seconds: float
+    marks: tuple[int, ...] = ()
+
+    def marked(self, texts: tuple[str, ...]) -> dict[str, Literal["held", "failed"]]:
+        """Its marks by claim text: held or failed, for each claim it decided and trusted."""
+        return {texts[mark >> 1]: "held" if mark & 1 else "failed" for mark in self.marks}
+
+
+class Column(msgspec.Struct, frozen=True):
+    """One scenario's attempts: their rows by attempt number, their counts (``counted.Count``:
+    statuses, claims in their order, what they spent by who), the claims' texts ``Row.marks``
+    number, and its agent's request sizes and answer times, sorted (for its spreads and the run's)."""
+
+    rows: tuple[Row, ...]
+    count: Count
+    texts: tuple[str, ...]
+    sizes: array[float]
+    seconds: array[float]
+
+
+class Digest(msgspec.Struct, frozen=True):
+    """A run's attempts walked once: each one's ``Row`` in the file's order, each scenario's
+    ``Column`` (in the order ``Summary.by_scenario`` gives: the spec's scenarios, then any other
+    by id), the user's and the judge's request sizes and times, and each attempt's times, by part,
+    in the file's order (``times``: wall, agent, user, judge, waiting, unaccounted)."""
+
+    rows: tuple[Row, ...]
+    columns: dict[str, Column]
+    user_sizes: array[float]
+    user_seconds: array[float]
+    judge_sizes: array[float]
+    judge_seconds: array[float]
+    times: tuple[array[float], ...]
+    # Whether any judge's decision has votes or a quote: else the judging section has nothing to
+    # show (``agreement.Consensus`` gives none), and the attempts need not be walked again for it.
+    judging: bool = False
+
+    @classmethod
+    def of(cls, outcomes: Iterable[Outcome], spec: RunSpec) -> Digest:
+        trust = spec.trust
+        rows: list[Row] = []
+        counting: dict[str, Counting] = {}
+        texts: dict[str, dict[str, int]] = {}
+        sizes: dict[str, array[float]] = {}
+        seconds: dict[str, array[float]] = {}
+        user_sizes, user_seconds, judge_sizes, judge_seconds = array("d"), array("d"), array("d"), array("d")
+        times = tuple(array("d") for _ in range(6))
+        wall, agent_time, user_time, judge_time, waiting, unaccounted = times
+        interned: dict[str, str] = {}  # one string object for each scenario id and stop, not one a row
+        judging = False
+        for index, outcome in enumerate(outcomes):
+            attempt = Attempt(outcome, trust)
+            scenario = interned.setdefault(outcome.scenario, outcome.scenario)
+            if scenario not in counting:
+                counting[scenario], texts[scenario] = Counting(), {}
+                sizes[scenario], seconds[scenario] = array("d"), array("d")
+            counting[scenario].add(attempt)
+            turns = outcome.transcript.turns
+            rows.append(
+                Row(
+                    index,
+                    scenario,
+                    outcome.attempt,
+                    attempt.status(),
+                    attempt.why(),
+                    attempt.cause(),
+                    interned.setdefault(outcome.stop, outcome.stop),
+                    len(turns),
+                    outcome.seconds,
+                    _marks(outcome, trust, texts[scenario]),
+                )
+            )
+            spent = attempt.sizes()
+            sizes[scenario].extend(spent.agent)
+            seconds[scenario].extend([turn.agent_seconds for turn in turns])
+            user_sizes.extend(spent.user)
+            user_seconds.extend([turn.user_seconds for turn in turns if not turn.scripted])
+            judge_sizes.extend(spent.judge)
+            if outcome.judge_requests:
+                judge_seconds.append(outcome.judge_seconds)
+            if not judging:
+                match outcome.result:
+                    case Verdict(claims=claims):
+                        judging = any(claim.by == "judge" and (claim.votes or claim.evidence is not None) for claim in claims)
+                    case _:
+                        pass
+            time = attempt.time()
+            wall.append(time.wall)
+            agent_time.append(time.agent)
+            user_time.append(time.user)
+            judge_time.append(time.judge)
+            waiting.append(time.waiting)
+            unaccounted.append(time.unaccounted)
+        grouped: dict[str, list[Row]] = {scenario.id: [] for scenario in spec.scenarios}
+        for row in sorted(rows, key=lambda one: (one.scenario, one.attempt)):
+            grouped.setdefault(row.scenario, []).append(row)
+        columns = {
+            scenario: Column(
+                tuple(found),
+                counting[scenario].count() if scenario in counting else Count(),
+                tuple(texts.get(scenario, {})),
+                _sorted(sizes.get(scenario)),
+                _sorted(seconds.get(scenario)),
+            )
+            for scenario, found in grouped.items()
+        }
+        return cls(tuple(rows), columns, user_sizes, user_seconds, judge_sizes, judge_seconds, times, judging)
+
+
+def _marks(outcome: Outcome, trust: float, texts: dict[str, int]) -> tuple[int, ...]:
+    """An attempt's marks (``Row.marks``), each claim numbered in ``texts`` as first met: what
+    ``Summary._decided`` marks, a claim of a verdict it trusted, or a check code decided though a
+    model failed, that it trusted."""
+    marks: list[int] = []
+    match outcome.result:
+        case Verdict(claims=claims):
+            for claim in claims:
+                confidence = claim.confidence
+                if not claim.doubt and (type(confidence) is not Confidence or confidence.value >= trust):
+                    marks.append(texts.setdefault(claim.claim, len(texts)) * 2 + claim.held)
+        case NoVerdict(checks=checks):
+            for claim in checks:
+                if not claim.doubt and claim.trusted(trust):
+                    marks.append(texts.setdefault(claim.claim, len(texts)) * 2 + claim.held)
+        case Failed():
+            pass
+    return tuple(marks)
+
+
+def _sorted(values: array[float] | None) -> array[float]:
+    """The values sorted, as an array (an empty one for none)."""
+    return array("d", sorted(values)) if values else array("d")
+
+
+class Attempts(Sequence[Attempt]):
+    """Some of a run's attempts, held as their rows only (a plain class: a ``Sequence`` the
+    standard library's way; nothing in it changes once made): walked, each is read again from
+    ``outcomes`` — the run's attempts read whole, or a ``Placed``, whose lines are read again from
+    the file, unsaid, one at a time."""
+
+    __slots__ = ("_outcomes", "_rows", "_trust")
+
+    def __init__(self, rows: Sequence[Row], outcomes: Sequence[Outcome], trust: float) -> None:
+        self._rows, self._outcomes, self._trust = rows, outcomes, trust
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Attempt: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Attempt]: ...
+
+    def __getitem__(self, index: int | slice) -> Attempt | Sequence[Attempt]:
+        if isinstance(index, slice):
+            return Attempts(self._rows[index], self._outcomes, self._trust)
+        return Attempt(self._outcomes[self._rows[index].index], self._trust)
+
+    def __iter__(self) -> Iterator[Attempt]:
+        trust = self._trust
+        outcomes = self._outcomes
+        match outcomes:
+            case Placed():
+                for outcome in outcomes.chosen([row.index for row in self._rows]):
+                    yield Attempt(outcome, trust)
+            case _:
+                for row in self._rows:
+                    yield Attempt(outcomes[row.index], trust)
+
+    def said(self, index: int) -> Attempt:
+        """The attempt at ``index`` in full: its dialogue's words too (an attempt walked from a
+        ``Placed`` is unsaid)."""
+        outcomes = self._outcomes
+        row = self._rows[index]
+        match outcomes:
+            case Placed():
+                return Attempt(next(outcomes.full((row.index,))), self._trust)
+            case _:
+                return Attempt(outcomes[row.index], self._trust)
+
+    def __repr__(self) -> str:
+        return f"Attempts({len(self._rows)})"
