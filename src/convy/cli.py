@@ -84,7 +84,6 @@ from convy.agreement import Consensus
 from convy.attempt import Attempt, Spent, Sum
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
-from convy.busy import START
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.holders import Environment, Holders
 from convy.live import LiveReport, Paced, Tethered
@@ -1770,7 +1769,8 @@ class DryRun(msgspec.Struct, frozen=True):
         for name in ("agent_per_minute", "user_per_minute", "judge_per_minute"):
             if not values[name]:
                 shown[name] = "0 (no limit)"
-        grown = (f"  (no cap: places start at {START} and grow while the service keeps up)",) if uncapped else ()
+        # Where places with no cap start, as a run starts them: the same for every participant.
+        grown = (f"  (no cap: places start at {settings.starting(uncapped[0])} and grow while the service keeps up)",) if uncapped else ()
         return (
             "settings in force:",
             *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),
