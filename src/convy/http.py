@@ -91,7 +91,9 @@ class RetryAfter(msgspec.Struct, frozen=True):
     upstream's 429) through the step that forwards a provider's headers, which prefixes every one
     of them. So where neither plain header says a wait, the prefixed ones are read; without them a
     refusal of the proxy's was sent again at 1, 2, 4 ... s, each refused, until its minute turned.
-    A plain header comes first: it is what the service answering says of itself."""
+    For its ``rpm`` it says 60, the whole minute, whatever is left of it: waited, that is later
+    than the minute's turn by the part of the minute gone before the refusal, but it is refused
+    no more. A plain header comes first: it is what the service answering says of itself."""
 
     headers: Any
 
