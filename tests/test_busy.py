@@ -21,7 +21,7 @@ from convy import Bench, JsonAgent, Limits, Models, Plan, Scenario
 from convy.busy import WAITS, Busy, Patience, Places, Waits
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
-from convy.quota import TOLD, Service, Services
+from convy.quota import TOLD, Heard, NoQuota, Service, Services
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
 SHORT = 0.05
@@ -1521,6 +1521,43 @@ def test_a_request_outside_any_attempt_notes_nothing_and_works() -> None:
 def test_retry_after_is_read_in_seconds(headers: dict[str, str], seconds: float | None) -> None:
     """Retry-After in seconds, retry-after-ms (preferred), and anything unreadable as None."""
     assert RetryAfter(headers).seconds() == seconds
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"llm_provider-retry-after": "60"}, 60.0),
+        ({"llm_provider-retry-after-ms": "1500", "llm_provider-retry-after": "2"}, 1.5),
+        ({"llm_provider-retry-after-ms": "soon", "llm_provider-retry-after": "2"}, 2.0),
+        ({"retry-after": "3", "llm_provider-retry-after": "60"}, 3.0),
+        ({"retry-after-ms": "250", "llm_provider-retry-after-ms": "9000"}, 0.25),
+        ({"retry-after": "0", "llm_provider-retry-after": "60"}, 0.0),
+        ({"retry-after": "soon", "llm_provider-retry-after": "60"}, 60.0),
+        ({"llm_provider-retry-after": "soon"}, None),
+        ({"llm_provider-x-ratelimit-reset-requests": "2.5s", "x-ratelimit-remaining-requests": "0"}, None),
+    ],
+    ids=["proxy", "proxy-ms-first", "proxy-bad-ms", "plain-first", "plain-ms-first", "plain-zero", "plain-unreadable", "proxy-garbage", "no-wait-said"],
+)
+def test_retry_after_from_litellms_proxy_is_read_when_no_plain_header_says_one(headers: dict[str, str], seconds: float | None) -> None:
+    """LiteLLM's proxy sends its wait (its router's ``rpm`` used up, or the upstream's 429) only with
+    its ``llm_provider-`` prefix: read when no plain header says a readable wait, never before one;
+    a reset of the upstream's limits is not a wait."""
+    assert RetryAfter(headers).seconds() == seconds
+    assert RetryAfter(httpx2.Headers(headers)).seconds() == seconds, "whatever the case of the names, as a response has them"
+
+
+def test_the_upstreams_limits_litellm_forwards_are_not_read_as_the_callers() -> None:
+    """The ``llm_provider-x-ratelimit-*`` headers tell of the upstream deployment that answered the
+    proxy, not of the limit the caller is held to; beside the unprefixed ``limit`` and ``remaining``
+    the proxy sends (its own count, without a reset) they make no quota."""
+    headers = httpx2.Headers({
+        "x-ratelimit-limit-requests": "16",
+        "x-ratelimit-remaining-requests": "15",
+        "llm_provider-x-ratelimit-limit-requests": "2",
+        "llm_provider-x-ratelimit-remaining-requests": "0",
+        "llm_provider-x-ratelimit-reset-requests": "2.89s",
+    })
+    assert RateHeaders(headers).heard() == Heard(NoQuota(), NoQuota())
 
 
 def test_retry_after_as_an_http_date() -> None:

@@ -8,10 +8,12 @@ most likely in the middle of a turn. The proxy's own callback writes down every 
 whether the request carried a user's message twice: convy keeps exactly the replies the proxy sent,
 their tokens and cost, and no request carried a user's message twice.
 
-The proxy's minute is the test's: it turns when convy has been refused, rather than when the wall
-clock's minute ends (the proxy says ``retry-after: 60`` only as ``llm_provider-retry-after``, so
-convy waits 1, 2, 4 ... seconds and probes: with the wall clock's minute the test took two minutes).
-Without ``.venv-proxy`` the test is skipped.
+The proxy's minute is the test's: it starts as the test starts, so the 27 requests cannot fall in
+two minutes of the wall clock and meet no refusal, and turns when convy has been refused, as the
+frozen minute never would. The proxy asks for the whole minute, ``llm_provider-retry-after: 60``,
+whatever is left of it; convy waits that (``http.RetryAfter``), so the first test waits a minute
+once: the price of playing the proxy as it is. The second asserts the wait convy was told and the
+refusals it met, so it waits for nothing. Without ``.venv-proxy`` the tests are skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litellmproxy import LIMITED, Proxy
+from litellmproxy import LIMITED, RPM, Proxy
 from pydantic import SecretStr
 from test_proxy import usage_of
 from test_services_cli import KEY
@@ -31,8 +33,8 @@ from test_services_cli import KEY
 import convy
 from convy.agent import Answer, Call, Message, QueuedAgent, TimeLimited
 from convy.attempt import Spent
-from convy.busy import Patience, Places
-from convy.model import OpenAiModel
+from convy.busy import Busy, Patience, Places
+from convy.model import OpenAiModel, PatientModel, Said
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -92,3 +94,28 @@ def test_under_the_proxys_rpm_convy_keeps_every_reply_it_sent_and_sends_no_messa
     assert seen == {"proxy answered": 27, "convy kept": 27, "tool calls kept": 27, "requests with a user message twice": 0}
     ours, theirs = Spent(tuple(kept)).tokens(), Spent(tuple(usage_of({**line["usage"], "cost": line["cost"]}) for line in sent)).tokens()
     assert (ours.requests, ours.input, ours.output) == (theirs.requests, theirs.input, theirs.output)
+
+
+def test_convy_waits_the_minute_the_proxy_said_of_its_rpm_rather_than_probing(proxy: Proxy) -> None:
+    """Once a minute of the router's ``rpm`` is used up, the proxy refuses with the wait it asks for,
+    the whole minute (60 s, whatever is left of it), said only as ``llm_provider-retry-after``. convy
+    reads it: with a patience shorter than that, the refused request is given up at once, carrying
+    the wait the proxy said, after that one refusal. Not read, it was sent again at 1, 2, 4 ... s,
+    refused each time within the minute, until the patience ran out. Nothing waits for the minute:
+    the test asserts the wait convy was told and the refusals it met, not a time."""
+    model = OpenAiModel(LIMITED, proxy.url + "/v1", key=SecretStr(KEY), timeout=60)
+    places = Places(1, who="user", patience=Patience(10.0))
+    patient = PatientModel(model, places)
+
+    async def main() -> tuple[int, Busy]:
+        for sent in range(RPM + 1):
+            try:
+                await patient.reply((Said("user", f"Where is A-1043? (request {sent})"),))
+            except Busy as busy:
+                return sent, busy
+        pytest.fail(f"the proxy let through {RPM + 1} requests in a minute of an rpm of {RPM}")
+
+    proxy.turned()  # a minute of its own, whatever the session asked of the model before
+    let_through, refused = asyncio.run(main())
+    assert let_through == RPM - 1, "the router lets through RPM - 1 requests a minute (litellmproxy.LIMITED)"
+    assert (refused.retry_after, places.refused, places.given_up) == (60.0, 1, 1)

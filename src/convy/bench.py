@@ -83,6 +83,10 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     turn_seconds: float = 120.0
     close_seconds: float = 60.0
 
+    # Each participant's cap of places, by who it is: the one list of those fields, for every
+    # reader that goes through them (``starting`` reads one by its participant's name too).
+    PLACES: ClassVar[dict[Who, str]] = {"agent": "agent_places", "user": "user_places", "judge": "judge_places"}
+
     # The largest value each may take: beyond them a run would never end or would not fit in
     # memory, and a number that is not finite would not read back from run.json.
     MOST: ClassVar[dict[str, float]] = {
@@ -112,7 +116,7 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 raise ValueError(f"{name}: must be at most {most:,.0f}")
         if self.max_turns < 1:
             raise ValueError("max_turns: must be at least 1")
-        for name in ("agent_places", "user_places", "judge_places"):
+        for name in self.PLACES.values():
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be 0 (no cap: places grow) or more")
         for name in ("agent_per_minute", "user_per_minute", "judge_per_minute"):

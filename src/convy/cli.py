@@ -83,7 +83,6 @@ from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Attempt, Spent, Sum
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
 from convy.budget import Budget, Outlay
-from convy.busy import START
 from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
 from convy.holders import Environment, Holders
 from convy.live import LiveReport, Paced, Tethered
@@ -1492,8 +1491,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         holds 4, 8 and 8, that convy's defaults, which it played at and no more; nothing in it tells
         them from a team's own caps (its version and format are the same), so both are kept, and
         this line tells a user whose project now leaves them uncapped why they do not grow."""
-        names = ("agent_places", "user_places", "judge_places")
-        differ = [name for name in names if getattr(spec.limits, name) != getattr(settings, name)]
+        differ = [name for name in Limits.PLACES.values() if getattr(spec.limits, name) != getattr(settings, name)]
         if not differ:
             return
 
@@ -1756,13 +1754,14 @@ class DryRun(msgspec.Struct, frozen=True):
             shown["ray"] = "none"  # no Ray: this process alone, unless workers are asked
         # 0 is no number of places or requests a minute: it is none set, which a reader of the
         # table would not guess for places (they are not held at 0, nor at 4: they grow).
-        uncapped = [name for name in ("agent_places", "user_places", "judge_places") if not values[name]]
-        for name in uncapped:
-            shown[name] = "0 (no cap)"
+        uncapped = [who for who, name in Limits.PLACES.items() if not values[name]]
+        for who in uncapped:
+            shown[Limits.PLACES[who]] = "0 (no cap)"
         for name in ("agent_per_minute", "user_per_minute", "judge_per_minute"):
             if not values[name]:
                 shown[name] = "0 (no limit)"
-        grown = (f"  (no cap: places start at {START} and grow while the service keeps up)",) if uncapped else ()
+        # Where places with no cap start, as a run starts them: the same for every participant.
+        grown = (f"  (no cap: places start at {settings.starting(uncapped[0])} and grow while the service keeps up)",) if uncapped else ()
         return (
             "settings in force:",
             *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),

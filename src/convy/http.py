@@ -5,7 +5,8 @@ open client that posts JSON and reads JSON or server-sent events back. Every err
 transport is translated here, once:
 
 - 429 and 503 — the service refused the request before acting on it — raise ``Busy`` with the
-  wait it asked for (``Retry-After`` in seconds or as an HTTP date, or ``retry-after-ms``);
+  wait it asked for (``Retry-After`` in seconds or as an HTTP date, or ``retry-after-ms``; or, from
+  LiteLLM's proxy, the same with its ``llm_provider-`` prefix);
 - any other status, a read timeout, a connection that could not be made or broke, or a body that
   is not JSON raise ``HttpFailure``: the service may have acted on the request, so it is never
   sent again.
@@ -83,19 +84,36 @@ class Tls(msgspec.Struct, frozen=True):
 
 
 class RetryAfter(msgspec.Struct, frozen=True):
-    """How long a refusing service asked to wait, read from its response headers."""
+    """How long a refusing service asked to wait, read from its response headers.
+
+    LiteLLM's proxy sends its wait only as ``llm_provider-retry-after``: it passes the headers of
+    the error it refuses with (its router's own, when a deployment's ``rpm`` is used up, or the
+    upstream's 429) through the step that forwards a provider's headers, which prefixes every one
+    of them. So where neither plain header says a wait, the prefixed ones are read; without them a
+    refusal of the proxy's was sent again at 1, 2, 4 ... s, each refused, until its minute turned.
+    For its ``rpm`` it says 60, the whole minute, whatever is left of it: waited, that is later
+    than the minute's turn by the part of the minute gone before the refusal, but it is refused
+    no more. A plain header comes first: it is what the service answering says of itself."""
 
     headers: Any
 
     def seconds(self, now: datetime | None = None) -> float | None:
         """The seconds to wait; a date is counted from ``now``, the clock's unless a test gives one."""
-        milliseconds = self.headers.get("retry-after-ms")
+        for prefix in _WAITS_FROM:
+            seconds = self._said(prefix, now)
+            if seconds is not None:
+                return seconds
+        return None
+
+    def _said(self, prefix: str, now: datetime | None) -> float | None:
+        """The wait ``{prefix}retry-after-ms`` or ``{prefix}retry-after`` says, the first readable."""
+        milliseconds = self.headers.get(f"{prefix}retry-after-ms")
         if milliseconds:
             try:
                 return max(0.0, float(milliseconds) / 1000)
             except ValueError:
                 pass
-        given = self.headers.get("retry-after")
+        given = self.headers.get(f"{prefix}retry-after")
         if not given:
             return None
         try:
@@ -113,10 +131,27 @@ class RetryAfter(msgspec.Struct, frozen=True):
         return max(0.0, (moment - (now or datetime.now(UTC))).total_seconds())
 
 
+# Where a refusal's wait is read, in order: the service's own headers, then those LiteLLM's proxy
+# forwards with its prefix (``RetryAfter``).
+_WAITS_FROM = ("", "llm_provider-")
+
+
 class RateHeaders(msgspec.Struct, frozen=True):
     """What a response's headers say is left of the service's limits, as OpenAI-compatible
     services send it: ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``, the reset as a
-    duration such as "1s", "6m0s", "20ms" or "1.5"."""
+    duration such as "1s", "6m0s", "20ms" or "1.5".
+
+    Not the ``llm_provider-x-ratelimit-*`` that LiteLLM's proxy forwards, although its reset is
+    sent only so (unprefixed, the proxy sends ``limit`` and ``remaining`` alone, so through it
+    these headers say nothing). Those are what the upstream told the proxy of the deployment that
+    answered, on the proxy's own upstream key: not the limit the caller is held to. The proxy
+    refuses first at its own limits (a deployment's ``rpm``, a key's), whose count it sends
+    unprefixed, in the same names; it spreads a model group over deployments, each with a limit
+    of its own, so one answer's headers tell of one of them; and others share its upstream key.
+    Paced by them, convy would go at one deployment's rate where the group allows more, or miss
+    the proxy's own limit; and a prefixed reset read beside an unprefixed remaining would join
+    two limits' words into one that is neither's. A refusal's wait, which is for the request at
+    hand whoever refused it, is read with the prefix (``RetryAfter``)."""
 
     headers: Any
 
