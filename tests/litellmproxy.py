@@ -89,12 +89,14 @@ CONFIG = {
 
 USAGE_LOG = '''"""Writes down every reply the proxy sends, one JSON line each: its model group, usage and cost,
 and whether the request carried a user's message twice. And sets the clock the router counts a
-model's rpm by to the minute the test gives in the file CONVY_TEST_MINUTE."""
+model's rpm by to the minute the test gives in the file CONVY_TEST_MINUTE, and the wait its refusal
+for the rpm asks for to the seconds the file CONVY_TEST_WAIT gives, where the test wrote one."""
 
 import datetime
 import json
 import os
 
+import litellm
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.router_strategy import lowest_tpm_rpm_v2
 
@@ -113,6 +115,37 @@ def minute():
 # reads it there fails here, at the proxy's start, rather than leave the test on the wall clock.
 assert callable(lowest_tpm_rpm_v2.get_utc_datetime)
 lowest_tpm_rpm_v2.get_utc_datetime = minute
+
+
+def said_wait():
+    """The Retry-After the test asks the router's rpm refusals to carry, or None: LiteLLM's own 60."""
+    try:
+        with open(os.environ["CONVY_TEST_WAIT"], encoding="utf-8") as wait:
+            return wait.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def waiting(check):
+    """``check`` (a router's rpm check), its refusal asking for the test's wait rather than a whole
+    minute: the minute is the test's to turn, and ends when the test turns it."""
+
+    async def checked(*arguments, **named):
+        try:
+            return await check(*arguments, **named)
+        except litellm.RateLimitError as refused:
+            wait = said_wait()
+            if wait is not None and refused.response is not None:
+                refused.response.headers["retry-after"] = wait
+            raise
+
+    return checked
+
+
+# The two places the router refuses a request over a deployment's rpm, each with "retry-after: 60".
+_HANDLER = lowest_tpm_rpm_v2.LowestTPMLoggingHandler_v2
+_HANDLER.async_pre_call_check = waiting(_HANDLER.async_pre_call_check)
+_HANDLER.async_get_available_deployments = waiting(_HANDLER.async_get_available_deployments)
 
 
 class UsageLog(CustomLogger):
@@ -135,11 +168,25 @@ usage_log = UsageLog()
 
 
 class Proxy(msgspec.Struct, frozen=True):
-    """The running proxy: its base URL, the log its callback writes, and the file of its minute."""
+    """The running proxy: its base URL, the log its callback writes, the file of its minute, and the
+    file of the wait its rpm refusals ask for."""
 
     url: str
     log: Path
     minute: Path
+    wait: Path
+
+    @contextlib.contextmanager
+    def waiting(self, seconds: int) -> Iterator[None]:
+        """While inside, the router's rpm refusals ask for ``seconds`` (as Retry-After, which the proxy
+        forwards as ``llm_provider-retry-after``), not for LiteLLM's whole minute."""
+        written = self.wait.with_suffix(".new")
+        written.write_text(str(seconds))
+        written.replace(self.wait)
+        try:
+            yield
+        finally:
+            self.wait.unlink()
 
     def lines(self, group: str) -> list[dict[str, Any]]:
         """Every line the callback wrote for a reply of ``group`` so far, in order."""
@@ -197,9 +244,10 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     folder = tmp_path_factory.mktemp("proxy")
     (folder / "config.yaml").write_text(json.dumps(CONFIG))  # JSON is YAML
     (folder / "usage_log.py").write_text(USAGE_LOG)
-    log, minute = folder / "usage.jsonl", folder / "minute.txt"
-    with started(folder, {"CONVY_TEST_USAGE_LOG": str(log), "CONVY_TEST_MINUTE": str(minute)}) as url:
-        yield Proxy(url, log, minute)
+    log, minute, wait = folder / "usage.jsonl", folder / "minute.txt", folder / "wait.txt"
+    variables = {"CONVY_TEST_USAGE_LOG": str(log), "CONVY_TEST_MINUTE": str(minute), "CONVY_TEST_WAIT": str(wait)}
+    with started(folder, variables) as url:
+        yield Proxy(url, log, minute, wait)
 
 
 @contextlib.contextmanager

@@ -11,9 +11,10 @@ their tokens and cost, and no request carried a user's message twice.
 The proxy's minute is the test's: it starts as the test starts, so the 27 requests cannot fall in
 two minutes of the wall clock and meet no refusal, and turns when convy has been refused, as the
 frozen minute never would. The proxy asks for the whole minute, ``llm_provider-retry-after: 60``,
-whatever is left of it; convy waits that (``http.RetryAfter``), so the first test waits a minute
-once: the price of playing the proxy as it is. The second asserts the wait convy was told and the
-refusals it met, so it waits for nothing. Without ``.venv-proxy`` the tests are skipped.
+whatever is left of it, and convy waits that (``http.RetryAfter``): in the first test, whose
+minute turns when the test turns it, the proxy's refusals ask for a second instead
+(``Proxy.waiting``); the second test asserts the 60 s convy was told and the refusals it met, so it
+waits for nothing. Without ``.venv-proxy`` the tests are skipped.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def test_under_the_proxys_rpm_convy_keeps_every_reply_it_sent_and_sends_no_messa
             turning.cancel()
 
     proxy.turned()  # a minute of its own, whatever the session asked of the model before
-    answers = [answer for conversation in asyncio.run(main()) for answer in conversation]
+    with proxy.waiting(1):  # the minute turns when the test turns it: within the second it asks for
+        answers = [answer for conversation in asyncio.run(main()) for answer in conversation]
     kept = [usage for answer in answers for usage in answer.requests()]
     assert places.refused > 0, "more requests than a minute of the limit allows: some were refused"
     proxy.awaited(LIMITED, before + len(kept))
