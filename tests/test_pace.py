@@ -410,3 +410,33 @@ def test_a_pace_made_up_from_what_a_second_let_through_climbs_to_the_limit_a_ste
     assert service.refused == {"agent": 2}, [(round(m - START, 3), let) for m, let in arrived if not let]
     last = [moment for moment, let in arrived if let][-10:]
     assert 9 / (last[-1] - last[0]) >= 4.5, [round(moment - START, 3) for moment in last]
+
+
+class Wired(Shared):
+    """``Shared``, each request waiting, once it has named the service, for the moment its ``Told``
+    says it may be written, as convy's HTTP layer waits just before a request's head goes on the
+    wire."""
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+            await told.writable()
+        return await super().__call__(who)
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "bare"])
+def test_a_participants_first_request_to_a_key_its_neighbour_paces_goes_at_the_neighbours_pace(headers: bool) -> None:
+    """The agent has found the limit of a strict bucket of 20 a second when the judge, on the same
+    key, starts. The judge's first request names the service as it starts, and the service is
+    one its neighbour paces: it waits at the wire for the agent's next moment, taken for it, and is
+    let through, as every later one. None of the judge's requests is refused (before: its first,
+    sent as though the service were new, reached the key beside the agent's sends at the limit,
+    and was refused, each run of bench/busy.py p-all and p-all-bare)."""
+    service = Wired(headers=headers)
+    ends = played(service, agent=300, judge=100, judge_from=3.0)
+    assert service.answered == {"agent": 300, "judge": 100}
+    assert service.refused.get("judge", 0) == 0, service.refused
+    pauses = 0.0 if headers else 2.0
+    assert max(ends.values()) <= 1.1 * (400 / 20 + pauses), ends
+

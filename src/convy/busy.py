@@ -230,7 +230,11 @@ class _Asked(Told):
         return True
 
     def due(self, now: float) -> float | None:
-        return self._places._due(self._send, now) if self._gated else None
+        if self._gated:
+            return self._places._due(self._send, now)
+        if self._places._answered_once:
+            return None  # sent to a service the participant knows, at its pace already
+        return self._places._first(self._send, now, self.service)
 
     def wrote(self, moment: float) -> None:
         self._places._wrote(self._send, moment)
@@ -956,6 +960,27 @@ class Places:
         if now < send.moment:  # it waits: how late the wait ends is a lead of the next send
             self._waited = send
         return send.moment
+
+    def _first(self, send: _Send, now: float, service: str) -> float | None:
+        """``send``, let go before any answer, is at the wire at ``now``, and has just named its
+        ``service``: the moment it may be written. Where a neighbour on the same key has found the
+        service's pace, or heard what is left of its limits, that neighbour's next moment, taken
+        for it: let go as though the service were new, it reached the key beside the neighbour's
+        sends at the limit, and was refused (bench/busy.py p-all and p-all-bare: the judge's first
+        request, each run). None, at once, for a service nobody here knew."""
+        if not service or send.service is not self._service:
+            return None
+        self._known(service)
+        shared = self._service
+        if shared is send.service:
+            return None  # nobody knew it: this participant's own
+        paused = self._paused()
+        if shared.pace.rate <= 0.0 and self._unmetered():
+            return paused if paused > now else None  # nothing found of its limit yet, but a pause
+        moment = max(now, self._moment(now))
+        shared.took(moment, shared.aim())
+        self._took(moment)
+        return moment
 
     def _ahead(self) -> float:
         """How long before its moment a request is let go: a little, where the HTTP layer waits at
