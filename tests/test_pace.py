@@ -440,3 +440,27 @@ def test_a_participants_first_request_to_a_key_its_neighbour_paces_goes_at_the_n
     pauses = 0.0 if headers else 2.0
     assert max(ends.values()) <= 1.1 * (400 / 20 + pauses), ends
 
+
+def test_a_request_inside_a_turn_paced_as_a_whole_sent_again_takes_its_unit_from_what_is_left() -> None:
+    """A simulated user sends at a strict bucket of 20 a second that tells what is left, its
+    requests a gap apart; the agent's request, inside a turn paced as a whole (not paced itself),
+    reaches the key beside one of them and is refused. Sent again when the service said the next
+    unit comes, it takes that unit from what the participants on the key count is left, so the
+    user's next send waits a gap after it: one refusal in all (before: the user's next send,
+    counted against a unit the agent's had taken, was refused too; bench/busy.py p-all's start)."""
+    service = Shared(headers=True, latency=0.0)
+
+    async def main() -> None:
+        services = Services()
+        user = Places(4, "user", patience=Patience(600), services=services)
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        for _ in range(3):
+            await user.sent(lambda: service("user"))
+        users = [asyncio.ensure_future(user.sent(lambda: service("user"))) for _ in range(10)]
+        await asyncio.sleep(0)
+        await agent.retried(lambda: service("agent"), paced=False)
+        await asyncio.gather(*users)
+
+    run_virtual(main)
+    assert service.answered == {"user": 13, "agent": 1}
+    assert sum(service.refused.values()) == 1, service.refused
