@@ -464,3 +464,27 @@ def test_a_request_inside_a_turn_paced_as_a_whole_sent_again_takes_its_unit_from
     run_virtual(main)
     assert service.answered == {"user": 13, "agent": 1}
     assert sum(service.refused.values()) == 1, service.refused
+
+
+def test_a_first_request_inside_a_turn_paced_as_a_whole_goes_at_its_neighbours_moment() -> None:
+    """A simulated user sends at a strict bucket of 20 a second that tells what is left, its
+    requests a gap apart, when the agent's first request, inside a turn paced as a whole (not
+    paced itself), starts: it names the service, one its neighbour paces, and waits at the wire
+    for the user's next moment, taken for it. Nothing is refused (before: it went at once, beside
+    the user's send, and was refused; bench/busy.py p-all's and p-all-bare's start, each run)."""
+    service = Wired(headers=True, latency=0.0)
+
+    async def main() -> None:
+        services = Services()
+        user = Places(4, "user", patience=Patience(600), services=services)
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        for _ in range(3):
+            await user.sent(lambda: service("user"))
+        users = [asyncio.ensure_future(user.sent(lambda: service("user"))) for _ in range(10)]
+        await asyncio.sleep(0)
+        await agent.retried(lambda: service("agent"), paced=False)
+        await asyncio.gather(*users)
+
+    run_virtual(main)
+    assert service.answered == {"user": 13, "agent": 1}
+    assert service.refused == {}, service.refused

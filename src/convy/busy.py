@@ -647,7 +647,9 @@ class Places:
                 told = self._asking = _Asked(self, send, False)  # _clear: not strict, so not held at the wire
             else:
                 send = _Send(self._service, -1, now)
-                told = Told()
+                # Before the participant has an answer, its request may reach a key a neighbour
+                # paces: its ``Told`` holds it at the wire for the neighbour's moment (``_first``).
+                told = Told() if self._answered_once else _Asked(self, send, False)
             token = TOLD.set(told)
             try:
                 answer = await request()
