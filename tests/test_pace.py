@@ -488,3 +488,35 @@ def test_a_first_request_inside_a_turn_paced_as_a_whole_goes_at_its_neighbours_m
     run_virtual(main)
     assert service.answered == {"user": 13, "agent": 1}
     assert service.refused == {}, service.refused
+
+
+class LateFirst(Wired):
+    """``Wired``, the judge's first request written ``late`` seconds after its moment (its new
+    connection opened while it waited, the loop busy): it tells its ``Told`` when, and the
+    limit counts it then. Every other request is written at its moment."""
+
+    def __init__(self, late: float) -> None:
+        super().__init__(headers=True, latency=0.1)
+        self.late = late
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+            await told.writable()
+            if who == "judge" and "judge" not in self.arrived:
+                await asyncio.sleep(self.late)
+            told.wrote(asyncio.get_running_loop().time())
+        return await Shared.__call__(self, who)
+
+
+def test_a_first_request_held_for_a_neighbours_moment_and_written_late_holds_the_neighbours_next() -> None:
+    """The judge's first request waits at the wire for the moment it took of the agent's, which
+    paces a strict bucket of 20 a second from the wire, and is written 5 ms late. The agent's next
+    send keeps a whole gap after it, counted from when it was written: nothing is refused
+    (before: counted from the moment taken, the agent's next reached the bucket 5 ms early, and
+    was refused; bench/busy.py p-all, now and then)."""
+    service = LateFirst(late=0.005)
+    played(service, agent=100, judge=20, judge_from=2.0)
+    assert service.answered == {"agent": 100, "judge": 20}
+    assert service.refused == {}, service.refused

@@ -347,6 +347,7 @@ class Places:
         self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
         self._waited: _Send | None = None  # the latest send that waited there
         self._wired: tuple[_Send | None, float] = (None, 0.0)  # the latest send on the wire, and when
+        self._first_taken: tuple[_Send | None, int] = (None, -1)  # a first send held for a neighbour's moment (_first), and its number there
         self._services = services or Services()
         # Whether its latest answers came in-process, without word from any service: its first
         # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
@@ -990,7 +991,7 @@ class Places:
         if shared.pace.rate <= 0.0 and self._unmetered():
             return paused if paused > now else None  # nothing found of its limit yet, but a pause
         moment = max(now, self._moment(now))
-        shared.took(moment, shared.aim())
+        self._first_taken = (send, shared.took(moment, shared.aim()))
         self._took(moment)
         return moment
 
@@ -1021,6 +1022,11 @@ class Places:
             # Counted from then against what is left of the service's limits, which the
             # participants sharing it all read.
             self._service.late(send.number, moment - lead)
+        elif self._first_taken[0] is send:
+            # Held for the moment it took of a neighbour's (``_first``), and written late: the
+            # neighbour's next send keeps a whole gap after it, counted from the wire itself (its
+            # delay to the wire was the wait, not a lead the next one takes too).
+            self._service.late(self._first_taken[1], moment)
         if self._unmetered():
             # A limit told of by its refusals alone: a gap of the pace found from the wire, for
             # every participant sharing it. A cap per minute lower than that is kept on average by
