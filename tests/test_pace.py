@@ -381,37 +381,6 @@ def test_a_pace_refused_after_sends_slower_than_it_is_not_taken_for_the_limit() 
     assert 4 / (last[-1] - last[0]) >= 40, ([round(moment - START, 3) for moment in let[-8:]], paces)
 
 
-def test_a_pace_made_up_from_what_a_second_let_through_climbs_to_the_limit_a_step_at_a_time() -> None:
-    """Without headers, a participant's requests go just under a strict bucket of 5 a second, all
-    let through, for two seconds (spaced by what came to send, no pace yet); then 40 come at once
-    and the second is refused. What a whole second let through (5) is the limit or a little under
-    it: the pace made up from it climbs a step at a time, and the one refusal where it passes the
-    limit leaves it a step back, no longer growing. Two refusals in all, the last 10 let through at
-    4.5 a second or more. Before, it doubled from there, passed the limit by a third at once,
-    was refused with nothing let through between to tell by how much, and halved, then climbed
-    back and was refused once more (three refusals, as bench/busy.py p-bare@300's agent key)."""
-    service = Shared(rate=5.0, headers=False)
-
-    async def main() -> None:
-        places = Places(0, "agent", patience=Patience(600), services=Services())
-        await places.sent(lambda: service("agent"))  # until a first answer, one at a time
-        await asyncio.sleep(0.2)
-        steady = []
-        for _ in range(10):
-            steady.append(asyncio.ensure_future(places.sent(lambda: service("agent"))))
-            await asyncio.sleep(0.21)
-        await asyncio.gather(*steady)
-        await asyncio.gather(*(places.sent(lambda: service("agent")) for _ in range(40)))
-
-    run_virtual(main)
-    arrived = service.arrived["agent"]
-    assert service.answered == {"agent": 51}
-    assert all(let for _, let in arrived[:11]), [(round(m - START, 3), let) for m, let in arrived[:12]]
-    assert service.refused == {"agent": 2}, [(round(m - START, 3), let) for m, let in arrived if not let]
-    last = [moment for moment, let in arrived if let][-10:]
-    assert 9 / (last[-1] - last[0]) >= 4.5, [round(moment - START, 3) for moment in last]
-
-
 class Wired(Shared):
     """``Shared``, each request waiting, once it has named the service, for the moment its ``Told``
     says it may be written, as convy's HTTP layer waits just before a request's head goes on the

@@ -78,9 +78,8 @@ _SHARE_BACK = 0.002  # of what is missing to _SHARE_MOST, per answer
 _GROWTH = 0.0005
 _CUT = 0.9
 _BARE_AIM = 0.99
-# The most the doubling pace grows at one answer once it was halved, or made up at a refusal from
-# what a whole second let through: the limit is then known to be under twice the pace (or near
-# it), and a few requests a second doubling every half second would take a
+# The most the doubling pace grows at one answer once it was halved: the limit is then known to
+# be under twice the pace, and a few requests a second doubling every half second would take a
 # step of a third at each answer, the pace last let through (from which the limit is found) as
 # far under it.
 _STEP = 1.05
@@ -1228,18 +1227,7 @@ class Places:
                 if pace.proven:
                     quickest = self._quickest(send)
                     half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
-                    if pace.step <= _STEP and (quickest == math.inf or quickest < _SPACED * send.pace * half_step):
-                        # Climbing a step at a time, the pace has passed the limit, with nothing
-                        # let through at it to tell by how much (the send before it was the first
-                        # after a pause, which a strict bucket lets through whatever the pace):
-                        # two steps back, no longer growing, a tenth under the refused pace at the
-                        # most. Halved, it took seconds to climb back a step at a time, and passed
-                        # the limit once more on the way (bench/busy.py p-bare@300: the agent's
-                        # key refused three times, from 5.29 to 2.65, then at 5.24).
-                        pace.rate = send.pace / pace.step**2
-                        pace.growing = False
-                        pace.estimated = True
-                    elif quickest == math.inf or quickest < _SPACED * send.pace * half_step:
+                    if quickest == math.inf or quickest < _SPACED * send.pace * half_step:
                         # No two sends let through since the last pause: the refused one's pace
                         # is too quick, and nothing tells how much. Half of it, still doubling,
                         # is found from below, where what is let through tells; a pace kept
@@ -1275,20 +1263,10 @@ class Places:
                 # p-bare@3000: the agent's key at one a second after 40 answers at up to ~30).
                 # (Less one: a second holds one send more than the gaps of the rate let through.)
                 made_up = let_through / seconds if let_through else 0.0
-                counted = seconds >= 1.0  # a whole second counted, not one answer over its latency
                 if made_up < pace.most - 1:
                     made_up = float(pace.most - 1)
-                    counted = True
                 pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
                 pace.proven = made_up > 0
-                if counted and made_up >= 2:
-                    # What a whole second let through is the limit, or a little under it (a second
-                    # holds the sends of its gaps, give or take one): the pace climbs to it a step
-                    # at a time, as from a halving. Doubling every half second, it passed the limit
-                    # by a third at once, was refused with nothing let through between to tell by
-                    # how much, and halved (bench/busy.py p-bare@300: the agent's key from 3.6 to
-                    # 5.29, refused, then 2.65).
-                    pace.step = _STEP
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
         self._landed(send)
