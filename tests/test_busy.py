@@ -1157,6 +1157,20 @@ def test_a_limit_that_says_it_holds_one_request_is_paced_from_the_wire_before_an
     assert seconds <= 1.02 * (15.0 + late), f"{seconds:.2f} s of virtual time"
 
 
+def test_a_strict_limits_first_word_counts_its_unit_from_when_the_request_went_on_the_wire() -> None:
+    """The first request opens its connection first (50 ms) and reaches a strict bucket of 5 a
+    second that late; its answer says the limit holds one request and none is left. The unit it
+    took comes back a gap after it reached the service, not after it was let go: the second
+    request waits for that, and none of 30 is refused (before: counted from when the first was let
+    go, the second went 50 ms early and was refused; bench/busy.py p-b1@300, each run)."""
+    from standin import Bucket
+
+    service = Opening(Bucket(5, 1), 0.05, 1000)
+    played_against((service, 4), requests=30)
+    assert service.answered == 30
+    assert service.refused == 0
+
+
 @pytest.mark.parametrize(("shape", "refused"), [("bucket, burst 20", 0), ("sliding window", 2)])
 def test_a_loose_limit_is_not_paced_from_the_wire(shape: str, refused: int) -> None:
     """A loose limit (a burst, a window: the service says it counts more than one request at a

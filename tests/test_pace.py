@@ -379,3 +379,113 @@ def test_a_pace_refused_after_sends_slower_than_it_is_not_taken_for_the_limit() 
     let = [moment for moment, let in arrived if let]
     last = let[-5:]
     assert 4 / (last[-1] - last[0]) >= 40, ([round(moment - START, 3) for moment in let[-8:]], paces)
+
+
+class Wired(Shared):
+    """``Shared``, each request waiting, once it has named the service, for the moment its ``Told``
+    says it may be written, as convy's HTTP layer waits just before a request's head goes on the
+    wire."""
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+            await told.writable()
+        return await super().__call__(who)
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "bare"])
+def test_a_participants_first_request_to_a_key_its_neighbour_paces_goes_at_the_neighbours_pace(headers: bool) -> None:
+    """The agent has found the limit of a strict bucket of 20 a second when the judge, on the same
+    key, starts. The judge's first request names the service as it starts, and the service is
+    one its neighbour paces: it waits at the wire for the agent's next moment, taken for it, and is
+    let through, as every later one. None of the judge's requests is refused (before: its first,
+    sent as though the service were new, reached the key beside the agent's sends at the limit,
+    and was refused, each run of bench/busy.py p-all and p-all-bare)."""
+    service = Wired(headers=headers)
+    ends = played(service, agent=300, judge=100, judge_from=3.0)
+    assert service.answered == {"agent": 300, "judge": 100}
+    assert service.refused.get("judge", 0) == 0, service.refused
+    pauses = 0.0 if headers else 2.0
+    assert max(ends.values()) <= 1.1 * (400 / 20 + pauses), ends
+
+
+def test_a_request_inside_a_turn_paced_as_a_whole_sent_again_takes_its_unit_from_what_is_left() -> None:
+    """A simulated user sends at a strict bucket of 20 a second that tells what is left, its
+    requests a gap apart; the agent's request, inside a turn paced as a whole (not paced itself),
+    reaches the key beside one of them and is refused. Sent again when the service said the next
+    unit comes, it takes that unit from what the participants on the key count is left, so the
+    user's next send waits a gap after it: one refusal in all (before: the user's next send,
+    counted against a unit the agent's had taken, was refused too; bench/busy.py p-all's start)."""
+    service = Shared(headers=True, latency=0.0)
+
+    async def main() -> None:
+        services = Services()
+        user = Places(4, "user", patience=Patience(600), services=services)
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        for _ in range(3):
+            await user.sent(lambda: service("user"))
+        users = [asyncio.ensure_future(user.sent(lambda: service("user"))) for _ in range(10)]
+        await asyncio.sleep(0)
+        await agent.retried(lambda: service("agent"), paced=False)
+        await asyncio.gather(*users)
+
+    run_virtual(main)
+    assert service.answered == {"user": 13, "agent": 1}
+    assert sum(service.refused.values()) == 1, service.refused
+
+
+def test_a_first_request_inside_a_turn_paced_as_a_whole_goes_at_its_neighbours_moment() -> None:
+    """A simulated user sends at a strict bucket of 20 a second that tells what is left, its
+    requests a gap apart, when the agent's first request, inside a turn paced as a whole (not
+    paced itself), starts: it names the service, one its neighbour paces, and waits at the wire
+    for the user's next moment, taken for it. Nothing is refused (before: it went at once, beside
+    the user's send, and was refused; bench/busy.py p-all's and p-all-bare's start, each run)."""
+    service = Wired(headers=True, latency=0.0)
+
+    async def main() -> None:
+        services = Services()
+        user = Places(4, "user", patience=Patience(600), services=services)
+        agent = Places(4, "agent", patience=Patience(600), services=services)
+        for _ in range(3):
+            await user.sent(lambda: service("user"))
+        users = [asyncio.ensure_future(user.sent(lambda: service("user"))) for _ in range(10)]
+        await asyncio.sleep(0)
+        await agent.retried(lambda: service("agent"), paced=False)
+        await asyncio.gather(*users)
+
+    run_virtual(main)
+    assert service.answered == {"user": 13, "agent": 1}
+    assert service.refused == {}, service.refused
+
+
+class LateFirst(Wired):
+    """``Wired``, the judge's first request written ``late`` seconds after its moment (its new
+    connection opened while it waited, the loop busy): it tells its ``Told`` when, and the
+    limit counts it then. Every other request is written at its moment."""
+
+    def __init__(self, late: float) -> None:
+        super().__init__(headers=True, latency=0.1)
+        self.late = late
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+            await told.writable()
+            if who == "judge" and "judge" not in self.arrived:
+                await asyncio.sleep(self.late)
+            told.wrote(asyncio.get_running_loop().time())
+        return await Shared.__call__(self, who)
+
+
+def test_a_first_request_held_for_a_neighbours_moment_and_written_late_holds_the_neighbours_next() -> None:
+    """The judge's first request waits at the wire for the moment it took of the agent's, which
+    paces a strict bucket of 20 a second from the wire, and is written 5 ms late. The agent's next
+    send keeps a whole gap after it, counted from when it was written: nothing is refused
+    (before: counted from the moment taken, the agent's next reached the bucket 5 ms early, and
+    was refused; bench/busy.py p-all, now and then)."""
+    service = LateFirst(late=0.005)
+    played(service, agent=100, judge=20, judge_from=2.0)
+    assert service.answered == {"agent": 100, "judge": 20}
+    assert service.refused == {}, service.refused

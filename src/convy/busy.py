@@ -241,7 +241,11 @@ class _Asked(Told):
         return True
 
     def due(self, now: float) -> float | None:
-        return self._places._due(self._send, now) if self._gated else None
+        if self._gated:
+            return self._places._due(self._send, now)
+        if self._places._answered_once:
+            return None  # sent to a service the participant knows, at its pace already
+        return self._places._first(self._send, now, self.service)
 
     def wrote(self, moment: float) -> None:
         self._places._wrote(self._send, moment)
@@ -353,6 +357,8 @@ class Places:
         self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
         self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
         self._waited: _Send | None = None  # the latest send that waited there
+        self._wired: tuple[_Send | None, float] = (None, 0.0)  # the latest send on the wire, and when
+        self._first_taken: tuple[_Send | None, int] = (None, -1)  # a first send held for a neighbour's moment (_first), and its number there
         self._services = services or Services()
         # Whether its latest answers came in-process, without word from any service: its first
         # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
@@ -686,7 +692,9 @@ class Places:
                 told = self._asking = _Asked(self, send, False)  # _clear: not strict, so not held at the wire
             else:
                 send = _Send(self._service, -1, now)
-                told = Told()
+                # Before the participant has an answer, its request may reach a key a neighbour
+                # paces: its ``Told`` holds it at the wire for the neighbour's moment (``_first``).
+                told = Told() if self._answered_once else _Asked(self, send, False)
             token = TOLD.set(told)
             try:
                 answer = await request()
@@ -885,12 +893,21 @@ class Places:
             pace = self._service.pace
             while True:
                 moment = self._paused()
-                if refused_at >= 0 and pace.rate > 0 and self._unmetered():
+                metered = not self._unmetered()
+                if refused_at >= 0 and pace.rate > 0 and not metered:
                     moment = max(moment, pace.next)
+                elif refused_at >= 0 and metered:
+                    # So too where the service tells what is left: sent again at its reset, the
+                    # request took the unit the neighbours on the key counted on, and the next of
+                    # theirs was refused (bench/busy.py p-all's start). It waits for a unit and
+                    # takes it, as a paced send does.
+                    moment = max(moment, self._moment(loop.time()))
                 if loop.time() >= moment:
                     break
                 await asyncio.sleep(moment - loop.time())
             if refused_at >= 0:
+                if not self._unmetered():
+                    self._service.took(loop.time(), self._service.aim())
                 self._took(loop.time())
             self._noted(start, loop.time() - start, why)
             return _Send(self._service, -1, loop.time())
@@ -1008,6 +1025,27 @@ class Places:
             self._waited = send
         return send.moment
 
+    def _first(self, send: _Send, now: float, service: str) -> float | None:
+        """``send``, let go before any answer, is at the wire at ``now``, and has just named its
+        ``service``: the moment it may be written. Where a neighbour on the same key has found the
+        service's pace, or heard what is left of its limits, that neighbour's next moment, taken
+        for it: let go as though the service were new, it reached the key beside the neighbour's
+        sends at the limit, and was refused (bench/busy.py p-all and p-all-bare: the judge's first
+        request, each run). None, at once, for a service nobody here knew."""
+        if not service or send.service is not self._service:
+            return None
+        self._known(service)
+        shared = self._service
+        if shared is send.service:
+            return None  # nobody knew it: this participant's own
+        paused = self._paused()
+        if shared.pace.rate <= 0.0 and self._unmetered():
+            return paused if paused > now else None  # nothing found of its limit yet, but a pause
+        moment = max(now, self._moment(now))
+        self._first_taken = (send, shared.took(moment, shared.aim()))
+        self._took(moment)
+        return moment
+
     def _ahead(self) -> float:
         """How long before its moment a request is let go: a little, where the HTTP layer waits at
         the wire for the moment and the limit is strict (0 otherwise)."""
@@ -1023,6 +1061,7 @@ class Places:
         """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
         the pace after it, given that it too takes at least the least delay of late."""
         self._wire_told = True
+        self._wired = (send, moment)
         if send is self._waited or not self._gated:  # a send that did not wait there says nothing of the wait
             self._leads.append(max(moment - send.moment, 0.0))
         if self._unwritten is send:
@@ -1034,6 +1073,11 @@ class Places:
             # Counted from then against what is left of the service's limits, which the
             # participants sharing it all read.
             self._service.late(send.number, moment - lead)
+        elif self._first_taken[0] is send:
+            # Held for the moment it took of a neighbour's (``_first``), and written late: the
+            # neighbour's next send keeps a whole gap after it, counted from the wire itself (its
+            # delay to the wire was the wait, not a lead the next one takes too).
+            self._service.late(self._first_taken[1], moment)
         if self._unmetered():
             # A limit told of by its refusals alone: a gap of the pace found from the wire, for
             # every participant sharing it. A cap per minute lower than that is kept on average by
@@ -1350,6 +1394,16 @@ class Places:
         if send.service is not self._service or not heard.quoted():
             return  # sent before the participant knew which service it was (the next will tell), or nothing said
         number, sent = send.number, send.moment
+        match heard.requests:
+            case Quota(limit=limit) if 0 < limit <= 1 and self._wired[0] is send:
+                # A limit that holds one request at a time counts it from when it reached the
+                # service: the first request of a participant opens its connection first, and
+                # counted from when it was let go, the unit it took came back tens of milliseconds
+                # later than counted, and the next send was refused (bench/busy.py p-b1@300: the
+                # user's and the agent's second request, each run).
+                sent = max(sent, self._wired[1])
+            case _:
+                pass
         later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
         for count, moment in reversed(self._service.sent):
             if count <= number:

@@ -86,7 +86,9 @@ class Told:
     that the work of building it is done by then, and the HTTP layer waits in ``writable``, just
     before the head is written, for the moment itself (``due`` tells it, and that the layer
     waits): the request reaches the service at its moment, not late by however long the way to
-    the wire took this time. This one has no moment: it is written at once."""
+    the wire took this time. So too, before a participant's first answer, for a request that
+    names a service a neighbour on the same key already paces: it is written at the neighbour's
+    next moment, not beside the neighbour's sends. This one has no moment: it is written at once."""
 
     heard: Heard = UNSAID
     service: str = ""
