@@ -569,6 +569,22 @@ class Window:
 
 
 @dataclass
+class Drained:
+    """``limit`` (a ``Bucket``) as a neighbour on the same key left it: ``units`` more than it holds
+    spent just before the first request, so that request is refused whatever its client knows."""
+
+    limit: Bucket
+    units: float
+    begun: bool = False
+
+    def admit(self, now: float, cost: float) -> tuple[int | None, dict[str, str]]:
+        if not self.begun:
+            self.begun = True
+            self.limit.level, self.limit.moment = -self.units, now
+        return self.limit.admit(now, cost)
+
+
+@dataclass
 class Changing:
     """`first` until `after` seconds from the first request, then `then` (a limit changed mid-run)."""
 

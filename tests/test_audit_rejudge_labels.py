@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 import pytest
 from litellmproxy import Proxy
-from standin import Bucket, Echo, Limits, SlowBody, StandIn, Window
+from standin import Bucket, Drained, Echo, Limits, SlowBody, StandIn, Window
 from test_canary import GATEWAY_KEY, JUDGED
 from test_canary import Project as CanaryProject
 from test_labels import Project
@@ -278,8 +278,11 @@ class Counted(Asked):
 @pytest.mark.parametrize(
     "limit",
     [
-        pytest.param(lambda: Bucket(rate=3.0, burst=1.0), id="requests"),
-        pytest.param(lambda: Limits((Bucket(rate=3.0, burst=1.0), Bucket(rate=1500.0, burst=1500.0, unit="tokens"))), id="requests-and-tokens"),
+        pytest.param(lambda: Drained(Bucket(rate=3.0, burst=1.0), units=2.0), id="requests"),
+        pytest.param(
+            lambda: Limits((Drained(Bucket(rate=3.0, burst=1.0), units=2.0), Bucket(rate=1500.0, burst=1500.0, unit="tokens"))),
+            id="requests-and-tokens",
+        ),
         pytest.param(lambda: Window(count=4, seconds=1.0, headers=False), id="window-no-headers"),
     ],
 )
@@ -287,7 +290,9 @@ def test_rejudge_under_a_strict_rate_limit_keeps_every_attempt_resends_no_answer
     tmp_path: Path, limit: Any
 ) -> None:
     """The stand-in as the judge's server limits requests to a bucket of 3 a second (burst 1) with Retry-After
-    and x-ratelimit headers: ``convy rejudge --judge other-judge`` keeps every attempt judged, each claim's
+    and x-ratelimit headers, which a neighbour on the key has just spent (convy paces a bucket that
+    tells what is left without a refusal: the neighbour makes sure some are refused), or to a window
+    that says nothing: ``convy rejudge --judge other-judge`` keeps every attempt judged, each claim's
     request answered exactly once (no answered claim sent again), every refused one sent again until answered,
     and the tokens kept are exactly those the server reported."""
     asked = Counted()

@@ -1452,7 +1452,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         self._places(spec, settings, errors)
         budget = self.budget.resumed(spec.budget, settings)
         spec = msgspec.structs.replace(spec, budget=budget)  # kept in run.json for the next resume
-        kept = journal.unsaid(spec)  # held as where each line begins (placed.Placed); an attempts.jsonl convy will not read stops here, before anything is played
+        kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
         note = kept.note()
         if note:
             errors.line(f"read {journal.folder.relative_to(self.project.folder)}: {note}")
