@@ -625,8 +625,14 @@ class Places:
                 self._taken += 1
                 if self._taken > self.peak:
                     self.peak = self._taken
+            # A request held in a place (``sent``: a simulated user's or a judge's model) may go
+            # over convy's HTTP layer after all, which names its service on the ``Told`` it finds.
+            # An agent's turn (``retried``, from ``agent.turned``) needs none: convy's HTTP layer
+            # sends a turn's requests through the turn under way (``TURN``, ``Turn.resent``), each
+            # with a ``Told`` of its own, and never reads the turn's; a context variable set and
+            # reset on every turn cost more than the rest of the free way.
+            token = TOLD.set(self._unnamed) if held else None
             try:
-                token = TOLD.set(self._unnamed)
                 try:
                     answer = await request()
                 except Busy as busy:
@@ -647,13 +653,14 @@ class Places:
                         answers.popleft()
                     if len(answers) > pace.most:
                         pace.most = len(answers)
-                    if number > pace.cut_after and service.share < _SHARE_MOST:
+                    if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
                         self._grown()
                     if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
                         self._plainly_landed(service, number, now, None, loop)
                     return answer
                 finally:
-                    TOLD.reset(token)
+                    if token is not None:
+                        TOLD.reset(token)
             finally:
                 if held:
                     if self._place_queue:
