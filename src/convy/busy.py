@@ -619,8 +619,9 @@ class Places:
             service.sent.append((number, now))
             service.sends = number + 1
             self.sends += 1
-            if self._next < now:
-                self._next = now
+            # (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way
+            # never has (``_clear``), it is only ever read beside the moment now, and is the
+            # moment of a send gone by either way.)
             if held:
                 self._taken += 1
                 if self._taken > self.peak:
@@ -649,10 +650,12 @@ class Places:
                     pace = service.pace
                     answers = pace.answers
                     answers.append(now)
-                    while answers[0] < now - 1.0:
+                    gone = now - 1.0
+                    while answers[0] < gone:
                         answers.popleft()
-                    if len(answers) > pace.most:
-                        pace.most = len(answers)
+                    count = len(answers)
+                    if count > pace.most:
+                        pace.most = count
                     if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
                         self._grown()
                     if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
