@@ -2096,3 +2096,45 @@ def test_a_request_sent_the_free_way_that_names_a_service_and_is_refused_passes_
     assert run(main) == "answer"
     assert passed == [("a service", 0.5)]
     assert sent == 2
+
+
+@pytest.mark.parametrize(("size", "refused"), [(4, 2_000), (400, 1_200)])
+def test_a_refusal_after_a_long_free_run_finds_the_pace_the_careful_way_finds(size: int, refused: int) -> None:
+    """A participant answered in-process sends its requests the free way, which keeps only what a
+    refusal reads (the sends, the last second's answers and their most, the share); so its first
+    refusal, after thousands of answers, finds the same pace as one whose every request went the
+    careful way (here: held by a pause told of another service, which is long over), and its sends
+    after the refusal go at the same moments. The service answers each request in 0.1 s, ``size``
+    at a time, and refuses one: the 2,000th of four at a time, after 50 s; or the 1,200th of 400 at
+    a time, while the run is younger than a second (what was let through is then counted from the
+    oldest send kept, of the last 256)."""
+
+    async def main(careful: bool) -> tuple[Any, ...]:
+        services = Services()
+        if careful:
+            services.held("another service", 0.0)  # every first try asks the careful way whether it may go
+        places = Places(size, services=services)
+        loop = asyncio.get_running_loop()
+        sent = 0
+        moments: list[float] = []
+
+        async def request() -> str:
+            nonlocal sent
+            sent += 1
+            moments.append(loop.time())
+            await asyncio.sleep(0.1)
+            if sent == refused:
+                raise Busy("429 Too Many Requests", 1.0)
+            return "answer"
+
+        async def worker(requests: int) -> None:
+            for _ in range(requests):
+                await places.sent(request)
+
+        await asyncio.gather(*(worker(refused // size + 20) for _ in range(size)))
+        service, pace = places._service, places._service.pace
+        return (pace.rate, pace.most, pace.proven, pace.growing, service.share, service.sends, places.sends, moments[-60:])
+
+    free, careful = run(lambda: main(False)), run(lambda: main(True))
+    assert free[0] > 0, "the refusal found no pace"
+    assert free == careful

@@ -619,14 +619,21 @@ class Places:
             service.sent.append((number, now))
             service.sends = number + 1
             self.sends += 1
-            if self._next < now:
-                self._next = now
+            # (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way
+            # never has (``_clear``), it is only ever read beside the moment now, and is the
+            # moment of a send gone by either way.)
             if held:
                 self._taken += 1
                 if self._taken > self.peak:
                     self.peak = self._taken
+            # A request held in a place (``sent``: a simulated user's or a judge's model) may go
+            # over convy's HTTP layer after all, which names its service on the ``Told`` it finds.
+            # An agent's turn (``retried``, from ``agent.turned``) needs none: convy's HTTP layer
+            # sends a turn's requests through the turn under way (``TURN``, ``Turn.resent``), each
+            # with a ``Told`` of its own, and never reads the turn's; a context variable set and
+            # reset on every turn cost more than the rest of the free way.
+            token = TOLD.set(self._unnamed) if held else None
             try:
-                token = TOLD.set(self._unnamed)
                 try:
                     answer = await request()
                 except Busy as busy:
@@ -643,17 +650,20 @@ class Places:
                     pace = service.pace
                     answers = pace.answers
                     answers.append(now)
-                    while answers[0] < now - 1.0:
+                    gone = now - 1.0
+                    while answers[0] < gone:
                         answers.popleft()
-                    if len(answers) > pace.most:
-                        pace.most = len(answers)
-                    if number > pace.cut_after and service.share < _SHARE_MOST:
+                    count = len(answers)
+                    if count > pace.most:
+                        pace.most = count
+                    if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
                         self._grown()
                     if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
                         self._plainly_landed(service, number, now, None, loop)
                     return answer
                 finally:
-                    TOLD.reset(token)
+                    if token is not None:
+                        TOLD.reset(token)
             finally:
                 if held:
                     if self._place_queue:

@@ -364,15 +364,12 @@ class Services:
     def __init__(self, part: float = 1.0, heard: Callable[[str, float], None] | None = None) -> None:
         self._known: dict[str, Service] = {}
         self._held: dict[str, float] = {}  # pauses of services no participant here has named yet
-        self._told = False  # whether another process told of a pause (only in a spread run)
+        # Whether another process of a spread run told of a pause (``held``): a participant's first
+        # try then waits for it (``paused``), and never takes ``Places``' free way. A plain
+        # attribute, not a property: the free way asks it on every request.
+        self.told_of_pauses = False
         self.part = part
         self.heard = heard
-
-    @property
-    def told_of_pauses(self) -> bool:
-        """Whether another process of a spread run told of a pause: a participant's first try
-        then waits for it (``paused``), and never takes ``Places``' free way."""
-        return self._told
 
     def of(self, service: str, mine: Service) -> Service:
         """The service known by that name, which is ``mine`` if no participant knew it yet."""
@@ -390,7 +387,7 @@ class Services:
         from its first answer; until then it may send to any of those told to pause, so it waits
         for the latest of them all: the first request of a worker that has not heard from a
         service yet is not sent into another's refusal."""
-        if not self._told or mine.paused_until or any(known is mine for known in self._known.values()):
+        if not self.told_of_pauses or mine.paused_until or any(known is mine for known in self._known.values()):
             return mine.paused_until
         return max((*self._held.values(), *(known.paused_until for known in self._known.values())), default=0.0)
 
@@ -403,7 +400,7 @@ class Services:
     def held(self, service: str, until: float) -> None:
         """Another process was asked to pause sending to ``service`` until ``until`` (this event
         loop's time): so is every participant here."""
-        self._told = True
+        self.told_of_pauses = True
         known = self._known.get(service)
         if known is None:
             self._held[service] = max(self._held.get(service, 0.0), until)
