@@ -293,7 +293,6 @@ class _Limited:
         return self
 
     async def turn(self, message: Message) -> Answer:
-        # ``_Answering.turn`` in line, within the limit: one coroutine less on every turn.
         turns = self._turns
         scope = self._turns = self._limits.deadlines.here(self._limits.turn) if turns is None else turns.again()
         # A wait for a busy service inside the turn is not the agent's time: the limit is held by
@@ -305,15 +304,7 @@ class _Limited:
             under_way.limit = scope
         try:
             with scope:
-                try:
-                    answer = await self._inner._origin.turn(message)
-                except (AgentFailure, Busy):
-                    raise
-                except BaseException as error:  # the agent's code is not ours: any error of it is its failure
-                    if not Outside(error).theirs():
-                        raise
-                    raise AgentFailure(Outside(error).named()) from error
-                return _kept(answer)
+                return await self._inner.turn(message)
         except TimeoutError as error:
             if not scope.expired():
                 raise  # the agent's own timeout: its failure, not convy's time limit
