@@ -841,6 +841,7 @@ class Places:
             or self._send_queue
             or service.strict  # a strict limit paces each send from when it went on the wire
             or self._unwritten is not None
+            or service.ration.dry(service.sends)  # nothing left that the service said: one at a time (_alone)
         ):
             return False
         if not self._answered_once and self._flying and (self._asking is None or self._asking.service):
@@ -980,9 +981,13 @@ class Places:
         """Whether a request waits for the one under way: a service not heard from yet gets one
         request at a time, once the request under way has named it (or none has told yet). The
         name is enough to know it: one a neighbour on the same key has heard from already gets
-        requests at the pace the neighbour found, not one at a time."""
-        if self._answered_once or not self._flying:
+        requests at the pace the neighbour found, not one at a time. So too once a service that
+        says what is left without when more comes has nothing left (``Ration``): one request at a
+        time, whose answer or refusal tells whether more is left or how long to wait."""
+        if not self._flying:
             return False
+        if self._answered_once:
+            return self._service.ration.dry(self._service.sends)
         asking = self._asking
         if asking is None:
             return True
@@ -1144,6 +1149,8 @@ class Places:
             self._known(told.service)
         self._answered_once = self._service.pace.answered = True
         self._heard(send, told.heard, True)
+        if send.service is self._service:  # its number counts this service's sends
+            self._service.ration.heard(send.number, told.heard.requests)
         match told.heard.requests:
             case Quota(limit=limit) if 0 < limit <= 1:
                 # A limit that holds one request at a time (a bucket of burst 1) is strict before
