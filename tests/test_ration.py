@@ -16,7 +16,7 @@ from clock import START, in_virtual_time
 
 from convy.busy import Busy, Patience, Places
 from convy.http import RateHeaders
-from convy.quota import TOLD, Heard, Left, NoQuota, Quota, Ration
+from convy.quota import TOLD, Heard, Left, NoQuota, Quota, Ration, Services
 
 
 @pytest.mark.parametrize(
@@ -73,21 +73,22 @@ class Minute:
 
     def __init__(self, rpm: int = 20, window: float = 60.0, latency: float = 0.1, refusing: float = 0.02) -> None:
         self.rpm, self.window, self.latency, self.refusing = rpm, window, latency, refusing
-        self.counts: dict[int, int] = {}
-        self.refusals: dict[int, int] = {}
+        self.counts: dict[tuple[str, int], int] = {}
+        self.refusals: dict[tuple[str, int], int] = {}
         self.answered = 0
 
-    async def __call__(self) -> str:
+    async def __call__(self, group: str = "") -> str:
+        """A request to the model ``group``: each group has an rpm of its own, behind one key."""
         told = TOLD.get()
         if told is not None:
             told.service = "the proxy"
         which = int((asyncio.get_running_loop().time() - START) // self.window)
-        count = self.counts.get(which, 0)
+        count = self.counts.get((group, which), 0)
         if count + 1 >= self.rpm:
-            self.refusals[which] = self.refusals.get(which, 0) + 1
+            self.refusals[(group, which)] = self.refusals.get((group, which), 0) + 1
             await asyncio.sleep(self.refusing)
             raise Busy("429 Too Many Requests", self.window)
-        self.counts[which] = count + 1
+        self.counts[(group, which)] = count + 1
         await asyncio.sleep(self.latency)
         if told is not None:
             told.heard = RateHeaders({
@@ -111,5 +112,26 @@ def test_a_limit_said_without_a_reset_refuses_one_request_a_window_not_all_under
 
     in_virtual_time(main)
     assert service.answered == 40
-    assert service.refusals == {0: 1, 1: 1}
+    assert service.refusals == {("", 0): 1, ("", 1): 1}
     assert places.refused == 2
+
+
+def test_what_is_left_is_each_participants_own_on_a_key_shared_with_another_limit() -> None:
+    """Behind LiteLLM's proxy, one key reaches the simulated user's model and the judge's, each
+    with an rpm of its own, and each answer says what is left of its own model's. The judge's
+    answers, saying plenty is left of its own, do not open the user's: the user meets one refusal
+    a window, as alone."""
+    service = Minute()
+    services = Services()
+    user = Places(8, "user", patience=Patience(600), services=services)
+    judge = Places(2, "judge", patience=Patience(600), services=services)
+
+    async def main() -> None:
+        await asyncio.gather(
+            *(user.sent(lambda: service("user")) for _ in range(40)),
+            *(judge.sent(lambda: service("judge")) for _ in range(12)),
+        )
+
+    in_virtual_time(main)
+    assert service.answered == 52
+    assert {key: count for key, count in service.refusals.items() if key[0] == "user"} == {("user", 0): 1, ("user", 1): 1}

@@ -281,13 +281,18 @@ class Meter:
 
 
 class Ration:
-    """What is left of a service's limit on requests where it says how much (``Left``) but not
-    when more comes. Sends may go while some is left, counted from the latest answer that said it
-    (``number``, the send it answered) through the sends let go after it; once none is left, a
-    participant sends one request at a time (``Places._alone``), until an answer says more is left
-    (the limit's window turned) or a refusal's wait tells when: sending every request under way
-    into the limit had them all refused at once (bench/busy.py p-litellm: 5-6% of the proxy's
-    requests refused, where one a minute is all a client needs to hear the wait).
+    """What is left of a limit on requests whose service says how much (``Left``) but not when
+    more comes, as one participant heard it. Sends may go while some is left, counted from the
+    latest answer that said it (``number``, the send it answered) through the sends let go after
+    it, by any participant on the key; once none is left, the participant sends one request at a
+    time (``Places._alone``), until an answer says more is left (the limit's window turned) or a
+    refusal's wait tells when: sending every request under way into the limit had them all refused
+    at once (bench/busy.py p-litellm: 5-6% of the proxy's requests refused, where one a minute is
+    all a client needs to hear the wait).
+
+    A participant's own, not its ``Service``'s: behind LiteLLM's proxy, one key reaches model
+    groups with a limit each (the simulated user's and the judge's), and each answer says what is
+    left of its own group's. Shared, the judge's answers said the user's group had plenty left.
 
     LiteLLM's router lets through one request fewer than its ``rpm`` (it refuses once the count
     plus one reaches the limit: after "1 left" comes a refusal), so the last unit said to be left
@@ -360,7 +365,6 @@ class Service:
     def __init__(self, share: float = 1.0) -> None:
         self.meters = {"requests": Meter(), "tokens": Meter()}
         self.pace = Pace()
-        self.ration = Ration()  # what is left where the service says it without a reset
         # The share of the rates told that its participants aim at, the same for all of them: one
         # that aimed higher than another would be let go first for every unit.
         self.share = share
