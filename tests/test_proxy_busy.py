@@ -14,7 +14,9 @@ frozen minute never would. The proxy asks for the whole minute, ``llm_provider-r
 whatever is left of it, and convy waits that (``http.RetryAfter``): in the first test, whose
 minute turns when the test turns it, the proxy's refusals ask for a second instead
 (``Proxy.waiting``); the second test asserts the 60 s convy was told and the refusals it met, so it
-waits for nothing. Without ``.venv-proxy`` the tests are skipped.
+waits for nothing. The third holds that what the proxy says is left of the rpm on each answer
+(without a reset) keeps convy from sending every request under way into the minute's end: one is
+refused. Without ``.venv-proxy`` the tests are skipped.
 """
 
 from __future__ import annotations
