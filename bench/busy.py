@@ -88,7 +88,10 @@ The floor counts every participant: for each limit, what it let through (request
 less the burst let through at once) over its rate, plus the last answer's latency; and an
 attempt's chain of requests one after another (user, agent, ..., the user's last, the judge), which
 is all a run needs with every attempt under way at once; the floor is the most of these. For
-``p-litellm``, the minutes of the rpm the requests let through need. Printed per shape: the issue's
+``p-litellm``, the minutes of the rpm the requests let through need; and beside it the floor of a
+client that honours the proxy's Retry-After (``honest_floor``): LiteLLM asks for 60 s whatever is
+left of its minute, so the minute before the last is left at its refusal, a whole 60 s before the
+next requests go, up to a minute later than its turn. Printed per shape: the issue's
 target, floor, wall, wall/floor, refused (429s / received, in all and per key: ``u``, ``a``,
 ``j``), the attempts' duration spread; with ``--before SRC`` the same shape by convy's source at
 ``SRC`` on the row below. The run ends with ``PROBLEMS`` if an attempt was lost or not judged, or
@@ -742,6 +745,30 @@ def project_floor(project: Project, result: dict[str, Any], arguments: argparse.
     return max(floors)
 
 
+# The wait LiteLLM's router asks for when a deployment's rpm is used up: the whole minute, whatever
+# is left of it (``llm_provider-retry-after: 60``; http.RetryAfter).
+PROXY_WAIT = 60.0
+
+
+def honest_floor(project: Project, result: dict[str, Any], arguments: argparse.Namespace) -> float:
+    """``project_floor`` for ``p-litellm`` as a client that honours the proxy's Retry-After can
+    reach it: the minute before the last one a key's requests need is used up no sooner than it
+    begins, its next request is refused then (nothing else tells a client it is used up), and the
+    proxy asks for PROXY_WAIT from that refusal, not for what is left of the minute. The run
+    begins in its first minute, so each minute but the last is left a whole wait after the one
+    before was: the last minute's requests go after (minutes - 1) waits, not at the clock's turn
+    of its minute, ``project_floor``'s, which the second of the minute the run began at brings
+    closer."""
+    floors = [project_floor(project, result, arguments)]
+    for group, stat in zip(project.keys, result["keys"], strict=True):
+        if group == ("agent",):
+            continue
+        minutes = math.ceil(stat["who"].get(group[0], 0) / project.per_minute)
+        if minutes > 1:
+            floors.append(PROXY_WAIT * (minutes - 1) + arguments.latency)
+    return max(floors)
+
+
 def project_problems(name: str, result: dict[str, Any], arguments: argparse.Namespace) -> list[str]:
     """What went wrong that should not: an attempt lost or not judged, a stand-in's error, or the
     stand-ins' answers not what the attempts needed (a request answered twice, or one missing)."""
@@ -776,13 +803,16 @@ def project_shown(project: Project, result: dict[str, Any] | None, arguments: ar
         f"{'+'.join(part[0] for part in group)} {stat['refused']}/{stat['received']}"
         for group, stat in zip(project.keys, result["keys"], strict=True)
     )
+    honest = ""
     if project.limit == "litellm":  # the proxy refuses; the stand-ins behind it see what it let through
         refused, received = result["proxy"]["refused"], result["proxy"]["received"]
         each = f"proxy {result['proxy']['refused']}/{result['proxy']['received']}"
+        waited = honest_floor(project, result, arguments)
+        honest = f"   honouring its {PROXY_WAIT:g} s: floor {waited:.1f}, {result['wall'] / waited:.2f}x"
     spread = "/".join(f"{seconds:.1f}" for seconds in result["spread"])
     return (
         f"{floor:6.1f} {result['wall']:6.1f} {result['wall'] / floor:6.2f}x {refused / max(1, received):6.1%}"
-        f"  {each:<24} {spread}"
+        f"  {each:<24} {spread}{honest}"
     )
 
 

@@ -69,6 +69,12 @@ TOOL_CALLING = {
 # once the count plus one reaches the limit.
 LIMITED = "limited-agent-model"
 RPM = 16
+# The same again for test_proxy_busy.py's test of what is left: the proxy says on each answer what
+# is left of a model's rpm (x-ratelimit-remaining-requests), its router's own count of the wall
+# clock's minute, kept apart from the one it refuses by (the test's minute, ``Proxy.turned``), and
+# not moved by the callback's clock. A model of its own is asked by that test alone, so that count
+# holds nothing of the other tests' requests.
+LEFT = "left-agent-model"
 
 CONFIG = {
     "model_list": [
@@ -79,6 +85,7 @@ CONFIG = {
         {"model_name": "inventing-judge", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": INVENTING}},
         {"model_name": "agent-model", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": TOOL_CALLING}},
         {"model_name": LIMITED, "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "rpm": RPM, "mock_response": TOOL_CALLING}},
+        {"model_name": LEFT, "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "rpm": RPM, "mock_response": TOOL_CALLING}},
         {"model_name": "mock-busy", "litellm_params": {"model": "openai/gpt-4o-mini", "api_key": "fake", "mock_response": "litellm.RateLimitError"}},
     ],
     "litellm_settings": {"callbacks": "usage_log.usage_log"},

@@ -21,7 +21,7 @@ from convy import Bench, JsonAgent, Limits, Models, Plan, Scenario
 from convy.busy import WAITS, Busy, Patience, Places, Waits
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
-from convy.quota import TOLD, Heard, NoQuota, Service, Services
+from convy.quota import TOLD, Heard, Left, NoQuota, Service, Services
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
 SHORT = 0.05
@@ -1562,8 +1562,9 @@ def test_retry_after_from_litellms_proxy_is_read_when_no_plain_header_says_one(h
 
 def test_the_upstreams_limits_litellm_forwards_are_not_read_as_the_callers() -> None:
     """The ``llm_provider-x-ratelimit-*`` headers tell of the upstream deployment that answered the
-    proxy, not of the limit the caller is held to; beside the unprefixed ``limit`` and ``remaining``
-    the proxy sends (its own count, without a reset) they make no quota."""
+    proxy, not of the limit the caller is held to: beside the unprefixed ``limit`` and ``remaining``
+    the proxy sends (its own count, without a reset), their reset makes no quota; what is left is
+    the proxy's count alone, with no word of when more comes."""
     headers = httpx2.Headers({
         "x-ratelimit-limit-requests": "16",
         "x-ratelimit-remaining-requests": "15",
@@ -1571,7 +1572,7 @@ def test_the_upstreams_limits_litellm_forwards_are_not_read_as_the_callers() -> 
         "llm_provider-x-ratelimit-remaining-requests": "0",
         "llm_provider-x-ratelimit-reset-requests": "2.89s",
     })
-    assert RateHeaders(headers).heard() == Heard(NoQuota(), NoQuota())
+    assert RateHeaders(headers).heard() == Heard(Left(15, 16), NoQuota())
 
 
 def test_retry_after_as_an_http_date() -> None:

@@ -14,7 +14,9 @@ frozen minute never would. The proxy asks for the whole minute, ``llm_provider-r
 whatever is left of it, and convy waits that (``http.RetryAfter``): in the first test, whose
 minute turns when the test turns it, the proxy's refusals ask for a second instead
 (``Proxy.waiting``); the second test asserts the 60 s convy was told and the refusals it met, so it
-waits for nothing. Without ``.venv-proxy`` the tests are skipped.
+waits for nothing. The third holds that what the proxy says is left of the rpm on each answer
+(without a reset) keeps convy from sending every request under way into the minute's end: one is
+refused. Without ``.venv-proxy`` the tests are skipped.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from litellmproxy import LIMITED, RPM, Proxy
+from litellmproxy import LEFT, LIMITED, RPM, Proxy
 from pydantic import SecretStr
 from test_proxy import usage_of
 from test_services_cli import KEY
@@ -121,3 +124,43 @@ def test_convy_waits_the_minute_the_proxy_said_of_its_rpm_rather_than_probing(pr
     let_through, refused = asyncio.run(main())
     assert let_through == RPM - 1, "the router lets through RPM - 1 requests a minute (litellmproxy.LIMITED)"
     assert (refused.retry_after, places.refused, places.given_up) == (60.0, 1, 1)
+
+
+def test_when_the_proxys_rpm_runs_out_one_request_is_refused_not_every_one_under_way(proxy: Proxy) -> None:
+    """On each answer of a model with an ``rpm``, the proxy says what is left of its own count
+    (``x-ratelimit-remaining-requests``, 15 of 16 after the first) and never when more comes. 7
+    places: the first request alone, then 7 at once, answered together, then 7 more, the last of
+    the 15 the minute lets through. Read, what is left holds the next ones back once nothing is
+    (its router refuses after "1 left") but for one request alone, whose refusal tells the wait; the
+    test turns the minute at that refusal, and the rest go in the next one. Not read, the 7 sent
+    at once after the minute's last were all refused. The proxy's refusals ask for a second, not
+    its whole minute (``Proxy.waiting``), and its router's minute turns when the test turns it.
+
+    What is left, the proxy counts apart, by the wall clock's minute (litellmproxy.LEFT): the test
+    begins early enough in one that it ends in it too (it takes about two seconds), so that the
+    count the proxy says and the one it refuses by are of the same requests. Nothing asserted is
+    a time."""
+    model = OpenAiModel(LEFT, proxy.url + "/v1", key=SecretStr(KEY), timeout=60)
+    places = Places(7, who="user", patience=Patience(300.0))
+    patient = PatientModel(model, places)
+    asked = 22
+
+    async def minutes() -> None:
+        """The proxy's minute turns once convy has been refused."""
+        while not places.refused:
+            await asyncio.sleep(0.02)
+        proxy.turned()
+
+    async def main() -> list[Any]:
+        turning = asyncio.create_task(minutes())
+        try:
+            return list(await asyncio.gather(*(patient.reply((Said("user", f"Where is A-1043? (request {sent})"),)) for sent in range(asked))))
+        finally:
+            turning.cancel()
+
+    while time.time() % 60 > 30:  # the wall clock's minute, which the proxy's count of what is left turns at
+        time.sleep(0.5)
+    proxy.turned()  # a minute of its own, whatever the session asked before
+    with proxy.waiting(1):
+        replies = asyncio.run(main())
+    assert (len(replies), places.refused) == (asked, 1)

@@ -49,7 +49,7 @@ import msgspec
 
 from convy.deadlines import LIMIT, Deadline
 from convy.loops import running
-from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Service, Services, Told
+from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Ration, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
@@ -352,6 +352,7 @@ class Places:
         # on the same key, with what they found of its limit: what the service said is left, or
         # the ``Pace`` found without word from it, and the pause its latest refusal asked for.
         self._service = Service(_SHARE)
+        self._ration = Ration()  # what its service said is left without a reset, as its answers said it
         self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
         self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
         self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
@@ -851,6 +852,7 @@ class Places:
             or self._send_queue
             or service.strict  # a strict limit paces each send from when it went on the wire
             or self._unwritten is not None
+            or self._ration.dry(service.sends)  # nothing left that the service said: one at a time (_alone)
         ):
             return False
         if not self._answered_once and self._flying and (self._asking is None or self._asking.service):
@@ -990,9 +992,13 @@ class Places:
         """Whether a request waits for the one under way: a service not heard from yet gets one
         request at a time, once the request under way has named it (or none has told yet). The
         name is enough to know it: one a neighbour on the same key has heard from already gets
-        requests at the pace the neighbour found, not one at a time."""
-        if self._answered_once or not self._flying:
+        requests at the pace the neighbour found, not one at a time. So too once a service that
+        says what is left without when more comes has nothing left (``Ration``): one request at a
+        time, whose answer or refusal tells whether more is left or how long to wait."""
+        if not self._flying:
             return False
+        if self._answered_once:
+            return self._ration.dry(self._service.sends)
         asking = self._asking
         if asking is None:
             return True
@@ -1154,6 +1160,8 @@ class Places:
             self._known(told.service)
         self._answered_once = self._service.pace.answered = True
         self._heard(send, told.heard, True)
+        if send.service is self._service:  # its number counts this service's sends
+            self._ration.heard(send.number, told.heard.requests)
         match told.heard.requests:
             case Quota(limit=limit) if 0 < limit <= 1:
                 # A limit that holds one request at a time (a bucket of burst 1) is strict before

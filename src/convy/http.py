@@ -44,7 +44,7 @@ from convy.agent import AgentFailure, Answer, Call, Message, NotReported, NoUsag
 from convy.busy import TURN, Busy
 from convy.chat import Arguments, Chunks, Completion, Prices
 from convy.problems import HttpFailure, ModelFailure, Outside, UrlProblem
-from convy.quota import TOLD, Heard, NoQuota, Quota, Told
+from convy.quota import TOLD, Heard, Left, NoQuota, Quota, Told
 from convy.secrets import Address, Secrets
 from convy.slots import Slotted, nearest
 
@@ -142,8 +142,8 @@ class RateHeaders(msgspec.Struct, frozen=True):
     duration such as "1s", "6m0s", "20ms" or "1.5".
 
     Not the ``llm_provider-x-ratelimit-*`` that LiteLLM's proxy forwards, although its reset is
-    sent only so (unprefixed, the proxy sends ``limit`` and ``remaining`` alone, so through it
-    these headers say nothing). Those are what the upstream told the proxy of the deployment that
+    sent only so: unprefixed, the proxy sends ``limit`` and ``remaining`` alone, which are read as
+    what is left with no word of when more comes (``Left``). Those are what the upstream told the proxy of the deployment that
     answered, on the proxy's own upstream key: not the limit the caller is held to. The proxy
     refuses first at its own limits (a deployment's ``rpm``, a key's), whose count it sends
     unprefixed, in the same names; it spreads a model group over deployments, each with a limit
@@ -158,12 +158,17 @@ class RateHeaders(msgspec.Struct, frozen=True):
     def heard(self) -> Heard:
         return Heard(self._quota("requests"), self._quota("tokens"))
 
-    def _quota(self, kind: str) -> Quota | NoQuota:
+    def _quota(self, kind: str) -> Quota | Left | NoQuota:
+        """What is left of one limit and when it is whole again; what is left alone where no reset
+        is said, as LiteLLM's proxy says of its own limits (``Left``)."""
         remaining = _number(self.headers.get(f"x-ratelimit-remaining-{kind}"))
-        reset = _duration(self.headers.get(f"x-ratelimit-reset-{kind}"))
-        if remaining is None or reset is None:
+        if remaining is None:
             return NoQuota()
-        return Quota(remaining, reset, _number(self.headers.get(f"x-ratelimit-limit-{kind}")) or 0.0)
+        limit = _number(self.headers.get(f"x-ratelimit-limit-{kind}")) or 0.0
+        reset = _duration(self.headers.get(f"x-ratelimit-reset-{kind}"))
+        if reset is None:
+            return Left(remaining, limit)
+        return Quota(remaining, reset, limit)
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")

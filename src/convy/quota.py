@@ -47,6 +47,16 @@ class Quota(msgspec.Struct, frozen=True):
         return self.used() / self.reset if self.reset > 0 else 0.0
 
 
+class Left(msgspec.Struct, frozen=True):
+    """What a service said is left of one of its limits, without saying when more comes:
+    ``remaining`` units (of ``limit``, 0 when not said). LiteLLM's proxy says so of a model's
+    ``rpm`` on every answer (its own count, e.g. 15 of 16) and sends no reset with it. It tells no
+    rate, only when the limit is used up: then a request goes one at a time (``Ration``)."""
+
+    remaining: float
+    limit: float = 0.0
+
+
 class NoQuota(msgspec.Struct, frozen=True):
     """A service that said nothing of one of its limits."""
 
@@ -54,16 +64,17 @@ class NoQuota(msgspec.Struct, frozen=True):
 class Heard(msgspec.Struct, frozen=True):
     """What a service's response said of its limits, on requests and on tokens."""
 
-    requests: Quota | NoQuota = NoQuota()
-    tokens: Quota | NoQuota = NoQuota()
+    requests: Quota | Left | NoQuota = NoQuota()
+    tokens: Quota | Left | NoQuota = NoQuota()
 
     def quoted(self) -> bool:
-        """Whether the service said what is left of any of its limits."""
+        """Whether the service said what is left of any of its limits and when it is whole again
+        (a ``Quota``): what the meters pace on. What is left alone (``Left``) says no time."""
         match (self.requests, self.tokens):
-            case (NoQuota(), NoQuota()):
-                return False
-            case _:
+            case (Quota(), _) | (_, Quota()):
                 return True
+            case _:
+                return False
 
 
 UNSAID = Heard()  # what a request's Told holds until its service says something of its limits
@@ -267,6 +278,48 @@ class Meter:
         if self.bucket:
             most = max(most, self.rate * _SAVED)
         return min(self.limit, most)
+
+
+class Ration:
+    """What is left of a limit on requests whose service says how much (``Left``) but not when
+    more comes, as one participant heard it. Sends may go while some is left, counted from the
+    latest answer that said it (``number``, the send it answered) through the sends let go after
+    it, by any participant on the key; once none is left, the participant sends one request at a
+    time (``Places._alone``), until an answer says more is left (the limit's window turned) or a
+    refusal's wait tells when: sending every request under way into the limit had them all refused
+    at once (bench/busy.py p-litellm: 5-6% of the proxy's requests refused, where one a minute is
+    all a client needs to hear the wait).
+
+    A participant's own, not its ``Service``'s: behind LiteLLM's proxy, one key reaches model
+    groups with a limit each (the simulated user's and the judge's), and each answer says what is
+    left of its own group's. Shared, the judge's answers said the user's group had plenty left.
+
+    LiteLLM's router lets through one request fewer than its ``rpm`` (it refuses once the count
+    plus one reaches the limit: after "1 left" comes a refusal), so the last unit said to be left
+    is not counted on: it goes as that one request at a time, which costs a round trip against a
+    service whose last unit is real, and a refusal against LiteLLM that nothing else could spare."""
+
+    def __init__(self) -> None:
+        self.remaining = math.inf  # left as of the answer to send ``number`` (inf: nothing said)
+        self.number = -1
+
+    def heard(self, number: int, said: Quota | Left | NoQuota) -> None:
+        """The answer to send ``number`` said ``said`` of the limit on requests. A response older
+        than the last one is ignored; one that says no ``Left`` ends the ration (it says nothing
+        now, or says its reset, which the meters pace on)."""
+        if number <= self.number:
+            return
+        self.number = number
+        match said:
+            case Left(remaining=remaining):
+                self.remaining = remaining
+            case Quota() | NoQuota():
+                self.remaining = math.inf
+
+    def dry(self, sends: int) -> bool:
+        """Whether the send numbered ``sends`` would reach a limit with nothing left: the sends
+        after the one answered, this one among them, take what was left but its last unit."""
+        return sends - self.number >= self.remaining
 
 
 class Pace:
