@@ -446,7 +446,7 @@ def counted(event, arguments):
             while frame is not None:
                 names.append(frame.f_code.co_name)
                 frame = frame.f_back
-            opened.append(next(name for name in names if name in ("kept", "_repaired", "unsaid", "said")))
+            opened.append(next(name for name in names if name in ("kept", "_repaired", "unsaid", "_digest", "said")))
 
 
 atexit.register(lambda: open(os.environ["OPENED"], "w").write(" ".join(opened)))
@@ -457,10 +457,10 @@ sys.addaudithook(counted)
 def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> None:
     """``convy resume`` reads attempts.jsonl's lines once before it loads the agent, and passes
     them on to the play; the other opens are the repair's look at the file's last bytes and, once
-    the play is over, the one read of the whole file, without the dialogues' words, that the
-    summary is made from, and one more for the report, which reads each dialogue again at its line
-    (the play holds no attempt meanwhile, and the end holds no dialogue's words, so a run's memory
-    grows less with its attempts)."""
+    the play is over, the end's: one that finds where each line begins (``unsaid``), one that walks
+    them into the summary's digest, without the dialogues' words, and one more for the report,
+    which reads each dialogue again at its line (the play holds no attempt meanwhile, and the end
+    holds none, only where each begins, so a run's memory grows little with its attempts)."""
     first = made.ran("run", "slow", "-k", "4")
     assert first.returncode == 0, first.stderr
     folder = made.run()
@@ -474,7 +474,7 @@ def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> 
 
     assert resumed.returncode == 0, resumed.stderr
     clean(resumed.stderr)
-    assert opened.read_text().split() == ["kept", "_repaired", "unsaid", "said"]
+    assert opened.read_text().split() == ["kept", "_repaired", "unsaid", "_digest", "said"]
     assert len([line for line in resumed.stdout.splitlines() if line.startswith("✓")]) == 3, resumed.stdout
     assert folder.pairs() == planned(5, 4)
 
