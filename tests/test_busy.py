@@ -1366,9 +1366,9 @@ def test_requests_that_went_at_once_tell_the_first_refusal_the_rate_let_through(
     after = moments[21:]
     assert after[0] == START + 1.0  # the refused one, first, once its pause is over
     gaps = [later - earlier for earlier, later in zip(after, after[1:], strict=False)]
-    # The refused one's answer, at once, grows the pace (doubling every half second of its gaps)
-    # and the gap after it shrinks with it.
-    assert gaps[0] == pytest.approx(1 / (180 * 2 ** (2 / 180)))
+    # The refused one went at the pause's end with no gap of the pace before it: its answer tried
+    # nothing of the pace, and grows nothing (the pace grows on the answers after it).
+    assert gaps[0] == pytest.approx(1 / 180)
     assert gaps == pytest.approx([1 / 180] * 4, rel=0.05)  # growing a little with each answer
 
 
@@ -2096,3 +2096,18 @@ def test_a_request_sent_the_free_way_that_names_a_service_and_is_refused_passes_
     assert run(main) == "answer"
     assert passed == [("a service", 0.5)]
     assert sent == 2
+
+
+def test_the_first_answer_after_a_pause_does_not_grow_a_pace_found_without_headers() -> None:
+    """The first request after a refusal's pause goes at the pause's end, with no gap of the pace
+    before it: its answer tried nothing of the pace, and a pace grown on it (a third, doubling
+    every half second at 5 a second) was refused at its next send, a whole second more, and halved
+    again (0.1, 1.2, 2.4 and 6.8 s into the run, 16.6 s of virtual time for 60 requests at 5 a
+    second; 14.9 s with the pace grown only on answers to sends that kept a gap of it)."""
+    from standin import Bucket
+
+    service = Simulated(Bucket(5, 1, headers=False))
+    seconds = played_against((service, 8), requests=60)
+    assert service.answered == 60
+    assert service.refused <= 9
+    assert seconds <= 1.3 * 12.0, f"{seconds:.2f} s of virtual time"
