@@ -2111,3 +2111,33 @@ def test_the_first_answer_after_a_pause_does_not_grow_a_pace_found_without_heade
     assert service.answered == 60
     assert service.refused <= 9
     assert seconds <= 1.3 * 12.0, f"{seconds:.2f} s of virtual time"
+
+
+def test_a_strict_bucket_that_only_refuses_is_found_with_one_pause_after_the_starts() -> None:
+    """Where only a 429 tells, at 5 a second: the start's refusal (the places go at once after the
+    first answer), then one more where the pace, doubling, first passes the limit; each costs a
+    whole second of every request. The pace made up at the start's refusal from the lone first
+    answer is half a request per latency (under it is all that answer tells), not 0.9 of it, which
+    was refused at its second send; and the refusal that ends the doubling takes the pace let
+    through before the last step for the limit, not for sends spaced by something else, which
+    went on doubling in steps of 5% and was refused again (pauses at 0.1, 1.2 and 3.0 s; then
+    0.1, 1.5 and 2.8 s)."""
+    from standin import Bucket
+
+    class Paused(Bucket):
+        def __init__(self) -> None:
+            super().__init__(5, 1, headers=False)
+            self.pauses: list[float] = []  # when a refusal came after a second with none
+
+        def admit(self, now: float, units: float) -> Any:
+            wait, headers = super().admit(now, units)
+            if wait is not None and (not self.pauses or now - self.pauses[-1] >= 1.0):
+                self.pauses.append(now)
+            return wait, headers
+
+    limit = Paused()
+    service = Simulated(limit)
+    played_against((service, 8), requests=60)
+    assert service.answered == 60
+    assert [round(moment - START, 1) for moment in limit.pauses][:1] == [0.1]
+    assert len(limit.pauses) == 2, [round(moment - START, 2) for moment in limit.pauses]
