@@ -1166,11 +1166,13 @@ class Places:
             seconds = 1.0 / pace.rate
             if not (self._send_queue or self._queued >= send.moment):
                 pass
-            elif send.moment < pace.resumed + seconds / 2:
+            elif pace.proven and send.moment < pace.resumed + seconds / 2:
                 # The first send after a pause went at its end, with no gap of the pace before it:
                 # its answer tried nothing of the pace. Grown on it (a third at 5 a second), the
                 # pace's next send was refused, a whole second more, and the pace halved again
-                # (bench/busy.py p-bare@300: three pauses of each key after the start's).
+                # (bench/busy.py p-bare@300: three pauses of each key after the start's). Unless
+                # the pace was made up from the pause itself (one request a second, refused before
+                # anything was answered): kept, its next send waited out a whole second more.
                 pass
             elif pace.growing:
                 pace.rate *= min(2 ** (2 * seconds), pace.step)
