@@ -2141,3 +2141,19 @@ def test_a_strict_bucket_that_only_refuses_is_found_with_one_pause_after_the_sta
     assert service.answered == 60
     assert [round(moment - START, 1) for moment in limit.pauses][:1] == [0.1]
     assert len(limit.pauses) == 2, [round(moment - START, 2) for moment in limit.pauses]
+
+
+@pytest.mark.parametrize("latency", [0.118, 0.13, 0.15])
+def test_a_strict_bucket_under_a_request_per_latency_is_found_within_a_small_step(latency: float) -> None:
+    """Where only a 429 tells and the limit (5 a second) is under one request per latency, the pace
+    made up at the start's refusal from the lone first answer grows by at most a tenth at each
+    answer, and the refusal that ends its growth finds the limit within that step. Doubling every
+    half second, a step of a third or more at each answer at 4 a second, it was found at the bottom
+    of the step (4.2 a second with a latency of 118 ms) or refused again on the way: 60 requests
+    took 15.9, 15.5 and 15.8 s of virtual time; now 14.8, 14.9 and 14.5."""
+    from standin import Bucket
+
+    service = Simulated(Bucket(5, 1, headers=False), latency=latency)
+    seconds = played_against((service, 8), requests=60)
+    assert service.answered == 60
+    assert seconds <= 1.25 * 12.0, f"{seconds:.2f} s of virtual time"

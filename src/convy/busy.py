@@ -85,6 +85,11 @@ _BARE_AIM = 0.99
 # step of a third at each answer, the pace last let through (from which the limit is found) as
 # far under it.
 _STEP = 1.05
+# The most a pace made up at the start's refusal from the lone first answer grows at one answer:
+# the limit is then under a request per latency, a few a second, where doubling every half second
+# is a step of a third or more at each answer, and the refusal that ends it finds the limit only
+# within that step (bench/busy.py p-bare@300: the user's key found at 4.2 a second against 5).
+_FIRST_STEP = 1.1
 _BARE_CUT = 0.98
 # The gaps let through before a refusal tell the limit when the quickest of them is at least
 # _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
@@ -1338,6 +1343,7 @@ class Places:
                     # (bench/busy.py p-bare@300: 9 a second made up from a 100 ms latency against
                     # a limit of 5).
                     pace.rate = made_up / 2
+                    pace.step = _FIRST_STEP
                 else:
                     pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
                 pace.proven = made_up > 0
