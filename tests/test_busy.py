@@ -1366,9 +1366,9 @@ def test_requests_that_went_at_once_tell_the_first_refusal_the_rate_let_through(
     after = moments[21:]
     assert after[0] == START + 1.0  # the refused one, first, once its pause is over
     gaps = [later - earlier for earlier, later in zip(after, after[1:], strict=False)]
-    # The refused one's answer, at once, grows the pace (doubling every half second of its gaps)
-    # and the gap after it shrinks with it.
-    assert gaps[0] == pytest.approx(1 / (180 * 2 ** (2 / 180)))
+    # The refused one went at the pause's end with no gap of the pace before it: its answer tried
+    # nothing of the pace, and grows nothing (the pace grows on the answers after it).
+    assert gaps[0] == pytest.approx(1 / 180)
     assert gaps == pytest.approx([1 / 180] * 4, rel=0.05)  # growing a little with each answer
 
 
@@ -2139,3 +2139,64 @@ def test_a_refusal_after_a_long_free_run_finds_the_pace_the_careful_way_finds(si
     free, careful = run(lambda: main(False)), run(lambda: main(True))
     assert free[0] > 0, "the refusal found no pace"
     assert free == careful
+
+
+def test_the_first_answer_after_a_pause_does_not_grow_a_pace_found_without_headers() -> None:
+    """The first request after a refusal's pause goes at the pause's end, with no gap of the pace
+    before it: its answer tried nothing of the pace, and a pace grown on it (a third, doubling
+    every half second at 5 a second) was refused at its next send, a whole second more, and halved
+    again (0.1, 1.2, 2.4 and 6.8 s into the run, 16.6 s of virtual time for 60 requests at 5 a
+    second; 14.9 s with the pace grown only on answers to sends that kept a gap of it)."""
+    from standin import Bucket
+
+    service = Simulated(Bucket(5, 1, headers=False))
+    seconds = played_against((service, 8), requests=60)
+    assert service.answered == 60
+    assert service.refused <= 9
+    assert seconds <= 1.3 * 12.0, f"{seconds:.2f} s of virtual time"
+
+
+def test_a_strict_bucket_that_only_refuses_is_found_with_one_pause_after_the_starts() -> None:
+    """Where only a 429 tells, at 5 a second: the start's refusal (the places go at once after the
+    first answer), then one more where the pace, doubling, first passes the limit; each costs a
+    whole second of every request. The pace made up at the start's refusal from the lone first
+    answer is half a request per latency (under it is all that answer tells), not 0.9 of it, which
+    was refused at its second send; and the refusal that ends the doubling takes the pace let
+    through before the last step for the limit, not for sends spaced by something else, which
+    went on doubling in steps of 5% and was refused again (pauses at 0.1, 1.2 and 3.0 s; then
+    0.1, 1.5 and 2.8 s)."""
+    from standin import Bucket
+
+    class Paused(Bucket):
+        def __init__(self) -> None:
+            super().__init__(5, 1, headers=False)
+            self.pauses: list[float] = []  # when a refusal came after a second with none
+
+        def admit(self, now: float, units: float) -> Any:
+            wait, headers = super().admit(now, units)
+            if wait is not None and (not self.pauses or now - self.pauses[-1] >= 1.0):
+                self.pauses.append(now)
+            return wait, headers
+
+    limit = Paused()
+    service = Simulated(limit)
+    played_against((service, 8), requests=60)
+    assert service.answered == 60
+    assert [round(moment - START, 1) for moment in limit.pauses][:1] == [0.1]
+    assert len(limit.pauses) == 2, [round(moment - START, 2) for moment in limit.pauses]
+
+
+@pytest.mark.parametrize("latency", [0.118, 0.13, 0.15])
+def test_a_strict_bucket_under_a_request_per_latency_is_found_within_a_small_step(latency: float) -> None:
+    """Where only a 429 tells and the limit (5 a second) is under one request per latency, the pace
+    made up at the start's refusal from the lone first answer grows by at most a tenth at each
+    answer, and the refusal that ends its growth finds the limit within that step. Doubling every
+    half second, a step of a third or more at each answer at 4 a second, it was found at the bottom
+    of the step (4.2 a second with a latency of 118 ms) or refused again on the way: 60 requests
+    took 15.9, 15.5 and 15.8 s of virtual time; now 14.8, 14.9 and 14.5."""
+    from standin import Bucket
+
+    service = Simulated(Bucket(5, 1, headers=False), latency=latency)
+    seconds = played_against((service, 8), requests=60)
+    assert service.answered == 60
+    assert seconds <= 1.25 * 12.0, f"{seconds:.2f} s of virtual time"

@@ -489,3 +489,25 @@ def test_a_first_request_held_for_a_neighbours_moment_and_written_late_holds_the
     played(service, agent=100, judge=20, judge_from=2.0)
     assert service.answered == {"agent": 100, "judge": 20}
     assert service.refused == {}, service.refused
+
+
+def test_a_pace_made_up_from_a_pause_grows_on_the_first_answer_after_it() -> None:
+    """The user, the agent and the judge send their first requests at once on one key with no
+    headers: one is let through, the others refused before anything was answered, and the pace
+    made up from the pause is one request a second. Its first send after the pause is answered:
+    the pace grows on that answer (it was tried: nothing else had been), and the next request goes
+    within the second rather than at its end (before: 1.0 s after the first, a second lost at every
+    run's start; a pace found from what was let through does not grow on the first answer after a
+    pause, which went with no gap of the pace before it)."""
+    service = Shared(headers=False)
+
+    async def main() -> None:
+        services = Services()
+        everyone = [Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge")]
+        await asyncio.gather(*(places.sent(lambda who=places.who: service(who)) for places in everyone for _ in range(10)))
+
+    in_virtual_time(main)
+    let = sorted(moment - START for moments in service.arrived.values() for moment, admitted in moments if admitted)
+    after = [moment for moment in let if moment >= 1.0]
+    assert after[0] < 1.1, let
+    assert after[1] - after[0] < 0.5, let

@@ -85,6 +85,11 @@ _BARE_AIM = 0.99
 # step of a third at each answer, the pace last let through (from which the limit is found) as
 # far under it.
 _STEP = 1.05
+# The most a pace made up at the start's refusal from the lone first answer grows at one answer:
+# the limit is then under a request per latency, a few a second, where doubling every half second
+# is a step of a third or more at each answer, and the refusal that ends it finds the limit only
+# within that step (bench/busy.py p-bare@300: the user's key found at 4.2 a second against 5).
+_FIRST_STEP = 1.1
 _BARE_CUT = 0.98
 # The gaps let through before a refusal tell the limit when the quickest of them is at least
 # _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
@@ -1184,6 +1189,14 @@ class Places:
             seconds = 1.0 / pace.rate
             if not (self._send_queue or self._queued >= send.moment):
                 pass
+            elif pace.proven and send.moment < pace.resumed + seconds / 2:
+                # The first send after a pause went at its end, with no gap of the pace before it:
+                # its answer tried nothing of the pace. Grown on it (a third at 5 a second), the
+                # pace's next send was refused, a whole second more, and the pace halved again
+                # (bench/busy.py p-bare@300: three pauses of each key after the start's). Unless
+                # the pace was made up from the pause itself (one request a second, refused before
+                # anything was answered): kept, its next send waited out a whole second more.
+                pass
             elif pace.growing:
                 pace.rate *= min(2 ** (2 * seconds), pace.step)
                 # The gap after the last send shrinks with it: a pace made up from a pause (one
@@ -1297,13 +1310,16 @@ class Places:
                 if pace.proven:
                     quickest = self._quickest(send)
                     half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
-                    if quickest == math.inf or quickest < _SPACED * send.pace * half_step:
+                    if quickest == math.inf or quickest < _SPACED * send.pace * half_step**2:
                         # No two sends let through since the last pause: the refused one's pace
                         # is too quick, and nothing tells how much. Half of it, still doubling,
                         # is found from below, where what is let through tells; a pace kept
                         # near it was refused again and again (12 refusals at 5 a second). So
                         # too where the last sends let through went much slower than the pace
-                        # (spaced by what came to send, not by it): the limit is somewhere
+                        # (spaced by what came to send, not by it; the pace a whole step back, two
+                        # half steps, is what sends at the pace went at: against one half step, the
+                        # sends of 5 a second, a step of a third, were taken for spaced, and the
+                        # pace climbed on in steps of 5% to its next refusal): the limit is somewhere
                         # between, and found from the quicker of the two, still growing; taken
                         # for it, the pace stayed there (bench/busy.py p-bare@3000: the agent's
                         # key at 28 a second against a limit of 50, 2.8x the floor).
@@ -1335,7 +1351,19 @@ class Places:
                 made_up = let_through / seconds if let_through else 0.0
                 if made_up < pace.most - 1:
                     made_up = float(pace.most - 1)
-                pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
+                if made_up and pace.most <= 1 and send.number <= let_through:
+                    # The refused send was the first after the lone request answered (a service
+                    # not heard from gets one at a time: ``_alone``), and went as it was answered:
+                    # the limit is under one request per latency, and nothing let through tells
+                    # how far (two or more would: a rate they went at). Half of it, and the pace
+                    # doubles from there: 0.9
+                    # of it was refused at its second send, a whole second more, and halved then
+                    # (bench/busy.py p-bare@300: 9 a second made up from a 100 ms latency against
+                    # a limit of 5).
+                    pace.rate = made_up / 2
+                    pace.step = _FIRST_STEP
+                else:
+                    pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
                 pace.proven = made_up > 0
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
