@@ -24,7 +24,7 @@ from convy.causes import Breakdown
 from convy.comparison import Comparison
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
-from convy.page import ComparisonPage, ReportPage
+from convy.page import Block, ComparisonPage, Flowing, ReportPage
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -78,6 +78,39 @@ def walked(summary: Summary) -> None:
         assert scenario.agent.seconds == Spread(tuple(agent)).view()
 
 
+class Little(Flowing, frozen=True):
+    """A block written in pieces of a few bytes: cut often, inside characters of several bytes
+    and beside each ``<`` (the varied runs' texts hold both)."""
+
+    PIECE = 7
+
+
+def flowed(summary: Summary) -> None:
+    """The report's data block, written as it is encoded (the view framed, each scenario's
+    attempts table a row at a time), is the view encoded whole, as a block held whole writes it;
+    so is every block written in pieces."""
+    whole = Block("data", msgspec.json.encode(summary.view()))
+    page = ReportPage(summary)
+    assert summary.framed().scenarios and all(not scenario.attempts for scenario in summary.framed().scenarios)
+    for made in (Flowing, Little):
+        assert "".join(made("data", page._data(summary.framed())).pieces()) == whole.html() + "\n"
+    assert "".join(whole.pieces()) == whole.html() + "\n"
+    assert [row for scenario in summary.view().scenarios for row in scenario.attempts] == [
+        row for scenario in summary.framed().scenarios for row in summary.table(scenario.id)
+    ]
+
+
+def test_a_block_in_pieces_is_the_block_whole() -> None:
+    """Cut anywhere, never inside a character: text of one to four bytes a character, and ``<``."""
+    data = msgspec.json.encode({"a": "é<€>😀" * 5, "<b": ["</script>", "ü" * 9]})
+    assert data.count(b"<") == 7 and len(data) > len(data.decode())
+    block = Block("x", data)
+    for size in range(4, 40):
+        shaped = type("Shaped", (Flowing,), {"PIECE": size, "__module__": __name__})
+        assert "".join(shaped("x", (data[:5], data[5:])).pieces()) == block.html() + "\n"
+        assert "".join(shaped("x", iter(())).pieces()) == Block("x", b"").html() + "\n"
+
+
 def same(read: Read) -> None:
     walked(Summary(read))
     whole, lean = Summary(read), unsaid(read)
@@ -90,6 +123,8 @@ def same(read: Read) -> None:
     assert lean.breakdown() == whole.breakdown()
     assert lean.dialogues() == whole.dialogues()
     assert ReportPage(lean).html() == ReportPage(whole).html()
+    for summary in (lean, whole):
+        flowed(summary)
     assert JUnitReport((lean,)).xml() == JUnitReport((whole,)).xml()
     assert RunSummary((lean,), read.folder).markdown() == RunSummary((whole,), read.folder).markdown()
 

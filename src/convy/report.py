@@ -257,6 +257,21 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         return None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high)
 
     def view(self) -> RunView:
+        return self._viewed(lambda rows, names, texts: list(self._rows(rows, names, texts)))
+
+    def framed(self) -> RunView:
+        """The view without its attempts tables (each scenario's ``attempts`` empty): what a page
+        writes around them, each scenario's made as it is written (``table``), never all held."""
+        return self._viewed(lambda rows, names, texts: [])
+
+    def table(self, scenario: str) -> Iterator[AttemptRow]:
+        """The scenario's attempts table, a row at a time: what ``view`` lists in its
+        ``ScenarioView.attempts``."""
+        column = self._digest.columns[scenario]
+        return self._rows(column.rows, [row.text for row in self._claimed(column.count)], column.texts)
+
+    def _viewed(self, tabled: Callable[[Sequence[Row], list[str], tuple[str, ...]], list[AttemptRow]]) -> RunView:
+        """The view, each scenario's attempts table made by ``tabled``."""
         spec = self.run.file.spec
         digest = self._digest
         rows = digest.rows
@@ -266,7 +281,8 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         noise = Noise(tuple(judged))
         specs = {one.id: one for one in spec.scenarios}
         scenarios = [
-            self._scenario(index, scenario, column, specs.get(scenario)) for index, (scenario, column) in enumerate(digest.columns.items())
+            self._scenario(index, scenario, column, specs.get(scenario), tabled)
+            for index, (scenario, column) in enumerate(digest.columns.items())
         ]
         not_judged = Counter(row.why for row in rows if row.status == "not_judged")
         total = self.total()
@@ -497,8 +513,14 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         outcomes = self.run.outcomes
         match outcomes:
             case Placed():
-                rows = [(scenario, row) for scenario, column in columns.items() for row in column.rows]
-                for (scenario, row), outcome in zip(rows, outcomes.full(row.index for _, row in rows), strict=True):
+                # The rows walked twice, side by side (one walk gives the lines to read, the other
+                # checks each against its line), not listed: a list held a row for every attempt.
+                def rows() -> Iterator[tuple[str, Row]]:
+                    for scenario, column in columns.items():
+                        for row in column.rows:
+                            yield scenario, row
+
+                for (scenario, row), outcome in zip(rows(), outcomes.full(row.index for _, row in rows()), strict=True):
                     if (outcome.scenario, outcome.attempt) != (row.scenario, row.attempt):
                         raise ConfigurationError(f"{outcomes.path}: changed while it was read: read it again")
                     yield scenario, Attempt(outcome, trust)
@@ -527,7 +549,14 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             case _:
                 return {}
 
-    def _scenario(self, index: int, scenario: str, column: Column, spec: Scenario | None) -> ScenarioView:
+    def _scenario(
+        self,
+        index: int,
+        scenario: str,
+        column: Column,
+        spec: Scenario | None,
+        tabled: Callable[[Sequence[Row], list[str], tuple[str, ...]], list[AttemptRow]],
+    ) -> ScenarioView:
         rows, count = column.rows, column.count
         claims = self._claimed(count)
         tally = count.tally()
@@ -552,7 +581,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             status=status,
             claims=claims,
             claims_held=Held(sum(row.held for row in claims), sum(row.decided for row in claims)).view(),
-            attempts=[self._row(row, names, column.texts) for row in rows],
+            attempts=tabled(rows, names, column.texts),
             first=(failing or rows)[0].attempt if rows else None,
             turns=Spread(tuple(float(row.turns) for row in rows)).view(),
             agent=agent,
@@ -563,9 +592,22 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             adaptive=self.stopped().get(scenario, ""),
         )
 
-    def _row(self, row: Row, names: list[str], texts: tuple[str, ...]) -> AttemptRow:
+    def _rows(self, rows: Sequence[Row], names: list[str], texts: tuple[str, ...]) -> Iterator[AttemptRow]:
+        """A scenario's attempts as its table shows them, one at a time. Rows that mark alike (most
+        attempts of a scenario do) share one list of marks: a view is never changed, and encodes
+        the same."""
+        shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]] = {}
+        for row in rows:
+            yield self._row(row, names, texts, shared)
+
+    def _row(
+        self, row: Row, names: list[str], texts: tuple[str, ...], shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]]
+    ) -> AttemptRow:
         """An attempt as its scenario's table shows it: its marks in the order of the claims."""
-        marked = row.marked(texts)
+        marks = shared.get(row.marks)
+        if marks is None:
+            marked = row.marked(texts)
+            marks = shared[row.marks] = [marked.get(name, "none") for name in names]
         return AttemptRow(
             attempt=row.attempt,
             status=row.status,
@@ -573,7 +615,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             stop=row.stop,
             turns=row.turns,
             seconds=row.seconds,
-            marks=[marked.get(name, "none") for name in names],
+            marks=marks,
             cause=row.cause or "",
         )
 
