@@ -14,6 +14,7 @@ whose attempts changed (resumed, repaired, still playing) is read whole and summ
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 from array import array
@@ -21,7 +22,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
-from itertools import chain
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -29,7 +29,7 @@ import msgspec
 
 from convy.adaptive import Against, Course
 from convy.agreement import Consensus
-from convy.attempt import Attempt, Spread, Sum
+from convy.attempt import Attempt, Ordered, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay, Which
 from convy.causes import Breakdown
@@ -302,11 +302,11 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             stops=dict(Counter(row.stop for row in rows)),
             consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
-            # A spread sorts its values: the scenarios' columns joined are the run's, in another order.
+            # The scenarios' columns, each sorted, merged: the run's values sorted, a float at a time.
             agent=self._spend(
                 total.agent,
-                array("d", chain.from_iterable(column.sizes for column in columns)),
-                array("d", chain.from_iterable(column.seconds for column in columns)),
+                array("d", heapq.merge(*(column.sizes for column in columns))),
+                array("d", heapq.merge(*(column.seconds for column in columns))),
             ),
             user=self._spend(total.user, digest.user_sizes, digest.user_seconds),
             judge=self._spend(total.judge, digest.judge_sizes, digest.judge_seconds),
@@ -530,12 +530,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                         yield scenario, Attempt(outcomes[row.index], trust)
 
     def _spend(self, summed: Sum, sizes: Sequence[float], seconds: Sequence[float]) -> SpendView:
-        """``sizes``: input plus output tokens of each reported request."""
+        """``sizes``: input plus output tokens of each reported request; both sorted (the digest's
+        arrays are), and summed up as they are (``Ordered``)."""
         return SpendView(
             tokens=summed.tokens(),
             cost=summed.cost(),
-            seconds=Spread(seconds).view(),
-            per_request=Spread(sizes).view(),
+            seconds=Ordered(seconds).view(),
+            per_request=Ordered(sizes).view(),
         )
 
     def _group(self, scenario: str) -> str:
