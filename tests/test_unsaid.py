@@ -27,7 +27,7 @@ from convy.causes import Breakdown
 from convy.comparison import Comparison
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
-from convy.page import Block, ComparisonPage, Flowing, ReportPage
+from convy.page import Block, ComparisonPage, Flowing, Packed, ReportPage, Where
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -227,3 +227,15 @@ def test_values_sorted_in_runs_and_merged_are_sorted_whole() -> None:
     assert [(value, math.copysign(1, value)) for value in merged] == [(value, math.copysign(1, value)) for value in sorted(values)]
     assert Ordered(merged).view() == Spread(values).view()
     assert digest._sorted(array("d")) == array("d") and digest._sorted(None) == array("d")
+
+
+def test_a_packed_index_written_from_its_json_is_the_one_of_its_dict() -> None:
+    """``Packed.blocks`` holds its index as JSON while it packs (``Flowing``), not as a dict: the
+    block is the dict's (``Packed.chunks``), keys that need escaping included."""
+    values = [(f"s{number % 3}/é<\"{number}#{number}", {"n": number, "t": "ü<" * number}) for number in range(300)]
+    packed = Packed(values, limit=2000)
+    blocks, chunks = list(packed.blocks("v")), packed.chunks()
+    assert len(blocks) == len(chunks.chunks) + 1 > 3
+    index = Block("v", msgspec.json.encode(Where(count=len(chunks.chunks), where=chunks.where, layout=chunks.layout)))
+    assert blocks[-1].html() == index.html()
+    assert "".join(blocks[-1].pieces()) == "".join(index.pieces())

@@ -31,7 +31,7 @@ import html
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import UnionType
 from typing import Any, ClassVar, Union, get_args, get_origin
@@ -74,6 +74,11 @@ class Flowing(msgspec.Struct, frozen=True):
     parts: Iterable[bytes]
 
     PIECE: ClassVar[int] = 1024 * 1024
+
+    def html(self) -> str:
+        """As ``Block.html()``: the block whole (``parts`` walked again: they must be a
+        collection, not an iterator, to be asked twice)."""
+        return "".join(self.pieces()).removesuffix("\n")
 
     def pieces(self) -> Iterator[str]:
         """What ``Block.html()`` and a line break give for the JSON the parts join to."""
@@ -255,27 +260,39 @@ class Packed(msgspec.Struct, frozen=True):
     def chunks(self) -> Chunks:
         """Every chunk, held, with the index: what a comparison's page packs."""
         where: dict[str, int] = {}
-        chunks = list(self._each(where))
+        chunks = list(self._each(where.__setitem__))
         return Chunks(chunks=chunks, where=where, layout=self._layout())
 
-    def blocks(self, name: str) -> Iterator[Block]:
+    def blocks(self, name: str) -> Iterator[Block | Flowing]:
         """The blocks ``Chunks.blocks`` gives, each chunk's made as soon as it is packed and the
         index (``Where``) last, once every key's chunk is known: a page written as it is made
         holds one or two chunks at a time, not every one (a varied run's report held 2.8 KB of
-        them an attempt). The page's script, after every block, reads them by id, in any order."""
-        where: dict[str, int] = {}
+        them an attempt). The page's script, after every block, reads them by id, in any order.
+        The index is held as its JSON while the chunks are packed, not as a dict (about 25 bytes
+        a key, where a string and a dict's entry were about 100): the keys must not repeat (a
+        report's dialogues: one a kept attempt), as a dict would have taken a repeat's place."""
+        index = bytearray()  # the index's entries, "key":chunk, as a dict of them encodes
+        encode = _ENCODER.encode
+
+        def noted(key: str, number: int) -> None:
+            index.extend(b"," if index else b"")
+            index.extend(encode(key))
+            index.extend(b":%d" % number)
+
         count = 0
-        for chunk in self._each(where):
+        for chunk in self._each(noted):
             yield Block(f"{name}-{count}", _ENCODER.encode(chunk))
             count += 1
-        yield Block(name, _ENCODER.encode(Where(count=count, where=where, layout=self._layout())))
+        where = msgspec.structs.replace(Where(count=count, where={}, layout=self._layout()), where=_MARK)
+        before, after = _ENCODER.encode(where).split(_MARK_BYTES)
+        yield Flowing(name, (before, b"{", bytes(index), b"}", after))
 
     def _layout(self) -> Layout | None:
         return None if self.kind is None else Fields(self.kind).layout()
 
-    def _each(self, where: dict[str, int]) -> Iterator[str]:
-        """Each chunk in order, gzipped and in base64, as soon as it is done; ``where`` filled with
-        the chunk of each key as the values are taken."""
+    def _each(self, noted: Callable[[str, int], None]) -> Iterator[str]:
+        """Each chunk in order, gzipped and in base64, as soon as it is done; ``noted`` told the
+        chunk of each key as the values are taken."""
         # Each chunk is gzipped in a thread of its own while the next one's values are made and
         # encoded: zlib lets go of the interpreter while it compresses, so on a machine with a
         # core to spare the gzip of a report (a tenth of its time) is done meanwhile. The thread
@@ -299,7 +316,7 @@ class Packed(msgspec.Struct, frozen=True):
                 chunk += encode(key)
                 chunk += b":"
                 into(value, chunk, -1)
-                where[key] = number
+                noted(key, number)
                 if len(chunk) >= self.limit:
                     while len(packing) >= 2:
                         yield packing.popleft().result()
