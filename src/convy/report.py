@@ -568,7 +568,19 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         names = [row.text for row in claims]
         sums = self.sums().get(scenario) or Sums(Sum(), Sum(), Sum())
         agent = self._spend(sums.agent, column.sizes, column.seconds)
-        failing = [row for row in rows if row.status == "failed"]
+        # One walk of the rows (each made again from the digest's columns as it is walked) for the
+        # first failing attempt, the turns and the counts of stops and causes.
+        first: int | None = None
+        turns: list[float] = []
+        stops: Counter[str] = Counter()
+        causes: Counter[str] = Counter()
+        for row in rows:
+            if first is None and row.status == "failed":
+                first = row.attempt
+            turns.append(float(row.turns))
+            stops[row.stop] += 1
+            if row.cause is not None:
+                causes[row.cause] += 1
         return ScenarioView(
             index=index,
             id=scenario,
@@ -583,13 +595,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             claims=claims,
             claims_held=Held(sum(row.held for row in claims), sum(row.decided for row in claims)).view(),
             attempts=tabled(rows, names, column.texts),
-            first=(failing or rows)[0].attempt if rows else None,
-            turns=Spread(tuple(float(row.turns) for row in rows)).view(),
+            first=first if first is not None else rows[0].attempt if rows else None,
+            turns=Spread(tuple(turns)).view(),
             agent=agent,
             answer_p50=agent.seconds.p50,
             cost=sums.every().cost(),
-            stops=dict(Counter(row.stop for row in rows)),
-            causes=dict(Counter(row.cause for row in rows if row.cause is not None)),
+            stops=dict(stops),
+            causes=dict(causes),
             adaptive=self.stopped().get(scenario, ""),
         )
 
