@@ -10,7 +10,9 @@ The runs are test_pages' ``Played``; one is read again with its lines shuffled a
 
 from __future__ import annotations
 
+import math
 import random
+from array import array
 from collections import Counter
 from pathlib import Path
 
@@ -18,13 +20,14 @@ import msgspec
 import pytest
 from test_pages import Played
 
-from convy.attempt import Spread
+from convy import digest
+from convy.attempt import Ordered, Spread
 from convy.bench import RunJournal
 from convy.causes import Breakdown
 from convy.comparison import Comparison
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
-from convy.page import ComparisonPage, ReportPage
+from convy.page import Block, ComparisonPage, Flowing, Packed, ReportPage, Where
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -78,6 +81,39 @@ def walked(summary: Summary) -> None:
         assert scenario.agent.seconds == Spread(tuple(agent)).view()
 
 
+class Little(Flowing, frozen=True):
+    """A block written in pieces of a few bytes: cut often, inside characters of several bytes
+    and beside each ``<`` (the varied runs' texts hold both)."""
+
+    PIECE = 7
+
+
+def flowed(summary: Summary) -> None:
+    """The report's data block, written as it is encoded (the view framed, each scenario's
+    attempts table a row at a time), is the view encoded whole, as a block held whole writes it;
+    so is every block written in pieces."""
+    whole = Block("data", msgspec.json.encode(summary.view()))
+    page = ReportPage(summary)
+    assert all(not scenario.attempts for scenario in summary.framed().scenarios)
+    for made in (Flowing, Little):
+        assert "".join(made("data", page._data(summary.framed())).pieces()) == whole.html() + "\n"
+    assert "".join(whole.pieces()) == whole.html() + "\n"
+    assert [row for scenario in summary.view().scenarios for row in scenario.attempts] == [
+        row for scenario in summary.framed().scenarios for row in summary.table(scenario.id)
+    ]
+
+
+def test_a_block_in_pieces_is_the_block_whole() -> None:
+    """Cut anywhere, never inside a character: text of one to four bytes a character, and ``<``."""
+    data = msgspec.json.encode({"a": "é<€>😀" * 5, "<b": ["</script>", "ü" * 9]})
+    assert data.count(b"<") == 7 and len(data) > len(data.decode())
+    block = Block("x", data)
+    for size in range(4, 40):
+        shaped = type("Shaped", (Flowing,), {"PIECE": size, "__module__": __name__})
+        assert "".join(shaped("x", (data[:5], data[5:])).pieces()) == block.html() + "\n"
+        assert "".join(shaped("x", iter(())).pieces()) == Block("x", b"").html() + "\n"
+
+
 def same(read: Read) -> None:
     walked(Summary(read))
     whole, lean = Summary(read), unsaid(read)
@@ -90,6 +126,8 @@ def same(read: Read) -> None:
     assert lean.breakdown() == whole.breakdown()
     assert lean.dialogues() == whole.dialogues()
     assert ReportPage(lean).html() == ReportPage(whole).html()
+    for summary in (lean, whole):
+        flowed(summary)
     assert JUnitReport((lean,)).xml() == JUnitReport((whole,)).xml()
     assert RunSummary((lean,), read.folder).markdown() == RunSummary((whole,), read.folder).markdown()
 
@@ -147,6 +185,7 @@ def test_a_run_that_kept_no_attempt_has_no_file_to_read_again(played: Played, tm
     assert isinstance(whole, Read) and isinstance(lean, Read) and isinstance(lean.outcomes, Placed)
     assert list(lean.outcomes) == [] and not (folder / "attempts.jsonl").exists()
     assert ReportPage(Summary(lean)).html() == ReportPage(Summary(whole)).html()
+    flowed(Summary(lean))
     assert JUnitReport((Summary(lean),)).xml() == JUnitReport((Summary(whole),)).xml()
 
 
@@ -177,3 +216,27 @@ def test_attempts_held_as_places_are_cut_to_a_plan_as_attempts_held_whole(played
     assert list(lean.outcomes.full()) == list(whole.outcomes)
     assert list(lean.outcomes) == [outcome.unsaid() for outcome in whole.outcomes]
     assert lean.outcomes[-1] == whole.outcomes[-1].unsaid() and list(lean.outcomes[1:2]) == [whole.outcomes[1].unsaid()]
+
+
+def test_values_sorted_in_runs_and_merged_are_sorted_whole() -> None:
+    """The digest sorts a run's request sizes and times a run of them at a time and merges the
+    runs (``digest._sorted``): the same values in the same order, and the same spread, as
+    sorted whole; 0.0 and -0.0 (equal, told apart only by order) keep theirs."""
+    draw = random.Random(5)
+    values = array("d", (draw.choice((0.0, -0.0, 1.5, draw.random())) for _ in range(3 * digest._RUN + 7)))
+    merged = digest._sorted(values)
+    assert [(value, math.copysign(1, value)) for value in merged] == [(value, math.copysign(1, value)) for value in sorted(values)]
+    assert Ordered(merged).view() == Spread(values).view()
+    assert digest._sorted(array("d")) == array("d") and digest._sorted(None) == array("d")
+
+
+def test_a_packed_index_written_from_its_json_is_the_one_of_its_dict() -> None:
+    """``Packed.blocks`` holds its index as JSON while it packs (``Flowing``), not as a dict: the
+    block is the dict's (``Packed.chunks``), keys that need escaping included."""
+    values = [(f"s{number % 3}/é<\"{number}#{number}", {"n": number, "t": "ü<" * number}) for number in range(300)]
+    packed = Packed(values, limit=2000)
+    blocks, chunks = list(packed.blocks("v")), packed.chunks()
+    assert len(blocks) == len(chunks.chunks) + 1 > 3
+    index = Block("v", msgspec.json.encode(Where(count=len(chunks.chunks), where=chunks.where, layout=chunks.layout)))
+    assert blocks[-1].html() == index.html()
+    assert "".join(blocks[-1].pieces()) == "".join(index.pieces())

@@ -20,9 +20,10 @@ reads each attempt again from where the run holds it (the tuple read whole, or t
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Literal, overload
+from typing import Generic, Literal, TypeVar, overload
 
 import msgspec
 
@@ -35,6 +36,7 @@ from convy.placed import Placed
 from convy.scenario import Outcome
 
 Status = Literal["passed", "failed", "not_judged"]
+T = TypeVar("T")
 
 
 class Row(msgspec.Struct, frozen=True, gc=False):
@@ -64,20 +66,128 @@ class Column(msgspec.Struct, frozen=True):
     statuses, claims in their order, what they spent by who), the claims' texts ``Row.marks``
     number, and its agent's request sizes and answer times, sorted (for its spreads and the run's)."""
 
-    rows: tuple[Row, ...]
+    rows: Sequence[Row]  # a ``Rows``: each made again as it is asked for
     count: Count
     texts: tuple[str, ...]
     sizes: array[float]
     seconds: array[float]
 
 
+class _Numbered(Generic[T]):
+    """Values numbered as first met (a plain class, filled as a run's rows are): ``values[n]``
+    is the one numbered ``n``."""
+
+    __slots__ = ("_numbers", "values")
+
+    def __init__(self) -> None:
+        self.values: list[T] = []
+        self._numbers: dict[T, int] = {}
+
+    def number(self, value: T) -> int:
+        number = self._numbers.get(value)
+        if number is None:
+            number = self._numbers[value] = len(self.values)
+            self.values.append(value)
+        return number
+
+
+class _Table:
+    """Every attempt's ``Row``, held as columns: numbers in arrays, the few texts each row names
+    (its scenario, status, why, cause, stop) as their number among them, and its marks as a tuple
+    shared by every row with the same (most attempts of a scenario mark alike) — about 50 bytes an
+    attempt, where a ``Row`` each, with its marks and numbers, was about 250. A plain class,
+    filled once by ``Digest.of`` and not changed after."""
+
+    __slots__ = ("attempts", "causes", "index", "marks", "scenarios", "seconds", "statuses", "stops", "turns", "whys")
+
+    def __init__(self) -> None:
+        self.index, self.attempts, self.turns, self.seconds = array("q"), array("q"), array("q"), array("d")
+        # Each row's texts and marks by number: (the values, each row's number of its own).
+        self.scenarios: tuple[_Numbered[str], array[int]] = (_Numbered(), array("L"))
+        self.statuses: tuple[_Numbered[Status], array[int]] = (_Numbered(), array("L"))
+        self.whys: tuple[_Numbered[str], array[int]] = (_Numbered(), array("L"))
+        self.causes: tuple[_Numbered[Cause | None], array[int]] = (_Numbered(), array("L"))
+        self.stops: tuple[_Numbered[str], array[int]] = (_Numbered(), array("L"))
+        self.marks: tuple[_Numbered[tuple[int, ...]], array[int]] = (_Numbered(), array("L"))
+
+    def add(self, row: Row) -> None:
+        self.index.append(row.index)
+        self.attempts.append(row.attempt)
+        self.turns.append(row.turns)
+        self.seconds.append(row.seconds)
+        self.scenarios[1].append(self.scenarios[0].number(row.scenario))
+        self.statuses[1].append(self.statuses[0].number(row.status))
+        self.whys[1].append(self.whys[0].number(row.why))
+        self.causes[1].append(self.causes[0].number(row.cause))
+        self.stops[1].append(self.stops[0].number(row.stop))
+        self.marks[1].append(self.marks[0].number(row.marks))
+
+    def row(self, at: int) -> Row:
+        return Row(
+            self.index[at],
+            self.scenarios[0].values[self.scenarios[1][at]],
+            self.attempts[at],
+            self.statuses[0].values[self.statuses[1][at]],
+            self.whys[0].values[self.whys[1][at]],
+            self.causes[0].values[self.causes[1][at]],
+            self.stops[0].values[self.stops[1][at]],
+            self.turns[at],
+            self.seconds[at],
+            self.marks[0].values[self.marks[1][at]],
+        )
+
+    def key(self, at: int) -> tuple[str, int]:
+        """What a row is sorted by among its scenario's: its scenario's id and its number."""
+        return self.scenarios[0].values[self.scenarios[1][at]], self.attempts[at]
+
+
+class Rows(Sequence[Row]):
+    """Some rows of a ``_Table``, by their places in it (a plain class: a ``Sequence`` the standard
+    library's way; nothing in it changes once made): each ``Row`` is made again as it is asked for
+    and let go by whoever walked it, so a run's rows are never held as objects."""
+
+    __slots__ = ("_at", "_table")
+
+    def __init__(self, table: _Table, at: array[int] | range) -> None:
+        self._table, self._at = table, at
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | Sequence[Row]:
+        if isinstance(index, slice):
+            return Rows(self._table, self._at[index])
+        return self._table.row(self._at[index])
+
+    def __iter__(self) -> Iterator[Row]:
+        row = self._table.row
+        for at in self._at:
+            yield row(at)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Rows):
+            return len(self) == len(other) and all(one == two for one, two in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Rows({len(self._at)})"
+
+
 class Digest(msgspec.Struct, frozen=True):
     """A run's attempts walked once: each one's ``Row`` in the file's order, each scenario's
     ``Column`` (in the order ``Summary.by_scenario`` gives: the spec's scenarios, then any other
-    by id), the user's and the judge's request sizes and times, and each attempt's times, by part,
+    by id), the user's and the judge's request sizes and times, sorted, and each attempt's times, by part,
     in the file's order (``times``: wall, agent, user, judge, waiting, unaccounted)."""
 
-    rows: tuple[Row, ...]
+    rows: Sequence[Row]  # a ``Rows``, in the file's order
     columns: dict[str, Column]
     user_sizes: array[float]
     user_seconds: array[float]
@@ -91,7 +201,7 @@ class Digest(msgspec.Struct, frozen=True):
     @classmethod
     def of(cls, outcomes: Iterable[Outcome], spec: RunSpec) -> Digest:
         trust = spec.trust
-        rows: list[Row] = []
+        table = _Table()
         counting: dict[str, Counting] = {}
         texts: dict[str, dict[str, int]] = {}
         sizes: dict[str, array[float]] = {}
@@ -109,7 +219,7 @@ class Digest(msgspec.Struct, frozen=True):
                 sizes[scenario], seconds[scenario] = array("d"), array("d")
             counting[scenario].add(attempt)
             turns = outcome.transcript.turns
-            rows.append(
+            table.add(
                 Row(
                     index,
                     scenario,
@@ -144,12 +254,12 @@ class Digest(msgspec.Struct, frozen=True):
             judge_time.append(time.judge)
             waiting.append(time.waiting)
             unaccounted.append(time.unaccounted)
-        grouped: dict[str, list[Row]] = {scenario.id: [] for scenario in spec.scenarios}
-        for row in sorted(rows, key=lambda one: (one.scenario, one.attempt)):
-            grouped.setdefault(row.scenario, []).append(row)
+        grouped: dict[str, array[int]] = {scenario.id: array("q") for scenario in spec.scenarios}
+        for at in sorted(range(len(table.index)), key=table.key):
+            grouped.setdefault(table.key(at)[0], array("q")).append(at)
         columns = {
             scenario: Column(
-                tuple(found),
+                Rows(table, found),
                 counting[scenario].count() if scenario in counting else Count(),
                 tuple(texts.get(scenario, {})),
                 _sorted(sizes.get(scenario)),
@@ -157,7 +267,16 @@ class Digest(msgspec.Struct, frozen=True):
             )
             for scenario, found in grouped.items()
         }
-        return cls(tuple(rows), columns, user_sizes, user_seconds, judge_sizes, judge_seconds, times, judging)
+        return cls(
+            Rows(table, range(len(table.index))),
+            columns,
+            _sorted(user_sizes),
+            _sorted(user_seconds),
+            _sorted(judge_sizes),
+            _sorted(judge_seconds),
+            times,
+            judging,
+        )
 
 
 def _marks(outcome: Outcome, trust: float, texts: dict[str, int]) -> tuple[int, ...]:
@@ -181,8 +300,18 @@ def _marks(outcome: Outcome, trust: float, texts: dict[str, int]) -> tuple[int, 
 
 
 def _sorted(values: array[float] | None) -> array[float]:
-    """The values sorted, as an array (an empty one for none)."""
-    return array("d", sorted(values)) if values else array("d")
+    """The values sorted, as an array (an empty one for none). Sorted a ``_RUN`` at a time and
+    the runs merged: ``sorted`` makes a float object of every value it is given (32 bytes each,
+    four times the array's 8), and a run's every request was one list. A merge of runs sorted
+    stably, taken in order, is the stable sort of them all: the same values in the same order."""
+    if not values:
+        return array("d")
+    if len(values) <= _RUN:
+        return array("d", sorted(values))
+    return array("d", heapq.merge(*(array("d", sorted(values[at : at + _RUN])) for at in range(0, len(values), _RUN))))
+
+
+_RUN = 16_384  # values sorted at once by ``_sorted``
 
 
 class Attempts(Sequence[Attempt]):

@@ -31,19 +31,22 @@ import html
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import chain
 from types import UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any, ClassVar, Union, get_args, get_origin
 
 import msgspec
 
 from convy.files import Shipped
 from convy.report import Summary
-from convy.views import ComparisonView, DialogueView, IndexView, LiveView, Pair
+from convy.views import ComparisonView, DialogueView, IndexView, LiveView, Pair, RunView
 
 _ENCODER = msgspec.json.Encoder()
+# Where a report's data block puts a part encoded on its own (``ReportPage._data``): a byte no JSON
+# msgspec writes holds unescaped.
+_MARK_BYTES = b"\x00"
+_MARK = msgspec.Raw(_MARK_BYTES)
 
 
 class Block(msgspec.Struct, frozen=True):
@@ -55,6 +58,49 @@ class Block(msgspec.Struct, frozen=True):
     def html(self) -> str:
         text = self.json.decode("utf-8").replace("<", "\\u003c")
         return f'<script type="application/json" id="{self.id}">{text}</script>'
+
+    def pieces(self) -> Iterator[str]:
+        """``html()`` and a line break, in pieces (``Flowing.pieces``)."""
+        return Flowing(self.id, (self.json,)).pieces()
+
+
+class Flowing(msgspec.Struct, frozen=True):
+    """A JSON block written as its JSON is made: ``parts``, taken one by one, are its encoded
+    JSON in order (a report's view around its attempts tables, each row encoded as it is
+    reached), and its text is written in pieces of about ``PIECE`` bytes of it, so that neither
+    its JSON nor its text is ever held whole (the JSON, and three copies of it as text, were)."""
+
+    id: str
+    parts: Iterable[bytes]
+
+    PIECE: ClassVar[int] = 1024 * 1024
+
+    def html(self) -> str:
+        """As ``Block.html()``: the block whole (``parts`` walked again: they must be a
+        collection, not an iterator, to be asked twice)."""
+        return "".join(self.pieces()).removesuffix("\n")
+
+    def pieces(self) -> Iterator[str]:
+        """What ``Block.html()`` and a line break give for the JSON the parts join to."""
+        yield f'<script type="application/json" id="{self.id}">'
+        held = bytearray()
+        for part in self.parts:
+            held += part
+            while len(held) >= self.PIECE:
+                yield self._text(held, self.PIECE)
+        while held:
+            yield self._text(held, len(held))
+        yield "</script>\n"
+
+    def _text(self, held: bytearray, most: int) -> str:
+        """The first ``most`` bytes of ``held`` or a little fewer (never part of a character),
+        taken out of it, as text, a ``<`` written so that no tag can close early."""
+        end = most
+        while end < len(held) and held[end] & 0xC0 == 0x80:  # a character's later byte
+            end -= 1
+        text = held[:end].decode("utf-8").replace("<", "\\u003c")
+        del held[:end]
+        return text
 
 
 class Template(msgspec.Struct, frozen=True):
@@ -91,7 +137,7 @@ class Template(msgspec.Struct, frozen=True):
         """The whole page: ``title`` as text, the data ``blocks``, the inlined parts."""
         return "".join(self.parts(title, blocks))
 
-    def parts(self, title: str, blocks: Iterable[Block]) -> Iterator[str]:
+    def parts(self, title: str, blocks: Iterable[Block | Flowing]) -> Iterator[str]:
         """The page in pieces, in order, each block's text made only when it is reached: written
         as they come, a report never holds its whole text (nor each chunk twice) at once."""
         style, code = self.style(), self.code()
@@ -123,7 +169,8 @@ class Template(msgspec.Struct, frozen=True):
         ]
         yield "\n".join(head) + "\n"
         for block in blocks:
-            yield block.html() + "\n"
+            yield from block.pieces()
+            del block  # a block's JSON is let go as soon as it is written, not once the next is made
         yield "\n".join([f"<script>{code}</script>", "</body>", "</html>", ""])
 
 
@@ -213,27 +260,39 @@ class Packed(msgspec.Struct, frozen=True):
     def chunks(self) -> Chunks:
         """Every chunk, held, with the index: what a comparison's page packs."""
         where: dict[str, int] = {}
-        chunks = list(self._each(where))
+        chunks = list(self._each(where.__setitem__))
         return Chunks(chunks=chunks, where=where, layout=self._layout())
 
-    def blocks(self, name: str) -> Iterator[Block]:
+    def blocks(self, name: str) -> Iterator[Block | Flowing]:
         """The blocks ``Chunks.blocks`` gives, each chunk's made as soon as it is packed and the
         index (``Where``) last, once every key's chunk is known: a page written as it is made
         holds one or two chunks at a time, not every one (a varied run's report held 2.8 KB of
-        them an attempt). The page's script, after every block, reads them by id, in any order."""
-        where: dict[str, int] = {}
+        them an attempt). The page's script, after every block, reads them by id, in any order.
+        The index is held as its JSON while the chunks are packed, not as a dict (about 25 bytes
+        a key, where a string and a dict's entry were about 100): the keys must not repeat (a
+        report's dialogues: one a kept attempt), as a dict would have taken a repeat's place."""
+        index = bytearray()  # the index's entries, "key":chunk, as a dict of them encodes
+        encode = _ENCODER.encode
+
+        def noted(key: str, number: int) -> None:
+            index.extend(b"," if index else b"")
+            index.extend(encode(key))
+            index.extend(b":%d" % number)
+
         count = 0
-        for chunk in self._each(where):
+        for chunk in self._each(noted):
             yield Block(f"{name}-{count}", _ENCODER.encode(chunk))
             count += 1
-        yield Block(name, _ENCODER.encode(Where(count=count, where=where, layout=self._layout())))
+        where = msgspec.structs.replace(Where(count=count, where={}, layout=self._layout()), where=_MARK)
+        before, after = _ENCODER.encode(where).split(_MARK_BYTES)
+        yield Flowing(name, (before, b"{", bytes(index), b"}", after))
 
     def _layout(self) -> Layout | None:
         return None if self.kind is None else Fields(self.kind).layout()
 
-    def _each(self, where: dict[str, int]) -> Iterator[str]:
-        """Each chunk in order, gzipped and in base64, as soon as it is done; ``where`` filled with
-        the chunk of each key as the values are taken."""
+    def _each(self, noted: Callable[[str, int], None]) -> Iterator[str]:
+        """Each chunk in order, gzipped and in base64, as soon as it is done; ``noted`` told the
+        chunk of each key as the values are taken."""
         # Each chunk is gzipped in a thread of its own while the next one's values are made and
         # encoded: zlib lets go of the interpreter while it compresses, so on a machine with a
         # core to spare the gzip of a report (a tenth of its time) is done meanwhile. The thread
@@ -257,7 +316,7 @@ class Packed(msgspec.Struct, frozen=True):
                 chunk += encode(key)
                 chunk += b":"
                 into(value, chunk, -1)
-                where[key] = number
+                noted(key, number)
                 if len(chunk) >= self.limit:
                     while len(packing) >= 2:
                         yield packing.popleft().result()
@@ -306,13 +365,36 @@ class ReportPage(msgspec.Struct, frozen=True):
         return "".join(self.parts())
 
     def parts(self) -> Iterator[str]:
-        """The page in pieces (``Template.parts``)."""
-        view = self.summary.view()
-        data = Block("data", _ENCODER.encode(view))
-        live = () if self.live is None else (Block("live", _ENCODER.encode(self.live)),)
-        yield from Template("report.js", window=True).parts(
-            f"{view.header.agent} · {view.header.run} · convy", chain((data, *live), self._dialogues().blocks("dialogues"))
-        )
+        """The page in pieces (``Template.parts``). Its data, the view, is written as it is
+        encoded: each scenario's attempts table a row at a time (``Summary.table``), never held."""
+        view = self.summary.framed()
+        title = f"{view.header.agent} · {view.header.run} · convy"
+        yield from Template("report.js", window=True).parts(title, self._blocks([view]))
+
+    def _blocks(self, held: list[RunView]) -> Iterator[Block | Flowing]:
+        """The data block, made from the view taken out of ``held`` (so that nothing else holds
+        it once written), then the live block, then the dialogues' blocks as they are packed."""
+        yield Flowing("data", self._data(held.pop()))
+        if self.live is not None:
+            yield Block("live", _ENCODER.encode(self.live))
+        yield from self._dialogues().blocks("dialogues")
+
+    def _data(self, view: RunView) -> Iterator[bytes]:
+        """The JSON of ``Summary.view()``, in parts: ``view`` (``Summary.framed``) encoded with a
+        mark where its scenarios go, each scenario with one where its attempts go, and each
+        scenario's rows encoded one by one in their place. The mark is a byte JSON never holds
+        unescaped (a control character), so it is found only where it was put."""
+        outer = _ENCODER.encode(msgspec.structs.replace(view, scenarios=[_MARK]))
+        before, after = outer.split(_MARK_BYTES)
+        yield before
+        for number, scenario in enumerate(view.scenarios):
+            inner = _ENCODER.encode(msgspec.structs.replace(scenario, attempts=[_MARK]))
+            head, tail = inner.split(_MARK_BYTES)
+            yield (b"," + head) if number else head
+            for at, row in enumerate(self.summary.table(scenario.id)):
+                yield (b"," + _ENCODER.encode(row)) if at else _ENCODER.encode(row)
+            yield tail
+        yield after
 
 
 class ComparisonPage(msgspec.Struct, frozen=True):

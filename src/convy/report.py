@@ -14,6 +14,7 @@ whose attempts changed (resumed, repaired, still playing) is read whole and summ
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 from array import array
@@ -21,7 +22,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
-from itertools import chain
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -29,7 +29,7 @@ import msgspec
 
 from convy.adaptive import Against, Course
 from convy.agreement import Consensus
-from convy.attempt import Attempt, Spread, Sum
+from convy.attempt import Attempt, Ordered, Spread, Sum
 from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay, Which
 from convy.causes import Breakdown
@@ -257,6 +257,21 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         return None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high)
 
     def view(self) -> RunView:
+        return self._viewed(lambda rows, names, texts: list(self._rows(rows, names, texts)))
+
+    def framed(self) -> RunView:
+        """The view without its attempts tables (each scenario's ``attempts`` empty): what a page
+        writes around them, each scenario's made as it is written (``table``), never all held."""
+        return self._viewed(lambda rows, names, texts: [])
+
+    def table(self, scenario: str) -> Iterator[AttemptRow]:
+        """The scenario's attempts table, a row at a time: what ``view`` lists in its
+        ``ScenarioView.attempts``."""
+        column = self._digest.columns[scenario]
+        return self._rows(column.rows, [row.text for row in self._claimed(column.count)], column.texts)
+
+    def _viewed(self, tabled: Callable[[Sequence[Row], list[str], tuple[str, ...]], list[AttemptRow]]) -> RunView:
+        """The view, each scenario's attempts table made by ``tabled``."""
         spec = self.run.file.spec
         digest = self._digest
         rows = digest.rows
@@ -266,7 +281,8 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         noise = Noise(tuple(judged))
         specs = {one.id: one for one in spec.scenarios}
         scenarios = [
-            self._scenario(index, scenario, column, specs.get(scenario)) for index, (scenario, column) in enumerate(digest.columns.items())
+            self._scenario(index, scenario, column, specs.get(scenario), tabled)
+            for index, (scenario, column) in enumerate(digest.columns.items())
         ]
         not_judged = Counter(row.why for row in rows if row.status == "not_judged")
         total = self.total()
@@ -286,11 +302,11 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             stops=dict(Counter(row.stop for row in rows)),
             consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
-            # A spread sorts its values: the scenarios' columns joined are the run's, in another order.
+            # The scenarios' columns, each sorted, merged: the run's values sorted, a float at a time.
             agent=self._spend(
                 total.agent,
-                array("d", chain.from_iterable(column.sizes for column in columns)),
-                array("d", chain.from_iterable(column.seconds for column in columns)),
+                array("d", heapq.merge(*(column.sizes for column in columns))),
+                array("d", heapq.merge(*(column.seconds for column in columns))),
             ),
             user=self._spend(total.user, digest.user_sizes, digest.user_seconds),
             judge=self._spend(total.judge, digest.judge_sizes, digest.judge_seconds),
@@ -497,8 +513,14 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         outcomes = self.run.outcomes
         match outcomes:
             case Placed():
-                rows = [(scenario, row) for scenario, column in columns.items() for row in column.rows]
-                for (scenario, row), outcome in zip(rows, outcomes.full(row.index for _, row in rows), strict=True):
+                # The rows walked twice, side by side (one walk gives the lines to read, the other
+                # checks each against its line), not listed: a list held a row for every attempt.
+                def rows() -> Iterator[tuple[str, Row]]:
+                    for scenario, column in columns.items():
+                        for row in column.rows:
+                            yield scenario, row
+
+                for (scenario, row), outcome in zip(rows(), outcomes.full(row.index for _, row in rows()), strict=True):
                     if (outcome.scenario, outcome.attempt) != (row.scenario, row.attempt):
                         raise ConfigurationError(f"{outcomes.path}: changed while it was read: read it again")
                     yield scenario, Attempt(outcome, trust)
@@ -508,12 +530,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                         yield scenario, Attempt(outcomes[row.index], trust)
 
     def _spend(self, summed: Sum, sizes: Sequence[float], seconds: Sequence[float]) -> SpendView:
-        """``sizes``: input plus output tokens of each reported request."""
+        """``sizes``: input plus output tokens of each reported request; both sorted (the digest's
+        arrays are), and summed up as they are (``Ordered``)."""
         return SpendView(
             tokens=summed.tokens(),
             cost=summed.cost(),
-            seconds=Spread(seconds).view(),
-            per_request=Spread(sizes).view(),
+            seconds=Ordered(seconds).view(),
+            per_request=Ordered(sizes).view(),
         )
 
     def _group(self, scenario: str) -> str:
@@ -527,7 +550,14 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             case _:
                 return {}
 
-    def _scenario(self, index: int, scenario: str, column: Column, spec: Scenario | None) -> ScenarioView:
+    def _scenario(
+        self,
+        index: int,
+        scenario: str,
+        column: Column,
+        spec: Scenario | None,
+        tabled: Callable[[Sequence[Row], list[str], tuple[str, ...]], list[AttemptRow]],
+    ) -> ScenarioView:
         rows, count = column.rows, column.count
         claims = self._claimed(count)
         tally = count.tally()
@@ -538,7 +568,19 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         names = [row.text for row in claims]
         sums = self.sums().get(scenario) or Sums(Sum(), Sum(), Sum())
         agent = self._spend(sums.agent, column.sizes, column.seconds)
-        failing = [row for row in rows if row.status == "failed"]
+        # One walk of the rows (each made again from the digest's columns as it is walked) for the
+        # first failing attempt, the turns and the counts of stops and causes.
+        first: int | None = None
+        turns: list[float] = []
+        stops: Counter[str] = Counter()
+        causes: Counter[str] = Counter()
+        for row in rows:
+            if first is None and row.status == "failed":
+                first = row.attempt
+            turns.append(float(row.turns))
+            stops[row.stop] += 1
+            if row.cause is not None:
+                causes[row.cause] += 1
         return ScenarioView(
             index=index,
             id=scenario,
@@ -552,20 +594,33 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             status=status,
             claims=claims,
             claims_held=Held(sum(row.held for row in claims), sum(row.decided for row in claims)).view(),
-            attempts=[self._row(row, names, column.texts) for row in rows],
-            first=(failing or rows)[0].attempt if rows else None,
-            turns=Spread(tuple(float(row.turns) for row in rows)).view(),
+            attempts=tabled(rows, names, column.texts),
+            first=first if first is not None else rows[0].attempt if rows else None,
+            turns=Spread(tuple(turns)).view(),
             agent=agent,
             answer_p50=agent.seconds.p50,
             cost=sums.every().cost(),
-            stops=dict(Counter(row.stop for row in rows)),
-            causes=dict(Counter(row.cause for row in rows if row.cause is not None)),
+            stops=dict(stops),
+            causes=dict(causes),
             adaptive=self.stopped().get(scenario, ""),
         )
 
-    def _row(self, row: Row, names: list[str], texts: tuple[str, ...]) -> AttemptRow:
+    def _rows(self, rows: Sequence[Row], names: list[str], texts: tuple[str, ...]) -> Iterator[AttemptRow]:
+        """A scenario's attempts as its table shows them, one at a time. Rows that mark alike (most
+        attempts of a scenario do) share one list of marks: a view is never changed, and encodes
+        the same."""
+        shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]] = {}
+        for row in rows:
+            yield self._row(row, names, texts, shared)
+
+    def _row(
+        self, row: Row, names: list[str], texts: tuple[str, ...], shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]]
+    ) -> AttemptRow:
         """An attempt as its scenario's table shows it: its marks in the order of the claims."""
-        marked = row.marked(texts)
+        marks = shared.get(row.marks)
+        if marks is None:
+            marked = row.marked(texts)
+            marks = shared[row.marks] = [marked.get(name, "none") for name in names]
         return AttemptRow(
             attempt=row.attempt,
             status=row.status,
@@ -573,7 +628,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             stop=row.stop,
             turns=row.turns,
             seconds=row.seconds,
-            marks=[marked.get(name, "none") for name in names],
+            marks=marks,
             cause=row.cause or "",
         )
 
