@@ -410,14 +410,9 @@ def test_a_participants_first_request_to_a_key_its_neighbour_paces_goes_at_the_n
     assert max(ends.values()) <= 1.1 * (400 / 20 + pauses), ends
 
 
-def test_a_request_inside_a_turn_paced_as_a_whole_sent_again_takes_its_unit_from_what_is_left() -> None:
-    """A simulated user sends at a strict bucket of 20 a second that tells what is left, its
-    requests a gap apart; the agent's request, inside a turn paced as a whole (not paced itself),
-    reaches the key beside one of them and is refused. Sent again when the service said the next
-    unit comes, it takes that unit from what the participants on the key count is left, so the
-    user's next send waits a gap after it: one refusal in all (before: the user's next send,
-    counted against a unit the agent's had taken, was refused too; bench/busy.py p-all's start)."""
-    service = Shared(headers=True, latency=0.0)
+def beside_the_user(service: Shared) -> None:
+    """A simulated user's three requests, then ten more under way, when the agent's request inside
+    a turn paced as a whole (not paced itself) goes to the same key: played on a virtual clock."""
 
     async def main() -> None:
         services = Services()
@@ -431,6 +426,17 @@ def test_a_request_inside_a_turn_paced_as_a_whole_sent_again_takes_its_unit_from
         await asyncio.gather(*users)
 
     run_virtual(main)
+
+
+def test_a_request_inside_a_turn_paced_as_a_whole_sent_again_takes_its_unit_from_what_is_left() -> None:
+    """A simulated user sends at a strict bucket of 20 a second that tells what is left, its
+    requests a gap apart; the agent's request, inside a turn paced as a whole (not paced itself),
+    reaches the key beside one of them and is refused. Sent again when the service said the next
+    unit comes, it takes that unit from what the participants on the key count is left, so the
+    user's next send waits a gap after it: one refusal in all (before: the user's next send,
+    counted against a unit the agent's had taken, was refused too; bench/busy.py p-all's start)."""
+    service = Shared(headers=True, latency=0.0)
+    beside_the_user(service)
     assert service.answered == {"user": 13, "agent": 1}
     assert sum(service.refused.values()) == 1, service.refused
 
@@ -442,19 +448,7 @@ def test_a_first_request_inside_a_turn_paced_as_a_whole_goes_at_its_neighbours_m
     for the user's next moment, taken for it. Nothing is refused (before: it went at once, beside
     the user's send, and was refused; bench/busy.py p-all's and p-all-bare's start, each run)."""
     service = Wired(headers=True, latency=0.0)
-
-    async def main() -> None:
-        services = Services()
-        user = Places(4, "user", patience=Patience(600), services=services)
-        agent = Places(4, "agent", patience=Patience(600), services=services)
-        for _ in range(3):
-            await user.sent(lambda: service("user"))
-        users = [asyncio.ensure_future(user.sent(lambda: service("user"))) for _ in range(10)]
-        await asyncio.sleep(0)
-        await agent.retried(lambda: service("agent"), paced=False)
-        await asyncio.gather(*users)
-
-    run_virtual(main)
+    beside_the_user(service)
     assert service.answered == {"user": 13, "agent": 1}
     assert service.refused == {}, service.refused
 
