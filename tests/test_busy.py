@@ -795,18 +795,24 @@ class Simulated:
         self.random = random.Random(8)
         self.answered = 0
         self.refused = 0
+        self.spent = 0  # the units let through
 
     def named(self) -> None:
         told = TOLD.get()
         if told is not None and not told.service:
             told.service = "simulated"
 
+    def cost(self) -> int:
+        """The units a request takes of the limit: one."""
+        return 1
+
     async def __call__(self) -> str:
         self.named()
         if self.jitter:
             await asyncio.sleep(self.random.expovariate(1 / self.jitter))
         now = asyncio.get_running_loop().time()
-        wait, headers = self.limit.admit(now, 1)
+        cost = self.cost()
+        wait, headers = self.limit.admit(now, cost)
         told = TOLD.get()
         if told is not None:
             told.heard = RateHeaders(headers).heard()
@@ -814,6 +820,7 @@ class Simulated:
             self.refused += 1
             raise Busy("429 Too Many Requests", float(wait))
         self.answered += 1
+        self.spent += cost
         await asyncio.sleep(self.latency)
         return "answer"
 
@@ -969,19 +976,8 @@ def test_a_token_limit_is_held_like_a_request_limit() -> None:
     from standin import Bucket
 
     class Costly(Simulated):
-        async def __call__(self) -> str:
-            self.named()
-            now = asyncio.get_running_loop().time()
-            wait, headers = self.limit.admit(now, 50)  # every request costs 50 tokens
-            told = TOLD.get()
-            if told is not None:
-                told.heard = RateHeaders(headers).heard()
-            if wait is not None:
-                self.refused += 1
-                raise Busy("429 Too Many Requests", float(wait))
-            self.answered += 1
-            await asyncio.sleep(self.latency)
-            return "answer"
+        def cost(self) -> int:
+            return 50  # every request costs 50 tokens
 
     service = Costly(Bucket(1000, 1000, unit="tokens"))  # 20 requests a second
     seconds = played_against((service, 4))
@@ -997,23 +993,9 @@ class Spent(Simulated):
     def __init__(self, limit: Any, costs: tuple[int, int]) -> None:
         super().__init__(limit)
         self.costs = costs
-        self.spent = 0
 
-    async def __call__(self) -> str:
-        self.named()
-        now = asyncio.get_running_loop().time()
-        cost = self.random.randint(*self.costs)
-        wait, headers = self.limit.admit(now, cost)
-        told = TOLD.get()
-        if told is not None:
-            told.heard = RateHeaders(headers).heard()
-        if wait is not None:
-            self.refused += 1
-            raise Busy("429 Too Many Requests", float(wait))
-        self.answered += 1
-        self.spent += cost
-        await asyncio.sleep(self.latency)
-        return "answer"
+    def cost(self) -> int:
+        return self.random.randint(*self.costs)
 
 
 @pytest.mark.parametrize(
