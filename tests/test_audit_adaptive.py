@@ -333,6 +333,7 @@ def count(results: Path) -> int:
     return sum(sum(1 for _ in path.open()) for path in results.glob("bot/*/attempts.jsonl"))
 
 
+@pytest.mark.timeout(3 * PATIENCE)  # only a hang reaches it: the waits below are for conditions
 def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resumes_exactly(tmp_path: Path) -> None:
     """40 scenarios of --attempts auto, the live report every 0.2 s: once a writer is under way the run
     is SIGKILLed; the writer goes with it, no read of a page is ever torn, and the resumed run keeps
@@ -353,16 +354,12 @@ def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resu
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
-        ends = time.monotonic() + PATIENCE
-        while not (writers(process.pid) and count(folder / "results") >= 20):
+        while not (writers(process.pid) and count(folder / "results") >= 20):  # a hang: the test's timeout
             assert process.poll() is None, "the run ended before a live writer was seen with 20 attempts kept"
-            assert time.monotonic() < ends, "no live writer seen"
             time.sleep(0.002)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=PATIENCE)
-        ends = time.monotonic() + PATIENCE
-        while writers(process.pid):
-            assert time.monotonic() < ends, f"left behind: {writers(process.pid)}"
+        while writers(process.pid):  # a writer left behind for good: the test's timeout names the hang
             time.sleep(0.05)
         (run,) = runs(folder)
         resumed = convy(folder, "resume", run)
