@@ -649,23 +649,9 @@ class Places:
                         self._release()
                     raise
                 else:
-                    # ``_plainly_answered`` in line, with no call: the last second's answers, their
-                    # most and the share given back; what it does besides only where there is any
-                    # (``_plainly_landed``). An agent's own code that calls its service itself
-                    # answers in-process too, as slowly as the service: its places grow as any others.
-                    pace = service.pace
-                    answers = pace.answers
-                    answers.append(now)
-                    gone = now - 1.0
-                    while answers[0] < gone:
-                        answers.popleft()
-                    count = len(answers)
-                    if count > pace.most:
-                        pace.most = count
-                    if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
-                        self._grown()
-                    if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
-                        self._plainly_landed(service, number, now, None, loop)
+                    # An agent's own code that calls its service itself answers in-process too, as
+                    # slowly as the service: its places grow as any others.
+                    self._plainly_answered(service, number, now, None, loop)
                     return answer
                 finally:
                     if token is not None:
@@ -755,13 +741,16 @@ class Places:
         pace = service.pace
         answers = pace.answers
         answers.append(sent)
-        while answers[0] < sent - 1.0:
+        gone = sent - 1.0
+        while answers[0] < gone:
             answers.popleft()
-        if len(answers) > pace.most:
-            pace.most = len(answers)
-        if number > pace.cut_after and service.share < _SHARE_MOST:
+        count = len(answers)
+        if count > pace.most:
+            pace.most = count
+        if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
             self._grown()
-        self._plainly_landed(service, number, sent, send, loop)
+        if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
+            self._plainly_landed(service, number, sent, send, loop)  # only where there is any
 
     def _plainly_landed(
         self, service: Service, number: int, sent: float, send: _Send | None, loop: asyncio.AbstractEventLoop
