@@ -295,13 +295,7 @@ class _Limited:
     async def turn(self, message: Message) -> Answer:
         turns = self._turns
         scope = self._turns = self._limits.deadlines.here(self._limits.turn) if turns is None else turns.again()
-        # A wait for a busy service inside the turn is not the agent's time: the limit is held by
-        # it, found on the turn under way (``busy.Turn.limit``, set here for the turn's while) or,
-        # in a turn that is not one (a conversation used alone), in ``LIMIT``.
-        under_way = TURN.get()
-        token = LIMIT.set(scope) if under_way is None else None
-        if under_way is not None:
-            under_way.limit = scope
+        token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:
                 return await self._inner.turn(message)
@@ -310,10 +304,7 @@ class _Limited:
                 raise  # the agent's own timeout: its failure, not convy's time limit
             raise OutOfTime(f"the agent did not answer within {self._limits.turn:g} s") from error
         finally:
-            if under_way is not None:
-                under_way.limit = None
-            elif token is not None:
-                LIMIT.reset(token)
+            LIMIT.reset(token)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None

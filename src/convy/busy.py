@@ -47,7 +47,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
-from convy.deadlines import LIMIT, Deadline
+from convy.deadlines import LIMIT
 from convy.loops import running
 from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Ration, Service, Services, Told
 
@@ -566,32 +566,25 @@ class Places:
         nothing for convy's own agents."""
         return self._tried(request, False, paced)
 
-    def resent(
-        self, request: Callable[[], Awaitable[T]], paced: bool = True, limit: Deadline | None = None
-    ) -> Coroutine[Any, Any, T]:
+    def resent(self, request: Callable[[], Awaitable[T]], paced: bool = True) -> Coroutine[Any, Any, T]:
         """``request``, one of the requests an agent sends inside a turn (``TURN``), sent again
         while its service is busy, on its own: never the whole turn. Once its patience runs out
         the ``Busy`` raised is ``final``. From the first of them on, the participant's turns are no
         longer paced as requests themselves (``inward``): their requests are. In a turn that was
         paced itself (begun before that was known), its requests are not paced again (``paced``
-        False): they wait only for a pause the service asked for. ``limit`` is the turn's time
-        limit (``Turn.limit``), which its waits are not counted against."""
+        False): they wait only for a pause the service asked for."""
         self.inward = True
-        return self._resent(request, paced, limit)
+        return self._resent(request, paced)
 
-    async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool, limit: Deadline | None) -> T:
+    async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool) -> T:
         # The request itself sends nothing more through this turn. Its waits for a pause or the
-        # pace are not counted against the turn's time limit (``deadlines.LIMIT``, held in
-        # ``_later``): the turn's, when it has one, else the one set around the request.
+        # pace are not counted against the turn's time limit (``deadlines.LIMIT``, held in ``_later``).
         token = TURN.set(None)
-        limited = LIMIT.set(limit) if limit is not None else None
         try:
             return await self._tried(request, False, paced)
         except Busy as busy:
             raise Busy(str(busy), busy.retry_after, busy.spent, final=True) from busy
         finally:
-            if limited is not None:
-                LIMIT.reset(limited)
             TURN.reset(token)
 
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
@@ -1461,21 +1454,18 @@ class Places:
 
 
 class Turn:
-    """An agent's turn under way: its participant's places, whether its requests are paced (they
-    are unless the turn itself was, ``Places.resent``), and its time limit while it runs
-    (``limit``, set by ``agent.TimeLimited``: a mutable slot of the turn, where a context variable
-    set and reset on every turn cost more), which its requests' waits for a busy service hold."""
+    """An agent's turn under way: its participant's places, and whether its requests are paced
+    (they are unless the turn itself was, ``Places.resent``)."""
 
-    __slots__ = ("places", "paced", "limit")
+    __slots__ = ("places", "paced")
 
     def __init__(self, places: Places, paced: bool) -> None:
         self.places = places
         self.paced = paced
-        self.limit: Deadline | None = None
 
     def resent(self, request: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
         """``request`` sent within this turn's places, again on its own while its service is busy."""
-        return self.places.resent(request, self.paced, self.limit)
+        return self.places.resent(request, self.paced)
 
 
 # The agent's turn under way: each request the agent sends through convy's HTTP layer in that turn
