@@ -10,9 +10,7 @@ The runs are test_pages' ``Played``; one is read again with its lines shuffled a
 
 from __future__ import annotations
 
-import math
 import random
-from array import array
 from collections import Counter
 from pathlib import Path
 
@@ -20,8 +18,7 @@ import msgspec
 import pytest
 from test_pages import Played
 
-from convy import digest
-from convy.attempt import Ordered, Spread
+from convy.attempt import Spread
 from convy.bench import RunJournal
 from convy.causes import Breakdown
 from convy.comparison import Comparison
@@ -216,18 +213,6 @@ def test_attempts_held_as_places_are_cut_to_a_plan_as_attempts_held_whole(played
     assert list(lean.outcomes.full()) == list(whole.outcomes)
     assert list(lean.outcomes) == [outcome.unsaid() for outcome in whole.outcomes]
     assert lean.outcomes[-1] == whole.outcomes[-1].unsaid() and list(lean.outcomes[1:2]) == [whole.outcomes[1].unsaid()]
-
-
-def test_values_sorted_in_runs_and_merged_are_sorted_whole() -> None:
-    """The digest sorts a run's request sizes and times a run of them at a time and merges the
-    runs (``digest._sorted``): the same values in the same order, and the same spread, as
-    sorted whole; 0.0 and -0.0 (equal, told apart only by order) keep theirs."""
-    draw = random.Random(5)
-    values = array("d", (draw.choice((0.0, -0.0, 1.5, draw.random())) for _ in range(3 * digest._RUN + 7)))
-    merged = digest._sorted(values)
-    assert [(value, math.copysign(1, value)) for value in merged] == [(value, math.copysign(1, value)) for value in sorted(values)]
-    assert Ordered(merged).view() == Spread(values).view()
-    assert digest._sorted(array("d")) == array("d") and digest._sorted(None) == array("d")
 
 
 def test_a_packed_index_written_from_its_json_is_the_one_of_its_dict() -> None:

@@ -8,8 +8,9 @@ free; ``Spread`` is min, p50, p95 and max of some values.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -19,6 +20,7 @@ from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Th
 from convy.busy import Wait
 from convy.causes import Cause
 from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict, Vote
+from convy.ranked import Ascending
 from convy.scenario import Outcome
 from convy.views import (
     CostArray,
@@ -73,23 +75,45 @@ class Spread(msgspec.Struct, frozen=True):
     def _of(self, ordered: Sequence[float]) -> SpreadView:
         if not ordered:
             return SpreadView()
+        count = len(ordered)
         return SpreadView(
-            count=len(ordered), min=ordered[0], p50=self._at(ordered, 0.5), p95=self._at(ordered, 0.95), max=ordered[-1]
+            count=count, min=ordered[0], p50=_at(ordered, count, 0.5), p95=_at(ordered, count, 0.95), max=ordered[-1]
         )
 
-    def _at(self, ordered: Sequence[float], share: float) -> float:
-        position = share * (len(ordered) - 1)
-        low = math.floor(position)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+def _ranks(count: int, share: float) -> tuple[int, int, float]:
+    """The two ranks among ``count`` ascending values a percentile lies between, and how far."""
+    position = share * (count - 1)
+    low = math.floor(position)
+    return low, min(low + 1, count - 1), position - low
 
 
-class Ordered(Spread, frozen=True):
-    """A ``Spread`` of values in order already (``digest.Digest``'s sorted arrays): summed up as
-    they are, not sorted again into a list of a float object each."""
+def _at(ordered: Sequence[float] | Mapping[int, float], count: int, share: float) -> float:
+    """The percentile ``share`` of ``count`` ascending values, by linear interpolation;
+    ``ordered`` gives the value at a rank (all of them, or those two)."""
+    low, high, part = _ranks(count, share)
+    return ordered[low] + (ordered[high] - ordered[low]) * part
+
+
+class Ordered(msgspec.Struct, frozen=True):
+    """Values ascending already (``digest.Digest``'s ``ranked.Ranked``): summed up as ``Spread``
+    sums them, walked once to the ranks it shows, not sorted again nor held whole."""
+
+    values: Ascending
 
     def view(self) -> SpreadView:
-        return self._of(self.values)
+        count = len(self.values)
+        if not count:
+            return SpreadView()
+        ranks = {0, count - 1, *_ranks(count, 0.5)[:2], *_ranks(count, 0.95)[:2]}
+        found: dict[int, float] = {}
+        values, last = iter(self.values), -1
+        for rank in sorted(ranks):
+            found[rank] = next(itertools.islice(values, rank - last - 1, None))
+            last = rank
+        return SpreadView(
+            count=count, min=found[0], p50=_at(found, count, 0.5), p95=_at(found, count, 0.95), max=found[count - 1]
+        )
 
 
 _NOTHING = Decimal(0)  # a Decimal is immutable: one zero serves every sum

@@ -20,7 +20,6 @@ reads each attempt again from where the run holds it (the tuple read whole, or t
 
 from __future__ import annotations
 
-import heapq
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, Literal, TypeVar, overload
@@ -33,6 +32,7 @@ from convy.causes import Cause
 from convy.counted import Count, Counting
 from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.placed import Placed
+from convy.ranked import InOrder, Ranked, Spill
 from convy.scenario import Outcome
 
 Status = Literal["passed", "failed", "not_judged"]
@@ -69,8 +69,8 @@ class Column(msgspec.Struct, frozen=True):
     rows: Sequence[Row]  # a ``Rows``: each made again as it is asked for
     count: Count
     texts: tuple[str, ...]
-    sizes: array[float]
-    seconds: array[float]
+    sizes: Ranked
+    seconds: Ranked
 
 
 class _Numbered(Generic[T]):
@@ -98,20 +98,23 @@ class _Table:
     attempt, where a ``Row`` each, with its marks and numbers, was about 250. A plain class,
     filled once by ``Digest.of`` and not changed after."""
 
-    __slots__ = ("attempts", "causes", "index", "marks", "scenarios", "seconds", "statuses", "stops", "turns", "whys")
+    __slots__ = ("attempts", "causes", "marks", "scenarios", "seconds", "statuses", "stops", "turns", "whys")
 
     def __init__(self) -> None:
-        self.index, self.attempts, self.turns, self.seconds = array("q"), array("q"), array("q"), array("d")
+        # A row's index is its place: rows are added in the file's order (``add``).
+        self.attempts, self.turns, self.seconds = array("I"), array("I"), array("d")
         # Each row's texts and marks by number: (the values, each row's number of its own).
-        self.scenarios: tuple[_Numbered[str], array[int]] = (_Numbered(), array("L"))
-        self.statuses: tuple[_Numbered[Status], array[int]] = (_Numbered(), array("L"))
-        self.whys: tuple[_Numbered[str], array[int]] = (_Numbered(), array("L"))
-        self.causes: tuple[_Numbered[Cause | None], array[int]] = (_Numbered(), array("L"))
-        self.stops: tuple[_Numbered[str], array[int]] = (_Numbered(), array("L"))
-        self.marks: tuple[_Numbered[tuple[int, ...]], array[int]] = (_Numbered(), array("L"))
+        self.scenarios: tuple[_Numbered[str], array[int]] = (_Numbered(), array("I"))
+        self.statuses: tuple[_Numbered[Status], array[int]] = (_Numbered(), array("I"))
+        self.whys: tuple[_Numbered[str], array[int]] = (_Numbered(), array("I"))
+        self.causes: tuple[_Numbered[Cause | None], array[int]] = (_Numbered(), array("I"))
+        self.stops: tuple[_Numbered[str], array[int]] = (_Numbered(), array("I"))
+        self.marks: tuple[_Numbered[tuple[int, ...]], array[int]] = (_Numbered(), array("I"))
+
+    def __len__(self) -> int:
+        return len(self.attempts)
 
     def add(self, row: Row) -> None:
-        self.index.append(row.index)
         self.attempts.append(row.attempt)
         self.turns.append(row.turns)
         self.seconds.append(row.seconds)
@@ -124,7 +127,7 @@ class _Table:
 
     def row(self, at: int) -> Row:
         return Row(
-            self.index[at],
+            at,
             self.scenarios[0].values[self.scenarios[1][at]],
             self.attempts[at],
             self.statuses[0].values[self.statuses[1][at]],
@@ -189,11 +192,11 @@ class Digest(msgspec.Struct, frozen=True):
 
     rows: Sequence[Row]  # a ``Rows``, in the file's order
     columns: dict[str, Column]
-    user_sizes: array[float]
-    user_seconds: array[float]
-    judge_sizes: array[float]
-    judge_seconds: array[float]
-    times: tuple[array[float], ...]
+    user_sizes: Ranked
+    user_seconds: Ranked
+    judge_sizes: Ranked
+    judge_seconds: Ranked
+    times: tuple[InOrder, ...]
     # Whether any judge's decision has votes or a quote: else the judging section has nothing to
     # show (``agreement.Consensus`` gives none), and the attempts need not be walked again for it.
     judging: bool = False
@@ -204,11 +207,13 @@ class Digest(msgspec.Struct, frozen=True):
         table = _Table()
         counting: dict[str, Counting] = {}
         texts: dict[str, dict[str, int]] = {}
-        sizes: dict[str, array[float]] = {}
-        seconds: dict[str, array[float]] = {}
-        user_sizes, user_seconds, judge_sizes, judge_seconds = array("d"), array("d"), array("d"), array("d")
-        times = tuple(array("d") for _ in range(6))
+        spill = Spill()  # the file values go to once a run has more than a few thousand attempts
+        sizes: dict[str, Ranked] = {}
+        seconds: dict[str, Ranked] = {}
+        user_sizes, user_seconds, judge_sizes, judge_seconds = (Ranked(spill) for _ in range(4))
+        times = tuple(InOrder(spill) for _ in range(6))
         wall, agent_time, user_time, judge_time, waiting, unaccounted = times
+        placed: dict[str, array[int]] = {}  # each scenario's rows, by their places in the file
         interned: dict[str, str] = {}  # one string object for each scenario id and stop, not one a row
         judging = False
         for index, outcome in enumerate(outcomes):
@@ -216,8 +221,9 @@ class Digest(msgspec.Struct, frozen=True):
             scenario = interned.setdefault(outcome.scenario, outcome.scenario)
             if scenario not in counting:
                 counting[scenario], texts[scenario] = Counting(), {}
-                sizes[scenario], seconds[scenario] = array("d"), array("d")
+                sizes[scenario], seconds[scenario] = Ranked(spill), Ranked(spill)
             counting[scenario].add(attempt)
+            placed.setdefault(scenario, array("I")).append(index)
             turns = outcome.transcript.turns
             table.add(
                 Row(
@@ -254,26 +260,30 @@ class Digest(msgspec.Struct, frozen=True):
             judge_time.append(time.judge)
             waiting.append(time.waiting)
             unaccounted.append(time.unaccounted)
-        grouped: dict[str, array[int]] = {scenario.id: array("q") for scenario in spec.scenarios}
-        for at in sorted(range(len(table.index)), key=table.key):
-            grouped.setdefault(table.key(at)[0], array("q")).append(at)
+        # Each scenario's rows by attempt number (rows of one number in the file's order), the
+        # spec's scenarios first, then any other by id; sorted a scenario at a time.
+        grouped: dict[str, array[int]] = {scenario.id: array("I") for scenario in spec.scenarios}
+        grouped |= {scenario: array("I") for scenario in sorted(placed) if scenario not in grouped}
+        number = table.attempts.__getitem__
+        for scenario, at in placed.items():
+            grouped[scenario] = array("I", sorted(at, key=number))
         columns = {
             scenario: Column(
                 Rows(table, found),
                 counting[scenario].count() if scenario in counting else Count(),
                 tuple(texts.get(scenario, {})),
-                _sorted(sizes.get(scenario)),
-                _sorted(seconds.get(scenario)),
+                sizes.get(scenario) or Ranked(spill),
+                seconds.get(scenario) or Ranked(spill),
             )
             for scenario, found in grouped.items()
         }
         return cls(
-            Rows(table, range(len(table.index))),
+            Rows(table, range(len(table))),
             columns,
-            _sorted(user_sizes),
-            _sorted(user_seconds),
-            _sorted(judge_sizes),
-            _sorted(judge_seconds),
+            user_sizes,
+            user_seconds,
+            judge_sizes,
+            judge_seconds,
             times,
             judging,
         )
@@ -297,21 +307,6 @@ def _marks(outcome: Outcome, trust: float, texts: dict[str, int]) -> tuple[int, 
         case Failed():
             pass
     return tuple(marks)
-
-
-def _sorted(values: array[float] | None) -> array[float]:
-    """The values sorted, as an array (an empty one for none). Sorted a ``_RUN`` at a time and
-    the runs merged: ``sorted`` makes a float object of every value it is given (32 bytes each,
-    four times the array's 8), and a run's every request was one list. A merge of runs sorted
-    stably, taken in order, is the stable sort of them all: the same values in the same order."""
-    if not values:
-        return array("d")
-    if len(values) <= _RUN:
-        return array("d", sorted(values))
-    return array("d", heapq.merge(*(array("d", sorted(values[at : at + _RUN])) for at in range(0, len(values), _RUN))))
-
-
-_RUN = 16_384  # values sorted at once by ``_sorted``
 
 
 class Attempts(Sequence[Attempt]):

@@ -14,10 +14,8 @@ whose attempts changed (resumed, repaired, still playing) is read whole and summ
 
 from __future__ import annotations
 
-import heapq
 import math
 import os
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import ROUND_CEILING, Decimal
@@ -41,6 +39,7 @@ from convy.labels import Agreement, RunLabels
 from convy.passing import RunVerdict
 from convy.placed import Placed
 from convy.problems import ConfigurationError
+from convy.ranked import Ascending, InOrder, Merged
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Outcome, Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
@@ -161,7 +160,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         """How many attempts passed, failed and were not judged (each only if any was)."""
         return Counter(row.status for row in self._digest.rows)
 
-    def times(self) -> tuple[array[float], ...]:
+    def times(self) -> tuple[InOrder, ...]:
         """Each attempt's times by part, in the file's order: wall, agent, user, judge, waiting,
         unaccounted (``Attempt.time``)."""
         return self._digest.times
@@ -302,11 +301,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             stops=dict(Counter(row.stop for row in rows)),
             consistency=[Dimension(k=k, pass_hat=hat, pass_at=at) for k, hat, at in consistency.curve()],
             noise=NoiseView(within=noise.within(), between=noise.between(), icc=noise.icc(), advice=noise.advice()),
-            # The scenarios' columns, each sorted, merged: the run's values sorted, a float at a time.
+            # The scenarios' columns, each ascending, merged: the run's values ascending, read once.
             agent=self._spend(
-                total.agent,
-                array("d", heapq.merge(*(column.sizes for column in columns))),
-                array("d", heapq.merge(*(column.seconds for column in columns))),
+                total.agent, Merged(column.sizes for column in columns), Merged(column.seconds for column in columns)
             ),
             user=self._spend(total.user, digest.user_sizes, digest.user_seconds),
             judge=self._spend(total.judge, digest.judge_sizes, digest.judge_seconds),
@@ -529,9 +526,9 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                     for row in column.rows:
                         yield scenario, Attempt(outcomes[row.index], trust)
 
-    def _spend(self, summed: Sum, sizes: Sequence[float], seconds: Sequence[float]) -> SpendView:
-        """``sizes``: input plus output tokens of each reported request; both sorted (the digest's
-        arrays are), and summed up as they are (``Ordered``)."""
+    def _spend(self, summed: Sum, sizes: Ascending, seconds: Ascending) -> SpendView:
+        """``sizes``: input plus output tokens of each reported request; both ascending (the
+        digest's ``Ranked`` are), and summed up as they come (``Ordered``)."""
         return SpendView(
             tokens=summed.tokens(),
             cost=summed.cost(),
