@@ -34,7 +34,7 @@ from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undec
 from convy.stats import Z95, Tally, Wilson
 
 if TYPE_CHECKING:
-    from convy.bench import Journal, Planned
+    from convy.bench import Journal, Playlist
 
 
 class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
@@ -517,7 +517,7 @@ class Rounds(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rounds:
         return msgspec.structs.replace(self, player=self.player.budgeted(budget))
 
-    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Play the rounds; what was spent when a budget stopped them (``None`` when the rule ended
         them: the run is finished though attempts of its most were never played)."""
         lacking = {(one.scenario.id, one.attempt): one for one in planned}

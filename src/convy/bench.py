@@ -188,6 +188,49 @@ class Plan(msgspec.Struct, frozen=True):
             for attempt in range(1, self.attempts + 1):
                 yield Planned(scenario, attempt)
 
+    def __len__(self) -> int:
+        return len(self.scenarios) * self.attempts
+
+
+class Playlist(Protocol):
+    """Attempts a ``Player`` plays: how many, and each in turn (a ``Plan``, ``Lacking``, a tuple
+    of ``Planned``), walked as often as the player needs."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Planned]: ...
+
+
+class Lacking:
+    """The attempts of a ``Plan`` its run's folder lacks, in the plan's order: made one at a time
+    as they are walked, never held (a tuple of them was about 60 bytes an attempt); of those kept,
+    a byte an attempt of the plan, for a run resumed. A plain class: nothing in it changes once made."""
+
+    __slots__ = ("_plan", "_kept", "_count")
+
+    def __init__(self, plan: Plan, kept: Iterable[Outcome]) -> None:
+        self._plan = plan
+        self._kept: dict[str, bytearray] = {}
+        wanted = {scenario.id for scenario in plan.scenarios}
+        found = 0
+        for outcome in kept:
+            if outcome.scenario in wanted and 1 <= outcome.attempt <= plan.attempts:
+                marks = self._kept.setdefault(outcome.scenario, bytearray(plan.attempts + 1))
+                found += not marks[outcome.attempt]
+                marks[outcome.attempt] = 1
+        self._count = len(plan) - found
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Planned]:
+        nothing = bytes(self._plan.attempts + 1)
+        for scenario in self._plan.scenarios:
+            marks = self._kept.get(scenario.id, nothing)
+            for attempt in range(1, self._plan.attempts + 1):
+                if not marks[attempt]:
+                    yield Planned(scenario, attempt)
+
 
 class Bench(msgspec.Struct, frozen=True):
     """Plays attempts against an agent, with the project's models, within the limits.
@@ -210,10 +253,9 @@ class Bench(msgspec.Struct, frozen=True):
     judging: Judging = Judging()
     user_checks: UserChecks = UserChecks()
 
-    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
         only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
-        planned = tuple(planned)
         vigil = Vigil(journal)  # each participant watched: one whose service refuses it for good stops the run
         stage = self.stage((one.scenario for one in planned), vitals=vigil.vitals)
         plan = iter(planned)
@@ -408,7 +450,7 @@ class Player(Protocol):
         ...
 
     async def run(
-        self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()
+        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()
     ) -> Spending | None: ...
 
 
@@ -1005,7 +1047,6 @@ class RunJournal(msgspec.Struct, frozen=True):
                 # many bytes in one tick of the clock would leave its size and time as they were.
                 same = not earlier.torn and earlier.seen == self._seen()
                 earlier = earlier.within(spec) if same else self.kept(spec)
-                done = {(outcome.scenario, outcome.attempt) for outcome in earlier.outcomes}
                 started = self._started()
                 self._written(RunFile(spec, Running(started)))
             except Unwritable as error:
@@ -1014,7 +1055,7 @@ class RunJournal(msgspec.Struct, frozen=True):
                         (self.folder / "run.lock").unlink()
                         self.folder.rmdir()
                 raise ConfigurationError(f"{error}; nothing was played") from None
-            missing = tuple(one for one in spec.planned() if (one.scenario.id, one.attempt) not in done)
+            missing = Lacking(spec.planned(), earlier.outcomes)
             unflushed = _Unflushed(self, journal, secrets)
             try:
                 async with asyncio.TaskGroup() as group:

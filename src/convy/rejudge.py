@@ -28,7 +28,7 @@ from convy.bench import (
     Journal,
     Limits,
     Origin,
-    Planned,
+    Playlist,
     RunDamaged,
     RunId,
     RunInUse,
@@ -240,7 +240,7 @@ class Rejudging(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rejudging:
         return msgspec.structs.replace(self, budget=budget)
 
-    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Decide every planned attempt again, each recorded in ``journal`` as it ends. An attempt
         whose dialogue the origin lacks (a line it lost) is left out, as a spent budget leaves one
         in the plan; one taken and not recorded is ``Unplayed``."""

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from convy.bench import Bench, Journal, Limits, Planned, Stage
+from convy.bench import Bench, Journal, Limits, Planned, Playlist, Stage
 from convy.budget import Budget, Counted, Spending
 from convy.conduct import UserChecks
 from convy.dialog import Prompt
@@ -329,10 +329,9 @@ class Crew(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Crew:
         return msgspec.structs.replace(self, bench=self.bench.budgeted(budget))
 
-    async def run(self, planned: Iterable[Planned], journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
         """Play every planned attempt on the hands, each recorded in ``journal`` here as its
         outcome comes back; with a budget, only until it is spent."""
-        planned = tuple(planned)
         if not planned:
             return self.bench.budget.spending(earlier, asyncio.get_running_loop().time) if self.bench.budget is not None else None
         ray = self.spread.ray()
@@ -454,7 +453,7 @@ class Batches(msgspec.Struct, frozen=True):
 class _Play:
     """One play of a crew: the hands, the attempts handed out and those to hand out again."""
 
-    def __init__(self, crew: Crew, ray: Any, planned: tuple[Planned, ...], journal: Journal, earlier: Iterable[Outcome]) -> None:
+    def __init__(self, crew: Crew, ray: Any, planned: Playlist, journal: Journal, earlier: Iterable[Outcome]) -> None:
         self._crew = crew
         self._ray = ray
         self._planned = planned
