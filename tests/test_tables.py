@@ -8,6 +8,7 @@ import csv
 import hashlib
 import io
 import json
+import random
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -26,7 +27,7 @@ from convy.model import Models, Reply, Said
 from convy.rows import FORMULA_STARTS, Table
 from convy.runs import Read, Runs
 from convy.scenario import Check, Rule, Scenario
-from convy.tables import Tables, Usages
+from convy.tables import Tables, Totals, Usages
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
 FINGERPRINT = hashlib.sha256(b"the scenarios").hexdigest()
@@ -448,7 +449,24 @@ def test_pandas_and_polars_read_every_column_as_its_type(name: str, tables: dict
 
 def test_a_whole_cost_keeps_a_decimal_point() -> None:
     """A whole amount is written 2.0, so no reader types the cost column as an integer."""
-    whole = Usages((Usage(1, 1, cost=Cost(Decimal("2"), "provider")), Usage(1, 1, cost=Cost(Decimal("1E+1"), "computed"))))
+    whole = Usages((Usage(1, 1, cost=Cost(Decimal("2"), "provider")), Usage(1, 1, cost=Cost(Decimal("1E+1"), "computed")))).totals()
     assert (whole.cost(), whole.source(), whole.unpriced()) == (Decimal("12.0"), "mixed", 0)
-    assert Usages((NoUsage(), Usage(3, 4))).cost() is None
-    assert Usages((NoUsage(), Usage(3, 4))).unpriced() == 2
+    assert Usages((NoUsage(), Usage(3, 4))).totals().cost() is None
+    assert Usages((NoUsage(), Usage(3, 4))).totals().unpriced() == 2
+
+
+def test_totals_added_are_the_totals_of_the_requests_together() -> None:
+    """A run's and a scenario's rows add each attempt's ``Totals`` rather than hold every request:
+    added, they are what the requests give together, counts not reported and prices included."""
+    draw = random.Random(3)
+    kinds = (
+        lambda: NoUsage(),
+        lambda: Usage(draw.randint(0, 9), draw.randint(0, 9)),
+        lambda: Usage(draw.randint(0, 9), draw.randint(0, 9), cached=draw.randint(0, 3), cost=Cost(Decimal(draw.randint(1, 9)) / 100, "provider")),
+        lambda: Usage(draw.randint(0, 9), 0, unreported=("output",), reasoning=draw.randint(0, 3), cost=Cost(Decimal("0.5"), "computed")),
+    )
+    for _ in range(200):
+        parts = [tuple(draw.choice(kinds)() for _ in range(draw.randint(0, 4))) for _ in range(draw.randint(0, 4))]
+        together = Usages(tuple(usage for part in parts for usage in part)).totals()
+        assert sum((Usages(part).totals() for part in parts), Totals()) == together
+

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal, get_args
 import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
-from convy.attempt import Attempt, Decided, Spent, Took
+from convy.attempt import Attempt, Decided, Took
 from convy.dialog import Claim, Failed, NoVerdict, Turn, Verdict
 from convy.report import Summary
 from convy.rows import (
@@ -46,70 +46,105 @@ from convy.stats import Consistency, Tally, Wilson
 from convy.variants import Variant
 
 
-class Usages(msgspec.Struct, frozen=True):
-    """The usage of some requests summed for a row: tokens over the requests that reported them,
-    cost over those priced; ``None`` when none did."""
+class Totals(msgspec.Struct, frozen=True):
+    """What a row says of some requests' usage, added up request by request (``Usages.totals``),
+    so that a row of many attempts adds each attempt's and holds none of their requests: tokens over
+    the requests that reported them (``None`` when none did), the priced requests' exact cost and
+    their sources."""
 
-    usages: tuple[Usage | NoUsage, ...]
+    requests: int = 0
+    reported: int = 0  # of them with a usage somebody reported, in full or in part
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_cached: int | None = None
+    tokens_reasoning: int | None = None
+    priced: int = 0
+    amount: Decimal = Decimal(0)
+    sources: frozenset[Literal["provider", "computed"]] = frozenset()
 
-    def reported(self) -> tuple[Usage, ...]:
-        return tuple(Spent(self.usages).reported())
-
-    def tokens_in(self) -> int | None:
-        given = [usage.input for usage in self.reported() if "input" not in usage.unreported]
-        return sum(given) if given else None
-
-    def tokens_out(self) -> int | None:
-        given = [usage.output for usage in self.reported() if "output" not in usage.unreported]
-        return sum(given) if given else None
-
-    def tokens_cached(self) -> int | None:
-        return self._counted([usage.cached for usage in self.reported()])
-
-    def tokens_reasoning(self) -> int | None:
-        return self._counted([usage.reasoning for usage in self.reported()])
-
-    def costs(self) -> tuple[Cost, ...]:
-        found: list[Cost] = []
-        for usage in self.usages:
-            match usage:
-                case Usage(cost=Cost() as cost):
-                    found.append(cost)
-                case Usage(cost=Unpriced()) | NoUsage():
-                    pass
-        return tuple(found)
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(
+            self.requests + other.requests,
+            self.reported + other.reported,
+            _added(self.tokens_in, other.tokens_in),
+            _added(self.tokens_out, other.tokens_out),
+            _added(self.tokens_cached, other.tokens_cached),
+            _added(self.tokens_reasoning, other.tokens_reasoning),
+            self.priced + other.priced,
+            self.amount + other.amount,
+            self.sources | other.sources,
+        )
 
     def cost(self) -> Decimal | None:
         """The priced requests' cost in US dollars, exact, with at least one decimal place so the
         column reads as a float even when the amount is whole."""
-        costs = self.costs()
-        if not costs:
+        if not self.priced:
             return None
-        amount = sum((cost.amount for cost in costs), Decimal(0))
+        amount = self.amount
         return amount if amount.as_tuple().exponent < 0 else amount.quantize(Decimal("0.0"))  # type: ignore[operator]
 
     def source(self) -> Literal["provider", "computed", "mixed"] | None:
-        sources = {cost.source for cost in self.costs()}
-        match sorted(sources):
+        match sorted(self.sources):
             case []:
                 return None
-            case [one]:
-                return one
+            case ["provider"]:
+                return "provider"
+            case ["computed"]:
+                return "computed"
             case _:
                 return "mixed"
 
     def unpriced(self) -> int:
-        return len(self.usages) - len(self.costs())
+        return self.requests - self.priced
 
-    def _counted(self, counts: list[int | NotReported]) -> int | None:
-        found: list[int] = []
-        for count in counts:
-            match count:
-                case int(number):
-                    found.append(number)
-                case NotReported():
+
+def _added(one: int | None, other: int | None) -> int | None:
+    if one is None:
+        return other
+    return one if other is None else one + other
+
+
+class Usages(msgspec.Struct, frozen=True):
+    """The usage of some requests as a row says it (``Totals``)."""
+
+    usages: tuple[Usage | NoUsage, ...]
+
+    def totals(self) -> Totals:
+        tokens_in: int | None = None
+        tokens_out: int | None = None
+        cached: int | None = None
+        reasoning: int | None = None
+        priced = reported = 0
+        amount = Decimal(0)
+        sources: set[Literal["provider", "computed"]] = set()
+        for usage in self.usages:
+            match usage:
+                case Usage():
+                    reported += 1
+                    if "input" not in usage.unreported:
+                        tokens_in = (tokens_in or 0) + usage.input
+                    if "output" not in usage.unreported:
+                        tokens_out = (tokens_out or 0) + usage.output
+                    match usage.cached:
+                        case int(count):
+                            cached = (cached or 0) + count
+                        case NotReported():
+                            pass
+                    match usage.reasoning:
+                        case int(count):
+                            reasoning = (reasoning or 0) + count
+                        case NotReported():
+                            pass
+                    match usage.cost:
+                        case Cost(amount=spent, source=source):
+                            priced += 1
+                            amount += spent
+                            sources.add(source)
+                        case Unpriced():
+                            pass
+                case NoUsage():
                     pass
-        return sum(found) if found else None
+        return Totals(len(self.usages), reported, tokens_in, tokens_out, cached, reasoning, priced, amount, frozenset(sources))
 
 
 class VariantColumns(msgspec.Struct, frozen=True):
@@ -147,10 +182,10 @@ class AttemptRows(msgspec.Struct, frozen=True):
     def row(self) -> AttemptsRow:
         outcome = self.attempt.outcome
         time = self.attempt.time()
-        agent = Usages(self.attempt.agent_usage())
-        user = Usages(self.attempt.user_usage())
-        judge = Usages(outcome.judge_requests)
-        every = Usages(self.every_usage())
+        agent = Usages(self.attempt.agent_usage()).totals()
+        user = Usages(self.attempt.user_usage()).totals()
+        judge = Usages(outcome.judge_requests).totals()
+        every = Usages(self.every_usage()).totals()
         claims: int | None = None
         held: int | None = None
         failure: str | None = None
@@ -184,18 +219,18 @@ class AttemptRows(msgspec.Struct, frozen=True):
             user_seconds=float(time.user),
             judge_seconds=float(time.judge),
             waiting_seconds=float(time.waiting),
-            agent_tokens_in=agent.tokens_in(),
-            agent_tokens_out=agent.tokens_out(),
+            agent_tokens_in=agent.tokens_in,
+            agent_tokens_out=agent.tokens_out,
             agent_cost_usd=agent.cost(),
-            user_tokens_in=user.tokens_in(),
-            user_tokens_out=user.tokens_out(),
+            user_tokens_in=user.tokens_in,
+            user_tokens_out=user.tokens_out,
             user_cost_usd=user.cost(),
-            judge_tokens_in=judge.tokens_in(),
-            judge_tokens_out=judge.tokens_out(),
+            judge_tokens_in=judge.tokens_in,
+            judge_tokens_out=judge.tokens_out,
             judge_cost_usd=judge.cost(),
-            requests=len(every.usages),
-            tokens_in=every.tokens_in(),
-            tokens_out=every.tokens_out(),
+            requests=every.requests,
+            tokens_in=every.tokens_in,
+            tokens_out=every.tokens_out,
             cost_usd=every.cost(),
             unpriced_requests=every.unpriced(),
             tool_calls=self.calls(),
@@ -205,8 +240,8 @@ class AttemptRows(msgspec.Struct, frozen=True):
     def turns(self) -> tuple[TurnsRow, ...]:
         rows: list[TurnsRow] = []
         for number, turn in enumerate(self.attempt.outcome.transcript.turns, start=1):
-            agent = Usages(turn.answer.requests())
-            user = Usages(self._user_usage(turn))
+            agent = Usages(turn.answer.requests()).totals()
+            user = Usages(self._user_usage(turn)).totals()
             kinds = [self._kind(step) for step in turn.answer.steps]
             rows.append(
                 TurnsRow(
@@ -219,13 +254,13 @@ class AttemptRows(msgspec.Struct, frozen=True):
                     user_seconds=turn.user_seconds,
                     agent_start=turn.agent_start,
                     agent_seconds=turn.agent_seconds,
-                    agent_tokens_in=agent.tokens_in(),
-                    agent_tokens_out=agent.tokens_out(),
-                    agent_tokens_cached=agent.tokens_cached(),
-                    agent_tokens_reasoning=agent.tokens_reasoning(),
+                    agent_tokens_in=agent.tokens_in,
+                    agent_tokens_out=agent.tokens_out,
+                    agent_tokens_cached=agent.tokens_cached,
+                    agent_tokens_reasoning=agent.tokens_reasoning,
                     agent_cost_usd=agent.cost(),
-                    user_tokens_in=user.tokens_in(),
-                    user_tokens_out=user.tokens_out(),
+                    user_tokens_in=user.tokens_in,
+                    user_tokens_out=user.tokens_out,
                     user_cost_usd=user.cost(),
                     thoughts=kinds.count("thought"),
                     tool_calls=kinds.count("call"),
@@ -382,7 +417,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
         seconds: float | None,
         usage: Usage | NoUsage,
     ) -> ModelRequestsRow:
-        spent = Usages((usage,))
+        spent = Usages((usage,)).totals()
         source: Literal["provider", "computed"] | None = None
         match usage:
             case Usage(cost=Cost(source=given)):
@@ -395,11 +430,11 @@ class AttemptRows(msgspec.Struct, frozen=True):
             request=request,
             turn=turn,
             seconds=seconds,
-            reported=bool(spent.reported()),
-            tokens_in=spent.tokens_in(),
-            tokens_out=spent.tokens_out(),
-            tokens_cached=spent.tokens_cached(),
-            tokens_reasoning=spent.tokens_reasoning(),
+            reported=bool(spent.reported),
+            tokens_in=spent.tokens_in,
+            tokens_out=spent.tokens_out,
+            tokens_cached=spent.tokens_cached,
+            tokens_reasoning=spent.tokens_reasoning,
             cost_usd=spent.cost(),
             cost_source=source,
             priced=source is not None,
@@ -431,14 +466,13 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
         consistency = Consistency(tuple(tally for tally in tallies if tally.judged))
         headline = summary.headline()
         interval = headline.interval()
-        # One walk of the attempts for their requests (each attempt's read again and let go) and turns.
-        usages: list[Usage | NoUsage] = []
+        # One walk of the attempts for their requests (each attempt's read again, added and let go) and turns.
+        every = Totals()
         turns = 0
         for attempts in summary.by_scenario().values():
             for attempt in attempts:
-                usages.extend(attempt.requests())
+                every += Usages(attempt.requests()).totals()
                 turns += len(attempt.outcome.transcript.turns)
-        every = Usages(tuple(usages))
         wall, agent, user, judge, waiting, _ = summary.times()
         method = headline.method()
         return RunsRow(
@@ -472,14 +506,14 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
             scenarios_never=consistency.never(),
             scenarios_not_judged=sum(1 for tally in tallies if not tally.judged),
             turns=turns,
-            requests=len(every.usages),
-            tokens_in=every.tokens_in(),
-            tokens_out=every.tokens_out(),
-            tokens_cached=every.tokens_cached(),
-            tokens_reasoning=every.tokens_reasoning(),
+            requests=every.requests,
+            tokens_in=every.tokens_in,
+            tokens_out=every.tokens_out,
+            tokens_cached=every.tokens_cached,
+            tokens_reasoning=every.tokens_reasoning,
             cost_usd=every.cost(),
             cost_source=every.source(),
-            priced_requests=len(every.costs()),
+            priced_requests=every.priced,
             unpriced_requests=every.unpriced(),
             attempt_seconds=math.fsum(wall),
             agent_seconds=math.fsum(agent),
@@ -500,9 +534,7 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
             statuses = [attempt.status() for attempt in attempts]
             tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
             interval = Wilson(tally).interval()
-            every = Usages(
-                tuple(usage for one in attempts for usage in AttemptRows(spec.agent, spec.id, one).every_usage())
-            )
+            every = sum((Usages(AttemptRows(spec.agent, spec.id, one).every_usage()).totals() for one in attempts), Totals())
             found = known.get(scenario)
             rows.append(
                 ScenariosRow(
@@ -532,8 +564,8 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
                     ),
                     turns=sum(len(attempt.outcome.transcript.turns) for attempt in attempts),
                     seconds=math.fsum(attempt.outcome.seconds for attempt in attempts),
-                    tokens_in=every.tokens_in(),
-                    tokens_out=every.tokens_out(),
+                    tokens_in=every.tokens_in,
+                    tokens_out=every.tokens_out,
                     cost_usd=every.cost(),
                     unpriced_requests=every.unpriced(),
                 )
