@@ -446,7 +446,7 @@ def counted(event, arguments):
             while frame is not None:
                 names.append(frame.f_code.co_name)
                 frame = frame.f_back
-            opened.append(next(name for name in names if name in ("kept", "_repaired", "unsaid", "_digest", "said")))
+            opened.append(next(name for name in names if name in ("kept", "_repaired", "unsaid", "_digest", "said", "within", "play")))
 
 
 atexit.register(lambda: open(os.environ["OPENED"], "w").write(" ".join(opened)))
@@ -455,12 +455,14 @@ sys.addaudithook(counted)
 
 
 def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> None:
-    """``convy resume`` reads attempts.jsonl's lines once before it loads the agent, and passes
-    them on to the play; the other opens are the repair's look at the file's last bytes and, once
-    the play is over, the end's: one that finds where each line begins (``unsaid``), one that walks
-    them into the summary's digest, without the dialogues' words, and one more for the report,
-    which reads each dialogue again at its line (the play holds no attempt meanwhile, and the end
-    holds none, only where each begins, so a run's memory grows little with its attempts)."""
+    """``convy resume`` reads attempts.jsonl's lines once before it loads the agent, keeping only
+    where each begins (``unsaid``), and passes them on to the play, which walks them again from
+    there, one at a time: to hold them to the run's plan (``within``) and to find what they lack
+    (``play``); the other opens are the repair's look at the file's last bytes and, once the play
+    is over, the end's: one that finds where each line begins (``unsaid``), one that walks them
+    into the summary's digest, without the dialogues' words, and one more for the report, which
+    reads each dialogue again at its line (neither the play nor the end holds an attempt kept,
+    only where each begins, so a resumed run's memory grows little with its attempts)."""
     first = made.ran("run", "slow", "-k", "4")
     assert first.returncode == 0, first.stderr
     folder = made.run()
@@ -474,7 +476,7 @@ def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> 
 
     assert resumed.returncode == 0, resumed.stderr
     clean(resumed.stderr)
-    assert opened.read_text().split() == ["kept", "_repaired", "unsaid", "_digest", "said"]
+    assert opened.read_text().split() == ["unsaid", "_repaired", "within", "play", "unsaid", "_digest", "said"]
     assert len([line for line in resumed.stdout.splitlines() if line.startswith("✓")]) == 3, resumed.stdout
     assert folder.pairs() == planned(5, 4)
 

@@ -1046,7 +1046,7 @@ class RunJournal(msgspec.Struct, frozen=True):
                 # read with a torn last line is read again too: a process that cut it and wrote as
                 # many bytes in one tick of the clock would leave its size and time as they were.
                 same = not earlier.torn and earlier.seen == self._seen()
-                earlier = earlier.within(spec) if same else self.kept(spec)
+                earlier = earlier.within(spec) if same else self.unsaid(spec)
                 started = self._started()
                 self._written(RunFile(spec, Running(started)))
             except Unwritable as error:

@@ -416,7 +416,7 @@ class Recorded(msgspec.Struct, frozen=True):
                 self.errors.line(f"convy: {stopped}; the run stops")
                 return self._stopped(journal, "stopped", 1)
             case Unwritable(path=path, reason=reason):
-                kept = journal.kept(self.spec)
+                kept = journal.unsaid(self.spec)
                 planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: {self._where(path)}: cannot be written: {reason}; run {self.spec.id} stopped and keeps "
@@ -424,14 +424,14 @@ class Recorded(msgspec.Struct, frozen=True):
                 )
                 return 1
             case DialoguesLost():
-                kept = journal.kept(self.spec)
+                kept = journal.unsaid(self.spec)
                 planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: {stopped}; run {self.spec.id} stopped and keeps {len(kept.outcomes)} of {planned} attempts"
                 )
                 return 2
             case Unplayed():
-                kept = journal.kept(self.spec)
+                kept = journal.unsaid(self.spec)
                 planned = self._planned(kept.outcomes)
                 self.errors.line(
                     f"convy: agents/{self.spec.agent}.py or models.py: {stopped}: a task of the run was {CANCELLED}; "
@@ -536,7 +536,7 @@ class Recorded(msgspec.Struct, frozen=True):
                 "know, so no resume can finish it: once that is mended, run again"
             )
             return 2
-        kept = journal.kept(self.spec)
+        kept = journal.unsaid(self.spec)
         planned = self._planned(kept.outcomes)
         self.errors.line(
             f"convy: run {self.spec.id} stopped before playing on and keeps {len(kept.outcomes)} of {planned} attempts{held}; "
@@ -1452,7 +1452,9 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         self._places(spec, settings, errors)
         budget = self.budget.resumed(spec.budget, settings)
         spec = msgspec.structs.replace(spec, budget=budget)  # kept in run.json for the next resume
-        kept = journal.kept(spec)  # an attempts.jsonl convy will not read stops here, before anything is played
+        # an attempts.jsonl convy will not read stops here, before anything is played; held as where
+        # each line begins (read again, one at a time, each time the play walks them)
+        kept = journal.unsaid(spec)
         note = kept.note()
         if note:
             errors.line(f"read {journal.folder.relative_to(self.project.folder)}: {note}")
