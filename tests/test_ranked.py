@@ -91,3 +91,21 @@ def test_read_again_after_more_is_added_and_written(small_runs: None) -> None:
         kept.append(value)
         everything.append(value)
         assert list(kept) == sorted(everything)
+
+
+def test_no_room_for_the_file_holds_the_values_and_the_figures_stay_right(small_runs: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A temporary folder that refuses the file (full, or not allowed) leaves the values held:
+    the order and the spread are the same, only the memory is not bounded."""
+
+    def refused(*arguments: object, **named: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ranked.tempfile, "TemporaryFile", refused)
+    spill = Spill()
+    kept, ordered = Ranked(spill), InOrder(spill)
+    values = _values(100, 9)
+    for value in values:
+        kept.append(value)
+        ordered.append(value)
+    assert list(kept) == sorted(values) and list(ordered) == values
+    assert Ordered(kept).view() == Spread(values).view()

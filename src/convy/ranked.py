@@ -25,15 +25,18 @@ _BLOCK = 1 << 12  # values read at a time from one run on the file: 32 KiB
 
 
 class Spill:
-    """The temporary file the sorted runs of some ``Ranked`` go to, opened when the first run is
-    written (most runs never write one) and gone when this is (or ``close``)."""
+    """The temporary file the runs of some ``InOrder`` and ``Ranked`` go to, opened when the first
+    run is written (most runs never write one) and gone with this. One that cannot be made or
+    written to (no room in the temporary folder, none allowed) is not tried again: the values are
+    then held, as they were before there was a file, and the figures stay right."""
 
-    __slots__ = ("_file", "_end", "_kept", "held")
+    __slots__ = ("_file", "_end", "_kept", "_unwritable", "held")
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
         self._end = 0
         self._kept: list[InOrder] = []
+        self._unwritable = False
         self.held = 0  # values its InOrder and Ranked hold between them
 
     def keeps(self, kept: InOrder) -> None:
@@ -41,12 +44,18 @@ class Spill:
 
     def full(self) -> None:
         """Each of its values held written as a run: they reached ``_HELD``."""
-        for kept in self._kept:
-            kept.flushed()
         self.held = 0
+        if self._unwritable:
+            return
+        try:
+            for kept in self._kept:
+                kept.flushed()
+        except OSError:
+            self._unwritable = True
 
     def written(self, values: array[float]) -> tuple[int, int]:
-        """Write ``values`` at the file's end: where they start, in bytes, and how many."""
+        """Write ``values`` at the file's end: where they start, in bytes, and how many. A write
+        that fails leaves the end where it was, for the next to write over."""
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="convy-ranked-")
         start = self._end
@@ -67,11 +76,6 @@ class Spill:
             at += len(block) * block.itemsize
             left -= len(block)
             yield from block
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 class InOrder:
