@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import tempfile
 
 import pytest
 
@@ -100,7 +101,7 @@ def test_no_room_for_the_file_holds_the_values_and_the_figures_stay_right(small_
     def refused(*arguments: object, **named: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ranked.tempfile, "TemporaryFile", refused)
+    monkeypatch.setattr(tempfile, "TemporaryFile", refused)
     spill = Spill()
     kept, ordered = Ranked(spill), InOrder(spill)
     values = _values(100, 9)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import tempfile
 from array import array
 from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
@@ -57,6 +56,8 @@ class Spill:
         """Write ``values`` at the file's end: where they start, in bytes, and how many. A write
         that fails leaves the end where it was, for the next to write over."""
         if self._file is None:
+            import tempfile  # only for a run this large: it loads shutil and random, which a run does without
+
             self._file = tempfile.TemporaryFile(prefix="convy-ranked-")
         start = self._end
         self._file.seek(start)
