@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from clock import in_virtual_time
 
-from convy.agent import Answer, Requests, Usage, turned
+from convy.agent import Answer, Message, Requests, Usage, turned
 from convy.busy import TURN, Busy, Places
 from convy.dialog import Claim, PatientJudge, Ruling, Transcript
 from convy.model import PatientModel, Reply
@@ -21,13 +21,16 @@ from convy.quota import TOLD
 SHORT = 0.05
 
 
-async def answered(text: str = "answer") -> Answer:
-    return Answer(text, Usage(input=1, output=1))
+HELLO = Message("hello")
+
+
+async def answered(message: Message) -> Answer:
+    return Answer("answer", Usage(input=1, output=1))
 
 
 async def freed(places: Places) -> Places:
     """``places`` once a first turn was answered in-process: on the free way from then on."""
-    await turned(places, answered)
+    await turned(places, answered, HELLO)
     assert places._free
     return places
 
@@ -41,9 +44,9 @@ def test_a_turn_on_the_free_way_counts_what_the_way_through_places_counts() -> N
         places = await freed(Places(0))
         for _ in range(5):
             if quick:
-                await turned(places, answered)
+                await turned(places, answered, HELLO)
             else:
-                await places.retried(answered)
+                await places.retried(lambda: answered(HELLO))
         service = places._service
         return places.sends, [number for number, _ in service.sent], service.pace.most, places.peak, places.refused
 
@@ -57,7 +60,7 @@ def test_a_turn_refused_by_the_agents_own_code_on_the_free_way_plays_again_keepi
     is set for each try and reset after."""
     tries: list[object] = []
 
-    async def turn() -> Answer:
+    async def turn(message: Message) -> Answer:
         tries.append(TURN.get())
         if len(tries) == 1:
             raise Busy("429", SHORT, spent=Answer("", Usage(input=5, output=0)))
@@ -65,7 +68,7 @@ def test_a_turn_refused_by_the_agents_own_code_on_the_free_way_plays_again_keepi
 
     async def main() -> tuple[Answer, Places, object]:
         places = await freed(Places(0))
-        answer = await turned(places, turn)
+        answer = await turned(places, turn, HELLO)
         return answer, places, TURN.get()
 
     answer, places, after = in_virtual_time(main)
@@ -81,7 +84,7 @@ def test_a_turn_refused_for_good_on_the_free_way_ends_without_another_try() -> N
     free way ends the turn with what it spent, as through ``Places``: no second try."""
     tries = 0
 
-    async def turn() -> Answer:
+    async def turn(message: Message) -> Answer:
         nonlocal tries
         tries += 1
         raise Busy("429", SHORT, spent=Answer("", Usage(input=5, output=0)), final=True)
@@ -89,7 +92,7 @@ def test_a_turn_refused_for_good_on_the_free_way_ends_without_another_try() -> N
     async def main() -> Busy:
         places = await freed(Places(0))
         with pytest.raises(Busy) as raised:
-            await turned(places, turn)
+            await turned(places, turn, HELLO)
         return raised.value
 
     busy = in_virtual_time(main)
@@ -99,14 +102,14 @@ def test_a_turn_refused_for_good_on_the_free_way_ends_without_another_try() -> N
 
 
 def test_an_error_of_a_turn_on_the_free_way_goes_on_and_resets_the_turn_under_way() -> None:
-    async def turn() -> Answer:
+    async def turn(message: Message) -> Answer:
         raise ValueError("the agent's own bug")
 
     async def main() -> object:
         places = await freed(Places(0))
         with pytest.raises(ValueError, match="own bug"):
-            await turned(places, turn)
-        await turned(places, answered)  # the places go on as before
+            await turned(places, turn, HELLO)
+        await turned(places, answered, HELLO)  # the places go on as before
         return TURN.get()
 
     assert in_virtual_time(main) is None

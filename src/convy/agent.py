@@ -13,7 +13,6 @@ its failure, ``TimeLimited`` bounds how long an agent may take (and holds it acc
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from decimal import Decimal
@@ -368,8 +367,8 @@ class _Final(Exception):
         self.busy = busy
 
 
-async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answer:
-    """One turn of an agent within its places.
+async def turned(places: Places, turn: Callable[[Message], Awaitable[Answer]], message: Message) -> Answer:
+    """One turn of an agent within its places: ``turn(message)``, tried as often as need be.
 
     While it runs, each request the agent sends through convy's HTTP layer is sent again on its
     own while its service is busy (``busy.TURN``), so nothing the agent has done is done again.
@@ -389,10 +388,10 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
     under_way = Turn(places, paced=inward)
     ticket = None if inward else places.freely(False)
     if ticket is None:
-        return await _retried(places, turn, under_way, None)
+        return await _retried(places, turn, message, under_way, None)
     token = TURN.set(under_way)
     try:
-        answer = await turn()
+        answer = await turn(message)
     except Busy as busy:
         refused = busy
     except BaseException:
@@ -403,12 +402,13 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
         return answer
     finally:
         TURN.reset(token)
-    return await _retried(places, turn, under_way, (ticket, refused))
+    return await _retried(places, turn, message, under_way, (ticket, refused))
 
 
 async def _retried(
     places: Places,
-    turn: Callable[[], Awaitable[Answer]],
+    turn: Callable[[Message], Awaitable[Answer]],
+    message: Message,
     under_way: Turn,
     refused: tuple[Freed, Busy] | None,
 ) -> Answer:
@@ -419,7 +419,7 @@ async def _retried(
     async def one() -> Answer:
         token = TURN.set(under_way)
         try:
-            return await turn()
+            return await turn(message)
         except Busy as busy:
             _tried_spent(busy, tries)
             raise
@@ -465,7 +465,7 @@ class _Retried(msgspec.Struct, frozen=True):
     places: Places
 
     def turn(self, message: Message) -> Coroutine[Any, Any, Answer]:
-        return turned(self.places, functools.partial(self.origin.turn, message))
+        return turned(self.places, self.origin.turn, message)
 
 
 class QueuedAgent(msgspec.Struct, frozen=True):
