@@ -385,7 +385,7 @@ async def turned(places: Places, turn: Callable[[Message], Awaitable[Answer]], m
     # A turn whose requests are paced one by one (``inward``) takes no slot of the pace itself; one
     # begun before that was known is paced as a request, and its requests are not paced again.
     inward = places.inward
-    under_way = Turn(places, paced=inward)
+    under_way = Turn(places, inward)  # positional: a keyword costs more on every turn
     ticket = None if inward else places.freely(False)
     if ticket is None:
         return await _retried(places, turn, message, under_way, None)
