@@ -18,7 +18,8 @@ imports) and prints the share of the run's time in the pacing layer — the func
 ``convy/busy.py`` and what they call outside convy (the event loop's clock, context variables,
 deques) — and the files that take the most. A profiler charges every call its own cost, which
 inflates a layer of many small calls; so the same child also measures the share without one:
-the run beside the same run whose ``Places._tried`` only holds a place and awaits the request.
+the run beside the same run whose ``Places._tried`` only holds a place and awaits the request
+(and the free way its callers take, ``Places.freely`` and the step after it, only holds a place).
 
     python bench/cpu.py                                   # 10000 attempts x 6 turns, this convy
     python bench/cpu.py --before /tmp/cpu-before/src --repeat 5 --profile
@@ -105,7 +106,9 @@ def without_pacing(setup: Any, harness: Any, journal: Any, runs: int = 9) -> str
 
     from convy.busy import Places
 
-    paced = Places._tried
+    # (``freely`` and the rest only where the convy played has them: the state before may not.)
+    names = [name for name in ("_tried", "freely", "freely_answered", "freely_failed") if hasattr(Places, name)]
+    paced = tuple(getattr(Places, name) for name in names)
 
     async def bare(self: Any, request: Any, held: bool, paced: bool = True) -> Any:
         if not held:
@@ -117,15 +120,29 @@ def without_pacing(setup: Any, harness: Any, journal: Any, runs: int = 9) -> str
         finally:
             self._freed()
 
+    # The free way as its callers take it (an agent's turn, a model, a judge: ``Places.freely``
+    # and the step after it), bare too: a place held, and nothing else.
+    def freely(self: Any, held: bool) -> Any:
+        if held:
+            self._taken += 1
+            self.peak = max(self.peak, self._taken)
+        return (None, 0, 0.0, 0, held)
+
+    def ended(self: Any, ticket: Any) -> None:
+        if ticket[4]:
+            self._freed()
+
     seconds: dict[str, list[float]] = {"paced": [], "bare": []}
     for _ in range(runs):
-        for name, tried in (("paced", paced), ("bare", bare)):
-            Places._tried = tried  # type: ignore[method-assign]
+        for name, way in (("paced", paced), ("bare", (bare, freely, ended, ended))):
+            for method, function in zip(names, way, strict=False):
+                setattr(Places, method, function)
             bench, plan = setup.bench(), setup.plan()
             start = time.process_time()
             asyncio.run(bench.run(plan, journal()))
             seconds[name].append(time.process_time() - start)
-    Places._tried = paced  # type: ignore[method-assign]
+    for method, function in zip(names, paced, strict=True):
+        setattr(Places, method, function)
     whole, without = statistics.median(seconds["paced"]), statistics.median(seconds["bare"])
     requests = setup.attempts * (2 * setup.turns + 1)  # the agent's turns, the user's replies, the judge, the opening
     return (

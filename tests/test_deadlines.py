@@ -294,7 +294,7 @@ def test_a_turns_request_waiting_for_a_busy_service_is_not_the_agents_time(slow:
         async with TimeLimited(agent, turn=5.0).conversation() as conversation:
             began = loop.time()
             try:
-                await turned(places, lambda: conversation.turn(Message("hi")))
+                await turned(places, conversation.turn, Message("hi"))
             except OutOfTime:
                 return False, loop.time() - began
             return True, loop.time() - began

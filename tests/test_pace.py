@@ -228,7 +228,7 @@ def test_a_pace_made_up_from_a_pause_is_not_cut_before_a_request_at_it_is_answer
     the pace is kept, and grows once its requests are answered. 100 conversations of 3 turns
     against 20 a second, with no headers: within 2 x the floor of 15 s; before, the made-up pace
     was halved and the pace grew a thousandth a second from there: 488 s."""
-    from convy.agent import turned
+    from convy.agent import Message, turned
 
     service = Jittery(headers=False, seed=0)
 
@@ -241,7 +241,7 @@ def test_a_pace_made_up_from_a_pause_is_not_cut_before_a_request_at_it_is_answer
         async def conversation() -> None:
             async with places.one():
                 for _ in range(3):
-                    await turned(places, turn)
+                    await turned(places, lambda message: turn(), Message("hello"))
 
         await asyncio.gather(*(conversation() for _ in range(100)))
         return loop.time() - START
@@ -260,7 +260,7 @@ def test_a_pause_inside_a_turn_paced_as_a_whole_is_not_read_as_the_pace_let_thro
     second: within 2 x the floor of 20 s. Before, with that seed, the gap of the pause told that
     one request a second was let through: the pace stayed near 1 a second, 368 s in all (bench
     p-all-bare, 19 x its floor, now and then)."""
-    from convy.agent import turned
+    from convy.agent import Message, turned
 
     service = Jittery(headers=False, seed=4)
 
@@ -277,7 +277,7 @@ def test_a_pause_inside_a_turn_paced_as_a_whole_is_not_read_as_the_pace_let_thro
             async with agent.one():
                 for _ in range(3):
                     await user.sent(lambda: service("user"))
-                    await turned(agent, turn)
+                    await turned(agent, lambda message: turn(), Message("hello"))
                 await user.sent(lambda: service("user"))
             await judge.sent(lambda: service("judge"))
 

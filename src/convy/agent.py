@@ -13,7 +13,6 @@ its failure, ``TimeLimited`` bounds how long an agent may take (and holds it acc
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from decimal import Decimal
@@ -22,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from convy.busy import TURN, Busy, Places, Turn
+from convy.busy import TURN, Busy, Freed, Places, Turn
 from convy.deadlines import LIMIT, Deadline, Deadlines
 from convy.problems import Outside
 
@@ -368,39 +367,76 @@ class _Final(Exception):
         self.busy = busy
 
 
-async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answer:
-    """One turn of an agent within its places.
+async def turned(places: Places, turn: Callable[[Message], Awaitable[Answer]], message: Message) -> Answer:
+    """One turn of an agent within its places: ``turn(message)``, tried as often as need be.
 
     While it runs, each request the agent sends through convy's HTTP layer is sent again on its
     own while its service is busy (``busy.TURN``), so nothing the agent has done is done again.
     A ``Busy`` raised past that (``final``: its patience ran out) ends the turn. A ``Busy`` of the
     agent's own code, which convy could not send again by itself, plays the whole turn again; the
     answer then holds what every try spent (their requests and tool calls, ``joined``), and so
-    does the ``Busy`` that ends a turn (``Busy.spent``)."""
-    tries: list[Answer] = []
+    does the ``Busy`` that ends a turn (``Busy.spent``).
+
+    The first try takes the free way where its places allow (``Places.freely``: nothing paces the
+    agent's service, nothing waits, its turns' requests are not paced one by one), awaited here
+    rather than in ``Places.retried``: two coroutines less (``Places._tried`` and the try's) on the
+    way to every turn of a run whose agent answers in-process. Any other way, and every try after a
+    refusal, goes through ``Places.retried`` (``_retried``)."""
     # A turn whose requests are paced one by one (``inward``) takes no slot of the pace itself; one
     # begun before that was known is paced as a request, and its requests are not paced again.
     inward = places.inward
-    under_way = Turn(places, paced=inward)
+    under_way = Turn(places, inward)  # positional: a keyword costs more on every turn
+    ticket = None if inward else places.freely(False)
+    if ticket is None:
+        return await _retried(places, turn, message, under_way, None)
+    token = TURN.set(under_way)
+    try:
+        answer = await turn(message)
+    except Busy as busy:
+        refused = busy
+    except BaseException:
+        places.freely_failed(ticket)
+        raise
+    else:
+        places.freely_answered(ticket)
+        return answer
+    finally:
+        TURN.reset(token)
+    return await _retried(places, turn, message, under_way, (ticket, refused))
+
+
+async def _retried(
+    places: Places,
+    turn: Callable[[Message], Awaitable[Answer]],
+    message: Message,
+    under_way: Turn,
+    refused: tuple[Freed, Busy] | None,
+) -> Answer:
+    """``turned``'s tries through ``Places.retried``: all of them, or (``refused``) those after a
+    first try on the free way that was refused, with its ticket and its ``Busy``."""
+    tries: list[Answer] = []
 
     async def one() -> Answer:
         token = TURN.set(under_way)
         try:
-            return await turn()
+            return await turn(message)
         except Busy as busy:
-            match busy.spent:
-                case Answer() as spent:
-                    tries.append(spent)
-                case _:
-                    pass
-            if busy.final:
-                raise _Final(busy) from busy
+            _tried_spent(busy, tries)
             raise
         finally:
             TURN.reset(token)
 
     try:
-        answer = await places.retried(one, not inward)  # paced unless inward
+        if refused is None:
+            answer = await places.retried(one, not under_way.paced)  # paced unless inward
+        else:
+            ticket, busy = refused
+            try:
+                _tried_spent(busy, tries)
+            except _Final:
+                places.freely_failed(ticket)
+                raise
+            answer = await places.freely_refused(one, ticket, busy)
     except _Final as final:
         raise Busy(str(final.busy), final.busy.retry_after, joined(tries), final=True) from final.busy
     except Busy as busy:
@@ -410,6 +446,18 @@ async def turned(places: Places, turn: Callable[[], Awaitable[Answer]]) -> Answe
     return joined(tries, answer) or answer
 
 
+def _tried_spent(busy: Busy, tries: list[Answer]) -> None:
+    """A try of a turn refused with ``busy``: what it spent kept in ``tries``; ``_Final`` when the
+    refusal must not make the turn play again."""
+    match busy.spent:
+        case Answer() as spent:
+            tries.append(spent)
+        case _:
+            pass
+    if busy.final:
+        raise _Final(busy) from busy
+
+
 class _Retried(msgspec.Struct, frozen=True):
     """A conversation within its agent's places: each turn ``turned``."""
 
@@ -417,7 +465,7 @@ class _Retried(msgspec.Struct, frozen=True):
     places: Places
 
     def turn(self, message: Message) -> Coroutine[Any, Any, Answer]:
-        return turned(self.places, functools.partial(self.origin.turn, message))
+        return turned(self.places, self.origin.turn, message)
 
 
 class QueuedAgent(msgspec.Struct, frozen=True):

@@ -42,7 +42,7 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
@@ -163,6 +163,13 @@ _YIELD = 0.5
 # two requests. More (three) grew the conversations faster than the user's own places, so that
 # conversations waited for them and stopped paying (``_paid``) for seconds on a virtual clock.
 _FOLD = 2
+
+
+# A request let go the free way (``Places.freely``): its service, its number there, when it went,
+# its rank among the participant's requests (the order a refusal's tries keep), and for one held
+# in a place the token of its ``Told`` (``TOLD``), reset as it ends. A plain tuple: one is made for
+# most requests of a run whose participants answer in-process.
+Freed = tuple[Service, int, float, int, "Token[Told | None] | None"]
 
 
 class Busy(Exception):
@@ -592,77 +599,23 @@ class Places:
         the cost of the way through ``seat``, ``_turn`` and ``_asked``: the seat, the send and the
         answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order. Otherwise,
         and after a refusal, the tries go on in ``_later``."""
-        loop = running()
-        now = loop.time()
-        rank = next(self._ranks)
-        if (
-            self._free
-            and paced
-            and not self.inward  # its turns' requests go over HTTP: their answers are not the turns'
-            and not self.refused
-            and not self._send_queue
-            and not self._services.told_of_pauses
-            and (not held or (self._taken < self.size and not self._place_queue))
-        ):
-            # The free way: a participant whose answers so far came in-process, naming no service
-            # and saying nothing of a limit (``_free``), nothing refused, nothing waiting, no pause
-            # told by another process — so no pace, no meter, no strict limit: ``_clear``, in
-            # short. Sent as below, without the ``_Send`` and the ``_Asked`` of each request, which
-            # only a service over HTTP would hear from. Its ``Told`` is the places' ``_Unnamed``:
-            # a request that names a service on it after all (the HTTP layer, as it starts) ends
-            # the free way for the next ones, which hear from their service as before; what that
-            # one heard is not kept. The sends, the last second's answers and the share aimed at
-            # are counted as below, so a refusal later finds what it would have found.
-            service = self._service
-            number = service.sends
-            service.sent.append((number, now))
-            service.sends = number + 1
-            self.sends += 1
-            # (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way
-            # never has (``_clear``), it is only ever read beside the moment now, and is the
-            # moment of a send gone by either way.)
-            if held:
-                self._taken += 1
-                if self._taken > self.peak:
-                    self.peak = self._taken
-            # A request held in a place (``sent``: a simulated user's or a judge's model) may go
-            # over convy's HTTP layer after all, which names its service on the ``Told`` it finds.
-            # An agent's turn (``retried``, from ``agent.turned``) needs none: convy's HTTP layer
-            # sends a turn's requests through the turn under way (``TURN``, ``Turn.resent``), each
-            # with a ``Told`` of its own, and never reads the turn's; a context variable set and
-            # reset on every turn cost more than the rest of the free way.
-            token = TOLD.set(self._unnamed) if held else None
-            try:
+        if paced:
+            ticket = self.freely(held)
+            if ticket is not None:
                 try:
                     answer = await request()
                 except Busy as busy:
-                    refused = _Refused(busy)
+                    declined = busy
                 except BaseException:
-                    if self._send_queue:  # _landed, for a send never counted as flying
-                        self._release()
+                    self.freely_failed(ticket)
                     raise
                 else:
-                    # An agent's own code that calls its service itself answers in-process too, as
-                    # slowly as the service: its places grow as any others.
-                    self._plainly_answered(service, number, now, None, loop)
+                    self.freely_answered(ticket)
                     return answer
-                finally:
-                    if token is not None:
-                        TOLD.reset(token)
-            finally:
-                if held:
-                    if self._place_queue:
-                        self._freed()
-                    else:  # _freed, with nobody waiting for the place
-                        self._taken -= 1
-                        self._slack = True
-            # Refused: the tries go on as any refused request's, its send flying until the
-            # refusal lands it, and its service named if it named one on the way.
-            self._flying += 1
-            heard = Told()
-            if not self._free:
-                heard.service = self._unnamed.named
-            return await self._later(request, held, paced, (now, rank), (_Send(service, number, now), heard, refused))
+                return await self.freely_refused(request, ticket, declined)
+        loop = running()
+        now = loop.time()
+        rank = next(self._ranks)
         if not self._clear(held, paced, now):
             return await self._later(request, held, paced, (now, rank), None)
         if held:
@@ -712,7 +665,7 @@ class Places:
                         self._flying -= 1
                         if self._unwritten is send:
                             self._unwritten = None
-                        self._plainly_answered(self._service, number, now, send, loop)
+                        self._plainly_answered(self._service, number, now, send)
                 return answer
             finally:
                 TOLD.reset(token)
@@ -721,9 +674,98 @@ class Places:
                 self._freed()
         return await self._later(request, held, paced, (now, rank), (send, told, refused))
 
-    def _plainly_answered(
-        self, service: Service, number: int, sent: float, send: _Send | None, loop: asyncio.AbstractEventLoop
-    ) -> None:
+    # The free way, in steps, so that a caller may take it without ``_tried``'s coroutine: the
+    # caller awaits the request between ``freely`` and one of ``freely_answered``, ``freely_failed``
+    # and ``freely_refused`` (``agent.turned``, ``model.PatientModel``, ``dialog.PatientJudge``).
+
+    def freely(self, held: bool) -> Freed | None:
+        """A paced first try's start on the free way, or ``None`` where it does not take it.
+
+        The free way: a participant whose answers so far came in-process, naming no service and
+        saying nothing of a limit (``_free``), its turns' requests not over HTTP (``inward``),
+        nothing refused, nothing waiting, no pause told by another process, and (``held``) a
+        place free — so no pace, no meter, no strict limit: ``_clear``, in short. The send is
+        counted as ``_let`` counts it, without the ``_Send`` and the ``_Asked`` of each request,
+        which only a service over HTTP would hear from, and the place taken as ``seat`` takes
+        it. (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way never
+        has, it is only ever read beside the moment now, and is the moment of a send gone by
+        either way.)
+
+        A request held in a place (``sent``: a simulated user's or a judge's model) may go over
+        convy's HTTP layer after all: its ``Told`` is the places' ``_Unnamed``, on which the HTTP
+        layer names its service as it starts, ending the free way for the next requests. An
+        agent's turn (``retried``, ``agent.turned``) needs none: convy's HTTP layer sends a turn's
+        requests through the turn under way (``TURN``, ``Turn.resent``), each with a ``Told`` of
+        its own, and never reads the turn's; a context variable set and reset on every turn cost
+        more than the rest of the free way."""
+        if (
+            not self._free
+            or self.inward
+            or self.refused
+            or self._send_queue
+            or self._services.told_of_pauses
+            or (held and (self._taken >= self.size or self._place_queue))
+        ):
+            return None
+        now = running().time()
+        service = self._service
+        number = service.sends
+        service.sent.append((number, now))
+        service.sends = number + 1
+        self.sends += 1
+        if not held:
+            return service, number, now, next(self._ranks), None
+        self._taken += 1
+        if self._taken > self.peak:
+            self.peak = self._taken
+        return service, number, now, next(self._ranks), TOLD.set(self._unnamed)
+
+    def freely_answered(self, ticket: Freed) -> None:
+        """The request ``freely`` let go was answered: counted as ``_answer`` counts it, and its
+        place freed. (An agent's own code that calls its service itself answers in-process too,
+        as slowly as the service: its places grow as any others.)"""
+        service, number, sent, _, told = ticket
+        if told is None:
+            self._plainly_answered(service, number, sent, None)
+            return
+        TOLD.reset(told)
+        self._plainly_answered(service, number, sent, None)
+        self._unseated()
+
+    def freely_failed(self, ticket: Freed) -> None:
+        """The request ``freely`` let go raised something else than ``Busy``: what ``_landed``
+        lets go (the send was never counted as flying), and its place freed."""
+        told = ticket[4]
+        if told is not None:
+            TOLD.reset(told)
+        if self._send_queue:
+            self._release()
+        if told is not None:
+            self._unseated()
+
+    def freely_refused(self, request: Callable[[], Awaitable[T]], ticket: Freed, busy: Busy) -> Coroutine[Any, Any, T]:
+        """The request ``freely`` let go was refused: its place freed, and the tries go on as any
+        refused request's (``_later``), its send flying until the refusal lands it, and its
+        service named if it named one on the way."""
+        service, number, now, rank, told = ticket
+        if told is not None:
+            TOLD.reset(told)
+            self._unseated()
+        self._flying += 1
+        heard = Told()
+        if not self._free:
+            heard.service = self._unnamed.named
+        refused = (_Send(service, number, now), heard, _Refused(busy))
+        return self._later(request, told is not None, True, (now, rank), refused)
+
+    def _unseated(self) -> None:
+        if self._place_queue:
+            self._freed()
+        else:  # _freed, with nobody waiting for the place
+            self._taken -= 1
+            self._slack = True
+
+    def _plainly_answered(self, service: Service, number: int, sent: float, send: _Send | None) -> None:
         """``_answer``, for a request of the quick path or the free way (``_tried``), whose service
         said nothing of its limits, with no pace found yet: ``_counted``, ``_kept_up`` and what
         ``_landed`` lets go, in line. The last second's answers are trimmed from the moment it was
@@ -743,15 +785,13 @@ class Places:
         if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
             self._grown()
         if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
-            self._plainly_landed(service, number, sent, send, loop)  # only where there is any
+            self._plainly_landed(service, number, sent, send)  # only where there is any
 
-    def _plainly_landed(
-        self, service: Service, number: int, sent: float, send: _Send | None, loop: asyncio.AbstractEventLoop
-    ) -> None:
+    def _plainly_landed(self, service: Service, number: int, sent: float, send: _Send | None) -> None:
         """What ``_plainly_answered`` does once the answer is counted: ``_kept_up`` and what
         ``_landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
-            answered = loop.time()
+            answered = running().time()
             if answered - sent >= _OVERLAP:
                 self._kept_up(_Send(service, number, sent) if send is None else send, answered)
         if self._send_queue:

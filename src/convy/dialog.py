@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Coroutine
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, TypeVar
 
@@ -919,9 +918,23 @@ class PatientJudge(msgspec.Struct, frozen=True):
     def name(self) -> str:
         return self.judge.name
 
-    def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Coroutine[Any, Any, Ruling]:
-        # The coroutine of ``sent`` itself, to be awaited: one coroutine less for each ruling.
-        return self.places.sent(functools.partial(self.judge.ruling, claims, transcript))
+    async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
+        # The free way taken here where the places allow, as ``model.PatientModel.reply`` takes it.
+        places = self.places
+        ticket = places.freely(True)
+        if ticket is None:
+            return await places.sent(functools.partial(self.judge.ruling, claims, transcript))
+        try:
+            ruling = await self.judge.ruling(claims, transcript)
+        except Busy as busy:
+            refused = busy
+        except BaseException:
+            places.freely_failed(ticket)
+            raise
+        else:
+            places.freely_answered(ticket)
+            return ruling
+        return await places.freely_refused(functools.partial(self.judge.ruling, claims, transcript), ticket, refused)
 
 
 _RULING = msgspec.json.Decoder(Ruling)

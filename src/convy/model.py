@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import weakref
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -204,10 +204,25 @@ class PatientModel(msgspec.Struct, frozen=True):
     def name(self) -> str:
         return self.model.name
 
-    def reply(self, messages: tuple[Said, ...]) -> Coroutine[Any, Any, Reply]:
-        # The coroutine of ``sent`` itself, to be awaited: one coroutine less for each request.
-        # A partial: two objects made for each request where a closure made four.
-        return self.places.sent(functools.partial(self.model.reply, messages))
+    async def reply(self, messages: tuple[Said, ...]) -> Reply:
+        # The free way taken here where the places allow (``Places.freely``), without the
+        # coroutine of ``Places.sent`` and the partial it sends: every request of a run whose
+        # models answer in-process. A refused one, and any other, goes the way of any request.
+        places = self.places
+        ticket = places.freely(True)
+        if ticket is None:
+            return await places.sent(functools.partial(self.model.reply, messages))
+        try:
+            answer = await self.model.reply(messages)
+        except Busy as busy:
+            refused = busy
+        except BaseException:
+            places.freely_failed(ticket)
+            raise
+        else:
+            places.freely_answered(ticket)
+            return answer
+        return await places.freely_refused(functools.partial(self.model.reply, messages), ticket, refused)
 
 
 Provider = Literal["openai", "openrouter", "azure", "compatible"]
