@@ -682,6 +682,52 @@ def project_scenario(arguments: argparse.Namespace) -> Any:
     return msgspec.convert(fields, Scenario)
 
 
+class Traced:
+    """Where ``BUSY_TRACE`` names a file, every request of the run as JSON lines: who (the model,
+    or the path), when it was sent and answered (the clock's seconds), its status, what is left
+    that the answer said and the wait a refusal asked for; and after the run each wait convy chose
+    (``Outcome.waits``, who, from when, how long, why). A hook of the bench's, around the HTTP
+    layer's one request (``JsonConnection._response``): convy itself keeps no such log."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+
+    def __enter__(self) -> Traced:
+        from convy.http import JsonConnection
+
+        self._connection, self._original = JsonConnection, JsonConnection._response
+        rows, original = self.rows, self._original
+
+        async def traced(connection: Any, body: Any, path: str) -> Any:
+            row: dict[str, Any] = {"who": (body.get("model") if isinstance(body, dict) else None) or path, "sent": time.time()}
+            try:
+                response = await original(connection, body, path)
+            except Exception as error:
+                row |= {"answered": time.time(), "status": type(error).__name__, "wait": getattr(error, "retry_after", None)}
+                rows.append(row)
+                raise
+            row |= {"answered": time.time(), "status": 200, "left": response.headers.get("x-ratelimit-remaining-requests")}
+            rows.append(row)
+            return response
+
+        JsonConnection._response = traced  # type: ignore[method-assign]
+        return self
+
+    def waits(self, outcomes: Any) -> None:
+        from datetime import datetime
+
+        for outcome in outcomes:
+            began = datetime.fromisoformat(outcome.started).timestamp()
+            for wait in outcome.waits:
+                self.rows.append({"wait": wait.why, "who": wait.who, "from": began + wait.start, "seconds": wait.seconds})
+
+    def __exit__(self, *exc: object) -> None:
+        self._connection._response = self._original  # type: ignore[method-assign]
+        with open(self.path, "w") as file:
+            file.writelines(json.dumps(row) + "\n" for row in self.rows)
+
+
 def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
     """Play one project shape with default settings; what each stand-in saw, and the wall time."""
     from pydantic import SecretStr
@@ -706,9 +752,15 @@ def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
             bench = Bench(agent, Models(user=user, judge=judge), Limits())
             journal = MemoryJournal()
             second = time.time() % 60
-            start = time.monotonic()
-            asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
-            wall = time.monotonic() - start
+            trace = os.environ.get("BUSY_TRACE")
+            with Traced(trace) if trace else nullcontext() as traced:
+                started = time.time()
+                start = time.monotonic()
+                asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
+                wall = time.monotonic() - start
+                if traced is not None:
+                    traced.rows.append({"start": started, "wall": wall})
+                    traced.waits(journal.outcomes)
             stats = stands.stats()
             statuses = edge.statuses() if edge is not None else Counter()
     stops = Counter(outcome.stop for outcome in journal.outcomes)
