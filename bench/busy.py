@@ -96,7 +96,7 @@ the proxy go no quicker than it carries them, measured before the run on a deplo
 with no rpm (``Litellm.capacity``: about 60 a second on 2 cores, each answered in up to a second
 at the concurrency of a run where its upstream takes 0.1 s). ``BUSY_TRACE=FILE`` writes every
 request and every wait of a project shape as JSON lines (``Traced``; the ``--before`` row's to
-FILE-before). Printed per shape: the issue's
+FILE-before); ``bench/busy_trace.py FILE`` says where a ``p-litellm`` run's seconds went. Printed per shape: the issue's
 target, floor, wall, wall/floor, refused (429s / received, in all and per key: ``u``, ``a``,
 ``j``), the attempts' duration spread; with ``--before SRC`` the same shape by convy's source at
 ``SRC`` on the row below. The run ends with ``PROBLEMS`` if an attempt was lost or not judged, or
