@@ -288,8 +288,7 @@ class Ration:
     time (``Places._alone``), until an answer says more is left (the limit's window turned) or a
     refusal's wait tells when: sending every request under way into the limit had them all refused
     at once (bench/busy.py p-litellm: 5-6% of the proxy's requests refused, where one a minute is
-    all a client needs to hear the wait). That one's refusal is counted on: ``Places._refusal``
-    takes it for the pause it asks, not for a sign that the places or a pace went too quick.
+    all a client needs to hear the wait).
 
     A participant's own, not its ``Service``'s: behind LiteLLM's proxy, one key reaches model
     groups with a limit each (the simulated user's and the judge's), and each answer says what is
