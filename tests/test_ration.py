@@ -76,8 +76,6 @@ class Minute:
         self.counts: dict[tuple[str, int], int] = {}
         self.refusals: dict[tuple[str, int], int] = {}
         self.answered = 0
-        self.under_way = 0
-        self.most: dict[int, int] = {}  # the most requests it was answering at once, in each window
 
     async def __call__(self, group: str = "") -> str:
         """A request to the model ``group``: each group has an rpm of its own, behind one key."""
@@ -91,12 +89,7 @@ class Minute:
             await asyncio.sleep(self.refusing)
             raise Busy("429 Too Many Requests", self.window)
         self.counts[(group, which)] = count + 1
-        self.under_way += 1
-        self.most[which] = max(self.most.get(which, 0), self.under_way)
-        try:
-            await asyncio.sleep(self.latency)
-        finally:
-            self.under_way -= 1
+        await asyncio.sleep(self.latency)
         if told is not None:
             told.heard = RateHeaders({
                 "x-ratelimit-remaining-requests": str(self.rpm - count - 1),
@@ -121,23 +114,6 @@ def test_a_limit_said_without_a_reset_refuses_one_request_a_window_not_all_under
     assert service.answered == 40
     assert service.refusals == {("", 0): 1, ("", 1): 1}
     assert places.refused == 2
-
-
-def test_after_the_wait_the_refusal_of_a_dry_window_asked_every_place_is_used_again() -> None:
-    """The request sent alone once nothing was left is refused as counted on: it tells the wait,
-    not an overload. After the wait, with 21 requests still to go and 8 places, 8 are answered at
-    once again (the first alone, which says more is left). Taken for an overload, the refusal
-    halved the places and made up a pace from the answers before it, and the next window saw 6
-    at once at the most."""
-    service = Minute()
-    places = Places(8, patience=Patience(600))
-
-    async def main() -> None:
-        await asyncio.gather(*(places.sent(service) for _ in range(40)))
-
-    in_virtual_time(main)
-    assert (service.answered, places.refused) == (40, 2)
-    assert service.most[1] == 8
 
 
 def test_what_is_left_is_each_participants_own_on_a_key_shared_with_another_limit() -> None:

@@ -1220,16 +1220,6 @@ class Places:
         self.refused += 1
         if told.service:
             self._known(told.service)
-        if paced and send.service is self._service and self._ration.dry(send.number):
-            # Sent alone into a limit its service had said has nothing left (``Ration``), to hear
-            # how long to wait: the refusal was counted on, and tells of the count of the
-            # service's window, not of a rate or of too many places. Its pause is all it asks.
-            # Taken for an overload, it halved the places and made up a pace from the last
-            # second's answers, and after LiteLLM's minute the rest went at that pace, doubling
-            # back up, where they could all go at once (bench/busy.py p-litellm: about a second).
-            self._pause(now, pause, told)
-            self._landed(send)
-            return
         self._narrowed(send)
         if not paced:  # a request inside a turn paced as a request itself
             # Not paced, it took nothing from what the participant counts is left: the refusal's
