@@ -91,7 +91,12 @@ is all a run needs with every attempt under way at once; the floor is the most o
 ``p-litellm``, the minutes of the rpm the requests let through need; and beside it the floor of a
 client that honours the proxy's Retry-After (``honest_floor``): LiteLLM asks for 60 s whatever is
 left of its minute, so the minute before the last is left at its refusal, a whole 60 s before the
-next requests go, up to a minute later than its turn. Printed per shape: the issue's
+next requests go, up to a minute later than its turn; and outside that wait, the requests through
+the proxy go no quicker than it carries them, measured before the run on a deployment of its own
+with no rpm (``Litellm.capacity``: about 60 a second on 2 cores, each answered in up to a second
+at the concurrency of a run where its upstream takes 0.1 s). ``BUSY_TRACE=FILE`` writes every
+request and every wait of a project shape as JSON lines (``Traced``; the ``--before`` row's to
+FILE-before); ``bench/busy_trace.py FILE`` says where a ``p-litellm`` run's seconds went. Printed per shape: the issue's
 target, floor, wall, wall/floor, refused (429s / received, in all and per key: ``u``, ``a``,
 ``j``), the attempts' duration spread; with ``--before SRC`` the same shape by convy's source at
 ``SRC`` on the row below. The run ends with ``PROBLEMS`` if an attempt was lost or not judged, or
@@ -630,7 +635,8 @@ def _serve_project(pipe: Any, project: Project, latency: float, turns: int, afte
 
 
 def _stats(server: Any) -> dict[str, Any]:
-    received = [record for record in server.received if record.kind in ("agent", "chat")]
+    # Not the requests of the LiteLLM proxy's probe of what it carries (``Litellm.capacity``).
+    received = [record for record in server.received if record.kind in ("agent", "chat") and (record.json or {}).get("model") != PROBE]
     who = Counter(
         ("agent" if record.kind == "agent" else "judge" if (record.json or {}).get("model") == MODELS["judge"] else "user")
         for record in received
@@ -682,6 +688,52 @@ def project_scenario(arguments: argparse.Namespace) -> Any:
     return msgspec.convert(fields, Scenario)
 
 
+class Traced:
+    """Where ``BUSY_TRACE`` names a file, every request of the run as JSON lines: who (the model,
+    or the path), when it was sent and answered (the clock's seconds), its status, what is left
+    that the answer said and the wait a refusal asked for; and after the run each wait convy chose
+    (``Outcome.waits``, who, from when, how long, why). A hook of the bench's, around the HTTP
+    layer's one request (``JsonConnection._response``): convy itself keeps no such log."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+
+    def __enter__(self) -> Traced:
+        from convy.http import JsonConnection
+
+        self._connection, self._original = JsonConnection, JsonConnection._response
+        rows, original = self.rows, self._original
+
+        async def traced(connection: Any, body: Any, path: str) -> Any:
+            row: dict[str, Any] = {"who": (body.get("model") if isinstance(body, dict) else None) or path, "sent": time.time()}
+            try:
+                response = await original(connection, body, path)
+            except Exception as error:
+                row |= {"answered": time.time(), "status": type(error).__name__, "wait": getattr(error, "retry_after", None)}
+                rows.append(row)
+                raise
+            row |= {"answered": time.time(), "status": 200, "left": response.headers.get("x-ratelimit-remaining-requests")}
+            rows.append(row)
+            return response
+
+        JsonConnection._response = traced  # type: ignore[method-assign]
+        return self
+
+    def waits(self, outcomes: Any) -> None:
+        from datetime import datetime
+
+        for outcome in outcomes:
+            began = datetime.fromisoformat(outcome.started).timestamp()
+            for wait in outcome.waits:
+                self.rows.append({"wait": wait.why, "who": wait.who, "from": began + wait.start, "seconds": wait.seconds})
+
+    def __exit__(self, *exc: object) -> None:
+        self._connection._response = self._original  # type: ignore[method-assign]
+        with open(self.path, "w") as file:
+            file.writelines(json.dumps(row) + "\n" for row in self.rows)
+
+
 def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
     """Play one project shape with default settings; what each stand-in saw, and the wall time."""
     from pydantic import SecretStr
@@ -695,10 +747,12 @@ def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
         url = {part: stands.urls[index] for index, group in enumerate(project.keys) for part in group}
         key = {part: key_of(group) for group in project.keys for part in group}
         proxy = Litellm(url, key, project.per_minute) if project.limit == "litellm" else nullcontext()
+        capacity = 0.0
         with proxy as edge:
             if edge is not None:  # the user and the judge reach the proxy, with its key
                 url |= {"user": edge.url, "judge": edge.url}
                 key |= {"user": PROXY_KEY, "judge": PROXY_KEY}
+                capacity = edge.capacity()
                 time.sleep((61 - time.time() % 60) % 60)  # from the first second of a minute, as the proxy counts them
             agent = JsonAgent(JsonEndpoint(url["agent"] + "/agent", {"authorization": f"Bearer {key['agent']}"}), reply="output.text")
             user = OpenAiModel(MODELS["user"], url["user"] + "/v1", key=SecretStr(key["user"]))
@@ -706,16 +760,26 @@ def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
             bench = Bench(agent, Models(user=user, judge=judge), Limits())
             journal = MemoryJournal()
             second = time.time() % 60
-            start = time.monotonic()
-            asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
-            wall = time.monotonic() - start
+            spent = edge.cpu() if edge is not None else 0.0
+            trace = os.environ.get("BUSY_TRACE")
+            if trace and getattr(arguments, "case", None):  # the --before child's, beside the run's
+                trace += "-before"
+            with Traced(trace) if trace else nullcontext() as traced:
+                started = time.time()
+                start = time.monotonic()
+                asyncio.run(bench.run(Plan((project_scenario(arguments),), attempts), journal))
+                wall = time.monotonic() - start
+                if traced is not None:
+                    traced.rows.append({"start": started, "wall": wall})
+                    traced.waits(journal.outcomes)
             stats = stands.stats()
             statuses = edge.statuses() if edge is not None else Counter()
+            spent = edge.cpu() - spent if edge is not None else 0.0
     stops = Counter(outcome.stop for outcome in journal.outcomes)
     verdicts = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
     durations = sorted(outcome.seconds for outcome in journal.outcomes)
     spread = [durations[min(len(durations) - 1, int(share * len(durations)))] for share in (0.5, 0.95)] + durations[-1:]
-    proxied = {"received": sum(statuses.values()), "refused": statuses["429"]}
+    proxied = {"received": sum(statuses.values()), "refused": statuses["429"], "capacity": capacity, "cpu": spent}
     return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": verdicts, "spread": spread, "keys": stats, "second": second, "proxy": proxied}
 
 
@@ -754,18 +818,24 @@ def honest_floor(project: Project, result: dict[str, Any], arguments: argparse.N
     """``project_floor`` for ``p-litellm`` as a client that honours the proxy's Retry-After can
     reach it: the minute before the last one a key's requests need is used up no sooner than it
     begins, its next request is refused then (nothing else tells a client it is used up), and the
-    proxy asks for PROXY_WAIT from that refusal, not for what is left of the minute. The run
-    begins in its first minute, so each minute but the last is left a whole wait after the one
-    before was: the last minute's requests go after (minutes - 1) waits, not at the clock's turn
-    of its minute, ``project_floor``'s, which the second of the minute the run began at brings
-    closer."""
+    proxy asks for PROXY_WAIT from that refusal, not for what is left of the minute. So the
+    minutes but the last are each a whole wait; and outside the waits, every request through the
+    proxy goes at what the proxy carries a second at the most (``Litellm.capacity``, measured
+    before the run): the key's requests, and the judge's of the attempts whose user's last
+    request came after the last wait (each judged after it), then the last answer's latency.
+    Without the proxy's capacity counted, the floor took it for instant: a run that sent each
+    minute's requests as quickly as the proxy answers them was still 13 s over it (13 s of 73)."""
     floors = [project_floor(project, result, arguments)]
+    asked = asked_of(arguments)
+    capacity = result["proxy"].get("capacity") or math.inf
     for group, stat in zip(project.keys, result["keys"], strict=True):
         if group == ("agent",):
             continue
-        minutes = math.ceil(stat["who"].get(group[0], 0) / project.per_minute)
-        if minutes > 1:
-            floors.append(PROXY_WAIT * (minutes - 1) + arguments.latency)
+        let_through = stat["who"].get(group[0], 0)
+        minutes = math.ceil(let_through / project.per_minute)
+        after = max(0, let_through - (minutes - 1) * (project.per_minute - 1))  # the router lets rpm - 1 through a minute
+        judged = math.ceil(after / asked["user"]) if group == ("user",) else 0
+        floors.append(PROXY_WAIT * (minutes - 1) + (let_through + judged) / capacity + arguments.latency)
     return max(floors)
 
 
@@ -808,7 +878,11 @@ def project_shown(project: Project, result: dict[str, Any] | None, arguments: ar
         refused, received = result["proxy"]["refused"], result["proxy"]["received"]
         each = f"proxy {result['proxy']['refused']}/{result['proxy']['received']}"
         waited = honest_floor(project, result, arguments)
-        honest = f"   honouring its {PROXY_WAIT:g} s: floor {waited:.1f}, {result['wall'] / waited:.2f}x"
+        carried = result["proxy"].get("capacity", 0.0)
+        honest = (
+            f"   honouring its {PROXY_WAIT:g} s at {carried:.0f} req/s through it: floor {waited:.1f}, {result['wall'] / waited:.2f}x;"
+            f" its CPU {result['proxy'].get('cpu', 0.0):.1f} s"
+        )
     spread = "/".join(f"{seconds:.1f}" for seconds in result["spread"])
     return (
         f"{floor:6.1f} {result['wall']:6.1f} {result['wall'] / floor:6.2f}x {refused / max(1, received):6.1%}"
@@ -855,6 +929,9 @@ def play_projects(names: list[str], arguments: argparse.Namespace) -> list[str]:
 
 LITELLM = TESTS.parent / ".venv-proxy" / "bin" / "litellm"
 PROXY_KEY = "sk-bench-proxy"
+PROBE = "probe-model"  # a deployment of the proxy's with no rpm, to measure what it carries a second
+PROBES = 320  # requests of the probe: about 5 s at what the proxy carries on 2 cores
+PROBING = 64  # at once: about as many as a run has under way through the proxy before its refusal
 
 
 class Litellm:
@@ -886,6 +963,9 @@ class Litellm:
                     },
                 }
                 for part in ("user", "judge")
+            ]
+            + [  # no rpm: what the proxy itself carries a second (``capacity``)
+                {"model_name": PROBE, "litellm_params": {"model": f"openai/{PROBE}", "api_base": self.upstream["user"] + "/v1", "api_key": self.keys["user"]}}
             ],
             "router_settings": {"num_retries": 0, "routing_strategy": "usage-based-routing-v2"},
         }
@@ -900,6 +980,7 @@ class Litellm:
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the price map shipped with it: no fetch
         }
         self._log = (self._folder / "proxy.log").open("wb")
+        self._probed: Counter[str] = Counter()
         self._process = subprocess.Popen(
             [str(LITELLM), "--config", str(self._folder / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)],
             cwd=self._folder,
@@ -921,9 +1002,55 @@ class Litellm:
         return self
 
     def statuses(self) -> Counter[str]:
-        """The status of each chat request the proxy answered, from its access log."""
+        """The status of each chat request of the run the proxy answered, from its access log (the
+        probe's taken off)."""
         found = re.findall(r'"POST /v1/chat/completions HTTP/1.1" (\d{3})', (self._folder / "proxy.log").read_text(errors="replace"))
-        return Counter(found)
+        return Counter(found) - self._probed
+
+    def capacity(self) -> float:
+        """Requests a second the proxy carries to its upstream and back, PROBES of them PROBING at
+        once on its deployment with no rpm, measured here, before the run, on the same machine:
+        a Python process that parses, routes, logs and forwards each request, which on 2 cores
+        with the stand-ins and the client beside it answers about 60 a second whatever the
+        concurrency (16 at once: 51 a second, 0.32 s each; 64: 65, 0.97 s; 128: 67, 1.65 s;
+        upstream 0.1 s). No client goes quicker through it; the floor counts it."""
+
+        # About as long as the user's and the judge's requests (TOKENS): the proxy counts the
+        # tokens of each, for its usage-based routing.
+        content = "Where is my parcel now, and when will it be here? " * 32
+        body = {"model": PROBE, "messages": [{"role": "user", "content": content}]}
+
+        async def probed() -> float:
+            left = list(range(PROBES))
+            async with httpx2.AsyncClient(trust_env=False, timeout=60) as client:
+
+                async def one() -> None:
+                    response = await client.post(self.url + "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {PROXY_KEY}"})
+                    response.raise_for_status()
+
+                async def each() -> None:
+                    while left:
+                        left.pop()
+                        await one()
+
+                await one()  # a first request alone: the proxy's first of a deployment sets it up
+                start = time.monotonic()
+                await asyncio.gather(*(each() for _ in range(PROBING)))
+                return PROBES / (time.monotonic() - start)
+
+        self._probed = Counter()
+        rate = asyncio.run(probed())
+        self._probed = self.statuses()
+        return rate
+
+    def cpu(self) -> float:
+        """Seconds of CPU the proxy's process has spent so far (Linux's /proc; 0 elsewhere): one
+        Python process, which no more than one core runs at a time."""
+        try:
+            fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def __exit__(self, *exc: object) -> None:
         self._process.terminate()
