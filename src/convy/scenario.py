@@ -707,8 +707,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         clock = time.monotonic()
         waits = Waits(running().time())
         noting = WAITS.set(waits)
+        # A run's judge is already ``Checked`` (``bench.RunJudge.within``): checked twice, it would
+        # cut the dialogue to what was said and read its ruling back twice, to the same effect.
+        checked = judge if isinstance(judge, Checked) else Checked(judge)
         try:
-            return await self._played(attempt, agent, user, Checked(judge), limit, started, clock, waits, review)
+            return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review)
         finally:
             WAITS.reset(noting)
 
