@@ -424,8 +424,14 @@ class Vigil:
 
     async def attempt(self, play: Awaitable[Any]) -> None:
         """Play one attempt, noting who refused it, and record it (or hold it back)."""
-        with self.vitals.noting() as noted:
+        # ``Vitals.noting``, in line: a generator's context manager made and gone through for
+        # every attempt cost more than the set and the variable it holds.
+        noted: set[Pulse] = set()
+        token = NOTED.set(noted)
+        try:
             outcome = await play
+        finally:
+            NOTED.reset(token)
         self.record(outcome, noted)
 
     def record(self, outcome: Any, noted: set[Pulse] | frozenset[Pulse] = frozenset()) -> None:
