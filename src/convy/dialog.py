@@ -17,6 +17,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import operator
 import re
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, TypeVar
@@ -600,12 +601,27 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
 
     def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
         # The model plays the user, so the roles are turned round: what it said before is
-        # "assistant", what the agent said is "user".
-        said = list(self._opening)
-        for turn in transcript.turns:
-            said.append(Said("assistant", turn.message))
-            said.append(Said("user", turn.answer.text or "[the agent said nothing]"))
-        return tuple(said)
+        # "assistant", what the agent said is "user". The messages of the dialogue it was last
+        # asked about are kept: a dialogue that goes on from it (the same turns, the very same
+        # objects, and more) has only its new turns' made, not every turn's again at every turn.
+        turns = transcript.turns
+        last = self._last
+        known, said = last[0]
+        if len(turns) < len(known) or not all(map(operator.is_, known, turns)):
+            known, said = (), self._opening
+        added: list[Said] = []
+        for turn in turns[len(known) :]:
+            added.append(Said("assistant", turn.message))
+            added.append(Said("user", turn.answer.text or "[the agent said nothing]"))
+        if added:
+            said += tuple(added)
+            last[0] = (turns, said)  # one assignment: whoever reads it finds turns and messages together
+        return said
+
+    @functools.cached_property
+    def _last(self) -> list[tuple[tuple[Turn, ...], tuple[Said, ...]]]:
+        """The turns of the dialogue last asked about and its messages, in a list of one."""
+        return [((), self._opening)]
 
     @functools.cached_property
     def _contained(self) -> Contained:
