@@ -566,7 +566,13 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
         a ``Reply`` and an empty message are a ``ModelFailure`` (an empty one an ``EmptyReply``,
         which its checks record as its ``empty`` fault), the user's failure and never the agent's.
         """
-        reply = await self._contained.reply(self._messages(transcript))
+        contained, messages = self._contained, self._messages(transcript)
+        try:  # ``Contained.reply``, in line: one coroutine less on every simulated turn
+            answered = await contained.model.reply(messages)
+        except BaseException as error:
+            contained.failed(error)
+            raise
+        reply = contained.kept(answered)
         if reply.cut():  # half a message is not what the user meant: never sent, never judged
             raise CutReply(self._cut(reply), (reply.usage,))
         text = reply.text.strip()
