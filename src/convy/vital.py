@@ -191,14 +191,15 @@ class Watched(msgspec.Struct, frozen=True):
 
     async def reply(self, messages: Any) -> Any:
         pulse: Pulse = self.pulse
-        if pulse.dead():
+        if not pulse.answered and pulse.dead():  # (one that answered lives: no call to ask, on every request)
             raise pulse.again()
         try:
             answered = await self.model.reply(messages)
         except HttpFailure as failure:
             pulse.refused(failure)
             raise
-        pulse.heard()
+        if not pulse.answered:
+            pulse.heard()
         return answered
 
 
@@ -245,7 +246,9 @@ class _WatchedConversation:
         except AgentFailure as failure:
             self._told(failure)
             raise
-        self._pulse.heard()
+        pulse = self._pulse
+        if not pulse.answered:
+            pulse.heard()
         return answer
 
     async def __aexit__(
