@@ -189,17 +189,23 @@ class Watched(msgspec.Struct, frozen=True):
     def name(self) -> str:
         return self.model.name
 
-    async def reply(self, messages: Any) -> Any:
+    def reply(self, messages: Any) -> Awaitable[Any]:
+        # Once its participant has answered, nothing it does changes its pulse (alive for the rest
+        # of the run, refusals no longer noted): the model's own request, without a coroutine here.
+        if self.pulse.answered:
+            return self.model.reply(messages)
+        return self._watched(messages)
+
+    async def _watched(self, messages: Any) -> Any:
         pulse: Pulse = self.pulse
-        if not pulse.answered and pulse.dead():  # (one that answered lives: no call to ask, on every request)
+        if pulse.dead():
             raise pulse.again()
         try:
             answered = await self.model.reply(messages)
         except HttpFailure as failure:
             pulse.refused(failure)
             raise
-        if not pulse.answered:
-            pulse.heard()
+        pulse.heard()
         return answered
 
 
@@ -240,15 +246,19 @@ class _WatchedConversation:
         self._manager = manager
         return self
 
-    async def turn(self, message: Message) -> Answer:
+    def turn(self, message: Message) -> Awaitable[Answer]:
+        # Once the agent has answered, nothing its turns do changes its pulse (``Watched.reply``).
+        if self._pulse.answered:
+            return self._origin.turn(message)
+        return self._watched(message)
+
+    async def _watched(self, message: Message) -> Answer:
         try:
             answer = await self._origin.turn(message)
         except AgentFailure as failure:
             self._told(failure)
             raise
-        pulse = self._pulse
-        if not pulse.answered:
-            pulse.heard()
+        self._pulse.heard()
         return answer
 
     async def __aexit__(
@@ -391,7 +401,7 @@ class Vitals:
     def stopped(self) -> DeadService | None:
         """The stop, once a participant is dead."""
         for pulse in self._pulses.values():  # a loop, not any() over a generator: asked twice an attempt
-            if pulse.dead():
+            if not pulse.answered and pulse.dead():  # (one that answered lives: no call to ask)
                 return self._stop()
         return None
 
