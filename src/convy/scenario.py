@@ -752,12 +752,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 moment -= clock
                 while True:
                     user_start = moment
-                    scripted = len(transcript.turns) < len(self.script)
-                    if len(transcript.turns) >= limit and (scripted or simulated):
+                    done = len(transcript.turns)
+                    scripted = done < len(self.script)
+                    if done >= limit and (scripted or simulated):
                         stop = "max_turns"
                         break
                     if scripted:
-                        spoken_text, usage = self.script[len(transcript.turns)], NoUsage()
+                        spoken_text, usage = self.script[done], NoUsage()
                     elif not simulated:
                         break
                     else:
@@ -794,9 +795,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     moment = time.monotonic() - clock
                     agent_seconds = moment - agent_start
                     pending, asked = "", None
-                    transcript = transcript + Turn(
-                        spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds
-                    )
+                    turn = Turn(spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds)
+                    transcript = Transcript(transcript.turns + (turn,))  # ``Transcript.__add__``, in line
                 mark = time.monotonic()
             closed = time.monotonic() - mark
         except OutOfTime as failure:
