@@ -27,7 +27,7 @@ The command words the likely fix (``cli.Cures``); this module says only what hap
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from contextvars import ContextVar
 from http import HTTPStatus
@@ -261,10 +261,12 @@ class _WatchedConversation:
         self._pulse.heard()
         return answer
 
-    async def __aexit__(
+    def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        await self._manager.__aexit__(kind, failed, trace)
+    ) -> Coroutine[Any, Any, bool | None]:
+        # The agent's own closing, awaited by the caller, without a coroutine here; what it comes
+        # to is TimeLimited's, None: an error that ends the conversation goes on.
+        return self._manager.__aexit__(kind, failed, trace)
 
     def _told(self, failure: AgentFailure) -> None:
         for cause in _causes(failure):
