@@ -449,6 +449,28 @@ def test_simulated_user_speaks() -> None:
     assert said.usage == Usage(5, 4)
 
 
+def test_simulated_user_sends_each_dialogue_its_own_messages_whatever_it_was_asked_before() -> None:
+    """Asked about dialogues that go on from one another, then about one that does not (another
+    attempt's, or a shorter one), the user's model is sent each dialogue's messages, whole."""
+    model = FakeModel(["Go on."])
+    user = SimulatedUser(model, "You are a customer.")
+    first, second, other = turn("Hi", "Hello"), turn("A lamp", "Noted"), turn("Hi", "Hey there")
+    for turns in ((), (first,), (first, second), (other,), (first, second), (first,), (other, second)):
+        asyncio.run(user.spoken(Transcript(turns)))
+    opening = model.requests[0]
+    said = [[(one.role, one.content) for one in request[len(opening) :]] for request in model.requests]
+    assert said == [
+        [],
+        [("assistant", "Hi"), ("user", "Hello")],
+        [("assistant", "Hi"), ("user", "Hello"), ("assistant", "A lamp"), ("user", "Noted")],
+        [("assistant", "Hi"), ("user", "Hey there")],
+        [("assistant", "Hi"), ("user", "Hello"), ("assistant", "A lamp"), ("user", "Noted")],
+        [("assistant", "Hi"), ("user", "Hello")],
+        [("assistant", "Hi"), ("user", "Hey there"), ("assistant", "A lamp"), ("user", "Noted")],
+    ]
+    assert all(request[: len(opening)] == opening for request in model.requests)
+
+
 def test_simulated_user_stop_is_finished() -> None:
     """A reply containing the stop mark ends the dialogue, whatever is around it."""
     said = spoken(FakeModel([f"Thanks, that is all. {STOP}"]))

@@ -194,24 +194,18 @@ class _Answering:
         try:
             manager = self._agent.conversation()
             self._origin = await manager.__aenter__()
-        except (AgentFailure, Busy):
+        except BaseException as error:
+            _failed(error)
             raise
-        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
-            if not Outside(error).theirs():
-                raise
-            raise AgentFailure(Outside(error).named()) from error
         self._manager = manager
         return self
 
     async def turn(self, message: Message) -> Answer:
         try:
             answer = await self._origin.turn(message)
-        except (AgentFailure, Busy):
+        except BaseException as error:
+            _failed(error)
             raise
-        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
-            if not Outside(error).theirs():
-                raise
-            raise AgentFailure(Outside(error).named()) from error
         return _kept(answer)
 
     async def __aexit__(
@@ -229,6 +223,16 @@ class _Answering:
                 raise
             if failed is None:
                 raise AgentFailure(Outside(error).named()) from error
+
+
+def _failed(error: BaseException) -> None:
+    """An error raised by the agent's code as it opens a conversation or answers a turn: its
+    ``AgentFailure`` raised from it, for the agent's code is not ours and any error of it is its
+    failure; nothing for an ``AgentFailure`` or a ``Busy`` (they go on as they are) or a stop of
+    convy itself, for the caller to raise as it is."""
+    if isinstance(error, (AgentFailure, Busy)) or not Outside(error).theirs():
+        return
+    raise AgentFailure(Outside(error).named()) from error
 
 
 def _kept(answer: object) -> Answer:
@@ -282,9 +286,17 @@ class _Limited:
 
     async def __aenter__(self) -> _Limited:
         scope = self._limits.deadlines.here(self._limits.open)
+        inner = self._inner
         try:
             with scope:
-                await self._inner.__aenter__()
+                # ``_Answering.__aenter__``, in line: one coroutine less on every attempt.
+                try:
+                    manager = inner._agent.conversation()
+                    inner._origin = await manager.__aenter__()
+                except BaseException as error:
+                    _failed(error)
+                    raise
+                inner._manager = manager
         except TimeoutError as error:
             if not scope.expired():
                 raise
@@ -297,7 +309,13 @@ class _Limited:
         token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:
-                return await self._inner.turn(message)
+                # ``_Answering.turn``, in line: one coroutine less on the way to every turn.
+                try:
+                    answer = await self._inner._origin.turn(message)
+                except BaseException as error:
+                    _failed(error)
+                    raise
+                return _kept(answer)
         except TimeoutError as error:
             if not scope.expired():
                 raise  # the agent's own timeout: its failure, not convy's time limit

@@ -17,6 +17,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import operator
 import re
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, TypeVar
@@ -565,7 +566,13 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
         a ``Reply`` and an empty message are a ``ModelFailure`` (an empty one an ``EmptyReply``,
         which its checks record as its ``empty`` fault), the user's failure and never the agent's.
         """
-        reply = await self._contained.reply(self._messages(transcript))
+        contained, messages = self._contained, self._messages(transcript)
+        try:  # ``Contained.reply``, in line: one coroutine less on every simulated turn
+            answered = await contained.model.reply(messages)
+        except BaseException as error:
+            contained.failed(error)
+            raise
+        reply = contained.kept(answered)
         if reply.cut():  # half a message is not what the user meant: never sent, never judged
             raise CutReply(self._cut(reply), (reply.usage,))
         text = reply.text.strip()
@@ -600,12 +607,27 @@ class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
 
     def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
         # The model plays the user, so the roles are turned round: what it said before is
-        # "assistant", what the agent said is "user".
-        said = list(self._opening)
-        for turn in transcript.turns:
-            said.append(Said("assistant", turn.message))
-            said.append(Said("user", turn.answer.text or "[the agent said nothing]"))
-        return tuple(said)
+        # "assistant", what the agent said is "user". The messages of the dialogue it was last
+        # asked about are kept: a dialogue that goes on from it (the same turns, the very same
+        # objects, and more) has only its new turns' made, not every turn's again at every turn.
+        turns = transcript.turns
+        last = self._last
+        known, said = last[0]
+        if len(turns) < len(known) or not all(map(operator.is_, known, turns)):
+            known, said = (), self._opening
+        added: list[Said] = []
+        for turn in turns[len(known) :]:
+            added.append(Said("assistant", turn.message))
+            added.append(Said("user", turn.answer.text or "[the agent said nothing]"))
+        if added:
+            said += tuple(added)
+            last[0] = (turns, said)  # one assignment: whoever reads it finds turns and messages together
+        return said
+
+    @functools.cached_property
+    def _last(self) -> list[tuple[tuple[Turn, ...], tuple[Said, ...]]]:
+        """The turns of the dialogue last asked about and its messages, in a list of one."""
+        return [((), self._opening)]
 
     @functools.cached_property
     def _contained(self) -> Contained:

@@ -168,20 +168,33 @@ class Contained(msgspec.Struct, frozen=True):
     async def reply(self, messages: tuple[Said, ...]) -> Reply:
         try:
             answered = await self.model.reply(messages)
-        except ModelFailure:
+        except BaseException as error:
+            self.failed(error)
             raise
-        except Busy as busy:
-            raise StillBusy(f"model {self.model.name}: {Outside(busy).text()}") from busy
-        except HttpFailure as error:
+        return self.kept(answered)
+
+    # ``reply`` in two steps, around the model's own request, so that a caller asking for every
+    # simulated turn (``dialog.SimulatedUser``) takes it without a coroutine of its own.
+
+    def failed(self, error: BaseException) -> None:
+        """The model's request raised ``error``: the ``ModelFailure`` it is, raised from it;
+        nothing for a ``ModelFailure`` or a stop of convy itself, which go on as they are."""
+        if isinstance(error, ModelFailure):
+            return
+        if isinstance(error, Busy):
+            raise StillBusy(f"model {self.model.name}: {Outside(error).text()}") from error
+        if isinstance(error, HttpFailure):
             # The service failed the request, not the model its answer: told apart by its kind,
             # here where it is caught, so an attempt it ends is the service's (``NoVerdict.service``).
             # A request that reached the service is counted, its tokens not reported.
             spent = (NoUsage(),) if getattr(error, "reached", True) else ()
             raise ServiceFailure(f"model {self.model.name} failed: {Outside(error).named()}", spent) from error
-        except BaseException as error:  # a bug in the model's code (a SystemExit too) must not stop the run
-            if not Outside(error).theirs():
-                raise
-            raise ModelFailure(f"model {self.model.name} failed: {Outside(error).named()}") from error
+        if not Outside(error).theirs():  # a bug in the model's code (a SystemExit too) must not stop the run
+            return
+        raise ModelFailure(f"model {self.model.name} failed: {Outside(error).named()}") from error
+
+    def kept(self, answered: object) -> Reply:
+        """What the model answered, as a ``Reply``, or the ``ModelFailure`` it is."""
         try:
             reply = _REPLY.decode(msgspec.json.encode(answered))
         except Exception as error:  # whatever it returned, of any type, holding anything

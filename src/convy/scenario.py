@@ -707,8 +707,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         clock = time.monotonic()
         waits = Waits(running().time())
         noting = WAITS.set(waits)
+        # A run's judge is already ``Checked`` (``bench.RunJudge.within``): checked twice, it would
+        # cut the dialogue to what was said and read its ruling back twice, to the same effect.
+        checked = judge if isinstance(judge, Checked) else Checked(judge)
         try:
-            return await self._played(attempt, agent, user, Checked(judge), limit, started, clock, waits, review)
+            return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review)
         finally:
             WAITS.reset(noting)
 
@@ -749,12 +752,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 moment -= clock
                 while True:
                     user_start = moment
-                    scripted = len(transcript.turns) < len(self.script)
-                    if len(transcript.turns) >= limit and (scripted or simulated):
+                    done = len(transcript.turns)
+                    scripted = done < len(self.script)
+                    if done >= limit and (scripted or simulated):
                         stop = "max_turns"
                         break
                     if scripted:
-                        spoken_text, usage = self.script[len(transcript.turns)], NoUsage()
+                        spoken_text, usage = self.script[done], NoUsage()
                     elif not simulated:
                         break
                     else:
@@ -791,9 +795,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     moment = time.monotonic() - clock
                     agent_seconds = moment - agent_start
                     pending, asked = "", None
-                    transcript = transcript + Turn(
-                        spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds
-                    )
+                    turn = Turn(spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds)
+                    transcript = Transcript(transcript.turns + (turn,))  # ``Transcript.__add__``, in line
                 mark = time.monotonic()
             closed = time.monotonic() - mark
         except OutOfTime as failure:

@@ -27,7 +27,7 @@ The command words the likely fix (``cli.Cures``); this module says only what hap
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from contextvars import ContextVar
 from http import HTTPStatus
@@ -189,7 +189,14 @@ class Watched(msgspec.Struct, frozen=True):
     def name(self) -> str:
         return self.model.name
 
-    async def reply(self, messages: Any) -> Any:
+    def reply(self, messages: Any) -> Awaitable[Any]:
+        # Once its participant has answered, nothing it does changes its pulse (alive for the rest
+        # of the run, refusals no longer noted): the model's own request, without a coroutine here.
+        if self.pulse.answered:
+            return self.model.reply(messages)
+        return self._watched(messages)
+
+    async def _watched(self, messages: Any) -> Any:
         pulse: Pulse = self.pulse
         if pulse.dead():
             raise pulse.again()
@@ -239,7 +246,13 @@ class _WatchedConversation:
         self._manager = manager
         return self
 
-    async def turn(self, message: Message) -> Answer:
+    def turn(self, message: Message) -> Awaitable[Answer]:
+        # Once the agent has answered, nothing its turns do changes its pulse (``Watched.reply``).
+        if self._pulse.answered:
+            return self._origin.turn(message)
+        return self._watched(message)
+
+    async def _watched(self, message: Message) -> Answer:
         try:
             answer = await self._origin.turn(message)
         except AgentFailure as failure:
@@ -248,10 +261,12 @@ class _WatchedConversation:
         self._pulse.heard()
         return answer
 
-    async def __aexit__(
+    def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        await self._manager.__aexit__(kind, failed, trace)
+    ) -> Coroutine[Any, Any, bool | None]:
+        # The agent's own closing, awaited by the caller, without a coroutine here; what it comes
+        # to is TimeLimited's, None: an error that ends the conversation goes on.
+        return self._manager.__aexit__(kind, failed, trace)
 
     def _told(self, failure: AgentFailure) -> None:
         for cause in _causes(failure):
@@ -388,7 +403,7 @@ class Vitals:
     def stopped(self) -> DeadService | None:
         """The stop, once a participant is dead."""
         for pulse in self._pulses.values():  # a loop, not any() over a generator: asked twice an attempt
-            if pulse.dead():
+            if not pulse.answered and pulse.dead():  # (one that answered lives: no call to ask)
                 return self._stop()
         return None
 
@@ -424,8 +439,14 @@ class Vigil:
 
     async def attempt(self, play: Awaitable[Any]) -> None:
         """Play one attempt, noting who refused it, and record it (or hold it back)."""
-        with self.vitals.noting() as noted:
+        # ``Vitals.noting``, in line: a generator's context manager made and gone through for
+        # every attempt cost more than the set and the variable it holds.
+        noted: set[Pulse] = set()
+        token = NOTED.set(noted)
+        try:
             outcome = await play
+        finally:
+            NOTED.reset(token)
         self.record(outcome, noted)
 
     def record(self, outcome: Any, noted: set[Pulse] | frozenset[Pulse] = frozenset()) -> None:
