@@ -69,10 +69,9 @@ def test_after_the_first_answer_the_waiting_requests_go_spaced_not_at_once() -> 
 
 def test_a_strict_limit_of_50_a_second_with_no_headers_is_found_with_one_refusal() -> None:
     """500 requests against a strict bucket of 50 a second that tells nothing: the pace that
-    opened at the first answer, each gap at most a twentieth shorter than the last, is refused
-    once where it passes the limit, and is found there, a little under the quickest let through:
-    one pause in all
-    (11.7 s of virtual time against a floor of 10 s; 13.2 s and three refusals when the places'
+    opened at the first answer, grown a twentieth at each answer, is refused once where it passes
+    the limit, and is found there, a little under the quickest let through: one pause in all
+    (12.1 s of virtual time against a floor of 10 s; 13.2 s and three refusals when the places'
     worth went at once after the first answer, and the pace was made up from that refusal,
     doubling to the limit's, refused there a second time)."""
     service = Bare(Bucket(50, 1, headers=False))
@@ -96,7 +95,7 @@ def test_conversations_against_services_with_no_limit_are_not_held_by_the_openin
     user's last), each participant's places growing from the start's, against two services over
     HTTP that answer in 100 ms, tell nothing and limit nothing: the opening pace (the places'
     worth over an answer's latency, never slower than the places) lets them grow as they would
-    with none, and all end within 2 s of virtual time (1.92 s; 2.40 s when the places' worth went
+    with none, and all end within 2 s of virtual time (1.79 s; 2.40 s when the places' worth went
     at once after the first answer)."""
     unlimited = Bucket(1e9, 1e9, headers=False)
     user_service, agent_service = Bare(unlimited, name="user's model"), Bare(unlimited, name="agent")

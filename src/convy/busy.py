@@ -1124,13 +1124,7 @@ class Places:
         if pace.rate > 0.0 and self._unmetered():
             # The pace found without word from the service is the service's: the next send of
             # any participant on its key keeps a gap after this one.
-            rate = pace.rate
-            if pace.opening:
-                # While it opens, each gap at most a step shorter than the last: grown by the
-                # places at an answer, it jumped from 42 a second to 66 between two sends, and
-                # the refusal that ended it found the limit only within that (43 against 50).
-                rate = pace.gapped = min(rate, pace.gapped * _OPEN_STEP) if pace.gapped else rate
-            pace.next = max(pace.next, now) + 1.0 / rate
+            pace.next = max(pace.next, now) + 1.0 / pace.rate
         if self.per_minute:
             # A cap per minute is kept on average: a send let go a little late (a timer fired
             # late, a place came free late) is made up by the next, by at most a tenth of a gap.

@@ -338,7 +338,6 @@ class Pace:
         self.opening = False
         self.opened = False  # whether that was done already for this service
         self.latency = 1.0  # the first answer's latency, where it opened the pace
-        self.gapped = 0.0  # while it opens, the rate of the last gap kept
         self.estimated = False  # found at that refusal, and refused nothing since
         self.step = math.inf  # the most it grows at one answer while doubling
         # Whether a request sent at the rate was answered: a rate made up from a pause, with
