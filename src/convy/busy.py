@@ -100,6 +100,10 @@ _OPEN_STEP = 1.05
 # The gaps let through before a refusal tell the limit when the quickest of them is at least
 # _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
 _SPACED = 0.9
+# At the first refusal after a service's first answer (``_opening_refused``), the sends let through
+# went at the pace when the quickest of them is at least _OPEN_SPACED of the refused one's: the
+# opening pace grows at most twice between two sends (the places doubled).
+_OPEN_SPACED = 0.5
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -1404,7 +1408,9 @@ class Places:
         through, and under the gap the refused one came after the send before it: the pace is the
         lower of the two, a little under. The opening pace need not have spaced the sends (a
         participant whose requests come as its neighbours' answers do: the agent's, after the
-        simulated user's), so the sends themselves tell, not the pace they were let go at.
+        simulated user's), so the sends themselves tell, not the pace they were let go at; and
+        where they went far slower than the refused one, they tell only that the limit is
+        between, and the pace goes on growing from halfway.
         Where no two sends were let through (the lone first answer's, the limit under one request
         per latency), nothing is found: it is made up as where nothing paced the service."""
         pace.opening = False
@@ -1431,10 +1437,22 @@ class Places:
             pace.step = _STEP
             return True
         gap = self._gap(send)
-        pace.rate = min(quickest, 1 / gap if gap > 0 else quickest) * _BARE_AIM
-        # Found, even where the refused send came far quicker than those let through (spaced by
-        # what came to send, not by the pace): what a participant's requests came at so far is
-        # what it needs, about, and a pace grown on from there to its next refusal cost a pause
+        refused = 1 / gap if gap > 0 else quickest
+        if quickest < _OPEN_SPACED * refused:
+            # The sends let through went far slower than the refused one (more than the opening
+            # pace grows between two sends: twice, where the places doubled), spaced by what came
+            # to send, not by the pace: the limit is somewhere between the two, not at the lower.
+            # Taken for it, the pace stayed there, growing a two-thousandth a second
+            # (tests/test_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
+            # agent at 28). From halfway between (the geometric mean), it grows a step at most at
+            # each answer while it holds requests back, so only a participant that needs more
+            # than what its sends went at so far climbs on to a second refusal.
+            pace.rate = math.sqrt(quickest * min(refused, send.pace or refused)) * _BARE_AIM
+            pace.step = _STEP
+            return True
+        pace.rate = min(quickest, refused) * _BARE_AIM
+        # Found, where the refused send came at most twice as quick as those let through: the
+        # limit is within that, and a pace grown on from there to its next refusal cost a pause
         # of every participant waiting on it (bench/busy.py p-bare@3000: the agent's key refused
         # twice at the start, each time a second of every conversation).
         pace.growing = False
