@@ -101,8 +101,8 @@ _OPEN_STEP = 1.05
 # _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
 _SPACED = 0.9
 # At the first refusal after a service's first answer (``_opening_refused``), the sends let through
-# went at the pace when the quickest of them is at least _OPEN_SPACED of the refused one's: the
-# opening pace grows at most twice between two sends (the places doubled).
+# went at the pace when the quickest of them is at least _OPEN_SPACED of the pace the refused one
+# was let go at: the opening pace grows at most twice between two sends (the places doubled).
 _OPEN_SPACED = 0.5
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
@@ -1408,9 +1408,9 @@ class Places:
         through, and under the gap the refused one came after the send before it: the pace is the
         lower of the two, a little under. The opening pace need not have spaced the sends (a
         participant whose requests come as its neighbours' answers do: the agent's, after the
-        simulated user's), so the sends themselves tell, not the pace they were let go at; and
-        where they went far slower than the refused one, they tell only that the limit is
-        between, and the pace goes on growing from halfway.
+        simulated user's), so the sends themselves tell, not the pace they were let go at; but
+        where they went far slower than that pace, they tell only that the limit is at least
+        theirs, and the pace goes on growing from halfway to the refused one's gap.
         Where no two sends were let through (the lone first answer's, the limit under one request
         per latency), nothing is found: it is made up as where nothing paced the service."""
         pace.opening = False
@@ -1438,15 +1438,19 @@ class Places:
             return True
         gap = self._gap(send)
         refused = 1 / gap if gap > 0 else quickest
-        if quickest < _OPEN_SPACED * refused:
-            # The sends let through went far slower than the refused one (more than the opening
-            # pace grows between two sends: twice, where the places doubled), spaced by what came
-            # to send, not by the pace: the limit is somewhere between the two, not at the lower.
+        if quickest < _OPEN_SPACED * send.pace:
+            # The sends let through went far slower than the pace the refused one was let go at
+            # (more than the opening pace grows between two sends: twice, where the places
+            # doubled), spaced by what came to send, not by the pace: the limit is somewhere
+            # between what they went at and the refused one's gap, not at the lower.
             # Taken for it, the pace stayed there, growing a two-thousandth a second
             # (tests/test_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
             # agent at 28). From halfway between (the geometric mean), it grows a step at most at
             # each answer while it holds requests back, so only a participant that needs more
-            # than what its sends went at so far climbs on to a second refusal.
+            # than what its sends went at so far climbs on to a second refusal. (Compared with the
+            # refused one's gap instead, a loaded machine's send refused 13 a second after sends
+            # let through at 13, against a limit of 50, was taken for the limit: bench/busy.py
+            # p-bare@3000 3.4x its floor.)
             pace.rate = math.sqrt(quickest * min(refused, send.pace or refused)) * _BARE_AIM
             pace.step = _STEP
             return True
