@@ -1455,10 +1455,10 @@ class Places:
             pace.step = _STEP
             return True
         pace.rate = min(quickest, refused) * _BARE_AIM
-        # Found, where the refused send came at most twice as quick as those let through: the
-        # limit is within that, and a pace grown on from there to its next refusal cost a pause
-        # of every participant waiting on it (bench/busy.py p-bare@3000: the agent's key refused
-        # twice at the start, each time a second of every conversation).
+        # Found, where the sends let through went at the pace, or at least half of it: the limit
+        # is between them and the refused one, and a pace grown on from there to its next
+        # refusal cost a pause of every participant waiting on it (bench/busy.py p-bare@3000:
+        # the agent's key refused twice at the start, each time a second of every conversation).
         pace.growing = False
         pace.estimated = True
         return True
