@@ -104,6 +104,9 @@ _SPACED = 0.9
 # went at the pace when the quickest of them is at least _OPEN_SPACED of the pace the refused one
 # was let go at: the opening pace grows at most twice between two sends (the places doubled).
 _OPEN_SPACED = 0.5
+# And they bracket the limit when the quickest of them is at least _OPEN_BRACKET of the refused
+# one's rate (its gap after the send before it): the pace is found there, under the two.
+_OPEN_BRACKET = 0.8
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -1409,8 +1412,9 @@ class Places:
         lower of the two, a little under. The opening pace need not have spaced the sends (a
         participant whose requests come as its neighbours' answers do: the agent's, after the
         simulated user's), so the sends themselves tell, not the pace they were let go at; but
-        where they went far slower than that pace, they tell only that the limit is at least
-        theirs, and the pace goes on growing from halfway to the refused one's gap.
+        where they went far slower than that pace, or than the refused one, they tell only that
+        the limit is at least theirs, and the pace goes on growing from halfway to the refused
+        one's gap.
         Where no two sends were let through (the lone first answer's, the limit under one request
         per latency), nothing is found: it is made up as where nothing paced the service."""
         pace.opening = False
@@ -1438,27 +1442,31 @@ class Places:
             return True
         gap = self._gap(send)
         refused = 1 / gap if gap > 0 else quickest
-        if quickest < _OPEN_SPACED * send.pace:
+        if quickest < _OPEN_SPACED * send.pace or quickest < _OPEN_BRACKET * refused:
             # The sends let through went far slower than the pace the refused one was let go at
             # (more than the opening pace grows between two sends: twice, where the places
-            # doubled), spaced by what came to send, not by the pace: the limit is somewhere
-            # between what they went at and the refused one's gap, not at the lower.
+            # doubled), spaced by what came to send, not by the pace; or far slower than the
+            # refused one itself went: the limit is somewhere between what they went at and the
+            # refused one's gap, not at the lower.
             # Taken for it, the pace stayed there, growing a two-thousandth a second
             # (tests/test_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
             # agent at 28). From halfway between (the geometric mean), it grows a step at most at
             # each answer while it holds requests back, so only a participant that needs more
             # than what its sends went at so far climbs on to a second refusal. (Compared with the
-            # refused one's gap instead, a loaded machine's send refused 13 a second after sends
+            # refused one's gap alone, a loaded machine's send refused 13 a second after sends
             # let through at 13, against a limit of 50, was taken for the limit: bench/busy.py
-            # p-bare@3000 3.4x its floor.)
+            # p-bare@3000 3.4x its floor. And where only the sends were at the pace, the user's
+            # key there was found at 30 to 34 a second against 50, the refused one at 45 to 64:
+            # 1.6x to 2.0x its floor.)
             pace.rate = math.sqrt(quickest * min(refused, send.pace or refused)) * _BARE_AIM
             pace.step = _STEP
             return True
         pace.rate = min(quickest, refused) * _BARE_AIM
-        # Found, where the sends let through went at the pace, or at least half of it: the limit
-        # is between them and the refused one, and a pace grown on from there to its next
-        # refusal cost a pause of every participant waiting on it (bench/busy.py p-bare@3000:
-        # the agent's key refused twice at the start, each time a second of every conversation).
+        # Found, where the sends let through went at the pace, or at least half of it, and close
+        # under the refused one: the limit is between them, and a pace grown on from there to its
+        # next refusal cost a pause of every participant waiting on it (bench/busy.py
+        # p-bare@3000: the agent's key refused twice at the start, each time a second of every
+        # conversation).
         pace.growing = False
         pace.estimated = True
         return True
