@@ -1442,7 +1442,8 @@ class Places:
             return True
         gap = self._gap(send)
         refused = 1 / gap if gap > 0 else quickest
-        if quickest < _OPEN_SPACED * send.pace or quickest < _OPEN_BRACKET * refused:
+        spaced = quickest >= _OPEN_SPACED * send.pace
+        if not spaced or quickest < _OPEN_BRACKET * refused:
             # The sends let through went far slower than the pace the refused one was let go at
             # (more than the opening pace grows between two sends: twice, where the places
             # doubled), spaced by what came to send, not by the pace; or far slower than the
@@ -1458,7 +1459,10 @@ class Places:
             # p-bare@3000 3.4x its floor. And where only the sends were at the pace, the user's
             # key there was found at 30 to 34 a second against 50, the refused one at 45 to 64:
             # 1.6x to 2.0x its floor.)
-            pace.rate = math.sqrt(quickest * min(refused, send.pace or refused)) * _BARE_AIM
+            # Where the sends did go at the pace, the limit was seen near them (from halfway up,
+            # the user's key at 50 went at 52, refused again at the pause's end and halved).
+            between = math.sqrt(quickest * min(refused, send.pace or refused))
+            pace.rate = (quickest if spaced else between) * _BARE_AIM
             pace.step = _STEP
             return True
         pace.rate = min(quickest, refused) * _BARE_AIM
