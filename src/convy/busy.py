@@ -19,8 +19,10 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   under way named none answers in-process (a fake, an agent's own code), where waiting would
   protect nothing. Where the service tells what is left of its limits
   (``Quota``: requests and tokens left, and when they are whole again), the participant paces its
-  sends on that before any refusal. Where it tells nothing, a refusal sets a pace a little under
-  the rate the service let through, and the pace grows slowly while requests pass and wait for
+  sends on that before any refusal. Where it tells nothing, the requests that waited for its
+  first answer go at a pace of the places' worth over that answer's latency, not at once (a
+  strict limit refuses the second of two sent together), growing at each answer until the first
+  refusal; a refusal sets a pace a little under the rate the service let through, and the pace grows slowly while requests pass and wait for
   it: additive
   increase, multiplicative decrease, on the rate and not on the places. ``per_minute`` caps it;
 - how long one request may wait for a busy service in all (``Patience``). A refusal's pause
@@ -49,7 +51,7 @@ import msgspec
 
 from convy.deadlines import LIMIT
 from convy.loops import running
-from convy.quota import TOLD, UNSAID, Heard, NoQuota, Quota, Ration, Service, Services, Told
+from convy.quota import TOLD, UNSAID, Heard, NoQuota, Pace, Quota, Ration, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
@@ -91,9 +93,20 @@ _STEP = 1.05
 # within that step (bench/busy.py p-bare@300: the user's key found at 4.2 a second against 5).
 _FIRST_STEP = 1.1
 _BARE_CUT = 0.98
+# The step of the pace at each answer from the service's first answer to its first refusal
+# (``_opened``): a service with no limit outgrows it within some answers, and a limit's refusal
+# brackets it within the step.
+_OPEN_STEP = 1.05
 # The gaps let through before a refusal tell the limit when the quickest of them is at least
 # _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
 _SPACED = 0.9
+# At the first refusal after a service's first answer (``_opening_refused``), the sends let through
+# went at the pace when the quickest of them is at least _OPEN_SPACED of the pace the refused one
+# was let go at: the opening pace grows at most twice between two sends (the places doubled).
+_OPEN_SPACED = 0.5
+# And they bracket the limit when the quickest of them is at least _OPEN_BRACKET of the refused
+# one's rate (its gap after the send before it): the pace is found there, under the two.
+_OPEN_BRACKET = 0.8
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -482,7 +495,8 @@ class Places:
     def _unpaced(self) -> bool:
         """Whether nothing paces this participant's sends: no rate its service told, no pace found
         from its refusals, no per-minute cap."""
-        return not self.per_minute and self._service.pace.rate == 0.0 and self._unmetered()
+        pace = self._service.pace
+        return not self.per_minute and (pace.rate == 0.0 or pace.opening) and self._unmetered()
 
     def _timed(self, latency: float) -> bool:
         """Whether an answer that took ``latency`` came in time: it, and the median of the latest
@@ -548,7 +562,8 @@ class Places:
         pace, not the places, was what held the sends."""
         if self.cap or send.number <= self._narrowed_after:
             return
-        if self.per_minute or not self._unmetered() or self._service.pace.rate > 0:
+        pace = self._service.pace
+        if self.per_minute or not self._unmetered() or (pace.rate > 0 and not pace.opening):
             return
         self._narrowed_after = self._service.sends - 1
         self.size = max(1, self.size // 2)
@@ -1220,7 +1235,7 @@ class Places:
                 # anything was answered): kept, its next send waited out a whole second more.
                 pass
             elif pace.growing:
-                pace.rate *= min(2 ** (2 * seconds), pace.step)
+                pace.rate *= pace.step if pace.opening else min(2 ** (2 * seconds), pace.step)
                 # The gap after the last send shrinks with it: a pace made up from a pause (one
                 # request a second) doubled would otherwise still wait out the whole second.
                 pace.next -= seconds - 1.0 / pace.rate
@@ -1240,8 +1255,32 @@ class Places:
         let_through = pace.let_through(now)
         if let_through > pace.most:
             pace.most = let_through
+        if not pace.opened and send.service is self._service:
+            self._opened(pace, now - send.moment)
+        elif pace.opening and now - send.moment >= _OVERLAP:
+            # Never slower than the places' worth over an answer's latency: the places double in
+            # a round of answers while nothing refuses (``_kept_up``), and a pace that grew only
+            # its step at each answer held them back (bench/busy.py p-free: 1.9 s against 1.7).
+            pace.rate = max(pace.rate, self.size / (now - send.moment))
         if self._service.share < _SHARE_MOST and self._news(send):
             self._grown()
+
+    def _opened(self, pace: Pace, latency: float) -> None:
+        """The service's first answer, which took ``latency``: where it said nothing of its limits
+        and nothing paces it, the sends waiting for it (a service not heard from gets one request
+        at a time, ``_alone``) go at a pace of the places' worth over that latency, which grows by
+        _OPEN_STEP at each answer while it holds requests back, until the first refusal. Let go at
+        once, the second of them reached a strict limit with no gap, and was refused: a whole
+        Retry-After before anything was found of the limit, and a second refusal at the end of
+        the climb from the pace made up from that one (bench/busy.py p-bare@3000, p-all-bare:
+        two pauses of a second each)."""
+        pace.opened = True
+        if self.per_minute or pace.rate > 0.0 or not self._unmetered() or latency < _OVERLAP:
+            return
+        pace.rate = max(self.size, 1) / latency
+        pace.latency = latency
+        pace.step = _OPEN_STEP
+        pace.opening = True
 
     def _news(self, send: _Send) -> bool:
         """Whether an answer or refusal of ``send`` is news of the pace: it was sent after the
@@ -1268,6 +1307,19 @@ class Places:
             said = max(self._reset(told.heard, "requests"), self._reset(told.heard, "tokens"))
             if first and said > 0 and pause:
                 pause = min(pause, said + _ROUNDING)
+            pace = self._service.pace
+            if pace.opening:
+                # The opening pace let this participant's request go beside a neighbour's, which
+                # the limit could not take: the opening ends, at the pace the sends let through so
+                # far went at, or, where they tell nothing, a request per the first answer's
+                # latency, doubling every half second from there.
+                # Kept, it went on after the pause as quickly, refused again: two pauses where a
+                # run without it had one (bench/busy.py p-all-bare, the agent's first request).
+                pace.opening = False
+                latest = _Send(self._service, self._service.sends, now)
+                quickest = self._quickest(latest) if pace.most > 1 else math.inf
+                pace.rate = quickest * _BARE_AIM if quickest < math.inf else 1 / pace.latency
+                pace.step, pace.proven = math.inf, True
             self._pause(now, pause, told)
             self._release()
             return
@@ -1321,7 +1373,9 @@ class Places:
                     cut = max(cut, _SHARE_HELD_CUT)
                 service.share = max(_SHARE_LEAST, service.share * cut)
             let_through = pace.let_through(now)
-            if pace.rate > 0 and pace.growing and send.pace > 0:
+            if pace.opening and self._opening_refused(send, pace):
+                pass
+            elif pace.rate > 0 and pace.growing and send.pace > 0:
                 # The pace has just passed the limit: as close to it as can be told is the pace
                 # half a step before the refused send's, or the quickest the last sends went
                 # and were let through, whichever is lower. Unless no request sent at the pace
@@ -1390,6 +1444,86 @@ class Places:
             pace.rate = max(pace.rate, 0.01)
         self._pause(now, pause, told)
         self._landed(send)
+
+    def _opening_refused(self, send: _Send, pace: Pace) -> bool:
+        """The first refusal since the service's first answer (``_opened``), of ``send``: whether
+        it found the pace. The limit is at least the quickest the last sends went and were let
+        through, and under the gap the refused one came after the send before it: the pace is the
+        lower of the two, a little under. The opening pace need not have spaced the sends (a
+        participant whose requests come as its neighbours' answers do: the agent's, after the
+        simulated user's), so the sends themselves tell, not the pace they were let go at; but
+        where they went far slower than that pace, or than the refused one, they tell only that
+        the limit is at least theirs, and the pace goes on growing from halfway to the refused
+        one's gap.
+        Where no two sends were let through (the lone first answer's, the limit under one request
+        per latency), nothing is found: it is made up as where nothing paced the service."""
+        pace.opening = False
+        pace.step = math.inf
+        quickest = self._quickest(send)
+        if pace.most <= 1:
+            if quickest == math.inf:
+                pace.rate = 0.0  # the lone first answer's next send: made up from what was let through
+                return False
+            # A later one, those before it not answered yet: the limit is at least about one
+            # request per the first answer's latency (the lone answer's next send went so), as
+            # made up where the places' worth went at once; a little under, doubling from there.
+            pace.rate = _CUT / pace.latency
+            pace.proven = True
+            return True
+        pace.proven = True
+        if quickest == math.inf:
+            # No two sends let through since the last pause (the first after it was refused, the
+            # pause a neighbour's): half the pace it went at, growing a step at most at each
+            # answer. Made up from what was let through, as though nothing had paced the
+            # service, it started from one request a second (bench/busy.py p-all-bare: 0.9 a
+            # second against 20, the start of the run lost).
+            pace.rate = send.pace / 2
+            pace.step = _STEP
+            return True
+        gap = self._gap(send)
+        refused = 1 / gap if gap > 0 else quickest
+        spaced = quickest >= _OPEN_SPACED * send.pace
+        if not spaced or quickest < _OPEN_BRACKET * refused:
+            # The sends let through went far slower than the pace the refused one was let go at
+            # (more than the opening pace grows between two sends: twice, where the places
+            # doubled), spaced by what came to send, not by the pace; or far slower than the
+            # refused one itself went: the limit is somewhere between what they went at and the
+            # refused one's gap, not at the lower.
+            # Taken for it, the pace stayed there, growing a two-thousandth a second
+            # (tests/test_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
+            # agent at 28). From halfway between (the geometric mean), it grows a step at most at
+            # each answer while it holds requests back, so only a participant that needs more
+            # than what its sends went at so far climbs on to a second refusal. (Compared with the
+            # refused one's gap alone, a loaded machine's send refused 13 a second after sends
+            # let through at 13, against a limit of 50, was taken for the limit: bench/busy.py
+            # p-bare@3000 3.4x its floor. And where only the sends were at the pace, the user's
+            # key there was found at 30 to 34 a second against 50, the refused one at 45 to 64:
+            # 1.6x to 2.0x its floor.)
+            # Where the sends did go at the pace, the limit was seen near them (from halfway up,
+            # the user's key at 50 went at 52, refused again at the pause's end and halved).
+            between = math.sqrt(quickest * min(refused, send.pace or refused))
+            pace.rate = (quickest if spaced else between) * _BARE_AIM
+            pace.step = _STEP
+            return True
+        pace.rate = min(quickest, refused) * _BARE_AIM
+        # Found, where the sends let through went at the pace, or at least half of it, and close
+        # under the refused one: the limit is between them, and a pace grown on from there to its
+        # next refusal cost a pause of every participant waiting on it (bench/busy.py
+        # p-bare@3000: the agent's key refused twice at the start, each time a second of every
+        # conversation).
+        pace.growing = False
+        pace.estimated = True
+        return True
+
+    def _gap(self, refused: _Send) -> float:
+        """The seconds between a refused send and the send before it (0 when unknown)."""
+        later = -1.0
+        for number, moment in reversed(self._service.sent):
+            if number == refused.number:
+                later = moment
+            elif number < refused.number:
+                return later - moment if later >= 0 else 0.0
+        return 0.0
 
     def _pause(self, now: float, pause: float, told: Told) -> None:
         """A refusal's pause of ``pause`` seconds from ``now``: the next send of every participant

@@ -332,6 +332,12 @@ class Pace:
     def __init__(self) -> None:
         self.rate = 0.0  # requests a second, all participants together (0: not paced)
         self.growing = True  # doubling until the first refusal after the start's
+        # Set at the service's first answer, where it said nothing of its limits: the places'
+        # worth spread over that answer's latency, grown by a step at each answer until the first
+        # refusal, rather than sent at once (``Places._counted``).
+        self.opening = False
+        self.opened = False  # whether that was done already for this service
+        self.latency = 1.0  # the first answer's latency, where it opened the pace
         self.estimated = False  # found at that refusal, and refused nothing since
         self.step = math.inf  # the most it grows at one answer while doubling
         # Whether a request sent at the rate was answered: a rate made up from a pause, with
