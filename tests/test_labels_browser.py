@@ -64,15 +64,20 @@ def test_marks_kept_downloaded_added_and_measured(browser: Any, project: Project
     # Kept by the browser for this file: a reload finds them. The page writes localStorage at
     # once, but the browser takes the write into its store a moment later, and a page loaded
     # before then reads the old value (seen once in three clean-clone suites at once): reload only
-    # once another page of the file sees both marks, and the address names attempt 2.
-    probe = visits[0].context.new_page()
-    probe.goto(report.as_uri())
-    probe.wait_for_function(
-        """() => { const text = localStorage.getItem('convy-labels:' + JSON.stringify(['bot', 'r1']));
-                   return text !== null && JSON.parse(text).labels.length === 2; }""",
-        polling=POLL_MS,
-    )
-    probe.close()
+    # once another page of the file, loaded anew, sees both marks, and the address names attempt 2.
+    # A probe page is loaded anew each time: one that read the store before the write reached it
+    # keeps what it read, and once waited 300 s for news of it that never came (a clean clone's suite).
+    while True:
+        probe = visits[0].context.new_page()
+        probe.goto(report.as_uri())
+        seen = probe.evaluate(
+            """() => { const text = localStorage.getItem('convy-labels:' + JSON.stringify(['bot', 'r1']));
+                       return text !== null && JSON.parse(text).labels.length === 2; }"""
+        )
+        probe.close()
+        if seen:
+            break
+        page.wait_for_timeout(POLL_MS)  # a look again a moment later, until the test's own timeout
     page.bring_to_front()
     page.wait_for_function("() => location.hash.includes('a=2')", polling=POLL_MS)
     page.reload()
