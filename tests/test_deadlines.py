@@ -218,6 +218,27 @@ def test_a_limit_begun_again_is_the_same_object_once_its_block_ended_and_runs_ou
     assert in_virtual_time(main) == (True, True, 5.0, True)
 
 
+def test_a_limit_begun_again_at_another_length_runs_out_at_that_length_and_the_first_length_no_longer_stops_it() -> None:
+    # A conversation's opening (60 s), then its turns (120 s): the same object, watched among the
+    # limits of its new length. The 60 s timer armed for the opening rings without stopping the
+    # turn, which runs out 120 s after it began.
+    deadlines = Deadlines()
+
+    async def main() -> tuple[bool, float, bool]:
+        loop = asyncio.get_running_loop()
+        opening = deadlines.here(60.0)
+        with opening:
+            pass
+        turn = opening.again(120.0)
+        began = loop.time()
+        with pytest.raises(TimeoutError):
+            with turn:
+                await asyncio.sleep(600)
+        return turn is opening, loop.time() - began, turn.expired()
+
+    assert in_virtual_time(main) == (True, 120.0, True)
+
+
 def test_a_held_wait_is_not_counted_and_a_limit_of_the_same_length_runs_out_meanwhile() -> None:
     # A limit of 10 s held for 20 s of its block (a wait for a busy service) runs out 10 s of its own
     # time after it began, at 30 s; another of 10 s begun at 1 s and not held runs out at 11 s.

@@ -277,15 +277,17 @@ class _Limited:
     """TimeLimited's conversation: Accountable's, opened, answering each turn and closed within
     the limits. A plain class, entered once, as ``_Answering``."""
 
-    __slots__ = ("_limits", "_inner", "_turns")
+    __slots__ = ("_limits", "_inner", "_scope")
 
     def __init__(self, limits: TimeLimited) -> None:
         self._limits = limits
         self._inner = _Answering(limits.agent)
-        self._turns: Deadline | None = None  # the last turn's limit, begun again for the next
+        # The opening's limit, begun again for each turn and the closing (``Deadline.again``): one
+        # limit made for a whole conversation.
+        self._scope: Deadline | None = None
 
     async def __aenter__(self) -> _Limited:
-        scope = self._limits.deadlines.here(self._limits.open)
+        scope = self._scope = self._limits.deadlines.here(self._limits.open)
         inner = self._inner
         try:
             with scope:
@@ -304,8 +306,9 @@ class _Limited:
         return self
 
     async def turn(self, message: Message) -> Answer:
-        turns = self._turns
-        scope = self._turns = self._limits.deadlines.here(self._limits.turn) if turns is None else turns.again()
+        last = self._scope
+        seconds = self._limits.turn
+        scope = self._scope = self._limits.deadlines.here(seconds) if last is None else last.again(seconds)
         token = LIMIT.set(scope)  # a wait for a busy service inside the turn is not the agent's time
         try:
             with scope:
@@ -329,10 +332,22 @@ class _Limited:
         """Close the agent's conversation within the limit. When the conversation is already
         ending on an error (Ctrl+C's cancellation included), that error goes on, whatever the
         closing does."""
-        scope = self._limits.deadlines.here(self._limits.close)
+        last = self._scope
+        seconds = self._limits.close
+        scope = self._scope = self._limits.deadlines.here(seconds) if last is None else last.again(seconds)
         try:
             with scope:
-                await self._inner.__aexit__(kind, failed, trace)
+                # ``_Answering.__aexit__``, in line: one coroutine less on every attempt.
+                try:
+                    await self._inner._manager.__aexit__(kind, failed, trace)
+                except (AgentFailure, Busy):
+                    if failed is None:
+                        raise
+                except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+                    if not Outside(error).theirs():
+                        raise
+                    if failed is None:
+                        raise AgentFailure(Outside(error).named()) from error
         except TimeoutError as error:
             if failed is not None:
                 return
@@ -403,7 +418,7 @@ async def turned(places: Places, turn: Callable[[Message], Awaitable[Answer]], m
     # A turn whose requests are paced one by one (``inward``) takes no slot of the pace itself; one
     # begun before that was known is paced as a request, and its requests are not paced again.
     inward = places.inward
-    under_way = Turn(places, inward)  # positional: a keyword costs more on every turn
+    under_way = places.turns[inward]
     ticket = None if inward else places.freely(False)
     if ticket is None:
         return await _retried(places, turn, message, under_way, None)

@@ -391,6 +391,9 @@ class Places:
         self._free = False
         self._unnamed = _Unnamed(self)
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
+        # An agent's turn under way (``agent.turned``), by whether its requests are paced: made
+        # once, not on every turn (a turn holds nothing else).
+        self.turns = (Turn(self, False), Turn(self, True))
         self._doubling = True  # places with no cap: one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
         self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (_kept_up)

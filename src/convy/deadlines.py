@@ -5,9 +5,9 @@ block ends: a run of 10,000 attempts of 6 turns made and threw away 80,000 timer
 for blocks that ended at once. ``Deadlines`` keeps the limits of one length under way in a set and
 arms one timer, at the end of the first of them; when it rings, every limit whose time has come
 expires, and the timer is armed again at the end of the first one left. A limit that ends leaves
-the set; one of a conversation's turns is the same object again for the next turn (``again``), so
-a turn's limit makes nothing and arms nothing. A ``Deadline`` is used as ``asyncio.timeout`` is,
-with the same meaning: when its time is up, the task is cancelled, and the block ends in
+the set; a conversation's limit is the same object again for its next turn and its closing
+(``again``), so a turn's limit makes nothing and arms nothing. A ``Deadline`` is used as
+``asyncio.timeout`` is, with the same meaning: when its time is up, the task is cancelled, and the block ends in
 ``TimeoutError`` unless it was cancelled for another reason too (then the cancellation goes on);
 ``expired`` tells a limit's own ``TimeoutError`` from one raised inside. A block inside may be
 ``held``: its time is not counted, and the limit ends that much later (``LIMIT`` is the limit of
@@ -45,26 +45,32 @@ class Deadline:
         self._held = 0  # waits under way that the limit does not count (a busy service's)
         self._held_at = 0.0  # when the first of them began
 
-    def again(self) -> Deadline:
-        """A limit of the same length from now, for a block of the task running now, entered by
-        it at once, as ``Deadlines.here`` makes it: this same object once its block has ended
-        (the turns of a conversation, one after another), else a new one."""
+    def again(self, seconds: float | None = None) -> Deadline:
+        """A limit of ``seconds`` (the same length as this one's unless given) from now, for a
+        block of the task running now, entered by it at once, as ``Deadlines.here`` makes it: this
+        same object once its block has ended (the opening, turns and closing of a conversation,
+        one after another), else a new one."""
         deadlines = self._deadlines
         loop = deadlines._loop
+        length = self._seconds if seconds is None else seconds
         # A task running now in the loop the limits were last used in is of the loop running
         # now: the one thread runs one loop at a time. Asking so, rather than for the running loop
         # (which asks the system for the process's id on every call), costs a dictionary's lookup.
         task = asyncio.current_task(loop) if self._ended and loop is not None else None
         if task is None or loop is None:
-            return deadlines.here(self._seconds)
-        self.when = loop.time() + self._seconds
+            return deadlines.here(length)
+        self.when = loop.time() + length
         self._task = task
         self._cancelling = task.cancelling()
         self._expired = self._ended = False
         self._held = 0
-        self._under_way.add(self)
-        if self._seconds not in deadlines._timers:
-            deadlines._armed(self.when, self._seconds, loop)
+        if length == self._seconds:
+            self._under_way.add(self)
+            if length not in deadlines._timers:
+                deadlines._armed(self.when, length, loop)
+        else:  # watched among the limits of its new length, as a new one would be
+            self._seconds = length
+            deadlines._watched(self, loop)
         return self
 
     def held(self) -> _Held:
