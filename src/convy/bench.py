@@ -275,7 +275,13 @@ class Bench(msgspec.Struct, frozen=True):
                 seat = await stage.seat()
                 try:
                     vigil.alive()  # a participant is dead: no attempt starts
-                    one = await _taken(plan, spending)
+                    # The next attempt: at once with no budget (no coroutine to await for it), else
+                    # once the spending lets it start.
+                    one: Planned | None
+                    if spending is None:
+                        one = next(plan, None)
+                    else:
+                        one = await spending.taken(plan, Planned.key)
                 except BaseException:
                     seat.release()
                     raise
@@ -331,13 +337,6 @@ class Bench(msgspec.Struct, frozen=True):
             for key, scenario in unique.items()
         }
         return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns, places["judge"])
-
-
-async def _taken(plan: Iterator[Planned], spending: Spending | None) -> Planned | None:
-    """The next attempt of ``plan``: at once with no budget, else once ``spending`` lets it start."""
-    if spending is None:
-        return next(plan, None)
-    return await spending.taken(plan, Planned.key)
 
 
 class Stage(msgspec.Struct, frozen=True):

@@ -758,7 +758,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                         stop = "max_turns"
                         break
                     if scripted:
-                        spoken_text, usage = self.script[done], NoUsage()
+                        message, usage = Message(self.script[done]), NoUsage()
                     elif not simulated:
                         break
                     else:
@@ -785,13 +785,14 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                             case Finished():
                                 ending = ((spoken.usage,), time.monotonic() - clock - user_start)
                                 break
-                            case Message(text=said):
-                                spoken_text, usage = said, spoken.usage
+                            case Message() as message:  # sent to the agent as the user said it
+                                usage = spoken.usage
+                    spoken_text = message.text
                     agent_start = time.monotonic() - clock
                     user_seconds = agent_start - user_start
                     pending = spoken_text
                     asked = None if scripted else ((usage,), user_seconds)
-                    answer = await conversation.turn(Message(spoken_text))
+                    answer = await conversation.turn(message)
                     moment = time.monotonic() - clock
                     agent_seconds = moment - agent_start
                     pending, asked = "", None
