@@ -263,7 +263,8 @@ class Bench(msgspec.Struct, frozen=True):
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
             vigil.journal = Counted(journal, spending)
 
-        workers = min(len(planned), stage.hands())
+        total = len(planned)  # the same all run long: asked once, not before every attempt
+        workers = min(total, stage.hands())
 
         async def worker(group: asyncio.TaskGroup) -> None:
             # A worker takes an agent's place before it takes an attempt, so an attempt starts, and
@@ -288,7 +289,7 @@ class Bench(msgspec.Struct, frozen=True):
                 if one is None:
                     seat.release()
                     return
-                if workers < min(len(planned), stage.hands()):
+                if workers < min(total, stage.hands()):
                     # Places with no cap have grown: one more worker, waiting for the next place.
                     workers += 1
                     group.create_task(worker(group))

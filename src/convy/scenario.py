@@ -826,8 +826,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 if reviewed.faults:
                     faults = tuple(sorted(faults + reviewed.faults, key=lambda fault: fault.turn))
                 unchecked, reviewing = reviewed.unchecked, reviewed.requests
-            withheld = Noted.withholding(faults)
-            if result is None and withheld and not counted:
+            withheld = () if counted or result is not None else Noted.withholding(faults)  # none when counted
+            if withheld:
                 result = NoVerdict("user", "; ".join(fault.said() for fault in withheld))
         judged = await self.judged(transcript, judge, result)
         judge_seconds = time.monotonic() - clock - judge_start

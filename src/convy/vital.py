@@ -27,7 +27,7 @@ The command words the likely fix (``cli.Cures``); this module says only what hap
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Coroutine, Iterator
+from collections.abc import Awaitable, Coroutine, Iterator, Set
 from contextlib import AbstractAsyncContextManager, contextmanager
 from contextvars import ContextVar
 from http import HTTPStatus
@@ -375,7 +375,7 @@ class Vitals:
         pulse.heard()
         self._told[(who, name)] = (True, len(pulse.refusals))
 
-    def kept(self, outcome: Any, noted: set[Pulse]) -> list[Any]:
+    def kept(self, outcome: Any, noted: Set[Pulse]) -> list[Any]:
         """The attempts to record now: this one, unless a participant that refused it incurably has
         not answered yet (then it is held), and those held before whose participants have all
         answered since."""
@@ -452,7 +452,7 @@ class Vigil:
     def record(self, outcome: Any, noted: set[Pulse] | frozenset[Pulse] = frozenset()) -> None:
         """Record an attempt whose ``noted`` participants refused it before they ever answered — now,
         or once they answer — with those held before and released since; then stop if one is dead."""
-        for ready in self.vitals.kept(outcome, set(noted)):
+        for ready in self.vitals.kept(outcome, noted):  # read, not kept: no copy
             self.journal.record(ready)
             self.recorded += 1
         self.alive()
