@@ -274,31 +274,32 @@ class Accountable(msgspec.Struct, frozen=True):
 
 
 class _Limited:
-    """TimeLimited's conversation: Accountable's, opened, answering each turn and closed within
-    the limits. A plain class, entered once, as ``_Answering``."""
+    """TimeLimited's conversation: Accountable's (``_Answering``'s steps, in line: it holds the
+    agent's context manager and conversation itself), opened, answering each turn and closed
+    within the limits. A plain class, entered once, as ``_Answering``."""
 
-    __slots__ = ("_limits", "_inner", "_scope")
+    __slots__ = ("_limits", "_manager", "_origin", "_scope")
+    _manager: AbstractAsyncContextManager[Conversation]  # both set once the agent's is open
+    _origin: Conversation
 
     def __init__(self, limits: TimeLimited) -> None:
         self._limits = limits
-        self._inner = _Answering(limits.agent)
         # The opening's limit, begun again for each turn and the closing (``Deadline.again``): one
         # limit made for a whole conversation.
         self._scope: Deadline | None = None
 
     async def __aenter__(self) -> _Limited:
         scope = self._scope = self._limits.deadlines.here(self._limits.open)
-        inner = self._inner
         try:
             with scope:
                 # ``_Answering.__aenter__``, in line: one coroutine less on every attempt.
                 try:
-                    manager = inner._agent.conversation()
-                    inner._origin = await manager.__aenter__()
+                    manager = self._limits.agent.conversation()
+                    self._origin = await manager.__aenter__()
                 except BaseException as error:
                     _failed(error)
                     raise
-                inner._manager = manager
+                self._manager = manager
         except TimeoutError as error:
             if not scope.expired():
                 raise
@@ -314,7 +315,7 @@ class _Limited:
             with scope:
                 # ``_Answering.turn``, in line: one coroutine less on the way to every turn.
                 try:
-                    answer = await self._inner._origin.turn(message)
+                    answer = await self._origin.turn(message)
                 except BaseException as error:
                     _failed(error)
                     raise
@@ -339,7 +340,7 @@ class _Limited:
             with scope:
                 # ``_Answering.__aexit__``, in line: one coroutine less on every attempt.
                 try:
-                    await self._inner._manager.__aexit__(kind, failed, trace)
+                    await self._manager.__aexit__(kind, failed, trace)
                 except (AgentFailure, Busy):
                     if failed is None:
                         raise

@@ -481,7 +481,8 @@ class _SeatedConversation:
 
     async def __aenter__(self) -> _SeatedConversation:
         try:
-            self._origin = await self._seated.places.retried(self._opened, paced=False)
+            # Not paced (``paced`` False), given positionally: a keyword costs more on every attempt.
+            self._origin = await self._seated.places.retried(self._opened, False)
         except BaseException:
             self._seated.seat.release()
             raise
