@@ -650,13 +650,22 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         """The judge's decisions and the checks, together in the scenario's order."""
         judged = iter(ruling.claims)
         decided: list[Claim] = []
+        for check in self._entries:
+            decided.append(next(judged) if check is None else check.claim(transcript))
+        return Verdict(tuple(decided))
+
+    @functools.cached_property
+    def _entries(self) -> tuple[Check | None, ...]:
+        """Its ``judge:`` entries as ``verdict`` walks them, told apart once rather than on every
+        attempt: each check, and ``None`` for a claim the judge decides."""
+        found: list[Check | None] = []
         for entry in self.judge:
             match entry:
                 case Rule(check=Check() as check):
-                    decided.append(check.claim(transcript))
+                    found.append(check)
                 case _:
-                    decided.append(next(judged))
-        return Verdict(tuple(decided))
+                    found.append(None)
+        return tuple(found)
 
     def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
         """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
