@@ -1451,10 +1451,11 @@ class Places:
         through, and under the gap the refused one came after the send before it: the pace is the
         lower of the two, a little under. The opening pace need not have spaced the sends (a
         participant whose requests come as its neighbours' answers do: the agent's, after the
-        simulated user's), so the sends themselves tell, not the pace they were let go at; but
-        where they went far slower than that pace, or than the refused one, they tell only that
-        the limit is at least theirs, and the pace goes on growing from halfway to the refused
-        one's gap.
+        simulated user's), so the sends themselves tell, not the pace they were let go at, and
+        where they went close under the refused one, the pace is found there whatever pace they
+        were let go at; but where they went far slower than the refused one, they tell only that
+        the limit is at least theirs, and the pace goes on growing from theirs, or, where they
+        went far slower than the pace too, from halfway to the refused one's gap.
         Where no two sends were let through (the lone first answer's, the limit under one request
         per latency), nothing is found: it is made up as where nothing paced the service."""
         pace.opening = False
@@ -1483,12 +1484,12 @@ class Places:
         gap = self._gap(send)
         refused = 1 / gap if gap > 0 else quickest
         spaced = quickest >= _OPEN_SPACED * send.pace
-        if not spaced or quickest < _OPEN_BRACKET * refused:
-            # The sends let through went far slower than the pace the refused one was let go at
-            # (more than the opening pace grows between two sends: twice, where the places
-            # doubled), spaced by what came to send, not by the pace; or far slower than the
-            # refused one itself went: the limit is somewhere between what they went at and the
-            # refused one's gap, not at the lower.
+        if quickest < _OPEN_BRACKET * refused:
+            # The sends let through went far slower than the refused one itself went: the limit
+            # is somewhere between what they went at and the refused one's gap, not at the lower.
+            # Where they went far slower than the pace the refused one was let go at too (more
+            # than the opening pace grows between two sends: twice, where the places doubled),
+            # spaced by what came to send, not by the pace, the pace grows on from halfway.
             # Taken for it, the pace stayed there, growing a two-thousandth a second
             # (tests/test_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
             # agent at 28). From halfway between (the geometric mean), it grows a step at most at
@@ -1506,11 +1507,14 @@ class Places:
             pace.step = _STEP
             return True
         pace.rate = min(quickest, refused) * _BARE_AIM
-        # Found, where the sends let through went at the pace, or at least half of it, and close
-        # under the refused one: the limit is between them, and a pace grown on from there to its
-        # next refusal cost a pause of every participant waiting on it (bench/busy.py
-        # p-bare@3000: the agent's key refused twice at the start, each time a second of every
-        # conversation).
+        # Found, where the sends let through went close under the refused one: the limit is
+        # between them, and a pace grown on from there to its next refusal cost a pause of every
+        # participant waiting on it (bench/busy.py p-bare@3000: the agent's key refused twice at
+        # the start, each time a second of every conversation). So too where they went far
+        # slower than the opening pace (spaced by what came to send): close under the refused
+        # one, halfway between was as likely over the limit as under (the agent's key at 50 a
+        # second, let through at 50, refused at 59, started at 53, refused at its first send
+        # after the pause and halved: three refusals).
         pace.growing = False
         pace.estimated = True
         return True
