@@ -690,7 +690,8 @@ def project_scenario(arguments: argparse.Namespace) -> Any:
 
 class Traced:
     """Where ``BUSY_TRACE`` names a file, every request of the run as JSON lines: who (the model,
-    or the path), when it was sent and answered (the clock's seconds), its status, what is left
+    or the path), when it was sent, on the wire (its head written, where the HTTP layer told) and
+    answered (the clock's seconds), its status, what is left
     that the answer said and the wait a refusal asked for; and after the run each wait convy chose
     (``Outcome.waits``, who, from when, how long, why). A hook of the bench's, around the HTTP
     layer's one request (``JsonConnection._response``): convy itself keeps no such log."""
@@ -700,13 +701,24 @@ class Traced:
         self.rows: list[dict[str, Any]] = []
 
     def __enter__(self) -> Traced:
-        from convy.http import JsonConnection
+        import contextvars
 
-        self._connection, self._original = JsonConnection, JsonConnection._response
-        rows, original = self.rows, self._original
+        from convy import http
+
+        self._connection, self._original = http.JsonConnection, http.JsonConnection._response
+        self._wire, self._hook = http._OnTheWire, http._OnTheWire.__call__
+        rows, original, hook = self.rows, self._original, self._hook
+        current: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("traced", default=None)
+
+        async def on_the_wire(wire: Any, event: str, info: dict[str, Any]) -> None:
+            await hook(wire, event, info)
+            row = current.get()
+            if row is not None and event.endswith(".send_request_headers.complete"):
+                row["wire"] = time.time()  # when its head was written: the moment the limit counts, give or take the way
 
         async def traced(connection: Any, body: Any, path: str) -> Any:
             row: dict[str, Any] = {"who": (body.get("model") if isinstance(body, dict) else None) or path, "sent": time.time()}
+            current.set(row)
             try:
                 response = await original(connection, body, path)
             except Exception as error:
@@ -717,7 +729,8 @@ class Traced:
             rows.append(row)
             return response
 
-        JsonConnection._response = traced  # type: ignore[method-assign]
+        http.JsonConnection._response = traced  # type: ignore[method-assign]
+        http._OnTheWire.__call__ = on_the_wire  # type: ignore[method-assign]
         return self
 
     def waits(self, outcomes: Any) -> None:
@@ -730,6 +743,7 @@ class Traced:
 
     def __exit__(self, *exc: object) -> None:
         self._connection._response = self._original  # type: ignore[method-assign]
+        self._wire.__call__ = self._hook  # type: ignore[method-assign]
         with open(self.path, "w") as file:
             file.writelines(json.dumps(row) + "\n" for row in self.rows)
 

@@ -5,6 +5,7 @@ stand-in's strict bucket (``standin.Bucket`` without headers)."""
 from __future__ import annotations
 
 import asyncio
+import random
 
 from clock import in_virtual_time
 from standin import Bucket
@@ -40,6 +41,28 @@ class Bare:
             raise Busy("429 Too Many Requests", float(wait))
         await asyncio.sleep(self.latency)
         return "answer"
+
+
+class Wired(Bare):
+    """``Bare`` reached through a way to the wire as convy's HTTP layer's: each request takes from
+    half a millisecond to ``most`` seconds there (a new connection, the loop busy; seeded), waits
+    at the wire for the moment its ``Told`` says it may be written, and tells when it was; the
+    limit counts it from then."""
+
+    def __init__(self, limit: Bucket, name: str, seed: int, most: float = 0.008) -> None:
+        super().__init__(limit, name=name)
+        self.way = random.Random(seed)
+        self.most = most
+
+    async def __call__(self) -> str:
+        told = TOLD.get()
+        if told is not None and not told.service:
+            told.service = self.name
+        await asyncio.sleep(self.way.uniform(0.0005, self.most))
+        if told is not None:
+            await told.writable()
+            told.wrote(asyncio.get_running_loop().time())
+        return await super().__call__()
 
 
 def played(service: Bare, places: int, requests: int) -> float:
@@ -118,3 +141,41 @@ def test_conversations_against_services_with_no_limit_are_not_held_by_the_openin
     seconds = in_virtual_time(main)
     assert user_service.refused == agent_service.refused == 0
     assert seconds <= 2.0, f"{seconds:.2f} s of virtual time"
+
+
+def test_a_refusal_close_over_the_sends_let_through_finds_the_pace() -> None:
+    """125 conversations (a simulated user's request, then the agent's, three turns, and the
+    user's last), each participant on a strict bucket of 50 a second of its own that tells
+    nothing, reached through a way to the wire of up to 8 ms (twelve seeded ways): no key is
+    refused more than twice, the opening's refusal and one more, and the two keys 40 times in all
+    (35; 48 before, a third refusal of a key in two ways). Where a refusal came close over the
+    quickest sends let through, on the wire, the limit is between the two, and the pace is found
+    there: read from when the sends were let go, sends 21 ms apart on the wire were taken for 19,
+    the pace found over the limit and refused at its first send after the pause; and the agent's
+    sends, which come as the user's answers do, far slower than its pace, were taken to tell only
+    that the limit is at least theirs, the pace started from halfway to the refused one's gap, as
+    likely over the limit as under, or grew on from them to a third refusal."""
+    most, refusals = [], 0
+    for seed in range(1, 13):
+        agent_service = Wired(Bucket(50, 1, headers=False), "agent", seed)
+        user_service = Wired(Bucket(50, 1, headers=False), "user's model", seed + 100)
+
+        async def main(user_service: Wired = user_service, agent_service: Wired = agent_service) -> None:
+            user, agent = Places(0, "user", patience=Patience(600)), Places(0, "agent", patience=Patience(600))
+
+            async def conversation() -> None:
+                async with agent.one():
+                    for _ in range(3):
+                        await user.sent(user_service)
+                        await agent.retried(agent_service)
+                    await user.sent(user_service)
+
+            await asyncio.gather(*(conversation() for _ in range(125)))
+
+        in_virtual_time(main)
+        assert sum(1 for _, let in agent_service.reached if let) == 375
+        assert sum(1 for _, let in user_service.reached if let) == 500
+        most.append(max(user_service.refused, agent_service.refused))
+        refusals += user_service.refused + agent_service.refused
+    assert max(most) <= 2, f"the most refusals of a key, in each way: {most}"
+    assert refusals <= 40, f"{refusals} refusals"

@@ -107,6 +107,10 @@ _OPEN_SPACED = 0.5
 # And they bracket the limit when the quickest of them is at least _OPEN_BRACKET of the refused
 # one's rate (its gap after the send before it): the pace is found there, under the two.
 _OPEN_BRACKET = 0.8
+# Where they went far slower than the pace but still at least _OPEN_WIDE of the refused one's rate,
+# the pace grows on from theirs, not from halfway: halfway up so narrow a bracket was as likely
+# over the limit as under.
+_OPEN_WIDE = 0.5
 _AGAIN = 2.0
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -1128,6 +1132,15 @@ class Places:
         if self._unwritten is send:
             self._unwritten = None
         if not self._service.strict:
+            if send.service is self._service and self._unmetered():
+                # A service that tells nothing, before its first refusal: where its sends went on
+                # the wire is what its limit saw, and what that refusal reads (``_quickest``,
+                # ``_gap``). Their way there takes from half a millisecond to several (a new
+                # connection, the loop busy), as much as a quarter of a gap at 50 a second: read
+                # from when they were let go, sends let through 21 ms apart on the wire were taken
+                # for 19, and the pace found over the limit, refused at its first send after the
+                # pause and twice more (a virtual clock's way to the wire of up to 8 ms).
+                self._service.wired(send.number, moment)
             return
         lead = min(self._leads) if self._leads else 0.0
         if send.service is self._service:
@@ -1389,7 +1402,19 @@ class Places:
                 if pace.proven:
                     quickest = self._quickest(send)
                     half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
-                    if quickest == math.inf or quickest < _SPACED * send.pace * half_step**2:
+                    gap = self._gap(send)
+                    refused = 1 / gap if gap > 0 else math.inf
+                    if quickest < math.inf and quickest >= _OPEN_BRACKET * refused:
+                        # The refused send itself came close over the quickest let through
+                        # (on the wire): the limit is between the two, whatever pace the sends
+                        # were let go at, as at the opening's refusal. Read from the pace alone,
+                        # the agent's sends, spaced by the user's answers, were taken for slower
+                        # than it, and the pace grew on from them to a third refusal (a virtual
+                        # clock's way to the wire of up to 8 ms, 50 a second).
+                        pace.rate = min(quickest, refused) * _BARE_AIM
+                        pace.growing = False
+                        pace.estimated = True
+                    elif quickest == math.inf or quickest < _SPACED * send.pace * half_step**2:
                         # No two sends let through since the last pause: the refused one's pace
                         # is too quick, and nothing tells how much. Half of it, still doubling,
                         # is found from below, where what is let through tells; a pace kept
@@ -1454,10 +1479,11 @@ class Places:
         through, and under the gap the refused one came after the send before it: the pace is the
         lower of the two, a little under. The opening pace need not have spaced the sends (a
         participant whose requests come as its neighbours' answers do: the agent's, after the
-        simulated user's), so the sends themselves tell, not the pace they were let go at; but
-        where they went far slower than that pace, or than the refused one, they tell only that
-        the limit is at least theirs, and the pace goes on growing from halfway to the refused
-        one's gap.
+        simulated user's), so the sends themselves tell, not the pace they were let go at, and
+        where they went close under the refused one, the pace is found there whatever pace they
+        were let go at; but where they went far slower than the refused one, they tell only that
+        the limit is at least theirs, and the pace goes on growing from theirs, or, where they
+        went far slower than the pace too, from halfway to the refused one's gap.
         Where no two sends were let through (the lone first answer's, the limit under one request
         per latency), nothing is found: it is made up as where nothing paced the service."""
         pace.opening = False
@@ -1486,12 +1512,15 @@ class Places:
         gap = self._gap(send)
         refused = 1 / gap if gap > 0 else quickest
         spaced = quickest >= _OPEN_SPACED * send.pace
-        if not spaced or quickest < _OPEN_BRACKET * refused:
-            # The sends let through went far slower than the pace the refused one was let go at
-            # (more than the opening pace grows between two sends: twice, where the places
-            # doubled), spaced by what came to send, not by the pace; or far slower than the
-            # refused one itself went: the limit is somewhere between what they went at and the
-            # refused one's gap, not at the lower.
+        if quickest < _OPEN_BRACKET * refused:
+            # The sends let through went far slower than the refused one itself went: the limit
+            # is somewhere between what they went at and the refused one's gap, not at the lower.
+            # Where they went far slower than the pace the refused one was let go at too (more
+            # than the opening pace grows between two sends: twice, where the places doubled),
+            # spaced by what came to send, not by the pace, the pace grows on from halfway, unless
+            # they went at least half as quick as the refused one (_OPEN_WIDE): halfway up from
+            # 50 to 62 a second on the wire was 55.6, against a limit of 50, refused at its first
+            # send after the pause and halved (a virtual clock's way to the wire of up to 8 ms).
             # Taken for it, the pace stayed there, growing a two-thousandth a second
             # (tests/test_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
             # agent at 28). From halfway between (the geometric mean), it grows a step at most at
@@ -1505,15 +1534,18 @@ class Places:
             # Where the sends did go at the pace, the limit was seen near them (from halfway up,
             # the user's key at 50 went at 52, refused again at the pause's end and halved).
             between = math.sqrt(quickest * min(refused, send.pace or refused))
-            pace.rate = (quickest if spaced else between) * _BARE_AIM
+            pace.rate = (quickest if spaced or quickest >= _OPEN_WIDE * refused else between) * _BARE_AIM
             pace.step = _STEP
             return True
         pace.rate = min(quickest, refused) * _BARE_AIM
-        # Found, where the sends let through went at the pace, or at least half of it, and close
-        # under the refused one: the limit is between them, and a pace grown on from there to its
-        # next refusal cost a pause of every participant waiting on it (bench/busy.py
-        # p-bare@3000: the agent's key refused twice at the start, each time a second of every
-        # conversation).
+        # Found, where the sends let through went close under the refused one: the limit is
+        # between them, and a pace grown on from there to its next refusal cost a pause of every
+        # participant waiting on it (bench/busy.py p-bare@3000: the agent's key refused twice at
+        # the start, each time a second of every conversation). So too where they went far
+        # slower than the opening pace (spaced by what came to send): close under the refused
+        # one, halfway between was as likely over the limit as under (the agent's key at 50 a
+        # second, let through at 50, refused at 59, started at 53, refused at its first send
+        # after the pause and halved: three refusals).
         pace.growing = False
         pace.estimated = True
         return True
@@ -1576,6 +1608,7 @@ class Places:
             if moment < self._service.pace.resumed or len(moments) > _QUICKEST:
                 break
             moments.append(moment)
+        moments.sort(reverse=True)  # moments on the wire (``Service.wired``) may come in another order
         gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
         return 1 / min(gaps) if gaps and min(gaps) > 0 else math.inf
 

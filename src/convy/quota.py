@@ -139,6 +139,7 @@ class Told:
 
 
 _GRAIN = 0.001  # how late the event loop's timers may ring
+_WIRED_BACK = 16  # how far back among the latest sends one that went on the wire is looked for
 # The fewest units in use that tell a bucket's rate within 5%, each count a whole number; and how
 # far apart the units in use of two words must be to tell a bucket from a window.
 _COUNTABLE = 20.0
@@ -398,6 +399,15 @@ class Service:
             if meter.rate > 0.0:  # what is left of a limit with no rate yet is never read: its first word sets it
                 meter.take(now, share)
         return number
+
+    def wired(self, number: int, moment: float) -> None:
+        """Send ``number`` went on the wire at ``moment``: among the latest sends, it is noted
+        from then. (Its limits are not: a service with none known.)"""
+        sent = self.sent
+        for back in range(1, min(len(sent), _WIRED_BACK) + 1):
+            if sent[-back][0] == number:
+                sent[-back] = (number, moment)
+                return
 
     def late(self, number: int, moment: float) -> None:
         """Send ``number`` reached the service no sooner than ``moment``, later than it was let go:
