@@ -71,7 +71,7 @@ class Flowing(msgspec.Struct, frozen=True):
     its JSON nor its text is ever held whole (the JSON, and three copies of it as text, were)."""
 
     id: str
-    parts: Iterable[bytes]
+    parts: Iterable[bytes | bytearray]
 
     PIECE: ClassVar[int] = 1024 * 1024
 
