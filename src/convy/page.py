@@ -71,7 +71,7 @@ class Flowing(msgspec.Struct, frozen=True):
     its JSON nor its text is ever held whole (the JSON, and three copies of it as text, were)."""
 
     id: str
-    parts: Iterable[bytes]
+    parts: Iterable[bytes | bytearray]
 
     PIECE: ClassVar[int] = 1024 * 1024
 
@@ -85,9 +85,13 @@ class Flowing(msgspec.Struct, frozen=True):
         yield f'<script type="application/json" id="{self.id}">'
         held = bytearray()
         for part in self.parts:
-            held += part
-            while len(held) >= self.PIECE:
-                yield self._text(held, self.PIECE)
+            # A long part (a report's index of dialogues: about 30 bytes an attempt) is taken a
+            # piece at a time, not copied whole into what is held beside itself.
+            whole = memoryview(part)
+            for start in range(0, len(whole), self.PIECE):
+                held += whole[start : start + self.PIECE]
+                while len(held) > self.PIECE:  # a byte past the piece: a cut can see where a character ends
+                    yield self._text(held, self.PIECE)
         while held:
             yield self._text(held, len(held))
         yield "</script>\n"
@@ -285,7 +289,7 @@ class Packed(msgspec.Struct, frozen=True):
             count += 1
         where = msgspec.structs.replace(Where(count=count, where={}, layout=self._layout()), where=_MARK)
         before, after = _ENCODER.encode(where).split(_MARK_BYTES)
-        yield Flowing(name, (before, b"{", bytes(index), b"}", after))
+        yield Flowing(name, (before, b"{", index, b"}", after))  # not copied: walked in pieces
 
     def _layout(self) -> Layout | None:
         return None if self.kind is None else Fields(self.kind).layout()
