@@ -420,11 +420,15 @@ class Course(msgspec.Struct, frozen=True):
         (under ``Against``, to the end of the round), the most uncertain scenario's first (the
         asks' order), dealt one from each in turn (so a budget spent part way through a round has
         shared what it allowed)."""
+        return list(self.dealt())
+
+    def dealt(self) -> Iterator[tuple[str, int]]:
+        """``wanted``, one at a time, made as they are walked (a round is up to half a run)."""
         going = sorted((one for one in self.standings if one.missing), key=lambda one: one.order())
-        dealt: list[tuple[str, int]] = []
         for turn in range(max((len(one.missing) for one in going), default=0)):
-            dealt.extend((one.scenario, one.missing[turn]) for one in going if turn < len(one.missing))
-        return dealt
+            for one in going:
+                if turn < len(one.missing):
+                    yield (one.scenario, one.missing[turn])
 
     def planned(self) -> int:
         """The attempts the rule wants so far: each stopped scenario's, each other's next checkpoint."""
@@ -538,8 +542,7 @@ class Rounds(msgspec.Struct, frozen=True):
         if spending is not None:
             seen = Counted(seen, spending)
         while True:
-            course = self.adaptive.marked(self.scenarios, marks, self.most)
-            wanted = [one for one in (lacking.planned(key) for key in course.wanted()) if one is not None]
+            wanted = _Round(self.adaptive.marked(self.scenarios, marks, self.most), lacking)
             if not wanted:
                 # The rule ended the run: with a budget, what was spent of it (``reached`` says
                 # whether that reached it), never a stop.
@@ -623,6 +626,28 @@ class Marks:
         for outcome in outcomes:
             self.add(outcome)
             yield outcome
+
+
+class _Round:
+    """A round's attempts (a ``Playlist``): those the course wants that are lacking, in its order,
+    each ``Planned`` made as it is walked, none held (a round is up to half a run). A plain class:
+    nothing in it changes once made."""
+
+    __slots__ = ("_course", "_lacking", "_count")
+
+    def __init__(self, course: Course, lacking: _Lacking) -> None:
+        self._course = course
+        self._lacking = lacking
+        self._count = sum(1 for _ in self)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Planned]:
+        for key in self._course.dealt():
+            one = self._lacking.planned(key)
+            if one is not None:
+                yield one
 
 
 class _Lacking:
