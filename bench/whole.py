@@ -435,7 +435,7 @@ def main() -> None:
             def run(most: int) -> list[str]:
                 if not options.auto:
                     return ["run"]
-                return ["run", "--attempts", "auto", "--min-attempts", "5", "--max-attempts", str(most), "--target-width", "0.001"]
+                return ["run", "--attempts", "auto", "--min-attempts", str(min(5, most)), "--max-attempts", str(most), "--target-width", "0.001"]
 
             ran = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "project"), *run(options.attempts)]))
             if "run" in options.only:
