@@ -16,7 +16,7 @@ from test_adaptive import RATES, SCENARIOS, bench
 
 from convy.adaptive import Adaptive, Against, Marks, Narrow
 from convy.bench import Limits, RunJournal, RunSpec
-from convy.budget import Budget, Spent
+from convy.budget import Budget, Earlier
 from convy.scenario import Outcome
 
 IDS = tuple(RATES)
@@ -110,14 +110,14 @@ def test_the_rounds_hold_no_attempt_once_it_is_recorded(tmp_path: Path) -> None:
 
     assert player.rounds > 2
     for spent, before in player.earlier:  # each round starts from what every attempt before it spent
-        assert isinstance(spent, Spent) and spent.kept == before and spent.cost == Decimal("0.10") * before
+        assert isinstance(spent, Earlier) and spent.kept == before and spent.cost == Decimal("0.10") * before
     assert len(player.recorded) == len(kept.outcomes)
     course = spec.adaptive.course(IDS, kept.outcomes, 60, 0.0)  # type: ignore[union-attr]
     assert course.wanted() == [] and course.planned() == len(kept.outcomes)
 
 
 def test_the_spent_a_round_starts_from_is_what_the_attempts_spent(tmp_path: Path) -> None:
-    """A ``Spending`` started from ``Spent`` counts as one started from the attempts themselves."""
+    """A ``Spending`` started from ``Earlier`` counts as one started from the attempts themselves."""
     outcomes = every(tmp_path, 5)
     budget = Budget(cost=100.0, tokens=10**6)
     whole = budget.spending(outcomes)

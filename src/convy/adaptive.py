@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import msgspec
 
-from convy.budget import Budget, Counted, Spending, Spent
+from convy.budget import Budget, Counted, Earlier, Spending
 from convy.problems import Unplayed
 from convy.scenario import Outcome
 from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undecided, Watch
@@ -522,22 +522,22 @@ class Rounds(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rounds:
         return msgspec.structs.replace(self, player=self.player.budgeted(budget))
 
-    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Spent = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play the rounds; what was spent when a budget stopped them (``None`` when the rule ended
         them: the run is finished though attempts of its most were never played).
 
         Nothing is held of an attempt kept but its mark (``Marks``: a byte each), and, with a
         budget, what the run has spent (``Spending``), which each round's player starts from
         (``Spending.spent``): a run of any size holds a few bytes an attempt."""
-        if isinstance(earlier, Spent):  # no player plays rounds within rounds: its course needs the attempts
+        if isinstance(earlier, Earlier):  # no player plays rounds within rounds: its course needs the attempts
             raise TypeError("adaptive rounds are found from the attempts kept, not from what they spent")
         lacking = _Lacking(planned, self.most)
         marks = Marks(self.trust)
+        kept = marks.taken(earlier)  # one walk of them: marked, and with a budget counted too
         budget = self.player.budget
-        spending = budget.spending(marks.taken(earlier), asyncio.get_running_loop().time) if budget is not None else None
-        if spending is None:
-            for _ in marks.taken(earlier):
-                pass
+        spending = budget.spending(kept, asyncio.get_running_loop().time) if budget is not None else None
+        for _ in kept:  # without a budget, nothing else walks them
+            pass
         seen: Any = _Noted(journal, marks)
         if spending is not None:
             seen = Counted(seen, spending)
@@ -569,8 +569,8 @@ class Marked(Mapping[int, str]):
 
     __slots__ = ("_marks", "_count")
 
-    STATUSES: tuple[str, ...] = ("", "passed", "failed", "not_judged")  # by mark; 0: not kept
-    _MARK: dict[str, int] = {"passed": 1, "failed": 2, "not_judged": 3}
+    STATUSES: ClassVar[tuple[str, ...]] = ("", "passed", "failed", "not_judged")  # by mark; 0: not kept
+    _MARK: ClassVar[dict[str, int]] = {"passed": 1, "failed": 2, "not_judged": 3}
 
     def __init__(self) -> None:
         self._marks = bytearray()

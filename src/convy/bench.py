@@ -38,7 +38,7 @@ import msgspec
 
 from convy.adaptive import Adaptive, Rounds
 from convy.agent import Agent, Answer, Message, TimeLimited, turned
-from convy.budget import Budget, Counted, Outlay, Spending, Spent
+from convy.budget import Budget, Counted, Earlier, Outlay, Spending
 from convy.busy import START, Patience, Places, Seat, Who
 from convy.conduct import UserChecks, UserReview
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
@@ -252,7 +252,7 @@ class Bench(msgspec.Struct, frozen=True):
     judging: Judging = Judging()
     user_checks: UserChecks = UserChecks()
 
-    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Spent = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
         only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
         vigil = Vigil(journal)  # each participant watched: one whose service refuses it for good stops the run
@@ -449,7 +449,7 @@ class Player(Protocol):
         ...
 
     async def run(
-        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Spent = ()
+        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()
     ) -> Spending | None: ...
 
 

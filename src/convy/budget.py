@@ -52,13 +52,13 @@ class Budget(msgspec.Struct, frozen=True):
         """Whether any limit is set."""
         return bool(self.cost or self.tokens or self.minutes)
 
-    def spending(self, earlier: Iterable[Outcome] | Spent = (), clock: Callable[[], float] = time.monotonic) -> Spending:
+    def spending(self, earlier: Iterable[Outcome] | Earlier = (), clock: Callable[[], float] = time.monotonic) -> Spending:
         """What a play spends against this budget, starting from the attempts kept before it (or
         what they spent, as a ``Spending`` counted it)."""
         return Spending(self, earlier, clock)
 
 
-class Spent(msgspec.Struct, frozen=True):
+class Earlier(msgspec.Struct, frozen=True):
     """What the attempts kept before a play spent, as ``Spending`` counts them (``Spending.spent``):
     a play of a run's rounds (``adaptive.Rounds``) starts each round from it rather than from every
     attempt kept, so the run holds none of them. ``longest`` is the longest attempt, as its own
@@ -108,7 +108,7 @@ class Spending:
         "_seconds", "_clock", "_started", "_reached", "_refused", "_under_way", "_ended",
     )
 
-    def __init__(self, budget: Budget, earlier: Iterable[Outcome] | Spent, clock: Callable[[], float]) -> None:
+    def __init__(self, budget: Budget, earlier: Iterable[Outcome] | Earlier, clock: Callable[[], float]) -> None:
         self.budget = budget
         self.cost = Decimal(0)
         self.unpriced = 0
@@ -126,7 +126,7 @@ class Spending:
         self._under_way: dict[tuple[str, int], float] = {}  # each attempt started and not kept, by when it started
         self._ended: asyncio.Event | None = None  # made in the loop by the first worker that waits
         match earlier:
-            case Spent():
+            case Earlier():
                 self.cost, self.unpriced, self.tokens, self.unreported = earlier.cost, earlier.unpriced, earlier.tokens, earlier.unreported
                 self.most_cost, self.most_tokens, self.kept = earlier.most_cost, earlier.most_tokens, earlier.kept
                 self.longest = self._seconds = earlier.longest
@@ -156,10 +156,10 @@ class Spending:
     def minutes(self) -> float:
         return (self._clock() - self._started) / 60.0
 
-    def spent(self) -> Spent:
+    def spent(self) -> Earlier:
         """What every attempt counted here spent, for a later play to start from as it would
         from those attempts themselves (``Budget.spending``)."""
-        return Spent(
+        return Earlier(
             self.cost, self.unpriced, self.tokens, self.unreported, self.most_cost, self.most_tokens, self.kept, self._seconds
         )
 

@@ -37,7 +37,7 @@ from convy.bench import (
     RunSpec,
     Skipped,
 )
-from convy.budget import Budget, Counted, Spending, Spent
+from convy.budget import Budget, Counted, Earlier, Spending
 from convy.dialog import ChatJudge, Prompt
 from convy.model import Absent, Models, OpenAiModel
 from convy.panel import Judging
@@ -240,7 +240,7 @@ class Rejudging(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rejudging:
         return msgspec.structs.replace(self, budget=budget)
 
-    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Spent = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Decide every planned attempt again, each recorded in ``journal`` as it ends. An attempt
         whose dialogue the origin lacks (a line it lost) is left out, as a spent budget leaves one
         in the plan; one taken and not recorded is ``Unplayed``."""
