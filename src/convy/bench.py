@@ -285,13 +285,19 @@ class Bench(msgspec.Struct, frozen=True):
                 if workers < min(len(planned), stage.hands()):
                     # Places with no cap have grown: one more worker, waiting for the next place.
                     workers += 1
-                    group.create_task(worker(group))
+                    group.create_task(worker(group))  # noqa: F821 - deleted only once the play has ended
                 await vigil.attempt(stage.seated(one, seat))
 
-        with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
-            async with asyncio.TaskGroup() as group:
-                for _ in range(workers):
-                    group.create_task(worker(group))
+        try:
+            with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
+                async with asyncio.TaskGroup() as group:
+                    for _ in range(workers):
+                        group.create_task(worker(group))
+        finally:
+            # ``worker`` starts more of itself: its closure holds it, and it the stage, a cycle
+            # that only the collector (set to run rarely) would free; an adaptive run plays a
+            # bench a round, and kept every round's stage until then.
+            del worker
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
         # the bench is not done until every planned attempt was recorded, or left in the plan by
         # a budget that was spent.
