@@ -67,8 +67,16 @@ class Sized:
         (self.source,) = (path.name for path in (self.project / "results" / "shop").iterdir())
         self.aside = root / f"cut{attempts}"
         shutil.copytree(self.project / "results" / "shop" / self.source, self.aside)
-        lines = (self.aside / "attempts.jsonl").read_bytes().splitlines(keepends=True)
-        (self.aside / "attempts.jsonl").write_bytes(b"".join(lines[:-10]))
+        # Cut at the start of its tenth line from the end, read from there: this process stays
+        # small, and its children (forked from it) start no larger than it (ru_maxrss counts that).
+        with open(self.aside / "attempts.jsonl", "rb+") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - 4 * 1024 * 1024))
+            tail = file.read()
+            at = len(tail) - 1
+            for _ in range(10):
+                at = tail.rfind(b"\n", 0, at)
+            file.truncate(size - len(tail) + at + 1)
         run = json.loads((self.aside / "run.json").read_bytes())
         run["spec"]["id"] = "cut"
         run["status"] = {"type": "interrupted", "started": run["status"]["started"], "ended": run["status"]["ended"]}
