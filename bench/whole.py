@@ -17,7 +17,9 @@ Cases:
   project, so later repeats also have earlier runs in ``results/`` for the index to list: the
   base and the candidate each get a project of their own. With ``--slope ATTEMPTS``, played at
   that many attempts a scenario too, and each side's peak at both sizes printed with what one
-  more attempt adds to it: the driver's memory slope (issue 27, item 6).
+  more attempt adds to it: the driver's memory slope (issue 27, item 6). With ``--auto``, the run
+  is one of ``--attempts auto`` (5 to its attempts per scenario, a target width of 0.001 that no
+  scenario reaches: every scenario plays its most, in rounds of 5, 10, 20, ... attempts).
 - ``report``: ``convy report RUN`` of the first run of that project.
 - ``compare``: ``convy compare RUN1 RUN2`` of its first two runs (a second run is played first,
   untimed, when there is one only).
@@ -43,6 +45,7 @@ environment), as an installed convy has them: the best of the repeats is a start
     python bench/whole.py --only many --profile /tmp/many.prof # of its many conversations (with run: of run only)
     python bench/whole.py --only run --repeat 1 --keep      # keep the projects (and their runs) to profile
     python bench/whole.py --only run --repeat 1 --attempts 2000 --slope 200 --base /tmp/main-before/src   # peak and B/attempt
+    python bench/whole.py --only run --repeat 1 --attempts 2000 --slope 200 --auto   # the same, of --attempts auto
 """
 
 from __future__ import annotations
@@ -408,6 +411,9 @@ def main() -> None:
         help="with run: play it at this many attempts a scenario too, and print each side's peak at both sizes and its growth per attempt",
     )
     parser.add_argument("--varied", action="store_true", help="varied text in every message (bench/pages.py's), not the same each time")
+    parser.add_argument(
+        "--auto", action="store_true", help="with run: play it as --attempts auto, 5 to its attempts per scenario, never narrow enough to stop early"
+    )
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="convy-whole-", dir=options.dir))
     os.environ["BENCH_TEXT"] = "varied" if options.varied else "plain"
@@ -426,14 +432,20 @@ def main() -> None:
                 env = {**os.environ, "PYTHONPATH": str(sides[1].src), "NO_COLOR": "1"}
                 Child([sys.executable, "-m", "cProfile", "-o", str(options.profile), "-m", "convy", "-C", str(project), "run"], env).measured()
                 print(f"profile of one run written to {options.profile}\n")
-            ran = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "project"), "run"]))
+            def run(most: int) -> list[str]:
+                if not options.auto:
+                    return ["run"]
+                return ["run", "--attempts", "auto", "--min-attempts", str(min(5, most)), "--max-attempts", str(most), "--target-width", "0.001"]
+
+            ran = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "project"), *run(options.attempts)]))
             if "run" in options.only:
-                shown(f"convy run: {options.scenarios} scenarios x {options.attempts} attempts x 6 turns, instant fakes, 100 places", *ran)
+                auto = ", --attempts auto (5 to the most)" if options.auto else ""
+                shown(f"convy run: {options.scenarios} scenarios x {options.attempts} attempts x 6 turns, instant fakes, 100 places{auto}", *ran)
                 if options.slope:
                     fewer = Made(options.scenarios, options.slope, 100)
                     for side in sides:
                         fewer.write(side.root / "fewer")
-                    small = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "fewer"), "run"]))
+                    small = interleaved(options.repeat, sides, lambda side: side.child(["-C", str(side.root / "fewer"), *run(options.slope)]))
                     sloped(options.scenarios * options.slope, small, options.scenarios * options.attempts, ran)
             if "report" in options.only:
                 reported = interleaved(

@@ -19,7 +19,7 @@ from fakeproject import FakeProject
 from test_adaptive import Breaking, Broken, Table
 from test_exit_codes import convy, runs
 
-from convy.adaptive import Adaptive, Against, Judged
+from convy.adaptive import Adaptive, Against, Judged, Marks
 from convy.agent import Answer, Cost, Usage
 from convy.bench import Bench, Complete, Kept, Limits, RunJournal, RunSpec, Stopped
 from convy.budget import Budget
@@ -270,14 +270,14 @@ def test_the_progress_bars_total_grows_round_by_round(tmp_path: Path) -> None:
     assert spec.adaptive is not None
     rule = spec.adaptive
 
-    def planned(outcomes: tuple[object, ...]) -> int:
-        return rule.course(NAMES, outcomes, spec.attempts, 0.0).planned()  # type: ignore[arg-type]
+    def planned(marks: Marks) -> int:
+        return rule.marked(NAMES, marks, spec.attempts).planned()
 
     bar = Bar()
     with open(tmp_path / "lines", "w") as out:
         printed = Printed(Shown(out), bar, 0, 0.0, planned)
         for outcome in kept.outcomes:
             printed.record(outcome)
-    assert planned(()) == len(NAMES)  # the first round: one attempt of each
+    assert planned(Marks(0.0)) == len(NAMES)  # the first round: one attempt of each
     assert bar.totals == sorted(bar.totals) and len(bar.totals) > 2
     assert bar.totals[-1] == len(kept.outcomes) < len(NAMES) * spec.attempts

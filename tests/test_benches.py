@@ -49,6 +49,17 @@ def test_the_memory_benchmarks_print_each_sides_peak_and_slope() -> None:
     assert rows == [["listing", "after"], ["listing", "before"], ["report", "after"], ["report", "before"], ["end", "after"], ["end", "before"]]
 
 
+def test_the_slopes_benchmark_and_whole_auto_run_small() -> None:
+    """bench/slopes.py gives each case's peaks at two sizes on both sides, and bench/whole.py
+    --auto plays the run as --attempts auto, this convy as its own base."""
+    out = ran("bench/slopes.py", "--sizes", "2", "4", "--before", "src")
+    rows = [line.split()[:3] for line in out.splitlines() if line.split()[:1] in (["rejudge"], ["resume"], ["auto"])]
+    assert rows == [[case, what, side] for case in ("rejudge", "resume", "auto") for what in ("rss", "traced") for side in ("before", "this")]
+    out = ran("bench/whole.py", "--only", "run", "--scenarios", "2", "--attempts", "3", "--slope", "1", "--repeat", "1", "--auto", "--base", "src")
+    assert "convy run: 2 scenarios x 3 attempts x 6 turns, instant fakes, 100 places, --attempts auto (5 to the most)" in out
+    assert [line.split()[0] for line in out.splitlines()[-3:] if line.strip()] == ["base", "this"]
+
+
 def test_the_resume_benchmark_runs_small() -> None:
     """bench/resume.py resumes a tiny run stopped one attempt short, this convy as its own base."""
     out = ran("bench/resume.py", "--scenarios", "2", "--attempts", "3", "--missing", "1", "--repeat", "1", "--base", "src")

@@ -441,7 +441,7 @@ def test_play_reads_the_folder_again_when_what_it_was_given_is_no_longer_the_fil
     again and nothing is played twice."""
     import asyncio
 
-    from convy.bench import Bench, Kept, RunSpec
+    from convy.bench import Bench, Bounds, Kept, RunSpec
     from convy.fakes import FakeAgent
     from convy.model import Models
     from convy.scenario import Check, Rule, Scenario
@@ -452,7 +452,7 @@ def test_play_reads_the_folder_again_when_what_it_was_given_is_no_longer_the_fil
     spec = RunSpec(id="one", agent="fake", scenarios=(chosen,), attempts=3, limits=bench.limits)
     journal = RunJournal(tmp_path / "results" / "fake" / "one")
     before = journal.kept(spec)
-    assert before == Kept(())  # no file yet
+    assert before == Kept((), plan=Bounds.of(spec))  # no file yet: nothing read, held to the run's plan
     asyncio.run(journal.play(spec, bench))  # another process plays the run meanwhile
     assert agent.opened == 3
 

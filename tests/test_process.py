@@ -456,9 +456,9 @@ sys.addaudithook(counted)
 
 def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> None:
     """``convy resume`` reads attempts.jsonl's lines once before it loads the agent, keeping only
-    where each begins (``unsaid``), and passes them on to the play, which walks them again from
-    there, one at a time: to hold them to the run's plan (``within``) and to find what they lack
-    (``play``); the other opens are the repair's look at the file's last bytes and, once the play
+    where each begins (``unsaid``), held to the run's plan as they are read, and passes them on
+    to the play, which walks them again from there, one at a time, only to find what they lack
+    (``play``: ``Kept.within`` knows they were held to that plan already); the other opens are the repair's look at the file's last bytes and, once the play
     is over, the end's: one that finds where each line begins (``unsaid``), one that walks them
     into the summary's digest, without the dialogues' words, and one more for the report, which
     reads each dialogue again at its line (neither the play nor the end holds an attempt kept,
@@ -472,11 +472,13 @@ def test_resume_reads_the_attempts_once_and_plays_what_they_lack(made: Made) -> 
     (made.folder / "hooked" / "sitecustomize.py").write_text(COUNTED)  # loaded as the process starts
     opened = made.folder / "opened"
 
-    resumed = made.ran("resume", folder.path.name, PYTHONPATH=str(made.folder / "hooked"), OPENED=str(opened))
+    # beside any PYTHONPATH the tests were given: the convy under test, not the one installed
+    hooked = os.pathsep.join(filter(None, (str(made.folder / "hooked"), os.environ.get("PYTHONPATH"))))
+    resumed = made.ran("resume", folder.path.name, PYTHONPATH=hooked, OPENED=str(opened))
 
     assert resumed.returncode == 0, resumed.stderr
     clean(resumed.stderr)
-    assert opened.read_text().split() == ["unsaid", "_repaired", "within", "play", "unsaid", "_digest", "said"]
+    assert opened.read_text().split() == ["unsaid", "_repaired", "play", "unsaid", "_digest", "said"]
     assert len([line for line in resumed.stdout.splitlines() if line.startswith("✓")]) == 3, resumed.stdout
     assert folder.pairs() == planned(5, 4)
 

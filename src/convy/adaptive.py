@@ -22,19 +22,19 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import msgspec
 
-from convy.budget import Budget, Counted, Spending
+from convy.budget import Budget, Counted, Earlier, Spending
 from convy.problems import Unplayed
 from convy.scenario import Outcome
 from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undecided, Watch
 from convy.stats import Z95, Tally, Wilson
 
 if TYPE_CHECKING:
-    from convy.bench import Journal, Playlist
+    from convy.bench import Journal, Planned, Playlist
 
 
 class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
@@ -47,7 +47,7 @@ class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
         if not (math.isfinite(self.width) and 0.0 < self.width < 1.0):
             raise ValueError("target_width: must be more than 0 and less than 1")
 
-    def standing(self, scenario: str, statuses: dict[int, str], least: int, most: int) -> Standing:
+    def standing(self, scenario: str, statuses: Mapping[int, str], least: int, most: int) -> Standing:
         """Where ``scenario`` stands given its attempts' statuses by number: walked checkpoint by
         checkpoint from ``least``, each decided on the attempts up to it."""
         checkpoint = min(least, most)
@@ -101,7 +101,7 @@ class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
         half = Z95 / (1 + z2 / judged) * math.sqrt(rate * (1 - rate) / judged + z2 / (4 * judged * judged))
         return min(1.0, centre + half) - max(0.0, centre - half)
 
-    def course(self, scenarios: Sequence[str], statuses: dict[str, dict[int, str]], least: int, most: int) -> Course:
+    def course(self, scenarios: Sequence[str], statuses: Mapping[str, Mapping[int, str]], least: int, most: int) -> Course:
         return Course(tuple(self.standing(scenario, statuses.get(scenario, {}), least, most) for scenario in scenarios))
 
     def said(self) -> str:
@@ -179,7 +179,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
     def _marks(self, scenarios: Sequence[str]) -> dict[str, tuple[bool, ...]]:
         return {name: tuple(mark == "1" for mark in self.base[name]) for name in scenarios if name in self.base}
 
-    def course(self, scenarios: Sequence[str], statuses: dict[str, dict[int, str]], least: int, most: int) -> Course:
+    def course(self, scenarios: Sequence[str], statuses: Mapping[str, Mapping[int, str]], least: int, most: int) -> Course:
         watch = self.started(scenarios, most)
         played = dict.fromkeys(scenarios, 0)
         limit = {name: self.fitted(name, most) for name in scenarios}
@@ -211,7 +211,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
             verdict,
         )
 
-    def going(self, watch: Watch, verdict: Verdict, played: dict[str, int], turn: dict[str, range], kept: dict[str, dict[int, str]]) -> Course:
+    def going(self, watch: Watch, verdict: Verdict, played: dict[str, int], turn: dict[str, range], kept: dict[str, Mapping[int, str]]) -> Course:
         """The course part way through a turn: its attempts not kept yet are wanted, dealt in the asks' order."""
         own = {one.scenario: one for one in watch.scenarios()}
         order = {name: rank for rank, name in enumerate(turn)}
@@ -420,11 +420,15 @@ class Course(msgspec.Struct, frozen=True):
         (under ``Against``, to the end of the round), the most uncertain scenario's first (the
         asks' order), dealt one from each in turn (so a budget spent part way through a round has
         shared what it allowed)."""
+        return list(self.dealt())
+
+    def dealt(self) -> Iterator[tuple[str, int]]:
+        """``wanted``, one at a time, made as they are walked (a round is up to half a run)."""
         going = sorted((one for one in self.standings if one.missing), key=lambda one: one.order())
-        dealt: list[tuple[str, int]] = []
         for turn in range(max((len(one.missing) for one in going), default=0)):
-            dealt.extend((one.scenario, one.missing[turn]) for one in going if turn < len(one.missing))
-        return dealt
+            for one in going:
+                if turn < len(one.missing):
+                    yield (one.scenario, one.missing[turn])
 
     def planned(self) -> int:
         """The attempts the rule wants so far: each stopped scenario's, each other's next checkpoint."""
@@ -481,10 +485,11 @@ class Adaptive(msgspec.Struct, frozen=True):
 
     def course(self, scenarios: Sequence[str], outcomes: Iterable[Outcome], most: int, trust: float) -> Course:
         """Where every scenario stands, from the attempts kept (each seen through ``trust``)."""
-        statuses: dict[str, dict[int, str]] = {}
-        for outcome in outcomes:
-            statuses.setdefault(outcome.scenario, {})[outcome.attempt] = outcome.status(trust)
-        return self.until.course(scenarios, statuses, self.least, most)
+        return self.marked(scenarios, Marks(trust, outcomes), most)
+
+    def marked(self, scenarios: Sequence[str], marks: Marks, most: int) -> Course:
+        """Where every scenario stands, from the marks of the attempts kept: all the rule looks at."""
+        return self.until.course(scenarios, marks.scenarios, self.least, most)
 
     def said(self, most: int) -> str:
         """The rule in words: "5 to 60 attempts per scenario, until its 95% interval is at most 0.3
@@ -517,19 +522,27 @@ class Rounds(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rounds:
         return msgspec.structs.replace(self, player=self.player.budgeted(budget))
 
-    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play the rounds; what was spent when a budget stopped them (``None`` when the rule ended
-        them: the run is finished though attempts of its most were never played)."""
-        lacking = {(one.scenario.id, one.attempt): one for one in planned}
-        kept: list[Outcome] = list(earlier)
+        them: the run is finished though attempts of its most were never played).
+
+        Nothing is held of an attempt kept but its mark (``Marks``: a byte each), and, with a
+        budget, what the run has spent (``Spending``), which each round's player starts from
+        (``Spending.spent``): a run of any size holds a few bytes an attempt."""
+        if isinstance(earlier, Earlier):  # no player plays rounds within rounds: its course needs the attempts
+            raise TypeError("adaptive rounds are found from the attempts kept, not from what they spent")
+        lacking = _Lacking(planned, self.most)
+        marks = Marks(self.trust)
+        kept = marks.taken(earlier)  # one walk of them: marked, and with a budget counted too
         budget = self.player.budget
         spending = budget.spending(kept, asyncio.get_running_loop().time) if budget is not None else None
-        seen: Any = _Noted(journal, kept)
+        for _ in kept:  # without a budget, nothing else walks them
+            pass
+        seen: Any = _Noted(journal, marks)
         if spending is not None:
             seen = Counted(seen, spending)
         while True:
-            course = self.adaptive.course(self.scenarios, kept, self.most, self.trust)
-            wanted = [lacking[key] for key in course.wanted() if key in lacking]
+            wanted = _Round(self.adaptive.marked(self.scenarios, marks, self.most), lacking)
             if not wanted:
                 # The rule ended the run: with a budget, what was spent of it (``reached`` says
                 # whether that reached it), never a stop.
@@ -538,23 +551,139 @@ class Rounds(msgspec.Struct, frozen=True):
             if budget is not None and spending is not None and budget.minutes:
                 # The player counts minutes from its own start: it is given what is left of them.
                 player = player.budgeted(msgspec.structs.replace(budget, minutes=max(budget.minutes - spending.minutes(), 1e-9)))
-            before = len(kept)
+            before = marks.count
             # A round's player lets an attempt start only while it fits what is left of the budget
             # (the whole run's cost and tokens, counted from every attempt kept): one it kept from
             # starting stops the rounds, and the run.
-            played = await player.run(wanted, seen, tuple(kept))
-            if spending is not None and played is not None and played.stopped() is not None and len(kept) - before < len(wanted):
+            played = await player.run(wanted, seen, () if spending is None else spending.spent())
+            if spending is not None and played is not None and played.stopped() is not None and marks.count - before < len(wanted):
                 return spending.following(played)
-            if len(kept) == before:
+            if marks.count == before:
                 raise Unplayed(f"a round of {len(wanted)} attempts ended with none recorded")
 
 
+class Marked(Mapping[int, str]):
+    """One scenario's attempts kept, by number, as the rule reads them: each one's status
+    (``passed``, ``failed``, ``not_judged``), a byte an attempt (a plain class: marked as attempts
+    are kept). What ``Narrow`` and ``Against`` decide on, and nothing more of an attempt."""
+
+    __slots__ = ("_marks", "_count")
+
+    STATUSES: ClassVar[tuple[str, ...]] = ("", "passed", "failed", "not_judged")  # by mark; 0: not kept
+    _MARK: ClassVar[dict[str, int]] = {"passed": 1, "failed": 2, "not_judged": 3}
+
+    def __init__(self) -> None:
+        self._marks = bytearray()
+        self._count = 0
+
+    def kept(self, number: int, status: str) -> None:
+        """Mark attempt ``number`` (from 1) with ``status``: a later mark of it replaces an earlier."""
+        marks = self._marks
+        if number >= len(marks):
+            marks.extend(bytes(max(number + 1, 2 * len(marks)) - len(marks)))
+        self._count += not marks[number]
+        marks[number] = self._MARK[status]
+
+    def __contains__(self, number: object) -> bool:
+        return isinstance(number, int) and 0 <= number < len(self._marks) and self._marks[number] != 0
+
+    def __getitem__(self, number: int) -> str:
+        if not 0 <= number < len(self._marks) or not self._marks[number]:
+            raise KeyError(number)
+        return self.STATUSES[self._marks[number]]
+
+    def __iter__(self) -> Iterator[int]:
+        return (number for number, mark in enumerate(self._marks) if mark)
+
+    def __len__(self) -> int:
+        return self._count
+
+
+class Marks:
+    """Every scenario's attempts kept, each as its ``Marked`` status (seen through ``trust``): all
+    a course is found from, so a run of ``--attempts auto`` holds a byte an attempt, not the
+    attempts (a plain class: added to as attempts are kept). ``count`` is how many were added."""
+
+    __slots__ = ("_trust", "scenarios", "count")
+
+    def __init__(self, trust: float, outcomes: Iterable[Outcome] = ()) -> None:
+        self._trust = trust
+        self.scenarios: dict[str, Marked] = {}
+        self.count = 0
+        for outcome in outcomes:
+            self.add(outcome)
+
+    def add(self, outcome: Outcome) -> None:
+        marked = self.scenarios.get(outcome.scenario)
+        if marked is None:
+            marked = self.scenarios[outcome.scenario] = Marked()
+        marked.kept(outcome.attempt, outcome.status(self._trust))
+        self.count += 1
+
+    def taken(self, outcomes: Iterable[Outcome]) -> Iterator[Outcome]:
+        """``outcomes`` as they are, each marked here as it goes by: one walk of a run's kept
+        attempts (read again from its file) both marks them and counts what they spent."""
+        for outcome in outcomes:
+            self.add(outcome)
+            yield outcome
+
+
+class _Round:
+    """A round's attempts (a ``Playlist``): those the course wants that are lacking, in its order,
+    each ``Planned`` made as it is walked, none held (a round is up to half a run). A plain class:
+    nothing in it changes once made."""
+
+    __slots__ = ("_course", "_lacking", "_count")
+
+    def __init__(self, course: Course, lacking: _Lacking) -> None:
+        self._course = course
+        self._lacking = lacking
+        self._count = sum(1 for _ in self)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Planned]:
+        for key in self._course.dealt():
+            one = self._lacking.planned(key)
+            if one is not None:
+                yield one
+
+
+class _Lacking:
+    """Which attempts of a round's ``Playlist`` are still to play, and each one's ``Planned``:
+    per scenario, its first ``Planned`` and a byte an attempt up to ``most`` (a dict of every planned
+    attempt was about 150 bytes each). A plain class: nothing in it changes once made."""
+
+    __slots__ = ("_first", "_marks")
+
+    def __init__(self, planned: Playlist, most: int) -> None:
+        self._first: dict[str, Planned] = {}  # each scenario's first attempt: the others are made from it
+        self._marks: dict[str, bytearray] = {}
+        for one in planned:
+            name = one.scenario.id
+            marks = self._marks.get(name)
+            if marks is None:
+                self._first[name] = one
+                marks = self._marks[name] = bytearray(most + 1)
+            if 1 <= one.attempt <= most:
+                marks[one.attempt] = 1
+
+    def planned(self, key: tuple[str, int]) -> Planned | None:
+        """The attempt named ``key`` (its scenario's id and number), when it is lacking; else ``None``."""
+        name, number = key
+        marks = self._marks.get(name)
+        if marks is None or not 1 <= number < len(marks) or not marks[number]:
+            return None
+        return msgspec.structs.replace(self._first[name], attempt=number)
+
+
 class _Noted(msgspec.Struct, frozen=True):
-    """A journal that keeps each attempt in ``kept`` before passing it on."""
+    """A journal that marks each attempt in ``marks`` before passing it on."""
 
     journal: Any
-    kept: list[Outcome]
+    marks: Marks
 
     def record(self, outcome: Outcome) -> None:
         self.journal.record(outcome)
-        self.kept.append(outcome)
+        self.marks.add(outcome)

@@ -38,7 +38,7 @@ import msgspec
 
 from convy.adaptive import Adaptive, Rounds
 from convy.agent import Agent, Answer, Message, TimeLimited, turned
-from convy.budget import Budget, Counted, Outlay, Spending
+from convy.budget import Budget, Counted, Earlier, Outlay, Spending
 from convy.busy import START, Patience, Places, Seat, Who
 from convy.conduct import UserChecks, UserReview
 from convy.dialog import ChatJudge, Checked, PatientJudge, Prompt
@@ -252,7 +252,7 @@ class Bench(msgspec.Struct, frozen=True):
     judging: Judging = Judging()
     user_checks: UserChecks = UserChecks()
 
-    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
         only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
         vigil = Vigil(journal)  # each participant watched: one whose service refuses it for good stops the run
@@ -292,13 +292,19 @@ class Bench(msgspec.Struct, frozen=True):
                 if workers < min(total, stage.hands()):
                     # Places with no cap have grown: one more worker, waiting for the next place.
                     workers += 1
-                    group.create_task(worker(group))
+                    group.create_task(worker(group))  # noqa: F821 - deleted only once the play has ended
                 await vigil.attempt(stage.seated(one, seat))
 
-        with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
-            async with asyncio.TaskGroup() as group:
-                for _ in range(workers):
-                    group.create_task(worker(group))
+        try:
+            with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
+                async with asyncio.TaskGroup() as group:
+                    for _ in range(workers):
+                        group.create_task(worker(group))
+        finally:
+            # ``worker`` starts more of itself: its closure holds it, and it the stage, a cycle
+            # that only the collector (set to run rarely) would free; an adaptive run plays a
+            # bench a round, and kept every round's stage until then.
+            del worker
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
         # the bench is not done until every planned attempt was recorded, or left in the plan by
         # a budget that was spent.
@@ -449,7 +455,7 @@ class Player(Protocol):
         ...
 
     async def run(
-        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()
+        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()
     ) -> Spending | None: ...
 
 
@@ -766,12 +772,29 @@ class Seen(msgspec.Struct, frozen=True):
     modified: int = 0
 
 
+class Bounds(msgspec.Struct, frozen=True):
+    """A run's plan as the attempts read are held to it: its scenarios' ids, and its attempts at
+    most (``RunJournal.read``, ``Kept.within``)."""
+
+    scenarios: frozenset[str]
+    attempts: int
+
+    @classmethod
+    def of(cls, spec: RunSpec) -> Bounds:
+        return cls(frozenset(scenario.id for scenario in spec.scenarios), spec.attempts)
+
+    def holds(self, outcome: Outcome) -> bool:
+        return outcome.scenario in self.scenarios and 1 <= outcome.attempt <= self.attempts
+
+
 class Kept(msgspec.Struct, frozen=True):
     """What a run's ``attempts.jsonl`` holds: the attempts read, and the lines left out — those
     that could not be read, those that repeat an attempt read before, those that are not an attempt
     of the run's plan (``foreign``: a scenario it does not play, an attempt past its number), and a
     last line cut short by a process stopped while writing it (``torn``, played again on resume);
-    ``seen``, the file as it was when they were read (``Kept(())``: a run with no such file yet)."""
+    ``seen``, the file as it was when they were read (``Kept(())``: a run with no such file yet);
+    ``plan``, the plan they were held to as they were read (``None``: none), so that holding them
+    to that plan again (``within``) need not walk them (for a ``Placed``, read the file again)."""
 
     outcomes: Sequence[Outcome]  # a tuple, or for ``RunJournal.unsaid`` a ``Placed``: where each line begins
     unreadable: int = 0
@@ -779,6 +802,7 @@ class Kept(msgspec.Struct, frozen=True):
     foreign: int = 0
     torn: int = 0
     seen: Seen = Seen()
+    plan: Bounds | None = None
 
     @property
     def broken(self) -> int:
@@ -786,16 +810,19 @@ class Kept(msgspec.Struct, frozen=True):
         return self.unreadable + self.repeated + self.foreign + self.torn
 
     def within(self, spec: RunSpec) -> Kept:
-        """These attempts, without those the run's plan does not hold (counted ``foreign``)."""
-        scenarios = {scenario.id for scenario in spec.scenarios}
+        """These attempts, without those the run's plan does not hold (counted ``foreign``):
+        themselves, unwalked, when they were read held to that very plan."""
+        plan = Bounds.of(spec)
+        if plan == self.plan:
+            return self
         outcomes = self.outcomes
-        kept = [at for at, one in enumerate(outcomes) if one.scenario in scenarios and 1 <= one.attempt <= spec.attempts]
+        kept = [at for at, one in enumerate(outcomes) if plan.holds(one)]
         match outcomes:
             case Placed():
                 planned: Sequence[Outcome] = outcomes.chosen(kept)
             case _:
                 planned = tuple(outcomes[at] for at in kept)
-        return msgspec.structs.replace(self, outcomes=planned, foreign=self.foreign + len(outcomes) - len(planned))
+        return msgspec.structs.replace(self, outcomes=planned, foreign=self.foreign + len(outcomes) - len(planned), plan=plan)
 
     def note(self) -> str:
         """The lines left out, in words, for the terminal; empty when none was but a torn last line."""
@@ -830,8 +857,8 @@ class Left:
     def __init__(self) -> None:
         self.unreadable = self.repeated = self.foreign = self.torn = 0
 
-    def kept(self, outcomes: Sequence[Outcome] = (), seen: Seen = Seen()) -> Kept:
-        return Kept(outcomes, self.unreadable, self.repeated, self.foreign, self.torn, seen)
+    def kept(self, outcomes: Sequence[Outcome] = (), seen: Seen = Seen(), plan: Bounds | None = None) -> Kept:
+        return Kept(outcomes, self.unreadable, self.repeated, self.foreign, self.torn, seen, plan)
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -924,7 +951,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         path = self.folder / "attempts.jsonl"
         planned = None if spec is None else {scenario.id for scenario in spec.scenarios}
         most = RunSpec.MOST_ATTEMPTS if spec is None else spec.attempts
-        seen: dict[str, set[int]] = {}  # each scenario's attempts read: an int each, not the attempt
+        seen: dict[str, bytearray] = {}  # each scenario's attempts read: a byte each by number, not the attempt
         try:
             for offset, line in RegularFile(path).placed(self.MAX_LINE_BYTES):
                 if line is not None and not line.strip():
@@ -942,11 +969,15 @@ class RunJournal(msgspec.Struct, frozen=True):
                 if not 1 <= outcome.attempt <= RunSpec.MOST_ATTEMPTS:  # no run's attempt, whatever its plan
                     left.foreign += 1
                     continue
-                done = seen.setdefault(outcome.scenario, set())
-                if outcome.attempt in done:
+                done = seen.get(outcome.scenario)
+                if done is None:
+                    done = seen[outcome.scenario] = bytearray()
+                if outcome.attempt >= len(done):
+                    done.extend(bytes(max(outcome.attempt + 1, 2 * len(done)) - len(done)))
+                elif done[outcome.attempt]:
                     left.repeated += 1
                     continue
-                done.add(outcome.attempt)
+                done[outcome.attempt] = 1
                 if planned is not None and (outcome.scenario not in planned or outcome.attempt > most):
                     left.foreign += 1
                     continue
@@ -975,8 +1006,9 @@ class RunJournal(msgspec.Struct, frozen=True):
         with the lines it left out and the file as it was seen before."""
         seen = self._seen()
         left = Left()
-        outcomes = made(self.read(left, self._plan(spec)))
-        return left.kept(outcomes, seen)
+        plan = self._plan(spec)
+        outcomes = made(self.read(left, plan))
+        return left.kept(outcomes, seen, None if plan is None else Bounds.of(plan))
 
     def _plan(self, spec: RunSpec | None) -> RunSpec | None:
         """``spec``, or the one ``run.json`` holds; none when it cannot be read (no plan to hold

@@ -52,9 +52,26 @@ class Budget(msgspec.Struct, frozen=True):
         """Whether any limit is set."""
         return bool(self.cost or self.tokens or self.minutes)
 
-    def spending(self, earlier: Iterable[Outcome] = (), clock: Callable[[], float] = time.monotonic) -> Spending:
-        """What a play spends against this budget, starting from the attempts kept before it."""
+    def spending(self, earlier: Iterable[Outcome] | Earlier = (), clock: Callable[[], float] = time.monotonic) -> Spending:
+        """What a play spends against this budget, starting from the attempts kept before it (or
+        what they spent, as a ``Spending`` counted it)."""
         return Spending(self, earlier, clock)
+
+
+class Earlier(msgspec.Struct, frozen=True):
+    """What the attempts kept before a play spent, as ``Spending`` counts them (``Spending.spent``):
+    a play of a run's rounds (``adaptive.Rounds``) starts each round from it rather than from every
+    attempt kept, so the run holds none of them. ``longest`` is the longest attempt, as its own
+    play measured it."""
+
+    cost: Decimal = Decimal(0)
+    unpriced: int = 0
+    tokens: int = 0
+    unreported: int = 0
+    most_cost: Decimal = Decimal(0)
+    most_tokens: int = 0
+    kept: int = 0
+    longest: float = 0.0
 
 
 class Outlay(msgspec.Struct, frozen=True):
@@ -88,10 +105,10 @@ class Spending:
 
     __slots__ = (
         "budget", "cost", "unpriced", "tokens", "unreported", "most_cost", "most_tokens", "longest", "kept",
-        "_clock", "_started", "_reached", "_refused", "_under_way", "_ended",
+        "_seconds", "_clock", "_started", "_reached", "_refused", "_under_way", "_ended",
     )
 
-    def __init__(self, budget: Budget, earlier: Iterable[Outcome], clock: Callable[[], float]) -> None:
+    def __init__(self, budget: Budget, earlier: Iterable[Outcome] | Earlier, clock: Callable[[], float]) -> None:
         self.budget = budget
         self.cost = Decimal(0)
         self.unpriced = 0
@@ -101,15 +118,22 @@ class Spending:
         self.most_tokens = 0  # the most tokens one kept attempt took
         self.longest = 0.0  # the longest one attempt took, in seconds
         self.kept = 0  # attempts counted, earlier ones included
+        self._seconds = 0.0  # the longest attempt counted, as its own play measured it
         self._clock = clock
         self._started = clock()
         self._reached: Which | None = None
         self._refused: Which | None = None
         self._under_way: dict[tuple[str, int], float] = {}  # each attempt started and not kept, by when it started
         self._ended: asyncio.Event | None = None  # made in the loop by the first worker that waits
-        for outcome in earlier:
-            self.record(outcome)
-            self.longest = max(self.longest, outcome.seconds)  # as its own play measured it
+        match earlier:
+            case Earlier():
+                self.cost, self.unpriced, self.tokens, self.unreported = earlier.cost, earlier.unpriced, earlier.tokens, earlier.unreported
+                self.most_cost, self.most_tokens, self.kept = earlier.most_cost, earlier.most_tokens, earlier.kept
+                self.longest = self._seconds = earlier.longest
+            case _:
+                for outcome in earlier:
+                    self.record(outcome)
+                    self.longest = max(self.longest, outcome.seconds)  # as its own play measured it
 
     def record(self, outcome: Outcome) -> None:
         """Count a kept attempt's requests, every side's, and how long it took since it started."""
@@ -122,6 +146,7 @@ class Spending:
         self.most_cost = max(self.most_cost, spent.amount)
         self.most_tokens = max(self.most_tokens, tokens)
         self.kept += 1
+        self._seconds = max(self._seconds, outcome.seconds)
         started = self._under_way.pop((outcome.scenario, outcome.attempt), None)
         if started is not None:
             self.longest = max(self.longest, self._clock() - started)
@@ -130,6 +155,13 @@ class Spending:
 
     def minutes(self) -> float:
         return (self._clock() - self._started) / 60.0
+
+    def spent(self) -> Earlier:
+        """What every attempt counted here spent, for a later play to start from as it would
+        from those attempts themselves (``Budget.spending``)."""
+        return Earlier(
+            self.cost, self.unpriced, self.tokens, self.unreported, self.most_cost, self.most_tokens, self.kept, self._seconds
+        )
 
     def reached(self) -> Which | None:
         """The budget that is spent, if one is (once one is, it stays so for this play)."""

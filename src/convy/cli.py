@@ -69,7 +69,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,7 +78,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from convy.adaptive import Adaptive, Against, Judged, Plan
+from convy.adaptive import Adaptive, Against, Judged, Marks, Plan
 from convy.agent import NoUsage, TimeLimited, Usage
 from convy.attempt import Attempt, Spent, Sum
 from convy.bench import Bench, Complete, Kept, Limits, Player, RunInUse, RunJournal, RunName, RunSpec, Skipped, Stopped
@@ -285,8 +285,8 @@ class Printed:
         progress: Any,
         task: Any,
         trust: float,
-        planned: Callable[[Sequence[Outcome]], int] | None = None,
-        earlier: Sequence[Outcome] = (),
+        planned: Callable[[Marks], int] | None = None,
+        earlier: Iterable[Outcome] = (),
     ) -> None:
         self._shown = shown
         self._progress = progress
@@ -294,10 +294,11 @@ class Printed:
         self._trust = trust
         self.counts = {"passed": 0, "failed": 0, "not_judged": 0}
         # A run of --attempts auto: the bar's total is what the rule wants so far, found again
-        # each time the bar reaches it (a round's end), so it grows round by round.
+        # each time the bar reaches it (a round's end), so it grows round by round, from the marks
+        # of the attempts kept (a byte each), not the attempts.
         self._planned = planned
-        self._kept = list(earlier) if planned is not None else []
-        self._total = planned(earlier) if planned is not None else 0
+        self._marks = Marks(trust, earlier if planned is not None else ())
+        self._total = planned(self._marks) if planned is not None else 0
 
     def record(self, outcome: Outcome) -> None:
         status = outcome.status(self._trust)
@@ -310,9 +311,9 @@ class Printed:
             not_judged=self.counts["not_judged"],
         )
         if self._planned is not None:
-            self._kept.append(outcome)
-            if len(self._kept) >= self._total:
-                self._total = max(len(self._kept), self._planned(tuple(self._kept)))
+            self._marks.add(outcome)
+            if self._marks.count >= self._total:
+                self._total = max(self._marks.count, self._planned(self._marks))
                 self._progress.update(self._task, total=self._total)
         said = Inert(f"{outcome.scenario} #{outcome.attempt}  {Said(outcome, self._trust).text()}").line()
         self._shown.progress(f"{MARKS[status]} {said}")
@@ -398,7 +399,7 @@ class Recorded(msgspec.Struct, frozen=True):
         self.shown.line(f"{self.spec.agent}{named}: {scenarios} scenario{'s' if scenarios != 1 else ''} × {each} → {self._where(journal.folder)}")
         stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | DeadService | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
-            growing = None if self.spec.adaptive is None else self._planned
+            growing = None if self.spec.adaptive is None else self._marked
             printed = Printed(self.shown, progress, task, self.spec.trust, growing, self.kept.outcomes)
             try:
                 kept = asyncio.run(self._played(journal, printed))
@@ -567,6 +568,13 @@ class Recorded(msgspec.Struct, frozen=True):
         if spec.adaptive is None:
             return len(spec.scenarios) * spec.attempts
         return spec.adaptive.course(tuple(one.id for one in spec.scenarios), outcomes, spec.attempts, spec.trust).planned()
+
+    def _marked(self, marks: Marks) -> int:
+        """The attempts the run plans, as the marks of those kept say (``_planned``)."""
+        spec = self.spec
+        if spec.adaptive is None:
+            return len(spec.scenarios) * spec.attempts
+        return spec.adaptive.marked(tuple(one.id for one in spec.scenarios), marks, spec.attempts).planned()
 
     def _where(self, path: Path) -> Path:
         return path.relative_to(self.project.folder) if path.is_relative_to(self.project.folder) else path

@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 
 from convy.attempt import Attempt, Sum
-from convy.bench import Kept, Left, RunJournal, RunSpec
+from convy.bench import Bounds, Kept, Left, RunJournal, RunSpec
 from convy.causes import Breakdown, Cause
 from convy.dialog import Failed, NoVerdict, Verdict
 from convy.stats import Headline, Tally
@@ -180,7 +180,7 @@ class Counted(msgspec.Struct, frozen=True):
         left = Left()
         for _, outcome in RunJournal(folder).read(left, spec):
             counting[outcome.scenario].add(Attempt(outcome, spec.trust))
-        return cls({scenario: one.count() for scenario, one in counting.items()}, left.kept())
+        return cls({scenario: one.count() for scenario, one in counting.items()}, left.kept(plan=Bounds.of(spec)))
 
     def kept(self) -> int:
         return sum(one.kept for one in self.counts.values())

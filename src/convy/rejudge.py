@@ -16,7 +16,7 @@ patience with a busy service, ``Checked``). It plays through ``RunJournal.play``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ from convy.bench import (
     RunSpec,
     Skipped,
 )
-from convy.budget import Budget, Counted, Spending
+from convy.budget import Budget, Counted, Earlier, Spending
 from convy.dialog import ChatJudge, Prompt
 from convy.model import Absent, Models, OpenAiModel
 from convy.panel import Judging
@@ -240,11 +240,11 @@ class Rejudging(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rejudging:
         return msgspec.structs.replace(self, budget=budget)
 
-    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Decide every planned attempt again, each recorded in ``journal`` as it ends. An attempt
         whose dialogue the origin lacks (a line it lost) is left out, as a spent budget leaves one
         in the plan; one taken and not recorded is ``Unplayed``."""
-        wanted = {(one.scenario.id, one.attempt): one.scenario for one in planned}
+        wanted = _Wanted(planned)
         vigil = Vigil(journal)  # a judge whose service refuses it for good stops the run, as a bench's does
         watched = vigil.vitals.watched(self.judge, "judge")
         places = self.limits.places("judge", Services())
@@ -283,7 +283,7 @@ class Rejudging(msgspec.Struct, frozen=True):
                 if workers < min(len(wanted), places.size):  # the judge's places have grown (no cap)
                     workers += 1
                     group.create_task(worker(group))
-                await vigil.attempt(wanted[(outcome.scenario, outcome.attempt)].rejudged(outcome, judge))
+                await vigil.attempt(wanted.scenario(outcome.scenario).rejudged(outcome, judge))
 
         with vigil.watching():  # a dead judge's stop, alone; at the end, attempts still held stop it too
             async with asyncio.TaskGroup() as group:
@@ -295,16 +295,64 @@ class Rejudging(msgspec.Struct, frozen=True):
             raise DialoguesLost(self._lost(wanted, taken))
         return spending
 
-    def _lost(self, wanted: dict[tuple[str, int], Scenario], taken: int) -> str:
+    def _lost(self, wanted: _Wanted, taken: int) -> str:
         """Which planned dialogues the source lacks: how many, and the first few by name."""
-        found = {(outcome.scenario, outcome.attempt) for outcome in self.dialogues.recorded(wanted)}
-        missing = sorted(key for key in wanted if key not in found)
+        missing = sorted(wanted.missing(self.dialogues.recorded(wanted)))
         named = ", ".join(f"{scenario} #{attempt}" for scenario, attempt in missing[:3])
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         return (
             f"{self.dialogues.folder / 'attempts.jsonl'}: {len(wanted) - taken} of the {len(wanted)} recorded dialogues "
             f"to re-judge are not there ({named}{more}): the file lost lines since its run finished"
         )
+
+
+class _Wanted(Container[tuple[str, int]]):
+    """The attempts a re-judge plays, by (scenario, attempt), as each recorded line is asked
+    whether it is one: per scenario, its ``Scenario`` and a byte an attempt number (a dict of
+    every planned attempt was about 100 bytes each). A plain class: nothing in it changes once
+    made."""
+
+    __slots__ = ("_scenarios", "_marks", "_count")
+
+    def __init__(self, planned: Playlist) -> None:
+        self._scenarios: dict[str, Scenario] = {}
+        self._marks: dict[str, bytearray] = {}
+        self._count = 0
+        for one in planned:
+            name = one.scenario.id
+            marks = self._marks.get(name)
+            if marks is None:
+                self._scenarios[name] = one.scenario
+                marks = self._marks[name] = bytearray()
+            if one.attempt >= len(marks):
+                marks.extend(bytes(max(one.attempt + 1, 2 * len(marks)) - len(marks)))
+            self._count += not marks[one.attempt]
+            marks[one.attempt] = 1
+
+    def __contains__(self, key: object) -> bool:
+        match key:
+            case (str(name), int(number)):
+                marks = self._marks.get(name)
+                return marks is not None and 0 < number < len(marks) and marks[number] == 1
+        return False
+
+    def __len__(self) -> int:
+        return self._count
+
+    def scenario(self, name: str) -> Scenario:
+        return self._scenarios[name]
+
+    def missing(self, found: Iterable[Outcome]) -> Iterator[tuple[str, int]]:
+        """The attempts wanted that none of ``found`` is."""
+        left = {name: bytearray(marks) for name, marks in self._marks.items()}
+        for outcome in found:
+            marks = left.get(outcome.scenario)
+            if marks is not None and 0 < outcome.attempt < len(marks):
+                marks[outcome.attempt] = 0
+        for name, marks in left.items():
+            for number, mark in enumerate(marks):
+                if mark:
+                    yield (name, number)
 
 
 def _named(outcome: Outcome) -> tuple[str, int]:

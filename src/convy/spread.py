@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from convy.bench import Bench, Journal, Limits, Planned, Playlist, Stage
-from convy.budget import Budget, Counted, Spending
+from convy.budget import Budget, Counted, Earlier, Spending
 from convy.conduct import UserChecks
 from convy.dialog import Prompt
 from convy.panel import Judging
@@ -329,7 +329,7 @@ class Crew(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Crew:
         return msgspec.structs.replace(self, bench=self.bench.budgeted(budget))
 
-    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] = ()) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play every planned attempt on the hands, each recorded in ``journal`` here as its
         outcome comes back; with a budget, only until it is spent."""
         if not planned:
@@ -453,7 +453,7 @@ class Batches(msgspec.Struct, frozen=True):
 class _Play:
     """One play of a crew: the hands, the attempts handed out and those to hand out again."""
 
-    def __init__(self, crew: Crew, ray: Any, planned: Playlist, journal: Journal, earlier: Iterable[Outcome]) -> None:
+    def __init__(self, crew: Crew, ray: Any, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier) -> None:
         self._crew = crew
         self._ray = ray
         self._planned = planned
