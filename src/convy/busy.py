@@ -651,6 +651,21 @@ class Places:
                     self.freely_answered(ticket)
                     return answer
                 return await self.freely_refused(request, ticket, declined)
+        elif not held and self._unpaced_freely():
+            # A try not paced (opening a conversation) on the free way: ``_clear`` holds, and it
+            # is sent as below, its ``Told`` a plain one (``_answered_once``) that names the
+            # service of a refusal; what it costs less is finding the loop and ``_clear``, and
+            # the ``_Send``, made only for a refusal. One such try an attempt.
+            service, now, rank = self._service, self._clock(), next(self._ranks)
+            told = Told()
+            token = TOLD.set(told)
+            try:
+                return await request()
+            except Busy as busy:
+                refused = _Refused(busy)
+            finally:
+                TOLD.reset(token)
+            return await self._later(request, False, False, (now, rank), (_Send(service, -1, now), told, refused))
         loop = running()
         now = loop.time()
         rank = next(self._ranks)
@@ -759,11 +774,26 @@ class Places:
             self.peak = taken
         return service, number, now, next(self._ranks), TOLD.set(self._unnamed)
 
+    def _unpaced_freely(self) -> bool:
+        """Whether a try not paced, held in no place, takes the free way in ``_tried``: where a
+        paced one would (``freely``), and no pause was ever asked of its service (``_clear``'s
+        pause, asked without reading the clock: a service never paused has none)."""
+        return (
+            self._free
+            and not self.inward
+            and not self.refused
+            and not self._send_queue
+            and not self._services.told_of_pauses
+            and not self._service.pace.paused_until
+        )
+
     def freely_answered(self, ticket: Freed) -> None:
         """The request ``freely`` let go was answered: counted as ``_answer`` counts it, and its
         place freed. (An agent's own code that calls its service itself answers in-process too,
         as slowly as the service: its places grow as any others.)"""
-        # ``_plainly_answered`` and ``_unseated`` in line: two calls less on every request.
+        # ``_plainly_answered`` (with ``_plainly_landed``) and ``_unseated`` in line: two calls
+        # less on every request, three where the places are all taken (an agent's turns, whose
+        # conversations hold them).
         service, number, sent, _, told = ticket
         if told is not None:
             TOLD.reset(told)
@@ -778,8 +808,12 @@ class Places:
             pace.most = count
         if service.share < _SHARE_MOST and number > pace.cut_after:
             self._grown()
-        if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
-            self._plainly_landed(service, number, sent, None)
+        if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
+            answered = self._clock()
+            if answered - sent >= _OVERLAP:
+                self._kept_up(_Send(service, number, sent), answered)
+        if self._send_queue:
+            self._release()
         if told is None:
             return
         if self._place_queue:
@@ -847,7 +881,7 @@ class Places:
         """What ``_plainly_answered`` does once the answer is counted: ``_kept_up`` and what
         ``_landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
-            answered = running().time()
+            answered = self._clock()  # the clock ``sent`` was read on
             if answered - sent >= _OVERLAP:
                 self._kept_up(_Send(service, number, sent) if send is None else send, answered)
         if self._send_queue:
