@@ -657,15 +657,15 @@ class Places:
             # service of a refusal; what it costs less is finding the loop and ``_clear``, and
             # the ``_Send``, made only for a refusal. One such try an attempt.
             service, now, rank = self._service, self._clock(), next(self._ranks)
-            told = Told()
-            token = TOLD.set(told)
+            plain = Told()
+            token = TOLD.set(plain)
             try:
                 return await request()
             except Busy as busy:
                 refused = _Refused(busy)
             finally:
                 TOLD.reset(token)
-            return await self._later(request, False, False, (now, rank), (_Send(service, -1, now), told, refused))
+            return await self._later(request, False, False, (now, rank), (_Send(service, -1, now), plain, refused))
         loop = running()
         now = loop.time()
         rank = next(self._ranks)
