@@ -406,6 +406,8 @@ class Places:
         self._services = services or Services()
         # Whether its latest answers came in-process, without word from any service: its first
         # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
+        # Never again after a refusal or a turn's request over HTTP (``refused``, ``inward``),
+        # which end it for good: ``freely`` asks this alone for the three.
         self._free = False
         self._unnamed = _Unnamed(self)
         # The clock the free way reads: the event loop's where the free way began (``_clocked``).
@@ -619,6 +621,7 @@ class Places:
         paced itself (begun before that was known), its requests are not paced again (``paced``
         False): they wait only for a pause the service asked for."""
         self.inward = True
+        self._free = False  # for good: ``freely`` asks ``_free`` alone
         return self._resent(request, paced)
 
     async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool) -> T:
@@ -714,7 +717,9 @@ class Places:
                     else:
                         # A service that said nothing of its limits, with no pace found yet.
                         self._answered_once = pace.answered = True
-                        self._free = True  # answered in-process: the next requests take the free way
+                        # Answered in-process: the next requests take the free way, unless a
+                        # refusal or a turn's request over HTTP (``inward``) ended it for good.
+                        self._free = not (self.refused or self.inward)
                         self._clock = _clocked(loop)
                         self._flying -= 1
                         if self._unwritten is send:
@@ -752,7 +757,7 @@ class Places:
         requests through the turn under way (``TURN``, ``Turn.resent``), each with a ``Told`` of
         its own, and never reads the turn's; a context variable set and reset on every turn cost
         more than the rest of the free way."""
-        if not self._free or self.inward or self.refused or self._send_queue or self._services.told_of_pauses:
+        if not self._free or self._send_queue or self._services.told_of_pauses:
             return None
         service = self._service
         number = service.sends
@@ -780,8 +785,6 @@ class Places:
         pause, asked without reading the clock: a service never paused has none)."""
         return (
             self._free
-            and not self.inward
-            and not self.refused
             and not self._send_queue
             and not self._services.told_of_pauses
             and not self._service.pace.paused_until
@@ -1372,6 +1375,7 @@ class Places:
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
+        self._free = False  # for good: ``freely`` asks ``_free`` alone
         if told.service:
             self._known(told.service)
         self._narrowed(send)
