@@ -741,9 +741,10 @@ class Places:
         """A paced first try's start on the free way, or ``None`` where it does not take it.
 
         The free way: a participant whose answers so far came in-process, naming no service and
-        saying nothing of a limit (``_free``), its turns' requests not over HTTP (``inward``),
-        nothing refused, nothing waiting, no pause told by another process, and (``held``) a
-        place free — so no pace, no meter, no strict limit: ``_clear``, in short. The send is
+        saying nothing of a limit, its turns' requests not over HTTP (``inward``) and nothing
+        refused (``_free``, all three), nothing waiting, no pause told by another process, and
+        (``held``) a place free — so no pace, no meter, no strict limit: ``_clear``, in short.
+        The moment is read on the loop's own clock (``_clocked``). The send is
         counted as ``_let`` counts it, without the ``_Send`` and the ``_Asked`` of each request,
         which only a service over HTTP would hear from, and the place taken as ``seat`` takes
         it. (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way never
