@@ -219,3 +219,32 @@ def test_a_judge_refused_on_the_free_way_is_asked_again() -> None:
         return judge.asked, places.refused, places._taken
 
     assert in_virtual_time(main) == (3, 1, 0)
+
+
+def test_an_opening_refused_on_the_free_way_is_tried_again_and_names_its_service() -> None:
+    """A try not paced (a conversation's opening, ``retried`` with ``paced`` False) of a
+    participant on the free way finds a ``Told`` of its own, as any opening does: a refusal of one
+    that named its service on it is tried again after the pause, counted, and the participant
+    knows the service from then on, off the free way."""
+    tries: list[object] = []
+
+    async def opening() -> str:
+        told = TOLD.get()
+        tries.append(told)
+        assert told is not None
+        told.service = "a service"
+        if len(tries) == 1:
+            raise Busy("429", SHORT)
+        return "open"
+
+    async def main() -> tuple[str, int, bool, bool, float, object]:
+        places = await freed(Places(0))
+        start = asyncio.get_running_loop().time()
+        opened = await places.retried(opening, paced=False)
+        named = places._services._known.get("a service") is places._service
+        return opened, places.refused, places._free, named, asyncio.get_running_loop().time() - start, TOLD.get()
+
+    opened, refused, free, named, seconds, after = in_virtual_time(main)
+    assert (opened, refused, free, named, after) == ("open", 1, False, True, None)
+    assert seconds == pytest.approx(SHORT)
+    assert len(tries) == 2 and tries[0] is not tries[1]

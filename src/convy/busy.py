@@ -41,6 +41,7 @@ import asyncio
 import heapq
 import itertools
 import math
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -187,6 +188,23 @@ _FOLD = 2
 # in a place the token of its ``Told`` (``TOLD``), reset as it ends. A plain tuple: one is made for
 # most requests of a run whose participants answer in-process.
 Freed = tuple[Service, int, float, int, "Token[Told | None] | None"]
+
+
+def _loop_time() -> float:
+    """The running event loop's time."""
+    return running().time()
+
+
+def _clocked(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """The clock the free way reads, found where it begins: asyncio's own loops read
+    ``time.monotonic`` (``BaseEventLoop.time``), which is then read itself, for a fifth of what
+    finding the running loop and asking it costs (``_loop_time``) on every request; a loop of
+    another clock (a virtual one in tests, uvloop's) is asked as it is, bound to it. A
+    participant's places are made in the loop that uses them (``bench.Limits.places``): bound
+    to it, the clock is the one every other way of theirs reads."""
+    if type(loop).time is asyncio.BaseEventLoop.time:
+        return time.monotonic
+    return loop.time
 
 
 class Busy(Exception):
@@ -392,8 +410,12 @@ class Places:
         self._services = services or Services()
         # Whether its latest answers came in-process, without word from any service: its first
         # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
+        # Never again after a refusal or a turn's request over HTTP (``refused``, ``inward``),
+        # which end it for good: ``freely`` asks this alone for the three.
         self._free = False
         self._unnamed = _Unnamed(self)
+        # The clock the free way reads: the event loop's where the free way began (``_clocked``).
+        self._clock: Callable[[], float] = _loop_time
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
         # An agent's turn under way (``agent.turned``), by whether its requests are paced: made
         # once, not on every turn (a turn holds nothing else).
@@ -603,6 +625,7 @@ class Places:
         paced itself (begun before that was known), its requests are not paced again (``paced``
         False): they wait only for a pause the service asked for."""
         self.inward = True
+        self._free = False  # for good: ``freely`` asks ``_free`` alone
         return self._resent(request, paced)
 
     async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool) -> T:
@@ -635,6 +658,21 @@ class Places:
                     self.freely_answered(ticket)
                     return answer
                 return await self.freely_refused(request, ticket, declined)
+        elif not held and self._unpaced_freely():
+            # A try not paced (opening a conversation) on the free way: ``_clear`` holds, and it
+            # is sent as below, its ``Told`` a plain one (``_answered_once``) that names the
+            # service of a refusal; what it costs less is finding the loop and ``_clear``, and
+            # the ``_Send``, made only for a refusal. One such try an attempt.
+            service, now, rank = self._service, self._clock(), next(self._ranks)
+            plain = Told()
+            token = TOLD.set(plain)
+            try:
+                return await request()
+            except Busy as busy:
+                refused = _Refused(busy)
+            finally:
+                TOLD.reset(token)
+            return await self._later(request, False, False, (now, rank), (_Send(service, -1, now), plain, refused))
         loop = running()
         now = loop.time()
         rank = next(self._ranks)
@@ -683,7 +721,10 @@ class Places:
                     else:
                         # A service that said nothing of its limits, with no pace found yet.
                         self._answered_once = pace.answered = True
-                        self._free = True  # answered in-process: the next requests take the free way
+                        # Answered in-process: the next requests take the free way, unless a
+                        # refusal or a turn's request over HTTP (``inward``) ended it for good.
+                        self._free = not (self.refused or self.inward)
+                        self._clock = _clocked(loop)
                         self._flying -= 1
                         if self._unwritten is send:
                             self._unwritten = None
@@ -704,9 +745,10 @@ class Places:
         """A paced first try's start on the free way, or ``None`` where it does not take it.
 
         The free way: a participant whose answers so far came in-process, naming no service and
-        saying nothing of a limit (``_free``), its turns' requests not over HTTP (``inward``),
-        nothing refused, nothing waiting, no pause told by another process, and (``held``) a
-        place free — so no pace, no meter, no strict limit: ``_clear``, in short. The send is
+        saying nothing of a limit, its turns' requests not over HTTP (``inward``) and nothing
+        refused (``_free``, all three), nothing waiting, no pause told by another process, and
+        (``held``) a place free — so no pace, no meter, no strict limit: ``_clear``, in short.
+        The moment is read on the loop's own clock (``_clocked``). The send is
         counted as ``_let`` counts it, without the ``_Send`` and the ``_Asked`` of each request,
         which only a service over HTTP would hear from, and the place taken as ``seat`` takes
         it. (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way never
@@ -720,39 +762,73 @@ class Places:
         requests through the turn under way (``TURN``, ``Turn.resent``), each with a ``Told`` of
         its own, and never reads the turn's; a context variable set and reset on every turn cost
         more than the rest of the free way."""
-        if (
-            not self._free
-            or self.inward
-            or self.refused
-            or self._send_queue
-            or self._services.told_of_pauses
-            or (held and (self._taken >= self.size or self._place_queue))
-        ):
+        if not self._free or self._send_queue or self._services.told_of_pauses:
             return None
-        now = running().time()
         service = self._service
         number = service.sends
+        if not held:
+            now = self._clock()
+            service.sent.append((number, now))
+            service.sends = number + 1
+            self.sends += 1
+            return service, number, now, next(self._ranks), None
+        taken = self._taken
+        if taken >= self.size or self._place_queue:
+            return None
+        now = self._clock()
         service.sent.append((number, now))
         service.sends = number + 1
         self.sends += 1
-        if not held:
-            return service, number, now, next(self._ranks), None
-        self._taken += 1
-        if self._taken > self.peak:
-            self.peak = self._taken
+        self._taken = taken = taken + 1
+        if taken > self.peak:
+            self.peak = taken
         return service, number, now, next(self._ranks), TOLD.set(self._unnamed)
+
+    def _unpaced_freely(self) -> bool:
+        """Whether a try not paced, held in no place, takes the free way in ``_tried``: where a
+        paced one would (``freely``), and no pause was ever asked of its service (``_clear``'s
+        pause, asked without reading the clock: a service never paused has none)."""
+        return (
+            self._free
+            and not self._send_queue
+            and not self._services.told_of_pauses
+            and not self._service.pace.paused_until
+        )
 
     def freely_answered(self, ticket: Freed) -> None:
         """The request ``freely`` let go was answered: counted as ``_answer`` counts it, and its
         place freed. (An agent's own code that calls its service itself answers in-process too,
         as slowly as the service: its places grow as any others.)"""
+        # ``_plainly_answered`` (with ``_plainly_landed``) and ``_unseated`` in line: two calls
+        # less on every request, three where the places are all taken (an agent's turns, whose
+        # conversations hold them).
         service, number, sent, _, told = ticket
+        if told is not None:
+            TOLD.reset(told)
+        pace = service.pace
+        answers = pace.answers
+        answers.append(sent)
+        gone = sent - 1.0
+        while answers[0] < gone:
+            answers.popleft()
+        count = len(answers)
+        if count > pace.most:
+            pace.most = count
+        if service.share < _SHARE_MOST and number > pace.cut_after:
+            self._grown()
+        if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
+            answered = self._clock()
+            if answered - sent >= _OVERLAP:
+                self._kept_up(_Send(service, number, sent), answered)
+        if self._send_queue:
+            self._release()
         if told is None:
-            self._plainly_answered(service, number, sent, None)
             return
-        TOLD.reset(told)
-        self._plainly_answered(service, number, sent, None)
-        self._unseated()
+        if self._place_queue:
+            self._freed()
+        else:
+            self._taken -= 1
+            self._slack = True
 
     def freely_failed(self, ticket: Freed) -> None:
         """The request ``freely`` let go raised something else than ``Busy``: what ``_landed``
@@ -813,7 +889,7 @@ class Places:
         """What ``_plainly_answered`` does once the answer is counted: ``_kept_up`` and what
         ``_landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
-            answered = running().time()
+            answered = self._clock()  # the clock ``sent`` was read on
             if answered - sent >= _OVERLAP:
                 self._kept_up(_Send(service, number, sent) if send is None else send, answered)
         if self._send_queue:
@@ -1313,6 +1389,7 @@ class Places:
 
     def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
+        self._free = False  # for good: ``freely`` asks ``_free`` alone
         if told.service:
             self._known(told.service)
         self._narrowed(send)
