@@ -14,7 +14,7 @@ import msgspec
 import pytest
 from test_pages import Played
 
-from convy.bench import RunJournal, Seen
+from convy.bench import Left, RunJournal, Seen
 from convy.counted import Counted
 from convy.dialog import NoVerdict, Verdict
 from convy.report import Listed, Listing, Summary, Totals
@@ -146,3 +146,25 @@ def test_claims_first_met_late_in_the_file_keep_the_order_summary_gives_them(pla
     same(read)
     orders = {scenario.id: [row.text for row in scenario.claims] for scenario in Summary(read).view().scenarios}
     assert any(len(texts) > 1 for texts in orders.values())
+
+
+def test_repeats_are_told_at_every_attempt_number_whatever_the_scenarios(played: Played, tmp_path: Path) -> None:
+    """Each scenario's attempts read are held a bit each: a line repeated is left out once, at the
+    numbers either side of a byte's bounds and at the highest a run may have, and the same number
+    of another scenario is no repeat."""
+    source = played.runs()["2026-01-06-after"].folder
+    line = (source / "attempts.jsonl").read_bytes().splitlines(keepends=True)[0]
+    outcome = msgspec.json.decode(line)
+    numbers = [*range(1, 25), 255, 256, 257, 9_999, 10_000]  # every bit of three bytes, and far ones
+    lines = []
+    for scenario in ("a", "b", "é😀"):
+        for number in numbers:
+            lines.append(msgspec.json.encode({**outcome, "scenario": scenario, "attempt": number}) + b"\n")
+    repeats = [lines[i] for i in (0, 7, 24, 28, 29, 57, 86)]  # a's 1, 8, 255 and 10,000; b's 1, 10,000; é😀's 10,000
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "attempts.jsonl").write_bytes(b"".join(lines + repeats + repeats[:1]))
+    left = Left()
+    read = [(outcome.scenario, outcome.attempt) for _, outcome in RunJournal(folder).read(left)]
+    assert sorted(read) == sorted((scenario, number) for scenario in ("a", "b", "é😀") for number in numbers)
+    assert left.repeated == len(repeats) + 1 and left.foreign == 0
