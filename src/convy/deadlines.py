@@ -56,7 +56,10 @@ class Deadline:
         # A task running now in the loop the limits were last used in is of the loop running
         # now: the one thread runs one loop at a time. Asking so, rather than for the running loop
         # (which asks the system for the process's id on every call), costs a dictionary's lookup.
-        task = asyncio.current_task(loop) if self._ended and loop is not None else None
+        # A limit a wait still holds (a request the last block left waiting in a task of its own)
+        # is not begun again: the wait's end would be counted against the new block's limit (its
+        # ``_held`` below zero, the limit never run out), so the new block gets a limit of its own.
+        task = asyncio.current_task(loop) if self._ended and not self._held and loop is not None else None
         if task is None or loop is None:
             return deadlines.here(length)
         self.when = loop.time() + length
