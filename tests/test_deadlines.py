@@ -307,6 +307,43 @@ def test_a_closing_runs_out_at_its_limit_though_a_wait_begun_in_the_last_turn_en
     assert in_virtual_time(main) == ("the agent did not close its conversation within 1 s", 1.0)
 
 
+def test_a_closing_runs_out_at_its_limit_though_a_wait_the_last_turn_left_begins_meanwhile() -> None:
+    # A task the last turn left behind (its ``LIMIT`` the turn's) waits for a busy service from
+    # 0.2 s into the closing for 3 s: a wait of no turn's, which holds none of the closing's time.
+    # A closing of 2 s runs out at its limit of 1 s.
+    waits: list[asyncio.Task[None]] = []
+
+    class Leaving:
+        @asynccontextmanager
+        async def conversation(self) -> AsyncIterator[Leaving]:
+            yield self
+            await asyncio.sleep(2.0)
+
+        async def turn(self, message: Message) -> Answer:
+            limit = LIMIT.get()
+            assert limit is not None
+
+            async def waiting() -> None:
+                await asyncio.sleep(0.2)
+                with limit.held():
+                    await asyncio.sleep(3.0)
+
+            waits.append(asyncio.ensure_future(waiting()))
+            return Answer("ok")
+
+    async def main() -> tuple[str, float]:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(OutOfTime) as ended:
+            async with TimeLimited(Leaving(), open=1.0, turn=1.0, close=1.0).conversation() as conversation:
+                await conversation.turn(Message("hi"))
+        closed = loop.time() - began
+        await asyncio.gather(*waits)
+        return str(ended.value), closed
+
+    assert in_virtual_time(main) == ("the agent did not close its conversation within 1 s", 1.0)
+
+
 class _BusyOnce:
     """An agent whose every turn sends one request through the turn under way (``busy.TURN``), as
     convy's HTTP layer does; the service refuses its first request for 10 s, then answers, and a
