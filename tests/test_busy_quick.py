@@ -248,3 +248,41 @@ def test_an_opening_refused_on_the_free_way_is_tried_again_and_names_its_service
     assert (opened, refused, free, named, after) == ("open", 1, False, True, None)
     assert seconds == pytest.approx(SHORT)
     assert len(tries) == 2 and tries[0] is not tries[1]
+
+
+def test_a_refusal_on_the_free_way_names_no_service_that_an_earlier_stretch_of_it_heard_of() -> None:
+    """A participant whose request over HTTP named its service on the free way, then answered
+    in-process again (back on the free way), has two in-process requests refused at once: the
+    first refusal ends the free way, and the second, which named nothing, is not put down to the
+    service named before (its name kept from the earlier stretch): no service is known."""
+
+    async def plain() -> str:
+        return "plain"
+
+    async def over_http() -> str:
+        told = TOLD.get()
+        assert told is not None
+        told.service = "a service"
+        return "http"
+
+    def refused_once(after: float) -> Any:
+        refusals = [1]
+
+        async def request() -> str:
+            await asyncio.sleep(after)
+            if refusals.pop() if refusals else 0:
+                raise Busy("429", SHORT)
+            return "answered"
+
+        return request
+
+    async def main() -> tuple[bool, list[str], int, object]:
+        places = Places(0, "user")
+        await places.sent(plain)  # the free way begins
+        await places.sent(over_http)  # names its service on the way: the free way ends
+        await places.sent(plain)  # answered in-process: the free way again
+        free = places._free
+        answers = await asyncio.gather(places.sent(refused_once(SHORT)), places.sent(refused_once(2 * SHORT)))
+        return free, list(answers), places.refused, places._services._known.get("a service")
+
+    assert in_virtual_time(main) == (True, ["answered", "answered"], 2, None)

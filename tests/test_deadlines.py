@@ -14,7 +14,7 @@ import pytest
 from clock import START, in_virtual_time
 
 from convy.agent import Answer, Message, OutOfTime, TimeLimited
-from convy.deadlines import Deadlines
+from convy.deadlines import LIMIT, Deadlines
 
 
 @pytest.mark.parametrize("made", ["limit", "here"])
@@ -267,6 +267,81 @@ def test_a_held_wait_is_not_counted_and_a_limit_of_the_same_length_runs_out_mean
         return list(await asyncio.gather(held(), plain()))
 
     assert in_virtual_time(main) == [30.0, 11.0]
+
+
+def test_a_closing_runs_out_at_its_limit_though_a_wait_begun_in_the_last_turn_ends_meanwhile() -> None:
+    # The last turn leaves a request of its own task waiting for a busy service (held: not the
+    # agent's time) and ends; the wait ends 0.5 s into the closing. The closing's limit, begun
+    # again from the turn's (``Deadline.again``), is not the turn's: the wait's end neither stops
+    # nor lengthens it, and a closing of 2 s runs out at its limit of 1 s.
+    waits: list[asyncio.Task[None]] = []
+
+    class Leaving:
+        @asynccontextmanager
+        async def conversation(self) -> AsyncIterator[Leaving]:
+            yield self
+            await asyncio.sleep(2.0)
+
+        async def turn(self, message: Message) -> Answer:
+            limit = LIMIT.get()
+            assert limit is not None
+
+            async def waiting() -> None:
+                with limit.held():
+                    await asyncio.sleep(0.5)
+
+            waits.append(asyncio.ensure_future(waiting()))
+            await asyncio.sleep(0)
+            return Answer("ok")
+
+    async def main() -> tuple[str, float]:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(OutOfTime) as ended:
+            async with TimeLimited(Leaving(), open=1.0, turn=1.0, close=1.0).conversation() as conversation:
+                await conversation.turn(Message("hi"))
+        closed = loop.time() - began
+        await asyncio.gather(*waits)
+        return str(ended.value), closed
+
+    assert in_virtual_time(main) == ("the agent did not close its conversation within 1 s", 1.0)
+
+
+def test_a_closing_runs_out_at_its_limit_though_a_wait_the_last_turn_left_begins_meanwhile() -> None:
+    # A task the last turn left behind (its ``LIMIT`` the turn's) waits for a busy service from
+    # 0.2 s into the closing for 3 s: a wait of no turn's, which holds none of the closing's time.
+    # A closing of 2 s runs out at its limit of 1 s.
+    waits: list[asyncio.Task[None]] = []
+
+    class Leaving:
+        @asynccontextmanager
+        async def conversation(self) -> AsyncIterator[Leaving]:
+            yield self
+            await asyncio.sleep(2.0)
+
+        async def turn(self, message: Message) -> Answer:
+            limit = LIMIT.get()
+            assert limit is not None
+
+            async def waiting() -> None:
+                await asyncio.sleep(0.2)
+                with limit.held():
+                    await asyncio.sleep(3.0)
+
+            waits.append(asyncio.ensure_future(waiting()))
+            return Answer("ok")
+
+    async def main() -> tuple[str, float]:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(OutOfTime) as ended:
+            async with TimeLimited(Leaving(), open=1.0, turn=1.0, close=1.0).conversation() as conversation:
+                await conversation.turn(Message("hi"))
+        closed = loop.time() - began
+        await asyncio.gather(*waits)
+        return str(ended.value), closed
+
+    assert in_virtual_time(main) == ("the agent did not close its conversation within 1 s", 1.0)
 
 
 class _BusyOnce:

@@ -284,8 +284,8 @@ class _Limited:
 
     def __init__(self, limits: TimeLimited) -> None:
         self._limits = limits
-        # The opening's limit, begun again for each turn and the closing (``Deadline.again``): one
-        # limit made for a whole conversation.
+        # The opening's limit, begun again for each turn (``Deadline.again``): one limit made for
+        # the opening and the turns.
         self._scope: Deadline | None = None
 
     async def __aenter__(self) -> _Limited:
@@ -333,9 +333,9 @@ class _Limited:
         """Close the agent's conversation within the limit. When the conversation is already
         ending on an error (Ctrl+C's cancellation included), that error goes on, whatever the
         closing does."""
-        last = self._scope
-        seconds = self._limits.close
-        scope = self._scope = self._limits.deadlines.here(seconds) if last is None else last.again(seconds)
+        # A limit of its own, not the turns' begun again: a task a turn left behind holds the
+        # turns' limit (``LIMIT``) as it waits for a busy service, and would hold the closing's.
+        scope = self._limits.deadlines.here(self._limits.close)
         try:
             with scope:
                 # ``_Answering.__aexit__``, in line: one coroutine less on every attempt.

@@ -724,6 +724,10 @@ class Places:
                         # Answered in-process: the next requests take the free way, unless a
                         # refusal or a turn's request over HTTP (``inward``) ended it for good.
                         self._free = not (self.refused or self.inward)
+                        # A name a request of an earlier stretch of the free way gave is not this
+                        # stretch's: ``freely_refused`` reads it wherever ``_free`` is False, which
+                        # a refusal of another request also makes it now.
+                        self._unnamed.named = ""
                         self._clock = _clocked(loop)
                         self._flying -= 1
                         if self._unwritten is send:

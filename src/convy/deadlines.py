@@ -5,8 +5,9 @@ block ends: a run of 10,000 attempts of 6 turns made and threw away 80,000 timer
 for blocks that ended at once. ``Deadlines`` keeps the limits of one length under way in a set and
 arms one timer, at the end of the first of them; when it rings, every limit whose time has come
 expires, and the timer is armed again at the end of the first one left. A limit that ends leaves
-the set; a conversation's limit is the same object again for its next turn and its closing
-(``again``), so a turn's limit makes nothing and arms nothing. A ``Deadline`` is used as
+the set; a conversation's limit is the same object again for its next turn (``again``), so a
+turn's limit makes nothing and arms nothing (its closing has one of its own: a task a turn left
+waiting holds the turns' limit, ``LIMIT``). A ``Deadline`` is used as
 ``asyncio.timeout`` is, with the same meaning: when its time is up, the task is cancelled, and the block ends in
 ``TimeoutError`` unless it was cancelled for another reason too (then the cancellation goes on);
 ``expired`` tells a limit's own ``TimeoutError`` from one raised inside. A block inside may be
@@ -48,15 +49,18 @@ class Deadline:
     def again(self, seconds: float | None = None) -> Deadline:
         """A limit of ``seconds`` (the same length as this one's unless given) from now, for a
         block of the task running now, entered by it at once, as ``Deadlines.here`` makes it: this
-        same object once its block has ended (the opening, turns and closing of a conversation,
-        one after another), else a new one."""
+        same object once its block has ended and no wait holds it (the opening and turns of a
+        conversation, one after another), else a new one."""
         deadlines = self._deadlines
         loop = deadlines._loop
         length = self._seconds if seconds is None else seconds
         # A task running now in the loop the limits were last used in is of the loop running
         # now: the one thread runs one loop at a time. Asking so, rather than for the running loop
         # (which asks the system for the process's id on every call), costs a dictionary's lookup.
-        task = asyncio.current_task(loop) if self._ended and loop is not None else None
+        # A limit a wait still holds (a request the last block left waiting in a task of its own)
+        # is not begun again: the wait's end would be counted against the new block's limit (its
+        # ``_held`` below zero, the limit never run out), so the new block gets a limit of its own.
+        task = asyncio.current_task(loop) if self._ended and not self._held and loop is not None else None
         if task is None or loop is None:
             return deadlines.here(length)
         self.when = loop.time() + length
