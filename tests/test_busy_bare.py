@@ -10,7 +10,7 @@ import random
 from clock import in_virtual_time
 from standin import Bucket
 
-from convy.busy import Busy, Patience, Places
+from convy.busy import Busy, Patience, Places, Services
 from convy.quota import TOLD
 
 
@@ -179,3 +179,38 @@ def test_a_refusal_close_over_the_sends_let_through_finds_the_pace() -> None:
         refusals += user_service.refused + agent_service.refused
     assert max(most) <= 2, f"the most refusals of a key, in each way: {most}"
     assert refusals <= 40, f"{refusals} refusals"
+
+
+def test_on_a_key_all_three_share_every_answer_grows_the_pace_while_one_of_them_waits() -> None:
+    """25 conversations whose simulated user, agent and judge all reach one strict bucket of 20 a
+    second that tells nothing, through a way to the wire of up to 8 ms (twelve seeded ways): after
+    the opening's refusal, the pace climbs back to the limit on the answers of every participant
+    on the key while any of them has a request waiting for it, and its refusal there comes within
+    2.3 s of the first request in every way (2.0 to 2.25 s). Grown only on the answers of a
+    participant with a request of its own waiting, it came as late as 2.43 s, the key under its
+    limit meanwhile."""
+    last = []
+    for seed in range(1, 13):
+        key = Wired(Bucket(20, 1, headers=False), "one key", seed)
+
+        async def main(key: Wired = key) -> None:
+            services = Services()
+            user = Places(0, "user", patience=Patience(600), services=services)
+            agent = Places(0, "agent", patience=Patience(600), services=services)
+            judge = Places(0, "judge", patience=Patience(600), services=services)
+
+            async def conversation() -> None:
+                async with agent.one():
+                    for _ in range(3):
+                        await user.sent(key)
+                        await agent.retried(key)
+                    await user.sent(key)
+                await judge.sent(key)
+
+            await asyncio.gather(*(conversation() for _ in range(25)))
+
+        in_virtual_time(main)
+        assert sum(1 for _, let in key.reached if let) == 200
+        refused = [moment for moment, let in key.reached if not let]
+        last.append(refused[-1] - key.reached[0][0])
+    assert max(last) <= 2.3, f"the key's last refusal, in each way: {[round(moment, 2) for moment in last]}"

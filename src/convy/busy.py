@@ -1063,7 +1063,11 @@ class Places:
         if not self._send_queue:
             self._backlog = start  # requests wait for the pace from now (_kept_up)
         heapq.heappush(self._send_queue, _Ticket(rank, future))
-        self._queued = start  # the pace found without headers is tried by answers sent meanwhile (_answer)
+        # The pace found without headers is tried by answers sent meanwhile (_answer), of any
+        # participant on the key where one of them waits: on a key all three share, only the
+        # answers of a participant with requests of its own waiting grew the shared pace, and
+        # the climb after the opening's refusal took longer.
+        self._queued = self._service.pace.queued = start
         self._release()
         try:
             send = await future
@@ -1320,7 +1324,7 @@ class Places:
             # unrefused (320 a second against a bucket of 50, held back by three places), until
             # the places grew, and its first refusal found it there.
             seconds = 1.0 / pace.rate
-            if not (self._send_queue or self._queued >= send.moment):
+            if not (self._send_queue or self._queued >= send.moment or pace.queued >= send.moment):
                 pass
             elif pace.proven and send.moment < pace.resumed + seconds / 2:
                 # The first send after a pause went at its end, with no gap of the pace before it:

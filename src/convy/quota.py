@@ -345,6 +345,7 @@ class Pace:
         # nothing let through yet, tells nothing of the limit until then.
         self.proven = False
         self.next = 0.0  # the moment the pace allows the next send, of whichever participant
+        self.queued = -math.inf  # when a request of any participant last began to wait for the pace
         self.paused_until = 0.0  # the moment the latest refusal's pause ends
         self.resumed = -math.inf  # when the last refusal's pause ended
         self.cut_after = -1  # refusals of requests sent up to this send number are news already taken
