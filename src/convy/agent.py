@@ -211,18 +211,29 @@ class _Answering:
     async def __aexit__(
         self, kind: type[BaseException] | None, failed: BaseException | None, trace: TracebackType | None
     ) -> None:
-        """Close the agent's conversation. When the conversation is already ending on an error,
-        that error goes on, whatever the closing raises (but a cancellation)."""
-        try:
-            await self._manager.__aexit__(kind, failed, trace)
-        except (AgentFailure, Busy):
-            if failed is None:
-                raise
-        except BaseException as error:  # the agent's code is not ours: any error of it is its failure
-            if not Outside(error).theirs():
-                raise
-            if failed is None:
-                raise AgentFailure(Outside(error).named()) from error
+        """Close the agent's conversation (``_closed``)."""
+        await _closed(self._manager, kind, failed, trace)
+
+
+async def _closed(
+    manager: AbstractAsyncContextManager[Conversation],
+    kind: type[BaseException] | None,
+    failed: BaseException | None,
+    trace: TracebackType | None,
+) -> None:
+    """Close an agent's conversation (``_Answering``'s, ``_Limited``'s). When the conversation is
+    already ending on an error, that error goes on, whatever the closing raises (but a
+    cancellation)."""
+    try:
+        await manager.__aexit__(kind, failed, trace)
+    except (AgentFailure, Busy):
+        if failed is None:
+            raise
+    except BaseException as error:  # the agent's code is not ours: any error of it is its failure
+        if not Outside(error).theirs():
+            raise
+        if failed is None:
+            raise AgentFailure(Outside(error).named()) from error
 
 
 def _failed(error: BaseException) -> None:
@@ -338,17 +349,7 @@ class _Limited:
         scope = self._limits.deadlines.here(self._limits.close)
         try:
             with scope:
-                # ``_Answering.__aexit__``, in line: one coroutine less on every attempt.
-                try:
-                    await self._manager.__aexit__(kind, failed, trace)
-                except (AgentFailure, Busy):
-                    if failed is None:
-                        raise
-                except BaseException as error:  # the agent's code is not ours: any error of it is its failure
-                    if not Outside(error).theirs():
-                        raise
-                    if failed is None:
-                        raise AgentFailure(Outside(error).named()) from error
+                await _closed(self._manager, kind, failed, trace)
         except TimeoutError as error:
             if failed is not None:
                 return
