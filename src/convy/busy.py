@@ -810,14 +810,7 @@ class Places:
         if told is not None:
             TOLD.reset(told)
         pace = service.pace
-        answers = pace.answers
-        answers.append(sent)
-        gone = sent - 1.0
-        while answers[0] < gone:
-            answers.popleft()
-        count = len(answers)
-        if count > pace.most:
-            pace.most = count
+        pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
         if service.share < _SHARE_MOST and number > pace.cut_after:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
@@ -876,14 +869,7 @@ class Places:
         answer within _OVERLAP grows no place (``_kept_up``): the free way makes no ``_Send``
         (``send`` None) and reads no clock for it where nothing else does."""
         pace = service.pace
-        answers = pace.answers
-        answers.append(sent)
-        gone = sent - 1.0
-        while answers[0] < gone:
-            answers.popleft()
-        count = len(answers)
-        if count > pace.most:
-            pace.most = count
+        pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
         if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
             self._grown()
         if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
@@ -1351,10 +1337,7 @@ class Places:
         """An answer to ``send`` heard at ``now``: among the last second's answers, and, for a
         request sent after the last cut, a step of the share aimed at given back."""
         pace = self._service.pace
-        pace.answers.append(send.moment)
-        let_through = pace.let_through(now)
-        if let_through > pace.most:
-            pace.most = let_through
+        pace.heard(send.moment, now)
         if not pace.opened and send.service is self._service:
             self._opened(pace, now - send.moment)
         elif pace.opening and now - send.moment >= _OVERLAP:

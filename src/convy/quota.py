@@ -356,6 +356,17 @@ class Pace:
         self.most = 0
         self.answered = False  # whether the service has answered a request of any participant
 
+    def heard(self, sent: float, now: float) -> None:
+        """An answer, at ``now``, to a request sent at ``sent``: among the last second's answers, and
+        the most of them so far."""
+        answers = self.answers
+        answers.append(sent)
+        gone = now - 1.0
+        while answers and answers[0] < gone:  # an answer that took over a second goes at once
+            answers.popleft()
+        if len(answers) > self.most:
+            self.most = len(answers)
+
     def let_through(self, now: float) -> int:
         """How many of the requests sent in the second before ``now`` were answered."""
         answers = self.answers
