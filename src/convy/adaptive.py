@@ -532,12 +532,13 @@ class Rounds(msgspec.Struct, frozen=True):
         if isinstance(earlier, Earlier):  # no player plays rounds within rounds: its course needs the attempts
             raise TypeError("adaptive rounds are found from the attempts kept, not from what they spent")
         lacking = _Lacking(planned, self.most)
-        marks = Marks(self.trust)
-        kept = marks.taken(earlier)  # one walk of them: marked, and with a budget counted too
         budget = self.player.budget
-        spending = budget.spending(kept, asyncio.get_running_loop().time) if budget is not None else None
-        for _ in kept:  # without a budget, nothing else walks them
-            pass
+        spending: Spending | None = None
+        if budget is None:
+            marks = Marks(self.trust, earlier)
+        else:  # one walk of the attempts kept: each marked as the budget counts it
+            marks = Marks(self.trust)
+            spending = budget.spending(marks.taken(earlier), asyncio.get_running_loop().time)
         seen: Any = _Noted(journal, marks)
         if spending is not None:
             seen = Counted(seen, spending)
