@@ -130,7 +130,7 @@ def test_the_spent_a_round_starts_from_is_what_the_attempts_spent(tmp_path: Path
 
 def test_the_progress_bar_holds_no_attempt_once_shown(tmp_path: Path) -> None:
     """``Printed`` finds the bar's total from the marks of the attempts shown: none is held."""
-    from convy.cli import Printed, Shown
+    from convy.cli.console import Printed, Shown
 
     outcomes = every(tmp_path, 20)
     rule = Adaptive(5, Narrow(0.3))

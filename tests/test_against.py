@@ -262,7 +262,7 @@ class Bar:
 def test_the_progress_bars_total_grows_round_by_round(tmp_path: Path) -> None:
     """The bar of a run of --attempts auto is given what the rule wants so far, found again at
     each round's end: it grows from the first round to the attempts the run kept, never to its most."""
-    from convy.cli import Printed, Shown
+    from convy.cli.console import Printed, Shown
 
     base = based(tmp_path, Rated({f"passes {name}": 0.9 for name in NAMES}))
     spec = against("c", base)

@@ -21,7 +21,7 @@ from test_process import Folder, clean, planned, project
 from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench, Limits, Plan, RunJournal, RunSpec
 from convy.busy import START, Busy
-from convy.cli import Said
+from convy.cli.console import Said
 from convy.dialog import STOP, ChatJudge, Failed, NoVerdict, Ruling, Transcript
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 from convy.model import ModelFailure, Models, Reply

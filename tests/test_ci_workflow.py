@@ -317,7 +317,7 @@ def test_against_a_base_its_budget_stopped_plays_in_full_and_says_so(project: Pa
 
 def test_the_workflow_orders_codes_as_convy_does(project: Path) -> None:
     """Each place the workflow picks one code of several (the per-agent runs, the comparisons, the job's end) lists them in cli.Worst's order."""
-    from convy.cli import Worst
+    from convy.cli.exits import Worst
 
     text = (project / WORKFLOW).read_text()
     orders = re.findall(r"for one in ((?:\d+ )+\d+); do", text)

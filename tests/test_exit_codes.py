@@ -22,7 +22,7 @@ from test_blame import (
 )
 
 from convy import cli
-from convy.cli import Worst
+from convy.cli.exits import Worst
 
 KEY = "sk-exit-codes-0123456789"
 DEADLINE = 300.0  # a hang guard, not a measure of speed

@@ -617,7 +617,7 @@ def test_ctrl_c_while_the_report_is_written_says_the_run_is_finished_and_how_to_
 
 def test_progress_the_reader_cannot_take_is_left_out_and_counted_and_the_last_line_still_comes() -> None:
     """Writing to a full pipe never waits: progress lines past the limit are left out and counted, and a kept line follows them."""
-    from convy.cli import Shown
+    from convy.cli.console import Shown
 
     pipe = Pipe.small()
     out = open(pipe.write, "w", closefd=False)  # noqa: SIM115  (the descriptor is closed below)
@@ -646,7 +646,7 @@ def test_a_ctrl_c_the_moment_a_line_is_written_leaves_it_said_once() -> None:
     """A Ctrl+C that comes just as a line reaches the pipe is held until the line is taken off the
     queue: the KeyboardInterrupt follows, and writing on never says the line again (a run's resume
     hint was once said twice this way)."""
-    from convy.cli import Shown
+    from convy.cli.console import Shown
 
     raised: list[int] = []
 

@@ -26,13 +26,14 @@ from fakeproject import MODELS, Command, FakeProject
 from standin import StandIn
 from test_services_cli import KEY, Made, Roles
 
+import convy.cli.pytest_items  # noqa: F401
+
 # pytester runs pytest in this process, and after each run takes out of sys.modules every module
 # the run imported: a module imported again beside parts of the old one (PyYAML's events) is not
 # the same classes. What the plugin and the project import is loaded here first, and so is kept.
 import convy.fakes  # noqa: F401
 import convy.http  # noqa: F401
 import convy.page  # noqa: F401
-import convy.pytest_items  # noqa: F401
 import convy.settings  # noqa: F401
 
 pytest_plugins = ["pytester"]

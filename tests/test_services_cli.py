@@ -29,7 +29,7 @@ import pytest
 from standin import REDACTED, StandIn
 
 from convy.agent import Call, Usage
-from convy.cli import SmokeCommand
+from convy.cli.run import SmokeCommand
 from convy.dialog import Confidence, Grade, NoVerdict, Verdict
 from convy.scenario import Outcome
 

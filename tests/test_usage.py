@@ -159,7 +159,7 @@ def test_an_answer_of_one_request_keeps_its_usage_as_before() -> None:
 
 def test_the_smoke_line_says_when_a_turn_is_partly_reported() -> None:
     """``--smoke`` shows an answer's tokens over the requests that reported them, and how many did when not all."""
-    from convy.cli import Tokens
+    from convy.cli.console import Tokens
 
     assert Tokens((Usage(120, 15), NoUsage(), Usage(180, 22))).text() == "300 → 37 tokens (2 of 3 requests reported)"
     assert Tokens((Usage(120, 15),)).text() == "120 → 15 tokens"
@@ -248,7 +248,7 @@ def test_a_null_count_loses_only_itself_the_others_and_the_cost_are_kept(
         (1, True, 10, 5, Decimal("0.5")),
         (2, True, None, 7, Decimal("0.25")),
     ]
-    from convy.cli import Tokens
+    from convy.cli.console import Tokens
 
     assert Tokens(turn.answer.requests()).text() == "10 → 12 tokens (1 of 2 requests reported)"
 

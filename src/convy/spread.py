@@ -207,8 +207,7 @@ class Hand:
         # other call of the actor's runs.
         if self._bench is not None or self._error:
             return
-        from convy.cli import Loaded
-        from convy.project import Project
+        from convy.project import Loaded, Project
 
         try:
             loaded = Loaded(Project(self._folder), self._agent)

@@ -40,12 +40,15 @@ import pytest
 
 from convy.bench import Bench, Player, RunInUse, RunSpec
 from convy.bench import Stopped as BudgetStopped
-from convy.cli import Budgeted, Cures, Loaded, Passed, Printed, RunCommand, Shown, Unseen
+from convy.cli.console import Passed, Printed, Shown, Unseen
+from convy.cli.exits import Cures
+from convy.cli.parser import Budgeted
+from convy.cli.run import RunCommand
 from convy.holders import Environment
 from convy.junit import Case, Suite, XmlText
 from convy.model import Absent, Models
 from convy.problems import ConfigurationError, Unplayed, Unwritable
-from convy.project import Project
+from convy.project import Loaded, Project
 from convy.report import Stop, Summary
 from convy.runs import Read
 from convy.scenario import Matching, Scenario, Scenarios

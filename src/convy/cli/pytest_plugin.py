@@ -87,6 +87,6 @@ def attempts(text: str) -> int | str:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("convy"):
         return
-    from convy.pytest_items import ScenarioTests
+    from convy.cli.pytest_items import ScenarioTests
 
     ScenarioTests(config).configured()
