@@ -13,12 +13,14 @@ import tempfile
 from pathlib import Path
 
 from convy.adaptive import Adaptive, Narrow
-from convy.bench import Bench, Limits, RunJournal, RunSpec
+from convy.bench import Bench
 from convy.fakes import FakeAgent, FakeJudge, Rated
-from convy.model import Models
+from convy.judge import Models
+from convy.records import Limits, RunSpec
 from convy.report import Summary
 from convy.runs import Read, Runs
 from convy.scenario import Scenario
+from convy.storage import RunJournal
 
 RATES = {"always": 1.0, "half": 0.5, "mostly": 0.9, "rarely": 0.2}
 MOST = 60

@@ -19,12 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from drawn import Drawn  # noqa: E402  (the judge's seeded rule the tests of --against use)
 
 from convy.adaptive import Adaptive, Against, Judged  # noqa: E402
-from convy.bench import Bench, Limits, RunJournal, RunSpec  # noqa: E402
+from convy.bench import Bench
 from convy.fakes import FakeAgent, FakeJudge  # noqa: E402
-from convy.model import Models  # noqa: E402
+from convy.judge import Models
+from convy.records import Limits, RunSpec
 from convy.report import Summary  # noqa: E402
 from convy.runs import Read, Runs  # noqa: E402
 from convy.scenario import Scenario  # noqa: E402
+from convy.storage import RunJournal
 
 NAMES = ("billing", "refund", "login", "greeting", "handoff")
 BASE_RATE = 0.9

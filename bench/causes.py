@@ -33,13 +33,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from standin import Drop, Stall, StandIn, Status, WrongShape  # noqa: E402
 
-from convy.bench import Bench, Limits, ModelNames, RunJournal, RunSpec  # noqa: E402
-from convy.dialog import ChatJudge  # noqa: E402
+from convy.bench import Bench
 from convy.http import ChatAgent, JsonEndpoint  # noqa: E402
-from convy.model import Models, OpenAiModel  # noqa: E402
+from convy.judge import ChatJudge, Models
+from convy.model import OpenAiModel
+from convy.records import Limits, ModelNames, RunSpec
 from convy.report import Summary  # noqa: E402
 from convy.runs import Runs  # noqa: E402
 from convy.scenario import Scenario  # noqa: E402
+from convy.storage import RunJournal
 from convy.views import RunView  # noqa: E402
 
 CONVY = Path(sys.executable).with_name("convy")

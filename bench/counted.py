@@ -55,9 +55,9 @@ def child(case: str, folder: Path) -> None:
     """One case, measured in this process; its figures printed as one line of JSON."""
     import msgspec
 
-    from convy.bench import RunJournal
     from convy.report import Listing, Summary
     from convy.runs import Read, Runs
+    from convy.storage import RunJournal
 
     spec = RunJournal(folder).run().spec
     results = folder.parent.parent

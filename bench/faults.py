@@ -32,11 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from standin import Drop, Fault, Invalid, SlowBody, Stall, StandIn, Status, Truncated, WrongShape, http_date  # noqa: E402
 
-from convy.bench import Bench, Limits, Plan  # noqa: E402
-from convy.dialog import Failed, NoVerdict, Verdict  # noqa: E402
+from convy.bench import Bench
 from convy.fakes import FakeAgent, MemoryJournal  # noqa: E402
 from convy.http import JsonAgent, JsonEndpoint, TokenPaths  # noqa: E402
-from convy.model import Models, OpenAiModel  # noqa: E402
+from convy.judge import Failed, Models, NoVerdict, Verdict
+from convy.model import OpenAiModel
+from convy.plan import Plan
+from convy.records import Limits
 from convy.scenario import Outcome, Scenario  # noqa: E402
 from convy.vital import DeadService  # noqa: E402
 

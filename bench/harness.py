@@ -87,8 +87,8 @@ from convy import (
     Usage,
     Verdict,
 )
-from convy.conduct import UserChecks
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
+from convy.user import UserChecks
 
 TITLES = {
     "baseline": "baseline: bare asyncio, agent turns only",

@@ -85,7 +85,7 @@ def child(options: argparse.Namespace) -> None:
             judge = ChatJudge(OpenAiModel("judge", f"{server.url}/v1", "k"))
             bench = Bench(FakeAgent(lambda text: "Hello, how can I help?"), Models(judge=judge))
             if options.repeats > 1:  # only this side: a convy before repeats has no Judging
-                from convy.panel import Judging
+                from convy.judge import Judging
 
                 bench = Bench(bench.agent, bench.models, judging=Judging(repeats=options.repeats))
             walls: list[float] = []

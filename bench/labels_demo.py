@@ -31,7 +31,7 @@ from pathlib import Path
 
 import msgspec
 
-from convy.dialog import Verdict
+from convy.judge import Verdict
 from convy.scenario import Outcome
 
 HERE = Path(__file__).resolve().parent

@@ -70,7 +70,7 @@ import random
 import zlib
 
 from convy.fakes import FakeJudge, FakeModel
-from convy.model import Models
+from convy.judge import Models
 
 
 def held(claim, transcript):

@@ -65,7 +65,7 @@ MODELS = '''\
 entry of the scenarios' judge lists is a check, decided by code."""
 
 from convy import Models
-from convy.dialog import STOP
+from convy.prompt import STOP
 from convy.fakes import FakeModel
 
 LINES = {

@@ -90,11 +90,12 @@ from convy import (
     Usage,
 )
 from convy.comparison import Comparison
-from convy.dialog import Evidence, Graded, Ruling, Transcript
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
+from convy.judge import Graded, Ruling
 from convy.page import ComparisonPage, ReportPage
 from convy.report import Summary
 from convy.runs import Read, Runs
+from convy.transcript import Evidence, Transcript
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [

@@ -38,9 +38,10 @@ def source(folder: Path, attempts: int, claims: int) -> tuple[object, Path]:
     import msgspec
 
     from convy.agent import Answer, Call, NoUsage, Reported, Usage
-    from convy.bench import Complete, Limits, RunFile, RunSpec
-    from convy.dialog import Claim, Confidence, Transcript, Turn, Verdict
+    from convy.judge import Claim, Confidence, Verdict
+    from convy.records import Complete, Limits, RunFile, RunSpec
     from convy.scenario import Outcome, Scenario
+    from convy.transcript import Transcript, Turn
 
     scenarios = tuple(
         msgspec.convert(
@@ -115,8 +116,9 @@ def child(options: argparse.Namespace) -> None:
     import msgspec
 
     from convy import ChatJudge, OpenAiModel
-    from convy.bench import Origin, RunJournal
+    from convy.records import Origin
     from convy.rejudge import Rejudging
+    from convy.storage import RunJournal
 
     places = options.places[0]
     with tempfile.TemporaryDirectory() as folder:

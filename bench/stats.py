@@ -56,13 +56,14 @@ from statsmodels.stats.multitest import multipletests
 
 import convy
 from convy.agent import Answer, Usage
-from convy.bench import Complete, Limits, RunFile, RunSpec
 from convy.comparison import Comparison
-from convy.dialog import Claim, NoVerdict, Transcript, Turn, Verdict
+from convy.judge import Claim, NoVerdict, Verdict
+from convy.records import Complete, Limits, RunFile, RunSpec
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Outcome, Scenario
 from convy.stats import Adjusted, Fisher, Paired, Stratified, Stratum
+from convy.transcript import Transcript, Turn
 
 CASES = ("stratified", "fisher", "sign flip", "comparison")
 

@@ -16,13 +16,15 @@ from test_exit_codes import convy, runs
 
 from convy.adaptive import Adaptive, Narrow
 from convy.agent import Answer, Cost, Usage
-from convy.bench import Bench, Complete, Limits, RunJournal, RunSpec, Stopped
+from convy.bench import Bench
 from convy.budget import Budget
 from convy.fakes import FakeAgent, FakeJudge, Rated
-from convy.model import Models
+from convy.judge import Models
+from convy.records import Complete, Limits, RunSpec, Stopped
 from convy.report import Summary
 from convy.runs import Runs
 from convy.scenario import Outcome, Scenario
+from convy.storage import RunJournal
 
 RATES = {"always": 1.0, "half": 0.5, "mostly": 0.9}
 SCENARIOS = tuple(Scenario(id=name, script=("hi",), judge=(f"passes {name}",)) for name in RATES)
@@ -158,7 +160,7 @@ def test_a_finished_adaptive_run_resumed_plays_nothing(tmp_path: Path) -> None:
 
 MODELS = """\
 from convy.fakes import FakeJudge, Rated
-from convy.model import Models
+from convy.judge import Models
 
 models = Models(judge=FakeJudge(Rated({"passes always": 1.0, "passes half": 0.5, "passes mostly": 0.9})))
 """

@@ -15,9 +15,10 @@ from pathlib import Path
 from test_adaptive import RATES, SCENARIOS, bench
 
 from convy.adaptive import Adaptive, Against, Marks, Narrow
-from convy.bench import Limits, RunJournal, RunSpec
 from convy.budget import Budget, Earlier
+from convy.records import Limits, RunSpec
 from convy.scenario import Outcome
+from convy.storage import RunJournal
 
 IDS = tuple(RATES)
 

@@ -21,14 +21,16 @@ from test_exit_codes import convy, runs
 
 from convy.adaptive import Adaptive, Against, Judged, Marks
 from convy.agent import Answer, Cost, Usage
-from convy.bench import Bench, Complete, Kept, Limits, RunJournal, RunSpec, Stopped
+from convy.bench import Bench
 from convy.budget import Budget
 from convy.fakes import FakeAgent, FakeJudge, Rated
-from convy.model import Models
+from convy.judge import Models
+from convy.records import Complete, Limits, RunSpec, Stopped
 from convy.report import Summary
 from convy.runs import Runs
 from convy.scenario import Scenario
 from convy.sequential import Sequential, Undecided
+from convy.storage import Kept, RunJournal
 
 NAMES = ("a", "b", "c", "d")
 SCENARIOS = tuple(Scenario(id=name, script=("hi",), judge=(f"passes {name}",)) for name in NAMES)
@@ -154,7 +156,7 @@ def test_an_interrupted_run_resumed_keeps_the_attempts_an_uninterrupted_one_keep
 
 MODELS = """\
 from convy.fakes import FakeJudge, Rated
-from convy.model import Models
+from convy.judge import Models
 
 models = Models(judge=FakeJudge(Rated({{"passes a": {rate}, "passes b": {rate}, "passes c": {rate}}})))
 """

@@ -15,12 +15,15 @@ import pytest
 from clock import in_virtual_time
 
 from convy.agent import AgentFailure, Answer, Call, Message
-from convy.bench import Bench, Limits, Plan
-from convy.dialog import STOP, Claim, Failed, Graded, NoVerdict, Ruling, Transcript, Verdict
+from convy.bench import Bench
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
-from convy.model import Models
+from convy.judge import Claim, Failed, Graded, Models, NoVerdict, Ruling, Verdict
 from convy.pattern import Pattern
+from convy.plan import Plan
+from convy.prompt import STOP
+from convy.records import Limits
 from convy.scenario import Check, Outcome, Rule, Scenario
+from convy.transcript import Transcript
 
 
 def scenario(id: str = "s", **fields: Any) -> Scenario:
@@ -433,7 +436,7 @@ def test_a_judge_answer_convy_cannot_use_still_counts_its_tokens() -> None:
     """When the judge's second claim gets an unusable answer, the attempt is not judged and both
     requests' usage is kept: the one decided before, and the unusable one."""
     from convy.agent import Usage
-    from convy.dialog import ChatJudge
+    from convy.judge import ChatJudge
     from convy.model import Reply
 
     replies = [
@@ -617,7 +620,7 @@ def test_an_agent_raising_a_model_failure_is_the_agents_failure() -> None:
 def test_a_chat_judges_model_returning_no_reply_keeps_the_usage_before_it() -> None:
     """A judge model that returns a bare string on the second claim is the judge's failure, the first claim's usage kept."""
     from convy.agent import Usage
-    from convy.dialog import ChatJudge
+    from convy.judge import ChatJudge
     from convy.model import Reply
 
     answers = iter([Reply('{"reason": "yes", "pass": true, "confidence": 0.9}', Usage(100, 10)), "not a reply"])
@@ -780,9 +783,11 @@ def test_a_run_written_with_every_field_reads_as_one_written_without_its_default
     """An attempt is written without the fields at their defaults, and a run written before,
     with all of them, still reads back the same attempts."""
     from convy.agent import NoUsage, Thought, Usage
-    from convy.bench import RunJournal, RunSpec
     from convy.busy import Wait
-    from convy.dialog import Confidence, Turn
+    from convy.judge import Confidence
+    from convy.records import RunSpec
+    from convy.storage import RunJournal
+    from convy.transcript import Turn
 
     scenario = Scenario(id="refunds/lamp", script=("Hello, my lamp is broken.", "Order A-1234."), judge=("The agent was polite.",))
     spec = RunSpec(id="old", agent="shop", scenarios=(scenario,), attempts=2, limits=Limits())

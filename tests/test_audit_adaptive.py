@@ -24,14 +24,15 @@ from fakeproject import FakeProject
 from test_exit_codes import CONVY, convy, runs
 
 from convy.adaptive import Narrow
-from convy.bench import Complete, RunJournal
+from convy.records import Complete
 from convy.sequential import Decided, Futile, Sequential, Undecided
 from convy.stats import Tally, Wilson
+from convy.storage import RunJournal
 
 AGENT = "from convy.fakes import FakeAgent\n\nagent = FakeAgent(lambda text: 'hello')\n"
 MODELS = """\
 from convy.fakes import FakeJudge, Rated
-from convy.model import Models
+from convy.judge import Models
 
 models = Models(judge=FakeJudge(Rated({"passes a": 0.9, "passes b": 0.5, "passes c": 0.7})))
 """
@@ -285,7 +286,7 @@ RANDOM_MODELS = """\
 import random
 
 from convy.fakes import FakeJudge
-from convy.model import Models
+from convy.judge import Models
 
 models = Models(judge=FakeJudge(lambda claim, transcript: random.random() < 0.7))
 """

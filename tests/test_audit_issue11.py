@@ -12,9 +12,10 @@ import msgspec
 import pytest
 
 from convy import Answer, Scenario, Turn, Usage
-from convy.conduct import Conduct
-from convy.dialog import DefaultPrompts, Prompt, Transcript, UserFault
 from convy.fakes import FakeModel
+from convy.prompt import DefaultPrompts, Prompt
+from convy.transcript import Transcript, UserFault
+from convy.user import Conduct
 
 
 def turn(message: str, answer: str = "Sure, let me look into that for you.") -> Turn:
@@ -140,9 +141,9 @@ def test_a_secret_in_a_model_checks_quote_is_hidden_in_the_run_folder(tmp_path: 
     import json
 
     from convy import Bench, Models, RunJournal, RunSpec
-    from convy.conduct import UserChecks
     from convy.fakes import FakeAgent
     from convy.secrets import Secrets
+    from convy.user import UserChecks
 
     canary = "sk-canary-quote-0123456789abcdef"
 

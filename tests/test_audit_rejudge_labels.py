@@ -33,7 +33,7 @@ from test_rejudge import AGENT, CONVY, DEADLINE, GREETS, LEAVES, MODELS, Asked, 
 from test_services_cli import KEY, Made, outcomes
 
 from convy.attempt import Spent
-from convy.dialog import Verdict
+from convy.judge import Verdict
 from convy.labels import LabelsKept
 from convy.report import Summary
 from convy.scenario import Outcome
@@ -434,7 +434,7 @@ import asyncio
 from pathlib import Path
 
 from convy.fakes import FakeJudge
-from convy.model import Models
+from convy.judge import Models
 
 
 class Held(FakeJudge):

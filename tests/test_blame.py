@@ -19,16 +19,21 @@ from hypothesis import strategies
 from test_process import Folder, clean, planned, project
 
 from convy.agent import AgentFailure, Answer, Call, Message
-from convy.bench import Bench, Limits, Plan, RunJournal, RunSpec
+from convy.bench import Bench
 from convy.busy import START, Busy
 from convy.cli.console import Said
-from convy.dialog import STOP, ChatJudge, Failed, NoVerdict, Ruling, Transcript
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
-from convy.model import ModelFailure, Models, Reply
+from convy.judge import ChatJudge, Failed, Models, NoVerdict, Ruling
+from convy.model import ModelFailure, Reply
+from convy.plan import Plan
+from convy.prompt import STOP
+from convy.records import Limits, RunSpec
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Check, Outcome, Rule, Scenario
+from convy.storage import RunJournal
 from convy.tables import RunRows
+from convy.transcript import Transcript
 
 PARTICIPANTS = ("agent", "user", "judge", "judge_model")
 # Raising plainly, raising in the ways that escaped before (a CancelledError nobody asked for, a
@@ -444,7 +449,7 @@ def test_a_bug_of_convys_wrappers_between_agent_calls_is_not_the_agents() -> Non
 
 def test_a_bug_in_convys_loop_stops_the_run_marked_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An error of convy's own loop is not recorded as an attempt at all: the run stops with it, marked interrupted."""
-    from convy.dialog import SimulatedUser
+    from convy.user import SimulatedUser
 
     async def broken(self: Any, transcript: Transcript) -> Any:
         raise RuntimeError("a bug in convy")
@@ -469,7 +474,7 @@ WORDS = ("sorry", "refund", "bye", "")
 
 def dialogue_turn(text: str, called: tuple[str, ...]) -> Any:
     from convy.agent import NoUsage
-    from convy.dialog import Turn
+    from convy.transcript import Turn
 
     return Turn("u", Answer(text, steps=tuple(Call(name) for name in called)), True, 0.0, 0.0, NoUsage(), 0.0, 0.0)
 

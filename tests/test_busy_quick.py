@@ -14,9 +14,10 @@ from clock import in_virtual_time
 
 from convy.agent import Answer, Message, Requests, Usage, turned
 from convy.busy import TURN, Busy, Places
-from convy.dialog import Claim, PatientJudge, Ruling, Transcript
+from convy.judge import Claim, PatientJudge, Ruling
 from convy.model import PatientModel, Reply
 from convy.quota import TOLD
+from convy.transcript import Transcript
 
 SHORT = 0.05
 

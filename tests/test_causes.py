@@ -15,14 +15,17 @@ import pytest
 from standin import Drop, StandIn, Status, WrongShape
 
 from convy.attempt import Attempt
-from convy.bench import Bench, Limits, RunJournal, RunSpec
+from convy.bench import Bench
 from convy.causes import Breakdown, Cause, Shift
-from convy.dialog import ChatJudge, Claim, Confidence, Failed, NoVerdict, Transcript, UserFault, Verdict
 from convy.http import ChatAgent, JsonEndpoint
-from convy.model import Models, OpenAiModel
+from convy.judge import ChatJudge, Claim, Confidence, Failed, Models, NoVerdict, Verdict
+from convy.model import OpenAiModel
+from convy.records import Limits, RunSpec
 from convy.report import Summary
 from convy.runs import Runs
 from convy.scenario import Outcome, Scenario, Stop
+from convy.storage import RunJournal
+from convy.transcript import Transcript, UserFault
 
 TRUST = 0.7
 HELD = Claim("The agent helps.", True, "it did", Confidence(0.9))

@@ -9,7 +9,7 @@ import pytest
 from test_judging import SHOP as SAID
 
 from convy.agent import Usage
-from convy.dialog import ChatJudge, Claim, Confidence, NoGrade
+from convy.judge import ChatJudge, Claim, Confidence, NoGrade
 from convy.model import ModelFailure, Reply, Said
 
 

@@ -434,7 +434,7 @@ def test_settings_say_every_problem_of_every_source_and_keep_the_sound_fields(
 ) -> None:
     """Two bad [tool.convy] fields and a bad CONVY_* variable are all said, each once; the fields
     and variables that are sound stay in force, each with its source, the rest at their defaults."""
-    from convy.env import ProjectSettings
+    from convy.settings import ProjectSettings
 
     for name in [name for name in os.environ if name.startswith("CONVY_")]:
         monkeypatch.delenv(name)

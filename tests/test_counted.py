@@ -14,12 +14,12 @@ import msgspec
 import pytest
 from test_pages import Played
 
-from convy.bench import Left, RunJournal, Seen
 from convy.counted import Counted
-from convy.dialog import NoVerdict, Verdict
+from convy.judge import NoVerdict, Verdict
 from convy.report import Listed, Listing, Summary, Totals
 from convy.runs import Read, Runs
 from convy.scenario import Outcome
+from convy.storage import Left, RunJournal, Seen
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import pytest
 from standin import StandIn, Status
 from test_services_cli import KEY, Made, Roles, made, outcomes, roles  # noqa: F401 - made and roles are fixtures used here
 
-from convy.dialog import NoVerdict
+from convy.judge import NoVerdict
 from convy.vital import Pulse
 
 MODELS = frozenset({"user-model", "judge-model", "agent-model"})

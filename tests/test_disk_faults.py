@@ -20,8 +20,8 @@ import msgspec
 import pytest
 from test_process import CONVY, DEADLINE, Folder, Made, clean, planned, project
 
-from convy.bench import RunJournal
 from convy.runs import Runs
+from convy.storage import RunJournal
 
 
 def limited(size: int):
@@ -441,10 +441,12 @@ def test_play_reads_the_folder_again_when_what_it_was_given_is_no_longer_the_fil
     again and nothing is played twice."""
     import asyncio
 
-    from convy.bench import Bench, Bounds, Kept, RunSpec
+    from convy.bench import Bench
     from convy.fakes import FakeAgent
-    from convy.model import Models
+    from convy.judge import Models
+    from convy.records import RunSpec
     from convy.scenario import Check, Rule, Scenario
+    from convy.storage import Bounds, Kept
 
     agent = FakeAgent(lambda text: "hi")
     bench = Bench(agent, Models())

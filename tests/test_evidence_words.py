@@ -14,8 +14,8 @@ from fakeproject import FakeProject
 from test_exit_codes import convy
 
 from convy.agent import Answer, NoUsage
-from convy.dialog import Evidence, Quote, Transcript, Turn
-from convy.panel import Judging, decision
+from convy.judge import Judging, decision
+from convy.transcript import Evidence, Quote, Transcript, Turn
 
 
 def dialogue(*pairs: tuple[str, str]) -> Transcript:
@@ -58,7 +58,7 @@ def test_a_quote_not_in_the_dialogue_is_not_found_and_its_words_say_so() -> None
 
 
 def test_a_weak_quote_is_not_trusted_under_require_and_a_sound_one_of_another_vote_is_chosen() -> None:
-    from convy.dialog import Vote
+    from convy.judge import Vote
 
     weak = Vote("a", True, "r", evidence=Quote("I").evidence(SAID))
     sound = Vote("b", True, "r", evidence=Quote("I can refund it now").evidence(SAID))
@@ -76,7 +76,7 @@ def test_old_records_read_as_before() -> None:
 AGENT = "from convy.fakes import FakeAgent\n\nagent = FakeAgent(lambda text: 'I can refund it now.')\n"
 MODELS = """\
 from convy.fakes import FakeJudge
-from convy.model import Models
+from convy.judge import Models
 
 models = Models(judge=FakeJudge(quote={quote!r}))
 """
@@ -110,7 +110,7 @@ def test_under_flag_a_weak_quote_is_flagged_on_the_command_line(tmp_path: Path) 
 
 def test_the_window_is_told_why_a_found_quote_is_weak() -> None:
     from convy.attempt import Attempt
-    from convy.dialog import Claim, Confidence, Verdict, Vote
+    from convy.judge import Claim, Confidence, Verdict, Vote
     from convy.scenario import Outcome
 
     weak = Quote("efund").evidence(SAID)

@@ -22,11 +22,13 @@ from types import ModuleType
 import pytest
 
 import convy
-from convy.bench import Bench, RunJournal, RunSpec
+from convy.bench import Bench
 from convy.fakes import FakeJudge
-from convy.model import Models
+from convy.judge import Models
 from convy.project import Project
+from convy.records import RunSpec
 from convy.scenario import Scenarios
+from convy.storage import RunJournal
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = ("README.md", "docs/tables.md")

@@ -96,7 +96,7 @@ agent = FakeAgent(answer)
 
 BREAKS_ON_ODD = """\
 from convy.fakes import FakeJudge
-from convy.model import Models
+from convy.judge import Models
 
 
 def held(claim, transcript):

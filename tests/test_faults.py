@@ -40,11 +40,13 @@ from standin import (
 
 from convy.agent import Usage
 from convy.attempt import Attempt
-from convy.bench import Bench, Limits, Plan
-from convy.dialog import ChatJudge, Failed, NoVerdict, Verdict
+from convy.bench import Bench
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
-from convy.model import Models, OpenAiModel, Said
+from convy.judge import ChatJudge, Failed, Models, NoVerdict, Verdict
+from convy.model import OpenAiModel, Said
+from convy.plan import Plan
+from convy.records import Limits
 from convy.scenario import Outcome, Scenario
 from convy.vital import DeadService
 

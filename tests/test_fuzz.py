@@ -34,11 +34,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from convy import Answer, Bench, Call, Models, Reported, RunJournal, RunSpec, Scenarios, Usage
-from convy.env import ProjectSettings, Settings
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
 from convy.problems import ConfigurationError, ScenarioError
 from convy.project import Project
 from convy.runs import Runs
+from convy.settings import ProjectSettings, Settings
 
 pytestmark = pytest.mark.timeout(3600)  # the full size on a slow machine: a hang guard, not a speed test
 

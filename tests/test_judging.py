@@ -8,28 +8,13 @@ from typing import Any
 import pytest
 
 from convy.agent import Answer, Call, Message, NoUsage, Reported, Thought, Usage
-from convy.dialog import (
-    STOP,
-    ChatJudge,
-    Checked,
-    Claim,
-    Confidence,
-    Finished,
-    Grade,
-    Graded,
-    NoConfidence,
-    NoGrade,
-    Prompt,
-    Ruling,
-    SimulatedUser,
-    Transcript,
-    Turn,
-    Verdict,
-    plain,
-)
 from convy.fakes import FakeModel
+from convy.judge import ChatJudge, Checked, Claim, Confidence, Grade, Graded, NoConfidence, NoGrade, Ruling, Verdict
 from convy.model import Absent, Contained, ModelFailure, Reply
+from convy.prompt import STOP, Prompt
 from convy.scenario import Check
+from convy.transcript import Finished, Transcript, Turn, plain
+from convy.user import SimulatedUser
 
 
 def turn(message: str, answer: Answer | str) -> Turn:

@@ -16,7 +16,7 @@ import pytest
 from test_browser import POLL_MS, SHOTS, Visit, chromium, expect
 from test_labels import BRIEF, GREETS, Project
 
-from convy.bench import Origin
+from convy.records import Origin
 
 pytestmark = pytest.mark.timeout(900)
 HELPERS_SHOTS = Path("/work/helpers/shots")

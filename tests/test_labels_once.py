@@ -19,14 +19,16 @@ from fakeproject import CONVY
 from statsmodels.stats.proportion import proportion_confint
 
 from convy.agent import Answer, Call, NoUsage, Reported
-from convy.bench import Bench, ModelNames, RunJournal, RunSpec
-from convy.dialog import Claim, Transcript, Turn, Verdict
+from convy.bench import Bench
 from convy.fakes import FakeAgent, FakeJudge
+from convy.judge import Claim, Models, Verdict
 from convy.labels import Book, Decided, KeptLabel, Label, LabelledRun, LabelsFile, LabelsKept
-from convy.model import Models
+from convy.records import ModelNames, RunSpec
 from convy.report import Summary
 from convy.runs import Read, Runs
 from convy.scenario import Check, Outcome, Rule, Scenario
+from convy.storage import RunJournal
+from convy.transcript import Transcript, Turn
 
 GREETS = "The agent greets the user."
 BRIEF = "The agent is brief."

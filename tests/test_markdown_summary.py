@@ -53,7 +53,7 @@ import os
 from pathlib import Path
 
 from convy.fakes import FakeJudge
-from convy.model import Models
+from convy.judge import Models
 
 
 def held(claim, transcript):

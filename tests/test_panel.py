@@ -15,27 +15,32 @@ from standin import StandIn, judged
 from convy.agent import Answer, NoUsage
 from convy.agreement import Consensus
 from convy.attempt import Attempt
-from convy.bench import Bench, Limits, ModelNames, Plan, RunFile, RunJudge, RunSpec
-from convy.dialog import (
+from convy.bench import Bench
+from convy.fakes import FakeAgent, FakeJudge, FakeModel, FickleModel, MemoryJournal
+from convy.judge import (
     ChatJudge,
     Checked,
     Claim,
     Confidence,
-    Evidence,
     Grade,
     Graded,
+    Judging,
+    Models,
+    Panel,
     PatientJudge,
+    Poll,
     Ruling,
-    Transcript,
-    Turn,
+    RunJudge,
     Verdict,
     Vote,
+    decision,
 )
-from convy.fakes import FakeAgent, FakeJudge, FakeModel, FickleModel, MemoryJournal
-from convy.model import Absent, Models, OpenAiModel
-from convy.panel import Judging, Panel, Poll, decision
+from convy.model import Absent, OpenAiModel
+from convy.plan import Plan
 from convy.providers import Made
+from convy.records import Limits, ModelNames, RunFile, RunSpec
 from convy.scenario import Outcome, Scenario
+from convy.transcript import Evidence, Transcript, Turn
 
 GRADES = Graded("helpful", ("poor", "fair", "good"), "fair")
 
@@ -342,9 +347,9 @@ def _outcome(result: Verdict) -> Outcome:
 
 def judged_run(folder: Path, models: Models, judging: Judging, names: ModelNames, attempts: int = 6) -> Any:
     """A run of three claims (one with "politely") played into ``folder``, read back and summed."""
-    from convy.bench import RunJournal
     from convy.report import Summary
     from convy.runs import Runs
+    from convy.storage import RunJournal
 
     bench = Bench(FakeAgent(lambda text: "Hello! Your refund is on its way."), models, judging=judging)
     spec = RunSpec(

@@ -19,8 +19,8 @@ from test_services_cli import KEY, Made, made, outcomes  # noqa: F401 - made is 
 
 from convy.agent import Cost, Message, NotReported, NoUsage, Requests, Unpriced, Usage
 from convy.attempt import Spent
-from convy.dialog import NoVerdict, Verdict
 from convy.http import ChatAgent, HttpFailure, JsonEndpoint
+from convy.judge import NoVerdict, Verdict
 from convy.model import OpenAiModel, Said
 from convy.scenario import Outcome
 
@@ -125,11 +125,11 @@ def test_a_panel_on_the_proxy_votes_with_its_evidence_checked(proxy: Proxy) -> N
     sent, the quoting judge's evidence is found in what the mock agent said, the inventing one's
     is not, the one that quotes nothing has none; the majority (4 of 6) holds the claim."""
     from convy import Bench, ChatJudge, Models
-    from convy.bench import Plan
-    from convy.dialog import Evidence
     from convy.fakes import MemoryJournal
-    from convy.panel import Judging
+    from convy.judge import Judging
+    from convy.plan import Plan
     from convy.scenario import Scenario
+    from convy.transcript import Evidence
 
     names = ("quoting-judge", "inventing-judge", "judge-model")
     before = {name: len(proxy.sent(name)) for name in names}

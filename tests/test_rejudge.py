@@ -28,7 +28,7 @@ import pytest
 from standin import StandIn
 from test_services_cli import KEY, Made, Roles, accepted, outcomes, spec
 
-from convy.dialog import NoVerdict, Verdict
+from convy.judge import NoVerdict, Verdict
 from convy.scenario import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")
@@ -197,7 +197,7 @@ def test_a_rejudge_killed_mid_way_is_finished_by_resume_asking_the_judge_alone(
 
 MODELS = """\
 from convy.fakes import FakeJudge
-from convy.model import Models
+from convy.judge import Models
 
 models = Models(judge=FakeJudge(lambda claim, transcript: True))
 judges = {

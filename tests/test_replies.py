@@ -15,12 +15,14 @@ import pytest
 from standin import NoFinish, StandIn
 
 from convy.agent import Answer, NoUsage, TimeLimited, Usage
-from convy.dialog import ChatJudge, DefaultPrompts, NoVerdict, Prompt, Transcript, Turn
 from convy.fakes import Echo, FakeJudge
 from convy.http import JsonEndpoint
+from convy.judge import ChatJudge, NoVerdict
 from convy.model import Contained, ModelFailure, OpenAiModel, Said
 from convy.problems import UrlProblem
+from convy.prompt import DefaultPrompts, Prompt
 from convy.scenario import Scenario
+from convy.transcript import Transcript, Turn
 
 
 def reply(model: OpenAiModel) -> str:

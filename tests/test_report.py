@@ -17,12 +17,13 @@ from test_pages import Judged, Played, Shop
 from convy import Bench, Models, NoUsage, Reply, RunJournal, RunSpec, Scenarios, Usage
 from convy.agent import Cost, NotReported
 from convy.attempt import Added, Spent, Sum
-from convy.bench import Kept, Running
 from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio, comparable
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 from convy.page import ReportPage
+from convy.records import Running
 from convy.report import Held, Index, Summary
 from convy.runs import Read, Runs
+from convy.storage import Kept
 from convy.views import HeldView, IntervalView, RunView, Suggestion, TokensView
 
 
@@ -219,8 +220,9 @@ def test_an_attempts_turns_sum_as_their_requests_do() -> None:
 
     from convy.agent import Answer, Requests
     from convy.attempt import Attempt
-    from convy.dialog import Transcript, Turn, Verdict
+    from convy.judge import Verdict
     from convy.scenario import Outcome
+    from convy.transcript import Transcript, Turn
 
     kinds: list[Usage | NoUsage] = [
         NoUsage(),

@@ -779,10 +779,13 @@ def test_an_alias_used_a_few_times_is_read(tmp_path: Path) -> None:
 
 def test_a_spec_that_cannot_be_kept_leaves_no_folder(tmp_path: Path) -> None:
     """A run whose spec cannot be written as JSON is a ConfigurationError and leaves no run folder, not even run.lock."""
-    from convy.bench import Bench, RunJournal, RunSpec
+    from convy.bench import Bench
     from convy.fakes import Echo
-    from convy.model import Absent, Models
+    from convy.judge import Models
+    from convy.model import Absent
     from convy.problems import ConfigurationError
+    from convy.records import RunSpec
+    from convy.storage import RunJournal
 
     scenario = Scenario(id="s", judge=("ok",), script=("hi \ud800",))
     spec = RunSpec(id="r", agent="a", scenarios=(scenario,), attempts=1, limits=Bench(Echo(), Models(Absent(), Absent())).limits)
@@ -884,7 +887,7 @@ def test_a_simulator_prompt_that_would_fill_too_large_is_refused_before_any_requ
 def test_the_size_of_a_filled_prompt_is_counted_exactly_without_filling_it(pieces: list[str], a: object, b: str) -> None:
     """``Prompt.size`` is the length in UTF-8 of the text ``filled`` makes, whatever the slots,
     escaped ``\\{{`` and values (a text with a stray ``{{`` is refused, not filled)."""
-    from convy.dialog import Prompt
+    from convy.prompt import Prompt
     from convy.slots import Slotted
 
     prompt = Prompt("".join(pieces))
@@ -916,10 +919,10 @@ def test_a_scenario_file_that_is_not_a_regular_file_stops_the_command(tmp_path: 
 def test_the_simulator_prompt_is_checked_as_the_simulated_user_is_told_it(tmp_path: Path) -> None:
     """Before a run, a scenario whose user leaves a slot of the simulator prompt empty is one line
     naming the prompt's file and the scenario; filled, it is the very text its simulated user is told."""
-    from convy.dialog import Prompt
     from convy.model import Absent
     from convy.problems import ConfigurationError
     from convy.project import Project
+    from convy.prompt import Prompt
     from convy.settings import Settings
 
     prompt = Prompt("You are {{ name }}. {{ instructions }} Say {{ stop }} when done.")

@@ -19,13 +19,14 @@ import pytest
 from test_against import MODELS, NAMES, SCENARIOS, against, based, bench, project
 from test_exit_codes import convy, runs
 
-from convy.bench import Limits, RunJournal, RunSpec
 from convy.comparison import Comparison
 from convy.fakes import Rated
 from convy.markdown import ComparisonSummary, Numbers
+from convy.records import Limits, RunSpec
 from convy.report import Summary
 from convy.runs import Read, Runs
 from convy.sequential import Decided
+from convy.storage import RunJournal
 
 WORSE = Rated({f"passes {name}": 0.5 for name in NAMES})
 GOOD = Rated({f"passes {name}": 0.9 for name in NAMES})

@@ -30,7 +30,7 @@ from standin import REDACTED, StandIn
 
 from convy.agent import Call, Usage
 from convy.cli.run import SmokeCommand
-from convy.dialog import Confidence, Grade, NoVerdict, Verdict
+from convy.judge import Confidence, Grade, NoVerdict, Verdict
 from convy.scenario import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")

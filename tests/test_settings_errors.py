@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from convy.env import ProjectSettings
 from convy.problems import ConfigurationError
 from convy.project import Project
+from convy.settings import ProjectSettings
 
 # (case, pyproject.toml, the exact message)
 PYPROJECT: list[tuple[str, bytes, str]] = [
@@ -312,13 +312,13 @@ def test_settings_are_the_limits_and_a_few_more_each_with_its_variable() -> None
     """Each limit is declared once, in Limits, with its default and bounds; Settings adds attempts,
     trust, the share not judged, the pass rule, the budget, the prompt's file and how claims are judged, and every
     setting but the prompt's file has its CONVY_* variable."""
-    from convy.bench import Limits
-    from convy.env import Variables
-    from convy.settings import Settings
+    from convy.env import variables
+    from convy.records import Limits
+    from convy.settings import VARIABLES, Settings
 
     assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "min_attempts", "max_attempts", "target_width", "trust", "max_not_judged", "fail_under", "fail_on_skip", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence", "user_checks", "user_faults", "workers", "ray", "live_seconds")
     assert Settings().limits() == Limits()
-    assert set(Variables.model_fields) == set(Settings.__struct_fields__) - {"user_prompt"}
+    assert set(variables(VARIABLES).model_fields) == set(Settings.__struct_fields__) - {"user_prompt"}
     with pytest.raises(ValueError, match="^turn_seconds: must be more than 0$"):
         Settings(turn_seconds=0)
     with pytest.raises(ValueError, match="^attempts: must be at most 10,000$"):

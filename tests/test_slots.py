@@ -254,7 +254,7 @@ USER_MODEL = """\
 from pathlib import Path
 
 from convy.fakes import FakeModel
-from convy.model import Models
+from convy.judge import Models
 
 
 def replies(messages):
@@ -384,6 +384,6 @@ def test_the_documented_slots_are_the_slots_the_code_fills() -> None:
     assert documented("Simulator prompt slots") == set(PROMPT_SLOTS)
     assert documented("A JSON agent's body slots") == set(BODY_SLOTS)
     stop = (ROOT / "docs" / "protocols.md").read_text(encoding="utf-8")
-    from convy.dialog import STOP
+    from convy.prompt import STOP
 
     assert f"**The stop mark** is `{STOP}`" in stop

@@ -32,7 +32,7 @@ def played(agent: object) -> object:
 
 
 def _prompt() -> object:
-    from convy.dialog import DefaultPrompts, Prompt
+    from convy.prompt import DefaultPrompts, Prompt
 
     return Prompt(DefaultPrompts().user())
 

@@ -34,7 +34,7 @@ from raycluster import LocalCluster as RayCluster
 from standin import StandIn, Status, judged
 
 from convy.attempt import Attempt
-from convy.dialog import Verdict
+from convy.judge import Verdict
 from convy.scenario import Outcome
 from convy.spread import Batches, Played
 
@@ -512,11 +512,11 @@ def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
     when. The second, told the same, sends nothing to that service before then: the stand-in's
     first request from it arrives after the pause ends."""
     ray = pytest.importorskip("ray", reason="spread runs need Ray: pip install 'convy[ray]'")
-    from convy.bench import Limits
-    from convy.conduct import UserChecks
-    from convy.panel import Judging
+    from convy.judge import Judging
     from convy.project import Project
+    from convy.records import Limits
     from convy.spread import Hand, Setup
+    from convy.user import UserChecks
 
     place.written(attempts=1)
     scenarios = Project(place.folder).scenarios()
@@ -586,11 +586,11 @@ def test_a_hand_streams_a_batch_back_each_attempt_once_as_it_ends(place: Place, 
     """``Hand.plays``, one call for four attempts: the messages that come back hold each of them
     once, their outcomes the ones ``play`` sends for one attempt."""
     ray = pytest.importorskip("ray", reason="spread runs need Ray: pip install 'convy[ray]'")
-    from convy.bench import Limits
-    from convy.conduct import UserChecks
-    from convy.panel import Judging
+    from convy.judge import Judging
     from convy.project import Project
+    from convy.records import Limits
     from convy.spread import Hand, Setup
+    from convy.user import UserChecks
 
     place.written(attempts=1)
     scenarios = Project(place.folder).scenarios()
@@ -719,8 +719,8 @@ def test_a_spread_run_starts_no_attempt_that_would_cross_its_budget(place: Place
 def test_hands_are_split_by_the_caps_set_and_not_by_places_that_grow() -> None:
     """A run with no place or per-minute set has as many hands as asked (places with no cap grow in
     each hand); a cap set still bounds them, each hand keeping at least one of it."""
-    from convy.bench import Limits
-    from convy.spread import Spread
+    from convy.records import Limits
+    from convy.settings import Spread
 
     assert Spread(4).hands(Limits(), cpus=8) == 4
     assert Spread(0).hands(Limits(), cpus=3) == 3

@@ -113,7 +113,7 @@ def test_the_pass_curve_equals_pass_hat_and_pass_at_for_every_k() -> None:
 def test_the_attempts_a_run_keeps_have_a_short_repr(played: Played) -> None:
     """Kept's repr counts its attempts rather than spelling them out: asyncio formats it when a
     run played by asyncio.run ends."""
-    from convy.bench import RunJournal
+    from convy.storage import RunJournal
 
     kept = RunJournal(played.folder / "results" / "shop" / "2026-01-05-before").kept()
     assert repr(kept) == f"Kept({len(kept.outcomes)} outcomes, 0 broken)"

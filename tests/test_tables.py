@@ -20,13 +20,15 @@ import polars
 import pytest
 
 from convy.agent import Answer, Call, Cost, NoUsage, Reported, Thought, Usage
-from convy.bench import Bench, Fingerprints, Limits, ModelNames, RunFile, RunJournal, Running, RunSpec
-from convy.dialog import ChatJudge, Verdict
+from convy.bench import Bench
 from convy.fakes import Echo, FakeAgent, FakeJudge, FakeModel
-from convy.model import Models, Reply, Said
+from convy.judge import ChatJudge, Models, Verdict
+from convy.model import Reply, Said
+from convy.records import Fingerprints, Limits, ModelNames, RunFile, Running, RunSpec
 from convy.rows import FORMULA_STARTS, Table
 from convy.runs import Read, Runs
 from convy.scenario import Check, Rule, Scenario
+from convy.storage import RunJournal
 from convy.tables import Tables, Totals, Usages
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "tables.md"

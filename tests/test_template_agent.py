@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from convy.agent import Answer, Call, Message, Thought, Usage
-from convy.bench import Bench, Plan
-from convy.dialog import Failed, Verdict
+from convy.bench import Bench
 from convy.fakes import MemoryJournal
-from convy.model import Absent, Models
+from convy.judge import Failed, Models, Verdict
+from convy.model import Absent
+from convy.plan import Plan
 from convy.project import Project
 from convy.scenario import Scenario, Scenarios
 

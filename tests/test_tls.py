@@ -15,11 +15,12 @@ import msgspec
 import pytest
 from standin import TLS, StandIn, TLSFiles
 
-from convy.bench import Bench, Limits, Plan
-from convy.dialog import Failed
+from convy.bench import Bench
 from convy.fakes import MemoryJournal
 from convy.http import JsonAgent, JsonEndpoint, Tls
-from convy.model import Models
+from convy.judge import Failed, Models
+from convy.plan import Plan
+from convy.records import Limits
 from convy.scenario import Outcome, Scenario
 
 SECRET = "tls-header-secret"

@@ -19,7 +19,6 @@ import pytest
 from test_pages import Played
 
 from convy.attempt import Spread
-from convy.bench import RunJournal
 from convy.causes import Breakdown
 from convy.comparison import Comparison
 from convy.junit import JUnitReport
@@ -28,6 +27,7 @@ from convy.page import Block, ComparisonPage, Flowing, Packed, ReportPage, Where
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
+from convy.storage import RunJournal
 from convy.tables import Tables
 
 

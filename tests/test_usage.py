@@ -24,9 +24,10 @@ from standin import StandIn, WrongShape
 
 from convy.agent import Cost, Message, NotReported, NoUsage, Requests, Unpriced, Usage
 from convy.attempt import Attempt, Spent
-from convy.bench import Bench, Plan
+from convy.bench import Bench
 from convy.fakes import MemoryJournal
-from convy.model import Models
+from convy.judge import Models
+from convy.plan import Plan
 from convy.project import Project
 from convy.scenario import Scenario
 from convy.tables import AttemptRows

@@ -14,13 +14,15 @@ import pytest
 from standin import StandIn, judged
 
 from convy import Answer, Bench, ChatJudge, Models, OpenAiModel, Plan, RunJournal, RunSpec, Scenario, Turn, Usage
-from convy.conduct import Conduct, Instructions, UserChecks, UserReview
-from convy.dialog import NoVerdict, Prompt, Transcript, Unchecked, UserFault, Verdict
 from convy.fakes import BadUser, FakeAgent, FakeJudge, FakeModel, MemoryJournal, RuledModel
+from convy.judge import NoVerdict, Verdict
 from convy.model import Reply, Said
 from convy.problems import ConfigurationError
+from convy.prompt import Prompt
 from convy.scenario import Outcome
 from convy.settings import ProjectSettings
+from convy.transcript import Transcript, Unchecked, UserFault
+from convy.user import Conduct, Instructions, UserChecks, UserReview
 
 TOLD = (
     "You are playing a person who is talking to a customer-facing AI agent, in order to test it. "

@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 
 from convy.fakes import FakeJudge
-from convy.model import Models, Reply
+from convy.model import Reply
+from convy.judge import Models
 
 shape = json.loads(Path("user.json").read_text()) if Path("user.json").exists() else {}
 failing = {"user": shape.get("failing", 0), "judge": int(Path("judge.txt").read_text()) if Path("judge.txt").exists() else 0}

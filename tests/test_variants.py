@@ -14,11 +14,11 @@ import msgspec
 import pytest
 
 from convy import Bench, Models, Plan, Scenarios
-from convy.bench import RunFile
 from convy.cli import main
-from convy.dialog import STOP, Prompt
 from convy.fakes import Echo, FakeModel, MemoryJournal
 from convy.project import Project
+from convy.prompt import STOP, Prompt
+from convy.records import RunFile
 from convy.report import Dimensions, Summary
 from convy.scenario import Scenario
 from convy.stats import Tally

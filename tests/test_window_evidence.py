@@ -22,11 +22,12 @@ from test_browser import CONTRAST, POLL_MS, Visit, chromium, expect, sync_api
 
 from convy import Bench, Models, RunJournal, RunSpec, Scenarios
 from convy.attempt import Attempt
-from convy.dialog import Claim, Confidence, Evidence, Grade, Graded, Ruling, Transcript, Vote, plain
 from convy.fakes import FakeAgent
+from convy.judge import Claim, Confidence, Grade, Graded, Ruling, Vote
 from convy.page import Fields, ReportPage
 from convy.report import Summary
 from convy.runs import Runs
+from convy.transcript import Evidence, Transcript, plain
 from convy.views import DialogueView
 
 pytestmark = pytest.mark.timeout(900)

@@ -34,7 +34,7 @@ from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undec
 from convy.stats import Z95, Tally, Wilson
 
 if TYPE_CHECKING:
-    from convy.bench import Journal, Planned, Playlist
+    from convy.plan import Journal, Planned, Playlist
 
 
 class Narrow(msgspec.Struct, frozen=True, tag="narrow"):

@@ -33,8 +33,8 @@ from typing import ClassVar, Literal
 import msgspec
 
 from convy.attempt import Attempt
-from convy.bench import RunSpec
-from convy.dialog import Claim, Verdict
+from convy.judge import Claim, Verdict
+from convy.records import RunSpec
 from convy.stats import Binomial, FleissKappa
 from convy.views import ClaimJudgingView, DecisionLink, JudgingView
 

@@ -19,9 +19,10 @@ import msgspec
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Thought, Unpriced, Usage
 from convy.busy import Wait
 from convy.causes import Cause
-from convy.dialog import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Turn, Verdict, Vote
+from convy.judge import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Verdict, Vote
 from convy.ranked import Ascending
 from convy.scenario import Outcome
+from convy.transcript import Turn
 from convy.views import (
     CostArray,
     CostView,

@@ -41,12 +41,12 @@ from urllib.parse import quote
 import msgspec
 
 from convy.adaptive import Against, Course, Watched
-from convy.bench import Origin, RunSpec
 from convy.causes import Breakdown, Shift
 from convy.digest import Attempts
+from convy.judge import Judging
 from convy.labels import Judges, RunLabels
-from convy.panel import Judging
 from convy.placed import Placed
+from convy.records import Origin, RunSpec
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Outcome

@@ -21,10 +21,11 @@ from pathlib import Path
 import msgspec
 
 from convy.attempt import Attempt, Sum
-from convy.bench import Bounds, Kept, Left, RunJournal, RunSpec
 from convy.causes import Breakdown, Cause
-from convy.dialog import Failed, NoVerdict, Verdict
+from convy.judge import Failed, NoVerdict, Verdict
+from convy.records import RunSpec
 from convy.stats import Headline, Tally
+from convy.storage import Bounds, Kept, Left, RunJournal
 
 
 class ClaimCount(msgspec.Struct, frozen=True, gc=False):

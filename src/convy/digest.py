@@ -27,12 +27,12 @@ from typing import Generic, Literal, TypeVar, overload
 import msgspec
 
 from convy.attempt import Attempt
-from convy.bench import RunSpec
 from convy.causes import Cause
 from convy.counted import Count, Counting
-from convy.dialog import Confidence, Failed, NoVerdict, Verdict
+from convy.judge import Confidence, Failed, NoVerdict, Verdict
 from convy.placed import Placed
 from convy.ranked import InOrder, Ranked, Spill
+from convy.records import RunSpec
 from convy.scenario import Outcome
 
 Status = Literal["passed", "failed", "not_judged"]

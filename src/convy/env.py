@@ -2,17 +2,19 @@
 
 ``Env`` is the base for an agent's or a model's settings: subclass it, name the fields, and read
 them with ``Env()``; secrets are ``SecretStr``. Pydantic is used here, for settings, and nowhere
-else. ``Variables`` are the ``CONVY_*`` variables, which ``convy.settings`` puts over a project's
-``[tool.convy]``; ``Settings`` and ``ProjectSettings`` live there, and are named here too.
+else. ``variables`` makes the model of the ``CONVY_*`` variables from the names of convy's
+settings (``settings.VARIABLES``), which ``convy.settings`` puts over a project's ``[tool.convy]``.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
+import pydantic
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from convy.settings import ProjectSettings, Pyproject, Settings
-
-__all__ = ["Env", "ProjectSettings", "Pyproject", "Settings", "Variables"]
+__all__ = ["Env", "variables"]
 
 
 class Env(BaseSettings):
@@ -23,42 +25,18 @@ class Env(BaseSettings):
     )
 
 
-class Variables(Env):
-    """The ``CONVY_*`` variables, each over the same field of ``[tool.convy]``."""
+class _Convy(Env):
+    """Where convy's own variables are read: ``CONVY_*`` in the environment and ``.env``."""
 
     model_config = SettingsConfigDict(
         env_prefix="CONVY_", env_file=".env", env_file_encoding="utf-8", extra="ignore", hide_input_in_errors=True
     )
 
-    attempts: str | None = None
-    min_attempts: str | None = None
-    max_attempts: str | None = None
-    target_width: str | None = None
-    trust: str | None = None
-    max_not_judged: str | None = None
-    fail_under: str | None = None
-    fail_on_skip: str | None = None
-    max_cost: str | None = None
-    max_tokens: str | None = None
-    max_minutes: str | None = None
-    max_turns: str | None = None
-    agent_places: str | None = None
-    user_places: str | None = None
-    judge_places: str | None = None
-    agent_per_minute: str | None = None
-    user_per_minute: str | None = None
-    judge_per_minute: str | None = None
-    agent_patience: str | None = None
-    user_patience: str | None = None
-    judge_patience: str | None = None
-    open_seconds: str | None = None
-    turn_seconds: str | None = None
-    close_seconds: str | None = None
-    judge_repeats: str | None = None
-    panel: str | None = None
-    evidence: str | None = None
-    user_checks: str | None = None
-    user_faults: str | None = None
-    workers: str | None = None
-    ray: str | None = None
-    live_seconds: str | None = None
+
+@functools.cache
+def variables(names: tuple[str, ...]) -> type[Env]:
+    """The ``CONVY_*`` variables of ``names``, each read as text (``settings`` converts it as it
+    converts ``[tool.convy]``) and none required: the names are declared once, as convy's settings."""
+    fields: dict[str, Any] = {name: (str | None, None) for name in names}
+    made: type[Env] = pydantic.create_model("Variables", __base__=_Convy, **fields)
+    return made

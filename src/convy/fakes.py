@@ -17,9 +17,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from convy.agent import Answer, Message
-from convy.dialog import Claim, Confidence, Grade, Graded, Quote, Ruling, Transcript
+from convy.judge import Claim, Confidence, Grade, Graded, Ruling
 from convy.model import Reply, Said
 from convy.scenario import Outcome
+from convy.transcript import Quote, Transcript
 
 
 class _FakeConversation:

@@ -48,8 +48,8 @@ from typing import ClassVar, Literal
 import msgspec
 
 from convy.attempt import Attempt, Sum
-from convy.dialog import Claim, Failed, NoVerdict, Verdict
 from convy.files import Delivered
+from convy.judge import Claim, Failed, NoVerdict, Verdict
 from convy.passing import AbsentAgent, RunVerdict
 from convy.report import Summary, Sums
 from convy.stats import Consistency, Tally, Wilson

@@ -45,12 +45,13 @@ from typing import ClassVar, Literal
 
 import msgspec
 
-from convy.bench import FolderName, RunJournal, RunSpec
-from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import RegularFile
+from convy.judge import Failed, NoVerdict, Verdict
 from convy.problems import ConfigurationError, FieldProblem, Unwritable
+from convy.records import FolderName, RunSpec
 from convy.scenario import Outcome
 from convy.stats import CohenKappa, Interval, Tally, Wilson
+from convy.storage import RunJournal
 from convy.views import AgreementRow, AgreementView, Disagreement, IntervalView, JudgesRow, JudgesView, ScoreView
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{16,64}")

@@ -34,8 +34,8 @@ from typing import ClassVar
 import msgspec
 
 from convy.attempt import Attempt
-from convy.dialog import Failed, NoVerdict, Verdict
 from convy.files import Delivered
+from convy.judge import Failed, NoVerdict, Verdict
 from convy.passing import AbsentAgent, RunVerdict
 from convy.report import Summary
 from convy.terminal import Inert

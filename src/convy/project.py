@@ -27,17 +27,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from convy.bench import Fingerprints, ModelNames, RunDamaged, RunId, RunJournal, RunSpec, Skipped, UserShape
 from convy.budget import Budget
-from convy.dialog import DefaultPrompts, Prompt
 from convy.files import RegularFile, Replaced
-from convy.model import Absent, Models
-from convy.panel import Panel
+from convy.judge import Models, Panel
+from convy.model import Absent
 from convy.problems import ConfigurationError, Unwritable
+from convy.prompt import DefaultPrompts, Prompt
 from convy.providers import Made, agent_made, judge_made
+from convy.records import Fingerprints, ModelNames, RunId, RunSpec, Skipped, UserShape
 from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Matching, Scenario, Scenarios
+from convy.storage import RunDamaged, RunJournal
 from convy.variants import Personas
 from convy.views import ComparisonView, LiveView
 from convy.yamlfile import YamlFile

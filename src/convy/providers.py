@@ -103,7 +103,7 @@ class Made(msgspec.Struct, frozen=True):
 def judge_made(judge: Any) -> Made:
     """What a judge is made of: a ``ChatJudge``'s model (its name and base URL when it is an
     ``OpenAiModel``), or the judge's own name."""
-    from convy.dialog import ChatJudge
+    from convy.judge import ChatJudge
     from convy.model import OpenAiModel
 
     match judge:

@@ -22,29 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from convy.bench import (
-    Complete,
-    Fingerprints,
-    Journal,
-    Limits,
-    Origin,
-    Playlist,
-    RunDamaged,
-    RunId,
-    RunInUse,
-    RunJournal,
-    RunJudge,
-    RunSpec,
-    Skipped,
-)
 from convy.budget import Budget, Counted, Earlier, Spending
-from convy.dialog import ChatJudge, Prompt
-from convy.model import Absent, Models, OpenAiModel
-from convy.panel import Judging
+from convy.judge import ChatJudge, Judging, Models, RunJudge
+from convy.model import Absent, OpenAiModel
+from convy.plan import Journal, Playlist
 from convy.problems import ConfigurationError, DialoguesLost, Unplayed
 from convy.project import VERSION, Project
+from convy.prompt import Prompt
 from convy.quota import Services
+from convy.records import Complete, Fingerprints, Limits, Origin, RunId, RunSpec, Skipped
 from convy.scenario import Matching, Outcome, Scenario
+from convy.storage import RunDamaged, RunInUse, RunJournal
 from convy.vital import Vigil
 
 if TYPE_CHECKING:

@@ -28,21 +28,22 @@ import msgspec
 from convy.adaptive import Against, Course
 from convy.agreement import Consensus
 from convy.attempt import Attempt, Ordered, Spread, Sum
-from convy.bench import Complete, RunJournal, Stopped
 from convy.budget import Budget, Outlay, Which
 from convy.causes import Breakdown
 from convy.counted import Count, Counted
-from convy.dialog import Confidence, Failed, NoVerdict, Verdict
 from convy.digest import Attempts, Column, Digest, Row, Status
 from convy.files import RegularFile, Replaced
+from convy.judge import Confidence, Failed, NoVerdict, Verdict
 from convy.labels import Agreement, RunLabels
 from convy.passing import RunVerdict
 from convy.placed import Placed
 from convy.problems import ConfigurationError
 from convy.ranked import Ascending, InOrder, Merged
+from convy.records import Complete, Stopped
 from convy.runs import Read, Runs, Unread
 from convy.scenario import Outcome, Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
+from convy.storage import RunJournal
 from convy.variants import Value, Variant
 from convy.views import (
     AgreementView,

@@ -17,10 +17,11 @@ from typing import Literal
 
 import msgspec
 
-from convy.bench import Complete, Interrupted, Limits, RunDamaged, RunFile, RunJournal, Running, RunSpec, Stopped
-from convy.dialog import Verdict
+from convy.judge import Verdict
 from convy.problems import ConfigurationError
+from convy.records import Complete, Interrupted, Limits, RunFile, Running, RunSpec, Stopped
 from convy.scenario import Outcome, Scenario
+from convy.storage import RunDamaged, RunJournal
 
 
 class Read(msgspec.Struct, frozen=True):

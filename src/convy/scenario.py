@@ -31,26 +31,7 @@ import yaml
 
 from convy.agent import Agent, AgentFailure, Answer, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import WAITS, Busy, Wait, Waits
-from convy.conduct import Conduct, Noted, UserReview
-from convy.dialog import (
-    STOP,
-    Checked,
-    Claim,
-    Failed,
-    Finished,
-    Graded,
-    Judge,
-    NoVerdict,
-    Prompt,
-    Ruling,
-    SimulatedUser,
-    Stop,
-    Transcript,
-    Turn,
-    Unchecked,
-    UserFault,
-    Verdict,
-)
+from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
 from convy.layout import Layout
 from convy.loops import running
 from convy.model import Absent, ModelFailure, StillBusy
@@ -65,8 +46,11 @@ from convy.problems import (
     ScenarioError,
     ServiceFailure,
 )
+from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
 from convy.spelling import Spelling
+from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
+from convy.user import Conduct, Noted, SimulatedUser, UserReview
 from convy.variants import PERSONA, Matrix, Persona, Personas, Value, Variant
 from convy.yamlfile import YamlFile
 

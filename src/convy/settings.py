@@ -1,35 +1,36 @@
 """convy's own settings for a project: ``[tool.convy]`` of its ``pyproject.toml``, with the
 ``CONVY_*`` variables over it.
 
-The variables are read with pydantic-settings (``convy.env.Variables``, decision 3), loaded only
+The variables are read with pydantic-settings (``convy.env.variables``, decision 3), loaded only
 when one of them is set, in the environment or in the project's ``.env``: a run of a project
 that sets none, and whose own code uses no ``Env``, never loads pydantic.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import logging
 import math
 import os
 import re
+import socket
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from convy.adaptive import Adaptive, Narrow
-from convy.bench import Limits, RunSpec
 from convy.budget import Budget
-from convy.conduct import Consequence, ModelCheck, UserChecks
 from convy.files import RegularFile
+from convy.judge import Judging
 from convy.live import LiveReport
-from convy.panel import Judging
 from convy.passing import PassRule, Share
 from convy.problems import ConfigurationError, FieldProblem
+from convy.records import Limits, RunSpec
 from convy.slips import Slips
 from convy.spelling import Spelling
-from convy.spread import Spread
+from convy.user import Consequence, ModelCheck, UserChecks
 
 
 class Settings(Limits, frozen=True, forbid_unknown_fields=True):
@@ -163,6 +164,11 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         return Limits(**{name: getattr(self, name) for name in Limits.__struct_fields__})
 
 
+# The settings a CONVY_* variable sets: every one but the prompt's file. Declared here once: the
+# variables read (``env.variables``) and the slips looked for (``slips``) are made from it.
+VARIABLES: tuple[str, ...] = tuple(name for name in Settings.__struct_fields__ if name != "user_prompt")
+
+
 class _Tool(msgspec.Struct, frozen=True):
     convy: dict[str, Any] = {}
 
@@ -277,7 +283,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             problems.append(str(error))
             given = {}
         # A CONVY_* name one slip from convy's own is read by nothing: refused with the name meant.
-        problems.extend(Slips(self.folder, dotenv is not None).convy())
+        problems.extend(Slips(self.folder, dotenv is not None, VARIABLES).convy())
         for name, value in list(given.items()):
             if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
                 problems.append(f"CONVY_{name.upper()}: {name}: not UTF-8 text")
@@ -341,10 +347,10 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             return {}
         import pydantic
 
-        from convy.env import Variables
+        from convy.env import variables as read
 
         try:
-            variables = Variables(_env_file=dotenv)  # type: ignore[call-arg]
+            variables = read(VARIABLES)(_env_file=dotenv)  # type: ignore[call-arg]
         except pydantic.ValidationError as error:
             fields = ", ".join("CONVY_" + str(problem["loc"][0]).upper() for problem in error.errors())
             raise ConfigurationError(f"cannot read {fields}") from None
@@ -403,3 +409,87 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"pyproject.toml: not valid TOML: {error}") from None
         except RecursionError:
             raise ConfigurationError("pyproject.toml: nested too deeply to read") from None
+
+
+LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
+
+
+class RayMissing(ConfigurationError):
+    """A spread run was asked for where Ray is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "playing a run on several processes needs Ray, an optional extra: pip install 'convy[ray]'"
+        )
+
+
+class Spread(msgspec.Struct, frozen=True):
+    """Where a run is played: by ``workers`` processes on Ray at ``address`` — ``LOCAL`` for a Ray
+    the run starts on this machine, ``auto`` for the cluster this machine is a node of, or the
+    address of one (``ray://host:10001``, ``host:6379``). No workers and no address: this
+    process alone, without Ray. With an address and no number, as many workers as the cluster
+    has CPUs."""
+
+    workers: int = 0
+    address: str = ""
+
+    MOST: ClassVar[int] = 1_000
+    PATIENCE: ClassVar[float] = 10.0  # seconds a cluster's address may take to answer
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.workers <= self.MOST:
+            raise ValueError(f"workers: must be from 0 to {self.MOST}")
+        if not self.address.isprintable() or len(self.address) > 1_000:
+            raise ValueError("ray: not an address")
+        if self.address and self.address not in (LOCAL, "auto") and self._socket() is None:
+            raise ValueError("ray: not an address: auto, ray://HOST:10001 or HOST:6379")
+
+    def _socket(self) -> tuple[str, int] | None:
+        """The host and port of an address given as one (``ray://HOST:PORT`` or ``HOST:PORT``)."""
+        host, colon, port = self.address.removeprefix("ray://").rpartition(":")
+        if not colon or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65_536 or "/" in host:
+            return None
+        return host.strip("[]"), int(port)
+
+    def spread(self) -> bool:
+        return self.workers > 0 or bool(self.address)
+
+    def where(self) -> str:
+        """The address Ray is reached at: ``LOCAL`` when none was given."""
+        return self.address or LOCAL
+
+    def hands(self, limits: Limits, cpus: int) -> int:
+        """How many hands play: as many as asked (or as the cluster's ``cpus``), but no more than
+        every limit can be split among, each keeping at least one of each place and of each
+        per-minute cap it has."""
+        wanted = self.workers or max(1, cpus)
+        caps = [
+            cap
+            for cap in (
+                limits.agent_places, limits.user_places, limits.judge_places,
+                limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute,
+            )
+            if cap  # 0: no cap, nothing to split
+        ]
+        return max(1, min([wanted, *caps]))
+
+    def reachable(self) -> None:
+        """Nothing when the address is a cluster's that answers (a Ray client's ``ray://HOST:PORT``
+        or a node's ``HOST:PORT``), or one Ray finds itself (``auto``); a ``ConfigurationError`` at
+        once for a host and port nothing listens on, which Ray would otherwise try for minutes."""
+        where = self.where()
+        found = self._socket()
+        if where in (LOCAL, "auto") or found is None:
+            return
+        host, port = found
+        try:
+            socket.create_connection((host, port), timeout=self.PATIENCE).close()
+        except OSError as error:
+            raise ConfigurationError(f"--ray {where}: no Ray cluster answers there: {error.strerror or error}") from None
+
+    def ray(self) -> Any:
+        """The ``ray`` module; ``RayMissing`` where it is not installed."""
+        try:
+            return importlib.import_module("ray")
+        except ImportError:
+            raise RayMissing() from None

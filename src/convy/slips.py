@@ -12,7 +12,7 @@ two for a known name of eight characters or more; names are compared in capitals
 pydantic-settings reads them. A name further from every known one is left alone: it may be read by
 a tool convy does not know of.
 
-What is known (``ProjectNames.known``): the ``CONVY_*`` variables (``env.Variables``); every name in
+What is known (``ProjectNames.known``): the ``CONVY_*`` variables (``settings.VARIABLES``, given); every name in
 the project's ``.env.example`` (or ``.env.sample``, ``.env.template``), where a project lists what it
 reads; the fields of every pydantic-settings class loaded with the project's code (its ``env_prefix``
 and aliases too), as the template's ``GatewaySettings``; and the names the project's own Python files
@@ -44,6 +44,7 @@ class ProjectNames(msgspec.Struct, frozen=True):
     """The variable names a project is known to read, from its files and the code loaded so far."""
 
     folder: Path
+    settings: tuple[str, ...] = ()  # convy's settings that a CONVY_* variable sets (``settings.VARIABLES``)
 
     EXAMPLES: ClassVar[tuple[str, ...]] = (".env.example", ".env.sample", ".env.template")
     # Folders of a project that hold no code of its own, or too much of others'.
@@ -53,9 +54,7 @@ class ProjectNames(msgspec.Struct, frozen=True):
 
     def convy(self) -> frozenset[str]:
         """The ``CONVY_*`` variables convy reads."""
-        from convy.env import Variables  # pydantic-settings': loaded only when a name looks like convy's
-
-        return frozenset(f"CONVY_{name.upper()}" for name in Variables.model_fields)
+        return frozenset(f"CONVY_{name.upper()}" for name in self.settings)
 
     def known(self) -> frozenset[str]:
         """Every name known to be read: convy's, the project's example ``.env``'s, its settings
@@ -174,6 +173,7 @@ class Slips(msgspec.Struct, frozen=True):
 
     folder: Path
     dotenv: bool = True
+    settings: tuple[str, ...] = ()  # convy's settings that a CONVY_* variable sets (``settings.VARIABLES``)
 
     PREFIX: ClassVar[str] = "CONVY"
     WHERE_ENV: ClassVar[str] = "the environment"
@@ -184,7 +184,7 @@ class Slips(msgspec.Struct, frozen=True):
         given = [(name, where) for name, where in self._given() if self._convy_like(name)]
         if not given:
             return ()
-        spelling = Spelling(ProjectNames(self.folder).convy())
+        spelling = Spelling(ProjectNames(self.folder, self.settings).convy())
         return self._said(spelling, given)
 
     def project(self) -> tuple[str, ...]:
@@ -193,7 +193,7 @@ class Slips(msgspec.Struct, frozen=True):
         given = [(name, where) for name, where in self._given() if not self._convy_like(name) and where == ".env"]
         if not given:
             return ()
-        return self._said(Spelling(ProjectNames(self.folder).known()), given)
+        return self._said(Spelling(ProjectNames(self.folder, self.settings).known()), given)
 
     def _said(self, spelling: Spelling, given: list[tuple[str, str]]) -> tuple[str, ...]:
         said = (spelling.said(name, where) for name, where in given)

@@ -27,7 +27,6 @@ import asyncio
 import importlib
 import math
 import os
-import socket
 import time
 import warnings
 from collections import deque
@@ -37,98 +36,18 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from convy.bench import Bench, Journal, Limits, Planned, Playlist, Stage
+from convy.bench import Bench, Stage
 from convy.budget import Budget, Counted, Earlier, Spending
-from convy.conduct import UserChecks
-from convy.dialog import Prompt
-from convy.panel import Judging
+from convy.judge import Judging
+from convy.plan import Journal, Planned, Playlist
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
+from convy.prompt import Prompt
 from convy.quota import Services
+from convy.records import Limits
 from convy.scenario import Outcome, Scenario
+from convy.settings import LOCAL, Spread
+from convy.user import UserChecks
 from convy.vital import News, Pulse, Vigil, Vitals, Who
-
-LOCAL = "local"  # the address of a Ray the run starts on this machine for itself
-
-
-class RayMissing(ConfigurationError):
-    """A spread run was asked for where Ray is not installed."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "playing a run on several processes needs Ray, an optional extra: pip install 'convy[ray]'"
-        )
-
-
-class Spread(msgspec.Struct, frozen=True):
-    """Where a run is played: by ``workers`` processes on Ray at ``address`` — ``LOCAL`` for a Ray
-    the run starts on this machine, ``auto`` for the cluster this machine is a node of, or the
-    address of one (``ray://host:10001``, ``host:6379``). No workers and no address: this
-    process alone, without Ray. With an address and no number, as many workers as the cluster
-    has CPUs."""
-
-    workers: int = 0
-    address: str = ""
-
-    MOST: ClassVar[int] = 1_000
-    PATIENCE: ClassVar[float] = 10.0  # seconds a cluster's address may take to answer
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.workers <= self.MOST:
-            raise ValueError(f"workers: must be from 0 to {self.MOST}")
-        if not self.address.isprintable() or len(self.address) > 1_000:
-            raise ValueError("ray: not an address")
-        if self.address and self.address not in (LOCAL, "auto") and self._socket() is None:
-            raise ValueError("ray: not an address: auto, ray://HOST:10001 or HOST:6379")
-
-    def _socket(self) -> tuple[str, int] | None:
-        """The host and port of an address given as one (``ray://HOST:PORT`` or ``HOST:PORT``)."""
-        host, colon, port = self.address.removeprefix("ray://").rpartition(":")
-        if not colon or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65_536 or "/" in host:
-            return None
-        return host.strip("[]"), int(port)
-
-    def spread(self) -> bool:
-        return self.workers > 0 or bool(self.address)
-
-    def where(self) -> str:
-        """The address Ray is reached at: ``LOCAL`` when none was given."""
-        return self.address or LOCAL
-
-    def hands(self, limits: Limits, cpus: int) -> int:
-        """How many hands play: as many as asked (or as the cluster's ``cpus``), but no more than
-        every limit can be split among, each keeping at least one of each place and of each
-        per-minute cap it has."""
-        wanted = self.workers or max(1, cpus)
-        caps = [
-            cap
-            for cap in (
-                limits.agent_places, limits.user_places, limits.judge_places,
-                limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute,
-            )
-            if cap  # 0: no cap, nothing to split
-        ]
-        return max(1, min([wanted, *caps]))
-
-    def reachable(self) -> None:
-        """Nothing when the address is a cluster's that answers (a Ray client's ``ray://HOST:PORT``
-        or a node's ``HOST:PORT``), or one Ray finds itself (``auto``); a ``ConfigurationError`` at
-        once for a host and port nothing listens on, which Ray would otherwise try for minutes."""
-        where = self.where()
-        found = self._socket()
-        if where in (LOCAL, "auto") or found is None:
-            return
-        host, port = found
-        try:
-            socket.create_connection((host, port), timeout=self.PATIENCE).close()
-        except OSError as error:
-            raise ConfigurationError(f"--ray {where}: no Ray cluster answers there: {error.strerror or error}") from None
-
-    def ray(self) -> Any:
-        """The ``ray`` module; ``RayMissing`` where it is not installed."""
-        try:
-            return importlib.import_module("ray")
-        except ImportError:
-            raise RayMissing() from None
 
 
 class Setup(msgspec.Struct, frozen=True):

@@ -23,7 +23,7 @@ import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
 from convy.attempt import Attempt, Decided, Took
-from convy.dialog import Claim, Failed, NoVerdict, Turn, Verdict
+from convy.judge import Claim, Failed, NoVerdict, Verdict
 from convy.report import Summary
 from convy.rows import (
     EXACT_JSON,
@@ -43,6 +43,7 @@ from convy.rows import (
 from convy.runs import Read
 from convy.scenario import Scenario
 from convy.stats import Consistency, Tally, Wilson
+from convy.transcript import Turn
 from convy.variants import Variant
 
 

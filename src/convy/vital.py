@@ -37,9 +37,8 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from convy.agent import AgentFailure, Answer, Message
-from convy.dialog import ChatJudge
+from convy.judge import ChatJudge, Panel
 from convy.model import Absent
-from convy.panel import Panel
 from convy.problems import ConfigurationError, HttpFailure
 
 Who = Literal["agent", "user", "judge"]

@@ -8,18 +8,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from convy.bench import Limits, RunSpec
 from convy.budget import Budget
 from convy.cli.console import Passed, Shown
 from convy.cli.run import AgainstPlan, AgainstRun, RunCommand
-from convy.model import Absent, Models
+from convy.judge import Models
+from convy.model import Absent
 from convy.problems import (
     ConfigurationError,
 )
 from convy.project import Loaded
+from convy.records import Limits, RunSpec
 from convy.runs import Read
 from convy.scenario import Matching, Scenario
 from convy.secrets import Secrets
+from convy.settings import VARIABLES
 from convy.slips import Slips
 from convy.terminal import Inert
 from convy.variants import Value, Variant
@@ -102,7 +104,7 @@ class DryRun(msgspec.Struct, frozen=True):
         if untested:
             problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
-            problems.extend(Slips(project.folder).project())
+            problems.extend(Slips(project.folder, settings=VARIABLES).project())
         secrets = Loaded(project, "").secrets(*parts, every=False)  # no code run beyond what was checked
         if problems:
             said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))

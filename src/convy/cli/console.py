@@ -8,22 +8,18 @@ import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import Any, ClassVar, TextIO
 
 import msgspec
 
 from convy.adaptive import Marks
 from convy.agent import NoUsage, Usage
 from convy.attempt import Spent
-from convy.bench import Skipped
-from convy.dialog import Failed, NoVerdict, Verdict
+from convy.judge import Failed, NoVerdict, Verdict
+from convy.records import Skipped
 from convy.scenario import Outcome
 from convy.terminal import Inert
 from convy.views import AgreementView, JudgingView, ScoreView
-
-if TYPE_CHECKING:
-    pass
-
 
 MARKS = {"passed": "✓", "failed": "✗", "not_judged": "?"}
 

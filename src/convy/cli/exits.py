@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -13,10 +13,6 @@ from convy.holders import Environment, Holders
 from convy.passing import RunVerdict
 from convy.terminal import Inert
 from convy.vital import DeadService, Unanswered
-
-if TYPE_CHECKING:
-    pass
-
 
 # Why an attempt's task ends cancelled with no Ctrl+C, no SIGTERM and no time limit: the project's
 # own code cancelled the task it runs in, which convy cannot tell from its own stop.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -14,9 +13,6 @@ from convy.problems import (
     Unwritable,
 )
 from convy.project import Project
-
-if TYPE_CHECKING:
-    pass
 
 
 class InitCommand(msgspec.Struct, frozen=True):

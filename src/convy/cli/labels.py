@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -11,9 +10,6 @@ from convy.cli.console import LabelsSaid, Shown
 from convy.project import Project
 from convy.report import Summary
 from convy.terminal import Inert
-
-if TYPE_CHECKING:
-    pass
 
 
 class LabelsCommand(msgspec.Struct, frozen=True):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,9 +19,6 @@ from convy.report import Summary
 from convy.runs import Read
 from convy.terminal import Inert
 from convy.views import ComparisonView
-
-if TYPE_CHECKING:
-    pass
 
 
 class Absence(msgspec.Struct, frozen=True):

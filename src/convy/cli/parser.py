@@ -16,8 +16,8 @@ from convy.problems import (
 )
 from convy.project import VERSION, Project
 from convy.scenario import Scenario
+from convy.settings import LOCAL
 from convy.spelling import Spelling
-from convy.spread import LOCAL
 
 if TYPE_CHECKING:
     from convy.settings import Settings

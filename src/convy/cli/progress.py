@@ -9,17 +9,17 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from convy.adaptive import Marks
-from convy.bench import Complete, Kept, Player, RunInUse, RunJournal, RunSpec, Stopped
 from convy.budget import Outlay
 from convy.cli.console import JudgingSaid, Passed, Printed, Unseen
 from convy.cli.exits import CANCELLED, Cures, Ruled, Terminated, Worst
 from convy.live import LiveReport
 from convy.passing import PassRule
+from convy.plan import Player
 from convy.problems import (
     ConfigurationError,
     DialoguesLost,
@@ -28,15 +28,14 @@ from convy.problems import (
     WorkersLost,
 )
 from convy.project import Project
+from convy.records import Complete, RunSpec, Stopped
 from convy.report import Allowance, Stop, Summary
 from convy.runs import Read
 from convy.scenario import Outcome
 from convy.secrets import Secrets
+from convy.storage import Kept, RunInUse, RunJournal
 from convy.terminal import Inert
 from convy.vital import DeadService
-
-if TYPE_CHECKING:
-    pass
 
 
 class Recorded(msgspec.Struct, frozen=True):

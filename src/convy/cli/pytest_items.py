@@ -38,21 +38,25 @@ from typing import Any, ClassVar, TypeVar
 import msgspec
 import pytest
 
-from convy.bench import Bench, Player, RunInUse, RunSpec
-from convy.bench import Stopped as BudgetStopped
+from convy.bench import Bench
 from convy.cli.console import Passed, Printed, Shown, Unseen
 from convy.cli.exits import Cures
 from convy.cli.parser import Budgeted
 from convy.cli.run import RunCommand
 from convy.holders import Environment
+from convy.judge import Models
 from convy.junit import Case, Suite, XmlText
-from convy.model import Absent, Models
+from convy.model import Absent
+from convy.plan import Player
 from convy.problems import ConfigurationError, Unplayed, Unwritable
 from convy.project import Loaded, Project
+from convy.records import RunSpec
+from convy.records import Stopped as BudgetStopped
 from convy.report import Stop, Summary
 from convy.runs import Read
 from convy.scenario import Matching, Scenario, Scenarios
 from convy.secrets import Secrets
+from convy.storage import RunInUse
 from convy.terminal import Inert
 from convy.vital import DeadService
 

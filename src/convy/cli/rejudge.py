@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
 from convy.cli.console import Shown
@@ -14,9 +12,6 @@ from convy.cli.progress import Recorded
 from convy.project import Loaded, Project
 from convy.scenario import Matching
 from convy.terminal import Inert
-
-if TYPE_CHECKING:
-    pass
 
 
 class RejudgeCommand(msgspec.Struct, frozen=True):

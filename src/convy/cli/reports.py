@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -16,9 +15,6 @@ from convy.problems import (
 from convy.project import Project
 from convy.report import Listed, Summary
 from convy.terminal import Inert
-
-if TYPE_CHECKING:
-    pass
 
 
 class ReportCommand(msgspec.Struct, frozen=True):

@@ -11,28 +11,30 @@ import msgspec
 from convy.adaptive import Adaptive, Against, Judged, Plan
 from convy.agent import TimeLimited
 from convy.attempt import Attempt, Sum
-from convy.bench import Bench, Limits, Player, RunName, RunSpec, Skipped
+from convy.bench import Bench
 from convy.budget import Budget
 from convy.cli.console import Shown, Tokens
 from convy.cli.exits import CANCELLED, Cures, Worst
 from convy.cli.outputs import Absence, Outputs
 from convy.cli.parser import AutoAttempts, Budgeted
 from convy.cli.progress import Recorded
-from convy.dialog import ChatJudge, Failed, NoVerdict
+from convy.judge import ChatJudge, Failed, NoVerdict, Panel
 from convy.model import Absent, Contained, ModelFailure
 from convy.model import Said as ModelSaid
-from convy.panel import Panel
 from convy.passing import AbsentAgent, PassRule
+from convy.plan import Player
 from convy.problems import (
     ConfigurationError,
     HttpFailure,
 )
 from convy.project import Blind, Loaded, Project
+from convy.records import Limits, RunName, RunSpec, Skipped
 from convy.runs import Read
 from convy.scenario import Check, Matching, Rule, Scenario
 from convy.secrets import Secrets
 from convy.sequential import Sequential
-from convy.spread import LOCAL, Crew, Spread
+from convy.settings import LOCAL, Spread
+from convy.spread import Crew
 from convy.terminal import Inert
 from convy.vital import Refusal, Unanswered
 

@@ -1,4 +1,5 @@
-"""The simulated user's conduct, checked (issue 11).
+"""The simulated user: a model told who it is by the filled simulator prompt (``SimulatedUser``),
+and its conduct, checked (issue 11).
 
 A simulated user is a model, and a model playing a person goes wrong in ways that look like the
 agent's failures: it says nothing, says the same thing twice, reads its instructions out, stops
@@ -21,17 +22,130 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import NoUsage, Usage
-from convy.dialog import Stop, Transcript, Unchecked, UserFault, plain
-from convy.model import Absent, Contained, Said
-from convy.problems import ModelFailure, Outside
+from convy.agent import Message, NoUsage, Usage
+from convy.model import Absent, Contained, Model, Reply, Said
+from convy.problems import CutReply, ModelFailure, Outside
+from convy.prompt import STOP
+from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault, plain
+
+
+class Spoken(msgspec.Struct, frozen=True):
+    """What the simulated user did in its turn, and the tokens its request took."""
+
+    move: Message | Finished
+    usage: Usage | NoUsage = NoUsage()
+
+
+class SimulatedUser(msgspec.Struct, frozen=True, dict=True):
+    """A model that plays the user, told who it is by the filled simulator prompt.
+
+    The two messages every request opens with, and its model made ``Contained``, are made once
+    and kept beside its fields (``dict=True`` gives it room for them): a run asks this user for
+    every simulated turn.
+    """
+
+    model: Model
+    prompt: str
+    # The parts of ``prompt`` its scenario wrote for it (filled instructions, vars' values): its to
+    # say, so its leak check excuses them.
+    own: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def instructions(self) -> Instructions:
+        """The prompt it was told, as its leak check looks for it: indexed once, for every
+        attempt of its scenario."""
+        return Instructions(self.prompt, self.own)
+
+    async def spoken(self, transcript: Transcript) -> Spoken:
+        """The user's next message, or ``Finished``.
+
+        Its model is ``Contained`` whatever it was given as: any error of it, an answer that is not
+        a ``Reply`` and an empty message are a ``ModelFailure`` (an empty one an ``EmptyReply``,
+        which its checks record as its ``empty`` fault), the user's failure and never the agent's.
+        """
+        contained, messages = self._contained, self._messages(transcript)
+        try:  # ``Contained.reply``, in line: one coroutine less on every simulated turn
+            answered = await contained.model.reply(messages)
+        except BaseException as error:
+            contained.failed(error)
+            raise
+        reply = contained.kept(answered)
+        if reply.cut():  # half a message is not what the user meant: never sent, never judged
+            raise CutReply(self._cut(reply), (reply.usage,))
+        text = reply.text.strip()
+        if STOP in text:
+            return Spoken(Finished(), reply.usage)
+        return Spoken(Message(text), reply.usage)
+
+    def _cut(self, reply: Reply) -> str:
+        """Why the reply was cut, with the fix: the model's ``max_tokens`` when it has one."""
+        name = self.model.name
+        if reply.finish == "content_filter":
+            return (
+                f"the simulated user's model {name}: its service's content filter cut its reply short "
+                '(finish_reason "content_filter"), so nothing was sent to the agent; soften what the scenario '
+                "asks the user to say, or give the user another model in models.py"
+            )
+        model: Any = self.model
+        for _ in range(4):  # through the wrappers (PatientModel, Contained) to the model made in models.py
+            if hasattr(model, "max_tokens") or not hasattr(model, "model"):
+                break
+            model = model.model
+        most = getattr(model, "max_tokens", None)
+        fix = (
+            f"max_tokens={most} is too few for its replies; raise it in models.py"
+            if isinstance(most, int) and not isinstance(most, bool)
+            else "its service's token limit is too low for its replies; set a larger max_tokens in models.py"
+        )
+        return (
+            f"the simulated user's model {name}: its reply was cut at its token limit "
+            f'(finish_reason "length"), so nothing was sent to the agent: {fix}'
+        )
+
+    def _messages(self, transcript: Transcript) -> tuple[Said, ...]:
+        # The model plays the user, so the roles are turned round: what it said before is
+        # "assistant", what the agent said is "user". The messages of the dialogue it was last
+        # asked about are kept: a dialogue that goes on from it (the same turns, the very same
+        # objects, and more) has only its new turns' made, not every turn's again at every turn.
+        turns = transcript.turns
+        last = self._last
+        known, said = last[0]
+        if len(turns) < len(known) or not all(map(operator.is_, known, turns)):
+            known, said = (), self._opening
+        added: list[Said] = []
+        for turn in turns[len(known) :]:
+            added.append(Said("assistant", turn.message))
+            added.append(Said("user", turn.answer.text or "[the agent said nothing]"))
+        if added:
+            said += tuple(added)
+            last[0] = (turns, said)  # one assignment: whoever reads it finds turns and messages together
+        return said
+
+    @functools.cached_property
+    def _last(self) -> list[tuple[tuple[Turn, ...], tuple[Said, ...]]]:
+        """The turns of the dialogue last asked about and its messages, in a list of one."""
+        return [((), self._opening)]
+
+    @functools.cached_property
+    def _contained(self) -> Contained:
+        return Contained(self.model)
+
+    @functools.cached_property
+    def _opening(self) -> tuple[Said, Said]:
+        return (Said("system", self.prompt), Said("user", "[The agent is ready. Write your first message to it.]"))
+
 
 ModelCheck = Literal["role_swap", "stopped_on_question", "unsupported"]
+
+
 Consequence = Literal["not_judged", "count"]
+
 
 # A word as the leak check counts them: letters and digits, punctuation and case left out, so a
 # stretch said with other quotation marks or capitals is the same stretch.
 _WORD = re.compile(r"\w+")
+
+
 _TURN = operator.attrgetter("turn")  # a fault's turn, to sort faults by
 
 
