@@ -110,7 +110,7 @@ class RegularFile(msgspec.Struct, frozen=True):
 
 class Shipped(msgspec.Struct, frozen=True):
     """A file that ships inside the convy package (a default prompt, a part of the pages), read
-    through the package's own loader: found the same in a zip as on disk, without
+    through the package's own loader (this module's, at the package's top): found the same in a zip as on disk, without
     ``importlib.resources``, whose import (tempfile, shutil, random) cost every command about a
     third of asyncio's."""
 
@@ -118,10 +118,9 @@ class Shipped(msgspec.Struct, frozen=True):
 
     def data(self) -> bytes:
         """The file's bytes; an ``OSError`` when the package holds no such file."""
-        import convy
-
-        loader = convy.__spec__.loader if convy.__spec__ is not None else None
-        where = os.path.join(os.path.dirname(convy.__file__ or ""), *self.parts)
+        # This module's own loader and folder are the package's: it lies at the package's top.
+        loader = __spec__.loader if __spec__ is not None else None
+        where = os.path.join(os.path.dirname(__file__), *self.parts)
         if loader is None or not hasattr(loader, "get_data"):
             return Path(where).read_bytes()
         return bytes(loader.get_data(where))
