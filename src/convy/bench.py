@@ -1,22 +1,10 @@
-"""Playing a run: the bench that plays attempts at once, and the folder that keeps them.
+"""The engine that plays a run's attempts: ``Bench``.
 
 ``Bench`` plays attempts concurrently against one agent, each participant (the agent, the
-simulated user's model, the judge) within its own places. ``Journal`` is what receives each attempt
-as it ends; ``RunJournal`` is the one that keeps a run's folder::
-
-    results/<agent>/<run-id>/
-        run.json        the RunSpec and the run's status, rewritten whole and atomically
-        attempts.jsonl  one Outcome per line, appended the moment an attempt ends
-        run.lock        held while a process plays the run
-
-A process killed mid-write leaves at most a torn last line, which is cut off when the folder is
-read again, and ``RunJournal.play`` plays only the attempts the folder lacks. While a run plays, the
-lines of the attempts that ended together are appended with one write and flushed to the disk with
-one ``fdatasync`` as soon as the event loop is free, and only then is any of those attempts taken as
-kept — passed on to be shown, counted — so what a run has said it keeps survives a kill and a power
-loss alike; ``run.json`` is flushed before it is renamed into place (decision 8). A write the file
-system refuses (a full disk, a file-size limit, a read-only mount) leaves no part of a line behind
-and stops the run with ``Unwritable``.
+simulated user's model, the judge) within its own places, through a ``Stage`` made in the event
+loop that plays (a spread run's hands make one too). It is a ``plan.Player``: ``RunJournal.play``
+(``storage.py``) hands it the attempts the run's folder lacks and a ``plan.Journal`` that keeps
+each one as it ends.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What a run plays: its attempts in order (``Plan``), those its folder still lacks (``Lacking``), and the two sides that meet over them: what plays attempts (``Player``) and what keeps each one as it ends (``Journal``)."""
+"""What a run plays: its attempts in order (``Plan``), those its folder still lacks (``Lacking``),
+and the two sides that meet over them: what plays attempts (``Player``) and what keeps each one
+as it ends (``Journal``).
+"""
 
 from __future__ import annotations
 

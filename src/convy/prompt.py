@@ -1,4 +1,6 @@
-"""Prompts: a prompt with ``{{ name }}`` slots filled from a scenario's values, and the prompts convy ships."""
+"""Prompts: a prompt with ``{{ name }}`` slots filled from a scenario's values, and the prompts
+convy ships.
+"""
 
 from __future__ import annotations
 

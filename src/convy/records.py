@@ -1,4 +1,6 @@
-"""A run's records: what it plays and with what (``RunSpec``, its ``Limits``, the names and fingerprints it started with), its id and name, and its status (``run.json``)."""
+"""A run's records: what it plays and with what (``RunSpec``, its ``Limits``, the names and
+fingerprints it started with), its id and name, and its status (``run.json``).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,19 @@
-"""A run's folder on disk: ``run.json`` and ``attempts.jsonl``, each attempt kept the moment it ends (``RunJournal``), read back in bounded memory, locked while a process plays it."""
+"""A run's folder on disk, kept by ``RunJournal``::
+
+    results/<agent>/<run-id>/
+        run.json        the RunSpec and the run's status, rewritten whole and atomically
+        attempts.jsonl  one Outcome per line, appended the moment an attempt ends
+        run.lock        held while a process plays the run
+
+A process killed mid-write leaves at most a torn last line, which is cut off when the folder is
+read again, and ``RunJournal.play`` plays only the attempts the folder lacks. While a run plays, the
+lines of the attempts that ended together are appended with one write and flushed to the disk with
+one ``fdatasync`` as soon as the event loop is free, and only then is any of those attempts taken as
+kept — passed on to be shown, counted — so what a run has said it keeps survives a kill and a power
+loss alike; ``run.json`` is flushed before it is renamed into place (decision 8). A write the file
+system refuses (a full disk, a file-size limit, a read-only mount) leaves no part of a line behind
+and stops the run with ``Unwritable``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""A dialogue as it was said: its turns (``Transcript``), how it stopped, the faults of its simulated user, and the words a judge quotes from it (``Quote``, ``Evidence``), matched on text made plain."""
+"""A dialogue as it was said: its turns (``Transcript``), how it stopped, the faults of its
+simulated user, and the words a judge quotes from it (``Quote``, ``Evidence``), matched on text
+made plain.
+"""
 
 from __future__ import annotations
 

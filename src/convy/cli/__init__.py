@@ -1,4 +1,4 @@
-"""The ``convy`` command. The only module that prints, and the one that picks the exit code.
+"""The ``convy`` command: this package alone prints and picks the exit code, and ``main`` runs a command.
 
 The exit codes (README's "Results and exit codes" is the same table):
 

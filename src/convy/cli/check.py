@@ -1,4 +1,6 @@
-"""``convy check`` and ``convy run --dry-run``: what a run would play, and every problem found before anything is sent."""
+"""``convy check`` and ``convy run --dry-run``: what a run would play, and every problem found
+before anything is sent.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""What the command prints, and how: lines held in memory until the reader is ready for them (``Shown``), and the few words each thing is said in."""
+"""What the command prints, and how: lines held in memory until the reader is ready for them
+(``Shown``), and the few words each thing is said in.
+"""
 
 from __future__ import annotations
 

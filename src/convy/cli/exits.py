@@ -1,4 +1,7 @@
-"""The exit code a command ends with, and what it says of why: the order in which codes win (``Worst``), a run against its pass rule (``Ruled``), and the likely fix for a participant that never answered (``Cures``)."""
+"""The exit code a command ends with, and what it says of why: the order in which codes win
+(``Worst``), a run against its pass rule (``Ruled``), and the likely fix for a participant that
+never answered (``Cures``).
+"""
 
 from __future__ import annotations
 

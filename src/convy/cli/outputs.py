@@ -1,4 +1,6 @@
-"""The files a command writes for CI besides its pages (JUnit, the Markdown summary), and the agents a run skipped as absent."""
+"""The files a command writes for CI besides its pages (JUnit, the Markdown summary), and the
+agents a run skipped as absent.
+"""
 
 from __future__ import annotations
 

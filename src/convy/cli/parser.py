@@ -1,4 +1,6 @@
-"""The command line: one parser, the options that run, resume and rejudge share declared once, and the arguments as a record."""
+"""The command line: one parser, the options that run, resume and rejudge share declared once, and
+the arguments as a record.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""What the command says while a run plays and when it ends: each attempt as it is recorded, and the run's last lines."""
+"""What the command says while a run plays and when it ends: each attempt as it is recorded, and
+the run's last lines.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""``convy report``, ``convy compare`` and ``convy export``: the pages and tables made from run folders."""
+"""``convy report``, ``convy compare`` and ``convy export``: the pages and tables made from run
+folders.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""``convy run`` and ``convy resume``: playing a project's agents, a run begun again, and the smoke run that tries each participant once."""
+"""``convy run`` and ``convy resume``: playing a project's agents, a run begun again, and the smoke
+run that tries each participant once.
+"""
 
 from __future__ import annotations
 
