@@ -696,8 +696,8 @@ def decided(answer: str, *checks: Check) -> list[tuple[str, bool, str]]:
             pytest.fail(f"expected a verdict, got {other}")
 
 
-def test_the_readmes_patterns_decide_as_written() -> None:
-    """The patterns of README.md and of the template's scenarios, (?i) among them, hold and fail on the text they are about."""
+def test_the_docs_patterns_decide_as_written() -> None:
+    """The patterns of docs/scenarios.md and of the template's scenarios, (?i) among them, hold and fail on the text they are about."""
     answer = "Sorry, your kettle is on its way back. A REFUND of $42 follows; I can't help with the rest."
     assert decided(
         answer,

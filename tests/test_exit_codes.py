@@ -1,4 +1,4 @@
-"""The exit codes of README's "Results and exit codes", each made by the real ``convy`` command on a
+"""The exit codes of docs/results.md's "Results and exit codes", each made by the real ``convy`` command on a
 project of fakes, and the order in which they win when several apply (``cli.Worst``).
 
 The project's agent answers ``hello …``, raises on a message with ``crash`` in it, and answers
@@ -329,11 +329,11 @@ def test_worst_takes_the_first_code_in_its_order(codes: tuple[int, ...], worst: 
     assert Worst(codes[::-1]).code() == worst
 
 
-def test_the_readme_the_docstring_and_worst_list_the_same_codes() -> None:
-    """README's table of exit codes, cli.py's docstring and Worst's order hold the same codes, each
+def test_the_docs_the_docstring_and_worst_list_the_same_codes() -> None:
+    """docs/results.md's table of exit codes, cli/__init__.py's docstring and Worst's order hold the same codes, each
     below 126 but the signals', none of them a sysexits code."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Results and exit codes", 1)[1].split("\n## ", 1)[0]
+    guide = (Path(__file__).parent.parent / "docs" / "results.md").read_text(encoding="utf-8")
+    section = guide.split("## Results and exit codes", 1)[1].split("\n## ", 1)[0]
     table = [int(code) for code in re.findall(r"^\| (\d+) \|", section, re.MULTILINE)]
     docstring = [int(code) for code in re.findall(r"^    (\d+) ", cli.__doc__ or "", re.MULTILINE)]
     assert table == docstring == sorted(table)

@@ -6,7 +6,7 @@ The cases are written as a user makes them, not from the code: a slot typed ``{{
 "three"``, ``GATWAY_URL`` in ``.env``, ``convy run asistant``, a scenario saved as ``.yaml.txt``,
 ``--scenarios greeting,late``, ``convy compare`` of a run with itself, ``agent = Echo`` without the
 brackets, a JSON body with ``{ text }``. Each table's row is one mistake: the files written over a
-small sound project, the command, the exit code the README's table gives, and the one line that
+small sound project, the command, the exit code docs/results.md's table gives, and the one line that
 names the file, field or name and says the fix. Every case asserts that line exactly, that no
 traceback is shown, and, where the mistake is refused, that nothing looks like a verdict: no run
 folder under ``results/`` and no pass rate.
@@ -267,7 +267,7 @@ WRITTEN += [
 
 
 def test_the_default_max_turns_cuts_no_script_with_no_user(tmp_path: Path) -> None:
-    """README: with script and no user, the dialogue is exactly the script; max_turns left at
+    """docs/scenarios.md: with script and no user, the dialogue is exactly the script; max_turns left at
     convy's default (10) neither refuses a longer script nor cuts it: the last message is said."""
     folder = project(tmp_path, {S: LONG})
     checked, ran = convy(folder, "check"), convy(folder, "run")
@@ -427,7 +427,7 @@ CODE = [
     ("agent is the class", {A: "from convy.fakes import Echo\n\nagent = Echo\n"},
      "convy: agents/bot.py: `agent` is the class Echo, not an agent: make one, agent = Echo(...)"),
     ("agent is a function", {A: "def agent(text):\n    return 'Hi ' + text\n"},
-     "convy: agents/bot.py: `agent` is a function, not an agent: an agent has a conversation() method (README: The agent interface)"),
+     "convy: agents/bot.py: `agent` is a function, not an agent: an agent has a conversation() method (docs/agents.md: The agent interface)"),
     ("agent is a URL", {A: 'agent = "http://127.0.0.1:9/chat"\n'},
      'convy: agents/bot.py: `agent` is text, not an agent: an agent over HTTP is agent = JsonAgent("http://...", body=..., reply=...)'),
     ("agent named otherwise", {A: "from convy.fakes import Echo\n\nbot = Echo()\n"}, "convy: agents/bot.py: defines no `agent`"),

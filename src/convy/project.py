@@ -308,7 +308,7 @@ class Project(msgspec.Struct, frozen=True):
         if callable(getattr(agent, "conversation", None)):
             return ""
         kind = "a function" if callable(agent) else f"a {type(agent).__name__}"
-        return f"{kind}, not an agent: an agent has a conversation() method (README: The agent interface)"
+        return f"{kind}, not an agent: an agent has a conversation() method (docs/agents.md: The agent interface)"
 
     def models(self) -> Models:
         """The models ``models.py`` defines, made anew: absent both when there is no such file."""

@@ -1,6 +1,6 @@
 """The ``convy`` command: this package alone prints and picks the exit code, and ``main`` runs a command.
 
-The exit codes (README's "Results and exit codes" is the same table):
+The exit codes (docs/results.md's "Results and exit codes" is the same table):
 
     0    at least one attempt judged, every attempt judged (or those not judged within
          --max-not-judged), and the pass rule met: every scenario passed every judged attempt, or
