@@ -15,7 +15,7 @@ CONVY = Path(sys.executable).with_name("convy")
 # A judge that holds every claim but one whose text says "unjudgeable", on which it fails.
 MODELS = '''\
 from convy.fakes import FakeJudge
-from convy.judge import Models
+from convy import Models
 
 
 def held(claim, transcript):

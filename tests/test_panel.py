@@ -1,4 +1,4 @@
-"""Repeated and panel judging, and the judge's evidence: each rule of ``convy.panel`` on its own,
+"""Repeated and panel judging, and the judge's evidence: each rule of ``convy.judge`` on its own,
 then through real runs (of fakes, and of judges over HTTP on the stand-in), and what run.json keeps."""
 
 from __future__ import annotations
