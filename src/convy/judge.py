@@ -45,7 +45,6 @@ The rules (docs/statistics.md says them for readers of a report):
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import re
@@ -58,7 +57,7 @@ import msgspec
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.model import Absent, Contained, Model, ModelFailure, PatientModel, Reply, Said, StillBusy
-from convy.problems import Outside
+from convy.problems import Outside, kept
 from convy.prompt import DefaultPrompts
 from convy.transcript import Evidence, Quote, Transcript
 
@@ -359,22 +358,13 @@ class ChatJudge(msgspec.Struct, frozen=True):
         order of the claims. When a claim fails, the first failure in that order is raised, with
         the usage of every request that was answered."""
 
-        async def asked(claim: str | Graded) -> tuple[Claim, Usage | NoUsage] | Exception:
-            # An error is kept as a value, so the other claims' requests finish and count, and
-            # the caller gets the error itself rather than an ExceptionGroup.
-            try:
-                return await self._claim(claim, transcript)
-            except Exception as error:
-                return error
-
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(asked(claim)) for claim in claims]
+        answers = await kept(lambda claim: self._claim(claim, transcript), claims, Exception)
         decided: list[Claim] = []
         requests: list[Usage | NoUsage] = []
         every: list[Usage | NoUsage] = []  # every answered request, failures' too, in the claims' order
         errors: list[Exception] = []
-        for task in tasks:
-            match task.result():
+        for answer in answers:
+            match answer:
                 case (Claim() as one, spent):
                     decided.append(one)
                     requests.append(spent)
@@ -617,20 +607,14 @@ class Poll(msgspec.Struct, frozen=True):
         return ", ".join(self.names)
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
-        async def asked(judge: Judge) -> Ruling | Exception:
-            try:
-                return await judge.ruling(claims, transcript)
-            except Exception as error:  # kept as a value: the other votes finish and count
-                return error
-
         asks = [(name, judge) for judge, name in zip(self.judges, self.names, strict=True) for _ in range(self.judging.repeats)]
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(asked(judge)) for _, judge in asks]
+        # An error is kept: the other votes finish and count.
+        answers = await kept(lambda judge: judge.ruling(claims, transcript), [judge for _, judge in asks], Exception)
         every: list[Usage | NoUsage] = []
         rulings: list[tuple[str, Ruling]] = []
         errors: list[Exception] = []
-        for (name, _), task in zip(asks, tasks, strict=True):
-            match task.result():
+        for (name, _), answer in zip(asks, answers, strict=True):
+            match answer:
                 case Ruling() as ruling:
                     rulings.append((name, ruling))
                     every.extend(ruling.requests)

@@ -17,7 +17,7 @@ import msgspec
 from convy.files import RegularFile, Replaced
 from convy.placed import Placed
 from convy.plan import Journal, Lacking, Player
-from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost
+from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost, first_error
 from convy.records import Complete, Interrupted, RunFile, Running, RunSpec, Stopped
 from convy.scenario import Outcome
 from convy.secrets import Secrets
@@ -385,7 +385,7 @@ class RunJournal(msgspec.Struct, frozen=True):
                         # worker of a spread run that could not load the project
                         said, _ = error.split((Unwritable, Unplayed, ConfigurationError, WorkersLost))
                         if said is not None:
-                            first = _first(said)
+                            first = first_error(said)
                             match first:
                                 case DeadService() if fresh and (not unflushed.kept or first.respecified()):
                                     # A new run that kept nothing, or one that names a model the
@@ -593,12 +593,3 @@ class _Unflushed:
                 self._journal.record(outcome)
         if refused is not None:
             raise refused
-
-
-def _first(group: BaseExceptionGroup) -> BaseException:
-    # The first error of a group, however deeply task groups nest it.
-    match group.exceptions[0]:
-        case BaseExceptionGroup() as inner:
-            return _first(inner)
-        case error:
-            return error

@@ -39,7 +39,7 @@ import msgspec
 from convy.agent import AgentFailure, Answer, Message
 from convy.judge import ChatJudge, Panel
 from convy.model import Absent
-from convy.problems import ConfigurationError, HttpFailure
+from convy.problems import ConfigurationError, HttpFailure, first_error
 
 Who = Literal["agent", "user", "judge"]
 
@@ -465,7 +465,7 @@ class Vigil:
         except BaseExceptionGroup as error:
             dead, rest = error.split(DeadService)
             if dead is not None and rest is None:
-                raise _first(dead) from None
+                raise first_error(dead) from None
             raise
         self.ended()
 
@@ -478,9 +478,3 @@ class Vigil:
         stopped = self.vitals.ended()
         if stopped is not None:
             raise stopped
-
-
-def _first(group: BaseExceptionGroup) -> BaseException:
-    """The first error of a group, however deeply task groups nest it."""
-    first = group.exceptions[0]
-    return _first(first) if isinstance(first, BaseExceptionGroup) else first
