@@ -162,11 +162,25 @@ class Parser(argparse.ArgumentParser):
         parser.error("; ".join([*said, *([f"unrecognized arguments: {' '.join(unknown)}"] if unknown else [])]))
 
 
+def _rate(text: str) -> float:
+    return Fraction(text).value()
+
+
+class _Defaults(msgspec.Struct, frozen=True):
+    """Where a command's rules come from when their options are not given, as its help says."""
+
+    fail_under: str
+    fail_on_skip: str
+
+
+_SETTINGS_RULES = _Defaults("fail_under, else every scenario passes every judged attempt", "fail_on_skip")  # run, rejudge
+_RUNS_RULES = _Defaults("the run's own rule", "the run's own rule")  # resume: the rules its run was played to
+
+
 class Arguments(msgspec.Struct, frozen=True):
     """The command line, parsed."""
 
     def parser(self) -> argparse.ArgumentParser:
-        rate = lambda text: Fraction(text).value()  # noqa: E731
         parser = Parser(prog="convy", description="Test conversational AI agents with scenarios.")
         parser.add_argument("--version", action="version", version=f"convy {VERSION}")
         parser.add_argument("-C", "--project", type=Path, default=Path("."), help="the project folder (default: here)")
@@ -200,25 +214,13 @@ class Arguments(msgspec.Struct, frozen=True):
             "(an id or a unique part; --max-attempts is the most per scenario)",
         )
         run.add_argument("--name", metavar="TEXT", help='what to call the run (e.g. "prompt B"): shown on its pages, in summaries and tables')
-        run.add_argument("--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help="scenario ids or paths to play")
-        run.add_argument("--tag", nargs="+", action="extend", default=[], metavar="TAG", help="play scenarios with any of these tags")
-        run.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted")
-        run.add_argument(
-            "--judge-repeats",
-            type=int,
-            metavar="K",
-            help="ask each judge about each claim K times (1-15) and decide by majority (default: judge_repeats, else 1)",
-        )
-        run.add_argument("--fail-under", type=rate, help="accept a mean pass rate at or above this (default: fail_under, else every scenario passes every judged attempt; exit 3 when not met)")
-        run.add_argument("--fail-on-skip", action="store_true", default=None, help="exit 8 when a scenario was skipped (default: fail_on_skip)")
-        run.add_argument(
-            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
-        )
+        self._chosen(run, "play")
+        self._judging(run, "")
+        self._rules(run, _SETTINGS_RULES)
         self._variants(run)
         self._budget(run)
         self._spread(run)
-        run.add_argument("--junit", type=Path, metavar="FILE", help="also write the runs as JUnit XML, for CI")
-        run.add_argument("--summary", type=Path, metavar="FILE", help="also write a Markdown summary, for a pull request")
+        self._outputs(run, "the runs")
         only = run.add_mutually_exclusive_group()
         only.add_argument(
             "--smoke", action="store_true", help="only check the connection: a short scripted dialogue, no model, no run"
@@ -253,11 +255,7 @@ class Arguments(msgspec.Struct, frozen=True):
         show.add_argument("run", help="the run's id, or a unique part of it")
         resume = commands.add_parser("resume", help="play what an interrupted run lacks")
         resume.add_argument("run", help="the run's id, or a unique part of it")
-        resume.add_argument("--fail-under", type=rate, help="accept a mean pass rate at or above this (default: the run's own rule; exit 3 when not met)")
-        resume.add_argument("--fail-on-skip", action="store_true", default=None, help="exit 8 when a scenario was skipped (default: the run's own rule)")
-        resume.add_argument(
-            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
-        )
+        self._rules(resume, _RUNS_RULES)
         resume.add_argument(
             "--old-scenarios", action="store_true", help="play the copy the run kept of a scenario edited or removed since it started (refused without)"
         )
@@ -267,20 +265,9 @@ class Arguments(msgspec.Struct, frozen=True):
         rejudge = commands.add_parser("rejudge", help="decide a run's recorded dialogues again: no request to the agent or user")
         rejudge.add_argument("run", help="the run's id, or a unique part of it")
         rejudge.add_argument("--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service")
-        rejudge.add_argument("--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help="scenario ids or paths to re-judge")
-        rejudge.add_argument("--tag", nargs="+", action="extend", default=[], metavar="TAG", help="re-judge scenarios with any of these tags")
-        rejudge.add_argument("--trust", type=rate, help="decisions less confident than this are not trusted (default: the run's)")
-        rejudge.add_argument(
-            "--judge-repeats",
-            type=int,
-            metavar="K",
-            help="ask each judge about each claim K times (1-15) and decide by majority (default: judge_repeats, else 1)",
-        )
-        rejudge.add_argument("--fail-under", type=rate, help="accept a mean pass rate at or above this (default: fail_under, else every scenario passes every judged attempt; exit 3 when not met)")
-        rejudge.add_argument("--fail-on-skip", action="store_true", default=None, help="exit 8 when a scenario was skipped (default: fail_on_skip)")
-        rejudge.add_argument(
-            "--max-not-judged", type=rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
-        )
+        self._chosen(rejudge, "re-judge")
+        self._judging(rejudge, " (default: the run's)")
+        self._rules(rejudge, _SETTINGS_RULES)
         self._budget(rejudge)
         self._outputs(rejudge, "the new run")
         # -C after the command (convy check -C proj) means what it means before it: each command
@@ -288,6 +275,32 @@ class Arguments(msgspec.Struct, frozen=True):
         for command in commands.choices.values():
             command.add_argument("-C", "--project", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         return parser
+
+    # The options run, resume and rejudge share, each declared here once; what a command says
+    # differently (the verb, where a default comes from) is given by the command.
+
+    def _chosen(self, command: argparse.ArgumentParser, verb: str) -> None:
+        # which scenarios run and rejudge play: ``verb`` is what the command does with them
+        command.add_argument("--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help=f"scenario ids or paths to {verb}")
+        command.add_argument("--tag", nargs="+", action="extend", default=[], metavar="TAG", help=f"{verb} scenarios with any of these tags")
+
+    def _judging(self, command: argparse.ArgumentParser, trusted: str) -> None:
+        # how run and rejudge decide: ``trusted`` says where --trust's default comes from, if anywhere
+        command.add_argument("--trust", type=_rate, help=f"decisions less confident than this are not trusted{trusted}")
+        command.add_argument(
+            "--judge-repeats",
+            type=int,
+            metavar="K",
+            help="ask each judge about each claim K times (1-15) and decide by majority (default: judge_repeats, else 1)",
+        )
+
+    def _rules(self, command: argparse.ArgumentParser, defaults: _Defaults) -> None:
+        # what the run, resumed or re-judged, is held to; ``defaults`` says where each rule comes from when not given
+        command.add_argument("--fail-under", type=_rate, help=f"accept a mean pass rate at or above this (default: {defaults.fail_under}; exit 3 when not met)")
+        command.add_argument("--fail-on-skip", action="store_true", default=None, help=f"exit 8 when a scenario was skipped (default: {defaults.fail_on_skip})")
+        command.add_argument(
+            "--max-not-judged", type=_rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
+        )
 
     def _variants(self, command: argparse.ArgumentParser) -> None:
         command.add_argument(
@@ -310,7 +323,7 @@ class Arguments(msgspec.Struct, frozen=True):
         )
 
     def _outputs(self, command: argparse.ArgumentParser, what: str) -> None:
-        # --junit and --summary of a command that plays a run other than convy run's (resume, rejudge)
+        # --junit and --summary of a command that plays runs (run, resume, rejudge): ``what`` it writes
         command.add_argument("--junit", type=Path, metavar="FILE", help=f"also write {what} as JUnit XML, for CI")
         command.add_argument("--summary", type=Path, metavar="FILE", help=f"also write {what} as a Markdown summary, for a pull request")
 
