@@ -136,9 +136,9 @@ class Bench(msgspec.Struct, frozen=True):
         """Everything the attempts of ``scenarios`` are played with, made in the event loop that
         plays them: the participants' places (sharing ``services``), the agent within its time
         limits, the simulated users, the judge; with ``vitals``, each participant ``Watched``."""
-        from convy.prompt import DefaultPrompts
+        from convy.prompt import default_user_prompt
 
-        prompt = self.prompt or Prompt(DefaultPrompts().user())
+        prompt = self.prompt or Prompt(default_user_prompt())
         services = Services() if services is None else services
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
         agent: Any = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)

@@ -58,7 +58,7 @@ from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.model import Absent, Contained, Model, ModelFailure, PatientModel, Reply, Said, StillBusy
 from convy.problems import Outside, kept
-from convy.prompt import DefaultPrompts
+from convy.prompt import default_judge_prompt
 from convy.transcript import Evidence, Quote, Transcript
 
 # Instructions that are a file's name alone: no space, ending in a text file's suffix.
@@ -378,7 +378,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
         return Ruling(tuple(decided), tuple(requests))
 
     async def _claim(self, claim: str | Graded, transcript: Transcript) -> tuple[Claim, Usage | NoUsage]:
-        system = self.instructions or DefaultPrompts().judge()
+        system = self.instructions or default_judge_prompt()
         match claim:
             case str(text):
                 ask = (

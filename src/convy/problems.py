@@ -263,26 +263,6 @@ class FieldProblem(msgspec.Struct, frozen=True):
         what = self.SAID.get(what, what)
         return f"{path}: {what}" if path else what
 
-    def kind_of(self, value: Any) -> str:
-        """What a value read from YAML is, in the words these messages use."""
-        match value:
-            case None:
-                return self.KINDS["null"]
-            case dict():
-                return self.KINDS["object"]
-            case list() | tuple():
-                return self.KINDS["array"]
-            case bool():
-                return self.KINDS["bool"]
-            case int():
-                return self.KINDS["int"]
-            case float():
-                return self.KINDS["float"]
-            case str():
-                return self.KINDS["str"]
-            case _:
-                return "something else"
-
     def _suggested(self, path: str, unknown: str) -> str:
         if self.shape is None:
             return ""
@@ -348,6 +328,27 @@ class FieldProblem(msgspec.Struct, frozen=True):
         named = [self.KINDS.get(kind, kind) for kind in kinds.split(" | ")]
         shown = [kind for kind in named if kind != "nothing"] or named
         return " or ".join(shown)
+
+
+def kind_of(value: Any) -> str:
+    """What a value read from YAML is, in the words these messages use."""
+    match value:
+        case None:
+            return FieldProblem.KINDS["null"]
+        case dict():
+            return FieldProblem.KINDS["object"]
+        case list() | tuple():
+            return FieldProblem.KINDS["array"]
+        case bool():
+            return FieldProblem.KINDS["bool"]
+        case int():
+            return FieldProblem.KINDS["int"]
+        case float():
+            return FieldProblem.KINDS["float"]
+        case str():
+            return FieldProblem.KINDS["str"]
+        case _:
+            return "something else"
 
 
 class Unwritable(Exception):

@@ -32,7 +32,7 @@ from convy.files import RegularFile, Replaced
 from convy.judge import Models, Panel
 from convy.model import Absent
 from convy.problems import ConfigurationError, Unwritable
-from convy.prompt import DefaultPrompts, Prompt
+from convy.prompt import Prompt, default_user_prompt
 from convy.providers import Made, agent_made, judge_made
 from convy.records import Fingerprints, ModelNames, RunId, RunSpec, Skipped, UserShape
 from convy.report import Index, Listed, Listing, Summary
@@ -335,7 +335,7 @@ class Project(msgspec.Struct, frozen=True):
     def prompt(self, settings: Settings) -> Prompt:
         """The simulator prompt: the project's own file, or convy's."""
         if not settings.user_prompt:
-            return Prompt(DefaultPrompts().user())
+            return Prompt(default_user_prompt())
         path = self.folder / settings.user_prompt
         try:
             return Prompt(RegularFile(path).data(self.MAX_PROMPT_BYTES).decode("utf-8"))
@@ -692,7 +692,7 @@ class Project(msgspec.Struct, frozen=True):
         path = summary.run.folder / "report.html"
         self._written(path, ReportPage(summary, live).parts())
         if summary.run.status() != "running":
-            Listing(self.results()).kept(summary)  # what the index will want of it, summed already
+            Listing.kept(summary)  # what the index will want of it, summed already
         return path
 
     def indexed(

@@ -1117,12 +1117,14 @@ class Listing(msgspec.Struct, frozen=True):
             self._written(folder, Summed(stamp, totals))
         return Listed(Read(folder, file, (), counted.lines.broken, playing, counted.lines.note()), totals)
 
-    def kept(self, summary: Summary) -> None:
+    @staticmethod
+    def kept(summary: Summary) -> None:
         """Keep the totals of a run just summed in its ``summary.json``."""
         folder = summary.run.folder
-        self._written(folder, Summed(self.stamp(folder), summary.totals()))
+        Listing._written(folder, Summed(Listing.stamp(folder), summary.totals()))
 
-    def stamp(self, folder: Path) -> Stamp:
+    @staticmethod
+    def stamp(folder: Path) -> Stamp:
         try:
             found = os.stat(folder / "attempts.jsonl")
         except FileNotFoundError:
@@ -1138,7 +1140,8 @@ class Listing(msgspec.Struct, frozen=True):
             return ()
         return (summed.totals,) if summed.format == 1 and summed.stamp == stamp else ()
 
-    def _written(self, folder: Path, summed: Summed) -> None:
+    @staticmethod
+    def _written(folder: Path, summed: Summed) -> None:
         try:
             Replaced(folder / "summary.json").written((msgspec.json.encode(summed),))
         except OSError:

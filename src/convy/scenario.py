@@ -45,6 +45,7 @@ from convy.problems import (
     Problems,
     ScenarioError,
     ServiceFailure,
+    kind_of,
 )
 from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
@@ -216,8 +217,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             other = next((arguments[key] for arguments in given if key in arguments and arguments[key] != value), None)
             if other is not None and str(other) == str(value) and type(other) is not type(value):
                 said += (
-                    f" ({key} came as {FieldProblem('').kind_of(other)}, {other!r}, where with: has "
-                    f"{FieldProblem('').kind_of(value)}, {value!r}: write it as the agent sends it)"
+                    f" ({key} came as {kind_of(other)}, {other!r}, where with: has "
+                    f"{kind_of(value)}, {value!r}: write it as the agent sends it)"
                 )
                 break
         return said
