@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import msgspec
 
@@ -34,7 +34,7 @@ from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undec
 from convy.stats import Z95, Tally, Wilson
 
 if TYPE_CHECKING:
-    from convy.plan import Journal, Planned, Playlist
+    from convy.plan import Journal, Planned, Player, Playlist
 
 
 class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
@@ -509,7 +509,7 @@ class Rounds(msgspec.Struct, frozen=True):
     round from every attempt kept so far; it ends when the rule wants no more, or the budget lets
     no more attempts start. Minutes are counted from the start of the play, over all its rounds."""
 
-    player: Any
+    player: Player
     adaptive: Adaptive
     scenarios: tuple[str, ...]
     most: int
@@ -539,7 +539,7 @@ class Rounds(msgspec.Struct, frozen=True):
         else:  # one walk of the attempts kept: each marked as the budget counts it
             marks = Marks(self.trust)
             spending = budget.spending(marks.taken(earlier), asyncio.get_running_loop().time)
-        seen: Any = _Noted(journal, marks)
+        seen: Journal = _Noted(journal, marks)
         if spending is not None:
             seen = Counted(seen, spending)
         while True:
@@ -682,7 +682,7 @@ class _Lacking:
 class _Noted(msgspec.Struct, frozen=True):
     """A journal that marks each attempt in ``marks`` before passing it on."""
 
-    journal: Any
+    journal: Journal
     marks: Marks
 
     def record(self, outcome: Outcome) -> None:

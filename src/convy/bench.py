@@ -29,10 +29,10 @@ from typing import Any
 
 import msgspec
 
-from convy.agent import Agent, Answer, Message, TimeLimited, turned
+from convy.agent import Agent, Answer, Conversation, Message, TimeLimited, turned
 from convy.budget import Budget, Counted, Earlier, Spending
 from convy.busy import Places, Seat
-from convy.judge import Judging, Models, RunJudge
+from convy.judge import Judge, Judging, Models, RunJudge
 from convy.model import Absent, PatientModel
 from convy.plan import Journal, Planned, Playlist
 from convy.problems import Unplayed
@@ -40,7 +40,7 @@ from convy.prompt import Prompt
 from convy.quota import Services
 from convy.records import Limits
 from convy.scenario import Outcome, Scenario
-from convy.user import UserChecks, UserReview
+from convy.user import SimulatedUser, UserChecks, UserReview
 from convy.vital import Vigil, Vitals, WatchedAgent
 
 
@@ -141,7 +141,7 @@ class Bench(msgspec.Struct, frozen=True):
         prompt = self.prompt or Prompt(default_user_prompt())
         services = Services() if services is None else services
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
-        agent: Any = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
+        agent: Agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         models = self.models
         if vitals is not None:
             agent = WatchedAgent(agent, vitals.pulse("agent"))
@@ -164,10 +164,10 @@ class Stage(msgspec.Struct, frozen=True):
     simulated user, the judge and the review of the users' conduct. A ``Bench`` makes one for a
     run; a worker of a spread run (``spread.py``) makes one for all the attempts it is handed."""
 
-    agent: Any
+    agent: Agent
     places: Places
-    users: dict[str, Any]
-    judge: Any
+    users: dict[str, SimulatedUser | Absent]
+    judge: Judge
     review: UserReview
     max_turns: int
     judge_places: Places | None = None
@@ -205,7 +205,7 @@ class _Seated(msgspec.Struct, frozen=True):
     """The agent for one attempt, whose place the bench took before the attempt began: its
     conversation holds that place and gives it back when it closes, so the judge decides after."""
 
-    agent: Any
+    agent: Agent
     places: Places
     seat: Seat
 
@@ -221,8 +221,8 @@ class _SeatedConversation:
     cost several times as much, on every attempt)."""
 
     __slots__ = ("_seated", "_manager", "_origin")
-    _manager: AbstractAsyncContextManager[Any]  # both set once the agent's is open
-    _origin: Any
+    _manager: AbstractAsyncContextManager[Conversation]  # both set once the agent's is open
+    _origin: Conversation
 
     def __init__(self, seated: _Seated) -> None:
         self._seated = seated
@@ -236,7 +236,7 @@ class _SeatedConversation:
             raise
         return self
 
-    async def _opened(self) -> Any:
+    async def _opened(self) -> Conversation:
         # One try of the opening: a refused one is not open, and the next try opens anew.
         manager = self._seated.agent.conversation()
         opened = await manager.__aenter__()

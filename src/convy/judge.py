@@ -566,7 +566,7 @@ class Panel(msgspec.Struct, frozen=True):
     """The judges of a panel, as ``models.py`` lists them (``Models(judge=[...])`` makes one):
     each a ``Judge``. Asked directly (outside a run) each decides once, by majority."""
 
-    judges: tuple[Any, ...]
+    judges: tuple[Judge, ...]
 
     @property
     def name(self) -> str:
@@ -769,7 +769,7 @@ class RunJudge(msgspec.Struct, frozen=True):
     has its claim's shape. A played run (``Bench``) and a re-judged one (``rejudge.Rejudging``) ask
     it the same way."""
 
-    judge: Any
+    judge: Any  # as Models holds it (outside data): a Judge, a Panel, or Absent, which decides nothing
     judging: Judging = Judging()
 
     def within(self, places: Places) -> Checked:
@@ -783,7 +783,7 @@ class RunJudge(msgspec.Struct, frozen=True):
                 judges, names = (judge,), (judge.name,)
         return Checked(Poll(tuple(Checked(self._patient(one, places)) for one in judges), names, self.judging))
 
-    def model(self, places: Places) -> Any:
+    def model(self, places: Places) -> PatientModel | Absent:
         """The chat model the simulated user's model-decided checks are asked of: the judge's (a
         ``ChatJudge``'s, or a panel's first ``ChatJudge``'s), within the judge's places and patient
         as its requests are; ``Absent`` with the reason when the judge has no chat model."""
@@ -804,7 +804,7 @@ class RunJudge(msgspec.Struct, frozen=True):
                 return Absent(f"the judge is absent: {reason}")
         return Absent(f"the judge {judge.name} has no chat model to ask")
 
-    def _patient(self, judge: Any, places: Places) -> Any:
+    def _patient(self, judge: Judge, places: Places) -> Judge:
         # A ChatJudge sends one request per claim: it waits for a busy service request by
         # request, so a refusal never sends again the claims already decided. Any other judge
         # is tried again whole.

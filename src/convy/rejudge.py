@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from convy.budget import Budget, Counted, Earlier, Spending
-from convy.judge import ChatJudge, Judging, Models, RunJudge
+from convy.judge import ChatJudge, Judge, Judging, Models, RunJudge
 from convy.model import Absent, OpenAiModel
 from convy.plan import Journal, Playlist
 from convy.problems import ConfigurationError, DialoguesLost, Unplayed
@@ -50,7 +50,7 @@ class JudgeChoice(msgspec.Struct, frozen=True):
 
     named: str | None = None
 
-    def judge(self, models: Models, judges: dict[str, Any]) -> Any:
+    def judge(self, models: Models, judges: dict[str, Any]) -> Judge | Absent:
         project = models.judge
         if self.named is None:
             return project
@@ -111,7 +111,7 @@ class Rejudge(msgspec.Struct, frozen=True):
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} holds, is in use by another convy process")
         return spec, dialogues
 
-    def spec(self, judge: Any, settings: Settings) -> RunSpec:
+    def spec(self, judge: Judge | Absent, settings: Settings) -> RunSpec:
         """The new run: the source's agent, attempts, turn and time limits and user model; the
         judge's places, pace and patience from the ``settings``; the source's trust unless one was
         given; the fingerprints of the scenario files and ``models.py`` now, and of the source's
@@ -220,7 +220,7 @@ class Rejudging(msgspec.Struct, frozen=True):
     (a wrong key, URL or model) stops the run with the fix, no attempt recorded "not judged". With a ``budget``, no attempt is taken once it is spent (the judge's requests count)."""
 
     dialogues: RunJournal
-    judge: Any
+    judge: Judge | Absent
     limits: Limits
     budget: Budget | None = None
     judging: Judging = Judging()

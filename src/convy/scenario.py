@@ -34,7 +34,7 @@ from convy.busy import WAITS, Busy, Wait, Waits
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
 from convy.layout import Layout
 from convy.loops import running
-from convy.model import Absent, ModelFailure, StillBusy
+from convy.model import Absent, Model, ModelFailure, StillBusy
 from convy.passing import Share
 from convy.pattern import Pattern
 from convy.problems import (
@@ -652,7 +652,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     found.append(None)
         return tuple(found)
 
-    def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
+    def simulated(self, model: Model, prompt: Prompt) -> SimulatedUser:
         """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
         own = (self.instructions(), *(str(value) for value in self.vars.values()))
         return SimulatedUser(model, self.told(prompt), own)

@@ -427,7 +427,7 @@ class UserReview(msgspec.Struct, frozen=True):
     decided (``Unchecked``), and never fails the attempt or the run."""
 
     checks: UserChecks = UserChecks()
-    model: Any = Absent("no model to decide the simulated user's checks")
+    model: Model | Absent = Absent("no model to decide the simulated user's checks")
 
     async def reviewed(self, transcript: Transcript, stop: Stop, told: str) -> Reviewed:
         asked = [check for check in self.checks.asked if self._applies(check, transcript, stop)]

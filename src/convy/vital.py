@@ -36,9 +36,9 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import AgentFailure, Answer, Message
+from convy.agent import Agent, AgentFailure, Answer, Conversation, Message
 from convy.judge import ChatJudge, Panel
-from convy.model import Absent
+from convy.model import Absent, Model, Reply, Said
 from convy.problems import ConfigurationError, HttpFailure, first_error
 
 Who = Literal["agent", "user", "judge"]
@@ -181,21 +181,21 @@ class Pulse:
 class Watched(msgspec.Struct, frozen=True):
     """The same model, telling its pulse what each request came to; once dead it sends nothing."""
 
-    model: Any
-    pulse: Any  # a Pulse
+    model: Model
+    pulse: Pulse
 
     @property
     def name(self) -> str:
         return self.model.name
 
-    def reply(self, messages: Any) -> Awaitable[Any]:
+    def reply(self, messages: tuple[Said, ...]) -> Awaitable[Reply]:
         # Once its participant has answered, nothing it does changes its pulse (alive for the rest
         # of the run, refusals no longer noted): the model's own request, without a coroutine here.
         if self.pulse.answered:
             return self.model.reply(messages)
         return self._watched(messages)
 
-    async def _watched(self, messages: Any) -> Any:
+    async def _watched(self, messages: tuple[Said, ...]) -> Reply:
         pulse: Pulse = self.pulse
         if pulse.dead():
             raise pulse.again()
@@ -213,10 +213,11 @@ class WatchedAgent(msgspec.Struct, frozen=True):
     conversation and each turn came to; once dead it opens nothing. An agent's failure is an
     ``AgentFailure``; the service's failure is found among its causes."""
 
-    agent: Any
-    pulse: Any  # a Pulse
+    agent: Agent
+    pulse: Pulse
 
     def conversation(self) -> AbstractAsyncContextManager[Any]:
+        # Its conversation's turn is awaitable, not a coroutine: the pulse's own without one.
         return _WatchedConversation(self.agent, self.pulse)
 
 
@@ -225,10 +226,10 @@ class _WatchedConversation:
     class, entered once, as the other wrappers' conversations are."""
 
     __slots__ = ("_agent", "_pulse", "_manager", "_origin")
-    _manager: AbstractAsyncContextManager[Any]
-    _origin: Any
+    _manager: AbstractAsyncContextManager[Conversation]
+    _origin: Conversation
 
-    def __init__(self, agent: Any, pulse: Pulse) -> None:
+    def __init__(self, agent: Agent, pulse: Pulse) -> None:
         self._agent = agent
         self._pulse = pulse
 
