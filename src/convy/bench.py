@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from convy.agent import Agent, Answer, Conversation, Message, TimeLimited, turned
-from convy.budget import Budget, Counted, Earlier, Spending
+from convy.budget import Budget, BudgetedJournal, Earlier, Spending
 from convy.busy import Places, Seat
 from convy.judge import Judge, Judging, Models, RunJudge
 from convy.model import Absent, PatientModel
@@ -74,7 +74,7 @@ class Bench(msgspec.Struct, frozen=True):
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
-            vigil.journal = Counted(journal, spending)
+            vigil.journal = BudgetedJournal(journal, spending)
 
         total = len(planned)  # the same all run long: asked once, not before every attempt
         workers = min(total, stage.hands())

@@ -216,7 +216,7 @@ class Unjudged(msgspec.Struct, frozen=True):
                 return MarkdownText(reason, self.REASON).markdown()
 
 
-class Rows(msgspec.Struct, frozen=True):
+class MarkdownTable(msgspec.Struct, frozen=True):
     """A Markdown table of at most ``most`` rows, the rest said below it as "and N more"."""
 
     head: tuple[str, ...]
@@ -294,7 +294,7 @@ class RunSummary(msgspec.Struct, frozen=True):
     """Runs as one Markdown summary, a section per run in the order given; ``here`` is where the
     command was run, which the report's path is given from. Every run has its section: when they
     do not fit in ``MOST`` characters as they are, each lists fewer scenarios, then each is cut to
-    its share of the room (``Bounded``)."""
+    its share of the room (``SectionsFitted``)."""
 
     summaries: tuple[Summary, ...]
     here: Path
@@ -329,9 +329,9 @@ class RunSummary(msgspec.Struct, frozen=True):
         names = tuple(f"{summary.run.file.spec.agent}/{summary.run.file.spec.id}" for summary in self.summaries)
         for most in self.SCENARIOS:
             sections = tuple(self._section(summary, most) for summary in self.summaries)
-            if Bounded(sections, "runs", names).fits():
+            if SectionsFitted(sections, "runs", names).fits():
                 break
-        return Bounded(sections, "runs", names).markdown()
+        return SectionsFitted(sections, "runs", names).markdown()
 
     def written(self, path: Path) -> None:
         Delivered(path).written(self.markdown().encode())
@@ -376,7 +376,7 @@ class RunSummary(msgspec.Struct, frozen=True):
             )
             for scenario in failing
         )
-        table = Rows(("Scenario", "Passed", "Result", "What failed"), rows, most, "scenarios").lines()
+        table = MarkdownTable(("Scenario", "Passed", "Result", "What failed"), rows, most, "scenarios").lines()
         if table:
             lines += [*table, ""]
         unjudged = Unjudged(summary, view).lines()
@@ -445,7 +445,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
     CLAIM: ClassVar[int] = 120
 
     def markdown(self) -> str:
-        return Bounded((self._section(),), "comparisons").markdown()
+        return SectionsFitted((self._section(),), "comparisons").markdown()
 
     def written(self, path: Path) -> None:
         Delivered(path).written(self.markdown().encode())
@@ -556,7 +556,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         header = ("Scenario", "Before", "After", "adjusted p", "Change (fixed-design)", "Anytime-valid") if applies else (
             "Scenario", "Before", "After", "adjusted p", "Change"
         )
-        table = Rows(header, moved, self.SCENARIOS, "scenarios").lines()
+        table = MarkdownTable(header, moved, self.SCENARIOS, "scenarios").lines()
         if table:
             lines += [*table, ""]
         flips = tuple(
@@ -572,7 +572,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         )
         if flips:
             lines += [f"**Claims that flipped:** {view.flipped} crossed half their attempts", ""]
-            lines += [*Rows(("Scenario", "Claim", "Held before", "Held after", "Change"), flips, self.FLIPS, "claims").lines(), ""]
+            lines += [*MarkdownTable(("Scenario", "Claim", "Held before", "Held after", "Change"), flips, self.FLIPS, "claims").lines(), ""]
         apart = [
             ("only in the base run", view.only_base),
             ("only in the candidate run", view.only_candidate),
@@ -619,7 +619,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         return f"{DIRECTION[direction]} ×{value:.2f} per attempt"
 
 
-class Bounded(msgspec.Struct, frozen=True):
+class SectionsFitted(msgspec.Struct, frozen=True):
     """Sections joined within ``MOST`` characters. When they do not fit whole, the room is shared:
     a section smaller than its share is kept whole, and each larger one cut after its last whole
     line that fits its share, saying how many lines were left out. Only when not even each

@@ -124,7 +124,7 @@ _RUN = msgspec.json.Decoder(RunFile)
 _OUTCOME = msgspec.json.Decoder(Outcome)
 
 
-class Left:
+class LinesLeftOut:
     """The lines of ``attempts.jsonl`` left out while ``RunJournal.read`` reads it, by why
     (``Kept``'s counts): a plain class, counted into as the file is read."""
 
@@ -216,7 +216,7 @@ class RunJournal(msgspec.Struct, frozen=True):
             "export; restore run.json from a copy to resume the run"
         )
 
-    def read(self, left: Left, spec: RunSpec | None = None) -> Iterator[tuple[int, Outcome]]:
+    def read(self, left: LinesLeftOut, spec: RunSpec | None = None) -> Iterator[tuple[int, Outcome]]:
         """The attempts the file keeps, each once (its first line), one at a time with where its
         line begins: the one reader of ``attempts.jsonl`` (``kept``, ``unsaid``, ``recorded`` and
         ``counted.Counted`` all read through it), so all keep and leave out the same lines. A
@@ -285,7 +285,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         """What ``made`` makes of one walk of ``read`` (``kept``'s attempts, ``unsaid``'s places),
         with the lines it left out and the file as it was seen before."""
         seen = self._seen()
-        left = Left()
+        left = LinesLeftOut()
         plan = self._plan(spec)
         outcomes = made(self.read(left, plan))
         return left.kept(outcomes, seen, None if plan is None else Bounds.of(plan))
@@ -305,7 +305,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         line, as ``kept`` reads it), read line by line as they are asked for: a re-judged run
         streams its source's dialogues rather than holding them all. A line that cannot be read, or
         cut short, is passed over; a file convy will not read is a ``ConfigurationError``."""
-        for _, outcome in self.read(Left()):
+        for _, outcome in self.read(LinesLeftOut()):
             if (outcome.scenario, outcome.attempt) in wanted:
                 yield outcome
 

@@ -8,7 +8,7 @@ attempt, and keep a run whose numbers say nothing of the agent. So a run stops, 
 - ``Pulse`` is one participant's requests as the run hears them: whether it has answered once, and
   the incurable refusals before it did. It is dead after ``Pulse.MOST`` of them with no answer;
   once it has answered it is alive for good, and a later refusal is an ordinary failed attempt.
-- ``Watched`` (a model) and ``WatchedAgent`` (the agent) wrap a participant and tell its pulse
+- ``WatchedModel`` (a model) and ``WatchedAgent`` (the agent) wrap a participant and tell its pulse
   what each request came to; once it is dead they send nothing more and fail at once.
 - ``Vitals`` are a run's pulses, and the attempts held back: an attempt that a participant
   failed incurably before it ever answered is recorded only once that participant answers (it
@@ -178,7 +178,7 @@ class Pulse:
         return Unanswered(self.who, self.name, self.refusals[0], len(self.refusals))
 
 
-class Watched(msgspec.Struct, frozen=True):
+class WatchedModel(msgspec.Struct, frozen=True):
     """The same model, telling its pulse what each request came to; once dead it sends nothing."""
 
     model: Model
@@ -247,7 +247,7 @@ class _WatchedConversation:
         return self
 
     def turn(self, message: Message) -> Awaitable[Answer]:
-        # Once the agent has answered, nothing its turns do changes its pulse (``Watched.reply``).
+        # Once the agent has answered, nothing its turns do changes its pulse (``WatchedModel.reply``).
         if self._pulse.answered:
             return self._origin.turn(message)
         return self._watched(message)
@@ -320,17 +320,17 @@ class Vitals:
         return self._pulses.setdefault((who, name), Pulse(who, name))
 
     def watched(self, part: Any, who: Literal["user", "judge"]) -> Any:
-        """A model, or each chat model of a judge or a panel, ``Watched`` by its pulse; anything else
+        """A model, or each chat model of a judge or a panel, watched by its pulse (``WatchedModel``); anything else
         (absent, a judge of other code) as it is."""
         match part:
             case Absent():
                 return part
             case ChatJudge(model=model):
-                return msgspec.structs.replace(part, model=Watched(model, self.pulse(who, model.name)))
+                return msgspec.structs.replace(part, model=WatchedModel(model, self.pulse(who, model.name)))
             case Panel(judges=judges):
                 return msgspec.structs.replace(part, judges=tuple(self.watched(judge, who) for judge in judges))
             case _ if who == "user":
-                return Watched(part, self.pulse(who, part.name))
+                return WatchedModel(part, self.pulse(who, part.name))
             case _:
                 return part
 

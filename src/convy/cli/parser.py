@@ -93,7 +93,7 @@ class Fraction(msgspec.Struct, frozen=True):
         return number
 
 
-class Count(msgspec.Struct, frozen=True):
+class AttemptsGiven(msgspec.Struct, frozen=True):
     """Attempts per scenario given on the command line: a whole number, or ``auto`` (spent
     adaptively, ``adaptive.py``). Any other text is kept as it is, for the settings to refuse as
     they refuse 0: ``--attempts: must be a whole number of at least 1, or auto``, in one line."""
@@ -193,7 +193,7 @@ def command_line() -> argparse.ArgumentParser:
     run.add_argument(
         "-k",
         "--attempts",
-        type=lambda text: Count(text).value(),
+        type=lambda text: AttemptsGiven(text).value(),
         metavar="N|auto",
         help="attempts per scenario, or auto: --min-attempts each, then more where the pass rate is still uncertain",
     )
