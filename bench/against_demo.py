@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from drawn import Drawn  # noqa: E402  (the judge's seeded rule the tests of --against use)
 
-from convy.adaptive import Adaptive, Against, Judged  # noqa: E402
+from convy.adaptive import Adaptive, Against, BaseJudged  # noqa: E402
 from convy.bench import Bench
 from convy.fakes import FakeAgent, FakeJudge  # noqa: E402
 from convy.judge import Models
@@ -53,7 +53,7 @@ with tempfile.TemporaryDirectory() as where:
         decided = 0
         for seed in SEEDS:
             base = played(results, f"base-{effect}-{seed}", RunSpec(f"base-{effect}-{seed}", "bot", scenarios, MOST, Limits()), BASE_RATE, seed)
-            rule = Adaptive(1, Against("bot", base.run.file.spec.id, 0.05, Judged(base.run.outcomes, 0.0).marks(NAMES)))
+            rule = Adaptive(1, Against("bot", base.run.file.spec.id, 0.05, BaseJudged(base.run.outcomes, 0.0).marks(NAMES)))
             id = f"cand-{effect}-{seed}"
             summary = played(results, id, RunSpec(id, "bot", scenarios, MOST, Limits(), adaptive=rule), BASE_RATE + effect, 100 + seed)
             attempts = len(summary.attempts())

@@ -19,7 +19,7 @@ from fakeproject import FakeProject
 from test_adaptive import Breaking, Broken, Table
 from test_exit_codes import convy, runs
 
-from convy.adaptive import Adaptive, Against, Judged, Marks
+from convy.adaptive import Adaptive, Against, BaseJudged, Marks
 from convy.agent import Answer, Cost, Usage
 from convy.bench import Bench
 from convy.budget import Budget
@@ -48,7 +48,7 @@ def based(tmp_path: Path, held: object, attempts: int = 40) -> Kept:
 
 
 def against(id: str, base: Kept, most: int = 40) -> RunSpec:
-    rule = Against("bot", "base", 0.05, Judged(base.outcomes, 0.0).marks(NAMES))
+    rule = Against("bot", "base", 0.05, BaseJudged(base.outcomes, 0.0).marks(NAMES))
     return RunSpec(id, "bot", SCENARIOS, most, Limits(), adaptive=Adaptive(1, rule))
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from convy import Answer, Scenario, Turn, Usage
 from convy.fakes import FakeModel
-from convy.prompt import DefaultPrompts, Prompt
+from convy.prompt import Prompt, default_user_prompt
 from convy.transcript import Transcript, UserFault
 from convy.user import Conduct
 
@@ -26,7 +26,7 @@ def conduct(user: str, *messages: str, vars: dict[str, Any] | None = None) -> tu
     """The code checks of a dialogue whose user was told the default simulator prompt (the real
     prompts/user.md) filled with ``user`` and ``vars``, as a run fills it."""
     scenario = msgspec.convert({"id": "s", "user": user, "vars": vars or {}, "judge": ["The agent helped."]}, Scenario)
-    simulated = scenario.simulated(FakeModel(["Hi."]), Prompt(DefaultPrompts().user()))
+    simulated = scenario.simulated(FakeModel(["Hi."]), Prompt(default_user_prompt()))
     return Conduct(Transcript(tuple(turn(message) for message in messages)), "finished").faults(simulated.instructions)
 
 

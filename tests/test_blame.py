@@ -21,7 +21,7 @@ from test_process import Folder, clean, planned, project
 from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench
 from convy.busy import START, Busy
-from convy.cli.console import Said
+from convy.cli.console import AttemptWords
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 from convy.judge import ChatJudge, Failed, Models, NoVerdict, Ruling
 from convy.model import ModelFailure, Reply
@@ -218,7 +218,7 @@ def test_the_report_and_the_line_show_the_check_that_failed(tmp_path: Path) -> N
         ("never called refund", False),
         ("not judged (judge)", False),
     ]
-    line = Said(kept.outcomes[0], 1.0).text()
+    line = AttemptWords(kept.outcomes[0], 1.0).text()
     assert "never called refund: agent called refund in turn 1 (then judge failed: " in line
     rows = [row for attempt in RunRows(read).attempts() for row in attempt.claims()]
     assert [(row.attempt, row.claim, row.text, row.by, row.held) for row in rows] == [

@@ -862,7 +862,7 @@ def test_a_run_of_attempts_auto_says_each_scenarios_attempts_and_why_it_stopped(
     the comparison's verdict, each row and each scenario's window its attempts and why it stopped."""
     import asyncio
 
-    from convy.adaptive import Adaptive, Against, Judged
+    from convy.adaptive import Adaptive, Against, BaseJudged
     from convy.fakes import Rated
 
     scenarios = tmp_path / "scenarios"
@@ -876,7 +876,7 @@ def test_a_run_of_attempts_auto_says_each_scenarios_attempts_and_why_it_stopped(
 
     def played() -> None:
         base = asyncio.run(RunJournal(tmp_path / "results" / "fake" / "base").play(RunSpec("base", "fake", every, 30, Limits()), bench(0.9)))
-        rule = Adaptive(1, Against("fake", "base", 0.05, Judged(base.outcomes, 0.0).marks(("a", "b", "c"))))
+        rule = Adaptive(1, Against("fake", "base", 0.05, BaseJudged(base.outcomes, 0.0).marks(("a", "b", "c"))))
         spec = RunSpec("auto", "fake", every, 30, Limits(), adaptive=rule)
         asyncio.run(RunJournal(tmp_path / "results" / "fake" / "auto").play(spec, spec.player(bench(0.4))))
 

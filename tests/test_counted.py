@@ -19,7 +19,7 @@ from convy.judge import NoVerdict, Verdict
 from convy.report import Listed, Listing, Summary, Totals
 from convy.runs import Read, Runs
 from convy.scenario import Outcome
-from convy.storage import Left, RunJournal, Seen
+from convy.storage import LinesLeftOut, RunJournal, Seen
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_repeats_are_told_at_every_attempt_number_whatever_the_scenarios(played:
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "attempts.jsonl").write_bytes(b"".join(lines + repeats + repeats[:1]))
-    left = Left()
+    left = LinesLeftOut()
     read = [(outcome.scenario, outcome.attempt) for _, outcome in RunJournal(folder).read(left)]
     assert sorted(read) == sorted((scenario, number) for scenario in ("a", "b", "é😀") for number in numbers)
     assert left.repeated == len(repeats) + 1 and left.foreign == 0

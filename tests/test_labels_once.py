@@ -22,7 +22,7 @@ from convy.agent import Answer, Call, NoUsage, Reported
 from convy.bench import Bench
 from convy.fakes import FakeAgent, FakeJudge
 from convy.judge import Claim, Models, Verdict
-from convy.labels import Book, Decided, KeptLabel, Label, LabelledRun, LabelsFile, LabelsKept
+from convy.labels import Book, KeptLabel, Label, LabelledDecisions, LabelledRun, LabelsFile, LabelsKept
 from convy.records import ModelNames, RunSpec
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -101,13 +101,13 @@ def test_the_labelled_attempts_decision_is_the_one_counted() -> None:
         for number, held in ((1, True), (2, False))
     )
     label = KeptLabel(transcript.fingerprint(), "s", 2, GREETS, False, True, "2026-12-02T14:30:00.000Z", "bot", "r1")
-    found = Decided(outcomes, Book({label.key(): label})).decisions()
+    found = LabelledDecisions(outcomes, Book({label.key(): label})).decisions()
     assert [(one.attempt, one.decided) for one in found.values()] == [(2, False)]
     # an old label (said alone) of a dialogue with a tool call matches the attempt it names, no other
     called = Transcript((Turn("hi", Answer("hello", steps=(Call("lookup"),)), True, 0.0, 0.0, NoUsage(), 0.0, 0.0),))
     both = tuple(msgspec.structs.replace(one, transcript=called) for one in outcomes)
     old = KeptLabel(called.said_fingerprint(), "s", 1, GREETS, True, True, "2026-12-02T14:30:00.000Z", "bot", "r1")
-    found = Decided(both, Book({old.key(): old})).decisions()
+    found = LabelledDecisions(both, Book({old.key(): old})).decisions()
     assert [(one.attempt, one.decided) for one in found.values()] == [(1, True)]
 
 

@@ -22,7 +22,7 @@ import pytest
 from fakeproject import Command, FakeProject
 from markdown_it import MarkdownIt
 
-from convy.markdown import MOST, Bounded, MarkdownText
+from convy.markdown import MOST, MarkdownText, SectionsFitted
 
 SECRET = "sk-canary-7f3a9c2e41d8b6a05e"
 HOSTILE = "<img src=x onerror=alert(1)> | **bold** [link](https://evil.example) @octocat #1 `tick` \x1b[31m\r\n# heading"
@@ -269,16 +269,16 @@ def test_sections_past_the_bound_share_the_room_and_only_then_are_left_out_and_n
     """Sections that do not fit whole are each cut to a share of MOST at a line, every one kept; a
     small one keeps its whole; only when not even each first line fits are sections left out, named."""
     large = "### run\n\n" + "line\n" * 3000
-    shared = Bounded((large,) * 10 + ("### small\n\nall of it\n",), "runs").markdown()
+    shared = SectionsFitted((large,) * 10 + ("### small\n\nall of it\n",), "runs").markdown()
     assert len(shared) <= MOST
     assert shared.count("### run\n") == 10 and "### small\n\nall of it\n" in shared
     assert shared.count(" more lines, left out to keep this short\n") == 10
     section = "x" * 1000 + "\n"
-    many = Bounded((section,) * 200, "runs", tuple(f"bot{number}/run" for number in range(200))).markdown()
+    many = SectionsFitted((section,) * 200, "runs", tuple(f"bot{number}/run" for number in range(200))).markdown()
     assert len(many) <= MOST
     kept = many.count(section)
     assert f"and {200 - kept} more runs, left out to keep this short: bot{kept}\\/run, " in many
-    huge = Bounded(("line\n" * 20_000,), "runs").markdown()
+    huge = SectionsFitted(("line\n" * 20_000,), "runs").markdown()
     assert len(huge) <= MOST
     assert huge.endswith(" more lines, left out to keep this short\n")
 

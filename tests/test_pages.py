@@ -44,7 +44,17 @@ from convy import (
 )
 from convy.comparison import Comparison, comparable
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
-from convy.page import Block, Chunks, ComparisonPage, Fields, IndexPage, Packed, ReportPage, Template, Where
+from convy.page import (
+    ComparisonPage,
+    Fields,
+    IndexPage,
+    JsonBlock,
+    Packed,
+    PackedChunks,
+    PackedIndex,
+    ReportPage,
+    Template,
+)
 from convy.report import Index, Summary
 from convy.runs import Read, Runs
 from convy.views import ComparisonView, CostArray, DialogueView, IndexView, Pair, RunView, TokensArray
@@ -288,7 +298,7 @@ def test_data_escapes_every_less_than_sign(played: Played) -> None:
 def unpacked(page: Page, name: str, kind: type) -> dict[str, object]:
     """Packed blocks read back: the index, every chunk gunzipped, and each key found in the chunk
     the index says."""
-    index = msgspec.json.decode(page.block(name), type=Where)
+    index = msgspec.json.decode(page.block(name), type=PackedIndex)
     texts = [msgspec.json.decode(page.block(f"{name}-{number}"), type=str) for number in range(index.count)]
     chunks = [msgspec.json.decode(gzip.decompress(base64.b64decode(text)), type=dict[str, kind]) for text in texts]  # type: ignore[valid-type]
     assert sorted(key for chunk in chunks for key in chunk) == sorted(index.where)
@@ -318,7 +328,7 @@ def test_packed_chunks_hold_consecutive_scenarios_up_to_their_limit() -> None:
     assert packed.where == {"s0": 0, "s1": 0, "s2": 0, "s3": 0, "s4": 1, "s5": 1}
     assert len(packed.chunks) == 2
     assert unpacked(Page("\n".join(block.html() for block in packed.blocks("values"))), "values", str) == values
-    assert Packed(()).chunks() == Chunks(chunks=[], where={})
+    assert Packed(()).chunks() == PackedChunks(chunks=[], where={})
     assert len(Packed(values.items()).chunks().chunks) == 1
 
 
@@ -384,7 +394,7 @@ def test_the_fixture_runs_hold_what_the_pages_must_show(played: Played) -> None:
 
 def test_title_and_parts_are_safe() -> None:
     """The title is escaped as HTML text; a page part that would close its own tag is refused."""
-    text = Template("index.js").html("a <b> & c", (Block("data", b'{"x": "</script>"}'),))
+    text = Template("index.js").html("a <b> & c", (JsonBlock("data", b'{"x": "</script>"}'),))
     assert "<title>a &lt;b&gt; &amp; c</title>" in text
     assert '{"x": "\\u003c/script>"}' in text
     with pytest.raises(ValueError, match="close its own tag"):

@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from convy import ranked
-from convy.attempt import Ordered, Spread
+from convy.attempt import Ordered, Percentiles
 from convy.ranked import InOrder, Merged, Ranked, Spill
 
 
@@ -39,7 +39,7 @@ def test_ranked_gives_what_sorted_gives(small_runs: None, count: int) -> None:
     assert back == sorted(values)
     # the same objects' signs too: -0.0 and 0.0 compare equal, their order is sorted's (stable)
     assert [math.copysign(1, value) for value in back] == [math.copysign(1, value) for value in sorted(values)]
-    assert Ordered(kept).view() == Spread(values).view()
+    assert Ordered(kept).view() == Percentiles(values).view()
 
 
 @pytest.mark.parametrize("count", [0, 1, 7, 8, 701])
@@ -65,7 +65,7 @@ def test_many_share_one_file_and_merge_as_one(small_runs: None) -> None:
     merged = Merged(parts)
     assert len(merged) == 300
     assert list(merged) == sorted(everything)
-    assert Ordered(merged).view() == Spread(everything).view()
+    assert Ordered(merged).view() == Percentiles(everything).view()
 
 
 def test_what_is_added_while_reading_is_not_read(small_runs: None) -> None:
@@ -109,4 +109,4 @@ def test_no_room_for_the_file_holds_the_values_and_the_figures_stay_right(small_
         kept.append(value)
         ordered.append(value)
     assert list(kept) == sorted(values) and list(ordered) == values
-    assert Ordered(kept).view() == Spread(values).view()
+    assert Ordered(kept).view() == Percentiles(values).view()

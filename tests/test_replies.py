@@ -20,7 +20,7 @@ from convy.http import JsonEndpoint
 from convy.judge import ChatJudge, NoVerdict
 from convy.model import Contained, ModelFailure, OpenAiModel, Said
 from convy.problems import UrlProblem
-from convy.prompt import DefaultPrompts, Prompt
+from convy.prompt import Prompt, default_user_prompt
 from convy.scenario import Scenario
 from convy.transcript import Transcript, Turn
 
@@ -47,7 +47,7 @@ def played(server: StandIn, finish: str, stream: bool = False, max_tokens: int |
     }
     scenario = msgspec.convert({"id": "s", "user": "You want a refund.", "judge": ["The agent helped."]}, Scenario)
     model = OpenAiModel("m", server.url + "/v1", max_tokens=max_tokens, stream=stream)
-    user = scenario.simulated(model, Prompt(DefaultPrompts().user()))
+    user = scenario.simulated(model, Prompt(default_user_prompt()))
     echo = Echo()
     outcome = asyncio.run(scenario.outcome(1, TimeLimited(echo), user, FakeJudge(), 3))
     return outcome, echo

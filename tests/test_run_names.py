@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from convy.page import Block
+from convy.page import JsonBlock
 
 
 def convy(project: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -97,5 +97,5 @@ def test_a_bad_name_is_refused_before_anything_is_played(echo_project: Path, nam
 
 def test_a_name_is_text_on_every_page_never_markup() -> None:
     """The name goes into a page's data as JSON with every ``<`` escaped: it cannot close the tag."""
-    block = Block("data", json.dumps({"name": "</script><script>alert(1)</script>"}).encode())
+    block = JsonBlock("data", json.dumps({"name": "</script><script>alert(1)</script>"}).encode())
     assert "</script><script>" not in block.html()[: -len("</script>")]

@@ -141,7 +141,7 @@ def test_the_markdown_summary_leads_with_the_sequential_verdict(played: Path) ->
     base, candidate, other = read(played, "base"), read(played, "c"), read(played, "other")
     view = Comparison(base, candidate).view()
     assert view.candidate.rate is not None
-    rates = f"90.0% → {Numbers().pct(view.candidate.rate.estimate)}"
+    rates = f"90.0% → {Numbers.pct(view.candidate.rate.estimate)}"
     text = ComparisonSummary(view, Summary(base), Summary(candidate), played / "page.html", played).markdown()
     lead = text.index(f"**Pass rate {rates}: ▼ worse — a real change (anytime-valid)**")
     fixed = text.index("Fixed-design test, **for description only** (not valid for a verdict after early stopping): ▼ worse")

@@ -32,9 +32,9 @@ def played(agent: object) -> object:
 
 
 def _prompt() -> object:
-    from convy.prompt import DefaultPrompts, Prompt
+    from convy.prompt import Prompt, default_user_prompt
 
-    return Prompt(DefaultPrompts().user())
+    return Prompt(default_user_prompt())
 
 
 class Breaking:

@@ -29,7 +29,7 @@ from convy.rows import FORMULA_STARTS, Table
 from convy.runs import Read, Runs
 from convy.scenario import Check, Rule, Scenario
 from convy.storage import RunJournal
-from convy.tables import Tables, Totals, Usages
+from convy.tables import Tables, Usages, UsageTotals
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
 FINGERPRINT = hashlib.sha256(b"the scenarios").hexdigest()
@@ -458,7 +458,7 @@ def test_a_whole_cost_keeps_a_decimal_point() -> None:
 
 
 def test_totals_added_are_the_totals_of_the_requests_together() -> None:
-    """A run's and a scenario's rows add each attempt's ``Totals`` rather than hold every request:
+    """A run's and a scenario's rows add each attempt's ``UsageTotals`` rather than hold every request:
     added, they are what the requests give together, counts not reported and prices included."""
     draw = random.Random(3)
     kinds = (
@@ -470,5 +470,5 @@ def test_totals_added_are_the_totals_of_the_requests_together() -> None:
     for _ in range(200):
         parts = [tuple(draw.choice(kinds)() for _ in range(draw.randint(0, 4))) for _ in range(draw.randint(0, 4))]
         together = Usages(tuple(usage for part in parts for usage in part)).totals()
-        assert sum((Usages(part).totals() for part in parts), Totals()) == together
+        assert sum((Usages(part).totals() for part in parts), UsageTotals()) == together
 

@@ -18,12 +18,12 @@ import msgspec
 import pytest
 from test_pages import Played
 
-from convy.attempt import Spread
+from convy.attempt import Percentiles
 from convy.causes import Breakdown
 from convy.comparison import Comparison
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
-from convy.page import Block, ComparisonPage, Flowing, Packed, ReportPage, Where
+from convy.page import ComparisonPage, Flowing, JsonBlock, Packed, PackedIndex, ReportPage
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -60,7 +60,7 @@ def walked(summary: Summary) -> None:
         sum(time.waiting for time in times),
     )
     sizes = sorted(size for one in every for size in one.sizes().user)
-    assert view.user.per_request == Spread(tuple(sizes)).view()
+    assert view.user.per_request == Percentiles(tuple(sizes)).view()
     for scenario in view.scenarios:
         attempts = list(grouped[scenario.id])
         assert [one.outcome.attempt for one in attempts] == sorted(one.outcome.attempt for one in attempts)
@@ -75,7 +75,7 @@ def walked(summary: Summary) -> None:
         assert scenario.stops == dict(Counter(one.outcome.stop for one in attempts))
         assert scenario.causes == dict(Counter(cause for one in attempts if (cause := one.cause()) is not None))
         agent = sorted(seconds for one in attempts for seconds in (turn.agent_seconds for turn in one.outcome.transcript.turns))
-        assert scenario.agent.seconds == Spread(tuple(agent)).view()
+        assert scenario.agent.seconds == Percentiles(tuple(agent)).view()
 
 
 class Little(Flowing, frozen=True):
@@ -89,7 +89,7 @@ def flowed(summary: Summary) -> None:
     """The report's data block, written as it is encoded (the view framed, each scenario's
     attempts table a row at a time), is the view encoded whole, as a block held whole writes it;
     so is every block written in pieces."""
-    whole = Block("data", msgspec.json.encode(summary.view()))
+    whole = JsonBlock("data", msgspec.json.encode(summary.view()))
     page = ReportPage(summary)
     assert all(not scenario.attempts for scenario in summary.framed().scenarios)
     for made in (Flowing, Little):
@@ -104,11 +104,11 @@ def test_a_block_in_pieces_is_the_block_whole() -> None:
     """Cut anywhere, never inside a character: text of one to four bytes a character, and ``<``."""
     data = msgspec.json.encode({"a": "é<€>😀" * 5, "<b": ["</script>", "ü" * 9]})
     assert data.count(b"<") == 7 and len(data) > len(data.decode())
-    block = Block("x", data)
+    block = JsonBlock("x", data)
     for size in range(4, 40):
         shaped = type("Shaped", (Flowing,), {"PIECE": size, "__module__": __name__})
         assert "".join(shaped("x", (data[:5], data[5:])).pieces()) == block.html() + "\n"
-        assert "".join(shaped("x", iter(())).pieces()) == Block("x", b"").html() + "\n"
+        assert "".join(shaped("x", iter(())).pieces()) == JsonBlock("x", b"").html() + "\n"
 
 
 def same(read: Read) -> None:
@@ -222,6 +222,6 @@ def test_a_packed_index_written_from_its_json_is_the_one_of_its_dict() -> None:
     packed = Packed(values, limit=2000)
     blocks, chunks = list(packed.blocks("v")), packed.chunks()
     assert len(blocks) == len(chunks.chunks) + 1 > 3
-    index = Block("v", msgspec.json.encode(Where(count=len(chunks.chunks), where=chunks.where, layout=chunks.layout)))
+    index = JsonBlock("v", msgspec.json.encode(PackedIndex(count=len(chunks.chunks), where=chunks.where, layout=chunks.layout)))
     assert blocks[-1].html() == index.html()
     assert "".join(blocks[-1].pieces()) == "".join(index.pieces())

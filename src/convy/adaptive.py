@@ -23,18 +23,18 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import msgspec
 
-from convy.budget import Budget, Counted, Earlier, Spending
+from convy.budget import Budget, BudgetedJournal, Earlier, Spending
 from convy.problems import Unplayed
 from convy.scenario import Outcome
 from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undecided, Watch
 from convy.stats import Z95, Tally, Wilson
 
 if TYPE_CHECKING:
-    from convy.plan import Journal, Planned, Playlist
+    from convy.plan import Journal, Planned, Player, Playlist
 
 
 class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
@@ -152,8 +152,8 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
         """The attempts at most of ``scenario`` (``Sequential.fitted``): ``most``, or less under the ratio."""
         return Sequential(self.alpha, most, ratio=self.ratio).fitted(len(self.base.get(scenario, "")))
 
-    def plan(self, scenarios: Sequence[str], most: int) -> Plan:
-        """What the comparison may play, said before anything is: see ``Plan``."""
+    def plan(self, scenarios: Sequence[str], most: int) -> PlanAgainstBase:
+        """What the comparison may play, said before anything is: see ``PlanAgainstBase``."""
         watch = self.started(scenarios, most)
         sizes = [len(track.base) for track in watch.tracks]
         bounds = [watch.most(track) for track in watch.tracks]
@@ -171,7 +171,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
                     if trial.started({track.scenario: (True,) * size for track in watch.tracks}).flipped() is not None:
                         needed = size
                         break
-        return Plan(
+        return PlanAgainstBase(
             f"{self.agent}/{self.run}", len(watch.tracks), most, self.ratio, tuple(sizes), tuple(bounds), tuple(blocks),
             flipped, watch.reach(), wider, needed,
         )
@@ -231,7 +231,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
         return max((self.fitted(name, most) for name in self.base), default=most)
 
 
-class Plan(msgspec.Struct, frozen=True):
+class PlanAgainstBase(msgspec.Struct, frozen=True):
     """What a run against a base may play, worked out before it plays (``Against.plan``): its
     ``scenarios``, the run's ``most`` per scenario and the ``ratio`` bounding it, each scenario's
     base judged attempts (``sizes``), the attempts it may get (``bounds``) and its block
@@ -293,7 +293,7 @@ def _span(numbers: Sequence[int]) -> str:
     return f"{low}" if low == high else f"{low} to {high}"
 
 
-class Judged(msgspec.Struct, frozen=True):
+class BaseJudged(msgspec.Struct, frozen=True):
     """A base run's attempts as ``Against.base`` keeps them: each scenario's judged attempts in
     attempt-number order (never the order they ended in), ``1`` passed, ``0`` failed, each seen
     through the base's ``trust``; attempts not judged are left out."""
@@ -509,7 +509,7 @@ class Rounds(msgspec.Struct, frozen=True):
     round from every attempt kept so far; it ends when the rule wants no more, or the budget lets
     no more attempts start. Minutes are counted from the start of the play, over all its rounds."""
 
-    player: Any
+    player: Player
     adaptive: Adaptive
     scenarios: tuple[str, ...]
     most: int
@@ -539,9 +539,9 @@ class Rounds(msgspec.Struct, frozen=True):
         else:  # one walk of the attempts kept: each marked as the budget counts it
             marks = Marks(self.trust)
             spending = budget.spending(marks.taken(earlier), asyncio.get_running_loop().time)
-        seen: Any = _Noted(journal, marks)
+        seen: Journal = _Noted(journal, marks)
         if spending is not None:
-            seen = Counted(seen, spending)
+            seen = BudgetedJournal(seen, spending)
         while True:
             wanted = _Round(self.adaptive.marked(self.scenarios, marks, self.most), lacking)
             if not wanted:
@@ -682,7 +682,7 @@ class _Lacking:
 class _Noted(msgspec.Struct, frozen=True):
     """A journal that marks each attempt in ``marks`` before passing it on."""
 
-    journal: Any
+    journal: Journal
     marks: Marks
 
     def record(self, outcome: Outcome) -> None:

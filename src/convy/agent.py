@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from convy.busy import TURN, Busy, Freed, Places, Turn
+from convy.busy import TURN, AgentTurn, Busy, Freed, Places
 from convy.deadlines import LIMIT, Deadline, Deadlines
 from convy.problems import Outside
 
@@ -444,7 +444,7 @@ async def _retried(
     places: Places,
     turn: Callable[[Message], Awaitable[Answer]],
     message: Message,
-    under_way: Turn,
+    under_way: AgentTurn,
     refused: tuple[Freed, Busy] | None,
 ) -> Answer:
     """``turned``'s tries through ``Places.retried``: all of them, or (``refused``) those after a

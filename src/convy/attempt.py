@@ -3,7 +3,7 @@
 ``Attempt`` says whether an attempt passed, failed or was not judged and why, splits its time by
 participant, and gives its dialogue in full for the scenario window. ``Spent`` sums the usage of
 some requests — tokens by kind, cost with its source, unpriced requests counted apart, never as
-free; ``Spread`` is min, p50, p95 and max of some values.
+free; ``Percentiles`` is min, p50, p95 and max of some values.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Once(msgspec.Struct, Generic[Found], frozen=True):
         return value
 
 
-class Spread(msgspec.Struct, frozen=True):
+class Percentiles(msgspec.Struct, frozen=True):
     """Some values summed up: min, p50, p95, max (percentiles by linear interpolation)."""
 
     values: Sequence[float]  # a tuple, or an ``array('d')``: 8 bytes a value, for a run's every request
@@ -97,7 +97,7 @@ def _at(ordered: Sequence[float] | Mapping[int, float], count: int, share: float
 
 
 class Ordered(msgspec.Struct, frozen=True):
-    """Values ascending already (``digest.Digest``'s ``ranked.Ranked``): summed up as ``Spread``
+    """Values ascending already (``digest.Digest``'s ``ranked.Ranked``): summed up as ``Percentiles``
     sums them, walked once to the ranks it shows, not sorted again nor held whole."""
 
     values: Ascending
@@ -341,7 +341,7 @@ class Took(msgspec.Struct, frozen=True):
                 return float(self.seconds)
 
 
-class Decided(msgspec.Struct, frozen=True):
+class DecidedClaim(msgspec.Struct, frozen=True):
     """A decided claim as pages and tables show it: its confidence and grade, ``None`` when none."""
 
     claim: Claim
@@ -649,7 +649,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Verdict(claims=claims):
                 trust = self.trust
                 for claim in claims:
-                    # What ``Decided`` and ``Claim.trusted`` say, told by identity (as in ``_plain``):
+                    # What ``DecidedClaim`` and ``Claim.trusted`` say, told by identity (as in ``_plain``):
                     # every claim of every attempt.
                     said = claim.confidence
                     confidence = said.value if type(said) is Confidence else None

@@ -17,10 +17,10 @@ from typing import Any
 
 import msgspec
 
-from convy.agent import Agent, Answer, Message, TimeLimited, turned
-from convy.budget import Budget, Counted, Earlier, Spending
+from convy.agent import Agent, Answer, Conversation, Message, TimeLimited, turned
+from convy.budget import Budget, BudgetedJournal, Earlier, Spending
 from convy.busy import Places, Seat
-from convy.judge import Judging, Models, RunJudge
+from convy.judge import Judge, Judging, Models, RunJudge
 from convy.model import Absent, PatientModel
 from convy.plan import Journal, Planned, Playlist
 from convy.problems import Unplayed
@@ -28,7 +28,7 @@ from convy.prompt import Prompt
 from convy.quota import Services
 from convy.records import Limits
 from convy.scenario import Outcome, Scenario
-from convy.user import UserChecks, UserReview
+from convy.user import SimulatedUser, UserChecks, UserReview
 from convy.vital import Vigil, Vitals, WatchedAgent
 
 
@@ -62,7 +62,7 @@ class Bench(msgspec.Struct, frozen=True):
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
-            vigil.journal = Counted(journal, spending)
+            vigil.journal = BudgetedJournal(journal, spending)
 
         total = len(planned)  # the same all run long: asked once, not before every attempt
         workers = min(total, stage.hands())
@@ -124,12 +124,12 @@ class Bench(msgspec.Struct, frozen=True):
         """Everything the attempts of ``scenarios`` are played with, made in the event loop that
         plays them: the participants' places (sharing ``services``), the agent within its time
         limits, the simulated users, the judge; with ``vitals``, each participant ``Watched``."""
-        from convy.prompt import DefaultPrompts
+        from convy.prompt import default_user_prompt
 
-        prompt = self.prompt or Prompt(DefaultPrompts().user())
+        prompt = self.prompt or Prompt(default_user_prompt())
         services = Services() if services is None else services
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
-        agent: Any = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
+        agent: Agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         models = self.models
         if vitals is not None:
             agent = WatchedAgent(agent, vitals.pulse("agent"))
@@ -152,10 +152,10 @@ class Stage(msgspec.Struct, frozen=True):
     simulated user, the judge and the review of the users' conduct. A ``Bench`` makes one for a
     run; a worker of a spread run (``spread.py``) makes one for all the attempts it is handed."""
 
-    agent: Any
+    agent: Agent
     places: Places
-    users: dict[str, Any]
-    judge: Any
+    users: dict[str, SimulatedUser | Absent]
+    judge: Judge
     review: UserReview
     max_turns: int
     judge_places: Places | None = None
@@ -193,7 +193,7 @@ class _Seated(msgspec.Struct, frozen=True):
     """The agent for one attempt, whose place the bench took before the attempt began: its
     conversation holds that place and gives it back when it closes, so the judge decides after."""
 
-    agent: Any
+    agent: Agent
     places: Places
     seat: Seat
 
@@ -209,8 +209,8 @@ class _SeatedConversation:
     cost several times as much, on every attempt)."""
 
     __slots__ = ("_seated", "_manager", "_origin")
-    _manager: AbstractAsyncContextManager[Any]  # both set once the agent's is open
-    _origin: Any
+    _manager: AbstractAsyncContextManager[Conversation]  # both set once the agent's is open
+    _origin: Conversation
 
     def __init__(self, seated: _Seated) -> None:
         self._seated = seated
@@ -224,7 +224,7 @@ class _SeatedConversation:
             raise
         return self
 
-    async def _opened(self) -> Any:
+    async def _opened(self) -> Conversation:
         # One try of the opening: a refused one is not open, and the next try opens anew.
         manager = self._seated.agent.conversation()
         opened = await manager.__aenter__()

@@ -248,7 +248,7 @@ class Spending:
         )
 
 
-class Counted(msgspec.Struct, frozen=True):
+class BudgetedJournal(msgspec.Struct, frozen=True):
     """A journal whose every attempt is counted against a budget before it goes on."""
 
     journal: object

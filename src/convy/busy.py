@@ -419,7 +419,7 @@ class Places:
         self.inward = False  # whether its turns' requests went through convy's HTTP layer (resent)
         # An agent's turn under way (``agent.turned``), by whether its requests are paced: made
         # once, not on every turn (a turn holds nothing else).
-        self.turns = (Turn(self, False), Turn(self, True))
+        self.turns = (AgentTurn(self, False), AgentTurn(self, True))
         self._doubling = True  # places with no cap: one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
         self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (_kept_up)
@@ -763,7 +763,7 @@ class Places:
         convy's HTTP layer after all: its ``Told`` is the places' ``_Unnamed``, on which the HTTP
         layer names its service as it starts, ending the free way for the next requests. An
         agent's turn (``retried``, ``agent.turned``) needs none: convy's HTTP layer sends a turn's
-        requests through the turn under way (``TURN``, ``Turn.resent``), each with a ``Told`` of
+        requests through the turn under way (``TURN``, ``AgentTurn.resent``), each with a ``Told`` of
         its own, and never reads the turn's; a context variable set and reset on every turn cost
         more than the rest of the free way."""
         if not self._free or self._send_queue or self._services.told_of_pauses:
@@ -1731,7 +1731,7 @@ class Places:
             waits.noted.append(Wait(self.who, start - waits.origin, seconds, why))
 
 
-class Turn:
+class AgentTurn:
     """An agent's turn under way: its participant's places, and whether its requests are paced
     (they are unless the turn itself was, ``Places.resent``)."""
 
@@ -1747,9 +1747,9 @@ class Turn:
 
 
 # The agent's turn under way: each request the agent sends through convy's HTTP layer in that turn
-# is sent again on its own while its service is busy (``Turn.resent``), so a refused request never
+# is sent again on its own while its service is busy (``AgentTurn.resent``), so a refused request never
 # makes the whole turn play again.
-TURN: ContextVar[Turn | None] = ContextVar("convy_turn", default=None)
+TURN: ContextVar[AgentTurn | None] = ContextVar("convy_turn", default=None)
 
 
 class _Answered(Generic[T]):

@@ -25,7 +25,7 @@ from convy.causes import Breakdown, Cause
 from convy.judge import Failed, NoVerdict, Verdict
 from convy.records import RunSpec
 from convy.stats import Headline, Tally
-from convy.storage import Bounds, Kept, Left, RunJournal
+from convy.storage import Bounds, Kept, LinesLeftOut, RunJournal
 
 
 class ClaimCount(msgspec.Struct, frozen=True, gc=False):
@@ -178,7 +178,7 @@ class Counted(msgspec.Struct, frozen=True):
         """The folder's attempts of ``spec``'s plan counted; a file convy will not read (a folder, a
         FIFO, a device) is a ``ConfigurationError``, as for ``RunJournal.kept``."""
         counting = {scenario.id: Counting() for scenario in spec.scenarios}
-        left = Left()
+        left = LinesLeftOut()
         for _, outcome in RunJournal(folder).read(left, spec):
             counting[outcome.scenario].add(Attempt(outcome, spec.trust))
         return cls({scenario: one.count() for scenario, one in counting.items()}, left.kept(plan=Bounds.of(spec)))

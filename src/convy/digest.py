@@ -2,7 +2,7 @@
 
 ``report.Summary`` used to hold every attempt (about 8 KB each read back whole, 4-5 KB unsaid) and
 walk them again for each table and tile. ``Digest`` walks them once, in the file's order, and
-keeps of each attempt a ``Row`` — what the attempts table, the verdict and the tiles' counts need:
+keeps of each attempt an ``AttemptDigest`` — what the attempts table, the verdict and the tiles' counts need:
 its scenario, number, status, why, cause, stop, turns, seconds and the marks of its decisions, a
 few hundred bytes — and adds everything else as it goes: each scenario's counts and claims and
 what its requests spent (``counted.Counting``, the running totals ``Counted`` keeps), each request's
@@ -39,7 +39,7 @@ Status = Literal["passed", "failed", "not_judged"]
 T = TypeVar("T")
 
 
-class Row(msgspec.Struct, frozen=True, gc=False):
+class AttemptDigest(msgspec.Struct, frozen=True, gc=False):
     """One attempt as the tables and the verdict need it. ``index`` is its place among the run's
     attempts (the file's order: ``Read.outcomes``); ``marks``, each decision it trusted, as its
     claim's number among its scenario's ``Column.texts`` times two, plus one when it held (a claim
@@ -63,10 +63,10 @@ class Row(msgspec.Struct, frozen=True, gc=False):
 
 class Column(msgspec.Struct, frozen=True):
     """One scenario's attempts: their rows by attempt number, their counts (``counted.Count``:
-    statuses, claims in their order, what they spent by who), the claims' texts ``Row.marks``
+    statuses, claims in their order, what they spent by who), the claims' texts ``AttemptDigest.marks``
     number, and its agent's request sizes and answer times, sorted (for its spreads and the run's)."""
 
-    rows: Sequence[Row]  # a ``Rows``: each made again as it is asked for
+    rows: Sequence[AttemptDigest]  # a ``Rows``: each made again as it is asked for
     count: Count
     texts: tuple[str, ...]
     sizes: Ranked
@@ -92,10 +92,10 @@ class _Numbered(Generic[T]):
 
 
 class _Table:
-    """Every attempt's ``Row``, held as columns: numbers in arrays, the few texts each row names
+    """Every attempt's ``AttemptDigest``, held as columns: numbers in arrays, the few texts each row names
     (its scenario, status, why, cause, stop) as their number among them, and its marks as a tuple
     shared by every row with the same (most attempts of a scenario mark alike) — about 50 bytes an
-    attempt, where a ``Row`` each, with its marks and numbers, was about 250. A plain class,
+    attempt, where an ``AttemptDigest`` each, with its marks and numbers, was about 250. A plain class,
     filled once by ``Digest.of`` and not changed after."""
 
     __slots__ = ("attempts", "causes", "marks", "scenarios", "seconds", "statuses", "stops", "turns", "whys")
@@ -114,7 +114,7 @@ class _Table:
     def __len__(self) -> int:
         return len(self.attempts)
 
-    def add(self, row: Row) -> None:
+    def add(self, row: AttemptDigest) -> None:
         self.attempts.append(row.attempt)
         self.turns.append(row.turns)
         self.seconds.append(row.seconds)
@@ -125,8 +125,8 @@ class _Table:
         self.stops[1].append(self.stops[0].number(row.stop))
         self.marks[1].append(self.marks[0].number(row.marks))
 
-    def row(self, at: int) -> Row:
-        return Row(
+    def row(self, at: int) -> AttemptDigest:
+        return AttemptDigest(
             at,
             self.scenarios[0].values[self.scenarios[1][at]],
             self.attempts[at],
@@ -144,9 +144,9 @@ class _Table:
         return self.scenarios[0].values[self.scenarios[1][at]], self.attempts[at]
 
 
-class Rows(Sequence[Row]):
+class Rows(Sequence[AttemptDigest]):
     """Some rows of a ``_Table``, by their places in it (a plain class: a ``Sequence`` the standard
-    library's way; nothing in it changes once made): each ``Row`` is made again as it is asked for
+    library's way; nothing in it changes once made): each ``AttemptDigest`` is made again as it is asked for
     and let go by whoever walked it, so a run's rows are never held as objects."""
 
     __slots__ = ("_at", "_table")
@@ -158,17 +158,17 @@ class Rows(Sequence[Row]):
         return len(self._at)
 
     @overload
-    def __getitem__(self, index: int) -> Row: ...
+    def __getitem__(self, index: int) -> AttemptDigest: ...
 
     @overload
-    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+    def __getitem__(self, index: slice) -> Sequence[AttemptDigest]: ...
 
-    def __getitem__(self, index: int | slice) -> Row | Sequence[Row]:
+    def __getitem__(self, index: int | slice) -> AttemptDigest | Sequence[AttemptDigest]:
         if isinstance(index, slice):
             return Rows(self._table, self._at[index])
         return self._table.row(self._at[index])
 
-    def __iter__(self) -> Iterator[Row]:
+    def __iter__(self) -> Iterator[AttemptDigest]:
         row = self._table.row
         for at in self._at:
             yield row(at)
@@ -185,12 +185,12 @@ class Rows(Sequence[Row]):
 
 
 class Digest(msgspec.Struct, frozen=True):
-    """A run's attempts walked once: each one's ``Row`` in the file's order, each scenario's
+    """A run's attempts walked once: each one's ``AttemptDigest`` in the file's order, each scenario's
     ``Column`` (in the order ``Summary.by_scenario`` gives: the spec's scenarios, then any other
     by id), the user's and the judge's request sizes and times, sorted, and each attempt's times, by part,
     in the file's order (``times``: wall, agent, user, judge, waiting, unaccounted)."""
 
-    rows: Sequence[Row]  # a ``Rows``, in the file's order
+    rows: Sequence[AttemptDigest]  # a ``Rows``, in the file's order
     columns: dict[str, Column]
     user_sizes: Ranked
     user_seconds: Ranked
@@ -226,7 +226,7 @@ class Digest(msgspec.Struct, frozen=True):
             placed.setdefault(scenario, array("I")).append(index)
             turns = outcome.transcript.turns
             table.add(
-                Row(
+                AttemptDigest(
                     index,
                     scenario,
                     outcome.attempt,
@@ -290,7 +290,7 @@ class Digest(msgspec.Struct, frozen=True):
 
 
 def _marks(outcome: Outcome, trust: float, texts: dict[str, int]) -> tuple[int, ...]:
-    """An attempt's marks (``Row.marks``), each claim numbered in ``texts`` as first met: what
+    """An attempt's marks (``AttemptDigest.marks``), each claim numbered in ``texts`` as first met: what
     ``Summary._decided`` marks, a claim of a verdict it trusted, or a check code decided though a
     model failed, that it trusted."""
     marks: list[int] = []
@@ -317,7 +317,7 @@ class Attempts(Sequence[Attempt]):
 
     __slots__ = ("_outcomes", "_rows", "_trust")
 
-    def __init__(self, rows: Sequence[Row], outcomes: Sequence[Outcome], trust: float) -> None:
+    def __init__(self, rows: Sequence[AttemptDigest], outcomes: Sequence[Outcome], trust: float) -> None:
         self._rows, self._outcomes, self._trust = rows, outcomes, trust
 
     def __len__(self) -> int:

@@ -45,7 +45,6 @@ The rules (docs/statistics.md says them for readers of a report):
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import re
@@ -58,8 +57,8 @@ import msgspec
 from convy.agent import NoUsage, Usage
 from convy.busy import Busy, Places
 from convy.model import Absent, Contained, Model, ModelFailure, PatientModel, Reply, Said, StillBusy
-from convy.problems import Outside
-from convy.prompt import DefaultPrompts
+from convy.problems import Outside, kept
+from convy.prompt import default_judge_prompt
 from convy.transcript import Evidence, Quote, Transcript
 
 # Instructions that are a file's name alone: no space, ending in a text file's suffix.
@@ -359,22 +358,13 @@ class ChatJudge(msgspec.Struct, frozen=True):
         order of the claims. When a claim fails, the first failure in that order is raised, with
         the usage of every request that was answered."""
 
-        async def asked(claim: str | Graded) -> tuple[Claim, Usage | NoUsage] | Exception:
-            # An error is kept as a value, so the other claims' requests finish and count, and
-            # the caller gets the error itself rather than an ExceptionGroup.
-            try:
-                return await self._claim(claim, transcript)
-            except Exception as error:
-                return error
-
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(asked(claim)) for claim in claims]
+        answers = await kept(lambda claim: self._claim(claim, transcript), claims, Exception)
         decided: list[Claim] = []
         requests: list[Usage | NoUsage] = []
         every: list[Usage | NoUsage] = []  # every answered request, failures' too, in the claims' order
         errors: list[Exception] = []
-        for task in tasks:
-            match task.result():
+        for answer in answers:
+            match answer:
                 case (Claim() as one, spent):
                     decided.append(one)
                     requests.append(spent)
@@ -388,7 +378,7 @@ class ChatJudge(msgspec.Struct, frozen=True):
         return Ruling(tuple(decided), tuple(requests))
 
     async def _claim(self, claim: str | Graded, transcript: Transcript) -> tuple[Claim, Usage | NoUsage]:
-        system = self.instructions or DefaultPrompts().judge()
+        system = self.instructions or default_judge_prompt()
         match claim:
             case str(text):
                 ask = (
@@ -576,7 +566,7 @@ class Panel(msgspec.Struct, frozen=True):
     """The judges of a panel, as ``models.py`` lists them (``Models(judge=[...])`` makes one):
     each a ``Judge``. Asked directly (outside a run) each decides once, by majority."""
 
-    judges: tuple[Any, ...]
+    judges: tuple[Judge, ...]
 
     @property
     def name(self) -> str:
@@ -617,20 +607,14 @@ class Poll(msgspec.Struct, frozen=True):
         return ", ".join(self.names)
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
-        async def asked(judge: Judge) -> Ruling | Exception:
-            try:
-                return await judge.ruling(claims, transcript)
-            except Exception as error:  # kept as a value: the other votes finish and count
-                return error
-
         asks = [(name, judge) for judge, name in zip(self.judges, self.names, strict=True) for _ in range(self.judging.repeats)]
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(asked(judge)) for _, judge in asks]
+        # An error is kept: the other votes finish and count.
+        answers = await kept(lambda judge: judge.ruling(claims, transcript), [judge for _, judge in asks], Exception)
         every: list[Usage | NoUsage] = []
         rulings: list[tuple[str, Ruling]] = []
         errors: list[Exception] = []
-        for (name, _), task in zip(asks, tasks, strict=True):
-            match task.result():
+        for (name, _), answer in zip(asks, answers, strict=True):
+            match answer:
                 case Ruling() as ruling:
                     rulings.append((name, ruling))
                     every.extend(ruling.requests)
@@ -785,7 +769,7 @@ class RunJudge(msgspec.Struct, frozen=True):
     has its claim's shape. A played run (``Bench``) and a re-judged one (``rejudge.Rejudging``) ask
     it the same way."""
 
-    judge: Any
+    judge: Any  # as Models holds it (outside data): a Judge, a Panel, or Absent, which decides nothing
     judging: Judging = Judging()
 
     def within(self, places: Places) -> Checked:
@@ -799,7 +783,7 @@ class RunJudge(msgspec.Struct, frozen=True):
                 judges, names = (judge,), (judge.name,)
         return Checked(Poll(tuple(Checked(self._patient(one, places)) for one in judges), names, self.judging))
 
-    def model(self, places: Places) -> Any:
+    def model(self, places: Places) -> PatientModel | Absent:
         """The chat model the simulated user's model-decided checks are asked of: the judge's (a
         ``ChatJudge``'s, or a panel's first ``ChatJudge``'s), within the judge's places and patient
         as its requests are; ``Absent`` with the reason when the judge has no chat model."""
@@ -820,7 +804,7 @@ class RunJudge(msgspec.Struct, frozen=True):
                 return Absent(f"the judge is absent: {reason}")
         return Absent(f"the judge {judge.name} has no chat model to ask")
 
-    def _patient(self, judge: Any, places: Places) -> Any:
+    def _patient(self, judge: Judge, places: Places) -> Judge:
         # A ChatJudge sends one request per claim: it waits for a busy service request by
         # request, so a refusal never sends again the claims already decided. Any other judge
         # is tried again whole.

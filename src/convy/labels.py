@@ -175,7 +175,7 @@ _KEPT = msgspec.json.Decoder(KeptLabel)
 _ENCODER = msgspec.json.Encoder()
 
 
-class Added(msgspec.Struct, frozen=True):
+class LabelsAdded(msgspec.Struct, frozen=True):
     """What ``convy labels add`` did: the labels it appended, those kept already, all it keeps now."""
 
     added: int
@@ -225,7 +225,7 @@ class LabelsKept(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"{self.path()}: cannot be read: {error.strerror or error}") from None
         return labels, broken, every
 
-    def added(self, file: LabelsFile) -> Added:
+    def added(self, file: LabelsFile) -> LabelsAdded:
         """Append the file's labels not kept already, flushed to the disk, under an ``flock`` of the
         file so two adds at once neither interleave nor both add the same label."""
         path = self.path()
@@ -251,7 +251,7 @@ class LabelsKept(msgspec.Struct, frozen=True):
             os.close(descriptor)
         if size == 0 and data:
             self._synced_folder()
-        return Added(len(fresh), len(set(new)) - len(fresh), len(every) + len(fresh))
+        return LabelsAdded(len(fresh), len(set(new)) - len(fresh), len(every) + len(fresh))
 
     def _appended(self, descriptor: int, data: bytes, size: int) -> None:
         """Write ``data`` at the end and flush it; a refused write is cut off again, so the file
@@ -325,7 +325,7 @@ class Decision(msgspec.Struct, frozen=True, gc=False):
     truth: bool
 
 
-class Decided(msgspec.Struct, frozen=True):
+class LabelledDecisions(msgspec.Struct, frozen=True):
     """The decisions of some attempts that people labelled: every decision of a claim made by a
     judge or by code (a failed agent and a dialogue not judged decide none).
 
@@ -415,7 +415,7 @@ class Agreement(msgspec.Struct, frozen=True):
     def view(self) -> AgreementView | None:
         if not self.book.labels and not self.book.broken:
             return None
-        decided = Decided(self.outcomes, self.book).decisions()
+        decided = LabelledDecisions(self.outcomes, self.book).decisions()
         every = sorted(decided.values(), key=lambda one: (one.scenario, one.attempt))
         rows: dict[tuple[str, str], list[Decision]] = {}
         for one in every:
@@ -447,8 +447,8 @@ class Judges(msgspec.Struct, frozen=True):
     def view(self) -> JudgesView | None:
         if not self.book.labels:
             return None
-        first = Decided(self.base, self.book).decisions()
-        second = Decided(self.candidate, self.book).decisions()
+        first = LabelledDecisions(self.base, self.book).decisions()
+        second = LabelledDecisions(self.candidate, self.book).decisions()
         shared = [key for key in first if key in second]
         if not shared:
             return None

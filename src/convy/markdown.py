@@ -79,34 +79,42 @@ class MarkdownId(msgspec.Struct, frozen=True):
         return MarkdownText(line, self.most).markdown()
 
 
-class Numbers(msgspec.Struct, frozen=True):
-    """Numbers written as the pages write them (``Convy.fmt`` in ``pages/base.js``)."""
+class Numbers:
+    """Numbers written as the pages write them (``Convy.fmt`` in ``pages/base.js``): a namespace, never
+    made, of functions that hold nothing."""
 
-    def pct(self, value: float | None) -> str:
+    @staticmethod
+    def pct(value: float | None) -> str:
         if value is None:
             return "—"
         return f"{value * 100:.{0 if value in (0, 1) else 1}f}%"
 
-    def points(self, value: float | None) -> str:
+    @staticmethod
+    def points(value: float | None) -> str:
         if value is None:
             return "—"
         sign = "+" if value > 0 else "−" if value < 0 else "±"
         return f"{sign}{abs(value) * 100:.1f} pts"
 
-    def interval(self, rate: IntervalView | None) -> str:
-        return f"95% interval {self.pct(rate.low)}–{self.pct(rate.high)}" if rate else "no interval"
+    @staticmethod
+    def interval(rate: IntervalView | None) -> str:
+        return f"95% interval {Numbers.pct(rate.low)}–{Numbers.pct(rate.high)}" if rate else "no interval"
 
-    def p(self, value: float) -> str:
+    @staticmethod
+    def p(value: float) -> str:
         return "< 0.001" if value < 0.001 else f"{value:.2g}"
 
-    def p_is(self, value: float) -> str:
+    @staticmethod
+    def p_is(value: float) -> str:
         """``p = 0.012``, or ``p < 0.001``."""
-        return f"p {self.p(value)}" if value < 0.001 else f"p = {self.p(value)}"
+        return f"p {Numbers.p(value)}" if value < 0.001 else f"p = {Numbers.p(value)}"
 
-    def count(self, value: int) -> str:
+    @staticmethod
+    def count(value: int) -> str:
         return f"{value:,}" if value >= 10_000 else str(value)
 
-    def cost(self, cost: CostView) -> str:
+    @staticmethod
+    def cost(cost: CostView) -> str:
         if cost.amount is None:
             return "unpriced" if cost.unpriced else "—"
         amount = Decimal(cost.amount)
@@ -115,21 +123,23 @@ class Numbers(msgspec.Struct, frozen=True):
         )
         return ("$" if cost.complete else "≥ $") + text
 
-    def cost_note(self, cost: CostView) -> str:
+    @staticmethod
+    def cost_note(cost: CostView) -> str:
         if cost.amount is None and not cost.unpriced:
             return "no requests"
         if cost.complete:
             return "complete"
         if not cost.priced:  # nothing priced: no warning, the agent's service names no price
-            return f"no price known for {'its request' if cost.unpriced == 1 else f'its {self.count(cost.unpriced)} requests'}"
-        return f"incomplete: {self.count(cost.unpriced)} of {self.count(cost.priced + cost.unpriced)} requests unpriced"
+            return f"no price known for {'its request' if cost.unpriced == 1 else f'its {Numbers.count(cost.unpriced)} requests'}"
+        return f"incomplete: {Numbers.count(cost.unpriced)} of {Numbers.count(cost.priced + cost.unpriced)} requests unpriced"
 
-    def tokens(self, tokens: TokensView) -> str:
+    @staticmethod
+    def tokens(tokens: TokensView) -> str:
         if not tokens.reported:
             return "not reported" if tokens.requests else "none"
-        said = f"{self.count(tokens.input)} in · {self.count(tokens.output)} out"
+        said = f"{Numbers.count(tokens.input)} in · {Numbers.count(tokens.output)} out"
         if tokens.reported < tokens.requests:
-            said += f" ({self.count(tokens.reported)} of {self.count(tokens.requests)} requests reported)"
+            said += f" ({Numbers.count(tokens.reported)} of {Numbers.count(tokens.requests)} requests reported)"
         return said
 
 
@@ -176,11 +186,11 @@ class Unjudged(msgspec.Struct, frozen=True):
             counted[why] += 1
             if why not in said:
                 said[why] = self._said(attempt.outcome.result, attempt.trust)
-        lines = [f"**Not judged:** {Numbers().count(self.view.not_judged_total)} attempts, left out of the pass rate"]
+        lines = [f"**Not judged:** {Numbers.count(self.view.not_judged_total)} attempts, left out of the pass rate"]
         for why, count in sorted(counted.items(), key=lambda one: (-one[1], one[0])):
             words = MarkdownText(WHY.get(why, why)).markdown()
             first = said.get(why, "")
-            lines.append(f"- {words}: {Numbers().count(count)}" + (f" — e.g. {first}" if first else ""))
+            lines.append(f"- {words}: {Numbers.count(count)}" + (f" — e.g. {first}" if first else ""))
         return lines
 
     def _why(self, attempt: Attempt) -> str:
@@ -206,7 +216,7 @@ class Unjudged(msgspec.Struct, frozen=True):
                 return MarkdownText(reason, self.REASON).markdown()
 
 
-class Rows(msgspec.Struct, frozen=True):
+class MarkdownTable(msgspec.Struct, frozen=True):
     """A Markdown table of at most ``most`` rows, the rest said below it as "and N more"."""
 
     head: tuple[str, ...]
@@ -284,7 +294,7 @@ class RunSummary(msgspec.Struct, frozen=True):
     """Runs as one Markdown summary, a section per run in the order given; ``here`` is where the
     command was run, which the report's path is given from. Every run has its section: when they
     do not fit in ``MOST`` characters as they are, each lists fewer scenarios, then each is cut to
-    its share of the room (``Bounded``)."""
+    its share of the room (``SectionsFitted``)."""
 
     summaries: tuple[Summary, ...]
     here: Path
@@ -319,9 +329,9 @@ class RunSummary(msgspec.Struct, frozen=True):
         names = tuple(f"{summary.run.file.spec.agent}/{summary.run.file.spec.id}" for summary in self.summaries)
         for most in self.SCENARIOS:
             sections = tuple(self._section(summary, most) for summary in self.summaries)
-            if Bounded(sections, "runs", names).fits():
+            if SectionsFitted(sections, "runs", names).fits():
                 break
-        return Bounded(sections, "runs", names).markdown()
+        return SectionsFitted(sections, "runs", names).markdown()
 
     def written(self, path: Path) -> None:
         Delivered(path).written(self.markdown().encode())
@@ -329,7 +339,6 @@ class RunSummary(msgspec.Struct, frozen=True):
     def _section(self, summary: Summary, most: int) -> str:
         view = summary.view()
         head = view.header
-        numbers = Numbers()
         named = f" — {MarkdownText(head.name).markdown()}" if head.name else ""
         lines = [f"### convy · {MarkdownText(head.agent).markdown()} · run {MarkdownText(head.run).markdown()}{named}", ""]
         if head.stop:  # words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math
@@ -342,10 +351,10 @@ class RunSummary(msgspec.Struct, frozen=True):
             lines += [f"> **This run is {head.status}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
         verdict = summary.verdict()
         lines += [VerdictLine(verdict).markdown(), ""]
-        rate = f"**Pass rate {numbers.pct(view.rate.estimate)}**" if view.rate else "**Pass rate —**"
+        rate = f"**Pass rate {Numbers.pct(view.rate.estimate)}**" if view.rate else "**Pass rate —**"
         lines.append(
-            f"{rate} ({numbers.interval(view.rate)}, {METHOD.get(view.method, view.method)}) · "
-            f"{numbers.count(view.passed)} passed of {numbers.count(view.judged)} judged · "
+            f"{rate} ({Numbers.interval(view.rate)}, {METHOD.get(view.method, view.method)}) · "
+            f"{Numbers.count(view.passed)} passed of {Numbers.count(view.judged)} judged · "
             f"{len(view.scenarios)} scenario{'s' if len(view.scenarios) != 1 else ''}: {view.always} always pass, {view.flaky} flaky, {view.never} never pass"
         )
         unplayed = sum(1 for scenario in view.scenarios if not scenario.attempts)
@@ -353,7 +362,7 @@ class RunSummary(msgspec.Struct, frozen=True):
             lines[-1] += f", {unplayed} {self._unplayed(head.status)}"
         if view.consistency:
             last = view.consistency[-1]
-            lines[-1] += f" · pass^{last.k} {numbers.pct(last.pass_hat)}"
+            lines[-1] += f" · pass^{last.k} {Numbers.pct(last.pass_hat)}"
         lines.append("")
         crashes = Crashes(summary, self.ERROR).said()
         failing = [scenario for scenario in view.scenarios if scenario.status != "always"]
@@ -367,7 +376,7 @@ class RunSummary(msgspec.Struct, frozen=True):
             )
             for scenario in failing
         )
-        table = Rows(("Scenario", "Passed", "Result", "What failed"), rows, most, "scenarios").lines()
+        table = MarkdownTable(("Scenario", "Passed", "Result", "What failed"), rows, most, "scenarios").lines()
         if table:
             lines += [*table, ""]
         unjudged = Unjudged(summary, view).lines()
@@ -375,8 +384,8 @@ class RunSummary(msgspec.Struct, frozen=True):
             lines += [*unjudged, ""]
         every = summary.total().every()
         lines.append(
-            f"**Tokens:** {numbers.tokens(every.tokens())} (agent {numbers.tokens(view.agent.tokens)}) · "
-            f"**Cost:** {numbers.cost(view.cost)} ({numbers.cost_note(view.cost)})"
+            f"**Tokens:** {Numbers.tokens(every.tokens())} (agent {Numbers.tokens(view.agent.tokens)}) · "
+            f"**Cost:** {Numbers.cost(view.cost)} ({Numbers.cost_note(view.cost)})"
         )
         if head.skipped:
             failed = ", which fails the run (fail_on_skip)" if verdict.rule.fail_on_skip else ""
@@ -436,14 +445,13 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
     CLAIM: ClassVar[int] = 120
 
     def markdown(self) -> str:
-        return Bounded((self._section(),), "comparisons").markdown()
+        return SectionsFitted((self._section(),), "comparisons").markdown()
 
     def written(self, path: Path) -> None:
         Delivered(path).written(self.markdown().encode())
 
     def _section(self) -> str:
         view = self.view
-        numbers = Numbers()
         base, candidate = view.base, view.candidate
         lines = [
             f"### convy · compare {MarkdownText(base.run).markdown()} → {MarkdownText(candidate.run).markdown()}",
@@ -471,8 +479,8 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
                 f"before and pass now, {same.other} changed to or from not judged",
                 "",
             ]
-        before = numbers.pct(base.rate.estimate) if base.rate else "—"
-        after = numbers.pct(candidate.rate.estimate) if candidate.rate else "—"
+        before = Numbers.pct(base.rate.estimate) if base.rate else "—"
+        after = Numbers.pct(candidate.rate.estimate) if candidate.rate else "—"
         unverdicted = view.unverdicted()  # nothing tested in the candidate, or not comparable: no verdict
         verdict = (
             f"– no verdict, {MarkdownText(unverdicted, 600).markdown()}"
@@ -480,14 +488,14 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             else f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"
         )
         delta = (
-            f"Δ {numbers.points(view.delta.estimate)}, 95% CI {numbers.points(view.delta.low)} to {numbers.points(view.delta.high)}"
+            f"Δ {Numbers.points(view.delta.estimate)}, 95% CI {Numbers.points(view.delta.low)} to {Numbers.points(view.delta.high)}"
             if view.delta
             else "Δ —, no interval"
         )
         tested = (
-            f"paired (McNemar, exact): {numbers.p_is(view.p)}"
+            f"paired (McNemar, exact): {Numbers.p_is(view.p)}"
             if view.method == "mcnemar"
-            else f"{numbers.p_is(view.p)} ({MarkdownText(view.method).markdown()})"
+            else f"{Numbers.p_is(view.p)} ({MarkdownText(view.method).markdown()})"
         )
         sequential = view.sequential
         if sequential is not None and sequential.applies:
@@ -504,7 +512,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
                 f"> {MarkdownText(sequential.note, 500).markdown()}",
                 "",
                 f"Fixed-design test, **for description only** (not valid for a verdict after early stopping): {verdict}; "
-                f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
+                f"{delta} · {tested} · sign-flip {Numbers.p_is(view.sign_flip_p)}",
                 "",
                 MarkdownText(view.reading, 500).markdown(),
                 "",
@@ -515,13 +523,13 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             lines += [
                 f"**Pass rate {before} → {after}: {verdict}**",
                 "",
-                f"{delta} · {tested} · sign-flip {numbers.p_is(view.sign_flip_p)}",
+                f"{delta} · {tested} · sign-flip {Numbers.p_is(view.sign_flip_p)}",
                 "",
                 *([] if unverdicted else [MarkdownText(view.reading, 500).markdown(), ""]),
             ]
         lines += [
-            f"before {numbers.interval(base.rate)} · {base.passed}/{base.judged} · "
-            f"after {numbers.interval(candidate.rate)} · {candidate.passed}/{candidate.judged}",
+            f"before {Numbers.interval(base.rate)} · {base.passed}/{base.judged} · "
+            f"after {Numbers.interval(candidate.rate)} · {candidate.passed}/{candidate.judged}",
             "",
             self._scenarios(),
             "",
@@ -536,7 +544,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
                 MarkdownId(change.id, self.ID).markdown(),
                 f"{change.before_passed}/{change.before_judged}",
                 f"{change.after_passed}/{change.after_judged}",
-                numbers.p(change.adjusted),
+                Numbers.p(change.adjusted),
                 f"? {MarkdownText(change.said).markdown()}" if change.change == "undecided" else CHANGE[change.change],
                 *((CHANGE[change.sequential] if change.sequential else "—",) if applies else ()),
             )
@@ -548,15 +556,15 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         header = ("Scenario", "Before", "After", "adjusted p", "Change (fixed-design)", "Anytime-valid") if applies else (
             "Scenario", "Before", "After", "adjusted p", "Change"
         )
-        table = Rows(header, moved, self.SCENARIOS, "scenarios").lines()
+        table = MarkdownTable(header, moved, self.SCENARIOS, "scenarios").lines()
         if table:
             lines += [*table, ""]
         flips = tuple(
             (
                 MarkdownId(flip.scenario, self.ID).markdown(),
                 MarkdownText(flip.claim, self.CLAIM).markdown(),
-                numbers.pct(flip.before),
-                numbers.pct(flip.after),
+                Numbers.pct(flip.before),
+                Numbers.pct(flip.after),
                 CHANGE[flip.change] + (", flipped" if flip.flipped else ""),
             )
             for flip in view.claims
@@ -564,7 +572,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         )
         if flips:
             lines += [f"**Claims that flipped:** {view.flipped} crossed half their attempts", ""]
-            lines += [*Rows(("Scenario", "Claim", "Held before", "Held after", "Change"), flips, self.FLIPS, "claims").lines(), ""]
+            lines += [*MarkdownTable(("Scenario", "Claim", "Held before", "Held after", "Change"), flips, self.FLIPS, "claims").lines(), ""]
         apart = [
             ("only in the base run", view.only_base),
             ("only in the candidate run", view.only_candidate),
@@ -584,10 +592,10 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             if unjudged:
                 unjudged[0] = unjudged[0].replace("**Not judged:**", f"**Not judged in the {name} run:**", 1)
                 lines += [*unjudged, ""]
-        tokens = f"{numbers.count(base.tokens)} → {numbers.count(candidate.tokens)}"
+        tokens = f"{Numbers.count(base.tokens)} → {Numbers.count(candidate.tokens)}"
         lines.append(
             f"**Tokens:** {tokens} ({self._ratio(view.token_ratio, view.token_direction)}) · "
-            f"**Cost:** {numbers.cost(base.cost)} → {numbers.cost(candidate.cost)} ({self._ratio(view.cost_ratio, view.cost_direction)}"
+            f"**Cost:** {Numbers.cost(base.cost)} → {Numbers.cost(candidate.cost)} ({self._ratio(view.cost_ratio, view.cost_direction)}"
             + ("" if base.cost.complete and candidate.cost.complete else "; incomplete: some requests unpriced")
             + ")"
         )
@@ -611,7 +619,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         return f"{DIRECTION[direction]} ×{value:.2f} per attempt"
 
 
-class Bounded(msgspec.Struct, frozen=True):
+class SectionsFitted(msgspec.Struct, frozen=True):
     """Sections joined within ``MOST`` characters. When they do not fit whole, the room is shared:
     a section smaller than its share is kept whole, and each larger one cut after its last whole
     line that fits its share, saying how many lines were left out. Only when not even each

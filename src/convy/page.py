@@ -19,7 +19,7 @@ of gzip is 32 KiB). A chunk this size inflates and parses in a few milliseconds.
 gzipped in a thread beside the one that makes the next (``Packed.chunks``).
 
 The window's records are written as arrays of their fields' values (``views.py``), so the index
-block carries their ``Layout``: each record's field names, in order, read from the records
+block carries their ``PackedLayout``: each record's field names, in order, read from the records
 themselves (``Fields``), by which the page reads a value back into objects when it draws it.
 """
 
@@ -49,7 +49,7 @@ _MARK_BYTES = b"\x00"
 _MARK = msgspec.Raw(_MARK_BYTES)
 
 
-class Block(msgspec.Struct, frozen=True):
+class JsonBlock(msgspec.Struct, frozen=True):
     """One JSON block of a page: its element id and its encoded JSON."""
 
     id: str
@@ -76,12 +76,12 @@ class Flowing(msgspec.Struct, frozen=True):
     PIECE: ClassVar[int] = 1024 * 1024
 
     def html(self) -> str:
-        """As ``Block.html()``: the block whole (``parts`` walked again: they must be a
+        """As ``JsonBlock.html()``: the block whole (``parts`` walked again: they must be a
         collection, not an iterator, to be asked twice)."""
         return "".join(self.pieces()).removesuffix("\n")
 
     def pieces(self) -> Iterator[str]:
-        """What ``Block.html()`` and a line break give for the JSON the parts join to."""
+        """What ``JsonBlock.html()`` and a line break give for the JSON the parts join to."""
         yield f'<script type="application/json" id="{self.id}">'
         held = bytearray()
         for part in self.parts:
@@ -137,11 +137,11 @@ class Template(msgspec.Struct, frozen=True):
     def icon(self) -> str:
         return "data:image/svg+xml;base64," + base64.b64encode(self.part("icon.svg").encode("utf-8")).decode("ascii")
 
-    def html(self, title: str, blocks: Iterable[Block]) -> str:
+    def html(self, title: str, blocks: Iterable[JsonBlock]) -> str:
         """The whole page: ``title`` as text, the data ``blocks``, the inlined parts."""
         return "".join(self.parts(title, blocks))
 
-    def parts(self, title: str, blocks: Iterable[Block | Flowing]) -> Iterator[str]:
+    def parts(self, title: str, blocks: Iterable[JsonBlock | Flowing]) -> Iterator[str]:
         """The page in pieces, in order, each block's text made only when it is reached: written
         as they come, a report never holds its whole text (nor each chunk twice) at once."""
         style, code = self.style(), self.code()
@@ -178,7 +178,7 @@ class Template(msgspec.Struct, frozen=True):
         yield "\n".join([f"<script>{code}</script>", "</body>", "</html>", ""])
 
 
-class Layout(msgspec.Struct, frozen=True):
+class PackedLayout(msgspec.Struct, frozen=True):
     """How the page reads packed values back into objects: ``kind`` names the values' record type,
     and ``records`` gives it and every record type it holds, each as its fields in the order they
     are declared, with what a field holds: a record type's name, ``[name]`` for a list of them,
@@ -190,16 +190,16 @@ class Layout(msgspec.Struct, frozen=True):
 
 
 class Fields(msgspec.Struct, frozen=True):
-    """A record type, and the ``Layout`` of its values: its fields and those of the records it
+    """A record type, and the ``PackedLayout`` of its values: its fields and those of the records it
     holds, read from the records themselves (``msgspec.structs.fields``), so their order is
     declared once, in ``views.py``."""
 
     kind: type[msgspec.Struct]
 
-    def layout(self) -> Layout:
+    def layout(self) -> PackedLayout:
         records: dict[str, list[tuple[str, str | list[Any] | None]]] = {}
         self._laid(self.kind, records)
-        return Layout(self.kind.__name__, records)
+        return PackedLayout(self.kind.__name__, records)
 
     def _laid(self, kind: type[msgspec.Struct], records: dict[str, list[tuple[str, str | list[Any] | None]]]) -> str:
         name = kind.__name__
@@ -209,7 +209,7 @@ class Fields(msgspec.Struct, frozen=True):
         return name
 
     def _held(self, kind: object, records: dict[str, list[tuple[str, str | list[Any] | None]]]) -> str | list[Any] | None:
-        """What a field of this type holds, as ``Layout`` says it."""
+        """What a field of this type holds, as ``PackedLayout`` says it."""
         if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
             return self._laid(kind, records)
         origin = get_origin(kind)
@@ -224,30 +224,30 @@ class Fields(msgspec.Struct, frozen=True):
         return None
 
 
-class Where(msgspec.Struct, frozen=True):
+class PackedIndex(msgspec.Struct, frozen=True):
     """The index block of packed data: how many chunks, the chunk that holds each key, and the
-    ``Layout`` of the values when they are records."""
+    ``PackedLayout`` of the values when they are records."""
 
     count: int
     where: dict[str, int]
-    layout: Layout | None = None
+    layout: PackedLayout | None = None
 
 
-class Chunks(msgspec.Struct, frozen=True):
+class PackedChunks(msgspec.Struct, frozen=True):
     """``Packed`` data: ``chunks``, each a JSON object ``{key: value}`` gzipped and in base64,
     ``where``, the chunk that holds each key, and the values' ``layout`` when they are records."""
 
     chunks: list[str]
     where: dict[str, int]
-    layout: Layout | None = None
+    layout: PackedLayout | None = None
 
-    def blocks(self, name: str) -> Iterator[Block]:
-        """Block ``name`` holds the index (``Where``), and block ``name-i`` chunk ``i`` as a JSON
+    def blocks(self, name: str) -> Iterator[JsonBlock]:
+        """Block ``name`` holds the index (``PackedIndex``), and block ``name-i`` chunk ``i`` as a JSON
         string: the page reads only the chunk it needs, never the whole of them. Each made when
         it is asked for."""
-        yield Block(name, _ENCODER.encode(Where(count=len(self.chunks), where=self.where, layout=self.layout)))
+        yield JsonBlock(name, _ENCODER.encode(PackedIndex(count=len(self.chunks), where=self.where, layout=self.layout)))
         for number, chunk in enumerate(self.chunks):
-            yield Block(f"{name}-{number}", _ENCODER.encode(chunk))
+            yield JsonBlock(f"{name}-{number}", _ENCODER.encode(chunk))
 
 
 class Packed(msgspec.Struct, frozen=True):
@@ -261,15 +261,15 @@ class Packed(msgspec.Struct, frozen=True):
     limit: int = 256 * 1024
     kind: type[msgspec.Struct] | None = None  # the values' record type, for the page to read them back
 
-    def chunks(self) -> Chunks:
+    def chunks(self) -> PackedChunks:
         """Every chunk, held, with the index: what a comparison's page packs."""
         where: dict[str, int] = {}
         chunks = list(self._each(where.__setitem__))
-        return Chunks(chunks=chunks, where=where, layout=self._layout())
+        return PackedChunks(chunks=chunks, where=where, layout=self._layout())
 
-    def blocks(self, name: str) -> Iterator[Block | Flowing]:
-        """The blocks ``Chunks.blocks`` gives, each chunk's made as soon as it is packed and the
-        index (``Where``) last, once every key's chunk is known: a page written as it is made
+    def blocks(self, name: str) -> Iterator[JsonBlock | Flowing]:
+        """The blocks ``PackedChunks.blocks`` gives, each chunk's made as soon as it is packed and the
+        index (``PackedIndex``) last, once every key's chunk is known: a page written as it is made
         holds one or two chunks at a time, not every one (a varied run's report held 2.8 KB of
         them an attempt). The page's script, after every block, reads them by id, in any order.
         The index is held as its JSON while the chunks are packed, not as a dict (about 25 bytes
@@ -285,13 +285,13 @@ class Packed(msgspec.Struct, frozen=True):
 
         count = 0
         for chunk in self._each(noted):
-            yield Block(f"{name}-{count}", _ENCODER.encode(chunk))
+            yield JsonBlock(f"{name}-{count}", _ENCODER.encode(chunk))
             count += 1
-        where = msgspec.structs.replace(Where(count=count, where={}, layout=self._layout()), where=_MARK)
+        where = msgspec.structs.replace(PackedIndex(count=count, where={}, layout=self._layout()), where=_MARK)
         before, after = _ENCODER.encode(where).split(_MARK_BYTES)
         yield Flowing(name, (before, b"{", index, b"}", after))  # not copied: walked in pieces
 
-    def _layout(self) -> Layout | None:
+    def _layout(self) -> PackedLayout | None:
         return None if self.kind is None else Fields(self.kind).layout()
 
     def _each(self, noted: Callable[[str, int], None]) -> Iterator[str]:
@@ -351,7 +351,7 @@ class ReportPage(msgspec.Struct, frozen=True):
     summary: Summary
     live: LiveView | None = None
 
-    def dialogues(self) -> Chunks:
+    def dialogues(self) -> PackedChunks:
         """Each attempt in full (a ``DialogueView``), packed by ``<scenario id>#<attempt>``: a
         window opens one attempt, and inflates only the chunk that holds it (a scenario of 1,000
         attempts packed as one value made every window inflate and parse megabytes)."""
@@ -375,12 +375,12 @@ class ReportPage(msgspec.Struct, frozen=True):
         title = f"{view.header.agent} · {view.header.run} · convy"
         yield from Template("report.js", window=True).parts(title, self._blocks([view]))
 
-    def _blocks(self, held: list[RunView]) -> Iterator[Block | Flowing]:
+    def _blocks(self, held: list[RunView]) -> Iterator[JsonBlock | Flowing]:
         """The data block, made from the view taken out of ``held`` (so that nothing else holds
         it once written), then the live block, then the dialogues' blocks as they are packed."""
         yield Flowing("data", self._data(held.pop()))
         if self.live is not None:
-            yield Block("live", _ENCODER.encode(self.live))
+            yield JsonBlock("live", _ENCODER.encode(self.live))
         yield from self._dialogues().blocks("dialogues")
 
     def _data(self, view: RunView) -> Iterator[bytes]:
@@ -406,14 +406,14 @@ class ComparisonPage(msgspec.Struct, frozen=True):
 
     view: ComparisonView
 
-    def pairs(self) -> Chunks:
+    def pairs(self) -> PackedChunks:
         return Packed([(pair.scenario, pair) for pair in self.view.pairs], kind=Pair).chunks()
 
     def html(self) -> str:
         base, candidate = self.view.base, self.view.candidate
         return Template("comparison.js", window=True).html(
             f"{base.run} → {candidate.run} · convy",
-            (Block("data", _ENCODER.encode(msgspec.structs.replace(self.view, pairs=[]))), *self.pairs().blocks("pairs")),
+            (JsonBlock("data", _ENCODER.encode(msgspec.structs.replace(self.view, pairs=[]))), *self.pairs().blocks("pairs")),
         )
 
 
@@ -424,5 +424,5 @@ class IndexPage(msgspec.Struct, frozen=True):
     live: LiveView | None = None
 
     def html(self) -> str:
-        live = () if self.live is None else (Block("live", _ENCODER.encode(self.live)),)
-        return Template("index.js").html("runs · convy", (Block("data", _ENCODER.encode(self.view)), *live))
+        live = () if self.live is None else (JsonBlock("live", _ENCODER.encode(self.live)),)
+        return Template("index.js").html("runs · convy", (JsonBlock("data", _ENCODER.encode(self.view)), *live))

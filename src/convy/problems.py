@@ -46,6 +46,8 @@ failure (anything but Ctrl+C or a cancellation of convy's own task), and its wor
 describing it can never fail.
 ``FieldProblem`` says a msgspec validation message in the words of these errors: the field's path,
 then what is wrong with it.
+Requests sent together keep their errors, so that the others finish and count (``kept``), and a
+task group's errors are raised one, the first (``first_error``): each written here once.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 import msgspec.inspect
@@ -260,26 +263,6 @@ class FieldProblem(msgspec.Struct, frozen=True):
         what = self.SAID.get(what, what)
         return f"{path}: {what}" if path else what
 
-    def kind_of(self, value: Any) -> str:
-        """What a value read from YAML is, in the words these messages use."""
-        match value:
-            case None:
-                return self.KINDS["null"]
-            case dict():
-                return self.KINDS["object"]
-            case list() | tuple():
-                return self.KINDS["array"]
-            case bool():
-                return self.KINDS["bool"]
-            case int():
-                return self.KINDS["int"]
-            case float():
-                return self.KINDS["float"]
-            case str():
-                return self.KINDS["str"]
-            case _:
-                return "something else"
-
     def _suggested(self, path: str, unknown: str) -> str:
         if self.shape is None:
             return ""
@@ -345,6 +328,27 @@ class FieldProblem(msgspec.Struct, frozen=True):
         named = [self.KINDS.get(kind, kind) for kind in kinds.split(" | ")]
         shown = [kind for kind in named if kind != "nothing"] or named
         return " or ".join(shown)
+
+
+def kind_of(value: Any) -> str:
+    """What a value read from YAML is, in the words these messages use."""
+    match value:
+        case None:
+            return FieldProblem.KINDS["null"]
+        case dict():
+            return FieldProblem.KINDS["object"]
+        case list() | tuple():
+            return FieldProblem.KINDS["array"]
+        case bool():
+            return FieldProblem.KINDS["bool"]
+        case int():
+            return FieldProblem.KINDS["int"]
+        case float():
+            return FieldProblem.KINDS["float"]
+        case str():
+            return FieldProblem.KINDS["str"]
+        case _:
+            return "something else"
 
 
 class Unwritable(Exception):
@@ -419,3 +423,33 @@ class DialoguesLost(Unplayed):
     """A re-judged run's source no longer holds some of the recorded dialogues it is to decide (its
     ``attempts.jsonl`` was cut, or lines of it damaged, since it finished): the run stops rather
     than say it is finished with those attempts missing. Not a bug: the text names the file."""
+
+
+_Asked = TypeVar("_Asked")
+_Answer = TypeVar("_Answer")
+_Error = TypeVar("_Error", bound=BaseException)
+
+
+async def kept(
+    ask: Callable[[_Asked], Awaitable[_Answer]], each: Iterable[_Asked], kind: type[_Error]
+) -> list[_Answer | _Error]:
+    """``ask`` of each of ``each``, all at once, the answers in their order: an error of ``kind`` is
+    kept as that one's answer, so the others finish and count (a ruling's claims, a panel's votes,
+    the simulated user's checks), and the caller gets the error itself rather than an
+    ``ExceptionGroup``. Any other error cancels the rest, as a task group does."""
+
+    async def one(asked: _Asked) -> _Answer | _Error:
+        try:
+            return await ask(asked)
+        except kind as error:
+            return error
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(one(asked)) for asked in each]
+    return [task.result() for task in tasks]
+
+
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    """The first error of a group, however deeply task groups nest it: the one a run says."""
+    first = group.exceptions[0]
+    return first_error(first) if isinstance(first, BaseExceptionGroup) else first

@@ -29,10 +29,10 @@ import msgspec
 
 from convy.budget import Budget
 from convy.files import RegularFile, Replaced
-from convy.judge import Models, Panel
-from convy.model import Absent
+from convy.judge import Judge, Models, Panel
+from convy.model import Absent, Model
 from convy.problems import ConfigurationError, Unwritable
-from convy.prompt import DefaultPrompts, Prompt
+from convy.prompt import Prompt, default_user_prompt
 from convy.providers import Made, agent_made, judge_made
 from convy.records import Fingerprints, ModelNames, RunId, RunSpec, Skipped, UserShape
 from convy.report import Index, Listed, Listing, Summary
@@ -335,7 +335,7 @@ class Project(msgspec.Struct, frozen=True):
     def prompt(self, settings: Settings) -> Prompt:
         """The simulator prompt: the project's own file, or convy's."""
         if not settings.user_prompt:
-            return Prompt(DefaultPrompts().user())
+            return Prompt(default_user_prompt())
         path = self.folder / settings.user_prompt
         try:
             return Prompt(RegularFile(path).data(self.MAX_PROMPT_BYTES).decode("utf-8"))
@@ -523,7 +523,7 @@ class Project(msgspec.Struct, frozen=True):
     # does): never its key, its URL or its headers.
     SHAPING: ClassVar[tuple[str, ...]] = ("temperature", "top_p", "seed", "max_tokens", "effort", "extra")
 
-    def user(self, model: Any, prompt: Prompt, scenarios: tuple[Scenario, ...]) -> UserShape:
+    def user(self, model: Model | Absent, prompt: Prompt, scenarios: tuple[Scenario, ...]) -> UserShape:
         """What the simulated user of a run of ``scenarios`` is: ``model``'s name and the settings
         it exposes that shape its answers, and each scenario's simulator ``prompt`` as filled for
         it, fingerprinted; not known when no scenario has a simulated user or its model is absent."""
@@ -692,7 +692,7 @@ class Project(msgspec.Struct, frozen=True):
         path = summary.run.folder / "report.html"
         self._written(path, ReportPage(summary, live).parts())
         if summary.run.status() != "running":
-            Listing(self.results()).kept(summary)  # what the index will want of it, summed already
+            Listing.kept(summary)  # what the index will want of it, summed already
         return path
 
     def indexed(
@@ -768,14 +768,14 @@ class Project(msgspec.Struct, frozen=True):
                 written.append(relative.as_posix())
         return tuple(written), tuple(kept)
 
-    def _absence(self, model: Any) -> str:
+    def _absence(self, model: Model | Absent) -> str:
         match model:
             case Absent(reason=reason):
                 return reason
             case _:
                 return ""
 
-    def _named(self, model: Any) -> str:
+    def _named(self, model: Model | Judge | Absent) -> str:
         return model.name
 
     def names(self, models: Models, played: Any = None) -> ModelNames:

@@ -111,13 +111,13 @@ class Prompt(msgspec.Struct, frozen=True):
         return Slotted(self.text).filled(values)
 
 
-class DefaultPrompts(msgspec.Struct, frozen=True):
-    """The prompts convy ships, read from the package once."""
+@functools.cache
+def default_user_prompt() -> str:
+    """The simulated user's prompt convy ships, read from the package once."""
+    return Shipped(("prompts", "user.md")).text()
 
-    @functools.cache  # noqa: B019 - no fields: every DefaultPrompts is the same key
-    def user(self) -> str:
-        return Shipped(("prompts", "user.md")).text()
 
-    @functools.cache  # noqa: B019
-    def judge(self) -> str:
-        return Shipped(("prompts", "judge.md")).text()
+@functools.cache
+def default_judge_prompt() -> str:
+    """The judge's instructions convy ships, read from the package once."""
+    return Shipped(("prompts", "judge.md")).text()

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from convy.budget import Budget, Counted, Earlier, Spending
-from convy.judge import ChatJudge, Judging, Models, RunJudge
+from convy.budget import Budget, BudgetedJournal, Earlier, Spending
+from convy.judge import ChatJudge, Judge, Judging, Models, RunJudge
 from convy.model import Absent, OpenAiModel
 from convy.plan import Journal, Playlist
 from convy.problems import ConfigurationError, DialoguesLost, Unplayed
@@ -50,7 +50,7 @@ class JudgeChoice(msgspec.Struct, frozen=True):
 
     named: str | None = None
 
-    def judge(self, models: Models, judges: dict[str, Any]) -> Any:
+    def judge(self, models: Models, judges: dict[str, Any]) -> Judge | Absent:
         project = models.judge
         if self.named is None:
             return project
@@ -106,12 +106,12 @@ class Rejudge(msgspec.Struct, frozen=True):
         if spec.origin is None:
             return spec, self.source
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
-        Sourced(spec.id, dialogues).checked()  # its run.json must be there and sound: the dialogues are read from its folder
+        SourceRun(spec.id, dialogues).checked()  # its run.json must be there and sound: the dialogues are read from its folder
         if dialogues.in_use():
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} holds, is in use by another convy process")
         return spec, dialogues
 
-    def spec(self, judge: Any, settings: Settings) -> RunSpec:
+    def spec(self, judge: Judge | Absent, settings: Settings) -> RunSpec:
         """The new run: the source's agent, attempts, turn and time limits and user model; the
         judge's places, pace and patience from the ``settings``; the source's trust unless one was
         given; the fingerprints of the scenario files and ``models.py`` now, and of the source's
@@ -190,13 +190,13 @@ class Rejudge(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: its judge was {spec.models.judge}, and models.py now gives {judge.name}"
             )
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
-        Sourced(spec.id, dialogues).checked()  # the dialogues' run must still be there and sound
+        SourceRun(spec.id, dialogues).checked()  # the dialogues' run must still be there and sound
         if dialogues.in_use():
             raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} re-judges, is in use by another convy process")
         return Rejudging(dialogues, judge, spec.limits, budget, spec.judging)
 
 
-class Sourced(msgspec.Struct, frozen=True):
+class SourceRun(msgspec.Struct, frozen=True):
     """The run whose recorded dialogues the run ``run`` decides, which must be there and sound: one
     deleted or damaged since is said as the source of that run, not as a run the user named."""
 
@@ -220,7 +220,7 @@ class Rejudging(msgspec.Struct, frozen=True):
     (a wrong key, URL or model) stops the run with the fix, no attempt recorded "not judged". With a ``budget``, no attempt is taken once it is spent (the judge's requests count)."""
 
     dialogues: RunJournal
-    judge: Any
+    judge: Judge | Absent
     limits: Limits
     budget: Budget | None = None
     judging: Judging = Judging()
@@ -251,7 +251,7 @@ class Rejudging(msgspec.Struct, frozen=True):
         spending: Spending | None = None
         if self.budget is not None:  # a wrapper, only with a budget: a run without one counts nothing
             spending = self.budget.spending(earlier, asyncio.get_running_loop().time)
-            vigil.journal = Counted(journal, spending)
+            vigil.journal = BudgetedJournal(journal, spending)
 
         workers = min(len(wanted), places.size)
 

@@ -27,11 +27,11 @@ import msgspec
 
 from convy.adaptive import Against, Course
 from convy.agreement import Consensus
-from convy.attempt import Attempt, Ordered, Spread, Sum
+from convy.attempt import Attempt, Ordered, Percentiles, Sum
 from convy.budget import Budget, Outlay, Which
 from convy.causes import Breakdown
 from convy.counted import Count, Counted
-from convy.digest import Attempts, Column, Digest, Row, Status
+from convy.digest import AttemptDigest, Attempts, Column, Digest, Status
 from convy.files import RegularFile, Replaced
 from convy.judge import Confidence, Failed, NoVerdict, Verdict
 from convy.labels import Agreement, RunLabels
@@ -270,7 +270,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         column = self._digest.columns[scenario]
         return self._rows(column.rows, [row.text for row in self._claimed(column.count)], column.texts)
 
-    def _viewed(self, tabled: Callable[[Sequence[Row], list[str], tuple[str, ...]], list[AttemptRow]]) -> RunView:
+    def _viewed(self, tabled: Callable[[Sequence[AttemptDigest], list[str], tuple[str, ...]], list[AttemptRow]]) -> RunView:
         """The view, each scenario's attempts table made by ``tabled``."""
         spec = self.run.file.spec
         digest = self._digest
@@ -513,7 +513,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             case Placed():
                 # The rows walked twice, side by side (one walk gives the lines to read, the other
                 # checks each against its line), not listed: a list held a row for every attempt.
-                def rows() -> Iterator[tuple[str, Row]]:
+                def rows() -> Iterator[tuple[str, AttemptDigest]]:
                     for scenario, column in columns.items():
                         for row in column.rows:
                             yield scenario, row
@@ -554,7 +554,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         scenario: str,
         column: Column,
         spec: Scenario | None,
-        tabled: Callable[[Sequence[Row], list[str], tuple[str, ...]], list[AttemptRow]],
+        tabled: Callable[[Sequence[AttemptDigest], list[str], tuple[str, ...]], list[AttemptRow]],
     ) -> ScenarioView:
         rows, count = column.rows, column.count
         claims = self._claimed(count)
@@ -594,7 +594,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             claims_held=Held(sum(row.held for row in claims), sum(row.decided for row in claims)).view(),
             attempts=tabled(rows, names, column.texts),
             first=first if first is not None else rows[0].attempt if rows else None,
-            turns=Spread(tuple(turns)).view(),
+            turns=Percentiles(tuple(turns)).view(),
             agent=agent,
             answer_p50=agent.seconds.p50,
             cost=sums.every().cost(),
@@ -603,7 +603,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             adaptive=self.stopped().get(scenario, ""),
         )
 
-    def _rows(self, rows: Sequence[Row], names: list[str], texts: tuple[str, ...]) -> Iterator[AttemptRow]:
+    def _rows(self, rows: Sequence[AttemptDigest], names: list[str], texts: tuple[str, ...]) -> Iterator[AttemptRow]:
         """A scenario's attempts as its table shows them, one at a time. Rows that mark alike (most
         attempts of a scenario do) share one list of marks: a view is never changed, and encodes
         the same."""
@@ -612,7 +612,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             yield self._row(row, names, texts, shared)
 
     def _row(
-        self, row: Row, names: list[str], texts: tuple[str, ...], shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]]
+        self, row: AttemptDigest, names: list[str], texts: tuple[str, ...], shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]]
     ) -> AttemptRow:
         """An attempt as its scenario's table shows it: its marks in the order of the claims."""
         marks = shared.get(row.marks)
@@ -1117,12 +1117,14 @@ class Listing(msgspec.Struct, frozen=True):
             self._written(folder, Summed(stamp, totals))
         return Listed(Read(folder, file, (), counted.lines.broken, playing, counted.lines.note()), totals)
 
-    def kept(self, summary: Summary) -> None:
+    @staticmethod
+    def kept(summary: Summary) -> None:
         """Keep the totals of a run just summed in its ``summary.json``."""
         folder = summary.run.folder
-        self._written(folder, Summed(self.stamp(folder), summary.totals()))
+        Listing._written(folder, Summed(Listing.stamp(folder), summary.totals()))
 
-    def stamp(self, folder: Path) -> Stamp:
+    @staticmethod
+    def stamp(folder: Path) -> Stamp:
         try:
             found = os.stat(folder / "attempts.jsonl")
         except FileNotFoundError:
@@ -1138,7 +1140,8 @@ class Listing(msgspec.Struct, frozen=True):
             return ()
         return (summed.totals,) if summed.format == 1 and summed.stamp == stamp else ()
 
-    def _written(self, folder: Path, summed: Summed) -> None:
+    @staticmethod
+    def _written(folder: Path, summed: Summed) -> None:
         try:
             Replaced(folder / "summary.json").written((msgspec.json.encode(summed),))
         except OSError:

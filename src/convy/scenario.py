@@ -34,7 +34,7 @@ from convy.busy import WAITS, Busy, Wait, Waits
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
 from convy.layout import Layout
 from convy.loops import running
-from convy.model import Absent, ModelFailure, StillBusy
+from convy.model import Absent, Model, ModelFailure, StillBusy
 from convy.passing import Share
 from convy.pattern import Pattern
 from convy.problems import (
@@ -45,6 +45,7 @@ from convy.problems import (
     Problems,
     ScenarioError,
     ServiceFailure,
+    kind_of,
 )
 from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
@@ -216,8 +217,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             other = next((arguments[key] for arguments in given if key in arguments and arguments[key] != value), None)
             if other is not None and str(other) == str(value) and type(other) is not type(value):
                 said += (
-                    f" ({key} came as {FieldProblem('').kind_of(other)}, {other!r}, where with: has "
-                    f"{FieldProblem('').kind_of(value)}, {value!r}: write it as the agent sends it)"
+                    f" ({key} came as {kind_of(other)}, {other!r}, where with: has "
+                    f"{kind_of(value)}, {value!r}: write it as the agent sends it)"
                 )
                 break
         return said
@@ -651,7 +652,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     found.append(None)
         return tuple(found)
 
-    def simulated(self, model: Any, prompt: Prompt) -> SimulatedUser:
+    def simulated(self, model: Model, prompt: Prompt) -> SimulatedUser:
         """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
         own = (self.instructions(), *(str(value) for value in self.vars.values()))
         return SimulatedUser(model, self.told(prompt), own)

@@ -210,4 +210,4 @@ class Slips(msgspec.Struct, frozen=True):
     def _convy_like(self, name: str) -> bool:
         """Whether ``name`` starts with ``CONVY_``, or one slip from it (``CONVEY_``, ``CNOVY_``)."""
         head, underscore, _ = name.upper().partition("_")
-        return bool(underscore) and Spelling(frozenset()).distance(head, self.PREFIX, 1) <= 1
+        return bool(underscore) and Spelling.distance(head, self.PREFIX, 1) <= 1

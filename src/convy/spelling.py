@@ -36,7 +36,8 @@ class Spelling(msgspec.Struct, frozen=True):
                 found.setdefault(edits, []).append(known)
         return tuple(found[min(found)]) if found else ()
 
-    def distance(self, one: str, other: str, most: int) -> int:
+    @staticmethod
+    def distance(one: str, other: str, most: int) -> int:
         """The edits from ``one`` to ``other`` (optimal string alignment: insert, delete, change, swap
         two neighbours), or ``most + 1`` as soon as it is certain to be more than ``most``."""
         if abs(len(one) - len(other)) > most:

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from convy.bench import Bench, Stage
-from convy.budget import Budget, Counted, Earlier, Spending
+from convy.budget import Budget, BudgetedJournal, Earlier, Spending
 from convy.judge import Judging
 from convy.plan import Journal, Planned, Playlist
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
@@ -380,7 +380,7 @@ class _Play:
         bench = crew.bench
         if bench.budget is not None:  # each attempt handed out once the budget lets it start
             self._spending = bench.budget.spending(earlier, asyncio.get_running_loop().time)
-            journal = Counted(journal, self._spending)
+            journal = BudgetedJournal(journal, self._spending)
         # The driver's vitals, told by each hand what it heard: a participant dead for the run stops
         # every hand, as a bench's stops its workers.
         self._vigil = Vigil(journal)

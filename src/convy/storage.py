@@ -32,7 +32,7 @@ import msgspec
 from convy.files import RegularFile, Replaced
 from convy.placed import Placed
 from convy.plan import Journal, Lacking, Player
-from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost
+from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost, first_error
 from convy.records import Complete, Interrupted, RunFile, Running, RunSpec, Stopped
 from convy.scenario import Outcome
 from convy.secrets import Secrets
@@ -139,7 +139,7 @@ _RUN = msgspec.json.Decoder(RunFile)
 _OUTCOME = msgspec.json.Decoder(Outcome)
 
 
-class Left:
+class LinesLeftOut:
     """The lines of ``attempts.jsonl`` left out while ``RunJournal.read`` reads it, by why
     (``Kept``'s counts): a plain class, counted into as the file is read."""
 
@@ -231,7 +231,7 @@ class RunJournal(msgspec.Struct, frozen=True):
             "export; restore run.json from a copy to resume the run"
         )
 
-    def read(self, left: Left, spec: RunSpec | None = None) -> Iterator[tuple[int, Outcome]]:
+    def read(self, left: LinesLeftOut, spec: RunSpec | None = None) -> Iterator[tuple[int, Outcome]]:
         """The attempts the file keeps, each once (its first line), one at a time with where its
         line begins: the one reader of ``attempts.jsonl`` (``kept``, ``unsaid``, ``recorded`` and
         ``counted.Counted`` all read through it), so all keep and leave out the same lines. A
@@ -300,7 +300,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         """What ``made`` makes of one walk of ``read`` (``kept``'s attempts, ``unsaid``'s places),
         with the lines it left out and the file as it was seen before."""
         seen = self._seen()
-        left = Left()
+        left = LinesLeftOut()
         plan = self._plan(spec)
         outcomes = made(self.read(left, plan))
         return left.kept(outcomes, seen, None if plan is None else Bounds.of(plan))
@@ -320,7 +320,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         line, as ``kept`` reads it), read line by line as they are asked for: a re-judged run
         streams its source's dialogues rather than holding them all. A line that cannot be read, or
         cut short, is passed over; a file convy will not read is a ``ConfigurationError``."""
-        for _, outcome in self.read(Left()):
+        for _, outcome in self.read(LinesLeftOut()):
             if (outcome.scenario, outcome.attempt) in wanted:
                 yield outcome
 
@@ -400,7 +400,7 @@ class RunJournal(msgspec.Struct, frozen=True):
                         # worker of a spread run that could not load the project
                         said, _ = error.split((Unwritable, Unplayed, ConfigurationError, WorkersLost))
                         if said is not None:
-                            first = _first(said)
+                            first = first_error(said)
                             match first:
                                 case DeadService() if fresh and (not unflushed.kept or first.respecified()):
                                     # A new run that kept nothing, or one that names a model the
@@ -608,12 +608,3 @@ class _Unflushed:
                 self._journal.record(outcome)
         if refused is not None:
             raise refused
-
-
-def _first(group: BaseExceptionGroup) -> BaseException:
-    # The first error of a group, however deeply task groups nest it.
-    match group.exceptions[0]:
-        case BaseExceptionGroup() as inner:
-            return _first(inner)
-        case error:
-            return error

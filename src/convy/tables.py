@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal, get_args
 import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
-from convy.attempt import Attempt, Decided, Took
+from convy.attempt import Attempt, DecidedClaim, Took
 from convy.judge import Claim, Failed, NoVerdict, Verdict
 from convy.report import Summary
 from convy.rows import (
@@ -47,7 +47,7 @@ from convy.transcript import Turn
 from convy.variants import Variant
 
 
-class Totals(msgspec.Struct, frozen=True):
+class UsageTotals(msgspec.Struct, frozen=True):
     """What a row says of some requests' usage, added up request by request (``Usages.totals``),
     so that a row of many attempts adds each attempt's and holds none of their requests: tokens over
     the requests that reported them (``None`` when none did), the priced requests' exact cost and
@@ -63,8 +63,8 @@ class Totals(msgspec.Struct, frozen=True):
     amount: Decimal = Decimal(0)
     sources: frozenset[Literal["provider", "computed"]] = frozenset()
 
-    def __add__(self, other: Totals) -> Totals:
-        return Totals(
+    def __add__(self, other: UsageTotals) -> UsageTotals:
+        return UsageTotals(
             self.requests + other.requests,
             self.reported + other.reported,
             _added(self.tokens_in, other.tokens_in),
@@ -106,11 +106,11 @@ def _added(one: int | None, other: int | None) -> int | None:
 
 
 class Usages(msgspec.Struct, frozen=True):
-    """The usage of some requests as a row says it (``Totals``)."""
+    """The usage of some requests as a row says it (``UsageTotals``)."""
 
     usages: tuple[Usage | NoUsage, ...]
 
-    def totals(self) -> Totals:
+    def totals(self) -> UsageTotals:
         tokens_in: int | None = None
         tokens_out: int | None = None
         cached: int | None = None
@@ -145,7 +145,7 @@ class Usages(msgspec.Struct, frozen=True):
                             pass
                 case NoUsage():
                     pass
-        return Totals(len(self.usages), reported, tokens_in, tokens_out, cached, reasoning, priced, amount, frozenset(sources))
+        return UsageTotals(len(self.usages), reported, tokens_in, tokens_out, cached, reasoning, priced, amount, frozenset(sources))
 
 
 class VariantColumns(msgspec.Struct, frozen=True):
@@ -287,7 +287,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
             case Verdict(claims=decided):
                 for number, claim in enumerate(decided, start=1):
                     for place, vote in enumerate(claim.votes, start=1):
-                        said = Decided(Claim(claim.claim, vote.held, vote.reason, vote.confidence, vote.grade))
+                        said = DecidedClaim(Claim(claim.claim, vote.held, vote.reason, vote.confidence, vote.grade))
                         quoted = vote.evidence
                         rows.append(
                             VotesRow(
@@ -387,8 +387,8 @@ class AttemptRows(msgspec.Struct, frozen=True):
             held=claim.held,
             trusted=claim.trusted(self.attempt.trust),
             reason=claim.reason,
-            confidence=Decided(claim).confidence(),
-            grade=Decided(claim).grade(),
+            confidence=DecidedClaim(claim).confidence(),
+            grade=DecidedClaim(claim).grade(),
             evidence=None if claim.evidence is None else claim.evidence.quote,
             evidence_found=claim.evidence is not None and claim.evidence.found,
             votes=len(claim.votes),
@@ -468,7 +468,7 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
         headline = summary.headline()
         interval = headline.interval()
         # One walk of the attempts for their requests (each attempt's read again, added and let go) and turns.
-        every = Totals()
+        every = UsageTotals()
         turns = 0
         for attempts in summary.by_scenario().values():
             for attempt in attempts:
@@ -535,7 +535,7 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
             statuses = [attempt.status() for attempt in attempts]
             tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
             interval = Wilson(tally).interval()
-            every = sum((Usages(AttemptRows(spec.agent, spec.id, one).every_usage()).totals() for one in attempts), Totals())
+            every = sum((Usages(AttemptRows(spec.agent, spec.id, one).every_usage()).totals() for one in attempts), UsageTotals())
             found = known.get(scenario)
             rows.append(
                 ScenariosRow(

@@ -259,7 +259,7 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def said_fingerprint(self) -> str:
         """The fingerprint of what was said alone, as it was before tool calls were part of it:
-        what labels made then name (``labels.Decided`` lets one match only the attempt it names)."""
+        what labels made then name (``labels.LabelledDecisions`` lets one match only the attempt it names)."""
         said = msgspec.json.encode([[turn.message, turn.answer.text] for turn in self.turns])
         return hashlib.sha256(said).hexdigest()[:32]
 

@@ -14,7 +14,6 @@ checks of a model, one request per check, and says the checks it could not decid
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import operator
 import re
@@ -24,7 +23,7 @@ import msgspec
 
 from convy.agent import Message, NoUsage, Usage
 from convy.model import Absent, Contained, Model, Reply, Said
-from convy.problems import CutReply, ModelFailure, Outside
+from convy.problems import CutReply, ModelFailure, Outside, kept
 from convy.prompt import STOP
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault, plain
 
@@ -428,7 +427,7 @@ class UserReview(msgspec.Struct, frozen=True):
     decided (``Unchecked``), and never fails the attempt or the run."""
 
     checks: UserChecks = UserChecks()
-    model: Any = Absent("no model to decide the simulated user's checks")
+    model: Model | Absent = Absent("no model to decide the simulated user's checks")
 
     async def reviewed(self, transcript: Transcript, stop: Stop, told: str) -> Reviewed:
         asked = [check for check in self.checks.asked if self._applies(check, transcript, stop)]
@@ -439,19 +438,13 @@ class UserReview(msgspec.Struct, frozen=True):
                 return Reviewed(unchecked=tuple(Unchecked(check, reason) for check in asked))
         contained = Contained(self.model)
 
-        async def one(check: ModelCheck) -> tuple[UserFault | None, Usage | NoUsage] | ModelFailure:
-            try:
-                return await self._decided(contained, check, transcript, told)
-            except ModelFailure as failure:  # a StillBusy too: kept, so the other checks finish
-                return failure
-
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(one(check)) for check in asked]
+        # A ModelFailure (a StillBusy too) is kept, so the other checks finish.
+        answers = await kept(lambda check: self._decided(contained, check, transcript, told), asked, ModelFailure)
         faults: list[UserFault] = []
         unchecked: list[Unchecked] = []
         requests: list[Usage | NoUsage] = []
-        for check, task in zip(asked, tasks, strict=True):
-            match task.result():
+        for check, answer in zip(asked, answers, strict=True):
+            match answer:
                 case ModelFailure() as failure:
                     unchecked.append(Unchecked(check, Outside(failure).text()))
                     requests.extend(failure.requests)

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from convy.problems import ConfigurationError, FieldProblem
+from convy.problems import ConfigurationError, kind_of
 from convy.slots import Slotted, nearest
 from convy.yamlfile import YamlFile
 
@@ -45,7 +45,7 @@ class Value(msgspec.Struct, frozen=True):
             case str() | bool() | int() | float():
                 return ""
             case _:
-                return f"{field}: expected text, a number or true/false, got {FieldProblem('').kind_of(self.value)}"
+                return f"{field}: expected text, a number or true/false, got {kind_of(self.value)}"
 
     def text(self) -> str:
         """The value as a variant's id writes it: true/false as YAML writes them."""
@@ -201,7 +201,7 @@ class Matrix(msgspec.Struct, frozen=True):
                 case list() | tuple():
                     return f"matrix.{key}: an empty list plays no variant: give at least one value"
                 case _:
-                    return f"matrix.{key}: expected a list of values, got {FieldProblem('').kind_of(values)}"
+                    return f"matrix.{key}: expected a list of values, got {kind_of(values)}"
             seen: dict[str, int] = {}
             for number, value in enumerate(values):
                 problem = Value(value).problem(f"matrix.{key}[{number}]")

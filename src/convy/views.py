@@ -392,7 +392,7 @@ class RunView(View, frozen=True):
 # order the fields are declared (``array_like``), not as objects: a 10,000-attempt report held
 # 60,000 turns, and their field names repeated were half of its 52 MB of window JSON, which was
 # encoded and gzipped at the end of every run. The page reads them back into objects with the
-# field names Python gives it beside the packed data (``page.Layout``): the order is declared
+# field names Python gives it beside the packed data (``page.PackedLayout``): the order is declared
 # here alone.
 
 

@@ -8,7 +8,7 @@ attempt, and keep a run whose numbers say nothing of the agent. So a run stops, 
 - ``Pulse`` is one participant's requests as the run hears them: whether it has answered once, and
   the incurable refusals before it did. It is dead after ``Pulse.MOST`` of them with no answer;
   once it has answered it is alive for good, and a later refusal is an ordinary failed attempt.
-- ``Watched`` (a model) and ``WatchedAgent`` (the agent) wrap a participant and tell its pulse
+- ``WatchedModel`` (a model) and ``WatchedAgent`` (the agent) wrap a participant and tell its pulse
   what each request came to; once it is dead they send nothing more and fail at once.
 - ``Vitals`` are a run's pulses, and the attempts held back: an attempt that a participant
   failed incurably before it ever answered is recorded only once that participant answers (it
@@ -36,10 +36,10 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import AgentFailure, Answer, Message
+from convy.agent import Agent, AgentFailure, Answer, Conversation, Message
 from convy.judge import ChatJudge, Panel
-from convy.model import Absent
-from convy.problems import ConfigurationError, HttpFailure
+from convy.model import Absent, Model, Reply, Said
+from convy.problems import ConfigurationError, HttpFailure, first_error
 
 Who = Literal["agent", "user", "judge"]
 
@@ -178,24 +178,24 @@ class Pulse:
         return Unanswered(self.who, self.name, self.refusals[0], len(self.refusals))
 
 
-class Watched(msgspec.Struct, frozen=True):
+class WatchedModel(msgspec.Struct, frozen=True):
     """The same model, telling its pulse what each request came to; once dead it sends nothing."""
 
-    model: Any
-    pulse: Any  # a Pulse
+    model: Model
+    pulse: Pulse
 
     @property
     def name(self) -> str:
         return self.model.name
 
-    def reply(self, messages: Any) -> Awaitable[Any]:
+    def reply(self, messages: tuple[Said, ...]) -> Awaitable[Reply]:
         # Once its participant has answered, nothing it does changes its pulse (alive for the rest
         # of the run, refusals no longer noted): the model's own request, without a coroutine here.
         if self.pulse.answered:
             return self.model.reply(messages)
         return self._watched(messages)
 
-    async def _watched(self, messages: Any) -> Any:
+    async def _watched(self, messages: tuple[Said, ...]) -> Reply:
         pulse: Pulse = self.pulse
         if pulse.dead():
             raise pulse.again()
@@ -213,10 +213,11 @@ class WatchedAgent(msgspec.Struct, frozen=True):
     conversation and each turn came to; once dead it opens nothing. An agent's failure is an
     ``AgentFailure``; the service's failure is found among its causes."""
 
-    agent: Any
-    pulse: Any  # a Pulse
+    agent: Agent
+    pulse: Pulse
 
     def conversation(self) -> AbstractAsyncContextManager[Any]:
+        # Its conversation's turn is awaitable, not a coroutine: the pulse's own without one.
         return _WatchedConversation(self.agent, self.pulse)
 
 
@@ -225,10 +226,10 @@ class _WatchedConversation:
     class, entered once, as the other wrappers' conversations are."""
 
     __slots__ = ("_agent", "_pulse", "_manager", "_origin")
-    _manager: AbstractAsyncContextManager[Any]
-    _origin: Any
+    _manager: AbstractAsyncContextManager[Conversation]
+    _origin: Conversation
 
-    def __init__(self, agent: Any, pulse: Pulse) -> None:
+    def __init__(self, agent: Agent, pulse: Pulse) -> None:
         self._agent = agent
         self._pulse = pulse
 
@@ -246,7 +247,7 @@ class _WatchedConversation:
         return self
 
     def turn(self, message: Message) -> Awaitable[Answer]:
-        # Once the agent has answered, nothing its turns do changes its pulse (``Watched.reply``).
+        # Once the agent has answered, nothing its turns do changes its pulse (``WatchedModel.reply``).
         if self._pulse.answered:
             return self._origin.turn(message)
         return self._watched(message)
@@ -319,17 +320,17 @@ class Vitals:
         return self._pulses.setdefault((who, name), Pulse(who, name))
 
     def watched(self, part: Any, who: Literal["user", "judge"]) -> Any:
-        """A model, or each chat model of a judge or a panel, ``Watched`` by its pulse; anything else
+        """A model, or each chat model of a judge or a panel, watched by its pulse (``WatchedModel``); anything else
         (absent, a judge of other code) as it is."""
         match part:
             case Absent():
                 return part
             case ChatJudge(model=model):
-                return msgspec.structs.replace(part, model=Watched(model, self.pulse(who, model.name)))
+                return msgspec.structs.replace(part, model=WatchedModel(model, self.pulse(who, model.name)))
             case Panel(judges=judges):
                 return msgspec.structs.replace(part, judges=tuple(self.watched(judge, who) for judge in judges))
             case _ if who == "user":
-                return Watched(part, self.pulse(who, part.name))
+                return WatchedModel(part, self.pulse(who, part.name))
             case _:
                 return part
 
@@ -465,7 +466,7 @@ class Vigil:
         except BaseExceptionGroup as error:
             dead, rest = error.split(DeadService)
             if dead is not None and rest is None:
-                raise _first(dead) from None
+                raise first_error(dead) from None
             raise
         self.ended()
 
@@ -478,9 +479,3 @@ class Vigil:
         stopped = self.vitals.ended()
         if stopped is not None:
             raise stopped
-
-
-def _first(group: BaseExceptionGroup) -> BaseException:
-    """The first error of a group, however deeply task groups nest it."""
-    first = group.exceptions[0]
-    return _first(first) if isinstance(first, BaseExceptionGroup) else first

@@ -69,7 +69,7 @@ from convy.cli.console import Shown
 from convy.cli.init import InitCommand, Workflow
 from convy.cli.labels import LabelsCommand
 from convy.cli.outputs import Outputs
-from convy.cli.parser import Arguments, AutoAttempts, Budgeted, Whereabouts
+from convy.cli.parser import AutoAttempts, Budgeted, Whereabouts, command_line
 from convy.cli.rejudge import RejudgeCommand
 from convy.cli.reports import CompareCommand, ExportCommand, ReportCommand
 from convy.cli.run import ResumeCommand, RunCommand, SmokeCommand, Spreading
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             stream.reconfigure(encoding="utf-8", errors="replace")
     shown = Shown(sys.stdout)
     errors = Shown(sys.stderr)
-    parsed = Arguments().parser().parse_args(argv)
+    parsed = command_line().parse_args(argv)
     project = Project(parsed.project.resolve())
     # A file named on the command line is where the user is, not in the project convy moves to.
     here = Path.cwd()

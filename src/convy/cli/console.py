@@ -216,11 +216,11 @@ class Printed:
             if self._marks.count >= self._total:
                 self._total = max(self._marks.count, self._planned(self._marks))
                 self._progress.update(self._task, total=self._total)
-        said = Inert(f"{outcome.scenario} #{outcome.attempt}  {Said(outcome, self._trust).text()}").line()
+        said = Inert(f"{outcome.scenario} #{outcome.attempt}  {AttemptWords(outcome, self._trust).text()}").line()
         self._shown.progress(f"{MARKS[status]} {said}")
 
 
-class Said(msgspec.Struct, frozen=True):
+class AttemptWords(msgspec.Struct, frozen=True):
     """The few words a finished attempt gets on its line: each text from outside (an agent's error,
     a judge's reason, a claim) on one line and cut to ``MOST`` characters."""
 

@@ -85,7 +85,7 @@ class Prepared(msgspec.Struct, frozen=True):
     absent: str
 
 
-class Played(msgspec.Struct, frozen=True):
+class KeptRun(msgspec.Struct, frozen=True):
     """An agent's run of the session, as it was kept: the summary its report was made from, the
     report's path, and each scenario as the JUnit file has it (``Case``), by id."""
 
@@ -94,7 +94,7 @@ class Played(msgspec.Struct, frozen=True):
     cases: dict[str, Case]
 
 
-class Stopped(msgspec.Struct, frozen=True):
+class UnkeptRun(msgspec.Struct, frozen=True):
     """An agent's run that could not be played or kept, and the line that says why."""
 
     said: str
@@ -148,7 +148,7 @@ class ScenarioTests:
         self.reached: tuple[str, ...] = ()  # the agents whose run reached its budget, failing a session that passed
         self.begun = False
         self.started: dict[str, RunSpec] = {}
-        self.played: dict[str, Played | Stopped] = {}
+        self.played: dict[str, KeptRun | UnkeptRun] = {}
         self.nothing = False  # set at the session's end when its scenarios were chosen and none judged
         self.fail_on_skip = False  # the project's fail_on_skip, read at collection: a skipped item fails then
 
@@ -256,9 +256,9 @@ class ScenarioTests:
             self.begun = True  # once, even if the play stops: a stopped play is not played again
             self.watched(item.session)
         match self.played.get(item.agent):
-            case Stopped(said=said):
+            case UnkeptRun(said=said):
                 raise ScenarioFailed(said)
-            case Played() as played:
+            case KeptRun() as played:
                 self.cut_short(played, item.scenario.id)
                 case = played.cases.get(item.scenario.id)
                 told = case.told() if case is not None else None
@@ -269,7 +269,7 @@ class ScenarioTests:
             case None:
                 raise ScenarioFailed(f"{Inert(item.agent).line()}: no run of this agent was played")
 
-    def cut_short(self, played: Played, scenario: str) -> None:
+    def cut_short(self, played: KeptRun, scenario: str) -> None:
         """Fail a scenario whose attempts the budget cut short, saying so as ``convy run`` says the
         stop, with what was kept of it and how to play the rest: a run the budget stopped is never
         green (``convy run`` exits 6), and what was kept of the scenario is not what was asked."""
@@ -377,12 +377,12 @@ class ScenarioTests:
             except DeadService as error:  # a participant never answered: who, what it said, the likely fix
                 parts = {"agent": prepared.agent, "user": prepared.models.user, "judge": prepared.models.judge}
                 said = [prepared.secrets.hidden(line) for line in Cures(self.project.folder, name, parts).lines(error)]
-                self.played[name] = Stopped("\n".join(said))
+                self.played[name] = UnkeptRun("\n".join(said))
             except (ConfigurationError, Unwritable, Unplayed) as error:
                 said = prepared.secrets.hidden(f"convy: {error}").splitlines()
-                self.played[name] = Stopped("\n".join(Inert(line).line() for line in said))
+                self.played[name] = UnkeptRun("\n".join(Inert(line).line() for line in said))
 
-    async def play(self, spec: RunSpec, bench: Player, secrets: Secrets, printed: Printed | None) -> Played:
+    async def play(self, spec: RunSpec, bench: Player, secrets: Secrets, printed: Printed | None) -> KeptRun:
         journal = self.project.journal(spec)
         if journal.in_use():
             raise RunInUse(f"run {spec.id} is in use by another convy process")
@@ -393,7 +393,7 @@ class ScenarioTests:
         report = self.project.reported(summary)
         self.project.indexed()
         cases = (OnOneLine(*msgspec.structs.astuple(case)) for case in Suite(summary, 0).cases())
-        return Played(summary, report, {case.scenario: case for case in cases})
+        return KeptRun(summary, report, {case.scenario: case for case in cases})
 
     def where(self, path: Path) -> Path:
         """A path as the developer will find it: from where pytest was started, when it is under it."""
@@ -410,9 +410,9 @@ class ScenarioTests:
         judged = False
         for played in self.played.values():
             match played:
-                case Played(summary=summary):
+                case KeptRun(summary=summary):
                     judged = judged or summary.verdict().tested()
-                case Stopped():
+                case UnkeptRun():
                     pass
         return chosen and not judged
 
@@ -435,7 +435,7 @@ class ScenarioTests:
                 )
         for name, played in self.played.items():
             match played:
-                case Played(summary=summary, report=report):
+                case KeptRun(summary=summary, report=report):
                     for line in self.summed(name, summary):
                         terminalreporter.write_line(line)
                     terminalreporter.write_line(f"  report: {self.where(report)}")
@@ -443,7 +443,7 @@ class ScenarioTests:
                         terminalreporter.write_line(
                             f"convy: the session fails: the run of {Inert(name).line()} reached its budget (convy run exits 6)"
                         )
-                case Stopped(said=said):
+                case UnkeptRun(said=said):
                     for line in said.splitlines():  # each line written out already
                         terminalreporter.write_line(f"{Inert(name).line()}: {line}")
         for prepared in self.prepared.values():
@@ -498,7 +498,7 @@ class ScenarioTests:
         ``pytest_sessionfinish`` under a name of its own, so that another rule may have one too."""
         if exitstatus != pytest.ExitCode.OK:
             return
-        reached = [name for name, played in self.played.items() if isinstance(played, Played) and played.summary.reached()]
+        reached = [name for name, played in self.played.items() if isinstance(played, KeptRun) and played.summary.reached()]
         if reached:
             self.reached = tuple(reached)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import msgspec
 
-from convy.adaptive import Adaptive, Against, Judged, Plan
+from convy.adaptive import Adaptive, Against, BaseJudged, PlanAgainstBase
 from convy.agent import TimeLimited
 from convy.attempt import Attempt, Sum
 from convy.bench import Bench
@@ -90,7 +90,7 @@ class AgainstRun(msgspec.Struct, frozen=True):
         comparison with the base."""
         before = {scenario.id: scenario for scenario in base.file.spec.scenarios}
         name = f"{base.file.spec.agent}/{base.file.spec.id}"
-        marks = Judged(base.outcomes, base.file.spec.trust).marks(before)
+        marks = BaseJudged(base.outcomes, base.file.spec.trust).marks(before)
         shared: list[Scenario] = []
         left: list[Skipped] = []
         for scenario in spec.scenarios:
@@ -120,13 +120,13 @@ class AgainstRun(msgspec.Struct, frozen=True):
 
 class AgainstPlan(msgspec.Struct, frozen=True):
     """What a run against a base (``--against``) may play, said before it plays and by
-    ``--dry-run`` (``adaptive.Plan``), with, given the base's attempts and the budget, what that
+    ``--dry-run`` (``adaptive.PlanAgainstBase``), with, given the base's attempts and the budget, what that
     may spend: the base's mean spend per attempt times the plan's attempts, and how many attempts
     the budget allows at it."""
 
     spec: RunSpec
 
-    def plan(self) -> Plan | None:
+    def plan(self) -> PlanAgainstBase | None:
         adaptive = self.spec.adaptive
         if adaptive is None or not isinstance(adaptive.until, Against):
             return None

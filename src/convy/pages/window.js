@@ -42,14 +42,14 @@ const Scene = (() => {
     };
   }
 
-  /* Packed data (page.py's Chunks): the JSON block #id says which chunk holds each scenario,
+  /* Packed data (page.py's PackedChunks): the JSON block #id says which chunk holds each scenario,
      and block #id-i holds chunk i, gzipped, in base64. The index is read when first asked
      about, and each chunk read and inflated once, when one of its values is first asked for or
      is likely to be (warm: a row pointed at or focused, the page idle). A chunk inflated is kept
      as its value, so a window whose chunk is ready is drawn whole in the task of its click, with
      no promise between the click and the frame that shows it.
      Records may come written as arrays (views.py's array_like records): a value is read back
-     into objects by the index's layout (page.py's Layout), when it is first asked for. */
+     into objects by the index's layout (page.py's PackedLayout), when it is first asked for. */
   function packed(id) {
     let data = null;
     const inflated = new Map();  /* chunk number → the promise of its object */
