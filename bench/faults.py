@@ -37,9 +37,10 @@ from convy.fakes import FakeAgent, MemoryJournal  # noqa: E402
 from convy.http import JsonAgent, JsonEndpoint, TokenPaths  # noqa: E402
 from convy.judge import Failed, Models, NoVerdict, Verdict
 from convy.model import OpenAiModel
+from convy.outcome import Outcome
 from convy.plan import Plan
 from convy.records import Limits
-from convy.scenario import Outcome, Scenario  # noqa: E402
+from convy.scenario import Scenario
 from convy.vital import DeadService  # noqa: E402
 
 SECRET = "secret-in-query"

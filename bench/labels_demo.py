@@ -32,7 +32,7 @@ from pathlib import Path
 import msgspec
 
 from convy.judge import Verdict
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 
 HERE = Path(__file__).resolve().parent
 CONVY = str(Path(sys.executable).with_name("convy"))

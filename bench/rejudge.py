@@ -39,8 +39,9 @@ def source(folder: Path, attempts: int, claims: int) -> tuple[object, Path]:
 
     from convy.agent import Answer, Call, NoUsage, Reported, Usage
     from convy.judge import Claim, Confidence, Verdict
+    from convy.outcome import Outcome
     from convy.records import Complete, Limits, RunFile, RunSpec
-    from convy.scenario import Outcome, Scenario
+    from convy.scenario import Scenario
     from convy.transcript import Transcript, Turn
 
     scenarios = tuple(

@@ -58,10 +58,11 @@ import convy
 from convy.agent import Answer, Usage
 from convy.comparison import Comparison
 from convy.judge import Claim, NoVerdict, Verdict
+from convy.outcome import Outcome
 from convy.records import Complete, Limits, RunFile, RunSpec
 from convy.report import Summary
 from convy.runs import Read
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.stats import Adjusted, Fisher, Paired, Stratified, Stratum
 from convy.transcript import Transcript, Turn
 

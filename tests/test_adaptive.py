@@ -20,10 +20,11 @@ from convy.bench import Bench
 from convy.budget import Budget
 from convy.fakes import FakeAgent, FakeJudge, Rated
 from convy.judge import Models
+from convy.outcome import Outcome
 from convy.records import Complete, Limits, RunSpec, Stopped
 from convy.report import Summary
 from convy.runs import Runs
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.storage import RunJournal
 
 RATES = {"always": 1.0, "half": 0.5, "mostly": 0.9}

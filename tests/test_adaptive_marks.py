@@ -16,8 +16,8 @@ from test_adaptive import RATES, SCENARIOS, bench
 
 from convy.adaptive import Adaptive, Against, Marks, Narrow
 from convy.budget import Budget, Earlier
+from convy.outcome import Outcome
 from convy.records import Limits, RunSpec
-from convy.scenario import Outcome
 from convy.storage import RunJournal
 
 IDS = tuple(RATES)

@@ -16,13 +16,15 @@ from clock import in_virtual_time
 
 from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench
+from convy.checks import Check, Rule
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 from convy.judge import Claim, Failed, Graded, Models, NoVerdict, Ruling, Verdict
+from convy.outcome import Outcome
 from convy.pattern import Pattern
 from convy.plan import Plan
 from convy.prompt import STOP
 from convy.records import Limits
-from convy.scenario import Check, Outcome, Rule, Scenario
+from convy.scenario import Scenario
 from convy.transcript import Transcript
 
 

@@ -35,8 +35,8 @@ from test_services_cli import KEY, Made, outcomes
 from convy.attempt import Spent
 from convy.judge import Verdict
 from convy.labels import LabelsKept
+from convy.outcome import Outcome
 from convy.report import Summary
-from convy.scenario import Outcome
 
 
 @pytest.fixture

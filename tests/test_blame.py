@@ -21,16 +21,18 @@ from test_process import Folder, clean, planned, project
 from convy.agent import AgentFailure, Answer, Call, Message
 from convy.bench import Bench
 from convy.busy import START, Busy
+from convy.checks import Check, Rule
 from convy.cli.console import AttemptWords
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
 from convy.judge import ChatJudge, Failed, Models, NoVerdict, Ruling
 from convy.model import ModelFailure, Reply
+from convy.outcome import Outcome
 from convy.plan import Plan
 from convy.prompt import STOP
 from convy.records import Limits, RunSpec
 from convy.report import Summary
 from convy.runs import Read
-from convy.scenario import Check, Outcome, Rule, Scenario
+from convy.scenario import Scenario
 from convy.storage import RunJournal
 from convy.tables import RunRows
 from convy.transcript import Transcript

@@ -24,11 +24,12 @@ from test_exit_codes import GREET, MODELS, convy, runs
 from convy.agent import Answer, Cost, Usage
 from convy.bench import Bench
 from convy.budget import Budget, Outlay
+from convy.checks import Check, Rule
 from convy.fakes import FakeAgent, FakeJudge, MemoryJournal
 from convy.judge import Models
 from convy.records import Complete, Limits, RunSpec, Stopped
 from convy.report import Dollars, Index, Listing, Stop
-from convy.scenario import Check, Rule, Scenario
+from convy.scenario import Scenario
 from convy.storage import RunJournal
 
 # Each answer took 100 tokens and, with PRICED, cost $0.10; a message with "silent" in it was

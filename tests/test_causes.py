@@ -20,10 +20,11 @@ from convy.causes import Breakdown, Cause, Shift
 from convy.http import ChatAgent, JsonEndpoint
 from convy.judge import ChatJudge, Claim, Confidence, Failed, Models, NoVerdict, Verdict
 from convy.model import OpenAiModel
+from convy.outcome import Outcome
 from convy.records import Limits, RunSpec
 from convy.report import Summary
 from convy.runs import Runs
-from convy.scenario import Outcome, Scenario, Stop
+from convy.scenario import Scenario, Stop
 from convy.storage import RunJournal
 from convy.transcript import Transcript, UserFault
 

@@ -16,9 +16,9 @@ from test_pages import Played
 
 from convy.counted import Counted
 from convy.judge import NoVerdict, Verdict
+from convy.outcome import Outcome
 from convy.report import Listed, Listing, Summary, Totals
 from convy.runs import Read, Runs
-from convy.scenario import Outcome
 from convy.storage import LinesLeftOut, RunJournal, Seen
 
 

@@ -442,10 +442,11 @@ def test_play_reads_the_folder_again_when_what_it_was_given_is_no_longer_the_fil
     import asyncio
 
     from convy.bench import Bench
+    from convy.checks import Check, Rule
     from convy.fakes import FakeAgent
     from convy.judge import Models
     from convy.records import RunSpec
-    from convy.scenario import Check, Rule, Scenario
+    from convy.scenario import Scenario
     from convy.storage import Bounds, Kept
 
     agent = FakeAgent(lambda text: "hi")

@@ -111,7 +111,7 @@ def test_under_flag_a_weak_quote_is_flagged_on_the_command_line(tmp_path: Path) 
 def test_the_window_is_told_why_a_found_quote_is_weak() -> None:
     from convy.attempt import Attempt
     from convy.judge import Claim, Confidence, Verdict, Vote
-    from convy.scenario import Outcome
+    from convy.outcome import Outcome
 
     weak = Quote("efund").evidence(SAID)
     claim = Claim("the agent offers a refund", True, "r", Confidence(1.0), evidence=weak, votes=(Vote("a", True, "r", evidence=weak),))

@@ -27,7 +27,7 @@ from convy.fakes import FakeJudge
 from convy.judge import Models
 from convy.project import Project
 from convy.records import RunSpec
-from convy.scenario import Scenarios
+from convy.scenarios import Scenarios
 from convy.storage import RunJournal
 
 ROOT = Path(__file__).resolve().parents[1]

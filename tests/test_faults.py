@@ -45,9 +45,10 @@ from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
 from convy.judge import ChatJudge, Failed, Models, NoVerdict, Verdict
 from convy.model import OpenAiModel, Said
+from convy.outcome import Outcome
 from convy.plan import Plan
 from convy.records import Limits
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.vital import DeadService
 
 SECRET = "secret-in-query"  # in the agent's URL query: never shown

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from convy.agent import Answer, Call, Message, NoUsage, Reported, Thought, Usage
+from convy.checks import Check
 from convy.fakes import FakeModel
 from convy.judge import ChatJudge, Checked, Claim, Confidence, Grade, Graded, NoConfidence, NoGrade, Ruling, Verdict
 from convy.model import Absent, Contained, ModelFailure, Reply
 from convy.prompt import STOP, Prompt
-from convy.scenario import Check
 from convy.transcript import Finished, Transcript, Turn, plain
 from convy.user import SimulatedUser
 
@@ -590,7 +590,8 @@ def test_a_simulated_user_contains_its_model_however_it_was_given() -> None:
 
 def test_checks_decided_without_a_verdict_are_placed_in_the_judge_list() -> None:
     """Each check a NoVerdict kept gets its place among the scenario's judge entries, twins told apart by order."""
-    from convy.scenario import Rule, Scenario
+    from convy.checks import Rule
+    from convy.scenario import Scenario
 
     twice = Rule(check=Check(not_called="refund"))
     scenario = Scenario(id="s", script=("hi",), judge=("polite", twice, Rule(check=Check(said="hi")), twice))

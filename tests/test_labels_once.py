@@ -20,13 +20,15 @@ from statsmodels.stats.proportion import proportion_confint
 
 from convy.agent import Answer, Call, NoUsage, Reported
 from convy.bench import Bench
+from convy.checks import Check, Rule
 from convy.fakes import FakeAgent, FakeJudge
 from convy.judge import Claim, Models, Verdict
 from convy.labels import Book, KeptLabel, Label, LabelledDecisions, LabelledRun, LabelsFile, LabelsKept
+from convy.outcome import Outcome
 from convy.records import ModelNames, RunSpec
 from convy.report import Summary
 from convy.runs import Read, Runs
-from convy.scenario import Check, Outcome, Rule, Scenario
+from convy.scenario import Scenario
 from convy.storage import RunJournal
 from convy.transcript import Transcript, Turn
 

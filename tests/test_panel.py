@@ -36,10 +36,11 @@ from convy.judge import (
     decision,
 )
 from convy.model import Absent, OpenAiModel
+from convy.outcome import Outcome
 from convy.plan import Plan
 from convy.providers import Made
 from convy.records import Limits, ModelNames, RunFile, RunSpec
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.transcript import Evidence, Transcript, Turn
 
 GRADES = Graded("helpful", ("poor", "fair", "good"), "fair")

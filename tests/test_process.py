@@ -28,7 +28,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # seconds a wait may take before the test gives up: a hang guard, far more than any run needs under load

@@ -22,7 +22,7 @@ from convy.attempt import Spent
 from convy.http import ChatAgent, HttpFailure, JsonEndpoint
 from convy.judge import NoVerdict, Verdict
 from convy.model import OpenAiModel, Said
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 
 # The first test here waits for the proxy to start as well: room for that on a loaded machine.
 pytestmark = pytest.mark.timeout(300)

@@ -29,7 +29,7 @@ from standin import StandIn
 from test_services_cli import KEY, Made, Roles, accepted, outcomes, spec
 
 from convy.judge import NoVerdict, Verdict
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # a hang guard, not a measure of speed

@@ -221,7 +221,7 @@ def test_an_attempts_turns_sum_as_their_requests_do() -> None:
     from convy.agent import Answer, Requests
     from convy.attempt import Attempt
     from convy.judge import Verdict
-    from convy.scenario import Outcome
+    from convy.outcome import Outcome
     from convy.transcript import Transcript, Turn
 
     kinds: list[Usage | NoUsage] = [

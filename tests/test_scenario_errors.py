@@ -15,7 +15,8 @@ from hypothesis import strategies
 
 from convy.pattern import Pattern
 from convy.problems import ScenarioError
-from convy.scenario import Scenario, Scenarios
+from convy.scenario import Scenario
+from convy.scenarios import Scenarios
 
 GRADED = "  - claim: the agent was polite\n    grades: [rude, neutral, warm]\n"
 
@@ -1037,7 +1038,7 @@ def test_a_claim_that_starts_with_check_is_a_claim(tmp_path: Path) -> None:
 
 def test_a_tag_in_another_case_is_said_with_its_spelling(tmp_path: Path) -> None:
     """`--tag Smoke` where the tag is `smoke` is named with the spelling there is."""
-    from convy.scenario import Matching
+    from convy.scenarios import Matching
 
     scenarios = Scenarios(written(tmp_path, {"a.yaml": "tags: [smoke]\nscript: [Hi]\njudge: [ok]\n"})).every()
     matching = Matching(tags=("Smoke",))

@@ -31,7 +31,7 @@ from standin import REDACTED, StandIn
 from convy.agent import Call, Usage
 from convy.cli.run import SmokeCommand
 from convy.judge import Confidence, Grade, NoVerdict, Verdict
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 
 CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # seconds a wait may take before the test gives up: a hang guard, far more than any run needs under load

@@ -35,7 +35,7 @@ from standin import StandIn, Status, judged
 
 from convy.attempt import Attempt
 from convy.judge import Verdict
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 from convy.spread import Batches, Played
 
 CONVY = Path(sys.executable).with_name("convy")

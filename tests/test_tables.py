@@ -21,13 +21,14 @@ import pytest
 
 from convy.agent import Answer, Call, Cost, NoUsage, Reported, Thought, Usage
 from convy.bench import Bench
+from convy.checks import Check, Rule
 from convy.fakes import Echo, FakeAgent, FakeJudge, FakeModel
 from convy.judge import ChatJudge, Models, Verdict
 from convy.model import Reply, Said
 from convy.records import Fingerprints, Limits, ModelNames, RunFile, Running, RunSpec
 from convy.rows import FORMULA_STARTS, Table
 from convy.runs import Read, Runs
-from convy.scenario import Check, Rule, Scenario
+from convy.scenario import Scenario
 from convy.storage import RunJournal
 from convy.tables import Tables, Usages, UsageTotals
 

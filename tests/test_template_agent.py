@@ -18,7 +18,8 @@ from convy.judge import Failed, Models, Verdict
 from convy.model import Absent
 from convy.plan import Plan
 from convy.project import Project
-from convy.scenario import Scenario, Scenarios
+from convy.scenario import Scenario
+from convy.scenarios import Scenarios
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "src" / "convy" / "template"
 

@@ -19,9 +19,10 @@ from convy.bench import Bench
 from convy.fakes import MemoryJournal
 from convy.http import JsonAgent, JsonEndpoint, Tls
 from convy.judge import Failed, Models
+from convy.outcome import Outcome
 from convy.plan import Plan
 from convy.records import Limits
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 
 SECRET = "tls-header-secret"
 

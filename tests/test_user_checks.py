@@ -17,9 +17,9 @@ from convy import Answer, Bench, ChatJudge, Models, OpenAiModel, Plan, RunJourna
 from convy.fakes import BadUser, FakeAgent, FakeJudge, FakeModel, MemoryJournal, RuledModel
 from convy.judge import NoVerdict, Verdict
 from convy.model import Reply, Said
+from convy.outcome import Outcome
 from convy.problems import ConfigurationError
 from convy.prompt import Prompt
-from convy.scenario import Outcome
 from convy.settings import ProjectSettings
 from convy.transcript import Transcript, Unchecked, UserFault
 from convy.user import Conduct, Instructions, UserChecks, UserReview

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places, Wait
     from convy.chat import Chunks, Completion, Price, Prices
+    from convy.checks import Check, Rule
     from convy.env import Env
     from convy.http import (
         ChatAgent,
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
         ServiceFailure,
         StillBusy,
     )
+    from convy.outcome import Outcome
     from convy.plan import Journal, Plan, Planned
     from convy.problems import (
         ConfigurationError,
@@ -121,7 +123,8 @@ if TYPE_CHECKING:
         Stopped,
         UserShape,
     )
-    from convy.scenario import Check, Matching, Outcome, Rule, Scenario, Scenarios
+    from convy.scenario import Scenario
+    from convy.scenarios import Matching, Scenarios
     from convy.settings import Settings
     from convy.storage import RunDamaged, RunInUse, RunJournal
     from convy.transcript import Evidence, Finished, Transcript, Turn, Unchecked, UserFault
@@ -141,7 +144,7 @@ _WHERE = {
     "Call": "convy.agent",
     "ChatAgent": "convy.http",
     "ChatJudge": "convy.judge",
-    "Check": "convy.scenario",
+    "Check": "convy.checks",
     "Checked": "convy.judge",
     "Chunks": "convy.chat",
     "Claim": "convy.judge",
@@ -173,19 +176,19 @@ _WHERE = {
     "Judging": "convy.judge",
     "Panel": "convy.judge",
     "Poll": "convy.judge",
-    "HttpFailure": "convy.http",
+    "HttpFailure": "convy.problems",
     "Interrupted": "convy.records",
-    "Journal": "convy.bench",
+    "Journal": "convy.plan",
     "JsonAgent": "convy.http",
     "JsonConnection": "convy.http",
     "JsonEndpoint": "convy.http",
     "JsonResponse": "convy.http",
     "Judge": "convy.judge",
-    "Limits": "convy.bench",
-    "Matching": "convy.scenario",
+    "Limits": "convy.records",
+    "Matching": "convy.scenarios",
     "Message": "convy.agent",
     "Model": "convy.model",
-    "ModelFailure": "convy.model",
+    "ModelFailure": "convy.problems",
     "ModelNames": "convy.records",
     "Models": "convy.judge",
     "NoConfidence": "convy.judge",
@@ -195,13 +198,13 @@ _WHERE = {
     "NotReported": "convy.agent",
     "OpenAiModel": "convy.model",
     "OutOfTime": "convy.agent",
-    "Outcome": "convy.scenario",
+    "Outcome": "convy.outcome",
     "Patience": "convy.busy",
     "PatientJudge": "convy.judge",
     "PatientModel": "convy.model",
     "Places": "convy.busy",
     "Plan": "convy.plan",
-    "Planned": "convy.bench",
+    "Planned": "convy.plan",
     "Price": "convy.chat",
     "Prices": "convy.chat",
     "Project": "convy.project",
@@ -211,7 +214,7 @@ _WHERE = {
     "Reply": "convy.model",
     "Reported": "convy.agent",
     "Requests": "convy.agent",
-    "Rule": "convy.scenario",
+    "Rule": "convy.checks",
     "Ruling": "convy.judge",
     "RunDamaged": "convy.storage",
     "RunFile": "convy.records",
@@ -224,12 +227,12 @@ _WHERE = {
     "Said": "convy.model",
     "Scenario": "convy.scenario",
     "ScenarioError": "convy.problems",
-    "Scenarios": "convy.scenario",
+    "Scenarios": "convy.scenarios",
     "Settings": "convy.settings",
-    "ServiceFailure": "convy.model",
+    "ServiceFailure": "convy.problems",
     "SimulatedUser": "convy.user",
     "Skipped": "convy.records",
-    "StillBusy": "convy.model",
+    "StillBusy": "convy.problems",
     "Thought": "convy.agent",
     "TimeLimited": "convy.agent",
     "Tls": "convy.http",

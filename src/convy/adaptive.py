@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import msgspec
 
 from convy.budget import Budget, BudgetedJournal, Earlier, Spending
+from convy.outcome import Outcome
 from convy.problems import Unplayed
-from convy.scenario import Outcome
 from convy.sequential import Decided, Futile, ScenarioVerdict, Sequential, Undecided, Watch
 from convy.stats import Z95, Tally, Wilson
 

@@ -133,7 +133,7 @@ class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def unsaid(self) -> Answer:
         """This answer without its words: its text and steps left out, its usage and where its
-        calls were not held (``unheld``) kept (``scenario.Outcome.unsaid``)."""
+        calls were not held (``unheld``) kept (``outcome.Outcome.unsaid``)."""
         return Answer("", self.usage, (), self.unheld, self.unheld_as)
 
     def requests(self) -> tuple[Usage | NoUsage, ...]:

@@ -20,8 +20,8 @@ from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Th
 from convy.busy import Wait
 from convy.causes import Cause
 from convy.judge import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Verdict, Vote
+from convy.outcome import Outcome
 from convy.ranked import Ascending
-from convy.scenario import Outcome
 from convy.transcript import Turn
 from convy.views import (
     CostArray,

@@ -22,12 +22,13 @@ from convy.budget import Budget, BudgetedJournal, Earlier, Spending
 from convy.busy import Places, Seat
 from convy.judge import Judge, Judging, Models, RunJudge
 from convy.model import Absent, PatientModel
+from convy.outcome import Outcome
 from convy.plan import Journal, Planned, Playlist
 from convy.problems import Unplayed
 from convy.prompt import Prompt
 from convy.quota import Services
 from convy.records import Limits
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.user import SimulatedUser, UserChecks, UserReview
 from convy.vital import Vigil, Vitals, WatchedAgent
 

@@ -31,7 +31,7 @@ from typing import ClassVar, Literal, TypeVar
 import msgspec
 
 from convy.attempt import Attempt
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 
 T = TypeVar("T")
 

@@ -45,11 +45,11 @@ from convy.causes import Breakdown, Shift
 from convy.digest import Attempts
 from convy.judge import Judging
 from convy.labels import Judges, RunLabels
+from convy.outcome import Outcome
 from convy.placed import Placed
 from convy.records import Origin, RunSpec
 from convy.report import Summary
 from convy.runs import Read
-from convy.scenario import Outcome
 from convy.sequential import Decided, Futile, Undecided
 from convy.stats import (
     Adjusted,

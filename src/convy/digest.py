@@ -30,10 +30,10 @@ from convy.attempt import Attempt
 from convy.causes import Cause
 from convy.counted import Count, Counting
 from convy.judge import Confidence, Failed, NoVerdict, Verdict
+from convy.outcome import Outcome
 from convy.placed import Placed
 from convy.ranked import InOrder, Ranked, Spill
 from convy.records import RunSpec
-from convy.scenario import Outcome
 
 Status = Literal["passed", "failed", "not_judged"]
 T = TypeVar("T")

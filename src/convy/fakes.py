@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from convy.agent import Answer, Message
 from convy.judge import Claim, Confidence, Grade, Graded, Ruling
 from convy.model import Reply, Said
-from convy.scenario import Outcome
+from convy.outcome import Outcome
 from convy.transcript import Quote, Transcript
 
 

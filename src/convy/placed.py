@@ -25,8 +25,8 @@ from typing import overload
 import msgspec
 
 from convy.files import RegularFile
+from convy.outcome import Outcome
 from convy.problems import ConfigurationError
-from convy.scenario import Outcome
 
 _OUTCOME = msgspec.json.Decoder(Outcome)
 

@@ -11,7 +11,8 @@ from typing import Protocol
 import msgspec
 
 from convy.budget import Budget, Earlier, Spending
-from convy.scenario import Outcome, Scenario
+from convy.outcome import Outcome
+from convy.scenario import Scenario
 
 
 class Journal(Protocol):

@@ -37,7 +37,8 @@ from convy.providers import Made, agent_made, judge_made
 from convy.records import Fingerprints, ModelNames, RunId, RunSpec, Skipped, UserShape
 from convy.report import Index, Listed, Listing, Summary
 from convy.runs import Read, Runs, Unread
-from convy.scenario import Matching, Scenario, Scenarios
+from convy.scenario import Scenario
+from convy.scenarios import Matching, Scenarios
 from convy.storage import RunDamaged, RunJournal
 from convy.variants import Personas
 from convy.views import ComparisonView, LiveView

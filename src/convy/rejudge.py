@@ -25,13 +25,15 @@ import msgspec
 from convy.budget import Budget, BudgetedJournal, Earlier, Spending
 from convy.judge import ChatJudge, Judge, Judging, Models, RunJudge
 from convy.model import Absent, OpenAiModel
+from convy.outcome import Outcome
 from convy.plan import Journal, Playlist
 from convy.problems import ConfigurationError, DialoguesLost, Unplayed
 from convy.project import VERSION, Project
 from convy.prompt import Prompt
 from convy.quota import Services
 from convy.records import Complete, Fingerprints, Limits, Origin, RunId, RunSpec, Skipped
-from convy.scenario import Matching, Outcome, Scenario
+from convy.scenario import Scenario
+from convy.scenarios import Matching
 from convy.storage import RunDamaged, RunInUse, RunJournal
 from convy.vital import Vigil
 

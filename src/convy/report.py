@@ -35,13 +35,14 @@ from convy.digest import AttemptDigest, Attempts, Column, Digest, Status
 from convy.files import RegularFile, Replaced
 from convy.judge import Confidence, Failed, NoVerdict, Verdict
 from convy.labels import Agreement, RunLabels
+from convy.outcome import Outcome
 from convy.passing import RunVerdict
 from convy.placed import Placed
 from convy.problems import ConfigurationError
 from convy.ranked import Ascending, InOrder, Merged
 from convy.records import Complete, Stopped
 from convy.runs import Read, Runs, Unread
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
 from convy.storage import RunJournal
 from convy.variants import Value, Variant

@@ -18,9 +18,10 @@ from typing import Literal
 import msgspec
 
 from convy.judge import Verdict
+from convy.outcome import Outcome
 from convy.problems import ConfigurationError
 from convy.records import Complete, Interrupted, Limits, RunFile, Running, RunSpec, Stopped
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.storage import RunDamaged, RunJournal
 
 

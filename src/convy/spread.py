@@ -39,12 +39,13 @@ import msgspec
 from convy.bench import Bench, Stage
 from convy.budget import Budget, BudgetedJournal, Earlier, Spending
 from convy.judge import Judging
+from convy.outcome import Outcome
 from convy.plan import Journal, Planned, Playlist
 from convy.problems import ConfigurationError, Unplayed, WorkersLost
 from convy.prompt import Prompt
 from convy.quota import Services
 from convy.records import Limits
-from convy.scenario import Outcome, Scenario
+from convy.scenario import Scenario
 from convy.settings import LOCAL, Spread
 from convy.user import UserChecks
 from convy.vital import News, Pulse, Vigil, Vitals, Who

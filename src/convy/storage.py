@@ -30,11 +30,11 @@ from typing import ClassVar
 import msgspec
 
 from convy.files import RegularFile, Replaced
+from convy.outcome import Outcome
 from convy.placed import Placed
 from convy.plan import Journal, Lacking, Player
 from convy.problems import ConfigurationError, FieldProblem, Unplayed, Unwritable, WorkersLost, first_error
 from convy.records import Complete, Interrupted, RunFile, Running, RunSpec, Stopped
-from convy.scenario import Outcome
 from convy.secrets import Secrets
 from convy.vital import DeadService
 

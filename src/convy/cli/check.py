@@ -21,7 +21,8 @@ from convy.problems import (
 from convy.project import Loaded
 from convy.records import Limits, RunSpec
 from convy.runs import Read
-from convy.scenario import Matching, Scenario
+from convy.scenario import Scenario
+from convy.scenarios import Matching
 from convy.secrets import Secrets
 from convy.settings import VARIABLES
 from convy.slips import Slips

@@ -18,8 +18,8 @@ from convy.adaptive import Marks
 from convy.agent import NoUsage, Usage
 from convy.attempt import Spent
 from convy.judge import Failed, NoVerdict, Verdict
+from convy.outcome import Outcome
 from convy.records import Skipped
-from convy.scenario import Outcome
 from convy.terminal import Inert
 from convy.views import AgreementView, JudgingView, ScoreView
 

@@ -20,6 +20,7 @@ from convy.budget import Outlay
 from convy.cli.console import JudgingSaid, Passed, Printed, Unseen
 from convy.cli.exits import CANCELLED, Cures, Ruled, Terminated, Worst
 from convy.live import LiveReport
+from convy.outcome import Outcome
 from convy.passing import PassRule
 from convy.plan import Player
 from convy.problems import (
@@ -33,7 +34,6 @@ from convy.project import Project
 from convy.records import Complete, RunSpec, Stopped
 from convy.report import Allowance, Stop, Summary
 from convy.runs import Read
-from convy.scenario import Outcome
 from convy.secrets import Secrets
 from convy.storage import Kept, RunInUse, RunJournal
 from convy.terminal import Inert

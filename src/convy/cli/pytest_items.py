@@ -54,7 +54,8 @@ from convy.records import RunSpec
 from convy.records import Stopped as BudgetStopped
 from convy.report import Stop, Summary
 from convy.runs import Read
-from convy.scenario import Matching, Scenario, Scenarios
+from convy.scenario import Scenario
+from convy.scenarios import Matching, Scenarios
 from convy.secrets import Secrets
 from convy.storage import RunInUse
 from convy.terminal import Inert

@@ -10,7 +10,7 @@ from convy.cli.outputs import Outputs
 from convy.cli.parser import Budgeted
 from convy.cli.progress import Recorded
 from convy.project import Loaded, Project
-from convy.scenario import Matching
+from convy.scenarios import Matching
 from convy.terminal import Inert
 
 

@@ -15,6 +15,7 @@ from convy.agent import TimeLimited
 from convy.attempt import Attempt, Sum
 from convy.bench import Bench
 from convy.budget import Budget
+from convy.checks import Check, Rule
 from convy.cli.console import Shown, Tokens
 from convy.cli.exits import CANCELLED, Cures, Worst
 from convy.cli.outputs import Absence, Outputs
@@ -32,7 +33,8 @@ from convy.problems import (
 from convy.project import Blind, Loaded, Project
 from convy.records import Limits, RunName, RunSpec, Skipped
 from convy.runs import Read
-from convy.scenario import Check, Matching, Rule, Scenario
+from convy.scenario import Scenario
+from convy.scenarios import Matching
 from convy.secrets import Secrets
 from convy.sequential import Sequential
 from convy.settings import LOCAL, Spread

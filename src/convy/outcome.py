@@ -1,0 +1,106 @@
+"""One attempt as it ended (``Outcome``, a line of ``attempts.jsonl``), and its judging's result (``Judged``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from convy.agent import Answer, NoUsage, Usage
+from convy.busy import Wait
+from convy.judge import Failed, NoVerdict, Verdict
+from convy.transcript import Stop, Transcript, Unchecked, UserFault
+
+
+class Judged(msgspec.Struct, frozen=True, gc=False):
+    """A dialogue's result as its judge and the checks decided it, and what the judge's requests
+    took (those of a judgement that failed included)."""
+
+    result: Verdict | Failed | NoVerdict
+    requests: tuple[Usage | NoUsage, ...] = ()
+
+
+class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One attempt as it ended: the dialogue, why it stopped, its result, and the judge's part.
+
+    Times are seconds; ``judge_start`` counts from the attempt's start like a turn's times, and
+    so does each of ``waits``, the stretches spent waiting for a busy service or a pace.
+    ``user_ending`` is the simulated user's last request, the one that ended the dialogue — by
+    saying it was done, by failing after it was answered, or by speaking in a turn the agent then
+    did not answer (no turn holds it) — with its time in ``user_ending_seconds``; ``agent_ending``
+    what the agent's broken-off turn had spent, when its failure said (``AgentFailure.spent``,
+    ``Busy.spent``): its requests and tool calls; ``judge_requests`` holds the judge's requests, those of a judgement
+    that failed included, and those of the simulated user's model-decided checks before them.
+    ``user_faults`` are what the simulated user's checks found (``conduct.py``), the earliest first,
+    and ``user_unchecked`` the model-decided checks asked that were not decided; a line kept before
+    them reads back with none. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
+    dialogue, and what the agent's and the user model's requests took, were recorded by the run it
+    was re-judged from and are that run's spending, not this one's (``Attempt`` counts only its
+    judge's requests).
+    """
+
+    scenario: str
+    attempt: int
+    started: str
+    seconds: float
+    transcript: Transcript
+    stop: Stop
+    result: Verdict | Failed | NoVerdict
+    open_seconds: float = 0.0
+    close_seconds: float = 0.0
+    judge_start: float = 0.0
+    judge_seconds: float = 0.0
+    judge_requests: tuple[Usage | NoUsage, ...] = ()
+    waits: tuple[Wait, ...] = ()
+    user_ending: tuple[Usage | NoUsage, ...] = ()
+    user_ending_seconds: float = 0.0
+    rejudged: bool = False
+    user_faults: tuple[UserFault, ...] = ()  # what the simulated user's checks found (issue 11)
+    user_unchecked: tuple[Unchecked, ...] = ()  # the model-decided checks asked that were not decided, and why
+    agent_ending: Answer | None = None  # what the turn the agent broke off had spent, when it said (issue 26)
+
+    def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
+        """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).
+
+        An attempt without a verdict is failed still when a check decided by code failed."""
+        match self.result:
+            case Verdict() as verdict:
+                match verdict.status(trust):
+                    case "passed":
+                        return "passed"
+                    case "failed":
+                        return "failed"
+                    case "not_trusted":
+                        return "not_judged"
+            case Failed():
+                return "failed"
+            case NoVerdict() as none:
+                return none.status()
+
+    def unsaid(self) -> Outcome:
+        """This attempt without the words of its dialogue: each turn's message, and the text and
+        steps (thoughts, tool calls) of each answer of the agent, its broken-off turn's too, left
+        out; its numbers, usage, times, stop and result (every claim and reason) kept. A run read
+        unsaid (``placed.Placed``) walks its attempts so, one at a time, where the words are not
+        needed (JUnit, the Markdown summary, the judging section); a dialogue is read again in full
+        only to be shown or matched to its labels."""
+        replace = msgspec.structs.replace
+        ending = self.agent_ending
+        return replace(
+            self,
+            transcript=Transcript(
+                tuple([replace(turn, message="", answer=turn.answer.unsaid()) for turn in self.transcript.turns])
+            ),
+            agent_ending=None if ending is None else ending.unsaid(),
+        )
+
+    def unseen(self) -> tuple[tuple[str, str], ...]:
+        """The agent's calls paths that no reply of this dialogue held a list at, each with what
+        a reply held there instead ("" for nothing), when a tool check was left undecided for it
+        (``Claim.doubt == "unseen"``); none otherwise."""
+        match self.result:
+            case Verdict(claims=claims) | NoVerdict(checks=claims) if any(claim.doubt == "unseen" for claim in claims):
+                turns = self.transcript.turns
+                return tuple(sorted({(turn.answer.unheld, turn.answer.unheld_as) for turn in turns if turn.answer.unheld}))
+            case _:
+                return ()
