@@ -16,11 +16,11 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from support.fakeproject import FakeProject
+from support.waiting import wait_until
 from test_exit_codes import CONVY, convy, runs
 
 from convy.adaptive import Narrow
@@ -355,13 +355,15 @@ def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resu
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
-        while not (writers(process.pid) and count(folder / "results") >= 20):  # a hang: the test's timeout
-            assert process.poll() is None, "the run ended before a live writer was seen with 20 attempts kept"
-            time.sleep(0.002)
+        # A live writer (a `convy report --live` process) lives a moment at a time: looked for often.
+        seen = wait_until(
+            lambda: writers(process.pid) and count(folder / "results") >= 20,
+            "a live writer at work with 20 attempts kept", timeout=PATIENCE, process=process, every=0.002,
+        )
+        assert seen, "the run ended before a live writer was seen with 20 attempts kept"
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=PATIENCE)
-        while writers(process.pid):  # a writer left behind for good: the test's timeout names the hang
-            time.sleep(0.05)
+        wait_until(lambda: not writers(process.pid), "the killed run's live writers to end", timeout=PATIENCE, every=0.05)
         (run,) = runs(folder)
         resumed = convy(folder, "resume", run)
         assert resumed.returncode in (0, 1) and "Traceback" not in resumed.stderr, resumed.stderr

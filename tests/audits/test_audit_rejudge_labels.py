@@ -14,7 +14,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
@@ -25,6 +24,7 @@ import msgspec
 import pytest
 from support.litellmproxy import Proxy
 from support.standin import Bucket, Drained, Echo, Limits, SlowBody, StandIn, Window
+from support.waiting import wait_until
 from test_canary import GATEWAY_KEY, JUDGED
 from test_canary import Project as CanaryProject
 from test_labels import Project
@@ -460,16 +460,16 @@ def test_a_rejudge_killed_at_any_point_is_finished_by_resume_each_attempt_once(m
         [str(CONVY), "rejudge", source], cwd=made.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        ends = time.monotonic() + DEADLINE
-        again = None
-        while time.monotonic() < ends and process.poll() is None:
+
+        def under_way() -> str | None:
             runs = [path.parent for path in (made.folder / "results" / "bot").glob("*/run.json") if path.parent.name != source]
             if runs and json.loads((runs[0] / "run.json").read_text() or "{}").get("status", {}).get("type") == "running":
                 lines = runs[0] / "attempts.jsonl"
                 if (lines.read_bytes().count(b"\n") if lines.exists() else 0) >= after:
-                    again = runs[0].name
-                    break
-            time.sleep(0.01)
+                    return runs[0].name
+            return None
+
+        again = wait_until(under_way, f"the re-judge to keep {after} attempts", timeout=DEADLINE, process=process)
         assert again is not None, "the re-judge never got under way"
     finally:
         process.send_signal(signal.SIGKILL)

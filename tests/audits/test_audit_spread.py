@@ -25,6 +25,7 @@ from support.litellmproxy import Proxy
 from support.raycluster import LocalCluster as RayCluster
 from support.raycluster import ray_processes
 from support.standin import StandIn, Status
+from support.waiting import wait_until
 from test_canary import AGENT_KEY, Project, echoes, gateway, leaks, project, service  # noqa: F401  (fixtures)
 from test_proxy import assert_counted
 from test_services_cli import Made, made  # noqa: F401  (made is a fixture)
@@ -36,7 +37,6 @@ from test_spread import (
     each_once,
     outcomes,
     place,  # noqa: F401  (fixture)
-    waited,
 )
 
 # An agent that loads in the driver and fails in each worker, its error carrying the .env.
@@ -64,7 +64,7 @@ def outliving() -> Iterator[list[tuple[Path, str]]]:
     folders: list[tuple[Path, str]] = []
     yield folders
     for folder, what in folders:
-        waited(lambda folder=folder: not ray_processes(folder), what)
+        wait_until(lambda folder=folder: not ray_processes(folder), what, every=0.05)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -121,7 +121,7 @@ def test_a_driver_killed_takes_the_ray_it_started_with_it_and_resume_plays_each_
     place.roles.held = (12, gate)
     process = place.started("run", "--workers", "2")
     try:
-        waited(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
+        wait_until(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded", every=0.05)
         # Whoever has sent by now is alive now, so the finder must see them: it is not blind.
         sent = {pid for pid, _ in place.senders()}
         live = ray_processes(ray_folder)
@@ -133,7 +133,7 @@ def test_a_driver_killed_takes_the_ray_it_started_with_it_and_resume_plays_each_
     # Every worker of the killed run ends with it, those that had not sent yet too: one still
     # loading the project when the driver died may send once more before it ends, and would be
     # counted among the resume's workers.
-    waited(lambda: not workers_of(ray_folder), "the killed run's workers to end")
+    wait_until(lambda: not workers_of(ray_folder), "the killed run's workers to end", every=0.05)
     # The workers that sent, before the kill or just after: both, or on a loaded machine only the
     # first (the second may still have been loading the project); never the driver.
     workers = {pid for pid, _ in place.senders()}
@@ -276,7 +276,7 @@ def test_ctrl_c_to_two_workers_keeps_the_run_interrupted_leaves_no_ray_and_resum
     gate = threading.Event()
     place.roles.held = (6, gate)
     process = place.started("run", "--workers", "2")
-    waited(lambda: place.roles.turns >= 6 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
+    wait_until(lambda: place.roles.turns >= 6 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded", every=0.05)
     # Whether the second worker has reached the stand-in by now is the machine's speed: it may
     # still be loading the project while the first plays. Every turn came from a worker, though.
     workers = {pid for pid, _ in place.senders()}
@@ -295,7 +295,7 @@ def test_ctrl_c_to_two_workers_keeps_the_run_interrupted_leaves_no_ray_and_resum
     run = place.run()
     status = json.loads((run / "run.json").read_text())["status"]
     assert status["type"] == "interrupted", status
-    waited(lambda: not ray_processes(ray_folder), "the interrupted run's Ray to end")
+    wait_until(lambda: not ray_processes(ray_folder), "the interrupted run's Ray to end", every=0.05)
     before = len(outcomes(run))
     assert 1 <= before < len(SCENARIOS) * 4
 
@@ -303,7 +303,7 @@ def test_ctrl_c_to_two_workers_keeps_the_run_interrupted_leaves_no_ray_and_resum
 
     assert ran.returncode == 0, ran.stdout + ran.stderr
     each_once(run, 4)
-    waited(lambda: not ray_processes(ray_folder), "the resume's Ray to end")
+    wait_until(lambda: not ray_processes(ray_folder), "the resume's Ray to end", every=0.05)
     print(f"\nCtrl+C: {before} of {len(SCENARIOS) * 4} kept before, resumed each once, no Ray process left")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from support.waiting import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -142,11 +142,12 @@ class Visit:
         # animation frames, which a loaded machine's headless Chromium may stop giving (a clean
         # clone waited out 300 s on a page whose script had run). A page that never draws fails
         # with what its scripts threw.
-        ends = time.monotonic() + PATIENCE_MS / 1000
-        while not self.page.evaluate("document.querySelector('#app > *') !== null"):
-            if self.errors or time.monotonic() > ends:
-                raise AssertionError(f"{path.name} drew nothing: its scripts said {self.errors}")
-            time.sleep(0.02)
+        drawn = wait_until(
+            lambda: self.page.evaluate("document.querySelector('#app > *') !== null") or self.errors,
+            f"{path.name} to draw", timeout=PATIENCE_MS / 1000, every=0.02,
+        )
+        if drawn is not True:
+            raise AssertionError(f"{path.name} drew nothing: its scripts said {self.errors}")
         return self.page
 
     def close(self) -> None:

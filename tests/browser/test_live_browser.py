@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.waiting import wait_until
 from test_browser import PATIENCE_MS, POLL_MS, Visit, chromium  # noqa: F401 (skips without Chromium)
-from test_live import GatedRun, Page, gated, until  # noqa: F401 (the fixture)
+from test_live import GatedRun, Page, gated  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -98,7 +99,7 @@ def ended(run: GatedRun, reader: Reader, shows: Callable[[], bool]) -> None:
     run.let(12)
     code, _, err = run.ended()
     assert code == 0, err
-    until(shows, "the page on the disk shows the run finished")
+    wait_until(shows, "the page on the disk shows the run finished")
     reader.reloaded("finished")
 
 
@@ -111,7 +112,7 @@ def test_the_report_reloads_while_the_run_plays_keeping_the_view_and_stops_when_
     and the caret; once the run has ended it shows it finished and reloads no more."""
     run = gated(0.2)
     run.let(2)
-    until(kept(run, 2), "the report shows 2 attempts")
+    wait_until(kept(run, 2), "the report shows 2 attempts")
     reader = Reader(browser)
     try:
         page = reader.open(run.report(), "q=s2")
@@ -124,7 +125,7 @@ def test_the_report_reloads_while_the_run_plays_keeping_the_view_and_stops_when_
         page.wait_for_function("() => window.scrollY === 120", polling=POLL_MS)
 
         run.let(5)
-        until(kept(run, 5), "the report shows 5 attempts")
+        wait_until(kept(run, 5), "the report shows 5 attempts")
         reader.reloaded("5 of 12 planned")
         assert page.input_value("#search") == "s2"
         page.wait_for_selector("dialog#window[open]")
@@ -146,7 +147,7 @@ def test_the_report_reloads_while_the_run_plays_keeping_the_view_and_stops_when_
         page.keyboard.press("ArrowLeft")
         assert page.evaluate("[document.activeElement.id, document.activeElement.selectionStart]") == ["search", 1]
         run.let(8)
-        until(kept(run, 8), "the report shows 8 attempts")
+        wait_until(kept(run, 8), "the report shows 8 attempts")
         page.evaluate("window.__old = true")
         reader.on(2_500)
         assert reader.still(), "the page reloaded while the reader was typing"
@@ -172,7 +173,7 @@ def test_the_index_lists_a_run_under_way_and_reloads_until_it_ends(browser: Any,
     and stops reloading once the run is finished."""
     run = gated(0.2)
     run.let(3)
-    until(listed(run, 3), "the index lists the run with 3 attempts")
+    wait_until(listed(run, 3), "the index lists the run with 3 attempts")
     reader = Reader(browser)
     try:
         page = reader.open(run.index())
@@ -181,7 +182,7 @@ def test_the_index_lists_a_run_under_way_and_reloads_until_it_ends(browser: Any,
         assert "still playing" in page.inner_text("#live")
 
         run.let(6)
-        until(listed(run, 6), "the index lists the run with 6 attempts")
+        wait_until(listed(run, 6), "the index lists the run with 6 attempts")
         reader.reloaded("6 of 12")
 
         ended(run, reader, listed(run, 12, "finished"))
@@ -202,7 +203,7 @@ def test_a_scenario_with_no_attempt_kept_yet_is_said_not_played_yet_not_not_judg
     every attempt was judged). Once the run has ended, no scenario is said not played."""
     run = gated(0.2)
     run.let(1)
-    until(kept(run, 1), "the report shows 1 attempt")
+    wait_until(kept(run, 1), "the report shows 1 attempt")
     reader = Reader(browser)
     try:
         page = reader.open(run.report())

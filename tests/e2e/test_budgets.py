@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from decimal import Decimal
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from support.clock import in_virtual_time
 from support.fakeproject import CONVY, FakeProject
+from support.waiting import wait_until
 from test_exit_codes import GREET, MODELS, convy, runs
 
 from convy.agent import Answer, Cost, Usage
@@ -446,10 +446,11 @@ def test_an_interrupted_run_keeps_its_command_line_budget_on_resume(tmp_path: Pa
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 90  # a wait for a condition, given up only long after any run would meet it
-    while len(list((project / "results").glob("bot/*/attempts.jsonl"))) != 1 or kept(project) < 2:
-        assert process.poll() is None and time.monotonic() < deadline, "the run never kept two attempts"
-        time.sleep(0.01)
+    two = wait_until(
+        lambda: len(list((project / "results").glob("bot/*/attempts.jsonl"))) == 1 and kept(project) >= 2,
+        "the run to keep two attempts", process=process,
+    )
+    assert two, "the run never kept two attempts"
     process.send_signal(signal.SIGINT)
     _, errors = process.communicate(timeout=90)
     assert process.returncode == 130, errors

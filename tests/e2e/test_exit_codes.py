@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from support.fakeproject import CONVY, MODELS, Command, FakeProject, Greens
+from support.waiting import wait_until
 from test_blame import (
     CANCELLING,  # an agent that cancels the task it runs in: the run stops with attempts unrecorded, exit 2
 )
@@ -297,10 +297,8 @@ def test_a_run_stopped_by_ctrl_c_or_sigterm_exits_130_or_143(tmp_path: Path, num
         # a shell without job control may have left SIGINT ignored; a user's terminal never does
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    # A wait for the attempt to start, for as long as the run is alive (pytest-timeout bounds it).
-    while not (project / "started").exists():
-        assert process.poll() is None, "the run ended before it started its attempt"
-        time.sleep(0.01)
+    started = wait_until((project / "started").exists, "the run to start its attempt", process=process)
+    assert started, "the run ended before it started its attempt"
     process.send_signal(number)
     _, err = process.communicate(timeout=DEADLINE)
     assert process.returncode == code, err

@@ -11,13 +11,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from support.waiting import wait_until
 
 from convy.live import LiveReport, Paced
 from convy.settings import Settings
@@ -128,15 +128,6 @@ class Page(msgspec.Struct, frozen=True):
         return None if found is None else msgspec.json.decode(found.group(1).replace("\\u003c", "<"))
 
 
-def until(condition: Callable[[], bool], what: str) -> None:
-    """Wait until ``condition`` holds; fail only past a bound no working run comes near."""
-    deadline = time.monotonic() + PATIENCE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def gated(tmp_path: Path) -> Iterator[Callable[..., GatedRun]]:
     made: list[GatedRun] = []
@@ -172,7 +163,7 @@ def test_the_report_and_index_show_the_run_under_way_and_are_never_seen_in_part(
         return bool(header["status"] == "running" and header["kept"] == kept and header["planned"] == 12)
 
     run.let(2)
-    until(lambda: shows(2), "the report shows 2 attempts kept of 12, running")
+    wait_until(lambda: shows(2), "the report shows 2 attempts kept of 12, running")
     live = reads[-1].block("live")
     assert live["every"] >= 0.05 and live["stale"] > live["every"]
 
@@ -184,9 +175,9 @@ def test_the_report_and_index_show_the_run_under_way_and_are_never_seen_in_part(
         rows = page.block("data")["runs"]
         return bool(len(rows) == 1 and rows[0]["status"] == "running" and rows[0]["attempts"] == attempts and rows[0]["planned"] == 12)
 
-    until(lambda: listed(2), "the index lists the run as running with 2 attempts of 12")
+    wait_until(lambda: listed(2), "the index lists the run as running with 2 attempts of 12")
     run.let(7)
-    until(lambda: shows(7), "the report shows 7 attempts kept of 12, running")
+    wait_until(lambda: shows(7), "the report shows 7 attempts kept of 12, running")
     run.let(12)
     code, out, err = run.ended()
     assert code == 0, err
@@ -204,7 +195,7 @@ def test_a_run_with_the_live_report_off_writes_its_report_only_at_the_end(gated:
     """CONVY_LIVE_SECONDS=0: no page is written while the run plays; the report comes at the end."""
     run = gated(0.0)
     run.let(2)
-    until(lambda: len((next(iter((run.folder / "results" / "bot").glob("*/attempts.jsonl")), run.folder / "none")).read_bytes().splitlines()) == 2
+    wait_until(lambda: len((next(iter((run.folder / "results" / "bot").glob("*/attempts.jsonl")), run.folder / "none")).read_bytes().splitlines()) == 2
           if list((run.folder / "results" / "bot").glob("*/attempts.jsonl")) else False, "two attempts kept")
     assert not run.report().exists() and not run.index().exists()
     run.let(12)
@@ -279,12 +270,12 @@ def test_a_run_killed_outright_takes_its_live_writing_with_it(gated: Callable[..
     run = gated(0.05, environ={"PYTHONPATH": str(hooks)})
     try:
         run.let(2)
-        until(writing.exists, "a live writing is under way, held in report.html.tmp")
+        wait_until(writing.exists, "a live writing is under way, held in report.html.tmp")
         child = Process(int(writing.read_text(encoding="utf-8")))
         assert child.pid != run.child.pid and not child.ended()
         run.child.kill()
         run.child.communicate()
-        until(child.ended, "the live writing ends with the run that started it")
+        wait_until(child.ended, "the live writing ends with the run that started it")
     finally:
         held.unlink()  # a writing left alive (the test failed) ends by itself
     assert not run.report().exists(), "a page was written for a run nobody plays"

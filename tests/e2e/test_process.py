@@ -21,12 +21,13 @@ import termios
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
 import pytest
+from support.waiting import wait_until
 
 from convy.scenario import Outcome
 
@@ -175,29 +176,12 @@ class Made(msgspec.Struct, frozen=True):
 
     def run(self, process: subprocess.Popen | None = None) -> Folder:
         """The folder of the project's only run, once its run.json is written (by ``process``, if given)."""
-        found = Waited(lambda: list((self.folder / "results").glob("*/*/run.json"))).value(
-            "a run folder with run.json", process
+        found = wait_until(
+            lambda: list((self.folder / "results").glob("*/*/run.json")), "a run folder with run.json", process=process
         )
         assert found, f"convy ended ({process and process.returncode}) before it wrote run.json"
         assert len(found) == 1
         return Folder(found[0].parent)
-
-
-class Waited(msgspec.Struct, frozen=True):
-    """A condition polled until it gives something true, failing the test past the deadline."""
-
-    probe: Callable[[], object]
-
-    def value(self, what: str, process: subprocess.Popen | None = None) -> object:
-        ends = time.monotonic() + DEADLINE
-        while time.monotonic() < ends:
-            given = self.probe()
-            if given:
-                return given
-            if process is not None and process.poll() is not None:
-                return None
-            time.sleep(0.005)
-        pytest.fail(f"waited {DEADLINE:.0f} s for {what}")
 
 
 @contextmanager
@@ -238,7 +222,7 @@ def clean(errors: str) -> None:
 
 def killed(process: subprocess.Popen, folder: Folder, target: int, jitter: float) -> str:
     """SIGKILL ``process`` once ``target`` attempts are kept (and ``jitter`` s more): what happened, said."""
-    Waited(lambda: folder.lines() >= target).value(f"{target} attempts", process)
+    wait_until(lambda: folder.lines() >= target, f"{target} attempts", process=process)
     time.sleep(jitter)  # lands the kill anywhere within an attempt, mid-write included
     process.send_signal(signal.SIGKILL)  # does nothing when the process has already ended
     code = process.wait(timeout=DEADLINE)
@@ -309,7 +293,7 @@ def test_ctrl_c_exits_130_says_how_to_resume_and_resume_finishes(made: Made) -> 
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     folder = made.run(process)
-    Waited(lambda: folder.lines() >= 5).value("5 attempts", process)
+    wait_until(lambda: folder.lines() >= 5, "5 attempts", process=process)
     process.send_signal(signal.SIGINT)
     code = process.wait(timeout=DEADLINE)
     errors = err.read_text()
@@ -530,7 +514,7 @@ def test_sigterm_stops_the_run_like_ctrl_c_with_code_143_and_resume_finishes(mad
     """SIGTERM stops the run with code 143, status interrupted and a resume hint; resume then plays the rest once."""
     process, _, err = made.started("run", "slow", "-k", "20", name="run")
     folder = made.run(process)
-    Waited(lambda: folder.lines() >= 5).value("5 attempts", process)
+    wait_until(lambda: folder.lines() >= 5, "5 attempts", process=process)
     process.send_signal(signal.SIGTERM)
     code = process.wait(timeout=DEADLINE)
     errors = err.read_text()
@@ -552,7 +536,7 @@ def test_a_stdout_pipe_nobody_reads_does_not_hold_up_the_run(made: Made) -> None
     process, _, err = made.started("run", "slow", "-k", "40", name="run", stdout=pipe.write)
     folder = made.run(process)
 
-    Waited(lambda: folder.status() == "finished").value("run.json to say finished", process)
+    wait_until(lambda: folder.status() == "finished", "run.json to say finished", process=process)
     assert folder.pairs() == planned(5, 40)
     assert pipe.full(), "the test meant stdout to be full"
     os.close(pipe.read)
@@ -567,10 +551,10 @@ def test_two_ctrl_c_while_stdout_is_blocked_exit_130_with_the_resume_hint_and_no
     process, _, err = made.started("run", "slow", "-k", "40", name="run", stdout=pipe.write, preexec_fn=interruptible)
     folder = made.run(process)
     # 100 lines of progress (4.5 KB) are more than the pipe holds
-    Waited(lambda: folder.lines() >= 100 and pipe.full()).value("stdout's pipe to fill up", process)
+    wait_until(lambda: folder.lines() >= 100 and pipe.full(), "stdout's pipe to fill up", process=process)
 
     process.send_signal(signal.SIGINT)
-    Waited(lambda: "resume with" in err.read_text()).value("the resume hint", process)
+    wait_until(lambda: "resume with" in err.read_text(), "the resume hint", process=process)
     process.send_signal(signal.SIGINT)
     code = process.wait(timeout=DEADLINE)
     os.close(pipe.read)
@@ -600,7 +584,7 @@ def test_ctrl_c_while_the_report_is_written_says_the_run_is_finished_and_how_to_
     folder = made.run(process)
     hold.unlink()
     try:
-        Waited(writing.exists).value("the report to be written", process)
+        wait_until(writing.exists, "the report to be written", process=process)
         process.send_signal(signal.SIGINT)
     finally:
         held.unlink()

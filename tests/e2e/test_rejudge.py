@@ -17,7 +17,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import msgspec
 import pytest
 from support.standin import StandIn
+from support.waiting import wait_until
 from test_services_cli import KEY, Made, Roles, accepted, outcomes, spec
 
 from convy.judge import NoVerdict, Verdict
@@ -165,14 +165,14 @@ def test_a_rejudge_killed_mid_way_is_finished_by_resume_asking_the_judge_alone(
     asked.held.set()
 
     process = made.started("rejudge", source.name, "--judge", "other-judge")
-    ends = time.monotonic() + DEADLINE
-    folder = None
-    while time.monotonic() < ends and process.poll() is None:
+
+    def kept_one() -> Path | None:
         found = [path for name, path in folders(made).items() if name != source.name]
         if found and (found[0] / "attempts.jsonl").exists() and (found[0] / "attempts.jsonl").read_bytes().count(b"\n") >= 1:
-            folder = found[0]
-            break
-        time.sleep(0.01)
+            return found[0]
+        return None
+
+    folder = wait_until(kept_one, "the re-judge to keep an attempt", timeout=DEADLINE, process=process)
     assert folder is not None, "the re-judge kept no attempt before the judge was held: " + made.shown()
     process.send_signal(signal.SIGKILL)
     assert process.wait(timeout=DEADLINE) == -signal.SIGKILL

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import msgspec
 import pytest
 from support.standin import REDACTED, StandIn
+from support.waiting import wait_until
 
 from convy.agent import Call, Usage
 from convy.cli.run import SmokeCommand
@@ -426,12 +426,8 @@ def test_resume_refuses_when_the_user_model_changed_since_the_run(made: Made, st
     made.gateway(standin.url + "/v1")
     roles.held.set()  # the user's and judge's requests wait: the run cannot end before it is killed
     process = made.started("run", "shop", "-k", "1")
-    ends = time.monotonic() + DEADLINE
-    while not (made.runs() and (roles.seen["user"] or roles.seen["judge"])):
-        assert process.poll() is None, made.shown()
-        if time.monotonic() > ends:
-            pytest.fail(f"waited {DEADLINE:.0f} s for the run to ask a model")
-        time.sleep(0.01)
+    asked = wait_until(lambda: made.runs() and (roles.seen["user"] or roles.seen["judge"]), "the run to ask a model", process=process)
+    assert asked, made.shown()
     process.send_signal(signal.SIGKILL)
     assert process.wait(timeout=DEADLINE) == -signal.SIGKILL
     roles.held.clear()

@@ -32,6 +32,7 @@ import msgspec
 import pytest
 from support.raycluster import LocalCluster as RayCluster
 from support.standin import StandIn, Status, judged
+from support.waiting import wait_until
 
 from convy.attempt import Attempt
 from convy.judge import Verdict
@@ -293,15 +294,6 @@ def nodes(parents: set[int]) -> set[int]:
     return found
 
 
-def waited(condition: Callable[[], bool], what: str) -> None:
-    # A wait for a condition: the deadline is there only so that a hang fails, never a slow machine.
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() >= deadline:
-            pytest.fail(f"hung: waited {DEADLINE:g} s for {what}")
-        time.sleep(0.05)
-
-
 def gone(pid: int) -> bool:
     """Whether the process has ended (a zombie that no one reaped has)."""
     try:
@@ -401,7 +393,7 @@ def test_a_run_whose_driver_is_killed_is_resumed_each_attempt_once(
     gate = threading.Event()
     place.roles.held = (12, gate)
     process = place.started("run", *spread)
-    waited(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
+    wait_until(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded", every=0.05)
     os.kill(process.pid, signal.SIGKILL)
     gate.set()
     assert process.wait(DEADLINE) == -signal.SIGKILL
@@ -409,7 +401,7 @@ def test_a_run_whose_driver_is_killed_is_resumed_each_attempt_once(
     # second may not have reached the stand-in before the twelfth turn); never the driver.
     workers = {pid for pid, _ in place.senders()}
     assert 1 <= len(workers) <= 2 and process.pid not in workers
-    waited(lambda: all(gone(pid) for pid in workers), "the killed run's workers to end")
+    wait_until(lambda: all(gone(pid) for pid in workers), "the killed run's workers to end", every=0.05)
     run = place.run()
     before = len(outcomes(run))
     assert 1 <= before < len(SCENARIOS) * 4
@@ -546,7 +538,7 @@ def test_a_pause_a_service_asks_of_one_worker_is_passed_to_the_others_and_kept(
         before = time.time()
         played = msgspec.msgpack.decode(ray.get(made[0].play.remote("greet", 1), timeout=DEADLINE), type=Played).outcome
         assert played.scenario == "greet"
-        waited(lambda: bool(ray.get(told.heard.remote())), "the refused worker to tell its peer")
+        wait_until(lambda: bool(ray.get(told.heard.remote())), "the refused worker to tell its peer", every=0.05)
         [(service, until)] = ray.get(told.heard.remote())
         assert service and until >= before + 2
 
@@ -647,12 +639,12 @@ def test_a_batched_run_whose_driver_is_killed_is_resumed_each_attempt_once(place
     gate = threading.Event()
     place.roles.held = (12, gate)
     process = place.started("run", *spread)
-    waited(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded")
+    wait_until(lambda: place.roles.turns >= 12 and (run := place.runs()) is not None and bool(outcomes(run)), "an attempt recorded", every=0.05)
     os.kill(process.pid, signal.SIGKILL)
     gate.set()
     assert process.wait(DEADLINE) == -signal.SIGKILL
     workers = {pid for pid, _ in place.senders()}
-    waited(lambda: all(gone(pid) for pid in workers), "the killed run's workers to end")
+    wait_until(lambda: all(gone(pid) for pid in workers), "the killed run's workers to end", every=0.05)
     run = place.run()
     before = len(outcomes(run))
     assert 1 <= before < len(SCENARIOS) * 12

@@ -25,7 +25,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,8 @@ import httpx2
 import msgspec
 import pytest
 from test_services_cli import KEY
+
+from support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 LITELLM = ROOT / ".venv-proxy" / "bin" / "litellm"
@@ -215,11 +216,7 @@ class Proxy(msgspec.Struct, frozen=True):
 
     def awaited(self, group: str, count: int) -> list[dict[str, Any]]:
         """The usage of the first ``count`` replies of ``group``, once the proxy has written them all down."""
-        ends = time.monotonic() + 60
-        while len(self.sent(group)) < count:
-            if time.monotonic() > ends:
-                pytest.fail(f"the proxy wrote down {len(self.sent(group))} replies of {group}, not {count}")
-            time.sleep(0.05)
+        wait_until(lambda: len(self.sent(group)) >= count, f"the proxy to write down {count} replies of {group}", every=0.05)
         return self.sent(group)[:count]
 
     def turned(self) -> None:
@@ -277,11 +274,11 @@ def started(folder: Path, variables: dict[str, str]) -> Iterator[str]:
             cwd=folder, env=environment, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
         )
     try:
-        ends = time.monotonic() + STARTUP
-        while not alive(url):
-            if process.poll() is not None or time.monotonic() > ends:
-                pytest.fail(f"LiteLLM's proxy did not come up:\n{(folder / 'proxy.log').read_text()[-3000:]}")
-            time.sleep(0.1)
+        if not wait_until(
+            lambda: alive(url), f"LiteLLM's proxy to come up (its log: {folder / 'proxy.log'})",
+            timeout=STARTUP, process=process, every=0.1,
+        ):
+            pytest.fail(f"LiteLLM's proxy did not come up:\n{(folder / 'proxy.log').read_text()[-3000:]}")
         yield url
     finally:
         process.terminate()

@@ -30,12 +30,13 @@ import os
 import shutil
 import signal
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from support.waiting import wait_until
 
 if TYPE_CHECKING:
     from ray._private.node import Node
@@ -51,15 +52,6 @@ PATIENCE = 300.0  # a hang guard: a loaded machine starts Ray slowly
 # module can import ray. Only Ray reads them.
 STEADY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 os.environ.update(STEADY)
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = PATIENCE) -> None:
-    """Poll until the condition holds; fail naming what was awaited if it never does."""
-    end = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def pid_alive(pid: int) -> bool:
@@ -147,7 +139,7 @@ class LocalCluster:
     def kill_process(self, pid: int) -> None:
         """SIGKILL one process (an actor's, say) and wait until it is gone."""
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not pid_alive(pid), f"process {pid} to end")
+        wait_until(lambda: not pid_alive(pid), f"process {pid} to end")
 
     def heal(self) -> None:
         """Bring the cluster back to two live nodes after a test killed one."""
@@ -172,7 +164,7 @@ class LocalCluster:
             ray.shutdown()
             self._cluster.shutdown()
             # Worker processes end after their raylet; wait for the last of them.
-            wait_for(lambda: not self.pids(), f"the processes of {self.folder} to end")
+            wait_until(lambda: not self.pids(), f"the processes of {self.folder} to end")
         finally:
             for name, value in self._saved.items():
                 if value is None:

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.raycluster import NODE_CPUS, PATIENCE, LocalCluster, pid_alive, wait_for
+from support.raycluster import NODE_CPUS, PATIENCE, LocalCluster, pid_alive
+from support.waiting import wait_until
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[dev,ray]' (make test does)")
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402
@@ -61,7 +62,7 @@ def test_killed_actor_process_fails_the_call_and_another_node_takes_over(
     started, release = tmp_path / "started", tmp_path / "release"
     doomed = on(ray_driver.other_id).remote()
     call = doomed.play.remote(str(started), str(release))
-    wait_for(started.exists, "the actor to start playing")
+    wait_until(started.exists, "the actor to start playing")
     pid = int(started.read_text(encoding="ascii"))
 
     ray_driver.kill_process(pid)
@@ -80,7 +81,7 @@ def test_a_restartable_actor_comes_back_in_a_new_process(ray_driver: LocalCluste
     started, release = tmp_path / "started", tmp_path / "release"
     player = Player.options(max_restarts=1, max_task_retries=0).remote()
     call = player.play.remote(str(started), str(release))
-    wait_for(started.exists, "the actor to start playing")
+    wait_until(started.exists, "the actor to start playing")
     pid = int(started.read_text(encoding="ascii"))
 
     ray_driver.kill_process(pid)
@@ -98,7 +99,7 @@ def test_a_restartable_actor_comes_back_in_a_new_process(ray_driver: LocalCluste
             return False
         return True
 
-    wait_for(answered, "the restarted actor to answer")
+    wait_until(answered, "the restarted actor to answer")
     restarted, _ = answers[0]
     assert restarted != pid
     assert pid_alive(restarted)
@@ -110,15 +111,15 @@ def test_a_killed_node_fails_its_actors_calls_and_the_head_takes_over(ray_driver
     started, release = tmp_path / "started", tmp_path / "release"
     lost = on(ray_driver.other_id).remote()
     call = lost.play.remote(str(started), str(release))
-    wait_for(started.exists, "the actor to start playing")
+    wait_until(started.exists, "the actor to start playing")
     pid = int(started.read_text(encoding="ascii"))
     node = ray_driver.other_id
 
     ray_driver.kill_node(node)
     with pytest.raises(ray.exceptions.RayActorError):
         ray.get(call, timeout=PATIENCE)
-    wait_for(lambda: not pid_alive(pid), "the dead node's actor process to end")
-    wait_for(lambda: not any(n["Alive"] for n in ray.nodes() if n["NodeID"] == node), "the head to see the node gone")
+    wait_until(lambda: not pid_alive(pid), "the dead node's actor process to end")
+    wait_until(lambda: not any(n["Alive"] for n in ray.nodes() if n["NodeID"] == node), "the head to see the node gone")
 
     release.touch()
     heir = on(ray_driver.head_id).remote()

@@ -10,7 +10,7 @@ import ssl
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from support.standin import (
@@ -29,6 +29,7 @@ from support.standin import (
     WrongShape,
     http_date,
 )
+from support.waiting import wait_until
 
 Reply = tuple[int, dict[str, str], bytes]
 
@@ -86,16 +87,6 @@ def raw_post(path: str, body: dict[str, Any], *, close: bool = True) -> bytes:
     data = json.dumps(body).encode()
     head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
     return (head + ("Connection: close\r\n" if close else "") + "\r\n").encode() + data
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    """Whether the condition came true, polled until a deadline that only a failing test reaches."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 @pytest.fixture
@@ -641,7 +632,7 @@ def test_stop_is_clean_even_with_a_stalled_request() -> None:
         server.faults(Stall(30))
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
         sock.sendall(raw_post("/v1/chat/completions", chat_body(), close=False))
-        assert wait_until(lambda: len(server.received) == 1)
+        wait_until(lambda: len(server.received) == 1, "the stalled request to reach the stand-in")
     assert not server.running
     assert sock.recv(100) == b""
     sock.close()
@@ -687,5 +678,5 @@ def test_tls_client_certificate_required(tmp_path: Path) -> None:
         bare = ssl.create_default_context(cafile=str(files.ca))
         with pytest.raises((OSError, http.client.HTTPException)):
             https(server, bare)
-        assert wait_until(lambda: len(server.tls_errors) == 1)
+        wait_until(lambda: len(server.tls_errors) == 1, "the refused handshake among the stand-in's TLS errors")
         assert len(server.received) == 1 and server.connections == 2
