@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 from support.fakeproject import FakeProject
+from support.process import start_convy
 from support.waiting import wait_until
-from test_exit_codes import CONVY, convy, runs
+from test_exit_codes import convy, runs
 
 from convy.adaptive import Narrow
 from convy.records import Complete
@@ -347,12 +348,10 @@ def test_a_run_killed_while_its_live_report_is_written_leaves_no_writer_and_resu
     for number in range(40):
         (folder / "scenarios" / f"s{number:02d}.yaml").write_text(f"script: [hi]\njudge:\n  - passes s{number:02d}\n")
     (folder / "pyproject.toml").write_text("[tool.convy]\nattempts = 3\nlive_seconds = 0.2\nagent_places = 8\nfail_under = 0\n")
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
     pages = Pages(folder / "results")
     pages.start()
-    process = subprocess.Popen(
-        [str(CONVY), "run", "--attempts", "auto", "--max-attempts", "12"], cwd=folder, env=environment,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    process = start_convy(
+        folder, "run", "--attempts", "auto", "--max-attempts", "12", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
         # A live writer (a `convy report --live` process) lives a moment at a time: looked for often.

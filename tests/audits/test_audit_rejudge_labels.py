@@ -23,13 +23,14 @@ from typing import Any
 import msgspec
 import pytest
 from support.litellmproxy import Proxy
+from support.process import start_convy
 from support.standin import Bucket, Drained, Echo, Limits, SlowBody, StandIn, Window
 from support.waiting import wait_until
 from test_canary import GATEWAY_KEY, JUDGED
 from test_canary import Project as CanaryProject
 from test_labels import Project
 from test_proxy import usage_of
-from test_rejudge import AGENT, CONVY, DEADLINE, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
+from test_rejudge import AGENT, DEADLINE, GREETS, LEAVES, MODELS, Asked, Fakes, judged_claims
 from test_services_cli import KEY, Made, outcomes
 
 from convy.attempt import Spent
@@ -456,9 +457,7 @@ def test_a_rejudge_killed_at_any_point_is_finished_by_resume_each_attempt_once(m
     source = made.played()
     go = made.folder / "go"
     (made.folder / "models.py").write_text(HELD_JUDGE.format(after=after, go=str(go)))
-    process = subprocess.Popen(
-        [str(CONVY), "rejudge", source], cwd=made.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    process = start_convy(made.folder, "rejudge", source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
 
         def under_way() -> str | None:

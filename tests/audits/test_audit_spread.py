@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from support.litellmproxy import Proxy
+from support.process import run_convy
 from support.raycluster import LocalCluster as RayCluster
 from support.raycluster import ray_processes
 from support.standin import StandIn, Status
@@ -253,12 +253,7 @@ def test_a_hostile_workers_or_ray_exits_2_naming_it(
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     kept = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}
-    import subprocess
-
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("convy")), "run", *arguments],
-        cwd=place.folder, env=kept, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=DEADLINE,
-    )
+    done = run_convy(place.folder, "run", *arguments, env=kept, timeout=DEADLINE)
     said = done.stdout + done.stderr
     assert done.returncode == 2, said
     assert named in done.stderr and "Traceback" not in said, said

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 from collections.abc import AsyncIterator
@@ -17,7 +16,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from support.clock import in_virtual_time
-from support.fakeproject import CONVY, FakeProject
+from support.fakeproject import FakeProject
+from support.process import environment, start_convy
 from support.waiting import wait_until
 from test_exit_codes import GREET, MODELS, convy, runs
 
@@ -439,10 +439,8 @@ def test_an_interrupted_run_keeps_its_command_line_budget_on_resume(tmp_path: Pa
     """A budget given to `convy run` is kept in run.json: the run interrupted (Ctrl+C) part way and resumed with no option stops at that budget (exit 6); resumed with a larger one it plays on to the end, and keeps that one."""
     project = costly(tmp_path, scenarios=1, attempts=10, places=1)
     (project / "hold").write_text("the agent waits from its third conversation while this file exists\n")
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-    environment["BOT_API_KEY"] = "k"
-    process = subprocess.Popen(
-        [str(CONVY), "run", "--max-cost", "0.55"], cwd=project, env=environment, text=True,
+    process = start_convy(
+        project, "run", "--max-cost", "0.55", env=environment(BOT_API_KEY="k"), text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )

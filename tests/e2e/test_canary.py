@@ -20,15 +20,14 @@ import os
 import re
 import secrets
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.process import run_convy
 from support.standin import Echo, Stall, StandIn, Status
 
-CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # seconds a command may take before the test gives up: far more than any needs
 GATEWAY_KEY = "sk-canary-" + secrets.token_hex(16)
 AGENT_KEY = "sk-canary-" + secrets.token_hex(16)
@@ -118,15 +117,7 @@ class Project:
 
     def ran(self, *arguments: str) -> subprocess.CompletedProcess[str]:
         kept = {name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "GATEWAY_"))}
-        done = subprocess.run(
-            [str(CONVY), *arguments],
-            cwd=self.folder,
-            env={**kept, "COLUMNS": "200"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-        )
+        done = run_convy(self.folder, *arguments, env={**kept, "COLUMNS": "200"}, timeout=DEADLINE)
         self.said.append(f"$ convy {' '.join(arguments)}\n{done.stdout}{done.stderr}")
         assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
         return done

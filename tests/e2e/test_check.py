@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.process import run_convy
 from support.standin import StandIn
 
-CONVY = Path(sys.executable).with_name("convy")
 KEY = "sk-check-CANARY-4a9f1c"
 # The template gateway's settings: a test's project reads them from its own .env alone.
 GATEWAY = ("GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL")
@@ -76,15 +75,7 @@ def convy(folder: Path, *arguments: str, **variables: str) -> subprocess.Complet
         for name, value in os.environ.items()
         if not name.startswith("CONVY_") and name not in GATEWAY and name != "PYTHONDONTWRITEBYTECODE"
     }
-    return subprocess.run(
-        [str(CONVY), *arguments],
-        cwd=folder,
-        env={**environment, **variables},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_convy(folder, *arguments, env={**environment, **variables}, timeout=120)
 
 
 def listing(folder: Path) -> list[str]:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from test_process import CONVY, DEADLINE, Folder, Made, clean, planned, project
+from support.process import run_convy
+from test_process import DEADLINE, Folder, Made, clean, planned, project
 
 from convy.runs import Runs
 from convy.storage import RunJournal
@@ -47,16 +48,7 @@ def bounded(memory: int):
 def ran(made: Made, *arguments: str, size: int | None = None, memory: int | None = None) -> subprocess.CompletedProcess[str]:
     """``convy`` run to its end, its files limited to ``size`` bytes, or its memory to ``memory``, when given."""
     preexec = limited(size) if size is not None else bounded(memory) if memory is not None else None
-    return subprocess.run(
-        [str(CONVY), *arguments],
-        cwd=made.folder,
-        env=made.environment(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        preexec_fn=preexec,
-    )
+    return run_convy(made.folder, *arguments, env=made.environment(), timeout=DEADLINE, preexec_fn=preexec)
 
 
 def status(folder: Folder) -> str:

@@ -15,7 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.fakeproject import CONVY, MODELS, Command, FakeProject, Greens
+from support.fakeproject import MODELS, Command, FakeProject, Greens
+from support.process import start_convy
 from support.waiting import wait_until
 from test_blame import (
     CANCELLING,  # an agent that cancels the task it runs in: the run stops with attempts unrecorded, exit 2
@@ -288,9 +289,9 @@ def test_a_run_stopped_by_ctrl_c_or_sigterm_exits_130_or_143(tmp_path: Path, num
     """A run under way stopped by SIGINT exits 130, by SIGTERM 143, and says how to resume it."""
     project = made(tmp_path, {"greet.yaml": GREET})
     (project / "agents" / "bot.py").write_text(ASLEEP, encoding="utf-8")
-    process = subprocess.Popen(
-        [str(CONVY), "run"],
-        cwd=project,
+    process = start_convy(
+        project,
+        "run",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.process import run_convy
 from support.standin import REDACTED, StandIn
-from test_services_cli import CONVY, DEADLINE, KEY, Roles
+from test_services_cli import DEADLINE, KEY, Roles
 
 from convy import OpenAiModel, Said
 
@@ -38,10 +39,7 @@ class Folder:
     def ran(self, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
         """``convy`` run to its end; what it shows holds neither the key nor a traceback."""
         kept = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_") and name not in SETTINGS}
-        done = subprocess.run(
-            [str(CONVY), *arguments], cwd=self.path, env={**kept, **variables}, stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=DEADLINE,
-        )
+        done = run_convy(self.path, *arguments, env={**kept, **variables}, timeout=DEADLINE)
         said = done.stdout + done.stderr
         assert KEY not in said and "Traceback" not in said, said
         return done

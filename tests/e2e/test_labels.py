@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from statsmodels.stats.proportion import proportion_confint
-from support.fakeproject import CONVY
+from support.process import run_convy
 
 from convy.bench import Bench
 from convy.comparison import Comparison
@@ -94,9 +94,7 @@ class Project:
         return path
 
     def convy(self, *arguments: str) -> tuple[int, str, str]:
-        import subprocess
-
-        done = subprocess.run([str(CONVY), *arguments], cwd=self.folder, capture_output=True, text=True, timeout=120, check=False)
+        done = run_convy(self.folder, *arguments, timeout=120)
         return done.returncode, done.stdout, done.stderr
 
 

@@ -23,15 +23,14 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from support.process import run_convy
 from support.standin import StandIn
 from test_services_cli import Roles
 
-CONVY = Path(sys.executable).with_name("convy")
 # Settings the template's gateway reads: a case's project reads them from its own .env alone.
 GATEWAY = {
     "GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "GATEWAY_STREAM", "GATEWAY_PROVIDER",
@@ -73,16 +72,7 @@ def convy(folder: Path, *arguments: str, **variables: str) -> subprocess.Complet
         for name, value in os.environ.items()
         if not name.upper().startswith(("CONVY_", "CONVEY_")) and name.upper() not in GATEWAY
     }
-    return subprocess.run(
-        [str(CONVY), *arguments],
-        cwd=folder,
-        env={**environment, **variables},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_convy(folder, *arguments, env={**environment, **variables}, timeout=120)
 
 
 def runs(folder: Path) -> set[Path]:

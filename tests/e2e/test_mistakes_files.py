@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.process import run_convy
 from support.standin import StandIn
-
-CONVY = Path(sys.executable).with_name("convy")
 
 MODELS = """\
 from convy import Absent, Models
@@ -37,13 +36,6 @@ script:
 judge:
   - check: {said: "Hi"}
 """
-
-
-def convy(where: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=where, env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
 
 
 def project(folder: Path, scenarios: dict[str, str], agent: str = ECHO, name: str = "bot") -> Path:
@@ -71,7 +63,7 @@ def test_a_scenario_saved_as_yml_is_played(tmp_path: Path) -> None:
     its id and by the path tab completion gives, and played."""
     folder = project(tmp_path, {"greeting.yml": GREETING, "orders/late.yaml": GREETING})
     for chosen in ("greeting", "scenarios/greeting.yml", "./scenarios/greeting.yml"):
-        ran = convy(folder, "run", "--scenarios", chosen)
+        ran = run_convy(folder, "run", "--scenarios", chosen)
         assert ran.returncode == 0, ran.stderr
         assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempt" in ran.stdout
     assert [line["scenario"] for line in kept(folder)] == ["greeting"] * 3
@@ -79,7 +71,7 @@ def test_a_scenario_saved_as_yml_is_played(tmp_path: Path) -> None:
 
 def test_convy_check_counts_a_yml_scenario(tmp_path: Path) -> None:
     folder = project(tmp_path, {"greeting.yml": GREETING, "late.yaml": GREETING})
-    checked = convy(folder, "check")
+    checked = run_convy(folder, "check")
     assert checked.returncode == 0, checked.stderr
     assert "bot: 2 scenarios × 1 attempt = 2 attempts" in checked.stdout
 
@@ -87,7 +79,7 @@ def test_convy_check_counts_a_yml_scenario(tmp_path: Path) -> None:
 def test_a_broken_yml_scenario_is_named_by_convy_check(tmp_path: Path) -> None:
     """A .yml file is checked as a .yaml one is: its unknown field named with its file."""
     folder = project(tmp_path, {"greeting.yml": GREETING + "colour: blue\n"})
-    checked = convy(folder, "check")
+    checked = run_convy(folder, "check")
     assert checked.returncode == 2
     assert "convy: scenarios/greeting.yml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under" in checked.stderr.splitlines()[0]
 
@@ -110,9 +102,9 @@ def test_pytest_convy_collects_a_yml_scenario_as_its_file(tmp_path: Path) -> Non
 def test_the_same_scenario_saved_as_yaml_and_yml_is_refused_naming_both(tmp_path: Path) -> None:
     folder = project(tmp_path, {"greeting.yaml": GREETING, "greeting.yml": GREETING.replace("Hi!", "Hello!")})
     expected = "convy: scenarios/greeting.yaml and scenarios/greeting.yml: two files of scenario 'greeting'; keep one of them"
-    ran = convy(folder, "run")
+    ran = run_convy(folder, "run")
     assert (ran.returncode, ran.stderr.splitlines()) == (2, [expected])
-    checked = convy(folder, "check")
+    checked = run_convy(folder, "check")
     assert checked.returncode == 2
     assert checked.stderr.splitlines()[0] == expected
     assert not (folder / "results").exists()
@@ -123,7 +115,7 @@ def test_an_empty_scenarios_folder_is_said_so(tmp_path: Path, command: tuple[str
     """Not "no scenario matches": there is nothing to match."""
     folder = project(tmp_path, {})
     (folder / "scenarios" / "notes.txt").write_text("ideas for scenarios\n", encoding="utf-8")
-    ran = convy(folder, *command)
+    ran = run_convy(folder, *command)
     assert ran.returncode == 2
     assert ran.stderr.splitlines()[0] == "convy: no scenario files in scenarios/ (one scenario per file: scenarios/<id>.yaml)"
     assert not (folder / "results").exists()
@@ -131,16 +123,16 @@ def test_an_empty_scenarios_folder_is_said_so(tmp_path: Path, command: tuple[str
 
 def test_a_typo_in_scenarios_names_the_nearest_ids(tmp_path: Path) -> None:
     folder = project(tmp_path, {"greeting.yaml": GREETING, "refunds/damaged.yaml": GREETING})
-    ran = convy(folder, "run", "--scenarios", "greting")
+    ran = run_convy(folder, "run", "--scenarios", "greting")
     assert (ran.returncode, ran.stderr.splitlines()) == (2, ["convy: no scenario matches: --scenarios greting: no such scenario; nearest: greeting"])
-    ran = convy(folder, "run", "--scenarios", "refunds/damage")
+    ran = run_convy(folder, "run", "--scenarios", "refunds/damage")
     assert ran.stderr.splitlines() == ["convy: no scenario matches: --scenarios refunds/damage: no such scenario; nearest: refunds/damaged"]
     assert not (folder / "results").exists()
 
 
 def test_a_tag_no_scenario_has_names_the_tags(tmp_path: Path) -> None:
     folder = project(tmp_path, {"greeting.yaml": "tags: [smoke, orders]\n" + GREETING})
-    ran = convy(folder, "run", "--tag", "order")
+    ran = run_convy(folder, "run", "--tag", "order")
     assert (ran.returncode, ran.stderr.splitlines()) == (2, ["convy: no scenario matches: --tag order: no scenario has it; the tags are orders, smoke"])
 
 
@@ -169,7 +161,7 @@ def test_a_wrong_calls_path_leaves_the_tool_checks_not_judged_and_is_named(tmp_p
     checks are not a verdict on the agent; the run names the path and the agent's file."""
     with StandIn(agent_reply=booking) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "tools"), "airline")
-        ran = convy(folder, "run", "-k", "2")
+        ran = run_convy(folder, "run", "-k", "2")
     assert ran.returncode == 5, ran.stderr
     assert "agent never called" not in ran.stdout + ran.stderr
     assert "airline: 0 passed, 0 failed, 2 not judged of 2 attempts" in ran.stdout
@@ -185,7 +177,7 @@ def test_a_wrong_calls_path_leaves_the_tool_checks_not_judged_and_is_named(tmp_p
 def test_the_right_calls_path_decides_the_tool_checks(tmp_path: Path) -> None:
     with StandIn(agent_reply=booking) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "tool_calls"), "airline")
-        ran = convy(folder, "run", "-k", "2")
+        ran = run_convy(folder, "run", "-k", "2")
     assert ran.returncode == 0, ran.stderr
     assert "airline: 2 passed, 0 failed, 0 not judged of 2 attempts" in ran.stdout
     assert "calls path" not in ran.stdout
@@ -195,7 +187,7 @@ def test_an_agent_that_calls_nothing_with_the_right_path_still_fails_its_called_
     """The path is held (an empty list): a `called` check that fails is the agent's, as before."""
     with StandIn(agent_reply=lambda data: {"reply": "I cannot look that up.", "tool_calls": []}) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "tool_calls"), "airline")
-        ran = convy(folder, "run", "-k", "1")
+        ran = run_convy(folder, "run", "-k", "1")
     assert "agent never called lookup_booking" in ran.stdout
     assert "airline: 0 passed, 1 failed, 0 not judged of 1 attempt" in ran.stdout
     assert "by cause: agent 1" in ran.stdout
@@ -209,14 +201,14 @@ def test_the_agent_named_by_its_file_path_is_run(tmp_path: Path) -> None:
     no file of agents/ is refused with both ways to name it."""
     folder = project(tmp_path, {"greeting.yaml": GREETING})
     for given in ("agents/bot.py", "./agents/bot.py"):
-        ran = convy(folder, "run", given)
+        ran = run_convy(folder, "run", given)
         assert ran.returncode == 0, ran.stderr
         assert "bot: 1 passed, 0 failed, 0 not judged of 1 attempt" in ran.stdout
-    wrong = convy(folder, "run", "bot.py")
+    wrong = run_convy(folder, "run", "bot.py")
     assert (wrong.returncode, wrong.stderr.splitlines()) == (
         2, ["convy: bot.py: not a file of agents/; give the agent's name (convy run bot) or its file's path (agents/bot.py)"],
     )  # fmt: skip
-    typo = convy(folder, "run", "agents/bto.py")
+    typo = run_convy(folder, "run", "agents/bto.py")
     assert (typo.returncode, typo.stderr.splitlines()[0]) == (2, "convy: agents/bto.py: no such agent; the project has bot")
     assert len(list(folder.glob("results/bot/*/run.json"))) == 2
 
@@ -234,32 +226,32 @@ def test_a_run_id_part_two_runs_share_lists_them_and_resume_takes_the_only_unfin
     is the one resumed."""
     folder = project(tmp_path, {"greeting.yaml": GREETING})
     for _ in range(2):
-        assert convy(folder, "run").returncode == 0
+        assert run_convy(folder, "run").returncode == 0
     older, newer = sorted(folder.glob("results/bot/*/"), key=lambda run: json.loads((run / "run.json").read_text())["status"]["started"])
     shared = older.name[:4]
     said = (
         f"convy: '{shared}' matches 2 runs, newest first: {newer.name} (bot, finished), {older.name} (bot, finished); "
         f"give more of the id (its last part is enough: convy resume {newer.name.rsplit('-', 1)[-1]})"
     )
-    resumed = convy(folder, "resume", shared)
+    resumed = run_convy(folder, "resume", shared)
     assert (resumed.returncode, resumed.stderr.splitlines()) == (2, [said])
-    report = convy(folder, "report", shared)
+    report = run_convy(folder, "report", shared)
     assert report.returncode == 2
     assert report.stderr.splitlines()[0].endswith(f"(its last part is enough: {newer.name.rsplit('-', 1)[-1]})")
     status(older, "interrupted")
-    resumed = convy(folder, "resume", shared)
+    resumed = run_convy(folder, "resume", shared)
     assert resumed.returncode == 0, resumed.stderr
     assert f"run kept in results/bot/{older.name}" in resumed.stdout
-    by_part = convy(folder, "report", older.name.rsplit("-", 1)[-1])
+    by_part = run_convy(folder, "report", older.name.rsplit("-", 1)[-1])
     assert by_part.returncode == 0, by_part.stderr
 
 
 def test_the_smoke_test_notes_a_calls_path_no_reply_held(tmp_path: Path) -> None:
     with StandIn(agent_reply=booking) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "tools"), "airline")
-        wrong = convy(folder, "run", "--smoke")
+        wrong = run_convy(folder, "run", "--smoke")
         (folder / "agents" / "airline.py").write_text(airline(server.url, "tool_calls"), encoding="utf-8")
-        right = convy(folder, "run", "--smoke")
+        right = run_convy(folder, "run", "--smoke")
     assert wrong.returncode == 0, wrong.stderr
     assert (
         "  note: no reply held the calls path 'tools' of agents/airline.py: if the agent calls tools, "
@@ -276,7 +268,7 @@ def test_the_smoke_test_says_what_a_calls_path_held_instead_of_a_list(tmp_path: 
 
     with StandIn(agent_reply=reply) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, airline(server.url, "usage"), "airline")
-        done = convy(folder, "run", "--smoke")
+        done = run_convy(folder, "run", "--smoke")
     assert done.returncode == 0, done.stderr
     assert (
         "  note: the calls path 'usage' of agents/airline.py held an object, never a list of calls: "
@@ -296,11 +288,11 @@ def test_a_json_agent_without_calls_is_refused_where_a_scenario_checks_tool_call
     )
     with StandIn(agent_reply=booking) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, agent.format(url=server.url), "airline")
-        checked, ran = convy(folder, "check"), convy(folder, "run")
+        checked, ran = run_convy(folder, "check"), run_convy(folder, "run")
         sent, kept = len(server.received), list(folder.glob("results/*/*/run.json"))
-        smoke = convy(folder, "run", "--smoke")
+        smoke = run_convy(folder, "run", "--smoke")
         (folder / "scenarios" / "booking.yaml").write_text("script: [Hi!]\njudge:\n  - check: {said: 12A}\n", encoding="utf-8")
-        greeted = convy(folder, "run")
+        greeted = run_convy(folder, "run")
     assert (checked.returncode, checked.stderr.splitlines()[0]) == (2, "convy: " + line.format(what="cannot be decided"))
     assert (ran.returncode, ran.stderr.splitlines()) == (2, ["convy: " + line.format(what="cannot be decided")])
     assert (sent, kept) == (0, [])
@@ -322,11 +314,11 @@ def test_a_null_written_in_with_asks_for_a_null_argument(tmp_path: Path) -> None
     }
     with StandIn(agent_reply=reply) as server:
         folder = project(tmp_path, scenarios, airline(server.url, "tool_calls"), "airline")
-        ran = convy(folder, "run")
+        ran = run_convy(folder, "run")
         (folder / "scenarios" / "blank.yaml").write_text(
             "script: [Hi]\njudge:\n  - check: {called: lookup_booking, with: {coupon: }}\n", encoding="utf-8"
         )
-        checked = convy(folder, "check")
+        checked = run_convy(folder, "check")
     assert ran.returncode == 3, ran.stdout + ran.stderr  # a scenario failed the pass rule
     assert "airline: 1 passed, 1 failed, 0 not judged of 2 attempts" in ran.stdout
     (attempt,) = [
@@ -357,7 +349,7 @@ def test_a_json_agent_that_reads_its_calls_in_its_own_answer_is_played(tmp_path:
     )
     with StandIn(agent_reply=booking) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, agent.format(url=server.url), "airline")
-        checked, ran = convy(folder, "check"), convy(folder, "run")
+        checked, ran = run_convy(folder, "check"), run_convy(folder, "run")
     assert checked.returncode == 0, checked.stderr
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "airline: 1 passed, 0 failed, 0 not judged of 1 attempt" in ran.stdout

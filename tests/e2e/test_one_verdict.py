@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 
 from junitparser import JUnitXml
-from support.fakeproject import CONVY, MODELS, FakeProject
+from support.fakeproject import MODELS, FakeProject
+from support.process import CONVY
 from test_budgets import AGENT as PRICED
 from test_exit_codes import BREAKS_ON_ODD, FLIPPING, GREET, HALF, KEY, NEEDS_USER, STEADY, convy, made, runs
 

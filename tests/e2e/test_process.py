@@ -16,7 +16,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import threading
 import time
@@ -27,11 +26,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from support.process import CONVY, environment, run_convy, start_convy
 from support.waiting import wait_until
 
 from convy.scenario import Outcome
 
-CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # seconds a wait may take before the test gives up: a hang guard, far more than any run needs under load
 
 HELD_REPORT = '''
@@ -144,35 +143,21 @@ class Made(msgspec.Struct, frozen=True):
 
     def environment(self) -> dict[str, str]:
         # The user's CONVY_* settings must not change the project's own.
-        return {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
+        return environment()
 
     def started(self, *arguments: str, name: str, **options) -> tuple[subprocess.Popen, Path, Path]:
         """``convy`` started with its output going to files named after ``name``."""
         out, err = self.folder / f"{name}.out", self.folder / f"{name}.err"
         with out.open("wb") as shown, err.open("wb") as errors:
-            process = subprocess.Popen(
-                [str(CONVY), *arguments],
-                cwd=self.folder,
-                env=self.environment(),
-                stdin=subprocess.DEVNULL,
-                stdout=options.pop("stdout", shown),
-                stderr=errors,
-                **options,
+            process = start_convy(
+                self.folder, *arguments, env=self.environment(), stdout=options.pop("stdout", shown), stderr=errors, **options
             )
         self.processes.append(process)
         return process, out, err
 
     def ran(self, *arguments: str, **environ: str) -> subprocess.CompletedProcess[str]:
         """``convy`` run to its end, with ``environ`` set too."""
-        return subprocess.run(
-            [str(CONVY), *arguments],
-            cwd=self.folder,
-            env={**self.environment(), **environ},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-        )
+        return run_convy(self.folder, *arguments, env={**self.environment(), **environ}, timeout=DEADLINE)
 
     def run(self, process: subprocess.Popen | None = None) -> Folder:
         """The folder of the project's only run, once its run.json is written (by ``process``, if given)."""

@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from support.process import run_convy
 from support.standin import StandIn
 from support.waiting import wait_until
 from test_services_cli import KEY, Made, Roles, accepted, outcomes, spec
@@ -31,7 +31,6 @@ from test_services_cli import KEY, Made, Roles, accepted, outcomes, spec
 from convy.judge import NoVerdict, Verdict
 from convy.scenario import Outcome
 
-CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # a hang guard, not a measure of speed
 
 
@@ -233,10 +232,7 @@ class Fakes(msgspec.Struct, frozen=True):
     folder: Path
 
     def ran(self, *arguments: str) -> subprocess.CompletedProcess[str]:
-        environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-        done = subprocess.run(
-            [str(CONVY), *arguments], cwd=self.folder, env=environment, capture_output=True, text=True, timeout=DEADLINE
-        )
+        done = run_convy(self.folder, *arguments, timeout=DEADLINE)
         assert "Traceback" not in done.stdout + done.stderr, done.stderr
         return done
 

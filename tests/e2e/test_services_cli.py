@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from support.process import run_convy, start_convy
 from support.standin import REDACTED, StandIn
 from support.waiting import wait_until
 
@@ -33,7 +33,6 @@ from convy.cli.run import SmokeCommand
 from convy.judge import Confidence, Grade, NoVerdict, Verdict
 from convy.scenario import Outcome
 
-CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # seconds a wait may take before the test gives up: a hang guard, far more than any run needs under load
 KEY = "sk-test-SECRET-123"
 SCENARIOS = {
@@ -127,15 +126,7 @@ class Made(msgspec.Struct, frozen=True):
 
     def ran(self, *arguments: str, **extra: str) -> subprocess.CompletedProcess[str]:
         """``convy`` run to its end; its output never shows the key, nor a traceback."""
-        done = subprocess.run(
-            [str(CONVY), *arguments],
-            cwd=self.folder,
-            env=self.environment(extra),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-        )
+        done = run_convy(self.folder, *arguments, env=self.environment(extra), timeout=DEADLINE)
         said = done.stdout + done.stderr
         assert KEY not in said, f"convy {' '.join(arguments)} showed the key"
         assert "Traceback" not in said, said
@@ -144,10 +135,7 @@ class Made(msgspec.Struct, frozen=True):
     def started(self, *arguments: str) -> subprocess.Popen:
         """``convy`` started, its output kept in files checked by ``shown``."""
         with (self.folder / "started.out").open("wb") as out, (self.folder / "started.err").open("wb") as err:
-            process = subprocess.Popen(
-                [str(CONVY), *arguments], cwd=self.folder, env=self.environment({}),
-                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            )
+            process = start_convy(self.folder, *arguments, env=self.environment({}), stdout=out, stderr=err)
         self.processes.append(process)
         return process
 

@@ -10,16 +10,13 @@ The mistakes are written as an author makes them: a var given but no matrix, a s
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.process import run_convy
 from support.standin import StandIn
 
-CONVY = Path(sys.executable).with_name("convy")
 ROOT = Path(__file__).resolve().parents[2]
 
 # An airline agent of one's own: it moves the user to the seat named last in the message, says
@@ -50,13 +47,6 @@ def project(tmp_path: Path, scenarios: dict[str, str], agent: str = AIRLINE, ext
     return folder
 
 
-def convy(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=folder, env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
-
-
 def attempts(folder: Path, agent: str = "airline") -> list[dict]:
     (run,) = (folder / "results" / agent).iterdir()
     return [json.loads(line) for line in (run / "attempts.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -85,7 +75,7 @@ def test_vars_fill_the_script_and_the_checks_without_a_matrix(tmp_path: Path) ->
             )
         },
     )
-    done = convy(folder, "run", "airline")
+    done = run_convy(folder, "run", "airline")
     assert done.returncode == 0, done.stdout + done.stderr
     (attempt,) = attempts(folder)
     assert messages(attempt) == ["my booking is XYZ789, please move me to 12A"]
@@ -109,7 +99,7 @@ def test_matrix_values_fill_claims_and_every_check_field(tmp_path: Path) -> None
             )
         },
     )
-    done = convy(folder, "run", "airline")
+    done = run_convy(folder, "run", "airline")
     assert done.returncode == 0, done.stdout + done.stderr
     found = {attempt["scenario"]: claims(attempt) for attempt in attempts(folder)}
     assert found == {
@@ -136,7 +126,7 @@ def test_a_value_in_a_pattern_matches_as_written(tmp_path: Path) -> None:
         "other.yaml": "vars: {price: $4.99}\nscript: ['the fee is $4x99']\n" + said,
     }
     folder = project(tmp_path, scenarios, AIRLINE.replace("FakeAgent(answer)", "FakeAgent(lambda text: text)"))
-    done = convy(folder, "run", "airline")
+    done = run_convy(folder, "run", "airline")
     assert "Traceback" not in done.stderr
     found = {attempt["scenario"]: (messages(attempt), claims(attempt)) for attempt in attempts(folder)}
     assert found == {
@@ -149,7 +139,7 @@ def test_a_backslash_writes_a_literal_double_brace(tmp_path: Path) -> None:
     r"""`\{{ name }}` is sent as `{{ name }}`, in a script and in a check alike: no slot, no refusal."""
     scenario = "script: ['type \\{{ name }} in the form']\njudge:\n  - check: {said: 'type \\{{ name }} in'}\n"
     folder = project(tmp_path, {"form.yaml": scenario})
-    done = convy(folder, "run", "airline")
+    done = run_convy(folder, "run", "airline")
     assert done.returncode == 0, done.stdout + done.stderr
     (attempt,) = attempts(folder)
     assert messages(attempt) == ["type {{ name }} in the form"]
@@ -164,7 +154,7 @@ def test_a_backslash_writes_a_literal_single_brace_and_a_pattern_keeps_it(tmp_pa
         "judge:\n  - check: {said: 'print\\(f\"\\{name}\"\\)'}\n"
     )
     folder = project(tmp_path, {"brace.yaml": scenario})
-    done = convy(folder, "run", "airline")
+    done = run_convy(folder, "run", "airline")
     assert done.returncode == 0, done.stdout + done.stderr
     (attempt,) = attempts(folder)
     assert messages(attempt) == ['Hi Sam, why does print(f"{name}") fail?']
@@ -243,7 +233,7 @@ def test_a_slot_with_no_value_is_refused_naming_file_field_and_slot(tmp_path: Pa
     played or written."""
     folder = project(tmp_path, {"seat.yaml": text})
     for command in (("check",), ("run", "airline")):
-        done = convy(folder, *command)
+        done = run_convy(folder, *command)
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"convy: {said}" in done.stderr.splitlines(), done.stderr
         assert "Traceback" not in done.stderr
@@ -274,8 +264,8 @@ def test_a_simulator_prompt_of_ones_own_gets_user_instructions_and_vars(tmp_path
     (folder / "models.py").write_text(USER_MODEL, encoding="utf-8")
     (folder / "prompts").mkdir()
     (folder / "prompts" / "user.md").write_text("Play {{ name }}: {{ user }} End with {{ stop }}.", encoding="utf-8")
-    assert convy(folder, "check").returncode == 0
-    done = convy(folder, "run", "airline")
+    assert run_convy(folder, "check").returncode == 0
+    done = run_convy(folder, "run", "airline")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (folder / "told.txt").read_text(encoding="utf-8") == "Play Dana: You are Dana; move your seat to 12A. End with ###STOP###."
 
@@ -286,7 +276,7 @@ def test_a_slip_in_a_simulator_prompts_slot_is_refused_with_the_slot_meant(tmp_p
     (folder / "models.py").write_text(USER_MODEL, encoding="utf-8")
     (folder / "prompts").mkdir()
     (folder / "prompts" / "user.md").write_text("{{ instrucions }} Say {{ stop }} when done.", encoding="utf-8")
-    done = convy(folder, "check")
+    done = run_convy(folder, "check")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines()[0] == (
         "convy: prompts/user.md: no value for {{ instrucions }} (is {{ instrucions }} a slip for {{ instructions }}?)"
@@ -308,7 +298,7 @@ def test_a_json_agents_unknown_body_slot_is_refused_naming_the_slots(tmp_path: P
         agent = JSON_AGENT.format(endpoint=f'JsonEndpoint("{server.url}/agent")', body={"message": "{{ message }}"})
         folder = project(tmp_path, {"hi.yaml": "script: [hello]\njudge:\n  - check: {said: hello}\n"}, agent)
         for command in (("check",), ("run", "airline")):
-            done = convy(folder, *command)
+            done = run_convy(folder, *command)
             assert done.returncode == 2, done.stdout + done.stderr
             (line,) = done.stderr.splitlines()[:1]
             assert line.startswith("convy: loading agents/airline.py"), done.stderr
@@ -325,7 +315,7 @@ def test_a_json_body_slot_convy_does_not_fill_is_refused(tmp_path: Path, slot: s
     are refused with the slot meant."""
     agent = JSON_AGENT.format(endpoint='"http://127.0.0.1:9/agent"', body={"message": "{{ text }}", "meta": [f"{{{{ {slot} }}}}"]})
     folder = project(tmp_path, {"hi.yaml": "script: [hello]\njudge:\n  - check: {said: hello}\n"}, agent)
-    done = convy(folder, "check")
+    done = run_convy(folder, "check")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines()[0].startswith(
         f"convy: loading agents/airline.py failed: ValueError: body.meta[0]: no slot {{{{ {slot} }}}} in a JSON agent's body{meant}:"
@@ -341,10 +331,10 @@ def test_a_json_agent_on_a_plain_url_plays_and_fills_every_body_slot(tmp_path: P
         agent = JSON_AGENT.format(endpoint=f'"{server.url}/agent"', body=body)
         scenario = "script: [hello, move me to 12A]\njudge:\n  - check: {said: 12A}\n"
         folder = project(tmp_path, {"hi.yaml": scenario}, agent)
-        checked = convy(folder, "check")
+        checked = run_convy(folder, "check")
         assert checked.returncode == 0, checked.stdout + checked.stderr
         assert server.received == []
-        done = convy(folder, "run", "airline")
+        done = run_convy(folder, "run", "airline")
         assert done.returncode == 0, done.stdout + done.stderr
         first, second = (request.json for request in server.received if request.kind == "agent")
     assert re.fullmatch("[0-9a-f]{32}", first["session"]) and second["session"] == first["session"]
@@ -361,7 +351,7 @@ def test_a_json_agent_on_a_plain_url_plays_and_fills_every_body_slot(tmp_path: P
 def test_a_json_agents_url_without_its_scheme_is_refused_in_one_line(tmp_path: Path) -> None:
     agent = JSON_AGENT.format(endpoint='"localhost:8000/chat"', body={"message": "{{ text }}"})
     folder = project(tmp_path, {"hi.yaml": "script: [hello]\njudge:\n  - check: {said: hello}\n"}, agent)
-    done = convy(folder, "check")
+    done = run_convy(folder, "check")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines()[0] == (
         "convy: loading agents/airline.py failed: ValueError: url: must start with http:// or https://,"

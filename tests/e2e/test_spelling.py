@@ -17,11 +17,11 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.process import run_convy
 
 from convy.project import Project
 from convy.spelling import Spelling
 
-CONVY = Path(sys.executable).with_name("convy")
 VALUE = "sk-slip-CANARY-77e1"
 # Names a test's project reads from its own .env alone: none of them, in any case, from this process.
 GATEWAY = {
@@ -38,15 +38,7 @@ def convy(folder: Path, *arguments: str, **variables: str) -> subprocess.Complet
         for name, value in os.environ.items()
         if not name.upper().startswith(("CONVY_", "CONVEY_")) and name.upper() not in GATEWAY
     }
-    return subprocess.run(
-        [str(CONVY), *arguments],
-        cwd=folder,
-        env={**environment, **variables},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_convy(folder, *arguments, env={**environment, **variables}, timeout=120)
 
 
 def template(tmp_path: Path, dotenv: str) -> Path:

@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from support.process import CONVY, start_convy
 from support.raycluster import LocalCluster as RayCluster
 from support.standin import StandIn, Status, judged
 from support.waiting import wait_until
@@ -39,7 +40,6 @@ from convy.judge import Verdict
 from convy.scenario import Outcome
 from convy.spread import Batches, Played
 
-CONVY = Path(sys.executable).with_name("convy")
 DEADLINE = 300.0  # seconds a wait may take before the test gives up: only a hang reaches it
 SCENARIOS = ("greet", "repeat", "thanks")
 
@@ -209,10 +209,7 @@ class Place(msgspec.Struct, frozen=True):
     def started(self, *arguments: str) -> subprocess.Popen[bytes]:
         """``convy`` started, its output in files next to the project."""
         with (self.folder.parent / "out.txt").open("wb") as out:
-            process = subprocess.Popen(
-                [str(CONVY), *arguments], cwd=self.folder, env=self.environment(),
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            )
+            process = start_convy(self.folder, *arguments, env=self.environment(), stdout=out, stderr=subprocess.STDOUT)
         self.processes.append(process)
         return process
 

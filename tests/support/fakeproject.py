@@ -3,14 +3,12 @@ the CI outputs (JUnit, the Markdown summary, the pytest plugin) each need them."
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
 
-CONVY = Path(sys.executable).with_name("convy")
+from support.process import environment, run_convy
 
 # A judge that holds every claim but one whose text says "unjudgeable", on which it fails.
 MODELS = '''\
@@ -89,14 +87,9 @@ class Command(msgspec.Struct, frozen=True):
 
     def ran(self, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
         """The command run with these arguments and ``CONVY_*`` ``variables``; a run it played that exited 0 is noted in ``GREEN``."""
-        environment = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_")}
-        environment["BOT_API_KEY"] = self.key
-        environment |= variables
         playing = any(word in PLAYING for word in arguments) and not {"--dry-run", "--smoke", "--help"} & set(arguments)
         before = kept(self.where) if playing else {}
-        done = subprocess.run(
-            [str(CONVY), *arguments], cwd=self.where, env=environment, capture_output=True, text=True, timeout=300, check=False
-        )
+        done = run_convy(self.where, *arguments, env=environment(BOT_API_KEY=self.key, **variables))
         if playing and done.returncode == 0:
             asked = " ".join(arguments)
             GREEN.extend((folder, asked) for folder, when in kept(self.where).items() if before.get(folder) != when)

@@ -33,9 +33,10 @@ import msgspec
 import yaml
 
 from support.fakeproject import GREEN, Greens
+from support.process import run_convy
 
 BIN = Path(sys.executable).parent
-CONVY = BIN / "convy"
+CONVY = BIN / "convy"  # the venv's, as support.process runs it
 WORKFLOW = Path(".github/workflows/convy.yml")
 # The variables a developer's shell may hold that would give the template's models a gateway.
 GATEWAY = ("GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL")
@@ -96,9 +97,7 @@ def clean() -> dict[str, str]:
 
 
 def convy(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CONVY), *arguments], cwd=folder, env=clean(), capture_output=True, text=True, timeout=120
-    )
+    return run_convy(folder, *arguments, env=clean(), timeout=120)
 
 
 class Step(msgspec.Struct, frozen=True):

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from support.process import run_convy
 from support.standin import StandIn, judged
 
 from convy.agent import Answer, NoUsage
@@ -458,11 +459,8 @@ def test_the_command_names_the_flagged_claims_and_a_judge_of_the_agents_provider
 
     bench = Path(__file__).resolve().parents[2] / "bench" / "ambiguous.py"
     subprocess.run([sys.executable, str(bench), str(tmp_path), "--panel"], check=True, capture_output=True)
-    convy = Path(sys.executable).with_name("convy")
-    done = subprocess.run(
-        # The ambiguous claim fails some attempts by design: --fail-under 0 accepts any pass rate, as the test is of what is said.
-        [str(convy), "-C", str(tmp_path), "run", "--judge-repeats", "3", "--fail-under", "0"], capture_output=True, text=True, timeout=120
-    )
+    # The ambiguous claim fails some attempts by design: --fail-under 0 accepts any pass rate, as the test is of what is said.
+    done = run_convy(Path.cwd(), "-C", str(tmp_path), "run", "--judge-repeats", "3", "--fail-under", "0", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("judging: ")]
     assert len(said) == 2, done.stdout

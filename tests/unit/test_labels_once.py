@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from statsmodels.stats.proportion import proportion_confint
-from support.fakeproject import CONVY
+from support.process import run_convy
 
 from convy.agent import Answer, Call, NoUsage, Reported
 from convy.bench import Bench
@@ -84,9 +84,8 @@ def test_each_label_counts_once_and_a_called_label_stays_with_its_dialogue(tmp_p
     assert (rows[CALLED].labelled, rows[CALLED].agree) == (1, 1)
     assert (rows[GREETS].labelled, rows[GREETS].agree) == (2, 1)
     assert len(view.disagreements) == 1  # the one label found wrong, once
-    import subprocess
 
-    done = subprocess.run([str(CONVY), "labels", "show", "r1"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    done = run_convy(tmp_path, "labels", "show", "r1")
     assert done.returncode == 0, done.stderr
     assert "decisions against people: 3/4 agree, accuracy 75% [30%, 95%]: κ says nothing at 4 labels" in done.stdout
     assert f"  hello · {CALLED}: 1/1 agree" in done.stdout

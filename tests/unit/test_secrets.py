@@ -8,7 +8,6 @@ import json
 import os
 import pty
 import re
-import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
+from support.process import run_convy, start_convy
 from support.standin import Echo, StandIn, Status
 
 from convy import Env, JsonAgent, JsonEndpoint, Message, OpenAiModel
@@ -29,7 +29,6 @@ from convy.http import HttpFailure
 from convy.secrets import HIDDEN, Concealed, Secrets
 from convy.terminal import Inert
 
-CONVY = Path(sys.executable).with_name("convy")
 KEY = "sk-live+Key/With=Signs\"and-more-0123456789"
 PLAIN = "sk-plain-0123456789abcdefghij"
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[6n\x9b31m\u202egnp.exe [bold]loud[/bold]"
@@ -250,7 +249,7 @@ agent = Agent()
 def project(tmp_path: Path, mode: str, url: str = "") -> Path:
     folder = tmp_path / "project"
     folder.mkdir()
-    subprocess.run([str(CONVY), "init"], cwd=folder, check=True, capture_output=True, timeout=60)
+    assert run_convy(folder, "init", timeout=60).returncode == 0
     (folder / "agents" / "hostile.py").write_text(AGENT.format(mode=mode, hostile=HOSTILE))
     (folder / "agents" / "served.py").write_text(
         f"from convy import JsonAgent, JsonEndpoint\nagent = JsonAgent(JsonEndpoint({url + '/agent'!r}), calls='tool_calls')\n"
@@ -272,7 +271,7 @@ def test_an_agents_text_never_drives_the_terminal(tmp_path: Path, mode: str) -> 
     folder = project(tmp_path, mode)
     runs = [["run", "hostile", "--scenarios", "off-topic", "-k", "1"]] if mode == "raise" else []
     for arguments in [*runs, ["run", "hostile", "--smoke"]]:
-        done = subprocess.run([str(CONVY), *arguments], cwd=folder, capture_output=True, text=True, timeout=120)
+        done = run_convy(folder, *arguments, timeout=120)
         quiet(done.stdout + done.stderr)
         assert "\\x1b]0;pwned\\x07" in done.stdout + done.stderr
 
@@ -283,7 +282,7 @@ def test_an_http_error_body_never_drives_the_terminal(tmp_path: Path) -> None:
         folder = project(tmp_path, "answer", server.url)
         server.faults(Status(500, body=HOSTILE), Status(500, body=HOSTILE))
         for arguments in (["run", "served", "--scenarios", "off-topic", "-k", "1"], ["run", "served", "--smoke"]):
-            done = subprocess.run([str(CONVY), *arguments], cwd=folder, capture_output=True, text=True, timeout=120)
+            done = run_convy(folder, *arguments, timeout=120)
             quiet(done.stdout + done.stderr)
             assert "500 Internal Server Error: \\x1b]0;pwned" in done.stdout + done.stderr
 
@@ -294,9 +293,9 @@ def test_on_a_real_terminal_with_the_progress_bar_hostile_text_stays_inert(tmp_p
     folder = project(tmp_path, "raise")
     (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile[blink].py")
     leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [str(CONVY), "run", "hostile[blink]", "--scenarios", "off-topic", "-k", "1"],
-        cwd=folder, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**os.environ, "TERM": "xterm"},
+    process = start_convy(
+        folder, "run", "hostile[blink]", "--scenarios", "off-topic", "-k", "1",
+        stdout=follower, stderr=follower, env={**os.environ, "TERM": "xterm"},
     )
     os.close(follower)
     received = b""
@@ -323,10 +322,7 @@ def test_an_agent_file_whose_name_holds_an_escape_sequence_is_refused_in_one_ine
     anything is played, in one line that shows the sequence written out."""
     folder = project(tmp_path, "answer")
     (folder / "agents" / "hostile.py").rename(folder / "agents" / "hostile\x1b[2J.py")
-    done = subprocess.run(
-        [str(CONVY), "run", "hostile\x1b[2J", "--scenarios", "off-topic", "-k", "1"],
-        cwd=folder, capture_output=True, text=True, timeout=120,
-    )
+    done = run_convy(folder, "run", "hostile\x1b[2J", "--scenarios", "off-topic", "-k", "1", timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == ["convy: agents/'hostile\\x1b[2J'.py: agent: not a folder's name"]
     assert "\x1b" not in done.stdout + done.stderr
