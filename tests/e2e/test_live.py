@@ -58,7 +58,7 @@ class Gated:
 agent = Gated()
 '''
 
-MODELS = "from convy.model import Models\n\nmodels = Models()\n"
+MODELS = "from convy.judge import Models\n\nmodels = Models()\n"
 
 PATIENCE = 240.0  # only a hang reaches it
 

@@ -95,7 +95,7 @@ def test_secrets_py_imports_nothing_of_convy() -> None:
 
 # --- the runs convy writes ------------------------------------------------------------------------
 
-MODELS = "from convy.fakes import FakeJudge\nfrom convy.model import Models\nmodels = Models(judge=FakeJudge(lambda claim, transcript: True))\n"
+MODELS = "from convy.fakes import FakeJudge\nfrom convy.judge import Models\nmodels = Models(judge=FakeJudge(lambda claim, transcript: True))\n"
 ALPHA = f"""
 from contextlib import asynccontextmanager
 from convy import Answer

@@ -864,7 +864,7 @@ def test_a_simulator_prompt_that_would_fill_too_large_is_refused_before_any_requ
     (project / "agents").mkdir(parents=True)
     (project / "agents" / "a.py").write_text("from convy.fakes import Echo\n\nagent = Echo()\n", encoding="utf-8")
     (project / "models.py").write_text(
-        "from convy.fakes import FakeJudge, FakeModel\nfrom convy.model import Models\n\n"
+        "from convy.fakes import FakeJudge, FakeModel\nfrom convy.judge import Models\n\n"
         "models = Models(user=FakeModel(['Thanks. ###STOP###']), judge=FakeJudge())\n"
     )
     (project / "pyproject.toml").write_text('[tool.convy]\nuser_prompt = "prompt.md"\n')

@@ -449,7 +449,7 @@ def test_outside_text_keeps_its_line_breaks_written_out(pytester: pytest.Pyteste
     )
     (project / "models.py").write_text(
         MODELS.replace("Models(judge=", f"Models(user=Absent('no user\\n{FORGED}'), judge=").replace(
-            "from convy.model import Models", "from convy.model import Absent, Models"
+            "from convy.judge import Models", "from convy.judge import Models\nfrom convy.model import Absent"
         ),
         encoding="utf-8",
     )
