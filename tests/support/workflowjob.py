@@ -15,7 +15,7 @@ update when told of one), and the ``uses:`` upload and JUnit steps (their output
 they would take, or warns that there is none).
 
 Run as a script it plays the three cases of issue 24's closing note and prints each step's exit
-code and last lines: ``PYTHONPATH=src .venv/bin/python tests/support/workflowjob.py``.
+code and last lines: ``PYTHONPATH=src:tests .venv/bin/python -m support.workflowjob``.
 """
 
 from __future__ import annotations
