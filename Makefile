@@ -35,12 +35,13 @@ BIN := $(VENV)/bin
 NEWER := .venv-$(NEWEST)
 PROXY := .venv-proxy
 DEMO := demo
-NEWEST_TESTS := tests/test_examples.py tests/test_tls.py tests/test_api.py tests/test_deadlines.py \
-	tests/test_busy.py tests/test_faults.py tests/test_process.py tests/test_imports.py \
-	tests/test_pytest_plugin.py tests/test_settings_errors.py tests/test_scenario_errors.py \
-	tests/test_secrets.py tests/test_standin.py tests/test_attempts.py \
-	tests/test_exit_codes.py tests/test_check.py tests/test_spelling.py \
-	tests/test_spread.py::test_two_workers_on_a_ray_of_the_runs_own_write_what_one_process_writes
+NEWEST_TESTS := tests/unit/test_examples.py tests/unit/test_http_tls.py tests/unit/test_api.py \
+	tests/unit/test_deadlines.py tests/unit/test_busy.py tests/unit/test_faults.py \
+	tests/e2e/test_process.py tests/e2e/test_imports.py tests/unit/cli/test_pytest_plugin.py \
+	tests/e2e/test_settings_errors.py tests/unit/test_scenario_errors.py tests/unit/test_secrets.py \
+	tests/unit/test_standin.py tests/unit/test_attempts.py tests/e2e/test_exit_codes.py \
+	tests/e2e/test_check.py tests/e2e/test_spelling.py \
+	tests/e2e/test_spread.py::test_two_workers_on_a_ray_of_the_runs_own_write_what_one_process_writes
 # Of those, the tests that kill a process at many moments (kill -9 at seeded points, a Ray worker or
 # driver killed) stay on the oldest: what they hold is the run folder's, not the interpreter's, and
 # they took nearly a third of this part's time.
@@ -108,12 +109,12 @@ $(NEWER)/.dev: pyproject.toml
 	touch $@
 endif
 
-# LiteLLM's proxy, a Chat Completions server nobody on this team wrote, which tests/litellmproxy.py
+# LiteLLM's proxy, a Chat Completions server nobody on this team wrote, which tests/support/litellmproxy.py
 # starts offline with mock models, once a session. Its own venv, so its pins never touch convy's.
-$(PROXY)/.litellm: tests/proxy-requirements.txt
+$(PROXY)/.litellm: tests/support/proxy-requirements.txt
 	$(PYTHON) -m venv $(PROXY)
 	$(PROXY)/bin/pip install --quiet --upgrade pip
-	$(PROXY)/bin/pip install --quiet -r tests/proxy-requirements.txt
+	$(PROXY)/bin/pip install --quiet -r tests/support/proxy-requirements.txt
 	touch $@
 
 # The pages are tested in a real headless Chromium: Debian's package, driven by Playwright

@@ -55,7 +55,7 @@ class Judge:
 
 
 def main() -> None:
-    from standin import StandIn
+    from support.standin import StandIn
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", action="store_true", help="also play it on two worker processes (needs Ray)")

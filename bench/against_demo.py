@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from drawn import Drawn  # noqa: E402  (the judge's seeded rule the tests of --against use)
+from support.drawn import Drawn  # noqa: E402  (the judge's seeded rule the tests of --against use)
 
 from convy.adaptive import Adaptive, Against, BaseJudged  # noqa: E402
 from convy.bench import Bench

@@ -2,7 +2,7 @@
 default settings, and how often it is refused on the way; and how many attempts per second it
 plays when nothing limits it.
 
-The service is the test stand-in (``tests/standin.py``), a real HTTP server answering after
+The service is the test stand-in (``tests/support/standin.py``), a real HTTP server answering after
 ``--latency`` seconds (100 ms), run in a child process so that its work is not charged to convy.
 The agent is a ``JsonAgent`` on its ``/agent`` endpoint, played through the real ``Bench`` with
 **default settings** (``Limits()``: no places set, so they start at 4 and grow while the
@@ -162,7 +162,7 @@ def judged(request: dict[str, Any]) -> str:
 
 def limit_of(shape: str, rate: float, floor: float) -> Any:
     """The stand-in's limit for a shape (built in the stand-in's process)."""
-    from standin import Bucket, Changing, Window
+    from support.standin import Bucket, Changing, Window
 
     match shape:
         case "bucket1" | "shared" | "advice4" | "advice16":
@@ -264,7 +264,7 @@ http {{
 
 def _serve(pipe: Any, settings: dict[str, Any]) -> None:
     sys.path.insert(0, str(TESTS))
-    from standin import StandIn
+    from support.standin import StandIn
 
     shape = settings.pop("shape", None)
     if shape is not None:
@@ -582,7 +582,7 @@ def planned_floor(project: Project, arguments: argparse.Namespace) -> float:
 def project_reply(request: dict[str, Any], turns: int) -> str:
     """The stand-in's chat reply, for the simulated user (a new message each turn, done after
     ``turns`` answers) or the judge (its decision), told apart by the model asked."""
-    from standin import judged
+    from support.standin import judged
 
     if request.get("model") == MODELS["judge"]:
         return judged(request)
@@ -594,7 +594,7 @@ def project_reply(request: dict[str, Any], turns: int) -> str:
 
 def limit_built(project: Project, group: tuple[str, ...], after: float) -> Any:
     """A key's limit, built in the stand-ins' process."""
-    from standin import Bucket, Changing
+    from support.standin import Bucket, Changing
 
     rate = project.rate()
     match project.limit:
@@ -615,7 +615,7 @@ def _serve_project(pipe: Any, project: Project, latency: float, turns: int, afte
     from contextlib import ExitStack
     from functools import partial
 
-    from standin import StandIn
+    from support.standin import StandIn
 
     with ExitStack() as stack:
         servers = [
@@ -1136,7 +1136,7 @@ def uncapped_reply(request: dict[str, Any]) -> str:
     """The stand-in's chat reply in a project whose user and judge are models: a judge's decision
     when asked about a claim, else the simulated user's next message."""
     sys.path.insert(0, str(TESTS))
-    from standin import judged as decided
+    from support.standin import judged as decided
 
     messages = request.get("messages", [{}])
     asked = str(messages[-1].get("content", ""))

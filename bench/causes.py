@@ -3,7 +3,7 @@
 (a) The template demo, played offline as ``make demo`` plays it: ``convy init`` then ``convy run``
     in a new folder, with no key and no network; the script prints the command's breakdown line and
     the report's "Why not passed" tile (``RunView.causes``) of the run it kept.
-(b) A run on the stand-in (``tests/standin.py``) with faults injected over HTTP: the agent speaks
+(b) A run on the stand-in (``tests/support/standin.py``) with faults injected over HTTP: the agent speaks
     Chat Completions on one stand-in, the simulated user's model and the judge's each on one of
     their own, and each stand-in is given faults for some of its requests — the agent a 500 and a
     dropped connection (the agent's: it failed), the user's model a 502, a dropped connection and
@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from standin import Drop, Stall, StandIn, Status, WrongShape  # noqa: E402
+from support.standin import Drop, Stall, StandIn, Status, WrongShape  # noqa: E402
 
 from convy.bench import Bench
 from convy.http import ChatAgent, JsonEndpoint  # noqa: E402

@@ -1,6 +1,6 @@
 """The fault table: what convy records for each fault a service can throw, and whether it resent.
 
-Every fault of the stand-in (``tests/standin.py``) is played through a real ``Bench``:
+Every fault of the stand-in (``tests/support/standin.py``) is played through a real ``Bench``:
 
 - against the agent under test, a ``JsonAgent`` whose URL has a key in its query and whose
   headers hold a secret; the fault hits the second turn of a two-turn script;
@@ -30,7 +30,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from standin import Drop, Fault, Invalid, SlowBody, Stall, StandIn, Status, Truncated, WrongShape, http_date  # noqa: E402
+from support.standin import Drop, Fault, Invalid, SlowBody, Stall, StandIn, Status, Truncated, WrongShape, http_date  # noqa: E402
 
 from convy.bench import Bench
 from convy.fakes import FakeAgent, MemoryJournal  # noqa: E402

@@ -67,8 +67,8 @@ def _key(data: bytes) -> tuple[str, str] | None:
 def _serve(pipe: Any, settings: dict[str, Any]) -> None:
     sys.path.insert(0, str(TESTS))
     import busy as bench
-    import standin
-    from standin import StandIn
+    from support import standin
+    from support.standin import StandIn
 
     read_at: dict[tuple[str, str], list[float]] = {}
     counted: list[dict[str, Any]] = []

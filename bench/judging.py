@@ -1,5 +1,5 @@
 """Benchmark of judging: an attempt's wall time with 1, 3 and 5 claims for a ChatJudge whose
-model is the test stand-in (tests/standin.py, a real HTTP server on 127.0.0.1) answering each
+model is the test stand-in (tests/support/standin.py, a real HTTP server on 127.0.0.1) answering each
 request after ``--latency`` (100 ms), beside a base convy (by default ``main``, unpacked with
 ``git archive``) and the ideal.
 
@@ -70,7 +70,7 @@ def child(options: argparse.Namespace) -> None:
     import msgspec
 
     sys.path.insert(0, str(HERE / "tests"))
-    from standin import StandIn
+    from support.standin import StandIn
 
     from convy import Bench, ChatJudge, Limits, Models, OpenAiModel, Plan, Scenario
     from convy.fakes import FakeAgent, MemoryJournal

@@ -10,7 +10,7 @@ with the real ``convy`` command:
    agent's answer is polite, greets, refunds and names the order), except "How helpful was the
    answer", which the person finds failed. They are written in the format
    the scenario window downloads (docs/judging.md, "Human labels"), the file a person would get by
-   pressing ✓ and ✗ in the window (``tests/test_labels_browser.py`` does that in Chromium).
+   pressing ✓ and ✗ in the window (``tests/browser/test_labels_browser.py`` does that in Chromium).
 3. ``convy labels add`` keeps them in the run's folder; ``convy labels show`` measures the judge.
 4. ``convy rejudge --judge steady`` decides the same dialogues again with the other judge: the
    labels follow the dialogues, so ``convy labels show`` of the new run measures it against the

@@ -1,5 +1,5 @@
 """Benchmark of re-judging: a recorded run of ``--attempts`` (10,000) attempts decided again by a
-``ChatJudge`` whose model is the test stand-in (tests/standin.py, a real HTTP server on 127.0.0.1)
+``ChatJudge`` whose model is the test stand-in (tests/support/standin.py, a real HTTP server on 127.0.0.1)
 answering each request after ``--latency`` (100 ms), with ``judge_places`` = each of ``--places``.
 
 The source run is written straight to a temporary folder (``run.json`` and ``attempts.jsonl``: each
@@ -103,7 +103,7 @@ class Served:
 
 def serve(options: argparse.Namespace) -> None:
     """The stand-in, answering every request with a decision after ``--latency``, until stdin closes."""
-    from standin import StandIn
+    from support.standin import StandIn
 
     decision = '{"reason": "the agent answered", "pass": true, "confidence": 0.9}'
     with StandIn(reply=lambda request: decision, latency=options.latency) as server:

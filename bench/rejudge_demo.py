@@ -1,7 +1,7 @@
 """The demo project re-judged with another judge, end to end, with the real ``convy`` command.
 
 ``convy init`` makes the template project in a temporary folder; its ``.env`` points the gateway at
-the test stand-in (tests/standin.py, a real HTTP server on 127.0.0.1), which plays three models,
+the test stand-in (tests/support/standin.py, a real HTTP server on 127.0.0.1), which plays three models,
 told apart by each request: the assistant agent's model (``agent-model``), the simulated user's
 (``user-model``) and the judge's (``judge-model``, which holds every claim). Then:
 
@@ -57,7 +57,7 @@ def answered(request: dict[str, Any]) -> str | dict[str, Any]:
 
 
 def main() -> None:
-    from standin import StandIn
+    from support.standin import StandIn
 
     environment = {name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "GATEWAY_", "OPENAI_"))}
     with tempfile.TemporaryDirectory() as folder, StandIn(reply=answered, api_key=KEY) as server:

@@ -3,7 +3,7 @@ beside the same run played by one process, in the same script.
 
 The project is written to a temporary folder: ``--scenarios`` (10) scripted scenarios of
 ``--turns`` (3) messages, ``--attempts`` (10,000) attempts in all, its agent a ``JsonAgent`` on the
-test stand-in's ``/agent`` (``tests/standin.py``, a real HTTP server in a child process, answering
+test stand-in's ``/agent`` (``tests/support/standin.py``, a real HTTP server in a child process, answering
 each request after ``--latency``, 100 ms) and its judge a ``ChatJudge`` on the same stand-in,
 deciding ``--claims`` (1) claims besides one ``check:``. ``agent_places`` and ``judge_places`` are
 ``--places`` (256): the places' floor, ``min(agent_places / (latency x turns), judge_places /

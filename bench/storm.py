@@ -40,7 +40,7 @@ def compared(sources: list[str]) -> None:
 
 
 def one(label: str) -> None:
-    from standin import StandIn, Window, _text_of, _words
+    from support.standin import StandIn, Window, _text_of, _words
 
     import convy
     from convy.agent import Call, Message, QueuedAgent, TimeLimited, Usage

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-# LiteLLM's proxy of tests/litellmproxy.py, registered here alone so that it starts once a session.
-from litellmproxy import proxy  # noqa: F401
+# LiteLLM's proxy of tests/support/litellmproxy.py, registered here alone so that it starts once a session.
+from support.litellmproxy import proxy  # noqa: F401
 
-# The real two-node Ray cluster of tests/raycluster.py (its docstring says how to use it).
-from raycluster import ray_cluster, ray_driver  # noqa: F401
+# The real two-node Ray cluster of tests/support/raycluster.py (its docstring says how to use it).
+from support.raycluster import ray_cluster, ray_driver  # noqa: F401
 
 settings.register_profile("convy", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("convy")
@@ -48,16 +48,16 @@ except ImportError:
 # on two loaded cores: about twice CI's seconds), go first instead, longest first; the rest follow
 # most tests first, as xdist would order them.
 LONGEST = (
-    "tests/test_audit_adaptive.py",
-    "tests/test_benches.py",
+    "tests/audits/test_audit_adaptive.py",
+    "tests/e2e/test_benches.py",
     "ray",  # the session's Ray cluster: its start, and the distributed runs on it
-    "tests/test_ci_workflow.py",
-    "tests/test_audit_spread.py",
+    "tests/e2e/test_ci_workflow.py",
+    "tests/audits/test_audit_spread.py",
     "proxy",  # LiteLLM's proxy: its start, and runs of the template on it
-    "tests/test_browser.py",
-    "tests/test_audit_rejudge_labels.py",
-    "tests/test_ci_output.py",
-    "tests/test_budgets.py",
+    "tests/browser/test_browser.py",
+    "tests/audits/test_audit_rejudge_labels.py",
+    "tests/e2e/test_ci_output.py",
+    "tests/e2e/test_budgets.py",
 )
 
 
@@ -95,7 +95,7 @@ def greens_tested() -> Iterator[None]:
     exited 0 through the shared ``fakeproject.Command``, and every `pytest --convy` session of
     pytester's that ended with success, judged at least one attempt and met its project's pass
     rule, read back from run.json and attempts.jsonl as `convy report` reads them."""
-    from fakeproject import GREEN, Greens, kept
+    from support.fakeproject import GREEN, Greens, kept
 
     # `pytest --convy` runs of the suite (pytester's, in this process) are watched the same way:
     # a session that ended with success must have played runs that held.

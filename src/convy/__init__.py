@@ -16,7 +16,7 @@ A run from Python::
     print(sum(outcome.status(0.0) == "passed" for outcome in kept.outcomes), "passed")
 
 ``RunJournal.play`` makes the run's folder and keeps each attempt there as it ends; ``convy report``
-then draws it. ``tests/test_examples.py`` runs this example, and those of docs/.
+then draws it. ``tests/unit/test_examples.py`` runs this example, and those of docs/.
 """
 
 import importlib

@@ -1590,7 +1590,7 @@ class Places:
             # 50 to 62 a second on the wire was 55.6, against a limit of 50, refused at its first
             # send after the pause and halved (a virtual clock's way to the wire of up to 8 ms).
             # Taken for it, the pace stayed there, growing a two-thousandth a second
-            # (tests/test_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
+            # (tests/unit/test_busy_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
             # agent at 28). From halfway between (the geometric mean), it grows a step at most at
             # each answer while it holds requests back, so only a participant that needs more
             # than what its sends went at so far climbs on to a second refusal. (Compared with the

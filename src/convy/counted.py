@@ -11,7 +11,7 @@ seen, which it keeps to read each attempt once as ``RunJournal.kept`` does (one 
 
 It reads the file through ``RunJournal.read``, the one reader of it, so the lines it passes over
 are those ``RunJournal.kept`` leaves out and its numbers are ``Summary``'s of the same folder
-(tests/test_counted.py holds them equal).
+(tests/unit/test_counted.py holds them equal).
 """
 
 from __future__ import annotations

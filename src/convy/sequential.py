@@ -59,7 +59,7 @@ class Sequential(msgspec.Struct, frozen=True):
     # more candidate attempts only make each block larger, each adding less evidence than the one
     # before, and the first block of a base of 3 (scored with no guess, its evidence lost) is a third
     # of the plan however large: a base of 3 against a most of 60 played blocks of 20. At 4× a base
-    # of 3 plays blocks of 4; a seeded simulation (tests/test_against_plan.py) finds it deciding a
+    # of 3 plays blocks of 4; a seeded simulation (tests/unit/test_against_plan.py) finds it deciding a
     # fall to 50% as often as the unbounded plan, where 2× misses some.
     RATIO: ClassVar[int] = 4
 
