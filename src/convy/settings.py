@@ -283,7 +283,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             problems.append(str(error))
             given = {}
         # A CONVY_* name one slip from convy's own is read by nothing: refused with the name meant.
-        problems.extend(Slips(self.folder, dotenv is not None, VARIABLES).convy())
+        problems.extend(Slips(self.folder, VARIABLES, dotenv is not None).convy())
         for name, value in list(given.items()):
             if re.search("[\ud800-\udfff]", value):  # bytes that were not UTF-8, as Python keeps them
                 problems.append(f"CONVY_{name.upper()}: {name}: not UTF-8 text")

@@ -44,7 +44,7 @@ class ProjectNames(msgspec.Struct, frozen=True):
     """The variable names a project is known to read, from its files and the code loaded so far."""
 
     folder: Path
-    settings: tuple[str, ...] = ()  # convy's settings that a CONVY_* variable sets (``settings.VARIABLES``)
+    settings: tuple[str, ...]  # convy's settings that a CONVY_* variable sets (``settings.VARIABLES``)
 
     EXAMPLES: ClassVar[tuple[str, ...]] = (".env.example", ".env.sample", ".env.template")
     # Folders of a project that hold no code of its own, or too much of others'.
@@ -172,8 +172,8 @@ class Slips(msgspec.Struct, frozen=True):
     """
 
     folder: Path
+    settings: tuple[str, ...]  # convy's settings that a CONVY_* variable sets (``settings.VARIABLES``)
     dotenv: bool = True
-    settings: tuple[str, ...] = ()  # convy's settings that a CONVY_* variable sets (``settings.VARIABLES``)
 
     PREFIX: ClassVar[str] = "CONVY"
     WHERE_ENV: ClassVar[str] = "the environment"

@@ -107,7 +107,7 @@ class DryRun(msgspec.Struct, frozen=True):
         if untested:
             problems.append(untested)
         if sourced.dotenv:  # its CONVY_* names are said by the settings; the rest, once the code is loaded
-            problems.extend(Slips(project.folder, settings=VARIABLES).project())
+            problems.extend(Slips(project.folder, VARIABLES).project())
         secrets = Loaded(project, "").secrets(*parts, every=False)  # no code run beyond what was checked
         if problems:
             said = tuple(dict.fromkeys(secrets.hidden(problem) for problem in problems))
