@@ -11,6 +11,12 @@ from convy.busy import Wait
 from convy.judge import Failed, NoVerdict, Verdict
 from convy.transcript import Stop, Transcript, Unchecked, UserFault
 
+# The time of a part an attempt did not have (no opening, no ending by the user, no judgement),
+# each ``Outcome`` field's default and what ``scenario.py`` gives for it: msgspec leaves a field out
+# of the line only when it holds the default object itself (``omit_defaults`` compares by identity),
+# and an equal 0.0 written in another module is another object, written out on every line.
+UNTIMED: float = 0.0
+
 
 class Judged(msgspec.Struct, frozen=True, gc=False):
     """A dialogue's result as its judge and the checks decided it, and what the judge's requests
@@ -46,14 +52,14 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     transcript: Transcript
     stop: Stop
     result: Verdict | Failed | NoVerdict
-    open_seconds: float = 0.0
-    close_seconds: float = 0.0
-    judge_start: float = 0.0
-    judge_seconds: float = 0.0
+    open_seconds: float = UNTIMED
+    close_seconds: float = UNTIMED
+    judge_start: float = UNTIMED
+    judge_seconds: float = UNTIMED
     judge_requests: tuple[Usage | NoUsage, ...] = ()
     waits: tuple[Wait, ...] = ()
     user_ending: tuple[Usage | NoUsage, ...] = ()
-    user_ending_seconds: float = 0.0
+    user_ending_seconds: float = UNTIMED
     rejudged: bool = False
     user_faults: tuple[UserFault, ...] = ()  # what the simulated user's checks found (issue 11)
     user_unchecked: tuple[Unchecked, ...] = ()  # the model-decided checks asked that were not decided, and why

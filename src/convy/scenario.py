@@ -30,7 +30,7 @@ from convy.checks import PATTERNS, QUOTED, Check, Fill, Rule, literal, slashed, 
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
 from convy.loops import running
 from convy.model import Absent, Model, ModelFailure, StillBusy
-from convy.outcome import Judged, Outcome
+from convy.outcome import UNTIMED, Judged, Outcome
 from convy.pattern import Pattern
 from convy.problems import (
     EmptyReply,
@@ -487,7 +487,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         stop: Stop = "finished"
         result: Failed | NoVerdict | None = None  # how the dialogue was cut short, if it was
         pending = ""
-        opened = closed = 0.0
+        opened = closed = UNTIMED
         ending: tuple[tuple[Usage | NoUsage, ...], float] | None = None
         asked: tuple[tuple[Usage | NoUsage, ...], float] | None = None  # the user's request of the turn under way
         broken: Answer | None = None  # what the turn the agent broke off had spent, when it said
@@ -602,7 +602,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             judge_requests=reviewing + judged.requests,
             waits=tuple(waits.noted),
             user_ending=() if ending is None else ending[0],
-            user_ending_seconds=0.0 if ending is None else ending[1],
+            user_ending_seconds=UNTIMED if ending is None else ending[1],
             agent_ending=broken,
             user_faults=faults,
             user_unchecked=unchecked,
@@ -657,7 +657,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             judged = await self.judged(outcome.transcript, Checked(judge), cut)
         finally:
             WAITS.reset(noting)
-        seconds = time.monotonic() - clock if cut is None else 0.0
+        seconds = time.monotonic() - clock if cut is None else UNTIMED
         return msgspec.structs.replace(
             outcome,
             seconds=outcome.judge_start + seconds,

@@ -193,6 +193,22 @@ def test_agent_failing_to_open() -> None:
     assert (outcome.stop, outcome.transcript, judge.rulings) == ("agent_failed", Transcript(), 0)
 
 
+def test_a_line_leaves_out_the_times_of_parts_the_attempt_did_not_have() -> None:
+    """An attempt's line in attempts.jsonl holds no time of a part it did not have, as its lines
+    always have: no simulated user's ending in a scripted dialogue, no opening or closing when the
+    agent never opened, no judgement when a failed attempt is re-judged (it is not judged again).
+    msgspec leaves a field out only when it holds its default object itself (``omit_defaults``
+    compares by identity): a ``0.0`` written in a module other than ``Outcome``'s is written out."""
+    chosen = scenario(script=("hello",))
+    (scripted,) = played(Bench(FakeAgent(heard), Models(judge=FakeJudge())), chosen)
+    (broken,) = played(Bench(BrokenOpen(), Models(judge=FakeJudge())), chosen)
+    rejudged = asyncio.run(chosen.rejudged(broken, FakeJudge()))
+    fields = [set(msgspec.json.decode(msgspec.json.encode(outcome))) for outcome in (scripted, broken, rejudged)]
+    assert "user_ending_seconds" not in fields[0]
+    assert {"open_seconds", "close_seconds", "user_ending_seconds"}.isdisjoint(fields[1])
+    assert {"open_seconds", "close_seconds", "user_ending_seconds", "judge_seconds"}.isdisjoint(fields[2])
+
+
 @pytest.mark.parametrize(
     "answer",
     [

@@ -64,22 +64,25 @@ import sys
 import time
 from pathlib import Path
 
-from convy.cli.check import DryRun
-from convy.cli.console import Shown
-from convy.cli.init import InitCommand, Workflow
-from convy.cli.labels import LabelsCommand
-from convy.cli.outputs import Outputs
-from convy.cli.parser import AutoAttempts, Budgeted, Whereabouts, command_line
-from convy.cli.rejudge import RejudgeCommand
-from convy.cli.reports import CompareCommand, ExportCommand, ReportCommand
-from convy.cli.run import ResumeCommand, RunCommand, SmokeCommand, Spreading
-from convy.holders import Environment
-from convy.problems import ConfigurationError, Unwritable
-from convy.project import Project
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run the convy command; returns (and, from the console script, exits with) its code."""
+    # The commands are imported here, not with the package: pytest imports this package in every
+    # session of an environment where convy is installed, to load its plugin (``pytest_plugin``),
+    # which must cost a session without --convy nothing of the command's (some 0.1 s).
+    from convy.cli.check import DryRun
+    from convy.cli.console import Shown
+    from convy.cli.init import InitCommand, Workflow
+    from convy.cli.labels import LabelsCommand
+    from convy.cli.outputs import Outputs
+    from convy.cli.parser import AutoAttempts, Budgeted, Whereabouts, command_line
+    from convy.cli.rejudge import RejudgeCommand
+    from convy.cli.reports import CompareCommand, ExportCommand, ReportCommand
+    from convy.cli.run import ResumeCommand, RunCommand, SmokeCommand, Spreading
+    from convy.holders import Environment
+    from convy.problems import ConfigurationError, Unwritable
+    from convy.project import Project
+
     # The command owns its process, so it sets the collector for the work it does: what was loaded
     # to start is never garbage, and the records of attempts and pages cannot form cycles
     # (gc=False), so the collector need not walk them on every 700 allocations. A run's event loop

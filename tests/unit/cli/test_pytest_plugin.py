@@ -19,10 +19,12 @@ import re
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 from support.fakeproject import MODELS, Command, FakeProject
+from support.process import environment
 from support.standin import StandIn
 from test_services_cli import KEY, Made, Roles
 
@@ -197,6 +199,19 @@ def test_without_convy_nothing_is_collected_or_played(pytester: pytest.Pytester,
     result.assert_outcomes(passed=1)
     assert "convy::" not in result.stdout.str()
     assert not (project / "results").exists()
+
+
+def test_loading_the_plugin_imports_no_module_of_convy_but_its_own() -> None:
+    """pytest loads the plugin named by pyproject's ``pytest11`` entry point in every session of an
+    environment where convy is installed; loaded, in a process of its own, it imports of convy only
+    the packages it lies in and itself, so a session without ``--convy`` does not pay for the
+    command (some 0.1 s) or the engine."""
+    declared = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text(encoding="utf-8"))
+    module = declared["project"]["entry-points"]["pytest11"]["convy"]
+    code = f"import sys, pytest, {module}; print(*sorted(name for name in sys.modules if name.startswith('convy')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environment())
+    parts = module.split(".")
+    assert done.stdout.split() == [".".join(parts[: count + 1]) for count in range(len(parts))]
 
 
 def test_the_projects_own_tests_run_beside_the_scenarios(pytester: pytest.Pytester, project: Path) -> None:
