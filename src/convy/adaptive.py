@@ -14,7 +14,7 @@ kept, by number, and not of the order they ended in, how the rounds were cut, or
 was interrupted: ``Course`` finds it again from ``attempts.jsonl`` alone, and a resumed run stops
 where an uninterrupted one would have, given the same attempts.
 
-``Rounds`` plays it: a ``bench.Player`` that wraps another (a ``Bench``, a ``spread.Crew``) and
+``Rounds`` plays it: a ``plan.Player`` that wraps another (a ``Bench``, a ``spread.Crew``) and
 asks it to play each round's attempts, one call per round, seeing each attempt as it is recorded.
 """
 
@@ -503,7 +503,7 @@ class Adaptive(msgspec.Struct, frozen=True):
 
 
 class Rounds(msgspec.Struct, frozen=True):
-    """A ``bench.Player`` that plays a run of an ``Adaptive`` rule: of the attempts the run's
+    """A ``plan.Player`` that plays a run of an ``Adaptive`` rule: of the attempts the run's
     folder lacks (those of its most), the ones the rule wants, a round at a time, each round
     played by ``player`` in one call. It sees each attempt as it is recorded, and finds the next
     round from every attempt kept so far; it ends when the rule wants no more, or the budget lets

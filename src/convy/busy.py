@@ -139,7 +139,7 @@ _AHEAD = 0.01
 # participant sharing it.
 _SHARE_HELD = 0.995
 _SHARE_HELD_CUT = 0.975
-# Places with no cap start at START and grow to at most _MOST_PLACES (``bench.Limits``' bound). An
+# Places with no cap start at START and grow to at most _MOST_PLACES (``records.Limits``' bound). An
 # answer is in time when it, and the median of the latest _RECENT answers timed, took at most
 # _IN_TIME times the usual latency: the least median of _RECENT answers seen so far. A service that
 # queues what it cannot serve at once answers later as more is sent, and is sent no more; one that
@@ -200,7 +200,7 @@ def _clocked(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
     ``time.monotonic`` (``BaseEventLoop.time``), which is then read itself, for a fifth of what
     finding the running loop and asking it costs (``_loop_time``) on every request; a loop of
     another clock (a virtual one in tests, uvloop's) is asked as it is, bound to it. A
-    participant's places are made in the loop that uses them (``bench.Limits.places``): bound
+    participant's places are made in the loop that uses them (``records.Limits.places``): bound
     to it, the clock is the one every other way of theirs reads."""
     if type(loop).time is asyncio.BaseEventLoop.time:
         return time.monotonic
@@ -743,7 +743,7 @@ class Places:
 
     # The free way, in steps, so that a caller may take it without ``_tried``'s coroutine: the
     # caller awaits the request between ``freely`` and one of ``freely_answered``, ``freely_failed``
-    # and ``freely_refused`` (``agent.turned``, ``model.PatientModel``, ``dialog.PatientJudge``).
+    # and ``freely_refused`` (``agent.turned``, ``model.PatientModel``, ``judge.PatientJudge``).
 
     def freely(self, held: bool) -> Freed | None:
         """A paced first try's start on the free way, or ``None`` where it does not take it.

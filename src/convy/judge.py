@@ -545,7 +545,7 @@ class Judging(msgspec.Struct, frozen=True, omit_defaults=True):
     """How a run judges its claims (kept in ``run.json``, so a resumed run and its report know):
     each judge asked ``repeats`` times per claim, a panel's votes combined by ``panel``, and a
     decision whose evidence is not sound — not in the dialogue, or too short, a piece of a word or
-    the user's words (``dialog.Quote``) — flagged (``flag``) or not trusted (``require``)."""
+    the user's words (``transcript.Quote``) — flagged (``flag``) or not trusted (``require``)."""
 
     repeats: int = 1
     panel: Literal["majority", "unanimous"] = "majority"
@@ -691,7 +691,7 @@ def decision(asked: str | Graded, votes: Sequence[Vote], judging: Judging = Judg
 class Models(msgspec.Struct, frozen=True):
     """The simulated user's model and the judge of a project; either may be absent.
 
-    ``judge`` may be a list or tuple of judges, a panel: it is made a ``panel.Panel`` here, where
+    ``judge`` may be a list or tuple of judges, a panel: it is made a ``judge.Panel`` here, where
     it enters, so everything after sees one judge with one name (``"a, b, c"``). A panel with an
     absent judge is that judge's absence (the panel cannot sit whole); an empty one is refused.
     """

@@ -99,7 +99,7 @@ class Contained(msgspec.Struct, frozen=True):
         return self.kept(answered)
 
     # ``reply`` in two steps, around the model's own request, so that a caller asking for every
-    # simulated turn (``dialog.SimulatedUser``) takes it without a coroutine of its own.
+    # simulated turn (``user.SimulatedUser``) takes it without a coroutine of its own.
 
     def failed(self, error: BaseException) -> None:
         """The model's request raised ``error``: the ``ModelFailure`` it is, raised from it;

@@ -37,7 +37,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     what the agent's broken-off turn had spent, when its failure said (``AgentFailure.spent``,
     ``Busy.spent``): its requests and tool calls; ``judge_requests`` holds the judge's requests, those of a judgement
     that failed included, and those of the simulated user's model-decided checks before them.
-    ``user_faults`` are what the simulated user's checks found (``conduct.py``), the earliest first,
+    ``user_faults`` are what the simulated user's checks found (``user.py``), the earliest first,
     and ``user_unchecked`` the model-decided checks asked that were not decided; a line kept before
     them reads back with none. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
     dialogue, and what the agent's and the user model's requests took, were recorded by the run it

@@ -32,7 +32,7 @@ from convy.stats import Tally
 class Share(msgspec.Struct, frozen=True):
     """A share as a person writes it: a number (0.9) or a percentage (``"90%"``), one rule for
     every place that takes one (``[tool.convy]``, ``.env``, a scenario's ``fail_under``; the
-    command line's ``cli.Fraction`` reads its text alike)."""
+    command line's ``cli.parser.Fraction`` reads its text alike)."""
 
     given: object
 
@@ -190,7 +190,7 @@ class RunVerdict(msgspec.Struct, frozen=True):
 
     def gates(self) -> tuple[tuple[int, str], ...]:
         """Each gate the run does not pass, as the command's exit code orders them (6, 1, 5, 7, 8,
-        3; ``cli.Worst``), with its words: empty when the run passes, exit 0."""
+        3; ``cli.exits.Worst``), with its words: empty when the run passes, exit 0."""
         found: list[tuple[int, str]] = []
         if self.budget:
             found.append((6, self.budget_said()))

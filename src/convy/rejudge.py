@@ -215,7 +215,7 @@ class SourceRun(msgspec.Struct, frozen=True):
 
 
 class Rejudging(msgspec.Struct, frozen=True):
-    """Plays a re-judged run (a ``bench.Player``): each planned attempt's recorded dialogue, read
+    """Plays a re-judged run (a ``plan.Player``): each planned attempt's recorded dialogue, read
     from ``dialogues`` (the origin's folder) as a worker is free for it, decided again by ``judge``
     within the judge's places of ``limits``. No agent, no simulated user: the only requests are the
     judge's, watched as a bench's are (``vital.Vigil``): a judge whose service refuses it for good

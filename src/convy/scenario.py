@@ -451,7 +451,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         them failed. Any other error is convy's own and goes on to the caller.
 
         With a simulated user, its conduct is checked by code once the dialogue is over
-        (``conduct.Conduct``), and by a model for the checks ``review`` asks for; a fault leaves a
+        (``user.Conduct``), and by a model for the checks ``review`` asks for; a fault leaves a
         whole dialogue not judged with the fault as its reason (the judge is not asked; the checks
         more turns could not change are decided, and one that failed fails the attempt), unless
         ``review`` says such faults are counted.
@@ -463,7 +463,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         clock = time.monotonic()
         waits = Waits(running().time())
         noting = WAITS.set(waits)
-        # A run's judge is already ``Checked`` (``bench.RunJudge.within``): checked twice, it would
+        # A run's judge is already ``Checked`` (``judge.RunJudge.within``): checked twice, it would
         # cut the dialogue to what was said and read its ruling back twice, to the same effect.
         checked = judge if isinstance(judge, Checked) else Checked(judge)
         try:

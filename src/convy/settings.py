@@ -42,7 +42,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     the verdict its command gave), the run's budget (``max_cost``
     in US dollars, ``max_tokens``, ``max_minutes``; 0 is none: a command's, given again to each
     ``convy resume``, so kept in no run folder either), the file of the simulator prompt, and how
-    claims are judged (``judge_repeats``, ``panel``, ``evidence``: a ``panel.Judging``, kept in the
+    claims are judged (``judge_repeats``, ``panel``, ``evidence``: a ``judge.Judging``, kept in the
     run's spec)."""
 
     attempts: int | Literal["auto"] = 3
@@ -303,7 +303,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
         settings = msgspec.convert({**table, **listed}, Settings, strict=False)
         return Sourced(settings, sources, tuple(dict.fromkeys(problems)), dotenv is not None)
 
-    # The shares the command line takes as 0.9 or 90% (``cli.Fraction``): a file or a variable takes both alike.
+    # The shares the command line takes as 0.9 or 90% (``cli.parser.Fraction``): a file or a variable takes both alike.
     RATES: ClassVar[tuple[str, ...]] = ("trust", "max_not_judged", "fail_under")  # as Settings.KINDS says them
 
     def _rates(self, values: dict[str, Any]) -> dict[str, Any]:

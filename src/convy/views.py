@@ -434,7 +434,7 @@ class TurnView(View, frozen=True, array_like=True):
 
 
 class VoteView(View, frozen=True, array_like=True):
-    """One of the decisions a claim was made from (``dialog.Vote``)."""
+    """One of the decisions a claim was made from (``judge.Vote``)."""
 
     judge: str
     held: bool
@@ -443,7 +443,7 @@ class VoteView(View, frozen=True, array_like=True):
     grade: str | None
     evidence: str | None
     found: bool | None
-    weak: str | None = None  # found, but no evidence: why in words (``dialog.Evidence.said``)
+    weak: str | None = None  # found, but no evidence: why in words (``transcript.Evidence.said``)
 
 
 class SplitView(View, frozen=True, array_like=True):
@@ -484,7 +484,7 @@ class SpanView(View, frozen=True, array_like=True):
 
 
 class UserFaultView(View, frozen=True, array_like=True):
-    """Something the simulated user did wrong (``dialog.UserFault``): the window marks its turn."""
+    """Something the simulated user did wrong (``transcript.UserFault``): the window marks its turn."""
 
     check: str
     turn: int

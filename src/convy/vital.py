@@ -22,7 +22,7 @@ attempt, and keep a run whose numbers say nothing of the agent. So a run stops, 
 - ``DeadService`` is the stop: which participants never answered, what their service said, and
   how many attempts were held back and so never recorded. ``convy resume`` plays those.
 
-The command words the likely fix (``cli.Cures``); this module says only what happened.
+The command words the likely fix (``cli.exits.Cures``); this module says only what happened.
 """
 
 from __future__ import annotations

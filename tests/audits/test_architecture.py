@@ -162,6 +162,23 @@ def test_the_guides_name_what_exists() -> None:
     assert problems == []
 
 
+def test_the_code_names_in_its_docstrings_and_comments_what_exists() -> None:
+    """A docstring or comment that names a module's member (``busy.TURN``, ``judge.Panel``) or a
+    module (``user.py``) names one that exists: a move or a rename leaves no stale pointer behind."""
+    known = defined()
+    # Not code: a user's project file, a path in the pages' data.
+    elsewhere = {"`agents/airline.py`: no such file in src/convy", "`agent.seconds.p50`: agent defines no seconds"}
+    problems = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "template" in path.parts:
+            continue
+        quoted = " ".join(f"`{span}`" for span in re.findall(r"``([^`\n]+)``", path.read_text(encoding="utf-8")))
+        for problem in wrong(quoted, known):
+            if problem not in elsewhere and (re.match(r"`[a-z_]+(\.[a-z_]+)*\.[A-Za-z_]", problem) or ".py`" in problem):
+                problems.append(f"{path.relative_to(PACKAGE)}: {problem}")
+    assert problems == []
+
+
 def test_the_catch_all_clauses_are_as_many_as_the_map_says() -> None:
     """ARCHITECTURE.md counts the clauses that catch everything (``except Exception`` and
     ``except BaseException``); the code holds that many."""

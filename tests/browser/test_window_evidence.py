@@ -314,7 +314,7 @@ def test_votes_show_how_they_fell_and_each_one_collapsed(page_path: Path, visit:
 
 
 def test_the_page_makes_quotes_plain_as_python_does(page_path: Path, visit: Callable[..., Visit]) -> None:
-    """The window's plain() agrees with ``dialog.plain`` on random text made of the characters
+    """The window's plain() agrees with ``transcript.plain`` on random text made of the characters
     either treats specially (every kind of whitespace Python's ``\\s`` matches and some it does
     not, each quotation mark) and others."""
     page = opened(visit, page_path)
@@ -362,7 +362,7 @@ def test_a_decision_lists_how_its_votes_fell(tmp_path: Path) -> None:
 
 def test_the_page_reads_whitespace_as_python_does() -> None:
     """The window's class of whitespace is the characters Python's ``\\s`` matches in a ``str``
-    (what ``dialog.plain`` collapses): read from window.js and compared over the whole BMP."""
+    (what ``transcript.plain`` collapses): read from window.js and compared over the whole BMP."""
     script = (Path(__file__).parents[2] / "src" / "convy" / "pages" / "window.js").read_text(encoding="utf-8")
     found = re.search(r"const SPACE = /(\[[^\]]+\])/;", script)
     assert found

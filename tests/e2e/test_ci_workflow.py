@@ -316,7 +316,7 @@ def test_against_a_base_its_budget_stopped_plays_in_full_and_says_so(project: Pa
 
 
 def test_the_workflow_orders_codes_as_convy_does(project: Path) -> None:
-    """Each place the workflow picks one code of several (the per-agent runs, the comparisons, the job's end) lists them in cli.Worst's order."""
+    """Each place the workflow picks one code of several (the per-agent runs, the comparisons, the job's end) lists them in cli.exits.Worst's order."""
     from convy.cli.exits import Worst
 
     text = (project / WORKFLOW).read_text()

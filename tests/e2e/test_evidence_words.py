@@ -1,5 +1,5 @@
 """Evidence means evidence (issue 26, item 5): under ``evidence = "require"`` a quote must be a few
-of the agent's own words (``dialog.Quote``: at least three whole words, or the whole of a shorter
+of the agent's own words (``transcript.Quote``: at least three whole words, or the whole of a shorter
 message, of one of the agent's messages). "I", ".", a piece of a word and the user's own words are
 found in the dialogue but prove nothing of the agent: the claim is not trusted and the run exits 5;
 under ``flag`` they are flagged, in the report's counts, the command's lines and the window."""

@@ -1,5 +1,5 @@
 """The exit codes of docs/results.md's "Results and exit codes", each made by the real ``convy`` command on a
-project of fakes, and the order in which they win when several apply (``cli.Worst``).
+project of fakes, and the order in which they win when several apply (``cli.exits.Worst``).
 
 The project's agent answers ``hello …``, raises on a message with ``crash`` in it, and answers
 ``bye`` once the file ``worse`` exists in the project; its judge holds every claim but one with

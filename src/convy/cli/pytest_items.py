@@ -298,7 +298,7 @@ class ScenarioTests:
 
     def watched(self, session: pytest.Session) -> None:
         """The session's plays; under ``-v``, each attempt's line shown as it ends, as ``convy run``
-        shows it (through ``cli.Shown``, which a slow reader cannot hold up), pytest's capture
+        shows it (through ``cli.console.Shown``, which a slow reader cannot hold up), pytest's capture
         suspended meanwhile so that the lines reach the terminal."""
         if self.config.getoption("verbose") < 1:
             with self.inside():
