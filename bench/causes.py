@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.standin import Drop, Stall, StandIn, Status, WrongShape  # noqa: E402
 
 from convy.bench import Bench
-from convy.http import ChatAgent, JsonEndpoint  # noqa: E402
+from convy.http import JsonEndpoint
+from convy.httpagents import ChatAgent
 from convy.judge import ChatJudge, Models
 from convy.model import OpenAiModel
 from convy.records import Limits, ModelNames, RunSpec

@@ -55,7 +55,8 @@ def child(case: str, folder: Path) -> None:
     """One case, measured in this process; its figures printed as one line of JSON."""
     import msgspec
 
-    from convy.report import Listing, Summary
+    from convy.index import Listing
+    from convy.report import Summary
     from convy.runs import Read, Runs
     from convy.storage import RunJournal
 
@@ -71,7 +72,7 @@ def child(case: str, folder: Path) -> None:
             (folder / "summary.json").unlink(missing_ok=True)
         case "counted":
             from convy.counted import Counted
-            from convy.report import Totals
+            from convy.totals import Totals
 
             totals = Totals.counted(Counted.of(folder, spec))
         case "held":

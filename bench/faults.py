@@ -34,7 +34,8 @@ from support.standin import Drop, Fault, Invalid, SlowBody, Stall, StandIn, Stat
 
 from convy.bench import Bench
 from convy.fakes import FakeAgent, MemoryJournal  # noqa: E402
-from convy.http import JsonAgent, JsonEndpoint, TokenPaths  # noqa: E402
+from convy.http import JsonEndpoint
+from convy.httpagents import JsonAgent, TokenPaths
 from convy.judge import Failed, Models, NoVerdict, Verdict
 from convy.model import OpenAiModel
 from convy.outcome import Outcome

@@ -12,7 +12,7 @@ Printed per row (effect x scenarios x base size):
 - alarm / power: the share of runs decided (in the right direction for an effect; at effect 0,
   the false-alarm rate, with its Wilson 95% interval and whether its upper end stays under α);
 - naive: at effect 0, the false-alarm rate of testing again after every round with the fixed
-  design's test (``stats.Stratified`` at 0.05) over the whole plan (half as many runs): what the
+  design's test (``significance.Stratified`` at 0.05) over the whole plan (half as many runs): what the
   sequential rule protects against;
 - mean / median: the candidate's attempts per scenario used;
 - fixed power @most: the fixed design's power (the exact stratified test, simulated on the same
@@ -43,7 +43,8 @@ from statistics import NormalDist
 
 import convy
 from convy.sequential import Decided, Futile, Sequential
-from convy.stats import Stratified, Stratum, Tally, Wilson
+from convy.significance import Stratified, Stratum
+from convy.stats import Tally, Wilson
 
 ALPHA = 0.05
 

@@ -63,7 +63,7 @@ from convy.records import Complete, Limits, RunFile, RunSpec
 from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Scenario
-from convy.stats import Adjusted, Fisher, Paired, Stratified, Stratum
+from convy.significance import Adjusted, Fisher, Paired, Stratified, Stratum
 from convy.transcript import Transcript, Turn
 
 CASES = ("stratified", "fisher", "sign flip", "comparison")

@@ -50,16 +50,8 @@ if TYPE_CHECKING:
     from convy.chat import Chunks, Completion, Price, Prices
     from convy.checks import Check, Rule
     from convy.env import Env
-    from convy.http import (
-        ChatAgent,
-        HttpFailure,
-        JsonAgent,
-        JsonConnection,
-        JsonEndpoint,
-        JsonResponse,
-        Tls,
-        TokenPaths,
-    )
+    from convy.http import HttpFailure, JsonConnection, JsonEndpoint, JsonResponse, Tls
+    from convy.httpagents import ChatAgent, JsonAgent, TokenPaths
     from convy.judge import (
         ChatJudge,
         Checked,
@@ -142,7 +134,7 @@ _WHERE = {
     "Bench": "convy.bench",
     "Busy": "convy.busy",
     "Call": "convy.agent",
-    "ChatAgent": "convy.http",
+    "ChatAgent": "convy.httpagents",
     "ChatJudge": "convy.judge",
     "Check": "convy.checks",
     "Checked": "convy.judge",
@@ -179,7 +171,7 @@ _WHERE = {
     "HttpFailure": "convy.problems",
     "Interrupted": "convy.records",
     "Journal": "convy.plan",
-    "JsonAgent": "convy.http",
+    "JsonAgent": "convy.httpagents",
     "JsonConnection": "convy.http",
     "JsonEndpoint": "convy.http",
     "JsonResponse": "convy.http",
@@ -236,7 +228,7 @@ _WHERE = {
     "Thought": "convy.agent",
     "TimeLimited": "convy.agent",
     "Tls": "convy.http",
-    "TokenPaths": "convy.http",
+    "TokenPaths": "convy.httpagents",
     "Transcript": "convy.transcript",
     "Turn": "convy.transcript",
     "Unchecked": "convy.transcript",

@@ -34,8 +34,9 @@ import msgspec
 
 from convy.attempt import Attempt
 from convy.judge import Claim, Verdict
+from convy.kappa import FleissKappa
 from convy.records import RunSpec
-from convy.stats import Binomial, FleissKappa
+from convy.stats import Binomial
 from convy.views import ClaimJudgingView, DecisionLink, JudgingView
 
 

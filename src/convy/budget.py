@@ -16,7 +16,7 @@ Minutes count this play only, from when its ``Spending`` was made.
 What was not reported is never taken for nothing: a request with no token counts is counted apart
 (``unreported``), the tokens budget then holding the run to what was reported; a request nobody
 priced is counted apart too (``unpriced``), and the cost budget to what was priced. The words that
-say so are made by ``report.Stop``; ``run.json`` keeps what was spent as an ``Outlay``.
+say so are made by ``spent.Stop``; ``run.json`` keeps what was spent as an ``Outlay``.
 """
 
 from __future__ import annotations

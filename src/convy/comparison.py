@@ -9,7 +9,7 @@ content changed, are listed apart and left out of every test: missing is not pas
 
 Of two runs that decided the same dialogues (``convy rejudge``), each attempt is paired with
 itself, and the verdict and the headline Δ come instead from McNemar's exact test and Newcombe's
-paired interval of the attempts judged in both (``stats.McNemar``): the two sides are not
+paired interval of the attempts judged in both (``significance.McNemar``): the two sides are not
 independent samples, and the test that takes them for such is far too cautious.
 
 When one run of the pair was played against the other until a sequential comparison stopped it
@@ -51,19 +51,8 @@ from convy.records import Origin, RunSpec
 from convy.report import Summary
 from convy.runs import Read
 from convy.sequential import Decided, Futile, Undecided
-from convy.stats import (
-    Adjusted,
-    Detectable,
-    Difference,
-    Fisher,
-    Headline,
-    Interval,
-    McNemar,
-    Paired,
-    Stratified,
-    Stratum,
-    Tally,
-)
+from convy.significance import Adjusted, Fisher, McNemar, Paired, Stratified, Stratum
+from convy.stats import Detectable, Difference, Headline, Interval, Tally
 from convy.views import (
     ClaimFlip,
     ComparisonView,

@@ -47,10 +47,11 @@ import msgspec
 
 from convy.files import RegularFile
 from convy.judge import Failed, NoVerdict, Verdict
+from convy.kappa import CohenKappa
 from convy.outcome import Outcome
 from convy.problems import ConfigurationError, FieldProblem, Unwritable
 from convy.records import FolderName, RunSpec
-from convy.stats import CohenKappa, Interval, Tally, Wilson
+from convy.stats import Interval, Tally, Wilson
 from convy.storage import RunJournal
 from convy.views import AgreementRow, AgreementView, Disagreement, IntervalView, JudgesRow, JudgesView, ScoreView
 

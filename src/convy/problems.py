@@ -116,7 +116,7 @@ class HttpFailure(Exception):
 class UrlProblem(ValueError):
     """A URL given to convy that cannot be one: a model's base URL or an endpoint's URL without
     ``http://``, or a base URL that holds the path convy adds itself. ``value`` is what was given,
-    so that the command can name the variable it came from (``project.UrlGiven``); the message never
+    so that the command can name the variable it came from (``loaded.UrlGiven``); the message never
     holds it when it may be a key given in the wrong place."""
 
     def __init__(self, message: str, value: str) -> None:

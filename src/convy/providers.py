@@ -119,9 +119,9 @@ def agent_made(agent: Any) -> Made:
     """What the agent runs on, as far as it says: a ``ChatAgent``'s model and URL, a
     ``JsonAgent``'s URL, or any agent's own ``model`` attribute when it is a text (a project's
     agent may declare one, ``model = "gpt-4o-mini"``). Nothing when it says nothing."""
-    # Only an agent of convy.http can be one of its agents: a run that never loaded it (a project
+    # Only an agent of convy.httpagents can be one of its agents: a run that never loaded it (a project
     # of fakes, its own agent classes) does not load it here either.
-    http: Any = sys.modules.get("convy.http")
+    http: Any = sys.modules.get("convy.httpagents")
     if http is not None:
         match agent:
             case http.ChatAgent(model=model, endpoint=endpoint):

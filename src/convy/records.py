@@ -104,7 +104,7 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     def starting(self, who: Who) -> int:
         """How many places ``who`` has as the run starts: its cap, or ``START`` with none (they grow
-        from there). What a stopped run's budget is reckoned with (``report.Stop.more``), and what
+        from there). What a stopped run's budget is reckoned with (``spent.Stop.more``), and what
         a spread run hands each worker before the worker says how its places grew."""
         return getattr(self, f"{who}_places") or START
 

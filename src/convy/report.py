@@ -14,49 +14,41 @@ whose attempts changed (resumed, repaired, still playing) is read whole and summ
 
 from __future__ import annotations
 
-import math
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
-from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from convy.adaptive import Against, Course
 from convy.agreement import Consensus
 from convy.attempt import Attempt, Ordered, Percentiles, Sum
-from convy.budget import Budget, Outlay, Which
+from convy.budget import Outlay
 from convy.causes import Breakdown
-from convy.counted import Count, Counted
+from convy.counted import Count
 from convy.digest import AttemptDigest, Attempts, Column, Digest, Status
-from convy.files import RegularFile, Replaced
 from convy.judge import Confidence, Failed, NoVerdict, Verdict
 from convy.labels import Agreement, RunLabels
-from convy.outcome import Outcome
 from convy.passing import RunVerdict
 from convy.placed import Placed
 from convy.problems import ConfigurationError
 from convy.ranked import Ascending, InOrder, Merged
 from convy.records import Complete, Stopped
-from convy.runs import Read, Runs, Unread
+from convy.runs import Read
 from convy.scenario import Scenario
+from convy.spent import Allowance, Stop
 from convy.stats import Consistency, Headline, Noise, Tally, Wilson
-from convy.storage import RunJournal
+from convy.totals import Listed, Totals
 from convy.variants import Value, Variant
 from convy.views import (
     AgreementView,
     AttemptRow,
     ClaimRow,
-    ComparisonLink,
-    CostView,
     DialogueView,
     Dimension,
     HeaderView,
     HeldView,
-    IndexView,
     IntervalView,
     JudgingView,
     NoiseView,
@@ -65,9 +57,7 @@ from convy.views import (
     ScenarioView,
     SkipGroup,
     SpendView,
-    Suggestion,
     TimeView,
-    TrendPoint,
     VariantDimensionView,
     VariantValueView,
 )
@@ -742,408 +732,3 @@ class Held(msgspec.Struct, frozen=True):
         )
 
 
-class Index(msgspec.Struct, frozen=True):
-    """Every run on one page: a row each, a pass-rate trend per agent, and the comparisons made.
-
-    ``comparisons`` are the comparison pages' names (``<base>--<candidate>``); hrefs are relative
-    to ``results/``, where the index is written. ``comparable`` says whether a comparison of two
-    runs (base, candidate) would be sound: ``comparison.comparable``, given by the caller (this
-    module is below the comparison's); ``None`` takes every pair of finished runs of an agent as
-    comparable. The trend joins a run to the one before it only when both finished and they are
-    comparable, and the pair the index offers to compare is a comparable one.
-    """
-
-    runs: tuple[Read | Listed, ...]
-    unread: tuple[Unread, ...] = ()
-    comparisons: tuple[str, ...] = ()
-    comparable: Callable[[Read, Read], bool] | None = None
-
-    def view(self) -> IndexView:
-        read = {(self._read(run).file.spec.agent, self._read(run).file.spec.id): self._read(run) for run in self.runs}
-        rows = [self._row(run) for run in self.runs]
-        rows.sort(key=lambda row: row.started, reverse=True)
-        trends: dict[str, list[TrendPoint]] = {}
-        before: dict[str, RunRow] = {}
-        for row in sorted(rows, key=lambda row: row.started):
-            last = before.get(row.agent)
-            joined = last is not None and self._alike(read[(last.agent, last.run)], read[(row.agent, row.run)])
-            trends.setdefault(row.agent, []).append(
-                TrendPoint(
-                    run=row.run,
-                    started=row.started,
-                    rate=None if row.rate is None else row.rate.estimate,
-                    name=row.name,
-                    finished=row.status == "finished",
-                    joined=joined,
-                )
-            )
-            before[row.agent] = row
-        links = []
-        for name in self.comparisons:
-            base, _, candidate = name.partition("--")
-            links.append(ComparisonLink(base=base, candidate=candidate, href=f"compare/{name}.html"))
-        return IndexView(
-            runs=rows,
-            trends=trends,
-            comparisons=links,
-            skipped=[f"{unread.folder.name}: {unread.reason}" for unread in self.unread],
-            agents=sorted(trends),
-            suggested=self.suggested(rows, read),
-        )
-
-    def _read(self, run: Read | Listed) -> Read:
-        match run:
-            case Listed(run=read):
-                return read
-            case Read():
-                return run
-
-    def _alike(self, base: Read, candidate: Read) -> bool:
-        """Whether two runs of an agent may be compared: both finished, and sound to compare."""
-        if base.status() != "finished" or candidate.status() != "finished":
-            return False
-        return True if self.comparable is None else self.comparable(base, candidate)
-
-    def _row(self, run: Read | Listed) -> RunRow:
-        match run:
-            case Listed(run=read):
-                return run.row(f"{read.file.spec.agent}/{read.file.spec.id}/report.html")
-            case Read():
-                return Summary(run).row(f"{run.file.spec.agent}/{run.file.spec.id}/report.html")
-
-    def suggested(self, rows: list[RunRow], read: dict[tuple[str, str], Read] | None = None) -> Suggestion | None:
-        """The pair the index offers to compare (``rows`` newest first): the newest run that has an
-        earlier comparable one of the same agent (``_alike``), against the latest of those; with
-        no comparable pair, none (the page then leaves the choice to the reader)."""
-        for at, later in enumerate(rows):
-            for earlier in rows[at + 1 :]:
-                if earlier.agent != later.agent:
-                    continue
-                if read is None or self._alike(read[(earlier.agent, earlier.run)], read[(later.agent, later.run)]):
-                    return Suggestion(base=earlier.run, candidate=later.run)
-        return None
-
-
-class Stop(msgspec.Struct, frozen=True):
-    """A budget's stop in words: which budget, what was spent of what it allowed, the most one
-    attempt spent of it, and what could not be counted (requests unpriced for the cost, requests
-    that reported no tokens for the tokens)."""
-
-    spent: Outlay
-
-    def text(self) -> str:
-        """The stop of a run its budget left unfinished."""
-        return "stopped by budget: " + self.amounts()
-
-    def reached(self) -> str:
-        """A run that played every attempt and reached or crossed its budget doing so."""
-        return "reached its budget: " + self.amounts() + "; every planned attempt was played"
-
-    def amounts(self) -> str:
-        spent = self.spent
-        most = spent.most
-        match spent.budget:
-            case "cost":
-                said = f"{Dollars(spent.cost).text()} of {Dollars(spent.allowed).text()} (cost)"
-                each = f", ${most:.2f} the most one attempt cost" if most else ""
-            case "tokens":
-                said = f"{spent.tokens:,} of {spent.allowed:,.0f} tokens (tokens)"
-                each = f", {most:,.0f} the most one attempt took" if most else ""
-            case "minutes":
-                said = f"{Duration(spent.minutes).text()} of {Duration(spent.allowed).text()} (minutes)"
-                each = f", {Duration(most).text()} the longest one attempt took" if most else ""
-        return said + each + self.uncounted()
-
-    def more(self, left: int, places: int = 1) -> str:
-        """The option that lets the run play its ``left`` attempts (at least one more), when each
-        spends no more than the most one has so far: what was spent and that much again for each,
-        and a tenth more, rounded up (cost to the cent, tokens and minutes to two significant
-        figures), so the run ends within it rather than on it. Minutes count a play alone: as many
-        rounds of ``places`` attempts at once as the rest takes (the agent's places as the run
-        starts, ``Limits.starting``: places with no cap may grow from there), each the longest one
-        took, and a tenth more. With no attempt's spend to go by, twice the budget."""
-        spent = self.spent
-        left = max(left, 1)
-        if not spent.most:
-            allowed = max(spent.allowed, float(Decimal(spent.cost)), float(spent.tokens), spent.minutes) * 2
-            amount = f"{allowed:.2f}" if spent.budget == "cost" else f"{allowed:g}"
-            return f"--max-{spent.budget} {amount}"
-        tenth = Decimal("1.1")
-        match spent.budget:
-            case "cost":
-                needed = (Decimal(spent.cost) + Decimal(repr(spent.most)) * left) * tenth
-                amount = f"{needed.quantize(Decimal('0.01'), rounding=ROUND_CEILING)}"
-            case "tokens":
-                tokens = Upward((spent.tokens + math.ceil(spent.most) * left) * tenth).figures()
-                amount = f"{tokens.to_integral_value(rounding=ROUND_CEILING):f}"
-            case "minutes":
-                rounds = -(-left // max(places, 1))
-                amount = f"{Upward(rounds * Decimal(repr(spent.most)) * tenth).figures():f}"
-        return f"--max-{spent.budget} {amount}"
-
-    def rest(self, left: int, places: int, budget: Budget, outcomes: Iterable[Outcome]) -> str:
-        """The options that let the run play its ``left`` attempts: the budget that stopped it
-        raised (``more``), and each other limit of ``budget`` that the rest would cross raised too,
-        by the most one of ``outcomes`` (the attempts kept) spent of it; a limit the rest fits in
-        is left out, as the resume keeps it from run.json."""
-        spending = budget.spending(outcomes)
-        spent = self.spent
-        options = []
-        others: tuple[tuple[Which, float, float], ...] = (
-            ("cost", budget.cost, float(spending.most_cost)),
-            ("tokens", float(budget.tokens), float(spending.most_tokens)),
-            ("minutes", budget.minutes, spending.longest / 60.0),
-        )
-        for which, allowed, most in others:
-            if which == spent.budget:
-                options.append(self.more(left, places))
-            elif allowed and most:
-                other = Stop(Outlay(which, allowed, str(spending.cost), tokens=spending.tokens, most=most))
-                option = other.more(left, places)
-                if Decimal(option.split()[1]) > Decimal(repr(allowed)):
-                    options.append(option)
-        return " ".join(options)
-
-    def uncounted(self) -> str:
-        """What the budget that stopped the run could not count, or ``""``."""
-        spent = self.spent
-        if spent.budget == "cost" and spent.unpriced:
-            many = "s" if spent.unpriced != 1 else ""
-            return f"; {spent.unpriced} request{many} unpriced: the cost could not be checked in full"
-        if spent.budget == "tokens" and spent.unreported:
-            many = "s" if spent.unreported != 1 else ""
-            return f"; {spent.unreported} request{many} not reported: their tokens are not counted"
-        return ""
-
-
-class Dollars(msgspec.Struct, frozen=True):
-    """An amount in US dollars as a budget's line says it: to the cent, or every figure when it is
-    below a cent and not nothing (a budget of 1e-9 is never said as $0.00)."""
-
-    amount: float | Decimal | str
-
-    def text(self) -> str:
-        value = Decimal(str(self.amount))
-        if value == 0 or abs(value) >= Decimal("0.01"):
-            return f"${value:.2f}"
-        return f"${value.normalize():f}"
-
-
-class Upward(msgspec.Struct, frozen=True):
-    """An amount a hint names, rounded up to two significant figures: 3300 stays 3300, 686.4 is 690,
-    0.0733 is 0.074."""
-
-    amount: Decimal
-
-    def figures(self) -> Decimal:
-        amount = self.amount
-        if amount <= 0:
-            return Decimal(0)
-        step = Decimal(1).scaleb(amount.adjusted() - 1)
-        return ((amount / step).to_integral_value(rounding=ROUND_CEILING) * step).normalize()
-
-
-class Duration(msgspec.Struct, frozen=True):
-    """A time a budget message says, given in minutes: under a minute in seconds (``3 s``,
-    ``0.4 s``), else in minutes (``2.5 minutes``), so a small budget never reads as 0.0."""
-
-    minutes: float
-
-    def text(self) -> str:
-        seconds = self.minutes * 60.0
-        if not math.isfinite(seconds):
-            return "? s"
-        if seconds < 9.95:
-            return f"{seconds:.1f}".removesuffix(".0") + " s"
-        if seconds < 59.5:
-            return f"{seconds:.0f} s"
-        said = f"{self.minutes:.1f}".removesuffix(".0")
-        return said + (" minute" if said == "1" else " minutes")
-
-
-class Allowance(msgspec.Struct, frozen=True):
-    """What a run its budget did not stop spent of it, in words (cost and tokens: the whole run's).
-    A run that reached its budget all the same says so with ``Stop.reached``."""
-
-    budget: Budget
-
-    def text(self, outcomes: Iterable[Outcome]) -> str:
-        budget = self.budget
-        spending = budget.spending(outcomes)
-        cost, tokens = str(spending.cost), spending.tokens
-        said = []
-        if budget.cost:
-            uncounted = Stop(Outlay("cost", budget.cost, cost, spending.unpriced)).uncounted()
-            said.append(f"{Dollars(spending.cost).text()} of {Dollars(budget.cost).text()} (cost){uncounted}")
-        if budget.tokens:
-            uncounted = Stop(Outlay("tokens", budget.tokens, cost, 0, tokens, spending.unreported)).uncounted()
-            said.append(f"{tokens:,} of {budget.tokens:,} tokens (tokens){uncounted}")
-        if budget.minutes:
-            said.append(f"within {Duration(budget.minutes).text()} (minutes)")
-        return "budget: spent " + ", ".join(said)
-
-
-class Totals(msgspec.Struct, frozen=True):
-    """What the index shows of a run's attempts: its pass rate, passed of judged, attempts kept,
-    tokens and cost; and the attempts that did not pass by cause (``causes.py``: every cause,
-    through the run's trust), so the run's folder says whose they were without a reader having to
-    derive it (empty in a ``summary.json`` written before causes, summed anew when its stamp
-    changes)."""
-
-    rate: IntervalView | None
-    passed: int
-    judged: int
-    attempts: int
-    tokens: int
-    cost: CostView
-    causes: dict[str, int] = {}
-
-    @classmethod
-    def counted(cls, counted: Counted) -> Totals:
-        """The totals of a run counted in one pass over its file (``counted.py``), holding none of
-        its attempts: the same numbers ``Summary.totals`` sums from every attempt held."""
-        judged = [tally for tally in counted.tallies().values() if tally.judged]
-        interval = counted.headline().interval()
-        agent, user, judge = counted.total()
-        every = agent + user + judge
-        return cls(
-            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
-            passed=sum(tally.passed for tally in judged),
-            judged=sum(tally.judged for tally in judged),
-            attempts=counted.kept(),
-            tokens=every.input + every.output,
-            cost=every.cost(),
-            causes={str(cause): count for cause, count in counted.breakdown().counts.items()},
-        )
-
-
-class Listed(msgspec.Struct, frozen=True):
-    """A run as the index lists it: the run (its attempts not needed) and its totals."""
-
-    run: Read
-    totals: Totals
-
-    def row(self, href: str) -> RunRow:
-        spec = self.run.file.spec
-        totals = self.totals
-        return RunRow(
-            agent=spec.agent,
-            run=spec.id,
-            href=href,
-            started=self.run.file.status.started,
-            status=self.run.status(),
-            rate=totals.rate,
-            passed=totals.passed,
-            judged=totals.judged,
-            scenarios=len(spec.scenarios),
-            attempts=totals.attempts,
-            tokens=totals.tokens,
-            cost=totals.cost,
-            seconds=self.run.seconds(),
-            planned=len(spec.scenarios) * spec.attempts,
-            name=spec.name,
-        )
-
-
-class Stamp(msgspec.Struct, frozen=True):
-    """What ``attempts.jsonl`` was like: its size and modification time (0 and 0: no such file)."""
-
-    size: int
-    modified: int
-
-
-class Summed(msgspec.Struct, frozen=True):
-    """``summary.json``: a run's totals, and the stamp of the ``attempts.jsonl`` they sum."""
-
-    stamp: Stamp
-    totals: Totals
-    format: int = 1
-
-
-_SUMMED = msgspec.json.Decoder(Summed)
-
-
-class Listing(msgspec.Struct, frozen=True):
-    """Every run under ``results/`` as the index lists it, from each run's ``summary.json`` while
-    it matches the run's attempts, else from the run read whole (and its summary written anew)."""
-
-    results: Path
-
-    MOST_BYTES: ClassVar[int] = 16 * 1024 * 1024  # a larger summary.json is summed again, not read
-
-    def every(self, known: tuple[Listed, ...] = ()) -> tuple[tuple[Listed, ...], tuple[Unread, ...]]:
-        """The runs, oldest first, and the folders that could not be read; those ``known`` (just
-        summed by the caller) as they are given, their folders not read again."""
-        listed: list[Listed] = []
-        unread: list[Unread] = []
-        given = {one.run.folder: one for one in known}
-        for folder in Runs(self.results).folders():
-            found = given[folder] if folder in given else self.one(folder)
-            match found:
-                case Listed():
-                    listed.append(found)
-                case Unread():
-                    unread.append(found)
-        listed.sort(key=lambda one: (one.run.file.status.started, one.run.file.spec.id))
-        return tuple(listed), tuple(unread)
-
-    def one(self, folder: Path) -> Listed | Unread:
-        journal = RunJournal(folder)
-        try:
-            stamp = self.stamp(folder)  # before anything is read: a later append makes it stale
-            file = journal.run()
-            fresh = self._fresh(folder, stamp)
-        except ConfigurationError as error:
-            return Unread(folder, str(error))
-        except OSError as error:
-            return Unread(folder, f"{folder}: cannot be read: {error.strerror}")
-        playing = journal.in_use()
-        match fresh:
-            case (totals,):
-                return Listed(Read(folder, file, (), 0, playing), totals)
-            case _:
-                pass
-        # Counted in one pass over its attempts, none of them held (a run of 10,000 held whole to
-        # sum its totals took 80 MB); a file convy will not read is said as ``Runs`` says it.
-        try:
-            counted = Counted.of(folder, file.spec)
-        except ConfigurationError as error:
-            match Runs(self.results).one(folder):
-                case Unread() as unread:
-                    return unread
-                case _:
-                    return Unread(folder, str(error))
-        totals = Totals.counted(counted)
-        if not playing:
-            self._written(folder, Summed(stamp, totals))
-        return Listed(Read(folder, file, (), counted.lines.broken, playing, counted.lines.note()), totals)
-
-    @staticmethod
-    def kept(summary: Summary) -> None:
-        """Keep the totals of a run just summed in its ``summary.json``."""
-        folder = summary.run.folder
-        Listing._written(folder, Summed(Listing.stamp(folder), summary.totals()))
-
-    @staticmethod
-    def stamp(folder: Path) -> Stamp:
-        try:
-            found = os.stat(folder / "attempts.jsonl")
-        except FileNotFoundError:
-            return Stamp(0, 0)
-        return Stamp(found.st_size, found.st_mtime_ns)
-
-    def _fresh(self, folder: Path, stamp: Stamp) -> tuple[Totals, ...]:
-        """The totals ``summary.json`` keeps, if they sum the attempts as they are now; none when
-        it is missing, torn, of another format or stale."""
-        try:
-            summed = _SUMMED.decode(RegularFile(folder / "summary.json").data(self.MOST_BYTES))
-        except (OSError, msgspec.MsgspecError):  # missing, a FIFO or folder in its place, too big, torn
-            return ()
-        return (summed.totals,) if summed.format == 1 and summed.stamp == stamp else ()
-
-    @staticmethod
-    def _written(folder: Path, summed: Summed) -> None:
-        try:
-            Replaced(folder / "summary.json").written((msgspec.json.encode(summed),))
-        except OSError:
-            pass  # a folder that cannot be written to is summed again next time

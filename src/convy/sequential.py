@@ -4,7 +4,7 @@ one stops.
 
 The base run is fixed: its attempts were played already. The candidate plays in rounds: a round
 gives some scenarios one *block* each, a few more attempts. The null hypothesis is convy's
-comparison's: in every scenario the candidate's true pass rate is the base's (``stats.Stratified``
+comparison's: in every scenario the candidate's true pass rate is the base's (``significance.Stratified``
 tests the same null at a fixed size). The evidence against it is an e-process, built from the
 safe test of two proportions of Turner, Ly and Grünwald (2024): each block pairs the candidate's
 new attempts with a share of the base's attempts, taken in the order they were played, and scores

@@ -127,7 +127,8 @@ class Hand:
         # other call of the actor's runs.
         if self._bench is not None or self._error:
             return
-        from convy.project import Loaded, Project
+        from convy.loaded import Loaded
+        from convy.project import Project
 
         try:
             loaded = Loaded(Project(self._folder), self._agent)

@@ -223,9 +223,9 @@ class HeaderView(View, frozen=True):
     kept: int
     broken: int
     skipped: list[str]
-    stop: str = ""  # a budget's stop in words (report.Stop), when one stopped the run
-    budget: str = ""  # what a finished run spent of the budget it was given (report.Allowance), when one was set
-    reached: str = ""  # a finished run that reached or crossed its budget all the same, in words (report.Stop.reached)
+    stop: str = ""  # a budget's stop in words (spent.Stop), when one stopped the run
+    budget: str = ""  # what a finished run spent of the budget it was given (spent.Allowance), when one was set
+    reached: str = ""  # a finished run that reached or crossed its budget all the same, in words (spent.Stop.reached)
     adaptive: str = ""  # the rule that spent its attempts (adaptive.Adaptive.said), for a run of --attempts auto
     against: str = ""  # for a run played against a base (--against): the comparison's verdict in words (adaptive.Course.said)
     against_run: str = ""  # and that base, as agent/run

@@ -157,8 +157,10 @@ def test_the_guides_name_what_exists() -> None:
     ``adaptive.py``): each exists."""
     known = defined()
     problems = []
+    data = {"`totals.causes`: totals defines no causes"}  # a field of summary.json, not the module's
     for guide in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        problems += [f"{guide.name}: {problem}" for problem in wrong(guide.read_text(encoding="utf-8"), known)]
+        said = wrong(guide.read_text(encoding="utf-8"), known)
+        problems += [f"{guide.name}: {problem}" for problem in said if problem not in data]
     assert problems == []
 
 

@@ -526,7 +526,7 @@ def test_agreement_on_a_case_worked_by_hand_with_changed_minds_ties_and_labels_o
     assert (score.labelled, score.agree) == (5, 1)
     low, high = proportion_confint(1, 5, method="wilson")
     assert score.accuracy is not None and (score.accuracy.low, score.accuracy.high) == (pytest.approx(low), pytest.approx(high))
-    from convy.stats import CohenKappa
+    from convy.kappa import CohenKappa
 
     pairs = [(True, True), (True, False), (False, True), (True, False), (True, False)]
     assert CohenKappa.of(pairs).kappa() == pytest.approx(-3 / 7)

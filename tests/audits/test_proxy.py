@@ -19,7 +19,8 @@ from test_services_cli import KEY, Made, made, outcomes  # noqa: F401 - made is 
 
 from convy.agent import Cost, Message, NotReported, NoUsage, Requests, Unpriced, Usage
 from convy.attempt import Spent
-from convy.http import ChatAgent, HttpFailure, JsonEndpoint
+from convy.http import HttpFailure, JsonEndpoint
+from convy.httpagents import ChatAgent
 from convy.judge import NoVerdict, Verdict
 from convy.model import OpenAiModel, Said
 from convy.outcome import Outcome

@@ -14,7 +14,8 @@ import pytest
 from scipy import special, stats
 
 from convy.sequential import Block, Decided, Divergence, Futile, Sequential, Track, Undecided
-from convy.stats import Fisher, Stratum, Tally
+from convy.significance import Fisher, Stratum
+from convy.stats import Tally
 
 
 def block_mean(p: float, base: int, candidate: int, q_a: float, q_b: float) -> float:

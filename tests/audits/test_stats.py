@@ -21,23 +21,18 @@ from statsmodels.stats.contingency_tables import StratifiedTable
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
+from convy.kappa import CohenKappa
+from convy.significance import Adjusted, Fisher, Hypergeometric, Paired, Stratified, Stratum
 from convy.stats import (
-    Adjusted,
     Binomial,
-    CohenKappa,
     Consistency,
     Detectable,
     Difference,
     Exact,
-    Fisher,
     Headline,
-    Hypergeometric,
     IncompleteBeta,
     Interval,
     Noise,
-    Paired,
-    Stratified,
-    Stratum,
     StudentT,
     Tally,
     Wilson,
@@ -709,7 +704,7 @@ def test_fleiss_kappa_matches_statsmodels_on_random_tables() -> None:
     unanimous) equals statsmodels' fleiss_kappa; an undefined κ is where statsmodels says nan."""
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-    from convy.stats import FleissKappa
+    from convy.kappa import FleissKappa
 
     rng = random.Random(10)
     worst, cases, undefined = 0.0, 0, 0
@@ -738,7 +733,7 @@ def test_fleiss_kappa_matches_statsmodels_on_random_tables() -> None:
 def test_fleiss_kappa_edges() -> None:
     """All raters agreeing on both categories gives 1; all in one category is undefined; one rater,
     no subject, and rows of unequal size are refused or undefined, as documented."""
-    from convy.stats import FleissKappa
+    from convy.kappa import FleissKappa
 
     assert FleissKappa(((3, 0), (0, 3), (3, 0))).kappa() == pytest.approx(1.0)
     assert FleissKappa(((3, 0), (3, 0))).kappa() is None
@@ -780,7 +775,7 @@ def test_mcnemar_exact_p_matches_statsmodels_and_its_mid_p_scipy_on_random_table
     mid-p equals scipy's binomial computed by hand; the direction follows the larger discordant count."""
     from statsmodels.stats.contingency_tables import mcnemar
 
-    from convy.stats import McNemar
+    from convy.significance import McNemar
 
     chooser = random.Random(7)
     worst = 0.0
@@ -813,7 +808,7 @@ def test_mcnemar_paired_interval_matches_newcombe_on_random_tables() -> None:
     """On 3,000 random paired tables the interval of after − before equals Newcombe's method 10 as
     written from the paper on statsmodels' Wilson intervals (every branch of ψ reached), holds its
     estimate, stays within [−1, 1], and turns round exactly when before and after swap."""
-    from convy.stats import McNemar
+    from convy.significance import McNemar
 
     chooser = random.Random(11)
     worst = 0.0
@@ -846,7 +841,7 @@ def test_mcnemar_paired_interval_matches_newcombe_on_random_tables() -> None:
 def test_mcnemar_edges() -> None:
     """No discordant attempt: p 1, direction same, an interval around 0 that still has width; all
     16 paired attempts passing before and 4 failing after: p = 2·(½)⁴ = 0.125; negative counts refused."""
-    from convy.stats import McNemar
+    from convy.significance import McNemar
 
     none = McNemar(10, 0, 0, 6)
     assert (none.p(), none.mid_p(), none.test().direction) == (1.0, 1.0, "same")

@@ -24,8 +24,9 @@ from test_page import Played
 from convy import Answer, Bench, Call, Models, Reported, RunJournal, RunSpec, Scenarios, Skipped, Usage
 from convy.comparison import Comparison, comparable
 from convy.fakes import FakeAgent
+from convy.index import Index
 from convy.page import ComparisonPage, IndexPage, ReportPage
-from convy.report import Index, Summary
+from convy.report import Summary
 from convy.views import LiveView
 
 pytestmark = pytest.mark.timeout(900)

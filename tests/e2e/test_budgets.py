@@ -26,10 +26,11 @@ from convy.bench import Bench
 from convy.budget import Budget, Outlay
 from convy.checks import Check, Rule
 from convy.fakes import FakeAgent, FakeJudge, MemoryJournal
+from convy.index import Index, Listing
 from convy.judge import Models
 from convy.records import Complete, Limits, RunSpec, Stopped
-from convy.report import Dollars, Index, Listing, Stop
 from convy.scenario import Scenario
+from convy.spent import Dollars, Stop
 from convy.storage import RunJournal
 
 # Each answer took 100 tokens and, with PRICED, cost $0.10; a message with "silent" in it was

@@ -22,13 +22,13 @@ from convy.bench import Bench
 from convy.comparison import Comparison
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
 from convy.judge import Models
+from convy.kappa import CohenKappa
 from convy.labels import Label, LabelledRun, LabelsFile, LabelsKept, RunLabels
 from convy.model import Reply
 from convy.records import ModelNames, Origin, RunSpec
 from convy.report import Summary
 from convy.runs import Read, Runs
 from convy.scenario import Scenario
-from convy.stats import CohenKappa
 from convy.storage import RunJournal
 
 GREETS = "The agent greets the user."

@@ -328,7 +328,7 @@ def test_compare_of_the_same_dialogues_decides_by_mcnemar_on_the_discordant_atte
     "within noise", and the paired Δ with Newcombe's interval; the Markdown summary says the same. The
     strict judge fails all 6: p = 2·(½)⁶ = 0.03125, a real change (exit 4 with --fail-on-regression). A
     compare of two played runs keeps the test of independent samples."""
-    from convy.stats import McNemar
+    from convy.significance import McNemar
 
     source = fakes.played()
     picky = fakes.rejudged(source, "--judge", "picky")

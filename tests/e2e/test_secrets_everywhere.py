@@ -213,7 +213,8 @@ def test_a_url_an_agent_of_its_own_keeps_as_text_gives_its_secrets() -> None:
 def test_the_project_knows_the_keys_of_every_agent_and_of_the_judges_models_py_names(tmp_path: Path) -> None:
     """What a command hides in a run of alpha: beta's key (an agent not played) and the key of a
     judge named only for ``convy rejudge --judge``, besides alpha's and the models' own."""
-    from convy.project import Loaded, Project
+    from convy.loaded import Loaded
+    from convy.project import Project
 
     judge_key = "judge-key-Qw8Er7Ty6Ui5"
     folder = project(tmp_path / "p", {"alpha": ALPHA, "beta": f"from convy import JsonAgent\nagent = JsonAgent({'http://127.0.0.1:9/agent?key=' + BETA_KEY!r})\n"})

@@ -368,7 +368,7 @@ def documented(heading: str) -> set[str]:
 
 def test_the_documented_slots_are_the_slots_the_code_fills() -> None:
     """docs/protocols.md lists exactly the simulator prompt's slots and a JSON body's slots."""
-    from convy.http import BODY_SLOTS
+    from convy.httpagents import BODY_SLOTS
     from convy.scenario import PROMPT_SLOTS
 
     assert documented("Simulator prompt slots") == set(PROMPT_SLOTS)

@@ -11,7 +11,8 @@ from pydantic import SecretStr
 from support.standin import StandIn
 
 from convy.agent import Answer, Call, Message, Usage
-from convy.http import ChatAgent, JsonEndpoint
+from convy.http import JsonEndpoint
+from convy.httpagents import ChatAgent
 
 KEY = "sk-chat-agent-secret-0123456789"
 

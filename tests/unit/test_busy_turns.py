@@ -208,7 +208,7 @@ def test_a_wait_for_a_busy_service_inside_a_turn_is_not_the_agents_time() -> Non
 
 
 def test_a_chat_agents_refused_turn_is_sent_once_more_and_a_busy_past_patience_spent_nothing() -> None:
-    from convy.http import ChatAgent
+    from convy.httpagents import ChatAgent
 
     with StandIn() as server:
         agent = ChatAgent(server.url + "/v1", model="agent-model", system="Be kind.")

@@ -17,7 +17,8 @@ from support.standin import Drop, StandIn, Status, WrongShape
 from convy.attempt import Attempt
 from convy.bench import Bench
 from convy.causes import Breakdown, Cause, Shift
-from convy.http import ChatAgent, JsonEndpoint
+from convy.http import JsonEndpoint
+from convy.httpagents import ChatAgent
 from convy.judge import ChatJudge, Claim, Confidence, Failed, Models, NoVerdict, Verdict
 from convy.model import OpenAiModel
 from convy.outcome import Outcome

@@ -20,7 +20,8 @@ from support.standin import StandIn, WrongShape
 from convy.agent import Answer, Call, Cost, Message, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
 from convy.chat import Price, Prices
 from convy.fakes import FakeAgent, FakeModel
-from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonEndpoint, TokenPaths
+from convy.http import HttpFailure, JsonEndpoint
+from convy.httpagents import ChatAgent, JsonAgent, TokenPaths
 from convy.model import OpenAiModel, Reply, Said
 from convy.problems import ModelFailure
 

@@ -15,11 +15,13 @@ import pytest
 from test_page import Played
 
 from convy.counted import Counted
+from convy.index import Listing
 from convy.judge import NoVerdict, Verdict
 from convy.outcome import Outcome
-from convy.report import Listed, Listing, Summary, Totals
+from convy.report import Summary
 from convy.runs import Read, Runs
 from convy.storage import LinesLeftOut, RunJournal, Seen
+from convy.totals import Listed, Totals
 
 
 @pytest.fixture(scope="module")

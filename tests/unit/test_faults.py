@@ -42,7 +42,8 @@ from convy.agent import Usage
 from convy.attempt import Attempt
 from convy.bench import Bench
 from convy.fakes import FakeAgent, MemoryJournal
-from convy.http import ChatAgent, HttpFailure, JsonAgent, JsonEndpoint, RetryAfter, TokenPaths
+from convy.http import HttpFailure, JsonEndpoint, RetryAfter
+from convy.httpagents import ChatAgent, JsonAgent, TokenPaths
 from convy.judge import ChatJudge, Failed, Models, NoVerdict, Verdict
 from convy.model import OpenAiModel, Said
 from convy.outcome import Outcome

@@ -17,7 +17,8 @@ from support.standin import TLS, StandIn, TLSFiles
 
 from convy.bench import Bench
 from convy.fakes import MemoryJournal
-from convy.http import JsonAgent, JsonEndpoint, Tls
+from convy.http import JsonEndpoint, Tls
+from convy.httpagents import JsonAgent
 from convy.judge import Failed, Models
 from convy.outcome import Outcome
 from convy.plan import Plan

@@ -44,6 +44,7 @@ from convy import (
 )
 from convy.comparison import Comparison, comparable
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
+from convy.index import Index
 from convy.page import (
     ComparisonPage,
     Fields,
@@ -55,7 +56,7 @@ from convy.page import (
     ReportPage,
     Template,
 )
-from convy.report import Index, Summary
+from convy.report import Summary
 from convy.runs import Read, Runs
 from convy.views import ComparisonView, CostArray, DialogueView, IndexView, Pair, RunView, TokensArray
 

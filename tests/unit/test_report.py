@@ -19,9 +19,10 @@ from convy.agent import Cost, NotReported
 from convy.attempt import Added, Spent, Sum
 from convy.comparison import TOLERANCE, Bounded, Comparison, Ratio, comparable
 from convy.fakes import FakeAgent, FakeJudge, FakeModel, MemoryJournal
+from convy.index import Index
 from convy.page import ReportPage
 from convy.records import Running
-from convy.report import Held, Index, Summary
+from convy.report import Held, Summary
 from convy.runs import Read, Runs
 from convy.storage import Kept
 from convy.views import HeldView, IntervalView, RunView, Suggestion, TokensView

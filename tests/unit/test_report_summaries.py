@@ -15,8 +15,10 @@ import msgspec
 import pytest
 from test_page import Played
 
-from convy.report import Index, Listing, Summary, Summed
+from convy.index import Index, Listing
+from convy.report import Summary
 from convy.stats import Consistency, Tally
+from convy.totals import Summed
 
 
 @pytest.fixture()

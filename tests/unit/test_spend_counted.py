@@ -14,7 +14,7 @@ from convy.agent import AgentFailure, Answer, Cost, Message, NoUsage, Requests, 
 from convy.attempt import Attempt
 from convy.busy import Busy
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
-from convy.http import ChatAgent
+from convy.httpagents import ChatAgent
 from convy.model import Reply
 from convy.scenario import Scenario
 from convy.tables import AttemptRows

@@ -14,11 +14,11 @@ from convy.budget import Budget
 from convy.cli.console import Passed, Shown
 from convy.cli.run import AgainstPlan, AgainstRun, RunCommand
 from convy.judge import Models
+from convy.loaded import Loaded
 from convy.model import Absent
 from convy.problems import (
     ConfigurationError,
 )
-from convy.project import Loaded
 from convy.records import Limits, RunSpec
 from convy.runs import Read
 from convy.scenario import Scenario

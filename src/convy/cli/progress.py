@@ -32,9 +32,10 @@ from convy.problems import (
 )
 from convy.project import Project
 from convy.records import Complete, RunSpec, Stopped
-from convy.report import Allowance, Stop, Summary
+from convy.report import Summary
 from convy.runs import Read
 from convy.secrets import Secrets
+from convy.spent import Allowance, Stop
 from convy.storage import Kept, RunInUse, RunJournal
 from convy.terminal import Inert
 from convy.vital import DeadService

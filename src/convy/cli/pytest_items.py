@@ -46,17 +46,19 @@ from convy.cli.run import RunCommand
 from convy.holders import Environment
 from convy.judge import Models
 from convy.junit import Case, Suite, XmlText
+from convy.loaded import Loaded
 from convy.model import Absent
 from convy.plan import Player
 from convy.problems import ConfigurationError, Unplayed, Unwritable
-from convy.project import Loaded, Project
+from convy.project import Project
 from convy.records import RunSpec
 from convy.records import Stopped as BudgetStopped
-from convy.report import Stop, Summary
+from convy.report import Summary
 from convy.runs import Read
 from convy.scenario import Scenario
 from convy.scenarios import Matching, Scenarios
 from convy.secrets import Secrets
+from convy.spent import Stop
 from convy.storage import RunInUse
 from convy.terminal import Inert
 from convy.vital import DeadService

@@ -9,7 +9,8 @@ from convy.cli.exits import Cures
 from convy.cli.outputs import Outputs
 from convy.cli.parser import Budgeted
 from convy.cli.progress import Recorded
-from convy.project import Loaded, Project
+from convy.loaded import Loaded
+from convy.project import Project
 from convy.scenarios import Matching
 from convy.terminal import Inert
 

@@ -15,8 +15,9 @@ from convy.problems import (
     ConfigurationError,
 )
 from convy.project import Project
-from convy.report import Listed, Summary
+from convy.report import Summary
 from convy.terminal import Inert
+from convy.totals import Listed
 
 
 class ReportCommand(msgspec.Struct, frozen=True):

@@ -22,6 +22,7 @@ from convy.cli.outputs import Absence, Outputs
 from convy.cli.parser import AutoAttempts, Budgeted
 from convy.cli.progress import Recorded
 from convy.judge import ChatJudge, Failed, NoVerdict, Panel
+from convy.loaded import Loaded
 from convy.model import Absent, Contained, ModelFailure
 from convy.model import Said as ModelSaid
 from convy.passing import AbsentAgent, PassRule
@@ -30,7 +31,7 @@ from convy.problems import (
     ConfigurationError,
     HttpFailure,
 )
-from convy.project import Blind, Loaded, Project
+from convy.project import Blind, Project
 from convy.records import Limits, RunName, RunSpec, Skipped
 from convy.runs import Read
 from convy.scenario import Scenario
