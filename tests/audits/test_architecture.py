@@ -8,6 +8,7 @@ with what is wrong."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class Defined(msgspec.Struct, frozen=True):
     files: frozenset[str]  # paths under src/convy, as "busy.py", "cli/run.py"
 
 
+@functools.cache
 def defined() -> Defined:
     modules: dict[str, frozenset[str]] = {}
     members: dict[str, set[str]] = {}
