@@ -46,6 +46,9 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Each participant's cap of places, by who it is: the one list of those fields, for every
     # reader that goes through them (``starting`` reads one by its participant's name too).
     PLACES: ClassVar[dict[Who, str]] = {"agent": "agent_places", "user": "user_places", "judge": "judge_places"}
+    # Every cap a spread run splits among its workers (``shared``, ``settings.Spread.hands``):
+    # the places and the per-minute caps, 0 for none.
+    CAPS: ClassVar[tuple[str, ...]] = (*PLACES.values(), "agent_per_minute", "user_per_minute", "judge_per_minute")
 
     # The largest value each may take: beyond them a run would never end or would not fit in
     # memory, and a number that is not finite would not read back from run.json.
@@ -95,9 +98,7 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         the run's (the first workers keeping one more of what does not split evenly); a cap of 0,
         no cap, stays none. The run's hands are never more than the smallest of them."""
         parts = {}
-        for name in (
-            "agent_places", "user_places", "judge_places", "agent_per_minute", "user_per_minute", "judge_per_minute",
-        ):
+        for name in self.CAPS:
             whole = getattr(self, name)
             parts[name] = whole // of + (1 if number < whole % of else 0)
         return msgspec.structs.replace(self, **parts)

@@ -463,14 +463,7 @@ class Spread(msgspec.Struct, frozen=True):
         every limit can be split among, each keeping at least one of each place and of each
         per-minute cap it has."""
         wanted = self.workers or max(1, cpus)
-        caps = [
-            cap
-            for cap in (
-                limits.agent_places, limits.user_places, limits.judge_places,
-                limits.agent_per_minute, limits.user_per_minute, limits.judge_per_minute,
-            )
-            if cap  # 0: no cap, nothing to split
-        ]
+        caps = [cap for cap in (getattr(limits, name) for name in Limits.CAPS) if cap]  # 0: no cap, nothing to split
         return max(1, min([wanted, *caps]))
 
     def reachable(self) -> None:
