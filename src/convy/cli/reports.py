@@ -16,6 +16,7 @@ from convy.problems import (
 )
 from convy.project import Project
 from convy.report import Summary
+from convy.runs import Read, Unread
 from convy.terminal import Inert
 from convy.totals import Listed
 
@@ -63,11 +64,7 @@ class ReportCommand(msgspec.Struct, frozen=True):
         index = self.project.indexed(None if self.wanted else (tuple(listed), unread), live, tuple(listed))
         shown.line(f"index: {index.relative_to(self.project.folder)}")
         self.outputs.written(tuple(summaries), shown)
-        for one in unread:
-            errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
-        for run in runs:
-            if run.problem:
-                errors.line(f"read {run.folder.relative_to(self.project.folder)}: {run.problem}")
+        _unread(self.project, runs, unread, errors)
         return 0
 
 
@@ -184,9 +181,15 @@ class ExportCommand(msgspec.Struct, frozen=True):
         runs, unread = self.project.runs(self.wanted, unsaid=True)
         for path in self.project.exported(runs, self.form):
             shown.line(f"table: {path.relative_to(self.project.folder)}")
-        for one in unread:
-            errors.line(f"skipped {one.folder.relative_to(self.project.folder)}: {one.reason}")
-        for run in runs:
-            if run.problem:
-                errors.line(f"read {run.folder.relative_to(self.project.folder)}: {run.problem}")
+        _unread(self.project, runs, unread, errors)
         return 0
+
+
+def _unread(project: Project, runs: tuple[Read, ...], unread: tuple[Unread, ...], errors: Shown) -> None:
+    """What could not be read of a project's runs, said on the errors' stream: the folders skipped
+    whole, and the runs read with a problem (lines left out)."""
+    for one in unread:
+        errors.line(f"skipped {one.folder.relative_to(project.folder)}: {one.reason}")
+    for run in runs:
+        if run.problem:
+            errors.line(f"read {run.folder.relative_to(project.folder)}: {run.problem}")
