@@ -493,6 +493,13 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             found[scenario].append(attempt.dialogue())
         return found
 
+    def order(self) -> Iterator[tuple[str, int]]:
+        """Each attempt's scenario id and number, in the order ``said`` gives the attempts, from
+        their rows alone (no line read): what a report's index of dialogues is written from."""
+        for scenario, column in self._digest.columns.items():
+            for row in column.rows:
+                yield scenario, row.attempt
+
     def said(self) -> Iterator[tuple[str, Attempt]]:
         """Each attempt in full with its scenario's id, in the order of ``by_scenario``, one at a
         time: those held unsaid (``placed.Placed``) read again from their lines, through one open
