@@ -23,11 +23,11 @@ from typing import IO, Protocol
 
 _HELD = 1 << 17  # values a spill's InOrder and Ranked hold between them before they write them: 1 MiB
 _BLOCK = 1 << 12  # values read at a time from one run on the file: 32 KiB
-# Values read at a time from all the runs merged in one reading, between them: 512 KiB. A run's
-# values each time it is written are a share of ``_HELD`` (a scenario's turns among every value),
-# often fewer than ``_BLOCK``: read ``_BLOCK`` at a time, a merge of a run of 100,000 attempts held
-# nearly every value of what it merged at once (4.6 MB of its agent's answer times), a run of a
-# million ten times that. Each run of a merge is read this many values over their count at a time.
+# Values read at a time from all the runs merged in one reading, between them: 512 KiB. Read
+# ``_BLOCK`` at a time each, the runs of a merge held more the more runs there were, one more a
+# scenario every few thousand attempts: merging the agent's answer times of a run of 100,000
+# attempts (42 runs) held 1.3 MiB of blocks, and a run of a million would hold ten times that.
+# Each run of a merge is read this many values over how many runs it has at a time.
 _MERGED = 1 << 16
 _LEAST = 1 << 6  # values read at a time from one run, at the least, however many are merged
 
