@@ -91,8 +91,8 @@ class Flowing(msgspec.Struct, frozen=True):
         yield f'<script type="application/json" id="{self.id}">'
         held = bytearray()
         for part in self.parts:
-            # A long part (a report's index of dialogues: about 30 bytes an attempt) is taken a
-            # piece at a time, not copied whole into what is held beside itself.
+            # A long part (a chunk of dialogues, in base64) is taken a piece at a time, not copied
+            # whole into what is held beside itself.
             whole = memoryview(part)
             for start in range(0, len(whole), self.PIECE):
                 held += whole[start : start + self.PIECE]
