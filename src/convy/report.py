@@ -112,7 +112,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
     errors, the judging section) walks them again (``attempts``, ``by_scenario``: a
     ``digest.Attempts`` each), one at a time, from the run as it was read: whole, or unsaid
     (``placed.Placed``: where each line begins in ``attempts.jsonl``, read again from there), so
-    the end of a run and ``convy report`` hold about 25 bytes an attempt (bench/README.md, ``phases.py``).
+    the end of a run and ``convy report`` hold about 25 bytes an attempt (measured in bench/README.md).
     """
 
     run: Read
