@@ -91,57 +91,54 @@ class _Numbered(Generic[T]):
         return number
 
 
-class _Table:
-    """Every attempt's ``AttemptDigest``, held as columns: numbers in arrays, the few texts each row names
-    (its scenario, status, why, cause, stop) as their number among them, and its marks as a tuple
-    shared by every row with the same (most attempts of a scenario mark alike) — about 50 bytes an
-    attempt, where an ``AttemptDigest`` each, with its marks and numbers, was about 250. A plain class,
-    filled once by ``Digest.of`` and not changed after."""
+class _Codes:
+    """Whole numbers from 0 in the narrowest array that holds every one so far: a byte each while
+    they are under 256, two while under 65,536, then four (a plain class, filled as a run's rows
+    are: ``values`` is made wider, once, when a number outgrows it)."""
 
-    __slots__ = ("attempts", "causes", "marks", "scenarios", "seconds", "statuses", "stops", "turns", "whys")
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: array[int] = array("B")
+
+    def append(self, number: int) -> None:
+        try:
+            self.values.append(number)
+        except OverflowError:
+            self.values = array("H" if number < 1 << 16 else "I", self.values)
+            self.values.append(number)
+
+
+class _Table:
+    """Every attempt's ``AttemptDigest``, held as columns: its number, turns and seconds in arrays,
+    and the rest of it — its scenario, status, why, cause, stop and marks — as the number of that
+    combination among those met, most runs having few (an attempt of a scenario most often
+    passes or fails as its others do): about 12 bytes an attempt (a byte or two for the
+    combination, two for the number, one for the turns, eight for the seconds), where an array
+    of four bytes for each text and the marks was about 40, and an ``AttemptDigest`` each, with
+    its marks and numbers, about 250. A plain class, filled once by ``Digest.of`` and not changed
+    after."""
+
+    __slots__ = ("attempts", "kinds", "seconds", "turns")
 
     def __init__(self) -> None:
         # A row's index is its place: rows are added in the file's order (``add``).
-        self.attempts, self.turns, self.seconds = array("I"), array("I"), array("d")
-        # Each row's texts and marks by number: (the values, each row's number of its own).
-        self.scenarios: tuple[_Numbered[str], array[int]] = (_Numbered(), array("I"))
-        self.statuses: tuple[_Numbered[Status], array[int]] = (_Numbered(), array("I"))
-        self.whys: tuple[_Numbered[str], array[int]] = (_Numbered(), array("I"))
-        self.causes: tuple[_Numbered[Cause | None], array[int]] = (_Numbered(), array("I"))
-        self.stops: tuple[_Numbered[str], array[int]] = (_Numbered(), array("I"))
-        self.marks: tuple[_Numbered[tuple[int, ...]], array[int]] = (_Numbered(), array("I"))
+        self.attempts, self.turns, self.seconds = _Codes(), _Codes(), array("d")
+        # Each row's (scenario, status, why, cause, stop, marks) by number: the values, each row's number.
+        self.kinds: tuple[_Numbered[tuple[str, Status, str, Cause | None, str, tuple[int, ...]]], _Codes] = (_Numbered(), _Codes())
 
     def __len__(self) -> int:
-        return len(self.attempts)
+        return len(self.seconds)
 
     def add(self, row: AttemptDigest) -> None:
         self.attempts.append(row.attempt)
         self.turns.append(row.turns)
         self.seconds.append(row.seconds)
-        self.scenarios[1].append(self.scenarios[0].number(row.scenario))
-        self.statuses[1].append(self.statuses[0].number(row.status))
-        self.whys[1].append(self.whys[0].number(row.why))
-        self.causes[1].append(self.causes[0].number(row.cause))
-        self.stops[1].append(self.stops[0].number(row.stop))
-        self.marks[1].append(self.marks[0].number(row.marks))
+        self.kinds[1].append(self.kinds[0].number((row.scenario, row.status, row.why, row.cause, row.stop, row.marks)))
 
     def row(self, at: int) -> AttemptDigest:
-        return AttemptDigest(
-            at,
-            self.scenarios[0].values[self.scenarios[1][at]],
-            self.attempts[at],
-            self.statuses[0].values[self.statuses[1][at]],
-            self.whys[0].values[self.whys[1][at]],
-            self.causes[0].values[self.causes[1][at]],
-            self.stops[0].values[self.stops[1][at]],
-            self.turns[at],
-            self.seconds[at],
-            self.marks[0].values[self.marks[1][at]],
-        )
-
-    def key(self, at: int) -> tuple[str, int]:
-        """What a row is sorted by among its scenario's: its scenario's id and its number."""
-        return self.scenarios[0].values[self.scenarios[1][at]], self.attempts[at]
+        scenario, status, why, cause, stop, marks = self.kinds[0].values[self.kinds[1].values[at]]
+        return AttemptDigest(at, scenario, self.attempts.values[at], status, why, cause, stop, self.turns.values[at], self.seconds[at], marks)
 
 
 class Rows(Sequence[AttemptDigest]):
@@ -264,7 +261,7 @@ class Digest(msgspec.Struct, frozen=True):
         # spec's scenarios first, then any other by id; sorted a scenario at a time.
         grouped: dict[str, array[int]] = {scenario.id: array("I") for scenario in spec.scenarios}
         grouped |= {scenario: array("I") for scenario in sorted(placed) if scenario not in grouped}
-        number = table.attempts.__getitem__
+        number = table.attempts.values.__getitem__
         for scenario, at in placed.items():
             grouped[scenario] = array("I", sorted(at, key=number))
         columns = {

@@ -28,8 +28,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import itertools
 import time
 import zlib
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -73,7 +75,11 @@ class Flowing(msgspec.Struct, frozen=True):
     id: str
     parts: Iterable[bytes | bytearray]
 
-    PIECE: ClassVar[int] = 1024 * 1024
+    # A piece is held about five times at once while it is written (the bytes taken, their copy,
+    # the text, the text with its ``<`` written out, and the bytes the file is given): at 1 MiB
+    # that was 5 MiB of a report's peak once its tables passed a MiB (a run of about 5,000
+    # attempts), which the measured slope of a run's memory counted as bytes an attempt.
+    PIECE: ClassVar[int] = 64 * 1024
 
     def html(self) -> str:
         """As ``JsonBlock.html()``: the block whole (``parts`` walked again: they must be a
@@ -85,8 +91,8 @@ class Flowing(msgspec.Struct, frozen=True):
         yield f'<script type="application/json" id="{self.id}">'
         held = bytearray()
         for part in self.parts:
-            # A long part (a report's index of dialogues: about 30 bytes an attempt) is taken a
-            # piece at a time, not copied whole into what is held beside itself.
+            # A long part (a chunk of dialogues, in base64) is taken a piece at a time, not copied
+            # whole into what is held beside itself.
             whole = memoryview(part)
             for start in range(0, len(whole), self.PIECE):
                 held += whole[start : start + self.PIECE]
@@ -250,16 +256,62 @@ class PackedChunks(msgspec.Struct, frozen=True):
             yield JsonBlock(f"{name}-{number}", _ENCODER.encode(chunk))
 
 
+class Where(msgspec.Struct, frozen=True):
+    """A packed index's JSON (``PackedIndex``), in parts, each time it is walked: ``before`` and
+    ``after`` its ``where``, whose entries, ``"key":chunk`` as a dict of them encodes, are written
+    from the ``keys`` walked again, the first ``counts[0]`` in chunk 0 and so on, a few KiB at a
+    time. Held so, a report's index is a number a chunk, not about 25 bytes an attempt (and, as it
+    was written, four copies of it at once). Keys that are not the ones packed (``check``, a CRC-32
+    of them) are a ``ValueError``: the index would send the page to the wrong chunk."""
+
+    before: bytes
+    after: bytes
+    keys: Callable[[], Iterable[str]]
+    counts: array[int]
+    check: int
+
+    PART: ClassVar[int] = 64 * 1024
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.before
+        entries = bytearray(b"{")
+        encode = _ENCODER.encode
+        check = 0
+        keys = iter(self.keys())
+        first = True
+        for number, count in enumerate(self.counts):
+            chunk = b":%d" % number
+            for key in itertools.islice(keys, count):
+                check = zlib.crc32(key.encode(), check)
+                if not first:
+                    entries += b","
+                first = False
+                entries += encode(key)
+                entries += chunk
+                if len(entries) >= self.PART:
+                    yield bytes(entries)
+                    entries.clear()
+        if check != self.check or next(keys, None) is not None:
+            raise ValueError("a packed index's keys walked again are not the keys packed")
+        entries += b"}"
+        yield bytes(entries)
+        yield self.after
+
+
 class Packed(msgspec.Struct, frozen=True):
     """Values by key (a scenario id), packed in gzipped chunks of consecutive keys.
 
     ``values`` are taken one by one, each encoded and gzipped with its chunk as it comes: a
     report's dialogues are made as they are packed, so no more than one chunk of them is ever
-    held as JSON (all of a 10,000-attempt run's, at once, were 52 MB)."""
+    held as JSON (all of a 10,000-attempt run's, at once, were 52 MB). ``keys`` gives their keys
+    again, in the same order, without the values (a report's: from its rows, no line read), for
+    the index ``blocks`` writes last; without it, ``values`` are walked again for their keys and
+    must then be a collection."""
 
     values: Iterable[tuple[str, object]]
     limit: int = 256 * 1024
     kind: type[msgspec.Struct] | None = None  # the values' record type, for the page to read them back
+    keys: Callable[[], Iterable[str]] | None = None
 
     def chunks(self) -> PackedChunks:
         """Every chunk, held, with the index: what a comparison's page packs."""
@@ -272,16 +324,17 @@ class Packed(msgspec.Struct, frozen=True):
         index (``PackedIndex``) last, once every key's chunk is known: a page written as it is made
         holds one or two chunks at a time, not every one (a varied run's report held 2.8 KB of
         them an attempt). The page's script, after every block, reads them by id, in any order.
-        The index is held as its JSON while the chunks are packed, not as a dict (about 25 bytes
-        a key, where a string and a dict's entry were about 100): the keys must not repeat (a
-        report's dialogues: one a kept attempt), as a dict would have taken a repeat's place."""
-        index = bytearray()  # the index's entries, "key":chunk, as a dict of them encodes
-        encode = _ENCODER.encode
+        The index is not held while the chunks are packed, only how many keys each chunk took
+        (``Where``): its entries are written from the keys walked again. The keys must not repeat
+        (a report's dialogues: one a kept attempt), as a dict would have taken a repeat's place."""
+        counts = array("I")  # the keys each chunk took, in order: the keys of one chunk are consecutive
+        check = [0]  # a CRC-32 of the keys as they were packed, which the keys walked again must give
 
         def noted(key: str, number: int) -> None:
-            index.extend(b"," if index else b"")
-            index.extend(encode(key))
-            index.extend(b":%d" % number)
+            if number == len(counts):
+                counts.append(0)
+            counts[number] += 1
+            check[0] = zlib.crc32(key.encode(), check[0])
 
         count = 0
         for chunk in self._each(noted):
@@ -289,7 +342,8 @@ class Packed(msgspec.Struct, frozen=True):
             count += 1
         where = msgspec.structs.replace(PackedIndex(count=count, where={}, layout=self._layout()), where=_MARK)
         before, after = _ENCODER.encode(where).split(_MARK_BYTES)
-        yield Flowing(name, (before, b"{", index, b"}", after))  # not copied: walked in pieces
+        keys = self.keys or (lambda: (key for key, _ in self.values))
+        yield Flowing(name, Where(before, after, keys, counts, check[0]))
 
     def _layout(self) -> PackedLayout | None:
         return None if self.kind is None else Fields(self.kind).layout()
@@ -360,9 +414,11 @@ class ReportPage(msgspec.Struct, frozen=True):
     def _dialogues(self) -> Packed:
         # Each made as it is packed: neither the tree of every attempt's view nor its JSON is kept,
         # nor, at the end of a run, the attempt in full (``Summary.said``: read again from its line).
+        summary = self.summary
         return Packed(
-            ((f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue()) for scenario, attempt in self.summary.said()),
+            ((f"{scenario}#{attempt.outcome.attempt}", attempt.dialogue()) for scenario, attempt in summary.said()),
             kind=DialogueView,
+            keys=lambda: (f"{scenario}#{attempt}" for scenario, attempt in summary.order()),
         )
 
     def html(self) -> str:

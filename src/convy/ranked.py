@@ -6,9 +6,11 @@ order. Held in memory, that is 8 bytes a value, about 300 bytes an attempt of si
 the rest of the run is streamed. The ``InOrder`` and ``Ranked`` of one ``Spill`` hold at most
 ``_HELD`` values between them: when they reach it, each writes what it holds, as one run (sorted,
 for a ``Ranked``), to a temporary file they share. Read back, an ``InOrder``'s runs are chained and a
-``Ranked``'s merged (``heapq.merge``), each run read ``_BLOCK`` values at a time, then what it
-still holds: a run of a few thousand attempts never writes anything, and one of a million holds
-a block of each run it reads.
+``Ranked``'s merged (``heapq.merge``; a ``Merged``'s runs all in one merge), each run read a
+block at a time, then what it still holds: an ``InOrder``'s run ``_BLOCK`` values at a time, and
+the runs of a merge ``_MERGED`` values between them (at least ``_LEAST`` each). A run of a few
+thousand attempts never writes anything, and one of a million holds about ``_MERGED`` values of
+what it reads, however many runs the file has.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ from typing import IO, Protocol
 
 _HELD = 1 << 17  # values a spill's InOrder and Ranked hold between them before they write them: 1 MiB
 _BLOCK = 1 << 12  # values read at a time from one run on the file: 32 KiB
+# Values read at a time from all the runs merged in one reading, between them: 512 KiB. Read
+# ``_BLOCK`` at a time each, the runs of a merge held more the more runs there were, one more a
+# scenario every few thousand attempts: merging the agent's answer times of a run of 100,000
+# attempts (42 runs) held 1.3 MiB of blocks, and a run of a million would hold ten times that.
+# Each run of a merge is read this many values over how many runs it has at a time.
+_MERGED = 1 << 16
+_LEAST = 1 << 6  # values read at a time from one run, at the least, however many are merged
 
 
 class Spill:
@@ -65,15 +74,16 @@ class Spill:
         self._end = start + len(values) * values.itemsize
         return start, len(values)
 
-    def read(self, start: int, count: int) -> Iterator[float]:
-        """The ``count`` values written at ``start``, read ``_BLOCK`` at a time."""
+    def read(self, start: int, count: int, most: int | None = None) -> Iterator[float]:
+        """The ``count`` values written at ``start``, read ``most`` (``_BLOCK``) at a time."""
         assert self._file is not None
         file = self._file
+        most = _BLOCK if most is None else most
         at, left = start, count
         while left:
             block = array("d")
             file.seek(at)
-            block.fromfile(file, min(left, _BLOCK))
+            block.fromfile(file, min(left, most))
             at += len(block) * block.itemsize
             left -= len(block)
             yield from block
@@ -150,15 +160,24 @@ class Ranked(InOrder):
         return array("d", sorted(values))
 
     def __iter__(self) -> Iterator[float]:
+        return heapq.merge(*self.ascending(len(self._runs)))
+
+    def ascending(self, merged: int) -> list[Iterator[float]]:
+        """Its runs, each ascending, to merge with ``merged`` runs in all (its own among them):
+        each read from the file a block at a time, the blocks of all of them ``_MERGED`` values
+        between them; then what it holds, sorted."""
         # Sorted where it is held, once for every reading that adds nothing between: sorting the
         # sorted start again, stably, with what came after, is sorting the whole once.
         if self._ascending != len(self._held):
             self._held = array("d", sorted(self._held))
             self._ascending = len(self._held)
         held = array("d", self._held)  # as it is now: more may be added while this is read
-        if not self._runs:
-            return iter(held)
-        return heapq.merge(*(self._spill.read(start, count) for start, count in self._runs), held)
+        most = min(_BLOCK, max(_LEAST, _MERGED // max(merged, 1)))
+        return [*(self._spill.read(start, count, most) for start, count in self._runs), iter(held)]
+
+    def runs(self) -> int:
+        """How many runs it has on the file."""
+        return len(self._runs)
 
 
 class Merged:
@@ -173,7 +192,8 @@ class Merged:
         return sum(len(part) for part in self._parts)
 
     def __iter__(self) -> Iterator[float]:
-        return heapq.merge(*self._parts)
+        merged = sum(part.runs() for part in self._parts)
+        return heapq.merge(*(run for part in self._parts for run in part.ascending(merged)))
 
 
 class Ascending(Protocol):

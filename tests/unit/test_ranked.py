@@ -110,3 +110,34 @@ def test_no_room_for_the_file_holds_the_values_and_the_figures_stay_right(small_
         ordered.append(value)
     assert list(kept) == sorted(values) and list(ordered) == values
     assert Ordered(kept).view() == Percentiles(values).view()
+
+
+def test_a_merge_of_many_runs_reads_a_bounded_block_of_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs of one merge (a ``Ranked``'s, or every run of a ``Merged``'s parts) are read
+    ``_MERGED`` values between them at a time, at least ``_LEAST`` each: a run shorter than
+    ``_BLOCK`` was read whole, so a merge of many held every value it merged at once. The values
+    come back as ``sorted`` of them all gives them."""
+    monkeypatch.setattr(ranked, "_HELD", 40)
+    monkeypatch.setattr(ranked, "_BLOCK", 30)
+    monkeypatch.setattr(ranked, "_MERGED", 60)
+    monkeypatch.setattr(ranked, "_LEAST", 2)
+    asked: list[int] = []
+    read = Spill.read
+
+    def counted(self: Spill, start: int, count: int, most: int | None = None) -> object:
+        asked.append(ranked._BLOCK if most is None else most)
+        return read(self, start, count, most)
+
+    monkeypatch.setattr(Spill, "read", counted)
+    spill = Spill()
+    parts = [Ranked(spill) for _ in range(3)]
+    values = _values(900, 5)
+    for at, value in enumerate(values):
+        parts[at % 3].append(value)
+    runs = sum(part.runs() for part in parts)
+    assert runs == 3 * (900 // 40)
+    assert list(Merged(parts)) == sorted(values)
+    assert len(asked) == runs and set(asked) == {2}  # 60 over 66 runs: the least, 2 each
+    asked.clear()
+    assert list(parts[0]) == sorted(values[0::3])
+    assert len(asked) == parts[0].runs() and set(asked) == {60 // parts[0].runs()}

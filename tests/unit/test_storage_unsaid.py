@@ -23,7 +23,7 @@ from convy.causes import Breakdown
 from convy.comparison import Comparison
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
-from convy.page import ComparisonPage, Flowing, JsonBlock, Packed, PackedIndex, ReportPage
+from convy.page import ComparisonPage, Flowing, JsonBlock, Packed, PackedIndex, ReportPage, Where
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
@@ -215,13 +215,48 @@ def test_attempts_held_as_places_are_cut_to_a_plan_as_attempts_held_whole(played
     assert lean.outcomes[-1] == whole.outcomes[-1].unsaid() and list(lean.outcomes[1:2]) == [whole.outcomes[1].unsaid()]
 
 
-def test_a_packed_index_written_from_its_json_is_the_one_of_its_dict() -> None:
-    """``Packed.blocks`` holds its index as JSON while it packs (``Flowing``), not as a dict: the
-    block is the dict's (``Packed.chunks``), keys that need escaping included."""
+def test_a_packed_index_written_from_its_keys_walked_again_is_the_one_of_its_dict() -> None:
+    """``Packed.blocks`` holds no index while it packs, only how many keys each chunk took, and
+    writes it from the keys walked again (the values' own, or ``keys``), a few KiB at a time
+    (``Where``): the block is the dict's (``Packed.chunks``), keys that need escaping included.
+    Keys walked again that are not those packed (one fewer, one more, one changed, or values
+    that cannot be walked twice) are refused rather than written into an index that would send
+    the page to the wrong chunk."""
     values = [(f"s{number % 3}/é<\"{number}#{number}", {"n": number, "t": "ü<" * number}) for number in range(300)]
-    packed = Packed(values, limit=2000)
-    blocks, chunks = list(packed.blocks("v")), packed.chunks()
-    assert len(blocks) == len(chunks.chunks) + 1 > 3
+    keys = [key for key, _ in values]
+    chunks = Packed(values, limit=2000).chunks()
     index = JsonBlock("v", msgspec.json.encode(PackedIndex(count=len(chunks.chunks), where=chunks.where, layout=chunks.layout)))
-    assert blocks[-1].html() == index.html()
-    assert "".join(blocks[-1].pieces()) == "".join(index.pieces())
+    for packed in (Packed(values, limit=2000), Packed(iter(values), limit=2000, keys=lambda: iter(keys))):
+        blocks = list(packed.blocks("v"))
+        assert len(blocks) == len(chunks.chunks) + 1 > 3
+        assert blocks[-1].html() == index.html()
+        assert "".join(blocks[-1].pieces()) == "".join(index.pieces())
+    where = blocks[-1].parts
+    assert isinstance(where, Where)
+    shaped = type("Shaped", (Where,), {"PART": 100, "__module__": __name__})
+    small = shaped(where.before, where.after, where.keys, where.counts, where.check)
+    assert b"".join(small) == b"".join(where) and max(len(part) for part in small) < 100 + 30 < len(b"".join(where)) // 10
+    for wrong in (keys[:-1], [*keys, "one more"], [*keys[:7], "changed", *keys[8:]]):
+        with pytest.raises(ValueError, match="not the keys packed"):
+            list(list(Packed(values, limit=2000, keys=lambda wrong=wrong: wrong).blocks("v"))[-1].pieces())
+    with pytest.raises(ValueError, match="not the keys packed"):
+        list(list(Packed(iter(values), limit=2000).blocks("v"))[-1].pieces())
+    assert "".join(list(Packed([]).blocks("v"))[-1].pieces()) == JsonBlock("v", msgspec.json.encode(PackedIndex(count=0, where={}))).html() + "\n"
+
+
+def test_a_reports_index_of_dialogues_is_written_from_its_rows(played: Played) -> None:
+    """A report's index of dialogues is written from the rows walked again (``Summary.order``),
+    not from the attempts read: it is the index the dialogues' chunks give held with their dict,
+    in chunks of any size."""
+    for read in played.runs().values():
+        for summary in (unsaid(read), Summary(read)):
+            page = ReportPage(summary)
+            assert [f"{scenario}#{attempt.outcome.attempt}" for scenario, attempt in summary.said()] == [
+                f"{scenario}#{attempt}" for scenario, attempt in summary.order()
+            ]
+            for limit in (1, 3000, 256 * 1024):
+                chunks = msgspec.structs.replace(page._dialogues(), limit=limit).chunks()
+                blocks = list(msgspec.structs.replace(page._dialogues(), limit=limit).blocks("dialogues"))
+                held = PackedIndex(count=len(chunks.chunks), where=chunks.where, layout=chunks.layout)
+                assert blocks[-1].html() == JsonBlock("dialogues", msgspec.json.encode(held)).html()
+                assert [block.html() for block in blocks[:-1]] == [block.html() for block in list(chunks.blocks("dialogues"))[1:]]
