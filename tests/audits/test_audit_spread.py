@@ -115,8 +115,8 @@ def test_a_driver_killed_takes_the_ray_it_started_with_it_and_resume_plays_each_
     what the run lacks, each attempt once; in the end no process of either Ray is left. (test_spread
     kills the driver of a run on the session's cluster, which outlives it.)"""
     place.written(attempts=4)
-    # After 12 turns no conversation goes on until the driver is killed; once one of the attempts
-    # that ended by then is recorded, the driver is killed.
+    # After 12 turns no conversation but greet's goes on until the driver is killed (``Roles.FREE``);
+    # once one of the attempts that ended by then is recorded, the driver is killed.
     gate = threading.Event()
     place.roles.held = (12, gate)
     process = place.started("run", "--workers", "2")
