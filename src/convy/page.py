@@ -256,6 +256,15 @@ class PackedChunks(msgspec.Struct, frozen=True):
             yield JsonBlock(f"{name}-{number}", _ENCODER.encode(chunk))
 
 
+def _checked(key: str, check: int) -> int:
+    """``check``, a CRC-32 of the keys so far, taken on over ``key`` led by its length in bytes: keys
+    run together with nothing between them would give one CRC for the same bytes cut otherwise
+    (``ab``, ``c`` and ``a``, ``bc``), and none at all for a key of no bytes. What ``Packed.blocks``
+    notes of each key it packs, and ``Where`` of each it walks again."""
+    encoded = key.encode()
+    return zlib.crc32(encoded, zlib.crc32(b"%d:" % len(encoded), check))
+
+
 class Where(msgspec.Struct, frozen=True):
     """A packed index's JSON (``PackedIndex``), in parts, each time it is walked: ``before`` and
     ``after`` its ``where``, whose entries, ``"key":chunk`` as a dict of them encodes, are written
@@ -282,7 +291,7 @@ class Where(msgspec.Struct, frozen=True):
         for number, count in enumerate(self.counts):
             chunk = b":%d" % number
             for key in itertools.islice(keys, count):
-                check = zlib.crc32(key.encode(), check)
+                check = _checked(key, check)
                 if not first:
                     entries += b","
                 first = False
@@ -334,7 +343,7 @@ class Packed(msgspec.Struct, frozen=True):
             if number == len(counts):
                 counts.append(0)
             counts[number] += 1
-            check[0] = zlib.crc32(key.encode(), check[0])
+            check[0] = _checked(key, check[0])
 
         count = 0
         for chunk in self._each(noted):
