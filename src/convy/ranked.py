@@ -160,7 +160,10 @@ class Ranked(InOrder):
         return array("d", sorted(values))
 
     def __iter__(self) -> Iterator[float]:
-        return heapq.merge(*self.ascending(len(self._runs)))
+        runs = self.ascending(len(self._runs))
+        # Nothing on the file (every run of a few thousand attempts): what it holds, as it is, not
+        # each value through a merge of one.
+        return runs[0] if len(runs) == 1 else heapq.merge(*runs)
 
     def ascending(self, merged: int) -> list[Iterator[float]]:
         """Its runs, each ascending, to merge with ``merged`` runs in all (its own among them):
