@@ -18,6 +18,11 @@ runs convy's own ``main`` with a hook on each phase's entry:
     .venv/bin/python bench/phases.py                                  # 2,000 and 20,000 attempts, resident
     .venv/bin/python bench/phases.py --sizes 200 2000 --traced --src /tmp/before/src
     .venv/bin/python bench/phases.py --auto                           # of --attempts auto, as whole.py --auto plays it
+    .venv/bin/python bench/phases.py --workers 2 --sizes 200 800      # the driver of a run spread on 2 Ray workers
+
+With ``--workers N`` the run is spread over N Ray workers (``convy run --workers N``) and what is
+measured is its driver, the one process that records the attempts and writes the report: the
+workers are processes of Ray's, neither sampled nor traced.
 """
 
 from __future__ import annotations
@@ -139,6 +144,7 @@ def main() -> None:
     parser.add_argument("--src", type=Path, default=HERE / "src", help="the convy to measure (its src folder)")
     parser.add_argument("--traced", action="store_true", help="also tracemalloc's peaks and snapshots, diffed between the sizes")
     parser.add_argument("--auto", action="store_true", help="play it as --attempts auto, as bench/whole.py --auto does")
+    parser.add_argument("--workers", type=int, default=0, help="spread the run over this many Ray workers, and measure its driver")
     parser.add_argument("--frames", type=int, default=8)
     parser.add_argument("--top", type=int, default=12)
     options = parser.parse_args()
@@ -146,7 +152,7 @@ def main() -> None:
     from whole import Made
 
     root = Path(tempfile.mkdtemp(prefix="convy-phases-"))
-    env = {**os.environ, "PYTHONPATH": str(options.src), "NO_COLOR": "1", "BENCH_TEXT": "plain"}
+    env = {**os.environ, "PYTHONPATH": str(options.src), "NO_COLOR": "1", "BENCH_TEXT": "plain", "RAY_USAGE_STATS_ENABLED": "0"}
     try:
         found: dict[tuple[str, int], dict[str, int]] = {}
         for attempts in options.sizes:
@@ -155,7 +161,7 @@ def main() -> None:
                 out = root / f"{mode}{attempts}"
                 out.mkdir()
                 auto = ["--attempts", "auto", "--min-attempts", str(min(5, attempts)), "--max-attempts", str(attempts), "--target-width", "0.001"]
-                run = ["run", *(auto if options.auto else [])]
+                run = ["run", *(auto if options.auto else []), *(["--workers", str(options.workers)] if options.workers else [])]
                 command = [sys.executable, __file__, "--child", mode, str(out), str(options.frames), "-C", str(project), *run]
                 subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
                 found[mode, attempts] = json.loads((out / f"{mode}.json").read_text())
