@@ -13,16 +13,25 @@ runs convy's own ``main`` with a hook on each phase's entry:
   phase (``reset_peak`` as each begins) and a snapshot as each ends, and the snapshots of the two
   sizes diffed, grouped by traceback (the convy frames of each shown): what one more attempt
   adds to what each phase leaves held, by where it was allocated. Slow (tracemalloc keeps
-  ``--frames`` frames of every allocation): minutes at 20,000 attempts.
+  ``--frames`` frames of every allocation): minutes at 20,000 attempts;
+- with ``--malloc``, in the resident child: what glibc's allocator holds as each phase ends
+  (``mallinfo2``, every arena: the bytes in use, and those freed but kept), which tells memory
+  held by objects, Python's or Ray's C++, from memory freed and kept by the allocator.
 
     .venv/bin/python bench/phases.py                                  # 2,000 and 20,000 attempts, resident
     .venv/bin/python bench/phases.py --sizes 200 2000 --traced --src /tmp/before/src
     .venv/bin/python bench/phases.py --auto                           # of --attempts auto, as whole.py --auto plays it
+    .venv/bin/python bench/phases.py --workers 2 --sizes 200 800      # the driver of a run spread on 2 Ray workers
+
+With ``--workers N`` the run is spread over N Ray workers (``convy run --workers N``) and what is
+measured is its driver, the one process that records the attempts and writes the report: the
+workers are processes of Ray's, neither sampled nor traced.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import pickle
@@ -36,8 +45,30 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
+class _Mallinfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2``: what its allocator holds, summed over every arena."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
+    ]
+
+
+def malloc() -> tuple[int, int]:
+    """The bytes glibc's allocator has in use (mmapped blocks included) and those freed but kept
+    in its arenas; (0, 0) where there is no ``mallinfo2`` (not glibc, or older than 2.33)."""
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except AttributeError:
+        return 0, 0
+    function.restype = _Mallinfo2
+    info = function()
+    return info.uordblks + info.hblkhd, info.fordblks
+
+
 def child(mode: str, out: Path, argv: list[str], frames: int) -> None:
-    """Run ``convy argv`` here, measuring each phase (``mode``: ``rss`` or ``traced``) into ``out``."""
+    """Run ``convy argv`` here, measuring each phase (``mode``: ``rss``, ``malloc`` — ``rss`` and
+    the allocator's figures — or ``traced``) into ``out``."""
     import tracemalloc
 
     if mode == "traced":
@@ -69,6 +100,8 @@ def child(mode: str, out: Path, argv: list[str], frames: int) -> None:
         else:
             found[phase[0]] = max(found.get(phase[0], 0), status("VmRSS:"))
             found[phase[0] + " hwm"] = status("VmHWM:")
+            if mode == "malloc":
+                found[phase[0] + " malloc used"], found[phase[0] + " malloc free"] = malloc()
         phase[0] = to
 
     def entered(owner: object, name: str, to: str, after: str | None = None) -> None:
@@ -100,12 +133,12 @@ def child(mode: str, out: Path, argv: list[str], frames: int) -> None:
     entered(convy.project.Project, "reported", "report")
     entered(convy.index.Listing, "kept", "summary.json")
     entered(convy.project.Project, "indexed", "index")
-    if mode == "rss":
+    if mode in ("rss", "malloc"):
         threading.Thread(target=sampled, daemon=True).start()
     main(argv)
     switched("exit")
     stop.set()
-    (out / f"{mode}.json").write_text(json.dumps(found))
+    (out / f"{'rss' if mode == 'malloc' else mode}.json").write_text(json.dumps(found))
     if mode == "traced":
         (out / "snapshots.pickle").write_bytes(pickle.dumps(snapshots))
 
@@ -139,6 +172,8 @@ def main() -> None:
     parser.add_argument("--src", type=Path, default=HERE / "src", help="the convy to measure (its src folder)")
     parser.add_argument("--traced", action="store_true", help="also tracemalloc's peaks and snapshots, diffed between the sizes")
     parser.add_argument("--auto", action="store_true", help="play it as --attempts auto, as bench/whole.py --auto does")
+    parser.add_argument("--workers", type=int, default=0, help="spread the run over this many Ray workers, and measure its driver")
+    parser.add_argument("--malloc", action="store_true", help="also glibc's allocator's bytes in use and kept free as each phase ends")
     parser.add_argument("--frames", type=int, default=8)
     parser.add_argument("--top", type=int, default=12)
     options = parser.parse_args()
@@ -146,7 +181,7 @@ def main() -> None:
     from whole import Made
 
     root = Path(tempfile.mkdtemp(prefix="convy-phases-"))
-    env = {**os.environ, "PYTHONPATH": str(options.src), "NO_COLOR": "1", "BENCH_TEXT": "plain"}
+    env = {**os.environ, "PYTHONPATH": str(options.src), "NO_COLOR": "1", "BENCH_TEXT": "plain", "RAY_USAGE_STATS_ENABLED": "0"}
     try:
         found: dict[tuple[str, int], dict[str, int]] = {}
         for attempts in options.sizes:
@@ -155,8 +190,9 @@ def main() -> None:
                 out = root / f"{mode}{attempts}"
                 out.mkdir()
                 auto = ["--attempts", "auto", "--min-attempts", str(min(5, attempts)), "--max-attempts", str(attempts), "--target-width", "0.001"]
-                run = ["run", *(auto if options.auto else [])]
-                command = [sys.executable, __file__, "--child", mode, str(out), str(options.frames), "-C", str(project), *run]
+                run = ["run", *(auto if options.auto else []), *(["--workers", str(options.workers)] if options.workers else [])]
+                told = "malloc" if mode == "rss" and options.malloc else mode
+                command = [sys.executable, __file__, "--child", told, str(out), str(options.frames), "-C", str(project), *run]
                 subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
                 found[mode, attempts] = json.loads((out / f"{mode}.json").read_text())
         few, many = (10 * attempts for attempts in options.sizes)

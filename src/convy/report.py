@@ -197,6 +197,12 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
     def verdict(self) -> RunVerdict:
         """The run against the pass rule its spec keeps (``passing.py``): the one verdict every
         output gives."""
+        return self._verdict
+
+    @cached_property
+    def _verdict(self) -> RunVerdict:
+        # Found once: the end of a run asks for it four times (the command's lines and exit code,
+        # the page's header), and each walked every attempt's row twice.
         spec = self.run.file.spec
         bars = {scenario.id: scenario.fail_under for scenario in spec.scenarios}
         rows = self._digest.rows
@@ -279,6 +285,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         total = self.total()
         columns = digest.columns.values()
         wall, agent, user, judge, waiting, unaccounted = digest.times
+        breakdown = self.breakdown()  # one walk of the rows for its two figures
         return RunView(
             header=self.header(),
             rate=self.rate(),
@@ -316,8 +323,8 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             agreement=self.agreement(),
             judging=self.judging(),
             variants=Dimensions(spec.scenarios, tallies).views(),
-            causes=self.breakdown().views(),
-            not_passed=self.breakdown().not_passed(),
+            causes=breakdown.views(),
+            not_passed=breakdown.not_passed(),
         )
 
     def judging(self) -> JudgingView | None:

@@ -151,3 +151,14 @@ def test_a_summary_keeps_the_attempts_that_did_not_pass_by_cause(played: Played)
         assert summed.totals.causes == {str(cause): count for cause, count in counted.items()}
         assert list(summed.totals.causes) == ["agent", "user", "judge", "service"]
         assert sum(summed.totals.causes.values()) == summed.totals.attempts - summed.totals.passed
+
+
+def test_a_summary_finds_its_verdict_once(played: Played) -> None:
+    """The end of a run asks a summary for its verdict four times (the command's lines, its exit
+    code, the page's header): it is found at the first asking, each attempt's row walked for it
+    then, and the same verdict given after, as a summary made again finds it."""
+    for run in played.runs().values():
+        summary = Summary(run)
+        found = summary.verdict()
+        assert summary.verdict() is found
+        assert Summary(run).verdict() == found
