@@ -10,8 +10,9 @@ for any rate of one a second or more), which the client honours: nothing goes to
 second after a refusal. Nothing else is said. There is no jitter: every send reaches the bucket
 at the moment the client chose. The floor is the bench's: (requests - 1) / rate + latency.
 
-The client knows the latency and that the limit is at least ``--least`` a second (60 a minute,
-issue 27's lowest), and nothing more: its sends before its first refusal follow a schedule fixed
+The client knows the latency and that the limit is at least ``--least`` a second (5: 300 a
+minute, the lowest of the bench's shapes without headers; issue 27's range goes down to 60 a
+minute, ``--least 1``, where every client of the family does worse), and nothing more: its sends before its first refusal follow a schedule fixed
 in advance (an answer says only "let through", which every request before the first refusal is),
 and so do its sends between two refusals. The model plays every client of a family against every
 rate of a fine grid and keeps, for each client, its worst ratio of wall to the floor plus
@@ -36,6 +37,7 @@ allowed, the best client of the family, its worst ratio over the rates, and what
 
     .venv/bin/python bench/bare_floor.py
     .venv/bin/python bench/bare_floor.py --opening 10   # no service without a limit to do well on
+    .venv/bin/python bench/bare_floor.py --least 1      # limits down to 60 a minute
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0, help="the floor the requests make at the limit")
     parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--least", type=float, default=1.0, help="the lowest limit a client allows for, a second")
+    parser.add_argument("--least", type=float, default=5.0, help="the lowest limit a client allows for, a second")
     parser.add_argument("--most", type=float, default=50.0, help="the highest limit played, a second")
     parser.add_argument("--waiting", type=int, default=50, help="requests waiting at the start of a run with no limit")
     parser.add_argument("--opening", type=float, default=0.27, help="seconds the opening may take to send them")
