@@ -12,9 +12,9 @@ at the moment the client chose. The floor is the bench's: (requests - 1) / rate 
 
 The client knows the latency and that the limit is at least ``--least`` a second (5: 300 a
 minute, the lowest of the bench's shapes without headers; issue 27's range goes down to 60 a
-minute, ``--least 1``, where every client of the family does worse), and nothing more: its sends before its first refusal follow a schedule fixed
-in advance (an answer says only "let through", which every request before the first refusal is),
-and so do its sends between two refusals. The model plays every client of a family against every
+minute, ``--least 1``, where every client of the family does worse), and nothing more: its sends
+before its first refusal follow a schedule fixed in advance (an answer says only "let through",
+which every request before the first refusal is), and so do its sends between two refusals. The model plays every client of a family against every
 rate of a fine grid and keeps, for each client, its worst ratio of wall to the floor plus
 ``k`` seconds (the refusals a client is allowed):
 
@@ -59,10 +59,6 @@ class Client(msgspec.Struct, frozen=True):
     start: float = 0.0
     fine: float = 0.0
     finer: float = 0.0
-
-    def refusals(self) -> int:
-        """The most refusals it plans for: one for the opening, one for each climb after."""
-        return 1 + (self.start > 0) + (self.start > 0 and self.finer > 0)
 
 
 class Played(msgspec.Struct, frozen=True):
