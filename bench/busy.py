@@ -34,8 +34,10 @@ requests need 15 s at it, the *floor*. Every shape runs at ``--rate`` (20) a sec
 
 The two shapes that tell nothing but a 429 (``bare``, ``nginx``) have their best printed beside
 them: the rate is found only by being refused, and each refusal costs a whole ``Retry-After`` (1 s,
-a fifteenth of the floor): at least one for any client (1.07x), two as convy finds the rate
-(1.13x); every later refusal adds another second.
+a fifteenth of the floor): two for any client that does not know the limit and does not hold a
+service with no limit back (``bench/bare_floor.py``), 1.13x; every later refusal adds another
+second. So too for ``--project``'s shapes without headers: their target is 1.10x (1.15x for a
+shared key) of the floor plus two seconds, and the row shows that ratio too.
 
 For each: ``wall / floor``, ``refused`` (429s / requests the server received), and the spread of
 the attempts' own durations (p50/p95/max seconds: waiting for a place or a pace must be fair, no
@@ -153,6 +155,10 @@ ADVICE = {"advice4": {"agent_per_minute": 1150, "agent_places": 4}, "advice16": 
 BODY_TOKENS = 14  # about what one agent request's body counts as tokens (bytes / 4) in the stand-in
 # The shapes that say nothing of their limit but a 429 with Retry-After: 1 (a second at least).
 UNTOLD = ("bare", "nginx")
+# The refusals any client needs to find such a limit without knowing it, each a whole second: one
+# to bound it, another to find it within a few percent, unless the client opens so slowly that a
+# service with no limit is held back (``bench/bare_floor.py``; bench/README.md).
+REFUSALS_NEEDED = 2
 
 
 def judged(request: dict[str, Any]) -> str:
@@ -462,13 +468,14 @@ def spent(result: dict[str, Any] | None) -> str:
 
 def bound_of(shape: str, arguments: argparse.Namespace) -> str:
     """What a limit that tells nothing allows at best: the rate is found only by being refused,
-    each refusal costs a whole Retry-After (1 s), and nothing is sent meanwhile. One refusal is
-    the least any client needs; convy's way of finding the rate (the pace doubles until the first
-    refusal after the start's) needs two."""
+    each refusal costs a whole Retry-After (1 s), and nothing is sent meanwhile. Two refusals are
+    what any client needs that does not know the limit and does not hold a service with no limit
+    back (``bench/bare_floor.py``: a first to bound the limit, a second to find it within a few
+    percent), as convy finds it too."""
     if shape not in UNTOLD:
         return ""
     floor = arguments.requests / arguments.rate
-    return f"   best: {1 + 1 / floor:.2f}x (1 refusal x 1 s), {1 + 2 / floor:.2f}x as convy finds it (2)"
+    return f"   best: {1 + REFUSALS_NEEDED / floor:.2f}x ({REFUSALS_NEEDED} refusals x 1 s)"
 
 
 def problems_of(shape: str, result: dict[str, Any], arguments: argparse.Namespace) -> list[str]:
@@ -898,6 +905,8 @@ def project_shown(project: Project, result: dict[str, Any] | None, arguments: ar
             f" its CPU {result['proxy'].get('cpu', 0.0):.1f} s"
         )
     spread = "/".join(f"{seconds:.1f}" for seconds in result["spread"])
+    if not project.headers:  # its target's ratio too, against the floor plus the refusals needed
+        honest = f"   {result['wall'] / (floor + REFUSALS_NEEDED):.2f}x(F+{REFUSALS_NEEDED}s)"
     return (
         f"{floor:6.1f} {result['wall']:6.1f} {result['wall'] / floor:6.2f}x {refused / max(1, received):6.1%}"
         f"  {each:<24} {spread}{honest}"
@@ -906,11 +915,11 @@ def project_shown(project: Project, result: dict[str, Any] | None, arguments: ar
 
 def project_target(project: Project, arguments: argparse.Namespace) -> str:
     """The issue's target for a shape; where only a 429 tells, the refusals any client needs
-    added to the floor (one Retry-After of a second for each key)."""
+    added to the floor (``REFUSALS_NEEDED`` Retry-Afters of a second, on the busiest key)."""
     if project.limit == "none":
         return f"<={project.target:g}x chain"
     if not project.headers:
-        return f"<={project.target:.2f}x(F+1s)"
+        return f"<={project.target:.2f}x(F+{REFUSALS_NEEDED}s)"
     return f"<={project.target:.2f}x, <=1%"
 
 

@@ -214,3 +214,44 @@ def test_on_a_key_all_three_share_every_answer_grows_the_pace_while_one_of_them_
         refused = [moment for moment, let in key.reached if not let]
         last.append(refused[-1] - key.reached[0][0])
     assert max(last) <= 2.3, f"the key's last refusal, in each way: {[round(moment, 2) for moment in last]}"
+
+
+class Loaded(Bare):
+    """``Bare`` reached through a way to the wire that waits at the wire for the moment its
+    ``Told`` says, as convy's HTTP layer does, and then takes ``busy`` seconds to write the request
+    while the machine is loaded (from ``loaded`` to ``until``, seconds from the first request), a
+    tenth of a millisecond otherwise; the limit counts it once written."""
+
+    def __init__(self, limit: Bucket, loaded: float, until: float, busy: float = 0.015) -> None:
+        super().__init__(limit, name="loaded")
+        self.loaded, self.until, self.busy = loaded, until, busy
+        self.start = -1.0
+
+    async def __call__(self) -> str:
+        told = TOLD.get()
+        if told is not None and not told.service:
+            told.service = self.name
+        loop = asyncio.get_running_loop()
+        if self.start < 0:
+            self.start = loop.time()
+        await asyncio.sleep(0.0005)
+        if told is not None:
+            await told.writable()
+            since = loop.time() - self.start
+            await asyncio.sleep(self.busy if self.loaded <= since < self.until else 0.0001)
+            told.wrote(loop.time())
+        return await super().__call__()
+
+
+def test_a_second_of_load_at_the_wire_does_not_make_the_next_sends_early() -> None:
+    """500 requests against a strict bucket of 50 a second that tells nothing, written 15 ms late
+    from 4 s to 5 s (a machine busy for a second), a tenth of a millisecond otherwise: once the
+    load is gone, no request is refused (the pace was found before it). Each send is paced from
+    when the last one went on the wire, less the least delay to the wire of the latest sends, as
+    the next one takes that too; but that delay was the load's, and taken off whole (15 ms of a
+    gap of 20), the first send written on time after the load came 15 ms early and was refused."""
+    service = Loaded(Bucket(50, 1, headers=False), loaded=4.0, until=5.0)
+    played(service, 0, 500)
+    start = service.reached[0][0]
+    late = [round(moment - start, 3) for moment, let in service.reached if not let and moment - start >= 4.0]
+    assert not late, f"refused after the load began, at {late} s"
