@@ -122,18 +122,9 @@ _QUICKEST = 4  # the gaps between the sends before a refused one that tell what 
 # next one than the pace, and a strict limit refuses that. The next waits for the last to be on
 # the wire, at most _HOLD seconds; the least of the last _LEADS delays between letting a request
 # go and its being on the wire is taken off the gap, as the next request takes at least that too.
-# Where requests wait at the wire for their moment (``Told.writable``), no more than _LEAD_MOST:
-# their delay is then the wait's end and the write, a fraction of a millisecond, and a delay of
-# more is the machine busy for the moment, not a way every request takes: after a second in which
-# every request was written 15 ms late, the least of the last 16 was 15 ms, and the first request
-# written on time after it reached a strict limit of 50 a second 15 ms early, refused (a virtual
-# clock, tests/unit/test_busy_bare.py; bench/busy.py's trace at load 20 saw an agent's send 184 ms
-# after the last against 200 of its limit, the way before it 20-34 ms long). Where the load lasts,
-# each send is late as the last was, a little slower than the pace, and none is refused.
 _HOLD = 1.0
 _ROUNDING = 0.001  # how much shorter than it is a reset said in milliseconds may be
 _LEADS = 16
-_LEAD_MOST = 0.001
 # Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
 # a strict limit's request is let go _AHEAD seconds ahead of its moment (at most a quarter of a
 # gap): it is built by then, and written at its moment rather than late by however long its way
@@ -1221,7 +1212,7 @@ class Places:
                 # pause and twice more (a virtual clock's way to the wire of up to 8 ms).
                 self._service.wired(send.number, moment)
             return
-        lead = min(min(self._leads), _LEAD_MOST if self._gated else math.inf) if self._leads else 0.0
+        lead = min(self._leads) if self._leads else 0.0
         if send.service is self._service:
             # Counted from then against what is left of the service's limits, which the
             # participants sharing it all read.
