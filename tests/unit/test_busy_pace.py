@@ -505,3 +505,34 @@ def test_a_pace_made_up_from_a_pause_grows_on_the_first_answer_after_it() -> Non
     after = [moment for moment in let if moment >= 1.0]
     assert after[0] < 1.1, let
     assert after[1] - after[0] < 0.5, let
+
+
+class WrittenLate(Shared):
+    """``Shared``, each request waiting at the wire for the moment its ``Told`` says, then written
+    ``write`` seconds later (a machine loaded the whole run), and telling its ``Told`` when; the
+    limit counts it then."""
+
+    def __init__(self, rate: float, write: float) -> None:
+        super().__init__(rate=rate, headers=True, latency=0.1)
+        self.write = write
+
+    async def __call__(self, who: str) -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = KEY
+            await told.writable()
+            await asyncio.sleep(self.write)
+            told.wrote(asyncio.get_running_loop().time())
+        return await Shared.__call__(self, who)
+
+
+def test_a_strict_limit_that_tells_what_is_left_is_kept_near_while_every_write_is_late() -> None:
+    """The agent and the judge, 250 requests each, on one key behind a strict bucket of 50 a
+    second that tells what is left, each request written 5 ms after its moment at the wire (the
+    machine loaded the whole run). The limit counts each send from the wire less the delay the
+    next takes too: within 1.1 x the floor of 10 s (10.2 s with the least of the last 16 delays
+    taken off; 12.7 s with at most 1 ms taken off, every gap 4 ms longer than the limit's 20)."""
+    service = WrittenLate(rate=50.0, write=0.005)
+    ends = played(service, agent=250, judge=250, judge_from=0.0)
+    assert service.answered == {"agent": 250, "judge": 250}
+    assert max(ends.values()) <= 11.0, ends
