@@ -6,7 +6,8 @@ strict bucket (``standin.Bucket``, burst 1, no header, ``Retry-After`` in whole 
 virtual clock (``support.clock``): no HTTP, no stand-in process, the same moments on any machine.
 Each request takes a seeded way to the wire (0.5 ms to ``--way``, as ``tests/unit/test_busy_bare.py``'s
 ``Wired``), waits there for the moment its ``Told`` says, then takes a while to be written: a
-tenth of a millisecond and an exponential ``--write`` more, or, with ``--loaded P``, now and then
+tenth of a millisecond, ``--steady`` more (a machine loaded the whole run: every write that long)
+and an exponential ``--write`` more, or, with ``--loaded P``, now and then
 (a chance P at each send) 0.3 to 1 s in which every write takes 5 to 25 ms, the machine busy; the
 limit counts it once written. Shapes: ``p-bare@300`` and ``p-bare@3000`` (each participant a key of
 its own), ``p-all-bare`` (one key of 1,200 a minute for the three), ``p-free`` (no limit, 50
@@ -61,8 +62,9 @@ def keyed(arguments: argparse.Namespace) -> Any:
                     self.until = now + self.way.uniform(0.3, 1.0)
                 if now < self.until:
                     await asyncio.sleep(self.way.uniform(0.005, 0.025))
-                elif arguments.write:
-                    await asyncio.sleep(0.0001 + self.way.expovariate(1 / arguments.write))
+                elif arguments.write or arguments.steady:
+                    exponential = self.way.expovariate(1 / arguments.write) if arguments.write else 0.0
+                    await asyncio.sleep(0.0001 + arguments.steady + exponential)
                 told.wrote(loop.time())
             return await Bare.__call__(self)
 
@@ -127,6 +129,9 @@ def main() -> None:
     parser.add_argument("--way", type=float, default=0.008, help="the longest way to the wire, seconds (default 0.008)")
     parser.add_argument(
         "--write", type=float, default=0.0, help="the mean of a write's time past 0.1 ms, seconds (default 0)"
+    )
+    parser.add_argument(
+        "--steady", type=float, default=0.0, help="what every write takes more, the machine loaded for good (default 0)"
     )
     parser.add_argument(
         "--loaded", type=float, default=0.0, help="the chance at each send of a stretch of load (default 0)"
