@@ -254,7 +254,8 @@ class Fakes(msgspec.Struct, frozen=True):
 
     def outcomes(self, run: str) -> list[Outcome]:
         data = (self.folder / "results" / "bot" / run / "attempts.jsonl").read_bytes()
-        return [msgspec.json.decode(line, type=Outcome) for line in data.splitlines()]
+        # Its lines that end with a newline: a run killed mid-write may end in a torn line.
+        return [msgspec.json.decode(line, type=Outcome) for line in data[: data.rfind(b"\n") + 1].splitlines()]
 
 
 @pytest.fixture

@@ -284,7 +284,8 @@ def outcomes(run: Path) -> list[Outcome]:
         data = (run / "attempts.jsonl").read_bytes()
     except FileNotFoundError:
         return []
-    return [msgspec.json.decode(line, type=Outcome) for line in data.splitlines()]
+    # Its lines that end with a newline: a run read while it writes, or killed, may end in a torn line.
+    return [msgspec.json.decode(line, type=Outcome) for line in data[: data.rfind(b"\n") + 1].splitlines()]
 
 
 def each_once(run: Path, attempts: int) -> None:
