@@ -658,12 +658,22 @@ class Places:
                     self.freely_answered(ticket)
                     return answer
                 return await self.freely_refused(request, ticket, declined)
-        elif not held and self._unpaced_freely():
-            # A try not paced (opening a conversation) on the free way: ``_clear`` holds, and it
-            # is sent as below, its ``Told`` a plain one (``_answered_once``) that names the
-            # service of a refusal; what it costs less is finding the loop and ``_clear``, and
-            # the ``_Send``, made only for a refusal. One such try an attempt.
-            service, now, rank = self._service, self._clock(), next(self._ranks)
+        elif (
+            not held
+            and self._free
+            and not self._send_queue
+            and not self._services.told_of_pauses
+            and not self._service.pace.paused_until
+        ):
+            # A try not paced (opening a conversation) on the free way: a paced one would take it
+            # (``freely``), and no pause was ever asked of its service (``_clear``'s pause, asked
+            # without reading the clock: a service never paused has none). It is sent as below,
+            # its ``Told`` a plain one (``_answered_once``) that names the service of a refusal;
+            # what it costs less is finding the loop and ``_clear``, the clock and the rank, and
+            # the ``_Send``, made only for a refusal. One such try an attempt. (The moment and the
+            # rank of a try not paced are never read: it waits in no queue, and its refusal reads
+            # only its service's name and pause. The moment of the refusal stands for them.)
+            service = self._service
             plain = Told()
             token = TOLD.set(plain)
             try:
@@ -672,7 +682,9 @@ class Places:
                 refused = _Refused(busy)
             finally:
                 TOLD.reset(token)
-            return await self._later(request, False, False, (now, rank), (_Send(service, -1, now), plain, refused))
+            now = self._clock()
+            refusal = (_Send(service, -1, now), plain, refused)
+            return await self._later(request, False, False, (now, next(self._ranks)), refusal)
         loop = running()
         now = loop.time()
         rank = next(self._ranks)
@@ -768,36 +780,23 @@ class Places:
         more than the rest of the free way."""
         if not self._free or self._send_queue or self._services.told_of_pauses:
             return None
+        if held:
+            taken = self._taken
+            if taken >= self.size or self._place_queue:
+                return None
+            self._taken = taken = taken + 1
+            if taken > self.peak:
+                self.peak = taken
+            told: Token[Told | None] | None = TOLD.set(self._unnamed)
+        else:
+            told = None
         service = self._service
         number = service.sends
-        if not held:
-            now = self._clock()
-            service.sent.append((number, now))
-            service.sends = number + 1
-            self.sends += 1
-            return service, number, now, next(self._ranks), None
-        taken = self._taken
-        if taken >= self.size or self._place_queue:
-            return None
         now = self._clock()
         service.sent.append((number, now))
         service.sends = number + 1
         self.sends += 1
-        self._taken = taken = taken + 1
-        if taken > self.peak:
-            self.peak = taken
-        return service, number, now, next(self._ranks), TOLD.set(self._unnamed)
-
-    def _unpaced_freely(self) -> bool:
-        """Whether a try not paced, held in no place, takes the free way in ``_tried``: where a
-        paced one would (``freely``), and no pause was ever asked of its service (``_clear``'s
-        pause, asked without reading the clock: a service never paused has none)."""
-        return (
-            self._free
-            and not self._send_queue
-            and not self._services.told_of_pauses
-            and not self._service.pace.paused_until
-        )
+        return service, number, now, next(self._ranks), told
 
     def freely_answered(self, ticket: Freed) -> None:
         """The request ``freely`` let go was answered: counted as ``_answer`` counts it, and its
@@ -810,7 +809,16 @@ class Places:
         if told is not None:
             TOLD.reset(told)
         pace = service.pace
-        pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
+        # ``Pace.heard`` in line, trimmed from when it was sent (no clock read for it): the
+        # answer just noted is no older than that, so the trim stops at it at the latest.
+        answers = pace.answers
+        answers.append(sent)
+        if answers[0] < sent - 1.0:
+            gone = sent - 1.0
+            while answers[0] < gone:
+                answers.popleft()
+        if len(answers) > pace.most:
+            pace.most = len(answers)
         if service.share < _SHARE_MOST and number > pace.cut_after:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
