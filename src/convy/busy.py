@@ -813,12 +813,12 @@ class Places:
         # answer just noted is no older than that, so the trim stops at it at the latest.
         answers = pace.answers
         answers.append(sent)
-        if answers[0] < sent - 1.0:
-            gone = sent - 1.0
-            while answers[0] < gone:
-                answers.popleft()
-        if len(answers) > pace.most:
-            pace.most = len(answers)
+        gone = sent - 1.0
+        while answers[0] < gone:
+            answers.popleft()
+        heard = len(answers)
+        if heard > pace.most:
+            pace.most = heard
         if service.share < _SHARE_MOST and number > pace.cut_after:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
