@@ -814,11 +814,13 @@ class Places:
         answers = pace.answers
         answers.append(sent)
         gone = sent - 1.0
-        while answers[0] < gone:
+        if answers[0] < gone:
+            heard = len(answers) - 1  # the most since the last trim (``Pace.most``)
+            if heard > pace.trimmed_most:
+                pace.trimmed_most = heard
             answers.popleft()
-        heard = len(answers)
-        if heard > pace.most:
-            pace.most = heard
+            while answers[0] < gone:
+                answers.popleft()
         if service.share < _SHARE_MOST and number > pace.cut_after:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line

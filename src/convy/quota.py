@@ -350,11 +350,18 @@ class Pace:
         self.resumed = -math.inf  # when the last refusal's pause ended
         self.cut_after = -1  # refusals of requests sent up to this send number are news already taken
         self.answers: deque[float] = deque()  # when the answered requests of the last second were sent
-        # The most requests sent within one second that were answered, over the whole run: what the
-        # service is known to let through, beside the last second's, which a lull (the requests
-        # waiting on another participant, or a pause) leaves with next to nothing.
-        self.most = 0
+        # The most of the last second's answers as of their latest trim (``most`` reads it beside
+        # those counted now): between two trims the answers only grow, so the most of them is the
+        # count just before the next one, kept then, and not read on every answer.
+        self.trimmed_most = 0
         self.answered = False  # whether the service has answered a request of any participant
+
+    @property
+    def most(self) -> int:
+        """The most requests sent within one second that were answered, over the whole run: what
+        the service is known to let through, beside the last second's, which a lull (the requests
+        waiting on another participant, or a pause) leaves with next to nothing."""
+        return max(self.trimmed_most, len(self.answers))
 
     def heard(self, sent: float, now: float) -> None:
         """An answer, at ``now``, to a request sent at ``sent``: among the last second's answers, and
@@ -362,17 +369,25 @@ class Pace:
         answers = self.answers
         answers.append(sent)
         gone = now - 1.0
-        while answers and answers[0] < gone:  # an answer that took over a second goes at once
-            answers.popleft()
-        if len(answers) > self.most:
-            self.most = len(answers)
+        if answers[0] < gone:
+            self._trimmed(len(answers) - 1, gone)  # the count before this answer, at its most since the last trim
 
     def let_through(self, now: float) -> int:
         """How many of the requests sent in the second before ``now`` were answered."""
         answers = self.answers
-        while answers and answers[0] < now - 1.0:
-            answers.popleft()
+        gone = now - 1.0
+        if answers and answers[0] < gone:
+            self._trimmed(len(answers), gone)
         return len(answers)
+
+    def _trimmed(self, most: int, gone: float) -> None:
+        """The answers to requests sent before ``gone`` leave the last second's, ``most`` of them
+        counted just before: the most since the last trim, kept."""
+        if most > self.trimmed_most:
+            self.trimmed_most = most
+        answers = self.answers
+        while answers and answers[0] < gone:  # an answer that took over a second goes at once
+            answers.popleft()
 
 
 class Service:
