@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import itertools
 import math
 import time
 from collections import deque
@@ -383,11 +382,16 @@ class Places:
         self.peak = 0
         self.refused = 0
         self.given_up = 0
-        self.sends = 0
         self._taken = 0
         self._place_queue: deque[asyncio.Future[None]] = deque()
         self._send_queue: list[_Ticket] = []
-        self._ranks = itertools.count()
+        # The ranks given so far: one to each first try, in the order they began, which a
+        # refusal's tries keep (``_later``). A try on the free way is a send as well (``sends``):
+        # it is counted by its rank alone, one count less on every request; the ranks of the
+        # other tries, and the sends counted apart from them, are counted too.
+        self._ranked = 0
+        self._ranked_apart = 0  # ranks given to tries not sent the free way
+        self._sent_apart = 0  # sends not on the free way
         self._timer: asyncio.TimerHandle | None = None
         self._flying = 0
         # Whether this participant knows its service has answered a request (its own or, once it
@@ -433,6 +437,19 @@ class Places:
         self._best_yield = 0.0  # the most answers a second one place yielded in a round
         self._paying = True  # whether the last round yielded at least _YIELD of that
         self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
+
+    @property
+    def sends(self) -> int:
+        """The requests this participant let go: those on the free way, one to each of their
+        ranks, and the others."""
+        return self._ranked - self._ranked_apart + self._sent_apart
+
+    def _rank(self) -> int:
+        """A rank for a first try not sent the free way."""
+        rank = self._ranked
+        self._ranked = rank + 1
+        self._ranked_apart += 1
+        return rank
 
     # --- places at once --------------------------------------------------------------------------
 
@@ -684,10 +701,10 @@ class Places:
                 TOLD.reset(token)
             now = self._clock()
             refusal = (_Send(service, -1, now), plain, refused)
-            return await self._later(request, False, False, (now, next(self._ranks)), refusal)
+            return await self._later(request, False, False, (now, self._rank()), refusal)
         loop = running()
         now = loop.time()
-        rank = next(self._ranks)
+        rank = self._rank()
         if not self._clear(held, paced, now):
             return await self._later(request, held, paced, (now, rank), None)
         if held:
@@ -705,7 +722,7 @@ class Places:
                 service.sent.append((number, now))
                 service.sends = number + 1
                 send = _Send(service, number, now)
-                self.sends += 1
+                self._sent_apart += 1
                 self._flying += 1
                 if self._next < now:
                     self._next = now
@@ -795,8 +812,9 @@ class Places:
         now = self._clock()
         service.sent.append((number, now))
         service.sends = number + 1
-        self.sends += 1
-        return service, number, now, next(self._ranks), told
+        rank = self._ranked
+        self._ranked = rank + 1
+        return service, number, now, rank, told
 
     def freely_answered(self, ticket: Freed) -> None:
         """The request ``freely`` let go was answered: counted as ``_answer`` counts it, and its
@@ -1110,7 +1128,7 @@ class Places:
         due = now if moment is None else moment
         service = self._service
         send = _Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
-        self.sends += 1
+        self._sent_apart += 1
         self._flying += 1
         self._took(due)
         if self._wire_told and self._service.strict:
