@@ -719,7 +719,7 @@ class Places:
                 # without its loop over them.
                 service = self._service
                 number = service.sends
-                service.sent.append((number, now))
+                service.sent.append(now)
                 service.sends = number + 1
                 send = _Send(service, number, now)
                 self._sent_apart += 1
@@ -810,7 +810,7 @@ class Places:
         service = self._service
         number = service.sends
         now = self._clock()
-        service.sent.append((number, now))
+        service.sent.append(now)
         service.sends = number + 1
         rank = self._ranked
         self._ranked = rank + 1
@@ -1540,7 +1540,7 @@ class Places:
             else:
                 # The rate let through so far, over the last second or less when the run is younger.
                 sent = service.sent
-                seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
+                seconds = min(1.0, max(now - sent[0], 0.1)) if sent else 1.0
                 # Or, where the service let more through in a second earlier in the run, that: a
                 # refusal after a lull (the requests waiting for another participant, whose own
                 # pace was being found) saw next to nothing let through in the last second, and a
@@ -1649,7 +1649,7 @@ class Places:
     def _gap(self, refused: _Send) -> float:
         """The seconds between a refused send and the send before it (0 when unknown)."""
         later = -1.0
-        for number, moment in reversed(self._service.sent):
+        for number, moment in self._service.latest():
             if number == refused.number:
                 later = moment
             elif number < refused.number:
@@ -1678,7 +1678,7 @@ class Places:
         meter = self._service.meters["requests"]
         if not self._service.strict or meter.rate <= 0 or send.service is not self._service:
             return
-        if not self._service.sent or self._service.sent[-1][0] != send.number:
+        if not self._service.sent or self._service.sends - 1 != send.number:
             return  # a later send, of this participant or another, has taken what comes back
         match heard.requests:
             case Quota(reset=reset, limit=limit) if 0 < limit <= 1 and 0 <= reset < 1 / meter.rate:
@@ -1698,7 +1698,7 @@ class Places:
         """The most sends a second that the gaps between the last few sends before a refused one,
         since the last pause, tell of: each of them was let through (infinite if none tell)."""
         moments: list[float] = []
-        for number, moment in reversed(self._service.sent):
+        for number, moment in self._service.latest():
             if number >= refused.number:
                 continue
             if moment < self._service.pace.resumed or len(moments) > _QUICKEST:
@@ -1739,7 +1739,7 @@ class Places:
             case _:
                 pass
         later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
-        for count, moment in reversed(self._service.sent):
+        for count, moment in self._service.latest():
             if count <= number:
                 break
             later.append(moment)

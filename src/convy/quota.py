@@ -13,9 +13,10 @@ key share it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
 import msgspec
@@ -403,7 +404,10 @@ class Service:
         # that aimed higher than another would be let go first for every unit.
         self.share = share
         self.each = tuple(self.meters.values())  # the same meters, for the loops of every send
-        self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
+        # The moments of the latest sends. Every send is numbered here and noted at once, so the
+        # numbers of those kept are the last ones given, in order (``latest``): a moment alone is
+        # kept, without a tuple of its number, made and let go on every request of a run.
+        self.sent: deque[float] = deque(maxlen=256)
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
         # This process's part of the service's rates: 1 alone, 1/N for each of the N workers of a
@@ -417,10 +421,14 @@ class Service:
         """The share of the rates the service told that this process aims at."""
         return self.share * self.part
 
+    def latest(self) -> Iterator[tuple[int, float]]:
+        """The latest sends, the newest first: each one's number and moment."""
+        return zip(itertools.count(self.sends - 1, -1), reversed(self.sent))
+
     def took(self, now: float, share: float) -> int:
         """Note a send at ``now``; its number."""
         number = self.sends
-        self.sent.append((number, now))
+        self.sent.append(now)
         self.sends = number + 1
         for meter in self.each:
             if meter.rate > 0.0:  # what is left of a limit with no rate yet is never read: its first word sets it
@@ -430,19 +438,17 @@ class Service:
     def wired(self, number: int, moment: float) -> None:
         """Send ``number`` went on the wire at ``moment``: among the latest sends, it is noted
         from then. (Its limits are not: a service with none known.)"""
-        sent = self.sent
-        for back in range(1, min(len(sent), _WIRED_BACK) + 1):
-            if sent[-back][0] == number:
-                sent[-back] = (number, moment)
-                return
+        back = self.sends - number  # how far from the end of ``sent`` it is kept
+        if 1 <= back <= min(len(self.sent), _WIRED_BACK):
+            self.sent[-back] = moment
 
     def late(self, number: int, moment: float) -> None:
         """Send ``number`` reached the service no sooner than ``moment``, later than it was let go:
         if it is still the latest send, each limit counts it from then, so that the next send, of
         whichever participant, keeps a whole gap after it."""
-        if not self.sent or self.sent[-1][0] != number or self.sent[-1][1] >= moment:
+        if not self.sent or self.sends - 1 != number or self.sent[-1] >= moment:
             return
-        self.sent[-1] = (number, moment)
+        self.sent[-1] = moment
         for meter in self.meters.values():
             if meter.rate > 0 and meter.moment < moment:
                 # What was left when it was let go, at most a request's worth, is what is left

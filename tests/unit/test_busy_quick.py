@@ -49,7 +49,7 @@ def test_a_turn_on_the_free_way_counts_what_the_way_through_places_counts() -> N
             else:
                 await places.retried(lambda: answered(HELLO))
         service = places._service
-        return places.sends, [number for number, _ in service.sent], service.pace.most, places.peak, places.refused
+        return places.sends, [number for number, _ in service.latest()], service.pace.most, places.peak, places.refused
 
     assert in_virtual_time(lambda: main(True)) == in_virtual_time(lambda: main(False))
 
