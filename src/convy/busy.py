@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import itertools
 import math
 import time
 from collections import deque
@@ -188,6 +187,12 @@ _FOLD = 2
 # in a place the token of its ``Told`` (``TOLD``), reset as it ends. A plain tuple: one is made for
 # most requests of a run whose participants answer in-process.
 Freed = tuple[Service, int, float, int, "Token[Told | None] | None"]
+
+
+# ``TOLD``'s set and reset as the free way calls them, bound once: looked up on the variable at
+# each call (``TOLD.set(...)``), the two cost about 1,000 instructions more a request in a run
+# (cachegrind, bench/free_way.py), though not in a loop of them alone.
+_TOLD_SET, _TOLD_RESET = TOLD.set, TOLD.reset
 
 
 def _loop_time() -> float:
@@ -383,11 +388,16 @@ class Places:
         self.peak = 0
         self.refused = 0
         self.given_up = 0
-        self.sends = 0
         self._taken = 0
         self._place_queue: deque[asyncio.Future[None]] = deque()
         self._send_queue: list[_Ticket] = []
-        self._ranks = itertools.count()
+        # The ranks given so far: one to each first try, in the order they began, which a
+        # refusal's tries keep (``_later``). A try on the free way is a send as well (``sends``):
+        # it is counted by its rank alone, one count less on every request; the ranks of the
+        # other tries, and the sends counted apart from them, are counted too.
+        self._ranked = 0
+        self._ranked_apart = 0  # ranks given to tries not sent the free way
+        self._sent_apart = 0  # sends not on the free way
         self._timer: asyncio.TimerHandle | None = None
         self._flying = 0
         # Whether this participant knows its service has answered a request (its own or, once it
@@ -433,6 +443,19 @@ class Places:
         self._best_yield = 0.0  # the most answers a second one place yielded in a round
         self._paying = True  # whether the last round yielded at least _YIELD of that
         self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
+
+    @property
+    def sends(self) -> int:
+        """The requests this participant let go: those on the free way, one to each of their
+        ranks, and the others."""
+        return self._ranked - self._ranked_apart + self._sent_apart
+
+    def _rank(self) -> int:
+        """A rank for a first try not sent the free way."""
+        rank = self._ranked
+        self._ranked = rank + 1
+        self._ranked_apart += 1
+        return rank
 
     # --- places at once --------------------------------------------------------------------------
 
@@ -658,24 +681,36 @@ class Places:
                     self.freely_answered(ticket)
                     return answer
                 return await self.freely_refused(request, ticket, declined)
-        elif not held and self._unpaced_freely():
-            # A try not paced (opening a conversation) on the free way: ``_clear`` holds, and it
-            # is sent as below, its ``Told`` a plain one (``_answered_once``) that names the
-            # service of a refusal; what it costs less is finding the loop and ``_clear``, and
-            # the ``_Send``, made only for a refusal. One such try an attempt.
-            service, now, rank = self._service, self._clock(), next(self._ranks)
+        elif (
+            not held
+            and self._free
+            and not self._send_queue
+            and not self._services.told_of_pauses
+            and not self._service.pace.paused_until
+        ):
+            # A try not paced (opening a conversation) on the free way: a paced one would take it
+            # (``freely``), and no pause was ever asked of its service (``_clear``'s pause, asked
+            # without reading the clock: a service never paused has none). It is sent as below,
+            # its ``Told`` a plain one (``_answered_once``) that names the service of a refusal;
+            # what it costs less is finding the loop and ``_clear``, the clock and the rank, and
+            # the ``_Send``, made only for a refusal. One such try an attempt. (The moment and the
+            # rank of a try not paced are never read: it waits in no queue, and its refusal reads
+            # only its service's name and pause. The moment of the refusal stands for them.)
+            service = self._service
             plain = Told()
-            token = TOLD.set(plain)
+            token = _TOLD_SET(plain)
             try:
                 return await request()
             except Busy as busy:
                 refused = _Refused(busy)
             finally:
-                TOLD.reset(token)
-            return await self._later(request, False, False, (now, rank), (_Send(service, -1, now), plain, refused))
+                _TOLD_RESET(token)
+            now = self._clock()
+            refusal = (_Send(service, -1, now), plain, refused)
+            return await self._later(request, False, False, (now, self._rank()), refusal)
         loop = running()
         now = loop.time()
-        rank = next(self._ranks)
+        rank = self._rank()
         if not self._clear(held, paced, now):
             return await self._later(request, held, paced, (now, rank), None)
         if held:
@@ -690,10 +725,10 @@ class Places:
                 # without its loop over them.
                 service = self._service
                 number = service.sends
-                service.sent.append((number, now))
+                service.sent.append(now)
                 service.sends = number + 1
                 send = _Send(service, number, now)
-                self.sends += 1
+                self._sent_apart += 1
                 self._flying += 1
                 if self._next < now:
                     self._next = now
@@ -768,36 +803,24 @@ class Places:
         more than the rest of the free way."""
         if not self._free or self._send_queue or self._services.told_of_pauses:
             return None
+        if held:
+            taken = self._taken
+            if taken >= self.size or self._place_queue:
+                return None
+            self._taken = taken = taken + 1
+            if taken > self.peak:
+                self.peak = taken
+            told: Token[Told | None] | None = _TOLD_SET(self._unnamed)
+        else:
+            told = None
         service = self._service
         number = service.sends
-        if not held:
-            now = self._clock()
-            service.sent.append((number, now))
-            service.sends = number + 1
-            self.sends += 1
-            return service, number, now, next(self._ranks), None
-        taken = self._taken
-        if taken >= self.size or self._place_queue:
-            return None
         now = self._clock()
-        service.sent.append((number, now))
+        service.sent.append(now)
         service.sends = number + 1
-        self.sends += 1
-        self._taken = taken = taken + 1
-        if taken > self.peak:
-            self.peak = taken
-        return service, number, now, next(self._ranks), TOLD.set(self._unnamed)
-
-    def _unpaced_freely(self) -> bool:
-        """Whether a try not paced, held in no place, takes the free way in ``_tried``: where a
-        paced one would (``freely``), and no pause was ever asked of its service (``_clear``'s
-        pause, asked without reading the clock: a service never paused has none)."""
-        return (
-            self._free
-            and not self._send_queue
-            and not self._services.told_of_pauses
-            and not self._service.pace.paused_until
-        )
+        rank = self._ranked
+        self._ranked = rank + 1
+        return service, number, now, rank, told
 
     def freely_answered(self, ticket: Freed) -> None:
         """The request ``freely`` let go was answered: counted as ``_answer`` counts it, and its
@@ -808,9 +831,20 @@ class Places:
         # conversations hold them).
         service, number, sent, _, told = ticket
         if told is not None:
-            TOLD.reset(told)
+            _TOLD_RESET(told)
         pace = service.pace
-        pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
+        # ``Pace.heard`` in line, trimmed from when it was sent (no clock read for it): the
+        # answer just noted is no older than that, so the trim stops at it at the latest.
+        answers = pace.answers
+        answers.append(sent)
+        gone = sent - 1.0
+        if answers[0] < gone:
+            heard = len(answers) - 1  # the most since the last trim (``Pace.most``)
+            if heard > pace.trimmed_most:
+                pace.trimmed_most = heard
+            answers.popleft()
+            while answers[0] < gone:
+                answers.popleft()
         if service.share < _SHARE_MOST and number > pace.cut_after:
             self._grown()
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
@@ -832,7 +866,7 @@ class Places:
         lets go (the send was never counted as flying), and its place freed."""
         told = ticket[4]
         if told is not None:
-            TOLD.reset(told)
+            _TOLD_RESET(told)
         if self._send_queue:
             self._release()
         if told is not None:
@@ -844,7 +878,7 @@ class Places:
         service named if it named one on the way."""
         service, number, now, rank, told = ticket
         if told is not None:
-            TOLD.reset(told)
+            _TOLD_RESET(told)
             self._unseated()
         self._flying += 1
         heard = Told()
@@ -1100,7 +1134,7 @@ class Places:
         due = now if moment is None else moment
         service = self._service
         send = _Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
-        self.sends += 1
+        self._sent_apart += 1
         self._flying += 1
         self._took(due)
         if self._wire_told and self._service.strict:
@@ -1512,7 +1546,7 @@ class Places:
             else:
                 # The rate let through so far, over the last second or less when the run is younger.
                 sent = service.sent
-                seconds = min(1.0, max(now - sent[0][1], 0.1)) if sent else 1.0
+                seconds = min(1.0, max(now - sent[0], 0.1)) if sent else 1.0
                 # Or, where the service let more through in a second earlier in the run, that: a
                 # refusal after a lull (the requests waiting for another participant, whose own
                 # pace was being found) saw next to nothing let through in the last second, and a
@@ -1621,7 +1655,7 @@ class Places:
     def _gap(self, refused: _Send) -> float:
         """The seconds between a refused send and the send before it (0 when unknown)."""
         later = -1.0
-        for number, moment in reversed(self._service.sent):
+        for number, moment in self._service.latest():
             if number == refused.number:
                 later = moment
             elif number < refused.number:
@@ -1650,7 +1684,7 @@ class Places:
         meter = self._service.meters["requests"]
         if not self._service.strict or meter.rate <= 0 or send.service is not self._service:
             return
-        if not self._service.sent or self._service.sent[-1][0] != send.number:
+        if not self._service.sent or self._service.sends - 1 != send.number:
             return  # a later send, of this participant or another, has taken what comes back
         match heard.requests:
             case Quota(reset=reset, limit=limit) if 0 < limit <= 1 and 0 <= reset < 1 / meter.rate:
@@ -1670,7 +1704,7 @@ class Places:
         """The most sends a second that the gaps between the last few sends before a refused one,
         since the last pause, tell of: each of them was let through (infinite if none tell)."""
         moments: list[float] = []
-        for number, moment in reversed(self._service.sent):
+        for number, moment in self._service.latest():
             if number >= refused.number:
                 continue
             if moment < self._service.pace.resumed or len(moments) > _QUICKEST:
@@ -1711,7 +1745,7 @@ class Places:
             case _:
                 pass
         later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
-        for count, moment in reversed(self._service.sent):
+        for count, moment in self._service.latest():
             if count <= number:
                 break
             later.append(moment)

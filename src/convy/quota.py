@@ -13,9 +13,10 @@ key share it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
 import msgspec
@@ -350,11 +351,18 @@ class Pace:
         self.resumed = -math.inf  # when the last refusal's pause ended
         self.cut_after = -1  # refusals of requests sent up to this send number are news already taken
         self.answers: deque[float] = deque()  # when the answered requests of the last second were sent
-        # The most requests sent within one second that were answered, over the whole run: what the
-        # service is known to let through, beside the last second's, which a lull (the requests
-        # waiting on another participant, or a pause) leaves with next to nothing.
-        self.most = 0
+        # The most of the last second's answers as of their latest trim (``most`` reads it beside
+        # those counted now): between two trims the answers only grow, so the most of them is the
+        # count just before the next one, kept then, and not read on every answer.
+        self.trimmed_most = 0
         self.answered = False  # whether the service has answered a request of any participant
+
+    @property
+    def most(self) -> int:
+        """The most requests sent within one second that were answered, over the whole run: what
+        the service is known to let through, beside the last second's, which a lull (the requests
+        waiting on another participant, or a pause) leaves with next to nothing."""
+        return max(self.trimmed_most, len(self.answers))
 
     def heard(self, sent: float, now: float) -> None:
         """An answer, at ``now``, to a request sent at ``sent``: among the last second's answers, and
@@ -362,17 +370,25 @@ class Pace:
         answers = self.answers
         answers.append(sent)
         gone = now - 1.0
-        while answers and answers[0] < gone:  # an answer that took over a second goes at once
-            answers.popleft()
-        if len(answers) > self.most:
-            self.most = len(answers)
+        if answers[0] < gone:
+            self._trimmed(len(answers) - 1, gone)  # the count before this answer, at its most since the last trim
 
     def let_through(self, now: float) -> int:
         """How many of the requests sent in the second before ``now`` were answered."""
         answers = self.answers
-        while answers and answers[0] < now - 1.0:
-            answers.popleft()
+        gone = now - 1.0
+        if answers and answers[0] < gone:
+            self._trimmed(len(answers), gone)
         return len(answers)
+
+    def _trimmed(self, most: int, gone: float) -> None:
+        """The answers to requests sent before ``gone`` leave the last second's, ``most`` of them
+        counted just before: the most since the last trim, kept."""
+        if most > self.trimmed_most:
+            self.trimmed_most = most
+        answers = self.answers
+        while answers and answers[0] < gone:  # an answer that took over a second goes at once
+            answers.popleft()
 
 
 class Service:
@@ -388,7 +404,10 @@ class Service:
         # that aimed higher than another would be let go first for every unit.
         self.share = share
         self.each = tuple(self.meters.values())  # the same meters, for the loops of every send
-        self.sent: deque[tuple[int, float]] = deque(maxlen=256)  # the latest sends: number, moment
+        # The moments of the latest sends. Every send is numbered here and noted at once, so the
+        # numbers of those kept are the last ones given, in order (``latest``): a moment alone is
+        # kept, without a tuple of its number, made and let go on every request of a run.
+        self.sent: deque[float] = deque(maxlen=256)
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
         # This process's part of the service's rates: 1 alone, 1/N for each of the N workers of a
@@ -402,10 +421,14 @@ class Service:
         """The share of the rates the service told that this process aims at."""
         return self.share * self.part
 
+    def latest(self) -> Iterator[tuple[int, float]]:
+        """The latest sends, the newest first: each one's number and moment."""
+        return zip(itertools.count(self.sends - 1, -1), reversed(self.sent))
+
     def took(self, now: float, share: float) -> int:
         """Note a send at ``now``; its number."""
         number = self.sends
-        self.sent.append((number, now))
+        self.sent.append(now)
         self.sends = number + 1
         for meter in self.each:
             if meter.rate > 0.0:  # what is left of a limit with no rate yet is never read: its first word sets it
@@ -415,19 +438,17 @@ class Service:
     def wired(self, number: int, moment: float) -> None:
         """Send ``number`` went on the wire at ``moment``: among the latest sends, it is noted
         from then. (Its limits are not: a service with none known.)"""
-        sent = self.sent
-        for back in range(1, min(len(sent), _WIRED_BACK) + 1):
-            if sent[-back][0] == number:
-                sent[-back] = (number, moment)
-                return
+        back = self.sends - number  # how far from the end of ``sent`` it is kept
+        if 1 <= back <= min(len(self.sent), _WIRED_BACK):
+            self.sent[-back] = moment
 
     def late(self, number: int, moment: float) -> None:
         """Send ``number`` reached the service no sooner than ``moment``, later than it was let go:
         if it is still the latest send, each limit counts it from then, so that the next send, of
         whichever participant, keeps a whole gap after it."""
-        if not self.sent or self.sent[-1][0] != number or self.sent[-1][1] >= moment:
+        if not self.sent or self.sends - 1 != number or self.sent[-1] >= moment:
             return
-        self.sent[-1] = (number, moment)
+        self.sent[-1] = moment
         for meter in self.meters.values():
             if meter.rate > 0 and meter.moment < moment:
                 # What was left when it was let go, at most a request's worth, is what is left

@@ -90,6 +90,13 @@ def test_the_cpu_benchmark_runs_small_beside_another_source() -> None:
     assert out.count("pacing layer without a profiler:") == 2 and out.count("pacing layer (busy.py") == 2, out
 
 
+def test_the_free_way_benchmark_plays_small() -> None:
+    """bench/free_way.py plays 20 attempts' requests as convy sends them and on the bare free way
+    (what it counts under cachegrind; four processes under valgrind take minutes, not run here)."""
+    for way in ("paced", "bare"):
+        ran("bench/free_way.py", "--play", way, "20")
+
+
 def test_the_statistics_benchmark_runs_small() -> None:
     """bench/stats.py times convy's tests beside scipy's and statsmodels' on 10 scenarios x 5 attempts."""
     out = ran("bench/stats.py", "--scenarios", "10", "--attempts", "5", "--seeds", "1", "--repeat", "1")

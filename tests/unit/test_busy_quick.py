@@ -49,7 +49,7 @@ def test_a_turn_on_the_free_way_counts_what_the_way_through_places_counts() -> N
             else:
                 await places.retried(lambda: answered(HELLO))
         service = places._service
-        return places.sends, [number for number, _ in service.sent], service.pace.most, places.peak, places.refused
+        return places.sends, [number for number, _ in service.latest()], service.pace.most, places.peak, places.refused
 
     assert in_virtual_time(lambda: main(True)) == in_virtual_time(lambda: main(False))
 
@@ -287,3 +287,68 @@ def test_a_refusal_on_the_free_way_names_no_service_that_an_earlier_stretch_of_i
         return free, list(answers), places.refused, places._services._known.get("a service")
 
     assert in_virtual_time(main) == (True, ["answered", "answered"], 2, None)
+
+
+def test_a_model_request_that_names_a_service_only_in_a_task_of_its_own_ends_the_free_way() -> None:
+    """A request on the free way that went over HTTP only in tasks it started (``asyncio.gather``)
+    named its service there, on the ``Told`` those tasks inherited from it: the free way ends with
+    the name, to put a refusal down to, and the next request is sent with a ``Told`` of its own."""
+
+    class Gathering(Model):
+        async def reply(self, messages: Any) -> Reply:
+            async def one() -> None:
+                told = TOLD.get()
+                assert told is not None
+                told.service = "a service"
+
+            await asyncio.gather(one(), one())
+            return Reply("hello")
+
+    async def main() -> tuple[bool, bool, str, bool]:
+        places = Places(2)
+        await PatientModel(Model(), places).reply(())
+        free = places._free
+        await PatientModel(Gathering(), places).reply(())
+        ended, named = places._free, places._unnamed.named
+        found: list[object] = []
+
+        class Looking(Model):
+            async def reply(self, messages: Any) -> Reply:
+                found.append(TOLD.get())
+                return Reply("hello")
+
+        await PatientModel(Looking(), places).reply(())
+        return free, ended, named, found[0] not in (None, places._unnamed)
+
+    assert in_virtual_time(main) == (True, False, "a service", True)
+
+
+def test_an_opening_refused_on_the_free_way_keeps_what_its_service_said() -> None:
+    """An opening on the free way sets no ``Told`` of its own: what its service said there, in its
+    task, is its refusal's, as it was the plain ``Told``'s it had. Here the refusal says the limit
+    is whole again in 0.2 s, sooner than its ``Retry-After`` of 1 s: the opening is tried again
+    then (and a millisecond more, for a reset said in milliseconds)."""
+    from convy.quota import Heard, Quota
+
+    tries = 0
+
+    async def opening() -> str:
+        nonlocal tries
+        tries += 1
+        told = TOLD.get()
+        assert told is not None
+        told.service = "a service"
+        if tries == 1:
+            told.heard = Heard(requests=Quota(remaining=0, reset=0.2, limit=1))
+            raise Busy("429", 1.0)
+        return "open"
+
+    async def main() -> tuple[str, int, float]:
+        places = await freed(Places(0))
+        start = asyncio.get_running_loop().time()
+        opened = await places.retried(opening, paced=False)
+        return opened, places.refused, asyncio.get_running_loop().time() - start
+
+    opened, refused, seconds = in_virtual_time(main)
+    assert (opened, refused) == ("open", 1)
+    assert seconds == pytest.approx(0.201)
