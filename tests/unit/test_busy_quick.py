@@ -324,8 +324,8 @@ def test_a_model_request_that_names_a_service_only_in_a_task_of_its_own_ends_the
 
 
 def test_an_opening_refused_on_the_free_way_keeps_what_its_service_said() -> None:
-    """An opening on the free way sets no ``Told`` of its own: what its service said there, in its
-    task, is its refusal's, as it was the plain ``Told``'s it had. Here the refusal says the limit
+    """An opening on the free way is sent with a plain ``Told`` (not one that asks its service):
+    what its service said there, in its task, is its refusal's, read from that ``Told``. Here the refusal says the limit
     is whole again in 0.2 s, sooner than its ``Retry-After`` of 1 s: the opening is tried again
     then (and a millisecond more, for a reset said in milliseconds)."""
     from convy.quota import Heard, Quota
