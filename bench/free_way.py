@@ -19,6 +19,14 @@ attempts: past the first, the last second's answers are trimmed as a long run tr
     python bench/free_way.py                              # this convy, 2000 and 4000 attempts
     python bench/free_way.py --before /tmp/before/src     # and convy's source at SRC
     python bench/free_way.py --play paced 100             # the requests alone, no valgrind
+    python bench/free_way.py --whole --attempts 1000      # the whole run's instructions, and the layer's share
+
+``--whole`` counts, the same way, the whole of ``cpu.py``'s run (``harness.py``'s ``memory`` case,
+six turns an attempt, every participant an instant fake, judged, into a ``MemoryJournal``) beside
+the same run with the bare free way: the instructions an attempt of the run, and the pacing
+layer's share of them, issue 27 item 5's "at most 10%" counted in instructions rather than in
+CPU time, which moves with the machine's load (``cpu.py --profile``'s share moved from 3.7% to
+11.0% between two runs of one convy).
 """
 
 from __future__ import annotations
@@ -105,10 +113,27 @@ async def attempts(count: int, paced: bool) -> None:
         raise SystemExit("the requests did not take the free way")
 
 
-def counted(source: Path, way: str, count: int) -> int:
-    """The instructions of a process playing ``count`` attempts ``way``, under cachegrind."""
+async def whole(count: int) -> None:
+    """``cpu.py``'s run of ``count`` attempts of six turns, every participant an instant fake."""
+    import tempfile
+
+    sys.path.insert(0, str(HERE))
+    import harness
+
+    from convy.fakes import MemoryJournal
+
+    setup = harness.Setup(count, 6, Path(tempfile.gettempdir()))
+    journal = MemoryJournal()
+    await setup.bench().run(setup.plan(), journal)
+    if len(journal.outcomes) != count:
+        raise SystemExit(f"{len(journal.outcomes)} attempts played, not {count}")
+
+
+def counted(source: Path, way: str, count: int, run: str = "--play") -> int:
+    """The instructions of a process playing ``count`` attempts ``way``, under cachegrind: the
+    requests alone (``--play``) or the whole run (``--whole-play``)."""
     command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-    command += [sys.executable, __file__, "--play", way, str(count)]
+    command += [sys.executable, __file__, run, way, str(count)]
     env = os.environ | {"PYTHONPATH": str(source), "PYTHONHASHSEED": "0"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
@@ -121,19 +146,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=2000, help="the smaller size; the larger is twice it (default 2000)")
     parser.add_argument("--before", type=Path, metavar="SRC", help="also count convy's source at SRC")
-    parser.add_argument("--play", nargs=2, metavar=("WAY", "ATTEMPTS"), help=argparse.SUPPRESS)  # the run itself
+    parser.add_argument("--whole", action="store_true", help="count cpu.py's whole run, not the requests alone")
+    parser.add_argument("--play", nargs=2, metavar=("WAY", "ATTEMPTS"), help=argparse.SUPPRESS)  # the requests
+    parser.add_argument("--whole-play", nargs=2, metavar=("WAY", "ATTEMPTS"), help=argparse.SUPPRESS)  # the run
     options = parser.parse_args(argv)
-    if options.play:
-        way, count = options.play
+    if options.play or options.whole_play:
+        way, count = options.play or options.whole_play
         if way == "bare":
             bare()
         time.monotonic = itertools.count(1000.0, _STEP).__next__  # read as a C function, as the real one is
-        asyncio.run(attempts(int(count), way == "paced"))
+        asyncio.run(attempts(int(count), way == "paced") if options.play else whole(int(count)))
         return 0
     if options.attempts < 1:
         parser.error("--attempts must be at least 1")
     sources = {"now": SOURCE} | ({"before": options.before.resolve()} if options.before else {})
     small, large = options.attempts, 2 * options.attempts
+    if options.whole:
+        print(f"instructions an attempt of the whole run (cachegrind, {small:,} and {large:,} attempts): paced, bare, the layer's share")
+        for name, source in sources.items():
+            runs = {way: [counted(source, way, size, "--whole-play") for size in (small, large)] for way in ("paced", "bare")}
+            each = {way: (larger - smaller) / small for way, (smaller, larger) in runs.items()}
+            share = 1 - each["bare"] / each["paced"]
+            print(f"{name:>7}: {each['paced']:,.0f}, {each['bare']:,.0f}, {share:.1%}  ({source})")
+        return 0
     print(f"instructions an attempt (cachegrind, {small:,} and {large:,} attempts): paced, bare, the pacing layer")
     for name, source in sources.items():
         each = {way: (counted(source, way, large) - counted(source, way, small)) / small for way in ("paced", "bare")}
