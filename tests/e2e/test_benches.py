@@ -91,10 +91,12 @@ def test_the_cpu_benchmark_runs_small_beside_another_source() -> None:
 
 
 def test_the_free_way_benchmark_plays_small() -> None:
-    """bench/free_way.py plays 20 attempts' requests as convy sends them and on the bare free way
-    (what it counts under cachegrind; four processes under valgrind take minutes, not run here)."""
+    """bench/free_way.py plays 20 attempts' requests, and a whole run of 5 attempts (``--whole``),
+    as convy sends them and on the bare free way (what it counts under cachegrind; four processes
+    under valgrind take minutes, not run here)."""
     for way in ("paced", "bare"):
         ran("bench/free_way.py", "--play", way, "20")
+        ran("bench/free_way.py", "--whole-play", way, "5")
 
 
 def test_the_statistics_benchmark_runs_small() -> None:
