@@ -162,3 +162,12 @@ def test_the_benchmarks_run_from_any_folder(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, (argv, done.stderr[-3000:])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["played"]
+
+
+def test_the_virtual_time_benchmarks_of_limits_without_headers_play_small() -> None:
+    """bench/bare_virtual.py and bench/bare_rates.py play one seeded way each, in virtual time,
+    and print each shape's or rate's floor, wall and refusals."""
+    out = ran("bench/bare_virtual.py", "p-free", "p-bare@300", "--ways", "1")
+    assert out.count("floor") == 2 and "refused: u" in out, out
+    out = ran("bench/bare_rates.py", "50", "--ways", "1")
+    assert "50/s  floor 10.08" in out and "refused: " in out, out
