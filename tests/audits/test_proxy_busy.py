@@ -16,8 +16,8 @@ minute turns when the test turns it, the proxy's refusals ask for a second inste
 (``Proxy.waiting``); the second test asserts the 60 s convy was told and the refusals it met, so it
 waits for nothing. The third holds that what the proxy says is left of the rpm on each answer
 (without a reset) keeps convy from sending every request under way into the minute's end: one is
-refused, or one for each request the proxy's count left out (it counts those it has answered).
-Without ``.venv-proxy`` the tests are skipped.
+refused, or at most one for each request the proxy's count left out (it counts those it has
+answered). Without ``.venv-proxy`` the tests are skipped.
 """
 
 from __future__ import annotations
@@ -167,15 +167,14 @@ def test_when_the_proxys_rpm_runs_out_one_request_is_refused_not_every_one_under
     at once after the minute's last were all refused. The proxy's refusals ask for a second, not
     its whole minute (``Proxy.waiting``), and its router's minute turns when the test turns it.
 
-    The count the proxy says is of the requests it has answered; its router counts each one as
-    it lets it through. convy reads what an answer says is left as counting every request sent
-    before the one answered, which is so while the proxy answers in the order convy sent; on a
-    loaded machine it may answer one before another sent earlier and still under way there, and
-    say one more is left than its router has: convy then sends one request past the minute's
-    last, refused (two refused in one CI). So the proxy's callback writes down what each answer
-    said, and the test holds the refusals to one, or to the most requests an answer's count left
-    out of those convy sent up to it (none on a quiet machine): far fewer than the 7 under way,
-    not read.
+    The count the proxy says is of the requests it has answered, while its router counts each one
+    as it lets it through: on a loaded machine the proxy may answer a request before one sent
+    earlier and still under way there, and say one more is left than its router has. convy takes
+    what is left for its requests under way before the answered one too (``Ration``; counted from
+    the answered one on, two were refused in one CI), but not for one whose answer it heard first
+    though the proxy answered it later. So the proxy's callback writes down what each answer said,
+    and the test holds the refusals to one, or to the most requests an answer's count left out of
+    those convy sent up to it (none on a quiet machine): far fewer than the 7 under way, not read.
 
     What is left, the proxy counts apart, by the wall clock's minute (litellmproxy.LEFT), which no
     test can turn: a try counts only if it began and ended in one minute (it takes about two
