@@ -41,6 +41,7 @@ import asyncio
 import heapq
 import math
 import time
+from bisect import insort
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -400,6 +401,8 @@ class Places:
         self._sent_apart = 0  # sends not on the free way
         self._timer: asyncio.TimerHandle | None = None
         self._flying = 0
+        # The numbers of its sends flying, in order: what is left counts those before an answered one (``Ration``).
+        self._under_way: list[int] = []
         # Whether this participant knows its service has answered a request (its own or, once it
         # knows which service it sends to, a neighbour's on the same key: ``Pace.answered``).
         self._answered_once = False
@@ -730,6 +733,7 @@ class Places:
                 send = _Send(service, number, now)
                 self._sent_apart += 1
                 self._flying += 1
+                insort(self._under_way, number)
                 if self._next < now:
                     self._next = now
                 told = self._asking = _Asked(self, send, False)  # _clear: not strict, so not held at the wire
@@ -765,6 +769,7 @@ class Places:
                         self._unnamed.named = ""
                         self._clock = _clocked(loop)
                         self._flying -= 1
+                        self._under_way.remove(number)
                         if self._unwritten is send:
                             self._unwritten = None
                         self._plainly_answered(self._service, number, now, send)
@@ -881,6 +886,7 @@ class Places:
             _TOLD_RESET(told)
             self._unseated()
         self._flying += 1
+        insort(self._under_way, number)
         heard = Told()
         if not self._free:
             heard.service = self._unnamed.named
@@ -1136,6 +1142,7 @@ class Places:
         send = _Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
         self._sent_apart += 1
         self._flying += 1
+        insort(self._under_way, send.number)
         self._took(due)
         if self._wire_told and self._service.strict:
             self._unwritten = send
@@ -1308,6 +1315,7 @@ class Places:
 
     def _landed(self, send: _Send) -> None:
         self._flying -= 1
+        self._under_way.remove(send.number)
         if self._unwritten is send:  # it ended before it was on the wire (or the layer never told)
             self._unwritten = None
         if self._send_queue:  # nothing waits: nothing to let go, and a timer left would find nothing
@@ -1323,7 +1331,7 @@ class Places:
         self._answered_once = self._service.pace.answered = True
         self._heard(send, told.heard, True)
         if send.service is self._service:  # its number counts this service's sends
-            self._ration.heard(send.number, told.heard.requests)
+            self._ration.heard(send.number, told.heard.requests, self._under_way)
         match told.heard.requests:
             case Quota(limit=limit) if 0 < limit <= 1:
                 # A limit that holds one request at a time (a bucket of burst 1) is strict before

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 
 import msgspec
@@ -299,29 +300,42 @@ class Ration:
     LiteLLM's router lets through one request fewer than its ``rpm`` (it refuses once the count
     plus one reaches the limit: after "1 left" comes a refusal), so the last unit said to be left
     is not counted on: it goes as that one request at a time, which costs a round trip against a
-    service whose last unit is real, and a refusal against LiteLLM that nothing else could spare."""
+    service whose last unit is real, and a refusal against LiteLLM that nothing else could spare.
+
+    What LiteLLM's proxy says is left is of the requests it has answered, while its router counts
+    a request as it lets it through: an answer that comes back before a request sent earlier, still
+    under way there, says one more is left than the router has. So the participant's requests sent
+    before the answered one and still under way when its answer is heard (``older``) are taken
+    from what it says is left, as those sent after it are. Counted from the answered one on alone,
+    as they were, one request went past the limit for each, refused (test_proxy_busy.py's, two in
+    one CI): the proxy answers out of order on a loaded machine, and wherever the model behind it
+    is quicker with one request than another."""
 
     def __init__(self) -> None:
         self.remaining = math.inf  # left as of the answer to send ``number`` (inf: nothing said)
         self.number = -1
+        self.older = 0  # the participant's sends before ``number`` under way when its answer was heard
 
-    def heard(self, number: int, said: Quota | Left | NoQuota) -> None:
-        """The answer to send ``number`` said ``said`` of the limit on requests. A response older
-        than the last one is ignored; one that says no ``Left`` ends the ration (it says nothing
-        now, or says its reset, which the meters pace on)."""
+    def heard(self, number: int, said: Quota | Left | NoQuota, under_way: Sequence[int] = ()) -> None:
+        """The answer to send ``number`` said ``said`` of the limit on requests, heard while the
+        participant's sends numbered ``under_way`` (in order) were under way. A response older than
+        the last one is ignored; one that says no ``Left`` ends the ration (it says nothing now, or
+        says its reset, which the meters pace on)."""
         if number <= self.number:
             return
         self.number = number
         match said:
             case Left(remaining=remaining):
                 self.remaining = remaining
+                self.older = bisect_left(under_way, number)
             case Quota() | NoQuota():
                 self.remaining = math.inf
 
     def dry(self, sends: int) -> bool:
         """Whether the send numbered ``sends`` would reach a limit with nothing left: the sends
-        after the one answered, this one among them, take what was left but its last unit."""
-        return sends - self.number >= self.remaining
+        after the one answered, this one among them, and those before it still under way when it
+        was heard take what was left but its last unit."""
+        return sends - self.number + self.older >= self.remaining
 
 
 class Pace:

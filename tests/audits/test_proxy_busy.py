@@ -16,7 +16,8 @@ minute turns when the test turns it, the proxy's refusals ask for a second inste
 (``Proxy.waiting``); the second test asserts the 60 s convy was told and the refusals it met, so it
 waits for nothing. The third holds that what the proxy says is left of the rpm on each answer
 (without a reset) keeps convy from sending every request under way into the minute's end: one is
-refused. Without ``.venv-proxy`` the tests are skipped.
+refused, or at most one for each request the proxy's count left out (it counts those it has
+answered). Without ``.venv-proxy`` the tests are skipped.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import convy
 from convy.agent import Answer, Call, Message, QueuedAgent, TimeLimited
 from convy.attempt import Spent
 from convy.busy import Busy, Patience, Places
-from convy.model import OpenAiModel, PatientModel, Said
+from convy.model import OpenAiModel, PatientModel, Reply, Said
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -126,15 +127,54 @@ def test_convy_waits_the_minute_the_proxy_said_of_its_rpm_rather_than_probing(pr
     assert (refused.retry_after, places.refused, places.given_up) == (60.0, 1, 1)
 
 
+class Noted:
+    """A model as convy's places send to it, noting the requests in the order convy sent them (by
+    their last message) and which were answered."""
+
+    def __init__(self, model: OpenAiModel) -> None:
+        self.model = model
+        self.sent: list[str] = []
+        self.answered: set[int] = set()
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    async def reply(self, messages: tuple[Said, ...]) -> Reply:
+        rank = len(self.sent)
+        self.sent.append(messages[-1].content)
+        reply = await self.model.reply(messages)
+        self.answered.add(rank)
+        return reply
+
+    def uncounted(self, left: dict[str, int]) -> int:
+        """The most requests an answer's count left out of those convy sent up to the one answered
+        (of those answered: a refused one is never counted), given what the proxy said was ``left``
+        on the answer to each message. The proxy counts the requests it has answered: an answer to
+        a request sent after one still under way there says one more is left than its router,
+        which counted that one as it let it through, has."""
+        answered = sorted(self.answered)
+        return max(place + 1 - (RPM - left[self.sent[rank]]) for place, rank in enumerate(answered))
+
+
 def test_when_the_proxys_rpm_runs_out_one_request_is_refused_not_every_one_under_way(proxy: Proxy) -> None:
     """On each answer of a model with an ``rpm``, the proxy says what is left of its own count
     (``x-ratelimit-remaining-requests``, 15 of 16 after the first) and never when more comes. 7
-    places: the first request alone, then 7 at once, answered together, then 7 more, the last of
+    places: the first requests alone, then 7 at once, answered together, then 7 more, the last of
     the 15 the minute lets through. Read, what is left holds the next ones back once nothing is
     (its router refuses after "1 left") but for one request alone, whose refusal tells the wait; the
     test turns the minute at that refusal, and the rest go in the next one. Not read, the 7 sent
     at once after the minute's last were all refused. The proxy's refusals ask for a second, not
     its whole minute (``Proxy.waiting``), and its router's minute turns when the test turns it.
+
+    The count the proxy says is of the requests it has answered, while its router counts each one
+    as it lets it through: on a loaded machine the proxy may answer a request before one sent
+    earlier and still under way there, and say one more is left than its router has. convy takes
+    what is left for its requests under way before the answered one too (``Ration``; counted from
+    the answered one on, two were refused in one CI), but not for one whose answer it heard first
+    though the proxy answered it later. So the proxy's callback writes down what each answer said,
+    and the test holds the refusals to one, or to the most requests an answer's count left out of
+    those convy sent up to it (none on a quiet machine): far fewer than the 7 under way, not read.
 
     What is left, the proxy counts apart, by the wall clock's minute (litellmproxy.LEFT), which no
     test can turn: a try counts only if it began and ended in one minute (it takes about two
@@ -142,9 +182,10 @@ def test_when_the_proxys_rpm_runs_out_one_request_is_refused_not_every_one_under
     one that crossed a minute is played again in a fresh one. Nothing asserted is a time."""
     asked = 22
 
-    def played() -> tuple[int, int]:
-        """One try: the replies, and the refusals convy met."""
-        model = OpenAiModel(LEFT, proxy.url + "/v1", key=SecretStr(KEY), timeout=60)
+    def played() -> tuple[int, int, int]:
+        """One try: the replies, the refusals convy met, and the most requests an answer's count
+        left out."""
+        model = Noted(OpenAiModel(LEFT, proxy.url + "/v1", key=SecretStr(KEY), timeout=60))
         places = Places(7, who="user", patience=Patience(300.0))
         patient = PatientModel(model, places)
 
@@ -162,18 +203,23 @@ def test_when_the_proxys_rpm_runs_out_one_request_is_refused_not_every_one_under
                 turning.cancel()
 
         proxy.turned()  # a minute of its own, whatever the session asked before
+        before = len(proxy.left(LEFT))
         with proxy.waiting(1):
-            return len(asyncio.run(main())), places.refused
+            replies = len(asyncio.run(main()))
+        said = dict(proxy.left(LEFT)[before:])
+        assert len(said) == replies, "the proxy said what is left on each answer"
+        return replies, places.refused, model.uncounted(said)
 
     for _ in range(3):
         while time.time() % 60 > 30:  # early in a minute of the wall clock, where the proxy counts what is left
             time.sleep(0.5)
         began = time.time() // 60
-        seen = played()
+        replies, refused, uncounted = played()
         if time.time() // 60 == began:
             break
         while time.time() // 60 < began + 2:  # LEFT's count of the minute it ended in is partly spent
             time.sleep(0.5)
     else:
         pytest.fail("three tries each crossed a minute of the wall clock")
-    assert seen == (asked, 1)
+    assert replies == asked
+    assert 1 <= refused <= max(1, uncounted), f"{refused} refused; the proxy's count left out at most {uncounted}"

@@ -96,7 +96,8 @@ CONFIG = {
 }
 
 USAGE_LOG = '''"""Writes down every reply the proxy sends, one JSON line each: its model group, usage and cost,
-and whether the request carried a user's message twice. And sets the clock the router counts a
+and whether the request carried a user's message twice; and, in a file of their own, what it says
+is left of a model's rpm on an answer (x-ratelimit-remaining-requests), as it sends it. And sets the clock the router counts a
 model's rpm by to the minute the test gives in the file CONVY_TEST_MINUTE, and the wait its refusal
 for the rpm asks for to the seconds the file CONVY_TEST_WAIT gives, where the test wrote one."""
 
@@ -170,19 +171,32 @@ class UsageLog(CustomLogger):
         with open(os.environ["CONVY_TEST_USAGE_LOG"], "a", encoding="utf-8") as log:
             log.write(json.dumps(line) + "\\n")
 
+    async def async_post_call_success_hook(self, data, user_api_key_dict, response):
+        """What the answer about to be sent says is left of its model's rpm, by the request's last
+        message: the proxy's own word, whatever a client makes of it."""
+        headers = (getattr(response, "_hidden_params", None) or {}).get("additional_headers") or {}
+        left = headers.get("x-ratelimit-remaining-requests")
+        messages = data.get("messages") or []
+        if left is not None and messages and isinstance(messages[-1], dict):
+            line = {"group": data.get("model"), "message": str(messages[-1].get("content")), "left": int(left)}
+            with open(os.environ["CONVY_TEST_LEFT_LOG"], "a", encoding="utf-8") as log:
+                log.write(json.dumps(line) + "\\n")
+        return response
+
 
 usage_log = UsageLog()
 '''
 
 
 class Proxy(msgspec.Struct, frozen=True):
-    """The running proxy: its base URL, the log its callback writes, the file of its minute, and the
-    file of the wait its rpm refusals ask for."""
+    """The running proxy: its base URL, the log its callback writes, the file of its minute, the
+    file of the wait its rpm refusals ask for, and the log of what its answers say is left."""
 
     url: str
     log: Path
     minute: Path
     wait: Path
+    said: Path
 
     @contextlib.contextmanager
     def waiting(self, seconds: int) -> Iterator[None]:
@@ -219,6 +233,16 @@ class Proxy(msgspec.Struct, frozen=True):
         wait_until(lambda: len(self.sent(group)) >= count, f"the proxy to write down {count} replies of {group}", every=0.05)
         return self.sent(group)[:count]
 
+    def left(self, group: str) -> list[tuple[str, int]]:
+        """What each answer of ``group`` so far said is left of its rpm, in the order the proxy
+        sent them, with the last message of the request answered.
+
+        The callback runs just before an answer is sent, so once a client has an answer, its line is written."""
+        if not self.said.exists():
+            return []
+        lines = [json.loads(line) for line in self.said.read_text().splitlines()]
+        return [(line["message"], line["left"]) for line in lines if line["group"] == group]
+
     def turned(self) -> None:
         """The proxy's next minute: the rpm counts start again from nothing."""
         minutes = int(self.minute.read_text()) if self.minute.exists() else 0
@@ -248,10 +272,13 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     folder = tmp_path_factory.mktemp("proxy")
     (folder / "config.yaml").write_text(json.dumps(CONFIG))  # JSON is YAML
     (folder / "usage_log.py").write_text(USAGE_LOG)
-    log, minute, wait = folder / "usage.jsonl", folder / "minute.txt", folder / "wait.txt"
-    variables = {"CONVY_TEST_USAGE_LOG": str(log), "CONVY_TEST_MINUTE": str(minute), "CONVY_TEST_WAIT": str(wait)}
+    log, minute, wait, said = folder / "usage.jsonl", folder / "minute.txt", folder / "wait.txt", folder / "left.jsonl"
+    variables = {
+        "CONVY_TEST_USAGE_LOG": str(log), "CONVY_TEST_MINUTE": str(minute), "CONVY_TEST_WAIT": str(wait),
+        "CONVY_TEST_LEFT_LOG": str(said),
+    }
     with started(folder, variables) as url:
-        yield Proxy(url, log, minute, wait)
+        yield Proxy(url, log, minute, wait, said)
 
 
 @contextlib.contextmanager

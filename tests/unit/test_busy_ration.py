@@ -64,6 +64,22 @@ def test_a_ration_is_dry_at_its_last_unit_and_opens_at_a_newer_answer() -> None:
     assert not ration.dry(1000)
 
 
+def test_a_ration_takes_what_is_left_for_the_sends_before_the_answered_one_still_under_way() -> None:
+    """An answer's count may leave out a request sent before the one answered and still under way
+    (LiteLLM's proxy counts the requests it has answered): taken from what it says is left, as
+    the sends after the answered one are."""
+    ration = Ration()
+    ration.heard(9, Left(7, 16))
+    assert [ration.dry(sends) for sends in (15, 16)] == [False, True], "nothing before it under way"
+    ration = Ration()
+    ration.heard(9, Left(7, 16), (6, 8, 10, 11))
+    assert [ration.dry(sends) for sends in (13, 14)] == [False, True], "6 and 8 under way, taken"
+    ration.heard(8, Left(6, 16), (6, 10, 11))
+    assert ration.dry(14), "an older answer is not news"
+    ration.heard(12, Left(3, 16), (6, 13))
+    assert [ration.dry(sends) for sends in (13, 14)] == [False, True], "6 still under way"
+
+
 class Minute:
     """A service in virtual time with LiteLLM's router's ``rpm``: counted per window of ``window``
     seconds from the start, each lets through ``rpm - 1`` requests, saying what is left of its own
@@ -135,3 +151,54 @@ def test_what_is_left_is_each_participants_own_on_a_key_shared_with_another_limi
     in_virtual_time(main)
     assert service.answered == 52
     assert {key: count for key, count in service.refusals.items() if key[0] == "user"} == {("user", 0): 1, ("user", 1): 1}
+
+
+class Answered(Minute):
+    """``Minute`` as LiteLLM's proxy counts what it says is left: its router counts a request as it
+    lets it through, and refuses by that count, but what an answer says is left is of the requests
+    it has answered by then. The answers take ``latencies`` in turn, so that one sent later may
+    come back before one sent earlier and still under way, whose request its count leaves out."""
+
+    def __init__(self, latencies: tuple[float, ...], rpm: int = 20, window: float = 60.0) -> None:
+        super().__init__(rpm, window)
+        self.latencies = latencies
+        self.done: dict[tuple[str, int], int] = {}
+
+    async def __call__(self, group: str = "") -> str:
+        told = TOLD.get()
+        if told is not None:
+            told.service = "the proxy"
+        which = int((asyncio.get_running_loop().time() - START) // self.window)
+        count = self.counts.get((group, which), 0)
+        if count + 1 >= self.rpm:
+            self.refusals[(group, which)] = self.refusals.get((group, which), 0) + 1
+            await asyncio.sleep(self.refusing)
+            raise Busy("429 Too Many Requests", self.window)
+        self.counts[(group, which)] = count + 1
+        await asyncio.sleep(self.latencies[count % len(self.latencies)])
+        done = self.done[(group, which)] = self.done.get((group, which), 0) + 1
+        if told is not None:
+            told.heard = RateHeaders({
+                "x-ratelimit-remaining-requests": str(self.rpm - done),
+                "x-ratelimit-limit-requests": str(self.rpm),
+            }).heard()
+        self.answered += 1
+        return "answer"
+
+
+def test_requests_still_under_way_that_were_sent_before_the_one_answered_are_counted_as_taken() -> None:
+    """Answered out of the order they were sent, the answer to one request says what is left of a
+    count that leaves out requests sent before it and still under way. Each of those is counted as
+    taken from what it says is left, as those sent after it are: at the end of each window one
+    request is refused, alone. Counted as taken only from the answered one on, as before, one more
+    request went past the window's count for each, and all were refused."""
+    service = Answered((0.5, 0.1, 0.5, 0.2, 0.3))
+    places = Places(8, patience=Patience(600))
+
+    async def main() -> None:
+        await asyncio.gather(*(places.sent(service) for _ in range(40)))
+
+    in_virtual_time(main)
+    assert service.answered == 40
+    assert service.refusals == {("", 0): 1, ("", 1): 1}
+    assert places.refused == 2
