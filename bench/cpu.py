@@ -50,6 +50,37 @@ def _child_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+# The bare free way, in place of convy's ``Places._tried`` and the free way its callers take (an
+# agent's turn, a model, a judge: ``Places.freely`` and the step after it): a place held, and
+# nothing else. What the pacing layer costs is a run's time beside the same run with these.
+
+
+async def _bare_tried(self: Any, request: Any, held: bool, paced: bool = True) -> Any:
+    if not held:
+        return await request()
+    self._taken += 1
+    self.peak = max(self.peak, self._taken)
+    try:
+        return await request()
+    finally:
+        self._freed()
+
+
+def _bare_freely(self: Any, held: bool) -> Any:
+    if held:
+        self._taken += 1
+        self.peak = max(self.peak, self._taken)
+    return (None, 0, 0.0, 0, held)
+
+
+def _bare_ended(self: Any, ticket: Any) -> None:
+    if ticket[4]:
+        self._freed()
+
+
+BARE = {"_tried": _bare_tried, "freely": _bare_freely, "freely_answered": _bare_ended, "freely_failed": _bare_ended}
+
+
 def played(source: Path, attempts: int, turns: int, profile: bool = False) -> str:
     """One run in a fresh child process with convy's source at ``source``: its CPU seconds, or
     (``profile``) what its profile says."""
@@ -110,32 +141,10 @@ def without_pacing(setup: Any, harness: Any, journal: Any, runs: int = 9) -> str
     names = [name for name in ("_tried", "freely", "freely_answered", "freely_failed") if hasattr(Places, name)]
     paced = tuple(getattr(Places, name) for name in names)
 
-    async def bare(self: Any, request: Any, held: bool, paced: bool = True) -> Any:
-        if not held:
-            return await request()
-        self._taken += 1
-        self.peak = max(self.peak, self._taken)
-        try:
-            return await request()
-        finally:
-            self._freed()
-
-    # The free way as its callers take it (an agent's turn, a model, a judge: ``Places.freely``
-    # and the step after it), bare too: a place held, and nothing else.
-    def freely(self: Any, held: bool) -> Any:
-        if held:
-            self._taken += 1
-            self.peak = max(self.peak, self._taken)
-        return (None, 0, 0.0, 0, held)
-
-    def ended(self: Any, ticket: Any) -> None:
-        if ticket[4]:
-            self._freed()
-
     seconds: dict[str, list[float]] = {"paced": [], "bare": []}
     for _ in range(runs):
-        for name, way in (("paced", paced), ("bare", (bare, freely, ended, ended))):
-            for method, function in zip(names, way, strict=False):
+        for name, way in (("paced", paced), ("bare", tuple(BARE[method] for method in names))):
+            for method, function in zip(names, way, strict=True):
                 setattr(Places, method, function)
             bench, plan = setup.bench(), setup.plan()
             start = time.process_time()

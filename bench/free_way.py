@@ -49,29 +49,12 @@ _STEP = 50e-6  # how far the clock moves each time it is read
 
 def bare() -> None:
     """``cpu.py``'s bare free way in place of convy's: a place held, and nothing else."""
+    sys.path.insert(0, str(HERE))
+    from cpu import BARE
+
     from convy.busy import Places
 
-    async def tried(self: Any, request: Any, held: bool, paced: bool = True) -> Any:
-        if not held:
-            return await request()
-        self._taken += 1
-        self.peak = max(self.peak, self._taken)
-        try:
-            return await request()
-        finally:
-            self._freed()
-
-    def freely(self: Any, held: bool) -> Any:
-        if held:
-            self._taken += 1
-            self.peak = max(self.peak, self._taken)
-        return (None, 0, 0.0, 0, held)
-
-    def ended(self: Any, ticket: Any) -> None:
-        if ticket[4]:
-            self._freed()
-
-    for name, way in (("_tried", tried), ("freely", freely), ("freely_answered", ended), ("freely_failed", ended)):
+    for name, way in BARE.items():
         setattr(Places, name, way)
 
 
