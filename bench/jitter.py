@@ -8,7 +8,7 @@ stamps are taken by wrapping a few of their methods in this script only.
 
 convy's side:
   due      the moment a paced request's timer was set for (``Places._release``'s timer)
-  let      the moment ``Places`` let the request go (``_Send.moment``)
+  let      the moment ``Places`` let the request go (``quota.Send.moment``)
   woken    the moment the request's task ran again and called the service
   written  the moment httpx2 wrote the request's first bytes to the socket (a new connection or a
            kept one: said apart)

@@ -52,7 +52,7 @@ import msgspec
 
 from convy.deadlines import LIMIT
 from convy.loops import running
-from convy.quota import TOLD, UNSAID, Heard, NoQuota, Pace, Quota, Ration, Service, Services, Told
+from convy.quota import TOLD, UNSAID, Heard, NoQuota, Pace, Quota, Ration, Send, Service, Services, Told
 
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
@@ -269,23 +269,11 @@ class Waits:
 WAITS: ContextVar[Waits | None] = ContextVar("convy_waits", default=None)
 
 
-class _Send(msgspec.Struct, frozen=True, gc=False):
-    """One request let go: to which service's count, its number there, and when. (Not tracked by
-    the garbage collector: nothing it holds leads back to it, and one is made for every request.)"""
-
-    service: Service
-    number: int
-    moment: float
-    metered: bool = False  # paced on what the service said is left
-    pace: float = 0.0  # the requests a second the participant sent at, without word from the service
-    ahead: float = 0.0  # how long before its moment it was let go, to wait at the wire for it
-
-
 class _Asked(Told):
     """The ``Told`` of a request a participant's places let go at their pace: it tells them when
     the request went on the wire."""
 
-    def __init__(self, places: Places, send: _Send, gated: bool) -> None:
+    def __init__(self, places: Places, send: Send, gated: bool) -> None:
         self._places = places
         self._send = send
         self._gated = gated  # a strict limit paced from the wire: the HTTP layer waits for its moment
@@ -337,7 +325,7 @@ class _Unnamed(Told):
 class _Ticket:
     """A request waiting for its moment to be sent: older requests go first."""
 
-    def __init__(self, rank: tuple[float, int], future: asyncio.Future[_Send]) -> None:
+    def __init__(self, rank: tuple[float, int], future: asyncio.Future[Send]) -> None:
         self.rank = rank
         self.future = future
 
@@ -414,12 +402,12 @@ class Places:
         self._service = Service(_SHARE)
         self._ration = Ration()  # what its service said is left without a reset, as its answers said it
         self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
-        self._unwritten: _Send | None = None  # the latest send let go and not on the wire yet, while it is told
+        self._unwritten: Send | None = None  # the latest send let go and not on the wire yet, while it is told
         self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
         self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
-        self._waited: _Send | None = None  # the latest send that waited there
-        self._wired: tuple[_Send | None, float] = (None, 0.0)  # the latest send on the wire, and when
-        self._first_taken: tuple[_Send | None, int] = (None, -1)  # a first send held for a neighbour's moment (_first), and its number there
+        self._waited: Send | None = None  # the latest send that waited there
+        self._wired: tuple[Send | None, float] = (None, 0.0)  # the latest send on the wire, and when
+        self._first_taken: tuple[Send | None, int] = (None, -1)  # a first send held for a neighbour's moment (_first), and its number there
         self._services = services or Services()
         # Whether its latest answers came in-process, without word from any service: its first
         # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
@@ -502,7 +490,7 @@ class Places:
         self._taken -= 1
         self._slack = True
 
-    def _kept_up(self, send: _Send, now: float) -> None:
+    def _kept_up(self, send: Send, now: float) -> None:
         """``send`` answered at ``now``: with no cap, one place more when the places held requests
         back, the pace did not hold them back all the while it was under way, the answer came in
         time (``_timed``) and the places pay (``_paid``). The places double so in a round while the
@@ -571,7 +559,7 @@ class Places:
             return False  # the service has begun to queue: its latest answers are late, not one of them
         return latency <= _IN_TIME * self._usual
 
-    def _paid(self, send: _Send, now: float) -> bool:
+    def _paid(self, send: Send, now: float) -> bool:
         """Whether the places pay: ``send``'s answer at ``now`` counted in the round of answers
         under way, which begins anew where a place was free since (a round counts the answers of
         places all taken), and ends after as many answers as there were places (_RECENT at the
@@ -602,7 +590,7 @@ class Places:
         self._round_size = self.size
         return self._paying
 
-    def _narrowed(self, send: _Send) -> None:
+    def _narrowed(self, send: Send) -> None:
         """A refusal of ``send``: with no cap, half the places, once for the requests under way
         then (many refused at once are one sign of one overload); from then on they grow by one
         for as many answers in time as there are places. Only while nothing paces the service (no
@@ -696,7 +684,7 @@ class Places:
             # without reading the clock: a service never paused has none). It is sent as below,
             # its ``Told`` a plain one (``_answered_once``) that names the service of a refusal;
             # what it costs less is finding the loop and ``_clear``, the clock and the rank, and
-            # the ``_Send``, made only for a refusal. One such try an attempt. (The moment and the
+            # the ``Send``, made only for a refusal. One such try an attempt. (The moment and the
             # rank of a try not paced are never read: it waits in no queue, and its refusal reads
             # only its service's name and pause. The moment of the refusal stands for them.)
             service = self._service
@@ -709,7 +697,7 @@ class Places:
             finally:
                 _TOLD_RESET(token)
             now = self._clock()
-            refusal = (_Send(service, -1, now), plain, refused)
+            refusal = (Send(service, -1, now), plain, refused)
             return await self._later(request, False, False, (now, self._rank()), refusal)
         loop = running()
         now = loop.time()
@@ -730,7 +718,7 @@ class Places:
                 number = service.sends
                 service.sent.append(now)
                 service.sends = number + 1
-                send = _Send(service, number, now)
+                send = Send(service, number, now)
                 self._sent_apart += 1
                 self._flying += 1
                 insort(self._under_way, number)
@@ -738,7 +726,7 @@ class Places:
                     self._next = now
                 told = self._asking = _Asked(self, send, False)  # _clear: not strict, so not held at the wire
             else:
-                send = _Send(self._service, -1, now)
+                send = Send(self._service, -1, now)
                 # Before the participant has an answer, its request may reach a key a neighbour
                 # paces: its ``Told`` holds it at the wire for the neighbour's moment (``_first``).
                 told = Told() if self._answered_once else _Asked(self, send, False)
@@ -793,7 +781,7 @@ class Places:
         refused (``_free``, all three), nothing waiting, no pause told by another process, and
         (``held``) a place free — so no pace, no meter, no strict limit: ``_clear``, in short.
         The moment is read on the loop's own clock (``_clocked``). The send is
-        counted as ``_let`` counts it, without the ``_Send`` and the ``_Asked`` of each request,
+        counted as ``_let`` counts it, without the ``Send`` and the ``_Asked`` of each request,
         which only a service over HTTP would hear from, and the place taken as ``seat`` takes
         it. (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way never
         has, it is only ever read beside the moment now, and is the moment of a send gone by
@@ -855,7 +843,7 @@ class Places:
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
             answered = self._clock()
             if answered - sent >= _OVERLAP:
-                self._kept_up(_Send(service, number, sent), answered)
+                self._kept_up(Send(service, number, sent), answered)
         if self._send_queue:
             self._release()
         if told is None:
@@ -890,7 +878,7 @@ class Places:
         heard = Told()
         if not self._free:
             heard.service = self._unnamed.named
-        refused = (_Send(service, number, now), heard, _Refused(busy))
+        refused = (Send(service, number, now), heard, _Refused(busy))
         return self._later(request, told is not None, True, (now, rank), refused)
 
     def _unseated(self) -> None:
@@ -900,13 +888,13 @@ class Places:
             self._taken -= 1
             self._slack = True
 
-    def _plainly_answered(self, service: Service, number: int, sent: float, send: _Send | None) -> None:
+    def _plainly_answered(self, service: Service, number: int, sent: float, send: Send | None) -> None:
         """``_answer``, for a request of the quick path or the free way (``_tried``), whose service
         said nothing of its limits, with no pace found yet: ``_counted``, ``_kept_up`` and what
         ``_landed`` lets go, in line. The last second's answers are trimmed from the moment it was
         ``sent`` rather than from its answer's: a refusal trims them again from its own moment,
         later than both, so it counts the same ones either way, and no clock is read for it. An
-        answer within _OVERLAP grows no place (``_kept_up``): the free way makes no ``_Send``
+        answer within _OVERLAP grows no place (``_kept_up``): the free way makes no ``Send``
         (``send`` None) and reads no clock for it where nothing else does."""
         pace = service.pace
         pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
@@ -915,13 +903,13 @@ class Places:
         if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
             self._plainly_landed(service, number, sent, send)  # only where there is any
 
-    def _plainly_landed(self, service: Service, number: int, sent: float, send: _Send | None) -> None:
+    def _plainly_landed(self, service: Service, number: int, sent: float, send: Send | None) -> None:
         """What ``_plainly_answered`` does once the answer is counted: ``_kept_up`` and what
         ``_landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
             answered = self._clock()  # the clock ``sent`` was read on
             if answered - sent >= _OVERLAP:
-                self._kept_up(_Send(service, number, sent) if send is None else send, answered)
+                self._kept_up(Send(service, number, sent) if send is None else send, answered)
         if self._send_queue:
             self._release()
 
@@ -931,7 +919,7 @@ class Places:
         held: bool,
         paced: bool,
         rank: tuple[float, int],
-        refused: tuple[_Send, Told, _Refused] | None,
+        refused: tuple[Send, Told, _Refused] | None,
     ) -> T:
         """The tries of a request whose first could not go at once, or was ``refused``: each waits
         for a place (when it takes one), for a pause to end and for its moment at the pace."""
@@ -1018,7 +1006,7 @@ class Places:
         return True
 
     async def _asked(
-        self, request: Callable[[], Awaitable[T]], told: Told, send: _Send, paced: bool
+        self, request: Callable[[], Awaitable[T]], told: Told, send: Send, paced: bool
     ) -> _Answered[T] | _Refused:
         token = TOLD.set(told)
         try:
@@ -1036,7 +1024,7 @@ class Places:
         self._answer(send, told, paced)
         return _Answered(answer)
 
-    async def _turn(self, rank: tuple[float, int], paced: bool, refused_at: float) -> _Send:
+    async def _turn(self, rank: tuple[float, int], paced: bool, refused_at: float) -> Send:
         """Wait for this request's moment to be sent."""
         loop = asyncio.get_running_loop()
         start = loop.time()
@@ -1077,7 +1065,7 @@ class Places:
                     self._service.took(loop.time(), self._service.aim())
                 self._took(loop.time())
             self._noted(start, loop.time() - start, why)
-            return _Send(self._service, -1, loop.time())
+            return Send(self._service, -1, loop.time())
         if (
             not self._send_queue
             and not self._alone()
@@ -1085,7 +1073,7 @@ class Places:
             and self._moment(start) <= start
         ):
             return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
-        future: asyncio.Future[_Send] = loop.create_future()
+        future: asyncio.Future[Send] = loop.create_future()
         if not self._send_queue:
             self._backlog = start  # requests wait for the pace from now (_kept_up)
         heapq.heappush(self._send_queue, _Ticket(rank, future))
@@ -1134,12 +1122,12 @@ class Places:
             ticket.future.set_result(self._let(now, max(at, now)))
         self._backlog = math.inf  # nothing waits for the pace any more
 
-    def _let(self, now: float, moment: float | None = None) -> _Send:
+    def _let(self, now: float, moment: float | None = None) -> Send:
         """One request let go now, for ``moment`` (now unless it is let go ahead of it)."""
         metered = not self._unmetered()
         due = now if moment is None else moment
         service = self._service
-        send = _Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
+        send = Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
         self._sent_apart += 1
         self._flying += 1
         insort(self._under_way, send.number)
@@ -1179,7 +1167,7 @@ class Places:
         to another on the same key, or to another process of a spread run."""
         return max(self._service.pace.paused_until, self._services.paused(self._service))
 
-    def _told(self, send: _Send, paced: bool) -> Told:
+    def _told(self, send: Send, paced: bool) -> Told:
         """The ``Told`` of a request let go: the latest, when paced, which hears when it went on
         the wire."""
         if not paced:
@@ -1190,7 +1178,7 @@ class Places:
         told = self._asking = _Asked(self, send, gated)
         return told
 
-    def _due(self, send: _Send, now: float) -> float:
+    def _due(self, send: Send, now: float) -> float:
         """``send`` is at the wire at ``now``: the moment it may be written."""
         if not self._gated:  # the delays to the wire from here on are the wait's, not the whole way's
             self._gated = True
@@ -1201,7 +1189,7 @@ class Places:
             self._waited = send
         return send.moment
 
-    def _first(self, send: _Send, now: float, service: str) -> float | None:
+    def _first(self, send: Send, now: float, service: str) -> float | None:
         """``send``, let go before any answer, is at the wire at ``now``, and has just named its
         ``service``: the moment it may be written. Where a neighbour on the same key has found the
         service's pace, or heard what is left of its limits, that neighbour's next moment, taken
@@ -1233,7 +1221,7 @@ class Places:
             gap = max(gap, 1 / (rate * self._service.aim()))
         return min(_AHEAD, gap / 4)
 
-    def _wrote(self, send: _Send, moment: float) -> None:
+    def _wrote(self, send: Send, moment: float) -> None:
         """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
         the pace after it, given that it too takes at least the least delay of late."""
         self._wire_told = True
@@ -1313,7 +1301,7 @@ class Places:
                 return False
         return True
 
-    def _landed(self, send: _Send) -> None:
+    def _landed(self, send: Send) -> None:
         self._flying -= 1
         self._under_way.remove(send.number)
         if self._unwritten is send:  # it ended before it was on the wire (or the layer never told)
@@ -1321,7 +1309,7 @@ class Places:
         if self._send_queue:  # nothing waits: nothing to let go, and a timer left would find nothing
             self._release()
 
-    def _answer(self, send: _Send, told: Told, paced: bool) -> None:
+    def _answer(self, send: Send, told: Told, paced: bool) -> None:
         if not paced:
             return
         loop = asyncio.get_running_loop()
@@ -1375,7 +1363,7 @@ class Places:
         if paced:
             self._landed(send)
 
-    def _counted(self, send: _Send, now: float) -> None:
+    def _counted(self, send: Send, now: float) -> None:
         """An answer to ``send`` heard at ``now``: among the last second's answers, and, for a
         request sent after the last cut, a step of the share aimed at given back."""
         pace = self._service.pace
@@ -1407,7 +1395,7 @@ class Places:
         pace.step = _OPEN_STEP
         pace.opening = True
 
-    def _news(self, send: _Send) -> bool:
+    def _news(self, send: Send) -> bool:
         """Whether an answer or refusal of ``send`` is news of the pace: it was sent after the
         last cut, against the service the participant now knows it sends to."""
         return send.service is self._service and send.number > self._service.pace.cut_after
@@ -1420,7 +1408,7 @@ class Places:
         growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
         self._service.share = min(_SHARE_MOST, self._service.share + growth)
 
-    def _refusal(self, send: _Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
+    def _refusal(self, send: Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
         self._free = False  # for good: ``freely`` asks ``_free`` alone
         if told.service:
@@ -1442,7 +1430,7 @@ class Places:
                 # Kept, it went on after the pause as quickly, refused again: two pauses where a
                 # run without it had one (bench/busy.py p-all-bare, the agent's first request).
                 pace.opening = False
-                latest = _Send(self._service, self._service.sends, now)
+                latest = Send(self._service, self._service.sends, now)
                 quickest = self._quickest(latest) if pace.most > 1 else math.inf
                 pace.rate = quickest * _BARE_AIM if quickest < math.inf else 1 / pace.latency
                 pace.step, pace.proven = math.inf, True
@@ -1583,7 +1571,7 @@ class Places:
         self._pause(now, pause, told)
         self._landed(send)
 
-    def _opening_refused(self, send: _Send, pace: Pace) -> bool:
+    def _opening_refused(self, send: Send, pace: Pace) -> bool:
         """The first refusal since the service's first answer (``_opened``), of ``send``: whether
         it found the pace. The limit is at least the quickest the last sends went and were let
         through, and under the gap the refused one came after the send before it: the pace is the
@@ -1660,7 +1648,7 @@ class Places:
         pace.estimated = True
         return True
 
-    def _gap(self, refused: _Send) -> float:
+    def _gap(self, refused: Send) -> float:
         """The seconds between a refused send and the send before it (0 when unknown)."""
         later = -1.0
         for number, moment in self._service.latest():
@@ -1685,7 +1673,7 @@ class Places:
         if told.service:
             self._services.refused(told.service, pause)
 
-    def _unused(self, send: _Send, heard: Heard, now: float) -> None:
+    def _unused(self, send: Send, heard: Heard, now: float) -> None:
         """A strict limit's refusal of the latest send, saying its next unit comes within a gap:
         the unit the send was counted to take is still there, and comes back then, for the refused
         request sent again at once rather than after the send that was to follow it (a gap lost)."""
@@ -1708,7 +1696,7 @@ class Places:
             case _:
                 return 0.0
 
-    def _quickest(self, refused: _Send) -> float:
+    def _quickest(self, refused: Send) -> float:
         """The most sends a second that the gaps between the last few sends before a refused one,
         since the last pause, tell of: each of them was let through (infinite if none tell)."""
         moments: list[float] = []
@@ -1738,7 +1726,7 @@ class Places:
                 pass
         return _SHARE_CUT
 
-    def _heard(self, send: _Send, heard: Heard, admitted: bool) -> None:
+    def _heard(self, send: Send, heard: Heard, admitted: bool) -> None:
         if send.service is not self._service or not heard.quoted():
             return  # sent before the participant knew which service it was (the next will tell), or nothing said
         number, sent = send.number, send.moment

@@ -470,6 +470,18 @@ class Service:
                 meter.moment = moment
 
 
+class Send(msgspec.Struct, frozen=True, gc=False):
+    """One request let go: to which service's count, its number there, and when. (Not tracked by
+    the garbage collector: nothing it holds leads back to it, and one is made for every request.)"""
+
+    service: Service
+    number: int
+    moment: float
+    metered: bool = False  # paced on what the service said is left
+    pace: float = 0.0  # the requests a second the participant sent at, without word from the service
+    ahead: float = 0.0  # how long before its moment it was let go, to wait at the wire for it
+
+
 class Services:
     """The services a run's participants send to, each found by what ``Told.service`` says.
 

@@ -1977,7 +1977,7 @@ def test_requests_held_at_the_wire_aim_closer_to_a_strict_limit_and_are_refused_
 
 def test_an_in_process_participant_goes_the_free_way_and_still_counts_its_sends_and_peak() -> None:
     """Once an in-process participant has been answered, its first tries that wait for nothing go
-    the free way (no ``_Send``, no ``_Asked``): each is still a send, the places under way are
+    the free way (no ``Send``, no ``_Asked``): each is still a send, the places under way are
     still counted in ``peak``, and no more than ``size`` are under way at once."""
 
     async def main() -> tuple[int, int, int, int]:
