@@ -53,67 +53,31 @@ import msgspec
 from convy.deadlines import LIMIT
 from convy.loops import running
 from convy.quota import TOLD, UNSAID, Heard, NoQuota, Pace, Quota, Ration, Send, Service, Services, Told
+from convy.refusals import SHARE_CUT, SHARE_HELD_CUT, opening_ended, ready, reset, taught, unused
 
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
 
 # The share of the rate a service tells that a participant aims at. What is left of it absorbs
 # the jitter of the way there: of a strict bucket's, a request that arrives even a millisecond
-# before the next unit is refused. Each refusal takes 3% off the share (up to 5% when the service
-# says the request came that early), each answer gives a two-hundredth of 3% back, and a little
-# of what is missing to the most (so that a burst of refusals while the machine was busy for a
-# second or two is made up within some seconds): about one refusal in a hundred or two requests, at
-# the share the jitter of the moment allows.
+# before the next unit is refused. Each refusal takes 3% off the share (``refusals.SHARE_CUT``),
+# each answer gives a two-hundredth of 3% back, and a little of what is missing to the most (so
+# that a burst of refusals while the machine was busy for a second or two is made up within some
+# seconds): about one refusal in a hundred or two requests, at the share the jitter of the moment
+# allows.
 _SHARE = 0.98  # to start with
 _SHARE_MOST = 0.995
-_SHARE_LEAST = 0.05
-_SHARE_CUT = 0.97
-_SHARE_DEEPEST = 0.95  # the most one refusal takes off: a request far too early is not jitter
 _ANSWERS_PER_REFUSAL = 200
 _SHARE_BACK = 0.002  # of what is missing to _SHARE_MOST, per answer
 # Without word from the service, the pace doubles every half second until the first refusal after
-# the start's; then it goes on at _BARE_AIM of the pace last let through (each refusal costs a
-# whole Retry-After, a second of every participant on the key: a little under beats over, but
-# 5% under, as it was, cost more than the refusals it saved). A refusal then takes _BARE_CUT off
-# the pace, or a tenth when it comes within _AGAIN seconds of the last pause (a limit lower than
-# thought, or shared) — unless it is the first since the pace was found: that is the estimate a
-# little high, or the jitter of the way there, not a lower limit. The pace grows by _GROWTH of
-# itself a second while requests pass: slowly, since a refusal costs a whole second, and one
-# every twenty seconds (2% cut, grown back at a thousandth a second) cost more than the cut.
+# the start's, which finds it (``refusals.taught``). It then grows by _GROWTH of itself a second
+# while requests pass: slowly, since a refusal costs a whole second, and one every twenty seconds
+# (2% cut, grown back at a thousandth a second) cost more than the cut.
 _GROWTH = 0.0005
-_CUT = 0.9
-_BARE_AIM = 0.99
-# The most the doubling pace grows at one answer once it was halved: the limit is then known to
-# be under twice the pace, and a few requests a second doubling every half second would take a
-# step of a third at each answer, the pace last let through (from which the limit is found) as
-# far under it.
-_STEP = 1.05
-# The most a pace made up at the start's refusal from the lone first answer grows at one answer:
-# the limit is then under a request per latency, a few a second, where doubling every half second
-# is a step of a third or more at each answer, and the refusal that ends it finds the limit only
-# within that step (bench/busy.py p-bare@300: the user's key found at 4.2 a second against 5).
-_FIRST_STEP = 1.1
-_BARE_CUT = 0.98
 # The step of the pace at each answer from the service's first answer to its first refusal
 # (``_opened``): a service with no limit outgrows it within some answers, and a limit's refusal
-# brackets it within the step.
+# brackets it within the step (``refusals.opening_refused``).
 _OPEN_STEP = 1.05
-# The gaps let through before a refusal tell the limit when the quickest of them is at least
-# _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
-_SPACED = 0.9
-# At the first refusal after a service's first answer (``_opening_refused``), the sends let through
-# went at the pace when the quickest of them is at least _OPEN_SPACED of the pace the refused one
-# was let go at: the opening pace grows at most twice between two sends (the places doubled).
-_OPEN_SPACED = 0.5
-# And they bracket the limit when the quickest of them is at least _OPEN_BRACKET of the refused
-# one's rate (its gap after the send before it): the pace is found there, under the two.
-_OPEN_BRACKET = 0.8
-# Where they went far slower than the pace but still at least _OPEN_WIDE of the refused one's rate,
-# the pace grows on from theirs, not from halfway: halfway up so narrow a bracket was as likely
-# over the limit as under.
-_OPEN_WIDE = 0.5
-_AGAIN = 2.0
-_QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
 # request or said its limit holds one request at a time (a limit strict enough for that: a loose
 # one, a burst or a window, is not troubled and would only lose the time), the next send is paced
@@ -134,11 +98,10 @@ _LEADS = 16
 _AHEAD = 0.01
 # Where a strict limit's requests wait at the wire for their moment, the jitter of the way there
 # is mostly gone: the share is raised to _SHARE_HELD, and a refusal takes 2.5% off it rather than
-# 3% (given back over as many answers). A margin kept for jitter that is not there is lost on every gap: a strict bucket saves
-# nothing up for a request that comes late. The share is the service's, the same for every
-# participant sharing it.
+# 3% (``refusals.SHARE_HELD_CUT``, given back over as many answers). A margin kept for jitter that
+# is not there is lost on every gap: a strict bucket saves nothing up for a request that comes
+# late. The share is the service's, the same for every participant sharing it.
 _SHARE_HELD = 0.995
-_SHARE_HELD_CUT = 0.975
 # Places with no cap start at START and grow to at most _MOST_PLACES (``records.Limits``' bound). An
 # answer is in time when it, and the median of the latest _RECENT answers timed, took at most
 # _IN_TIME times the usual latency: the least median of _RECENT answers seen so far. A service that
@@ -1233,8 +1196,8 @@ class Places:
         if not self._service.strict:
             if send.service is self._service and self._unmetered():
                 # A service that tells nothing, before its first refusal: where its sends went on
-                # the wire is what its limit saw, and what that refusal reads (``_quickest``,
-                # ``_gap``). Their way there takes from half a millisecond to several (a new
+                # the wire is what its limit saw, and what that refusal reads (``refusals.quickest``,
+                # ``refusals.gap``). Their way there takes from half a millisecond to several (a new
                 # connection, the loop busy), as much as a quarter of a gap at 50 a second: read
                 # from when they were let go, sends let through 21 ms apart on the wire were taken
                 # for 19, and the pace found over the limit, refused at its first send after the
@@ -1404,7 +1367,7 @@ class Places:
         """A step of the share aimed at given back: a refusal's cut made up over
         _ANSWERS_PER_REFUSAL answers, the smaller one where requests are held at the wire too, so
         that they are not refused more often there."""
-        cut = _SHARE_HELD_CUT if self._gated and self._service.strict else _SHARE_CUT
+        cut = SHARE_HELD_CUT if self._gated and self._service.strict else SHARE_CUT
         growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
         self._service.share = min(_SHARE_MOST, self._service.share + growth)
 
@@ -1418,22 +1381,11 @@ class Places:
             # Not paced, it took nothing from what the participant counts is left: the refusal's
             # own word on when the limit grows back is all there is to go by, and a millisecond
             # more, for a reset said in whole milliseconds.
-            said = max(self._reset(told.heard, "requests"), self._reset(told.heard, "tokens"))
+            said = max(reset(told.heard, "requests"), reset(told.heard, "tokens"))
             if first and said > 0 and pause:
                 pause = min(pause, said + _ROUNDING)
-            pace = self._service.pace
-            if pace.opening:
-                # The opening pace let this participant's request go beside a neighbour's, which
-                # the limit could not take: the opening ends, at the pace the sends let through so
-                # far went at, or, where they tell nothing, a request per the first answer's
-                # latency, doubling every half second from there.
-                # Kept, it went on after the pause as quickly, refused again: two pauses where a
-                # run without it had one (bench/busy.py p-all-bare, the agent's first request).
-                pace.opening = False
-                latest = Send(self._service, self._service.sends, now)
-                quickest = self._quickest(latest) if pace.most > 1 else math.inf
-                pace.rate = quickest * _BARE_AIM if quickest < math.inf else 1 / pace.latency
-                pace.step, pace.proven = math.inf, True
+            if self._service.pace.opening:
+                opening_ended(self._service, now)
             self._pause(now, pause, told)
             self._release()
             return
@@ -1463,200 +1415,19 @@ class Places:
             self._landed(send)
             return
         self._heard(send, heard, False)
-        self._unused(send, heard, now)
+        unused(service, send, heard, now)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
             # a third time waits the whole Retry-After.
-            # Before any answer has said the rate, the reset of the refusal itself is the time
-            # until the next unit; a limit with no rate known would say "now", and be asked again
-            # at once, refused again.
-            ready = max(
-                meter.ready(now, self._service.aim()) if meter.rate > 0 else now + self._reset(heard, name)
-                for name, meter in self._service.meters.items()
-            )
-            pause = min(pause, max(ready - now, 0.0)) if pause else pause
+            pause = min(pause, max(ready(service, heard, now) - now, 0.0)) if pause else pause
         if send.service is not service or number > pace.cut_after:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload. (So is one sent before the
             # participant knew its service, of which nobody had found anything yet.)
-            pace.cut_after = service.sends - 1
-            if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
-                cut = self._cut(heard)
-                if self._gated and service.strict:  # held at the wire: less jitter to make room for
-                    cut = max(cut, _SHARE_HELD_CUT)
-                service.share = max(_SHARE_LEAST, service.share * cut)
-            let_through = pace.let_through(now)
-            if pace.opening and self._opening_refused(send, pace):
-                pass
-            elif pace.rate > 0 and pace.growing and send.pace > 0:
-                # The pace has just passed the limit: as close to it as can be told is the pace
-                # half a step before the refused send's, or the quickest the last sends went
-                # and were let through, whichever is lower. Unless no request sent at the pace
-                # was answered yet, and it was made up from a pause: the service is still busy
-                # (with requests not paced, inside the turns that were), and the pace is kept.
-                # Cut, it would stay far under the limit for the rest of the run (a pace of one
-                # request a second halved, then growing a thousandth a second: 32 x the floor).
-                if pace.proven:
-                    quickest = self._quickest(send)
-                    half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
-                    gap = self._gap(send)
-                    refused = 1 / gap if gap > 0 else math.inf
-                    if quickest < math.inf and quickest >= _OPEN_BRACKET * refused:
-                        # The refused send itself came close over the quickest let through
-                        # (on the wire): the limit is between the two, whatever pace the sends
-                        # were let go at, as at the opening's refusal. Read from the pace alone,
-                        # the agent's sends, spaced by the user's answers, were taken for slower
-                        # than it, and the pace grew on from them to a third refusal (a virtual
-                        # clock's way to the wire of up to 8 ms, 50 a second).
-                        pace.rate = min(quickest, refused) * _BARE_AIM
-                        pace.growing = False
-                        pace.estimated = True
-                    elif quickest == math.inf or quickest < _SPACED * send.pace * half_step**2:
-                        # No two sends let through since the last pause: the refused one's pace
-                        # is too quick, and nothing tells how much. Half of it, still doubling,
-                        # is found from below, where what is let through tells; a pace kept
-                        # near it was refused again and again (12 refusals at 5 a second). So
-                        # too where the last sends let through went much slower than the pace
-                        # (spaced by what came to send, not by it; the pace a whole step back, two
-                        # half steps, is what sends at the pace went at: against one half step, the
-                        # sends of 5 a second, a step of a third, were taken for spaced, and the
-                        # pace climbed on in steps of 5% to its next refusal): the limit is somewhere
-                        # between, and found from the quicker of the two, still growing; taken
-                        # for it, the pace stayed there (bench/busy.py p-bare@3000: the agent's
-                        # key at 28 a second against a limit of 50, 2.8x the floor).
-                        pace.rate = max(send.pace / 2, quickest * _BARE_AIM if quickest < math.inf else 0.0)
-                        pace.step = _STEP
-                    else:
-                        pace.rate = min(send.pace * half_step, quickest) * _BARE_AIM
-                        pace.growing = False
-                        pace.estimated = True
-            elif pace.rate > 0:
-                # Refused again soon after the last pause: a lower limit, or one shared with
-                # others. Otherwise a refusal now and then, the jitter of the way there.
-                # The first refusal after the pace was found from a refused send is the estimate
-                # a little high, or the jitter of the way there: a little off, however soon.
-                again = send.moment - pace.resumed < _AGAIN and not pace.estimated
-                pace.rate *= _CUT if again else _BARE_CUT
-                pace.growing = pace.estimated = False
-            else:
-                # The rate let through so far, over the last second or less when the run is younger.
-                sent = service.sent
-                seconds = min(1.0, max(now - sent[0], 0.1)) if sent else 1.0
-                # Or, where the service let more through in a second earlier in the run, that: a
-                # refusal after a lull (the requests waiting for another participant, whose own
-                # pace was being found) saw next to nothing let through in the last second, and a
-                # pace made up from it (one request a second) took seconds to double back up to
-                # the limit, the participants waiting on this one stalled meanwhile (bench/busy.py
-                # p-bare@3000: the agent's key at one a second after 40 answers at up to ~30).
-                # (Less one: a second holds one send more than the gaps of the rate let through.)
-                made_up = let_through / seconds if let_through else 0.0
-                if made_up < pace.most - 1:
-                    made_up = float(pace.most - 1)
-                if made_up and pace.most <= 1 and send.number <= let_through:
-                    # The refused send was the first after the lone request answered (a service
-                    # not heard from gets one at a time: ``_alone``), and went as it was answered:
-                    # the limit is under one request per latency, and nothing let through tells
-                    # how far (two or more would: a rate they went at). Half of it, and the pace
-                    # doubles from there: 0.9
-                    # of it was refused at its second send, a whole second more, and halved then
-                    # (bench/busy.py p-bare@300: 9 a second made up from a 100 ms latency against
-                    # a limit of 5).
-                    pace.rate = made_up / 2
-                    pace.step = _FIRST_STEP
-                else:
-                    pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
-                pace.proven = made_up > 0
-            pace.rate = max(pace.rate, 0.01)
+            taught(service, send, heard, now, pause, self._gated and service.strict, newly_strict)
         self._pause(now, pause, told)
         self._landed(send)
-
-    def _opening_refused(self, send: Send, pace: Pace) -> bool:
-        """The first refusal since the service's first answer (``_opened``), of ``send``: whether
-        it found the pace. The limit is at least the quickest the last sends went and were let
-        through, and under the gap the refused one came after the send before it: the pace is the
-        lower of the two, a little under. The opening pace need not have spaced the sends (a
-        participant whose requests come as its neighbours' answers do: the agent's, after the
-        simulated user's), so the sends themselves tell, not the pace they were let go at, and
-        where they went close under the refused one, the pace is found there whatever pace they
-        were let go at; but where they went far slower than the refused one, they tell only that
-        the limit is at least theirs, and the pace goes on growing from theirs, or, where they
-        went far slower than the pace too, from halfway to the refused one's gap.
-        Where no two sends were let through (the lone first answer's, the limit under one request
-        per latency), nothing is found: it is made up as where nothing paced the service."""
-        pace.opening = False
-        pace.step = math.inf
-        quickest = self._quickest(send)
-        if pace.most <= 1:
-            if quickest == math.inf:
-                pace.rate = 0.0  # the lone first answer's next send: made up from what was let through
-                return False
-            # A later one, those before it not answered yet: the limit is at least about one
-            # request per the first answer's latency (the lone answer's next send went so), as
-            # made up where the places' worth went at once; a little under, doubling from there.
-            pace.rate = _CUT / pace.latency
-            pace.proven = True
-            return True
-        pace.proven = True
-        if quickest == math.inf:
-            # No two sends let through since the last pause (the first after it was refused, the
-            # pause a neighbour's): half the pace it went at, growing a step at most at each
-            # answer. Made up from what was let through, as though nothing had paced the
-            # service, it started from one request a second (bench/busy.py p-all-bare: 0.9 a
-            # second against 20, the start of the run lost).
-            pace.rate = send.pace / 2
-            pace.step = _STEP
-            return True
-        gap = self._gap(send)
-        refused = 1 / gap if gap > 0 else quickest
-        spaced = quickest >= _OPEN_SPACED * send.pace
-        if quickest < _OPEN_BRACKET * refused:
-            # The sends let through went far slower than the refused one itself went: the limit
-            # is somewhere between what they went at and the refused one's gap, not at the lower.
-            # Where they went far slower than the pace the refused one was let go at too (more
-            # than the opening pace grows between two sends: twice, where the places doubled),
-            # spaced by what came to send, not by the pace, the pace grows on from halfway, unless
-            # they went at least half as quick as the refused one (_OPEN_WIDE): halfway up from
-            # 50 to 62 a second on the wire was 55.6, against a limit of 50, refused at its first
-            # send after the pause and halved (a virtual clock's way to the wire of up to 8 ms).
-            # Taken for it, the pace stayed there, growing a two-thousandth a second
-            # (tests/unit/test_busy_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
-            # agent at 28). From halfway between (the geometric mean), it grows a step at most at
-            # each answer while it holds requests back, so only a participant that needs more
-            # than what its sends went at so far climbs on to a second refusal. (Compared with the
-            # refused one's gap alone, a loaded machine's send refused 13 a second after sends
-            # let through at 13, against a limit of 50, was taken for the limit: bench/busy.py
-            # p-bare@3000 3.4x its floor. And where only the sends were at the pace, the user's
-            # key there was found at 30 to 34 a second against 50, the refused one at 45 to 64:
-            # 1.6x to 2.0x its floor.)
-            # Where the sends did go at the pace, the limit was seen near them (from halfway up,
-            # the user's key at 50 went at 52, refused again at the pause's end and halved).
-            between = math.sqrt(quickest * min(refused, send.pace or refused))
-            pace.rate = (quickest if spaced or quickest >= _OPEN_WIDE * refused else between) * _BARE_AIM
-            pace.step = _STEP
-            return True
-        pace.rate = min(quickest, refused) * _BARE_AIM
-        # Found, where the sends let through went close under the refused one: the limit is
-        # between them, and a pace grown on from there to its next refusal cost a pause of every
-        # participant waiting on it (bench/busy.py p-bare@3000: the agent's key refused twice at
-        # the start, each time a second of every conversation). So too where they went far
-        # slower than the opening pace (spaced by what came to send): close under the refused
-        # one, halfway between was as likely over the limit as under (the agent's key at 50 a
-        # second, let through at 50, refused at 59, started at 53, refused at its first send
-        # after the pause and halved: three refusals).
-        pace.growing = False
-        pace.estimated = True
-        return True
-
-    def _gap(self, refused: Send) -> float:
-        """The seconds between a refused send and the send before it (0 when unknown)."""
-        later = -1.0
-        for number, moment in self._service.latest():
-            if number == refused.number:
-                later = moment
-            elif number < refused.number:
-                return later - moment if later >= 0 else 0.0
-        return 0.0
 
     def _pause(self, now: float, pause: float, told: Told) -> None:
         """A refusal's pause of ``pause`` seconds from ``now``: the next send of every participant
@@ -1664,7 +1435,7 @@ class Places:
         of it. The sends before it and after it are two stretches (``Pace.resumed``): a gap across
         the pause is the pause, not a pace the service let through. That holds for the pause of a
         request not paced itself too (inside a turn paced as a whole): counted across it, the gap
-        of a second told ``_quickest`` that one request a second was all the limit let through,
+        of a second told ``refusals.quickest`` that one request a second was all the limit let through,
         and the pace, found at 1 a second, grew a two-thousandth a second from there (bench/busy.py
         p-all-bare 19x its floor)."""
         pace = self._service.pace
@@ -1672,59 +1443,6 @@ class Places:
         pace.resumed = max(pace.resumed, pace.paused_until)
         if told.service:
             self._services.refused(told.service, pause)
-
-    def _unused(self, send: Send, heard: Heard, now: float) -> None:
-        """A strict limit's refusal of the latest send, saying its next unit comes within a gap:
-        the unit the send was counted to take is still there, and comes back then, for the refused
-        request sent again at once rather than after the send that was to follow it (a gap lost)."""
-        meter = self._service.meters["requests"]
-        if not self._service.strict or meter.rate <= 0 or send.service is not self._service:
-            return
-        if not self._service.sent or self._service.sends - 1 != send.number:
-            return  # a later send, of this participant or another, has taken what comes back
-        match heard.requests:
-            case Quota(reset=reset, limit=limit) if 0 < limit <= 1 and 0 <= reset < 1 / meter.rate:
-                meter.back(now + reset)
-            case _:
-                pass
-
-    def _reset(self, heard: Heard, name: str) -> float:
-        """The seconds until a limit is whole again as a refusal said it (0 when it did not)."""
-        match heard.requests if name == "requests" else heard.tokens:
-            case Quota(reset=reset):
-                return reset
-            case _:
-                return 0.0
-
-    def _quickest(self, refused: Send) -> float:
-        """The most sends a second that the gaps between the last few sends before a refused one,
-        since the last pause, tell of: each of them was let through (infinite if none tell)."""
-        moments: list[float] = []
-        for number, moment in self._service.latest():
-            if number >= refused.number:
-                continue
-            if moment < self._service.pace.resumed or len(moments) > _QUICKEST:
-                break
-            moments.append(moment)
-        moments.sort(reverse=True)  # moments on the wire (``Service.wired``) may come in another order
-        gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
-        return 1 / min(gaps) if gaps and min(gaps) > 0 else math.inf
-
-    def _cut(self, heard: Heard) -> float:
-        """What a refusal leaves of the share: a little; or, when the service said how long before
-        its next unit the request came (a bucket's reset, less the time the rest of its burst takes
-        to grow back), enough that it would have come in time, but no more than a twentieth off: a
-        request far too early tells of something else than the jitter of the way there."""
-        rate = self._service.meters["requests"].rate
-        match heard.requests:
-            case Quota(reset=reset, limit=limit) if limit >= 1 and rate > 0:
-                gap = 1 / (rate * self._service.aim())
-                early = reset - (limit - 1) / rate
-                if 0 < early < gap / 2:
-                    return min(_SHARE_CUT, max(_SHARE_DEEPEST, gap / (gap + early)))
-            case _:
-                pass
-        return _SHARE_CUT
 
     def _heard(self, send: Send, heard: Heard, admitted: bool) -> None:
         if send.service is not self._service or not heard.quoted():

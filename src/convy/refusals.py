@@ -1,0 +1,342 @@
+"""What a refusal teaches of a service's limits.
+
+A service that refuses a request (``busy.Busy``) says the participants sharing its key went a
+little too fast. What they aim at lives on its ``Service`` (``quota.py``): the share of the rates
+it tells, and, where it tells none, the ``Pace`` found from its answers and refusals. The first
+refusal of a request sent after the last cut cuts the share (of a send paced on what the service
+said is left), and finds the pace from the sends let through before it (``taught``): at the first
+refusal after the service's first answer, from the sends of the opening pace
+(``opening_refused``); later, as close under the refused send's pace as the sends let through
+tell. A strict limit's refusal that says its next unit comes within a gap gives back the unit the
+refused send was counted to take (``unused``).
+
+``busy.Places`` decides when a refusal is news, pauses the participants and lets go of the send;
+what the refusal says of the limit is read here, from the ``Service`` alone, which holds all it
+changes. Nothing here reads a clock or waits: the moment of the refusal is given.
+"""
+
+from __future__ import annotations
+
+import math
+
+from convy.quota import Heard, Quota, Send, Service
+
+# What a refusal takes off the share of the rate a service tells that its participants aim at
+# (``Service.share``): 3%, up to 5% when the service says the request came that early, never below
+# _SHARE_LEAST. An answer gives a step of it back (``busy.Places._grown``), so that there is about
+# one refusal in a hundred or two requests, at the share the jitter of the moment allows. Where
+# a strict limit's requests wait at the wire for their moment, the jitter of the way there is
+# mostly gone, and a refusal takes 2.5% off rather than 3% (given back over as many answers).
+SHARE_CUT = 0.97
+SHARE_HELD_CUT = 0.975
+_SHARE_LEAST = 0.05
+_SHARE_DEEPEST = 0.95  # the most one refusal takes off: a request far too early is not jitter
+# Without word from the service, the pace doubles every half second until the first refusal after
+# the start's; then it goes on at _BARE_AIM of the pace last let through (each refusal costs a
+# whole Retry-After, a second of every participant on the key: a little under beats over, but
+# 5% under, as it was, cost more than the refusals it saved). A refusal then takes _BARE_CUT off
+# the pace, or a tenth when it comes within _AGAIN seconds of the last pause (a limit lower than
+# thought, or shared) — unless it is the first since the pace was found: that is the estimate a
+# little high, or the jitter of the way there, not a lower limit.
+_CUT = 0.9
+_BARE_AIM = 0.99
+# The most the doubling pace grows at one answer once it was halved: the limit is then known to
+# be under twice the pace, and a few requests a second doubling every half second would take a
+# step of a third at each answer, the pace last let through (from which the limit is found) as
+# far under it.
+_STEP = 1.05
+# The most a pace made up at the start's refusal from the lone first answer grows at one answer:
+# the limit is then under a request per latency, a few a second, where doubling every half second
+# is a step of a third or more at each answer, and the refusal that ends it finds the limit only
+# within that step (bench/busy.py p-bare@300: the user's key found at 4.2 a second against 5).
+_FIRST_STEP = 1.1
+_BARE_CUT = 0.98
+# The gaps let through before a refusal tell the limit when the quickest of them is at least
+# _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
+_SPACED = 0.9
+# At the first refusal after a service's first answer (``opening_refused``), the sends let through
+# went at the pace when the quickest of them is at least _OPEN_SPACED of the pace the refused one
+# was let go at: the opening pace grows at most twice between two sends (the places doubled).
+_OPEN_SPACED = 0.5
+# And they bracket the limit when the quickest of them is at least _OPEN_BRACKET of the refused
+# one's rate (its gap after the send before it): the pace is found there, under the two.
+_OPEN_BRACKET = 0.8
+# Where they went far slower than the pace but still at least _OPEN_WIDE of the refused one's rate,
+# the pace grows on from theirs, not from halfway: halfway up so narrow a bracket was as likely
+# over the limit as under.
+_OPEN_WIDE = 0.5
+_AGAIN = 2.0
+_QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
+
+
+def taught(
+    service: Service, send: Send, heard: Heard, now: float, pause: float, held: bool, newly_strict: bool
+) -> None:
+    """The refusal at ``now`` of ``send``, the first of a request sent after the last cut (many
+    refused at once are one sign of one overload), with ``heard`` what the service said and
+    ``pause`` the time it asked for: the share cut, where the send was paced on what the service
+    said is left and the refusal did not just show the limit strict (``newly_strict``: from now on
+    the sends are paced from the wire, which is what it asked for, not a lower share), by less
+    where requests are ``held`` at the wire; and the pace found, where the service tells nothing."""
+    pace = service.pace
+    pace.cut_after = service.sends - 1
+    if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
+        share_cut = cut(service, heard)
+        if held:  # held at the wire: less jitter to make room for
+            share_cut = max(share_cut, SHARE_HELD_CUT)
+        service.share = max(_SHARE_LEAST, service.share * share_cut)
+    let_through = pace.let_through(now)
+    if pace.opening and opening_refused(service, send):
+        pass
+    elif pace.rate > 0 and pace.growing and send.pace > 0:
+        # The pace has just passed the limit: as close to it as can be told is the pace
+        # half a step before the refused send's, or the quickest the last sends went
+        # and were let through, whichever is lower. Unless no request sent at the pace
+        # was answered yet, and it was made up from a pause: the service is still busy
+        # (with requests not paced, inside the turns that were), and the pace is kept.
+        # Cut, it would stay far under the limit for the rest of the run (a pace of one
+        # request a second halved, then growing a thousandth a second: 32 x the floor).
+        if pace.proven:
+            most = quickest(service, send)
+            half_step = max(2 ** (-1 / send.pace), pace.step**-0.5)
+            between = gap(service, send)
+            refused = 1 / between if between > 0 else math.inf
+            if most < math.inf and most >= _OPEN_BRACKET * refused:
+                # The refused send itself came close over the quickest let through
+                # (on the wire): the limit is between the two, whatever pace the sends
+                # were let go at, as at the opening's refusal. Read from the pace alone,
+                # the agent's sends, spaced by the user's answers, were taken for slower
+                # than it, and the pace grew on from them to a third refusal (a virtual
+                # clock's way to the wire of up to 8 ms, 50 a second).
+                pace.rate = min(most, refused) * _BARE_AIM
+                pace.growing = False
+                pace.estimated = True
+            elif most == math.inf or most < _SPACED * send.pace * half_step**2:
+                # No two sends let through since the last pause: the refused one's pace
+                # is too quick, and nothing tells how much. Half of it, still doubling,
+                # is found from below, where what is let through tells; a pace kept
+                # near it was refused again and again (12 refusals at 5 a second). So
+                # too where the last sends let through went much slower than the pace
+                # (spaced by what came to send, not by it; the pace a whole step back, two
+                # half steps, is what sends at the pace went at: against one half step, the
+                # sends of 5 a second, a step of a third, were taken for spaced, and the
+                # pace climbed on in steps of 5% to its next refusal): the limit is somewhere
+                # between, and found from the quicker of the two, still growing; taken
+                # for it, the pace stayed there (bench/busy.py p-bare@3000: the agent's
+                # key at 28 a second against a limit of 50, 2.8x the floor).
+                pace.rate = max(send.pace / 2, most * _BARE_AIM if most < math.inf else 0.0)
+                pace.step = _STEP
+            else:
+                pace.rate = min(send.pace * half_step, most) * _BARE_AIM
+                pace.growing = False
+                pace.estimated = True
+    elif pace.rate > 0:
+        # Refused again soon after the last pause: a lower limit, or one shared with
+        # others. Otherwise a refusal now and then, the jitter of the way there.
+        # The first refusal after the pace was found from a refused send is the estimate
+        # a little high, or the jitter of the way there: a little off, however soon.
+        again = send.moment - pace.resumed < _AGAIN and not pace.estimated
+        pace.rate *= _CUT if again else _BARE_CUT
+        pace.growing = pace.estimated = False
+    else:
+        # The rate let through so far, over the last second or less when the run is younger.
+        sent = service.sent
+        seconds = min(1.0, max(now - sent[0], 0.1)) if sent else 1.0
+        # Or, where the service let more through in a second earlier in the run, that: a
+        # refusal after a lull (the requests waiting for another participant, whose own
+        # pace was being found) saw next to nothing let through in the last second, and a
+        # pace made up from it (one request a second) took seconds to double back up to
+        # the limit, the participants waiting on this one stalled meanwhile (bench/busy.py
+        # p-bare@3000: the agent's key at one a second after 40 answers at up to ~30).
+        # (Less one: a second holds one send more than the gaps of the rate let through.)
+        made_up = let_through / seconds if let_through else 0.0
+        if made_up < pace.most - 1:
+            made_up = float(pace.most - 1)
+        if made_up and pace.most <= 1 and send.number <= let_through:
+            # The refused send was the first after the lone request answered (a service
+            # not heard from gets one at a time: ``busy.Places._alone``), and went as it was answered:
+            # the limit is under one request per latency, and nothing let through tells
+            # how far (two or more would: a rate they went at). Half of it, and the pace
+            # doubles from there: 0.9
+            # of it was refused at its second send, a whole second more, and halved then
+            # (bench/busy.py p-bare@300: 9 a second made up from a 100 ms latency against
+            # a limit of 5).
+            pace.rate = made_up / 2
+            pace.step = _FIRST_STEP
+        else:
+            pace.rate = _CUT * made_up if made_up else 1.0 / max(pause, 0.001)
+        pace.proven = made_up > 0
+    pace.rate = max(pace.rate, 0.01)
+
+
+def opening_ended(service: Service, now: float) -> None:
+    """A refusal at ``now`` of a request not paced itself (inside a turn paced as a request) while
+    the service's opening pace went on: the opening pace let it go beside a neighbour's, which the
+    limit could not take. The opening ends, at the pace the sends let through so far went at, or,
+    where they tell nothing, a request per the first answer's latency, doubling every half second
+    from there. Kept, it went on after the pause as quickly, refused again: two pauses where a run
+    without it had one (bench/busy.py p-all-bare, the agent's first request)."""
+    pace = service.pace
+    pace.opening = False
+    latest = Send(service, service.sends, now)
+    most = quickest(service, latest) if pace.most > 1 else math.inf
+    pace.rate = most * _BARE_AIM if most < math.inf else 1 / pace.latency
+    pace.step, pace.proven = math.inf, True
+
+
+def opening_refused(service: Service, send: Send) -> bool:
+    """The first refusal since the service's first answer (``busy.Places._opened``), of ``send``:
+    whether it found the pace. The limit is at least the quickest the last sends went and were let
+    through, and under the gap the refused one came after the send before it: the pace is the
+    lower of the two, a little under. The opening pace need not have spaced the sends (a
+    participant whose requests come as its neighbours' answers do: the agent's, after the
+    simulated user's), so the sends themselves tell, not the pace they were let go at, and
+    where they went close under the refused one, the pace is found there whatever pace they
+    were let go at; but where they went far slower than the refused one, they tell only that
+    the limit is at least theirs, and the pace goes on growing from theirs, or, where they
+    went far slower than the pace too, from halfway to the refused one's gap.
+    Where no two sends were let through (the lone first answer's, the limit under one request
+    per latency), nothing is found: it is made up as where nothing paced the service."""
+    pace = service.pace
+    pace.opening = False
+    pace.step = math.inf
+    most = quickest(service, send)
+    if pace.most <= 1:
+        if most == math.inf:
+            pace.rate = 0.0  # the lone first answer's next send: made up from what was let through
+            return False
+        # A later one, those before it not answered yet: the limit is at least about one
+        # request per the first answer's latency (the lone answer's next send went so), as
+        # made up where the places' worth went at once; a little under, doubling from there.
+        pace.rate = _CUT / pace.latency
+        pace.proven = True
+        return True
+    pace.proven = True
+    if most == math.inf:
+        # No two sends let through since the last pause (the first after it was refused, the
+        # pause a neighbour's): half the pace it went at, growing a step at most at each
+        # answer. Made up from what was let through, as though nothing had paced the
+        # service, it started from one request a second (bench/busy.py p-all-bare: 0.9 a
+        # second against 20, the start of the run lost).
+        pace.rate = send.pace / 2
+        pace.step = _STEP
+        return True
+    between = gap(service, send)
+    refused = 1 / between if between > 0 else most
+    spaced = most >= _OPEN_SPACED * send.pace
+    if most < _OPEN_BRACKET * refused:
+        # The sends let through went far slower than the refused one itself went: the limit
+        # is somewhere between what they went at and the refused one's gap, not at the lower.
+        # Where they went far slower than the pace the refused one was let go at too (more
+        # than the opening pace grows between two sends: twice, where the places doubled),
+        # spaced by what came to send, not by the pace, the pace grows on from halfway, unless
+        # they went at least half as quick as the refused one (_OPEN_WIDE): halfway up from
+        # 50 to 62 a second on the wire was 55.6, against a limit of 50, refused at its first
+        # send after the pause and halved (a virtual clock's way to the wire of up to 8 ms).
+        # Taken for it, the pace stayed there, growing a two-thousandth a second
+        # (tests/unit/test_busy_pace.py: 25 a second against a limit of 50; bench/busy.py p-bare@3000's
+        # agent at 28). From halfway between (the geometric mean), it grows a step at most at
+        # each answer while it holds requests back, so only a participant that needs more
+        # than what its sends went at so far climbs on to a second refusal. (Compared with the
+        # refused one's gap alone, a loaded machine's send refused 13 a second after sends
+        # let through at 13, against a limit of 50, was taken for the limit: bench/busy.py
+        # p-bare@3000 3.4x its floor. And where only the sends were at the pace, the user's
+        # key there was found at 30 to 34 a second against 50, the refused one at 45 to 64:
+        # 1.6x to 2.0x its floor.)
+        # Where the sends did go at the pace, the limit was seen near them (from halfway up,
+        # the user's key at 50 went at 52, refused again at the pause's end and halved).
+        halfway = math.sqrt(most * min(refused, send.pace or refused))
+        pace.rate = (most if spaced or most >= _OPEN_WIDE * refused else halfway) * _BARE_AIM
+        pace.step = _STEP
+        return True
+    pace.rate = min(most, refused) * _BARE_AIM
+    # Found, where the sends let through went close under the refused one: the limit is
+    # between them, and a pace grown on from there to its next refusal cost a pause of every
+    # participant waiting on it (bench/busy.py p-bare@3000: the agent's key refused twice at
+    # the start, each time a second of every conversation). So too where they went far
+    # slower than the opening pace (spaced by what came to send): close under the refused
+    # one, halfway between was as likely over the limit as under (the agent's key at 50 a
+    # second, let through at 50, refused at 59, started at 53, refused at its first send
+    # after the pause and halved: three refusals).
+    pace.growing = False
+    pace.estimated = True
+    return True
+
+
+def gap(service: Service, refused: Send) -> float:
+    """The seconds between a refused send and the send before it (0 when unknown)."""
+    later = -1.0
+    for number, moment in service.latest():
+        if number == refused.number:
+            later = moment
+        elif number < refused.number:
+            return later - moment if later >= 0 else 0.0
+    return 0.0
+
+
+def quickest(service: Service, refused: Send) -> float:
+    """The most sends a second that the gaps between the last few sends before a refused one,
+    since the last pause, tell of: each of them was let through (infinite if none tell)."""
+    moments: list[float] = []
+    for number, moment in service.latest():
+        if number >= refused.number:
+            continue
+        if moment < service.pace.resumed or len(moments) > _QUICKEST:
+            break
+        moments.append(moment)
+    moments.sort(reverse=True)  # moments on the wire (``Service.wired``) may come in another order
+    gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
+    return 1 / min(gaps) if gaps and min(gaps) > 0 else math.inf
+
+
+def cut(service: Service, heard: Heard) -> float:
+    """What a refusal leaves of the share: a little; or, when the service said how long before
+    its next unit the request came (a bucket's reset, less the time the rest of its burst takes
+    to grow back), enough that it would have come in time, but no more than a twentieth off: a
+    request far too early tells of something else than the jitter of the way there."""
+    rate = service.meters["requests"].rate
+    match heard.requests:
+        case Quota(reset=reset, limit=limit) if limit >= 1 and rate > 0:
+            between = 1 / (rate * service.aim())
+            early = reset - (limit - 1) / rate
+            if 0 < early < between / 2:
+                return min(SHARE_CUT, max(_SHARE_DEEPEST, between / (between + early)))
+        case _:
+            pass
+    return SHARE_CUT
+
+
+def unused(service: Service, send: Send, heard: Heard, now: float) -> None:
+    """A strict limit's refusal of the latest send, saying its next unit comes within a gap:
+    the unit the send was counted to take is still there, and comes back then, for the refused
+    request sent again at once rather than after the send that was to follow it (a gap lost)."""
+    meter = service.meters["requests"]
+    if not service.strict or meter.rate <= 0 or send.service is not service:
+        return
+    if not service.sent or service.sends - 1 != send.number:
+        return  # a later send, of this participant or another, has taken what comes back
+    match heard.requests:
+        case Quota(reset=reset, limit=limit) if 0 < limit <= 1 and 0 <= reset < 1 / meter.rate:
+            meter.back(now + reset)
+        case _:
+            pass
+
+
+def ready(service: Service, heard: Heard, now: float) -> float:
+    """When every limit of the service has a request's worth again, a refusal at ``now`` having
+    said ``heard``: as the meters count it, or, for a limit with no rate known yet, at the
+    refusal's own reset (a limit with no rate known would say "now", and be asked again at once,
+    refused again)."""
+    return max(
+        meter.ready(now, service.aim()) if meter.rate > 0 else now + reset(heard, name)
+        for name, meter in service.meters.items()
+    )
+
+
+def reset(heard: Heard, name: str) -> float:
+    """The seconds until a limit is whole again as a refusal said it (0 when it did not)."""
+    match heard.requests if name == "requests" else heard.tokens:
+        case Quota(reset=seconds):
+            return seconds
+        case _:
+            return 0.0
