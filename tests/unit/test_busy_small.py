@@ -65,7 +65,9 @@ def played(seed: int, attempts: int = 125) -> dict[str, Key]:
 
     async def main() -> None:
         services = Services()
-        user, agent, judge = (Places(0, who, patience=Patience(600), services=services) for who in keys)
+        user, agent, judge = (
+            Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge")
+        )
 
         async def attempt() -> None:
             async with agent.one():
