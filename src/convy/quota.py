@@ -174,7 +174,10 @@ class Meter:
         self.sample = (0.0, 0.0)
         # The rate the latest admitted word that said nothing was left told (0: none yet): one
         # that says some is left, too few in use to tell a bucket from a window, reads no quicker.
+        # And the limit that word said: a word that says another has no cap from it (a key's
+        # limit raised mid-run: a bucket paced at the old rate never says none is left again).
         self.emptied = 0.0
+        self.emptied_of = 0.0
 
     def ready(self, now: float, share: float) -> float:
         """The first moment a request's cost is there, at ``share`` of the rate."""
@@ -221,7 +224,8 @@ class Meter:
             # first refusals come before any such word, while the rate is still read from words
             # with much left.
             bound = quota.rate()
-            self.emptied = min(self.emptied, bound) if self.emptied > 0 else bound
+            same = self.emptied > 0 and quota.limit == self.emptied_of
+            self.emptied, self.emptied_of = min(self.emptied, bound) if same else bound, quota.limit
             if self.rate > bound:
                 self.rate = bound
         lowered = False
@@ -276,10 +280,14 @@ class Meter:
         nothing is left reads alike as either, so, until the two are told apart, one that says some
         is left reads no quicker than the latest that said none. A window's words all read alike;
         a bucket with a limit of fewer than ``_COUNTABLE`` units, never told apart, is paced on its
-        words with nothing left."""
+        words with nothing left, while they say the same limit: a bucket raised from 10 to 19 a
+        second, held to its old words, went at 10 to the run's end
+        (``tests/unit/test_busy_small_review.py``)."""
         used = quota.used()
         if quota.reset > 0 and quota.remaining < 1:
-            self.emptied = quota.rate()
+            self.emptied, self.emptied_of = quota.rate(), quota.limit
+        elif quota.limit != self.emptied_of:
+            self.emptied = 0.0
         if quota.reset <= 0 or used < _COUNTABLE:
             # Too few units in use for whole numbers to tell a bucket's rate (a remaining of 19
             # of 20 may be 19.99): a bucket's holds; a window's is told by any word.
