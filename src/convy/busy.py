@@ -351,8 +351,7 @@ class Places:
         self._ranked_apart = 0  # ranks given to tries not sent the free way
         self._sent_apart = 0  # sends not on the free way
         self._timer: asyncio.TimerHandle | None = None
-        self._flying = 0
-        # The numbers of its sends flying, in order: what is left counts those before an answered one (``Ration``).
+        # The numbers of its sends flying, in order: how many fly, and what is left counts those before an answered one (``Ration``).
         self._under_way: list[int] = []
         # Whether this participant knows its service has answered a request (its own or, once it
         # knows which service it sends to, a neighbour's on the same key: ``Pace.answered``).
@@ -486,11 +485,11 @@ class Places:
             if self._widening < 1.0:
                 return
             self._widening -= 1.0
-        elif self._doubling and self._flying and not self._send_queue and self._unpaced():
+        elif self._doubling and self._under_way and not self._send_queue and self._unpaced():
             # Places held between this participant's requests (by conversations, whose turns
             # are their other participants' requests too): one more for each place a request
             # under way stands for, so that the requests under way, not the places, double.
-            grown = max(1, min(_FOLD, self._taken // self._flying))
+            grown = max(1, min(_FOLD, self._taken // len(self._under_way)))
         self.size = min(_MOST_PLACES, self.size + grown)
         while self._taken < self.size and self._place_queue:  # the new place goes to the one who waited longest
             future = self._place_queue.popleft()
@@ -683,7 +682,6 @@ class Places:
                 service.sends = number + 1
                 send = Send(service, number, now)
                 self._sent_apart += 1
-                self._flying += 1
                 insort(self._under_way, number)
                 if self._next < now:
                     self._next = now
@@ -719,7 +717,6 @@ class Places:
                         # a refusal of another request also makes it now.
                         self._unnamed.named = ""
                         self._clock = _clocked(loop)
-                        self._flying -= 1
                         self._under_way.remove(number)
                         if self._unwritten is send:
                             self._unwritten = None
@@ -836,7 +833,6 @@ class Places:
         if told is not None:
             _TOLD_RESET(told)
             self._unseated()
-        self._flying += 1
         insort(self._under_way, number)
         heard = Told()
         if not self._free:
@@ -961,7 +957,7 @@ class Places:
             or self._ration.dry(service.sends)  # nothing left that the service said: one at a time (_alone)
         ):
             return False
-        if not self._answered_once and self._flying and (self._asking is None or self._asking.service):
+        if not self._answered_once and self._under_way and (self._asking is None or self._asking.service):
             return False  # _alone
         for meter in service.each:
             if meter.rate > 0.0:
@@ -1092,7 +1088,6 @@ class Places:
         service = self._service
         send = Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
         self._sent_apart += 1
-        self._flying += 1
         insort(self._under_way, send.number)
         self._took(due)
         if self._wire_told and self._service.strict:
@@ -1106,7 +1101,7 @@ class Places:
         requests at the pace the neighbour found, not one at a time. So too once a service that
         says what is left without when more comes has nothing left (``Ration``): one request at a
         time, whose answer or refusal tells whether more is left or how long to wait."""
-        if not self._flying:
+        if not self._under_way:
             return False
         if self._answered_once:
             return self._ration.dry(self._service.sends)
@@ -1265,7 +1260,6 @@ class Places:
         return True
 
     def _landed(self, send: Send) -> None:
-        self._flying -= 1
         self._under_way.remove(send.number)
         if self._unwritten is send:  # it ended before it was on the wire (or the layer never told)
             self._unwritten = None
