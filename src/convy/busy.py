@@ -50,34 +50,15 @@ from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
+from convy.answers import climbed, counted, grown, measured, news
 from convy.deadlines import LIMIT
 from convy.loops import running
-from convy.quota import TOLD, UNSAID, Heard, NoQuota, Pace, Quota, Ration, Send, Service, Services, Told
-from convy.refusals import SHARE_CUT, SHARE_HELD_CUT, opening_ended, ready, reset, taught, unused
+from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
+from convy.refusals import opening_ended, ready, reset, taught, unused
 
 Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
 
-# The share of the rate a service tells that a participant aims at. What is left of it absorbs
-# the jitter of the way there: of a strict bucket's, a request that arrives even a millisecond
-# before the next unit is refused. Each refusal takes 3% off the share (``refusals.SHARE_CUT``),
-# each answer gives a two-hundredth of 3% back, and a little of what is missing to the most (so
-# that a burst of refusals while the machine was busy for a second or two is made up within some
-# seconds): about one refusal in a hundred or two requests, at the share the jitter of the moment
-# allows.
-_SHARE = 0.98  # to start with
-_SHARE_MOST = 0.995
-_ANSWERS_PER_REFUSAL = 200
-_SHARE_BACK = 0.002  # of what is missing to _SHARE_MOST, per answer
-# Without word from the service, the pace doubles every half second until the first refusal after
-# the start's, which finds it (``refusals.taught``). It then grows by _GROWTH of itself a second
-# while requests pass: slowly, since a refusal costs a whole second, and one every twenty seconds
-# (2% cut, grown back at a thousandth a second) cost more than the cut.
-_GROWTH = 0.0005
-# The step of the pace at each answer from the service's first answer to its first refusal
-# (``_opened``): a service with no limit outgrows it within some answers, and a limit's refusal
-# brackets it within the step (``refusals.opening_refused``).
-_OPEN_STEP = 1.05
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
 # request or said its limit holds one request at a time (a limit strict enough for that: a loose
 # one, a burst or a window, is not troubled and would only lose the time), the next send is paced
@@ -98,7 +79,7 @@ _LEADS = 16
 _AHEAD = 0.01
 # Where a strict limit's requests wait at the wire for their moment, the jitter of the way there
 # is mostly gone: the share is raised to _SHARE_HELD, and a refusal takes 2.5% off it rather than
-# 3% (``refusals.SHARE_HELD_CUT``, given back over as many answers). A margin kept for jitter that
+# 3% (``quota.SHARE_HELD_CUT``, given back over as many answers). A margin kept for jitter that
 # is not there is lost on every gap: a strict bucket saves nothing up for a request that comes
 # late. The share is the service's, the same for every participant sharing it.
 _SHARE_HELD = 0.995
@@ -115,8 +96,9 @@ _SHARE_HELD = 0.995
 # quickest of those answers: they came while the places were few, but a service that serves one
 # or two at a time and queues the rest had queued most of them already, and its quickest found it
 # idle (such a service had 20 places, now 13; one that serves 16 at once, 60, where the quickest
-# answer ever, as before, let it have 112). An answer quicker than _OVERLAP is the machine's own
-# work (an in-process fake), which more places would not overlap with anything: it grows nothing.
+# answer ever, as before, let it have 112). An answer quicker than ``quota.OVERLAP`` is the
+# machine's own work (an in-process fake), which more places would not overlap with anything: it
+# grows nothing.
 #
 # And they grow only while a place pays: a round of answers (as many as the places, _RECENT at the
 # least) with every place taken yields, per place and second, at least _YIELD of the most a round
@@ -132,7 +114,6 @@ _MOST_PLACES = 100_000
 _IN_TIME = 3.0
 _RECENT = 8
 _UNQUEUED = 2.0
-_OVERLAP = 0.001
 _YIELD = 0.5
 # In the slow start of a service nothing paces, a place may be held while no request of its own is
 # under way: the agent's places hold whole conversations, and with the simulated user on a model a
@@ -361,7 +342,7 @@ class Places:
         # Its own until the service says who it is; then the one it shares with the participants
         # on the same key, with what they found of its limit: what the service said is left, or
         # the ``Pace`` found without word from it, and the pause its latest refusal asked for.
-        self._service = Service(_SHARE)
+        self._service = Service(SHARE)
         self._ration = Ration()  # what its service said is left without a reset, as its answers said it
         self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
         self._unwritten: Send | None = None  # the latest send let go and not on the wire yet, while it is told
@@ -472,7 +453,7 @@ class Places:
         if (self._taken < self.size and not self._place_queue) or self.size >= _MOST_PLACES:
             return
         latency = now - send.moment
-        if latency < _OVERLAP:
+        if latency < OVERLAP:
             return
         timed = self._timed(latency)
         if not self._paid(send, now) or not timed:
@@ -798,11 +779,11 @@ class Places:
             answers.popleft()
             while answers[0] < gone:
                 answers.popleft()
-        if service.share < _SHARE_MOST and number > pace.cut_after:
-            self._grown()
+        if service.share < SHARE_MOST and number > pace.cut_after:
+            grown(self._service, self._gated)
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
             answered = self._clock()
-            if answered - sent >= _OVERLAP:
+            if answered - sent >= OVERLAP:
                 self._kept_up(Send(service, number, sent), answered)
         if self._send_queue:
             self._release()
@@ -849,16 +830,16 @@ class Places:
 
     def _plainly_answered(self, service: Service, number: int, sent: float, send: Send | None) -> None:
         """``_answer``, for a request of the quick path or the free way (``_tried``), whose service
-        said nothing of its limits, with no pace found yet: ``_counted``, ``_kept_up`` and what
+        said nothing of its limits, with no pace found yet: ``answers.counted``, ``_kept_up`` and what
         ``_landed`` lets go, in line. The last second's answers are trimmed from the moment it was
         ``sent`` rather than from its answer's: a refusal trims them again from its own moment,
         later than both, so it counts the same ones either way, and no clock is read for it. An
-        answer within _OVERLAP grows no place (``_kept_up``): the free way makes no ``Send``
+        answer within ``OVERLAP`` grows no place (``_kept_up``): the free way makes no ``Send``
         (``send`` None) and reads no clock for it where nothing else does."""
         pace = service.pace
         pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
-        if service.share < _SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
-            self._grown()
+        if service.share < SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
+            grown(service, self._gated)
         if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
             self._plainly_landed(service, number, sent, send)  # only where there is any
 
@@ -867,7 +848,7 @@ class Places:
         ``_landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
             answered = self._clock()  # the clock ``sent`` was read on
-            if answered - sent >= _OVERLAP:
+            if answered - sent >= OVERLAP:
                 self._kept_up(Send(service, number, sent) if send is None else send, answered)
         if self._send_queue:
             self._release()
@@ -1274,7 +1255,7 @@ class Places:
         if told.service:
             self._known(told.service)
         self._answered_once = self._service.pace.answered = True
-        self._heard(send, told.heard, True)
+        measured(self._service, send, told.heard, True, self._wired)
         if send.service is self._service:  # its number counts this service's sends
             self._ration.heard(send.number, told.heard.requests, self._under_way)
         match told.heard.requests:
@@ -1285,85 +1266,19 @@ class Places:
                 self._service.strict = True
             case _:
                 pass
-        self._counted(send, now)
+        counted(self._service, send, now, self.size, self.per_minute, self._gated)
         pace = self._service.pace
-        if pace.rate > 0 and self._news(send):
-            # One answer is worth the gap it filled; answers to requests sent before the last cut
-            # say nothing of the pace after it, nor do those sent before the participant knew
-            # its service (the pace was not theirs). Only while the pace holds requests back (one
-            # waited for it while this one was under way, as ``_kept_up`` asks the other way
-            # round): a pace that is not what spaces the sends (the places are, or nothing to
-            # send) is not tried by its answers, and doubled on them it ran far past the limit
-            # unrefused (320 a second against a bucket of 50, held back by three places), until
-            # the places grew, and its first refusal found it there.
-            seconds = 1.0 / pace.rate
-            if not (self._send_queue or self._queued >= send.moment or pace.queued >= send.moment):
-                pass
-            elif pace.proven and send.moment < pace.resumed + seconds / 2:
-                # The first send after a pause went at its end, with no gap of the pace before it:
-                # its answer tried nothing of the pace. Grown on it (a third at 5 a second), the
-                # pace's next send was refused, a whole second more, and the pace halved again
-                # (bench/busy.py p-bare@300: three pauses of each key after the start's). Unless
-                # the pace was made up from the pause itself (one request a second, refused before
-                # anything was answered): kept, its next send waited out a whole second more.
-                pass
-            elif pace.growing:
-                pace.rate *= pace.step if pace.opening else min(2 ** (2 * seconds), pace.step)
-                # The gap after the last send shrinks with it: a pace made up from a pause (one
-                # request a second) doubled would otherwise still wait out the whole second.
-                pace.next -= seconds - 1.0 / pace.rate
-            else:
-                pace.rate *= 1 + _GROWTH * seconds
-            pace.proven = True
+        if pace.rate > 0 and news(self._service, send):
+            # Answers to requests sent before the last cut say nothing of the pace after it, nor
+            # do those sent before the participant knew its service (the pace was not theirs);
+            # those after it try the pace while it holds requests back: one of this participant's
+            # waited for it while the answered one was under way (or one of any participant on
+            # the key did, which ``climbed`` reads of the pace).
+            climbed(self._service, send, bool(self._send_queue) or self._queued >= send.moment)
         if not self.cap:
             self._kept_up(send, now)
         if paced:
             self._landed(send)
-
-    def _counted(self, send: Send, now: float) -> None:
-        """An answer to ``send`` heard at ``now``: among the last second's answers, and, for a
-        request sent after the last cut, a step of the share aimed at given back."""
-        pace = self._service.pace
-        pace.heard(send.moment, now)
-        if not pace.opened and send.service is self._service:
-            self._opened(pace, now - send.moment)
-        elif pace.opening and now - send.moment >= _OVERLAP:
-            # Never slower than the places' worth over an answer's latency: the places double in
-            # a round of answers while nothing refuses (``_kept_up``), and a pace that grew only
-            # its step at each answer held them back (bench/busy.py p-free: 1.9 s against 1.7).
-            pace.rate = max(pace.rate, self.size / (now - send.moment))
-        if self._service.share < _SHARE_MOST and self._news(send):
-            self._grown()
-
-    def _opened(self, pace: Pace, latency: float) -> None:
-        """The service's first answer, which took ``latency``: where it said nothing of its limits
-        and nothing paces it, the sends waiting for it (a service not heard from gets one request
-        at a time, ``_alone``) go at a pace of the places' worth over that latency, which grows by
-        _OPEN_STEP at each answer while it holds requests back, until the first refusal. Let go at
-        once, the second of them reached a strict limit with no gap, and was refused: a whole
-        Retry-After before anything was found of the limit, and a second refusal at the end of
-        the climb from the pace made up from that one (bench/busy.py p-bare@3000, p-all-bare:
-        two pauses of a second each)."""
-        pace.opened = True
-        if self.per_minute or pace.rate > 0.0 or not self._unmetered() or latency < _OVERLAP:
-            return
-        pace.rate = max(self.size, 1) / latency
-        pace.latency = latency
-        pace.step = _OPEN_STEP
-        pace.opening = True
-
-    def _news(self, send: Send) -> bool:
-        """Whether an answer or refusal of ``send`` is news of the pace: it was sent after the
-        last cut, against the service the participant now knows it sends to."""
-        return send.service is self._service and send.number > self._service.pace.cut_after
-
-    def _grown(self) -> None:
-        """A step of the share aimed at given back: a refusal's cut made up over
-        _ANSWERS_PER_REFUSAL answers, the smaller one where requests are held at the wire too, so
-        that they are not refused more often there."""
-        cut = SHARE_HELD_CUT if self._gated and self._service.strict else SHARE_CUT
-        growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (_SHARE_MOST - self._service.share)
-        self._service.share = min(_SHARE_MOST, self._service.share + growth)
 
     def _refusal(self, send: Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
@@ -1408,7 +1323,7 @@ class Places:
             # imposed on the neighbour, which keeps the limit.
             self._landed(send)
             return
-        self._heard(send, heard, False)
+        measured(service, send, heard, False, self._wired)
         unused(service, send, heard, now)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
@@ -1437,35 +1352,6 @@ class Places:
         pace.resumed = max(pace.resumed, pace.paused_until)
         if told.service:
             self._services.refused(told.service, pause)
-
-    def _heard(self, send: Send, heard: Heard, admitted: bool) -> None:
-        if send.service is not self._service or not heard.quoted():
-            return  # sent before the participant knew which service it was (the next will tell), or nothing said
-        number, sent = send.number, send.moment
-        match heard.requests:
-            case Quota(limit=limit) if 0 < limit <= 1 and self._wired[0] is send:
-                # A limit that holds one request at a time counts it from when it reached the
-                # service: the first request of a participant opens its connection first, and
-                # counted from when it was let go, the unit it took came back tens of milliseconds
-                # later than counted, and the next send was refused (bench/busy.py p-b1@300: the
-                # user's and the agent's second request, each run).
-                sent = max(sent, self._wired[1])
-            case _:
-                pass
-        later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
-        for count, moment in self._service.latest():
-            if count <= number:
-                break
-            later.append(moment)
-        later.reverse()
-        for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
-            match quota:
-                case Quota():
-                    if self._service.meters[name].heard(quota, number, sent, later, self._service.aim(), name == "tokens", admitted):
-                        # The refusals just before were the limit coming down, not jitter.
-                        self._service.share = max(self._service.share, _SHARE)
-                case NoQuota():
-                    pass
 
     def _noted(self, start: float, seconds: float, why: Literal["busy", "pace", "place"]) -> None:
         waits = WAITS.get()

@@ -378,14 +378,15 @@ class Pace:
     its limits, and the pause its latest refusal asked for. Its ``Service`` holds it, so that the
     participants sharing a key share it too: one refused before its first answer goes on at the
     pace its neighbour found, and a refusal's pause holds them all, as the limit they share does.
-    ``Places`` finds and changes it."""
+    ``busy.Places`` finds and changes it, with what a refusal and an answer teach of it
+    (``refusals.py``, ``answers.py``)."""
 
     def __init__(self) -> None:
         self.rate = 0.0  # requests a second, all participants together (0: not paced)
         self.growing = True  # doubling until the first refusal after the start's
         # Set at the service's first answer, where it said nothing of its limits: the places'
         # worth spread over that answer's latency, grown by a step at each answer until the first
-        # refusal, rather than sent at once (``Places._counted``).
+        # refusal, rather than sent at once (``answers.opened``).
         self.opening = False
         self.opened = False  # whether that was done already for this service
         self.latency = 1.0  # the first answer's latency, where it opened the pace
@@ -438,6 +439,23 @@ class Pace:
         answers = self.answers
         while answers and answers[0] < gone:  # an answer that took over a second goes at once
             answers.popleft()
+
+
+# The share of the rates a service tells that its participants aim at (``Service.share``). What is
+# left of it absorbs the jitter of the way there: of a strict bucket's, a request that arrives
+# even a millisecond before the next unit is refused. It starts at SHARE; a refusal takes 3% off
+# it (SHARE_CUT, ``refusals.taught``), or 2.5% (SHARE_HELD_CUT) where a strict limit's requests
+# wait at the wire for their moment, the jitter of the way there mostly gone; each answer gives a
+# step of that back (``answers.grown``), up to SHARE_MOST. Here, beside the share, so that what a
+# refusal teaches and what an answer teaches read them from the ground, neither from the other.
+SHARE = 0.98  # to start with
+SHARE_MOST = 0.995
+SHARE_CUT = 0.97
+SHARE_HELD_CUT = 0.975
+# An answer quicker than OVERLAP is the machine's own work (an in-process fake), not a service's
+# latency: it opens no pace (``answers.opened``), and more places would not overlap it with
+# anything (``busy.Places._kept_up``).
+OVERLAP = 0.001
 
 
 class Service:

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import math
 
-from convy.quota import Heard, Quota, Send, Service
+from convy.quota import SHARE_CUT, SHARE_HELD_CUT, Heard, Quota, Send, Service
 
 # What a refusal takes off the share of the rate a service tells that its participants aim at
-# (``Service.share``): 3%, up to 5% when the service says the request came that early, never below
-# _SHARE_LEAST. An answer gives a step of it back (``busy.Places._grown``), so that there is about
-# one refusal in a hundred or two requests, at the share the jitter of the moment allows. Where
-# a strict limit's requests wait at the wire for their moment, the jitter of the way there is
-# mostly gone, and a refusal takes 2.5% off rather than 3% (given back over as many answers).
-SHARE_CUT = 0.97
-SHARE_HELD_CUT = 0.975
+# (``Service.share``): 3% (``quota.SHARE_CUT``), up to 5% when the service says the request came
+# that early, never below _SHARE_LEAST. An answer gives a step of it back (``answers.grown``), so
+# that there is about one refusal in a hundred or two requests, at the share the jitter of the
+# moment allows. Where a strict limit's requests wait at the wire for their moment, the jitter of
+# the way there is mostly gone, and a refusal takes 2.5% off rather than 3%
+# (``quota.SHARE_HELD_CUT``, given back over as many answers).
 _SHARE_LEAST = 0.05
 _SHARE_DEEPEST = 0.95  # the most one refusal takes off: a request far too early is not jitter
 # Without word from the service, the pace doubles every half second until the first refusal after
@@ -185,7 +184,7 @@ def opening_ended(service: Service, now: float) -> None:
 
 
 def opening_refused(service: Service, send: Send) -> bool:
-    """The first refusal since the service's first answer (``busy.Places._opened``), of ``send``:
+    """The first refusal since the service's first answer (``answers.opened``), of ``send``:
     whether it found the pace. The limit is at least the quickest the last sends went and were let
     through, and under the gap the refused one came after the send before it: the pace is the
     lower of the two, a little under. The opening pace need not have spaced the sends (a

@@ -1,0 +1,153 @@
+"""What an answer teaches of a service's limits.
+
+A service that answers a request says the participants sharing its key went no faster than it
+allows. What they aim at lives on its ``Service`` (``quota.py``): the share of the rates it tells,
+and, where it tells none, the ``Pace`` found from its answers and refusals. An answer counts among
+the last second's (``counted``); the service's first, where it said nothing of its limits, opens
+a pace of the places' worth over its latency (``opened``); an answer to a request sent after the
+last cut (``news``) gives a step of the share back (``grown``) and, while the pace held requests
+back, tries the pace, which grows a little (``climbed``). What the service said of its limits
+with an answer or a refusal is heard by its meters (``measured``).
+
+``busy.Places`` decides when an answer is heard, and keeps its own places, queue and way to the
+wire; what the answer says of the limit is read here, from the ``Service`` and the little of the
+participant's it is handed (its places, its cap per minute, whether its requests wait at the wire
+for their moment, whether one waited for the pace), and changes the ``Service`` alone.
+``refusals.py`` is its sibling: neither imports the other, and the share's bounds they both read
+are in ``quota.py``. Nothing here reads a clock or waits: the moment of the answer is given.
+"""
+
+from __future__ import annotations
+
+from convy.quota import OVERLAP, SHARE, SHARE_CUT, SHARE_HELD_CUT, SHARE_MOST, Heard, NoQuota, Quota, Send, Service
+
+# Each answer gives a two-hundredth of a refusal's cut of the share back, and a little of what is
+# missing to the most (so that a burst of refusals while the machine was busy for a second or two
+# is made up within some seconds): about one refusal in a hundred or two requests, at the share
+# the jitter of the moment allows.
+_ANSWERS_PER_REFUSAL = 200
+_SHARE_BACK = 0.002  # of what is missing to SHARE_MOST, per answer
+# Without word from the service, the pace doubles every half second until the first refusal after
+# the start's, which finds it (``refusals.taught``). It then grows by _GROWTH of itself a second
+# while requests pass: slowly, since a refusal costs a whole second, and one every twenty seconds
+# (2% cut, grown back at a thousandth a second) cost more than the cut.
+_GROWTH = 0.0005
+# The step of the pace at each answer from the service's first answer to its first refusal
+# (``opened``): a service with no limit outgrows it within some answers, and a limit's refusal
+# brackets it within the step (``refusals.opening_refused``).
+_OPEN_STEP = 1.05
+
+
+def counted(service: Service, send: Send, now: float, size: int, per_minute: int, gated: bool) -> None:
+    """An answer to ``send`` heard at ``now``: among the last second's answers, and, for a
+    request sent after the last cut, a step of the share aimed at given back. ``size`` is the
+    participant's places, ``per_minute`` its cap, ``gated`` whether its requests wait at the wire
+    for their moment."""
+    pace = service.pace
+    pace.heard(send.moment, now)
+    if not pace.opened and send.service is service:
+        opened(service, now - send.moment, size, per_minute)
+    elif pace.opening and now - send.moment >= OVERLAP:
+        # Never slower than the places' worth over an answer's latency: the places double in
+        # a round of answers while nothing refuses (``busy.Places._kept_up``), and a pace that grew
+        # only its step at each answer held them back (bench/busy.py p-free: 1.9 s against 1.7).
+        pace.rate = max(pace.rate, size / (now - send.moment))
+    if service.share < SHARE_MOST and news(service, send):
+        grown(service, gated)
+
+
+def opened(service: Service, latency: float, size: int, per_minute: int) -> None:
+    """The service's first answer, which took ``latency``: where it said nothing of its limits
+    and nothing paces it (``per_minute``, the participant's cap), the sends waiting for it (a
+    service not heard from gets one request at a time, ``busy.Places._alone``) go at a pace of the
+    places' worth (``size``) over that latency, which grows by _OPEN_STEP at each answer while it
+    holds requests back, until the first refusal. Let go at once, the second of them reached a
+    strict limit with no gap, and was refused: a whole Retry-After before anything was found of
+    the limit, and a second refusal at the end of the climb from the pace made up from that one
+    (bench/busy.py p-bare@3000, p-all-bare: two pauses of a second each)."""
+    pace = service.pace
+    pace.opened = True
+    if per_minute or pace.rate > 0.0 or any(meter.rate > 0.0 for meter in service.each) or latency < OVERLAP:
+        return
+    pace.rate = max(size, 1) / latency
+    pace.latency = latency
+    pace.step = _OPEN_STEP
+    pace.opening = True
+
+
+def news(service: Service, send: Send) -> bool:
+    """Whether an answer or refusal of ``send`` is news of the pace: it was sent after the
+    last cut, against the service the participant now knows it sends to."""
+    return send.service is service and send.number > service.pace.cut_after
+
+
+def grown(service: Service, gated: bool) -> None:
+    """A step of the share aimed at given back: a refusal's cut made up over
+    _ANSWERS_PER_REFUSAL answers, the smaller one where requests are held at the wire too
+    (``gated``, and the limit strict), so that they are not refused more often there."""
+    cut = SHARE_HELD_CUT if gated and service.strict else SHARE_CUT
+    growth = (1 - cut) / _ANSWERS_PER_REFUSAL + _SHARE_BACK * (SHARE_MOST - service.share)
+    service.share = min(SHARE_MOST, service.share + growth)
+
+
+def climbed(service: Service, send: Send, waited: bool) -> None:
+    """An answer to ``send``, news of the pace found without word from the service: one answer
+    is worth the gap it filled. Only while the pace holds requests back (``waited``: one of the
+    participant's waited for it while this one was under way, as ``busy.Places._kept_up`` asks the
+    other way round; or one of any participant on the key did, ``Pace.queued``): a pace that is
+    not what spaces the sends (the places are, or nothing to send) is not tried by its answers,
+    and doubled on them it ran far past the limit unrefused (320 a second against a bucket of 50,
+    held back by three places), until the places grew, and its first refusal found it there."""
+    pace = service.pace
+    seconds = 1.0 / pace.rate
+    if not (waited or pace.queued >= send.moment):
+        pass
+    elif pace.proven and send.moment < pace.resumed + seconds / 2:
+        # The first send after a pause went at its end, with no gap of the pace before it:
+        # its answer tried nothing of the pace. Grown on it (a third at 5 a second), the
+        # pace's next send was refused, a whole second more, and the pace halved again
+        # (bench/busy.py p-bare@300: three pauses of each key after the start's). Unless
+        # the pace was made up from the pause itself (one request a second, refused before
+        # anything was answered): kept, its next send waited out a whole second more.
+        pass
+    elif pace.growing:
+        pace.rate *= pace.step if pace.opening else min(2 ** (2 * seconds), pace.step)
+        # The gap after the last send shrinks with it: a pace made up from a pause (one
+        # request a second) doubled would otherwise still wait out the whole second.
+        pace.next -= seconds - 1.0 / pace.rate
+    else:
+        pace.rate *= 1 + _GROWTH * seconds
+    pace.proven = True
+
+
+def measured(service: Service, send: Send, heard: Heard, admitted: bool, wired: tuple[Send | None, float]) -> None:
+    """What the service said of its limits (``heard``) with the answer, or refusal (not
+    ``admitted``), of ``send``, heard by its meters; ``wired`` is the participant's latest send on
+    the wire, and when it went there."""
+    if send.service is not service or not heard.quoted():
+        return  # sent before the participant knew which service it was (the next will tell), or nothing said
+    number, sent = send.number, send.moment
+    match heard.requests:
+        case Quota(limit=limit) if 0 < limit <= 1 and wired[0] is send:
+            # A limit that holds one request at a time counts it from when it reached the
+            # service: the first request of a participant opens its connection first, and
+            # counted from when it was let go, the unit it took came back tens of milliseconds
+            # later than counted, and the next send was refused (bench/busy.py p-b1@300: the
+            # user's and the agent's second request, each run).
+            sent = max(sent, wired[1])
+        case _:
+            pass
+    later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
+    for count, moment in service.latest():
+        if count <= number:
+            break
+        later.append(moment)
+    later.reverse()
+    for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
+        match quota:
+            case Quota():
+                if service.meters[name].heard(quota, number, sent, later, service.aim(), name == "tokens", admitted):
+                    # The refusals just before were the limit coming down, not jitter.
+                    service.share = max(service.share, SHARE)
+            case NoQuota():
+                pass
