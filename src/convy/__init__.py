@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     )
     from convy.bench import Bench
     from convy.budget import Budget, Outlay
-    from convy.busy import Busy, Patience, Places, Wait
+    from convy.busy import Busy, Patience, Places
     from convy.chat import Chunks, Completion, Price, Prices
     from convy.checks import Check, Rule
     from convy.env import Env
@@ -122,6 +122,7 @@ if TYPE_CHECKING:
     from convy.transcript import Evidence, Finished, Transcript, Turn, Unchecked, UserFault
     from convy.user import SimulatedUser, UserChecks
     from convy.vital import DeadService
+    from convy.waits import Wait
 
 # Each public name is imported from its module the first time it is asked for, so a command loads
 # only what it uses (``convy report`` needs no HTTP client, no settings library, no progress bar).
@@ -242,7 +243,7 @@ _WHERE = {
     "UrlProblem": "convy.problems",
     "Usage": "convy.agent",
     "Verdict": "convy.judge",
-    "Wait": "convy.busy",
+    "Wait": "convy.waits",
     "WorkersLost": "convy.problems",
 }
 

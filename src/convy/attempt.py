@@ -17,7 +17,6 @@ from typing import Any, Generic, Literal, TypeVar, overload
 import msgspec
 
 from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Thought, Unpriced, Usage
-from convy.busy import Wait
 from convy.causes import Cause
 from convy.judge import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Verdict, Vote
 from convy.outcome import Outcome
@@ -39,6 +38,7 @@ from convy.views import (
     UserFaultView,
     VoteView,
 )
+from convy.waits import Wait
 
 Found = TypeVar("Found")
 

@@ -29,10 +29,10 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   (``Retry-After``, or the more exact reset the service sent) is the time until the participant's
   next send; after it, requests go one by one at the pace, the refused ones first.
 
-Retries live here and nowhere else. Every wait is noted in the attempt's ``Waits`` (a context
-variable set by the attempt), for the timeline of the report. Places keep their moments in the
-event loop's time and wait with the loop's timers, so a loop with a virtual clock runs them in
-virtual time.
+Retries live here and nowhere else. Every wait is noted in the attempt's ``waits.Waits`` (a
+context variable set by the attempt), for the timeline of the report. Places keep their moments
+in the event loop's time and wait with the loop's timers, so a loop with a virtual clock runs
+them in virtual time.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ from convy.deadlines import LIMIT
 from convy.loops import running
 from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
 from convy.refusals import opening_ended, ready, reset, taught, unused
+from convy.waits import WAITS, Wait, Who
 
-Who = Literal["agent", "user", "judge"]
 T = TypeVar("T")
 
 # Where the HTTP layer tells when a request went on the wire, and once the service has refused a
@@ -188,29 +188,6 @@ class Patience(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         if self.seconds < 0 or self.first <= 0:
             raise ValueError("patience must be at least 0 s, and its first wait more than 0 s")
-
-
-class Wait(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
-    """A stretch of an attempt spent waiting: who waited, from when (seconds from the attempt's
-    start), how long, and why — a ``busy`` service's pause, the participant's ``pace``, or a free
-    ``place`` among the participant's places."""
-
-    who: Who
-    start: float
-    seconds: float
-    why: Literal["busy", "pace", "place"] = "busy"
-
-
-class Waits:
-    """The waits of one attempt, collected as they happen; ``origin`` is the attempt's start in
-    the event loop's time."""
-
-    def __init__(self, origin: float) -> None:
-        self.origin = origin
-        self.noted: list[Wait] = []
-
-
-WAITS: ContextVar[Waits | None] = ContextVar("convy_waits", default=None)
 
 
 class _Asked(Told):

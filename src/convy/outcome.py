@@ -7,9 +7,9 @@ from typing import Literal
 import msgspec
 
 from convy.agent import Answer, NoUsage, Usage
-from convy.busy import Wait
 from convy.judge import Failed, NoVerdict, Verdict
 from convy.transcript import Stop, Transcript, Unchecked, UserFault
+from convy.waits import Wait
 
 # The time of a part an attempt did not have (no opening, no ending by the user, no judgement),
 # each ``Outcome`` field's default and what ``scenario.py`` gives for it: msgspec leaves a field out

@@ -14,13 +14,14 @@ import msgspec
 
 from convy.adaptive import Adaptive, Rounds
 from convy.budget import Budget, Outlay
-from convy.busy import START, Patience, Places, Who
+from convy.busy import START, Patience, Places
 from convy.judge import Judging
 from convy.passing import PassRule
 from convy.plan import Plan, Player
 from convy.quota import Services
 from convy.scenario import Scenario
 from convy.user import UserChecks
+from convy.waits import Who
 
 
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

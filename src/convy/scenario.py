@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from convy.agent import Agent, AgentFailure, Answer, Message, NoUsage, OutOfTime, Usage
-from convy.busy import WAITS, Busy, Waits
+from convy.busy import Busy
 from convy.checks import PATTERNS, QUOTED, Check, Fill, Rule, literal, slashed, why_unsound
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
 from convy.loops import running
@@ -43,6 +43,7 @@ from convy.slots import Slotted, nearest
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
 from convy.variants import PERSONA, Matrix, Persona, Personas, Value, Variant
+from convy.waits import WAITS, Waits
 
 # The slots the simulator prompt is filled with, besides the scenario's vars (and its matrix's and
 # persona's values), each with what it holds: docs/protocols.md lists these.

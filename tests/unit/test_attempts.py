@@ -801,11 +801,11 @@ def test_a_run_written_with_every_field_reads_as_one_written_without_its_default
     """An attempt is written without the fields at their defaults, and a run written before,
     with all of them, still reads back the same attempts."""
     from convy.agent import NoUsage, Thought, Usage
-    from convy.busy import Wait
     from convy.judge import Confidence
     from convy.records import RunSpec
     from convy.storage import RunJournal
     from convy.transcript import Turn
+    from convy.waits import Wait
 
     scenario = Scenario(id="refunds/lamp", script=("Hello, my lamp is broken.", "Order A-1234."), judge=("The agent was polite.",))
     spec = RunSpec(id="old", agent="shop", scenarios=(scenario,), attempts=2, limits=Limits())

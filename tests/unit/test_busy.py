@@ -18,10 +18,11 @@ from support.clock import START, in_virtual_time
 from support.standin import HandClock, StandIn, http_date
 
 from convy import Bench, JsonAgent, Limits, Models, Plan, Scenario
-from convy.busy import WAITS, Busy, Patience, Places, Waits
+from convy.busy import Busy, Patience, Places
 from convy.fakes import FakeAgent, MemoryJournal
 from convy.http import HttpFailure, JsonEndpoint, RateHeaders, RetryAfter
 from convy.quota import TOLD, Heard, Left, NoQuota, Service, Services
+from convy.waits import WAITS, Waits
 
 # A Retry-After short enough for tests: the services below ask to wait this long.
 SHORT = 0.05
