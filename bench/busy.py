@@ -79,7 +79,10 @@ for about ``--seconds`` (10). The shapes:
   about 1,200 requests' worth a minute for each participant;
 - ``p-agent+judge``, ``p-user+judge``, ``p-all``: those on one key (one 1,200-a-minute bucket),
   the others on their own; ``p-all-bare``: all three on one key with no header;
-- ``p-free``: no limit, ``--free-project`` (50) attempts, beside what full concurrency allows;
+- ``p-free``: no limit, ``--free-project`` (50) attempts, beside what full concurrency allows
+  (``at_once``: the same requests by a bare asyncio loop with httpx2, every attempt under way at
+  once, on the same stand-ins just after the run; its target's ratio is against that, as the
+  issue's "within 2x of what full concurrency allows" asks, the chain's printed as its floor);
 - ``p-litellm``: LiteLLM's proxy (``.venv-proxy``, offline; the shape exists where it is
   installed) in front of the stand-in, the user's and the judge's deployments each with the
   router's ``rpm`` (``--litellm-rpm``, 300; counted per minute of the clock), both reached with
@@ -796,12 +799,61 @@ def played(name: str, arguments: argparse.Namespace) -> dict[str, Any]:
             stats = stands.stats()
             statuses = edge.statuses() if edge is not None else Counter()
             spent = edge.cpu() - spent if edge is not None else 0.0
+            full = 0.0
+            if project.limit == "none":  # what full concurrency allows, on the same stand-ins, after the run
+                start = time.monotonic()
+                asyncio.run(at_once(url, key, attempts, arguments.turns))
+                full = time.monotonic() - start
     stops = Counter(outcome.stop for outcome in journal.outcomes)
     verdicts = sum(1 for outcome in journal.outcomes if type(outcome.result).__name__ == "Verdict")
     durations = sorted(outcome.seconds for outcome in journal.outcomes)
     spread = [durations[min(len(durations) - 1, int(share * len(durations)))] for share in (0.5, 0.95)] + durations[-1:]
     proxied = {"received": sum(statuses.values()), "refused": statuses["429"], "capacity": capacity, "cpu": spent}
-    return {"wall": wall, "attempts": attempts, "stops": dict(stops), "verdicts": verdicts, "spread": spread, "keys": stats, "second": second, "proxy": proxied}
+    return {
+        "wall": wall,
+        "attempts": attempts,
+        "stops": dict(stops),
+        "verdicts": verdicts,
+        "spread": spread,
+        "keys": stats,
+        "second": second,
+        "proxy": proxied,
+        "full": full,
+    }
+
+
+async def at_once(url: dict[str, str], key: dict[str, str], attempts: int, turns: int) -> None:
+    """A project's requests with every attempt under way at once and nothing else: a bare asyncio
+    loop with httpx2 alone, one client per participant as convy keeps, each attempt's chain one
+    request after another (the user's, the agent's, ..., the user's last, the judge's), bodies the
+    size of convy's. What full concurrency allows on this machine, the yardstick of ``p-free``."""
+    context = httpx2.create_ssl_context(trust_env=False)
+    clients = {
+        part: httpx2.AsyncClient(verify=context, trust_env=False, timeout=60, headers={"authorization": f"Bearer {key[part]}"})
+        for part in ("user", "agent", "judge")
+    }
+
+    async def chat(part: str, messages: list[dict[str, str]]) -> str:
+        response = await clients[part].post(url[part] + "/v1/chat/completions", json={"model": MODELS[part], "messages": messages})
+        response.raise_for_status()
+        return str(response.json()["choices"][0]["message"]["content"])
+
+    async def attempt(number: int) -> None:
+        said: list[dict[str, str]] = [{"role": "system", "content": INSTRUCTIONS}]
+        for _ in range(turns):
+            message = await chat("user", said)
+            response = await clients["agent"].post(url["agent"] + "/agent", json={"message": message, "session": str(number)})
+            response.raise_for_status()
+            said += [{"role": "assistant", "content": message}, {"role": "user", "content": str(response.json())}]
+        await chat("user", said)
+        dialogue = "\n".join(f"{line['role'].upper()}: {line['content']}" for line in said[1:])
+        await chat("judge", [{"role": "user", "content": f"{dialogue}\nThe claim: The agent answered question 1."}])
+
+    try:
+        await asyncio.gather(*(attempt(number) for number in range(attempts)))
+    finally:
+        for client in clients.values():
+            await client.aclose()
 
 
 def project_floor(project: Project, result: dict[str, Any], arguments: argparse.Namespace) -> float:
@@ -907,6 +959,8 @@ def project_shown(project: Project, result: dict[str, Any] | None, arguments: ar
     spread = "/".join(f"{seconds:.1f}" for seconds in result["spread"])
     if not project.headers:  # its target's ratio too, against the floor plus the refusals needed
         honest = f"   {result['wall'] / (floor + REFUSALS_NEEDED):.2f}x(F+{REFUSALS_NEEDED}s)"
+    if result.get("full"):  # against what full concurrency allows here: its target's ratio
+        honest = f"   all at once {result['full']:.2f} s: {result['wall'] / result['full']:.2f}x"
     return (
         f"{floor:6.1f} {result['wall']:6.1f} {result['wall'] / floor:6.2f}x {refused / max(1, received):6.1%}"
         f"  {each:<24} {spread}{honest}"
@@ -917,7 +971,7 @@ def project_target(project: Project, arguments: argparse.Namespace) -> str:
     """The issue's target for a shape; where only a 429 tells, the refusals any client needs
     added to the floor (``REFUSALS_NEEDED`` Retry-Afters of a second, on the busiest key)."""
     if project.limit == "none":
-        return f"<={project.target:g}x chain"
+        return f"<={project.target:g}x all at once"
     if not project.headers:
         return f"<={project.target:.2f}x(F+{REFUSALS_NEEDED}s)"
     return f"<={project.target:.2f}x, <=1%"
