@@ -4,6 +4,7 @@ prints its table. No figure it prints is checked: they depend on the machine."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -142,6 +143,7 @@ def test_the_pacing_benchmark_plays_a_small_project() -> None:
     assert "all three one key, 1200/min" in out and "no limit, 4 attempts" in out, out
     assert "PROBLEMS" not in out
     assert out.count(" now ") == 2, out
+    assert re.search(r"all at once \d+\.\d\d s: \d+\.\d\dx", out), out  # p-free beside what full concurrency allows
 
 
 def test_the_benchmarks_run_from_any_folder(tmp_path: Path) -> None:
