@@ -496,13 +496,14 @@ def test_a_worker_whose_places_grow_is_handed_more_attempts_at_once(place: Place
     (``Played.room``), so the driver hands it more at once. More than 64 conversations are open
     at once: the most a driver that could not see the places grow handed one worker (32 for the
     agent, 32 for the judge; at main before this, the peak was 48, with this 121). The stand-in
-    answers in 300 ms, so that the machine's own delays stay well within the three times the
+    answers in a second, so that the machine's own delays stay well within the three times the
     usual answer that counts as in time: at 100 ms, a clean clone's suite beside other work (a
     load of 35 on 2 cores) held the worker, whose own CPU then set its answers' pace, to 57
-    places (rightly: more places would not have been answered sooner); at 300 ms the same
-    conversations ask a third of the CPU a second."""
+    places (rightly: more places would not have been answered sooner); at 300 ms, three clean
+    clones' suites at once beside three benches, to 60; at a second the same conversations ask a
+    tenth of the CPU a second that they asked at 100 ms."""
     place.written(attempts=200)
-    place.server.latency = 0.3
+    place.server.latency = 1.0
 
     ran = place.ran("run", "--ray", ray_cluster.address, "--workers", "1")
 
