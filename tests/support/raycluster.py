@@ -118,9 +118,19 @@ class LocalCluster:
         """The second node's id (hex). The driver is always on the head, so this is the one to kill."""
         return str(self.others[0].node_id)
 
-    def add_node(self) -> str:
-        """Start another node and wait until it has joined; its id."""
-        node = self._cluster.add_node(**self._node_args())
+    def add_node(self, environment: dict[str, str] | None = None) -> str:
+        """Start another node and wait until it has joined; its id. ``environment``: variables its
+        processes start with besides this process's (Ray's testing hooks, say), this one's unchanged."""
+        saved = {name: os.environ.get(name) for name in environment or {}}
+        os.environ.update(environment or {})
+        try:
+            node = self._cluster.add_node(**self._node_args())
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
         self._cluster.wait_for_nodes(timeout=PATIENCE)
         self.others.append(node)
         return str(node.node_id)
