@@ -29,7 +29,7 @@ import math
 import os
 import time
 import warnings
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -315,6 +315,38 @@ class Crew(msgspec.Struct, frozen=True):
             raise ConfigurationError(
                 f"--ray {self.spread.where()}: cannot reach the Ray cluster: {error}{hint}"
             ) from None
+        self._unpacked(ray)
+
+    def _unpacked(self, ray: Any) -> None:
+        # The nodes of one machine share the folder Ray unpacks the shipped project in (the
+        # session's ``runtime_resources``), and each node unpacks a package new to it by removing
+        # that folder and filling it again (Ray 2.60: ``download_and_unpack_package(overwrite=
+        # True)``), each as the job connects, seconds apart on a busy machine: a hand whose process
+        # had started in the folder before another node's turn found its working directory gone
+        # ("a worker could not be started: ... FileNotFoundError"). So the hands start once each
+        # such node has unpacked it: a call pinned to a node starts only then, and no node unpacks
+        # it again. The calls have a runtime environment of their own (the job's, and a variable),
+        # so that no process Ray started for them, maybe before the last node's turn, is handed a
+        # hand. A machine with one node unpacks into a folder of its own: nothing is waited for.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        alive = [node for node in ray.nodes() if node.get("Alive")]
+        machines = Counter(node["NodeManagerAddress"] for node in alive)
+        present = ray.remote(_present)
+        own = {"env_vars": {"UNPACKED_FOR_CONVY": "1"}}
+        calls = [
+            present.options(
+                num_cpus=0,
+                runtime_env=own,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+            ).remote()
+            for node in alive
+            if machines[node["NodeManagerAddress"]] > 1
+        ]
+        # Only that they ended counts: a node that died meanwhile, or could not unpack the project,
+        # is for the hands to meet and say.
+        if calls:
+            ray.wait(calls, num_returns=len(calls))
 
     def _quieted(self) -> None:
         # A driver's thread prints the cluster's error messages ("A worker died or was killed")
@@ -327,6 +359,10 @@ class Crew(msgspec.Struct, frozen=True):
     def shipped(self) -> bool:
         """Whether the project's files are shipped to the hands (a cluster's), not read in place."""
         return self.spread.where() != LOCAL
+
+
+def _present() -> None:
+    """Nothing: a call that starts on a node once the node has unpacked the project (``Crew._unpacked``)."""
 
 
 class _Unprinted(msgspec.Struct, frozen=True):

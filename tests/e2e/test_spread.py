@@ -229,6 +229,10 @@ class Place(msgspec.Struct, frozen=True):
         self.processes.append(process)
         return process
 
+    def said(self) -> str:
+        """What the ``convy`` last started said, so far."""
+        return (self.folder.parent / "out.txt").read_text(errors="replace")
+
     def runs(self) -> Path | None:
         """The run folder, once there is one."""
         found = list((self.folder / "results" / "bot").glob("*/run.json"))
@@ -644,6 +648,47 @@ def test_attempts_sent_in_batches_are_each_recorded_once_though_a_worker_is_kill
     opened = place.opened()
     assert sum(opened.values()) > len(SCENARIOS) * 12, opened  # what the killed one had under way, played again
     assert not place.writers() & {pid for pid, _ in place.senders()}
+
+
+def test_no_worker_starts_before_every_node_has_unpacked_the_project(place: Place, ray_cluster: RayCluster) -> None:
+    """Nodes of one machine share the folder Ray unpacks the shipped project in, and each node
+    unpacks a package new to it by removing that folder and filling it again, as the job connects.
+    A third node, its unpacking held back by Ray's testing hook: the workers start only once it
+    has unpacked, so no worker's working directory is removed under it (in the clean-clone CI run a
+    worker that read it then failed to start: "a worker could not be started: ...
+    FileNotFoundError"), and every turn comes from a worker whose folder is still there."""
+    # 8 seconds: the workers on the other two nodes start well within them (without the wait for
+    # every node, in the folder the third then removes); with it, what the test finds does not
+    # depend on how long they are.
+    slow = ray_cluster.add_node({"RAY_RUNTIME_ENV_SLEEP_FOR_TESTING_S": "8"})
+    try:
+        place.written(attempts=4)
+        gate = threading.Event()
+        place.roles.held = (1, gate)  # the turns after the first wait until every node has unpacked
+        folders: list[str] = []  # each turn's worker's working directory, as the turn arrives
+
+        def noted(turn: int, request: dict[str, Any]) -> None:
+            folders.append(os.readlink(f"/proc/{request['pid']}/cwd"))
+
+        place.roles.hooks.append(noted)
+        process = place.started("run", "--ray", ray_cluster.address, "--workers", "2")
+        assert wait_until(lambda: bool(folders), "a worker's first turn", process=process), place.said()
+        package = Path(folders[0].removesuffix(" (deleted)")).name
+        wait_until(lambda: unpackings(ray_cluster, package) >= 3, "every node to unpack the project", process=process)
+        gate.set()
+        assert process.wait(DEADLINE) == 0, place.said()
+        each_once(place.run(), 4)
+        assert len(folders) > 1 and not [folder for folder in folders if folder.endswith(" (deleted)")], folders
+    finally:
+        ray_cluster.kill_node(slow)
+
+
+def unpackings(cluster: RayCluster, package: str) -> int:
+    """How many times the cluster's nodes unpacked the package (the folder ``package`` names), as
+    their runtime environment agents wrote down."""
+    said = f"Downloading package from gcs://{package}.zip "
+    logs = cluster.folder.rglob("runtime_env_setup-*.log")
+    return sum(log.read_text(errors="replace").count(said) for log in logs)
 
 
 def test_a_batched_run_whose_driver_is_killed_is_resumed_each_attempt_once(place: Place, ray_cluster: RayCluster) -> None:
