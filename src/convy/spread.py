@@ -317,7 +317,8 @@ class Crew(msgspec.Struct, frozen=True):
             ) from None
         self._unpacked(ray)
 
-    def _unpacked(self, ray: Any) -> None:
+    @staticmethod
+    def _unpacked(ray: Any) -> None:
         # The nodes of one machine share the folder Ray unpacks the shipped project in (the
         # session's ``runtime_resources``), and each node unpacks a package new to it by removing
         # that folder and filling it again (Ray 2.60: ``download_and_unpack_package(overwrite=
@@ -327,12 +328,13 @@ class Crew(msgspec.Struct, frozen=True):
         # such node has unpacked it: a call pinned to a node starts only then, and no node unpacks
         # it again. The calls have a runtime environment of their own (the job's, and a variable),
         # so that no process Ray started for them, maybe before the last node's turn, is handed a
-        # hand. A machine with one node unpacks into a folder of its own: nothing is waited for.
+        # hand; the process that ran one ends after it (``max_calls``), not kept idle for the run.
+        # A machine with one node unpacks into a folder of its own: nothing is waited for.
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         alive = [node for node in ray.nodes() if node.get("Alive")]
         machines = Counter(node["NodeManagerAddress"] for node in alive)
-        present = ray.remote(_present)
+        present = ray.remote(max_calls=1)(_present)
         own = {"env_vars": {"UNPACKED_FOR_CONVY": "1"}}
         calls = [
             present.options(

@@ -691,6 +691,48 @@ def unpackings(cluster: RayCluster, package: str) -> int:
     return sum(log.read_text(errors="replace").count(said) for log in logs)
 
 
+class Nodes:
+    """Ray as ``Crew._unpacked`` asks it: its live nodes, by machine address, and the nodes of the
+    calls it waits for."""
+
+    def __init__(self, *machines: str) -> None:
+        self.machines = machines
+        self.pinned: list[str] = []
+        self.waited = 0
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return [
+            {"NodeID": f"{number:056x}", "NodeManagerAddress": machine, "Alive": True}  # Ray's ids: 28 bytes, in hex
+            for number, machine in enumerate(self.machines, start=1)
+        ]
+
+    def remote(self, *arguments: Any, **options: Any) -> Any:
+        # ray.remote(max_calls=1)(function), then function.options(...).remote()
+        return self if not options else lambda function: self
+
+    def options(self, scheduling_strategy: Any, **others: Any) -> Nodes:
+        self.pinned.append(scheduling_strategy.node_id)
+        return self
+
+    def wait(self, calls: list[Any], num_returns: int) -> None:
+        self.waited += num_returns
+
+
+def test_only_the_nodes_of_a_machine_with_several_are_waited_for_before_the_hands_start() -> None:
+    """A machine with one node unpacks the project into a folder of its own: a cluster of one node
+    a machine starts its hands at once, as before; nodes that share a machine are each waited for."""
+    pytest.importorskip("ray", reason="spread runs need Ray: pip install 'convy[ray]'")
+    from convy.spread import Crew
+
+    apart = Nodes("10.0.0.1", "10.0.0.2", "10.0.0.3")
+    Crew._unpacked(apart)
+    assert apart.pinned == [] and apart.waited == 0
+
+    shared = Nodes("10.0.0.1", "10.0.0.2", "10.0.0.1")
+    Crew._unpacked(shared)
+    assert shared.pinned == [f"{1:056x}", f"{3:056x}"] and shared.waited == 2
+
+
 def test_a_batched_run_whose_driver_is_killed_is_resumed_each_attempt_once(place: Place, ray_cluster: RayCluster) -> None:
     """SIGKILL of the driver of a run sent in batches, once an attempt is recorded: what it had
     recorded stays, what its batches had under way is lost with it, and ``convy resume`` on the
