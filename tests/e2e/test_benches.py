@@ -173,3 +173,5 @@ def test_the_virtual_time_benchmarks_of_limits_without_headers_play_small() -> N
     assert out.count("floor") == 2 and "refused: u" in out, out
     out = ran("bench/bare_rates.py", "50", "--ways", "1")
     assert "50/s  floor 10.08" in out and "refused: " in out, out
+    out = ran("bench/rpm_window.py", "20", "2", "30")
+    assert "refused 1" in out and "window 1: 11 answered" in out, out
