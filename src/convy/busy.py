@@ -1262,14 +1262,7 @@ class Places:
         self._free = False  # for good: ``freely`` asks ``_free`` alone
         if told.service:
             self._known(told.service)
-        # Sent alone once the service had said nothing was left (``Ration``): its refusal is the
-        # count used up, which only the window's turn gives back, not a pace or places past what
-        # the service carries. Neither is cut: cut, they stayed there after the wait (LiteLLM's
-        # rpm, bench/busy.py p-litellm: the next minute's 151 requests in 15 s, the first's 299
-        # in 0.8, in virtual time).
-        counted_out = send.service is self._service and self._ration.dry(send.number)
-        if not counted_out:
-            self._narrowed(send)
+        self._narrowed(send)
         if not paced:  # a request inside a turn paced as a request itself
             # Not paced, it took nothing from what the participant counts is left: the refusal's
             # own word on when the limit grows back is all there is to go by, and a millisecond
@@ -1314,7 +1307,7 @@ class Places:
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
             # a third time waits the whole Retry-After.
             pause = min(pause, max(ready(service, heard, now) - now, 0.0)) if pause else pause
-        if (send.service is not service or number > pace.cut_after) and not counted_out:
+        if send.service is not service or number > pace.cut_after:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload. (So is one sent before the
             # participant knew its service, of which nobody had found anything yet.)
