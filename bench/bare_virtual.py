@@ -75,9 +75,8 @@ def keyed(arguments: argparse.Namespace) -> Any:
 def played(name: str, seed: int, arguments: argparse.Namespace) -> tuple[float, float, dict[str, int]]:
     """One way of a shape: the wall, the floor, and the refusals of each key."""
     from support.clock import in_virtual_time
+    from support.project import conversations
     from support.standin import Bucket
-
-    from convy.busy import Patience, Places, Services
 
     rate, attempts, shared = SHAPES[name]
     written = keyed(arguments)
@@ -97,23 +96,7 @@ def played(name: str, seed: int, arguments: argparse.Namespace) -> tuple[float, 
         }
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        services = Services()
-        user, agent, judge = (
-            Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge")
-        )
-
-        async def attempt() -> None:
-            async with agent.one():
-                for _ in range(3):
-                    await user.sent(keys["user"])
-                    await agent.retried(keys["agent"])
-                await user.sent(keys["user"])
-            await judge.sent(keys["judge"])
-
-        await asyncio.gather(*(attempt() for _ in range(attempts)))
-        return loop.time() - start
+        return await conversations(keys, attempts)
 
     wall: float = in_virtual_time(main)
     if not rate:

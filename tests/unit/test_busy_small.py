@@ -10,51 +10,12 @@ way: 9 to 27 of the user's 500 requests). Played in virtual time (``clock.in_vir
 
 from __future__ import annotations
 
-import asyncio
-import random
-
 import pytest
-from support.clock import START, in_virtual_time
+from support.clock import in_virtual_time
+from support.project import Key, conversations
 from support.standin import Bucket
 
-from convy.busy import Busy, Patience, Places
-from convy.http import RateHeaders
-from convy.quota import TOLD, Meter, Quota, Services
-
-
-class Key:
-    """A participant's own key to a service in virtual time behind ``limit``: each request takes a
-    seeded way of 0.5 to 8 ms to the wire (waiting there while its ``Told`` says), then the limit
-    counts it and says what is left in headers; refused, a 429 with a whole-second Retry-After,
-    answered after 100 ms. It keeps when each request reached it and whether it was let through."""
-
-    def __init__(self, name: str, limit: Bucket, seed: int) -> None:
-        self.name = name
-        self.limit = limit
-        self.way = random.Random(seed)
-        self.reached: list[tuple[float, bool]] = []
-
-    async def __call__(self) -> str:
-        told = TOLD.get()
-        if told is not None and not told.service:
-            told.service = self.name
-        loop = asyncio.get_running_loop()
-        await asyncio.sleep(self.way.uniform(0.0005, 0.008))
-        if told is not None:
-            await told.writable()
-            told.wrote(loop.time())
-        now = loop.time()
-        wait, headers = self.limit.admit(now, 1)
-        if told is not None:
-            told.heard = RateHeaders(headers).heard()
-        self.reached.append((now - START, wait is None))
-        if wait is not None:
-            raise Busy("429 Too Many Requests", float(wait))
-        await asyncio.sleep(0.1)
-        return "answer"
-
-    def refusals(self) -> list[float]:
-        return [moment for moment, let in self.reached if not let]
+from convy.quota import Meter, Quota
 
 
 def played(seed: int, attempts: int = 125) -> dict[str, Key]:
@@ -64,20 +25,7 @@ def played(seed: int, attempts: int = 125) -> dict[str, Key]:
     keys = {who: Key(who, Bucket(50.0, 5.0), seed + offset) for offset, who in enumerate(("user", "agent", "judge"))}
 
     async def main() -> None:
-        services = Services()
-        user, agent, judge = (
-            Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge")
-        )
-
-        async def attempt() -> None:
-            async with agent.one():
-                for _ in range(3):
-                    await user.sent(keys["user"])
-                    await agent.retried(keys["agent"])
-                await user.sent(keys["user"])
-            await judge.sent(keys["judge"])
-
-        await asyncio.gather(*(attempt() for _ in range(attempts)))
+        await conversations(keys, attempts)
 
     in_virtual_time(main)
     return keys
@@ -90,7 +38,7 @@ def test_a_bucket_of_five_is_refused_at_most_one_request_in_a_hundred_and_never_
     (seed 1: 27 of the user's), most in bursts of 4 to 7 within 60 ms after a pause."""
     keys = played(seed)
     requests = sum(len(key.reached) for key in keys.values())
-    refused = {who: key.refusals() for who, key in keys.items()}
+    refused = {who: [moment for moment, let in key.reached if not let] for who, key in keys.items()}
     assert sum(map(len, refused.values())) <= 0.01 * requests, refused
     for who, moments in refused.items():
         close = [(a, b) for a, b in zip(moments, moments[1:]) if b - a < 0.1]

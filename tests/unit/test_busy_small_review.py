@@ -14,24 +14,16 @@ change too, the reason says so."""
 
 from __future__ import annotations
 
-import asyncio
 import math
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import pytest
-from support.clock import START, in_virtual_time
+from support.clock import in_virtual_time
+from support.project import Key, Limit, conversations
 from support.standin import Bucket, Changing, Window
 
-from convy.busy import Busy, Patience, Places
-from convy.http import RateHeaders
-from convy.quota import TOLD, Meter, Quota, Services
-
-
-class Limit(Protocol):
-    def admit(self, now: float, cost: float) -> tuple[int | None, dict[str, str]]: ...
+from convy.quota import Meter, Quota
 
 
 def _reset(seconds: float) -> str:
@@ -121,48 +113,6 @@ class Overdrawn:
         return bucket.admit(now, cost)
 
 
-class Key:
-    """A key to a service in virtual time behind ``limit``, as ``test_busy_small.Key``: each
-    request takes a seeded way of 0.5 to 8 ms to the wire (waiting there while its ``Told`` says),
-    then the limit counts it (``tokens`` a request on average, when a token limit counts them) and
-    says what is left in headers; refused, a 429 with a whole-second Retry-After, answered after
-    100 ms. It keeps when each request reached it and whether it was let through."""
-
-    def __init__(self, name: str, limit: Limit, seed: int, tokens: float = 0.0) -> None:
-        self.name = name
-        self.limit = limit
-        self.tokens = tokens
-        self.way = random.Random(seed)
-        self.reached: list[tuple[float, bool]] = []
-
-    async def __call__(self) -> str:
-        told = TOLD.get()
-        if told is not None and not told.service:
-            told.service = self.name
-        loop = asyncio.get_running_loop()
-        await asyncio.sleep(self.way.uniform(0.0005, 0.008))
-        if told is not None:
-            await told.writable()
-            told.wrote(loop.time())
-        now = loop.time()
-        cost = self.way.uniform(0.5, 1.5) * self.tokens if self.tokens else 1.0
-        wait, headers = self.limit.admit(now, cost)
-        if told is not None:
-            told.heard = RateHeaders(headers).heard()
-        self.reached.append((now - START, wait is None))
-        if wait is not None:
-            raise Busy("429 Too Many Requests", float(wait))
-        await asyncio.sleep(0.1)
-        return "answer"
-
-    def refused(self) -> int:
-        return sum(1 for _, let in self.reached if not let)
-
-    def let_through(self, since: float, until: float) -> float:
-        """Requests let through a second from ``since`` to ``until`` (seconds from the start)."""
-        return sum(1 for moment, let in self.reached if let and since <= moment < until) / (until - since)
-
-
 @dataclass(frozen=True)
 class Run:
     wall: float  # seconds from the start to the last answer
@@ -193,22 +143,7 @@ def played(limit: Callable[[], Limit], seed: int, attempts: int, shared: bool = 
         keys = {who: Key(who, limit(), seed + offset, tokens) for offset, who in enumerate(("user", "agent", "judge"))}
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
-        services = Services()
-        user, agent, judge = (
-            Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge")
-        )
-
-        async def attempt() -> None:
-            async with agent.one():
-                for _ in range(3):
-                    await user.sent(keys["user"])
-                    await agent.retried(keys["agent"])
-                await user.sent(keys["user"])
-            await judge.sent(keys["judge"])
-
-        await asyncio.gather(*(attempt() for _ in range(attempts)))
-        return loop.time() - START
+        return await conversations(keys, attempts)
 
     wall: float = in_virtual_time(main)
     return Run(wall, keys)
