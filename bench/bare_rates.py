@@ -22,10 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+from virtual import played_from
+
 RATES = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 80.0, 100.0, 150.0, 200.0)
 LATENCY = 0.1
 
@@ -60,11 +59,7 @@ def main() -> None:
     parser.add_argument("--way", type=float, default=0.008, help="the longest way to the wire, seconds (default 0.008)")
     parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
     arguments = parser.parse_args()
-    sys.path[:0] = [
-        arguments.before or str(BENCH.parent / "src"),
-        str(BENCH.parent / "tests"),
-        str(BENCH.parent / "tests" / "unit"),
-    ]
+    played_from(arguments.before)
     for rate in arguments.rates or RATES:
         ways = [played(rate, seed, arguments.way) for seed in range(1, arguments.ways + 1)]
         walls = [wall for wall, _ in ways]

@@ -27,11 +27,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
+from virtual import played_from
+
 SHAPES = {  # the limit a second, the attempts, whether the three share one key
     "p-bare@300": (5.0, 13, False),
     "p-bare@3000": (50.0, 125, False),
@@ -150,11 +149,7 @@ def main() -> None:
     parser.add_argument("--only-user", action="store_true", help="the agent's and the judge's keys with no limit")
     parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
     arguments = parser.parse_args()
-    sys.path[:0] = [
-        arguments.before or str(BENCH.parent / "src"),
-        str(BENCH.parent / "tests"),
-        str(BENCH.parent / "tests" / "unit"),
-    ]
+    played_from(arguments.before)
     for name in arguments.shapes or SHAPES:
         ways = [played(name, seed, arguments) for seed in range(1, arguments.ways + 1)]
         walls = [wall for wall, _, _ in ways]

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections import Counter
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+from virtual import played_from
 
 
 def main() -> None:
@@ -26,7 +24,7 @@ def main() -> None:
     parser.add_argument("requests", nargs="?", type=int, default=450, help="requests (default 450)")
     parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
     arguments = parser.parse_args()
-    sys.path[:0] = [arguments.before or str(BENCH.parent / "src"), str(BENCH.parent / "tests"), str(BENCH.parent / "tests" / "unit")]
+    played_from(arguments.before)
     from support.clock import START, in_virtual_time
     from test_busy_ration import Minute
 

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
+from virtual import played_from
 
 
 @dataclass
@@ -157,11 +155,7 @@ def main() -> None:
     parser.add_argument("--ways", type=int, default=4, help="seeded ways to the wire (default 4: seeds 0, 1, 3, 9)")
     parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
     arguments = parser.parse_args()
-    sys.path[:0] = [
-        arguments.before or str(BENCH.parent / "src"),
-        str(BENCH.parent / "tests"),
-        str(BENCH.parent / "tests" / "unit"),
-    ]
+    played_from(arguments.before)
     from test_busy_small_review import played
 
     known = cases()
