@@ -244,6 +244,28 @@ def test_a_small_windows_words_read_alike_with_some_or_none_left() -> None:
     assert meter.rate == pytest.approx(5.0)
 
 
+def test_a_fixed_windows_words_that_end_together_read_over_its_length() -> None:
+    """A fixed window of 5 a second: "4 left, whole in 1 s" sent at 0 and "3 left, whole in 0.8 s"
+    at 0.2 both end at 1 s, so the reset counts down to the window's end: 5 a second, not 6.25 as
+    the second alone reads; and after "0 left, whole in 0.1 s" at 0.9, nothing until it turns."""
+    meter = Meter()
+    meter.heard(Quota(remaining=4, reset=1.0, limit=5), 0, 0.0, [], 1.0, False, True)
+    meter.heard(Quota(remaining=3, reset=0.8, limit=5), 1, 0.2, [], 1.0, False, True)
+    assert meter.fixed
+    assert meter.rate == pytest.approx(5.0)
+    meter.heard(Quota(remaining=0, reset=0.1, limit=5), 2, 0.9, [], 1.0, False, True)
+    assert meter.ready(0.95, 1.0) > 1.0
+
+
+def test_a_sliding_windows_words_are_not_read_as_a_fixed_windows() -> None:
+    """A sliding window's reset is its length: its words end a send's time apart, never together."""
+    meter = Meter()
+    for number in range(5):
+        admitted(meter, number, Quota(remaining=4 - number, reset=1.0, limit=5))
+    assert not meter.fixed
+    assert meter.ready(4.0, 1.0) == pytest.approx(4.2)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="before 3652b49 too: a sliding window's words say some is left, and the user's requests "
@@ -256,15 +278,15 @@ def test_a_sliding_window_of_five_a_second_is_refused_at_most_once_in_fifty() ->
     assert run.refused() <= 0.02 * run.requests(), run.refused()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="before 3652b49 too: a fixed window's reset counts down to its end, and read as a sliding "
-    "window's it is quicker the later in the window: 61 to 65 of the user's 100 requests "
-    "refused before; 42 to 52 with the change, which takes 1.07x as long (median of 4 seeds).",
-)
 def test_a_fixed_window_whose_reset_counts_down_is_refused_at_most_once_in_ten() -> None:
+    """A fixed window of 5 a second whose reset counts down to its end: read as a sliding window's,
+    its words are the quicker the later in the window ("0 left, whole in 0.1 s" 50 a second), and
+    61 to 65 of the user's 100 requests were refused before 3652b49, 42 to 52 with it. Told by two
+    words that end at the same moment, it is read over its length, and nothing goes after "0
+    left" until it turns: none refused, the user's requests within 1.1 x their floor of 19 s."""
     run = played(lambda: Fixed(5, 1.0), 0, 25)
     assert run.refused() <= 0.1 * run.requests(), run.refused()
+    assert run.wall <= 1.1 * (100 - 5) / 5, run.wall
 
 
 def test_a_refusal_that_says_when_the_next_unit_comes_holds_nothing_back() -> None:
