@@ -19,6 +19,8 @@ are in ``quota.py``. Nothing here reads a clock or waits: the moment of the answ
 
 from __future__ import annotations
 
+import math
+
 from convy.quota import OVERLAP, SHARE, SHARE_CUT, SHARE_HELD_CUT, SHARE_MOST, Heard, NoQuota, Quota, Send, Service
 
 # Each answer gives a two-hundredth of a refusal's cut of the share back, and a little of what is
@@ -137,6 +139,12 @@ def measured(service: Service, send: Send, heard: Heard, admitted: bool, wired: 
             sent = max(sent, wired[1])
         case _:
             pass
+    oldest = -math.inf  # the send a whole limit before it, where it says nothing is left
+    match heard.requests:
+        case Quota(remaining=remaining, limit=limit) if admitted and remaining < 1 and limit >= 1:
+            oldest = service.moment_of(number - int(limit) + 1)
+        case _:
+            pass
     later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow
     for count, moment in service.latest():
         if count <= number:
@@ -146,7 +154,8 @@ def measured(service: Service, send: Send, heard: Heard, admitted: bool, wired: 
     for name, quota in (("requests", heard.requests), ("tokens", heard.tokens)):
         match quota:
             case Quota():
-                if service.meters[name].heard(quota, number, sent, later, service.aim(), name == "tokens", admitted):
+                meter = service.meters[name]
+                if meter.heard(quota, number, sent, later, service.aim(), name == "tokens", admitted, oldest):
                     # The refusals just before were the limit coming down, not jitter.
                     service.share = max(service.share, SHARE)
             case NoQuota():

@@ -150,6 +150,7 @@ _SAVED = 1.0  # the seconds of a bucket's rate spent at once at the most
 _KEPT = 0.125  # the part of what a bucket saves up kept in it, for requests that cost more than the mean
 _TURNS = 200  # the most turns of the loop spent on that last part of a wait
 _TURNED = 0.05  # the most a fixed window's next unit is counted to come after its end
+_ALIKE = 0.01  # how near two resets are to be a sliding window's length both
 
 
 TOLD: ContextVar[Told | None] = ContextVar("convy_told", default=None)
@@ -188,6 +189,10 @@ class Meter:
         self.fixed = False
         self.ends = (-1, 0.0, 0.0, 0.0, 0.0)
         self.longest = 0.0
+        # Whether the limit is a sliding window, told by ``_slid``; and the send number, what was
+        # left, the reset and the limit of the admitted word the next is told apart from.
+        self.sliding = False
+        self.alike = (-1, 0.0, 0.0, 0.0)
 
     def ready(self, now: float, share: float) -> float:
         """The first moment a request's cost is there, at ``share`` of the rate."""
@@ -216,11 +221,21 @@ class Meter:
         self.moment = now
 
     def heard(
-        self, quota: Quota, number: int, sent: float, later: list[float], share: float, counted: bool, admitted: bool
+        self,
+        quota: Quota,
+        number: int,
+        sent: float,
+        later: list[float],
+        share: float,
+        counted: bool,
+        admitted: bool,
+        oldest: float = -math.inf,
     ) -> bool:
         """The service said ``quota`` of the request sent at ``sent`` (send number ``number``);
-        ``later`` are the moments of this participant's sends after it. A response older than the
-        last one is ignored. Whether the service's rate is now lower than it was."""
+        ``later`` are the moments of this participant's sends after it, and ``oldest`` that of the
+        send a whole limit before (the limit's count of sends back, this one among them; -inf when
+        not known). A response older than the last one is ignored. Whether the service's rate is
+        now lower than it was."""
         # A refusal's reset is the time until the next unit, and says nothing of the rate. An
         # admitted request's word on the rate counts even when it comes after a newer refusal
         # (which comes back at once, the answer only after the service's work): else a limit
@@ -228,6 +243,7 @@ class Meter:
         was_bucket = self.bucket
         if admitted:
             self._counted_down(quota, number, sent)
+            self._slid(quota, number)
         rate = self._rate(quota) if admitted else 0.0
         if not admitted and quota.remaining < 1 and quota.reset > 0:
             # Whether its reset is the time until the next unit or until the whole limit, a
@@ -275,6 +291,18 @@ class Meter:
             # refused (bench/small_limits.py fixed5/1s).
             turned = sent + quota.reset + min(0.5 / (self.rate * share), _TURNED)
             self.level, self.moment = max(self.cost, 1.0), turned
+        elif self.sliding and quota.remaining < 1 and self.rate > 0:
+            # A sliding window with nothing left gives back its next unit when the oldest of the
+            # sends it counts leaves it, its reset after that send, not a gap of the rate after
+            # this one: the requests go as their answers come while words say some is left, and
+            # the window slides past the first of them a whole window after it
+            # (bench/small_limits.py window5/1s: the sixth within a second refused, then a
+            # whole-second pause, 21% of the user's requests). Read at the share, as the rate
+            # is, so that a send on a quicker way than the oldest's does not reach it before it
+            # leaves; sends that went evenly at the rate come out at the gap after this one.
+            back = oldest + quota.reset / share
+            if back > sent + max(self.cost, 1.0) / (self.rate * share):
+                self.level, self.moment = max(self.cost, 1.0), back
         for moment in later:
             self.take(moment, share)
         return lowered
@@ -300,6 +328,22 @@ class Meter:
             return
         moved = abs(end - ended)
         self.fixed = moved < 0.5 * (sent - then) and moved < 0.5 * quota.reset / max(quota.used(), 1.0)
+
+    def _slid(self, quota: Quota, number: int) -> None:
+        """Tell from an admitted request's ``quota`` whether the limit is a sliding window: its
+        reset, said of the request just admitted, is its length, the same whatever is left. A
+        bucket's grows with the units in use: two words whose remaining differ by two or more
+        differ by more than a unit's time, a part of their reset of at least one over the units
+        in use. Told again at each such pair: a bucket whose words agree by chance is not read
+        as a window for the rest of the run."""
+        last, left, reset, limit = self.alike
+        if number <= last or quota.reset <= 0:
+            return
+        if quota.limit == limit and abs(quota.remaining - left) < 2:
+            return  # too close to tell: the word to tell the next from stays
+        if quota.limit == limit:
+            self.sliding = abs(quota.reset - reset) <= _ALIKE * max(quota.reset, reset)
+        self.alike = (number, quota.remaining, quota.reset, quota.limit)
 
     def _rate(self, quota: Quota) -> float:
         """The rate an admitted request's ``quota`` tells of (0: none, the last one holds).
@@ -533,6 +577,11 @@ class Service:
     def aim(self) -> float:
         """The share of the rates the service told that this process aims at."""
         return self.share * self.part
+
+    def moment_of(self, number: int) -> float:
+        """The moment of send ``number`` among the latest (-inf when it is not kept)."""
+        back = self.sends - number
+        return self.sent[-back] if 1 <= back <= len(self.sent) else -math.inf
 
     def latest(self) -> Iterator[tuple[int, float]]:
         """The latest sends, the newest first: each one's number and moment."""

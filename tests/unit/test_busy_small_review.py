@@ -266,16 +266,31 @@ def test_a_sliding_windows_words_are_not_read_as_a_fixed_windows() -> None:
     assert meter.ready(4.0, 1.0) == pytest.approx(4.2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="before 3652b49 too: a sliding window's words say some is left, and the user's requests "
-    "go as their answers come, 100 ms apart, until the sixth within a second is refused and "
-    "all pause a whole second: 21 of the user's 100 each seed, 1.25x the floor, the same with "
-    "the change.",
-)
 def test_a_sliding_window_of_five_a_second_is_refused_at_most_once_in_fifty() -> None:
+    """A sliding window's words say some is left, and the user's requests go as their answers
+    come, 100 ms apart, until the sixth within a second: read as a bucket's, "0 left" gave the
+    next unit back a gap after it, and it was refused and all paused a whole second (21 of the
+    user's 100 each seed, 1.25x the floor, before 3652b49 and with it). Its next unit comes when
+    the oldest of the sends it counts leaves: none refused, within 1.1 x the floor of 19 s."""
     run = played(lambda: Window(5, 1.0), 0, 25)
     assert run.refused() <= 0.02 * run.requests(), run.refused()
+    assert run.wall <= 1.1 * (100 - 5) / 5, run.wall
+
+
+def test_a_sliding_windows_next_unit_comes_when_its_oldest_send_leaves() -> None:
+    """Five sends of a window of 5 a second, 0.1 s apart: "0 left, whole in 1 s" of the fifth, at
+    0.4, gives its next unit back when the first leaves, a second after it (at the share), not a
+    gap after the fifth. Words whose remaining differ by two, with the same reset, tell it."""
+    meter = Meter()
+    for number in range(5):
+        quota = Quota(remaining=4 - number, reset=1.0, limit=5)
+        meter.heard(quota, number, number / 10, [], 0.98, False, True, oldest=0.0 if number == 4 else -math.inf)
+    assert meter.sliding
+    assert meter.ready(0.5, 0.98) == pytest.approx(1 / 0.98)
+    bucket = Meter()  # of 50 a second saving up 5: its reset grows with the units in use
+    admitted(bucket, 0, Quota(remaining=4, reset=0.02, limit=5))
+    admitted(bucket, 1, Quota(remaining=2, reset=0.06, limit=5))
+    assert not bucket.sliding
 
 
 def test_a_fixed_window_whose_reset_counts_down_is_refused_at_most_once_in_ten() -> None:
