@@ -195,6 +195,24 @@ def test_a_sliding_window_of_sixty_a_minute_with_answers_out_of_order_is_not_ref
     assert run.wall <= 1.45 * (160 - 60), run.wall
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="win1 (4367e3f): read as a sliding window, the window's words say some is left and the "
+    "requests go as answers come; when a refusal comes before the admitted '0 left' (its answer "
+    "after 100 ms), nothing holds the next requests back: its '0 left, whole in 59 s' reads 60 in "
+    "59 s, the rate, and they go a second apart into the spent window, each refusal cutting the "
+    "share (to 0.47). Seed 1: 255.0 s, 25 refused (7526fb5 136.1 s but 41 refused: it fails "
+    "there too, by its refusals); seeds 1, 3, 9 of 0, 1, "
+    "3, 9-13 so (198 to 255 s), the others 132 to 135 s, none refused.",
+)
+def test_a_sliding_window_of_sixty_a_minute_refused_before_its_last_word_is_not_refused_again() -> None:
+    """A sliding window of 60 a minute: the user's 160 requests within 1.45 x their floor (7526fb5:
+    1.32x to 1.38x), at most 2% of all refused."""
+    run = played(lambda: Window(60, 60.0), 1, 40)
+    assert run.refused() <= 0.02 * run.requests(), run.refused()
+    assert run.wall <= 1.45 * (160 - 60), run.wall
+
+
 # ------------------------------------------------------------------ limits without their size
 
 
