@@ -139,12 +139,13 @@ def measured(service: Service, send: Send, heard: Heard, admitted: bool, wired: 
             sent = max(sent, wired[1])
         case _:
             pass
-    oldest = -math.inf  # the send a whole limit before it, where it says nothing is left
+    oldest = -math.inf  # the oldest send the limit counts, where it says nothing is left
     match heard.requests:
-        case Quota(remaining=remaining, limit=limit) if admitted and remaining < 1:
+        case Quota(remaining=remaining, limit=limit) if remaining < 1:
             size = limit if limit > 0 else service.meters["requests"].sized  # the size its words told
             if size >= 1:
-                oldest = service.moment_of(number - int(size) + 1)
+                # A refusal was not counted: the oldest send counted is a whole limit before it.
+                oldest = service.moment_of(number - int(size) + (1 if admitted else 0))
         case _:
             pass
     later: list[float] = []  # the sends after it: the newest end of ``sent``, whose numbers only grow

@@ -247,6 +247,7 @@ class Meter:
         # (which comes back at once, the answer only after the service's work): else a limit
         # lowered is never heard of while its refusals keep coming first.
         was_bucket = self.bucket
+        said = quota  # as said, before a limit that does not say its size is sized
         if quota.limit <= 0:
             quota = self._sized(quota, admitted)
         if admitted:
@@ -258,8 +259,12 @@ class Meter:
             # refusal's word read as a window's is no slower than the limit: the rate, and what
             # words with some left may read until one admitted says none is, are held to it. The
             # first refusals come before any such word, while the rate is still read from words
-            # with much left.
-            bound = quota.rate()
+            # with much left. Of a limit that does not say its size, read as said, one unit in
+            # its reset: read at the size its words told, "0 left, whole in 59 s" of a window of
+            # 60 a minute spent before its own "0 left" was heard was 60 in 59 s, the rate
+            # itself, and the next requests went a second apart into the spent window, refused
+            # until it slid (tests/unit/test_busy_windows_review.py: 27 of 347, 2.3 x the floor).
+            bound = said.rate()
             same = self.emptied > 0 and quota.limit == self.emptied_of
             self.emptied, self.emptied_of = min(self.emptied, bound) if same else bound, quota.limit
             if self.rate > bound:
@@ -308,7 +313,10 @@ class Meter:
             # whole-second pause, 21% of the user's requests). Read at the share, as the rate
             # is, so that a send on a quicker way than the oldest's does not reach it before it
             # leaves; sends that went evenly at the rate come out at the gap after this one.
-            back = oldest + quota.reset / share
+            # A refusal's reset is the time until the next unit, not the window's length: that
+            # is the latest admitted word's.
+            length = quota.reset if admitted else self.alike[2]
+            back = oldest + length / share
             if back > sent + max(self.cost, 1.0) / (self.rate * share):
                 self.level, self.moment = max(self.cost, 1.0), back
         for moment in later:
@@ -374,7 +382,12 @@ class Meter:
         if quota.limit == limit and abs(quota.remaining - left) < 2:
             return  # too close to tell: the word to tell the next from stays
         if quota.limit == limit:
-            self.sliding = abs(quota.reset - reset) <= _ALIKE * max(quota.reset, reset)
+            # Alike within half a unit's time, too: a bucket of 250 a minute with 246 and 248 in
+            # use says resets 0.8% apart, and read as a sliding window, its "0 left, whole in
+            # 60 s" held the next unit 34 s (1.2 x the floor). A limit known a bucket stays one.
+            unit = 0.5 * max(quota.reset, reset) / max(quota.used(), 1.0)
+            alike = abs(quota.reset - reset) <= min(_ALIKE * max(quota.reset, reset), unit)
+            self.sliding = alike and not self.bucket
         self.alike = (number, quota.remaining, quota.reset, quota.limit)
 
     def _rate(self, quota: Quota) -> float:
