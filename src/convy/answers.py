@@ -51,7 +51,7 @@ def counted(service: Service, send: Send, now: float, size: int, per_minute: int
         opened(service, now - send.moment, size, per_minute)
     elif pace.opening and now - send.moment >= OVERLAP:
         # Never slower than the places' worth over an answer's latency: the places double in
-        # a round of answers while nothing refuses (``busy.Places._kept_up``), and a pace that grew
+        # a round of answers while nothing refuses (``growth.Growth.grown``), and a pace that grew
         # only its step at each answer held them back (bench/busy.py p-free: 1.9 s against 1.7).
         pace.rate = max(pace.rate, size / (now - send.moment))
     if service.share < SHARE_MOST and news(service, send):
@@ -95,7 +95,7 @@ def grown(service: Service, gated: bool) -> None:
 def climbed(service: Service, send: Send, waited: bool) -> None:
     """An answer to ``send``, news of the pace found without word from the service: one answer
     is worth the gap it filled. Only while the pace holds requests back (``waited``: one of the
-    participant's waited for it while this one was under way, as ``busy.Places._kept_up`` asks the
+    participant's waited for it while this one was under way, as ``growth.Growth.grown`` asks the
     other way round; or one of any participant on the key did, ``Pace.queued``): a pace that is
     not what spaces the sends (the places are, or nothing to send) is not tried by its answers,
     and doubled on them it ran far past the limit unrefused (320 a second against a bucket of 50,

@@ -52,6 +52,7 @@ import msgspec
 
 from convy.answers import climbed, counted, grown, measured, news
 from convy.deadlines import LIMIT
+from convy.growth import Growth
 from convy.loops import running
 from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
 from convy.refusals import opening_ended, ready, reset, taught, unused
@@ -83,48 +84,12 @@ _AHEAD = 0.01
 # is not there is lost on every gap: a strict bucket saves nothing up for a request that comes
 # late. The share is the service's, the same for every participant sharing it.
 _SHARE_HELD = 0.995
-# Places with no cap start at START and grow to at most _MOST_PLACES (``records.Limits``' bound). An
-# answer is in time when it, and the median of the latest _RECENT answers timed, took at most
-# _IN_TIME times the usual latency: the least median of _RECENT answers seen so far. A service that
-# queues what it cannot serve at once answers later as more is sent, and is sent no more; one that
-# answers as fast with more under way is sent more. (The least of the medians, not of the latest
-# answers: the latest of a queueing service would creep up with its queue, and the places with
-# them. And a median, not the quickest answer ever: a model's answers take from a fraction of a
-# second to many, and against its quickest one most would be late; a few slow ones among many in
-# time are the answers' lengths, not a queue.) Until _RECENT answers were timed there is no usual
-# latency yet, and every answer is in time. The first usual latency is at most _UNQUEUED times the
-# quickest of those answers: they came while the places were few, but a service that serves one
-# or two at a time and queues the rest had queued most of them already, and its quickest found it
-# idle (such a service had 20 places, now 13; one that serves 16 at once, 60, where the quickest
-# answer ever, as before, let it have 112). An answer quicker than ``quota.OVERLAP`` is the
-# machine's own work (an in-process fake), which more places would not overlap with anything: it
-# grows nothing.
-#
-# And they grow only while a place pays: a round of answers (as many as the places, _RECENT at the
-# least) with every place taken yields, per place and second, at least _YIELD of the most a round
-# yielded. A place held while its request waits for the pace, or a conversation held while its
-# other participants' requests wait for theirs, yields less the more there are: the places then
-# stop at twice what the rate needs for the latency, or a few times that where they doubled in
-# the round that showed it (bench/busy.py's strict bucket of 3,000 a minute: the agent's 40
-# conversations where about 13 keep the user's key busy; 118 without it), rather than hold every
-# attempt of a run under way at once, each crawling at the pace, and their judges all asked at
-# the end.
+# Places with no cap start at START and grow to at most _MOST_PLACES (``records.Limits``' bound),
+# as their answers say they should (``growth.Growth``: an answer in time, places that pay, the slow
+# start, the halving at a refusal). An answer quicker than ``quota.OVERLAP`` is the machine's own
+# work (an in-process fake), which more places would not overlap with anything: it grows nothing.
 START = 4
 _MOST_PLACES = 100_000
-_IN_TIME = 3.0
-_RECENT = 8
-_UNQUEUED = 2.0
-_YIELD = 0.5
-# In the slow start of a service nothing paces, a place may be held while no request of its own is
-# under way: the agent's places hold whole conversations, and with the simulated user on a model a
-# turn is the user's request, then the agent's, so that about half of them have an agent's request
-# under way. One place more per answer then doubled the agent's requests under way only every
-# other round trip (every turn): 50 conversations against an unlimited stand-in answering in
-# 100 ms all began only after 1.3 s (bench/busy.py's p-free). So the places grow by as many as
-# each request under way stands for (places taken / requests under way), at most _FOLD: a turn's
-# two requests. More (three) grew the conversations faster than the user's own places, so that
-# conversations waited for them and stopped paying (``_paid``) for seconds on a virtual clock.
-_FOLD = 2
 
 
 # A request let go the free way (``Places.freely``): its service, its number there, when it went,
@@ -341,19 +306,13 @@ class Places:
         # An agent's turn under way (``agent.turned``), by whether its requests are paced: made
         # once, not on every turn (a turn holds nothing else).
         self.turns = (AgentTurn(self, False), AgentTurn(self, True))
-        self._doubling = True  # places with no cap: one more per answer in time until the first refusal
-        self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
-        self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (_kept_up)
-        self._usual = math.inf  # the least median of _RECENT answers timed (_timed): the service's latency unqueued
         self._backlog = math.inf  # since when requests have waited for the pace without a break (inf: none waits)
         self._queued = -math.inf  # when a request last began to wait for its moment at the pace
-        self._slack = True  # whether a place was free since the round of answers began (_paid)
-        self._round_from = 0.0  # when the round began
-        self._round_answers = 0
-        self._round_size = 0  # the places when it began
-        self._best_yield = 0.0  # the most answers a second one place yielded in a round
-        self._paying = True  # whether the last round yielded at least _YIELD of that
-        self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
+        # With no cap, what its answers say of how many places it should have (``_kept_up``,
+        # ``_refusal``). Whether a place was free since the round of answers began is kept here,
+        # not there: the free way frees a place on every request, and writes it then.
+        self._growth = Growth()
+        self._slack = True  # whether a place was free since the round of answers began (``Growth.grown``)
 
     @property
     def sends(self) -> int:
@@ -411,127 +370,29 @@ class Places:
         self._slack = True
 
     def _kept_up(self, send: Send, now: float) -> None:
-        """``send`` answered at ``now``: with no cap, one place more when the places held requests
-        back, the pace did not hold them back all the while it was under way, the answer came in
-        time (``_timed``) and the places pay (``_paid``). The places double so in a round while the
-        service keeps up, as a TCP window does in its slow start: a service with no limit has all
-        the run's requests under way within a few rounds. While nothing paces the service, places
-        held between this participant's requests (conversations in their user's part of a turn)
-        count too: as many more as each request under way stands for, at most _FOLD, so that its
-        requests under way double in a round, not only the places. After a refusal of a service whose rate
-        is found from refusals alone, a part of one (1 / ``size``): a round's answers grow one
-        place. Where the service told its rate, the pace keeps to it whatever the places, and they
-        grow as before the refusal.
-
-        Requests that wait for the pace now and then (a strict limit spaces its sends, and some
-        come while the last is still spaced) say nothing of the places: only a pace that held
-        requests back from this one's send to its answer, without a break, does, as more places
-        would then only make more wait."""
+        """``send`` answered at ``now``: with no cap, where the places held requests back, as many
+        places more as its answer grows them by (``Growth.grown``), handed at once to those who
+        waited longest. An answer within ``quota.OVERLAP`` grows nothing, and counts in no round of
+        answers."""
         if (self._taken < self.size and not self._place_queue) or self.size >= _MOST_PLACES:
             return
-        latency = now - send.moment
-        if latency < OVERLAP:
+        if now - send.moment < OVERLAP:
             return
-        timed = self._timed(latency)
-        if not self._paid(send, now) or not timed:
+        slack = self._slack
+        self._slack = False  # where a place was free since, a round of answers begins at this one
+        under_way = self._under_way
+        # How many places each request under way stands for (0 where none is, or some wait for the pace).
+        held = self._taken // len(under_way) if under_way and not self._send_queue else 0
+        backlogged = self._backlog <= send.moment
+        grown = self._growth.grown(send, now, self.size, slack, backlogged, held, self._service, self.per_minute)
+        if not grown:
             return
-        if self._backlog <= send.moment:  # requests waited for the pace all the while it was under way
-            return
-        grown = 1
-        if not self._doubling and self._unmetered():
-            self._widening += 1.0 / self.size
-            if self._widening < 1.0:
-                return
-            self._widening -= 1.0
-        elif self._doubling and self._under_way and not self._send_queue and self._unpaced():
-            # Places held between this participant's requests (by conversations, whose turns
-            # are their other participants' requests too): one more for each place a request
-            # under way stands for, so that the requests under way, not the places, double.
-            grown = max(1, min(_FOLD, self._taken // len(self._under_way)))
         self.size = min(_MOST_PLACES, self.size + grown)
         while self._taken < self.size and self._place_queue:  # the new place goes to the one who waited longest
             future = self._place_queue.popleft()
             if not future.done():
                 self._taken += 1
                 future.set_result(None)
-
-    def _unpaced(self) -> bool:
-        """Whether nothing paces this participant's sends: no rate its service told, no pace found
-        from its refusals, no per-minute cap."""
-        pace = self._service.pace
-        return not self.per_minute and (pace.rate == 0.0 or pace.opening) and self._unmetered()
-
-    def _timed(self, latency: float) -> bool:
-        """Whether an answer that took ``latency`` came in time: it, and the median of the latest
-        _RECENT answers timed, within _IN_TIME of the usual latency (the least such median, the
-        first at most _UNQUEUED times the quickest of the first _RECENT answers)."""
-        latencies = self._latencies
-        latencies.append(latency)
-        if len(latencies) < _RECENT:
-            return True  # no usual latency yet
-        ordered = sorted(latencies)
-        median = ordered[_RECENT // 2]
-        if self._usual == math.inf:
-            self._usual = min(median, _UNQUEUED * ordered[0])
-        elif median < self._usual:
-            self._usual = median
-        elif median > _IN_TIME * self._usual:
-            return False  # the service has begun to queue: its latest answers are late, not one of them
-        return latency <= _IN_TIME * self._usual
-
-    def _paid(self, send: Send, now: float) -> bool:
-        """Whether the places pay: ``send``'s answer at ``now`` counted in the round of answers
-        under way, which begins anew where a place was free since (a round counts the answers of
-        places all taken), and ends after as many answers as there were places (_RECENT at the
-        least). Its answers per second and place (the places counted half at the start, half at
-        the end: they grow during it) are its yield; the places pay while the last round's was at
-        least _YIELD of the most any round's was. A round that does not pay so far ends after
-        _RECENT answers, before the places double in it: 40 conversations rather than 64 where a
-        pace held them back (bench/busy.py's strict bucket of 3,000 a minute)."""
-        if self._slack:
-            self._slack = False
-            self._round_from = send.moment
-            self._round_answers = 0
-            self._round_size = self.size
-        answers = self._round_answers = self._round_answers + 1
-        if answers < _RECENT:
-            return self._paying
-        seconds = now - self._round_from
-        if seconds <= 0.0:
-            return self._paying
-        rate = 2 * answers / (seconds * (self._round_size + self.size))
-        if answers < self._round_size and (rate >= _YIELD * self._best_yield or not self._paying):
-            return self._paying  # the round goes on; one that cannot pay ends at once, before the places double in it
-        if rate > self._best_yield:
-            self._best_yield = rate
-        self._paying = rate >= _YIELD * self._best_yield
-        self._round_from = now
-        self._round_answers = 0
-        self._round_size = self.size
-        return self._paying
-
-    def _narrowed(self, send: Send) -> None:
-        """A refusal of ``send``: with no cap, half the places, once for the requests under way
-        then (many refused at once are one sign of one overload); from then on they grow by one
-        for as many answers in time as there are places. Only while nothing paces the service (no
-        rate it said is left, no per-minute, no pace found from its refusals): then the places
-        were all that held requests back, and the refusal is theirs to answer. Once a pace does,
-        a refusal is the pace a little quick (the jitter of the way there, or a lower limit), and
-        the pace's cut in ``_refusal`` answers it: one overload signal, one answer. Halving the
-        places too held half the conversations back at every refusal (a strict bucket of 3,000 a
-        minute refuses one request in a hundred or two through the jitter, and its places never
-        grew to what the limit allows; with no headers, three participants on keys of their own
-        at 5 a second, on a virtual clock, took 2.4x their floor rather than 1.8x), while the
-        pace, not the places, was what held the sends."""
-        if self.cap or send.number <= self._narrowed_after:
-            return
-        pace = self._service.pace
-        if self.per_minute or not self._unmetered() or (pace.rate > 0 and not pace.opening):
-            return
-        self._narrowed_after = self._service.sends - 1
-        self.size = max(1, self.size // 2)
-        self._doubling = False
-        self._widening = 0.0
 
     # --- sending ---------------------------------------------------------------------------------
 
@@ -1262,7 +1123,8 @@ class Places:
         self._free = False  # for good: ``freely`` asks ``_free`` alone
         if told.service:
             self._known(told.service)
-        self._narrowed(send)
+        if not self.cap and self._growth.narrowed(send, self._service, self.per_minute):
+            self.size = max(1, self.size // 2)
         if not paced:  # a request inside a turn paced as a request itself
             # Not paced, it took nothing from what the participant counts is left: the refusal's
             # own word on when the limit grows back is all there is to go by, and a millisecond

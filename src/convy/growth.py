@@ -1,0 +1,213 @@
+"""How many places a participant with no cap has: how they grow at its answers and halve at a refusal.
+
+``busy.Places`` holds a participant's places (``size``), hands them out and frees them; with no
+cap a team set, whether an answer grows them, and by how much, and whether a refusal halves them,
+is read here (``Growth``), from what the answers so far say of the service: its usual latency
+(``Growth._timed``), what a round of answers yields per place (``Growth._paid``), and whether the
+places are still in their slow start (doubling in a round of answers) or, after a refusal of a
+service that told nothing of its rate, widen by a part of one place per answer. ``Places`` hands
+it the little of its own it reads (its places, whether a place was free since the round of answers
+began, whether requests waited for the pace, what a request under way stands for, its service and
+its cap per minute), and changes the places itself. Nothing here reads a clock or waits: the
+moment of the answer is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from convy.quota import Send, Service
+
+# An answer is in time when it, and the median of the latest _RECENT answers timed, took at most
+# _IN_TIME times the usual latency: the least median of _RECENT answers seen so far. A service that
+# queues what it cannot serve at once answers later as more is sent, and is sent no more; one that
+# answers as fast with more under way is sent more. (The least of the medians, not of the latest
+# answers: the latest of a queueing service would creep up with its queue, and the places with
+# them. And a median, not the quickest answer ever: a model's answers take from a fraction of a
+# second to many, and against its quickest one most would be late; a few slow ones among many in
+# time are the answers' lengths, not a queue.) Until _RECENT answers were timed there is no usual
+# latency yet, and every answer is in time. The first usual latency is at most _UNQUEUED times the
+# quickest of those answers: they came while the places were few, but a service that serves one
+# or two at a time and queues the rest had queued most of them already, and its quickest found it
+# idle (such a service had 20 places, now 13; one that serves 16 at once, 60, where the quickest
+# answer ever, as before, let it have 112).
+#
+# And they grow only while a place pays: a round of answers (as many as the places, _RECENT at the
+# least) with every place taken yields, per place and second, at least _YIELD of the most a round
+# yielded. A place held while its request waits for the pace, or a conversation held while its
+# other participants' requests wait for theirs, yields less the more there are: the places then
+# stop at twice what the rate needs for the latency, or a few times that where they doubled in
+# the round that showed it (bench/busy.py's strict bucket of 3,000 a minute: the agent's 40
+# conversations where about 13 keep the user's key busy; 118 without it), rather than hold every
+# attempt of a run under way at once, each crawling at the pace, and their judges all asked at
+# the end.
+_IN_TIME = 3.0
+_RECENT = 8
+_UNQUEUED = 2.0
+_YIELD = 0.5
+# In the slow start of a service nothing paces, a place may be held while no request of its own is
+# under way: the agent's places hold whole conversations, and with the simulated user on a model a
+# turn is the user's request, then the agent's, so that about half of them have an agent's request
+# under way. One place more per answer then doubled the agent's requests under way only every
+# other round trip (every turn): 50 conversations against an unlimited stand-in answering in
+# 100 ms all began only after 1.3 s (bench/busy.py's p-free). So the places grow by as many as
+# each request under way stands for (places taken / requests under way), at most _FOLD: a turn's
+# two requests. More (three) grew the conversations faster than the user's own places, so that
+# conversations waited for them and stopped paying (``_paid``) for seconds on a virtual clock.
+_FOLD = 2
+
+
+class Growth:
+    """What a participant's answers so far say of how many places it should have, with no cap: the
+    latest answers' latencies and the usual one, the round of answers under way and the most a
+    round yielded, and whether the places are in their slow start or widen by parts of one.
+
+    It changes inside as answers and refusals come, and holds no places itself: ``busy.Places``
+    asks it how many its places grow (``grown``) or whether they halve (``narrowed``)."""
+
+    def __init__(self) -> None:
+        self._doubling = True  # one more per answer in time until the first refusal
+        self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
+        self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (grown)
+        self._usual = math.inf  # the least median of _RECENT answers timed (_timed): the service's latency unqueued
+        self._round_from = 0.0  # when the round of answers began (_paid)
+        self._round_answers = 0
+        self._round_size = 0  # the places when it began
+        self._best_yield = 0.0  # the most answers a second one place yielded in a round
+        self._paying = True  # whether the last round yielded at least _YIELD of that
+        self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
+
+    def grown(
+        self,
+        send: Send,
+        now: float,
+        size: int,
+        slack: bool,
+        backlogged: bool,
+        held: int,
+        service: Service,
+        per_minute: int,
+    ) -> int:
+        """How many places more ``send``'s answer at ``now`` grows the participant's ``size`` places
+        by, where they held requests back: one unless the pace held requests back all the while it
+        was under way (``backlogged``), when the answer came in time (``_timed``) and the places pay
+        (``_paid``; ``slack``, whether a place was free since the round of answers began). The
+        places double so in a round while the service keeps up, as a TCP window does in its slow
+        start: a service with no limit has all the run's requests under way within a few rounds.
+        While nothing paces the service, places held between the participant's requests
+        (conversations in their user's part of a turn) count too: as many more as each request under
+        way stands for (``held``: the places taken over the requests under way, 0 where none is or
+        some wait for the pace), at most _FOLD, so that its requests under way double in a round, not
+        only the places. After a refusal of a service whose rate is found from refusals alone, a part
+        of one (1 / ``size``): a round's answers grow one place. Where the service told its rate, the
+        pace keeps to it whatever the places, and they grow as before the refusal.
+
+        Requests that wait for the pace now and then (a strict limit spaces its sends, and some
+        come while the last is still spaced) say nothing of the places: only a pace that held
+        requests back from this one's send to its answer, without a break, does, as more places
+        would then only make more wait."""
+        timed = self._timed(now - send.moment)
+        if not self._paid(send, now, size, slack) or not timed:
+            return 0
+        if backlogged:  # requests waited for the pace all the while it was under way
+            return 0
+        grown = 1
+        if not self._doubling and _unmetered(service):
+            self._widening += 1.0 / size
+            if self._widening < 1.0:
+                return 0
+            self._widening -= 1.0
+        elif self._doubling and held and _unpaced(service, per_minute):
+            # Places held between this participant's requests (by conversations, whose turns
+            # are their other participants' requests too): one more for each place a request
+            # under way stands for, so that the requests under way, not the places, double.
+            grown = max(1, min(_FOLD, held))
+        return grown
+
+    def _timed(self, latency: float) -> bool:
+        """Whether an answer that took ``latency`` came in time: it, and the median of the latest
+        _RECENT answers timed, within _IN_TIME of the usual latency (the least such median, the
+        first at most _UNQUEUED times the quickest of the first _RECENT answers)."""
+        latencies = self._latencies
+        latencies.append(latency)
+        if len(latencies) < _RECENT:
+            return True  # no usual latency yet
+        ordered = sorted(latencies)
+        median = ordered[_RECENT // 2]
+        if self._usual == math.inf:
+            self._usual = min(median, _UNQUEUED * ordered[0])
+        elif median < self._usual:
+            self._usual = median
+        elif median > _IN_TIME * self._usual:
+            return False  # the service has begun to queue: its latest answers are late, not one of them
+        return latency <= _IN_TIME * self._usual
+
+    def _paid(self, send: Send, now: float, size: int, slack: bool) -> bool:
+        """Whether the places pay: ``send``'s answer at ``now`` counted in the round of answers
+        under way, which begins anew where a place was free since (``slack``: a round counts the
+        answers of places all taken), and ends after as many answers as there were places (_RECENT
+        at the least). Its answers per second and place (the places counted half at the start, half
+        at the end: they grow during it, to ``size`` now) are its yield; the places pay while the
+        last round's was at least _YIELD of the most any round's was. A round that does not pay so
+        far ends after _RECENT answers, before the places double in it: 40 conversations rather than
+        64 where a pace held them back (bench/busy.py's strict bucket of 3,000 a minute)."""
+        if slack:
+            self._round_from = send.moment
+            self._round_answers = 0
+            self._round_size = size
+        answers = self._round_answers = self._round_answers + 1
+        if answers < _RECENT:
+            return self._paying
+        seconds = now - self._round_from
+        if seconds <= 0.0:
+            return self._paying
+        rate = 2 * answers / (seconds * (self._round_size + size))
+        if answers < self._round_size and (rate >= _YIELD * self._best_yield or not self._paying):
+            return self._paying  # the round goes on; one that cannot pay ends at once, before the places double in it
+        if rate > self._best_yield:
+            self._best_yield = rate
+        self._paying = rate >= _YIELD * self._best_yield
+        self._round_from = now
+        self._round_answers = 0
+        self._round_size = size
+        return self._paying
+
+    def narrowed(self, send: Send, service: Service, per_minute: int) -> bool:
+        """Whether a refusal of ``send`` halves the places: once for the requests under way then
+        (many refused at once are one sign of one overload); from then on they grow by one for as
+        many answers in time as there are places. Only while nothing paces the ``service`` (no rate
+        it said is left, no ``per_minute``, no pace found from its refusals): then the places were
+        all that held requests back, and the refusal is theirs to answer. Once a pace does, a
+        refusal is the pace a little quick (the jitter of the way there, or a lower limit), and the
+        pace's cut in ``busy.Places._refusal`` answers it: one overload signal, one answer. Halving
+        the places too held half the conversations back at every refusal (a strict bucket of 3,000
+        a minute refuses one request in a hundred or two through the jitter, and its places never
+        grew to what the limit allows; with no headers, three participants on keys of their own
+        at 5 a second, on a virtual clock, took 2.4x their floor rather than 1.8x), while the
+        pace, not the places, was what held the sends."""
+        if send.number <= self._narrowed_after:
+            return False
+        pace = service.pace
+        if per_minute or not _unmetered(service) or (pace.rate > 0 and not pace.opening):
+            return False
+        self._narrowed_after = service.sends - 1
+        self._doubling = False
+        self._widening = 0.0
+        return True
+
+
+def _unpaced(service: Service, per_minute: int) -> bool:
+    """Whether nothing paces a participant's sends: no rate its ``service`` told, no pace found
+    from its refusals, no ``per_minute`` cap."""
+    pace = service.pace
+    return not per_minute and (pace.rate == 0.0 or pace.opening) and _unmetered(service)
+
+
+def _unmetered(service: Service) -> bool:
+    """Whether no limit the ``service`` told of has a rate: what paces it, if anything, was found
+    from its refusals alone (``busy.Places._unmetered``, read here as it is read there)."""
+    for meter in service.each:
+        if meter.rate > 0.0:
+            return False
+    return True
