@@ -312,6 +312,7 @@ class Places:
         # ``_refusal``). Whether a place was free since the round of answers began is kept here,
         # not there: the free way frees a place on every request, and writes it then.
         self._growth = Growth()
+        self._wanting = 0  # its requests that take a place waiting for one (``answers.pressed``)
         self._slack = True  # whether a place was free since the round of answers began (``Growth.grown``)
 
     @property
@@ -712,7 +713,11 @@ class Places:
                 refused = None
             elif held:  # as ``one`` holds a place, without a context manager's cost on every request
                 start = loop.time()
-                seat = await self.seat()
+                self._wanting += 1
+                try:
+                    seat = await self.seat()
+                finally:
+                    self._wanting -= 1
                 self._noted(start, loop.time() - start, "place")
                 try:
                     send = await self._turn(rank, paced, refused_at)
@@ -1112,7 +1117,8 @@ class Places:
             # those after it try the pace while it holds requests back: one of this participant's
             # waited for it while the answered one was under way (or one of any participant on
             # the key did, which ``climbed`` reads of the pace).
-            climbed(self._service, send, bool(self._send_queue) or self._queued >= send.moment)
+            backlog = -math.inf if self._wanting else self._backlog
+            climbed(self._service, send, bool(self._send_queue) or self._queued >= send.moment, now, backlog)
         if not self.cap:
             self._kept_up(send, now)
         if paced:

@@ -612,6 +612,7 @@ class Service:
         self.sent: deque[float] = deque(maxlen=256)
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
+        self.shared = False  # more than one participant of this process sends to it (``answers.climbed``)
         # This process's part of the service's rates: 1 alone, 1/N for each of the N workers of a
         # spread run, so that together they aim at what one process would.
         self.part = 1.0
@@ -696,6 +697,8 @@ class Services:
         """The service known by that name, which is ``mine`` if no participant knew it yet."""
         known = self._known.get(service)
         if known is not None:
+            if known is not mine:
+                known.shared = True
             return known
         mine.part = self.part
         mine.paused_until = max(mine.paused_until, self._held.pop(service, 0.0))
