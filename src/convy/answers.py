@@ -48,7 +48,8 @@ _SHARE_BACK = 0.002  # of what is missing to SHARE_MOST, per answer
 _GROWTH = 0.0005
 # After the first refusal the pace climbs only where it holds requests back for longer than their
 # coming in bursts does: some of the participant's requests waited for it without a break for at
-# least _PRESSED gaps of it, or waited for a place meanwhile (``climbed``).
+# least _PRESSED gaps of it, or _PRESSED of them wait for it at once, or some waited for a place
+# meanwhile (``climbed``).
 _PRESSED = 3
 # The step of the pace at each answer from the service's first answer to its first refusal
 # (``opened``): a service with no limit outgrows it within some answers, and a limit's refusal
@@ -108,7 +109,7 @@ def grown(service: Service, gated: bool) -> None:
     service.share = min(SHARE_MOST, service.share + growth)
 
 
-def climbed(service: Service, send: Send, waited: bool, now: float, backlog: float) -> None:
+def climbed(service: Service, send: Send, waited: bool, now: float, backlog: float, waiting: int) -> None:
     """An answer to ``send``, news of the pace found without word from the service: one answer
     is worth the gap it filled. Only while the pace holds requests back (``waited``: one of the
     participant's waited for it while this one was under way, as ``growth.Growth.grown`` asks the
@@ -117,8 +118,9 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
     and doubled on them it ran far past the limit unrefused (320 a second against a bucket of 50,
     held back by three places), until the places grew, and its first refusal found it there.
     ``backlog`` is since when the participant's requests have waited for the pace without a break
-    (minus infinity while some wait for a place); while the pace grows after a refusal, on a key
-    of its own it grows only where that says the pace held them back (``pressed``)."""
+    (minus infinity while some wait for a place), and ``waiting`` how many wait for it now; while
+    the pace grows after a refusal, on a key of its own it grows only where those say the pace
+    held them back (``pressed``)."""
     pace = service.pace
     seconds = 1.0 / pace.rate
     if not (waited or pace.queued >= send.moment):
@@ -131,7 +133,7 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
         # the pace was made up from the pause itself (one request a second, refused before
         # anything was answered): kept, its next send waited out a whole second more.
         pass
-    elif pace.growing and not (pace.opening or service.shared or pressed(pace, now, backlog)):
+    elif pace.growing and not (pace.opening or service.shared or pressed(pace, now, backlog, waiting)):
         # Not held back for long: the bursts of a participant that asks for less than the pace.
         # (A key several participants share is tried on the answers of each while any waits,
         # their bursts between each other's: tests/unit/test_busy_bare.py, all three on one key.)
@@ -146,17 +148,22 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
     pace.proven = True
 
 
-def pressed(pace: Pace, now: float, backlog: float) -> bool:
+def pressed(pace: Pace, now: float, backlog: float, waiting: int) -> bool:
     """Whether the pace held a participant's requests back for longer than their coming in bursts
     does, as an answer at ``now`` tells it: they have waited for it without a break since
     ``backlog``, _PRESSED gaps of it or more (minus infinity while some wait for a place: more is
-    asked than the places and the pace let go). A participant whose requests come as another's
+    asked than the places and the pace let go), or _PRESSED or more of them wait for it now
+    (``waiting``), the last for as many gaps. A participant whose requests come as another's
     answers do (the agent's, after the simulated user's) has a few wait a little now and then,
     coming closer than the pace, while on average it asks for far less than it: grown on every
     such answer, the agent's pace after its first refusal ran on past the limit and was refused
     once or twice more, each a second of every conversation (bench/bare_virtual.py p-bare@3000:
-    93 refusals of the agent's key in 60 ways, 60 at the least)."""
-    return now - backlog >= _PRESSED / pace.rate
+    93 refusals of the agent's key in 60 ways, 60 at the least). Counted behind alone, a pace
+    made up far under the limit with the run's requests piled up behind it (at the opening's
+    refusal, from an answer that took a second or two: a request a second or less) climbed only
+    after three of its gaps, seconds of every conversation (tests/unit/test_busy_demand_review.py:
+    the agent's key behind services that answer in 2 s, 42.8 s against 40.6)."""
+    return waiting >= _PRESSED or now - backlog >= _PRESSED / pace.rate
 
 
 def measured(service: Service, send: Send, heard: Heard, admitted: bool, wired: tuple[Send | None, float]) -> None:

@@ -1118,7 +1118,8 @@ class Places:
             # waited for it while the answered one was under way (or one of any participant on
             # the key did, which ``climbed`` reads of the pace).
             backlog = -math.inf if self._wanting else self._backlog
-            climbed(self._service, send, bool(self._send_queue) or self._queued >= send.moment, now, backlog)
+            waited = bool(self._send_queue) or self._queued >= send.moment
+            climbed(self._service, send, waited, now, backlog, len(self._send_queue))
         if not self.cap:
             self._kept_up(send, now)
         if paced:
