@@ -55,7 +55,7 @@ from convy.deadlines import LIMIT
 from convy.growth import Growth
 from convy.loops import running
 from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
-from convy.refusals import opening_ended, ready, reset, taught, unused
+from convy.refusals import ended_at_count, opening_ended, ready, reset, taught, unused
 from convy.waits import WAITS, Wait, Who
 
 T = TypeVar("T")
@@ -314,6 +314,9 @@ class Places:
         self._growth = Growth()
         self._wanting = 0  # its requests that take a place waiting for one (``answers.pressed``)
         self._slack = True  # whether a place was free since the round of answers began (``Growth.grown``)
+        # The first of the latest sends let go while the ``Ration`` had nothing left, one at a time
+        # (-1: the latest was let go with some left): the sends before it went as the window let them.
+        self._held_from = -1
 
     @property
     def sends(self) -> int:
@@ -913,6 +916,10 @@ class Places:
         send = Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
         self._sent_apart += 1
         insort(self._under_way, send.number)
+        if not self._ration.dry(send.number):
+            self._held_from = -1
+        elif self._held_from < 0:
+            self._held_from = send.number
         self._took(due)
         if self._wire_told and self._service.strict:
             self._unwritten = send
@@ -1130,7 +1137,18 @@ class Places:
         self._free = False  # for good: ``freely`` asks ``_free`` alone
         if told.service:
             self._known(told.service)
-        if not self.cap and self._growth.narrowed(send, self._service, self.per_minute):
+        # Sent alone once the service had said nothing was left (``Ration``): its refusal is the
+        # count used up, which only the window's turn gives back, not a pace or places past what
+        # the service carries. Neither is cut: cut, they stayed there after the wait (LiteLLM's
+        # rpm, bench/busy.py p-litellm: the next minute's 151 requests in 15 s, the first's 299
+        # in 0.8, in virtual time). But it still ends a pace opening or growing, at what the
+        # sends before the Ration held them went at (``refusals.ended_at_count``): no other
+        # refusal may come to end it, and the pace grew on with the places to some 10^6 a second,
+        # every pause after a second limit's refusal then ending in a burst into it.
+        counted_out = send.service is self._service and self._ration.dry(send.number)
+        if counted_out:
+            ended_at_count(self._service, self._held_from if self._held_from >= 0 else send.number)
+        elif not self.cap and self._growth.narrowed(send, self._service, self.per_minute):
             self.size = max(1, self.size // 2)
         if not paced:  # a request inside a turn paced as a request itself
             # Not paced, it took nothing from what the participant counts is left: the refusal's
