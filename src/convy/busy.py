@@ -1194,7 +1194,7 @@ class Places:
             # which may be sooner than a Retry-After rounded up to whole seconds. A request refused
             # a third time waits the whole Retry-After.
             pause = min(pause, max(ready(service, heard, now) - now, 0.0)) if pause else pause
-        if send.service is not service or number > pace.cut_after:
+        if (send.service is not service or number > pace.cut_after) and not counted_out:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload. (So is one sent before the
             # participant knew its service, of which nobody had found anything yet.)
