@@ -1,0 +1,61 @@
+"""A proxy's count of requests per window met, then a second limit behind it: the model carrying
+only so many requests at once (``tests/unit/test_busy_ration.py``'s ``Crowded``), in virtual time.
+How often each limit refused, how long each window's requests took, and the run's wall.
+
+    .venv/bin/python bench/crowded.py                     # 8 at once from 12 s on, 350 requests
+    .venv/bin/python bench/crowded.py --after 0 --carries 4 --requests 500
+    .venv/bin/python bench/crowded.py --before /tmp/before/src
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections import Counter
+
+from virtual import played_from
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--after", type=float, default=12.0, help="when the model begins to carry few (default 12 s)")
+    parser.add_argument("--carries", type=int, default=8, help="requests the model carries at once (default 8)")
+    parser.add_argument("--wait", type=float, default=5.0, help="the model's Retry-After (default 5 s)")
+    parser.add_argument("--requests", type=int, default=350, help="requests (default 350)")
+    parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
+    arguments = parser.parse_args()
+    played_from(arguments.before)
+    from support.clock import START, in_virtual_time
+    from test_busy_ration import Crowded
+
+    from convy.busy import Patience, Places
+
+    service = Crowded(arguments.after, arguments.carries, arguments.wait)
+    answered: list[float] = []
+
+    async def played() -> float:
+        places = Places(0, patience=Patience(600))
+
+        async def one() -> None:
+            await places.sent(service)
+            answered.append(asyncio.get_running_loop().time() - START)
+
+        await asyncio.gather(*(one() for _ in range(arguments.requests)))
+        return asyncio.get_running_loop().time() - START
+
+    wall: float = in_virtual_time(played)
+    windows = Counter(int(moment // service.window) for moment in answered)
+    print(
+        f"{service.rpm} a window of {service.window:g} s, {arguments.carries} at once from {arguments.after:g} s, "
+        f"{arguments.requests} requests: wall {wall:.2f} s, refused by the count {sum(service.refusals.values())}, "
+        f"by the model {service.crowded}"
+    )
+    for window in sorted(windows):
+        moments = sorted(moment for moment in answered if int(moment // service.window) == window)
+        print(
+            f"  window {window}: {len(moments)} answered from {moments[0]:.2f} to {moments[-1]:.2f} s ({moments[-1] - moments[0]:.2f} s)"
+        )
+
+
+if __name__ == "__main__":
+    main()
