@@ -55,7 +55,7 @@ from convy.deadlines import LIMIT
 from convy.growth import Growth
 from convy.loops import running
 from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
-from convy.refusals import ended_at_count, opening_ended, ready, reset, taught, unused
+from convy.refusals import beside_count, ended_at_count, opening_ended, ready, reset, taught, unused
 from convy.waits import WAITS, Wait, Who
 
 T = TypeVar("T")
@@ -1198,7 +1198,16 @@ class Places:
             # The first refusal of a request sent after the last cut is news: many requests
             # refused at once are one sign of one overload. (So is one sent before the
             # participant knew its service, of which nobody had found anything yet.)
+            counted = pace.counted
             taught(service, send, heard, now, pause, self._gated and service.strict, newly_strict)
+            if counted:
+                # The first since the count's refusal ended the pace at what its window let
+                # through (``ended_at_count``): another limit, perhaps of requests at once, which
+                # this participant's requests sent before the refused one and still under way
+                # bound, over the usual latency (the first answer's until _RECENT were timed).
+                under_way = sum(1 for sent in self._under_way if sent < number) if send.service is service else 0
+                usual = self._growth.usual
+                beside_count(service, under_way, usual if usual < math.inf else pace.latency)
         self._pause(now, pause, told)
         self._landed(send)
 

@@ -78,6 +78,12 @@ class Growth:
         self._paying = True  # whether the last round yielded at least _YIELD of that
         self._narrowed_after = -1  # refusals of requests sent up to this number are one overload, halved for already
 
+    @property
+    def usual(self) -> float:
+        """The service's latency unqueued, as its answers so far tell it (``_timed``): inf until
+        _RECENT were timed, and with a cap, whose places time none."""
+        return self._usual
+
     def grown(
         self,
         send: Send,

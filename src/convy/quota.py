@@ -541,6 +541,10 @@ class Pace:
         # count just before the next one, kept then, and not read on every answer.
         self.trimmed_most = 0
         self.answered = False  # whether the service has answered a request of any participant
+        # Whether the pace stands on what a count's window let through alone
+        # (``refusals.ended_at_count``): no refusal of another limit has tried it yet
+        # (``refusals.beside_count``).
+        self.counted = False
 
     @property
     def most(self) -> int:

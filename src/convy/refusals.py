@@ -9,8 +9,9 @@ refusal after the service's first answer, from the sends of the opening pace
 (``opening_refused``); later, as close under the refused send's pace as the sends let through
 tell. A refusal of the request sent alone once the service said nothing was left of its count
 cuts nothing, but ends a pace still opening or growing at what the window let through
-(``ended_at_count``). A strict limit's refusal that says its next unit comes within a gap gives
-back the unit the refused send was counted to take (``unused``).
+(``ended_at_count``); the first refusal of another limit after it holds the pace to what was
+under way then, over a latency (``beside_count``). A strict limit's refusal that says its next
+unit comes within a gap gives back the unit the refused send was counted to take (``unused``).
 
 ``busy.Places`` decides when a refusal is news, pauses the participants and lets go of the send;
 what the refusal says of the limit is read here, from the ``Service`` alone, which holds all it
@@ -201,7 +202,12 @@ def ended_at_count(service: Service, held_from: int) -> None:
     grows on from it, a step at most at each answer, as where the sends let through went far
     slower than the refused one. Taken for found, a window that opened on slow answers (0.5 s)
     held the next to its own rate, 99 in 2.3 s; and found from the window's later half alone,
-    quicker, a model carrying 8 at once met later was refused 93 times rather than 27."""
+    quicker, a model carrying 8 at once met later was refused 93 times rather than 27. Nothing
+    but the count has tried that rate, and the window's sends, let go within a latency of one
+    another, say nothing of a limit on requests at once: the first refusal of another limit
+    bounds it by what was under way then too (``beside_count``), where read as a rate alone the
+    model carrying 8 at once was still refused 27 times (now 4: those sent before its first
+    refusal came back)."""
     pace = service.pace
     if pace.rate <= 0 or not (pace.opening or pace.growing):
         return  # not paced, or a pace found already, which a later refusal corrects
@@ -218,6 +224,29 @@ def ended_at_count(service: Service, held_from: int) -> None:
         return
     pace.opening, pace.growing, pace.estimated, pace.proven = False, True, False, True
     pace.step = _STEP
+    pace.counted = True
+
+
+def beside_count(service: Service, under_way: int, latency: float) -> None:
+    """The first refusal of a limit other than the count since the count's refusal ended the pace
+    at what its window let through (``ended_at_count``), taught as any (``taught``), with
+    ``under_way`` of the participant's requests sent before the refused one still under way and
+    its answers taking ``latency``: the pace is at most that many a latency, a little under.
+    Nothing but the count had tried the window's rate, and its sends, let go within a latency
+    of one another, went before any came back: they tell nothing of a limit on requests at
+    once. Read as a rate alone, the sends let through as quick as the refused one, a model
+    carrying 8 at once (answers of 0.1 s) was taken for a limit of 158 a second, found down from
+    there a tenth at each 5 s pause: 27 refusals, 68.7 s where 46.1 before the guard; held to
+    8 a latency, 79 a second, 4 (those sent before the first refusal came back), 38.8 s
+    (tests/unit/test_busy_ration.py, bench/crowded.py). The participant's own requests only:
+    on a key two share, each holds the pace to its part, slower than it need be, not over. A
+    rate limit refused as soon after the pause is held lower than it needs only a while: where
+    ``taught`` left the pace growing, it grows back a step at each answer (a strict limit of 150
+    a second met at the second send after the pause: 10 a second, back over 100 within 3 s)."""
+    pace = service.pace
+    pace.counted = False
+    if under_way > 0 and latency > 0:
+        pace.rate = min(pace.rate, under_way / latency * _BARE_AIM)
 
 
 def opening_refused(service: Service, send: Send) -> bool:
