@@ -1,9 +1,12 @@
-"""A proxy's count of requests per window met, then a second limit behind it: the model carrying
-only so many requests at once (``tests/unit/test_busy_ration.py``'s ``Crowded``), in virtual time.
-How often each limit refused, how long each window's requests took, and the run's wall.
+"""A proxy's count of requests per window met, then a second limit behind it, in virtual time: the
+model carrying only so many requests at once (``tests/unit/test_busy_ration.py``'s ``Crowded``),
+or, with ``--bucket``, a bucket of so many a second (a rate limit, to see that a limit on requests
+at once is not read into one). How often each limit refused, how long each window's requests
+took, and the run's wall.
 
     .venv/bin/python bench/crowded.py                     # 8 at once from 12 s on, 350 requests
-    .venv/bin/python bench/crowded.py --after 0 --carries 4 --requests 500
+    .venv/bin/python bench/crowded.py --after 25 --carries 2 --requests 500
+    .venv/bin/python bench/crowded.py --bucket 100 5      # 100 a second, a burst of 5, from 12 s
     .venv/bin/python bench/crowded.py --before /tmp/before/src
 """
 
@@ -18,19 +21,53 @@ from virtual import played_from
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--after", type=float, default=12.0, help="when the model begins to carry few (default 12 s)")
+    parser.add_argument("--after", type=float, default=12.0, help="when the second limit begins (default 12 s)")
     parser.add_argument("--carries", type=int, default=8, help="requests the model carries at once (default 8)")
     parser.add_argument("--wait", type=float, default=5.0, help="the model's Retry-After (default 5 s)")
+    parser.add_argument(
+        "--bucket",
+        nargs=2,
+        type=float,
+        metavar=("RATE", "BURST"),
+        help="a bucket (Retry-After 1 s) rather than the model's",
+    )
     parser.add_argument("--requests", type=int, default=350, help="requests (default 350)")
     parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
     arguments = parser.parse_args()
     played_from(arguments.before)
     from support.clock import START, in_virtual_time
-    from test_busy_ration import Crowded
+    from test_busy_ration import Crowded, Minute
 
-    from convy.busy import Patience, Places
+    from convy.busy import Busy, Patience, Places
 
-    service = Crowded(arguments.after, arguments.carries, arguments.wait)
+    class Bucketed(Minute):
+        """``Minute`` behind which, from ``after`` seconds on, a bucket of ``rate`` a second and
+        ``burst`` refuses what it has no unit for with a Retry-After of a second."""
+
+        def __init__(self, after: float, rate: float, burst: float) -> None:
+            super().__init__(rpm=100, window=10.0)
+            self.after, self.rate, self.burst = after, rate, burst
+            self.units, self.filled, self.crowded = burst, 0.0, 0
+
+        async def __call__(self, group: str = "") -> str:
+            now = asyncio.get_running_loop().time() - START
+            if now >= self.after:
+                self.units = min(self.burst, self.units + (now - self.filled) * self.rate)
+                if self.units < 1:
+                    self.crowded += 1
+                    await asyncio.sleep(self.refusing)
+                    raise Busy("429 Too Many Requests", 1.0)
+                self.units -= 1
+            self.filled = now
+            return await super().__call__(group)
+
+    service: Crowded | Bucketed
+    if arguments.bucket:
+        service = Bucketed(arguments.after, *arguments.bucket)
+        second = f"a bucket of {arguments.bucket[0]:g} a second (burst {arguments.bucket[1]:g})"
+    else:
+        service = Crowded(arguments.after, arguments.carries, arguments.wait)
+        second = f"{arguments.carries} at once"
     answered: list[float] = []
 
     async def played() -> float:
@@ -46,9 +83,9 @@ def main() -> None:
     wall: float = in_virtual_time(played)
     windows = Counter(int(moment // service.window) for moment in answered)
     print(
-        f"{service.rpm} a window of {service.window:g} s, {arguments.carries} at once from {arguments.after:g} s, "
+        f"{service.rpm} a window of {service.window:g} s, {second} from {arguments.after:g} s, "
         f"{arguments.requests} requests: wall {wall:.2f} s, refused by the count {sum(service.refusals.values())}, "
-        f"by the model {service.crowded}"
+        f"by the second limit {service.crowded}"
     )
     for window in sorted(windows):
         moments = sorted(moment for moment in answered if int(moment // service.window) == window)
