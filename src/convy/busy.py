@@ -1204,7 +1204,8 @@ class Places:
                 # The first since the count's refusal ended the pace at what its window let
                 # through (``ended_at_count``): another limit, perhaps of requests at once, which
                 # this participant's requests sent before the refused one and still under way
-                # bound, over the usual latency (the first answer's until _RECENT were timed).
+                # bound, over the usual latency (the first answer's until _RECENT were timed, and
+                # with a cap, whose places time none).
                 under_way = sum(1 for sent in self._under_way if sent < number) if send.service is service else 0
                 usual = self._growth.usual
                 beside_count(service, under_way, usual if usual < math.inf else pace.latency)
