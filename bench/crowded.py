@@ -1,8 +1,8 @@
 """A proxy's count of requests per window met, then a second limit behind it, in virtual time: the
 model carrying only so many requests at once (``tests/unit/test_busy_ration.py``'s ``Crowded``),
-or, with ``--bucket``, a bucket of so many a second (a rate limit, to see that a limit on requests
-at once is not read into one). How often each limit refused, how long each window's requests
-took, and the run's wall.
+or, with ``--bucket``, a bucket of so many a second (``Bucketed``: a rate limit, to see that it is
+not held to what a limit on requests at once would allow). How often each limit refused, how long
+each window's requests took, and the run's wall.
 
     .venv/bin/python bench/crowded.py                     # 8 at once from 12 s on, 350 requests
     .venv/bin/python bench/crowded.py --after 25 --carries 2 --requests 500
@@ -36,30 +36,9 @@ def main() -> None:
     arguments = parser.parse_args()
     played_from(arguments.before)
     from support.clock import START, in_virtual_time
-    from test_busy_ration import Crowded, Minute
+    from test_busy_ration import Bucketed, Crowded
 
-    from convy.busy import Busy, Patience, Places
-
-    class Bucketed(Minute):
-        """``Minute`` behind which, from ``after`` seconds on, a bucket of ``rate`` a second and
-        ``burst`` refuses what it has no unit for with a Retry-After of a second."""
-
-        def __init__(self, after: float, rate: float, burst: float) -> None:
-            super().__init__(rpm=100, window=10.0)
-            self.after, self.rate, self.burst = after, rate, burst
-            self.units, self.filled, self.crowded = burst, 0.0, 0
-
-        async def __call__(self, group: str = "") -> str:
-            now = asyncio.get_running_loop().time() - START
-            if now >= self.after:
-                self.units = min(self.burst, self.units + (now - self.filled) * self.rate)
-                if self.units < 1:
-                    self.crowded += 1
-                    await asyncio.sleep(self.refusing)
-                    raise Busy("429 Too Many Requests", 1.0)
-                self.units -= 1
-            self.filled = now
-            return await super().__call__(group)
+    from convy.busy import Patience, Places
 
     service: Crowded | Bucketed
     if arguments.bucket:
