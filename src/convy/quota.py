@@ -591,6 +591,12 @@ SHARE = 0.98  # to start with
 SHARE_MOST = 0.995
 SHARE_CUT = 0.97
 SHARE_HELD_CUT = 0.975
+# Where a strict limit's requests wait at the wire for their moment, the jitter of the way there
+# is mostly gone: the share is raised to SHARE_HELD (``wire.Wire.due``), and a refusal takes 2.5%
+# off it rather than 3% (SHARE_HELD_CUT, given back over as many answers). A margin kept for jitter
+# that is not there is lost on every gap: a strict bucket saves nothing up for a request that comes
+# late. The share is the service's, the same for every participant sharing it.
+SHARE_HELD = 0.995
 # An answer quicker than OVERLAP is the machine's own work (an in-process fake), not a service's
 # latency: it opens no pace (``answers.opened``), and more places would not overlap it with
 # anything (``busy.Places._kept_up``).
@@ -627,6 +633,15 @@ class Service:
     def aim(self) -> float:
         """The share of the rates the service told that this process aims at."""
         return self.share * self.part
+
+    def unmetered(self) -> bool:
+        """Whether no limit the service told of has a rate: what paces it, if anything, was found
+        from its refusals alone. (``busy.Places._unmetered`` reads the same in line: it is asked on
+        every paced send, where a call of another object's method is an attribute read more.)"""
+        for meter in self.each:
+            if meter.rate > 0.0:
+                return False
+        return True
 
     def moment_of(self, number: int) -> float:
         """The moment of send ``number`` among the latest (-inf when it is not kept)."""
