@@ -9,10 +9,11 @@ last cut (``news``) gives a step of the share back (``grown``) and, while the pa
 back, tries the pace, which grows a little (``climbed``). What the service said of its limits
 with an answer or a refusal is heard by its meters (``measured``).
 
-``busy.Places`` decides when an answer is heard, and keeps its own places, queue and way to the
-wire; what the answer says of the limit is read here, from the ``Service`` and the little of the
-participant's it is handed (its places, its cap per minute, whether its requests wait at the wire
-for their moment, whether one waited for the pace), and changes the ``Service`` alone.
+``busy.Places`` decides when an answer is heard, and keeps its own places and queue (its way to
+the wire is ``wire.Wire``'s); what the answer says of the limit is read here, from the ``Service``
+and the little of the participant's it is handed (its places, its cap per minute, whether its
+requests wait at the wire for their moment, whether one waited for the pace), and changes the
+``Service`` alone.
 ``refusals.py`` is its sibling: neither imports the other, and the share's bounds they both read
 are in ``quota.py``. Nothing here reads a clock or waits: the moment of the answer is given.
 """

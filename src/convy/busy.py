@@ -57,33 +57,15 @@ from convy.loops import running
 from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
 from convy.refusals import beside_count, ended_at_count, opening_ended, ready, reset, taught, unused
 from convy.waits import WAITS, Wait, Who
+from convy.wire import Wire
 
 T = TypeVar("T")
 
-# Where the HTTP layer tells when a request went on the wire, and once the service has refused a
-# request or said its limit holds one request at a time (a limit strict enough for that: a loose
-# one, a burst or a window, is not troubled and would only lose the time), the next send is paced
-# from then: a request let go on time but
-# written late (its new connection opened first) would otherwise reach the service closer to the
-# next one than the pace, and a strict limit refuses that. The next waits for the last to be on
-# the wire, at most _HOLD seconds; the least of the last _LEADS delays between letting a request
-# go and its being on the wire is taken off the gap, as the next request takes at least that too.
+# Where the HTTP layer tells when a request went on the wire and the limit is strict, the next
+# send is paced from then (``wire.Wire``): it waits for the last let go to be on the wire
+# (``Places._unwritten``), at most _HOLD seconds.
 _HOLD = 1.0
 _ROUNDING = 0.001  # how much shorter than it is a reset said in milliseconds may be
-_LEADS = 16
-# Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
-# a strict limit's request is let go _AHEAD seconds ahead of its moment (at most a quarter of a
-# gap): it is built by then, and written at its moment rather than late by however long its way
-# took this time, which, paid by every send after the last, added up to one gap in twenty. The
-# same for every participant: the ones sharing a limit would otherwise race for it, and the one
-# let go furthest ahead win every time.
-_AHEAD = 0.01
-# Where a strict limit's requests wait at the wire for their moment, the jitter of the way there
-# is mostly gone: the share is raised to _SHARE_HELD, and a refusal takes 2.5% off it rather than
-# 3% (``quota.SHARE_HELD_CUT``, given back over as many answers). A margin kept for jitter that
-# is not there is lost on every gap: a strict bucket saves nothing up for a request that comes
-# late. The share is the service's, the same for every participant sharing it.
-_SHARE_HELD = 0.995
 # Places with no cap start at START and grow to at most _MOST_PLACES (``records.Limits``' bound),
 # as their answers say they should (``growth.Growth``: an answer in time, places that pay, the slow
 # start, the halving at a refusal). An answer quicker than ``quota.OVERLAP`` is the machine's own
@@ -168,11 +150,12 @@ class _Asked(Told):
         return True
 
     def due(self, now: float) -> float | None:
+        places = self._places
         if self._gated:
-            return self._places._due(self._send, now)
-        if self._places._answered_once:
+            return places._wire.due(self._send, now, places._service)
+        if places._answered_once:
             return None  # sent to a service the participant knows, at its pace already
-        return self._places._first(self._send, now, self.service)
+        return places._first(self._send, now, self.service)
 
     def wrote(self, moment: float) -> None:
         self._places._wrote(self._send, moment)
@@ -286,13 +269,13 @@ class Places:
         # the ``Pace`` found without word from it, and the pause its latest refusal asked for.
         self._service = Service(SHARE)
         self._ration = Ration()  # what its service said is left without a reset, as its answers said it
-        self._wire_told = False  # whether the HTTP layer tells when a request went on the wire
-        self._unwritten: Send | None = None  # the latest send let go and not on the wire yet, while it is told
-        self._leads: deque[float] = deque(maxlen=_LEADS)  # the latest delays from a send's moment to the wire
-        self._gated = False  # whether the HTTP layer waits for a send's moment just before the wire
-        self._waited: Send | None = None  # the latest send that waited there
-        self._wired: tuple[Send | None, float] = (None, 0.0)  # the latest send on the wire, and when
-        self._first_taken: tuple[Send | None, int] = (None, -1)  # a first send held for a neighbour's moment (_first), and its number there
+        # What its way to the wire said (``Wire``): whether the HTTP layer tells when a request
+        # went on the wire and waits there for its moment, the latest send on the wire.
+        self._wire = Wire()
+        # The latest send let go and not on the wire yet, while it is told: the next waits for it
+        # (``_release``). Here, not on the wire's: the queue sets it and lets it go, and ``_clear``
+        # reads it before every paced request not on the free way.
+        self._unwritten: Send | None = None
         self._services = services or Services()
         # Whether its latest answers came in-process, without word from any service: its first
         # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
@@ -622,7 +605,7 @@ class Places:
             while answers[0] < gone:
                 answers.popleft()
         if service.share < SHARE_MOST and number > pace.cut_after:
-            grown(self._service, self._gated)
+            grown(self._service, self._wire.gated)
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
             answered = self._clock()
             if answered - sent >= OVERLAP:
@@ -681,7 +664,7 @@ class Places:
         pace = service.pace
         pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
         if service.share < SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
-            grown(service, self._gated)
+            grown(service, self._wire.gated)
         if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
             self._plainly_landed(service, number, sent, send)  # only where there is any
 
@@ -900,7 +883,7 @@ class Places:
                     return
                 self._unwritten = None
             at = self._moment(now)
-            ahead = self._ahead()
+            ahead = self._wire.ahead(self._service, self.per_minute)
             if at - ahead > now:
                 self._timer = loop.call_at(at - ahead, self._release)
                 return
@@ -921,7 +904,7 @@ class Places:
         elif self._held_from < 0:
             self._held_from = send.number
         self._took(due)
-        if self._wire_told and self._service.strict:
+        if self._wire.told and self._service.strict:
             self._unwritten = send
         return send
 
@@ -963,20 +946,9 @@ class Places:
             return Told()
         # A send let go ahead of its moment is held at the wire for it, even if the service it was
         # let go against has since been found to be another one, which is not strict.
-        gated = send.ahead > 0.0 or (self._wire_told and self._service.strict)
+        gated = send.ahead > 0.0 or (self._wire.told and self._service.strict)
         told = self._asking = _Asked(self, send, gated)
         return told
-
-    def _due(self, send: Send, now: float) -> float:
-        """``send`` is at the wire at ``now``: the moment it may be written."""
-        if not self._gated:  # the delays to the wire from here on are the wait's, not the whole way's
-            self._gated = True
-            self._leads.clear()
-            if self._service.strict:
-                self._service.share = max(self._service.share, _SHARE_HELD)
-        if now < send.moment:  # it waits: how late the wait ends is a lead of the next send
-            self._waited = send
-        return send.moment
 
     def _first(self, send: Send, now: float, service: str) -> float | None:
         """``send``, let go before any answer, is at the wire at ``now``, and has just named its
@@ -995,72 +967,23 @@ class Places:
         if shared.pace.rate <= 0.0 and self._unmetered():
             return paused if paused > now else None  # nothing found of its limit yet, but a pause
         moment = max(now, self._moment(now))
-        self._first_taken = (send, shared.took(moment, shared.aim()))
+        self._wire.first(send, shared.took(moment, shared.aim()))
         self._took(moment)
         return moment
 
-    def _ahead(self) -> float:
-        """How long before its moment a request is let go: a little, where the HTTP layer waits at
-        the wire for the moment and the limit is strict (0 otherwise)."""
-        if not (self._gated and self._wire_told and self._service.strict):
-            return 0.0
-        gap = self._spacing()
-        rate = self._service.meters["requests"].rate
-        if rate > 0:
-            gap = max(gap, 1 / (rate * self._service.aim()))
-        return min(_AHEAD, gap / 4)
-
     def _wrote(self, send: Send, moment: float) -> None:
-        """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of
-        the pace after it, given that it too takes at least the least delay of late."""
-        self._wire_told = True
-        self._wired = (send, moment)
-        if send is self._waited or not self._gated:  # a send that did not wait there says nothing of the wait
-            self._leads.append(max(moment - send.moment, 0.0))
+        """``send`` went on the wire at ``moment`` (``Wire.wrote``): where the limit is strict, the
+        next send is let go from then."""
+        service = self._service
+        soonest = self._wire.wrote(send, moment, service, self.per_minute)
         if self._unwritten is send:
             self._unwritten = None
-        if not self._service.strict:
-            if send.service is self._service and self._unmetered():
-                # A service that tells nothing, before its first refusal: where its sends went on
-                # the wire is what its limit saw, and what that refusal reads (``refusals.quickest``,
-                # ``refusals.gap``). Their way there takes from half a millisecond to several (a new
-                # connection, the loop busy), as much as a quarter of a gap at 50 a second: read
-                # from when they were let go, sends let through 21 ms apart on the wire were taken
-                # for 19, and the pace found over the limit, refused at its first send after the
-                # pause and twice more (a virtual clock's way to the wire of up to 8 ms).
-                self._service.wired(send.number, moment)
+        if not service.strict:
             return
-        lead = min(self._leads) if self._leads else 0.0
-        if send.service is self._service:
-            # Counted from then against what is left of the service's limits, which the
-            # participants sharing it all read.
-            self._service.late(send.number, moment - lead)
-        elif self._first_taken[0] is send:
-            # Held for the moment it took of a neighbour's (``_first``), and written late: the
-            # neighbour's next send keeps a whole gap after it, counted from the wire itself (its
-            # delay to the wire was the wait, not a lead the next one takes too).
-            self._service.late(self._first_taken[1], moment)
-        if self._unmetered():
-            # A limit told of by its refusals alone: a gap of the pace found from the wire, for
-            # every participant sharing it. A cap per minute lower than that is kept on average by
-            # ``_took``, not here: the lateness of each send on its way would otherwise add up,
-            # send after send.
-            pace = self._service.pace
-            if pace.rate > 0:
-                pace.next = max(pace.next, moment + 1.0 / pace.rate - lead)
-            elif self.per_minute:
-                self._next = max(self._next, moment + 60.0 / self.per_minute - lead)
+        if soonest > self._next:  # the cap per minute counted from the wire
+            self._next = soonest
         if self._send_queue:
             self._release()
-
-    def _spacing(self) -> float:
-        """The seconds between two sends that per_minute asks for, or the pace found without
-        word from the service."""
-        gap = 60.0 / self.per_minute if self.per_minute else 0.0
-        rate = self._service.pace.rate
-        if rate > 0 and self._unmetered():
-            gap = max(gap, 1.0 / rate)
-        return gap
 
     def _moment(self, now: float) -> float:
         service = self._service
@@ -1105,7 +1028,7 @@ class Places:
         if told.service:
             self._known(told.service)
         self._answered_once = self._service.pace.answered = True
-        measured(self._service, send, told.heard, True, self._wired)
+        measured(self._service, send, told.heard, True, self._wire.wired)
         if send.service is self._service:  # its number counts this service's sends
             self._ration.heard(send.number, told.heard.requests, self._under_way)
         match told.heard.requests:
@@ -1116,7 +1039,7 @@ class Places:
                 self._service.strict = True
             case _:
                 pass
-        counted(self._service, send, now, self.size, self.per_minute, self._gated)
+        counted(self._service, send, now, self.size, self.per_minute, self._wire.gated)
         pace = self._service.pace
         if pace.rate > 0 and news(self._service, send):
             # Answers to requests sent before the last cut say nothing of the pace after it, nor
@@ -1178,7 +1101,7 @@ class Places:
                 loose = True
             case _:
                 pass
-        newly_strict = self._wire_told and not service.strict and not loose
+        newly_strict = self._wire.told and not service.strict and not loose
         service.strict = service.strict or not loose
         if send.service is not service and (pace.rate > 0 or not self._unmetered()):
             # Sent before the participant knew its service, whose pace a neighbour on the same key
@@ -1187,7 +1110,7 @@ class Places:
             # imposed on the neighbour, which keeps the limit.
             self._landed(send)
             return
-        measured(service, send, heard, False, self._wired)
+        measured(service, send, heard, False, self._wire.wired)
         unused(service, send, heard, now)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
@@ -1199,7 +1122,7 @@ class Places:
             # refused at once are one sign of one overload. (So is one sent before the
             # participant knew its service, of which nobody had found anything yet.)
             counted = pace.counted
-            taught(service, send, heard, now, pause, self._gated and service.strict, newly_strict)
+            taught(service, send, heard, now, pause, self._wire.gated and service.strict, newly_strict)
             if counted:
                 # The first since the count's refusal ended the pace at what its window let
                 # through (``ended_at_count``): another limit, perhaps of requests at once, which
