@@ -119,7 +119,7 @@ class Growth:
         if backlogged:  # requests waited for the pace all the while it was under way
             return 0
         grown = 1
-        if not self._doubling and _unmetered(service):
+        if not self._doubling and service.unmetered():
             self._widening += 1.0 / size
             if self._widening < 1.0:
                 return 0
@@ -195,7 +195,7 @@ class Growth:
         if send.number <= self._narrowed_after:
             return False
         pace = service.pace
-        if per_minute or not _unmetered(service) or (pace.rate > 0 and not pace.opening):
+        if per_minute or not service.unmetered() or (pace.rate > 0 and not pace.opening):
             return False
         self._narrowed_after = service.sends - 1
         self._doubling = False
@@ -207,13 +207,4 @@ def _unpaced(service: Service, per_minute: int) -> bool:
     """Whether nothing paces a participant's sends: no rate its ``service`` told, no pace found
     from its refusals, no ``per_minute`` cap."""
     pace = service.pace
-    return not per_minute and (pace.rate == 0.0 or pace.opening) and _unmetered(service)
-
-
-def _unmetered(service: Service) -> bool:
-    """Whether no limit the ``service`` told of has a rate: what paces it, if anything, was found
-    from its refusals alone (``busy.Places._unmetered``, read here as it is read there)."""
-    for meter in service.each:
-        if meter.rate > 0.0:
-            return False
-    return True
+    return not per_minute and (pace.rate == 0.0 or pace.opening) and service.unmetered()
