@@ -541,10 +541,10 @@ class Pace:
         # count just before the next one, kept then, and not read on every answer.
         self.trimmed_most = 0
         self.answered = False  # whether the service has answered a request of any participant
-        # Whether the pace stands on what a count's window let through alone
-        # (``refusals.ended_at_count``): no refusal of another limit has tried it yet
-        # (``refusals.beside_count``).
-        self.counted = False
+        # The refusals of another limit still to be bounded by what was under way then
+        # (``refusals.beside_count``), since the pace was made to stand on what a count's window
+        # let through alone (``refusals.ended_at_count``): two at most, none once they came.
+        self.counted = 0
 
     @property
     def most(self) -> int:
