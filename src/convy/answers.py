@@ -144,6 +144,12 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
         # The gap after the last send shrinks with it: a pace made up from a pause (one
         # request a second) doubled would otherwise still wait out the whole second.
         pace.next -= seconds - 1.0 / pace.rate
+    elif pace.rate < pace.ceiling and send.moment >= pace.probe_from:
+        # Held under what its refusal found by what was under way then (``refusals.beside_count``),
+        # long enough that one more pause of that limit costs little: a rate limit, not one on
+        # requests at once, leaves it room, and at _GROWTH it would take the rest of the run.
+        pace.rate = min(pace.ceiling, pace.rate * min(2 ** (2 * seconds), pace.probe))
+        pace.next -= seconds - 1.0 / pace.rate
     else:
         pace.rate *= 1 + _GROWTH * seconds
     pace.proven = True

@@ -1131,7 +1131,7 @@ class Places:
                 # with a cap, whose places time none).
                 under_way = sum(1 for sent in self._under_way if sent < number) if send.service is service else 0
                 usual = self._growth.usual
-                beside_count(service, under_way, usual if usual < math.inf else pace.latency)
+                beside_count(service, under_way, usual if usual < math.inf else pace.latency, now, pause)
         self._pause(now, pause, told)
         self._landed(send)
 

@@ -545,6 +545,12 @@ class Pace:
         # (``refusals.beside_count``), since the pace was made to stand on what a count's window
         # let through alone (``refusals.ended_at_count``): two at most, none once they came.
         self.counted = 0
+        # Where the first of those held a found pace under what ``taught`` found (``ceiling``),
+        # the pace grows back toward it from ``probe_from`` on, ``probe`` at each answer, until
+        # the next refusal (0: no such bound).
+        self.ceiling = 0.0
+        self.probe = 1.0
+        self.probe_from = math.inf
 
     @property
     def most(self) -> int:
