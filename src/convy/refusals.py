@@ -262,11 +262,11 @@ def beside_count(service: Service, under_way: int, latency: float, now: float, p
     Nor does one refusal tell a limit on requests at once from a rate limit whose burst was all
     that was under way: bounded so and found, the pace grows back a twentieth of a percent a
     second, and with answers of 1 s a rate limit of 20 a second (burst 3) held the participant
-    at 3 a second for the rest of the run (600 requests in 119.5 s where win2 43.4). So the
+    at 3 a second for the rest of the run (600 requests in 119.2 s where win2 43.4). So the
     pace the first bound held under is a ceiling it grows back toward, doubling over as many
     answers as were under way, once ten of that limit's pauses have gone by: where the limit was
     on requests at once, its next refusal costs one pause more, a tenth of the time held, and
-    bounds the pace again, kept (47.9 s for those 600; a model carrying 8 at once met after the
+    bounds the pace again, kept (47.8 s for those 600; a model carrying 8 at once met after the
     count, 1,000 requests: 114.6 s where 108.1, win2 122.1)."""
     pace = service.pace
     first = pace.counted > 1
