@@ -6,8 +6,9 @@ and, where it tells none, the ``Pace`` found from its answers and refusals. An a
 the last second's (``counted``); the service's first, where it said nothing of its limits, opens
 a pace of the places' worth over its latency (``opened``); an answer to a request sent after the
 last cut (``news``) gives a step of the share back (``grown``) and, while the pace held requests
-back, tries the pace, which grows a little (``climbed``). What the service said of its limits
-with an answer or a refusal is heard by its meters (``measured``).
+back, tries the pace, which grows a little (``climbed``; the opening pace only while under what
+the places could send). What the service said of its limits with an answer or a refusal is heard
+by its meters (``measured``).
 
 ``busy.Places`` decides when an answer is heard, and keeps its own places and queue (its way to
 the wire is ``wire.Wire``'s); what the answer says of the limit is read here, from the ``Service``
@@ -56,6 +57,12 @@ _PRESSED = 3
 # (``opened``): a service with no limit outgrows it within some answers, and a limit's refusal
 # brackets it within the step (``refusals.opening_refused``).
 _OPEN_STEP = 1.05
+# The opening pace grows so only while under _OPEN_ROOM places' worth over the answer's latency
+# (the participant's places, or the sends of every participant on the key while the answered
+# request was under way, if more): the places grow at most two at an answer in their slow start
+# (``growth._FOLD``), three times as many after a round of answers, and a pace over what they
+# could then send holds nothing back.
+_OPEN_ROOM = 3
 
 
 def counted(service: Service, send: Send, now: float, size: int, per_minute: int, gated: bool) -> None:
@@ -110,7 +117,7 @@ def grown(service: Service, gated: bool) -> None:
     service.share = min(SHARE_MOST, service.share + growth)
 
 
-def climbed(service: Service, send: Send, waited: bool, now: float, backlog: float, waiting: int) -> None:
+def climbed(service: Service, send: Send, waited: bool, now: float, backlog: float, waiting: int, size: int) -> None:
     """An answer to ``send``, news of the pace found without word from the service: one answer
     is worth the gap it filled. Only while the pace holds requests back (``waited``: one of the
     participant's waited for it while this one was under way, as ``growth.Growth.grown`` asks the
@@ -121,7 +128,10 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
     ``backlog`` is since when the participant's requests have waited for the pace without a break
     (minus infinity while some wait for a place), and ``waiting`` how many wait for it now; while
     the pace grows after a refusal, on a key of its own it grows only where those say the pace
-    held them back (``pressed``)."""
+    held them back (``pressed``). While it opens, only while under what the participant's
+    ``size`` places, or the key's sends while ``send`` was under way, could send in its latency
+    once grown (_OPEN_ROOM): on a key two participants share, one's places alone held the other
+    back (tests/unit/test_busy_ration.py, the user's and the judge's models behind one key)."""
     pace = service.pace
     seconds = 1.0 / pace.rate
     if not (waited or pace.queued >= send.moment):
@@ -133,6 +143,15 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
         # (bench/busy.py p-bare@300: three pauses of each key after the start's). Unless
         # the pace was made up from the pause itself (one request a second, refused before
         # anything was answered): kept, its next send waited out a whole second more.
+        pass
+    elif pace.opening and pace.rate * (now - send.moment) >= _OPEN_ROOM * max(size, service.sends - send.number):
+        # Opening at more than the places could send in a latency, even grown: the places hold
+        # the requests back, not the pace, and a send that waited for it waited only its gap
+        # behind a neighbour let go at the same answer. Grown a step at each such answer, some
+        # 1,000 answers took it to some 1e22 a second, and a rate limit met then found no two
+        # sends let through at distinct moments, halved it at each of some 70 pauses, each
+        # ending in a burst of the places' worth into it (tests/unit/test_busy_ration_open.py:
+        # 31,221 refusals, 177.4 s; kept under, 64 and 106.1 s).
         pass
     elif pace.growing and not (pace.opening or service.shared or pressed(pace, now, backlog, waiting)):
         # Not held back for long: the bursts of a participant that asks for less than the pace.

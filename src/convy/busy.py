@@ -1049,7 +1049,7 @@ class Places:
             # the key did, which ``climbed`` reads of the pace).
             backlog = -math.inf if self._wanting else self._backlog
             waited = bool(self._send_queue) or self._queued >= send.moment
-            climbed(self._service, send, waited, now, backlog, len(self._send_queue))
+            climbed(self._service, send, waited, now, backlog, len(self._send_queue), self.size)
         if not self.cap:
             self._kept_up(send, now)
         if paced:

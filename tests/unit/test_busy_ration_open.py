@@ -1,0 +1,71 @@
+"""A pace still opening when a second limit first refuses, behind a proxy's count per window that
+says what is left of the requests it has answered (LiteLLM's, ``test_busy_ration.Answered``): with
+answers of a second, each window's count says plenty is left until late, nothing holds the sends
+to one at a time, and no count's refusal ends the opening before a rate limit behind the proxy
+refuses. Found by a reviewer on win2, ration4 and rev15 alike.
+
+Played in virtual time (``clock.in_virtual_time``): the seconds are the event loop's, the same on a
+fast or a loaded machine."""
+
+from __future__ import annotations
+
+import asyncio
+
+from support.clock import START, in_virtual_time
+from test_busy_ration import Answered
+
+from convy.busy import Busy, Patience, Places
+
+
+class Rated(Answered):
+    """``Answered``'s count of ``rpm`` a window of ``window`` s, answers of ``latency``, behind which,
+    from ``after`` seconds on, a bucket of ``rate`` a second and ``burst`` refuses what it has no
+    unit for with a Retry-After of a second (the model's own rate limit, passed on), as
+    ``test_busy_ration.Bucketed`` does behind ``Minute``."""
+
+    def __init__(
+        self, after: float, rate: float, burst: float, rpm: int = 1000, window: float = 10.0, latency: float = 1.0
+    ) -> None:
+        super().__init__((latency,), rpm, window)
+        self.after, self.rate, self.burst = after, rate, burst
+        self.units, self.filled, self.crowded = burst, 0.0, 0
+
+    async def __call__(self, group: str = "") -> str:
+        now = asyncio.get_running_loop().time() - START
+        if now >= self.after:
+            self.units = min(self.burst, self.units + (now - self.filled) * self.rate)
+            if self.units < 1:
+                self.crowded += 1
+                await asyncio.sleep(self.refusing)
+                raise Busy("429 Too Many Requests", 1.0)
+            self.units -= 1
+        self.filled = now
+        return await super().__call__(group)
+
+
+def played(service: Rated, requests: int) -> float:
+    """The wall of ``requests`` requests through places with no cap, against ``service``."""
+
+    async def main() -> float:
+        places = Places(0, patience=Patience(3600))
+        await asyncio.gather(*(places.sent(service) for _ in range(requests)))
+        return asyncio.get_running_loop().time() - START
+
+    wall: float = in_virtual_time(main)
+    return wall
+
+
+def test_an_opening_pace_is_not_grown_past_what_the_places_could_send() -> None:
+    """3,000 requests against 999 a window of 10 s, answers of a second, and a bucket of 20 a
+    second (burst 3) behind the count from 12 s on. The opening pace grew a step at every answer
+    while the places, not it, held the requests back (the places' release at an answer spaced two
+    sends by its gap, however small): some 1,000 answers took it to 1.2e22 a second, the bucket's
+    first refusal found no two sends let through at distinct moments and halved it, and so did
+    each pause after, some 70 of them, each ending in a burst of the places' worth into the bucket:
+    31,338 refusals, 184.9 s. Grown only while under what the places could send in a latency, 67
+    refusals (61 of them the sends of the 20 ms the first took to come back), 106.3 s."""
+    service = Rated(12.0, 20.0, 3.0)
+    wall = played(service, 3000)
+    assert service.answered == 3000
+    assert service.crowded < 100, service.crowded
+    assert wall < 120.0, wall
