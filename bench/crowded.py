@@ -13,8 +13,6 @@ each window's requests took, and the run's wall.
 from __future__ import annotations
 
 import argparse
-import asyncio
-from collections import Counter
 
 from virtual import played_from
 
@@ -35,8 +33,7 @@ def main() -> None:
     parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
     arguments = parser.parse_args()
     played_from(arguments.before)
-    from support.clock import START, in_virtual_time
-    from test_busy_ration import Bucketed, Crowded
+    from test_busy_ration import Bucketed, Crowded, answered_by_window
 
     from convy.busy import Patience, Places
 
@@ -47,27 +44,15 @@ def main() -> None:
     else:
         service = Crowded(arguments.after, arguments.carries, arguments.wait)
         second = f"{arguments.carries} at once"
-    answered: list[float] = []
-
-    async def played() -> float:
-        places = Places(0, patience=Patience(600))
-
-        async def one() -> None:
-            await places.sent(service)
-            answered.append(asyncio.get_running_loop().time() - START)
-
-        await asyncio.gather(*(one() for _ in range(arguments.requests)))
-        return asyncio.get_running_loop().time() - START
-
-    wall: float = in_virtual_time(played)
-    windows = Counter(int(moment // service.window) for moment in answered)
+    windows = answered_by_window(service, arguments.requests, Places(0, patience=Patience(600)))
+    wall = max(max(moments) for moments in windows.values())
     print(
         f"{service.rpm} a window of {service.window:g} s, {second} from {arguments.after:g} s, "
         f"{arguments.requests} requests: wall {wall:.2f} s, refused by the count {sum(service.refusals.values())}, "
         f"by the second limit {service.crowded}"
     )
     for window in sorted(windows):
-        moments = sorted(moment for moment in answered if int(moment // service.window) == window)
+        moments = sorted(windows[window])
         print(
             f"  window {window}: {len(moments)} answered from {moments[0]:.2f} to {moments[-1]:.2f} s ({moments[-1] - moments[0]:.2f} s)"
         )

@@ -9,6 +9,7 @@ import math
 import random
 
 from support.clock import in_virtual_time
+from support.project import conversations
 from support.standin import Bucket
 
 from convy.busy import Busy, Patience, Places, Services
@@ -199,20 +200,7 @@ def test_the_agent_s_key_is_not_climbed_past_its_limit_on_the_bursts_of_the_user
         }
 
         async def main(keys: dict[str, Wired] = keys) -> None:
-            services = Services()
-            user, agent, judge = (
-                Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge")
-            )
-
-            async def conversation() -> None:
-                async with agent.one():
-                    for _ in range(3):
-                        await user.sent(keys["user"])
-                        await agent.retried(keys["agent"])
-                    await user.sent(keys["user"])
-                await judge.sent(keys["judge"])
-
-            await asyncio.gather(*(conversation() for _ in range(125)))
+            await conversations(keys, 125)
 
         in_virtual_time(main)
         assert sum(1 for _, let in keys["agent"].reached if let) == 375

@@ -13,35 +13,23 @@ import asyncio
 
 import pytest
 from support.clock import START, in_virtual_time
-from test_busy_ration import Answered
+from test_busy_ration import Answered, Bucketed
 
-from convy.busy import Busy, Patience, Places
+from convy.busy import Patience, Places
 
 
-class Rated(Answered):
+class Rated(Bucketed, Answered):
     """``Answered``'s count of ``rpm`` a window of ``window`` s, answers of ``latency``, behind which,
     from ``after`` seconds on, a bucket of ``rate`` a second and ``burst`` refuses what it has no
     unit for with a Retry-After of a second (the model's own rate limit, passed on), as
-    ``test_busy_ration.Bucketed`` does behind ``Minute``."""
+    ``test_busy_ration.Bucketed`` does behind ``Minute``: its bucket, before ``Answered``'s count."""
 
     def __init__(
         self, after: float, rate: float, burst: float, rpm: int = 1000, window: float = 10.0, latency: float = 1.0
     ) -> None:
-        super().__init__((latency,), rpm, window)
+        Answered.__init__(self, (latency,), rpm, window)
         self.after, self.rate, self.burst = after, rate, burst
         self.units, self.filled, self.crowded = burst, 0.0, 0
-
-    async def __call__(self, group: str = "") -> str:
-        now = asyncio.get_running_loop().time() - START
-        if now >= self.after:
-            self.units = min(self.burst, self.units + (now - self.filled) * self.rate)
-            if self.units < 1:
-                self.crowded += 1
-                await asyncio.sleep(self.refusing)
-                raise Busy("429 Too Many Requests", 1.0)
-            self.units -= 1
-        self.filled = now
-        return await super().__call__(group)
 
 
 def played(service: Rated, requests: int) -> float:

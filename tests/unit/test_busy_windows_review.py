@@ -22,12 +22,13 @@ from dataclasses import dataclass
 
 import pytest
 from support.clock import START, in_virtual_time
+from support.project import conversations
 from support.standin import Bucket, Window
 from test_busy_small_review import Key, Limit, Run, Unsized, _reset, played
 
-from convy.busy import Busy, Patience, Places
+from convy.busy import Busy
 from convy.http import RateHeaders
-from convy.quota import TOLD, Meter, Quota, Services
+from convy.quota import TOLD, Meter, Quota
 
 
 @dataclass
@@ -99,22 +100,7 @@ def played_wide(
     }
 
     async def main() -> float:
-        loop = asyncio.get_running_loop()
-        services = Services()
-        user, agent, judge = (
-            Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge")
-        )
-
-        async def attempt() -> None:
-            async with agent.one():
-                for _ in range(3):
-                    await user.sent(keys["user"])
-                    await agent.retried(keys["agent"])
-                await user.sent(keys["user"])
-            await judge.sent(keys["judge"])
-
-        await asyncio.gather(*(attempt() for _ in range(attempts)))
-        return loop.time() - START
+        return await conversations(keys, attempts)
 
     wall: float = in_virtual_time(main)
     return Run(wall, keys)
