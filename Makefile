@@ -74,8 +74,11 @@ $(VENV)/.dev: pyproject.toml
 	touch $(VENV)/.convy $@
 
 # convy is in .venv, not on PATH: the last line says how to reach it, whatever the run's exit code.
+# Played again where it was made before (convy init refuses a folder that holds a project, and a
+# second `make demo` exited 2): the same project, a new run beside the last.
 demo: $(VENV)/.convy
-	$(BIN)/convy init $(DEMO)
+	@if [ -d $(DEMO) ]; then echo "$(DEMO) is there already (make clean removes it): playing it again"; \
+		else $(BIN)/convy init $(DEMO); fi
 	cd $(DEMO) && ../$(BIN)/convy run; code=$$?; \
 		echo "convy is installed in $(VENV): . $(VENV)/bin/activate && cd $(DEMO) && convy report (or: cd $(DEMO) && ../$(BIN)/convy report)"; \
 		exit $$code
