@@ -94,7 +94,7 @@ def opened(service: Service, latency: float, size: int, per_minute: int) -> None
     (bench/busy.py p-bare@3000, p-all-bare: two pauses of a second each)."""
     pace = service.pace
     pace.opened = True
-    if per_minute or pace.rate > 0.0 or any(meter.rate > 0.0 for meter in service.each) or latency < OVERLAP:
+    if per_minute or pace.rate > 0.0 or not service.unmetered() or latency < OVERLAP:
         return
     pace.rate = max(size, 1) / latency
     pace.latency = latency
