@@ -71,7 +71,7 @@ def counted(service: Service, send: Send, now: float, size: int, per_minute: int
     participant's places, ``per_minute`` its cap, ``gated`` whether its requests wait at the wire
     for their moment."""
     pace = service.pace
-    pace.heard(send.moment, now)
+    pace.heard(send.moment)
     if not pace.opened and send.service is service:
         opened(service, now - send.moment, size, per_minute)
     elif pace.opening and now - send.moment >= OVERLAP:

@@ -592,8 +592,8 @@ class Places:
         if told is not None:
             _TOLD_RESET(told)
         pace = service.pace
-        # ``Pace.heard`` in line, trimmed from when it was sent (no clock read for it): the
-        # answer just noted is no older than that, so the trim stops at it at the latest.
+        # ``Pace.heard`` in line: the answer just noted was sent at ``sent``, no older than the
+        # second before it, so the trim stops at it at the latest.
         answers = pace.answers
         answers.append(sent)
         gone = sent - 1.0
@@ -656,13 +656,12 @@ class Places:
     def _plainly_answered(self, service: Service, number: int, sent: float, send: Send | None) -> None:
         """``_answer``, for a request of the quick path or the free way (``_tried``), whose service
         said nothing of its limits, with no pace found yet: ``answers.counted``, ``_kept_up`` and what
-        ``_landed`` lets go, in line. The last second's answers are trimmed from the moment it was
-        ``sent`` rather than from its answer's: a refusal trims them again from its own moment,
-        later than both, so it counts the same ones either way, and no clock is read for it. An
-        answer within ``OVERLAP`` grows no place (``_kept_up``): the free way makes no ``Send``
-        (``send`` None) and reads no clock for it where nothing else does."""
+        ``_landed`` lets go, in line. The last second's answers are those sent in the second before
+        it was ``sent`` (``Pace.heard``): no clock is read for it. An answer within ``OVERLAP``
+        grows no place (``_kept_up``): the free way makes no ``Send`` (``send`` None) and reads no
+        clock for it where nothing else does."""
         pace = service.pace
-        pace.heard(sent, sent)  # trimmed from when it was sent: no clock read for it
+        pace.heard(sent)
         if service.share < SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
             grown(service, self._wire.gated)
         if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):

@@ -559,12 +559,15 @@ class Pace:
         waiting on another participant, or a pause) leaves with next to nothing."""
         return max(self.trimmed_most, len(self.answers))
 
-    def heard(self, sent: float, now: float) -> None:
-        """An answer, at ``now``, to a request sent at ``sent``: among the last second's answers, and
-        the most of them so far."""
+    def heard(self, sent: float) -> None:
+        """An answer to a request sent at ``sent``: among the last second's answers, and the most of
+        them so far. The second is one of sends, the one before ``sent``, not the one before the
+        answer came: an answer that took a second or more was sent before that second, and was
+        trimmed as it came, so none ever counted, and the opening's refusal took the limit for
+        under a request per latency (0.9 a second against a bucket of 50, answers of 1 s)."""
         answers = self.answers
         answers.append(sent)
-        gone = now - 1.0
+        gone = sent - 1.0
         if answers[0] < gone:
             self._trimmed(len(answers) - 1, gone)  # the count before this answer, at its most since the last trim
 
