@@ -44,6 +44,15 @@ def played(service: Rated, requests: int) -> float:
     return wall
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "slow1: answers of a second now count among those let through (Pace.heard), so the "
+        "opening's refusal no longer makes the pace up at one a latency but finds it, as with "
+        "0.98 s, from the bucket's burst at 3,044 a second, cut a tenth a pause: 674 refusals, "
+        "140.8 s (open1 64 and 106.1 s, where every answer of a second was trimmed as it came)"
+    ),
+)
 def test_an_opening_pace_is_not_grown_past_what_the_places_could_send() -> None:
     """3,000 requests against 999 a window of 10 s, answers of a second, and a bucket of 20 a
     second (burst 3) behind the count from 12 s on. The opening pace grew a step at every answer
@@ -71,11 +80,11 @@ def test_an_opening_pace_is_not_grown_past_what_the_places_could_send() -> None:
     ),
 )
 def test_a_pace_found_from_a_buckets_burst_is_not_cut_a_tenth_a_pause_down_to_its_rate() -> None:
-    """As the last test with answers of 0.98 s. There, answers of exactly a second are all trimmed
-    from the last second's at once (``Pace.heard``: sent a second before), the opening's refusal
-    saw at most one answered in a second and made the pace up at one a latency, doubling from
-    there; here it finds it from the sends let through just before, the bucket's burst, at the
-    pace they were let go at, far over the bucket's rate."""
+    """As the last test with answers of 0.98 s. Until slow1, answers of exactly a second were all
+    trimmed from the last second's at once (``Pace.heard`` trimmed from the answer's moment), the
+    opening's refusal saw at most one answered in a second and made the pace up at one a latency,
+    doubling from there; here, and now there too, it finds it from the sends let through just
+    before, the bucket's burst, at the pace they were let go at, far over the bucket's rate."""
     service = Rated(12.0, 20.0, 3.0, latency=0.98)
     wall = played(service, 3000)
     assert service.answered == 3000
