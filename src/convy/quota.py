@@ -541,6 +541,10 @@ class Pace:
         # count just before the next one, kept then, and not read on every answer.
         self.trimmed_most = 0
         self.answered = False  # whether the service has answered a request of any participant
+        # Taken at the opening's refusal from what was answered, the sends let through telling no
+        # rate (``refusals.opening_refused``): a refusal of a burst each pause saves up then cuts
+        # it by the burst's number, until one that is not (``refusals.saved_up``).
+        self.unfounded = False
         # The refusals of another limit still to be bounded by what was under way then
         # (``refusals.beside_count``), since the pace was made to stand on what a count's window
         # let through alone (``refusals.ended_at_count``): two at most, none once they came.

@@ -142,8 +142,25 @@ def taught(
         # The first refusal after the pace was found from a refused send is the estimate
         # a little high, or the jitter of the way there: a little off, however soon.
         again = send.moment - pace.resumed < _AGAIN and not pace.estimated
-        pace.rate *= _CUT if again else _BARE_CUT
-        pace.growing = pace.estimated = False
+        burst = saved_up(service, send) if pace.unfounded else 0
+        pace.unfounded = burst > 0
+        if burst:
+            # A pace the opening took from sends that told no rate, and the few let through
+            # since the pause went as quick as the refused one: a burst the pause saved up,
+            # used up at the pace's own gaps. Where the pace is far over the limit, its units
+            # grew back by under one over those gaps: the limit is under the pace over their
+            # number, and the pace grows on from there. Cut a tenth a pause, it came down from
+            # 600 a second to a bucket's 20 (burst 3) over some 30 pauses, each one's sends in
+            # flight refused (tests/unit/test_busy_ration_open.py, answers of 1 s: 187
+            # refusals, 128.1 s, now 96 and 108.4). Not for a pace found otherwise: a token
+            # bucket of two requests' worth, the pace 1.2 to 1.4 times its rate, lets three or
+            # four through after a pause, the units growing back between them, and cut so the
+            # pace fell to under half its rate (test_busy_demand_review.py, 18.26 -> 21.09 s).
+            pace.rate = min(pace.rate * _CUT, pace.rate / burst)
+            pace.growing, pace.estimated, pace.step = True, False, _STEP
+        else:
+            pace.rate *= _CUT if again else _BARE_CUT
+            pace.growing = pace.estimated = False
     else:
         # The rate let through so far, over the last second or less when the run is younger.
         sent = service.sent
@@ -291,7 +308,9 @@ def opening_refused(service: Service, send: Send) -> bool:
     the limit is at least theirs, and the pace goes on growing from theirs, or, where they
     went far slower than the pace too, from halfway to the refused one's gap.
     Where no two sends were let through (the lone first answer's, the limit under one request
-    per latency), nothing is found: it is made up as where nothing paced the service."""
+    per latency), nothing is found: it is made up as where nothing paced the service. Where the
+    refused one went no quicker than sends let through at the pace, they tell no rate (a burst
+    saved up, or a limit just begun): the pace grows on from what was answered in a second."""
     pace = service.pace
     pace.opening = False
     pace.step = math.inf
@@ -344,6 +363,25 @@ def opening_refused(service: Service, send: Send) -> bool:
         pace.rate = (most if spaced or most >= _OPEN_WIDE * refused else halfway) * _BARE_AIM
         pace.step = _STEP
         return True
+    run = ran(service, send)
+    if refused <= most and most >= _SPACED * send.pace and pace.most < refused and run > 1:
+        # The refused one came no quicker than the sends let through, all at the pace's own
+        # gaps: no rate lies between them. They went through on what the limit had saved up (a
+        # bucket's burst), or before it began, and tell only that it is under them. What it let
+        # through over a whole second is what was answered (``Pace.most``); and a burst of that
+        # many, used up at once, grew back under a unit over their gaps: the pace is the more of
+        # the two, growing on from there, and a refusal of the burst each pause saves up cuts it
+        # as much (``taught``). Found from the sends, a bucket of 20 a second (burst 3) met by an
+        # opening pace of 3,044 a second, after a count's window had 497 answered in a second,
+        # was cut a tenth a pause from there, each pause's sends in flight refused (answers of
+        # 1 s: 674 refusals, 140.8 s; of 0.98 s, 627 and 119.0; tests/unit/test_busy_ration_open.py).
+        # The sends must have gone at the pace: spaced by the limit or by what came to send (a
+        # token bucket of two requests' worth, test_busy_demand_review.py), the refused one as
+        # slow tells the limit near them, and a pace made up from the few answered was too low.
+        pace.rate = max(pace.most, refused / run) * _BARE_AIM
+        pace.step = _STEP
+        pace.unfounded = True
+        return True
     pace.rate = min(most, refused) * _BARE_AIM
     # Found, where the sends let through went close under the refused one: the limit is
     # between them, and a pace grown on from there to its next refusal cost a pause of every
@@ -356,6 +394,46 @@ def opening_refused(service: Service, send: Send) -> bool:
     pace.growing = False
     pace.estimated = True
     return True
+
+
+def ran(service: Service, refused: Send) -> int:
+    """How many sends in a row before ``refused``, since the last pause, went as quick as it did
+    (their gaps no longer than its own over _SPACED), up to _QUICKEST and one more."""
+    between = gap(service, refused)
+    count, later = 0, -1.0
+    for number, moment in service.latest():
+        if number > refused.number:
+            continue
+        if number < refused.number:
+            if moment < service.pace.resumed or later - moment > between / _SPACED or count > _QUICKEST:
+                break
+            count += 1
+        later = moment
+    return count
+
+
+def saved_up(service: Service, refused: Send) -> int:
+    """How many sends were let through since the last pause before ``refused``, where they were
+    few (two to _QUICKEST) and the refused one came as quick after them as they went: a burst
+    the pause saved up, not a rate (0 otherwise). A single one tells no gap (a bucket of one
+    refuses the second send of any pace over it), and more than a few at the refused one's
+    gaps are a pace a little over the limit draining what was saved, which a tenth corrects."""
+    moments: list[float] = []
+    for number, moment in service.latest():
+        if number > refused.number:
+            continue
+        if moment < service.pace.resumed:
+            break
+        if len(moments) > _QUICKEST:
+            return 0
+        moments.append(moment)
+    let_through = len(moments) - 1
+    if let_through < 2:
+        return 0
+    moments.sort(reverse=True)
+    gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
+    # The refused one's gap no longer than the quickest let through over _SPACED: as quick.
+    return let_through if max(gaps) > 0 and gaps[0] <= min(gaps) / _SPACED else 0
 
 
 def gap(service: Service, refused: Send) -> float:
