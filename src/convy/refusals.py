@@ -152,7 +152,7 @@ def taught(
             # number, and the pace grows on from there. Cut a tenth a pause, it came down from
             # 600 a second to a bucket's 20 (burst 3) over some 30 pauses, each one's sends in
             # flight refused (tests/unit/test_busy_ration_open.py, answers of 1 s: 187
-            # refusals, 128.1 s, now 96 and 108.4). Not for a pace found otherwise: a token
+            # refusals, 127.1 s, now 82 and 105.7). Not for a pace found otherwise: a token
             # bucket of two requests' worth, the pace 1.2 to 1.4 times its rate, lets three or
             # four through after a pause, the units growing back between them, and cut so the
             # pace fell to under half its rate (test_busy_demand_review.py, 18.26 -> 21.09 s).
@@ -310,7 +310,7 @@ def opening_refused(service: Service, send: Send) -> bool:
     Where no two sends were let through (the lone first answer's, the limit under one request
     per latency), nothing is found: it is made up as where nothing paced the service. Where the
     refused one went no quicker than sends let through at the pace, they tell no rate (a burst
-    saved up, or a limit just begun): the pace grows on from what was answered in a second."""
+    saved up, or a limit just begun): the pace is taken from what was answered in a second."""
     pace = service.pace
     pace.opening = False
     pace.step = math.inf
@@ -370,8 +370,10 @@ def opening_refused(service: Service, send: Send) -> bool:
         # bucket's burst), or before it began, and tell only that it is under them. What it let
         # through over a whole second is what was answered (``Pace.most``); and a burst of that
         # many, used up at once, grew back under a unit over their gaps: the pace is the more of
-        # the two, growing on from there, and a refusal of the burst each pause saves up cuts it
-        # as much (``taught``). Found from the sends, a bucket of 20 a second (burst 3) met by an
+        # the two, not growing, and a refusal of the burst each pause saves up cuts it as much
+        # (``taught``). Left growing, a bucket of 100 a second (burst 10) met at 276, the pace
+        # taken at 91, it climbed on to 1,565 over 25 s while the places held the sends, and was
+        # cut a tenth a pause from there (answers of 2 s: 227 refusals, 90.3 s; now 1, 70.3). Found from the sends, a bucket of 20 a second (burst 3) met by an
         # opening pace of 3,044 a second, after a count's window had 497 answered in a second,
         # was cut a tenth a pause from there, each pause's sends in flight refused (answers of
         # 1 s: 674 refusals, 140.8 s; of 0.98 s, 627 and 119.0; tests/unit/test_busy_ration_open.py).
@@ -379,7 +381,7 @@ def opening_refused(service: Service, send: Send) -> bool:
         # token bucket of two requests' worth, test_busy_demand_review.py), the refused one as
         # slow tells the limit near them, and a pace made up from the few answered was too low.
         pace.rate = max(pace.most, refused / run) * _BARE_AIM
-        pace.step = _STEP
+        pace.growing = False
         pace.unfounded = True
         return True
     pace.rate = min(most, refused) * _BARE_AIM

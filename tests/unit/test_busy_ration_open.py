@@ -55,10 +55,10 @@ def test_an_opening_pace_is_not_grown_past_what_the_places_could_send() -> None:
     back, then one at each of six pauses, 106.1 s. Once answers of a second counted (slow1), the
     opening's refusal found the pace from the bucket's burst, 3,014 a second, cut a tenth at each
     pause after: 674 refusals, 140.8 s. Now sends let through at the pace's own gaps, the refused
-    one no quicker, tell no rate (``refusals.opening_refused``: the pace grows on from 603 a
+    one no quicker, tell no rate (``refusals.opening_refused``: the pace is taken at 603 a
     second, 3,044 over the five sends counted at its gaps, more than the 497 answered in a
     second), and the burst each pause saves up cuts it by its number (``refusals.saved_up``):
-    96 refusals, 108.4 s (the opening alone, cut a tenth a pause after, 187 and 128.1 s)."""
+    82 refusals, 105.7 s (the opening alone, cut a tenth a pause after, 169 and 127.1 s)."""
     service = Rated(12.0, 20.0, 3.0)
     wall = played(service, 3000)
     assert service.answered == 3000
@@ -72,9 +72,9 @@ def test_a_pace_found_from_a_buckets_burst_is_not_cut_a_tenth_a_pause_down_to_it
     opening's refusal saw at most one answered in a second and made the pace up at one a latency,
     doubling from there; here, and now there too, it finds it from the sends let through just
     before, the bucket's burst, at the pace they were let go at, far over the bucket's rate: 627
-    refusals, 119.0 s (3,076 a second cut a tenth a pause, some 47 pauses); now the pace grows on
-    from 1,025 a second (a burst of three after a lull), cut by three at the next pauses: 63
-    refusals, 90.7 s."""
+    refusals, 119.0 s (3,076 a second cut a tenth a pause, some 47 pauses); now the pace is taken
+    at 1,025 a second (a burst of three after a lull), cut by the burst at the next pauses: 37
+    refusals, 85.5 s."""
     service = Rated(12.0, 20.0, 3.0, latency=0.98)
     wall = played(service, 3000)
     assert service.answered == 3000
