@@ -27,12 +27,20 @@ from convy.quota import SHARE_HELD, Send, Service
 # taken off the gap, as the next request takes at least that too.
 _LEADS = 16
 # Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
-# a strict limit's request is let go _AHEAD seconds ahead of its moment (at most a quarter of a
-# gap): it is built by then, and written at its moment rather than late by however long its way
+# a strict limit's request is let go _AHEAD seconds ahead of its moment, at most _AHEAD_GAP of a
+# gap: it is built by then, and written at its moment rather than late by however long its way
 # took this time, which, paid by every send after the last, added up to one gap in twenty. The
 # same for every participant: the ones sharing a limit would otherwise race for it, and the one
-# let go furthest ahead win every time.
+# let go furthest ahead win every time. (A participant lets its next go only once this one is on
+# the wire, so that its two never wait there together.) At a quarter of a gap, a way of up to 8 ms (a new
+# connection, the loop busy) was longer than the lead at 50 a second in a third of the sends, each
+# a millisecond or two late, and a limit of one request at a time lets no time a send missed be
+# made up: the user's key of bench/bare_virtual.py p-bare@3000, paced at 48.3 a second, was let
+# through at 47 (13.51 s, median of 60 ways; at half a gap 13.20), and at 100 to 200 a second,
+# where a quarter of a gap is 1 to 2.5 ms, most sends were late (bench/bare_rates.py 200 a second
+# 20.6 s, now 17.1).
 _AHEAD = 0.01
+_AHEAD_GAP = 0.5
 
 
 class Wire:
@@ -79,7 +87,7 @@ class Wire:
         rate = service.meters["requests"].rate
         if rate > 0:
             gap = max(gap, 1 / (rate * service.aim()))
-        return min(_AHEAD, gap / 4)
+        return min(_AHEAD, gap * _AHEAD_GAP)
 
     def wrote(self, send: Send, moment: float, service: Service, per_minute: int) -> float:
         """``send`` went on the wire at ``moment``: the next is on the wire no sooner than a gap of

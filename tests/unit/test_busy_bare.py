@@ -188,10 +188,15 @@ def test_the_agent_s_key_is_not_climbed_past_its_limit_on_the_bursts_of_the_user
     last, then the judge's), each participant on a strict bucket of 50 a second of its own that
     tells nothing, through a way to the wire of up to 8 ms (twelve seeded ways, those of
     bench/bare_virtual.py p-bare@3000): the agent's key, asked for three of every four of the
-    user's requests, is refused at its opening and, in at most three of the ways, once more (2
+    user's requests, is refused at its opening and, in at most four of the ways, once more (4
     now; 7 when the pace grew after a refusal on every answer while one of the agent's requests
     waited, the few that come closer than the pace in the bursts of the user's answers: it climbed
-    past the limit, a second of every conversation)."""
+    past the limit, a second of every conversation). It was 2 while a strict limit's sends were
+    let go a quarter of a gap ahead (``wire._AHEAD_GAP``): a third of them came a millisecond or
+    two late, and a pace grown a little past the limit (an opening that found the sends far
+    slower than the refused one grows on while pressed) slipped through on them; written at
+    their moment, it is refused, in seeds 2 and 4 of these twelve (73 refusals of the agent's key
+    in 60 ways, 69 before, and the ways 13.20 s at the median where 13.51)."""
     twice = []
     for seed in range(1, 13):
         keys = {
@@ -206,7 +211,7 @@ def test_the_agent_s_key_is_not_climbed_past_its_limit_on_the_bursts_of_the_user
         assert sum(1 for _, let in keys["agent"].reached if let) == 375
         if keys["agent"].refused > 1:
             twice.append(seed)
-    assert len(twice) <= 3, f"the ways whose agent's key was refused more than once: {twice}"
+    assert len(twice) <= 4, f"the ways whose agent's key was refused more than once: {twice}"
 
 
 def test_on_a_key_all_three_share_every_answer_grows_the_pace_while_one_of_them_waits() -> None:
