@@ -56,7 +56,7 @@ from convy.growth import Growth
 from convy.loops import running
 from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
 from convy.refusals import beside_count, ended_at_count, opening_ended, ready, reset, taught, unused
-from convy.waits import WAITS, Wait, Who
+from convy.waits import Who, noted
 from convy.wire import Wire
 
 T = TypeVar("T")
@@ -340,7 +340,7 @@ class Places:
         loop = asyncio.get_running_loop()
         start = loop.time()
         seat = await self.seat()
-        self._noted(start, loop.time() - start, "place")
+        noted(self.who, start, loop.time() - start, "place")
         try:
             yield
         finally:
@@ -703,7 +703,7 @@ class Places:
                     seat = await self.seat()
                 finally:
                     self._wanting -= 1
-                self._noted(start, loop.time() - start, "place")
+                noted(self.who, start, loop.time() - start, "place")
                 try:
                     send = await self._turn(rank, paced, refused_at)
                     told = self._told(send, paced)
@@ -832,7 +832,7 @@ class Places:
                 if not self._unmetered():
                     self._service.took(loop.time(), self._service.aim())
                 self._took(loop.time())
-            self._noted(start, loop.time() - start, why)
+            noted(self.who, start, loop.time() - start, why)
             return Send(self._service, -1, loop.time())
         if (
             not self._send_queue
@@ -858,7 +858,7 @@ class Places:
                 self._landed(future.result())
             self._release()
             raise
-        self._noted(start, send.moment - start, why)
+        noted(self.who, start, send.moment - start, why)
         return send
 
     def _release(self) -> None:
@@ -1149,10 +1149,6 @@ class Places:
         if told.service:
             self._services.refused(told.service, pause)
 
-    def _noted(self, start: float, seconds: float, why: Literal["busy", "pace", "place"]) -> None:
-        waits = WAITS.get()
-        if waits is not None and seconds > 0.001:
-            waits.noted.append(Wait(self.who, start - waits.origin, seconds, why))
 
 
 class AgentTurn:

@@ -2,10 +2,10 @@
 
 A participant's ``busy.Places`` notes each stretch one of its requests spent waiting — for a busy
 service's pause, for its pace, for a free place — as a ``Wait`` in the ``Waits`` of the attempt
-the request belongs to, which ``scenario.Scenario.outcome`` sets in ``WAITS``, a context
-variable, and copies into the attempt's ``outcome.Outcome``; the report draws them. The record
-and the variable are here, apart from the pacing that fills them, so that what reads an
-attempt's waits (``outcome.py``, ``attempt.py``) reads them without ``busy.py``.
+the request belongs to (``noted``), which ``scenario.Scenario.outcome`` sets in ``WAITS``, a
+context variable, and copies into the attempt's ``outcome.Outcome``; the report draws them. The
+record, the variable and the noting are here, apart from the pacing that fills them, so that what
+reads an attempt's waits (``outcome.py``, ``attempt.py``) reads them without ``busy.py``.
 """
 
 from __future__ import annotations
@@ -39,3 +39,11 @@ class Waits:
 
 
 WAITS: ContextVar[Waits | None] = ContextVar("convy_waits", default=None)
+
+
+def noted(who: Who, start: float, seconds: float, why: Literal["busy", "pace", "place"]) -> None:
+    """A wait of ``who``'s from ``start`` (the event loop's time) for ``seconds``, noted in the
+    attempt's ``Waits`` where it is longer than a millisecond."""
+    waits = WAITS.get()
+    if waits is not None and seconds > 0.001:
+        waits.noted.append(Wait(who, start - waits.origin, seconds, why))
