@@ -7,7 +7,7 @@ what asyncio's ``loop.time()`` reads). Nothing here changes what convy or the st
 stamps are taken by wrapping a few of their methods in this script only.
 
 convy's side:
-  due      the moment a paced request's timer was set for (``Places._release``'s timer)
+  due      the moment a paced request's timer was set for (``pacing.Pacing.release``'s timer)
   let      the moment ``Places`` let the request go (``quota.Send.moment``)
   woken    the moment the request's task ran again and called the service
   written  the moment httpx2 wrote the request's first bytes to the socket (a new connection or a
@@ -123,17 +123,18 @@ class Stamps:
 
     def install(self) -> None:
         from convy.busy import Places
+        from convy.pacing import Pacing
 
         stamps = self
-        original_release, original_asked = Places._release, Places._asked
+        original_release, original_asked = Pacing.release, Places._asked
         original_write = asyncio.selector_events._SelectorSocketTransport.write
 
         def release(self: Any) -> None:
             due = getattr(self, "probe_due", None)
             now = asyncio.get_running_loop().time()
-            before = self.sends
+            before = self.sent
             original_release(self)
-            if due is not None and self.sends > before and now >= due:
+            if due is not None and self.sent > before and now >= due:
                 stamps.lateness.append(now - due)
                 self.probe_due = None
             if self._timer is not None:
@@ -162,7 +163,7 @@ class Stamps:
                 found.pop("written")
             original_write(self, data)
 
-        Places._release = release  # type: ignore[method-assign]
+        Pacing.release = release  # type: ignore[method-assign]
         Places._asked = asked  # type: ignore[method-assign]
         asyncio.selector_events._SelectorSocketTransport.write = write  # type: ignore[method-assign]
 

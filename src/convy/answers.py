@@ -86,7 +86,7 @@ def counted(service: Service, send: Send, now: float, size: int, per_minute: int
 def opened(service: Service, latency: float, size: int, per_minute: int) -> None:
     """The service's first answer, which took ``latency``: where it said nothing of its limits
     and nothing paces it (``per_minute``, the participant's cap), the sends waiting for it (a
-    service not heard from gets one request at a time, ``busy.Places._alone``) go at a pace of the
+    service not heard from gets one request at a time, ``pacing.Pacing._alone``) go at a pace of the
     places' worth (``size``) over that latency, which grows by _OPEN_STEP at each answer while it
     holds requests back, until the first refusal. Let go at once, the second of them reached a
     strict limit with no gap, and was refused: a whole Retry-After before anything was found of

@@ -13,21 +13,12 @@ of the run — the agent's, the simulated user's model's, or the judge's:
   answers), and halves at a refusal while nothing paces the service (then the pace's cut alone
   answers it), so that a service with no limit is not held to a few at once, and a paced one gets
   what its rate needs for its latency;
-- how fast it sends: at the rate its service allows, found with no setting. Until the service has
-  answered once, one request goes at a time — to a service over HTTP: convy's HTTP layer names
-  the service in a request's ``Told`` as the request starts, and a participant whose request
-  under way named none answers in-process (a fake, an agent's own code), where waiting would
-  protect nothing. Where the service tells what is left of its limits
-  (``Quota``: requests and tokens left, and when they are whole again), the participant paces its
-  sends on that before any refusal. Where it tells nothing, the requests that waited for its
-  first answer go at a pace of the places' worth over that answer's latency, not at once (a
-  strict limit refuses the second of two sent together), growing at each answer until the first
-  refusal; a refusal sets a pace a little under the rate the service let through, and the pace grows slowly while requests pass and wait for
-  it: additive
-  increase, multiplicative decrease, on the rate and not on the places. ``per_minute`` caps it;
-- how long one request may wait for a busy service in all (``Patience``). A refusal's pause
-  (``Retry-After``, or the more exact reset the service sent) is the time until the participant's
-  next send; after it, requests go one by one at the pace, the refused ones first.
+- how fast it sends: at the rate its service allows, found with no setting, and capped by
+  ``per_minute``: one request at a time until the service has answered once, then at the pace it
+  tells or its answers and refusals find (``pacing.Pacing``, which ``Places`` holds);
+- how long one request may wait for a busy service in all (``Patience``). A refusal's pause is
+  the time until the participant's next send; after it, requests go one by one at the pace, the
+  refused ones first.
 
 Retries live here and nowhere else. Every wait is noted in the attempt's ``waits.Waits`` (a
 context variable set by the attempt), for the timeline of the report. Places keep their moments
@@ -38,10 +29,8 @@ them in virtual time.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import math
 import time
-from bisect import insort
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -54,17 +43,13 @@ from convy.answers import climbed, counted, grown, measured, news
 from convy.deadlines import LIMIT
 from convy.growth import Growth
 from convy.loops import running
-from convy.quota import OVERLAP, SHARE, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Ration, Send, Service, Services, Told
+from convy.pacing import Asked, Pacing, Ticket
+from convy.quota import OVERLAP, SHARE_MOST, TOLD, UNSAID, Heard, Quota, Send, Service, Services, Told
 from convy.refusals import beside_count, ended_at_count, opening_ended, ready, reset, taught, unused
 from convy.waits import Who, noted
-from convy.wire import Wire
 
 T = TypeVar("T")
 
-# Where the HTTP layer tells when a request went on the wire and the limit is strict, the next
-# send is paced from then (``wire.Wire``): it waits for the last let go to be on the wire
-# (``Places._unwritten``), at most _HOLD seconds.
-_HOLD = 1.0
 _ROUNDING = 0.001  # how much shorter than it is a reset said in milliseconds may be
 # Places with no cap start at START and grow to at most _MOST_PLACES (``records.Limits``' bound),
 # as their answers say they should (``growth.Growth``: an answer in time, places that pay, the slow
@@ -137,36 +122,12 @@ class Patience(msgspec.Struct, frozen=True):
             raise ValueError("patience must be at least 0 s, and its first wait more than 0 s")
 
 
-class _Asked(Told):
-    """The ``Told`` of a request a participant's places let go at their pace: it tells them when
-    the request went on the wire."""
-
-    def __init__(self, places: Places, send: Send, gated: bool) -> None:
-        self._places = places
-        self._send = send
-        self._gated = gated  # a strict limit paced from the wire: the HTTP layer waits for its moment
-
-    def listened(self) -> bool:
-        return True
-
-    def due(self, now: float) -> float | None:
-        places = self._places
-        if self._gated:
-            return places._wire.due(self._send, now, places._service)
-        if places._answered_once:
-            return None  # sent to a service the participant knows, at its pace already
-        return places._first(self._send, now, self.service)
-
-    def wrote(self, moment: float) -> None:
-        self._places._wrote(self._send, moment)
-
-
 class _Unnamed(Told):
     """The ``Told`` of the requests a participant sends the free way (in ``Places._tried``): one
     for all of them, hearing nothing. A service that names itself on it (the HTTP layer, as a
     request starts) ends the free way: the participant's next requests are sent as any are, each
-    with its own ``_Asked``, and hear from it. The name is kept (``named``) for a refusal of the
-    request that gave it, whose pause the other processes of a spread run are then told of."""
+    with its own ``pacing.Asked``, and hear from it. The name is kept (``named``) for a refusal of
+    the request that gave it, whose pause the other processes of a spread run are then told of."""
 
     def __init__(self, places: Places) -> None:
         self._places = places
@@ -180,7 +141,7 @@ class _Unnamed(Told):
     def service(self, service: str) -> None:
         if service:
             self.named = service
-            self._places._free = False
+            self._places._free = None
 
     @property
     def heard(self) -> Heard:
@@ -189,17 +150,6 @@ class _Unnamed(Told):
     @heard.setter
     def heard(self, heard: Heard) -> None:
         pass  # what a service said of a request sent the free way is not kept: the next ones hear it
-
-
-class _Ticket:
-    """A request waiting for its moment to be sent: older requests go first."""
-
-    def __init__(self, rank: tuple[float, int], future: asyncio.Future[Send]) -> None:
-        self.rank = rank
-        self.future = future
-
-    def __lt__(self, other: _Ticket) -> bool:
-        return self.rank < other.rank
 
 
 class Seat:
@@ -219,9 +169,9 @@ class Seat:
 class Places:
     """A participant's places: how much it has under way at once, how fast it sends, how long it waits.
 
-    It changes inside — what is under way, who waits for a place or for a moment to send, the pace
-    it found for its service and what the service said is left, and with no ``cap`` (``size`` 0)
-    how many places it has — and shows only its counts: ``size`` (its places now), ``peak`` (the
+    It changes inside — who waits for a place, with no ``cap`` (``size`` 0) how many places it has,
+    and when its requests go (``pacing.Pacing``: what is under way, who waits for a moment to send,
+    the pace it found for its service and what the service said is left) — and shows only its counts: ``size`` (its places now), ``peak`` (the
     most under way at once), ``refused`` (requests a service refused), ``given_up`` (requests that
     ran out of patience) and ``sends``.
     """
@@ -248,40 +198,29 @@ class Places:
         self.given_up = 0
         self._taken = 0
         self._place_queue: deque[asyncio.Future[None]] = deque()
-        self._send_queue: list[_Ticket] = []
+        self._services = services or Services()
+        # When its requests go (``Pacing``): the service it sends to, what is under way, the
+        # requests waiting for their moment, its way to the wire. Those waiting are read here as
+        # ``_send_queue``, the same list: the free way asks it on every request, one hop less.
+        # Places holds fewer than 30 fields: from 30 on, CPython 3.11 keeps an object's fields in a
+        # dict of its own, not in line, and every read of one costs more, on the free way on every
+        # request (bench/free_way.py's paced figure: 157,294 instructions an attempt with the 35
+        # fields it held before ``Pacing``, 146,052 with its 23, 156,793 with 12 unused added).
+        self._pacing = Pacing(self._services, per_minute)
+        self._send_queue: list[Ticket] = self._pacing.tickets
         # The ranks given so far: one to each first try, in the order they began, which a
         # refusal's tries keep (``_later``). A try on the free way is a send as well (``sends``):
         # it is counted by its rank alone, one count less on every request; the ranks of the
-        # other tries, and the sends counted apart from them, are counted too.
+        # other tries, and the sends counted apart from them (``Pacing.sent``), are counted too.
         self._ranked = 0
         self._ranked_apart = 0  # ranks given to tries not sent the free way
-        self._sent_apart = 0  # sends not on the free way
-        self._timer: asyncio.TimerHandle | None = None
-        # The numbers of its sends flying, in order: how many fly, and what is left counts those before an answered one (``Ration``).
-        self._under_way: list[int] = []
-        # Whether this participant knows its service has answered a request (its own or, once it
-        # knows which service it sends to, a neighbour's on the same key: ``Pace.answered``).
-        self._answered_once = False
-        self._asking: Told | None = None  # the latest request sent; whether it named a service over HTTP
-        self._next = 0.0  # the moment per_minute allows the next send
-        # Its own until the service says who it is; then the one it shares with the participants
-        # on the same key, with what they found of its limit: what the service said is left, or
-        # the ``Pace`` found without word from it, and the pause its latest refusal asked for.
-        self._service = Service(SHARE)
-        self._ration = Ration()  # what its service said is left without a reset, as its answers said it
-        # What its way to the wire said (``Wire``): whether the HTTP layer tells when a request
-        # went on the wire and waits there for its moment, the latest send on the wire.
-        self._wire = Wire()
-        # The latest send let go and not on the wire yet, while it is told: the next waits for it
-        # (``_release``). Here, not on the wire's: the queue sets it and lets it go, and ``_clear``
-        # reads it before every paced request not on the free way.
-        self._unwritten: Send | None = None
-        self._services = services or Services()
-        # Whether its latest answers came in-process, without word from any service: its first
-        # tries that wait for nothing are sent the free way (``_tried``) until a request names one.
-        # Never again after a refusal or a turn's request over HTTP (``refused``, ``inward``),
-        # which end it for good: ``freely`` asks this alone for the three.
-        self._free = False
+        # Its service, while its latest answers came in-process, without word from any service:
+        # its first tries that wait for nothing are then sent the free way (``_tried``) until a
+        # request names one; None otherwise. Never again after a refusal or a turn's request over
+        # HTTP (``refused``, ``inward``), which end it for good: ``freely`` asks this alone for
+        # the three, and sends to the service it holds, ``Pacing.service`` (which no request
+        # changes while the free way lasts: a request that names a service ends it first).
+        self._free: Service | None = None
         self._unnamed = _Unnamed(self)
         # The clock the free way reads: the event loop's where the free way began (``_clocked``).
         self._clock: Callable[[], float] = _loop_time
@@ -289,23 +228,18 @@ class Places:
         # An agent's turn under way (``agent.turned``), by whether its requests are paced: made
         # once, not on every turn (a turn holds nothing else).
         self.turns = (AgentTurn(self, False), AgentTurn(self, True))
-        self._backlog = math.inf  # since when requests have waited for the pace without a break (inf: none waits)
-        self._queued = -math.inf  # when a request last began to wait for its moment at the pace
         # With no cap, what its answers say of how many places it should have (``_kept_up``,
         # ``_refusal``). Whether a place was free since the round of answers began is kept here,
         # not there: the free way frees a place on every request, and writes it then.
         self._growth = Growth()
         self._wanting = 0  # its requests that take a place waiting for one (``answers.pressed``)
         self._slack = True  # whether a place was free since the round of answers began (``Growth.grown``)
-        # The first of the latest sends let go while the ``Ration`` had nothing left, one at a time
-        # (-1: the latest was let go with some left): the sends before it went as the window let them.
-        self._held_from = -1
 
     @property
     def sends(self) -> int:
         """The requests this participant let go: those on the free way, one to each of their
         ranks, and the others."""
-        return self._ranked - self._ranked_apart + self._sent_apart
+        return self._ranked - self._ranked_apart + self._pacing.sent
 
     def _rank(self) -> int:
         """A rank for a first try not sent the free way."""
@@ -367,11 +301,12 @@ class Places:
             return
         slack = self._slack
         self._slack = False  # where a place was free since, a round of answers begins at this one
-        under_way = self._under_way
+        pacing = self._pacing
+        under_way = pacing.under_way
         # How many places each request under way stands for (0 where none is, or some wait for the pace).
         held = self._taken // len(under_way) if under_way and not self._send_queue else 0
-        backlogged = self._backlog <= send.moment
-        grown = self._growth.grown(send, now, self.size, slack, backlogged, held, self._service, self.per_minute)
+        backlogged = pacing.backlog <= send.moment
+        grown = self._growth.grown(send, now, self.size, slack, backlogged, held, pacing.service, self.per_minute)
         if not grown:
             return
         self.size = min(_MOST_PLACES, self.size + grown)
@@ -407,7 +342,7 @@ class Places:
         paced itself (begun before that was known), its requests are not paced again (``paced``
         False): they wait only for a pause the service asked for."""
         self.inward = True
-        self._free = False  # for good: ``freely`` asks ``_free`` alone
+        self._free = None  # for good: ``freely`` asks ``_free`` alone
         return self._resent(request, paced)
 
     async def _resent(self, request: Callable[[], Awaitable[T]], paced: bool) -> T:
@@ -424,7 +359,7 @@ class Places:
     async def _tried(self, request: Callable[[], Awaitable[T]], held: bool, paced: bool = True) -> T:
         """The first try. When it waits for nothing (``_clear``) it is sent now, for a fraction of
         the cost of the way through ``seat``, ``_turn`` and ``_asked``: the seat, the send and the
-        answer noted as ``seat``, ``_let`` and ``_answer`` note them, in the same order. Otherwise,
+        answer noted as ``seat``, ``Pacing`` and ``_answer`` note them, in the same order. Otherwise,
         and after a refusal, the tries go on in ``_later``."""
         if paced:
             ticket = self.freely(held)
@@ -442,20 +377,20 @@ class Places:
                 return await self.freely_refused(request, ticket, declined)
         elif (
             not held
-            and self._free
+            and self._free is not None
             and not self._send_queue
             and not self._services.told_of_pauses
-            and not self._service.pace.paused_until
+            and not self._free.pace.paused_until
         ):
             # A try not paced (opening a conversation) on the free way: a paced one would take it
             # (``freely``), and no pause was ever asked of its service (``_clear``'s pause, asked
             # without reading the clock: a service never paused has none). It is sent as below,
-            # its ``Told`` a plain one (``_answered_once``) that names the service of a refusal;
+            # its ``Told`` a plain one (``Pacing.answered_once``) that names the service of a refusal;
             # what it costs less is finding the loop and ``_clear``, the clock and the rank, and
             # the ``Send``, made only for a refusal. One such try an attempt. (The moment and the
             # rank of a try not paced are never read: it waits in no queue, and its refusal reads
             # only its service's name and pause. The moment of the refusal stands for them.)
-            service = self._service
+            service = self._free
             plain = Told()
             token = _TOLD_SET(plain)
             try:
@@ -476,27 +411,16 @@ class Places:
             self._taken += 1
             if self._taken > self.peak:
                 self.peak = self._taken
+        pacing = self._pacing
         try:
             told: Told
             if paced:
-                # _let, with no meter and no pace: metered False, pace 0, the next send now. No
-                # meter has a rate (_clear), so the send takes nothing from any: Service.took
-                # without its loop over them.
-                service = self._service
-                number = service.sends
-                service.sent.append(now)
-                service.sends = number + 1
-                send = Send(service, number, now)
-                self._sent_apart += 1
-                insort(self._under_way, number)
-                if self._next < now:
-                    self._next = now
-                told = self._asking = _Asked(self, send, False)  # _clear: not strict, so not held at the wire
+                send, told = pacing.let_at_once(now)  # no meter, no pace: _clear
             else:
-                send = Send(self._service, -1, now)
+                send = Send(pacing.service, -1, now)
                 # Before the participant has an answer, its request may reach a key a neighbour
-                # paces: its ``Told`` holds it at the wire for the neighbour's moment (``_first``).
-                told = Told() if self._answered_once else _Asked(self, send, False)
+                # paces: its ``Told`` holds it at the wire for the neighbour's moment (``Pacing.first``).
+                told = Told() if pacing.answered_once else Asked(pacing, send, False)
             token = TOLD.set(told)
             try:
                 answer = await request()
@@ -504,29 +428,26 @@ class Places:
                 refused = _Refused(busy)
             except BaseException:
                 if paced:
-                    self._landed(send)
+                    pacing.landed(send)
                 raise
             else:
                 if paced:
-                    pace = self._service.pace
-                    if told.service or told.heard is not UNSAID or pace.rate > 0.0:
-                        self._free = False  # a service heard from, or a pace: not the free way
+                    if told.service or told.heard is not UNSAID or pacing.service.pace.rate > 0.0:
+                        self._free = None  # a service heard from, or a pace: not the free way
                         self._answer(send, told, paced)
                     else:
                         # A service that said nothing of its limits, with no pace found yet.
-                        self._answered_once = pace.answered = True
+                        pacing.answered_plainly(send)
+                        service = pacing.service
                         # Answered in-process: the next requests take the free way, unless a
                         # refusal or a turn's request over HTTP (``inward``) ended it for good.
-                        self._free = not (self.refused or self.inward)
+                        self._free = None if self.refused or self.inward else service
                         # A name a request of an earlier stretch of the free way gave is not this
-                        # stretch's: ``freely_refused`` reads it wherever ``_free`` is False, which
+                        # stretch's: ``freely_refused`` reads it wherever ``_free`` is None, which
                         # a refusal of another request also makes it now.
                         self._unnamed.named = ""
                         self._clock = _clocked(loop)
-                        self._under_way.remove(number)
-                        if self._unwritten is send:
-                            self._unwritten = None
-                        self._plainly_answered(self._service, number, now, send)
+                        self._plainly_answered(service, send.number, now, send)
                 return answer
             finally:
                 TOLD.reset(token)
@@ -544,12 +465,12 @@ class Places:
 
         The free way: a participant whose answers so far came in-process, naming no service and
         saying nothing of a limit, its turns' requests not over HTTP (``inward``) and nothing
-        refused (``_free``, all three), nothing waiting, no pause told by another process, and
-        (``held``) a place free — so no pace, no meter, no strict limit: ``_clear``, in short.
-        The moment is read on the loop's own clock (``_clocked``). The send is
-        counted as ``_let`` counts it, without the ``Send`` and the ``_Asked`` of each request,
-        which only a service over HTTP would hear from, and the place taken as ``seat`` takes
-        it. (Not ``_next``, as ``_let`` moves it: with no per-minute cap, which the free way never
+        refused (``_free``, all three, which holds the service it sends to), nothing waiting, no
+        pause told by another process, and (``held``) a place free — so no pace, no meter, no
+        strict limit: ``_clear``, in short. The moment is read on the loop's own clock
+        (``_clocked``). The send is counted as ``Pacing`` counts it, without the ``Send`` and the
+        ``pacing.Asked`` of each request, which only a service over HTTP would hear from, and the
+        place taken as ``seat`` takes it. (Not ``Pacing.next``, as ``Pacing`` moves it: with no per-minute cap, which the free way never
         has, it is only ever read beside the moment now, and is the moment of a send gone by
         either way.)
 
@@ -560,7 +481,8 @@ class Places:
         requests through the turn under way (``TURN``, ``AgentTurn.resent``), each with a ``Told`` of
         its own, and never reads the turn's; a context variable set and reset on every turn cost
         more than the rest of the free way."""
-        if not self._free or self._send_queue or self._services.told_of_pauses:
+        service = self._free
+        if service is None or self._send_queue or self._services.told_of_pauses:
             return None
         if held:
             taken = self._taken
@@ -572,7 +494,6 @@ class Places:
             told: Token[Told | None] | None = _TOLD_SET(self._unnamed)
         else:
             told = None
-        service = self._service
         number = service.sends
         now = self._clock()
         service.sent.append(now)
@@ -605,13 +526,13 @@ class Places:
             while answers[0] < gone:
                 answers.popleft()
         if service.share < SHARE_MOST and number > pace.cut_after:
-            grown(self._service, self._wire.gated)
+            grown(self._pacing.service, self._pacing.wire.gated)
         if not self.cap and (self._taken >= self.size or self._place_queue):  # _plainly_landed in line
             answered = self._clock()
             if answered - sent >= OVERLAP:
                 self._kept_up(Send(service, number, sent), answered)
         if self._send_queue:
-            self._release()
+            self._pacing.release()
         if told is None:
             return
         if self._place_queue:
@@ -621,13 +542,13 @@ class Places:
             self._slack = True
 
     def freely_failed(self, ticket: Freed) -> None:
-        """The request ``freely`` let go raised something else than ``Busy``: what ``_landed``
+        """The request ``freely`` let go raised something else than ``Busy``: what ``Pacing.landed``
         lets go (the send was never counted as flying), and its place freed."""
         told = ticket[4]
         if told is not None:
             _TOLD_RESET(told)
         if self._send_queue:
-            self._release()
+            self._pacing.release()
         if told is not None:
             self._unseated()
 
@@ -639,9 +560,9 @@ class Places:
         if told is not None:
             _TOLD_RESET(told)
             self._unseated()
-        insort(self._under_way, number)
+        self._pacing.flies(number)
         heard = Told()
-        if not self._free:
+        if self._free is None:
             heard.service = self._unnamed.named
         refused = (Send(service, number, now), heard, _Refused(busy))
         return self._later(request, told is not None, True, (now, rank), refused)
@@ -656,26 +577,26 @@ class Places:
     def _plainly_answered(self, service: Service, number: int, sent: float, send: Send | None) -> None:
         """``_answer``, for a request of the quick path or the free way (``_tried``), whose service
         said nothing of its limits, with no pace found yet: ``answers.counted``, ``_kept_up`` and what
-        ``_landed`` lets go, in line. The last second's answers are those sent in the second before
+        ``Pacing.landed`` lets go, in line. The last second's answers are those sent in the second before
         it was ``sent`` (``Pace.heard``): no clock is read for it. An answer within ``OVERLAP``
         grows no place (``_kept_up``): the free way makes no ``Send`` (``send`` None) and reads no
         clock for it where nothing else does."""
         pace = service.pace
         pace.heard(sent)
         if service.share < SHARE_MOST and number > pace.cut_after:  # at the most after some 85 answers
-            grown(service, self._wire.gated)
+            grown(service, self._pacing.wire.gated)
         if self._send_queue or (not self.cap and (self._taken >= self.size or self._place_queue)):
             self._plainly_landed(service, number, sent, send)  # only where there is any
 
     def _plainly_landed(self, service: Service, number: int, sent: float, send: Send | None) -> None:
         """What ``_plainly_answered`` does once the answer is counted: ``_kept_up`` and what
-        ``_landed`` lets go."""
+        ``Pacing.landed`` lets go."""
         if not self.cap and (self._taken >= self.size or self._place_queue):
             answered = self._clock()  # the clock ``sent`` was read on
             if answered - sent >= OVERLAP:
                 self._kept_up(Send(service, number, sent) if send is None else send, answered)
         if self._send_queue:
-            self._release()
+            self._pacing.release()
 
     async def _later(
         self,
@@ -706,7 +627,7 @@ class Places:
                 noted(self.who, start, loop.time() - start, "place")
                 try:
                     send = await self._turn(rank, paced, refused_at)
-                    told = self._told(send, paced)
+                    told = self._pacing.told(send, paced)
                     answer = await self._asked(request, told, send, paced)
                 finally:
                     seat.release()
@@ -717,7 +638,7 @@ class Places:
                 else:
                     with limit.held():
                         send = await self._turn(rank, paced, refused_at)
-                told = self._told(send, paced)
+                told = self._pacing.told(send, paced)
                 answer = await self._asked(request, told, send, paced)
             match answer:
                 case _Answered(value=value):
@@ -747,10 +668,12 @@ class Places:
         """Whether a first try at ``now`` would wait for nothing: a free place (when it takes one),
         no pause, and, when paced, no pace — no per-minute, no refusal yet, no limit the service
         told or pace found (by any participant on its key), no one before it — so that it goes at
-        once. (``_alone`` and ``_unmetered`` in line: this is asked before every request.)"""
+        once. (``Pacing._alone`` and ``Pacing.unmetered`` in line: this is asked before every
+        request.)"""
         if held and (self._taken >= self.size or self._place_queue):
             return False
-        service = self._service
+        pacing = self._pacing
+        service = pacing.service
         pace = service.pace
         if pace.paused_until > now or self._services.paused(service) > now:  # here, or in another process of a spread run
             return False
@@ -762,11 +685,11 @@ class Places:
             or pace.rate > 0.0  # found by a neighbour on the same key, if not by this participant
             or self._send_queue
             or service.strict  # a strict limit paces each send from when it went on the wire
-            or self._unwritten is not None
-            or self._ration.dry(service.sends)  # nothing left that the service said: one at a time (_alone)
+            or pacing.unwritten is not None
+            or pacing.ration.dry(service.sends)  # nothing left that the service said: one at a time (_alone)
         ):
             return False
-        if not self._answered_once and self._under_way and (self._asking is None or self._asking.service):
+        if not pacing.answered_once and pacing.under_way and (pacing.asking is None or pacing.asking.service):
             return False  # _alone
         for meter in service.each:
             if meter.rate > 0.0:
@@ -783,21 +706,21 @@ class Places:
             return _Refused(busy)
         except BaseException:
             if paced:
-                self._landed(send)
+                self._pacing.landed(send)
             raise
         finally:
             TOLD.reset(token)
         if told.service or told.heard is not UNSAID:
-            self._free = False  # a service heard from: the free way is over
+            self._free = None  # a service heard from: the free way is over
         self._answer(send, told, paced)
         return _Answered(answer)
 
-    async def _turn(self, rank: tuple[float, int], paced: bool, refused_at: float) -> Send:
-        """Wait for this request's moment to be sent."""
-        loop = asyncio.get_running_loop()
-        start = loop.time()
+    def _turn(self, rank: tuple[float, int], paced: bool, refused_at: float) -> Coroutine[Any, Any, Send]:
+        """Wait for this request's moment to be sent (``Pacing.turn``), once a pause its service
+        asked for is found to end within the participant's patience."""
+        start = asyncio.get_running_loop().time()
         left = self.patience.seconds - (start - refused_at if refused_at >= 0 else 0.0)
-        paused = self._paused()
+        paused = self._pacing.paused()
         if paused - start > left:
             self.given_up += 1
             raise Busy(
@@ -805,260 +728,51 @@ class Places:
                 f"{self.patience.seconds:g} s"
             )
         why: Literal["busy", "pace"] = "busy" if refused_at >= 0 or paused > start else "pace"
-        if not paced:
-            # A request not paced itself (inside a turn paced as a whole) sent again after a
-            # refusal takes a gap of the pace found without word from the service: the turn's gap
-            # was its first try's. Sent again at the pause's end beside the paced requests let go
-            # then, it took the one unit a strict bucket had grown back, and the first paced send
-            # after the pause was refused (the pace halved, and found again from far below: bench
-            # p-all-bare 2-3x its floor). Not through the queue: the turn it is part of is under
-            # way, and a request waiting there for the turn's answer (``_alone``) would never go.
-            pace = self._service.pace
-            while True:
-                moment = self._paused()
-                metered = not self._unmetered()
-                if refused_at >= 0 and pace.rate > 0 and not metered:
-                    moment = max(moment, pace.next)
-                elif refused_at >= 0 and metered:
-                    # So too where the service tells what is left: sent again at its reset, the
-                    # request took the unit the neighbours on the key counted on, and the next of
-                    # theirs was refused (bench/busy.py p-all's start). It waits for a unit and
-                    # takes it, as a paced send does.
-                    moment = max(moment, self._moment(loop.time()))
-                if loop.time() >= moment:
-                    break
-                await asyncio.sleep(moment - loop.time())
-            if refused_at >= 0:
-                if not self._unmetered():
-                    self._service.took(loop.time(), self._service.aim())
-                self._took(loop.time())
-            noted(self.who, start, loop.time() - start, why)
-            return Send(self._service, -1, loop.time())
-        if (
-            not self._send_queue
-            and not self._alone()
-            and self._unwritten is None
-            and self._moment(start) <= start
-        ):
-            return self._let(start)  # its moment is now and no one is before it: no ticket to wait on
-        future: asyncio.Future[Send] = loop.create_future()
-        if not self._send_queue:
-            self._backlog = start  # requests wait for the pace from now (_kept_up)
-        heapq.heappush(self._send_queue, _Ticket(rank, future))
-        # The pace found without headers is tried by answers sent meanwhile (_answer), of any
-        # participant on the key where one of them waits: on a key all three share, only the
-        # answers of a participant with requests of its own waiting grew the shared pace, and
-        # the climb after the opening's refusal took longer.
-        self._queued = self._service.pace.queued = start
-        self._release()
-        try:
-            send = await future
-        except asyncio.CancelledError:
-            if future.done() and not future.cancelled():
-                self._landed(future.result())
-            self._release()
-            raise
-        noted(self.who, start, send.moment - start, why)
-        return send
-
-    def _release(self) -> None:
-        """Let go the requests whose moment has come, oldest first, and wake up for the next."""
-        loop = asyncio.get_running_loop()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        while self._send_queue:
-            ticket = self._send_queue[0]
-            if ticket.future.done():
-                heapq.heappop(self._send_queue)
-                continue
-            if self._alone():
-                return
-            now = loop.time()
-            if self._unwritten is not None:
-                until = self._unwritten.moment + _HOLD
-                if now < until:  # the last one let go is not on the wire yet: the pace counts from then
-                    self._timer = loop.call_at(until, self._release)
-                    return
-                self._unwritten = None
-            at = self._moment(now)
-            ahead = self._wire.ahead(self._service, self.per_minute)
-            if at - ahead > now:
-                self._timer = loop.call_at(at - ahead, self._release)
-                return
-            heapq.heappop(self._send_queue)
-            ticket.future.set_result(self._let(now, max(at, now)))
-        self._backlog = math.inf  # nothing waits for the pace any more
-
-    def _let(self, now: float, moment: float | None = None) -> Send:
-        """One request let go now, for ``moment`` (now unless it is let go ahead of it)."""
-        metered = not self._unmetered()
-        due = now if moment is None else moment
-        service = self._service
-        send = Send(service, service.took(due, service.aim()), due, metered, service.pace.rate, due - now)
-        self._sent_apart += 1
-        insort(self._under_way, send.number)
-        if not self._ration.dry(send.number):
-            self._held_from = -1
-        elif self._held_from < 0:
-            self._held_from = send.number
-        self._took(due)
-        if self._wire.told and self._service.strict:
-            self._unwritten = send
-        return send
-
-    def _alone(self) -> bool:
-        """Whether a request waits for the one under way: a service not heard from yet gets one
-        request at a time, once the request under way has named it (or none has told yet). The
-        name is enough to know it: one a neighbour on the same key has heard from already gets
-        requests at the pace the neighbour found, not one at a time. So too once a service that
-        says what is left without when more comes has nothing left (``Ration``): one request at a
-        time, whose answer or refusal tells whether more is left or how long to wait."""
-        if not self._under_way:
-            return False
-        if self._answered_once:
-            return self._ration.dry(self._service.sends)
-        asking = self._asking
-        if asking is None:
-            return True
-        if not asking.service:
-            return False
-        self._known(asking.service)
-        return not self._answered_once
-
-    def _known(self, service: str) -> None:
-        """A request of this participant named its ``service``: from now on the participant shares
-        what the participants on the same key learn of it, and knows whether it has answered."""
-        self._service = self._services.of(service, self._service)
-        if self._service.pace.answered:
-            self._answered_once = True
-
-    def _paused(self) -> float:
-        """Until when the participant's service asked it to pause: a refusal to this participant or
-        to another on the same key, or to another process of a spread run."""
-        return max(self._service.pace.paused_until, self._services.paused(self._service))
-
-    def _told(self, send: Send, paced: bool) -> Told:
-        """The ``Told`` of a request let go: the latest, when paced, which hears when it went on
-        the wire."""
-        if not paced:
-            return Told()
-        # A send let go ahead of its moment is held at the wire for it, even if the service it was
-        # let go against has since been found to be another one, which is not strict.
-        gated = send.ahead > 0.0 or (self._wire.told and self._service.strict)
-        told = self._asking = _Asked(self, send, gated)
-        return told
-
-    def _first(self, send: Send, now: float, service: str) -> float | None:
-        """``send``, let go before any answer, is at the wire at ``now``, and has just named its
-        ``service``: the moment it may be written. Where a neighbour on the same key has found the
-        service's pace, or heard what is left of its limits, that neighbour's next moment, taken
-        for it: let go as though the service were new, it reached the key beside the neighbour's
-        sends at the limit, and was refused (bench/busy.py p-all and p-all-bare: the judge's first
-        request, each run). None, at once, for a service nobody here knew."""
-        if not service or send.service is not self._service:
-            return None
-        self._known(service)
-        shared = self._service
-        if shared is send.service:
-            return None  # nobody knew it: this participant's own
-        paused = self._paused()
-        if shared.pace.rate <= 0.0 and self._unmetered():
-            return paused if paused > now else None  # nothing found of its limit yet, but a pause
-        moment = max(now, self._moment(now))
-        self._wire.first(send, shared.took(moment, shared.aim()))
-        self._took(moment)
-        return moment
-
-    def _wrote(self, send: Send, moment: float) -> None:
-        """``send`` went on the wire at ``moment`` (``Wire.wrote``): where the limit is strict, the
-        next send is let go from then."""
-        service = self._service
-        soonest = self._wire.wrote(send, moment, service, self.per_minute)
-        if self._unwritten is send:
-            self._unwritten = None
-        if not service.strict:
-            return
-        if soonest > self._next:  # the cap per minute counted from the wire
-            self._next = soonest
-        if self._send_queue:
-            self._release()
-
-    def _moment(self, now: float) -> float:
-        service = self._service
-        moment = max(self._paused(), self._next, service.pace.next)
-        for meter in service.meters.values():
-            if meter.rate > 0:  # a meter without a rate is always ready
-                moment = max(moment, meter.ready(now, service.aim()))
-        return moment
-
-    def _took(self, now: float) -> None:
-        pace = self._service.pace
-        if pace.rate > 0.0 and self._unmetered():
-            # The pace found without word from the service is the service's: the next send of
-            # any participant on its key keeps a gap after this one.
-            pace.next = max(pace.next, now) + 1.0 / pace.rate
-        if self.per_minute:
-            # A cap per minute is kept on average: a send let go a little late (a timer fired
-            # late, a place came free late) is made up by the next, by at most a tenth of a gap.
-            gap = 60.0 / self.per_minute
-            self._next = (self._next if now - self._next <= gap / 10 else now) + gap
-        elif self._next < now:
-            self._next = now
-
-    def _unmetered(self) -> bool:
-        for meter in self._service.each:  # a loop, not all(): this runs on every send
-            if meter.rate > 0.0:  # a float to a float: quicker than to an int
-                return False
-        return True
-
-    def _landed(self, send: Send) -> None:
-        self._under_way.remove(send.number)
-        if self._unwritten is send:  # it ended before it was on the wire (or the layer never told)
-            self._unwritten = None
-        if self._send_queue:  # nothing waits: nothing to let go, and a timer left would find nothing
-            self._release()
+        return self._pacing.turn(rank, paced, refused_at, start, why, self.who)
 
     def _answer(self, send: Send, told: Told, paced: bool) -> None:
         if not paced:
             return
         loop = asyncio.get_running_loop()
         now = loop.time()
+        pacing = self._pacing
         if told.service:
-            self._known(told.service)
-        self._answered_once = self._service.pace.answered = True
-        measured(self._service, send, told.heard, True, self._wire.wired)
-        if send.service is self._service:  # its number counts this service's sends
-            self._ration.heard(send.number, told.heard.requests, self._under_way)
+            pacing.known(told.service)
+        pacing.answered()
+        service = pacing.service
+        measured(service, send, told.heard, True, pacing.wire.wired)
+        if send.service is service:  # its number counts this service's sends
+            pacing.ration.heard(send.number, told.heard.requests, pacing.under_way)
         match told.heard.requests:
             case Quota(limit=limit) if 0 < limit <= 1:
                 # A limit that holds one request at a time (a bucket of burst 1) is strict before
                 # it refuses anything: from now on the sends are paced from the wire, where the
                 # HTTP layer tells it, and the refusal that would have shown it is not needed.
-                self._service.strict = True
+                service.strict = True
             case _:
                 pass
-        counted(self._service, send, now, self.size, self.per_minute, self._wire.gated)
-        pace = self._service.pace
-        if pace.rate > 0 and news(self._service, send):
+        counted(service, send, now, self.size, self.per_minute, pacing.wire.gated)
+        pace = service.pace
+        if pace.rate > 0 and news(service, send):
             # Answers to requests sent before the last cut say nothing of the pace after it, nor
             # do those sent before the participant knew its service (the pace was not theirs);
             # those after it try the pace while it holds requests back: one of this participant's
             # waited for it while the answered one was under way (or one of any participant on
             # the key did, which ``climbed`` reads of the pace).
-            backlog = -math.inf if self._wanting else self._backlog
-            waited = bool(self._send_queue) or self._queued >= send.moment
-            climbed(self._service, send, waited, now, backlog, len(self._send_queue), self.size)
+            backlog = -math.inf if self._wanting else pacing.backlog
+            waited = bool(self._send_queue) or pacing.queued >= send.moment
+            climbed(service, send, waited, now, backlog, len(self._send_queue), self.size)
         if not self.cap:
             self._kept_up(send, now)
         if paced:
-            self._landed(send)
+            pacing.landed(send)
 
     def _refusal(self, send: Send, now: float, pause: float, told: Told, paced: bool, first: bool) -> None:
         self.refused += 1
-        self._free = False  # for good: ``freely`` asks ``_free`` alone
+        self._free = None  # for good: ``freely`` asks ``_free`` alone
+        pacing = self._pacing
         if told.service:
-            self._known(told.service)
+            pacing.known(told.service)
         # Sent alone once the service had said nothing was left (``Ration``): its refusal is the
         # count used up, which only the window's turn gives back, not a pace or places past what
         # the service carries. Neither is cut: cut, they stayed there after the wait (LiteLLM's
@@ -1067,10 +781,10 @@ class Places:
         # sends before the Ration held them went at (``refusals.ended_at_count``): no other
         # refusal may come to end it, and the pace grew on with the places to some 10^6 a second,
         # every pause after a second limit's refusal then ending in a burst into it.
-        counted_out = send.service is self._service and self._ration.dry(send.number)
+        counted_out = send.service is pacing.service and pacing.ration.dry(send.number)
         if counted_out:
-            ended_at_count(self._service, self._held_from if self._held_from >= 0 else send.number)
-        elif not self.cap and self._growth.narrowed(send, self._service, self.per_minute):
+            ended_at_count(pacing.service, pacing.held_from if pacing.held_from >= 0 else send.number)
+        elif not self.cap and self._growth.narrowed(send, pacing.service, self.per_minute):
             self.size = max(1, self.size // 2)
         if not paced:  # a request inside a turn paced as a request itself
             # Not paced, it took nothing from what the participant counts is left: the refusal's
@@ -1079,16 +793,16 @@ class Places:
             said = max(reset(told.heard, "requests"), reset(told.heard, "tokens"))
             if first and said > 0 and pause:
                 pause = min(pause, said + _ROUNDING)
-            if self._service.pace.opening:
-                opening_ended(self._service, now)
-            self._pause(now, pause, told)
-            self._release()
+            if pacing.service.pace.opening:
+                opening_ended(pacing.service, now)
+            pacing.pause(now, pause, told)
+            pacing.release()
             return
-        # Not ``_answered_once``: a refusal before any answer says nothing of the rate (what was
+        # Not ``Pacing.answered_once``: a refusal before any answer says nothing of the rate (what was
         # let through is nothing), and a participant that knew no better would go on at once at
         # a rate made up from the pause, refused again and again; until an answer comes, one
-        # request at a time. (Unless a neighbour on the same key has had one: ``_known``.)
-        service, pace = self._service, self._service.pace
+        # request at a time. (Unless a neighbour on the same key has had one: ``Pacing.known``.)
+        service, pace = pacing.service, pacing.service.pace
         # A refusal shows a strict limit, unless the service says its limit counts more than one
         # request at a time (a window, a burst), where a late request is made up by the next. The
         # first such refusal where the HTTP layer tells when requests went on the wire: from now
@@ -1100,16 +814,16 @@ class Places:
                 loose = True
             case _:
                 pass
-        newly_strict = self._wire.told and not service.strict and not loose
+        newly_strict = pacing.wire.told and not service.strict and not loose
         service.strict = service.strict or not loose
-        if send.service is not service and (pace.rate > 0 or not self._unmetered()):
+        if send.service is not service and (pace.rate > 0 or not pacing.unmetered()):
             # Sent before the participant knew its service, whose pace a neighbour on the same key
             # has found (or which says what is left): a request that did not keep that pace says
             # nothing new of it. It goes again at the pace, with no pause of its own, and none
             # imposed on the neighbour, which keeps the limit.
-            self._landed(send)
+            pacing.landed(send)
             return
-        measured(service, send, heard, False, self._wire.wired)
+        measured(service, send, heard, False, pacing.wire.wired)
         unused(service, send, heard, now)
         if heard.quoted() and first:
             # The service said exactly what is left: the next send goes when that has grown back,
@@ -1121,34 +835,18 @@ class Places:
             # refused at once are one sign of one overload. (So is one sent before the
             # participant knew its service, of which nobody had found anything yet.)
             counted = pace.counted
-            taught(service, send, heard, now, pause, self._wire.gated and service.strict, newly_strict)
+            taught(service, send, heard, now, pause, pacing.wire.gated and service.strict, newly_strict)
             if counted:
                 # The first since the count's refusal ended the pace at what its window let
                 # through (``ended_at_count``): another limit, perhaps of requests at once, which
                 # this participant's requests sent before the refused one and still under way
                 # bound, over the usual latency (the first answer's until _RECENT were timed, and
                 # with a cap, whose places time none).
-                under_way = sum(1 for sent in self._under_way if sent < number) if send.service is service else 0
+                under_way = sum(1 for sent in pacing.under_way if sent < number) if send.service is service else 0
                 usual = self._growth.usual
                 beside_count(service, under_way, usual if usual < math.inf else pace.latency, now, pause)
-        self._pause(now, pause, told)
-        self._landed(send)
-
-    def _pause(self, now: float, pause: float, told: Told) -> None:
-        """A refusal's pause of ``pause`` seconds from ``now``: the next send of every participant
-        on the service's key waits for its end, and the other processes of a spread run are told
-        of it. The sends before it and after it are two stretches (``Pace.resumed``): a gap across
-        the pause is the pause, not a pace the service let through. That holds for the pause of a
-        request not paced itself too (inside a turn paced as a whole): counted across it, the gap
-        of a second told ``refusals.quickest`` that one request a second was all the limit let through,
-        and the pace, found at 1 a second, grew a two-thousandth a second from there (bench/busy.py
-        p-all-bare 19x its floor)."""
-        pace = self._service.pace
-        pace.paused_until = max(pace.paused_until, now + pause)
-        pace.resumed = max(pace.resumed, pace.paused_until)
-        if told.service:
-            self._services.refused(told.service, pause)
-
+        pacing.pause(now, pause, told)
+        pacing.landed(send)
 
 
 class AgentTurn:

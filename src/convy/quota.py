@@ -458,7 +458,7 @@ class Ration:
     more comes, as one participant heard it. Sends may go while some is left, counted from the
     latest answer that said it (``number``, the send it answered) through the sends let go after
     it, by any participant on the key; once none is left, the participant sends one request at a
-    time (``Places._alone``), until an answer says more is left (the limit's window turned) or a
+    time (``pacing.Pacing._alone``), until an answer says more is left (the limit's window turned) or a
     refusal's wait tells when: sending every request under way into the limit had them all refused
     at once (bench/busy.py p-litellm: 5-6% of the proxy's requests refused, where one a minute is
     all a client needs to hear the wait).
@@ -649,7 +649,7 @@ class Service:
 
     def unmetered(self) -> bool:
         """Whether no limit the service told of has a rate: what paces it, if anything, was found
-        from its refusals alone. (``busy.Places._unmetered`` reads the same in line: it is asked on
+        from its refusals alone. (``pacing.Pacing.unmetered`` reads the same in line: it is asked on
         every paced send, where a call of another object's method is an attribute read more.)"""
         for meter in self.each:
             if meter.rate > 0.0:

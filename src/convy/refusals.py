@@ -177,7 +177,7 @@ def taught(
             made_up = float(pace.most - 1)
         if made_up and pace.most <= 1 and send.number <= let_through:
             # The refused send was the first after the lone request answered (a service
-            # not heard from gets one at a time: ``busy.Places._alone``), and went as it was answered:
+            # not heard from gets one at a time: ``pacing.Pacing._alone``), and went as it was answered:
             # the limit is under one request per latency, and nothing let through tells
             # how far (two or more would: a rate they went at). Half of it, and the pace
             # doubles from there: 0.9

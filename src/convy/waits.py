@@ -1,11 +1,12 @@
 """The waits of an attempt, for its timeline.
 
-A participant's ``busy.Places`` notes each stretch one of its requests spent waiting — for a busy
-service's pause, for its pace, for a free place — as a ``Wait`` in the ``Waits`` of the attempt
-the request belongs to (``noted``), which ``scenario.Scenario.outcome`` sets in ``WAITS``, a
-context variable, and copies into the attempt's ``outcome.Outcome``; the report draws them. The
-record, the variable and the noting are here, apart from the pacing that fills them, so that what
-reads an attempt's waits (``outcome.py``, ``attempt.py``) reads them without ``busy.py``.
+A participant's ``busy.Places`` and its ``pacing.Pacing`` note each stretch one of its requests
+spent waiting — for a busy service's pause, for its pace, for a free place — as a ``Wait`` in the
+``Waits`` of the attempt the request belongs to (``noted``), which ``scenario.Scenario.outcome``
+sets in ``WAITS``, a context variable, and copies into the attempt's ``outcome.Outcome``; the
+report draws them. The record, the variable and the noting are here, apart from the pacing that
+fills them, so that what reads an attempt's waits (``outcome.py``, ``attempt.py``) reads them
+without ``busy.py``.
 """
 
 from __future__ import annotations

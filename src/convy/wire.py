@@ -9,11 +9,11 @@ limit refuses that. Where the HTTP layer also waits for a request's moment just 
 (``quota.Told.writable``), a strict limit's request is let go a little ahead of its moment and
 written at it.
 
-``busy.Places`` lets the requests go, holds the next until the last is on the wire and keeps its
-pace and its queue; what the wire said is kept here (``Wire``): whether the HTTP layer tells and
-waits, the latest delays from a send's moment to the wire, the latest send on the wire. ``Places``
-hands it the little of its own it reads (its service, its cap per minute). Nothing here reads a
-clock or waits: the moments are given.
+``pacing.Pacing`` lets the requests go, holds the next until the last is on the wire and keeps
+the pace and the queue; what the wire said is kept here (``Wire``, which it holds): whether the HTTP
+layer tells and waits, the latest delays from a send's moment to the wire, the latest send on the
+wire. ``Pacing`` hands it the little it reads (the service, the cap per minute). Nothing here reads
+a clock or waits: the moments are given.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ class Wire:
     moment to the wire, and the latest send on the wire, and when (``wired``).
 
     It changes inside as the HTTP layer tells it (``due``, ``wrote``), and lets nothing go itself:
-    ``busy.Places`` reads ``told``, ``gated`` and ``wired``, and asks how long before its moment a
-    request is let go (``ahead``)."""
+    ``pacing.Pacing`` reads ``told`` and asks how long before its moment a request is let go
+    (``ahead``); ``busy.Places`` reads ``told``, ``gated`` and ``wired`` for what an answer or a
+    refusal teaches."""
 
     def __init__(self) -> None:
         self.told = False  # whether the HTTP layer tells when a request went on the wire
@@ -75,7 +76,7 @@ class Wire:
 
     def first(self, send: Send, number: int) -> None:
         """``send``, let go before any answer, is held at the wire for the moment it took of a
-        neighbour's on the same key (``busy.Places._first``), as that service's send ``number``."""
+        neighbour's on the same key (``pacing.Pacing.first``), as that service's send ``number``."""
         self._first_taken = (send, number)
 
     def ahead(self, service: Service, per_minute: int) -> float:
@@ -122,7 +123,7 @@ class Wire:
         if service.unmetered():
             # A limit told of by its refusals alone: a gap of the pace found from the wire, for
             # every participant sharing it. A cap per minute lower than that is kept on average by
-            # ``busy.Places._took``, not here: the lateness of each send on its way would otherwise
+            # ``pacing.Pacing._took``, not here: the lateness of each send on its way would otherwise
             # add up, send after send.
             pace = service.pace
             if pace.rate > 0:

@@ -2116,7 +2116,7 @@ def test_a_refusal_after_a_long_free_run_finds_the_pace_the_careful_way_finds(si
                 await places.sent(request)
 
         await asyncio.gather(*(worker(refused // size + 20) for _ in range(size)))
-        service, pace = places._service, places._service.pace
+        service, pace = places._pacing.service, places._pacing.service.pace
         return (pace.rate, pace.most, pace.proven, pace.growing, service.share, service.sends, places.sends, moments[-60:])
 
     free, careful = run(lambda: main(False)), run(lambda: main(True))

@@ -201,7 +201,7 @@ def test_a_participants_sends_are_its_services_numbered_sends(
         if cancel % 3 == 0:
             tasks[cancel % 2].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        return places.sends, places._service.sends
+        return places.sends, places._pacing.service.sends
 
     sends, numbered = in_virtual_time(main)
     assert sends == numbered

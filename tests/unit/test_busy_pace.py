@@ -301,7 +301,7 @@ def test_a_request_inside_a_turn_paced_as_a_whole_is_sent_again_at_the_pace() ->
         agent = Places(4, "agent", patience=Patience(600), services=Services())
         await agent.sent(lambda: service("agent"))
         await asyncio.gather(*(agent.sent(lambda: service("agent")) for _ in range(3)))  # a pace found
-        assert agent._service.pace.rate > 0
+        assert agent._pacing.service.pace.rate > 0
         await asyncio.sleep(2.0)
         service.limit.level = 0.0  # someone else took the unit: the next request is refused
         service.limit.moment = loop.time()
@@ -360,7 +360,7 @@ def test_a_pace_refused_after_sends_slower_than_it_is_not_taken_for_the_limit() 
         places = Places(0, "agent", patience=Patience(600), services=Services())
         await places.sent(lambda: service("agent"))  # until a first answer, one at a time
         await asyncio.gather(*(places.sent(lambda: service("agent")) for _ in range(4)))  # the start's refusal
-        pace = places._service.pace
+        pace = places._pacing.service.pace
         assert pace.rate > 0 and pace.growing and pace.proven
         await asyncio.sleep(1.0)
         pace.rate = 80.0

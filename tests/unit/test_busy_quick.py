@@ -48,7 +48,7 @@ def test_a_turn_on_the_free_way_counts_what_the_way_through_places_counts() -> N
                 await turned(places, answered, HELLO)
             else:
                 await places.retried(lambda: answered(HELLO))
-        service = places._service
+        service = places._pacing.service
         return places.sends, [number for number, _ in service.latest()], service.pace.most, places.peak, places.refused
 
     assert in_virtual_time(lambda: main(True)) == in_virtual_time(lambda: main(False))
@@ -193,7 +193,7 @@ def test_a_model_request_that_names_a_service_on_the_free_way_ends_it() -> None:
         assert places._free
         model.names = "a service"
         await patient.reply(())
-        return places._free, TOLD.get()
+        return places._free is not None, TOLD.get()
 
     assert in_virtual_time(main) == (False, None)
 
@@ -242,8 +242,9 @@ def test_an_opening_refused_on_the_free_way_is_tried_again_and_names_its_service
         places = await freed(Places(0))
         start = asyncio.get_running_loop().time()
         opened = await places.retried(opening, paced=False)
-        named = places._services._known.get("a service") is places._service
-        return opened, places.refused, places._free, named, asyncio.get_running_loop().time() - start, TOLD.get()
+        named = places._services._known.get("a service") is places._pacing.service
+        free = places._free is not None
+        return opened, places.refused, free, named, asyncio.get_running_loop().time() - start, TOLD.get()
 
     opened, refused, free, named, seconds, after = in_virtual_time(main)
     assert (opened, refused, free, named, after) == ("open", 1, False, True, None)
@@ -282,7 +283,7 @@ def test_a_refusal_on_the_free_way_names_no_service_that_an_earlier_stretch_of_i
         await places.sent(plain)  # the free way begins
         await places.sent(over_http)  # names its service on the way: the free way ends
         await places.sent(plain)  # answered in-process: the free way again
-        free = places._free
+        free = places._free is not None
         answers = await asyncio.gather(places.sent(refused_once(SHORT)), places.sent(refused_once(2 * SHORT)))
         return free, list(answers), places.refused, places._services._known.get("a service")
 
@@ -307,9 +308,9 @@ def test_a_model_request_that_names_a_service_only_in_a_task_of_its_own_ends_the
     async def main() -> tuple[bool, bool, str, bool]:
         places = Places(2)
         await PatientModel(Model(), places).reply(())
-        free = places._free
+        free = places._free is not None
         await PatientModel(Gathering(), places).reply(())
-        ended, named = places._free, places._unnamed.named
+        ended, named = places._free is not None, places._unnamed.named
         found: list[object] = []
 
         class Looking(Model):

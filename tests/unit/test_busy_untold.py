@@ -82,8 +82,8 @@ def test_a_request_let_go_after_another_named_its_service_is_not_sent_the_free_w
         await patient.reply(())
         gate.set()
         await first
-        known = places._services._known.get("a service") is places._service
-        return known, places._service.meters["requests"].rate
+        known = places._services._known.get("a service") is places._pacing.service
+        return known, places._pacing.service.meters["requests"].rate
 
     known, rate = in_virtual_time(main)
     assert known
@@ -151,7 +151,7 @@ def test_a_refusal_of_a_request_that_named_its_service_in_a_task_of_its_own_is_p
 
         model.steps = {2: fanned_out}
         await patient.reply(())
-        return places._services._known.get("a service") is places._service
+        return places._services._known.get("a service") is places._pacing.service
 
     assert in_virtual_time(main) is True
     assert told_of == [("a service", SHORT)]
@@ -181,7 +181,7 @@ def test_an_opening_refused_in_a_task_of_its_own_is_put_down_to_its_service() ->
         places = Places(4, "agent")
         await free(model, places)
         opened = await places.retried(opening, paced=False)
-        return opened, places._services._known.get("a service") is places._service
+        return opened, places._services._known.get("a service") is places._pacing.service
 
     assert in_virtual_time(main) == ("open", True)
 
@@ -243,7 +243,7 @@ def test_a_task_a_request_started_that_names_a_service_after_it_ends_the_free_wa
         await patient.reply(())
         later.set()
         await kept[0]
-        return places._free
+        return places._free is not None
 
     assert in_virtual_time(main) is False
 
@@ -343,6 +343,6 @@ def test_a_request_elsewhere_does_not_change_how_a_participants_next_request_is_
         gate.set()
         await first
         await patient.reply(())
-        return places._service.meters["requests"].rate, "a service" in places._services._known
+        return places._pacing.service.meters["requests"].rate, "a service" in places._services._known
 
     assert in_virtual_time(main) == (0.0, False)
