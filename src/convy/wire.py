@@ -24,8 +24,15 @@ from collections import deque
 from convy.quota import SHARE_HELD, Send, Service
 
 # The least of the last _LEADS delays between letting a request go and its being on the wire is
-# taken off the gap, as the next request takes at least that too.
-_LEADS = 16
+# taken off the gap, as the next request takes at least that too. Enough of them to outlast a
+# stretch of load (a second at 50 a second): with the latest 16, writes slowed by one (5 to 25 ms
+# each) filled them all, and the first send after it, written on time, came that much early to a
+# strict limit and was refused; with every send waiting at the wire (half a gap ahead) that was
+# most of them, and bench/bare_virtual.py p-bare@3000 --loaded 0.05 took 22.75 s at the median of
+# 60 ways, 17.92 at a quarter of a gap, 16.14 so. (Taking the lead only while the latest 16 held
+# within 2 ms mended that too, but a machine loaded for good whose writes took 5 ms and a jitter
+# of 1 lost it: 16.12 s, not 13.88, with --steady 0.005 --write 0.001.)
+_LEADS = 64
 # Where the HTTP layer also waits for a request's moment just before writing it (``Told.writable``),
 # a strict limit's request is let go _AHEAD seconds ahead of its moment, at most _AHEAD_GAP of a
 # gap: it is built by then, and written at its moment rather than late by however long its way
