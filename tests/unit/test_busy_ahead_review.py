@@ -19,7 +19,8 @@ from support.clock import in_virtual_time
 from support.standin import Bucket
 from test_busy_bare import Bare, Wired
 
-from convy.busy import Patience, Places, _Asked
+from convy.busy import Patience, Places
+from convy.pacing import Asked
 from convy.quota import TOLD, Services
 
 WAYS = range(1, 13)  # the seeds of bench/bare_virtual.py's first twelve ways
@@ -45,7 +46,7 @@ class Loaded(Wired):
         if told is not None and not told.service:
             told.service = self.name
         loop = asyncio.get_running_loop()
-        ahead = isinstance(told, _Asked) and told._send.ahead > 0.0
+        ahead = isinstance(told, Asked) and told._send.ahead > 0.0
         self.at_wire += ahead
         self.most_at_wire = max(self.most_at_wire, self.at_wire)
         try:
@@ -58,7 +59,7 @@ class Loaded(Wired):
                 if now < self.until:
                     await asyncio.sleep(self.way.uniform(0.005, 0.025))
                 told.wrote(loop.time())
-                if ahead and isinstance(told, _Asked):
+                if ahead and isinstance(told, Asked):
                     self.written.append((loop.time(), told._send.moment))
         finally:
             self.at_wire -= ahead
