@@ -63,14 +63,18 @@ class Key:
         return sum(1 for moment, let in self.reached if let and since <= moment < until) / (until - since)
 
 
-async def conversations(keys: Mapping[str, Callable[[], Awaitable[str]]], attempts: int) -> float:
+async def conversations(
+    keys: Mapping[str, Callable[[], Awaitable[str]]], attempts: int, agent_per_minute: int = 0
+) -> float:
     """``attempts`` attempts at once, each participant's requests through places of its own that
     grow (``Places(0)``, the participants sharing what they learn of a key through one
-    ``Services``), to ``keys["user"]``, ``keys["agent"]`` and ``keys["judge"]``: the seconds they took."""
+    ``Services``), to ``keys["user"]``, ``keys["agent"]`` and ``keys["judge"]``, the agent capped at
+    ``agent_per_minute`` where given: the seconds they took."""
     loop = asyncio.get_running_loop()
     start = loop.time()
     services = Services()
-    user, agent, judge = (Places(0, who, patience=Patience(600), services=services) for who in ("user", "agent", "judge"))
+    user, judge = (Places(0, who, patience=Patience(600), services=services) for who in ("user", "judge"))
+    agent = Places(0, "agent", agent_per_minute, patience=Patience(600), services=services)
 
     async def attempt() -> None:
         async with agent.one():

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
 from support.clock import in_virtual_time
+from support.project import conversations
 from support.standin import Bucket
 from test_busy_bare import Bare, Wired
 
-from convy.busy import Patience, Places
 from convy.pacing import Asked
-from convy.quota import TOLD, Services
+from convy.quota import TOLD
 
 WAYS = range(1, 13)  # the seeds of bench/bare_virtual.py's first twelve ways
 
@@ -66,28 +65,6 @@ class Loaded(Wired):
         return await Bare.__call__(self)
 
 
-async def attempts(keys: Mapping[str, Callable[[], Awaitable[str]]], count: int, agent_per_minute: int = 0) -> float:
-    """support.project.conversations' attempts (the user's request, then the agent's, three turns,
-    the user's last, then the judge's), with the agent's cap per minute: the seconds they took."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    services = Services()
-    user = Places(0, "user", patience=Patience(600), services=services)
-    agent = Places(0, "agent", agent_per_minute, patience=Patience(600), services=services)
-    judge = Places(0, "judge", patience=Patience(600), services=services)
-
-    async def attempt() -> None:
-        async with agent.one():
-            for _ in range(3):
-                await user.sent(keys["user"])
-                await agent.retried(keys["agent"])
-            await user.sent(keys["user"])
-        await judge.sent(keys["judge"])
-
-    await asyncio.gather(*(attempt() for _ in range(count)))
-    return loop.time() - start
-
-
 def keys(seed: int, rate: float = 50.0, burst: float = 1.0, shared: str = "", loaded: float = 0.0) -> dict[str, Loaded]:
     """Each participant's key to a strict bucket that tells nothing (``rate``, ``burst``), the
     participants named in ``shared`` ("aj": the agent and the judge, "uaj": all three) on one key;
@@ -109,7 +86,7 @@ def median_wall(count: int, agent_per_minute: int = 0, **shape: Any) -> float:
         made = keys(seed, **shape)
 
         async def main(made: dict[str, Loaded] = made) -> float:
-            return await attempts(made, count, agent_per_minute)
+            return await conversations(made, count, agent_per_minute)
 
         walls.append(in_virtual_time(main))
     return statistics.median(walls)
@@ -199,7 +176,7 @@ def test_a_long_way_to_the_wire_gains_most() -> None:
             key.most = 0.016
 
         async def main(made: dict[str, Loaded] = made) -> float:
-            return await attempts(made, 125)
+            return await conversations(made, 125)
 
         walls.append(in_virtual_time(main))
     wall = statistics.median(walls)
@@ -218,7 +195,7 @@ def test_at_25_a_second_or_less_nothing_changes(monkeypatch: pytest.MonkeyPatch)
             made = keys(seed, rate=20.0, shared=shared)
 
             async def main(made: dict[str, Loaded] = made) -> float:
-                return await attempts(made, 25)
+                return await conversations(made, 25)
 
             in_virtual_time(main)
             seen.extend(key.reached for key in made.values())
@@ -243,7 +220,7 @@ def test_a_participant_never_has_two_sends_let_go_ahead_on_their_way_at_once() -
             made = keys(seed, shared=shared, loaded=loaded)
 
             async def main(made: dict[str, Loaded] = made) -> float:
-                return await attempts(made, 40 if shared == "uaj" else 125)
+                return await conversations(made, 40 if shared == "uaj" else 125)
 
             in_virtual_time(main)
             assert max(key.most_at_wire for key in made.values()) == 1
@@ -260,7 +237,7 @@ def test_a_key_shared_by_the_agent_and_the_judge_is_written_in_the_order_of_its_
             made = keys(seed, shared=shared)
 
             async def main(made: dict[str, Loaded] = made, count: int = count) -> float:
-                return await attempts(made, count)
+                return await conversations(made, count)
 
             in_virtual_time(main)
             sharing = [made["agent"], made["judge"], *([made["user"]] if shared == "uaj" else [])]
