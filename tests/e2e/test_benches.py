@@ -169,7 +169,8 @@ def test_the_benchmarks_run_from_any_folder(tmp_path: Path) -> None:
 def test_the_virtual_time_benchmarks_of_limits_without_headers_play_small() -> None:
     """bench/bare_virtual.py and bench/bare_rates.py play one seeded way each, in virtual time,
     and print each shape's or rate's floor, wall and refusals; bench/rpm_window.py and
-    bench/crowded.py play a small count of requests per window (and a second limit behind it)."""
+    bench/crowded.py play a small count of requests per window (and a second limit behind it);
+    bench/slow_answers.py one way of a strict bucket with answers of 1 s, and of a shared one."""
     out = ran("bench/bare_virtual.py", "p-free", "p-bare@300", "--ways", "1")
     assert out.count("floor") == 2 and "refused: u" in out, out
     out = ran("bench/bare_rates.py", "50", "--ways", "1")
@@ -178,3 +179,5 @@ def test_the_virtual_time_benchmarks_of_limits_without_headers_play_small() -> N
     assert "refused 1" in out and "window 1: 11 answered" in out, out
     out = ran("bench/crowded.py", "--requests", "120", "--after", "1")
     assert "120 requests: wall" in out and "by the second limit" in out and "window 1: 21 answered" in out, out
+    out = ran("bench/slow_answers.py", "b1/1", "shared-b10/2", "--ways", "1")
+    assert out.count("floor") == 2 and "b1/1          floor 10.98" in out and "refused: " in out, out
