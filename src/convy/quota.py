@@ -545,6 +545,9 @@ class Pace:
         # rate (``refusals.opening_refused``): a refusal of a burst each pause saves up then cuts
         # it by the burst's number, until one that is not (``refusals.saved_up``).
         self.unfounded = False
+        # How many refusals in a row came within a second of a pause, the pace over ``most``: a
+        # pace let through only on what each pause saved up (``refusals.drained``).
+        self.drained = 0
         # The refusals of another limit still to be bounded by what was under way then
         # (``refusals.beside_count``), since the pace was made to stand on what a count's window
         # let through alone (``refusals.ended_at_count``): two at most, none once they came.

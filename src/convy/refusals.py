@@ -7,8 +7,9 @@ refusal of a request sent after the last cut cuts the share (of a send paced on 
 said is left), and finds the pace from the sends let through before it (``taught``): at the first
 refusal after the service's first answer, from the sends of the opening pace
 (``opening_refused``); later, as close under the refused send's pace as the sends let through
-tell. A refusal of the request sent alone once the service said nothing was left of its count
-cuts nothing, but ends a pace still opening or growing at what the window let through
+tell, and down to the most answered in a second where each pause's saved-up burst alone let the
+pace through (``drained``). A refusal of the request sent alone once the service said nothing was
+left of its count cuts nothing, but ends a pace still opening or growing at what the window let through
 (``ended_at_count``); the first refusal of another limit after it holds the pace to what was
 under way then, over a latency (``beside_count``). A strict limit's refusal that says its next
 unit comes within a gap gives back the unit the refused send was counted to take (``unused``).
@@ -68,6 +69,9 @@ _OPEN_BRACKET = 0.8
 # over the limit as under.
 _OPEN_WIDE = 0.5
 _AGAIN = 2.0
+# The refusals in a row within a second of a pause, the pace over the most answered in a second,
+# that take the pace down to that most (``drained``).
+_DRAINED = 2
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # The pauses of a limit met after a count's refusal, and bounded by what was under way then
 # (``beside_count``), after which the pace grows back toward what its refusal found.
@@ -142,6 +146,7 @@ def taught(
         # The first refusal after the pace was found from a refused send is the estimate
         # a little high, or the jitter of the way there: a little off, however soon.
         again = send.moment - pace.resumed < _AGAIN and not pace.estimated
+        pace.drained = pace.drained + 1 if drained(service, send) else 0
         burst = saved_up(service, send) if pace.unfounded else 0
         pace.unfounded = burst > 0
         if burst:
@@ -158,6 +163,20 @@ def taught(
             # pace fell to under half its rate (test_busy_demand_review.py, 18.26 -> 21.09 s).
             pace.rate = min(pace.rate * _CUT, pace.rate / burst)
             pace.growing, pace.estimated, pace.step = True, False, _STEP
+        elif pace.drained >= _DRAINED:
+            # Over the most the service ever answered of the sends of one second, and refused
+            # within a second of a pause, twice in a row: a pace let through only on what each
+            # pause saved up, found at the opening's refusal from the gaps of sends a bucket's
+            # burst let through (``opening_refused``). A whole second of sends tells the limit,
+            # the burst within it: the pace is that most. Cut a tenth a pause, a bucket of 50 a
+            # second (burst 10, answers of 1 s) found at 245 was refused at every pause down to
+            # 68, 14 refusals of 500 (bench/slow_answers.py b10/1); cut to the most, 57, 4 at
+            # most in 12 ways. At the first such refusal, not the second, a strict limit's pace
+            # found near it (a bucket of 20, 18.5 a second) was cut to the few answered early in
+            # the run (11), and grew back a twentieth of a percent a second
+            # (tests/unit/test_busy_pace.py: 33.0 s against a bound of 30).
+            pace.rate = pace.most * _BARE_AIM
+            pace.growing = pace.estimated = False
         else:
             pace.rate *= _CUT if again else _BARE_CUT
             pace.growing = pace.estimated = False
@@ -396,6 +415,19 @@ def opening_refused(service: Service, send: Send) -> bool:
     pace.growing = False
     pace.estimated = True
     return True
+
+
+def drained(service: Service, refused: Send) -> bool:
+    """Whether ``refused`` came within a second of the last pause at a pace over the most the
+    service ever answered of the sends of one second (``Pace.most``), after two or more sends since
+    the pause, but fewer than that most: the pace went through on what the pause saved up, not on
+    what the limit lets through in a second. More sends than the most since the pause, the most
+    is the few answered early in the run, or what the places held the sends to, and tells nothing."""
+    pace = service.pace
+    if refused.moment - pace.resumed >= 1.0 or pace.rate <= pace.most:
+        return False
+    since = sum(1 for number, moment in service.latest() if number < refused.number and moment >= pace.resumed)
+    return 1 < since < pace.most
 
 
 def ran(service: Service, refused: Send) -> int:
