@@ -175,6 +175,16 @@ def taught(
             # found near it (a bucket of 20, 18.5 a second) was cut to the few answered early in
             # the run (11), and grew back a twentieth of a percent a second
             # (tests/unit/test_busy_pace.py: 33.0 s against a bound of 30).
+            # But the most may be young: with answers of 0.1 s the opening met a bucket's burst
+            # a few seconds in, when some 26 of one second's sends were answered (50 a second,
+            # burst 10), and held at 26 the pace grew back a twentieth of a percent a second
+            # (2,000 requests: 74.99 s where 50.36 cut a tenth a pause). So it grows back toward
+            # twice that most, doubling over a second's answers, once ten pauses' worth went by:
+            # where the most was the limit's, one refusal more finds it again (50.23 s, 45
+            # refusals in six ways where 30 held and 77 a tenth a pause;
+            # tests/unit/test_busy_drained_review.py).
+            pace.ceiling, pace.probe = min(pace.rate, 2 * pace.most), 2 ** (1 / pace.most)
+            pace.probe_from = now + _PROBED_AFTER * max(pause, 1.0)
             pace.rate = pace.most * _BARE_AIM
             pace.growing = pace.estimated = False
         else:
