@@ -105,6 +105,15 @@ def test_a_limit_raised_mid_run_with_answers_of_a_tenth_of_a_second() -> None:
     assert wall <= 32.0, f"{wall:.2f} s, {refused} refusals"
 
 
+@pytest.mark.xfail(strict=True, reason="mended: 30.87 s where land15 26.59, held at twice a most of 17 after the raise")
+def test_a_limit_raised_mid_run_is_as_quick_as_before() -> None:
+    """The raised limit above within 28.5 s, as land15 (26.59 s): mended, the pace cut to a most
+    of 17 grows back only to twice it, 34 a second, under the raised 50, and then a twentieth of a
+    percent a second (30.87 s; burst1 39.54)."""
+    wall, refused = ways(lambda seed: run(Changed(Bucket(25, 10, headers=False), seed, 0.1, 4.0, 50.0), 800))
+    assert wall <= 28.5, f"{wall:.2f} s, {refused} refusals"
+
+
 def test_a_burst_of_five_with_answers_of_a_tenth_of_a_second() -> None:
     """500 requests against a bucket of 50 a second (burst 5), answers of 0.1 s: the median way
     within 22 s. land15 19.99 s, 52 refusals; burst1 24.30 s, 19 (cut to 17.8-31.7); mended 20.65 s, 25."""
