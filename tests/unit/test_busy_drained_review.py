@@ -20,7 +20,7 @@ import pytest
 from support.clock import START, in_virtual_time
 from support.project import conversations
 from support.standin import Bucket
-from test_busy_ahead_review import attempts, keys
+from test_busy_ahead_review import keys
 from test_busy_bare import Wired
 from test_busy_slow_review import Slow, run
 
@@ -62,7 +62,7 @@ def project(seed: int, burst: int, latency: float, shared: str = "") -> tuple[fl
         key.latency = latency
 
     async def main() -> float:
-        return await attempts(made, 125)
+        return await conversations(made, 125)
 
     wall = in_virtual_time(main)
     return wall, sum(key.refused for key in {key.name: key for key in made.values()}.values())
