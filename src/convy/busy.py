@@ -784,8 +784,8 @@ class Places:
         counted_out = send.service is pacing.service and pacing.ration.dry(send.number)
         if counted_out:
             ended_at_count(pacing.service, pacing.held_from if pacing.held_from >= 0 else send.number)
-        elif not self.cap and self._growth.narrowed(send, pacing.service, self.per_minute):
-            self.size = max(1, self.size // 2)
+        elif not self.cap and (narrowed := self._growth.narrowed(send, self.size, pacing.service, self.per_minute)):
+            self.size = narrowed
         if not paced:  # a request inside a turn paced as a request itself
             # Not paced, it took nothing from what the participant counts is left: the refusal's
             # own word on when the limit grows back is all there is to go by, and a millisecond

@@ -5,7 +5,8 @@ cap a team set, whether an answer grows them, and by how much, and whether a ref
 is read here (``Growth``), from what the answers so far say of the service: its usual latency
 (``Growth._timed``), what a round of answers yields per place (``Growth._paid``), and whether the
 places are still in their slow start (doubling in a round of answers) or, after a refusal of a
-service that told nothing of its rate, widen by a part of one place per answer. ``Places`` hands
+service that told nothing of its rate, widen by a part of one place per answer (or, while a pace
+found from the refusals keeps the rate, grow back as in the slow start). ``Places`` hands
 it the little of its own it reads (its places, whether a place was free since the round of answers
 began, whether requests waited for the pace, what a request under way stands for, its service and
 its cap per minute), and changes the places itself. Nothing here reads a clock or waits: the
@@ -56,6 +57,35 @@ _YIELD = 0.5
 # two requests. More (three) grew the conversations faster than the user's own places, so that
 # conversations waited for them and stopped paying (``_paid``) for seconds on a virtual clock.
 _FOLD = 2
+# After the first refusal of a service that tells nothing, the places are halved, and where a pace
+# was found from the refusals the pace, not the places, keeps the rate: they grow back as in their
+# slow start (``Growth._regrows``) to as many as when the refusal came, rather than by one a round
+# of answers, which with answers of a second or more took the rest of the run (a strict bucket of
+# 50 a second, answers of 1 s: the places halved to 16 where 48 keep it busy, 500 requests in
+# 26.2 s against a floor of some 11; now 20.8). Past those, by one a round again: the limit let
+# them through, and where two participants share a key unknown to each other, one grown back to
+# its pace's worth (88 places, answers of 2 s, where the refusal came at 51) held the other's
+# share too, and the pause of its refusal left both refused at every pause after (12 refusals
+# where 3; tests/unit/test_busy_slow_review.py).
+# But only where the pace found is at most _TRUSTED times what the places sent a second on
+# average when the refusal came (their number over the latency). A strict limit refuses the first
+# gap under its own, so the pace found there is near what the sends went at, within the bursts of
+# the slow start, whose places double in a round and go in bunches (a strict bucket of 50 a
+# second: 1.1 to 2.0 times with answers of 0.5 to 2 s, 1.4 to 2.7 with answers of 1 to 3 s);
+# a pace found at more was found from the gaps of sends that a bucket's burst let through at
+# once (a bucket of 50 a second, burst 20, answers of 2 s: 192 a second, the places sending 58),
+# which tell nothing of its rate. The places, halved, are then what keeps the rate
+# near the limit, and grown back fast to such a pace they ran into it again and again: each
+# refusal a pause of every request, after which those that waited went at the pace, far over the
+# limit, and were refused again (four to eight refusals where one or two).
+_TRUSTED = 2.5
+# And the places grown back so are halved back at the first refusal after (one not of a pace still
+# growing, which finds the pace) where they, not the pace, held the sends: those sent in the
+# latency before the refused one (since the last pause) went at under _HELD of the pace. Where
+# the pace is trusted but still over the limit (a bucket of 50 a second, burst 50, answers of 1 s:
+# found at 130 a second), the places grew past the limit's worth, its burst used up, and kept there
+# the pace let each pause's waiting requests go far over it: a refusal every second or so.
+_HELD = 0.9
 
 
 class Growth:
@@ -69,6 +99,13 @@ class Growth:
     def __init__(self) -> None:
         self._doubling = True  # one more per answer in time until the first refusal
         self._widening = 0.0  # after it: the part of a place grown so far, 1 / size per answer in time
+        # Or, while a pace found keeps the rate, one more per answer in time (``_regrows``), until
+        # the first refusal of that pace: whether that is still to come, and whether they grew so.
+        self._regrowing = True
+        self._regrew = False
+        self._refused_size = 0  # the places when the first refusal came (``narrowed``)
+        self._halved_to = 0  # and what it left of them
+        self._refused_worth = 0.0  # what the places sent a second on average when it came
         self._latencies: deque[float] = deque(maxlen=_RECENT)  # of the latest answers timed (grown)
         self._usual = math.inf  # the least median of _RECENT answers timed (_timed): the service's latency unqueued
         self._round_from = 0.0  # when the round of answers began (_paid)
@@ -106,8 +143,9 @@ class Growth:
         way stands for (``held``: the places taken over the requests under way, 0 where none is or
         some wait for the pace), at most _FOLD, so that its requests under way double in a round, not
         only the places. After a refusal of a service whose rate is found from refusals alone, a part
-        of one (1 / ``size``): a round's answers grow one place. Where the service told its rate, the
-        pace keeps to it whatever the places, and they grow as before the refusal.
+        of one (1 / ``size``): a round's answers grow one place; or, while a pace found from the
+        refusals keeps the rate (``_regrows``), one, as in the slow start. Where the service told its
+        rate, the pace keeps to it whatever the places, and they grow as before the refusal.
 
         Requests that wait for the pace now and then (a strict limit spaces its sends, and some
         come while the last is still spaced) say nothing of the places: only a pace that held
@@ -120,16 +158,40 @@ class Growth:
             return 0
         grown = 1
         if not self._doubling and service.unmetered():
-            self._widening += 1.0 / size
-            if self._widening < 1.0:
-                return 0
-            self._widening -= 1.0
+            if self._regrows(send, size, service):
+                self._regrew = True
+            else:
+                self._widening += 1.0 / size
+                if self._widening < 1.0:
+                    return 0
+                self._widening -= 1.0
         elif self._doubling and held and _unpaced(service, per_minute):
             # Places held between this participant's requests (by conversations, whose turns
             # are their other participants' requests too): one more for each place a request
             # under way stands for, so that the requests under way, not the places, double.
             grown = max(1, min(_FOLD, held))
         return grown
+
+    def _regrows(self, send: Send, size: int, service: Service) -> bool:
+        """Whether ``send``'s answer, after the first refusal, grows the places (``size``) by one,
+        as in the slow start: a pace found from the refusals keeps the rate (_TRUSTED), no refusal
+        of it came since, and they are fewer than when the first came. Not for an answer to a request sent before the places were halved, which came
+        while they were more: grown on those too, through the pause, the places were twice as many
+        when its waiting requests went, and they were refused."""
+        pace = service.pace
+        return (
+            self._regrowing
+            and send.number > self._narrowed_after
+            and pace.rate > 0
+            and not pace.opening
+            and pace.rate <= _TRUSTED * self._refused_worth
+            and size < self._refused_size
+        )
+
+    def _latency(self) -> float:
+        """The median of the latest answers' latencies (0 where none was timed)."""
+        latencies = sorted(self._latencies)
+        return latencies[len(latencies) // 2] if latencies else 0.0
 
     def _timed(self, latency: float) -> bool:
         """Whether an answer that took ``latency`` came in time: it, and the median of the latest
@@ -179,28 +241,65 @@ class Growth:
         self._round_size = size
         return self._paying
 
-    def narrowed(self, send: Send, service: Service, per_minute: int) -> bool:
-        """Whether a refusal of ``send`` halves the places: once for the requests under way then
-        (many refused at once are one sign of one overload); from then on they grow by one for as
-        many answers in time as there are places. Only while nothing paces the ``service`` (no rate
-        it said is left, no ``per_minute``, no pace found from its refusals): then the places were
-        all that held requests back, and the refusal is theirs to answer. Once a pace does, a
-        refusal is the pace a little quick (the jitter of the way there, or a lower limit), and the
+    def narrowed(self, send: Send, size: int, service: Service, per_minute: int) -> int:
+        """The places a refusal of ``send`` leaves of ``size`` (0: as many): half, once for the
+        requests under way then (many refused at once are one sign of one overload); from then on
+        they grow by one for as many answers in time as there are places. Only while nothing paces
+        the ``service`` (no rate it said is left, no ``per_minute``, no pace found from its
+        refusals): then the places were all that held requests back, and the refusal is theirs to
+        answer. Once a pace does, a refusal is the pace a little quick (the jitter of the way there, or a lower limit), and the
         pace's cut in ``busy.Places._refusal`` answers it: one overload signal, one answer. Halving
         the places too held half the conversations back at every refusal (a strict bucket of 3,000
         a minute refuses one request in a hundred or two through the jitter, and its places never
         grew to what the limit allows; with no headers, three participants on keys of their own
         at 5 a second, on a virtual clock, took 2.4x their floor rather than 1.8x), while the
-        pace, not the places, was what held the sends."""
+        pace, not the places, was what held the sends. Unless the places grew back since, and the
+        refusal shows they outran the pace's limit (``_overshot``)."""
         if send.number <= self._narrowed_after:
-            return False
+            return 0
         pace = service.pace
-        if per_minute or not service.unmetered() or (pace.rate > 0 and not pace.opening):
-            return False
+        if per_minute or not service.unmetered():
+            return 0
+        if pace.rate > 0 and not pace.opening:
+            return self._overshot(send, size, service)
         self._narrowed_after = service.sends - 1
         self._doubling = False
         self._widening = 0.0
-        return True
+        self._refused_size = size
+        self._halved_to = max(1, size // 2)
+        latency = self._latency()
+        self._refused_worth = size / latency if latency > 0 else 0.0
+        return self._halved_to
+
+    def _overshot(self, send: Send, size: int, service: Service) -> int:
+        """The places a refusal of ``send`` leaves of ``size`` once a pace was found: as many,
+        unless it is the first refusal of the pace found (not one still growing, which finds it)
+        since the places grew back (``_regrows``), and they held the sends, not the pace (_HELD):
+        they go back to what the first refusal left, and grow by one a round from there."""
+        pace = service.pace
+        if pace.growing or not self._regrowing or send.number <= pace.cut_after:
+            return 0  # the pace still searching, or a refusal of an overload the pace was cut for already
+        self._regrowing = False
+        if not self._regrew or size <= self._halved_to or not self._outran(send, service):
+            return 0
+        self._narrowed_after = service.sends - 1
+        self._widening = 0.0
+        return self._halved_to
+
+    def _outran(self, send: Send, service: Service) -> bool:
+        """Whether the sends before ``send``, over the latency before it (since the last pause),
+        went at under _HELD of the pace: the places held them, not the pace. Every participant's on
+        the key counts, as the limit does."""
+        latency = self._latency()
+        since = max(send.moment - latency, service.pace.resumed)
+        count = 0
+        for number, moment in service.latest():
+            if number >= send.number:
+                continue
+            if moment < since:
+                return count < _HELD * service.pace.rate * (send.moment - since)
+            count += 1
+        return False  # the sends kept do not reach back so far: too many to tell
 
 
 def _unpaced(service: Service, per_minute: int) -> bool:
