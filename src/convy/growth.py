@@ -74,17 +74,20 @@ _FOLD = 2
 # second: 1.1 to 2.0 times with answers of 0.5 to 2 s, 1.4 to 2.7 with answers of 1 to 3 s);
 # a pace found at more was found from the gaps of sends that a bucket's burst let through at
 # once (a bucket of 50 a second, burst 20, answers of 2 s: 192 a second, the places sending 58),
-# which tell nothing of its rate. The places, halved, are then what keeps the rate
-# near the limit, and grown back fast to such a pace they ran into it again and again: each
-# refusal a pause of every request, after which those that waited went at the pace, far over the
-# limit, and were refused again (four to eight refusals where one or two).
+# which tell nothing of its rate. The places, halved, are then what keeps the rate near the
+# limit; grown back to such a pace, they ran into the limit, and each refusal's pause left the
+# requests that waited through it to go at once at the pace, far over the limit, refused again
+# (two participants on one key, answers of 2 s: 9 and 8 refusals in two ways of three, where 3
+# and 4). A strict limit's pace found so (answers of 0.1 to 5 s, the latency of the latest few
+# answers far from the usual) is not trusted either, and its places grow as before.
 _TRUSTED = 2.5
-# And the places grown back so are halved back at the first refusal after (one not of a pace still
-# growing, which finds the pace) where they, not the pace, held the sends: those sent in the
-# latency before the refused one (since the last pause) went at under _HELD of the pace. Where
-# the pace is trusted but still over the limit (a bucket of 50 a second, burst 50, answers of 1 s:
-# found at 130 a second), the places grew past the limit's worth, its burst used up, and kept there
-# the pace let each pause's waiting requests go far over it: a refusal every second or so.
+# And the places grown back so go back to what the refusal left at the first refusal after (one
+# not of a pace still growing, which finds the pace) where they, not the pace, held the sends:
+# those sent in the latency before the refused one (since the last pause) went at under _HELD of
+# the pace. The pace is then over the limit, as a bucket's burst let it be found (a bucket of 50
+# a second, burst 50, answers of 1 s: found at 130 a second, the places grown back to 97), and
+# kept, the places made each pause's waiting requests go at it, refused again (a burst of 20: 8
+# refusals where 4; two participants on one key, burst 10, answers of 2 s: 11 where 3).
 _HELD = 0.9
 
 
