@@ -97,7 +97,7 @@ class Growth:
     round yielded, and whether the places are in their slow start or widen by parts of one.
 
     It changes inside as answers and refusals come, and holds no places itself: ``busy.Places``
-    asks it how many its places grow (``grown``) or whether they halve (``narrowed``)."""
+    asks it how many its places grow (``grown``) or how many a refusal leaves (``narrowed``)."""
 
     def __init__(self) -> None:
         self._doubling = True  # one more per answer in time until the first refusal
