@@ -33,6 +33,14 @@ from convy.quota import Send, Service
 # or two at a time and queues the rest had queued most of them already, and its quickest found it
 # idle (such a service had 20 places, now 13; one that serves 16 at once, 60, where the quickest
 # answer ever, as before, let it have 112).
+# But the least of many medians is far under the median where the answers' latencies spread widely
+# (a model's, from a tenth of a second to five: 0.55 to 0.70 s where the median is 2.55), and
+# against it most answers read late and the latest median read as a queue, so the places never grew
+# (500 requests against a strict bucket of 50 a second, bench/slow_answers.py b1/0.1-5: 165.6 s,
+# the floor 15). A queue delays every answer, the quickest too, and a spread does not: the service
+# is taken to queue where even the quickest of the latest _RECENT took over _IN_TIME times the usual
+# latency, and an answer over that bound is in time still where the quickest of them was not over
+# the usual one (87.1 s there; a service that serves one at a time stops its places as before).
 #
 # And they grow only while a place pays: a round of answers (as many as the places, _RECENT at the
 # least) with every place taken yields, per place and second, at least _YIELD of the most a round
@@ -197,9 +205,10 @@ class Growth:
         return latencies[len(latencies) // 2] if latencies else 0.0
 
     def _timed(self, latency: float) -> bool:
-        """Whether an answer that took ``latency`` came in time: it, and the median of the latest
-        _RECENT answers timed, within _IN_TIME of the usual latency (the least such median, the
-        first at most _UNQUEUED times the quickest of the first _RECENT answers)."""
+        """Whether an answer that took ``latency`` came in time: the quickest of the latest _RECENT
+        answers timed within _IN_TIME of the usual latency (the least median of them so far, the
+        first at most _UNQUEUED times the quickest of the first _RECENT answers), and it within
+        _IN_TIME of it too, unless that quickest was within the usual latency itself."""
         latencies = self._latencies
         latencies.append(latency)
         if len(latencies) < _RECENT:
@@ -210,9 +219,10 @@ class Growth:
             self._usual = min(median, _UNQUEUED * ordered[0])
         elif median < self._usual:
             self._usual = median
-        elif median > _IN_TIME * self._usual:
-            return False  # the service has begun to queue: its latest answers are late, not one of them
-        return latency <= _IN_TIME * self._usual
+        elif ordered[0] > _IN_TIME * self._usual:
+            return False  # the service has begun to queue: even the quickest of its latest answers is late
+        # A slow answer beside quick ones is the spread of the service's answers, not a queue.
+        return latency <= _IN_TIME * self._usual or ordered[0] <= self._usual
 
     def _paid(self, send: Send, now: float, size: int, slack: bool) -> bool:
         """Whether the places pay: ``send``'s answer at ``now`` counted in the round of answers
