@@ -11,10 +11,8 @@ the service answered of the sends of one second, the pace is cut to that most
 from __future__ import annotations
 
 import pytest
-from support.standin import Bucket
 from test_busy_ahead_review import median_wall
-from test_busy_bare import Wired
-from test_busy_slow_review import run
+from test_busy_slow_review import run, wired
 
 WAYS = range(1, 7)
 
@@ -46,9 +44,7 @@ def test_a_bucket_with_a_burst_is_refused_at_most_one_request_in_a_hundred(burst
     refusals (now 3-4); burst 10, 1 s 1-14 (1-4); burst 20, 1 s 1-10 (1-5); burst 5, 2 s 1-10
     (1-5)."""
     for seed in WAYS:
-        key = Wired(Bucket(50, burst, headers=False), "k", seed)
-        key.latency = latency
-        wall, refused = run(key, 500)
+        wall, refused = run(wired(burst, latency, seed), 500)
         assert refused <= 5, f"way {seed}: {refused} refusals, {wall:.2f} s"
 
 

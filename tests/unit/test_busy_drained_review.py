@@ -22,7 +22,7 @@ from support.project import conversations
 from support.standin import Bucket
 from test_busy_ahead_review import keys
 from test_busy_bare import Wired
-from test_busy_slow_review import Slow, run
+from test_busy_slow_review import Slow, run, wired
 
 WAYS = range(1, 7)
 
@@ -39,13 +39,6 @@ class Changed(Wired):
         if asyncio.get_running_loop().time() - START >= self.at:
             self.limit.rate = self.rate
         return await super().__call__()
-
-
-def wired(burst: int, latency: float, seed: int, rate: float = 50.0) -> Wired:
-    """One key to a bucket of ``rate`` a second with ``burst`` that tells nothing, answers of ``latency``."""
-    key = Wired(Bucket(rate, burst, headers=False), "k", seed)
-    key.latency = latency
-    return key
 
 
 def ways(way: Callable[[int], tuple[float, int]]) -> tuple[float, int]:

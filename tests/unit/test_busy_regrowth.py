@@ -8,8 +8,7 @@ bucket's burst), and back to what the refusal left where, grown back, they outra
 from __future__ import annotations
 
 from support.standin import Bucket
-from test_busy_bare import Wired
-from test_busy_slow_review import Mixed, run
+from test_busy_slow_review import Mixed, run, wired
 
 from convy.growth import Growth
 from convy.quota import Send, Service
@@ -106,9 +105,7 @@ def test_a_strict_bucket_with_answers_of_a_second_or_more_is_served_quicker_afte
     often or less (2 s: 2, 4, 2 where 3, 6, 7)."""
     for seed in WAYS:
         for latency, most, refusals in ((1.0, 22.5, 2), (2.0, 37.0, 4)):
-            key = Wired(Bucket(50, 1, headers=False), "k", seed)
-            key.latency = latency
-            wall, refused = run(key, 500)
+            wall, refused = run(wired(1, latency, seed), 500)
             assert wall <= most, f"way {seed}, answers of {latency} s: {wall:.2f} s"
             assert refused <= refusals, f"way {seed}, answers of {latency} s: {refused} refusals"
         wall, refused = run(Mixed(Bucket(50, 1, headers=False), seed, 0.5, 1.5), 500)
@@ -124,8 +121,6 @@ def test_a_bucket_with_a_burst_of_its_rate_is_not_refused_at_every_pause() -> No
     gone back to 48 at the first of those, 2, 1, 1 (15.54, 14.91, 14.92 s; 1 each and 15.06,
     14.91, 14.92 before)."""
     for seed in WAYS:
-        key = Wired(Bucket(50, 50, headers=False), "k", seed)
-        key.latency = 1.0
-        wall, refused = run(key, 500)
+        wall, refused = run(wired(50, 1.0, seed), 500)
         assert refused <= 2, f"way {seed}: {refused} refusals, {wall:.2f} s"
         assert wall <= 16.0, f"way {seed}: {wall:.2f} s"

@@ -58,6 +58,13 @@ class Slow(Key):
         return answer
 
 
+def wired(burst: int, latency: float, seed: int, rate: float = 50.0) -> Wired:
+    """One key to a bucket of ``rate`` a second with ``burst`` that tells nothing, answers of ``latency``."""
+    key = Wired(Bucket(rate, burst, headers=False), "k", seed)
+    key.latency = latency
+    return key
+
+
 def run(key: Wired, requests: int, participants: int = 1) -> tuple[float, int]:
     """``requests`` requests of each of ``participants`` (places that grow, one each, as a user and
     a judge sharing a key), sent at once: the virtual seconds they took and the refusals."""
@@ -80,9 +87,7 @@ def test_a_bucket_with_a_large_burst_and_slow_answers(burst: int, latency: float
     burst 20, 2 s 27.1 s (32.1-33.1 s); burst 50, 2 s 24.0-24.2 s (29.8-30.8 s). But one way of
     burst 20, 1 s is refused 9 times on slow2 (1 on open1)."""
     for seed in WAYS:
-        key = Wired(Bucket(50, burst, headers=False), "k", seed)
-        key.latency = latency
-        wall, refused = run(key, 500)
+        wall, refused = run(wired(burst, latency, seed), 500)
         assert refused <= 10, f"way {seed}: {refused} refusals"
         assert wall <= 34.0, f"way {seed}: {wall:.2f} s"
 
@@ -91,9 +96,7 @@ def test_a_key_shared_by_two_participants_with_answers_of_two_seconds() -> None:
     """A user and a judge, 300 requests each, on one bucket of 50 a second (burst 10), answers of
     2 s: slow2 29.2-30.0 s, 3-4 refusals; open1 34.6 s, 2-3."""
     for seed in WAYS:
-        key = Wired(Bucket(50, 10, headers=False), "k", seed)
-        key.latency = 2.0
-        wall, refused = run(key, 300, participants=2)
+        wall, refused = run(wired(10, 2.0, seed), 300, participants=2)
         assert refused <= 5, f"way {seed}: {refused} refusals"
         assert wall <= 35.0, f"way {seed}: {wall:.2f} s"
 
