@@ -169,6 +169,15 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
         # requests at once, leaves it room, and at _GROWTH it would take the rest of the run.
         pace.rate = min(pace.ceiling, pace.rate * min(2 ** (2 * seconds), pace.probe))
         pace.next -= seconds - 1.0 / pace.rate
+    elif pace.unseen and send.moment >= pace.regrow_from:
+        # On a limit another sender may share unseen (``refusals.unseen``, ``refusals.behind``),
+        # the pace was found, or cut, from what that sender's sends left it, and at _GROWTH it would
+        # take the rest of the run to come back: two participants on one strict bucket of 50 a
+        # second, one found at 0.6 a second went on so alone for 400 s once the other was done
+        # (tests/unit/test_busy_shared_key.py). Gone so long with no refusal that found or cut it,
+        # it grows as at the start until the next refusal finds it again: a refusal more where
+        # the limit is where it was found (``regrow_waits``).
+        pace.growing, pace.step, pace.regrown_from = True, math.inf, pace.rate
     else:
         pace.rate *= 1 + _GROWTH * seconds
     pace.proven = True

@@ -377,8 +377,9 @@ class Pacing:
         if self.tickets:  # nothing waits: nothing to let go, and a timer left would find nothing
             self.release()
 
-    def pause(self, now: float, pause: float, told: Told) -> None:
-        """A refusal's pause of ``pause`` seconds from ``now``: the next send of every participant
+    def pause(self, now: float, pause: float, told: Told, asked: bool) -> None:
+        """A refusal's pause of ``pause`` seconds from ``now`` (``asked``: as long as the service
+        asked, not made up where it said nothing, ``Pace.asked``): the next send of every participant
         on the service's key waits for its end, and the other processes of a spread run are told
         of it. The sends before it and after it are two stretches (``Pace.resumed``): a gap across
         the pause is the pause, not a pace the service let through. That holds for the pause of a
@@ -387,6 +388,8 @@ class Pacing:
         and the pace, found at 1 a second, grew a two-thousandth a second from there (bench/busy.py
         p-all-bare 19x its floor)."""
         pace = self.service.pace
+        if now + pause >= pace.paused_until:
+            pace.asked = asked
         pace.paused_until = max(pace.paused_until, now + pause)
         pace.resumed = max(pace.resumed, pace.paused_until)
         if told.service:

@@ -533,6 +533,10 @@ class Pace:
         self.next = 0.0  # the moment the pace allows the next send, of whichever participant
         self.queued = -math.inf  # when a request of any participant last began to wait for the pace
         self.paused_until = 0.0  # the moment the latest refusal's pause ends
+        # Whether that pause was as long as the service asked (a Retry-After, or the reset it
+        # said), not made up where it said nothing (``busy.Patience.first``): a limit that said
+        # how long to wait has a request's worth again at its end (``refusals.unseen``).
+        self.asked = False
         self.resumed = -math.inf  # when the last refusal's pause ended
         self.cut_after = -1  # refusals of requests sent up to this send number are news already taken
         self.answers: deque[float] = deque()  # when the answered requests of the last second were sent
@@ -558,6 +562,17 @@ class Pace:
         self.ceiling = 0.0
         self.probe = 1.0
         self.probe_from = math.inf
+        # Whether a sender the participants here do not see may take from the same limit: a
+        # refusal came that their own sends cannot have caused, or that a strict limit would not
+        # have (``refusals.unseen``, ``refusals.behind``). A pace found then grows again as at the
+        # start from ``regrow_from`` on, once no refusal has found or cut it for a while
+        # (``answers.climbed``); ``regrown_from`` is the rate it grew again from (0: not growing
+        # so), and ``regrow_waits`` how many times ten pauses' time it waits: twice as long after
+        # each such growth that found the pace no higher than it began.
+        self.unseen = False
+        self.regrow_from = math.inf
+        self.regrown_from = 0.0
+        self.regrow_waits = 1
 
     @property
     def most(self) -> int:
