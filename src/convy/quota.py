@@ -573,6 +573,7 @@ class Pace:
         self.regrow_from = math.inf
         self.regrown_from = 0.0
         self.regrow_waits = 1
+        self.passed = False  # whether the last refusal taught was one ``refusals.unseen`` passed over
 
     @property
     def most(self) -> int:
