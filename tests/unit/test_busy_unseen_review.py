@@ -293,6 +293,11 @@ def test_all_three_on_one_key_on_a_machine_loaded_now_and_then() -> None:
     through (``refusals.behind``): the key is marked, and its pace, cut to some 28 a second by
     the load's refusals, is tried again as at the start every 10 s, found at 49, and cut back to
     29 in four more refusals, each a second's pause of all three (way 3: 44.21 -> 49.70 s).
+    Why ``behind`` reads the load as another sender: once the service is strict,
+    ``Service.latest`` holds when sends were let go, not when they were written (``Service.wired``
+    notes the wire only before the first refusal, ``Service.late`` only for the latest send), so
+    in way 3 at 5.31 s the send before the refused one, let go at 5.2625 and written 25 ms late
+    (5.2875), shows a gap of 44 ms where the bucket saw 19 ms; at 7.57 s, 28.5 ms where it saw 9.
     Counting ``behind`` not at all, main's bytes, but the shared key's gain is lost (answers of
     1-2 s, way 1, 259.25 s again); counting it only at the second, 44.79 s, lost too; judging a
     growth's try by the pace it was cut back to, 46.70."""
