@@ -654,6 +654,9 @@ class Service:
         self.sent: deque[float] = deque(maxlen=256)
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
+        # The last send written late once it was no longer the latest, and when (``late``): what
+        # ``refusals.behind`` reads of the send before a refused one.
+        self.written_late: tuple[int, float] = (-1, -math.inf)
         self.shared = False  # more than one participant of this process sends to it (``answers.climbed``)
         # This process's part of the service's rates: 1 alone, 1/N for each of the N workers of a
         # spread run, so that together they aim at what one process would.
@@ -704,8 +707,11 @@ class Service:
     def late(self, number: int, moment: float) -> None:
         """Send ``number`` reached the service no sooner than ``moment``, later than it was let go:
         if it is still the latest send, each limit counts it from then, so that the next send, of
-        whichever participant, keeps a whole gap after it."""
-        if not self.sent or self.sends - 1 != number or self.sent[-1] >= moment:
+        whichever participant, keeps a whole gap after it; if not, it is noted as ``written_late``."""
+        if self.sent and self.sends - 1 != number:
+            self.written_late = (number, moment)
+            return
+        if not self.sent or self.sent[-1] >= moment:
             return
         self.sent[-1] = moment
         for meter in self.meters.values():

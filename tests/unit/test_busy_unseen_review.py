@@ -282,9 +282,6 @@ def test_two_participants_on_one_strict_key_over_a_long_run_are_refused_no_more_
 # --- participants that see each other on a loaded machine ------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True, reason="rev20: the median way 47.08 s where main 44.05 (12 ways, 7 slower, none quicker)"
-)
 def test_all_three_on_one_key_on_a_machine_loaded_now_and_then() -> None:
     """125 attempts of bench/bare_virtual.py's, the user, the agent and the judge on one strict
     bucket of 50 a second, the machine loaded now and then (``--loaded 0.05``), ways 1-12: the
@@ -300,7 +297,8 @@ def test_all_three_on_one_key_on_a_machine_loaded_now_and_then() -> None:
     (5.2875), shows a gap of 44 ms where the bucket saw 19 ms; at 7.57 s, 28.5 ms where it saw 9.
     Counting ``behind`` not at all, main's bytes, but the shared key's gain is lost (answers of
     1-2 s, way 1, 259.25 s again); counting it only at the second, 44.79 s, lost too; judging a
-    growth's try by the pace it was cut back to, 46.70."""
+    growth's try by the pace it was cut back to, 46.70. A strict xfail on rev20; mended (the gap
+    less how late the send before was written, ``Service.written_late``), main's bytes in all 12 ways."""
     walls = []
     for seed in range(1, 13):
         made = keys(seed, shared="uaj", loaded=0.05)
