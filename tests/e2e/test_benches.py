@@ -144,6 +144,7 @@ def test_the_pacing_benchmark_plays_a_small_project() -> None:
     assert "PROBLEMS" not in out
     assert out.count(" now ") == 2, out
     assert re.search(r"all at once \d+\.\d\d s: \d+\.\d\dx", out), out  # p-free beside what full concurrency allows
+    assert re.search(r"knowing \d+\.\d s: \d+\.\d\dx", out), out  # p-all beside a client that knew its limit
 
 
 def test_the_benchmarks_run_from_any_folder(tmp_path: Path) -> None:
