@@ -656,13 +656,13 @@ class Places:
                         # A pause longer than anyone's patience is not imposed on the others:
                         # their own refusals will tell them.
                         self.given_up += 1
-                        self._refusal(send, now, 0.0, told, paced, False, False)
+                        self._refusal(send, now, 0.0, told, paced, first=False, asked=False)
                         raise Busy(
                             f"{busy} — still busy after waiting {now - refused_at:.1f} s "
                             f"(patience {self.patience.seconds:g} s)",
                             busy.retry_after,
                         ) from busy
-                    self._refusal(send, now, pause, told, paced, refusals < 3, bool(busy.retry_after))
+                    self._refusal(send, now, pause, told, paced, first=refusals < 3, asked=bool(busy.retry_after))
 
     def _clear(self, held: bool, paced: bool, now: float) -> bool:
         """Whether a first try at ``now`` would wait for nothing: a free place (when it takes one),
@@ -767,7 +767,7 @@ class Places:
         if paced:
             pacing.landed(send)
 
-    def _refusal(self, send: Send, now: float, pause: float, told: Told, paced: bool, first: bool, asked: bool) -> None:
+    def _refusal(self, send: Send, now: float, pause: float, told: Told, paced: bool, *, first: bool, asked: bool) -> None:
         self.refused += 1
         self._free = None  # for good: ``freely`` asks ``_free`` alone
         pacing = self._pacing
@@ -795,7 +795,7 @@ class Places:
                 pause = min(pause, said + _ROUNDING)
             if pacing.service.pace.opening:
                 opening_ended(pacing.service, now)
-            pacing.pause(now, pause, told, asked)
+            pacing.pause(now, pause, told, asked=asked)
             pacing.release()
             return
         # Not ``Pacing.answered_once``: a refusal before any answer says nothing of the rate (what was
@@ -845,7 +845,7 @@ class Places:
                 under_way = sum(1 for sent in pacing.under_way if sent < number) if send.service is service else 0
                 usual = self._growth.usual
                 beside_count(service, under_way, usual if usual < math.inf else pace.latency, now, pause)
-        pacing.pause(now, pause, told, asked)
+        pacing.pause(now, pause, told, asked=asked)
         pacing.landed(send)
 
 

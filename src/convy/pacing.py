@@ -377,7 +377,7 @@ class Pacing:
         if self.tickets:  # nothing waits: nothing to let go, and a timer left would find nothing
             self.release()
 
-    def pause(self, now: float, pause: float, told: Told, asked: bool) -> None:
+    def pause(self, now: float, pause: float, told: Told, *, asked: bool) -> None:
         """A refusal's pause of ``pause`` seconds from ``now`` (``asked``: as long as the service
         asked, not made up where it said nothing, ``Pace.asked``): the next send of every participant
         on the service's key waits for its end, and the other processes of a spread run are told
