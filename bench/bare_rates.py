@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 
-from virtual import played_from
+from virtual import played_from, summed
 
 RATES = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 80.0, 100.0, 150.0, 200.0)
 LATENCY = 0.1
@@ -62,13 +61,11 @@ def main() -> None:
     played_from(arguments.before)
     for rate in arguments.rates or RATES:
         ways = [played(rate, seed, arguments.way) for seed in range(1, arguments.ways + 1)]
-        walls = [wall for wall, _ in ways]
         floor = (round(rate * 10) - 1) / rate + LATENCY
-        median = statistics.median(walls)
-        refused = " ".join(str(count) for _, count in ways)
+        median, worst, refused = summed(ways)
         print(
             f"{rate:5g}/s  floor {floor:5.2f}  wall median {median:5.2f} ({median / floor:.3f}x)"
-            f" worst {max(walls):5.2f}  refused: {refused}",
+            f" worst {worst:5.2f}  refused: {refused}",
             flush=True,
         )
 

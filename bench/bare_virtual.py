@@ -47,8 +47,6 @@ def keyed(arguments: argparse.Namespace) -> Any:
     from convy.quota import TOLD
 
     class Written(Wired):
-        until = -1.0  # the end of the stretch of load under way, if any
-
         async def __call__(self) -> str:
             told = TOLD.get()
             if told is not None and not told.service:
@@ -57,11 +55,8 @@ def keyed(arguments: argparse.Namespace) -> Any:
             await asyncio.sleep(self.way.uniform(0.0005, self.most))
             if told is not None:
                 await told.writable()
-                now = loop.time()
-                if arguments.loaded and now > self.until + 1.0 and self.way.random() < arguments.loaded:
-                    self.until = now + self.way.uniform(0.3, 1.0)
-                if now < self.until:
-                    await asyncio.sleep(self.way.uniform(0.005, 0.025))
+                if stretch := self.stretched(loop.time(), arguments.loaded):
+                    await asyncio.sleep(stretch)
                 elif arguments.write or arguments.steady:
                     exponential = self.way.expovariate(1 / arguments.write) if arguments.write else 0.0
                     await asyncio.sleep(0.0001 + arguments.steady + exponential)

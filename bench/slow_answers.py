@@ -21,9 +21,8 @@ seeded ways and the worst, and each way's refusals.
 from __future__ import annotations
 
 import argparse
-import statistics
 
-from virtual import played_from
+from virtual import played_from, summed
 
 # name: (burst, the least latency, the most, participants)
 SHAPES = {
@@ -72,14 +71,12 @@ def main() -> None:
         shape = SHAPES[name]
         burst, _, high, participants = shape
         ways = [played(shape, seed) for seed in range(1, arguments.ways + 1)]
-        walls = [wall for wall, _ in ways]
         requests = 500 if participants == 1 else 600
         floor = (requests - burst) / RATE + high
-        median = statistics.median(walls)
-        refused = " ".join(str(count) for _, count in ways)
+        median, worst, refused = summed(ways)
         print(
             f"{name:13} floor {floor:5.2f}  wall median {median:6.2f} ({median / floor:.2f}x)"
-            f" worst {max(walls):6.2f}  refused: {refused}",
+            f" worst {worst:6.2f}  refused: {refused}",
             flush=True,
         )
 

@@ -36,7 +36,6 @@ class Loaded(Wired):
     def __init__(self, limit: Bucket, name: str, seed: int, loaded: float = 0.0) -> None:
         super().__init__(limit, name, seed)
         self.loaded = loaded
-        self.until = -1.0  # the end of the stretch of load under way, if any
         self.at_wire = 0
         self.most_at_wire = 0
         self.written: list[tuple[float, float]] = []  # (on the wire, its moment), of sends let go ahead
@@ -53,11 +52,8 @@ class Loaded(Wired):
             await asyncio.sleep(self.way.uniform(0.0005, self.most))
             if told is not None:
                 await told.writable()
-                now = loop.time()
-                if self.loaded and now > self.until + 1.0 and self.way.random() < self.loaded:
-                    self.until = now + self.way.uniform(0.3, 1.0)
-                if now < self.until:
-                    await asyncio.sleep(self.way.uniform(0.005, 0.025))
+                if stretch := self.stretched(loop.time(), self.loaded):
+                    await asyncio.sleep(stretch)
                 told.wrote(loop.time())
                 if ahead and isinstance(told, Asked):
                     self.written.append((loop.time(), told._send.moment))

@@ -66,6 +66,17 @@ class Wired(Bare):
             told.wrote(asyncio.get_running_loop().time())
         return await super().__call__()
 
+    until = -1.0  # the end of the stretch of load under way, if any (``stretched``)
+
+    def stretched(self, now: float, loaded: float) -> float:
+        """How long a write at ``now`` takes on a machine loaded now and then (bench/bare_virtual.py
+        ``--loaded``): at each write, a chance ``loaded`` of a stretch of 0.3 to 1 s (not within a
+        second of the last one's end) in which every write takes 5 to 25 ms; 0 outside one. Drawn
+        from the key's seeded way."""
+        if loaded and now > self.until + 1.0 and self.way.random() < loaded:
+            self.until = now + self.way.uniform(0.3, 1.0)
+        return self.way.uniform(0.005, 0.025) if now < self.until else 0.0
+
 
 def played(service: Bare, places: int, requests: int) -> float:
     """Virtual seconds ``requests`` requests of one participant with ``places`` (0: they grow)
