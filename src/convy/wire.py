@@ -106,6 +106,8 @@ class Wire:
         self.wired = (send, moment)
         if send is self._waited or not self.gated:  # a send that did not wait there says nothing of the wait
             self._leads.append(max(moment - send.moment, 0.0))
+        if service.strict and service.pace.opening and send.service is service and service.unmetered():
+            service.wired(send.number, moment)
         if not service.strict:
             if send.service is service and service.unmetered():
                 # A service that tells nothing, before its first refusal: where its sends went on
