@@ -654,6 +654,9 @@ class Service:
         self.sent: deque[float] = deque(maxlen=256)
         self.sends = 0
         self.strict = False  # it has refused a request: sends must keep their gaps as they reach it
+        # When the latest two of its sends went on the wire, the later last, where it tells
+        # nothing of its limits (``wired``): whether they go at the pace (``answers.written_apart``).
+        self.written = (-math.inf, -math.inf)
         # The last send written late once it was no longer the latest, and when (``late``): what
         # ``refusals.behind`` reads of the send before a refused one.
         self.written_late: tuple[int, float] = (-1, -math.inf)
@@ -699,10 +702,11 @@ class Service:
 
     def wired(self, number: int, moment: float) -> None:
         """Send ``number`` went on the wire at ``moment``: among the latest sends, it is noted
-        from then. (Its limits are not: a service with none known.)"""
+        from then, and as the latest written. (Its limits are not: a service with none known.)"""
         back = self.sends - number  # how far from the end of ``sent`` it is kept
         if 1 <= back <= min(len(self.sent), _WIRED_BACK):
             self.sent[-back] = moment
+        self.written = (self.written[1], moment)
 
     def late(self, number: int, moment: float) -> None:
         """Send ``number`` reached the service no sooner than ``moment``, later than it was let go:
