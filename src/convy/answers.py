@@ -202,6 +202,12 @@ def climbed(service: Service, send: Send, waited: bool, now: float, backlog: flo
         # it grows as at the start until the next refusal finds it again: a refusal more where
         # the limit is where it was found (``regrow_waits``).
         pace.growing, pace.step, pace.regrown_from = True, math.inf, pace.rate
+    elif send.moment >= pace.bracketed_from:
+        # Taken at the opening's refusal from a lower bound of the limit (``refusals.opening_refused``),
+        # it has held that long with no refusal: it grows as at the start, once, and its next
+        # refusal finds it between the sends let through and the refused one, a step apart.
+        pace.bracketed_from = math.inf
+        pace.growing, pace.step = True, math.inf
     else:
         pace.rate *= 1 + _GROWTH * seconds
     pace.proven = True

@@ -574,6 +574,11 @@ class Pace:
         self.regrown_from = 0.0
         self.regrow_waits = 1
         self.passed = False  # whether the last refusal taught was one ``refusals.unseen`` passed over
+        # Where the opening's refusal took the pace from what bounds the limit only from below
+        # (``refusals.opening_refused``), from when it grows again as at the start, once, until its
+        # next refusal finds it (``answers.climbed``; inf: not so). Found, a pace is otherwise moved
+        # up only a twentieth of a percent a second, and a refusal moves it only down.
+        self.bracketed_from = math.inf
 
     @property
     def most(self) -> int:

@@ -78,6 +78,12 @@ _QUICKEST = 4  # the gaps between the sends before a refused one that tell what 
 # The pauses of a limit met after a count's refusal, and bounded by what was under way then
 # (``beside_count``), after which the pace grows back toward what its refusal found.
 _PROBED_AFTER = 10
+# The pauses a pace the opening's refusal took from a lower bound of the limit holds before it
+# grows again (``Pace.bracketed_from``): the refusal that then finds it costs a pause, paid back
+# where the run goes on as long again. After ten, 500 requests against a bucket of 50 a second
+# (some 11 s) were refused a second time at their end (tests/unit/test_busy_bare.py), and with
+# answers of 0.5 to 1.5 s (some 22 s) a third (tests/unit/test_busy_regrowth.py).
+_BRACKETED = 2 * _PROBED_AFTER
 
 
 def taught(
@@ -92,6 +98,7 @@ def taught(
     pace = service.pace
     pace.cut_after = service.sends - 1
     pace.ceiling = 0.0  # a refusal ends the pace's growth back to what a bound held it under
+    pace.bracketed_from = math.inf  # and a pace it finds or cuts is no longer the opening's lower bound
     if send.metered and not newly_strict:  # a request sent before the service said anything tells nothing of the share
         share_cut = cut(service, heard)
         if held:  # held at the wire: less jitter to make room for
@@ -127,7 +134,7 @@ def taught(
     elif send.moment - pace.resumed >= 1.0 and behind(service, send):
         pace.unseen = True
     pace.passed = False
-    if pace.opening and opening_refused(service, send):
+    if pace.opening and opening_refused(service, send, pause):
         pass
     elif pace.rate > 0 and pace.growing and send.pace > 0:
         # The pace has just passed the limit: as close to it as can be told is the pace
@@ -369,7 +376,7 @@ def beside_count(service: Service, under_way: int, latency: float, now: float, p
         pace.rate = min(pace.rate, bound)
 
 
-def opening_refused(service: Service, send: Send) -> bool:
+def opening_refused(service: Service, send: Send, pause: float) -> bool:
     """The first refusal since the service's first answer (``answers.opened``), of ``send``:
     whether it found the pace. The limit is at least the quickest the last sends went and were let
     through, and under the gap the refused one came after the send before it: the pace is the
@@ -383,7 +390,9 @@ def opening_refused(service: Service, send: Send) -> bool:
     Where no two sends were let through (the lone first answer's, the limit under one request
     per latency), nothing is found: it is made up as where nothing paced the service. Where the
     refused one went no quicker than sends let through at the pace, they tell no rate (a burst
-    saved up, or a limit just begun): the pace is taken from what was answered in a second."""
+    saved up, or a limit just begun): the pace is taken from what was answered in a second.
+    Where what it is taken from bounds the limit only from below, it grows again once _BRACKETED
+    pauses (``pause``) have gone by with no refusal (``Pace.bracketed_from``)."""
     pace = service.pace
     pace.opening = False
     pace.step = math.inf
@@ -456,6 +465,13 @@ def opening_refused(service: Service, send: Send) -> bool:
         pace.rate = max(pace.most, refused / run) * _BARE_AIM
         pace.growing = False
         pace.unfounded = True
+        # A burst's refusal cuts it, but nothing raises it where it is under the limit: sends held
+        # at the wire for their moments went at the pace's own gaps, five in a row as quick as the
+        # refused one, and a bucket of 25 a second (burst 10) was paced at 17 to 21 for the whole
+        # run, the limit raised to 50 at 4 s unseen (tests/unit/test_busy_drained_review.py: the
+        # median way 33.42 s; 30.87 where the way to the wire's jitter broke the row after two or
+        # three, the pace taken over the limit and cut to it; so 29.35).
+        pace.bracketed_from = send.moment + _BRACKETED * max(pause, 1.0)
         return True
     pace.rate = min(most, refused) * _BARE_AIM
     # Found, where the sends let through went close under the refused one: the limit is
@@ -468,6 +484,14 @@ def opening_refused(service: Service, send: Send) -> bool:
     # after the pause and halved: three refusals).
     pace.growing = False
     pace.estimated = True
+    if refused > most * _STEP**2:
+        # More than the opening's steps apart, the limit may be as far over the sends let
+        # through: held at the wire, those of a bucket of 50 a second went at 45, the refused
+        # one at 55 (the places doubled between them), and found at 45 the pace stayed there
+        # (tests/unit/test_busy_unseen_review.py, 3,000 requests: 67.5 s, 63.4 to 64.8 where the
+        # way to the wire's jitter took the refused one's gap for far quicker, and the pace grew
+        # on from the sends' to a second refusal; so 64.2 to 65.7).
+        pace.bracketed_from = send.moment + _BRACKETED * max(pause, 1.0)
     return True
 
 
