@@ -23,19 +23,7 @@ WAYS = range(1, 7)
         (5, 1.0),
         (10, 1.0),
         (20, 1.0),
-        pytest.param(
-            5,
-            2.0,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "combo2: way 2 refused 6 times in 31.12 s where burst1 took 31.41 s and 5: after its "
-                    "first refusal, the places grow back to the 92 it came at, trusting a pace found "
-                    "at 111 a second (2.4x what they sent, under the 2.5 trusted) from what the burst "
-                    "let through, and the pace, not the places, is cut at the refusals after"
-                ),
-            ),
-        ),
+        (5, 2.0),
     ],
 )
 def test_a_bucket_with_a_burst_is_refused_at_most_one_request_in_a_hundred(burst: int, latency: float) -> None:

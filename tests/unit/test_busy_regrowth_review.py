@@ -189,14 +189,7 @@ def test_the_project_with_buckets_that_tell_their_rate_is_unchanged() -> None:
     ("latency", "most", "refusals"),
     [
         (2.0, 55.0, 3),
-        pytest.param(
-            1.0,
-            48.0,
-            9,
-            marks=pytest.mark.xfail(
-                strict=True, reason="combo1: way 3 49.06 s and 10 refusals where land16 has 46.83 s and 9"
-            ),
-        ),
+        (1.0, 48.0, 9),
     ],
 )
 def test_a_strict_limit_halved_mid_run(latency: float, most: float, refusals: int) -> None:
