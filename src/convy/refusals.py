@@ -68,6 +68,10 @@ _OPEN_BRACKET = 0.8
 # the pace grows on from theirs, not from halfway: halfway up so narrow a bracket was as likely
 # over the limit as under.
 _OPEN_WIDE = 0.5
+# There, a send let through went at the refused one's own gap where its gap was within half a
+# step of it (``ran``), and _HELD of them in a row say the pace held there, not just climbed to it.
+_SAME_GAP = _STEP**-0.5
+_HELD = 2
 _AGAIN = 2.0
 # The refusals in a row within a second of a pause, the pace over the most answered in a second,
 # that take the pace down to that most (``drained``).
@@ -446,7 +450,8 @@ def opening_refused(service: Service, send: Send, pause: float) -> bool:
         pace.step = _STEP
         return True
     run = ran(service, send)
-    if refused <= most and most >= _SPACED * send.pace and pace.most < refused and run > 1:
+    held = ran(service, send, _SAME_GAP) - 1  # the sends let through at the refused one's own gap
+    if refused <= most and most >= _SPACED * send.pace and pace.most < refused and run > 1 and held >= _HELD:
         # The refused one came no quicker than the sends let through, all at the pace's own
         # gaps: no rate lies between them. They went through on what the limit had saved up (a
         # bucket's burst), or before it began, and tell only that it is under them. What it let
@@ -462,6 +467,18 @@ def opening_refused(service: Service, send: Send, pause: float) -> bool:
         # The sends must have gone at the pace: spaced by the limit or by what came to send (a
         # token bucket of two requests' worth, test_busy_demand_review.py), the refused one as
         # slow tells the limit near them, and a pace made up from the few answered was too low.
+        # And the pace must have held at the refused one's gap (_HELD sends let through at it),
+        # not just climbed to it: the opening's sends are held at the wire for their moments, so
+        # their gaps are the pace's, which climbs a step at each answer, one or two sends at
+        # each. Refused at the second send of a step, the first let through, the refused one was
+        # no quicker than it, and the pace was made up from the few answered: where another
+        # sender on the key (unseen) had taken the unit, the pace was halved (two participants
+        # on one strict bucket of 50 a second, answers of 1 s: 12.2 a second taken for 5.9,
+        # 96.1 s for the slowest of three ways; a burst of 10: 39.6 for 14.9, 26.4 s;
+        # tests/unit/test_busy_shared_key.py, test_busy_regrowth_review.py). The way's jitter
+        # had put the refused one's gap over or under the quickest let through, one way or the
+        # other at random. Found at the step instead (below), the limit's, or the share the
+        # other sender left, is where the sends went.
         pace.rate = max(pace.most, refused / run) * _BARE_AIM
         pace.growing = False
         pace.unfounded = True
@@ -553,16 +570,16 @@ def _since(service: Service, refused: Send) -> int:
     return count
 
 
-def ran(service: Service, refused: Send) -> int:
+def ran(service: Service, refused: Send, spaced: float = _SPACED) -> int:
     """How many sends in a row before ``refused``, since the last pause, went as quick as it did
-    (their gaps no longer than its own over _SPACED), up to _QUICKEST and one more."""
+    (their gaps no longer than its own over ``spaced``), up to _QUICKEST and one more."""
     between = gap(service, refused)
     count, later = 0, -1.0
     for number, moment in service.latest():
         if number > refused.number:
             continue
         if number < refused.number:
-            if moment < service.pace.resumed or later - moment > between / _SPACED or count > _QUICKEST:
+            if moment < service.pace.resumed or later - moment > between / spaced or count > _QUICKEST:
                 break
             count += 1
         later = moment
