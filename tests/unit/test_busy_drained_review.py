@@ -98,13 +98,20 @@ def test_a_limit_raised_mid_run_with_answers_of_a_tenth_of_a_second() -> None:
     assert wall <= 32.0, f"{wall:.2f} s, {refused} refusals"
 
 
-@pytest.mark.xfail(strict=True, reason="mended: 30.87 s where land15 26.59, held at twice a most of 17 after the raise")
 def test_a_limit_raised_mid_run_is_as_quick_as_before() -> None:
     """The raised limit above within 28.5 s, as land15 (26.59 s): mended, the pace cut to a most
-    of 17 grows back only to twice it, 34 a second, under the raised 50, and then a twentieth of a
-    percent a second (30.87 s; burst1 39.54)."""
+    of 17 grew back only to twice it, 34 a second, under the raised 50, and then a twentieth of a
+    percent a second (30.87 s; burst1 39.54). held1: 27.64 s, the opening's refusal read at its
+    step rather than as a saved-up burst (but see the next test)."""
     wall, refused = ways(lambda seed: run(Changed(Bucket(25, 10, headers=False), seed, 0.1, 4.0, 50.0), 800))
     assert wall <= 28.5, f"{wall:.2f} s, {refused} refusals"
+
+
+@pytest.mark.xfail(strict=True, reason="held1: 40 refusals in the three ways where mended had 13")
+def test_a_limit_raised_mid_run_is_refused_no_more_often_than_before() -> None:
+    """The raised limit above refused no more than 16 times in the three ways (mended: 13)."""
+    wall, refused = ways(lambda seed: run(Changed(Bucket(25, 10, headers=False), seed, 0.1, 4.0, 50.0), 800))
+    assert refused <= 16, f"{wall:.2f} s, {refused} refusals"
 
 
 def test_a_burst_of_five_with_answers_of_a_tenth_of_a_second() -> None:

