@@ -549,9 +549,10 @@ def behind(service: Service, refused: Send) -> bool:
     between = gap(service, refused)
     number, written = service.written_late
     if number == refused.number - 1:
-        # Once the service is strict its latest sends are kept at the moments they were let go,
-        # not written: the send before, written late on a loaded machine, came closer to this one
-        # than the gap says. Read at the gap, all three participants on one key of 50 a second
+        # A send kept at the moment it was let go, not written (a service that tells something of
+        # its limits; one that tells nothing has its sends noted where they went on the wire,
+        # ``Service.wired``, and the difference is then none): the send before, written late on
+        # a loaded machine, came closer to this one than the gap says. Read at the gap, all three participants on one key of 50 a second
         # (bare_virtual.py --loaded 0.05) marked it, their pace tried again every 10 s: the
         # median way 47.08 s where 44.05 (tests/unit/test_busy_unseen_review.py).
         between -= max(0.0, written - service.moment_of(number))
