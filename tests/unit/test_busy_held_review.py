@@ -25,12 +25,15 @@ from convy.quota import TOLD
 WAYS = range(1, 13)
 
 
-def tokens(seed: int, rate: float, burst: float, attempts: int) -> tuple[float, int]:
+def tokens(seed: int, rate: float, burst: float, attempts: int, only_user: bool = False) -> tuple[float, int]:
     """One way of the project (``test_busy_demand_review``'s token case) with each participant's key
-    a bucket of ``rate`` tokens a second, ``burst`` at most saved up, that tells nothing, its
-    requests 50 to 150 tokens: the wall and the refusals of the three keys."""
+    (``only_user``: the simulated user's, the others unlimited) a bucket of ``rate`` tokens a
+    second, ``burst`` at most saved up, that tells nothing, its requests 50 to 150 tokens: the wall
+    and the refusals of the three keys."""
     keys = {
         who: Key(who[0], Bucket(rate, burst, unit="tokens", headers=False), seed + offset, 100.0)
+        if who == "user" or not only_user
+        else Key(who[0], unlimited(), seed + offset)
         for who, offset in (("user", 0), ("agent", 100), ("judge", 200))
     }
 
@@ -88,24 +91,32 @@ class HalvedEarly(Wired):
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "held1: the median of the twelve ways 33.07 s where main 29.10 (seeds 13-24: 29.18 where "
-        "26.23); the opening not held at the wire (service.strict left False in answers.opened) "
-        "gives 29.09 again"
+        "held1: the median of the twelve ways 33.07 s where main 29.10 (all three keys, burst 150; "
+        "seeds 13-24: 29.18 where 26.23), 26.55 where 23.45 (the user's key alone, burst 200). "
+        "The opening held at the wire reads its refusal a step over the sends let through (57.9 "
+        "refused, 54.6 taken) and the pace stays over the token limit's 50 requests a second: "
+        "refused right after a pause twice, refusals.drained takes it to the most answered in a "
+        "second, 8 to 15 so early, and it never climbs past twice that (the user's key alone: 10 "
+        "ways of 12 so, 7 and 9 on main). Left not strict at answers.opened: 29.09 s again"
     ),
 )
-def test_a_token_limit_with_a_burst_of_one_and_a_half_requests() -> None:
-    """Each participant a bucket of 5,000 tokens a second, 150 at most saved up (a request of 50
-    to 150 tokens: one and a half at most), that tells nothing, 125 conversations: the user's
-    key's floor some 10 s. main: the median way 29.10 s."""
-    walls = [tokens(seed, 5000, 150, 125)[0] for seed in WAYS]
-    assert statistics.median(walls) <= 29.6, f"{statistics.median(walls):.2f} s"
+@pytest.mark.parametrize(("burst", "only_user", "most"), [(150, False, 29.6), (200, True, 24.0)])
+def test_a_token_limit_with_a_burst_of_one_and_a_half_or_two_requests(
+    burst: float, only_user: bool, most: float
+) -> None:
+    """Each participant's key (or the user's alone) a bucket of 5,000 tokens a second, ``burst``
+    at most saved up (a request of 50 to 150 tokens), that tells nothing, 125 conversations: the
+    user's key's floor some 10 s. main: the median way 29.10 s (burst 150, three keys) and 23.45
+    (burst 200, the user's)."""
+    walls = [tokens(seed, 5000, burst, 125, only_user)[0] for seed in WAYS]
+    assert statistics.median(walls) <= most, f"{statistics.median(walls):.2f} s"
 
 
 @pytest.mark.xfail(
     strict=True,
     reason=(
         "held1: 83 and 76 refusals in the twelve ways where main 67 and 53 (seeds 13-24 at 200: 89 "
-        "where 61); the walls no better for them (26.26 and 21.60 s where 24.00 and 21.79)"
+        "where 61); the walls 26.26 and 21.60 s where 24.00 and 21.79"
     ),
 )
 @pytest.mark.parametrize(("burst", "most"), [(200, 70), (300, 56)])
