@@ -57,6 +57,12 @@ class Wired(Bare):
         self.most = most
 
     async def __call__(self) -> str:
+        await self.written()
+        return await super().__call__()
+
+    async def written(self) -> None:
+        """The request's way to the wire: its service named, the seeded way taken, the wait there
+        for its moment, and when it was written told."""
         told = TOLD.get()
         if told is not None and not told.service:
             told.service = self.name
@@ -64,7 +70,6 @@ class Wired(Bare):
         if told is not None:
             await told.writable()
             told.wrote(asyncio.get_running_loop().time())
-        return await super().__call__()
 
     until = -1.0  # the end of the stretch of load under way, if any (``stretched``)
 

@@ -20,7 +20,6 @@ from test_busy_demand_review import played, unlimited
 from test_busy_slow_review import run
 
 from convy.busy import Busy
-from convy.quota import TOLD
 
 WAYS = range(1, 13)
 
@@ -56,14 +55,8 @@ class AtOnce(Wired):
         self.under_way = 0
 
     async def __call__(self) -> str:
-        told = TOLD.get()
-        if told is not None and not told.service:
-            told.service = self.name
+        await self.written()
         loop = asyncio.get_running_loop()
-        await asyncio.sleep(self.way.uniform(0.0005, self.most))
-        if told is not None:
-            await told.writable()
-            told.wrote(loop.time())
         let = self.under_way < self.most_at_once
         self.reached.append((loop.time(), let))
         if not let:
