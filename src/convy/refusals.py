@@ -625,12 +625,10 @@ def gap(service: Service, refused: Send, wired: bool = False) -> float:
     for number, other in service.latest():
         if number < refused.number - _OVERTAKEN:
             break
-        if number < refused.number:
-            if not wired:
-                return moment - other
-            before = max(before, other) if other <= moment else before
-        elif number > refused.number and wired and before < other <= moment:
-            before = other
+        if number < refused.number and not wired:
+            return moment - other
+        if wired and number != refused.number and other <= moment:
+            before = max(before, other)
     return moment - before if before > -math.inf else 0.0
 
 
