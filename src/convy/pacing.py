@@ -386,7 +386,7 @@ class Pacing:
         of it. The sends before it and after it are two stretches (``Pace.resumed``): a gap across
         the pause is the pause, not a pace the service let through. That holds for the pause of a
         request not paced itself too (inside a turn paced as a whole): counted across it, the gap
-        of a second told ``refusals.quickest`` that one request a second was all the limit let through,
+        of a second told ``gaps.quickest`` that one request a second was all the limit let through,
         and the pace, found at 1 a second, grew a two-thousandth a second from there (bench/busy.py
         p-all-bare 19x its floor)."""
         pace = self.service.pace

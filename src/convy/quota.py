@@ -547,7 +547,7 @@ class Pace:
         self.answered = False  # whether the service has answered a request of any participant
         # Taken at the opening's refusal from what was answered, the sends let through telling no
         # rate (``refusals.opening_refused``): a refusal of a burst each pause saves up then cuts
-        # it by the burst's number, until one that is not (``refusals.saved_up``).
+        # it by the burst's number, until one that is not (``gaps.saved_up``).
         self.unfounded = False
         # How many refusals in a row came within a second of a pause, the pace over ``most``: a
         # pace let through only on what each pause saved up (``refusals.drained``).

@@ -16,13 +16,14 @@ unit comes within a gap gives back the unit the refused send was counted to take
 
 ``busy.Places`` decides when a refusal is news, pauses the participants and lets go of the send;
 what the refusal says of the limit is read here, from the ``Service`` alone, which holds all it
-changes. Nothing here reads a clock or waits: the moment of the refusal is given.
+changes, and what the gaps of the sends before it tell of it from ``gaps.py``. Nothing here reads a clock or waits: the moment of the refusal is given.
 """
 
 from __future__ import annotations
 
 import math
 
+from convy.gaps import SPACED, gap, quickest, ran, saved_up, since
 from convy.quota import SHARE_CUT, SHARE_HELD_CUT, Heard, Quota, Send, Service
 
 # What a refusal takes off the share of the rate a service tells that its participants aim at
@@ -54,13 +55,10 @@ _STEP = 1.05
 # within that step (bench/busy.py p-bare@300: the user's key found at 4.2 a second against 5).
 _FIRST_STEP = 1.1
 _BARE_CUT = 0.98
-# The gaps let through before a refusal tell the limit when the quickest of them is at least
-# _SPACED of the refused send's pace half a step back: sends that went at the pace, or nearly.
-_SPACED = 0.9
 # At the first refusal after a service's first answer (``opening_refused``), the sends let through
-# went at the pace when the quickest of them is at least _OPEN_SPACED of the pace the refused one
+# went at the pace when the quickest of them is at least _OPENSPACED of the pace the refused one
 # was let go at: the opening pace grows at most twice between two sends (the places doubled).
-_OPEN_SPACED = 0.5
+_OPENSPACED = 0.5
 # And they bracket the limit when the quickest of them is at least _OPEN_BRACKET of the refused
 # one's rate (its gap after the send before it): the pace is found there, under the two.
 _OPEN_BRACKET = 0.8
@@ -69,16 +67,13 @@ _OPEN_BRACKET = 0.8
 # over the limit as under.
 _OPEN_WIDE = 0.5
 # There, a send let through went at the refused one's own gap where its gap was within half a
-# step of it (``ran``), and _HELD of them in a row say the pace held there, not just climbed to it.
+# step of it (``gaps.ran``), and _HELD of them in a row say the pace held there, not just climbed to it.
 _SAME_GAP = _STEP**-0.5
 _HELD = 2
 _AGAIN = 2.0
 # The refusals in a row within a second of a pause, the pace over the most answered in a second,
 # that take the pace down to that most (``drained``).
 _DRAINED = 2
-# How many sends numbered before a refused one are looked among for the one before it on the wire.
-_OVERTAKEN = 16
-_QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 # The pauses of a limit met after a count's refusal, and bounded by what was under way then
 # (``beside_count``), after which the pace grows back toward what its refusal found.
 _PROBED_AFTER = 10
@@ -163,7 +158,7 @@ def taught(
                 pace.rate = min(most, refused) * _BARE_AIM
                 pace.growing = False
                 pace.estimated = True
-            elif most == math.inf or most < _SPACED * send.pace * half_step**2:
+            elif most == math.inf or most < SPACED * send.pace * half_step**2:
                 # No two sends let through since the last pause: the refused one's pace
                 # is too quick, and nothing tells how much. Half of it, still doubling,
                 # is found from below, where what is let through tells; a pace kept
@@ -423,7 +418,7 @@ def opening_refused(service: Service, send: Send, pause: float) -> bool:
         return True
     between = gap(service, send, wired=True)
     refused = 1 / between if between > 0 else most
-    spaced = most >= _OPEN_SPACED * send.pace
+    spaced = most >= _OPENSPACED * send.pace
     if most < _OPEN_BRACKET * refused:
         # The sends let through went far slower than the refused one itself went: the limit
         # is somewhere between what they went at and the refused one's gap, not at the lower.
@@ -451,7 +446,7 @@ def opening_refused(service: Service, send: Send, pause: float) -> bool:
         return True
     run = ran(service, send)
     held = ran(service, send, _SAME_GAP) - 1  # the sends let through at the refused one's own gap
-    if refused <= most and most >= _SPACED * send.pace and pace.most < refused and run > 1 and held >= _HELD:
+    if refused <= most and most >= SPACED * send.pace and pace.most < refused and run > 1 and held >= _HELD:
         # The refused one came no quicker than the sends let through, all at the pace's own
         # gaps: no rate lies between them. They went through on what the limit had saved up (a
         # bucket's burst), or before it began, and tell only that it is under them. What it let
@@ -535,16 +530,16 @@ def unseen(service: Service, refused: Send) -> bool:
     pace = service.pace
     if pace.resumed == -math.inf or not pace.asked or refused.moment < pace.resumed:
         return False
-    return _since(service, refused) == 0
+    return since(service, refused) == 0
 
 
 def behind(service: Service, refused: Send) -> bool:
     """Whether ``refused`` came after the send before it no quicker than two or more sends since
-    the last pause were let through (``quickest``): a strict limit would have let it through too.
+    the last pause were let through (``gaps.quickest``): a strict limit would have let it through too.
     Another sender's sends, which the participants here do not see, mostly; or a bucket's burst
     saved up over the pause, used up at the pace's own gaps, or the jitter of the way there."""
     pace = service.pace
-    if pace.resumed == -math.inf or refused.moment < pace.resumed or _since(service, refused) < 2:
+    if pace.resumed == -math.inf or refused.moment < pace.resumed or since(service, refused) < 2:
         return False
     between = gap(service, refused)
     number, written = service.written_late
@@ -557,94 +552,6 @@ def behind(service: Service, refused: Send) -> bool:
         # median way 47.08 s where 44.05 (tests/unit/test_busy_unseen_review.py).
         between -= max(0.0, written - service.moment_of(number))
     return between > 0 and between * quickest(service, refused) >= 1.0
-
-
-def _since(service: Service, refused: Send) -> int:
-    """How many sends since the last pause came before ``refused``, up to _QUICKEST and one more."""
-    count = 0
-    for number, moment in service.latest():
-        if number >= refused.number:
-            continue
-        if moment < service.pace.resumed or count > _QUICKEST:
-            break
-        count += 1
-    return count
-
-
-def ran(service: Service, refused: Send, spaced: float = _SPACED) -> int:
-    """How many sends in a row before ``refused``, since the last pause, went as quick as it did
-    (their gaps no longer than its own over ``spaced``), up to _QUICKEST and one more."""
-    between = gap(service, refused)
-    count, later = 0, -1.0
-    for number, moment in service.latest():
-        if number > refused.number:
-            continue
-        if number < refused.number:
-            if moment < service.pace.resumed or later - moment > between / spaced or count > _QUICKEST:
-                break
-            count += 1
-        later = moment
-    return count
-
-
-def saved_up(service: Service, refused: Send) -> int:
-    """How many sends were let through since the last pause before ``refused``, where they were
-    few (two to _QUICKEST) and the refused one came as quick after them as they went: a burst
-    the pause saved up, not a rate (0 otherwise). A single one tells no gap (a bucket of one
-    refuses the second send of any pace over it), and more than a few at the refused one's
-    gaps are a pace a little over the limit draining what was saved, which a tenth corrects."""
-    moments: list[float] = []
-    for number, moment in service.latest():
-        if number > refused.number:
-            continue
-        if moment < service.pace.resumed:
-            break
-        if len(moments) > _QUICKEST:
-            return 0
-        moments.append(moment)
-    let_through = len(moments) - 1
-    if let_through < 2:
-        return 0
-    moments.sort(reverse=True)
-    gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
-    # The refused one's gap no longer than the quickest let through over _SPACED: as quick.
-    return let_through if max(gaps) > 0 and gaps[0] <= min(gaps) / _SPACED else 0
-
-
-def gap(service: Service, refused: Send, wired: bool = False) -> float:
-    """The seconds between a refused send and the send before it (0 when unknown): numbered
-    before it, or, ``wired``, the latest of those that went on the wire before it, whatever their
-    numbers. Sends not held one behind another reach it out of order: the opening's, on a loaded
-    machine, one let go 19 ms after another, written 10 ms before it; the refused one read
-    against the send numbered before it, 72 ms earlier, the limit was taken for 14 a second
-    against 50 (bench/bare_virtual.py p-bare@3000 --loaded 0.05)."""
-    moment = service.moment_of(refused.number)
-    if moment == -math.inf:
-        return 0.0
-    before = -math.inf
-    for number, other in service.latest():
-        if number < refused.number - _OVERTAKEN:
-            break
-        if number < refused.number and not wired:
-            return moment - other
-        if wired and number != refused.number and other <= moment:
-            before = max(before, other)
-    return moment - before if before > -math.inf else 0.0
-
-
-def quickest(service: Service, refused: Send) -> float:
-    """The most sends a second that the gaps between the last few sends before a refused one,
-    since the last pause, tell of: each of them was let through (infinite if none tell)."""
-    moments: list[float] = []
-    for number, moment in service.latest():
-        if number >= refused.number:
-            continue
-        if moment < service.pace.resumed or len(moments) > _QUICKEST:
-            break
-        moments.append(moment)
-    moments.sort(reverse=True)  # moments on the wire (``Service.wired``) may come in another order
-    gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
-    return 1 / min(gaps) if gaps and min(gaps) > 0 else math.inf
 
 
 def cut(service: Service, heard: Heard) -> float:

@@ -108,7 +108,7 @@ class Wire:
             self._leads.append(max(moment - send.moment, 0.0))
         if send.service is service and service.unmetered():
             # A service that tells nothing: where its sends went on the wire is what its limit
-            # saw, and what a refusal reads (``refusals.quickest``, ``refusals.gap``). Their way
+            # saw, and what a refusal reads (``gaps.quickest``, ``gaps.gap``). Their way
             # there takes from half a millisecond to several (a new connection, the loop busy), as
             # much as a quarter of a gap at 50 a second: read from when they were let go, sends let
             # through 21 ms apart on the wire were taken for 19, and the pace found over the limit,

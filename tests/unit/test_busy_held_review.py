@@ -1,6 +1,6 @@
 """An outside review of held1 against main: a service that tells nothing of its limits is strict from
 its first answer (``answers.opened``), so the opening's sends are held at the wire for their moments,
-with the rules that came with it (``refusals.gap`` read on the wire, ``Pace.bracketed_from``,
+with the rules that came with it (``gaps.gap`` read on the wire, ``Pace.bracketed_from``,
 ``answers.written_apart``, ``refusals._HELD``). Each case runs in virtual time
 (``clock.in_virtual_time``), the same on any machine. The strict xfails are where held1 does worse
 than main (main passes them), with both figures; the plain tests are shapes checked where it holds

@@ -57,7 +57,7 @@ def test_an_opening_pace_is_not_grown_past_what_the_places_could_send() -> None:
     pause after: 674 refusals, 140.8 s. Now sends let through at the pace's own gaps, the refused
     one no quicker, tell no rate (``refusals.opening_refused``: the pace is taken at 603 a
     second, 3,044 over the five sends counted at its gaps, more than the 497 answered in a
-    second), and the burst each pause saves up cuts it by its number (``refusals.saved_up``):
+    second), and the burst each pause saves up cuts it by its number (``gaps.saved_up``):
     82 refusals, 105.7 s (the opening alone, cut a tenth a pause after, 169 and 127.1 s)."""
     service = Rated(12.0, 20.0, 3.0)
     wall = played(service, 3000)

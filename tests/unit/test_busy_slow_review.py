@@ -1,6 +1,6 @@
 """An outside review of slow1 and slow2 (``quota.Pace.most`` counting answers by their send moments,
 ``refusals.opening_refused`` reading no rate from the sends let through at the pace's own gaps and
-``refusals.saved_up``) against open1, with answers of a second or more. Each case runs in virtual
+``gaps.saved_up``) against open1, with answers of a second or more. Each case runs in virtual
 time (``clock.in_virtual_time``). The strict xfails are where slow2 is worse than open1 (open1
 passes them); the last one fails on open1 too, and is kept for its figures."""
 
