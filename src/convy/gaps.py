@@ -22,16 +22,22 @@ _OVERTAKEN = 16
 _QUICKEST = 4  # the gaps between the sends before a refused one that tell what was let through
 
 
-def since(service: Service, refused: Send) -> int:
-    """How many sends since the last pause came before ``refused``, up to _QUICKEST and one more."""
-    count = 0
+def before(service: Service, refused: Send) -> list[float]:
+    """The moments of the sends since the last pause that came before ``refused``, the newest
+    first, up to _QUICKEST and one more."""
+    moments: list[float] = []
     for number, moment in service.latest():
         if number >= refused.number:
             continue
-        if moment < service.pace.resumed or count > _QUICKEST:
+        if moment < service.pace.resumed or len(moments) > _QUICKEST:
             break
-        count += 1
-    return count
+        moments.append(moment)
+    return moments
+
+
+def since(service: Service, refused: Send) -> int:
+    """How many sends since the last pause came before ``refused``, up to _QUICKEST and one more."""
+    return len(before(service, refused))
 
 
 def ran(service: Service, refused: Send, spaced: float = SPACED) -> int:
@@ -98,13 +104,7 @@ def gap(service: Service, refused: Send, wired: bool = False) -> float:
 def quickest(service: Service, refused: Send) -> float:
     """The most sends a second that the gaps between the last few sends before a refused one,
     since the last pause, tell of: each of them was let through (infinite if none tell)."""
-    moments: list[float] = []
-    for number, moment in service.latest():
-        if number >= refused.number:
-            continue
-        if moment < service.pace.resumed or len(moments) > _QUICKEST:
-            break
-        moments.append(moment)
+    moments = before(service, refused)
     moments.sort(reverse=True)  # moments on the wire (``Service.wired``) may come in another order
     gaps = [earlier - later for earlier, later in zip(moments, moments[1:], strict=False)]
     return 1 / min(gaps) if gaps and min(gaps) > 0 else math.inf

@@ -56,9 +56,9 @@ _STEP = 1.05
 _FIRST_STEP = 1.1
 _BARE_CUT = 0.98
 # At the first refusal after a service's first answer (``opening_refused``), the sends let through
-# went at the pace when the quickest of them is at least _OPENSPACED of the pace the refused one
+# went at the pace when the quickest of them is at least _OPEN_SPACED of the pace the refused one
 # was let go at: the opening pace grows at most twice between two sends (the places doubled).
-_OPENSPACED = 0.5
+_OPEN_SPACED = 0.5
 # And they bracket the limit when the quickest of them is at least _OPEN_BRACKET of the refused
 # one's rate (its gap after the send before it): the pace is found there, under the two.
 _OPEN_BRACKET = 0.8
@@ -418,7 +418,7 @@ def opening_refused(service: Service, send: Send, pause: float) -> bool:
         return True
     between = gap(service, send, wired=True)
     refused = 1 / between if between > 0 else most
-    spaced = most >= _OPENSPACED * send.pace
+    spaced = most >= _OPEN_SPACED * send.pace
     if most < _OPEN_BRACKET * refused:
         # The sends let through went far slower than the refused one itself went: the limit
         # is somewhere between what they went at and the refused one's gap, not at the lower.
