@@ -22,6 +22,7 @@ from convy.httpagents import JsonAgent
 from convy.judge import Failed, Models
 from convy.outcome import Outcome
 from convy.plan import Plan
+from convy.problems import HttpFailure
 from convy.records import Limits
 from convy.scenario import Scenario
 
@@ -120,3 +121,47 @@ def test_a_file_that_is_not_a_certificate_is_named(server: StandIn, files: TLSFi
     reason = failure(played(server.url, Tls(str(files.key), str(files.cert), str(files.key))))
     assert reason.startswith(f"HttpFailure: TLS ca file cannot be used: {files.key}: ")
     assert server.connections == 0
+
+
+def test_a_plain_http_endpoint_loads_no_trust(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client for an ``http://`` endpoint with no TLS settings never makes a TLS connection: the
+    system's trust, some 40 ms to load (far more on a busy machine), is not loaded for it; the
+    context it gets trusts nothing, so a handshake, were one made, would fail rather than pass
+    unverified. An ``https://`` endpoint gets the system's trust."""
+    import ssl
+
+    import httpx2
+
+    loaded: list[bool] = []
+    making = httpx2.create_ssl_context
+
+    def counted(*arguments: object, **keywords: object) -> ssl.SSLContext:
+        loaded.append(True)
+        return making(*arguments, **keywords)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpx2, "create_ssl_context", counted)
+    Tls.context.cache_clear()
+
+    async def opened(url: str) -> ssl.SSLContext:
+        connection = JsonEndpoint(url).opened(1)
+        context = connection.client._transport._pool._ssl_context  # the context the client was given
+        await connection.client.aclose()
+        return context
+
+    plain = asyncio.run(opened("http://127.0.0.1:9/agent"))
+    assert loaded == []
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert plain.get_ca_certs() == [] and plain.cert_store_stats()["x509_ca"] == 0
+    secure = asyncio.run(opened("https://127.0.0.1:9/agent"))
+    assert loaded == [True]
+    assert secure is Tls().context()
+    Tls.context.cache_clear()
+
+
+def test_tls_settings_on_a_plain_http_endpoint_are_still_read(tmp_path: Path) -> None:
+    """A CA named for an ``http://`` endpoint is read as for any other (a file missing is named),
+    not passed over because the endpoint makes no TLS connection."""
+    gone = tmp_path / "gone.pem"
+    endpoint = JsonEndpoint("http://127.0.0.1:9/agent", tls=Tls(ca=str(gone)))
+    with pytest.raises(HttpFailure, match=f"TLS ca file not found: {gone}"):
+        endpoint.opened(1)
