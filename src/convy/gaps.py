@@ -90,15 +90,15 @@ def gap(service: Service, refused: Send, wired: bool = False) -> float:
     moment = service.moment_of(refused.number)
     if moment == -math.inf:
         return 0.0
-    before = -math.inf
+    previous = -math.inf
     for number, other in service.latest():
         if number < refused.number - _OVERTAKEN:
             break
         if number < refused.number and not wired:
             return moment - other
         if wired and number != refused.number and other <= moment:
-            before = max(before, other)
-    return moment - before if before > -math.inf else 0.0
+            previous = max(previous, other)
+    return moment - previous if previous > -math.inf else 0.0
 
 
 def quickest(service: Service, refused: Send) -> float:

@@ -55,6 +55,15 @@ class Tls(msgspec.Struct, frozen=True):
     cert: str = ""
     key: str = ""
 
+    def context_for(self, url: str) -> ssl.SSLContext:
+        """The SSL context of a client for ``url``: these settings' (``context``), or, where there
+        are none and the URL is plain ``http://``, which never makes a TLS connection, one that
+        trusts no authority (``_untrusting``): nothing loaded, and a handshake, were one ever made,
+        would fail rather than pass unverified."""
+        if url.startswith("http://") and not (self.ca or self.cert):
+            return _untrusting()
+        return self.context()
+
     @functools.cache  # noqa: B019 - a frozen Tls is its own key; the files are read once per Tls
     def context(self) -> ssl.SSLContext:
         """The SSL context these settings make, made once per settings (loading a CA store costs
@@ -81,12 +90,12 @@ class Tls(msgspec.Struct, frozen=True):
 
 @functools.cache
 def _untrusting() -> ssl.SSLContext:
-    """The SSL context of a client for a plain ``http://`` endpoint with no TLS settings, which never
-    makes a TLS connection: it verifies as any client does but trusts no authority, so that a
-    handshake, were one ever made, would fail. The system's trust (``Tls.context``) is loaded only
-    for an endpoint that may use it: loading it took 37 ms of the first conversation of every run
-    (under cProfile; 140-310 ms on a machine busy with a test run), the requests of the run waiting
-    meanwhile (bench/busy.py --project, a run's first request 77 ms after its start)."""
+    """The SSL context of a client for a plain ``http://`` endpoint with no TLS settings
+    (``Tls.context_for``): it verifies as any client does but trusts no authority. The system's trust
+    is loaded only for an endpoint that may use it: loading it took some 30 ms of the first
+    conversation of every run (140-310 ms on a machine busy with a test run), the requests of the
+    run waiting meanwhile (bench/busy.py --project p-free: the first request 56 ms after the run's
+    start at the median of five, now 31)."""
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
@@ -289,10 +298,9 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         """An open client for this endpoint with up to ``connections`` connections, for its owner
         to keep (a model keeps one for all its requests in an event loop)."""
         import httpx2  # here, not at the top: a command that sends nothing never loads it
-        plain = self.url.startswith("http://") and not (self.tls.ca or self.tls.cert)
         client = httpx2.AsyncClient(
             headers=self.headers,
-            verify=_untrusting() if plain else self.tls.context(),
+            verify=self.tls.context_for(self.url),
             timeout=httpx2.Timeout(self.timeout),
             limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=min(connections, 64)),
             trust_env=False,

@@ -125,7 +125,7 @@ def test_a_file_that_is_not_a_certificate_is_named(server: StandIn, files: TLSFi
 
 def test_a_plain_http_endpoint_loads_no_trust(monkeypatch: pytest.MonkeyPatch) -> None:
     """A client for an ``http://`` endpoint with no TLS settings never makes a TLS connection: the
-    system's trust, some 40 ms to load (far more on a busy machine), is not loaded for it; the
+    system's trust, some 30 ms to load (far more on a busy machine), is not loaded for it; the
     context it gets trusts nothing, so a handshake, were one made, would fail rather than pass
     unverified. An ``https://`` endpoint gets the system's trust."""
     import ssl
@@ -137,7 +137,7 @@ def test_a_plain_http_endpoint_loads_no_trust(monkeypatch: pytest.MonkeyPatch) -
 
     def counted(*arguments: object, **keywords: object) -> ssl.SSLContext:
         loaded.append(True)
-        return making(*arguments, **keywords)  # type: ignore[arg-type]
+        return making(*arguments, **keywords)
 
     monkeypatch.setattr(httpx2, "create_ssl_context", counted)
     Tls.context.cache_clear()
