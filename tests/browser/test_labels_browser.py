@@ -13,7 +13,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_browser import POLL_MS, SHOTS, Visit, chromium, expect
+from support.waiting import wait_until
+from test_browser import PATIENCE_MS, POLL_MS, SHOTS, Visit, chromium, expect
 from test_labels import BRIEF, GREETS, Project
 
 from convy.records import Origin
@@ -37,6 +38,19 @@ def browser(project: Project) -> Iterator[Any]:
         yield launched
 
 
+# In a page, from Python: whether the decision of a claim in the open attempt has its mark
+# pressed, a press of it, and the window's count of labels.
+PRESSED = """([claim, value]) => {
+  const d = [...document.querySelectorAll('.attempt .decision')].find((one) => one.querySelector('.claim')?.textContent.includes(claim));
+  return d?.querySelector('button.label-' + value)?.getAttribute('aria-pressed') === 'true';
+}"""
+PRESS = """([claim, value]) => {
+  const d = [...document.querySelectorAll('.attempt .decision')].find((one) => one.querySelector('.claim')?.textContent.includes(claim));
+  d.querySelector('button.label-' + value).click();
+}"""
+COUNT = "() => document.querySelector('#window .labels-count')?.textContent"
+
+
 def decision(page: Any, claim: str) -> Any:
     return page.locator(".attempt .decision", has=page.locator(".claim", has_text=claim))
 
@@ -49,6 +63,13 @@ def test_marks_kept_downloaded_added_and_measured(browser: Any, project: Project
     page = visits[0].open(report, "s=hello&a=1")
     page.wait_for_selector(".attempt[data-attempt='1']")
     expect(page.locator("#window .labels-count")).to_have_text("0 labels")
+    # A second tab of the same report, open on attempt 2 before any mark is made.
+    other = visits[0].context.new_page()
+    other.on("pageerror", lambda error: visits[0].errors.append(str(error)))
+    other.goto(report.as_uri() + "#s=hello&a=2")
+    wait_until(lambda: other.evaluate("document.querySelector(\".attempt[data-attempt='2'] .label-marks\") !== null"),
+               "the other tab to draw attempt 2", timeout=PATIENCE_MS / 1000, every=POLL_MS / 1000)
+    page.bring_to_front()
     right = decision(page, GREETS).locator("button.label-right")
     right.click()
     expect(right).to_have_attribute("aria-pressed", "true")
@@ -61,23 +82,26 @@ def test_marks_kept_downloaded_added_and_measured(browser: Any, project: Project
     page.wait_for_selector(".attempt[data-attempt='2']")
     decision(page, GREETS).locator("button.label-wrong").click()
     expect(page.locator("#window .labels-count")).to_have_text("2 labels")
-    # Kept by the browser for this file: a reload finds them. The page writes localStorage at
-    # once, but the browser takes the write into its store a moment later, and a page loaded
-    # before then reads the old value (seen once in three clean-clone suites at once): reload only
-    # once another page of the file, loaded anew, sees both marks, and the address names attempt 2.
-    # A probe page is loaded anew each time: one that read the store before the write reached it
-    # keeps what it read, and once waited 300 s for news of it that never came (a clean clone's suite).
-    while True:
-        probe = visits[0].context.new_page()
-        probe.goto(report.as_uri())
-        seen = probe.evaluate(
-            """() => { const text = localStorage.getItem('convy-labels:' + JSON.stringify(['bot', 'r1']));
-                       return text !== null && JSON.parse(text).labels.length === 2; }"""
-        )
-        probe.close()
-        if seen:
-            break
-        page.wait_for_timeout(POLL_MS)  # a look again a moment later, until the test's own timeout
+    # Another tab of the same report follows the marks: the browser tells it of each write once
+    # its store holds the write. Asked from Python, with the tab in front: Playwright's own waits
+    # poll on animation frames, which a headless Chromium may stop giving a page behind another.
+    other.bring_to_front()
+    wait_until(lambda: other.evaluate(PRESSED, [GREETS, "wrong"]) and other.evaluate(COUNT) == "2 labels",
+               "the other tab to show both marks", timeout=PATIENCE_MS / 1000, every=POLL_MS / 1000)
+    # A mark made there is seen here, and taken back there is gone here: neither tab writes back a
+    # set the other has changed.
+    other.evaluate(PRESS, [BRIEF, "right"])
+    page.bring_to_front()
+    wait_until(lambda: page.evaluate(COUNT) == "3 labels", "this tab to show the other's mark",
+               timeout=PATIENCE_MS / 1000, every=POLL_MS / 1000)
+    other.bring_to_front()
+    other.evaluate(PRESS, [BRIEF, "right"])
+    page.bring_to_front()
+    wait_until(lambda: page.evaluate(COUNT) == "2 labels", "this tab to lose the mark taken back there",
+               timeout=PATIENCE_MS / 1000, every=POLL_MS / 1000)
+    other.close()
+    # Kept by the browser for this file: a reload finds them. The store holds the last write (this
+    # tab was told of it), and the address names attempt 2.
     page.bring_to_front()
     page.wait_for_function("() => location.hash.includes('a=2')", polling=POLL_MS)
     page.reload()

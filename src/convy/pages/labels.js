@@ -37,10 +37,19 @@ const Labels = (() => {
     counted();
   }
 
-  /* The page's run: labels are made on it, and kept under it. */
+  /* The page's run: labels are made on it, and kept under it. Another tab of the same report
+     keeps its marks under the same key: when it writes, this page reads them again and redraws,
+     so neither tab shows, or later writes back, a set the other has changed. */
   function begin(agent, id) {
     run = { agent, id };
     read();
+    window.addEventListener("storage", (event) => {
+      /* Not kept (storage refused a write): the marks in memory are the only copy. */
+      if (event.key !== storageKey() || !kept) return;
+      read();
+      redrawn();
+      counted();
+    });
   }
 
   /* What a person said of this decision: "right", "wrong", or "" when unmarked. The label keeps
@@ -64,6 +73,8 @@ const Labels = (() => {
         button("right", "✓ right", "The decision is right", now),
         button("wrong", "✗ wrong", "The decision is wrong", now));
     };
+    group.drawMarks = draw;
+    controls.add(new WeakRef(group));
     const button = (value, text, title, now) => h("button", {
       type: "button",
       class: "label-mark label-" + value,
@@ -71,6 +82,7 @@ const Labels = (() => {
       "aria-pressed": now === value ? "true" : "false",
       onclick: () => {
         const key = keyOf(d.fingerprint, one.claim);
+        if (kept) read();  /* what another tab has kept since, so this write does not undo it */
         if (said(d, one) === value) marks.delete(key);
         else marks.set(key, { fingerprint: d.fingerprint, scenario: d.scenario, attempt: d.attempt, claim: one.claim, held: one.held, right: value === "right", at: new Date().toISOString() });
         write();
@@ -98,6 +110,18 @@ const Labels = (() => {
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+  }
+
+  /* Every decision's toggles made, held weakly, each with its own drawing: redrawn when another
+     tab changes the marks. */
+  const controls = new Set();
+
+  function redrawn() {
+    for (const held of [...controls]) {
+      const one = held.deref();
+      if (one) one.drawMarks();
+      else controls.delete(held);
+    }
   }
 
   /* Every labels control made, held weakly: one drawn ahead for a window (report.js's prepare)
