@@ -431,10 +431,24 @@ class Places:
                     pacing.landed(send)
                 raise
             else:
+                if not paced and told.heard.quoted():
+                    pacing.unheard = True
                 if paced:
                     if told.service or told.heard is not UNSAID or pacing.service.pace.rate > 0.0:
                         self._free = None  # a service heard from, or a pace: not the free way
                         self._answer(send, told, paced)
+                    elif pacing.unheard:
+                        # A turn paced as a whole whose requests, sent over convy's HTTP layer and
+                        # not paced again, were told of the service's limits, which nobody heard
+                        # (``Pacing.unheard``). Its answer is no word from the service: the next
+                        # request goes alone, and its answer's words pace the rest. Taken for a
+                        # word that said nothing, the next ones went at once, the agent's third
+                        # was refused before its meters had heard a rate, and the conversations
+                        # were halved (bench/busy.py p-b1@3000, each run). A service that says
+                        # nothing of its limits opens as before.
+                        pacing.unheard = False
+                        self._free = None
+                        pacing.landed(send)
                     else:
                         # A service that said nothing of its limits, with no pace found yet.
                         pacing.answered_plainly(send)

@@ -102,6 +102,10 @@ class Pacing:
         # knows which service it sends to, a neighbour's on the same key: ``Pace.answered``).
         self.answered_once = False
         self.asking: Told | None = None  # the latest request sent; whether it named a service over HTTP
+        # Whether a request not paced itself (one inside an agent's turn paced as a whole) was told
+        # of the service's limits, which its pacing, counting the turn, did not hear: the turn's
+        # answer is then no word from the service (``busy.Places._tried``).
+        self.unheard = False
         # The numbers of its sends flying, in order: how many fly, and what is left counts those before an answered one (``Ration``).
         self.under_way: list[int] = []
         self.sent = 0  # sends let go here (``busy.Places.sends`` counts those on the free way apart)
