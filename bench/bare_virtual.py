@@ -19,6 +19,7 @@ worst, and the refusals per key of each way.
     .venv/bin/python bench/bare_virtual.py
     .venv/bin/python bench/bare_virtual.py p-bare@3000 --loaded 0.05 --ways 26
     .venv/bin/python bench/bare_virtual.py --only-user   # the agent's and the judge's keys with no limit
+    .venv/bin/python bench/bare_virtual.py --turns       # the agent's requests inside its turns (a JsonAgent's)
     .venv/bin/python bench/bare_virtual.py --before /tmp/main/src  # convy's source at SRC instead
 """
 
@@ -90,7 +91,7 @@ def played(name: str, seed: int, arguments: argparse.Namespace) -> tuple[float, 
         }
 
     async def main() -> float:
-        return await conversations(keys, attempts)
+        return await conversations(keys, attempts, turns=arguments.turns)
 
     wall: float = in_virtual_time(main)
     if not rate:
@@ -142,6 +143,9 @@ def main() -> None:
         "--loaded", type=float, default=0.0, help="the chance at each send of a stretch of load (default 0)"
     )
     parser.add_argument("--only-user", action="store_true", help="the agent's and the judge's keys with no limit")
+    parser.add_argument(
+        "--turns", action="store_true", help="each agent's request sent inside an agent's turn, as a JsonAgent's is"
+    )
     parser.add_argument("--before", metavar="SRC", help="convy's source at SRC rather than this tree's")
     arguments = parser.parse_args()
     played_from(arguments.before)

@@ -174,6 +174,8 @@ def test_the_virtual_time_benchmarks_of_limits_without_headers_play_small() -> N
     bench/slow_answers.py one way of a strict bucket with answers of 1 s, and of a shared one."""
     out = ran("bench/bare_virtual.py", "p-free", "p-bare@300", "--ways", "1")
     assert out.count("floor") == 2 and "refused: u" in out, out
+    out = ran("bench/bare_virtual.py", "p-bare@300", "--ways", "1", "--turns")
+    assert out.count("floor") == 1 and "refused: u" in out, out
     out = ran("bench/bare_rates.py", "50", "--ways", "1")
     assert "50/s  floor 10.08" in out and "refused: " in out, out
     out = ran("bench/rpm_window.py", "20", "2", "30")

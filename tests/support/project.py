@@ -11,7 +11,8 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
-from convy.busy import Busy, Patience, Places
+from convy.agent import turned
+from convy.busy import TURN, Busy, Patience, Places
 from convy.http import RateHeaders
 from convy.quota import TOLD, Services
 from support.clock import START
@@ -64,23 +65,34 @@ class Key:
 
 
 async def conversations(
-    keys: Mapping[str, Callable[[], Awaitable[str]]], attempts: int, agent_per_minute: int = 0
+    keys: Mapping[str, Callable[[], Awaitable[str]]], attempts: int, agent_per_minute: int = 0, turns: bool = False
 ) -> float:
     """``attempts`` attempts at once, each participant's requests through places of its own that
     grow (``Places(0)``, the participants sharing what they learn of a key through one
     ``Services``), to ``keys["user"]``, ``keys["agent"]`` and ``keys["judge"]``, the agent capped at
-    ``agent_per_minute`` where given: the seconds they took."""
+    ``agent_per_minute`` where given: the seconds they took. With ``turns``, each of the agent's
+    requests is sent inside an agent's turn (``agent.turned``), as an agent over convy's HTTP layer
+    sends it (a ``JsonAgent``): the first turn paced as a whole, its request not paced again; the
+    later turns not paced, their requests paced one by one."""
     loop = asyncio.get_running_loop()
     start = loop.time()
     services = Services()
     user, judge = (Places(0, who, patience=Patience(600), services=services) for who in ("user", "judge"))
     agent = Places(0, "agent", agent_per_minute, patience=Patience(600), services=services)
 
+    async def turn(message: str) -> str:
+        under_way = TURN.get()
+        assert under_way is not None
+        return await under_way.resent(keys["agent"])
+
     async def attempt() -> None:
         async with agent.one():
             for _ in range(3):
                 await user.sent(keys["user"])
-                await agent.retried(keys["agent"])
+                if turns:
+                    await turned(agent, turn, "")  # type: ignore[arg-type]
+                else:
+                    await agent.retried(keys["agent"])
             await user.sent(keys["user"])
         await judge.sent(keys["judge"])
 
