@@ -40,14 +40,9 @@ def browser(project: Project) -> Iterator[Any]:
 
 # In a page, from Python: whether the decision of a claim in the open attempt has its mark
 # pressed, a press of it, and the window's count of labels.
-PRESSED = """([claim, value]) => {
-  const d = [...document.querySelectorAll('.attempt .decision')].find((one) => one.querySelector('.claim')?.textContent.includes(claim));
-  return d?.querySelector('button.label-' + value)?.getAttribute('aria-pressed') === 'true';
-}"""
-PRESS = """([claim, value]) => {
-  const d = [...document.querySelectorAll('.attempt .decision')].find((one) => one.querySelector('.claim')?.textContent.includes(claim));
-  d.querySelector('button.label-' + value).click();
-}"""
+FOUND = "const d = [...document.querySelectorAll('.attempt .decision')].find((one) => one.querySelector('.claim')?.textContent.includes(claim));"
+PRESSED = "([claim, value]) => { " + FOUND + " return d?.querySelector('button.label-' + value)?.getAttribute('aria-pressed') === 'true'; }"
+PRESS = "([claim, value]) => { " + FOUND + " d.querySelector('button.label-' + value).click(); }"
 COUNT = "() => document.querySelector('#window .labels-count')?.textContent"
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from convy.agent import turned
 from convy.busy import TURN, Busy, Patience, Places
 from convy.http import RateHeaders
 from convy.quota import TOLD, Services
 from support.clock import START
+
+T = TypeVar("T")
 
 
 class Limit(Protocol):
@@ -64,6 +66,18 @@ class Key:
         return sum(1 for moment, let in self.reached if let and since <= moment < until) / (until - since)
 
 
+def turning(request: Callable[[], Awaitable[T]]) -> Callable[[str], Awaitable[T]]:
+    """An agent's turn that sends ``request`` over convy's HTTP layer as a ``JsonAgent`` does:
+    through the turn under way (``busy.TURN``), sent again on its own while its service is busy."""
+
+    async def turn(message: str) -> T:
+        under_way = TURN.get()
+        assert under_way is not None
+        return await under_way.resent(request)
+
+    return turn
+
+
 async def conversations(
     keys: Mapping[str, Callable[[], Awaitable[str]]], attempts: int, agent_per_minute: int = 0, turns: bool = False
 ) -> float:
@@ -80,10 +94,7 @@ async def conversations(
     user, judge = (Places(0, who, patience=Patience(600), services=services) for who in ("user", "judge"))
     agent = Places(0, "agent", agent_per_minute, patience=Patience(600), services=services)
 
-    async def turn(message: str) -> str:
-        under_way = TURN.get()
-        assert under_way is not None
-        return await under_way.resent(keys["agent"])
+    turn = turning(keys["agent"])
 
     async def attempt() -> None:
         async with agent.one():

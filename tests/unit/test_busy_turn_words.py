@@ -18,11 +18,11 @@ import asyncio
 
 import pytest
 from support.clock import in_virtual_time
-from support.project import Key
+from support.project import Key, turning
 from support.standin import Bucket
 
 from convy.agent import turned
-from convy.busy import START, TURN, Patience, Places
+from convy.busy import START, Patience, Places
 from convy.quota import Services
 
 
@@ -35,10 +35,10 @@ def played(seed: int, conversations: int = 40) -> tuple[Key, list[int]]:
     async def main() -> None:
         agent = Places(0, "agent", patience=Patience(600), services=Services())
 
-        async def turn(message: str) -> object:
-            under_way = TURN.get()
-            assert under_way is not None
-            answer = await under_way.resent(key)
+        sent = turning(key)
+
+        async def turn(message: str) -> str:
+            answer = await sent(message)
             sizes.append(agent.size)
             return answer
 

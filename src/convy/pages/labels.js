@@ -112,16 +112,21 @@ const Labels = (() => {
     setTimeout(() => URL.revokeObjectURL(link.href), 60000);
   }
 
+  /* What a set of weak references still holds, those gone dropped from it as it is walked. */
+  function* alive(held) {
+    for (const one of [...held]) {
+      const value = one.deref();
+      if (value) yield value;
+      else held.delete(one);
+    }
+  }
+
   /* Every decision's toggles made, held weakly, each with its own drawing: redrawn when another
      tab changes the marks. */
   const controls = new Set();
 
   function redrawn() {
-    for (const held of [...controls]) {
-      const one = held.deref();
-      if (one) one.drawMarks();
-      else controls.delete(held);
-    }
+    for (const group of alive(controls)) group.drawMarks();
   }
 
   /* Every labels control made, held weakly: one drawn ahead for a window (report.js's prepare)
@@ -129,9 +134,7 @@ const Labels = (() => {
   const tools = new Set();
 
   function counted() {
-    for (const held of [...tools]) {
-      const one = held.deref();
-      if (!one) { tools.delete(held); continue; }
+    for (const one of alive(tools)) {
       one.querySelector(".labels-count").textContent = words();
       one.querySelector(".labels-download").disabled = marks.size === 0;
     }
