@@ -119,6 +119,7 @@ if TYPE_CHECKING:
     from convy.scenarios import Matching, Scenarios
     from convy.settings import Settings
     from convy.storage import RunDamaged, RunInUse, RunJournal
+    from convy.tools import Fixture, Tool, Toolbox, ToolError, toolbox
     from convy.transcript import Evidence, Finished, Transcript, Turn, Unchecked, UserFault
     from convy.user import SimulatedUser, UserChecks
     from convy.vital import DeadService
@@ -230,6 +231,11 @@ _WHERE = {
     "TimeLimited": "convy.agent",
     "Tls": "convy.http",
     "TokenPaths": "convy.httpagents",
+    "Tool": "convy.tools",
+    "ToolError": "convy.tools",
+    "Toolbox": "convy.tools",
+    "toolbox": "convy.tools",
+    "Fixture": "convy.tools",
     "Transcript": "convy.transcript",
     "Turn": "convy.transcript",
     "Unchecked": "convy.transcript",
@@ -296,6 +302,7 @@ __all__ = [
     "Failed",
     "Fingerprints",
     "Finished",
+    "Fixture",
     "Grade",
     "Graded",
     "HttpFailure",
@@ -366,6 +373,9 @@ __all__ = [
     "TimeLimited",
     "Tls",
     "TokenPaths",
+    "Tool",
+    "ToolError",
+    "Toolbox",
     "Transcript",
     "Turn",
     "Unchecked",
@@ -381,4 +391,5 @@ __all__ = [
     "Vote",
     "Wait",
     "WorkersLost",
+    "toolbox",
 ]

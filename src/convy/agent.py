@@ -100,13 +100,26 @@ class Thought(msgspec.Struct, frozen=True, gc=False, tag="thought"):
     text: str
 
 
+# Where the answer of a call the scenario's tools served came from (``Call.source``): one of the
+# scenario's fixtures, the tool's default, none declared for those arguments (an error), arguments
+# that did not fit the tool's parameters (an error), a tool the scenario does not declare (an
+# error). A call only the agent reported has none ("").
+Source = Literal["", "fixture", "default", "unanswered", "invalid", "unknown"]
+
+
 class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True):
-    """A tool the agent called while answering, with what it got back and how long it took."""
+    """A tool the agent called while answering, with what it got back and how long it took.
+
+    ``error`` is the error the tool answered with (its ``result`` then not reported); ``source``
+    is set where the scenario's own tools (``tools.Toolbox``) served the call, and says where
+    their answer came from."""
 
     name: str
     arguments: dict[str, Any] = {}
     result: Reported | NotReported = NotReported()
     seconds: float | NotReported = NotReported()
+    error: str = ""
+    source: Source = ""
 
 
 class Message(msgspec.Struct, frozen=True, gc=False):

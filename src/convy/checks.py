@@ -15,6 +15,7 @@ from convy.problems import (
     kind_of,
 )
 from convy.slots import Slotted
+from convy.tools import at_path, path_of, same
 from convy.transcript import Transcript
 
 # Fills one field's text with a scenario's values: the field's name (for the error), its text, and
@@ -35,7 +36,8 @@ def literal(value: Any) -> str:
 
 
 class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, dict=True):
-    """A claim decided by code from the transcript: a tool called or not, a pattern said or not.
+    """A claim decided by code from the transcript: a tool called or not, a pattern said or not,
+    or the scenario's tools' state as the dialogue left it (``state``: each path's value).
 
     Its text and its pattern are made once, when first needed, and kept beside its fields
     (never encoded or compared): a run decides it in every attempt.
@@ -46,11 +48,15 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
     not_called: str = ""
     said: str = ""
     not_said: str = ""
+    state: dict[str, Any] = {}
 
     def __post_init__(self) -> None:
-        given = [name for name in ("called", "not_called", "said", "not_said") if getattr(self, name)]
+        given = [name for name in ("called", "not_called", "said", "not_said", "state") if getattr(self, name)]
         if len(given) != 1:
-            raise ValueError("check: give exactly one of called, not_called, said, not_said")
+            raise ValueError("check: give exactly one of called, not_called, said, not_said, state")
+        for path in self.state:
+            if any(not key.strip() for key in path_of(path)):
+                raise ValueError(f"state.{path}: a path is keys joined by dots, none empty: bookings.ABC123.seat")
         if self.with_ and not self.called:
             raise ValueError("with: goes only with called")
         for field in ("called", "not_called"):  # a tool's name as code calls it, lookup(), is never a tool's name
@@ -76,6 +82,10 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             not_called=fill("not_called", self.not_called, str),
             said=fill("said", self.said, literal),
             not_said=fill("not_said", self.not_said, literal),
+            state={
+                fill(f"state.{path}", path, str): self._argument(fill, values, f"state.{path}", value)
+                for path, value in self.state.items()
+            },
         )
 
     def _argument(self, fill: Fill, values: dict[str, Any], field: str, value: Any) -> Any:
@@ -107,18 +117,24 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             return f"never called {self.not_called}"
         if self.said:
             return f"said /{self.said}/"
+        if self.state:
+            return "state " + ", ".join(f"{path} is {value!r}" for path, value in self.state.items())
         return f"never said /{self.not_said}/"
 
     def claim(self, transcript: Transcript) -> Claim:
         """This check decided on the transcript, with the turn that decided it as the reason."""
         if self.called or self.not_called:
             return self._tool(transcript)
+        if self.state:
+            return self._state(transcript)
         return self._said(transcript)
 
     def settled(self, transcript: Transcript) -> tuple[Claim, ...]:
         """This check decided on a dialogue that was cut short, if more turns could not change it
         (one claim), or nothing: ``called`` and ``said`` are settled once they hold, ``not_called``
-        and ``not_said`` once they fail."""
+        and ``not_said`` once they fail; ``state`` never (a later call may change it)."""
+        if self.state:
+            return ()
         claim = self.claim(transcript)
         return (claim,) if claim.held == bool(self.called or self.said) and not claim.doubt else ()
 
@@ -128,8 +144,9 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         # was called and with what, or the tools called instead, to show a miss.
         name = self.called or self.not_called
         turns = transcript.turns
-        # Most replies held the path where the calls would be: the first one found says so.
-        if turns and all(turn.answer.unheld for turn in turns):  # no reply held it
+        # Most replies held the path where the calls would be: the first one found says so. Where
+        # the scenario's own tools served the calls (a state kept), they saw every one.
+        if turns and transcript.state is None and all(turn.answer.unheld for turn in turns):  # no reply held it
             unheld = {turn.answer.unheld for turn in turns}
             paths = ", ".join(repr(path) for path in sorted(unheld))
             kinds = sorted({turn.answer.unheld_as for turn in turns} - {""})
@@ -201,6 +218,21 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             if key not in given or given[key] != value:
                 return False
         return True
+
+    def _state(self, transcript: Transcript) -> Claim:
+        """Whether the tools' state as the dialogue left it holds each path's value, the first that
+        does not as the reason."""
+        state = transcript.state
+        if state is None:
+            return Claim(self.text(), False, "no state of the scenario's tools was kept for this dialogue", by="code")
+        for path, wanted in self.state.items():
+            found, value = at_path(state, path_of(path))
+            if not found:
+                return Claim(self.text(), False, f"the tools' state has nothing at {path}", by="code")
+            if not same(value, wanted):
+                return Claim(self.text(), False, f"the tools' state has {path} = {self._value(value)}", by="code")
+        shown = ", ".join(f"{path} = {self._value(value)}" for path, value in self.state.items())
+        return Claim(self.text(), True, f"the tools' state has {shown}", by="code")
 
     @functools.cached_property
     def _pattern(self) -> Pattern:

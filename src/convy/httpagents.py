@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ from convy.chat import Arguments, Chunks, Completion, Prices
 from convy.http import JsonConnection, JsonEndpoint
 from convy.problems import HttpFailure, ModelFailure, Outside
 from convy.slots import Slotted, nearest
+from convy.tools import TOOLS
 
 
 class JsonPath(msgspec.Struct, frozen=True):
@@ -106,6 +108,8 @@ BODY_SLOTS: dict[str, str] = {
     "turn": "the turn's number, from 1",
     "history": 'every message so far, this turn\'s included, oldest first: [{"role": "user", "content": "..."}, '
     '{"role": "assistant", "content": "..."}, ...]',
+    "tools_url": "the address of an MCP server (Streamable HTTP) of the scenario's tools, fresh for every attempt; "
+    '"" where the scenario declares none (docs/tools.md)',
 }
 
 
@@ -137,7 +141,13 @@ class BodyTemplate(msgspec.Struct, frozen=True):
             return problem
         if not {"text", "history"} & self._slots(self.body):
             return "body: no {{ text }} nor {{ history }}: the user's messages would never be sent; put {{ text }} where the agent reads a message"
+        if self.serves() and importlib.util.find_spec("mcp") is None:
+            return "body: {{ tools_url }} serves the scenario's tools over MCP, which needs convy's mcp extra: pip install 'convy[mcp]'"
         return ""
+
+    def serves(self) -> bool:
+        """Whether the body sends the address of the scenario's tools (``{{ tools_url }}``)."""
+        return "tools_url" in self._slots(self.body)
 
     def _slots(self, value: Any) -> set[str]:
         match value:
@@ -182,8 +192,8 @@ class BodyTemplate(msgspec.Struct, frozen=True):
                 pass
         return ""
 
-    def filled(self, text: str, session: str, history: list[dict[str, str]]) -> Any:
-        values = {"text": text, "session": session, "turn": (len(history) + 1) // 2, "history": history}
+    def filled(self, text: str, session: str, history: list[dict[str, str]], tools_url: str = "") -> Any:
+        values = {"text": text, "session": session, "turn": (len(history) + 1) // 2, "history": history, "tools_url": tools_url}
         return self._walked(self.body, values)
 
     def _walked(self, value: Any, values: dict[str, Any]) -> Any:
@@ -217,10 +227,14 @@ class _JsonConversation:
         self._connection = connection
         self._session = uuid.uuid4().hex
         self._history: list[dict[str, str]] = []
+        self._template = BodyTemplate(agent.body)
+        self._serves = self._template.serves()
 
     async def turn(self, message: Message) -> Answer:
         history = [*self._history, {"role": "user", "content": message.text}]
-        body = BodyTemplate(self._agent.body).filled(message.text, self._session, history)
+        box = TOOLS.get() if self._serves else None
+        url = await box.url() if box is not None else ""  # started at the attempt's first turn, kept for the rest
+        body = self._template.filled(message.text, self._session, history, url)
         reply = await self._connection.posted(body)
         answer = self._agent.answer(reply)
         self._history = [*history, {"role": "assistant", "content": answer.text}]

@@ -241,10 +241,11 @@ class FieldProblem(msgspec.Struct, frozen=True):
         found = re.fullmatch(r"Object missing required field `(.+)`", what)
         if found:
             return f"{self._joined(path, found.group(1))}: required"
-        found = re.fullmatch(r"([a-z_]+(?:\[\d+\])?): (.+)", what, re.DOTALL)
+        found = re.fullmatch(r"([a-z_]+(?:\[\d+\])?(?:\.[^\s:]+)*): (.+)", what, re.DOTALL)
         if found:
-            # A record's own check names the field within the record; when the record is itself
-            # that field (a check's ``check:``), the path already names it.
+            # A record's own check names the field within the record (or a path within it: a
+            # tool's ``answers[0].when.seat``); when the record is itself that field (a check's
+            # ``check:``), the path already names it.
             field = found.group(1)
             named = path if path == field or path.endswith(f".{field}") else self._joined(path, field)
             return f"{named}: {found.group(2)}"

@@ -223,6 +223,8 @@ class ToolCallsRow(Row, frozen=True):
     result_reported: bool
     result: str | None
     seconds: float | None
+    error: str | None = None
+    source: str | None = None
 
 
 class ModelRequestsRow(Row, frozen=True):

@@ -40,6 +40,8 @@ from convy.problems import (
 )
 from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
+from convy.tools import TOOLS, Tool, Toolbox, joined, path_of
+from convy.toolserver import served
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
 from convy.variants import PERSONA, Matrix, Persona, Personas, Value, Variant
@@ -75,6 +77,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     matrix: dict[str, Any] = {}  # each key a list of values: one variant per combination (variants.py)
     variant: Variant | None = None  # set on each variant a matrix made, never in a file
     fail_under: float | None = None  # the share of judged attempts it must pass (passing.PassRule.bar); unset: all
+    tools: tuple[Tool, ...] = ()  # tools the scenario declares and answers for (tools.py), fresh each attempt
+    state: dict[str, Any] = {}  # what those tools start each attempt with
 
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
     UNWRITTEN: ClassVar[tuple[str, ...]] = ("filled", "variant")  # set by convy, never in a file
@@ -117,6 +121,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         yield from values
         if not self.user.strip() and not self.script:
             yield "user: a scenario needs a user, a script, or both"
+        yield from self._tool_problems()
         if self.max_turns is not None and self.max_turns < 1:
             yield "max_turns: must be at least 1"
         if self.fail_under is not None and (not math.isfinite(self.fail_under) or not 0.0 <= self.fail_under <= 1.0):
@@ -143,6 +148,51 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             yield from problems.lines
         except ValueError as error:
             yield str(error)
+
+    def _tool_problems(self) -> Iterator[str]:
+        """What is wrong between its tools, their state and its checks: a tool declared twice, a
+        state no tool has, a path whose first key is a slip for one of the state's, a check of the
+        state with no tools, or of a call of a tool whose name is a slip for one it declares."""
+        names: dict[str, int] = {}
+        for number, tool in enumerate(self.tools):
+            if tool.name in names:
+                yield f"tools[{number}].name: {tool.name} is declared twice (tools[{names[tool.name]}] too)"
+            names.setdefault(tool.name, number)
+        if self.state and not self.tools:
+            yield "state: no tool reads or changes it: declare the scenario's tools under tools:"
+        keys = set(self.state)
+        written: set[str] = set()  # the first keys the tools' answers set
+        for number, tool in enumerate(self.tools):
+            fixtures = [(f"answers[{at}]", fixture) for at, fixture in enumerate(tool.answers)]
+            fixtures += [("default", tool.default)] if tool.default is not None else []
+            for where, fixture in fixtures:
+                paths = [("read", fixture.read)] if fixture.read else []
+                paths += [(f"set.{path}", path) for path in fixture.set]
+                for field, path in paths:
+                    first = path_of(path)[0]
+                    if field != "read":
+                        written.add(first)
+                    if self.state and first not in keys and not Slotted(first).slots() and (near := nearest(first, keys)):
+                        yield f"tools[{number}].{where}.{field}: {first} is not in state: did you mean {near}?"
+        for number, entry in enumerate(self.judge):
+            match entry:
+                case Rule(check=Check(state=state)) if state and not self.tools:
+                    yield f"judge[{number}].check.state: the scenario declares no tools, so there is no state to check: declare them under tools:"
+                case Rule(check=Check(state=state)) if state:
+                    for path in state:
+                        first = path_of(path)[0]
+                        if first not in keys | written and not Slotted(first).slots():
+                            near = nearest(first, keys | written)
+                            fix = f": did you mean {near}?" if near else f" (it holds {', '.join(sorted(keys | written))})" if keys | written else ""
+                            yield f"judge[{number}].check.state.{path}: {first} is in no state the tools start with or set{fix}"
+                case Rule(check=Check(called=called, not_called=not_called)) if self.tools and (called or not_called):
+                    name = called or not_called
+                    near = nearest(name, names) if name not in names and not Slotted(name).slots() else ""
+                    if near:
+                        field = "called" if called else "not_called"
+                        yield f"judge[{number}].check.{field}: {name} is not a tool of the scenario: did you mean {near}?"
+                case _:
+                    pass
 
     def _matrix_checked(self) -> None:
         """A matrix's own problems: its values, and every key but ``persona`` a slot it fills."""
@@ -283,6 +333,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             variant=variant,
             filled=True,
             fail_under=self.fail_under,
+            tools=self.tools,
+            state=self.state,
         )
 
     def variants(self, personas: Personas = Personas(), most: int | None = None) -> tuple[Scenario, ...]:
@@ -467,10 +519,16 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         # A run's judge is already ``Checked`` (``judge.RunJudge.within``): checked twice, it would
         # cut the dialogue to what was said and read its ruling back twice, to the same effect.
         checked = judge if isinstance(judge, Checked) else Checked(judge)
+        # The scenario's tools, fresh for this attempt: its agent's code reaches them (tools.toolbox).
+        box = Toolbox(self.tools, self.state, served) if self.tools else None
+        tooling = TOOLS.set(box)
         try:
-            return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review)
+            return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review, box)
         finally:
+            TOOLS.reset(tooling)
             WAITS.reset(noting)
+            if box is not None:
+                await box.closed()  # its MCP server, where the agent asked for one
 
     async def _played(
         self,
@@ -483,6 +541,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         clock: float,
         waits: Waits,
         review: UserReview,
+        box: Toolbox | None,
     ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"
@@ -550,6 +609,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pending = spoken_text
                     asked = None if scripted else ((usage,), user_seconds)
                     answer = await conversation.turn(message)
+                    if box is not None:  # the calls the scenario's tools served in the turn, in its answer
+                        answer = joined(answer, box.taken())
                     moment = time.monotonic() - clock
                     agent_seconds = moment - agent_start
                     pending, asked = "", None
@@ -569,6 +630,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if asked is not None and ending is None:
             # The simulated user's request of a turn the agent did not answer: no turn holds it.
             ending = asked
+        if box is not None:
+            # Calls served in a turn the agent broke off are kept with what that turn spent, and
+            # the state the tools were left in beside the dialogue, for the checks of it.
+            left = box.taken()
+            if left:
+                broken = joined(broken or Answer(""), left)
+            transcript = msgspec.structs.replace(transcript, state=box.state)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
         unchecked: tuple[Unchecked, ...] = ()

@@ -280,15 +280,17 @@ class Written(msgspec.Struct, frozen=True):
             yield from self._braced(f"{place}.{field}", value, names)
             if field in self.PATTERNS and not Pattern(value).problem():
                 yield from self._pattern(f"{place}.{field}", field, Pattern(value))
-        if isinstance(check.get("with"), dict):
-            yield from self._arguments(f"{place}.with", check["with"], names)
+        # A value left out is a slip there, a null written a value asked for.
+        for field, meant in (("with", "the agent must pass"), ("state", "the tools' state must hold")):
+            if isinstance(check.get(field), dict):
+                yield from self._arguments(f"{place}.{field}", check[field], names, meant)
 
     def _pattern(self, place: str, field: str, pattern: Pattern) -> Iterator[str]:
         unsound = why_unsound(field, pattern)
         if unsound:
             yield f"{place}: /{slashed(self._cut(pattern.text))}/ {unsound}"
 
-    def _arguments(self, place: str, given: dict[Any, Any] | list[Any], names: set[str]) -> Iterator[str]:
+    def _arguments(self, place: str, given: dict[Any, Any] | list[Any], names: set[str], meant: str = "the agent must pass") -> Iterator[str]:
         # A null written (null or ~) is a value the agent must pass, null; nothing written is a slip.
         items = given.items() if isinstance(given, dict) else enumerate(given)
         for key, value in items:
@@ -297,12 +299,12 @@ class Written(msgspec.Struct, frozen=True):
                 case None if at in self.blanks:
                     yield (
                         f"{at}: no value (YAML reads {shown} with nothing after it as null): write the value "
-                        f"the agent must pass, in quotes when it is text ({shown} '12A'), or null for a null"
+                        f"{meant}, in quotes when it is text ({shown} '12A'), or null for a null"
                     )
                 case str():
                     yield from self._braced(at, value, names)
                 case dict() | list():
-                    yield from self._arguments(at, value, names)
+                    yield from self._arguments(at, value, names, meant)
                 case _:
                     pass
 

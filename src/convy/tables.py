@@ -317,7 +317,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
             calls = 0
             for step_number, step in enumerate(answer.steps, start=1):
                 match step:
-                    case Call(name=name, arguments=arguments, result=result, seconds=seconds):
+                    case Call(name=name, arguments=arguments, result=result, seconds=seconds, error=error, source=source):
                         calls += 1
                         rows.append(
                             ToolCallsRow(
@@ -330,6 +330,8 @@ class AttemptRows(msgspec.Struct, frozen=True):
                                 result_reported=self._reported(result),
                                 result=self._result(result),
                                 seconds=Took(seconds).value(),
+                                error=error or None,
+                                source=source or None,
                             )
                         )
                     case Thought():

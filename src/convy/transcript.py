@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import Answer, Call, NotReported, NoUsage, Reported, Usage
+from convy.agent import Answer, Call, NotReported, NoUsage, Reported, Thought, Usage
 
 # Curly, angled and low quotation marks, and the backtick and acute accent judges write for an
 # apostrophe, each read as the plain mark: a quote is found whichever its model wrote.
@@ -232,17 +232,23 @@ class Turn(msgspec.Struct, frozen=True, gc=False):
 
 
 class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
-    """The dialogue so far."""
+    """The dialogue so far; and, where the scenario declares tools, their state as the dialogue
+    left it (``tools.Toolbox.state``: ``None`` where it declares none)."""
 
     turns: tuple[Turn, ...] = ()
+    state: dict[str, Any] | None = None
 
     def __add__(self, turn: Turn) -> Transcript:
-        return Transcript(self.turns + (turn,))
+        return Transcript(self.turns + (turn,), self.state)
 
     def said(self) -> Transcript:
-        """Only what was said: the same turns without the agent's thoughts and tool calls."""
+        """What was said, and what the scenario's own tools saw: the same turns without the agent's
+        thoughts and the calls only it reported, but with the calls those tools served (their
+        record is as much what happened as a message), which a judge reads (``text``)."""
         replace = msgspec.structs.replace
-        return Transcript(tuple([replace(turn, answer=Answer(turn.answer.text, turn.answer.usage)) for turn in self.turns]))
+        return Transcript(
+            tuple([replace(turn, answer=Answer(turn.answer.text, turn.answer.usage, _served(turn.answer.steps))) for turn in self.turns])
+        )
 
     def fingerprint(self) -> str:
         """What identifies this dialogue whoever judged it: SHA-256 of what each side said, turn by
@@ -278,12 +284,36 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return any(holds(plain(turn.message), wanted) or holds(plain(turn.answer.text), wanted) for turn in self.turns)
 
     def text(self) -> str:
-        """The dialogue as plain text, one line per speaker, for a model to read."""
+        """The dialogue as plain text, one line per speaker, for a model to read; before the
+        agent's words of a turn, a line for each call the scenario's own tools served in it."""
         lines: list[str] = []
         for turn in self.turns:
             lines.append(f"USER: {turn.message}")
+            lines.extend(_tool_line(step) for step in _served(turn.answer.steps))
             lines.append(f"AGENT: {turn.answer.text}")
         return "\n\n".join(lines)
+
+
+def _served(steps: tuple[Thought | Call, ...]) -> tuple[Thought | Call, ...]:
+    """The calls the scenario's own tools served among an answer's steps."""
+    return tuple(step for step in steps if type(step) is Call and step.source)
+
+
+def _tool_line(call: Thought | Call) -> str:
+    """A served call as a judge reads it: the tool, its arguments, and what it answered."""
+    match call:
+        case Call(name=name, arguments=arguments, error=error) if error:
+            return f"AGENT CALLED TOOL {name} with {_json(arguments)}: it answered with the error {error!r}"
+        case Call(name=name, arguments=arguments, result=Reported(value=value)):
+            return f"AGENT CALLED TOOL {name} with {_json(arguments)}: it answered {_json(value)}"
+        case Call(name=name, arguments=arguments):
+            return f"AGENT CALLED TOOL {name} with {_json(arguments)}"
+        case Thought():
+            return ""
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
 
 
 def _called(call: Call) -> list[Any]:
@@ -293,4 +323,6 @@ def _called(call: Call) -> list[Any]:
             result: list[Any] = ["reported", value]
         case NotReported():
             result = ["not_reported"]
+    if call.error:  # a call answered with an error: the error is its result (none before tools could answer so)
+        result.append(call.error)
     return [call.name, call.arguments, result]

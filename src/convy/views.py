@@ -405,7 +405,8 @@ class CostArray(CostView, frozen=True, array_like=True):
 
 
 class StepView(View, frozen=True, array_like=True):
-    """A thought (its ``text``) or a tool call (the rest)."""
+    """A thought (its ``text``) or a tool call (the rest: ``error``, the error a tool answered
+    with; ``source``, where the answer of a call the scenario's own tools served came from)."""
 
     kind: Literal["thought", "call"]
     text: str = ""
@@ -413,6 +414,8 @@ class StepView(View, frozen=True, array_like=True):
     arguments: str = ""
     result: str | None = None
     seconds: float | None = None
+    error: str = ""
+    source: str = ""
 
 
 class TurnView(View, frozen=True, array_like=True):

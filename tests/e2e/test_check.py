@@ -347,7 +347,7 @@ EVERY_PROBLEM = [
     "convy: pyproject.toml: [tool.convy] turn_seconds: expected a number, got text",
     "convy: pyproject.toml: [tool.convy] agent_places: must be 0 (no cap: places grow) or more",
     "convy: CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto",
-    "convy: scenarios/colour.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under",
+    "convy: scenarios/colour.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state",
     "convy: loading models.py failed: RuntimeError: the gateway is down",
     "convy: prompts/user.md: no value for {{ persona }} for scenario talk",
     "convy: loading agents/broken.py failed: ModuleNotFoundError: No module named 'no_such_module_here'",
@@ -408,9 +408,9 @@ def test_check_on_the_gateway_sends_no_request(tmp_path: Path) -> None:
 
         assert (done.returncode, done.stderr) == (0, ""), done.stderr
         assert done.stdout.splitlines()[-3:] == [
-            "assistant: 8 scenarios × 3 attempts = 24 attempts",
-            "shop: 8 scenarios × 3 attempts = 24 attempts",
-            "would run 2 agents × 8 scenarios × 3 attempts = 48 attempts; nothing was sent, nothing written",
+            "assistant: 9 scenarios × 3 attempts = 27 attempts",
+            "shop: 9 scenarios × 3 attempts = 27 attempts",
+            "would run 2 agents × 9 scenarios × 3 attempts = 54 attempts; nothing was sent, nothing written",
         ]
         assert KEY not in done.stdout + done.stderr
         assert server.received == []

@@ -184,11 +184,11 @@ def test_a_refused_key_keeps_what_was_played_and_resume_plays_the_rest_after_the
         ran,
         r"^convy: the (simulated user's|judge's) model \S+ answered 401 Unauthorized at .*: the key was refused: "
         r"check GATEWAY_KEY in \.env$",
-        r"^convy: run \S+ stopped before playing on and keeps \d+ of 16 attempts; .*once that is mended: convy resume \S+$",
+        r"^convy: run \S+ stopped before playing on and keeps \d+ of 18 attempts; .*once that is mended: convy resume \S+$",
     )
     (folder,) = runs(made, "shop")
     kept = outcomes(folder)
-    assert 0 < len(kept) < 16
+    assert 0 < len(kept) < 18
     assert not any(isinstance(outcome.result, NoVerdict) for outcome in kept), "no attempt a model failed is kept"
     run_id = folder.name
     assert f"convy resume {run_id}" in errors
@@ -204,7 +204,7 @@ def test_a_refused_key_keeps_what_was_played_and_resume_plays_the_rest_after_the
     mended = made.ran("resume", run_id)
     assert mended.returncode in (0, 3), mended.stdout + mended.stderr
     whole = outcomes(folder)
-    assert len(whole) == 16
+    assert len(whole) == 18
     assert not any(isinstance(outcome.result, NoVerdict) for outcome in whole)
 
 

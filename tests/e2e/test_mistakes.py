@@ -111,7 +111,7 @@ SCENARIOS = [
     ("slot with no vars at all", {S: "script: ['my booking is {{ ref }}']\njudge:\n  - check: {said: Hi}\n"},
      F + "script[0]: no value for {{ ref }} in vars"),
     ("judeg for judge", {S: "script: [Hi!]\njudeg:\n  - check: {said: Hi}\n"}, F + "judeg: unknown field; did you mean judge?"),
-    ("colour, a field of nothing", {S: "colour: blue\n" + GREETING}, F + "colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under"),
+    ("colour, a field of nothing", {S: "colour: blue\n" + GREETING}, F + "colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state"),
     ("scrip for script", {S: "scrip: [Hi!]\njudge:\n  - check: {said: Hi}\n"}, F + "scrip: unknown field; did you mean script?"),
     ("tag for tags", {S: "tag: [smoke]\n" + GREETING}, F + "tag: unknown field; did you mean tags?"),
     ("max_turn for max_turns", {S: "max_turn: 3\n" + GREETING}, F + "max_turn: unknown field; did you mean max_turns?"),
@@ -119,7 +119,7 @@ SCENARIOS = [
      F + "judge[0].check.notsaid: unknown field; did you mean not_said?"),
     ("width for with", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_order, width: {order: A-1043}}\n"},
      F + "judge[0].check.width: unknown field; did you mean with?"),
-    ("say for said", {S: "script: [Hi!]\njudge:\n  - check: {say: Hi}\n"}, F + "judge[0].check.say: unknown field; the fields here are called, with, not_called, said, not_said"),
+    ("say for said", {S: "script: [Hi!]\njudge:\n  - check: {say: Hi}\n"}, F + "judge[0].check.say: unknown field; the fields here are called, with, not_called, said, not_said, state"),
     ("pass at the top", {S: "script: [Hi!]\npass: clear\njudge:\n  - claim: How clear was the agent?\n    grades: [unclear, clear]\n"},
      F + "pass: not a field here; it belongs under judge[0]"),
     ("grades at the top", {S: "script: [Hi!]\ngrades: [unclear, clear]\njudge:\n  - claim: How clear was the agent?\n    pass: clear\n"},
@@ -142,7 +142,7 @@ SCENARIOS = [
     ("with beside not_called", {S: "script: [Hi!]\njudge:\n  - check: {not_called: cancel_booking, with: {ref: X}}\n"},
      F + "judge[0].check.with: goes only with called"),
     ("two checks in one", {S: "script: [Hi!]\njudge:\n  - check: {said: Hi, not_said: bye}\n"},
-     F + "judge[0].check: give exactly one of called, not_called, said, not_said"),
+     F + "judge[0].check: give exactly one of called, not_called, said, not_said, state"),
     ("check written as text", {S: "script: [Hi!]\njudge:\n  - check: said Hi\n"}, F + "judge[0].check: expected a mapping, got text"),
     ("judge as one text", {S: "script: [Hi!]\njudge: The agent greets back.\n"}, F + "judge: expected a list, got text"),
     ("judge as a mapping", {S: "script: [Hi!]\njudge:\n  check: {said: Hi}\n"}, F + "judge: expected a list, got a mapping"),
@@ -403,7 +403,7 @@ def test_a_setting_that_would_be_lost_or_wrong_is_refused(
 
 A = "agents/bot.py"
 L = "convy: loading agents/bot.py failed: ValueError: "
-SLOTS = "its slots are {{ text }}, {{ session }}, {{ turn }}, {{ history }}"
+SLOTS = "its slots are {{ text }}, {{ session }}, {{ turn }}, {{ history }}, {{ tools_url }}"
 
 
 JSON_AGENT = "from convy import JsonAgent, JsonEndpoint, TokenPaths\n\n"
@@ -693,8 +693,8 @@ TEMPLATE = [
     ("run the absent agent by its file", "", ("run", "agents/assistant.py"),
      "convy: agents/assistant.py: the agent is absent: set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env (see .env.example)"),
     ("--scenarios refund/damaged", "", ("run", "--scenarios", "refund/damaged"),
-     "convy: no scenario matches: --scenarios refund/damaged: no such scenario; nearest: refunds/damaged, refunds/in-transit"),
-    ("--tag urgnt", "", ("run", "--tag", "urgnt"), "convy: no scenario matches: --tag urgnt: no scenario has it; the tags are orders, refunds, smoke"),
+     "convy: no scenario matches: --scenarios refund/damaged: no such scenario; nearest: refunds/damaged, refunds/refunded-before, refunds/in-transit"),
+    ("--tag urgnt", "", ("run", "--tag", "urgnt"), "convy: no scenario matches: --tag urgnt: no scenario has it; the tags are orders, refunds, smoke, tools"),
     ("GATEWAY_URL without http://", "GATEWAY_URL=localhost:4000/v1\nGATEWAY_KEY=sk-corpus-CANARY\nUSER_MODEL=user-model\n", ("check",),
      "convy: loading models.py failed: GATEWAY_URL in .env: base_url: must start with http:// or https://, "
      "not 'localhost:4000/v1' (http://localhost:4000/v1?)"),

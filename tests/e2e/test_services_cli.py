@@ -43,6 +43,7 @@ SCENARIOS = {
     "refunds/damaged",
     "refunds/in-transit",
     "refunds/no-order-number",
+    "refunds/refunded-before",
     "refunds/upset-customer",
 }
 GATEWAY = ("GATEWAY_URL", "GATEWAY_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "USER_MODEL", "JUDGE_MODEL", "AGENT_MODEL")
@@ -222,7 +223,7 @@ def accepted(standin: StandIn, since: int = 0) -> None:
 def test_a_run_on_the_gateway_plays_every_scenario_of_both_agents_and_exits_0(
     made: Made, standin: StandIn, roles: Roles
 ) -> None:
-    """With the gateway set, ``convy run`` plays all 8 scenarios for shop and assistant, judged and simulated, and
+    """With the gateway set, ``convy run`` plays all 9 scenarios for shop and assistant, judged and simulated, and
     exits 0: claims fail, but no attempt was failed by the agent or left unjudged, and there is no --fail-under."""
     made.gateway(standin.url + "/v1")
 
@@ -329,7 +330,7 @@ def test_without_a_gateway_the_assistant_is_absent_for_smoke_run_and_named_run(m
     plain = made.ran("run", "-k", "1")
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "- skipped agent assistant: set GATEWAY_URL, GATEWAY_KEY and AGENT_MODEL in .env" in plain.stdout
-    assert "shop: 5 scenarios × 1 attempt" in plain.stdout
+    assert "shop: 6 scenarios × 1 attempt" in plain.stdout
     assert set(made.runs()) == {"shop"}
 
 

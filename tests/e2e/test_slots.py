@@ -304,7 +304,7 @@ def test_a_json_agents_unknown_body_slot_is_refused_naming_the_slots(tmp_path: P
             assert line.startswith("convy: loading agents/airline.py"), done.stderr
             assert line.endswith(
                 "failed: ValueError: body.message: no slot {{ message }} in a JSON agent's body (for {{ text }}?):"
-                " its slots are {{ text }}, {{ session }}, {{ turn }}, {{ history }}"
+                " its slots are {{ text }}, {{ session }}, {{ turn }}, {{ history }}, {{ tools_url }}"
             ), done.stderr
         assert server.received == []
 

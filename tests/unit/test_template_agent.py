@@ -150,7 +150,7 @@ def scenarios() -> tuple[Scenario, ...]:
 
 def test_every_template_scenario_loads() -> None:
     found = scenarios()
-    assert 6 <= len(found) <= 8
+    assert 6 <= len(found) <= 9
     assert any("/" in scenario.id for scenario in found)
     offline = [scenario for scenario in found if not scenario.needs()]
     with_models = [scenario for scenario in found if "user" in scenario.needs()]
@@ -254,9 +254,18 @@ def test_the_offline_scenarios_pass_and_fail_against_the_bot(agent: Any) -> None
         "off-topic": "passed",
         "refunds/in-transit": "failed",
         "orders/late": "failed",
+        "refunds/refunded-before": "failed",
     }
     for outcome in journal.outcomes:
         failing = [claim for claim in outcome.result.claims if not claim.held]
         if outcome.scenario in ("refunds/in-transit", "orders/late"):
             assert [claim.claim for claim in failing] == [outcome.result.claims[-1].claim]
             assert "guarantee" in failing[0].reason
+        if outcome.scenario == "refunds/refunded-before":  # the shop's books, set by the scenario, show the second payout
+            assert [(claim.claim, claim.reason) for claim in failing] == [
+                ("state payouts is {}", "the tools' state has payouts = {'A-1043': 39.9}")
+            ]
+            assert [(step.name, step.source) for step in outcome.transcript.turns[0].answer.steps if isinstance(step, Call)] == [
+                ("lookup_order", "fixture"),
+                ("issue_refund", "fixture"),
+            ]

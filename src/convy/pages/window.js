@@ -165,16 +165,33 @@ const Scene = (() => {
         () => markdown(one.text));
     }
     const result = one.result === null || one.result === undefined ? null : one.result;
+    /* A call the scenario's own tools served says so, and where their answer came from. */
+    const served = one.source ? "the scenario's tool: " + (SOURCES[one.source] || one.source) : "";
+    const outcome = one.error
+      ? h("span", { class: "step-error" }, " → error: " + short(one.error, 50))
+      : result === null ? h("span", { class: "muted" }, " → result not reported") : h("span", { class: "muted" }, " → " + short(result, 50));
     return lazy({ class: "step call" },
       h("summary", null,
         h("span", { class: "step-kind" }, "⚙ call"), " ",
         h("code", null, one.name + "(" + short(one.arguments === "{}" ? "" : one.arguments, 70) + ")"),
-        result === null ? h("span", { class: "muted" }, " → result not reported") : h("span", { class: "muted" }, " → " + short(result, 50)),
-        one.seconds === null || one.seconds === undefined ? null : h("span", { class: "muted" }, " · " + fmt.seconds(one.seconds))),
+        outcome,
+        one.seconds === null || one.seconds === undefined ? null : h("span", { class: "muted" }, " · " + fmt.seconds(one.seconds)),
+        served ? h("span", { class: "muted" }, " · " + served) : null),
       () => h("div", { class: "call-body" },
         h("div", { class: "label" }, "arguments"), h("pre", null, pretty(one.arguments)),
-        h("div", { class: "label" }, "result"), result === null ? h("p", { class: "muted" }, "not reported by the agent") : h("pre", null, pretty(result))));
+        one.error
+          ? [h("div", { class: "label" }, "error"), h("pre", null, one.error)]
+          : [h("div", { class: "label" }, "result"), result === null ? h("p", { class: "muted" }, "not reported by the agent") : h("pre", null, pretty(result))],
+        served ? h("p", { class: "muted" }, "answered by " + served) : null));
   }
+
+  const SOURCES = {
+    fixture: "one of its answers",
+    default: "its default answer",
+    unanswered: "no answer declared for these arguments",
+    invalid: "arguments that do not fit its parameters",
+    unknown: "a tool the scenario does not declare",
+  };
 
   /* A turn's steps, collapsed, under a line that says how many of each kind. */
   function steps(one, open) {

@@ -9,6 +9,12 @@ It has ONE flaw on purpose, for the demo scenarios to find: for an order still i
 promises a delivery date ("I guarantee it will arrive tomorrow"), a promise no support bot may
 make. Find it in ``Order.status_text``.
 
+Where a scenario declares the tools itself (``tools:``, docs/tools.md), the bot calls those
+instead of its own table (``ShopConversation._called``, through ``convy.toolbox()``), so the
+scenario chooses what the shop's books hold and checks them afterwards. The books may say more
+than the bot reads: it never looks whether an order was refunded before, which
+``scenarios/refunds/refunded-before.yaml`` finds in the books, not in what the bot says.
+
 Your own agent is a file like this one in ``agents/`` that defines ``agent``: any object whose
 ``conversation()`` is an async context manager yielding an object with
 ``async def turn(self, message: Message) -> Answer``. Open your real client or session in
@@ -25,6 +31,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from convy import ToolError, toolbox
 from convy.agent import Answer, Call, Message, Reported, Thought, Usage
 
 ORDER_ID = re.compile(r"\b([A-Z])-(\d{4})\b", re.IGNORECASE)
@@ -72,9 +79,6 @@ class Shop:
     def issue_refund(self, order: str, reason: str) -> dict[str, Any]:
         found = self._orders[order]
         return {"refunded": True, "order": order, "amount": found.price, "reason": reason, "reference": f"R-{order[2:]}"}
-
-    def order(self, order: str) -> Order:
-        return self._orders[order]
 
 
 class Reading(msgspec.Struct, frozen=True):
@@ -128,7 +132,7 @@ class ShopConversation:
     async def turn(self, message: Message) -> Answer:
         reading = Reading.of(message.text)
         steps: list[Thought | Call] = []
-        text = self._answer(reading, steps)
+        text = await self._answer(reading, steps)
         if reading.greeting and not text.startswith("Hello"):
             text = f"Hello! {text}"
         self.words += len(message.text.split())
@@ -136,19 +140,21 @@ class ShopConversation:
         self.words += len(text.split())
         return Answer(text, usage, tuple(steps))
 
-    def _answer(self, reading: Reading, steps: list[Thought | Call]) -> str:
+    async def _answer(self, reading: Reading, steps: list[Thought | Call]) -> str:
         if reading.thanks and not (reading.order or reading.damage):
             return "You're welcome! Have a nice day."
         if reading.refund or reading.damage:
             self.wants_refund = True
         if reading.order:
-            result = self._called(steps, "lookup_order", {"order": reading.order}, self._shop.lookup_order)
-            if not result["found"]:
+            result = await self._called(steps, "lookup_order", {"order": reading.order}, self._shop.lookup_order)
+            if not result.get("found"):
                 return (
                     f"I couldn't find an order {reading.order}. Could you check the number? "
                     "It is a letter, a dash and four digits, like A-1234."
                 )
-            found = self._shop.order(reading.order)
+            # What the books say of the order, read into the bot's own record: what it does not
+            # know of (a refund made before) it does not read.
+            found = Order(**{key: result[key] for key in Order.__struct_fields__ if key in result})
             if self.order is None or self.order.id != found.id:
                 self.damage_reported = False
                 self.asked_reason = False
@@ -161,7 +167,7 @@ class ShopConversation:
                     "I'm sorry to hear that. I can help with a refund: what is your order number? "
                     "It is a letter, a dash and four digits, like A-1234."
                 )
-            return self._refund(self.order, steps)
+            return await self._refund(self.order, steps)
         if reading.status or reading.order:
             if self.order is None:
                 return "Sure, I can check that. What is your order number? It looks like A-1234."
@@ -170,7 +176,7 @@ class ShopConversation:
             return self.GREETING
         return "Sorry, I can't help with that: I can only help with Example Shop orders and refunds."
 
-    def _refund(self, order: Order, steps: list[Thought | Call]) -> str:
+    async def _refund(self, order: Order, steps: list[Thought | Call]) -> str:
         if order.id in self.refunded:
             self.wants_refund = False
             return f"Order {order.id} is already refunded; the money reaches your card within 5 business days."
@@ -193,7 +199,9 @@ class ShopConversation:
             )
         reason = "arrived damaged (courier report)" if order.damaged else "customer reports the item is damaged"
         steps.append(Thought(f"{order.id} was delivered and is damaged: it qualifies for a refund."))
-        result = self._called(steps, "issue_refund", {"order": order.id, "reason": reason}, self._shop.issue_refund)
+        result = await self._called(steps, "issue_refund", {"order": order.id, "reason": reason}, self._shop.issue_refund)
+        if "error" in result:
+            return f"I'm sorry, I couldn't issue the refund for order {order.id} just now ({result['error']}). Please try again later."
         self.refunded.add(order.id)
         self.wants_refund = False
         return (
@@ -202,12 +210,25 @@ class ShopConversation:
             f"5 business days. There is no need to send the {order.item} back."
         )
 
-    def _called(
+    async def _called(
         self, steps: list[Thought | Call], name: str, arguments: dict[str, Any], tool: Callable[..., dict[str, Any]]
     ) -> dict[str, Any]:
-        """Call a tool and report it in the answer's steps, with its result and how long it took."""
+        """Call a tool and report it in the answer's steps, with its result and how long it took:
+        the scenario's own tool of that name where it declares one, else the shop's; a tool's
+        error is the result ``{"error": ...}``."""
         start = time.perf_counter()
-        result = tool(**arguments)
+        try:
+            scenario = toolbox()
+        except LookupError:  # the scenario declares no tools: the shop's own
+            result = tool(**arguments)
+        else:
+            if name in scenario.tools:
+                try:
+                    result = await scenario.call(name, arguments)
+                except ToolError as error:
+                    result = {"error": str(error)}
+            else:
+                result = tool(**arguments)
         steps.append(Call(name, arguments, Reported(result), time.perf_counter() - start))
         return result
 
