@@ -778,7 +778,7 @@ class Traced:
         from convy import http
 
         self._connection, self._original = http.JsonConnection, http.JsonConnection._response
-        self._wire, self._hook = http._OnTheWire, http._OnTheWire.__call__
+        self._wire, self._hook = http.OnTheWire, http.OnTheWire.__call__
         rows, original, hook = self.rows, self._original, self._hook
         current: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("traced", default=None)
 
@@ -802,7 +802,7 @@ class Traced:
             return response
 
         http.JsonConnection._response = traced  # type: ignore[method-assign]
-        http._OnTheWire.__call__ = on_the_wire  # type: ignore[method-assign]
+        http.OnTheWire.__call__ = on_the_wire  # type: ignore[method-assign]
         return self
 
     def waits(self, outcomes: Any) -> None:

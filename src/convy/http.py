@@ -473,7 +473,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         if told is None:
             return {}
         told.service = self.limited_by
-        return {"trace": _OnTheWire(told)} if told.listened() else {}
+        return {"trace": OnTheWire(told)} if told.listened() else {}
 
     def _shown(self, path: str) -> str:
         return self._hidden(JsonEndpoint(self.endpoint.at(path)).shown())
@@ -578,7 +578,7 @@ def _handshaken(error: BaseException) -> ssl.SSLError | None:
     return None
 
 
-class _OnTheWire:
+class OnTheWire:
     """httpx2's trace hook for one request: waits for the moment its ``Told`` says the head may be
     written, and tells it the moment the head was written to the connection (after the connection
     was opened, when it is a new one)."""

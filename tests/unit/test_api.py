@@ -22,7 +22,7 @@ def test_all_is_sorted_and_every_name_exists() -> None:
 def test_all_lists_every_public_class_of_the_interface_modules() -> None:
     """Every public class defined in the modules the API is drawn from is exported (or is internal by name)."""
     modules = ("agent", "bench", "records", "storage", "plan", "checks", "outcome", "scenarios", "busy", "quota", "chat", "transcript", "prompt", "user", "judge", "http", "httpagents", "model", "problems", "scenario", "project", "waits")
-    internal = {"Spoken", "Kept", "Bounds", "Left", "LinesLeftOut", "AgentTurn", "Seen", "RunId", "ScenarioFile", "Written", "FieldProblem", "Stop", "Waits", "Chunks", "ReplyParts", "Arguments", "JsonPath", "BodyTemplate", "RetryAfter", "Provider", "Quota", "NoQuota", "Heard", "Told", "Seat", "RateHeaders", "Service", "Services", "Meter", "Pace", "Ration", "Send", "Outside", "RunJudge", "Player", "Playlist", "Lacking", "Judged", "FolderName", "Stage", "Blind", "RunName", "Quote", "Loaded", "UrlGiven", "Instructions", "Conduct", "Noted", "Quoted", "Reviewed", "UserReview"}
+    internal = {"Spoken", "Kept", "Bounds", "Left", "LinesLeftOut", "AgentTurn", "Seen", "RunId", "ScenarioFile", "Written", "FieldProblem", "Stop", "Waits", "Chunks", "ReplyParts", "Arguments", "JsonPath", "BodyTemplate", "RetryAfter", "OnTheWire", "Provider", "Quota", "NoQuota", "Heard", "Told", "Seat", "RateHeaders", "Service", "Services", "Meter", "Pace", "Ration", "Send", "Outside", "RunJudge", "Player", "Playlist", "Lacking", "Judged", "FolderName", "Stage", "Blind", "RunName", "Quote", "Loaded", "UrlGiven", "Instructions", "Conduct", "Noted", "Quoted", "Reviewed", "UserReview"}
     missing = []
     for module_name in modules:
         module = getattr(__import__(f"convy.{module_name}"), module_name)

@@ -1,0 +1,198 @@
+"""An agent built with the OpenAI Agents SDK, as convy plays it: ``from_openai_agents``.
+
+In a project's ``agents/shop.py``::
+
+    from agents import Agent
+    from openai import AsyncOpenAI
+    from convy.frameworks.openai_agents import from_openai_agents
+
+    shop = Agent(name="shop", instructions="...", tools=[lookup_order], model="gpt-4.1-mini")
+    agent = from_openai_agents(shop, AsyncOpenAI())
+
+Each conversation convy opens is one of the SDK's: its turns carry the items of the turns before
+(``RunResult.to_input_list``), and a conversation starts with none. Each turn is one
+``Runner.run``, whose model requests go through the SDK's OpenAI client made to send as convy's
+own (``paced.Paced``: paced with the agent's places, a request refused for a rate limit sent again
+on its own after the pause the service asked for, the turn never played again). The answer holds
+each request's usage as the service reported it (input, output, cached and reasoning tokens; a cost
+from ``prices`` where one is given for the model, flagged as computed), each tool call paired with
+its result (``call_id``), and the model's reasoning summaries as thoughts. Where the scenario
+declares tools (``tools:``, docs/tools.md), a tool of the agent with the same name is answered by
+the scenario's instead, and its calls are kept as the scenario's tools saw them.
+
+The SDK is convy's ``openai-agents`` extra (docs/decisions/0012-openai-agents.md), imported only here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
+from convy.busy import Busy
+from convy.chat import Prices
+from convy.paced import client as paced_client
+from convy.tools import TOOLS, ToolError
+
+try:
+    import agents as sdk
+    import openai
+except ImportError as error:  # pragma: no cover - said to whoever loads an agent file without the extra
+    raise ImportError(f"convy's adapter for the OpenAI Agents SDK needs its extra ({error.name} is not installed): pip install 'convy[openai-agents]'") from None
+
+
+def from_openai_agents(
+    agent: Any, client: Any = None, *, responses: bool = False, prices: Prices = Prices(), max_turns: int = 10
+) -> OpenAIAgentsAgent:
+    """``agent`` (an ``agents.Agent``) as convy plays it, its model reached through ``client`` (an
+    ``openai.AsyncOpenAI``; the SDK's default, from ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``, where
+    none is given) over the Chat Completions API, or the Responses API with ``responses``;
+    ``prices`` prices the tokens of a request whose service reports no cost; ``max_turns`` is the
+    SDK's own bound on one ``Runner.run``."""
+    if not isinstance(agent, sdk.Agent):
+        raise TypeError(f"from_openai_agents: give an agents.Agent, not {type(agent).__name__}")
+    return OpenAIAgentsAgent(agent, client, responses, prices, max_turns)
+
+
+class OpenAIAgentsAgent:
+    """An Agents SDK agent, the client its model is reached through, and how: convy's ``Agent``."""
+
+    def __init__(self, agent: Any, client: Any, responses: bool, prices: Prices, max_turns: int) -> None:
+        self.agent = agent
+        self.client = client
+        self.responses = responses
+        self.prices = prices
+        self.max_turns = max_turns
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[_Conversation]:
+        http = paced_client()
+        given = self.client if self.client is not None else openai.AsyncOpenAI()
+        async with http:
+            paced = given.with_options(http_client=http, max_retries=0)
+            provider = sdk.OpenAIProvider(openai_client=paced, use_responses=self.responses)
+            yield _Conversation(self, sdk.RunConfig(model_provider=provider, tracing_disabled=True))
+
+
+class _Conversation:
+    """One conversation: the SDK's items of its turns so far."""
+
+    def __init__(self, owner: OpenAIAgentsAgent, config: Any) -> None:
+        self._owner = owner
+        self._config = config
+        self._items: list[Any] = []
+
+    async def turn(self, message: Message) -> Answer:
+        owner = self._owner
+        items = [*self._items, {"role": "user", "content": message.text}]
+        try:
+            result = await sdk.Runner.run(_with_scenario_tools(owner.agent), items, run_config=self._config, max_turns=owner.max_turns)
+        except openai.APIConnectionError as error:
+            if isinstance(error.__cause__, Busy):  # the service stayed busy past the agent's patience: a busy service's, not the agent's
+                raise error.__cause__ from None
+            raise
+        self._items = result.to_input_list()
+        return _answer(result, owner.prices)
+
+
+def _with_scenario_tools(agent: Any) -> Any:
+    """``agent`` with each tool that has the name of one the scenario declares answered by the
+    scenario's, and the scenario's others added; as it is where the scenario declares none."""
+    box = TOOLS.get()
+    if box is None:
+        return agent
+    own = {getattr(tool, "name", ""): tool for tool in agent.tools}
+    tools = [tool for name, tool in own.items() if name not in box.tools]
+    for name, declared in box.tools.items():
+        tools.append(
+            sdk.FunctionTool(
+                name=name,
+                description=declared.description or getattr(own.get(name), "description", ""),
+                params_json_schema=declared.function()["function"]["parameters"],
+                on_invoke_tool=_invoked(name),
+                strict_json_schema=False,
+            )
+        )
+    return agent.clone(tools=tools)
+
+
+def _invoked(name: str) -> Any:
+    async def invoke(context: Any, arguments: str) -> str:
+        box = TOOLS.get()
+        assert box is not None  # set for the whole attempt
+        try:
+            value = await box.call(name, json.loads(arguments or "{}"))
+        except ToolError as error:
+            return f"error: {error}"
+        return value if isinstance(value, str) else json.dumps(value)
+
+    return invoke
+
+
+def _answer(result: Any, prices: Prices) -> Answer:
+    """The answer of one ``Runner.run``: its text, each request's usage, its steps."""
+    usages: list[Usage] = []
+    for response in result.raw_responses:
+        said = response.usage
+        cached = int(getattr(said.input_tokens_details, "cached_tokens", 0) or 0)
+        reasoning = int(getattr(said.output_tokens_details, "reasoning_tokens", 0) or 0)
+        tokens_in, tokens_out = int(said.input_tokens or 0), int(said.output_tokens or 0)
+        cost = prices.cost(_model(response), tokens_in, tokens_out, cached)
+        usages.append(Usage(input=tokens_in, output=tokens_out, cached=cached, reasoning=reasoning, cost=cost))
+    steps: list[Thought | Call] = []
+    results = {_call_id(item.raw_item): item.output for item in result.new_items if isinstance(item, sdk.ToolCallOutputItem)}
+    for item in result.new_items:
+        match item:
+            case sdk.ReasoningItem(raw_item=raw):
+                text = " ".join(part.text for part in getattr(raw, "summary", []) or [] if getattr(part, "text", ""))
+                if text:
+                    steps.append(Thought(text))
+            case sdk.ToolCallItem(raw_item=raw):
+                name = getattr(raw, "name", "") or ""
+                arguments = _arguments(getattr(raw, "arguments", "") or "")
+                identity = _call_id(raw)
+                steps.append(Call(name, arguments, Reported(_plain(results[identity])) if identity in results else NotReported()))
+            case _:
+                pass
+    text = result.final_output if isinstance(result.final_output, str) else json.dumps(_plain(result.final_output))
+    usage: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
+    return Answer(text, usage, tuple(steps))
+
+
+def _model(response: Any) -> str:
+    """The model a response came from, where the SDK kept it."""
+    for item in getattr(response, "output", []) or []:
+        data = getattr(item, "provider_data", None) or {}
+        if isinstance(data, dict) and isinstance(data.get("model"), str):
+            return str(data["model"])
+    return ""
+
+
+def _call_id(raw: Any) -> str:
+    match raw:
+        case dict():
+            return str(raw.get("call_id", ""))
+        case _:
+            return str(getattr(raw, "call_id", ""))
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"arguments": text}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _plain(value: Any) -> Any:
+    """A tool's output or a final output as JSON holds it: a model of pydantic's as its dump."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
