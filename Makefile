@@ -70,7 +70,7 @@ $(VENV)/.convy: pyproject.toml
 $(VENV)/.dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,ray,mcp,openai-agents]'
+	$(BIN)/pip install --quiet -e '.[dev,ray,mcp,openai-agents,pydantic-ai,langgraph]'
 	touch $(VENV)/.convy $@
 
 # convy is in .venv, not on PATH: the last line says how to reach it, whatever the run's exit code.
@@ -108,7 +108,7 @@ $(NEWER)/.dev: pyproject.toml
 	echo "$(NEWER): $$python"; \
 	$$python -m venv $(NEWER)
 	$(NEWER)/bin/pip install --quiet --upgrade pip
-	$(NEWER)/bin/pip install --quiet -e '.[dev,ray,mcp,openai-agents]'
+	$(NEWER)/bin/pip install --quiet -e '.[dev,ray,mcp,openai-agents,pydantic-ai,langgraph]'
 	touch $@
 endif
 

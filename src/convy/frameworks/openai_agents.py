@@ -31,8 +31,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
-from convy.busy import Busy
 from convy.chat import Prices
+from convy.frameworks.common import arguments_of, plain, unwrapped
 from convy.paced import client as paced_client
 from convy.tools import TOOLS, ToolError
 
@@ -87,12 +87,7 @@ class _Conversation:
     async def turn(self, message: Message) -> Answer:
         owner = self._owner
         items = [*self._items, {"role": "user", "content": message.text}]
-        try:
-            result = await sdk.Runner.run(_with_scenario_tools(owner.agent), items, run_config=self._config, max_turns=owner.max_turns)
-        except openai.APIConnectionError as error:
-            if isinstance(error.__cause__, Busy):  # the service stayed busy past the agent's patience: a busy service's, not the agent's
-                raise error.__cause__ from None
-            raise
+        result = await unwrapped(sdk.Runner.run(_with_scenario_tools(owner.agent), items, run_config=self._config, max_turns=owner.max_turns))
         self._items = result.to_input_list()
         return _answer(result, owner.prices)
 
@@ -151,12 +146,12 @@ def _answer(result: Any, prices: Prices) -> Answer:
                     steps.append(Thought(text))
             case sdk.ToolCallItem(raw_item=raw):
                 name = getattr(raw, "name", "") or ""
-                arguments = _arguments(getattr(raw, "arguments", "") or "")
+                arguments = arguments_of(getattr(raw, "arguments", "") or "")
                 identity = _call_id(raw)
-                steps.append(Call(name, arguments, Reported(_plain(results[identity])) if identity in results else NotReported()))
+                steps.append(Call(name, arguments, Reported(plain(results[identity])) if identity in results else NotReported()))
             case _:
                 pass
-    text = result.final_output if isinstance(result.final_output, str) else json.dumps(_plain(result.final_output))
+    text = result.final_output if isinstance(result.final_output, str) else json.dumps(plain(result.final_output))
     usage: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
     return Answer(text, usage, tuple(steps))
 
@@ -176,23 +171,3 @@ def _call_id(raw: Any) -> str:
             return str(raw.get("call_id", ""))
         case _:
             return str(getattr(raw, "call_id", ""))
-
-
-def _arguments(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"arguments": text}
-    return value if isinstance(value, dict) else {"arguments": value}
-
-
-def _plain(value: Any) -> Any:
-    """A tool's output or a final output as JSON holds it: a model of pydantic's as its dump."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return value
-

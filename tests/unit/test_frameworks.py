@@ -1,0 +1,204 @@
+"""Agents built on frameworks — the OpenAI Agents SDK, pydantic-ai, LangGraph (with LangChain's
+``ChatOpenAI``) — played by convy through their adapters (``convy.frameworks``) against the
+stand-in's Chat Completions, a real HTTP server on 127.0.0.1: the frameworks themselves, no fake of
+them. Each case plays every framework: a conversation's memory, each request's usage against what
+the server reported, tool calls with their results, a rate limit met inside a turn, a service busy
+past the agent's patience; then what only some do (the scenario's tools in place of the agent's,
+prices for a cost the service did not give, a LangGraph checkpointer)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+import pytest
+from support.standin import StandIn, Status
+
+from convy.agent import Call, Cost, Reported, Requests, Usage
+from convy.bench import Bench
+from convy.chat import Price, Prices
+from convy.fakes import MemoryJournal
+from convy.judge import Models
+from convy.outcome import Outcome
+from convy.plan import Plan
+from convy.records import Limits
+from convy.scenario import Scenario
+
+KEY = "sk-test-never-shown"
+
+
+def replied(request: dict[str, Any]) -> dict[str, Any]:
+    """The model: a call of lookup_order for a message naming an order, then, with its result, the
+    answer; each with a usage of its own, as a server reports it."""
+    messages = request["messages"]
+    if messages[-1]["role"] == "tool":
+        return {"content": f"Your order: {messages[-1]['content']}", "usage": {"prompt_tokens": 40 + len(messages), "completion_tokens": 7, "cached_tokens": 16}}
+    if "A-" in messages[-1]["content"]:
+        return {"content": None, "tool_calls": [{"name": "lookup_order", "arguments": {"order": "A-1"}}], "usage": {"prompt_tokens": 30 + len(messages), "completion_tokens": 9}}
+    return {"content": "Hello! Which order?", "usage": {"prompt_tokens": 20 + len(messages), "completion_tokens": 4, "reasoning_tokens": 2}}
+
+
+def said(body: dict[str, Any]) -> Usage:
+    """The usage the stand-in reported for a request it received: what ``replied`` gave it."""
+    usage = replied(body)["usage"]
+    return Usage(usage["prompt_tokens"], usage["completion_tokens"], cached=usage.get("cached_tokens", 0), reasoning=usage.get("reasoning_tokens", 0))
+
+
+def lookup(order: str) -> dict[str, str]:
+    """Look an order up by its number."""
+    return {"order": order, "status": "in transit"}
+
+
+def openai_agents(server: StandIn, prices: Prices) -> Any:
+    import agents
+    import openai
+
+    from convy.frameworks.openai_agents import from_openai_agents
+
+    shop = agents.Agent(name="shop", instructions="You help with orders.", tools=[agents.function_tool(lookup, name_override="lookup_order")], model="agent-model")
+    return from_openai_agents(shop, openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY), prices=prices)
+
+
+def pydantic_ai(server: StandIn, prices: Prices) -> Any:
+    import openai
+    import pydantic_ai
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from convy.frameworks.pydantic_ai import from_pydantic_ai
+
+    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY)
+    shop = pydantic_ai.Agent(OpenAIChatModel("agent-model", provider=OpenAIProvider(openai_client=client)), instructions="You help with orders.")
+    shop.tool_plain(name="lookup_order")(lookup)
+    return from_pydantic_ai(shop, prices=prices)
+
+
+def langgraph(server: StandIn, prices: Prices, kept: bool = False) -> Any:
+    """A graph as LangGraph's guides build one: the model, then the tools while it calls any."""
+    from langchain_core.tools import StructuredTool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from convy.frameworks.langgraph import from_langgraph, http_client
+
+    tool = StructuredTool.from_function(lookup, name="lookup_order")
+    model = ChatOpenAI(model="agent-model", base_url=server.url + "/v1", api_key=KEY, max_retries=0, http_async_client=http_client())
+    bound = model.bind_tools([tool])
+
+    async def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode([tool]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    return from_langgraph(graph.compile(checkpointer=InMemorySaver() if kept else None), prices=prices)
+
+
+def langgraph_kept(server: StandIn, prices: Prices) -> Any:
+    return langgraph(server, prices, kept=True)
+
+
+Made = Callable[[StandIn, Prices], Any]
+NEEDS = {openai_agents: ("agents",), pydantic_ai: ("pydantic_ai",), langgraph: ("langgraph", "langchain_openai"), langgraph_kept: ("langgraph", "langchain_openai")}
+
+
+def present(made: Made) -> Any:
+    """``made`` as a case, skipped where its framework (an extra of convy's) is not installed."""
+    missing = [name for name in NEEDS[made] if importlib.util.find_spec(name) is None]
+    marks = [pytest.mark.skip(reason=f"{', '.join(missing)} not installed")] if missing else []
+    return pytest.param(made, id=made.__name__.replace("_kept", "+checkpointer"), marks=marks)
+
+
+EVERY = [present(made) for made in (openai_agents, pydantic_ai, langgraph, langgraph_kept)]
+WITH_SCENARIO_TOOLS = [present(made) for made in (openai_agents, pydantic_ai)]
+
+
+def scenario(**fields: Any) -> Scenario:
+    data = {"id": "order", "script": ["Hi", "Where is A-1?"], "judge": [{"check": {"called": "lookup_order"}}], **fields}
+    return msgspec.convert(data, Scenario)
+
+
+def played(made: Made, server: StandIn, chosen: Scenario, prices: Prices = Prices(), limits: Limits = Limits()) -> Outcome:
+    journal = MemoryJournal()
+    asyncio.run(Bench(made(server, prices), Models(), limits).run(Plan((chosen,), 1), journal))
+    (outcome,) = journal.outcomes
+    return outcome
+
+
+@pytest.mark.parametrize("made", EVERY)
+def test_a_conversation_remembers_its_turns_and_its_usage_is_the_servers(made: Made) -> None:
+    with StandIn(reply=replied) as server:
+        outcome = played(made, server, scenario())
+        bodies = [msgspec.json.decode(request.body) for request in server.received]
+    assert outcome.status(0.0) == "passed", outcome.result
+    first, second = outcome.transcript.turns
+    assert first.answer.text == "Hello! Which order?"
+    assert second.answer.text.startswith("Your order: ")
+    # The second turn's requests carry the first turn's messages: one conversation of the framework's.
+    assert [message["content"] for message in bodies[1]["messages"] if message["role"] == "user"] == ["Hi", "Where is A-1?"]
+    # Each request's usage as the server reported it, request by request.
+    told = [said(body) for body in bodies]
+    assert first.answer.usage == told[0]
+    assert second.answer.usage == Requests((told[1], told[2]))
+    (call,) = second.answer.steps
+    assert call == Call("lookup_order", {"order": "A-1"}, Reported({"order": "A-1", "status": "in transit"}))  # type: ignore[comparison-overlap]
+
+
+@pytest.mark.parametrize("made", EVERY)
+def test_a_rate_limit_met_inside_a_turn_sends_that_request_again_not_the_turn(made: Made) -> None:
+    """The server refuses the turn's first request once (429, Retry-After: 1): convy sends it again
+    after the pause, the turn goes on, and the attempt is the agent's to pass, not a failure."""
+    with StandIn(reply=replied) as server:
+        server.faults(Status(429, retry_after="1", path="/v1/chat/completions"))
+        outcome = played(made, server, scenario(script=["Where is A-1?"]))
+        received = len(server.received)
+    assert outcome.status(0.0) == "passed", outcome.result
+    assert received == 3  # the refused one, sent again; then the answer after the tool's result
+    assert [wait.why for wait in outcome.waits] == ["busy"]
+
+
+@pytest.mark.parametrize("made", EVERY)
+def test_a_service_busy_past_the_agents_patience_is_a_busy_service_not_the_agents_failure(made: Made) -> None:
+    """Refused with a pause longer than the agent's patience: the attempt stops as the agent's
+    service busy (not judged), not as the agent failed, though the framework's client stood between."""
+    with StandIn(reply=replied) as server:
+        server.faults(Status(429, retry_after="30", path="/v1/chat/completions"))
+        outcome = played(made, server, scenario(script=["Where is A-1?"]), limits=Limits(agent_patience=1.0))
+    assert outcome.stop == "agent_busy", outcome.result
+    assert outcome.status(0.0) == "not_judged"
+
+
+@pytest.mark.parametrize("made", WITH_SCENARIO_TOOLS)
+def test_the_scenarios_tools_answer_in_place_of_the_agents_own_and_prices_fill_a_missing_cost(made: Made) -> None:
+    tools = [
+        {
+            "name": "lookup_order",
+            "parameters": {"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]},
+            "answers": [{"when": {"order": "A-1"}, "read": "orders.A-1", "set": {"looked": True}}],
+        }
+    ]
+    chosen = scenario(
+        script=["Where is A-1?"],
+        tools=tools,
+        state={"orders": {"A-1": {"status": "lost"}}},
+        judge=[{"check": {"state": {"looked": True}}}, {"check": {"said": "lost"}}],
+    )
+    with StandIn(reply=replied) as server:
+        outcome = played(made, server, chosen, prices=Prices({"agent-model": Price(Decimal("1"), Decimal("4"))}))
+    assert outcome.status(0.0) == "passed", outcome.result
+    (call,) = outcome.transcript.turns[0].answer.steps
+    assert (call.name, call.source, call.result) == ("lookup_order", "fixture", Reported({"status": "lost"}))  # type: ignore[union-attr]
+    usage = outcome.transcript.turns[0].answer.usage
+    assert isinstance(usage, Requests)
+    for request in usage.each:
+        assert isinstance(request, Usage)
+        assert request.cost == Cost((request.input * 1 + request.output * 4) / Decimal(1_000_000), "computed")
