@@ -184,3 +184,9 @@ def test_the_virtual_time_benchmarks_of_limits_without_headers_play_small() -> N
     assert "120 requests: wall" in out and "by the second limit" in out and "window 1: 21 answered" in out, out
     out = ran("bench/slow_answers.py", "b1/1", "shared-b10/2", "--ways", "1")
     assert out.count("floor") == 2 and "b1/1          floor 10.98" in out and "refused: " in out, out
+
+
+def test_the_tools_benchmark_plays_small() -> None:
+    """bench/tools.py: a scenario's tools called from Python and over MCP, and the server's parts."""
+    out = ran("bench/tools.py", "--attempts", "4", "--at-once", "2", "--servers", "2")
+    assert "python" in out and "passed 4/4" in out and "the MCP server, 2 times" in out, out
