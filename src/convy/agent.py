@@ -103,8 +103,9 @@ class Thought(msgspec.Struct, frozen=True, gc=False, tag="thought"):
 # Where the answer of a call the scenario's tools served came from (``Call.source``): one of the
 # scenario's fixtures, the tool's default, none declared for those arguments (an error), arguments
 # that did not fit the tool's parameters (an error), a tool the scenario does not declare (an
-# error). A call only the agent reported has none ("").
-Source = Literal["", "fixture", "default", "unanswered", "invalid", "unknown"]
+# error); or "claimed", a call the agent reported of a tool the scenario declares that its tools
+# never saw (no check counts it). A call only the agent reported, of a tool of its own, has none ("").
+Source = Literal["", "fixture", "default", "unanswered", "invalid", "unknown", "claimed"]
 
 
 class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True):

@@ -118,7 +118,7 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         if self.said:
             return f"said /{self.said}/"
         if self.state:
-            return "state " + ", ".join(f"{path} is {value!r}" for path, value in self.state.items())
+            return "state " + ", ".join(f"{path} is {msgspec.json.encode(value).decode()}" for path, value in self.state.items())
         return f"never said /{self.not_said}/"
 
     def claim(self, transcript: Transcript) -> Claim:
@@ -162,6 +162,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         for number, turn in enumerate(turns, start=1):
             for step in turn.answer.steps:
                 match step:
+                    case Call(source="claimed"):  # reported, never seen by the scenario's tool of that name
+                        pass
                     case Call(name=called) if called == name:
                         if self.not_called:  # decided at the first call: its turn is the reason
                             return Claim(self.text(), False, f"agent called {name} in turn {number}", by="code")
@@ -215,7 +217,7 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         """Whether the call was given every argument ``with:`` asks for, with its value."""
         given = call.arguments
         for key, value in self.with_.items():
-            if key not in given or given[key] != value:
+            if key not in given or not same(given[key], value):  # as JSON reads them: 1 and 1.0 alike, 1 and true not
                 return False
         return True
 
@@ -230,9 +232,14 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             if not found:
                 return Claim(self.text(), False, f"the tools' state has nothing at {path}", by="code")
             if not same(value, wanted):
-                return Claim(self.text(), False, f"the tools' state has {path} = {self._value(value)}", by="code")
-        shown = ", ".join(f"{path} = {self._value(value)}" for path, value in self.state.items())
+                return Claim(self.text(), False, f"the tools' state has {path} = {self._json(value)}", by="code")
+        shown = ", ".join(f"{path} = {self._json(at_path(state, path_of(path))[1])}" for path in self.state)
         return Claim(self.text(), True, f"the tools' state has {shown}", by="code")
+
+    def _json(self, value: Any) -> str:
+        """A value of the tools' state as JSON writes it (true, null), cut as a failed check shows it."""
+        written = msgspec.json.encode(value).decode()
+        return written if len(written) <= self.SHOWN_VALUE else written[: self.SHOWN_VALUE] + "..."
 
     @functools.cached_property
     def _pattern(self) -> Pattern:

@@ -432,8 +432,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         return tuple(found)
 
     def tool_checks(self) -> tuple[str, ...]:
-        """Its checks of the agent's tool calls (``called``, ``not_called``), as reports show them."""
-        return tuple(check.text() for check in self._checks if check.called or check.not_called)
+        """Its checks of the agent's tool calls (``called``, ``not_called``) that only the agent's
+        own report can decide, as reports show them: not those of a tool it declares, whose calls
+        its tools see themselves."""
+        served = {tool.name for tool in self.tools}
+        return tuple(check.text() for check in self._checks if (check.called or check.not_called) and (check.called or check.not_called) not in served)
 
     @functools.cached_property
     def _checks(self) -> tuple[Check, ...]:
@@ -610,7 +613,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     asked = None if scripted else ((usage,), user_seconds)
                     answer = await conversation.turn(message)
                     if box is not None:  # the calls the scenario's tools served in the turn, in its answer
-                        answer = joined(answer, box.taken())
+                        answer = joined(answer, box.taken(), box.tools)
                     moment = time.monotonic() - clock
                     agent_seconds = moment - agent_start
                     pending, asked = "", None
@@ -635,7 +638,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             # the state the tools were left in beside the dialogue, for the checks of it.
             left = box.taken()
             if left:
-                broken = joined(broken or Answer(""), left)
+                broken = joined(broken or Answer(""), left, box.tools)
             transcript = msgspec.structs.replace(transcript, state=box.state)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()

@@ -73,8 +73,11 @@ class Fixture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
 
     def fits(self, arguments: Mapping[str, Any]) -> bool:
         """Whether a call with ``arguments`` gets this answer: each ``when`` given, with its value
-        (``1`` and ``1.0`` alike, ``1`` and ``"1"`` not)."""
-        return all(key in arguments and same(arguments[key], value) for key, value in self.when.items())
+        (``1`` and ``1.0`` alike, ``1`` and ``"1"`` not), and each argument its slots name given (an
+        answer that writes in ``{{ note }}`` does not answer a call that left ``note`` out)."""
+        return all(key in arguments and same(arguments[key], value) for key, value in self.when.items()) and all(
+            name in arguments for _, name in self.slots()
+        )
 
     def slots(self) -> Iterator[tuple[str, str]]:
         """Each ``{{ name }}`` of its answer, with the field it is in."""
@@ -106,13 +109,17 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
         names = self.arguments()
         if self.default is not None and self.default.when:
             yield "default.when: the default answers every call no answer fits: leave when out"
+        if not self.answers and self.default is None:
+            yield "answers: none, and no default: every call would be an error; give its answers, or default: {error: ...} for a tool that always fails"
         fixtures = [(f"answers[{number}]", fixture) for number, fixture in enumerate(self.answers)]
         if self.default is not None:
             fixtures.append(("default", self.default))
         for where, fixture in fixtures:
-            for key in fixture.when:
+            for key, value in fixture.when.items():
                 if key not in names:
                     yield f"{where}.when.{key}: {self._unknown(key)}"
+                elif unfit := self.unfit({key: value}, whole=False):
+                    yield f"{where}.when.{key}: {value!r} can never fit a call: {unfit}"
             for field, slot in fixture.slots():
                 if slot not in names:
                     yield f"{where}.{field}: {{{{ {slot} }}}}: {self._unknown(slot)}"
@@ -143,6 +150,8 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
                     near = nearest(str(one), _KINDS)
                     fix = f": did you mean {near}?" if near else f": one of {', '.join(_KINDS)}"
                     yield f"parameters.properties.{name}.type: {one!r} is not a JSON schema type{fix}"
+            if "enum" in property_ and not isinstance(property_["enum"], list):
+                yield f"parameters.properties.{name}.enum: expected a list of the values it may take, got {kind_of(property_['enum'])}: enum: [{property_['enum']}]"
         required = schema.get("required", [])
         if not isinstance(required, list):
             yield f"parameters.required: expected a list of argument names, got {kind_of(required)}"
@@ -168,11 +177,12 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
         parameters = self.parameters or {"type": "object", "properties": {}}
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
 
-    def unfit(self, arguments: Mapping[str, Any]) -> str:
+    def unfit(self, arguments: Mapping[str, Any], whole: bool = True) -> str:
         """What is wrong with ``arguments`` for this tool's parameters, or "": an argument it does
-        not declare, one it requires missing, or a value of another type or outside its enum."""
+        not declare, one it requires missing (where they are a ``whole`` call's), or a value of
+        another type or outside its enum."""
         properties = self.parameters.get("properties", {})
-        for name in self.parameters.get("required", []):
+        for name in self.parameters.get("required", []) if whole else ():
             if name not in arguments:
                 return f"{self.name} requires {name}"
         for name, value in arguments.items():
@@ -183,7 +193,7 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
             kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
             if kinds and not any(_typed(value, one) for one in kinds):
                 return f"{name} must be {' or '.join(kinds)}, got {kind_of(value)}"
-            if "enum" in declared and not any(same(value, allowed) for allowed in declared["enum"]):
+            if isinstance(declared.get("enum"), list) and not any(same(value, allowed) for allowed in declared["enum"]):
                 return f"{name} must be one of {', '.join(map(repr, declared['enum']))}, got {value!r}"
         return ""
 
@@ -270,9 +280,17 @@ class Toolbox:
         if fixture is None:
             return self._kept(Call(name, given, error=f"the scenario declares no answer of {name} for these arguments", source="unanswered"), start)
         if fixture.delay:
-            await asyncio.sleep(fixture.delay)
-        for path, value in fixture.set.items():
-            _put(self.state, _path(path, given), copy.deepcopy(_filled(value, given)))
+            try:
+                await asyncio.sleep(fixture.delay)
+            except asyncio.CancelledError:  # the agent's turn or the attempt ended meanwhile: kept, then cut off
+                self._kept(Call(name, given, error=f"cut off: the call's answer was held {fixture.delay:g} s", source=source), start)
+                raise
+        changes = [(_path(path, given), value) for path, value in fixture.set.items()]
+        for keys, _ in changes:
+            if problem := _settable(self.state, keys):
+                return self._kept(Call(name, given, error=f"the answer's set: cannot set {'.'.join(keys)}: {problem}", source=source), start)
+        for keys, value in changes:
+            _put(self.state, keys, copy.deepcopy(_filled(value, given)))
         if fixture.error:
             return self._kept(Call(name, given, error=str(_filled(fixture.error, given)), source=source), start)
         if fixture.read:
@@ -294,13 +312,16 @@ class Toolbox:
         return calls
 
 
-def joined(answer: Answer, served: tuple[Call, ...]) -> Answer:
+def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool]) -> Answer:
     """``answer`` with the calls the scenario's tools served during its turn: each in place of the
     first call the agent reported of the same tool with the same arguments (the tools' answer is
-    what happened), the others after its steps."""
-    if not served:
-        return answer
+    what happened), the others after its steps; and a call the agent reported of a tool the
+    scenario ``declared`` that its tools never saw marked so (``source`` "claimed"): no check
+    counts it."""
     steps = list(answer.steps)
+    claimed = [number for number, step in enumerate(steps) if type(step) is Call and not step.source and step.name in declared]
+    if not served and not claimed:
+        return answer
     left: list[Call] = []
     used: set[int] = set()
     for call in served:
@@ -317,6 +338,9 @@ def joined(answer: Answer, served: tuple[Call, ...]) -> Answer:
         else:
             steps[place] = call
             used.add(place)
+    for number in claimed:
+        if number not in used:
+            steps[number] = msgspec.structs.replace(steps[number], source="claimed")
     return msgspec.structs.replace(answer, steps=tuple(steps) + tuple(left))
 
 
@@ -358,6 +382,26 @@ def _got(state: Any, keys: tuple[str, ...]) -> Any:
             case _:
                 return _MISSING
     return state
+
+
+def _settable(state: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """Why ``keys`` cannot be set in ``state``, or "": a key on the way that is a value neither a
+    mapping nor a list (its value would be lost), or a list's key that is not one of its indexes."""
+    here: Any = state
+    for depth, key in enumerate(keys):
+        at = ".".join(keys[: depth + 1])
+        match here:
+            case dict():
+                if depth < len(keys) - 1 and key in here and not isinstance(here[key], dict | list):
+                    return f"{at} holds {kind_of(here[key])}, not a mapping or a list"
+                here = here.get(key, {})
+            case list():
+                if not key.isdigit() or int(key) >= len(here):
+                    return f"{'.'.join(keys[:depth]) or 'it'} is a list of {len(here)}, and {key!r} is not one of its indexes"
+                here = here[int(key)]
+            case _:
+                return f"{'.'.join(keys[:depth])} holds {kind_of(here)}"
+    return ""
 
 
 def _put(state: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from typing import Any
 
@@ -85,6 +86,7 @@ async def served(box: Toolbox) -> ToolServer:
         structured = value if isinstance(value, dict) else None
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=False)
 
+    _quiet()
     server = Server(_NAME, on_list_tools=listed, on_call_tool=called)
     app = server.streamable_http_app(streamable_http_path=PATH, json_response=True, stateless_http=True)
     # Made with its protocol named: asyncio sets TCP_NODELAY only on a connection whose socket says
@@ -105,3 +107,14 @@ async def served(box: Toolbox) -> ToolServer:
         listening.close()
         raise RuntimeError("the MCP server of the scenario's tools did not start") from None
     return ToolServer(f"http://127.0.0.1:{port}{PATH}", runner, listening)
+
+
+def _quiet() -> None:
+    """uvicorn's and the SDK's loggers given a handler that drops what they log, once: convy never
+    prints, and with no handler Python's last resort wrote their errors to stderr (a call cut off
+    when the agent's turn ran out of time: "Exception in ASGI application" and its traceback). A
+    team that configures logging still gets them, through the root logger."""
+    for name in ("uvicorn.error", "mcp"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+            logger.addHandler(logging.NullHandler())

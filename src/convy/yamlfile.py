@@ -209,7 +209,12 @@ class YamlFile(msgspec.Struct, frozen=True):
         except yaml.MarkedYAMLError as error:
             mark = error.problem_mark or error.context_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            raise ConfigurationError(f"{self.shown}: {where}{error.problem or error}") from None
+            lines = text.splitlines()
+            written = lines[mark.line] if mark and mark.line < len(lines) else ""
+            # A {{ slot }} unquoted inside a mapping or list written on one line ({...}, [...])
+            # breaks YAML's own braces: the fix is the quotes, which the parser cannot say.
+            hint = '; a {{ slot }} inside {...} or [...] on one line must be in quotes: "{{ code }}"' if "{{" in written else ""
+            raise ConfigurationError(f"{self.shown}: {where}{error.problem or error}{hint}") from None
         except yaml.YAMLError as error:
             raise ConfigurationError(f"{self.shown}: not valid YAML: {error}") from None
         finally:
@@ -275,6 +280,9 @@ class YamlFile(msgspec.Struct, frozen=True):
                 return text
             case _ if kind == "merge":
                 raise self._problem(key, path, "merge keys (<<) are not supported: write the fields out")
+            case yaml.MappingNode(value=[(yaml.ScalarNode(value=name), yaml.ScalarNode(tag=tag))]) if tag.endswith(":null"):
+                # {{ name }} unquoted: YAML reads a mapping of a mapping, the slot lost.
+                raise self._problem(key, path, f'{{{{ {name} }}}} without quotes is read by YAML as a mapping, not text: write it in quotes, "{{{{ {name} }}}}"')
             case _:
                 got = self.KINDS.get(kind, f"the tag {self._tag(key)}")
                 raise self._problem(key, path, f"expected text as a key, got {got}")

@@ -263,7 +263,7 @@ def test_the_offline_scenarios_pass_and_fail_against_the_bot(agent: Any) -> None
             assert "guarantee" in failing[0].reason
         if outcome.scenario == "refunds/refunded-before":  # the shop's books, set by the scenario, show the second payout
             assert [(claim.claim, claim.reason) for claim in failing] == [
-                ("state payouts is {}", "the tools' state has payouts = {'A-1043': 39.9}")
+                ("state payouts is {}", 'the tools\' state has payouts = {"A-1043":39.9}')
             ]
             assert [(step.name, step.source) for step in outcome.transcript.turns[0].answer.steps if isinstance(step, Call)] == [
                 ("lookup_order", "fixture"),

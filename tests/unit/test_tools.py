@@ -129,8 +129,10 @@ def test_served_calls_take_the_place_of_the_same_calls_the_agent_reported() -> N
         Call("get_booking", {"code": "ABC123"}, Reported({"seat": "12A"}), source="fixture"),
         Call("count", {"n": 2}, Reported({}), source="fixture"),
     )
-    steps = joined(answer, served).steps
-    assert steps == (served[0], other, served[1])  # one call, not two; the unreported one kept; the other after
+    steps = joined(answer, served, {tool.name: tool for tool in tools()}).steps
+    # One call, not two; the other the agent reported of a declared tool, which its tools never saw,
+    # kept but marked; the served one no report matched, after.
+    assert steps == (served[0], msgspec.structs.replace(other, source="claimed"), served[1])
 
 
 def test_toolbox_outside_an_attempt_says_so() -> None:
@@ -183,7 +185,7 @@ def test_the_state_check_and_the_calls_the_tools_saw_decide_an_attempt(report: b
     passed = played(seat_scenario("14C"), SeatAgent(report))
     assert passed.status(0.5) == "passed"
     assert [(claim.held, claim.reason) for claim in passed.result.claims] == [  # type: ignore[union-attr]
-        (True, "the tools' state has bookings.ABC123.seat = '14C'"),
+        (True, 'the tools\' state has bookings.ABC123.seat = "14C"'),
         (True, "agent called change_seat in turn 1"),
     ]
     (call,) = passed.transcript.turns[0].answer.steps  # one call, whether the agent reported it or not
@@ -192,13 +194,13 @@ def test_the_state_check_and_the_calls_the_tools_saw_decide_an_attempt(report: b
 
     failed = played(seat_scenario("9F"), SeatAgent(report))
     assert failed.status(0.5) == "failed"
-    assert failed.result.claims[0].reason == "the tools' state has bookings.ABC123.seat = '9F'"  # type: ignore[union-attr]
+    assert failed.result.claims[0].reason == 'the tools\' state has bookings.ABC123.seat = "9F"'  # type: ignore[union-attr]
 
     refused = played(seat_scenario("1A"), SeatAgent(report))  # the fixture's error: the seat stays
     assert refused.transcript.turns[0].answer.text == "Sorry: seat 1A is taken"
     (call,) = refused.transcript.turns[0].answer.steps
     assert (call.error, call.source) == ("seat 1A is taken", "fixture")  # type: ignore[union-attr]
-    assert refused.result.claims[0].reason == "the tools' state has bookings.ABC123.seat = '12A'"  # type: ignore[union-attr]
+    assert refused.result.claims[0].reason == 'the tools\' state has bookings.ABC123.seat = "12A"'  # type: ignore[union-attr]
 
 
 def test_each_attempt_starts_from_the_scenarios_state() -> None:
@@ -245,6 +247,7 @@ state: {bookings: {ABC123: {seat: 12A}}}
 tools:
   - name: change_seat
     parameters: {type: object, properties: {code: {type: string}, seat: {type: string}}, required: [code, seat]}
+    default: {result: ok}
 """
 
 
@@ -263,7 +266,7 @@ tools:
          "scenarios/seat.yaml: judge[0].check.state.bokings.ABC123.seat: bokings is in no state the tools start with or set: did you mean bookings?"),
         (HEAD + "judge: [{check: {called: change_set}}]\n",
          "scenarios/seat.yaml: judge[0].check.called: change_set is not a tool of the scenario: did you mean change_seat?"),
-        (HEAD + "  - name: change_seat\njudge: [{check: {called: change_seat}}]\n",
+        (HEAD + "  - name: change_seat\n    default: {result: ok}\njudge: [{check: {called: change_seat}}]\n",
          "scenarios/seat.yaml: tools[1].name: change_seat is declared twice (tools[0] too)"),
         ("script: [hi]\nstate: {a: 1}\njudge: [{check: {state: {a: 2}}}]\n",
          "scenarios/seat.yaml: state: no tool reads or changes it: declare the scenario's tools under tools:"),
@@ -281,6 +284,19 @@ tools:
          "scenarios/seat.yaml: judge[0].check.state.bookings.ABC123.seat: no value (YAML reads bookings.ABC123.seat: with nothing after it as null): write the value the tools' state must hold, in quotes when it is text (bookings.ABC123.seat: '12A'), or null for a null"),
         ("script: [hi]\ntools: [{name: t, answers: [{reslt: 1}]}]\njudge: [hi]\n",
          "scenarios/seat.yaml: tools[0].answers[0].reslt: unknown field; did you mean result?"),
+        # answers that could never be given, and {{ slots }} YAML would not read as text
+        (HEAD.replace("    default: {result: ok}\n", "") + "    answers: [{when: {seat: 14}, result: ok}]\njudge: [{check: {called: change_seat}}]\n",
+         "scenarios/seat.yaml: tools[0].answers[0].when.seat: 14 can never fit a call: seat must be string, got a whole number"),
+        ("script: [hi]\ntools: [{name: t, parameters: {properties: {k: {type: string, enum: A}}}, default: {result: 1}}]\njudge: [hi]\n",
+         "scenarios/seat.yaml: tools[0].parameters.properties.k.enum: expected a list of the values it may take, got text: enum: [A]"),
+        ("script: [hi]\ntools: [{name: t, parameters: {properties: {k: {type: string, enum: [A, B]}}}, answers: [{when: {k: C}, result: 1}]}]\njudge: [hi]\n",
+         "scenarios/seat.yaml: tools[0].answers[0].when.k: 'C' can never fit a call: k must be one of 'A', 'B', got 'C'"),
+        ("script: [hi]\ntools:\n  - name: t\n    parameters: {properties: {k: {type: string}}}\n    answers:\n      - result: {{ k }}\njudge: [hi]\n",
+         'scenarios/seat.yaml: tools[0].answers[0].result: {{ k }} without quotes is read by YAML as a mapping, not text: write it in quotes, "{{ k }}"'),
+        ("script: [hi]\ntools:\n  - name: t\n    parameters: {properties: {code: {type: string}}}\n    answers:\n      - set: {bookings.{{ code }}.seat: 1}\njudge: [hi]\n",
+         "scenarios/seat.yaml: line 6, column 24: did not find expected ',' or '}'; a {{ slot }} inside {...} or [...] on one line must be in quotes: \"{{ code }}\""),
+        ("script: [hi]\ntools: [{name: t, answers: []}]\njudge: [hi]\n",
+         "scenarios/seat.yaml: tools[0].answers: none, and no default: every call would be an error; give its answers, or default: {error: ...} for a tool that always fails"),
     ],
 )
 def test_a_scenarios_tools_written_wrong_are_refused_naming_the_field_and_the_fix(tmp_path: Path, text: str, said: str) -> None:
@@ -406,3 +422,88 @@ def test_a_judge_reads_the_calls_the_tools_served_and_only_those() -> None:
         'AGENT CALLED TOOL change_seat with {"code":"ABC123","seat":"14C"}: it answered {"seat":"14C","passenger":"Ada"}\n\n'
         "AGENT: You are now in 14C."
     )
+
+
+# --- what an outside review found (issue 29's first review) ------------------------------------
+
+NOTED = [
+    {
+        "name": "note",
+        "parameters": {"type": "object", "properties": {"code": {"type": "string"}, "note": {"type": "string"}}},
+        "answers": [{"result": "noted: {{ note }}"}],
+        "default": {"result": "nothing to note"},
+    },
+    {
+        "name": "put",
+        "parameters": {"type": "object", "properties": {"key": {"type": "string"}}},
+        "answers": [{"set": {"lst.{{ key }}": "x"}, "result": "done"}],
+    },
+    {
+        "name": "slow",
+        "answers": [{"delay": 5, "result": "late"}],
+    },
+]
+
+
+def test_an_answer_that_names_an_argument_the_call_left_out_does_not_answer_it() -> None:
+    kit = Toolbox(msgspec.convert(NOTED, tuple[Tool, ...]), {"lst": [5, 6], "name": "plain"})
+    assert asyncio.run(kit.call("note", {"code": "X"})) == "nothing to note"  # the next answer, not a crash
+    assert asyncio.run(kit.call("note", {"note": "hi"})) == "noted: hi"
+
+
+def test_a_set_that_would_lose_a_value_or_miss_a_list_is_an_error_and_changes_nothing() -> None:
+    kit = Toolbox(msgspec.convert(NOTED, tuple[Tool, ...]), {"lst": [5, 6], "name": "plain"})
+    with pytest.raises(ToolError, match="lst is a list of 2, and '5' is not one of its indexes"):
+        asyncio.run(kit.call("put", {"key": "5"}))
+    assert asyncio.run(kit.call("put", {"key": "1"})) == "done"
+    assert kit.state == {"lst": [5, "x"], "name": "plain"}
+
+
+def test_a_call_cut_off_while_its_answer_is_held_is_kept() -> None:
+    kit = Toolbox(msgspec.convert(NOTED, tuple[Tool, ...]), {})
+
+    async def cut() -> None:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(1):
+                await kit.call("slow")
+
+    in_virtual_time(cut)
+    assert [(call.name, call.error) for call in kit.calls] == [("slow", "cut off: the call's answer was held 5 s")]
+
+
+def test_a_call_the_agent_only_claims_counts_for_no_check() -> None:
+    """The agent reports a call of a tool the scenario declares that the tools never saw: called
+    fails and not_called holds; a call of a tool of its own counts as before."""
+
+    class Claiming(EchoAgent):
+        async def turn(self, message: Message) -> Answer:
+            return Answer("done", steps=(Call("change_seat", {"code": "ABC123", "seat": "14C"}), Call("own_tool", {})))
+
+    chosen = seat_scenario("14C", judge=[{"check": {"called": "change_seat"}}, {"check": {"not_called": "change_seat"}}, {"check": {"called": "own_tool"}}])
+    outcome = played(chosen, Claiming())
+    assert [(claim.held, claim.reason) for claim in outcome.result.claims] == [  # type: ignore[union-attr]
+        (False, "agent never called change_seat; it called own_tool"),
+        (True, "agent never called change_seat"),
+        (True, "agent called own_tool in turn 1"),
+    ]
+    assert [step.source for step in outcome.transcript.turns[0].answer.steps] == ["claimed", ""]  # type: ignore[union-attr]
+
+
+def test_a_with_value_is_compared_as_json_reads_it() -> None:
+    class Flagging(EchoAgent):
+        async def turn(self, message: Message) -> Answer:
+            return Answer("done", steps=(Call("own", {"flag": True, "n": 2.0}),))
+
+    chosen = msgspec.convert(
+        {"id": "f", "script": ["go"], "judge": [{"check": {"called": "own", "with": {"flag": 1}}}, {"check": {"called": "own", "with": {"n": 2}}}]}, Scenario
+    )
+    outcome = played(chosen, Flagging())
+    assert [claim.held for claim in outcome.result.claims] == [False, True]  # type: ignore[union-attr]
+
+
+def test_a_check_of_a_tool_the_scenario_serves_needs_no_report_of_the_agents_calls() -> None:
+    """A JSON agent without calls= is refused a called check only where the agent's own report would
+    decide it: not for a tool the scenario declares, whose calls its tools see."""
+    assert seat_scenario("14C").tool_checks() == ()
+    own = seat_scenario("14C", judge=[{"check": {"called": "own_tool"}}])
+    assert own.tool_checks() == ("called own_tool",)

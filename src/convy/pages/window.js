@@ -166,7 +166,7 @@ const Scene = (() => {
     }
     const result = one.result === null || one.result === undefined ? null : one.result;
     /* A call the scenario's own tools served says so, and where their answer came from. */
-    const served = one.source ? "the scenario's tool: " + (SOURCES[one.source] || one.source) : "";
+    const served = one.source ? SOURCES[one.source] || one.source : "";
     const outcome = one.error
       ? h("span", { class: "step-error" }, " → error: " + short(one.error, 50))
       : result === null ? h("span", { class: "muted" }, " → result not reported") : h("span", { class: "muted" }, " → " + short(result, 50));
@@ -182,16 +182,18 @@ const Scene = (() => {
         one.error
           ? [h("div", { class: "label" }, "error"), h("pre", null, one.error)]
           : [h("div", { class: "label" }, "result"), result === null ? h("p", { class: "muted" }, "not reported by the agent") : h("pre", null, pretty(result))],
-        served ? h("p", { class: "muted" }, "answered by " + served) : null));
+        served ? h("p", { class: "muted" }, served) : null));
   }
 
   const SOURCES = {
-    fixture: "one of its answers",
-    default: "its default answer",
-    unanswered: "no answer declared for these arguments",
-    invalid: "arguments that do not fit its parameters",
-    unknown: "a tool the scenario does not declare",
+    fixture: "answered by the scenario's tool: one of its answers",
+    default: "answered by the scenario's tool: its default answer",
+    unanswered: "the scenario's tool has no answer declared for these arguments",
+    invalid: "the scenario's tool refused arguments that do not fit its parameters",
+    unknown: "the scenario declares no tool of that name",
+    claimed: "reported by the agent; the scenario's tool never received it",
   };
+
 
   /* A turn's steps, collapsed, under a line that says how many of each kind. */
   function steps(one, open) {
