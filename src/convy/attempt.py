@@ -708,6 +708,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             cause=self.cause() or "",
             faults=[UserFaultView(fault.check, fault.turn, fault.detail, fault.by) for fault in outcome.user_faults],
             unchecked=[f"{one.check}: {one.reason}" for one in outcome.user_unchecked],
+            state=None if outcome.transcript.state is None else _ENCODE(outcome.transcript.state).decode(),
         )
 
     def _turn(self, turn: Turn) -> TurnView:

@@ -520,6 +520,8 @@ class DialogueView(View, frozen=True, array_like=True):
     # a model was asked and did not decide ("role_swap: why").
     faults: list[UserFaultView] = []
     unchecked: list[str] = []
+    # The scenario's tools' state as the dialogue left it, as JSON text; None where it declares no tools.
+    state: str | None = None
 
 
 class RunRow(View, frozen=True):

@@ -507,3 +507,12 @@ def test_a_check_of_a_tool_the_scenario_serves_needs_no_report_of_the_agents_cal
     assert seat_scenario("14C").tool_checks() == ()
     own = seat_scenario("14C", judge=[{"check": {"called": "own_tool"}}])
     assert own.tool_checks() == ("called own_tool",)
+
+
+def test_the_scenario_window_shows_the_tools_state_at_the_end() -> None:
+    from convy.attempt import Attempt
+
+    outcome = played(seat_scenario("14C"), SeatAgent())
+    assert msgspec.json.decode(Attempt(outcome, 0.5).dialogue().state or "") == {"bookings": {"ABC123": {"seat": "14C", "passenger": "Ada"}}}
+    plain = played(msgspec.convert({"id": "p", "script": ["hi"], "judge": [{"check": {"said": "hi"}}]}, Scenario), EchoAgent())
+    assert Attempt(plain, 0.5).dialogue().state is None

@@ -643,9 +643,19 @@ const Scene = (() => {
         for (const fault of d.faults || []) if (fault.turn === i + 1) drawn.insertBefore(userFault(fault), drawn.children[1]);
         return drawn;
       }) : h("p", { class: "muted" }, "No turn was played."),
-      (d.faults || []).filter((fault) => fault.turn > d.turns.length).map(userFault));
+      (d.faults || []).filter((fault) => fault.turn > d.turns.length).map(userFault),
+      state(d));
     shown.attach(drawn);
     return drawn;
+  }
+
+  /* The scenario's tools' state as the dialogue left it (docs/tools.md), folded: what a check of
+     the state was decided on, every path of it, not only the first that differed. */
+  function state(d) {
+    if (d.state === null || d.state === undefined) return null;
+    return lazy({ class: "tools-state" },
+      h("summary", null, h("strong", null, "The tools' state at the end")),
+      () => h("pre", null, pretty(d.state)));
   }
 
   return { frame, packed, attempt, turn, decisions, timeline, steps, message, plain };
