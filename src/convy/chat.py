@@ -9,6 +9,7 @@ computed from the project's ``Prices``; a request with no known price is ``Unpri
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -224,22 +225,7 @@ class Completion(msgspec.Struct, frozen=True):
         return Usage(given, taken, cached, reasoning, cost or Unpriced(), tuple(unreported))
 
     def _reported(self, in_usage: Any) -> Cost | None:
-        """The cost the provider reported: in the usage (OpenRouter, a streamed reply of LiteLLM's
-        proxy) or in the ``x-litellm-response-cost`` header; ``None`` when neither says."""
-        given = in_usage
-        if in_usage is None:
-            header = self.headers.get("x-litellm-response-cost", "")
-            try:
-                given = float(header)
-            except ValueError:
-                return None
-        match given:
-            case bool():
-                return None
-            case int() | float() as amount if math.isfinite(amount) and amount >= 0:
-                return Cost(Decimal(str(amount)), "provider")
-            case _:
-                return None
+        return reported(in_usage, self.headers)
 
     def _detail(self, counted: dict[str, Any], details: str, name: str) -> Any:
         match counted.get(details):
@@ -313,3 +299,23 @@ class Chunks(msgspec.Struct, frozen=True):
                 call["function"]["arguments"] += function.get("arguments") or ""
             case _:
                 pass
+
+
+def reported(in_usage: Any, headers: Mapping[str, str]) -> Cost | None:
+    """The cost the provider reported for a reply: in its usage (``in_usage``: OpenRouter's, a
+    streamed reply of LiteLLM's proxy) or in the ``x-litellm-response-cost`` header; ``None`` when
+    neither says."""
+    given = in_usage
+    if in_usage is None:
+        header = headers.get("x-litellm-response-cost", "")
+        try:
+            given = float(header)
+        except ValueError:
+            return None
+    match given:
+        case bool():
+            return None
+        case int() | float() as amount if math.isfinite(amount) and amount >= 0:
+            return Cost(Decimal(str(amount)), "provider")
+        case _:
+            return None

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from contextvars import ContextVar
 from typing import Any
 
 import httpx2
+import msgspec
 
+from convy.agent import Cost
 from convy.busy import TURN, Busy
+from convy.chat import reported
 from convy.http import OnTheWire, RateHeaders, RetryAfter
 from convy.quota import TOLD
 
@@ -49,6 +53,16 @@ class Paced(httpx2.AsyncBaseTransport):
         response = await self._inner.handle_async_request(request)
         if told is not None:
             told.heard = RateHeaders(response.headers).heard()
+        costs = COSTS.get()
+        if costs is not None and response.status_code < 300 and _json(response):
+            # What the provider said the request cost (OpenRouter's usage.cost, LiteLLM's header),
+            # which the frameworks drop: read here, where the reply goes by whole.
+            await response.aread()
+            try:
+                usage = msgspec.json.decode(response.content).get("usage") or {}
+            except (msgspec.DecodeError, AttributeError):
+                usage = {}
+            costs.append(reported(usage.get("cost") if isinstance(usage, dict) else None, response.headers))
         if response.status_code in (429, 503):
             await response.aread()
             await response.aclose()
@@ -59,6 +73,16 @@ class Paced(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _json(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower() == "application/json"
+
+
+# The costs the provider reported for the requests of the turn under way, in the order they were
+# answered (None for one it said none of), where an adapter listens (``frameworks``): a framework
+# keeps the tokens of each request but drops the cost.
+COSTS: ContextVar[list[Cost | None] | None] = ContextVar("convy_costs", default=None)
 
 
 def limited_by(request: httpx2.Request) -> str:

@@ -190,3 +190,10 @@ def test_the_tools_benchmark_plays_small() -> None:
     """bench/tools.py: a scenario's tools called from Python and over MCP, and the server's parts."""
     out = ran("bench/tools.py", "--attempts", "4", "--at-once", "2", "--servers", "2")
     assert "python" in out and "passed 4/4" in out and "the MCP server, 2 times" in out, out
+
+
+def test_the_frameworks_demonstration_plays_each_adapter() -> None:
+    """bench/frameworks.py: one attempt of each framework's agent, its requests beside the server's."""
+    out = ran("bench/frameworks.py")
+    assert out.count("3 requests kept, 3 received by the server; status passed") == 3, out
+    assert "DIFFERENT" not in out and out.count("passed: the tools' state") == 2 and out.count("failed: the tools' state") == 2, out

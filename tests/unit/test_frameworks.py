@@ -202,3 +202,18 @@ def test_the_scenarios_tools_answer_in_place_of_the_agents_own_and_prices_fill_a
     for request in usage.each:
         assert isinstance(request, Usage)
         assert request.cost == Cost((request.input * 1 + request.output * 4) / Decimal(1_000_000), "computed")
+
+
+@pytest.mark.parametrize("made", EVERY)
+def test_the_cost_the_provider_reported_is_kept_though_the_framework_drops_it(made: Made) -> None:
+    """Each reply says what it cost (OpenRouter's usage.cost); the frameworks keep the tokens and
+    drop the cost: convy reads it off the wire (``paced.COSTS``), and it wins over the prices."""
+
+    def costed(request: dict[str, Any]) -> dict[str, Any]:
+        return {**replied(request), "cost": 0.00021}
+
+    with StandIn(reply=costed) as server:
+        outcome = played(made, server, scenario(script=["Where is A-1?"]), prices=Prices({"agent-model": Price(Decimal("1"), Decimal("4"))}))
+    usage = outcome.transcript.turns[0].answer.usage
+    assert isinstance(usage, Requests)
+    assert [request.cost for request in usage.each] == [Cost(Decimal("0.00021"), "provider")] * 2  # type: ignore[union-attr]

@@ -35,7 +35,7 @@ import httpx2
 
 from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
 from convy.chat import Prices
-from convy.frameworks.common import arguments_of, plain, unwrapped
+from convy.frameworks.common import arguments_of, costed, plain, unwrapped
 from convy.paced import client as paced_client
 
 try:
@@ -85,11 +85,11 @@ class _Conversation:
         kept = graph.checkpointer is not None
         given = [asked] if kept else [*self._history, asked]
         config = {"configurable": {"thread_id": self._thread}} if kept else None
-        state = await unwrapped(graph.ainvoke({"messages": given}, config=config))
+        state, costs = await unwrapped(graph.ainvoke({"messages": given}, config=config))
         messages = list(state["messages"])
         start = next((number for number in range(len(messages) - 1, -1, -1) if messages[number] is asked or _same(messages[number], asked)), 0)
         self._history = messages
-        return _answer(messages[start + 1 :], self._owner.prices)
+        return _answer(messages[start + 1 :], self._owner.prices, costs)
 
 
 def _same(one: Any, other: Any) -> bool:
@@ -98,7 +98,7 @@ def _same(one: Any, other: Any) -> bool:
     return isinstance(one, said.HumanMessage) and one.content == other.content and getattr(one, "id", None) in (None, getattr(other, "id", None))
 
 
-def _answer(new: list[Any], prices: Prices) -> Answer:
+def _answer(new: list[Any], prices: Prices, costs: list[Any]) -> Answer:
     """The answer of one turn, from the messages the graph added: the last AI message's text, each
     AI message's usage, the tool calls with their results."""
     results: dict[str, Reported | str] = {}
@@ -132,5 +132,6 @@ def _answer(new: list[Any], prices: Prices) -> Answer:
                 case Reported() | NotReported():
                     steps.append(Call(call["name"], arguments_of(call.get("args")), result))
         text = str(message.text)  # the text parts of its content (a str of LangChain's own class: made plain)
+    usages = costed(usages, costs)  # the provider's own cost where it reported one
     usage: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
     return Answer(text, usage, tuple(steps))

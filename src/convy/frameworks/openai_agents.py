@@ -32,7 +32,7 @@ from typing import Any
 
 from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
 from convy.chat import Prices
-from convy.frameworks.common import arguments_of, plain, unwrapped
+from convy.frameworks.common import arguments_of, costed, plain, unwrapped
 from convy.paced import client as paced_client
 from convy.tools import TOOLS, ToolError
 
@@ -87,9 +87,9 @@ class _Conversation:
     async def turn(self, message: Message) -> Answer:
         owner = self._owner
         items = [*self._items, {"role": "user", "content": message.text}]
-        result = await unwrapped(sdk.Runner.run(_with_scenario_tools(owner.agent), items, run_config=self._config, max_turns=owner.max_turns))
+        result, costs = await unwrapped(sdk.Runner.run(_with_scenario_tools(owner.agent), items, run_config=self._config, max_turns=owner.max_turns))
         self._items = result.to_input_list()
-        return _answer(result, owner.prices)
+        return _answer(result, owner.prices, costs)
 
 
 def _with_scenario_tools(agent: Any) -> Any:
@@ -126,7 +126,7 @@ def _invoked(name: str) -> Any:
     return invoke
 
 
-def _answer(result: Any, prices: Prices) -> Answer:
+def _answer(result: Any, prices: Prices, costs: list[Any]) -> Answer:
     """The answer of one ``Runner.run``: its text, each request's usage, its steps."""
     usages: list[Usage] = []
     for response in result.raw_responses:
@@ -152,6 +152,7 @@ def _answer(result: Any, prices: Prices) -> Answer:
             case _:
                 pass
     text = result.final_output if isinstance(result.final_output, str) else json.dumps(plain(result.final_output))
+    usages = costed(usages, costs)  # the provider's own cost where it reported one
     usage: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
     return Answer(text, usage, tuple(steps))
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
 from convy.chat import Prices
-from convy.frameworks.common import arguments_of, plain, unwrapped
+from convy.frameworks.common import arguments_of, costed, plain, unwrapped
 from convy.paced import client as paced_client
 from convy.tools import TOOLS, ToolError
 
@@ -95,9 +95,9 @@ class _Conversation:
     async def turn(self, message: Message) -> Answer:
         agent = self._owner.agent
         with _scenario_tools(agent):
-            result = await unwrapped(agent.run(message.text, message_history=self._history, model=self._model))
+            result, costs = await unwrapped(agent.run(message.text, message_history=self._history, model=self._model))
         self._history = result.all_messages()
-        return _answer(result, self._owner.prices)
+        return _answer(result, self._owner.prices, costs)
 
 
 def _scenario_tools(agent: Any) -> Any:
@@ -128,7 +128,7 @@ def _invoked(name: str) -> Any:
     return invoke
 
 
-def _answer(result: Any, prices: Prices) -> Answer:
+def _answer(result: Any, prices: Prices, costs: list[Any]) -> Answer:
     """The answer of one run: its text, each request's usage, its steps."""
     usages: list[Usage] = []
     steps: list[Thought | Call] = []
@@ -159,5 +159,6 @@ def _answer(result: Any, prices: Prices) -> Answer:
                 pass
     output = result.output
     text = output if isinstance(output, str) else json.dumps(plain(output))
+    usages = costed(usages, costs)  # the provider's own cost where it reported one
     usage_of: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
     return Answer(text, usage_of, tuple(steps))

@@ -1,0 +1,154 @@
+"""A demonstration, not a benchmark: one attempt of each framework's agent, and of a scenario's tools.
+
+Plays, against the test stand-in's Chat Completions (a real HTTP server on 127.0.0.1; its model
+calls ``lookup_order`` for a message naming an order, then answers with the tool's result, and
+reports a usage and a cost for each request, as OpenRouter does), one attempt of a two-turn
+scenario with each adapter: the OpenAI Agents SDK's agent, pydantic-ai's, and a LangGraph graph
+with LangChain's ChatOpenAI. For each it prints the transcript (each turn's words, the tool calls
+with their results) and each request's tokens and cost as convy kept them, beside what the server
+reported for that request.
+
+Then the scenario's own tools (docs/tools.md): a scenario that starts booking ABC123 in seat 12A
+and checks it ends in 14C, played by the Agents SDK's agent (its ``change_seat`` answered by the
+scenario's) and by an agent that reaches its tools over MCP with the official SDK's client, each
+once asked for 14C (the state check passes) and once for 9F (it fails).
+
+    .venv/bin/python bench/frameworks.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "unit")]
+
+from support.standin import StandIn  # noqa: E402
+from test_frameworks import langgraph, openai_agents, pydantic_ai  # noqa: E402
+
+from convy.agent import Answer, Call, Message, Requests, Usage  # noqa: E402
+from convy.bench import Bench  # noqa: E402
+from convy.chat import Prices  # noqa: E402
+from convy.fakes import MemoryJournal  # noqa: E402
+from convy.judge import Models  # noqa: E402
+from convy.outcome import Outcome  # noqa: E402
+from convy.plan import Plan  # noqa: E402
+from convy.scenario import Scenario  # noqa: E402
+from convy.tools import toolbox  # noqa: E402
+
+COST = 0.00021  # US dollars a request, as the server reports it
+
+
+def replied(request: dict[str, Any]) -> dict[str, Any]:
+    """The model: calls lookup_order, then answers with its result; a usage and a cost each time."""
+    messages = request["messages"]
+    if messages[-1]["role"] == "tool":
+        return {"content": f"Your order: {messages[-1]['content']}", "usage": {"prompt_tokens": 40 + len(messages), "completion_tokens": 7, "cached_tokens": 16}, "cost": COST}
+    if "A-" in messages[-1]["content"]:
+        return {"content": None, "tool_calls": [{"name": "lookup_order", "arguments": {"order": "A-1"}}], "usage": {"prompt_tokens": 30 + len(messages), "completion_tokens": 9}, "cost": COST}
+    return {"content": "Hello! Which order?", "usage": {"prompt_tokens": 20 + len(messages), "completion_tokens": 4, "reasoning_tokens": 2}, "cost": COST}
+
+
+def played(agent: Any, scenario: Scenario) -> Outcome:
+    journal = MemoryJournal()
+    asyncio.run(Bench(agent, Models()).run(Plan((scenario,), 1), journal))
+    (outcome,) = journal.outcomes
+    return outcome
+
+
+def shown(outcome: Outcome, bodies: list[dict[str, Any]]) -> None:
+    """The transcript, then each request's tokens as kept beside the server's."""
+    kept: list[Usage] = []
+    for number, turn in enumerate(outcome.transcript.turns, start=1):
+        print(f"  turn {number}  user: {turn.message}")
+        for step in turn.answer.steps:
+            match step:
+                case Call(name=name, arguments=arguments, result=result, error=error, source=source):
+                    answered = f"error {error!r}" if error else msgspec.json.encode(getattr(result, "value", None)).decode()
+                    print(f"          tool call: {name}({msgspec.json.encode(arguments).decode()}) -> {answered}" + (f"  [{source}]" if source else ""))
+                case _:
+                    pass
+        print(f"          agent: {turn.answer.text}")
+        usage = turn.answer.usage
+        kept.extend(one for one in (usage.each if isinstance(usage, Requests) else (usage,)) if isinstance(one, Usage))
+    print("  requests: kept by convy (in, out, cached, reasoning; cost)  |  reported by the server")
+    for number, (usage, body) in enumerate(zip(kept, bodies, strict=False), start=1):
+        reply = replied(body)
+        said = reply["usage"]
+        server = (said["prompt_tokens"], said["completion_tokens"], said.get("cached_tokens", 0), said.get("reasoning_tokens", 0), reply["cost"])
+        cost = getattr(usage.cost, "amount", None)
+        mine = (usage.input, usage.output, usage.cached, usage.reasoning, None if cost is None else float(cost))
+        source = getattr(usage.cost, "source", "unpriced")
+        print(f"    {number}: {mine} {source}  |  {server}  {'same' if mine == server else 'DIFFERENT'}")
+    print(f"  {len(kept)} requests kept, {len(bodies)} received by the server; status {outcome.status(0.0)}")
+
+
+class SeatOverMcp:
+    """An agent that reaches its tools over MCP, with the official SDK's client."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[SeatOverMcp]:
+        yield self
+
+    async def turn(self, message: Message) -> Answer:
+        from mcp import Client
+
+        async with Client(await toolbox().url()) as client:
+            result = await client.call_tool("change_seat", {"code": "ABC123", "seat": message.text.rsplit(" ", 1)[-1]})
+        return Answer(f"Done: {result.content[0].text}")  # type: ignore[union-attr]
+
+
+SEAT = {
+    "id": "seat",
+    "state": {"bookings": {"ABC123": {"seat": "12A"}}},
+    "tools": [
+        {
+            "name": "change_seat",
+            "description": "Move a booking to another seat.",
+            "parameters": {"type": "object", "properties": {"code": {"type": "string"}, "seat": {"type": "string"}}, "required": ["code", "seat"]},
+            "answers": [{"when": {"code": "ABC123"}, "set": {"bookings.{{ code }}.seat": "{{ seat }}"}, "read": "bookings.{{ code }}"}],
+            "default": {"error": "no booking {{ code }}"},
+        }
+    ],
+    "judge": [{"check": {"state": {"bookings.ABC123.seat": "14C"}}}, {"check": {"called": "change_seat"}}],
+}
+
+
+def seat_replied(request: dict[str, Any]) -> dict[str, Any]:
+    """The model of the seat scenario: calls change_seat with the seat the message ends with."""
+    messages = request["messages"]
+    if messages[-1]["role"] == "tool":
+        return {"content": f"Moved: {messages[-1]['content']}"}
+    seat = messages[-1]["content"].rsplit(" ", 1)[-1]
+    return {"content": None, "tool_calls": [{"name": "change_seat", "arguments": {"code": "ABC123", "seat": seat}}]}
+
+
+def main() -> None:
+    scenario = msgspec.convert({"id": "order", "script": ["Hi", "Where is A-1?"], "judge": [{"check": {"called": "lookup_order"}}]}, Scenario)
+    for name, made in (("OpenAI Agents SDK", openai_agents), ("pydantic-ai", pydantic_ai), ("LangGraph + ChatOpenAI", langgraph)):
+        with StandIn(reply=replied) as server:
+            outcome = played(made(server, Prices()), scenario)
+            bodies = [msgspec.json.decode(request.body) for request in server.received]
+        print(f"\n{name}:")
+        shown(outcome, bodies)
+    print("\nThe scenario's tools: booking ABC123 starts in 12A; the check asks for 14C.")
+    for seat in ("14C", "9F"):
+        asked = msgspec.convert({**SEAT, "script": [f"move me to {seat}"]}, Scenario)
+        with StandIn(reply=seat_replied) as server:
+            for name, agent in (("OpenAI Agents SDK agent", openai_agents(server, Prices())), ("an agent over MCP", SeatOverMcp())):
+                outcome = played(agent, asked)
+                (call,) = outcome.transcript.turns[0].answer.steps
+                claims = getattr(outcome.result, "claims", ())
+                print(f"  {name}, asked for {seat}: {call.name}({msgspec.json.encode(call.arguments).decode()}) [{call.source}]"  # type: ignore[union-attr]
+                      f" -> state {msgspec.json.encode(outcome.transcript.state).decode()}; {outcome.status(0.0)}: {claims[0].reason}")
+
+
+if __name__ == "__main__":
+    main()
