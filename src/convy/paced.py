@@ -13,21 +13,26 @@ Outside a turn it sends as the transport under it does.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
+import weakref
 from contextvars import ContextVar
 from typing import Any
 
 import httpx2
 import msgspec
 
-from convy.agent import Cost
+from convy.agent import NoUsage, Usage
 from convy.busy import TURN, Busy
-from convy.chat import reported
+from convy.chat import Completion, Prices
 from convy.http import OnTheWire, RateHeaders, RetryAfter
+from convy.problems import ModelFailure
 from convy.quota import TOLD
+from convy.secrets import Secrets
 
 _KEYED = ("authorization", "api-key", "x-api-key")  # the headers that hold a key, as services name them
+_SAID = 300  # characters of a refusal's body kept, as convy's own requests keep
 
 
 class Paced(httpx2.AsyncBaseTransport):
@@ -35,7 +40,21 @@ class Paced(httpx2.AsyncBaseTransport):
     turn under way, as ``http.JsonConnection`` sends convy's own (the module's doc)."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport | None = None) -> None:
-        self._inner = inner or httpx2.AsyncHTTPTransport()
+        self._given = inner
+        # Without one given, a transport of its own for each event loop: a connection pool is
+        # bound to the loop it was opened in, and an agent file's client, made once, is used by
+        # each run of a process (a notebook's, a test suite's), each in a loop of its own.
+        self._own: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncBaseTransport] = weakref.WeakKeyDictionary()
+
+    @property
+    def _inner(self) -> httpx2.AsyncBaseTransport:
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        own = self._own.get(loop)
+        if own is None:
+            own = self._own[loop] = httpx2.AsyncHTTPTransport()
+        return own
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         turn = TURN.get()
@@ -53,16 +72,11 @@ class Paced(httpx2.AsyncBaseTransport):
         response = await self._inner.handle_async_request(request)
         if told is not None:
             told.heard = RateHeaders(response.headers).heard()
-        costs = COSTS.get()
-        if costs is not None and response.status_code < 300 and _json(response):
-            # What the provider said the request cost (OpenRouter's usage.cost, LiteLLM's header),
-            # which the frameworks drop: read here, where the reply goes by whole.
-            await response.aread()
-            try:
-                usage = msgspec.json.decode(response.content).get("usage") or {}
-            except (msgspec.DecodeError, AttributeError):
-                usage = {}
-            costs.append(reported(usage.get("cost") if isinstance(usage, dict) else None, response.headers))
+        listening = WIRE.get()
+        if listening is not None and response.status_code < 300:
+            listening.append(await _usage(request, response))
+        if response.status_code >= 400 and response.status_code not in (429, 503):
+            return await _hidden(request, response)
         if response.status_code in (429, 503):
             await response.aread()
             await response.aclose()
@@ -72,17 +86,62 @@ class Paced(httpx2.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        if self._given is not None:
+            await self._given.aclose()
+            return
+        own = self._own.pop(asyncio.get_running_loop(), None)
+        if own is not None:
+            await own.aclose()
 
 
-def _json(response: httpx2.Response) -> bool:
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower() == "application/json"
+# What each request of the turn under way took, as its answer said on the wire, in the order they
+# were answered, where an adapter listens (``frameworks``): read by convy's own reader of a Chat
+# Completions reply (``chat.Completion``), its cost the provider's where it said one (OpenRouter's
+# usage.cost, LiteLLM's header, which the frameworks drop) and its model the one the request named
+# (a price table's name, not the dated one a service answers with); ``NoUsage`` for an answer that
+# said none (never free); ``None`` for one not read here (a stream, or a reply of another API), for
+# which the adapter keeps what its framework counted.
+WIRE: ContextVar[list[Heard | None] | None] = ContextVar("convy_wire", default=None)
 
 
-# The costs the provider reported for the requests of the turn under way, in the order they were
-# answered (None for one it said none of), where an adapter listens (``frameworks``): a framework
-# keeps the tokens of each request but drops the cost.
-COSTS: ContextVar[list[Cost | None] | None] = ContextVar("convy_costs", default=None)
+class Heard(msgspec.Struct, frozen=True):
+    """What one answered request took, as its answer said on the wire, and the model it named."""
+
+    model: str
+    usage: Usage | NoUsage
+
+
+async def _usage(request: httpx2.Request, response: httpx2.Response) -> Heard | None:
+    """What one answered request took, as its answer says (``WIRE``)."""
+    if response.headers.get("content-type", "").partition(";")[0].strip().lower() != "application/json":
+        return None
+    await response.aread()  # the reply goes by whole: read here, and read again from memory by the framework
+    try:
+        reply = msgspec.json.decode(response.content)
+        body = msgspec.json.decode(request.content) if request.content else {}
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(reply, dict) or not request.url.path.rstrip("/").endswith("/chat/completions"):
+        return None  # the Responses API's, or another's: its framework's count is kept
+    model = body.get("model", "") if isinstance(body, dict) else ""
+    try:
+        return Heard(str(model), Completion(reply, str(model), Prices(), dict(response.headers)).read().usage)
+    except ModelFailure:
+        return None
+
+
+async def _hidden(request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+    """A refusal's answer with the request's key, and anything shaped like a key, hidden from its
+    body and cut to its start: the framework makes its error of that text, which reaches the
+    attempt's record, and a service or a proxy may echo the request's headers there (convy's own
+    requests hide it so, ``http.JsonConnection._said``)."""
+    await response.aread()
+    values = [value.strip() for name, value in request.headers.items() if name.lower() in _KEYED]
+    keys = Secrets(tuple(dict.fromkeys(word for value in values for word in (value, *value.split()) if word)))
+    text = keys.opening(response.content.decode("utf-8", "replace"), _SAID)
+    headers = [(name, value) for name, value in response.headers.multi_items() if name.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+    await response.aclose()
+    return httpx2.Response(response.status_code, headers=headers, content=text.encode(), request=request, extensions=response.extensions)
 
 
 def limited_by(request: httpx2.Request) -> str:

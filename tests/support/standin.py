@@ -689,7 +689,7 @@ class StandIn:
 
     reply(request_json) -> str | dict: the chat responder. A dict may give "content" (str or None),
         "tool_calls" (list of {"name", "arguments": dict | str, "id"?} or OpenAI-shaped tool calls),
-        "usage" ({"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", ...}), "cost",
+        "usage" ({"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", ...}; False: none), "cost",
         "finish_reason", "reasoning" (text, sent as message.reasoning), "headers" (more response headers, as
         LiteLLM's x-litellm-response-cost). Default: "You said: <last user message>".
         It may also be an async function. An exception in it answers 500 and is kept in `errors`.
@@ -1217,9 +1217,10 @@ class StandIn:
         finish_reason = out.get("finish_reason") or ("tool_calls" if tool_calls else "stop")
         prompt_words = sum(_words(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
         completion_words = _words(content or "") + sum(_words(c["function"]["arguments"]) for c in tool_calls)
-        usage = _usage(out.get("usage") or {}, prompt_words, completion_words)
+        # "usage": False sends none (usage: null), as some servers answer
+        usage = None if out.get("usage") is False else _usage(out.get("usage") or {}, prompt_words, completion_words)
         cost = out.get("cost", cost)
-        if cost is not None:
+        if cost is not None and usage is not None:
             usage["cost"] = cost
 
         message: dict[str, Any] = {"role": "assistant", "content": content}

@@ -18,7 +18,7 @@ import msgspec
 import pytest
 from support.standin import StandIn, Status
 
-from convy.agent import Call, Cost, Reported, Requests, Usage
+from convy.agent import Call, Cost, NoUsage, Reported, Requests, Usage
 from convy.bench import Bench
 from convy.chat import Price, Prices
 from convy.fakes import MemoryJournal
@@ -217,3 +217,75 @@ def test_the_cost_the_provider_reported_is_kept_though_the_framework_drops_it(ma
     usage = outcome.transcript.turns[0].answer.usage
     assert isinstance(usage, Requests)
     assert [request.cost for request in usage.each] == [Cost(Decimal("0.00021"), "provider")] * 2  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("made", EVERY)
+def test_a_reply_that_says_no_usage_is_no_usage_never_free(made: Made) -> None:
+    def silent(request: dict[str, Any]) -> dict[str, Any]:
+        return {**replied(request), "usage": False}
+
+    with StandIn(reply=silent) as server:
+        outcome = played(made, server, scenario(script=["Hi"]), prices=Prices({"agent-model": Price(Decimal("1"), Decimal("4"))}))
+    assert outcome.transcript.turns[0].answer.usage == NoUsage()
+
+
+def again(request: dict[str, Any]) -> dict[str, Any]:
+    """Two rounds of tool calls in one turn, the server numbering its calls anew in each reply
+    (call_1 twice): each call's result is the one answered after it."""
+    messages = request["messages"]
+    rounds = sum(1 for message in messages if message["role"] == "tool")
+    if rounds == 2:
+        return {"content": "Both looked up."}
+    order = "A-1" if rounds == 0 else "A-2"
+    return {"content": None, "tool_calls": [{"name": "lookup_order", "arguments": {"order": order}, "id": "call_1"}]}
+
+
+@pytest.mark.parametrize("made", [present(pydantic_ai), present(langgraph)])
+def test_each_call_gets_its_own_result_when_a_server_numbers_its_calls_anew(made: Made) -> None:
+    with StandIn(reply=again) as server:
+        outcome = played(made, server, scenario(script=["Where are A-1 and A-2?"]))
+    results = [(step.arguments["order"], step.result) for step in outcome.transcript.turns[0].answer.steps]  # type: ignore[union-attr]
+    assert results == [("A-1", Reported({"order": "A-1", "status": "in transit"})), ("A-2", Reported({"order": "A-2", "status": "in transit"}))]
+
+
+@pytest.mark.parametrize("made", EVERY)
+def test_a_services_error_that_echoes_the_key_reaches_the_record_without_it(made: Made) -> None:
+    from support.standin import Echo
+
+    with StandIn(reply=replied) as server:
+        server.faults(Echo(502, as_json=True, path="/v1/chat/completions"))
+        outcome = played(made, server, scenario(script=["Hi"]))
+    assert outcome.stop == "agent_failed"
+    assert KEY not in msgspec.json.encode(outcome).decode()
+
+
+def test_a_graphs_client_serves_each_event_loop_a_run_plays_in() -> None:
+    """http_client(), made once in an agent file, is used by each run of a process (each its own loop)."""
+    if importlib.util.find_spec("langgraph") is None:
+        pytest.skip("langgraph not installed")
+    with StandIn(reply=replied) as server:
+        agent = langgraph(server, Prices())
+        for _ in range(2):
+            journal = MemoryJournal()
+            asyncio.run(Bench(agent, Models()).run(Plan((scenario(script=["Hi"], judge=[{"check": {"said": "Hello"}}]),), 1), journal))
+            assert journal.outcomes[0].status(0.0) == "passed", journal.outcomes[0].result
+
+
+def test_a_pydantic_ai_agent_with_a_toolset_of_its_own_takes_the_scenarios_tools() -> None:
+    if importlib.util.find_spec("pydantic_ai") is None:
+        pytest.skip("pydantic_ai not installed")
+    import openai
+    import pydantic_ai
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.toolsets import FunctionToolset
+
+    from convy.frameworks.pydantic_ai import from_pydantic_ai
+
+    tools = [{"name": "lookup_order", "parameters": {"type": "object", "properties": {"order": {"type": "string"}}}, "default": {"result": {"status": "lost"}}}]
+    with StandIn(reply=replied) as server:
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY)
+        toolset = FunctionToolset([pydantic_ai.Tool(lookup, name="lookup_order")])
+        shop = pydantic_ai.Agent(OpenAIChatModel("agent-model", provider=OpenAIProvider(openai_client=client)), toolsets=[toolset])
+        outcome = played(lambda _, __: from_pydantic_ai(shop), server, scenario(script=["Where is A-1?"], tools=tools, judge=[{"check": {"said": "lost"}}]))
+    assert outcome.status(0.0) == "passed", outcome.result

@@ -8,38 +8,57 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from convy.agent import Cost, Usage
+from convy.agent import Cost, NoUsage, Unpriced, Usage
 from convy.busy import Busy
-from convy.paced import COSTS
+from convy.chat import Prices
+from convy.paced import WIRE, Heard
 
 T = TypeVar("T")
 
 
-async def unwrapped(run: Awaitable[T]) -> tuple[T, list[Cost | None]]:
-    """What a framework's ``run`` of a turn gives, and the cost the provider reported for each of
-    its requests, in order (``paced.COSTS``: the frameworks drop it); where it raised for a request
-    refused past the agent's patience (``paced.Paced``'s ``Busy``, wrapped in the framework's
-    client's own error), that ``Busy``, which says the service stayed busy: a busy service's, not
-    the agent's failure."""
-    costs: list[Cost | None] = []
-    listening = COSTS.set(costs)
+async def unwrapped(run: Awaitable[T]) -> tuple[T, list[Heard | None]]:
+    """What a framework's ``run`` of a turn gives, and what each of its requests took as its
+    answer said on the wire (``paced.WIRE``: every request the turn sent, a sub-agent's too, with
+    the provider's cost, which the frameworks drop); where it raised for a request refused past the
+    agent's patience (``paced.Paced``'s ``Busy``, wrapped in the framework's client's own error),
+    that ``Busy``, which says the service stayed busy: a busy service's, not the agent's failure."""
+    heard: list[Heard | None] = []
+    listening = WIRE.set(heard)
     try:
-        return await run, costs
+        return await run, heard
     except Exception as error:
         busy = busy_under(error)
         if busy is not None:
             raise busy from None
         raise
     finally:
-        COSTS.reset(listening)
+        WIRE.reset(listening)
 
 
-def costed(usages: list[Usage], costs: list[Cost | None]) -> list[Usage]:
-    """Each request's usage with the cost its provider reported, where it reported one (the costs
-    read off the wire, one a request in order, where as many as the usages; else as they are)."""
-    if len(costs) != len(usages):
-        return usages
-    return [usage if cost is None else msgspec.structs.replace(usage, cost=cost) for usage, cost in zip(usages, costs, strict=True)]
+def counted(framework: list[Usage], wire: list[Heard | None], prices: Prices) -> list[Usage | NoUsage]:
+    """Each request's usage: as its answer said on the wire where every request of the turn was
+    read there (convy's own reading of a reply: one with no usage is no usage, never free; the
+    provider's cost; priced by the model the request named); else what the framework counted (a
+    streamed reply, another API's), each with the provider's cost read on the wire where as many
+    were read."""
+    if wire and all(one is not None for one in wire):
+        return [_priced(one, prices) for one in wire if one is not None]
+    if len(wire) == len(framework):
+        return [
+            msgspec.structs.replace(usage, cost=one.usage.cost) if one is not None and isinstance(one.usage, Usage) and isinstance(one.usage.cost, Cost) else usage
+            for usage, one in zip(framework, wire, strict=True)
+        ]
+    return list(framework)
+
+
+def _priced(heard: Heard, prices: Prices) -> Usage | NoUsage:
+    usage = heard.usage
+    match usage:
+        case Usage(cost=Unpriced(), unreported=()):
+            cached = usage.cached if isinstance(usage.cached, int) else 0
+            return msgspec.structs.replace(usage, cost=prices.cost(heard.model, usage.input, usage.output, cached))
+        case _:
+            return usage
 
 
 def busy_under(error: BaseException) -> Busy | None:

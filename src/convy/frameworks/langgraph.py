@@ -32,10 +32,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
+import msgspec
 
-from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
+from convy.agent import Answer, Call, Message, NoUsage, Reported, Requests, Thought, Usage
 from convy.chat import Prices
-from convy.frameworks.common import arguments_of, costed, plain, unwrapped
+from convy.frameworks.common import arguments_of, counted, plain, unwrapped
 from convy.paced import client as paced_client
 
 try:
@@ -98,12 +99,20 @@ def _same(one: Any, other: Any) -> bool:
     return isinstance(one, said.HumanMessage) and one.content == other.content and getattr(one, "id", None) in (None, getattr(other, "id", None))
 
 
-def _answer(new: list[Any], prices: Prices, costs: list[Any]) -> Answer:
+def _answer(new: list[Any], prices: Prices, wire: list[Any]) -> Answer:
     """The answer of one turn, from the messages the graph added: the last AI message's text, each
-    AI message's usage, the tool calls with their results."""
-    results: dict[str, Reported | str] = {}
+    AI message's usage, the tool calls with their results: each the tool message for its id after
+    the AI message that made it, before the next (a service may number its calls anew each time),
+    a tool message of status error the call's error."""
+    usages: list[Usage] = []
+    steps: list[Thought | Call] = []
+    pending: dict[str, int] = {}  # the calls of the latest AI message, by id: their place in steps
+    text = ""
     for message in new:
         if isinstance(message, said.ToolMessage):
+            at = pending.pop(message.tool_call_id, None)
+            if at is None:
+                continue
             content = message.content
             value: Any = content
             if isinstance(content, str):
@@ -111,11 +120,9 @@ def _answer(new: list[Any], prices: Prices, costs: list[Any]) -> Answer:
                     value = json.loads(content)
                 except ValueError:
                     value = content
-            results[message.tool_call_id] = str(content) if message.status == "error" else Reported(plain(value))
-    usages: list[Usage] = []
-    steps: list[Thought | Call] = []
-    text = ""
-    for message in new:
+            answered = {"error": str(content)} if message.status == "error" else {"result": Reported(plain(value))}
+            steps[at] = msgspec.structs.replace(steps[at], **answered)
+            continue
         if not isinstance(message, said.AIMessage):
             continue
         metadata: dict[str, Any] = dict(message.usage_metadata or {})
@@ -124,14 +131,11 @@ def _answer(new: list[Any], prices: Prices, costs: list[Any]) -> Answer:
         tokens_in, tokens_out = int(metadata.get("input_tokens", 0) or 0), int(metadata.get("output_tokens", 0) or 0)
         model = str((message.response_metadata or {}).get("model_name", ""))
         usages.append(Usage(tokens_in, tokens_out, cached=cached, reasoning=reasoning, cost=prices.cost(model, tokens_in, tokens_out, cached)))
+        pending = {}
         for call in message.tool_calls:
-            result = results.get(call.get("id") or "", NotReported())
-            match result:
-                case str(error):
-                    steps.append(Call(call["name"], arguments_of(call.get("args")), error=error))
-                case Reported() | NotReported():
-                    steps.append(Call(call["name"], arguments_of(call.get("args")), result))
+            pending[call.get("id") or ""] = len(steps)
+            steps.append(Call(call["name"], arguments_of(call.get("args"))))
         text = str(message.text)  # the text parts of its content (a str of LangChain's own class: made plain)
-    usages = costed(usages, costs)  # the provider's own cost where it reported one
-    usage: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
+    every = counted(usages, wire, prices)  # as the wire said, where it was read there
+    usage: Usage | NoUsage | Requests = NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
     return Answer(text, usage, tuple(steps))

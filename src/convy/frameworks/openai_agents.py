@@ -26,13 +26,14 @@ The SDK is convy's ``openai-agents`` extra (docs/decisions/0012-openai-agents.md
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
+from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, Requests, Thought, Usage
 from convy.chat import Prices
-from convy.frameworks.common import arguments_of, costed, plain, unwrapped
+from convy.frameworks.common import arguments_of, counted, plain, unwrapped
 from convy.paced import client as paced_client
 from convy.tools import TOOLS, ToolError
 
@@ -41,6 +42,12 @@ try:
     import openai
 except ImportError as error:  # pragma: no cover - said to whoever loads an agent file without the extra
     raise ImportError(f"convy's adapter for the OpenAI Agents SDK needs its extra ({error.name} is not installed): pip install 'convy[openai-agents]'") from None
+
+# The SDK logs a failed model request ("Error getting response") on its logger, which with no
+# handler Python's last resort writes to stderr: convy never prints, and the failure is the
+# attempt's, recorded. A team that configures logging still gets it, through the root logger.
+if not any(isinstance(handler, logging.NullHandler) for handler in logging.getLogger("openai.agents").handlers):
+    logging.getLogger("openai.agents").addHandler(logging.NullHandler())
 
 
 def from_openai_agents(
@@ -126,7 +133,7 @@ def _invoked(name: str) -> Any:
     return invoke
 
 
-def _answer(result: Any, prices: Prices, costs: list[Any]) -> Answer:
+def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
     """The answer of one ``Runner.run``: its text, each request's usage, its steps."""
     usages: list[Usage] = []
     for response in result.raw_responses:
@@ -152,8 +159,8 @@ def _answer(result: Any, prices: Prices, costs: list[Any]) -> Answer:
             case _:
                 pass
     text = result.final_output if isinstance(result.final_output, str) else json.dumps(plain(result.final_output))
-    usages = costed(usages, costs)  # the provider's own cost where it reported one
-    usage: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
+    every = counted(usages, wire, prices)  # as the wire said, where it was read there
+    usage: Usage | NoUsage | Requests = NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
     return Answer(text, usage, tuple(steps))
 
 

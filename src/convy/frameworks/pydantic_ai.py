@@ -34,9 +34,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from convy.agent import Answer, Call, Message, NotReported, Reported, Requests, Thought, Usage
+import msgspec
+
+from convy.agent import Answer, Call, Message, NoUsage, Reported, Requests, Thought, Usage
 from convy.chat import Prices
-from convy.frameworks.common import arguments_of, costed, plain, unwrapped
+from convy.frameworks.common import arguments_of, counted, plain, unwrapped
 from convy.paced import client as paced_client
 from convy.tools import TOOLS, ToolError
 
@@ -46,6 +48,7 @@ try:
     from pydantic_ai.models import infer_model
     from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
     from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.toolsets import FunctionToolset
 except ImportError as error:  # pragma: no cover - said to whoever loads an agent file without the extra
     raise ImportError(f"convy's adapter for pydantic-ai needs its extra ({error.name} is not installed): pip install 'convy[pydantic-ai]'") from None
 
@@ -103,17 +106,24 @@ class _Conversation:
 def _scenario_tools(agent: Any) -> Any:
     """``agent`` overridden, for one run, with each tool that has the name of one the scenario
     declares answered by the scenario's, and the scenario's others added; as it is where the
-    scenario declares none."""
+    scenario declares none. The agent's own tools and those of its function toolsets lose the
+    shadowed ones; another toolset (an MCP server's) is kept whole."""
     box = TOOLS.get()
     if box is None:
         return agent.override()
-    own = [tool for toolset in agent.toolsets for tool in getattr(toolset, "tools", {}).values()]
-    kept = [tool for tool in own if tool.name not in box.tools]
+    own, *others = agent.toolsets  # its own function tools first, as pydantic-ai lists them
+    kept = [tool for tool in getattr(own, "tools", {}).values() if tool.name not in box.tools]
+    toolsets = [
+        FunctionToolset([tool for tool in toolset.tools.values() if tool.name not in box.tools])
+        if isinstance(toolset, FunctionToolset) and any(name in box.tools for name in toolset.tools)
+        else toolset
+        for toolset in others
+    ]
     declared = [
         pydantic_ai.Tool.from_schema(_invoked(name), name, tool.description or None, tool.function()["function"]["parameters"])
         for name, tool in box.tools.items()
     ]
-    return agent.override(tools=[*kept, *declared])
+    return agent.override(tools=[*kept, *declared], toolsets=toolsets)
 
 
 def _invoked(name: str) -> Any:
@@ -128,18 +138,15 @@ def _invoked(name: str) -> Any:
     return invoke
 
 
-def _answer(result: Any, prices: Prices, costs: list[Any]) -> Answer:
-    """The answer of one run: its text, each request's usage, its steps."""
+def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
+    """The answer of one run: its text, each request's usage, its steps. A call's result is the
+    one returned for its id after the response that made it, before the next (a service may
+    number its calls anew in each response); a return pydantic-ai marks as not a success (a
+    ModelRetry, a tool that failed) and a retry prompt (arguments that did not validate) are the
+    call's error."""
     usages: list[Usage] = []
     steps: list[Thought | Call] = []
-    returns: dict[str, Any] = {}
-    for message in result.new_messages():
-        for part in message.parts:
-            match part:
-                case said.ToolReturnPart(tool_call_id=identity, content=content):
-                    returns[identity] = Reported(plain(content))
-                case _:
-                    pass
+    pending: dict[str, int] = {}  # the calls of the latest response, by id: their place in steps
     for message in result.new_messages():
         match message:
             case said.ModelResponse(usage=usage, model_name=model):
@@ -147,18 +154,33 @@ def _answer(result: Any, prices: Prices, costs: list[Any]) -> Answer:
                 reasoning = int((usage.details or {}).get("reasoning_tokens", 0) or 0)
                 cost = prices.cost(model or "", int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached)
                 usages.append(Usage(input=int(usage.input_tokens or 0), output=int(usage.output_tokens or 0), cached=cached, reasoning=reasoning, cost=cost))
+                pending = {}
                 for part in message.parts:
                     match part:
                         case said.ThinkingPart(content=text) if text:
                             steps.append(Thought(text))
                         case said.ToolCallPart(tool_name=name, tool_call_id=identity):
-                            steps.append(Call(name, arguments_of(part.args), returns.get(identity, NotReported())))
+                            pending[identity] = len(steps)
+                            steps.append(Call(name, arguments_of(part.args)))
+                        case _:
+                            pass
+            case said.ModelRequest(parts=asked):
+                for answer in asked:
+                    match answer:
+                        case said.ToolReturnPart(tool_call_id=identity, content=content) if identity in pending:
+                            at = pending.pop(identity)
+                            failed = getattr(answer, "outcome", "success") not in ("success", None)
+                            answered = {"error": str(content)} if failed else {"result": Reported(plain(content))}
+                            steps[at] = msgspec.structs.replace(steps[at], **answered)
+                        case said.RetryPromptPart(tool_call_id=identity, content=content) if identity in pending:
+                            at = pending.pop(identity)
+                            steps[at] = msgspec.structs.replace(steps[at], error=content if isinstance(content, str) else json.dumps(plain(content)))
                         case _:
                             pass
             case _:
                 pass
     output = result.output
     text = output if isinstance(output, str) else json.dumps(plain(output))
-    usages = costed(usages, costs)  # the provider's own cost where it reported one
-    usage_of: Usage | Requests = usages[0] if len(usages) == 1 else Requests(tuple(usages))
+    every = counted(usages, wire, prices)  # as the wire said, where it was read there
+    usage_of: Usage | NoUsage | Requests = NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
     return Answer(text, usage_of, tuple(steps))

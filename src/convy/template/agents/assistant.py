@@ -1,7 +1,7 @@
 """An LLM support agent on the gateway: a system prompt, one tool, and the model deciding.
 
 It is the kind of agent convy is for: a model that talks to the user and calls a tool
-(``lookup_order``) on the way. Each turn sends the whole conversation to the gateway; when the
+(``lookup_order``; the scenario's own, where it declares one) on the way. Each turn sends the whole conversation to the gateway; when the
 model asks for the tool, the agent runs it and sends the result back, up to three times, and the
 answer reports every call as a step, so checks such as ``{called: lookup_order}`` can see it, and
 every request's usage (``Requests``), so the run's tokens and cost are what the gateway reported.
@@ -39,7 +39,9 @@ from convy import (
     OpenAiModel,
     Reported,
     Requests,
+    ToolError,
     Usage,
+    toolbox,
 )
 
 SYSTEM = """You are the support assistant of Example Shop. You help with orders and refunds only.
@@ -105,7 +107,7 @@ class AssistantConversation:
                 for call in calls:
                     started = time.monotonic()
                     arguments = json.loads(call["function"].get("arguments") or "{}")
-                    result = ORDERS.get(str(arguments.get("order", "")).upper(), {"error": "no such order"})
+                    result = await _looked_up(arguments)
                     steps.append(Call("lookup_order", arguments, Reported(result), time.monotonic() - started))
                     messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": json.dumps(result)})
         except Busy as busy:
@@ -152,3 +154,18 @@ match model:
         agent: Assistant | Absent = Assistant(model)
     case _:
         agent = model
+
+
+async def _looked_up(arguments: dict[str, Any]) -> Any:
+    """The tool's result: the scenario's own lookup_order where it declares one (its books, which
+    it checks afterwards: docs/tools.md), else the table above."""
+    try:
+        scenario = toolbox()
+    except LookupError:
+        scenario = None
+    if scenario is not None and "lookup_order" in scenario.tools:
+        try:
+            return await scenario.call("lookup_order", arguments)
+        except ToolError as error:
+            return {"error": str(error)}
+    return ORDERS.get(str(arguments.get("order", "")).upper(), {"error": "no such order"})
