@@ -289,3 +289,25 @@ def test_a_pydantic_ai_agent_with_a_toolset_of_its_own_takes_the_scenarios_tools
         shop = pydantic_ai.Agent(OpenAIChatModel("agent-model", provider=OpenAIProvider(openai_client=client)), toolsets=[toolset])
         outcome = played(lambda _, __: from_pydantic_ai(shop), server, scenario(script=["Where is A-1?"], tools=tools, judge=[{"check": {"said": "lost"}}]))
     assert outcome.status(0.0) == "passed", outcome.result
+
+
+def test_a_tool_that_raises_in_the_agents_sdk_is_the_calls_error() -> None:
+    """The SDK tells the model a tool failed, not why (its default failure function): the call is
+    kept with that as its error, not as a result, so the report shows it in red."""
+    if importlib.util.find_spec("agents") is None:
+        pytest.skip("agents not installed")
+    import agents
+    import openai
+
+    from convy.frameworks.openai_agents import from_openai_agents
+
+    def broken(order: str) -> dict[str, str]:
+        """Look an order up by its number."""
+        raise ValueError("database down")
+
+    with StandIn(reply=replied) as server:
+        shop = agents.Agent(name="shop", tools=[agents.function_tool(broken, name_override="lookup_order")], model="agent-model")
+        agent = from_openai_agents(shop, openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY))
+        outcome = played(lambda _, __: agent, server, scenario(script=["Where is A-1?"]))
+    (call,) = outcome.transcript.turns[0].answer.steps
+    assert call.error.startswith("An error occurred while running the tool")  # type: ignore[union-attr]

@@ -50,6 +50,10 @@ if not any(isinstance(handler, logging.NullHandler) for handler in logging.getLo
     logging.getLogger("openai.agents").addHandler(logging.NullHandler())
 
 
+# What the SDK tells the model of a tool that raised (its default failure function): the call's error.
+_FAILED = "An error occurred while running the tool"
+
+
 def from_openai_agents(
     agent: Any, client: Any = None, *, responses: bool = False, prices: Prices = Prices(), max_turns: int = 10
 ) -> OpenAIAgentsAgent:
@@ -155,7 +159,11 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
                 name = getattr(raw, "name", "") or ""
                 arguments = arguments_of(getattr(raw, "arguments", "") or "")
                 identity = _call_id(raw)
-                steps.append(Call(name, arguments, Reported(plain(results[identity])) if identity in results else NotReported()))
+                output = results.get(identity, NotReported())
+                if isinstance(output, str) and output.startswith(_FAILED):  # the SDK's word for a tool that raised
+                    steps.append(Call(name, arguments, error=output))
+                else:
+                    steps.append(Call(name, arguments, NotReported() if isinstance(output, NotReported) else Reported(plain(output))))
             case _:
                 pass
     text = result.final_output if isinstance(result.final_output, str) else json.dumps(plain(result.final_output))
