@@ -119,7 +119,7 @@ if TYPE_CHECKING:
     from convy.scenarios import Matching, Scenarios
     from convy.settings import Settings
     from convy.storage import RunDamaged, RunInUse, RunJournal
-    from convy.tools import Fixture, Tool, Toolbox, ToolError, toolbox
+    from convy.tools import Approvals, Fixture, Tool, Toolbox, ToolError, approvals, toolbox
     from convy.transcript import Evidence, Finished, Transcript, Turn, Unchecked, UserFault
     from convy.user import SimulatedUser, UserChecks
     from convy.vital import DeadService
@@ -235,6 +235,8 @@ _WHERE = {
     "ToolError": "convy.tools",
     "Toolbox": "convy.tools",
     "toolbox": "convy.tools",
+    "approvals": "convy.tools",
+    "Approvals": "convy.tools",
     "Fixture": "convy.tools",
     "Transcript": "convy.transcript",
     "Turn": "convy.transcript",
@@ -276,6 +278,7 @@ __all__ = [
     "Agent",
     "AgentFailure",
     "Answer",
+    "Approvals",
     "Bench",
     "Budget",
     "Busy",
@@ -391,5 +394,6 @@ __all__ = [
     "Vote",
     "Wait",
     "WorkersLost",
+    "approvals",
     "toolbox",
 ]

@@ -113,7 +113,8 @@ class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True
 
     ``error`` is the error the tool answered with (its ``result`` then not reported); ``source``
     is set where the scenario's own tools (``tools.Toolbox``) served the call, and says where
-    their answer came from."""
+    their answer came from; ``approval``, where the agent asked before running it, what the
+    scenario's ``approvals:`` answered."""
 
     name: str
     arguments: dict[str, Any] = {}
@@ -121,6 +122,9 @@ class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True
     seconds: float | NotReported = NotReported()
     error: str = ""
     source: Source = ""
+    # Where the agent paused to ask a person before running the tool: what the scenario's
+    # approvals answered ("" where it asked nothing).
+    approval: Literal["", "approved", "denied"] = ""
 
 
 class Message(msgspec.Struct, frozen=True, gc=False):

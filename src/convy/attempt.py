@@ -765,7 +765,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 shown = _ENCODE(result.value).decode() if type(result) is Reported else None
                 seconds = step.seconds
                 took = None if isinstance(seconds, NotReported) else float(seconds)  # what ``Took(seconds).value()`` says
-                steps.append(StepView("call", "", step.name, _ENCODE(step.arguments).decode(), shown, took, step.error, step.source))
+                steps.append(StepView("call", "", step.name, _ENCODE(step.arguments).decode(), shown, took, step.error, step.source, step.approval))
         return TurnView(
             turn.message,
             turn.scripted,

@@ -49,11 +49,15 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
     said: str = ""
     not_said: str = ""
     state: dict[str, Any] = {}
+    asked_approval: str = ""
+    not_asked_approval: str = ""
+
+    KINDS: ClassVar[tuple[str, ...]] = ("called", "not_called", "said", "not_said", "state", "asked_approval", "not_asked_approval")
 
     def __post_init__(self) -> None:
-        given = [name for name in ("called", "not_called", "said", "not_said", "state") if getattr(self, name)]
+        given = [name for name in self.KINDS if getattr(self, name)]
         if len(given) != 1:
-            raise ValueError("check: give exactly one of called, not_called, said, not_said, state")
+            raise ValueError(f"check: give exactly one of {', '.join(self.KINDS)}")
         for path in self.state:
             if any(not key.strip() for key in path_of(path)):
                 raise ValueError(f"state.{path}: a path is keys joined by dots, none empty: bookings.ABC123.seat")
@@ -86,6 +90,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                 fill(f"state.{path}", path, str): self._argument(fill, values, f"state.{path}", value)
                 for path, value in self.state.items()
             },
+            asked_approval=fill("asked_approval", self.asked_approval, str),
+            not_asked_approval=fill("not_asked_approval", self.not_asked_approval, str),
         )
 
     def _argument(self, fill: Fill, values: dict[str, Any], field: str, value: Any) -> Any:
@@ -117,6 +123,10 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             return f"never called {self.not_called}"
         if self.said:
             return f"said /{self.said}/"
+        if self.asked_approval:
+            return f"asked approval before {self.asked_approval}"
+        if self.not_asked_approval:
+            return f"never asked approval before {self.not_asked_approval}"
         if self.state:
             return "state " + ", ".join(f"{path} is {msgspec.json.encode(value).decode()}" for path, value in self.state.items())
         return f"never said /{self.not_said}/"
@@ -127,16 +137,19 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             return self._tool(transcript)
         if self.state:
             return self._state(transcript)
+        if self.asked_approval or self.not_asked_approval:
+            return self._asked(transcript)
         return self._said(transcript)
 
     def settled(self, transcript: Transcript) -> tuple[Claim, ...]:
         """This check decided on a dialogue that was cut short, if more turns could not change it
         (one claim), or nothing: ``called`` and ``said`` are settled once they hold, ``not_called``
-        and ``not_said`` once they fail; ``state`` never (a later call may change it)."""
+        and ``not_said`` once they fail; ``state`` never (a later call may change it); an approval
+        check as ``called`` and ``not_called`` are."""
         if self.state:
             return ()
         claim = self.claim(transcript)
-        return (claim,) if claim.held == bool(self.called or self.said) and not claim.doubt else ()
+        return (claim,) if claim.held == bool(self.called or self.said or self.asked_approval) and not claim.doubt else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
         # One pass over the steps, ended where the check is decided: at the first call of the tool
@@ -220,6 +233,16 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             if key not in given or not same(given[key], value):  # as JSON reads them: 1 and 1.0 alike, 1 and true not
                 return False
         return True
+
+    def _asked(self, transcript: Transcript) -> Claim:
+        """Whether the agent paused to ask before running the tool, as its calls record what the
+        scenario's approvals answered; the first turn it asked in as the reason."""
+        name = self.asked_approval or self.not_asked_approval
+        for number, turn in enumerate(transcript.turns, start=1):
+            for step in turn.answer.steps:
+                if type(step) is Call and step.name == name and step.approval:
+                    return Claim(self.text(), bool(self.asked_approval), f"agent asked before {name} in turn {number}, and was {step.approval}", by="code")
+        return Claim(self.text(), not self.asked_approval, f"agent never asked before {name}", by="code")
 
     def _state(self, transcript: Transcript) -> Claim:
         """Whether the tools' state as the dialogue left it holds each path's value, the first that

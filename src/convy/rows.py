@@ -225,6 +225,7 @@ class ToolCallsRow(Row, frozen=True):
     seconds: float | None
     error: str | None = None
     source: str | None = None
+    approval: str | None = None
 
 
 class ModelRequestsRow(Row, frozen=True):

@@ -40,7 +40,7 @@ from convy.problems import (
 )
 from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
-from convy.tools import TOOLS, Tool, Toolbox, joined, path_of
+from convy.tools import APPROVALS, TOOLS, Approvals, Tool, Toolbox, joined, path_of
 from convy.toolserver import served
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
@@ -79,6 +79,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     fail_under: float | None = None  # the share of judged attempts it must pass (passing.PassRule.bar); unset: all
     tools: tuple[Tool, ...] = ()  # tools the scenario declares and answers for (tools.py), fresh each attempt
     state: dict[str, Any] = {}  # what those tools start each attempt with
+    approvals: dict[str, str] = {}  # its answers to an agent that asks before running a tool: approve or deny
 
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
     UNWRITTEN: ClassVar[tuple[str, ...]] = ("filled", "variant")  # set by convy, never in a file
@@ -152,7 +153,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     def _tool_problems(self) -> Iterator[str]:
         """What is wrong between its tools, their state and its checks: a tool declared twice, a
         state no tool has, a path whose first key is a slip for one of the state's, a check of the
-        state with no tools, or of a call of a tool whose name is a slip for one it declares."""
+        state with no tools, or of a call of a tool whose name is a slip for one it declares; an
+        approval that is not approve or deny, or names a slip for a declared tool."""
         names: dict[str, int] = {}
         for number, tool in enumerate(self.tools):
             if tool.name in names:
@@ -160,6 +162,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             names.setdefault(tool.name, number)
         if self.state and not self.tools:
             yield "state: no tool reads or changes it: declare the scenario's tools under tools:"
+        for asked, said in self.approvals.items():
+            if said not in ("approve", "deny"):
+                meant = nearest(str(said), ("approve", "deny"))
+                yield f"approvals.{asked}: {said!r} is not an answer: approve or deny" + (f" (did you mean {meant}?)" if meant else "")
+            if names and asked not in names and (meant := nearest(asked, names)):
+                yield f"approvals.{asked}: not a tool of the scenario: did you mean {meant}?"
         keys = set(self.state)
         written: set[str] = set()  # the first keys the tools' answers set
         for number, tool in enumerate(self.tools):
@@ -335,6 +343,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             fail_under=self.fail_under,
             tools=self.tools,
             state=self.state,
+            approvals=self.approvals,
         )
 
     def variants(self, personas: Personas = Personas(), most: int | None = None) -> tuple[Scenario, ...]:
@@ -525,9 +534,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         # The scenario's tools, fresh for this attempt: its agent's code reaches them (tools.toolbox).
         box = Toolbox(self.tools, self.state, served) if self.tools else None
         tooling = TOOLS.set(box)
+        asking = APPROVALS.set(Approvals({tool: "approve" if said == "approve" else "deny" for tool, said in self.approvals.items()}))
         try:
             return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review, box)
         finally:
+            APPROVALS.reset(asking)
             TOOLS.reset(tooling)
             WAITS.reset(noting)
             if box is not None:

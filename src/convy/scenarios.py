@@ -159,7 +159,7 @@ class Written(msgspec.Struct, frozen=True):
     blanks: frozenset[str] = frozenset()  # the paths of values left out (YamlData.blanks), not a null written
 
     PATTERNS: ClassVar[tuple[str, ...]] = PATTERNS
-    NAMES: ClassVar[tuple[str, ...]] = ("called", "not_called")
+    NAMES: ClassVar[tuple[str, ...]] = ("called", "not_called", "asked_approval", "not_asked_approval")
     SHOWN: ClassVar[int] = QUOTED
 
     def problems(self) -> Iterator[str]:

@@ -317,7 +317,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
             calls = 0
             for step_number, step in enumerate(answer.steps, start=1):
                 match step:
-                    case Call(name=name, arguments=arguments, result=result, seconds=seconds, error=error, source=source):
+                    case Call(name=name, arguments=arguments, result=result, seconds=seconds, error=error, source=source, approval=approval):
                         calls += 1
                         rows.append(
                             ToolCallsRow(
@@ -332,6 +332,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
                                 seconds=Took(seconds).value(),
                                 error=error or None,
                                 source=source or None,
+                                approval=approval or None,
                             )
                         )
                     case Thought():

@@ -21,7 +21,7 @@ import copy
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -345,6 +345,30 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
 
 
 TOOLS: contextvars.ContextVar[Toolbox | None] = contextvars.ContextVar("convy_tools", default=None)
+
+# The answer a person would give an agent that pauses to ask before running a tool, as the
+# scenario's ``approvals:`` says it, by the tool's name: approve or deny.
+Decision = Literal["approve", "deny"]
+
+
+class Approvals(msgspec.Struct, frozen=True):
+    """A scenario's answers to an agent that asks before running a tool (``approvals:``): each
+    tool's, and, for a tool it names not, deny (a person not asked says no)."""
+
+    decisions: dict[str, Decision] = {}
+
+    def decided(self, tool: str) -> Decision:
+        return self.decisions.get(tool, "deny")
+
+
+APPROVALS: contextvars.ContextVar[Approvals] = contextvars.ContextVar("convy_approvals", default=Approvals())
+
+
+def approvals() -> Approvals:
+    """The answers of the scenario playing now to an agent that asks before running a tool: for an
+    adapter (``frameworks``) or an agent's own code that pauses so. Outside an attempt, or where the
+    scenario gives none, every tool is denied."""
+    return APPROVALS.get()
 
 
 def toolbox() -> Toolbox:

@@ -416,6 +416,7 @@ class StepView(View, frozen=True, array_like=True):
     seconds: float | None = None
     error: str = ""
     source: str = ""
+    approval: str = ""  # where the agent asked before running it: what the scenario's approvals answered
 
 
 class TurnView(View, frozen=True, array_like=True):

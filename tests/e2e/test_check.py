@@ -347,7 +347,7 @@ EVERY_PROBLEM = [
     "convy: pyproject.toml: [tool.convy] turn_seconds: expected a number, got text",
     "convy: pyproject.toml: [tool.convy] agent_places: must be 0 (no cap: places grow) or more",
     "convy: CONVY_ATTEMPTS: attempts: must be a whole number of at least 1, or auto",
-    "convy: scenarios/colour.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state",
+    "convy: scenarios/colour.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state, approvals",
     "convy: loading models.py failed: RuntimeError: the gateway is down",
     "convy: prompts/user.md: no value for {{ persona }} for scenario talk",
     "convy: loading agents/broken.py failed: ModuleNotFoundError: No module named 'no_such_module_here'",

@@ -81,7 +81,7 @@ def test_a_broken_yml_scenario_is_named_by_convy_check(tmp_path: Path) -> None:
     folder = project(tmp_path, {"greeting.yml": GREETING + "colour: blue\n"})
     checked = run_convy(folder, "check")
     assert checked.returncode == 2
-    assert "convy: scenarios/greeting.yml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state" in checked.stderr.splitlines()[0]
+    assert "convy: scenarios/greeting.yml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state, approvals" in checked.stderr.splitlines()[0]
 
 
 def test_pytest_convy_collects_a_yml_scenario_as_its_file(tmp_path: Path) -> None:

@@ -311,3 +311,49 @@ def test_a_tool_that_raises_in_the_agents_sdk_is_the_calls_error() -> None:
         outcome = played(lambda _, __: agent, server, scenario(script=["Where is A-1?"]))
     (call,) = outcome.transcript.turns[0].answer.steps
     assert call.error.startswith("An error occurred while running the tool")  # type: ignore[union-attr]
+
+
+def refunding(request: dict[str, Any]) -> dict[str, Any]:
+    """The model: asks for issue_refund, then says what the tool answered."""
+    messages = request["messages"]
+    if messages[-1]["role"] == "tool":
+        return {"content": f"Result: {messages[-1]['content']}"}
+    return {"content": None, "tool_calls": [{"name": "issue_refund", "arguments": {"order": "A-1"}}]}
+
+
+@pytest.mark.parametrize(("decision", "held"), [("approve", True), ("deny", False)])
+def test_an_agent_that_asks_before_a_tool_is_answered_by_the_scenarios_approvals(decision: str, held: bool) -> None:
+    """An Agents SDK tool with needs_approval: the run pauses, the scenario's approvals answer, the
+    run goes on; the call records the answer, a denied one runs nothing, and the checks decide by it."""
+    if importlib.util.find_spec("agents") is None:
+        pytest.skip("agents not installed")
+    import agents
+    import openai
+
+    from convy.frameworks.openai_agents import from_openai_agents
+
+    ran: list[str] = []
+
+    def issue_refund(order: str) -> dict[str, str]:
+        """Refund an order."""
+        ran.append(order)
+        return {"refunded": order}
+
+    chosen = scenario(
+        script=["Refund A-1"],
+        approvals={"issue_refund": decision},
+        judge=[{"check": {"asked_approval": "issue_refund"}}, {"check": {"not_asked_approval": "lookup_order"}}],
+    )
+    with StandIn(reply=refunding) as server:
+        shop = agents.Agent(name="shop", tools=[agents.function_tool(issue_refund, needs_approval=True)], model="agent-model")
+        agent = from_openai_agents(shop, openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY))
+        outcome = played(lambda _, __: agent, server, chosen)
+    (call,) = outcome.transcript.turns[0].answer.steps
+    assert call.approval == ("approved" if held else "denied")  # type: ignore[union-attr]
+    assert ran == (["A-1"] if held else [])
+    if not held:
+        assert call.error == "not run: the scenario's approvals deny issue_refund"  # type: ignore[union-attr]
+    assert [(claim.held, claim.reason) for claim in outcome.result.claims] == [  # type: ignore[union-attr]
+        (True, f"agent asked before issue_refund in turn 1, and was {'approved' if held else 'denied'}"),
+        (True, "agent never asked before lookup_order"),
+    ]

@@ -25,7 +25,7 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "unknown top-level field",
         "user: I want a refund\njudge: [the agent helped]\ncolour: red\n",
-        "scenarios/refund.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state",
+        "scenarios/refund.yaml: colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state, approvals",
     ),
     (
         "unknown field in a judge entry",
@@ -127,12 +127,12 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "check with two kinds",
         "user: I want a refund\njudge:\n  - check: {called: refund, said: sorry}\n",
-        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state",
+        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval",
     ),
     (
         "check with no kind",
         "user: I want a refund\njudge:\n  - check: {}\n",
-        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state",
+        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval",
     ),
     (
         "check beside a claim",
@@ -944,7 +944,7 @@ SEVERAL: list[tuple[str, str, tuple[str, ...]]] = [
     (
         "an unknown field beside a pass that is not a grade",
         "user: hi\ncolour: red\njudge:\n  - claim: polite\n    grades: [rude, ok, warm]\n    pass: nice\n",
-        ("colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state", "judge[0].pass: must be one of the grades: rude, ok, warm"),
+        ("colour: unknown field; the fields here are id, judge, user, vars, script, max_turns, tags, matrix, fail_under, tools, state, approvals", "judge[0].pass: must be one of the grades: rude, ok, warm"),
     ),
     (
         "pass written at the top of the file, under no claim",

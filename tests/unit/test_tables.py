@@ -73,7 +73,7 @@ def shop(text: str) -> Answer:
         (
             Thought("find the order"),
             Call("lookup", {"order": "A1"}, Reported({"status": "broken"}), 0.25),
-            Call("refund", {"order": "A1", "amount": 10}, error="refunds are closed today", source="fixture"),  # as a scenario's tool serves it
+            Call("refund", {"order": "A1", "amount": 10}, error="refunds are closed today", source="fixture", approval="approved"),  # as a scenario's tool serves it, asked first
         ),
     )
 

@@ -285,6 +285,10 @@ tools:
         ("script: [hi]\ntools: [{name: t, answers: [{reslt: 1}]}]\njudge: [hi]\n",
          "scenarios/seat.yaml: tools[0].answers[0].reslt: unknown field; did you mean result?"),
         # answers that could never be given, and {{ slots }} YAML would not read as text
+        (HEAD + "approvals: {change_seat: aprove}\njudge: [{check: {asked_approval: change_seat}}]\n",
+         "scenarios/seat.yaml: approvals.change_seat: 'aprove' is not an answer: approve or deny (did you mean approve?)"),
+        (HEAD + "approvals: {change_set: approve}\njudge: [{check: {asked_approval: change_seat}}]\n",
+         "scenarios/seat.yaml: approvals.change_set: not a tool of the scenario: did you mean change_seat?"),
         (HEAD.replace("    default: {result: ok}\n", "") + "    answers: [{when: {seat: 14}, result: ok}]\njudge: [{check: {called: change_seat}}]\n",
          "scenarios/seat.yaml: tools[0].answers[0].when.seat: 14 can never fit a call: seat must be string, got a whole number"),
         ("script: [hi]\ntools: [{name: t, parameters: {properties: {k: {type: string, enum: A}}}, default: {result: 1}}]\njudge: [hi]\n",

@@ -29,13 +29,13 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, Requests, Thought, Usage
 from convy.chat import Prices
 from convy.frameworks.common import arguments_of, counted, plain, unwrapped
 from convy.paced import client as paced_client
-from convy.tools import TOOLS, ToolError
+from convy.tools import TOOLS, ToolError, approvals
 
 try:
     import agents as sdk
@@ -97,10 +97,22 @@ class _Conversation:
 
     async def turn(self, message: Message) -> Answer:
         owner = self._owner
+        agent = _with_scenario_tools(owner.agent)
         items = [*self._items, {"role": "user", "content": message.text}]
-        result, costs = await unwrapped(sdk.Runner.run(_with_scenario_tools(owner.agent), items, run_config=self._config, max_turns=owner.max_turns))
+        result, wire = await unwrapped(sdk.Runner.run(agent, items, run_config=self._config, max_turns=owner.max_turns))
+        # The agent paused to ask before running a tool (needs_approval): the scenario's approvals
+        # answer, and the run goes on from where it paused, until it asks no more.
+        asked: dict[str, Literal["approved", "denied"]] = {}
+        while result.interruptions:
+            state = result.to_state()
+            for item in result.interruptions:
+                decision = approvals().decided(getattr(item.raw_item, "name", "") or "")
+                asked[_call_id(item.raw_item)] = "approved" if decision == "approve" else "denied"
+                (state.approve if decision == "approve" else state.reject)(item)
+            result, more = await unwrapped(sdk.Runner.run(agent, state, run_config=self._config, max_turns=owner.max_turns))
+            wire = [*wire, *more]
         self._items = result.to_input_list()
-        return _answer(result, owner.prices, costs)
+        return _answer(result, owner.prices, wire, asked)
 
 
 def _with_scenario_tools(agent: Any) -> Any:
@@ -119,6 +131,7 @@ def _with_scenario_tools(agent: Any) -> Any:
                 params_json_schema=declared.function()["function"]["parameters"],
                 on_invoke_tool=_invoked(name),
                 strict_json_schema=False,
+                needs_approval=getattr(own.get(name), "needs_approval", False),  # it asks before the scenario's as before its own
             )
         )
     return agent.clone(tools=tools)
@@ -137,7 +150,7 @@ def _invoked(name: str) -> Any:
     return invoke
 
 
-def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
+def _answer(result: Any, prices: Prices, wire: list[Any], asked: dict[str, Literal["approved", "denied"]]) -> Answer:
     """The answer of one ``Runner.run``: its text, each request's usage, its steps."""
     usages: list[Usage] = []
     for response in result.raw_responses:
@@ -160,10 +173,13 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
                 arguments = arguments_of(getattr(raw, "arguments", "") or "")
                 identity = _call_id(raw)
                 output = results.get(identity, NotReported())
-                if isinstance(output, str) and output.startswith(_FAILED):  # the SDK's word for a tool that raised
-                    steps.append(Call(name, arguments, error=output))
+                approval: Literal["", "approved", "denied"] = asked.get(identity, "")
+                if approval == "denied":
+                    steps.append(Call(name, arguments, error=f"not run: the scenario's approvals deny {name}", approval=approval))
+                elif isinstance(output, str) and output.startswith(_FAILED):  # the SDK's word for a tool that raised
+                    steps.append(Call(name, arguments, error=output, approval=approval))
                 else:
-                    steps.append(Call(name, arguments, NotReported() if isinstance(output, NotReported) else Reported(plain(output))))
+                    steps.append(Call(name, arguments, NotReported() if isinstance(output, NotReported) else Reported(plain(output)), approval=approval))
             case _:
                 pass
     text = result.final_output if isinstance(result.final_output, str) else json.dumps(plain(result.final_output))

@@ -176,7 +176,8 @@ const Scene = (() => {
         h("code", null, one.name + "(" + short(one.arguments === "{}" ? "" : one.arguments, 70) + ")"),
         outcome,
         one.seconds === null || one.seconds === undefined ? null : h("span", { class: "muted" }, " · " + fmt.seconds(one.seconds)),
-        served ? h("span", { class: "muted" }, " · " + served) : null),
+        served ? h("span", { class: "muted" }, " · " + served) : null,
+        one.approval ? h("span", { class: one.approval === "denied" ? "step-error" : "muted" }, " · asked approval: " + one.approval) : null),
       () => h("div", { class: "call-body" },
         h("div", { class: "label" }, "arguments"), h("pre", null, pretty(one.arguments)),
         one.error
