@@ -448,6 +448,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         return tuple(check.text() for check in self._checks if (check.called or check.not_called) and (check.called or check.not_called) not in served)
 
     @functools.cached_property
+    def _answers(self) -> Approvals:
+        """Its ``approvals:`` as an attempt's agent reads them (``tools.approvals``), made once."""
+        return Approvals({tool: "approve" if said == "approve" else "deny" for tool, said in self.approvals.items()})
+
+    @functools.cached_property
     def _checks(self) -> tuple[Check, ...]:
         found: list[Check] = []
         for entry in self.judge:
@@ -534,7 +539,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         # The scenario's tools, fresh for this attempt: its agent's code reaches them (tools.toolbox).
         box = Toolbox(self.tools, self.state, served) if self.tools else None
         tooling = TOOLS.set(box)
-        asking = APPROVALS.set(Approvals({tool: "approve" if said == "approve" else "deny" for tool, said in self.approvals.items()}))
+        asking = APPROVALS.set(self._answers)
         try:
             return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review, box)
         finally:
