@@ -72,21 +72,6 @@ def busy_under(error: BaseException) -> Busy | None:
     return None
 
 
-def arguments_of(args: Any) -> dict[str, Any]:
-    """A tool call's arguments as a mapping: JSON text read, anything else kept under ``arguments``."""
-    match args:
-        case dict():
-            return args
-        case str() if args.strip():
-            try:
-                value = json.loads(args)
-            except ValueError:
-                return {"arguments": args}
-            return value if isinstance(value, dict) else {"arguments": value}
-        case _:
-            return {}
-
-
 def plain(value: Any) -> Any:
     """A tool's result or an agent's output as JSON holds it: a pydantic model as its dump,
     anything JSON cannot hold as its text."""

@@ -35,8 +35,8 @@ import httpx2
 import msgspec
 
 from convy.agent import Answer, Call, Message, NoUsage, Reported, Requests, Thought, Usage
-from convy.chat import Prices
-from convy.frameworks.common import arguments_of, counted, plain, unwrapped
+from convy.chat import Arguments, Prices
+from convy.frameworks.common import counted, plain, unwrapped
 from convy.paced import client as paced_client
 
 try:
@@ -134,7 +134,7 @@ def _answer(new: list[Any], prices: Prices, wire: list[Any]) -> Answer:
         pending = {}
         for call in message.tool_calls:
             pending[call.get("id") or ""] = len(steps)
-            steps.append(Call(call["name"], arguments_of(call.get("args"))))
+            steps.append(Call(call["name"], Arguments(call.get("args")).value()))
         text = str(message.text)  # the text parts of its content (a str of LangChain's own class: made plain)
     every = counted(usages, wire, prices)  # as the wire said, where it was read there
     usage: Usage | NoUsage | Requests = NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))

@@ -32,8 +32,8 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, Requests, Thought, Usage
-from convy.chat import Prices
-from convy.frameworks.common import arguments_of, counted, plain, unwrapped
+from convy.chat import Arguments, Prices
+from convy.frameworks.common import counted, plain, unwrapped
 from convy.paced import client as paced_client
 from convy.tools import TOOLS, ToolError, approvals
 
@@ -170,7 +170,7 @@ def _answer(result: Any, prices: Prices, wire: list[Any], asked: dict[str, Liter
                     steps.append(Thought(text))
             case sdk.ToolCallItem(raw_item=raw):
                 name = getattr(raw, "name", "") or ""
-                arguments = arguments_of(getattr(raw, "arguments", "") or "")
+                arguments = Arguments(getattr(raw, "arguments", None)).value()
                 identity = _call_id(raw)
                 output = results.get(identity, NotReported())
                 approval: Literal["", "approved", "denied"] = asked.get(identity, "")

@@ -37,8 +37,8 @@ from typing import Any
 import msgspec
 
 from convy.agent import Answer, Call, Message, NoUsage, Reported, Requests, Thought, Usage
-from convy.chat import Prices
-from convy.frameworks.common import arguments_of, counted, plain, unwrapped
+from convy.chat import Arguments, Prices
+from convy.frameworks.common import counted, plain, unwrapped
 from convy.paced import client as paced_client
 from convy.tools import TOOLS, ToolError
 
@@ -161,7 +161,7 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
                             steps.append(Thought(text))
                         case said.ToolCallPart(tool_name=name, tool_call_id=identity):
                             pending[identity] = len(steps)
-                            steps.append(Call(name, arguments_of(part.args)))
+                            steps.append(Call(name, Arguments(part.args).value()))
                         case _:
                             pass
             case said.ModelRequest(parts=asked):
