@@ -119,7 +119,8 @@ if TYPE_CHECKING:
     from convy.scenarios import Matching, Scenarios
     from convy.settings import Settings
     from convy.storage import RunDamaged, RunInUse, RunJournal
-    from convy.tools import Approvals, Fixture, Tool, Toolbox, ToolError, approvals, toolbox
+    from convy.asking import Approvals, Asking, approvals, asking
+    from convy.tools import Fixture, Tool, Toolbox, ToolError, toolbox
     from convy.transcript import Evidence, Finished, Transcript, Turn, Unchecked, UserFault
     from convy.user import SimulatedUser, UserChecks
     from convy.vital import DeadService
@@ -235,8 +236,11 @@ _WHERE = {
     "ToolError": "convy.tools",
     "Toolbox": "convy.tools",
     "toolbox": "convy.tools",
-    "approvals": "convy.tools",
-    "Approvals": "convy.tools",
+    "approvals": "convy.asking",
+    "Approvals": "convy.asking",
+    "asking": "convy.asking",
+    "Asking": "convy.asking",
+    "Asked": "convy.agent",
     "Fixture": "convy.tools",
     "Transcript": "convy.transcript",
     "Turn": "convy.transcript",
@@ -279,6 +283,8 @@ __all__ = [
     "AgentFailure",
     "Answer",
     "Approvals",
+    "Asked",
+    "Asking",
     "Bench",
     "Budget",
     "Busy",
@@ -395,5 +401,6 @@ __all__ = [
     "Wait",
     "WorkersLost",
     "approvals",
+    "asking",
     "toolbox",
 ]

@@ -4,7 +4,7 @@ An agent is any object with ``conversation()``, an async context manager that yi
 ``Conversation``; a conversation answers a ``Message`` with an ``Answer``. Everything convy learns
 about a turn travels in the answer: the text, the tokens it cost (``Usage`` or ``NoUsage``, or
 ``Requests`` with each one's when it took several model requests) and the steps the agent took
-on the way (``Thought`` and ``Call``).
+on the way (``Thought``, ``Call`` and ``Asked``).
 
 Wrappers add behaviour without flags: ``Accountable`` makes every error of the agent's own code
 its failure, ``TimeLimited`` bounds how long an agent may take (and holds it accountable), and
@@ -101,11 +101,13 @@ class Thought(msgspec.Struct, frozen=True, gc=False, tag="thought"):
 
 
 # Where the answer of a call the scenario's tools served came from (``Call.source``): one of the
-# scenario's fixtures, the tool's default, none declared for those arguments (an error), arguments
-# that did not fit the tool's parameters (an error), a tool the scenario does not declare (an
-# error); or "claimed", a call the agent reported of a tool the scenario declares that its tools
-# never saw (no check counts it). A call only the agent reported, of a tool of its own, has none ("").
-Source = Literal["", "fixture", "default", "unanswered", "invalid", "unknown", "claimed"]
+# scenario's fixtures, the tool's default, a model playing the tool where no answer was declared
+# for the call and the tool says ``simulate: true``, none declared for those arguments (an error),
+# arguments that did not fit the tool's parameters (an error), a tool the scenario does not declare
+# (an error); or "claimed", a call the agent reported of a tool the scenario declares that its
+# tools never saw (no check counts it). A call only the agent reported, of a tool of its own, has
+# none ("").
+Source = Literal["", "fixture", "default", "simulated", "unanswered", "invalid", "unknown", "claimed"]
 
 
 class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True):
@@ -125,6 +127,43 @@ class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True
     # Where the agent paused to ask a person before running the tool: what the scenario's
     # approvals answered ("" where it asked nothing).
     approval: Literal["", "approved", "denied"] = ""
+    # The request of the model that played the tool (``source`` "simulated"): the simulated
+    # user's model, whose requests it is counted with.
+    usage: Usage | NoUsage = NoUsage()
+
+
+# Who answered an agent that paused to ask a person (``Asked.by``): the scenario's ``approvals:``,
+# the simulated user in character, or nobody (the scenario gives no answer and has no simulated
+# user: the agent is told no, and the step says so).
+Answerer = Literal["scenario", "user", "nobody"]
+
+
+class Asked(msgspec.Struct, frozen=True, gc=False, tag="asked", omit_defaults=True):
+    """The agent paused to ask a person and went on with the answer: an approval before running
+    a tool (``tool``, with the call's ``arguments``; the answer "approve" or "deny"), or a
+    question with the ``options`` it offered (none: any answer).
+
+    ``start`` is when it asked, in seconds from the attempt's start, and ``seconds`` how long the
+    answer took; ``usage`` is the simulated user's request where it answered (``by`` "user"),
+    counted with the user's requests."""
+
+    question: str
+    answer: str
+    by: Answerer = "scenario"
+    options: tuple[str, ...] = ()
+    tool: str = ""
+    arguments: dict[str, Any] = {}
+    start: float = 0.0
+    seconds: float = 0.0
+    usage: Usage | NoUsage = NoUsage()
+
+    def approved(self) -> bool:
+        """Whether it was an approval that was given."""
+        return bool(self.tool) and self.answer == "approve"
+
+
+# What an agent did on its way to an answer.
+Step = Thought | Call | Asked
 
 
 class Message(msgspec.Struct, frozen=True, gc=False):
@@ -145,7 +184,7 @@ class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     text: str
     usage: Usage | NoUsage | Requests = NoUsage()
-    steps: tuple[Thought | Call, ...] = ()
+    steps: tuple[Step, ...] = ()
     unheld: str = ""
     unheld_as: str = ""
 

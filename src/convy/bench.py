@@ -142,7 +142,7 @@ class Bench(msgspec.Struct, frozen=True):
         # however many times the scenario comes (a run passes one per attempt).
         unique = {scenario.id: scenario for scenario in scenarios}
         users = {
-            key: scenario.simulated(user, prompt) if scenario.user.strip() else Absent()
+            key: scenario.simulated(user, prompt) if "user" in scenario.needs() else Absent()
             for key, scenario in unique.items()
         }
         return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns, places["judge"])

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import Agent, AgentFailure, Answer, Message, NoUsage, OutOfTime, Usage
+from convy.agent import Agent, AgentFailure, Answer, Asked, Message, NoUsage, OutOfTime, Usage
 from convy.busy import Busy
 from convy.checks import PATTERNS, QUOTED, Check, Fill, Rule, literal, slashed, why_unsound
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
@@ -40,7 +40,9 @@ from convy.problems import (
 )
 from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
-from convy.tools import APPROVALS, TOOLS, Approvals, Tool, Toolbox, joined, path_of
+from convy.asking import ASKING, DECISIONS, Approvals, Asking, Decision
+from convy.playing import InCharacter, PlayedTool
+from convy.tools import TOOLS, Tool, Toolbox, joined, path_of
 from convy.toolserver import served
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
@@ -79,7 +81,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     fail_under: float | None = None  # the share of judged attempts it must pass (passing.PassRule.bar); unset: all
     tools: tuple[Tool, ...] = ()  # tools the scenario declares and answers for (tools.py), fresh each attempt
     state: dict[str, Any] = {}  # what those tools start each attempt with
-    approvals: dict[str, str] = {}  # its answers to an agent that asks before running a tool: approve or deny
+    approvals: dict[str, str] = {}  # its answers to an agent that asks before running a tool: approve, deny or user
 
     MOST_VARIANTS: ClassVar[int] = 64  # a scenario's variants without --max-variants
     UNWRITTEN: ClassVar[tuple[str, ...]] = ("filled", "variant")  # set by convy, never in a file
@@ -163,9 +165,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if self.state and not self.tools:
             yield "state: no tool reads or changes it: declare the scenario's tools under tools:"
         for asked, said in self.approvals.items():
-            if said not in ("approve", "deny"):
-                meant = nearest(str(said), ("approve", "deny"))
-                yield f"approvals.{asked}: {said!r} is not an answer: approve or deny" + (f" (did you mean {meant}?)" if meant else "")
+            if said not in DECISIONS:
+                meant = nearest(str(said), DECISIONS)
+                yield f"approvals.{asked}: {said!r} is not an answer: approve, deny or user" + (f" (did you mean {meant}?)" if meant else "")
+            elif said == "user" and not self.user.strip():
+                yield f"approvals.{asked}: user: the scenario has no simulated user to decide (no user:); answer approve or deny"
             if names and asked not in names and (meant := nearest(asked, names)):
                 yield f"approvals.{asked}: not a tool of the scenario: did you mean {meant}?"
         keys = set(self.state)
@@ -416,7 +420,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     def needs(self) -> tuple[Literal["user", "judge"], ...]:
         """The models this scenario cannot be played without."""
-        needs: tuple[Literal["user", "judge"], ...] = ("user",) if self.user.strip() else ()
+        # A tool a model plays (simulate: true) is played by the simulated user's model.
+        played = self.user.strip() or any(tool.simulate for tool in self.tools)
+        needs: tuple[Literal["user", "judge"], ...] = ("user",) if played else ()
         return needs + (("judge",) if self.claims() else ())
 
     def checks(self, transcript: Transcript) -> tuple[Claim, ...]:
@@ -449,8 +455,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
     @functools.cached_property
     def _answers(self) -> Approvals:
-        """Its ``approvals:`` as an attempt's agent reads them (``tools.approvals``), made once."""
-        return Approvals({tool: "approve" if said == "approve" else "deny" for tool, said in self.approvals.items()})
+        """Its ``approvals:`` as an attempt's agent reads them (``asking.Approvals``), made once."""
+        decisions: dict[str, Decision] = {tool: "approve" if said == "approve" else "user" if said == "user" else "deny" for tool, said in self.approvals.items()}
+        return Approvals(decisions)
 
     @functools.cached_property
     def _checks(self) -> tuple[Check, ...]:
@@ -485,7 +492,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         return tuple(found)
 
     def simulated(self, model: Model, prompt: Prompt) -> SimulatedUser:
-        """The simulated user of this scenario, told ``prompt`` as ``told`` fills it."""
+        """The simulated user of this scenario, told ``prompt`` as ``told`` fills it; a scenario
+        with no ``user:`` (a script, and tools a model plays) has its model told nothing."""
+        if not self.user.strip():
+            return SimulatedUser(model, "")
         own = (self.instructions(), *(str(value) for value in self.vars.values()))
         return SimulatedUser(model, self.told(prompt), own)
 
@@ -537,13 +547,20 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         # cut the dialogue to what was said and read its ruling back twice, to the same effect.
         checked = judge if isinstance(judge, Checked) else Checked(judge)
         # The scenario's tools, fresh for this attempt: its agent's code reaches them (tools.toolbox).
-        box = Toolbox(self.tools, self.state, served) if self.tools else None
+        # The dialogue so far, as the simulated user answers a question the agent pauses to ask in
+        # the middle of a turn: the turns before, and the message of the turn under way.
+        heard: list[tuple[Transcript, str]] = [(Transcript(), "")]
+        model = getattr(user, "model", None)  # the simulated user's, which also plays simulated tools
+        simulator = PlayedTool(model) if model is not None and any(tool.simulate for tool in self.tools) else None
+        box = Toolbox(self.tools, self.state, served, simulator) if self.tools else None
+        answerer = InCharacter(model, user.prompt, lambda: heard[0]) if model is not None and self.user.strip() else None
+        person = Asking(self._answers, answerer, origin=clock)
         tooling = TOOLS.set(box)
-        asking = APPROVALS.set(self._answers)
+        asking = ASKING.set(person)
         try:
-            return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review, box)
+            return await self._played(attempt, agent, user, checked, limit, started, clock, waits, review, box, person, heard)
         finally:
-            APPROVALS.reset(asking)
+            ASKING.reset(asking)
             TOOLS.reset(tooling)
             WAITS.reset(noting)
             if box is not None:
@@ -561,6 +578,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         waits: Waits,
         review: UserReview,
         box: Toolbox | None,
+        person: Asking,
+        heard: list[tuple[Transcript, str]],
     ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"
@@ -627,14 +646,22 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     user_seconds = agent_start - user_start
                     pending = spoken_text
                     asked = None if scripted else ((usage,), user_seconds)
+                    heard[0] = (transcript, spoken_text)
                     answer = await conversation.turn(message)
                     if box is not None:  # the calls the scenario's tools served in the turn, in its answer
                         answer = joined(answer, box.taken(), box.tools)
+                    if person.asked:  # the pauses the agent made to ask, after its steps
+                        answer = _paused(answer, person.taken())
                     moment = time.monotonic() - clock
                     agent_seconds = moment - agent_start
                     pending, asked = "", None
                     turn = Turn(spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds)
                     transcript = Transcript(transcript.turns + (turn,))  # ``Transcript.__add__``, in line
+                    # The simulated user's model failed while it answered the agent's question or
+                    # played a tool: the agent was told no, and the attempt ends as the model's.
+                    if unanswered := person.failure or (box.failure if box is not None else None):
+                        stop, result = "model_failed", _unanswered(unanswered)
+                        break
                 mark = time.monotonic()
             closed = time.monotonic() - mark
         except OutOfTime as failure:
@@ -655,6 +682,9 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             left = box.taken()
             if left:
                 broken = joined(broken or Answer(""), left, box.tools)
+        if left_asked := person.taken():  # pauses in a turn the agent broke off, kept with it
+            broken = _paused(broken or Answer(""), left_asked)
+        if box is not None:
             transcript = msgspec.structs.replace(transcript, state=box.state)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
@@ -755,6 +785,24 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             waits=tuple(wait for wait in outcome.waits if wait.who != "judge") + tuple(waits.noted),
             rejudged=True,
         )
+
+
+def _paused(answer: Answer, asked: tuple[Asked, ...]) -> Answer:
+    """``answer`` with the pauses its agent made to ask a person, after its steps."""
+    return msgspec.structs.replace(answer, steps=answer.steps + asked)
+
+
+def _unanswered(failure: ModelFailure) -> NoVerdict:
+    """The attempt's end when the simulated user's model failed to answer the agent's question or
+    to play a tool: as where it fails to speak, the model's (busy: the service's)."""
+    text = Outside(failure).text()
+    match failure:
+        case StillBusy():
+            return NoVerdict("busy", text)
+        case ServiceFailure():
+            return NoVerdict("user", text, service=True)
+        case _:
+            return NoVerdict("user", text)
 
 
 def _spent(given: Any) -> Answer | None:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Thought, Unpriced, Usage
+from convy.agent import Asked, Call, Cost, NotReported, NoUsage, Reported, Step, Thought, Unpriced, Usage
 from convy.attempt import Attempt, DecidedClaim, Took
 from convy.judge import Claim, Failed, NoVerdict, Verdict
 from convy.report import Summary
@@ -374,12 +374,14 @@ class AttemptRows(msgspec.Struct, frozen=True):
     def _user_usage(self, turn: Turn) -> tuple[Usage | NoUsage, ...]:
         return () if turn.scripted else (turn.user_usage,)
 
-    def _kind(self, step: Thought | Call) -> Literal["thought", "call"]:
+    def _kind(self, step: Step) -> Literal["thought", "call", "asked"]:
         match step:
             case Thought():
                 return "thought"
             case Call():
                 return "call"
+            case Asked():
+                return "asked"
 
     def _claim(self, number: int, claim: Claim) -> ClaimsRow:
         return ClaimsRow(

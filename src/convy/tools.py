@@ -21,12 +21,12 @@ import copy
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
-from convy.agent import Answer, Call, NotReported, Reported, Source
-from convy.problems import Problems, kind_of
+from convy.agent import Answer, Call, NotReported, NoUsage, Reported, Source, Usage
+from convy.problems import ModelFailure, Problems, kind_of
 from convy.slots import Slotted, nearest
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a tool's name as the Chat Completions API takes it
@@ -88,14 +88,17 @@ class Fixture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
 class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """A tool as a scenario declares it: its ``name`` and ``description`` as the agent sees them,
     ``parameters`` (the JSON schema of its arguments, an object's; none, no arguments), its
-    ``answers``, the first that fits a call answering it, and the ``default`` for any other call
-    (without one, such a call gets an error that says no answer was declared for it)."""
+    ``answers``, the first that fits a call answering it, and the ``default`` for any other call;
+    or, with ``simulate``, a model playing the tool answers any other call (the simulated user's
+    model, ``playing.PlayedTool``); with neither, such a call gets an error that says no answer was
+    declared for it."""
 
     name: str
     description: str = ""
     parameters: dict[str, Any] = {}
     answers: tuple[Fixture, ...] = ()
     default: Fixture | None = None
+    simulate: bool = False
 
     def __post_init__(self) -> None:
         problems = list(self._problems())
@@ -109,8 +112,10 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
         names = self.arguments()
         if self.default is not None and self.default.when:
             yield "default.when: the default answers every call no answer fits: leave when out"
-        if not self.answers and self.default is None:
-            yield "answers: none, and no default: every call would be an error; give its answers, or default: {error: ...} for a tool that always fails"
+        if self.default is not None and self.simulate:
+            yield "simulate: the default answers every call no answer fits, so a model would never play the tool: give default or simulate: true, not both"
+        if not self.answers and self.default is None and not self.simulate:
+            yield "answers: none, and no default: every call would be an error; give its answers, default: {error: ...} for a tool that always fails, or simulate: true for a model to play it"
         fixtures = [(f"answers[{number}]", fixture) for number, fixture in enumerate(self.answers)]
         if self.default is not None:
             fixtures.append(("default", self.default))
@@ -202,7 +207,9 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
         for fixture in self.answers:
             if fixture.fits(arguments):
                 return fixture, "fixture"
-        return (self.default, "default") if self.default is not None else (None, "unanswered")
+        if self.default is not None:
+            return self.default, "default"
+        return None, "simulated" if self.simulate else "unanswered"
 
 
 class Serving(Protocol):
@@ -213,15 +220,28 @@ class Serving(Protocol):
     async def stop(self) -> None: ...
 
 
+# A model playing a tool (``playing.PlayedTool``): the tool, the call's arguments and the state
+# now; the value it answered with and its request's usage. It raises a ``ModelFailure``.
+Simulator = Callable[[Tool, Mapping[str, Any], Mapping[str, Any]], Awaitable[tuple[Any, Usage | NoUsage]]]
+
+
 class Toolbox:
     """One attempt's tools: the scenario's ``tools``, its own copy of their ``state``, and every
     call they saw (``calls``, in order), each a ``Call`` step whose ``source`` says where its answer
-    came from; and, once an agent asked for its address (``url``), the server that serves them
-    over MCP, which ``serve`` starts. Changes inside as calls come; made anew for each attempt."""
+    came from; once an agent asked for its address (``url``), the server that serves them over MCP,
+    which ``serve`` starts; and the model that plays a tool with ``simulate`` (``simulator``), with
+    its failure where it failed (``failure``: the agent is told the call failed, and the attempt
+    ends as the model's failure). Changes inside as calls come; made anew for each attempt."""
 
     def __init__(
-        self, tools: tuple[Tool, ...], state: Mapping[str, Any], serve: Callable[[Toolbox], Awaitable[Serving]] | None = None
+        self,
+        tools: tuple[Tool, ...],
+        state: Mapping[str, Any],
+        serve: Callable[[Toolbox], Awaitable[Serving]] | None = None,
+        simulator: Simulator | None = None,
     ) -> None:
+        self.simulator = simulator
+        self.failure: ModelFailure | None = None
         self.tools = {tool.name: tool for tool in tools}
         self.state: dict[str, Any] = copy.deepcopy(dict(state))
         self.calls: list[Call] = []
@@ -277,6 +297,8 @@ class Toolbox:
         if unfit := tool.unfit(given):
             return self._kept(Call(name, given, error=f"arguments do not fit {name}'s parameters: {unfit}", source="invalid"), start)
         fixture, source = tool.answer(given)
+        if source == "simulated":
+            return await self._simulated(tool, given, start)
         if fixture is None:
             return self._kept(Call(name, given, error=f"the scenario declares no answer of {name} for these arguments", source="unanswered"), start)
         if fixture.delay:
@@ -299,6 +321,19 @@ class Toolbox:
                 return self._kept(Call(name, given, error=f"nothing at {'.'.join(_path(fixture.read, given))}", source=source), start)
             return self._kept(Call(name, given, Reported(copy.deepcopy(found)), source=source), start)
         return self._kept(Call(name, given, Reported(_filled(fixture.result, given)), source=source), start)
+
+    async def _simulated(self, tool: Tool, given: dict[str, Any], start: float) -> Call:
+        """The call answered by the model that plays the tool."""
+        if self.simulator is None or self.failure is not None:
+            why = "no model plays it here" if self.simulator is None else "the model that plays it failed earlier in this attempt"
+            return self._kept(Call(tool.name, given, error=f"{tool.name} is simulated and {why}", source="simulated"), start)
+        try:
+            value, usage = await self.simulator(tool, given, copy.deepcopy(self.state))
+        except ModelFailure as failure:  # kept for the attempt, which ends as the model's failure
+            self.failure = failure
+            usage = failure.requests[0] if failure.requests else NoUsage()
+            return self._kept(Call(tool.name, given, error=f"the model playing {tool.name} failed", source="simulated", usage=usage), start)
+        return self._kept(Call(tool.name, given, Reported(value), source="simulated", usage=usage), start)
 
     def _kept(self, call: Call, start: float) -> Call:
         call = msgspec.structs.replace(call, seconds=time.perf_counter() - start)
@@ -345,31 +380,6 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
 
 
 TOOLS: contextvars.ContextVar[Toolbox | None] = contextvars.ContextVar("convy_tools", default=None)
-
-# The answer a person would give an agent that pauses to ask before running a tool, as the
-# scenario's ``approvals:`` says it, by the tool's name: approve or deny.
-Decision = Literal["approve", "deny"]
-
-
-class Approvals(msgspec.Struct, frozen=True):
-    """A scenario's answers to an agent that asks before running a tool (``approvals:``): each
-    tool's, and, for a tool it names not, deny (a person not asked says no)."""
-
-    decisions: dict[str, Decision] = {}
-
-    def decided(self, tool: str) -> Decision:
-        return self.decisions.get(tool, "deny")
-
-
-APPROVALS: contextvars.ContextVar[Approvals] = contextvars.ContextVar("convy_approvals", default=Approvals())
-
-
-def approvals() -> Approvals:
-    """The answers of the scenario playing now to an agent that asks before running a tool: for an
-    adapter (``frameworks``) or an agent's own code that pauses so. Outside an attempt, or where the
-    scenario gives none, every tool is denied."""
-    return APPROVALS.get()
-
 
 def toolbox() -> Toolbox:
     """The tools of the attempt playing now, as its scenario declared them: for an agent's code to

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import Answer, Call, NotReported, NoUsage, Reported, Thought, Usage
+from convy.agent import Answer, Call, NotReported, NoUsage, Reported, Step, Thought, Usage
 
 # Curly, angled and low quotation marks, and the backtick and acute accent judges write for an
 # apostrophe, each read as the plain mark: a quote is found whichever its model wrote.
@@ -294,7 +294,7 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return "\n\n".join(lines)
 
 
-def _served(steps: tuple[Thought | Call, ...]) -> tuple[Thought | Call, ...]:
+def _served(steps: tuple[Step, ...]) -> tuple[Step, ...]:
     """The calls the scenario's own tools served among an answer's steps."""
     return tuple(step for step in steps if type(step) is Call and step.source)
 

@@ -35,7 +35,8 @@ from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, R
 from convy.chat import Arguments, Prices
 from convy.frameworks.common import counted, plain, unwrapped
 from convy.paced import client as paced_client
-from convy.tools import TOOLS, ToolError, approvals
+from convy.asking import approvals
+from convy.tools import TOOLS, ToolError
 
 try:
     import agents as sdk
