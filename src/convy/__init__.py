@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         Unpriced,
         Usage,
     )
+    from convy.asking import Approvals, Asking, approvals, asking
     from convy.bench import Bench
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places
@@ -119,7 +120,6 @@ if TYPE_CHECKING:
     from convy.scenarios import Matching, Scenarios
     from convy.settings import Settings
     from convy.storage import RunDamaged, RunInUse, RunJournal
-    from convy.asking import Approvals, Asking, approvals, asking
     from convy.tools import Fixture, Tool, Toolbox, ToolError, toolbox
     from convy.transcript import Evidence, Finished, Transcript, Turn, Unchecked, UserFault
     from convy.user import SimulatedUser, UserChecks

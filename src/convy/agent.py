@@ -128,8 +128,8 @@ class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True
     # approvals answered ("" where it asked nothing).
     approval: Literal["", "approved", "denied"] = ""
     # The request of the model that played the tool (``source`` "simulated"): the simulated
-    # user's model, whose requests it is counted with.
-    usage: Usage | NoUsage = NoUsage()
+    # user's model, whose requests it is counted with; ``None`` where no model was asked.
+    usage: Usage | NoUsage | None = None
 
 
 # Who answered an agent that paused to ask a person (``Asked.by``): the scenario's ``approvals:``,
@@ -144,8 +144,9 @@ class Asked(msgspec.Struct, frozen=True, gc=False, tag="asked", omit_defaults=Tr
     question with the ``options`` it offered (none: any answer).
 
     ``start`` is when it asked, in seconds from the attempt's start, and ``seconds`` how long the
-    answer took; ``usage`` is the simulated user's request where it answered (``by`` "user"),
-    counted with the user's requests."""
+    answer took; ``usage`` is the simulated user's request where its model was asked (``by``
+    "user", or "nobody" where the model failed), counted with the user's requests; ``None``
+    where no model was asked."""
 
     question: str
     answer: str
@@ -155,7 +156,7 @@ class Asked(msgspec.Struct, frozen=True, gc=False, tag="asked", omit_defaults=Tr
     arguments: dict[str, Any] = {}
     start: float = 0.0
     seconds: float = 0.0
-    usage: Usage | NoUsage = NoUsage()
+    usage: Usage | NoUsage | None = None
 
     def approved(self) -> bool:
         """Whether it was an approval that was given."""
@@ -164,6 +165,19 @@ class Asked(msgspec.Struct, frozen=True, gc=False, tag="asked", omit_defaults=Tr
 
 # What an agent did on its way to an answer.
 Step = Thought | Call | Asked
+
+
+def aside(answer: Answer) -> tuple[Usage | NoUsage, ...]:
+    """The requests of the simulated user's model inside an agent's turn: playing a scenario's
+    tool (``simulate: true``) or answering the agent's question, in the order of its steps."""
+    found: list[Usage | NoUsage] = []
+    for step in answer.steps:
+        match step:
+            case Call(usage=Usage() | NoUsage() as usage) | Asked(usage=Usage() | NoUsage() as usage):
+                found.append(usage)
+            case _:
+                pass
+    return tuple(found)
 
 
 class Message(msgspec.Struct, frozen=True, gc=False):
@@ -307,7 +321,13 @@ def _kept(answer: object) -> Answer:
     """The agent's turn's ``answer`` as convy keeps it, or the ``AgentFailure`` it is."""
     if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
         kind = type(answer).__name__
-        given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
+        given = (
+            "text"
+            if isinstance(answer, str)
+            else "None"
+            if answer is None
+            else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
+        )
         raise AgentFailure(
             f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
             "return Answer(text) (from convy import Answer), with its usage and steps when known"

@@ -96,8 +96,20 @@ class Asking:
             said, usage = await self._user(question, options)
         except ModelFailure as error:  # the user's model's failure: kept for the attempt, the agent told no
             self.failure = error
-            usage = error.requests[0] if error.requests else NoUsage()
-            self._kept(Asked(question, "deny" if tool else "", "nobody", options, tool, arguments, start, self._now() - start, usage))
+            spent = error.requests[0] if error.requests else None
+            self._kept(
+                Asked(
+                    question,
+                    "deny" if tool else "",
+                    "nobody",
+                    options,
+                    tool,
+                    arguments,
+                    start,
+                    self._now() - start,
+                    spent,
+                )
+            )
             return "deny" if tool else ""
         self._kept(Asked(question, said, "user", options, tool, arguments, start, self._now() - start, usage))
         return said

@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 import msgspec
 
-from convy.agent import Call, Cost, NotReported, NoUsage, Reported, Requests, Thought, Unpriced, Usage
+from convy.agent import Asked, Call, Cost, NotReported, NoUsage, Reported, Requests, Thought, Unpriced, Usage, aside
 from convy.causes import Cause
 from convy.judge import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Verdict, Vote
 from convy.outcome import Outcome
@@ -193,7 +193,9 @@ _ONE_UNREPORTED = Sum(requests=1, unpriced=1)  # a request nobody reported: one 
 _NO_SUM = Sum()  # no request (a scripted turn's user)
 _ONE_UNREPORTED_TOKENS = TokensArray(*msgspec.structs.astuple(_ONE_UNREPORTED.tokens()))  # the window's, one for all
 _NO_TOKENS_SHOWN = TokensArray()  # a scripted turn's user, in the window
-_UNPRICED_COSTS = tuple(CostArray(priced=0, unpriced=count, complete=count == 0) for count in range(3))  # a turn's, none priced
+_UNPRICED_COSTS = tuple(
+    CostArray(priced=0, unpriced=count, complete=count == 0) for count in range(3)
+)  # a turn's, none priced
 
 
 class Added(msgspec.Struct, frozen=True, gc=False):
@@ -284,7 +286,9 @@ class Spent(msgspec.Struct, frozen=True):
                             unpriced += 1
                 case NoUsage():
                     unpriced += 1
-        return Sum(len(self.usages), reported, given, taken, cached, reasoning, amount, source, mixed, priced, unpriced, partly)
+        return Sum(
+            len(self.usages), reported, given, taken, cached, reasoning, amount, source, mixed, priced, unpriced, partly
+        )
 
     def tokens(self) -> TokensView:
         return self.sum().tokens()
@@ -411,7 +415,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 return "agent"
             case NoVerdict(checks=checks) if any(not claim.held and not claim.doubt for claim in checks):
                 return "agent"
-            case Verdict(claims=claims) if any(claim.by == "code" and not claim.held and not claim.doubt for claim in claims):
+            case Verdict(claims=claims) if any(
+                claim.by == "code" and not claim.held and not claim.doubt for claim in claims
+            ):
                 return "agent"
             # A tool check left undecided because no reply held the agent's calls path: the agent's
             # adapter (its file) is wrong or the agent sends no calls; neither the user's nor the judge's.
@@ -462,7 +468,10 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         return tuple(self._turn_sum(turn) for turn in self.outcome.transcript.turns)
 
     def _turn_sum(self, turn: Turn) -> tuple[Sum, Sum]:
-        return self._request_sum(turn.answer.usage), _NO_SUM if turn.scripted else self._request_sum(turn.user_usage)
+        user = _NO_SUM if turn.scripted else self._request_sum(turn.user_usage)
+        if extra := aside(turn.answer):  # the user's model playing a tool or answering a question
+            user = user + Spent(extra).sum()
+        return self._request_sum(turn.answer.usage), user
 
     def agent_sum(self) -> Sum:
         return self._sums.agent
@@ -493,7 +502,17 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
 
     @Once
     def _user_usage(self) -> tuple[Usage | NoUsage, ...]:
-        return tuple(turn.user_usage for turn in self.outcome.transcript.turns if not turn.scripted) + self.outcome.user_ending
+        # Each turn's: its message, and the requests the model made inside the agent's turn
+        # (playing a tool, answering a question: ``agent.aside``); then the turn the agent broke off's.
+        turns = self.outcome.transcript.turns
+        broken = self.outcome.agent_ending
+        return (
+            tuple(
+                usage for turn in turns for usage in (() if turn.scripted else (turn.user_usage,)) + aside(turn.answer)
+            )
+            + (() if broken is None else aside(broken))
+            + self.outcome.user_ending
+        )
 
     @Once
     def _requests(self) -> tuple[Usage | NoUsage, ...]:
@@ -521,6 +540,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         agent_plain = agent_input = agent_output = user_plain = user_input = user_output = 0
         # What ``_plain`` says is asked inline here, with no call: two requests a turn, every attempt.
         for turn in () if outcome.rejudged else outcome.transcript.turns:
+            if turn.answer.steps and (extra := aside(turn.answer)):  # the user's model inside the agent's turn
+                user.extend(extra)
+                user_sizes.extend(float(one.input + one.output) for one in Spent(extra).reported())
             usage = turn.answer.usage
             if (
                 type(usage) is Usage
@@ -573,6 +595,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             each = broken.requests()
             agent.extend(each)
             agent_sizes.extend(float(one.input + one.output) for one in Spent(each).reported())
+            if extra := aside(broken):
+                user.extend(extra)
+                user_sizes.extend(float(one.input + one.output) for one in Spent(extra).reported())
         ending = () if outcome.rejudged else outcome.user_ending
         if ending:
             user.extend(ending)
@@ -607,7 +632,20 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         whole = 0 if usage.unreported else 1
         match usage.cost:
             case Cost(amount=amount, source=source):
-                return Sum(1, whole, usage.input, usage.output, cached, reasoning, _NOTHING + amount, source, False, 1, 0, 1 - whole)
+                return Sum(
+                    1,
+                    whole,
+                    usage.input,
+                    usage.output,
+                    cached,
+                    reasoning,
+                    _NOTHING + amount,
+                    source,
+                    False,
+                    1,
+                    0,
+                    1 - whole,
+                )
             case Unpriced():
                 return Sum(1, whole, usage.input, usage.output, cached, reasoning, _NOTHING, "", False, 0, 1, 1 - whole)
 
@@ -676,17 +714,41 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Failed(reason=reason, message=message):
                 failed_on = message or None
                 decisions = [
-                    DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True, markable=False)
+                    DecisionView(
+                        claim="the agent answered",
+                        by="code",
+                        held=False,
+                        reason=reason,
+                        confidence=None,
+                        grade=None,
+                        trusted=True,
+                        markable=False,
+                    )
                 ]
             case NoVerdict(who=who, reason=reason, checks=checks):
                 # The checks code could still decide come first: one that failed is why the attempt failed.
                 decisions = [
-                    DecisionView(claim=claim.claim, by=claim.by, held=claim.held, reason=claim.reason, confidence=None, grade=None, trusted=True)
+                    DecisionView(
+                        claim=claim.claim,
+                        by=claim.by,
+                        held=claim.held,
+                        reason=claim.reason,
+                        confidence=None,
+                        grade=None,
+                        trusted=True,
+                    )
                     for claim in checks
                 ]
                 decisions.append(
                     DecisionView(
-                        claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False, markable=False
+                        claim=f"not judged ({who})",
+                        by="code",
+                        held=False,
+                        reason=reason,
+                        confidence=None,
+                        grade=None,
+                        trusted=False,
+                        markable=False,
                     )
                 )
         every = self.every_sum()
@@ -755,7 +817,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         else:
             cost = _UNPRICED_COSTS[unpriced]
         steps: list[StepView] = []
-        thoughts = 0
+        thoughts = pauses = 0
         for step in answer.steps:
             if type(step) is Thought:
                 steps.append(StepView("thought", step.text))
@@ -764,15 +826,50 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 result = step.result
                 shown = _ENCODE(result.value).decode() if type(result) is Reported else None
                 seconds = step.seconds
-                took = None if isinstance(seconds, NotReported) else float(seconds)  # what ``Took(seconds).value()`` says
-                steps.append(StepView("call", "", step.name, _ENCODE(step.arguments).decode(), shown, took, step.error, step.source, step.approval))
+                took = (
+                    None if isinstance(seconds, NotReported) else float(seconds)
+                )  # what ``Took(seconds).value()`` says
+                steps.append(
+                    StepView(
+                        "call",
+                        "",
+                        step.name,
+                        _ENCODE(step.arguments).decode(),
+                        shown,
+                        took,
+                        step.error,
+                        step.source,
+                        step.approval,
+                    )
+                )
+            elif type(step) is Asked:
+                arguments = _ENCODE(step.arguments).decode() if step.tool else ""
+                steps.append(
+                    StepView(
+                        "asked",
+                        step.question,
+                        step.tool,
+                        arguments,
+                        step.answer,
+                        step.seconds,
+                        "",
+                        step.by,
+                        "",
+                        list(step.options),
+                    )
+                )
+                pauses += 1
+        if answer.steps and aside(answer):  # the user's model inside the agent's turn: summed
+            agent_sum, user_sum = self._turn_sum(turn)
+            user_tokens = _shown_tokens(user_sum.tokens())
+            cost = _shown_cost((agent_sum + user_sum).cost())
         return TurnView(
             turn.message,
             turn.scripted,
             answer.text,
             steps,
             thoughts,
-            len(steps) - thoughts,
+            len(steps) - thoughts - pauses,
             turn.agent_start,
             turn.agent_seconds,
             turn.user_start,
@@ -780,6 +877,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             agent_tokens,
             user_tokens,
             cost,
+            pauses,
         )
 
     def _tokens(self, usage: Usage) -> TokensArray:
@@ -796,8 +894,24 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         outcome = self.outcome
         spans: list[SpanView] = []  # the turns' own spans the page draws from the turns
         if outcome.judge_seconds > 0:
-            spans.append(SpanView(lane="judge", start=outcome.judge_start, seconds=outcome.judge_seconds, label="judge"))
+            spans.append(
+                SpanView(lane="judge", start=outcome.judge_start, seconds=outcome.judge_seconds, label="judge")
+            )
         spans.extend(self._wait(wait) for wait in outcome.waits)
+        # Each pause the agent made to ask a person, on the user's lane: who answered, and what.
+        broken = outcome.agent_ending
+        for answer in [turn.answer for turn in outcome.transcript.turns] + ([] if broken is None else [broken]):
+            for step in answer.steps:
+                if type(step) is Asked:
+                    said = "nobody answered" if step.by == "nobody" else f"the {step.by} answered {step.answer}"
+                    spans.append(
+                        SpanView(
+                            lane="user",
+                            start=step.start,
+                            seconds=step.seconds,
+                            label=f"agent paused to ask: {step.question} ({said})",
+                        )
+                    )
         return spans
 
     def _wait(self, wait: Wait) -> SpanView:

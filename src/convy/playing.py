@@ -37,12 +37,20 @@ class InCharacter(msgspec.Struct, frozen=True):
 
     async def __call__(self, question: str, options: tuple[str, ...]) -> tuple[str, Usage | NoUsage]:
         transcript, message = self.heard()
-        said: list[Said] = [Said("system", self.prompt), Said("user", "[The agent is ready. Write your first message to it.]")]
+        said: list[Said] = [
+            Said("system", self.prompt),
+            Said("user", "[The agent is ready. Write your first message to it.]"),
+        ]
         for turn in transcript.turns:
             said += [Said("assistant", turn.message), Said("user", turn.answer.text or "[the agent said nothing]")]
         said.append(Said("assistant", message))
         choose = f" Answer with exactly one of: {', '.join(options)}." if options else " Answer in a few words."
-        said.append(Said("user", f"[Before it answers, the agent pauses and asks you: {question}{choose} Answer as the person you play would.]"))
+        said.append(
+            Said(
+                "user",
+                f"[Before it answers, the agent pauses and asks you: {question}{choose} Answer as the person you play would.]",
+            )
+        )
         reply = await Contained(self.model).reply(tuple(said))
         text = reply.text.strip()
         if not options:
@@ -75,7 +83,9 @@ class PlayedTool(msgspec.Struct, frozen=True):
 
     model: Model
 
-    async def __call__(self, tool: Tool, arguments: Mapping[str, Any], state: Mapping[str, Any]) -> tuple[Any, Usage | NoUsage]:
+    async def __call__(
+        self, tool: Tool, arguments: Mapping[str, Any], state: Mapping[str, Any]
+    ) -> tuple[Any, Usage | NoUsage]:
         told = (
             "You play a software tool that an AI agent under test calls. Answer each call as the real tool would: "
             "with its result as one JSON value and nothing else: no prose, no code fences. Be consistent with the "

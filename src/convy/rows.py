@@ -18,7 +18,9 @@ from typing import Any, Literal
 
 import msgspec
 
-TableName = Literal["runs", "scenarios", "attempts", "turns", "claims", "votes", "tool_calls", "model_requests"]
+TableName = Literal[
+    "runs", "scenarios", "attempts", "turns", "claims", "votes", "tool_calls", "pauses", "model_requests"
+]
 
 # Costs become JSON numbers with their exact digits; records() reads them back as floats.
 EXACT_JSON = msgspec.json.Encoder(decimal_format="number")
@@ -226,6 +228,28 @@ class ToolCallsRow(Row, frozen=True):
     error: str | None = None
     source: str | None = None
     approval: str | None = None
+
+
+class PausesRow(Row, frozen=True):
+    """A pause the agent made to ask a person (``agent.Asked``), and the answer it went on with."""
+
+    agent: str
+    run: str
+    scenario: str
+    attempt: int
+    turn: int
+    pause: int
+    step: int
+    question: str
+    options: str | None  # the options it offered, as a JSON list; None where it offered none
+    tool: str | None  # the tool it asked to run, for an approval
+    arguments: str | None
+    answer: str
+    by: Literal["scenario", "user", "nobody"]
+    start: float
+    seconds: float
+    tokens_in: int | None  # the simulated user's request, where its model answered
+    tokens_out: int | None
 
 
 class ModelRequestsRow(Row, frozen=True):

@@ -1,4 +1,4 @@
-"""Runs as tables for a notebook: eight tables, each a ``Table`` of flat rows.
+"""Runs as tables for a notebook: nine tables, each a ``Table`` of flat rows.
 
 ``Tables`` is a consumer of runs read back (``Runs.read``), like the report: it gives one table per
 kind of thing a run holds — ``runs``, ``scenarios``, ``attempts``, ``turns``, ``claims``, ``votes``,
@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from convy.agent import Asked, Call, Cost, NotReported, NoUsage, Reported, Step, Thought, Unpriced, Usage
+from convy.agent import Asked, Call, Cost, NotReported, NoUsage, Reported, Step, Thought, Unpriced, Usage, aside
 from convy.attempt import Attempt, DecidedClaim, Took
 from convy.judge import Claim, Failed, NoVerdict, Verdict
 from convy.report import Summary
@@ -31,6 +31,7 @@ from convy.rows import (
     ClaimsRow,
     Lines,
     ModelRequestsRow,
+    PausesRow,
     Row,
     RunsRow,
     ScenariosRow,
@@ -145,7 +146,9 @@ class Usages(msgspec.Struct, frozen=True):
                             pass
                 case NoUsage():
                     pass
-        return UsageTotals(len(self.usages), reported, tokens_in, tokens_out, cached, reasoning, priced, amount, frozenset(sources))
+        return UsageTotals(
+            len(self.usages), reported, tokens_in, tokens_out, cached, reasoning, priced, amount, frozenset(sources)
+        )
 
 
 class VariantColumns(msgspec.Struct, frozen=True):
@@ -317,7 +320,15 @@ class AttemptRows(msgspec.Struct, frozen=True):
             calls = 0
             for step_number, step in enumerate(answer.steps, start=1):
                 match step:
-                    case Call(name=name, arguments=arguments, result=result, seconds=seconds, error=error, source=source, approval=approval):
+                    case Call(
+                        name=name,
+                        arguments=arguments,
+                        result=result,
+                        seconds=seconds,
+                        error=error,
+                        source=source,
+                        approval=approval,
+                    ):
                         calls += 1
                         rows.append(
                             ToolCallsRow(
@@ -339,12 +350,48 @@ class AttemptRows(msgspec.Struct, frozen=True):
                         pass
         return tuple(rows)
 
+    def pauses(self) -> tuple[PausesRow, ...]:
+        """Each pause the agent made to ask a person, turn by turn (the turn it broke off last)."""
+        rows: list[PausesRow] = []
+        outcome = self.attempt.outcome
+        answers = [turn.answer for turn in outcome.transcript.turns]
+        if outcome.agent_ending is not None:
+            answers.append(outcome.agent_ending)
+        pauses = 0
+        for number, answer in enumerate(answers, start=1):
+            for step_number, step in enumerate(answer.steps, start=1):
+                if type(step) is not Asked:
+                    continue
+                pauses += 1
+                spent = step.usage
+                rows.append(
+                    PausesRow(
+                        **self._keys(),
+                        turn=number,
+                        pause=pauses,
+                        step=step_number,
+                        question=step.question,
+                        options=EXACT_JSON.encode(list(step.options)).decode() if step.options else None,
+                        tool=step.tool or None,
+                        arguments=EXACT_JSON.encode(step.arguments).decode() if step.tool else None,
+                        answer=step.answer,
+                        by=step.by,
+                        start=step.start,
+                        seconds=step.seconds,
+                        tokens_in=spent.input if type(spent) is Usage and not spent.unreported else None,
+                        tokens_out=spent.output if type(spent) is Usage and not spent.unreported else None,
+                    )
+                )
+        return tuple(rows)
+
     def model_requests(self) -> tuple[ModelRequestsRow, ...]:
         """Every request that took tokens: the agent's of each turn (one, or each of several), the simulated user's
         request of each turn it spoke and the one that ended the dialogue, and the judge's requests."""
         rows: list[ModelRequestsRow] = []
         turns = self.attempt.outcome.transcript.turns
-        asked = [(number, turn, usage) for number, turn in enumerate(turns, start=1) for usage in turn.answer.requests()]
+        asked = [
+            (number, turn, usage) for number, turn in enumerate(turns, start=1) for usage in turn.answer.requests()
+        ]
         for request, (number, turn, usage) in enumerate(asked, start=1):
             # A turn of several requests has its time as a whole, none of them its own.
             seconds = turn.agent_seconds if len(turn.answer.requests()) == 1 else None
@@ -353,12 +400,22 @@ class AttemptRows(msgspec.Struct, frozen=True):
         if broken is not None:  # the turn the agent broke off, which no turn of the transcript holds
             for request, usage in enumerate(broken.requests(), start=len(asked) + 1):
                 rows.append(self._request("agent", request, len(turns) + 1, None, usage))
-        spoken = [(number, turn) for number, turn in enumerate(turns, start=1) if not turn.scripted]
-        for request, (number, turn) in enumerate(spoken, start=1):
-            rows.append(self._request("user", request, number, turn.user_seconds, turn.user_usage))
+        # The simulated user's: its message of each turn it spoke, and what its model did inside
+        # the agent's turn (played a tool, answered a question: ``agent.aside``), turn by turn.
+        asides = [turn.answer for turn in turns] + ([] if broken is None else [broken])
+        request = 0
+        for number, answer in enumerate(asides, start=1):
+            spoke = turns[number - 1] if number <= len(turns) else None
+            if spoke is not None and not spoke.scripted:
+                request += 1
+                rows.append(self._request("user", request, number, spoke.user_seconds, spoke.user_usage))
+            for usage in aside(answer) if answer.steps else ():
+                request += 1
+                rows.append(self._request("user", request, number, None, usage))
         # The simulated user's last request, that ended the dialogue, belongs to no turn.
         for usage in self.attempt.outcome.user_ending:
-            rows.append(self._request("user", len(spoken) + 1, None, self.attempt.outcome.user_ending_seconds, usage))
+            request += 1
+            rows.append(self._request("user", request, None, self.attempt.outcome.user_ending_seconds, usage))
         for request, usage in enumerate(self.attempt.outcome.judge_requests, start=1):
             rows.append(self._request("judge", request, None, None, usage))
         return tuple(rows)
@@ -540,7 +597,10 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
             statuses = [attempt.status() for attempt in attempts]
             tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
             interval = Wilson(tally).interval()
-            every = sum((Usages(AttemptRows(spec.agent, spec.id, one).every_usage()).totals() for one in attempts), UsageTotals())
+            every = sum(
+                (Usages(AttemptRows(spec.agent, spec.id, one).every_usage()).totals() for one in attempts),
+                UsageTotals(),
+            )
             found = known.get(scenario)
             rows.append(
                 ScenariosRow(
@@ -580,7 +640,7 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
 
 
 class Tables(msgspec.Struct, frozen=True, dict=True):
-    """Some runs as eight tables, in the order ``every`` gives them; rows follow the runs' order,
+    """Some runs as nine tables, in the order ``every`` gives them; rows follow the runs' order,
     then the scenarios' order in each run, attempts, turns and steps. ``lines`` gives a table's
     file as its rows are made, one attempt at a time: what ``convy export`` writes."""
 
@@ -594,6 +654,7 @@ class Tables(msgspec.Struct, frozen=True, dict=True):
         "claims": ClaimsRow.__struct_fields__,
         "votes": VotesRow.__struct_fields__,
         "tool_calls": ToolCallsRow.__struct_fields__,
+        "pauses": PausesRow.__struct_fields__,
         "model_requests": ModelRequestsRow.__struct_fields__,
     }
 
@@ -635,5 +696,7 @@ class Tables(msgspec.Struct, frozen=True, dict=True):
                         yield from one.votes()
                     case "tool_calls":
                         yield from one.tool_calls()
+                    case "pauses":
+                        yield from one.pauses()
                     case "model_requests":
                         yield from one.model_requests()

@@ -170,7 +170,9 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
         if not names:
             return f"{self.name} takes no arguments (its parameters declare none)"
         near = nearest(name, names)
-        return f"not an argument of {self.name}" + (f": did you mean {near}?" if near else f" (it takes {', '.join(sorted(names))})")
+        return f"not an argument of {self.name}" + (
+            f": did you mean {near}?" if near else f" (it takes {', '.join(sorted(names))})"
+        )
 
     def arguments(self) -> frozenset[str]:
         """The names of the arguments its parameters declare."""
@@ -180,7 +182,10 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
     def function(self) -> dict[str, Any]:
         """The tool as the Chat Completions API's ``tools`` list holds it."""
         parameters = self.parameters or {"type": "object", "properties": {}}
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
 
     def unfit(self, arguments: Mapping[str, Any], whole: bool = True) -> str:
         """What is wrong with ``arguments`` for this tool's parameters, or "": an argument it does
@@ -192,7 +197,9 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
                 return f"{self.name} requires {name}"
         for name, value in arguments.items():
             if name not in properties:
-                return f"{self.name} takes no argument {name}" + (f" (it takes {', '.join(sorted(properties))})" if properties else "")
+                return f"{self.name} takes no argument {name}" + (
+                    f" (it takes {', '.join(sorted(properties))})" if properties else ""
+                )
             declared = properties[name]
             kind = declared.get("type")
             kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
@@ -293,24 +300,42 @@ class Toolbox:
         if tool is None:
             near = nearest(name, self.tools)
             declared = f"did you mean {near}?" if near else f"it declares {', '.join(sorted(self.tools)) or 'none'}"
-            return self._kept(Call(name, given, error=f"the scenario declares no tool {name}: {declared}", source="unknown"), start)
+            return self._kept(
+                Call(name, given, error=f"the scenario declares no tool {name}: {declared}", source="unknown"), start
+            )
         if unfit := tool.unfit(given):
-            return self._kept(Call(name, given, error=f"arguments do not fit {name}'s parameters: {unfit}", source="invalid"), start)
+            return self._kept(
+                Call(name, given, error=f"arguments do not fit {name}'s parameters: {unfit}", source="invalid"), start
+            )
         fixture, source = tool.answer(given)
         if source == "simulated":
             return await self._simulated(tool, given, start)
         if fixture is None:
-            return self._kept(Call(name, given, error=f"the scenario declares no answer of {name} for these arguments", source="unanswered"), start)
+            return self._kept(
+                Call(
+                    name,
+                    given,
+                    error=f"the scenario declares no answer of {name} for these arguments",
+                    source="unanswered",
+                ),
+                start,
+            )
         if fixture.delay:
             try:
                 await asyncio.sleep(fixture.delay)
             except asyncio.CancelledError:  # the agent's turn or the attempt ended meanwhile: kept, then cut off
-                self._kept(Call(name, given, error=f"cut off: the call's answer was held {fixture.delay:g} s", source=source), start)
+                self._kept(
+                    Call(name, given, error=f"cut off: the call's answer was held {fixture.delay:g} s", source=source),
+                    start,
+                )
                 raise
         changes = [(_path(path, given), value) for path, value in fixture.set.items()]
         for keys, _ in changes:
             if problem := _settable(self.state, keys):
-                return self._kept(Call(name, given, error=f"the answer's set: cannot set {'.'.join(keys)}: {problem}", source=source), start)
+                return self._kept(
+                    Call(name, given, error=f"the answer's set: cannot set {'.'.join(keys)}: {problem}", source=source),
+                    start,
+                )
         for keys, value in changes:
             _put(self.state, keys, copy.deepcopy(_filled(value, given)))
         if fixture.error:
@@ -318,21 +343,32 @@ class Toolbox:
         if fixture.read:
             found = _got(self.state, _path(fixture.read, given))
             if found is _MISSING:
-                return self._kept(Call(name, given, error=f"nothing at {'.'.join(_path(fixture.read, given))}", source=source), start)
+                return self._kept(
+                    Call(name, given, error=f"nothing at {'.'.join(_path(fixture.read, given))}", source=source), start
+                )
             return self._kept(Call(name, given, Reported(copy.deepcopy(found)), source=source), start)
         return self._kept(Call(name, given, Reported(_filled(fixture.result, given)), source=source), start)
 
     async def _simulated(self, tool: Tool, given: dict[str, Any], start: float) -> Call:
         """The call answered by the model that plays the tool."""
         if self.simulator is None or self.failure is not None:
-            why = "no model plays it here" if self.simulator is None else "the model that plays it failed earlier in this attempt"
-            return self._kept(Call(tool.name, given, error=f"{tool.name} is simulated and {why}", source="simulated"), start)
+            why = (
+                "no model plays it here"
+                if self.simulator is None
+                else "the model that plays it failed earlier in this attempt"
+            )
+            return self._kept(
+                Call(tool.name, given, error=f"{tool.name} is simulated and {why}", source="simulated"), start
+            )
         try:
             value, usage = await self.simulator(tool, given, copy.deepcopy(self.state))
         except ModelFailure as failure:  # kept for the attempt, which ends as the model's failure
             self.failure = failure
-            usage = failure.requests[0] if failure.requests else NoUsage()
-            return self._kept(Call(tool.name, given, error=f"the model playing {tool.name} failed", source="simulated", usage=usage), start)
+            spent = failure.requests[0] if failure.requests else None
+            return self._kept(
+                Call(tool.name, given, error=f"the model playing {tool.name} failed", source="simulated", usage=spent),
+                start,
+            )
         return self._kept(Call(tool.name, given, Reported(value), source="simulated", usage=usage), start)
 
     def _kept(self, call: Call, start: float) -> Call:
@@ -354,7 +390,9 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
     scenario ``declared`` that its tools never saw marked so (``source`` "claimed"): no check
     counts it."""
     steps = list(answer.steps)
-    claimed = [number for number, step in enumerate(steps) if type(step) is Call and not step.source and step.name in declared]
+    claimed = [
+        number for number, step in enumerate(steps) if type(step) is Call and not step.source and step.name in declared
+    ]
     if not served and not claimed:
         return answer
     left: list[Call] = []
@@ -364,7 +402,11 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
             (
                 number
                 for number, step in enumerate(steps)
-                if number not in used and type(step) is Call and not step.source and step.name == call.name and same(step.arguments, call.arguments)
+                if number not in used
+                and type(step) is Call
+                and not step.source
+                and step.name == call.name
+                and same(step.arguments, call.arguments)
             ),
             None,
         )
@@ -381,6 +423,7 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
 
 TOOLS: contextvars.ContextVar[Toolbox | None] = contextvars.ContextVar("convy_tools", default=None)
 
+
 def toolbox() -> Toolbox:
     """The tools of the attempt playing now, as its scenario declared them: for an agent's code to
     call (``await toolbox().call("change_seat", {...})``) or hand to its framework
@@ -388,7 +431,9 @@ def toolbox() -> Toolbox:
     declares no tools."""
     box = TOOLS.get()
     if box is None:
-        raise LookupError("no scenario tools here: toolbox() is for an agent's code while an attempt of a scenario with tools: plays")
+        raise LookupError(
+            "no scenario tools here: toolbox() is for an agent's code while an attempt of a scenario with tools: plays"
+        )
     return box
 
 
@@ -525,7 +570,7 @@ def same(one: Any, other: Any) -> bool:
             return one.keys() == other.keys() and all(same(one[key], other[key]) for key in one)
         case list(), list():
             return len(one) == len(other) and all(same(a, b) for a, b in zip(one, other, strict=True))
-        case (int() | float()), (int() | float()):
+        case ((int() | float()), (int() | float())):
             return one == other
         case _:
             return type(one) is type(other) and one == other

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import Answer, Call, NotReported, NoUsage, Reported, Step, Thought, Usage
+from convy.agent import Answer, Asked, Call, NotReported, NoUsage, Reported, Step, Thought, Usage
 
 # Curly, angled and low quotation marks, and the backtick and acute accent judges write for an
 # apostrophe, each read as the plain mark: a quote is found whichever its model wrote.
@@ -247,7 +247,12 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         record is as much what happened as a message), which a judge reads (``text``)."""
         replace = msgspec.structs.replace
         return Transcript(
-            tuple([replace(turn, answer=Answer(turn.answer.text, turn.answer.usage, _served(turn.answer.steps))) for turn in self.turns])
+            tuple(
+                [
+                    replace(turn, answer=Answer(turn.answer.text, turn.answer.usage, _served(turn.answer.steps)))
+                    for turn in self.turns
+                ]
+            )
         )
 
     def fingerprint(self) -> str:
@@ -285,7 +290,8 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def text(self) -> str:
         """The dialogue as plain text, one line per speaker, for a model to read; before the
-        agent's words of a turn, a line for each call the scenario's own tools served in it."""
+        agent's words of a turn, a line for each call the scenario's own tools served in it and
+        each pause it made to ask."""
         lines: list[str] = []
         for turn in self.turns:
             lines.append(f"USER: {turn.message}")
@@ -295,13 +301,19 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
 
 def _served(steps: tuple[Step, ...]) -> tuple[Step, ...]:
-    """The calls the scenario's own tools served among an answer's steps."""
-    return tuple(step for step in steps if type(step) is Call and step.source)
+    """The calls the scenario's own tools served among an answer's steps, and the agent's pauses
+    to ask a person: what happened in the scenario's world, not only what the agent says."""
+    return tuple(step for step in steps if type(step) is Call and step.source or type(step) is Asked)
 
 
-def _tool_line(call: Thought | Call) -> str:
-    """A served call as a judge reads it: the tool, its arguments, and what it answered."""
+def _tool_line(call: Step) -> str:
+    """A served call as a judge reads it: the tool, its arguments, and what it answered; a pause
+    to ask, the question and its answer."""
     match call:
+        case Asked(question=question, answer=answer, by="nobody"):
+            return f"AGENT ASKED THE USER: {question!r}; nobody answered{' (taken as deny)' if answer else ''}"
+        case Asked(question=question, answer=answer):
+            return f"AGENT ASKED THE USER: {question!r}; the answer was {answer!r}"
         case Call(name=name, arguments=arguments, error=error) if error:
             return f"AGENT CALLED TOOL {name} with {_json(arguments)}: it answered with the error {error!r}"
         case Call(name=name, arguments=arguments, result=Reported(value=value)):

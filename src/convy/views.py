@@ -163,7 +163,9 @@ class ScenarioView(View, frozen=True):
     variant: dict[str, str] = {}  # a matrix variant's values, as its id writes them; {} for a scenario without a matrix
     variant_of: str = ""  # the scenario it was made from
     causes: dict[str, int] = {}  # its attempts that did not pass, by cause (only the causes it has)
-    adaptive: str = ""  # in a run of --attempts auto: why it got the attempts it got ("narrow enough: width 0.18 ≤ 0.2")
+    adaptive: str = (
+        ""  # in a run of --attempts auto: why it got the attempts it got ("narrow enough: width 0.18 ≤ 0.2")
+    )
 
 
 class VariantValueView(View, frozen=True):
@@ -227,7 +229,9 @@ class HeaderView(View, frozen=True):
     budget: str = ""  # what a finished run spent of the budget it was given (spent.Allowance), when one was set
     reached: str = ""  # a finished run that reached or crossed its budget all the same, in words (spent.Stop.reached)
     adaptive: str = ""  # the rule that spent its attempts (adaptive.Adaptive.said), for a run of --attempts auto
-    against: str = ""  # for a run played against a base (--against): the comparison's verdict in words (adaptive.Course.said)
+    against: str = (
+        ""  # for a run played against a base (--against): the comparison's verdict in words (adaptive.Course.said)
+    )
     against_run: str = ""  # and that base, as agent/run
     verdict: str = ""  # the run against its pass rule in words (passing.RunVerdict.verdict): the exit code's
     tested: bool = True  # whether an attempt was judged: a run that judged none tested nothing
@@ -292,6 +296,8 @@ class AgreementView(View, frozen=True):
     claims: list[AgreementRow]
     disagreements: list[Disagreement]
     more: int
+
+
 class DecisionLink(View, frozen=True):
     """One decision the judging section points at, opened in the scenario window by its attempt:
     ``held`` of ``votes`` said it held (0 of 0 when it had no votes), what was decided, and
@@ -405,10 +411,13 @@ class CostArray(CostView, frozen=True, array_like=True):
 
 
 class StepView(View, frozen=True, array_like=True):
-    """A thought (its ``text``) or a tool call (the rest: ``error``, the error a tool answered
-    with; ``source``, where the answer of a call the scenario's own tools served came from)."""
+    """A thought (its ``text``), a tool call (the rest: ``error``, the error a tool answered
+    with; ``source``, where the answer of a call the scenario's own tools served came from), or a
+    pause to ask a person (``asked``: the question in ``text``, the tool it asked to run in
+    ``name`` with its ``arguments``, the answer in ``result``, who answered in ``source``, the
+    ``options`` it offered)."""
 
-    kind: Literal["thought", "call"]
+    kind: Literal["thought", "call", "asked"]
     text: str = ""
     name: str = ""
     arguments: str = ""
@@ -417,10 +426,11 @@ class StepView(View, frozen=True, array_like=True):
     error: str = ""
     source: str = ""
     approval: str = ""  # where the agent asked before running it: what the scenario's approvals answered
+    options: list[str] = []
 
 
 class TurnView(View, frozen=True, array_like=True):
-    """One turn of a dialogue; ``thoughts`` and ``calls`` count its agent's steps of each kind."""
+    """One turn of a dialogue; ``thoughts``, ``calls`` and ``asked`` count its agent's steps of each kind."""
 
     user: str
     scripted: bool
@@ -435,6 +445,7 @@ class TurnView(View, frozen=True, array_like=True):
     agent_tokens: TokensArray
     user_tokens: TokensArray
     cost: CostArray
+    asked: int = 0  # its pauses to ask a person
 
 
 class VoteView(View, frozen=True, array_like=True):

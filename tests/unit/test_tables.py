@@ -34,7 +34,7 @@ from convy.tables import Tables, Usages, UsageTotals
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
 FINGERPRINT = hashlib.sha256(b"the scenarios").hexdigest()
-NAMES = ("runs", "scenarios", "attempts", "turns", "claims", "votes", "tool_calls", "model_requests")
+NAMES = ("runs", "scenarios", "attempts", "turns", "claims", "votes", "tool_calls", "pauses", "model_requests")
 
 REFUND = Scenario(
     id="orders/refund",
@@ -162,7 +162,7 @@ def tables(runs: tuple[Read, ...]) -> dict[str, Table]:
 # --- the tables and their rows ----------------------------------------------------------------
 
 
-def test_eight_tables_in_order_each_with_its_columns(tables: dict[str, Table]) -> None:
+def test_nine_tables_in_order_each_with_its_columns(tables: dict[str, Table]) -> None:
     """Every table is there, in its order, and every row has exactly the table's columns."""
     assert tuple(tables) == NAMES
     for table in tables.values():

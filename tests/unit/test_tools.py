@@ -286,7 +286,7 @@ tools:
          "scenarios/seat.yaml: tools[0].answers[0].reslt: unknown field; did you mean result?"),
         # answers that could never be given, and {{ slots }} YAML would not read as text
         (HEAD + "approvals: {change_seat: aprove}\njudge: [{check: {asked_approval: change_seat}}]\n",
-         "scenarios/seat.yaml: approvals.change_seat: 'aprove' is not an answer: approve or deny (did you mean approve?)"),
+         "scenarios/seat.yaml: approvals.change_seat: 'aprove' is not an answer: approve, deny or user (did you mean approve?)"),
         (HEAD + "approvals: {change_set: approve}\njudge: [{check: {asked_approval: change_seat}}]\n",
          "scenarios/seat.yaml: approvals.change_set: not a tool of the scenario: did you mean change_seat?"),
         (HEAD.replace("    default: {result: ok}\n", "") + "    answers: [{when: {seat: 14}, result: ok}]\njudge: [{check: {called: change_seat}}]\n",
@@ -300,7 +300,7 @@ tools:
         ("script: [hi]\ntools:\n  - name: t\n    parameters: {properties: {code: {type: string}}}\n    answers:\n      - set: {bookings.{{ code }}.seat: 1}\njudge: [hi]\n",
          "scenarios/seat.yaml: line 6, column 24: did not find expected ',' or '}'; a {{ slot }} inside {...} or [...] on one line must be in quotes: \"{{ code }}\""),
         ("script: [hi]\ntools: [{name: t, answers: []}]\njudge: [hi]\n",
-         "scenarios/seat.yaml: tools[0].answers: none, and no default: every call would be an error; give its answers, or default: {error: ...} for a tool that always fails"),
+         "scenarios/seat.yaml: tools[0].answers: none, and no default: every call would be an error; give its answers, default: {error: ...} for a tool that always fails, or simulate: true for a model to play it"),
     ],
 )
 def test_a_scenarios_tools_written_wrong_are_refused_naming_the_field_and_the_fix(tmp_path: Path, text: str, said: str) -> None:

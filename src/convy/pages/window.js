@@ -159,6 +159,7 @@ const Scene = (() => {
   }
 
   function step(one) {
+    if (one.kind === "asked") return pause(one);
     if (one.kind === "thought") {
       return lazy({ class: "step thought" },
         h("summary", null, h("span", { class: "step-kind" }, "✎ thought"), " ", h("span", { class: "muted preview" }, short(one.text, 90))),
@@ -186,7 +187,30 @@ const Scene = (() => {
         served ? h("p", { class: "muted" }, served) : null));
   }
 
+  /* A pause the agent made to ask a person: its question, and who answered what. */
+  function pause(one) {
+    const who = ANSWERERS[one.source] || one.source;
+    const answer = one.source === "nobody" ? "nobody answered" + (one.result ? " (taken as " + one.result + ")" : "") : who + " answered " + JSON.stringify(one.result);
+    return lazy({ class: "step asked" },
+      h("summary", null,
+        h("span", { class: "step-kind" }, "✋ asked"), " ",
+        h("span", null, short(one.text, 70)),
+        h("span", { class: one.result === "deny" || one.source === "nobody" ? "step-error" : "muted" }, " → " + short(answer, 50)),
+        one.seconds ? h("span", { class: "muted" }, " · " + fmt.seconds(one.seconds)) : null),
+      () => h("div", { class: "call-body" },
+        h("div", { class: "label" }, "question"), h("pre", null, one.text),
+        one.name ? [h("div", { class: "label" }, "to run"), h("pre", null, one.name + " " + pretty(one.arguments))] : null,
+        one.options && one.options.length ? [h("div", { class: "label" }, "options"), h("p", null, one.options.join(" · "))] : null,
+        h("div", { class: "label" }, "answer"), h("p", null, answer)));
+  }
+
+  const ANSWERERS = {
+    scenario: "the scenario's approvals",
+    user: "the simulated user",
+  };
+
   const SOURCES = {
+    simulated: "answered by a model playing the scenario's tool (simulate: true)",
     fixture: "answered by the scenario's tool: one of its answers",
     default: "answered by the scenario's tool: its default answer",
     unanswered: "the scenario's tool has no answer declared for these arguments",
@@ -199,8 +223,8 @@ const Scene = (() => {
   /* A turn's steps, collapsed, under a line that says how many of each kind. */
   function steps(one, open) {
     if (!one.steps.length) return null;
-    const { thoughts, calls } = one;
-    const said = [thoughts ? thoughts + (thoughts === 1 ? " thought" : " thoughts") : "", calls ? calls + (calls === 1 ? " tool call" : " tool calls") : ""].filter(Boolean).join(", ");
+    const { thoughts, calls, asked } = one;
+    const said = [thoughts ? thoughts + (thoughts === 1 ? " thought" : " thoughts") : "", calls ? calls + (calls === 1 ? " tool call" : " tool calls") : "", asked ? asked + (asked === 1 ? " pause to ask" : " pauses to ask") : ""].filter(Boolean).join(", ");
     return lazy({ class: "steps", open: open || null },
       h("summary", null, "Agent's steps: " + said),
       () => h("div", { class: "step-list" }, one.steps.map(step)));
