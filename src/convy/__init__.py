@@ -44,7 +44,6 @@ if TYPE_CHECKING:
         Unpriced,
         Usage,
     )
-    from convy.asking import Approvals, Asking, approvals, asking
     from convy.bench import Bench
     from convy.budget import Budget, Outlay
     from convy.busy import Busy, Patience, Places
@@ -87,6 +86,7 @@ if TYPE_CHECKING:
         StillBusy,
     )
     from convy.outcome import Outcome
+    from convy.pauses import Approvals, Asking, approvals, asking
     from convy.plan import Journal, Plan, Planned
     from convy.problems import (
         ConfigurationError,
@@ -236,10 +236,10 @@ _WHERE = {
     "ToolError": "convy.tools",
     "Toolbox": "convy.tools",
     "toolbox": "convy.tools",
-    "approvals": "convy.asking",
-    "Approvals": "convy.asking",
-    "asking": "convy.asking",
-    "Asking": "convy.asking",
+    "approvals": "convy.pauses",
+    "Approvals": "convy.pauses",
+    "asking": "convy.pauses",
+    "Asking": "convy.pauses",
     "Asked": "convy.agent",
     "Fixture": "convy.tools",
     "Transcript": "convy.transcript",

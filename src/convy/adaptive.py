@@ -101,9 +101,7 @@ class Narrow(msgspec.Struct, frozen=True, tag="narrow"):
         half = Z95 / (1 + z2 / judged) * math.sqrt(rate * (1 - rate) / judged + z2 / (4 * judged * judged))
         return min(1.0, centre + half) - max(0.0, centre - half)
 
-    def course(
-        self, scenarios: Sequence[str], statuses: Mapping[str, Mapping[int, str]], least: int, most: int
-    ) -> Course:
+    def course(self, scenarios: Sequence[str], statuses: Mapping[str, Mapping[int, str]], least: int, most: int) -> Course:
         return Course(tuple(self.standing(scenario, statuses.get(scenario, {}), least, most) for scenario in scenarios))
 
     def said(self) -> str:
@@ -165,10 +163,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
         flipped, wider, needed = watch.flipped(), 0, 0
         if flipped is None and sizes:
             fits = self.ratio * max(sizes) if self.ratio else 4 * most
-            if (
-                fits > most
-                and Sequential(self.alpha, fits, ratio=self.ratio).started(self._marks(scenarios)).flipped() is not None
-            ):
+            if fits > most and Sequential(self.alpha, fits, ratio=self.ratio).started(self._marks(scenarios)).flipped() is not None:
                 wider = fits
             else:
                 for size in range(max(sizes) + 1, 101):
@@ -177,25 +172,14 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
                         needed = size
                         break
         return PlanAgainstBase(
-            f"{self.agent}/{self.run}",
-            len(watch.tracks),
-            most,
-            self.ratio,
-            tuple(sizes),
-            tuple(bounds),
-            tuple(blocks),
-            flipped,
-            watch.reach(),
-            wider,
-            needed,
+            f"{self.agent}/{self.run}", len(watch.tracks), most, self.ratio, tuple(sizes), tuple(bounds), tuple(blocks),
+            flipped, watch.reach(), wider, needed,
         )
 
     def _marks(self, scenarios: Sequence[str]) -> dict[str, tuple[bool, ...]]:
         return {name: tuple(mark == "1" for mark in self.base[name]) for name in scenarios if name in self.base}
 
-    def course(
-        self, scenarios: Sequence[str], statuses: Mapping[str, Mapping[int, str]], least: int, most: int
-    ) -> Course:
+    def course(self, scenarios: Sequence[str], statuses: Mapping[str, Mapping[int, str]], least: int, most: int) -> Course:
         watch = self.started(scenarios, most)
         played = dict.fromkeys(scenarios, 0)
         limit = {name: self.fitted(name, most) for name in scenarios}
@@ -209,12 +193,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
                     return self.stopped(watch, verdict, played, "futile")
                 case _ if not asks:
                     return self.stopped(watch, verdict, played, "most")
-            turn = {
-                ask.scenario: range(
-                    played[ask.scenario] + 1, min(limit[ask.scenario], played[ask.scenario] + ask.attempts) + 1
-                )
-                for ask in asks
-            }
+            turn = {ask.scenario: range(played[ask.scenario] + 1, min(limit[ask.scenario], played[ask.scenario] + ask.attempts) + 1) for ask in asks}
             kept = {name: statuses.get(name, {}) for name in turn}
             if any(number not in kept[name] for name, numbers in turn.items() for number in numbers):
                 return self.going(watch, verdict, played, turn, kept)
@@ -228,20 +207,11 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
     def stopped(self, watch: Watch, verdict: Verdict, played: dict[str, int], stop: Ending) -> Course:
         own = {one.scenario: one for one in watch.scenarios()}
         return Course(
-            tuple(
-                Watched(name, count, count, stop, verdict, own.get(name), self.alpha) for name, count in played.items()
-            ),
+            tuple(Watched(name, count, count, stop, verdict, own.get(name), self.alpha) for name, count in played.items()),
             verdict,
         )
 
-    def going(
-        self,
-        watch: Watch,
-        verdict: Verdict,
-        played: dict[str, int],
-        turn: dict[str, range],
-        kept: dict[str, Mapping[int, str]],
-    ) -> Course:
+    def going(self, watch: Watch, verdict: Verdict, played: dict[str, int], turn: dict[str, range], kept: dict[str, Mapping[int, str]]) -> Course:
         """The course part way through a turn: its attempts not kept yet are wanted, dealt in the asks' order."""
         own = {one.scenario: one for one in watch.scenarios()}
         order = {name: rank for rank, name in enumerate(turn)}
@@ -250,11 +220,7 @@ class Against(msgspec.Struct, frozen=True, tag="against"):
             numbers = turn.get(name, range(0))
             missing = tuple(number for number in numbers if number not in kept[name]) if name in turn else ()
             wanted = numbers[-1] if numbers else count
-            standings.append(
-                Watched(
-                    name, count, wanted, "", verdict, own.get(name), self.alpha, order.get(name, len(order)), missing
-                )
-            )
+            standings.append(Watched(name, count, wanted, "", verdict, own.get(name), self.alpha, order.get(name, len(order)), missing))
         return Course(tuple(standings), verdict)
 
     def said(self) -> str:
@@ -315,9 +281,7 @@ class PlanAgainstBase(msgspec.Struct, frozen=True):
                 f"this base can decide nothing: not even a change of every scenario from passing to failing, within "
                 f"{self.attempts()} attempts; {fix}",
             )
-        second = (
-            f"a change of every scenario from passing to failing (or back) is decided after {self.flipped} attempts"
-        )
+        second = f"a change of every scenario from passing to failing (or back) is decided after {self.flipped} attempts"
         if self.reach is not None:
             second += f"; a change under about {self.reach * 100:.0f} points cannot be decided with this base"
         return first, second
@@ -380,11 +344,7 @@ class Watched(msgspec.Struct, frozen=True):
                 run = f"real change ({direction}), e = {e:.1f} ≥ {bar}"
             case Futile(e=e) | Undecided(e=e):
                 run = f"undecided, e = {e:.2f} < {bar}"
-        own = (
-            ""
-            if self.own is None or not self.looked
-            else f"; this scenario alone: e = {self.own.e:.2f}, {self.own.change}"
-        )
+        own = "" if self.own is None or not self.looked else f"; this scenario alone: e = {self.own.e:.2f}, {self.own.change}"
         match self.stop:
             case "decided":
                 return f"comparison decided: {run}{own}"
@@ -496,9 +456,7 @@ class Course(msgspec.Struct, frozen=True):
                     "attempts, even at either end of the change's 99% interval"
                 )
             case Undecided(e=e, attempts=attempts) if status == "stopped":
-                return (
-                    f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} judged attempts"
-                )
+                return f"no verdict within the budget: budget spent, e = {e:.2f} < {bar} after {attempts} judged attempts"
             case Undecided(e=e, attempts=attempts) if self.ending() == "most":
                 return f"no verdict within max attempts: within noise so far, e = {e:.2f} < {bar} after {attempts} judged attempts"
             case Undecided(e=e, attempts=attempts):
@@ -564,9 +522,7 @@ class Rounds(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rounds:
         return msgspec.structs.replace(self, player=self.player.budgeted(budget))
 
-    async def run(
-        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()
-    ) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play the rounds; what was spent when a budget stopped them (``None`` when the rule ended
         them: the run is finished though attempts of its most were never played).
 
@@ -595,20 +551,13 @@ class Rounds(msgspec.Struct, frozen=True):
             player = self.player
             if budget is not None and spending is not None and budget.minutes:
                 # The player counts minutes from its own start: it is given what is left of them.
-                player = player.budgeted(
-                    msgspec.structs.replace(budget, minutes=max(budget.minutes - spending.minutes(), 1e-9))
-                )
+                player = player.budgeted(msgspec.structs.replace(budget, minutes=max(budget.minutes - spending.minutes(), 1e-9)))
             before = marks.count
             # A round's player lets an attempt start only while it fits what is left of the budget
             # (the whole run's cost and tokens, counted from every attempt kept): one it kept from
             # starting stops the rounds, and the run.
             played = await player.run(wanted, seen, () if spending is None else spending.spent())
-            if (
-                spending is not None
-                and played is not None
-                and played.stopped() is not None
-                and marks.count - before < len(wanted)
-            ):
+            if spending is not None and played is not None and played.stopped() is not None and marks.count - before < len(wanted):
                 return spending.following(played)
             if marks.count == before:
                 raise Unplayed(f"a round of {len(wanted)} attempts ended with none recorded")

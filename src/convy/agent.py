@@ -321,13 +321,7 @@ def _kept(answer: object) -> Answer:
     """The agent's turn's ``answer`` as convy keeps it, or the ``AgentFailure`` it is."""
     if not isinstance(answer, Answer):  # the agent's code returned something else: say what and the fix
         kind = type(answer).__name__
-        given = (
-            "text"
-            if isinstance(answer, str)
-            else "None"
-            if answer is None
-            else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
-        )
+        given = "text" if isinstance(answer, str) else "None" if answer is None else f"a{'n' if kind[:1] in 'aeiou' else ''} {kind}"
         raise AgentFailure(
             f"the agent's answer cannot be kept: turn() returned {given}, not an Answer: "
             "return Answer(text) (from convy import Answer), with its usage and steps when known"

@@ -43,21 +43,7 @@ from convy.views import ClaimJudgingView, DecisionLink, JudgingView
 class _Claimed:
     """What one claim of one scenario gathered over its attempts."""
 
-    __slots__ = (
-        "decisions",
-        "quoted",
-        "unquoted",
-        "silent",
-        "agreements",
-        "splits",
-        "dissents",
-        "ratings",
-        "left_out",
-        "split",
-        "unfound",
-        "votes",
-        "wavered",
-    )
+    __slots__ = ("decisions", "quoted", "unquoted", "silent", "agreements", "splits", "dissents", "ratings", "left_out", "split", "unfound", "votes", "wavered")
 
     def __init__(self) -> None:
         self.decisions = 0
@@ -155,9 +141,7 @@ class Consensus(msgspec.Struct, frozen=True):
             by_judge.setdefault(vote.judge, []).append(vote.held)
         held = sum(vote.held for vote in claim.votes)
         if self.spec.judging.repeats > 1:
-            one.agreements.append(
-                fmean([max(sum(said), len(said) - sum(said)) / len(said) for said in by_judge.values()])
-            )
+            one.agreements.append(fmean([max(sum(said), len(said) - sum(said)) / len(said) for said in by_judge.values()]))
             for said in by_judge.values():
                 one.votes += len(said)
                 one.wavered += min(sum(said), len(said) - sum(said))
@@ -166,11 +150,7 @@ class Consensus(msgspec.Struct, frozen=True):
         if 0 < held < len(claim.votes):
             one.dissents += 1
             if len(one.split) < self.LISTED:
-                one.split.append(
-                    DecisionLink(
-                        attempt, held, len(claim.votes), _outcome(claim), None if quoted is None else quoted.found
-                    )
-                )
+                one.split.append(DecisionLink(attempt, held, len(claim.votes), _outcome(claim), None if quoted is None else quoted.found))
         if len(by_judge) > 1:
             majorities = [_majority(said) for said in by_judge.values()]
             if None in majorities:
@@ -202,6 +182,7 @@ class Consensus(msgspec.Struct, frozen=True):
             split=one.split,
             unfound=one.unfound,
         )
+
 
     def _ambiguous(self, agreement: float | None, one: _Claimed) -> bool:
         """Self-agreement under ``AMBIGUOUS`` and more wavering than a judge ``CONSISTENT``

@@ -193,9 +193,7 @@ _ONE_UNREPORTED = Sum(requests=1, unpriced=1)  # a request nobody reported: one 
 _NO_SUM = Sum()  # no request (a scripted turn's user)
 _ONE_UNREPORTED_TOKENS = TokensArray(*msgspec.structs.astuple(_ONE_UNREPORTED.tokens()))  # the window's, one for all
 _NO_TOKENS_SHOWN = TokensArray()  # a scripted turn's user, in the window
-_UNPRICED_COSTS = tuple(
-    CostArray(priced=0, unpriced=count, complete=count == 0) for count in range(3)
-)  # a turn's, none priced
+_UNPRICED_COSTS = tuple(CostArray(priced=0, unpriced=count, complete=count == 0) for count in range(3))  # a turn's, none priced
 
 
 class Added(msgspec.Struct, frozen=True, gc=False):
@@ -286,9 +284,7 @@ class Spent(msgspec.Struct, frozen=True):
                             unpriced += 1
                 case NoUsage():
                     unpriced += 1
-        return Sum(
-            len(self.usages), reported, given, taken, cached, reasoning, amount, source, mixed, priced, unpriced, partly
-        )
+        return Sum(len(self.usages), reported, given, taken, cached, reasoning, amount, source, mixed, priced, unpriced, partly)
 
     def tokens(self) -> TokensView:
         return self.sum().tokens()
@@ -415,9 +411,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 return "agent"
             case NoVerdict(checks=checks) if any(not claim.held and not claim.doubt for claim in checks):
                 return "agent"
-            case Verdict(claims=claims) if any(
-                claim.by == "code" and not claim.held and not claim.doubt for claim in claims
-            ):
+            case Verdict(claims=claims) if any(claim.by == "code" and not claim.held and not claim.doubt for claim in claims):
                 return "agent"
             # A tool check left undecided because no reply held the agent's calls path: the agent's
             # adapter (its file) is wrong or the agent sends no calls; neither the user's nor the judge's.
@@ -507,9 +501,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         turns = self.outcome.transcript.turns
         broken = self.outcome.agent_ending
         return (
-            tuple(
-                usage for turn in turns for usage in (() if turn.scripted else (turn.user_usage,)) + aside(turn.answer)
-            )
+            tuple(usage for turn in turns for usage in (() if turn.scripted else (turn.user_usage,)) + aside(turn.answer))
             + (() if broken is None else aside(broken))
             + self.outcome.user_ending
         )
@@ -632,20 +624,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         whole = 0 if usage.unreported else 1
         match usage.cost:
             case Cost(amount=amount, source=source):
-                return Sum(
-                    1,
-                    whole,
-                    usage.input,
-                    usage.output,
-                    cached,
-                    reasoning,
-                    _NOTHING + amount,
-                    source,
-                    False,
-                    1,
-                    0,
-                    1 - whole,
-                )
+                return Sum(1, whole, usage.input, usage.output, cached, reasoning, _NOTHING + amount, source, False, 1, 0, 1 - whole)
             case Unpriced():
                 return Sum(1, whole, usage.input, usage.output, cached, reasoning, _NOTHING, "", False, 0, 1, 1 - whole)
 
@@ -714,41 +693,17 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
             case Failed(reason=reason, message=message):
                 failed_on = message or None
                 decisions = [
-                    DecisionView(
-                        claim="the agent answered",
-                        by="code",
-                        held=False,
-                        reason=reason,
-                        confidence=None,
-                        grade=None,
-                        trusted=True,
-                        markable=False,
-                    )
+                    DecisionView(claim="the agent answered", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=True, markable=False)
                 ]
             case NoVerdict(who=who, reason=reason, checks=checks):
                 # The checks code could still decide come first: one that failed is why the attempt failed.
                 decisions = [
-                    DecisionView(
-                        claim=claim.claim,
-                        by=claim.by,
-                        held=claim.held,
-                        reason=claim.reason,
-                        confidence=None,
-                        grade=None,
-                        trusted=True,
-                    )
+                    DecisionView(claim=claim.claim, by=claim.by, held=claim.held, reason=claim.reason, confidence=None, grade=None, trusted=True)
                     for claim in checks
                 ]
                 decisions.append(
                     DecisionView(
-                        claim=f"not judged ({who})",
-                        by="code",
-                        held=False,
-                        reason=reason,
-                        confidence=None,
-                        grade=None,
-                        trusted=False,
-                        markable=False,
+                        claim=f"not judged ({who})", by="code", held=False, reason=reason, confidence=None, grade=None, trusted=False, markable=False
                     )
                 )
         every = self.every_sum()
@@ -826,22 +781,8 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 result = step.result
                 shown = _ENCODE(result.value).decode() if type(result) is Reported else None
                 seconds = step.seconds
-                took = (
-                    None if isinstance(seconds, NotReported) else float(seconds)
-                )  # what ``Took(seconds).value()`` says
-                steps.append(
-                    StepView(
-                        "call",
-                        "",
-                        step.name,
-                        _ENCODE(step.arguments).decode(),
-                        shown,
-                        took,
-                        step.error,
-                        step.source,
-                        step.approval,
-                    )
-                )
+                took = None if isinstance(seconds, NotReported) else float(seconds)  # what ``Took(seconds).value()`` says
+                steps.append(StepView("call", "", step.name, _ENCODE(step.arguments).decode(), shown, took, step.error, step.source, step.approval))
             elif type(step) is Asked:
                 arguments = _ENCODE(step.arguments).decode() if step.tool else ""
                 steps.append(
@@ -894,9 +835,7 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         outcome = self.outcome
         spans: list[SpanView] = []  # the turns' own spans the page draws from the turns
         if outcome.judge_seconds > 0:
-            spans.append(
-                SpanView(lane="judge", start=outcome.judge_start, seconds=outcome.judge_seconds, label="judge")
-            )
+            spans.append(SpanView(lane="judge", start=outcome.judge_start, seconds=outcome.judge_seconds, label="judge"))
         spans.extend(self._wait(wait) for wait in outcome.waits)
         # Each pause the agent made to ask a person, on the user's lane: who answered, and what.
         broken = outcome.agent_ending

@@ -54,9 +54,7 @@ class Bench(msgspec.Struct, frozen=True):
     judging: Judging = Judging()
     user_checks: UserChecks = UserChecks()
 
-    async def run(
-        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()
-    ) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
         only until it is spent (counting the attempts ``earlier`` kept too), and what was spent."""
         vigil = Vigil(journal)  # each participant watched: one whose service refuses it for good stops the run
@@ -123,9 +121,7 @@ class Bench(msgspec.Struct, frozen=True):
         """This bench with another budget."""
         return msgspec.structs.replace(self, budget=budget)
 
-    def stage(
-        self, scenarios: Iterable[Scenario], services: Services | None = None, vitals: Vitals | None = None
-    ) -> Stage:
+    def stage(self, scenarios: Iterable[Scenario], services: Services | None = None, vitals: Vitals | None = None) -> Stage:
         """Everything the attempts of ``scenarios`` are played with, made in the event loop that
         plays them: the participants' places (sharing ``services``), the agent within its time
         limits, the simulated users, the judge; with ``vitals``, each participant ``Watched``."""
@@ -134,9 +130,7 @@ class Bench(msgspec.Struct, frozen=True):
         prompt = self.prompt or Prompt(default_user_prompt())
         services = Services() if services is None else services
         places = {who: self.limits.places(who, services) for who in ("agent", "user", "judge")}
-        agent: Agent = TimeLimited(
-            self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds
-        )
+        agent: Agent = TimeLimited(self.agent, self.limits.open_seconds, self.limits.turn_seconds, self.limits.close_seconds)
         models = self.models
         if vitals is not None:
             agent = WatchedAgent(agent, vitals.pulse("agent"))
@@ -250,3 +244,5 @@ class _SeatedConversation:
             await self._manager.__aexit__(kind, failed, trace)
         finally:
             self._seated.seat.release()
+
+

@@ -52,9 +52,7 @@ class Budget(msgspec.Struct, frozen=True):
         """Whether any limit is set."""
         return bool(self.cost or self.tokens or self.minutes)
 
-    def spending(
-        self, earlier: Iterable[Outcome] | Earlier = (), clock: Callable[[], float] = time.monotonic
-    ) -> Spending:
+    def spending(self, earlier: Iterable[Outcome] | Earlier = (), clock: Callable[[], float] = time.monotonic) -> Spending:
         """What a play spends against this budget, starting from the attempts kept before it (or
         what they spent, as a ``Spending`` counted it)."""
         return Spending(self, earlier, clock)
@@ -106,22 +104,8 @@ class Spending:
     before it, and never by a crowd of attempts started together."""
 
     __slots__ = (
-        "budget",
-        "cost",
-        "unpriced",
-        "tokens",
-        "unreported",
-        "most_cost",
-        "most_tokens",
-        "longest",
-        "kept",
-        "_seconds",
-        "_clock",
-        "_started",
-        "_reached",
-        "_refused",
-        "_under_way",
-        "_ended",
+        "budget", "cost", "unpriced", "tokens", "unreported", "most_cost", "most_tokens", "longest", "kept",
+        "_seconds", "_clock", "_started", "_reached", "_refused", "_under_way", "_ended",
     )
 
     def __init__(self, budget: Budget, earlier: Iterable[Outcome] | Earlier, clock: Callable[[], float]) -> None:
@@ -143,12 +127,7 @@ class Spending:
         self._ended: asyncio.Event | None = None  # made in the loop by the first worker that waits
         match earlier:
             case Earlier():
-                self.cost, self.unpriced, self.tokens, self.unreported = (
-                    earlier.cost,
-                    earlier.unpriced,
-                    earlier.tokens,
-                    earlier.unreported,
-                )
+                self.cost, self.unpriced, self.tokens, self.unreported = earlier.cost, earlier.unpriced, earlier.tokens, earlier.unreported
                 self.most_cost, self.most_tokens, self.kept = earlier.most_cost, earlier.most_tokens, earlier.kept
                 self.longest = self._seconds = earlier.longest
             case _:
@@ -181,14 +160,7 @@ class Spending:
         """What every attempt counted here spent, for a later play to start from as it would
         from those attempts themselves (``Budget.spending``)."""
         return Earlier(
-            self.cost,
-            self.unpriced,
-            self.tokens,
-            self.unreported,
-            self.most_cost,
-            self.most_tokens,
-            self.kept,
-            self._seconds,
+            self.cost, self.unpriced, self.tokens, self.unreported, self.most_cost, self.most_tokens, self.kept, self._seconds
         )
 
     def reached(self) -> Which | None:
@@ -271,14 +243,8 @@ class Spending:
         most = {"cost": float(self.most_cost), "tokens": float(self.most_tokens), "minutes": self.longest / 60.0}[which]
         minutes = self.minutes()
         return Outlay(
-            which,
-            allowed,
-            str(self.cost),
-            self.unpriced,
-            self.tokens,
-            self.unreported,
-            minutes if math.isfinite(minutes) else 0.0,
-            most,
+            which, allowed, str(self.cost), self.unpriced, self.tokens, self.unreported,
+            minutes if math.isfinite(minutes) else 0.0, most,
         )
 
 

@@ -110,6 +110,7 @@ class Busy(Exception):
         return Busy(str(self), self.retry_after, spent, self.final)
 
 
+
 class Patience(msgspec.Struct, frozen=True):
     """How long one request may wait for a busy service, in all its tries, in seconds."""
 
@@ -688,9 +689,7 @@ class Places:
         pacing = self._pacing
         service = pacing.service
         pace = service.pace
-        if (
-            pace.paused_until > now or self._services.paused(service) > now
-        ):  # here, or in another process of a spread run
+        if pace.paused_until > now or self._services.paused(service) > now:  # here, or in another process of a spread run
             return False
         if not paced:
             return True
@@ -782,9 +781,7 @@ class Places:
         if paced:
             pacing.landed(send)
 
-    def _refusal(
-        self, send: Send, now: float, pause: float, told: Told, paced: bool, *, first: bool, asked: bool
-    ) -> None:
+    def _refusal(self, send: Send, now: float, pause: float, told: Told, paced: bool, *, first: bool, asked: bool) -> None:
         self.refused += 1
         self._free = None  # for good: ``freely`` asks ``_free`` alone
         pacing = self._pacing

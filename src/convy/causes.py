@@ -90,10 +90,7 @@ class Breakdown(msgspec.Struct, frozen=True, dict=True):
         if not total:
             return ""
         counts = self.counts
-        parts = [
-            f"{cause} {counts[cause]}" + (f" ({counts[cause] / total:.0%})" if counts[cause] else "")
-            for cause in CAUSES
-        ]
+        parts = [f"{cause} {counts[cause]}" + (f" ({counts[cause] / total:.0%})" if counts[cause] else "") for cause in CAUSES]
         return f"{total} not passed, by cause: " + ", ".join(parts)
 
 

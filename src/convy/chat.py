@@ -29,9 +29,7 @@ class Price(msgspec.Struct, frozen=True):
     def cost(self, input: int, output: int, cached: int) -> Cost:
         million = Decimal(1_000_000)
         rate = self.input if self.cached is None else self.cached
-        amount = (
-            Decimal(input - cached) * self.input + Decimal(cached) * rate + Decimal(output) * self.output
-        ) / million
+        amount = (Decimal(input - cached) * self.input + Decimal(cached) * rate + Decimal(output) * self.output) / million
         return Cost(amount, "computed")
 
 
@@ -110,9 +108,7 @@ class _Content(msgspec.Struct, frozen=True):
             case list(parts):
                 return "".join(self._part(part) for part in parts)
             case _:
-                raise ModelFailure(
-                    f"the message's content is {type(self.given).__name__}, neither text nor a list of parts"
-                )
+                raise ModelFailure(f"the message's content is {type(self.given).__name__}, neither text nor a list of parts")
 
     def _part(self, part: Any) -> str:
         match part:
@@ -186,8 +182,7 @@ class Completion(msgspec.Struct, frozen=True):
         thought = message.reasoning or message.reasoning_content or ""
         steps: list[Thought | Call] = [Thought(thought)] if thought else []
         steps.extend(
-            Call(call.function.name or "", Arguments(call.function.arguments).value())
-            for call in message.tool_calls or []
+            Call(call.function.name or "", Arguments(call.function.arguments).value()) for call in message.tool_calls or []
         )
         text = _Content(message.content).text() or _Content(message.refusal).text()
         return ReplyParts(text, self._usage(completion), tuple(steps), choice.finish_reason or "")

@@ -52,15 +52,7 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
     asked_approval: str = ""
     not_asked_approval: str = ""
 
-    KINDS: ClassVar[tuple[str, ...]] = (
-        "called",
-        "not_called",
-        "said",
-        "not_said",
-        "state",
-        "asked_approval",
-        "not_asked_approval",
-    )
+    KINDS: ClassVar[tuple[str, ...]] = ("called", "not_called", "said", "not_said", "state", "asked_approval", "not_asked_approval")
 
     def __post_init__(self) -> None:
         given = [name for name in self.KINDS if getattr(self, name)]
@@ -136,9 +128,7 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         if self.not_asked_approval:
             return f"never asked approval before {self.not_asked_approval}"
         if self.state:
-            return "state " + ", ".join(
-                f"{path} is {msgspec.json.encode(value).decode()}" for path, value in self.state.items()
-            )
+            return "state " + ", ".join(f"{path} is {msgspec.json.encode(value).decode()}" for path, value in self.state.items())
         return f"never said /{self.not_said}/"
 
     def claim(self, transcript: Transcript) -> Claim:
@@ -159,9 +149,7 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         if self.state:
             return ()
         claim = self.claim(transcript)
-        return (
-            (claim,) if claim.held == bool(self.called or self.said or self.asked_approval) and not claim.doubt else ()
-        )
+        return (claim,) if claim.held == bool(self.called or self.said or self.asked_approval) and not claim.doubt else ()
 
     def _tool(self, transcript: Transcript) -> Claim:
         # One pass over the steps, ended where the check is decided: at the first call of the tool
@@ -205,10 +193,7 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         if calls:
             wanted = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
             return Claim(
-                self.text(),
-                False,
-                f"agent called {name} {calls} time(s), never with {wanted}: {self._given(given)}",
-                by="code",
+                self.text(), False, f"agent called {name} {calls} time(s), never with {wanted}: {self._given(given)}", by="code"
             )
         if tools:
             shown = ", ".join(list(tools)[: self.SHOWN_CALLS]) + (", ..." if len(tools) > self.SHOWN_CALLS else "")
@@ -259,19 +244,9 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                 match step:
                     case Asked(tool=tool, answer=answer, by=by) if tool == name:
                         answered = "nobody answered (denied)" if by == "nobody" else f"the {by} answered {answer}"
-                        return Claim(
-                            self.text(),
-                            bool(self.asked_approval),
-                            f"agent asked before {name} in turn {number}, and {answered}",
-                            by="code",
-                        )
+                        return Claim(self.text(), bool(self.asked_approval), f"agent asked before {name} in turn {number}, and {answered}", by="code")
                     case Call(name=called, approval=approval) if called == name and approval:
-                        return Claim(
-                            self.text(),
-                            bool(self.asked_approval),
-                            f"agent asked before {name} in turn {number}, and was {approval}",
-                            by="code",
-                        )
+                        return Claim(self.text(), bool(self.asked_approval), f"agent asked before {name} in turn {number}, and was {approval}", by="code")
                     case _:
                         pass
         return Claim(self.text(), not self.asked_approval, f"agent never asked before {name}", by="code")
@@ -380,7 +355,7 @@ def why_unsound(field: str, pattern: Pattern) -> str:
     decided = "always holds" if field == "said" else "always fails"
     bare = Pattern(pattern.text.strip("|"))
     fix = (
-        f"drop the empty alternative: /{slashed(bare.text if len(bare.text) <= QUOTED else bare.text[:QUOTED] + '...')}/"
+        f"drop the empty alternative: /{slashed(bare.text if len(bare.text) <= QUOTED else bare.text[: QUOTED] + '...')}/"
         if bare.text != pattern.text and bare.text and not bare.problem() and not why_unsound(field, bare)
         else "give it text the reply must hold"
         if field == "said"

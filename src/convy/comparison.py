@@ -117,8 +117,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         if a.trust != b.trust:
             changed.append(f"trust {a.trust:g} → {b.trust:g}")
         return (
-            f"{who}"
-            + (f" ({'; '.join(changed)})" if changed else "")
+            f"{who}" + (f" ({'; '.join(changed)})" if changed else "")
             + ": a change here is the judge's or the claims', not the agent's"
         )
 
@@ -153,17 +152,11 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
                     other += 1
                 case _:  # not judged both times
                     pass
-        return SameDialogues(
-            said=said, paired=paired, worse=worse, better=better, other=other, both=both, neither=neither
-        )
+        return SameDialogues(said=said, paired=paired, worse=worse, better=better, other=other, both=both, neither=neither)
 
     def strata(self) -> list[tuple[str, Tally, Tally]]:
         before, after = self._summary(self.base).tallies(), self._summary(self.candidate).tallies()
-        return [
-            (scenario, before[scenario], after[scenario])
-            for scenario in self.common()
-            if scenario in before and scenario in after
-        ]
+        return [(scenario, before[scenario], after[scenario]) for scenario in self.common() if scenario in before and scenario in after]
 
     def banner(self) -> list[str]:
         """What differs between the runs beyond the agent: each line a reason to doubt the comparison."""
@@ -215,20 +208,14 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
                 "(its passes of its own judged attempts), so the runs are comparable"
             )
         if a.judging != b.judging and self.dialogues():
-            said.append(
-                f"the judging differs: {_judging(a.judging)} → {_judging(b.judging)}; that is what this re-judging compares"
-            )
+            said.append(f"the judging differs: {_judging(a.judging)} → {_judging(b.judging)}; that is what this re-judging compares")
         return said
 
     def _judges(self) -> JudgesView | None:
         """Both runs' deciders against the human labels of the dialogues both decided (each run's
         labels, and its sources', as one truth): none without labels."""
         base, candidate = self.base, self.candidate
-        book = (
-            RunLabels(base.folder, base.file.spec)
-            .book()
-            .merged(RunLabels(candidate.folder, candidate.file.spec).book())
-        )
+        book = RunLabels(base.folder, base.file.spec).book().merged(RunLabels(candidate.folder, candidate.file.spec).book())
         if not book.labels:
             return None
         # Labels name dialogues by their words: runs read unsaid are read again in full.
@@ -272,23 +259,16 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         if played is not None and played.applies():
             own = played.scenarios()
             changes = [
-                msgspec.structs.replace(change, sequential=own[change.id][0], sequential_e=own[change.id][1])
-                if change.id in own
-                else change
+                msgspec.structs.replace(change, sequential=own[change.id][0], sequential_e=own[change.id][1]) if change.id in own else change
                 for change in changes
             ]
         flips = self._flips()
         banner = self.banner()
         if same is None and tested.p < ALPHA and not banner:
             reading = self._undecided_reading(tested.direction, changes) or reading
-        counts = {
-            name: sum(1 for change in changes if change.change == name)
-            for name in ("worse", "better", "undecided", "same")
-        }
+        counts = {name: sum(1 for change in changes if change.change == name) for name in ("worse", "better", "undecided", "same")}
         for direction in ("worse", "better"):
-            counts[f"undecided_{direction}"] = sum(
-                1 for change in changes if change.change == "undecided" and change.seen == direction
-            )
+            counts[f"undecided_{direction}"] = sum(1 for change in changes if change.change == "undecided" and change.seen == direction)
         real = tested.p < ALPHA and not banner  # a pair that is not comparable is given no verdict
         return ComparisonView(
             base=base,
@@ -296,9 +276,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             banner=banner,
             only_base=sorted(set(before_ids) - set(after_ids)),
             only_candidate=sorted(set(after_ids) - set(before_ids)),
-            changed=[]
-            if same is not None
-            else sorted(key for key in set(before_ids) & set(after_ids) if before_ids[key] != after_ids[key]),
+            changed=[] if same is not None else sorted(key for key in set(before_ids) & set(after_ids) if before_ids[key] != after_ids[key]),
             delta=None if delta is None else Bounded(delta.estimate, delta.low, delta.high).view(),
             p=tested.p,
             method=tested.method,
@@ -339,10 +317,8 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
         spread = paired.interval()
         if spread is None:
             return None
-        sides = [
-            Headline(tuple(one.passed / one.judged for one in tallies), tallies).interval()
-            for tallies in (tuple(a for _, a, _ in rows), tuple(b for _, _, b in rows))
-        ]
+        sides = [Headline(tuple(one.passed / one.judged for one in tallies), tallies).interval() for tallies in (
+            tuple(a for _, a, _ in rows), tuple(b for _, _, b in rows))]
         before, after = sides
         if before is None or after is None:
             return spread
@@ -392,9 +368,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
 
     def _breakdown(self, run: Read) -> Breakdown:
         common = set(self.common())
-        return Breakdown(
-            tuple(attempt.cause() for attempt in self._summary(run).attempts() if attempt.outcome.scenario in common)
-        )
+        return Breakdown(tuple(attempt.cause() for attempt in self._summary(run).attempts() if attempt.outcome.scenario in common))
 
     def _side(self, run: Read) -> SideView:
         """One run's side: its index row (the same numbers the index shows), linked from the
@@ -428,9 +402,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             change: Literal["better", "worse", "one_run"] = (
                 "one_run" if was is None or now is None else "better" if now > was else "worse"
             )
-            flips.append(
-                ClaimFlip(scenario=key[0], claim=key[1], before=was, after=now, change=change, flipped=crossed)
-            )
+            flips.append(ClaimFlip(scenario=key[0], claim=key[1], before=was, after=now, change=change, flipped=crossed))
         return sorted(flips, key=lambda flip: (not flip.flipped, -abs((flip.after or 0) - (flip.before or 0))))
 
     def _held(self, run: Read) -> dict[tuple[str, str], float]:
@@ -473,8 +445,7 @@ class Comparison(msgspec.Struct, frozen=True, dict=True):
             return f"real ({direction}) on these scenarios, and likely to hold for scenarios like them"
         return (
             f"real ({direction}) on these scenarios; whether it holds for new scenarios is not shown "
-            "(the interval across scenarios spans zero"
-            + ("" if spans else ", or the sign flips do not reach 0.05")
+            "(the interval across scenarios spans zero" + ("" if spans else ", or the sign flips do not reach 0.05")
             + "): add scenarios to know"
         )
 
@@ -686,9 +657,7 @@ class Changes(msgspec.Struct, frozen=True):
             adjusted=adjusted,
             change=change,
             seen=seen,
-            difference=None
-            if difference is None
-            else IntervalView(estimate=difference.estimate, low=difference.low, high=difference.high),
+            difference=None if difference is None else IntervalView(estimate=difference.estimate, low=difference.low, high=difference.high),
             said=said,
         )
 

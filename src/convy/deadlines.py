@@ -31,16 +31,7 @@ class Deadline:
     anew from the same object for the next block by ``again``."""
 
     __slots__ = (
-        "_deadlines",
-        "_seconds",
-        "_under_way",
-        "_task",
-        "_cancelling",
-        "_expired",
-        "_ended",
-        "when",
-        "_held",
-        "_held_at",
+        "_deadlines", "_seconds", "_under_way", "_task", "_cancelling", "_expired", "_ended", "when", "_held", "_held_at"
     )
     _under_way: set[Deadline]  # those of its length under way, itself among them while it is: set as it is watched
 

@@ -125,10 +125,7 @@ class _Table:
         # A row's index is its place: rows are added in the file's order (``add``).
         self.attempts, self.turns, self.seconds = _Codes(), _Codes(), array("d")
         # Each row's (scenario, status, why, cause, stop, marks) by number: the values, each row's number.
-        self.kinds: tuple[_Numbered[tuple[str, Status, str, Cause | None, str, tuple[int, ...]]], _Codes] = (
-            _Numbered(),
-            _Codes(),
-        )
+        self.kinds: tuple[_Numbered[tuple[str, Status, str, Cause | None, str, tuple[int, ...]]], _Codes] = (_Numbered(), _Codes())
 
     def __len__(self) -> int:
         return len(self.seconds)
@@ -141,18 +138,7 @@ class _Table:
 
     def row(self, at: int) -> AttemptDigest:
         scenario, status, why, cause, stop, marks = self.kinds[0].values[self.kinds[1].values[at]]
-        return AttemptDigest(
-            at,
-            scenario,
-            self.attempts.values[at],
-            status,
-            why,
-            cause,
-            stop,
-            self.turns.values[at],
-            self.seconds[at],
-            marks,
-        )
+        return AttemptDigest(at, scenario, self.attempts.values[at], status, why, cause, stop, self.turns.values[at], self.seconds[at], marks)
 
 
 class Rows(Sequence[AttemptDigest]):
@@ -261,9 +247,7 @@ class Digest(msgspec.Struct, frozen=True):
             if not judging:
                 match outcome.result:
                     case Verdict(claims=claims):
-                        judging = any(
-                            claim.by == "judge" and (claim.votes or claim.evidence is not None) for claim in claims
-                        )
+                        judging = any(claim.by == "judge" and (claim.votes or claim.evidence is not None) for claim in claims)
                     case _:
                         pass
             time = attempt.time()

@@ -138,9 +138,7 @@ class FakeJudge:
             match claim:
                 case str(text):
                     held = self._held(text, transcript)
-                    decided.append(
-                        Claim(text, held, "decided by FakeJudge", Confidence(self._confidence), evidence=evidence)
-                    )
+                    decided.append(Claim(text, held, "decided by FakeJudge", Confidence(self._confidence), evidence=evidence))
                 case Graded(claim=text, grades=grades, pass_=bar):
                     held = self._held(text, transcript)
                     grade = grades[-1] if held else grades[0]
@@ -280,9 +278,7 @@ class BadUser:
             if self.repeats:
                 return Reply(next(said.content for said in messages if said.role == "assistant"))
             if self.swaps:
-                return Reply(
-                    "Thank you for contacting support! As your agent, I have issued the refund. Anything else?"
-                )
+                return Reply("Thank you for contacting support! As your agent, I have issued the refund. Anything else?")
             if self.invents:
                 return Reply("It is order 98765, and I paid 4999 dollars for it.")
             return Reply("It is order 1234; it arrived broken.")
@@ -321,21 +317,14 @@ class RuledModel:
             if not line.startswith("USER: "):
                 continue
             said = line[len("USER: ") :]
-            if "Did USER, at any turn, speak as the agent" in asked and (
-                "As your agent" in said or "How can I help" in said
-            ):
+            if "Did USER, at any turn, speak as the agent" in asked and ("As your agent" in said or "How can I help" in said):
                 found = {"fault": True, "turn": turn, "quote": said, "reason": "USER spoke as the support agent"}
                 break
             if "neither give nor support" in asked:
                 numbers = [word.strip(".,;:!?()") for word in said.split() if sum(ch.isdigit() for ch in word) >= 3]
                 unsupported = [number for number in numbers if number and number not in told]
                 if unsupported:
-                    found = {
-                        "fault": True,
-                        "turn": turn,
-                        "quote": said,
-                        "reason": f"{unsupported[0]} is not in its instructions",
-                    }
+                    found = {"fault": True, "turn": turn, "quote": said, "reason": f"{unsupported[0]} is not in its instructions"}
                     break
         if "left it unanswered" in asked:
             found = {"fault": True, "turn": turn, "quote": "", "reason": "the agent had just asked a question"}
@@ -360,14 +349,5 @@ class MemoryJournal:
         self.outcomes.append(outcome)
 
 
-__all__ = [
-    "BadUser",
-    "Echo",
-    "FakeAgent",
-    "FakeJudge",
-    "FakeModel",
-    "FickleModel",
-    "MemoryJournal",
-    "Rated",
-    "RuledModel",
-]
+__all__ = ["BadUser", "Echo", "FakeAgent", "FakeJudge", "FakeModel", "FickleModel", "MemoryJournal", "Rated", "RuledModel"]
+

@@ -70,7 +70,6 @@ class Tls(msgspec.Struct, frozen=True):
         tens of milliseconds, and a JsonAgent opens a client per conversation); without a CA or a
         certificate, the system's trust, as httpx2 makes it."""
         import httpx2  # here, not at the top: a command that sends nothing never loads it
-
         if not (self.ca or self.cert):
             return httpx2.create_ssl_context(verify=True, trust_env=False)
         for name in ("ca", "cert", "key"):
@@ -224,14 +223,10 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str):
-            raise ValueError(f'url: must be text, as JsonEndpoint("http://..."), not {type(self.url).__name__}')
-        if not isinstance(self.headers, dict) or not all(
-            isinstance(item, str) for pair in self.headers.items() for item in pair
-        ):
+            raise ValueError(f"url: must be text, as JsonEndpoint(\"http://...\"), not {type(self.url).__name__}")
+        if not isinstance(self.headers, dict) or not all(isinstance(item, str) for pair in self.headers.items() for item in pair):
             # Never the value: a header given in the wrong place is most likely the key.
-            given = (
-                "a name or value that is not text" if isinstance(self.headers, dict) else type(self.headers).__name__
-            )
+            given = "a name or value that is not text" if isinstance(self.headers, dict) else type(self.headers).__name__
             raise ValueError(f'headers: must map names to text, as {{"authorization": "Bearer ..."}}, not {given}')
         if not self.url.lower().startswith(("http://", "https://")):
             meant = f" (http://{self.shown()}?)" if "://" not in self.url else ""
@@ -303,7 +298,6 @@ class JsonEndpoint(msgspec.Struct, frozen=True):
         """An open client for this endpoint with up to ``connections`` connections, for its owner
         to keep (a model keeps one for all its requests in an event loop)."""
         import httpx2  # here, not at the top: a command that sends nothing never loads it
-
         client = httpx2.AsyncClient(
             headers=self.headers,
             verify=self.tls.context_for(self.url),
@@ -399,18 +393,13 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     async def _response(self, body: Any, path: str) -> JsonResponse:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
-
         url = self.endpoint.at(path)
         try:
-            response = await self.client.post(
-                url, content=msgspec.json.encode(body), headers=_JSON, extensions=self._traced()
-            )
+            response = await self.client.post(url, content=msgspec.json.encode(body), headers=_JSON, extensions=self._traced())
             self._checked(response, path, _model(body))
             return JsonResponse(msgspec.json.decode(response.content), dict(response.headers))
         except msgspec.DecodeError as error:
-            raise HttpFailure(
-                f"POST {self._shown(path)}: the reply is not JSON: {self._hidden(str(error))}"
-            ) from self._cause(error)
+            raise HttpFailure(f"POST {self._shown(path)}: the reply is not JSON: {self._hidden(str(error))}") from self._cause(error)
         except httpx2.HTTPError as error:
             raise self._failure(error, path) from self._cause(error)
 
@@ -436,7 +425,6 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     async def _events(self, body: Any, path: str) -> AsyncIterator[Any]:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
-
         url = self.endpoint.at(path)
         try:
             async with self.client.stream(
@@ -447,9 +435,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
                 self._checked(response, path, _model(body))
                 given = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                 if given != "text/event-stream":
-                    raise HttpFailure(
-                        f"POST {self._shown(path)}: asked for a stream, the service answered {given or 'with no content type'}"
-                    )
+                    raise HttpFailure(f"POST {self._shown(path)}: asked for a stream, the service answered {given or 'with no content type'}")
                 done = False
                 # Read on past "[DONE]" to the end of the body, so the connection goes back to the
                 # pool instead of being closed half-read.
@@ -465,13 +451,9 @@ class JsonConnection(msgspec.Struct, frozen=True):
                                 raise self._broken(msgspec.json.encode(error).decode(), path)
                         yield decoded
                 if not done:
-                    raise HttpFailure(
-                        f"POST {self._shown(path)}: the stream ended without [DONE]: the reply may be cut short"
-                    )
+                    raise HttpFailure(f"POST {self._shown(path)}: the stream ended without [DONE]: the reply may be cut short")
         except msgspec.DecodeError as error:
-            raise HttpFailure(
-                f"POST {self._shown(path)}: an event is not JSON: {self._hidden(str(error))}"
-            ) from self._cause(error)
+            raise HttpFailure(f"POST {self._shown(path)}: an event is not JSON: {self._hidden(str(error))}") from self._cause(error)
         except UnicodeDecodeError:
             raise HttpFailure(f"POST {self._shown(path)}: the stream is not UTF-8") from None
         except httpx2.HTTPError as error:
@@ -479,9 +461,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     def _broken(self, said: str, path: str) -> HttpFailure:
         """A stream that broke off with an error, with the start of what the service said."""
-        return HttpFailure(
-            f"POST {self._shown(path)}: the stream broke off with an error: {self.endpoint.secrets().opening(said, 300)}"
-        )
+        return HttpFailure(f"POST {self._shown(path)}: the stream broke off with an error: {self.endpoint.secrets().opening(said, 300)}")
 
     def _traced(self) -> dict[str, Any]:
         """httpx2's extensions for a request: a trace that tells the request's ``Told`` when its
@@ -531,7 +511,6 @@ class JsonConnection(msgspec.Struct, frozen=True):
         request, so the whole body is hidden first (the endpoint's secrets, anything shaped like a
         key), and only then cut: a key across the cut leaves no part of it."""
         import httpx2  # here, not at the top: a command that sends nothing never loads it
-
         try:
             text = response.text.strip()
         except (httpx2.HTTPError, UnicodeDecodeError):
@@ -540,7 +519,6 @@ class JsonConnection(msgspec.Struct, frozen=True):
 
     def _failure(self, error: Exception, path: str) -> HttpFailure:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
-
         where = f"POST {self._shown(path)}"
         match error:
             case httpx2.ConnectTimeout() | httpx2.ConnectError():
@@ -563,9 +541,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
                     if self.endpoint.url.startswith("https://")
                     else ""
                 )
-                return HttpFailure(
-                    f"{where}: the connection broke before the whole answer came ({self._why(error)}){tls}"
-                )
+                return HttpFailure(f"{where}: the connection broke before the whole answer came ({self._why(error)}){tls}")
             case _:
                 return HttpFailure(f"{where}: {type(error).__name__}")
 
@@ -615,3 +591,5 @@ class OnTheWire:
             await self._told.writable()  # a strict limit's request, let go ahead, waits here for its moment
         elif event.endswith(".send_request_headers.complete"):
             self._told.wrote(asyncio.get_running_loop().time())
+
+

@@ -115,18 +115,9 @@ BODY_SLOTS: dict[str, str] = {
 
 # Slots a body is likely to be written with, and the one each means.
 _MEANT = {
-    "message": "text",
-    "input": "text",
-    "query": "text",
-    "prompt": "text",
-    "content": "text",
-    "user": "text",
-    "messages": "history",
-    "conversation": "history",
-    "session_id": "session",
-    "id": "session",
-    "conversation_id": "session",
-    "thread": "session",
+    "message": "text", "input": "text", "query": "text", "prompt": "text", "content": "text", "user": "text",
+    "messages": "history", "conversation": "history", "session_id": "session", "id": "session",
+    "conversation_id": "session", "thread": "session",
 }
 
 
@@ -202,13 +193,7 @@ class BodyTemplate(msgspec.Struct, frozen=True):
         return ""
 
     def filled(self, text: str, session: str, history: list[dict[str, str]], tools_url: str = "") -> Any:
-        values = {
-            "text": text,
-            "session": session,
-            "turn": (len(history) + 1) // 2,
-            "history": history,
-            "tools_url": tools_url,
-        }
+        values = {"text": text, "session": session, "turn": (len(history) + 1) // 2, "history": history, "tools_url": tools_url}
         return self._walked(self.body, values)
 
     def _walked(self, value: Any, values: dict[str, Any]) -> Any:
@@ -300,7 +285,7 @@ def _argued(agent: JsonAgent) -> str:
                 msgspec.json.decode(text)
             except msgspec.DecodeError:
                 return ""
-            return 'body: JSON written as text would be sent as one string: give it as a dict, body={"message": "{{ text }}"}'
+            return "body: JSON written as text would be sent as one string: give it as a dict, body={\"message\": \"{{ text }}\"}"
     return ""
 
 
@@ -412,7 +397,9 @@ class _ChatConversation:
     def __init__(self, agent: ChatAgent, connection: JsonConnection) -> None:
         self._agent = agent
         self._connection = connection
-        self._messages: list[dict[str, Any]] = [{"role": "system", "content": agent.system}] if agent.system else []
+        self._messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": agent.system}] if agent.system else []
+        )
 
     async def turn(self, message: Message) -> Answer:
         messages = [*self._messages, {"role": "user", "content": message.text}]
@@ -427,9 +414,7 @@ class _ChatConversation:
         except HttpFailure as failure:
             # A request the service took, whose reply broke off or could not be read, still
             # counts: one request, its tokens not reported.
-            raise AgentFailure(
-                Outside(failure).named(), Answer("", NoUsage()) if failure.reached else None
-            ) from failure
+            raise AgentFailure(Outside(failure).named(), Answer("", NoUsage()) if failure.reached else None) from failure
         except ModelFailure as failure:
             raise AgentFailure(f"{self._agent.endpoint.shown()}: {failure}", Answer("", NoUsage())) from failure
         answer = self._agent.answer(reply, headers)
@@ -455,9 +440,7 @@ def _chat_endpoint(given: Any, key: Any) -> JsonEndpoint:
         if not isinstance(secret, str):
             raise ValueError("key: its secret value must be text")
         if secret:
-            endpoint = msgspec.structs.replace(
-                endpoint, headers={**endpoint.headers, "authorization": f"Bearer {secret}"}
-            )
+            endpoint = msgspec.structs.replace(endpoint, headers={**endpoint.headers, "authorization": f"Bearer {secret}"})
     return endpoint
 
 
@@ -484,7 +467,7 @@ class ChatAgent(msgspec.Struct, frozen=True, repr_omit_defaults=True):
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError('model: the model\'s name on the server is needed, as model="gpt-4o-mini"')
+            raise ValueError("model: the model's name on the server is needed, as model=\"gpt-4o-mini\"")
         if self.key is None or isinstance(self.key, str) and self.key == _HIDDEN:  # made already
             msgspec.structs.force_setattr(self, "endpoint", _chat_endpoint(self.endpoint, None))
             return

@@ -320,12 +320,10 @@ class ChatJudge(msgspec.Struct, frozen=True):
                     named = msgspec.json.encode(model).decode()
                     raise TypeError(
                         f"ChatJudge: model={named} is text, not a chat model: give the model by its name, "
-                        f"ChatJudge(OpenAiModel({named}, base_url, key))"
+                        f'ChatJudge(OpenAiModel({named}, base_url, key))'
                     )
                 case type():
-                    raise TypeError(
-                        f"ChatJudge: model= is the class {model.__name__}, not a chat model: make one, {model.__name__}(...)"
-                    )
+                    raise TypeError(f"ChatJudge: model= is the class {model.__name__}, not a chat model: make one, {model.__name__}(...)")
                 case _:
                     raise TypeError(
                         f"ChatJudge: model= is a {type(model).__name__}, not a chat model: "
@@ -402,21 +400,13 @@ class ChatJudge(msgspec.Struct, frozen=True):
         )
         answer = _JudgeAnswer(reply.text)
         if not answer.held():
-            raise ModelFailure(
-                f"the judge's model {self.model.name} answered without a JSON object{self._cut(reply)}", (reply.usage,)
-            )
+            raise ModelFailure(f"the judge's model {self.model.name} answered without a JSON object{self._cut(reply)}", (reply.usage,))
         try:
             match claim:
                 case str(text):
                     said = answer.decoded(_Passed)
                     return (
-                        Claim(
-                            text,
-                            said.pass_,
-                            said.reason,
-                            Confidence(said.confidence),
-                            evidence=_quoted(said.evidence, transcript),
-                        ),
+                        Claim(text, said.pass_, said.reason, Confidence(said.confidence), evidence=_quoted(said.evidence, transcript)),
                         reply.usage,
                     )
                 case Graded(claim=text, grades=grades, pass_=bar):
@@ -439,9 +429,9 @@ class ChatJudge(msgspec.Struct, frozen=True):
                     )
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
             raise ModelFailure(
-                f"the judge's model {self.model.name} answered in the wrong shape: {error}{self._cut(reply)}",
-                (reply.usage,),
+                f"the judge's model {self.model.name} answered in the wrong shape: {error}{self._cut(reply)}", (reply.usage,)
             ) from error
+
 
     def _cut(self, reply: Reply) -> str:
         """Why an answer convy could not read was likely broken: its service cut it short."""
@@ -617,11 +607,7 @@ class Poll(msgspec.Struct, frozen=True):
         return ", ".join(self.names)
 
     async def ruling(self, claims: tuple[str | Graded, ...], transcript: Transcript) -> Ruling:
-        asks = [
-            (name, judge)
-            for judge, name in zip(self.judges, self.names, strict=True)
-            for _ in range(self.judging.repeats)
-        ]
+        asks = [(name, judge) for judge, name in zip(self.judges, self.names, strict=True) for _ in range(self.judging.repeats)]
         # An error is kept: the other votes finish and count.
         answers = await kept(lambda judge: judge.ruling(claims, transcript), [judge for _, judge in asks], Exception)
         every: list[Usage | NoUsage] = []
@@ -679,10 +665,7 @@ def decision(asked: str | Graded, votes: Sequence[Vote], judging: Judging = Judg
         confidence = Confidence(min(1.0, max(0.0, sum(confidences) / len(confidences))))
     quoted = [vote.evidence for vote in agreeing if vote.evidence is not None]
     # The first sound quote, else the first found (flagged weak), else the first quoted.
-    evidence = next(
-        (one for one in quoted if one.sound()),
-        next((one for one in quoted if one.found), quoted[0] if quoted else None),
-    )
+    evidence = next((one for one in quoted if one.sound()), next((one for one in quoted if one.found), quoted[0] if quoted else None))
     doubt: Literal["", "split", "unquoted"] = ""
     if split:
         doubt = "split"
@@ -762,17 +745,11 @@ def _unlike(role: Literal["user", "judge"], given: Any, at: int | None = None) -
     match given:
         case None:
             absent = f', or {role}=Absent("why") to play without it' if at is None else ""
-            return (
-                f"{said} is not {wanted}: give one, {fix}{absent}"
-                if at is None
-                else f"{said}, not {wanted}: give one, {fix}"
-            )
+            return f"{said} is not {wanted}: give one, {fix}{absent}" if at is None else f"{said}, not {wanted}: give one, {fix}"
         case str():
             named_fix = fix.replace('"model-name"', msgspec.json.encode(given).decode())
-            return (
-                f"{said} is text, not {wanted}: give the model by its name, {named_fix}"
-                if at is None
-                else (f"{said}, text, not {wanted}: give the model by its name, {named_fix}")
+            return f"{said} is text, not {wanted}: give the model by its name, {named_fix}" if at is None else (
+                f"{said}, text, not {wanted}: give the model by its name, {named_fix}"
             )
     kind = type(given).__name__
     if role == "judge" and callable(getattr(given, "reply", None)):

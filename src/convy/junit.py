@@ -206,10 +206,7 @@ class Case(msgspec.Struct, frozen=True):
                     entries.append(
                         "\n".join(
                             [f"- {XmlText(claim, self.REASON).line()} (held {held} of {decided} decided)"]
-                            + [
-                                Indented(f"    {reason}").text()
-                                for reason in Shortened(tuple(reasons), self.REASONS, "attempts").kept()
-                            ]
+                            + [Indented(f"    {reason}").text() for reason in Shortened(tuple(reasons), self.REASONS, "attempts").kept()]
                         )
                     )
                 lines += Shortened(tuple(entries), self.CLAIMS, "claims").kept()
@@ -220,11 +217,7 @@ class Case(msgspec.Struct, frozen=True):
                 broken = [attempt for attempt in self.attempts if attempt.why() == "agent"]
                 stop = broken[0].outcome.stop
                 message = f"{self.headline()}; the agent failed in {len(broken)}: {self._said(broken[0], self.MESSAGE)}"
-                lines = [
-                    self.headline(),
-                    *self._others("agent", "the agent failed:"),
-                    *self._others("not_judged", "not judged:"),
-                ]
+                lines = [self.headline(), *self._others("agent", "the agent failed:"), *self._others("not_judged", "not judged:")]
                 return "error", stop, message, lines
             case "not_judged":
                 unjudged = [attempt for attempt in self.attempts if attempt.status() == "not_judged"]
@@ -300,9 +293,7 @@ class Case(msgspec.Struct, frozen=True):
         ]
         if not found:
             return []
-        said = tuple(
-            Indented(f"- #{attempt.outcome.attempt}: {self._said(attempt, self.REASON)}").text() for attempt in found
-        )
+        said = tuple(Indented(f"- #{attempt.outcome.attempt}: {self._said(attempt, self.REASON)}").text() for attempt in found)
         return [title, *Shortened(said, self.ATTEMPTS, "attempts").kept()]
 
     def _said(self, attempt: Attempt, most: int) -> str:
@@ -314,9 +305,7 @@ class Case(msgspec.Struct, frozen=True):
                 return f"service (stayed busy): {self.outside(reason, most)}"
             case NoVerdict(who=who, reason=reason, service=True):
                 # the cause the run's totals count it under (causes.py): the service, not its model
-                return (
-                    f"service ({'simulated user' if who == 'user' else 'judge'}'s model): {self.outside(reason, most)}"
-                )
+                return f"service ({'simulated user' if who == 'user' else 'judge'}'s model): {self.outside(reason, most)}"
             case NoVerdict(who=who, reason=reason):
                 return f"{who}: {self.outside(reason, most)}"
             case Verdict(claims=claims):
@@ -324,9 +313,7 @@ class Case(msgspec.Struct, frozen=True):
                 if unseen:
                     return f"not judged: {self.outside(unseen[0].reason, most)}"
                 doubtful = [claim.claim for claim in claims if not claim.trusted(attempt.trust)]
-                return (
-                    f"not trusted (less confident than {attempt.trust:g}): {', '.join(repr(one) for one in doubtful)}"
-                )
+                return f"not trusted (less confident than {attempt.trust:g}): {', '.join(repr(one) for one in doubtful)}"
 
 
 class Suite(msgspec.Struct, frozen=True):
@@ -356,14 +343,10 @@ class Suite(msgspec.Struct, frozen=True):
         spec = self.summary.run.file.spec
         found = []
         for one in spec.skipped:
-            case = ET.Element(
-                "testcase", name=XmlText(one.scenario).line(), classname=XmlText(spec.agent).line(), time="0.000"
-            )
+            case = ET.Element("testcase", name=XmlText(one.scenario).line(), classname=XmlText(spec.agent).line(), time="0.000")
             why = f"skipped: {'; '.join(one.reasons)}"
             if spec.rule.fail_on_skip:
-                child = ET.SubElement(
-                    case, "error", type="skipped", message=XmlText(f"{why} (fail_on_skip)", 2000).line()
-                )
+                child = ET.SubElement(case, "error", type="skipped", message=XmlText(f"{why} (fail_on_skip)", 2000).line())
             else:
                 child = ET.SubElement(case, "skipped", message=XmlText(why, 2000).line())
             child.text = XmlText(why, 10_000).lines()
@@ -495,9 +478,7 @@ class Suite(msgspec.Struct, frozen=True):
             ("convy.time.waiting_seconds", f"{sum(time.waiting for time in times):.3f}"),
         ]
         if spec.skipped:
-            found.append(
-                ("convy.skipped", "; ".join(f"{one.scenario}: {', '.join(one.reasons)}" for one in spec.skipped))
-            )
+            found.append(("convy.skipped", "; ".join(f"{one.scenario}: {', '.join(one.reasons)}" for one in spec.skipped)))
         sums = summary.sums()
         for case in cases:
             name = f"convy.scenario.{case.scenario}"
@@ -536,8 +517,7 @@ class Suite(msgspec.Struct, frozen=True):
         ]
         lines += [f"not passed: {words} (exit {code})" for code, words in self.summary.verdict().gates() if code != 3]
         lines += [
-            f"{marks[case.kind()]} {case.scenario}: {case.headline()}"
-            + (f" ({case.accepted()})" if case.accepted() else "")
+            f"{marks[case.kind()]} {case.scenario}: {case.headline()}" + (f" ({case.accepted()})" if case.accepted() else "")
             for case in cases
         ]
         lines += [f"- {one.scenario}: skipped, {'; '.join(one.reasons)}" for one in spec.skipped]
@@ -595,17 +575,9 @@ class JUnitReport(msgspec.Struct, frozen=True):
             cases.append(nothing)
         erring = len(cases) - 1 + self.fail_on_skip
         suite = ET.Element(
-            "testsuite",
-            name=name,
-            timestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
-            hostname=Suite.HOST,
-            tests=str(len(cases)),
-            failures="0",
-            errors=str(erring),
-            skipped=str(0 if self.fail_on_skip else 1),
-            time="0.000",
-            package="convy",
-            id=str(index),
+            "testsuite", name=name, timestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"), hostname=Suite.HOST,
+            tests=str(len(cases)), failures="0", errors=str(erring), skipped=str(0 if self.fail_on_skip else 1),
+            time="0.000", package="convy", id=str(index),
         )
         ET.SubElement(ET.SubElement(suite, "properties"), "property", name="convy.skipped", value=why)
         suite.extend(cases)

@@ -131,9 +131,7 @@ class FleissKappa(msgspec.Struct, frozen=True):
             raters, width = sum(self.counts[0]), len(self.counts[0])
             for row in self.counts:
                 if len(row) != width or sum(row) != raters or min(row) < 0:
-                    raise ValueError(
-                        "every subject must have the same number of ratings, none negative, in the same categories"
-                    )
+                    raise ValueError("every subject must have the same number of ratings, none negative, in the same categories")
 
     def raters(self) -> int:
         return sum(self.counts[0]) if self.counts else 0

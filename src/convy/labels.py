@@ -238,10 +238,7 @@ class LabelsKept(msgspec.Struct, frozen=True):
             fcntl.flock(descriptor, fcntl.LOCK_EX)
             size = os.fstat(descriptor).st_size
             _, _, every = self._lines()
-            new = [
-                KeptLabel(**msgspec.structs.asdict(label), agent=file.run.agent, run=file.run.id)
-                for label in file.labels
-            ]
+            new = [KeptLabel(**msgspec.structs.asdict(label), agent=file.run.agent, run=file.run.id) for label in file.labels]
             fresh = list(dict.fromkeys(label for label in new if label not in every))
             data = b"".join(_ENCODER.encode(label) + b"\n" for label in fresh)
             # A line a crash cut short is ended, so it stays one line that cannot be read, not the
@@ -370,9 +367,7 @@ class LabelledDecisions(msgspec.Struct, frozen=True):
                         continue  # an old label of a dialogue with tool calls: its own attempt alone
                     if label.key() in found and not own:
                         continue
-                    found[label.key()] = Decision(
-                        outcome.scenario, outcome.attempt, claim.claim, claim.by, claim.held, label.truth()
-                    )
+                    found[label.key()] = Decision(outcome.scenario, outcome.attempt, claim.claim, claim.by, claim.held, label.truth())
         return found
 
 
@@ -397,12 +392,8 @@ class Score(msgspec.Struct, frozen=True):
         return ScoreView(
             labelled=len(self.pairs),
             agree=agree,
-            accuracy=None
-            if accuracy is None
-            else IntervalView(estimate=accuracy.estimate, low=accuracy.low, high=accuracy.high),
-            kappa=None
-            if interval is None
-            else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+            accuracy=None if accuracy is None else IntervalView(estimate=accuracy.estimate, low=accuracy.low, high=accuracy.high),
+            kappa=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
             reading=reading,
         )
 
@@ -435,16 +426,9 @@ class Agreement(msgspec.Struct, frozen=True):
             labels=len(self.book.labels),
             unmatched=len(self.book.labels) - len(decided),
             broken=self.book.broken,
-            overall=AgreementRow(
-                scenario="", claim="", by="", score=Score(tuple((one.decided, one.truth) for one in every)).view()
-            ),
+            overall=AgreementRow(scenario="", claim="", by="", score=Score(tuple((one.decided, one.truth) for one in every)).view()),
             claims=[
-                AgreementRow(
-                    scenario=scenario,
-                    claim=claim,
-                    by=ones[0].by,
-                    score=Score(tuple((one.decided, one.truth) for one in ones)).view(),
-                )
+                AgreementRow(scenario=scenario, claim=claim, by=ones[0].by, score=Score(tuple((one.decided, one.truth) for one in ones)).view())
                 for (scenario, claim), ones in rows.items()
             ],
             disagreements=wrong[: self.MOST_SHOWN],

@@ -39,11 +39,7 @@ class Layout(msgspec.Struct, frozen=True):
         origin = typing.get_origin(annotation)
         arguments = typing.get_args(annotation)
         if isinstance(data, list) and (origin is list or origin is tuple and arguments[1:] == (Ellipsis,)):
-            return [
-                problem
-                for number, item in enumerate(data)
-                for problem in self._walk(item, arguments[0], f"{path}[{number}]", above)
-            ]
+            return [problem for number, item in enumerate(data) for problem in self._walk(item, arguments[0], f"{path}[{number}]", above)]
         if origin in (typing.Union, types.UnionType) and isinstance(data, dict):
             member = next((self._record(member) for member in arguments if self._record(member) is not None), None)
             if member is not None:
@@ -54,12 +50,7 @@ class Layout(msgspec.Struct, frozen=True):
         fields = {field.encode_name: field for field in msgspec.structs.fields(record)}
         problems = [self._unknown(key, data, record, path, above) for key in data if key not in fields]
         # A required field missing beside an unknown one close to its name is said once, as the slip.
-        slips = {
-            near
-            for key in data
-            if key not in fields
-            for near in difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
-        }
+        slips = {near for key in data if key not in fields for near in difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)}
         inner = ((path, record), *above)
         for name, field in fields.items():
             if name in data:
@@ -84,14 +75,10 @@ class Layout(msgspec.Struct, frozen=True):
                     said = list(lines)
                 case _:
                     said = [what]
-            return [
-                self._said(line, self._joined(path, where.removeprefix("$").rstrip("`").lstrip("."))) for line in said
-            ]
+            return [self._said(line, self._joined(path, where.removeprefix("$").rstrip("`").lstrip("."))) for line in said]
         return []
 
-    def _unknown(
-        self, key: Any, data: dict[Any, Any], record: Any, path: str, above: tuple[tuple[str, Any], ...]
-    ) -> str:
+    def _unknown(self, key: Any, data: dict[Any, Any], record: Any, path: str, above: tuple[tuple[str, Any], ...]) -> str:
         named = self._said(f"Object contains unknown field `{key}`", path)
         elsewhere = getattr(record, "ELSEWHERE", {}).get(key) if isinstance(key, str) else None
         if elsewhere:  # a field the record names as another place's, with where it goes
@@ -105,9 +92,7 @@ class Layout(msgspec.Struct, frozen=True):
         if home is None and "; did you mean" not in named:
             # Nothing near: the fields there are (those convy sets itself, ``UNWRITTEN``, left out).
             unwritten = getattr(record, "UNWRITTEN", ())
-            names = [
-                field.encode_name for field in msgspec.structs.fields(record) if field.encode_name not in unwritten
-            ]
+            names = [field.encode_name for field in msgspec.structs.fields(record) if field.encode_name not in unwritten]
             return f"{named}; the fields here are {', '.join(names)}"
         if home is None:
             return named

@@ -75,9 +75,7 @@ class Loaded(msgspec.Struct, frozen=True):
                     f"loading {what} failed: {error.title}: {self.secrets().hidden(problems)}"
                 ) from None
             if isinstance(error, UrlProblem):  # the variable it came from named, the value shown only when no key
-                raise ConfigurationError(
-                    f"loading {what} failed: {UrlGiven(self.project.folder, error).said()}"
-                ) from None
+                raise ConfigurationError(f"loading {what} failed: {UrlGiven(self.project.folder, error).said()}") from None
             said = Environment(self.project.folder).everything().hidden(Outside(error).named())
             top = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
             if top and (self.project.folder / "agents" / f"{top}.py").is_file():  # agents/ is not on the import path
@@ -154,10 +152,7 @@ class UrlGiven(msgspec.Struct, frozen=True):
                 swapped = [where for where in urls if environment.keyed(where)]
                 if held and swapped:
                     words += f" and {swapped[0]} holds a URL: are the two swapped?"
-        elif (
-            value.split("?", 1)[0].rstrip("/").endswith("/chat/completions")
-            and environment.secrets().hidden(value) == value
-        ):
+        elif value.split("?", 1)[0].rstrip("/").endswith("/chat/completions") and environment.secrets().hidden(value) == value:
             base = value.split("?", 1)[0].rstrip("/").removesuffix("/chat/completions")
             words += f" (is it {Inert(base).line()}?)"
         return f"{held[0]}: {words}" if held else f"ValueError: {words}"  # as the project's code raised it

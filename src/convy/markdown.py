@@ -119,13 +119,7 @@ class Numbers:
             return "unpriced" if cost.unpriced else "—"
         amount = Decimal(cost.amount)
         text = (
-            "0"
-            if amount == 0
-            else f"{amount:.2f}"
-            if amount >= 1
-            else f"{amount:.4f}"
-            if amount >= Decimal("0.0001")
-            else f"{float(amount):.2g}"
+            "0" if amount == 0 else f"{amount:.2f}" if amount >= 1 else f"{amount:.4f}" if amount >= Decimal("0.0001") else f"{float(amount):.2g}"
         )
         return ("$" if cost.complete else "≥ $") + text
 
@@ -167,12 +161,7 @@ METHOD = {
     "exact": "exact interval, one scenario",
     "none": "nothing judged",
 }
-STOPS = {
-    "time_limit": "out of time",
-    "agent_busy": "its service stayed busy",
-    "max_turns": "too many turns",
-    "model_failed": "a model failed",
-}
+STOPS = {"time_limit": "out of time", "agent_busy": "its service stayed busy", "max_turns": "too many turns", "model_failed": "a model failed"}
 CHANGE = {"worse": "▼ worse", "better": "▲ better", "same": "= same", "undecided": "? undecided"}
 DIRECTION = {"lower": "▼ lower", "higher": "▲ higher", "same": "= same"}
 
@@ -312,11 +301,7 @@ class RunSummary(msgspec.Struct, frozen=True):
     absent: tuple[AbsentAgent, ...] = ()  # agents skipped as absent, listed after the runs
     fail_on_skip: bool = False  # whether the command fails a skip (then it says so)
 
-    SCENARIOS: ClassVar[tuple[int, ...]] = (
-        15,
-        5,
-        1,
-    )  # scenarios that did not always pass, listed: fewer when runs are many
+    SCENARIOS: ClassVar[tuple[int, ...]] = (15, 5, 1)  # scenarios that did not always pass, listed: fewer when runs are many
     CLAIMS: ClassVar[int] = 3  # failed claims named for each
     ID: ClassVar[int] = 100  # characters of a scenario's id
     CLAIM: ClassVar[int] = 120  # characters of a claim
@@ -355,10 +340,7 @@ class RunSummary(msgspec.Struct, frozen=True):
         view = summary.view()
         head = view.header
         named = f" — {MarkdownText(head.name).markdown()}" if head.name else ""
-        lines = [
-            f"### convy · {MarkdownText(head.agent).markdown()} · run {MarkdownText(head.run).markdown()}{named}",
-            "",
-        ]
+        lines = [f"### convy · {MarkdownText(head.agent).markdown()} · run {MarkdownText(head.run).markdown()}{named}", ""]
         if head.stop:  # words convy made from numbers; a dollar escaped, since GitHub reads $…$ as math
             stop = head.stop.replace("$", "\\$")
             lines += [f"> **This run was {stop}:** {head.kept} of {head.planned} planned attempts were kept.", ""]
@@ -387,8 +369,7 @@ class RunSummary(msgspec.Struct, frozen=True):
         rows = tuple(
             (
                 MarkdownId(scenario.id, self.ID).markdown(),
-                f"{scenario.passed} of {scenario.judged}"
-                + (f" ({scenario.not_judged} not judged)" if scenario.not_judged else ""),
+                f"{scenario.passed} of {scenario.judged}" + (f" ({scenario.not_judged} not judged)" if scenario.not_judged else ""),
                 (SCENARIO[scenario.status] if scenario.attempts else "– " + self._unplayed(head.status))
                 + (" · accepted by fail_under" if verdict.accepted(scenario.id) else ""),
                 "; ".join(filter(None, (crashes.get(scenario.id, ""), self._failed(scenario.claims)))) or "—",
@@ -408,10 +389,7 @@ class RunSummary(msgspec.Struct, frozen=True):
         )
         if head.skipped:
             failed = ", which fails the run (fail_on_skip)" if verdict.rule.fail_on_skip else ""
-            lines += [
-                "",
-                f"**Skipped:** {len(head.skipped)} {'scenarios, a model they need' if len(head.skipped) != 1 else 'scenario, a model it needs'} is absent (the report names them){failed}",
-            ]
+            lines += ["", f"**Skipped:** {len(head.skipped)} {'scenarios, a model they need' if len(head.skipped) != 1 else 'scenario, a model it needs'} is absent (the report names them){failed}"]
         lines += ["", f"Report: {Where(self.here).markdown(summary.run.folder / 'report.html')}"]
         return "\n".join(lines) + "\n"
 
@@ -421,10 +399,7 @@ class RunSummary(msgspec.Struct, frozen=True):
 
     def _failed(self, claims: list[ClaimRow]) -> str:
         failed = [claim for claim in claims if claim.held < claim.decided]
-        named = [
-            f"{MarkdownText(claim.text, self.CLAIM).markdown()} ({claim.held} of {claim.decided} held)"
-            for claim in failed
-        ]
+        named = [f"{MarkdownText(claim.text, self.CLAIM).markdown()} ({claim.held} of {claim.decided} held)" for claim in failed]
         if len(named) > self.CLAIMS:
             named = [*named[: self.CLAIMS], f"and {len(named) - self.CLAIMS} more"]
         return "; ".join(named)
@@ -447,10 +422,7 @@ class Crashes(msgspec.Struct, frozen=True):
                     scenario = attempt.outcome.scenario
                     counts[scenario] = counts.get(scenario, 0) + 1
                     stop = attempt.outcome.stop
-                    first.setdefault(
-                        scenario,
-                        reason if stop in ("agent_failed", "finished") else f"{STOPS.get(stop, stop)}: {reason}",
-                    )
+                    first.setdefault(scenario, reason if stop in ("agent_failed", "finished") else f"{STOPS.get(stop, stop)}: {reason}")
         return {
             scenario: f"the agent failed in {count} ({MarkdownText(first[scenario], self.most).markdown()})"
             for scenario, count in counts.items()
@@ -485,10 +457,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             f"### convy · compare {MarkdownText(base.run).markdown()} → {MarkdownText(candidate.run).markdown()}",
             "",
             *(
-                [
-                    f"{MarkdownText(base.name or base.run).markdown()} → {MarkdownText(candidate.name or candidate.run).markdown()}",
-                    "",
-                ]
+                [f"{MarkdownText(base.name or base.run).markdown()} → {MarkdownText(candidate.name or candidate.run).markdown()}", ""]
                 if base.name or candidate.name
                 else []
             ),
@@ -516,9 +485,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         verdict = (
             f"– no verdict, {MarkdownText(unverdicted, 600).markdown()}"
             if unverdicted
-            else f"{CHANGE[view.verdict]} — a real change"
-            if view.real
-            else "~ within noise — not a real change"
+            else f"{CHANGE[view.verdict]} — a real change" if view.real else "~ within noise — not a real change"
         )
         delta = (
             f"Δ {Numbers.points(view.delta.estimate)}, 95% CI {Numbers.points(view.delta.low)} to {Numbers.points(view.delta.high)}"
@@ -535,9 +502,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             # The run stopped when the sequential test said so: its verdict leads, and the
             # fixed-design numbers are shown for description only.
             lead = (
-                f"{CHANGE[sequential.verdict]} — a real change"
-                if sequential.verdict != "undecided"
-                else "~ no verdict — not shown to be a real change"
+                f"{CHANGE[sequential.verdict]} — a real change" if sequential.verdict != "undecided" else "~ no verdict — not shown to be a real change"
             )
             lines += [
                 f"**Pass rate {before} → {after}: {lead} (anytime-valid)**",
@@ -554,10 +519,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             ]
         else:
             if sequential is not None:
-                lines += [
-                    f"> **The sequential verdict does not apply to this pair:** {MarkdownText(sequential.note, 600).markdown()}",
-                    "",
-                ]
+                lines += [f"> **The sequential verdict does not apply to this pair:** {MarkdownText(sequential.note, 600).markdown()}", ""]
             lines += [
                 f"**Pass rate {before} → {after}: {verdict}**",
                 "",
@@ -588,14 +550,11 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
             )
             for change in view.scenarios
             # A scenario undecided with no change seen says nothing a row would add.
-            if change.change in ("worse", "better")
-            or (change.change == "undecided" and change.seen != "none")
+            if change.change in ("worse", "better") or (change.change == "undecided" and change.seen != "none")
             or change.sequential not in (None, "same")
         )
-        header = (
-            ("Scenario", "Before", "After", "adjusted p", "Change (fixed-design)", "Anytime-valid")
-            if applies
-            else ("Scenario", "Before", "After", "adjusted p", "Change")
+        header = ("Scenario", "Before", "After", "adjusted p", "Change (fixed-design)", "Anytime-valid") if applies else (
+            "Scenario", "Before", "After", "adjusted p", "Change"
         )
         table = MarkdownTable(header, moved, self.SCENARIOS, "scenarios").lines()
         if table:
@@ -613,12 +572,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True):
         )
         if flips:
             lines += [f"**Claims that flipped:** {view.flipped} crossed half their attempts", ""]
-            lines += [
-                *MarkdownTable(
-                    ("Scenario", "Claim", "Held before", "Held after", "Change"), flips, self.FLIPS, "claims"
-                ).lines(),
-                "",
-            ]
+            lines += [*MarkdownTable(("Scenario", "Claim", "Held before", "Held after", "Change"), flips, self.FLIPS, "claims").lines(), ""]
         apart = [
             ("only in the base run", view.only_base),
             ("only in the candidate run", view.only_candidate),

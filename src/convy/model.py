@@ -177,9 +177,7 @@ class _Clients:
 
     def __init__(self) -> None:
         self.by_loop: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self.owners: weakref.WeakKeyDictionary[Any, Any] = (
-            weakref.WeakKeyDictionary()
-        )  # the model each was last handed to
+        self.owners: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # the model each was last handed to
         self._keepers: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
     async def kept(self, loop: Any, connection: JsonConnection) -> JsonConnection:
@@ -268,10 +266,7 @@ class OpenAiModel(msgspec.Struct, frozen=True):
 
     def body(self, messages: tuple[Said, ...]) -> dict[str, Any]:
         """The request's body for these messages."""
-        body: dict[str, Any] = {
-            "model": self.name,
-            "messages": [{"role": said.role, "content": said.content} for said in messages],
-        }
+        body: dict[str, Any] = {"model": self.name, "messages": [{"role": said.role, "content": said.content} for said in messages]}
         kind = self.kind()
         if self.temperature is not None:
             body["temperature"] = self.temperature

@@ -107,8 +107,6 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         match self.result:
             case Verdict(claims=claims) | NoVerdict(checks=claims) if any(claim.doubt == "unseen" for claim in claims):
                 turns = self.transcript.turns
-                return tuple(
-                    sorted({(turn.answer.unheld, turn.answer.unheld_as) for turn in turns if turn.answer.unheld})
-                )
+                return tuple(sorted({(turn.answer.unheld, turn.answer.unheld_as) for turn in turns if turn.answer.unheld}))
             case _:
                 return ()

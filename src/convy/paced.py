@@ -44,9 +44,7 @@ class Paced(httpx2.AsyncBaseTransport):
         # Without one given, a transport of its own for each event loop: a connection pool is
         # bound to the loop it was opened in, and an agent file's client, made once, is used by
         # each run of a process (a notebook's, a test suite's), each in a loop of its own.
-        self._own: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncBaseTransport] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._own: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncBaseTransport] = weakref.WeakKeyDictionary()
 
     @property
     def _inner(self) -> httpx2.AsyncBaseTransport:
@@ -84,10 +82,7 @@ class Paced(httpx2.AsyncBaseTransport):
             await response.aclose()
             reason = response.extensions.get("reason_phrase", b"")
             said = reason.decode("ascii", "replace") if isinstance(reason, bytes) else str(reason)
-            raise Busy(
-                f"{request.method} {request.url.copy_with(query=None)}: {response.status_code} {said}".rstrip(),
-                RetryAfter(response.headers).seconds(),
-            )
+            raise Busy(f"{request.method} {request.url.copy_with(query=None)}: {response.status_code} {said}".rstrip(), RetryAfter(response.headers).seconds())
         return response
 
     async def aclose(self) -> None:
@@ -144,15 +139,9 @@ async def _hidden(request: httpx2.Request, response: httpx2.Response) -> httpx2.
     values = [value.strip() for name, value in request.headers.items() if name.lower() in _KEYED]
     keys = Secrets(tuple(dict.fromkeys(word for value in values for word in (value, *value.split()) if word)))
     text = keys.opening(response.content.decode("utf-8", "replace"), _SAID)
-    headers = [
-        (name, value)
-        for name, value in response.headers.multi_items()
-        if name.lower() not in ("content-length", "content-encoding", "transfer-encoding")
-    ]
+    headers = [(name, value) for name, value in response.headers.multi_items() if name.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
     await response.aclose()
-    return httpx2.Response(
-        response.status_code, headers=headers, content=text.encode(), request=request, extensions=response.extensions
-    )
+    return httpx2.Response(response.status_code, headers=headers, content=text.encode(), request=request, extensions=response.extensions)
 
 
 def limited_by(request: httpx2.Request) -> str:

@@ -211,14 +211,10 @@ class Fields(msgspec.Struct, frozen=True):
         name = kind.__name__
         if name not in records:
             records[name] = []  # before its fields: a record that held its own kind would be laid once
-            records[name] = [
-                (field.encode_name, self._held(field.type, records)) for field in msgspec.structs.fields(kind)
-            ]
+            records[name] = [(field.encode_name, self._held(field.type, records)) for field in msgspec.structs.fields(kind)]
         return name
 
-    def _held(
-        self, kind: object, records: dict[str, list[tuple[str, str | list[Any] | None]]]
-    ) -> str | list[Any] | None:
+    def _held(self, kind: object, records: dict[str, list[tuple[str, str | list[Any] | None]]]) -> str | list[Any] | None:
         """What a field of this type holds, as ``PackedLayout`` says it."""
         if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
             return self._laid(kind, records)
@@ -255,9 +251,7 @@ class PackedChunks(msgspec.Struct, frozen=True):
         """Block ``name`` holds the index (``PackedIndex``), and block ``name-i`` chunk ``i`` as a JSON
         string: the page reads only the chunk it needs, never the whole of them. Each made when
         it is asked for."""
-        yield JsonBlock(
-            name, _ENCODER.encode(PackedIndex(count=len(self.chunks), where=self.where, layout=self.layout))
-        )
+        yield JsonBlock(name, _ENCODER.encode(PackedIndex(count=len(self.chunks), where=self.where, layout=self.layout)))
         for number, chunk in enumerate(self.chunks):
             yield JsonBlock(f"{name}-{number}", _ENCODER.encode(chunk))
 
@@ -484,10 +478,7 @@ class ComparisonPage(msgspec.Struct, frozen=True):
         base, candidate = self.view.base, self.view.candidate
         return Template("comparison.js", window=True).html(
             f"{base.run} → {candidate.run} · convy",
-            (
-                JsonBlock("data", _ENCODER.encode(msgspec.structs.replace(self.view, pairs=[]))),
-                *self.pairs().blocks("pairs"),
-            ),
+            (JsonBlock("data", _ENCODER.encode(msgspec.structs.replace(self.view, pairs=[]))), *self.pairs().blocks("pairs")),
         )
 
 

@@ -199,40 +199,22 @@ class RunVerdict(msgspec.Struct, frozen=True):
         if not self.unjudged_within():
             share = self.not_judged / self.kept if self.kept else 1.0
             found.append(
-                (
-                    5,
-                    f"{self.not_judged} of {self.kept} attempts not judged ({share:.1%}): more than max_not_judged "
-                    f"{self.rule.max_not_judged:.1%}",
-                )
+                (5, f"{self.not_judged} of {self.kept} attempts not judged ({share:.1%}): more than max_not_judged "
+                 f"{self.rule.max_not_judged:.1%}")
             )
         elif self.unjudged and self.tested():
             # max_not_judged tolerates a few attempts, never a whole scenario left untested.
-            named = ", ".join(self.unjudged[:5]) + (
-                f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else ""
-            )
-            found.append(
-                (
-                    5,
-                    f"no attempt judged of {len(self.unjudged)} scenario{'s' if len(self.unjudged) != 1 else ''}: {named}",
-                )
-            )
+            named = ", ".join(self.unjudged[:5]) + (f" and {len(self.unjudged) - 5} more" if len(self.unjudged) > 5 else "")
+            found.append((5, f"no attempt judged of {len(self.unjudged)} scenario{'s' if len(self.unjudged) != 1 else ''}: {named}"))
         if not self.tested():
             found.append((7, "nothing was tested: no attempt was judged"))
         if self.skipped and self.rule.fail_on_skip:
             found.append(
-                (
-                    8,
-                    f"{self.skipped} scenario{'s' if self.skipped != 1 else ''} skipped, and fail_on_skip fails a run that skipped any",
-                )
+                (8, f"{self.skipped} scenario{'s' if self.skipped != 1 else ''} skipped, and fail_on_skip fails a run that skipped any")
             )
         failing = self.failing()
         if failing:
-            found.append(
-                (
-                    3,
-                    f"{len(failing)} of {len(self.tallies)} scenario{'s' if len(self.tallies) != 1 else ''} failed the pass rule",
-                )
-            )
+            found.append((3, f"{len(failing)} of {len(self.tallies)} scenario{'s' if len(self.tallies) != 1 else ''} failed the pass rule"))
         return tuple(found)
 
     def _under(self, rate: float, bar: float) -> bool:

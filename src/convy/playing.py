@@ -5,7 +5,7 @@ the tool says ``simulate: true`` (``PlayedTool``).
 Both are the scenario's world, which the simulated user's model already plays, so their requests
 go on its model (and its budget, places and patience) and are counted with its requests. Both go
 through ``model.Contained``: any failure of the model is a ``ModelFailure``, which the attempt ends
-on as the model's, never the agent's (``asking.Asking.failure``, ``tools.Toolbox.failure``).
+on as the model's, never the agent's (``pauses.Asking.failure``, ``tools.Toolbox.failure``).
 """
 
 from __future__ import annotations

@@ -300,10 +300,7 @@ class FieldProblem(msgspec.Struct, frozen=True):
                 return tuple(str(value) for value in values)
             case msgspec.inspect.UnionType(types=members):
                 return tuple(
-                    str(value)
-                    for member in members
-                    if isinstance(member, msgspec.inspect.LiteralType)
-                    for value in member.values
+                    str(value) for member in members if isinstance(member, msgspec.inspect.LiteralType) for value in member.values
                 )
             case _:
                 return ()

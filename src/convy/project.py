@@ -100,9 +100,7 @@ class Blind(msgspec.Struct, frozen=True):
     def said(self, shown: str, scenarios: tuple[Scenario, ...]) -> str:
         """A note for ``--smoke``: the same, when the project's scenarios have tool checks."""
         refused = self.refused(shown, scenarios)
-        return (
-            refused.replace(" cannot be decided:", " could not be decided (convy check refuses it):") if refused else ""
-        )
+        return refused.replace(" cannot be decided:", " could not be decided (convy check refuses it):") if refused else ""
 
 
 class Project(msgspec.Struct, frozen=True):
@@ -169,8 +167,7 @@ class Project(msgspec.Struct, frozen=True):
             return (), (*misnamed, *folders, "agents/: no agent files (agents/<name>.py, each defining `agent`)")
         reserved = [name for name in found if name in ("compare", "export")]
         return tuple(name for name in found if name not in reserved), tuple(
-            f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent"
-            for name in reserved
+            f"agents/{name}.py: results/{name}/ is where convy keeps its {name} files; rename the agent" for name in reserved
         )
 
     def unread(self) -> tuple[str, ...]:
@@ -218,14 +215,8 @@ class Project(msgspec.Struct, frozen=True):
         or a folder; "" when there is none."""
         folder = self.folder / "agents"
         if (folder / name).is_dir():
-            return (
-                f"agents/{name}/ is a folder: an agent is one file, agents/{name}.py (which may import from the folder)"
-            )
-        others = (
-            sorted(path.name for path in folder.glob(f"{glob.escape(name)}.*") if path.is_file())
-            if folder.is_dir()
-            else []
-        )
+            return f"agents/{name}/ is a folder: an agent is one file, agents/{name}.py (which may import from the folder)"
+        others = sorted(path.name for path in folder.glob(f"{glob.escape(name)}.*") if path.is_file()) if folder.is_dir() else []
         if others:
             return f"agents/{others[0]} is there but is not an agent file: rename it agents/{name}.py"
         return ""
@@ -246,10 +237,7 @@ class Project(msgspec.Struct, frozen=True):
             if path.parent == agents and path.suffix == ".py":  # one that is not there is said as by name
                 names.append(path.stem)
                 continue
-            if (
-                Path(text).suffix.lower() in Scenarios.SUFFIXES
-                or text.removeprefix("./").removeprefix("scenarios/") in scenarios
-            ):
+            if Path(text).suffix.lower() in Scenarios.SUFFIXES or text.removeprefix("./").removeprefix("scenarios/") in scenarios:
                 raise ConfigurationError(f"{text}: a scenario, not an agent; choose it with --scenarios {text}")
             stem = Path(text).stem if text.endswith(".py") else Path(text).name
             raise ConfigurationError(
@@ -270,27 +258,18 @@ class Project(msgspec.Struct, frozen=True):
         if not path.is_file():
             beside = self._beside(name)
             found = self.agents()[0]
-            same = [
-                other for other in found if self._plain(other) == self._plain(name)
-            ]  # Airline, air_line for air-line
+            same = [other for other in found if self._plain(other) == self._plain(name)]  # Airline, air_line for air-line
             if same and not beside:
-                raise ConfigurationError(
-                    f"agents/{name}.py: no such agent; did you mean {same[0]} (agents/{same[0]}.py)?"
-                )
+                raise ConfigurationError(f"agents/{name}.py: no such agent; did you mean {same[0]} (agents/{same[0]}.py)?")
             there = ", ".join(found)
             raise ConfigurationError(
                 f"agents/{name}.py: no such agent; "
-                + (
-                    beside + (f"; the project has {there}" if there else "")
-                    if beside
-                    else f"the project has {there or 'no agent'}"
-                )
+                + (beside + (f"; the project has {there}" if there else "") if beside else f"the project has {there or 'no agent'}")
             )
         module = self._loaded(path, f"agents.{name}")
         if not hasattr(module, "agent"):
             helpers = not any(
-                callable(getattr(value, "conversation", None)) and not isinstance(value, type)
-                for value in vars(module).values()
+                callable(getattr(value, "conversation", None)) and not isinstance(value, type) for value in vars(module).values()
             )
             raise ConfigurationError(
                 f"agents/{name}.py: defines no `agent`"
@@ -342,9 +321,7 @@ class Project(msgspec.Struct, frozen=True):
             return {}
         judges = getattr(self._loaded(path, "models"), "judges", {})
         if not isinstance(judges, dict) or not all(isinstance(name, str) for name in judges):  # outside data
-            raise ConfigurationError(
-                'models.py: `judges` must map names to judges: judges = {"name": ChatJudge(...), ...}'
-            )
+            raise ConfigurationError('models.py: `judges` must map names to judges: judges = {"name": ChatJudge(...), ...}')
         return dict(judges)
 
     def prompt(self, settings: Settings) -> Prompt:
@@ -359,9 +336,7 @@ class Project(msgspec.Struct, frozen=True):
                 path.relative_to(self.folder).as_posix() for path in self.folder.glob("prompts/*") if path.is_file()
             )
             there = f"; the prompts there are {', '.join(prompts)}" if prompts else ""
-            raise ConfigurationError(
-                f"{settings.user_prompt}: no such file (the user_prompt setting names it){there}"
-            ) from None
+            raise ConfigurationError(f"{settings.user_prompt}: no such file (the user_prompt setting names it){there}") from None
         except OSError as error:
             raise ConfigurationError(f"{settings.user_prompt}: cannot be read: {error.strerror}") from None
         except UnicodeDecodeError:
@@ -459,9 +434,7 @@ class Project(msgspec.Struct, frozen=True):
         from convy.settings import ProjectSettings  # loaded by the commands that play only
 
         long = [
-            scenario
-            for scenario in scenarios
-            if scenario.max_turns is None and len(scenario.script) > settings.max_turns
+            scenario for scenario in scenarios if scenario.max_turns is None and len(scenario.script) > settings.max_turns
         ]
         if not long:
             return
@@ -485,9 +458,7 @@ class Project(msgspec.Struct, frozen=True):
         """The file of the scenario ``base`` (an id that is its path, as it is unless ``id:`` says
         otherwise), as a line names it; the scenario by its id when no file has that path."""
         folder = self.folder / "scenarios"
-        there = next(
-            (path for path in (folder / f"{base}{suffix}" for suffix in Scenarios.SUFFIXES) if path.is_file()), None
-        )
+        there = next((path for path in (folder / f"{base}{suffix}" for suffix in Scenarios.SUFFIXES) if path.is_file()), None)
         return there.relative_to(self.folder).as_posix() if there is not None else f"scenario {base}"
 
     def _max_turns_source(self, source: str, default: bool) -> str:
@@ -594,9 +565,7 @@ class Project(msgspec.Struct, frozen=True):
         if not near:
             latest = sorted(kept, key=lambda folder: folder.name, reverse=True)[:3]
             there = "; the newest: " + ", ".join(f"{folder.name} ({folder.parent.name})" for folder in latest)
-            raise ConfigurationError(
-                f"no run matches {given!r} in results/" + (there if kept else ": no run is kept there yet")
-            )
+            raise ConfigurationError(f"no run matches {given!r} in results/" + (there if kept else ": no run is kept there yet"))
         if len(near) == 1:
             return RunJournal(near[0])
         read = {folder: Runs(self.results()).one(folder) for folder in near}
@@ -836,3 +805,5 @@ class Project(msgspec.Struct, frozen=True):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
+
+

@@ -89,7 +89,7 @@ class Prompt(msgspec.Struct, frozen=True):
             else:
                 problems.append(
                     f"no {{{{ stop }}}}: the simulated user would never learn the mark that ends a dialogue ({STOP}), "
-                    'so every dialogue would run to max_turns; tell it, e.g. "when you are done, reply with {{ stop }}"'
+                    "so every dialogue would run to max_turns; tell it, e.g. \"when you are done, reply with {{ stop }}\""
                 )
         tag = _TAG.search(self.text)
         if tag:

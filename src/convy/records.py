@@ -239,7 +239,7 @@ class RunName(msgspec.Struct, frozen=True):
     def problem(self) -> str | None:
         """What is wrong with the name, in words that say the fix; None for a sound one."""
         if not self.text.strip():
-            return 'must not be blank: give a few words, e.g. --name "prompt B"'
+            return "must not be blank: give a few words, e.g. --name \"prompt B\""
         if not self.text.isprintable():
             return "must be one line of printable characters (no tabs, newlines or control characters)"
         if len(self.text) > self.LONGEST:
@@ -274,9 +274,7 @@ class RunSpec(msgspec.Struct, frozen=True):
     fingerprints: Fingerprints = Fingerprints()
     skipped: tuple[Skipped, ...] = ()
     convy: str = ""
-    budget: Budget = (
-        Budget()
-    )  # what it may spend, as its last play was given it (``convy resume`` keeps it); Budget(): none
+    budget: Budget = Budget()  # what it may spend, as its last play was given it (``convy resume`` keeps it); Budget(): none
     origin: Origin | None = None  # a re-judged run's source; None for a run that was played
     judging: Judging = Judging()  # how its claims are judged (a run.json before it: once, by one judge)
     user: UserShape = UserShape()  # what its simulated user was (a run.json before it: not known)
@@ -313,9 +311,7 @@ class RunSpec(msgspec.Struct, frozen=True):
         ``adaptive.Rounds`` around it."""
         if self.adaptive is None:
             return player
-        return Rounds(
-            player, self.adaptive, tuple(scenario.id for scenario in self.scenarios), self.attempts, self.trust
-        )
+        return Rounds(player, self.adaptive, tuple(scenario.id for scenario in self.scenarios), self.attempts, self.trust)
 
 
 class RunId(msgspec.Struct, frozen=True):

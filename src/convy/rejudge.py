@@ -104,19 +104,13 @@ class Rejudge(msgspec.Struct, frozen=True):
                 )
         if spec.adaptive is not None:
             # TODO: a re-judged run of an adaptive one would plan the attempts its source kept, not its most.
-            raise ConfigurationError(
-                f"cannot re-judge {spec.id}: it spent its attempts adaptively, which re-judging does not follow yet"
-            )
+            raise ConfigurationError(f"cannot re-judge {spec.id}: it spent its attempts adaptively, which re-judging does not follow yet")
         if spec.origin is None:
             return spec, self.source
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
-        SourceRun(
-            spec.id, dialogues
-        ).checked()  # its run.json must be there and sound: the dialogues are read from its folder
+        SourceRun(spec.id, dialogues).checked()  # its run.json must be there and sound: the dialogues are read from its folder
         if dialogues.in_use():
-            raise RunInUse(
-                f"run {spec.origin.run}, whose dialogues {spec.id} holds, is in use by another convy process"
-            )
+            raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} holds, is in use by another convy process")
         return spec, dialogues
 
     def spec(self, judge: Judge | Absent, settings: Settings) -> RunSpec:
@@ -132,9 +126,7 @@ class Rejudge(msgspec.Struct, frozen=True):
         kept: list[Scenario] = []
         for was in source.scenarios:
             if was.id not in now:
-                skipped.append(
-                    Skipped(was.id, ("no longer in the project's scenarios: its dialogues are not re-judged",))
-                )
+                skipped.append(Skipped(was.id, ("no longer in the project's scenarios: its dialogues are not re-judged",)))
             else:
                 kept.append(now[was.id])
         chosen = self.matching.chosen(tuple(kept))
@@ -202,9 +194,7 @@ class Rejudge(msgspec.Struct, frozen=True):
         dialogues = RunJournal(self.project.results() / spec.origin.agent / spec.origin.run)
         SourceRun(spec.id, dialogues).checked()  # the dialogues' run must still be there and sound
         if dialogues.in_use():
-            raise RunInUse(
-                f"run {spec.origin.run}, whose dialogues {spec.id} re-judges, is in use by another convy process"
-            )
+            raise RunInUse(f"run {spec.origin.run}, whose dialogues {spec.id} re-judges, is in use by another convy process")
         return Rejudging(dialogues, judge, spec.limits, budget, spec.judging)
 
 
@@ -240,9 +230,7 @@ class Rejudging(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Rejudging:
         return msgspec.structs.replace(self, budget=budget)
 
-    async def run(
-        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()
-    ) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Decide every planned attempt again, each recorded in ``journal`` as it ends. An attempt
         whose dialogue the origin lacks (a line it lost) is left out, as a spent budget leaves one
         in the plan; one taken and not recorded is ``Unplayed``."""

@@ -97,9 +97,7 @@ class Dimensions(msgspec.Struct, frozen=True):
             variants=len(tallies),
             passed=sum(tally.passed for tally in judged),
             judged=sum(tally.judged for tally in judged),
-            rate=None
-            if interval is None
-            else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
             method=headline.method(),
         )
 
@@ -246,18 +244,14 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                 continue
             standing = standings.get(scenario)
             if standing is None or not standing.stop:
-                found[scenario] = (
-                    f"{kept} attempt{'s' if kept != 1 else ''}, {self.stopped().get(scenario, 'budget spent')}"
-                )
+                found[scenario] = f"{kept} attempt{'s' if kept != 1 else ''}, {self.stopped().get(scenario, 'budget spent')}"
         return found
 
     @cached_property
     def _rate(self) -> IntervalView | None:
         # Its bootstrap draws 10,000 means: found once for the view, the totals and the command.
         interval = self.headline().interval()
-        return (
-            None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high)
-        )
+        return None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high)
 
     def view(self) -> RunView:
         return self._viewed(lambda rows, names, texts: list(self._rows(rows, names, texts)))
@@ -273,9 +267,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         column = self._digest.columns[scenario]
         return self._rows(column.rows, [row.text for row in self._claimed(column.count)], column.texts)
 
-    def _viewed(
-        self, tabled: Callable[[Sequence[AttemptDigest], list[str], tuple[str, ...]], list[AttemptRow]]
-    ) -> RunView:
+    def _viewed(self, tabled: Callable[[Sequence[AttemptDigest], list[str], tuple[str, ...]], list[AttemptRow]]) -> RunView:
         """The view, each scenario's attempts table made by ``tabled``."""
         spec = self.run.file.spec
         digest = self._digest
@@ -424,9 +416,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         spec = self.run.file.spec
         if spec.adaptive is None:
             return None
-        return spec.adaptive.course(
-            tuple(one.id for one in spec.scenarios), self.run.outcomes, spec.attempts, spec.trust
-        )
+        return spec.adaptive.course(tuple(one.id for one in spec.scenarios), self.run.outcomes, spec.attempts, spec.trust)
 
     def against(self) -> str:
         """For a run played against a base (``--against``), the comparison's verdict in words
@@ -576,13 +566,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         tally = count.tally()
         interval = Wilson(tally).interval()
         status: Literal["always", "flaky", "never", "not_judged"] = (
-            "not_judged"
-            if tally.judged == 0
-            else "always"
-            if tally.passed == tally.judged
-            else "never"
-            if tally.passed == 0
-            else "flaky"
+            "not_judged" if tally.judged == 0 else "always" if tally.passed == tally.judged else "never" if tally.passed == 0 else "flaky"
         )
         names = [row.text for row in claims]
         sums = self.sums().get(scenario) or Sums(Sum(), Sum(), Sum())
@@ -609,9 +593,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             passed=tally.passed,
             judged=tally.judged,
             not_judged=count.not_judged,
-            rate=None
-            if interval is None
-            else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
             status=status,
             claims=claims,
             claims_held=Held(sum(row.held for row in claims), sum(row.decided for row in claims)).view(),
@@ -635,11 +617,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
             yield self._row(row, names, texts, shared)
 
     def _row(
-        self,
-        row: AttemptDigest,
-        names: list[str],
-        texts: tuple[str, ...],
-        shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]],
+        self, row: AttemptDigest, names: list[str], texts: tuple[str, ...], shared: dict[tuple[int, ...], list[Literal["held", "failed", "none"]]]
     ) -> AttemptRow:
         """An attempt as its scenario's table shows it: its marks in the order of the claims."""
         marks = shared.get(row.marks)
@@ -671,9 +649,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                     held=kept,
                     decided=out_of,
                     holds=Held(kept, out_of).holds(),
-                    rate=None
-                    if interval is None
-                    else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+                    rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
                 )
             )
         return rows
@@ -682,9 +658,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
         """Each claim of a scenario over these attempts: held out of decided (trusted) ones."""
         return self._decided(attempts)[0]
 
-    def _decided(
-        self, attempts: Iterable[Attempt]
-    ) -> tuple[list[ClaimRow], list[dict[str, Literal["held", "failed"]]]]:
+    def _decided(self, attempts: Iterable[Attempt]) -> tuple[list[ClaimRow], list[dict[str, Literal["held", "failed"]]]]:
         """The claim rows, and each attempt's marks (as ``Attempt.marks``: a claim it decided
         and trusted held or failed, the others "none"), in one walk of every decision."""
         order: dict[str, str] = {}
@@ -735,9 +709,7 @@ class Summary(msgspec.Struct, frozen=True, dict=True):
                     held=kept,
                     decided=out_of,
                     holds=Held(kept, out_of).holds(),
-                    rate=None
-                    if interval is None
-                    else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+                    rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
                 )
             )
         return rows, marks
@@ -772,3 +744,5 @@ class Held(msgspec.Struct, frozen=True):
             share=self.held / self.decided if self.decided else None,
             holds=self.holds(),
         )
+
+

@@ -244,7 +244,7 @@ class PausesRow(Row, frozen=True):
     options: str | None  # the options it offered, as a JSON list; None where it offered none
     tool: str | None  # the tool it asked to run, for an approval
     arguments: str | None
-    answer: str
+    answer: str | None  # None where nobody answered a question
     by: Literal["scenario", "user", "nobody"]
     start: float
     seconds: float

@@ -101,11 +101,7 @@ class Runs(msgspec.Struct, frozen=True):
         """Every folder that should be a run: ``results/<agent>/<run-id>/``, in order."""
         if not self.results.is_dir():
             return
-        for agent in sorted(
-            path
-            for path in self.results.iterdir()
-            if path.is_dir() and path.name != "compare" and path.name != "export"
-        ):
+        for agent in sorted(path for path in self.results.iterdir() if path.is_dir() and path.name != "compare" and path.name != "export"):
             yield from sorted(path for path in agent.iterdir() if path.is_dir())
 
     def one(self, folder: Path) -> Read | Unread:
@@ -136,13 +132,7 @@ class Runs(msgspec.Struct, frozen=True):
             "alone (planned scenarios and settings unknown); restore run.json from a copy to resume it"
         )
         return Read(
-            folder,
-            told,
-            kept.outcomes,
-            kept.broken,
-            False,
-            "; ".join(filter(None, (problem, kept.note()))),
-            guessed=True,
+            folder, told, kept.outcomes, kept.broken, False, "; ".join(filter(None, (problem, kept.note()))), guessed=True
         )
 
 
@@ -163,9 +153,7 @@ class Guessed(msgspec.Struct, frozen=True):
                 case _:
                     claims.setdefault(outcome.scenario, ())
         unknown = "unknown: run.json is damaged"
-        scenarios = tuple(
-            Scenario(id=name, judge=said or (unknown,), script=(unknown,)) for name, said in claims.items()
-        )
+        scenarios = tuple(Scenario(id=name, judge=said or (unknown,), script=(unknown,)) for name, said in claims.items())
         spec = RunSpec(
             id=self.folder.name,
             agent=self.folder.parent.name,

@@ -25,7 +25,6 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from convy.agent import Agent, AgentFailure, Answer, Asked, Message, NoUsage, OutOfTime, Usage
-from convy.asking import ASKING, DECISIONS, Approvals, Asking, Decision
 from convy.busy import Busy
 from convy.checks import PATTERNS, QUOTED, Check, Fill, Rule, literal, slashed, why_unsound
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
@@ -33,6 +32,7 @@ from convy.loops import running
 from convy.model import Absent, Model, ModelFailure, StillBusy
 from convy.outcome import UNTIMED, Judged, Outcome
 from convy.pattern import Pattern
+from convy.pauses import ASKING, DECISIONS, Approvals, Asking, Decision
 from convy.playing import InCharacter, PlayedTool
 from convy.problems import (
     EmptyReply,
@@ -167,9 +167,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         for asked, said in self.approvals.items():
             if said not in DECISIONS:
                 meant = nearest(str(said), DECISIONS)
-                yield f"approvals.{asked}: {said!r} is not an answer: approve, deny or user" + (
-                    f" (did you mean {meant}?)" if meant else ""
-                )
+                yield f"approvals.{asked}: {said!r} is not an answer: approve, deny or user" + (f" (did you mean {meant}?)" if meant else "")
             elif said == "user" and not self.user.strip():
                 yield f"approvals.{asked}: user: the scenario has no simulated user to decide (no user:); answer approve or deny"
             if names and asked not in names and (meant := nearest(asked, names)):
@@ -186,12 +184,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     first = path_of(path)[0]
                     if field != "read":
                         written.add(first)
-                    if (
-                        self.state
-                        and first not in keys
-                        and not Slotted(first).slots()
-                        and (near := nearest(first, keys))
-                    ):
+                    if self.state and first not in keys and not Slotted(first).slots() and (near := nearest(first, keys)):
                         yield f"tools[{number}].{where}.{field}: {first} is not in state: did you mean {near}?"
         for number, entry in enumerate(self.judge):
             match entry:
@@ -202,13 +195,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                         first = path_of(path)[0]
                         if first not in keys | written and not Slotted(first).slots():
                             near = nearest(first, keys | written)
-                            fix = (
-                                f": did you mean {near}?"
-                                if near
-                                else f" (it holds {', '.join(sorted(keys | written))})"
-                                if keys | written
-                                else ""
-                            )
+                            fix = f": did you mean {near}?" if near else f" (it holds {', '.join(sorted(keys | written))})" if keys | written else ""
                             yield f"judge[{number}].check.state.{path}: {first} is in no state the tools start with or set{fix}"
                 case Rule(check=Check(called=called, not_called=not_called)) if self.tools and (called or not_called):
                     name = called or not_called
@@ -269,9 +256,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 def checked(field: str, text: str, shown: Callable[[Any], str]) -> str:
                     made = fill(f"{place}.check.{field}", text, shown)
                     if text and not made and not field.startswith("with"):
-                        raise ValueError(
-                            f"{place}.check.{field}: empty once its slots are filled: give their values some text"
-                        )
+                        raise ValueError(f"{place}.check.{field}: empty once its slots are filled: give their values some text")
                     if field in PATTERNS and made != text:
                         self._filled_pattern(f"{place}.check.{field}", text, made, values)
                     return made
@@ -300,19 +285,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             cut = QUOTED
             raise ValueError(
                 f"{place}: /{slashed(text[:cut])}/ filled with {given} is /{slashed(made[:cut])}/, which {unsound}"
-                + (
-                    f": {text.replace('$', chr(92) + '$')[:cut]}"
-                    if unsound.endswith("dollar sign") and text.count("$") == 1
-                    else ""
-                )
+                + (f": {text.replace('$', chr(92) + '$')[:cut]}" if unsound.endswith("dollar sign") and text.count("$") == 1 else "")
             )
 
     def _filled(
-        self,
-        values: dict[str, Any],
-        variant: Variant | None,
-        person: Persona | None = None,
-        listed: str = "personas.yaml",
+        self, values: dict[str, Any], variant: Variant | None, person: Persona | None = None, listed: str = "personas.yaml"
     ) -> Scenario:
         """This scenario with every slot of its user, script, claims and checks filled from
         ``values`` (and every ``\\{{`` made ``{{``), as ``variant`` when it is one (``person``,
@@ -341,9 +318,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                 return text
             oversize = Prompt(text).oversize(values)
             if oversize:
-                problems.append(
-                    f"{field}: the filled {'instructions' if field == 'user' else 'text'} {oversize}{where}"
-                )
+                problems.append(f"{field}: the filled {'instructions' if field == 'user' else 'text'} {oversize}{where}")
                 return text
             # A pattern (its values written in as text) keeps a \{ before name}: its own escape for a brace.
             return slotted.filled(values, shown, "\\{" if shown is literal else "{")
@@ -396,11 +371,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if PERSONA in self.matrix:
             names = matrix.values(PERSONA, personas)
             if not names:
-                where = (
-                    f"there is no {personas.shown} beside scenarios/"
-                    if personas.absent
-                    else f"{personas.shown} lists no persona"
-                )
+                where = f"there is no {personas.shown} beside scenarios/" if personas.absent else f"{personas.shown} lists no persona"
                 raise ValueError(f"matrix.{PERSONA}: all, but {where}")
             for number, name in enumerate(names):
                 if name == "all" and personas.named(name) is None:
@@ -480,15 +451,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         own report can decide, as reports show them: not those of a tool it declares, whose calls
         its tools see themselves."""
         served = {tool.name for tool in self.tools}
-        return tuple(
-            check.text()
-            for check in self._checks
-            if (check.called or check.not_called) and (check.called or check.not_called) not in served
-        )
+        return tuple(check.text() for check in self._checks if (check.called or check.not_called) and (check.called or check.not_called) not in served)
 
     @functools.cached_property
     def _answers(self) -> Approvals:
-        """Its ``approvals:`` as an attempt's agent reads them (``asking.Approvals``), made once."""
+        """Its ``approvals:`` as an attempt's agent reads them (``pauses.Approvals``), made once."""
         decisions: dict[str, Decision] = {
             tool: "approve" if said == "approve" else "user" if said == "user" else "deny"
             for tool, said in self.approvals.items()
@@ -554,13 +521,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             raise ValueError(f"{error}{hint}") from None
 
     async def outcome(
-        self,
-        attempt: int,
-        agent: Agent,
-        user: Any,
-        judge: Judge | Absent,
-        max_turns: int,
-        review: UserReview = UserReview(),
+        self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int, review: UserReview = UserReview()
     ) -> Outcome:
         """Play one attempt: the dialogue with the agent, then the judge and the checks.
 
@@ -701,14 +662,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     moment = time.monotonic() - clock
                     agent_seconds = moment - agent_start
                     pending, asked = "", None
-                    turn = Turn(
-                        spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds
-                    )
+                    turn = Turn(spoken_text, answer, scripted, user_start, user_seconds, usage, agent_start, agent_seconds)
                     transcript = Transcript(transcript.turns + (turn,))  # ``Transcript.__add__``, in line
                     # The simulated user's model failed while it answered the agent's question or
                     # played a tool: the agent was told no, and the attempt ends as the model's.
-                    if unanswered := person.failure or (box.failure if box is not None else None):
-                        stop, result = "model_failed", _unanswered(unanswered)
+                    if failed := person.failure or (box.failure if box is not None else None):
+                        stop, result = "model_failed", _unanswered(failed)
                         break
                 mark = time.monotonic()
             closed = time.monotonic() - mark
@@ -721,6 +680,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         except AgentFailure as failure:
             stop, result = "agent_failed", Failed(Outside(failure).text(), pending)
             broken = _spent(failure.spent)
+        unanswered = person.failure or (box.failure if box is not None else None)
+        if unanswered is not None and stop in ("agent_failed", "time_limit"):
+            # The agent broke off after the model failed to answer its question or to play its
+            # tool: it was handed a failure not its own, and the attempt is the model's.
+            stop, result = "model_failed", _unanswered(unanswered)
         if asked is not None and ending is None:
             # The simulated user's request of a turn the agent did not answer: no turn holds it.
             ending = asked
@@ -792,9 +756,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     checks = self.checks(transcript)
                     return Judged(NoVerdict("judge", Outside(failure).text(), checks, service=True), failure.requests)
                 except ModelFailure as failure:
-                    return Judged(
-                        NoVerdict("judge", Outside(failure).text(), self.checks(transcript)), failure.requests
-                    )
+                    return Judged(NoVerdict("judge", Outside(failure).text(), self.checks(transcript)), failure.requests)
             case NoVerdict():
                 # The dialogue was cut short: only the checks more turns could not change count.
                 return Judged(msgspec.structs.replace(cut, checks=self.settled(transcript)))
@@ -893,3 +855,5 @@ class _Starts:
 
 
 _STARTS = _Starts()
+
+

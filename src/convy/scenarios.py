@@ -61,15 +61,7 @@ class Scenarios(msgspec.Struct, frozen=True):
         said = f"{name}/: no such folder of scenarios (one scenario per file: {name}/<id>.yaml)"
         near = Spelling(frozenset({name.upper()}))
         beside = self.folder.parent
-        meant = (
-            sorted(
-                path.name
-                for path in beside.iterdir()
-                if path.is_dir() and (near.meant(path.name) or path.name.upper() == name.upper())
-            )
-            if beside.is_dir()
-            else []
-        )
+        meant = sorted(path.name for path in beside.iterdir() if path.is_dir() and (near.meant(path.name) or path.name.upper() == name.upper())) if beside.is_dir() else []
         return said + (f"; {meant[0]}/ is not read: rename it {name}/" if meant else "")
 
     def _misnamed(self) -> list[str]:
@@ -89,9 +81,7 @@ class Scenarios(msgspec.Struct, frozen=True):
             else:
                 continue
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
-            problems.append(
-                f"{shown}: not read: a scenario file's name ends in .yaml or .yml; rename it {shown.rsplit('/', 1)[0]}/{meant}"
-            )
+            problems.append(f"{shown}: not read: a scenario file's name ends in .yaml or .yml; rename it {shown.rsplit('/', 1)[0]}/{meant}")
         return problems
 
     def _personas(self) -> Personas:
@@ -124,9 +114,7 @@ class Scenarios(msgspec.Struct, frozen=True):
         for path in sorted(self.files(), key=lambda path: path.stem.lower() != "personas"):
             shown = f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}"
             try:
-                scenario = ScenarioFile(
-                    path, shown, path.relative_to(self.folder).with_suffix("").as_posix()
-                ).scenario()
+                scenario = ScenarioFile(path, shown, path.relative_to(self.folder).with_suffix("").as_posix()).scenario()
             except ScenarioError as error:
                 problems.extend(error.problems)
                 continue
@@ -302,9 +290,7 @@ class Written(msgspec.Struct, frozen=True):
         if unsound:
             yield f"{place}: /{slashed(self._cut(pattern.text))}/ {unsound}"
 
-    def _arguments(
-        self, place: str, given: dict[Any, Any] | list[Any], names: set[str], meant: str = "the agent must pass"
-    ) -> Iterator[str]:
+    def _arguments(self, place: str, given: dict[Any, Any] | list[Any], names: set[str], meant: str = "the agent must pass") -> Iterator[str]:
         # A null written (null or ~) is a value the agent must pass, null; nothing written is a slip.
         items = given.items() if isinstance(given, dict) else enumerate(given)
         for key, value in items:
@@ -364,12 +350,10 @@ class ScenarioFile(msgspec.Struct, frozen=True):
                 raise ScenarioError((f"{self.shown}: empty: a scenario needs at least a judge and a user or a script",))
             case list() if self.path.stem.lower() == "personas":
                 folder = self.shown.split("/", 1)[0]
-                raise ScenarioError(
-                    (
-                        f"{self.shown}: read as a scenario, since it is in {folder}/: personas are read from "
-                        f"personas.yaml beside {folder}/; move it there",
-                    )
-                )
+                raise ScenarioError((
+                    f"{self.shown}: read as a scenario, since it is in {folder}/: personas are read from "
+                    f"personas.yaml beside {folder}/; move it there",
+                ))
             case _:
                 raise ScenarioError((f"{self.shown}: must be a mapping of fields (id, user, script, judge, ...)",))
         # Two fields convy sets itself, never read from a file: said, then left out of the rest.
@@ -383,9 +367,7 @@ class ScenarioFile(msgspec.Struct, frozen=True):
             written["fail_under"] = Share(written["fail_under"]).number()
         # Other text is told how to write a share, as a number out of range is.
         shares = {"fail_under: expected a number, got text": 'fail_under: expected a number, got text (0.8 or "80%")'}
-        problems.extend(
-            f"{self.shown}: {self._quoted(shares.get(line, line), data)}" for line in Layout(Scenario).problems(written)
-        )
+        problems.extend(f"{self.shown}: {self._quoted(shares.get(line, line), data)}" for line in Layout(Scenario).problems(written))
         problems.extend(f"{self.shown}: {line}" for line in Written(data, read.blanks).problems())
         problems = list(dict.fromkeys(problems))
         if problems:
@@ -401,6 +383,7 @@ class ScenarioFile(msgspec.Struct, frozen=True):
         if kept != scenario:
             raise ScenarioError((f"{self.shown}: cannot be kept in a run folder as it is written",))
         return scenario
+
 
     @staticmethod
     def _quoted(line: str, data: dict[str, Any]) -> str:
@@ -438,13 +421,7 @@ class Matching(msgspec.Struct, frozen=True):
         none, the nearest ids; for a tag no scenario has, the tags there are."""
         if not scenarios:
             return f"no scenario files in {folder} (one scenario per file: {folder}<id>.yaml)"
-        ids = sorted(
-            {
-                name
-                for scenario in scenarios
-                for name in (scenario.id, scenario.variant.of if scenario.variant else scenario.id)
-            }
-        )
+        ids = sorted({name for scenario in scenarios for name in (scenario.id, scenario.variant.of if scenario.variant else scenario.id)})
         reasons: list[str] = []
         for pattern in self.patterns:
             if not Matching((pattern,)).chosen(scenarios):
@@ -453,33 +430,22 @@ class Matching(msgspec.Struct, frozen=True):
                     asked = asked.removesuffix(suffix)
                 parts = [part.strip() for part in pattern.split(",") if part.strip()]
                 if len(parts) > 1 and all(Matching((part,)).chosen(scenarios) for part in parts):
-                    reasons.append(
-                        f"--scenarios {pattern}: no such scenario; give each apart, with spaces: --scenarios {' '.join(parts)}"
-                    )
+                    reasons.append(f"--scenarios {pattern}: no such scenario; give each apart, with spaces: --scenarios {' '.join(parts)}")
                     continue
                 near = difflib.get_close_matches(asked, ids, n=3, cutoff=0.5)
                 reasons.append(
                     f"--scenarios {pattern}: no such scenario; "
-                    + (
-                        f"nearest: {', '.join(near)}"
-                        if near
-                        else f"the ids are {', '.join(ids[:10])}{', ...' if len(ids) > 10 else ''}"
-                    )
+                    + (f"nearest: {', '.join(near)}" if near else f"the ids are {', '.join(ids[:10])}{', ...' if len(ids) > 10 else ''}")
                 )
         tags = sorted({tag for scenario in scenarios for tag in scenario.tags})
         for tag in self.tags:
             parts = [part.strip() for part in tag.split(",") if part.strip()]
             if tag not in tags and len(parts) > 1 and all(part in tags for part in parts):
-                reasons.append(
-                    f"--tag {tag}: no scenario has it; give each apart, with spaces: --tag {' '.join(parts)}"
-                )
+                reasons.append(f"--tag {tag}: no scenario has it; give each apart, with spaces: --tag {' '.join(parts)}")
             elif tag not in tags and (cased := [known for known in tags if known.casefold() == tag.strip().casefold()]):
                 reasons.append(f"--tag {tag}: no scenario has it; a tag is matched as written: --tag {cased[0]}")
             elif tag not in tags:
-                reasons.append(
-                    f"--tag {tag}: no scenario has it; "
-                    + (f"the tags are {', '.join(tags)}" if tags else "no scenario has a tag")
-                )
+                reasons.append(f"--tag {tag}: no scenario has it; " + (f"the tags are {', '.join(tags)}" if tags else "no scenario has a tag"))
         if reasons:
             return "no scenario matches: " + "; ".join(reasons)
         return f"no scenario matches both --scenarios {' '.join(self.patterns)} and --tag {' '.join(self.tags)}"
@@ -494,11 +460,7 @@ class Matching(msgspec.Struct, frozen=True):
         # A variant is chosen by its own id (given exactly: ``[`` starts a set in a glob) or by
         # what chooses the scenario it was made from, its id or its file.
         base = scenario.variant.of if scenario.variant is not None else scenario.id
-        names = (
-            scenario.id,
-            base,
-            *(f"{folder}{base}{suffix}" for folder in ("scenarios/", "") for suffix in Scenarios.SUFFIXES),
-        )
+        names = (scenario.id, base, *(f"{folder}{base}{suffix}" for folder in ("scenarios/", "") for suffix in Scenarios.SUFFIXES))
         by_pattern = not self.patterns or any(
             pattern == scenario.id
             or fnmatch.fnmatchcase(name, pattern.removeprefix("./"))

@@ -121,10 +121,8 @@ class Secrets(msgspec.Struct, frozen=True):
 
     def _cause(self, error: BaseException, depth: int) -> BaseException:
         text = str(error)
-        deeper = (
-            error.__cause__
-            if error.__cause__ is not None
-            else (None if error.__suppress_context__ else error.__context__)
+        deeper = error.__cause__ if error.__cause__ is not None else (
+            None if error.__suppress_context__ else error.__context__
         )
         safe = self._cause(deeper, depth + 1) if deeper is not None and depth < 16 else None
         if self.hidden(text) == text and safe is deeper:

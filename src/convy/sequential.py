@@ -135,9 +135,7 @@ class Track(msgspec.Struct, frozen=True):
         q_b = min(high, max(low, pooled + shift * m / (m + n)))
         return q_a, q_b
 
-    def scored(
-        self, judged: int, passed: int, most: int, prior: float, q_a: float, q_b: float
-    ) -> tuple[Track, float, float]:
+    def scored(self, judged: int, passed: int, most: int, prior: float, q_a: float, q_b: float) -> tuple[Track, float, float]:
         """The track after a block of ``judged`` candidate attempts, ``passed`` of them passing,
         with the base attempts that come with them; and the block's log e under the run's
         guesses ``(q_a, q_b)`` and under the scenario's own."""
@@ -277,9 +275,7 @@ class Watch(msgspec.Struct, frozen=True):
             tallies: dict[str, Tally] = {}
             for ask in asks:
                 track = next(one for one in watch.tracks if one.scenario == ask.scenario)
-                tallies[ask.scenario] = Tally(
-                    0 if 2 * sum(track.base) >= len(track.base) else ask.attempts, ask.attempts
-                )
+                tallies[ask.scenario] = Tally(0 if 2 * sum(track.base) >= len(track.base) else ask.attempts, ask.attempts)
             watch = watch.played(tallies)
         return verdict.attempts
 
@@ -344,9 +340,7 @@ class Watch(msgspec.Struct, frozen=True):
             if size == 0:
                 continue
             rate = (track.passed + 1) / (track.judged + 2)
-            gain = (
-                rate * (1 - rate) * (1 / max(track.judged, 1) - 1 / (track.judged + size)) if track.judged else math.inf
-            )
+            gain = rate * (1 - rate) * (1 / max(track.judged, 1) - 1 / (track.judged + size)) if track.judged else math.inf
             found.append(Ask(track.scenario, size, gain))
         found.sort(key=lambda ask: -ask.gain)
         return tuple(found if most is None else found[:most])
@@ -394,9 +388,7 @@ class Watch(msgspec.Struct, frozen=True):
         if self.log_e >= threshold:
             sign = difference if difference else self.shift()
             return Decided("worse" if sign < 0 else "better", self.e(), difference or 0.0, attempts)
-        remaining = sum(
-            max(0, self.most(track) - track.judged) for track in self.tracks if track.block(self.most(track))
-        )
+        remaining = sum(max(0, self.most(track) - track.judged) for track in self.tracks if track.block(self.most(track)))
         if remaining == 0:
             return Futile("every scenario played its plan", self.e(), difference, attempts)
         if left == 0:

@@ -72,9 +72,7 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     # for the last kind it tried ("Invalid enum value ...", which repeats the value besides).
     KINDS: ClassVar[dict[str, str]] = {
         "attempts": "must be a whole number of at least 1, or auto",
-        **dict.fromkeys(
-            ("trust", "max_not_judged", "fail_under"), 'must be a number from 0 to 1, or a percentage (0.9 or "90%")'
-        ),
+        **dict.fromkeys(("trust", "max_not_judged", "fail_under"), 'must be a number from 0 to 1, or a percentage (0.9 or "90%")'),
     }
 
     # The largest value each number may take: those of a run's spec and limits, which a run
@@ -204,9 +202,7 @@ class DotEnv(msgspec.Struct, frozen=True):
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigurationError(".env: cannot be read as UTF-8 text") from None
-        seen: dict[
-            str, tuple[str, int, str | None]
-        ] = {}  # each name set, in capitals, as first written, its line and value
+        seen: dict[str, tuple[str, int, str | None]] = {}  # each name set, in capitals, as first written, its line and value
         for binding in parse_stream(io.StringIO(text.removeprefix("\ufeff"))):
             if binding.error:
                 # Said once here: python-dotenv would log it again each time the file is read
@@ -403,9 +399,7 @@ class ProjectSettings(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"pyproject.toml: cannot be read: {error.strerror}") from None
         try:
             # A byte-order mark, which editors on Windows write first, is no part of TOML: read past it.
-            document = msgspec.toml.decode(
-                raw.removeprefix(b"\xef\xbb\xbf")
-            )  # parsed once: converted, and looked over for a misnamed table
+            document = msgspec.toml.decode(raw.removeprefix(b"\xef\xbb\xbf"))  # parsed once: converted, and looked over for a misnamed table
             table = msgspec.convert(document, Pyproject).tool.convy
             self._misplaced(document)
             return table
@@ -424,7 +418,9 @@ class RayMissing(ConfigurationError):
     """A spread run was asked for where Ray is not installed."""
 
     def __init__(self) -> None:
-        super().__init__("playing a run on several processes needs Ray, an optional extra: pip install 'convy[ray]'")
+        super().__init__(
+            "playing a run on several processes needs Ray, an optional extra: pip install 'convy[ray]'"
+        )
 
 
 class Spread(msgspec.Struct, frozen=True):
@@ -482,9 +478,7 @@ class Spread(msgspec.Struct, frozen=True):
         try:
             socket.create_connection((host, port), timeout=self.PATIENCE).close()
         except OSError as error:
-            raise ConfigurationError(
-                f"--ray {where}: no Ray cluster answers there: {error.strerror or error}"
-            ) from None
+            raise ConfigurationError(f"--ray {where}: no Ray cluster answers there: {error.strerror or error}") from None
 
     def ray(self) -> Any:
         """The ``ray`` module; ``RayMissing`` where it is not installed."""

@@ -125,9 +125,7 @@ class Stratified(msgspec.Struct, frozen=True):
                 if weight == 0.0:
                     continue
                 # One shifted, scaled copy of the law added at a time: the loops run in C.
-                combined[shift : shift + width] = map(
-                    add, combined[shift : shift + width], map(mul, law, repeat(weight))
-                )
+                combined[shift : shift + width] = map(add, combined[shift : shift + width], map(mul, law, repeat(weight)))
             start += one.support().start
             floor = max(combined) * self.floor
             first = next(index for index, value in enumerate(combined) if value > floor)
@@ -265,9 +263,7 @@ class McNemar(msgspec.Struct, frozen=True):
         so that thousands of discordant attempts neither overflow nor lose the tail."""
         n, k = self.discordant(), min(self.worse, self.better)
         half = n * math.log(0.5)
-        terms = [
-            math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + half) for i in range(k + 1)
-        ]
+        terms = [math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + half) for i in range(k + 1)]
         return math.fsum(terms), terms[-1]
 
     def p(self) -> float:

@@ -107,11 +107,8 @@ class ProjectNames(msgspec.Struct, frozen=True):
         found: list[Path] = []
         for folder, subfolders, files in os.walk(self.folder):
             subfolders[:] = sorted(
-                name
-                for name in subfolders
-                if not name.startswith(".")
-                and name not in self.PASSED
-                and not (Path(folder) / name / "pyvenv.cfg").exists()
+                name for name in subfolders
+                if not name.startswith(".") and name not in self.PASSED and not (Path(folder) / name / "pyvenv.cfg").exists()
             )
             found.extend(Path(folder) / name for name in sorted(files) if name.endswith(".py"))
             if len(found) >= self.MOST_FILES:
@@ -131,19 +128,11 @@ class EnvironmentReads(msgspec.Struct, frozen=True):
             match node:
                 case ast.Subscript(value=value, slice=ast.Constant(value=str() as name)) if self._environ(value):
                     names.add(name)
-                case ast.Call(
-                    func=ast.Attribute(value=value, attr="get" | "pop" | "setdefault"),
-                    args=[ast.Constant(value=str() as name), *_],
-                ) if self._environ(value):
+                case ast.Call(func=ast.Attribute(value=value, attr="get" | "pop" | "setdefault"), args=[ast.Constant(value=str() as name), *_]) if self._environ(value):
                     names.add(name)
-                case ast.Call(
-                    func=ast.Name(id="getenv") | ast.Attribute(attr="getenv"),
-                    args=[ast.Constant(value=str() as name), *_],
-                ):
+                case ast.Call(func=ast.Name(id="getenv") | ast.Attribute(attr="getenv"), args=[ast.Constant(value=str() as name), *_]):
                     names.add(name)
-                case ast.Compare(
-                    left=ast.Constant(value=str() as name), ops=[ast.In() | ast.NotIn()], comparators=[value]
-                ) if self._environ(value):
+                case ast.Compare(left=ast.Constant(value=str() as name), ops=[ast.In() | ast.NotIn()], comparators=[value]) if self._environ(value):
                     names.add(name)
         return names
 
@@ -214,9 +203,7 @@ class Slips(msgspec.Struct, frozen=True):
         """Each name set in ``.env`` and each set in the environment that looks like convy's, with where."""
         from_file = [(name, ".env") for name in DotEnvNames(self.folder / ".env").names()] if self.dotenv else []
         from_environment = [
-            (name, self.WHERE_ENV)
-            for name in sorted(os.environ)
-            if DotEnvNames.NAME.fullmatch(name) and self._convy_like(name)
+            (name, self.WHERE_ENV) for name in sorted(os.environ) if DotEnvNames.NAME.fullmatch(name) and self._convy_like(name)
         ]
         return from_file + from_environment
 

@@ -27,9 +27,7 @@ BRACE = "\\{"  # written before "name}" for a literal "{name}"
 # In one pass: an escaped "{{", a slot (its name captured), or any other "{{" (a stray one,
 # with what follows it up to a "}}" on the same line, or else up to a space, to show it). A "{" before a "{{" is text:
 # "{{{ name }}" is "{" and a slot.
-_TOKEN = re.compile(
-    r"\\\{\{|\\\{(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*\})|\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\{(?!\{)(?:[^{}\n]{0,40}\}\}|[^\s{]{0,20})"
-)
+_TOKEN = re.compile(r"\\\{\{|\\\{(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*\})|\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{\{(?!\{)(?:[^{}\n]{0,40}\}\}|[^\s{]{0,20})")
 
 
 class Slotted(msgspec.Struct, frozen=True):

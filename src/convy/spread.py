@@ -239,17 +239,7 @@ class Crew(msgspec.Struct, frozen=True):
 
     MOST_REPLACED: ClassVar[int] = 3  # hands replaced per hand started, before the run gives up
     EXCLUDED: ClassVar[tuple[str, ...]] = (
-        "results/",
-        ".env",
-        ".env.*",
-        ".envrc",
-        ".git/",
-        ".venv*/",
-        "__pycache__/",
-        "*.pyc",
-        ".mypy_cache/",
-        ".pytest_cache/",
-        ".ruff_cache/",
+        "results/", ".env", ".env.*", ".envrc", ".git/", ".venv*/", "__pycache__/", "*.pyc", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
     )
 
     @property
@@ -259,17 +249,11 @@ class Crew(msgspec.Struct, frozen=True):
     def budgeted(self, budget: Budget | None) -> Crew:
         return msgspec.structs.replace(self, bench=self.bench.budgeted(budget))
 
-    async def run(
-        self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()
-    ) -> Spending | None:
+    async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play every planned attempt on the hands, each recorded in ``journal`` here as its
         outcome comes back; with a budget, only until it is spent."""
         if not planned:
-            return (
-                self.bench.budget.spending(earlier, asyncio.get_running_loop().time)
-                if self.bench.budget is not None
-                else None
-            )
+            return self.bench.budget.spending(earlier, asyncio.get_running_loop().time) if self.bench.budget is not None else None
         ray = self.spread.ray()
         if not ray.is_initialized():
             self._connected(ray)
@@ -427,9 +411,7 @@ class Batches(msgspec.Struct, frozen=True):
 class _Play:
     """One play of a crew: the hands, the attempts handed out and those to hand out again."""
 
-    def __init__(
-        self, crew: Crew, ray: Any, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier
-    ) -> None:
+    def __init__(self, crew: Crew, ray: Any, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier) -> None:
         self._crew = crew
         self._ray = ray
         self._planned = planned
@@ -518,13 +500,7 @@ class _Play:
     def _started(self, number: int, count: int, cpus: float = 1.0) -> Any:
         bench = self._crew.bench
         setup = Setup(
-            self._scenarios,
-            bench.limits.shared(number, count),
-            bench.prompt,
-            bench.judging,
-            bench.user_checks,
-            number,
-            count,
+            self._scenarios, bench.limits.shared(number, count), bench.prompt, bench.judging, bench.user_checks, number, count
         )
         folder = "" if self._crew.shipped() else str(self._crew.folder)
         # One CPU's worth each where the run started Ray itself (it made as many as there are

@@ -547,3 +547,5 @@ def _succession(tally: Tally) -> float:
 # Kept in a block of its own. Of the same dialogues decided twice the attempts are paired, and the
 # test of two independent samples above (``Stratified``) ignores that: it is far too cautious when
 # most decisions agree (statistics.md, "The same dialogues judged twice").
+
+

@@ -109,9 +109,7 @@ class Kept(msgspec.Struct, frozen=True):
                 planned: Sequence[Outcome] = outcomes.chosen(kept)
             case _:
                 planned = tuple(outcomes[at] for at in kept)
-        return msgspec.structs.replace(
-            self, outcomes=planned, foreign=self.foreign + len(outcomes) - len(planned), plan=plan
-        )
+        return msgspec.structs.replace(self, outcomes=planned, foreign=self.foreign + len(outcomes) - len(planned), plan=plan)
 
     def note(self) -> str:
         """The lines left out, in words, for the terminal; empty when none was but a torn last line."""
@@ -296,13 +294,9 @@ class RunJournal(msgspec.Struct, frozen=True):
         unsaid (``Outcome.unsaid``), or in full where a dialogue is shown: what the end of a run
         and ``convy report`` sum and report from, holding no attempt."""
         path = self.folder / "attempts.jsonl"
-        return self._gathered(
-            spec, lambda read: Placed(path, array("q", (offset for offset, _ in read)), self.MAX_LINE_BYTES)
-        )
+        return self._gathered(spec, lambda read: Placed(path, array("q", (offset for offset, _ in read)), self.MAX_LINE_BYTES))
 
-    def _gathered(
-        self, spec: RunSpec | None, made: Callable[[Iterator[tuple[int, Outcome]]], Sequence[Outcome]]
-    ) -> Kept:
+    def _gathered(self, spec: RunSpec | None, made: Callable[[Iterator[tuple[int, Outcome]]], Sequence[Outcome]]) -> Kept:
         """What ``made`` makes of one walk of ``read`` (``kept``'s attempts, ``unsaid``'s places),
         with the lines it left out and the file as it was seen before."""
         seen = self._seen()
@@ -365,9 +359,7 @@ class RunJournal(msgspec.Struct, frozen=True):
         except (TypeError, ValueError) as error:
             raise ConfigurationError(f"run {spec.id} cannot be kept: {error}") from None
         if spec.id != self.folder.name:  # read back, run.json must name its own folder
-            raise ConfigurationError(
-                f"run {spec.id} cannot be kept in {self.folder}: a run's folder is named by its id"
-            )
+            raise ConfigurationError(f"run {spec.id} cannot be kept in {self.folder}: a run's folder is named by its id")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:

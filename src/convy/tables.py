@@ -146,9 +146,7 @@ class Usages(msgspec.Struct, frozen=True):
                             pass
                 case NoUsage():
                     pass
-        return UsageTotals(
-            len(self.usages), reported, tokens_in, tokens_out, cached, reasoning, priced, amount, frozenset(sources)
-        )
+        return UsageTotals(len(self.usages), reported, tokens_in, tokens_out, cached, reasoning, priced, amount, frozenset(sources))
 
 
 class VariantColumns(msgspec.Struct, frozen=True):
@@ -320,15 +318,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
             calls = 0
             for step_number, step in enumerate(answer.steps, start=1):
                 match step:
-                    case Call(
-                        name=name,
-                        arguments=arguments,
-                        result=result,
-                        seconds=seconds,
-                        error=error,
-                        source=source,
-                        approval=approval,
-                    ):
+                    case Call(name=name, arguments=arguments, result=result, seconds=seconds, error=error, source=source, approval=approval):
                         calls += 1
                         rows.append(
                             ToolCallsRow(
@@ -374,7 +364,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
                         options=EXACT_JSON.encode(list(step.options)).decode() if step.options else None,
                         tool=step.tool or None,
                         arguments=EXACT_JSON.encode(step.arguments).decode() if step.tool else None,
-                        answer=step.answer,
+                        answer=step.answer or None,
                         by=step.by,
                         start=step.start,
                         seconds=step.seconds,
@@ -389,9 +379,7 @@ class AttemptRows(msgspec.Struct, frozen=True):
         request of each turn it spoke and the one that ended the dialogue, and the judge's requests."""
         rows: list[ModelRequestsRow] = []
         turns = self.attempt.outcome.transcript.turns
-        asked = [
-            (number, turn, usage) for number, turn in enumerate(turns, start=1) for usage in turn.answer.requests()
-        ]
+        asked = [(number, turn, usage) for number, turn in enumerate(turns, start=1) for usage in turn.answer.requests()]
         for request, (number, turn, usage) in enumerate(asked, start=1):
             # A turn of several requests has its time as a whole, none of them its own.
             seconds = turn.agent_seconds if len(turn.answer.requests()) == 1 else None
@@ -597,10 +585,7 @@ class RunRows(msgspec.Struct, frozen=True, dict=True):
             statuses = [attempt.status() for attempt in attempts]
             tally = Tally(statuses.count("passed"), statuses.count("passed") + statuses.count("failed"))
             interval = Wilson(tally).interval()
-            every = sum(
-                (Usages(AttemptRows(spec.agent, spec.id, one).every_usage()).totals() for one in attempts),
-                UsageTotals(),
-            )
+            every = sum((Usages(AttemptRows(spec.agent, spec.id, one).every_usage()).totals() for one in attempts), UsageTotals())
             found = known.get(scenario)
             rows.append(
                 ScenariosRow(

@@ -170,9 +170,7 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
         if not names:
             return f"{self.name} takes no arguments (its parameters declare none)"
         near = nearest(name, names)
-        return f"not an argument of {self.name}" + (
-            f": did you mean {near}?" if near else f" (it takes {', '.join(sorted(names))})"
-        )
+        return f"not an argument of {self.name}" + (f": did you mean {near}?" if near else f" (it takes {', '.join(sorted(names))})")
 
     def arguments(self) -> frozenset[str]:
         """The names of the arguments its parameters declare."""
@@ -182,10 +180,7 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
     def function(self) -> dict[str, Any]:
         """The tool as the Chat Completions API's ``tools`` list holds it."""
         parameters = self.parameters or {"type": "object", "properties": {}}
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": parameters},
-        }
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": parameters}}
 
     def unfit(self, arguments: Mapping[str, Any], whole: bool = True) -> str:
         """What is wrong with ``arguments`` for this tool's parameters, or "": an argument it does
@@ -197,9 +192,7 @@ class Tool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_default
                 return f"{self.name} requires {name}"
         for name, value in arguments.items():
             if name not in properties:
-                return f"{self.name} takes no argument {name}" + (
-                    f" (it takes {', '.join(sorted(properties))})" if properties else ""
-                )
+                return f"{self.name} takes no argument {name}" + (f" (it takes {', '.join(sorted(properties))})" if properties else "")
             declared = properties[name]
             kind = declared.get("type")
             kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
@@ -300,42 +293,24 @@ class Toolbox:
         if tool is None:
             near = nearest(name, self.tools)
             declared = f"did you mean {near}?" if near else f"it declares {', '.join(sorted(self.tools)) or 'none'}"
-            return self._kept(
-                Call(name, given, error=f"the scenario declares no tool {name}: {declared}", source="unknown"), start
-            )
+            return self._kept(Call(name, given, error=f"the scenario declares no tool {name}: {declared}", source="unknown"), start)
         if unfit := tool.unfit(given):
-            return self._kept(
-                Call(name, given, error=f"arguments do not fit {name}'s parameters: {unfit}", source="invalid"), start
-            )
+            return self._kept(Call(name, given, error=f"arguments do not fit {name}'s parameters: {unfit}", source="invalid"), start)
         fixture, source = tool.answer(given)
         if source == "simulated":
             return await self._simulated(tool, given, start)
         if fixture is None:
-            return self._kept(
-                Call(
-                    name,
-                    given,
-                    error=f"the scenario declares no answer of {name} for these arguments",
-                    source="unanswered",
-                ),
-                start,
-            )
+            return self._kept(Call(name, given, error=f"the scenario declares no answer of {name} for these arguments", source="unanswered"), start)
         if fixture.delay:
             try:
                 await asyncio.sleep(fixture.delay)
             except asyncio.CancelledError:  # the agent's turn or the attempt ended meanwhile: kept, then cut off
-                self._kept(
-                    Call(name, given, error=f"cut off: the call's answer was held {fixture.delay:g} s", source=source),
-                    start,
-                )
+                self._kept(Call(name, given, error=f"cut off: the call's answer was held {fixture.delay:g} s", source=source), start)
                 raise
         changes = [(_path(path, given), value) for path, value in fixture.set.items()]
         for keys, _ in changes:
             if problem := _settable(self.state, keys):
-                return self._kept(
-                    Call(name, given, error=f"the answer's set: cannot set {'.'.join(keys)}: {problem}", source=source),
-                    start,
-                )
+                return self._kept(Call(name, given, error=f"the answer's set: cannot set {'.'.join(keys)}: {problem}", source=source), start)
         for keys, value in changes:
             _put(self.state, keys, copy.deepcopy(_filled(value, given)))
         if fixture.error:
@@ -343,9 +318,7 @@ class Toolbox:
         if fixture.read:
             found = _got(self.state, _path(fixture.read, given))
             if found is _MISSING:
-                return self._kept(
-                    Call(name, given, error=f"nothing at {'.'.join(_path(fixture.read, given))}", source=source), start
-                )
+                return self._kept(Call(name, given, error=f"nothing at {'.'.join(_path(fixture.read, given))}", source=source), start)
             return self._kept(Call(name, given, Reported(copy.deepcopy(found)), source=source), start)
         return self._kept(Call(name, given, Reported(_filled(fixture.result, given)), source=source), start)
 
@@ -390,9 +363,7 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
     scenario ``declared`` that its tools never saw marked so (``source`` "claimed"): no check
     counts it."""
     steps = list(answer.steps)
-    claimed = [
-        number for number, step in enumerate(steps) if type(step) is Call and not step.source and step.name in declared
-    ]
+    claimed = [number for number, step in enumerate(steps) if type(step) is Call and not step.source and step.name in declared]
     if not served and not claimed:
         return answer
     left: list[Call] = []
@@ -402,18 +373,16 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
             (
                 number
                 for number, step in enumerate(steps)
-                if number not in used
-                and type(step) is Call
-                and not step.source
-                and step.name == call.name
-                and same(step.arguments, call.arguments)
+                if number not in used and type(step) is Call and not step.source and step.name == call.name and same(step.arguments, call.arguments)
             ),
             None,
         )
         if place is None:
             left.append(call)
         else:
-            steps[place] = call
+            reported = steps[place]
+            approval = reported.approval if type(reported) is Call else ""  # the answer to its pause, as the agent's adapter marked it
+            steps[place] = msgspec.structs.replace(call, approval=approval)
             used.add(place)
     for number in claimed:
         if number not in used:
@@ -431,9 +400,7 @@ def toolbox() -> Toolbox:
     declares no tools."""
     box = TOOLS.get()
     if box is None:
-        raise LookupError(
-            "no scenario tools here: toolbox() is for an agent's code while an attempt of a scenario with tools: plays"
-        )
+        raise LookupError("no scenario tools here: toolbox() is for an agent's code while an attempt of a scenario with tools: plays")
     return box
 
 
@@ -570,7 +537,7 @@ def same(one: Any, other: Any) -> bool:
             return one.keys() == other.keys() and all(same(one[key], other[key]) for key in one)
         case list(), list():
             return len(one) == len(other) and all(same(a, b) for a, b in zip(one, other, strict=True))
-        case ((int() | float()), (int() | float())):
+        case (int() | float()), (int() | float()):
             return one == other
         case _:
             return type(one) is type(other) and one == other

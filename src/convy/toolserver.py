@@ -72,9 +72,7 @@ async def served(box: Toolbox) -> ToolServer:
     async def listed(context: Any, params: Any) -> Any:
         return types.ListToolsResult(
             tools=[
-                types.Tool(
-                    name=tool.name, description=tool.description, input_schema=tool.function()["function"]["parameters"]
-                )
+                types.Tool(name=tool.name, description=tool.description, input_schema=tool.function()["function"]["parameters"])
                 for tool in box.tools.values()
             ]
         )
@@ -86,9 +84,7 @@ async def served(box: Toolbox) -> ToolServer:
         value = call.result.value if isinstance(call.result, Reported) else None
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         structured = value if isinstance(value, dict) else None
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=False
-        )
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=False)
 
     _quiet()
     server = Server(_NAME, on_list_tools=listed, on_call_tool=called)

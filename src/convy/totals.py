@@ -37,9 +37,7 @@ class Totals(msgspec.Struct, frozen=True):
         agent, user, judge = counted.total()
         every = agent + user + judge
         return cls(
-            rate=None
-            if interval is None
-            else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
+            rate=None if interval is None else IntervalView(estimate=interval.estimate, low=interval.low, high=interval.high),
             passed=sum(tally.passed for tally in judged),
             judged=sum(tally.judged for tally in judged),
             attempts=counted.kept(),

@@ -247,12 +247,7 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         record is as much what happened as a message), which a judge reads (``text``)."""
         replace = msgspec.structs.replace
         return Transcript(
-            tuple(
-                [
-                    replace(turn, answer=Answer(turn.answer.text, turn.answer.usage, _served(turn.answer.steps)))
-                    for turn in self.turns
-                ]
-            )
+            tuple([replace(turn, answer=Answer(turn.answer.text, turn.answer.usage, _served(turn.answer.steps))) for turn in self.turns])
         )
 
     def fingerprint(self) -> str:

@@ -470,8 +470,7 @@ class UserReview(msgspec.Struct, frozen=True):
     ) -> tuple[UserFault | None, Usage | NoUsage]:
         turns = transcript.turns
         dialogue = "\n\n".join(
-            f"Turn {number}\nUSER: {turn.message}\nAGENT: {turn.answer.text}"
-            for number, turn in enumerate(turns, start=1)
+            f"Turn {number}\nUSER: {turn.message}\nAGENT: {turn.answer.text}" for number, turn in enumerate(turns, start=1)
         )
         given = f"The instructions USER was given:\n\n{told}\n\n" if check == "unsupported" else ""
         ask = (
@@ -490,9 +489,7 @@ class UserReview(msgspec.Struct, frozen=True):
                 raise msgspec.DecodeError("no JSON object")
             found = msgspec.json.decode(reply.text[start : end + 1], type=_Found)
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
-            raise ModelFailure(
-                f"the model {model.name} answered the check {check} in the wrong shape: {error}", (reply.usage,)
-            ) from error
+            raise ModelFailure(f"the model {model.name} answered the check {check} in the wrong shape: {error}", (reply.usage,)) from error
         if not found.fault:
             return None, reply.usage
         if check == "stopped_on_question":
@@ -500,9 +497,7 @@ class UserReview(msgspec.Struct, frozen=True):
         elif 1 <= found.turn <= len(turns):
             turn = found.turn
         else:
-            raise ModelFailure(
-                f"the model {model.name} named turn {found.turn} of a dialogue of {len(turns)}", (reply.usage,)
-            )
+            raise ModelFailure(f"the model {model.name} named turn {found.turn} of a dialogue of {len(turns)}", (reply.usage,))
         quote = Quoted(found.quote).text() if found.quote.strip() else ""
         reason = Quoted(found.reason, marks=False).text() if found.reason.strip() else ""
         return UserFault(check, turn, " — ".join(part for part in (quote, reason) if part), "model"), reply.usage

@@ -120,14 +120,10 @@ class Personas(msgspec.Struct, frozen=True):
                 pass
             case dict() if data and all(isinstance(values, dict) for values in data.values()):
                 first = next(iter(data))
-                return cls(
-                    (),
-                    shown,
-                    (
-                        f"{shown}: must be a list of personas, each a mapping with a name, not a mapping of names: "
-                        f"write each as - name: {first} with its values below it",
-                    ),
-                )
+                return cls((), shown, (
+                    f"{shown}: must be a list of personas, each a mapping with a name, not a mapping of names: "
+                    f"write each as - name: {first} with its values below it",
+                ))
             case _:
                 return cls((), shown, (f"{shown}: must be a list of personas, each a mapping with a name",))
         people: list[Persona] = []

@@ -163,9 +163,7 @@ class ScenarioView(View, frozen=True):
     variant: dict[str, str] = {}  # a matrix variant's values, as its id writes them; {} for a scenario without a matrix
     variant_of: str = ""  # the scenario it was made from
     causes: dict[str, int] = {}  # its attempts that did not pass, by cause (only the causes it has)
-    adaptive: str = (
-        ""  # in a run of --attempts auto: why it got the attempts it got ("narrow enough: width 0.18 ≤ 0.2")
-    )
+    adaptive: str = ""  # in a run of --attempts auto: why it got the attempts it got ("narrow enough: width 0.18 ≤ 0.2")
 
 
 class VariantValueView(View, frozen=True):
@@ -229,9 +227,7 @@ class HeaderView(View, frozen=True):
     budget: str = ""  # what a finished run spent of the budget it was given (spent.Allowance), when one was set
     reached: str = ""  # a finished run that reached or crossed its budget all the same, in words (spent.Stop.reached)
     adaptive: str = ""  # the rule that spent its attempts (adaptive.Adaptive.said), for a run of --attempts auto
-    against: str = (
-        ""  # for a run played against a base (--against): the comparison's verdict in words (adaptive.Course.said)
-    )
+    against: str = ""  # for a run played against a base (--against): the comparison's verdict in words (adaptive.Course.said)
     against_run: str = ""  # and that base, as agent/run
     verdict: str = ""  # the run against its pass rule in words (passing.RunVerdict.verdict): the exit code's
     tested: bool = True  # whether an attempt was judged: a run that judged none tested nothing
@@ -296,8 +292,6 @@ class AgreementView(View, frozen=True):
     claims: list[AgreementRow]
     disagreements: list[Disagreement]
     more: int
-
-
 class DecisionLink(View, frozen=True):
     """One decision the judging section points at, opened in the scenario window by its attempt:
     ``held`` of ``votes`` said it held (0 of 0 when it had no votes), what was decided, and

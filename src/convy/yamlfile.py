@@ -213,11 +213,7 @@ class YamlFile(msgspec.Struct, frozen=True):
             written = lines[mark.line] if mark and mark.line < len(lines) else ""
             # A {{ slot }} unquoted inside a mapping or list written on one line ({...}, [...])
             # breaks YAML's own braces: the fix is the quotes, which the parser cannot say.
-            hint = (
-                '; a {{ slot }} inside {...} or [...] on one line must be in quotes: "{{ code }}"'
-                if "{{" in written
-                else ""
-            )
+            hint = '; a {{ slot }} inside {...} or [...] on one line must be in quotes: "{{ code }}"' if "{{" in written else ""
             raise ConfigurationError(f"{self.shown}: {where}{error.problem or error}{hint}") from None
         except yaml.YAMLError as error:
             raise ConfigurationError(f"{self.shown}: not valid YAML: {error}") from None
@@ -248,9 +244,7 @@ class YamlFile(msgspec.Struct, frozen=True):
                     keys.add(name)
                     self._checked(value, f"{path}.{name}" if path else name, seen, blanks)
             case yaml.SequenceNode() | yaml.MappingNode() if kind in self.KINDS:
-                raise self._problem(
-                    node, path, f"the tag {self._tag(node)} does not fit {self.KINDS[self._kind_of(node)]}"
-                )
+                raise self._problem(node, path, f"the tag {self._tag(node)} does not fit {self.KINDS[self._kind_of(node)]}")
             case _:
                 raise self._problem(node, path, f"the tag {self._tag(node)} is not allowed: write plain YAML")
 
@@ -286,15 +280,9 @@ class YamlFile(msgspec.Struct, frozen=True):
                 return text
             case _ if kind == "merge":
                 raise self._problem(key, path, "merge keys (<<) are not supported: write the fields out")
-            case yaml.MappingNode(value=[(yaml.ScalarNode(value=name), yaml.ScalarNode(tag=tag))]) if tag.endswith(
-                ":null"
-            ):
+            case yaml.MappingNode(value=[(yaml.ScalarNode(value=name), yaml.ScalarNode(tag=tag))]) if tag.endswith(":null"):
                 # {{ name }} unquoted: YAML reads a mapping of a mapping, the slot lost.
-                raise self._problem(
-                    key,
-                    path,
-                    f'{{{{ {name} }}}} without quotes is read by YAML as a mapping, not text: write it in quotes, "{{{{ {name} }}}}"',
-                )
+                raise self._problem(key, path, f'{{{{ {name} }}}} without quotes is read by YAML as a mapping, not text: write it in quotes, "{{{{ {name} }}}}"')
             case _:
                 got = self.KINDS.get(kind, f"the tag {self._tag(key)}")
                 raise self._problem(key, path, f"expected text as a key, got {got}")
@@ -317,9 +305,7 @@ class YamlFile(msgspec.Struct, frozen=True):
 
     def _unreadable(self, text: str, error: yaml.reader.ReaderError) -> ConfigurationError:
         line = text[: error.position].count("\n") + 1
-        return ConfigurationError(
-            f"{self.shown}: line {line}: the character U+{error.character:04X} is not allowed in YAML"
-        )
+        return ConfigurationError(f"{self.shown}: line {line}: the character U+{error.character:04X} is not allowed in YAML")
 
     def _said(self, mark: Any, path: str, what: str) -> ConfigurationError:
         if path:

@@ -40,7 +40,7 @@ EXPECTED = {
     "docs/python.md": 1,
     "docs/services.md": 1,
     "docs/tables.md": 4,
-    "docs/tools.md": 1,
+    "docs/tools.md": 2,
 }
 GUIDES = tuple(EXPECTED)
 FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)

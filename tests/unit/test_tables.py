@@ -19,7 +19,7 @@ import pandas
 import polars
 import pytest
 
-from convy.agent import Answer, Call, Cost, NoUsage, Reported, Thought, Usage
+from convy.agent import Answer, Asked, Call, Cost, NoUsage, Reported, Thought, Usage
 from convy.bench import Bench
 from convy.checks import Check, Rule
 from convy.fakes import Echo, FakeAgent, FakeJudge, FakeModel
@@ -66,7 +66,13 @@ def shop(text: str) -> Answer:
     if text == "Bye":
         return Answer('Bye, "friend"', Usage(7, 2))
     if "nonsense" in text:
-        return Answer("Gibberish", Usage(5, 1, cost=Cost(Decimal("0.0012"), "provider")))
+        # The pauses, as an attempt keeps them: one the simulated user answered (its request
+        # counted with the user's), and a question nobody answered.
+        pauses = (
+            Asked("May I refund A1?", "approve", "user", ("approve", "deny"), "refund", {"order": "A1"}, 1.5, 0.25, Usage(30, 2)),
+            Asked("Anything else?", "", "nobody", start=1.75),
+        )
+        return Answer("Gibberish", Usage(5, 1, cost=Cost(Decimal("0.0012"), "provider")), pauses)
     return Answer(
         "Refunded, 10 €.\nAnything else?",
         Usage(50, 12, cached=4, reasoning=2, cost=Cost(Decimal("0.0012"), "provider")),
@@ -186,8 +192,10 @@ def test_row_counts_match_the_runs(runs: tuple[Read, ...], tables: dict[str, Tab
         + sum(1 for turn in turns if not turn.scripted)
         + sum(len(outcome.user_ending) for outcome in outcomes)
         + sum(len(outcome.judge_requests) for outcome in outcomes)
+        + sum(1 for turn in turns for step in turn.answer.steps if type(step) is Asked and step.usage is not None)  # the user's model inside a turn
     )
     assert len(tables["model_requests"].rows) == requests
+    assert len(tables["pauses"].rows) == sum(1 for turn in turns for step in turn.answer.steps if type(step) is Asked) == 2 * 2
     claims = 0
     for outcome in outcomes:
         match outcome.result:

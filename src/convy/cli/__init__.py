@@ -116,11 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             outputs.refused()
-            inside = Whereabouts(
-                project,
-                parsed.command,
-                parsed.project / parsed.folder if parsed.command == "init" and parsed.ci is None else None,
-            ).above()
+            inside = Whereabouts(project, parsed.command, parsed.project / parsed.folder if parsed.command == "init" and parsed.ci is None else None).above()
             if inside is not None:  # started in a folder of the project, scenarios/ say: said with the way there
                 there = shlex.quote(os.path.relpath(inside, here))
                 words = list(sys.argv[1:] if argv is None else argv)
@@ -163,13 +159,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     code = (DryRun(command) if parsed.dry_run else command).run(shown, errors)
                 case "report":
-                    code = ReportCommand(project, tuple(parsed.runs), outputs, parsed.live, parsed.parent).run(
-                        shown, errors
-                    )
+                    code = ReportCommand(project, tuple(parsed.runs), outputs, parsed.live, parsed.parent).run(shown, errors)
                 case "compare":
-                    code = CompareCommand(
-                        project, parsed.base, parsed.candidate, parsed.fail_on_regression, outputs
-                    ).run(shown, errors)
+                    code = CompareCommand(project, parsed.base, parsed.candidate, parsed.fail_on_regression, outputs).run(shown, errors)
                 case "labels":
                     # The file is where the user is, not in the project convy moved to.
                     file = here / parsed.file if parsed.labels == "add" else None

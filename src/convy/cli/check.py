@@ -96,12 +96,8 @@ class DryRun(msgspec.Struct, frozen=True):
         if names and len(passed_over) == len(names):
             untested = f"nothing would be tested: every agent is absent ({'; '.join(line[2:] for line in passed_over)})"
         elif (
-            names
-            and specs
-            and not unloaded
-            and not broken
-            and len(specs) + len(passed_over) == len(names)
-            and not any(spec.scenarios for spec in specs)
+            names and specs and not unloaded and not broken
+            and len(specs) + len(passed_over) == len(names) and not any(spec.scenarios for spec in specs)
         ):  # a broken scenario file is a problem already, and would be tested once mended
             skipped: dict[str, dict[str, None]] = {}
             for one in (one for spec in specs for one in spec.skipped):
@@ -119,22 +115,18 @@ class DryRun(msgspec.Struct, frozen=True):
                 errors.line(f"convy: {problem}")
             errors.line(f"{len(said)} problem{'s' if len(said) != 1 else ''}: nothing was sent, nothing written")
             return 7 if problems == [untested] else 2
-        sources = (
-            sourced.sources
-            | {
-                name: option
-                for name, option, given in (
-                    ("attempts", "-k", self.command.attempts),
-                    ("trust", "--trust", self.command.trust),
-                    ("max_not_judged", "--max-not-judged", self.command.max_not_judged),
-                    ("judge_repeats", "--judge-repeats", self.command.judge_repeats),
-                    ("fail_under", "--fail-under", self.command.fail_under),
-                    ("fail_on_skip", "--fail-on-skip", self.command.fail_on_skip),
-                )
-                if given is not None
-            }
-            | self.command.budget.given()
-        )
+        sources = sourced.sources | {
+            name: option
+            for name, option, given in (
+                ("attempts", "-k", self.command.attempts),
+                ("trust", "--trust", self.command.trust),
+                ("max_not_judged", "--max-not-judged", self.command.max_not_judged),
+                ("judge_repeats", "--judge-repeats", self.command.judge_repeats),
+                ("fail_under", "--fail-under", self.command.fail_under),
+                ("fail_on_skip", "--fail-on-skip", self.command.fail_on_skip),
+            )
+            if given is not None
+        } | self.command.budget.given()
         sources |= {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
         unread = () if self.command.agents else project.unread()  # a parked agent file stops nothing: said
         planned = self._planned(specs, passed_over, base, settings.budget())
@@ -181,11 +173,7 @@ class DryRun(msgspec.Struct, frozen=True):
             if not values[name]:
                 shown[name] = "0 (no limit)"
         # Where places with no cap start, as a run starts them: the same for every participant.
-        grown = (
-            (f"  (no cap: places start at {settings.starting(uncapped[0])} and grow while the service keeps up)",)
-            if uncapped
-            else ()
-        )
+        grown = (f"  (no cap: places start at {settings.starting(uncapped[0])} and grow while the service keeps up)",) if uncapped else ()
         return (
             "settings in force:",
             *(f"  {name:<{width}}  {shown[name]:<12}  {sources.get(name, 'default')}" for name in values),
@@ -202,9 +190,7 @@ class DryRun(msgspec.Struct, frozen=True):
         plan = AgainstPlan(spec).plan()
         return spec.attempts if plan is None else max(plan.bounds, default=spec.attempts)
 
-    def _planned(
-        self, specs: list[RunSpec], passed_over: list[str], base: Read | None = None, budget: Budget | None = None
-    ) -> tuple[str, ...]:
+    def _planned(self, specs: list[RunSpec], passed_over: list[str], base: Read | None = None, budget: Budget | None = None) -> tuple[str, ...]:
         lines: list[str] = []
         for spec in specs:
             planned = self._most(spec)
@@ -219,21 +205,14 @@ class DryRun(msgspec.Struct, frozen=True):
                     f"({spec.adaptive.said(spec.attempts)})"
                 )
             against = AgainstPlan(spec)  # what a run against a base may play and spend, as it says before playing
-            lines.extend(
-                f"  {line}" for line in (*against.lines(), *(against.spend(base, budget) if base is not None else ()))
-            )
+            lines.extend(f"  {line}" for line in (*against.lines(), *(against.spend(base, budget) if base is not None else ())))
             lines.extend(Variants(spec.scenarios).lines("  "))
             judging, judges = spec.judging, spec.models.judges()
             if judges and (len(judges) > 1 or not judging.direct()):
                 asked = f"{judging.repeats} time{'s' if judging.repeats != 1 else ''}"
-                who = (
-                    f"its judge ({judges[0]})"
-                    if len(judges) == 1
-                    else f"each of its {len(judges)} judges ({', '.join(judges)})"
-                )
+                who = f"its judge ({judges[0]})" if len(judges) == 1 else f"each of its {len(judges)} judges ({', '.join(judges)})"
                 kept = (
-                    "flagged when it is not a few of the agent's own words"
-                    if judging.evidence == "flag"
+                    "flagged when it is not a few of the agent's own words" if judging.evidence == "flag"
                     else "required (a few of the agent's own words): a decision without it is not trusted"
                 )
                 lines.append(f"  each claim asked {asked} of {who}, decided by {judging.panel}; evidence {kept}")
@@ -244,7 +223,7 @@ class DryRun(msgspec.Struct, frozen=True):
         auto = any(spec.adaptive is not None for spec in specs)
         upto = "up to " if auto else ""
         if len(shapes) == 1:
-            ((scenarios, attempts),) = shapes
+            (scenarios, attempts), = shapes
             lines.append(
                 f"would run {len(specs)} agent{'s' if len(specs) != 1 else ''} × {scenarios} scenario{'s' if scenarios != 1 else ''} × "
                 f"{upto}{attempts} attempt{'s' if attempts != 1 else ''}{', auto' if auto else ''} = {upto}{total} "
@@ -273,7 +252,5 @@ class Variants(msgspec.Struct, frozen=True):
                 for key, value in variant.values.items():
                     keys.setdefault(key, set()).add(Value(value).text())
             said = " × ".join(f"{len(values)} {key}" for key, values in keys.items())
-            lines.append(
-                Inert(f"{indent}{base}: {len(variants)} variant{'s' if len(variants) != 1 else ''} ({said})").line()
-            )
+            lines.append(Inert(f"{indent}{base}: {len(variants)} variant{'s' if len(variants) != 1 else ''} ({said})").line())
         return tuple(lines)

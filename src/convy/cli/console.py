@@ -151,9 +151,7 @@ class Shown:
                 written = self._write(self._descriptor, piece)
             except BlockingIOError:  # a descriptor someone else made non-blocking: the same as not ready
                 return False
-            except (
-                OSError
-            ):  # the reader has gone (a closed pipe), or the stream broke (a full disk, a hung-up terminal)
+            except OSError:  # the reader has gone (a closed pipe), or the stream broke (a full disk, a hung-up terminal)
                 self._gone()
                 return False
             self._waiting[0] = piece[written:]
@@ -255,10 +253,7 @@ class AttemptWords(msgspec.Struct, frozen=True):
                 if doubtful and doubtful[0].doubt == "unseen":
                     return f"{when} · not judged: {doubtful[0].claim}: {doubtful[0].reason}"
                 if doubtful:
-                    why = {
-                        "split": " (the judge split)",
-                        "unquoted": " (no quote of a few of the agent's own words)",
-                    }.get(doubtful[0].doubt, "")
+                    why = {"split": " (the judge split)", "unquoted": " (no quote of a few of the agent's own words)"}.get(doubtful[0].doubt, "")
                     return f"{when} · not trusted{why}: {cut(doubtful[0].claim)}"
                 return f"{when} · {len(claims)} claim{'s' if len(claims) != 1 else ''} held"
 
@@ -314,15 +309,11 @@ class JudgingSaid(msgspec.Struct, frozen=True):
             said: list[str] = []
             if row.ambiguous:
                 agreement = "" if row.agreement is None else f", self-agreement {row.agreement:.0%}"
-                said.append(
-                    f"ambiguous claim, rewrite it ({row.dissents} of {row.decisions} decisions divided{agreement})"
-                )
+                said.append(f"ambiguous claim, rewrite it ({row.dissents} of {row.decisions} decisions divided{agreement})")
             if row.disagree:
                 said.append("the judges disagree on it")
             if row.unquoted:
-                said.append(
-                    f"{row.unquoted} of {row.decisions} decisions quote no few of the agent's own words (a quote not in the dialogue, too short, a piece of a word, or the user's)"
-                )
+                said.append(f"{row.unquoted} of {row.decisions} decisions quote no few of the agent's own words (a quote not in the dialogue, too short, a piece of a word, or the user's)")
             lines.append(f"judging: {Inert(row.scenario).line()} · {Inert(row.claim).line()}: {'; '.join(said)}")
         if len(flagged) > self.MOST:
             lines.append(f"judging: and {len(flagged) - self.MOST} more claims flagged (see the report)")

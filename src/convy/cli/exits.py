@@ -71,8 +71,7 @@ class Ruled(msgspec.Struct, frozen=True):
             lines.append(f"{agent}: passed the pass rule{self.partial}: {held}")
             if accepted:
                 named = ", ".join(
-                    f"{Inert(one).line()} ({verdict.tallies[one].passed} of {verdict.tallies[one].judged})"
-                    for one in accepted[: self.MOST]
+                    f"{Inert(one).line()} ({verdict.tallies[one].passed} of {verdict.tallies[one].judged})" for one in accepted[: self.MOST]
                 )
                 more = f" and {len(accepted) - self.MOST} more" if len(accepted) > self.MOST else ""
                 lines.append(f"  accepted short of every attempt, as the project's fail_under allows: {named}{more}")

@@ -23,11 +23,7 @@ class InitCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown) -> int:
         # The template's agents and scenarios added beside a project's own would be played with
         # them at the next run: a folder that holds a project already is refused.
-        held = [
-            name
-            for name in ("agents", "scenarios")
-            if (self.folder / name).is_dir() and any((self.folder / name).iterdir())
-        ]
+        held = [name for name in ("agents", "scenarios") if (self.folder / name).is_dir() and any((self.folder / name).iterdir())]
         if held:
             raise ConfigurationError(
                 f"{self.folder}: a project already ({' and '.join(f'{name}/' for name in held)} hold files): convy init makes "

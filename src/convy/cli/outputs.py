@@ -78,9 +78,7 @@ class Outputs(msgspec.Struct, frozen=True):
             except OSError:  # a name the file system cannot take: said when the file is written
                 continue
             if folder or not path.name:
-                raise ConfigurationError(
-                    f"{option} {shown}: a folder; name a file in it: {option} {Path(shown, examples[option])}"
-                )
+                raise ConfigurationError(f"{option} {shown}: a folder; name a file in it: {option} {Path(shown, examples[option])}")
             above = next((parent for parent in path.parents if parent.exists()), None)
             if above is not None and not above.is_dir():
                 raise ConfigurationError(f"{option} {shown}: {above.name} is a file, not a folder")
@@ -102,13 +100,7 @@ class Outputs(msgspec.Struct, frozen=True):
             shown.line(f"summary: {self.summary}")
 
     def played(
-        self,
-        project: Project,
-        runs: tuple[str, ...],
-        code: int,
-        shown: Shown,
-        errors: Shown,
-        absent: Absence = Absence(),
+        self, project: Project, runs: tuple[str, ...], code: int, shown: Shown, errors: Shown, absent: Absence = Absence()
     ) -> int:
         """After ``convy run`` or ``convy resume``: write each file asked for of the ``runs`` played,
         which ended with ``code``, and of the agents ``absent``; the command's code then (1 more

@@ -34,24 +34,9 @@ class Budgeted(msgspec.Struct, frozen=True):
     max_minutes: float | None = None
 
     OPTIONS: ClassVar[tuple[tuple[str, str, Any, str], ...]] = (
-        (
-            "max_cost",
-            "USD",
-            float,
-            "stop starting attempts once the run has cost this much, in US dollars (default: max_cost, else none)",
-        ),
-        (
-            "max_tokens",
-            "N",
-            int,
-            "stop starting attempts once the run has taken this many tokens (default: max_tokens, else none)",
-        ),
-        (
-            "max_minutes",
-            "M",
-            float,
-            "stop starting attempts after this many minutes of this command's play (default: max_minutes, else none)",
-        ),
+        ("max_cost", "USD", float, "stop starting attempts once the run has cost this much, in US dollars (default: max_cost, else none)"),
+        ("max_tokens", "N", int, "stop starting attempts once the run has taken this many tokens (default: max_tokens, else none)"),
+        ("max_minutes", "M", float, "stop starting attempts after this many minutes of this command's play (default: max_minutes, else none)"),
     )
 
     def over(self, settings: Settings, changes: dict[str, Any] | None = None) -> Settings:
@@ -68,9 +53,7 @@ class Budgeted(msgspec.Struct, frozen=True):
 
     def given(self) -> dict[str, str]:
         """The options given, by the setting each is over."""
-        return {
-            name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None
-        }
+        return {name: "--" + name.replace("_", "-") for name in self.__struct_fields__ if getattr(self, name) is not None}
 
     def resumed(self, kept: Budget, settings: Settings) -> Budget:
         """The budget a resumed run plays within: each limit as given to ``convy resume``, else as
@@ -192,9 +175,7 @@ class _Defaults(msgspec.Struct, frozen=True):
     fail_on_skip: str
 
 
-_SETTINGS_RULES = _Defaults(
-    "fail_under, else every scenario passes every judged attempt", "fail_on_skip"
-)  # run, rejudge
+_SETTINGS_RULES = _Defaults("fail_under, else every scenario passes every judged attempt", "fail_on_skip")  # run, rejudge
 _RUNS_RULES = _Defaults("the run's own rule", "the run's own rule")  # resume: the rules its run was played to
 
 
@@ -218,18 +199,8 @@ def command_line() -> argparse.ArgumentParser:
         metavar="N|auto",
         help="attempts per scenario, or auto: --min-attempts each, then more where the pass rate is still uncertain",
     )
-    run.add_argument(
-        "--min-attempts",
-        type=int,
-        metavar="N",
-        help="with --attempts auto: each scenario's first round (default: min_attempts, else 5)",
-    )
-    run.add_argument(
-        "--max-attempts",
-        type=int,
-        metavar="N",
-        help="with --attempts auto: the most a scenario gets (default: max_attempts, else 60)",
-    )
+    run.add_argument("--min-attempts", type=int, metavar="N", help="with --attempts auto: each scenario's first round (default: min_attempts, else 5)")
+    run.add_argument("--max-attempts", type=int, metavar="N", help="with --attempts auto: the most a scenario gets (default: max_attempts, else 60)")
     run.add_argument(
         "--target-width",
         type=float,
@@ -242,11 +213,7 @@ def command_line() -> argparse.ArgumentParser:
         help="with --attempts auto: play until the comparison with this finished run of the same agent is decided "
         "(an id or a unique part; --max-attempts is the most per scenario)",
     )
-    run.add_argument(
-        "--name",
-        metavar="TEXT",
-        help='what to call the run (e.g. "prompt B"): shown on its pages, in summaries and tables',
-    )
+    run.add_argument("--name", metavar="TEXT", help='what to call the run (e.g. "prompt B"): shown on its pages, in summaries and tables')
     _chosen(run, "play")
     _judging(run, "")
     _rules(run, _SETTINGS_RULES)
@@ -259,14 +226,9 @@ def command_line() -> argparse.ArgumentParser:
         "--smoke", action="store_true", help="only check the connection: a short scripted dialogue, no model, no run"
     )
     only.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="say what would run, or every problem that stops it; nothing sent or written",
+        "--dry-run", action="store_true", help="say what would run, or every problem that stops it; nothing sent or written"
     )
-    check = commands.add_parser(
-        "check",
-        help="load the whole project: every problem at once, or what would run (exit 2, 7 when nothing would be tested, or 0)",
-    )
+    check = commands.add_parser("check", help="load the whole project: every problem at once, or what would run (exit 2, 7 when nothing would be tested, or 0)")
     _variants(check)
     report = commands.add_parser("report", help="rebuild the reports of runs and the index")
     report.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
@@ -279,18 +241,12 @@ def command_line() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="compare two runs: real change or noise?")
     compare.add_argument("base", help="the run before (id or a unique part)")
     compare.add_argument("candidate", help="the run after (id or a unique part)")
-    compare.add_argument(
-        "--fail-on-regression",
-        action="store_true",
-        help="exit 4 when the pass rate really dropped (by the anytime-valid verdict for a run played against its base); 7 when the candidate has no judged attempt; 9 when the runs are not comparable",
-    )
+    compare.add_argument("--fail-on-regression", action="store_true", help="exit 4 when the pass rate really dropped (by the anytime-valid verdict for a run played against its base); 7 when the candidate has no judged attempt; 9 when the runs are not comparable")
     compare.add_argument("--summary", type=Path, metavar="FILE", help="also write the comparison as a Markdown summary")
     export = commands.add_parser("export", help="write the runs' tables to results/export/")
     export.add_argument("runs", nargs="*", help="run ids or unique parts (default: every run)")
     export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
-    labels = commands.add_parser(
-        "labels", help="keep people's labels of a run's decisions, and see how the judge agrees"
-    )
+    labels = commands.add_parser("labels", help="keep people's labels of a run's decisions, and see how the judge agrees")
     labelled = labels.add_subparsers(dest="labels", required=True, parser_class=Parser)
     add = labelled.add_parser("add", help="keep a labels file the report's window downloaded in the run's folder")
     add.add_argument("run", help="the run's id, or a unique part of it")
@@ -301,20 +257,14 @@ def command_line() -> argparse.ArgumentParser:
     resume.add_argument("run", help="the run's id, or a unique part of it")
     _rules(resume, _RUNS_RULES)
     resume.add_argument(
-        "--old-scenarios",
-        action="store_true",
-        help="play the copy the run kept of a scenario edited or removed since it started (refused without)",
+        "--old-scenarios", action="store_true", help="play the copy the run kept of a scenario edited or removed since it started (refused without)"
     )
     _budget(resume)
     _spread(resume)
     _outputs(resume, "the whole run")
-    rejudge = commands.add_parser(
-        "rejudge", help="decide a run's recorded dialogues again: no request to the agent or user"
-    )
+    rejudge = commands.add_parser("rejudge", help="decide a run's recorded dialogues again: no request to the agent or user")
     rejudge.add_argument("run", help="the run's id, or a unique part of it")
-    rejudge.add_argument(
-        "--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service"
-    )
+    rejudge.add_argument("--judge", metavar="NAME", help="the judge: a name in models.py's judges, or a model on the judge's service")
     _chosen(rejudge, "re-judge")
     _judging(rejudge, " (default: the run's)")
     _rules(rejudge, _SETTINGS_RULES)
@@ -331,12 +281,8 @@ def command_line() -> argparse.ArgumentParser:
 # differently (the verb, where a default comes from) is given by the command.
 def _chosen(command: argparse.ArgumentParser, verb: str) -> None:
     # which scenarios run and rejudge play: ``verb`` is what the command does with them
-    command.add_argument(
-        "--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help=f"scenario ids or paths to {verb}"
-    )
-    command.add_argument(
-        "--tag", nargs="+", action="extend", default=[], metavar="TAG", help=f"{verb} scenarios with any of these tags"
-    )
+    command.add_argument("--scenarios", nargs="+", action="extend", default=[], metavar="GLOB", help=f"scenario ids or paths to {verb}")
+    command.add_argument("--tag", nargs="+", action="extend", default=[], metavar="TAG", help=f"{verb} scenarios with any of these tags")
 
 
 def _judging(command: argparse.ArgumentParser, trusted: str) -> None:
@@ -352,22 +298,10 @@ def _judging(command: argparse.ArgumentParser, trusted: str) -> None:
 
 def _rules(command: argparse.ArgumentParser, defaults: _Defaults) -> None:
     # what the run, resumed or re-judged, is held to; ``defaults`` says where each rule comes from when not given
+    command.add_argument("--fail-under", type=_rate, help=f"accept a mean pass rate at or above this (default: {defaults.fail_under}; exit 3 when not met)")
+    command.add_argument("--fail-on-skip", action="store_true", default=None, help=f"exit 8 when a scenario was skipped (default: {defaults.fail_on_skip})")
     command.add_argument(
-        "--fail-under",
-        type=_rate,
-        help=f"accept a mean pass rate at or above this (default: {defaults.fail_under}; exit 3 when not met)",
-    )
-    command.add_argument(
-        "--fail-on-skip",
-        action="store_true",
-        default=None,
-        help=f"exit 8 when a scenario was skipped (default: {defaults.fail_on_skip})",
-    )
-    command.add_argument(
-        "--max-not-judged",
-        type=_rate,
-        metavar="SHARE",
-        help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)",
+        "--max-not-judged", type=_rate, metavar="SHARE", help="exit 5 when more attempts than this share are not judged (default: max_not_judged, else 0)"
     )
 
 
@@ -382,10 +316,7 @@ def _variants(command: argparse.ArgumentParser) -> None:
 
 def _spread(command: argparse.ArgumentParser) -> None:
     command.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="play the run in N worker processes, on Ray (default: workers, else this process alone)",
+        "--workers", type=int, metavar="N", help="play the run in N worker processes, on Ray (default: workers, else this process alone)"
     )
     command.add_argument(
         "--ray",
@@ -399,9 +330,7 @@ def _spread(command: argparse.ArgumentParser) -> None:
 def _outputs(command: argparse.ArgumentParser, what: str) -> None:
     # --junit and --summary of a command that plays runs (run, resume, rejudge): ``what`` it writes
     command.add_argument("--junit", type=Path, metavar="FILE", help=f"also write {what} as JUnit XML, for CI")
-    command.add_argument(
-        "--summary", type=Path, metavar="FILE", help=f"also write {what} as a Markdown summary, for a pull request"
-    )
+    command.add_argument("--summary", type=Path, metavar="FILE", help=f"also write {what} as a Markdown summary, for a pull request")
 
 
 def _budget(command: argparse.ArgumentParser) -> None:

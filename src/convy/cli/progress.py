@@ -64,15 +64,9 @@ class Recorded(msgspec.Struct, frozen=True):
             raise RunInUse(f"run {self.spec.id} is in use by another convy process")
         planned = self._planned(self.kept.outcomes)  # of --attempts auto: the first round's; the bar grows
         attempts, scenarios = self.spec.attempts, len(self.spec.scenarios)
-        each = (
-            f"{attempts} attempt{'s' if attempts != 1 else ''}"
-            if self.spec.adaptive is None
-            else self.spec.adaptive.said(attempts)
-        )
+        each = f"{attempts} attempt{'s' if attempts != 1 else ''}" if self.spec.adaptive is None else self.spec.adaptive.said(attempts)
         named = f' · "{Inert(self.spec.name).line()}"' if self.spec.name else ""
-        self.shown.line(
-            f"{self.spec.agent}{named}: {scenarios} scenario{'s' if scenarios != 1 else ''} × {each} → {self._where(journal.folder)}"
-        )
+        self.shown.line(f"{self.spec.agent}{named}: {scenarios} scenario{'s' if scenarios != 1 else ''} × {each} → {self._where(journal.folder)}")
         stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | DeadService | None = None
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             growing = None if self.spec.adaptive is None else self._marked
@@ -168,9 +162,7 @@ class Recorded(msgspec.Struct, frozen=True):
         # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
         # Read back unsaid: the summary, the exit code and the report need no dialogue's words but
         # the report's windows, which read each again from its line (``Summary.said``).
-        playing = asyncio.ensure_future(
-            journal.play(self.spec, self.bench, printed, self.secrets, self.kept, journal.unsaid)
-        )
+        playing = asyncio.ensure_future(journal.play(self.spec, self.bench, printed, self.secrets, self.kept, journal.unsaid))
         # Beside the play, not in it: the live report's writings end (stopped and waited for)
         # before this returns, so none can land after the report written next.
         refreshing = None if self.live is None else asyncio.ensure_future(self.live.refreshing())
@@ -204,9 +196,7 @@ class Recorded(msgspec.Struct, frozen=True):
             else ""
         )
         if not (journal.folder / "run.json").exists():
-            named = (
-                " (a run keeps its models' names: it could not be resumed with another)" if dead.respecified() else ""
-            )
+            named = " (a run keeps its models' names: it could not be resumed with another)" if dead.respecified() else ""
             self.errors.line(
                 f"convy: run {self.spec.id} stopped before playing on and is not kept{named}{held}; once that is mended, run again"
             )
@@ -247,9 +237,7 @@ class Recorded(msgspec.Struct, frozen=True):
         spec = self.spec
         if spec.adaptive is None:
             return len(spec.scenarios) * spec.attempts
-        return spec.adaptive.course(
-            tuple(one.id for one in spec.scenarios), outcomes, spec.attempts, spec.trust
-        ).planned()
+        return spec.adaptive.course(tuple(one.id for one in spec.scenarios), outcomes, spec.attempts, spec.trust).planned()
 
     def _marked(self, marks: Marks) -> int:
         """The attempts the run plans, as the marks of those kept say (``_planned``)."""
@@ -312,11 +300,7 @@ class Recorded(msgspec.Struct, frozen=True):
             self.shown.line(
                 f"{unjudged} of {len(outcomes)} attempts not judged ({share:.1%}): "
                 f"{'more than' if above else 'within'} --max-not-judged {self.max_not_judged:.1%}"
-                + (
-                    f": the run fails (exit 5) whatever the pass rule says; --max-not-judged {share:.1%} would let them through"
-                    if above
-                    else ""
-                )
+                + (f": the run fails (exit 5) whatever the pass rule says; --max-not-judged {share:.1%} would let them through" if above else "")
             )
         codes = [1] if agent_failed else []
         if above:
@@ -371,11 +355,6 @@ class Recorded(msgspec.Struct, frozen=True):
         )
         with progress:
             task = progress.add_task(
-                escape(Inert(self.spec.agent).line()),
-                total=total,
-                completed=completed,
-                passed=0,
-                failed=0,
-                not_judged=0,
+                escape(Inert(self.spec.agent).line()), total=total, completed=completed, passed=0, failed=0, not_judged=0
             )
             yield progress, task

@@ -133,9 +133,7 @@ class ScenarioTests:
     )
 
     # An option of `convy run` a problem names, at a line's start, and pytest's of the same meaning is --convy-<it>.
-    OPTIONS: ClassVar[re.Pattern[str]] = re.compile(
-        r"^--(attempts|trust|max-cost|max-tokens|max-minutes):", re.MULTILINE
-    )
+    OPTIONS: ClassVar[re.Pattern[str]] = re.compile(r"^--(attempts|trust|max-cost|max-tokens|max-minutes):", re.MULTILINE)
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -145,9 +143,7 @@ class ScenarioTests:
             attempts=config.getoption("convy_attempts"),
             trust=config.getoption("convy_trust"),
             budget=Budgeted(
-                config.getoption("convy_max_cost"),
-                config.getoption("convy_max_tokens"),
-                config.getoption("convy_max_minutes"),
+                config.getoption("convy_max_cost"), config.getoption("convy_max_tokens"), config.getoption("convy_max_minutes")
             ),
         )
         self.project = Project(self.asked.project)
@@ -253,14 +249,7 @@ class ScenarioTests:
     def command(self) -> RunCommand:
         """``convy run`` as the session's options would give it."""
         return RunCommand(
-            self.project,
-            self.asked.agents,
-            self.asked.attempts,
-            (),
-            (),
-            self.asked.trust,
-            None,
-            budget=self.asked.budget,
+            self.project, self.asked.agents, self.asked.attempts, (), (), self.asked.trust, None, budget=self.asked.budget
         )
 
     def decided(self, item: ScenarioItem) -> None:
@@ -377,24 +366,14 @@ class ScenarioTests:
                 # As `convy run` makes it: the budget in force, and, for `attempts = "auto"`, the
                 # rounds of its rule around the bench (`RunSpec.player`).
                 bench = Bench(
-                    prepared.agent,
-                    prepared.models,
-                    spec.limits,
-                    prompt,
-                    settings.budget(),
-                    spec.judging,
-                    spec.user_checks,
+                    prepared.agent, prepared.models, spec.limits, prompt, settings.budget(), spec.judging, spec.user_checks
                 )
                 self.started[name] = spec
                 printed = None
                 if shown is not None:
                     where = self.where(self.project.journal(spec).folder)
                     attempts, count = spec.attempts, len(spec.scenarios)
-                    each = (
-                        f"{attempts} attempt{'s' if attempts != 1 else ''}"
-                        if spec.adaptive is None
-                        else spec.adaptive.said(attempts)
-                    )
+                    each = f"{attempts} attempt{'s' if attempts != 1 else ''}" if spec.adaptive is None else spec.adaptive.said(attempts)
                     shown.line(f"{Inert(name).line()}: {count} scenario{'s' if count != 1 else ''} × {each} → {where}")
                     printed = Printed(shown, Unseen(), 0, spec.trust)
                 self.played[name] = await self.play(spec, spec.player(bench), prepared.secrets, printed)
@@ -507,9 +486,7 @@ class ScenarioTests:
         match summary.run.file.status:
             case BudgetStopped(spent=spent):
                 stop = Stop(spent)
-                return [
-                    f"{Inert(name).line()}: run {spec.id} {stop.text()}; to play the rest: {self.resumed(summary, stop)}"
-                ]
+                return [f"{Inert(name).line()}: run {spec.id} {stop.text()}; to play the rest: {self.resumed(summary, stop)}"]
         reached = summary.reached()
         if reached:
             return [f"{Inert(name).line()}: run {spec.id} {reached}"]
@@ -524,9 +501,7 @@ class ScenarioTests:
         ``pytest_sessionfinish`` under a name of its own, so that another rule may have one too."""
         if exitstatus != pytest.ExitCode.OK:
             return
-        reached = [
-            name for name, played in self.played.items() if isinstance(played, KeptRun) and played.summary.reached()
-        ]
+        reached = [name for name, played in self.played.items() if isinstance(played, KeptRun) and played.summary.reached()]
         if reached:
             self.reached = tuple(reached)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -45,9 +45,7 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         changes = {name: value for name, value in given.items() if value is not None}
         settings = self.budget.over(self.project.settings(), changes)
         unjudged = settings.max_not_judged if self.max_not_judged is None else self.max_not_judged
-        rejudge = Rejudge(
-            self.project, self.project.found(self.run_id, "rejudge"), Matching(self.patterns, self.tags), self.trust
-        )
+        rejudge = Rejudge(self.project, self.project.found(self.run_id, "rejudge"), Matching(self.patterns, self.tags), self.trust)
         source, dialogues = rejudge.origin()
         loaded = Loaded(self.project, source.agent)
         models = loaded.models()
@@ -60,18 +58,9 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
         )
         bench = Rejudging(dialogues, judge, spec.limits, settings.budget(), spec.judging)
         code = Recorded(
-            self.project,
-            spec,
-            bench,
-            shown,
-            errors,
-            None,
-            secrets,
-            max_not_judged=unjudged,
+            self.project, spec, bench, shown, errors, None, secrets, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
             # a judge that never answers: the fix, in the words of where its name was given
-            cures=Cures(
-                self.project.folder, spec.agent, {"judge": judge}, "" if self.judge is None else f"--judge {self.judge}"
-            ),
+            cures=Cures(self.project.folder, spec.agent, {"judge": judge}, "" if self.judge is None else f"--judge {self.judge}"),
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)

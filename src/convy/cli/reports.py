@@ -109,11 +109,7 @@ class CompareCommand(msgspec.Struct, frozen=True):
             change = f"{view.delta.estimate:+.1%} [{view.delta.low:+.1%}, {view.delta.high:+.1%}]"
         # With nothing tested in the candidate, or a pair that cannot be compared, there is no verdict to give.
         unverdicted = Inert(view.unverdicted()).line()
-        verdict = (
-            f"– no verdict: {unverdicted}"
-            if unverdicted
-            else (f"real ({view.verdict})" if view.real else "within noise")
-        )
+        verdict = f"– no verdict: {unverdicted}" if unverdicted else (f"real ({view.verdict})" if view.real else "within noise")
         tested = f"paired (McNemar, exact): p = {view.p:.3g}" if view.method == "mcnemar" else f"p = {view.p:.3g}"
         headline = f"pass rate {before} → {after}, Δ {change}, {tested}: {verdict}"
         scenarios = view.scenarios_said
@@ -122,12 +118,8 @@ class CompareCommand(msgspec.Struct, frozen=True):
             # The run stopped when the sequential test said so: its verdict leads, and the
             # fixed-design test, whose attempts that run chose by looking at them, only describes.
             own = sequential.counts
-            shown.line(
-                f"anytime-valid (the {sequential.played} was played against this {sequential.other()}): {sequential.said}"
-            )
-            shown.line(
-                f"fixed-design test, for description only (not valid for a verdict after early stopping): {headline}"
-            )
+            shown.line(f"anytime-valid (the {sequential.played} was played against this {sequential.other()}): {sequential.said}")
+            shown.line(f"fixed-design test, for description only (not valid for a verdict after early stopping): {headline}")
             shown.line(f"fixed-design: {view.reading}")
             shown.line(
                 f"scenarios, anytime-valid (each alone, e-BH): {own['worse']} worse, {own['better']} better, {own['same']} same; "
@@ -155,14 +147,10 @@ class CompareCommand(msgspec.Struct, frozen=True):
         if view.judges is not None:
             judges = view.judges
             base_id, candidate_id = Inert(view.base.run).line(), Inert(view.candidate.run).line()
-            shown.line(
-                f"judges against people ({judges.overall.base.labelled} labelled decisions on the same dialogues):"
-            )
+            shown.line(f"judges against people ({judges.overall.base.labelled} labelled decisions on the same dialogues):")
             for row in [judges.overall, *judges.claims]:
                 what = "every claim" if not row.claim else f"{Inert(row.scenario).line()} · {Inert(row.claim).line()}"
-                shown.line(
-                    f"  {what}: {base_id}: {ScoreSaid(row.base).text()}; {candidate_id}: {ScoreSaid(row.candidate).text()}"
-                )
+                shown.line(f"  {what}: {base_id}: {ScoreSaid(row.base).text()}; {candidate_id}: {ScoreSaid(row.candidate).text()}")
         shown.line(f"page: {path.relative_to(self.project.folder)}")
         self.outputs.compared(view, base, candidate, path, shown)
         if not self.fail_on_regression:
@@ -176,9 +164,7 @@ class CompareCommand(msgspec.Struct, frozen=True):
             return 7
         if view.banner or view.delta is None:
             why = "; ".join(view.banner) or "no scenario was judged in both runs"
-            errors.line(
-                f"convy: not comparable ({Inert(why).line()}), so --fail-on-regression cannot rule out a regression"
-            )
+            errors.line(f"convy: not comparable ({Inert(why).line()}), so --fail-on-regression cannot rule out a regression")
             return 9
         return 4 if view.regressed() else 0
 

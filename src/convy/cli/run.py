@@ -74,12 +74,8 @@ class AgainstRun(msgspec.Struct, frozen=True):
             raise ConfigurationError(f"--against: run {spec.id}: {read.problem}")
         if status != "finished":
             how = "playing" if status == "running" else status
-            then = (
-                "wait for it to end" if status == "running" else f"convy resume {spec.id}"
-            )  # resume refuses a run in use
-            raise ConfigurationError(
-                f"--against: run {spec.id} is {how}, not finished: a base must be played out ({then})"
-            )
+            then = "wait for it to end" if status == "running" else f"convy resume {spec.id}"  # resume refuses a run in use
+            raise ConfigurationError(f"--against: run {spec.id} is {how}, not finished: a base must be played out ({then})")
         return read
 
     def agents(self, named: tuple[str, ...], base: Read) -> tuple[str, ...]:
@@ -110,12 +106,7 @@ class AgainstRun(msgspec.Struct, frozen=True):
             elif len(marks[scenario.id]) < self.LEAST_BASE:
                 judged = len(marks[scenario.id])
                 left.append(
-                    Skipped(
-                        scenario.id,
-                        (
-                            f"{judged} attempt{'s' if judged != 1 else ''} judged in base run {name}, fewer than {self.LEAST_BASE}",
-                        ),
-                    )
+                    Skipped(scenario.id, (f"{judged} attempt{'s' if judged != 1 else ''} judged in base run {name}, fewer than {self.LEAST_BASE}",))
                 )
             else:
                 shared.append(scenario)
@@ -160,26 +151,13 @@ class AgainstPlan(msgspec.Struct, frozen=True):
         # Each figure only when the base reported it for every request: else it is said unknown.
         tokens = (total.input + total.output) / count if total.requests and total.reported == total.requests else None
         cost = float(total.amount) / count if total.requests and total.priced == total.requests else None
-        each = [
-            part
-            for part in (None if tokens is None else f"{tokens:,.0f} tokens", None if cost is None else f"${cost:.4f}")
-            if part
-        ]
+        each = [part for part in (None if tokens is None else f"{tokens:,.0f} tokens", None if cost is None else f"${cost:.4f}") if part]
 
         def spent(attempts: int) -> str:
-            return ", ".join(
-                part
-                for part in (
-                    None if tokens is None else f"{tokens * attempts:,.0f} tokens",
-                    None if cost is None else f"${cost * attempts:.2f}",
-                )
-                if part
-            )
+            return ", ".join(part for part in (None if tokens is None else f"{tokens * attempts:,.0f} tokens", None if cost is None else f"${cost * attempts:.2f}") if part)
 
         if not each:
-            lines = [
-                "the base's spend per attempt is not known (its requests reported no tokens or cost): the plan's spend cannot be said"
-            ]
+            lines = ["the base's spend per attempt is not known (its requests reported no tokens or cost): the plan's spend cannot be said"]
         else:
             line = f"at the base's spend per attempt ({', '.join(each)}): up to {spent(most)} for {most} attempts"
             if plan.flipped is not None:
@@ -189,10 +167,7 @@ class AgainstPlan(msgspec.Struct, frozen=True):
             return (*lines, "no budget on cost or tokens: nothing but the plan bounds the spend")
         allows: list[str] = []
         fits: list[int] = []
-        for name, limit, per, shown in (
-            ("max_cost", budget.cost, cost, f"${budget.cost:g}"),
-            ("max_tokens", budget.tokens, tokens, f"{budget.tokens:,}"),
-        ):
+        for name, limit, per, shown in (("max_cost", budget.cost, cost, f"${budget.cost:g}"), ("max_tokens", budget.tokens, tokens, f"{budget.tokens:,}")):
             if not limit:
                 continue
             if not per:
@@ -202,11 +177,7 @@ class AgainstPlan(msgspec.Struct, frozen=True):
             allows.append(f"{name} {shown} allows about {fits[-1]:,} attempts at that spend")
         enough = ""
         if fits:
-            enough = (
-                ": enough for the plan"
-                if min(fits) >= most
-                else f": fewer than the plan's {most}, the budget may stop it undecided"
-            )
+            enough = ": enough for the plan" if min(fits) >= most else f": fewer than the plan's {most}, the budget may stop it undecided"
         return (*lines, f"the budget: {'; '.join(allows)}{enough}")
 
 
@@ -248,11 +219,7 @@ class Spreaders(msgspec.Struct, frozen=True):
     spread: Spread
 
     def told(self, hands: int, nodes: int) -> None:
-        where = (
-            "a Ray started for this run"
-            if self.spread.where() == LOCAL
-            else f"the Ray cluster at {self.spread.where()}"
-        )
+        where = "a Ray started for this run" if self.spread.where() == LOCAL else f"the Ray cluster at {self.spread.where()}"
         asked = self.spread.workers
         capped = f" (of {asked} asked: no more than the limits can be split among)" if asked and hands < asked else ""
         self.shown.line(
@@ -315,13 +282,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                     shown.line(Inert(line).line())
             spec = secrets.kept(spec)
             bench = Bench(
-                agent,
-                models,
-                spec.limits,
-                self.project.prompt(settings),
-                settings.budget(),
-                spec.judging,
-                spec.user_checks,
+                agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
             )
             recorded = Recorded(
                 self.project,
@@ -336,9 +297,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                 cures=Cures(self.project.folder, name, {"agent": agent, "user": models.user, "judge": models.judge}),
             )
             codes.append(recorded.played())
-            if (
-                self.project.journal(spec).folder / "run.json"
-            ).exists():  # a run stopped before keeping anything is gone
+            if (self.project.journal(spec).folder / "run.json").exists():  # a run stopped before keeping anything is gone
                 played.append(spec.id)
             if codes[-1] in (130, 143, 2):  # stopped, or the project cannot be run as it is: no other agent plays
                 break
@@ -439,9 +398,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
             for number, turn in enumerate(outcome.transcript.turns, start=1):
                 lines = turn.answer.text.strip().splitlines() or ["(an empty answer)"]
                 said = Inert(lines[0][:100]).line()
-                shown.line(
-                    f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.requests()).text():>16}  {said}"
-                )
+                shown.line(f"  {number}  {turn.agent_seconds:6.2f} s  {Tokens(turn.answer.requests()).text():>16}  {said}")
             match outcome.result:
                 case Failed(reason=reason) | NoVerdict(reason=reason):
                     errors.line(f"✗ {name}: {Inert(reason).line()}")
@@ -568,20 +525,10 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         if spec.origin is not None:  # a re-judged run: its judge decides the rest, the agent is never loaded
             from convy.rejudge import Rejudge
 
-            rejudging = Rejudge(self.project, journal).resumed(
-                spec, loaded.models(), loaded.judges(), budget if budget.set() else None
-            )
+            rejudging = Rejudge(self.project, journal).resumed(spec, loaded.models(), loaded.judges(), budget if budget.set() else None)
             secrets = loaded.secrets(rejudging.judge, loaded.models())
             code = Recorded(
-                self.project,
-                spec,
-                rejudging,
-                shown,
-                errors,
-                self.ruled(spec),
-                secrets,
-                kept,
-                max_not_judged=unjudged,
+                self.project, spec, rejudging, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
                 live=settings.live(self.project.folder, spec.id),
                 cures=Cures(self.project.folder, spec.agent, {"judge": rejudging.judge}),
             ).played()
@@ -592,25 +539,16 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(
-            agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks
-        )
+        bench = Bench(agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks)
         secrets = loaded.secrets(agent, models)
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         code = Recorded(
-            self.project,
-            spec,
-            player,
-            shown,
-            errors,
-            self.ruled(spec),
-            secrets,
-            kept,
-            max_not_judged=unjudged,
+            self.project, spec, player, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
             cures=Cures(self.project.folder, spec.agent, {"agent": agent, "user": models.user, "judge": models.judge}),
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
+
 
     def _places(self, spec: RunSpec, settings: Settings, errors: Shown) -> None:
         """A run resumes with the places it started with, as caps, whatever the project's settings
@@ -625,9 +563,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         def said(places: int) -> str:
             return str(places) if places else "no cap"
 
-        kept = ", ".join(
-            f"{name} {said(getattr(spec.limits, name))} (now {said(getattr(settings, name))})" for name in differ
-        )
+        kept = ", ".join(f"{name} {said(getattr(spec.limits, name))} (now {said(getattr(settings, name))})" for name in differ)
         errors.line(f"resuming {spec.id} with the places it started with: {kept}; a new run takes the settings now")
 
     def _scenarios(self, spec: RunSpec, errors: Shown) -> None:

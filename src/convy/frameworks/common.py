@@ -45,9 +45,7 @@ def counted(framework: list[Usage], wire: list[Heard | None], prices: Prices) ->
         return [_priced(one, prices) for one in wire if one is not None]
     if len(wire) == len(framework):
         return [
-            msgspec.structs.replace(usage, cost=one.usage.cost)
-            if one is not None and isinstance(one.usage, Usage) and isinstance(one.usage.cost, Cost)
-            else usage
+            msgspec.structs.replace(usage, cost=one.usage.cost) if one is not None and isinstance(one.usage, Usage) and isinstance(one.usage.cost, Cost) else usage
             for usage, one in zip(framework, wire, strict=True)
         ]
     return list(framework)

@@ -43,9 +43,7 @@ try:
     from langchain_core import messages as said
     from langgraph.graph.state import CompiledStateGraph
 except ImportError as error:  # pragma: no cover - said to whoever loads an agent file without the extra
-    raise ImportError(
-        f"convy's adapter for LangGraph needs its extra ({error.name} is not installed): pip install 'convy[langgraph]'"
-    ) from None
+    raise ImportError(f"convy's adapter for LangGraph needs its extra ({error.name} is not installed): pip install 'convy[langgraph]'") from None
 
 
 def http_client() -> httpx2.AsyncClient:
@@ -90,14 +88,7 @@ class _Conversation:
         config = {"configurable": {"thread_id": self._thread}} if kept else None
         state, costs = await unwrapped(graph.ainvoke({"messages": given}, config=config))
         messages = list(state["messages"])
-        start = next(
-            (
-                number
-                for number in range(len(messages) - 1, -1, -1)
-                if messages[number] is asked or _same(messages[number], asked)
-            ),
-            0,
-        )
+        start = next((number for number in range(len(messages) - 1, -1, -1) if messages[number] is asked or _same(messages[number], asked)), 0)
         self._history = messages
         return _answer(messages[start + 1 :], self._owner.prices, costs)
 
@@ -105,11 +96,7 @@ class _Conversation:
 def _same(one: Any, other: Any) -> bool:
     """Whether a message the graph gave back is the user's message of this turn (a checkpointer
     gives back copies)."""
-    return (
-        isinstance(one, said.HumanMessage)
-        and one.content == other.content
-        and getattr(one, "id", None) in (None, getattr(other, "id", None))
-    )
+    return isinstance(one, said.HumanMessage) and one.content == other.content and getattr(one, "id", None) in (None, getattr(other, "id", None))
 
 
 def _answer(new: list[Any], prices: Prices, wire: list[Any]) -> Answer:
@@ -143,22 +130,12 @@ def _answer(new: list[Any], prices: Prices, wire: list[Any]) -> Answer:
         reasoning = int((metadata.get("output_token_details") or {}).get("reasoning", 0) or 0)
         tokens_in, tokens_out = int(metadata.get("input_tokens", 0) or 0), int(metadata.get("output_tokens", 0) or 0)
         model = str((message.response_metadata or {}).get("model_name", ""))
-        usages.append(
-            Usage(
-                tokens_in,
-                tokens_out,
-                cached=cached,
-                reasoning=reasoning,
-                cost=prices.cost(model, tokens_in, tokens_out, cached),
-            )
-        )
+        usages.append(Usage(tokens_in, tokens_out, cached=cached, reasoning=reasoning, cost=prices.cost(model, tokens_in, tokens_out, cached)))
         pending = {}
         for call in message.tool_calls:
             pending[call.get("id") or ""] = len(steps)
             steps.append(Call(call["name"], Arguments(call.get("args")).value()))
         text = str(message.text)  # the text parts of its content (a str of LangChain's own class: made plain)
     every = counted(usages, wire, prices)  # as the wire said, where it was read there
-    usage: Usage | NoUsage | Requests = (
-        NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
-    )
+    usage: Usage | NoUsage | Requests = NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
     return Answer(text, usage, tuple(steps))

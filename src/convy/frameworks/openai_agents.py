@@ -32,19 +32,17 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, Requests, Thought, Usage
-from convy.asking import approvals
 from convy.chat import Arguments, Prices
 from convy.frameworks.common import counted, plain, unwrapped
 from convy.paced import client as paced_client
+from convy.pauses import approvals
 from convy.tools import TOOLS, ToolError
 
 try:
     import agents as sdk
     import openai
 except ImportError as error:  # pragma: no cover - said to whoever loads an agent file without the extra
-    raise ImportError(
-        f"convy's adapter for the OpenAI Agents SDK needs its extra ({error.name} is not installed): pip install 'convy[openai-agents]'"
-    ) from None
+    raise ImportError(f"convy's adapter for the OpenAI Agents SDK needs its extra ({error.name} is not installed): pip install 'convy[openai-agents]'") from None
 
 # The SDK logs a failed model request ("Error getting response") on its logger, which with no
 # handler Python's last resort writes to stderr: convy never prints, and the failure is the
@@ -112,9 +110,7 @@ class _Conversation:
                 decision = approvals().decided(getattr(item.raw_item, "name", "") or "")
                 asked[_call_id(item.raw_item)] = "approved" if decision == "approve" else "denied"
                 (state.approve if decision == "approve" else state.reject)(item)
-            result, more = await unwrapped(
-                sdk.Runner.run(agent, state, run_config=self._config, max_turns=owner.max_turns)
-            )
+            result, more = await unwrapped(sdk.Runner.run(agent, state, run_config=self._config, max_turns=owner.max_turns))
             wire = [*wire, *more]
         self._items = result.to_input_list()
         return _answer(result, owner.prices, wire, asked)
@@ -136,9 +132,7 @@ def _with_scenario_tools(agent: Any) -> Any:
                 params_json_schema=declared.function()["function"]["parameters"],
                 on_invoke_tool=_invoked(name),
                 strict_json_schema=False,
-                needs_approval=getattr(
-                    own.get(name), "needs_approval", False
-                ),  # it asks before the scenario's as before its own
+                needs_approval=getattr(own.get(name), "needs_approval", False),  # it asks before the scenario's as before its own
             )
         )
     return agent.clone(tools=tools)
@@ -168,9 +162,7 @@ def _answer(result: Any, prices: Prices, wire: list[Any], asked: dict[str, Liter
         cost = prices.cost(_model(response), tokens_in, tokens_out, cached)
         usages.append(Usage(input=tokens_in, output=tokens_out, cached=cached, reasoning=reasoning, cost=cost))
     steps: list[Thought | Call] = []
-    results = {
-        _call_id(item.raw_item): item.output for item in result.new_items if isinstance(item, sdk.ToolCallOutputItem)
-    }
+    results = {_call_id(item.raw_item): item.output for item in result.new_items if isinstance(item, sdk.ToolCallOutputItem)}
     for item in result.new_items:
         match item:
             case sdk.ReasoningItem(raw_item=raw):
@@ -184,27 +176,16 @@ def _answer(result: Any, prices: Prices, wire: list[Any], asked: dict[str, Liter
                 output = results.get(identity, NotReported())
                 approval: Literal["", "approved", "denied"] = asked.get(identity, "")
                 if approval == "denied":
-                    steps.append(
-                        Call(name, arguments, error=f"not run: the scenario's approvals deny {name}", approval=approval)
-                    )
+                    steps.append(Call(name, arguments, error=f"not run: the scenario's approvals deny {name}", approval=approval))
                 elif isinstance(output, str) and output.startswith(_FAILED):  # the SDK's word for a tool that raised
                     steps.append(Call(name, arguments, error=output, approval=approval))
                 else:
-                    steps.append(
-                        Call(
-                            name,
-                            arguments,
-                            NotReported() if isinstance(output, NotReported) else Reported(plain(output)),
-                            approval=approval,
-                        )
-                    )
+                    steps.append(Call(name, arguments, NotReported() if isinstance(output, NotReported) else Reported(plain(output)), approval=approval))
             case _:
                 pass
     text = result.final_output if isinstance(result.final_output, str) else json.dumps(plain(result.final_output))
     every = counted(usages, wire, prices)  # as the wire said, where it was read there
-    usage: Usage | NoUsage | Requests = (
-        NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
-    )
+    usage: Usage | NoUsage | Requests = NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
     return Answer(text, usage, tuple(steps))
 
 

@@ -50,9 +50,7 @@ try:
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.toolsets import FunctionToolset
 except ImportError as error:  # pragma: no cover - said to whoever loads an agent file without the extra
-    raise ImportError(
-        f"convy's adapter for pydantic-ai needs its extra ({error.name} is not installed): pip install 'convy[pydantic-ai]'"
-    ) from None
+    raise ImportError(f"convy's adapter for pydantic-ai needs its extra ({error.name} is not installed): pip install 'convy[pydantic-ai]'") from None
 
 
 def from_pydantic_ai(agent: Any, *, prices: Prices = Prices()) -> PydanticAIAgent:
@@ -84,12 +82,7 @@ def _paced(model: Any, http: Any) -> Any:
     match made:
         case OpenAIChatModel() | OpenAIResponsesModel():
             client = made.client.with_options(http_client=http, max_retries=0)
-            return type(made)(
-                made.model_name,
-                provider=OpenAIProvider(openai_client=client),
-                profile=made.profile,
-                settings=made.settings,
-            )
+            return type(made)(made.model_name, provider=OpenAIProvider(openai_client=client), profile=made.profile, settings=made.settings)
         case _:
             return made
 
@@ -127,9 +120,7 @@ def _scenario_tools(agent: Any) -> Any:
         for toolset in others
     ]
     declared = [
-        pydantic_ai.Tool.from_schema(
-            _invoked(name), name, tool.description or None, tool.function()["function"]["parameters"]
-        )
+        pydantic_ai.Tool.from_schema(_invoked(name), name, tool.description or None, tool.function()["function"]["parameters"])
         for name, tool in box.tools.items()
     ]
     return agent.override(tools=[*kept, *declared], toolsets=toolsets)
@@ -162,15 +153,7 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
                 cached = int(usage.cache_read_tokens or 0)
                 reasoning = int((usage.details or {}).get("reasoning_tokens", 0) or 0)
                 cost = prices.cost(model or "", int(usage.input_tokens or 0), int(usage.output_tokens or 0), cached)
-                usages.append(
-                    Usage(
-                        input=int(usage.input_tokens or 0),
-                        output=int(usage.output_tokens or 0),
-                        cached=cached,
-                        reasoning=reasoning,
-                        cost=cost,
-                    )
-                )
+                usages.append(Usage(input=int(usage.input_tokens or 0), output=int(usage.output_tokens or 0), cached=cached, reasoning=reasoning, cost=cost))
                 pending = {}
                 for part in message.parts:
                     match part:
@@ -191,9 +174,7 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
                             steps[at] = msgspec.structs.replace(steps[at], **answered)
                         case said.RetryPromptPart(tool_call_id=identity, content=content) if identity in pending:
                             at = pending.pop(identity)
-                            steps[at] = msgspec.structs.replace(
-                                steps[at], error=content if isinstance(content, str) else json.dumps(plain(content))
-                            )
+                            steps[at] = msgspec.structs.replace(steps[at], error=content if isinstance(content, str) else json.dumps(plain(content)))
                         case _:
                             pass
             case _:
@@ -201,7 +182,5 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
     output = result.output
     text = output if isinstance(output, str) else json.dumps(plain(output))
     every = counted(usages, wire, prices)  # as the wire said, where it was read there
-    usage_of: Usage | NoUsage | Requests = (
-        NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
-    )
+    usage_of: Usage | NoUsage | Requests = NoUsage() if not every else every[0] if len(every) == 1 else Requests(tuple(every))
     return Answer(text, usage_of, tuple(steps))

@@ -29,18 +29,8 @@ DOTENV = Path(__file__).resolve().with_name(".env")  # the project's .env, not t
 # The variables GatewaySettings reads, by its field names; pydantic-settings matches them in any case.
 SETTINGS = frozenset(
     {
-        "gateway_url",
-        "gateway_key",
-        "openai_base_url",
-        "openai_api_key",
-        "gateway_stream",
-        "gateway_provider",
-        "user_model",
-        "judge_model",
-        "agent_model",
-        "user_effort",
-        "judge_effort",
-        "agent_effort",
+        "gateway_url", "gateway_key", "openai_base_url", "openai_api_key", "gateway_stream", "gateway_provider",
+        "user_model", "judge_model", "agent_model", "user_effort", "judge_effort", "agent_effort",
     }
 )
 

@@ -118,9 +118,7 @@ class AssistantConversation:
             unreached = isinstance(error, HttpFailure) and not error.reached
             if unreached and spent:
                 spent.pop()  # the request never reached the service
-            raise AgentFailure(
-                f"{type(error).__name__}: {error}", Answer("", Requests(tuple(spent)), tuple(steps))
-            ) from error
+            raise AgentFailure(f"{type(error).__name__}: {error}", Answer("", Requests(tuple(spent)), tuple(steps))) from error
         self._messages = messages
         return Answer("Sorry, I could not finish looking that up.", Requests(tuple(spent)), tuple(steps))
 

@@ -78,13 +78,7 @@ class Shop:
 
     def issue_refund(self, order: str, reason: str) -> dict[str, Any]:
         found = self._orders[order]
-        return {
-            "refunded": True,
-            "order": order,
-            "amount": found.price,
-            "reason": reason,
-            "reference": f"R-{order[2:]}",
-        }
+        return {"refunded": True, "order": order, "amount": found.price, "reason": reason, "reference": f"R-{order[2:]}"}
 
 
 class Reading(msgspec.Struct, frozen=True):
@@ -205,9 +199,7 @@ class ShopConversation:
             )
         reason = "arrived damaged (courier report)" if order.damaged else "customer reports the item is damaged"
         steps.append(Thought(f"{order.id} was delivered and is damaged: it qualifies for a refund."))
-        result = await self._called(
-            steps, "issue_refund", {"order": order.id, "reason": reason}, self._shop.issue_refund
-        )
+        result = await self._called(steps, "issue_refund", {"order": order.id, "reason": reason}, self._shop.issue_refund)
         if "error" in result:
             return f"I'm sorry, I couldn't issue the refund for order {order.id} just now ({result['error']}). Please try again later."
         self.refunded.add(order.id)
