@@ -42,7 +42,7 @@ async def approval(tool: str, arguments: Mapping[str, Any]) -> Approval:
         case "user":
             return Approval("denied", f"not run: the simulated user denied {tool}")
         case "nobody":
-            return Approval("denied", f"not run: nobody was there to approve {tool}")
+            return Approval("denied", f"not run: nobody answered whether to run {tool}")  # the simulated user's model failed
         case _:
             return Approval("denied", f"not run: the scenario's approvals deny {tool}")
 
