@@ -9,9 +9,15 @@ with their results) and each request's tokens and cost as convy kept them, besid
 reported for that request.
 
 Then the scenario's own tools (docs/tools.md): a scenario that starts booking ABC123 in seat 12A
-and checks it ends in 14C, played by the Agents SDK's agent (its ``change_seat`` answered by the
-scenario's) and by an agent that reaches its tools over MCP with the official SDK's client, each
-once asked for 14C (the state check passes) and once for 9F (it fails).
+and checks it ends in 14C, played by the Agents SDK's agent and by LangGraph's create_react_agent
+(each one's own ``change_seat`` answered by the scenario's) and by an agent that reaches its tools
+over MCP with the official SDK's client, each once asked for 14C (the state check passes) and once
+for 9F (it fails).
+
+Last, the pauses: an ``issue_refund`` tool that asks before it runs (the Agents SDK's
+``needs_approval``, pydantic-ai's ``requires_approval``, a LangGraph ``interrupt``), the scenario's
+``approvals:`` approving it, then denying it: whether the tool ran, the call's approval, and the
+pause as the attempt kept it (its question, answer and who answered).
 
     .venv/bin/python bench/frameworks.py
 """
@@ -31,9 +37,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "unit")]
 
 from support.standin import StandIn  # noqa: E402
-from test_frameworks import langgraph, openai_agents, pydantic_ai  # noqa: E402
+from test_frameworks import (  # noqa: E402
+    KEY,
+    asking_langgraph,
+    asking_openai_agents,
+    asking_pydantic_ai,
+    langgraph,
+    openai_agents,
+    pydantic_ai,
+    react_agent,
+    refunding,
+)
 
-from convy.agent import Answer, Call, Message, Requests, Usage  # noqa: E402
+from convy.agent import Answer, Asked, Call, Message, Requests, Usage  # noqa: E402
 from convy.bench import Bench  # noqa: E402
 from convy.chat import Prices  # noqa: E402
 from convy.fakes import MemoryJournal  # noqa: E402
@@ -130,6 +146,42 @@ def seat_replied(request: dict[str, Any]) -> dict[str, Any]:
     return {"content": None, "tool_calls": [{"name": "change_seat", "arguments": {"code": "ABC123", "seat": seat}}]}
 
 
+def seat_graph(server: StandIn) -> Any:
+    """LangGraph's create_react_agent with a change_seat of its own, which the scenario's answers."""
+    from langchain_core.tools import StructuredTool
+    from langchain_openai import ChatOpenAI
+
+    from convy.frameworks.langgraph import from_langgraph, http_client
+
+    def change_seat(code: str, seat: str) -> str:
+        """Move a booking to another seat."""
+        return "the graph's own change_seat ran"
+
+    model = ChatOpenAI(model="agent-model", base_url=server.url + "/v1", api_key=KEY, max_retries=0, http_async_client=http_client())
+    return from_langgraph(react_agent(model, [StructuredTool.from_function(change_seat)]))
+
+
+def pauses() -> None:
+    print("\nThe pauses: issue_refund asks before it runs; the scenario approves it, then denies it.")
+    for decision in ("approve", "deny"):
+        chosen = msgspec.convert({"id": "refund", "script": ["Refund A-1"], "approvals": {"issue_refund": decision}, "judge": [{"check": {"asked_approval": "issue_refund"}}]}, Scenario)
+        for name, made in (("OpenAI Agents SDK", asking_openai_agents), ("pydantic-ai", asking_pydantic_ai), ("LangGraph", asking_langgraph)):
+            ran: list[str] = []
+
+            def issue_refund(order: str) -> dict[str, str]:
+                """Refund an order."""
+                ran.append(order)
+                return {"refunded": order}
+
+            with StandIn(reply=refunding) as server:
+                outcome = played(made(server, issue_refund), chosen)
+            calls = [step for step in outcome.transcript.turns[0].answer.steps if isinstance(step, Call)]
+            asked = [step for step in outcome.transcript.turns[0].answer.steps if isinstance(step, Asked)]
+            answered = "; ".join(f"{call.name} {call.approval}: {call.error or msgspec.json.encode(getattr(call.result, 'value', None)).decode()}" for call in calls)
+            paused = "; ".join(f"{one.question!r} answered {one.answer!r} by {one.by}" for one in asked)
+            print(f"  {name}, {decision}: the tool {'ran' if ran else 'did not run'}; {answered}; asked {paused}; {outcome.status(0.0)}")
+
+
 def main() -> None:
     scenario = msgspec.convert({"id": "order", "script": ["Hi", "Where is A-1?"], "judge": [{"check": {"called": "lookup_order"}}]}, Scenario)
     for name, made in (("OpenAI Agents SDK", openai_agents), ("pydantic-ai", pydantic_ai), ("LangGraph + ChatOpenAI", langgraph)):
@@ -142,12 +194,14 @@ def main() -> None:
     for seat in ("14C", "9F"):
         asked = msgspec.convert({**SEAT, "script": [f"move me to {seat}"]}, Scenario)
         with StandIn(reply=seat_replied) as server:
-            for name, agent in (("OpenAI Agents SDK agent", openai_agents(server, Prices())), ("an agent over MCP", SeatOverMcp())):
+            agents = (("OpenAI Agents SDK agent", openai_agents(server, Prices())), ("LangGraph's create_react_agent", seat_graph(server)), ("an agent over MCP", SeatOverMcp()))
+            for name, agent in agents:
                 outcome = played(agent, asked)
                 (call,) = outcome.transcript.turns[0].answer.steps
                 claims = getattr(outcome.result, "claims", ())
                 print(f"  {name}, asked for {seat}: {call.name}({msgspec.json.encode(call.arguments).decode()}) [{call.source}]"  # type: ignore[union-attr]
                       f" -> state {msgspec.json.encode(outcome.transcript.state).decode()}; {outcome.status(0.0)}: {claims[0].reason}")
+    pauses()
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Mapping
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -12,8 +12,39 @@ from convy.agent import Cost, NoUsage, Unpriced, Usage
 from convy.busy import Busy
 from convy.chat import Prices
 from convy.paced import WIRE, Heard
+from convy.pauses import asking
 
 T = TypeVar("T")
+
+
+class Approval(msgspec.Struct, frozen=True):
+    """The person's answer to an agent that paused to ask before running a tool, as a tool call
+    records it (``Call.approval``), with the error a denied call is kept with (it was not run)."""
+
+    mark: Literal["approved", "denied"]
+    error: str = ""
+
+    @property
+    def given(self) -> bool:
+        return self.mark == "approved"
+
+
+async def approval(tool: str, arguments: Mapping[str, Any]) -> Approval:
+    """Ask the person of the attempt playing now (``asking``) whether ``tool`` may run with
+    ``arguments``, at the moment the framework paused: the scenario's approvals answer, or the
+    simulated user where they say ``user``; the pause is kept as an ``Asked`` step by the attempt.
+    A denied call's error says who denied it, as the transcript shows the call."""
+    person = asking()
+    if await person.approve(tool, arguments):
+        return Approval("approved")
+    said = person.asked[-1].by if person.asked else "scenario"
+    match said:
+        case "user":
+            return Approval("denied", f"not run: the simulated user denied {tool}")
+        case "nobody":
+            return Approval("denied", f"not run: nobody answered whether to run {tool}")  # the simulated user's model failed
+        case _:
+            return Approval("denied", f"not run: the scenario's approvals deny {tool}")
 
 
 async def unwrapped(run: Awaitable[T]) -> tuple[T, list[Heard | None]]:

@@ -18,7 +18,11 @@ each request's usage as the service reported it (input, output, cached and reaso
 from ``prices`` where one is given for the model, flagged as computed), each tool call paired with
 its result (``call_id``), and the model's reasoning summaries as thoughts. Where the scenario
 declares tools (``tools:``, docs/tools.md), a tool of the agent with the same name is answered by
-the scenario's instead, and its calls are kept as the scenario's tools saw them.
+the scenario's instead, and its calls are kept as the scenario's tools saw them. A tool with
+``needs_approval`` pauses the run: the person of the attempt is asked (``asking().approve``: the
+scenario's ``approvals:``, or the simulated user where they say ``user``; the pause kept as an
+``Asked`` step), and the run goes on from where it paused; the call records the answer
+(``approval``), a denied one with the error that it was not run.
 
 The SDK is convy's ``openai-agents`` extra (docs/decisions/0012-openai-agents.md), imported only here.
 """
@@ -29,13 +33,12 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
 from convy.agent import Answer, Call, Message, NotReported, NoUsage, Reported, Requests, Thought, Usage
 from convy.chat import Arguments, Prices
-from convy.frameworks.common import counted, plain, unwrapped
+from convy.frameworks.common import Approval, approval, counted, plain, unwrapped
 from convy.paced import client as paced_client
-from convy.pauses import approvals
 from convy.tools import TOOLS, ToolError
 
 try:
@@ -101,15 +104,17 @@ class _Conversation:
         agent = _with_scenario_tools(owner.agent)
         items = [*self._items, {"role": "user", "content": message.text}]
         result, wire = await unwrapped(sdk.Runner.run(agent, items, run_config=self._config, max_turns=owner.max_turns))
-        # The agent paused to ask before running a tool (needs_approval): the scenario's approvals
-        # answer, and the run goes on from where it paused, until it asks no more.
-        asked: dict[str, Literal["approved", "denied"]] = {}
+        # The agent paused to ask before running a tool (needs_approval): the person answers (the
+        # scenario's approvals, or the simulated user where they say so), and the run goes on from
+        # where it paused, until it asks no more.
+        asked: dict[str, Approval] = {}
         while result.interruptions:
             state = result.to_state()
             for item in result.interruptions:
-                decision = approvals().decided(getattr(item.raw_item, "name", "") or "")
-                asked[_call_id(item.raw_item)] = "approved" if decision == "approve" else "denied"
-                (state.approve if decision == "approve" else state.reject)(item)
+                name = getattr(item.raw_item, "name", "") or ""
+                answer = await approval(name, Arguments(getattr(item.raw_item, "arguments", None)).value())
+                asked[_call_id(item.raw_item)] = answer
+                (state.approve if answer.given else state.reject)(item)
             result, more = await unwrapped(sdk.Runner.run(agent, state, run_config=self._config, max_turns=owner.max_turns))
             wire = [*wire, *more]
         self._items = result.to_input_list()
@@ -151,7 +156,7 @@ def _invoked(name: str) -> Any:
     return invoke
 
 
-def _answer(result: Any, prices: Prices, wire: list[Any], asked: dict[str, Literal["approved", "denied"]]) -> Answer:
+def _answer(result: Any, prices: Prices, wire: list[Any], asked: dict[str, Approval]) -> Answer:
     """The answer of one ``Runner.run``: its text, each request's usage, its steps."""
     usages: list[Usage] = []
     for response in result.raw_responses:
@@ -174,13 +179,14 @@ def _answer(result: Any, prices: Prices, wire: list[Any], asked: dict[str, Liter
                 arguments = Arguments(getattr(raw, "arguments", None)).value()
                 identity = _call_id(raw)
                 output = results.get(identity, NotReported())
-                approval: Literal["", "approved", "denied"] = asked.get(identity, "")
-                if approval == "denied":
-                    steps.append(Call(name, arguments, error=f"not run: the scenario's approvals deny {name}", approval=approval))
+                answered = asked.get(identity)
+                mark = answered.mark if answered is not None else ""
+                if answered is not None and not answered.given:
+                    steps.append(Call(name, arguments, error=answered.error, approval=mark))
                 elif isinstance(output, str) and output.startswith(_FAILED):  # the SDK's word for a tool that raised
-                    steps.append(Call(name, arguments, error=output, approval=approval))
+                    steps.append(Call(name, arguments, error=output, approval=mark))
                 else:
-                    steps.append(Call(name, arguments, NotReported() if isinstance(output, NotReported) else Reported(plain(output)), approval=approval))
+                    steps.append(Call(name, arguments, NotReported() if isinstance(output, NotReported) else Reported(plain(output)), approval=mark))
             case _:
                 pass
     text = result.final_output if isinstance(result.final_output, str) else json.dumps(plain(result.final_output))

@@ -22,7 +22,20 @@ answer holds each request's usage as the service reported it (input, output, cac
 reasoning tokens; priced from ``prices`` where given, flagged as computed), each tool call paired
 with its result or the error pydantic-ai told the model, and the model's thinking as thoughts.
 Where the scenario declares tools (docs/tools.md), a tool of the agent with the same name is
-answered by the scenario's instead.
+answered by the scenario's instead (asking before it runs where the agent's asked).
+
+A deferred tool call pauses the run where it is, and convy answers it in the run (pydantic-ai's
+``HandleDeferredToolCalls``, given to each run: the agent needs no ``DeferredToolRequests`` in its
+output types, keeps its output validators, and the turn is one run whose requests are all counted):
+a tool with ``requires_approval``, or one that raised ``ApprovalRequired``, is asked of the person
+of the attempt (``asking().approve``: the scenario's ``approvals:``, or the simulated user where
+they say ``user``), approved or denied (``ToolDenied``, its default message to the model); a call
+deferred as a question (``CallDeferred(kind="question")``) is answered by the person
+(``asking().answer``: its ``question`` argument, its ``options``), the answer its result. Each
+pause is kept as an ``Asked`` step, and a call asked about records the answer (``approval``), a
+denied one with the error that it was not run. A call deferred to be run outside the agent (an
+external tool) is the agent's application's to run: a run that ends waiting for one is the
+agent's failure, saying so.
 
 pydantic-ai is convy's ``pydantic-ai`` extra (docs/decisions/0013-pydantic-ai.md), imported only here.
 """
@@ -36,18 +49,21 @@ from typing import Any
 
 import msgspec
 
-from convy.agent import Answer, Call, Message, NoUsage, Reported, Requests, Thought, Usage
+from convy.agent import AgentFailure, Answer, Call, Message, NoUsage, Reported, Requests, Thought, Usage
 from convy.chat import Arguments, Prices
-from convy.frameworks.common import counted, plain, unwrapped
+from convy.frameworks.common import Approval, approval, counted, plain, unwrapped
 from convy.paced import client as paced_client
+from convy.pauses import asking
 from convy.tools import TOOLS, ToolError
 
 try:
     import pydantic_ai
     from pydantic_ai import messages as said
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
     from pydantic_ai.models import infer_model
     from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
     from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
     from pydantic_ai.toolsets import FunctionToolset
 except ImportError as error:  # pragma: no cover - said to whoever loads an agent file without the extra
     raise ImportError(f"convy's adapter for pydantic-ai needs its extra ({error.name} is not installed): pip install 'convy[pydantic-ai]'") from None
@@ -97,10 +113,58 @@ class _Conversation:
 
     async def turn(self, message: Message) -> Answer:
         agent = self._owner.agent
+        paused = _Paused()
         with _scenario_tools(agent):
-            result, costs = await unwrapped(agent.run(message.text, message_history=self._history, model=self._model))
+            run = agent.run(message.text, message_history=self._history, model=self._model, capabilities=[HandleDeferredToolCalls(paused.answered)])
+            result, costs = await unwrapped(run)
+        answer = _answer(result, self._owner.prices, costs, paused.approvals)
+        if isinstance(result.output, DeferredToolRequests):
+            # Calls to be run outside the agent (external tools, CallDeferred): its application
+            # runs them, convy cannot; the turn ends without an answer to give the user.
+            waiting = ", ".join(call.tool_name for call in result.output.calls) or "calls"
+            raise AgentFailure(f"the run ended waiting for {waiting} to be run outside the agent (pydantic-ai's DeferredToolRequests): convy answers approvals and questions, not calls the agent's application runs", answer)
         self._history = result.all_messages()
-        return _answer(result, self._owner.prices, costs)
+        return answer
+
+
+class _Paused:
+    """The person who answers a run's deferred tool calls as the run pauses for them (pydantic-ai's
+    ``HandleDeferredToolCalls``, in the run: the run goes on from where it paused, its requests
+    all in one result): each approval (a tool with ``requires_approval``, or one that raised
+    ``ApprovalRequired``) asked of the person (``asking``), and each question (a call deferred with
+    ``CallDeferred(kind="question")``) answered by them; a call to be run outside the agent is left
+    to the agent's own handlers, or its ``DeferredToolRequests`` output. Keeps each approval, in
+    the order asked, for the calls of the answer."""
+
+    def __init__(self) -> None:
+        self.approvals: list[tuple[str, str, Approval]] = []  # (tool call id, tool, answer)
+
+    async def answered(self, context: Any, requests: DeferredToolRequests) -> DeferredToolResults | None:
+        approvals: dict[str, bool | ToolDenied] = {}
+        for call in requests.approvals:
+            arguments = requests.validated_args.get(call.tool_call_id) or Arguments(call.args).value()
+            answer = await approval(call.tool_name, arguments)
+            self.approvals.append((call.tool_call_id, call.tool_name, answer))
+            approvals[call.tool_call_id] = True if answer.given else ToolDenied()
+        answers: dict[str, Any] = {}
+        for call in requests.calls:
+            if requests.kind(call.tool_call_id) == "question":
+                question, options = _question(Arguments(call.args).value())
+                answers[call.tool_call_id] = await asking().answer(question, options)
+        if not approvals and not answers:
+            return None  # none of the person's to answer
+        return requests.build_results(approvals=approvals, calls=answers)
+
+
+def _question(arguments: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """A question a tool call asks, and the options it offers: its ``question`` argument (the
+    call's arguments as JSON where it has none) and its ``options`` (each text, or an option's
+    ``label``)."""
+    question = arguments.get("question")
+    text = question if isinstance(question, str) else json.dumps(plain(arguments))
+    given = arguments.get("options")
+    options = tuple(str(one.get("label", one)) if isinstance(one, dict) else str(one) for one in given) if isinstance(given, list) else ()
+    return text, options
 
 
 def _scenario_tools(agent: Any) -> Any:
@@ -119,10 +183,14 @@ def _scenario_tools(agent: Any) -> Any:
         else toolset
         for toolset in others
     ]
-    declared = [
-        pydantic_ai.Tool.from_schema(_invoked(name), name, tool.description or None, tool.function()["function"]["parameters"])
-        for name, tool in box.tools.items()
-    ]
+    shadowed = {tool.name: tool for toolset in agent.toolsets if isinstance(toolset, FunctionToolset) for tool in toolset.tools.values()}
+    declared = []
+    for name, tool in box.tools.items():
+        made = pydantic_ai.Tool.from_schema(_invoked(name), name, tool.description or None, tool.function()["function"]["parameters"])
+        # It asks before the scenario's as before its own (``requires_approval``); a tool of the
+        # agent's that raises ``ApprovalRequired`` in its body asks no more, its body not run.
+        made.requires_approval = bool(getattr(shadowed.get(name), "requires_approval", False))
+        declared.append(made)
     return agent.override(tools=[*kept, *declared], toolsets=toolsets)
 
 
@@ -138,15 +206,18 @@ def _invoked(name: str) -> Any:
     return invoke
 
 
-def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
+def _answer(result: Any, prices: Prices, wire: list[Any], approvals: list[tuple[str, str, Approval]]) -> Answer:
     """The answer of one run: its text, each request's usage, its steps. A call's result is the
     one returned for its id after the response that made it, before the next (a service may
     number its calls anew in each response); a return pydantic-ai marks as not a success (a
     ModelRetry, a tool that failed) and a retry prompt (arguments that did not validate) are the
-    call's error."""
+    call's error. A call the run paused to ask about records the answer (``approvals``, taken in
+    the order asked by its id and tool); a denied one, the error that it was not run."""
     usages: list[Usage] = []
     steps: list[Thought | Call] = []
     pending: dict[str, int] = {}  # the calls of the latest response, by id: their place in steps
+    waiting = list(approvals)
+    denied: dict[int, str] = {}  # the denied calls' places in steps: the error each is kept with
     for message in result.new_messages():
         match message:
             case said.ModelResponse(usage=usage, model_name=model):
@@ -161,7 +232,12 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
                             steps.append(Thought(text))
                         case said.ToolCallPart(tool_name=name, tool_call_id=identity):
                             pending[identity] = len(steps)
-                            steps.append(Call(name, Arguments(part.args).value()))
+                            found = next((one for one in waiting if one[:2] == (identity, name)), None)
+                            if found is not None:
+                                waiting.remove(found)
+                                if not found[2].given:
+                                    denied[len(steps)] = found[2].error
+                            steps.append(Call(name, Arguments(part.args).value(), approval=found[2].mark if found is not None else ""))
                         case _:
                             pass
             case said.ModelRequest(parts=asked):
@@ -170,7 +246,7 @@ def _answer(result: Any, prices: Prices, wire: list[Any]) -> Answer:
                         case said.ToolReturnPart(tool_call_id=identity, content=content) if identity in pending:
                             at = pending.pop(identity)
                             failed = getattr(answer, "outcome", "success") not in ("success", None)
-                            answered = {"error": str(content)} if failed else {"result": Reported(plain(content))}
+                            answered = {"error": denied.get(at, str(content))} if failed else {"result": Reported(plain(content))}
                             steps[at] = msgspec.structs.replace(steps[at], **answered)
                         case said.RetryPromptPart(tool_call_id=identity, content=content) if identity in pending:
                             at = pending.pop(identity)
