@@ -25,6 +25,7 @@ from convy.fakes import FakeJudge
 from convy.http import JsonEndpoint
 from convy.httpagents import ChatAgent
 from convy.judge import ChatJudge, Claim, Confidence, Failed, Models, NoVerdict, Verdict
+from convy.junit import JUnitReport
 from convy.model import OpenAiModel
 from convy.outcome import Outcome
 from convy.records import Limits, RunSpec
@@ -353,3 +354,16 @@ def test_a_run_whose_tool_errs_on_purpose_and_whose_agent_lets_the_error_go_is_t
     unanswered = played(undeclared)  # no answer fits 1A: an error nobody planted
     assert unanswered.stop == "agent_failed" and Attempt(unanswered, TRUST).cause() == "agent"
 
+
+def test_a_run_read_unsaid_counts_the_tools_cause_and_junit_names_the_tool(tmp_path: Path) -> None:
+    """The run's folder read back unsaid (as the end of a run and ``convy report`` read it): the
+    broken-off turn keeps the calls the cause rests on, so the breakdown and JUnit say the tool."""
+    bench = Bench(Careless(), Models(judge=FakeJudge()))
+    spec = RunSpec(id="careless", agent="careless", scenarios=(seats("move me to 1A"),), attempts=2, limits=bench.limits)
+    asyncio.run(RunJournal(tmp_path / "careless" / "careless").play(spec, bench))
+    (run,), _ = Runs(tmp_path, unsaid=True).read()
+    summary = Summary(run)
+    assert [attempt.cause() for attempt in summary.attempts()] == ["tool", "tool"]
+    assert summary.breakdown().text() == "2 not passed, by cause: agent 0, user 0, judge 0, service 0, tool 2 (100%)"
+    said = JUnitReport((summary,)).xml().decode()
+    assert "agent_failed (a tool the scenario made fail: change_seat): " in said and "seat 1A is taken" in said
