@@ -113,7 +113,13 @@ class Breakdown(msgspec.Struct, frozen=True, dict=True):
 # among them: the scenarios compared plant the same failures on both sides, so a change in how
 # many of them broke the agent is the agent's own change.
 SHIFTED: tuple[Cause, ...] = ("user", "judge")
-TROUBLE: dict[Cause, str] = {"user": "simulated-user", "judge": "judge", "service": "service", "agent": "agent", "tool": "scenario-tool"}
+TROUBLE: dict[Cause, str] = {
+    "user": "simulated-user",
+    "judge": "judge",
+    "service": "service",
+    "agent": "agent",
+    "tool": "scenario-tool",
+}
 
 
 class Shift(msgspec.Struct, frozen=True):

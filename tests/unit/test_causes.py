@@ -319,7 +319,10 @@ def seats(*script: str) -> Scenario:
     tool = {
         "name": "change_seat",
         "parameters": {"type": "object", "properties": {"seat": {"type": "string"}}, "required": ["seat"]},
-        "answers": [{"when": {"seat": "1A"}, "error": "seat {{ seat }} is taken"}, {"when": {"seat": "2B"}, "result": "ok", "delay": 5}],
+        "answers": [
+            {"when": {"seat": "1A"}, "error": "seat {{ seat }} is taken"},
+            {"when": {"seat": "2B"}, "result": "ok", "delay": 5},
+        ],
         "default": {"result": "ok"},
     }
     return msgspec.convert({"id": "seat", "script": list(script), "tools": [tool], "judge": ["The agent moves the seat."]}, Scenario)
@@ -346,7 +349,13 @@ def test_a_run_whose_tool_errs_on_purpose_and_whose_agent_lets_the_error_go_is_t
         {
             "id": "seat",
             "script": ["move me to 1A"],
-            "tools": [{"name": "change_seat", "parameters": {"type": "object", "properties": {"seat": {"type": "string"}}}, "answers": [{"when": {"seat": "9F"}, "result": "ok"}]}],
+            "tools": [
+                {
+                    "name": "change_seat",
+                    "parameters": {"type": "object", "properties": {"seat": {"type": "string"}}},
+                    "answers": [{"when": {"seat": "9F"}, "result": "ok"}],
+                }
+            ],
             "judge": ["The agent moves the seat."],
         },
         Scenario,
