@@ -405,8 +405,12 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
         if status == "passed":
             return None
         outcome = self.outcome
-        # 1. The agent failed, or a check decided by code failed: certain, whatever the others did.
+        # 1. The agent failed, or a check decided by code failed: certain, whatever the others did;
+        # but first, the agent failed in a turn in which the scenario's tools failed a call on
+        # purpose: the scenario's planted failure, not the agent's own breakage.
         match outcome.result:
+            case Failed() if outcome.injected():
+                return "tool"
             case Failed():
                 return "agent"
             case NoVerdict(checks=checks) if any(not claim.held and not claim.doubt for claim in checks):

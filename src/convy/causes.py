@@ -11,13 +11,27 @@ Every attempt that did not pass (failed, or not judged) has one ``Cause``, found
   not trusted (below the trust threshold, votes split, evidence required and not found);
 - ``service``: a service stayed busy past the participant's patience (the agent's or a model's),
   or a model's service failed the request (a connection, a timeout, an error status:
-  ``NoVerdict.service``, recorded where the failure was caught).
+  ``NoVerdict.service``, recorded where the failure was caught);
+- ``tool``: the agent failed or passed its time limit in a turn where one of the scenario's own
+  tools failed on purpose: it answered a call from an answer the scenario declared (``Call.source``
+  ``fixture`` or ``default``) with an error — an ``error:`` answer, or a ``delay:`` that held the
+  answer until the turn was cut off (``Outcome.injected``).
 
 When several apply, the first of these rules decides:
 
-1. the agent failed, or a check decided by code failed: ``agent``. Code decided it on what the
-   agent itself said and called, with no model in between, so it is certain whatever the others
-   did; and an agent that breaks on an odd message is still broken.
+1. the agent failed, or a check decided by code failed: ``agent``; but ``tool`` when the agent
+   failed in a turn in which the scenario's tools failed a call on purpose (the turn it broke off:
+   ``Outcome.injected``). Code decided it on what the agent itself said and called, with no model
+   in between, so it is certain whatever the others did; and an agent that breaks on an odd
+   message is still broken. A planted failure is another matter: the scenario put it there (a tool
+   down, a call that hangs) and the agent most likely broke on it — the tool's error raised on,
+   the held answer outlasting the turn — so, counted as the agent's, the failures scenarios plant
+   would read as the agent's own breakages. Only that turn counts: a planted failure the agent came
+   through in an earlier turn says nothing of a later breakage. A check or a trusted claim that
+   failed stays the agent's beside a planted failure (how the agent meets it is what such a
+   scenario tests), and a call that failed by no answer the scenario declared (none fits,
+   arguments that do not fit, a tool not declared, a call the agent only claimed) was planted by
+   nobody.
 2. the simulated user misbehaved: ``user``. Its dialogue is then no fair test of the agent, and
    whatever happened after it (a judge's failure, a service's) would not make it one.
 3. a service was busy or failed a model's request: ``service``. The model never answered, so
@@ -40,13 +54,14 @@ import msgspec
 
 from convy.views import CauseView
 
-Cause = Literal["agent", "user", "judge", "service"]
-CAUSES: tuple[Cause, ...] = ("agent", "user", "judge", "service")
+Cause = Literal["agent", "user", "judge", "service", "tool"]
+CAUSES: tuple[Cause, ...] = ("agent", "user", "judge", "service", "tool")
 NAMES: dict[Cause, str] = {
     "agent": "the agent",
     "user": "the simulated user",
     "judge": "the judge",
     "service": "a service",
+    "tool": "a tool the scenario made fail",
 }
 
 
@@ -85,7 +100,7 @@ class Breakdown(msgspec.Struct, frozen=True, dict=True):
 
     def text(self) -> str:
         """The breakdown in one line, as the command says it: ``7 not passed, by cause: agent 4
-        (57%), user 2 (29%), judge 0, service 1 (14%)``; ``""`` when every attempt passed."""
+        (57%), user 2 (29%), judge 0, service 1 (14%), tool 0``; ``""`` when every attempt passed."""
         total = self.not_passed()
         if not total:
             return ""
@@ -94,9 +109,17 @@ class Breakdown(msgspec.Struct, frozen=True, dict=True):
         return f"{total} not passed, by cause: " + ", ".join(parts)
 
 
-# The causes whose change a comparison speaks of: those that are not the agent's.
+# The causes whose change a comparison speaks of: those that are not the agent's. Nor is ``tool``
+# among them: the scenarios compared plant the same failures on both sides, so a change in how
+# many of them broke the agent is the agent's own change.
 SHIFTED: tuple[Cause, ...] = ("user", "judge")
-TROUBLE: dict[Cause, str] = {"user": "simulated-user", "judge": "judge", "service": "service", "agent": "agent"}
+TROUBLE: dict[Cause, str] = {
+    "user": "simulated-user",
+    "judge": "judge",
+    "service": "service",
+    "agent": "agent",
+    "tool": "scenario-tool",
+}
 
 
 class Shift(msgspec.Struct, frozen=True):

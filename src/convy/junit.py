@@ -48,6 +48,7 @@ from typing import ClassVar, Literal
 import msgspec
 
 from convy.attempt import Attempt, Sum
+from convy.causes import NAMES
 from convy.files import Delivered
 from convy.judge import Claim, Failed, NoVerdict, Verdict
 from convy.passing import AbsentAgent, RunVerdict
@@ -299,6 +300,10 @@ class Case(msgspec.Struct, frozen=True):
     def _said(self, attempt: Attempt, most: int) -> str:
         """Why an attempt failed by the agent or was not judged, in the words of whoever failed."""
         match attempt.outcome.result:
+            case Failed(reason=reason) if attempt.cause() == "tool":
+                # the cause the run's totals count it under (causes.py): the tools that failed on purpose
+                failing = ", ".join(dict.fromkeys(call.name for call in attempt.outcome.injected()))
+                return f"{attempt.outcome.stop} ({NAMES['tool']}: {self.outside(failing, most)}): {self.outside(reason, most)}"
             case Failed(reason=reason):
                 return f"{attempt.outcome.stop}: {self.outside(reason, most)}"
             case NoVerdict(who="busy", reason=reason):

@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from convy.agent import Answer, NoUsage, Usage
+from convy.agent import Answer, Call, NoUsage, Thought, Usage
 from convy.judge import Failed, NoVerdict, Verdict
 from convy.transcript import Stop, Transcript, Unchecked, UserFault
 from convy.waits import Wait
@@ -86,19 +86,45 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     def unsaid(self) -> Outcome:
         """This attempt without the words of its dialogue: each turn's message, and the text and
         steps (thoughts, tool calls) of each answer of the agent, its broken-off turn's too, left
-        out; its numbers, usage, times, stop and result (every claim and reason) kept. A run read
+        out, but the calls of that turn its tools failed on purpose (``injected``), which its cause
+        rests on; its numbers, usage, times, stop and result (every claim and reason) kept. A run read
         unsaid (``placed.Placed``) walks its attempts so, one at a time, where the words are not
         needed (JUnit, the Markdown summary, the judging section); a dialogue is read again in full
         only to be shown or matched to its labels."""
         replace = msgspec.structs.replace
         ending = self.agent_ending
+        # The broken-off turn keeps the calls its tools failed on purpose, by name, source and
+        # error alone: the attempt's cause rests on them (``causes.py``), and must be the same read
+        # unsaid as read whole.
+        kept = tuple([Call(call.name, error=call.error, source=call.source) for call in self.injected()])
         return replace(
             self,
             transcript=Transcript(
                 tuple([replace(turn, message="", answer=turn.answer.unsaid()) for turn in self.transcript.turns])
             ),
-            agent_ending=None if ending is None else ending.unsaid(),
+            agent_ending=None if ending is None else replace(ending.unsaid(), steps=kept),
         )
+
+    def injected(self) -> tuple[Call, ...]:
+        """The calls of the turn the agent broke off (``agent_ending``) that the scenario's own
+        tools failed on purpose: answered from an answer the scenario declared (``source``
+        ``fixture`` or ``default``) with an error — an ``error:`` answer (or a ``read:`` with
+        nothing at its path, a ``set:`` that cannot be made), or a ``delay:`` cut off while it held
+        the answer back. A call no declared answer fitted (``unanswered``), whose
+        arguments did not fit (``invalid``), of a tool not declared (``unknown``), that the agent
+        only claimed (``claimed``) or that the scenario's tools never served (``""``) failed by no
+        one's plan, and is not among them; nor is any call of a turn the agent finished."""
+        ending = self.agent_ending
+        if ending is None:
+            return ()
+        found: list[Call] = []
+        for step in ending.steps:
+            match step:
+                case Call(error=error, source="fixture" | "default") if error:
+                    found.append(step)
+                case Call() | Thought():
+                    pass
+        return tuple(found)
 
     def unseen(self) -> tuple[tuple[str, str], ...]:
         """The agent's calls paths that no reply of this dialogue held a list at, each with what

@@ -121,7 +121,7 @@ class AttemptsRow(Row, frozen=True):
     seconds: float
     status: Literal["passed", "failed", "not_judged"]
     why: Literal["claim", "agent", "user", "judge", "busy", "not_trusted", "split", "unquoted", "unseen"] | None
-    cause: Literal["agent", "user", "judge", "service"] | None
+    cause: Literal["agent", "user", "judge", "service", "tool"] | None
     stop: str
     turns: int
     claims: int | None

@@ -113,7 +113,7 @@ class CauseView(View, frozen=True):
     """One cause of attempts that did not pass (``causes.py``): how many, and their share of the
     attempts that did not pass (``None`` when every attempt passed)."""
 
-    cause: Literal["agent", "user", "judge", "service"]
+    cause: Literal["agent", "user", "judge", "service", "tool"]
     count: int
     share: float | None
 

@@ -115,7 +115,7 @@ def test_a_shift_never_says_mostly_a_cause_whose_share_moved_the_other_way() -> 
 
     from convy.causes import NAMES, TROUBLE, Breakdown, Shift
 
-    run = st.lists(st.sampled_from([None, "agent", "user", "judge", "service"]), min_size=1, max_size=40)
+    run = st.lists(st.sampled_from([None, "agent", "user", "judge", "service", "tool"]), min_size=1, max_size=40)
 
     @settings(max_examples=400, deadline=None)
     @given(run, run)

@@ -850,6 +850,7 @@ def test_the_causes_tile_and_the_filter_by_cause(pages: dict[str, Path], visit: 
     tile = page.locator(".tile", has=page.locator("h2", has_text="Why not passed"))
     expect(tile.locator("#causes")).to_contain_text("judge: 6", use_inner_text=True)
     expect(tile.locator("#causes")).to_contain_text("service: 0", use_inner_text=True)
+    expect(tile.locator("#causes")).to_contain_text("scenario's tool: 0", use_inner_text=True)
     page.select_option("#filter-cause", "judge")
     shows(page, ["orders/unsure"])
     hashed(page, "cause=judge")

@@ -253,7 +253,7 @@ def test_a_service_that_fails_once_then_answers_plays_on_and_says_the_same_cause
         ran.stdout,
         re.MULTILINE,
     ), ran.stdout
-    assert "by cause: agent 0, user 0, judge 0, service 1 (100%)" in ran.stdout
+    assert "by cause: agent 0, user 0, judge 0, service 1 (100%), tool 0" in ran.stdout
     junit = ElementTree.parse(tmp_path / "junit.xml").getroot()
     said = " ".join((element.text or "") + " " + element.get("message", "") for element in junit.iter())
     assert "service (simulated user's model): model user-model failed" in said

@@ -7,19 +7,25 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from support.clock import in_virtual_time
 from support.standin import Drop, StandIn, Status, WrongShape
 
+from convy.agent import Answer, Call, Message, NoUsage, Reported, TimeLimited
 from convy.attempt import Attempt
 from convy.bench import Bench
 from convy.causes import Breakdown, Cause, Shift
+from convy.fakes import FakeJudge
 from convy.http import JsonEndpoint
 from convy.httpagents import ChatAgent
 from convy.judge import ChatJudge, Claim, Confidence, Failed, Models, NoVerdict, Verdict
+from convy.junit import JUnitReport
 from convy.model import OpenAiModel
 from convy.outcome import Outcome
 from convy.records import Limits, RunSpec
@@ -27,7 +33,8 @@ from convy.report import Summary
 from convy.runs import Runs
 from convy.scenario import Scenario, Stop
 from convy.storage import RunJournal
-from convy.transcript import Transcript, UserFault
+from convy.tools import toolbox
+from convy.transcript import Transcript, Turn, UserFault
 
 TRUST = 0.7
 HELD = Claim("The agent helps.", True, "it did", Confidence(0.9))
@@ -40,8 +47,8 @@ CHECK_FAILED = Claim("never said /sorry/", False, "said in turn 1", by="code")
 LEAKED = UserFault("leaked", 2, "its instructions, word for word")
 
 
-def outcome(result: Verdict | Failed | NoVerdict, stop: Stop = "finished", **fields: Any) -> Outcome:
-    return Outcome("s", 1, "2026-01-01T00:00:00.000+00:00", 1.0, Transcript(), stop, result, **fields)
+def outcome(result: Verdict | Failed | NoVerdict, stop: Stop = "finished", transcript: Transcript = Transcript(), **fields: Any) -> Outcome:
+    return Outcome("s", 1, "2026-01-01T00:00:00.000+00:00", 1.0, transcript, stop, result, **fields)
 
 
 def cause(result: Verdict | Failed | NoVerdict, stop: Stop = "finished", trust: float = TRUST, **fields: Any) -> Cause | None:
@@ -139,17 +146,19 @@ def test_the_service_mark_is_kept_in_the_line_only_when_set() -> None:
 
 def test_the_breakdown_counts_and_shares() -> None:
     """Counts and shares among the attempts not passed; every cause present, in order."""
-    breakdown = Breakdown(("agent", None, "agent", "user", None, "service", "agent"))
-    assert breakdown.counts == {"agent": 3, "user": 1, "judge": 0, "service": 1}
-    assert (breakdown.not_passed(), breakdown.attempts) == (5, 7)
-    assert breakdown.share("agent") == pytest.approx(0.6) and breakdown.share("judge") == 0
+    breakdown = Breakdown(("agent", None, "agent", "user", None, "service", "agent", "tool"))
+    assert breakdown.counts == {"agent": 3, "user": 1, "judge": 0, "service": 1, "tool": 1}
+    assert (breakdown.not_passed(), breakdown.attempts) == (6, 8)
+    assert breakdown.share("agent") == pytest.approx(0.5) and breakdown.share("judge") == 0
     assert [(view.cause, view.count, view.share) for view in breakdown.views()] == [
-        ("agent", 3, pytest.approx(0.6)),
-        ("user", 1, pytest.approx(0.2)),
+        ("agent", 3, pytest.approx(0.5)),
+        ("user", 1, pytest.approx(1 / 6)),
         ("judge", 0, 0.0),
-        ("service", 1, pytest.approx(0.2)),
+        ("service", 1, pytest.approx(1 / 6)),
+        ("tool", 1, pytest.approx(1 / 6)),
     ]
-    assert breakdown.text() == "5 not passed, by cause: agent 3 (60%), user 1 (20%), judge 0, service 1 (20%)"
+    assert breakdown.text() == "6 not passed, by cause: agent 3 (50%), user 1 (17%), judge 0, service 1 (17%), tool 1 (17%)"
+    assert Breakdown(("agent",)).text() == "1 not passed, by cause: agent 1 (100%), user 0, judge 0, service 0, tool 0"
     everything = Breakdown((None, None))
     assert everything.text() == "" and everything.share("agent") is None
 
@@ -222,11 +231,148 @@ def test_a_run_with_service_faults_injected_over_http_has_each_cause(tmp_path: P
     # One worker plays the attempts in order, and each stand-in hands its faults out in order.
     assert causes == {1: "service", 2: "service", 3: "user", 4: "agent", 5: "agent", 6: "service", 7: "service", 8: "judge", 9: None}
     view = Summary(run).view()
-    assert [(one.cause, one.count) for one in view.causes] == [("agent", 2), ("user", 1), ("judge", 1), ("service", 4)]
+    assert [(one.cause, one.count) for one in view.causes] == [("agent", 2), ("user", 1), ("judge", 1), ("service", 4), ("tool", 0)]
     assert view.not_passed == 8
     (scenario,) = view.scenarios
     assert scenario.causes == {"service": 4, "user": 1, "agent": 2, "judge": 1}  # for the filter by cause
     assert {row.attempt: row.cause for row in scenario.attempts} == {number: cause or "" for number, cause in causes.items()}
     dialogues = Summary(run).dialogues()["where"]
     assert [dialogue.cause for dialogue in dialogues] == [causes[number] or "" for number in range(1, 10)]  # the window's badge
-    assert Summary(run).breakdown().text() == "8 not passed, by cause: agent 2 (25%), user 1 (12%), judge 1 (12%), service 4 (50%)"
+    assert Summary(run).breakdown().text() == "8 not passed, by cause: agent 2 (25%), user 1 (12%), judge 1 (12%), service 4 (50%), tool 0"
+
+
+# A tool the scenario made fail (issue 29): its tools' calls, as the turn the agent broke off keeps them.
+REFUSED = Call("change_seat", {"seat": "1A"}, error="seat 1A is taken", source="fixture")
+HELD_BACK = Call("change_seat", {"seat": "1A"}, error="cut off: the call's answer was held 2 s", source="fixture")
+ANSWERED = Call("change_seat", {"seat": "14C"}, Reported({"seat": "14C"}), source="fixture")
+CRASH = Failed("ToolError: seat 1A is taken", "move me to 1A")
+
+
+def turn(*steps: Call) -> Turn:
+    return Turn("move me", Answer("Done.", steps=steps), True, 0.0, 0.0, NoUsage(), 0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("steps", "stop", "expected"),
+    [
+        ((REFUSED,), "agent_failed", "tool"),  # an error: answer, and the agent raised in that turn
+        ((msgspec.structs.replace(REFUSED, source="default"),), "agent_failed", "tool"),  # the default's error
+        ((HELD_BACK,), "time_limit", "tool"),  # a delay: held the answer past the turn's time limit
+        ((ANSWERED, REFUSED), "agent_failed", "tool"),  # one call of the turn failed on purpose is enough
+        ((ANSWERED,), "agent_failed", "agent"),  # the tool answered: the agent broke by itself
+        ((), "agent_failed", "agent"),
+        # Calls that failed by no answer the scenario declared: nobody planted those.
+        ((msgspec.structs.replace(REFUSED, source="unanswered"),), "agent_failed", "agent"),
+        ((msgspec.structs.replace(REFUSED, source="invalid"),), "agent_failed", "agent"),
+        ((msgspec.structs.replace(REFUSED, source="unknown"),), "agent_failed", "agent"),
+        ((msgspec.structs.replace(REFUSED, source="claimed"),), "agent_failed", "agent"),
+        ((msgspec.structs.replace(REFUSED, source=""),), "agent_failed", "agent"),  # the agent's own tool
+    ],
+)
+def test_an_agent_that_failed_in_a_turn_a_scenarios_tool_failed_on_purpose_is_the_tools(
+    steps: tuple[Call, ...], stop: Stop, expected: Cause
+) -> None:
+    """The turn the agent broke off holds a call the scenario's tools failed on purpose (an answer
+    it declared, with an error): the planted failure is the cause, not the agent; read unsaid, the
+    same (the calls the cause rests on are kept)."""
+    found = outcome(CRASH, stop, agent_ending=Answer("", steps=steps))
+    assert Attempt(found, TRUST).cause() == expected
+    assert Attempt(found.unsaid(), TRUST).cause() == expected
+    assert Attempt(msgspec.json.decode(msgspec.json.encode(found), type=Outcome), TRUST).cause() == expected
+
+
+def test_a_planted_failure_the_agent_came_through_in_an_earlier_turn_leaves_a_later_failure_the_agents() -> None:
+    """Turn 1's tool failed on purpose and the agent answered; it broke in turn 2, whose calls the
+    tools answered: only the turn it broke off counts."""
+    earlier = Transcript((turn(REFUSED),))
+    assert cause(CRASH, "agent_failed", transcript=earlier, agent_ending=Answer("", steps=(ANSWERED,))) == "agent"
+    assert cause(CRASH, "agent_failed", transcript=earlier) == "agent"  # and when the broken-off turn said nothing
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        Verdict((HELD, CHECK_FAILED)),  # a check decided by code failed
+        Verdict((FAILED,)),  # a trusted claim failed: say, of how the agent met the tool's error
+        NoVerdict("judge", "the judge failed", (CHECK_FAILED,)),
+    ],
+)
+def test_a_check_or_a_claim_that_failed_beside_a_planted_failure_stays_the_agents(result: Verdict | NoVerdict) -> None:
+    """How the agent met a failure the scenario planted is what such a scenario tests: a check or
+    a trusted claim that failed is the agent's, whichever turn the tool failed in."""
+    assert cause(result, transcript=Transcript((turn(REFUSED),)), agent_ending=Answer("", steps=(REFUSED,))) == "agent"
+
+
+class Careless:
+    """An agent that calls the scenario's tool and lets its error go: a ``ToolError`` raised on."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Careless]:
+        yield self
+
+    async def turn(self, message: Message) -> Answer:
+        await toolbox().call("change_seat", {"seat": message.text.rsplit(" ", 1)[-1]})
+        return Answer("Done.")
+
+
+def seats(*script: str) -> Scenario:
+    tool = {
+        "name": "change_seat",
+        "parameters": {"type": "object", "properties": {"seat": {"type": "string"}}, "required": ["seat"]},
+        "answers": [
+            {"when": {"seat": "1A"}, "error": "seat {{ seat }} is taken"},
+            {"when": {"seat": "2B"}, "result": "ok", "delay": 5},
+        ],
+        "default": {"result": "ok"},
+    }
+    return msgspec.convert({"id": "seat", "script": list(script), "tools": [tool], "judge": ["The agent moves the seat."]}, Scenario)
+
+
+def test_a_run_whose_tool_errs_on_purpose_and_whose_agent_lets_the_error_go_is_the_tools() -> None:
+    """End to end: the scenario's fixture answers with an error, the agent lets the ``ToolError``
+    escape and fails: the cause is the tool; a delay past the turn's time limit likewise; a later
+    failure after a planted one the agent came through, and one on a call no answer declared, are
+    the agent's."""
+
+    def played(scenario: Scenario, turn_limit: float = 120.0) -> Outcome:
+        agent = TimeLimited(Careless(), turn=turn_limit)
+        return in_virtual_time(lambda: scenario.outcome(1, agent, None, FakeJudge(), 3))
+
+    refused = played(seats("move me to 1A"))
+    assert (refused.stop, refused.agent_ending is not None) == ("agent_failed", True)
+    assert Attempt(refused, TRUST).cause() == "tool"
+    held = played(seats("move me to 2B"), turn_limit=1.0)
+    assert held.stop == "time_limit" and Attempt(held, TRUST).cause() == "tool"
+    # Turn 1 moves the seat; turn 2's planted error breaks the agent: still that turn's, the tool's.
+    assert Attempt(played(seats("move me to 3C", "move me to 1A")), TRUST).cause() == "tool"
+    undeclared = msgspec.convert(
+        {
+            "id": "seat",
+            "script": ["move me to 1A"],
+            "tools": [
+                {
+                    "name": "change_seat",
+                    "parameters": {"type": "object", "properties": {"seat": {"type": "string"}}},
+                    "answers": [{"when": {"seat": "9F"}, "result": "ok"}],
+                }
+            ],
+            "judge": ["The agent moves the seat."],
+        },
+        Scenario,
+    )
+    unanswered = played(undeclared)  # no answer fits 1A: an error nobody planted
+    assert unanswered.stop == "agent_failed" and Attempt(unanswered, TRUST).cause() == "agent"
+
+
+def test_a_run_read_unsaid_counts_the_tools_cause_and_junit_names_the_tool(tmp_path: Path) -> None:
+    """The run's folder read back unsaid (as the end of a run and ``convy report`` read it): the
+    broken-off turn keeps the calls the cause rests on, so the breakdown and JUnit say the tool."""
+    bench = Bench(Careless(), Models(judge=FakeJudge()))
+    spec = RunSpec(id="careless", agent="careless", scenarios=(seats("move me to 1A"),), attempts=2, limits=bench.limits)
+    asyncio.run(RunJournal(tmp_path / "careless" / "careless").play(spec, bench))
+    (run,), _ = Runs(tmp_path, unsaid=True).read()
+    summary = Summary(run)
+    assert [attempt.cause() for attempt in summary.attempts()] == ["tool", "tool"]
+    assert summary.breakdown().text() == "2 not passed, by cause: agent 0, user 0, judge 0, service 0, tool 2 (100%)"
+    said = JUnitReport((summary,)).xml().decode()
+    assert "agent_failed (a tool the scenario made fail: change_seat): " in said and "seat 1A is taken" in said

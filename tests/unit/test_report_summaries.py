@@ -149,7 +149,7 @@ def test_a_summary_keeps_the_attempts_that_did_not_pass_by_cause(played: Played)
         summed = msgspec.json.decode((run.folder / "summary.json").read_bytes(), type=Summed)
         counted = Summary(run).breakdown().counts
         assert summed.totals.causes == {str(cause): count for cause, count in counted.items()}
-        assert list(summed.totals.causes) == ["agent", "user", "judge", "service"]
+        assert list(summed.totals.causes) == ["agent", "user", "judge", "service", "tool"]
         assert sum(summed.totals.causes.values()) == summed.totals.attempts - summed.totals.passed
 
 

@@ -263,7 +263,7 @@ def test_the_attempts_table(tables: dict[str, Table]) -> None:
     assert (crash["cause"], trips["cause"], greeting["cause"], lost["cause"]) == ("agent", "judge", None, "user")
     assert rows[("bbbb", "orders/refund", 1)]["cause"] == "judge"
     assert {row["cause"] for row in rows.values() if row["status"] == "passed"} == {None}
-    assert all(row["cause"] in ("agent", "user", "judge", "service") for row in rows.values() if row["status"] != "passed")
+    assert all(row["cause"] in ("agent", "user", "judge", "service", "tool") for row in rows.values() if row["status"] != "passed")
 
 
 def test_the_cause_column_in_pandas(tables: dict[str, Table], tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ const Convy = (() => {
       claim: "a claim failed",
       "": "",
     },
-    cause: { agent: "agent", user: "simulated user", judge: "judge", service: "service" },
+    cause: { agent: "agent", user: "simulated user", judge: "judge", service: "service", tool: "scenario's tool" },
     stop: {
       finished: "user finished",
       max_turns: "turn limit reached",

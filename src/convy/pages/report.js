@@ -27,7 +27,7 @@
   const DIMENSIONS = view.variants || [];
   const VALUE = new Map(DIMENSIONS.flatMap((dim) => dim.values.map((one) => [dim.key + "=" + one.value, one])));
   const GROUPS = ["folder", "tag", ...DIMENSIONS.map((dim) => "variant:" + dim.key)];
-  const CAUSES = ["agent", "user", "judge", "service"];
+  const CAUSES = ["agent", "user", "judge", "service", "tool"];
   /* Why attempts stopped, in words: with no simulated user, every turn was scripted, and an
      attempt that "finished" played its script out (no user said it was done). */
   const stopped = (code) => (code === "finished" && view.header.user_model === "absent" ? "script played out" : word("stop", code));
