@@ -555,11 +555,12 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         heard: list[tuple[Transcript, str]] = [(Transcript(), "")]
         model = getattr(user, "model", None)  # the simulated user's, which also plays simulated tools
         simulator = PlayedTool(model) if model is not None and any(tool.simulate for tool in self.tools) else None
-        box = Toolbox(self.tools, self.state, served, simulator) if self.tools else None
         answerer = (
             InCharacter(model, user.prompt, lambda: heard[0]) if model is not None and self.user.strip() else None
         )
         person = Asking(self._answers, answerer, origin=clock)
+        serve = functools.partial(served, asking=person)  # over MCP, a call the approvals name is asked about
+        box = Toolbox(self.tools, self.state, serve, simulator) if self.tools else None
         tooling = TOOLS.set(box)
         asking = ASKING.set(person)
         try:

@@ -21,7 +21,7 @@ import copy
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -285,8 +285,21 @@ class Toolbox:
             case NotReported():
                 return None
 
-    async def served(self, name: str, arguments: Mapping[str, Any]) -> Call:
-        """The call of ``name`` with ``arguments`` answered and kept: its ``Call`` step."""
+    def denied(self, name: str, arguments: Mapping[str, Any]) -> Call:
+        """The call of ``name`` with ``arguments``, which the person asked before it ran denied:
+        never run, kept with the error that says so."""
+        call = Call(name, dict(arguments), error=f"not run: the user declined to let {name} run", source="denied", approval="denied")
+        return self._kept(call, time.perf_counter())
+
+    async def served(self, name: str, arguments: Mapping[str, Any], approval: Literal["", "approved"] = "") -> Call:
+        """The call of ``name`` with ``arguments`` answered and kept: its ``Call`` step (marked
+        ``approval`` where the person was asked first and said yes)."""
+        if approval:
+            call = await self.served(name, arguments)
+            marked = msgspec.structs.replace(call, approval=approval)
+            at = next(place for place in range(len(self.calls) - 1, -1, -1) if self.calls[place] is call)  # others may have come meanwhile
+            self.calls[at] = marked
+            return marked
         start = time.perf_counter()
         given = dict(arguments)
         tool = self.tools.get(name)

@@ -18,6 +18,7 @@ import socket
 from typing import Any
 
 from convy.agent import Reported
+from convy.pauses import Asking
 from convy.tools import Toolbox
 
 _CLOSING = 10.0  # seconds the connections open at the attempt's end have to close
@@ -57,9 +58,13 @@ class ToolServer:
         await server.lifespan.shutdown()
 
 
-async def served(box: Toolbox) -> ToolServer:
+async def served(box: Toolbox, asking: Asking | None = None) -> ToolServer:
     """An MCP server of ``box``'s tools on 127.0.0.1, started and answering (its address in
-    ``ToolServer.url``); a ``MissingExtra`` where the ``mcp`` extra is not installed."""
+    ``ToolServer.url``); a ``MissingExtra`` where the ``mcp`` extra is not installed.
+
+    A call of a tool the scenario's ``approvals:`` name waits for the answer of the person
+    (``asking``), as an MCP host asks its user before it runs a tool: denied, it is not run and
+    the agent gets an error saying the user declined."""
     try:
         import mcp_types as types
         import uvicorn
@@ -78,7 +83,12 @@ async def served(box: Toolbox) -> ToolServer:
         )
 
     async def called(context: Any, params: Any) -> Any:
-        call = await box.served(params.name, dict(params.arguments or {}))
+        name, arguments = params.name, dict(params.arguments or {})
+        if asking is not None and name in asking.approvals.decisions and name in box.tools:
+            approved = await asking.approve(name, arguments)
+            call = await box.served(name, arguments, "approved") if approved else box.denied(name, arguments)
+        else:
+            call = await box.served(name, arguments)
         if call.error:
             return types.CallToolResult(content=[types.TextContent(type="text", text=call.error)], is_error=True)
         value = call.result.value if isinstance(call.result, Reported) else None

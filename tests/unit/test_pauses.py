@@ -4,6 +4,7 @@ model ends the attempt as its own failure, never the agent's."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -217,3 +218,23 @@ def test_outside_an_attempt_a_person_denies_and_answers_nothing() -> None:
     person = asking()
     assert asyncio.run(person.approve("issue_refund")) is False
     assert asyncio.run(Asking().answer("Window?", ("window",))) == ""
+
+
+@pytest.mark.parametrize(("decision", "said", "seat"), [("approve", 'Done: {"seat": "14C", "passenger": "Ada"}', "14C"), ("deny", "Sorry: not run: the user declined to let change_seat run", "12A")])
+def test_an_agent_over_mcp_is_asked_about_as_an_mcp_host_asks_its_user(decision: str, said: str, seat: str) -> None:
+    """The seat scenario with its tools, state and an approval, played by an agent that reaches the
+    tools over MCP (the official SDK's client): a call of a tool the approvals name waits for the
+    answer; approved, it runs and changes the state; denied, it is not run and the agent is told so."""
+    pytest.importorskip("mcp")
+    from test_tools import McpAgent, seat_scenario
+
+    scene = seat_scenario("14C", approvals={"change_seat": decision})
+    outcome = asyncio.run(scene.outcome(1, TimeLimited(McpAgent()), None, FakeJudge(), 3))
+    (turn,) = outcome.transcript.turns
+    assert turn.answer.text == said
+    call, pause = turn.answer.steps
+    assert isinstance(call, Call) and isinstance(pause, Asked)
+    assert (call.approval, call.source if decision == "deny" else "fixture") == ("approved" if decision == "approve" else "denied", "denied" if decision == "deny" else "fixture")
+    assert (pause.tool, pause.answer, pause.by) == ("change_seat", decision, "scenario")
+    assert outcome.transcript.state["bookings"]["ABC123"]["seat"] == seat  # type: ignore[index]
+    assert outcome.status(0.5) == ("passed" if decision == "approve" else "failed")
