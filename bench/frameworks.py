@@ -17,7 +17,11 @@ for 9F (it fails).
 Last, the pauses: an ``issue_refund`` tool that asks before it runs (the Agents SDK's
 ``needs_approval``, pydantic-ai's ``requires_approval``, a LangGraph ``interrupt``), the scenario's
 ``approvals:`` approving it, then denying it: whether the tool ran, the call's approval, and the
-pause as the attempt kept it (its question, answer and who answered).
+pause as the attempt kept it (its question, answer and who answered). And the same with the
+scenario's tools and state: ``issue_refund`` sets ``refunds.A-1``, and the scenario checks it and
+that the agent asked; approved, denied, and answered by the simulated user in character (a model
+that says yes, its request counted), played by the Agents SDK's agent, pydantic-ai's and an agent
+over MCP (the call waits for the answer as an MCP host asks its user).
 
     .venv/bin/python bench/frameworks.py
 """
@@ -52,10 +56,12 @@ from test_frameworks import (  # noqa: E402
 from convy.agent import Answer, Asked, Call, Message, Requests, Usage  # noqa: E402
 from convy.bench import Bench  # noqa: E402
 from convy.chat import Prices  # noqa: E402
-from convy.fakes import MemoryJournal  # noqa: E402
+from convy.fakes import FakeModel, MemoryJournal  # noqa: E402
 from convy.judge import Models  # noqa: E402
+from convy.model import Reply, Said  # noqa: E402
 from convy.outcome import Outcome  # noqa: E402
 from convy.plan import Plan  # noqa: E402
+from convy.prompt import STOP  # noqa: E402
 from convy.scenario import Scenario  # noqa: E402
 from convy.tools import toolbox  # noqa: E402
 
@@ -72,9 +78,10 @@ def replied(request: dict[str, Any]) -> dict[str, Any]:
     return {"content": "Hello! Which order?", "usage": {"prompt_tokens": 20 + len(messages), "completion_tokens": 4, "reasoning_tokens": 2}, "cost": COST}
 
 
-def played(agent: Any, scenario: Scenario) -> Outcome:
+def played(agent: Any, scenario: Scenario, user: Any = None) -> Outcome:
     journal = MemoryJournal()
-    asyncio.run(Bench(agent, Models()).run(Plan((scenario,), 1), journal))
+    models = Models() if user is None else Models(user=user)
+    asyncio.run(Bench(agent, models).run(Plan((scenario,), 1), journal))
     (outcome,) = journal.outcomes
     return outcome
 
@@ -182,6 +189,67 @@ def pauses() -> None:
             print(f"  {name}, {decision}: the tool {'ran' if ran else 'did not run'}; {answered}; asked {paused}; {outcome.status(0.0)}")
 
 
+class RefundOverMcp:
+    """An agent that reaches its tools over MCP (the official SDK's client) and refunds the order
+    the message names: whoever it reaches through decides whether the call runs."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[RefundOverMcp]:
+        yield self
+
+    async def turn(self, message: Message) -> Answer:
+        from mcp import Client
+
+        async with Client(await toolbox().url()) as client:
+            result = await client.call_tool("issue_refund", {"order": message.text.rsplit(" ", 1)[-1]})
+        return Answer(f"{'Sorry' if result.is_error else 'Done'}: {result.content[0].text}")  # type: ignore[union-attr]
+
+
+REFUND = {
+    "id": "refund",
+    "user": "You want order A-1 refunded; say yes when you are asked.",
+    "script": ["Refund A-1"],
+    "max_turns": 1,
+    "state": {"refunds": {}},
+    "tools": [
+        {
+            "name": "issue_refund",
+            "description": "Refund an order.",
+            "parameters": {"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]},
+            "answers": [{"set": {"refunds.{{ order }}": True}, "result": {"refunded": "{{ order }}"}}],
+        }
+    ],
+    "judge": [{"check": {"state": {"refunds.A-1": True}}}, {"check": {"asked_approval": "issue_refund"}}],
+}
+
+
+def in_character(messages: tuple[Said, ...]) -> Reply:
+    """The simulated user's model: asked by the agent whether to refund, it says yes, in its words."""
+    if "pauses and asks you" in messages[-1].content:
+        return Reply("Approve - yes, please refund it.", Usage(60, 8))
+    return Reply(STOP)
+
+
+def approved_state() -> None:
+    print("\nA scenario with tools, state and an approval: issue_refund sets refunds.A-1; the check asks for it, and that the agent asked.")
+    for decision in ("approve", "deny", "user"):
+        chosen = msgspec.convert({**REFUND, "approvals": {"issue_refund": decision}}, Scenario)
+        for name, made in (("OpenAI Agents SDK", asking_openai_agents), ("pydantic-ai", asking_pydantic_ai), ("an agent over MCP", None)):
+            with StandIn(reply=refunding) as server:
+                agent = RefundOverMcp() if made is None else made(server, lambda order: {"refunded": "by the agent's own tool"})
+                outcome = played(agent, chosen, FakeModel(in_character, "user-model"))
+            steps = outcome.transcript.turns[0].answer.steps
+            (asked,) = [step for step in steps if isinstance(step, Asked)]
+            (call,) = [step for step in steps if isinstance(step, Call)]
+            claims = getattr(outcome.result, "claims", ())
+            print(
+                f"  {name}, {decision}: asked {asked.question!r}, {asked.by} answered {asked.answer!r}"
+                + (f" ({asked.usage.input} in, {asked.usage.output} out)" if isinstance(asked.usage, Usage) else "")
+                + f"; {call.name} {call.approval} [{call.source}]; state {msgspec.json.encode(outcome.transcript.state).decode()}; "
+                f"{outcome.status(0.0)}: {claims[0].reason if claims else outcome.result}"
+            )
+
+
 def main() -> None:
     scenario = msgspec.convert({"id": "order", "script": ["Hi", "Where is A-1?"], "judge": [{"check": {"called": "lookup_order"}}]}, Scenario)
     for name, made in (("OpenAI Agents SDK", openai_agents), ("pydantic-ai", pydantic_ai), ("LangGraph + ChatOpenAI", langgraph)):
@@ -202,6 +270,7 @@ def main() -> None:
                 print(f"  {name}, asked for {seat}: {call.name}({msgspec.json.encode(call.arguments).decode()}) [{call.source}]"  # type: ignore[union-attr]
                       f" -> state {msgspec.json.encode(outcome.transcript.state).decode()}; {outcome.status(0.0)}: {claims[0].reason}")
     pauses()
+    approved_state()
 
 
 if __name__ == "__main__":

@@ -104,8 +104,8 @@ class Thought(msgspec.Struct, frozen=True, gc=False, tag="thought"):
 # scenario's fixtures, the tool's default, a model playing the tool where no answer was declared
 # for the call and the tool says ``simulate: true``, none declared for those arguments (an error),
 # arguments that did not fit the tool's parameters (an error), a tool the scenario does not declare
-# (an error); "denied", a call over MCP of a tool the scenario's ``approvals:`` name, which the
-# person asked denied (never run: an error); or "claimed", a call the agent reported of a tool the
+# (an error); "denied", a call the person asked before it ran said no to (never run: an error);
+# or "claimed", a call the agent reported of a tool the
 # scenario declares that its tools never saw (no check counts it). A call only the agent reported,
 # of a tool of its own, has none ("").
 Source = Literal["", "fixture", "default", "simulated", "unanswered", "invalid", "unknown", "denied", "claimed"]

@@ -373,8 +373,8 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
     """``answer`` with the calls the scenario's tools served during its turn: each in place of the
     first call the agent reported of the same tool with the same arguments (the tools' answer is
     what happened), the others after its steps; and a call the agent reported of a tool the
-    scenario ``declared`` that its tools never saw marked so (``source`` "claimed"): no check
-    counts it."""
+    scenario ``declared`` that its tools never saw marked so: ``source`` "denied" where the person
+    it asked said no (never run), else "claimed"; no check counts it."""
     steps = list(answer.steps)
     claimed = [number for number, step in enumerate(steps) if type(step) is Call and not step.source and step.name in declared]
     if not served and not claimed:
@@ -399,7 +399,9 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
             used.add(place)
     for number in claimed:
         if number not in used:
-            steps[number] = msgspec.structs.replace(steps[number], source="claimed")
+            # Not seen by the tools: denied by the person the agent asked (never run), or only claimed.
+            denied = getattr(steps[number], "approval", "") == "denied"
+            steps[number] = msgspec.structs.replace(steps[number], source="denied" if denied else "claimed")
     return msgspec.structs.replace(answer, steps=tuple(steps) + tuple(left))
 
 

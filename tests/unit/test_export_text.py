@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from convy import Bench, Models, RunJournal, RunSpec, Scenarios
-from convy.agent import Answer, Call, NoUsage, Reported
+from convy.agent import Answer, Asked, Call, NoUsage, Reported
 from convy.fakes import FakeAgent, FakeJudge
 from convy.rows import Table
 from convy.runs import Runs
@@ -88,8 +88,10 @@ SCENARIO = "@scenario"
 
 
 def answer(text: str) -> Answer:
-    """Each message answered with itself, after a tool of that name called with it and returning it."""
-    return Answer(text, NoUsage(), (Call(text, {"q": text, "n": -2}, Reported(text), 0.5), Call("count", {}, Reported(-2))))
+    """Each message answered with itself, after a tool of that name called with it and returning it,
+    and a pause that asks it and is answered with it."""
+    steps = (Call(text, {"q": text, "n": -2}, Reported(text), 0.5), Call("count", {}, Reported(-2)), Asked(text, text, options=(text,)))
+    return Answer(text, NoUsage(), steps)
 
 
 @pytest.fixture(scope="module")
