@@ -174,7 +174,9 @@ def aside(answer: Answer) -> tuple[Usage | NoUsage, ...]:
     found: list[Usage | NoUsage] = []
     for step in answer.steps:
         match step:
-            case Call(usage=Usage() | NoUsage() as usage) | Asked(usage=Usage() | NoUsage() as usage):
+            # Only what convy's own parts kept: a call a model played, a pause the user answered
+            # (a usage an agent reports on a call of its own is not the simulated user's).
+            case Call(source="simulated", usage=Usage() | NoUsage() as usage) | Asked(usage=Usage() | NoUsage() as usage):
                 found.append(usage)
             case _:
                 pass
@@ -205,8 +207,19 @@ class Answer(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def unsaid(self) -> Answer:
         """This answer without its words: its text and steps left out, its usage and where its
-        calls were not held (``unheld``) kept (``outcome.Outcome.unsaid``)."""
-        return Answer("", self.usage, (), self.unheld, self.unheld_as)
+        calls were not held (``unheld``) kept (``outcome.Outcome.unsaid``); a step that holds a
+        request of the simulated user's model (``aside``) is kept as that request alone, without
+        its words, so that what the attempt spent reads the same unsaid as whole."""
+        steps: list[Step] = []
+        for step in self.steps:
+            match step:
+                case Call(source="simulated", usage=Usage() | NoUsage() as usage):
+                    steps.append(Call("", source="simulated", usage=usage))
+                case Asked(by=by, usage=Usage() | NoUsage() as usage):
+                    steps.append(Asked("", "", by, usage=usage))
+                case _:
+                    pass
+        return Answer("", self.usage, tuple(steps), self.unheld, self.unheld_as)
 
     def requests(self) -> tuple[Usage | NoUsage, ...]:
         """The usage of each request the answer took: its one, or each of several."""

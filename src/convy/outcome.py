@@ -102,7 +102,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
             transcript=Transcript(
                 tuple([replace(turn, message="", answer=turn.answer.unsaid()) for turn in self.transcript.turns])
             ),
-            agent_ending=None if ending is None else replace(ending.unsaid(), steps=kept),
+            agent_ending=None if ending is None else replace(unsaid := ending.unsaid(), steps=kept + unsaid.steps),
         )
 
     def injected(self) -> tuple[Call, ...]:

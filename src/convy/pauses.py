@@ -20,6 +20,7 @@ failure, never the agent's.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -72,53 +73,52 @@ class Asking:
     async def approve(self, tool: str, arguments: Mapping[str, Any] | None = None) -> bool:
         """Whether the person approves running ``tool`` with ``arguments``: as the scenario's
         approvals say, or as the simulated user decides where they say ``user``."""
+        return (await self.decided(tool, arguments)).approved()
+
+    async def decided(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Asked:
+        """The pause that asks whether ``tool`` may run with ``arguments``, answered and kept: its
+        answer ("approve" or "deny") and who gave it (for an adapter that says who denied a call)."""
         given = dict(arguments or {})
         question = f"May I run {tool} with {msgspec.json.encode(given).decode()}?"
         decision = self.approvals.decided(tool)
         if decision != "user":
-            self._kept(Asked(question, decision, "scenario", ("approve", "deny"), tool, given, self._now(), 0.0))
-            return decision == "approve"
-        said = await self._asked(question, ("approve", "deny"), tool, given)
-        return said == "approve"
+            return self._kept(Asked(question, decision, "scenario", ("approve", "deny"), tool, given, self._now(), 0.0))
+        return await self._asked(question, ("approve", "deny"), tool, given)
 
     async def answer(self, question: str, options: Sequence[str] = ()) -> str:
         """The person's answer to ``question``: one of ``options`` where it gives some. The
         simulated user answers in character; with none (a scripted scenario), nobody does, and the
         answer is ""."""
-        return await self._asked(question, tuple(options), "", {})
+        return (await self._asked(question, tuple(options), "", {})).answer
 
-    async def _asked(self, question: str, options: tuple[str, ...], tool: str, arguments: dict[str, Any]) -> str:
+    async def _asked(self, question: str, options: tuple[str, ...], tool: str, arguments: dict[str, Any]) -> Asked:
         start = self._now()
+        unanswered = "deny" if tool else ""  # what the agent is told where nobody answers
         if self._user is None or self.failure is not None:
-            self._kept(Asked(question, "deny" if tool else "", "nobody", options, tool, arguments, start, 0.0))
-            return "deny" if tool else ""
+            return self._kept(Asked(question, unanswered, "nobody", options, tool, arguments, start, 0.0))
         try:
             said, usage = await self._user(question, options)
         except ModelFailure as error:  # the user's model's failure: kept for the attempt, the agent told no
             self.failure = error
             spent = error.requests[0] if error.requests else None
-            self._kept(
-                Asked(
-                    question,
-                    "deny" if tool else "",
-                    "nobody",
-                    options,
-                    tool,
-                    arguments,
-                    start,
-                    self._now() - start,
-                    spent,
-                )
+            return self._kept(Asked(question, unanswered, "nobody", options, tool, arguments, start, self._now() - start, spent))
+        except asyncio.CancelledError:
+            # The agent's turn was cut off (its time limit) while the simulated user's model was
+            # still answering: the model's slowness, not the agent's; the pause is kept, its
+            # request counted unreported.
+            self.failure = ModelFailure(
+                f"the simulated user's model was still answering the agent's question ({question}) when the agent's turn was cut off"
             )
-            return "deny" if tool else ""
-        self._kept(Asked(question, said, "user", options, tool, arguments, start, self._now() - start, usage))
-        return said
+            self._kept(Asked(question, unanswered, "nobody", options, tool, arguments, start, self._now() - start, NoUsage()))
+            raise
+        return self._kept(Asked(question, said, "user", options, tool, arguments, start, self._now() - start, usage))
 
     def _now(self) -> float:
         return self._clock() - self._origin
 
-    def _kept(self, asked: Asked) -> None:
+    def _kept(self, asked: Asked) -> Asked:
         self.asked.append(asked)
+        return asked
 
     def taken(self) -> tuple[Asked, ...]:
         """The pauses since the last taken: those of the turn that just ended."""

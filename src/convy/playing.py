@@ -66,13 +66,13 @@ class InCharacter(msgspec.Struct, frozen=True):
 
 
 def _chosen(text: str, options: tuple[str, ...]) -> str:
-    """The one option ``text`` names (the whole text, or one of its words, in any case), or "" when
-    it names none or several."""
+    """The option ``text`` is, or begins with, in any case ("Approve.", "aisle, please"), or ""
+    where it is none: a word found further in ("No, do not approve") is never taken for a choice."""
     wanted = {option.lower(): option for option in options}
-    if (whole := text.strip(" .!\"'`").lower()) in wanted:
+    if (whole := text.strip(" .!\"'`*").lower()) in wanted:
         return wanted[whole]
-    named = {wanted[word] for word in (word.lower() for word in _WORD.findall(text)) if word in wanted}
-    return named.pop() if len(named) == 1 else ""
+    first = _WORD.match(text.lstrip(" \"'`*"))
+    return wanted.get(first.group(0).lower(), "") if first else ""
 
 
 class PlayedTool(msgspec.Struct, frozen=True):

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import Agent, AgentFailure, Answer, Asked, Message, NoUsage, OutOfTime, Usage
+from convy.agent import Agent, AgentFailure, Answer, Asked, Call, Message, NoUsage, OutOfTime, Usage
 from convy.busy import Busy
 from convy.checks import PATTERNS, QUOTED, Check, Fill, Rule, literal, slashed, why_unsound
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
@@ -42,7 +42,7 @@ from convy.problems import (
 )
 from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
-from convy.tools import TOOLS, Tool, Toolbox, joined, path_of
+from convy.tools import TOOLS, Tool, Toolbox, joined, path_of, same
 from convy.toolserver import served
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
@@ -203,6 +203,15 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     if near:
                         field = "called" if called else "not_called"
                         yield f"judge[{number}].check.{field}: {name} is not a tool of the scenario: did you mean {near}?"
+                case Rule(check=Check(asked_approval=asked, not_asked_approval=unasked)) if asked or unasked:
+                    # A slip for a tool the scenario declares or its approvals name: a check of
+                    # a name never asked about would hold (or fail) whatever the agent did.
+                    name = asked or unasked
+                    known = set(names) | set(self.approvals)
+                    near = nearest(name, known) if name not in known and not Slotted(name).slots() else ""
+                    if near:
+                        field = "asked_approval" if asked else "not_asked_approval"
+                        yield f"judge[{number}].check.{field}: {name} is not a tool of the scenario or its approvals: did you mean {near}?"
                 case _:
                     pass
 
@@ -801,8 +810,27 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
 
 
 def _paused(answer: Answer, asked: tuple[Asked, ...]) -> Answer:
-    """``answer`` with the pauses its agent made to ask a person, after its steps."""
-    return msgspec.structs.replace(answer, steps=answer.steps + asked)
+    """``answer`` with the pauses its agent made to ask a person, in the order they came: one that
+    asked to run a tool just before the call it asked about (the first of that tool with those
+    arguments not yet placed after a pause), any other after its steps (a question's place among
+    the calls is not known)."""
+    steps = list(answer.steps)
+    gated: set[int] = set()  # the calls a pause was placed before, by identity
+    for pause in asked:
+        place = None
+        for number, step in enumerate(steps):
+            match step:
+                case Call(name=name, arguments=arguments) if pause.tool == name and id(step) not in gated and same(arguments, pause.arguments):
+                    place = number
+                    break
+                case _:
+                    pass
+        if place is None:
+            steps.append(pause)
+        else:
+            gated.add(id(steps[place]))
+            steps.insert(place, pause)
+    return msgspec.structs.replace(answer, steps=tuple(steps))
 
 
 def _unanswered(failure: ModelFailure) -> NoVerdict:

@@ -417,7 +417,9 @@ class AttemptRows(msgspec.Struct, frozen=True):
         }
 
     def _user_usage(self, turn: Turn) -> tuple[Usage | NoUsage, ...]:
-        return () if turn.scripted else (turn.user_usage,)
+        """The simulated user's requests of a turn: its message (where it wrote it), and what its
+        model did inside the agent's turn (answered a question, played a tool: ``agent.aside``)."""
+        return (() if turn.scripted else (turn.user_usage,)) + (aside(turn.answer) if turn.answer.steps else ())
 
     def _kind(self, step: Step) -> Literal["thought", "call", "asked"]:
         match step:

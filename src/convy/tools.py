@@ -355,6 +355,12 @@ class Toolbox:
                 Call(tool.name, given, error=f"the model playing {tool.name} failed", source="simulated", usage=spent),
                 start,
             )
+        except asyncio.CancelledError:
+            # The agent's turn was cut off (its time limit) while the model still played the tool:
+            # the model's slowness, not the agent's; the call is kept, its request counted unreported.
+            self.failure = ModelFailure(f"the model playing {tool.name} was still answering when the agent's turn was cut off")
+            self._kept(Call(tool.name, given, error=f"cut off: the model playing {tool.name} was still answering", source="simulated", usage=NoUsage()), start)
+            raise
         return self._kept(Call(tool.name, given, Reported(value), source="simulated", usage=usage), start)
 
     def _kept(self, call: Call, start: float) -> Call:
@@ -386,7 +392,11 @@ def joined(answer: Answer, served: tuple[Call, ...], declared: Mapping[str, Tool
             (
                 number
                 for number, step in enumerate(steps)
-                if number not in used and type(step) is Call and not step.source and step.name == call.name and same(step.arguments, call.arguments)
+                # the same call reported (unmarked), or the very step the toolbox kept, which an
+                # agent's code may put in its answer as it got it (``served``)
+                if number not in used
+                and type(step) is Call
+                and (step == call or not step.source and step.name == call.name and same(step.arguments, call.arguments))
             ),
             None,
         )

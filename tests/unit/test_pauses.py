@@ -78,7 +78,7 @@ def test_the_scenarios_approvals_answer_and_the_pause_is_kept_and_checked(decisi
     (turn,) = outcome.transcript.turns
     assert turn.answer.text == text
     assert outcome.transcript.state == state
-    pause = turn.answer.steps[-1]
+    pause = turn.answer.steps[0]  # first, before the call it asked about (none where denied)
     assert isinstance(pause, Asked)
     assert (pause.question, pause.answer, pause.by, pause.tool, pause.arguments) == (
         'May I run issue_refund with {"order":"A1"}?',
@@ -123,18 +123,20 @@ def test_the_simulated_user_decides_in_character_and_its_request_is_counted_as_i
     outcome = played(scene, simulated(scene, replies))
     (turn,) = outcome.transcript.turns
     assert turn.answer.text == "Refunded A1."
-    pause = turn.answer.steps[-1]
+    pause = turn.answer.steps[0]  # before the call it asked about
     assert (pause.answer, pause.by, pause.usage) == ("approve", "user", Usage(30, 2))  # type: ignore[union-attr]
     attempt = Attempt(outcome, 0.5)
     assert attempt.user_usage() == (Usage(10, 3), Usage(30, 2), Usage(12, 1))
     assert attempt.user_sum().tokens().input == 52
+    unsaid = Attempt(outcome.unsaid(), 0.5)  # as the run's end, JUnit and the summaries read it
+    assert (unsaid.user_usage(), unsaid.every_sum()) == (attempt.user_usage(), attempt.every_sum())
     rows = AttemptRows("agent", "run", attempt, scene)
     (row,) = rows.pauses()
     assert (row.turn, row.question, row.answer, row.by, row.tool, row.tokens_in, row.tokens_out) == (1, pause.question, "approve", "user", "issue_refund", 30, 2)  # type: ignore[union-attr]
     users = [row for row in rows.model_requests() if row.participant == "user"]
     assert [(row.turn, row.tokens_in) for row in users] == [(1, 10), (1, 30), (None, 12)]
     window = attempt.dialogue()
-    assert (window.turns[0].asked, window.turns[0].calls, window.turns[0].steps[-1].kind) == (1, 1, "asked")
+    assert (window.turns[0].asked, window.turns[0].calls, [step.kind for step in window.turns[0].steps]) == (1, 1, ["asked", "call"])
     spans = [span for span in window.spans if span.label.startswith("agent paused")]
     assert [span.lane for span in spans] == ["user"]
     assert spans[0].label.endswith("(the user answered approve)")
@@ -178,7 +180,7 @@ def test_a_simulated_tool_is_played_by_the_users_model_and_marked_so() -> None:
     (told,) = asked
     assert '"name": "weather"' in told[0].content and '"cities": ["Oslo", "Bergen"]' in told[0].content
     assert told[1].content == 'The agent calls weather with {"city": "Bergen"}. Its result:'
-    assert Attempt(outcome, 0.5).user_usage() == (Usage(40, 9),)
+    assert Attempt(outcome, 0.5).user_usage() == Attempt(outcome.unsaid(), 0.5).user_usage() == (Usage(40, 9),)
     assert outcome.status(0.5) == "passed"
 
 
@@ -232,9 +234,76 @@ def test_an_agent_over_mcp_is_asked_about_as_an_mcp_host_asks_its_user(decision:
     outcome = asyncio.run(scene.outcome(1, TimeLimited(McpAgent()), None, FakeJudge(), 3))
     (turn,) = outcome.transcript.turns
     assert turn.answer.text == said
-    call, pause = turn.answer.steps
+    pause, call = turn.answer.steps  # the pause before the call it asked about
     assert isinstance(call, Call) and isinstance(pause, Asked)
     assert (call.approval, call.source if decision == "deny" else "fixture") == ("approved" if decision == "approve" else "denied", "denied" if decision == "deny" else "fixture")
     assert (pause.tool, pause.answer, pause.by) == ("change_seat", decision, "scenario")
     assert outcome.transcript.state["bookings"]["ABC123"]["seat"] == seat  # type: ignore[index]
     assert outcome.status(0.5) == ("passed" if decision == "approve" else "failed")
+
+
+@pytest.mark.parametrize(
+    ("reply", "chosen"),
+    [("Approve.", "approve"), ("**Deny**", "deny"), ("Approve - yes, go ahead", "approve"), ("No, do not approve that.", ""), ("Don't approve it", ""), ("Yes", "")],
+)
+def test_an_answer_is_the_option_it_is_or_begins_with_never_one_found_further_in(reply: str, chosen: str) -> None:
+    from convy.playing import _chosen
+
+    assert _chosen(reply, ("approve", "deny")) == chosen
+
+
+def test_a_user_model_still_answering_when_the_turn_is_cut_off_is_the_models_failure_not_the_agents() -> None:
+    """The agent's turn limit passes while the simulated user's model answers its question: the
+    attempt ends as the model's, the pause kept with the turn the agent broke off."""
+
+    class Slow:
+        name = "slow-user"
+
+        async def reply(self, messages: tuple[Said, ...]) -> Reply:
+            import asyncio
+
+            if "pauses and asks you" in messages[-1].content:
+                await asyncio.sleep(30)
+            return Reply("###STOP###")
+
+    scene = user_scenario(script=["refund A1"])
+    user = scene.simulated(Slow(), Prompt("You play a customer. {{ instructions }} Say {{ stop }} when done."))
+    outcome = in_virtual_time(lambda: scene.outcome(1, TimeLimited(CarefulAgent(), turn=5), user, FakeJudge(), 4))
+    assert outcome.stop == "model_failed"
+    assert "still answering the agent's question" in outcome.result.reason  # type: ignore[union-attr]
+    (pause,) = outcome.agent_ending.steps  # type: ignore[union-attr]
+    assert isinstance(pause, Asked) and pause.by == "nobody" and pause.usage is not None  # its request sent, unreported
+    assert Attempt(outcome, 0.5).cause() == "user"
+
+
+class Reporting:
+    """An agent that reports, besides its call of the scenario's tool (the very step the toolbox
+    kept), a call of its own tool with a usage of its own (a sub-agent's, say)."""
+
+    @asynccontextmanager
+    async def conversation(self) -> AsyncIterator[Reporting]:
+        yield self
+
+    async def turn(self, message: Message) -> Answer:
+        served = await toolbox().served("weather", {"city": "Bergen"})
+        return Answer("ok", steps=(served, Call("subagent", {}, Reported(1), usage=Usage(9999, 9999))))
+
+
+def test_only_the_simulated_users_requests_count_as_its_own_and_a_served_call_is_kept_once() -> None:
+    scene = scenario(script=["weather"], judge=[{"check": {"called": "weather"}}])
+    outcome = in_virtual_time(lambda: scene.outcome(1, TimeLimited(Reporting()), scene.simulated(FakeModel([Reply("1", Usage(40, 9))]), Prompt("{{ instructions }} {{ stop }}")), FakeJudge(), 2))
+    steps = outcome.transcript.turns[0].answer.steps
+    assert [(step.name, step.source) for step in steps] == [("weather", "simulated"), ("subagent", "")]  # type: ignore[union-attr]
+    assert Attempt(outcome, 0.5).user_usage() == (Usage(40, 9),)
+
+
+def test_a_question_asked_before_the_calls_is_placed_before_the_call_it_asked_about_for_the_judge() -> None:
+    outcome = played(scenario(approvals={"issue_refund": "approve"}))
+    lines = outcome.transcript.text().split("\n\n")
+    assert lines[1].startswith("AGENT ASKED THE USER: 'May I run issue_refund") and lines[2].startswith("AGENT CALLED TOOL issue_refund")
+
+
+def test_a_check_of_an_approval_for_a_slip_of_a_tools_name_is_refused() -> None:
+    with pytest.raises(ValueError) as refused:
+        scenario(judge=[{"check": {"not_asked_approval": "issue_refnd"}}])
+    assert "judge[0].check.not_asked_approval: issue_refnd is not a tool of the scenario or its approvals: did you mean issue_refund?" in str(refused.value)

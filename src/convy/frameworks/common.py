@@ -34,11 +34,10 @@ async def approval(tool: str, arguments: Mapping[str, Any]) -> Approval:
     ``arguments``, at the moment the framework paused: the scenario's approvals answer, or the
     simulated user where they say ``user``; the pause is kept as an ``Asked`` step by the attempt.
     A denied call's error says who denied it, as the transcript shows the call."""
-    person = asking()
-    if await person.approve(tool, arguments):
+    asked = await asking().decided(tool, arguments)
+    if asked.approved():
         return Approval("approved")
-    said = person.asked[-1].by if person.asked else "scenario"
-    match said:
+    match asked.by:
         case "user":
             return Approval("denied", f"not run: the simulated user denied {tool}")
         case "nobody":

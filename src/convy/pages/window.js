@@ -211,7 +211,7 @@ const Scene = (() => {
 
   const SOURCES = {
     simulated: "answered by a model playing the scenario's tool (simulate: true)",
-    denied: "not run: the user declined to let it run (the scenario's approvals)",
+    denied: "not run: the person the agent asked said no",
     fixture: "answered by the scenario's tool: one of its answers",
     default: "answered by the scenario's tool: its default answer",
     unanswered: "the scenario's tool has no answer declared for these arguments",
