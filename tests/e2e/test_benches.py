@@ -196,4 +196,5 @@ def test_the_frameworks_demonstration_plays_each_adapter() -> None:
     """bench/frameworks.py: one attempt of each framework's agent, its requests beside the server's."""
     out = ran("bench/frameworks.py")
     assert out.count("3 requests kept, 3 received by the server; status passed") == 3, out
-    assert "DIFFERENT" not in out and out.count("passed: the tools' state") == 2 and out.count("failed: the tools' state") == 2, out
+    assert "DIFFERENT" not in out and out.count("passed: the tools' state") == 3 + 6 and out.count("failed: the tools' state") == 3 + 3, out
+    assert out.count("user answered 'approve' (60 in, 8 out)") == 3 and out.count("[denied]") == 3, out

@@ -198,7 +198,7 @@ def test_tables_exported_line_by_line_from_runs_read_unsaid_are_those_of_runs_re
         table = held.named(name)
         assert "".join(streamed.lines(name, "csv")) == table.csv()
         assert "".join(streamed.lines(name, "jsonl")) == table.jsonl()
-        assert name in ("votes", "tool_calls") or table.rows  # played runs hold rows of the others
+        assert name in ("votes", "tool_calls", "pauses") or table.rows  # played runs hold rows of the others
 
 
 def test_attempts_held_as_places_are_cut_to_a_plan_as_attempts_held_whole(played: Played) -> None:
