@@ -302,7 +302,7 @@ def test_scenario_window_shows_dialogue_steps_decisions_and_timeline(pages: dict
     text = attempt.inner_text()
     for said in ("✓ passed", "stop: script played out", "✓ held", "decided by FakeJudge", "confidence 90%", "by code",
                  "agent called issue_refund in turn 2", "Hi, my kettle arrived broken.", "refund of $39.90",
-                 "Agent's steps: 1 thought, 2 tool calls"):
+                 "Agent's steps: 1 thought, 2 tool calls, 1 pause to ask"):
         assert said in text, said
     assert page.locator(".attempt strong:has-text('refund of $39.90')").count() == 1
     assert "(https://example.com/refunds)" in text and page.locator(".attempt a").count() == 0
@@ -315,6 +315,12 @@ def test_scenario_window_shows_dialogue_steps_decisions_and_timeline(pages: dict
     expect(page.locator("pre:has-text('\"paid\": 39.9')")).to_have_count(0)
     page.click("button.expand")
     expect(page.locator("pre:has-text('\"paid\": 39.9')").first).to_be_visible()
+    # The pause to ask before the refund, just before its call: who answered, and what.
+    pause = page.locator("details.step.asked").first
+    expect(pause).to_contain_text("✋ asked May I run issue_refund")
+    expect(pause).to_contain_text('the scenario\'s approvals answered "approve"')
+    kinds = page.locator(".step-list:has(details.step.asked)").first.evaluate("node => [...node.children].map((kid) => kid.className).join(',')")
+    assert kinds == "step thought,step call,step asked,step call"
     expect(page.locator("pre:has-text('\"amount\": 39.9')").first).to_be_visible()
     page.click("#window .attempt-tabs button:has-text('attempt 3')")
     page.wait_for_selector(".attempt[data-attempt='3']")

@@ -25,6 +25,7 @@ import pytest
 from convy import (
     AgentFailure,
     Answer,
+    Asked,
     Bench,
     Call,
     Cost,
@@ -42,6 +43,7 @@ from convy import (
     Usage,
     views,
 )
+from convy.agent import Step
 from convy.comparison import Comparison, comparable
 from convy.fakes import FakeAgent, FakeJudge, FakeModel
 from convy.index import Index
@@ -122,12 +124,17 @@ class Shop:
                 (Thought("The user has a broken kettle: I need the order number first."),),
             )
         if "A-1043" in text:
-            steps: tuple[Thought | Call, ...] = (
+            steps: tuple[Step, ...] = (
                 Thought("Look the order up, then refund it."),
                 Call("lookup_order", {"order": "A-1043"}, Reported({"item": "kettle", "paid": 39.9}), 0.12),
             )
             if self.refunds:
-                steps += (Call("issue_refund", {"order": "A-1043", "amount": 39.9}, Reported({"ok": True}), 0.3),)
+                # It asks before refunding, and the scenario's approvals say yes (as an attempt keeps the pause).
+                asked = 'May I run issue_refund with {"order":"A-1043","amount":39.9}?'
+                steps += (
+                    Asked(asked, "approve", "scenario", ("approve", "deny"), "issue_refund", {"order": "A-1043", "amount": 39.9}, 0.5),
+                    Call("issue_refund", {"order": "A-1043", "amount": 39.9}, Reported({"ok": True}), 0.3),
+                )
                 said = (
                     "Done: a **refund of $39.90** is on its way.\n\n"
                     "- it shows in 3–5 days\n- you keep the kettle\n\n"
@@ -388,7 +395,7 @@ def test_the_fixture_runs_hold_what_the_pages_must_show(played: Played) -> None:
     }
     assert view.not_judged == {"judge": 6}
     dialogue = Summary(played.runs()["2026-01-05-before"]).dialogues()["refunds/damaged"][0]
-    assert [step.kind for turn in dialogue.turns for step in turn.steps] == ["thought", "thought", "call", "call"]
+    assert [step.kind for turn in dialogue.turns for step in turn.steps] == ["thought", "thought", "call", "asked", "call"]
     comparison = played.comparison()
     assert [change.id for change in comparison.scenarios if change.change == "worse"] == ["refunds/damaged"]
 
