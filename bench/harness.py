@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import http.server
 import os
 import platform
 import resource
@@ -57,6 +58,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from collections import deque
@@ -96,6 +98,7 @@ TITLES = {
     "memory": "Bench.run -> MemoryJournal",
     "folder": "RunJournal.play (run folder on disk)",
     "records": "Bench.run -> RunJournal.record only",
+    "traced": "RunJournal.play, traces sent to a collector",
 }
 CASES = tuple(TITLES)
 
@@ -347,12 +350,74 @@ class Records(Case):
         return looked
 
 
+class Traced(InFolder):
+    """``folder``, with each attempt's trace sent over OTLP/HTTP (binary Protobuf) to a collector on
+    127.0.0.1 as it is kept, as ``convy run`` does when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set: the
+    time includes sending the last ones once the play has ended."""
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        self.collector = Collector()
+
+    async def play(self) -> None:
+        # Here, not at the top: a convy from before issue 30 plays the other cases.
+        from convy.collector import OtlpEndpoint, Shipped
+        from convy.traces import RunContext
+
+        endpoint = OtlpEndpoint(f"{self.collector.url}/v1/traces", f"{self.collector.url}/v1/logs")
+        shipped = Shipped(_Nothing(), endpoint, RunContext.of(self.spec, "in_progress", "bench"), _refused)
+        try:
+            self.kept = await self.journal.play(self.spec, self.bench, shipped)
+        finally:
+            problem = shipped.closed()
+            self.collector.close()
+        if problem or shipped.sent != self.setup.attempts:
+            raise SystemExit(f"traced: {shipped.sent} of {self.setup.attempts} traces taken: {problem}")
+
+
+class _Nothing:
+    """A journal that keeps nothing: the run's folder is its record."""
+
+    def record(self, outcome: Outcome) -> None:
+        pass
+
+
+def _refused(said: str) -> None:
+    raise SystemExit(said)
+
+
+class Collector:
+    """A collector on 127.0.0.1 that reads each request whole and answers 200, as fast as it can."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                self.rfile.read(int(self.headers["content-length"]))
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 KINDS: dict[str, type[Case]] = {
     "baseline": Baseline,
     "fakes": Fakes,
     "memory": InMemory,
     "folder": InFolder,
     "records": Records,
+    "traced": Traced,
 }
 
 

@@ -121,6 +121,7 @@ if TYPE_CHECKING:
     from convy.settings import Settings
     from convy.storage import RunDamaged, RunInUse, RunJournal
     from convy.tools import Fixture, Tool, Toolbox, ToolError, toolbox
+    from convy.tracecontext import TraceContext, trace_context
     from convy.transcript import Evidence, Finished, Transcript, Turn, Unchecked, UserFault
     from convy.user import SimulatedUser, UserChecks
     from convy.vital import DeadService
@@ -236,6 +237,8 @@ _WHERE = {
     "ToolError": "convy.tools",
     "Toolbox": "convy.tools",
     "toolbox": "convy.tools",
+    "TraceContext": "convy.tracecontext",
+    "trace_context": "convy.tracecontext",
     "approvals": "convy.pauses",
     "Approvals": "convy.pauses",
     "asking": "convy.pauses",
@@ -385,6 +388,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "Toolbox",
+    "TraceContext",
     "Transcript",
     "Turn",
     "Unchecked",
@@ -403,4 +407,5 @@ __all__ = [
     "approvals",
     "asking",
     "toolbox",
+    "trace_context",
 ]

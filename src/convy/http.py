@@ -375,27 +375,29 @@ class JsonConnection(msgspec.Struct, frozen=True):
     client: Any
     limited_by: str
 
-    async def posted(self, body: Any, path: str = "") -> Any:
+    async def posted(self, body: Any, path: str = "", headers: dict[str, str] | None = None) -> Any:
         """The JSON the endpoint answers ``body`` with (posted to the URL, plus ``path``)."""
-        return (await self.response(body, path)).value
+        return (await self.response(body, path, headers)).value
 
-    async def response(self, body: Any, path: str = "") -> JsonResponse:
+    async def response(self, body: Any, path: str = "", headers: dict[str, str] | None = None) -> JsonResponse:
         """The endpoint's answer to ``body`` (posted to the URL, plus ``path``): its JSON and its
         headers, where some services say more (LiteLLM's proxy gives a reply's cost there).
+        ``headers``: this request's own besides the endpoint's (an agent's turn: its ``traceparent``).
 
         Inside an agent's turn (``busy.TURN``) a request the service refuses (429, 503) is sent
         again on its own, at the agent's pace, while its patience lasts: the rest of the turn is
         never played again."""
         turn = TURN.get()
         if turn is not None:
-            return await turn.resent(functools.partial(self._response, body, path))
-        return await self._response(body, path)
+            return await turn.resent(functools.partial(self._response, body, path, headers))
+        return await self._response(body, path, headers)
 
-    async def _response(self, body: Any, path: str) -> JsonResponse:
+    async def _response(self, body: Any, path: str, headers: dict[str, str] | None = None) -> JsonResponse:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
+        sent = _JSON if not headers else {**headers, **_JSON}
         try:
-            response = await self.client.post(url, content=msgspec.json.encode(body), headers=_JSON, extensions=self._traced())
+            response = await self.client.post(url, content=msgspec.json.encode(body), headers=sent, extensions=self._traced())
             self._checked(response, path, _model(body))
             return JsonResponse(msgspec.json.decode(response.content), dict(response.headers))
         except msgspec.DecodeError as error:
@@ -403,7 +405,7 @@ class JsonConnection(msgspec.Struct, frozen=True):
         except httpx2.HTTPError as error:
             raise self._failure(error, path) from self._cause(error)
 
-    async def events(self, body: Any, path: str = "") -> AsyncIterator[Any]:
+    async def events(self, body: Any, path: str = "", headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
         """Each server-sent event's JSON the endpoint streams for ``body``, until ``[DONE]``.
 
         A stream is whole only with its ``[DONE]``: one that ends without it, or that sends an
@@ -414,21 +416,22 @@ class JsonConnection(msgspec.Struct, frozen=True):
         """
         turn = TURN.get()
         if turn is not None:
-            for event in await turn.resent(functools.partial(self._events_read, body, path)):
+            for event in await turn.resent(functools.partial(self._events_read, body, path, headers)):
                 yield event
             return
-        async for event in self._events(body, path):
+        async for event in self._events(body, path, headers):
             yield event
 
-    async def _events_read(self, body: Any, path: str) -> list[Any]:
-        return [event async for event in self._events(body, path)]
+    async def _events_read(self, body: Any, path: str, headers: dict[str, str] | None) -> list[Any]:
+        return [event async for event in self._events(body, path, headers)]
 
-    async def _events(self, body: Any, path: str) -> AsyncIterator[Any]:
+    async def _events(self, body: Any, path: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
         import httpx2  # here, not at the top: a command that sends nothing never loads it
         url = self.endpoint.at(path)
+        sent = _JSON if not headers else {**headers, **_JSON}
         try:
             async with self.client.stream(
-                "POST", url, content=msgspec.json.encode(body), headers=_JSON, extensions=self._traced()
+                "POST", url, content=msgspec.json.encode(body), headers=sent, extensions=self._traced()
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()

@@ -17,6 +17,7 @@ from convy.http import JsonConnection, JsonEndpoint
 from convy.problems import HttpFailure, ModelFailure, Outside
 from convy.slots import Slotted, nearest
 from convy.tools import TOOLS
+from convy.tracecontext import TRACED
 
 
 class JsonPath(msgspec.Struct, frozen=True):
@@ -235,10 +236,17 @@ class _JsonConversation:
         box = TOOLS.get() if self._serves else None
         url = await box.url() if box is not None else ""  # started at the attempt's first turn, kept for the rest
         body = self._template.filled(message.text, self._session, history, url)
-        reply = await self._connection.posted(body)
+        reply = await self._connection.posted(body, headers=_traceparent())
         answer = self._agent.answer(reply)
         self._history = [*history, {"role": "assistant", "content": answer.text}]
         return answer
+
+
+def _traceparent() -> dict[str, str] | None:
+    """The W3C ``traceparent`` of the turn under way, for the agent's spans to join its attempt's
+    trace (issue 30); none outside a turn."""
+    traced = TRACED.get()
+    return None if traced is None else traced.headers()
 
 
 def _endpoint(given: Any) -> JsonEndpoint:
@@ -406,10 +414,10 @@ class _ChatConversation:
         body = self._agent.body(messages)
         try:
             if self._agent.stream:
-                events = [event async for event in self._connection.events(body)]
+                events = [event async for event in self._connection.events(body, headers=_traceparent())]
                 reply, headers = Chunks(tuple(events)).completion(), {}
             else:
-                response = await self._connection.response(body)
+                response = await self._connection.response(body, headers=_traceparent())
                 reply, headers = response.value, response.headers
         except HttpFailure as failure:
             # A request the service took, whose reply broke off or could not be read, still

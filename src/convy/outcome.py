@@ -42,7 +42,8 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     them reads back with none. ``rejudged`` marks an attempt ``convy rejudge`` decided again: its
     dialogue, and what the agent's and the user model's requests took, were recorded by the run it
     was re-judged from and are that run's spending, not this one's (``Attempt`` counts only its
-    judge's requests).
+    judge's requests). ``trace`` is the id of the attempt's trace (``tracecontext.TraceIds``): its
+    turns were sent to the agent under it, and its exported spans carry it.
     """
 
     scenario: str
@@ -64,6 +65,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     user_faults: tuple[UserFault, ...] = ()  # what the simulated user's checks found (issue 11)
     user_unchecked: tuple[Unchecked, ...] = ()  # the model-decided checks asked that were not decided, and why
     agent_ending: Answer | None = None  # what the turn the agent broke off had spent, when it said (issue 26)
+    trace: str = ""  # its trace's id, 32 hex digits (issue 30; a line kept before it: "", ``tracecontext.TraceIds.of``)
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).

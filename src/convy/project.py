@@ -716,11 +716,20 @@ class Project(msgspec.Struct, frozen=True):
         return path, view
 
     def exported(self, runs: tuple[Read, ...], form: str) -> tuple[Path, ...]:
-        """Write the runs' tables to ``results/export/<table>.<csv|jsonl>``."""
+        """Write the runs' tables to ``results/export/<table>.<csv|jsonl>``; with ``otlp``, their
+        traces to ``results/export/otlp-traces.jsonl`` and ``otlp-logs.jsonl`` instead."""
         from convy.tables import Tables
 
         folder = self.results() / "export"
         written: list[Path] = []
+        if form == "otlp":
+            from convy.traces import RunTraces
+
+            traces = RunTraces(runs, VERSION)
+            for kind, name in traces.FILES.items():
+                self._written(folder / name, traces.lines(kind))  # type: ignore[arg-type]
+                written.append(folder / name)
+            return tuple(written)
         tables = Tables(runs)
         for name in tables.COLUMNS:  # every table, in TableName's order
             path = folder / f"{name}.{form}"

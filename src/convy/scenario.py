@@ -44,6 +44,7 @@ from convy.prompt import STOP, Prompt
 from convy.slots import Slotted, nearest
 from convy.tools import TOOLS, Tool, Toolbox, joined, path_of, same
 from convy.toolserver import served
+from convy.tracecontext import TRACED, TraceContext, TraceIds
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
 from convy.variants import PERSONA, Matrix, Persona, Personas, Value, Variant
@@ -552,6 +553,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         if not self.user.strip():  # with no user the dialogue is exactly the script: a run's max_turns
             limit = max(limit, len(self.script))  # below it is refused before (Project.scripted), bar the default
         started = _STARTS.now()
+        ids = TraceIds.new()  # the attempt's trace: its turns are sent under it, its export carries it
         clock = time.monotonic()
         waits = Waits(running().time())
         noting = WAITS.set(waits)
@@ -574,7 +576,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         asking = ASKING.set(person)
         try:
             return await self._played(
-                attempt, agent, user, checked, limit, started, clock, waits, review, box, person, heard
+                attempt, agent, user, checked, limit, started, clock, waits, review, box, person, heard, ids
             )
         finally:
             ASKING.reset(asking)
@@ -597,6 +599,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         box: Toolbox | None,
         person: Asking,
         heard: list[tuple[Transcript, str]],
+        ids: TraceIds,
     ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"
@@ -664,7 +667,11 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pending = spoken_text
                     asked = None if scripted else ((usage,), user_seconds)
                     heard[0] = (transcript, spoken_text)
-                    answer = await conversation.turn(message)
+                    traced = TRACED.set(TraceContext(ids.trace, ids.turn(done + 1)))
+                    try:
+                        answer = await conversation.turn(message)
+                    finally:
+                        TRACED.reset(traced)
                     if box is not None:  # the calls the scenario's tools served in the turn, in its answer
                         answer = joined(answer, box.taken(), box.tools)
                     if person.asked:  # the pauses the agent made to ask, after its steps
@@ -746,6 +753,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             agent_ending=broken,
             user_faults=faults,
             user_unchecked=unchecked,
+            trace=ids.trace,
         )
 
     async def judged(self, transcript: Transcript, judge: Judge, cut: Failed | NoVerdict | None) -> Judged:

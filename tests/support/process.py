@@ -21,9 +21,10 @@ DEADLINE = 300.0
 
 
 def environment(without: Iterable[str] = (), **variables: str) -> dict[str, str]:
-    """This process's variables but the ``CONVY_*`` ones and those named in ``without``, then ``variables``."""
+    """This process's variables but the ``CONVY_*`` and ``OTEL_*`` ones and those named in ``without``, then ``variables``."""
     left = set(without)
-    kept = {name: value for name, value in os.environ.items() if not name.startswith("CONVY_") and name not in left}
+    # Nor OpenTelemetry's: a collector set where the suite runs would be sent every test's traces.
+    kept = {name: value for name, value in os.environ.items() if not name.startswith(("CONVY_", "OTEL_")) and name not in left}
     return kept | variables
 
 

@@ -41,6 +41,7 @@ EXPECTED = {
     "docs/services.md": 1,
     "docs/tables.md": 4,
     "docs/tools.md": 2,
+    "docs/traces.md": 1,
 }
 GUIDES = tuple(EXPECTED)
 FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)

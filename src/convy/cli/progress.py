@@ -19,10 +19,11 @@ from convy.adaptive import Marks
 from convy.budget import Outlay
 from convy.cli.console import JudgingSaid, Passed, Printed, Unseen
 from convy.cli.exits import CANCELLED, Cures, Ruled, Terminated, Worst
+from convy.collector import OtlpEndpoint, Shipped
 from convy.live import LiveReport
 from convy.outcome import Outcome
 from convy.passing import PassRule
-from convy.plan import Player
+from convy.plan import Journal, Player
 from convy.problems import (
     ConfigurationError,
     DialoguesLost,
@@ -30,7 +31,7 @@ from convy.problems import (
     Unwritable,
     WorkersLost,
 )
-from convy.project import Project
+from convy.project import VERSION, Project
 from convy.records import Complete, RunSpec, Stopped
 from convy.report import Summary
 from convy.runs import Read
@@ -38,6 +39,7 @@ from convy.secrets import Secrets
 from convy.spent import Allowance, Stop
 from convy.storage import Kept, RunInUse, RunJournal
 from convy.terminal import Inert
+from convy.traces import RunContext
 from convy.vital import DeadService
 
 
@@ -57,6 +59,7 @@ class Recorded(msgspec.Struct, frozen=True):
     max_not_judged: float = 0.0
     live: LiveReport | None = None  # the report written again while the run plays
     cures: Cures | None = None  # the words of the likely fix when a participant never answers
+    collector: OtlpEndpoint | None = None  # where each attempt's trace is sent as it is kept (issue 30)
 
     def played(self) -> int:
         journal = self.project.journal(self.spec)
@@ -71,10 +74,15 @@ class Recorded(msgspec.Struct, frozen=True):
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             growing = None if self.spec.adaptive is None else self._marked
             printed = Printed(self.shown, progress, task, self.spec.trust, growing, self.kept.outcomes)
+            shipped = self._shipped(printed)
             try:
-                kept = asyncio.run(self._played(journal, printed))
+                kept = asyncio.run(self._played(journal, printed if shipped is None else shipped))
             except (KeyboardInterrupt, Terminated, Unwritable, Unplayed, WorkersLost, DeadService) as error:
                 stopped = error
+            finally:
+                unsent = "" if shipped is None else shipped.closed()
+        if unsent:
+            self.errors.line(Inert(unsent).line())
         match stopped:
             case DeadService():
                 return self._dead(journal, stopped)
@@ -128,6 +136,13 @@ class Recorded(msgspec.Struct, frozen=True):
             return Worst((code, 1, *self._budgeted(summary))).code()
         return Worst((code, *self._budgeted(summary))).code()
 
+    def _shipped(self, printed: Printed) -> Shipped | None:
+        """The journal that also sends each attempt's trace to the collector, when one is set."""
+        if self.collector is None:
+            return None
+        context = RunContext.of(self.spec, "in_progress", VERSION)
+        return Shipped(printed, self.collector, context, lambda said: self.errors.line(Inert(said).line()))
+
     def _ruled(self, read: Read) -> Read:
         """The run as read, held to this command's pass rule when it was given one over its spec's."""
         if self.rule is None:
@@ -157,7 +172,7 @@ class Recorded(msgspec.Struct, frozen=True):
                 self.shown.line(f"{self.spec.agent}: {Allowance(budget).text(outcomes)}")
         return ()
 
-    async def _played(self, journal: RunJournal, printed: Printed) -> Kept:
+    async def _played(self, journal: RunJournal, printed: Journal) -> Kept:
         # SIGTERM stops the run as Ctrl+C does: the play is cancelled, and marks the run interrupted.
         # Ctrl+C cancels this task itself (asyncio.run does), SIGTERM only the play within it.
         # Read back unsaid: the summary, the exit code and the report need no dialogue's words but

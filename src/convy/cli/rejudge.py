@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import msgspec
 
 from convy.cli.console import Shown
@@ -9,6 +11,7 @@ from convy.cli.exits import Cures
 from convy.cli.outputs import Outputs
 from convy.cli.parser import Budgeted
 from convy.cli.progress import Recorded
+from convy.collector import OtlpEndpoint
 from convy.loaded import Loaded
 from convy.project import Project
 from convy.scenarios import Matching
@@ -36,6 +39,8 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         from convy.rejudge import JudgeChoice, Rejudge, Rejudging
 
+        collector = OtlpEndpoint.environ(os.environ)  # where traces go (issue 30): a bad setting stops here
+
         given = {
             "judge_repeats": self.judge_repeats,
             "fail_under": self.fail_under,
@@ -62,5 +67,6 @@ class RejudgeCommand(msgspec.Struct, frozen=True):
             live=settings.live(self.project.folder, spec.id),
             # a judge that never answers: the fix, in the words of where its name was given
             cures=Cures(self.project.folder, spec.agent, {"judge": judge}, "" if self.judge is None else f"--judge {self.judge}"),
+            collector=collector,
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)

@@ -179,8 +179,9 @@ class ExportCommand(msgspec.Struct, frozen=True):
     def run(self, shown: Shown, errors: Shown) -> int:
         # Read unsaid: each run's attempts are read again from its file as each table is written.
         runs, unread = self.project.runs(self.wanted, unsaid=True)
+        said = "traces" if self.form == "otlp" else "table"
         for path in self.project.exported(runs, self.form):
-            shown.line(f"table: {path.relative_to(self.project.folder)}")
+            shown.line(f"{said}: {path.relative_to(self.project.folder)}")
         _unread(self.project, runs, unread, errors)
         return 0
 

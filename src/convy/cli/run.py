@@ -5,6 +5,7 @@ run that tries each participant once.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -21,6 +22,7 @@ from convy.cli.exits import CANCELLED, Cures, Worst
 from convy.cli.outputs import Absence, Outputs
 from convy.cli.parser import AutoAttempts, Budgeted
 from convy.cli.progress import Recorded
+from convy.collector import OtlpEndpoint
 from convy.judge import ChatJudge, Failed, NoVerdict, Panel
 from convy.loaded import Loaded
 from convy.model import Absent, Contained, ModelFailure
@@ -254,6 +256,7 @@ class RunCommand(msgspec.Struct, frozen=True):
             if problem is not None:
                 raise ConfigurationError(f'--name "{Inert(self.name).short(90)}": {problem}')
         settings = self.overridden(self.project.settings())
+        collector = OtlpEndpoint.environ(os.environ)  # where traces go (issue 30): a bad setting stops the run here
         spread = self.spread.over(settings)
         versus, base, names = self.based(settings)
         # every scenario file must be sound before anything is played
@@ -295,6 +298,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                 max_not_judged=settings.max_not_judged,
                 live=settings.live(self.project.folder, spec.id),
                 cures=Cures(self.project.folder, name, {"agent": agent, "user": models.user, "judge": models.judge}),
+                collector=collector,
             )
             codes.append(recorded.played())
             if (self.project.journal(spec).folder / "run.json").exists():  # a run stopped before keeping anything is gone
@@ -505,6 +509,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         )
 
     def run(self, shown: Shown, errors: Shown) -> int:
+        collector = OtlpEndpoint.environ(os.environ)  # where traces go (issue 30): a bad setting stops here
         journal = self.project.found(self.run_id, "resume")
         settings = self.budget.over(self.project.settings())
         spread = self.spread.over(settings)
@@ -531,6 +536,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 self.project, spec, rejudging, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
                 live=settings.live(self.project.folder, spec.id),
                 cures=Cures(self.project.folder, spec.agent, {"judge": rejudging.judge}),
+                collector=collector,
             ).played()
             return self.outputs.played(self.project, (spec.id,), code, shown, errors)
         agent, models = loaded.parts()
@@ -546,6 +552,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             self.project, spec, player, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
             cures=Cures(self.project.folder, spec.agent, {"agent": agent, "user": models.user, "judge": models.judge}),
+            collector=collector,
         ).played()
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 

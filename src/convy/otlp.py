@@ -1,0 +1,235 @@
+"""OpenTelemetry's wire records for traces and logs (OTLP 1.x), and their two encodings.
+
+``Span`` and ``LogRecord`` hold what convy sends, with their attributes as plain values; a
+``Signals`` is a batch of them under one resource. ``Signals.json_traces``/``json_logs`` give
+OTLP's JSON encoding (ids in hex, 64-bit integers as decimal text, field names in lowerCamelCase:
+one line of the file an OpenTelemetry Collector's file exporter writes and its ``otlpjsonfile``
+receiver reads); ``proto_traces``/``proto_logs`` the binary Protobuf encoding of
+``ExportTraceServiceRequest`` and ``ExportLogsServiceRequest``, what OTLP/HTTP sends by default.
+The Protobuf is written here, by field number, rather than through a generated module: the few
+messages convy sends need no dependency, and the tests read them back with
+``opentelemetry-proto``, the decoding every OpenTelemetry backend in Python shares.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Union
+
+import msgspec
+
+# An attribute's value: text, a number, true/false, or a list of them.
+Value = Union[str, bool, int, float, Sequence["Value"]]
+
+# Span kinds, as OTLP numbers them.
+INTERNAL = 1
+CLIENT = 3
+
+# Status codes.
+UNSET = 0
+ERROR = 2
+
+# The severity of an event convy records (INFO).
+INFO = 9
+
+
+class Span(msgspec.Struct, frozen=True):
+    """One span: ids in hex (``parent`` "" for a root), times in nanoseconds since the epoch."""
+
+    trace: str
+    span: str
+    parent: str
+    name: str
+    kind: int
+    start: int
+    end: int
+    attributes: Mapping[str, Value] = {}
+    error: str = ""  # the status's message when the span ended in an error; "" for unset
+
+    def json(self) -> dict[str, object]:
+        shown: dict[str, object] = {"traceId": self.trace, "spanId": self.span}
+        if self.parent:
+            shown["parentSpanId"] = self.parent
+        shown |= {
+            "name": self.name,
+            "kind": self.kind,
+            "startTimeUnixNano": str(self.start),
+            "endTimeUnixNano": str(self.end),
+            "attributes": _json_attributes(self.attributes),
+        }
+        if self.error:
+            shown["status"] = {"code": ERROR, "message": self.error}
+        return shown
+
+    def proto(self) -> bytes:
+        parts = [_bytes(1, bytes.fromhex(self.trace)), _bytes(2, bytes.fromhex(self.span))]
+        if self.parent:
+            parts.append(_bytes(4, bytes.fromhex(self.parent)))
+        parts += [_text(5, self.name), _varint_field(6, self.kind), _fixed64(7, self.start), _fixed64(8, self.end)]
+        parts += [_bytes(9, _key_value(key, value)) for key, value in self.attributes.items()]
+        if self.error:
+            parts.append(_bytes(15, _text(2, self.error) + _varint_field(3, ERROR)))
+        return b"".join(parts)
+
+
+class LogRecord(msgspec.Struct, frozen=True):
+    """One event, as a log record of the span it belongs to (``trace``, ``span``): an event's
+    name and attributes, its time in nanoseconds since the epoch, and a text body if any."""
+
+    trace: str
+    span: str
+    event: str
+    time: int
+    attributes: Mapping[str, Value] = {}
+    body: str = ""
+
+    def json(self) -> dict[str, object]:
+        shown: dict[str, object] = {
+            "timeUnixNano": str(self.time),
+            "observedTimeUnixNano": str(self.time),
+            "severityNumber": INFO,
+            "severityText": "INFO",
+            "eventName": self.event,
+            "attributes": _json_attributes(self.attributes),
+            "traceId": self.trace,
+            "spanId": self.span,
+        }
+        if self.body:
+            shown["body"] = {"stringValue": self.body}
+        return shown
+
+    def proto(self) -> bytes:
+        parts = [_fixed64(1, self.time), _varint_field(2, INFO), _text(3, "INFO")]
+        if self.body:
+            parts.append(_bytes(5, _any_value(self.body)))
+        parts += [_bytes(6, _key_value(key, value)) for key, value in self.attributes.items()]
+        parts += [
+            _bytes(9, bytes.fromhex(self.trace)),
+            _bytes(10, bytes.fromhex(self.span)),
+            _fixed64(11, self.time),
+            _text(12, self.event),
+        ]
+        return b"".join(parts)
+
+
+class Signals(msgspec.Struct, frozen=True):
+    """Spans and log records under one resource (what made them: ``service.name`` and the like)
+    and one instrumentation scope (convy, and its version)."""
+
+    resource: Mapping[str, Value]
+    scope: str
+    version: str
+    spans: tuple[Span, ...] = ()
+    logs: tuple[LogRecord, ...] = ()
+
+    TRACES: ClassVar[str] = "resourceSpans"
+    LOGS: ClassVar[str] = "resourceLogs"
+
+    def json_traces(self) -> bytes:
+        """``ExportTraceServiceRequest`` as OTLP JSON: one line of an OTLP JSON file."""
+        inner = {"scope": self._json_scope(), "spans": [span.json() for span in self.spans]}
+        return msgspec.json.encode({self.TRACES: [{"resource": self._json_resource(), "scopeSpans": [inner]}]})
+
+    def json_logs(self) -> bytes:
+        """``ExportLogsServiceRequest`` as OTLP JSON."""
+        inner = {"scope": self._json_scope(), "logRecords": [log.json() for log in self.logs]}
+        return msgspec.json.encode({self.LOGS: [{"resource": self._json_resource(), "scopeLogs": [inner]}]})
+
+    def proto_traces(self) -> bytes:
+        """``ExportTraceServiceRequest`` as binary Protobuf."""
+        scoped = _bytes(1, self._proto_scope()) + b"".join(_bytes(2, span.proto()) for span in self.spans)
+        return _bytes(1, _bytes(1, self._proto_resource()) + _bytes(2, scoped))
+
+    def proto_logs(self) -> bytes:
+        """``ExportLogsServiceRequest`` as binary Protobuf."""
+        scoped = _bytes(1, self._proto_scope()) + b"".join(_bytes(2, log.proto()) for log in self.logs)
+        return _bytes(1, _bytes(1, self._proto_resource()) + _bytes(2, scoped))
+
+    def _json_resource(self) -> dict[str, object]:
+        return {"attributes": _json_attributes(self.resource)}
+
+    def _json_scope(self) -> dict[str, object]:
+        return {"name": self.scope, "version": self.version}
+
+    def _proto_resource(self) -> bytes:
+        return b"".join(_bytes(1, _key_value(key, value)) for key, value in self.resource.items())
+
+    def _proto_scope(self) -> bytes:
+        return _text(1, self.scope) + _text(2, self.version)
+
+
+def _json_attributes(attributes: Mapping[str, Value]) -> list[dict[str, object]]:
+    return [{"key": key, "value": _json_value(value)} for key, value in attributes.items()]
+
+
+def _json_value(value: Value) -> dict[str, object]:
+    match value:
+        case bool():
+            return {"boolValue": value}
+        case int():
+            return {"intValue": str(value)}
+        case float() if value != value or value in (math.inf, -math.inf):
+            # Protobuf's JSON mapping writes these as text; JSON has no number for them.
+            return {"doubleValue": "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")}
+        case float():
+            return {"doubleValue": value}
+        case str():
+            return {"stringValue": value}
+        case _:
+            return {"arrayValue": {"values": [_json_value(item) for item in value]}}
+
+
+# Protobuf's wire format: each field a key (its number and wire type) and its value.
+_VARINT, _I64, _LEN = 0, 1, 2
+
+
+def _varint(number: int) -> bytes:
+    number &= (1 << 64) - 1  # a negative int64 is written as its two's complement, in ten bytes
+    out = bytearray()
+    while True:
+        low, number = number & 0x7F, number >> 7
+        if number:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def _key(field: int, wire: int) -> bytes:
+    return _varint(field << 3 | wire)
+
+
+def _varint_field(field: int, number: int) -> bytes:
+    return _key(field, _VARINT) + _varint(number)
+
+
+def _fixed64(field: int, number: int) -> bytes:
+    return _key(field, _I64) + struct.pack("<Q", number)
+
+
+def _bytes(field: int, data: bytes) -> bytes:
+    return _key(field, _LEN) + _varint(len(data)) + data
+
+
+def _text(field: int, text: str) -> bytes:
+    return _bytes(field, text.encode())
+
+
+def _key_value(key: str, value: Value) -> bytes:
+    return _text(1, key) + _bytes(2, _any_value(value))
+
+
+def _any_value(value: Value) -> bytes:
+    match value:
+        case bool():
+            return _varint_field(2, int(value))
+        case int():
+            return _varint_field(3, value)
+        case float():
+            return _key(4, _I64) + struct.pack("<d", value)
+        case str():
+            return _text(1, value)
+        case _:
+            return _bytes(5, b"".join(_bytes(1, _any_value(item)) for item in value))
