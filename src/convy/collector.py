@@ -148,6 +148,7 @@ class Shipped:
     for the thread, at most the endpoint's timeout for each request still to go."""
 
     MOST = 64  # attempts in one request
+    PENDING = 4096  # attempts waiting for the thread, at most: beyond, a slow collector's are let go
 
     def __init__(
         self, journal: Journal, endpoint: OtlpEndpoint, context: RunContext, said: Callable[[str], None], client: Any = None
@@ -161,13 +162,17 @@ class Shipped:
         self._problem = ""  # why the collector is sent nothing more: set by the thread, said by the loop's
         self._told = False
         self.sent = 0  # attempts whose trace the collector took
+        self.dropped = 0  # attempts let go while the collector was behind by ``PENDING``
         self._thread = threading.Thread(target=self._sending, name="convy-otlp", daemon=True)
         self._thread.start()
 
     def record(self, outcome: Outcome) -> None:
         self._journal.record(outcome)
         if not self._problem:
-            self._queue.put(outcome)
+            if self._queue.qsize() < self.PENDING:
+                self._queue.put(outcome)
+            else:
+                self.dropped += 1
         elif not self._told:
             self._told = True
             self._said(self._problem)
@@ -176,8 +181,11 @@ class Shipped:
         """Send what is left; what was not sent and why ("" when everything was)."""
         self._queue.put(_END)
         self._thread.join(self._endpoint.timeout * 4)
+        where = self._endpoint.shown(self._endpoint.traces)
         if self._thread.is_alive():
-            return f"the OpenTelemetry collector at {self._endpoint.shown(self._endpoint.traces)} did not take the last traces in time"
+            return f"convy: the OpenTelemetry collector at {where} did not take the last traces in time"
+        if self.dropped and not self._problem:
+            return f"convy: the OpenTelemetry collector at {where} fell behind: {self.dropped} attempts' traces were not sent (convy export --format otlp writes them)"
         return "" if self._told else self._problem
 
     def _sending(self) -> None:
@@ -201,7 +209,13 @@ class Shipped:
                         break
                     batch.append(item)
                 if not self._problem:
-                    self._sent(client, batch)
+                    try:
+                        self._sent(client, batch)
+                    except Exception as error:  # noqa: BLE001 - convy's own fault, and the run's traces only: said, never the run's end
+                        self._problem = (
+                            f"convy: the traces of this run could not be made ({type(error).__name__}); "
+                            "they are not sent (convy export --format otlp may write them)"
+                        )
         finally:
             if self._client is None:
                 client.close()

@@ -6,7 +6,7 @@ headers: only the agent object holds it), and a key an ``Env`` reads into a ``Se
 does not say it is secret (SHOP_ACCESS), which an agent puts into its own exception. Two stand-ins serve them;
 their ``Echo`` faults send error bodies that repeat the request, with the key at every offset around the cut
 at 300 characters, as text and JSON-escaped, and cut short by the server itself. Then stdout and stderr of
-every command, every file under ``results/`` (the pages' gzipped chunks inflated) and both exports are
+every command, every file under ``results/`` (the pages' gzipped chunks inflated) and the exports (tables and traces) are
 scanned for each canary and for every piece of eight characters of one.
 """
 
@@ -255,6 +255,7 @@ def test_no_canary_reaches_any_output_file_page_or_export(project: Project, gate
     assert project.ran("report").returncode == 0
     assert project.ran("export", "--format", "csv").returncode == 0
     assert project.ran("export", "--format", "jsonl").returncode == 0
+    assert project.ran("export", "--format", "otlp").returncode == 0  # the traces, the dialogues' words in them
 
     # The keys did reach the services: the sweep tested something.
     assert all(request.query == f"key={AGENT_KEY}&v=1" for request in service.received)
@@ -264,6 +265,7 @@ def test_no_canary_reaches_any_output_file_page_or_export(project: Project, gate
     assert any(" chunk " in name for name in kept), "the pages' dialogues were inflated and scanned"
     assert any(name.startswith("results/compare/") for name in kept)
     assert any(name.endswith(".csv") for name in kept) and any(name.endswith(".jsonl") and "export" in name for name in kept)
+    assert any(name.endswith("otlp-traces.jsonl") for name in kept) and any(name.endswith("otlp-logs.jsonl") for name in kept)
     every = "\n".join(project.said)
     assert "<hidden>" in "".join(kept.values())
     for name, text in {"the commands' output": every, **kept}.items():
