@@ -330,3 +330,15 @@ def test_a_rejudged_run_adds_its_judging_to_the_dialogues_trace(tmp_path: Path) 
     assert attributes(judging.attributes)["gen_ai.conversation.id"] == attributes(root.attributes)["gen_ai.conversation.id"]
     assert not [span for span in sent if span.name.startswith("invoke_agent")]
     assert len(results) == 3 and {log.span_id for log in results} == {judging.span_id}
+
+
+def test_check_says_where_the_traces_go_and_refuses_what_a_run_would(tmp_path: Path) -> None:
+    convy = project(tmp_path)
+    said = convy.ran("check", OTEL_EXPORTER_OTLP_ENDPOINT=f"http://user:{COLLECTOR_KEY}@127.0.0.1:4318")
+    assert said.returncode == 0, said.stderr
+    assert "traces: each attempt's sent to http://127.0.0.1:4318/v1/traces as it ends (OTLP http/protobuf" in said.stdout
+    assert COLLECTOR_KEY not in said.stdout + said.stderr
+    refused = convy.ran("check", OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL="grpc")
+    assert refused.returncode == 2
+    assert "convy: OTEL_EXPORTER_OTLP_PROTOCOL: convy sends OTLP over HTTP only" in refused.stderr
+    assert "traces:" not in convy.ran("check").stdout  # none set: nothing said

@@ -4,6 +4,7 @@ before anything is sent.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -13,6 +14,7 @@ import msgspec
 from convy.budget import Budget
 from convy.cli.console import Passed, Shown
 from convy.cli.run import AgainstPlan, AgainstRun, RunCommand
+from convy.collector import OtlpEndpoint
 from convy.judge import Models
 from convy.loaded import Loaded
 from convy.model import Absent
@@ -53,6 +55,7 @@ class DryRun(msgspec.Struct, frozen=True):
         sourced = ProjectSettings(project.folder).sourced()
         problems.extend(sourced.problems)
         settings = self._gathered(problems, lambda: self.command.overridden(sourced.settings), sourced.settings)
+        collector = self._gathered(problems, lambda: OtlpEndpoint.environ(os.environ), None)
         scenarios, broken = project.sound_scenarios(self.command.most_variants)
         problems.extend(broken)
         names, unnamed = (self.command.agents, ()) if self.command.agents else project.agents()
@@ -130,7 +133,10 @@ class DryRun(msgspec.Struct, frozen=True):
         sources |= {name: "--" + name.replace("_", "-") for name in self.command.adaptive.given()}
         unread = () if self.command.agents else project.unread()  # a parked agent file stops nothing: said
         planned = self._planned(specs, passed_over, base, settings.budget())
-        for line in (*self._settings(settings, sources), *planned, *(f"note: {note}" for note in unread)):
+        traced = () if collector is None else (
+            f"traces: each attempt's sent to {collector.shown(collector.traces)} as it ends (OTLP {collector.protocol}; docs/traces.md)",
+        )
+        for line in (*self._settings(settings, sources), *traced, *planned, *(f"note: {note}" for note in unread)):
             shown.line(secrets.hidden(line))
         return 0
 
