@@ -1,7 +1,8 @@
 """Options shared by the whole suite.
 
 ``pytest --full`` runs the full-size variants: the fuzzers with their thousands of cases, the kill
-tests at every seeded moment. Without it each runs a small, fixed share that fits CI's ten minutes.
+tests at every seeded moment, Ray's own behaviour, and a third Ray node held back while it unpacks.
+Without it each runs a small, fixed share that fits CI's ten minutes.
 
 Hypothesis is told not to time anything: no deadline for a case, and no health check of how fast
 its data are drawn (``too_slow`` fails a test on a loaded machine and passes it on an idle one).

@@ -654,13 +654,20 @@ def test_attempts_sent_in_batches_are_each_recorded_once_though_a_worker_is_kill
     assert not place.writers() & {pid for pid, _ in place.senders()}
 
 
-def test_no_worker_starts_before_every_node_has_unpacked_the_project(place: Place, ray_cluster: RayCluster) -> None:
+def test_no_worker_starts_before_every_node_has_unpacked_the_project(place: Place, ray_cluster: RayCluster, full: bool) -> None:
     """Nodes of one machine share the folder Ray unpacks the shipped project in, and each node
     unpacks a package new to it by removing that folder and filling it again, as the job connects.
     A third node, its unpacking held back by Ray's testing hook: the workers start only once it
     has unpacked, so no worker's working directory is removed under it (in the clean-clone CI run a
     worker that read it then failed to start: "a worker could not be started: ...
-    FileNotFoundError"), and every turn comes from a worker whose folder is still there."""
+    FileNotFoundError"), and every turn comes from a worker whose folder is still there.
+
+    With ``--full`` only: a third node started and killed on the session's cluster took 46 s alone
+    and up to two minutes in the suite, its longest test by far (December 2026). The rule it proves
+    on a real cluster, which nodes the hands wait for, is held in every run of the suite by
+    ``test_only_the_nodes_of_a_machine_with_several_are_waited_for_before_the_hands_start``."""
+    if not full:
+        pytest.skip("a third Ray node held back while it unpacks: run with --full")
     # 8 seconds: the workers on the other two nodes start well within them (without the wait for
     # every node, in the folder the third then removes); with it, what the test finds does not
     # depend on how long they are.
