@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import http.server
 import os
 import platform
 import resource
@@ -58,7 +57,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tracemalloc
 from collections import deque
@@ -387,28 +385,33 @@ def _refused(said: str) -> None:
 
 
 class Collector:
-    """A collector on 127.0.0.1 that reads each request whole and answers 200, as fast as it can."""
+    """A collector on 127.0.0.1, in a process of its own as a real one is: it reads each request
+    whole and answers 200, as fast as it can."""
+
+    SERVER = """
+import http.server, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
 
     def __init__(self) -> None:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                self.rfile.read(int(self.headers["content-length"]))
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._process = subprocess.Popen([sys.executable, "-c", self.SERVER], stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        self.url = f"http://127.0.0.1:{self._process.stdout.readline().strip()}"
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._process.kill()
+        self._process.wait()
 
 
 KINDS: dict[str, type[Case]] = {

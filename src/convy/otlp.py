@@ -185,16 +185,20 @@ def _json_value(value: Value) -> dict[str, object]:
 _VARINT, _I64, _LEN = 0, 1, 2
 
 
+# The one-byte varints, made once: most lengths, keys and small numbers are one of them.
+_SMALL = tuple(bytes((number,)) for number in range(128))
+
+
 def _varint(number: int) -> bytes:
+    if 0 <= number < 128:
+        return _SMALL[number]
     number &= (1 << 64) - 1  # a negative int64 is written as its two's complement, in ten bytes
     out = bytearray()
-    while True:
-        low, number = number & 0x7F, number >> 7
-        if number:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
+    while number > 0x7F:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
 
 
 def _key(field: int, wire: int) -> bytes:
@@ -205,8 +209,12 @@ def _varint_field(field: int, number: int) -> bytes:
     return _key(field, _VARINT) + _varint(number)
 
 
+_PACK_FIXED64 = struct.Struct("<Q").pack
+_PACK_DOUBLE = struct.Struct("<d").pack
+
+
 def _fixed64(field: int, number: int) -> bytes:
-    return _key(field, _I64) + struct.pack("<Q", number)
+    return _key(field, _I64) + _PACK_FIXED64(number)
 
 
 def _bytes(field: int, data: bytes) -> bytes:
@@ -228,7 +236,7 @@ def _any_value(value: Value) -> bytes:
         case int():
             return _varint_field(3, value)
         case float():
-            return _key(4, _I64) + struct.pack("<d", value)
+            return _key(4, _I64) + _PACK_DOUBLE(value)
         case str():
             return _text(1, value)
         case _:
