@@ -359,11 +359,12 @@ class Traced(InFolder):
 
     async def play(self) -> None:
         # Here, not at the top: a convy from before issue 30 plays the other cases.
-        from convy.collector import OtlpEndpoint, Shipped
+        from convy.collector import OtlpEndpoint, Shipped, Start
         from convy.traces import RunContext
 
         endpoint = OtlpEndpoint(f"{self.collector.url}/v1/traces", f"{self.collector.url}/v1/logs")
-        shipped = Shipped(_Nothing(), endpoint, RunContext.of(self.spec, "in_progress", "bench"), _refused)
+        start = Start(endpoint, RunContext.of(self.spec, "in_progress", "bench"))
+        shipped = Shipped(_Nothing(), self.journal.folder, start, _refused)
         try:
             self.kept = await self.journal.play(self.spec, self.bench, shipped)
         finally:

@@ -3,24 +3,32 @@
 ``OtlpEndpoint`` is where, read from OpenTelemetry's standard variables
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``_HEADERS``, ``_PROTOCOL``, ``_TIMEOUT``, ``_COMPRESSION``, and
 each one's ``_TRACES_``/``_LOGS_`` form, which wins for its signal), so the collector a team's agents
-already report to needs nothing more. ``Shipped`` is a run's journal that, as each attempt is kept,
-hands it to a thread of its own, which makes its trace (``traces.RunContext``) and sends the
-attempts that ended meanwhile in one OTLP/HTTP request for the spans and one for the evaluation
-results: the event loop only puts the attempt on a queue. A collector that cannot be reached, or
-that refuses the data, is said once and then sent nothing more; the run goes on the same (``convy
-export --format otlp`` writes the traces later). A collector that asks to wait (429, 502-504) is
-tried again a few times, after the whole seconds its ``Retry-After`` gives, within the run.
-The headers may hold a key: they are never shown, and neither is the URL's user, password or query.
+already report to needs nothing more.
+
+The run itself does nothing for it: ``Shipped``, the run's journal, starts a process of its own
+beside the run (``python -m convy.collector``, ``Follower``), which follows the run's
+``attempts.jsonl`` as lines are flushed to it, makes each new attempt's trace there
+(``traces.RunContext``) and sends the attempts that ended meanwhile in one OTLP/HTTP request for the
+spans and one for the evaluation results (``Sender``). Making the traces in the run's own process,
+even on a thread, took the run's interpreter from it: with instant fakes a run played three times
+slower. A collector that cannot be reached, or that refuses the data, is said once and then sent
+nothing more; the run goes on the same (``convy export --format otlp`` writes the traces later). A
+collector that asks to wait (429, 502-504) is tried again a few times, after the whole seconds its
+``Retry-After`` gives. The headers may hold a key: they are never shown, and neither is the URL's
+user, password or query; the process is given them as the run was, in its environment.
 """
 
 from __future__ import annotations
 
 import gzip
-import queue
-import threading
+import os
+import select
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal
+from pathlib import Path
+from typing import IO, Any, ClassVar, Literal
 from urllib.parse import unquote
 
 import msgspec
@@ -138,89 +146,108 @@ class OtlpEndpoint(msgspec.Struct, frozen=True, repr_omit_defaults=True):
         return f"OtlpEndpoint({self.shown(self.traces)!r}, headers=<{len(self.headers)} hidden>)"
 
 
-_END = object()  # on the queue: the run has ended, send what is left and stop
+class Told(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the following process tells the run, a line of its output: why the collector is sent
+    nothing more (said once), or, at its end, how many attempts' traces the collector took."""
+
+    problem: str = ""
+    sent: int | None = None
+
+
+class Start(msgspec.Struct, frozen=True):
+    """What the run gives the following process first, on its input (a pipe, never a file or its
+    command line: the endpoint's headers may hold a key): where to send, what every trace says of
+    the run, and the attempts kept before this play (a resume's), whose traces are not sent again."""
+
+    endpoint: OtlpEndpoint
+    context: RunContext
+    kept: tuple[tuple[str, int], ...] = ()
 
 
 class Shipped:
-    """A run's journal that passes each attempt on to ``journal`` and sends its trace to
-    ``endpoint`` from a thread of its own (module docstring). ``said`` is told, once, on the event
-    loop's thread, why the collector is sent nothing more; ``closed`` sends what is left and waits
-    for the thread, at most the endpoint's timeout for each request still to go."""
+    """A run's journal that passes each attempt on to ``journal`` and, beside the run, has a
+    ``Follower`` process send the trace of each attempt ``folder``'s ``attempts.jsonl`` keeps from
+    now on (module docstring). ``said`` is told, once, on the event loop's thread, why the collector
+    is sent nothing more; ``closed`` lets the process send what is left and waits for it, at most
+    four times the endpoint's timeout."""
 
-    MOST = 64  # attempts in one request
-    PENDING = 4096  # attempts waiting for the thread, at most: beyond, a slow collector's are let go
-
-    def __init__(
-        self, journal: Journal, endpoint: OtlpEndpoint, context: RunContext, said: Callable[[str], None], client: Any = None
-    ) -> None:
+    def __init__(self, journal: Journal, folder: Path, start: Start, said: Callable[[str], None]) -> None:
         self._journal = journal
-        self._endpoint = endpoint
-        self._context = context
+        self._endpoint = start.endpoint
         self._said = said
-        self._client = client
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._problem = ""  # why the collector is sent nothing more: set by the thread, said by the loop's
-        self._told = False
-        self.sent = 0  # attempts whose trace the collector took
-        self.dropped = 0  # attempts let go while the collector was behind by ``PENDING``
-        self._thread = threading.Thread(target=self._sending, name="convy-otlp", daemon=True)
-        self._thread.start()
+        self._told = ""  # the problem said already
+        self._heard = b""
+        self.sent = 0  # attempts whose trace the collector took, as the process said at its end
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "convy.collector", str(folder)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        stdin, stdout = self._pipes()
+        stdin.write(msgspec.json.encode(start) + b"\n")
+        stdin.flush()
+        os.set_blocking(stdout.fileno(), False)
 
     def record(self, outcome: Outcome) -> None:
         self._journal.record(outcome)
-        if not self._problem:
-            if self._queue.qsize() < self.PENDING:
-                self._queue.put(outcome)
-            else:
-                self.dropped += 1
-        elif not self._told:
-            self._told = True
-            self._said(self._problem)
+        if not self._told:
+            problem = self._problem()
+            if problem:
+                self._told = problem
+                self._said(problem)
 
     def closed(self) -> str:
-        """Send what is left; what was not sent and why ("" when everything was)."""
-        self._queue.put(_END)
-        self._thread.join(self._endpoint.timeout * 4)
-        where = self._endpoint.shown(self._endpoint.traces)
-        if self._thread.is_alive():
-            return f"convy: the OpenTelemetry collector at {where} did not take the last traces in time"
-        if self.dropped and not self._problem:
-            return f"convy: the OpenTelemetry collector at {where} fell behind: {self.dropped} attempts' traces were not sent (convy export --format otlp writes them)"
-        return "" if self._told else self._problem
-
-    def _sending(self) -> None:
-        import httpx2  # here: only a run with a collector loads it in this thread
-
-        client = self._client or httpx2.Client(timeout=httpx2.Timeout(self._endpoint.timeout), trust_env=False, headers=self._endpoint.headers)
+        """Let the process send what is left and end; what was not sent and why ("" when
+        everything was, or when it was said already)."""
+        stdin, stdout = self._pipes()
         try:
-            ending = False
-            while not ending:
-                first = self._queue.get()
-                if first is _END:
-                    return
-                batch = [first]
-                while len(batch) < self.MOST:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is _END:
-                        ending = True
-                        break
-                    batch.append(item)
-                if not self._problem:
-                    try:
-                        self._sent(client, batch)
-                    except Exception as error:  # noqa: BLE001 - convy's own fault, and the run's traces only: said, never the run's end
-                        self._problem = (
-                            f"convy: the traces of this run could not be made ({type(error).__name__}); "
-                            "they are not sent (convy export --format otlp may write them)"
-                        )
-        finally:
-            if self._client is None:
-                client.close()
+            stdin.close()  # the run has ended: the process sends the rest of the file, then ends
+        except BrokenPipeError:
+            pass
+        try:
+            self._process.wait(self._endpoint.timeout * 4)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+            return f"convy: the OpenTelemetry collector at {self._endpoint.shown(self._endpoint.traces)} did not take the last traces in time"
+        problem = self._problem(whole=True)
+        return "" if problem == self._told else problem
 
-    def _sent(self, client: Any, batch: list[Outcome]) -> None:
+    def _problem(self, whole: bool = False) -> str:
+        """What the process has said so far, read without waiting: its problem, if any."""
+        _, stdout = self._pipes()
+        try:
+            while chunk := os.read(stdout.fileno(), 65536):
+                self._heard += chunk
+        except BlockingIOError:
+            pass
+        problem = ""
+        for line in self._heard.splitlines():
+            try:
+                told = msgspec.json.decode(line, type=Told)
+            except msgspec.DecodeError:
+                continue
+            problem = problem or told.problem
+            if told.sent is not None:
+                self.sent = told.sent
+        return problem
+
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        return self._process.stdin, self._process.stdout
+
+
+class Sender:
+    """What sends the traces of some attempts to the collector: one request for their spans and
+    one for their evaluation results; ``problem``, why the collector is sent nothing more."""
+
+    def __init__(self, endpoint: OtlpEndpoint, context: RunContext, client: Any) -> None:
+        self._endpoint = endpoint
+        self._context = context
+        self._client = client
+        self.problem = ""
+        self.sent = 0
+
+    def sent_all(self, batch: list[Outcome]) -> None:
         import httpx2
 
         made = [self._context.signals(outcome) for outcome in batch]
@@ -238,22 +265,22 @@ class Shipped:
         for url, body in bodies:
             data = gzip.compress(body) if self._endpoint.gzip else body
             try:
-                problem = self._posted(client, url, data, headers)
+                problem = self._posted(url, data, headers)
             except httpx2.HTTPError as error:
                 problem = self._endpoint.secrets().hidden(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             if problem:
-                self._problem = (
+                self.problem = (
                     f"convy: the OpenTelemetry collector at {self._endpoint.shown(url)}: {problem}; "
                     f"this run's traces are not sent (convy export --format otlp writes them)"
                 )
                 return
         self.sent += len(batch)
 
-    def _posted(self, client: Any, url: str, data: bytes, headers: dict[str, str]) -> str:
+    def _posted(self, url: str, data: bytes, headers: dict[str, str]) -> str:
         """Post one body; "" once the collector took it, else why not. A collector that asks to
         wait is tried again up to three times, after its Retry-After (whole seconds, at most 5)."""
         for tried in range(4):
-            response = client.post(url, content=data, headers=headers)
+            response = self._client.post(url, content=data, headers=headers)
             if response.status_code < 300:
                 return ""
             if response.status_code not in (429, 502, 503, 504) or tried == 3:
@@ -261,3 +288,91 @@ class Shipped:
             wait = response.headers.get("retry-after", "1").strip()
             time.sleep(min(int(wait) if wait.isdigit() else 1, 5))
         return ""
+
+
+class Follower:
+    """The process beside a run (``python -m convy.collector FOLDER``): it follows the folder's
+    ``attempts.jsonl`` from its start, each whole line an attempt kept, and sends the trace of each
+    that ``start`` did not keep before this play, in batches of at most ``MOST``; it looks at the
+    file again every ``PAUSE`` seconds while its input is open, and once the run closes it, sends
+    what is left and ends. A line it cannot read is passed over, as ``RunJournal.read`` does."""
+
+    MOST = 64
+    PAUSE = 0.2
+    READ = 1 << 20  # bytes read from the file at once
+
+    def __init__(self, folder: Path, start: Start, sender: Sender, given: IO[bytes], told: IO[bytes]) -> None:
+        self._path = folder / "attempts.jsonl"
+        self._kept = set(start.kept)
+        self._sender = sender
+        self._given = given
+        self._told = told
+
+    def followed(self) -> None:
+        offset, left = 0, b""
+        decoder = msgspec.json.Decoder(Outcome)
+        ending = False
+        while True:
+            if not ending:
+                ready, _, _ = select.select([self._given], [], [], self.PAUSE)
+                ending = bool(ready) and not os.read(self._given.fileno(), 4096)  # the run closed its end: no more lines
+            batch: list[Outcome] = []
+            data = self._read(offset)
+            offset += len(data)
+            *lines, left = (left + data).split(b"\n")
+            for line in lines:
+                try:
+                    outcome = decoder.decode(line)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if (outcome.scenario, outcome.attempt) not in self._kept:
+                    batch.append(outcome)
+                if len(batch) >= self.MOST:
+                    self._sent(batch)
+                    batch = []
+            if batch:
+                self._sent(batch)
+            if ending and not data:
+                break
+        self._say(Told(sent=self._sender.sent))
+
+    def _read(self, offset: int) -> bytes:
+        try:
+            with self._path.open("rb") as file:
+                file.seek(offset)
+                return file.read(self.READ)
+        except FileNotFoundError:
+            return b""
+
+    def _sent(self, batch: list[Outcome]) -> None:
+        if self._sender.problem:
+            return
+        try:
+            self._sender.sent_all(batch)
+        except Exception as error:  # noqa: BLE001 - convy's own fault, and the run's traces only: said, never the run's end
+            self._sender.problem = (
+                f"convy: the traces of this run could not be made ({type(error).__name__}); "
+                "they are not sent (convy export --format otlp may write them)"
+            )
+        if self._sender.problem:
+            self._say(Told(problem=self._sender.problem))
+
+    def _say(self, told: Told) -> None:
+        self._told.write(msgspec.json.encode(told) + b"\n")
+        self._told.flush()
+
+
+def main(argv: list[str]) -> int:
+    """``python -m convy.collector FOLDER``: started by ``Shipped`` only, its input the run's ``Start``."""
+    import httpx2
+
+    given, told = sys.stdin.buffer, sys.stdout.buffer
+    start = msgspec.json.decode(given.readline(), type=Start)
+    endpoint = start.endpoint
+    with httpx2.Client(timeout=httpx2.Timeout(endpoint.timeout), trust_env=False, headers=endpoint.headers) as client:
+        Follower(Path(argv[0]), start, Sender(endpoint, start.context, client), given, told).followed()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -6,29 +6,24 @@ from __future__ import annotations
 import asyncio
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from support.otlpreceiver import OtlpReceiver
 
 from convy import Bench, Limits, Models, RunSpec
-from convy.collector import OtlpEndpoint, Shipped
+from convy.collector import OtlpEndpoint, Shipped, Start
 from convy.fakes import FakeAgent, FakeJudge, MemoryJournal
 from convy.outcome import Outcome
-from convy.plan import Plan
 from convy.problems import ConfigurationError
 from convy.scenario import Scenario
+from convy.storage import RunJournal
 from convy.traces import RunContext
 
 SCENARIO = Scenario(id="hello", judge=("it greeted",), script=("hi",))
 SPEC = RunSpec(id="run-1", agent="bot", scenarios=(SCENARIO,), attempts=40, limits=Limits())
-
-
-def outcomes(count: int) -> list[Outcome]:
-    journal = MemoryJournal()
-    bench = Bench(FakeAgent(lambda text: "hello"), Models(judge=FakeJudge()))
-    asyncio.run(bench.run(Plan((SCENARIO,), count), journal))
-    return journal.outcomes
 
 
 def test_the_standard_variables_name_where_and_how() -> None:
@@ -97,36 +92,38 @@ class Held:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def test_a_collector_that_falls_behind_costs_the_run_only_the_traces_it_could_not_take() -> None:
-    collector = Held()
+def played(folder: Path, endpoint: OtlpEndpoint, said: list[str], attempts: int) -> tuple[Shipped, list[Outcome]]:
+    """A run of ``attempts`` attempts played into ``folder``, its traces sent beside it (closed after)."""
+    spec = msgspec.structs.replace(SPEC, id=folder.name, attempts=attempts)
     kept = MemoryJournal()
+    shipped = Shipped(kept, folder, Start(endpoint, RunContext.of(spec, "in_progress", "t")), said.append)
+    bench = Bench(FakeAgent(lambda text: "hello"), Models(judge=FakeJudge()))
+    asyncio.run(RunJournal(folder).play(spec, bench, shipped))
+    return shipped, kept.outcomes
+
+
+def test_the_run_never_waits_for_the_collector_which_is_sent_every_attempt_at_its_end(tmp_path: Path) -> None:
+    collector = Held()
     said: list[str] = []
-    shipped = Shipped(kept, OtlpEndpoint(f"{collector.url}/v1/traces", f"{collector.url}/v1/logs"), RunContext.of(SPEC, "in_progress", "t"), said.append)
-    shipped.PENDING = 5  # type: ignore[misc]
-    made = outcomes(40)
-    for outcome in made:
-        shipped.record(outcome)  # never waits for the collector
-    assert kept.outcomes == made  # every attempt went on to the run's own journal
-    collector.go.set()
-    told = shipped.closed()
-    collector.server.shutdown()
-    assert shipped.dropped > 0 and shipped.sent + shipped.dropped == 40
-    assert told == (
-        f"convy: the OpenTelemetry collector at {collector.url}/v1/traces fell behind: {shipped.dropped} attempts' traces "
-        "were not sent (convy export --format otlp writes them)"
-    )
-    assert said == []
+    try:
+        shipped, kept = played(tmp_path / "run-1", OtlpEndpoint(f"{collector.url}/v1/traces", f"{collector.url}/v1/logs"), said, 40)
+        assert len(kept) == 40 and collector.taken == 0  # played whole while the collector took nothing
+        collector.go.set()
+        assert shipped.closed() == ""
+    finally:
+        collector.go.set()
+        collector.server.shutdown()
+    assert shipped.sent == 40 and collector.taken >= 1 and said == []
 
 
-def test_a_collector_asking_to_wait_is_tried_again_after_its_retry_after() -> None:
-    made = outcomes(3)
+def test_a_collector_asking_to_wait_is_tried_again_after_its_retry_after(tmp_path: Path) -> None:
+    said: list[str] = []
     with OtlpReceiver() as receiver:
         receiver.answer = (503, {"retry-after": "0"})
-        shipped = Shipped(MemoryJournal(), OtlpEndpoint(f"{receiver.url}/v1/traces", ""), RunContext.of(SPEC, "in_progress", "t"), print)
-        for outcome in made:
-            shipped.record(outcome)
+        shipped, _ = played(tmp_path / "run-2", OtlpEndpoint(f"{receiver.url}/v1/traces", ""), said, 3)
         told = shipped.closed()
         asked = [path for path, _ in receiver.requests]
-    # Tried four times in all on each request, then said: a collector that stays busy is given up on.
-    assert told.endswith("answered 503; this run's traces are not sent (convy export --format otlp writes them)")
+    # Tried four times in all, then said once: a collector that stays busy is given up on.
+    assert (said + [told])[0].endswith("answered 503; this run's traces are not sent (convy export --format otlp writes them)")
     assert asked == ["/v1/traces"] * 4
+    assert shipped.sent == 0

@@ -19,7 +19,7 @@ from convy.adaptive import Marks
 from convy.budget import Outlay
 from convy.cli.console import JudgingSaid, Passed, Printed, Unseen
 from convy.cli.exits import CANCELLED, Cures, Ruled, Terminated, Worst
-from convy.collector import OtlpEndpoint, Shipped
+from convy.collector import OtlpEndpoint, Shipped, Start
 from convy.live import LiveReport
 from convy.outcome import Outcome
 from convy.passing import PassRule
@@ -74,7 +74,7 @@ class Recorded(msgspec.Struct, frozen=True):
         with self._progress(planned, len(self.kept.outcomes)) as (progress, task):
             growing = None if self.spec.adaptive is None else self._marked
             printed = Printed(self.shown, progress, task, self.spec.trust, growing, self.kept.outcomes)
-            shipped = self._shipped(printed)
+            shipped = self._shipped(printed, journal)
             try:
                 kept = asyncio.run(self._played(journal, printed if shipped is None else shipped))
             except (KeyboardInterrupt, Terminated, Unwritable, Unplayed, WorkersLost, DeadService) as error:
@@ -136,12 +136,14 @@ class Recorded(msgspec.Struct, frozen=True):
             return Worst((code, 1, *self._budgeted(summary))).code()
         return Worst((code, *self._budgeted(summary))).code()
 
-    def _shipped(self, printed: Printed) -> Shipped | None:
-        """The journal that also sends each attempt's trace to the collector, when one is set."""
+    def _shipped(self, printed: Printed, journal: RunJournal) -> Shipped | None:
+        """The journal beside which each attempt's trace is sent to the collector, when one is set
+        (the attempts kept before this play are not sent again)."""
         if self.collector is None:
             return None
-        context = RunContext.of(self.spec, "in_progress", VERSION)
-        return Shipped(printed, self.collector, context, lambda said: self.errors.line(Inert(said).line()))
+        kept = tuple((outcome.scenario, outcome.attempt) for outcome in self.kept.outcomes)
+        start = Start(self.collector, RunContext.of(self.spec, "in_progress", VERSION), kept)
+        return Shipped(printed, journal.folder, start, lambda said: self.errors.line(Inert(said).line()))
 
     def _ruled(self, read: Read) -> Read:
         """The run as read, held to this command's pass rule when it was given one over its spec's."""
