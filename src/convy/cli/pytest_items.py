@@ -43,6 +43,7 @@ from convy.cli.console import Passed, Printed, Shown, Unseen
 from convy.cli.exits import Cures
 from convy.cli.parser import Budgeted
 from convy.cli.run import RunCommand
+from convy.collector import OtlpEndpoint, Shipped, Start
 from convy.holders import Environment
 from convy.judge import Models
 from convy.junit import Case, Suite, XmlText
@@ -50,7 +51,7 @@ from convy.loaded import Loaded
 from convy.model import Absent
 from convy.plan import Player
 from convy.problems import ConfigurationError, Unplayed, Unwritable
-from convy.project import Project
+from convy.project import VERSION, Project
 from convy.records import RunSpec
 from convy.records import Stopped as BudgetStopped
 from convy.report import Summary
@@ -61,6 +62,7 @@ from convy.secrets import Secrets
 from convy.spent import Stop
 from convy.storage import RunInUse
 from convy.terminal import Inert
+from convy.traces import RunContext
 from convy.vital import DeadService
 
 T = TypeVar("T")
@@ -389,9 +391,25 @@ class ScenarioTests:
         journal = self.project.journal(spec)
         if journal.in_use():
             raise RunInUse(f"run {spec.id} is in use by another convy process")
+        # Each attempt's trace sent beside the run, as `convy run` sends it (issue 30), when
+        # OpenTelemetry's variables name a collector; what goes wrong with it said on the terminal.
+        collector = OtlpEndpoint.environ(os.environ)
+
+        def said(line: str) -> None:
+            print(line, file=sys.stderr)
+
+        shipped = None
+        if collector is not None:
+            start = Start(collector, RunContext.of(spec, "in_progress", VERSION))
+            shipped = Shipped(printed, journal.folder, start, lambda line: said(Inert(line).line()))
         # Read back unsaid, as ``convy run`` reads it: the session holds each run's summary to its
         # end, and only the report's windows need the dialogues' words (read again from the file).
-        kept = await journal.play(spec, bench, printed, secrets, back=journal.unsaid)
+        try:
+            kept = await journal.play(spec, bench, printed if shipped is None else shipped, secrets, back=journal.unsaid)
+        finally:
+            unsent = "" if shipped is None else shipped.closed()
+            if unsent:
+                said(Inert(unsent).line())
         summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         report = self.project.reported(summary)
         self.project.indexed()

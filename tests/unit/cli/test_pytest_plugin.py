@@ -608,3 +608,17 @@ def test_a_session_whose_scenarios_were_all_skipped_tested_nothing(pytester: pyt
     result.assert_outcomes(skipped=1)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines(["convy: nothing was tested: no attempt of a scenario was judged (exit 5)"])
+
+
+def test_each_attempt_is_sent_as_a_trace_as_convy_run_sends_it(pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With OpenTelemetry's variables set, ``pytest --convy`` sends each attempt's trace as
+    ``convy run`` does (issue 30): a root span per attempt, its case and its result."""
+    from support.otlpreceiver import OtlpReceiver, attributes
+
+    with OtlpReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        pytester.runpytest("--convy", "-k", "greet", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+        roots = [attributes(span.attributes) for span in receiver.spans() if not span.parent_span_id]
+    assert sorted((root["test.case.name"], root["convy.attempt"], root["test.case.result.status"]) for root in roots) == [
+        ("greet", 1, "pass"), ("greet", 2, "pass"),
+    ]
