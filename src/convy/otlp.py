@@ -217,8 +217,16 @@ def _fixed64(field: int, number: int) -> bytes:
     return _key(field, _I64) + _PACK_FIXED64(number)
 
 
+def _length(size: int) -> bytes:
+    return _SMALL[size] if size < 128 else _varint(size)
+
+
+# The keys of the length-delimited fields, made once: every message and text is one.
+_LEN_KEYS = tuple(_varint(field << 3 | _LEN) for field in range(16))
+
+
 def _bytes(field: int, data: bytes) -> bytes:
-    return _key(field, _LEN) + _varint(len(data)) + data
+    return _LEN_KEYS[field] + _length(len(data)) + data
 
 
 def _text(field: int, text: str) -> bytes:
@@ -226,17 +234,28 @@ def _text(field: int, text: str) -> bytes:
 
 
 def _key_value(key: str, value: Value) -> bytes:
-    return _text(1, key) + _bytes(2, _any_value(value))
+    # KeyValue: key (1) and value (2), written in line: most spans' bytes are their attributes.
+    named = key.encode()
+    held = _any_value(value)
+    return b"\n" + _length(len(named)) + named + b"\x12" + _length(len(held)) + held
 
 
 def _any_value(value: Value) -> bytes:
+    # AnyValue: string (1), bool (2), int (3), double (4), array (5). The common kinds first, by
+    # their exact type (true/false is an int too); anything else as the match below takes it.
+    kind = type(value)
+    if kind is str:
+        data = value.encode()  # type: ignore[union-attr]
+        return b"\n" + _length(len(data)) + data
+    if kind is int:
+        return b"\x18" + _varint(value)  # type: ignore[arg-type]
     match value:
         case bool():
-            return _varint_field(2, int(value))
+            return b"\x10\x01" if value else b"\x10\x00"
         case int():
-            return _varint_field(3, value)
+            return b"\x18" + _varint(value)
         case float():
-            return _key(4, _I64) + _PACK_DOUBLE(value)
+            return b"!" + _PACK_DOUBLE(value)
         case str():
             return _text(1, value)
         case _:

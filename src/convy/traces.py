@@ -21,6 +21,7 @@ Records are the run's as kept, so its secrets are hidden as in every other outpu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import ClassVar, Literal
@@ -89,8 +90,9 @@ class RunContext(msgspec.Struct, frozen=True):
         return {"service.name": "convy", "service.version": self.version, "convy.agent": self.agent, "convy.run.id": self.run}
 
 
-class AttemptTrace(msgspec.Struct, frozen=True):
-    """One attempt's spans and evaluation results, made from its record."""
+class AttemptTrace(msgspec.Struct, frozen=True, dict=True):
+    """One attempt's spans and evaluation results, made from its record (its ids and its start
+    worked out once: every span asks for them)."""
 
     run: RunContext
     attempt: Attempt
@@ -352,15 +354,20 @@ class AttemptTrace(msgspec.Struct, frozen=True):
         outcome = self.attempt.outcome
         return f"{self.run.agent}/{self.run.dialogues or self.run.run}/{outcome.scenario}#{outcome.attempt}"
 
-    def _ids(self) -> TraceIds:
+    @functools.cached_property
+    def _ids_once(self) -> TraceIds:
         outcome = self.attempt.outcome
         dialogues = self.run.dialogues or self.run.run
         return TraceIds.of(outcome.trace, self.run.agent, dialogues, outcome.scenario, outcome.attempt, outcome.started)
 
+    def _ids(self) -> TraceIds:
+        return self._ids_once
+
     def _at(self, seconds: float) -> int:
         """Nanoseconds since the epoch of a moment ``seconds`` after the attempt's start."""
-        return self._start() + round(seconds * 1e9)
+        return self._start + round(seconds * 1e9)
 
+    @functools.cached_property
     def _start(self) -> int:
         try:
             started = datetime.fromisoformat(self.attempt.outcome.started)
