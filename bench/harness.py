@@ -359,10 +359,10 @@ class Traced(InFolder):
 
     async def play(self) -> None:
         # Here, not at the top: a convy from before issue 30 plays the other cases.
-        from convy.collector import OtlpEndpoint, Shipped, Start
+        from convy.collector import OtlpEndpoint, Shipped, SignalEndpoint, Start
         from convy.traces import RunContext
 
-        endpoint = OtlpEndpoint(f"{self.collector.url}/v1/traces", f"{self.collector.url}/v1/logs")
+        endpoint = OtlpEndpoint(SignalEndpoint(f"{self.collector.url}/v1/traces"), SignalEndpoint(f"{self.collector.url}/v1/logs"))
         start = Start(endpoint, RunContext.of(self.spec, "in_progress", "bench"))
         shipped = Shipped(_Nothing(), self.journal.folder, start, _refused)
         try:

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import select
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any, ClassVar, Literal
-from urllib.parse import unquote
+from typing import IO, Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
 
@@ -38,53 +39,82 @@ from convy.outcome import Outcome
 from convy.plan import Journal
 from convy.problems import ConfigurationError
 from convy.secrets import Address, Secrets
+from convy.terminal import Inert
 from convy.traces import RunContext
 
 Protocol = Literal["http/protobuf", "http/json"]
 
+# A header's name, as HTTP writes one (a token).
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_SIGNALS = {"traces": "TRACES", "logs": "LOGS"}
 
-class OtlpEndpoint(msgspec.Struct, frozen=True, repr_omit_defaults=True):
-    """Where a run's traces go over OTLP/HTTP: a URL for the spans and one for the logs, the
-    headers each request carries (which may hold keys: never shown), how they are encoded, how
-    long one request may take (seconds), and whether the bodies are gzipped."""
 
-    traces: str
-    logs: str
+class SignalEndpoint(msgspec.Struct, frozen=True, repr_omit_defaults=True):
+    """Where one signal (the spans, or the log records) goes over OTLP/HTTP: its URL, the headers
+    its requests carry (which may hold keys: never shown, and sent to this URL only), how they are
+    encoded, how long one request may take (seconds), and whether the bodies are gzipped."""
+
+    url: str
     headers: dict[str, str] = {}
     protocol: Protocol = "http/protobuf"
     timeout: float = 10.0
     gzip: bool = False
 
-    PROTOCOLS: ClassVar[tuple[str, ...]] = ("http/protobuf", "http/json")
+    def shown(self) -> str:
+        return _shown(self.url)
+
+    def __repr__(self) -> str:
+        return f"SignalEndpoint({self.shown()!r}, headers=<{len(self.headers)} hidden>)"
+
+
+class OtlpEndpoint(msgspec.Struct, frozen=True):
+    """Where a run's traces go: the spans' endpoint and the evaluation results' (either may be
+    absent), as OpenTelemetry's variables name them, each signal's own variables winning over the
+    shared ones (``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` over ``OTEL_EXPORTER_OTLP_HEADERS``)."""
+
+    traces: SignalEndpoint | None
+    logs: SignalEndpoint | None
 
     @classmethod
     def environ(cls, environ: Mapping[str, str]) -> OtlpEndpoint | None:
-        """The endpoint OpenTelemetry's variables name, or None when none is set (or the SDK is
-        disabled). A value convy cannot use is a ``ConfigurationError`` naming the variable."""
+        """The endpoints OpenTelemetry's variables name, or None when none is set (or the SDK is
+        disabled). A value convy cannot use is a ``ConfigurationError`` naming the variable, never
+        quoting a URL's user, password or query, or a header's value."""
         if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
             return None
         base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-        traces = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-        logs = environ.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "").strip()
-        if not (base or traces):
+        if base:
+            _checked("OTEL_EXPORTER_OTLP_ENDPOINT", base)
+            path = urlsplit(base).path.rstrip("/")
+            if path.endswith(("/v1/traces", "/v1/logs")):
+                raise ConfigurationError(
+                    "OTEL_EXPORTER_OTLP_ENDPOINT: give the collector's base URL (as http://localhost:4318): convy adds "
+                    "/v1/traces and /v1/logs; a signal's whole URL goes in OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+                )
+        found = {signal: cls._signal(environ, signal, base) for signal in _SIGNALS}
+        if found["traces"] is None and found["logs"] is None:
             return None
-        for name, url in (("OTEL_EXPORTER_OTLP_ENDPOINT", base), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces), ("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", logs)):
-            if url and not url.lower().startswith(("http://", "https://")):
-                raise ConfigurationError(f"{name}: {Address(url).shown()!r} is not an http:// or https:// URL")
-        joined = base.rstrip("/")
-        protocol = cls._protocol(environ)
-        return cls(
-            traces=traces or f"{joined}/v1/traces",
-            logs=logs or (f"{joined}/v1/logs" if joined else ""),
-            headers=cls._headers(environ, "OTEL_EXPORTER_OTLP_HEADERS") | cls._headers(environ, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
-            protocol=protocol,
-            timeout=cls._timeout(environ),
-            gzip=cls._compression(environ),
-        )
+        return cls(found["traces"], found["logs"])
 
     @classmethod
-    def _protocol(cls, environ: Mapping[str, str]) -> Protocol:
-        for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+    def _signal(cls, environ: Mapping[str, str], signal: str, base: str) -> SignalEndpoint | None:
+        own = f"OTEL_EXPORTER_OTLP_{_SIGNALS[signal]}_"
+        url = environ.get(f"{own}ENDPOINT", "").strip()
+        if url:
+            _checked(f"{own}ENDPOINT", url)
+        elif base:
+            parts = urlsplit(base)
+            url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + f"/v1/{signal}"))
+        else:
+            return None
+        headers = cls._headers(environ, "OTEL_EXPORTER_OTLP_HEADERS") | cls._headers(environ, f"{own}HEADERS")
+        return SignalEndpoint(
+            url, headers, cls._protocol(environ, own), cls._timeout(environ, own), cls._compression(environ, own)
+        )
+
+    @staticmethod
+    def _protocol(environ: Mapping[str, str], own: str) -> Protocol:
+        for name in (f"{own}PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
             given = environ.get(name, "").strip()
             if not given:
                 continue
@@ -94,56 +124,94 @@ class OtlpEndpoint(msgspec.Struct, frozen=True, repr_omit_defaults=True):
                 case "grpc":
                     raise ConfigurationError(f"{name}: convy sends OTLP over HTTP only: set it to http/protobuf (the collector's port 4318)")
                 case _:
-                    raise ConfigurationError(f"{name}: {given!r}: give http/protobuf or http/json")
+                    raise ConfigurationError(f"{name}: {Inert(given).short(40)!r}: give http/protobuf or http/json")
         return "http/protobuf"
 
     @staticmethod
     def _headers(environ: Mapping[str, str], name: str) -> dict[str, str]:
-        """``key=value,key2=value2``, each value percent-decoded, as the specification writes them.
-        A malformed pair is refused without its value, which may be a key."""
+        """``key=value,key2=value2``, each percent-decoded, as the specification writes them. A
+        malformed pair, a name that is no HTTP token or a value HTTP cannot carry (not ASCII, a
+        control character) is refused naming the pair, never quoting its value, which may be a key."""
         found: dict[str, str] = {}
         for number, pair in enumerate(environ.get(name, "").split(","), start=1):
             if not pair.strip():
                 continue
             key, mark, value = pair.partition("=")
-            if not mark or not key.strip():
+            key, value = unquote(key.strip()), unquote(value.strip())
+            if not mark or not key:
                 raise ConfigurationError(f"{name}: pair {number} is not key=value")
-            found[unquote(key.strip())] = unquote(value.strip())
+            if not _TOKEN.fullmatch(key):
+                raise ConfigurationError(f"{name}: pair {number}: its name is not an HTTP header's name")
+            if not value.isascii() or any(ord(char) < 32 or ord(char) == 127 for char in value):
+                raise ConfigurationError(f"{name}: pair {number}: its value is not printable ASCII (percent-encode it as the specification says)")
+            found[key] = value
         return found
 
     @staticmethod
-    def _timeout(environ: Mapping[str, str]) -> float:
-        for name in ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
+    def _timeout(environ: Mapping[str, str], own: str) -> float:
+        for name in (f"{own}TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
             given = environ.get(name, "").strip()
             if given:
                 try:
                     milliseconds = float(given)
                 except ValueError:
-                    raise ConfigurationError(f"{name}: {given!r} is not a number of milliseconds") from None
-                if not 0 < milliseconds <= 600_000:
-                    raise ConfigurationError(f"{name}: give milliseconds from 1 to 600000, not {given}")
+                    raise ConfigurationError(f"{name}: {Inert(given).short(40)!r} is not a number of milliseconds") from None
+                if not 1 <= milliseconds <= 600_000:
+                    raise ConfigurationError(f"{name}: give milliseconds from 1 to 600000, not {Inert(given).short(40)}")
                 return milliseconds / 1000
         return 10.0
 
     @staticmethod
-    def _compression(environ: Mapping[str, str]) -> bool:
-        for name in ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"):
+    def _compression(environ: Mapping[str, str], own: str) -> bool:
+        for name in (f"{own}COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"):
             given = environ.get(name, "").strip().lower()
             if given:
                 if given not in ("gzip", "none"):
-                    raise ConfigurationError(f"{name}: {given!r}: give gzip or none")
+                    raise ConfigurationError(f"{name}: {Inert(given).short(40)!r}: give gzip or none")
                 return given == "gzip"
         return False
 
-    def shown(self, url: str) -> str:
-        return Address(url).shown()
+    def signals(self) -> tuple[SignalEndpoint, ...]:
+        return tuple(signal for signal in (self.traces, self.logs) if signal is not None)
+
+    def shown(self) -> str:
+        """Where the traces go, as ``convy check`` says it: each URL without its user, password or query."""
+        return " and ".join(signal.shown() for signal in self.signals())
 
     def secrets(self) -> Secrets:
-        """The headers' values, hidden from anything said of a failure."""
-        return Secrets(tuple(value for value in self.headers.values() if value))
+        """The headers' values and the URLs' secrets, hidden from anything said of a failure."""
+        values = [value for signal in self.signals() for value in signal.headers.values() if value]
+        for signal in self.signals():
+            values += list(Address(signal.url).secrets().values)
+        return Secrets(tuple(values))
 
-    def __repr__(self) -> str:
-        return f"OtlpEndpoint({self.shown(self.traces)!r}, headers=<{len(self.headers)} hidden>)"
+
+def _checked(name: str, url: str) -> None:
+    """Refuse a URL convy cannot send to, naming the variable and never quoting the URL: its user
+    or password may hold a key (one with an unescaped ``/``, ``#`` or ``@`` would be misread)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ConfigurationError(f"{name}: not a URL convy can send to (its host or port does not read)") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigurationError(f"{name}: give an http:// or https:// URL, as http://localhost:4318")
+    if not parts.hostname:
+        raise ConfigurationError(f"{name}: the URL has no host, as in http://localhost:4318")
+    if "@" in parts.path + parts.query + parts.fragment or parts.fragment or (port is not None and not 0 < port < 65536):
+        raise ConfigurationError(
+            f"{name}: not a URL convy can send to: a user or password with /, #, ? or @ must be percent-encoded"
+        )
+
+
+def _shown(url: str) -> str:
+    """A URL as convy shows it: scheme, host, port and path; never its user, password or query."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 class Told(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -168,8 +236,10 @@ class Shipped:
     """A run's journal that passes each attempt on to ``journal`` and, beside the run, has a
     ``Follower`` process send the trace of each attempt ``folder``'s ``attempts.jsonl`` keeps from
     now on (module docstring). ``said`` is told, once, on the event loop's thread, why the collector
-    is sent nothing more; ``closed`` lets the process send what is left and waits for it, at most
-    four times the endpoint's timeout."""
+    is sent nothing more. The process is in a session of its own, so a Ctrl+C meant for the run
+    does not end it before it has sent what the run kept. At the run's end ``ending`` lets it send
+    what is left, and ``closed`` waits for it (``waited``: at most four times each signal's timeout,
+    and each wait a collector asked for), after the run's own outputs are written."""
 
     def __init__(self, journal: Journal | None, folder: Path, start: Start, said: Callable[[str], None]) -> None:
         self._journal = journal
@@ -180,7 +250,7 @@ class Shipped:
         self.sent = 0  # attempts whose trace the collector took, as the process said at its end
         self._process = subprocess.Popen(
             [sys.executable, "-m", "convy.collector", str(folder)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         stdin, stdout = self._pipes()
         stdin.write(msgspec.json.encode(start) + b"\n")
@@ -196,24 +266,45 @@ class Shipped:
                 self._told = problem
                 self._said(problem)
 
-    def closed(self) -> str:
-        """Let the process send what is left and end; what was not sent and why ("" when
-        everything was, or when it was said already)."""
-        stdin, stdout = self._pipes()
+    def ending(self) -> None:
+        """The run has ended: the process sends the rest of the file, then ends."""
+        stdin, _ = self._pipes()
         try:
-            stdin.close()  # the run has ended: the process sends the rest of the file, then ends
+            stdin.close()
         except BrokenPipeError:
             pass
+
+    def settled(self, seconds: float) -> bool:
+        """Whether the process has ended, waiting at most ``seconds`` for it."""
         try:
-            self._process.wait(self._endpoint.timeout * 4)
+            self._process.wait(seconds)
         except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def waited(self) -> float:
+        """The longest ``closed`` waits: four times each signal's timeout, and the waits asked for."""
+        return sum(signal.timeout * 4 + 3 * Sender.WAIT for signal in self._endpoint.signals())
+
+    def closed(self) -> str:
+        """Wait for the process to send what is left (``ending`` first, if not yet); what was not
+        sent and why ("" when everything was, or when it was said already). A Ctrl+C while it
+        waits stops the waiting only."""
+        self.ending()
+        try:
+            self._process.wait(self.waited())
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
             self._process.kill()
             self._process.wait()
-            return f"convy: the OpenTelemetry collector at {self._endpoint.shown(self._endpoint.traces)} did not take the last traces in time"
-        problem = self._problem(whole=True)
-        return "" if problem == self._told else problem
+            return f"convy: the OpenTelemetry collector at {self._endpoint.shown()} was not sent the last traces: convy stopped waiting"
+        problem = self._problem()
+        if problem:
+            return "" if problem == self._told else problem
+        if self._process.returncode != 0:  # it ended without a word: its own fault, said rather than lost
+            return f"convy: the process that sends this run's traces ended with code {self._process.returncode}; they are not all sent (convy export --format otlp writes them)"
+        return ""
 
-    def _problem(self, whole: bool = False) -> str:
+    def _problem(self) -> str:
         """What the process has said so far, read without waiting: its problem, if any."""
         _, stdout = self._pipes()
         try:
@@ -241,6 +332,8 @@ class Sender:
     """What sends the traces of some attempts to the collector: one request for their spans and
     one for their evaluation results; ``problem``, why the collector is sent nothing more."""
 
+    WAIT = 5  # seconds, at most, before a request a collector asked to wait for is sent again
+
     def __init__(self, endpoint: OtlpEndpoint, context: RunContext, client: Any) -> None:
         self._endpoint = endpoint
         self._context = context
@@ -256,38 +349,47 @@ class Sender:
             self._context.resource(), made[0].scope, made[0].version,
             tuple(span for one in made for span in one.spans), tuple(log for one in made for log in one.logs),
         )
-        proto = self._endpoint.protocol == "http/protobuf"
-        bodies = [(self._endpoint.traces, signals.proto_traces() if proto else signals.json_traces())]
-        if signals.logs and self._endpoint.logs:
-            bodies.append((self._endpoint.logs, signals.proto_logs() if proto else signals.json_logs()))
-        headers = {"content-type": "application/x-protobuf" if proto else "application/json"}
-        if self._endpoint.gzip:
-            headers["content-encoding"] = "gzip"
-        for url, body in bodies:
-            data = gzip.compress(body) if self._endpoint.gzip else body
+        bodies: list[tuple[SignalEndpoint, bytes]] = []
+        for signal, proto, json in (
+            (self._endpoint.traces, signals.proto_traces, signals.json_traces),
+            (self._endpoint.logs if signals.logs else None, signals.proto_logs, signals.json_logs),
+        ):
+            if signal is not None:
+                bodies.append((signal, proto() if signal.protocol == "http/protobuf" else json()))
+        for signal, body in bodies:
             try:
-                problem = self._posted(url, data, headers)
+                problem = self._posted(signal, body)
             except httpx2.HTTPError as error:
                 problem = self._endpoint.secrets().hidden(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+                if isinstance(error, httpx2.RemoteProtocolError):  # an HTTP request to gRPC's port, mostly
+                    problem += " (is this the collector's gRPC port? convy sends OTLP over HTTP, usually port 4318)"
             if problem:
                 self.problem = (
-                    f"convy: the OpenTelemetry collector at {self._endpoint.shown(url)}: {problem}; "
+                    f"convy: the OpenTelemetry collector at {signal.shown()}: {problem}; "
                     f"this run's traces are not sent (convy export --format otlp writes them)"
                 )
                 return
         self.sent += len(batch)
 
-    def _posted(self, url: str, data: bytes, headers: dict[str, str]) -> str:
-        """Post one body; "" once the collector took it, else why not. A collector that asks to
-        wait is tried again up to three times, after its Retry-After (whole seconds, at most 5)."""
+    def _posted(self, signal: SignalEndpoint, body: bytes) -> str:
+        """Post one body with its signal's own headers; "" once the collector took it, else why
+        not. A collector that asks to wait is tried again up to three times, after its Retry-After
+        (whole seconds, at most ``WAIT``: the run's end waits on it)."""
+        headers = {
+            **signal.headers,
+            "content-type": "application/x-protobuf" if signal.protocol == "http/protobuf" else "application/json",
+        }
+        if signal.gzip:
+            headers["content-encoding"] = "gzip"
+            body = gzip.compress(body)
         for tried in range(4):
-            response = self._client.post(url, content=data, headers=headers)
+            response = self._client.post(signal.url, content=body, headers=headers, timeout=signal.timeout)
             if response.status_code < 300:
                 return ""
             if response.status_code not in (429, 502, 503, 504) or tried == 3:
                 return f"answered {response.status_code}"
             wait = response.headers.get("retry-after", "1").strip()
-            time.sleep(min(int(wait) if wait.isdigit() else 1, 5))
+            time.sleep(min(int(wait) if wait.isdigit() else 1, self.WAIT))
         return ""
 
 
@@ -370,7 +472,7 @@ def main(argv: list[str]) -> int:
     given, told = sys.stdin.buffer, sys.stdout.buffer
     start = msgspec.json.decode(given.readline(), type=Start)
     endpoint = start.endpoint
-    with httpx2.Client(timeout=httpx2.Timeout(endpoint.timeout), trust_env=False, headers=endpoint.headers) as client:
+    with httpx2.Client(trust_env=False) as client:  # each request with its signal's headers and timeout
         Follower(Path(argv[0]), start, Sender(endpoint, start.context, client), given, told).followed()
     return 0
 

@@ -33,9 +33,11 @@ class TraceIds(msgspec.Struct, frozen=True):
     @classmethod
     def of(cls, trace: str, *place: object) -> TraceIds:
         """The ids of an attempt whose record keeps ``trace``; one kept before attempts had a trace
-        (``""``) has one made from ``place`` (its run, scenario, number and start), the same each time."""
-        if trace:
+        (``""``), or whose id is not 32 hex digits, has one made from ``place`` (its run, scenario,
+        number and start), the same each time."""
+        if len(trace) == 32 and all(char in "0123456789abcdef" for char in trace) and trace.strip("0"):
             return cls(trace)
+        # None kept, or one no trace id can be (a line edited by hand): one made from its place.
         return cls(cls._digest("/".join(str(part) for part in place), 32))
 
     def root(self) -> str:

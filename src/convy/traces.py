@@ -44,7 +44,6 @@ from convy.variants import Variant
 # (semantic-conventions-genai v0.1.0, after semantic-conventions v1.41.0, where they were before),
 # and the ``test.*`` attributes of semantic-conventions itself.
 CONVENTIONS = "semantic-conventions-genai v0.1.0"
-SCHEMA = "https://opentelemetry.io/schemas/1.41.0"
 SCOPE = "convy"
 
 _JSON = msgspec.json.Encoder()
@@ -126,12 +125,14 @@ class AttemptTrace(msgspec.Struct, frozen=True, dict=True):
             yield from self._turn(ids, number, turn.answer, turn.agent_start, turn.agent_seconds, turn.message, conversation)
             end = turn.agent_start + turn.agent_seconds
         broken = outcome.agent_ending
-        if broken is not None or outcome.stop in ("agent_failed", "time_limit", "agent_busy"):
-            # The turn the agent broke off: from the last one's end to the dialogue's.
+        message = outcome.result.message if type(outcome.result) is Failed else ""
+        if broken is not None or message:
+            # The turn the agent broke off, after the user's request for it: to the dialogue's end.
+            # A failure opening or closing the conversation is no turn: the root says it.
+            begun = end + (outcome.user_ending_seconds if outcome.user_ending else 0.0)
             until = outcome.judge_start if outcome.judge_start else outcome.seconds
-            message = outcome.result.message if type(outcome.result) is Failed else ""
             yield from self._turn(
-                ids, len(turns) + 1, broken or Answer(""), end, max(until - end, 0.0), message, conversation,
+                ids, len(turns) + 1, broken or Answer(""), begun, max(until - begun, 0.0), message, conversation,
                 failed=self._failure() or outcome.stop,
             )
         for number, usage in enumerate(outcome.user_ending, start=1):
@@ -194,6 +195,8 @@ class AttemptTrace(msgspec.Struct, frozen=True, dict=True):
         if models.agent_provider:
             attributes["gen_ai.provider.name"] = models.agent_provider
         attributes |= _usage(answer.requests())
+        if failed:
+            attributes["error.type"] = self.attempt.outcome.stop
         if message:
             attributes["gen_ai.input.messages"] = _messages("user", message)
         if answer.text:
@@ -295,6 +298,8 @@ class AttemptTrace(msgspec.Struct, frozen=True, dict=True):
         }
         if self.run.name:
             attributes["convy.run.name"] = self.run.name
+        if self._failure():  # the dialogue broke off: why, in the conventions' words
+            attributes["error.type"] = outcome.stop
         why, cause = self.attempt.why(), self.attempt.cause()
         if why:
             attributes["convy.why"] = why

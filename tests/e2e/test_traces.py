@@ -336,9 +336,43 @@ def test_check_says_where_the_traces_go_and_refuses_what_a_run_would(tmp_path: P
     convy = project(tmp_path)
     said = convy.ran("check", OTEL_EXPORTER_OTLP_ENDPOINT=f"http://user:{COLLECTOR_KEY}@127.0.0.1:4318")
     assert said.returncode == 0, said.stderr
-    assert "traces: each attempt's sent to http://127.0.0.1:4318/v1/traces as it ends (OTLP http/protobuf" in said.stdout
+    assert "traces: each attempt's sent to http://127.0.0.1:4318/v1/traces and http://127.0.0.1:4318/v1/logs as it ends (OTLP http/protobuf" in said.stdout
     assert COLLECTOR_KEY not in said.stdout + said.stderr
     refused = convy.ran("check", OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL="grpc")
     assert refused.returncode == 2
     assert "convy: OTEL_EXPORTER_OTLP_PROTOCOL: convy sends OTLP over HTTP only" in refused.stderr
     assert "traces:" not in convy.ran("check").stdout  # none set: nothing said
+
+
+CLOSING = """\
+from contextlib import asynccontextmanager
+
+from convy import Answer
+
+
+class Conversation:
+    async def turn(self, message):
+        return Answer("Order 42 shipped on Monday.")
+
+
+class Agent:
+    @asynccontextmanager
+    async def conversation(self):
+        yield Conversation()
+        raise RuntimeError("could not close the session")
+
+
+agent = Agent()
+"""
+
+
+def test_a_conversation_that_fails_to_close_is_no_extra_turn_but_the_roots_error(tmp_path: Path) -> None:
+    convy = project(tmp_path, CLOSING, attempts=1)
+    (tmp_path / "scenarios" / "order.yaml").write_text("script:\n  - Where is order 42?\njudge:\n  - it answered\n", encoding="utf-8")
+    assert convy.ran("run").returncode == 1
+    assert convy.ran("export", "--format", "otlp").returncode == 0
+    spans, _ = exported(tmp_path)
+    assert [span.name for span in spans if span.name.startswith("invoke_agent")] == ["invoke_agent bot"]
+    (root,) = [span for span in spans if not span.parent_span_id]
+    assert root.status.code == 2 and "could not close the session" in root.status.message
+    assert attributes(root.attributes)["error.type"] == "agent_failed"

@@ -14,7 +14,7 @@ import pytest
 from support.otlpreceiver import OtlpReceiver
 
 from convy import Bench, Limits, Models, RunSpec
-from convy.collector import OtlpEndpoint, Shipped, Start
+from convy.collector import OtlpEndpoint, Shipped, SignalEndpoint, Start
 from convy.fakes import FakeAgent, FakeJudge, MemoryJournal
 from convy.outcome import Outcome
 from convy.problems import ConfigurationError
@@ -31,28 +31,49 @@ def test_the_standard_variables_name_where_and_how() -> None:
     assert OtlpEndpoint.environ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}) is None
     endpoint = OtlpEndpoint.environ(
         {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": "https://c.example:4318/otlp/",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "https://c.example:4318/otlp/?tenant=a",
             "OTEL_EXPORTER_OTLP_HEADERS": "api-key=a%20b%3Dc, x-team = shop",
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-team=support",
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+            "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "http/protobuf",
             "OTEL_EXPORTER_OTLP_TIMEOUT": "2500",
-            "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+            "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION": "gzip",
         }
     )
     assert endpoint == OtlpEndpoint(
-        "https://c.example:4318/otlp/v1/traces", "https://c.example:4318/otlp/v1/logs",
-        {"api-key": "a b=c", "x-team": "support"}, "http/json", 2.5, True,
+        SignalEndpoint("https://c.example:4318/otlp/v1/traces?tenant=a", {"api-key": "a b=c", "x-team": "support"}, "http/json", 2.5),
+        SignalEndpoint("https://c.example:4318/otlp/v1/logs?tenant=a", {"api-key": "a b=c", "x-team": "shop"}, "http/protobuf", 2.5, True),
     )
     assert "a b=c" not in repr(endpoint)
-    # A signal's own endpoint is used as it is, and wins over the base's.
-    only = OtlpEndpoint.environ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:1/x", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"})
-    assert (only.traces, only.logs, only.protocol) == ("http://t:1/x", "", "http/protobuf")
+    assert endpoint.shown() == "https://c.example:4318/otlp/v1/traces and https://c.example:4318/otlp/v1/logs"
+    # A signal's own endpoint is used as it is, its headers sent to it alone; one signal may go alone.
+    split = OtlpEndpoint.environ(
+        {
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:1/x", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "k=trace-key",
+            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://l:2/y", "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "k=log-key",
+        }
+    )
+    assert split == OtlpEndpoint(SignalEndpoint("http://t:1/x", {"k": "trace-key"}), SignalEndpoint("http://l:2/y", {"k": "log-key"}))
+    only = OtlpEndpoint.environ({"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://l:2/y"})
+    assert only == OtlpEndpoint(None, SignalEndpoint("http://l:2/y"))
+    # A password is never shown.
+    assert OtlpEndpoint.environ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://u:pw%2F1@h:4318"}).shown() == "http://h:4318/v1/traces and http://h:4318/v1/logs"
 
 
 @pytest.mark.parametrize(
     ("environ", "said"),
     [
-        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "c:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT: 'c:4318' is not an http:// or https:// URL"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "c:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT: give an http:// or https:// URL, as http://localhost:4318"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://u:sk-secret/value@h:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT: not a URL convy can send to"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://u:sk-secret#value@h:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT: not a URL convy can send to"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:99999"}, "OTEL_EXPORTER_OTLP_ENDPOINT: not a URL convy can send to"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://"}, "OTEL_EXPORTER_OTLP_ENDPOINT: the URL has no host"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318/v1/traces"}, "convy adds /v1/traces and /v1/logs; a signal's whole URL goes in OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        ({"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: convy sends OTLP over HTTP only"),
+        ({"OTEL_EXPORTER_OTLP_HEADERS": "k=sk-secret%E2%9C%93value"}, "OTEL_EXPORTER_OTLP_HEADERS: pair 1: its value is not printable ASCII"),
+        ({"OTEL_EXPORTER_OTLP_HEADERS": "k=sk-secret%0D%0Avalue"}, "OTEL_EXPORTER_OTLP_HEADERS: pair 1: its value is not printable ASCII"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "bad key=sk-secret"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS: pair 1: its name is not an HTTP header's name"),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "0.001"}, "OTEL_EXPORTER_OTLP_TIMEOUT: give milliseconds from 1 to 600000, not 0.001"),
         ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL: convy sends OTLP over HTTP only"),
         ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobof"}, "OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobof': give http/protobuf or http/json"),
         ({"OTEL_EXPORTER_OTLP_HEADERS": "a=1,sk-secret-value"}, "OTEL_EXPORTER_OTLP_HEADERS: pair 2 is not key=value"),
@@ -106,7 +127,8 @@ def test_the_run_never_waits_for_the_collector_which_is_sent_every_attempt_at_it
     collector = Held()
     said: list[str] = []
     try:
-        shipped, kept = played(tmp_path / "run-1", OtlpEndpoint(f"{collector.url}/v1/traces", f"{collector.url}/v1/logs"), said, 40)
+        endpoint = OtlpEndpoint(SignalEndpoint(f"{collector.url}/v1/traces"), SignalEndpoint(f"{collector.url}/v1/logs"))
+        shipped, kept = played(tmp_path / "run-1", endpoint, said, 40)
         assert len(kept) == 40 and collector.taken == 0  # played whole while the collector took nothing
         collector.go.set()
         assert shipped.closed() == ""
@@ -120,7 +142,7 @@ def test_a_collector_asking_to_wait_is_tried_again_after_its_retry_after(tmp_pat
     said: list[str] = []
     with OtlpReceiver() as receiver:
         receiver.answer = (503, {"retry-after": "0"})
-        shipped, _ = played(tmp_path / "run-2", OtlpEndpoint(f"{receiver.url}/v1/traces", ""), said, 3)
+        shipped, _ = played(tmp_path / "run-2", OtlpEndpoint(SignalEndpoint(f"{receiver.url}/v1/traces"), None), said, 3)
         told = shipped.closed()
         asked = [path for path, _ in receiver.requests]
     # Tried four times in all, then said once: a collector that stays busy is given up on.

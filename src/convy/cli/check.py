@@ -134,7 +134,7 @@ class DryRun(msgspec.Struct, frozen=True):
         unread = () if self.command.agents else project.unread()  # a parked agent file stops nothing: said
         planned = self._planned(specs, passed_over, base, settings.budget())
         traced = () if collector is None else (
-            f"traces: each attempt's sent to {collector.shown(collector.traces)} as it ends (OTLP {collector.protocol}; docs/traces.md)",
+            f"traces: each attempt's sent to {collector.shown()} as it ends (OTLP {', '.join(dict.fromkeys(signal.protocol for signal in collector.signals()))}; docs/traces.md)",
         )
         for line in (*self._settings(settings, sources), *traced, *planned, *(f"note: {note}" for note in unread)):
             shown.line(secrets.hidden(line))

@@ -75,14 +75,35 @@ class Recorded(msgspec.Struct, frozen=True):
             growing = None if self.spec.adaptive is None else self._marked
             printed = Printed(self.shown, progress, task, self.spec.trust, growing, self.kept.outcomes)
             shipped = self._shipped(printed, journal)
+            kept = Kept(())
             try:
                 kept = asyncio.run(self._played(journal, printed if shipped is None else shipped))
             except (KeyboardInterrupt, Terminated, Unwritable, Unplayed, WorkersLost, DeadService) as error:
                 stopped = error
             finally:
-                unsent = "" if shipped is None else shipped.closed()
+                if shipped is not None:
+                    shipped.ending()  # the rest of the traces sent while the run's outputs are written
+        try:
+            return self._ended(journal, stopped, kept)
+        finally:
+            if shipped is not None:
+                self._unshipped(shipped)
+
+    def _unshipped(self, shipped: Shipped) -> None:
+        """Wait, saying so, for the last traces to be sent once the run's outputs are written; what
+        was not sent, said."""
+        if not shipped.settled(1.0):  # still sending a second after the outputs: said, not waited in silence
+            self.errors.line(
+                f"convy: waiting up to {shipped.waited():.0f} s for the OpenTelemetry collector to take the last traces (Ctrl+C stops waiting)"
+            )
+        unsent = shipped.closed()
         if unsent:
             self.errors.line(Inert(unsent).line())
+
+    def _ended(
+        self, journal: RunJournal, stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | DeadService | None, kept: Kept
+    ) -> int:
+        """How the play ended, said, its outputs written, and the command's exit code."""
         match stopped:
             case DeadService():
                 return self._dead(journal, stopped)
