@@ -208,6 +208,7 @@ class Looked(msgspec.Struct):
     attempts: int
     jsonl_bytes: int = 0
     reread_seconds: float = 0.0
+    played_seconds: float = 0.0  # of a traced run: its play alone, until its last attempt was kept
 
 
 class Case:
@@ -356,6 +357,12 @@ class Traced(InFolder):
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.collector = Collector()
+        self.played_seconds = 0.0
+
+    def checked(self, reread: bool) -> Looked:
+        looked = super().checked(False)
+        looked.played_seconds = self.played_seconds
+        return looked
 
     async def play(self) -> None:
         # Here, not at the top: a convy from before issue 30 plays the other cases.
@@ -365,8 +372,10 @@ class Traced(InFolder):
         endpoint = OtlpEndpoint(SignalEndpoint(f"{self.collector.url}/v1/traces"), SignalEndpoint(f"{self.collector.url}/v1/logs"))
         start = Start(endpoint, RunContext.of(self.spec, "in_progress", "bench"))
         shipped = Shipped(_Nothing(), self.journal.folder, start, _refused)
+        began = time.perf_counter()
         try:
             self.kept = await self.journal.play(self.spec, self.bench, shipped)
+            self.played_seconds = time.perf_counter() - began
         finally:
             problem = shipped.closed()
             self.collector.close()
@@ -589,6 +598,9 @@ def shown_throughput(setup: Setup, runs: dict[str, list[Played]], repeat: int) -
     )
     reread = [one.looked.reread_seconds for one in runs["folder"]]
     folder = min(one.seconds for one in runs["folder"])
+    traced = [one for one in runs.get("traced", []) if one.looked.played_seconds]
+    played = min((one.looked.played_seconds for one in traced), default=0.0)
+    tail = min((one.seconds - one.looked.played_seconds for one in traced), default=0.0)
     return "\n".join(
         [
             f"Throughput: tracemalloc off, in this process, cases interleaved, {repeat} run(s) each;",
@@ -597,6 +609,14 @@ def shown_throughput(setup: Setup, runs: dict[str, list[Played]], repeat: int) -
             _table(head, rows),
             f"  a read of the whole attempts.jsonl (RunJournal.kept(), as convy report reads it), alone: {min(reread):.3f} s best,"
             f" {statistics.median(reread):.3f} s median ({min(reread) / folder:.0%} of play's best, which no longer does it)",
+            *(
+                [
+                    f"  traced: the play alone, until its last attempt was kept: {played:.3f} s best, {played / folder:.2f}x folder's best;"
+                    f" the last trace taken {tail:.3f} s after (best): the process beside the run catching up"
+                ]
+                if traced
+                else []
+            ),
         ]
     )
 
