@@ -707,3 +707,40 @@ def test_a_graph_that_never_stops_asking_is_the_agents_failure() -> None:
     assert f"more than {PAUSES} times" in outcome.result.reason  # type: ignore[union-attr]
     assert len(outcome.agent_ending.steps) == PAUSES  # type: ignore[union-attr]
 
+
+
+def test_a_frameworks_own_spans_join_the_turn_that_asked() -> None:
+    """A pydantic-ai agent instrumented with OpenTelemetry (its own spans, to a provider of the
+    test's) plays its turns under each turn's trace context (issue 30): its spans are in the
+    attempt's trace, their root under the turn's span."""
+    import pydantic_ai
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from convy.frameworks.pydantic_ai import from_pydantic_ai
+    from convy.tracecontext import TraceIds
+
+    exported = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exported))
+
+    def made(server: StandIn, prices: Prices) -> Any:
+        import openai
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY)
+        model = OpenAIChatModel("agent-model", provider=OpenAIProvider(openai_client=client))
+        shop = pydantic_ai.Agent(model, instructions="You help with orders.")
+        shop.instrument = pydantic_ai.InstrumentationSettings(tracer_provider=provider)
+        shop.tool_plain(name="lookup_order")(lookup)
+        return from_pydantic_ai(shop, prices=prices)
+
+    with StandIn(reply=replied) as server:
+        outcome = played(made, server, scenario())
+    ids = TraceIds(outcome.trace)
+    spans = exported.get_finished_spans()
+    assert spans and {span.context.trace_id for span in spans} == {int(outcome.trace, 16)}
+    outermost = [span for span in spans if span.parent is not None and span.parent.span_id in (int(ids.turn(1), 16), int(ids.turn(2), 16))]
+    assert {format(span.parent.span_id, "016x") for span in outermost} == {ids.turn(1), ids.turn(2)}

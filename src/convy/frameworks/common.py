@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -13,6 +13,7 @@ from convy.busy import Busy
 from convy.chat import Prices
 from convy.paced import WIRE, Heard
 from convy.pauses import asking
+from convy.tracecontext import TRACED, TraceContext
 
 T = TypeVar("T")
 
@@ -54,6 +55,7 @@ async def unwrapped(run: Awaitable[T]) -> tuple[T, list[Heard | None]]:
     that ``Busy``, which says the service stayed busy: a busy service's, not the agent's failure."""
     heard: list[Heard | None] = []
     listening = WIRE.set(heard)
+    joined = _joined(TRACED.get())
     try:
         return await run, heard
     except Exception as error:
@@ -62,7 +64,25 @@ async def unwrapped(run: Awaitable[T]) -> tuple[T, list[Heard | None]]:
             raise busy from None
         raise
     finally:
+        if joined is not None:
+            joined()
         WIRE.reset(listening)
+
+
+def _joined(traced: TraceContext | None) -> Callable[[], None] | None:
+    """The turn's trace context made OpenTelemetry's current one while the framework plays it, so
+    the spans a framework's own instrumentation makes (pydantic-ai's, an OpenTelemetry-instrumented
+    client's) join the attempt's trace under the turn (issue 30); what undoes it, or None where
+    there is no turn or no OpenTelemetry API installed."""
+    if traced is None:
+        return None
+    try:
+        from opentelemetry import context
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    except ImportError:
+        return None
+    token = context.attach(TraceContextTextMapPropagator().extract(traced.headers()))
+    return lambda: context.detach(token)
 
 
 def counted(framework: list[Usage], wire: list[Heard | None], prices: Prices) -> list[Usage | NoUsage]:
