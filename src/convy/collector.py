@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
 
-from convy.otlp import Signals
+from convy.otlp import Signals, rejected
 from convy.outcome import Outcome
 from convy.plan import Journal
 from convy.problems import ConfigurationError
@@ -216,9 +216,11 @@ def _shown(url: str) -> str:
 
 class Told(msgspec.Struct, frozen=True, omit_defaults=True):
     """What the following process tells the run, a line of its output: why the collector is sent
-    nothing more (said once), or, at its end, how many attempts' traces the collector took."""
+    nothing more, or what it did not take of a request it took (each said once), or, at its end,
+    how many attempts' traces the collector took."""
 
     problem: str = ""
+    notice: str = ""
     sent: int | None = None
 
 
@@ -246,6 +248,8 @@ class Shipped:
         self._endpoint = start.endpoint
         self._said = said
         self._told = ""  # the problem said already
+        self._notice = ""  # what the collector did not take of a request it took, as the process said
+        self._sayings: set[str] = set()  # what was said already, each once
         self._heard = b""
         self.sent = 0  # attempts whose trace the collector took, as the process said at its end
         self._process = subprocess.Popen(
@@ -262,9 +266,12 @@ class Shipped:
             self._journal.record(outcome)
         if not self._told:
             problem = self._problem()
+            for said in (self._notice, problem):
+                if said and said not in self._sayings:
+                    self._sayings.add(said)
+                    self._said(said)
             if problem:
                 self._told = problem
-                self._said(problem)
 
     def ending(self) -> None:
         """The run has ended: the process sends the rest of the file, then ends."""
@@ -298,8 +305,11 @@ class Shipped:
             self._process.wait()
             return f"convy: the OpenTelemetry collector at {self._endpoint.shown()} was not sent the last traces: convy stopped waiting"
         problem = self._problem()
+        unsaid = [said for said in (self._notice, problem) if said and said not in self._sayings]
+        if unsaid:
+            return "\n".join(unsaid)
         if problem:
-            return "" if problem == self._told else problem
+            return ""
         if self._process.returncode != 0:  # it ended without a word: its own fault, said rather than lost
             return f"convy: the process that sends this run's traces ended with code {self._process.returncode}; they are not all sent (convy export --format otlp writes them)"
         return ""
@@ -319,6 +329,7 @@ class Shipped:
             except msgspec.DecodeError:
                 continue
             problem = problem or told.problem
+            self._notice = self._notice or told.notice
             if told.sent is not None:
                 self.sent = told.sent
         return problem
@@ -339,6 +350,7 @@ class Sender:
         self._context = context
         self._client = client
         self.problem = ""
+        self.notice = ""  # what the collector said it did not take of a request it took, once
         self.sent = 0
 
     def sent_all(self, batch: list[Outcome]) -> None:
@@ -385,6 +397,11 @@ class Sender:
         for tried in range(4):
             response = self._client.post(signal.url, content=body, headers=headers, timeout=signal.timeout)
             if response.status_code < 300:
+                count, why = rejected(response.content, signal.protocol == "http/json")
+                if count and not self.notice:  # took the request, not all it held: said once, sending goes on
+                    what = "spans" if signal is self._endpoint.traces else "evaluation results"
+                    because = f": {self._endpoint.secrets().hidden(why)[:200]}" if why else ""
+                    self.notice = f"convy: the OpenTelemetry collector at {signal.shown()} rejected {count} of the {what} it was sent{because}"
                 return ""
             if response.status_code not in (429, 502, 503, 504) or tried == 3:
                 return f"answered {response.status_code}"
@@ -410,6 +427,7 @@ class Follower:
         self._sender = sender
         self._given = given
         self._told = told
+        self._noticed = False
 
     def followed(self) -> None:
         offset, left = 0, b""
@@ -459,6 +477,9 @@ class Follower:
             )
         if self._sender.problem:
             self._say(Told(problem=self._sender.problem))
+        if self._sender.notice and not self._noticed:
+            self._noticed = True
+            self._say(Told(notice=self._sender.notice))
 
     def _say(self, told: Told) -> None:
         self._told.write(msgspec.json.encode(told) + b"\n")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Union
+from typing import Any, ClassVar, Union
 
 import msgspec
 
@@ -260,3 +260,78 @@ def _any_value(value: Value) -> bytes:
             return _text(1, value)
         case _:
             return _bytes(5, b"".join(_bytes(1, _any_value(item)) for item in value))
+
+
+def rejected(body: bytes, json: bool) -> tuple[int, str]:
+    """What a collector's answer says it did not take of what it was sent (OTLP's partial
+    success: how many spans or log records, and why), from its ``Export*ServiceResponse`` as
+    Protobuf or as JSON; ``(0, "")`` when it took everything, or says nothing that can be read."""
+    if not body:
+        return 0, ""
+    if json:
+        try:
+            answer = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            return 0, ""
+        partial = answer.get("partialSuccess") if isinstance(answer, dict) else None
+        if not isinstance(partial, dict):
+            return 0, ""
+        count: Any = partial.get("rejectedSpans", partial.get("rejectedLogRecords", 0))
+        message = partial.get("errorMessage", "")
+        try:
+            number = int(count)
+        except (TypeError, ValueError):
+            number = 0
+        return number, message if isinstance(message, str) else ""
+    try:
+        for field, value in _fields(body):
+            if field == 1 and isinstance(value, bytes):  # partial_success
+                number, message = 0, ""
+                for inner, held in _fields(value):
+                    if inner == 1 and isinstance(held, int):
+                        number = held
+                    elif inner == 2 and isinstance(held, bytes):
+                        message = held.decode(errors="replace")
+                return number, message
+    except ValueError:
+        return 0, ""
+    return 0, ""
+
+
+def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
+    """The fields of a Protobuf message, each its number and its value (an int, or the bytes of a
+    length-delimited one); a message that does not read is a ``ValueError``."""
+    found: list[tuple[int, int | bytes]] = []
+    place = 0
+    while place < len(data):
+        key, place = _read_varint(data, place)
+        field, wire = key >> 3, key & 7
+        if wire == _VARINT:
+            number, place = _read_varint(data, place)
+            found.append((field, number))
+        elif wire == _LEN:
+            size, place = _read_varint(data, place)
+            if place + size > len(data):
+                raise ValueError("a field runs past the message")
+            found.append((field, data[place : place + size]))
+            place += size
+        elif wire == _I64:
+            place += 8
+        elif wire == 5:  # 32 bits
+            place += 4
+        else:
+            raise ValueError(f"wire type {wire}")
+    return found
+
+
+def _read_varint(data: bytes, place: int) -> tuple[int, int]:
+    number, shift = 0, 0
+    while True:
+        if place >= len(data) or shift > 63:
+            raise ValueError("a varint runs past the message")
+        byte = data[place]
+        place += 1
+        number |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return number, place
+        shift += 7

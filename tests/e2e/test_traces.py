@@ -376,3 +376,16 @@ def test_a_conversation_that_fails_to_close_is_no_extra_turn_but_the_roots_error
     (root,) = [span for span in spans if not span.parent_span_id]
     assert root.status.code == 2 and "could not close the session" in root.status.message
     assert attributes(root.attributes)["error.type"] == "agent_failed"
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "http/json"])
+def test_a_collector_that_takes_a_request_but_rejects_some_of_it_is_said_once(tmp_path: Path, protocol: str) -> None:
+    convy = project(tmp_path, attempts=3)
+    with OtlpReceiver() as receiver:
+        receiver.partial = (2, "span too large")
+        ran = convy.ran("run", OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL=protocol)
+        taken = len(receiver.spans())
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    said = [line for line in ran.stderr.splitlines() if "rejected" in line]
+    assert said == [f"convy: the OpenTelemetry collector at {receiver.url}/v1/traces rejected 2 of the spans it was sent: span too large"]
+    assert taken > 0  # the rest was sent on

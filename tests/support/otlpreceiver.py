@@ -8,6 +8,7 @@ OpenTelemetry's decoding reads, not on convy's own idea of the format.
     with OtlpReceiver() as receiver:
         receiver.url                     # "http://127.0.0.1:PORT", OTEL_EXPORTER_OTLP_ENDPOINT
         receiver.answer = (503, {"retry-after": "1"})   # answer every request so (None: 200)
+        receiver.partial = (2, "too big")                # or 200, saying that many were rejected
         receiver.spans()                 # every span received, decoded
         receiver.logs()                  # every log record received, decoded
         receiver.requests                # (path, headers) of each request
@@ -23,8 +24,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from google.protobuf import json_format
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 
 def hex_ids_as_base64(value: Any) -> Any:
@@ -71,6 +80,7 @@ class OtlpReceiver:
         self.logged: list[ExportLogsServiceRequest] = []
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.answer: tuple[int, dict[str, str]] | None = None
+        self.partial: tuple[int, str] | None = None  # answer 200 saying this many were rejected, and why
         self._lock = threading.Lock()
         receiver = self
 
@@ -101,10 +111,19 @@ class OtlpReceiver:
                         self.send_header("content-length", "0")
                         self.end_headers()
                         return
+                answered = b""
+                if receiver.partial is not None:  # OTLP's partial success, as the collector encodes it
+                    count, why = receiver.partial
+                    if self.path == "/v1/traces":
+                        made: Any = ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(rejected_spans=count, error_message=why))
+                    else:
+                        made = ExportLogsServiceResponse(partial_success=ExportLogsPartialSuccess(rejected_log_records=count, error_message=why))
+                    answered = json_format.MessageToJson(made).encode() if json_body else made.SerializeToString()
                 self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
+                self.send_header("content-type", "application/json" if json_body else "application/x-protobuf")
+                self.send_header("content-length", str(len(answered)))
                 self.end_headers()
+                self.wfile.write(answered)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -111,3 +111,26 @@ def test_a_python_agent_reads_the_trace_context_of_the_turn_it_answers() -> None
     ids = TraceIds(outcome.trace)
     assert seen == [TraceContext(outcome.trace, ids.turn(1)), TraceContext(outcome.trace, ids.turn(2))]
     assert trace_context() is None  # outside a turn
+
+
+def test_a_collectors_partial_success_is_read_and_no_answer_breaks_the_reading() -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTracePartialSuccess,
+        ExportTraceServiceResponse,
+    )
+
+    from convy.otlp import rejected
+
+    made = ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(rejected_spans=3, error_message="too big"))
+    assert rejected(made.SerializeToString(), False) == (3, "too big")
+    assert rejected(b'{"partialSuccess": {"rejectedSpans": "3", "errorMessage": "too big"}}', True) == (3, "too big")
+    assert rejected(b"", False) == rejected(b"{}", True) == rejected(b"[1]", True) == (0, "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64), st.booleans())
+def test_no_answer_a_collector_gives_makes_the_reading_raise(body: bytes, json: bool) -> None:
+    from convy.otlp import rejected
+
+    count, why = rejected(body, json)
+    assert isinstance(count, int) and isinstance(why, str)

@@ -96,9 +96,8 @@ class Recorded(msgspec.Struct, frozen=True):
             self.errors.line(
                 f"convy: waiting up to {shipped.waited():.0f} s for the OpenTelemetry collector to take the last traces (Ctrl+C stops waiting)"
             )
-        unsent = shipped.closed()
-        if unsent:
-            self.errors.line(Inert(unsent).line())
+        for line in shipped.closed().splitlines():
+            self.errors.line(Inert(line).line())
 
     def _ended(
         self, journal: RunJournal, stopped: KeyboardInterrupt | Terminated | Unwritable | Unplayed | WorkersLost | DeadService | None, kept: Kept

@@ -407,9 +407,8 @@ class ScenarioTests:
         try:
             kept = await journal.play(spec, bench, printed if shipped is None else shipped, secrets, back=journal.unsaid)
         finally:
-            unsent = "" if shipped is None else shipped.closed()
-            if unsent:
-                said(Inert(unsent).line())
+            for line in ("" if shipped is None else shipped.closed()).splitlines():
+                said(Inert(line).line())
         summary = Summary(Read(journal.folder, journal.run(), kept.outcomes, kept.broken, False))
         report = self.project.reported(summary)
         self.project.indexed()
