@@ -257,9 +257,14 @@ class Shipped:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         stdin, stdout = self._pipes()
-        stdin.write(msgspec.json.encode(start) + b"\n")
-        stdin.flush()
         os.set_blocking(stdout.fileno(), False)
+        try:
+            stdin.write(msgspec.json.encode(start) + b"\n")
+            stdin.flush()
+        except OSError:  # it ended before it read a word (a broken install): said, the run goes on
+            self._told = "convy: the process that sends this run's traces did not start; they are not sent (convy export --format otlp writes them)"
+            self._said(self._told)
+            self._sayings.add(self._told)
 
     def record(self, outcome: Outcome) -> None:
         if self._journal is not None:
