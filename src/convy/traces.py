@@ -29,7 +29,7 @@ from typing import ClassVar, Literal
 import msgspec
 
 from convy.agent import Answer, Asked, Call, NoUsage, Reported, Usage
-from convy.attempt import Attempt, Took
+from convy.attempt import Attempt, DecidedClaim, Took
 from convy.judge import Claim, Failed, Graded, NoVerdict, Verdict
 from convy.otlp import CLIENT, INTERNAL, LogRecord, Signals, Span, Value
 from convy.outcome import Outcome
@@ -164,7 +164,7 @@ class AttemptTrace(msgspec.Struct, frozen=True, dict=True):
                 "convy.claim.held": claim.held,
                 "convy.claim.trusted": claim.trusted(self.run.trust),
             }
-            confidence = getattr(claim.confidence, "value", None)
+            confidence = DecidedClaim(claim).confidence()
             if confidence is not None:
                 attributes["convy.claim.confidence"] = float(confidence)
             if claim.evidence is not None:
@@ -334,14 +334,14 @@ class AttemptTrace(msgspec.Struct, frozen=True, dict=True):
                 return ()
 
     def _label(self, claim: Claim) -> str:
-        grade = getattr(claim.grade, "name", None)
+        grade = DecidedClaim(claim).grade()
         if grade is not None:
-            return str(grade)
+            return grade
         return "pass" if claim.held else "fail"
 
     def _score(self, claim: Claim, scenario: Scenario | None) -> float | None:
         """A graded claim's grade as a score from 0 (the worst grade) to 1 (the best); none ungraded."""
-        grade = getattr(claim.grade, "name", None)
+        grade = DecidedClaim(claim).grade()
         if grade is None or scenario is None:
             return None
         for asked in scenario.claims():
