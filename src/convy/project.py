@@ -65,12 +65,16 @@ class ProjectAgent(msgspec.Struct, frozen=True):
 
 class Blind(msgspec.Struct, frozen=True):
     """An agent whose tool calls convy cannot see: a ``JsonAgent`` given no ``calls=`` path that
-    reads its replies as JsonAgent does (not by an ``answer`` of its own). A ``called`` or
-    ``not_called`` check of its dialogues could only be decided against it."""
+    reads its replies as JsonAgent does (not by an ``answer`` of its own), in a run that does not
+    receive its spans (``traced``: ``receive_traces``, where its calls are seen in them). A
+    ``called`` or ``not_called`` check of its dialogues could only be decided against it."""
 
     agent: Any
+    traced: bool = False
 
     def blind(self) -> bool:
+        if self.traced:
+            return False
         # Only an agent of convy.httpagents can be one: a run that never loaded it does not load it here.
         http: Any = sys.modules.get("convy.httpagents")
         match self.agent:
@@ -94,7 +98,7 @@ class Blind(msgspec.Struct, frozen=True):
         return (
             f"{shown}: JsonAgent has no calls=, so its tool calls cannot be seen and the check {checks[0]!r} "
             f"of scenario {first}{more} cannot be decided: set calls= to where its replies list the tool calls "
-            '(calls="tool_calls"), or leave such checks out'
+            '(calls="tool_calls"), set receive_traces = true where it sends OpenTelemetry spans of them, or leave such checks out'
         )
 
     def said(self, shown: str, scenarios: tuple[Scenario, ...]) -> str:
@@ -357,7 +361,7 @@ class Project(msgspec.Struct, frozen=True):
         is kept beside the judges' (``ModelNames.agent``)."""
         prompt = self.prompt(settings)
         playable, skipped = self.playable(models, settings, scenarios, matching, prompt)
-        blind = Blind(played).refused(f"agents/{agent}.py", playable)
+        blind = Blind(played, settings.receive_traces).refused(f"agents/{agent}.py", playable)
         if blind:
             raise ConfigurationError(blind)
         try:
@@ -812,7 +816,15 @@ class Project(msgspec.Struct, frozen=True):
         if spec is None or spec.loader is None:
             raise ConfigurationError(f"{path.relative_to(self.folder)}: cannot be loaded as Python")
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        # Compiled from its source each time, never from a bytecode cache: Python takes a cache as
+        # current when the source's size and its change time in whole seconds match, so a file
+        # rewritten within the second it was last loaded, to the same size (a rate changed in
+        # models.py by a script), would play its old code. Nothing is written into the project.
+        try:
+            source = path.read_bytes()
+        except OSError as error:
+            raise ConfigurationError(f"{path.relative_to(self.folder)}: cannot be read: {error.strerror}") from None
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102 - the project's own code, which convy runs
         return module
 
 

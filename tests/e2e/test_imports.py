@@ -151,3 +151,25 @@ def test_the_demo_project_with_a_dotenv_reads_its_gateway(tmp_path: Path) -> Non
     code, modules = loaded(project, "run")
     assert code in (0, 1)
     assert {"pydantic_settings", "dotenv"} <= modules
+
+
+def test_an_agent_file_rewritten_in_the_same_second_to_the_same_size_plays_its_new_code(tmp_path: Path) -> None:
+    """Python takes a module's bytecode cache as current when the source's size and change time
+    (in whole seconds) match it: convy compiles the project's own files from their source, so an
+    agent edited by a script within the second of the last run plays as edited, and the project
+    gets no ``__pycache__``. The run writes bytecode as it may on any machine."""
+    from support.fakeproject import FakeProject
+    from support.process import environment, run_convy
+
+    agent = "from convy.fakes import FakeAgent\n\nagent = FakeAgent(lambda text: '{word}')\n"
+    folder = FakeProject(agent.format(word="older"), "from convy import Models\nfrom convy.fakes import FakeJudge\n\nmodels = Models(judge=FakeJudge())\n",
+                         {"hello.yaml": "script: [hi]\njudge:\n  - check: {said: newer}\n"}, 1).written(tmp_path)
+    env = environment(without=("PYTHONDONTWRITEBYTECODE",))
+    path = folder / "agents" / "bot.py"
+    moment = path.stat().st_mtime_ns
+    assert run_convy(folder, "run", env=env).returncode == 3  # said "older"
+    path.write_text(agent.format(word="newer"), encoding="utf-8")  # as long as before
+    os.utime(path, ns=(moment, moment))  # and as new: to Python's cache, the same file
+    second = run_convy(folder, "run", env=env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert not list(folder.glob("**/__pycache__"))
