@@ -117,7 +117,8 @@ class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True
     ``error`` is the error the tool answered with (its ``result`` then not reported); ``source``
     is set where the scenario's own tools (``tools.Toolbox``) served the call, and says where
     their answer came from; ``approval``, where the agent asked before running it, what the
-    scenario's ``approvals:`` answered."""
+    scenario's ``approvals:`` answered; ``traced``, that an ``execute_tool`` span the agent sent
+    while the run received its spans showed it (``receive_traces``)."""
 
     name: str
     arguments: dict[str, Any] = {}
@@ -131,6 +132,9 @@ class Call(msgspec.Struct, frozen=True, gc=False, tag="call", omit_defaults=True
     # The request of the model that played the tool (``source`` "simulated"): the simulated
     # user's model, whose requests it is counted with; ``None`` where no model was asked.
     usage: Usage | NoUsage | None = None
+    # Whether a span of the agent's own showed it (``traced.joined``, issue 30): seen done, not
+    # only said.
+    traced: bool = False
 
 
 # Who answered an agent that paused to ask a person (``Asked.by``): the scenario's ``approvals:``,

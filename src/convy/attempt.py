@@ -21,6 +21,7 @@ from convy.causes import Cause
 from convy.judge import Claim, Confidence, Failed, Grade, NoConfidence, NoGrade, NoVerdict, Verdict, Vote
 from convy.outcome import Outcome
 from convy.ranked import Ascending
+from convy.traced import timeline
 from convy.transcript import Turn
 from convy.views import (
     CostArray,
@@ -786,7 +787,8 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 shown = _ENCODE(result.value).decode() if type(result) is Reported else None
                 seconds = step.seconds
                 took = None if isinstance(seconds, NotReported) else float(seconds)  # what ``Took(seconds).value()`` says
-                steps.append(StepView("call", "", step.name, _ENCODE(step.arguments).decode(), shown, took, step.error, step.source, step.approval))
+                arguments = _ENCODE(step.arguments).decode()
+                steps.append(StepView("call", "", step.name, arguments, shown, took, step.error, step.source, step.approval, traced=step.traced))
             elif type(step) is Asked:
                 arguments = _ENCODE(step.arguments).decode() if step.tool else ""
                 steps.append(
@@ -855,6 +857,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             label=f"agent paused to ask: {step.question} ({said})",
                         )
                     )
+        if outcome.spans:
+            turns = outcome.transcript.turns
+            spans.extend(timeline(outcome.spans, outcome.started, outcome.seconds, turns[0].agent_start if turns else 0.0))
         return spans
 
     def _wait(self, wait: Wait) -> SpanView:

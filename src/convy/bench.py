@@ -10,6 +10,7 @@ each one as it ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
@@ -27,6 +28,7 @@ from convy.plan import Journal, Planned, Playlist
 from convy.problems import Unplayed
 from convy.prompt import Prompt
 from convy.quota import Services
+from convy.receiver import Receiver
 from convy.records import Limits
 from convy.scenario import Scenario
 from convy.user import SimulatedUser, UserChecks, UserReview
@@ -53,6 +55,7 @@ class Bench(msgspec.Struct, frozen=True):
     budget: Budget | None = None
     judging: Judging = Judging()
     user_checks: UserChecks = UserChecks()
+    receiver: Receiver | None = None  # where the agent's own spans come, with receive_traces (issue 30)
 
     async def run(self, planned: Playlist, journal: Journal, earlier: Iterable[Outcome] | Earlier = ()) -> Spending | None:
         """Play every planned attempt, each recorded in ``journal`` as it ends; with a budget,
@@ -98,10 +101,11 @@ class Bench(msgspec.Struct, frozen=True):
                 await vigil.attempt(stage.seated(one, seat))
 
         try:
-            with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
-                async with asyncio.TaskGroup() as group:
-                    for _ in range(workers):
-                        group.create_task(worker(group))
+            async with self._receiving():
+                with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
+                    async with asyncio.TaskGroup() as group:
+                        for _ in range(workers):
+                            group.create_task(worker(group))
         finally:
             # ``worker`` starts more of itself: its closure holds it, and it the stage, a cycle
             # that only the collector (set to run rarely) would free; an adaptive run plays a
@@ -116,6 +120,10 @@ class Bench(msgspec.Struct, frozen=True):
                 f"{len(planned) - left - vigil.recorded} of {len(planned)} planned attempts ended without being recorded"
             )
         return spending
+
+    def _receiving(self) -> AbstractAsyncContextManager[object]:
+        """The receiver answering while the attempts play, where there is one."""
+        return contextlib.nullcontext() if self.receiver is None else self.receiver.serving()
 
     def budgeted(self, budget: Budget | None) -> Bench:
         """This bench with another budget."""
@@ -145,7 +153,7 @@ class Bench(msgspec.Struct, frozen=True):
             key: scenario.simulated(user, prompt) if "user" in scenario.needs() else Absent()
             for key, scenario in unique.items()
         }
-        return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns, places["judge"])
+        return Stage(agent, places["agent"], users, judge, review, self.limits.max_turns, places["judge"], self.receiver)
 
 
 class Stage(msgspec.Struct, frozen=True):
@@ -160,6 +168,7 @@ class Stage(msgspec.Struct, frozen=True):
     review: UserReview
     max_turns: int
     judge_places: Places | None = None
+    receiver: Receiver | None = None
 
     def hands(self) -> int:
         """How many attempts to have under way at once: one for each of the agent's places and
@@ -181,6 +190,7 @@ class Stage(msgspec.Struct, frozen=True):
                 self.judge,
                 self.max_turns,
                 self.review,
+                self.receiver,
             )
         finally:
             seat.release()

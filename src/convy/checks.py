@@ -21,7 +21,7 @@ from convy.transcript import Transcript
 # Fills one field's text with a scenario's values: the field's name (for the error), its text, and
 # how a value is written into it.
 # The fields of a check that hold a pattern, and the characters of a text a problem line quotes.
-PATTERNS: tuple[str, ...] = ("said", "not_said")
+PATTERNS: tuple[str, ...] = ("said", "not_said", "said_done")
 QUOTED = 60
 
 Fill = Callable[[str, str, Callable[[Any], str]], str]
@@ -51,8 +51,12 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
     state: dict[str, Any] = {}
     asked_approval: str = ""
     not_asked_approval: str = ""
+    said_done: str = ""
+    by_calling: str = ""
 
-    KINDS: ClassVar[tuple[str, ...]] = ("called", "not_called", "said", "not_said", "state", "asked_approval", "not_asked_approval")
+    KINDS: ClassVar[tuple[str, ...]] = (
+        "called", "not_called", "said", "not_said", "state", "asked_approval", "not_asked_approval", "said_done"
+    )
 
     def __post_init__(self) -> None:
         given = [name for name in self.KINDS if getattr(self, name)]
@@ -63,14 +67,18 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                 raise ValueError(f"state.{path}: a path is keys joined by dots, none empty: bookings.ABC123.seat")
         if self.with_ and not self.called:
             raise ValueError("with: goes only with called")
-        for field in ("called", "not_called"):  # a tool's name as code calls it, lookup(), is never a tool's name
+        if self.said_done and not self.by_calling.strip():
+            raise ValueError("said_done: give the tool that does what the words say under by_calling: cancel_booking")
+        if self.by_calling and not self.said_done:
+            raise ValueError("by_calling: goes only with said_done, the words that say it was done")
+        for field in ("called", "not_called", "by_calling"):  # a tool's name as code calls it, lookup(), is never a tool's name
             name = getattr(self, field)
             if "(" in name:
                 bare = name.split("(", 1)[0].strip()
                 inside = name.split("(", 1)[1].rstrip(") ").strip()
                 fix = f"{field}: {bare}" + (", and its arguments under with: {...}" if inside else "")
                 raise ValueError(f"{field}: {name!r}: a tool's name, without brackets: {fix}")
-        for field in ("said", "not_said"):
+        for field in ("said", "not_said", "said_done"):
             pattern = getattr(self, field)
             problem = Pattern(pattern).problem() if pattern else ""
             if problem:
@@ -92,6 +100,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             },
             asked_approval=fill("asked_approval", self.asked_approval, str),
             not_asked_approval=fill("not_asked_approval", self.not_asked_approval, str),
+            said_done=fill("said_done", self.said_done, literal),
+            by_calling=fill("by_calling", self.by_calling, str),
         )
 
     def _argument(self, fill: Fill, values: dict[str, Any], field: str, value: Any) -> Any:
@@ -127,6 +137,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             return f"asked approval before {self.asked_approval}"
         if self.not_asked_approval:
             return f"never asked approval before {self.not_asked_approval}"
+        if self.said_done:
+            return f"called {self.by_calling} before saying /{self.said_done}/"
         if self.state:
             return "state " + ", ".join(f"{path} is {msgspec.json.encode(value).decode()}" for path, value in self.state.items())
         return f"never said /{self.not_said}/"
@@ -139,6 +151,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             return self._state(transcript)
         if self.asked_approval or self.not_asked_approval:
             return self._asked(transcript)
+        if self.said_done:
+            return self._done(transcript)
         return self._said(transcript)
 
     def settled(self, transcript: Transcript) -> tuple[Claim, ...]:
@@ -159,16 +173,9 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         turns = transcript.turns
         # Most replies held the path where the calls would be: the first one found says so. Where
         # the scenario's own tools served the calls (a state kept), they saw every one.
-        if turns and transcript.state is None and all(turn.answer.unheld for turn in turns):  # no reply held it
-            unheld = {turn.answer.unheld for turn in turns}
-            paths = ", ".join(repr(path) for path in sorted(unheld))
-            kinds = sorted({turn.answer.unheld_as for turn in turns} - {""})
-            said = (
-                f"its calls path {paths} held {' or '.join(kinds)}, never a list of calls"
-                if kinds
-                else f"no reply of the agent held its calls path {paths}"
-            )
-            return Claim(self.text(), False, f"{said}: no tool call could be seen", by="code", doubt="unseen")
+        unseen = self._unseen(transcript)
+        if unseen:
+            return Claim(self.text(), False, unseen, by="code", doubt="unseen")
         calls = 0
         given: list[dict[str, Any]] = []  # the arguments of the calls of that tool, to show a miss
         tools: dict[str, None] = {}  # the tools called, in order, to show a name never called
@@ -199,6 +206,25 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             shown = ", ".join(list(tools)[: self.SHOWN_CALLS]) + (", ..." if len(tools) > self.SHOWN_CALLS else "")
             return Claim(self.text(), False, f"agent never called {name}; it called {shown}", by="code")
         return Claim(self.text(), False, f"agent never called {name}", by="code")
+
+    @staticmethod
+    def _unseen(transcript: Transcript) -> str:
+        """Why no tool call of the dialogue could be seen, or "": no reply held the path where the
+        agent's calls would be, the scenario's own tools served none (no state kept), and no spans
+        of the agent's showed them (``Transcript.traced``). Most replies held the path: the first
+        one found says so."""
+        turns = transcript.turns
+        if not turns or transcript.state is not None or transcript.traced or not all(turn.answer.unheld for turn in turns):
+            return ""
+        unheld = {turn.answer.unheld for turn in turns}
+        paths = ", ".join(repr(path) for path in sorted(unheld))
+        kinds = sorted({turn.answer.unheld_as for turn in turns} - {""})
+        said = (
+            f"its calls path {paths} held {' or '.join(kinds)}, never a list of calls"
+            if kinds
+            else f"no reply of the agent held its calls path {paths}"
+        )
+        return f"{said}: no tool call could be seen"
 
     SHOWN_CALLS: ClassVar[int] = 3  # the calls (or tools) a failed check shows
     SHOWN_VALUE: ClassVar[int] = 40  # the characters of each argument's value it shows
@@ -273,7 +299,62 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
 
     @functools.cached_property
     def _pattern(self) -> Pattern:
-        return Pattern(self.said or self.not_said)
+        return Pattern(self.said or self.not_said or self.said_done)
+
+    def _done(self, transcript: Transcript) -> Claim:
+        """Whether, each time the agent's words said the thing was done (``said_done``), a call of
+        ``by_calling`` that did it had been seen by then, in that turn or one before: served by
+        the scenario's own tools, shown by the agent's own spans, or, where no spans of the
+        agent's were received for the dialogue, reported by the agent. A call that failed, that
+        the person asked denied, or that only the agent claimed of a tool the scenario declares
+        did nothing. The first turn that said it decides."""
+        name, pattern = self.by_calling, self._pattern
+        done = 0  # the turn of the first call that did it
+        failed = ""  # what the latest call that did not do it was, to say
+        for number, turn in enumerate(transcript.turns, start=1):
+            for step in turn.answer.steps:
+                match step:
+                    case Call(name=called) if called == name and not done:
+                        why = self._undone(step, transcript.traced)
+                        if why:
+                            failed = f"; its call in turn {number} {why}"
+                        else:
+                            done = number
+                    case _:
+                        pass
+            found = pattern.found(turn.answer.text)
+            if found is None:
+                continue
+            reply = turn.answer.text
+            shown = found or (reply if len(reply) <= self.SHOWN_VALUE else reply[: self.SHOWN_VALUE] + "...")
+            if done:
+                return Claim(self.text(), True, f"agent called {name} in turn {done}, and said {shown!r} in turn {number}", by="code")
+            unseen = self._unseen(transcript)
+            if unseen:
+                return Claim(self.text(), False, f"agent said {shown!r} in turn {number}, but {unseen}", by="code", doubt="unseen")
+            return Claim(
+                self.text(), False, f"agent said {shown!r} in turn {number}, but no call of {name} that did it was seen by then{failed}", by="code"
+            )
+        return Claim(self.text(), True, f"agent never said anything matching /{pattern.text}/", by="code")
+
+    @staticmethod
+    def _undone(call: Call, traced: bool) -> str:
+        """Why ``call`` did not do its tool's work, as a failed ``said_done`` says it; "" where it did.
+        ``traced``: the dialogue's calls were seen in the agent's own spans, so one they did not
+        show, and the scenario's tools did not serve, is the agent's word alone."""
+        if call.error:
+            return f"failed ({call.error})"
+        match call.source:
+            case "denied":
+                return "was denied by the person asked"
+            case "claimed":
+                return "was only said by the agent: the scenario's tool never saw it"
+            case "unanswered" | "invalid" | "unknown":
+                return "got no answer"
+            case "" if traced and not call.traced:
+                return "was only reported by the agent: its spans did not show it"
+            case _:
+                return ""
 
     def _said(self, transcript: Transcript) -> Claim:
         pattern = self._pattern

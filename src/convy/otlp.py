@@ -182,7 +182,7 @@ def _json_value(value: Value) -> dict[str, object]:
 
 
 # Protobuf's wire format: each field a key (its number and wire type) and its value.
-_VARINT, _I64, _LEN = 0, 1, 2
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
 
 # The one-byte varints, made once: most lengths, keys and small numbers are one of them.
@@ -211,6 +211,7 @@ def _varint_field(field: int, number: int) -> bytes:
 
 _PACK_FIXED64 = struct.Struct("<Q").pack
 _PACK_DOUBLE = struct.Struct("<d").pack
+_UNPACK_DOUBLE = struct.Struct("<d").unpack
 
 
 def _fixed64(field: int, number: int) -> bytes:
@@ -284,10 +285,10 @@ def rejected(body: bytes, json: bool) -> tuple[int, str]:
             number = 0
         return number, message if isinstance(message, str) else ""
     try:
-        for field, value in _fields(body):
+        for field, value in fields(body):
             if field == 1 and isinstance(value, bytes):  # partial_success
                 number, message = 0, ""
-                for inner, held in _fields(value):
+                for inner, held in fields(value):
                     if inner == 1 and isinstance(held, int):
                         number = held
                     elif inner == 2 and isinstance(held, bytes):
@@ -298,30 +299,40 @@ def rejected(body: bytes, json: bool) -> tuple[int, str]:
     return 0, ""
 
 
-def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
-    """The fields of a Protobuf message, each its number and its value (an int, or the bytes of a
-    length-delimited one); a message that does not read is a ``ValueError``."""
+def fields(data: bytes) -> list[tuple[int, int | bytes]]:
+    """The fields of a Protobuf message, each its number and its value: an int (a varint as
+    unsigned, a fixed 64 or 32 bits as unsigned little-endian: ``double`` reads it back as a
+    float), or the bytes of a length-delimited one; a message that does not read is a
+    ``ValueError``."""
     found: list[tuple[int, int | bytes]] = []
     place = 0
-    while place < len(data):
+    size = len(data)
+    while place < size:
         key, place = _read_varint(data, place)
         field, wire = key >> 3, key & 7
         if wire == _VARINT:
             number, place = _read_varint(data, place)
             found.append((field, number))
         elif wire == _LEN:
-            size, place = _read_varint(data, place)
-            if place + size > len(data):
+            length, place = _read_varint(data, place)
+            if place + length > size:
                 raise ValueError("a field runs past the message")
-            found.append((field, data[place : place + size]))
-            place += size
-        elif wire == _I64:
-            place += 8
-        elif wire == 5:  # 32 bits
-            place += 4
+            found.append((field, data[place : place + length]))
+            place += length
+        elif wire in (_I64, _I32):
+            width = 8 if wire == _I64 else 4
+            if place + width > size:
+                raise ValueError("a field runs past the message")
+            found.append((field, int.from_bytes(data[place : place + width], "little")))
+            place += width
         else:
             raise ValueError(f"wire type {wire}")
     return found
+
+
+def double(bits: int) -> float:
+    """A ``double`` field's value, from the 64 bits ``fields`` gives for it."""
+    return float(_UNPACK_DOUBLE(_PACK_FIXED64(bits))[0])
 
 
 def _read_varint(data: bytes, place: int) -> tuple[int, int]:

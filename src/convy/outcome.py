@@ -8,6 +8,7 @@ import msgspec
 
 from convy.agent import Answer, Call, NoUsage, Thought, Usage
 from convy.judge import Failed, NoVerdict, Verdict
+from convy.received import AgentSpan
 from convy.transcript import Stop, Transcript, Unchecked, UserFault
 from convy.waits import Wait
 
@@ -66,6 +67,10 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     user_unchecked: tuple[Unchecked, ...] = ()  # the model-decided checks asked that were not decided, and why
     agent_ending: Answer | None = None  # what the turn the agent broke off had spent, when it said (issue 26)
     trace: str = ""  # its trace's id, 32 hex digits (issue 30; a line kept before it: "", ``tracecontext.TraceIds.of``)
+    # The agent's own spans of its trace, as it sent them while the run received them
+    # (``receive_traces``, ``receiver.Receiver``), and how many more came than were kept.
+    spans: tuple[AgentSpan, ...] = ()
+    spans_dropped: int = 0
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).
@@ -105,6 +110,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
                 tuple([replace(turn, message="", answer=turn.answer.unsaid()) for turn in self.transcript.turns])
             ),
             agent_ending=None if ending is None else replace(unsaid := ending.unsaid(), steps=kept + unsaid.steps),
+            spans=(),
         )
 
     def injected(self) -> tuple[Call, ...]:

@@ -41,10 +41,12 @@ from convy.problems import (
     ServiceFailure,
 )
 from convy.prompt import STOP, Prompt
+from convy.receiver import Received, Receiver
 from convy.slots import Slotted, nearest
 from convy.tools import TOOLS, Tool, Toolbox, joined, path_of, same
 from convy.toolserver import served
 from convy.tracecontext import TRACED, TraceContext, TraceIds
+from convy.traced import dialogue
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
 from convy.variants import PERSONA, Matrix, Persona, Personas, Value, Variant
@@ -531,7 +533,14 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             raise ValueError(f"{error}{hint}") from None
 
     async def outcome(
-        self, attempt: int, agent: Agent, user: Any, judge: Judge | Absent, max_turns: int, review: UserReview = UserReview()
+        self,
+        attempt: int,
+        agent: Agent,
+        user: Any,
+        judge: Judge | Absent,
+        max_turns: int,
+        review: UserReview = UserReview(),
+        receiver: Receiver | None = None,
     ) -> Outcome:
         """Play one attempt: the dialogue with the agent, then the judge and the checks.
 
@@ -548,6 +557,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         whole dialogue not judged with the fault as its reason (the judge is not asked; the checks
         more turns could not change are decided, and one that failed fails the attempt), unless
         ``review`` says such faults are counted.
+
+        With a ``receiver`` (``receive_traces``), the agent's own spans of the attempt's trace are
+        taken once the dialogue is over, the tool calls they show joined to its turns
+        (``traced.dialogue``) before anything is decided, and the spans kept in the attempt's record.
         """
         limit = self.max_turns or max_turns
         if not self.user.strip():  # with no user the dialogue is exactly the script: a run's max_turns
@@ -574,11 +587,15 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         box = Toolbox(self.tools, self.state, serve, simulator) if self.tools else None
         tooling = TOOLS.set(box)
         asking = ASKING.set(person)
+        if receiver is not None:
+            receiver.opened(ids.trace)
         try:
             return await self._played(
-                attempt, agent, user, checked, limit, started, clock, waits, review, box, person, heard, ids
+                attempt, agent, user, checked, limit, started, clock, waits, review, box, person, heard, ids, receiver
             )
         finally:
+            if receiver is not None:
+                receiver.forgotten(ids.trace)
             ASKING.reset(asking)
             TOOLS.reset(tooling)
             WAITS.reset(noting)
@@ -600,6 +617,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         person: Asking,
         heard: list[tuple[Transcript, str]],
         ids: TraceIds,
+        receiver: Receiver | None,
     ) -> Outcome:
         transcript = Transcript()
         stop: Stop = "finished"
@@ -715,6 +733,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             broken = _paused(broken or Answer(""), left_asked)
         if box is not None:
             transcript = msgspec.structs.replace(transcript, state=box.state)
+        received = Received()
+        if receiver is not None:
+            # The turns the agent answered are waited for; spans of one it broke off are kept if they came.
+            turns = [ids.turn(number) for number in range(1, len(transcript.turns) + 2)]
+            received = await receiver.taken(ids.trace, turns[:-1])
+            declared = box.tools if box is not None else ()
+            transcript, broken = dialogue(transcript, broken, received.spans, turns, received.whole, declared)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
         unchecked: tuple[Unchecked, ...] = ()
@@ -754,6 +779,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             user_faults=faults,
             user_unchecked=unchecked,
             trace=ids.trace,
+            spans=received.spans,
+            spans_dropped=received.dropped,
         )
 
     async def judged(self, transcript: Transcript, judge: Judge, cut: Failed | NoVerdict | None) -> Judged:

@@ -65,6 +65,9 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
     workers: int = 0
     ray: str = ""
     live_seconds: float = 5.0
+    receive_traces: bool = False  # the agent's own spans received while the run plays (issue 30)
+    traces_port: int = 0  # the port they are received on, on 127.0.0.1; 0: one the system picks
+    traces_wait: float = 10.0  # seconds an attempt waits for the spans of its turns
 
     MOST_LIVE: ClassVar[float] = 3600.0
     FIRST_ROUND: ClassVar[int] = 5  # attempts of each scenario's first round under auto, unless set
@@ -119,6 +122,27 @@ class Settings(Limits, frozen=True, forbid_unknown_fields=True):
         Spread(self.workers, self.ray)  # workers within bounds, an address that is one, said by field
         if not math.isfinite(self.live_seconds) or not 0.0 <= self.live_seconds <= self.MOST_LIVE:
             raise ValueError(f"live_seconds: must be 0 (no live report) or up to {self.MOST_LIVE:g}")
+        self.receiving()
+
+    MOST_WAIT: ClassVar[float] = 600.0
+
+    def receiving(self) -> None:
+        """The settings of the agent's spans received (``receive_traces``), each said by field
+        where it is out of bounds or set without them."""
+        if not 0 <= self.traces_port <= 65535:
+            raise ValueError("traces_port: must be a port, from 1 to 65535 (0: one the system picks)")
+        if not math.isfinite(self.traces_wait) or not 0.0 <= self.traces_wait <= self.MOST_WAIT:
+            raise ValueError(f"traces_wait: must be from 0 to {self.MOST_WAIT:g} seconds")
+        if not self.receive_traces:
+            defaults = {field.name: field.default for field in msgspec.structs.fields(self)}
+            for name in ("traces_port", "traces_wait"):
+                if getattr(self, name) != defaults[name]:
+                    raise ValueError(f"{name}: goes with receive_traces = true, which is not set")
+        elif self.workers or self.ray:
+            raise ValueError(
+                "receive_traces: the agent's spans are received by one process, so it does not go with "
+                "workers or ray; set workers = 0 and leave ray unset to receive them"
+            )
 
     def live(self, project: Path, run: str) -> LiveReport | None:
         """The report of ``run`` written again every ``live_seconds`` while it plays; ``None`` when 0."""

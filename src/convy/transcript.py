@@ -237,6 +237,9 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     turns: tuple[Turn, ...] = ()
     state: dict[str, Any] | None = None
+    # Every turn had spans of the agent's own under it (``traced.dialogue``, issue 30): its calls
+    # were seen in them whatever its replies held.
+    traced: bool = False
 
     def __add__(self, turn: Turn) -> Transcript:
         return Transcript(self.turns + (turn,), self.state)
@@ -296,9 +299,9 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
 
 def _served(steps: tuple[Step, ...]) -> tuple[Step, ...]:
-    """The calls the scenario's own tools served among an answer's steps, and the agent's pauses
-    to ask a person: what happened in the scenario's world, not only what the agent says."""
-    return tuple(step for step in steps if type(step) is Call and step.source or type(step) is Asked)
+    """The calls the scenario's own tools served among an answer's steps, those the agent's own
+    spans showed, and its pauses to ask a person: what happened, not only what the agent says."""
+    return tuple(step for step in steps if type(step) is Call and (step.source or step.traced) or type(step) is Asked)
 
 
 def _tool_line(call: Step) -> str:

@@ -406,7 +406,8 @@ class CostArray(CostView, frozen=True, array_like=True):
 
 class StepView(View, frozen=True, array_like=True):
     """A thought (its ``text``), a tool call (the rest: ``error``, the error a tool answered
-    with; ``source``, where the answer of a call the scenario's own tools served came from), or a
+    with; ``source``, where the answer of a call the scenario's own tools served came from;
+    ``traced``, whether the agent's own spans showed it), or a
     pause to ask a person (``asked``: the question in ``text``, the tool it asked to run in
     ``name`` with its ``arguments``, the answer in ``result``, who answered in ``source``, the
     ``options`` it offered)."""
@@ -421,6 +422,7 @@ class StepView(View, frozen=True, array_like=True):
     source: str = ""
     approval: str = ""  # where the agent asked before running it: what the scenario's approvals answered
     options: list[str] = []
+    traced: bool = False  # a call the agent's own spans showed (``receive_traces``)
 
 
 class TurnView(View, frozen=True, array_like=True):
@@ -486,7 +488,7 @@ class DecisionView(View, frozen=True, array_like=True):
 
 
 class SpanView(View, frozen=True, array_like=True):
-    lane: Literal["agent", "user", "judge", "waiting"]
+    lane: Literal["agent", "user", "judge", "waiting", "traced"]
     start: float
     seconds: float
     label: str

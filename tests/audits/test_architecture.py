@@ -30,6 +30,7 @@ OUTSIDE = frozenset(
         "GatewaySettings",  # the template's, in src/convy/template/gateway_settings.py
         "Decide", "Summarize",  # the CI workflow's steps
         "Authorization", "NaN", "Null", "Float64", "Int64", "Boolean", "String",  # a header; pandas' and polars' kinds
+        "ExportTraceServiceRequest", "OTLPSpanExporter", "SimpleSpanProcessor",  # OpenTelemetry's
     }
 )
 # Files a project holds, which the map names as a project's (the template's are under src/convy/template).

@@ -119,7 +119,7 @@ SCENARIOS = [
      F + "judge[0].check.notsaid: unknown field; did you mean not_said?"),
     ("width for with", {S: "script: [Hi!]\njudge:\n  - check: {called: lookup_order, width: {order: A-1043}}\n"},
      F + "judge[0].check.width: unknown field; did you mean with?"),
-    ("say for said", {S: "script: [Hi!]\njudge:\n  - check: {say: Hi}\n"}, F + "judge[0].check.say: unknown field; the fields here are called, with, not_called, said, not_said, state, asked_approval, not_asked_approval"),
+    ("say for said", {S: "script: [Hi!]\njudge:\n  - check: {say: Hi}\n"}, F + "judge[0].check.say: unknown field; the fields here are called, with, not_called, said, not_said, state, asked_approval, not_asked_approval, said_done, by_calling"),
     ("pass at the top", {S: "script: [Hi!]\npass: clear\njudge:\n  - claim: How clear was the agent?\n    grades: [unclear, clear]\n"},
      F + "pass: not a field here; it belongs under judge[0]"),
     ("grades at the top", {S: "script: [Hi!]\ngrades: [unclear, clear]\njudge:\n  - claim: How clear was the agent?\n    pass: clear\n"},
@@ -142,7 +142,7 @@ SCENARIOS = [
     ("with beside not_called", {S: "script: [Hi!]\njudge:\n  - check: {not_called: cancel_booking, with: {ref: X}}\n"},
      F + "judge[0].check.with: goes only with called"),
     ("two checks in one", {S: "script: [Hi!]\njudge:\n  - check: {said: Hi, not_said: bye}\n"},
-     F + "judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval"),
+     F + "judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval, said_done"),
     ("check written as text", {S: "script: [Hi!]\njudge:\n  - check: said Hi\n"}, F + "judge[0].check: expected a mapping, got text"),
     ("judge as one text", {S: "script: [Hi!]\njudge: The agent greets back.\n"}, F + "judge: expected a list, got text"),
     ("judge as a mapping", {S: "script: [Hi!]\njudge:\n  check: {said: Hi}\n"}, F + "judge: expected a list, got a mapping"),
@@ -525,7 +525,7 @@ PARTS = [
     ("a JSON agent without calls= and a called check",
      {A: JSON_AGENT + 'agent = JsonAgent("http://127.0.0.1:9/chat", reply="reply")\n', S: BOOKED},
      "convy: agents/bot.py: JsonAgent has no calls=, so its tool calls cannot be seen and the check 'called lookup_booking' of "
-     'scenario greeting cannot be decided: set calls= to where its replies list the tool calls (calls="tool_calls"), or leave such checks out'),
+     'scenario greeting cannot be decided: set calls= to where its replies list the tool calls (calls="tool_calls"), set receive_traces = true where it sends OpenTelemetry spans of them, or leave such checks out'),
 ]
 
 

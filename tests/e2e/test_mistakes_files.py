@@ -284,7 +284,7 @@ def test_a_json_agent_without_calls_is_refused_where_a_scenario_checks_tool_call
     line = (
         "agents/airline.py: JsonAgent has no calls=, so its tool calls cannot be seen and the check "
         "\"called lookup_booking with ref='XYZ789'\" of scenario booking {what}: set calls= to where its replies list "
-        'the tool calls (calls="tool_calls"), or leave such checks out'
+        'the tool calls (calls="tool_calls"), set receive_traces = true where it sends OpenTelemetry spans of them, or leave such checks out'
     )
     with StandIn(agent_reply=booking) as server:
         folder = project(tmp_path, {"booking.yaml": BOOKING}, agent.format(url=server.url), "airline")

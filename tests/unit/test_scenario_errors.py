@@ -127,12 +127,12 @@ BROKEN: list[tuple[str, str, str]] = [
     (
         "check with two kinds",
         "user: I want a refund\njudge:\n  - check: {called: refund, said: sorry}\n",
-        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval",
+        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval, said_done",
     ),
     (
         "check with no kind",
         "user: I want a refund\njudge:\n  - check: {}\n",
-        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval",
+        "scenarios/refund.yaml: judge[0].check: give exactly one of called, not_called, said, not_said, state, asked_approval, not_asked_approval, said_done",
     ),
     (
         "check beside a claim",

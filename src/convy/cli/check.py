@@ -178,6 +178,8 @@ class DryRun(msgspec.Struct, frozen=True):
         for name in ("agent_per_minute", "user_per_minute", "judge_per_minute"):
             if not values[name]:
                 shown[name] = "0 (no limit)"
+        if not values["traces_port"]:
+            shown["traces_port"] = "0 (any free)"  # the system picks one, which the run names
         # Where places with no cap start, as a run starts them: the same for every participant.
         grown = (f"  (no cap: places start at {settings.starting(uncapped[0])} and grow while the service keeps up)",) if uncapped else ()
         return (

@@ -5,6 +5,7 @@ run that tries each participant once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -22,6 +23,7 @@ from convy.cli.exits import CANCELLED, Cures, Worst
 from convy.cli.outputs import Absence, Outputs
 from convy.cli.parser import AutoAttempts, Budgeted
 from convy.cli.progress import Recorded
+from convy.cli.receiving import Receiving
 from convy.collector import OtlpEndpoint
 from convy.judge import ChatJudge, Failed, NoVerdict, Panel
 from convy.loaded import Loaded
@@ -46,7 +48,9 @@ from convy.terminal import Inert
 from convy.vital import Refusal, Unanswered
 
 if TYPE_CHECKING:
+    from convy.prompt import Prompt
     from convy.settings import Settings
+    from convy.storage import Kept
 
 
 class AgainstRun(msgspec.Struct, frozen=True):
@@ -263,48 +267,61 @@ class RunCommand(msgspec.Struct, frozen=True):
         scenarios = self.project.scenarios(self.most_variants)
         for unread in () if self.agents else self.project.unread():  # every agent is played: one parked is said
             shown.line(f"note: {unread}")
+        receiving = Receiving.of(settings, spread)  # its port bound before any agent is loaded
         codes: list[int] = []
         played: list[str] = []
         absent: list[AbsentAgent] = []
-        known = Loaded(self.project, "").known() if len(names) > 1 else None  # read once for every agent played
-        for name in names:
-            loaded = Loaded(self.project, name)
-            agent, models = loaded.parts()
-            secrets = loaded.secrets(agent, models, known=known)
-            passed_over = self.passed_over(name, agent, secrets)
-            if passed_over is not None:
-                shown.line(f"- {Inert(passed_over.said()).line()}")
-                absent.append(passed_over)
-                continue
-            spec = self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
-            if self.name is not None:
-                spec = msgspec.structs.replace(spec, name=self.name)
-            if versus is not None and base is not None:
-                spec = versus.spec(spec, base)
-                for line in AgainstPlan(spec).lines():  # before anything is spent
-                    shown.line(Inert(line).line())
-            spec = secrets.kept(spec)
-            bench = Bench(
-                agent, models, spec.limits, self.project.prompt(settings), settings.budget(), spec.judging, spec.user_checks
-            )
-            recorded = Recorded(
-                self.project,
-                spec,
-                spec.player(self.spread.player(bench, spread, self.project, name, shown)),
-                shown,
-                errors,
-                None,  # the spec keeps the pass rule, --fail-under's and --fail-on-skip's included
-                secrets,
-                max_not_judged=settings.max_not_judged,
-                live=settings.live(self.project.folder, spec.id),
-                cures=Cures(self.project.folder, name, {"agent": agent, "user": models.user, "judge": models.judge}),
-                collector=collector,
-            )
-            codes.append(recorded.played())
-            if (self.project.journal(spec).folder / "run.json").exists():  # a run stopped before keeping anything is gone
-                played.append(spec.id)
-            if codes[-1] in (130, 143, 2):  # stopped, or the project cannot be run as it is: no other agent plays
-                break
+        with receiving.given() if receiving is not None else contextlib.nullcontext():
+            if receiving is not None:
+                shown.line(receiving.told())
+            known = Loaded(self.project, "").known() if len(names) > 1 else None  # read once for every agent played
+            for name in names:
+                loaded = Loaded(self.project, name)
+                agent, models = loaded.parts()
+                secrets = loaded.secrets(agent, models, known=known)
+                passed_over = self.passed_over(name, agent, secrets)
+                if passed_over is not None:
+                    shown.line(f"- {Inert(passed_over.said()).line()}")
+                    absent.append(passed_over)
+                    continue
+                spec = self.project.spec(name, models, settings, scenarios, Matching(self.patterns, self.tags), agent)
+                if self.name is not None:
+                    spec = msgspec.structs.replace(spec, name=self.name)
+                if versus is not None and base is not None:
+                    spec = versus.spec(spec, base)
+                    for line in AgainstPlan(spec).lines():  # before anything is spent
+                        shown.line(Inert(line).line())
+                spec = secrets.kept(spec)
+                bench = Bench(
+                    agent,
+                    models,
+                    spec.limits,
+                    self.project.prompt(settings),
+                    settings.budget(),
+                    spec.judging,
+                    spec.user_checks,
+                    None if receiving is None else receiving.receiver,
+                )
+                recorded = Recorded(
+                    self.project,
+                    spec,
+                    spec.player(self.spread.player(bench, spread, self.project, name, shown)),
+                    shown,
+                    errors,
+                    None,  # the spec keeps the pass rule, --fail-under's and --fail-on-skip's included
+                    secrets,
+                    max_not_judged=settings.max_not_judged,
+                    live=settings.live(self.project.folder, spec.id),
+                    cures=Cures(self.project.folder, name, {"agent": agent, "user": models.user, "judge": models.judge}),
+                    collector=collector,
+                )
+                codes.append(recorded.played())
+                if (self.project.journal(spec).folder / "run.json").exists():  # a run stopped before keeping anything is gone
+                    played.append(spec.id)
+                if codes[-1] in (130, 143, 2):  # stopped, or the project cannot be run as it is: no other agent plays
+                    break
+        for line in receiving.said() if receiving is not None else ():
+            errors.line(line)
         absence = Absence(tuple(absent), settings.fail_on_skip)
         code = absence.judged(Worst(tuple(codes)).code(), bool(played), shown, errors)
         return self.outputs.played(self.project, tuple(played), code, shown, errors, absence)
@@ -424,7 +441,7 @@ class SmokeCommand(msgspec.Struct, frozen=True):
                         f"  note: no reply held the calls path {paths} of agents/{name}.py: if the agent calls tools, "
                         "set calls= to where its replies list them (or have it send an empty list)"
                     )
-            blind = Blind(agent).said(f"agents/{name}.py", self.project.sound_scenarios()[0])
+            blind = Blind(agent, self.project.settings().receive_traces).said(f"agents/{name}.py", self.project.sound_scenarios()[0])
             if blind:
                 shown.line(f"  note: {blind}")
         codes.extend(self._models(shown, errors))
@@ -539,22 +556,46 @@ class ResumeCommand(msgspec.Struct, frozen=True):
                 collector=collector,
             ).played()
             return self.outputs.played(self.project, (spec.id,), code, shown, errors)
+        receiving = Receiving.of(settings, spread)  # its port bound before the agent is loaded
+        with receiving.given() if receiving is not None else contextlib.nullcontext():
+            if receiving is not None:
+                shown.line(receiving.told())
+            code = self._resumed(spec, settings, spread, prompt, budget, kept, unjudged, loaded, collector, receiving, shown, errors)
+        for line in receiving.said() if receiving is not None else ():
+            errors.line(line)
+        return self.outputs.played(self.project, (spec.id,), code, shown, errors)
+
+    def _resumed(
+        self,
+        spec: RunSpec,
+        settings: Settings,
+        spread: Spread,
+        prompt: Prompt,
+        budget: Budget,
+        kept: Kept,
+        unjudged: float,
+        loaded: Loaded,
+        collector: OtlpEndpoint | None,
+        receiving: Receiving | None,
+        shown: Shown,
+        errors: Shown,
+    ) -> int:
         agent, models = loaded.parts()
         if (models.user.name, models.judge.name) != (spec.models.user, spec.models.judge):
             raise ConfigurationError(
                 f"cannot resume {spec.id}: the models are now {models.user.name} and {models.judge.name}, "
                 f"the run was started with {spec.models.user} and {spec.models.judge}"
             )
-        bench = Bench(agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks)
+        receiver = None if receiving is None else receiving.receiver
+        bench = Bench(agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks, receiver)
         secrets = loaded.secrets(agent, models)
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
-        code = Recorded(
+        return Recorded(
             self.project, spec, player, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,
             live=settings.live(self.project.folder, spec.id),
             cures=Cures(self.project.folder, spec.agent, {"agent": agent, "user": models.user, "judge": models.judge}),
             collector=collector,
         ).played()
-        return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
 
     def _places(self, spec: RunSpec, settings: Settings, errors: Shown) -> None:

@@ -178,13 +178,15 @@ const Scene = (() => {
         outcome,
         one.seconds === null || one.seconds === undefined ? null : h("span", { class: "muted" }, " · " + fmt.seconds(one.seconds)),
         served ? h("span", { class: "muted" }, " · " + served) : null,
+        one.traced ? h("span", { class: "muted" }, " · seen in the agent's own spans") : null,
         one.approval ? h("span", { class: one.approval === "denied" ? "step-error" : "muted" }, " · asked approval: " + one.approval) : null),
       () => h("div", { class: "call-body" },
         h("div", { class: "label" }, "arguments"), h("pre", null, pretty(one.arguments)),
         one.error
           ? [h("div", { class: "label" }, "error"), h("pre", null, one.error)]
           : [h("div", { class: "label" }, "result"), result === null ? h("p", { class: "muted" }, "not reported by the agent") : h("pre", null, pretty(result))],
-        served ? h("p", { class: "muted" }, served) : null));
+        served ? h("p", { class: "muted" }, served) : null,
+        one.traced ? h("p", { class: "muted" }, "seen in the agent's own spans: an execute_tool span it sent showed this call") : null));
   }
 
   /* A pause the agent made to ask a person: its question, and who answered what. */
@@ -541,7 +543,7 @@ const Scene = (() => {
     } }, "Show every quote (" + quotes.length + ")");
   }
 
-  const LANES = ["agent", "user", "judge", "waiting"];
+  const LANES = ["agent", "user", "judge", "waiting", "traced"];
 
   /* The attempt's time drawn: one lane each for the agent, the user model, the judge and the
      waits on busy services. */
@@ -554,6 +556,8 @@ const Scene = (() => {
       spans.push({ lane: "agent", start: one.agent_start, seconds: one.agent_seconds, label: "agent, turn " + (i + 1) });
     });
     spans.push(...(d.spans || []));
+    /* The agent's own spans have a lane where it sent some (receive_traces). */
+    const lanes = LANES.filter((name) => name !== "traced" || spans.some((one) => one.lane === "traced"));
     let end = d.seconds || 0;
     for (const one of spans) end = Math.max(end, one.start + one.seconds);
     if (!(end > 0)) return h("p", { class: "muted" }, "No time was recorded.");
@@ -568,25 +572,25 @@ const Scene = (() => {
       Convy.fill(frame, drawing(width));
     };
     const lane = 20, top = 4;
-    const height = top + LANES.length * lane + 18;
+    const height = top + lanes.length * lane + 18;
     const drawing = (width) => {
     const left = 78, right = 12;
     const x = (t) => left + (t / end) * (width - left - right);
     const svg = s("svg", { class: "timeline", width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "Timeline of attempt " + d.attempt + ": " + spans.length + " spans over " + fmt.seconds(end) });
-    LANES.forEach((name, i) => {
+    lanes.forEach((name, i) => {
       const y = top + i * lane;
       svg.appendChild(s("rect", { class: "lane-bg", x: left, y: y + 2, width: width - left - right, height: lane - 4 }));
       svg.appendChild(s("text", { class: "lane-name", x: 4, y: y + lane / 2 + 4 }, name));
     });
     for (const one of spans) {
-      const i = LANES.indexOf(one.lane);
+      const i = lanes.indexOf(one.lane);
       if (i < 0) continue;
       const y = top + i * lane;
       const rect = s("rect", { class: "span span-" + one.lane, x: x(one.start), y: y + 3, width: Math.max(2, x(one.start + one.seconds) - x(one.start)), height: lane - 6, rx: 2 });
       rect.appendChild(s("title", null, one.label + " · starts at " + fmt.seconds(one.start) + " · " + fmt.seconds(one.seconds)));
       svg.appendChild(rect);
     }
-    const axis = top + LANES.length * lane + 13;
+    const axis = top + lanes.length * lane + 13;
     svg.appendChild(s("text", { class: "axis", x: left, y: axis }, "0"));
     svg.appendChild(s("text", { class: "axis", x: width - right, y: axis, "text-anchor": "end" }, fmt.seconds(end)));
     return svg;
@@ -603,7 +607,8 @@ const Scene = (() => {
       () => h("table", { class: "grid small" },
         h("thead", null, h("tr", null, h("th", null, "lane"), h("th", null, "what"), h("th", { class: "num" }, "starts at"), h("th", { class: "num" }, "took"))),
         h("tbody", null, spans.map((one) => h("tr", null, h("td", null, one.lane), h("td", null, one.label), h("td", { class: "num" }, fmt.seconds(one.start)), h("td", { class: "num" }, fmt.seconds(one.seconds)))))));
-    const legend = h("div", { class: "legend small" }, LANES.map((name) => h("span", null, h("i", { class: "swatch span-" + name }), name === "waiting" ? "waiting on a busy service" : name === "user" ? "user model" : name)));
+    const LEGEND = { waiting: "waiting on a busy service", user: "user model", traced: "the agent's own spans" };
+    const legend = h("div", { class: "legend small" }, lanes.map((name) => h("span", null, h("i", { class: "swatch span-" + name }), LEGEND[name] || name)));
     return h("div", { class: "timeline-box" }, frame, legend, list);
   }
 

@@ -1,0 +1,92 @@
+"""``receive_traces`` for one command: the agent's own spans received while its runs play (issue 30, item 4).
+
+``Receiving.of`` binds the receiver's port before any agent is loaded, and ``given`` hands its
+address to the agent as OpenTelemetry's SDKs read it: ``OTEL_EXPORTER_OTLP_ENDPOINT`` and
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` in this process's environment, where an agent's code loaded
+next, and any process it starts, finds them. The environment is given back as it was when the
+command ends. ``said`` is what the command says of it at its end: an agent that sent nothing, a
+request that did not read, spans that came after their attempt ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from convy.problems import ConfigurationError
+from convy.receiver import TRACES, Receiver
+from convy.terminal import Inert
+
+if TYPE_CHECKING:
+    from convy.settings import Settings, Spread
+
+GIVEN = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+class Receiving(msgspec.Struct, frozen=True):
+    """A command's receiver of the agent's spans, and what it gave the agent."""
+
+    receiver: Receiver
+
+    @classmethod
+    def of(cls, settings: Settings, spread: Spread) -> Receiving | None:
+        """The receiver ``settings`` ask for, its port bound; ``None`` without ``receive_traces``.
+        A run played on several processes (``--workers``, ``--ray``) receives none: refused."""
+        if not settings.receive_traces:
+            return None
+        if spread.spread():
+            raise ConfigurationError(
+                "receive_traces: the agent's spans are received by one process, so it does not go with "
+                "--workers or --ray; play without them to receive the spans"
+            )
+        try:
+            return cls(Receiver(settings.traces_port, settings.traces_wait))
+        except OSError as error:
+            port = f"port {settings.traces_port}" if settings.traces_port else "a port"
+            raise ConfigurationError(
+                f"receive_traces: cannot listen on {port} of 127.0.0.1 ({error.strerror or error}); "
+                "set traces_port to a free one, or to 0 for one the system picks"
+            ) from None
+
+    @contextlib.contextmanager
+    def given(self) -> Iterator[None]:
+        """The receiver's address in this process's environment while the block runs."""
+        kept = {name: os.environ.get(name) for name in GIVEN}
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = self.receiver.url
+        os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = self.receiver.url + TRACES
+        try:
+            yield
+        finally:
+            for name, value in kept.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            self.receiver.close()
+
+    def told(self) -> str:
+        """The line a run starts with: where the agent's spans go."""
+        return f"traces: the agent's own spans are received at {self.receiver.url} (give it as OTEL_EXPORTER_OTLP_ENDPOINT)"
+
+    def said(self) -> list[str]:
+        """What the command says at its end of the spans it received, if anything went amiss."""
+        receiver = self.receiver
+        lines: list[str] = []
+        if receiver.silent and not receiver.heard:
+            lines.append(
+                f"convy: receive_traces: the agent sent no span of any attempt to {receiver.url} within "
+                f"{receiver.wait:g} s, so its calls were seen only as its replies said them; an agent "
+                "instrumented with OpenTelemetry sends them when its OTEL_EXPORTER_OTLP_ENDPOINT is that address"
+            )
+        if receiver.problem:
+            lines.append(f"convy: receive_traces: {Inert(receiver.problem).line()}; {receiver.unread} such request(s) in all")
+        if receiver.unmatched:
+            lines.append(
+                f"convy: receive_traces: {receiver.unmatched} span(s) came for no attempt under way (after their "
+                f"attempt ended, or of another trace), and are not kept; a larger traces_wait waits longer for them"
+            )
+        return lines

@@ -1,0 +1,298 @@
+"""The agent's own spans, as it sends them to convy over OTLP/HTTP (issue 30, item 4).
+
+``AgentSpan`` is one span as an attempt's record keeps it: its ids in hex, its times in
+nanoseconds since the epoch, its attributes as plain JSON values, what made it (the resource's
+``service.name``) and, where it ended in an error, the status's message. ``spans`` reads them from
+an ``ExportTraceServiceRequest``, in binary Protobuf (what OTLP/HTTP sends unless told otherwise)
+or in OTLP JSON; a body that does not read as one is a ``ValueError``. Whatever a sender puts in
+it, what is kept is bounded: a span's attributes, a text's characters, a list's items and how deep
+lists and maps nest. A span whose ids are not the sizes OTLP gives them is left out.
+
+The attributes convy reads are those of the GenAI semantic conventions' ``execute_tool`` spans
+(``tool``): ``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from convy.otlp import double, fields
+
+MOST_ATTRIBUTES = 128  # attributes kept of one span (the rest left out)
+MOST_TEXT = 4000  # characters kept of one text value
+MOST_ITEMS = 64  # items kept of one list or map value
+DEEPEST = 4  # lists and maps within lists and maps, kept to this depth
+_ERROR = 2  # the status code of a span that ended in an error
+_KINDS = {"SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
+TOOL = "execute_tool"  # the GenAI conventions' operation of a tool call
+
+
+class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One span the agent sent: ids in hex (``parent`` "" for a root), times in nanoseconds since
+    the epoch, ``error`` the status's message when it ended in an error ("error" when it gave none)."""
+
+    trace: str
+    span: str
+    name: str
+    start: int
+    end: int
+    parent: str = ""
+    kind: int = 0
+    attributes: dict[str, Any] = {}
+    error: str = ""
+    service: str = ""
+
+    def seconds(self) -> float:
+        """How long it took; 0 for a span that says it ended before it began."""
+        return max(0, self.end - self.start) / 1e9
+
+    def operation(self) -> str:
+        """Its GenAI operation (``gen_ai.operation.name``), or the first word of its name."""
+        named = self.attributes.get("gen_ai.operation.name")
+        return named if isinstance(named, str) and named else self.name.split(" ", 1)[0]
+
+    def tool(self) -> str:
+        """The tool it called, where it is a tool call (``execute_tool``); "" where it is not."""
+        if self.operation() != TOOL:
+            return ""
+        named = self.attributes.get("gen_ai.tool.name")
+        if isinstance(named, str) and named:
+            return named
+        return self.name.split(" ", 1)[1].strip() if " " in self.name else ""
+
+
+def spans(body: bytes, json: bool) -> tuple[AgentSpan, ...]:
+    """The spans of an ``ExportTraceServiceRequest`` in OTLP JSON (``json``) or binary Protobuf."""
+    return tuple(_from_json(body) if json else _from_proto(body))
+
+
+# Binary Protobuf, by field number (opentelemetry/proto/trace/v1/trace.proto and common.proto).
+
+
+def _from_proto(body: bytes) -> Iterator[AgentSpan]:
+    for field, resource_spans in fields(body):
+        if field != 1 or not isinstance(resource_spans, bytes):
+            continue
+        service = ""
+        scoped: list[bytes] = []
+        for inner, value in fields(resource_spans):
+            if inner == 1 and isinstance(value, bytes):  # the resource: its attributes
+                service = _text_of(_proto_attributes(value, 1).get("service.name"))
+            elif inner == 2 and isinstance(value, bytes):
+                scoped.append(value)
+        for scope_spans in scoped:
+            for inner, value in fields(scope_spans):
+                if inner == 2 and isinstance(value, bytes):
+                    span = _proto_span(value, service)
+                    if span is not None:
+                        yield span
+
+
+def _proto_span(data: bytes, service: str) -> AgentSpan | None:
+    trace = span = parent = b""
+    name, kind, start, end, error = "", 0, 0, 0, ""
+    attributes: dict[str, Any] = {}
+    for field, value in fields(data):
+        match field, value:
+            case 1, bytes():
+                trace = value
+            case 2, bytes():
+                span = value
+            case 4, bytes():
+                parent = value
+            case 5, bytes():
+                name = _cut(value.decode(errors="replace"))
+            case 6, int():
+                kind = value
+            case 7, int():
+                start = value
+            case 8, int():
+                end = value
+            case 9, bytes() if len(attributes) < MOST_ATTRIBUTES:
+                _proto_key_value(value, attributes, 0)
+            case 15, bytes():
+                error = _proto_status(value)
+            case _:
+                pass
+    if len(trace) != 16 or len(span) != 8 or len(parent) not in (0, 8):
+        return None
+    return AgentSpan(trace.hex(), span.hex(), name, start, end, parent.hex(), kind, attributes, error, service)
+
+
+def _proto_status(data: bytes) -> str:
+    message, code = "", 0
+    for field, value in fields(data):
+        if field == 2 and isinstance(value, bytes):
+            message = _cut(value.decode(errors="replace"))
+        elif field == 3 and isinstance(value, int):
+            code = value
+    return (message or "error") if code == _ERROR else ""
+
+
+def _proto_attributes(data: bytes, number: int) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for field, value in fields(data):
+        if field == number and isinstance(value, bytes) and len(found) < MOST_ATTRIBUTES:
+            _proto_key_value(value, found, 0)
+    return found
+
+
+def _proto_key_value(data: bytes, into: dict[str, Any], depth: int) -> None:
+    key, held = "", None
+    for field, value in fields(data):
+        if field == 1 and isinstance(value, bytes):
+            key = value.decode(errors="replace")[:MOST_TEXT]
+        elif field == 2 and isinstance(value, bytes):
+            held = _proto_value(value, depth)
+    if key:
+        into[key] = held
+
+
+def _proto_value(data: bytes, depth: int) -> Any:
+    for field, value in fields(data):
+        match field, value:
+            case 1, bytes():
+                return _cut(value.decode(errors="replace"))
+            case 2, int():
+                return bool(value)
+            case 3, int():
+                return value - (1 << 64) if value >= 1 << 63 else value  # int64, as two's complement
+            case 4, int():
+                return double(value)
+            case 5, bytes() if depth < DEEPEST:
+                items = [_proto_value(item, depth + 1) for number, item in fields(value) if number == 1 and isinstance(item, bytes)]
+                return items[:MOST_ITEMS]
+            case 6, bytes() if depth < DEEPEST:
+                mapped: dict[str, Any] = {}
+                for number, item in fields(value):
+                    if number == 1 and isinstance(item, bytes) and len(mapped) < MOST_ITEMS:
+                        _proto_key_value(item, mapped, depth + 1)
+                return mapped
+            case 7, bytes():
+                return _cut(base64.b64encode(value).decode())
+            case _:
+                pass
+    return None
+
+
+# OTLP JSON: Protobuf's JSON mapping, with ids in hex and the enums as numbers (or their names).
+
+
+def _from_json(body: bytes) -> Iterator[AgentSpan]:
+    try:
+        request = msgspec.json.decode(body)
+    except msgspec.DecodeError as error:
+        raise ValueError(f"not JSON: {error}") from None
+    for resource_spans in _listed(_field(request, "resourceSpans", "resource_spans")):
+        resource = _field(resource_spans, "resource")
+        service = _text_of(_json_attributes(_field(resource, "attributes")).get("service.name"))
+        for scope_spans in _listed(_field(resource_spans, "scopeSpans", "scope_spans")):
+            for held in _listed(_field(scope_spans, "spans")):
+                span = _json_span(held, service)
+                if span is not None:
+                    yield span
+
+
+def _json_span(held: Any, service: str) -> AgentSpan | None:
+    if not isinstance(held, dict):
+        return None
+    trace, span = _hex(_field(held, "traceId", "trace_id")), _hex(_field(held, "spanId", "span_id"))
+    parent = _hex(_field(held, "parentSpanId", "parent_span_id"))
+    if len(trace) != 32 or len(span) != 16 or len(parent) not in (0, 16):
+        return None
+    kind = _field(held, "kind")
+    status = _field(held, "status")
+    code = _field(status, "code")
+    failed = code in (_ERROR, "STATUS_CODE_ERROR")
+    message = _field(status, "message")
+    return AgentSpan(
+        trace,
+        span,
+        _cut(str(_field(held, "name") or "")),
+        _number(_field(held, "startTimeUnixNano", "start_time_unix_nano")),
+        _number(_field(held, "endTimeUnixNano", "end_time_unix_nano")),
+        parent,
+        _KINDS.get(kind, 0) if isinstance(kind, str) else kind if isinstance(kind, int) else 0,
+        _json_attributes(_field(held, "attributes")),
+        (_cut(message) if isinstance(message, str) and message else "error") if failed else "",
+        service,
+    )
+
+
+def _json_attributes(held: Any, depth: int = 0) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for pair in _listed(held):
+        if len(found) >= (MOST_ATTRIBUTES if depth == 0 else MOST_ITEMS):
+            break
+        key = _field(pair, "key")
+        if isinstance(key, str) and key:
+            found[key[:MOST_TEXT]] = _json_value(_field(pair, "value"), depth)
+    return found
+
+
+def _json_value(held: Any, depth: int) -> Any:
+    if not isinstance(held, dict):
+        return None
+    for name, value in held.items():
+        match name:
+            case "stringValue" | "string_value" if isinstance(value, str):
+                return _cut(value)
+            case "boolValue" | "bool_value" if isinstance(value, bool):
+                return value
+            case "intValue" | "int_value":
+                return _number(value)
+            case "doubleValue" | "double_value" if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+            case "doubleValue" | "double_value" if value in ("NaN", "Infinity", "-Infinity"):
+                return float(value.replace("Infinity", "inf"))
+            case "arrayValue" | "array_value" if depth < DEEPEST:
+                return [_json_value(item, depth + 1) for item in _listed(_field(value, "values"))[:MOST_ITEMS]]
+            case "kvlistValue" | "kvlist_value" if depth < DEEPEST:
+                return _json_attributes(_field(value, "values"), depth + 1)
+            case "bytesValue" | "bytes_value" if isinstance(value, str):
+                return _cut(value)
+            case _:
+                pass
+    return None
+
+
+def _field(held: Any, *names: str) -> Any:
+    if not isinstance(held, dict):
+        return None
+    for name in names:
+        if name in held:
+            return held[name]
+    return None
+
+
+def _listed(held: Any) -> list[Any]:
+    return held if isinstance(held, list) else []
+
+
+def _hex(held: Any) -> str:
+    """An id as hex, "" where none is given, "?" where it is no hex (a span then left out)."""
+    if held is None or held == "":
+        return ""
+    return held.lower() if isinstance(held, str) and all(char in "0123456789abcdefABCDEF" for char in held) else "?"
+
+
+def _number(held: Any) -> int:
+    if isinstance(held, bool):
+        return 0
+    if isinstance(held, int):
+        return held
+    if isinstance(held, str) and held.lstrip("-").isdigit() and len(held) < 24:
+        return int(held)
+    return 0
+
+
+def _text_of(held: Any) -> str:
+    return held if isinstance(held, str) else ""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MOST_TEXT else text[:MOST_TEXT] + "…"

@@ -1,0 +1,159 @@
+"""The tool calls an agent's own spans show, joined to the dialogue they were made in (issue 30, item 4).
+
+An agent instrumented with OpenTelemetry records each tool it runs as an ``execute_tool`` span,
+whether or not its replies say so. ``joined`` finds each one's turn — the span of convy's that the
+agent's spans of that turn descend from (``tracecontext.TraceIds.turn``) — and puts it in that
+turn's answer as a ``Call`` marked ``traced``: on the call the agent reported or the scenario's
+tools served of the same tool with the same arguments, where there is one, else after the turn's
+steps. The checks and the judge then see what the agent did, not only what it said it did.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Container, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from convy.agent import Answer, Call, NotReported, Reported, Step
+from convy.received import AgentSpan
+from convy.tools import same
+from convy.transcript import Transcript
+from convy.views import SpanView
+
+
+def calls(spans: Sequence[AgentSpan], turns: Mapping[str, int]) -> dict[int, list[Call]]:
+    """The tool calls among ``spans``, by the number of the turn (``turns``: each turn's span id
+    and number) they descend from, each turn's in the order they started; a call under no turn's
+    span is left out."""
+    parent = {span.span: span.parent for span in spans}
+    found: dict[int, list[tuple[int, Call]]] = {}
+    for span in spans:
+        tool = span.tool()
+        if not tool:
+            continue
+        number = _turn_of(span.parent, parent, turns)
+        if number is not None:
+            found.setdefault(number, []).append((span.start, _call(span, tool)))
+    return {number: [call for _, call in sorted(listed, key=lambda pair: pair[0])] for number, listed in found.items()}
+
+
+def _turn_of(place: str, parent: Mapping[str, str], turns: Mapping[str, int]) -> int | None:
+    for _ in range(len(parent) + 1):  # a chain of parents that loops ends here
+        if place in turns:
+            return turns[place]
+        if place not in parent:
+            return None
+        place = parent[place]
+    return None
+
+
+def _call(span: AgentSpan, tool: str) -> Call:
+    arguments = _decoded(span.attributes.get("gen_ai.tool.call.arguments"))
+    result = span.attributes.get("gen_ai.tool.call.result")
+    return Call(
+        tool,
+        arguments if isinstance(arguments, dict) else {} if arguments is None else {"arguments": arguments},
+        NotReported() if result is None else Reported(_decoded(result)),
+        span.seconds(),
+        error=span.error or _text(span.attributes.get("error.type")),
+        traced=True,
+    )
+
+
+def _decoded(value: Any) -> Any:
+    """An attribute the conventions give as JSON text, read as JSON where it is; else as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def joined(answer: Answer, traced: Sequence[Call], declared: Container[str] = ()) -> Answer:
+    """``answer`` with the calls ``traced`` in its turn: each marks the first unmarked call of the
+    same tool with the same arguments among its steps, or follows them; one that follows them of
+    a tool the scenario ``declared`` ran the agent's own code, never the scenario's tool, and is
+    marked ``claimed`` as a call the agent reported of it would be (``tools.joined``)."""
+    if not traced:
+        return answer
+    steps: list[Step] = list(answer.steps)
+    left: list[Call] = []
+    for call in traced:
+        place = next(
+            (
+                number
+                for number, step in enumerate(steps)
+                if type(step) is Call and not step.traced and step.name == call.name and same(step.arguments, call.arguments)
+            ),
+            None,
+        )
+        if place is None:
+            left.append(msgspec.structs.replace(call, source="claimed") if call.name in declared else call)
+        else:
+            step = steps[place]
+            assert type(step) is Call
+            steps[place] = msgspec.structs.replace(step, traced=True)
+    return msgspec.structs.replace(answer, steps=tuple(steps) + tuple(left))
+
+
+def dialogue(
+    transcript: Transcript,
+    broken: Answer | None,
+    spans: Sequence[AgentSpan],
+    turns: Sequence[str],
+    whole: bool,
+    declared: Container[str] = (),
+) -> tuple[Transcript, Answer | None]:
+    """The dialogue, and the turn the agent broke off (``broken``, the turn after the last), with
+    the calls ``spans`` show joined to their turns; ``turns`` the span ids of the turns in order,
+    ``declared`` the tools the scenario declares.
+    The transcript is marked ``traced`` when every turn had spans of the agent's (``whole``): its
+    calls were then seen whatever its replies held."""
+    found = calls(spans, {span: number for number, span in enumerate(turns, start=1)})
+    replace = msgspec.structs.replace
+    played = tuple(
+        replace(turn, answer=joined(turn.answer, found.get(number, ()), declared)) if number in found else turn
+        for number, turn in enumerate(transcript.turns, start=1)
+    )
+    after = found.get(len(transcript.turns) + 1, ())
+    if after:
+        broken = joined(broken or Answer(""), after, declared)
+    return replace(transcript, turns=played, traced=whole and bool(spans)), broken
+
+
+SHOWN_SPANS = 200  # the agent's spans an attempt's timeline draws (the first to start)
+
+
+def timeline(spans: Sequence[AgentSpan], started: str, seconds: float, first: float) -> list[SpanView]:
+    """The agent's own spans on the attempt's timeline, on a lane of their own, each placed from the
+    attempt's start (``started``, as its record keeps it, to the millisecond) by the clock of the
+    machine that made it; where that clock is not this one's (a span would fall outside the
+    attempt's ``seconds``), the earliest is placed where the first turn of the agent's began
+    (``first``), the rest after it as they were. The first ``SHOWN_SPANS`` to start, where there are more."""
+    if not spans:
+        return []
+    ordered = sorted(spans, key=lambda span: span.start)[:SHOWN_SPANS]
+    earliest = ordered[0].start / 1e9
+    latest = max(span.end for span in ordered) / 1e9
+    try:
+        origin = datetime.fromisoformat(started).timestamp()
+    except ValueError:  # no start to place them from (a line edited by hand)
+        origin = earliest - first
+    if earliest - origin < -_SLACK or latest - origin > seconds + _SLACK:
+        origin = earliest - first
+    shown: list[SpanView] = []
+    for span in ordered:
+        said = span.name + (f" ({span.service})" if span.service else "") + (f": error: {span.error}" if span.error else "")
+        shown.append(SpanView(lane="traced", start=span.start / 1e9 - origin, seconds=span.seconds(), label=said))
+    return shown
+
+
+_SLACK = 1.0  # seconds a span may seem to fall outside its attempt, the clocks' and the start's rounding

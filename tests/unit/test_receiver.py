@@ -1,0 +1,450 @@
+"""The agent's own spans received (issue 30, item 4): what ``received.spans`` reads of OTLP as
+OpenTelemetry's own classes and SDK write it, what the ``Receiver`` takes over HTTP and keeps of
+each attempt, and the calls ``traced`` joins to the turns they were made in."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from convy.agent import Answer, Call, NotReported, Reported
+from convy.checks import Check
+from convy.otlp import Signals, Span
+from convy.received import MOST_TEXT, AgentSpan, spans
+from convy.receiver import MOST_BODY, Receiver
+from convy.tracecontext import TraceIds
+from convy.traced import dialogue
+from convy.transcript import Transcript, Turn
+
+trace_pb = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+common_pb = pytest.importorskip("opentelemetry.proto.common.v1.common_pb2")
+
+TRACE = "5b8efff798038103d269b633813fc60c"
+TURN = "eee19b7ec3c1b174"
+
+
+def request(*made: Any, service: str = "shop-agent") -> Any:
+    """An ExportTraceServiceRequest of OpenTelemetry's own classes, holding ``made`` spans."""
+    message = trace_pb.ExportTraceServiceRequest()
+    resource = message.resource_spans.add()
+    attribute = resource.resource.attributes.add()
+    attribute.key, attribute.value.string_value = "service.name", service
+    scoped = resource.scope_spans.add()
+    scoped.scope.name = "shop"
+    for span in made:
+        scoped.spans.append(span)
+    return message
+
+
+def span_pb(span: str, parent: str, name: str, **attributes: Any) -> Any:
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    made = trace_pb2.Span(
+        trace_id=bytes.fromhex(TRACE),
+        span_id=bytes.fromhex(span),
+        parent_span_id=bytes.fromhex(parent),
+        name=name,
+        kind=trace_pb2.Span.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=1_700_000_000_000_000_000,
+        end_time_unix_nano=1_700_000_000_250_000_000,
+    )
+    for key, value in attributes.items():
+        pair = made.attributes.add()
+        pair.key = key
+        _set(pair.value, value)
+    return made
+
+
+def _set(target: Any, value: Any) -> None:
+    match value:
+        case bool():
+            target.bool_value = value
+        case int():
+            target.int_value = value
+        case float():
+            target.double_value = value
+        case str():
+            target.string_value = value
+        case bytes():
+            target.bytes_value = value
+        case dict():
+            for key, item in value.items():
+                pair = target.kvlist_value.values.add()
+                pair.key = key
+                _set(pair.value, item)
+        case list():
+            for item in value:
+                _set(target.array_value.values.add(), item)
+
+
+def test_protobuf_from_opentelemetrys_own_classes_reads_every_kind_of_value() -> None:
+    made = span_pb(
+        "00f067aa0ba902b7",
+        TURN,
+        "execute_tool lookup_order",
+        **{
+            "gen_ai.tool.name": "lookup_order",
+            "count": -3,
+            "big": 2**62,
+            "ratio": 0.25,
+            "ok": True,
+            "tags": ["a", 1, False],
+            "nested": {"inner": {"deep": "x"}},
+            "raw": b"\x00\x01",
+        },
+    )
+    made.status.code = 2
+    made.status.message = "no such order"
+    (read,) = spans(request(made).SerializeToString(), json=False)
+    assert read == AgentSpan(
+        TRACE,
+        "00f067aa0ba902b7",
+        "execute_tool lookup_order",
+        1_700_000_000_000_000_000,
+        1_700_000_000_250_000_000,
+        TURN,
+        1,
+        {
+            "gen_ai.tool.name": "lookup_order",
+            "count": -3,
+            "big": 2**62,
+            "ratio": 0.25,
+            "ok": True,
+            "tags": ["a", 1, False],
+            "nested": {"inner": {"deep": "x"}},
+            "raw": "AAE=",
+        },
+        "no such order",
+        "shop-agent",
+    )
+    assert read.tool() == "lookup_order" and read.seconds() == 0.25
+
+
+def test_json_as_opentelemetry_writes_it_reads_as_the_protobuf_does() -> None:
+    """OTLP JSON: ids in hex, 64-bit numbers as text, enums as numbers or as their names."""
+    made = span_pb("00f067aa0ba902b7", TURN, "execute_tool refund", **{"gen_ai.tool.name": "refund", "n": 7, "xs": [1.5, "b"]})
+    body = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "shop-agent"}}]},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "shop"},
+                        "spans": [
+                            {
+                                "traceId": TRACE.upper(),
+                                "spanId": "00f067aa0ba902b7",
+                                "parentSpanId": TURN,
+                                "name": "execute_tool refund",
+                                "kind": "SPAN_KIND_INTERNAL",
+                                "startTimeUnixNano": "1700000000000000000",
+                                "endTimeUnixNano": 1700000000250000000,
+                                "attributes": [
+                                    {"key": "gen_ai.tool.name", "value": {"stringValue": "refund"}},
+                                    {"key": "n", "value": {"intValue": "7"}},
+                                    {"key": "xs", "value": {"arrayValue": {"values": [{"doubleValue": 1.5}, {"stringValue": "b"}]}}},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+    assert spans(json.dumps(body).encode(), json=True) == spans(request(made).SerializeToString(), json=False)
+
+
+@settings(max_examples=60)
+@given(st.binary(max_size=200))
+def test_any_bytes_read_as_spans_or_a_value_error(data: bytes) -> None:
+    for as_json in (False, True):
+        try:
+            read = spans(data, as_json)
+        except ValueError:
+            continue
+        assert all(len(span.trace) == 32 and len(span.span) == 16 for span in read)
+
+
+def test_what_is_kept_of_a_span_is_bounded() -> None:
+    deep: Any = "bottom"
+    for _ in range(10):
+        deep = {"in": deep}
+    made = span_pb(
+        "00f067aa0ba902b7",
+        TURN,
+        "n" * (MOST_TEXT * 2),
+        long="x" * (MOST_TEXT * 3),
+        many=list(range(500)),
+        deep=deep,
+        **{f"a{number}": number for number in range(300)},
+    )
+    (read,) = spans(request(made).SerializeToString(), json=False)
+    assert len(read.name) == MOST_TEXT + 1 and len(read.attributes["long"]) == MOST_TEXT + 1
+    assert len(read.attributes["many"]) == 64
+    assert len(read.attributes) == 128
+    assert "in" in json.dumps(read.attributes["deep"]) and json.dumps(read.attributes["deep"]).count("{") <= 5
+
+
+def test_a_span_whose_ids_are_not_otlps_sizes_is_left_out() -> None:
+    made = span_pb("00f067aa0ba902b7", TURN, "ok")
+    short = span_pb("00f067aa0ba902b7", TURN, "short")
+    short.trace_id = b"\x01\x02"
+    assert [span.name for span in spans(request(made, short).SerializeToString(), json=False)] == ["ok"]
+
+
+def test_convys_own_export_reads_back_alike_in_both_encodings() -> None:
+    sent = Signals(
+        {"service.name": "convy"},
+        "convy",
+        "1",
+        (Span(TRACE, "00f067aa0ba902b7", TURN, "execute_tool x", 1, 5, 9, {"gen_ai.tool.name": "x", "k": [1, 2]}, error="boom"),),
+    )
+    proto, as_json = spans(sent.proto_traces(), json=False), spans(sent.json_traces(), json=True)
+    assert proto == as_json
+    assert proto[0].error == "boom" and proto[0].attributes == {"gen_ai.tool.name": "x", "k": [1, 2]}
+
+
+# The receiver, over HTTP.
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    made = Receiver(wait=30.0)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def traces(url: str) -> str:
+    return f"{url}/v1/traces"
+
+
+async def posted(receiver: Receiver, *requests: tuple[str, bytes, dict[str, str]]) -> list[httpx2.Response]:
+    async with receiver.serving(), httpx2.AsyncClient(trust_env=False) as client:
+        return [await client.post(receiver.url + path, content=body, headers=headers) for path, body, headers in requests]
+
+
+PROTOBUF = {"content-type": "application/x-protobuf"}
+
+
+def test_the_spans_of_an_attempt_under_way_are_kept_and_others_counted(receiver: Receiver) -> None:
+    ours = request(span_pb("00f067aa0ba902b7", TURN, "invoke_agent shop")).SerializeToString()
+    other = request(span_pb("00f067aa0ba902b7", TURN, "x")).SerializeToString().replace(bytes.fromhex(TRACE), b"\x07" * 16)
+
+    async def played() -> Any:
+        receiver.opened(TRACE)
+        answers = await posted(receiver, ("/v1/traces", ours, PROTOBUF), ("/v1/traces", other, PROTOBUF))
+        return answers, await receiver.taken(TRACE, [TURN])
+
+    answers, received = asyncio.run(played())
+    assert [answer.status_code for answer in answers] == [200, 200]
+    assert answers[0].headers["content-type"] == "application/x-protobuf" and answers[0].content == b""
+    assert [span.name for span in received.spans] == ["invoke_agent shop"] and received.whole
+    assert receiver.unmatched == 1 and receiver.heard
+
+
+def test_what_an_sdk_sends_is_answered_as_otlp_asks(receiver: Receiver) -> None:
+    body = request(span_pb("00f067aa0ba902b7", TURN, "a")).SerializeToString()
+    as_json = json.dumps({"resourceSpans": []}).encode()
+    answers = asyncio.run(
+        posted(
+            receiver,
+            ("/v1/traces", gzip.compress(body), PROTOBUF | {"content-encoding": "gzip"}),
+            ("/v1/traces", as_json, {"content-type": "application/json"}),
+            ("/v1/logs", b"", PROTOBUF),
+            ("/v1/metrics", b"", PROTOBUF),
+            ("/v1/traces", b"\xff\xff", PROTOBUF),
+            ("/elsewhere", b"", PROTOBUF),
+            ("/v1/traces", b"", PROTOBUF | {"content-encoding": "br"}),
+        )
+    )
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 200, 400, 404, 415]
+    assert answers[1].json() == {} and answers[1].headers["content-type"] == "application/json"
+    assert receiver.unread == 1 and "did not read as OTLP Protobuf" in receiver.problem
+
+
+def test_a_body_over_the_bound_is_refused_unread(receiver: Receiver) -> None:
+    async def played() -> tuple[int, int]:
+        async with receiver.serving():
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(receiver.url.rsplit(":", 1)[1]))
+            writer.write(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: {MOST_BODY + 1}\r\n\r\n".encode())
+            await writer.drain()
+            status = int((await reader.readline()).split()[1])
+            await reader.read()  # closed by the receiver
+            writer.close()
+            zipped = gzip.compress(b"\0" * (MOST_BODY + 10))
+            async with httpx2.AsyncClient(trust_env=False) as client:
+                bomb = await client.post(traces(receiver.url), content=zipped, headers=PROTOBUF | {"content-encoding": "gzip"})
+            return status, bomb.status_code
+
+    assert asyncio.run(played()) == (413, 413)
+
+
+def test_chunks_and_a_kept_alive_connection_are_read(receiver: Receiver) -> None:
+    body = request(span_pb("00f067aa0ba902b7", TURN, "chunked")).SerializeToString()
+
+    async def played() -> list[bytes]:
+        receiver.opened(TRACE)
+        async with receiver.serving():
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(receiver.url.rsplit(":", 1)[1]))
+            half = len(body) // 2
+            chunked = f"{half:x}\r\n".encode() + body[:half] + f"\r\n{len(body) - half:x}\r\n".encode() + body[half:] + b"\r\n0\r\n\r\n"
+            heads = []
+            for payload in (chunked, chunked):
+                writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + payload)
+                await writer.drain()
+                heads.append(await reader.readuntil(b"\r\n\r\n"))
+            writer.close()
+            return heads
+
+    heads = asyncio.run(played())
+    assert all(head.startswith(b"HTTP/1.1 200") for head in heads)
+    assert len(receiver._open[TRACE].spans) == 2
+
+
+def test_an_agent_that_sends_nothing_is_waited_for_once() -> None:
+    receiver = Receiver(wait=0.05)
+    try:
+        async def played() -> tuple[Any, Any]:
+            receiver.opened("a" * 32)
+            receiver.opened("b" * 32)
+            async with receiver.serving():
+                return await receiver.taken("a" * 32, [TURN]), await receiver.taken("b" * 32, [TURN])
+
+        first, second = asyncio.run(played())
+    finally:
+        receiver.close()
+    assert not first.whole and not second.whole and receiver.silent and not receiver.heard
+
+
+def test_the_opentelemetry_sdks_own_exporter_is_taken(receiver: Receiver) -> None:
+    """The SDK's OTLP/HTTP exporter (requests, Protobuf), in a thread of its own as an agent's
+    would be, sends spans started under the turn's trace context: they are the attempt's."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=traces(receiver.url))))
+    tracer = provider.get_tracer("shop")
+
+    def agent() -> None:
+        context = TraceContextTextMapPropagator().extract({"traceparent": f"00-{TRACE}-{TURN}-01"})
+        with tracer.start_as_current_span("invoke_agent shop", context=context):
+            with tracer.start_as_current_span("execute_tool refund") as tool:
+                tool.set_attribute("gen_ai.tool.name", "refund")
+                tool.set_attribute("gen_ai.tool.call.arguments", json.dumps({"order": 42}))
+
+    async def played() -> Any:
+        receiver.opened(TRACE)
+        async with receiver.serving():
+            await asyncio.to_thread(agent)
+            return await receiver.taken(TRACE, [TURN])
+
+    try:
+        received = asyncio.run(played())
+    finally:
+        provider.shutdown()
+    assert received.whole
+    tool, top = received.spans
+    assert (tool.tool(), tool.service, tool.parent, top.parent) == ("refund", "shop-agent", top.span, TURN)
+
+
+# The calls the spans show, joined to the dialogue.
+
+
+def turn(text: str, *steps: Any) -> Turn:
+    return Turn("hi", Answer(text, steps=steps), True, 0.0, 0.0, Answer("").usage, 0.0, 0.0)  # type: ignore[arg-type]
+
+
+def tool_span(ids: TraceIds, name: str, parent: str, start: int, arguments: Any = None, **more: Any) -> AgentSpan:
+    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name} | more
+    if arguments is not None:
+        attributes["gen_ai.tool.call.arguments"] = json.dumps(arguments)
+    return AgentSpan(ids.trace, f"{start:016x}", f"execute_tool {name}", start, start + 500_000_000, parent, 1, attributes)
+
+
+def test_each_tool_span_joins_the_turn_it_descends_from() -> None:
+    ids = TraceIds.new()
+    top1 = AgentSpan(ids.trace, "a" * 16, "invoke_agent shop", 0, 9, ids.turn(1))
+    inner = AgentSpan(ids.trace, "b" * 16, "chain", 0, 9, top1.span)
+    top2 = AgentSpan(ids.trace, "c" * 16, "invoke_agent shop", 0, 9, ids.turn(2))
+    received = (
+        top1,
+        inner,
+        tool_span(ids, "lookup", inner.span, 2, {"order": 42}, **{"gen_ai.tool.call.result": json.dumps({"status": "shipped"})}),
+        tool_span(ids, "refund", top2.span, 5, {"order": 42}),
+        tool_span(ids, "note", top2.span, 4),
+        tool_span(ids, "stray", "f" * 16, 6),
+        top2,
+    )
+    reported = Call("refund", {"order": 42.0})
+    transcript = Transcript((turn("It shipped."), turn("Refunded.", reported)))
+    turns = [ids.turn(number) for number in (1, 2, 3)]
+    joined, broken = dialogue(transcript, None, received, turns, whole=True)
+    first, second = (played.answer.steps for played in joined.turns)
+    assert first == (Call("lookup", {"order": 42}, Reported({"status": "shipped"}), 0.5, traced=True),)
+    assert second == (
+        Call("refund", {"order": 42.0}, traced=True),
+        Call("note", {}, NotReported(), 0.5, traced=True),
+    )
+    assert joined.traced and broken is None
+
+
+def test_a_traced_call_of_a_declared_tool_its_tools_never_saw_is_claimed() -> None:
+    ids = TraceIds.new()
+    received = (tool_span(ids, "refund", ids.turn(1), 1), tool_span(ids, "mine", ids.turn(2), 2))
+    transcript = Transcript((turn("Done."),))
+    joined, broken = dialogue(transcript, None, received, [ids.turn(1), ids.turn(2)], whole=False, declared={"refund"})
+    assert joined.turns[0].answer.steps[0].source == "claimed"  # type: ignore[union-attr]
+    assert broken is not None and broken.steps == (Call("mine", {}, NotReported(), 0.5, traced=True),)
+    assert not joined.traced
+
+
+def said_done(transcript: Transcript) -> tuple[bool, str, str]:
+    claim = Check(said_done="[Cc]ancel+ed", by_calling="cancel").claim(transcript)
+    return claim.held, claim.reason, claim.doubt
+
+
+def test_said_done_holds_when_the_call_came_first_and_not_when_the_words_did() -> None:
+    called = Call("cancel", {"id": 1})
+    assert said_done(Transcript((turn("Let me see."), turn("Cancelled.", called)))) == (
+        True, "agent called cancel in turn 2, and said 'Cancelled' in turn 2", ""
+    )
+    assert said_done(Transcript((turn("Cancelled."), turn("Now really.", called))))[:2] == (
+        False, "agent said 'Cancelled' in turn 1, but no call of cancel that did it was seen by then"
+    )
+    assert said_done(Transcript((turn("Hello"),))) == (True, "agent never said anything matching /[Cc]ancel+ed/", "")
+
+
+def test_said_done_counts_only_calls_that_did_it() -> None:
+    failed = Call("cancel", error="no such booking")
+    assert said_done(Transcript((turn("Cancelled.", failed),)))[1].endswith("its call in turn 1 failed (no such booking)")
+    claimed = Call("cancel", source="claimed")
+    assert "only said by the agent" in said_done(Transcript((turn("Cancelled.", claimed),)))[1]
+    # Spans were received for the dialogue: a call they did not show is the agent's word alone.
+    reported = Transcript((turn("Cancelled.", Call("cancel")),), traced=True)
+    assert said_done(reported)[0] is False and "its spans did not show it" in said_done(reported)[1]
+    seen = Transcript((turn("Cancelled.", Call("cancel", traced=True)),), traced=True)
+    assert said_done(seen)[0] is True
+
+
+def test_said_done_where_no_call_could_be_seen_is_in_doubt_unless_spans_showed_them() -> None:
+    unheld = Turn("hi", Answer("Cancelled.", unheld="calls"), True, 0.0, 0.0, Answer("").usage, 0.0, 0.0)
+    held, _, doubt = said_done(Transcript((unheld,)))
+    assert (held, doubt) == (False, "unseen")
+    assert said_done(Transcript((unheld,), traced=True))[2] == ""
+    called = Check(called="cancel").claim(Transcript((unheld,), traced=True))
+    assert called.doubt == "" and called.reason == "agent never called cancel"
