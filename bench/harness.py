@@ -25,6 +25,11 @@ Cases, each playing ``--attempts`` attempts of ``--turns`` turns:
   ``convy report`` does) is timed on its own afterwards.
 - ``records``: ``Bench.run`` writing straight to a ``RunJournal``, without ``play``: the folder's
   cost without the lock, ``run.json`` and the final read.
+- ``traced``: ``folder``, each attempt's trace sent to a collector as it is kept (issue 30).
+- ``spans``: ``folder``, with an agent that sends two spans a turn, as one instrumented with
+  OpenTelemetry does, through an exporter in a process of its own, to a collector that drops them.
+- ``received``: ``spans``, with the spans sent to convy's receiver (``receive_traces``): waited
+  for at each attempt's end, joined to the calls, kept in the records. Its cost is against ``spans``.
 
 Throughput is measured in this process without tracemalloc (its hooks slow every allocation
 down), the cases interleaved, the median of ``--repeat`` runs. Memory is measured afterwards in a
@@ -49,6 +54,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
 import gc
 import os
 import platform
@@ -60,7 +67,7 @@ import tempfile
 import time
 import tracemalloc
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -97,6 +104,8 @@ TITLES = {
     "folder": "RunJournal.play (run folder on disk)",
     "records": "Bench.run -> RunJournal.record only",
     "traced": "RunJournal.play, traces sent to a collector",
+    "spans": "folder, the agent sending its spans elsewhere",
+    "received": "folder, the agent's spans received by convy",
 }
 CASES = tuple(TITLES)
 
@@ -132,14 +141,15 @@ class Setup(msgspec.Struct, frozen=True):
             Scenario,
         )
 
-    def agent(self) -> Any:
-        agent = FakeAgent(
-            lambda text: Answer(
-                "Your order for the lamp is noted. Anything else?",
-                Usage(input=120, output=14),
-                (Call("lookup", {"item": "lamp"}),),
-            )
-        )
+    def agent(self, sent: Callable[[], None] | None = None) -> Any:
+        """The fake agent; with ``sent``, which it calls at each turn (an exporter of its spans)."""
+
+        def answered(text: str) -> Answer:
+            if sent is not None:
+                sent()
+            return Answer("Your order for the lamp is noted. Anything else?", Usage(input=120, output=14), (Call("lookup", {"item": "lamp"}),))
+
+        agent = FakeAgent(answered)
         agent.messages = _forgetful()  # type: ignore[assignment]
         return Yielding(agent) if self.yielding else agent
 
@@ -424,6 +434,107 @@ server.serve_forever()
         self._process.wait()
 
 
+class Spans(InFolder):
+    """``folder``, with an agent that sends its own spans as one instrumented with OpenTelemetry
+    does: each turn it hands the turn's trace context to a process beside it (its exporter), which
+    sends two spans a turn (``invoke_agent`` and ``execute_tool lookup``, under the turn's span)
+    over OTLP/HTTP as they come. Here they go to a collector that drops them: the agent's own cost,
+    which ``received`` is measured against."""
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        self.collector = Collector()
+        self.exporter = Exporter(self.collector.url)
+        self.bench = msgspec.structs.replace(self.bench, agent=setup.agent(self.exporter.send))
+
+    async def play(self) -> None:
+        try:
+            await super().play()
+        finally:
+            self.exporter.close()
+            self.collector.close()
+
+
+class Received(InFolder):
+    """``spans``, but sent to convy: the run receives them (``receive_traces``), waits at each
+    attempt's end for its turns' spans, joins the tool spans to the calls and keeps the spans in
+    the attempt's record."""
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        from convy.receiver import Receiver  # here: a convy from before issue 30 plays the other cases
+
+        self.receiver = Receiver()
+        self.exporter = Exporter(self.receiver.url)
+        self.bench = msgspec.structs.replace(self.bench, agent=setup.agent(self.exporter.send), receiver=self.receiver)
+
+    async def play(self) -> None:
+        try:
+            await super().play()
+        finally:
+            self.exporter.close()
+            self.receiver.close()
+
+    def checked(self, reread: bool) -> Looked:
+        outcome = self.kept.outcomes[0]
+        if not outcome.transcript.traced or len(outcome.spans) != 2 * self.setup.turns:
+            raise SystemExit(f"received: an attempt kept {len(outcome.spans)} spans, traced {outcome.transcript.traced}")
+        return super().checked(reread)
+
+
+class Exporter:
+    """An agent's span exporter, in a process of its own as an agent behind HTTP would have it:
+    the agent writes each turn's trace id and span id to its pipe (``send``, 48 bytes, no waiting),
+    and it posts every turn it has read by then as one OTLP/HTTP request (binary Protobuf) on a
+    kept-alive connection."""
+
+    SENDER = """
+import http.client, os, sys, urllib.parse
+from convy.otlp import INTERNAL, Signals, Span
+url = urllib.parse.urlsplit(sys.argv[1])
+connection = http.client.HTTPConnection(url.hostname, url.port)
+pending, number = b"", 0
+while True:
+    data = os.read(0, 1 << 16)
+    if not data:
+        break
+    pending += data
+    whole = len(pending) - len(pending) % 48
+    records, pending = pending[:whole], pending[whole:]
+    spans = []
+    for place in range(0, len(records), 48):
+        trace, turn = records[place:place + 32].decode(), records[place + 32:place + 48].decode()
+        number += 2
+        top, tool = f"{number:016x}", f"{number + 1:016x}"
+        spans.append(Span(trace, top, turn, "invoke_agent shop", INTERNAL, 1_000, 4_000))
+        spans.append(Span(trace, tool, top, "execute_tool lookup", INTERNAL, 2_000, 3_000,
+                          {"gen_ai.tool.name": "lookup", "gen_ai.tool.call.arguments": '{"item": "lamp"}'}))
+    if spans:
+        body = Signals({"service.name": "shop"}, "shop", "1", tuple(spans)).proto_traces()
+        connection.request("POST", "/v1/traces", body, {"content-type": "application/x-protobuf"})
+        connection.getresponse().read()
+"""
+
+    def __init__(self, url: str) -> None:
+        self._process = subprocess.Popen([sys.executable, "-c", self.SENDER, url], stdin=subprocess.PIPE)
+        assert self._process.stdin is not None
+        self._pipe = self._process.stdin.fileno()
+        with contextlib.suppress(OSError):  # room for many turns: the agent never waits on its exporter
+            fcntl.fcntl(self._pipe, 1031, 1 << 20)  # F_SETPIPE_SZ
+
+    def send(self) -> None:
+        from convy import trace_context
+
+        here = trace_context()
+        if here is not None:
+            os.write(self._pipe, (here.trace_id + here.span_id).encode())
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait()
+
+
 KINDS: dict[str, type[Case]] = {
     "baseline": Baseline,
     "fakes": Fakes,
@@ -431,6 +542,8 @@ KINDS: dict[str, type[Case]] = {
     "folder": InFolder,
     "records": Records,
     "traced": Traced,
+    "spans": Spans,
+    "received": Received,
 }
 
 
@@ -615,6 +728,15 @@ def shown_throughput(setup: Setup, runs: dict[str, list[Played]], repeat: int) -
                     f" the last trace taken {tail:.3f} s after (best): the process beside the run catching up"
                 ]
                 if traced
+                else []
+            ),
+            *(
+                [
+                    f"  received: {min(one.seconds for one in runs['received']) / min(one.seconds for one in runs['spans']):.2f}x spans' best,"
+                    f" {statistics.median(one.seconds for one in runs['received']) / statistics.median(one.seconds for one in runs['spans']):.2f}x its median:"
+                    " convy's cost of receiving the agent's spans (each attempt waits for its turns', joins and keeps them)"
+                ]
+                if runs.get("received") and runs.get("spans")
                 else []
             ),
         ]

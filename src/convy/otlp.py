@@ -332,7 +332,10 @@ def fields(data: bytes) -> list[tuple[int, int | bytes]]:
 
 def double(bits: int) -> float:
     """A ``double`` field's value, from the 64 bits ``fields`` gives for it."""
-    return float(_UNPACK_DOUBLE(_PACK_FIXED64(bits))[0])
+    try:
+        return float(_UNPACK_DOUBLE(_PACK_FIXED64(bits))[0])
+    except struct.error:  # more than 64 bits: a varint where the double's 8 bytes belong
+        raise ValueError("a double's field holds no 64 bits") from None
 
 
 def _read_varint(data: bytes, place: int) -> tuple[int, int]:

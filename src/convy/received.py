@@ -15,7 +15,7 @@ The attributes convy reads are those of the GenAI semantic conventions' ``execut
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -29,6 +29,9 @@ DEEPEST = 4  # lists and maps within lists and maps, kept to this depth
 _ERROR = 2  # the status code of a span that ended in an error
 _KINDS = {"SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
 TOOL = "execute_tool"  # the GenAI conventions' operation of a tool call
+# A tool call's arguments and result, JSON text read as JSON (``traced``): kept longer, so that
+# what is read is whole.
+LONGER = {"gen_ai.tool.call.arguments": 64 * 1024, "gen_ai.tool.call.result": 64 * 1024}
 
 
 class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
@@ -65,9 +68,36 @@ class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return self.name.split(" ", 1)[1].strip() if " " in self.name else ""
 
 
-def spans(body: bytes, json: bool) -> tuple[AgentSpan, ...]:
-    """The spans of an ``ExportTraceServiceRequest`` in OTLP JSON (``json``) or binary Protobuf."""
-    return tuple(_from_json(body) if json else _from_proto(body))
+def spans(body: bytes, json: bool, hidden: Callable[[str], str] = str) -> tuple[AgentSpan, ...]:
+    """The spans of an ``ExportTraceServiceRequest`` in OTLP JSON (``json``) or binary Protobuf,
+    each text in them with ``hidden`` applied (the run's secrets hidden) before it is cut."""
+    try:
+        read = list(_from_json(body) if json else _from_proto(body))
+    except RecursionError:  # nested past what the decoder follows
+        raise ValueError("nested too deeply") from None
+    return tuple(_bounded(span, hidden) for span in read)
+
+
+def _bounded(span: AgentSpan, hidden: Callable[[str], str]) -> AgentSpan:
+    return msgspec.structs.replace(
+        span,
+        name=_cut(hidden(span.name)),
+        attributes={key: _value_bounded(value, hidden, LONGER.get(key, MOST_TEXT)) for key, value in span.attributes.items()},
+        error=_cut(hidden(span.error)),
+        service=_cut(hidden(span.service)),
+    )
+
+
+def _value_bounded(value: Any, hidden: Callable[[str], str], most: int = MOST_TEXT) -> Any:
+    match value:
+        case str():
+            return _cut(hidden(value), most)
+        case list():
+            return [_value_bounded(item, hidden) for item in value]
+        case dict():
+            return {key: _value_bounded(item, hidden) for key, item in value.items()}
+        case _:
+            return value
 
 
 # Binary Protobuf, by field number (opentelemetry/proto/trace/v1/trace.proto and common.proto).
@@ -105,7 +135,7 @@ def _proto_span(data: bytes, service: str) -> AgentSpan | None:
             case 4, bytes():
                 parent = value
             case 5, bytes():
-                name = _cut(value.decode(errors="replace"))
+                name = value.decode(errors="replace")
             case 6, int():
                 kind = value
             case 7, int():
@@ -127,7 +157,7 @@ def _proto_status(data: bytes) -> str:
     message, code = "", 0
     for field, value in fields(data):
         if field == 2 and isinstance(value, bytes):
-            message = _cut(value.decode(errors="replace"))
+            message = value.decode(errors="replace")
         elif field == 3 and isinstance(value, int):
             code = value
     return (message or "error") if code == _ERROR else ""
@@ -156,7 +186,7 @@ def _proto_value(data: bytes, depth: int) -> Any:
     for field, value in fields(data):
         match field, value:
             case 1, bytes():
-                return _cut(value.decode(errors="replace"))
+                return value.decode(errors="replace")
             case 2, int():
                 return bool(value)
             case 3, int():
@@ -173,7 +203,7 @@ def _proto_value(data: bytes, depth: int) -> Any:
                         _proto_key_value(item, mapped, depth + 1)
                 return mapped
             case 7, bytes():
-                return _cut(base64.b64encode(value).decode())
+                return base64.b64encode(value).decode()
             case _:
                 pass
     return None
@@ -212,13 +242,13 @@ def _json_span(held: Any, service: str) -> AgentSpan | None:
     return AgentSpan(
         trace,
         span,
-        _cut(str(_field(held, "name") or "")),
+        str(_field(held, "name") or ""),
         _number(_field(held, "startTimeUnixNano", "start_time_unix_nano")),
         _number(_field(held, "endTimeUnixNano", "end_time_unix_nano")),
         parent,
         _KINDS.get(kind, 0) if isinstance(kind, str) else kind if isinstance(kind, int) else 0,
         _json_attributes(_field(held, "attributes")),
-        (_cut(message) if isinstance(message, str) and message else "error") if failed else "",
+        (message if isinstance(message, str) and message else "error") if failed else "",
         service,
     )
 
@@ -240,7 +270,7 @@ def _json_value(held: Any, depth: int) -> Any:
     for name, value in held.items():
         match name:
             case "stringValue" | "string_value" if isinstance(value, str):
-                return _cut(value)
+                return value
             case "boolValue" | "bool_value" if isinstance(value, bool):
                 return value
             case "intValue" | "int_value":
@@ -254,7 +284,7 @@ def _json_value(held: Any, depth: int) -> Any:
             case "kvlistValue" | "kvlist_value" if depth < DEEPEST:
                 return _json_attributes(_field(value, "values"), depth + 1)
             case "bytesValue" | "bytes_value" if isinstance(value, str):
-                return _cut(value)
+                return value
             case _:
                 pass
     return None
@@ -294,5 +324,5 @@ def _text_of(held: Any) -> str:
     return held if isinstance(held, str) else ""
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= MOST_TEXT else text[:MOST_TEXT] + "…"
+def _cut(text: str, most: int = MOST_TEXT) -> str:
+    return text if len(text) <= most else text[:most] + "…"

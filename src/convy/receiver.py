@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import threading
 import zlib
@@ -34,29 +35,47 @@ LOOPBACK = "127.0.0.1"
 MOST_HEAD = 64 * 1024  # bytes of a request's line and headers
 MOST_BODY = 32 * 1024 * 1024  # bytes of a request's body, unzipped
 MOST_SPANS = 1000  # spans kept of one attempt; the rest are counted
+MOST_CONNECTIONS = 64  # connections open at once; one more is closed at once
+IDLE = 60.0  # seconds a connection may take to send a whole request
+RECENT = 4096  # the attempts that ended latest, whose spans that still come are counted late
 TRACES, LOGS, METRICS = "/v1/traces", "/v1/logs", "/v1/metrics"
 _CLOSING = 5.0  # seconds the connections open when the run ends have to close
 
 
 class Received(msgspec.Struct, frozen=True):
     """What came for one attempt's trace: its spans in the order they came, how many more came
-    than are kept, and whether every turn it waited for had a span of the agent's under it."""
+    than are kept, whether every turn it waited for had a span of the agent's under it
+    (``whole``), and whether its tool calls can be read from them (``tooled``: the agent has sent
+    an ``execute_tool`` span in this run, so one that called a tool says so, and none was left
+    out of this attempt's)."""
 
     spans: tuple[AgentSpan, ...] = ()
     dropped: int = 0
     whole: bool = False
+    tooled: bool = False
 
 
 class _Held:
-    """The spans of one attempt under way, the parents they name, and the event loop of the
-    attempt, told when more come."""
+    """The spans of one attempt under way, the parents they name, whether a tool's span was left
+    out, and the event loop of the attempt, told when more come."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.spans: list[AgentSpan] = []
         self.parents: set[str] = set()
         self.dropped = 0
+        self.lost = False  # a tool's span was left out: the calls are not all there
         self.loop = loop
         self.came = asyncio.Event()
+
+    def keep(self, span: AgentSpan, tool: bool) -> None:
+        """Keep ``span``: up to ``MOST_SPANS``, and tools' spans up to twice that (they are what
+        the attempt's checks read); past those, counted. Its parent is noted whatever the count."""
+        self.parents.add(span.parent)
+        if len(self.spans) < MOST_SPANS or tool and len(self.spans) < 2 * MOST_SPANS:
+            self.spans.append(span)
+            return
+        self.dropped += 1
+        self.lost = self.lost or tool
 
     def told(self) -> None:
         """Wake the attempt waiting for them, from the receiver's thread."""
@@ -83,8 +102,14 @@ class _Refused(Exception):
         self.status = status
 
 
+# The headers that frame a body: each given once.
+_SINGLE = frozenset({"content-length", "transfer-encoding"})
+_DIGITS = re.compile(r"[0-9]{1,12}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,12}")
+
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 411: "Length Required",
-            413: "Content Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large"}
+            413: "Content Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
+            501: "Not Implemented"}
 
 
 class Receiver:
@@ -103,11 +128,24 @@ class Receiver:
         self.wait = wait
         self._lock = threading.Lock()  # what the receiver's thread and the attempts share
         self._open: dict[str, _Held] = {}
-        self.heard = False  # a span of an attempt under way came, this run
-        self.silent = False  # an attempt waited its whole time, and nothing had come
-        self.unmatched = 0  # spans of no attempt under way: late, or another program's
-        self.unread = 0  # requests that did not read as OTLP
-        self.problem = ""  # the first of them, said
+        self._ended: dict[str, None] = {}  # the traces of the attempts that ended latest, at most RECENT, oldest first
+        self._hidden: Callable[[str], str] = str  # what hides the run's secrets in a text, before it is cut
+        self.begun(str)
+
+    def begun(self, hidden: Callable[[str], str]) -> None:
+        """An agent's runs begin: what is known of what it sends starts afresh, and ``hidden``
+        hides its run's secrets in what it sends (before a text is cut, so none is left in part)."""
+        with self._lock:
+            self._hidden = hidden
+            self.heard = False  # a span of one of its attempts came
+            self.silent = False  # an attempt waited its whole time, and nothing had come
+            self.tooled = False  # an execute_tool span of its came: its spans show its tool calls
+            self.late = 0  # spans of its attempts that came after their attempt ended
+            self.unmatched = 0  # spans of no attempt of its: another program's
+            self.dropped = 0  # spans past what an attempt keeps
+            self.unread = 0  # requests that did not read as OTLP
+            self.problem = ""  # the first of them, said
+            self._ended.clear()
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[Receiver]:
@@ -134,7 +172,7 @@ class Receiver:
             assert task is not None
             writers[writer] = task
             try:
-                await self._connected(reader, writer)
+                await self._connected(reader, writer, len(writers))
             finally:
                 writers.pop(writer, None)
 
@@ -164,9 +202,15 @@ class Receiver:
             self._open[trace] = held
 
     def forgotten(self, trace: str) -> None:
-        """An attempt has ended: spans of its trace that come from now are not kept."""
+        """An attempt has ended: spans of its trace that come from now are counted late, not kept."""
         with self._lock:
-            self._open.pop(trace, None)
+            self._let_go(trace)
+
+    def _let_go(self, trace: str) -> None:
+        if self._open.pop(trace, None) is not None:
+            self._ended[trace] = None
+            if len(self._ended) > RECENT:
+                del self._ended[next(iter(self._ended))]
 
     async def taken(self, trace: str, turns: Sequence[str]) -> Received:
         """What came for ``trace``, once each of ``turns`` (the agent's turns' span ids) has a span
@@ -192,37 +236,48 @@ class Receiver:
                 async with asyncio.timeout(left):
                     await held.came.wait()
         with self._lock:
-            self._open.pop(trace, None)
-            return Received(tuple(held.spans), held.dropped, self._whole(held, turns))
+            self._let_go(trace)
+            self.dropped += held.dropped
+            whole = self._whole(held, turns)
+            return Received(tuple(held.spans), held.dropped, whole, self.tooled and not held.lost)
 
     @staticmethod
     def _whole(held: _Held, turns: Sequence[str]) -> bool:
         return all(turn in held.parents for turn in turns)
 
     def kept(self, came: Sequence[AgentSpan]) -> None:
-        """Spans that came: each kept with its attempt, if one under way has its trace."""
+        """Spans that came: each kept with its attempt, if one under way has its trace; one of an
+        attempt that ended counted late (the agent is heard all the same), another's unmatched."""
         told: dict[int, _Held] = {}
         with self._lock:
             for span in came:
+                tool = bool(span.tool())
                 held = self._open.get(span.trace)
                 if held is None:
-                    self.unmatched += 1
+                    if span.trace in self._ended:
+                        self.late += 1
+                        self.heard = True
+                        self.tooled = self.tooled or tool
+                    else:
+                        self.unmatched += 1
                     continue
                 self.heard = True
-                if len(held.spans) >= MOST_SPANS:
-                    held.dropped += 1
-                    continue
-                held.spans.append(span)
-                held.parents.add(span.parent)
+                self.tooled = self.tooled or tool
+                held.keep(span, tool)
                 told[id(held)] = held
         for held in told.values():
             held.told()
 
-    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, open_now: int) -> None:
         try:
+            if open_now > MOST_CONNECTIONS:
+                return
             while True:
                 try:
-                    request = await self._request(reader)
+                    async with asyncio.timeout(IDLE):
+                        request = await self._request(reader)
+                except TimeoutError:  # nothing whole came for a minute: let the connection go
+                    return
                 except _Refused as refused:
                     writer.write(_answer(refused.status, b"", "text/plain", close=True))
                     await writer.drain()
@@ -248,12 +303,13 @@ class Receiver:
         match request.path:
             case "/v1/traces":
                 try:
-                    self.kept(spans(request.body, json))
+                    came = spans(request.body, json, self._hidden)
                 except ValueError as error:
                     with self._lock:
                         self.unread += 1
                         self.problem = self.problem or f"a request to {TRACES} did not read as OTLP {'JSON' if json else 'Protobuf'} ({error})"
                     return _answer(400, b"", "text/plain", closing)
+                self.kept(came)
                 return _answer(200, empty, kind, closing)
             case "/v1/logs" | "/v1/metrics":
                 return _answer(200, empty, kind, closing)
@@ -277,7 +333,12 @@ class Receiver:
         for line in lines[1:]:
             if ":" in line:
                 name, value = line.split(":", 1)
-                headers[name.strip().lower()] = value.strip()
+                name = name.strip().lower()
+                if name in headers and name in _SINGLE:  # two lengths: which one frames the body is not certain
+                    raise _Refused(400, f"{name} given twice")
+                headers[name] = value.strip()
+        if "content-length" in headers and "transfer-encoding" in headers:
+            raise _Refused(400, "a content length and a transfer encoding both")
         body = await self._body(reader, headers)
         coding = headers.get("content-encoding", "identity").lower()
         if coding == "gzip":
@@ -287,15 +348,17 @@ class Receiver:
         return _Request(parts[0].upper(), parts[1].split("?", 1)[0], headers, body)
 
     async def _body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-        if headers.get("transfer-encoding", "").lower() == "chunked":
+        coding = headers.get("transfer-encoding")
+        if coding is not None and coding.lower() != "chunked":
+            raise _Refused(501, f"transfer encoding {coding}")  # read as no body, its bytes would be the next request
+        if coding is not None:
             chunks: list[bytes] = []
             size = 0
             while True:
-                line = await reader.readuntil(b"\r\n")
-                try:
-                    length = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise _Refused(400, "a chunk's size") from None
+                line = (await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip()
+                if not _HEX.fullmatch(line):
+                    raise _Refused(400, "a chunk's size")
+                length = int(line, 16)
                 size += length
                 if size > MOST_BODY:
                     raise _Refused(413, "a body too large")
@@ -306,7 +369,7 @@ class Receiver:
                 chunks.append(await reader.readexactly(length))
                 await reader.readexactly(2)
         length_text = headers.get("content-length", "0")
-        if not length_text.isdigit():
+        if not _DIGITS.fullmatch(length_text):
             raise _Refused(400, "a content length")
         length = int(length_text)
         if length > MOST_BODY:

@@ -739,7 +739,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             turns = [ids.turn(number) for number in range(1, len(transcript.turns) + 2)]
             received = await receiver.taken(ids.trace, turns[:-1])
             declared = box.tools if box is not None else ()
-            transcript, broken = dialogue(transcript, broken, received.spans, turns, received.whole, declared)
+            whole = received.whole and received.tooled
+            transcript, broken = dialogue(transcript, broken, received.spans, turns, whole, declared)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
         unchecked: tuple[Unchecked, ...] = ()

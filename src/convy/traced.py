@@ -24,12 +24,21 @@ from convy.transcript import Transcript
 from convy.views import SpanView
 
 
-def calls(spans: Sequence[AgentSpan], turns: Mapping[str, int]) -> dict[int, list[Call]]:
+class Traced(msgspec.Struct, frozen=True):
+    """A tool call a span showed, and whether the span gave its arguments whole (the conventions
+    make them optional, and a text cut short does not read as JSON): one whose arguments are not
+    known is matched to a call of its tool by the name alone."""
+
+    call: Call
+    known: bool = True
+
+
+def calls(spans: Sequence[AgentSpan], turns: Mapping[str, int]) -> dict[int, list[Traced]]:
     """The tool calls among ``spans``, by the number of the turn (``turns``: each turn's span id
     and number) they descend from, each turn's in the order they started; a call under no turn's
     span is left out."""
     parent = {span.span: span.parent for span in spans}
-    found: dict[int, list[tuple[int, Call]]] = {}
+    found: dict[int, list[tuple[int, Traced]]] = {}
     for span in spans:
         tool = span.tool()
         if not tool:
@@ -50,57 +59,71 @@ def _turn_of(place: str, parent: Mapping[str, str], turns: Mapping[str, int]) ->
     return None
 
 
-def _call(span: AgentSpan, tool: str) -> Call:
-    arguments = _decoded(span.attributes.get("gen_ai.tool.call.arguments"))
+def _call(span: AgentSpan, tool: str) -> Traced:
+    given = span.attributes.get("gen_ai.tool.call.arguments")
+    arguments, known = _decoded(given)
     result = span.attributes.get("gen_ai.tool.call.result")
-    return Call(
+    call = Call(
         tool,
-        arguments if isinstance(arguments, dict) else {} if arguments is None else {"arguments": arguments},
-        NotReported() if result is None else Reported(_decoded(result)),
+        arguments if isinstance(arguments, dict) else {} if given is None or not known else {"arguments": arguments},
+        NotReported() if result is None else Reported(_decoded(result)[0]),
         span.seconds(),
         error=span.error or _text(span.attributes.get("error.type")),
         traced=True,
     )
+    return Traced(call, given is not None and known)
 
 
-def _decoded(value: Any) -> Any:
-    """An attribute the conventions give as JSON text, read as JSON where it is; else as it is."""
+def _decoded(value: Any) -> tuple[Any, bool]:
+    """An attribute the conventions give as JSON text, read as JSON where it is (and whether it
+    was); any other value as it is."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return json.loads(value), True
         except ValueError:
-            return value
-    return value
+            return value, False
+    return value, True
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def joined(answer: Answer, traced: Sequence[Call], declared: Container[str] = ()) -> Answer:
+def joined(answer: Answer, traced: Sequence[Traced], declared: Container[str] = ()) -> Answer:
     """``answer`` with the calls ``traced`` in its turn: each marks the first unmarked call of the
-    same tool with the same arguments among its steps, or follows them; one that follows them of
-    a tool the scenario ``declared`` ran the agent's own code, never the scenario's tool, and is
-    marked ``claimed`` as a call the agent reported of it would be (``tools.joined``)."""
+    same tool with the same arguments among its steps (by the name alone where the span did not
+    give them whole), or follows them; one that follows them of a tool the scenario ``declared``
+    ran the agent's own code, never the scenario's tool, and is marked ``claimed`` as a call the
+    agent reported of it would be (``tools.joined``). On a call the agent reported, what the span
+    says wins: its error, and its result where the report gave none; a call the scenario's tools
+    served keeps what they answered."""
     if not traced:
         return answer
     steps: list[Step] = list(answer.steps)
     left: list[Call] = []
-    for call in traced:
+    for seen in traced:
+        call = seen.call
         place = next(
             (
                 number
                 for number, step in enumerate(steps)
-                if type(step) is Call and not step.traced and step.name == call.name and same(step.arguments, call.arguments)
+                if type(step) is Call
+                and not step.traced
+                and step.name == call.name
+                and (not seen.known or same(step.arguments, call.arguments))
             ),
             None,
         )
         if place is None:
             left.append(msgspec.structs.replace(call, source="claimed") if call.name in declared else call)
-        else:
-            step = steps[place]
-            assert type(step) is Call
+            continue
+        step = steps[place]
+        assert type(step) is Call
+        if step.source:  # served by the scenario's tools: what they answered is what happened
             steps[place] = msgspec.structs.replace(step, traced=True)
+        else:
+            result = step.result if type(call.result) is NotReported else call.result
+            steps[place] = msgspec.structs.replace(step, traced=True, error=call.error or step.error, result=result)
     return msgspec.structs.replace(answer, steps=tuple(steps) + tuple(left))
 
 
@@ -115,7 +138,8 @@ def dialogue(
     """The dialogue, and the turn the agent broke off (``broken``, the turn after the last), with
     the calls ``spans`` show joined to their turns; ``turns`` the span ids of the turns in order,
     ``declared`` the tools the scenario declares.
-    The transcript is marked ``traced`` when every turn had spans of the agent's (``whole``): its
+    The transcript is marked ``traced`` when its tool calls can be read from the spans (``whole``:
+    every turn had spans of the agent's, which shows its tool calls, and none was left out): its
     calls were then seen whatever its replies held."""
     found = calls(spans, {span: number for number, span in enumerate(turns, start=1)})
     replace = msgspec.structs.replace
@@ -126,7 +150,7 @@ def dialogue(
     after = found.get(len(transcript.turns) + 1, ())
     if after:
         broken = joined(broken or Answer(""), after, declared)
-    return replace(transcript, turns=played, traced=whole and bool(spans)), broken
+    return replace(transcript, turns=played, traced=whole), broken
 
 
 SHOWN_SPANS = 200  # the agent's spans an attempt's timeline draws (the first to start)

@@ -30,9 +30,9 @@ pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is a dev 
 KEY = "sk-zq7xw-0123456789abcdef"
 
 # An agent behind HTTP, instrumented with the OpenTelemetry SDK, configured from its environment
-# alone. Each turn is a span under the trace context convy sent; asked to cancel, it runs its
-# cancel_booking tool (a span with the conventions' attributes) unless LIAR is set, and says it did
-# either way. Its replies hold text alone: convy cannot see its calls in them.
+# alone. Each turn is a span under the trace context convy sent; asked to cancel, it looks the
+# booking up, then runs its cancel_booking tool (each a span with the conventions' attributes)
+# unless LIAR is set, and says it did either way. Its replies hold text alone: convy cannot see its calls in them.
 AGENT_SERVER = """\
 import json, os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +54,10 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         with tracer.start_as_current_span("invoke_agent shop-agent", context=extract(dict(self.headers))):
             if "cancel" in body["message"].lower():
+                with tracer.start_as_current_span("execute_tool lookup_booking") as tool:
+                    tool.set_attribute("gen_ai.operation.name", "execute_tool")
+                    tool.set_attribute("gen_ai.tool.name", "lookup_booking")
+                    tool.set_attribute("gen_ai.tool.call.arguments", json.dumps({"booking": 7}))
                 if not LIAR:
                     with tracer.start_as_current_span("execute_tool cancel_booking") as tool:
                         tool.set_attribute("gen_ai.operation.name", "execute_tool")
@@ -172,9 +176,9 @@ def test_an_instrumented_http_agents_tool_spans_become_checked_calls(tmp_path: P
         assert all(span["service"] == "shop-agent" and span["trace"] == attempt["trace"] for span in attempt["spans"])
         assert "steps" not in second["answer"]
         if liar:
-            assert "steps" not in first["answer"]
+            assert [step["name"] for step in first["answer"]["steps"]] == ["lookup_booking"]
             assert checks(attempt) == [
-                ("called cancel_booking with booking=7", False, "agent never called cancel_booking"),
+                ("called cancel_booking with booking=7", False, "agent never called cancel_booking; it called lookup_booking"),
                 (
                     "called cancel_booking before saying /[Cc]ancelled/",
                     False,
@@ -183,7 +187,8 @@ def test_an_instrumented_http_agents_tool_spans_become_checked_calls(tmp_path: P
                 ("never called refund", True, "agent never called refund"),
             ]
         else:
-            (call,) = first["answer"]["steps"]
+            lookup, call = first["answer"]["steps"]
+            assert (lookup["name"], lookup["traced"]) == ("lookup_booking", True)
             assert call == {
                 "type": "call",
                 "name": "cancel_booking",
@@ -270,7 +275,7 @@ def test_an_agent_that_sends_no_spans_is_waited_for_once_and_said(tmp_path: Path
     )
     ran = convy.ran("run")
     assert ran.returncode == 3, ran.stdout + ran.stderr
-    assert "convy: receive_traces: the agent sent no span of any attempt to http://127.0.0.1:" in ran.stderr
+    assert "convy: receive_traces: shop sent no span of any attempt to http://127.0.0.1:" in ran.stderr
     assert all("traced" not in attempt["transcript"] and "spans" not in attempt for attempt in attempts(tmp_path))
 
 

@@ -448,3 +448,94 @@ def test_said_done_where_no_call_could_be_seen_is_in_doubt_unless_spans_showed_t
     assert said_done(Transcript((unheld,), traced=True))[2] == ""
     called = Check(called="cancel").claim(Transcript((unheld,), traced=True))
     assert called.doubt == "" and called.reason == "agent never called cancel"
+
+
+def test_a_span_that_shows_a_reported_call_wins_on_its_error_and_one_without_arguments_matches_by_name() -> None:
+    ids = TraceIds.new()
+    failed = tool_span(ids, "cancel", ids.turn(1), 1, {"id": "B1"})
+    failed = AgentSpan(failed.trace, failed.span, failed.name, failed.start, failed.end, failed.parent, 1, failed.attributes, "PermissionDenied")
+    bare = tool_span(ids, "lookup", ids.turn(1), 2)  # the conventions make the arguments optional
+    reported = (Call("cancel", {"id": "B1"}, Reported("ok")), Call("lookup", {"id": "B1"}))
+    joined, _ = dialogue(Transcript((turn("Cancelled.", *reported),)), None, (failed, bare), [ids.turn(1), ids.turn(2)], whole=True)
+    assert joined.turns[0].answer.steps == (
+        Call("cancel", {"id": "B1"}, Reported("ok"), error="PermissionDenied", traced=True),
+        Call("lookup", {"id": "B1"}, traced=True),
+    )
+    assert said_done(joined)[0] is False  # the span said the cancel failed
+
+
+def test_arguments_cut_short_match_by_name_and_are_not_a_second_call() -> None:
+    ids = TraceIds.new()
+    long = {"note": "x" * 70_000}
+    span = tool_span(ids, "save", ids.turn(1), 1, long)
+    (kept,) = spans(request_of(span), json=False)
+    joined, _ = dialogue(Transcript((turn("Saved.", Call("save", long)),)), None, (kept,), [ids.turn(1)], whole=True)
+    assert [step.name for step in joined.turns[0].answer.steps] == ["save"]  # type: ignore[union-attr]
+
+
+def request_of(span: AgentSpan) -> bytes:
+    return Signals({}, "shop", "1", (Span(span.trace, span.span, span.parent, span.name, 1, span.start, span.end, span.attributes),)).proto_traces()
+
+
+def test_secrets_are_hidden_before_a_text_is_cut() -> None:
+    key = "sk-Zq7Xk9RtYvB2"
+    text = "a" * (MOST_TEXT - 6) + key
+    (span,) = spans(request_of(AgentSpan(TRACE, "00f067aa0ba902b7", "x", 1, 2, TURN, 1, {"said": text})), False, lambda said: said.replace(key, "<hidden>"))
+    assert "Zq7" not in span.attributes["said"] and span.attributes["said"].startswith("a" * (MOST_TEXT - 6) + "<hid")
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "status"),
+    [
+        ("Transfer-Encoding: chunked", b"-1\r\n\r\n", 400),
+        ("Content-Length: \u00b2", b"", 400),
+        ("Transfer-Encoding: gzip, chunked", b"0\r\n\r\n", 501),
+        ("Content-Length: 0\r\nTransfer-Encoding: chunked", b"0\r\n\r\n", 400),
+        ("Content-Length: 0\r\nContent-Length: 5", b"", 400),
+    ],
+    ids=["negative chunk", "not ascii digits", "other transfer encoding", "both framings", "two lengths"],
+)
+def test_a_request_whose_body_cannot_be_framed_for_certain_is_refused(receiver: Receiver, head: str, body: bytes, status: int) -> None:
+    async def played() -> bytes:
+        async with receiver.serving():
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(receiver.url.rsplit(":", 1)[1]))
+            writer.write(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\n{head}\r\n\r\n".encode() + body)
+            await writer.drain()
+            answer = await reader.read()  # the receiver closes the connection after the refusal
+            writer.close()
+            return answer
+
+    assert asyncio.run(played()).startswith(f"HTTP/1.1 {status} ".encode())
+
+
+def test_bodies_that_break_a_decoder_are_a_400_said_once() -> None:
+    from opentelemetry.proto.common.v1 import common_pb2
+
+    made = span_pb("00f067aa0ba902b7", TURN, "x")
+    wide = made.attributes.add()
+    wide.key = "d"
+    # field 4 (a double) sent as a varint of more than 64 bits
+    wide.value.MergeFromString(b"\x20" + b"\xff" * 9 + b"\x03")
+    assert common_pb2  # the classes wrote it; convy's reader must refuse it, not crash
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for body, json_ in ((request(made).SerializeToString(), False), (deep, True)):
+        with pytest.raises(ValueError):
+            spans(body, json_)
+
+
+def test_spans_that_come_after_their_attempt_ended_count_as_heard_and_late(receiver: Receiver) -> None:
+    body = request(span_pb("00f067aa0ba902b7", TURN, "execute_tool x", **{"gen_ai.tool.name": "x"})).SerializeToString()
+
+    async def played() -> Any:
+        receiver.opened(TRACE)
+        receiver.forgotten(TRACE)  # ended before its spans came
+        await posted(receiver, ("/v1/traces", body, PROTOBUF))
+        receiver.opened("c" * 32)
+        return await receiver.taken("c" * 32, [TURN])
+
+    receiver.wait = 0.05
+    received = asyncio.run(played())
+    assert (receiver.late, receiver.unmatched, receiver.heard, receiver.tooled) == (1, 0, True, True)
+    assert not receiver.silent and received.tooled and not received.whole
+    receiver.begun(str)  # the next agent's run: learnt afresh
+    assert (receiver.late, receiver.heard, receiver.tooled) == (0, False, False)

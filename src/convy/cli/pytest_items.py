@@ -223,6 +223,11 @@ class ScenarioTests:
             settings = command.overridden(self.project.settings())
         except ConfigurationError as error:  # said of `convy run`'s options: these are pytest's
             raise ConfigurationError(self.OPTIONS.sub(r"--convy-\1:", str(error))) from None
+        if settings.receive_traces:  # its agents are loaded here, before a receiver could be given them
+            raise ConfigurationError(
+                "receive_traces: pytest --convy does not receive the agent's spans; play the scenarios with "
+                "convy run to receive them, or set receive_traces = false"
+            )
         self.fail_on_skip = settings.fail_on_skip
         scenarios = self.project.scenarios()
         prompt = self.project.prompt(settings)

@@ -72,21 +72,31 @@ class Receiving(msgspec.Struct, frozen=True):
         """The line a run starts with: where the agent's spans go."""
         return f"traces: the agent's own spans are received at {self.receiver.url} (give it as OTEL_EXPORTER_OTLP_ENDPOINT)"
 
-    def said(self) -> list[str]:
-        """What the command says at its end of the spans it received, if anything went amiss."""
+    def said(self, agent: str) -> list[str]:
+        """What the command says, once ``agent``'s run has played, of the spans it received, if
+        anything went amiss."""
         receiver = self.receiver
         lines: list[str] = []
         if receiver.silent and not receiver.heard:
             lines.append(
-                f"convy: receive_traces: the agent sent no span of any attempt to {receiver.url} within "
+                f"convy: receive_traces: {agent} sent no span of any attempt to {receiver.url} within "
                 f"{receiver.wait:g} s, so its calls were seen only as its replies said them; an agent "
                 "instrumented with OpenTelemetry sends them when its OTEL_EXPORTER_OTLP_ENDPOINT is that address"
             )
+        elif receiver.heard and not receiver.tooled:
+            lines.append(
+                f"convy: receive_traces: {agent} sent spans but no execute_tool span, so its tool calls could not be "
+                "read from them: its calls were seen only as its replies said them"
+            )
         if receiver.problem:
             lines.append(f"convy: receive_traces: {Inert(receiver.problem).line()}; {receiver.unread} such request(s) in all")
-        if receiver.unmatched:
+        if receiver.late:
             lines.append(
-                f"convy: receive_traces: {receiver.unmatched} span(s) came for no attempt under way (after their "
-                f"attempt ended, or of another trace), and are not kept; a larger traces_wait waits longer for them"
+                f"convy: receive_traces: {receiver.late} span(s) of {agent}'s came after their attempt ended, and are not "
+                "kept; a larger traces_wait waits longer for them (an SDK's batches go every OTEL_BSP_SCHEDULE_DELAY ms)"
             )
+        if receiver.dropped:
+            lines.append(f"convy: receive_traces: {receiver.dropped} span(s) of {agent}'s past what an attempt keeps were left out")
+        if receiver.unmatched:
+            lines.append(f"convy: receive_traces: {receiver.unmatched} span(s) of no attempt of {agent}'s came (another program's?), and are not kept")
         return lines

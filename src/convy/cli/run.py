@@ -292,6 +292,8 @@ class RunCommand(msgspec.Struct, frozen=True):
                     for line in AgainstPlan(spec).lines():  # before anything is spent
                         shown.line(Inert(line).line())
                 spec = secrets.kept(spec)
+                if receiving is not None:
+                    receiving.receiver.begun(secrets.hidden)  # what this agent sends, learnt afresh
                 bench = Bench(
                     agent,
                     models,
@@ -316,12 +318,12 @@ class RunCommand(msgspec.Struct, frozen=True):
                     collector=collector,
                 )
                 codes.append(recorded.played())
+                for line in receiving.said(name) if receiving is not None else ():
+                    errors.line(line)
                 if (self.project.journal(spec).folder / "run.json").exists():  # a run stopped before keeping anything is gone
                     played.append(spec.id)
                 if codes[-1] in (130, 143, 2):  # stopped, or the project cannot be run as it is: no other agent plays
                     break
-        for line in receiving.said() if receiving is not None else ():
-            errors.line(line)
         absence = Absence(tuple(absent), settings.fail_on_skip)
         code = absence.judged(Worst(tuple(codes)).code(), bool(played), shown, errors)
         return self.outputs.played(self.project, tuple(played), code, shown, errors, absence)
@@ -561,7 +563,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
             if receiving is not None:
                 shown.line(receiving.told())
             code = self._resumed(spec, settings, spread, prompt, budget, kept, unjudged, loaded, collector, receiving, shown, errors)
-        for line in receiving.said() if receiving is not None else ():
+        for line in receiving.said(spec.agent) if receiving is not None else ():
             errors.line(line)
         return self.outputs.played(self.project, (spec.id,), code, shown, errors)
 
@@ -589,6 +591,8 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         receiver = None if receiving is None else receiving.receiver
         bench = Bench(agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks, receiver)
         secrets = loaded.secrets(agent, models)
+        if receiver is not None:
+            receiver.begun(secrets.hidden)
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         return Recorded(
             self.project, spec, player, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,

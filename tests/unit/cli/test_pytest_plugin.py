@@ -192,6 +192,17 @@ def test_models_that_raise_are_a_collection_error(pytester: pytest.Pytester, pro
     assert not (project / "results").exists()
 
 
+def test_receive_traces_is_refused_as_a_collection_error_with_the_fix(pytester: pytest.Pytester, project: Path) -> None:
+    """pytest --convy loads the agents as it collects them, before spans could be received: the
+    setting is refused, not passed over (a check of calls no reply holds would go unseen)."""
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as toml:
+        toml.write("receive_traces = true\n")
+    result = pytester.runpytest("--convy", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["convy: receive_traces: pytest --convy does not receive the agent's spans; play the scenarios with convy run*"])
+    assert not (project / "results").exists()
+
+
 def test_without_convy_nothing_is_collected_or_played(pytester: pytest.Pytester, project: Path) -> None:
     """Without ``--convy`` the session is the project's own tests alone: no scenario item, no run."""
     pytester.makepyfile(test_own="def test_own():\n    assert True\n")
