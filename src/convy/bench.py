@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
@@ -100,17 +100,28 @@ class Bench(msgspec.Struct, frozen=True):
                     group.create_task(worker(group))  # noqa: F821 - deleted only once the play has ended
                 await vigil.attempt(stage.seated(one, seat))
 
+        groups: list[asyncio.TaskGroup] = []
+
+        def freed() -> None:
+            # An attempt waits for its agent's spans (``receive_traces``), holding no place: one
+            # more worker takes the place it left, so the agent's places are not idle meanwhile.
+            nonlocal workers
+            if groups and workers < total:
+                workers += 1
+                groups[0].create_task(worker(groups[0]))
+
         try:
-            async with self._receiving():
+            async with self._receiving(freed):
                 with vigil.watching():  # a dead participant's stop, alone; at the end, attempts still held stop it too
                     async with asyncio.TaskGroup() as group:
+                        groups.append(group)
                         for _ in range(workers):
                             group.create_task(worker(group))
         finally:
             # ``worker`` starts more of itself: its closure holds it, and it the stage, a cycle
             # that only the collector (set to run rarely) would free; an adaptive run plays a
             # bench a round, and kept every round's stage until then.
-            del worker
+            del worker, freed
         # A task group lets a worker that ends cancelled go without a word, its attempt with it:
         # the bench is not done until every planned attempt was recorded, or left in the plan by
         # a budget that was spent.
@@ -121,9 +132,10 @@ class Bench(msgspec.Struct, frozen=True):
             )
         return spending
 
-    def _receiving(self) -> AbstractAsyncContextManager[object]:
-        """The receiver answering while the attempts play, where there is one."""
-        return contextlib.nullcontext() if self.receiver is None else self.receiver.serving()
+    def _receiving(self, freed: Callable[[], None]) -> AbstractAsyncContextManager[object]:
+        """The receiver answering while the attempts play, where there is one, told what frees a
+        worker while an attempt waits for its agent's spans."""
+        return contextlib.nullcontext() if self.receiver is None else self.receiver.serving(freed)
 
     def budgeted(self, budget: Budget | None) -> Bench:
         """This bench with another budget."""

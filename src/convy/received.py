@@ -56,11 +56,11 @@ class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     def operation(self) -> str:
         """Its GenAI operation (``gen_ai.operation.name``), or the first word of its name."""
         named = self.attributes.get("gen_ai.operation.name")
-        return named if isinstance(named, str) and named else self.name.split(" ", 1)[0]
+        return named if isinstance(named, str) and named else self.name.partition(" ")[0]
 
     def tool(self) -> str:
         """The tool it called, where it is a tool call (``execute_tool``); "" where it is not."""
-        if self.operation() != TOOL:
+        if not self.name.startswith(TOOL) and "gen_ai.operation.name" not in self.attributes or self.operation() != TOOL:
             return ""
         named = self.attributes.get("gen_ai.tool.name")
         if isinstance(named, str) and named:

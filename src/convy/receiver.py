@@ -130,6 +130,7 @@ class Receiver:
         self._open: dict[str, _Held] = {}
         self._ended: dict[str, None] = {}  # the traces of the attempts that ended latest, at most RECENT, oldest first
         self._hidden: Callable[[str], str] = str  # what hides the run's secrets in a text, before it is cut
+        self._waiting: Callable[[], None] | None = None  # told as an attempt begins to wait (``serving``)
         self.begun(str)
 
     def begun(self, hidden: Callable[[str], str]) -> None:
@@ -148,8 +149,11 @@ class Receiver:
             self._ended.clear()
 
     @contextlib.asynccontextmanager
-    async def serving(self) -> AsyncIterator[Receiver]:
-        """Answer on this receiver's port, in a thread of its own, for as long as the block runs."""
+    async def serving(self, waiting: Callable[[], None] | None = None) -> AsyncIterator[Receiver]:
+        """Answer on this receiver's port, in a thread of its own, for as long as the block runs;
+        ``waiting`` is called, in the attempts' loop, each time an attempt begins to wait for spans
+        (a bench starts another worker, as the attempt holds no place meanwhile)."""
+        self._waiting = waiting
         ready = threading.Event()
         stopping: list[Callable[[], object]] = []
         thread = threading.Thread(target=asyncio.run, args=(self._served(ready, stopping),), name="convy-traces", daemon=True)
@@ -158,6 +162,7 @@ class Receiver:
         try:
             yield self
         finally:
+            self._waiting = None
             if stopping:
                 stopping[0]()
             await asyncio.to_thread(thread.join)
@@ -221,6 +226,7 @@ class Receiver:
             return Received()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait
+        told = False
         while True:
             with self._lock:
                 whole = self._whole(held, turns)
@@ -232,6 +238,9 @@ class Receiver:
                 with self._lock:
                     self.silent = self.silent or not self.heard
                 break
+            if not told and self._waiting is not None:
+                told = True
+                self._waiting()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(left):
                     await held.came.wait()

@@ -620,6 +620,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         receiver: Receiver | None,
     ) -> Outcome:
         transcript = Transcript()
+        sent: list[str] = []  # the span id of each turn sent to the agent, as its trace context gave it
         stop: Stop = "finished"
         result: Failed | NoVerdict | None = None  # how the dialogue was cut short, if it was
         pending = ""
@@ -685,7 +686,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
                     pending = spoken_text
                     asked = None if scripted else ((usage,), user_seconds)
                     heard[0] = (transcript, spoken_text)
-                    traced = TRACED.set(TraceContext(ids.trace, ids.turn(done + 1)))
+                    sent.append(ids.turn(done + 1))
+                    traced = TRACED.set(TraceContext(ids.trace, sent[-1]))
                     try:
                         answer = await conversation.turn(message)
                     finally:
@@ -736,11 +738,10 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         received = Received()
         if receiver is not None:
             # The turns the agent answered are waited for; spans of one it broke off are kept if they came.
-            turns = [ids.turn(number) for number in range(1, len(transcript.turns) + 2)]
-            received = await receiver.taken(ids.trace, turns[:-1])
+            received = await receiver.taken(ids.trace, sent[: len(transcript.turns)])
             declared = box.tools if box is not None else ()
             whole = received.whole and received.tooled
-            transcript, broken = dialogue(transcript, broken, received.spans, turns, whole, declared)
+            transcript, broken = dialogue(transcript, broken, received.spans, sent, whole, declared)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
         unchecked: tuple[Unchecked, ...] = ()

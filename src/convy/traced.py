@@ -37,12 +37,12 @@ def calls(spans: Sequence[AgentSpan], turns: Mapping[str, int]) -> dict[int, lis
     """The tool calls among ``spans``, by the number of the turn (``turns``: each turn's span id
     and number) they descend from, each turn's in the order they started; a call under no turn's
     span is left out."""
+    tools = [(span, tool) for span in spans if (tool := span.tool())]
+    if not tools:
+        return {}
     parent = {span.span: span.parent for span in spans}
     found: dict[int, list[tuple[int, Traced]]] = {}
-    for span in spans:
-        tool = span.tool()
-        if not tool:
-            continue
+    for span, tool in tools:
         number = _turn_of(span.parent, parent, turns)
         if number is not None:
             found.setdefault(number, []).append((span.start, _call(span, tool)))

@@ -79,8 +79,12 @@ def test_the_judging_benchmark_runs_small() -> None:
 def test_the_harness_benchmark_runs_small() -> None:
     """bench/harness.py plays each in-process case on 20 attempts and prints a row for each."""
     out = ran("bench/harness.py", "--attempts", "20", "--repeat", "1", "--no-memory")
-    for case in ("baseline: bare asyncio", "Bench.run -> MemoryJournal", "RunJournal.play (run folder on disk)", "RunJournal.record only"):
+    for case in (
+        "baseline: bare asyncio", "Bench.run -> MemoryJournal", "RunJournal.play (run folder on disk)", "RunJournal.record only",
+        "folder, the agent sending its spans elsewhere", "folder, the agent's spans received by convy",
+    ):
         assert case in out, out
+    assert "received: " in out and "x spans' best" in out, out
 
 
 def test_the_cpu_benchmark_runs_small_beside_another_source() -> None:

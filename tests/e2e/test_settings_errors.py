@@ -316,7 +316,7 @@ def test_settings_are_the_limits_and_a_few_more_each_with_its_variable() -> None
     from convy.records import Limits
     from convy.settings import VARIABLES, Settings
 
-    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "min_attempts", "max_attempts", "target_width", "trust", "max_not_judged", "fail_under", "fail_on_skip", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence", "user_checks", "user_faults", "workers", "ray", "live_seconds")
+    assert Settings.__struct_fields__ == (*Limits.__struct_fields__, "attempts", "min_attempts", "max_attempts", "target_width", "trust", "max_not_judged", "fail_under", "fail_on_skip", "max_cost", "max_tokens", "max_minutes", "user_prompt", "judge_repeats", "panel", "evidence", "user_checks", "user_faults", "workers", "ray", "live_seconds", "receive_traces", "traces_port", "traces_wait")
     assert Settings().limits() == Limits()
     assert set(variables(VARIABLES).model_fields) == set(Settings.__struct_fields__) - {"user_prompt"}
     with pytest.raises(ValueError, match="^turn_seconds: must be more than 0$"):
