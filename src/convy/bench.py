@@ -108,7 +108,7 @@ class Bench(msgspec.Struct, frozen=True):
             nonlocal workers
             if groups and workers < total:
                 workers += 1
-                groups[0].create_task(worker(groups[0]))
+                groups[0].create_task(worker(groups[0]))  # noqa: F821 - deleted only once the play has ended
 
         try:
             async with self._receiving(freed):
