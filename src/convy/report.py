@@ -23,7 +23,7 @@ import msgspec
 
 from convy.adaptive import Against, Course
 from convy.agreement import Consensus
-from convy.attempt import Attempt, Ordered, Percentiles, Sum
+from convy.attempt import Attempt, Sum
 from convy.budget import Outlay
 from convy.causes import Breakdown
 from convy.counted import Count
@@ -31,6 +31,7 @@ from convy.digest import AttemptDigest, Attempts, Column, Digest, Status
 from convy.judge import Confidence, Failed, NoVerdict, Verdict
 from convy.labels import Agreement, RunLabels
 from convy.passing import RunVerdict
+from convy.percentiles import Ordered, Percentiles
 from convy.placed import Placed
 from convy.problems import ConfigurationError
 from convy.ranked import Ascending, InOrder, Merged

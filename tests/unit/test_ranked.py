@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from convy import ranked
-from convy.attempt import Ordered, Percentiles
+from convy.percentiles import Ordered, Percentiles
 from convy.ranked import InOrder, Merged, Ranked, Spill
 
 

@@ -18,12 +18,12 @@ import msgspec
 import pytest
 from test_page import Played
 
-from convy.attempt import Percentiles
 from convy.causes import Breakdown
 from convy.comparison import Comparison
 from convy.junit import JUnitReport
 from convy.markdown import RunSummary
 from convy.page import ComparisonPage, Flowing, JsonBlock, Packed, PackedIndex, ReportPage, Where
+from convy.percentiles import Percentiles
 from convy.placed import Placed
 from convy.report import Summary
 from convy.runs import Read, Runs
