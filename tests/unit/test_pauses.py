@@ -215,8 +215,6 @@ def test_pauses_and_simulated_tools_written_wrong_are_refused(fields: dict[str, 
 
 
 def test_outside_an_attempt_a_person_denies_and_answers_nothing() -> None:
-    import asyncio
-
     person = asking()
     assert asyncio.run(person.approve("issue_refund")) is False
     assert asyncio.run(Asking().answer("Window?", ("window",))) == ""
@@ -260,8 +258,6 @@ def test_a_user_model_still_answering_when_the_turn_is_cut_off_is_the_models_fai
         name = "slow-user"
 
         async def reply(self, messages: tuple[Said, ...]) -> Reply:
-            import asyncio
-
             if "pauses and asks you" in messages[-1].content:
                 await asyncio.sleep(30)
             return Reply("###STOP###")
