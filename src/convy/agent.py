@@ -613,3 +613,19 @@ class QueuedAgent(msgspec.Struct, frozen=True):
                 lambda: stack.enter_async_context(self.agent.conversation()), paced=False
             )
             yield _Retried(opened, self.places)
+
+
+def spent_of(given: Any) -> Answer | None:
+    """What a failed turn had spent as the agent's failure carries it: an ``Answer`` (its requests
+    and steps), checked where it enters as the agent's answers are; anything else is nothing."""
+    match given:
+        case Answer():
+            try:
+                return _SPENT.decode(msgspec.json.encode(given))
+            except Exception:  # noqa: BLE001 - the agent's own object, holding anything
+                return None
+        case _:
+            return None
+
+
+_SPENT = msgspec.json.Decoder(Answer)

@@ -19,12 +19,11 @@ import functools
 import math
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from convy.agent import Agent, AgentFailure, Answer, Asked, Call, Message, NoUsage, OutOfTime, Usage
+from convy.agent import Agent, AgentFailure, Answer, Asked, Call, Message, NoUsage, OutOfTime, Usage, spent_of
 from convy.busy import Busy
 from convy.checks import PATTERNS, QUOTED, Check, Fill, Rule, literal, slashed, why_unsound
 from convy.judge import Checked, Claim, Failed, Graded, Judge, NoVerdict, Ruling, Verdict
@@ -50,7 +49,7 @@ from convy.traced import dialogue
 from convy.transcript import Finished, Stop, Transcript, Turn, Unchecked, UserFault
 from convy.user import Conduct, Noted, SimulatedUser, UserReview
 from convy.variants import PERSONA, Matrix, Persona, Personas, Value, Variant
-from convy.waits import WAITS, Waits
+from convy.waits import STARTS, WAITS, Waits
 
 # The slots the simulator prompt is filled with, besides the scenario's vars (and its matrix's and
 # persona's values), each with what it holds: docs/protocols.md lists these.
@@ -565,7 +564,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
         limit = self.max_turns or max_turns
         if not self.user.strip():  # with no user the dialogue is exactly the script: a run's max_turns
             limit = max(limit, len(self.script))  # below it is refused before (Project.scripted), bar the default
-        started = _STARTS.now()
+        started = STARTS.now()
         ids = TraceIds.new()  # the attempt's trace: its turns are sent under it, its export carries it
         clock = time.monotonic()
         waits = Waits(running().time())
@@ -710,13 +709,13 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             closed = time.monotonic() - mark
         except OutOfTime as failure:
             stop, result = "time_limit", Failed(Outside(failure).text(), pending)
-            broken = _spent(failure.spent)
+            broken = spent_of(failure.spent)
         except Busy as busy:
             stop, result = "agent_busy", NoVerdict("busy", f"the agent stayed busy: {Outside(busy).text()}")
-            broken = _spent(busy.spent)
+            broken = spent_of(busy.spent)
         except AgentFailure as failure:
             stop, result = "agent_failed", Failed(Outside(failure).text(), pending)
-            broken = _spent(failure.spent)
+            broken = spent_of(failure.spent)
         unanswered = person.failure or (box.failure if box is not None else None)
         if unanswered is not None and stop in ("agent_failed", "time_limit"):
             # The agent broke off after the model failed to answer its question or to play its
@@ -881,45 +880,3 @@ def _unanswered(failure: ModelFailure) -> NoVerdict:
             return NoVerdict("user", text, service=True)
         case _:
             return NoVerdict("user", text)
-
-
-def _spent(given: Any) -> Answer | None:
-    """What a failed turn had spent as the agent's failure carries it: an ``Answer`` (its requests
-    and steps), checked where it enters as the agent's answers are; anything else is nothing."""
-    match given:
-        case Answer():
-            try:
-                return _SPENT.decode(msgspec.json.encode(given))
-            except Exception:  # noqa: BLE001 - the agent's own object, holding anything
-                return None
-        case _:
-            return None
-
-
-_SPENT = msgspec.json.Decoder(Answer)
-
-
-class _Starts:
-    """When attempts start, as ISO 8601 text in UTC to the millisecond (what
-    ``datetime.isoformat(timespec="milliseconds")`` writes). The text of the whole second is made
-    once a second and only the milliseconds once an attempt: a datetime made and written for each
-    was about a hundredth of an attempt with instant fakes."""
-
-    __slots__ = ("_second", "_text")
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._text = ""
-
-    def now(self) -> str:
-        moment = time.time()
-        second = math.floor(moment)
-        if second != self._second:
-            self._second = second
-            self._text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        return f"{self._text}.{int((moment - second) * 1000):03d}+00:00"
-
-
-_STARTS = _Starts()
-
-

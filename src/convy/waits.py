@@ -6,12 +6,15 @@ spent waiting — for a busy service's pause, for its pace, for a free place —
 sets in ``WAITS``, a context variable, and copies into the attempt's ``outcome.Outcome``; the
 report draws them. The record, the variable and the noting are here, apart from the pacing that
 fills them, so that what reads an attempt's waits (``outcome.py``, ``attempt.py``) reads them
-without ``busy.py``.
+without ``busy.py``. ``STARTS`` gives the moment each attempt starts, as its record keeps it.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from typing import Literal
 
 import msgspec
@@ -48,3 +51,27 @@ def noted(who: Who, start: float, seconds: float, why: Literal["busy", "pace", "
     waits = WAITS.get()
     if waits is not None and seconds > 0.001:
         waits.noted.append(Wait(who, start - waits.origin, seconds, why))
+
+
+class _Starts:
+    """When attempts start, as ISO 8601 text in UTC to the millisecond (what
+    ``datetime.isoformat(timespec="milliseconds")`` writes). The text of the whole second is made
+    once a second and only the milliseconds once an attempt: a datetime made and written for each
+    was about a hundredth of an attempt with instant fakes."""
+
+    __slots__ = ("_second", "_text")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._text = ""
+
+    def now(self) -> str:
+        moment = time.time()
+        second = math.floor(moment)
+        if second != self._second:
+            self._second = second
+            self._text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return f"{self._text}.{int((moment - second) * 1000):03d}+00:00"
+
+
+STARTS = _Starts()  # each attempt's start, as its record keeps it

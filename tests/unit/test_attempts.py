@@ -852,7 +852,7 @@ def test_an_attempt_start_is_written_as_datetime_writes_it(monkeypatch: pytest.M
     import time
     from datetime import UTC, datetime
 
-    from convy.scenario import _Starts
+    from convy.waits import _Starts
 
     starts = _Starts()
     for moment in (1_764_652_799.9996, 1_764_652_800.0, 1_764_652_800.5004, 1_764_652_801.25, 86_400.001):
