@@ -191,7 +191,10 @@ def test_a_collector_that_cannot_be_reached_is_said_once_and_the_run_goes_on(tmp
     url = f"http://user:{COLLECTOR_KEY}@127.0.0.1:{closed_port()}"
     ran = convy.ran("run", OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_EXPORTER_OTLP_HEADERS=f"x-key={COLLECTOR_KEY}")
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert ran.stderr.count("OpenTelemetry collector") == 1, ran.stderr
+    # Said once, not per attempt. Whether convy also says it is waiting for the last traces depends
+    # on how soon the process sending them has given up, so that line is allowed, not counted.
+    said = [line for line in ran.stderr.splitlines() if "OpenTelemetry collector" in line and "waiting up to" not in line]
+    assert len(said) == 1, ran.stderr
     assert "127.0.0.1" in ran.stderr and "this run's traces are not sent" in ran.stderr
     assert COLLECTOR_KEY not in ran.stdout + ran.stderr
     (attempts,) = (tmp_path / "results" / "bot").glob("*/attempts.jsonl")

@@ -214,7 +214,7 @@ class Proxy(msgspec.Struct, frozen=True):
         """Every line the callback wrote for a reply of ``group`` so far, in order."""
         if not self.log.exists():
             return []
-        lines = [json.loads(line) for line in self.log.read_text().splitlines()]
+        lines = [json.loads(line) for line in written(self.log)]
         return [line for line in lines if line["group"] == group]
 
     def sent(self, group: str) -> list[dict[str, Any]]:
@@ -240,7 +240,7 @@ class Proxy(msgspec.Struct, frozen=True):
         The callback runs just before an answer is sent, so once a client has an answer, its line is written."""
         if not self.said.exists():
             return []
-        lines = [json.loads(line) for line in self.said.read_text().splitlines()]
+        lines = [json.loads(line) for line in written(self.said)]
         return [(line["message"], line["left"]) for line in lines if line["group"] == group]
 
     def turned(self) -> None:
@@ -249,6 +249,13 @@ class Proxy(msgspec.Struct, frozen=True):
         written = self.minute.with_suffix(".new")
         written.write_text(str(minutes + 1))
         written.replace(self.minute)  # whole: the proxy never reads half a number
+
+
+def written(log: Path) -> list[str]:
+    """The lines the proxy has finished writing to ``log``: a line it is writing as the test reads
+    may be there in part, and counts once its newline is."""
+    text = log.read_text(encoding="utf-8")
+    return text[: text.rfind("\n") + 1].splitlines()
 
 
 def free_port() -> int:
