@@ -485,34 +485,71 @@ class Received(InFolder):
 class Exporter:
     """An agent's span exporter, in a process of its own as an agent behind HTTP would have it:
     the agent writes each turn's trace id and span id to its pipe (``send``, 48 bytes, no waiting),
-    and it posts every turn it has read by then as one OTLP/HTTP request (binary Protobuf) on a
-    kept-alive connection."""
+    and it posts the spans in OTLP/HTTP requests (binary Protobuf) on a kept-alive connection,
+    batched as the SDK's ``BatchSpanProcessor`` does: a request as soon as 512 spans wait (its
+    ``max_export_batch_size``), and what waits once no turn has come for 2 ms (its schedule delay,
+    shortened: its 5 s would be the whole run with instant fakes)."""
 
+    # The spans of a turn are made once, by convy's own encoder, with ids that stand in for the
+    # turn's; each turn then has its ids written in. An agent's SDK encodes in C (the protobuf
+    # package's upb): encoding them afresh in Python would have the fake agent's exporter, not
+    # convy, set the pace of ``received``, which waits for them.
     SENDER = """
-import http.client, os, sys, urllib.parse
-from convy.otlp import INTERNAL, Signals, Span
+import http.client, os, select, sys, urllib.parse
+from convy.otlp import INTERNAL, Signals, Span, fields
+BATCH, IDLE = 512, 0.002  # spans a request at most; seconds without a turn before what is kept goes
+TRACE, TURN, TOP, TOOL = "ab" * 16, "cd" * 8, "ef" * 8, "9a" * 8
+made = Signals({"service.name": "shop"}, "shop", "1", (
+    Span(TRACE, TOP, TURN, "invoke_agent shop", INTERNAL, 1_000, 4_000),
+    Span(TRACE, TOOL, TOP, "execute_tool lookup", INTERNAL, 2_000, 3_000,
+         {"gen_ai.tool.name": "lookup", "gen_ai.tool.call.arguments": '{"item": "lamp"}'}),
+)).proto_traces()
+
+def varint(number):
+    out = b""
+    while number >= 0x80:
+        out += bytes([number & 0x7F | 0x80])
+        number >>= 7
+    return out + bytes([number])
+
+def field(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+(resource_spans,) = [value for number, value in fields(made) if number == 1]
+resource = b"".join(field(number, value) for number, value in fields(resource_spans) if number != 2)
+(scope_spans,) = [value for number, value in fields(resource_spans) if number == 2]
+scope = b"".join(field(number, value) for number, value in fields(scope_spans) if number != 2)
+template = b"".join(field(2, value) for number, value in fields(scope_spans) if number == 2)
+marks = [bytes.fromhex(mark) for mark in (TRACE, TURN, TOP, TOOL)]
+assert [template.count(mark) for mark in marks] == [2, 1, 2, 1]
 url = urllib.parse.urlsplit(sys.argv[1])
 connection = http.client.HTTPConnection(url.hostname, url.port)
-pending, number = b"", 0
-while True:
-    data = os.read(0, 1 << 16)
-    if not data:
-        break
-    pending += data
-    whole = len(pending) - len(pending) % 48
-    records, pending = pending[:whole], pending[whole:]
-    spans = []
-    for place in range(0, len(records), 48):
-        trace, turn = records[place:place + 32].decode(), records[place + 32:place + 48].decode()
-        number += 2
-        top, tool = f"{number:016x}", f"{number + 1:016x}"
-        spans.append(Span(trace, top, turn, "invoke_agent shop", INTERNAL, 1_000, 4_000))
-        spans.append(Span(trace, tool, top, "execute_tool lookup", INTERNAL, 2_000, 3_000,
-                          {"gen_ai.tool.name": "lookup", "gen_ai.tool.call.arguments": '{"item": "lamp"}'}))
-    if spans:
-        body = Signals({"service.name": "shop"}, "shop", "1", tuple(spans)).proto_traces()
-        connection.request("POST", "/v1/traces", body, {"content-type": "application/x-protobuf"})
-        connection.getresponse().read()
+
+def post(spans):
+    body = field(1, resource + field(2, scope + b"".join(spans)))
+    connection.request("POST", "/v1/traces", body, {"content-type": "application/x-protobuf"})
+    connection.getresponse().read()
+
+pending, spans, number, ended = b"", [], 0, False
+while not ended:
+    came = select.select([0], [], [], IDLE if spans else None)[0]
+    if came:
+        data = os.read(0, 1 << 16)
+        ended = not data
+        pending += data
+        whole = len(pending) - len(pending) % 48
+        records, pending = pending[:whole], pending[whole:]
+        for place in range(0, len(records), 48):
+            number += 2
+            ids = (bytes.fromhex(records[place:place + 32].decode()), bytes.fromhex(records[place + 32:place + 48].decode()),
+                   number.to_bytes(8, "big"), (number + 1).to_bytes(8, "big"))
+            one = template
+            for mark, given in zip(marks, ids):
+                one = one.replace(mark, given)
+            spans.append(one)
+    while len(spans) >= BATCH // 2 or spans and (not came or ended):
+        post(spans[: BATCH // 2])
+        spans = spans[BATCH // 2 :]
 """
 
     def __init__(self, url: str) -> None:

@@ -182,7 +182,7 @@ def _json_value(value: Value) -> dict[str, object]:
 
 
 # Protobuf's wire format: each field a key (its number and wire type) and its value.
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+VARINT, I64, LEN, I32 = 0, 1, 2, 5
 
 
 # The one-byte varints, made once: most lengths, keys and small numbers are one of them.
@@ -206,7 +206,7 @@ def _key(field: int, wire: int) -> bytes:
 
 
 def _varint_field(field: int, number: int) -> bytes:
-    return _key(field, _VARINT) + _varint(number)
+    return _key(field, VARINT) + _varint(number)
 
 
 _PACK_FIXED64 = struct.Struct("<Q").pack
@@ -215,7 +215,7 @@ _UNPACK_DOUBLE = struct.Struct("<d").unpack
 
 
 def _fixed64(field: int, number: int) -> bytes:
-    return _key(field, _I64) + _PACK_FIXED64(number)
+    return _key(field, I64) + _PACK_FIXED64(number)
 
 
 def _length(size: int) -> bytes:
@@ -223,7 +223,7 @@ def _length(size: int) -> bytes:
 
 
 # The keys of the length-delimited fields, made once: every message and text is one.
-_LEN_KEYS = tuple(_varint(field << 3 | _LEN) for field in range(16))
+_LEN_KEYS = tuple(_varint(field << 3 | LEN) for field in range(16))
 
 
 def _bytes(field: int, data: bytes) -> bytes:
@@ -305,25 +305,34 @@ def fields(data: bytes) -> list[tuple[int, int | bytes]]:
     float), or the bytes of a length-delimited one; a message that does not read is a
     ``ValueError``."""
     found: list[tuple[int, int | bytes]] = []
+    append = found.append
     place = 0
     size = len(data)
     while place < size:
-        key, place = _read_varint(data, place)
+        key = data[place]  # a key, a length or a varint of one byte is read here, not by read_varint: most are
+        if key < 0x80:
+            place += 1
+        else:
+            key, place = read_varint(data, place)
         field, wire = key >> 3, key & 7
-        if wire == _VARINT:
-            number, place = _read_varint(data, place)
-            found.append((field, number))
-        elif wire == _LEN:
-            length, place = _read_varint(data, place)
-            if place + length > size:
+        if wire == VARINT or wire == LEN:
+            if place < size and data[place] < 0x80:
+                number = data[place]
+                place += 1
+            else:
+                number, place = read_varint(data, place)
+            if wire == VARINT:
+                append((field, number))
+                continue
+            if place + number > size:
                 raise ValueError("a field runs past the message")
-            found.append((field, data[place : place + length]))
-            place += length
-        elif wire in (_I64, _I32):
-            width = 8 if wire == _I64 else 4
+            append((field, data[place : place + number]))
+            place += number
+        elif wire == I64 or wire == I32:
+            width = 8 if wire == I64 else 4
             if place + width > size:
                 raise ValueError("a field runs past the message")
-            found.append((field, int.from_bytes(data[place : place + width], "little")))
+            append((field, int.from_bytes(data[place : place + width], "little")))
             place += width
         else:
             raise ValueError(f"wire type {wire}")
@@ -338,7 +347,9 @@ def double(bits: int) -> float:
         raise ValueError("a double's field holds no 64 bits") from None
 
 
-def _read_varint(data: bytes, place: int) -> tuple[int, int]:
+def read_varint(data: bytes, place: int) -> tuple[int, int]:
+    """The varint at ``place`` (unsigned), and the place after it; one that runs past ``data``, or
+    past 64 bits, is a ``ValueError``."""
     number, shift = 0, 0
     while True:
         if place >= len(data) or shift > 63:

@@ -20,7 +20,8 @@ from typing import Any
 
 import msgspec
 
-from convy.otlp import double, fields
+from convy.otlp import I32, I64, LEN, VARINT, double, fields, read_varint
+from convy.secrets import Secrets
 
 MOST_ATTRIBUTES = 128  # attributes kept of one span (the rest left out)
 MOST_TEXT = 4000  # characters kept of one text value
@@ -60,7 +61,10 @@ class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
     def tool(self) -> str:
         """The tool it called, where it is a tool call (``execute_tool``); "" where it is not."""
-        if not self.name.startswith(TOOL) and "gen_ai.operation.name" not in self.attributes or self.operation() != TOOL:
+        named = self.attributes.get("gen_ai.operation.name")
+        if named is None and not self.name.startswith(TOOL):  # most spans: read no further
+            return ""
+        if (named if isinstance(named, str) and named else self.name.partition(" ")[0]) != TOOL:
             return ""
         named = self.attributes.get("gen_ai.tool.name")
         if isinstance(named, str) and named:
@@ -68,14 +72,31 @@ class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return self.name.split(" ", 1)[1].strip() if " " in self.name else ""
 
 
-def spans(body: bytes, json: bool, hidden: Callable[[str], str] = str) -> tuple[AgentSpan, ...]:
+def spans(body: bytes, json: bool, secrets: Secrets = Secrets()) -> tuple[AgentSpan, ...]:
     """The spans of an ``ExportTraceServiceRequest`` in OTLP JSON (``json``) or binary Protobuf,
-    each text in them with ``hidden`` applied (the run's secrets hidden) before it is cut."""
+    each text in them with ``secrets`` hidden before it is cut. A Protobuf body holds each text's
+    bytes as they are, so one in which no piece of a secret is found is not searched text by text
+    (JSON may escape any character: its texts are)."""
     try:
         read = list(_from_json(body) if json else _from_proto(body))
     except RecursionError:  # nested past what the decoder follows
         raise ValueError("nested too deeply") from None
-    return tuple(_bounded(span, hidden) for span in read)
+    if secrets.values and (json or secrets.may_hold(body)):
+        return tuple(_bounded(span, secrets.hidden) for span in read)
+    return tuple(span if _within(span) else _bounded(span, str) for span in read)
+
+
+def _within(span: AgentSpan) -> bool:
+    """Whether each text of ``span`` is within what is kept, so there is nothing to cut."""
+    if len(span.name) > MOST_TEXT or len(span.error) > MOST_TEXT or len(span.service) > MOST_TEXT:
+        return False
+    for key, value in span.attributes.items():
+        if type(value) is str:
+            if len(value) > LONGER.get(key, MOST_TEXT):
+                return False
+        elif type(value) is list or type(value) is dict:
+            return False  # a list or a map: its texts are cut by the walk
+    return True
 
 
 def _bounded(span: AgentSpan, hidden: Callable[[str], str]) -> AgentSpan:
@@ -123,34 +144,91 @@ def _from_proto(body: bytes) -> Iterator[AgentSpan]:
 
 
 def _proto_span(data: bytes, service: str) -> AgentSpan | None:
+    # The hot path of a receiving run: one pass over the span's bytes, each field read in place
+    # (what ``fields`` would give, without a list of copies), its attributes likewise.
     trace = span = parent = b""
     name, kind, start, end, error = "", 0, 0, 0, ""
     attributes: dict[str, Any] = {}
-    for field, value in fields(data):
-        match field, value:
-            case 1, bytes():
-                trace = value
-            case 2, bytes():
-                span = value
-            case 4, bytes():
-                parent = value
-            case 5, bytes():
-                name = value.decode(errors="replace")
-            case 6, int():
-                kind = value
-            case 7, int():
-                start = value
-            case 8, int():
-                end = value
-            case 9, bytes() if len(attributes) < MOST_ATTRIBUTES:
-                _proto_key_value(value, attributes, 0)
-            case 15, bytes():
-                error = _proto_status(value)
-            case _:
-                pass
+    place, size = 0, len(data)
+    while place < size:
+        number, wire, place, value = _field_at(data, place, size)
+        if wire == LEN:
+            stop = place + value
+            if number == 9:
+                if len(attributes) < MOST_ATTRIBUTES:
+                    _key_value_at(data, place, stop, attributes)
+            elif number == 1:
+                trace = data[place:stop]
+            elif number == 2:
+                span = data[place:stop]
+            elif number == 4:
+                parent = data[place:stop]
+            elif number == 5:
+                name = data[place:stop].decode(errors="replace")
+            elif number == 15:
+                error = _proto_status(data[place:stop])
+            place = stop
+        elif number == 7:
+            start = value
+        elif number == 8:
+            end = value
+        elif number == 6:
+            kind = value
     if len(trace) != 16 or len(span) != 8 or len(parent) not in (0, 8):
         return None
     return AgentSpan(trace.hex(), span.hex(), name, start, end, parent.hex(), kind, attributes, error, service)
+
+
+def _field_at(data: bytes, place: int, size: int) -> tuple[int, int, int, int]:
+    """The field that starts at ``place``: its number, its wire type, where its value starts and,
+    for a length-delimited one, its length (checked to end by ``size``), else its value as
+    ``fields`` reads it (and the place after it)."""
+    key = data[place]
+    if key < 0x80:
+        place += 1
+    else:
+        key, place = read_varint(data, place)
+    number, wire = key >> 3, key & 7
+    if wire == LEN or wire == VARINT:
+        if place < size and data[place] < 0x80:
+            value = data[place]
+            place += 1
+        else:
+            value, place = read_varint(data, place)
+        if wire == LEN and place + value > size:
+            raise ValueError("a field runs past the message")
+        return number, wire, place, value
+    if wire == I64 or wire == I32:
+        width = 8 if wire == I64 else 4
+        if place + width > size:
+            raise ValueError("a field runs past the message")
+        return number, wire, place + width, int.from_bytes(data[place : place + width], "little")
+    raise ValueError(f"wire type {wire}")
+
+
+def _key_value_at(data: bytes, place: int, size: int, into: dict[str, Any]) -> None:
+    """A span's attribute (a ``KeyValue`` from ``place`` to ``size``) into ``into``, as
+    ``_proto_key_value`` reads one, a text value read in place."""
+    key, held = "", None
+    while place < size:
+        number, wire, place, value = _field_at(data, place, size)
+        if wire != LEN:
+            continue
+        stop = place + value
+        if number == 1:
+            key = data[place:stop].decode(errors="replace")[:MOST_TEXT]
+        elif number == 2:
+            # An AnyValue that is one text (its field 1, a length of one byte, filling it): read here.
+            if stop - place >= 2 and data[place] == _TEXT_KEY and data[place + 1] < 0x80 and place + 2 + data[place + 1] == stop:
+                held = data[place + 2 : stop].decode(errors="replace")
+            else:
+                held = _proto_value(data[place:stop], 0)
+        place = stop
+    if key:
+        into[key] = held
+
+
+_TEXT_KEY = 1 << 3 | LEN  # an AnyValue's string_value, length-delimited
 
 
 def _proto_status(data: bytes) -> str:
@@ -174,10 +252,11 @@ def _proto_attributes(data: bytes, number: int) -> dict[str, Any]:
 def _proto_key_value(data: bytes, into: dict[str, Any], depth: int) -> None:
     key, held = "", None
     for field, value in fields(data):
-        if field == 1 and isinstance(value, bytes):
-            key = value.decode(errors="replace")[:MOST_TEXT]
-        elif field == 2 and isinstance(value, bytes):
-            held = _proto_value(value, depth)
+        if isinstance(value, bytes):
+            if field == 1:
+                key = value.decode(errors="replace")[:MOST_TEXT]
+            elif field == 2:
+                held = _proto_value(value, depth)
     if key:
         into[key] = held
 

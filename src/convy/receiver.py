@@ -10,36 +10,31 @@ agent's top span of a turn ends after the spans within it, and an SDK sends span
 they end, so once it has come the turn's spans have. A run whose agent has sent nothing by the
 time one attempt waited its whole time waits no more (``silent``), until a span comes.
 
-The server speaks as much HTTP/1.1 as OpenTelemetry's exporters use: ``POST`` to ``/v1/traces``
-(and ``/v1/logs`` and ``/v1/metrics``, taken and dropped, so an SDK that sends them too is not
-told it failed), bodies by length or in chunks, gzip, kept-alive connections; binary Protobuf or
-JSON by ``Content-Type``. What it takes is bounded: a request's head and body, the spans kept of
-one attempt; spans of no attempt under way (late ones, another program's) are counted, not kept.
+The requests are answered, and their spans decoded, by a process of the run's own
+(``listener``), started with the listening socket while the run plays (``serving``): what it
+hears comes back ready-made, in frames, to a thread of this process that keeps each span with its
+attempt. Spans of no attempt under way (late ones, another program's) are counted, not kept, and
+what an attempt keeps is bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import socket
-import threading
-import zlib
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 
 import msgspec
 
-from convy.received import AgentSpan, spans
+from convy.listener import Heard, Told, framed
+from convy.received import AgentSpan
+from convy.secrets import Secrets
 
 LOOPBACK = "127.0.0.1"
-MOST_HEAD = 64 * 1024  # bytes of a request's line and headers
-MOST_BODY = 32 * 1024 * 1024  # bytes of a request's body, unzipped
 MOST_SPANS = 1000  # spans kept of one attempt; the rest are counted
-MOST_CONNECTIONS = 64  # connections open at once; one more is closed at once
-IDLE = 60.0  # seconds a connection may take to send a whole request
 RECENT = 4096  # the attempts that ended latest, whose spans that still come are counted late
-TRACES, LOGS, METRICS = "/v1/traces", "/v1/logs", "/v1/metrics"
-_CLOSING = 5.0  # seconds the connections open when the run ends have to close
 
 
 class Received(msgspec.Struct, frozen=True):
@@ -57,14 +52,13 @@ class Received(msgspec.Struct, frozen=True):
 
 class _Held:
     """The spans of one attempt under way, the parents they name, whether a tool's span was left
-    out, and the event loop of the attempt, told when more come."""
+    out, and what wakes the attempt when more come."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self) -> None:
         self.spans: list[AgentSpan] = []
         self.parents: set[str] = set()
         self.dropped = 0
         self.lost = False  # a tool's span was left out: the calls are not all there
-        self.loop = loop
         self.came = asyncio.Event()
 
     def keep(self, span: AgentSpan, tool: bool) -> None:
@@ -77,139 +71,95 @@ class _Held:
         self.dropped += 1
         self.lost = self.lost or tool
 
-    def told(self) -> None:
-        """Wake the attempt waiting for them, from the receiver's thread."""
-        try:
-            self.loop.call_soon_threadsafe(self.came.set)
-        except RuntimeError:  # its loop has closed: nobody waits
-            pass
-
-
-class _Request(msgspec.Struct, frozen=True):
-    """A request as it came: its method, path (without a query), headers (names in lower case) and body."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-class _Refused(Exception):
-    """A request answered with an error and the connection closed: its status and why."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-
-
-# The headers that frame a body: each given once.
-_SINGLE = frozenset({"content-length", "transfer-encoding"})
-_DIGITS = re.compile(r"[0-9]{1,12}")
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,12}")
-
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 411: "Length Required",
-            413: "Content Too Large", 415: "Unsupported Media Type", 431: "Request Header Fields Too Large",
-            501: "Not Implemented"}
-
 
 class Receiver:
     """An OTLP/HTTP endpoint on 127.0.0.1 that keeps the spans of the attempts under way.
 
     Its socket is bound when it is made (``port`` 0: one the system picks), so its address is
-    known before the agent is loaded; it answers while ``serving``, in a thread and event loop of
-    its own: an agent in the run's own process that sends its spans as it makes them, blocking
-    (the SDK's ``SimpleSpanProcessor``), is answered though it holds the run's loop meanwhile.
-    ``close`` lets the port go.
+    known before the agent is loaded; it answers while ``serving``, in a process of its own
+    (``listener``), whose frames the run's event loop reads as they come: an agent in the run's
+    own process that sends its spans as it makes them, blocking (the SDK's
+    ``SimpleSpanProcessor``), is answered though it holds the loop meanwhile. ``close`` lets the
+    port go.
     """
 
     def __init__(self, port: int = 0, wait: float = 10.0) -> None:
         self._socket = socket.create_server((LOOPBACK, port))
         self.url = f"http://{LOOPBACK}:{self._socket.getsockname()[1]}"
         self.wait = wait
-        self._lock = threading.Lock()  # what the receiver's thread and the attempts share
         self._open: dict[str, _Held] = {}
         self._ended: dict[str, None] = {}  # the traces of the attempts that ended latest, at most RECENT, oldest first
-        self._hidden: Callable[[str], str] = str  # what hides the run's secrets in a text, before it is cut
+        self._secrets = Secrets()  # hidden in what the agents send, before a text is cut
+        self._telling: asyncio.StreamWriter | None = None  # the listener's input, while it serves
         self._waiting: Callable[[], None] | None = None  # told as an attempt begins to wait (``serving``)
-        self.begun(str)
+        self.ended: int | None = None  # the listener's code, where it ended before it was told to: no attempt waits for spans
+        self.listener: asyncio.subprocess.Process | None = None  # the process that answers, while it serves
+        self.begun(Secrets())
 
-    def begun(self, hidden: Callable[[str], str]) -> None:
-        """An agent's runs begin: what is known of what it sends starts afresh, and ``hidden``
-        hides its run's secrets in what it sends (before a text is cut, so none is left in part)."""
-        with self._lock:
-            self._hidden = hidden
-            self.heard = False  # a span of one of its attempts came
-            self.silent = False  # an attempt waited its whole time, and nothing had come
-            self.tooled = False  # an execute_tool span of its came: its spans show its tool calls
-            self.late = 0  # spans of its attempts that came after their attempt ended
-            self.unmatched = 0  # spans of no attempt of its: another program's
-            self.dropped = 0  # spans past what an attempt keeps
-            self.unread = 0  # requests that did not read as OTLP
-            self.problem = ""  # the first of them, said
-            self._ended.clear()
+    def begun(self, secrets: Secrets) -> None:
+        """An agent's runs begin: what is known of what it sends starts afresh, and ``secrets``
+        are hidden in what it sends (with those of the agents before it: hiding more is safe)."""
+        self._secrets = self._secrets + secrets
+        if self._telling is not None:
+            self._telling.write(framed(Told(self._secrets)))
+        self.heard = False  # a span of one of its attempts came
+        self.silent = False  # an attempt waited its whole time, and nothing had come
+        self.tooled = False  # an execute_tool span of its came: its spans show its tool calls
+        self.late = 0  # spans of its attempts that came after their attempt ended
+        self.unmatched = 0  # spans of no attempt of its: another program's
+        self.dropped = 0  # spans past what an attempt keeps
+        self.unread = 0  # requests that did not read as OTLP
+        self.problem = ""  # the first of them, said
+        self._ended.clear()
 
     @contextlib.asynccontextmanager
     async def serving(self, waiting: Callable[[], None] | None = None) -> AsyncIterator[Receiver]:
-        """Answer on this receiver's port, in a thread of its own, for as long as the block runs;
-        ``waiting`` is called, in the attempts' loop, each time an attempt begins to wait for spans
-        (a bench starts another worker, as the attempt holds no place meanwhile)."""
+        """Answer on this receiver's port, in a process of its own, for as long as the block runs,
+        what it hears taken in as it comes; ``waiting`` is called each time an attempt begins to
+        wait for spans (a bench starts another worker, as the attempt holds no place meanwhile)."""
         self._waiting = waiting
-        ready = threading.Event()
-        stopping: list[Callable[[], object]] = []
-        thread = threading.Thread(target=asyncio.run, args=(self._served(ready, stopping),), name="convy-traces", daemon=True)
-        thread.start()
-        await asyncio.to_thread(ready.wait)
+        listening = self._socket.fileno()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "convy.listener", str(listening),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(listening,), start_new_session=True,
+        )
+        assert process.stdin is not None
+        self.ended, self.listener = None, process
+        self._telling = process.stdin
+        process.stdin.write(framed(Told(self._secrets)))
+        hearing = asyncio.create_task(self._heard(process))
         try:
             yield self
         finally:
             self._waiting = None
-            if stopping:
-                stopping[0]()
-            await asyncio.to_thread(thread.join)
+            self._telling = self.listener = None
+            process.stdin.close()  # the listener closes its connections, says the rest and ends
+            await hearing
 
-    async def _served(self, ready: threading.Event, stopping: list[Callable[[], object]]) -> None:
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        writers: dict[asyncio.StreamWriter, asyncio.Task[None]] = {}
-
-        async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            writers[writer] = task
+    async def _heard(self, process: asyncio.subprocess.Process) -> None:
+        """Take in what the listener says, frame by frame, until it ends; if it ended before it
+        was told to, no attempt waits for spans any more, and it is said."""
+        assert process.stdout is not None
+        given, decoder = process.stdout, msgspec.msgpack.Decoder(Heard)
+        while True:
             try:
-                await self._connected(reader, writer, len(writers))
-            finally:
-                writers.pop(writer, None)
-
-        try:
-            server = await asyncio.start_server(connected, sock=self._socket.dup(), limit=MOST_HEAD)
-        finally:
-            stopping.append(lambda: loop.call_soon_threadsafe(stop.set))
-            ready.set()
-        await stop.wait()
-        server.close()
-        # Each open connection closed, and its reader then ends at its end: none is left to be
-        # cancelled as the loop closes (which asyncio's streams of 3.11 report as an error).
-        handling = list(writers.values())
-        for writer in list(writers):
-            writer.close()
-        if handling:
-            await asyncio.wait(handling, timeout=_CLOSING)
-        await server.wait_closed()
-
-    def close(self) -> None:
-        self._socket.close()
-
-    def opened(self, trace: str) -> None:
-        """An attempt of trace id ``trace`` has started, in the running event loop: its spans are kept from now."""
-        held = _Held(asyncio.get_running_loop())
-        with self._lock:
-            self._open[trace] = held
+                heard = decoder.decode(await given.readexactly(int.from_bytes(await given.readexactly(4), "big")))
+            except (asyncio.IncompleteReadError, msgspec.DecodeError):
+                break
+            if heard.unread:
+                self.unread += 1
+                self.problem = self.problem or heard.unread
+            if heard.spans:
+                self.kept(heard.spans)
+        code = await process.wait()
+        if self._telling is not None:
+            self.ended = code  # no span comes any more: the attempts under way stop waiting
+            for held in self._open.values():
+                held.came.set()
 
     def forgotten(self, trace: str) -> None:
         """An attempt has ended: spans of its trace that come from now are counted late, not kept."""
-        with self._lock:
-            self._let_go(trace)
+        self._let_go(trace)
 
     def _let_go(self, trace: str) -> None:
         if self._open.pop(trace, None) is not None:
@@ -220,23 +170,17 @@ class Receiver:
     async def taken(self, trace: str, turns: Sequence[str]) -> Received:
         """What came for ``trace``, once each of ``turns`` (the agent's turns' span ids) has a span
         of the agent's under it, or ``wait`` seconds have gone; the attempt's spans are let go."""
-        with self._lock:
-            held = self._open.get(trace)
+        held = self._open.get(trace)
         if held is None:
             return Received()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait
         told = False
-        while True:
-            with self._lock:
-                whole = self._whole(held, turns)
-                if whole or (self.silent and not self.heard):
-                    break
-                held.came.clear()
+        while not self._whole(held, turns) and not (self.silent and not self.heard) and self.ended is None:
+            held.came.clear()
             left = deadline - loop.time()
             if left <= 0:
-                with self._lock:
-                    self.silent = self.silent or not self.heard
+                self.silent = self.silent or not self.heard
                 break
             if not told and self._waiting is not None:
                 told = True
@@ -244,11 +188,9 @@ class Receiver:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(left):
                     await held.came.wait()
-        with self._lock:
-            self._let_go(trace)
-            self.dropped += held.dropped
-            whole = self._whole(held, turns)
-            return Received(tuple(held.spans), held.dropped, whole, self.tooled and not held.lost)
+        self._let_go(trace)
+        self.dropped += held.dropped
+        return Received(tuple(held.spans), held.dropped, self._whole(held, turns), self.tooled and not held.lost)
 
     @staticmethod
     def _whole(held: _Held, turns: Sequence[str]) -> bool:
@@ -257,148 +199,25 @@ class Receiver:
     def kept(self, came: Sequence[AgentSpan]) -> None:
         """Spans that came: each kept with its attempt, if one under way has its trace; one of an
         attempt that ended counted late (the agent is heard all the same), another's unmatched."""
-        told: dict[int, _Held] = {}
-        with self._lock:
-            for span in came:
-                tool = bool(span.tool())
-                held = self._open.get(span.trace)
-                if held is None:
-                    if span.trace in self._ended:
-                        self.late += 1
-                        self.heard = True
-                        self.tooled = self.tooled or tool
-                    else:
-                        self.unmatched += 1
-                    continue
-                self.heard = True
-                self.tooled = self.tooled or tool
-                held.keep(span, tool)
-                told[id(held)] = held
-        for held in told.values():
-            held.told()
+        for span in came:
+            tool = bool(span.tool())
+            held = self._open.get(span.trace)
+            if held is None:
+                if span.trace in self._ended:
+                    self.late += 1
+                    self.heard = True
+                    self.tooled = self.tooled or tool
+                else:
+                    self.unmatched += 1
+                continue
+            self.heard = True
+            self.tooled = self.tooled or tool
+            held.keep(span, tool)
+            held.came.set()
 
-    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, open_now: int) -> None:
-        try:
-            if open_now > MOST_CONNECTIONS:
-                return
-            while True:
-                try:
-                    async with asyncio.timeout(IDLE):
-                        request = await self._request(reader)
-                except TimeoutError:  # nothing whole came for a minute: let the connection go
-                    return
-                except _Refused as refused:
-                    writer.write(_answer(refused.status, b"", "text/plain", close=True))
-                    await writer.drain()
-                    return
-                if request is None:
-                    return
-                closing = request.headers.get("connection", "").lower() == "close"
-                writer.write(self._answered(request, closing))
-                await writer.drain()
-                if closing:
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            writer.close()
+    def close(self) -> None:
+        self._socket.close()
 
-    def _answered(self, request: _Request, closing: bool) -> bytes:
-        json = request.headers.get("content-type", "").split(";", 1)[0].strip().lower() == "application/json"
-        kind = "application/json" if json else "application/x-protobuf"
-        empty = b"{}" if json else b""
-        if request.method != "POST":
-            return _answer(405, b"", "text/plain", closing)
-        match request.path:
-            case "/v1/traces":
-                try:
-                    came = spans(request.body, json, self._hidden)
-                except ValueError as error:
-                    with self._lock:
-                        self.unread += 1
-                        self.problem = self.problem or f"a request to {TRACES} did not read as OTLP {'JSON' if json else 'Protobuf'} ({error})"
-                    return _answer(400, b"", "text/plain", closing)
-                self.kept(came)
-                return _answer(200, empty, kind, closing)
-            case "/v1/logs" | "/v1/metrics":
-                return _answer(200, empty, kind, closing)
-            case _:
-                return _answer(404, b"", "text/plain", closing)
-
-    async def _request(self, reader: asyncio.StreamReader) -> _Request | None:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except asyncio.IncompleteReadError as ended:
-            if ended.partial.strip():
-                raise _Refused(400, "a request cut short") from None
-            return None  # the connection closed between requests
-        except asyncio.LimitOverrunError:
-            raise _Refused(431, "a request's head too large") from None
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise _Refused(400, "no HTTP request line")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            if ":" in line:
-                name, value = line.split(":", 1)
-                name = name.strip().lower()
-                if name in headers and name in _SINGLE:  # two lengths: which one frames the body is not certain
-                    raise _Refused(400, f"{name} given twice")
-                headers[name] = value.strip()
-        if "content-length" in headers and "transfer-encoding" in headers:
-            raise _Refused(400, "a content length and a transfer encoding both")
-        body = await self._body(reader, headers)
-        coding = headers.get("content-encoding", "identity").lower()
-        if coding == "gzip":
-            body = _unzipped(body)
-        elif coding not in ("identity", ""):
-            raise _Refused(415, f"content encoding {coding}")
-        return _Request(parts[0].upper(), parts[1].split("?", 1)[0], headers, body)
-
-    async def _body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-        coding = headers.get("transfer-encoding")
-        if coding is not None and coding.lower() != "chunked":
-            raise _Refused(501, f"transfer encoding {coding}")  # read as no body, its bytes would be the next request
-        if coding is not None:
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                line = (await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip()
-                if not _HEX.fullmatch(line):
-                    raise _Refused(400, "a chunk's size")
-                length = int(line, 16)
-                size += length
-                if size > MOST_BODY:
-                    raise _Refused(413, "a body too large")
-                if length == 0:
-                    while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers, then the blank line
-                        pass
-                    return b"".join(chunks)
-                chunks.append(await reader.readexactly(length))
-                await reader.readexactly(2)
-        length_text = headers.get("content-length", "0")
-        if not _DIGITS.fullmatch(length_text):
-            raise _Refused(400, "a content length")
-        length = int(length_text)
-        if length > MOST_BODY:
-            raise _Refused(413, "a body too large")
-        return await reader.readexactly(length) if length else b""
-
-
-def _unzipped(body: bytes) -> bytes:
-    unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        data = unzip.decompress(body, MOST_BODY + 1)
-    except zlib.error:
-        raise _Refused(400, "a gzip body that does not unzip") from None
-    if len(data) > MOST_BODY or unzip.unconsumed_tail:
-        raise _Refused(413, "a body too large")
-    return data
-
-
-def _answer(status: int, body: bytes, kind: str, close: bool) -> bytes:
-    head = f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
-    if close:
-        head += "Connection: close\r\n"
-    return head.encode() + b"\r\n" + body
+    def opened(self, trace: str) -> None:
+        """An attempt of trace id ``trace`` has started: its spans are kept from now."""
+        self._open[trace] = _Held()

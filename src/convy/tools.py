@@ -555,6 +555,11 @@ def _stray(value: Any) -> str:
 
 def same(one: Any, other: Any) -> bool:
     """Equal as JSON values: ``1`` and ``1.0`` alike; ``True`` and ``1``, ``1`` and ``"1"`` not."""
+    kind = type(one)
+    if kind is str:  # the most common, first
+        return type(other) is str and one == other
+    if kind is dict and type(other) is dict:
+        return one.keys() == other.keys() and all(same(value, other[key]) for key, value in one.items())
     if isinstance(one, bool) or isinstance(other, bool):
         return type(one) is type(other) and one == other
     match one, other:

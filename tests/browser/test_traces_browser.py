@@ -17,9 +17,10 @@ from test_browser import SHOTS, Visit, chromium, expect
 
 from convy import Answer, Bench, Models, RunJournal, RunSpec, Scenarios, trace_context
 from convy.fakes import FakeAgent, FakeJudge
+from convy.listener import TRACES
 from convy.otlp import INTERNAL, Signals, Span
 from convy.page import ReportPage
-from convy.receiver import TRACES, Receiver
+from convy.receiver import Receiver
 from convy.report import Summary
 from convy.runs import Runs
 

@@ -17,9 +17,12 @@ from hypothesis import strategies as st
 
 from convy.agent import Answer, Call, NotReported, Reported
 from convy.checks import Check
+from convy.cli.receiving import Receiving
+from convy.listener import MOST_BODY, Heard, Listener, _Request
 from convy.otlp import Signals, Span
 from convy.received import MOST_TEXT, AgentSpan, spans
-from convy.receiver import MOST_BODY, Receiver
+from convy.receiver import Receiver
+from convy.secrets import HIDDEN, Secrets
 from convy.tracecontext import TraceIds
 from convy.traced import dialogue
 from convy.transcript import Transcript, Turn
@@ -475,8 +478,12 @@ def request_of(span: AgentSpan) -> bytes:
 def test_secrets_are_hidden_before_a_text_is_cut() -> None:
     key = "sk-Zq7Xk9RtYvB2"
     text = "a" * (MOST_TEXT - 6) + key
-    (span,) = spans(request_of(AgentSpan(TRACE, "00f067aa0ba902b7", "x", 1, 2, TURN, 1, {"said": text})), False, lambda said: said.replace(key, "<hidden>"))
-    assert "Zq7" not in span.attributes["said"] and span.attributes["said"].startswith("a" * (MOST_TEXT - 6) + "<hid")
+    body = request_of(AgentSpan(TRACE, "00f067aa0ba902b7", "x", 1, 2, TURN, 1, {"said": text, "long": "b" * (MOST_TEXT + 5)}))
+    (span,) = spans(body, False, Secrets((key,)))
+    assert "Zq7" not in span.attributes["said"] and span.attributes["said"].startswith("a" * (MOST_TEXT - 6) + HIDDEN[:4])
+    assert span.attributes["long"] == "b" * MOST_TEXT + "…"
+    (plain,) = spans(body, False, Secrets(("sk-NotInTheBody1",)))  # no piece of it in the body: cut all the same
+    assert plain.attributes["said"].endswith("…") and plain.attributes["long"] == "b" * MOST_TEXT + "…"
 
 
 @pytest.mark.parametrize(
@@ -532,5 +539,50 @@ def test_spans_that_come_after_their_attempt_ended_count_as_heard_and_late(recei
     received = asyncio.run(played())
     assert (receiver.late, receiver.unmatched, receiver.heard, receiver.tooled) == (1, 0, True, True)
     assert not receiver.silent and received.tooled and not received.whole
-    receiver.begun(str)  # the next agent's run: learnt afresh
+    receiver.begun(Secrets())  # the next agent's run: learnt afresh
     assert (receiver.late, receiver.heard, receiver.tooled) == (0, False, False)
+
+
+def test_the_secrets_of_each_agent_reach_the_listener_and_are_hidden_in_what_it_reads(receiver: Receiver) -> None:
+    first, second = "sk-Qw8Er7Ty6Ui5Op4", "sk-Zx1Cv2Bn3Mm4Lk5"
+    said = f"keys {first} and {second}"
+    body = request(span_pb("00f067aa0ba902b7", TURN, "invoke_agent shop", said=said)).SerializeToString()
+
+    async def played() -> Any:
+        receiver.begun(Secrets((first,)))
+        async with receiver.serving():
+            receiver.begun(Secrets((second,)))  # told while it serves: with the first, not instead of it
+            receiver.opened(TRACE)
+            async with httpx2.AsyncClient(trust_env=False) as client:
+                answer = await client.post(traces(receiver.url), content=body, headers=PROTOBUF)
+            return answer, await receiver.taken(TRACE, [TURN])
+
+    answer, received = asyncio.run(played())
+    assert answer.status_code == 200 and received.whole
+    (span,) = received.spans
+    assert span.attributes["said"] == f"keys {HIDDEN} and {HIDDEN}"
+
+
+def test_a_listener_that_ends_early_stops_every_wait_and_is_said(receiver: Receiver) -> None:
+    async def played() -> Any:
+        async with receiver.serving():
+            receiver.opened(TRACE)
+            assert receiver.listener is not None
+            receiver.listener.kill()
+            return await receiver.taken(TRACE, [TURN])  # waits for no span: none can come
+
+    received = asyncio.run(played())
+    assert not received.whole and receiver.ended == -9
+    assert any("ended (code -9)" in line for line in Receiving(receiver).said("shop"))
+
+
+def test_spans_the_run_has_not_read_past_the_bound_are_answered_try_again_later() -> None:
+    """A run that reads what the listener heard more slowly than the agent sends: past
+    ``MOST_UNREAD`` bytes waiting, spans are answered 503 (an exporter tries them again later),
+    and nothing more is held."""
+    heard: list[Heard] = []
+    body = request(span_pb("00f067aa0ba902b7", TURN, "x")).SerializeToString()
+    busy = Listener(heard.append, lambda: True)._answered(_Request("POST", "/v1/traces", {}, body), False)
+    free = Listener(heard.append, lambda: False)._answered(_Request("POST", "/v1/traces", {}, body), False)
+    assert busy.startswith(b"HTTP/1.1 503 ") and free.startswith(b"HTTP/1.1 200 ")
+    assert [len(one.spans) for one in heard] == [1]

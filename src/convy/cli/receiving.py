@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from convy.listener import TRACES
 from convy.problems import ConfigurationError
-from convy.receiver import TRACES, Receiver
+from convy.receiver import Receiver
 from convy.terminal import Inert
 
 if TYPE_CHECKING:
@@ -87,6 +88,11 @@ class Receiving(msgspec.Struct, frozen=True):
             lines.append(
                 f"convy: receive_traces: {agent} sent spans but no execute_tool span, so its tool calls could not be "
                 "read from them: its calls were seen only as its replies said them"
+            )
+        if receiver.ended is not None:
+            lines.append(
+                f"convy: receive_traces: the process that received {agent}'s spans ended (code {receiver.ended}); "
+                "the attempts played after it were not waited for, and their calls were seen only as the replies said them"
             )
         if receiver.problem:
             lines.append(f"convy: receive_traces: {Inert(receiver.problem).line()}; {receiver.unread} such request(s) in all")
