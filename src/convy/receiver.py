@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -119,9 +121,13 @@ class Receiver:
         wait for spans (a bench starts another worker, as the attempt holds no place meanwhile)."""
         self._waiting = waiting
         listening = self._socket.fileno()
+        # The listener is this convy, wherever it was loaded from: the frames are its own.
+        here = str(Path(__file__).resolve().parent.parent)
+        path = os.pathsep.join(filter(None, (here, os.environ.get("PYTHONPATH"))))
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "convy.listener", str(listening),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(listening,), start_new_session=True,
+            env={**os.environ, "PYTHONPATH": path},
         )
         assert process.stdin is not None
         self.ended, self.listener = None, process
@@ -175,19 +181,21 @@ class Receiver:
             return Received()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait
-        told = False
-        while not self._whole(held, turns) and not (self.silent and not self.heard) and self.ended is None:
-            held.came.clear()
-            left = deadline - loop.time()
-            if left <= 0:
-                self.silent = self.silent or not self.heard
-                break
-            if not told and self._waiting is not None:
-                told = True
-                self._waiting()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(left):
-                    await held.came.wait()
+        timer: asyncio.TimerHandle | None = None  # wakes the attempt at its deadline: one handle, not a timeout's scope each wait
+        try:
+            while not self._whole(held, turns) and not (self.silent and not self.heard) and self.ended is None:
+                if loop.time() >= deadline:
+                    self.silent = self.silent or not self.heard
+                    break
+                if timer is None:
+                    timer = loop.call_at(deadline, held.came.set)
+                    if self._waiting is not None:
+                        self._waiting()
+                held.came.clear()
+                await held.came.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
         self._let_go(trace)
         self.dropped += held.dropped
         return Received(tuple(held.spans), held.dropped, self._whole(held, turns), self.tooled and not held.lost)

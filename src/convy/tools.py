@@ -559,7 +559,13 @@ def same(one: Any, other: Any) -> bool:
     if kind is str:  # the most common, first
         return type(other) is str and one == other
     if kind is dict and type(other) is dict:
-        return one.keys() == other.keys() and all(same(value, other[key]) for key, value in one.items())
+        if one.keys() != other.keys():
+            return False
+        for key, value in one.items():
+            held = other[key]
+            if not (type(value) is str and type(held) is str and value == held or same(value, held)):
+                return False
+        return True
     if isinstance(one, bool) or isinstance(other, bool):
         return type(one) is type(other) and one == other
     match one, other:

@@ -43,10 +43,16 @@ def calls(spans: Sequence[AgentSpan], turns: Mapping[str, int]) -> dict[int, lis
     parent = {span.span: span.parent for span in spans}
     found: dict[int, list[tuple[int, Traced]]] = {}
     for span, tool in tools:
-        number = _turn_of(span.parent, parent, turns)
+        number = turns.get(span.parent)  # most tools' spans are a turn's children or grandchildren: no walk
+        if number is None:
+            number = _turn_of(span.parent, parent, turns)
         if number is not None:
             found.setdefault(number, []).append((span.start, _call(span, tool)))
-    return {number: [call for _, call in sorted(listed, key=lambda pair: pair[0])] for number, listed in found.items()}
+    return {number: [call for _, call in listed] if len(listed) == 1 else [call for _, call in sorted(listed, key=_first)] for number, listed in found.items()}
+
+
+def _first(pair: tuple[int, Traced]) -> int:
+    return pair[0]
 
 
 def _turn_of(place: str, parent: Mapping[str, str], turns: Mapping[str, int]) -> int | None:
@@ -60,18 +66,23 @@ def _turn_of(place: str, parent: Mapping[str, str], turns: Mapping[str, int]) ->
 
 
 def _call(span: AgentSpan, tool: str) -> Traced:
-    given = span.attributes.get("gen_ai.tool.call.arguments")
+    attributes = span.attributes
+    given = attributes.get("gen_ai.tool.call.arguments")
     arguments, known = _decoded(given)
-    result = span.attributes.get("gen_ai.tool.call.result")
+    result = attributes.get("gen_ai.tool.call.result")
+    failed = attributes.get("error.type")
     call = Call(
         tool,
         arguments if isinstance(arguments, dict) else {} if given is None or not known else {"arguments": arguments},
-        NotReported() if result is None else Reported(_decoded(result)[0]),
+        _UNREPORTED if result is None else Reported(_decoded(result)[0]),
         span.seconds(),
-        error=span.error or _text(span.attributes.get("error.type")),
+        error=span.error or (failed if isinstance(failed, str) else ""),
         traced=True,
     )
     return Traced(call, given is not None and known)
+
+
+_UNREPORTED = NotReported()
 
 
 def _decoded(value: Any) -> tuple[Any, bool]:
@@ -93,10 +104,6 @@ def _decoded(value: Any) -> tuple[Any, bool]:
 _JSON = msgspec.json.Decoder().decode
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def joined(answer: Answer, traced: Sequence[Traced], declared: Container[str] = ()) -> Answer:
     """``answer`` with the calls ``traced`` in its turn: each marks the first unmarked call of the
     same tool with the same arguments among its steps (by the name alone where the span did not
@@ -109,29 +116,24 @@ def joined(answer: Answer, traced: Sequence[Traced], declared: Container[str] = 
         return answer
     steps: list[Step] = list(answer.steps)
     left: list[Call] = []
+    replace = msgspec.structs.replace
     for seen in traced:
         call = seen.call
-        place = next(
-            (
-                number
-                for number, step in enumerate(steps)
-                if type(step) is Call
-                and step.name == call.name
-                and not step.traced
-                and (not seen.known or same(step.arguments, call.arguments))
-            ),
-            None,
-        )
-        if place is None:
-            left.append(msgspec.structs.replace(call, source="claimed") if call.name in declared else call)
+        name, known, place = call.name, seen.known, -1
+        for number, step in enumerate(steps):  # the first unmarked call of the tool, with the same arguments where known
+            if type(step) is Call and step.name == name and not step.traced and (not known or same(step.arguments, call.arguments)):
+                place = number
+                break
+        if place < 0:
+            left.append(replace(call, source="claimed") if name in declared else call)
             continue
         step = steps[place]
         assert type(step) is Call
         if step.source:  # served by the scenario's tools: what they answered is what happened
-            steps[place] = msgspec.structs.replace(step, traced=True)
+            steps[place] = replace(step, traced=True)
         else:
             result = step.result if type(call.result) is NotReported else call.result
-            steps[place] = msgspec.structs.replace(step, traced=True, error=call.error or step.error, result=result)
+            steps[place] = replace(step, traced=True, error=call.error or step.error, result=result)
     return msgspec.structs.replace(answer, steps=tuple(steps) + tuple(left))
 
 
