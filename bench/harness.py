@@ -495,9 +495,9 @@ class Exporter:
     # package's upb): encoding them afresh in Python would have the fake agent's exporter, not
     # convy, set the pace of ``received``, which waits for them.
     SENDER = """
-import http.client, os, select, sys, urllib.parse
+import http.client, os, select, sys, time, urllib.parse
 from convy.otlp import INTERNAL, Signals, Span, fields
-BATCH, IDLE = 512, 0.002  # spans a request at most; seconds without a turn before what is kept goes
+BATCH, IDLE, GATHER = 512, 0.002, 0.0005  # spans a request at most; seconds without a turn before what is kept goes; seconds to let turns gather
 TRACE, TURN, TOP, TOOL = "ab" * 16, "cd" * 8, "ef" * 8, "9a" * 8
 made = Signals({"service.name": "shop"}, "shop", "1", (
     Span(TRACE, TOP, TURN, "invoke_agent shop", INTERNAL, 1_000, 4_000),
@@ -550,6 +550,8 @@ while not ended:
     while len(spans) >= BATCH // 2 or spans and (not came or ended):
         post(spans[: BATCH // 2])
         spans = spans[BATCH // 2 :]
+    if came and not ended and len(spans) < BATCH // 2:
+        time.sleep(GATHER)  # the SDK's worker sleeps until a batch is full, not woken by each span
 """
 
     def __init__(self, url: str) -> None:

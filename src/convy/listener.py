@@ -14,9 +14,9 @@ JSON by ``Content-Type``. What it takes is bounded: a request's head and body, t
 open at once, the time a request may take to come whole.
 
 Between the two processes, frames: four bytes of length, then MessagePack. The run sends ``Told``
-(the secrets to hide, each agent's added to those before); this process sends ``Heard`` (a
-request's spans, or why one did not read). Its input closing is the end: the connections open are
-closed, what was heard is sent, and it ends. It is in a session of its own, so a Ctrl+C meant for
+(the secrets to hide, each agent's added to those before), then ``Ending``; this process sends
+``Heard`` (a request's spans, or why one did not read). At ``Ending`` (or its input's end) the
+connections open are closed, what was heard is sent, and it ends. It is in a session of its own, so a Ctrl+C meant for
 the run does not end it in the middle of a frame.
 """
 
@@ -45,13 +45,18 @@ FRAMED = 1000  # spans in one frame to the run at most: a large request is sent 
 MOST_UNREAD = 64 * 1024 * 1024  # bytes the run has not read yet, past which spans are refused for a while
 TRACES, LOGS, METRICS = "/v1/traces", "/v1/logs", "/v1/metrics"
 F_SETPIPE_SZ = 1031  # fcntl's, on Linux
-_CLOSING = 5.0  # seconds the connections open when the run ends have to close
+CLOSING = 5.0  # seconds the connections open when the run ends have to close
 
 
-class Told(msgspec.Struct, frozen=True):
+class Told(msgspec.Struct, frozen=True, tag="told"):
     """What the run tells this process: more secrets to hide in what it reads."""
 
     secrets: Secrets
+
+
+class Ending(msgspec.Struct, frozen=True, tag="ending"):
+    """The run has ended: close the connections, say the rest, and end. Said, not left to the
+    input's end: a process the run forked may hold that pipe open long after."""
 
 
 class Heard(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -62,7 +67,7 @@ class Heard(msgspec.Struct, frozen=True, omit_defaults=True):
     unread: str = ""
 
 
-def framed(message: Told | Heard) -> bytes:
+def framed(message: Told | Ending | Heard) -> bytes:
     body = msgspec.msgpack.encode(message)
     return len(body).to_bytes(4, "big") + body
 
@@ -96,18 +101,18 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 
 class Listener:
     """The server of one play: the requests on ``server_socket`` answered, each one's spans or
-    its failure to read passed to ``heard``, with the secrets ``Told`` so far hidden. While the run
+    its failure to read passed to ``heard`` as a frame, with the secrets ``Told`` so far hidden. While the run
     is ``busy`` (more than ``MOST_UNREAD`` bytes it has not read), spans are answered 503, which an
     OTLP exporter takes as "try again later"."""
 
-    def __init__(self, heard: Callable[[Heard], None], busy: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, heard: Callable[[bytes], None], busy: Callable[[], bool] = lambda: False) -> None:
         self._heard = heard
         self._busy = busy
         self.secrets = Secrets()
 
     async def listened(self, server_socket: socket.socket, told: asyncio.StreamReader) -> None:
-        """Answer on ``server_socket`` until ``told`` ends, taking each ``Told`` it brings; then
-        close the connections open and end."""
+        """Answer on ``server_socket`` until ``told`` says it is ``Ending`` (or ends), taking each
+        ``Told`` it brings; then close the connections open and end."""
         writers: dict[asyncio.StreamWriter, asyncio.Task[None]] = {}
 
         async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -120,13 +125,18 @@ class Listener:
                 writers.pop(writer, None)
 
         server = await asyncio.start_server(connected, sock=server_socket, limit=MOST_HEAD)
-        decoder = msgspec.msgpack.Decoder(Told)
+        decoder = msgspec.msgpack.Decoder(Told | Ending)
         while True:
             try:
                 length = int.from_bytes(await told.readexactly(4), "big")
-                self.secrets = self.secrets + decoder.decode(await told.readexactly(length)).secrets
+                message = decoder.decode(await told.readexactly(length))
             except (asyncio.IncompleteReadError, msgspec.DecodeError):
                 break
+            match message:
+                case Told(secrets=secrets):
+                    self.secrets = self.secrets + secrets
+                case Ending():
+                    break
         server.close()
         # Each open connection closed, and its reader then ends at its end: none is left to be
         # cancelled as the loop closes (which asyncio's streams of 3.11 report as an error).
@@ -134,8 +144,9 @@ class Listener:
         for writer in list(writers):
             writer.close()
         if handling:
-            await asyncio.wait(handling, timeout=_CLOSING)
-        await server.wait_closed()
+            await asyncio.wait(handling, timeout=CLOSING)
+        with contextlib.suppress(TimeoutError):  # from 3.12 it waits for every connection: one that never reads holds it
+            await asyncio.wait_for(server.wait_closed(), CLOSING)
 
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, open_now: int) -> None:
         try:
@@ -176,11 +187,18 @@ class Listener:
                 try:
                     came = spans(request.body, json, self.secrets)
                 except ValueError as error:
-                    self._heard(Heard(unread=f"a request to {TRACES} did not read as OTLP {'JSON' if json else 'Protobuf'} ({error})"))
+                    self._heard(framed(Heard(unread=f"a request to {TRACES} did not read as OTLP {'JSON' if json else 'Protobuf'} ({error})")))
                     return _answer(400, b"", "text/plain", closing)
-                for first in range(0, len(came), FRAMED):
-                    self._heard(Heard(came[first : first + FRAMED]))
-                return _answer(200, empty, kind, closing)
+                try:
+                    said = [framed(Heard(came[first : first + FRAMED])) for first in range(0, len(came), FRAMED)]
+                except (OverflowError, TypeError, ValueError) as error:  # a value MessagePack cannot carry: the decoder's bounds missed it
+                    said = [framed(Heard(unread=f"a request to {TRACES} held a value convy cannot keep ({error})"))]
+                    status = 400
+                else:
+                    status = 200
+                for frame in said:
+                    self._heard(frame)
+                return _answer(status, empty if status == 200 else b"", kind if status == 200 else "text/plain", closing)
             case "/v1/logs" | "/v1/metrics":
                 return _answer(200, empty, kind, closing)
             case _:
@@ -285,7 +303,7 @@ async def _main(server_socket: socket.socket, given: IO[bytes], telling: IO[byte
     # Written without waiting: a run whose loop an agent holds (one that exports as each span
     # ends, blocking) is still answered. What the run has not read yet is bounded (``busy``).
     transport, said = await loop.connect_write_pipe(_Telling, telling)
-    listener = Listener(lambda heard: transport.write(framed(heard)), lambda: transport.get_write_buffer_size() > MOST_UNREAD)
+    listener = Listener(transport.write, lambda: transport.get_write_buffer_size() > MOST_UNREAD)
     await listener.listened(server_socket, told)
     transport.close()  # once what is written is sent
     await said.closed

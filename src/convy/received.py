@@ -74,15 +74,20 @@ class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
 def spans(body: bytes, json: bool, secrets: Secrets = Secrets()) -> tuple[AgentSpan, ...]:
     """The spans of an ``ExportTraceServiceRequest`` in OTLP JSON (``json``) or binary Protobuf,
-    each text in them with ``secrets`` hidden before it is cut. A Protobuf body holds each text's
-    bytes as they are, so one in which no piece of a secret is found is not searched text by text
-    (JSON may escape any character: its texts are)."""
+    each text in them with ``secrets`` hidden before it is cut. The spans as read are searched
+    once, as JSON, for any piece of a secret (``Secrets.may_hold``): only where one may be is each
+    text searched."""
     try:
         read = list(_from_json(body) if json else _from_proto(body))
     except RecursionError:  # nested past what the decoder follows
         raise ValueError("nested too deeply") from None
-    if secrets.values and (json or secrets.may_hold(body)):
-        return tuple(_bounded(span, secrets.hidden) for span in read)
+    if secrets.values:
+        try:
+            held = secrets.may_hold(msgspec.json.encode(read))
+        except (OverflowError, TypeError) as error:  # the decoder keeps to what JSON and 64 bits hold: never, but said if so
+            raise ValueError(f"a value convy cannot keep ({error})") from None
+        if held:
+            return tuple(_bounded(span, secrets.hidden) for span in read)
     return tuple(span if _within(span) else _bounded(span, str) for span in read)
 
 
@@ -169,11 +174,11 @@ def _proto_span(data: bytes, service: str) -> AgentSpan | None:
                 error = _proto_status(data[place:stop])
             place = stop
         elif number == 7:
-            start = value
+            start = value & _WORD
         elif number == 8:
-            end = value
+            end = value & _WORD
         elif number == 6:
-            kind = value
+            kind = value & _WORD
     if len(trace) != 16 or len(span) != 8 or len(parent) not in (0, 8):
         return None
     return AgentSpan(trace.hex(), span.hex(), name, start, end, parent.hex(), kind, attributes, error, service)
@@ -195,7 +200,7 @@ def _field_at(data: bytes, place: int, size: int) -> tuple[int, int, int, int]:
             place += 1
         else:
             value, place = read_varint(data, place)
-        if wire == LEN and place + value > size:
+        if place > size or wire == LEN and place + value > size:  # a varint, or what it measures, past the message
             raise ValueError("a field runs past the message")
         return number, wire, place, value
     if wire == I64 or wire == I32:
@@ -229,6 +234,7 @@ def _key_value_at(data: bytes, place: int, size: int, into: dict[str, Any]) -> N
 
 
 _TEXT_KEY = 1 << 3 | LEN  # an AnyValue's string_value, length-delimited
+_WORD = (1 << 64) - 1  # the most 64 bits hold
 
 
 def _proto_status(data: bytes) -> str:
@@ -269,6 +275,7 @@ def _proto_value(data: bytes, depth: int) -> Any:
             case 2, int():
                 return bool(value)
             case 3, int():
+                value &= _WORD  # a varint past 64 bits read as Protobuf's own readers do
                 return value - (1 << 64) if value >= 1 << 63 else value  # int64, as two's complement
             case 4, int():
                 return double(value)
@@ -325,7 +332,7 @@ def _json_span(held: Any, service: str) -> AgentSpan | None:
         _number(_field(held, "startTimeUnixNano", "start_time_unix_nano")),
         _number(_field(held, "endTimeUnixNano", "end_time_unix_nano")),
         parent,
-        _KINDS.get(kind, 0) if isinstance(kind, str) else kind if isinstance(kind, int) else 0,
+        _KINDS.get(kind, 0) if isinstance(kind, str) else _number(kind),
         _json_attributes(_field(held, "attributes")),
         (message if isinstance(message, str) and message else "error") if failed else "",
         service,
@@ -390,12 +397,14 @@ def _hex(held: Any) -> str:
 
 
 def _number(held: Any) -> int:
+    """A number as OTLP JSON gives one (a JSON number, or its digits as text); 0 for anything else,
+    or for one no 64 bits hold (signed or not), which nothing that reads convy's records could."""
     if isinstance(held, bool):
         return 0
-    if isinstance(held, int):
-        return held
     if isinstance(held, str) and held.lstrip("-").isdigit() and len(held) < 24:
-        return int(held)
+        held = int(held)
+    if isinstance(held, int) and -(1 << 63) <= held <= _WORD:
+        return held
     return 0
 
 

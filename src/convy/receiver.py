@@ -12,16 +12,15 @@ time one attempt waited its whole time waits no more (``silent``), until a span 
 
 The requests are answered, and their spans decoded, by a process of the run's own
 (``listener``), started with the listening socket while the run plays (``serving``): what it
-hears comes back ready-made, in frames, to a thread of this process that keeps each span with its
-attempt. Spans of no attempt under way (late ones, another program's) are counted, not kept, and
-what an attempt keeps is bounded.
+hears comes back ready-made, in frames, which a task of the run's event loop reads as they come
+and keeps each span with its attempt. Spans of no attempt under way (late ones, another
+program's) are counted, not kept, and what an attempt keeps is bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -30,13 +29,17 @@ from pathlib import Path
 
 import msgspec
 
-from convy.listener import Heard, Told, framed
+from convy.listener import CLOSING, Ending, Heard, Told, framed
 from convy.received import AgentSpan
 from convy.secrets import Secrets
 
 LOOPBACK = "127.0.0.1"
 MOST_SPANS = 1000  # spans kept of one attempt; the rest are counted
-RECENT = 4096  # the attempts that ended latest, whose spans that still come are counted late
+RECENT = 4096
+_MOANED = 4096  # bytes of the listener's error output kept, the last
+# The listener's start: this convy's folder searched after everything else, so the listener is
+# this convy where no other is installed, and no module of the standard library is shadowed.
+_STARTED = "import sys; sys.path.append(sys.argv.pop()); from convy.listener import main; raise SystemExit(main(sys.argv[1:]))"  # the attempts that ended latest, whose spans that still come are counted late
 
 
 class Received(msgspec.Struct, frozen=True):
@@ -96,6 +99,7 @@ class Receiver:
         self._waiting: Callable[[], None] | None = None  # told as an attempt begins to wait (``serving``)
         self.ended: int | None = None  # the listener's code, where it ended before it was told to: no attempt waits for spans
         self.listener: asyncio.subprocess.Process | None = None  # the process that answers, while it serves
+        self.moaned = ""  # the last line of the listener's error output, where it wrote any
         self.begun(Secrets())
 
     def begun(self, secrets: Secrets) -> None:
@@ -118,39 +122,57 @@ class Receiver:
     async def serving(self, waiting: Callable[[], None] | None = None) -> AsyncIterator[Receiver]:
         """Answer on this receiver's port, in a process of its own, for as long as the block runs,
         what it hears taken in as it comes; ``waiting`` is called each time an attempt begins to
-        wait for spans (a bench starts another worker, as the attempt holds no place meanwhile)."""
+        wait for spans (a bench starts another worker, as the attempt holds no place meanwhile).
+        Once a listener has ended before its time (``ended``), none is started again: the port is
+        closed, and no attempt waits."""
         self._waiting = waiting
+        if self.ended is not None:
+            try:
+                yield self
+            finally:
+                self._waiting = None
+            return
         listening = self._socket.fileno()
-        # The listener is this convy, wherever it was loaded from: the frames are its own.
-        here = str(Path(__file__).resolve().parent.parent)
-        path = os.pathsep.join(filter(None, (here, os.environ.get("PYTHONPATH"))))
+        # -P: the project's folder, where the run is, is not searched before the standard library
+        # (a project's token.py would be imported instead of Python's); this convy is searched last.
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "convy.listener", str(listening),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(listening,), start_new_session=True,
-            env={**os.environ, "PYTHONPATH": path},
+            sys.executable, "-P", "-c", _STARTED, str(listening), str(Path(__file__).resolve().parent.parent),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(listening,), start_new_session=True,
         )
-        assert process.stdin is not None
-        self.ended, self.listener = None, process
+        assert process.stdin is not None and process.stderr is not None
+        self.listener = process
         self._telling = process.stdin
         process.stdin.write(framed(Told(self._secrets)))
         hearing = asyncio.create_task(self._heard(process))
+        moaning = asyncio.create_task(self._moaned(process.stderr))
         try:
             yield self
         finally:
             self._waiting = None
             self._telling = self.listener = None
-            process.stdin.close()  # the listener closes its connections, says the rest and ends
-            await hearing
+            with contextlib.suppress(ConnectionError, RuntimeError):  # one that has ended is told nothing
+                process.stdin.write(framed(Ending()))
+            process.stdin.close()
+            try:  # it closes its connections (at most CLOSING each step), says the rest and ends; else it is ended
+                await asyncio.wait_for(asyncio.shield(hearing), 3 * CLOSING)
+            except TimeoutError:
+                process.kill()
+                await hearing
+            await moaning
 
     async def _heard(self, process: asyncio.subprocess.Process) -> None:
         """Take in what the listener says, frame by frame, until it ends; if it ended before it
-        was told to, no attempt waits for spans any more, and it is said."""
+        was told to, its port is closed (an exporter is refused at once, not left to time out), no
+        attempt waits for spans any more, and it is said."""
         assert process.stdout is not None
         given, decoder = process.stdout, msgspec.msgpack.Decoder(Heard)
         while True:
             try:
                 heard = decoder.decode(await given.readexactly(int.from_bytes(await given.readexactly(4), "big")))
-            except (asyncio.IncompleteReadError, msgspec.DecodeError):
+            except asyncio.IncompleteReadError:
+                break
+            except msgspec.DecodeError:  # it says what is not a frame: nothing more of it can be read
+                process.kill()
                 break
             if heard.unread:
                 self.unread += 1
@@ -159,9 +181,19 @@ class Receiver:
                 self.kept(heard.spans)
         code = await process.wait()
         if self._telling is not None:
-            self.ended = code  # no span comes any more: the attempts under way stop waiting
+            self.ended = code
+            self._socket.close()
             for held in self._open.values():
                 held.came.set()
+
+    async def _moaned(self, said: asyncio.StreamReader) -> None:
+        """The last line the listener wrote to its error output (the reason, where it ended early),
+        with the run's secrets hidden; what came before it is not kept."""
+        tail = b""
+        while chunk := await said.read(65536):
+            tail = (tail + chunk)[-_MOANED:]
+        lines = tail.decode(errors="replace").strip().splitlines()
+        self.moaned = self._secrets.hidden(lines[-1].strip())[:300] if lines else ""
 
     def forgotten(self, trace: str) -> None:
         """An attempt has ended: spans of its trace that come from now are counted late, not kept."""

@@ -94,9 +94,11 @@ def _decoded(value: Any) -> tuple[Any, bool]:
             return _JSON(value), True
         except msgspec.DecodeError:
             pass
+        except RecursionError:  # nested past what a reader follows: not read
+            return value, False
         try:
             return json.loads(value), True
-        except ValueError:
+        except (ValueError, RecursionError):
             return value, False
     return value, True
 

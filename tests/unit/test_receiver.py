@@ -5,12 +5,17 @@ each attempt, and the calls ``traced`` joins to the turns they were made in."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import json
+import os
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,12 +24,12 @@ from convy.agent import Answer, Call, NotReported, Reported
 from convy.checks import Check
 from convy.cli.receiving import Receiving
 from convy.listener import MOST_BODY, Heard, Listener, _Request
-from convy.otlp import Signals, Span
+from convy.otlp import Signals, Span, _varint
 from convy.received import MOST_TEXT, AgentSpan, spans
 from convy.receiver import Receiver
 from convy.secrets import HIDDEN, Secrets
 from convy.tracecontext import TraceIds
-from convy.traced import dialogue
+from convy.traced import _decoded, dialogue
 from convy.transcript import Transcript, Turn
 
 trace_pb = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
@@ -574,15 +579,108 @@ def test_a_listener_that_ends_early_stops_every_wait_and_is_said(receiver: Recei
     received = asyncio.run(played())
     assert not received.whole and receiver.ended == -9
     assert any("ended (code -9)" in line for line in Receiving(receiver).said("shop"))
+    # Nothing answers on its port any more: an exporter is refused at once, not left to time out.
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", int(receiver.url.rsplit(":", 1)[1])), timeout=5).close()
+
+    async def again() -> Any:  # the next agent's run, or an adaptive run's next round: no listener, no wait
+        async with receiver.serving():
+            receiver.opened(TRACE)
+            assert receiver.listener is None
+            return await receiver.taken(TRACE, [TURN])
+
+    assert not asyncio.run(again()).whole and receiver.ended == -9
 
 
 def test_spans_the_run_has_not_read_past_the_bound_are_answered_try_again_later() -> None:
     """A run that reads what the listener heard more slowly than the agent sends: past
     ``MOST_UNREAD`` bytes waiting, spans are answered 503 (an exporter tries them again later),
     and nothing more is held."""
-    heard: list[Heard] = []
+    heard: list[bytes] = []
     body = request(span_pb("00f067aa0ba902b7", TURN, "x")).SerializeToString()
     busy = Listener(heard.append, lambda: True)._answered(_Request("POST", "/v1/traces", {}, body), False)
     free = Listener(heard.append, lambda: False)._answered(_Request("POST", "/v1/traces", {}, body), False)
     assert busy.startswith(b"HTTP/1.1 503 ") and free.startswith(b"HTTP/1.1 200 ")
-    assert [len(one.spans) for one in heard] == [1]
+    assert [len(msgspec.msgpack.decode(frame[4:], type=Heard).spans) for frame in heard] == [1]
+
+
+def test_the_listener_ends_when_told_though_a_fork_of_the_run_holds_its_input_open(receiver: Receiver) -> None:
+    """A process forked from the run (an agent's process pool) holds a copy of the listener's
+    input: the run's end is said to it, not left to the input's end, which would never come."""
+
+    async def played() -> Any:
+        async with receiver.serving():
+            listener = receiver.listener
+            assert listener is not None and listener.stdin is not None
+            held = os.dup(listener.stdin.get_extra_info("pipe").fileno())  # as a fork's copy would
+        os.close(held)
+        return listener.returncode
+
+    assert asyncio.run(played()) == 0
+
+
+def test_a_project_module_named_as_one_of_pythons_does_not_break_the_listener(
+    receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs start in the project's folder: a ``token.py`` there is not imported in place of Python's."""
+    (tmp_path / "token.py").write_text("raise SystemExit('the project\\'s token.py was imported')\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    body = request(span_pb("00f067aa0ba902b7", TURN, "invoke_agent shop")).SerializeToString()
+
+    async def played() -> Any:
+        async with receiver.serving():
+            receiver.opened(TRACE)
+            async with httpx2.AsyncClient(trust_env=False) as client:
+                await client.post(traces(receiver.url), content=body, headers=PROTOBUF)
+            return await receiver.taken(TRACE, [TURN])
+
+    assert asyncio.run(played()).whole and receiver.ended is None
+
+
+def ld(field: int, payload: bytes) -> bytes:
+    """A length-delimited Protobuf field, written by hand where a sender's bytes are not what its classes write."""
+    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+
+
+def test_numbers_past_64_bits_are_kept_as_protobufs_readers_keep_them_and_the_request_answered() -> None:
+    huge = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": TRACE, "spanId": "00f067aa0ba902b7", "name": "x", "startTimeUnixNano": "99999999999999999999", "endTimeUnixNano": "2",
+         "kind": 1 << 70, "attributes": [{"key": "n", "value": {"intValue": str(1 << 70)}}]}]}]}]}).encode()
+    wide = ld(1, bytes.fromhex(TRACE)) + ld(2, bytes(8)) + ld(5, b"x") + _varint(7 << 3) + b"\xff" * 9 + b"\x7f"  # a start of 70 bits
+    (from_json,) = spans(huge, True)
+    (from_proto,) = spans(ld(1, ld(2, ld(2, wide))), False)
+    assert (from_json.start, from_json.kind, from_json.attributes) == (0, 0, {"n": 0})
+    assert from_proto.start == (1 << 64) - 1
+    heard: list[bytes] = []
+    for body, kind in ((huge, "application/json"), (ld(1, ld(2, ld(2, wide))), "application/x-protobuf")):
+        answered = Listener(heard.append)._answered(_Request("POST", "/v1/traces", {"content-type": kind}, body), False)
+        assert answered.startswith(b"HTTP/1.1 200 ")
+    assert [len(msgspec.msgpack.decode(frame[4:], type=Heard).spans) for frame in heard] == [1, 1]
+
+
+def test_a_field_of_an_attribute_that_runs_past_the_attribute_is_a_value_error() -> None:
+    attribute = ld(1, b"k") + bytes([2 << 3 | 0])  # a varint's key inside the attribute, its value outside it
+    span = ld(1, bytes(16)) + ld(2, bytes(8)) + ld(9, attribute) + ld(5, b"name")
+    with pytest.raises(ValueError):
+        spans(ld(1, ld(2, ld(2, span))), False)
+
+
+def test_a_secret_in_a_bytes_value_is_hidden_though_the_body_holds_no_piece_of_it() -> None:
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    key = "wJalrXUtnFEMIK7MDENGbPxRfiCYQwZxKpLm12Ab"  # of base64's letters, as some services' keys are
+    made = trace_service_pb2.ExportTraceServiceRequest()
+    span = trace_pb2.Span(trace_id=bytes.fromhex(TRACE), span_id=bytes(8), name="x", start_time_unix_nano=1, end_time_unix_nano=2)
+    pair = span.attributes.add()
+    pair.key, pair.value.bytes_value = "signing", base64.b64decode(key)
+    made.resource_spans.add().scope_spans.add().spans.append(span)
+    body = made.SerializeToString()
+    assert not Secrets((key,)).may_hold(body)  # the body holds its bytes, not its letters
+    (read,) = spans(body, False, Secrets((key,)))
+    assert read.attributes["signing"] == HIDDEN
+
+
+def test_tool_arguments_nested_past_what_a_reader_follows_are_kept_as_text() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    assert _decoded(deep) == (deep, False)

@@ -91,8 +91,9 @@ class Receiving(msgspec.Struct, frozen=True):
             )
         if receiver.ended is not None:
             lines.append(
-                f"convy: receive_traces: the process that received {agent}'s spans ended (code {receiver.ended}); "
-                "the attempts played after it were not waited for, and their calls were seen only as the replies said them"
+                f"convy: receive_traces: the process that received {agent}'s spans ended (code {receiver.ended}"
+                f"{': ' + Inert(receiver.moaned).line() if receiver.moaned else ''}); the attempts played after it were "
+                "not waited for, and their calls were seen only as the replies said them"
             )
         if receiver.problem:
             lines.append(f"convy: receive_traces: {Inert(receiver.problem).line()}; {receiver.unread} such request(s) in all")
