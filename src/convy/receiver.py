@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from convy.secrets import Secrets
 LOOPBACK = "127.0.0.1"
 MOST_SPANS = 1000  # spans kept of one attempt; the rest are counted
 RECENT = 4096
+_READ = 1 << 20  # bytes of the listener's frames read at a time, at most: a pipe's worth
 _MOANED = 4096  # bytes of the listener's error output kept, the last
 # The listener's start: this convy's folder searched after everything else, so the listener is
 # this convy where no other is installed, and no module of the standard library is shadowed.
@@ -135,15 +137,24 @@ class Receiver:
         listening = self._socket.fileno()
         # -P: the project's folder, where the run is, is not searched before the standard library
         # (a project's token.py would be imported instead of Python's); this convy is searched last.
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-P", "-c", _STARTED, str(listening), str(Path(__file__).resolve().parent.parent),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(listening,), start_new_session=True,
-        )
+        # Its output is read by hand, as much as the pipe holds at a time: asyncio's own reader takes
+        # 256 KiB a turn of the loop, and a turn of a busy run's loop is long.
+        given, said = os.pipe()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-P", "-c", _STARTED, str(listening), str(Path(__file__).resolve().parent.parent),
+                stdin=subprocess.PIPE, stdout=said, stderr=subprocess.PIPE, pass_fds=(listening,), start_new_session=True,
+            )
+        except BaseException:
+            os.close(given)
+            raise
+        finally:
+            os.close(said)
         assert process.stdin is not None and process.stderr is not None
         self.listener = process
         self._telling = process.stdin
         process.stdin.write(framed(Told(self._secrets)))
-        hearing = asyncio.create_task(self._heard(process))
+        hearing = asyncio.create_task(self._heard(process, given))
         moaning = asyncio.create_task(self._moaned(process.stderr))
         try:
             yield self
@@ -160,25 +171,53 @@ class Receiver:
                 await hearing
             await moaning
 
-    async def _heard(self, process: asyncio.subprocess.Process) -> None:
-        """Take in what the listener says, frame by frame, until it ends; if it ended before it
-        was told to, its port is closed (an exporter is refused at once, not left to time out), no
-        attempt waits for spans any more, and it is said."""
-        assert process.stdout is not None
-        given, decoder = process.stdout, msgspec.msgpack.Decoder(Heard)
-        while True:
+    async def _heard(self, process: asyncio.subprocess.Process, given: int) -> None:
+        """Take in what the listener says on ``given``, frame by frame, until it ends; if it ended
+        before it was told to, its port is closed (an exporter is refused at once, not left to
+        time out), no attempt waits for spans any more, and it is said."""
+        loop = asyncio.get_running_loop()
+        decoder = msgspec.msgpack.Decoder(Heard)
+        pending = bytearray()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
             try:
-                heard = decoder.decode(await given.readexactly(int.from_bytes(await given.readexactly(4), "big")))
-            except asyncio.IncompleteReadError:
-                break
-            except msgspec.DecodeError:  # it says what is not a frame: nothing more of it can be read
-                process.kill()
-                break
-            if heard.unread:
-                self.unread += 1
-                self.problem = self.problem or heard.unread
-            if heard.spans:
-                self.kept(heard.spans)
+                chunk = os.read(given, _READ)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            pending.extend(chunk)
+            place = 0
+            while len(pending) - place >= 4:
+                size = int.from_bytes(pending[place : place + 4], "big")
+                if len(pending) - place - 4 < size:
+                    break
+                try:
+                    heard = decoder.decode(bytes(pending[place + 4 : place + 4 + size]))
+                except msgspec.DecodeError:  # it says what is not a frame: nothing more of it can be read
+                    process.kill()
+                    chunk = b""
+                    break
+                place += 4 + size
+                if heard.unread:
+                    self.unread += 1
+                    self.problem = self.problem or heard.unread
+                if heard.spans:
+                    self.kept(heard.spans)
+            del pending[:place]
+            if not chunk:
+                loop.remove_reader(given)
+                if not done.done():
+                    done.set_result(None)
+
+        os.set_blocking(given, False)
+        loop.add_reader(given, readable)
+        try:
+            await done
+        finally:
+            loop.remove_reader(given)
+            os.close(given)
         code = await process.wait()
         if self._telling is not None:
             self.ended = code
