@@ -305,38 +305,42 @@ def fields(data: bytes) -> list[tuple[int, int | bytes]]:
     float), or the bytes of a length-delimited one; a message that does not read is a
     ``ValueError``."""
     found: list[tuple[int, int | bytes]] = []
-    append = found.append
-    place = 0
-    size = len(data)
+    place, size = 0, len(data)
     while place < size:
-        key = data[place]  # a key, a length or a varint of one byte is read here, not by read_varint: most are
-        if key < 0x80:
+        number, wire, place, value = field_at(data, place, size)
+        if wire == LEN:
+            found.append((number, data[place : place + value]))
+            place += value
+        else:
+            found.append((number, value))
+    return found
+
+
+def field_at(data: bytes, place: int, size: int) -> tuple[int, int, int, int]:
+    """The field that starts at ``place``: its number, its wire type, where its value starts and,
+    for a length-delimited one, its length (checked to end by ``size``), else its value as
+    ``fields`` reads it (and the place after it)."""
+    key = data[place]
+    if key < 0x80:
+        place += 1
+    else:
+        key, place = read_varint(data, place)
+    number, wire = key >> 3, key & 7
+    if wire == LEN or wire == VARINT:
+        if place < size and data[place] < 0x80:
+            value = data[place]
             place += 1
         else:
-            key, place = read_varint(data, place)
-        field, wire = key >> 3, key & 7
-        if wire == VARINT or wire == LEN:
-            if place < size and data[place] < 0x80:
-                number = data[place]
-                place += 1
-            else:
-                number, place = read_varint(data, place)
-            if wire == VARINT:
-                append((field, number))
-                continue
-            if place + number > size:
-                raise ValueError("a field runs past the message")
-            append((field, data[place : place + number]))
-            place += number
-        elif wire == I64 or wire == I32:
-            width = 8 if wire == I64 else 4
-            if place + width > size:
-                raise ValueError("a field runs past the message")
-            append((field, int.from_bytes(data[place : place + width], "little")))
-            place += width
-        else:
-            raise ValueError(f"wire type {wire}")
-    return found
+            value, place = read_varint(data, place)
+        if place > size or wire == LEN and place + value > size:  # a varint, or what it measures, past the message
+            raise ValueError("a field runs past the message")
+        return number, wire, place, value
+    if wire == I64 or wire == I32:
+        width = 8 if wire == I64 else 4
+        if place + width > size:
+            raise ValueError("a field runs past the message")
+        return number, wire, place + width, int.from_bytes(data[place : place + width], "little")
+    raise ValueError(f"wire type {wire}")
 
 
 def double(bits: int) -> float:

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from convy.otlp import I32, I64, LEN, VARINT, double, fields, read_varint
+from convy.otlp import LEN, double, field_at, fields
 from convy.secrets import Secrets
 
 MOST_ATTRIBUTES = 128  # attributes kept of one span (the rest left out)
@@ -156,7 +156,7 @@ def _proto_span(data: bytes, service: str) -> AgentSpan | None:
     attributes: dict[str, Any] = {}
     place, size = 0, len(data)
     while place < size:
-        number, wire, place, value = _field_at(data, place, size)
+        number, wire, place, value = field_at(data, place, size)
         if wire == LEN:
             stop = place + value
             if number == 9:
@@ -184,39 +184,12 @@ def _proto_span(data: bytes, service: str) -> AgentSpan | None:
     return AgentSpan(trace.hex(), span.hex(), name, start, end, parent.hex(), kind, attributes, error, service)
 
 
-def _field_at(data: bytes, place: int, size: int) -> tuple[int, int, int, int]:
-    """The field that starts at ``place``: its number, its wire type, where its value starts and,
-    for a length-delimited one, its length (checked to end by ``size``), else its value as
-    ``fields`` reads it (and the place after it)."""
-    key = data[place]
-    if key < 0x80:
-        place += 1
-    else:
-        key, place = read_varint(data, place)
-    number, wire = key >> 3, key & 7
-    if wire == LEN or wire == VARINT:
-        if place < size and data[place] < 0x80:
-            value = data[place]
-            place += 1
-        else:
-            value, place = read_varint(data, place)
-        if place > size or wire == LEN and place + value > size:  # a varint, or what it measures, past the message
-            raise ValueError("a field runs past the message")
-        return number, wire, place, value
-    if wire == I64 or wire == I32:
-        width = 8 if wire == I64 else 4
-        if place + width > size:
-            raise ValueError("a field runs past the message")
-        return number, wire, place + width, int.from_bytes(data[place : place + width], "little")
-    raise ValueError(f"wire type {wire}")
-
-
 def _key_value_at(data: bytes, place: int, size: int, into: dict[str, Any]) -> None:
     """A span's attribute (a ``KeyValue`` from ``place`` to ``size``) into ``into``, as
     ``_proto_key_value`` reads one, a text value read in place."""
     key, held = "", None
     while place < size:
-        number, wire, place, value = _field_at(data, place, size)
+        number, wire, place, value = field_at(data, place, size)
         if wire != LEN:
             continue
         stop = place + value
