@@ -140,16 +140,17 @@ class Receiver:
         # Its output is read by hand, as much as the pipe holds at a time: asyncio's own reader takes
         # 256 KiB a turn of the loop, and a turn of a busy run's loop is long.
         given, said = os.pipe()
+        started = False
         try:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-P", "-c", _STARTED, str(listening), str(Path(__file__).resolve().parent.parent),
                 stdin=subprocess.PIPE, stdout=said, stderr=subprocess.PIPE, pass_fds=(listening,), start_new_session=True,
             )
-        except BaseException:
-            os.close(given)
-            raise
+            started = True
         finally:
-            os.close(said)
+            os.close(said)  # the listener's now, not this process's
+            if not started:
+                os.close(given)
         assert process.stdin is not None and process.stderr is not None
         self.listener = process
         self._telling = process.stdin
