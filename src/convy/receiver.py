@@ -168,58 +168,69 @@ class Receiver:
             try:  # it closes its connections (at most CLOSING each step), says the rest and ends; else it is ended
                 await asyncio.wait_for(asyncio.shield(hearing), 3 * CLOSING)
             except TimeoutError:
-                process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
                 await hearing
             await moaning
 
     async def _heard(self, process: asyncio.subprocess.Process, given: int) -> None:
         """Take in what the listener says on ``given``, frame by frame, until it ends; if it ended
         before it was told to, its port is closed (an exporter is refused at once, not left to
-        time out), no attempt waits for spans any more, and it is said."""
+        time out), no attempt waits for spans any more, and it is said. Its end is its exit, not
+        only the pipe's: a process forked from the run as the listener started holds a copy of
+        the pipe, which would never end."""
         loop = asyncio.get_running_loop()
         decoder = msgspec.msgpack.Decoder(Heard)
+        room = bytearray(_READ)  # read into, again and again: no buffer of 1 MiB made for each read
         pending = bytearray()
         done: asyncio.Future[None] = loop.create_future()
 
-        def readable() -> None:
+        def finished() -> None:
+            loop.remove_reader(given)
+            if not done.done():
+                done.set_result(None)
+
+        def readable() -> bool:
+            """Take what the pipe holds now; whether anything was there."""
             try:
-                chunk = os.read(given, _READ)
+                size = os.readv(given, [room])
             except BlockingIOError:
-                return
+                return False
             except OSError:
-                chunk = b""
-            pending.extend(chunk)
-            place = 0
-            while len(pending) - place >= 4:
-                size = int.from_bytes(pending[place : place + 4], "big")
-                if len(pending) - place - 4 < size:
-                    break
+                size = 0
+            if not size:
+                finished()
+                return False
+            pending.extend(memoryview(room)[:size])
+            while len(pending) >= 4 and len(pending) - 4 >= (length := int.from_bytes(pending[:4], "big")):
+                frame = bytes(pending[4 : 4 + length])
+                del pending[: 4 + length]  # gone before it is handled: a failure cannot have it handled twice
                 try:
-                    heard = decoder.decode(bytes(pending[place + 4 : place + 4 + size]))
+                    heard = decoder.decode(frame)
                 except msgspec.DecodeError:  # it says what is not a frame: nothing more of it can be read
-                    process.kill()
-                    chunk = b""
-                    break
-                place += 4 + size
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
+                    finished()
+                    return False
                 if heard.unread:
                     self.unread += 1
                     self.problem = self.problem or heard.unread
                 if heard.spans:
                     self.kept(heard.spans)
-            del pending[:place]
-            if not chunk:
-                loop.remove_reader(given)
-                if not done.done():
-                    done.set_result(None)
+            return True
 
         os.set_blocking(given, False)
         loop.add_reader(given, readable)
+        exited = asyncio.ensure_future(process.wait())
         try:
-            await done
+            await asyncio.wait((done, exited), return_when=asyncio.FIRST_COMPLETED)
+            while not done.done() and readable():  # it has exited: what it wrote is all there
+                pass
+            finished()
         finally:
             loop.remove_reader(given)
             os.close(given)
-        code = await process.wait()
+        code = await exited
         if self._telling is not None:
             self.ended = code
             self._socket.close()

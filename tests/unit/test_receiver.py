@@ -9,6 +9,7 @@ import base64
 import gzip
 import json
 import os
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -684,3 +685,32 @@ def test_a_secret_in_a_bytes_value_is_hidden_though_the_body_holds_no_piece_of_i
 def test_tool_arguments_nested_past_what_a_reader_follows_are_kept_as_text() -> None:
     deep = "[" * 5000 + "]" * 5000
     assert _decoded(deep) == (deep, False)
+
+
+def test_a_fork_of_the_run_as_the_listener_starts_does_not_hold_the_run_at_its_end(receiver: Receiver) -> None:
+    """A process forked while the listener starts (a process pool's worker) holds a copy of the
+    pipe the listener writes to, so that pipe never ends: the run goes by the listener's exit."""
+    forked: list[int] = []
+
+    def fork() -> None:
+        pid = os.fork()
+        if pid == 0:  # the pool's worker: holds every file the run held, until told to end
+            signal.sigwait({signal.SIGTERM})
+            os._exit(0)
+        forked.append(pid)
+
+    async def played() -> Any:
+        asyncio.get_running_loop().call_soon(fork)  # at the first turn of the loop within the listener's start
+        async with receiver.serving():
+            listener = receiver.listener
+        return listener
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the fork waits for it, not killed by it
+    try:
+        listener = asyncio.run(asyncio.wait_for(played(), 60))
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        for pid in forked:
+            os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+    assert forked and listener is not None and listener.returncode == 0 and receiver.ended is None
