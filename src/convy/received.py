@@ -184,9 +184,9 @@ def _proto_span(data: bytes, service: str) -> AgentSpan | None:
     return AgentSpan(trace.hex(), span.hex(), name, start, end, parent.hex(), kind, attributes, error, service)
 
 
-def _key_value_at(data: bytes, place: int, size: int, into: dict[str, Any]) -> None:
-    """A span's attribute (a ``KeyValue`` from ``place`` to ``size``) into ``into``, as
-    ``_proto_key_value`` reads one, a text value read in place."""
+def _key_value_at(data: bytes, place: int, size: int, into: dict[str, Any], depth: int = 0) -> None:
+    """An attribute (a ``KeyValue`` from ``place`` to ``size``, within lists and maps ``depth``
+    deep) into ``into``, read in place, a value that is one text without a copy of its message."""
     key, held = "", None
     while place < size:
         number, wire, place, value = field_at(data, place, size)
@@ -200,7 +200,7 @@ def _key_value_at(data: bytes, place: int, size: int, into: dict[str, Any]) -> N
             if stop - place >= 2 and data[place] == _TEXT_KEY and data[place + 1] < 0x80 and place + 2 + data[place + 1] == stop:
                 held = data[place + 2 : stop].decode(errors="replace")
             else:
-                held = _proto_value(data[place:stop], 0)
+                held = _proto_value(data[place:stop], depth)
         place = stop
     if key:
         into[key] = held
@@ -229,15 +229,7 @@ def _proto_attributes(data: bytes, number: int) -> dict[str, Any]:
 
 
 def _proto_key_value(data: bytes, into: dict[str, Any], depth: int) -> None:
-    key, held = "", None
-    for field, value in fields(data):
-        if isinstance(value, bytes):
-            if field == 1:
-                key = value.decode(errors="replace")[:MOST_TEXT]
-            elif field == 2:
-                held = _proto_value(value, depth)
-    if key:
-        into[key] = held
+    _key_value_at(data, 0, len(data), into, depth)
 
 
 def _proto_value(data: bytes, depth: int) -> Any:

@@ -555,17 +555,8 @@ def _stray(value: Any) -> str:
 
 def same(one: Any, other: Any) -> bool:
     """Equal as JSON values: ``1`` and ``1.0`` alike; ``True`` and ``1``, ``1`` and ``"1"`` not."""
-    kind = type(one)
-    if kind is str:  # the most common, first
+    if type(one) is str:  # the most common, first
         return type(other) is str and one == other
-    if kind is dict and type(other) is dict:
-        if one.keys() != other.keys():
-            return False
-        for key, value in one.items():
-            held = other[key]
-            if not (type(value) is str and type(held) is str and value == held or same(value, held)):
-                return False
-        return True
     if isinstance(one, bool) or isinstance(other, bool):
         return type(one) is type(other) and one == other
     match one, other:

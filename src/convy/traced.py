@@ -43,16 +43,10 @@ def calls(spans: Sequence[AgentSpan], turns: Mapping[str, int]) -> dict[int, lis
     parent = {span.span: span.parent for span in spans}
     found: dict[int, list[tuple[int, Traced]]] = {}
     for span, tool in tools:
-        number = turns.get(span.parent)  # most tools' spans are a turn's children or grandchildren: no walk
-        if number is None:
-            number = _turn_of(span.parent, parent, turns)
+        number = _turn_of(span.parent, parent, turns)
         if number is not None:
             found.setdefault(number, []).append((span.start, _call(span, tool)))
-    return {number: [call for _, call in listed] if len(listed) == 1 else [call for _, call in sorted(listed, key=_first)] for number, listed in found.items()}
-
-
-def _first(pair: tuple[int, Traced]) -> int:
-    return pair[0]
+    return {number: [call for _, call in sorted(listed, key=lambda pair: pair[0])] for number, listed in found.items()}
 
 
 def _turn_of(place: str, parent: Mapping[str, str], turns: Mapping[str, int]) -> int | None:
