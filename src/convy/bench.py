@@ -99,14 +99,23 @@ class Bench(msgspec.Struct, frozen=True):
                     workers += 1
                     group.create_task(worker(group))  # noqa: F821 - deleted only once the play has ended
                 await vigil.attempt(stage.seated(one, seat))
+                if asyncio.current_task() in handed:
+                    # Its attempt waited for spans, and a worker took its place meanwhile: it ends,
+                    # so the workers stay as many as the places, however many attempts waited.
+                    handed.discard(asyncio.current_task())
+                    workers -= 1
+                    return
 
         groups: list[asyncio.TaskGroup] = []
+        handed: set[asyncio.Task[object] | None] = set()  # the workers whose attempt waits for spans, its place handed on
 
         def freed() -> None:
             # An attempt waits for its agent's spans (``receive_traces``), holding no place: one
-            # more worker takes the place it left, so the agent's places are not idle meanwhile.
+            # more worker takes the place it left, so the agent's places are not idle meanwhile,
+            # and the one that waits ends with its attempt.
             nonlocal workers
             if groups and workers < total:
+                handed.add(asyncio.current_task())
                 workers += 1
                 groups[0].create_task(worker(groups[0]))  # noqa: F821 - deleted only once the play has ended
 

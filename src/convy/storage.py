@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import threading
 from array import array
+from collections import deque
 from collections.abc import Callable, Container, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -550,11 +552,13 @@ class _Unflushed:
     """The attempts of a run that have ended and are not yet on the disk.
 
     Each is encoded once, as its line, with the run's secrets hidden. The lines of the attempts
-    that ended together are appended with one write and flushed with one ``fdatasync`` when the
-    event loop comes round to it (``flushing``, a task beside the bench's), and only then is each
-    attempt taken as kept: added to ``kept``, and passed on to the journal that shows it. A run
-    whose attempts never wait (instant fakes) flushes every ``MOST`` lines, so the lines it has
-    not kept stay few. A refused write is raised in the task that flushed, which stops the run.
+    that ended since the last append are appended with one write and flushed with one
+    ``fdatasync``, in a thread, so the event loop plays on meanwhile (``flushing``, a task beside
+    the bench's); what ends while the disk syncs goes in the next append, together. Only once its
+    line is on the disk is an attempt taken as kept: added to ``kept``, and passed on to the
+    journal that shows it, in the order the attempts ended. A run whose attempts never wait
+    (instant fakes) appends every ``MOST`` lines where it is, so the lines it has not kept stay
+    few. A refused write is raised in the task that passes its attempts on, which stops the run.
     ``kept`` counts the attempts kept: the outcomes themselves are let go once passed on.
     """
 
@@ -568,6 +572,11 @@ class _Unflushed:
         self._outcomes: list[Outcome] = []
         self._waiting = asyncio.Event()
         self._ended = False
+        # One append at a time, in the order the lines were taken: the thread's, or one made where
+        # the loop is (too many lines, or the end) after it. Each append's attempts wait in
+        # ``_appended`` until the loop passes them on.
+        self._appending = threading.Lock()
+        self._appended: deque[tuple[list[Outcome], Unwritable | None]] = deque()
         self.kept = 0
 
     def record(self, outcome: Outcome) -> None:
@@ -583,28 +592,48 @@ class _Unflushed:
             self._waiting.set()
 
     async def flushing(self) -> None:
-        """Flush what has ended each time the loop comes round to it, until the play has ended."""
+        """Append what has ended, in a thread, each time the loop comes round to it and no append
+        is under way, until the play has ended; the attempts appended are then passed on."""
         while not self._ended:
             await self._waiting.wait()
             self._waiting.clear()
-            self.flushed()
+            taken = self._taken()
+            if taken is not None:
+                await asyncio.to_thread(self._append, *taken)
+            self._passed()
 
     def ended(self) -> None:
         self._ended = True
         self._waiting.set()
 
     def flushed(self) -> None:
-        """Append and flush the lines not yet on the disk, and pass on the attempts kept."""
+        """Append and flush the lines not yet on the disk, here (after an append under way in the
+        thread, if there is one), and pass on the attempts kept."""
+        taken = self._taken()
+        if taken is not None:
+            self._append(*taken)
+        self._passed()
+
+    def _taken(self) -> tuple[bytes, list[Outcome]] | None:
         if not self._lines:
-            return
+            return None
         lines, outcomes = self._lines, self._outcomes
         self._lines, self._outcomes = [], []
-        data = b"\n".join(lines) + b"\n"
-        whole, refused = self._folder._appended(data)
-        kept = outcomes if refused is None else outcomes[: data.count(b"\n", 0, whole)]
-        self.kept += len(kept)
-        if self._journal is not None:
-            for outcome in kept:
-                self._journal.record(outcome)
-        if refused is not None:
-            raise refused
+        return b"\n".join(lines) + b"\n", outcomes
+
+    def _append(self, data: bytes, outcomes: list[Outcome]) -> None:
+        with self._appending:
+            whole, refused = self._folder._appended(data)
+            self._appended.append((outcomes if refused is None else outcomes[: data.count(b"\n", 0, whole)], refused))
+
+    def _passed(self) -> None:
+        """Pass on the attempts whose lines are on the disk, in the order they were appended; a
+        refused write is raised once its kept attempts are passed on."""
+        while self._appended:
+            kept, refused = self._appended.popleft()
+            self.kept += len(kept)
+            if self._journal is not None:
+                for outcome in kept:
+                    self._journal.record(outcome)
+            if refused is not None:
+                raise refused

@@ -32,7 +32,7 @@ class _Jumping:
         events = self._selector.select(0)
         if events or timeout == 0:
             return events
-        if timeout is None:  # no timer at all: only a socket or another thread can wake the loop
+        if timeout is None or self._loop.working:  # only a socket or another thread can wake the loop
             return self._selector.select(None)
         self._loop.now += timeout
         return []
@@ -42,14 +42,25 @@ class _Jumping:
 
 
 class VirtualLoop(asyncio.SelectorEventLoop):
-    """An event loop whose ``time()`` moves only when every task waits for a timer."""
+    """An event loop whose ``time()`` moves only when every task waits for a timer: not while a
+    thread works for one (``run_in_executor``, ``asyncio.to_thread``), which takes real time."""
 
     def __init__(self) -> None:
         self.now = START
+        self.working = 0  # the calls in threads under way
         super().__init__(_Jumping(self))  # type: ignore[arg-type]
 
     def time(self) -> float:
         return self.now
+
+    def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        self.working += 1
+        future = super().run_in_executor(executor, func, *args)
+        future.add_done_callback(self._worked)
+        return future
+
+    def _worked(self, future: asyncio.Future[Any]) -> None:
+        self.working -= 1
 
 
 def in_virtual_time(main: Callable[[], Awaitable[Any]]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import gzip
 import json
 import os
@@ -21,13 +22,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from convy import Bench, Limits, Models, Plan, Rule, Scenario
 from convy.agent import Answer, Call, NotReported, Reported
 from convy.checks import Check
 from convy.cli.receiving import Receiving
+from convy.fakes import FakeAgent, MemoryJournal
 from convy.listener import MOST_BODY, Heard, Listener, _Request
 from convy.otlp import Signals, Span, _varint
 from convy.received import MOST_TEXT, AgentSpan, spans
-from convy.receiver import Receiver
+from convy.receiver import Received, Receiver
 from convy.secrets import HIDDEN, Secrets
 from convy.tracecontext import TraceIds
 from convy.traced import _decoded, dialogue
@@ -714,3 +717,47 @@ def test_a_fork_of_the_run_as_the_listener_starts_does_not_hold_the_run_at_its_e
             os.kill(pid, signal.SIGTERM)
             os.waitpid(pid, 0)
     assert forked and listener is not None and listener.returncode == 0 and receiver.ended is None
+
+
+class _Gated(Receiver):
+    """A receiver whose attempts each wait, holding no place, until the test lets them go: no
+    listener, no spans."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.waited = 0
+        self.most_tasks = 0
+
+    @contextlib.asynccontextmanager
+    async def serving(self, waiting: Any = None) -> Any:
+        self._waiting = waiting
+        yield self
+
+    async def taken(self, trace: str, turns: Any) -> Any:
+        assert self._waiting is not None
+        self._waiting()
+        self.waited += 1
+        if self.waited % 5 == 0:  # every fifth lets the ones before it go, so waits end all along
+            self.gate.set()
+            self.gate = asyncio.Event()
+        else:
+            await self.gate.wait()
+        self.most_tasks = max(self.most_tasks, len(asyncio.all_tasks()))
+        return Received()
+
+
+def test_a_worker_whose_attempt_waited_for_spans_ends_with_it() -> None:
+    """An attempt that waits for its agent's spans hands its place to a worker more; once it ends,
+    its own worker ends too: however many attempts waited, the workers stay about as many as the
+    places (they grew by one a wait, and stayed)."""
+    receiver = _Gated()
+    scenario = Scenario(id="s", script=("hi",), judge=(Rule(check=Check(said="hi")),))
+    bench = Bench(FakeAgent(lambda text: Answer("hi")), Models(), Limits(agent_places=2, judge_places=1), receiver=receiver)
+    journal = MemoryJournal()
+    try:
+        asyncio.run(bench.run(Plan((scenario,), 60), journal))
+    finally:
+        receiver.close()
+    assert len(journal.outcomes) == 60 and receiver.waited == 60
+    assert receiver.most_tasks <= 12, receiver.most_tasks
