@@ -477,8 +477,8 @@ class Received(InFolder):
 
     def checked(self, reread: bool) -> Looked:
         outcome = self.kept.outcomes[0]
-        if not outcome.transcript.traced or len(outcome.spans) != 2 * self.setup.turns:
-            raise SystemExit(f"received: an attempt kept {len(outcome.spans)} spans, traced {outcome.transcript.traced}")
+        if not outcome.transcript.traced or len(outcome.agent_spans()) != 2 * self.setup.turns:
+            raise SystemExit(f"received: an attempt kept {len(outcome.agent_spans())} spans, traced {outcome.transcript.traced}")
         return super().checked(reread)
 
 

@@ -802,9 +802,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                             label=f"agent paused to ask: {step.question} ({said})",
                         )
                     )
-        if outcome.spans:
+        if agent_spans := outcome.agent_spans():
             turns = outcome.transcript.turns
-            spans.extend(timeline(outcome.spans, outcome.started, outcome.seconds, turns[0].agent_start if turns else 0.0))
+            spans.extend(timeline(agent_spans, outcome.started, outcome.seconds, turns[0].agent_start if turns else 0.0))
         return spans
 
     def _wait(self, wait: Wait) -> SpanView:

@@ -3,7 +3,8 @@
 ``receiver.Receiver`` binds a port on 127.0.0.1 and, while its run plays, starts this module
 (``python -m convy.listener FD``) with the listening socket. Here the OTLP/HTTP requests are
 answered and their spans decoded (``received.spans``), with the run's secrets hidden before a text
-is cut; the run's process is handed each request's spans ready-made, so the work of reading them
+is cut; the run's process is handed each request's spans ready-made, by trace, each as the
+attempt's record keeps it (JSON) and the tool calls among them read, so the work of reading them
 never takes its interpreter from the attempts. Read in a thread of the run's process, with
 instant fakes sending two spans a turn, a run played 2.4 times slower.
 
@@ -34,7 +35,7 @@ from typing import IO
 
 import msgspec
 
-from convy.received import AgentSpan, spans
+from convy.received import Came, grouped, spans
 from convy.secrets import Secrets
 
 MOST_HEAD = 64 * 1024  # bytes of a request's line and headers
@@ -61,9 +62,9 @@ class Ending(msgspec.Struct, frozen=True, tag="ending"):
 
 class Heard(msgspec.Struct, frozen=True, omit_defaults=True):
     """What this process tells the run: the spans of a request (some of them, for a large one),
-    or why a request to ``/v1/traces`` did not read (``unread``)."""
+    by trace (``received.Came``), or why a request to ``/v1/traces`` did not read (``unread``)."""
 
-    spans: tuple[AgentSpan, ...] = ()
+    came: tuple[Came, ...] = ()
     unread: str = ""
 
 
@@ -190,7 +191,7 @@ class Listener:
                     self._heard(framed(Heard(unread=f"a request to {TRACES} did not read as OTLP {'JSON' if json else 'Protobuf'} ({error})")))
                     return _answer(400, b"", "text/plain", closing)
                 try:
-                    said = [framed(Heard(came[first : first + FRAMED])) for first in range(0, len(came), FRAMED)]
+                    said = [framed(Heard(tuple(grouped(came[first : first + FRAMED])))) for first in range(0, len(came), FRAMED)]
                 except (OverflowError, TypeError, ValueError) as error:  # a value MessagePack cannot carry: the decoder's bounds missed it
                     said = [framed(Heard(unread=f"a request to {TRACES} held a value convy cannot keep ({error})"))]
                     status = 400

@@ -8,7 +8,7 @@ import msgspec
 
 from convy.agent import Answer, Call, NoUsage, Thought, Usage
 from convy.judge import Failed, NoVerdict, Verdict
-from convy.received import AgentSpan
+from convy.received import NO_SPANS, AgentSpan, recorded
 from convy.transcript import Stop, Transcript, Unchecked, UserFault
 from convy.waits import Wait
 
@@ -68,9 +68,21 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     agent_ending: Answer | None = None  # what the turn the agent broke off had spent, when it said (issue 26)
     trace: str = ""  # its trace's id, 32 hex digits (issue 30; a line kept before it: "", ``tracecontext.TraceIds.of``)
     # The agent's own spans of its trace, as it sent them while the run received them
-    # (``receive_traces``, ``receiver.Receiver``), and how many more came than were kept.
-    spans: tuple[AgentSpan, ...] = ()
+    # (``receive_traces``, ``receiver.Receiver``), and how many more came than were kept: kept as
+    # the JSON of a list of ``AgentSpan`` the record holds, read only where they are shown
+    # (``agent_spans``). JSON only: an attempt with spans is never sent as MessagePack (a spread
+    # run receives none).
+    spans: msgspec.Raw = NO_SPANS
     spans_dropped: int = 0
+
+    def __post_init__(self) -> None:
+        # Read from a line, the spans would hold the whole line: they keep a copy of their own.
+        if len(self.spans) > 2:
+            msgspec.structs.force_setattr(self, "spans", self.spans.copy())
+
+    def agent_spans(self) -> tuple[AgentSpan, ...]:
+        """The agent's own spans it kept (``spans``), read; none where they do not read as spans."""
+        return recorded(self.spans) if len(self.spans) > 2 else ()
 
     def status(self, trust: float) -> Literal["passed", "failed", "not_judged"]:
         """Passed, failed, or not judged (no verdict, or a verdict with claims not trusted).
@@ -110,7 +122,7 @@ class Outcome(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
                 tuple([replace(turn, message="", answer=turn.answer.unsaid()) for turn in self.transcript.turns])
             ),
             agent_ending=None if ending is None else replace(unsaid := ending.unsaid(), steps=kept + unsaid.steps),
-            spans=(),
+            spans=NO_SPANS,
         )
 
     def injected(self) -> tuple[Call, ...]:

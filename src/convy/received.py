@@ -8,6 +8,10 @@ or in OTLP JSON; a body that does not read as one is a ``ValueError``. Whatever 
 it, what is kept is bounded: a span's attributes, a text's characters, a list's items and how deep
 lists and maps nest. A span whose ids are not the sizes OTLP gives them is left out.
 
+The listener hands the run each request's spans by trace (``grouped``, ``Came``): each one as the
+JSON an attempt's record keeps it in, with its id and its parent's, and the tool calls among them
+read. The run reads no other span: it joins the calls, and keeps the rest as they came.
+
 The attributes convy reads are those of the GenAI semantic conventions' ``execute_tool`` spans
 (``tool``): ``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``.
 """
@@ -15,7 +19,7 @@ The attributes convy reads are those of the GenAI semantic conventions' ``execut
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -70,6 +74,57 @@ class AgentSpan(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         if isinstance(named, str) and named:
             return named
         return self.name.split(" ", 1)[1].strip() if " " in self.name else ""
+
+
+NO_SPANS = msgspec.Raw(b"[]")  # no spans, as JSON
+
+
+def recorded(spans: msgspec.Raw) -> tuple[AgentSpan, ...]:
+    """The spans an attempt's record keeps (``Outcome.spans``, JSON as ``Came`` brings them); none
+    where they do not read as spans (a line edited by hand)."""
+    try:
+        return _SPANS(spans)
+    except (msgspec.DecodeError, RecursionError):
+        return ()
+
+
+class Came(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """The spans of one trace in one request, as the run takes them (``grouped``): each one's id,
+    its parent's, and its JSON as an attempt's record keeps it, in the order they came; and the
+    tool calls (``execute_tool``) among them, read (``tools``), with where each is in the list
+    (``at``). The run joins those and counts the rest: it reads no other span."""
+
+    trace: str
+    ids: tuple[str, ...]
+    parents: tuple[str, ...]
+    json: tuple[bytes, ...]
+    tools: tuple[AgentSpan, ...] = ()
+    at: tuple[int, ...] = ()
+
+
+def grouped(read: Sequence[AgentSpan]) -> list[Came]:
+    """``read``, by trace, each trace's in the order they came (``Came``)."""
+    encode = _ENCODE
+    traces: dict[str, tuple[list[str], list[str], list[bytes], list[AgentSpan], list[int]]] = {}
+    for span in read:
+        held = traces.get(span.trace)
+        if held is None:
+            held = traces[span.trace] = ([], [], [], [], [])
+        ids, parents, json, tools, at = held
+        if span.tool():
+            tools.append(span)
+            at.append(len(ids))
+        ids.append(span.span)
+        parents.append(span.parent)
+        json.append(encode(span))
+    return [
+        Came(trace, tuple(ids), tuple(parents), tuple(json), tuple(tools), tuple(at))
+        for trace, (ids, parents, json, tools, at) in traces.items()
+    ]
+
+
+_ENCODE = msgspec.json.Encoder().encode
+_SPANS = msgspec.json.Decoder(tuple[AgentSpan, ...]).decode
 
 
 def spans(body: bytes, json: bool, secrets: Secrets = Secrets()) -> tuple[AgentSpan, ...]:

@@ -31,7 +31,7 @@ from pathlib import Path
 import msgspec
 
 from convy.listener import CLOSING, Ending, Heard, Told, framed
-from convy.received import AgentSpan
+from convy.received import NO_SPANS, AgentSpan, Came
 from convy.secrets import Secrets
 
 LOOPBACK = "127.0.0.1"
@@ -45,38 +45,56 @@ _STARTED = "import sys; sys.path.append(sys.argv.pop()); from convy.listener imp
 
 
 class Received(msgspec.Struct, frozen=True):
-    """What came for one attempt's trace: its spans in the order they came, how many more came
-    than are kept, whether every turn it waited for had a span of the agent's under it
-    (``whole``), and whether its tool calls can be read from them (``tooled``: the agent has sent
-    an ``execute_tool`` span in this run, so one that called a tool says so, and none was left
-    out of this attempt's)."""
+    """What came for one attempt's trace: its spans in the order they came, as its record keeps
+    them (JSON), the tool calls among them (``tools``), each span's parent by its id (``links``,
+    to find the turn a call was made in), how many more came than are kept, whether every turn it
+    waited for had a span of the agent's under it (``whole``), and whether its tool calls can be
+    read from them (``tooled``: the agent has sent an ``execute_tool`` span in this run, so one
+    that called a tool says so, and none was left out of this attempt's)."""
 
-    spans: tuple[AgentSpan, ...] = ()
+    spans: msgspec.Raw = NO_SPANS
+    tools: tuple[AgentSpan, ...] = ()
+    links: dict[str, str] = {}
     dropped: int = 0
     whole: bool = False
     tooled: bool = False
 
 
 class _Held:
-    """The spans of one attempt under way, the parents they name, whether a tool's span was left
-    out, and what wakes the attempt when more come."""
+    """The spans of one attempt under way (as JSON), the tool calls among them, the parents they
+    name, whether a tool's span was left out, and what wakes the attempt when more come."""
 
     def __init__(self) -> None:
-        self.spans: list[AgentSpan] = []
+        self.spans: list[bytes] = []
+        self.tools: list[AgentSpan] = []
+        self.links: dict[str, str] = {}
         self.parents: set[str] = set()
         self.dropped = 0
         self.lost = False  # a tool's span was left out: the calls are not all there
         self.came = asyncio.Event()
 
-    def keep(self, span: AgentSpan, tool: bool) -> None:
-        """Keep ``span``: up to ``MOST_SPANS``, and tools' spans up to twice that (they are what
-        the attempt's checks read); past those, counted. Its parent is noted whatever the count."""
-        self.parents.add(span.parent)
-        if len(self.spans) < MOST_SPANS or tool and len(self.spans) < 2 * MOST_SPANS:
-            self.spans.append(span)
+    def keep(self, came: Came) -> None:
+        """Keep the spans that ``came``: up to ``MOST_SPANS``, and tools' spans up to twice that
+        (they are what the attempt's checks read); past those, counted. Their parents are noted
+        whatever the count."""
+        self.parents.update(came.parents)
+        if len(self.links) < 2 * MOST_SPANS:
+            self.links.update(zip(came.ids, came.parents))
+        kept = self.spans
+        if len(kept) + len(came.json) <= MOST_SPANS:  # most requests: all of them
+            kept.extend(came.json)
+            self.tools.extend(came.tools)
             return
-        self.dropped += 1
-        self.lost = self.lost or tool
+        tools = dict(zip(came.at, came.tools))
+        for place, json in enumerate(came.json):
+            tool = tools.get(place)
+            if len(kept) < MOST_SPANS or tool is not None and len(kept) < 2 * MOST_SPANS:
+                kept.append(json)
+                if tool is not None:
+                    self.tools.append(tool)
+                continue
+            self.dropped += 1
+            self.lost = self.lost or tool is not None
 
 
 class Receiver:
@@ -215,8 +233,8 @@ class Receiver:
                 if heard.unread:
                     self.unread += 1
                     self.problem = self.problem or heard.unread
-                if heard.spans:
-                    self.kept(heard.spans)
+                if heard.came:
+                    self.kept(heard.came)
             return True
 
         os.set_blocking(given, False)
@@ -281,29 +299,32 @@ class Receiver:
                 timer.cancel()
         self._let_go(trace)
         self.dropped += held.dropped
-        return Received(tuple(held.spans), held.dropped, self._whole(held, turns), self.tooled and not held.lost)
+        spans = msgspec.Raw(b"[" + b",".join(held.spans) + b"]") if held.spans else NO_SPANS
+        whole = self._whole(held, turns)
+        return Received(spans, tuple(held.tools), held.links, held.dropped, whole, self.tooled and not held.lost)
 
     @staticmethod
     def _whole(held: _Held, turns: Sequence[str]) -> bool:
         return all(turn in held.parents for turn in turns)
 
-    def kept(self, came: Sequence[AgentSpan]) -> None:
-        """Spans that came: each kept with its attempt, if one under way has its trace; one of an
-        attempt that ended counted late (the agent is heard all the same), another's unmatched."""
-        for span in came:
-            tool = bool(span.tool())
-            held = self._open.get(span.trace)
+    def kept(self, came: Sequence[Came]) -> None:
+        """Spans that came, by trace: each kept with its attempt, if one under way has its trace;
+        those of an attempt that ended counted late (the agent is heard all the same), another's
+        unmatched."""
+        for one in came:
+            tool = bool(one.tools)
+            held = self._open.get(one.trace)
             if held is None:
-                if span.trace in self._ended:
-                    self.late += 1
+                if one.trace in self._ended:
+                    self.late += len(one.ids)
                     self.heard = True
                     self.tooled = self.tooled or tool
                 else:
-                    self.unmatched += 1
+                    self.unmatched += len(one.ids)
                 continue
             self.heard = True
             self.tooled = self.tooled or tool
-            held.keep(span, tool)
+            held.keep(one)
             held.came.set()
 
     def close(self) -> None:

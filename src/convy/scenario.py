@@ -740,7 +740,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             received = await receiver.taken(ids.trace, sent[: len(transcript.turns)])
             declared = box.tools if box is not None else ()
             whole = received.whole and received.tooled
-            transcript, broken = dialogue(transcript, broken, received.spans, sent, whole, declared)
+            transcript, broken = dialogue(transcript, broken, received.tools, received.links, sent, whole, declared)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
         unchecked: tuple[Unchecked, ...] = ()

@@ -597,10 +597,14 @@ class _Unflushed:
         while not self._ended:
             await self._waiting.wait()
             self._waiting.clear()
-            taken = self._taken()
-            if taken is not None:
-                await asyncio.to_thread(self._append, *taken)
+            await self._appended_apart()
             self._passed()
+
+    async def _appended_apart(self) -> None:
+        # Apart from ``flushing``: what it appends is not held by its loop while it waits for more.
+        taken = self._taken()
+        if taken is not None:
+            await asyncio.to_thread(self._append, *taken)
 
     def ended(self) -> None:
         self._ended = True

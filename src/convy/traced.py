@@ -33,17 +33,16 @@ class Traced(msgspec.Struct, frozen=True):
     known: bool = True
 
 
-def calls(spans: Sequence[AgentSpan], turns: Mapping[str, int]) -> dict[int, list[Traced]]:
-    """The tool calls among ``spans``, by the number of the turn (``turns``: each turn's span id
-    and number) they descend from, each turn's in the order they started; a call under no turn's
-    span is left out."""
-    tools = [(span, tool) for span in spans if (tool := span.tool())]
-    if not tools:
-        return {}
-    parent = {span.span: span.parent for span in spans}
+def calls(tools: Sequence[AgentSpan], links: Mapping[str, str], turns: Mapping[str, int]) -> dict[int, list[Traced]]:
+    """The tool calls ``tools`` show (spans of ``execute_tool``; ``links``: each span's parent, by
+    its id), by the number of the turn (``turns``: each turn's span id and number) they descend
+    from, each turn's in the order they started; a call under no turn's span is left out."""
     found: dict[int, list[tuple[int, Traced]]] = {}
-    for span, tool in tools:
-        number = _turn_of(span.parent, parent, turns)
+    for span in tools:
+        tool = span.tool()
+        if not tool:
+            continue
+        number = _turn_of(span.parent, links, turns)
         if number is not None:
             found.setdefault(number, []).append((span.start, _call(span, tool)))
     return {number: [call for _, call in sorted(listed, key=lambda pair: pair[0])] for number, listed in found.items()}
@@ -136,18 +135,19 @@ def joined(answer: Answer, traced: Sequence[Traced], declared: Container[str] = 
 def dialogue(
     transcript: Transcript,
     broken: Answer | None,
-    spans: Sequence[AgentSpan],
+    tools: Sequence[AgentSpan],
+    links: Mapping[str, str],
     turns: Sequence[str],
     whole: bool,
     declared: Container[str] = (),
 ) -> tuple[Transcript, Answer | None]:
     """The dialogue, and the turn the agent broke off (``broken``, the turn after the last), with
-    the calls ``spans`` show joined to their turns; ``turns`` the span ids of the turns in order,
-    ``declared`` the tools the scenario declares.
+    the calls ``tools`` show joined to their turns (``links``: each span's parent, by its id);
+    ``turns`` the span ids of the turns in order, ``declared`` the tools the scenario declares.
     The transcript is marked ``traced`` when its tool calls can be read from the spans (``whole``:
     every turn had spans of the agent's, which shows its tool calls, and none was left out): its
     calls were then seen whatever its replies held."""
-    found = calls(spans, {span: number for number, span in enumerate(turns, start=1)})
+    found = calls(tools, links, {span: number for number, span in enumerate(turns, start=1)})
     replace = msgspec.structs.replace
     played = tuple(
         replace(turn, answer=joined(turn.answer, found.get(number, ()), declared)) if number in found else turn

@@ -85,9 +85,13 @@ class Watching:
         return self
 
     async def run(self, planned, journal, earlier=()):  # type: ignore[no-untyped-def]
-        for _ in range(3):  # the play's flushing task writes the last lines and lets them go
-            await asyncio.sleep(0)
-        gc.collect()
+        # The play's flushing task writes the last lines, in a thread, and lets them go: waited
+        # for, up to a bound no machine comes near.
+        for _ in range(2000):
+            gc.collect()
+            if all(ref() is None for ref in self.recorded):
+                break
+            await asyncio.sleep(0.005)
         assert [ref for ref in self.recorded if ref() is not None] == []
         self.rounds += 1
         self.earlier.append((earlier, len(self.recorded)))

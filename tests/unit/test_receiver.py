@@ -27,10 +27,12 @@ from convy.agent import Answer, Call, NotReported, Reported
 from convy.checks import Check
 from convy.cli.receiving import Receiving
 from convy.fakes import FakeAgent, MemoryJournal
+from convy.judge import NoVerdict
 from convy.listener import MOST_BODY, Heard, Listener, _Request
 from convy.otlp import Signals, Span, _varint
-from convy.received import MOST_TEXT, AgentSpan, spans
-from convy.receiver import Received, Receiver
+from convy.outcome import Outcome
+from convy.received import MOST_TEXT, AgentSpan, grouped, recorded, spans
+from convy.receiver import MOST_SPANS, Received, Receiver
 from convy.secrets import HIDDEN, Secrets
 from convy.tracecontext import TraceIds
 from convy.traced import _decoded, dialogue
@@ -255,7 +257,7 @@ def test_the_spans_of_an_attempt_under_way_are_kept_and_others_counted(receiver:
     answers, received = asyncio.run(played())
     assert [answer.status_code for answer in answers] == [200, 200]
     assert answers[0].headers["content-type"] == "application/x-protobuf" and answers[0].content == b""
-    assert [span.name for span in received.spans] == ["invoke_agent shop"] and received.whole
+    assert [span.name for span in recorded(received.spans)] == ["invoke_agent shop"] and received.whole
     assert receiver.unmatched == 1 and receiver.heard
 
 
@@ -365,7 +367,8 @@ def test_the_opentelemetry_sdks_own_exporter_is_taken(receiver: Receiver) -> Non
     finally:
         provider.shutdown()
     assert received.whole
-    tool, top = received.spans
+    tool, top = recorded(received.spans)
+    assert received.tools == (tool,) and received.links == {tool.span: top.span, top.span: TURN}
     assert (tool.tool(), tool.service, tool.parent, top.parent) == ("refund", "shop-agent", top.span, TURN)
 
 
@@ -381,6 +384,11 @@ def tool_span(ids: TraceIds, name: str, parent: str, start: int, arguments: Any 
     if arguments is not None:
         attributes["gen_ai.tool.call.arguments"] = json.dumps(arguments)
     return AgentSpan(ids.trace, f"{start:016x}", f"execute_tool {name}", start, start + 500_000_000, parent, 1, attributes)
+
+
+def shown(spans: Any) -> tuple[list[AgentSpan], dict[str, str]]:
+    """What the receiver gives ``traced.dialogue`` of ``spans``: the tool calls among them, and each one's parent."""
+    return [span for span in spans if span.tool()], {span.span: span.parent for span in spans}
 
 
 def test_each_tool_span_joins_the_turn_it_descends_from() -> None:
@@ -400,7 +408,7 @@ def test_each_tool_span_joins_the_turn_it_descends_from() -> None:
     reported = Call("refund", {"order": 42.0})
     transcript = Transcript((turn("It shipped."), turn("Refunded.", reported)))
     turns = [ids.turn(number) for number in (1, 2, 3)]
-    joined, broken = dialogue(transcript, None, received, turns, whole=True)
+    joined, broken = dialogue(transcript, None, *shown(received), turns, whole=True)
     first, second = (played.answer.steps for played in joined.turns)
     assert first == (Call("lookup", {"order": 42}, Reported({"status": "shipped"}), 0.5, traced=True),)
     assert second == (
@@ -414,7 +422,7 @@ def test_a_traced_call_of_a_declared_tool_its_tools_never_saw_is_claimed() -> No
     ids = TraceIds.new()
     received = (tool_span(ids, "refund", ids.turn(1), 1), tool_span(ids, "mine", ids.turn(2), 2))
     transcript = Transcript((turn("Done."),))
-    joined, broken = dialogue(transcript, None, received, [ids.turn(1), ids.turn(2)], whole=False, declared={"refund"})
+    joined, broken = dialogue(transcript, None, *shown(received), [ids.turn(1), ids.turn(2)], whole=False, declared={"refund"})
     assert joined.turns[0].answer.steps[0].source == "claimed"  # type: ignore[union-attr]
     assert broken is not None and broken.steps == (Call("mine", {}, NotReported(), 0.5, traced=True),)
     assert not joined.traced
@@ -463,7 +471,7 @@ def test_a_span_that_shows_a_reported_call_wins_on_its_error_and_one_without_arg
     failed = AgentSpan(failed.trace, failed.span, failed.name, failed.start, failed.end, failed.parent, 1, failed.attributes, "PermissionDenied")
     bare = tool_span(ids, "lookup", ids.turn(1), 2)  # the conventions make the arguments optional
     reported = (Call("cancel", {"id": "B1"}, Reported("ok")), Call("lookup", {"id": "B1"}))
-    joined, _ = dialogue(Transcript((turn("Cancelled.", *reported),)), None, (failed, bare), [ids.turn(1), ids.turn(2)], whole=True)
+    joined, _ = dialogue(Transcript((turn("Cancelled.", *reported),)), None, *shown((failed, bare)), [ids.turn(1), ids.turn(2)], whole=True)
     assert joined.turns[0].answer.steps == (
         Call("cancel", {"id": "B1"}, Reported("ok"), error="PermissionDenied", traced=True),
         Call("lookup", {"id": "B1"}, traced=True),
@@ -476,7 +484,7 @@ def test_arguments_cut_short_match_by_name_and_are_not_a_second_call() -> None:
     long = {"note": "x" * 70_000}
     span = tool_span(ids, "save", ids.turn(1), 1, long)
     (kept,) = spans(request_of(span), json=False)
-    joined, _ = dialogue(Transcript((turn("Saved.", Call("save", long)),)), None, (kept,), [ids.turn(1)], whole=True)
+    joined, _ = dialogue(Transcript((turn("Saved.", Call("save", long)),)), None, *shown((kept,)), [ids.turn(1)], whole=True)
     assert [step.name for step in joined.turns[0].answer.steps] == ["save"]  # type: ignore[union-attr]
 
 
@@ -568,7 +576,7 @@ def test_the_secrets_of_each_agent_reach_the_listener_and_are_hidden_in_what_it_
 
     answer, received = asyncio.run(played())
     assert answer.status_code == 200 and received.whole
-    (span,) = received.spans
+    (span,) = recorded(received.spans)
     assert span.attributes["said"] == f"keys {HIDDEN} and {HIDDEN}"
 
 
@@ -605,7 +613,7 @@ def test_spans_the_run_has_not_read_past_the_bound_are_answered_try_again_later(
     busy = Listener(heard.append, lambda: True)._answered(_Request("POST", "/v1/traces", {}, body), False)
     free = Listener(heard.append, lambda: False)._answered(_Request("POST", "/v1/traces", {}, body), False)
     assert busy.startswith(b"HTTP/1.1 503 ") and free.startswith(b"HTTP/1.1 200 ")
-    assert [len(msgspec.msgpack.decode(frame[4:], type=Heard).spans) for frame in heard] == [1]
+    assert [sum(len(came.ids) for came in msgspec.msgpack.decode(frame[4:], type=Heard).came) for frame in heard] == [1]
 
 
 def test_the_listener_ends_when_told_though_a_fork_of_the_run_holds_its_input_open(receiver: Receiver) -> None:
@@ -659,7 +667,7 @@ def test_numbers_past_64_bits_are_kept_as_protobufs_readers_keep_them_and_the_re
     for body, kind in ((huge, "application/json"), (ld(1, ld(2, ld(2, wide))), "application/x-protobuf")):
         answered = Listener(heard.append)._answered(_Request("POST", "/v1/traces", {"content-type": kind}, body), False)
         assert answered.startswith(b"HTTP/1.1 200 ")
-    assert [len(msgspec.msgpack.decode(frame[4:], type=Heard).spans) for frame in heard] == [1, 1]
+    assert [sum(len(came.ids) for came in msgspec.msgpack.decode(frame[4:], type=Heard).came) for frame in heard] == [1, 1]
 
 
 def test_a_field_of_an_attribute_that_runs_past_the_attribute_is_a_value_error() -> None:
@@ -761,3 +769,38 @@ def test_a_worker_whose_attempt_waited_for_spans_ends_with_it() -> None:
         receiver.close()
     assert len(journal.outcomes) == 60 and receiver.waited == 60
     assert receiver.most_tasks <= 12, receiver.most_tasks
+
+
+def test_what_one_attempt_keeps_is_bounded_and_tools_spans_are_kept_longer() -> None:
+    """Past ``MOST_SPANS`` an attempt's spans are counted, not kept, but for tools' spans, kept up
+    to twice that (its checks read them); one past that is lost, and its calls then cannot be
+    read from the spans. Each span kept is its JSON as it came, read back alike."""
+    ids = TraceIds.new()
+    plain = [AgentSpan(ids.trace, f"{number:016x}", "step", number, number + 1, ids.turn(1)) for number in range(1, MOST_SPANS + 6)]
+    tools = [tool_span(ids, "lookup", ids.turn(1), number) for number in range(10_000, 10_000 + MOST_SPANS + 1)]
+    receiver = Receiver()
+    try:
+        async def played() -> Received:
+            receiver.opened(ids.trace)
+            receiver.kept(grouped(plain[:10]))  # the first request: all kept
+            receiver.kept(grouped(plain[10:] + tools))
+            return await receiver.taken(ids.trace, [ids.turn(1)])
+
+        received = asyncio.run(played())
+    finally:
+        receiver.close()
+    kept = recorded(received.spans)
+    assert kept[:MOST_SPANS] == tuple(plain[:MOST_SPANS])
+    assert kept[MOST_SPANS:] == tuple(tools[:MOST_SPANS])
+    assert received.tools == tuple(tools[:MOST_SPANS])
+    assert received.dropped == 5 + 1 and receiver.dropped == 6
+    assert received.whole and not received.tooled  # a tool's span was lost: its calls are not all there
+
+
+def test_spans_a_record_holds_that_do_not_read_as_spans_show_none() -> None:
+    """A line edited by hand whose spans are not spans is read all the same; its spans read as none."""
+    made = msgspec.json.decode(msgspec.json.encode(Outcome("s", 1, "2026-01-01T00:00:00+00:00", 0.0, Transcript(), "finished", NoVerdict("user", "x"))))
+    line = msgspec.json.encode(made | {"spans": [{"trace": 5}]})
+    outcome = msgspec.json.decode(line, type=Outcome)
+    assert outcome.agent_spans() == ()
+    assert msgspec.json.decode(msgspec.json.encode(outcome))["spans"] == [{"trace": 5}]  # kept as it was
