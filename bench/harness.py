@@ -28,8 +28,14 @@ Cases, each playing ``--attempts`` attempts of ``--turns`` turns:
 - ``traced``: ``folder``, each attempt's trace sent to a collector as it is kept (issue 30).
 - ``spans``: ``folder``, with an agent that sends two spans a turn, as one instrumented with
   OpenTelemetry does, through an exporter in a process of its own, to a collector that drops them.
+- ``waited``: ``spans``, each attempt waiting once at its end, for nothing (a stand-in receiver
+  that hears nothing and lets each attempt go at the loop's next turn), as an attempt waits for
+  its agent's spans: handing its place to another worker, and taken up again. With instant fakes
+  no attempt of the other cases ever waits (one worker plays them all in one step of the loop),
+  so this is the floor of any receiver that waits for the spans before the checks read them.
 - ``received``: ``spans``, with the spans sent to convy's receiver (``receive_traces``): waited
-  for at each attempt's end, joined to the calls, kept in the records. Its cost is against ``spans``.
+  for at each attempt's end, joined to the calls, kept in the records. Its cost is against ``spans``,
+  and against ``waited``: what receiving costs past its waiting.
 
 Throughput is measured in this process without tracemalloc (its hooks slow every allocation
 down), the cases interleaved, the median of ``--repeat`` runs. Memory is measured afterwards in a
@@ -105,6 +111,7 @@ TITLES = {
     "records": "Bench.run -> RunJournal.record only",
     "traced": "RunJournal.play, traces sent to a collector",
     "spans": "folder, the agent sending its spans elsewhere",
+    "waited": "spans, each attempt waiting once for nothing",
     "received": "folder, the agent's spans received by convy",
 }
 CASES = tuple(TITLES)
@@ -455,6 +462,43 @@ class Spans(InFolder):
             self.collector.close()
 
 
+class Waited(Spans):
+    """``spans``, each attempt waiting once at its end for nothing, as it waits for its agent's
+    spans with ``receive_traces``: the floor of any receiver that waits."""
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        self.bench = msgspec.structs.replace(self.bench, receiver=_nothing_heard())
+
+
+def _nothing_heard() -> Any:
+    from convy.receiver import Received as Came  # here: a convy from before issue 30 plays the other cases
+    from convy.receiver import Receiver
+
+    class Heard(Receiver):
+        """A receiver that hears nothing: each attempt hands its place on and waits one turn of
+        the loop, as one waits for spans still to come."""
+
+        @asynccontextmanager
+        async def serving(self, waiting: Callable[[], None] | None = None) -> AsyncIterator[Receiver]:
+            self._waiting = waiting
+            try:
+                yield self
+            finally:
+                self.close()
+
+        def opened(self, trace: str) -> None:
+            pass
+
+        async def taken(self, trace: str, turns: Any) -> Came:
+            assert self._waiting is not None
+            self._waiting()
+            await asyncio.sleep(0)
+            return Came(whole=True, tooled=True)
+
+    return Heard()
+
+
 class Received(InFolder):
     """``spans``, but sent to convy: the run receives them (``receive_traces``), waits at each
     attempt's end for its turns' spans, joins the tool spans to the calls and keeps the spans in
@@ -582,6 +626,7 @@ KINDS: dict[str, type[Case]] = {
     "records": Records,
     "traced": Traced,
     "spans": Spans,
+    "waited": Waited,
     "received": Received,
 }
 
@@ -773,9 +818,13 @@ def shown_throughput(setup: Setup, runs: dict[str, list[Played]], repeat: int) -
                 [
                     f"  received: {min(one.seconds for one in runs['received']) / min(one.seconds for one in runs['spans']):.2f}x spans' best,"
                     f" {statistics.median(one.seconds for one in runs['received']) / statistics.median(one.seconds for one in runs['spans']):.2f}x its median:"
-                    " convy's cost of receiving the agent's spans (each attempt waits for its turns', joins and keeps them)"
+                    " convy's cost of receiving the agent's spans (each attempt waits for its turns', joins and keeps them);"
+                    f" {min(one.seconds for one in runs['received']) / min(one.seconds for one in runs['waited']):.2f}x waited's best,"
+                    f" {statistics.median(one.seconds for one in runs['received']) / statistics.median(one.seconds for one in runs['waited']):.2f}x its median:"
+                    " past the waiting itself, which costs"
+                    f" {statistics.median(one.seconds for one in runs['waited']) / statistics.median(one.seconds for one in runs['spans']):.2f}x spans' median"
                 ]
-                if runs.get("received") and runs.get("spans")
+                if runs.get("received") and runs.get("spans") and runs.get("waited")
                 else []
             ),
         ]
