@@ -81,10 +81,17 @@ def test_the_harness_benchmark_runs_small() -> None:
     out = ran("bench/harness.py", "--attempts", "20", "--repeat", "1", "--no-memory")
     for case in (
         "baseline: bare asyncio", "Bench.run -> MemoryJournal", "RunJournal.play (run folder on disk)", "RunJournal.record only",
-        "folder, the agent sending its spans elsewhere", "folder, the agent's spans received by convy",
+        "folder, the agent sending its spans elsewhere", "spans, each attempt waiting once for nothing",
+        "folder, the agent's spans received by convy",
     ):
         assert case in out, out
-    assert "received: " in out and "x spans' best" in out, out
+    assert "received: " in out and "x spans' best" in out and "x waited's best" in out, out
+
+
+def test_the_slow_disk_benchmark_runs_small_beside_another_source() -> None:
+    """bench/slow_disk.py plays a tiny run on the disk as it is and on a slow one, this convy as its own --before."""
+    out = ran("bench/slow_disk.py", "--attempts", "4", "--turns", "2", "--turn", "0.01", "--places", "2", "--sync", "0.01", "--repeat", "1", "--before", "src")
+    assert "(floor)" in out and "x the floor" in out and out.count("x the floor") == 3, out
 
 
 def test_the_cpu_benchmark_runs_small_beside_another_source() -> None:
