@@ -234,6 +234,11 @@ class Start(msgspec.Struct, frozen=True):
     kept: tuple[tuple[str, int], ...] = ()
 
 
+# The follower's start: this convy's folder searched after everything else, so the follower is this
+# convy where no other is installed, and no module of the standard library is shadowed.
+_STARTED = "import sys; sys.path.append(sys.argv.pop()); from convy.collector import main; raise SystemExit(main(sys.argv[1:]))"
+
+
 class Shipped:
     """A run's journal that passes each attempt on to ``journal`` and, beside the run, has a
     ``Follower`` process send the trace of each attempt ``folder``'s ``attempts.jsonl`` keeps from
@@ -252,8 +257,10 @@ class Shipped:
         self._sayings: set[str] = set()  # what was said already, each once
         self._heard = b""
         self.sent = 0  # attempts whose trace the collector took, as the process said at its end
+        # -P: the project's folder, where the run is, is not searched before the standard library
+        # (a project's token.py would be imported instead of Python's); this convy is searched last.
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "convy.collector", str(folder)],
+            [sys.executable, "-P", "-c", _STARTED, str(folder), str(Path(__file__).resolve().parent.parent)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         stdin, stdout = self._pipes()

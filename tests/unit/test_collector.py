@@ -149,3 +149,15 @@ def test_a_collector_asking_to_wait_is_tried_again_after_its_retry_after(tmp_pat
     assert (said + [told])[0].endswith("answered 503; this run's traces are not sent (convy export --format otlp writes them)")
     assert asked == ["/v1/traces"] * 4
     assert shipped.sent == 0
+
+
+def test_a_project_module_named_as_one_of_pythons_does_not_break_the_follower(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs start in the project's folder: a ``token.py`` there is not imported in place of Python's
+    by the process that sends the traces."""
+    (tmp_path / "token.py").write_text("raise SystemExit('the project\\'s token.py was imported')\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    said: list[str] = []
+    with OtlpReceiver() as receiver:
+        shipped, _ = played(tmp_path / "run-p", OtlpEndpoint(SignalEndpoint(f"{receiver.url}/v1/traces"), None), said, 3)
+        assert shipped.closed() == ""
+    assert shipped.sent == 3 and said == []
