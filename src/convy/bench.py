@@ -114,8 +114,9 @@ class Bench(msgspec.Struct, frozen=True):
             # more worker takes the place it left, so the agent's places are not idle meanwhile,
             # and the one that waits ends with its attempt.
             nonlocal workers
-            if groups and workers < total:
-                handed.add(asyncio.current_task())
+            task = asyncio.current_task()
+            if groups and workers < total and task not in handed:  # one worker more for each attempt, however often it waits
+                handed.add(task)
                 workers += 1
                 groups[0].create_task(worker(groups[0]))  # noqa: F821 - deleted only once the play has ended
 

@@ -78,21 +78,23 @@ class _Held:
         (they are what the attempt's checks read); past those, counted. Their parents are noted
         whatever the count."""
         self.parents.update(came.parents)
-        if len(self.links) < 2 * MOST_SPANS:
-            self.links.update(zip(came.ids, came.parents))
-        kept = self.spans
+        kept, links = self.spans, self.links
         if len(kept) + len(came.json) <= MOST_SPANS:  # most requests: all of them
             kept.extend(came.json)
             self.tools.extend(came.tools)
+            links.update(zip(came.ids, came.parents))
             return
         tools = dict(zip(came.at, came.tools))
         for place, json in enumerate(came.json):
             tool = tools.get(place)
             if len(kept) < MOST_SPANS or tool is not None and len(kept) < 2 * MOST_SPANS:
                 kept.append(json)
+                links[came.ids[place]] = came.parents[place]  # every kept span's: a tool's turn is found through them
                 if tool is not None:
                     self.tools.append(tool)
                 continue
+            if len(links) < 4 * MOST_SPANS:  # one left out may still lead from a kept tool's span to its turn
+                links[came.ids[place]] = came.parents[place]
             self.dropped += 1
             self.lost = self.lost or tool is not None
 

@@ -24,6 +24,7 @@ import threading
 from array import array
 from collections import deque
 from collections.abc import Callable, Container, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -392,9 +393,13 @@ class RunJournal(msgspec.Struct, frozen=True):
                     spending = await bench.run(missing, unflushed, earlier.outcomes)
                     unflushed.ended()
                 unflushed.flushed()
+                unflushed.closed()
             except BaseException as error:
-                with suppress(Unwritable):  # the attempts that ended before the stop are kept too
-                    unflushed.flushed()
+                try:
+                    with suppress(Unwritable):  # the attempts that ended before the stop are kept too
+                        unflushed.flushed()
+                finally:
+                    unflushed.closed()
                 self._marked(RunFile(spec, Interrupted(started, self._now())))
                 match error:
                     case BaseExceptionGroup():
@@ -553,13 +558,17 @@ class _Unflushed:
 
     Each is encoded once, as its line, with the run's secrets hidden. The lines of the attempts
     that ended since the last append are appended with one write and flushed with one
-    ``fdatasync``, in a thread, so the event loop plays on meanwhile (``flushing``, a task beside
-    the bench's); what ends while the disk syncs goes in the next append, together. Only once its
-    line is on the disk is an attempt taken as kept: added to ``kept``, and passed on to the
-    journal that shows it, in the order the attempts ended. A run whose attempts never wait
-    (instant fakes) appends every ``MOST`` lines where it is, so the lines it has not kept stay
-    few. A refused write is raised in the task that passes its attempts on, which stops the run.
-    ``kept`` counts the attempts kept: the outcomes themselves are let go once passed on.
+    ``fdatasync``, in a thread of the run's own, so the event loop plays on meanwhile
+    (``flushing``, a task beside the bench's); what ends while the disk syncs goes in the next
+    append, together. Only once its line is on the disk is an attempt taken as kept: added to
+    ``kept``, and passed on to the journal that shows it, in the order the attempts ended. A run
+    whose attempts never wait (instant fakes) appends every ``MOST`` lines where it is, so the lines
+    it has not kept stay few. An append where the loop is (``flushed``: too many lines, the end of
+    the play, or its stop) first waits for the one under way in the thread, whose attempts it
+    passes on too: a stop never leaves an append behind it, nor the lines in another order. A
+    refused write is raised in the task that passes its attempts on, which stops the run, once
+    every attempt on the disk is passed on. ``kept`` counts the attempts kept: the outcomes
+    themselves are let go once passed on. ``closed`` lets the thread go.
     """
 
     MOST = 256
@@ -572,10 +581,11 @@ class _Unflushed:
         self._outcomes: list[Outcome] = []
         self._waiting = asyncio.Event()
         self._ended = False
-        # One append at a time, in the order the lines were taken: the thread's, or one made where
-        # the loop is (too many lines, or the end) after it. Each append's attempts wait in
-        # ``_appended`` until the loop passes them on.
-        self._appending = threading.Lock()
+        # One thread, the run's own: its appends go one at a time, in the order they were given,
+        # and none waits behind another program's work in the loop's shared threads.
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="convy-append")
+        self._under_way: threading.Event | None = None  # set once the thread's latest append is done
+        # Each append's attempts and refusal, in the order appended, until the loop passes them on.
         self._appended: deque[tuple[list[Outcome], Unwritable | None]] = deque()
         self.kept = 0
 
@@ -592,7 +602,7 @@ class _Unflushed:
             self._waiting.set()
 
     async def flushing(self) -> None:
-        """Append what has ended, in a thread, each time the loop comes round to it and no append
+        """Append what has ended, in the thread, each time the loop comes round to it and no append
         is under way, until the play has ended; the attempts appended are then passed on."""
         while not self._ended:
             await self._waiting.wait()
@@ -603,20 +613,38 @@ class _Unflushed:
     async def _appended_apart(self) -> None:
         # Apart from ``flushing``: what it appends is not held by its loop while it waits for more.
         taken = self._taken()
-        if taken is not None:
-            await asyncio.to_thread(self._append, *taken)
+        if taken is None:
+            return
+        done = threading.Event()
+
+        def append() -> None:
+            try:
+                self._append(*taken)
+            finally:
+                done.set()
+
+        appending = asyncio.get_running_loop().run_in_executor(self._thread, append)
+        self._under_way = done
+        # Shielded: a stop cancels the wait, never the append, which ``flushed`` then waits for.
+        await asyncio.shield(appending)
 
     def ended(self) -> None:
         self._ended = True
         self._waiting.set()
 
     def flushed(self) -> None:
-        """Append and flush the lines not yet on the disk, here (after an append under way in the
-        thread, if there is one), and pass on the attempts kept."""
+        """Once the thread's append under way is done, append and flush the lines not yet on the
+        disk, here, and pass on the attempts kept."""
+        if self._under_way is not None:
+            self._under_way.wait()  # file work alone, in a thread of the run's own: it ends
         taken = self._taken()
         if taken is not None:
             self._append(*taken)
         self._passed()
+
+    def closed(self) -> None:
+        """Let the thread go, once its append is done."""
+        self._thread.shutdown(wait=True)
 
     def _taken(self) -> tuple[bytes, list[Outcome]] | None:
         if not self._lines:
@@ -626,18 +654,19 @@ class _Unflushed:
         return b"\n".join(lines) + b"\n", outcomes
 
     def _append(self, data: bytes, outcomes: list[Outcome]) -> None:
-        with self._appending:
-            whole, refused = self._folder._appended(data)
-            self._appended.append((outcomes if refused is None else outcomes[: data.count(b"\n", 0, whole)], refused))
+        whole, refused = self._folder._appended(data)
+        self._appended.append((outcomes if refused is None else outcomes[: data.count(b"\n", 0, whole)], refused))
 
     def _passed(self) -> None:
-        """Pass on the attempts whose lines are on the disk, in the order they were appended; a
-        refused write is raised once its kept attempts are passed on."""
+        """Pass on the attempts whose lines are on the disk, in the order they were appended; the
+        first refused write is raised once every one of them is passed on."""
+        first: Unwritable | None = None
         while self._appended:
             kept, refused = self._appended.popleft()
             self.kept += len(kept)
             if self._journal is not None:
                 for outcome in kept:
                     self._journal.record(outcome)
-            if refused is not None:
-                raise refused
+            first = first or refused
+        if first is not None:
+            raise first

@@ -804,3 +804,27 @@ def test_spans_a_record_holds_that_do_not_read_as_spans_show_none() -> None:
     outcome = msgspec.json.decode(line, type=Outcome)
     assert outcome.agent_spans() == ()
     assert msgspec.json.decode(msgspec.json.encode(outcome))["spans"] == [{"trace": 5}]  # kept as it was
+
+
+def test_a_tool_called_within_a_tool_is_found_under_its_turn_past_every_bound() -> None:
+    """Past what an attempt keeps of other spans, a tool's span kept under another tool's span
+    (an agent used as a tool) still leads to its turn: every kept span's parent is known."""
+    ids = TraceIds.new()
+    chats = [AgentSpan(ids.trace, f"{number:016x}", "chat", number, number + 1, ids.turn(1)) for number in range(1, 4 * MOST_SPANS + 2)]
+    outer = tool_span(ids, "ask_helper", ids.turn(1), 10**9)
+    inner = tool_span(ids, "refund", outer.span, 10**9 + 1)
+    receiver = Receiver()
+    try:
+        async def played() -> Received:
+            receiver.opened(ids.trace)
+            for first in range(0, len(chats), 1000):
+                receiver.kept(grouped(chats[first : first + 1000]))
+            receiver.kept(grouped([outer, inner]))
+            return await receiver.taken(ids.trace, [ids.turn(1)])
+
+        received = asyncio.run(played())
+    finally:
+        receiver.close()
+    assert received.tooled and received.tools == (outer, inner)
+    joined, _ = dialogue(Transcript((turn("Done."),)), None, received.tools, received.links, [ids.turn(1)], whole=True)
+    assert [step.name for step in joined.turns[0].answer.steps] == ["ask_helper", "refund"]  # type: ignore[union-attr]
