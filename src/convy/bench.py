@@ -99,10 +99,10 @@ class Bench(msgspec.Struct, frozen=True):
                     workers += 1
                     group.create_task(worker(group))  # noqa: F821 - deleted only once the play has ended
                 await vigil.attempt(stage.seated(one, seat))
-                if asyncio.current_task() in handed:
+                if handed and (task := asyncio.current_task()) in handed:
                     # Its attempt waited for spans, and a worker took its place meanwhile: it ends,
                     # so the workers stay as many as the places, however many attempts waited.
-                    handed.discard(asyncio.current_task())
+                    handed.discard(task)
                     workers -= 1
                     return
 

@@ -585,8 +585,8 @@ class _Unflushed:
         # and none waits behind another program's work in the loop's shared threads.
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="convy-append")
         self._under_way: threading.Event | None = None  # set once the thread's latest append is done
-        # Each append's attempts and refusal, in the order appended, until the loop passes them on.
-        self._appended: deque[tuple[list[Outcome], Unwritable | None]] = deque()
+        # Each append's attempts and refusal, in the order appended, until the loop passes them on (``_passed``).
+        self._on_disk: deque[tuple[list[Outcome], Unwritable | None]] = deque()
         self.kept = 0
 
     def record(self, outcome: Outcome) -> None:
@@ -655,14 +655,14 @@ class _Unflushed:
 
     def _append(self, data: bytes, outcomes: list[Outcome]) -> None:
         whole, refused = self._folder._appended(data)
-        self._appended.append((outcomes if refused is None else outcomes[: data.count(b"\n", 0, whole)], refused))
+        self._on_disk.append((outcomes if refused is None else outcomes[: data.count(b"\n", 0, whole)], refused))
 
     def _passed(self) -> None:
         """Pass on the attempts whose lines are on the disk, in the order they were appended; the
         first refused write is raised once every one of them is passed on."""
         first: Unwritable | None = None
-        while self._appended:
-            kept, refused = self._appended.popleft()
+        while self._on_disk:
+            kept, refused = self._on_disk.popleft()
             self.kept += len(kept)
             if self._journal is not None:
                 for outcome in kept:
