@@ -4,7 +4,7 @@ docstrings' ``::`` blocks that are Python.
 Each example runs in a fresh project made from the template (``convy init``'s copy), as a reader who
 followed the quick start would run it, with the fakes for models and no network: a gateway it
 names points at a closed port on 127.0.0.1, and nothing in the examples sends a request. The docs
-on tables run where a run has been played and exported.
+on tables, and the one that reads an agent's spans back, run where a run has been played and exported.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ EXPECTED = {
     "docs/services.md": 1,
     "docs/tables.md": 4,
     "docs/tools.md": 2,
-    "docs/traces.md": 1,
+    "docs/traces.md": 2,
 }
 GUIDES = tuple(EXPECTED)
 FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -154,6 +154,6 @@ def played(folder: Path) -> None:
 @pytest.mark.parametrize(("where", "code"), EXAMPLES, ids=[name for name, _ in EXAMPLES])
 def test_the_example_runs_as_written(where: str, code: str, project: Path) -> None:
     """The example runs to its end in a fresh project, with no error."""
-    if where.startswith("docs/tables.md"):
+    if where.startswith(("docs/tables.md", "docs/traces.md #2")):
         played(project)
     exec(compile(code, where, "exec", dont_inherit=True), {"__name__": "__example__"})  # noqa: S102 - the examples are ours
