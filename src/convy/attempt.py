@@ -363,8 +363,9 @@ class Attempt(msgspec.Struct, frozen=True, dict=True):
                 return "agent"
             case Verdict(claims=claims) if any(claim.by == "code" and not claim.held and not claim.doubt for claim in claims):
                 return "agent"
-            # A tool check left undecided because no reply held the agent's calls path: the agent's
-            # adapter (its file) is wrong or the agent sends no calls; neither the user's nor the judge's.
+            # A tool check left undecided because no reply held the agent's calls path, or because its
+            # calls are seen only in its spans and those did not show them: the agent's adapter (its
+            # file) or its instrumentation is wrong, or it sends no calls; neither the user's nor the judge's.
             case Verdict(claims=claims) | NoVerdict(checks=claims) if any(claim.doubt == "unseen" for claim in claims):
                 return "agent"
             case _:

@@ -179,11 +179,16 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         calls = 0
         given: list[dict[str, Any]] = []  # the arguments of the calls of that tool, to show a miss
         tools: dict[str, None] = {}  # the tools called, in order, to show a name never called
+        traced = transcript.traced
+        reported = 0  # the first turn where the agent reported a call of that tool its spans did not show
         for number, turn in enumerate(turns, start=1):
             for step in turn.answer.steps:
                 match step:
                     case Call(source="claimed"):  # reported, never seen by the scenario's tool of that name
                         pass
+                    case Call(source="", traced=False) if traced:  # reported, never seen in the agent's own spans
+                        if step.name == name and not reported:
+                            reported = number
                     case Call(name=called) if called == name:
                         if self.not_called:  # decided at the first call: its turn is the reason
                             return Claim(self.text(), False, f"agent called {name} in turn {number}", by="code")
@@ -195,8 +200,9 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                         tools[called] = None
                     case _:
                         pass
+        unshown = f" (it reported a call of it in turn {reported}, which its own spans did not show)" if reported else ""
         if self.not_called:
-            return Claim(self.text(), True, f"agent never called {name}", by="code")
+            return Claim(self.text(), True, f"agent never called {name}{unshown}", by="code")
         if calls:
             wanted = ", ".join(f"{key}={value!r}" for key, value in self.with_.items())
             return Claim(
@@ -204,17 +210,22 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
             )
         if tools:
             shown = ", ".join(list(tools)[: self.SHOWN_CALLS]) + (", ..." if len(tools) > self.SHOWN_CALLS else "")
-            return Claim(self.text(), False, f"agent never called {name}; it called {shown}", by="code")
-        return Claim(self.text(), False, f"agent never called {name}", by="code")
+            return Claim(self.text(), False, f"agent never called {name}{unshown}; it called {shown}", by="code")
+        return Claim(self.text(), False, f"agent never called {name}{unshown}", by="code")
 
     @staticmethod
     def _unseen(transcript: Transcript) -> str:
         """Why no tool call of the dialogue could be seen, or "": no reply held the path where the
-        agent's calls would be, the scenario's own tools served none (no state kept), and no spans
+        agent's calls would be, or its calls are seen only in its spans and those did not show them
+        (``Transcript.unseen``); the scenario's own tools served none (no state kept), and no spans
         of the agent's showed them (``Transcript.traced``). Most replies held the path: the first
         one found says so."""
         turns = transcript.turns
-        if not turns or transcript.state is not None or transcript.traced or not all(turn.answer.unheld for turn in turns):
+        if not turns or transcript.state is not None or transcript.traced:
+            return ""
+        if transcript.unseen:  # seen only in spans, which did not show them
+            return transcript.unseen
+        if not all(turn.answer.unheld for turn in turns):
             return ""
         unheld = {turn.answer.unheld for turn in turns}
         paths = ", ".join(repr(path) for path in sorted(unheld))

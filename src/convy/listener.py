@@ -202,7 +202,12 @@ class Listener:
                 return _answer(status, empty if status == 200 else b"", kind if status == 200 else "text/plain", closing)
             case "/v1/logs" | "/v1/metrics":
                 return _answer(200, empty, kind, closing)
-            case _:
+            case _:  # said, as an exporter given a wrong URL would otherwise send to it unheard all run
+                shown = request.path if len(request.path) <= 80 else request.path[:80] + "..."
+                self._heard(framed(Heard(unread=(
+                    f"a request to {shown}, not {TRACES}, was answered 404: OTEL_EXPORTER_OTLP_ENDPOINT is the address "
+                    f"alone, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT the whole URL, ending in {TRACES}"
+                ))))
                 return _answer(404, b"", "text/plain", closing)
 
 

@@ -152,7 +152,7 @@ WHY = {
     "not_trusted": "judge not confident enough",
     "split": "the judge split",
     "unquoted": "no quote of a few of the agent's own words",
-    "unseen": "no reply held the agent's calls path",
+    "unseen": "the agent's tool calls could not be seen",
 }
 SCENARIO = {"always": "✓ always passes", "flaky": "~ flaky", "never": "✗ never passes", "not_judged": "– not judged"}
 METHOD = {

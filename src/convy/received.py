@@ -132,10 +132,14 @@ def spans(body: bytes, json: bool, secrets: Secrets = Secrets()) -> tuple[AgentS
     each text in them with ``secrets`` hidden before it is cut. The spans as read are searched
     once, as JSON, for any piece of a secret (``Secrets.may_hold``): only where one may be is each
     text searched."""
+    misread: list[None] = []  # a span for each left out for its ids
     try:
-        read = list(_from_json(body) if json else _from_proto(body))
+        read = list(_from_json(body, misread) if json else _from_proto(body, misread))
     except RecursionError:  # nested past what the decoder follows
         raise ValueError("nested too deeply") from None
+    if misread and not read:  # every span left out: said, not answered as if kept
+        ids = "in hex, as OTLP JSON gives them, not base64" if json else "of 16 bytes (trace) and 8 (span)"
+        raise ValueError(f"none of its {len(misread)} span(s) had ids {ids}")
     if secrets.values:
         try:
             held = secrets.may_hold(msgspec.json.encode(read))
@@ -184,7 +188,7 @@ def _value_bounded(value: Any, hidden: Callable[[str], str], most: int = MOST_TE
 # Binary Protobuf, by field number (opentelemetry/proto/trace/v1/trace.proto and common.proto).
 
 
-def _from_proto(body: bytes) -> Iterator[AgentSpan]:
+def _from_proto(body: bytes, misread: list[None]) -> Iterator[AgentSpan]:
     for field, resource_spans in fields(body):
         if field != 1 or not isinstance(resource_spans, bytes):
             continue
@@ -201,6 +205,8 @@ def _from_proto(body: bytes) -> Iterator[AgentSpan]:
                     span = _proto_span(value, service)
                     if span is not None:
                         yield span
+                    else:
+                        misread.append(None)
 
 
 def _proto_span(data: bytes, service: str) -> AgentSpan | None:
@@ -318,7 +324,7 @@ def _proto_value(data: bytes, depth: int) -> Any:
 # OTLP JSON: Protobuf's JSON mapping, with ids in hex and the enums as numbers (or their names).
 
 
-def _from_json(body: bytes) -> Iterator[AgentSpan]:
+def _from_json(body: bytes, misread: list[None]) -> Iterator[AgentSpan]:
     try:
         request = msgspec.json.decode(body)
     except msgspec.DecodeError as error:
@@ -331,6 +337,8 @@ def _from_json(body: bytes) -> Iterator[AgentSpan]:
                 span = _json_span(held, service)
                 if span is not None:
                     yield span
+                else:
+                    misread.append(None)
 
 
 def _json_span(held: Any, service: str) -> AgentSpan | None:

@@ -124,10 +124,13 @@ class Receiver:
         self.moaned = ""  # the last line of the listener's error output, where it wrote any
         self.begun(Secrets())
 
-    def begun(self, secrets: Secrets) -> None:
+    def begun(self, secrets: Secrets, sole: bool = False) -> None:
         """An agent's runs begin: what is known of what it sends starts afresh, and ``secrets``
-        are hidden in what it sends (with those of the agents before it: hiding more is safe)."""
+        are hidden in what it sends (with those of the agents before it: hiding more is safe);
+        ``sole`` where its spans are the only place its tool calls are seen (a ``JsonAgent`` with
+        no ``calls=``): an attempt whose spans do not show them has them unseen (``unseen``)."""
         self._secrets = self._secrets + secrets
+        self.sole = sole
         if self._telling is not None:
             self._telling.write(framed(Told(self._secrets)))
         self.heard = False  # a span of one of its attempts came
@@ -304,6 +307,21 @@ class Receiver:
         spans = msgspec.Raw(b"[" + b",".join(held.spans) + b"]") if held.spans else NO_SPANS
         whole = self._whole(held, turns)
         return Received(spans, tuple(held.tools), held.links, held.dropped, whole, self.tooled and not held.lost)
+
+    def unseen(self, received: Received) -> str:
+        """Why the tool calls of an attempt that took ``received`` cannot be seen, where its agent's
+        are seen only in its spans (``sole``); "" where they can (or are seen elsewhere too)."""
+        if not self.sole or (received.whole and received.tooled):
+            return ""
+        if received.spans == NO_SPANS:
+            why = f"no span of its came for this attempt (traces_wait: {self.wait:g} s)"
+        elif not received.whole:
+            why = f"not every turn's spans came within traces_wait ({self.wait:g} s)"
+        elif not self.tooled:
+            why = "it has sent no execute_tool span in this run, so its spans do not show its tool calls"
+        else:
+            why = "some of its tool spans were left out (past what an attempt keeps)"
+        return f"its tool calls are seen only in its own spans, and {why}: no tool call could be seen"
 
     @staticmethod
     def _whole(held: _Held, turns: Sequence[str]) -> bool:

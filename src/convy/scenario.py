@@ -741,6 +741,8 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
             declared = box.tools if box is not None else ()
             whole = received.whole and received.tooled
             transcript, broken = dialogue(transcript, broken, received.tools, received.links, sent, whole, declared)
+            if unseen := receiver.unseen(received):  # its calls are seen in its spans alone, which did not show them
+                transcript = msgspec.structs.replace(transcript, unseen=unseen)
         judge_start = time.monotonic() - clock
         faults: tuple[UserFault, ...] = ()
         unchecked: tuple[Unchecked, ...] = ()

@@ -212,6 +212,29 @@ def _turn(attempt: dict, number: int) -> str:
     return TraceIds(attempt["trace"]).turn(number)
 
 
+def test_where_the_spans_never_come_a_check_of_calls_only_they_show_is_not_judged_not_failed(tmp_path: Path, port: int) -> None:
+    """A JsonAgent with no calls= shows its calls only in its spans: where they never reach convy
+    (its exporter sends them elsewhere), its tool checks are left undecided, said why, and the run
+    says so at its end; none is failed ("never called") or passed ("never called refund") for it."""
+    agent = started(tmp_path, free_port(), liar=False)  # its spans go to a port where nothing listens
+    url = next(agent)
+    try:
+        ran = project(tmp_path, url, f"receive_traces = true\ntraces_port = {port}\ntraces_wait = 0.5\n").ran("run")
+    finally:
+        agent.close()
+    assert ran.returncode == 5, ran.stdout + ran.stderr  # nothing passed, nothing failed: nothing was tested
+    assert "shop: 0 passed, 0 failed, 2 not judged of 2 attempts" in ran.stdout, ran.stdout
+    assert "so its tool checks were not judged" in ran.stderr, ran.stderr
+    for attempt in attempts(tmp_path):
+        assert "traced" not in attempt["transcript"]
+        reason = "its tool calls are seen only in its own spans, and no span of its came for this attempt (traces_wait: 0.5 s): no tool call could be seen"
+        assert [(claim["held"], claim.get("doubt"), claim["reason"]) for claim in attempt["result"]["claims"]] == [
+            (False, "unseen", reason),
+            (False, "unseen", f"agent said 'cancelled' in turn 1, but {reason}"),
+            (False, "unseen", reason),
+        ], attempt["result"]
+
+
 def test_without_receive_traces_a_check_of_calls_no_reply_shows_is_refused_with_the_fix(tmp_path: Path) -> None:
     ran = project(tmp_path, "http://127.0.0.1:9/agent", "").ran("run")
     assert ran.returncode == 2, ran.stdout + ran.stderr

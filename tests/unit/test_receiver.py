@@ -207,6 +207,14 @@ def test_a_span_whose_ids_are_not_otlps_sizes_is_left_out() -> None:
     short = span_pb("00f067aa0ba902b7", TURN, "short")
     short.trace_id = b"\x01\x02"
     assert [span.name for span in spans(request(made, short).SerializeToString(), json=False)] == ["ok"]
+    # A request none of whose spans has ids that read (base64 in OTLP JSON, as protobuf's own JSON
+    # mapping writes them) is not answered as if kept: it is said, with what OTLP asks.
+    with pytest.raises(ValueError, match=r"none of its 1 span\(s\) had ids of 16 bytes \(trace\) and 8 \(span\)"):
+        spans(request(short).SerializeToString(), json=False)
+    as_base64 = {"traceId": base64.b64encode(bytes.fromhex(TRACE)).decode(), "spanId": base64.b64encode(b"\1" * 8).decode(), "name": "x"}
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [as_base64]}]}]}).encode()
+    with pytest.raises(ValueError, match="had ids in hex, as OTLP JSON gives them, not base64"):
+        spans(body, json=True)
 
 
 def test_convys_own_export_reads_back_alike_in_both_encodings() -> None:
@@ -278,7 +286,18 @@ def test_what_an_sdk_sends_is_answered_as_otlp_asks(receiver: Receiver) -> None:
     )
     assert [answer.status_code for answer in answers] == [200, 200, 200, 200, 400, 404, 415]
     assert answers[1].json() == {} and answers[1].headers["content-type"] == "application/json"
-    assert receiver.unread == 1 and "did not read as OTLP Protobuf" in receiver.problem
+    assert receiver.unread == 2 and "did not read as OTLP Protobuf" in receiver.problem  # and the one to /elsewhere
+
+
+def test_a_request_to_another_path_is_said_with_the_fix(receiver: Receiver) -> None:
+    """An exporter given the address as OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (no /v1/traces) is
+    answered 404, as a wrong URL is, and the run says so with which variable takes what."""
+    (answer,) = asyncio.run(posted(receiver, ("/", b"", PROTOBUF)))
+    assert answer.status_code == 404 and receiver.unread == 1
+    assert receiver.problem == (
+        "a request to /, not /v1/traces, was answered 404: OTEL_EXPORTER_OTLP_ENDPOINT is the address alone, "
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT the whole URL, ending in /v1/traces"
+    )
 
 
 def test_a_body_over_the_bound_is_refused_unread(receiver: Receiver) -> None:
@@ -463,6 +482,39 @@ def test_said_done_where_no_call_could_be_seen_is_in_doubt_unless_spans_showed_t
     assert said_done(Transcript((unheld,), traced=True))[2] == ""
     called = Check(called="cancel").claim(Transcript((unheld,), traced=True))
     assert called.doubt == "" and called.reason == "agent never called cancel"
+
+
+def test_in_a_traced_dialogue_a_call_only_reported_counts_for_no_tool_check() -> None:
+    """A call the agent reported that its spans did not show is its word alone, for ``called`` and
+    ``not_called`` as for ``said_done``; where no spans were received it counts as before."""
+    reported = Transcript((turn("Refunded.", Call("refund", {"order": 7})),), traced=True)
+    unshown = "agent never called refund (it reported a call of it in turn 1, which its own spans did not show)"
+    assert (Check(called="refund").claim(reported).held, Check(called="refund").claim(reported).reason) == (False, unshown)
+    assert (Check(not_called="refund").claim(reported).held, Check(not_called="refund").claim(reported).reason) == (True, unshown)
+    shown = Transcript((turn("Refunded.", Call("refund", {"order": 7}, traced=True)),), traced=True)
+    assert Check(called="refund", with_={"order": 7}).claim(shown).held is True
+    untraced = msgspec.structs.replace(reported, traced=False)
+    assert Check(called="refund").claim(untraced).reason == "agent called refund in turn 1"
+
+
+def test_where_the_spans_are_the_only_sight_of_the_calls_and_did_not_show_them_the_checks_are_unseen() -> None:
+    receiver = Receiver(wait=2.0)
+    try:
+        receiver.begun(Secrets(), sole=True)
+        assert receiver.unseen(Received(whole=True, tooled=True)) == ""
+        nothing = receiver.unseen(Received())
+        assert nothing == "its tool calls are seen only in its own spans, and no span of its came for this attempt (traces_wait: 2 s): no tool call could be seen"
+        part = receiver.unseen(Received(spans=msgspec.Raw(b'[{"span":"a"}]'), whole=False, tooled=True))
+        assert "not every turn's spans came within traces_wait (2 s)" in part
+        assert "no execute_tool span" in receiver.unseen(Received(spans=msgspec.Raw(b'[{"span":"a"}]'), whole=True, tooled=False))
+        receiver.begun(Secrets())  # an agent that reports its calls too: they are seen as it said them
+        assert receiver.unseen(Received()) == ""
+    finally:
+        receiver.close()
+    dialogue_of = Transcript((turn("Cancelled."),), unseen=nothing)
+    for check in (Check(called="cancel"), Check(not_called="refund"), Check(said_done="Cancelled", by_calling="cancel")):
+        claim = check.claim(dialogue_of)
+        assert (claim.held, claim.doubt) == (False, "unseen") and nothing in claim.reason, claim
 
 
 def test_a_span_that_shows_a_reported_call_wins_on_its_error_and_one_without_arguments_matches_by_name() -> None:

@@ -78,22 +78,31 @@ class Receiving(msgspec.Struct, frozen=True):
         anything went amiss."""
         receiver = self.receiver
         lines: list[str] = []
+        # An agent whose calls are seen only in its spans (a JsonAgent with no calls=) had its tool
+        # checks left undecided where they did not show them; another's calls were still seen as it said them.
+        seen = "its tool checks were not judged" if receiver.sole else "its calls were seen only as its replies said them"
         if receiver.silent and not receiver.heard:
+            elsewhere = (
+                f"; {receiver.unmatched} span(s) came of no attempt's trace: an agent joins the attempt's trace by "
+                "the W3C traceparent each turn carries (convy.trace_context() in Python)"
+                if receiver.unmatched
+                else ""
+            )
             lines.append(
                 f"convy: receive_traces: {agent} sent no span of any attempt to {receiver.url} within "
-                f"{receiver.wait:g} s, so its calls were seen only as its replies said them; an agent "
-                "instrumented with OpenTelemetry sends them when its OTEL_EXPORTER_OTLP_ENDPOINT is that address"
+                f"{receiver.wait:g} s, so {seen}; an agent "
+                f"instrumented with OpenTelemetry sends them when its OTEL_EXPORTER_OTLP_ENDPOINT is that address{elsewhere}"
             )
         elif receiver.heard and not receiver.tooled:
             lines.append(
                 f"convy: receive_traces: {agent} sent spans but no execute_tool span, so its tool calls could not be "
-                "read from them: its calls were seen only as its replies said them"
+                f"read from them: {seen}"
             )
         if receiver.ended is not None:
             lines.append(
                 f"convy: receive_traces: the process that received {agent}'s spans ended (code {receiver.ended}"
                 f"{': ' + Inert(receiver.moaned).line() if receiver.moaned else ''}); the attempts played after it were "
-                "not waited for, and their calls were seen only as the replies said them"
+                f"not waited for, and {'their tool checks were not judged' if receiver.sole else 'their calls were seen only as the replies said them'}"
             )
         if receiver.problem:
             lines.append(f"convy: receive_traces: {Inert(receiver.problem).line()}; {receiver.unread} such request(s) in all")
@@ -104,6 +113,6 @@ class Receiving(msgspec.Struct, frozen=True):
             )
         if receiver.dropped:
             lines.append(f"convy: receive_traces: {receiver.dropped} span(s) of {agent}'s past what an attempt keeps were left out")
-        if receiver.unmatched:
+        if receiver.unmatched and not (receiver.silent and not receiver.heard):  # else said above
             lines.append(f"convy: receive_traces: {receiver.unmatched} span(s) of no attempt of {agent}'s came (another program's?), and are not kept")
         return lines

@@ -293,7 +293,7 @@ class RunCommand(msgspec.Struct, frozen=True):
                         shown.line(Inert(line).line())
                 spec = secrets.kept(spec)
                 if receiving is not None:
-                    receiving.receiver.begun(secrets)  # what this agent sends, learnt afresh
+                    receiving.receiver.begun(secrets, Blind(agent).blind())  # what this agent sends, learnt afresh
                 bench = Bench(
                     agent,
                     models,
@@ -592,7 +592,7 @@ class ResumeCommand(msgspec.Struct, frozen=True):
         bench = Bench(agent, models, spec.limits, prompt, budget if budget.set() else None, spec.judging, spec.user_checks, receiver)
         secrets = loaded.secrets(agent, models)
         if receiver is not None:
-            receiver.begun(secrets)
+            receiver.begun(secrets, Blind(agent).blind())
         player = spec.player(self.spread.player(bench, spread, self.project, spec.agent, shown))
         return Recorded(
             self.project, spec, player, shown, errors, self.ruled(spec), secrets, kept, max_not_judged=unjudged,

@@ -162,7 +162,7 @@ const Convy = (() => {
       not_trusted: "judge not confident enough",
       split: "the judge split",
       unquoted: "no quote of a few of the agent's own words",
-      unseen: "no reply held the agent's calls path",
+      unseen: "the agent's tool calls could not be seen",
       agent: "agent failed",
       claim: "a claim failed",
       "": "",
