@@ -172,10 +172,9 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
         name = self.called or self.not_called
         turns = transcript.turns
         # Most replies held the path where the calls would be: the first one found says so. Where
-        # the scenario's own tools served the calls (a state kept), they saw every one.
+        # the scenario's own tools served the calls (a state kept), they saw every one. Where not
+        # every call could be seen, one that was still decides; none seen decides nothing (below).
         unseen = self._unseen(transcript)
-        if unseen:
-            return Claim(self.text(), False, unseen, by="code", doubt="unseen")
         calls = 0
         given: list[dict[str, Any]] = []  # the arguments of the calls of that tool, to show a miss
         tools: dict[str, None] = {}  # the tools called, in order, to show a name never called
@@ -186,7 +185,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                 match step:
                     case Call(source="claimed"):  # reported, never seen by the scenario's tool of that name
                         pass
-                    case Call(source="", traced=False) if traced:  # reported, never seen in the agent's own spans
+                    case Call(source="", traced=False) if traced and self.called:  # reported, never seen in its own spans
+                        # (for not_called the agent's own word that it called the tool is enough)
                         if step.name == name and not reported:
                             reported = number
                     case Call(name=called) if called == name:
@@ -200,6 +200,8 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
                         tools[called] = None
                     case _:
                         pass
+        if unseen:
+            return Claim(self.text(), False, unseen, by="code", doubt="unseen")
         unshown = f" (it reported a call of it in turn {reported}, which its own spans did not show)" if reported else ""
         if self.not_called:
             return Claim(self.text(), True, f"agent never called {name}{unshown}", by="code")

@@ -203,7 +203,8 @@ class Listener:
             case "/v1/logs" | "/v1/metrics":
                 return _answer(200, empty, kind, closing)
             case _:  # said, as an exporter given a wrong URL would otherwise send to it unheard all run
-                shown = request.path if len(request.path) <= 80 else request.path[:80] + "..."
+                path = self.secrets.hidden(request.path)  # a token in a wrong exporter URL is not said
+                shown = path if len(path) <= 80 else path[:80] + "..."
                 self._heard(framed(Heard(unread=(
                     f"a request to {shown}, not {TRACES}, was answered 404: OTEL_EXPORTER_OTLP_ENDPOINT is the address "
                     f"alone, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT the whole URL, ending in {TRACES}"

@@ -138,8 +138,8 @@ def spans(body: bytes, json: bool, secrets: Secrets = Secrets()) -> tuple[AgentS
     except RecursionError:  # nested past what the decoder follows
         raise ValueError("nested too deeply") from None
     if misread and not read:  # every span left out: said, not answered as if kept
-        ids = "in hex, as OTLP JSON gives them, not base64" if json else "of 16 bytes (trace) and 8 (span)"
-        raise ValueError(f"none of its {len(misread)} span(s) had ids {ids}")
+        ids = "in hex, as OTLP JSON gives them (not base64)" if json else "of 16 bytes (trace) and 8 (span)"
+        raise ValueError(f"none of its {len(misread)} span(s) read as a span with ids {ids}")
     if secrets.values:
         try:
             held = secrets.may_hold(msgspec.json.encode(read))

@@ -311,17 +311,17 @@ class Receiver:
     def unseen(self, received: Received) -> str:
         """Why the tool calls of an attempt that took ``received`` cannot be seen, where its agent's
         are seen only in its spans (``sole``); "" where they can (or are seen elsewhere too)."""
-        if not self.sole or (received.whole and received.tooled):
+        # Every turn's spans came, but no execute_tool span yet in the run: taken as no call made (an
+        # agent instrumented for its tools that called none), and said at the run's end if none ever came.
+        if not self.sole or (received.whole and (received.tooled or not self.tooled)):
             return ""
         if received.spans == NO_SPANS:
             why = f"no span of its came for this attempt (traces_wait: {self.wait:g} s)"
         elif not received.whole:
             why = f"not every turn's spans came within traces_wait ({self.wait:g} s)"
-        elif not self.tooled:
-            why = "it has sent no execute_tool span in this run, so its spans do not show its tool calls"
         else:
             why = "some of its tool spans were left out (past what an attempt keeps)"
-        return f"its tool calls are seen only in its own spans, and {why}: no tool call could be seen"
+        return f"its tool calls are seen only in its own spans, and {why}: not every tool call could be seen"
 
     @staticmethod
     def _whole(held: _Held, turns: Sequence[str]) -> bool:

@@ -227,7 +227,7 @@ def test_where_the_spans_never_come_a_check_of_calls_only_they_show_is_not_judge
     assert "so its tool checks were not judged" in ran.stderr, ran.stderr
     for attempt in attempts(tmp_path):
         assert "traced" not in attempt["transcript"]
-        reason = "its tool calls are seen only in its own spans, and no span of its came for this attempt (traces_wait: 0.5 s): no tool call could be seen"
+        reason = "its tool calls are seen only in its own spans, and no span of its came for this attempt (traces_wait: 0.5 s): not every tool call could be seen"
         assert [(claim["held"], claim.get("doubt"), claim["reason"]) for claim in attempt["result"]["claims"]] == [
             (False, "unseen", reason),
             (False, "unseen", f"agent said 'cancelled' in turn 1, but {reason}"),

@@ -209,11 +209,11 @@ def test_a_span_whose_ids_are_not_otlps_sizes_is_left_out() -> None:
     assert [span.name for span in spans(request(made, short).SerializeToString(), json=False)] == ["ok"]
     # A request none of whose spans has ids that read (base64 in OTLP JSON, as protobuf's own JSON
     # mapping writes them) is not answered as if kept: it is said, with what OTLP asks.
-    with pytest.raises(ValueError, match=r"none of its 1 span\(s\) had ids of 16 bytes \(trace\) and 8 \(span\)"):
+    with pytest.raises(ValueError, match=r"none of its 1 span\(s\) read as a span with ids of 16 bytes \(trace\) and 8 \(span\)"):
         spans(request(short).SerializeToString(), json=False)
     as_base64 = {"traceId": base64.b64encode(bytes.fromhex(TRACE)).decode(), "spanId": base64.b64encode(b"\1" * 8).decode(), "name": "x"}
     body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [as_base64]}]}]}).encode()
-    with pytest.raises(ValueError, match="had ids in hex, as OTLP JSON gives them, not base64"):
+    with pytest.raises(ValueError, match=r"with ids in hex, as OTLP JSON gives them \(not base64\)"):
         spans(body, json=True)
 
 
@@ -485,12 +485,15 @@ def test_said_done_where_no_call_could_be_seen_is_in_doubt_unless_spans_showed_t
 
 
 def test_in_a_traced_dialogue_a_call_only_reported_counts_for_no_tool_check() -> None:
-    """A call the agent reported that its spans did not show is its word alone, for ``called`` and
-    ``not_called`` as for ``said_done``; where no spans were received it counts as before."""
+    """A call the agent reported that its spans did not show is its word alone for ``called``, as for
+    ``said_done``, and enough for ``not_called``; where no spans were received it counts as before."""
     reported = Transcript((turn("Refunded.", Call("refund", {"order": 7})),), traced=True)
     unshown = "agent never called refund (it reported a call of it in turn 1, which its own spans did not show)"
     assert (Check(called="refund").claim(reported).held, Check(called="refund").claim(reported).reason) == (False, unshown)
-    assert (Check(not_called="refund").claim(reported).held, Check(not_called="refund").claim(reported).reason) == (True, unshown)
+    # For not_called, the agent's own word that it called the tool is enough.
+    assert (Check(not_called="refund").claim(reported).held, Check(not_called="refund").claim(reported).reason) == (
+        False, "agent called refund in turn 1"
+    )
     shown = Transcript((turn("Refunded.", Call("refund", {"order": 7}, traced=True)),), traced=True)
     assert Check(called="refund", with_={"order": 7}).claim(shown).held is True
     untraced = msgspec.structs.replace(reported, traced=False)
@@ -503,10 +506,17 @@ def test_where_the_spans_are_the_only_sight_of_the_calls_and_did_not_show_them_t
         receiver.begun(Secrets(), sole=True)
         assert receiver.unseen(Received(whole=True, tooled=True)) == ""
         nothing = receiver.unseen(Received())
-        assert nothing == "its tool calls are seen only in its own spans, and no span of its came for this attempt (traces_wait: 2 s): no tool call could be seen"
+        assert nothing == (
+            "its tool calls are seen only in its own spans, and no span of its came for this attempt (traces_wait: 2 s): "
+            "not every tool call could be seen"
+        )
         part = receiver.unseen(Received(spans=msgspec.Raw(b'[{"span":"a"}]'), whole=False, tooled=True))
         assert "not every turn's spans came within traces_wait (2 s)" in part
-        assert "no execute_tool span" in receiver.unseen(Received(spans=msgspec.Raw(b'[{"span":"a"}]'), whole=True, tooled=False))
+        # Every turn's spans, and no execute_tool span yet in the run: taken as no call made.
+        assert receiver.unseen(Received(spans=msgspec.Raw(b'[{"span":"a"}]'), whole=True, tooled=False)) == ""
+        lost = Received(spans=msgspec.Raw(b'[{"span":"a"}]'), whole=True, tooled=False)
+        receiver.tooled = True  # another attempt's tool span came, but one of this one's was left out
+        assert "some of its tool spans were left out" in receiver.unseen(lost)
         receiver.begun(Secrets())  # an agent that reports its calls too: they are seen as it said them
         assert receiver.unseen(Received()) == ""
     finally:
@@ -515,6 +525,11 @@ def test_where_the_spans_are_the_only_sight_of_the_calls_and_did_not_show_them_t
     for check in (Check(called="cancel"), Check(not_called="refund"), Check(said_done="Cancelled", by_calling="cancel")):
         claim = check.claim(dialogue_of)
         assert (claim.held, claim.doubt) == (False, "unseen") and nothing in claim.reason, claim
+    # A call the spans that came did show still decides: not every call was seen, but that one was.
+    partly = Transcript((turn("Refunded.", Call("refund", {"order": 7}, traced=True)),), unseen=part)
+    assert (Check(not_called="refund").claim(partly).held, Check(not_called="refund").claim(partly).doubt) == (False, "")
+    assert (Check(called="refund").claim(partly).held, Check(called="refund").claim(partly).doubt) == (True, "")
+    assert Check(called="cancel").claim(partly).doubt == "unseen"
 
 
 def test_a_span_that_shows_a_reported_call_wins_on_its_error_and_one_without_arguments_matches_by_name() -> None:

@@ -94,9 +94,10 @@ class Receiving(msgspec.Struct, frozen=True):
                 f"instrumented with OpenTelemetry sends them when its OTEL_EXPORTER_OTLP_ENDPOINT is that address{elsewhere}"
             )
         elif receiver.heard and not receiver.tooled:
+            taken = "its dialogues were taken as calling no tool" if receiver.sole else seen
             lines.append(
                 f"convy: receive_traces: {agent} sent spans but no execute_tool span, so its tool calls could not be "
-                f"read from them: {seen}"
+                f"read from them: {taken}"
             )
         if receiver.ended is not None:
             lines.append(
