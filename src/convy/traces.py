@@ -49,7 +49,7 @@ SCOPE = "convy"
 _JSON = msgspec.json.Encoder()
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-# A run's status as ``test.suite.run.status`` says it (a finished run: its pass rule's verdict).
+# A run's status as ``test.suite.run.status`` says it (a finished run: whether its command passed it).
 _SUITE = {"running": "in_progress", "interrupted": "aborted", "stopped": "aborted"}
 
 
@@ -75,7 +75,8 @@ class RunContext(msgspec.Struct, frozen=True):
 
     @classmethod
     def read(cls, run: Read, version: str, failing: bool) -> RunContext:
-        """A run read from its folder: a finished run's suite status is its pass rule's verdict."""
+        """A run read from its folder: a finished run's suite status is a failure where the run
+        failed (``failing``: a gate its command exits non-zero for), else a success."""
         status = run.status()
         suite = _SUITE.get(status) or ("failure" if failing else "success")
         return cls.of(run.file.spec, suite, version)
@@ -416,7 +417,9 @@ class RunTraces(msgspec.Struct, frozen=True):
     def lines(self, kind: Literal["traces", "logs"]) -> Iterator[str]:
         for run in self.runs:
             summary = Summary(run)
-            context = RunContext.read(run, self.version, bool(summary.verdict().failing()))
+            # Failed as the command fails it (any gate: the pass rule, too many not judged, nothing
+            # tested, the budget...), so a backend never shows a run that exited non-zero as a success.
+            context = RunContext.read(run, self.version, bool(summary.verdict().gates()))
             for _, attempt in summary.said():
                 signals = context.signals(attempt.outcome)
                 if kind == "traces":

@@ -11,6 +11,7 @@ for them. One that says it cancelled a booking without cancelling it fails ``sai
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -218,11 +219,25 @@ def test_where_the_spans_never_come_a_check_of_calls_only_they_show_is_not_judge
     says so at its end; none is failed ("never called") or passed ("never called refund") for it."""
     agent = started(tmp_path, free_port(), liar=False)  # its spans go to a port where nothing listens
     url = next(agent)
+    convy = project(tmp_path, url, f"receive_traces = true\ntraces_port = {port}\ntraces_wait = 0.5\n")
     try:
-        ran = project(tmp_path, url, f"receive_traces = true\ntraces_port = {port}\ntraces_wait = 0.5\n").ran("run")
+        ran = convy.ran("run")
     finally:
         agent.close()
     assert ran.returncode == 5, ran.stdout + ran.stderr  # nothing passed, nothing failed: nothing was tested
+    # Exported, the run is a failed suite, as its command failed it (no scenario failed the pass rule).
+    assert convy.ran("export", "--format", "otlp").returncode == 0
+    exported = (tmp_path / "results" / "export" / "otlp-traces.jsonl").read_text(encoding="utf-8").splitlines()
+    statuses = {
+        attribute["value"]["stringValue"]
+        for line in exported
+        for resource in json.loads(line)["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+        for attribute in span.get("attributes", [])
+        if attribute["key"] == "test.suite.run.status"
+    }
+    assert statuses == {"failure"}
     assert "shop: 0 passed, 0 failed, 2 not judged of 2 attempts" in ran.stdout, ran.stdout
     assert "so its tool checks were not judged" in ran.stderr, ran.stderr
     for attempt in attempts(tmp_path):
