@@ -494,7 +494,9 @@ def _nothing_heard() -> Any:
             assert self._waiting is not None
             self._waiting()
             await asyncio.sleep(0)
-            return Came(whole=True, tooled=True)
+            # Nothing came: the dialogue's calls are those the agent reported (a dialogue taken as
+            # traced would count none of them, its spans showing none).
+            return Came()
 
     return Heard()
 
