@@ -217,11 +217,11 @@ class Check(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaul
 
     @staticmethod
     def _unseen(transcript: Transcript) -> str:
-        """Why no tool call of the dialogue could be seen, or "": no reply held the path where the
-        agent's calls would be, or its calls are seen only in its spans and those did not show them
+        """Why not every tool call of the dialogue could be seen, or "": no reply held the path where
+        the agent's calls would be, or its calls are seen only in its spans and not all of those came
         (``Transcript.unseen``); the scenario's own tools served none (no state kept), and no spans
-        of the agent's showed them (``Transcript.traced``). Most replies held the path: the first
-        one found says so."""
+        of the agent's showed them all (``Transcript.traced``). Most replies held the path: the
+        first one found says so. A call that was seen still decides a check (``_tool``)."""
         turns = transcript.turns
         if not turns or transcript.state is not None or transcript.traced:
             return ""

@@ -240,9 +240,10 @@ class Transcript(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     # Every turn had spans of the agent's own under it (``traced.dialogue``, issue 30): its calls
     # were seen in them whatever its replies held.
     traced: bool = False
-    # Why none of its tool calls could be seen, where they are seen only in the agent's spans (a
-    # JsonAgent with no calls=, in a run that receives them) and those did not show them: its tool
-    # checks are left undecided (``checks.Check``), never decided against it. "" where they could.
+    # Why not every tool call of it could be seen, where they are seen only in the agent's spans (a
+    # JsonAgent with no calls=, in a run that receives them) and not all of those came: a tool check
+    # no call seen decides is left undecided (``checks.Check``), never decided against it or for it.
+    # "" where every call could be seen.
     unseen: str = ""
 
     def __add__(self, turn: Turn) -> Transcript:
